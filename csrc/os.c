@@ -1,0 +1,66 @@
+/* os.c -- the default OS-memory backend: mmap, munmap and madvise.
+ *
+ * Allocators never call the OS directly; they go through a pa_backend_t so
+ * that an embedding runtime can hand in its own memory and tests can force
+ * failures.  Alignments above the page size are met by over-mapping and
+ * trimming the ends, so the whole range given back is exactly what the
+ * caller asked for and munmap needs no bookkeeping. */
+#define _DEFAULT_SOURCE
+#include "internal.h"
+
+#include <sys/mman.h>
+
+static void *os_map(size_t size, size_t align, void *ctx) {
+    (void)ctx;
+    if (size == 0) return NULL;
+    if (align <= PA_PAGE_SIZE) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    if (size > SIZE_MAX - align) return NULL;
+    size_t span = size + align;
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    char *p = (char *)_pa_align_ptr((uintptr_t)raw, align);
+    size_t head = (size_t)(p - raw);
+    size_t tail = span - head - size;
+    if (head) munmap(raw, head);
+    if (tail) munmap(p + size, tail);
+    return p;
+}
+
+static void os_unmap(void *p, size_t size, void *ctx) {
+    (void)ctx;
+    if (p) munmap(p, size);
+}
+
+static int os_decommit(void *p, size_t size, void *ctx) {
+    (void)ctx;
+    return madvise(p, size, MADV_DONTNEED);
+}
+
+static const pa_backend_t os_backend = {os_map, os_unmap, os_decommit, NULL};
+
+const pa_backend_t *pa_backend_default(void) { return &os_backend; }
+
+void *_pa_backend_map(const pa_backend_t *b, size_t size, size_t align) {
+    if (align < PA_PAGE_SIZE) align = PA_PAGE_SIZE;
+    size_t rounded;
+    if (!_pa_align_up(size, PA_PAGE_SIZE, &rounded)) return NULL;
+    void *p = b->map(rounded, align, b->ctx);
+    if (p && ((uintptr_t)p & (align - 1)) != 0) {
+        /* A backend that ignores the alignment is a bug in the embedder;
+         * refuse the memory rather than hand out misaligned blocks. */
+        b->unmap(p, rounded, b->ctx);
+        return NULL;
+    }
+    return p;
+}
+
+void _pa_backend_unmap(const pa_backend_t *b, void *p, size_t size) {
+    size_t rounded;
+    if (!p || !_pa_align_up(size, PA_PAGE_SIZE, &rounded)) return;
+    b->unmap(p, rounded, b->ctx);
+}

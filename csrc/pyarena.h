@@ -1,0 +1,255 @@
+/* pyarena.h -- the one public header of the pyarena C core.
+ *
+ * pyarena manages tensor memory for on-device neural-net inference:
+ *   - pa_arena_*  a bump arena for long-lived data (weights, constants),
+ *   - pa_pool_*   a dynamic work pool (slabs, buddy blocks, a large zone),
+ *   - pa_plan_*   the static planner core that assigns offsets in one arena.
+ *
+ * Conventions shared by every function below (stated once, here):
+ *   - Status: calls that do not allocate return pa_status_t; PA_OK (0) is
+ *     success and every error is negative.  pa_status_string() names them.
+ *   - Allocating calls return a pointer, or NULL on failure; the handle's
+ *     *_last_status() then tells why.
+ *   - The library never prints, never aborts and never calls exit() on bad
+ *     input; a NULL handle is an error (PA_ERR_INVALID), not a crash.
+ *   - Sizes are in bytes.  Alignments are powers of two; 0 means "the
+ *     handle's default".  Every size computation is overflow-checked.
+ *   - Handles are opaque and typed; the caller owns what *_create() returns
+ *     and releases it with the matching *_destroy().
+ *   - Thread safety is stated per handle type.
+ *
+ * Everything between PA_CDEF_BEGIN and PA_CDEF_END is also the cffi cdef
+ * (no preprocessor directives other than integer #defines in there).
+ */
+#ifndef PYARENA_H
+#define PYARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PA_CDEF_BEGIN */
+
+#define PA_VERSION_MAJOR 0
+#define PA_VERSION_MINOR 1
+#define PA_DEFAULT_ALIGNMENT 64
+#define PA_MIN_ALIGNMENT 8
+
+/* ------------------------------------------------------------------ */
+/* Status codes                                                        */
+/* ------------------------------------------------------------------ */
+
+typedef enum pa_status {
+    PA_OK = 0,
+    PA_ERR_INVALID = -1,     /* a bad argument (NULL handle, bad config)   */
+    PA_ERR_ALIGN = -2,       /* alignment is not a supported power of two  */
+    PA_ERR_OVERFLOW = -3,    /* a size computation would overflow          */
+    PA_ERR_NOMEM = -4,       /* out of memory: capacity, limit or the OS   */
+    PA_ERR_STATE = -5,       /* call not valid now (stale mark, closed)    */
+    PA_ERR_DOUBLE_FREE = -6, /* the block was already freed                */
+    PA_ERR_FOREIGN = -7,     /* the pointer was not handed out by this     */
+    PA_ERR_INFEASIBLE = -8,  /* no solution within the given capacity      */
+    PA_ERR_TIMEOUT = -9      /* the time limit ran out before an answer    */
+} pa_status_t;
+
+/* A static, human-readable name for a status; never NULL. */
+const char *pa_status_string(pa_status_t status);
+
+/* ------------------------------------------------------------------ */
+/* OS-memory backend (injectable; tests use it to force failures)      */
+/* ------------------------------------------------------------------ */
+
+typedef struct pa_backend {
+    /* Return `size` bytes aligned to `align` (a power of two >= 4096 is
+     * always asked for), or NULL.  Memory need not be zeroed. */
+    void *(*map)(size_t size, size_t align, void *ctx);
+    /* Give back exactly what map() returned, with the same size. */
+    void (*unmap)(void *ptr, size_t size, void *ctx);
+    /* Optional (may be NULL): tell the OS the pages are unused but keep the
+     * range mapped (madvise DONTNEED).  Returns 0 on success. */
+    int (*decommit)(void *ptr, size_t size, void *ctx);
+    void *ctx;
+} pa_backend_t;
+
+/* The default backend: mmap/munmap/madvise.  Static; never NULL. */
+const pa_backend_t *pa_backend_default(void);
+
+/* ------------------------------------------------------------------ */
+/* Arena: bump allocation for long-lived data                          */
+/* ------------------------------------------------------------------ */
+/* Not thread-safe: one thread at a time per arena (weights are loaded
+ * once).  Blocks are never freed one by one: mark/rewind and reset
+ * release everything allocated after a point. */
+
+typedef struct pa_arena pa_arena_t;
+
+#define PA_GROW_POW2 0      /* a new chunk of the next power of two, at
+                               least double the previous chunk (ORT's
+                               kNextPowerOfTwo)                          */
+#define PA_GROW_REQUESTED 1 /* a new chunk just large enough (ORT's
+                               kSameAsRequested)                         */
+#define PA_GROW_NONE 2      /* fixed capacity: fail with PA_ERR_NOMEM    */
+
+typedef struct pa_arena_config {
+    size_t alignment;   /* granularity, power of two >= 8; default 64    */
+    size_t chunk_size;  /* first chunk (bytes); 0 = 64 KiB              */
+    size_t capacity;    /* hard limit on reserved bytes; 0 = unlimited  */
+    int growth;         /* PA_GROW_*                                    */
+    const pa_backend_t *backend; /* NULL = pa_backend_default()        */
+} pa_arena_config_t;
+
+typedef struct pa_arena_stats {
+    size_t reserved;      /* bytes obtained from the backend / caller    */
+    size_t used;          /* bytes consumed, padding included            */
+    size_t requested;     /* bytes asked for by live allocations         */
+    size_t padding;       /* used - requested: alignment waste           */
+    size_t peak;          /* highest `used` since create / reset_peak    */
+    size_t count;         /* live allocations                            */
+    size_t chunks;        /* chunks in use                               */
+    size_t spare;         /* bytes in spare chunks (part of reserved)    */
+    size_t capacity;      /* hard limit, 0 = unlimited                   */
+    size_t alignment;     /* the arena's granularity                     */
+} pa_arena_stats_t;
+
+/* A position to rewind to.  Treat the fields as opaque. */
+typedef struct pa_arena_mark {
+    uint64_t epoch;
+    size_t chunk;
+    size_t offset;
+    size_t requested;
+    size_t count;
+} pa_arena_mark_t;
+
+/* Fill `cfg` with the defaults (alignment 64, 64 KiB chunks, POW2). */
+void pa_arena_config_default(pa_arena_config_t *cfg);
+
+/* Create an arena that owns its chunks.  Returns NULL on a bad config
+ * (alignment not a power of two >= 8) or when the first chunk cannot be
+ * mapped.  Release with pa_arena_destroy(). */
+pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg);
+
+/* Bytes of metadata pa_arena_init_static() needs. */
+size_t pa_arena_metadata_size(void);
+
+/* Create a fixed-capacity arena over caller-owned memory: `meta` holds
+ * pa_arena_metadata_size() bytes, `buffer`/`size` the memory to hand out.
+ * Nothing is ever mapped or freed by the arena; NULL on bad arguments.
+ * The base is aligned up to `alignment` inside `buffer`. */
+pa_arena_t *pa_arena_init_static(void *meta, size_t meta_size, void *buffer,
+                                 size_t size, size_t alignment);
+
+/* Release the arena and every chunk it mapped (caller memory is left
+ * alone).  Invalidates every pointer it handed out.  NULL is a no-op. */
+void pa_arena_destroy(pa_arena_t *arena);
+
+/* Allocate `size` bytes aligned to `align` (0 = the arena granularity;
+ * an alignment below the granularity is raised to it).  size 0 returns a
+ * valid unique aligned pointer.  NULL on failure, see last_status(). */
+void *pa_arena_alloc(pa_arena_t *arena, size_t size, size_t align);
+
+/* Why the last call on this arena failed (PA_OK after a success). */
+pa_status_t pa_arena_last_status(const pa_arena_t *arena);
+
+/* Record the current position in `*mark`. */
+pa_status_t pa_arena_mark(const pa_arena_t *arena, pa_arena_mark_t *mark);
+
+/* Release everything allocated after `mark`.  Chunks begun after it stay
+ * mapped as spares (reused by later growth; pa_arena_trim() unmaps them),
+ * so stale pointers never fault.  Invalidates those pointers and later
+ * marks; PA_ERR_STATE if the mark is from before a reset or lies beyond
+ * the current position. */
+pa_status_t pa_arena_rewind(pa_arena_t *arena, const pa_arena_mark_t *mark);
+
+/* Release every allocation; the first chunk stays current, the others
+ * become spares.  Invalidates every pointer and mark. */
+pa_status_t pa_arena_reset(pa_arena_t *arena);
+
+/* Unmap the spare chunks; returns the bytes given back (0 for NULL). */
+size_t pa_arena_trim(pa_arena_t *arena);
+
+/* Fill `*out` with the arena's statistics. */
+pa_status_t pa_arena_stats(const pa_arena_t *arena, pa_arena_stats_t *out);
+
+/* Set peak to the current use. */
+pa_status_t pa_arena_reset_peak(pa_arena_t *arena);
+
+/* Number of chunks, and the base/size of chunk `index` (0 = first). */
+size_t pa_arena_num_chunks(const pa_arena_t *arena);
+pa_status_t pa_arena_chunk(const pa_arena_t *arena, size_t index,
+                           void **base, size_t *size);
+
+/* Which chunk holds `ptr`: its index and base; PA_ERR_FOREIGN if none. */
+pa_status_t pa_arena_find(const pa_arena_t *arena, const void *ptr,
+                          size_t *index, void **base, size_t *size);
+
+/* Number of broken internal invariants (0 = healthy). */
+size_t pa_arena_check(const pa_arena_t *arena);
+
+/* ------------------------------------------------------------------ */
+/* Work pool (pool.c, slab.c, buddy.c, large.c)                        */
+/* ------------------------------------------------------------------ */
+
+/* ------------------------------------------------------------------ */
+/* Static planner core (plan.c)                                        */
+/* ------------------------------------------------------------------ */
+/* The planner assigns byte offsets to buffers with known lifetimes so
+ * that buffers whose lifetimes overlap never overlap in bytes.  Lifetimes
+ * are inclusive step ranges [first, last].  Pure computation: re-entrant,
+ * thread-safe across distinct inputs. */
+
+typedef enum pa_plan_strategy {
+    PA_PLAN_FIRST_FIT = 0,         /* execution order, lowest fitting gap */
+    PA_PLAN_GREEDY_BY_SIZE = 1,    /* largest first, best gap (TFLite)     */
+    PA_PLAN_GREEDY_BY_BREADTH = 2, /* Pisarchyk & Lee 2020                 */
+    PA_PLAN_BEST = 3,              /* heuristics + search, time-bounded    */
+    PA_PLAN_EXACT = 4              /* exact search, proves optimality      */
+} pa_plan_strategy_t;
+
+typedef struct pa_plan_buffer {
+    uint64_t size;   /* bytes (padded to the alignment by the planner)   */
+    int64_t first;   /* first step the buffer is live (inclusive)        */
+    int64_t last;    /* last step the buffer is live (inclusive)         */
+    uint64_t offset; /* output: byte offset, a multiple of the alignment */
+} pa_plan_buffer_t;
+
+typedef struct pa_plan_options {
+    pa_plan_strategy_t strategy;
+    uint64_t alignment;  /* power of two; 0 = 64                         */
+    double time_limit;   /* seconds for BEST / EXACT search; <= 0: 10 s  */
+    uint64_t capacity;   /* EXACT: fit within this (0 = minimise)        */
+} pa_plan_options_t;
+
+typedef struct pa_plan_result {
+    uint64_t arena_bytes;  /* max over buffers of offset + padded size   */
+    uint64_t lower_bound;  /* max over steps of padded bytes live        */
+    int optimal;           /* 1 if arena_bytes is proven minimal         */
+    double seconds;        /* wall time spent                            */
+    pa_plan_strategy_t strategy; /* the heuristic that produced it       */
+} pa_plan_result_t;
+
+/* Fill `opt` with the defaults (BEST, alignment 64, 10 s). */
+void pa_plan_options_default(pa_plan_options_t *opt);
+
+/* Assign `offset` to every buffer in `bufs` (other fields are read only).
+ * PA_ERR_INVALID for a negative lifetime or NULL, PA_ERR_OVERFLOW when
+ * sizes overflow, PA_ERR_INFEASIBLE / PA_ERR_TIMEOUT when a capacity is
+ * given and not met.  `result` may be NULL. */
+pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
+                           const pa_plan_options_t *opt,
+                           pa_plan_result_t *result);
+
+/* The lower bound: the largest total of padded sizes live at one step.
+ * Returns 0 for n == 0; UINT64_MAX on overflow or bad input. */
+uint64_t pa_plan_lower_bound(const pa_plan_buffer_t *bufs, size_t n,
+                             uint64_t alignment);
+
+/* PA_CDEF_END */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYARENA_H */

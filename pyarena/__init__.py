@@ -1,0 +1,22 @@
+"""pyarena: tensor memory management for on-device neural-net inference.
+
+* :class:`Arena` -- aligned bump allocation for weights and constants.
+* :mod:`pyarena.plan` -- static memory plans for whole model graphs.
+* :func:`get_include`, :func:`get_library` -- the C core for C programs.
+"""
+from ._paths import get_include, get_library
+from .arena import Arena, Mark
+from .errors import (AlignmentError, DoubleFreeError, ForeignPointerError,
+                     InvalidArgumentError, OutOfMemoryError, PlanInfeasibleError,
+                     PyArenaError, StateError)
+from .stats import ArenaStats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Arena", "Mark", "ArenaStats",
+    "PyArenaError", "InvalidArgumentError", "AlignmentError", "StateError",
+    "DoubleFreeError", "ForeignPointerError", "OutOfMemoryError",
+    "PlanInfeasibleError",
+    "get_include", "get_library",
+]
