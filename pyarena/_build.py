@@ -47,6 +47,8 @@ ffibuilder.set_source(
     '#include "pyarena.h"\n' + FAST_PATH,
     sources=[os.path.relpath(p, os.path.dirname(HERE)) for p in c_sources()],
     include_dirs=[CSRC],
+    # rebuild when any C source or header changes, not only the cdef
+    depends=sorted(glob.glob(os.path.join(CSRC, "*.[ch]"))),
     extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
     libraries=["pthread"],
 )

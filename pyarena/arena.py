@@ -165,8 +165,9 @@ class Arena:
     def _init_static(buffer, alignment):
         try:
             cbuf = ffi.from_buffer(buffer, require_writable=True)
-        except TypeError as exc:
-            raise TypeError(f"buffer must be a writable buffer: {exc}") from None
+        except (TypeError, BufferError) as exc:
+            raise TypeError(f"buffer must be a writable buffer, not "
+                            f"{type(buffer).__name__}: {exc}") from None
         meta = ffi.new("char[]", int(lib.pa_arena_metadata_size()) + 64)
         # the metadata must be aligned for the C struct
         addr = int(ffi.cast("uintptr_t", meta))
@@ -210,7 +211,7 @@ class Arena:
         raise StateError("arena allocation failed without a status")
 
     # -- allocation ---------------------------------------------------------
-    def empty(self, shape, dtype=np.float32, align=None):
+    def empty(self, shape, dtype=np.float64, align=None):
         """An uninitialised C-contiguous array in the arena, its data aligned
         to ``max(align, alignment)``."""
         try:
@@ -236,7 +237,7 @@ class Arena:
         self._records.append(arr)
         return arr
 
-    def zeros(self, shape, dtype=np.float32, align=None):
+    def zeros(self, shape, dtype=np.float64, align=None):
         """Like :meth:`empty`, filled with zeros."""
         a = self.empty(shape, dtype, align)
         a.fill(0)
