@@ -19,6 +19,7 @@ Lifetime rules (the reason for most of this file):
 Not thread-safe: one thread at a time per arena, like the C arena.
 """
 import sys
+import weakref
 
 import numpy as np
 
@@ -26,6 +27,11 @@ from . import _shapes
 from ._binding import check, ffi, lib
 from .errors import AlignmentError, InvalidArgumentError, OutOfMemoryError, StateError
 from .stats import ArenaStats
+
+try:  # the native hot path; the pure-Python path below is complete without it
+    from ._fastpath import FastArena as _FastArena
+except ImportError:  # pragma: no cover - source checkouts without a build
+    _FastArena = None
 
 __all__ = ["Arena", "Mark"]
 
@@ -159,6 +165,29 @@ class Arena:
         self._cur_end = 0
         self._cur_buf = None
         self._closed = False
+        self._fast = None
+        if _FastArena is not None:
+            self._install_fast_path()
+
+    def _install_fast_path(self):
+        """Route ``self.empty`` through the native hot path.  It shares
+        ``_records`` and the dtype cache with the Python path and calls back
+        into it (through weak references: no cycle) for anything unusual."""
+        ref = weakref.ref(self)
+
+        def slow(*args, **kwargs):
+            arena = ref()
+            if arena is None:
+                raise StateError("arena is closed")
+            return Arena.empty(arena, *args, **kwargs)
+
+        def refresh(addr):
+            ref()._chunk_view(addr)
+
+        fn = int(ffi.cast("uintptr_t", ffi.addressof(lib, "pa_arena_alloc")))
+        self._fast = _FastArena(fn, int(ffi.cast("uintptr_t", self._h)), self._records,
+                                _shapes._DTYPES, slow, refresh)
+        self.empty = self._fast.empty
 
     # -- construction helpers ---------------------------------------------
     @staticmethod
@@ -197,6 +226,8 @@ class Arena:
             buf = ffi.buffer(owner, n)
             self._chunks[b] = buf
         self._cur_base, self._cur_end, self._cur_buf = b, b + n, buf
+        if self._fast is not None:
+            self._fast.set_chunk(b, b + n, buf)
         return buf
 
     def _alloc_failed(self, nbytes, align):
@@ -321,6 +352,8 @@ class Arena:
         if self._cur_base not in live:
             self._cur_base = self._cur_end = 0
             self._cur_buf = None
+            if self._fast is not None:
+                self._fast.set_chunk(0, 0, None)
         return freed
 
     # -- introspection -------------------------------------------------------
@@ -357,6 +390,10 @@ class Arena:
         if self._closed:
             return
         self._closed = True
+        if self._fast is not None:
+            self._fast.detach()
+            self._fast = None
+            self.__dict__.pop("empty", None)
         self._records = []
         self._marks = []
         self._orphans = []

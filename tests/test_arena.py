@@ -336,3 +336,57 @@ def test_repr_mentions_usage():
     a = Arena()
     a.empty(100, np.uint8)
     assert "used=128" in repr(a)
+
+
+# -- the native hot path -------------------------------------------------------
+def test_fast_path_is_built_and_used():
+    a = Arena()
+    assert a._fast is not None, "pyarena._fastpath was not built"
+    assert a.empty is not Arena.empty
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: a.empty((2, 3)),
+    lambda a: a.empty((2, 3), np.float32),
+    lambda a: a.empty((2, 3), "float32"),
+    lambda a: a.empty([2, 3], np.float32),
+    lambda a: a.empty((np.int64(2), 3), np.float32),
+    lambda a: a.empty(6, dtype=np.float32),
+    lambda a: a.empty((2, 3), np.float32, 256),
+    lambda a: a.empty(shape=(2, 3), dtype=np.float32, align=128),
+])
+def test_fast_and_slow_paths_agree(call):
+    a = Arena()
+    x = call(a)
+    assert x.size == 6 and x.flags.c_contiguous
+    assert x.ctypes.data % 64 == 0 and a.owns(x)
+    assert a.stats().count == 1
+    m = a._records[-1]
+    assert m is x
+
+
+def test_fast_path_errors_come_from_the_slow_path():
+    a = Arena()
+    with pytest.raises(ValueError, match="negative"):
+        a.empty((3, -1))
+    with pytest.raises(ValueError, match="negative"):
+        a.empty(-1)
+    with pytest.raises(TypeError, match="object"):
+        a.empty(3, object)
+    with pytest.raises(ValueError, match="bytes"):
+        a.empty((1 << 40, 1 << 40), np.uint8)
+    with pytest.raises(TypeError, match="unknown dtype"):
+        a.empty(3, "float33")
+    assert a.stats().count == 0
+
+
+def test_fast_path_follows_new_chunks():
+    a = Arena(chunk_size=64 << 10, growth="requested")
+    arrays = [a.full(3000 + i, i % 250, np.uint8) for i in range(300)]
+    assert a.stats().chunks > 5
+    for i, x in enumerate(arrays):
+        assert a.owns(x) and x.ctypes.data % 64 == 0
+        assert (x == i % 250).all()
+    a.trim()
+    y = a.empty(10)
+    assert a.owns(y)
