@@ -10,8 +10,8 @@ def test_demo_runs_and_reports(capsys):
     assert "weights" in out and "time per inference" in out
 
 
-def test_unknown_command_exits_nonzero():
+def test_unknown_command_exits_nonzero(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pyarena", "frobnicate"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode != 0
     assert "invalid choice" in r.stderr
