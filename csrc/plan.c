@@ -267,12 +267,13 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
 
     size_t m = n ? n : 1;
     uint64_t *size = malloc(m * sizeof(uint64_t));
+    uint64_t *raw = malloc(m * sizeof(uint64_t));
     int64_t *first = malloc(m * sizeof(int64_t));
     int64_t *last = malloc(m * sizeof(int64_t));
     uint64_t *best = malloc(m * sizeof(uint64_t));
     uint64_t *tmp = malloc(m * sizeof(uint64_t));
     pa_status_t st = PA_ERR_NOMEM;
-    if (!size || !first || !last || !best || !tmp) goto out;
+    if (!size || !raw || !first || !last || !best || !tmp) goto out;
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].first < 0 || bufs[i].first > bufs[i].last) {
@@ -285,10 +286,11 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
             goto out;
         }
         total += size[i];
+        raw[i] = bufs[i].size;
         first[i] = bufs[i].first;
         last[i] = bufs[i].last;
     }
-    ctx_t c = {.in = {n, size, first, last, align, total},
+    ctx_t c = {.in = {n, size, raw, first, last, align, total},
                .best = best, .best_arena = UINT64_MAX, .tmp = tmp,
                .by = opt->strategy};
     c.lb = live_max(size, first, last, n);
@@ -364,6 +366,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
     }
 out:
     free(size);
+    free(raw);
     free(first);
     free(last);
     free(best);

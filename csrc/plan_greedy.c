@@ -287,7 +287,7 @@ static pa_status_t sorted_order(const _pa_plan_inst_t *in, int by_size,
     }
     for (size_t i = 0; i < n; i++) {
         /* execution order: key1 = 0 for all, key2 = first */
-        k[i] = (okey_t){by_size ? in->size[i] : 0, in->first[i], (uint32_t)i};
+        k[i] = (okey_t){by_size ? in->raw[i] : 0, in->first[i], (uint32_t)i};
     }
     qsort(k, n, sizeof(okey_t), cmp_okey);
     for (size_t i = 0; i < n; i++) o[i] = k[i].id;
@@ -306,7 +306,8 @@ pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
     return st;
 }
 
-/* TFLite's ArenaPlanner order: size descending, then first use, then id. */
+/* TFLite's ArenaPlanner order: requested size descending, then first use,
+ * then id. */
 pa_status_t _pa_plan_greedy_size(const _pa_plan_inst_t *in, uint64_t *off,
                                  uint64_t *arena) {
     uint32_t *o;
@@ -342,8 +343,8 @@ static void sort_ids_by_size(const _pa_plan_inst_t *in, uint32_t *ids,
             size_t j = i;
             while (j > 0) {
                 uint32_t y = ids[j - 1];
-                bool before = in->size[x] != in->size[y]
-                                  ? in->size[x] > in->size[y]
+                bool before = in->raw[x] != in->raw[y]
+                                  ? in->raw[x] > in->raw[y]
                               : in->first[x] != in->first[y]
                                   ? in->first[x] < in->first[y]
                                   : x < y;
@@ -361,7 +362,7 @@ static void sort_ids_by_size(const _pa_plan_inst_t *in, uint32_t *ids,
     size_t i = 0, j = h, o = 0;
     while (i < h && j < k) {
         uint32_t x = ids[i], y = ids[j];
-        bool take_y = in->size[y] != in->size[x] ? in->size[y] > in->size[x]
+        bool take_y = in->raw[y] != in->raw[x] ? in->raw[y] > in->raw[x]
                       : in->first[y] != in->first[x]
                           ? in->first[y] < in->first[x]
                           : y < x;

@@ -11,6 +11,7 @@
 typedef struct _pa_plan_inst {
     size_t n;
     const uint64_t *size;  /* padded sizes                                */
+    const uint64_t *raw;   /* requested sizes (orders ties like TFLite)   */
     const int64_t *first;  /* inclusive lifetimes, 0 <= first <= last    */
     const int64_t *last;
     uint64_t align;        /* the alignment the sizes are padded to       */
