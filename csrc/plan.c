@@ -216,27 +216,37 @@ out:
     return st;
 }
 
-/* Tighten best_arena with exact probes until proven or out of time. */
+/* Tighten best_arena with exact probes until proven or out of time.  The
+ * first probe asks for the lower bound; later ones ask for best - step:
+ * a fit keeps the step, a proof of infeasibility raises the proven floor
+ * and halves the distance, a timeout halves the step (probes closer to a
+ * known solution tend to be easier).  Each probe gets a share of the time
+ * left, so a hopeless probe cannot eat the whole budget. */
 static pa_status_t exact_minimise(ctx_t *c, double deadline) {
-    uint64_t a = c->in.align, lo = c->proven_lo;
+    uint64_t a = c->in.align;
+    uint64_t step = (c->best_arena - c->proven_lo) / 2;
     bool first = true;
-    while (lo < c->best_arena) {
+    while (c->proven_lo < c->best_arena) {
         double now = _pa_plan_now();
         if (now >= deadline) break;
         uint64_t hi = c->best_arena, cap;
-        if (first) cap = lo;
-        else cap = lo + ((hi - lo) / 2) / a * a;
-        if (cap >= hi) cap = hi - a;
-        double probe_end = now + (deadline - now) * (first ? 0.5 : 0.34);
+        if (step < a) step = a;
+        if (first) cap = c->proven_lo;
+        else cap = hi - step < c->proven_lo ? c->proven_lo : hi - step;
+        cap = cap / a * a;
+        if (cap < c->proven_lo) cap = c->proven_lo;
+        if (cap >= hi) break;
+        double probe_end = now + (deadline - now) * (first ? 0.2 : 0.25);
         first = false;
         pa_status_t st = _pa_plan_exact_fit(&c->in, cap, probe_end, c->tmp, NULL);
         if (st == PA_OK) {
             take(c, arena_of(&c->in, c->tmp), PA_PLAN_EXACT);
         } else if (st == PA_ERR_INFEASIBLE) {
-            if (cap + a > c->proven_lo) c->proven_lo = cap + a;
-            lo = cap + a;
+            c->proven_lo = cap + a;
+            step = (c->best_arena - (c->proven_lo < c->best_arena
+                                         ? c->proven_lo : c->best_arena)) / 2;
         } else if (st == PA_ERR_TIMEOUT) {
-            lo = cap + a; /* unknown: look higher, but prove nothing */
+            step /= 2;
         } else {
             return st;
         }

@@ -43,7 +43,7 @@ pa_status_t _pa_plan_exact_fit(const _pa_plan_inst_t *in, uint64_t capacity,
 
 /* The exact solver refuses instances larger than this (its search recurses
  * once per buffer); plan.c then falls back to heuristics + search. */
-#define PA_PLAN_EXACT_MAX_N 4096
+#define PA_PLAN_EXACT_MAX_N 2048
 
 double _pa_plan_now(void);
 
