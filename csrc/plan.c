@@ -87,6 +87,37 @@ static uint64_t live_max(const uint64_t *size, const int64_t *first,
     return best;
 }
 
+static int cmp_i64v(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Number of lifetime-overlapping pairs: all pairs minus those where one
+ * ends before the other starts.  O(n log n); UINT64_MAX if out of memory. */
+static uint64_t overlap_pairs(const int64_t *first, const int64_t *last,
+                              size_t n) {
+    if (n < 2) return 0;
+    int64_t *f = malloc(n * sizeof(int64_t)), *l = malloc(n * sizeof(int64_t));
+    if (!f || !l) {
+        free(f);
+        free(l);
+        return UINT64_MAX;
+    }
+    memcpy(f, first, n * sizeof(int64_t));
+    memcpy(l, last, n * sizeof(int64_t));
+    qsort(f, n, sizeof(int64_t), cmp_i64v);
+    qsort(l, n, sizeof(int64_t), cmp_i64v);
+    uint64_t disjoint = 0;
+    size_t k = 0;
+    for (size_t j = 0; j < n; j++) { /* lasts strictly before first f[j] */
+        while (k < n && l[k] < f[j]) k++;
+        disjoint += k;
+    }
+    free(f);
+    free(l);
+    return (uint64_t)n * (n - 1) / 2 - disjoint;
+}
+
 uint64_t pa_plan_lower_bound(const pa_plan_buffer_t *bufs, size_t n,
                              uint64_t alignment) {
     if (n == 0) return 0;
@@ -142,10 +173,17 @@ static void take(ctx_t *c, uint64_t arena, pa_plan_strategy_t by) {
     }
 }
 
-static pa_status_t run_heuristics(ctx_t *c, bool all) {
+/* The greedy heuristics cost O(log n) per buffer plus O(k log k) for the k
+ * placed buffers overlapping it in time: O(P log n) in all for P
+ * overlapping pairs.  BEST and EXACT skip them (and the randomised search,
+ * which costs the same per round) above this many pairs, keeping first fit,
+ * which is O(n log n) whatever P is. */
+#define PA_PLAN_DENSE_PAIRS 20000000ULL
+
+static pa_status_t run_heuristics(ctx_t *c, bool all, bool dense) {
     static const pa_plan_strategy_t order[3] = {
         PA_PLAN_GREEDY_BY_SIZE, PA_PLAN_GREEDY_BY_BREADTH, PA_PLAN_FIRST_FIT};
-    for (int h = 0; h < 3; h++) {
+    for (int h = dense ? 2 : 0; h < 3; h++) {
         uint64_t arena = 0;
         pa_status_t st;
         switch (order[h]) {
@@ -307,6 +345,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
     if (c.lb == UINT64_MAX) goto out; /* cannot overflow: total checked */
     c.proven_lo = c.lb;
     if (n == 0) c.best_arena = 0;
+    bool dense = false;
 
     if (n > 0) {
         switch (opt->strategy) {
@@ -320,7 +359,8 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
             st = _pa_plan_greedy_breadth(&c.in, tmp, &c.best_arena);
             break;
         default:
-            st = run_heuristics(&c, opt->strategy == PA_PLAN_BEST);
+            dense = overlap_pairs(first, last, n) > PA_PLAN_DENSE_PAIRS;
+            st = run_heuristics(&c, opt->strategy == PA_PLAN_BEST, dense);
             break;
         }
         if (st != PA_OK) goto out;
@@ -353,7 +393,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
                 st = exact_minimise(&c, deadline);
                 if (st != PA_OK) goto out;
             }
-        } else if (n <= 20000) {
+        } else if (n <= 20000 && !dense) {
             st = perturb(&c, deadline, 1000000);
             if (st != PA_OK) goto out;
         }

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MAXN 4096
+#define MAXN 7000
 
 static uint64_t pad(uint64_t s, uint64_t a) { return (s + a - 1) / a * a; }
 
@@ -463,12 +463,33 @@ static void test_larger(void) {
     size_t n = 3000;
     random_bufs(b, n, 2000, 40, 1 << 16);
     uint64_t lb = pa_plan_lower_bound(b, n, 64);
-    for (int s = 0; s <= PA_PLAN_BEST; s++) {
+    uint64_t best_heur = UINT64_MAX;
+    for (int s = 0; s <= PA_PLAN_EXACT; s++) {
+        /* EXACT above its size cap falls back to heuristics + search */
         pa_plan_result_t r;
         CHECK_EQ(plan(b, n, (pa_plan_strategy_t)s, 64, 0, 0.3, &r), PA_OK);
         CHECK_EQ(check_plan(b, n, 64), r.arena_bytes);
         CHECK(r.arena_bytes >= lb);
+        if (s < 3 && r.arena_bytes < best_heur) best_heur = r.arena_bytes;
+        if (s >= 3) CHECK(r.arena_bytes <= best_heur);
     }
+    /* dense: everything live at once, too many pairs for the greedy ones;
+     * BEST keeps to first fit and still gets the (trivial) optimum */
+    n = MAXN;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        b[i] = (pa_plan_buffer_t){1 + pa_rand(&seed) % 5000,
+                                  (int64_t)(pa_rand(&seed) % 100),
+                                  1000 + (int64_t)(pa_rand(&seed) % 100), 0};
+        sum += pad(b[i].size, 8);
+    }
+    pa_plan_result_t r;
+    CHECK_EQ(plan(b, n, PA_PLAN_BEST, 8, 0, 1, &r), PA_OK);
+    CHECK_EQ(r.arena_bytes, sum);
+    CHECK_EQ(r.optimal, 1);
+    CHECK_EQ(check_plan(b, n, 8), sum);
+    CHECK_EQ(plan(b, n, PA_PLAN_FIRST_FIT, 8, 0, 1, &r), PA_OK);
+    CHECK_EQ(check_plan(b, n, 8), sum);
 }
 
 int main(void) {
