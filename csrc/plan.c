@@ -382,6 +382,15 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
                 st = perturb(&c, burst, 200);
                 if (st != PA_OK) goto out;
             }
+            if (opt->strategy == PA_PLAN_BEST && cap && c.best_arena > cap) {
+                /* meet the capacity first, then keep minimising */
+                double now = _pa_plan_now();
+                st = _pa_plan_exact_fit(&c.in, cap, now + 0.5 * (deadline - now),
+                                        tmp, NULL);
+                if (st == PA_OK) take(&c, arena_of(&c.in, tmp), PA_PLAN_EXACT);
+                else if (st != PA_ERR_TIMEOUT) goto out; /* proven: no fit */
+                st = PA_OK;
+            }
             if (opt->strategy == PA_PLAN_EXACT && cap) {
                 st = _pa_plan_exact_fit(&c.in, cap, deadline, tmp, NULL);
                 if (st == PA_OK) {
