@@ -310,8 +310,8 @@ static int cmp_okey(const void *x, const void *y) {
     return (p->id > q->id) - (p->id < q->id);
 }
 
-static pa_status_t sorted_order(const _pa_plan_inst_t *in, int by_size,
-                                uint32_t **out) {
+/* ids by requested size descending, then first, then id */
+static pa_status_t size_order(const _pa_plan_inst_t *in, uint32_t **out) {
     size_t n = in->n;
     okey_t *k = malloc((n ? n : 1) * sizeof(okey_t));
     uint32_t *o = malloc((n ? n : 1) * sizeof(uint32_t));
@@ -321,8 +321,7 @@ static pa_status_t sorted_order(const _pa_plan_inst_t *in, int by_size,
         return PA_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
-        /* execution order: key1 = 0 for all, key2 = first */
-        k[i] = (okey_t){by_size ? in->raw[i] : 0, in->first[i], (uint32_t)i};
+        k[i] = (okey_t){in->raw[i], in->first[i], (uint32_t)i};
     }
     qsort(k, n, sizeof(okey_t), cmp_okey);
     for (size_t i = 0; i < n; i++) o[i] = k[i].id;
@@ -540,7 +539,7 @@ pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
 pa_status_t _pa_plan_greedy_size(const _pa_plan_inst_t *in, uint64_t *off,
                                  uint64_t *arena) {
     uint32_t *o;
-    pa_status_t st = sorted_order(in, 1, &o);
+    pa_status_t st = size_order(in, &o);
     if (st != PA_OK) return st;
     st = _pa_plan_place_order(in, o, 1, off, arena);
     free(o);
