@@ -1,8 +1,13 @@
 /* plan_greedy.c -- the planner's heuristics: first fit, greedy by size,
  * greedy by breadth, and placement in an arbitrary order.
  *
- * All three place one buffer at a time against the already-placed buffers
- * whose lifetimes overlap it.  The design choice is how those are found
+ * First fit works in execution order, so it is an online allocator: a sweep
+ * frees the dead buffers and a treap of free gaps (ordered by address,
+ * augmented with the longest gap below each node) finds the lowest fit in
+ * O(log n).  O(n log n) in all, however many buffers overlap.
+ *
+ * The greedy ones place buffers out of time order against the placed
+ * buffers whose lifetimes overlap; the design choice is how those are found
  * without an O(n^2) pair loop: time is compressed to the distinct
  * endpoints (T <= 2n points) and two segment trees over those points hold
  * node lists of placed buffers:
