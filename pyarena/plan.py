@@ -98,14 +98,15 @@ class Plan:
     ``alignment``, ``strategy`` (requested), ``chosen_strategy`` (the
     heuristic whose answer was kept), ``optimal``, ``plan_seconds``,
     ``num_ops``, ``buffers``, ``offsets``, ``buffer_of``, ``scratch``,
-    ``reuses`` (``(op, from_tensor, to_tensor, "alias"|"inplace")``) and
-    ``graph`` (None for interval plans).
+    ``reuses`` (``(op, from_tensor, to_tensor, "alias"|"inplace")``),
+    ``rules`` (the in-place rule table used) and ``graph`` (None for
+    interval plans).
     """
 
     def __init__(self, buffers, *, arena_bytes, lower_bound_bytes, naive_bytes,
                  alignment, strategy, chosen_strategy=None, optimal=False,
                  plan_seconds=0.0, num_ops=0, weights_bytes=0, graph=None,
-                 inplace=True, reuses=(), tensor_info=None):
+                 inplace=True, reuses=(), tensor_info=None, rules=None):
         self.buffers = list(buffers)
         self.arena_bytes = int(arena_bytes)
         self.lower_bound_bytes = int(lower_bound_bytes)
@@ -120,6 +121,7 @@ class Plan:
         self.graph = graph
         self.inplace = bool(inplace)
         self.reuses = list(reuses)
+        self.rules = rules      # the in-place RuleTable used (None: defaults)
         # name -> (shape or None, dtype, nbytes): what bind() hands out
         self._info = tensor_info or {}
         self.buffer_of = {}
@@ -433,7 +435,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 chosen_strategy=res["chosen"], optimal=res["optimal"],
                 plan_seconds=time.perf_counter() - t0, num_ops=len(graph.ops),
                 weights_bytes=weights, graph=graph, inplace=inplace, reuses=reuses,
-                tensor_info=_tensor_info(graph))
+                tensor_info=_tensor_info(graph), rules=table)
 
 
 def _other_views_conflict(op, k, g, graph):

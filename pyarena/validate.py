@@ -242,7 +242,8 @@ def _check_sharing(b, graph, producer, readers, table, problems):
 
 
 def validate(plan, graph=None, rules=None, raise_errors=False):
-    """Check ``plan`` (against ``graph``, default ``plan.graph``).  Returns
+    """Check ``plan`` (against ``graph``, default ``plan.graph``; in-place
+    kinds from ``rules``, default the table the plan was made with).  Returns
     the list of problems; raises PlanValidationError instead when
     ``raise_errors`` is true and there are any."""
     problems = []
@@ -266,6 +267,8 @@ def validate(plan, graph=None, rules=None, raise_errors=False):
                                 f"buffer is at {b.offset}")
     graph = graph if graph is not None else plan.graph
     if graph is not None:
+        if rules is None:
+            rules = getattr(plan, "rules", None)
         _check_graph(plan, graph, bufs, home, as_rule_table(rules), problems)
     if problems and raise_errors:
         raise PlanValidationError(problems)
