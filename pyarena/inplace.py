@@ -88,6 +88,11 @@ class RuleTable:
         self._rules[op_type] = kind
         return self
 
+    def unregister(self, op_type):
+        """Forget the rule for ``op_type`` (it becomes "none")."""
+        self._rules.pop(op_type, None)
+        return self
+
     def kind(self, op_type):
         return self._rules.get(op_type, "none")
 
