@@ -191,6 +191,7 @@ class Plan:
             "inplace": self.inplace,
             "buffers": [b.to_dict() for b in self.buffers],
             "scratch": {op: b.name for op, b in self.scratch.items()},
+            "offsets": {t: int(o) for t, o in self.offsets.items()},
             "reuses": [{"op": o, "from": a, "to": b_, "mode": m}
                        for o, a, b_, m in self.reuses],
         }
@@ -390,6 +391,10 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         groups.append(g)
         return g
 
+    for op in graph.ops:
+        if op.scratch_bytes and scratch_name(op.name) in tensors:
+            raise GraphError(f"tensor {scratch_name(op.name)!r} clashes with the scratch "
+                             f"buffer name of operator {op.name!r}")
     for t in graph.inputs:
         f, l = life[t]
         new_group(t, f, l, tensors[t].nbytes, True)
