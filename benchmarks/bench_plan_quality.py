@@ -1,7 +1,8 @@
 """Plan quality: arena size per strategy against the naive sum and the
 lower bound, on real CNN topologies (built in code with real shapes, see
-cnn_graphs.py), any ONNX/TFLite models given on the command line or found
-by the importers, and the MiniMalloc "challenging" interval sets when
+cnn_graphs.py), any ONNX/TFLite models given on the command line, the
+real architectures the ``onnx`` package ships (when pyarena.importers is
+there to read them), and the MiniMalloc "challenging" interval sets when
 /work/shared/bench is present.
 
     python benchmarks/bench_plan_quality.py [--time-limit S] [MODEL.onnx ...]
@@ -80,10 +81,23 @@ def print_table(rows, out=sys.stdout):
               f"{r['secs']:>7.2f}", file=out)
 
 
+def shipped_onnx_models():
+    """The real model architectures the ``onnx`` package ships as test data
+    (``backend/test/data/light/light_*.onnx``), when the importers exist."""
+    try:
+        import pyarena.importers  # noqa: F401
+        import onnx
+    except ImportError:
+        return []
+    d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    return sorted(glob.glob(os.path.join(d, "light_*.onnx")))
+
+
 def collect(time_limit=5.0, models=()):
     rows = [row_for_graph(name, build(), time_limit) for name, build in ALL.items()]
-    for path in models:
-        rows.append(row_for_graph(os.path.basename(path), load_graph(path), time_limit))
+    for path in list(models) + shipped_onnx_models():
+        name = os.path.basename(path).replace("light_", "onnx:").replace(".onnx", "")
+        rows.append(row_for_graph(name, load_graph(path), time_limit))
     for path in sorted(glob.glob(os.path.join(MINIMALLOC, "*.csv"))):
         rows.append(row_for_csv(path, time_limit))
     return rows
