@@ -150,9 +150,11 @@ class Plan:
         n_alias = sum(1 for r in self.reuses if r[3] == "alias")
         n_inpl = sum(1 for r in self.reuses if r[3] == "inplace")
         name = f" {self.graph.name!r}" if self.graph is not None else ""
+        head = (f"plan{name}: {self.num_ops} ops, {len(self.buffers)} buffers "
+                f"({len(self.scratch)} scratch)" if self.graph is not None else
+                f"plan: {len(self.buffers)} intervals over {self.num_ops} steps")
         lines = [
-            f"plan{name}: {self.num_ops} ops, {len(self.buffers)} buffers "
-            f"({len(self.scratch)} scratch), alignment {self.alignment}",
+            f"{head}, alignment {self.alignment}",
             f"  arena        {self.arena_bytes:>14,} B  ({_human(self.arena_bytes)})",
             f"  lower bound  {self.lower_bound_bytes:>14,} B  (arena is "
             f"{gap:+.2%} over; {'optimal' if self.optimal else 'not proven optimal'})",

@@ -506,3 +506,12 @@ def test_mobilenet_in_place_lowers_the_bound():
     assert on.lower_bound_bytes < off.lower_bound_bytes
     clips = [op for op in g.ops if op.op_type == "Clip"]
     assert all(on.buffer_of[op.outputs[0]] is on.buffer_of[op.inputs[0]] for op in clips)
+
+
+def test_plot_without_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
+    p = plan_intervals([("a", 8, 0, 0)], **FAST)
+    for mod in ("matplotlib", "matplotlib.pyplot"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    with pytest.raises(ImportError, match=r"pyarena\[plot\]"):
+        p.plot(str(tmp_path / "x.png"))
+    assert "intervals over 1 steps" in p.summary()
