@@ -276,8 +276,10 @@ class Plan:
         if hasattr(target, "empty") and not isinstance(target, np.ndarray):
             try:
                 raw = target.empty((need,), np.uint8, align=align)
-            except TypeError:
-                raw = target.empty((need,), np.uint8)
+            except TypeError:       # no align keyword (a pool): over-allocate
+                raw = target.empty((need + align - 1,), np.uint8).reshape(-1)
+                shift = (-raw.ctypes.data) % align
+                raw = raw[shift:shift + need]
             if raw.ctypes.data % align:
                 raise InvalidArgumentError(
                     f"{type(target).__name__} returned a block aligned to less than "

@@ -346,6 +346,19 @@ def test_bind_views_shapes_alignment_and_disjointness():
                     assert not np.shares_memory(views[sc.tensors[0]], views[t])
 
 
+def test_bind_from_an_allocator_without_align_keyword():
+    class FakePool:
+        """empty(shape, dtype) only, handing out odd addresses."""
+        def empty(self, shape, dtype=np.float32):
+            n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            return np.zeros(n + 3, np.uint8)[3:].view(dtype).reshape(shape)
+
+    p = checked(plan(chain_graph(2), alignment=256, **FAST))
+    views = p.bind(FakePool())
+    assert all(v.ctypes.data % 256 == 0 for v in views.values())
+    assert views["a1"].shape == (1, 4, 8, 8)
+
+
 def test_bind_rejects_small_or_readonly_buffers():
     p = plan(chain_graph(2), **FAST)
     with pytest.raises(InvalidArgumentError, match="too small"):
