@@ -511,8 +511,10 @@ def _assign_arrays(sizes, firsts, lasts, strategy, alignment, time_limit, capaci
         why = "no plan found within the time limit" if status == lib.PA_ERR_TIMEOUT \
             else "no plan fits"
         lb = int(lib.pa_plan_lower_bound(cbufs, n, alignment))
+        best = int(result.arena_bytes)
+        found = f", best plan found {best:,} bytes" if best > (capacity or 0) else ""
         raise PlanInfeasibleError(f"{why}: capacity {int(capacity or 0):,} bytes "
-                                  f"(lower bound {lb:,} bytes, strategy {strategy})")
+                                  f"(lower bound {lb:,} bytes{found}, strategy {strategy})")
     check(status, f"planning {n} buffers with strategy {strategy!r}")
     offsets = np.frombuffer(cview, _CBUF_DTYPE)["offset"].copy()
     chosen = _STRATEGY_NAMES.get(result.strategy, strategy)
