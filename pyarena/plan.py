@@ -329,13 +329,14 @@ def _check_strategy(strategy):
     return STRATEGIES[strategy]
 
 
-def _tensor_info(graph):
+def _tensor_info(graph, nbytes=None):
     """name -> (shape, dtype, nbytes, is_scratch) for everything planned."""
     info = {}
     for t in graph.tensors.values():
         if t.role != "constant":
+            n = nbytes.get(t.name) if nbytes is not None else None
             info[t.name] = (tuple(int(d) for d in t.shape) if t.shape is not None
-                            else None, t.dtype, t.nbytes, False)
+                            else None, t.dtype, t.nbytes if n is None else n, False)
     for op in graph.ops:
         if op.scratch_bytes:
             info[scratch_name(op.name)] = (None, "uint8", op.scratch_bytes, True)
@@ -381,9 +382,15 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     _check_strategy(strategy)
     alignment = _check_alignment(alignment)
     graph.validate()
+    with _NoGC():
+        return _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+
+
+def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):
     table = as_rule_table(rules) if inplace else None
     life = tensor_lifetimes(graph)
     tensors = graph.tensors
+    nbytes = {name: tensors[name].nbytes for name in life}
 
     # Union of buffers, built op by op.  group: [members, first, last, size,
     # pinned (holds a graph input or output)]
@@ -402,7 +409,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                              f"buffer name of operator {op.name!r}")
     for t in graph.inputs:
         f, l = life[t]
-        new_group(t, f, l, tensors[t].nbytes, True)
+        new_group(t, f, l, nbytes[t], True)
     reuses = []
     for i, op in enumerate(graph.ops):
         joined = None
@@ -416,7 +423,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 if mode == "inplace":
                     if g[4] or g[2] > i:
                         continue    # pinned, or the original is read later
-                    if _other_views_conflict(op, k, g, graph):
+                    if _other_views_conflict(op, k, g, graph, group_of):
                         continue
                 elif mode != "alias":
                     raise InvalidArgumentError(
@@ -424,7 +431,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 f, l = life[out]
                 g[0].append(out)
                 g[2] = max(g[2], l)
-                g[3] = max(g[3], tensors[out].nbytes)
+                g[3] = max(g[3], nbytes[out])
                 g[4] = g[4] or tensors[out].role == "output"
                 group_of[out] = g
                 reuses.append((op.name, src, out, mode))
@@ -433,12 +440,12 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         for t in op.outputs:
             if t != joined and t in life:
                 f, l = life[t]
-                new_group(t, f, l, tensors[t].nbytes, tensors[t].role == "output")
+                new_group(t, f, l, nbytes[t], tensors[t].role == "output")
         if op.scratch_bytes:
             new_group(scratch_name(op.name), i, i, op.scratch_bytes, False)
 
     buffers = [Buffer(g[0][0], g[3], g[1], g[2], None, list(g[0])) for g in groups]
-    naive = sum(_padded(tensors[t].nbytes, alignment) for t in life) + \
+    naive = sum(_padded(v, alignment) for v in nbytes.values()) + \
         sum(_padded(op.scratch_bytes, alignment) for op in graph.ops if op.scratch_bytes)
     res = _assign(buffers, strategy, alignment, time_limit, capacity)
     weights = sum(t.nbytes for t in tensors.values() if t.role == "constant")
@@ -447,16 +454,17 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 chosen_strategy=res["chosen"], optimal=res["optimal"],
                 plan_seconds=time.perf_counter() - t0, num_ops=len(graph.ops),
                 weights_bytes=weights, graph=graph, inplace=inplace, reuses=reuses,
-                tensor_info=_tensor_info(graph), rules=table, c_seconds=res["seconds"])
+                tensor_info=_tensor_info(graph, nbytes), rules=table,
+                c_seconds=res["seconds"])
 
 
-def _other_views_conflict(op, k, g, graph):
+def _other_views_conflict(op, k, g, graph, group_of):
     """True if ``op`` also reads the group through another input whose
     layout differs from the output's: writing the output over input k
     would then clobber elements it has yet to read."""
     out = graph.tensors[op.outputs[0]]
-    members = set(g[0])
-    return any(j != k and name in members and not _same_layout(graph.tensors[name], out)
+    return any(j != k and group_of.get(name) is g
+               and not _same_layout(graph.tensors[name], out)
                for j, name in enumerate(op.inputs))
 
 
