@@ -177,6 +177,15 @@ static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
 pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
     pa_span_t *s = _pa_heap_alloc(p, np, st);
     if (s) return s;
+    /* Before growing: cached large blocks are whole spans, the likeliest
+     * to make room; the small-block caches are flushed only if that was
+     * not enough (flushing them costs their hot blocks). */
+    if (p->z[PA_ZONE_LARGE].cached) {
+        for (size_t b = p->bin_large0; b < p->nbins; b++)
+            if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
+        s = _pa_heap_alloc(p, np, st);
+        if (s) return s;
+    }
     if (p->cached) {
         flush_all(p);
         s = _pa_heap_alloc(p, np, st);
