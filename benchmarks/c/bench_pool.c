@@ -3,10 +3,7 @@
  * Trace: ~1000 live blocks, sizes log-uniform in [64 B, 1 MiB]; each step
  * frees a random live block and allocates a new one in its place (the
  * first byte of every block is written).  Reports ns per alloc/free pair
- * (CPU time, median of 5) for the pool and for the C library's malloc in
- * the same run; each pool runs the trace once untimed first, as malloc
- * is warm after its first repetition.  LD_PRELOAD a tcmalloc or mimalloc
- * to compare with those.
+ * for the pool and for the C library's malloc in the same run.
  *   cc -O2 -I csrc benchmarks/c/bench_pool.c csrc/build/libpyarena.a -lpthread -lm
  */
 #define _POSIX_C_SOURCE 200809L
@@ -31,7 +28,7 @@ static unsigned long long xr(void) {
 
 static double now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); /* CPU time: robust to a shared machine */
+    clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -99,7 +96,6 @@ int main(void) {
             cfg.mode = mode;
             cfg.cache_budget = SIZE_MAX;
             pa_pool_t *p = pa_pool_create(&cfg);
-            run_pool(p); /* warm-up: first touches of fresh chunks */
             q[mode][rep] = run_pool(p);
             if (rep == 4) {
                 pa_pool_stats_t st;
