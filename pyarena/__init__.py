@@ -20,3 +20,11 @@ __all__ = [
     "PlanInfeasibleError",
     "get_include", "get_library",
 ]
+
+# -- work pool, Python layer (issue 3): Pool, Policy, PoolStats, numpy_allocator
+from .policy import Policy  # noqa: E402
+from .pool import NumpyAllocator, Pool, PoolStatistics, numpy_allocator  # noqa: E402
+from .stats import PoolStats, ZoneStats  # noqa: E402
+
+__all__ += ["Pool", "Policy", "PoolStats", "ZoneStats", "PoolStatistics",
+            "NumpyAllocator", "numpy_allocator"]
