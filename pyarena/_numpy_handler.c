@@ -62,6 +62,9 @@ typedef struct glue_pool {
     uint64_t ooms;    /* allocations that failed after the retry       */
 } glue_pool_t;
 
+/* pool capsules made minus destroyed: lets tests see the lifetime chain */
+static uint64_t live_pools;
+
 static void counter_add(uint64_t *c, uint64_t v)
 {
     __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
@@ -112,8 +115,9 @@ static void pool_capsule_destroy(PyObject *cap)
     }
     if (PA_FINALIZING())
         return;
-    pa_pool_destroy(gp->pool);
+    (void)pa_pool_destroy(gp->pool);
     PyMem_Free(gp);
+    __atomic_fetch_sub(&live_pools, 1, __ATOMIC_RELAXED);
 }
 
 static glue_pool_t *pool_from(PyObject *cap)
@@ -141,7 +145,15 @@ static PyObject *g_pool_capsule(PyObject *self, PyObject *arg)
     PyObject *cap = PyCapsule_New(gp, POOL_CAPSULE, pool_capsule_destroy);
     if (cap == NULL)
         PyMem_Free(gp);
+    else
+        counter_add(&live_pools, 1);
     return cap;
+}
+
+/* _glue_live_pools() -> C pools owned by capsules and not yet destroyed */
+static PyObject *g_live_pools(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(counter_get(&live_pools));
 }
 
 /* _glue_pool_counters(cap) -> (retries, ooms) */
@@ -504,6 +516,7 @@ static PyMethodDef glue_methods[] = {
     {"_glue_set_handler", (PyCFunction)g_set_handler, METH_O, NULL},
     {"_glue_get_handler", (PyCFunction)g_get_handler, METH_NOARGS, NULL},
     {"_glue_owner", (PyCFunction)g_owner, METH_O, NULL},
+    {"_glue_live_pools", (PyCFunction)g_live_pools, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
 int _pa_glue_install(void);

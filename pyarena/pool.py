@@ -29,6 +29,7 @@ The one C call that calls back (``pa_pool_walk``) copies blocks out in C,
 so no Python callback ever runs under the pool lock.
 """
 import contextlib
+import operator
 import os
 import sys
 import threading
@@ -217,7 +218,12 @@ class Pool:
         if dt.itemsize == 0:
             raise InvalidArgumentError(f"dtype {dt} has no size; give a sized "
                                        "dtype (e.g. 'S8', 'U4')")
-        shape = tuple(int(d) for d in _shapes.normalize_shape(shape))
+        shape = _shapes.normalize_shape(shape)
+        try:
+            shape = tuple(operator.index(d) for d in shape)
+        except TypeError:
+            raise TypeError(f"shape must be an int or a sequence of ints, "
+                            f"not {shape!r}") from None
         nbytes = _shapes.nbytes_for(shape, dt)
         if r is NotImplemented:
             r = _glue_empty(self._cap, shape, dt)
@@ -230,11 +236,9 @@ class Pool:
         self._alloc_failed(nbytes, r)
 
     def _alloc_failed(self, nbytes, status):
-        if status == lib.PA_ERR_NOMEM:
+        if status in (lib.PA_ERR_NOMEM, lib.PA_ERR_OVERFLOW):
+            # OVERFLOW: a valid size no pool could ever serve (e.g. 2**62)
             raise self._oom(nbytes)
-        if status == lib.PA_ERR_OVERFLOW:
-            raise InvalidArgumentError(f"allocation of {nbytes:,} bytes is too large "
-                                       "for the pool")
         check(status, f"pool allocation of {nbytes:,} bytes")
         raise StateError("pool allocation failed without a status")
 
