@@ -488,3 +488,30 @@ def test_threads_allocate_write_verify_free():
     handoff.clear()
     assert pool.stats().live == 0
     assert pool.check() == 0
+
+
+def test_fast_path_argument_forms():
+    pool = Pool()
+    assert pool.empty(3).dtype == np.float32  # the default dtype
+    assert pool.empty((2, 2), dtype=np.int8).dtype == np.int8
+    assert pool.empty(shape=(4,), dtype="u2").shape == (4,)
+    assert pool.zeros(shape=5, dtype=np.int32).tolist() == [0] * 5
+    assert pool.empty([2, 3], np.dtype("f8")).shape == (2, 3)
+    with pytest.raises(TypeError):
+        pool.empty(3, np.float32, "extra")
+    with pytest.raises(TypeError):
+        pool.empty(3, order="F")
+    with pytest.raises(TypeError):
+        pool.empty()
+    with pytest.raises(TypeError):
+        pool.empty(3, dtype=[["bad"]])
+    # a bound method kept past the Pool object still works (it holds the C
+    # pool, like an array does), slow path and errors included
+    e = pool.empty
+    del pool
+    gc.collect()
+    assert e(4, np.complex64).shape == (4,)
+    with pytest.raises(InvalidArgumentError, match="negative"):
+        e(-1)
+    with pytest.raises(StateError, match="gone"):
+        e(3, order="C")

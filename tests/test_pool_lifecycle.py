@@ -15,6 +15,14 @@ from pyarena import _native
 live_pools = _native._glue_live_pools
 
 
+@pytest.fixture(autouse=True)
+def _settled():
+    # pools left to the cycle collector by earlier tests must not be
+    # destroyed in the middle of a count
+    gc.collect()
+    yield
+
+
 def test_arrays_keep_the_pool_alive_and_the_last_one_destroys_it():
     n0 = live_pools()
     pool = Pool()
