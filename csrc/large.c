@@ -47,13 +47,6 @@ static pa_span_t *map_raw(const pa_pool_impl_t *p, uintptr_t addr) {
     return slot ? *slot : NULL;
 }
 
-pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr) {
-    pa_span_t *s = map_raw(p, addr);
-    if (!s || addr < s->start || ((addr - s->start) >> PA_PG_SHIFT) >= s->npages)
-        return NULL;
-    return s;
-}
-
 int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages) {
     uintptr_t last = s->start + ((s->npages - 1) << PA_PG_SHIFT);
     if (!all_pages) {
@@ -217,6 +210,18 @@ void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s) {
     }
     _pa_map_set_range(p, s, 0);
     free_insert(p, s);
+}
+
+void _pa_heap_shrink(pa_pool_impl_t *p, pa_span_t *s, size_t np) {
+    if (s->npages <= np) return;
+    pa_span_t *t = desc_new(p);
+    if (!t) return; /* keep it whole: still correct, just larger */
+    t->start = s->start + (np << PA_PG_SHIFT);
+    t->npages = s->npages - np;
+    t->chunk = s->chunk;
+    s->npages = np;
+    _pa_map_set_range(p, s, 0);
+    _pa_heap_free(p, t);
 }
 
 static void chunk_link(pa_chunkd_t **head, pa_chunkd_t *c) {

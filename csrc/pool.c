@@ -227,13 +227,13 @@ static inline void account_free(pa_pool_impl_t *p, int zone, size_t req, size_t 
 /* ---- allocation ------------------------------------------------------------------ */
 
 /* Take a cached block of bin `b` fitting route `r`; NULL if none. */
-static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
-                              size_t *bsize) {
-    pa_bin_t *bin = &p->bins[r->bin];
-    if (!bin->n) return NULL;
-    pa_centry_t e;
-    if (r->zone == PA_ZONE_LARGE) {
-        /* newest first: an exact page count, else one at most 1/16 larger */
+static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
+                             size_t *bsize) {
+    /* Newest first in this bin and the next: an exact page count, else
+     * the first block that is big enough, cut down to size (its tail goes
+     * back to the heap) so the block costs no more than a fresh one. */
+    for (size_t b = r->bin; b <= r->bin + 1 && b < p->nbins; b++) {
+        pa_bin_t *bin = &p->bins[b];
         uint32_t lo = bin->n > 8 ? bin->n - 8 : 0, pick = UINT32_MAX;
         for (uint32_t i = bin->n; i-- > lo;) {
             size_t np = ((pa_span_t *)bin->e[i].desc)->npages;
@@ -241,30 +241,45 @@ static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
                 pick = i;
                 break;
             }
-            if (pick == UINT32_MAX && np > r->idx && np - r->idx <= r->idx / 16) pick = i;
+            if (pick == UINT32_MAX && np > r->idx) pick = i;
         }
-        if (pick == UINT32_MAX) return NULL;
-        e = bin->e[pick];
+        if (pick == UINT32_MAX) continue;
+        pa_centry_t e = bin->e[pick];
         memmove(bin->e + pick, bin->e + pick + 1, (bin->n - pick - 1) * sizeof(pa_centry_t));
         bin->n--;
+        p->cached -= e.size;
+        p->z[PA_ZONE_LARGE].cached -= e.size;
         pa_span_t *sp = e.desc;
+        _pa_heap_shrink(p, sp, r->idx);
+        p->z[PA_ZONE_LARGE].reserved -= e.size - (sp->npages << PA_PG_SHIFT);
         sp->state = PA_BLOCK_LIVE;
         sp->requested = req;
+        p->z[PA_ZONE_LARGE].hits++;
+        *bsize = sp->npages << PA_PG_SHIFT;
+        return e.ptr;
+    }
+    return NULL;
+}
+
+/* Take a cached block of bin `b` fitting route `r`; NULL if none. */
+static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
+                              size_t *bsize) {
+    pa_bin_t *bin = &p->bins[r->bin];
+    if (r->zone == PA_ZONE_LARGE) return large_cache_pop(p, r, req, bsize);
+    if (!bin->n) return NULL;
+    pa_centry_t e = bin->e[--bin->n];
+    if (r->zone == PA_ZONE_SLAB) {
+        pa_slab_t *s = e.desc;
+        int exact;
+        uint32_t idx = _pa_slab_index(p, s, (uintptr_t)e.ptr, &exact);
+        s->state[idx] = PA_BLOCK_LIVE;
+        s->req[idx] = (uint32_t)req;
+        s->nlive++;
     } else {
-        e = bin->e[--bin->n];
-        if (r->zone == PA_ZONE_SLAB) {
-            pa_slab_t *s = e.desc;
-            int exact;
-            uint32_t idx = _pa_slab_index(p, s, (uintptr_t)e.ptr, &exact);
-            s->state[idx] = PA_BLOCK_LIVE;
-            s->req[idx] = (uint32_t)req;
-            s->nlive++;
-        } else {
-            pa_region_t *rg = e.desc;
-            size_t u = ((uintptr_t)e.ptr - rg->base) >> rg->umin;
-            rg->tag[u] = PA_TAG(r->idx, PA_BLOCK_LIVE);
-            rg->req[u] = (uint32_t)req;
-        }
+        pa_region_t *rg = e.desc;
+        size_t u = ((uintptr_t)e.ptr - rg->base) >> rg->umin;
+        rg->tag[u] = PA_TAG(r->idx, PA_BLOCK_LIVE);
+        rg->req[u] = (uint32_t)req;
     }
     p->cached -= e.size;
     p->z[r->zone].cached -= e.size;
@@ -819,7 +834,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
                     t[PA_ZONE_LARGE].live++;
                     t[PA_ZONE_LARGE].allocated += bytes;
                     t[PA_ZONE_LARGE].requested += sp->requested;
-                    if (sp->requested > bytes || sp->requested + PA_PG + bytes / 16 < bytes) broken++;
+                    if (sp->requested > bytes || sp->requested + PA_PG <= bytes) broken++;
                 } else {
                     t[PA_ZONE_LARGE].cached += bytes;
                     t[PA_ZONE_LARGE].ncached++;

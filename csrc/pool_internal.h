@@ -177,10 +177,11 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 /* large.c: page map, page heap */
 int _pa_heap_init(pa_pool_impl_t *p);
 void _pa_heap_destroy(pa_pool_impl_t *p);
-pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr);
 int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages);
 pa_span_t *_pa_heap_alloc(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s);
+/* Cut `s` (not free) down to `npages`, the tail going back to the heap. */
+void _pa_heap_shrink(pa_pool_impl_t *p, pa_span_t *s, size_t npages);
 int _pa_heap_grow(pa_pool_impl_t *p, size_t npages);
 size_t _pa_heap_release(pa_pool_impl_t *p, size_t target);
 size_t _pa_heap_largest_free(const pa_pool_impl_t *p);
@@ -189,13 +190,10 @@ size_t _pa_heap_check(const pa_pool_impl_t *p);
 /* slab.c */
 int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg);
 void _pa_slab_destroy(pa_pool_impl_t *p);
-size_t _pa_slab_class_of(const pa_pool_impl_t *p, size_t size);
+size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size);
 void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab,
                      pa_status_t *st);
 void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx);
-/* Slot index of addr in s; *exact = 1 if addr is a slot start. */
-uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s, uintptr_t addr,
-                        int *exact);
 void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s);
 size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally_t *t);
 size_t _pa_slab_check_classes(const pa_pool_impl_t *p);
@@ -220,6 +218,35 @@ static inline unsigned _pa_log2_floor(size_t x) {
 }
 static inline unsigned _pa_log2_ceil(size_t x) {
     return x <= 1 ? 0 : _pa_log2_floor(x - 1) + 1;
+}
+
+/* The span covering addr (checked against the span's range), or NULL.
+ * Reads only the page map and descriptors: safe for any address. */
+static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr) {
+    if (pa_unlikely(addr >> PA_ADDR_BITS)) return NULL;
+    uintptr_t pg = addr >> PA_PG_SHIFT;
+    pa_span_t **leaf = p->map[pg >> PA_MAP_L2_BITS];
+    if (pa_unlikely(!leaf)) return NULL;
+    pa_span_t *s = leaf[pg & (((uintptr_t)1 << PA_MAP_L2_BITS) - 1)];
+    if (!s || addr < s->start || ((addr - s->start) >> PA_PG_SHIFT) >= s->npages) return NULL;
+    return s;
+}
+
+/* Slot index of addr in s; *exact = 1 if addr is a slot start. */
+static inline uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s,
+                                      uintptr_t addr, int *exact) {
+    const pa_sclass_t *c = &p->cls[s->cls];
+    uint64_t off = addr - s->span->start;
+    uint64_t idx = c->magic ? (off * c->magic) >> 40 : 0;
+    *exact = idx < s->nblocks && idx * c->size == off;
+    return (uint32_t)idx;
+}
+
+/* The slab class of a size in (0, slab_max]. */
+static inline size_t _pa_slab_class_of(const pa_pool_impl_t *p, size_t size) {
+    size_t i = (size - 1) >> p->gran_shift;
+    if (pa_likely(i < p->cls_of_n)) return p->cls_of[i];
+    return _pa_slab_class_search(p, size);
 }
 
 #endif

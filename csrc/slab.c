@@ -96,9 +96,7 @@ int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg) {
     return 0;
 }
 
-size_t _pa_slab_class_of(const pa_pool_impl_t *p, size_t size) {
-    size_t i = (size - 1) >> p->gran_shift;
-    if (pa_likely(i < p->cls_of_n)) return p->cls_of[i];
+size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size) {
     size_t lo = 0, hi = p->ncls - 1;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -192,15 +190,6 @@ void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
         return;
     }
     if (!s->in_partial) partial_insert(c, s);
-}
-
-uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s, uintptr_t addr,
-                        int *exact) {
-    const pa_sclass_t *c = &p->cls[s->cls];
-    uint64_t off = addr - s->span->start;
-    uint64_t idx = c->magic ? (off * c->magic) >> 40 : 0;
-    *exact = idx < s->nblocks && idx * c->size == off;
-    return (uint32_t)idx;
 }
 
 void _pa_slab_destroy(pa_pool_impl_t *p) {
