@@ -435,7 +435,7 @@ class PoolMachine(RuleBasedStateMachine):
 
 
 PoolMachine.TestCase.settings = settings(
-    max_examples=25, stateful_step_count=30, deadline=None,
+    max_examples=60, stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 TestPoolMachine = PoolMachine.TestCase
 
@@ -479,11 +479,47 @@ def test_threads_allocate_write_verify_free():
         except Exception as e:  # pragma: no cover - reported below
             errors.append(repr(e))
 
+    stop = threading.Event()
+
+    def maintain():
+        # GIL-releasing C calls (walk, trim, stats, check) racing the
+        # GIL-holding allocations and NumPy frees: must neither deadlock
+        # nor break an invariant.
+        try:
+            while not stop.is_set():
+                pool.walk()
+                pool.trim(8 << 20)
+                pool.stats()
+                bad = pool.check()
+                if bad:
+                    errors.append(f"check found {bad} broken invariant(s) during "
+                                  "the stress")
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
+    def numpy_work():
+        try:
+            with pyarena.numpy_allocator(pool) as al:
+                for i in range(200):
+                    x = np.arange(i * 100, dtype=np.float64)
+                    y = np.concatenate([x, x])
+                    if y.sum() != 2 * x.sum():
+                        errors.append("numpy result wrong")
+            if al.allocations < 200:
+                errors.append(f"only {al.allocations} numpy allocations routed")
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
     threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    threads.append(threading.Thread(target=numpy_work))
+    m = threading.Thread(target=maintain)
+    m.start()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    stop.set()
+    m.join()
     assert errors == []
     handoff.clear()
     assert pool.stats().live == 0
@@ -515,3 +551,30 @@ def test_fast_path_argument_forms():
         e(-1)
     with pytest.raises(StateError, match="gone"):
         e(3, order="C")
+
+
+def test_watermarks_trim_reserved_memory():
+    pool = Pool(Policy(high_watermark=8 * MiB, low_watermark=2 * MiB))
+    xs = [pool.empty(3 * MiB, np.uint8) for _ in range(4)]
+    assert pool.total_bytes() >= 12 * MiB
+    del xs
+    pool.reclaim()
+    pool.empty(10, np.uint8)  # any later call may trim; trim() surely does
+    pool.trim(pool.total_bytes())
+    st = pool.stats()
+    assert st.high_watermark == 8 * MiB and st.low_watermark == 2 * MiB
+    pool.set_watermarks(0)
+    assert pool.stats().high_watermark == 0
+    with pytest.raises(InvalidArgumentError):
+        pool.set_watermarks(MiB, 2 * MiB)
+
+
+def test_cached_blocks_are_counted_and_reused():
+    pool = Pool()
+    a = pool.empty(1000, np.uint8)
+    p = addr(a)
+    del a
+    assert pool.n_free_blocks() >= 1 or pool.stats().cached == 0
+    b = pool.empty(1000, np.uint8)
+    assert addr(b) == p  # LIFO cache: the block just freed comes back
+    assert pool.stats().zone("slab").cache_hits + pool.stats().zone("buddy").cache_hits >= 1
