@@ -9,6 +9,7 @@ measured in the same run.
     python benchmarks/bench_pool_python.py [--repeat 7] [--number N]
 """
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -26,10 +27,20 @@ CASES = [("(64,) float32", (64,), np.float32),
          ("16 MiB float32", (4 << 20,), np.float32)]
 
 
-def bench(fn, number, repeat):
-    fn()  # warm up (first chunk, caches)
-    times = timeit.repeat(fn, number=number, repeat=repeat)
-    return statistics.median(t / number for t in times)
+def bench_interleaved(fns, number, repeat):
+    """Median seconds per call of each fn; the repeats of all fns are
+    interleaved so machine noise hits them alike."""
+    fns = {k: v if isinstance(v, tuple) else (v, contextlib.nullcontext())
+           for k, v in fns.items()}
+    for fn, ctx in fns.values():
+        with ctx:
+            fn()  # warm up (first chunk, caches)
+    samples = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, (fn, ctx) in fns.items():
+            with ctx:  # e.g. numpy_allocator(pool), entered outside the timing
+                samples[name].append(timeit.timeit(fn, number=number) / number)
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def run(repeat, number):
@@ -39,16 +50,20 @@ def run(repeat, number):
     for label, shape, dt in CASES:
         n = number if shape[0] < 1 << 16 else max(1, number // 50)
         dt = np.dtype(dt)
-        pempty = pool.empty
+        pempty, pzeros = pool.empty, pool.zeros
 
         def np_empty():
+            return np.empty(shape, dt)
+
+        def np_empty_routed():
+            # entered once outside the timing: only the allocation is timed
             return np.empty(shape, dt)
 
         def pool_empty():
             return pempty(shape, dt)
 
         def pool_zeros():
-            return pool.zeros(shape, dt)
+            return pzeros(shape, dt)
 
         def np_zeros():
             return np.zeros(shape, dt)
@@ -57,16 +72,22 @@ def run(repeat, number):
             with alloc:
                 return np.empty(shape, dt)
 
-        base = bench(np_empty, n, repeat)
-        res = [("np.empty", base), ("pool.empty", bench(pool_empty, n, repeat))]
+        plain = bench_interleaved({"np.empty": np_empty, "pool.empty": pool_empty,
+                                   "routed": (np_empty_routed, alloc),
+                                   "np.zeros": np_zeros, "pool.zeros": pool_zeros,
+                                   "with numpy_allocator(pool): np.empty (per call)":
+                                   with_each_call}, n, repeat)
         with alloc:
-            res.append(("np.empty in numpy_allocator(pool)", bench(np_empty, n, repeat)))
-        res.append(("with numpy_allocator(pool): np.empty (per call)",
-                    bench(with_each_call, n, repeat)))
-        zbase = bench(np_zeros, n, repeat)
-        res.append(("np.zeros", zbase))
-        res.append(("pool.zeros", bench(pool_zeros, n, repeat)))
-        for name, t in res:
+            before = alloc.allocations
+            np_empty_routed()
+            assert alloc.allocations == before + 1  # really routed
+        base, zbase = plain["np.empty"], plain["np.zeros"]
+        order = [("np.empty", plain["np.empty"]), ("pool.empty", plain["pool.empty"]),
+                 ("np.empty in numpy_allocator(pool)", plain["routed"]),
+                 ("with numpy_allocator(pool): np.empty (per call)",
+                  plain["with numpy_allocator(pool): np.empty (per call)"]),
+                 ("np.zeros", zbase), ("pool.zeros", plain["pool.zeros"])]
+        for name, t in order:
             ref = zbase if "zeros" in name else base
             rows.append((label, name, t, t / ref))
     assert pool.check() == 0
@@ -75,13 +96,14 @@ def run(repeat, number):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--number", type=int, default=20000)
     args = ap.parse_args(argv)
     rows = run(args.repeat, args.number)
     w = max(len(r[1]) for r in rows)
     print(f"numpy {np.__version__}, python {sys.version.split()[0]}; "
-          f"median of {args.repeat} repeats; ratio vs np.empty (zeros: vs np.zeros)")
+          f"median of {args.repeat} interleaved repeats; ratio vs np.empty "
+          f"(zeros: vs np.zeros) from the same run")
     print(f"{'case':<16} {'call':<{w}} {'time/call':>12} {'ratio':>7}")
     for label, name, t, ratio in rows:
         unit = f"{t * 1e9:9.0f} ns" if t < 1e-4 else f"{t * 1e6:9.1f} us"

@@ -37,6 +37,10 @@
 #define NPY_TARGET_VERSION NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
 
+#if NPY_ABI_VERSION < 0x02000000 /* building against NumPy 1.x headers */
+#define PyDataType_ELSIZE(d) ((d)->elsize)
+#endif
+
 #include <string.h>
 
 #include "pyarena.h"
