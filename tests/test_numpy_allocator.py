@@ -285,3 +285,14 @@ def test_allocator_made_before_close_keeps_the_pool_alive():
     with alloc:
         x = np.arange(1000.0)
     assert x.sum() == 499500.0 and alloc.allocations >= 1
+
+
+def test_the_setting_is_a_context_variable():
+    import contextvars
+    pool = Pool()
+    outside = contextvars.copy_context()
+    with numpy_allocator(pool):
+        inside = contextvars.copy_context()  # what an asyncio task started here gets
+        assert not pool.owns(outside.run(np.empty, 10))
+    assert pool.owns(inside.run(np.empty, 10))
+    assert not pool.owns(np.empty(10))
