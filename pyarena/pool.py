@@ -78,14 +78,21 @@ def _probe(obj):
     return _refs(obj)
 
 
+def _base_refs(arr):
+    owner = arr.base
+    return _getrefcount(owner)
+
+
 def _calibrate():
     x = np.empty(1)  # exactly one reference: this local
-    return _probe(x)
+    y = np.frombuffer(bytearray(8), np.uint8)  # its base is held by y only
+    return _probe(x), _base_refs(y)
 
 
-# The count _refs() sees inside free() when the caller holds the array by
-# exactly one name (interpreters differ in stack references).
-_ONE_HOLDER = _calibrate()
+# The counts _refs() / _base_refs() see inside free() when the caller holds
+# the array by exactly one name and only the array holds its base
+# (interpreters differ in stack references).
+_ONE_HOLDER, _BASE_ONE_HOLDER = _calibrate()
 
 
 class Block:
@@ -344,12 +351,8 @@ class Pool:
                 f"array of shape {arr.shape} was allocated by another pool")
         del info, cap
         extra = _refs(arr) - _ONE_HOLDER
-        if kind == 1 and extra <= 0:
-            # the owner capsule: held by the array only (+ `owner`, the arg)
-            owner = arr.base
-            if _getrefcount(owner) > 3:
-                extra = 1
-            del owner
+        if kind == 1 and extra <= 0 and _base_refs(arr) > _BASE_ONE_HOLDER:
+            extra = 1  # someone kept arr.base, the block's owner capsule
         if extra > 0:
             raise StateError(
                 f"cannot free array of shape {arr.shape}: {extra} other reference(s) "

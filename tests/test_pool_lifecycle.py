@@ -8,7 +8,6 @@ import textwrap
 import numpy as np
 import pytest
 
-import pyarena
 from pyarena import Pool, StateError, numpy_allocator
 from pyarena import _native
 
