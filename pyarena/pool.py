@@ -250,7 +250,11 @@ class Pool:
                 raise OutOfMemoryError(int(need), 0, reserved=0, limit=policy.limit,
                                        what="pool creation")
             check(status[0], f"pool creation with {policy}")
-        self._cap = _glue_pool_capsule(int(ffi.cast("uintptr_t", h)))
+        try:
+            self._cap = _glue_pool_capsule(int(ffi.cast("uintptr_t", h)))
+        except BaseException:
+            lib.pa_pool_destroy(h)
+            raise
         self._h = h
         self.policy = policy
         self.alignment = int(cfg.alignment)
