@@ -29,6 +29,7 @@ The one C call that calls back (``pa_pool_walk``) copies blocks out in C,
 so no Python callback ever runs under the pool lock.
 """
 import contextlib
+import dataclasses
 import functools
 import operator
 import os
@@ -260,7 +261,7 @@ class Pool:
         self.alignment = int(cfg.alignment)
         self._closed = False
         self._freed = {}           # id(array) -> weakref, for DoubleFreeError
-        self._peak_floor = [0, 0, 0]
+        self._floor = None         # PoolStats whose peaks survive statistics()
         self._recorders = []       # active PoolStatistics
         self._lock = threading.Lock()
         # The fast paths: empty()/zeros() as one C call each, bound to the
@@ -466,12 +467,18 @@ class Pool:
         """A :class:`PoolStats` snapshot."""
         self._check_open()
         s = _raw_stats(self._h, self._cap)
-        f = self._peak_floor
-        if f[0] > s.peak_requested or f[1] > s.peak_allocated or f[2] > s.peak_reserved:
-            from dataclasses import replace
-            s = replace(s, peak_requested=max(f[0], s.peak_requested),
-                        peak_allocated=max(f[1], s.peak_allocated),
-                        peak_reserved=max(f[2], s.peak_reserved))
+        f = self._floor
+        if f is not None:
+            # statistics() resets the C peaks; the pool's own peaks (and
+            # the zones') are the max of the C peaks and those before it
+            zones = tuple(
+                dataclasses.replace(z, peak_requested=max(z.peak_requested, fz.peak_requested),
+                                    peak_allocated=max(z.peak_allocated, fz.peak_allocated))
+                for z, fz in zip(s.zones, f.zones))
+            s = dataclasses.replace(
+                s, peak_requested=max(f.peak_requested, s.peak_requested),
+                peak_allocated=max(f.peak_allocated, s.peak_allocated),
+                peak_reserved=max(f.peak_reserved, s.peak_reserved), zones=zones)
         return s
 
     def used_bytes(self):
@@ -496,7 +503,7 @@ class Pool:
         self._check_open()
         with self._lock:
             self._fold_recorders()
-            self._peak_floor = [0, 0, 0]
+            self._floor = None
             check(lib.pa_pool_reset_peak(self._h), "pool reset_peak")
 
     def _fold_recorders(self):
@@ -627,11 +634,7 @@ class Pool:
         rec = PoolStatistics(self)
         with self._lock:
             self._fold_recorders()
-            st = self.stats()
-            f = self._peak_floor
-            f[0] = max(f[0], st.peak_requested)
-            f[1] = max(f[1], st.peak_allocated)
-            f[2] = max(f[2], st.peak_reserved)
+            self._floor = self.stats()  # the peaks so far, floors included
             check(lib.pa_pool_reset_peak(self._h), "pool reset_peak")
             rec.before = self.stats()
             rec._peaks = [rec.before.requested, rec.before.allocated,

@@ -138,8 +138,11 @@ def test_statistics_context_counts_the_block():
     with pool.statistics() as s2:
         pass
     assert s2.allocations == 0 and s2.frees == 0 and s2.allocated_delta == 0
-    # the pool's own peak still remembers the 3 MiB array
+    # the pool's own peaks (zones too) still remember the 3 MiB array
     assert pool.stats().peak_requested >= MiB + 5000 + 3 * MiB
+    assert pool.stats().zone("large").peak_requested >= MiB + 3 * MiB
+    pool.reset_peak()
+    assert pool.stats().peak_requested < MiB + 3 * MiB
     del a
 
 
