@@ -30,6 +30,7 @@ def run(args):
     head = weights.asarray(rng.standard_normal((10, 128), dtype=np.float32) * 0.1)
     work = Arena(alignment=64)
     x = work.asarray(rng.standard_normal((1, 3, 32, 32), dtype=np.float32))
+    logits = work.empty((1, 10), np.float32)  # the output outlives each inference
     t0 = time.perf_counter()
     for _ in range(3):
         with work.mark():
@@ -39,14 +40,13 @@ def run(args):
                 # every result written into arena memory
                 co = w.shape[0]
                 n, c, hh, ww = h.shape
-                y = work.empty((n, co, hh, ww))
+                y = work.empty((n, co, hh, ww), np.float32)
                 np.einsum("oc,nchw->nohw", w[:, :, 1, 1], h, out=y)
                 np.maximum(y, 0, out=y)
-                p = work.empty((n, co, hh // 2, ww // 2))
+                p = work.empty((n, co, hh // 2, ww // 2), np.float32)
                 np.add(y[:, :, 0::2, 0::2], y[:, :, 1::2, 1::2], out=p)
                 p *= 0.5
                 h = p
-            logits = work.empty((1, 10))
             np.matmul(h.mean(axis=(2, 3)), head.T, out=logits)
             inner = work.stats()
             del h, y, p

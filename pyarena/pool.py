@@ -1,6 +1,6 @@
 """``Pool``: NumPy arrays from the C work pool, and NumPy's own allocator.
 
-Lifetime rules (the reason for most of this file and of _numpy_handler.c):
+Lifetime rules (the reason for most of this file and of _poolglue.c):
 
 * The C pool is owned by a capsule; the capsule destroys it when the last
   reference is gone.  The ``Pool`` object holds one reference, every
@@ -25,8 +25,9 @@ Lifetime rules (the reason for most of this file and of _numpy_handler.c):
 
 Thread safety: the C pool is thread-safe (one lock); ``empty``, ``free``
 and NumPy's allocator run with the GIL held, the other calls release it.
-The one C call that calls back (``pa_pool_walk``) copies blocks out in C,
-so no Python callback ever runs under the pool lock.
+The one C call that calls back (``pa_pool_walk``) copies blocks out in C
+(``_pa_pool_walk_copy`` in _build.py), so no Python callback ever runs
+under the pool lock.  The C side of this file is pyarena/_poolglue.c.
 """
 import contextlib
 import dataclasses
@@ -41,7 +42,7 @@ import numpy as np
 
 from . import _shapes
 from ._binding import check, ffi, lib
-from . import _native
+from . import _poolglue
 from .errors import (DoubleFreeError, ForeignPointerError, InvalidArgumentError,
                      OutOfMemoryError, StateError)
 from .policy import Policy
@@ -49,18 +50,18 @@ from .stats import ZONES, PoolStats
 
 __all__ = ["Pool", "Block", "PoolStatistics", "NumpyAllocator", "numpy_allocator"]
 
-if lib._pa_glue_install() != 0:  # pragma: no cover - a broken build
-    raise ImportError("pyarena._native: the pool's NumPy glue failed to initialise "
-                      "(NumPy C API import failed)")
+_poolglue.bind(*(int(ffi.cast("uintptr_t", ffi.addressof(lib, name))) for name in (
+    "pa_pool_alloc_status", "pa_pool_realloc", "pa_pool_free", "pa_pool_free_all",
+    "pa_pool_destroy")))
 
-_glue_empty = _native._glue_empty
-_glue_bind_empty = _native._glue_bind_empty
-_glue_owner = _native._glue_owner
-_glue_pool_capsule = _native._glue_pool_capsule
-_glue_pool_counters = _native._glue_pool_counters
-_glue_handler_new = _native._glue_handler_new
-_glue_handler_counts = _native._glue_handler_counts
-_glue_set_handler = _native._glue_set_handler
+_glue_empty = _poolglue.empty
+_glue_bind_empty = _poolglue.bind_empty
+_glue_owner = _poolglue.owner
+_glue_pool_capsule = _poolglue.pool_capsule
+_glue_pool_counters = _poolglue.pool_counters
+_glue_handler_new = _poolglue.handler_new
+_glue_handler_counts = _poolglue.handler_counts
+_glue_set_handler = _poolglue.set_handler
 _DTYPES = _shapes._DTYPES
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
@@ -525,7 +526,7 @@ class Pool:
         cap = 256
         while True:
             buf = ffi.new("pa_pool_block_t[]", cap)
-            n = lib._pa_glue_walk(self._h, buf, cap)
+            n = lib._pa_pool_walk_copy(self._h, buf, cap)
             if n == ffi.cast("size_t", -1):
                 raise StateError("pool walk failed")
             if n <= cap:
