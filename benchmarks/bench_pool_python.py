@@ -2,11 +2,11 @@
 ``numpy_allocator(pool)`` against plain ``np.empty``, side by side in one run.
 
 Each case allocates an array and drops it at once (the steady state of an
-inference loop: the block comes back from the pool's cache).  Prints the
-median time per call over several repeats and the ratio to ``np.empty``
-measured in the same run.
+inference loop: the block comes back from the pool's cache).  Two ways to
+run it, both printing medians and ratios to ``np.empty`` from the same run:
 
-    python benchmarks/bench_pool_python.py [--repeat 7] [--number N]
+    python benchmarks/bench_pool_python.py [--repeat 9] [--number N]
+    pytest benchmarks/bench_pool_python.py      (pytest-benchmark table)
 """
 import argparse
 import contextlib
@@ -92,6 +92,42 @@ def run(repeat, number):
             rows.append((label, name, t, t / ref))
     assert pool.check() == 0
     return rows
+
+
+# -- pytest-benchmark form (the table is printed by benchmarks/conftest.py) --
+
+PYTEST_CASES = {"(64,) float32": ((64,), 1000), "16 MiB float32": ((4 << 20,), 50)}
+IMPLS = ["np.empty", "pool.empty", "np.empty in numpy_allocator(pool)"]
+
+
+def _pytest_benchmark(benchmark, recorder, case, impl):
+    shape, n = PYTEST_CASES[case]
+    f32 = np.float32
+    pool = pyarena.Pool()
+    alloc = pyarena.numpy_allocator(pool)
+    e = pool.empty if impl == "pool.empty" else np.empty
+
+    def run():
+        for _ in range(n):
+            e(shape, f32)
+
+    if impl == "np.empty in numpy_allocator(pool)":
+        with alloc:
+            benchmark.pedantic(run, rounds=100, warmup_rounds=5)
+        assert alloc.allocations >= n * 100
+    else:
+        benchmark.pedantic(run, rounds=100, warmup_rounds=5)
+    assert pool.check() == 0
+    recorder(benchmark, "Pool vs np.empty", case, impl, "np.empty", per_call=n)
+
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the script form needs no pytest
+    pytest = None
+if pytest is not None:
+    test_empty = pytest.mark.parametrize("impl", IMPLS)(
+        pytest.mark.parametrize("case", list(PYTEST_CASES))(_pytest_benchmark))
 
 
 def main(argv=None):

@@ -360,7 +360,7 @@ general:
 
 static PyMethodDef bound_empty_def = {
     "empty", (PyCFunction)(void (*)(void))bound_empty, METH_FASTCALL | METH_KEYWORDS,
-    "empty(shape, dtype=float32): an uninitialised array over a pool block"};
+    "empty(shape, dtype=float64): an uninitialised array over a pool block"};
 
 static PyObject *g_bind_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

@@ -64,7 +64,7 @@ _glue_handler_counts = _poolglue.handler_counts
 _glue_set_handler = _poolglue.set_handler
 _DTYPES = _shapes._DTYPES
 _ndarray = np.ndarray
-_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)  # the default dtype, like np.empty and Arena
 _getrefcount = sys.getrefcount
 
 _STATE_NAMES = {lib.PA_BLOCK_FREE: "free", lib.PA_BLOCK_LIVE: "live",
@@ -273,12 +273,12 @@ class Pool:
         ref = weakref.ref(self)
         for name, zero in (("empty", False), ("zeros", True)):
             setattr(self, name, _glue_bind_empty(
-                self._cap, _DTYPES, _F32,
+                self._cap, _DTYPES, _F64,
                 functools.partial(_empty_slow, self._cap, self._h, zero),
                 functools.partial(_general_path, ref, name), zero))
 
     # -- allocation -----------------------------------------------------------
-    def empty(self, shape, dtype=np.float32):
+    def empty(self, shape, dtype=np.float64):
         """An uninitialised C-contiguous array over a pool block, aligned to
         the pool's granularity.  The block returns to the pool when the array
         and all its views are gone, or at :meth:`free`."""
@@ -294,7 +294,7 @@ class Pool:
         self._check_open()
         return _empty_slow(self._cap, self._h, zero, shape, dtype, r)
 
-    def zeros(self, shape, dtype=np.float32):
+    def zeros(self, shape, dtype=np.float64):
         """Like :meth:`empty`, filled with zeros."""
         try:
             r = _glue_empty(self._cap, shape, _DTYPES[dtype], True)

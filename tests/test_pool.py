@@ -562,7 +562,7 @@ def test_threads_allocate_write_verify_free():
 
 def test_fast_path_argument_forms():
     pool = Pool()
-    assert pool.empty(3).dtype == np.float32  # the default dtype
+    assert pool.empty(3).dtype == np.float64  # the default dtype, as np.empty
     assert pool.empty((2, 2), dtype=np.int8).dtype == np.int8
     assert pool.empty(shape=(4,), dtype="u2").shape == (4,)
     assert pool.zeros(shape=5, dtype=np.int32).tolist() == [0] * 5
