@@ -89,7 +89,7 @@ static void region_unlink(pa_pool_impl_t *p, pa_region_t *r) {
 static pa_region_t *region_new(pa_pool_impl_t *p, unsigned order, pa_status_t *st) {
     unsigned umin = order > p->border ? order : p->bmin;
     size_t units = (size_t)1 << (order - umin);
-    pa_region_t *r = calloc(1, sizeof(*r) + units * (sizeof(uint32_t) + 1));
+    pa_region_t *r = calloc(1, sizeof(*r) + units * sizeof(uint64_t));
     if (!r) {
         *st = PA_ERR_NOMEM;
         return NULL;
@@ -99,8 +99,7 @@ static pa_region_t *region_new(pa_pool_impl_t *p, unsigned order, pa_status_t *s
         free(r);
         return NULL;
     }
-    r->req = (uint32_t *)(r + 1);
-    r->tag = (uint8_t *)(r->req + units);
+    r->tag = (uint64_t *)(r + 1);
     r->span = sp;
     r->base = sp->start;
     r->order = order;
@@ -155,8 +154,7 @@ void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned k, size_t req, pa_region_t **r
             bpush(p, r, off + ((uintptr_t)1 << j), j);
         }
     }
-    r->tag[off >> r->umin] = PA_TAG(k, PA_BLOCK_LIVE);
-    r->req[off >> r->umin] = (uint32_t)req;
+    r->tag[off >> r->umin] = PA_TAG_LIVE(k, req);
     *region = r;
     return (void *)(r->base + off);
 }
@@ -205,7 +203,8 @@ size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
             broken++;
     size_t u = 0;
     while (u < units) {
-        uint8_t tg = r->tag[u];
+        uint64_t word = r->tag[u];
+        uint8_t tg = (uint8_t)word;
         unsigned k = PA_TAG_ORDER(tg);
         int stt = PA_TAG_STATE(tg);
         uintptr_t off = (uintptr_t)u << r->umin;
@@ -219,9 +218,10 @@ size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
         if (stt == PA_BLOCK_LIVE) {
             t->live++;
             t->allocated += bytes;
-            t->requested += r->req[u];
-            if (r->req[u] > bytes) broken++;
+            t->requested += PA_TAG_REQ(word);
+            if (PA_TAG_REQ(word) > bytes) broken++;
         } else if (stt == PA_BLOCK_CACHED) {
+            if (word != tg) broken++;
             t->cached += bytes;
             t->ncached++;
         } else if (stt == PA_TAG_FREE) {
@@ -272,14 +272,15 @@ int _pa_buddy_walk(const pa_pool_impl_t *p, const pa_region_t *r, pa_pool_walker
     (void)p;
     size_t units = (size_t)1 << (r->order - r->umin), u = 0;
     while (u < units) {
-        uint8_t tg = r->tag[u];
+        uint64_t word = r->tag[u];
+        uint8_t tg = (uint8_t)word;
         unsigned k = PA_TAG_ORDER(tg);
         if (tg == 0 || k < r->umin) return 0; /* corrupt: pa_pool_check says so */
         pa_pool_block_t b;
         b.ptr = (void *)(r->base + ((uintptr_t)u << r->umin));
         b.size = (size_t)1 << k;
         b.state = PA_TAG_STATE(tg) == PA_TAG_FREE ? PA_BLOCK_FREE : PA_TAG_STATE(tg);
-        b.requested = b.state == PA_BLOCK_LIVE ? r->req[u] : 0;
+        b.requested = b.state == PA_BLOCK_LIVE ? PA_TAG_REQ(word) : 0;
         b.zone = PA_ZONE_BUDDY;
         if (fn(&b, ctx)) return 1;
         u += (size_t)1 << (k - r->umin);

@@ -284,14 +284,12 @@ static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
         pa_slab_t *s = e.desc;
         int exact;
         uint32_t idx = _pa_slab_index(p, s, (uintptr_t)e.ptr, &exact);
-        s->state[idx] = PA_BLOCK_LIVE;
-        s->req[idx] = (uint32_t)req;
+        s->slot[idx] = PA_SLOT(PA_BLOCK_LIVE, req);
         s->nlive++;
     } else {
         pa_region_t *rg = e.desc;
         size_t u = ((uintptr_t)e.ptr - rg->base) >> rg->umin;
-        rg->tag[u] = PA_TAG(r->idx, PA_BLOCK_LIVE);
-        rg->req[u] = (uint32_t)req;
+        rg->tag[u] = PA_TAG_LIVE(r->idx, req);
     }
     p->cached -= e.size;
     p->z[r->zone].cached -= e.size;
@@ -366,11 +364,12 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         int exact;
         uint32_t idx = _pa_slab_index(p, s, a, &exact);
         if (!exact) return PA_ERR_FOREIGN;
-        if (s->state[idx] != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
+        uint32_t w = s->slot[idx];
+        if (PA_SLOT_STATE(w) != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
         b->zone = PA_ZONE_SLAB;
         b->desc = s;
         b->bsize = p->cls[s->cls].size;
-        b->req = s->req[idx];
+        b->req = PA_SLOT_REQ(w);
         b->unit = idx;
         return PA_OK;
     }
@@ -379,13 +378,14 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         uintptr_t off = a - r->base;
         if (off & (((uintptr_t)1 << r->umin) - 1)) return PA_ERR_FOREIGN;
         size_t u = off >> r->umin;
-        uint8_t tg = r->tag[u];
+        uint64_t word = r->tag[u];
+        uint8_t tg = (uint8_t)word;
         if (!tg) return PA_ERR_FOREIGN;
         if (PA_TAG_STATE(tg) != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
         b->zone = PA_ZONE_BUDDY;
         b->desc = r;
         b->bsize = (size_t)1 << PA_TAG_ORDER(tg);
-        b->req = r->req[u];
+        b->req = PA_TAG_REQ(word);
         b->unit = u;
         return PA_OK;
     }
@@ -432,7 +432,7 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
     size_t bin;
     if (b.zone == PA_ZONE_SLAB) {
         pa_slab_t *sl = b.desc;
-        sl->state[b.unit] = PA_BLOCK_CACHED;
+        sl->slot[b.unit] = PA_SLOT(PA_BLOCK_CACHED, 0);
         sl->nlive--;
         bin = sl->cls;
     } else if (b.zone == PA_ZONE_BUDDY) {
@@ -641,8 +641,10 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
     if (s == PA_OK) s = route(p, size, &r);
     if (s == PA_OK && r.zone == b.zone && r.bsize == b.bsize) {
         /* same block size: resize in place */
-        if (b.zone == PA_ZONE_SLAB) ((pa_slab_t *)b.desc)->req[b.unit] = (uint32_t)size;
-        else if (b.zone == PA_ZONE_BUDDY) ((pa_region_t *)b.desc)->req[b.unit] = (uint32_t)size;
+        if (b.zone == PA_ZONE_SLAB)
+            ((pa_slab_t *)b.desc)->slot[b.unit] = PA_SLOT(PA_BLOCK_LIVE, size);
+        else if (b.zone == PA_ZONE_BUDDY)
+            ((pa_region_t *)b.desc)->tag[b.unit] = PA_TAG_LIVE(PA_TAG_ORDER(((pa_region_t *)b.desc)->tag[b.unit]), size);
         else ((pa_span_t *)b.desc)->requested = size;
         p->requested = p->requested - b.req + size;
         p->z[b.zone].requested = p->z[b.zone].requested - b.req + size;
@@ -882,7 +884,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
                 pa_slab_t *s = e->desc;
                 uint32_t idx = sp->owner == s ? _pa_slab_index(p, s, (uintptr_t)e->ptr, &exact) : 0;
                 if (sp->kind != PA_SPAN_SLAB || sp->owner != s || !exact || s->cls != b ||
-                    s->state[idx] != PA_BLOCK_CACHED || e->size != p->cls[b].size)
+                    PA_SLOT_STATE(s->slot[idx]) != PA_BLOCK_CACHED || e->size != p->cls[b].size)
                     broken++;
             } else if (zone == PA_ZONE_BUDDY) {
                 pa_region_t *r = e->desc;

@@ -59,10 +59,15 @@ typedef struct pa_slab {
     uint32_t nfree;           /* FREE slots == entries on `stack`         */
     uint32_t nlive;           /* LIVE slots (CACHED = the rest)           */
     int in_partial;
-    uint32_t *req;            /* per slot: bytes requested (LIVE)         */
+    uint32_t *slot;           /* per slot: PA_SLOT(state, requested): one
+                                 word, one cache line per access          */
     uint16_t *stack;          /* LIFO of FREE slot indices                */
-    uint8_t *state;           /* per slot: PA_BLOCK_*                     */
 } pa_slab_t;
+
+#define PA_SLOT_MAX_REQ ((uint32_t)0x3FFFFFFF) /* slab classes stay below */
+#define PA_SLOT(state, req) (((uint32_t)(state) << 30) | (uint32_t)(req))
+#define PA_SLOT_STATE(w) ((int)((w) >> 30))
+#define PA_SLOT_REQ(w) ((w) & PA_SLOT_MAX_REQ)
 
 typedef struct pa_sclass {
     size_t size;              /* slot bytes                               */
@@ -81,9 +86,9 @@ typedef struct pa_region {
     unsigned umin;            /* log2 of the tag unit (a dedicated region
                                  holding one block has a single unit)    */
     size_t free_bytes;        /* bytes in FREE blocks                     */
-    uint8_t *tag;             /* per min unit at a block start: order |
-                                 state << 6; 0 inside a block             */
-    uint32_t *req;            /* per min unit at a LIVE block start       */
+    uint64_t *tag;            /* per min unit at a block start: order |
+                                 state << 6, and for a LIVE block the
+                                 requested bytes << 32; 0 inside a block  */
     struct pa_region *next, *prev;
 } pa_region_t;
 
@@ -96,6 +101,8 @@ typedef struct pa_bnode {
 #define PA_TAG_ORDER(t) ((unsigned)((t) & 63))
 #define PA_TAG_STATE(t) ((int)((t) >> 6))
 #define PA_TAG_FREE 3 /* state value of a FREE buddy block in a tag      */
+#define PA_TAG_LIVE(order, req) (PA_TAG(order, PA_BLOCK_LIVE) | ((uint64_t)(req) << 32))
+#define PA_TAG_REQ(t) ((uint32_t)((t) >> 32))
 
 typedef struct pa_centry {
     void *ptr;

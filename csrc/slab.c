@@ -47,14 +47,14 @@ int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg) {
         if (cfg->num_classes > PA_POOL_MAX_CLASSES) return -1;
         for (size_t i = 0; i < cfg->num_classes; i++) {
             size_t v = cfg->classes[i];
-            if (v == 0 || v % p->gran || v >= PA_BIG_CLASS) return -1;
+            if (v == 0 || v % p->gran || v > PA_SLOT_MAX_REQ) return -1;
             if (i && v <= cfg->classes[i - 1]) return -1;
             sizes[n++] = v;
         }
     } else {
         unsigned per = cfg->classes_per_doubling ? cfg->classes_per_doubling : 4;
         if (per != 1 && per != 2 && per != 4 && per != 8) return -1;
-        size_t max = p->mode == PA_POOL_SLAB_ONLY ? PA_BIG_CLASS / 2
+        size_t max = p->mode == PA_POOL_SLAB_ONLY ? (size_t)PA_SLOT_MAX_REQ / 2 + 1
                      : (cfg->slab_max ? cfg->slab_max : 4096);
         if (max < p->gran) max = p->gran;
         for (size_t pw = p->gran; pw <= max; pw *= 2) {
@@ -125,7 +125,7 @@ static void partial_remove(pa_sclass_t *c, pa_slab_t *s) {
 static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
     pa_sclass_t *c = &p->cls[cls];
     size_t nb = c->nblocks;
-    pa_slab_t *s = malloc(sizeof(*s) + nb * (sizeof(uint32_t) + sizeof(uint16_t) + 1));
+    pa_slab_t *s = malloc(sizeof(*s) + nb * (sizeof(uint32_t) + sizeof(uint16_t)));
     if (!s) {
         *st = PA_ERR_NOMEM;
         return NULL;
@@ -135,16 +135,15 @@ static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
         free(s);
         return NULL;
     }
-    s->req = (uint32_t *)(s + 1);
-    s->stack = (uint16_t *)(s->req + nb);
-    s->state = (uint8_t *)(s->stack + nb);
+    s->slot = (uint32_t *)(s + 1);
+    s->stack = (uint16_t *)(s->slot + nb);
     s->span = sp;
     s->start = sp->start;
     s->cls = (uint32_t)cls;
     s->nblocks = (uint32_t)nb;
     s->nfree = (uint32_t)nb;
     s->nlive = 0;
-    memset(s->state, PA_BLOCK_FREE, nb);
+    memset(s->slot, 0, nb * sizeof(uint32_t)); /* PA_SLOT(FREE, 0) */
     for (size_t i = 0; i < nb; i++) s->stack[i] = (uint16_t)(nb - 1 - i);
     sp->kind = PA_SPAN_SLAB;
     sp->owner = s;
@@ -164,8 +163,7 @@ void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab
         if (!s) return NULL;
     }
     uint32_t idx = s->stack[--s->nfree];
-    s->state[idx] = PA_BLOCK_LIVE;
-    s->req[idx] = (uint32_t)req;
+    s->slot[idx] = PA_SLOT(PA_BLOCK_LIVE, req);
     s->nlive++;
     if (s->nfree == 0) partial_remove(c, s);
     *slab = s;
@@ -182,7 +180,7 @@ void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s) {
 
 void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
     pa_sclass_t *c = &p->cls[s->cls];
-    s->state[idx] = PA_BLOCK_FREE;
+    s->slot[idx] = PA_SLOT(PA_BLOCK_FREE, 0);
     s->stack[s->nfree++] = (uint16_t)idx;
     if (s->nfree == s->nblocks) {
         pa_span_t *sp = s->span;
@@ -214,14 +212,18 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
             broken++;
     size_t nfree = 0, nlive = 0;
     for (uint32_t i = 0; i < s->nblocks; i++) {
-        switch (s->state[i]) {
-        case PA_BLOCK_FREE: nfree++; break;
+        uint32_t req = PA_SLOT_REQ(s->slot[i]);
+        switch (PA_SLOT_STATE(s->slot[i])) {
+        case PA_BLOCK_FREE:
+            nfree++;
+            if (req) broken++;
+            break;
         case PA_BLOCK_LIVE:
             nlive++;
             t->live++;
             t->allocated += c->size;
-            t->requested += s->req[i];
-            if (s->req[i] > c->size) broken++;
+            t->requested += req;
+            if (req > c->size) broken++;
             break;
         case PA_BLOCK_CACHED:
             t->cached += c->size;
@@ -236,7 +238,8 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
     if (s->nfree == s->nblocks) broken++; /* empty slabs are released */
     if (!!s->in_partial != (s->nfree > 0)) broken++;
     for (uint32_t i = 0; i < s->nfree && i < s->nblocks; i++)
-        if (s->stack[i] >= s->nblocks || s->state[s->stack[i]] != PA_BLOCK_FREE) broken++;
+        if (s->stack[i] >= s->nblocks || PA_SLOT_STATE(s->slot[s->stack[i]]) != PA_BLOCK_FREE)
+            broken++;
     return broken;
 }
 
@@ -263,9 +266,9 @@ int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t 
         pa_pool_block_t b;
         b.ptr = (void *)(s->span->start + (size_t)i * c->size);
         b.size = c->size;
-        b.requested = s->state[i] == PA_BLOCK_LIVE ? s->req[i] : 0;
+        b.state = PA_SLOT_STATE(s->slot[i]);
+        b.requested = b.state == PA_BLOCK_LIVE ? PA_SLOT_REQ(s->slot[i]) : 0;
         b.zone = PA_ZONE_SLAB;
-        b.state = s->state[i];
         if (fn(&b, ctx)) return 1;
     }
     return 0;
