@@ -612,3 +612,16 @@ def test_cached_blocks_are_counted_and_reused():
     b = pool.empty(1000, np.uint8)
     assert addr(b) == p  # LIFO cache: the block just freed comes back
     assert pool.stats().zone("slab").cache_hits + pool.stats().zone("buddy").cache_hits >= 1
+
+
+def test_zero_size_arrays_are_real_blocks():
+    pool = Pool()
+    zs = [pool.empty(0), pool.empty((3, 0), np.int8), pool.zeros((0, 5))]
+    for z in zs:
+        assert z.size == 0 and pool.owns(z)
+    assert pool.stats().live == 3 and pool.stats().requested == 0
+    assert len({addr(z) for z in zs}) == 3  # unique blocks
+    pool.free(zs.pop())
+    assert pool.stats().live == 2
+    del zs
+    assert pool.stats().live == 0 and pool.check() == 0
