@@ -299,7 +299,7 @@ def test_the_setting_is_a_context_variable():
 
 
 @pytest.mark.slow
-def test_numpys_own_tests_pass_with_every_allocation_in_a_pool():
+def test_numpys_own_tests_pass_with_every_allocation_in_a_pool(tmp_path):
     import os
     import subprocess
     import sys
@@ -316,10 +316,11 @@ def test_numpys_own_tests_pass_with_every_allocation_in_a_pool():
         print("ROUTED", alloc.allocations, "CHECK", pool.check())
         sys.exit(int(rc))
     """)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # the same pyarena as this process, run outside the source tree
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pyarena.__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=900, cwd=root, env=env)
+                          timeout=900, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     routed = int(proc.stdout.split("ROUTED")[1].split()[0])
     assert routed > 100_000

@@ -469,7 +469,7 @@ TestPoolMachine = PoolMachine.TestCase
 
 @pytest.mark.slow
 class TestPoolMachineLong(PoolMachine.TestCase):
-    settings = settings(max_examples=400, stateful_step_count=80, deadline=None,
+    settings = settings(max_examples=300, stateful_step_count=80, deadline=None,
                         suppress_health_check=[HealthCheck.too_slow,
                                                HealthCheck.data_too_large])
 

@@ -129,13 +129,18 @@ def test_many_pools_come_and_go():
     assert live_pools() == n0
 
 
-def _run(code):
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=120)
-    return proc
+def _run(code, tmp_path):
+    # the same pyarena as this process, whatever the working directory
+    import os
+    import pyarena
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pyarena.__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=env)
 
 
-def test_interpreter_exit_with_everything_alive():
+def test_interpreter_exit_with_everything_alive(tmp_path):
     # Arrays, views, a closed and an open pool, NumPy arrays made through the
     # allocator, and the allocator still installed at exit: destructors must
     # neither crash nor print "Exception ignored".
@@ -151,13 +156,13 @@ def test_interpreter_exit_with_everything_alive():
         alloc.__enter__()
         made = [np.ones(1000) * i for i in range(10)]
         print("ok", pool.used_bytes() > 0)
-    """)
+    """, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok True"
     assert "Exception ignored" not in proc.stderr and "Error" not in proc.stderr
 
 
-def test_interpreter_exit_with_arrays_in_module_globals_and_cycles():
+def test_interpreter_exit_with_arrays_in_module_globals_and_cycles(tmp_path):
     proc = _run("""
         import numpy as np, pyarena
         class Holder:
@@ -169,6 +174,6 @@ def test_interpreter_exit_with_arrays_in_module_globals_and_cycles():
         with pyarena.numpy_allocator(h.pool):
             h.np_arr = np.ones(100)
         print("ok")
-    """)
+    """, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok" and proc.stderr == ""
