@@ -177,3 +177,20 @@ def test_interpreter_exit_with_arrays_in_module_globals_and_cycles(tmp_path):
     """, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok" and proc.stderr == ""
+
+
+def test_no_reference_cycles_the_pool_goes_at_once():
+    n0 = live_pools()
+    gc.disable()
+    try:
+        pool = Pool()
+        a = pool.empty(10)
+        with pool.statistics():
+            pool.empty(5)
+        with numpy_allocator(pool):
+            b = np.ones(3)
+        pool.free(a)
+        del pool, a, b
+        assert live_pools() == n0  # by reference counting alone
+    finally:
+        gc.enable()
