@@ -175,17 +175,18 @@ static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
 }
 
 pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
-    pa_span_t *s = _pa_heap_alloc(p, np, st);
-    if (s) return s;
-    /* Before growing: cached large blocks are whole spans, the likeliest
-     * to make room; the small-block caches are flushed only if that was
-     * not enough (flushing them costs their hot blocks). */
+    /* The heap places this span best-fit; it can only choose well if it
+     * sees every free span, so cached large blocks (whole spans) go back
+     * first (flushing only the bins of bigger blocks gave 2.2).  Leaving them cached made the heap fill the wrong holes and
+     * grow: peak reserved / peak live 2.8 instead of 1.57 on a ResNet-50
+     * trace.  The small-block caches are flushed only if the heap still
+     * cannot serve (flushing them costs their hot blocks). */
     if (p->z[PA_ZONE_LARGE].cached) {
         for (size_t b = p->bin_large0; b < p->nbins; b++)
             if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
-        s = _pa_heap_alloc(p, np, st);
-        if (s) return s;
     }
+    pa_span_t *s = _pa_heap_alloc(p, np, st);
+    if (s) return s;
     if (p->cached) {
         flush_all(p);
         s = _pa_heap_alloc(p, np, st);

@@ -196,7 +196,8 @@ size_t pa_arena_check(const pa_arena_t *arena);
  * blocks and a page-run zone for large blocks, all carved from chunks
  * obtained through the pool's pa_backend_t.  Freed blocks go to per-class
  * LIFO caches first (deferred reclamation) and are coalesced by
- * pa_pool_reclaim(), by trimming, or when the cache exceeds its budget.
+ * pa_pool_reclaim() (a step boundary), by trimming, when a zone needs
+ * memory from the page heap, or when the caches exceed their budget.
  *
  * Thread safety: every call is thread-safe (one lock per pool; see
  * docs/pool.md).  The only exception is the pa_pool_walk() callback,
@@ -220,8 +221,9 @@ size_t pa_arena_check(const pa_arena_t *arena);
 typedef struct pa_pool pa_pool_t;
 
 #define PA_POOL_HYBRID 0     /* slabs + buddy + large zone (default)     */
-#define PA_POOL_SLAB_ONLY 1  /* size classes for every size              */
-#define PA_POOL_BUDDY_ONLY 2 /* power-of-two buddy blocks for every size */
+#define PA_POOL_SLAB_ONLY 1  /* size classes for every size (to 512 MiB) */
+#define PA_POOL_BUDDY_ONLY 2 /* power-of-two buddy blocks for every size
+                                (to 2 GiB)                               */
 
 #define PA_RELEASE_UNMAP 0    /* trimmed chunks go back to the backend    */
 #define PA_RELEASE_DECOMMIT 1 /* trimmed chunks are decommitted (madvise)
@@ -243,7 +245,10 @@ typedef struct pa_pool_config {
     size_t alignment;      /* granularity: power of two in [8, 4096];
                               0 = 64                                    */
     int mode;              /* PA_POOL_HYBRID / _SLAB_ONLY / _BUDDY_ONLY  */
-    int growth;            /* PA_GROW_POW2 (default) / _REQUESTED / _NONE */
+    int growth;            /* PA_GROW_POW2 (default) / _REQUESTED / _NONE.
+                              _REQUESTED maps exact chunks and gives
+                              fully free chunks back before mapping: the
+                              smallest footprint, more system calls     */
     size_t chunk_size;     /* first chunk mapped (bytes); 0 = 1 MiB.
                               With PA_GROW_NONE the pool's only chunk
                               (0 = `limit`, which is then required)      */

@@ -367,36 +367,34 @@ static void test_watermarks(void) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);
     cfg.backend = &be;
-    cfg.growth = PA_GROW_REQUESTED;
+    cfg.growth = PA_GROW_POW2;
     cfg.chunk_size = 1 << 20;
-    cfg.high_watermark = 6 << 20;
-    cfg.low_watermark = 3 << 20;
     pa_pool_t *p = pa_pool_create(&cfg);
-    void *v[5];
-    /* the first fits the initial 1 MiB chunk, the others map 1 MiB each */
-    for (int i = 0; i < 5; i++) v[i] = pa_pool_alloc(p, 1 << 20);
-    CHECK_EQ(cnt.maps, 5);
-    for (int i = 0; i < 5; i++) pa_pool_free(p, v[i]);
-    /* nothing trimmed yet: reserved 5 MiB is not above high */
-    CHECK_EQ(cnt.unmaps, 0);
+    /* 1 MiB blocks: the first fits the initial 1 MiB chunk, then chunks of
+     * 2 MiB (two blocks) and 4 MiB: reserved 7 MiB in 3 maps */
+    void *v[4];
+    for (int i = 0; i < 4; i++) v[i] = pa_pool_alloc(p, 1 << 20);
+    CHECK_EQ(cnt.maps, 3);
+    CHECK_EQ(stats(p).reserved, 7u << 20);
+    for (int i = 0; i < 4; i++) pa_pool_free(p, v[i]);
+    /* below the high watermark: setting it trims nothing */
+    CHECK_EQ(pa_pool_set_watermarks(p, 8 << 20, 2 << 20), PA_OK);
     CHECK_EQ(stats(p).trims, 0u);
-    /* freed blocks are reused: no new maps */
-    for (int i = 0; i < 5; i++) v[i] = pa_pool_alloc(p, 1 << 20);
-    CHECK_EQ(cnt.maps, 5);
-    for (int i = 0; i < 5; i++) pa_pool_free(p, v[i]);
-    /* a request no free chunk fits grows to 7 MiB, above high: trim to
-     * low (the four free 1 MiB chunks go) */
-    void *big = pa_pool_alloc(p, 2 << 20);
+    CHECK_EQ(cnt.unmaps, 0);
+    /* 5 MiB fits no free chunk: an 8 MiB chunk is mapped, reserved 15 MiB
+     * is above high, so the pool trims toward low: the three free chunks
+     * go back (the new one holds the live block and stays) */
+    char *big = pa_pool_alloc(p, 5 << 20);
     CHECK(big != NULL);
     pa_pool_stats_t st = stats(p);
     CHECK_EQ(st.trims, 1u);
-    CHECK(cnt.unmaps >= 4);
-    CHECK(st.reserved <= (3u << 20));
+    CHECK_EQ(cnt.maps, 4);
+    CHECK_EQ(cnt.unmaps, 3);
+    CHECK_EQ(st.reserved, 8u << 20);
     CHECK_EQ(st.reserved, cnt.live_bytes);
-    CHECK_EQ(st.peak_reserved, 7u << 20);
-    CHECK_EQ(cnt.maps, 6);
-    CHECK(pa_pool_block_size(p, big) >= (2u << 20));
-    memset(big, 5, 2 << 20);
+    CHECK_EQ(st.peak_reserved, 15u << 20);
+    CHECK(pa_pool_block_size(p, big) >= (5u << 20));
+    memset(big, 5, 5 << 20);
     CHECK_EQ(pa_pool_check(p), 0u);
     /* watermarks can change; low > high is refused */
     CHECK_EQ(pa_pool_set_watermarks(p, 1, 2), PA_ERR_INVALID);
@@ -405,7 +403,7 @@ static void test_watermarks(void) {
     pa_pool_free(p, big);
     size_t rel = 0;
     CHECK_EQ(pa_pool_trim(p, 0, &rel), PA_OK);
-    CHECK(rel >= (2u << 20));
+    CHECK_EQ(rel, 8u << 20);
     CHECK_EQ(stats(p).reserved, 0u);
     CHECK_EQ(cnt.live_bytes, 0u);
     pa_pool_destroy(p);
