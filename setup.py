@@ -71,6 +71,12 @@ setup(
     # The native hot path of Arena.empty (CPython + NumPy C API).
     ext_modules=[Extension("pyarena._fastpath", ["pyarena/_fastpath.c"],
                            include_dirs=[_NumpyInclude()],
+                           extra_compile_args=["-O2"]),
+                 # The work pool's glue: ownership capsules, the fast
+                 # Pool.empty, NumPy's allocator (NEP 49).
+                 Extension("pyarena._poolglue", ["pyarena/_poolglue.c"],
+                           include_dirs=[_NumpyInclude(), "csrc"],
+                           depends=["csrc/pyarena.h"],
                            extra_compile_args=["-O2"])],
     cmdclass={"build_py": BuildPy, "build_ext": BuildExt},
 )

@@ -21,9 +21,30 @@ static intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align)
 {
     return (intptr_t)pa_arena_alloc(a, size, align);
 }
+
+/* Copy up to `cap` blocks of the pool into `out` (pa_pool_walk with a C
+ * callback, so no Python runs under the pool lock); returns how many there
+ * are in all, or (size_t)-1 if the walk failed.  Used by Pool.walk(). */
+typedef struct { pa_pool_block_t *out; size_t cap, n; } _pa_walk_buf_t;
+static int _pa_walk_copy(const pa_pool_block_t *block, void *ctx)
+{
+    _pa_walk_buf_t *w = (_pa_walk_buf_t *)ctx;
+    if (w->n < w->cap)
+        w->out[w->n] = *block;
+    w->n++;
+    return 0;
+}
+static size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t cap)
+{
+    _pa_walk_buf_t w = {out, cap, 0};
+    if (pa_pool_walk(pool, _pa_walk_copy, &w) != PA_OK)
+        return (size_t)-1;
+    return w.n;
+}
 """
 FAST_PATH_CDEF = """
 intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align);
+size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
 """
 
 
