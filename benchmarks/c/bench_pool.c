@@ -421,12 +421,15 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
             snprintf(c[4], sizeof c[4], "fail");
         }
         bench_stats_t *st = &fp[i].st;
-        if (o->do_fp && st->has_stats && st->peak_reserved > 0) {
+        if (o->do_fp && st->has_stats && st->peak_reserved > 0 &&
+            st->peak_requested > 0) {
             snprintf(c[7], sizeof c[7], "%.3f", st->peak_reserved / st->peak_requested);
             snprintf(c[8], sizeof c[8], "%.1f%%",
                      100 * (1 - st->peak_requested / st->peak_reserved));
             snprintf(c[9], sizeof c[9], "%.1f%%", 100 * st->frag_internal);
             snprintf(c[10], sizeof c[10], "%.1f%%", 100 * st->frag_external);
+        }
+        if (o->do_fp && st->has_stats) {
             /* the pool's own accounting must match the trace */
             if ((uint64_t)st->peak_requested != t->peak_live ||
                 st->end_requested != 0 || st->check_errors > 0) {
