@@ -252,6 +252,8 @@ static int footprint_child(bench_alloc_t *a, const bt_trace_t *t, int wfd) {
         if (ns < 0) snprintf(r.note, sizeof r.note, "allocation failed");
         if (a->stats) a->stats(a, &r.st);
     }
+    free(slots);
+    if (a->close) a->close(a);
     ssize_t w = write(wfd, &r, sizeof r);
     return w == (ssize_t)sizeof r ? 0 : 1;
 }
@@ -554,7 +556,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nall; i++) {
             if (strcmp(all[i].name, child_alloc)) continue;
             if (gen_trace(&o, child_trace, &t)) return 1;
-            return footprint_child(&all[i], &t, child_fd);
+            int rc = footprint_child(&all[i], &t, child_fd);
+            bt_free(&t);
+            return rc;
         }
         return 1;
     }
