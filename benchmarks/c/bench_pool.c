@@ -2,9 +2,10 @@
  * jemalloc, mimalloc, tcmalloc and pyarena's work pool (hybrid, slab-only,
  * buddy-only) and print markdown tables of speed and footprint.
  *
- * Speed: every allocator replays the same trace in the same process, in
- * an interleaved, rotating order (rep r starts with allocator r), after one
- * untimed warm-up replay each; the figure is the median over repetitions
+ * Speed: for each trace a fresh child process (fork + exec of this
+ * program, which regenerates the trace from the seed) replays it with every
+ * allocator, in an interleaved, rotating order (rep r starts with
+ * allocator r), after one untimed warm-up replay each; the figure is the median over repetitions
  * of wall time / number of alloc+free pairs.  Each allocated block gets
  * its first and last cache line written (--touch changes that), so the
  * cost of cold memory shows.
@@ -258,10 +259,17 @@ static int footprint_child(bench_alloc_t *a, const bt_trace_t *t, int wfd) {
     return w == (ssize_t)sizeof r ? 0 : 1;
 }
 
-static int footprint(const char *self, char **child_args, int nargs,
-                     const char *alloc, const char *trace, fp_result_t *out) {
+static char *g_self;  /* this program, re-executed for each child     */
+static char **g_args; /* the user's options, passed on to the children */
+static int g_nargs;
+
+/* Run `g_self <user options> --child MODE FD ALLOC TRACE` and read exactly
+ * `size` bytes of results from it into `out`; returns 0 on success, else
+ * -1 with `out` zeroed. */
+static int run_child(const char *mode, const char *alloc, const char *trace,
+                     void *out, size_t size) {
     int fds[2];
-    memset(out, 0, sizeof *out);
+    memset(out, 0, size);
     if (pipe(fds)) return -1;
     fflush(stdout);
     fflush(stderr);
@@ -269,35 +277,36 @@ static int footprint(const char *self, char **child_args, int nargs,
     if (pid < 0) return -1;
     if (pid == 0) {
         char fdbuf[16];
-        char *argv[64];
+        char *argv[72];
         int k = 0;
         close(fds[0]);
         snprintf(fdbuf, sizeof fdbuf, "%d", fds[1]);
-        argv[k++] = (char *)self;
-        for (int i = 0; i < nargs && k < 56; i++) argv[k++] = child_args[i];
-        argv[k++] = "--fp-child";
+        argv[k++] = g_self;
+        for (int i = 0; i < g_nargs && k < 64; i++) argv[k++] = g_args[i];
+        argv[k++] = "--child";
+        argv[k++] = (char *)mode;
         argv[k++] = fdbuf;
         argv[k++] = (char *)alloc;
         argv[k++] = (char *)trace;
         argv[k] = NULL;
-        execv(self, argv);
+        execv(g_self, argv);
         _exit(127);
     }
     close(fds[1]);
     size_t got = 0;
-    while (got < sizeof *out) {
-        ssize_t r = read(fds[0], (char *)out + got, sizeof *out - got);
+    while (got < size) {
+        ssize_t r = read(fds[0], (char *)out + got, size - got);
         if (r <= 0) break;
         got += (size_t)r;
     }
     close(fds[0]);
     int status;
     waitpid(pid, &status, 0);
-    if (got != sizeof *out) {
-        memset(out, 0, sizeof *out);
-        out->ok = -1;
-        snprintf(out->note, sizeof out->note, "footprint child died (status %d)",
-                 status);
+    if (got != size) {
+        memset(out, 0, size);
+        fprintf(stderr, "child %s/%s/%s died (status %d)\n", mode, alloc,
+                trace, status);
+        return -1;
     }
     return 0;
 }
@@ -333,9 +342,55 @@ static void mib(char *buf, size_t n, double bytes) {
     snprintf(buf, n, "%.1f", bytes / 1048576.0);
 }
 
-static char *g_self;
-static char **g_args;
-static int g_nargs;
+typedef struct {
+    int ok;
+    double med, lo, hi;
+    char note[160];
+} tm_result_t;
+
+/* All selected allocators replay `t` in this process: one warm-up each,
+ * then o->reps timed replays in rotating order.  Fills res[0..na). */
+static int time_all(const opts_t *o, const bt_trace_t *t, bench_alloc_t *a,
+                    int na, tm_result_t *res) {
+    void **slots = calloc(t->nslots, sizeof *slots);
+    double *samples = calloc((size_t)na * (size_t)o->reps, sizeof *samples);
+    memset(res, 0, (size_t)na * sizeof *res);
+    if (!slots || !samples) return 1;
+    for (int i = 0; i < na; i++) {
+        res[i].ok = 1;
+        if (!a[i].available || (a[i].open && a[i].open(&a[i]) != 0) ||
+            replay(&a[i], t, slots, o->touch) < 0) {
+            res[i].ok = 0;
+            snprintf(res[i].note, sizeof res[i].note, "%s",
+                     a[i].note[0] ? a[i].note : "allocation failed");
+        }
+    }
+    for (int r = 0; r < o->reps; r++) {
+        for (int k = 0; k < na; k++) {
+            int i = (k + r) % na;
+            if (!res[i].ok) continue;
+            double ns = replay(&a[i], t, slots, o->touch);
+            if (ns < 0) {
+                res[i].ok = 0;
+                snprintf(res[i].note, sizeof res[i].note, "allocation failed");
+            }
+            samples[(size_t)i * o->reps + r] = ns / (double)t->n_allocs;
+        }
+    }
+    for (int i = 0; i < na; i++) {
+        if (a[i].close) a[i].close(&a[i]);
+        if (!res[i].ok) continue;
+        double *x = samples + (size_t)i * o->reps;
+        qsort(x, (size_t)o->reps, sizeof *x, cmp_double);
+        res[i].med = o->reps % 2 ? x[o->reps / 2]
+                                 : 0.5 * (x[o->reps / 2 - 1] + x[o->reps / 2]);
+        res[i].lo = x[0];
+        res[i].hi = x[o->reps - 1];
+    }
+    free(samples);
+    free(slots);
+    return 0;
+}
 
 static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
                      bench_alloc_t *a, int na) {
@@ -353,7 +408,10 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
     if (o->do_fp) {
         for (int i = 0; i < na; i++) {
             if (!a[i].available) continue;
-            footprint(g_self, g_args, g_nargs, a[i].name, key, &fp[i]);
+            if (run_child("fp", a[i].name, key, &fp[i], sizeof fp[i]) != 0) {
+                fp[i].ok = -1;
+                snprintf(fp[i].note, sizeof fp[i].note, "footprint child died");
+            }
             if (fp[i].ok == 0) {
                 a[i].available = 0;
                 snprintf(a[i].note, sizeof a[i].note, "%s", fp[i].note);
@@ -361,36 +419,19 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
         }
     }
     if (o->do_time) {
-        void **slots = calloc(t->nslots, sizeof *slots);
-        double *samples = calloc((size_t)na * (size_t)o->reps, sizeof *samples);
-        if (!slots || !samples) return 1;
+        tm_result_t tr[MAX_ALLOCS];
+        run_child("time", "-", key, tr, sizeof tr);
         for (int i = 0; i < na; i++) {
-            if (!a[i].available) continue;
-            if (a[i].open && a[i].open(&a[i]) != 0) { a[i].available = 0; continue; }
-            if (replay(&a[i], t, slots, o->touch) < 0) {
+            if (tr[i].ok == 1) {
+                med[i] = tr[i].med;
+                lo[i] = tr[i].lo;
+                hi[i] = tr[i].hi;
+            } else if (a[i].available) {
                 a[i].available = 0;
-                snprintf(a[i].note, sizeof a[i].note, "allocation failed");
+                snprintf(a[i].note, sizeof a[i].note, "%s",
+                         tr[i].note[0] ? tr[i].note : "timing failed");
             }
         }
-        for (int r = 0; r < o->reps; r++) {
-            for (int k = 0; k < na; k++) {
-                int i = (k + r) % na;
-                if (!a[i].available) continue;
-                double ns = replay(&a[i], t, slots, o->touch);
-                samples[(size_t)i * o->reps + r] = ns / (double)t->n_allocs;
-            }
-        }
-        for (int i = 0; i < na; i++) {
-            if (!a[i].available) continue;
-            double *s = samples + (size_t)i * o->reps;
-            qsort(s, (size_t)o->reps, sizeof *s, cmp_double);
-            med[i] = o->reps % 2 ? s[o->reps / 2]
-                                 : 0.5 * (s[o->reps / 2 - 1] + s[o->reps / 2]);
-            lo[i] = s[0];
-            hi[i] = s[o->reps - 1];
-        }
-        free(samples);
-        free(slots);
     }
 
     /* the table */
@@ -504,7 +545,7 @@ int main(int argc, char **argv) {
     opts_t o;
     reexec_for_static_tls(argv);
     int child_fd = -1;
-    const char *child_alloc = NULL, *child_trace = NULL;
+    const char *child_alloc = NULL, *child_trace = NULL, *child_mode = NULL;
     memset(&o, 0, sizeof o);
     o.reps = 7;
     o.touch = TOUCH_ENDS;
@@ -536,12 +577,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(s, "--no-time")) o.do_time = 0;
         else if (!strcmp(s, "--no-footprint")) o.do_fp = 0;
         else if (!strcmp(s, "--strict")) o.strict = 1;
-        else if (!strcmp(s, "--fp-child") && i + 3 < argc) {
+        else if (!strcmp(s, "--child") && i + 4 < argc) {
             if (g_nargs == argc - 1) g_nargs = i - 1;
-            child_fd = atoi(argv[i + 1]);
-            child_alloc = argv[i + 2];
-            child_trace = argv[i + 3];
-            i += 3;
+            child_mode = argv[i + 1];
+            child_fd = atoi(argv[i + 2]);
+            child_alloc = argv[i + 3];
+            child_trace = argv[i + 4];
+            i += 4;
         }
         else { usage(); return 2; }
     }
@@ -551,21 +593,27 @@ int main(int argc, char **argv) {
     bench_alloc_t all[MAX_ALLOCS], a[MAX_ALLOCS];
     int nall = make_allocators(all), na = 0;
 
-    if (child_fd >= 0) {
-        bt_trace_t t;
-        for (int i = 0; i < nall; i++) {
-            if (strcmp(all[i].name, child_alloc)) continue;
-            if (gen_trace(&o, child_trace, &t)) return 1;
-            int rc = footprint_child(&all[i], &t, child_fd);
-            bt_free(&t);
-            return rc;
-        }
-        return 1;
-    }
-
     for (int i = 0; i < nall; i++)
         if (selected(o.allocs_filter, all[i].name)) a[na++] = all[i];
     if (na == 0) { fprintf(stderr, "no allocator selected\n"); return 2; }
+
+    if (child_fd >= 0) {
+        bt_trace_t t;
+        int rc = 1;
+        if (gen_trace(&o, child_trace, &t)) return 1;
+        if (!strcmp(child_mode, "time")) {
+            tm_result_t res[MAX_ALLOCS];
+            rc = time_all(&o, &t, a, na, res);
+            ssize_t w = write(child_fd, res, sizeof res);
+            if (w != (ssize_t)sizeof res) rc = 1;
+        } else {
+            for (int i = 0; i < na; i++)
+                if (!strcmp(a[i].name, child_alloc))
+                    rc = footprint_child(&a[i], &t, child_fd);
+        }
+        bt_free(&t);
+        return rc;
+    }
 
     printf("## pool benchmark: ns per alloc+free pair (touch=%s, median of %d, "
            "interleaved), footprint = peak RSS growth / peak live bytes\n",
@@ -584,15 +632,9 @@ int main(int argc, char **argv) {
             snprintf(path, sizeof path, "%s/%s.csv", o.dump_dir, t.name);
             if (bt_write_csv(&t, path)) fprintf(stderr, "cannot write %s\n", path);
         }
-        /* fresh allocator states per trace (the pool; the mallocs keep
-         * theirs, as in a long-running process) */
-        for (int i = 0; i < na; i++)
-            if (a[i].close) a[i].close(&a[i]);
         failures += run_trace(&o, keys[k], &t, a, na);
         bt_free(&t);
     }
-    for (int i = 0; i < na; i++)
-        if (a[i].close) a[i].close(&a[i]);
     if (failures) fprintf(stderr, "%d pool statistics mismatches\n", failures);
     return o.strict && failures ? 1 : 0;
 }

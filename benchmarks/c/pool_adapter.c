@@ -1,11 +1,17 @@
 /* pool_adapter.c -- pyarena's work pool behind the benchmark's allocator
  * interface: one adapter per pool mode (hybrid, slab-only, buddy-only),
- * each a pool created with the library defaults except the mode. */
+ * each a pool created with the library defaults except the mode, plus
+ * variants with PA_GROW_REQUESTED growth ("-req") and without deferred
+ * caches ("-nocache"). */
 #include "bench.h"
 #include "pyarena.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* variant flags above the mode byte */
+#define VAR_REQ 0x100     /* growth PA_GROW_REQUESTED instead of POW2     */
+#define VAR_NOCACHE 0x200 /* cache_budget 1 byte: no deferred caching    */
 
 static void *pool_alloc(void *ctx, size_t n) { return pa_pool_alloc(ctx, n); }
 static void pool_free(void *ctx, void *p) { pa_pool_free(ctx, p); }
@@ -15,7 +21,9 @@ static int pool_open(bench_alloc_t *a) {
     pa_status_t st = PA_OK;
     if (a->ctx) return 0;
     pa_pool_config_default(&cfg);
-    cfg.mode = a->mode;
+    cfg.mode = a->mode & 0xff;
+    if (a->mode & VAR_REQ) cfg.growth = PA_GROW_REQUESTED;
+    if (a->mode & VAR_NOCACHE) cfg.cache_budget = 1;
     a->ctx = pa_pool_create_status(&cfg, &st);
     if (!a->ctx) {
         snprintf(a->note, sizeof a->note, "pa_pool_create failed: %s",
@@ -58,7 +66,11 @@ int bench_pool_adapters(bench_alloc_t *out, int max) {
     static const struct { const char *name; int mode; } modes[] = {
         {"pool-hybrid", PA_POOL_HYBRID},
         {"pool-slab", PA_POOL_SLAB_ONLY},
-        {"pool-buddy", PA_POOL_BUDDY_ONLY}};
+        {"pool-buddy", PA_POOL_BUDDY_ONLY},
+        {"hybrid-req", PA_POOL_HYBRID | VAR_REQ},
+        {"slab-req", PA_POOL_SLAB_ONLY | VAR_REQ},
+        {"buddy-req", PA_POOL_BUDDY_ONLY | VAR_REQ},
+        {"hybrid-req-nocache", PA_POOL_HYBRID | VAR_REQ | VAR_NOCACHE}};
     int n = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0] && n < max; i++) {
         bench_alloc_t *a = &out[n++];
