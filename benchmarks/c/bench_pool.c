@@ -167,6 +167,90 @@ fail: {
 }
 
 /* ---------------------------------------------------------------- */
+/* reference: an idealised online allocator                          */
+/* ---------------------------------------------------------------- */
+
+/* Replay the trace on one unbounded address range with address-ordered
+ * first fit, immediate coalescing and the top given back when free,
+ * 64-byte granularity and no metadata: the footprint an ideal general
+ * allocator without size classes or chunks would reach.  Returns the
+ * high-water offset / peak live bytes, or -1 on no memory. */
+static double sim_first_fit(const bt_trace_t *t) {
+    typedef struct { uint64_t start, size; } ext_t;
+    size_t cap = 1024, n = 0;
+    ext_t *fr = malloc(cap * sizeof *fr);
+    uint64_t *off = calloc(t->nslots, sizeof *off);
+    uint64_t *len = calloc(t->nslots, sizeof *len);
+    uint64_t top = 0, hw = 0;
+    double res = -1;
+    if (!fr || !off || !len) goto out;
+    for (size_t i = 0; i < t->n; i++) {
+        bt_op_t op = t->ops[i];
+        if (op.size) {
+            uint64_t sz = ((uint64_t)op.size + 63) & ~(uint64_t)63;
+            size_t k;
+            for (k = 0; k < n && fr[k].size < sz; k++) {}
+            if (k < n) {
+                off[op.slot] = fr[k].start;
+                fr[k].start += sz;
+                fr[k].size -= sz;
+                if (!fr[k].size) {
+                    memmove(fr + k, fr + k + 1, (n - k - 1) * sizeof *fr);
+                    n--;
+                }
+            } else if (n && fr[n - 1].start + fr[n - 1].size == top) {
+                off[op.slot] = fr[n - 1].start; /* grow the last hole */
+                top = fr[n - 1].start + sz;
+                n--;
+            } else {
+                off[op.slot] = top;
+                top += sz;
+            }
+            len[op.slot] = sz;
+            if (top > hw) hw = top;
+        } else {
+            uint64_t st = off[op.slot], sz = len[op.slot];
+            size_t k = 0, lo = 0, hi = n;
+            while (lo < hi) { /* first extent after st */
+                size_t mid = (lo + hi) / 2;
+                if (fr[mid].start < st) lo = mid + 1; else hi = mid;
+            }
+            k = lo;
+            if (k < n && st + sz == fr[k].start) { /* merge right */
+                sz += fr[k].size;
+                memmove(fr + k, fr + k + 1, (n - k - 1) * sizeof *fr);
+                n--;
+            }
+            if (k > 0 && fr[k - 1].start + fr[k - 1].size == st) { /* left */
+                fr[k - 1].size += sz;
+                k--;
+            } else {
+                if (n == cap) {
+                    ext_t *nf = realloc(fr, 2 * cap * sizeof *fr);
+                    if (!nf) goto out;
+                    fr = nf;
+                    cap *= 2;
+                }
+                memmove(fr + k + 1, fr + k, (n - k) * sizeof *fr);
+                fr[k].start = st;
+                fr[k].size = sz;
+                n++;
+            }
+            if (fr[n - 1].start + fr[n - 1].size == top) { /* trim top */
+                top = fr[n - 1].start;
+                n--;
+            }
+        }
+    }
+    res = (double)hw / (double)t->peak_live;
+out:
+    free(fr);
+    free(off);
+    free(len);
+    return res;
+}
+
+/* ---------------------------------------------------------------- */
 /* footprint in a child                                              */
 /* ---------------------------------------------------------------- */
 
@@ -489,6 +573,11 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
         printf("|");
         for (int k = 0; k < 12; k++) printf(" %s |", c[k]);
         printf("\n");
+    }
+    if (o->do_fp) {
+        double ff = sim_first_fit(t);
+        printf("| (ideal first fit, simulated) | - | - | - | %.3f | %s | %.1f%% "
+               "| - | - | - | - | - |\n", ff, "-", ff > 0 ? 100 * (1 - 1 / ff) : 0);
     }
     for (int i = 0; i < na; i++)
         if (a[i].note[0]) printf("\nnote: %s: %s\n", a[i].name, a[i].note);
