@@ -1,7 +1,7 @@
 """Smoke test of the C pool benchmark (benchmarks/c/bench_pool.c).
 
-Builds the driver into a temp dir and replays short traces against every
-allocator.  With --strict the driver exits 1 unless, for each pool mode,
+Builds the driver into a temp dir and replays short traces against glibc
+and the three pool modes.  With --strict the driver exits 1 unless, for each pool mode,
 the pool's own statistics agree with the trace: the peak of live requested
 bytes equals the trace's peak (computed by the trace generator, not by the
 pool), nothing is live at the end and pa_pool_check() finds no broken
@@ -37,6 +37,7 @@ def test_bench_pool_short_traces_agree_with_pool_stats(tmp_path):
     exe = _build(tmp_path)
     proc = subprocess.run(
         [str(exe), "--n", "3000", "--inferences", "2", "--reps", "1",
+         "--allocs", "glibc,pool-hybrid,pool-slab,pool-buddy",
          "--strict", "--dump", str(tmp_path)],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr + proc.stdout
