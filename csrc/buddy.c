@@ -135,16 +135,20 @@ void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned k, size_t req, pa_region_t **r
         uint64_t m = p->bmask >> k;
         unsigned j;
         if (!m) {
+            /* carve from the new region itself (a reclaim inside
+             * region_new may have freed other blocks, but a fresh region
+             * left whole would be an empty region nobody releases) */
             r = region_new(p, p->border, st);
             if (!r) return NULL;
-            bpush(p, r, 0, p->border);
-            m = p->bmask >> k; /* a reclaim inside may have freed more */
+            j = p->border;
+            off = 0;
+        } else {
+            j = k + (unsigned)__builtin_ctzll(m);
+            uintptr_t a = (uintptr_t)p->bfree[j];
+            r = _pa_map_lookup(p, a)->owner;
+            off = a - r->base;
+            bremove(p, r, off, j);
         }
-        j = k + (unsigned)__builtin_ctzll(m);
-        uintptr_t a = (uintptr_t)p->bfree[j];
-        r = _pa_map_lookup(p, a)->owner;
-        off = a - r->base;
-        bremove(p, r, off, j);
         while (j > k) {
             j--;
             bpush(p, r, off + ((uintptr_t)1 << j), j);

@@ -395,6 +395,7 @@ int _pa_heap_init(pa_pool_impl_t *p) {
     if (!_pa_align_up(first, PA_PG, &first)) return -1;
     if (p->limit && first > p->limit) first = p->limit & ~(PA_PG - 1);
     if (first == 0) return 0; /* nothing to map up front */
+    p->last_grow = first;
     return add_chunk(p, first, first);
 }
 

@@ -51,6 +51,7 @@ typedef struct pa_chunkd {
 
 /* A slab: one span cut into equal slots of one size class. */
 typedef struct pa_slab {
+    uintptr_t start;          /* == span->start (one load less per use)  */
     pa_span_t *span;
     struct pa_slab *next, *prev; /* the class's partial list              */
     uint32_t cls;
@@ -236,7 +237,7 @@ static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr)
 static inline uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s,
                                       uintptr_t addr, int *exact) {
     const pa_sclass_t *c = &p->cls[s->cls];
-    uint64_t off = addr - s->span->start;
+    uint64_t off = addr - s->start;
     uint64_t idx = c->magic ? (off * c->magic) >> 40 : 0;
     *exact = idx < s->nblocks && idx * c->size == off;
     return (uint32_t)idx;

@@ -139,6 +139,7 @@ static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
     s->stack = (uint16_t *)(s->req + nb);
     s->state = (uint8_t *)(s->stack + nb);
     s->span = sp;
+    s->start = sp->start;
     s->cls = (uint32_t)cls;
     s->nblocks = (uint32_t)nb;
     s->nfree = (uint32_t)nb;
@@ -168,7 +169,7 @@ void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab
     s->nlive++;
     if (s->nfree == 0) partial_remove(c, s);
     *slab = s;
-    return (void *)(s->span->start + (size_t)idx * c->size);
+    return (void *)(s->start + (size_t)idx * c->size);
 }
 
 void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s) {
@@ -204,7 +205,8 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
     size_t broken = 0;
     if (s->cls >= p->ncls) return 1;
     const pa_sclass_t *c = &p->cls[s->cls];
-    if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes)
+    if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes ||
+        s->start != s->span->start)
         broken++;
     size_t nfree = 0, nlive = 0;
     for (uint32_t i = 0; i < s->nblocks; i++) {
