@@ -359,11 +359,10 @@ typedef struct {
 /* Describe the live block at `ptr`, or say why it is not one. */
 static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b) {
     uintptr_t a = (uintptr_t)ptr;
-    pa_span_t *sp = _pa_map_lookup(p, a);
-    if (!sp) return PA_ERR_FOREIGN;
-    switch (sp->kind) {
-    case PA_SPAN_SLAB: {
-        pa_slab_t *s = sp->owner;
+    uintptr_t ent = _pa_map_entry(p, a);
+    if (pa_likely(ent & PA_MAP_TAG_SLAB)) {
+        /* a tagged entry is only ever set on the slab's own pages */
+        pa_slab_t *s = (pa_slab_t *)(ent & ~PA_MAP_TAG_MASK);
         int exact;
         uint32_t idx = _pa_slab_index(p, s, a, &exact);
         if (!exact) return PA_ERR_FOREIGN;
@@ -375,8 +374,8 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         b->unit = idx;
         return PA_OK;
     }
-    case PA_SPAN_BUDDY: {
-        pa_region_t *r = sp->owner;
+    if (ent & PA_MAP_TAG_REGION) {
+        pa_region_t *r = (pa_region_t *)(ent & ~PA_MAP_TAG_MASK);
         uintptr_t off = a - r->base;
         if (off & (((uintptr_t)1 << r->umin) - 1)) return PA_ERR_FOREIGN;
         size_t u = off >> r->umin;
@@ -390,6 +389,10 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         b->unit = u;
         return PA_OK;
     }
+    pa_span_t *sp = (pa_span_t *)ent;
+    if (!sp || a < sp->start || ((a - sp->start) >> PA_PG_SHIFT) >= sp->npages)
+        return PA_ERR_FOREIGN;
+    switch (sp->kind) {
     case PA_SPAN_LARGE:
         if (a != sp->start) return PA_ERR_FOREIGN;
         if (sp->state != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
