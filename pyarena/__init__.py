@@ -20,3 +20,14 @@ __all__ = [
     "PlanInfeasibleError",
     "get_include", "get_library",
 ]
+
+# -- static memory planner (pyarena issue 4: plan-py) --------------------------
+from . import inplace, plan, validate  # noqa: E402  (modules: pyarena.plan.plan(...))
+from .graph import Graph, GraphError, Op, Tensor  # noqa: E402
+from .inplace import register_rule  # noqa: E402
+from .plan import Buffer, Plan, load_graph, load_intervals_csv  # noqa: E402
+from .validate import PlanValidationError  # noqa: E402
+
+__all__ += ["plan", "validate", "inplace", "Graph", "GraphError", "Op", "Tensor",
+            "Plan", "Buffer", "load_graph", "load_intervals_csv", "register_rule",
+            "PlanValidationError"]

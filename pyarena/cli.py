@@ -9,7 +9,7 @@ import sys
 
 from .errors import PyArenaError
 
-COMMANDS = ["demo"]
+COMMANDS = ["demo", "plan"]
 
 
 def _load(name):

@@ -1,0 +1,435 @@
+/* plan_greedy.c -- the planner's heuristics: first fit, greedy by size,
+ * greedy by breadth, and placement in an arbitrary order.
+ *
+ * All three place one buffer at a time against the already-placed buffers
+ * whose lifetimes overlap it.  The design choice is how those are found
+ * without an O(n^2) pair loop: time is compressed to the distinct
+ * endpoints (T <= 2n points) and two segment trees over those points hold
+ * node lists of placed buffers:
+ *   - a cover tree (each lifetime stored at its O(log T) canonical nodes):
+ *     walking leaf(first) to the root yields every placed buffer live at
+ *     `first`;
+ *   - a start tree (each buffer stored on the path from leaf(its first) to
+ *     the root): the canonical nodes of (first, last] yield every placed
+ *     buffer that starts inside the new lifetime.
+ * The two sets are disjoint and together are exactly the placed buffers
+ * overlapping [first, last], found in O(log T + k).  They are sorted by
+ * offset and scanned for gaps: O(k log k) per buffer, where k is the
+ * number of placed lifetime-overlapping buffers (small for real networks;
+ * it is only large when very many buffers are live together).
+ *
+ * Greedy by breadth enumerates the still-unplaced buffers live at a step
+ * from a third (cover) tree whose node lists are compacted as they are
+ * read, so every entry is read at most twice: O(n log T) in all. */
+#include "plan_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- growable uint32 lists ------------------------------------------- */
+
+typedef struct {
+    uint32_t *v;
+    uint32_t n, cap;
+} vec_t;
+
+static bool vec_push(vec_t *v, uint32_t x) {
+    if (v->n == v->cap) {
+        uint32_t nc = v->cap ? 2 * v->cap : 4;
+        uint32_t *nv = realloc(v->v, nc * sizeof(uint32_t));
+        if (!nv) return false;
+        v->v = nv;
+        v->cap = nc;
+    }
+    v->v[v->n++] = x;
+    return true;
+}
+
+static void vecs_free(vec_t *vs, size_t m) {
+    if (!vs) return;
+    for (size_t i = 0; i < m; i++) free(vs[i].v);
+    free(vs);
+}
+
+/* ---- time compression ------------------------------------------------ */
+
+static int cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static uint32_t rank_of(const int64_t *u, size_t m, int64_t v) {
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return (uint32_t)lo;
+}
+
+bool _pa_plan_compress(const _pa_plan_inst_t *in, uint32_t *a, uint32_t *b,
+                     size_t *T) {
+    size_t n = in->n;
+    int64_t *u = malloc(2 * n * sizeof(int64_t) + 1);
+    if (!u) return false;
+    for (size_t i = 0; i < n; i++) {
+        u[2 * i] = in->first[i];
+        u[2 * i + 1] = in->last[i];
+    }
+    qsort(u, 2 * n, sizeof(int64_t), cmp_i64);
+    size_t m = 0;
+    for (size_t i = 0; i < 2 * n; i++)
+        if (m == 0 || u[m - 1] != u[i]) u[m++] = u[i];
+    for (size_t i = 0; i < n; i++) {
+        a[i] = rank_of(u, m, in->first[i]);
+        b[i] = rank_of(u, m, in->last[i]);
+    }
+    free(u);
+    *T = m;
+    return true;
+}
+
+/* ---- the placed-buffer index ----------------------------------------- */
+
+typedef struct {
+    size_t M;      /* leaves (a power of two >= T) */
+    vec_t *cover;  /* 2M node lists */
+    vec_t *start;  /* 2M node lists */
+} ptree_t;
+
+static bool ptree_init(ptree_t *t, size_t T) {
+    t->M = 1;
+    while (t->M < T) t->M <<= 1;
+    t->cover = calloc(2 * t->M, sizeof(vec_t));
+    t->start = calloc(2 * t->M, sizeof(vec_t));
+    return t->cover && t->start;
+}
+
+static void ptree_free(ptree_t *t) {
+    vecs_free(t->cover, 2 * t->M);
+    vecs_free(t->start, 2 * t->M);
+}
+
+/* Store id in the canonical nodes of [lo, hi] of a tree of lists. */
+static bool cover_insert(vec_t *tree, size_t M, size_t lo, size_t hi,
+                         uint32_t id) {
+    size_t l = lo + M, r = hi + M + 1;
+    while (l < r) {
+        if (l & 1) {
+            if (!vec_push(&tree[l++], id)) return false;
+        }
+        if (r & 1) {
+            if (!vec_push(&tree[--r], id)) return false;
+        }
+        l >>= 1;
+        r >>= 1;
+    }
+    return true;
+}
+
+static bool ptree_insert(ptree_t *t, uint32_t lo, uint32_t hi, uint32_t id) {
+    if (!cover_insert(t->cover, t->M, lo, hi, id)) return false;
+    for (size_t x = lo + t->M; x >= 1; x >>= 1)
+        if (!vec_push(&t->start[x], id)) return false;
+    return true;
+}
+
+typedef struct {
+    uint64_t off, end;
+} span_t;
+
+static int cmp_span(const void *x, const void *y) {
+    const span_t *p = x, *q = y;
+    if (p->off != q->off) return p->off < q->off ? -1 : 1;
+    return (p->end > q->end) - (p->end < q->end);
+}
+
+typedef struct {
+    const _pa_plan_inst_t *in;
+    uint32_t *a, *b;  /* compressed lifetimes */
+    size_t T;
+    ptree_t pt;
+    span_t *scratch;
+    size_t scap;
+    uint64_t *off;
+    uint64_t top;
+} placer_t;
+
+static void placer_free(placer_t *p) {
+    free(p->a);
+    free(p->b);
+    free(p->scratch);
+    ptree_free(&p->pt);
+}
+
+static bool placer_init(placer_t *p, const _pa_plan_inst_t *in,
+                        uint64_t *off) {
+    memset(p, 0, sizeof(*p));
+    p->in = in;
+    p->off = off;
+    size_t n = in->n ? in->n : 1;
+    p->a = malloc(n * sizeof(uint32_t));
+    p->b = malloc(n * sizeof(uint32_t));
+    p->scap = 64;
+    p->scratch = malloc(p->scap * sizeof(span_t));
+    if (!p->a || !p->b || !p->scratch || !_pa_plan_compress(in, p->a, p->b, &p->T) ||
+        !ptree_init(&p->pt, p->T ? p->T : 1)) {
+        placer_free(p);
+        return false;
+    }
+    return true;
+}
+
+static bool scratch_push(placer_t *p, size_t *k, uint32_t id) {
+    if (*k == p->scap) {
+        span_t *ns = realloc(p->scratch, 2 * p->scap * sizeof(span_t));
+        if (!ns) return false;
+        p->scratch = ns;
+        p->scap *= 2;
+    }
+    p->scratch[(*k)++] = (span_t){p->off[id], p->off[id] + p->in->size[id]};
+    return true;
+}
+
+static bool append_list(placer_t *p, const vec_t *v, size_t *k) {
+    for (uint32_t j = 0; j < v->n; j++)
+        if (!scratch_push(p, k, v->v[j])) return false;
+    return true;
+}
+
+/* Place buffer i (lowest gap, or TFLite's best gap), then index it. */
+static bool place(placer_t *p, uint32_t i, int best_fit) {
+    const ptree_t *t = &p->pt;
+    size_t k = 0, M = t->M;
+    uint32_t lo = p->a[i], hi = p->b[i];
+    for (size_t x = lo + M; x >= 1; x >>= 1)
+        if (!append_list(p, &t->cover[x], &k)) return false;
+    if (lo < hi) {
+        size_t l = lo + 1 + M, r = hi + M + 1;
+        while (l < r) {
+            if (l & 1) {
+                if (!append_list(p, &t->start[l++], &k)) return false;
+            }
+            if (r & 1) {
+                if (!append_list(p, &t->start[--r], &k)) return false;
+            }
+            l >>= 1;
+            r >>= 1;
+        }
+    }
+    if (k > 1) qsort(p->scratch, k, sizeof(span_t), cmp_span);
+    uint64_t s = p->in->size[i], cur = 0, best = UINT64_MAX,
+             best_gap = UINT64_MAX;
+    for (size_t j = 0; j < k; j++) {
+        const span_t *o = &p->scratch[j];
+        if (o->off >= cur && o->off - cur >= s) {
+            uint64_t gap = o->off - cur;
+            if (!best_fit) {
+                best = cur;
+                break;
+            }
+            if (gap < best_gap) {
+                best_gap = gap;
+                best = cur;
+                if (gap == s) break; /* a perfect fit cannot be beaten */
+            }
+        }
+        if (o->end > cur) cur = o->end;
+    }
+    if (best == UINT64_MAX) best = cur;
+    p->off[i] = best;
+    if (best + s > p->top) p->top = best + s;
+    return ptree_insert(&p->pt, lo, hi, i);
+}
+
+pa_status_t _pa_plan_place_order(const _pa_plan_inst_t *in,
+                                 const uint32_t *order, int best_fit,
+                                 uint64_t *off, uint64_t *arena) {
+    placer_t p;
+    if (!placer_init(&p, in, off)) return PA_ERR_NOMEM;
+    for (size_t r = 0; r < in->n; r++) {
+        if (!place(&p, order[r], best_fit)) {
+            placer_free(&p);
+            return PA_ERR_NOMEM;
+        }
+    }
+    *arena = p.top;
+    placer_free(&p);
+    return PA_OK;
+}
+
+/* ---- orders ------------------------------------------------------------ */
+
+typedef struct {
+    uint64_t key1;
+    int64_t key2;
+    uint32_t id;
+} okey_t;
+
+/* key1 descending, then key2 ascending, then id ascending */
+static int cmp_okey(const void *x, const void *y) {
+    const okey_t *p = x, *q = y;
+    if (p->key1 != q->key1) return p->key1 > q->key1 ? -1 : 1;
+    if (p->key2 != q->key2) return p->key2 < q->key2 ? -1 : 1;
+    return (p->id > q->id) - (p->id < q->id);
+}
+
+static pa_status_t sorted_order(const _pa_plan_inst_t *in, int by_size,
+                                uint32_t **out) {
+    size_t n = in->n;
+    okey_t *k = malloc((n ? n : 1) * sizeof(okey_t));
+    uint32_t *o = malloc((n ? n : 1) * sizeof(uint32_t));
+    if (!k || !o) {
+        free(k);
+        free(o);
+        return PA_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* execution order: key1 = 0 for all, key2 = first */
+        k[i] = (okey_t){by_size ? in->size[i] : 0, in->first[i], (uint32_t)i};
+    }
+    qsort(k, n, sizeof(okey_t), cmp_okey);
+    for (size_t i = 0; i < n; i++) o[i] = k[i].id;
+    free(k);
+    *out = o;
+    return PA_OK;
+}
+
+pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
+                               uint64_t *arena) {
+    uint32_t *o;
+    pa_status_t st = sorted_order(in, 0, &o);
+    if (st != PA_OK) return st;
+    st = _pa_plan_place_order(in, o, 0, off, arena);
+    free(o);
+    return st;
+}
+
+/* TFLite's ArenaPlanner order: size descending, then first use, then id. */
+pa_status_t _pa_plan_greedy_size(const _pa_plan_inst_t *in, uint64_t *off,
+                                 uint64_t *arena) {
+    uint32_t *o;
+    pa_status_t st = sorted_order(in, 1, &o);
+    if (st != PA_OK) return st;
+    st = _pa_plan_place_order(in, o, 1, off, arena);
+    free(o);
+    return st;
+}
+
+/* ---- greedy by breadth ------------------------------------------------- */
+
+typedef struct {
+    uint64_t breadth;
+    uint32_t step;
+} step_t;
+
+static int cmp_step(const void *x, const void *y) {
+    const step_t *p = x, *q = y;
+    if (p->breadth != q->breadth) return p->breadth > q->breadth ? -1 : 1;
+    return (p->step > q->step) - (p->step < q->step);
+}
+
+/* Sort ids by size descending (then first, then id) with a merge sort
+ * keyed through `in`: qsort has no context argument in C11 and a global
+ * would break re-entrancy. */
+static void sort_ids_by_size(const _pa_plan_inst_t *in, uint32_t *ids,
+                             uint32_t *tmp, size_t k) {
+    if (k < 2) return;
+    if (k <= 16) {
+        for (size_t i = 1; i < k; i++) {
+            uint32_t x = ids[i];
+            size_t j = i;
+            while (j > 0) {
+                uint32_t y = ids[j - 1];
+                bool before = in->size[x] != in->size[y]
+                                  ? in->size[x] > in->size[y]
+                              : in->first[x] != in->first[y]
+                                  ? in->first[x] < in->first[y]
+                                  : x < y;
+                if (!before) break;
+                ids[j] = y;
+                j--;
+            }
+            ids[j] = x;
+        }
+        return;
+    }
+    size_t h = k / 2;
+    sort_ids_by_size(in, ids, tmp, h);
+    sort_ids_by_size(in, ids + h, tmp, k - h);
+    size_t i = 0, j = h, o = 0;
+    while (i < h && j < k) {
+        uint32_t x = ids[i], y = ids[j];
+        bool take_y = in->size[y] != in->size[x] ? in->size[y] > in->size[x]
+                      : in->first[y] != in->first[x]
+                          ? in->first[y] < in->first[x]
+                          : y < x;
+        tmp[o++] = take_y ? ids[j++] : ids[i++];
+    }
+    while (i < h) tmp[o++] = ids[i++];
+    while (j < k) tmp[o++] = ids[j++];
+    memcpy(ids, tmp, k * sizeof(uint32_t));
+}
+
+pa_status_t _pa_plan_greedy_breadth(const _pa_plan_inst_t *in, uint64_t *off,
+                                    uint64_t *arena) {
+    size_t n = in->n;
+    if (n == 0) {
+        *arena = 0;
+        return PA_OK;
+    }
+    placer_t p;
+    if (!placer_init(&p, in, off)) return PA_ERR_NOMEM;
+    pa_status_t st = PA_ERR_NOMEM;
+    size_t T = p.T, M = p.pt.M;
+    step_t *steps = malloc(T * sizeof(step_t));
+    uint64_t *diff = calloc(T + 1, sizeof(uint64_t));
+    vec_t *live = calloc(2 * M, sizeof(vec_t));
+    unsigned char *done = calloc(n, 1);
+    uint32_t *ids = malloc(n * sizeof(uint32_t));
+    uint32_t *tmp = malloc(n * sizeof(uint32_t));
+    if (!steps || !diff || !live || !done || !ids || !tmp) goto out;
+    /* breadth of each compressed step (wrapping arithmetic is exact here:
+     * every prefix is a sum of live sizes <= in->total) */
+    for (size_t i = 0; i < n; i++) {
+        diff[p.a[i]] += in->size[i];
+        diff[p.b[i] + 1] -= in->size[i];
+        if (!cover_insert(live, M, p.a[i], p.b[i], (uint32_t)i)) goto out;
+    }
+    uint64_t run = 0;
+    for (size_t s = 0; s < T; s++) {
+        run += diff[s];
+        steps[s] = (step_t){run, (uint32_t)s};
+    }
+    qsort(steps, T, sizeof(step_t), cmp_step);
+    for (size_t r = 0; r < T; r++) {
+        size_t k = 0;
+        for (size_t x = steps[r].step + M; x >= 1; x >>= 1) {
+            vec_t *v = &live[x];
+            uint32_t w = 0;
+            for (uint32_t j = 0; j < v->n; j++) {
+                uint32_t id = v->v[j];
+                if (done[id]) continue; /* compaction: drop placed ones */
+                v->v[w++] = id;
+                ids[k++] = id;
+                done[id] = 1;
+            }
+            v->n = w;
+        }
+        sort_ids_by_size(in, ids, tmp, k);
+        for (size_t j = 0; j < k; j++)
+            if (!place(&p, ids[j], 1)) goto out;
+    }
+    *arena = p.top;
+    st = PA_OK;
+out:
+    free(steps);
+    free(diff);
+    vecs_free(live, live ? 2 * M : 0);
+    free(done);
+    free(ids);
+    free(tmp);
+    placer_free(&p);
+    return st;
+}

@@ -1,0 +1,55 @@
+/* plan_internal.h -- shared by plan.c, plan_greedy.c and plan_exact.c.
+ *
+ * The front end (plan.c) validates the buffers once and hands the back
+ * ends a normalised instance: sizes already padded to the alignment, the
+ * padded total known to fit in int64, lifetimes inclusive and valid. */
+#ifndef PYARENA_PLAN_INTERNAL_H
+#define PYARENA_PLAN_INTERNAL_H
+
+#include "internal.h"
+
+typedef struct _pa_plan_inst {
+    size_t n;
+    const uint64_t *size;  /* padded sizes                                */
+    const int64_t *first;  /* inclusive lifetimes, 0 <= first <= last    */
+    const int64_t *last;
+    uint64_t align;        /* the alignment the sizes are padded to       */
+    uint64_t total;        /* sum of padded sizes (<= INT64_MAX)          */
+} _pa_plan_inst_t;
+
+/* Heuristics (plan_greedy.c).  Each writes off[0..n) and *arena and
+ * returns PA_OK or PA_ERR_NOMEM. */
+pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
+                               uint64_t *arena);
+pa_status_t _pa_plan_greedy_size(const _pa_plan_inst_t *in, uint64_t *off,
+                                 uint64_t *arena);
+pa_status_t _pa_plan_greedy_breadth(const _pa_plan_inst_t *in, uint64_t *off,
+                                    uint64_t *arena);
+
+/* Place the buffers in `order` (a permutation of 0..n-1), each into the
+ * best-fitting gap (TFLite rule) when best_fit, else the lowest one. */
+pa_status_t _pa_plan_place_order(const _pa_plan_inst_t *in,
+                                 const uint32_t *order, int best_fit,
+                                 uint64_t *off, uint64_t *arena);
+
+/* Exact search (plan_exact.c): find offsets with max(off + size) <=
+ * capacity.  PA_OK (off written), PA_ERR_INFEASIBLE (proven impossible),
+ * PA_ERR_TIMEOUT (deadline, a CLOCK_MONOTONIC time in seconds, passed) or
+ * PA_ERR_NOMEM.  *nodes (may be NULL) gets the search nodes visited. */
+pa_status_t _pa_plan_exact_fit(const _pa_plan_inst_t *in, uint64_t capacity,
+                               double deadline, uint64_t *off,
+                               uint64_t *nodes);
+
+/* The exact solver refuses instances larger than this (its search recurses
+ * once per buffer); plan.c then falls back to heuristics + search. */
+#define PA_PLAN_EXACT_MAX_N 4096
+
+double _pa_plan_now(void);
+
+/* Time compression (plan_greedy.c): a[i], b[i] = ranks of first[i] and
+ * last[i] among the distinct endpoint values, *T = their number.  Two
+ * lifetimes overlap iff their ranked ranges do.  false when out of memory. */
+bool _pa_plan_compress(const _pa_plan_inst_t *in, uint32_t *a, uint32_t *b,
+                       size_t *T);
+
+#endif /* PYARENA_PLAN_INTERNAL_H */

@@ -1,0 +1,115 @@
+"""The in-place rule table: kinds, structural candidates, extension."""
+import numpy as np
+import pytest
+
+from pyarena.graph import Graph
+from pyarena.inplace import (DEFAULT_RULES, KINDS, RuleTable, as_rule_table,
+                             register_rule, reuse_candidates, rule_for,
+                             transpose_is_view)
+
+
+def one_op(op_type, in_shapes, out_shape, dtypes=None, **attrs):
+    g = Graph("one")
+    names = []
+    for i, s in enumerate(in_shapes):
+        dt = (dtypes or {}).get(i, "float32")
+        g.add_tensor(f"i{i}", s, dt, role="input")
+        names.append(f"i{i}")
+    g.add_tensor("y", out_shape, (dtypes or {}).get("out", "float32"), role="output")
+    op = g.add_op(op_type, names, ["y"], **attrs)
+    return op, g
+
+
+@pytest.mark.parametrize("op_type,kind", [
+    ("Relu", "unary"), ("Clip", "unary"), ("LeakyRelu", "unary"), ("Sigmoid", "unary"),
+    ("HardSigmoid", "unary"), ("HardSwish", "unary"), ("Tanh", "unary"),
+    ("BatchNormalization", "unary"), ("Add", "binary"), ("Sub", "binary"),
+    ("Mul", "binary"), ("Div", "binary"), ("Reshape", "alias"), ("Flatten", "alias"),
+    ("Squeeze", "alias"), ("Unsqueeze", "alias"), ("Identity", "alias"),
+    ("Transpose", "transpose"), ("Concat", "none"), ("Conv", "none"),
+    ("SomethingNew", "none")])
+def test_default_kinds(op_type, kind):
+    assert rule_for(op_type) == kind
+
+
+def test_unary_needs_same_shape_and_dtype():
+    op, g = one_op("Relu", [(2, 3)], (2, 3))
+    assert reuse_candidates(op, g) == [(0, "inplace")]
+    op, g = one_op("Relu", [(2, 3)], (2, 3), dtypes={"out": "float16"})
+    assert reuse_candidates(op, g) == []
+    op, g = one_op("Clip", [(2, 3), (), ()], (2, 3))
+    assert reuse_candidates(op, g) == [(0, "inplace")]    # only the data input
+
+
+def test_binary_only_same_shape_inputs():
+    op, g = one_op("Add", [(1, 4, 2, 2), (1, 4, 1, 1)], (1, 4, 2, 2))
+    assert reuse_candidates(op, g) == [(0, "inplace")]
+    op, g = one_op("Mul", [(1, 4, 1, 1), (1, 4, 2, 2)], (1, 4, 2, 2))
+    assert reuse_candidates(op, g) == [(1, "inplace")]
+    op, g = one_op("Add", [(3,), (3,)], (3,))
+    assert reuse_candidates(op, g) == [(0, "inplace"), (1, "inplace")]
+    op, g = one_op("Add", [(4, 1), (1, 4)], (4, 4))
+    assert reuse_candidates(op, g) == []
+    op, g = one_op("Add", [(3,), (3,)], (3,), dtypes={0: "int32", 1: "float32"})
+    assert reuse_candidates(op, g) == [(1, "inplace")]
+
+
+def test_alias_and_transpose():
+    op, g = one_op("Reshape", [(2, 6), (2,)], (3, 4))
+    assert reuse_candidates(op, g) == [(0, "alias")]
+    op, g = one_op("Transpose", [(1, 5, 1, 7)], (5, 1, 1, 7), perm=[1, 0, 2, 3])
+    assert reuse_candidates(op, g) == [(0, "alias")]
+    op, g = one_op("Transpose", [(1, 5, 1, 7)], (1, 7, 1, 5), perm=[0, 3, 2, 1])
+    assert reuse_candidates(op, g) == []
+    op, g = one_op("Transpose", [(2, 3)], (3, 2))          # default perm: reversed
+    assert reuse_candidates(op, g) == []
+    op, g = one_op("Transpose", [(1, 3)], (3, 1))
+    assert reuse_candidates(op, g) == [(0, "alias")]
+
+
+def test_transpose_is_view_cases():
+    assert transpose_is_view((1, 4, 1, 3), [2, 1, 0, 3])
+    assert not transpose_is_view((2, 4), [1, 0])
+    assert transpose_is_view((2, 1, 4), [0, 2, 1])
+    assert not transpose_is_view((2, 3), [0, 0])     # not a permutation
+    assert not transpose_is_view(None, [0])
+
+
+def test_transpose_perm_from_a_constant_input():
+    g = Graph("tfl")
+    g.add_tensor("x", (1, 5, 1), role="input")
+    g.add_tensor("p", (3,), "int32", role="constant", data=np.array([1, 0, 2]))
+    g.add_tensor("y", (5, 1, 1), role="output")
+    op = g.add_op("TRANSPOSE", ["x", "p"], ["y"])
+    assert reuse_candidates(op, g) == [(0, "alias")]
+    g.tensors["p"].data = None                  # unknown permutation: no view
+    assert reuse_candidates(op, g) == []
+
+
+def test_tables_are_extensible_and_independent():
+    t = RuleTable({"Foo": "unary"})
+    assert t.kind("Foo") == "unary" and t.kind("Relu") == "none"
+    merged = as_rule_table({"Relu": "none"})
+    assert merged.kind("Relu") == "none" and DEFAULT_RULES.kind("Relu") == "unary"
+    assert as_rule_table(None) is DEFAULT_RULES and as_rule_table(t) is t
+    copy = DEFAULT_RULES.copy()
+    register_rule("Gizmo", "binary", table=copy)
+    assert copy.kind("Gizmo") == "binary" and "Gizmo" not in DEFAULT_RULES
+    with pytest.raises(ValueError, match="one of"):
+        t.register("Bar", "maybe")
+    with pytest.raises(ValueError, match="non-empty"):
+        t.register("", "unary")
+    with pytest.raises(TypeError):
+        as_rule_table(["Relu"])
+    assert set(KINDS) >= {k for _, k in DEFAULT_RULES.items()}
+
+
+def test_register_rule_on_the_default_table():
+    assert rule_for("PlanPyTestOp") == "none"
+    try:
+        register_rule("PlanPyTestOp", "unary")
+        op, g = one_op("PlanPyTestOp", [(4,)], (4,))
+        assert reuse_candidates(op, g) == [(0, "inplace")]
+    finally:
+        DEFAULT_RULES.unregister("PlanPyTestOp")
+    assert rule_for("PlanPyTestOp") == "none"
