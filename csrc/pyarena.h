@@ -191,6 +191,212 @@ size_t pa_arena_check(const pa_arena_t *arena);
 /* ------------------------------------------------------------------ */
 /* Work pool (pool.c, slab.c, buddy.c, large.c)                        */
 /* ------------------------------------------------------------------ */
+/* A general-purpose pool for short-lived tensors (activations, scratch):
+ * slab size classes for small blocks, a buddy allocator for medium
+ * blocks and a page-run zone for large blocks, all carved from chunks
+ * obtained through the pool's pa_backend_t.  Freed blocks go to per-class
+ * LIFO caches first (deferred reclamation) and are coalesced by
+ * pa_pool_reclaim(), by trimming, or when the cache exceeds its budget.
+ *
+ * Thread safety: every call is thread-safe (one lock per pool; see
+ * docs/pool.md).  The only exception is the pa_pool_walk() callback,
+ * which must not call back into the same pool.
+ *
+ * Block rules: every block is aligned to the pool's granularity and its
+ * size is recorded by the pool.  A request of size 0 returns a valid,
+ * unique block of one granule (free it like any other).  Freeing a
+ * pointer twice returns PA_ERR_DOUBLE_FREE; a pointer the pool did not
+ * hand out (foreign, interior, or into free memory) PA_ERR_FOREIGN; any
+ * call on a destroyed pool PA_ERR_STATE (NULL for allocating calls): the
+ * handle stays a small tombstone for the life of the process.
+ */
+
+typedef struct pa_pool pa_pool_t;
+
+#define PA_POOL_HYBRID 0     /* slabs + buddy + large zone (default)     */
+#define PA_POOL_SLAB_ONLY 1  /* size classes for every size              */
+#define PA_POOL_BUDDY_ONLY 2 /* power-of-two buddy blocks for every size */
+
+#define PA_RELEASE_UNMAP 0    /* trimmed chunks go back to the backend    */
+#define PA_RELEASE_DECOMMIT 1 /* trimmed chunks are decommitted (madvise)
+                                 and kept mapped for reuse; they no longer
+                                 count as reserved                         */
+
+#define PA_ZONE_SLAB 0
+#define PA_ZONE_BUDDY 1
+#define PA_ZONE_LARGE 2
+#define PA_ZONE_COUNT 3
+
+#define PA_BLOCK_FREE 0   /* free memory inside the pool              */
+#define PA_BLOCK_LIVE 1   /* handed out, not yet freed                */
+#define PA_BLOCK_CACHED 2 /* freed, held in a deferred cache          */
+
+#define PA_POOL_MAX_CLASSES 48 /* entries of pa_pool_config_t.classes */
+
+typedef struct pa_pool_config {
+    size_t alignment;      /* granularity: power of two in [8, 4096];
+                              0 = 64                                    */
+    int mode;              /* PA_POOL_HYBRID / _SLAB_ONLY / _BUDDY_ONLY  */
+    int growth;            /* PA_GROW_POW2 (default) / _REQUESTED / _NONE */
+    size_t chunk_size;     /* first chunk mapped (bytes); 0 = 1 MiB.
+                              With PA_GROW_NONE the pool's only chunk
+                              (0 = `limit`, which is then required)      */
+    size_t limit;          /* hard limit on reserved bytes; 0 = none     */
+    size_t high_watermark; /* trim when reserved exceeds it; 0 = never   */
+    size_t low_watermark;  /* ...down to this (<= high_watermark)        */
+    size_t cache_budget;   /* max bytes held in the deferred caches;
+                              0 = 16 MiB; SIZE_MAX = unbounded           */
+    int release;           /* PA_RELEASE_UNMAP (default) / _DECOMMIT     */
+    unsigned classes_per_doubling; /* slab class spacing: 1, 2, 4 or 8
+                              classes per power of two; 0 = 4            */
+    size_t slab_max;       /* hybrid: largest slab class; 0 = 4 KiB      */
+    size_t slab_size;      /* bytes per slab (multiple of 4 KiB); 0 = 64 KiB */
+    size_t num_classes;    /* > 0: use classes[0..num_classes) (strictly
+                              increasing multiples of the granularity)
+                              instead of the generated slab classes      */
+    size_t classes[48];    /* custom slab classes (PA_POOL_MAX_CLASSES)  */
+    size_t buddy_region;   /* bytes per buddy region, power of two
+                              >= 64 KiB; 0 = 1 MiB                       */
+    size_t large_threshold; /* hybrid: blocks above go to the large zone;
+                              0 = 256 KiB (at most buddy_region)        */
+    const pa_backend_t *backend; /* NULL = pa_backend_default()         */
+} pa_pool_config_t;
+
+typedef struct pa_pool_zone_stats {
+    size_t requested;      /* bytes asked for by live blocks            */
+    size_t allocated;      /* bytes of live blocks (size-class rounded) */
+    size_t reserved;       /* bytes of the spans the zone holds         */
+    size_t cached;         /* bytes in this zone's deferred caches      */
+    size_t peak_requested;
+    size_t peak_allocated;
+    size_t live;           /* live blocks                               */
+    uint64_t allocs;       /* successful allocations                    */
+    uint64_t frees;        /* successful frees                          */
+    uint64_t cache_hits;   /* allocations served by the cache           */
+} pa_pool_zone_stats_t;
+
+typedef struct pa_pool_stats {
+    size_t requested;      /* bytes asked for by live blocks            */
+    size_t allocated;      /* bytes of live blocks                      */
+    size_t reserved;       /* bytes obtained from the backend (minus
+                              decommitted spares)                       */
+    size_t cached;         /* bytes in the deferred caches              */
+    size_t peak_requested; /* peaks since create / pa_pool_reset_peak() */
+    size_t peak_allocated;
+    size_t peak_reserved;
+    size_t live;           /* live blocks                               */
+    size_t total_free;     /* reserved - allocated                      */
+    size_t largest_free;   /* largest block servable without growing    */
+    size_t chunks;         /* chunks mapped                             */
+    size_t limit;          /* hard limit, 0 = none                      */
+    size_t high_watermark;
+    size_t low_watermark;
+    size_t alignment;      /* the pool's granularity                    */
+    uint64_t allocs;       /* successful allocations                    */
+    uint64_t frees;        /* successful frees                          */
+    uint64_t failures;     /* allocations that returned NULL            */
+    uint64_t trims;        /* trims run (explicit, watermark, limit)    */
+    uint64_t grows;        /* chunks mapped after create                */
+    uint64_t reclaims;     /* cache flushes (explicit, budget, step)    */
+    double frag_internal;  /* 1 - requested / allocated (0 if empty)    */
+    double frag_external;  /* 1 - largest_free / total_free (0 if none) */
+    double frag_overall;   /* 1 - requested / reserved (0 if none)      */
+    pa_pool_zone_stats_t zone[3]; /* indexed by PA_ZONE_*               */
+} pa_pool_stats_t;
+
+typedef struct pa_pool_block {
+    void *ptr;             /* first byte of the block                   */
+    size_t size;           /* block bytes (what the pool set aside)     */
+    size_t requested;      /* bytes asked for (0 unless LIVE)           */
+    int zone;              /* PA_ZONE_*                                 */
+    int state;             /* PA_BLOCK_*                                */
+} pa_pool_block_t;
+
+/* Walker callback: return 0 to continue, anything else to stop. */
+typedef int (*pa_pool_walker_t)(const pa_pool_block_t *block, void *ctx);
+
+/* Fill `cfg` with the defaults (hybrid, alignment 64, 1 MiB chunks, POW2,
+ * no limit, no watermarks, 4 classes per doubling up to 4 KiB). */
+void pa_pool_config_default(pa_pool_config_t *cfg);
+
+/* Create a pool (NULL cfg = defaults).  Returns NULL on a bad config
+ * (PA_ERR_INVALID / PA_ERR_ALIGN) or when the first chunk cannot be
+ * mapped (PA_ERR_NOMEM); `status` (may be NULL) says which. */
+pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg);
+pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg,
+                                 pa_status_t *status);
+
+/* Release every chunk and invalidate every block.  The handle becomes a
+ * tombstone: later calls return PA_ERR_STATE (destroying twice too).
+ * NULL is PA_ERR_INVALID.  Must not race with other calls' *return*
+ * values being used (blocks die with the pool). */
+pa_status_t pa_pool_destroy(pa_pool_t *pool);
+
+/* Allocate `size` bytes aligned to the granularity; NULL on failure.
+ * _status also stores why (PA_OK, PA_ERR_OVERFLOW for absurd sizes,
+ * PA_ERR_NOMEM over the limit / backend failure, PA_ERR_STATE after
+ * destroy, PA_ERR_INVALID for a NULL pool) in `*status` (may be NULL). */
+void *pa_pool_alloc(pa_pool_t *pool, size_t size);
+void *pa_pool_alloc_status(pa_pool_t *pool, size_t size, pa_status_t *status);
+
+/* calloc: `count * size` zeroed bytes (PA_ERR_OVERFLOW if the product
+ * overflows).  `status` may be NULL. */
+void *pa_pool_calloc(pa_pool_t *pool, size_t count, size_t size,
+                     pa_status_t *status);
+
+/* realloc: resize the live block `ptr` to `size` bytes, keeping the
+ * first min(old requested, size) bytes.  ptr NULL = alloc.  Returns the
+ * (possibly moved) block, or NULL with `ptr` untouched and still live
+ * (or on a bad `ptr`: PA_ERR_FOREIGN / PA_ERR_DOUBLE_FREE). */
+void *pa_pool_realloc(pa_pool_t *pool, void *ptr, size_t size,
+                      pa_status_t *status);
+
+/* Free a block.  It goes to its class's LIFO cache.  Returns
+ * PA_ERR_DOUBLE_FREE / PA_ERR_FOREIGN / PA_ERR_STATE without touching
+ * the pool on bad input; freeing NULL is PA_OK. */
+pa_status_t pa_pool_free(pa_pool_t *pool, void *ptr);
+
+/* Usable bytes of the live block starting at `ptr` (>= the requested
+ * size); 0 if `ptr` is not a live block of this pool. */
+size_t pa_pool_block_size(pa_pool_t *pool, const void *ptr);
+
+/* Flush every deferred cache: cached blocks go back to their slab / buddy
+ * / large zone and are coalesced.  Call at a step boundary.  Maps and
+ * unmaps nothing. */
+pa_status_t pa_pool_reclaim(pa_pool_t *pool);
+
+/* Reclaim, then give fully free chunks back to the backend until
+ * reserved <= `target_reserved` (or nothing more can go).  `released`
+ * (may be NULL) receives the bytes given back. */
+pa_status_t pa_pool_trim(pa_pool_t *pool, size_t target_reserved,
+                         size_t *released);
+
+/* CuPy's free_all_blocks: reclaim and release every fully free chunk. */
+pa_status_t pa_pool_free_all(pa_pool_t *pool);
+
+/* Set the hard limit on reserved bytes (0 = none).  Trims first if
+ * needed; PA_ERR_INVALID (limit unchanged) if reserved bytes still exceed
+ * `limit` after trimming, i.e. live blocks need more. */
+pa_status_t pa_pool_set_limit(pa_pool_t *pool, size_t limit);
+
+/* Set the watermarks (0, 0 = off).  PA_ERR_INVALID if low > high. */
+pa_status_t pa_pool_set_watermarks(pa_pool_t *pool, size_t high, size_t low);
+
+/* Fill `*out` with a consistent snapshot of the statistics. */
+pa_status_t pa_pool_stats(pa_pool_t *pool, pa_pool_stats_t *out);
+
+/* Set the peaks to the current values. */
+pa_status_t pa_pool_reset_peak(pa_pool_t *pool);
+
+/* Number of broken internal invariants (0 = healthy; 1 for NULL or a
+ * destroyed pool).  O(pool size): for tests and debugging. */
+size_t pa_pool_check(pa_pool_t *pool);
+
+/* Call `fn` for every block (live, cached and free) in address order
+ * within each chunk, under the pool lock.  Stops early when `fn` returns
+ * nonzero (still PA_OK). */
+pa_status_t pa_pool_walk(pa_pool_t *pool, pa_pool_walker_t fn, void *ctx);
+
 
 /* ------------------------------------------------------------------ */
 /* Static planner core (plan.c)                                        */

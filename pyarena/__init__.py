@@ -31,3 +31,11 @@ from .validate import PlanValidationError  # noqa: E402
 __all__ += ["plan", "validate", "inplace", "Graph", "GraphError", "Op", "Tensor",
             "Plan", "Buffer", "load_graph", "load_intervals_csv", "register_rule",
             "PlanValidationError"]
+
+# -- work pool, Python layer (issue 3): Pool, Policy, PoolStats, numpy_allocator
+from .policy import Policy  # noqa: E402
+from .pool import NumpyAllocator, Pool, PoolStatistics, numpy_allocator  # noqa: E402
+from .stats import PoolStats, ZoneStats  # noqa: E402
+
+__all__ += ["Pool", "Policy", "PoolStats", "ZoneStats", "PoolStatistics",
+            "NumpyAllocator", "numpy_allocator"]

@@ -28,3 +28,85 @@ class ArenaStats:
 
     def as_dict(self):
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# -- work pool (pyarena issue 3, Python part) ---------------------------------
+
+ZONES = ("slab", "buddy", "large")  #: zone names, indexed like PA_ZONE_*
+
+
+@dataclass(frozen=True)
+class ZoneStats:
+    """One zone of a :class:`~pyarena.Pool` (bytes unless noted)."""
+
+    requested: int       #: asked for by live blocks
+    allocated: int       #: live blocks, rounded to their size class
+    reserved: int        #: spans the zone holds
+    cached: int          #: freed blocks held in the deferred caches
+    peak_requested: int
+    peak_allocated: int
+    live: int            #: live blocks (count)
+    allocs: int          #: successful allocations (count)
+    frees: int           #: successful frees (count)
+    cache_hits: int      #: allocations served from the cache (count)
+
+    @classmethod
+    def from_c(cls, z):
+        return cls(**{f.name: int(getattr(z, f.name)) for f in fields(cls)})
+
+    def as_dict(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """A snapshot of a :class:`~pyarena.Pool` (``pa_pool_stats_t`` plus the
+    Python layer's retry counters).  Bytes unless noted."""
+
+    requested: int       #: asked for by live blocks
+    allocated: int       #: live blocks (size-class rounded) = used_bytes()
+    reserved: int        #: obtained from the OS = total_bytes()
+    cached: int          #: held in the deferred caches
+    peak_requested: int
+    peak_allocated: int
+    peak_reserved: int
+    live: int            #: live blocks (count)
+    total_free: int      #: reserved - allocated
+    largest_free: int    #: largest block servable without growing
+    chunks: int          #: chunks mapped (count)
+    limit: int           #: hard limit, 0 = none
+    high_watermark: int
+    low_watermark: int
+    alignment: int
+    allocs: int          #: successful allocations (count)
+    frees: int           #: successful frees (count)
+    failures: int        #: allocations that returned NULL (count)
+    trims: int           #: trims run (count)
+    grows: int           #: chunks mapped after creation (count)
+    reclaims: int        #: cache flushes (count)
+    frag_internal: float  #: 1 - requested / allocated
+    frag_external: float  #: 1 - largest_free / total_free
+    frag_overall: float   #: 1 - requested / reserved
+    zones: tuple         #: ZoneStats per zone, in ZONES order
+    alloc_retries: int = 0  #: allocations retried after releasing the caches
+    ooms: int = 0           #: allocations that failed after that retry
+
+    @classmethod
+    def from_c(cls, st, alloc_retries=0, ooms=0):
+        kw = {}
+        for f in fields(cls):
+            if f.name in ("zones", "alloc_retries", "ooms"):
+                continue
+            v = getattr(st, f.name)
+            kw[f.name] = float(v) if f.name.startswith("frag_") else int(v)
+        kw["zones"] = tuple(ZoneStats.from_c(st.zone[i]) for i in range(len(ZONES)))
+        return cls(alloc_retries=int(alloc_retries), ooms=int(ooms), **kw)
+
+    def zone(self, name):
+        """The :class:`ZoneStats` of zone ``name`` ("slab", "buddy", "large")."""
+        return self.zones[ZONES.index(name)]
+
+    def as_dict(self):
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "zones"}
+        d["zones"] = {n: z.as_dict() for n, z in zip(ZONES, self.zones)}
+        return d

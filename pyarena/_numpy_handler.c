@@ -1,0 +1,539 @@
+/* _numpy_handler.c -- CPython/NumPy glue for the work pool (extension only).
+ *
+ * Compiled into the cffi extension pyarena._native, never into the
+ * embeddable C library (csrc/).  It does three things the cffi layer cannot:
+ *
+ *  1. Ownership by Python reference counts.  A pool is wrapped in a capsule
+ *     ("pyarena.pool") that destroys the C pool when the last reference is
+ *     gone.  Every block handed out by Pool.empty() is owned by a capsule
+ *     ("pyarena.block") that is the array's base and holds a strong reference
+ *     to the pool capsule; every NumPy allocator capsule ("mem_handler")
+ *     holds one too.  So arrays keep their block, blocks keep the pool, and
+ *     dropping the Pool object first is fine.
+ *  2. A fast Pool.empty(): shape parsing, the allocation and the ndarray are
+ *     made in one C call (PyArray_NewFromDescr over the block).
+ *  3. NEP 49: a PyDataMem_Handler whose ctx is the pool, installed with
+ *     PyDataMem_SetHandler (a context variable inside NumPy: per thread and
+ *     per asyncio context).
+ *
+ * cffi cannot pass Python objects to C, so these functions are real CPython
+ * functions: _pa_glue_install() (a cffi-callable, run once at import with
+ * the GIL taken explicitly) adds them to the pyarena._native module under
+ * names starting with "_glue_".
+ *
+ * The ONE retry policy lives here, in glue_realloc(): on PA_ERR_NOMEM the
+ * pool's cached blocks and fully free chunks are released
+ * (pa_pool_free_all) and the allocation retried once; a second failure is
+ * final (counted as an OOM).  The Python layer only
+ * turns the final failure into OutOfMemoryError.
+ *
+ * Destructors never raise and do nothing while the interpreter finalizes
+ * (the process is exiting; the OS takes the memory back).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
+#define NPY_TARGET_VERSION NPY_1_22_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <string.h>
+
+#include "pyarena.h"
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define PA_FINALIZING() Py_IsFinalizing()
+#else
+#define PA_FINALIZING() _Py_IsFinalizing()
+#endif
+
+#define POOL_CAPSULE "pyarena.pool"
+#define BLOCK_CAPSULE "pyarena.block"
+#define HANDLER_NAME "pyarena_pool"
+
+/* ------------------------------------------------------------------ */
+/* The pool capsule                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct glue_pool {
+    pa_pool_t *pool;
+    /* retry-policy counters (atomic: the handler may run in any thread) */
+    uint64_t retries; /* allocations retried after a reclaim           */
+    uint64_t ooms;    /* allocations that failed after the retry       */
+} glue_pool_t;
+
+static void counter_add(uint64_t *c, uint64_t v)
+{
+    __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+static uint64_t counter_get(const uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/* The one retry policy (CuPy's): on PA_ERR_NOMEM give every cached and
+ * fully free chunk back (pa_pool_free_all: reclaim + release), then retry
+ * once.  A second NOMEM is final and counted as an OOM.  realloc == NULL
+ * for ptr means alloc. */
+static void *glue_realloc(glue_pool_t *gp, void *ptr, size_t size,
+                          pa_status_t *status)
+{
+    pa_status_t st = PA_OK;
+    void *p = ptr ? pa_pool_realloc(gp->pool, ptr, size, &st)
+                  : pa_pool_alloc_status(gp->pool, size, &st);
+    if (p != NULL || st != PA_ERR_NOMEM) {
+        if (status != NULL)
+            *status = st;
+        return p;
+    }
+    counter_add(&gp->retries, 1);
+    (void)pa_pool_free_all(gp->pool);
+    p = ptr ? pa_pool_realloc(gp->pool, ptr, size, &st)
+            : pa_pool_alloc_status(gp->pool, size, &st);
+    if (p == NULL && st == PA_ERR_NOMEM)
+        counter_add(&gp->ooms, 1);
+    if (status != NULL)
+        *status = st;
+    return p;
+}
+
+static void *glue_alloc(glue_pool_t *gp, size_t size, pa_status_t *status)
+{
+    return glue_realloc(gp, NULL, size, status);
+}
+
+static void pool_capsule_destroy(PyObject *cap)
+{
+    glue_pool_t *gp = (glue_pool_t *)PyCapsule_GetPointer(cap, POOL_CAPSULE);
+    if (gp == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (PA_FINALIZING())
+        return;
+    pa_pool_destroy(gp->pool);
+    PyMem_Free(gp);
+}
+
+static glue_pool_t *pool_from(PyObject *cap)
+{
+    if (!PyCapsule_CheckExact(cap)) {
+        PyErr_SetString(PyExc_TypeError, "expected a pyarena pool capsule");
+        return NULL;
+    }
+    return (glue_pool_t *)PyCapsule_GetPointer(cap, POOL_CAPSULE);
+}
+
+/* _glue_pool_capsule(address) -> capsule owning the pa_pool_t at address */
+static PyObject *g_pool_capsule(PyObject *self, PyObject *arg)
+{
+    void *addr = PyLong_AsVoidPtr(arg);
+    if (addr == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "NULL pool");
+        return NULL;
+    }
+    glue_pool_t *gp = (glue_pool_t *)PyMem_Calloc(1, sizeof *gp);
+    if (gp == NULL)
+        return PyErr_NoMemory();
+    gp->pool = (pa_pool_t *)addr;
+    PyObject *cap = PyCapsule_New(gp, POOL_CAPSULE, pool_capsule_destroy);
+    if (cap == NULL)
+        PyMem_Free(gp);
+    return cap;
+}
+
+/* _glue_pool_counters(cap) -> (retries, ooms) */
+static PyObject *g_pool_counters(PyObject *self, PyObject *cap)
+{
+    glue_pool_t *gp = pool_from(cap);
+    if (gp == NULL)
+        return NULL;
+    return Py_BuildValue("(KK)", (unsigned long long)counter_get(&gp->retries),
+                         (unsigned long long)counter_get(&gp->ooms));
+}
+
+/* ------------------------------------------------------------------ */
+/* Blocks owned by capsules: the fast Pool.empty()                     */
+/* ------------------------------------------------------------------ */
+
+static void block_capsule_destroy(PyObject *cap)
+{
+    void *ptr = PyCapsule_GetPointer(cap, BLOCK_CAPSULE);
+    PyObject *pcap = (PyObject *)PyCapsule_GetContext(cap);
+    if (ptr == NULL || pcap == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (PA_FINALIZING())
+        return;
+    glue_pool_t *gp = (glue_pool_t *)PyCapsule_GetPointer(pcap, POOL_CAPSULE);
+    if (gp == NULL)
+        PyErr_Clear();
+    else
+        (void)pa_pool_free(gp->pool, ptr);
+    Py_DECREF(pcap);
+}
+
+/* _glue_empty(pool_cap, shape, dtype) -> ndarray | None | NotImplemented
+ *   NotImplemented: the arguments are not the fast kind (shape a tuple of
+ *   non-negative ints or an int, dtype an np.dtype without objects, size
+ *   without overflow); the Python caller validates and explains.
+ *   an int: the allocation failed (after the retry) with this status. */
+static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    npy_intp dims[NPY_MAXDIMS];
+    int nd;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_glue_empty(pool, shape, dtype)");
+        return NULL;
+    }
+    glue_pool_t *gp = pool_from(args[0]);
+    if (gp == NULL)
+        return NULL;
+    PyObject *shape = args[1];
+    if (!PyArray_DescrCheck(args[2]))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyArray_Descr *descr = (PyArray_Descr *)args[2];
+    size_t nbytes = (size_t)PyDataType_ELSIZE(descr);
+    if (nbytes == 0 || PyDataType_REFCHK(descr))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (PyTuple_CheckExact(shape)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(shape);
+        if (n > NPY_MAXDIMS)
+            Py_RETURN_NOTIMPLEMENTED;
+        nd = (int)n;
+        for (int i = 0; i < nd; i++) {
+            PyObject *d = PyTuple_GET_ITEM(shape, i);
+            if (!PyLong_CheckExact(d))
+                Py_RETURN_NOTIMPLEMENTED;
+            Py_ssize_t v = PyLong_AsSsize_t(d);
+            if (v < 0) {
+                PyErr_Clear();
+                Py_RETURN_NOTIMPLEMENTED;
+            }
+            dims[i] = (npy_intp)v;
+        }
+    } else if (PyLong_CheckExact(shape)) {
+        Py_ssize_t v = PyLong_AsSsize_t(shape);
+        if (v < 0) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        nd = 1;
+        dims[0] = (npy_intp)v;
+    } else {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    for (int i = 0; i < nd; i++) {
+        if (__builtin_mul_overflow(nbytes, (size_t)dims[i], &nbytes))
+            Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (nbytes > (size_t)NPY_MAX_INTP)
+        Py_RETURN_NOTIMPLEMENTED;
+
+    pa_status_t st = PA_OK;
+    void *p = glue_alloc(gp, nbytes, &st);
+    if (p == NULL)
+        return PyLong_FromLong((long)st);
+    PyObject *owner = PyCapsule_New(p, BLOCK_CAPSULE, NULL);
+    if (owner == NULL) {
+        (void)pa_pool_free(gp->pool, p);
+        return NULL;
+    }
+    /* context = a strong reference to the pool capsule; only then the
+     * destructor, so that it always finds both */
+    Py_INCREF(args[0]);
+    PyCapsule_SetContext(owner, args[0]);
+    PyCapsule_SetDestructor(owner, block_capsule_destroy);
+    Py_INCREF(descr);
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL, p,
+                                         NPY_ARRAY_CARRAY, NULL);
+    if (arr == NULL) {
+        Py_DECREF(owner); /* frees the block */
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, owner) < 0) { /* steals */
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* ------------------------------------------------------------------ */
+/* NEP 49 handler                                                      */
+/* ------------------------------------------------------------------ */
+
+typedef struct glue_handler {
+    PyDataMem_Handler handler; /* what NumPy sees (capsule pointer)     */
+    glue_pool_t *gp;           /* the pool (kept alive by pool_cap)     */
+    PyObject *pool_cap;        /* strong reference                      */
+    uint64_t allocs;           /* successful malloc/calloc/realloc(NULL) */
+    uint64_t bytes;            /* bytes asked for by those              */
+    uint64_t reallocs;         /* successful realloc of a block         */
+    uint64_t frees;            /* blocks given back                     */
+    uint64_t failures;         /* requests answered with NULL           */
+} glue_handler_t;
+
+static void *h_malloc(void *ctx, size_t size)
+{
+    glue_handler_t *h = (glue_handler_t *)ctx;
+    if (size > (size_t)NPY_MAX_INTP) {
+        counter_add(&h->failures, 1);
+        return NULL;
+    }
+    void *p = glue_alloc(h->gp, size, NULL);
+    if (p == NULL) {
+        counter_add(&h->failures, 1);
+        return NULL;
+    }
+    counter_add(&h->allocs, 1);
+    counter_add(&h->bytes, size);
+    return p;
+}
+
+static void *h_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    glue_handler_t *h = (glue_handler_t *)ctx;
+    size_t size;
+    if (__builtin_mul_overflow(nelem, elsize, &size) || size > (size_t)NPY_MAX_INTP) {
+        counter_add(&h->failures, 1);
+        return NULL;
+    }
+    void *p = h_malloc(ctx, size);
+    if (p != NULL)
+        memset(p, 0, size);
+    return p;
+}
+
+static void *h_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    glue_handler_t *h = (glue_handler_t *)ctx;
+    if (ptr == NULL)
+        return h_malloc(ctx, new_size);
+    if (new_size > (size_t)NPY_MAX_INTP) {
+        counter_add(&h->failures, 1);
+        return NULL;
+    }
+    void *p = glue_realloc(h->gp, ptr, new_size, NULL);
+    if (p == NULL) {
+        counter_add(&h->failures, 1);
+        return NULL;
+    }
+    counter_add(&h->reallocs, 1);
+    return p;
+}
+
+static void h_free(void *ctx, void *ptr, size_t size)
+{
+    glue_handler_t *h = (glue_handler_t *)ctx;
+    (void)size;
+    if (ptr == NULL)
+        return;
+    if (pa_pool_free(h->gp->pool, ptr) == PA_OK)
+        counter_add(&h->frees, 1);
+}
+
+static void handler_capsule_destroy(PyObject *cap)
+{
+    glue_handler_t *h = (glue_handler_t *)PyCapsule_GetPointer(cap, "mem_handler");
+    if (h == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (PA_FINALIZING())
+        return;
+    PyObject *pcap = h->pool_cap;
+    PyMem_Free(h);
+    Py_DECREF(pcap);
+}
+
+/* _glue_handler_new(pool_cap) -> a "mem_handler" capsule for the pool */
+static PyObject *g_handler_new(PyObject *self, PyObject *pool_cap)
+{
+    glue_pool_t *gp = pool_from(pool_cap);
+    if (gp == NULL)
+        return NULL;
+    glue_handler_t *h = (glue_handler_t *)PyMem_Calloc(1, sizeof *h);
+    if (h == NULL)
+        return PyErr_NoMemory();
+    strncpy(h->handler.name, HANDLER_NAME, sizeof h->handler.name - 1);
+    h->handler.version = 1;
+    h->handler.allocator.ctx = h;
+    h->handler.allocator.malloc = h_malloc;
+    h->handler.allocator.calloc = h_calloc;
+    h->handler.allocator.realloc = h_realloc;
+    h->handler.allocator.free = h_free;
+    h->gp = gp;
+    h->pool_cap = pool_cap;
+    PyObject *cap = PyCapsule_New(&h->handler, "mem_handler", NULL);
+    if (cap == NULL) {
+        PyMem_Free(h);
+        return NULL;
+    }
+    Py_INCREF(pool_cap);
+    PyCapsule_SetDestructor(cap, handler_capsule_destroy);
+    return cap;
+}
+
+static glue_handler_t *handler_from(PyObject *cap)
+{
+    if (!PyCapsule_CheckExact(cap) || !PyCapsule_IsValid(cap, "mem_handler")) {
+        PyErr_SetString(PyExc_TypeError, "expected a mem_handler capsule");
+        return NULL;
+    }
+    PyDataMem_Handler *hd = (PyDataMem_Handler *)PyCapsule_GetPointer(cap, "mem_handler");
+    if (hd == NULL)
+        return NULL;
+    if (hd->allocator.malloc != h_malloc) {
+        PyErr_SetString(PyExc_TypeError, "not a pyarena mem_handler");
+        return NULL;
+    }
+    return (glue_handler_t *)hd->allocator.ctx;
+}
+
+/* _glue_handler_counts(cap) -> (allocs, bytes, reallocs, frees, failures) */
+static PyObject *g_handler_counts(PyObject *self, PyObject *cap)
+{
+    glue_handler_t *h = handler_from(cap);
+    if (h == NULL)
+        return NULL;
+    return Py_BuildValue("(KKKKK)", (unsigned long long)counter_get(&h->allocs),
+                         (unsigned long long)counter_get(&h->bytes),
+                         (unsigned long long)counter_get(&h->reallocs),
+                         (unsigned long long)counter_get(&h->frees),
+                         (unsigned long long)counter_get(&h->failures));
+}
+
+/* _glue_set_handler(cap) -> the previous handler capsule (new reference) */
+static PyObject *g_set_handler(PyObject *self, PyObject *cap)
+{
+    if (!PyCapsule_CheckExact(cap) || !PyCapsule_IsValid(cap, "mem_handler")) {
+        PyErr_SetString(PyExc_TypeError, "expected a mem_handler capsule");
+        return NULL;
+    }
+    return PyDataMem_SetHandler(cap);
+}
+
+/* _glue_get_handler() -> the current handler capsule (new reference) */
+static PyObject *g_get_handler(PyObject *self, PyObject *unused)
+{
+    return PyDataMem_GetHandler();
+}
+
+/* _glue_owner(obj) -> (pool_cap, kind) or None
+ *   kind 1: a Pool.empty() array (its base is a block capsule)
+ *   kind 2: an array whose data NumPy allocated through a pyarena handler */
+static PyObject *g_owner(PyObject *self, PyObject *obj)
+{
+    if (!PyArray_Check(obj))
+        Py_RETURN_NONE;
+    PyArrayObject *arr = (PyArrayObject *)obj;
+    PyObject *base = PyArray_BASE(arr);
+    if (base != NULL && PyCapsule_CheckExact(base) &&
+        PyCapsule_IsValid(base, BLOCK_CAPSULE)) {
+        PyObject *pcap = (PyObject *)PyCapsule_GetContext(base);
+        if (pcap == NULL) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        return Py_BuildValue("(Oi)", pcap, 1);
+    }
+    if (PyArray_CHKFLAGS(arr, NPY_ARRAY_OWNDATA)) {
+        PyObject *hcap = PyArray_HANDLER(arr);
+        if (hcap != NULL && PyCapsule_CheckExact(hcap) &&
+            PyCapsule_IsValid(hcap, "mem_handler")) {
+            PyDataMem_Handler *hd =
+                (PyDataMem_Handler *)PyCapsule_GetPointer(hcap, "mem_handler");
+            if (hd != NULL && hd->allocator.malloc == h_malloc)
+                return Py_BuildValue("(Oi)",
+                                     ((glue_handler_t *)hd->allocator.ctx)->pool_cap, 2);
+        }
+    }
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Walking without the GIL                                             */
+/* ------------------------------------------------------------------ */
+/* pa_pool_walk() holds the pool lock while it calls back.  A Python
+ * callback would need the GIL there, while another thread may hold the
+ * GIL and wait for the pool lock (the fast empty, NumPy's free): a
+ * deadlock.  So the blocks are copied out in C, without Python. */
+
+typedef struct walk_buf {
+    pa_pool_block_t *out;
+    size_t cap;
+    size_t n;
+} walk_buf_t;
+
+static int walk_copy(const pa_pool_block_t *block, void *ctx)
+{
+    walk_buf_t *w = (walk_buf_t *)ctx;
+    if (w->n < w->cap)
+        w->out[w->n] = *block;
+    w->n++;
+    return 0;
+}
+
+size_t _pa_glue_walk(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
+
+/* Copy up to `cap` blocks into `out`; returns how many there are in all
+ * (call again with a larger buffer if that is more than `cap`), or
+ * (size_t)-1 if the walk failed. */
+size_t _pa_glue_walk(pa_pool_t *pool, pa_pool_block_t *out, size_t cap)
+{
+    walk_buf_t w = {out, cap, 0};
+    if (pa_pool_walk(pool, walk_copy, &w) != PA_OK)
+        return (size_t)-1;
+    return w.n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Installation into pyarena._native                                   */
+/* ------------------------------------------------------------------ */
+
+static PyMethodDef glue_methods[] = {
+    {"_glue_pool_capsule", (PyCFunction)g_pool_capsule, METH_O, NULL},
+    {"_glue_pool_counters", (PyCFunction)g_pool_counters, METH_O, NULL},
+    {"_glue_empty", (PyCFunction)(void (*)(void))g_empty, METH_FASTCALL, NULL},
+    {"_glue_handler_new", (PyCFunction)g_handler_new, METH_O, NULL},
+    {"_glue_handler_counts", (PyCFunction)g_handler_counts, METH_O, NULL},
+    {"_glue_set_handler", (PyCFunction)g_set_handler, METH_O, NULL},
+    {"_glue_get_handler", (PyCFunction)g_get_handler, METH_NOARGS, NULL},
+    {"_glue_owner", (PyCFunction)g_owner, METH_O, NULL},
+    {NULL, NULL, 0, NULL}};
+
+int _pa_glue_install(void);
+
+/* Import NumPy's C API and add the functions above to pyarena._native.
+ * Returns 0, or -1 with the Python error printed to nowhere (cleared) --
+ * the Python caller then reports that the glue is missing. */
+int _pa_glue_install(void)
+{
+    PyGILState_STATE gs = PyGILState_Ensure();
+    int rc = -1;
+    PyObject *mod = NULL;
+    if (_import_array() < 0)
+        goto out;
+    mod = PyImport_ImportModule("pyarena._native");
+    if (mod == NULL)
+        goto out;
+    for (PyMethodDef *m = glue_methods; m->ml_name != NULL; m++) {
+        PyObject *f = PyCFunction_NewEx(m, NULL, NULL);
+        if (f == NULL || PyObject_SetAttrString(mod, m->ml_name, f) < 0) {
+            Py_XDECREF(f);
+            goto out;
+        }
+        Py_DECREF(f);
+    }
+    rc = 0;
+out:
+    Py_XDECREF(mod);
+    if (rc != 0)
+        PyErr_Clear();
+    PyGILState_Release(gs);
+    return rc;
+}
