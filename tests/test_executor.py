@@ -46,7 +46,8 @@ def test_real_model_matches_onnxruntime_in_planned_arena(models, name):
     ref2 = ort_run(path, feeds2)
     for k in out2:
         np.testing.assert_allclose(out2[k], ref2[k], rtol=1e-4, atol=1e-5)
-        assert not np.allclose(out2[k], ref[k])
+        if ref[k].max() < 0.99:      # (shufflenet's random softmax saturates)
+            assert not np.allclose(out2[k], ref[k])
 
 
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v2"])
