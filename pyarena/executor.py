@@ -19,6 +19,10 @@ Two other memory modes exist for comparison (the demo and benchmarks):
   output and scratch buffer is ``alloc(shape, dtype)``-ed when its operator
   runs and ``free(array)``-d after its last reader (e.g. a ``pyarena.Pool``).
 
+In those modes ``last_peak_bytes`` / ``last_allocations`` tell the bytes
+held at the worst moment of the last inference and how many buffers it
+allocated.
+
 Unsupported operators are reported together, by name, when the executor is
 built -- nothing is skipped silently.
 """
@@ -210,12 +214,18 @@ class Executor:
         g = self.graph
         alloc, free = self._alloc, self._free
         live = dict(self.constants)
+        held = 0        # bytes of activations + scratch held right now
+        peak = 0
+        count = 0
         for name in g.inputs:
             t = g.tensors[name]
             a = alloc(t.shape, t.dtype)
+            count += 1
+            held += a.nbytes
             if name in feeds:
                 np.copyto(a, feeds[name], casting="same_kind")
             live[name] = a
+        peak = held
         with np.errstate(all="ignore"):
             for i, (op, k) in enumerate(zip(g.ops, self.kernels)):
                 xs = [live.get(n) if n else None for n in op.inputs]
@@ -224,16 +234,28 @@ class Executor:
                     if n:
                         t = g.tensors[n]
                         a = alloc(t.shape, t.dtype)
+                        held += a.nbytes
+                        count += 1
                         live[n] = a
                         ys.append(a)
-                sc = alloc((k.scratch_bytes,), np.uint8) if k.scratch_bytes else None
+                sc = None
+                if k.scratch_bytes:
+                    sc = alloc((k.scratch_bytes,), np.uint8)
+                    held += sc.nbytes
+                    count += 1
+                peak = max(peak, held)
                 k(xs, ys, sc)
                 if free is not None:
                     if sc is not None:
+                        held -= sc.nbytes
                         free(sc)
                     del xs, ys, sc
                     for n in self._frees[i]:
-                        free(live.pop(n))
+                        a = live.pop(n)
+                        held -= a.nbytes
+                        free(a)
+        self.last_peak_bytes = peak
+        self.last_allocations = count
         return {n: live[n] for n in g.outputs}
 
     def time(self, feeds=None, repeat=10, warmup=1):
