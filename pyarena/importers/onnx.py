@@ -152,7 +152,7 @@ def _fold_node(onnx, node, vals, shapes, opset):
     folded (not deterministic, or not evaluable)."""
     t = node.op_type
     a = _attrs(onnx, node)
-    x = [vals[i] if i else None for i in node.input]
+    x = [vals.get(i) if i else None for i in node.input]
     if t == "Constant":
         if "value" in a:
             return [np.asarray(a["value"])]
