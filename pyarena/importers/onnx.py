@@ -346,9 +346,14 @@ def load_onnx(path, inputs=None, fold=True):
 
     def fix_hint(name):
         if sym_inputs:
-            return (f"; bind the symbolic dimensions of graph input(s) "
+            fixes = " ".join(
+                "--input " + k + "=" + (",".join(str(d) if isinstance(d, int) else
+                                                 f"<{d or '?'}>" for d in v)
+                                        if v is not None else "D0,D1,...")
+                for k, v in sym_inputs.items())
+            return (f"; graph input(s) with unknown dimensions: "
                     + ", ".join(f"{k} {v}" for k, v in sym_inputs.items())
-                    + " with --input NAME=D0,D1,...")
+                    + f"; fix them with {fixes} (numbers in place of <...>)")
         return "; the model does not say and ONNX shape inference could not derive it"
 
     def declare(name, role):
