@@ -226,3 +226,55 @@ def test_lrn_split_slice_gather(tmp_path):
              name="slice")
     run_both(tmp_path, [node("Gather", ["x", "i"], axis=1)], x,
              {"i": np.array([[0, 5], [-1, 2]], np.int64)}, name="gather")
+
+
+# -- aliasing: every kernel the in-place table lets the planner run in place
+ALIAS_CASES = [("Relu", {}), ("Clip", dict(min=-0.5, max=0.5)), ("LeakyRelu", dict(alpha=0.1)),
+               ("Sigmoid", {}), ("HardSigmoid", {}), ("HardSwish", {}), ("Tanh", {}),
+               ("Softplus", {}), ("Exp", {}), ("Neg", {}), ("Abs", {}), ("Sqrt", {}),
+               ("BatchNormalization", dict(epsilon=1e-3)), ("PRelu", {}),
+               ("Add", {}), ("Sub", {}), ("Mul", {}), ("Div", {}), ("Max", {}), ("Min", {}),
+               ("Sum", {}), ("Mean", {}), ("Pow", {})]
+
+
+@pytest.mark.parametrize("op_type,attrs", ALIAS_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("which", [0, 1])
+def test_kernels_are_correct_when_the_output_is_an_input(op_type, attrs, which):
+    """The planner may hand a "unary" op its input's memory as output, and
+    a "binary" op the memory of any same-shaped input: results must not
+    change."""
+    from pyarena.graph import Graph
+    from pyarena.inplace import rule_for
+    from pyarena.kernels import make_kernel
+    kind = rule_for(op_type)
+    assert kind in ("unary", "binary")
+    if kind == "unary" and which == 1:
+        return          # only input 0 may be aliased
+    shape = (2, 3, 4, 5)
+    g = Graph("a")
+    g.add_tensor("x", shape, role="input")
+    ins = ["x"]
+    if op_type == "BatchNormalization":
+        for n in "gbmv":
+            g.add_tensor(n, (3,), role="constant", data=rnd(3, lo=0.5, hi=1.5))
+            ins.append(n)
+    elif op_type == "PRelu":
+        g.add_tensor("s", (3, 1, 1), role="constant", data=rnd(3, 1, 1))
+        ins.append("s")
+    elif kind == "binary":
+        g.add_tensor("z", shape, role="input")
+        ins.append("z")
+        if op_type in ("Sum", "Mean"):
+            g.add_tensor("w", (5,), role="input")
+            ins.append("w")
+    g.add_tensor("y", shape, role="output")
+    op = g.add_op(op_type, ins, ["y"], **attrs)
+    k = make_kernel(op, [g.tensors[i] for i in ins], [g.tensors["y"]])
+    xs = [rnd(*g.tensors[i].shape, lo=0.5, hi=2.0) if g.tensors[i].role == "input"
+          else g.tensors[i].data for i in ins]
+    sc = np.empty(k.scratch_bytes, np.uint8) if k.scratch_bytes else None
+    sep = np.empty(shape, np.float32)
+    k([x.copy() for x in xs], [sep], sc)
+    aliased = [x.copy() for x in xs]
+    k(aliased, [aliased[which]], sc)
+    np.testing.assert_array_equal(aliased[which], sep)
