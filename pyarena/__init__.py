@@ -39,3 +39,10 @@ from .stats import PoolStats, ZoneStats  # noqa: E402
 
 __all__ += ["Pool", "Policy", "PoolStats", "ZoneStats", "PoolStatistics",
             "NumpyAllocator", "numpy_allocator"]
+
+# -- models end to end (issue 5: models): importers, executor, built-in nets
+from .executor import Executor  # noqa: E402
+from .importers import ModelImportError, load_model  # noqa: E402
+from .kernels import UnsupportedOpError  # noqa: E402
+
+__all__ += ["Executor", "load_model", "ModelImportError", "UnsupportedOpError"]

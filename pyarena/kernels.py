@@ -293,6 +293,96 @@ class Softplus(Kernel):
 _ZERO32 = _c(0)
 
 
+@register("Elu", "Selu")
+class Elu(Kernel):
+    """y = scale * (max(x, 0) + alpha * (exp(min(x, 0)) - 1)); the negative
+    part is built in scratch first so ``y`` may be ``x``."""
+
+    def setup(self):
+        selu = self.op.op_type == "Selu"
+        alpha = self.attrs.get("alpha", 1.6732632423543772 if selu else 1.0)
+        gamma = self.attrs.get("gamma", 1.0507009873554805 if selu else 1.0)
+        self.alpha, self.gamma = _c(alpha, self.dtype), _c(gamma, self.dtype)
+        self.selu = selu
+        self.zero, self.one = _c(0, self.dtype), _c(1, self.dtype)
+        self.scratch = [(self.oshape(), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        x, s, y = xs[0], sc[0], ys[0]
+        np.minimum(x, self.zero, out=s)
+        np.expm1(s, out=s)
+        np.multiply(s, self.alpha, out=s)
+        np.maximum(x, self.zero, out=y)
+        np.add(y, s, out=y)
+        if self.selu:
+            np.multiply(y, self.gamma, out=y)
+
+
+@register("Softsign")
+class Softsign(Kernel):
+    def setup(self):
+        self.one = _c(1, self.dtype)
+        self.scratch = [(self.oshape(), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        s = sc[0]
+        np.abs(xs[0], out=s)
+        np.add(s, self.one, out=s)
+        np.divide(xs[0], s, out=ys[0])
+
+
+_unary("Sign", np.sign)
+
+
+@register("Tile")
+class Tile(Kernel):
+    """y viewed as (r0, d0, r1, d1, ...) gets x broadcast over the r axes."""
+
+    def setup(self):
+        self.runtime = (0,)
+        xs, ys = self.shape(0), self.oshape()
+        reps = [y // x if x else 1 for x, y in zip(xs, ys)]
+        self.yview = tuple(v for r, d in zip(reps, xs) for v in (r, d))
+        self.xview = tuple(v for d in xs for v in (1, d))
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0].reshape(self.yview), xs[0].reshape(self.xview))
+
+
+@register("InstanceNormalization")
+class InstanceNorm(Kernel):
+    """Per (image, channel) mean/variance over the spatial axes; scratch:
+    the two statistics and one centred copy."""
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        n, c = xs[:2]
+        self.view = (n, c, math.prod(xs[2:]))
+        self.eps = _c(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
+        self.inv = _c(1.0 / max(self.view[2], 1), self.dtype)
+        self.g = self.keep(self.const(1, "scale").astype(self.dtype).reshape(1, c, 1))
+        self.b = self.keep(self.const(2, "bias").astype(self.dtype).reshape(1, c, 1))
+        self.scratch = [((n, c, 1), self.dtype), ((n, c, 1), self.dtype),
+                        (self.view, self.dtype)]
+
+    def run(self, xs, ys, sc):
+        m, v, d = sc
+        x = xs[0].reshape(self.view)
+        y = ys[0].reshape(self.view)
+        np.add.reduce(x, axis=2, out=m, keepdims=True)
+        np.multiply(m, self.inv, out=m)
+        np.subtract(x, m, out=d)
+        np.multiply(d, d, out=y)
+        np.add.reduce(y, axis=2, out=v, keepdims=True)
+        np.multiply(v, self.inv, out=v)
+        np.add(v, self.eps, out=v)
+        np.sqrt(v, out=v)
+        np.divide(d, v, out=y)
+        np.multiply(y, self.g, out=y)
+        np.add(y, self.b, out=y)
+
+
 _BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
            "Pow": np.power, "Max": np.maximum, "Min": np.minimum, "Sum": np.add}
 

@@ -232,6 +232,7 @@ def test_lrn_split_slice_gather(tmp_path):
 ALIAS_CASES = [("Relu", {}), ("Clip", dict(min=-0.5, max=0.5)), ("LeakyRelu", dict(alpha=0.1)),
                ("Sigmoid", {}), ("HardSigmoid", {}), ("HardSwish", {}), ("Tanh", {}),
                ("Softplus", {}), ("Exp", {}), ("Neg", {}), ("Abs", {}), ("Sqrt", {}),
+               ("Elu", dict(alpha=0.7)), ("Selu", {}), ("Softsign", {}), ("Sign", {}),
                ("BatchNormalization", dict(epsilon=1e-3)), ("PRelu", {}),
                ("Add", {}), ("Sub", {}), ("Mul", {}), ("Div", {}), ("Max", {}), ("Min", {}),
                ("Sum", {}), ("Mean", {}), ("Pow", {})]
