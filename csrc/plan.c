@@ -87,6 +87,37 @@ static uint64_t live_max(const uint64_t *size, const int64_t *first,
     return best;
 }
 
+static int cmp_i64v(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Number of lifetime-overlapping pairs: all pairs minus those where one
+ * ends before the other starts.  O(n log n); UINT64_MAX if out of memory. */
+static uint64_t overlap_pairs(const int64_t *first, const int64_t *last,
+                              size_t n) {
+    if (n < 2) return 0;
+    int64_t *f = malloc(n * sizeof(int64_t)), *l = malloc(n * sizeof(int64_t));
+    if (!f || !l) {
+        free(f);
+        free(l);
+        return UINT64_MAX;
+    }
+    memcpy(f, first, n * sizeof(int64_t));
+    memcpy(l, last, n * sizeof(int64_t));
+    qsort(f, n, sizeof(int64_t), cmp_i64v);
+    qsort(l, n, sizeof(int64_t), cmp_i64v);
+    uint64_t disjoint = 0;
+    size_t k = 0;
+    for (size_t j = 0; j < n; j++) { /* lasts strictly before first f[j] */
+        while (k < n && l[k] < f[j]) k++;
+        disjoint += k;
+    }
+    free(f);
+    free(l);
+    return (uint64_t)n * (n - 1) / 2 - disjoint;
+}
+
 uint64_t pa_plan_lower_bound(const pa_plan_buffer_t *bufs, size_t n,
                              uint64_t alignment) {
     if (n == 0) return 0;
@@ -142,10 +173,17 @@ static void take(ctx_t *c, uint64_t arena, pa_plan_strategy_t by) {
     }
 }
 
-static pa_status_t run_heuristics(ctx_t *c, bool all) {
+/* The greedy heuristics cost O(log n) per buffer plus O(k log k) for the k
+ * placed buffers overlapping it in time: O(P log n) in all for P
+ * overlapping pairs.  BEST and EXACT skip them (and the randomised search,
+ * which costs the same per round) above this many pairs, keeping first fit,
+ * which is O(n log n) whatever P is. */
+#define PA_PLAN_DENSE_PAIRS 20000000ULL
+
+static pa_status_t run_heuristics(ctx_t *c, bool all, bool dense) {
     static const pa_plan_strategy_t order[3] = {
         PA_PLAN_GREEDY_BY_SIZE, PA_PLAN_GREEDY_BY_BREADTH, PA_PLAN_FIRST_FIT};
-    for (int h = 0; h < 3; h++) {
+    for (int h = dense ? 2 : 0; h < 3; h++) {
         uint64_t arena = 0;
         pa_status_t st;
         switch (order[h]) {
@@ -216,27 +254,37 @@ out:
     return st;
 }
 
-/* Tighten best_arena with exact probes until proven or out of time. */
+/* Tighten best_arena with exact probes until proven or out of time.  The
+ * first probe asks for the lower bound; later ones ask for best - step:
+ * a fit keeps the step, a proof of infeasibility raises the proven floor
+ * and halves the distance, a timeout halves the step (probes closer to a
+ * known solution tend to be easier).  Each probe gets a share of the time
+ * left, so a hopeless probe cannot eat the whole budget. */
 static pa_status_t exact_minimise(ctx_t *c, double deadline) {
-    uint64_t a = c->in.align, lo = c->proven_lo;
+    uint64_t a = c->in.align;
+    uint64_t step = (c->best_arena - c->proven_lo) / 2;
     bool first = true;
-    while (lo < c->best_arena) {
+    while (c->proven_lo < c->best_arena) {
         double now = _pa_plan_now();
         if (now >= deadline) break;
         uint64_t hi = c->best_arena, cap;
-        if (first) cap = lo;
-        else cap = lo + ((hi - lo) / 2) / a * a;
-        if (cap >= hi) cap = hi - a;
-        double probe_end = now + (deadline - now) * (first ? 0.5 : 0.34);
+        if (step < a) step = a;
+        if (first) cap = c->proven_lo;
+        else cap = hi - step < c->proven_lo ? c->proven_lo : hi - step;
+        cap = cap / a * a;
+        if (cap < c->proven_lo) cap = c->proven_lo;
+        if (cap >= hi) break;
+        double probe_end = now + (deadline - now) * (first ? 0.2 : 0.25);
         first = false;
         pa_status_t st = _pa_plan_exact_fit(&c->in, cap, probe_end, c->tmp, NULL);
         if (st == PA_OK) {
             take(c, arena_of(&c->in, c->tmp), PA_PLAN_EXACT);
         } else if (st == PA_ERR_INFEASIBLE) {
-            if (cap + a > c->proven_lo) c->proven_lo = cap + a;
-            lo = cap + a;
+            c->proven_lo = cap + a;
+            step = (c->best_arena - (c->proven_lo < c->best_arena
+                                         ? c->proven_lo : c->best_arena)) / 2;
         } else if (st == PA_ERR_TIMEOUT) {
-            lo = cap + a; /* unknown: look higher, but prove nothing */
+            step /= 2;
         } else {
             return st;
         }
@@ -267,12 +315,13 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
 
     size_t m = n ? n : 1;
     uint64_t *size = malloc(m * sizeof(uint64_t));
+    uint64_t *raw = malloc(m * sizeof(uint64_t));
     int64_t *first = malloc(m * sizeof(int64_t));
     int64_t *last = malloc(m * sizeof(int64_t));
     uint64_t *best = malloc(m * sizeof(uint64_t));
     uint64_t *tmp = malloc(m * sizeof(uint64_t));
     pa_status_t st = PA_ERR_NOMEM;
-    if (!size || !first || !last || !best || !tmp) goto out;
+    if (!size || !raw || !first || !last || !best || !tmp) goto out;
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].first < 0 || bufs[i].first > bufs[i].last) {
@@ -285,16 +334,18 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
             goto out;
         }
         total += size[i];
+        raw[i] = bufs[i].size;
         first[i] = bufs[i].first;
         last[i] = bufs[i].last;
     }
-    ctx_t c = {.in = {n, size, first, last, align, total},
+    ctx_t c = {.in = {n, size, raw, first, last, align, total},
                .best = best, .best_arena = UINT64_MAX, .tmp = tmp,
                .by = opt->strategy};
     c.lb = live_max(size, first, last, n);
     if (c.lb == UINT64_MAX) goto out; /* cannot overflow: total checked */
     c.proven_lo = c.lb;
     if (n == 0) c.best_arena = 0;
+    bool dense = false;
 
     if (n > 0) {
         switch (opt->strategy) {
@@ -308,7 +359,8 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
             st = _pa_plan_greedy_breadth(&c.in, tmp, &c.best_arena);
             break;
         default:
-            st = run_heuristics(&c, opt->strategy == PA_PLAN_BEST);
+            dense = overlap_pairs(first, last, n) > PA_PLAN_DENSE_PAIRS;
+            st = run_heuristics(&c, opt->strategy == PA_PLAN_BEST, dense);
             break;
         }
         if (st != PA_OK) goto out;
@@ -330,6 +382,15 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
                 st = perturb(&c, burst, 200);
                 if (st != PA_OK) goto out;
             }
+            if (opt->strategy == PA_PLAN_BEST && cap && c.best_arena > cap) {
+                /* meet the capacity first, then keep minimising */
+                double now = _pa_plan_now();
+                st = _pa_plan_exact_fit(&c.in, cap, now + 0.5 * (deadline - now),
+                                        tmp, NULL);
+                if (st == PA_OK) take(&c, arena_of(&c.in, tmp), PA_PLAN_EXACT);
+                else if (st != PA_ERR_TIMEOUT) goto out; /* proven: no fit */
+                st = PA_OK;
+            }
             if (opt->strategy == PA_PLAN_EXACT && cap) {
                 st = _pa_plan_exact_fit(&c.in, cap, deadline, tmp, NULL);
                 if (st == PA_OK) {
@@ -341,7 +402,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
                 st = exact_minimise(&c, deadline);
                 if (st != PA_OK) goto out;
             }
-        } else if (n <= 20000) {
+        } else if (n <= 20000 && !dense) {
             st = perturb(&c, deadline, 1000000);
             if (st != PA_OK) goto out;
         }
@@ -364,6 +425,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
     }
 out:
     free(size);
+    free(raw);
     free(first);
     free(last);
     free(best);

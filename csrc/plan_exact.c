@@ -277,7 +277,7 @@ static int search(ex_t *e, const part_t *part, size_t pre_off,
                   uint32_t min_pidx) {
     if (e->nodes_left <= 0) return R_ABORTED;
     e->nodes_left--;
-    if ((++e->nodes & 63) == 0 && _pa_plan_now() > e->deadline)
+    if ((e->nodes++ & 63) == 0 && _pa_plan_now() > e->deadline)
         e->timed_out = true;
     if (e->timed_out) return R_TIMEOUT;
     size_t base = e->ost_n, m = 0;
@@ -447,11 +447,12 @@ static bool ex_build(ex_t *e) {
     e->mem = malloc((nmem ? nmem : 1) * sizeof(uint32_t));
     if (!e->mem) goto out;
     {
-        size_t *fill = e->ovl_start; /* borrowed as a cursor, reset below */
+        size_t *fill = calloc(S, sizeof(size_t));
+        if (!fill) goto out;
         for (size_t i = 0; i < n; i++)
             for (uint32_t s = e->sa[i]; s < e->sb[i]; s++)
                 e->mem[e->mem_start[s] + fill[s]++] = (uint32_t)i;
-        memset(fill, 0, (n + 1) * sizeof(size_t));
+        free(fill);
     }
     /* overlaps: buffers sorted by first section; j after i overlaps i iff
      * it starts before i ends */

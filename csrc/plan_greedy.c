@@ -287,7 +287,7 @@ static pa_status_t sorted_order(const _pa_plan_inst_t *in, int by_size,
     }
     for (size_t i = 0; i < n; i++) {
         /* execution order: key1 = 0 for all, key2 = first */
-        k[i] = (okey_t){by_size ? in->size[i] : 0, in->first[i], (uint32_t)i};
+        k[i] = (okey_t){by_size ? in->raw[i] : 0, in->first[i], (uint32_t)i};
     }
     qsort(k, n, sizeof(okey_t), cmp_okey);
     for (size_t i = 0; i < n; i++) o[i] = k[i].id;
@@ -296,17 +296,212 @@ static pa_status_t sorted_order(const _pa_plan_inst_t *in, int by_size,
     return PA_OK;
 }
 
-pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
-                               uint64_t *arena) {
-    uint32_t *o;
-    pa_status_t st = sorted_order(in, 0, &o);
-    if (st != PA_OK) return st;
-    st = _pa_plan_place_order(in, o, 0, off, arena);
-    free(o);
-    return st;
+/* ---- first fit: a sweep with an ordered set of free gaps ----------------- */
+
+/* First fit in execution order is an online allocator: at step `first` every
+ * buffer with last < first is dead.  The free space below infinity is a set
+ * of gaps kept in a treap ordered by address and augmented with the largest
+ * gap length in each subtree, so "lowest gap >= s" is one descent: the whole
+ * heuristic is O(n log n) however many buffers are live together.  The last
+ * gap runs to infinity (end == UINT64_MAX), so a fit always exists. */
+
+typedef struct {
+    uint64_t start, end, maxlen;
+    uint32_t left, right, prio;
+} gnode_t;
+
+#define NIL 0u /* node 0 is the null node */
+
+typedef struct {
+    gnode_t *t;
+    uint32_t root, freelist, used;
+    uint64_t rng;
+} gaps_t;
+
+static uint64_t glen(const gnode_t *x) { return x->end - x->start; }
+
+static void gfix(gaps_t *g, uint32_t x) {
+    gnode_t *t = g->t;
+    uint64_t m = glen(&t[x]);
+    if (t[x].left && t[t[x].left].maxlen > m) m = t[t[x].left].maxlen;
+    if (t[x].right && t[t[x].right].maxlen > m) m = t[t[x].right].maxlen;
+    t[x].maxlen = m;
 }
 
-/* TFLite's ArenaPlanner order: size descending, then first use, then id. */
+/* split by start: left < key <= right */
+static void gsplit(gaps_t *g, uint32_t x, uint64_t key, uint32_t *l, uint32_t *r) {
+    if (!x) {
+        *l = *r = NIL;
+        return;
+    }
+    if (g->t[x].start < key) {
+        gsplit(g, g->t[x].right, key, &g->t[x].right, r);
+        *l = x;
+    } else {
+        gsplit(g, g->t[x].left, key, l, &g->t[x].left);
+        *r = x;
+    }
+    gfix(g, x);
+}
+
+static uint32_t gmerge(gaps_t *g, uint32_t a, uint32_t b) {
+    if (!a) return b;
+    if (!b) return a;
+    if (g->t[a].prio > g->t[b].prio) {
+        g->t[a].right = gmerge(g, g->t[a].right, b);
+        gfix(g, a);
+        return a;
+    }
+    g->t[b].left = gmerge(g, a, g->t[b].left);
+    gfix(g, b);
+    return b;
+}
+
+static void ginsert(gaps_t *g, uint64_t start, uint64_t end) {
+    uint32_t x = g->freelist;
+    if (x) g->freelist = g->t[x].left;
+    else x = ++g->used;
+    g->rng ^= g->rng << 13;
+    g->rng ^= g->rng >> 7;
+    g->rng ^= g->rng << 17;
+    g->t[x] = (gnode_t){start, end, end - start, NIL, NIL, (uint32_t)g->rng};
+    uint32_t l, r;
+    gsplit(g, g->root, start, &l, &r);
+    g->root = gmerge(g, gmerge(g, l, x), r);
+}
+
+static void gerase(gaps_t *g, uint64_t start) {
+    uint32_t l, m, r;
+    gsplit(g, g->root, start, &l, &m);
+    gsplit(g, m, start + 1, &m, &r);
+    if (m) {
+        g->t[m].left = g->freelist;
+        g->freelist = m;
+    }
+    g->root = gmerge(g, l, r);
+}
+
+/* Set the gap that starts at `key` to [start, end) (ordering unchanged). */
+static void gset(gaps_t *g, uint32_t x, uint64_t key, uint64_t start, uint64_t end) {
+    if (g->t[x].start == key) {
+        g->t[x].start = start;
+        g->t[x].end = end;
+    } else if (key < g->t[x].start) {
+        gset(g, g->t[x].left, key, start, end);
+    } else {
+        gset(g, g->t[x].right, key, start, end);
+    }
+    gfix(g, x);
+}
+
+/* node of the lowest gap with length >= s (one exists: the last is infinite) */
+static uint32_t glowest(const gaps_t *g, uint64_t s) {
+    uint32_t x = g->root;
+    for (;;) {
+        const gnode_t *n = &g->t[x];
+        if (n->left && g->t[n->left].maxlen >= s) x = n->left;
+        else if (glen(n) >= s) return x;
+        else x = n->right;
+    }
+}
+
+/* the gap starting exactly at key, or NIL */
+static uint32_t gfind(const gaps_t *g, uint64_t key) {
+    uint32_t x = g->root;
+    while (x && g->t[x].start != key)
+        x = key < g->t[x].start ? g->t[x].left : g->t[x].right;
+    return x;
+}
+
+/* the gap with the largest start < key, or NIL */
+static uint32_t gpred(const gaps_t *g, uint64_t key) {
+    uint32_t x = g->root, best = NIL;
+    while (x) {
+        if (g->t[x].start < key) {
+            best = x;
+            x = g->t[x].right;
+        } else {
+            x = g->t[x].left;
+        }
+    }
+    return best;
+}
+
+static void gfree_block(gaps_t *g, uint64_t o, uint64_t e) {
+    uint32_t p = gpred(g, o), q = gfind(g, e);
+    bool below = p && g->t[p].end == o;
+    if (below && q) {
+        uint64_t qend = g->t[q].end, pstart = g->t[p].start;
+        gerase(g, e);
+        gset(g, g->root, pstart, pstart, qend);
+    } else if (below) {
+        uint64_t pstart = g->t[p].start;
+        gset(g, g->root, pstart, pstart, e);
+    } else if (q) {
+        uint64_t qend = g->t[q].end;
+        gset(g, g->root, e, o, qend);
+    } else {
+        ginsert(g, o, e);
+    }
+}
+
+static int cmp_okey_time(const void *x, const void *y) {
+    const okey_t *a = x, *b = y;
+    if (a->key2 != b->key2) return a->key2 < b->key2 ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
+                               uint64_t *arena) {
+    size_t n = in->n;
+    *arena = 0;
+    if (n == 0) return PA_OK;
+    okey_t *byfirst = malloc(n * sizeof(okey_t));
+    okey_t *bylast = malloc(n * sizeof(okey_t));
+    gaps_t g = {calloc(n + 3, sizeof(gnode_t)), NIL, NIL, 0, 0x2545F4914F6CDD1DULL};
+    if (!byfirst || !bylast || !g.t) {
+        free(byfirst);
+        free(bylast);
+        free(g.t);
+        return PA_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        byfirst[i] = (okey_t){0, in->first[i], (uint32_t)i};
+        bylast[i] = (okey_t){0, in->last[i], (uint32_t)i};
+    }
+    qsort(byfirst, n, sizeof(okey_t), cmp_okey_time);
+    qsort(bylast, n, sizeof(okey_t), cmp_okey_time);
+    ginsert(&g, 0, UINT64_MAX);
+    uint64_t top = 0;
+    size_t d = 0;
+    for (size_t r = 0; r < n; r++) {
+        uint32_t i = byfirst[r].id;
+        int64_t f = in->first[i];
+        for (; d < n && bylast[d].key2 < f; d++) {
+            uint32_t j = bylast[d].id;
+            if (in->size[j]) gfree_block(&g, off[j], off[j] + in->size[j]);
+        }
+        uint64_t s = in->size[i];
+        if (s == 0) {
+            off[i] = 0;
+            continue;
+        }
+        uint32_t x = glowest(&g, s);
+        uint64_t o = g.t[x].start, end = g.t[x].end;
+        if (end - o == s) gerase(&g, o);
+        else gset(&g, g.root, o, o + s, end);
+        off[i] = o;
+        if (o + s > top) top = o + s;
+    }
+    *arena = top;
+    free(byfirst);
+    free(bylast);
+    free(g.t);
+    return PA_OK;
+}
+
+/* TFLite's ArenaPlanner order: requested size descending, then first use,
+ * then id. */
 pa_status_t _pa_plan_greedy_size(const _pa_plan_inst_t *in, uint64_t *off,
                                  uint64_t *arena) {
     uint32_t *o;
@@ -342,8 +537,8 @@ static void sort_ids_by_size(const _pa_plan_inst_t *in, uint32_t *ids,
             size_t j = i;
             while (j > 0) {
                 uint32_t y = ids[j - 1];
-                bool before = in->size[x] != in->size[y]
-                                  ? in->size[x] > in->size[y]
+                bool before = in->raw[x] != in->raw[y]
+                                  ? in->raw[x] > in->raw[y]
                               : in->first[x] != in->first[y]
                                   ? in->first[x] < in->first[y]
                                   : x < y;
@@ -361,7 +556,7 @@ static void sort_ids_by_size(const _pa_plan_inst_t *in, uint32_t *ids,
     size_t i = 0, j = h, o = 0;
     while (i < h && j < k) {
         uint32_t x = ids[i], y = ids[j];
-        bool take_y = in->size[y] != in->size[x] ? in->size[y] > in->size[x]
+        bool take_y = in->raw[y] != in->raw[x] ? in->raw[y] > in->raw[x]
                       : in->first[y] != in->first[x]
                           ? in->first[y] < in->first[x]
                           : y < x;

@@ -11,6 +11,7 @@
 typedef struct _pa_plan_inst {
     size_t n;
     const uint64_t *size;  /* padded sizes                                */
+    const uint64_t *raw;   /* requested sizes (orders ties like TFLite)   */
     const int64_t *first;  /* inclusive lifetimes, 0 <= first <= last    */
     const int64_t *last;
     uint64_t align;        /* the alignment the sizes are padded to       */
@@ -42,7 +43,7 @@ pa_status_t _pa_plan_exact_fit(const _pa_plan_inst_t *in, uint64_t capacity,
 
 /* The exact solver refuses instances larger than this (its search recurses
  * once per buffer); plan.c then falls back to heuristics + search. */
-#define PA_PLAN_EXACT_MAX_N 4096
+#define PA_PLAN_EXACT_MAX_N 2048
 
 double _pa_plan_now(void);
 

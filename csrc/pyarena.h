@@ -399,12 +399,12 @@ pa_status_t pa_pool_walk(pa_pool_t *pool, pa_pool_walker_t fn, void *ctx);
 
 
 /* ------------------------------------------------------------------ */
-/* Static planner core (plan.c)                                        */
+/* Static planner core (plan.c, plan_greedy.c, plan_exact.c)          */
 /* ------------------------------------------------------------------ */
 /* The planner assigns byte offsets to buffers with known lifetimes so
  * that buffers whose lifetimes overlap never overlap in bytes.  Lifetimes
  * are inclusive step ranges [first, last].  Pure computation: re-entrant,
- * thread-safe across distinct inputs. */
+ * thread-safe across distinct inputs.  See docs/planner-core.md. */
 
 typedef enum pa_plan_strategy {
     PA_PLAN_FIRST_FIT = 0,         /* execution order, lowest fitting gap */
@@ -423,9 +423,9 @@ typedef struct pa_plan_buffer {
 
 typedef struct pa_plan_options {
     pa_plan_strategy_t strategy;
-    uint64_t alignment;  /* power of two; 0 = 64                         */
+    uint64_t alignment;  /* power of two (1 allowed); 0 = 64             */
     double time_limit;   /* seconds for BEST / EXACT search; <= 0: 10 s  */
-    uint64_t capacity;   /* EXACT: fit within this (0 = minimise)        */
+    uint64_t capacity;   /* 0 = minimise; else the arena must fit in it  */
 } pa_plan_options_t;
 
 typedef struct pa_plan_result {
@@ -433,22 +433,28 @@ typedef struct pa_plan_result {
     uint64_t lower_bound;  /* max over steps of padded bytes live        */
     int optimal;           /* 1 if arena_bytes is proven minimal         */
     double seconds;        /* wall time spent                            */
-    pa_plan_strategy_t strategy; /* the heuristic that produced it       */
+    pa_plan_strategy_t strategy; /* what produced it: a heuristic, BEST
+                                    (randomised search) or EXACT         */
 } pa_plan_result_t;
 
 /* Fill `opt` with the defaults (BEST, alignment 64, 10 s). */
 void pa_plan_options_default(pa_plan_options_t *opt);
 
-/* Assign `offset` to every buffer in `bufs` (other fields are read only).
- * PA_ERR_INVALID for a negative lifetime or NULL, PA_ERR_OVERFLOW when
- * sizes overflow, PA_ERR_INFEASIBLE / PA_ERR_TIMEOUT when a capacity is
- * given and not met.  `result` may be NULL. */
+/* Assign `offset` to every buffer in `bufs` (other fields are read only;
+ * offsets are written only on PA_OK).  opt NULL = defaults; result may be
+ * NULL.  PA_ERR_INVALID: NULL bufs, first < 0, first > last, an unknown
+ * strategy; PA_ERR_ALIGN: alignment not a power of two; PA_ERR_OVERFLOW:
+ * padded sizes sum past INT64_MAX.  With a capacity: PA_ERR_INFEASIBLE when
+ * the lower bound exceeds it, when a plain heuristic's plan does not fit,
+ * or when BEST/EXACT proved no plan fits; PA_ERR_TIMEOUT when BEST/EXACT
+ * ran out of time first.  EXACT without a capacity minimises; if time runs
+ * out it returns its best plan with optimal = 0. */
 pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
                            const pa_plan_options_t *opt,
                            pa_plan_result_t *result);
 
 /* The lower bound: the largest total of padded sizes live at one step.
- * Returns 0 for n == 0; UINT64_MAX on overflow or bad input. */
+ * O(n log n).  Returns 0 for n == 0; UINT64_MAX on overflow or bad input. */
 uint64_t pa_plan_lower_bound(const pa_plan_buffer_t *bufs, size_t n,
                              uint64_t alignment);
 

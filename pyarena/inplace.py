@@ -9,7 +9,7 @@ the independent validator (:mod:`pyarena.validate`) re-checks both.
 
 Kinds:
 
-``"unary"``
+``"unary"`` (single-output ops only, like ``"binary"``)
     element-wise on input 0 (Relu, Sigmoid, inference BatchNormalization,
     ...): output 0 may be written into input 0 when both have the same
     shape (or, without shapes, the same byte size) and dtype.
@@ -208,6 +208,8 @@ def reuse_candidates(op, graph, rules=None):
             if isinstance(perm, str) or not transpose_is_view(src.shape, perm):
                 return []
         return [(0, "alias")]
+    if len(op.outputs) != 1:
+        return []   # a second output may still need the input being overwritten
     if kind == "unary":
         src = graph.tensors[op.inputs[0]]
         return [(0, "inplace")] if _same_layout(src, out) else []

@@ -106,7 +106,8 @@ class Plan:
     def __init__(self, buffers, *, arena_bytes, lower_bound_bytes, naive_bytes,
                  alignment, strategy, chosen_strategy=None, optimal=False,
                  plan_seconds=0.0, num_ops=0, weights_bytes=0, graph=None,
-                 inplace=True, reuses=(), tensor_info=None, rules=None):
+                 inplace=True, reuses=(), tensor_info=None, rules=None,
+                 c_seconds=0.0):
         self.buffers = list(buffers)
         self.arena_bytes = int(arena_bytes)
         self.lower_bound_bytes = int(lower_bound_bytes)
@@ -117,6 +118,7 @@ class Plan:
         self.chosen_strategy = chosen_strategy or strategy
         self.optimal = bool(optimal)
         self.plan_seconds = float(plan_seconds)
+        self.c_seconds = float(c_seconds)   # of which in pa_plan_assign
         self.num_ops = int(num_ops)
         self.graph = graph
         self.inplace = bool(inplace)
@@ -189,6 +191,7 @@ class Plan:
             "inplace": self.inplace,
             "buffers": [b.to_dict() for b in self.buffers],
             "scratch": {op: b.name for op, b in self.scratch.items()},
+            "offsets": {t: int(o) for t, o in self.offsets.items()},
             "reuses": [{"op": o, "from": a, "to": b_, "mode": m}
                        for o, a, b_, m in self.reuses],
         }
@@ -388,6 +391,10 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         groups.append(g)
         return g
 
+    for op in graph.ops:
+        if op.scratch_bytes and scratch_name(op.name) in tensors:
+            raise GraphError(f"tensor {scratch_name(op.name)!r} clashes with the scratch "
+                             f"buffer name of operator {op.name!r}")
     for t in graph.inputs:
         f, l = life[t]
         new_group(t, f, l, tensors[t].nbytes, True)
@@ -435,7 +442,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 chosen_strategy=res["chosen"], optimal=res["optimal"],
                 plan_seconds=time.perf_counter() - t0, num_ops=len(graph.ops),
                 weights_bytes=weights, graph=graph, inplace=inplace, reuses=reuses,
-                tensor_info=_tensor_info(graph), rules=table)
+                tensor_info=_tensor_info(graph), rules=table, c_seconds=res["seconds"])
 
 
 def _other_views_conflict(op, k, g, graph):
@@ -466,7 +473,8 @@ def _assign(buffers, strategy, alignment, time_limit, capacity):
         raise InvalidArgumentError(f"capacity must be a positive number of bytes, "
                                    f"not {capacity!r}")
     if n == 0:
-        return {"arena": 0, "bound": 0, "optimal": True, "chosen": strategy}
+        return {"arena": 0, "bound": 0, "optimal": True, "chosen": strategy,
+                "seconds": 0.0}
     arr = np.empty(n, _CBUF_DTYPE)
     arr["size"] = [b.size for b in buffers]
     arr["first"] = [b.first for b in buffers]
@@ -497,7 +505,7 @@ def _assign(buffers, strategy, alignment, time_limit, capacity):
     arena = int(result.arena_bytes)
     bound = int(result.lower_bound)
     return {"arena": arena, "bound": bound, "optimal": bool(result.optimal) or
-            arena == bound, "chosen": chosen}
+            arena == bound, "chosen": chosen, "seconds": float(result.seconds)}
 
 
 def plan_intervals(buffers, strategy="best", alignment=1, time_limit=10.0,
@@ -533,7 +541,7 @@ def plan_intervals(buffers, strategy="best", alignment=1, time_limit=10.0,
                 alignment=alignment, strategy=strategy, chosen_strategy=res["chosen"],
                 optimal=res["optimal"], plan_seconds=time.perf_counter() - t0,
                 num_ops=max((b.last for b in bufs), default=-1) + 1, graph=None,
-                inplace=False, tensor_info=info)
+                inplace=False, tensor_info=info, c_seconds=res["seconds"])
 
 
 # -- files -------------------------------------------------------------------

@@ -213,6 +213,10 @@ def _check_sharing(b, graph, producer, readers, table, problems):
                                 f"with perm {op.attrs.get('perm')} which moves data; it "
                                 "cannot be a view")
             continue
+        if kind in ("unary", "binary") and len(op.outputs) != 1:
+            problems.append(f"buffer {b.name!r}: {op.name!r} has {len(op.outputs)} "
+                            f"outputs; it may not overwrite its input {older[-1]!r}")
+            continue
         if kind not in ("unary", "binary"):
             problems.append(f"buffer {b.name!r}: op {op.name!r} of type "
                             f"{op.op_type!r} may not write in place (rule {kind!r})")

@@ -50,7 +50,7 @@ def random_graph(rng, max_ops=14, dtype_mix=False):
         if kind == "conv":
             co = rng.choice([1, 2, 3, 4])
             w = const((co, shape[1]))
-            y = new((1, co) + shape[2:])
+            y = new((shape[0], co) + shape[2:])
             ops.append(("Conv", [x, w], [y], rng.choice([0, 0, 16, 100]), {}))
         elif kind in ("relu", "sigmoid", "identity"):
             y = new(shape, dt)
@@ -71,10 +71,10 @@ def random_graph(rng, max_ops=14, dtype_mix=False):
             ops.append(("Add" if rng.random() < 0.5 else "Mul",
                         [b, x] if rng.random() < 0.5 else [x, b], [y], 0, {}))
         elif kind == "concat":
-            same = [a for a in avail if len(specs[a][0]) == 4 and
-                    specs[a][0][2:] == shape[2:] and specs[a][1] == dt]
+            same = [a for a in avail if len(specs[a][0]) == 4 and specs[a][0][0] == shape[0]
+                    and specs[a][0][2:] == shape[2:] and specs[a][1] == dt]
             parts = [x] + [rng.choice(same) for _ in range(rng.randint(1, 2))]
-            y = new((1, sum(specs[p][0][1] for p in parts)) + shape[2:])
+            y = new((shape[0], sum(specs[p][0][1] for p in parts)) + shape[2:])
             ops.append(("Concat", parts, [y], 0, {"axis": 1}))
         elif kind == "reshape":
             y = new((1, int(np.prod(shape))), dt)
@@ -94,8 +94,8 @@ def random_graph(rng, max_ops=14, dtype_mix=False):
                 y = new(shape)
                 ops.append(("Relu", [x], [y], 0, {}))
             else:
-                a = new((1, c // 2) + shape[2:])
-                b = new((1, c - c // 2) + shape[2:])
+                a = new((shape[0], c // 2) + shape[2:])
+                b = new((shape[0], c - c // 2) + shape[2:])
                 ops.append(("Split", [x], [a, b], 0, {"split_at": c // 2}))
                 avail.append(a)
                 avail.append(b)

@@ -54,6 +54,15 @@ def test_binary_only_same_shape_inputs():
     assert reuse_candidates(op, g) == [(1, "inplace")]
 
 
+def test_multi_output_ops_never_overwrite():
+    g = Graph("bn-train")
+    g.add_tensor("x", (2, 3), role="input")
+    g.add_tensor("y", (2, 3), role="output")
+    g.add_tensor("m", (2, 3), role="output")
+    op = g.add_op("BatchNormalization", ["x"], ["y", "m"])
+    assert reuse_candidates(op, g) == []
+
+
 def test_alias_and_transpose():
     op, g = one_op("Reshape", [(2, 6), (2,)], (3, 4))
     assert reuse_candidates(op, g) == [(0, "alias")]

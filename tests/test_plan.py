@@ -467,3 +467,42 @@ def test_buffer_dataclass_fields():
     b = Buffer("n", 10, 0, 1, 64, ["n"])
     assert b.to_dict() == {"name": "n", "size": 10, "first": 0, "last": 1,
                            "offset": 64, "tensors": ["n"]}
+
+
+# -- real CNN topologies (benchmarks/cnn_graphs.py) ------------------------------------
+def _cnn_builders():
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(os.path.dirname(here), "benchmarks"))
+    try:
+        import cnn_graphs
+    finally:
+        sys.path.pop(0)
+    return cnn_graphs.ALL
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet50", "densenet121", "unet"])
+def test_cnn_topologies_plan_and_validate(name):
+    g = _cnn_builders()[name]()
+    plans = {s: checked(plan(g, strategy=s, time_limit=0.5))
+             for s in HEURISTICS + ["best"]}
+    assert len({p.lower_bound_bytes for p in plans.values()}) == 1
+    assert plans["best"].arena_bytes == min(p.arena_bytes for p in plans.values())
+    off = checked(plan(g, strategy="greedy-by-size", inplace=False))
+    assert off.lower_bound_bytes >= plans["best"].lower_bound_bytes
+    assert any(m == "inplace" for *_, m in plans["best"].reuses)
+    # every 3x3 dense conv has scratch that lives exactly during it
+    p = plans["best"]
+    for i, op in enumerate(g.ops):
+        if op.scratch_bytes:
+            assert (p.scratch[op.name].first, p.scratch[op.name].last) == (i, i)
+
+
+def test_mobilenet_in_place_lowers_the_bound():
+    g = _cnn_builders()["mobilenet_v2"]()
+    on = plan(g, strategy="greedy-by-size")
+    off = plan(g, strategy="greedy-by-size", inplace=False)
+    # Clip (ReLU6) after each conv runs in place: the conv output and its
+    # activation are never both live
+    assert on.lower_bound_bytes < off.lower_bound_bytes
+    clips = [op for op in g.ops if op.op_type == "Clip"]
+    assert all(on.buffer_of[op.outputs[0]] is on.buffer_of[op.inputs[0]] for op in clips)

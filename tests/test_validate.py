@@ -169,3 +169,26 @@ def test_random_plans_validate_and_corruptions_are_caught(seed):
         idx_a, idx_b = p.buffers.index(a), p.buffers.index(b)
         bufs[idx_a].offset = bufs[idx_b].offset
         assert any("overlap" in m for m in validate(rebuilt(p, bufs)))
+
+
+def test_multi_output_overwrite_and_unrelated_sharing_are_caught():
+    g = Graph("mo")
+    g.add_tensor("x", (4,), role="input")
+    g.add_tensor("a", (4,))
+    g.add_tensor("y", (4,))
+    g.add_tensor("m", (4,), role="output")
+    g.add_tensor("z", (4,), role="output")
+    g.add_op("Conv", ["x"], ["a"], name="conv")
+    g.add_op("BatchNormalization", ["a"], ["y", "m"], name="bn")
+    g.add_op("Sigmoid", ["y"], ["z"], name="sig")
+    p = plan(g, **FAST)
+    assert validate(p) == [] and p.buffer_of["y"] is not p.buffer_of["a"]
+    bufs = [Buffer("x", 16, 0, 0, 0, ["x"]), Buffer("a", 16, 0, 1, 64, ["a", "y"]),
+            Buffer("m", 16, 1, 2, 128, ["m"]), Buffer("z", 16, 2, 2, 0, ["z"])]
+    problems = validate(rebuilt(p, bufs, arena_bytes=192, lower_bound_bytes=192))
+    assert any("2 outputs" in m for m in problems), problems
+    # z placed in x's buffer: sig does not read x
+    bufs = [Buffer("x", 16, 0, 2, 0, ["x", "z"]), Buffer("a", 16, 0, 1, 64, ["a"]),
+            Buffer("y", 16, 1, 2, 128, ["y"]), Buffer("m", 16, 1, 2, 192, ["m"])]
+    problems = validate(rebuilt(p, bufs, arena_bytes=256, lower_bound_bytes=256))
+    assert any("does not read" in m for m in problems), problems
