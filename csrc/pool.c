@@ -1,30 +1,452 @@
-/* pool.c -- the dynamic work pool: front end (TEMPORARY minimal version).
+/* pool.c -- the dynamic work pool: front end.
  *
- * This first version only fixes the public API so the Python layer and the
- * benchmark can start: every block is a separate aligned malloc tracked in
- * an open-addressing hash set (so double free and foreign pointers are
- * detected).  The slab / buddy / large zones replace it in later commits.
+ * Routes each request to a zone (slab classes, buddy orders, large spans;
+ * see slab.c, buddy.c, large.c), keeps the deferred-reclamation caches,
+ * the watermarks, the statistics and the lock.
+ *
+ * Design choices:
+ *  - Deferred reclamation: a freed block is not merged at once; it is
+ *    pushed on the LIFO cache of its bin (slab class, buddy order, or a
+ *    large size class) and the next request of that bin gets it back, so
+ *    the hottest memory is reused.  The caches are flushed into their
+ *    zones (slots freed, buddies merged, spans coalesced) by
+ *    pa_pool_reclaim() (step boundary), by trims, when a request would
+ *    otherwise need a new chunk, and in part when they exceed the budget.
+ *  - Growth happens only after the heap and a flush of the caches failed,
+ *    so the reserved footprint tracks the live peak.  When reserved bytes
+ *    exceed the high watermark after a growth, the pool trims down to the
+ *    low watermark (fully free chunks go back to the backend).
+ *  - One lock per pool, a test-and-set spinlock that yields the CPU after
+ *    a short spin.  Every public call holds it for O(1) work on the fast
+ *    path (a table lookup and a stack push or pop); cffi releases the GIL
+ *    around calls, so Python threads really contend.  Finer locks (per
+ *    class) were weighed and rejected: the pool-wide peaks need one
+ *    serialisation point, and one uncontended atomic exchange per call is
+ *    cheaper than the two or three a split design needs.
+ *  - Use after destroy: the handle (struct pa_pool: the lock and a pointer
+ *    to the pool proper) is never freed.  pa_pool_destroy() frees the pool
+ *    proper, clears the pointer under the lock and keeps the handle on a
+ *    global list of tombstones (reachable, so leak checkers stay quiet);
+ *    every later call sees the NULL and returns PA_ERR_STATE.  Cost: 32
+ *    bytes per destroyed pool for the life of the process.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "pool_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define DEFAULT_CHUNK ((size_t)1 << 20)
+#define DEFAULT_BUDGET ((size_t)16 << 20)
+#define MAX_REQUEST ((size_t)1 << 47)
+
+/* ---- lock and handle ------------------------------------------------------ */
+
 typedef struct {
-    void *ptr;
-    size_t size, req;
-} ent_t;
+    atomic_int v;
+} spin_t;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void spin_lock_slow(spin_t *l) {
+    unsigned n = 0;
+    for (;;) {
+        while (atomic_load_explicit(&l->v, memory_order_relaxed)) {
+            if (++n < 100) cpu_relax();
+            else sched_yield();
+        }
+        if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)) return;
+    }
+}
+
+static inline void spin_lock(spin_t *l) {
+    if (pa_likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))) return;
+    spin_lock_slow(l);
+}
+
+static inline void spin_unlock(spin_t *l) {
+    atomic_store_explicit(&l->v, 0, memory_order_release);
+}
 
 struct pa_pool {
-    pthread_mutex_t lock;
-    int dead;
-    size_t alignment, limit, high, low;
-    ent_t *tab;
-    size_t cap, n;
-    pa_pool_stats_t st;
+    spin_t lock;              /* guards everything reachable from `p`   */
+    pa_pool_impl_t *p;        /* NULL once destroyed (read under lock)  */
+    struct pa_pool *next_tomb; /* guarded by tomb_lock                  */
 };
+
+static pthread_mutex_t tomb_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pa_pool *tombs; /* destroyed handles, kept reachable      */
+
+/* ---- bins and routing -------------------------------------------------------- */
+
+typedef struct {
+    int zone;
+    size_t bin;
+    size_t bsize;   /* block bytes                                        */
+    size_t idx;     /* slab class, buddy order or page count             */
+} route_t;
+
+static inline size_t large_class(size_t np) {
+    unsigned lg = _pa_log2_floor(np);
+    size_t sub = lg >= 2 ? (np >> (lg - 2)) & 3 : 0;
+    return (size_t)lg * 4 + sub;
+}
+
+static inline pa_status_t route(const pa_pool_impl_t *p, size_t size, route_t *r) {
+    if (size == 0) size = 1;
+    if (pa_likely(size <= p->slab_max)) {
+        size_t c = _pa_slab_class_of(p, size);
+        r->zone = PA_ZONE_SLAB;
+        r->bin = c;
+        r->idx = c;
+        r->bsize = p->cls[c].size;
+        return PA_OK;
+    }
+    if (size <= p->buddy_max) {
+        unsigned k = _pa_log2_ceil(size);
+        if (k < p->bmin) k = p->bmin;
+        r->zone = PA_ZONE_BUDDY;
+        r->bin = p->bin_buddy0 + k;
+        r->idx = k;
+        r->bsize = (size_t)1 << k;
+        return PA_OK;
+    }
+    if (size > MAX_REQUEST) return PA_ERR_OVERFLOW;
+    size_t np = (size + PA_PG - 1) >> PA_PG_SHIFT;
+    r->zone = PA_ZONE_LARGE;
+    r->bin = p->bin_large0 + large_class(np);
+    r->idx = np;
+    r->bsize = np << PA_PG_SHIFT;
+    return PA_OK;
+}
+
+static inline int bin_zone(const pa_pool_impl_t *p, size_t b) {
+    return b < p->bin_buddy0 ? PA_ZONE_SLAB
+           : b < p->bin_large0 ? PA_ZONE_BUDDY : PA_ZONE_LARGE;
+}
+
+/* Give a cached block back to its zone. */
+static void release_entry(pa_pool_impl_t *p, int zone, const pa_centry_t *e) {
+    p->cached -= e->size;
+    p->z[zone].cached -= e->size;
+    if (zone == PA_ZONE_SLAB) {
+        int exact;
+        pa_slab_t *s = e->desc;
+        uint32_t idx = _pa_slab_index(p, s, (uintptr_t)e->ptr, &exact);
+        _pa_slab_release(p, s, idx);
+    } else if (zone == PA_ZONE_BUDDY) {
+        _pa_buddy_release(p, e->desc, (uintptr_t)e->ptr);
+    } else {
+        pa_span_t *sp = e->desc;
+        p->z[PA_ZONE_LARGE].reserved -= sp->npages << PA_PG_SHIFT;
+        _pa_heap_free(p, sp);
+    }
+}
+
+/* Release the `count` oldest entries of bin `b`. */
+static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
+    pa_bin_t *bin = &p->bins[b];
+    int zone = bin_zone(p, b);
+    if (count > bin->n) count = bin->n;
+    for (uint32_t i = 0; i < count; i++) release_entry(p, zone, &bin->e[i]);
+    memmove(bin->e, bin->e + count, (bin->n - count) * sizeof(pa_centry_t));
+    bin->n -= count;
+}
+
+static void flush_all(pa_pool_impl_t *p) {
+    for (size_t b = 0; b < p->nbins; b++)
+        if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
+    p->reclaims++;
+}
+
+static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
+    flush_all(p);
+    p->trims++;
+    return _pa_heap_release(p, target);
+}
+
+pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
+    pa_span_t *s = _pa_heap_alloc(p, np, st);
+    if (s) return s;
+    if (p->cached) {
+        flush_all(p);
+        s = _pa_heap_alloc(p, np, st);
+        if (s) return s;
+    }
+    if (_pa_heap_grow(p, np) != 0) {
+        *st = PA_ERR_NOMEM;
+        return NULL;
+    }
+    s = _pa_heap_alloc(p, np, st);
+    if (s && p->high && p->reserved > p->high) {
+        /* watermark: trim with this span already taken */
+        trim_locked(p, p->low);
+    }
+    return s;
+}
+
+/* ---- accounting ------------------------------------------------------------------ */
+
+static inline void account_alloc(pa_pool_impl_t *p, int zone, size_t req, size_t bsize) {
+    pa_zstat_t *z = &p->z[zone];
+    z->requested += req;
+    z->allocated += bsize;
+    z->live++;
+    z->allocs++;
+    if (z->requested > z->peak_requested) z->peak_requested = z->requested;
+    if (z->allocated > z->peak_allocated) z->peak_allocated = z->allocated;
+    p->requested += req;
+    p->allocated += bsize;
+    p->live++;
+    p->allocs++;
+    if (p->requested > p->peak_requested) p->peak_requested = p->requested;
+    if (p->allocated > p->peak_allocated) p->peak_allocated = p->allocated;
+}
+
+static inline void account_free(pa_pool_impl_t *p, int zone, size_t req, size_t bsize) {
+    pa_zstat_t *z = &p->z[zone];
+    z->requested -= req;
+    z->allocated -= bsize;
+    z->live--;
+    z->frees++;
+    p->requested -= req;
+    p->allocated -= bsize;
+    p->live--;
+    p->frees++;
+}
+
+/* ---- allocation ------------------------------------------------------------------ */
+
+/* Take a cached block of bin `b` fitting route `r`; NULL if none. */
+static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
+                             size_t *bsize) {
+    /* Newest first in this bin and the next: an exact page count, else
+     * the first block that is big enough, cut down to size (its tail goes
+     * back to the heap) so the block costs no more than a fresh one. */
+    for (size_t b = r->bin; b <= r->bin + 1 && b < p->nbins; b++) {
+        pa_bin_t *bin = &p->bins[b];
+        uint32_t lo = bin->n > 8 ? bin->n - 8 : 0, pick = UINT32_MAX;
+        for (uint32_t i = bin->n; i-- > lo;) {
+            size_t np = ((pa_span_t *)bin->e[i].desc)->npages;
+            if (np == r->idx) {
+                pick = i;
+                break;
+            }
+            if (pick == UINT32_MAX && np > r->idx) pick = i;
+        }
+        if (pick == UINT32_MAX) continue;
+        pa_centry_t e = bin->e[pick];
+        memmove(bin->e + pick, bin->e + pick + 1, (bin->n - pick - 1) * sizeof(pa_centry_t));
+        bin->n--;
+        p->cached -= e.size;
+        p->z[PA_ZONE_LARGE].cached -= e.size;
+        pa_span_t *sp = e.desc;
+        _pa_heap_shrink(p, sp, r->idx);
+        p->z[PA_ZONE_LARGE].reserved -= e.size - (sp->npages << PA_PG_SHIFT);
+        sp->state = PA_BLOCK_LIVE;
+        sp->requested = req;
+        p->z[PA_ZONE_LARGE].hits++;
+        *bsize = sp->npages << PA_PG_SHIFT;
+        return e.ptr;
+    }
+    return NULL;
+}
+
+/* Take a cached block of bin `b` fitting route `r`; NULL if none. */
+static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
+                              size_t *bsize) {
+    pa_bin_t *bin = &p->bins[r->bin];
+    if (r->zone == PA_ZONE_LARGE) return large_cache_pop(p, r, req, bsize);
+    if (!bin->n) return NULL;
+    pa_centry_t e = bin->e[--bin->n];
+    if (r->zone == PA_ZONE_SLAB) {
+        pa_slab_t *s = e.desc;
+        int exact;
+        uint32_t idx = _pa_slab_index(p, s, (uintptr_t)e.ptr, &exact);
+        s->state[idx] = PA_BLOCK_LIVE;
+        s->req[idx] = (uint32_t)req;
+        s->nlive++;
+    } else {
+        pa_region_t *rg = e.desc;
+        size_t u = ((uintptr_t)e.ptr - rg->base) >> rg->umin;
+        rg->tag[u] = PA_TAG(r->idx, PA_BLOCK_LIVE);
+        rg->req[u] = (uint32_t)req;
+    }
+    p->cached -= e.size;
+    p->z[r->zone].cached -= e.size;
+    p->z[r->zone].hits++;
+    *bsize = e.size;
+    return e.ptr;
+}
+
+static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
+    route_t r;
+    pa_status_t s = route(p, size, &r);
+    if (pa_unlikely(s != PA_OK)) {
+        *st = s;
+        p->failures++;
+        return NULL;
+    }
+    size_t bsize = r.bsize;
+    void *ptr = cache_pop(p, &r, size, &bsize);
+    if (pa_likely(ptr != NULL)) {
+        account_alloc(p, r.zone, size, bsize);
+        *st = PA_OK;
+        return ptr;
+    }
+    if (p->limit && r.bsize > p->limit) {
+        *st = PA_ERR_NOMEM;
+        p->failures++;
+        return NULL;
+    }
+    s = PA_OK;
+    if (r.zone == PA_ZONE_SLAB) {
+        pa_slab_t *slab;
+        ptr = _pa_slab_alloc(p, r.idx, size, &slab, &s);
+    } else if (r.zone == PA_ZONE_BUDDY) {
+        pa_region_t *rg;
+        ptr = _pa_buddy_alloc(p, (unsigned)r.idx, size, &rg, &s);
+    } else {
+        pa_span_t *sp = _pa_pool_get_span(p, r.idx, &s);
+        if (sp) {
+            sp->kind = PA_SPAN_LARGE;
+            sp->state = PA_BLOCK_LIVE;
+            sp->requested = size;
+            p->z[PA_ZONE_LARGE].reserved += r.bsize;
+            ptr = (void *)sp->start;
+        }
+    }
+    if (!ptr) {
+        *st = s != PA_OK ? s : PA_ERR_NOMEM;
+        p->failures++;
+        return NULL;
+    }
+    account_alloc(p, r.zone, size, r.bsize);
+    *st = PA_OK;
+    return ptr;
+}
+
+/* ---- block lookup --------------------------------------------------------------- */
+
+typedef struct {
+    int zone;
+    void *desc;
+    size_t bsize, req;
+    size_t unit;    /* slab slot / buddy unit                             */
+} blk_t;
+
+/* Describe the live block at `ptr`, or say why it is not one. */
+static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b) {
+    uintptr_t a = (uintptr_t)ptr;
+    pa_span_t *sp = _pa_map_lookup(p, a);
+    if (!sp) return PA_ERR_FOREIGN;
+    switch (sp->kind) {
+    case PA_SPAN_SLAB: {
+        pa_slab_t *s = sp->owner;
+        int exact;
+        uint32_t idx = _pa_slab_index(p, s, a, &exact);
+        if (!exact) return PA_ERR_FOREIGN;
+        if (s->state[idx] != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
+        b->zone = PA_ZONE_SLAB;
+        b->desc = s;
+        b->bsize = p->cls[s->cls].size;
+        b->req = s->req[idx];
+        b->unit = idx;
+        return PA_OK;
+    }
+    case PA_SPAN_BUDDY: {
+        pa_region_t *r = sp->owner;
+        uintptr_t off = a - r->base;
+        if (off & (((uintptr_t)1 << r->umin) - 1)) return PA_ERR_FOREIGN;
+        size_t u = off >> r->umin;
+        uint8_t tg = r->tag[u];
+        if (!tg) return PA_ERR_FOREIGN;
+        if (PA_TAG_STATE(tg) != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
+        b->zone = PA_ZONE_BUDDY;
+        b->desc = r;
+        b->bsize = (size_t)1 << PA_TAG_ORDER(tg);
+        b->req = r->req[u];
+        b->unit = u;
+        return PA_OK;
+    }
+    case PA_SPAN_LARGE:
+        if (a != sp->start) return PA_ERR_FOREIGN;
+        if (sp->state != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
+        b->zone = PA_ZONE_LARGE;
+        b->desc = sp;
+        b->bsize = sp->npages << PA_PG_SHIFT;
+        b->req = sp->requested;
+        b->unit = 0;
+        return PA_OK;
+    case PA_SPAN_FREE:
+        return a == sp->start ? PA_ERR_DOUBLE_FREE : PA_ERR_FOREIGN;
+    default:
+        return PA_ERR_FOREIGN;
+    }
+}
+
+static int bin_push(pa_pool_impl_t *p, size_t b, void *ptr, void *desc, size_t bsize) {
+    pa_bin_t *bin = &p->bins[b];
+    if (pa_unlikely(bin->n == bin->cap)) {
+        uint32_t nc = bin->cap ? bin->cap * 2 : 16;
+        pa_centry_t *ne = realloc(bin->e, nc * sizeof(pa_centry_t));
+        if (!ne) return -1;
+        bin->e = ne;
+        bin->cap = nc;
+    }
+    pa_centry_t *e = &bin->e[bin->n++];
+    e->ptr = ptr;
+    e->desc = desc;
+    e->size = bsize;
+    return 0;
+}
+
+static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
+    blk_t b;
+    pa_status_t s = find_live(p, ptr, &b);
+    if (s != PA_OK) return s;
+    size_t bin;
+    if (b.zone == PA_ZONE_SLAB) {
+        pa_slab_t *sl = b.desc;
+        sl->state[b.unit] = PA_BLOCK_CACHED;
+        sl->nlive--;
+        bin = sl->cls;
+    } else if (b.zone == PA_ZONE_BUDDY) {
+        pa_region_t *r = b.desc;
+        unsigned k = PA_TAG_ORDER(r->tag[b.unit]);
+        r->tag[b.unit] = PA_TAG(k, PA_BLOCK_CACHED);
+        bin = p->bin_buddy0 + k;
+    } else {
+        pa_span_t *sp = b.desc;
+        sp->state = PA_BLOCK_CACHED;
+        sp->requested = 0;
+        bin = p->bin_large0 + large_class(sp->npages);
+    }
+    account_free(p, b.zone, b.req, b.bsize);
+    pa_centry_t e = {ptr, b.desc, b.bsize};
+    p->cached += b.bsize;
+    p->z[b.zone].cached += b.bsize;
+    if (pa_unlikely(bin_push(p, bin, ptr, b.desc, b.bsize) != 0)) {
+        release_entry(p, b.zone, &e); /* no room to cache: release now */
+        return PA_OK;
+    }
+    if (pa_unlikely(p->cached > p->budget)) {
+        flush_bin(p, bin, (p->bins[bin].n + 1) / 2);
+        if (p->cached > p->budget) flush_all(p);
+    }
+    return PA_OK;
+}
+
+/* ---- public API ------------------------------------------------------------------- */
 
 void pa_pool_config_default(pa_pool_config_t *cfg) {
     if (!cfg) return;
@@ -32,13 +454,36 @@ void pa_pool_config_default(pa_pool_config_t *cfg) {
     cfg->alignment = PA_DEFAULT_ALIGNMENT;
     cfg->mode = PA_POOL_HYBRID;
     cfg->growth = PA_GROW_POW2;
-    cfg->chunk_size = (size_t)1 << 20;
-    cfg->cache_budget = (size_t)16 << 20;
+    cfg->chunk_size = DEFAULT_CHUNK;
+    cfg->cache_budget = DEFAULT_BUDGET;
+    cfg->release = PA_RELEASE_UNMAP;
     cfg->classes_per_doubling = 4;
     cfg->slab_max = 4096;
     cfg->slab_size = (size_t)64 << 10;
     cfg->buddy_region = (size_t)1 << 20;
     cfg->large_threshold = (size_t)256 << 10;
+}
+
+static void impl_free(pa_pool_impl_t *p) {
+    if (p->bins)
+        for (size_t b = 0; b < p->nbins; b++) free(p->bins[b].e);
+    free(p->bins);
+    /* slab metadata: find the slabs through the chunks */
+    if (p->map) {
+        for (pa_chunkd_t *c = p->chunks; c; c = c->next) {
+            uintptr_t a = c->base, end = c->base + c->size;
+            while (a < end) {
+                pa_span_t *sp = _pa_map_lookup(p, a);
+                if (!sp || sp->start != a) break;
+                if (sp->kind == PA_SPAN_SLAB) free(sp->owner);
+                a += sp->npages << PA_PG_SHIFT;
+            }
+        }
+    }
+    _pa_buddy_destroy(p);
+    _pa_slab_destroy(p);
+    _pa_heap_destroy(p);
+    free(p);
 }
 
 pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg, pa_status_t *status) {
@@ -49,247 +494,458 @@ pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg, pa_status_t *statu
         pa_pool_config_default(&def);
         cfg = &def;
     }
-    size_t al = cfg->alignment ? cfg->alignment : PA_DEFAULT_ALIGNMENT;
-    if (!_pa_is_pow2(al) || al < 8 || al > 4096) {
+    size_t gran = cfg->alignment ? cfg->alignment : PA_DEFAULT_ALIGNMENT;
+    if (!_pa_is_pow2(gran) || gran < PA_MIN_ALIGNMENT || gran > PA_PG) {
         *status = PA_ERR_ALIGN;
         return NULL;
     }
-    pa_pool_t *p = calloc(1, sizeof(*p));
-    if (!p) {
+    *status = PA_ERR_INVALID;
+    if (cfg->mode < PA_POOL_HYBRID || cfg->mode > PA_POOL_BUDDY_ONLY) return NULL;
+    if (cfg->growth < PA_GROW_POW2 || cfg->growth > PA_GROW_NONE) return NULL;
+    if (cfg->release != PA_RELEASE_UNMAP && cfg->release != PA_RELEASE_DECOMMIT) return NULL;
+    if (cfg->low_watermark > cfg->high_watermark) return NULL;
+    if (cfg->growth == PA_GROW_NONE && !cfg->chunk_size && !cfg->limit) return NULL;
+    const pa_backend_t *be = cfg->backend ? cfg->backend : pa_backend_default();
+    if (!be->map || !be->unmap) return NULL;
+
+    pa_pool_impl_t *p = calloc(1, sizeof(*p));
+    struct pa_pool *h = calloc(1, sizeof(*h));
+    if (!p || !h) {
+        free(p);
+        free(h);
         *status = PA_ERR_NOMEM;
         return NULL;
     }
-    pthread_mutex_init(&p->lock, NULL);
-    p->alignment = al;
+    p->gran = gran;
+    p->gran_shift = _pa_log2_floor(gran);
+    p->mode = cfg->mode;
+    p->growth = cfg->growth;
+    p->release = cfg->release;
+    p->chunk_size = cfg->chunk_size ? cfg->chunk_size
+                    : (cfg->growth == PA_GROW_NONE ? cfg->limit : DEFAULT_CHUNK);
     p->limit = cfg->limit;
-    p->cap = 1024;
-    p->tab = calloc(p->cap, sizeof(ent_t));
+    p->high = cfg->high_watermark;
+    p->low = cfg->low_watermark;
+    p->budget = cfg->cache_budget ? cfg->cache_budget : DEFAULT_BUDGET;
+    p->backend = *be;
+    if (_pa_slab_init(p, cfg) != 0 || _pa_buddy_init(p, cfg) != 0) {
+        impl_free(p);
+        free(h);
+        return NULL;
+    }
+    p->bin_buddy0 = p->ncls;
+    p->bin_large0 = p->ncls + PA_MAX_ORDER;
+    p->nbins = p->bin_large0 + PA_LARGE_BINS;
+    p->bins = calloc(p->nbins, sizeof(pa_bin_t));
+    if (!p->bins || _pa_heap_init(p) != 0) {
+        impl_free(p);
+        free(h);
+        *status = PA_ERR_NOMEM;
+        return NULL;
+    }
+    h->p = p;
     *status = PA_OK;
-    return p;
+    return h;
 }
 
 pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg) {
     return pa_pool_create_status(cfg, NULL);
 }
 
-static size_t hidx(const pa_pool_t *p, const void *ptr) {
-    return ((uintptr_t)ptr >> 6) * 0x9E3779B97F4A7C15ull % p->cap;
-}
-
-static ent_t *find(pa_pool_t *p, const void *ptr) {
-    for (size_t i = hidx(p, ptr), k = 0; k < p->cap; i = (i + 1) % p->cap, k++) {
-        if (p->tab[i].ptr == ptr) return &p->tab[i];
-        if (!p->tab[i].ptr && !p->tab[i].size) return NULL;
-    }
-    return NULL;
-}
-
-static void insert(pa_pool_t *p, void *ptr, size_t size, size_t req) {
-    if ((p->n + 1) * 2 > p->cap) {
-        ent_t *old = p->tab;
-        size_t oc = p->cap;
-        p->cap *= 2;
-        p->tab = calloc(p->cap, sizeof(ent_t));
-        p->n = 0;
-        for (size_t i = 0; i < oc; i++)
-            if (old[i].ptr) insert(p, old[i].ptr, old[i].size, old[i].req);
-        free(old);
-    }
-    size_t i = hidx(p, ptr);
-    while (p->tab[i].ptr) i = (i + 1) % p->cap;
-    p->tab[i].ptr = ptr;
-    p->tab[i].size = size;
-    p->tab[i].req = req;
-    p->n++;
-}
-
-pa_status_t pa_pool_destroy(pa_pool_t *p) {
-    if (!p) return PA_ERR_INVALID;
-    pthread_mutex_lock(&p->lock);
-    if (p->dead) {
-        pthread_mutex_unlock(&p->lock);
-        return PA_ERR_STATE;
-    }
-    for (size_t i = 0; i < p->cap; i++) free(p->tab[i].ptr);
-    free(p->tab);
-    p->tab = NULL;
-    p->dead = 1;
-    pthread_mutex_unlock(&p->lock);
+pa_status_t pa_pool_destroy(pa_pool_t *h) {
+    if (!h) return PA_ERR_INVALID;
+    spin_lock(&h->lock);
+    pa_pool_impl_t *p = h->p;
+    h->p = NULL;
+    spin_unlock(&h->lock);
+    if (!p) return PA_ERR_STATE;
+    impl_free(p);
+    pthread_mutex_lock(&tomb_lock);
+    h->next_tomb = tombs;
+    tombs = h;
+    pthread_mutex_unlock(&tomb_lock);
     return PA_OK;
 }
 
-void *pa_pool_alloc_status(pa_pool_t *p, size_t size, pa_status_t *status) {
-    pa_status_t dummy;
-    if (!status) status = &dummy;
-    if (!p) {
-        *status = PA_ERR_INVALID;
+/* Lock `h` and return its pool, or NULL (unlocked) with *st set. */
+static inline pa_pool_impl_t *enter(pa_pool_t *h, pa_status_t *st) {
+    if (pa_unlikely(!h)) {
+        *st = PA_ERR_INVALID;
         return NULL;
     }
-    pthread_mutex_lock(&p->lock);
-    void *r = NULL;
-    size_t bs;
-    if (p->dead) {
-        *status = PA_ERR_STATE;
-    } else if (size > ((size_t)1 << 48) || !_pa_align_up(size ? size : 1, p->alignment, &bs)) {
-        *status = PA_ERR_OVERFLOW;
-    } else if (p->limit && p->st.allocated + bs > p->limit) {
-        *status = PA_ERR_NOMEM;
-    } else if (!(r = aligned_alloc(p->alignment, bs))) {
-        *status = PA_ERR_NOMEM;
-    } else {
-        insert(p, r, bs, size);
-        p->st.allocated += bs;
-        p->st.requested += size;
-        p->st.reserved += bs;
-        p->st.live++;
-        p->st.allocs++;
-        *status = PA_OK;
+    spin_lock(&h->lock);
+    pa_pool_impl_t *p = h->p;
+    if (pa_unlikely(!p)) {
+        spin_unlock(&h->lock);
+        *st = PA_ERR_STATE;
     }
-    if (!r && p->tab) p->st.failures++;
-    pthread_mutex_unlock(&p->lock);
+    return p;
+}
+
+void *pa_pool_alloc_status(pa_pool_t *h, size_t size, pa_status_t *status) {
+    pa_status_t dummy;
+    if (!status) status = &dummy;
+    pa_pool_impl_t *p = enter(h, status);
+    if (!p) return NULL;
+    void *r = alloc_locked(p, size, status);
+    spin_unlock(&h->lock);
     return r;
 }
 
-void *pa_pool_alloc(pa_pool_t *p, size_t size) {
-    return pa_pool_alloc_status(p, size, NULL);
+void *pa_pool_alloc(pa_pool_t *h, size_t size) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return NULL;
+    void *r = alloc_locked(p, size, &st);
+    spin_unlock(&h->lock);
+    return r;
 }
 
-pa_status_t pa_pool_free(pa_pool_t *p, void *ptr) {
-    if (!p) return PA_ERR_INVALID;
-    if (!ptr) return PA_OK;
-    pthread_mutex_lock(&p->lock);
-    pa_status_t s = PA_OK;
-    ent_t *e;
-    if (p->dead) {
-        s = PA_ERR_STATE;
-    } else if (!(e = find(p, ptr))) {
-        s = PA_ERR_FOREIGN;
-    } else {
-        p->st.allocated -= e->size;
-        p->st.requested -= e->req;
-        p->st.reserved -= e->size;
-        p->st.live--;
-        p->st.frees++;
-        free(e->ptr);
-        e->ptr = NULL; /* tombstone: size stays nonzero */
-        p->n--;
-    }
-    pthread_mutex_unlock(&p->lock);
-    return s;
-}
-
-void *pa_pool_calloc(pa_pool_t *p, size_t count, size_t size, pa_status_t *status) {
+void *pa_pool_calloc(pa_pool_t *h, size_t count, size_t size, pa_status_t *status) {
+    pa_status_t dummy;
+    if (!status) status = &dummy;
     if (size && count > SIZE_MAX / size) {
-        if (status) *status = PA_ERR_OVERFLOW;
+        *status = h ? PA_ERR_OVERFLOW : PA_ERR_INVALID;
         return NULL;
     }
-    void *r = pa_pool_alloc_status(p, count * size, status);
+    void *r = pa_pool_alloc_status(h, count * size, status);
     if (r) memset(r, 0, count * size);
     return r;
 }
 
-size_t pa_pool_block_size(pa_pool_t *p, const void *ptr) {
+void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status) {
+    pa_status_t dummy;
+    if (!status) status = &dummy;
+    if (!ptr) return pa_pool_alloc_status(h, size, status);
+    pa_pool_impl_t *p = enter(h, status);
+    if (!p) return NULL;
+    blk_t b;
+    route_t r;
+    void *out = NULL;
+    pa_status_t s = find_live(p, ptr, &b);
+    if (s == PA_OK) s = route(p, size, &r);
+    if (s == PA_OK && r.zone == b.zone && r.bsize == b.bsize) {
+        /* same block size: resize in place */
+        if (b.zone == PA_ZONE_SLAB) ((pa_slab_t *)b.desc)->req[b.unit] = (uint32_t)size;
+        else if (b.zone == PA_ZONE_BUDDY) ((pa_region_t *)b.desc)->req[b.unit] = (uint32_t)size;
+        else ((pa_span_t *)b.desc)->requested = size;
+        p->requested = p->requested - b.req + size;
+        p->z[b.zone].requested = p->z[b.zone].requested - b.req + size;
+        if (p->requested > p->peak_requested) p->peak_requested = p->requested;
+        if (p->z[b.zone].requested > p->z[b.zone].peak_requested)
+            p->z[b.zone].peak_requested = p->z[b.zone].requested;
+        out = ptr;
+    } else if (s == PA_OK) {
+        out = alloc_locked(p, size, &s);
+        if (out) {
+            memcpy(out, ptr, b.req < size ? b.req : size);
+            free_locked(p, ptr);
+        }
+    } else {
+        p->failures++;
+    }
+    spin_unlock(&h->lock);
+    *status = s;
+    return out;
+}
+
+pa_status_t pa_pool_free(pa_pool_t *h, void *ptr) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    st = ptr ? free_locked(p, ptr) : PA_OK;
+    spin_unlock(&h->lock);
+    return st;
+}
+
+size_t pa_pool_block_size(pa_pool_t *h, const void *ptr) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
     if (!p) return 0;
-    pthread_mutex_lock(&p->lock);
-    ent_t *e = p->dead ? NULL : find(p, ptr);
-    size_t r = e ? e->size : 0;
-    pthread_mutex_unlock(&p->lock);
+    blk_t b;
+    size_t r = find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
+    spin_unlock(&h->lock);
     return r;
 }
 
-void *pa_pool_realloc(pa_pool_t *p, void *ptr, size_t size, pa_status_t *status) {
-    if (!ptr) return pa_pool_alloc_status(p, size, status);
-    if (!p) {
-        if (status) *status = PA_ERR_INVALID;
-        return NULL;
-    }
-    pthread_mutex_lock(&p->lock);
-    ent_t *e = p->dead ? NULL : find(p, ptr);
-    size_t old = e ? e->req : 0;
-    int dead = p->dead;
-    pthread_mutex_unlock(&p->lock);
-    if (!e) {
-        if (status) *status = dead ? PA_ERR_STATE : PA_ERR_FOREIGN;
-        return NULL;
-    }
-    void *n = pa_pool_alloc_status(p, size, status);
-    if (!n) return NULL;
-    memcpy(n, ptr, old < size ? old : size);
-    pa_pool_free(p, ptr);
-    return n;
-}
-
-#define SIMPLE(name)                                                       \
-    pa_status_t name(pa_pool_t *p) {                                       \
-        if (!p) return PA_ERR_INVALID;                                     \
-        return p->dead ? PA_ERR_STATE : PA_OK;                             \
-    }
-SIMPLE(pa_pool_reclaim)
-SIMPLE(pa_pool_free_all)
-
-pa_status_t pa_pool_trim(pa_pool_t *p, size_t target, size_t *released) {
-    (void)target;
-    if (released) *released = 0;
-    if (!p) return PA_ERR_INVALID;
-    return p->dead ? PA_ERR_STATE : PA_OK;
-}
-
-pa_status_t pa_pool_set_limit(pa_pool_t *p, size_t limit) {
-    if (!p) return PA_ERR_INVALID;
-    pthread_mutex_lock(&p->lock);
-    pa_status_t s = PA_OK;
-    if (p->dead) s = PA_ERR_STATE;
-    else if (limit && limit < p->st.reserved) s = PA_ERR_INVALID;
-    else p->limit = limit;
-    pthread_mutex_unlock(&p->lock);
-    return s;
-}
-
-pa_status_t pa_pool_set_watermarks(pa_pool_t *p, size_t high, size_t low) {
-    if (!p) return PA_ERR_INVALID;
-    if (low > high) return PA_ERR_INVALID;
-    pthread_mutex_lock(&p->lock);
-    p->high = high;
-    p->low = low;
-    pthread_mutex_unlock(&p->lock);
+pa_status_t pa_pool_reclaim(pa_pool_t *h) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    flush_all(p);
+    spin_unlock(&h->lock);
     return PA_OK;
 }
 
-pa_status_t pa_pool_stats(pa_pool_t *p, pa_pool_stats_t *out) {
-    if (!p || !out) return PA_ERR_INVALID;
-    pthread_mutex_lock(&p->lock);
-    pa_status_t s = p->dead ? PA_ERR_STATE : PA_OK;
-    *out = p->st;
+pa_status_t pa_pool_trim(pa_pool_t *h, size_t target, size_t *released) {
+    pa_status_t st;
+    if (released) *released = 0;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    size_t r = trim_locked(p, target);
+    spin_unlock(&h->lock);
+    if (released) *released = r;
+    return PA_OK;
+}
+
+pa_status_t pa_pool_free_all(pa_pool_t *h) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    trim_locked(p, 0);
+    spin_unlock(&h->lock);
+    return PA_OK;
+}
+
+pa_status_t pa_pool_set_limit(pa_pool_t *h, size_t limit) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    st = PA_OK;
+    if (limit && p->reserved > limit) trim_locked(p, limit);
+    if (limit && p->reserved > limit) st = PA_ERR_INVALID;
+    else p->limit = limit;
+    spin_unlock(&h->lock);
+    return st;
+}
+
+pa_status_t pa_pool_set_watermarks(pa_pool_t *h, size_t high, size_t low) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    if (low > high) {
+        st = PA_ERR_INVALID;
+    } else {
+        p->high = high;
+        p->low = low;
+        if (high && p->reserved > high) trim_locked(p, low);
+        st = PA_OK;
+    }
+    spin_unlock(&h->lock);
+    return st;
+}
+
+static size_t largest_free_locked(const pa_pool_impl_t *p) {
+    size_t best = _pa_heap_largest_free(p);
+    size_t b = _pa_buddy_largest_free(p);
+    if (b > best) best = b;
+    for (size_t k = p->ncls; k-- > 0;)
+        if (p->cls[k].partial) {
+            if (p->cls[k].size > best) best = p->cls[k].size;
+            break;
+        }
+    for (size_t i = 0; i < p->nbins; i++)
+        for (uint32_t j = 0; j < p->bins[i].n; j++)
+            if (p->bins[i].e[j].size > best) best = p->bins[i].e[j].size;
+    return best;
+}
+
+pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
+    pa_status_t st;
+    if (!out) return PA_ERR_INVALID;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    memset(out, 0, sizeof(*out));
+    out->requested = p->requested;
+    out->allocated = p->allocated;
+    out->reserved = p->reserved;
+    out->cached = p->cached;
+    out->peak_requested = p->peak_requested;
+    out->peak_allocated = p->peak_allocated;
+    out->peak_reserved = p->peak_reserved;
+    out->live = p->live;
+    out->total_free = p->reserved >= p->allocated ? p->reserved - p->allocated : 0;
+    out->largest_free = largest_free_locked(p);
+    out->chunks = p->nchunks;
     out->limit = p->limit;
     out->high_watermark = p->high;
     out->low_watermark = p->low;
-    out->alignment = p->alignment;
-    out->total_free = out->reserved - out->allocated;
-    if (out->allocated) out->frag_internal = 1.0 - (double)out->requested / (double)out->allocated;
-    if (out->reserved) out->frag_overall = 1.0 - (double)out->requested / (double)out->reserved;
-    pthread_mutex_unlock(&p->lock);
-    return s;
+    out->alignment = p->gran;
+    out->allocs = p->allocs;
+    out->frees = p->frees;
+    out->failures = p->failures;
+    out->trims = p->trims;
+    out->grows = p->grows;
+    out->reclaims = p->reclaims;
+    for (int z = 0; z < PA_ZONE_COUNT; z++) {
+        pa_pool_zone_stats_t *o = &out->zone[z];
+        const pa_zstat_t *s = &p->z[z];
+        o->requested = s->requested;
+        o->allocated = s->allocated;
+        o->reserved = s->reserved;
+        o->cached = s->cached;
+        o->peak_requested = s->peak_requested;
+        o->peak_allocated = s->peak_allocated;
+        o->live = s->live;
+        o->allocs = s->allocs;
+        o->frees = s->frees;
+        o->cache_hits = s->hits;
+    }
+    spin_unlock(&h->lock);
+    if (out->allocated)
+        out->frag_internal = 1.0 - (double)out->requested / (double)out->allocated;
+    if (out->total_free)
+        out->frag_external = 1.0 - (double)out->largest_free / (double)out->total_free;
+    if (out->reserved)
+        out->frag_overall = 1.0 - (double)out->requested / (double)out->reserved;
+    return PA_OK;
 }
 
-pa_status_t pa_pool_reset_peak(pa_pool_t *p) {
-    if (!p) return PA_ERR_INVALID;
-    return p->dead ? PA_ERR_STATE : PA_OK;
+pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    p->peak_requested = p->requested;
+    p->peak_allocated = p->allocated;
+    p->peak_reserved = p->reserved;
+    for (int z = 0; z < PA_ZONE_COUNT; z++) {
+        p->z[z].peak_requested = p->z[z].requested;
+        p->z[z].peak_allocated = p->z[z].allocated;
+    }
+    spin_unlock(&h->lock);
+    return PA_OK;
 }
 
-size_t pa_pool_check(pa_pool_t *p) { return (!p || p->dead) ? 1 : 0; }
+/* ---- check and walk ------------------------------------------------------------------ */
 
-pa_status_t pa_pool_walk(pa_pool_t *p, pa_pool_walker_t fn, void *ctx) {
-    if (!p || !fn) return PA_ERR_INVALID;
-    pthread_mutex_lock(&p->lock);
-    if (p->dead) {
-        pthread_mutex_unlock(&p->lock);
-        return PA_ERR_STATE;
+static size_t check_locked(const pa_pool_impl_t *p) {
+    size_t broken = _pa_heap_check(p);
+    pa_tally_t t[PA_ZONE_COUNT];
+    memset(t, 0, sizeof(t));
+    size_t zres[PA_ZONE_COUNT] = {0, 0, 0};
+    for (const pa_chunkd_t *c = p->chunks; c; c = c->next) {
+        uintptr_t a = c->base, end = c->base + c->size;
+        while (a < end) {
+            pa_span_t *sp = _pa_map_lookup(p, a);
+            if (!sp || sp->start != a) {
+                broken++;
+                break;
+            }
+            size_t bytes = sp->npages << PA_PG_SHIFT;
+            if (sp->kind == PA_SPAN_SLAB) {
+                broken += _pa_slab_check_slab(p, sp->owner, &t[PA_ZONE_SLAB]);
+                zres[PA_ZONE_SLAB] += bytes;
+            } else if (sp->kind == PA_SPAN_BUDDY) {
+                broken += _pa_buddy_check_region(p, sp->owner, &t[PA_ZONE_BUDDY]);
+                zres[PA_ZONE_BUDDY] += bytes;
+            } else if (sp->kind == PA_SPAN_LARGE) {
+                zres[PA_ZONE_LARGE] += bytes;
+                if (sp->state == PA_BLOCK_LIVE) {
+                    t[PA_ZONE_LARGE].live++;
+                    t[PA_ZONE_LARGE].allocated += bytes;
+                    t[PA_ZONE_LARGE].requested += sp->requested;
+                    if (sp->requested > bytes || sp->requested + PA_PG <= bytes) broken++;
+                } else {
+                    t[PA_ZONE_LARGE].cached += bytes;
+                    t[PA_ZONE_LARGE].ncached++;
+                }
+            }
+            a += bytes;
+        }
     }
-    for (size_t i = 0; i < p->cap; i++) {
-        if (!p->tab[i].ptr) continue;
-        pa_pool_block_t b = {p->tab[i].ptr, p->tab[i].size, p->tab[i].req, PA_ZONE_LARGE, PA_BLOCK_LIVE};
-        if (fn(&b, ctx)) break;
+    broken += _pa_slab_check_classes(p);
+    broken += _pa_buddy_check_lists(p);
+    /* caches: every entry is a CACHED block of its bin, counted once */
+    size_t ncached = 0, cached = 0, zc[PA_ZONE_COUNT] = {0, 0, 0};
+    for (size_t b = 0; b < p->nbins; b++) {
+        const pa_bin_t *bin = &p->bins[b];
+        int zone = bin_zone(p, b);
+        if (bin->n > bin->cap) broken++;
+        for (uint32_t i = 0; i < bin->n; i++) {
+            const pa_centry_t *e = &bin->e[i];
+            pa_span_t *sp = _pa_map_lookup(p, (uintptr_t)e->ptr);
+            ncached++;
+            cached += e->size;
+            zc[zone] += e->size;
+            if (!sp) {
+                broken++;
+                continue;
+            }
+            if (zone == PA_ZONE_SLAB) {
+                int exact;
+                pa_slab_t *s = e->desc;
+                uint32_t idx = sp->owner == s ? _pa_slab_index(p, s, (uintptr_t)e->ptr, &exact) : 0;
+                if (sp->kind != PA_SPAN_SLAB || sp->owner != s || !exact || s->cls != b ||
+                    s->state[idx] != PA_BLOCK_CACHED || e->size != p->cls[b].size)
+                    broken++;
+            } else if (zone == PA_ZONE_BUDDY) {
+                pa_region_t *r = e->desc;
+                if (sp->kind != PA_SPAN_BUDDY || sp->owner != r) {
+                    broken++;
+                    continue;
+                }
+                uintptr_t off = (uintptr_t)e->ptr - r->base;
+                size_t k = b - p->bin_buddy0;
+                if (r->tag[off >> r->umin] != PA_TAG(k, PA_BLOCK_CACHED) ||
+                    e->size != (size_t)1 << k)
+                    broken++;
+            } else {
+                if (sp != e->desc || sp->kind != PA_SPAN_LARGE || sp->state != PA_BLOCK_CACHED ||
+                    (uintptr_t)e->ptr != sp->start || e->size != sp->npages << PA_PG_SHIFT ||
+                    b != p->bin_large0 + large_class(sp->npages))
+                    broken++;
+            }
+        }
     }
-    pthread_mutex_unlock(&p->lock);
+    size_t tn = 0, tc = 0, live = 0, alloc = 0, req = 0;
+    for (int z = 0; z < PA_ZONE_COUNT; z++) {
+        tn += t[z].ncached;
+        tc += t[z].cached;
+        live += t[z].live;
+        alloc += t[z].allocated;
+        req += t[z].requested;
+        if (t[z].live != p->z[z].live || t[z].allocated != p->z[z].allocated ||
+            t[z].requested != p->z[z].requested || t[z].cached != p->z[z].cached ||
+            zc[z] != p->z[z].cached || zres[z] != p->z[z].reserved)
+            broken++;
+        if (p->z[z].peak_requested < p->z[z].requested ||
+            p->z[z].peak_allocated < p->z[z].allocated)
+            broken++;
+    }
+    if (tn != ncached || tc != cached || cached != p->cached) broken++;
+    if (live != p->live || alloc != p->allocated || req != p->requested) broken++;
+    if (zres[0] + zres[1] + zres[2] + p->heap_free != p->reserved) broken++;
+    if (p->peak_requested < p->requested || p->peak_allocated < p->allocated) broken++;
+    if (p->requested > p->allocated) broken++;
+    return broken;
+}
+
+size_t pa_pool_check(pa_pool_t *h) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return 1;
+    size_t r = check_locked(p);
+    spin_unlock(&h->lock);
+    return r;
+}
+
+pa_status_t pa_pool_walk(pa_pool_t *h, pa_pool_walker_t fn, void *ctx) {
+    pa_status_t st;
+    if (!fn) return PA_ERR_INVALID;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    int stop = 0;
+    for (const pa_chunkd_t *c = p->chunks; c && !stop; c = c->next) {
+        uintptr_t a = c->base, end = c->base + c->size;
+        while (a < end && !stop) {
+            pa_span_t *sp = _pa_map_lookup(p, a);
+            if (!sp || sp->start != a) break;
+            if (sp->kind == PA_SPAN_SLAB) {
+                stop = _pa_slab_walk(p, sp->owner, fn, ctx);
+            } else if (sp->kind == PA_SPAN_BUDDY) {
+                stop = _pa_buddy_walk(p, sp->owner, fn, ctx);
+            } else {
+                pa_pool_block_t b;
+                b.ptr = (void *)sp->start;
+                b.size = sp->npages << PA_PG_SHIFT;
+                b.zone = PA_ZONE_LARGE;
+                b.state = sp->kind == PA_SPAN_FREE ? PA_BLOCK_FREE : sp->state;
+                b.requested = b.state == PA_BLOCK_LIVE ? sp->requested : 0;
+                stop = fn(&b, ctx);
+            }
+            a += sp->npages << PA_PG_SHIFT;
+        }
+    }
+    spin_unlock(&h->lock);
     return PA_OK;
 }

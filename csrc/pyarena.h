@@ -204,11 +204,17 @@ size_t pa_arena_check(const pa_arena_t *arena);
  *
  * Block rules: every block is aligned to the pool's granularity and its
  * size is recorded by the pool.  A request of size 0 returns a valid,
- * unique block of one granule (free it like any other).  Freeing a
- * pointer twice returns PA_ERR_DOUBLE_FREE; a pointer the pool did not
- * hand out (foreign, interior, or into free memory) PA_ERR_FOREIGN; any
- * call on a destroyed pool PA_ERR_STATE (NULL for allocating calls): the
- * handle stays a small tombstone for the life of the process.
+ * unique block of one granule (free it like any other).  Pointers are
+ * validated through side tables before anything is read: a pointer at the
+ * start of a block that is not live (freed and still cached, or free)
+ * gives PA_ERR_DOUBLE_FREE; any other pointer the pool did not hand out
+ * (foreign, interior, inside free memory) PA_ERR_FOREIGN.  A double free
+ * is always PA_ERR_DOUBLE_FREE until the next reclaim; after it, the block
+ * may have merged into a larger free one and then reads as FOREIGN.  Any
+ * call on a destroyed pool returns PA_ERR_STATE (NULL for allocating
+ * calls): the handle stays a 32-byte tombstone for the life of the
+ * process.  Sizes above 2^47 fail with PA_ERR_OVERFLOW, sizes above the
+ * limit with PA_ERR_NOMEM.
  */
 
 typedef struct pa_pool pa_pool_t;
@@ -326,10 +332,10 @@ pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg);
 pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg,
                                  pa_status_t *status);
 
-/* Release every chunk and invalidate every block.  The handle becomes a
- * tombstone: later calls return PA_ERR_STATE (destroying twice too).
- * NULL is PA_ERR_INVALID.  Must not race with other calls' *return*
- * values being used (blocks die with the pool). */
+/* Release every chunk and invalidate every block (live ones included).
+ * The handle becomes a tombstone: later calls return PA_ERR_STATE
+ * (destroying twice too).  NULL is PA_ERR_INVALID.  Safe against
+ * concurrent calls on the pool; the blocks themselves die with it. */
 pa_status_t pa_pool_destroy(pa_pool_t *pool);
 
 /* Allocate `size` bytes aligned to the granularity; NULL on failure.
@@ -351,9 +357,10 @@ void *pa_pool_calloc(pa_pool_t *pool, size_t count, size_t size,
 void *pa_pool_realloc(pa_pool_t *pool, void *ptr, size_t size,
                       pa_status_t *status);
 
-/* Free a block.  It goes to its class's LIFO cache.  Returns
- * PA_ERR_DOUBLE_FREE / PA_ERR_FOREIGN / PA_ERR_STATE without touching
- * the pool on bad input; freeing NULL is PA_OK. */
+/* Free a block.  It goes to its bin's LIFO cache (reused by the next
+ * request of the same size class).  Returns PA_ERR_DOUBLE_FREE /
+ * PA_ERR_FOREIGN / PA_ERR_STATE without touching the pool on bad input;
+ * freeing NULL is PA_OK. */
 pa_status_t pa_pool_free(pa_pool_t *pool, void *ptr);
 
 /* Usable bytes of the live block starting at `ptr` (>= the requested

@@ -37,6 +37,10 @@
 #define NPY_TARGET_VERSION NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
 
+#if NPY_ABI_VERSION < 0x02000000 /* building against NumPy 1.x headers */
+#define PyDataType_ELSIZE(d) ((d)->elsize)
+#endif
+
 #include <string.h>
 
 #include "pyarena.h"
@@ -61,6 +65,9 @@ typedef struct glue_pool {
     uint64_t retries; /* allocations retried after a reclaim           */
     uint64_t ooms;    /* allocations that failed after the retry       */
 } glue_pool_t;
+
+/* pool capsules made minus destroyed: lets tests see the lifetime chain */
+static uint64_t live_pools;
 
 static void counter_add(uint64_t *c, uint64_t v)
 {
@@ -112,8 +119,9 @@ static void pool_capsule_destroy(PyObject *cap)
     }
     if (PA_FINALIZING())
         return;
-    pa_pool_destroy(gp->pool);
+    (void)pa_pool_destroy(gp->pool);
     PyMem_Free(gp);
+    __atomic_fetch_sub(&live_pools, 1, __ATOMIC_RELAXED);
 }
 
 static glue_pool_t *pool_from(PyObject *cap)
@@ -141,7 +149,15 @@ static PyObject *g_pool_capsule(PyObject *self, PyObject *arg)
     PyObject *cap = PyCapsule_New(gp, POOL_CAPSULE, pool_capsule_destroy);
     if (cap == NULL)
         PyMem_Free(gp);
+    else
+        counter_add(&live_pools, 1);
     return cap;
+}
+
+/* _glue_live_pools() -> C pools owned by capsules and not yet destroyed */
+static PyObject *g_live_pools(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(counter_get(&live_pools));
 }
 
 /* _glue_pool_counters(cap) -> (retries, ooms) */
@@ -176,26 +192,23 @@ static void block_capsule_destroy(PyObject *cap)
     Py_DECREF(pcap);
 }
 
-/* _glue_empty(pool_cap, shape, dtype) -> ndarray | None | NotImplemented
- *   NotImplemented: the arguments are not the fast kind (shape a tuple of
- *   non-negative ints or an int, dtype an np.dtype without objects, size
- *   without overflow); the Python caller validates and explains.
- *   an int: the allocation failed (after the retry) with this status. */
-static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The array over a new block: NotImplemented when the arguments are not
+ * the fast kind (shape a tuple of non-negative ints or an int, dtype an
+ * np.dtype without objects, size without overflow; the Python caller then
+ * validates and explains), an int status when the allocation failed after
+ * the retry, NULL with an exception set on a Python error.  `zero` fills
+ * the block with zeros. */
+static PyObject *empty_core(PyObject *pool_cap, PyObject *shape, PyObject *dtype,
+                            int zero)
 {
     npy_intp dims[NPY_MAXDIMS];
     int nd;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "_glue_empty(pool, shape, dtype)");
-        return NULL;
-    }
-    glue_pool_t *gp = pool_from(args[0]);
+    glue_pool_t *gp = pool_from(pool_cap);
     if (gp == NULL)
         return NULL;
-    PyObject *shape = args[1];
-    if (!PyArray_DescrCheck(args[2]))
+    if (!PyArray_DescrCheck(dtype))
         Py_RETURN_NOTIMPLEMENTED;
-    PyArray_Descr *descr = (PyArray_Descr *)args[2];
+    PyArray_Descr *descr = (PyArray_Descr *)dtype;
     size_t nbytes = (size_t)PyDataType_ELSIZE(descr);
     if (nbytes == 0 || PyDataType_REFCHK(descr))
         Py_RETURN_NOTIMPLEMENTED;
@@ -237,6 +250,8 @@ static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     void *p = glue_alloc(gp, nbytes, &st);
     if (p == NULL)
         return PyLong_FromLong((long)st);
+    if (zero)
+        memset(p, 0, nbytes);
     PyObject *owner = PyCapsule_New(p, BLOCK_CAPSULE, NULL);
     if (owner == NULL) {
         (void)pa_pool_free(gp->pool, p);
@@ -244,8 +259,8 @@ static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     /* context = a strong reference to the pool capsule; only then the
      * destructor, so that it always finds both */
-    Py_INCREF(args[0]);
-    PyCapsule_SetContext(owner, args[0]);
+    Py_INCREF(pool_cap);
+    PyCapsule_SetContext(owner, pool_cap);
     PyCapsule_SetDestructor(owner, block_capsule_destroy);
     Py_INCREF(descr);
     PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL, p,
@@ -259,6 +274,105 @@ static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     return arr;
+}
+
+/* _glue_empty(pool_cap, shape, dtype[, zero]) -> see empty_core */
+static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_glue_empty(pool, shape, dtype[, zero])");
+        return NULL;
+    }
+    int zero = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
+    if (zero < 0)
+        return NULL;
+    return empty_core(args[0], args[1], args[2], zero);
+}
+
+/* The bound fast entry point: _glue_bind_empty(pool_cap, dtypes, default,
+ * slow, general, zero) returns a builtin f(shape, dtype=default) bound to
+ * those (its `self` is the tuple).  dtypes maps dtype specs to np.dtype
+ * (the Python layer's cache); on anything but the fast path it calls
+ * slow(shape, dtype, result-of-empty_core), and for unusual argument
+ * lists general(*args, **kwargs).  So Pool.empty costs one C call. */
+enum { B_CAP, B_DTYPES, B_DEFAULT, B_SLOW, B_GENERAL, B_ZERO, B_N };
+
+static PyObject *bound_empty(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *shape = NULL, *dtype = NULL;
+    if (nargs > 2)
+        goto general;
+    if (nargs >= 1)
+        shape = args[0];
+    if (nargs >= 2)
+        dtype = args[1];
+    if (kwnames != NULL) {
+        Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t i = 0; i < nk; i++) {
+            PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+            if (dtype == NULL && PyUnicode_CompareWithASCIIString(k, "dtype") == 0)
+                dtype = args[nargs + i];
+            else if (shape == NULL && PyUnicode_CompareWithASCIIString(k, "shape") == 0)
+                shape = args[nargs + i];
+            else
+                goto general;
+        }
+    }
+    if (shape == NULL)
+        goto general;
+    PyObject *descr;
+    if (dtype == NULL) {
+        descr = PyTuple_GET_ITEM(self, B_DEFAULT);
+        dtype = descr;
+    } else if (PyArray_DescrCheck(dtype)) {
+        descr = dtype;
+    } else {
+        descr = PyDict_GetItemWithError(PyTuple_GET_ITEM(self, B_DTYPES), dtype);
+        if (descr == NULL) {
+            if (PyErr_Occurred()) /* unhashable: the slow path explains */
+                PyErr_Clear();
+            descr = Py_None; /* not a descr: empty_core says NotImplemented */
+        }
+    }
+    PyObject *r = empty_core(PyTuple_GET_ITEM(self, B_CAP), shape, descr,
+                             PyTuple_GET_ITEM(self, B_ZERO) == Py_True);
+    if (r == NULL || PyArray_CheckExact(r))
+        return r;
+    PyObject *out = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(self, B_SLOW), shape,
+                                                 dtype, r, NULL);
+    Py_DECREF(r);
+    return out;
+general:
+    return PyObject_Vectorcall(PyTuple_GET_ITEM(self, B_GENERAL), args, nargsf, kwnames);
+}
+
+static PyMethodDef bound_empty_def = {
+    "empty", (PyCFunction)(void (*)(void))bound_empty, METH_FASTCALL | METH_KEYWORDS,
+    "empty(shape, dtype=float32): an uninitialised array over a pool block"};
+
+static PyObject *g_bind_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != B_N || !PyDict_Check(args[B_DTYPES]) ||
+        !PyArray_DescrCheck(args[B_DEFAULT]) || !PyCallable_Check(args[B_SLOW]) ||
+        !PyCallable_Check(args[B_GENERAL]) || !PyBool_Check(args[B_ZERO])) {
+        PyErr_SetString(PyExc_TypeError, "_glue_bind_empty(pool, dtypes, default_dtype, "
+                                         "slow, general, zero)");
+        return NULL;
+    }
+    if (pool_from(args[B_CAP]) == NULL)
+        return NULL;
+    PyObject *tup = PyTuple_New(B_N);
+    if (tup == NULL)
+        return NULL;
+    for (int i = 0; i < B_N; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(tup, i, args[i]);
+    }
+    PyObject *f = PyCFunction_NewEx(&bound_empty_def, tup, NULL);
+    Py_DECREF(tup);
+    return f;
 }
 
 /* ------------------------------------------------------------------ */
@@ -499,11 +613,13 @@ static PyMethodDef glue_methods[] = {
     {"_glue_pool_capsule", (PyCFunction)g_pool_capsule, METH_O, NULL},
     {"_glue_pool_counters", (PyCFunction)g_pool_counters, METH_O, NULL},
     {"_glue_empty", (PyCFunction)(void (*)(void))g_empty, METH_FASTCALL, NULL},
+    {"_glue_bind_empty", (PyCFunction)(void (*)(void))g_bind_empty, METH_FASTCALL, NULL},
     {"_glue_handler_new", (PyCFunction)g_handler_new, METH_O, NULL},
     {"_glue_handler_counts", (PyCFunction)g_handler_counts, METH_O, NULL},
     {"_glue_set_handler", (PyCFunction)g_set_handler, METH_O, NULL},
     {"_glue_get_handler", (PyCFunction)g_get_handler, METH_NOARGS, NULL},
     {"_glue_owner", (PyCFunction)g_owner, METH_O, NULL},
+    {"_glue_live_pools", (PyCFunction)g_live_pools, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
 int _pa_glue_install(void);

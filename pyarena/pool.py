@@ -29,6 +29,8 @@ The one C call that calls back (``pa_pool_walk``) copies blocks out in C,
 so no Python callback ever runs under the pool lock.
 """
 import contextlib
+import functools
+import operator
 import os
 import sys
 import threading
@@ -51,6 +53,7 @@ if lib._pa_glue_install() != 0:  # pragma: no cover - a broken build
                       "(NumPy C API import failed)")
 
 _glue_empty = _native._glue_empty
+_glue_bind_empty = _native._glue_bind_empty
 _glue_owner = _native._glue_owner
 _glue_pool_capsule = _native._glue_pool_capsule
 _glue_pool_counters = _native._glue_pool_counters
@@ -59,6 +62,7 @@ _glue_handler_counts = _native._glue_handler_counts
 _glue_set_handler = _native._glue_set_handler
 _DTYPES = _shapes._DTYPES
 _ndarray = np.ndarray
+_F32 = np.dtype(np.float32)
 _getrefcount = sys.getrefcount
 
 _STATE_NAMES = {lib.PA_BLOCK_FREE: "free", lib.PA_BLOCK_LIVE: "live",
@@ -163,6 +167,57 @@ class PoolStatistics:
         return f"PoolStatistics({self.as_dict()})"
 
 
+def _dead():
+    return StateError("the pool behind this bound method is gone")
+
+
+def _raw_stats(h, cap):
+    st = ffi.new("pa_pool_stats_t *")
+    check(lib.pa_pool_stats(h, st), "pool stats")
+    retries, ooms = _glue_pool_counters(cap)
+    return PoolStats.from_c(st, retries, ooms)
+
+
+def _empty_slow(cap, h, zero, shape, dtype, r):
+    """Pool.empty/zeros off the fast path: validate with clear errors, retry
+    the C call with normalised arguments, or explain a failed allocation.
+    ``r`` is what the fast path returned (NotImplemented or a status)."""
+    dt = _shapes.resolve_dtype(dtype)
+    if dt.itemsize == 0:
+        raise InvalidArgumentError(f"dtype {dt} has no size; give a sized "
+                                   "dtype (e.g. 'S8', 'U4')")
+    shape = _shapes.normalize_shape(shape)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a sequence of ints, "
+                        f"not {shape!r}") from None
+    nbytes = _shapes.nbytes_for(shape, dt)
+    if r is NotImplemented:
+        r = _glue_empty(cap, shape, dt, zero)
+    if type(r) is _ndarray:
+        return r
+    if r is NotImplemented:
+        raise InvalidArgumentError(
+            f"cannot make an array of shape {shape!r} and dtype {dt} "
+            f"({len(shape)} dimensions, {nbytes:,} bytes)")
+    if r in (lib.PA_ERR_NOMEM, lib.PA_ERR_OVERFLOW):
+        # OVERFLOW: a valid size no pool could ever serve (e.g. 2**62)
+        st = _raw_stats(h, cap)
+        raise OutOfMemoryError(nbytes, st.allocated, capacity=st.limit or None,
+                               reserved=st.reserved, limit=st.limit or None,
+                               fragmentation=st.frag_external)
+    check(r, f"pool allocation of {nbytes:,} bytes")
+    raise StateError("pool allocation failed without a status")
+
+
+def _general_path(ref, name, *args, **kwargs):
+    pool = ref()
+    if pool is None:
+        raise _dead()
+    return getattr(Pool, name)(pool, *args, **kwargs)
+
+
 class Pool:
     """A dynamic work pool handing out NumPy arrays.
 
@@ -197,6 +252,17 @@ class Pool:
         self._peak_floor = [0, 0, 0]
         self._recorders = []       # active PoolStatistics
         self._lock = threading.Lock()
+        # The fast paths: empty()/zeros() as one C call each, bound to the
+        # pool capsule (so a kept bound method keeps the C pool, like an
+        # array does); the slow path needs no Pool object and the general
+        # one holds it weakly, so there is no reference cycle.  The methods
+        # below are the documented versions; close() removes these.
+        ref = weakref.ref(self)
+        for name, zero in (("empty", False), ("zeros", True)):
+            setattr(self, name, _glue_bind_empty(
+                self._cap, _DTYPES, _F32,
+                functools.partial(_empty_slow, self._cap, self._h, zero),
+                functools.partial(_general_path, ref, name), zero))
 
     # -- allocation -----------------------------------------------------------
     def empty(self, shape, dtype=np.float32):
@@ -209,46 +275,21 @@ class Pool:
             r = NotImplemented
         if type(r) is _ndarray:
             return r
-        return self._empty_slow(shape, dtype, r)
+        return self._empty_slow(shape, dtype, r, False)
 
-    def _empty_slow(self, shape, dtype, r):
+    def _empty_slow(self, shape, dtype, r, zero):
         self._check_open()
-        dt = _shapes.resolve_dtype(dtype)
-        if dt.itemsize == 0:
-            raise InvalidArgumentError(f"dtype {dt} has no size; give a sized "
-                                       "dtype (e.g. 'S8', 'U4')")
-        shape = tuple(int(d) for d in _shapes.normalize_shape(shape))
-        nbytes = _shapes.nbytes_for(shape, dt)
-        if r is NotImplemented:
-            r = _glue_empty(self._cap, shape, dt)
-        if type(r) is _ndarray:
-            return r
-        if r is NotImplemented:
-            raise InvalidArgumentError(
-                f"cannot make an array of shape {shape!r} and dtype {dt} "
-                f"({len(shape)} dimensions, {nbytes:,} bytes)")
-        self._alloc_failed(nbytes, r)
-
-    def _alloc_failed(self, nbytes, status):
-        if status == lib.PA_ERR_NOMEM:
-            raise self._oom(nbytes)
-        if status == lib.PA_ERR_OVERFLOW:
-            raise InvalidArgumentError(f"allocation of {nbytes:,} bytes is too large "
-                                       "for the pool")
-        check(status, f"pool allocation of {nbytes:,} bytes")
-        raise StateError("pool allocation failed without a status")
-
-    def _oom(self, nbytes, what="allocation"):
-        st = self.stats()
-        return OutOfMemoryError(nbytes, st.allocated, capacity=st.limit or None,
-                                reserved=st.reserved, limit=st.limit or None,
-                                fragmentation=st.frag_external, what=what)
+        return _empty_slow(self._cap, self._h, zero, shape, dtype, r)
 
     def zeros(self, shape, dtype=np.float32):
         """Like :meth:`empty`, filled with zeros."""
-        a = self.empty(shape, dtype)
-        a.fill(0)
-        return a
+        try:
+            r = _glue_empty(self._cap, shape, _DTYPES[dtype], True)
+        except (KeyError, TypeError):
+            r = NotImplemented
+        if type(r) is _ndarray:
+            return r
+        return self._empty_slow(shape, dtype, r, True)
 
     def full(self, shape, fill_value, dtype=None):
         """Like :meth:`empty`, filled with ``fill_value``."""
@@ -417,10 +458,7 @@ class Pool:
     def stats(self):
         """A :class:`PoolStats` snapshot."""
         self._check_open()
-        st = ffi.new("pa_pool_stats_t *")
-        check(lib.pa_pool_stats(self._h, st), "pool stats")
-        retries, ooms = _glue_pool_counters(self._cap)
-        s = PoolStats.from_c(st, retries, ooms)
+        s = _raw_stats(self._h, self._cap)
         f = self._peak_floor
         if f[0] > s.peak_requested or f[1] > s.peak_allocated or f[2] > s.peak_reserved:
             from dataclasses import replace
@@ -620,6 +658,8 @@ class Pool:
         if self._closed:
             return
         self._closed = True
+        self.__dict__.pop("empty", None)
+        self.__dict__.pop("zeros", None)
         self._cap = None
         self._h = ffi.NULL
         self._freed = {}

@@ -1,0 +1,285 @@
+/* buddy.c -- the buddy allocator for medium blocks.
+ *
+ * Medium requests are rounded up to a power of two and served from buddy
+ * regions: spans of 2^order bytes (default 1 MiB) taken from the page
+ * heap.  A block is split in halves until it has the right order; on
+ * release it merges with its buddy (offset XOR size) while the buddy is
+ * free and of the same order, and a region that becomes one free block
+ * goes back to the page heap.
+ *
+ * Design choices:
+ *  - The state of every block lives in a side table per region: one byte
+ *    per minimum-size unit at a block start (order | state << 6), zero
+ *    inside a block.  Freeing validates the pointer against it (block
+ *    start? live?) before touching anything; merging reads the buddy's
+ *    byte, never the buddy's memory.
+ *  - Free blocks of each order form a doubly-linked list threaded through
+ *    the free blocks themselves (the only in-band data of the pool; a
+ *    free block is pool memory no one may use), with a bitmap of nonempty
+ *    orders: finding the smallest block that fits is one ctz.
+ *  - The free lists are shared by all regions; a block's region is found
+ *    through the page map.  Requests above the region size (buddy-only
+ *    mode) get a dedicated region holding one block, with a one-unit
+ *    side table.
+ */
+#include "pool_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int _pa_buddy_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg) {
+    size_t region = cfg->buddy_region ? cfg->buddy_region : (size_t)1 << 20;
+    if (!_pa_is_pow2(region) || region < ((size_t)64 << 10) || region > ((size_t)1 << 30))
+        return -1;
+    p->border = _pa_log2_floor(region);
+    size_t thr = cfg->large_threshold ? cfg->large_threshold : (size_t)256 << 10;
+    switch (p->mode) {
+    case PA_POOL_BUDDY_ONLY:
+        p->bmin = p->gran_shift;
+        p->buddy_max = PA_BIG_CLASS;
+        break;
+    case PA_POOL_SLAB_ONLY:
+        p->bmin = p->border;
+        p->buddy_max = p->slab_max; /* nothing above the slabs */
+        break;
+    default:
+        p->bmin = _pa_log2_ceil(p->slab_max + 1);
+        if (p->bmin < p->gran_shift) p->bmin = p->gran_shift;
+        if (thr > region) thr = region;
+        p->buddy_max = thr;
+        if (p->bmin > p->border || thr <= p->slab_max) {
+            p->bmin = p->border;
+            p->buddy_max = p->slab_max; /* no buddy zone */
+        }
+    }
+    return 0;
+}
+
+static pa_bnode_t *node_at(uintptr_t a) { return (pa_bnode_t *)a; }
+
+static void bpush(pa_pool_impl_t *p, pa_region_t *r, uintptr_t off, unsigned k) {
+    pa_bnode_t *n = node_at(r->base + off);
+    n->prev = NULL;
+    n->next = p->bfree[k];
+    if (n->next) n->next->prev = n;
+    p->bfree[k] = n;
+    p->bmask |= 1ull << k;
+    r->tag[off >> r->umin] = PA_TAG(k, PA_TAG_FREE);
+    r->free_bytes += (size_t)1 << k;
+}
+
+static void bremove(pa_pool_impl_t *p, pa_region_t *r, uintptr_t off, unsigned k) {
+    pa_bnode_t *n = node_at(r->base + off);
+    if (n->prev) n->prev->next = n->next;
+    else p->bfree[k] = n->next;
+    if (n->next) n->next->prev = n->prev;
+    if (!p->bfree[k]) p->bmask &= ~(1ull << k);
+    r->tag[off >> r->umin] = 0;
+    r->free_bytes -= (size_t)1 << k;
+}
+
+static void region_unlink(pa_pool_impl_t *p, pa_region_t *r) {
+    if (r->prev) r->prev->next = r->next;
+    else p->regions = r->next;
+    if (r->next) r->next->prev = r->prev;
+    p->nregions--;
+    p->z[PA_ZONE_BUDDY].reserved -= (size_t)1 << r->order;
+}
+
+static pa_region_t *region_new(pa_pool_impl_t *p, unsigned order, pa_status_t *st) {
+    unsigned umin = order > p->border ? order : p->bmin;
+    size_t units = (size_t)1 << (order - umin);
+    pa_region_t *r = calloc(1, sizeof(*r) + units * (sizeof(uint32_t) + 1));
+    if (!r) {
+        *st = PA_ERR_NOMEM;
+        return NULL;
+    }
+    pa_span_t *sp = _pa_pool_get_span(p, ((size_t)1 << order) >> PA_PG_SHIFT, st);
+    if (!sp) {
+        free(r);
+        return NULL;
+    }
+    r->req = (uint32_t *)(r + 1);
+    r->tag = (uint8_t *)(r->req + units);
+    r->span = sp;
+    r->base = sp->start;
+    r->order = order;
+    r->umin = umin;
+    sp->kind = PA_SPAN_BUDDY;
+    sp->owner = r;
+    _pa_map_set_range(p, sp, 1);
+    r->next = p->regions;
+    if (r->next) r->next->prev = r;
+    p->regions = r;
+    p->nregions++;
+    p->z[PA_ZONE_BUDDY].reserved += (size_t)1 << order;
+    return r;
+}
+
+static void region_free(pa_pool_impl_t *p, pa_region_t *r) {
+    pa_span_t *sp = r->span;
+    region_unlink(p, r);
+    free(r);
+    _pa_heap_free(p, sp);
+}
+
+void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned k, size_t req, pa_region_t **region,
+                      pa_status_t *st) {
+    pa_region_t *r;
+    uintptr_t off;
+    if (k > p->border) {
+        r = region_new(p, k, st);
+        if (!r) return NULL;
+        off = 0;
+    } else {
+        uint64_t m = p->bmask >> k;
+        unsigned j;
+        if (!m) {
+            /* carve from the new region itself (a reclaim inside
+             * region_new may have freed other blocks, but a fresh region
+             * left whole would be an empty region nobody releases) */
+            r = region_new(p, p->border, st);
+            if (!r) return NULL;
+            j = p->border;
+            off = 0;
+        } else {
+            j = k + (unsigned)__builtin_ctzll(m);
+            uintptr_t a = (uintptr_t)p->bfree[j];
+            r = _pa_map_lookup(p, a)->owner;
+            off = a - r->base;
+            bremove(p, r, off, j);
+        }
+        while (j > k) {
+            j--;
+            bpush(p, r, off + ((uintptr_t)1 << j), j);
+        }
+    }
+    r->tag[off >> r->umin] = PA_TAG(k, PA_BLOCK_LIVE);
+    r->req[off >> r->umin] = (uint32_t)req;
+    *region = r;
+    return (void *)(r->base + off);
+}
+
+void _pa_buddy_release(pa_pool_impl_t *p, pa_region_t *r, uintptr_t addr) {
+    uintptr_t off = addr - r->base;
+    unsigned k = PA_TAG_ORDER(r->tag[off >> r->umin]);
+    r->tag[off >> r->umin] = 0;
+    while (k < r->order) {
+        uintptr_t boff = off ^ ((uintptr_t)1 << k);
+        if (r->tag[boff >> r->umin] != PA_TAG(k, PA_TAG_FREE)) break;
+        bremove(p, r, boff, k);
+        if (boff < off) off = boff;
+        k++;
+    }
+    if (k == r->order) {
+        region_free(p, r);
+        return;
+    }
+    bpush(p, r, off, k);
+}
+
+size_t _pa_buddy_largest_free(const pa_pool_impl_t *p) {
+    return p->bmask ? (size_t)1 << _pa_log2_floor((size_t)p->bmask) : 0;
+}
+
+void _pa_buddy_destroy(pa_pool_impl_t *p) {
+    for (pa_region_t *r = p->regions; r;) {
+        pa_region_t *n = r->next;
+        free(r);
+        r = n;
+    }
+    p->regions = NULL;
+    p->nregions = 0;
+    memset(p->bfree, 0, sizeof(p->bfree));
+    p->bmask = 0;
+}
+
+size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
+                              pa_tally_t *t) {
+    (void)p;
+    size_t broken = 0, units = (size_t)1 << (r->order - r->umin), free_bytes = 0;
+    if ((r->span->npages << PA_PG_SHIFT) != ((size_t)1 << r->order)) broken++;
+    if (r->base != r->span->start) broken++;
+    size_t u = 0;
+    while (u < units) {
+        uint8_t tg = r->tag[u];
+        unsigned k = PA_TAG_ORDER(tg);
+        int stt = PA_TAG_STATE(tg);
+        uintptr_t off = (uintptr_t)u << r->umin;
+        if (tg == 0 || k < r->umin || k > r->order || (off & (((uintptr_t)1 << k) - 1))) {
+            return broken + 1; /* cannot walk on */
+        }
+        size_t bytes = (size_t)1 << k;
+        size_t span_units = (size_t)1 << (k - r->umin);
+        for (size_t i = 1; i < span_units; i++)
+            if (r->tag[u + i]) broken++;
+        if (stt == PA_BLOCK_LIVE) {
+            t->live++;
+            t->allocated += bytes;
+            t->requested += r->req[u];
+            if (r->req[u] > bytes) broken++;
+        } else if (stt == PA_BLOCK_CACHED) {
+            t->cached += bytes;
+            t->ncached++;
+        } else if (stt == PA_TAG_FREE) {
+            free_bytes += bytes;
+            if (bytes > t->largest_free) t->largest_free = bytes;
+            uintptr_t boff = off ^ bytes;
+            if (k < r->order && r->tag[boff >> r->umin] == PA_TAG(k, PA_TAG_FREE))
+                broken++; /* free buddies not merged */
+        } else {
+            broken++;
+        }
+        u += span_units;
+    }
+    if (free_bytes != r->free_bytes) broken++;
+    if (free_bytes == ((size_t)1 << r->order)) broken++; /* empty regions go */
+    t->free_bytes += free_bytes;
+    return broken;
+}
+
+size_t _pa_buddy_check_lists(const pa_pool_impl_t *p) {
+    size_t broken = 0, n = 0, region_free = 0, listed = 0;
+    for (const pa_region_t *r = p->regions; r; r = r->next) {
+        region_free += r->free_bytes;
+        if (++n > p->nregions) return broken + 1;
+    }
+    if (n != p->nregions) broken++;
+    for (unsigned k = 0; k < PA_MAX_ORDER; k++) {
+        if (!!(p->bmask & (1ull << k)) != (p->bfree[k] != NULL)) broken++;
+        const pa_bnode_t *prev = NULL;
+        size_t count = 0;
+        for (const pa_bnode_t *b = p->bfree[k]; b; prev = b, b = b->next) {
+            if (b->prev != prev) broken++;
+            pa_span_t *sp = _pa_map_lookup(p, (uintptr_t)b);
+            if (!sp || sp->kind != PA_SPAN_BUDDY) return broken + 1;
+            const pa_region_t *r = sp->owner;
+            uintptr_t off = (uintptr_t)b - r->base;
+            if (r->tag[off >> r->umin] != PA_TAG(k, PA_TAG_FREE)) broken++;
+            listed += (size_t)1 << k;
+            if (++count > (size_t)1 << 30) return broken + 1;
+        }
+    }
+    if (listed != region_free) broken++;
+    return broken;
+}
+
+int _pa_buddy_walk(const pa_pool_impl_t *p, const pa_region_t *r, pa_pool_walker_t fn,
+                   void *ctx) {
+    (void)p;
+    size_t units = (size_t)1 << (r->order - r->umin), u = 0;
+    while (u < units) {
+        uint8_t tg = r->tag[u];
+        unsigned k = PA_TAG_ORDER(tg);
+        if (tg == 0 || k < r->umin) return 0; /* corrupt: pa_pool_check says so */
+        pa_pool_block_t b;
+        b.ptr = (void *)(r->base + ((uintptr_t)u << r->umin));
+        b.size = (size_t)1 << k;
+        b.state = PA_TAG_STATE(tg) == PA_TAG_FREE ? PA_BLOCK_FREE : PA_TAG_STATE(tg);
+        b.requested = b.state == PA_BLOCK_LIVE ? r->req[u] : 0;
+        b.zone = PA_ZONE_BUDDY;
+        if (fn(&b, ctx)) return 1;
+        u += (size_t)1 << (k - r->umin);
+    }
+    return 0;
+}

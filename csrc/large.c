@@ -1,0 +1,486 @@
+/* large.c -- the page heap under every zone, and the large-block zone.
+ *
+ * All OS memory of a pool comes in chunks from its pa_backend_t.  Chunks
+ * are cut into spans: runs of 4 KiB pages described by pa_span_t records
+ * kept OUTSIDE the memory (so decommitted or user-scribbled memory never
+ * corrupts the allocator).  A span is free, a large block, a slab or a
+ * buddy region.  This file is the page heap: best-fit allocation of page
+ * runs with splitting, immediate coalescing with free neighbours in the
+ * same chunk on free, growth by new chunks (PA_GROW_*), and release of
+ * fully free chunks (unmap, or decommit and keep as a spare).  Large
+ * blocks (over the large threshold) are simply spans of their own.
+ *
+ * Design choices:
+ *  - Free spans of 1..127 pages sit in exact-size LIFO lists with a
+ *    bitmap (smallest fitting list in O(1)); bigger ones in one list
+ *    searched for the best fit (lowest address on ties).  Large blocks
+ *    are few, so the scan is short; the front-end caches absorb repeats.
+ *  - A two-level page map (address >> 12 -> span) answers "which span
+ *    holds this address" in two loads, without reading pool memory, so
+ *    foreign, interior and stale pointers are recognised safely.  Free
+ *    and large spans register their first and last page (enough for
+ *    neighbour coalescing and for exact-start checks); slabs and buddy
+ *    regions register every page.  A stale entry may point to a recycled
+ *    descriptor: every lookup checks that the span really covers the
+ *    address, and descriptors are only returned to libc at destroy.
+ *  - Leaves of the page map are created when a chunk is mapped, so
+ *    nothing after that can fail for lack of metadata memory.
+ */
+#include "pool_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DESC_BLOCK 256
+
+/* ---- page map --------------------------------------------------------- */
+
+static pa_span_t **map_slot(const pa_pool_impl_t *p, uintptr_t addr) {
+    uintptr_t pg = addr >> PA_PG_SHIFT;
+    pa_span_t **leaf = p->map[pg >> PA_MAP_L2_BITS];
+    return leaf ? &leaf[pg & (((uintptr_t)1 << PA_MAP_L2_BITS) - 1)] : NULL;
+}
+
+static pa_span_t *map_raw(const pa_pool_impl_t *p, uintptr_t addr) {
+    if (addr >> PA_ADDR_BITS) return NULL;
+    pa_span_t **slot = map_slot(p, addr);
+    return slot ? *slot : NULL;
+}
+
+int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages) {
+    uintptr_t last = s->start + ((s->npages - 1) << PA_PG_SHIFT);
+    if (!all_pages) {
+        *map_slot(p, s->start) = s;
+        *map_slot(p, last) = s;
+        return 0;
+    }
+    for (uintptr_t a = s->start; a <= last; a += PA_PG) *map_slot(p, a) = s;
+    return 0;
+}
+
+static int map_ensure(pa_pool_impl_t *p, uintptr_t base, size_t size) {
+    uintptr_t first = (base >> PA_PG_SHIFT) >> PA_MAP_L2_BITS;
+    uintptr_t last = ((base + size - 1) >> PA_PG_SHIFT) >> PA_MAP_L2_BITS;
+    for (uintptr_t i = first; i <= last; i++) {
+        if (p->map[i]) continue;
+        p->map[i] = calloc((size_t)1 << PA_MAP_L2_BITS, sizeof(pa_span_t *));
+        if (!p->map[i]) return -1;
+    }
+    return 0;
+}
+
+/* ---- span descriptors ---------------------------------------------------- */
+
+static pa_span_t *desc_new(pa_pool_impl_t *p) {
+    if (!p->desc_free) {
+        if (p->ndesc_blocks == p->cap_desc_blocks) {
+            size_t nc = p->cap_desc_blocks ? p->cap_desc_blocks * 2 : 16;
+            void **nb = realloc(p->desc_blocks, nc * sizeof(void *));
+            if (!nb) return NULL;
+            p->desc_blocks = nb;
+            p->cap_desc_blocks = nc;
+        }
+        pa_span_t *blk = calloc(DESC_BLOCK, sizeof(pa_span_t));
+        if (!blk) return NULL;
+        p->desc_blocks[p->ndesc_blocks++] = blk;
+        for (size_t i = 0; i < DESC_BLOCK; i++) {
+            blk[i].next = p->desc_free;
+            p->desc_free = &blk[i];
+        }
+    }
+    pa_span_t *s = p->desc_free;
+    p->desc_free = s->next;
+    memset(s, 0, sizeof(*s));
+    return s;
+}
+
+static void desc_release(pa_pool_impl_t *p, pa_span_t *s) {
+    s->start = 0;
+    s->npages = 0;
+    s->kind = PA_SPAN_UNUSED;
+    s->owner = NULL;
+    s->next = p->desc_free;
+    p->desc_free = s;
+}
+
+/* ---- free lists ----------------------------------------------------------- */
+
+static pa_span_t **list_of(pa_pool_impl_t *p, size_t np) {
+    return np < PA_HEAP_EXACT ? &p->exact[np] : &p->big;
+}
+
+static void free_insert(pa_pool_impl_t *p, pa_span_t *s) {
+    pa_span_t **head = list_of(p, s->npages);
+    s->kind = PA_SPAN_FREE;
+    s->prev = NULL;
+    s->next = *head;
+    if (*head) (*head)->prev = s;
+    *head = s;
+    if (s->npages < PA_HEAP_EXACT) p->exact_mask[s->npages >> 6] |= 1ull << (s->npages & 63);
+    p->heap_free += s->npages << PA_PG_SHIFT;
+}
+
+static void free_remove(pa_pool_impl_t *p, pa_span_t *s) {
+    pa_span_t **head = list_of(p, s->npages);
+    if (s->prev) s->prev->next = s->next;
+    else *head = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+    if (s->npages < PA_HEAP_EXACT && !*head)
+        p->exact_mask[s->npages >> 6] &= ~(1ull << (s->npages & 63));
+    p->heap_free -= s->npages << PA_PG_SHIFT;
+}
+
+static pa_span_t *best_fit(pa_pool_impl_t *p, size_t np) {
+    if (np < PA_HEAP_EXACT) {
+        for (size_t w = np >> 6; w < PA_HEAP_EXACT / 64; w++) {
+            uint64_t m = p->exact_mask[w];
+            if (w == (np >> 6)) m &= ~0ull << (np & 63);
+            if (m) return p->exact[w * 64 + (size_t)__builtin_ctzll(m)];
+        }
+    }
+    pa_span_t *best = NULL;
+    for (pa_span_t *s = p->big; s; s = s->next) {
+        if (s->npages < np) continue;
+        if (!best || s->npages < best->npages ||
+            (s->npages == best->npages && s->start < best->start))
+            best = s;
+        if (best->npages == np) break;
+    }
+    return best;
+}
+
+/* ---- heap ------------------------------------------------------------------ */
+
+pa_span_t *_pa_heap_alloc(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
+    pa_span_t *s = best_fit(p, np);
+    if (!s) {
+        *st = PA_ERR_NOMEM;
+        return NULL;
+    }
+    pa_span_t *tail = NULL;
+    if (s->npages > np) {
+        tail = desc_new(p);
+        if (!tail) {
+            *st = PA_ERR_NOMEM;
+            return NULL;
+        }
+    }
+    free_remove(p, s);
+    if (tail) {
+        tail->start = s->start + (np << PA_PG_SHIFT);
+        tail->npages = s->npages - np;
+        tail->chunk = s->chunk;
+        s->npages = np;
+        _pa_map_set_range(p, tail, 0);
+        free_insert(p, tail);
+    }
+    _pa_map_set_range(p, s, 0);
+    s->kind = PA_SPAN_UNUSED; /* the caller sets the kind */
+    s->owner = NULL;
+    s->requested = 0;
+    s->state = 0;
+    return s;
+}
+
+void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s) {
+    s->owner = NULL;
+    s->requested = 0;
+    s->state = 0;
+    s->kind = PA_SPAN_FREE;
+    pa_chunkd_t *c = s->chunk;
+    if (s->start > c->base) {
+        pa_span_t *l = map_raw(p, s->start - 1);
+        if (l && l->kind == PA_SPAN_FREE && l->chunk == c &&
+            l->start + (l->npages << PA_PG_SHIFT) == s->start) {
+            free_remove(p, l);
+            l->npages += s->npages;
+            desc_release(p, s);
+            s = l;
+        }
+    }
+    uintptr_t end = s->start + (s->npages << PA_PG_SHIFT);
+    if (end < c->base + c->size) {
+        pa_span_t *r = map_raw(p, end);
+        if (r && r->kind == PA_SPAN_FREE && r->chunk == c && r->start == end) {
+            free_remove(p, r);
+            s->npages += r->npages;
+            desc_release(p, r);
+        }
+    }
+    _pa_map_set_range(p, s, 0);
+    free_insert(p, s);
+}
+
+void _pa_heap_shrink(pa_pool_impl_t *p, pa_span_t *s, size_t np) {
+    if (s->npages <= np) return;
+    pa_span_t *t = desc_new(p);
+    if (!t) return; /* keep it whole: still correct, just larger */
+    t->start = s->start + (np << PA_PG_SHIFT);
+    t->npages = s->npages - np;
+    t->chunk = s->chunk;
+    s->npages = np;
+    _pa_map_set_range(p, s, 0);
+    _pa_heap_free(p, t);
+}
+
+static void chunk_link(pa_chunkd_t **head, pa_chunkd_t *c) {
+    c->prev = NULL;
+    c->next = *head;
+    if (*head) (*head)->prev = c;
+    *head = c;
+}
+
+static void chunk_unlink(pa_chunkd_t **head, pa_chunkd_t *c) {
+    if (c->prev) c->prev->next = c->next;
+    else *head = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+}
+
+/* Make chunk `c` (already linked as committed) one free span. */
+static int chunk_add_span(pa_pool_impl_t *p, pa_chunkd_t *c) {
+    pa_span_t *s = desc_new(p);
+    if (!s) return -1;
+    s->start = c->base;
+    s->npages = c->size >> PA_PG_SHIFT;
+    s->chunk = c;
+    _pa_map_set_range(p, s, 0);
+    free_insert(p, s);
+    return 0;
+}
+
+static size_t room(const pa_pool_impl_t *p) {
+    if (!p->limit) return SIZE_MAX;
+    return p->limit > p->reserved ? p->limit - p->reserved : 0;
+}
+
+static void note_reserved(pa_pool_impl_t *p) {
+    if (p->reserved > p->peak_reserved) p->peak_reserved = p->reserved;
+}
+
+/* Map a new chunk of `size` bytes (or take a spare); 0 on success. */
+static int add_chunk(pa_pool_impl_t *p, size_t size, size_t need) {
+    /* a decommitted spare that fits: the smallest */
+    pa_chunkd_t *best = NULL;
+    for (pa_chunkd_t *c = p->spares; c; c = c->next)
+        if (c->size >= need && c->size <= room(p) && (!best || c->size < best->size))
+            best = c;
+    if (best) {
+        chunk_unlink(&p->spares, best);
+        chunk_link(&p->chunks, best);
+        best->decommitted = 0;
+        if (chunk_add_span(p, best) != 0) {
+            chunk_unlink(&p->chunks, best);
+            chunk_link(&p->spares, best);
+            best->decommitted = 1;
+            return -1;
+        }
+        p->nchunks++;
+        p->reserved += best->size;
+        note_reserved(p);
+        return 0;
+    }
+    if (size > room(p)) return -1;
+    pa_chunkd_t *c = calloc(1, sizeof(*c));
+    if (!c) return -1;
+    void *m = _pa_backend_map(&p->backend, size, PA_PG);
+    if (!m) {
+        free(c);
+        return -1;
+    }
+    c->base = (uintptr_t)m;
+    c->size = size;
+    if (((c->base + size - 1) >> PA_ADDR_BITS) || map_ensure(p, c->base, size) != 0) {
+        _pa_backend_unmap(&p->backend, m, size);
+        free(c);
+        return -1;
+    }
+    chunk_link(&p->chunks, c);
+    if (chunk_add_span(p, c) != 0) {
+        chunk_unlink(&p->chunks, c);
+        _pa_backend_unmap(&p->backend, m, size);
+        free(c);
+        return -1;
+    }
+    p->nchunks++;
+    p->reserved += size;
+    note_reserved(p);
+    return 0;
+}
+
+int _pa_heap_grow(pa_pool_impl_t *p, size_t np) {
+    if (np > (SIZE_MAX >> PA_PG_SHIFT) / 2) return -1;
+    size_t need = np << PA_PG_SHIFT;
+    size_t want = need;
+    if (p->growth == PA_GROW_NONE) return -1;
+    if (p->growth == PA_GROW_POW2) {
+        size_t w = _pa_next_pow2(need);
+        size_t dbl = p->last_grow ? p->last_grow * 2 : p->chunk_size;
+        if (dbl > ((size_t)1 << 30)) dbl = (size_t)1 << 30;
+        if (w < dbl) w = dbl;
+        if (w >= need) want = w;
+    }
+    if (want > room(p)) want = need;
+    if (need > room(p)) {
+        /* fully free chunks are dead weight under the limit */
+        size_t target = p->limit > need ? p->limit - need : 0;
+        _pa_heap_release(p, target);
+        if (need > room(p)) return -1;
+    }
+    if (add_chunk(p, want, need) != 0 && (want == need || add_chunk(p, need, need) != 0))
+        return -1;
+    p->last_grow = want;
+    p->grows++;
+    return 0;
+}
+
+/* Is chunk `c` one free span?  Returns it or NULL. */
+static pa_span_t *chunk_free_span(const pa_pool_impl_t *p, const pa_chunkd_t *c) {
+    pa_span_t *s = map_raw(p, c->base);
+    if (s && s->kind == PA_SPAN_FREE && s->start == c->base &&
+        (s->npages << PA_PG_SHIFT) == c->size)
+        return s;
+    return NULL;
+}
+
+size_t _pa_heap_release(pa_pool_impl_t *p, size_t target) {
+    size_t released = 0;
+    if (p->growth == PA_GROW_NONE) return 0;
+    pa_chunkd_t *c = p->chunks;
+    while (c && p->reserved > target) {
+        pa_chunkd_t *next = c->next;
+        pa_span_t *s = chunk_free_span(p, c);
+        if (s) {
+            free_remove(p, s);
+            desc_release(p, s);
+            chunk_unlink(&p->chunks, c);
+            p->nchunks--;
+            p->reserved -= c->size;
+            released += c->size;
+            if (p->release == PA_RELEASE_DECOMMIT && p->backend.decommit &&
+                p->backend.decommit((void *)c->base, c->size, p->backend.ctx) == 0) {
+                c->decommitted = 1;
+                chunk_link(&p->spares, c);
+            } else {
+                _pa_backend_unmap(&p->backend, (void *)c->base, c->size);
+                free(c);
+            }
+        }
+        c = next;
+    }
+    return released;
+}
+
+size_t _pa_heap_largest_free(const pa_pool_impl_t *p) {
+    for (size_t np = PA_HEAP_EXACT; np-- > 1;)
+        if (p->exact[np]) {
+            size_t best = np;
+            for (pa_span_t *s = p->big; s; s = s->next)
+                if (s->npages > best) best = s->npages;
+            return best << PA_PG_SHIFT;
+        }
+    size_t best = 0;
+    for (pa_span_t *s = p->big; s; s = s->next)
+        if (s->npages > best) best = s->npages;
+    return best << PA_PG_SHIFT;
+}
+
+int _pa_heap_init(pa_pool_impl_t *p) {
+    p->map = calloc((size_t)1 << PA_MAP_L1_BITS, sizeof(pa_span_t **));
+    if (!p->map) return -1;
+    size_t first = p->chunk_size;
+    if (p->growth == PA_GROW_NONE && p->limit && (!first || first > p->limit))
+        first = p->limit;
+    if (!_pa_align_up(first, PA_PG, &first)) return -1;
+    if (p->limit && first > p->limit) first = p->limit & ~(PA_PG - 1);
+    if (first == 0) return 0; /* nothing to map up front */
+    p->last_grow = first;
+    return add_chunk(p, first, first);
+}
+
+void _pa_heap_destroy(pa_pool_impl_t *p) {
+    pa_chunkd_t *lists[2] = {p->chunks, p->spares};
+    for (int k = 0; k < 2; k++) {
+        for (pa_chunkd_t *c = lists[k]; c;) {
+            pa_chunkd_t *n = c->next;
+            _pa_backend_unmap(&p->backend, (void *)c->base, c->size);
+            free(c);
+            c = n;
+        }
+    }
+    p->chunks = p->spares = NULL;
+    if (p->map) {
+        for (size_t i = 0; i < ((size_t)1 << PA_MAP_L1_BITS); i++) free(p->map[i]);
+        free(p->map);
+        p->map = NULL;
+    }
+    for (size_t i = 0; i < p->ndesc_blocks; i++) free(p->desc_blocks[i]);
+    free(p->desc_blocks);
+    p->desc_blocks = NULL;
+    p->ndesc_blocks = 0;
+    p->reserved = 0;
+}
+
+size_t _pa_heap_check(const pa_pool_impl_t *p) {
+    size_t broken = 0, nfree_spans = 0, free_bytes = 0, reserved = 0, n = 0;
+    for (const pa_chunkd_t *c = p->chunks; c; c = c->next, n++) {
+        reserved += c->size;
+        if (c->decommitted) broken++;
+        uintptr_t a = c->base, end = c->base + c->size;
+        int prev_free = 0;
+        while (a < end) {
+            pa_span_t *s = map_raw(p, a);
+            if (!s || s->start != a || s->chunk != c || s->npages == 0 ||
+                (s->npages << PA_PG_SHIFT) > end - a) {
+                broken++;
+                break;
+            }
+            uintptr_t last = a + ((s->npages - 1) << PA_PG_SHIFT);
+            if (map_raw(p, last) != s) broken++;
+            switch (s->kind) {
+            case PA_SPAN_FREE:
+                if (prev_free) broken++; /* not coalesced */
+                nfree_spans++;
+                free_bytes += s->npages << PA_PG_SHIFT;
+                break;
+            case PA_SPAN_LARGE:
+                if (s->state != PA_BLOCK_LIVE && s->state != PA_BLOCK_CACHED) broken++;
+                break;
+            case PA_SPAN_SLAB:
+                if (!s->owner || ((pa_slab_t *)s->owner)->span != s) broken++;
+                break;
+            case PA_SPAN_BUDDY:
+                if (!s->owner || ((pa_region_t *)s->owner)->span != s) broken++;
+                break;
+            default:
+                broken++;
+            }
+            prev_free = s->kind == PA_SPAN_FREE;
+            a += s->npages << PA_PG_SHIFT;
+        }
+    }
+    if (n != p->nchunks || reserved != p->reserved) broken++;
+    if (p->limit && p->reserved > p->limit) broken++;
+    if (p->peak_reserved < p->reserved) broken++;
+    size_t listed = 0, listed_bytes = 0;
+    for (size_t np = 0; np <= PA_HEAP_EXACT; np++) {
+        const pa_span_t *head = np < PA_HEAP_EXACT ? p->exact[np] : p->big;
+        if (np < PA_HEAP_EXACT &&
+            !!(p->exact_mask[np >> 6] & (1ull << (np & 63))) != (head != NULL))
+            broken++;
+        const pa_span_t *prev = NULL;
+        for (const pa_span_t *s = head; s; prev = s, s = s->next) {
+            listed++;
+            listed_bytes += s->npages << PA_PG_SHIFT;
+            if (s->kind != PA_SPAN_FREE || s->prev != prev) broken++;
+            if (np < PA_HEAP_EXACT ? s->npages != np : s->npages < PA_HEAP_EXACT) broken++;
+            if (listed > nfree_spans + 1) return broken + 1; /* cycle */
+        }
+    }
+    if (listed != nfree_spans || listed_bytes != free_bytes || free_bytes != p->heap_free)
+        broken++;
+    for (const pa_chunkd_t *c = p->spares; c; c = c->next)
+        if (!c->decommitted) broken++;
+    return broken;
+}

@@ -1,0 +1,252 @@
+/* pool_internal.h -- structures shared by the work pool's files (pool.c,
+ * slab.c, buddy.c, large.c).  Not installed; names start with _pa_.
+ *
+ * Lock rule: every structure below belongs to one pool and is guarded by
+ * that pool's lock (struct pa_pool.lock in pool.c).  Functions declared
+ * here are called with the lock held and never take it themselves.
+ */
+#ifndef PA_POOL_INTERNAL_H
+#define PA_POOL_INTERNAL_H
+
+#include "internal.h"
+
+/* The page heap works in 4 KiB pages; the pool granularity is at most
+ * one page so every span start is aligned for any block. */
+#define PA_PG_SHIFT 12
+#define PA_PG ((size_t)1 << PA_PG_SHIFT)
+#define PA_ADDR_BITS 48 /* user-space addresses the page map covers */
+#define PA_MAP_L2_BITS 18
+#define PA_MAP_L1_BITS (PA_ADDR_BITS - PA_PG_SHIFT - PA_MAP_L2_BITS)
+#define PA_HEAP_EXACT 128 /* exact free lists for spans of 1..127 pages */
+#define PA_MAX_ORDER 48
+#define PA_LARGE_BINS 192 /* 4 cache bins per doubling of the page count */
+#define PA_BIG_CLASS ((size_t)1 << 31) /* slab / buddy blocks stay below */
+
+enum { PA_SPAN_UNUSED = 0, PA_SPAN_FREE, PA_SPAN_LARGE, PA_SPAN_SLAB, PA_SPAN_BUDDY };
+
+struct pa_chunkd;
+
+/* A run of pages inside one chunk.  Descriptors are recycled but never
+ * returned to libc before the pool dies, so a stale page-map entry always
+ * points to readable memory; lookups check the range. */
+typedef struct pa_span {
+    uintptr_t start;         /* first byte (page aligned)                */
+    size_t npages;           /* 0 while the descriptor is unused         */
+    struct pa_span *next;    /* FREE: heap free list; UNUSED: desc list  */
+    struct pa_span *prev;
+    struct pa_chunkd *chunk; /* the chunk the span lies in               */
+    void *owner;             /* SLAB: pa_slab_t*, BUDDY: pa_region_t*    */
+    size_t requested;        /* LARGE + LIVE: bytes asked for            */
+    uint8_t kind;            /* PA_SPAN_*                                */
+    uint8_t state;           /* LARGE: PA_BLOCK_LIVE / PA_BLOCK_CACHED   */
+} pa_span_t;
+
+/* One mapping obtained from the backend. */
+typedef struct pa_chunkd {
+    uintptr_t base;
+    size_t size;              /* bytes mapped (multiple of PA_PG)         */
+    struct pa_chunkd *next, *prev;
+    int decommitted;          /* on the spare list (RELEASE_DECOMMIT)     */
+} pa_chunkd_t;
+
+/* A slab: one span cut into equal slots of one size class. */
+typedef struct pa_slab {
+    pa_span_t *span;
+    struct pa_slab *next, *prev; /* the class's partial list              */
+    uint32_t cls;
+    uint32_t nblocks;
+    uint32_t nfree;           /* FREE slots == entries on `stack`         */
+    uint32_t nlive;           /* LIVE slots (CACHED = the rest)           */
+    int in_partial;
+    uint32_t *req;            /* per slot: bytes requested (LIVE)         */
+    uint16_t *stack;          /* LIFO of FREE slot indices                */
+    uint8_t *state;           /* per slot: PA_BLOCK_*                     */
+} pa_slab_t;
+
+typedef struct pa_sclass {
+    size_t size;              /* slot bytes                               */
+    size_t slab_bytes;        /* span bytes per slab                      */
+    uint32_t nblocks;         /* slots per slab                           */
+    uint64_t magic;           /* offset * magic >> 40 == offset / size    */
+    pa_slab_t *partial;       /* slabs with FREE slots                    */
+    size_t nslabs;
+} pa_sclass_t;
+
+/* A buddy region: one span of 2^order bytes. */
+typedef struct pa_region {
+    pa_span_t *span;
+    uintptr_t base;
+    unsigned order;
+    unsigned umin;            /* log2 of the tag unit (a dedicated region
+                                 holding one block has a single unit)    */
+    size_t free_bytes;        /* bytes in FREE blocks                     */
+    uint8_t *tag;             /* per min unit at a block start: order |
+                                 state << 6; 0 inside a block             */
+    uint32_t *req;            /* per min unit at a LIVE block start       */
+    struct pa_region *next, *prev;
+} pa_region_t;
+
+/* In-band node of a FREE buddy block. */
+typedef struct pa_bnode {
+    struct pa_bnode *next, *prev;
+} pa_bnode_t;
+
+#define PA_TAG(order, state) ((uint8_t)((order) | ((state) << 6)))
+#define PA_TAG_ORDER(t) ((unsigned)((t) & 63))
+#define PA_TAG_STATE(t) ((int)((t) >> 6))
+#define PA_TAG_FREE 3 /* state value of a FREE buddy block in a tag      */
+
+typedef struct pa_centry {
+    void *ptr;
+    void *desc;               /* slab: pa_slab_t*, buddy: pa_region_t*,
+                                 large: pa_span_t*                        */
+    size_t size;              /* block bytes                              */
+} pa_centry_t;
+
+/* A deferred-reclamation cache: a LIFO stack per bin. */
+typedef struct pa_bin {
+    pa_centry_t *e;
+    uint32_t n, cap;
+} pa_bin_t;
+
+typedef struct pa_zstat {
+    size_t requested, allocated, reserved, cached;
+    size_t peak_requested, peak_allocated, live;
+    uint64_t allocs, frees, hits;
+} pa_zstat_t;
+
+typedef struct pa_pool_impl {
+    /* configuration (fixed after create except limit / watermarks) */
+    size_t gran;
+    unsigned gran_shift;
+    int mode, growth, release;
+    size_t chunk_size, limit, high, low, budget;
+    size_t slab_max;          /* largest size served by slabs             */
+    size_t buddy_max;         /* largest size served by the buddy zone    */
+    pa_backend_t backend;
+
+    /* page map: address >> 12 -> span (two levels, leaves on demand) */
+    pa_span_t ***map;
+
+    /* page heap */
+    pa_span_t *exact[PA_HEAP_EXACT];
+    uint64_t exact_mask[PA_HEAP_EXACT / 64];
+    pa_span_t *big;           /* free spans of >= PA_HEAP_EXACT pages     */
+    pa_chunkd_t *chunks;      /* committed chunks                         */
+    pa_chunkd_t *spares;      /* decommitted chunks (RELEASE_DECOMMIT)    */
+    size_t nchunks, heap_free, last_grow;
+    size_t reserved, peak_reserved;
+    pa_span_t *desc_free;     /* unused span descriptors                  */
+    void **desc_blocks;       /* malloc'd descriptor arrays               */
+    size_t ndesc_blocks, cap_desc_blocks;
+
+    /* slab zone */
+    pa_sclass_t *cls;
+    size_t ncls;
+    uint16_t *cls_of;         /* (size-1) >> gran_shift -> class          */
+    size_t cls_of_n;
+
+    /* buddy zone */
+    pa_bnode_t *bfree[PA_MAX_ORDER];
+    uint64_t bmask;           /* bit k: bfree[k] nonempty                 */
+    unsigned bmin;            /* log2 of the smallest block               */
+    unsigned border;          /* log2 of a default region                 */
+    pa_region_t *regions;
+    size_t nregions;
+
+    /* deferred caches: slab classes, then buddy orders, then large */
+    pa_bin_t *bins;
+    size_t nbins, bin_buddy0, bin_large0;
+    size_t cached;
+
+    /* statistics */
+    pa_zstat_t z[PA_ZONE_COUNT];
+    size_t requested, allocated, live;
+    size_t peak_requested, peak_allocated;
+    uint64_t allocs, frees, failures, trims, grows, reclaims;
+} pa_pool_impl_t;
+
+/* Tallies gathered by the check functions. */
+typedef struct pa_tally {
+    size_t live, allocated, requested, cached, ncached, free_bytes, largest_free;
+} pa_tally_t;
+
+/* pool.c: a span of `npages` for a zone: heap, else reclaim, else grow. */
+pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
+
+/* large.c: page map, page heap */
+int _pa_heap_init(pa_pool_impl_t *p);
+void _pa_heap_destroy(pa_pool_impl_t *p);
+int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages);
+pa_span_t *_pa_heap_alloc(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
+void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s);
+/* Cut `s` (not free) down to `npages`, the tail going back to the heap. */
+void _pa_heap_shrink(pa_pool_impl_t *p, pa_span_t *s, size_t npages);
+int _pa_heap_grow(pa_pool_impl_t *p, size_t npages);
+size_t _pa_heap_release(pa_pool_impl_t *p, size_t target);
+size_t _pa_heap_largest_free(const pa_pool_impl_t *p);
+size_t _pa_heap_check(const pa_pool_impl_t *p);
+
+/* slab.c */
+int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg);
+void _pa_slab_destroy(pa_pool_impl_t *p);
+size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size);
+void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab,
+                     pa_status_t *st);
+void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx);
+void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s);
+size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally_t *t);
+size_t _pa_slab_check_classes(const pa_pool_impl_t *p);
+int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t fn,
+                  void *ctx);
+
+/* buddy.c */
+int _pa_buddy_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg);
+void _pa_buddy_destroy(pa_pool_impl_t *p);
+void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned order, size_t req,
+                      pa_region_t **region, pa_status_t *st);
+void _pa_buddy_release(pa_pool_impl_t *p, pa_region_t *r, uintptr_t addr);
+size_t _pa_buddy_largest_free(const pa_pool_impl_t *p);
+size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
+                              pa_tally_t *t);
+size_t _pa_buddy_check_lists(const pa_pool_impl_t *p);
+int _pa_buddy_walk(const pa_pool_impl_t *p, const pa_region_t *r, pa_pool_walker_t fn,
+                   void *ctx);
+
+static inline unsigned _pa_log2_floor(size_t x) {
+    return (unsigned)(63 - __builtin_clzll((unsigned long long)x));
+}
+static inline unsigned _pa_log2_ceil(size_t x) {
+    return x <= 1 ? 0 : _pa_log2_floor(x - 1) + 1;
+}
+
+/* The span covering addr (checked against the span's range), or NULL.
+ * Reads only the page map and descriptors: safe for any address. */
+static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr) {
+    if (pa_unlikely(addr >> PA_ADDR_BITS)) return NULL;
+    uintptr_t pg = addr >> PA_PG_SHIFT;
+    pa_span_t **leaf = p->map[pg >> PA_MAP_L2_BITS];
+    if (pa_unlikely(!leaf)) return NULL;
+    pa_span_t *s = leaf[pg & (((uintptr_t)1 << PA_MAP_L2_BITS) - 1)];
+    if (!s || addr < s->start || ((addr - s->start) >> PA_PG_SHIFT) >= s->npages) return NULL;
+    return s;
+}
+
+/* Slot index of addr in s; *exact = 1 if addr is a slot start. */
+static inline uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s,
+                                      uintptr_t addr, int *exact) {
+    const pa_sclass_t *c = &p->cls[s->cls];
+    uint64_t off = addr - s->span->start;
+    uint64_t idx = c->magic ? (off * c->magic) >> 40 : 0;
+    *exact = idx < s->nblocks && idx * c->size == off;
+    return (uint32_t)idx;
+}
+
+/* The slab class of a size in (0, slab_max]. */
+static inline size_t _pa_slab_class_of(const pa_pool_impl_t *p, size_t size) {
+    size_t i = (size - 1) >> p->gran_shift;
+    if (pa_likely(i < p->cls_of_n)) return p->cls_of[i];
+    return _pa_slab_class_search(p, size);
+}
+
+#endif

@@ -1,0 +1,266 @@
+/* slab.c -- size classes for small blocks.
+ *
+ * Small requests are rounded up to a size class; each class carves slabs
+ * (spans of `slab_size` bytes from the page heap) into equal slots.  The
+ * class table is generated with a configurable spacing (1, 2, 4 or 8
+ * classes per power of two, as jemalloc and mimalloc do, never finer than
+ * the granularity) or given explicitly in the config.
+ *
+ * Design choices:
+ *  - O(1) everywhere: the class of a size is one table load for sizes up
+ *    to 64 KiB (binary search above, only in slab-only mode); a slab keeps
+ *    a LIFO stack of free slot indices, so the most recently released slot
+ *    is handed out first (hot memory), and a class keeps a list of slabs
+ *    with free slots.
+ *  - All metadata (slot states, requested sizes, the free stack) lives
+ *    beside the slab, not in it: a scribbling user cannot corrupt it, and
+ *    a pointer is validated (slot start, state) before anything is trusted.
+ *    The slot of an address is found by a multiply-shift (no division).
+ *  - A slab whose slots are all free goes back to the page heap at once
+ *    (this only happens during reclaim: the front-end cache in pool.c is
+ *    the hysteresis that keeps hot slabs alive between steps).
+ */
+#include "pool_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TABLE_MAX ((size_t)64 << 10)
+
+static int add_class(size_t *sizes, size_t *n, size_t cap, size_t v) {
+    if (*n && sizes[*n - 1] >= v) return 0;
+    if (*n == cap) return -1;
+    sizes[(*n)++] = v;
+    return 0;
+}
+
+int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg) {
+    size_t sizes[512], n = 0;
+    size_t slab_size = cfg->slab_size ? cfg->slab_size : (size_t)64 << 10;
+    if (slab_size % PA_PG || slab_size > ((size_t)512 << 10)) return -1;
+    if (p->mode == PA_POOL_BUDDY_ONLY) {
+        p->slab_max = 0;
+        p->ncls = 0;
+        return 0;
+    }
+    if (cfg->num_classes) {
+        if (cfg->num_classes > PA_POOL_MAX_CLASSES) return -1;
+        for (size_t i = 0; i < cfg->num_classes; i++) {
+            size_t v = cfg->classes[i];
+            if (v == 0 || v % p->gran || v >= PA_BIG_CLASS) return -1;
+            if (i && v <= cfg->classes[i - 1]) return -1;
+            sizes[n++] = v;
+        }
+    } else {
+        unsigned per = cfg->classes_per_doubling ? cfg->classes_per_doubling : 4;
+        if (per != 1 && per != 2 && per != 4 && per != 8) return -1;
+        size_t max = p->mode == PA_POOL_SLAB_ONLY ? PA_BIG_CLASS / 2
+                     : (cfg->slab_max ? cfg->slab_max : 4096);
+        if (max < p->gran) max = p->gran;
+        for (size_t pw = p->gran; pw <= max; pw *= 2) {
+            size_t step = pw / per < p->gran ? p->gran : pw / per;
+            for (size_t v = pw; v < 2 * pw && v <= max; v += step)
+                if (add_class(sizes, &n, 512, v) != 0) return -1;
+        }
+        /* a slab_max between classes becomes the last class */
+        if (n && sizes[n - 1] < max) {
+            size_t top;
+            if (!_pa_align_up(max, p->gran, &top) || add_class(sizes, &n, 512, top) != 0)
+                return -1;
+        }
+    }
+    p->cls = calloc(n, sizeof(pa_sclass_t));
+    if (!p->cls) return -1;
+    p->ncls = n;
+    for (size_t i = 0; i < n; i++) {
+        pa_sclass_t *c = &p->cls[i];
+        c->size = sizes[i];
+        size_t nb = slab_size / c->size;
+        if (nb == 0) nb = 1;
+        if (nb > 65535) nb = 65535;
+        c->nblocks = (uint32_t)nb;
+        if (!_pa_align_up(nb * c->size, PA_PG, &c->slab_bytes)) return -1;
+        c->magic = nb > 1 ? ((uint64_t)1 << 40) / c->size + 1 : 0;
+    }
+    p->slab_max = sizes[n - 1];
+    size_t tmax = p->slab_max < TABLE_MAX ? p->slab_max : TABLE_MAX;
+    p->cls_of_n = tmax >> p->gran_shift;
+    p->cls_of = malloc(p->cls_of_n * sizeof(uint16_t));
+    if (!p->cls_of) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < p->cls_of_n; i++) {
+        size_t sz = (i + 1) << p->gran_shift;
+        while (p->cls[k].size < sz) k++;
+        p->cls_of[i] = (uint16_t)k;
+    }
+    return 0;
+}
+
+size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size) {
+    size_t lo = 0, hi = p->ncls - 1;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->cls[mid].size < size) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void partial_insert(pa_sclass_t *c, pa_slab_t *s) {
+    s->prev = NULL;
+    s->next = c->partial;
+    if (c->partial) c->partial->prev = s;
+    c->partial = s;
+    s->in_partial = 1;
+}
+
+static void partial_remove(pa_sclass_t *c, pa_slab_t *s) {
+    if (s->prev) s->prev->next = s->next;
+    else c->partial = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+    s->in_partial = 0;
+}
+
+static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
+    pa_sclass_t *c = &p->cls[cls];
+    size_t nb = c->nblocks;
+    pa_slab_t *s = malloc(sizeof(*s) + nb * (sizeof(uint32_t) + sizeof(uint16_t) + 1));
+    if (!s) {
+        *st = PA_ERR_NOMEM;
+        return NULL;
+    }
+    pa_span_t *sp = _pa_pool_get_span(p, c->slab_bytes >> PA_PG_SHIFT, st);
+    if (!sp) {
+        free(s);
+        return NULL;
+    }
+    s->req = (uint32_t *)(s + 1);
+    s->stack = (uint16_t *)(s->req + nb);
+    s->state = (uint8_t *)(s->stack + nb);
+    s->span = sp;
+    s->cls = (uint32_t)cls;
+    s->nblocks = (uint32_t)nb;
+    s->nfree = (uint32_t)nb;
+    s->nlive = 0;
+    memset(s->state, PA_BLOCK_FREE, nb);
+    for (size_t i = 0; i < nb; i++) s->stack[i] = (uint16_t)(nb - 1 - i);
+    sp->kind = PA_SPAN_SLAB;
+    sp->owner = s;
+    _pa_map_set_range(p, sp, 1);
+    partial_insert(c, s);
+    c->nslabs++;
+    p->z[PA_ZONE_SLAB].reserved += c->slab_bytes;
+    return s;
+}
+
+void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab,
+                     pa_status_t *st) {
+    pa_sclass_t *c = &p->cls[cls];
+    pa_slab_t *s = c->partial;
+    if (!s) {
+        s = slab_new(p, cls, st);
+        if (!s) return NULL;
+    }
+    uint32_t idx = s->stack[--s->nfree];
+    s->state[idx] = PA_BLOCK_LIVE;
+    s->req[idx] = (uint32_t)req;
+    s->nlive++;
+    if (s->nfree == 0) partial_remove(c, s);
+    *slab = s;
+    return (void *)(s->span->start + (size_t)idx * c->size);
+}
+
+void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s) {
+    pa_sclass_t *c = &p->cls[s->cls];
+    if (s->in_partial) partial_remove(c, s);
+    c->nslabs--;
+    p->z[PA_ZONE_SLAB].reserved -= c->slab_bytes;
+    free(s);
+}
+
+void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
+    pa_sclass_t *c = &p->cls[s->cls];
+    s->state[idx] = PA_BLOCK_FREE;
+    s->stack[s->nfree++] = (uint16_t)idx;
+    if (s->nfree == s->nblocks) {
+        pa_span_t *sp = s->span;
+        _pa_slab_free_meta(p, s);
+        _pa_heap_free(p, sp);
+        return;
+    }
+    if (!s->in_partial) partial_insert(c, s);
+}
+
+void _pa_slab_destroy(pa_pool_impl_t *p) {
+    free(p->cls);
+    free(p->cls_of);
+    p->cls = NULL;
+    p->cls_of = NULL;
+    p->ncls = 0;
+}
+
+size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally_t *t) {
+    size_t broken = 0;
+    if (s->cls >= p->ncls) return 1;
+    const pa_sclass_t *c = &p->cls[s->cls];
+    if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes)
+        broken++;
+    size_t nfree = 0, nlive = 0;
+    for (uint32_t i = 0; i < s->nblocks; i++) {
+        switch (s->state[i]) {
+        case PA_BLOCK_FREE: nfree++; break;
+        case PA_BLOCK_LIVE:
+            nlive++;
+            t->live++;
+            t->allocated += c->size;
+            t->requested += s->req[i];
+            if (s->req[i] > c->size) broken++;
+            break;
+        case PA_BLOCK_CACHED:
+            t->cached += c->size;
+            t->ncached++;
+            break;
+        default: broken++;
+        }
+    }
+    t->free_bytes += nfree * c->size;
+    if (nfree && c->size > t->largest_free) t->largest_free = c->size;
+    if (nfree != s->nfree || nlive != s->nlive) broken++;
+    if (s->nfree == s->nblocks) broken++; /* empty slabs are released */
+    if (!!s->in_partial != (s->nfree > 0)) broken++;
+    for (uint32_t i = 0; i < s->nfree && i < s->nblocks; i++)
+        if (s->stack[i] >= s->nblocks || s->state[s->stack[i]] != PA_BLOCK_FREE) broken++;
+    return broken;
+}
+
+size_t _pa_slab_check_classes(const pa_pool_impl_t *p) {
+    size_t broken = 0;
+    for (size_t k = 0; k < p->ncls; k++) {
+        const pa_sclass_t *c = &p->cls[k];
+        size_t n = 0;
+        const pa_slab_t *prev = NULL;
+        for (const pa_slab_t *s = c->partial; s; prev = s, s = s->next) {
+            if (s->cls != k || !s->in_partial || s->prev != prev || s->nfree == 0) broken++;
+            if (++n > c->nslabs) return broken + 1;
+        }
+        if (k && c->size <= p->cls[k - 1].size) broken++;
+        if (c->size % p->gran) broken++;
+    }
+    return broken;
+}
+
+int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t fn,
+                  void *ctx) {
+    const pa_sclass_t *c = &p->cls[s->cls];
+    for (uint32_t i = 0; i < s->nblocks; i++) {
+        pa_pool_block_t b;
+        b.ptr = (void *)(s->span->start + (size_t)i * c->size);
+        b.size = c->size;
+        b.requested = s->state[i] == PA_BLOCK_LIVE ? s->req[i] : 0;
+        b.zone = PA_ZONE_SLAB;
+        b.state = s->state[i];
+        if (fn(&b, ctx)) return 1;
+    }
+    return 0;
+}

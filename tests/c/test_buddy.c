@@ -1,0 +1,162 @@
+/* test_buddy.c -- the buddy zone (split, coalesce, regions), through the
+ * public pool API and its walker. */
+#include "pool_backend.h"
+#include "testhelper.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    size_t free_blocks, free_bytes, live, cached;
+    size_t sizes_ok;
+} bw_t;
+
+static int buddy_walker(const pa_pool_block_t *b, void *ctx) {
+    bw_t *w = ctx;
+    if (b->zone != PA_ZONE_BUDDY) return 0;
+    if ((b->size & (b->size - 1)) == 0 && ((uintptr_t)b->ptr % 4096 == 0 || b->size < 4096))
+        w->sizes_ok++;
+    if (b->state == PA_BLOCK_FREE) {
+        w->free_blocks++;
+        w->free_bytes += b->size;
+    } else if (b->state == PA_BLOCK_LIVE) {
+        w->live++;
+    } else {
+        w->cached++;
+    }
+    return 0;
+}
+
+static bw_t walk(pa_pool_t *p) {
+    bw_t w;
+    memset(&w, 0, sizeof w);
+    pa_pool_walk(p, buddy_walker, &w);
+    return w;
+}
+
+static void test_split_and_coalesce(void) {
+    pa_pool_t *p = pa_pool_create(NULL); /* hybrid: buddy 8 KiB .. 256 KiB */
+    /* one 8 KiB block splits a 1 MiB region into 8K,8K,16K,...,512K */
+    char *a = pa_pool_alloc(p, 5000);
+    CHECK_EQ(pa_pool_block_size(p, a), 8192u);
+    bw_t w = walk(p);
+    CHECK_EQ(w.live, 1u);
+    CHECK_EQ(w.free_blocks, 7u); /* orders 13..19 */
+    CHECK_EQ(w.free_bytes, (1u << 20) - 8192u);
+    CHECK_EQ(w.sizes_ok, 8u);
+    /* its buddy is the next 8 KiB */
+    char *b = pa_pool_alloc(p, 8192);
+    CHECK(b == a + 8192 || a == b + 8192);
+    /* free both, reclaim: they merge back and the empty region is gone */
+    pa_pool_free(p, a);
+    pa_pool_free(p, b);
+    w = walk(p);
+    CHECK_EQ(w.cached, 2u);
+    pa_pool_reclaim(p);
+    w = walk(p);
+    CHECK_EQ(w.live + w.cached + w.free_blocks, 0u);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].reserved, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_orders(void) {
+    pa_pool_t *p = pa_pool_create(NULL);
+    size_t sizes[] = {4097, 8193, 16385, 40000, 65537, 131072, 200000, 262144};
+    size_t expect[] = {8192, 16384, 32768, 65536, 131072, 131072, 262144, 262144};
+    for (int i = 0; i < 8; i++) {
+        char *a = pa_pool_alloc(p, sizes[i]);
+        CHECK_EQ(pa_pool_block_size(p, a), expect[i]);
+        CHECK(((uintptr_t)a & 63) == 0);
+        memset(a, i, sizes[i]);
+    }
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].live, 8u);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 0u);
+    /* 262145 is over the threshold: large zone */
+    void *l = pa_pool_alloc(p, 262145);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 1u);
+    CHECK_EQ(pa_pool_block_size(p, l), 262144u + 4096u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_many_random(void) {
+    /* fill regions with mixed orders, free in a scrambled order with
+     * reclaims in between: everything merges back to nothing */
+    pa_pool_t *p = pa_pool_create(NULL);
+    enum { N = 300 };
+    static char *v[N];
+    unsigned long long r = 42;
+    for (int i = 0; i < N; i++) {
+        size_t n = 4097 + pa_rand(&r) % 200000;
+        v[i] = pa_pool_alloc(p, n);
+        CHECK(v[i] != NULL);
+        v[i][0] = (char)i;
+    }
+    for (int i = 0; i < N; i++) {
+        int j = (int)(pa_rand(&r) % N);
+        char *t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(pa_pool_free(p, v[i]), PA_OK);
+        if (i % 37 == 0) {
+            pa_pool_reclaim(p);
+            CHECK_EQ(pa_pool_check(p), 0u);
+        }
+    }
+    pa_pool_reclaim(p);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].reserved, 0u);
+    CHECK_EQ(walk(p).free_blocks, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_buddy_only_mode(void) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.mode = PA_POOL_BUDDY_ONLY;
+    cfg.buddy_region = 1 << 20;
+    pa_pool_t *p = pa_pool_create(&cfg);
+    CHECK(p != NULL);
+    char *a = pa_pool_alloc(p, 1);
+    CHECK_EQ(pa_pool_block_size(p, a), 64u);
+    char *b = pa_pool_alloc(p, 65);
+    CHECK_EQ(pa_pool_block_size(p, b), 128u);
+    /* bigger than a region: a dedicated region of the next power of two */
+    char *c = pa_pool_alloc(p, 3 << 20);
+    CHECK_EQ(pa_pool_block_size(p, c), 4u << 20);
+    memset(c, 1, 3 << 20);
+    CHECK_EQ(pa_pool_free(p, c + 4096), PA_ERR_FOREIGN);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].live, 3u);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].reserved, (1u << 20) + (4u << 20));
+    CHECK_EQ(st.zone[PA_ZONE_SLAB].allocs + st.zone[PA_ZONE_LARGE].allocs, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_free(p, a);
+    pa_pool_free(p, b);
+    pa_pool_free(p, c);
+    CHECK_EQ(pa_pool_free(p, c), PA_ERR_DOUBLE_FREE);
+    pa_pool_reclaim(p);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].reserved, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+int main(void) {
+    RUN(test_split_and_coalesce);
+    RUN(test_orders);
+    RUN(test_many_random);
+    RUN(test_buddy_only_mode);
+    return pa_test_report();
+}

@@ -1,0 +1,150 @@
+/* test_large.c -- the page heap and the large-block zone: best fit,
+ * splitting, coalescing, growth policies, spares. */
+#include "pool_backend.h"
+#include "testhelper.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define KB ((size_t)1 << 10)
+#define MB ((size_t)1 << 20)
+
+static pa_pool_t *make(counting_t *cnt, pa_backend_t *be, int growth, size_t chunk) {
+    *be = counting_backend(cnt);
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.backend = be;
+    cfg.growth = growth;
+    cfg.chunk_size = chunk;
+    return pa_pool_create(&cfg);
+}
+
+static void test_page_granularity(void) {
+    counting_t cnt;
+    pa_backend_t be;
+    pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
+    char *a = pa_pool_alloc(p, 300 * KB + 1);
+    CHECK_EQ(pa_pool_block_size(p, a), 304 * KB);
+    CHECK(((uintptr_t)a & 4095) == 0);
+    char *b = pa_pool_alloc(p, 1 * MB);
+    CHECK_EQ(pa_pool_block_size(p, b), 1 * MB);
+    /* carved one after the other from the first chunk */
+    CHECK(b == a + 304 * KB);
+    CHECK_EQ(cnt.maps, 1);
+    pa_pool_destroy(p);
+}
+
+static void test_best_fit_and_coalesce(void) {
+    counting_t cnt;
+    pa_backend_t be;
+    pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 16 * MB);
+    char *v[6];
+    size_t sz[6] = {1 * MB, 512 * KB, 2 * MB, 300 * KB, 1 * MB, 400 * KB};
+    for (int i = 0; i < 6; i++) v[i] = pa_pool_alloc(p, sz[i]);
+    for (int i = 1; i < 6; i++) CHECK(v[i] == v[i - 1] + sz[i - 1]);
+    /* holes of 512K (v1) and 300K (v3); best fit for 290K is v3's hole */
+    pa_pool_free(p, v[1]);
+    pa_pool_free(p, v[3]);
+    pa_pool_reclaim(p);
+    char *x = pa_pool_alloc(p, 290 * KB);
+    CHECK(x == v[3]);
+    char *y = pa_pool_alloc(p, 500 * KB);
+    CHECK(y == v[1]);
+    /* freeing three neighbours merges them: 1M + 512K(ish) + 2M fits */
+    pa_pool_free(p, v[0]);
+    pa_pool_free(p, y);
+    pa_pool_free(p, v[2]);
+    pa_pool_reclaim(p);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    char *z = pa_pool_alloc(p, 3 * MB + 500 * KB);
+    CHECK(z == v[0]);
+    CHECK_EQ(cnt.maps, 1);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_cache_cut_to_size(void) {
+    counting_t cnt;
+    pa_backend_t be;
+    pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
+    char *a = pa_pool_alloc(p, 1 * MB);
+    pa_pool_free(p, a);
+    /* a smaller request of the same size class reuses the cached block,
+     * cut down: the tail goes back to the heap */
+    char *b = pa_pool_alloc(p, 900 * KB);
+    CHECK(b == a);
+    CHECK_EQ(pa_pool_block_size(p, b), 900 * KB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].cache_hits, 1u);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].reserved, 900 * KB);
+    char *c = pa_pool_alloc(p, 124 * KB + 1 + 256 * KB); /* > threshold */
+    CHECK(c == b + 900 * KB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_growth_policies(void) {
+    counting_t cnt;
+    pa_backend_t be;
+    /* REQUESTED: a new chunk exactly as large as the request */
+    pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 1 * MB);
+    void *a = pa_pool_alloc(p, 3 * MB + 5);
+    CHECK(a != NULL);
+    CHECK_EQ(cnt.last_map, 3 * MB + 4 * KB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.reserved, 4 * MB + 4 * KB);
+    CHECK_EQ(st.grows, 1u);
+    pa_pool_destroy(p);
+    /* POW2: doubling chunks */
+    p = make(&cnt, &be, PA_GROW_POW2, 1 * MB);
+    a = pa_pool_alloc(p, 1 * MB);   /* fits the first chunk */
+    void *b = pa_pool_alloc(p, 300 * KB); /* grows: 2 MiB */
+    CHECK_EQ(cnt.last_map, 2 * MB);
+    void *c = pa_pool_alloc(p, 1800 * KB); /* grows: 4 MiB */
+    CHECK_EQ(cnt.last_map, 4 * MB);
+    void *d = pa_pool_alloc(p, 9 * MB); /* next pow2 of the request: 16 MiB */
+    CHECK_EQ(cnt.last_map, 16 * MB);
+    CHECK(a && b && c && d);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 4u);
+    CHECK_EQ(st.grows, 3u);
+    CHECK_EQ(st.reserved, cnt.live_bytes);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+    CHECK_EQ(cnt.live_bytes, 0u);
+}
+
+static void test_chunks_not_merged(void) {
+    /* adjacent mappings must never be coalesced across chunks */
+    counting_t cnt;
+    pa_backend_t be;
+    pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 1 * MB);
+    void *v[8];
+    for (int i = 0; i < 8; i++) v[i] = pa_pool_alloc(p, 1 * MB);
+    for (int i = 0; i < 8; i++) pa_pool_free(p, v[i]);
+    pa_pool_reclaim(p);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.largest_free, 1 * MB);
+    CHECK_EQ(st.chunks, 8u);
+    CHECK(st.frag_external > 0.8); /* 8 separate 1 MiB pieces */
+    size_t rel = 0;
+    CHECK_EQ(pa_pool_trim(p, 3 * MB, &rel), PA_OK);
+    CHECK_EQ(rel, 5 * MB);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 3u);
+    CHECK_EQ(cnt.unmaps, 5);
+    pa_pool_destroy(p);
+}
+
+int main(void) {
+    RUN(test_page_granularity);
+    RUN(test_best_fit_and_coalesce);
+    RUN(test_cache_cut_to_size);
+    RUN(test_growth_policies);
+    RUN(test_chunks_not_merged);
+    return pa_test_report();
+}

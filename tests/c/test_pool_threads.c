@@ -1,0 +1,173 @@
+/* test_pool_threads.c -- several threads allocating, writing, verifying
+ * and freeing concurrently in one pool (and reclaiming, trimming, reading
+ * stats and checking from another thread).  Run it under TSan too:
+ *   clang -fsanitize=thread -Icsrc tests/c/test_pool_threads.c csrc/ *.c */
+#include "pyarena.h"
+#include "testhelper.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#define THREADS 4
+#define SLOTS 64
+#define STEPS 4000
+
+typedef struct {
+    pa_pool_t *pool;
+    unsigned long long seed;
+    int errors;
+    int bad_status;
+} worker_t;
+
+static void *worker(void *arg) {
+    worker_t *w = arg;
+    unsigned char *blk[SLOTS];
+    size_t len[SLOTS];
+    unsigned char tag[SLOTS];
+    memset(blk, 0, sizeof blk);
+    for (int s = 0; s < STEPS; s++) {
+        int i = (int)(pa_rand(&w->seed) % SLOTS);
+        if (blk[i]) {
+            for (size_t k = 0; k < len[i]; k += (len[i] > 4096 ? 509 : 1))
+                if (blk[i][k] != (unsigned char)(tag[i] + k)) w->errors++;
+            if (pa_pool_free(w->pool, blk[i]) != PA_OK) w->bad_status++;
+            blk[i] = NULL;
+        } else {
+            unsigned lg = (unsigned)(pa_rand(&w->seed) % 21);
+            size_t n = ((size_t)1 << lg) + pa_rand(&w->seed) % ((size_t)1 << lg);
+            pa_status_t st;
+            blk[i] = pa_pool_alloc_status(w->pool, n, &st);
+            if (!blk[i]) {
+                w->bad_status++;
+                continue;
+            }
+            len[i] = n;
+            tag[i] = (unsigned char)pa_rand(&w->seed);
+            for (size_t k = 0; k < n; k += (n > 4096 ? 509 : 1))
+                blk[i][k] = (unsigned char)(tag[i] + k);
+        }
+    }
+    for (int i = 0; i < SLOTS; i++)
+        if (blk[i] && pa_pool_free(w->pool, blk[i]) != PA_OK) w->bad_status++;
+    return NULL;
+}
+
+typedef struct {
+    pa_pool_t *pool;
+    atomic_int stop;
+    size_t broken;
+    int rounds;
+} janitor_t;
+
+static void *janitor(void *arg) {
+    janitor_t *j = arg;
+    while (!atomic_load(&j->stop)) {
+        pa_pool_stats_t st;
+        pa_pool_stats(j->pool, &st);
+        if (st.allocated + st.cached > st.reserved) j->broken++;
+        switch (j->rounds++ % 4) {
+        case 0: pa_pool_reclaim(j->pool); break;
+        case 1: pa_pool_trim(j->pool, 0, NULL); break;
+        case 2: j->broken += pa_pool_check(j->pool); break;
+        default: break;
+        }
+    }
+    return NULL;
+}
+
+static void run(int mode) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.mode = mode;
+    cfg.cache_budget = 2 << 20;
+    pa_pool_t *p = pa_pool_create(&cfg);
+    CHECK(p != NULL);
+    pthread_t th[THREADS], jt;
+    worker_t w[THREADS];
+    janitor_t j;
+    j.pool = p;
+    atomic_init(&j.stop, 0);
+    j.broken = 0;
+    j.rounds = 0;
+    pthread_create(&jt, NULL, janitor, &j);
+    for (int t = 0; t < THREADS; t++) {
+        w[t].pool = p;
+        w[t].seed = 0x9E3779B97F4A7C15ull * (unsigned)(t + 1 + mode * 10);
+        w[t].errors = 0;
+        w[t].bad_status = 0;
+        pthread_create(&th[t], NULL, worker, &w[t]);
+    }
+    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    atomic_store(&j.stop, 1);
+    pthread_join(jt, NULL);
+    for (int t = 0; t < THREADS; t++) {
+        CHECK_EQ(w[t].errors, 0);
+        CHECK_EQ(w[t].bad_status, 0);
+    }
+    CHECK_EQ(j.broken, 0u);
+    CHECK(j.rounds > 0);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.live, 0u);
+    CHECK_EQ(st.requested, 0u);
+    CHECK_EQ(st.allocs, st.frees);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_threads_hybrid(void) { run(PA_POOL_HYBRID); }
+static void test_threads_slab_only(void) { run(PA_POOL_SLAB_ONLY); }
+static void test_threads_buddy_only(void) { run(PA_POOL_BUDDY_ONLY); }
+
+/* destroy racing with users: they get PA_ERR_STATE or success, never a
+ * crash */
+typedef struct {
+    pa_pool_t *pool;
+    int ok, state, other;
+} racer_t;
+
+static void *racer(void *arg) {
+    racer_t *r = arg;
+    /* until the pool is seen destroyed, then a few more rounds */
+    for (long i = 0, after = 0; after < 100 && i < 100000000L; i++) {
+        if (r->state) after++;
+        pa_status_t st;
+        void *b = pa_pool_alloc_status(r->pool, 100, &st);
+        if (b) {
+            st = pa_pool_free(r->pool, b);
+            if (st == PA_OK) r->ok++;
+            else if (st == PA_ERR_STATE) r->state++;
+            else r->other++;
+        } else if (st == PA_ERR_STATE) {
+            r->state++;
+        } else {
+            r->other++;
+        }
+    }
+    return NULL;
+}
+
+static void test_destroy_race(void) {
+    pa_pool_t *p = pa_pool_create(NULL);
+    racer_t r[2] = {{p, 0, 0, 0}, {p, 0, 0, 0}};
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, racer, &r[t]);
+    for (volatile int spin = 0; spin < 100000; spin++) {
+    }
+    CHECK_EQ(pa_pool_destroy(p), PA_OK);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < 2; t++) {
+        CHECK_EQ(r[t].other, 0);
+        CHECK(r[t].state > 0);
+    }
+}
+
+int main(void) {
+    RUN(test_threads_hybrid);
+    RUN(test_threads_slab_only);
+    RUN(test_threads_buddy_only);
+    RUN(test_destroy_race);
+    return pa_test_report();
+}

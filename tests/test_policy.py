@@ -1,0 +1,132 @@
+import dataclasses
+
+import numpy as np
+import pytest
+
+import pyarena
+from pyarena import InvalidArgumentError, Policy
+from pyarena._binding import ffi, lib
+from pyarena.errors import AlignmentError
+
+
+def test_defaults_match_the_c_defaults():
+    cfg = ffi.new("pa_pool_config_t *")
+    lib.pa_pool_config_default(cfg)
+    mine = ffi.new("pa_pool_config_t *")
+    lib.pa_pool_config_default(mine)
+    Policy().fill_config(mine)
+    for name in ("alignment", "mode", "growth", "limit", "high_watermark",
+                 "low_watermark", "release", "classes_per_doubling", "num_classes"):
+        assert getattr(mine, name) == getattr(cfg, name), name
+    # the Python default budget is the C default, spelled out
+    assert mine.cache_budget == 16 << 20
+
+
+def test_policy_is_a_frozen_dataclass():
+    p = Policy(limit=1 << 20)
+    assert dataclasses.is_dataclass(p)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.limit = 5
+    q = p.replace(alignment=128)
+    assert q.alignment == 128 and q.limit == 1 << 20 and p.alignment == 64
+    assert p.as_dict()["limit"] == 1 << 20
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(mode="fast"), ["mode", "'fast'"]),
+    (dict(alignment=48), ["alignment", "48"]),
+    (dict(alignment=4), ["alignment", "4"]),
+    (dict(alignment=8192), ["alignment", "8192"]),
+    (dict(alignment=64.0), ["alignment", "64.0"]),
+    (dict(growth="double"), ["growth", "'double'"]),
+    (dict(release="free"), ["release", "'free'"]),
+    (dict(fine_classes=3), ["fine_classes", "3"]),
+    (dict(size_classes=[128, 64]), ["strictly increasing", "64"]),
+    (dict(size_classes=[64, 100]), ["size_classes", "100"]),
+    (dict(size_classes=[]), ["size_classes", "empty"]),
+    (dict(size_classes=list(range(64, 64 * 50, 64))), ["49 classes"]),
+    (dict(size_classes=5), ["size_classes", "5"]),
+    (dict(slab_max=100), ["slab_max", "100"]),
+    (dict(slab_size=5000), ["slab_size", "5000"]),
+    (dict(buddy_region=3 << 16), ["buddy_region", str(3 << 16)]),
+    (dict(buddy_region=1024), ["buddy_region", "1024"]),
+    (dict(large_threshold=2 << 20), ["large_threshold", str(2 << 20)]),
+    (dict(limit=0), ["limit", "0"]),
+    (dict(limit=-5), ["limit", "-5"]),
+    (dict(limit="1G"), ["limit", "'1G'"]),
+    (dict(limit=True), ["limit", "True"]),
+    (dict(limit=1 << 70), ["limit", "size_t"]),
+    (dict(cache_budget=-1), ["cache_budget", "-1"]),
+    (dict(chunk_size=0), ["chunk_size", "0"]),
+    (dict(high_watermark=100, low_watermark=200), ["low_watermark", "200", "100"]),
+    (dict(low_watermark=200), ["low_watermark", "high_watermark"]),
+    (dict(growth="none"), ["growth='none'", "limit"]),
+    (dict(limit=1 << 20, chunk_size=2 << 20), ["chunk_size", str(2 << 20)]),
+])
+def test_bad_policy_names_the_value(kw, words):
+    with pytest.raises(InvalidArgumentError) as ei:
+        Policy(**kw)
+    msg = str(ei.value)
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_alignment_errors_are_alignment_errors():
+    with pytest.raises(AlignmentError):
+        Policy(alignment=96)
+    # and still ValueErrors for callers who catch those
+    with pytest.raises(ValueError):
+        Policy(alignment=96)
+
+
+def test_mode_aliases_normalise():
+    assert Policy(mode="slab").mode == "slab-only"
+    assert Policy(mode="buddy_only").mode == "buddy-only"
+
+
+def test_fill_config_maps_every_field():
+    p = Policy(mode="buddy-only", alignment=256, size_classes=(256, 512, 1024),
+               fine_classes=2, slab_max=2048, large_threshold=128 << 10,
+               high_watermark=8 << 20, growth="requested", limit=64 << 20,
+               cache_budget=0, release="decommit", chunk_size=2 << 20,
+               slab_size=128 << 10, buddy_region=2 << 20)
+    cfg = ffi.new("pa_pool_config_t *")
+    lib.pa_pool_config_default(cfg)
+    p.fill_config(cfg)
+    assert cfg.mode == lib.PA_POOL_BUDDY_ONLY
+    assert cfg.alignment == 256
+    assert cfg.num_classes == 3 and list(cfg.classes[0:3]) == [256, 512, 1024]
+    assert cfg.classes_per_doubling == 2
+    assert cfg.slab_max == 2048 and cfg.large_threshold == 128 << 10
+    assert cfg.high_watermark == 8 << 20 and cfg.low_watermark == 8 << 20
+    assert cfg.growth == lib.PA_GROW_REQUESTED and cfg.limit == 64 << 20
+    assert cfg.cache_budget == 1  # 0 = cache nothing (C reads 0 as default)
+    assert cfg.release == lib.PA_RELEASE_DECOMMIT
+    assert cfg.chunk_size == 2 << 20 and cfg.slab_size == 128 << 10
+    assert cfg.buddy_region == 2 << 20
+    cfg2 = ffi.new("pa_pool_config_t *")
+    Policy(cache_budget=None).fill_config(cfg2)
+    assert cfg2.cache_budget == ffi.cast("size_t", -1)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "slab-only", "buddy-only"])
+def test_every_mode_makes_a_working_pool(mode):
+    pool = pyarena.Pool(Policy(mode=mode, alignment=128))
+    arrs = [pool.empty(n, np.uint8) for n in (1, 100, 5000, 300_000)]
+    for a in arrs:
+        assert a.ctypes.data % 128 == 0
+        a[:] = 7
+    assert all(int(a.sum()) == 7 * a.size for a in arrs)
+    assert pool.check() == 0
+    assert pool.policy.mode == mode
+
+
+def test_pool_keyword_shortcut_and_replace():
+    pool = pyarena.Pool(limit=4 << 20)
+    assert pool.policy == Policy(limit=4 << 20)
+    pool2 = pyarena.Pool(Policy(alignment=256), limit=4 << 20)
+    assert pool2.policy.alignment == 256 and pool2.policy.limit == 4 << 20
+    with pytest.raises(TypeError):
+        pyarena.Pool(policy={"limit": 5})
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        pyarena.Pool(limit=-1)
