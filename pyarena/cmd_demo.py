@@ -10,9 +10,10 @@ of getting tensor memory for the same kernels:
     the last reader);
 (c) the static plan (one arena, fixed offsets, in-place reuse).
 
-Peak memory is what the mode holds for activations and scratch at the worst
-moment of one inference (for (a) and (b) counted by the executor buffer by
-buffer, for (c) the arena's size); NumPy data allocations are counted by
+Peak memory is what the mode holds for activations and scratch: for (a) the
+bytes live at the worst moment of one inference (counted by the executor,
+buffer by buffer), for (b) the pool's peak reservation from the OS, for (c)
+the arena's size; NumPy data allocations are counted by
 routing them through :func:`pyarena.numpy_allocator`.  Writes the plan picture when
 matplotlib is installed.
 """
@@ -124,10 +125,11 @@ def run(args):
             peak, allocs = ex.last_peak_bytes, ex.last_allocations
             note = f"{npallocs} by NumPy" if npallocs is not None else ""
             if ex is ex_pool:
-                note = "from the pool"
+                # what the pool holds from the OS is its real cost; the
+                # live bytes at the worst moment are the floor
                 reserved = pool.stats().peak_reserved
-                if reserved:
-                    note += f", pool reserved {_fmt(reserved)}"
+                note = f"from the pool; live at worst moment {_fmt(peak)}"
+                peak = max(peak, reserved)
         rows.append((name, peak, t, allocs, note))
     pr.done()
     print()

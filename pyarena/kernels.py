@@ -688,8 +688,16 @@ def _pads_for(attrs, in_sp, k_sp, strides, dil, out_sp=None):
     return [int(v) for v in p] if p is not None else [0] * (2 * nd)
 
 
+# Workspace of one conv / pool call is bounded: the output is produced in
+# bands of rows, each band reading only the (padded) input rows it needs.
+# A larger budget means fewer Python-level steps, a smaller one a smaller
+# arena; 1 MiB keeps MobileNet-class nets' scratch below their activations.
+SCRATCH_BUDGET = 1 << 20
+
+
 class _Spatial(Kernel):
-    """Shared geometry for Conv / pooling in NCHW or NHWC (1-D or 2-D)."""
+    """Shared geometry for Conv / pooling in NCHW or NHWC (1-D or 2-D),
+    processed in bands of output rows (see SCRATCH_BUDGET)."""
 
     def geometry(self, k_sp, pad_value=0.0):
         xs = self.shape(0)
@@ -719,16 +727,42 @@ class _Spatial(Kernel):
         self.sh, self.sw = strides
         self.dh, self.dw = dil
         pt, pl, pb, pr = pads
-        # extra rows/cols read past the end (ceil_mode); never counted
         need_h = (self.Ho - 1) * self.sh + (self.kh - 1) * self.dh + 1
         need_w = (self.Wo - 1) * self.sw + (self.kw - 1) * self.dw + 1
-        self.Hp = max(self.H + pt + pb, need_h + 0)
-        self.Wp = max(self.W + pl + pr, need_w + 0)
+        # rows/cols read past the end (ceil_mode) count as padding
+        self.Hp = max(self.H + pt + pb, need_h)
+        self.Wp = max(self.W + pl + pr, need_w)
         self.pt, self.pl, self.pb, self.pr = pt, pl, pb, pr
         self.padded = (self.Hp, self.Wp) != (self.H, self.W) or pt or pl
         self.pad_value = _c(pad_value, self.dtype)
-        if need_h > self.Hp or need_w > self.Wp or self.Ho <= 0 or self.Wo <= 0:
+        if self.Ho <= 0 or self.Wo <= 0 or self.kh <= 0 or self.kw <= 0:
             self.fail(f"inconsistent output shape {list(ys)} for input {list(xs)}")
+        self.bands = [(0, self.Ho)]
+        self.band_rows = self.Ho
+
+    def rows_in(self, nr):
+        """Input rows (padded coordinates) feeding ``nr`` output rows."""
+        return (nr - 1) * self.sh + (self.kh - 1) * self.dh + 1
+
+    def plan_bands(self, extra_per_row=0, channels=None):
+        """Split the output rows into bands whose scratch (padded input
+        rows + ``extra_per_row`` bytes per output row) fits the budget."""
+        c = self.c_in if channels is None else channels
+        isz = self.dtype.itemsize
+        pad_row = c * self.Wp * isz if self.padded else 0
+
+        def need(nr):
+            return pad_row * self.rows_in(nr) + extra_per_row * nr
+
+        budget = int(self.attrs.get("_scratch_budget", SCRATCH_BUDGET))
+        nr = self.Ho
+        if need(nr) > budget:
+            per = pad_row * self.sh + extra_per_row
+            nr = (budget - pad_row * (self.rows_in(1) - self.sh)) // max(per, 1)
+            nr = int(max(1, min(self.Ho, nr)))
+        self.band_rows = nr
+        self.bands = [(r0, min(r0 + nr, self.Ho)) for r0 in range(0, self.Ho, nr)]
+        return nr
 
     def x4(self, x):
         """Input as 4-D (N, C, H, W) or (N, H, W, C)."""
@@ -744,71 +778,85 @@ class _Spatial(Kernel):
                              (self.N, c, 1, self.Wo))
         return y
 
-    def pad_spec(self):
+    def pad_spec(self, channels=None):
         if not self.padded:
             return []
+        c = self.c_in if channels is None else channels
+        rows = self.rows_in(self.band_rows)
         if self.nhwc:
-            return [((self.Hp, self.Wp, self.c_in), self.dtype)]
-        return [((self.c_in, self.Hp, self.Wp), self.dtype)]
+            return [((rows, self.Wp, c), self.dtype)]
+        return [((c, rows, self.Wp), self.dtype)]
 
-    def pad_into(self, xn, buf):
-        """Copy one image into the padded buffer and set its border."""
+    def band_src(self, xn, buf, r0, r1):
+        """The input rows output rows [r0, r1) read, padded: a view whose
+        row 0 is padded row ``r0 * sh``."""
+        a = r0 * self.sh
+        nrows = self.rows_in(r1 - r0)
         if buf is None:
-            return xn
+            return xn[a:a + nrows] if self.nhwc else xn[:, a:a + nrows]
         pt, pl, H, W = self.pt, self.pl, self.H, self.W
+        t0 = min(max(0, pt - a), nrows)
+        t1 = max(min(nrows, pt + H - a), t0)
+        v = self.pad_value
         if self.nhwc:
-            buf[:pt].fill(self.pad_value)
-            buf[pt + H:].fill(self.pad_value)
-            buf[pt:pt + H, :pl].fill(self.pad_value)
-            buf[pt:pt + H, pl + W:].fill(self.pad_value)
-            np.copyto(buf[pt:pt + H, pl:pl + W], xn)
+            b = buf[:nrows]
+            b[:t0].fill(v)
+            b[t1:].fill(v)
+            b[t0:t1, :pl].fill(v)
+            b[t0:t1, pl + W:].fill(v)
+            if t1 > t0:
+                np.copyto(b[t0:t1, pl:pl + W], xn[a + t0 - pt:a + t1 - pt])
         else:
-            buf[:, :pt].fill(self.pad_value)
-            buf[:, pt + H:].fill(self.pad_value)
-            buf[:, pt:pt + H, :pl].fill(self.pad_value)
-            buf[:, pt:pt + H, pl + W:].fill(self.pad_value)
-            np.copyto(buf[:, pt:pt + H, pl:pl + W], xn)
-        return buf
+            b = buf[:, :nrows]
+            b[:, :t0].fill(v)
+            b[:, t1:].fill(v)
+            b[:, t0:t1, :pl].fill(v)
+            b[:, t0:t1, pl + W:].fill(v)
+            if t1 > t0:
+                np.copyto(b[:, t0:t1, pl:pl + W], xn[:, a + t0 - pt:a + t1 - pt])
+        return b
 
-    def tap(self, src, i, j):
-        """The (Ho, Wo) window of kernel tap (i, j) over a padded image."""
+    def tap(self, src, i, j, nr=None):
+        """The (nr, Wo) window of kernel tap (i, j) over band rows."""
+        nr = self.Ho if nr is None else nr
         h0, w0 = i * self.dh, j * self.dw
-        hs = slice(h0, h0 + (self.Ho - 1) * self.sh + 1, self.sh)
+        hs = slice(h0, h0 + (nr - 1) * self.sh + 1, self.sh)
         ws = slice(w0, w0 + (self.Wo - 1) * self.sw + 1, self.sw)
         return src[hs, ws] if self.nhwc else src[:, hs, ws]
 
-    def windows(self, src):
-        """All taps at once: (C, kh, kw, Ho, Wo) or (Ho, Wo, kh, kw, C)."""
+    def windows(self, src, nr):
+        """All taps at once: (C, kh, kw, nr, Wo) or (nr, Wo, kh, kw, C)."""
         s = src.strides
         if self.nhwc:
-            shape = (self.Ho, self.Wo, self.kh, self.kw, src.shape[2])
+            shape = (nr, self.Wo, self.kh, self.kw, src.shape[2])
             strides = (s[0] * self.sh, s[1] * self.sw, s[0] * self.dh, s[1] * self.dw, s[2])
         else:
-            shape = (src.shape[0], self.kh, self.kw, self.Ho, self.Wo)
+            shape = (src.shape[0], self.kh, self.kw, nr, self.Wo)
             strides = (s[0], s[1] * self.dh, s[2] * self.dw, s[1] * self.sh, s[2] * self.sw)
         return np.lib.stride_tricks.as_strided(src, shape, strides, writeable=False)
+
+    def out_rows(self, yn, r0, r1):
+        return yn[r0:r1] if self.nhwc else yn[:, r0:r1]
 
 
 @register("Conv")
 class Conv(_Spatial):
-    """Convolution by im2col + one (batched) matmul per image, writing
-    straight into the output; depthwise convolution by accumulating kernel
-    taps.  Scratch: the zero-padded image (if padded) and the im2col matrix
-    (C_in * kh * kw * H_out * W_out elements; none for a 1x1 stride-1
-    unpadded conv) or, for depthwise, one output-sized product buffer."""
+    """Convolution by im2col + one (batched) matmul, writing straight into
+    the output; depthwise convolution by accumulating kernel taps.  Done
+    per image and per band of output rows, so the scratch -- the padded
+    input rows of a band and its im2col matrix (C_in * kh * kw * rows *
+    W_out elements) or, for depthwise, one band-sized product buffer -- stays
+    within SCRATCH_BUDGET (at least one output row).  A 1x1 stride-1
+    unpadded conv needs no scratch at all."""
 
     def setup(self):
         self.runtime = (0,)
         wshape = self.shape(1)
         self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
         g = int(self.attrs.get("group", 1))
-        if self.nhwc:
-            # TFLite: conv OHWI; depthwise 1HWC (group = C_in)
-            k_sp = wshape[1:-1]
-        else:
-            k_sp = wshape[2:]
+        k_sp = wshape[1:-1] if self.nhwc else wshape[2:]   # OHWI / 1HWC vs OIHW
         self.geometry(k_sp)
-        C, g = self.c_in, g
+        C = self.c_in
         self.G = g
         cout = self.oshape()[-1] if self.nhwc else self.oshape()[1]
         self.cout = cout
@@ -816,11 +864,10 @@ class Conv(_Spatial):
             self.fail(f"group={g} does not divide channels {C} -> {cout}")
         w = self.const(1, "weight").astype(self.dtype)
         K = C // g * self.kh * self.kw
+        self.K = K
         self.depthwise = g == C and g > 1 and cout == C
-        specs = self.pad_spec()
-        hw = self.Ho * self.Wo
+        isz = self.dtype.itemsize
         if self.depthwise:
-            # per-tap weights, broadcast over the output window
             if self.nhwc:
                 wt = w.reshape(self.kh, self.kw, C)          # 1HWC
             else:
@@ -829,25 +876,26 @@ class Conv(_Spatial):
             if not self.nhwc:
                 wt = wt.reshape(self.kh, self.kw, C, 1, 1)
             self.wt = self.keep(wt)
-            oshape = (self.Ho, self.Wo, C) if self.nhwc else (C, self.Ho, self.Wo)
-            specs = specs + [(oshape, self.dtype)]
             self.mode = "dw"
+            nr = self.plan_bands(extra_per_row=C * self.Wo * isz)
+            tshape = (nr, self.Wo, C) if self.nhwc else (C, nr, self.Wo)
+            self.scratch = self.pad_spec() + [(tshape, self.dtype)]
         elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
               and g == 1):
             self.mode = "1x1"
             self.wm = self.keep(np.ascontiguousarray(w.reshape(cout, C)))
         else:
             self.mode = "im2col"
+            if self.nhwc and g != 1:
+                self.fail("grouped (non-depthwise) NHWC convolution is not supported")
+            nr = self.plan_bands(extra_per_row=C * self.kh * self.kw * self.Wo * isz)
+            self.scratch = self.pad_spec() + [((C * self.kh * self.kw * nr * self.Wo,),
+                                               self.dtype)]
             if self.nhwc:
-                if g != 1:
-                    self.fail("grouped (non-depthwise) NHWC convolution is not supported")
-                specs = specs + [((hw, self.kh * self.kw * C), self.dtype)]
                 # OHWI -> (K, Cout) matching the (kh, kw, C) column order
                 self.wm = self.keep(np.ascontiguousarray(w.reshape(cout, K).T))
             else:
-                specs = specs + [((C, self.kh, self.kw, self.Ho, self.Wo), self.dtype)]
                 self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, K)))
-        self.scratch = specs
         self.bias = None
         if self.has(2):
             b = self.const(2, "bias").astype(self.dtype)
@@ -856,39 +904,46 @@ class Conv(_Spatial):
     def run(self, xs, ys, sc):
         x, y = self.x4(xs[0]), self.y4(ys[0])
         pbuf = sc[0] if self.padded else None
+        Wo, cout = self.Wo, self.cout
         for n in range(self.N):
             yn = y[n]
             if self.mode == "1x1":
                 if self.nhwc:
                     np.matmul(x[n].reshape(-1, self.c_in), self.wm.T,
-                              out=yn.reshape(-1, self.cout))
+                              out=yn.reshape(-1, cout))
                 else:
                     np.matmul(self.wm, x[n].reshape(self.c_in, -1),
-                              out=yn.reshape(self.cout, -1))
+                              out=yn.reshape(cout, -1))
             else:
-                src = self.pad_into(x[n], pbuf)
-                if self.mode == "dw":
-                    tmp = sc[-1]
-                    first = True
-                    for i in range(self.kh):
-                        for j in range(self.kw):
-                            win = self.tap(src, i, j)
-                            if first:
-                                np.multiply(win, self.wt[i, j], out=yn)
-                                first = False
-                            else:
-                                np.multiply(win, self.wt[i, j], out=tmp)
-                                np.add(yn, tmp, out=yn)
-                else:
-                    cols = sc[-1]
-                    if self.nhwc:
-                        np.copyto(cols.reshape(self.Ho, self.Wo, self.kh, self.kw, self.c_in),
-                                  self.windows(src))
-                        np.matmul(cols, self.wm, out=yn.reshape(-1, self.cout))
+                for r0, r1 in self.bands:
+                    nr = r1 - r0
+                    src = self.band_src(x[n], pbuf, r0, r1)
+                    yb = self.out_rows(yn, r0, r1)
+                    if self.mode == "dw":
+                        tmp = sc[-1][:nr] if self.nhwc else sc[-1][:, :nr]
+                        first = True
+                        for i in range(self.kh):
+                            for j in range(self.kw):
+                                win = self.tap(src, i, j, nr)
+                                if first:
+                                    np.multiply(win, self.wt[i, j], out=yb)
+                                    first = False
+                                else:
+                                    np.multiply(win, self.wt[i, j], out=tmp)
+                                    np.add(yb, tmp, out=yb)
                     else:
-                        np.copyto(cols, self.windows(src))
-                        np.matmul(self.wm, cols.reshape(self.G, -1, self.Ho * self.Wo),
-                                  out=yn.reshape(self.G, self.cout // self.G, -1))
+                        cols = sc[-1][:self.K * self.G * nr * Wo]
+                        if self.nhwc:
+                            np.copyto(cols.reshape(nr, Wo, self.kh, self.kw, self.c_in),
+                                      self.windows(src, nr))
+                            np.matmul(cols.reshape(nr * Wo, self.K), self.wm,
+                                      out=yb.reshape(nr * Wo, cout))
+                        else:
+                            np.copyto(cols.reshape(self.c_in, self.kh, self.kw, nr, Wo),
+                                      self.windows(src, nr))
+                            out = yn.reshape(self.G, cout // self.G, self.Ho * Wo)
+                            np.matmul(self.wm, cols.reshape(self.G, self.K, nr * Wo),
+                                      out=out[:, :, r0 * Wo:r1 * Wo])
             if self.bias is not None:
                 np.add(yn, self.bias, out=yn)
 
@@ -970,8 +1025,9 @@ class ConvTranspose(Kernel):
 @register("MaxPool", "AveragePool")
 class Pool(_Spatial):
     """Max/average pooling as a loop over kernel taps with ufuncs writing
-    into the output.  Scratch: the padded image when there is padding or
-    ceil_mode overhang (padding value -inf for max, 0 for average)."""
+    into the output, per band of output rows.  Scratch: the padded input
+    rows of a band when there is padding or ceil_mode overhang (padding
+    value -inf for max, 0 for average), within SCRATCH_BUDGET."""
 
     def setup(self):
         if len([o for o in self.op.outputs if o]) > 1:
@@ -981,6 +1037,7 @@ class Pool(_Spatial):
         k = [int(v) for v in self.attrs["kernel_shape"]]
         self.is_max = self.op.op_type == "MaxPool"
         self.geometry(k, -np.inf if self.is_max else 0.0)
+        self.plan_bands()
         self.scratch = self.pad_spec()
         self.div = None
         if not self.is_max:
@@ -1009,15 +1066,18 @@ class Pool(_Spatial):
         pbuf = sc[0] if self.padded else None
         f = np.maximum if self.is_max else np.add
         for n in range(self.N):
-            src = self.pad_into(x[n], pbuf)
-            yn = y[n]
-            np.copyto(yn, self.tap(src, 0, 0))
-            for i in range(self.kh):
-                for j in range(self.kw):
-                    if i or j:
-                        f(yn, self.tap(src, i, j), out=yn)
-            if not self.is_max:
-                np.multiply(yn, self.div if self.div is not None else self.inv, out=yn)
+            for r0, r1 in self.bands:
+                nr = r1 - r0
+                src = self.band_src(x[n], pbuf, r0, r1)
+                yb = self.out_rows(y[n], r0, r1)
+                np.copyto(yb, self.tap(src, 0, 0, nr))
+                for i in range(self.kh):
+                    for j in range(self.kw):
+                        if i or j:
+                            f(yb, self.tap(src, i, j, nr), out=yb)
+                if not self.is_max:
+                    np.multiply(yb, self.div[r0:r1] if self.div is not None else self.inv,
+                                out=yb)
 
 
 @register("GlobalAveragePool", "GlobalMaxPool")

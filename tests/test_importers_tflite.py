@@ -10,8 +10,12 @@ from pyarena.importers.tflite import reference_tflite
 from pyarena.plan import plan
 
 
+@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
 @pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16-weights"])
-def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16):
+def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, budget, monkeypatch):
+    if budget is not None:     # conv / pool scratch in one-row bands
+        import pyarena.kernels
+        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", budget)
     path = small_cnn(tmp_path / "m.tflite", fp16=fp16, extra_outputs=True)
     g = load_model(path)
     # NHWC kept, TFLite names canonicalised, fused activations as attributes

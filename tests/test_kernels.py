@@ -35,8 +35,18 @@ CONV_CASES = [
 ]
 
 
+@pytest.fixture(params=["whole", "row-bands"])
+def budget(request, monkeypatch):
+    """Run with the default scratch budget (one band) and with a budget so
+    small that every band is one output row."""
+    import pyarena.kernels
+    if request.param == "row-bands":
+        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 1)
+    return request.param
+
+
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c['x']}-{c['w']}-{c['attrs']}")
-def test_conv(tmp_path, case):
+def test_conv(tmp_path, case, budget):
     inits = {"w": rnd(*case["w"])}
     ins = ["x", "w"]
     if case.get("bias", True):
@@ -63,6 +73,17 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     assert g.ops[0].scratch_bytes == 0
 
 
+def test_conv_scratch_is_bounded_by_the_budget(tmp_path, monkeypatch):
+    import pyarena.kernels
+    monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 1)
+    # one output row per band: 3 padded input rows of 3x11 + 27x9 columns
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
+    pad = 3 * 3 * 11 * 4
+    cols = 3 * 3 * 3 * 1 * 9 * 4
+    assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
+
+
 @pytest.mark.parametrize("case", [
     dict(x=(1, 4, 5, 5), w=(4, 3, 3, 3), attrs=dict(strides=[2, 2])),
     dict(x=(1, 4, 5, 5), w=(4, 3, 3, 3), attrs=dict(strides=[2, 2], pads=[1, 1, 1, 1],
@@ -70,7 +91,7 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     dict(x=(2, 4, 4, 6), w=(4, 2, 2, 2), attrs=dict(strides=[2, 2], group=2)),
     dict(x=(1, 3, 4, 4), w=(3, 2, 3, 3), attrs=dict(dilations=[2, 2])),
 ], ids=str)
-def test_conv_transpose(tmp_path, case):
+def test_conv_transpose(tmp_path, case):  # noqa: D103
     run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case["attrs"])],
              {"x": rnd(*case["x"])},
              {"w": rnd(*case["w"]), "b": rnd(case["w"][1] * case["attrs"].get("group", 1))})
@@ -160,7 +181,7 @@ def test_pad(tmp_path, mode):
     dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
     dict(kernel_shape=[3, 2], strides=[1, 2], auto_pad="SAME_UPPER"),
 ], ids=str)
-def test_pool(tmp_path, op, attrs):
+def test_pool(tmp_path, op, attrs, budget):
     if op == "MaxPool":
         attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
     run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)})
