@@ -286,11 +286,11 @@ class LeakyRelu(Kernel):
 
 @register("Softplus")
 class Softplus(Kernel):
+    def setup(self):
+        self.zero = _c(0, self.dtype)
+
     def run(self, xs, ys, sc):
-        np.logaddexp(xs[0], _ZERO32 if self.dtype == np.float32 else 0.0, out=ys[0])
-
-
-_ZERO32 = _c(0)
+        np.logaddexp(xs[0], self.zero, out=ys[0])
 
 
 @register("Elu", "Selu")
@@ -405,8 +405,6 @@ class Elementwise(Kernel):
         self.mean = _c(1.0 / n, self.dtype) if t == "Mean" else None
         if np.issubdtype(self.dtype, np.integer) and t == "Div":
             self.f = np.floor_divide  # ONNX integer division (positive operands)
-        # an output aliasing input k>0 must be written last: reorder so the
-        # aliased operand (if any) comes first; decided per call below.
 
     def run(self, xs, ys, sc):
         y = ys[0]
@@ -1104,7 +1102,7 @@ class GlobalPool(Kernel):
             np.multiply(y, self.inv, out=y)
 
 
-@register("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Mean_tfl")
+@register("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin")
 class Reduce(Kernel):
     def setup(self):
         self.runtime = (0,)
@@ -1124,7 +1122,7 @@ class Reduce(Kernel):
         t = self.op.op_type
         self.f = {"ReduceMax": np.maximum, "ReduceMin": np.minimum}.get(t, np.add)
         cnt = math.prod(xs[a] for a in axes) if axes else 1
-        self.inv = _c(1.0 / max(cnt, 1), self.dtype) if t in ("ReduceMean", "Mean_tfl") \
+        self.inv = _c(1.0 / max(cnt, 1), self.dtype) if t == "ReduceMean" \
             else None
 
     def run(self, xs, ys, sc):

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from ..graph import MAX_TENSOR_BYTES, Graph, GraphError
+from ..graph import MAX_TENSOR_BYTES, Graph
 from ..kernels import UnsupportedOpError, set_scratch
 from . import ModelImportError
 

@@ -362,14 +362,11 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
         a["_opset"] = 13
         ins = ins[:1]      # output size comes from the output tensor's shape
     elif code == "SPLIT":
-        o = _options(tflite, op, "SplitOptions")
         axis = data[ins[0]]
         if axis is None:
             fail("the split axis must be constant")
         a["axis"] = int(np.asarray(axis).reshape(-1)[0])
         ins = [ins[1]]
-    if code == "MEAN" or code in ("SUM", "REDUCE_MAX"):
-        pass
     return op_type, attrs, ins
 
 
