@@ -39,6 +39,11 @@ def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, budget, monkeypatc
     assert set(ref) == set(out)
     for k in out:
         np.testing.assert_allclose(out[k], ref[k], rtol=1e-4, atol=2e-5, err_msg=k)
+    # NHWC kernels, fused activations and resizes allocate nothing either
+    from pyarena import Pool, numpy_allocator
+    with numpy_allocator(Pool()) as counter:
+        ex.run(feeds)
+    assert counter.allocations == 0
 
 
 def test_truncated_and_wrong_magic(tmp_path):
