@@ -104,3 +104,18 @@ def test_int8_weights_dequantized_at_import(tmp_path):
     out = Executor(g).run(feeds)["y"]
     ref, _ = reference_tflite(path, feeds)
     np.testing.assert_allclose(out, ref["y"], rtol=1e-4, atol=1e-5)
+
+
+def test_cyclic_graph(tmp_path):
+    from pyarena.graph import GraphError
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 4))
+    a = B.tensor("a", (1, 4))
+    b = B.tensor("b", (1, 4))
+    y = B.tensor("y", (1, 4))
+    B.op("ADD", [x, b], [a])
+    B.op("RELU", [a], [b])
+    B.op("RELU", [b], [y])
+    path = B.save(tmp_path / "cyc.tflite", [x], [y])
+    with pytest.raises(GraphError, match="cycle"):
+        load_model(path)
