@@ -1,7 +1,7 @@
 """Planner speed: 1,000 and 100,000 random buffers, time per strategy.
 
-Lifetimes look like a model's (a start step, a mostly short life, a few
-long-lived buffers), sizes log-uniform from 64 B to 1 MiB.  For each
+Lifetimes look like a model's (a start step, a mostly short life, 2% of
+the buffers living up to a tenth of the run), sizes log-uniform from 64 B to 1 MiB.  For each
 strategy: median wall time of ``plan_intervals`` (Python front end + C
 core), the part spent in ``pa_plan_assign``, arena over the lower bound,
 and the independent validator's time on the same plan.
@@ -26,11 +26,15 @@ from pyarena.validate import validate  # noqa: E402
 STRATEGIES = ["first-fit", "greedy-by-size", "greedy-by-breadth", "best"]
 
 
-def random_buffers(n, seed=0):
+def random_buffers(n, seed=0, long_frac=0.02, long_span=0.1):
+    """``n`` intervals over ``n // 2`` steps: most live a few steps
+    (geometric), ``long_frac`` of them up to ``long_span`` of the whole run
+    (skip connections)."""
     rng = np.random.default_rng(seed)
     steps = max(n // 2, 1)
     first = rng.integers(0, steps, n)
-    life = np.where(rng.random(n) < 0.05, rng.integers(0, steps, n),
+    long_max = max(int(steps * long_span), 1)
+    life = np.where(rng.random(n) < long_frac, rng.integers(0, long_max, n),
                     rng.geometric(0.3, n))
     last = np.minimum(first + life, steps)
     size = np.exp(rng.uniform(np.log(64), np.log(1 << 20), n)).astype(np.int64)
@@ -59,11 +63,15 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=5.0,
                     help="search budget of 'best' (default 5 s)")
     ap.add_argument("--sizes", default="1000,100000")
+    ap.add_argument("--long-frac", type=float, default=0.02,
+                    help="fraction of long-lived buffers (default 0.02)")
+    ap.add_argument("--long-span", type=float, default=0.1,
+                    help="their longest life as a fraction of the run (default 0.1)")
     args = ap.parse_args(argv)
     print(f"{'buffers':>8} {'strategy':<18}{'wall ms':>10}{'C ms':>10}{'python ms':>10}"
           f"{'arena/lb':>10}{'validate ms':>12}")
     for n in (int(x) for x in args.sizes.split(",")):
-        bufs = random_buffers(n)
+        bufs = random_buffers(n, long_frac=args.long_frac, long_span=args.long_span)
         for s in STRATEGIES:
             rep = 1 if (s == "best" and n > 10000) else args.repeat
             wall, c, p, vt = measure(bufs, s, rep, args.time_limit)

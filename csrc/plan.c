@@ -321,6 +321,9 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
     uint64_t *best = malloc(m * sizeof(uint64_t));
     uint64_t *tmp = malloc(m * sizeof(uint64_t));
     pa_status_t st = PA_ERR_NOMEM;
+    ctx_t c;
+    memset(&c, 0, sizeof(c));
+    bool planned = false, optimal = false;
     if (!size || !raw || !first || !last || !best || !tmp) goto out;
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -338,9 +341,9 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
         first[i] = bufs[i].first;
         last[i] = bufs[i].last;
     }
-    ctx_t c = {.in = {n, size, raw, first, last, align, total},
-               .best = best, .best_arena = UINT64_MAX, .tmp = tmp,
-               .by = opt->strategy};
+    c = (ctx_t){.in = {n, size, raw, first, last, align, total},
+                .best = best, .best_arena = UINT64_MAX, .tmp = tmp,
+                .by = opt->strategy};
     c.lb = live_max(size, first, last, n);
     if (c.lb == UINT64_MAX) goto out; /* cannot overflow: total checked */
     c.proven_lo = c.lb;
@@ -367,6 +370,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
         if (opt->strategy <= PA_PLAN_GREEDY_BY_BREADTH)
             memcpy(best, tmp, n * sizeof(uint64_t));
     }
+    planned = true;
     st = PA_OK;
     if (cap && c.lb > cap) {
         st = PA_ERR_INFEASIBLE; /* more is live at one step than fits */
@@ -407,7 +411,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
             if (st != PA_OK) goto out;
         }
     }
-    bool optimal = c.best_arena == c.lb || c.best_arena <= c.proven_lo;
+    optimal = c.best_arena == c.lb || c.best_arena <= c.proven_lo;
     if (cap && c.best_arena > cap) {
         if (opt->strategy == PA_PLAN_BEST || opt->strategy == PA_PLAN_EXACT)
             st = optimal ? PA_ERR_INFEASIBLE : PA_ERR_TIMEOUT;
@@ -416,14 +420,16 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
         goto out;
     }
     for (size_t i = 0; i < n; i++) bufs[i].offset = best[i];
-    if (result) {
+out:
+    /* on success, and on a missed capacity, describe the best plan found */
+    if (result && planned &&
+        (st == PA_OK || st == PA_ERR_INFEASIBLE || st == PA_ERR_TIMEOUT)) {
         result->arena_bytes = c.best_arena;
         result->lower_bound = c.lb;
-        result->optimal = optimal;
+        result->optimal = optimal || c.best_arena == c.lb;
         result->seconds = _pa_plan_now() - t0;
         result->strategy = c.by;
     }
-out:
     free(size);
     free(raw);
     free(first);

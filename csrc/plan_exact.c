@@ -200,12 +200,17 @@ static bool apply(ex_t *e, uint32_t b, bool *hatless) {
     }
     for (size_t k = 0; k < naff; k++) {
         uint32_t s = e->aff[k];
-        uint64_t lo = NONE;
+        uint64_t lo = NONE, fl = e->floor[s];
         for (size_t j = e->mem_start[s]; j < e->mem_start[s + 1]; j++) {
             uint32_t o = e->mem[j];
-            if (e->asg[o] == NONE && e->minoff[o] < lo) lo = e->minoff[o];
+            if (e->asg[o] != NONE) continue;
+            if (e->minoff[o] <= fl) { /* the floor cannot rise: stop early */
+                lo = NONE;
+                break;
+            }
+            if (e->minoff[o] < lo) lo = e->minoff[o];
         }
-        if (lo != NONE && e->floor[s] < lo) {
+        if (lo != NONE && fl < lo) {
             if (!push_undo(e, s | FLOOR_BIT, e->floor[s])) return false;
             e->floor[s] = lo;
         }

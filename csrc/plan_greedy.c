@@ -139,10 +139,45 @@ typedef struct {
     uint64_t off, end;
 } span_t;
 
-static int cmp_span(const void *x, const void *y) {
-    const span_t *p = x, *q = y;
-    if (p->off != q->off) return p->off < q->off ? -1 : 1;
-    return (p->end > q->end) - (p->end < q->end);
+/* Sort spans by offset (ties in any order: the gap scan gives the same
+ * answer).  Inlined quicksort + insertion sort: this is the hot loop of the
+ * greedy heuristics and qsort's indirect comparator dominated it. */
+static void sort_spans(span_t *a, size_t n) {
+    while (n > 16) {
+        span_t *m = &a[n / 2], *z = &a[n - 1], t;
+        /* median of three into a[0] */
+        if (m->off < a[0].off) { t = *m; *m = a[0]; a[0] = t; }
+        if (z->off < a[0].off) { t = *z; *z = a[0]; a[0] = t; }
+        if (z->off < m->off) { t = *z; *z = *m; *m = t; }
+        t = *m; *m = a[0]; a[0] = t; /* pivot = median, at a[0] */
+        uint64_t p = a[0].off;
+        size_t i = 0, j = n;
+        for (;;) {
+            do i++; while (i < n && a[i].off < p);
+            do j--; while (a[j].off > p);
+            if (i >= j) break;
+            t = a[i]; a[i] = a[j]; a[j] = t;
+        }
+        t = a[0]; a[0] = a[j]; a[j] = t;
+        /* recurse on the smaller side, loop on the larger */
+        if (j < n - j - 1) {
+            sort_spans(a, j);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_spans(a + j + 1, n - j - 1);
+            n = j;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        span_t x = a[i];
+        size_t j = i;
+        while (j > 0 && a[j - 1].off > x.off) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
 }
 
 typedef struct {
@@ -218,7 +253,7 @@ static bool place(placer_t *p, uint32_t i, int best_fit) {
             r >>= 1;
         }
     }
-    if (k > 1) qsort(p->scratch, k, sizeof(span_t), cmp_span);
+    sort_spans(p->scratch, k);
     uint64_t s = p->in->size[i], cur = 0, best = UINT64_MAX,
              best_gap = UINT64_MAX;
     for (size_t j = 0; j < k; j++) {

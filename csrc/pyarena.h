@@ -454,8 +454,9 @@ void pa_plan_options_default(pa_plan_options_t *opt);
  * padded sizes sum past INT64_MAX.  With a capacity: PA_ERR_INFEASIBLE when
  * the lower bound exceeds it, when a plain heuristic's plan does not fit,
  * or when BEST/EXACT proved no plan fits; PA_ERR_TIMEOUT when BEST/EXACT
- * ran out of time first.  EXACT without a capacity minimises; if time runs
- * out it returns its best plan with optimal = 0. */
+ * ran out of time first; `result` then describes the best plan found (its
+ * offsets are not written).  EXACT without a capacity minimises; if time
+ * runs out it returns its best plan with optimal = 0. */
 pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
                            const pa_plan_options_t *opt,
                            pa_plan_result_t *result);

@@ -24,6 +24,7 @@
 independently.
 """
 import csv
+import gc
 import json
 import os
 import time
@@ -149,9 +150,11 @@ class Plan:
         n_alias = sum(1 for r in self.reuses if r[3] == "alias")
         n_inpl = sum(1 for r in self.reuses if r[3] == "inplace")
         name = f" {self.graph.name!r}" if self.graph is not None else ""
+        head = (f"plan{name}: {self.num_ops} ops, {len(self.buffers)} buffers "
+                f"({len(self.scratch)} scratch)" if self.graph is not None else
+                f"plan: {len(self.buffers)} intervals over {self.num_ops} steps")
         lines = [
-            f"plan{name}: {self.num_ops} ops, {len(self.buffers)} buffers "
-            f"({len(self.scratch)} scratch), alignment {self.alignment}",
+            f"{head}, alignment {self.alignment}",
             f"  arena        {self.arena_bytes:>14,} B  ({_human(self.arena_bytes)})",
             f"  lower bound  {self.lower_bound_bytes:>14,} B  (arena is "
             f"{gap:+.2%} over; {'optimal' if self.optimal else 'not proven optimal'})",
@@ -273,8 +276,10 @@ class Plan:
         if hasattr(target, "empty") and not isinstance(target, np.ndarray):
             try:
                 raw = target.empty((need,), np.uint8, align=align)
-            except TypeError:
-                raw = target.empty((need,), np.uint8)
+            except TypeError:       # no align keyword (a pool): over-allocate
+                raw = target.empty((need + align - 1,), np.uint8).reshape(-1)
+                shift = (-raw.ctypes.data) % align
+                raw = raw[shift:shift + need]
             if raw.ctypes.data % align:
                 raise InvalidArgumentError(
                     f"{type(target).__name__} returned a block aligned to less than "
@@ -324,13 +329,14 @@ def _check_strategy(strategy):
     return STRATEGIES[strategy]
 
 
-def _tensor_info(graph):
+def _tensor_info(graph, nbytes=None):
     """name -> (shape, dtype, nbytes, is_scratch) for everything planned."""
     info = {}
     for t in graph.tensors.values():
         if t.role != "constant":
+            n = nbytes.get(t.name) if nbytes is not None else None
             info[t.name] = (tuple(int(d) for d in t.shape) if t.shape is not None
-                            else None, t.dtype, t.nbytes, False)
+                            else None, t.dtype, t.nbytes if n is None else n, False)
     for op in graph.ops:
         if op.scratch_bytes:
             info[scratch_name(op.name)] = (None, "uint8", op.scratch_bytes, True)
@@ -376,9 +382,15 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     _check_strategy(strategy)
     alignment = _check_alignment(alignment)
     graph.validate()
+    with _NoGC():
+        return _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+
+
+def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):
     table = as_rule_table(rules) if inplace else None
     life = tensor_lifetimes(graph)
     tensors = graph.tensors
+    nbytes = {name: tensors[name].nbytes for name in life}
 
     # Union of buffers, built op by op.  group: [members, first, last, size,
     # pinned (holds a graph input or output)]
@@ -397,7 +409,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                              f"buffer name of operator {op.name!r}")
     for t in graph.inputs:
         f, l = life[t]
-        new_group(t, f, l, tensors[t].nbytes, True)
+        new_group(t, f, l, nbytes[t], True)
     reuses = []
     for i, op in enumerate(graph.ops):
         joined = None
@@ -411,7 +423,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 if mode == "inplace":
                     if g[4] or g[2] > i:
                         continue    # pinned, or the original is read later
-                    if _other_views_conflict(op, k, g, graph):
+                    if _other_views_conflict(op, k, g, graph, group_of):
                         continue
                 elif mode != "alias":
                     raise InvalidArgumentError(
@@ -419,7 +431,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 f, l = life[out]
                 g[0].append(out)
                 g[2] = max(g[2], l)
-                g[3] = max(g[3], tensors[out].nbytes)
+                g[3] = max(g[3], nbytes[out])
                 g[4] = g[4] or tensors[out].role == "output"
                 group_of[out] = g
                 reuses.append((op.name, src, out, mode))
@@ -428,12 +440,12 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         for t in op.outputs:
             if t != joined and t in life:
                 f, l = life[t]
-                new_group(t, f, l, tensors[t].nbytes, tensors[t].role == "output")
+                new_group(t, f, l, nbytes[t], tensors[t].role == "output")
         if op.scratch_bytes:
             new_group(scratch_name(op.name), i, i, op.scratch_bytes, False)
 
     buffers = [Buffer(g[0][0], g[3], g[1], g[2], None, list(g[0])) for g in groups]
-    naive = sum(_padded(tensors[t].nbytes, alignment) for t in life) + \
+    naive = sum(_padded(v, alignment) for v in nbytes.values()) + \
         sum(_padded(op.scratch_bytes, alignment) for op in graph.ops if op.scratch_bytes)
     res = _assign(buffers, strategy, alignment, time_limit, capacity)
     weights = sum(t.nbytes for t in tensors.values() if t.role == "constant")
@@ -442,23 +454,35 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 chosen_strategy=res["chosen"], optimal=res["optimal"],
                 plan_seconds=time.perf_counter() - t0, num_ops=len(graph.ops),
                 weights_bytes=weights, graph=graph, inplace=inplace, reuses=reuses,
-                tensor_info=_tensor_info(graph), rules=table, c_seconds=res["seconds"])
+                tensor_info=_tensor_info(graph, nbytes), rules=table,
+                c_seconds=res["seconds"])
 
 
-def _other_views_conflict(op, k, g, graph):
+def _other_views_conflict(op, k, g, graph, group_of):
     """True if ``op`` also reads the group through another input whose
     layout differs from the output's: writing the output over input k
     would then clobber elements it has yet to read."""
     out = graph.tensors[op.outputs[0]]
-    members = set(g[0])
-    return any(j != k and name in members and not _same_layout(graph.tensors[name], out)
+    return any(j != k and group_of.get(name) is g
+               and not _same_layout(graph.tensors[name], out)
                for j, name in enumerate(op.inputs))
 
 
 def _assign(buffers, strategy, alignment, time_limit, capacity):
     """Run pa_plan_assign over ``buffers``; fills their offsets."""
+    res = _assign_arrays([b.size for b in buffers], [b.first for b in buffers],
+                         [b.last for b in buffers], strategy, alignment, time_limit,
+                         capacity)
+    for b, off in zip(buffers, res["offsets"].tolist()):
+        b.offset = off
+    return res
+
+
+def _assign_arrays(sizes, firsts, lasts, strategy, alignment, time_limit, capacity):
+    """pa_plan_assign over parallel size/first/last sequences; returns the
+    result dict with an ``offsets`` array."""
     code = _check_strategy(strategy)
-    n = len(buffers)
+    n = len(sizes)
     if time_limit is None:
         time_limit = 10.0
     try:
@@ -474,11 +498,11 @@ def _assign(buffers, strategy, alignment, time_limit, capacity):
                                    f"not {capacity!r}")
     if n == 0:
         return {"arena": 0, "bound": 0, "optimal": True, "chosen": strategy,
-                "seconds": 0.0}
+                "seconds": 0.0, "offsets": np.zeros(0, np.uint64)}
     arr = np.empty(n, _CBUF_DTYPE)
-    arr["size"] = [b.size for b in buffers]
-    arr["first"] = [b.first for b in buffers]
-    arr["last"] = [b.last for b in buffers]
+    arr["size"] = sizes
+    arr["first"] = firsts
+    arr["last"] = lasts
     arr["offset"] = 0
     cbufs = ffi.new("pa_plan_buffer_t[]", n)
     cview = ffi.buffer(cbufs)
@@ -495,17 +519,33 @@ def _assign(buffers, strategy, alignment, time_limit, capacity):
         why = "no plan found within the time limit" if status == lib.PA_ERR_TIMEOUT \
             else "no plan fits"
         lb = int(lib.pa_plan_lower_bound(cbufs, n, alignment))
+        best = int(result.arena_bytes)
+        found = f", best plan found {best:,} bytes" if best > (capacity or 0) else ""
         raise PlanInfeasibleError(f"{why}: capacity {int(capacity or 0):,} bytes "
-                                  f"(lower bound {lb:,} bytes, strategy {strategy})")
+                                  f"(lower bound {lb:,} bytes{found}, strategy {strategy})")
     check(status, f"planning {n} buffers with strategy {strategy!r}")
-    out = np.frombuffer(cview, _CBUF_DTYPE)["offset"]
-    for b, off in zip(buffers, out.tolist()):
-        b.offset = off
+    offsets = np.frombuffer(cview, _CBUF_DTYPE)["offset"].copy()
     chosen = _STRATEGY_NAMES.get(result.strategy, strategy)
     arena = int(result.arena_bytes)
     bound = int(result.lower_bound)
     return {"arena": arena, "bound": bound, "optimal": bool(result.optimal) or
-            arena == bound, "chosen": chosen, "seconds": float(result.seconds)}
+            arena == bound, "chosen": chosen, "seconds": float(result.seconds),
+            "offsets": offsets}
+
+
+class _NoGC:
+    """Pause the cyclic GC while building many small objects (it would
+    rescan them all again and again: half the front end's time at 100,000
+    buffers); nothing built here forms cycles."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+        return False
 
 
 def plan_intervals(buffers, strategy="best", alignment=1, time_limit=10.0,
@@ -513,35 +553,59 @@ def plan_intervals(buffers, strategy="best", alignment=1, time_limit=10.0,
     """Plan bare buffers (``Buffer`` objects, or ``(name, size, first, last)``
     tuples; lifetimes inclusive).  Returns a :class:`Plan` without a graph;
     the given Buffer objects are copied, not modified."""
+    with _NoGC():
+        return _plan_intervals(buffers, strategy, alignment, time_limit, capacity)
+
+
+def _plan_intervals(buffers, strategy, alignment, time_limit, capacity):
     t0 = time.perf_counter()
     _check_strategy(strategy)
     alignment = _check_alignment(alignment)
-    bufs = []
-    seen = set()
-    for b in buffers:
-        if not isinstance(b, Buffer):
-            name, size, first, last = b
-            b = Buffer(str(name), size, first, last, None, [str(name)])
-        for v, what in ((b.size, "size"), (b.first, "first"), (b.last, "last")):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise InvalidArgumentError(f"buffer {b.name!r}: {what} must be a "
-                                           f"non-negative integer, not {v!r}")
-        if b.last < b.first:
-            raise InvalidArgumentError(f"buffer {b.name!r}: lifetime [{b.first}, "
-                                       f"{b.last}] ends before it starts")
-        if b.name in seen:
-            raise InvalidArgumentError(f"buffer name {b.name!r} is used twice")
-        seen.add(b.name)
-        bufs.append(Buffer(b.name, int(b.size), int(b.first), int(b.last), None,
-                           list(b.tensors or [b.name])))
-    res = _assign(bufs, strategy, alignment, time_limit, capacity)
-    info = {t: (None, "uint8", b.size, False) for b in bufs for t in b.tensors}
+    rows = [(b.name, b.size, b.first, b.last, b.tensors) if isinstance(b, Buffer)
+            else (*b, None) for b in buffers]
+    if any(len(r) != 5 for r in rows):
+        bad = next(r for r in rows if len(r) != 5)
+        raise InvalidArgumentError(f"an interval must be (name, size, first, last), "
+                                   f"not {bad[:-1]!r}")
+    n = len(rows)
+    flat = [v for r in rows for v in r[1:4]]
+    if not all(type(v) is int for v in flat):
+        for r in rows:
+            for v, what in zip(r[1:4], ("size", "first", "last")):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                    raise InvalidArgumentError(f"buffer {r[0]!r}: {what} must be a "
+                                               f"non-negative integer, not {v!r}")
+        flat = [int(v) for v in flat]
+    try:
+        nums = np.array(flat, dtype=np.int64).reshape(n, 3)
+    except OverflowError:
+        raise InvalidArgumentError("an interval's size or step does not fit in "
+                                   "64 bits") from None
+    bad = np.flatnonzero((nums < 0).any(axis=1) | (nums[:, 2] < nums[:, 1]))
+    if bad.size:
+        name, size, first, last, _ = rows[int(bad[0])]
+        raise InvalidArgumentError(f"buffer {name!r}: size {size}, lifetime [{first}, "
+                                   f"{last}]: need size >= 0 and 0 <= first <= last "
+                                   "(a lifetime that ends before it starts)")
+    names = [str(r[0]) for r in rows]
+    if len(set(names)) != n:
+        seen = set()
+        dup = next(x for x in names if x in seen or seen.add(x))
+        raise InvalidArgumentError(f"buffer name {dup!r} is used twice")
+    res = _assign_arrays(nums[:, 0], nums[:, 1], nums[:, 2], strategy, alignment,
+                         time_limit, capacity)
+    offs = res["offsets"].tolist()
+    bufs = [Buffer(name, size, first, last, off, list(r[4]) if r[4] else [name])
+            for name, (size, first, last), off, r in zip(names, nums.tolist(), offs, rows)]
+    padded_sizes = [_padded(v, alignment) for v in nums[:, 0].tolist()] \
+        if n and int(nums[:, 0].max()) > (1 << 40) else \
+        ((nums[:, 0] + alignment - 1) // alignment * alignment).tolist()
     return Plan(bufs, arena_bytes=res["arena"], lower_bound_bytes=res["bound"],
-                naive_bytes=sum(_padded(b.size, alignment) for b in bufs),
-                alignment=alignment, strategy=strategy, chosen_strategy=res["chosen"],
-                optimal=res["optimal"], plan_seconds=time.perf_counter() - t0,
-                num_ops=max((b.last for b in bufs), default=-1) + 1, graph=None,
-                inplace=False, tensor_info=info, c_seconds=res["seconds"])
+                naive_bytes=sum(padded_sizes), alignment=alignment, strategy=strategy,
+                chosen_strategy=res["chosen"], optimal=res["optimal"],
+                plan_seconds=time.perf_counter() - t0,
+                num_ops=int(nums[:, 2].max()) + 1 if n else 0, graph=None,
+                inplace=False, c_seconds=res["seconds"])
 
 
 # -- files -------------------------------------------------------------------

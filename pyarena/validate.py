@@ -26,6 +26,7 @@ element-wise), so a planner bug cannot hide itself.  It checks:
 ``validate(plan, raise_errors=True)`` raises :class:`PlanValidationError`.
 """
 import bisect
+import gc
 
 from .errors import PyArenaError
 from .inplace import as_rule_table
@@ -67,38 +68,49 @@ def _geometry(bufs, align, arena, bound, problems):
             and b.first <= b.last and b.size > 0]
     # Sweep: at each step drop the buffers that died, then add the ones born,
     # checking each newcomer against its neighbours in offset order.  As long
-    # as the live set is disjoint, neighbours are the only candidates.
-    events = sorted([(b.first, 1, i) for i, b in enumerate(good)] +
-                    [(b.last + 1, 0, i) for i, b in enumerate(good)])
-    starts = []   # sorted (offset, index) of live buffers
-    live = 0
-    peak = 0
-    reported = 0
-    for _, kind, i in events:
-        b = good[i]
-        key = (b.offset, i)
-        size = _pad(b.size, align)
-        if kind == 0:
-            j = bisect.bisect_left(starts, key)
-            del starts[j]
-            live -= size
-            continue
-        j = bisect.bisect_left(starts, key)
-        for nb in (j - 1, j):
-            if 0 <= nb < len(starts):
-                o = good[starts[nb][1]]
-                lo, hi = max(o.offset, b.offset), min(o.offset + _pad(o.size, align),
-                                                      b.offset + size)
-                if lo < hi and reported < 50:
-                    reported += 1
-                    problems.append(
-                        f"buffers {o.name!r} (ops {o.first}-{o.last}, bytes "
-                        f"{o.offset}-{o.offset + o.size}) and {b.name!r} (ops "
-                        f"{b.first}-{b.last}, bytes {b.offset}-{b.offset + b.size}) "
-                        f"are live together and overlap in bytes")
-        starts.insert(j, key)
-        live += size
-        peak = max(peak, live)
+    # as the live set is disjoint, neighbours are the only candidates.  Events
+    # and live keys are packed into single ints (fast to sort and bisect).
+    n = len(good)
+    off = [b.offset for b in good]
+    end = [b.offset + _pad(b.size, align) for b in good]
+    events = [((b.first * 2 + 1) * n + i) for i, b in enumerate(good)]
+    events += [(((b.last + 1) * 2) * n + i) for i, b in enumerate(good)]
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        events.sort()
+        starts = []   # sorted offset * n + index of the live buffers
+        live = 0
+        peak = 0
+        reported = 0
+        insort = bisect.bisect_left
+        for ev in events:
+            i = ev % n
+            key = off[i] * n + i
+            size = end[i] - off[i]
+            j = insort(starts, key)
+            if not (ev // n) & 1:          # a death
+                del starts[j]
+                live -= size
+                continue
+            for nb in (j - 1, j):
+                if 0 <= nb < len(starts):
+                    k = starts[nb] % n
+                    if max(off[k], off[i]) < min(end[k], end[i]) and reported < 50:
+                        reported += 1
+                        o, b = good[k], good[i]
+                        problems.append(
+                            f"buffers {o.name!r} (ops {o.first}-{o.last}, bytes "
+                            f"{o.offset}-{o.offset + o.size}) and {b.name!r} (ops "
+                            f"{b.first}-{b.last}, bytes {b.offset}-{b.offset + b.size}) "
+                            f"are live together and overlap in bytes")
+            starts.insert(j, key)
+            live += size
+            if live > peak:
+                peak = live
+    finally:
+        if gc_was:
+            gc.enable()
     if arena < peak:
         problems.append(f"arena of {arena} bytes is below the {peak} bytes live at once")
     if bound is not None and bound != peak:

@@ -346,6 +346,19 @@ def test_bind_views_shapes_alignment_and_disjointness():
                     assert not np.shares_memory(views[sc.tensors[0]], views[t])
 
 
+def test_bind_from_an_allocator_without_align_keyword():
+    class FakePool:
+        """empty(shape, dtype) only, handing out odd addresses."""
+        def empty(self, shape, dtype=np.float32):
+            n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            return np.zeros(n + 3, np.uint8)[3:].view(dtype).reshape(shape)
+
+    p = checked(plan(chain_graph(2), alignment=256, **FAST))
+    views = p.bind(FakePool())
+    assert all(v.ctypes.data % 256 == 0 for v in views.values())
+    assert views["a1"].shape == (1, 4, 8, 8)
+
+
 def test_bind_rejects_small_or_readonly_buffers():
     p = plan(chain_graph(2), **FAST)
     with pytest.raises(InvalidArgumentError, match="too small"):
@@ -506,3 +519,12 @@ def test_mobilenet_in_place_lowers_the_bound():
     assert on.lower_bound_bytes < off.lower_bound_bytes
     clips = [op for op in g.ops if op.op_type == "Clip"]
     assert all(on.buffer_of[op.outputs[0]] is on.buffer_of[op.inputs[0]] for op in clips)
+
+
+def test_plot_without_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
+    p = plan_intervals([("a", 8, 0, 0)], **FAST)
+    for mod in ("matplotlib", "matplotlib.pyplot"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    with pytest.raises(ImportError, match=r"pyarena\[plot\]"):
+        p.plot(str(tmp_path / "x.png"))
+    assert "intervals over 1 steps" in p.summary()

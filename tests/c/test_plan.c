@@ -317,9 +317,16 @@ static void test_bad_input(void) {
     CHECK_EQ(o.strategy, PA_PLAN_BEST);
     CHECK_EQ(o.alignment, 64u);
     /* capacity below the lower bound: infeasible for every strategy */
-    for (int s = 0; s <= PA_PLAN_EXACT; s++)
+    for (int s = 0; s <= PA_PLAN_EXACT; s++) {
+        c[0].offset = c[1].offset = 77;
+        memset(&r, 0, sizeof r);
         CHECK_EQ(plan(c, 2, (pa_plan_strategy_t)s, 64, 127, 1, &r),
                  PA_ERR_INFEASIBLE);
+        /* offsets untouched; the result describes the best plan found */
+        CHECK(c[0].offset == 77 && c[1].offset == 77);
+        CHECK_EQ(r.lower_bound, 128u);
+        CHECK_EQ(r.arena_bytes, 128u);
+    }
 }
 
 /* Every strategy: valid, >= the bound, the bound right; the heuristics equal
