@@ -10,7 +10,7 @@ import glob
 import os
 import shutil
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
@@ -55,7 +55,28 @@ class BuildExt(build_ext):
         )
 
 
+class _NumpyInclude(os.PathLike):
+    """numpy's include dir, resolved only when the compiler needs it."""
+
+    def __fspath__(self):
+        import numpy
+        return numpy.get_include()
+
+    def __str__(self):
+        return self.__fspath__()
+
+
 setup(
     cffi_modules=["pyarena/_build.py:ffibuilder"],
+    # The native hot path of Arena.empty (CPython + NumPy C API).
+    ext_modules=[Extension("pyarena._fastpath", ["pyarena/_fastpath.c"],
+                           include_dirs=[_NumpyInclude()],
+                           extra_compile_args=["-O2"]),
+                 # The work pool's glue: ownership capsules, the fast
+                 # Pool.empty, NumPy's allocator (NEP 49).
+                 Extension("pyarena._poolglue", ["pyarena/_poolglue.c"],
+                           include_dirs=[_NumpyInclude(), "csrc"],
+                           depends=["csrc/pyarena.h"],
+                           extra_compile_args=["-O2"])],
     cmdclass={"build_py": BuildPy, "build_ext": BuildExt},
 )

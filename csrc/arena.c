@@ -153,7 +153,7 @@ pa_arena_t *pa_arena_init_static(void *meta, size_t meta_size, void *buffer,
     if (b > UINTPTR_MAX - alignment) return NULL;
     uintptr_t base = _pa_align_ptr(b, alignment);
     size_t skip = (size_t)(base - b);
-    if (skip >= size) return NULL;
+    if (skip >= size || size - skip < alignment) return NULL; /* not one block */
     pa_arena_t *a = meta;
     memset(a, 0, sizeof(*a));
     a->backend = *pa_backend_default();

@@ -107,7 +107,7 @@ static pa_region_t *region_new(pa_pool_impl_t *p, unsigned order, pa_status_t *s
     r->umin = umin;
     sp->kind = PA_SPAN_BUDDY;
     sp->owner = r;
-    _pa_map_set_range(p, sp, 1);
+    _pa_map_set_owner(p, sp, (uintptr_t)r | PA_MAP_TAG_REGION);
     r->next = p->regions;
     if (r->next) r->next->prev = r;
     p->regions = r;
@@ -118,6 +118,7 @@ static pa_region_t *region_new(pa_pool_impl_t *p, unsigned order, pa_status_t *s
 
 static void region_free(pa_pool_impl_t *p, pa_region_t *r) {
     pa_span_t *sp = r->span;
+    _pa_map_set_range(p, sp, 1); /* untag before the metadata goes */
     region_unlink(p, r);
     free(r);
     _pa_heap_free(p, sp);
@@ -145,7 +146,7 @@ void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned k, size_t req, pa_region_t **r
         } else {
             j = k + (unsigned)__builtin_ctzll(m);
             uintptr_t a = (uintptr_t)p->bfree[j];
-            r = _pa_map_lookup(p, a)->owner;
+            r = (pa_region_t *)(_pa_map_entry(p, a) & ~PA_MAP_TAG_MASK);
             off = a - r->base;
             bremove(p, r, off, j);
         }
@@ -196,10 +197,12 @@ void _pa_buddy_destroy(pa_pool_impl_t *p) {
 
 size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
                               pa_tally_t *t) {
-    (void)p;
     size_t broken = 0, units = (size_t)1 << (r->order - r->umin), free_bytes = 0;
     if ((r->span->npages << PA_PG_SHIFT) != ((size_t)1 << r->order)) broken++;
     if (r->base != r->span->start) broken++;
+    for (size_t pg = 0; pg < r->span->npages; pg++)
+        if (_pa_map_entry(p, r->base + (pg << PA_PG_SHIFT)) != ((uintptr_t)r | PA_MAP_TAG_REGION))
+            broken++;
     size_t u = 0;
     while (u < units) {
         uint8_t tg = r->tag[u];

@@ -23,6 +23,9 @@
  *    regions register every page.  A stale entry may point to a recycled
  *    descriptor: every lookup checks that the span really covers the
  *    address, and descriptors are only returned to libc at destroy.
+ *    Slab and region pages hold their slab / region pointer tagged in the
+ *    low bits (one load less on free); those entries are rewritten to the
+ *    plain span before the metadata is freed.
  *  - Leaves of the page map are created when a chunk is mapped, so
  *    nothing after that can fail for lack of metadata memory.
  */
@@ -42,9 +45,12 @@ static pa_span_t **map_slot(const pa_pool_impl_t *p, uintptr_t addr) {
 }
 
 static pa_span_t *map_raw(const pa_pool_impl_t *p, uintptr_t addr) {
-    if (addr >> PA_ADDR_BITS) return NULL;
-    pa_span_t **slot = map_slot(p, addr);
-    return slot ? *slot : NULL;
+    return _pa_map_decode(_pa_map_entry(p, addr));
+}
+
+void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged) {
+    uintptr_t last = s->start + ((s->npages - 1) << PA_PG_SHIFT);
+    for (uintptr_t a = s->start; a <= last; a += PA_PG) *map_slot(p, a) = (pa_span_t *)tagged;
 }
 
 int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages) {

@@ -177,6 +177,15 @@ static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
 pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
     pa_span_t *s = _pa_heap_alloc(p, np, st);
     if (s) return s;
+    /* Before growing: cached large blocks are whole spans, the likeliest
+     * to make room; the small-block caches are flushed only if that was
+     * not enough (flushing them costs their hot blocks). */
+    if (p->z[PA_ZONE_LARGE].cached) {
+        for (size_t b = p->bin_large0; b < p->nbins; b++)
+            if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
+        s = _pa_heap_alloc(p, np, st);
+        if (s) return s;
+    }
     if (p->cached) {
         flush_all(p);
         s = _pa_heap_alloc(p, np, st);
@@ -230,13 +239,15 @@ static inline void account_free(pa_pool_impl_t *p, int zone, size_t req, size_t 
 static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
                              size_t *bsize) {
     /* Newest first in this bin and the next: an exact page count, else
-     * the first block that is big enough, cut down to size (its tail goes
-     * back to the heap) so the block costs no more than a fresh one. */
+     * the first block that is big enough, cut down to size when the tail
+     * is over 1/8 of the request (the tail goes back to the heap), so a
+     * reused block wastes at most 1/8 -- and nothing on exact repeats,
+     * the common case of inference traces. */
     for (size_t b = r->bin; b <= r->bin + 1 && b < p->nbins; b++) {
         pa_bin_t *bin = &p->bins[b];
         uint32_t lo = bin->n > 8 ? bin->n - 8 : 0, pick = UINT32_MAX;
         for (uint32_t i = bin->n; i-- > lo;) {
-            size_t np = ((pa_span_t *)bin->e[i].desc)->npages;
+            size_t np = bin->e[i].size >> PA_PG_SHIFT; /* no descriptor miss */
             if (np == r->idx) {
                 pick = i;
                 break;
@@ -250,7 +261,8 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
         p->cached -= e.size;
         p->z[PA_ZONE_LARGE].cached -= e.size;
         pa_span_t *sp = e.desc;
-        _pa_heap_shrink(p, sp, r->idx);
+        /* cut only a tail worth a heap operation: > 1/8 of the request */
+        if ((sp->npages - r->idx) * 8 > r->idx) _pa_heap_shrink(p, sp, r->idx);
         p->z[PA_ZONE_LARGE].reserved -= e.size - (sp->npages << PA_PG_SHIFT);
         sp->state = PA_BLOCK_LIVE;
         sp->requested = req;
@@ -347,11 +359,10 @@ typedef struct {
 /* Describe the live block at `ptr`, or say why it is not one. */
 static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b) {
     uintptr_t a = (uintptr_t)ptr;
-    pa_span_t *sp = _pa_map_lookup(p, a);
-    if (!sp) return PA_ERR_FOREIGN;
-    switch (sp->kind) {
-    case PA_SPAN_SLAB: {
-        pa_slab_t *s = sp->owner;
+    uintptr_t ent = _pa_map_entry(p, a);
+    if (pa_likely(ent & PA_MAP_TAG_SLAB)) {
+        /* a tagged entry is only ever set on the slab's own pages */
+        pa_slab_t *s = (pa_slab_t *)(ent & ~PA_MAP_TAG_MASK);
         int exact;
         uint32_t idx = _pa_slab_index(p, s, a, &exact);
         if (!exact) return PA_ERR_FOREIGN;
@@ -363,8 +374,8 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         b->unit = idx;
         return PA_OK;
     }
-    case PA_SPAN_BUDDY: {
-        pa_region_t *r = sp->owner;
+    if (ent & PA_MAP_TAG_REGION) {
+        pa_region_t *r = (pa_region_t *)(ent & ~PA_MAP_TAG_MASK);
         uintptr_t off = a - r->base;
         if (off & (((uintptr_t)1 << r->umin) - 1)) return PA_ERR_FOREIGN;
         size_t u = off >> r->umin;
@@ -378,6 +389,10 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         b->unit = u;
         return PA_OK;
     }
+    pa_span_t *sp = (pa_span_t *)ent;
+    if (!sp || a < sp->start || ((a - sp->start) >> PA_PG_SHIFT) >= sp->npages)
+        return PA_ERR_FOREIGN;
+    switch (sp->kind) {
     case PA_SPAN_LARGE:
         if (a != sp->start) return PA_ERR_FOREIGN;
         if (sp->state != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
@@ -834,7 +849,8 @@ static size_t check_locked(const pa_pool_impl_t *p) {
                     t[PA_ZONE_LARGE].live++;
                     t[PA_ZONE_LARGE].allocated += bytes;
                     t[PA_ZONE_LARGE].requested += sp->requested;
-                    if (sp->requested > bytes || sp->requested + PA_PG <= bytes) broken++;
+                    if (sp->requested > bytes || bytes - sp->requested > sp->requested / 8 + 2 * PA_PG)
+                        broken++; /* cached blocks are cut to within 1/8 */
                 } else {
                     t[PA_ZONE_LARGE].cached += bytes;
                     t[PA_ZONE_LARGE].ncached++;

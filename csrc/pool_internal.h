@@ -51,6 +51,7 @@ typedef struct pa_chunkd {
 
 /* A slab: one span cut into equal slots of one size class. */
 typedef struct pa_slab {
+    uintptr_t start;          /* == span->start (one load less per use)  */
     pa_span_t *span;
     struct pa_slab *next, *prev; /* the class's partial list              */
     uint32_t cls;
@@ -178,6 +179,8 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 int _pa_heap_init(pa_pool_impl_t *p);
 void _pa_heap_destroy(pa_pool_impl_t *p);
 int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages);
+/* Point every page of `s` at `tagged` (a tagged slab / region). */
+void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged);
 pa_span_t *_pa_heap_alloc(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s);
 /* Cut `s` (not free) down to `npages`, the tail going back to the heap. */
@@ -220,14 +223,35 @@ static inline unsigned _pa_log2_ceil(size_t x) {
     return x <= 1 ? 0 : _pa_log2_floor(x - 1) + 1;
 }
 
+/* Page-map entries: a span pointer, or -- for every page of a slab or a
+ * buddy region -- the slab / region pointer tagged in its low bits, so a
+ * free reaches the slot state in one load less.  Tagged entries are
+ * rewritten to the plain span before the slab / region is released, so a
+ * tagged entry never points to freed metadata. */
+#define PA_MAP_TAG_SLAB ((uintptr_t)1)
+#define PA_MAP_TAG_REGION ((uintptr_t)2)
+#define PA_MAP_TAG_MASK ((uintptr_t)3)
+
+static inline uintptr_t _pa_map_entry(const pa_pool_impl_t *p, uintptr_t addr) {
+    if (pa_unlikely(addr >> PA_ADDR_BITS)) return 0;
+    uintptr_t pg = addr >> PA_PG_SHIFT;
+    pa_span_t **leaf = p->map[pg >> PA_MAP_L2_BITS];
+    if (pa_unlikely(!leaf)) return 0;
+    return (uintptr_t)leaf[pg & (((uintptr_t)1 << PA_MAP_L2_BITS) - 1)];
+}
+
+static inline pa_span_t *_pa_map_decode(uintptr_t e) {
+    switch (e & PA_MAP_TAG_MASK) {
+    case PA_MAP_TAG_SLAB: return ((pa_slab_t *)(e & ~PA_MAP_TAG_MASK))->span;
+    case PA_MAP_TAG_REGION: return ((pa_region_t *)(e & ~PA_MAP_TAG_MASK))->span;
+    default: return (pa_span_t *)e;
+    }
+}
+
 /* The span covering addr (checked against the span's range), or NULL.
  * Reads only the page map and descriptors: safe for any address. */
 static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr) {
-    if (pa_unlikely(addr >> PA_ADDR_BITS)) return NULL;
-    uintptr_t pg = addr >> PA_PG_SHIFT;
-    pa_span_t **leaf = p->map[pg >> PA_MAP_L2_BITS];
-    if (pa_unlikely(!leaf)) return NULL;
-    pa_span_t *s = leaf[pg & (((uintptr_t)1 << PA_MAP_L2_BITS) - 1)];
+    pa_span_t *s = _pa_map_decode(_pa_map_entry(p, addr));
     if (!s || addr < s->start || ((addr - s->start) >> PA_PG_SHIFT) >= s->npages) return NULL;
     return s;
 }
@@ -236,7 +260,7 @@ static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr)
 static inline uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s,
                                       uintptr_t addr, int *exact) {
     const pa_sclass_t *c = &p->cls[s->cls];
-    uint64_t off = addr - s->span->start;
+    uint64_t off = addr - s->start;
     uint64_t idx = c->magic ? (off * c->magic) >> 40 : 0;
     *exact = idx < s->nblocks && idx * c->size == off;
     return (uint32_t)idx;

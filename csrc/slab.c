@@ -139,6 +139,7 @@ static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
     s->stack = (uint16_t *)(s->req + nb);
     s->state = (uint8_t *)(s->stack + nb);
     s->span = sp;
+    s->start = sp->start;
     s->cls = (uint32_t)cls;
     s->nblocks = (uint32_t)nb;
     s->nfree = (uint32_t)nb;
@@ -147,7 +148,7 @@ static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
     for (size_t i = 0; i < nb; i++) s->stack[i] = (uint16_t)(nb - 1 - i);
     sp->kind = PA_SPAN_SLAB;
     sp->owner = s;
-    _pa_map_set_range(p, sp, 1);
+    _pa_map_set_owner(p, sp, (uintptr_t)s | PA_MAP_TAG_SLAB);
     partial_insert(c, s);
     c->nslabs++;
     p->z[PA_ZONE_SLAB].reserved += c->slab_bytes;
@@ -168,7 +169,7 @@ void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab
     s->nlive++;
     if (s->nfree == 0) partial_remove(c, s);
     *slab = s;
-    return (void *)(s->span->start + (size_t)idx * c->size);
+    return (void *)(s->start + (size_t)idx * c->size);
 }
 
 void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s) {
@@ -185,6 +186,7 @@ void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
     s->stack[s->nfree++] = (uint16_t)idx;
     if (s->nfree == s->nblocks) {
         pa_span_t *sp = s->span;
+        _pa_map_set_range(p, sp, 1); /* untag before the metadata goes */
         _pa_slab_free_meta(p, s);
         _pa_heap_free(p, sp);
         return;
@@ -204,8 +206,12 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
     size_t broken = 0;
     if (s->cls >= p->ncls) return 1;
     const pa_sclass_t *c = &p->cls[s->cls];
-    if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes)
+    if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes ||
+        s->start != s->span->start)
         broken++;
+    for (size_t pg = 0; pg < s->span->npages; pg++)
+        if (_pa_map_entry(p, s->start + (pg << PA_PG_SHIFT)) != ((uintptr_t)s | PA_MAP_TAG_SLAB))
+            broken++;
     size_t nfree = 0, nlive = 0;
     for (uint32_t i = 0; i < s->nblocks; i++) {
         switch (s->state[i]) {

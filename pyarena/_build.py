@@ -8,7 +8,6 @@ import glob
 import os
 import re
 
-import numpy
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,22 +21,31 @@ static intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align)
 {
     return (intptr_t)pa_arena_alloc(a, size, align);
 }
-/* defined in pyarena/_numpy_handler.c */
-int _pa_glue_install(void);
-size_t _pa_glue_walk(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
+
+/* Copy up to `cap` blocks of the pool into `out` (pa_pool_walk with a C
+ * callback, so no Python runs under the pool lock); returns how many there
+ * are in all, or (size_t)-1 if the walk failed.  Used by Pool.walk(). */
+typedef struct { pa_pool_block_t *out; size_t cap, n; } _pa_walk_buf_t;
+static int _pa_walk_copy(const pa_pool_block_t *block, void *ctx)
+{
+    _pa_walk_buf_t *w = (_pa_walk_buf_t *)ctx;
+    if (w->n < w->cap)
+        w->out[w->n] = *block;
+    w->n++;
+    return 0;
+}
+static size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t cap)
+{
+    _pa_walk_buf_t w = {out, cap, 0};
+    if (pa_pool_walk(pool, _pa_walk_copy, &w) != PA_OK)
+        return (size_t)-1;
+    return w.n;
+}
 """
 FAST_PATH_CDEF = """
 intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align);
-int _pa_glue_install(void);
-size_t _pa_glue_walk(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
+size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
 """
-
-# The work pool's CPython/NumPy glue (ownership capsules, the fast
-# Pool.empty, the NEP 49 allocator): extension-only, so it lives next to
-# this file, not in csrc/.  It uses NumPy's C API (numpy is therefore a
-# build requirement) and non-limited CPython calls (hence
-# py_limited_api=False below).
-GLUE_SOURCE = os.path.join("pyarena", "_numpy_handler.c")
 
 
 def read_cdef(header_path):
@@ -58,10 +66,10 @@ ffibuilder.cdef(read_cdef(os.path.join(CSRC, "pyarena.h")) + FAST_PATH_CDEF)
 ffibuilder.set_source(
     "pyarena._native",
     '#include "pyarena.h"\n' + FAST_PATH,
-    sources=[os.path.relpath(p, os.path.dirname(HERE)) for p in c_sources()]
-    + [GLUE_SOURCE],
-    include_dirs=[CSRC, numpy.get_include()],
-    py_limited_api=False,
+    sources=[os.path.relpath(p, os.path.dirname(HERE)) for p in c_sources()],
+    include_dirs=[CSRC],
+    # rebuild when any C source or header changes, not only the cdef
+    depends=sorted(glob.glob(os.path.join(CSRC, "*.[ch]"))),
     extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
     libraries=["pthread"],
 )

@@ -40,23 +40,21 @@ def resolve_dtype(dtype):
 
 def normalize_shape(shape):
     """A tuple of ints from an int or a sequence of ints."""
-    if type(shape) is tuple:
-        return shape
     if isinstance(shape, (int, np.integer)):
         return (operator.index(shape),)
     try:
-        return tuple(operator.index(d) for d in shape)
+        return tuple([operator.index(d) for d in shape])
     except TypeError:
         raise TypeError(f"shape must be an int or a sequence of ints, "
                         f"not {shape!r}") from None
 
 
 def nbytes_for(shape, dt):
-    """Bytes for ``shape`` of ``dt``; InvalidArgumentError for a negative
-    dimension or a size that overflows."""
-    try:
-        n = math.prod(shape)
-    except TypeError:
+    """Bytes for ``shape`` (a tuple) of ``dt``; InvalidArgumentError for a
+    negative dimension or a size that overflows, TypeError for a dimension
+    that is not an integer."""
+    n = math.prod(shape)
+    if type(n) is not int:  # floats, NumPy integers, junk: the slow path
         shape = normalize_shape(shape)
         n = math.prod(shape)
     if shape and min(shape) < 0:

@@ -19,6 +19,7 @@ Lifetime rules (the reason for most of this file):
 Not thread-safe: one thread at a time per arena, like the C arena.
 """
 import sys
+import weakref
 
 import numpy as np
 
@@ -26,6 +27,11 @@ from . import _shapes
 from ._binding import check, ffi, lib
 from .errors import AlignmentError, InvalidArgumentError, OutOfMemoryError, StateError
 from .stats import ArenaStats
+
+try:  # the native hot path; the pure-Python path below is complete without it
+    from ._fastpath import FastArena as _FastArena
+except ImportError:  # pragma: no cover - source checkouts without a build
+    _FastArena = None
 
 __all__ = ["Arena", "Mark"]
 
@@ -159,14 +165,38 @@ class Arena:
         self._cur_end = 0
         self._cur_buf = None
         self._closed = False
+        self._fast = None
+        if _FastArena is not None:
+            self._install_fast_path()
+
+    def _install_fast_path(self):
+        """Route ``self.empty`` through the native hot path.  It shares
+        ``_records`` and the dtype cache with the Python path and calls back
+        into it (through weak references: no cycle) for anything unusual."""
+        ref = weakref.ref(self)
+
+        def slow(*args, **kwargs):
+            arena = ref()
+            if arena is None:
+                raise StateError("arena is closed")
+            return Arena.empty(arena, *args, **kwargs)
+
+        def refresh(addr):
+            ref()._chunk_view(addr)
+
+        fn = int(ffi.cast("uintptr_t", ffi.addressof(lib, "pa_arena_alloc")))
+        self._fast = _FastArena(fn, int(ffi.cast("uintptr_t", self._h)), self._records,
+                                _shapes._DTYPES, slow, refresh)
+        self.empty = self._fast.empty
 
     # -- construction helpers ---------------------------------------------
     @staticmethod
     def _init_static(buffer, alignment):
         try:
             cbuf = ffi.from_buffer(buffer, require_writable=True)
-        except TypeError as exc:
-            raise TypeError(f"buffer must be a writable buffer: {exc}") from None
+        except (TypeError, BufferError) as exc:
+            raise TypeError(f"buffer must be a writable buffer, not "
+                            f"{type(buffer).__name__}: {exc}") from None
         meta = ffi.new("char[]", int(lib.pa_arena_metadata_size()) + 64)
         # the metadata must be aligned for the C struct
         addr = int(ffi.cast("uintptr_t", meta))
@@ -196,6 +226,8 @@ class Arena:
             buf = ffi.buffer(owner, n)
             self._chunks[b] = buf
         self._cur_base, self._cur_end, self._cur_buf = b, b + n, buf
+        if self._fast is not None:
+            self._fast.set_chunk(b, b + n, buf)
         return buf
 
     def _alloc_failed(self, nbytes, align):
@@ -210,7 +242,7 @@ class Arena:
         raise StateError("arena allocation failed without a status")
 
     # -- allocation ---------------------------------------------------------
-    def empty(self, shape, dtype=np.float32, align=None):
+    def empty(self, shape, dtype=np.float64, align=None):
         """An uninitialised C-contiguous array in the arena, its data aligned
         to ``max(align, alignment)``."""
         try:
@@ -236,7 +268,7 @@ class Arena:
         self._records.append(arr)
         return arr
 
-    def zeros(self, shape, dtype=np.float32, align=None):
+    def zeros(self, shape, dtype=np.float64, align=None):
         """Like :meth:`empty`, filled with zeros."""
         a = self.empty(shape, dtype, align)
         a.fill(0)
@@ -320,6 +352,8 @@ class Arena:
         if self._cur_base not in live:
             self._cur_base = self._cur_end = 0
             self._cur_buf = None
+            if self._fast is not None:
+                self._fast.set_chunk(0, 0, None)
         return freed
 
     # -- introspection -------------------------------------------------------
@@ -356,6 +390,10 @@ class Arena:
         if self._closed:
             return
         self._closed = True
+        if self._fast is not None:
+            self._fast.detach()
+            self._fast = None
+            self.__dict__.pop("empty", None)
         self._records = []
         self._marks = []
         self._orphans = []

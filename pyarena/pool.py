@@ -1,6 +1,6 @@
 """``Pool``: NumPy arrays from the C work pool, and NumPy's own allocator.
 
-Lifetime rules (the reason for most of this file and of _numpy_handler.c):
+Lifetime rules (the reason for most of this file and of _poolglue.c):
 
 * The C pool is owned by a capsule; the capsule destroys it when the last
   reference is gone.  The ``Pool`` object holds one reference, every
@@ -25,10 +25,12 @@ Lifetime rules (the reason for most of this file and of _numpy_handler.c):
 
 Thread safety: the C pool is thread-safe (one lock); ``empty``, ``free``
 and NumPy's allocator run with the GIL held, the other calls release it.
-The one C call that calls back (``pa_pool_walk``) copies blocks out in C,
-so no Python callback ever runs under the pool lock.
+The one C call that calls back (``pa_pool_walk``) copies blocks out in C
+(``_pa_pool_walk_copy`` in _build.py), so no Python callback ever runs
+under the pool lock.  The C side of this file is pyarena/_poolglue.c.
 """
 import contextlib
+import dataclasses
 import functools
 import operator
 import os
@@ -40,7 +42,7 @@ import numpy as np
 
 from . import _shapes
 from ._binding import check, ffi, lib
-from . import _native
+from . import _poolglue
 from .errors import (DoubleFreeError, ForeignPointerError, InvalidArgumentError,
                      OutOfMemoryError, StateError)
 from .policy import Policy
@@ -48,18 +50,18 @@ from .stats import ZONES, PoolStats
 
 __all__ = ["Pool", "Block", "PoolStatistics", "NumpyAllocator", "numpy_allocator"]
 
-if lib._pa_glue_install() != 0:  # pragma: no cover - a broken build
-    raise ImportError("pyarena._native: the pool's NumPy glue failed to initialise "
-                      "(NumPy C API import failed)")
+_poolglue.bind(*(int(ffi.cast("uintptr_t", ffi.addressof(lib, name))) for name in (
+    "pa_pool_alloc_status", "pa_pool_realloc", "pa_pool_free", "pa_pool_free_all",
+    "pa_pool_destroy")))
 
-_glue_empty = _native._glue_empty
-_glue_bind_empty = _native._glue_bind_empty
-_glue_owner = _native._glue_owner
-_glue_pool_capsule = _native._glue_pool_capsule
-_glue_pool_counters = _native._glue_pool_counters
-_glue_handler_new = _native._glue_handler_new
-_glue_handler_counts = _native._glue_handler_counts
-_glue_set_handler = _native._glue_set_handler
+_glue_empty = _poolglue.empty
+_glue_bind_empty = _poolglue.bind_empty
+_glue_owner = _poolglue.owner
+_glue_pool_capsule = _poolglue.pool_capsule
+_glue_pool_counters = _poolglue.pool_counters
+_glue_handler_new = _poolglue.handler_new
+_glue_handler_counts = _poolglue.handler_counts
+_glue_set_handler = _poolglue.set_handler
 _DTYPES = _shapes._DTYPES
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
@@ -78,14 +80,21 @@ def _probe(obj):
     return _refs(obj)
 
 
+def _base_refs(arr):
+    owner = arr.base
+    return _getrefcount(owner)
+
+
 def _calibrate():
     x = np.empty(1)  # exactly one reference: this local
-    return _probe(x)
+    y = np.frombuffer(bytearray(8), np.uint8)  # its base is held by y only
+    return _probe(x), _base_refs(y)
 
 
-# The count _refs() sees inside free() when the caller holds the array by
-# exactly one name (interpreters differ in stack references).
-_ONE_HOLDER = _calibrate()
+# The counts _refs() / _base_refs() see inside free() when the caller holds
+# the array by exactly one name and only the array holds its base
+# (interpreters differ in stack references).
+_ONE_HOLDER, _BASE_ONE_HOLDER = _calibrate()
 
 
 class Block:
@@ -243,13 +252,17 @@ class Pool:
                 raise OutOfMemoryError(int(need), 0, reserved=0, limit=policy.limit,
                                        what="pool creation")
             check(status[0], f"pool creation with {policy}")
-        self._cap = _glue_pool_capsule(int(ffi.cast("uintptr_t", h)))
+        try:
+            self._cap = _glue_pool_capsule(int(ffi.cast("uintptr_t", h)))
+        except BaseException:
+            lib.pa_pool_destroy(h)
+            raise
         self._h = h
         self.policy = policy
         self.alignment = int(cfg.alignment)
         self._closed = False
         self._freed = {}           # id(array) -> weakref, for DoubleFreeError
-        self._peak_floor = [0, 0, 0]
+        self._floor = None         # PoolStats whose peaks survive statistics()
         self._recorders = []       # active PoolStatistics
         self._lock = threading.Lock()
         # The fast paths: empty()/zeros() as one C call each, bound to the
@@ -344,12 +357,8 @@ class Pool:
                 f"array of shape {arr.shape} was allocated by another pool")
         del info, cap
         extra = _refs(arr) - _ONE_HOLDER
-        if kind == 1 and extra <= 0:
-            # the owner capsule: held by the array only (+ `owner`, the arg)
-            owner = arr.base
-            if _getrefcount(owner) > 3:
-                extra = 1
-            del owner
+        if kind == 1 and extra <= 0 and _base_refs(arr) > _BASE_ONE_HOLDER:
+            extra = 1  # someone kept arr.base, the block's owner capsule
         if extra > 0:
             raise StateError(
                 f"cannot free array of shape {arr.shape}: {extra} other reference(s) "
@@ -459,12 +468,18 @@ class Pool:
         """A :class:`PoolStats` snapshot."""
         self._check_open()
         s = _raw_stats(self._h, self._cap)
-        f = self._peak_floor
-        if f[0] > s.peak_requested or f[1] > s.peak_allocated or f[2] > s.peak_reserved:
-            from dataclasses import replace
-            s = replace(s, peak_requested=max(f[0], s.peak_requested),
-                        peak_allocated=max(f[1], s.peak_allocated),
-                        peak_reserved=max(f[2], s.peak_reserved))
+        f = self._floor
+        if f is not None:
+            # statistics() resets the C peaks; the pool's own peaks (and
+            # the zones') are the max of the C peaks and those before it
+            zones = tuple(
+                dataclasses.replace(z, peak_requested=max(z.peak_requested, fz.peak_requested),
+                                    peak_allocated=max(z.peak_allocated, fz.peak_allocated))
+                for z, fz in zip(s.zones, f.zones))
+            s = dataclasses.replace(
+                s, peak_requested=max(f.peak_requested, s.peak_requested),
+                peak_allocated=max(f.peak_allocated, s.peak_allocated),
+                peak_reserved=max(f.peak_reserved, s.peak_reserved), zones=zones)
         return s
 
     def used_bytes(self):
@@ -489,7 +504,7 @@ class Pool:
         self._check_open()
         with self._lock:
             self._fold_recorders()
-            self._peak_floor = [0, 0, 0]
+            self._floor = None
             check(lib.pa_pool_reset_peak(self._h), "pool reset_peak")
 
     def _fold_recorders(self):
@@ -511,7 +526,7 @@ class Pool:
         cap = 256
         while True:
             buf = ffi.new("pa_pool_block_t[]", cap)
-            n = lib._pa_glue_walk(self._h, buf, cap)
+            n = lib._pa_pool_walk_copy(self._h, buf, cap)
             if n == ffi.cast("size_t", -1):
                 raise StateError("pool walk failed")
             if n <= cap:
@@ -620,11 +635,7 @@ class Pool:
         rec = PoolStatistics(self)
         with self._lock:
             self._fold_recorders()
-            st = self.stats()
-            f = self._peak_floor
-            f[0] = max(f[0], st.peak_requested)
-            f[1] = max(f[1], st.peak_allocated)
-            f[2] = max(f[2], st.peak_reserved)
+            self._floor = self.stats()  # the peaks so far, floors included
             check(lib.pa_pool_reset_peak(self._h), "pool reset_peak")
             rec.before = self.stats()
             rec._peaks = [rec.before.requested, rec.before.allocated,

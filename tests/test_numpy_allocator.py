@@ -296,3 +296,31 @@ def test_the_setting_is_a_context_variable():
         assert not pool.owns(outside.run(np.empty, 10))
     assert pool.owns(inside.run(np.empty, 10))
     assert not pool.owns(np.empty(10))
+
+
+@pytest.mark.slow
+def test_numpys_own_tests_pass_with_every_allocation_in_a_pool():
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    mods = ["test_regression", "test_numeric"]
+    pkg = "numpy._core.tests" if hasattr(np, "_core") else "numpy.core.tests"
+    code = textwrap.dedent(f"""
+        import sys, numpy as np, pyarena, pytest
+        pool = pyarena.Pool()
+        alloc = pyarena.numpy_allocator(pool)
+        alloc.__enter__()
+        rc = pytest.main(["--pyargs", *{[pkg + "." + m for m in mods]!r}, "-q",
+                          "-p", "no:cacheprovider", "-x"])
+        print("ROUTED", alloc.allocations, "CHECK", pool.check())
+        sys.exit(int(rc))
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=900, cwd=root, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    routed = int(proc.stdout.split("ROUTED")[1].split()[0])
+    assert routed > 100_000
+    assert "CHECK 0" in proc.stdout

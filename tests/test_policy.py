@@ -130,3 +130,71 @@ def test_pool_keyword_shortcut_and_replace():
         pyarena.Pool(policy={"limit": 5})
     with pytest.raises(InvalidArgumentError, match="limit"):
         pyarena.Pool(limit=-1)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+KiB, MiB = 1 << 10, 1 << 20
+
+
+@st.composite
+def policies(draw):
+    alignment = draw(st.sampled_from([8, 16, 64, 256, 4096]))
+    kw = dict(mode=draw(st.sampled_from(["hybrid", "slab-only", "buddy-only"])),
+              alignment=alignment,
+              fine_classes=draw(st.sampled_from([1, 2, 4, 8])),
+              growth=draw(st.sampled_from(["pow2", "requested", "none"])),
+              release=draw(st.sampled_from(["unmap", "decommit"])),
+              cache_budget=draw(st.sampled_from([None, 0, 4 * KiB, 16 * MiB])))
+    if draw(st.booleans()):
+        n = draw(st.integers(1, 12))
+        steps = draw(st.lists(st.integers(1, 64), min_size=n, max_size=n))
+        classes, c = [], 0
+        for s in steps:
+            c += s * alignment
+            classes.append(c)
+        kw["size_classes"] = tuple(classes)
+    if draw(st.booleans()):
+        kw["slab_max"] = alignment * draw(st.integers(1, 64))
+    if draw(st.booleans()):
+        kw["buddy_region"] = 1 << draw(st.integers(16, 22))
+    if draw(st.booleans()):
+        kw["large_threshold"] = draw(st.integers(1, kw.get("buddy_region", MiB)))
+    if draw(st.booleans()):
+        kw["slab_size"] = 4 * KiB * draw(st.integers(1, 32))
+    if draw(st.booleans()) or kw["growth"] == "none":
+        kw["limit"] = draw(st.integers(1, 64 * MiB))
+    if draw(st.booleans()):
+        kw["chunk_size"] = draw(st.integers(1, kw.get("limit", 8 * MiB)))
+    if draw(st.booleans()):
+        high = draw(st.integers(1, 64 * MiB))
+        kw["high_watermark"] = high
+        kw["low_watermark"] = draw(st.integers(0, high))
+    return Policy(**kw)
+
+
+@settings(max_examples=150, deadline=None)
+@given(policy=policies(), sizes=st.lists(st.integers(0, 2 * MiB), max_size=6))
+def test_any_valid_policy_makes_a_pool_or_a_clear_error(policy, sizes):
+    # The Python checks may let through a combination the C pool rejects;
+    # that must be a clear InvalidArgumentError, never a crash.
+    try:
+        pool = pyarena.Pool(policy)
+    except InvalidArgumentError as e:
+        assert "pool creation" in str(e)
+        return
+    except pyarena.OutOfMemoryError:
+        return
+    assert pool.policy == policy and pool.alignment == policy.alignment
+    arrs = []
+    for i, n in enumerate(sizes):
+        try:
+            a = pool.empty(n, np.uint8)
+        except pyarena.OutOfMemoryError:
+            continue
+        a.fill(i)
+        assert a.ctypes.data % policy.alignment == 0
+        arrs.append((a, i))
+    for a, i in arrs:
+        assert (a == i).all()
+    assert pool.check() == 0

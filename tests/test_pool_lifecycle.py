@@ -8,11 +8,10 @@ import textwrap
 import numpy as np
 import pytest
 
-import pyarena
 from pyarena import Pool, StateError, numpy_allocator
-from pyarena import _native
+from pyarena import _poolglue
 
-live_pools = _native._glue_live_pools
+live_pools = _poolglue.live_pools
 
 
 @pytest.fixture(autouse=True)

@@ -57,7 +57,8 @@ static int walker(const pa_pool_block_t *b, void *ctx) {
     return 0;
 }
 
-static void run(int mode, int growth, size_t limit, unsigned long long seed, int steps) {
+static void run_cfg(int mode, int growth, size_t limit, unsigned long long seed, int steps,
+                    int marks) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);
     cfg.mode = mode;
@@ -65,6 +66,12 @@ static void run(int mode, int growth, size_t limit, unsigned long long seed, int
     cfg.limit = limit;
     cfg.cache_budget = (size_t)4 << 20;
     if (growth == PA_GROW_NONE) cfg.chunk_size = limit;
+    if (marks) {
+        /* watermarks low enough to trim often; decommitted spares */
+        cfg.high_watermark = (size_t)12 << 20;
+        cfg.low_watermark = (size_t)4 << 20;
+        cfg.release = PA_RELEASE_DECOMMIT;
+    }
     pa_pool_t *p = pa_pool_create(&cfg);
     CHECK(p != NULL);
     if (!p) return;
@@ -168,6 +175,18 @@ static void run(int mode, int growth, size_t limit, unsigned long long seed, int
     (void)fails;
 }
 
+static void run(int mode, int growth, size_t limit, unsigned long long seed, int steps) {
+    run_cfg(mode, growth, limit, seed, steps, 0);
+}
+
+static void test_fuzz_watermarks(void) {
+    int modes[] = {PA_POOL_HYBRID, PA_POOL_SLAB_ONLY, PA_POOL_BUDDY_ONLY};
+    for (int m = 0; m < 3; m++) {
+        run_cfg(modes[m], PA_GROW_REQUESTED, 0, 0x31337ull + (unsigned)m, 2000, 1);
+        run_cfg(modes[m], PA_GROW_POW2, (size_t)40 << 20, 0x4242ull + (unsigned)m, 2000, 1);
+    }
+}
+
 static void test_fuzz_modes(void) {
     int modes[] = {PA_POOL_HYBRID, PA_POOL_SLAB_ONLY, PA_POOL_BUDDY_ONLY};
     int growths[] = {PA_GROW_POW2, PA_GROW_REQUESTED};
@@ -188,5 +207,6 @@ static void test_fuzz_limited(void) {
 int main(void) {
     RUN(test_fuzz_modes);
     RUN(test_fuzz_limited);
+    RUN(test_fuzz_watermarks);
     return pa_test_report();
 }

@@ -1,7 +1,9 @@
-/* _numpy_handler.c -- CPython/NumPy glue for the work pool (extension only).
+/* _poolglue.c -- CPython/NumPy glue of the work pool (module pyarena._poolglue).
  *
- * Compiled into the cffi extension pyarena._native, never into the
- * embeddable C library (csrc/).  It does three things the cffi layer cannot:
+ * Compiled as its own extension module, never into the embeddable C library
+ * (csrc/).  Like _fastpath.c it calls the C core through function pointers
+ * taken from the cffi module (bind(), once at import), so there is one copy
+ * of the core.  It does three things the cffi layer cannot:
  *
  *  1. Ownership by Python reference counts.  A pool is wrapped in a capsule
  *     ("pyarena.pool") that destroys the C pool when the last reference is
@@ -16,16 +18,11 @@
  *     PyDataMem_SetHandler (a context variable inside NumPy: per thread and
  *     per asyncio context).
  *
- * cffi cannot pass Python objects to C, so these functions are real CPython
- * functions: _pa_glue_install() (a cffi-callable, run once at import with
- * the GIL taken explicitly) adds them to the pyarena._native module under
- * names starting with "_glue_".
- *
  * The ONE retry policy lives here, in glue_realloc(): on PA_ERR_NOMEM the
  * pool's cached blocks and fully free chunks are released
  * (pa_pool_free_all) and the allocation retried once; a second failure is
- * final (counted as an OOM).  The Python layer only
- * turns the final failure into OutOfMemoryError.
+ * final (counted as an OOM).  The Python layer only turns the final failure
+ * into OutOfMemoryError.
  *
  * Destructors never raise and do nothing while the interpreter finalizes
  * (the process is exiting; the OS takes the memory back).
@@ -50,6 +47,15 @@
 #else
 #define PA_FINALIZING() _Py_IsFinalizing()
 #endif
+
+/* The C core, through pointers from the cffi module (see bind()). */
+static struct {
+    void *(*alloc_status)(pa_pool_t *, size_t, pa_status_t *);
+    void *(*realloc)(pa_pool_t *, void *, size_t, pa_status_t *);
+    pa_status_t (*free)(pa_pool_t *, void *);
+    pa_status_t (*free_all)(pa_pool_t *);
+    pa_status_t (*destroy)(pa_pool_t *);
+} api;
 
 #define POOL_CAPSULE "pyarena.pool"
 #define BLOCK_CAPSULE "pyarena.block"
@@ -87,17 +93,17 @@ static void *glue_realloc(glue_pool_t *gp, void *ptr, size_t size,
                           pa_status_t *status)
 {
     pa_status_t st = PA_OK;
-    void *p = ptr ? pa_pool_realloc(gp->pool, ptr, size, &st)
-                  : pa_pool_alloc_status(gp->pool, size, &st);
+    void *p = ptr ? api.realloc(gp->pool, ptr, size, &st)
+                  : api.alloc_status(gp->pool, size, &st);
     if (p != NULL || st != PA_ERR_NOMEM) {
         if (status != NULL)
             *status = st;
         return p;
     }
     counter_add(&gp->retries, 1);
-    (void)pa_pool_free_all(gp->pool);
-    p = ptr ? pa_pool_realloc(gp->pool, ptr, size, &st)
-            : pa_pool_alloc_status(gp->pool, size, &st);
+    (void)api.free_all(gp->pool);
+    p = ptr ? api.realloc(gp->pool, ptr, size, &st)
+            : api.alloc_status(gp->pool, size, &st);
     if (p == NULL && st == PA_ERR_NOMEM)
         counter_add(&gp->ooms, 1);
     if (status != NULL)
@@ -119,13 +125,17 @@ static void pool_capsule_destroy(PyObject *cap)
     }
     if (PA_FINALIZING())
         return;
-    (void)pa_pool_destroy(gp->pool);
+    (void)api.destroy(gp->pool);
     PyMem_Free(gp);
     __atomic_fetch_sub(&live_pools, 1, __ATOMIC_RELAXED);
 }
 
 static glue_pool_t *pool_from(PyObject *cap)
 {
+    if (api.alloc_status == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "pyarena._poolglue.bind() was not called");
+        return NULL;
+    }
     if (!PyCapsule_CheckExact(cap)) {
         PyErr_SetString(PyExc_TypeError, "expected a pyarena pool capsule");
         return NULL;
@@ -133,7 +143,7 @@ static glue_pool_t *pool_from(PyObject *cap)
     return (glue_pool_t *)PyCapsule_GetPointer(cap, POOL_CAPSULE);
 }
 
-/* _glue_pool_capsule(address) -> capsule owning the pa_pool_t at address */
+/* pool_capsule(address) -> capsule owning the pa_pool_t at address */
 static PyObject *g_pool_capsule(PyObject *self, PyObject *arg)
 {
     void *addr = PyLong_AsVoidPtr(arg);
@@ -154,13 +164,13 @@ static PyObject *g_pool_capsule(PyObject *self, PyObject *arg)
     return cap;
 }
 
-/* _glue_live_pools() -> C pools owned by capsules and not yet destroyed */
+/* live_pools() -> C pools owned by capsules and not yet destroyed */
 static PyObject *g_live_pools(PyObject *self, PyObject *unused)
 {
     return PyLong_FromUnsignedLongLong(counter_get(&live_pools));
 }
 
-/* _glue_pool_counters(cap) -> (retries, ooms) */
+/* pool_counters(cap) -> (retries, ooms) */
 static PyObject *g_pool_counters(PyObject *self, PyObject *cap)
 {
     glue_pool_t *gp = pool_from(cap);
@@ -188,7 +198,7 @@ static void block_capsule_destroy(PyObject *cap)
     if (gp == NULL)
         PyErr_Clear();
     else
-        (void)pa_pool_free(gp->pool, ptr);
+        (void)api.free(gp->pool, ptr);
     Py_DECREF(pcap);
 }
 
@@ -254,7 +264,7 @@ static PyObject *empty_core(PyObject *pool_cap, PyObject *shape, PyObject *dtype
         memset(p, 0, nbytes);
     PyObject *owner = PyCapsule_New(p, BLOCK_CAPSULE, NULL);
     if (owner == NULL) {
-        (void)pa_pool_free(gp->pool, p);
+        (void)api.free(gp->pool, p);
         return NULL;
     }
     /* context = a strong reference to the pool capsule; only then the
@@ -276,11 +286,11 @@ static PyObject *empty_core(PyObject *pool_cap, PyObject *shape, PyObject *dtype
     return arr;
 }
 
-/* _glue_empty(pool_cap, shape, dtype[, zero]) -> see empty_core */
+/* empty(pool_cap, shape, dtype[, zero]) -> see empty_core */
 static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3 && nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "_glue_empty(pool, shape, dtype[, zero])");
+        PyErr_SetString(PyExc_TypeError, "empty(pool, shape, dtype[, zero])");
         return NULL;
     }
     int zero = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
@@ -289,7 +299,7 @@ static PyObject *g_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return empty_core(args[0], args[1], args[2], zero);
 }
 
-/* The bound fast entry point: _glue_bind_empty(pool_cap, dtypes, default,
+/* The bound fast entry point: bind_empty(pool_cap, dtypes, default,
  * slow, general, zero) returns a builtin f(shape, dtype=default) bound to
  * those (its `self` is the tuple).  dtypes maps dtype specs to np.dtype
  * (the Python layer's cache); on anything but the fast path it calls
@@ -357,7 +367,7 @@ static PyObject *g_bind_empty(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (nargs != B_N || !PyDict_Check(args[B_DTYPES]) ||
         !PyArray_DescrCheck(args[B_DEFAULT]) || !PyCallable_Check(args[B_SLOW]) ||
         !PyCallable_Check(args[B_GENERAL]) || !PyBool_Check(args[B_ZERO])) {
-        PyErr_SetString(PyExc_TypeError, "_glue_bind_empty(pool, dtypes, default_dtype, "
+        PyErr_SetString(PyExc_TypeError, "bind_empty(pool, dtypes, default_dtype, "
                                          "slow, general, zero)");
         return NULL;
     }
@@ -445,7 +455,7 @@ static void h_free(void *ctx, void *ptr, size_t size)
     (void)size;
     if (ptr == NULL)
         return;
-    if (pa_pool_free(h->gp->pool, ptr) == PA_OK)
+    if (api.free(h->gp->pool, ptr) == PA_OK)
         counter_add(&h->frees, 1);
 }
 
@@ -463,7 +473,7 @@ static void handler_capsule_destroy(PyObject *cap)
     Py_DECREF(pcap);
 }
 
-/* _glue_handler_new(pool_cap) -> a "mem_handler" capsule for the pool */
+/* handler_new(pool_cap) -> a "mem_handler" capsule for the pool */
 static PyObject *g_handler_new(PyObject *self, PyObject *pool_cap)
 {
     glue_pool_t *gp = pool_from(pool_cap);
@@ -507,7 +517,7 @@ static glue_handler_t *handler_from(PyObject *cap)
     return (glue_handler_t *)hd->allocator.ctx;
 }
 
-/* _glue_handler_counts(cap) -> (allocs, bytes, reallocs, frees, failures) */
+/* handler_counts(cap) -> (allocs, bytes, reallocs, frees, failures) */
 static PyObject *g_handler_counts(PyObject *self, PyObject *cap)
 {
     glue_handler_t *h = handler_from(cap);
@@ -520,7 +530,7 @@ static PyObject *g_handler_counts(PyObject *self, PyObject *cap)
                          (unsigned long long)counter_get(&h->failures));
 }
 
-/* _glue_set_handler(cap) -> the previous handler capsule (new reference) */
+/* set_handler(cap) -> the previous handler capsule (new reference) */
 static PyObject *g_set_handler(PyObject *self, PyObject *cap)
 {
     if (!PyCapsule_CheckExact(cap) || !PyCapsule_IsValid(cap, "mem_handler")) {
@@ -530,13 +540,13 @@ static PyObject *g_set_handler(PyObject *self, PyObject *cap)
     return PyDataMem_SetHandler(cap);
 }
 
-/* _glue_get_handler() -> the current handler capsule (new reference) */
+/* get_handler() -> the current handler capsule (new reference) */
 static PyObject *g_get_handler(PyObject *self, PyObject *unused)
 {
     return PyDataMem_GetHandler();
 }
 
-/* _glue_owner(obj) -> (pool_cap, kind) or None
+/* owner(obj) -> (pool_cap, kind) or None
  *   kind 1: a Pool.empty() array (its base is a block capsule)
  *   kind 2: an array whose data NumPy allocated through a pyarena handler */
 static PyObject *g_owner(PyObject *self, PyObject *obj)
@@ -570,86 +580,57 @@ static PyObject *g_owner(PyObject *self, PyObject *obj)
 }
 
 /* ------------------------------------------------------------------ */
-/* Walking without the GIL                                             */
+/* The module                                                          */
 /* ------------------------------------------------------------------ */
-/* pa_pool_walk() holds the pool lock while it calls back.  A Python
- * callback would need the GIL there, while another thread may hold the
- * GIL and wait for the pool lock (the fast empty, NumPy's free): a
- * deadlock.  So the blocks are copied out in C, without Python. */
 
-typedef struct walk_buf {
-    pa_pool_block_t *out;
-    size_t cap;
-    size_t n;
-} walk_buf_t;
-
-static int walk_copy(const pa_pool_block_t *block, void *ctx)
+/* bind(alloc_status, realloc, free, free_all, destroy): the addresses of
+ * pa_pool_alloc_status, pa_pool_realloc, pa_pool_free, pa_pool_free_all and
+ * pa_pool_destroy in the cffi module. */
+static PyObject *g_bind(PyObject *self, PyObject *args)
 {
-    walk_buf_t *w = (walk_buf_t *)ctx;
-    if (w->n < w->cap)
-        w->out[w->n] = *block;
-    w->n++;
-    return 0;
+    PyObject *o[5];
+    void *f[5];
+    if (!PyArg_ParseTuple(args, "OOOOO:bind", &o[0], &o[1], &o[2], &o[3], &o[4]))
+        return NULL;
+    for (int i = 0; i < 5; i++) {
+        f[i] = PyLong_AsVoidPtr(o[i]);
+        if (f[i] == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "bind(): NULL function pointer");
+            return NULL;
+        }
+    }
+    api.alloc_status = (void *(*)(pa_pool_t *, size_t, pa_status_t *))f[0];
+    api.realloc = (void *(*)(pa_pool_t *, void *, size_t, pa_status_t *))f[1];
+    api.free = (pa_status_t (*)(pa_pool_t *, void *))f[2];
+    api.free_all = (pa_status_t (*)(pa_pool_t *))f[3];
+    api.destroy = (pa_status_t (*)(pa_pool_t *))f[4];
+    Py_RETURN_NONE;
 }
-
-size_t _pa_glue_walk(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
-
-/* Copy up to `cap` blocks into `out`; returns how many there are in all
- * (call again with a larger buffer if that is more than `cap`), or
- * (size_t)-1 if the walk failed. */
-size_t _pa_glue_walk(pa_pool_t *pool, pa_pool_block_t *out, size_t cap)
-{
-    walk_buf_t w = {out, cap, 0};
-    if (pa_pool_walk(pool, walk_copy, &w) != PA_OK)
-        return (size_t)-1;
-    return w.n;
-}
-
-/* ------------------------------------------------------------------ */
-/* Installation into pyarena._native                                   */
-/* ------------------------------------------------------------------ */
 
 static PyMethodDef glue_methods[] = {
-    {"_glue_pool_capsule", (PyCFunction)g_pool_capsule, METH_O, NULL},
-    {"_glue_pool_counters", (PyCFunction)g_pool_counters, METH_O, NULL},
-    {"_glue_empty", (PyCFunction)(void (*)(void))g_empty, METH_FASTCALL, NULL},
-    {"_glue_bind_empty", (PyCFunction)(void (*)(void))g_bind_empty, METH_FASTCALL, NULL},
-    {"_glue_handler_new", (PyCFunction)g_handler_new, METH_O, NULL},
-    {"_glue_handler_counts", (PyCFunction)g_handler_counts, METH_O, NULL},
-    {"_glue_set_handler", (PyCFunction)g_set_handler, METH_O, NULL},
-    {"_glue_get_handler", (PyCFunction)g_get_handler, METH_NOARGS, NULL},
-    {"_glue_owner", (PyCFunction)g_owner, METH_O, NULL},
-    {"_glue_live_pools", (PyCFunction)g_live_pools, METH_NOARGS, NULL},
+    {"bind", (PyCFunction)g_bind, METH_VARARGS, NULL},
+    {"pool_capsule", (PyCFunction)g_pool_capsule, METH_O, NULL},
+    {"pool_counters", (PyCFunction)g_pool_counters, METH_O, NULL},
+    {"live_pools", (PyCFunction)g_live_pools, METH_NOARGS, NULL},
+    {"empty", (PyCFunction)(void (*)(void))g_empty, METH_FASTCALL, NULL},
+    {"bind_empty", (PyCFunction)(void (*)(void))g_bind_empty, METH_FASTCALL, NULL},
+    {"handler_new", (PyCFunction)g_handler_new, METH_O, NULL},
+    {"handler_counts", (PyCFunction)g_handler_counts, METH_O, NULL},
+    {"set_handler", (PyCFunction)g_set_handler, METH_O, NULL},
+    {"get_handler", (PyCFunction)g_get_handler, METH_NOARGS, NULL},
+    {"owner", (PyCFunction)g_owner, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
-int _pa_glue_install(void);
+static struct PyModuleDef glue_module = {
+    PyModuleDef_HEAD_INIT, "_poolglue",
+    "CPython/NumPy glue of pyarena's work pool (see _poolglue.c).", -1, glue_methods,
+    NULL, NULL, NULL, NULL};
 
-/* Import NumPy's C API and add the functions above to pyarena._native.
- * Returns 0, or -1 with the Python error printed to nowhere (cleared) --
- * the Python caller then reports that the glue is missing. */
-int _pa_glue_install(void)
+PyMODINIT_FUNC PyInit__poolglue(void);
+
+PyMODINIT_FUNC PyInit__poolglue(void)
 {
-    PyGILState_STATE gs = PyGILState_Ensure();
-    int rc = -1;
-    PyObject *mod = NULL;
-    if (_import_array() < 0)
-        goto out;
-    mod = PyImport_ImportModule("pyarena._native");
-    if (mod == NULL)
-        goto out;
-    for (PyMethodDef *m = glue_methods; m->ml_name != NULL; m++) {
-        PyObject *f = PyCFunction_NewEx(m, NULL, NULL);
-        if (f == NULL || PyObject_SetAttrString(mod, m->ml_name, f) < 0) {
-            Py_XDECREF(f);
-            goto out;
-        }
-        Py_DECREF(f);
-    }
-    rc = 0;
-out:
-    Py_XDECREF(mod);
-    if (rc != 0)
-        PyErr_Clear();
-    PyGILState_Release(gs);
-    return rc;
+    import_array();
+    return PyModule_Create(&glue_module);
 }
