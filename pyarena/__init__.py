@@ -39,3 +39,17 @@ from .stats import PoolStats, ZoneStats  # noqa: E402
 
 __all__ += ["Pool", "Policy", "PoolStats", "ZoneStats", "PoolStatistics",
             "NumpyAllocator", "numpy_allocator"]
+
+# -- models end to end (issue 5: models): importers, executor, built-in nets
+from .executor import Executor  # noqa: E402
+from .kernels import UnsupportedOpError  # noqa: E402
+
+__all__ += ["Executor", "load_model", "ModelImportError", "UnsupportedOpError"]
+
+
+def __getattr__(name):
+    # the importers subpackage is loaded on first use (its extras are lazy too)
+    if name in ("load_model", "ModelImportError"):
+        from . import importers
+        return getattr(importers, name)
+    raise AttributeError(f"module 'pyarena' has no attribute {name!r}")

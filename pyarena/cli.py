@@ -9,7 +9,7 @@ import sys
 
 from .errors import PyArenaError
 
-COMMANDS = ["demo", "plan"]
+COMMANDS = ["demo", "plan", "run"]
 
 
 def _load(name):

@@ -1,0 +1,394 @@
+"""TFLite importer: a ``.tflite`` flatbuffer -> a validated :class:`Graph`.
+
+Reads subgraph 0 through the ``tflite`` package (generated flatbuffers
+accessors).  Tensors backed by a non-empty buffer are constants
+(``role="constant"``, ``Tensor.data``); so are the outputs of DEQUANTIZE /
+DENSIFY applied to constants -- fp16 (and int8-weight) models store their
+weights that way -- which are folded to float32 here, at import time.
+
+Layout choice: TFLite is NHWC and it stays NHWC.  Operators get ONNX
+canonical names (``pyarena.importers.ops.TFLITE_TO_CANONICAL``) with
+``layout="NHWC"`` where it matters; weights keep their TFLite layouts
+(conv ``OHWI``, depthwise ``1HWC``, fully connected ``(units, K)``) and the
+kernels read them as they are -- nothing is transposed at import, so the
+planned activation sizes are the model's own.  SAME/VALID padding becomes
+``auto_pad``; a fused activation becomes the attribute ``activation``.
+
+Quantized activations (int8/uint8 arithmetic) are not supported: they are
+reported by operator name.
+"""
+import math
+import os
+
+import numpy as np
+
+from ..graph import MAX_TENSOR_BYTES, Graph
+from ..kernels import UnsupportedOpError, set_scratch
+from . import ModelImportError
+from .ops import TFLITE_TO_CANONICAL
+
+__all__ = ["load_tflite", "reference_tflite"]
+
+_TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
+          7: np.int16, 9: np.int8, 10: np.float64}
+_ACT = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+
+
+def _tfl():
+    try:
+        import tflite
+    except ImportError:  # pragma: no cover - extra not installed
+        raise ModelImportError("reading .tflite files needs the 'tflite' package: "
+                               "pip install pyarena[tflite]") from None
+    return tflite
+
+
+def _options(tflite, op, cls_name):
+    cls = getattr(tflite, cls_name)
+    tab = op.BuiltinOptions()
+    o = cls()
+    if tab is None:
+        return None
+    o.Init(tab.Bytes, tab.Pos)
+    return o
+
+
+def _padding(code):
+    return "SAME_UPPER" if code == 0 else "VALID"
+
+
+def load_tflite(path, inputs=None):
+    """Import subgraph 0 of ``path``.  ``inputs`` binds input shapes
+    (TFLite shapes are static; a -1 in ``shape_signature`` may be fixed
+    this way)."""
+    tflite = _tfl()
+    try:
+        with open(path, "rb") as f:
+            buf = f.read()
+    except OSError as exc:
+        raise ModelImportError(f"{path}: {exc.strerror or exc}") from None
+    if len(buf) < 8 or buf[4:8] != b"TFL3":
+        raise ModelImportError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier "
+                               f"at byte 4; {len(buf)} bytes)")
+    try:
+        return _import(tflite, buf, path, inputs)
+    except (ModelImportError, UnsupportedOpError):
+        raise
+    except Exception as exc:   # flatbuffer offsets past the end, bad unions ...
+        raise ModelImportError(f"{path}: corrupt or truncated TFLite file "
+                               f"({type(exc).__name__}: {exc})") from None
+
+
+def _import(tflite, buf, path, inputs):
+    model = tflite.Model.GetRootAsModel(buf, 0)
+    if model.SubgraphsLength() < 1:
+        raise ModelImportError(f"{path}: the model has no subgraph")
+    sg = model.Subgraphs(0)
+    codes = []
+    for i in range(model.OperatorCodesLength()):
+        oc = model.OperatorCodes(i)
+        code = max(int(oc.BuiltinCode()), int(oc.DeprecatedBuiltinCode()))
+        name = tflite.BUILTIN_OPCODE2NAME.get(code, f"builtin_{code}")
+        if name == "CUSTOM":
+            cc = oc.CustomCode()
+            name = f"CUSTOM:{cc.decode() if cc else '?'}"
+        codes.append(name)
+    # -- tensors ------------------------------------------------------------------
+    nt = sg.TensorsLength()
+    names, shapes, dtypes, data, quant = [], [], [], [], []
+    seen = set()
+    for i in range(nt):
+        t = sg.Tensors(i)
+        nm = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{i}"
+        if nm in seen:
+            nm = f"{nm}#{i}"
+        seen.add(nm)
+        names.append(nm)
+        shp = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+        for d in shp:
+            if d < 0:
+                raise ModelImportError(f"tensor {nm!r} has negative dimension {d} in shape "
+                                       f"{shp}; fix it with --input {nm}=D0,D1,... if it "
+                                       f"is a graph input")
+        ty = int(t.Type())
+        if ty not in _TYPES:
+            raise ModelImportError(f"tensor {nm!r}: unsupported TFLite type {ty}")
+        dt = np.dtype(_TYPES[ty])
+        n = math.prod(shp) * dt.itemsize
+        if n > MAX_TENSOR_BYTES:
+            raise ModelImportError(f"tensor {nm!r} would need {n:,} bytes (shape {shp}): "
+                                   f"refusing an absurd size")
+        shapes.append(shp)
+        dtypes.append(dt)
+        q = t.Quantization()
+        qp = None
+        if q is not None and q.ScaleLength():
+            qp = (q.ScaleAsNumpy().astype(np.float32),
+                  q.ZeroPointAsNumpy().astype(np.int64) if q.ZeroPointLength() else
+                  np.zeros(1, np.int64), int(q.QuantizedDimension()))
+        quant.append(qp)
+        val = None
+        b = t.Buffer()
+        if 0 < b < model.BuffersLength():
+            bb = model.Buffers(b)
+            if bb.DataLength():
+                raw = bb.DataAsNumpy()
+                if raw.size != n:
+                    raise ModelImportError(f"tensor {nm!r}: buffer holds {raw.size} bytes, "
+                                           f"shape {shp} {dt} needs {n}")
+                val = np.frombuffer(raw.tobytes(), dtype=dt).reshape(shp)
+            elif bb.Size() and bb.Offset():
+                off, size = int(bb.Offset()), int(bb.Size())
+                if off + size > len(buf) or size != n:
+                    raise ModelImportError(f"tensor {nm!r}: external buffer [{off}, "
+                                           f"{off + size}) is outside the file or the "
+                                           f"wrong size")
+                val = np.frombuffer(buf, dtype=dt, count=math.prod(shp),
+                                    offset=off).reshape(shp)
+        data.append(val)
+    sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
+    sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
+    if inputs:
+        by_name = {names[i]: i for i in sg_inputs}
+        for nm, dims in inputs.items():
+            if nm not in by_name:
+                raise ModelImportError(f"--input names unknown graph input {nm!r}; the "
+                                       f"inputs are {list(by_name)}")
+            i = by_name[nm]
+            dims = [int(d) for d in dims]
+            if len(dims) != len(shapes[i]):
+                raise ModelImportError(f"--input {nm}: rank {len(dims)} given, the model "
+                                       f"says {shapes[i]}")
+            if any(old not in (new, 1, -1) and old != new for old, new in
+                   zip(shapes[i], dims)) and shapes[i] != dims:
+                # TFLite stores a concrete shape; only the batch (1) or -1 may change
+                raise ModelImportError(f"--input {nm}: the model's shape is {shapes[i]}, "
+                                       f"{dims} given (only placeholder dims may change)")
+            shapes[i] = dims
+    # -- operators -------------------------------------------------------------------
+    g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
+    ops = []
+    for k in range(sg.OperatorsLength()):
+        op = sg.Operators(k)
+        oi = int(op.OpcodeIndex())
+        if oi >= len(codes):
+            raise ModelImportError(f"operator {k}: opcode index {oi} out of range")
+        ins = [int(i) for i in op.InputsAsNumpy()] if op.InputsLength() else []
+        outs = [int(i) for i in op.OutputsAsNumpy()] if op.OutputsLength() else []
+        for i in ins + outs:
+            if i >= nt:
+                raise ModelImportError(f"operator {k} ({codes[oi]}) references tensor {i}, "
+                                       f"the subgraph has {nt}")
+        ops.append((k, codes[oi], op, ins, outs))
+    # fold DEQUANTIZE / DENSIFY of constants (fp16 / int8 weights)
+    remaining = []
+    for k, code, op, ins, outs in ops:
+        if code in ("DEQUANTIZE", "DENSIFY") and ins and data[ins[0]] is not None:
+            src = ins[0]
+            if code == "DENSIFY":
+                raise UnsupportedOpError(f"operator {k} (DENSIFY) of {names[src]!r}: sparse "
+                                         f"weights are not supported")
+            v = data[src]
+            if v.dtype == np.float16:
+                v = v.astype(np.float32)
+            elif quant[src] is not None:
+                scale, zp, axis = quant[src]
+                bshape = [1] * v.ndim
+                if scale.size > 1:
+                    bshape[axis] = -1
+                v = (v.astype(np.float32) - zp.reshape(bshape if zp.size > 1 else [1] * v.ndim)
+                     ) * scale.reshape(bshape)
+            else:
+                v = v.astype(np.float32)
+            data[outs[0]] = np.ascontiguousarray(v.astype(dtypes[outs[0]]))
+            continue
+        remaining.append((k, code, op, ins, outs))
+    used = set()
+    for k, code, op, ins, outs in remaining:
+        used.update(i for i in ins if i >= 0)
+    used.update(sg_outputs)
+
+    def declare(i, role):
+        nm = names[i]
+        if nm in g.tensors:
+            return nm
+        if data[i] is not None:
+            v = data[i]
+            if v.dtype == np.float16:
+                v = v.astype(np.float32)
+            g.add_tensor(nm, v.shape, v.dtype, role="constant", data=v)
+        else:
+            if dtypes[i] == np.float16:
+                dt = np.float32
+            else:
+                dt = dtypes[i]
+            g.add_tensor(nm, shapes[i], dt, role=role)
+        return nm
+
+    for i in sg_inputs:
+        if data[i] is None:
+            declare(i, "input")
+    for i in sg_outputs:
+        if data[i] is not None:
+            raise ModelImportError(f"graph output {names[i]!r} is a constant; nothing to run")
+    outset = set(sg_outputs)
+    bad = []
+    for k, code, op, ins, outs in remaining:
+        opname = f"{code.lower()}_{k}"
+        try:
+            op_type, attrs, ins = _convert(tflite, code, op, ins, outs, shapes, data, quant,
+                                           dtypes, opname)
+        except UnsupportedOpError as exc:
+            bad.append(str(exc))
+            continue
+        in_names = [declare(i, "activation") if i >= 0 else "" for i in ins]
+        out_names = [declare(i, "output" if i in outset else "activation") for i in outs]
+        g.add_op(op_type, in_names, out_names, name=opname, **attrs)
+    if bad:
+        raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) +
+                                 (f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""))
+    g.validate()
+    set_scratch(g)
+    return g
+
+
+def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
+    """(canonical op type, attrs, input indices) for one TFLite operator."""
+    def fail(why):
+        raise UnsupportedOpError(f"operator {opname!r} ({code}): {why}")
+
+    for i in ins + outs:
+        if i >= 0 and data[i] is None and dtypes[i] in (np.int8, np.uint8, np.int16) \
+                and quant[i] is not None:
+            fail("quantized (int8/uint8) activations are not supported")
+    if code not in TFLITE_TO_CANONICAL:
+        fail("not supported by the executor")
+    op_type, fixed = TFLITE_TO_CANONICAL[code]
+    attrs = dict(fixed)
+    a = attrs
+
+    def act(o):
+        f = _ACT.get(int(o.FusedActivationFunction()), "?")
+        if f == "SIGN_BIT" or f == "?":
+            fail(f"fused activation {f} is not supported")
+        if f:
+            a["activation"] = f
+
+    if code == "CONV_2D":
+        o = _options(tflite, op, "Conv2DOptions")
+        a.update(layout="NHWC", strides=[o.StrideH(), o.StrideW()],
+                 dilations=[o.DilationHFactor(), o.DilationWFactor()],
+                 auto_pad=_padding(o.Padding()), group=1)
+        act(o)
+        w = shapes[ins[1]]
+        cin = shapes[ins[0]][-1]
+        if w[-1] != cin:
+            if cin % w[-1]:
+                fail(f"filter {w} does not match {cin} input channels")
+            a["group"] = cin // w[-1]
+    elif code == "DEPTHWISE_CONV_2D":
+        o = _options(tflite, op, "DepthwiseConv2DOptions")
+        cin = shapes[ins[0]][-1]
+        a.update(layout="NHWC", strides=[o.StrideH(), o.StrideW()],
+                 dilations=[o.DilationHFactor(), o.DilationWFactor()],
+                 auto_pad=_padding(o.Padding()), group=cin)
+        act(o)
+        if shapes[ins[1]][-1] != cin:
+            fail("depth multiplier > 1 is not supported")
+    elif code == "FULLY_CONNECTED":
+        o = _options(tflite, op, "FullyConnectedOptions")
+        if o is not None:
+            act(o)
+            if int(o.WeightsFormat()) != 0:
+                fail("shuffled weights format is not supported")
+    elif code in ("ADD", "SUB", "MUL", "DIV"):
+        o = _options(tflite, op, {"ADD": "AddOptions", "SUB": "SubOptions",
+                                  "MUL": "MulOptions", "DIV": "DivOptions"}[code])
+        if o is not None:
+            act(o)
+    elif code in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        o = _options(tflite, op, "Pool2DOptions")
+        a.update(layout="NHWC", kernel_shape=[o.FilterHeight(), o.FilterWidth()],
+                 strides=[o.StrideH(), o.StrideW()], auto_pad=_padding(o.Padding()),
+                 count_include_pad=0)
+        act(o)
+    elif code == "CONCATENATION":
+        o = _options(tflite, op, "ConcatenationOptions")
+        a["axis"] = int(o.Axis())
+        act(o)
+    elif code == "SOFTMAX":
+        o = _options(tflite, op, "SoftmaxOptions")
+        a.update(axis=-1, beta=float(o.Beta()) if o is not None else 1.0)
+    elif code == "LEAKY_RELU":
+        o = _options(tflite, op, "LeakyReluOptions")
+        a["alpha"] = float(o.Alpha())
+    elif code == "PRELU":
+        a["layout"] = "NHWC"
+    elif code in ("MEAN", "SUM", "REDUCE_MAX"):
+        o = _options(tflite, op, "ReducerOptions")
+        a["keepdims"] = int(bool(o.KeepDims())) if o is not None else 0
+        if data[ins[1]] is None:
+            fail("the reduction axes must be constant")
+    elif code in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+        ins = ins[:1]
+    elif code in ("PAD", "PADV2", "MIRROR_PAD"):
+        a["layout_pairs"] = 1
+        if code == "MIRROR_PAD":
+            o = _options(tflite, op, "MirrorPadOptions")
+            mode = int(o.Mode()) if o is not None else 0
+            if mode != 0:
+                fail("SYMMETRIC mirror padding is not supported")
+            a["mode"] = "reflect"
+        ins = [ins[0], ins[1]] + ([ins[2]] if code == "PADV2" and len(ins) > 2 else [])
+    elif code == "TRANSPOSE":
+        pass
+    elif code in ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"):
+        o = _options(tflite, op, "ResizeBilinearOptions" if code == "RESIZE_BILINEAR"
+                     else "ResizeNearestNeighborOptions")
+        ac = bool(o.AlignCorners()) if o is not None else False
+        hp = bool(o.HalfPixelCenters()) if o is not None else False
+        if code == "RESIZE_BILINEAR":
+            a["coordinate_transformation_mode"] = ("align_corners" if ac else
+                                                   "half_pixel" if hp else "asymmetric")
+        else:
+            if ac:
+                a.update(coordinate_transformation_mode="align_corners",
+                         nearest_mode="round_prefer_ceil")
+            elif hp:
+                a.update(coordinate_transformation_mode="tf_half_pixel_for_nn",
+                         nearest_mode="floor")
+            else:
+                a.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        a["_opset"] = 13
+        ins = ins[:1]      # output size comes from the output tensor's shape
+    elif code == "SPLIT":
+        axis = data[ins[0]]
+        if axis is None:
+            fail("the split axis must be constant")
+        a["axis"] = int(np.asarray(axis).reshape(-1)[0])
+        ins = [ins[1]]
+    return op_type, attrs, ins
+
+
+def reference_tflite(path, feeds):
+    """Outputs of the TFLite interpreter (ai-edge-litert or tflite-runtime)
+    for ``feeds``, keyed by tensor name; (None, why) if none is installed."""
+    Interpreter = None
+    for mod in ("ai_edge_litert.interpreter", "tflite_runtime.interpreter",
+                "tensorflow.lite"):
+        try:
+            m = __import__(mod, fromlist=["Interpreter"])
+            Interpreter = m.Interpreter
+            break
+        except Exception:
+            continue
+    if Interpreter is None:
+        return None, "no TFLite interpreter installed (ai-edge-litert)"
+    it = Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    for d in it.get_input_details():
+        if d["name"] in feeds:
+            it.set_tensor(d["index"], np.asarray(feeds[d["name"]], dtype=d["dtype"]))
+    it.invoke()
+    return {d["name"]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}, \
+        "TFLite interpreter"

@@ -1,0 +1,78 @@
+"""``pyarena run`` end to end on ONNX and TFLite files."""
+import re
+
+import numpy as np
+from onnx import helper
+
+from model_zoo import ort_run
+from onnx_util import make_model
+from tflite_util import small_cnn
+from pyarena.cli import main
+
+
+def _model(tmp_path):
+    r = np.random.default_rng(0)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "fw"], ["y"], transB=1)]
+    path = tmp_path / "small.onnx"
+    make_model(nodes, {"x": (["N", 3, 8, 8], np.float32)}, {"y": (None, np.float32)},
+               {"w": r.standard_normal((4, 3, 3, 3)).astype(np.float32),
+                "b": r.standard_normal(4).astype(np.float32),
+                "fw": r.standard_normal((5, 64)).astype(np.float32)}, path=path)
+    return str(path)
+
+
+def test_run_onnx_with_feed_and_save(tmp_path, capsys):
+    path = _model(tmp_path)
+    x = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "out.npz"
+    rc = main(["run", path, "--feed", f"x={tmp_path / 'x.npy'}", "--save", str(out),
+               "--repeat", "2"])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    for key in ("inference", "arena", "lower bound", "weights", "peak RSS"):
+        assert key in text
+    assert "x [2, 3, 8, 8] float32: feed" in text
+    diff = float(re.search(r"onnxruntime: max \|difference\| (\S+)", text).group(1))
+    assert diff < 1e-4
+    saved = np.load(out)
+    assert list(saved) == ["y"]
+    np.testing.assert_allclose(saved["y"], ort_run(path, {"x": x})["y"], rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_run_binds_symbols_with_input(tmp_path, capsys):
+    path = _model(tmp_path)
+    assert main(["run", path]) == 2
+    err = capsys.readouterr().err
+    assert "--input x=<N>,3,8,8" in err
+    assert main(["run", path, "--input", "x=3,3,8,8", "--repeat", "1"]) == 0
+    assert "y [3, 5] float32" in capsys.readouterr().out
+
+
+def test_run_tflite_against_interpreter(tmp_path, capsys):
+    path = small_cnn(tmp_path / "m.tflite")
+    assert main(["run", path, "--repeat", "1", "--save", str(tmp_path / "o.npz")]) == 0
+    text = capsys.readouterr().out
+    diff = float(re.search(r"TFLite interpreter: max \|difference\| (\S+)", text).group(1))
+    assert diff < 1e-4
+    assert np.load(tmp_path / "o.npz")["prob"].shape == (1, 10)
+
+
+def test_run_bad_arguments(tmp_path, capsys):
+    path = _model(tmp_path)
+    np.save(tmp_path / "bad.npy", np.zeros((2, 3, 8, 8), np.float32))
+    assert main(["run", path, "--input", "x=2,3,8,8",
+                 "--feed", f"nope={tmp_path / 'bad.npy'}"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["run", path, "--feed", f"x={tmp_path / 'missing.npy'}"]) == 2
+    assert "missing.npy" in capsys.readouterr().err
+    erf = tmp_path / "erf.onnx"
+    make_model([helper.make_node("Erf", ["x"], ["y"], name="gelu_erf")],
+               {"x": ([2], np.float32)}, {"y": (None, np.float32)}, path=erf)
+    assert main(["run", str(erf)]) == 2
+    assert "gelu_erf" in capsys.readouterr().err

@@ -1,0 +1,161 @@
+"""The executor on real models in a planned arena with in-place reuse:
+outputs match onnxruntime, no NumPy data allocation after the first
+inference, and a forged (unsafe) in-place plan is caught by the reference."""
+import numpy as np
+import pytest
+from onnx import helper
+
+from model_zoo import ort_run, randomized_light_model
+from onnx_util import make_model
+from pyarena import Pool, numpy_allocator
+from pyarena.executor import Executor, UnsupportedOpError, random_feeds
+from pyarena.graph import Graph, GraphError
+from pyarena.importers import load_model
+from pyarena.kernels import set_scratch
+from pyarena.plan import plan
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("models")
+    return {n: randomized_light_model(n, str(d / f"{n}.onnx"))
+            for n in ("squeezenet", "shufflenet", "inception_v2")}
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v2"])
+def test_real_model_matches_onnxruntime_in_planned_arena(models, name):
+    path = models[name]
+    g = load_model(path)
+    p = plan(g, inplace=True)
+    # the plan really shares memory: in-place / alias buffers and reuse
+    assert any(len(b.tensors) > 1 for b in p.buffers)
+    assert p.arena_bytes < p.naive_bytes / 3
+    ex = Executor(g, p)
+    feeds = random_feeds(g, seed=1)
+    out = ex.run(feeds)
+    ref = ort_run(path, feeds)
+    for k, v in out.items():
+        np.testing.assert_allclose(v, ref[k], rtol=1e-4, atol=1e-5)
+    # every activation view lies inside the one arena block
+    lo = min(a.ctypes.data for n, a in ex.arrays.items() if n not in ex.constants)
+    hi = max(a.ctypes.data + a.nbytes for n, a in ex.arrays.items() if n not in ex.constants)
+    assert hi - lo <= p.arena_bytes
+    # a second input gives a different, still matching, answer
+    feeds2 = random_feeds(g, seed=2)
+    out2 = {k: v.copy() for k, v in ex.run(feeds2).items()}
+    ref2 = ort_run(path, feeds2)
+    for k in out2:
+        np.testing.assert_allclose(out2[k], ref2[k], rtol=1e-4, atol=1e-5)
+        if ref[k].max() < 0.99:      # (shufflenet's random softmax saturates)
+            assert not np.allclose(out2[k], ref[k])
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v2"])
+def test_no_numpy_allocation_after_first_inference(models, name):
+    g = load_model(models[name])
+    ex = Executor(g)
+    feeds = random_feeds(g)
+    ex.run(feeds)
+    pool = Pool()
+    with numpy_allocator(pool) as counter:
+        ex.run(feeds)
+        ex.run(feeds)
+    assert counter.allocations == 0
+    # the counter does see allocations: the unplanned mode makes one per tensor
+    naive = Executor(g, allocator="numpy")
+    with numpy_allocator(pool) as counter:
+        naive.run(feeds)
+    assert counter.allocations >= len([t for t in g.tensors.values()
+                                       if t.role != "constant"])
+
+
+def test_dynamic_modes_agree_with_plan(models):
+    g = load_model(models["squeezenet"])
+    feeds = random_feeds(g)
+    planned = {k: v.copy() for k, v in Executor(g).run(feeds).items()}
+    fresh = Executor(g, allocator="numpy").run(feeds)
+    pool = Pool()
+    pooled = Executor(g, allocator=(pool.empty, pool.free)).run(feeds)
+    for k in planned:
+        np.testing.assert_array_equal(planned[k], fresh[k])
+        np.testing.assert_array_equal(planned[k], pooled[k])
+
+
+def _residual(tmp_path):
+    """x -> Conv -> h; r = Relu(h); y = Add(r, h): Relu in place on h would
+    destroy the h that Add still reads."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["h"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Add", ["r", "h"], ["y"])]
+    path = tmp_path / "res.onnx"
+    make_model(nodes, {"x": ([1, 2, 6, 6], np.float32)}, {"y": (None, np.float32)},
+               {"w": rng.standard_normal((2, 2, 3, 3)).astype(np.float32)}, path=path)
+    return str(path)
+
+
+def test_forged_unsafe_inplace_plan_is_caught(tmp_path):
+    path = _residual(tmp_path)
+    g = load_model(path)
+    feeds = random_feeds(g)
+    ref = ort_run(path, feeds)["y"]
+    p = plan(g, inplace=True)
+    assert p.buffer_of["r"] != p.buffer_of["h"]      # the planner refuses it
+    good = Executor(g, p).run(feeds)["y"]
+    np.testing.assert_allclose(good, ref, rtol=1e-5, atol=1e-6)
+    # forge the unsafe plan: Relu's output view IS h's memory
+    views = p.bind()
+    views["r"] = views["h"]
+    bad = Executor(g, views=views).run(feeds)["y"]
+    assert np.max(np.abs(bad - ref)) > 1e-3           # the check can fail
+
+
+def test_unsupported_ops_are_reported_by_name_before_running():
+    g = Graph("u")
+    g.add_tensor("x", (1, 4), role="input")
+    g.add_tensor("a", (1, 4))
+    g.add_tensor("b", (1, 4))
+    g.add_tensor("y", (1, 4), role="output")
+    g.add_op("Relu", ["x"], ["a"], name="ok")
+    g.add_op("Erf", ["a"], ["b"], name="my_erf")
+    g.add_op("NonMaxSuppression", ["b"], ["y"], name="nms")
+    with pytest.raises(UnsupportedOpError) as e:
+        set_scratch(g)
+    assert "my_erf" in str(e.value) and "Erf" in str(e.value) and "nms" in str(e.value)
+    with pytest.raises(UnsupportedOpError) as e:
+        Executor(g, allocator="numpy")
+    assert "my_erf" in str(e.value) and "NonMaxSuppression" in str(e.value)
+
+
+def test_undeclared_scratch_is_refused(tmp_path):
+    g = load_model(_residual(tmp_path))
+    conv = g.ops[0]
+    assert conv.scratch_bytes > 0
+    conv.scratch_bytes = 16
+    with pytest.raises(GraphError, match="scratch"):
+        Executor(g)
+
+
+def test_feed_must_be_an_input(models):
+    g = load_model(models["squeezenet"])
+    ex = Executor(g)
+    with pytest.raises(GraphError, match="not a graph input"):
+        ex.run({"nope": np.zeros(3)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet50", "densenet121", "inception_v1", "bvlc_alexnet",
+                                  "zfnet512", "vgg19"])
+def test_big_real_models(tmp_path, name):
+    path = randomized_light_model(name, str(tmp_path / f"{name}.onnx"))
+    g = load_model(path)
+    ex = Executor(g)
+    feeds = random_feeds(g)
+    out = ex.run(feeds)
+    ref = ort_run(path, feeds)
+    for k, v in out.items():
+        np.testing.assert_allclose(v, ref[k], rtol=1e-3, atol=1e-5)
+    pool = Pool()
+    with numpy_allocator(pool) as counter:
+        ex.run(feeds)
+    assert counter.allocations == 0

@@ -1,0 +1,302 @@
+"""Per-kernel tests: one ONNX node, imported and executed by pyarena in a
+planned arena, against onnxruntime."""
+import numpy as np
+import pytest
+from onnx import helper
+
+from onnx_util import run_both
+
+R = np.random.default_rng(0)
+
+
+def rnd(*shape, lo=-1.0, hi=1.0):
+    return R.uniform(lo, hi, shape).astype(np.float32)
+
+
+def node(op, ins, outs=("y",), **attrs):
+    return helper.make_node(op, list(ins), list(outs), **attrs)
+
+
+CONV_CASES = [
+    dict(x=(1, 3, 9, 9), w=(4, 3, 3, 3), attrs=dict(pads=[1, 1, 1, 1])),
+    dict(x=(2, 4, 10, 11), w=(6, 4, 3, 3), attrs=dict(strides=[2, 2], pads=[1, 1, 1, 1])),
+    dict(x=(1, 8, 7, 7), w=(5, 8, 1, 1), attrs={}),
+    dict(x=(1, 8, 7, 7), w=(5, 8, 1, 1), attrs=dict(strides=[2, 2])),
+    dict(x=(1, 6, 9, 9), w=(6, 1, 3, 3), attrs=dict(group=6, pads=[1, 1, 1, 1])),
+    dict(x=(2, 6, 9, 9), w=(6, 1, 3, 3), attrs=dict(group=6, strides=[2, 2],
+                                                      pads=[0, 0, 1, 1])),
+    dict(x=(1, 4, 8, 8), w=(6, 2, 3, 3), attrs=dict(group=2)),
+    dict(x=(1, 6, 8, 8), w=(12, 1, 3, 3), attrs=dict(group=6, pads=[1, 1, 1, 1])),
+    dict(x=(1, 3, 12, 12), w=(4, 3, 3, 3), attrs=dict(dilations=[2, 2], pads=[2, 2, 2, 2])),
+    dict(x=(1, 3, 10, 10), w=(4, 3, 3, 3), attrs=dict(auto_pad="SAME_UPPER", strides=[2, 2])),
+    dict(x=(1, 3, 10, 10), w=(4, 3, 4, 4), attrs=dict(auto_pad="SAME_LOWER")),
+    dict(x=(1, 3, 17), w=(5, 3, 3), attrs=dict(pads=[1, 2], strides=[2])),
+    dict(x=(1, 3, 7, 8), w=(4, 3, 2, 3), attrs=dict(pads=[0, 1, 2, 0]), bias=False),
+]
+
+
+@pytest.fixture(params=["whole", "row-bands"])
+def budget(request, monkeypatch):
+    """Run with the default scratch budget (one band) and with a budget so
+    small that every band is one output row."""
+    import pyarena.kernels
+    if request.param == "row-bands":
+        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 1)
+    return request.param
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c['x']}-{c['w']}-{c['attrs']}")
+def test_conv(tmp_path, case, budget):
+    inits = {"w": rnd(*case["w"])}
+    ins = ["x", "w"]
+    if case.get("bias", True):
+        inits["b"] = rnd(case["w"][0])
+        ins.append("b")
+    g, _, _ = run_both(tmp_path, [node("Conv", ins, **case["attrs"])],
+                       {"x": rnd(*case["x"])}, inits)
+    # the planner got the kernel's workspace, exactly
+    conv = g.ops[0]
+    from pyarena.kernels import scratch_bytes_for
+    assert conv.scratch_bytes == scratch_bytes_for(g, conv)
+
+
+def test_conv_scratch_is_the_im2col_rule(tmp_path):
+    # 3x3 stride 1 pad 1 on 3x9x9: im2col 3*3*3 * 9*9 floats + padded 3*11*11
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
+    pad = 3 * 11 * 11 * 4
+    cols = 3 * 3 * 3 * 9 * 9 * 4
+    assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
+    # 1x1 stride 1: no workspace at all
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"])],
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)})
+    assert g.ops[0].scratch_bytes == 0
+
+
+def test_conv_scratch_is_bounded_by_the_budget(tmp_path, monkeypatch):
+    import pyarena.kernels
+    monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 1)
+    # one output row per band: 3 padded input rows of 3x11 + 27x9 columns
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
+    pad = 3 * 3 * 11 * 4
+    cols = 3 * 3 * 3 * 1 * 9 * 4
+    assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
+
+
+@pytest.mark.parametrize("case", [
+    dict(x=(1, 4, 5, 5), w=(4, 3, 3, 3), attrs=dict(strides=[2, 2])),
+    dict(x=(1, 4, 5, 5), w=(4, 3, 3, 3), attrs=dict(strides=[2, 2], pads=[1, 1, 1, 1],
+                                                     output_padding=[1, 1])),
+    dict(x=(2, 4, 4, 6), w=(4, 2, 2, 2), attrs=dict(strides=[2, 2], group=2)),
+    dict(x=(1, 3, 4, 4), w=(3, 2, 3, 3), attrs=dict(dilations=[2, 2])),
+], ids=str)
+def test_conv_transpose(tmp_path, case):  # noqa: D103
+    run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case["attrs"])],
+             {"x": rnd(*case["x"])},
+             {"w": rnd(*case["w"]), "b": rnd(case["w"][1] * case["attrs"].get("group", 1))})
+
+
+@pytest.mark.parametrize("ta,tb,alpha,beta", [(0, 0, 1.0, 1.0), (1, 0, 0.5, 2.0),
+                                               (0, 1, 1.0, 0.5), (1, 1, 2.0, 1.0)])
+def test_gemm(tmp_path, ta, tb, alpha, beta):
+    a = rnd(7, 5) if ta else rnd(5, 7)
+    b = rnd(6, 7) if tb else rnd(7, 6)
+    run_both(tmp_path, [node("Gemm", ["a", "b", "c"], transA=ta, transB=tb, alpha=alpha,
+                             beta=beta)], {"a": a}, {"b": b, "c": rnd(6)})
+
+
+def test_gemm_runtime_c(tmp_path):
+    run_both(tmp_path, [node("Gemm", ["a", "b", "c"], beta=0.5)],
+             {"a": rnd(3, 4), "c": rnd(3, 5)}, {"b": rnd(4, 5)})
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)),
+                                   ((2, 1, 3, 4), (5, 4, 6)), ((4,), (4, 3))])
+def test_matmul(tmp_path, sa, sb):
+    run_both(tmp_path, [node("MatMul", ["a", "b"])], {"a": rnd(*sa), "b": rnd(*sb)})
+
+
+@pytest.mark.parametrize("op,attrs,extra", [
+    ("Relu", {}, {}), ("Sigmoid", {}, {}), ("Tanh", {}, {}),
+    ("LeakyRelu", dict(alpha=0.2), {}), ("HardSigmoid", dict(alpha=0.3, beta=0.4), {}),
+    ("HardSwish", {}, {}), ("Clip", {}, {"lo": np.float32(-0.3), "hi": np.float32(0.5)}),
+    ("Softplus", {}, {}), ("Exp", {}, {}), ("Neg", {}, {}), ("Abs", {}, {}),
+])
+def test_unary(tmp_path, op, attrs, extra):
+    ins = ["x"] + list(extra)
+    x = rnd(2, 3, 4, 5, lo=-4, hi=4)
+    run_both(tmp_path, [node(op, ins, **attrs)], {"x": x},
+             {k: np.asarray(v) for k, v in extra.items()})
+
+
+def test_prelu_per_channel(tmp_path):
+    run_both(tmp_path, [node("PRelu", ["x", "s"])], {"x": rnd(2, 3, 4, 5)},
+             {"s": rnd(3, 1, 1)})
+
+
+def test_batchnorm(tmp_path):
+    c = 4
+    run_both(tmp_path, [node("BatchNormalization", ["x", "g", "b", "m", "v"], epsilon=1e-3)],
+             {"x": rnd(2, c, 5, 5)},
+             {"g": rnd(c), "b": rnd(c), "m": rnd(c), "v": rnd(c, lo=0.5, hi=2)})
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("sa,sb", [((2, 3, 4, 5), (2, 3, 4, 5)), ((2, 3, 4, 5), (3, 1, 1)),
+                                   ((1, 3, 1, 5), (2, 1, 4, 1)), ((4, 5), (5,))])
+def test_binary_broadcast(tmp_path, op, sa, sb):
+    run_both(tmp_path, [node(op, ["a", "b"])], {"a": rnd(*sa), "b": rnd(*sb, lo=0.5, hi=2)})
+
+
+def test_variadic_sum_mean_max(tmp_path):
+    feeds = {"a": rnd(2, 3), "b": rnd(2, 3), "c": rnd(3)}
+    for op in ("Sum", "Mean", "Max", "Min"):
+        run_both(tmp_path, [node(op, ["a", "b", "c"])], feeds, name=op)
+
+
+def test_concat_reshape_flatten_squeeze_unsqueeze_transpose(tmp_path):
+    nodes = [node("Concat", ["a", "b"], ["c"], axis=1),
+             node("Reshape", ["c", "shape"], ["r"]),
+             node("Flatten", ["r"], ["f"], axis=2),
+             node("Unsqueeze", ["f", "ax"], ["u"]),
+             node("Squeeze", ["u", "ax"], ["s"]),
+             node("Transpose", ["s"], ["y"], perm=[1, 0])]
+    run_both(tmp_path, nodes, {"a": rnd(2, 3, 4), "b": rnd(2, 5, 4)},
+             {"shape": np.array([2, 8, 2, 2], np.int64), "ax": np.array([1], np.int64)})
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad(tmp_path, mode):
+    run_both(tmp_path, [node("Pad", ["x", "p", "v"], mode=mode)], {"x": rnd(1, 2, 5, 6)},
+             {"p": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64),
+              "v": np.array(0.5 if mode == "constant" else 0.0, np.float32)})
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("attrs", [
+    dict(kernel_shape=[2, 2], strides=[2, 2]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+    dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+    dict(kernel_shape=[3, 2], strides=[1, 2], auto_pad="SAME_UPPER"),
+], ids=str)
+def test_pool(tmp_path, op, attrs, budget):
+    if op == "MaxPool":
+        attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
+    run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)})
+
+
+def test_global_pools_and_reduce(tmp_path):
+    x = {"x": rnd(2, 3, 5, 6)}
+    run_both(tmp_path, [node("GlobalAveragePool", ["x"])], x, name="gap")
+    run_both(tmp_path, [node("GlobalMaxPool", ["x"])], x, name="gmp")
+    for kd in (0, 1):
+        run_both(tmp_path, [node("ReduceMean", ["x", "ax"], keepdims=kd)], x,
+                 {"ax": np.array([2, -1], np.int64)}, opset=18, name=f"rm{kd}")
+    run_both(tmp_path, [node("ReduceMean", ["x"], axes=[1], keepdims=1)], x, opset=13,
+             name="rm13")
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("axis,opset", [(1, 13), (-1, 13), (1, 11), (2, 11)])
+def test_softmax(tmp_path, op, axis, opset):
+    run_both(tmp_path, [node(op, ["x"], axis=axis)], {"x": rnd(2, 3, 4, 5, lo=-5, hi=5)},
+             opset=opset)
+
+
+@pytest.mark.parametrize("attrs,scales,sizes", [
+    (dict(mode="nearest"), [1, 1, 2, 2], None),
+    (dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+     [1, 1, 2, 3], None),
+    (dict(mode="nearest", coordinate_transformation_mode="half_pixel"), None, [1, 2, 7, 5]),
+    (dict(mode="linear"), [1, 1, 2, 2], None),
+    (dict(mode="linear", coordinate_transformation_mode="align_corners"), None, [1, 2, 9, 11]),
+    (dict(mode="linear", coordinate_transformation_mode="asymmetric"), [1, 1, 0.5, 1.5], None),
+    (dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"), None,
+     [1, 2, 3, 1]),
+], ids=str)
+def test_resize(tmp_path, attrs, scales, sizes):
+    inits = {"roi": np.zeros(0, np.float32)}
+    ins = ["x", "roi"]
+    if scales is not None:
+        inits["scales"] = np.array(scales, np.float32)
+        ins.append("scales")
+    else:
+        inits["scales"] = np.zeros(0, np.float32)
+        inits["sizes"] = np.array(sizes, np.int64)
+        ins += ["scales", "sizes"]
+    run_both(tmp_path, [node("Resize", ins, **attrs)], {"x": rnd(1, 2, 4, 6)}, inits,
+             opset=13)
+
+
+def test_upsample_opset9(tmp_path):
+    run_both(tmp_path, [node("Upsample", ["x", "s"], mode="nearest")], {"x": rnd(1, 2, 3, 4)},
+             {"s": np.array([1, 1, 2, 2], np.float32)}, opset=9)
+
+
+def test_lrn_split_slice_gather(tmp_path):
+    x = {"x": rnd(1, 6, 4, 5)}
+    run_both(tmp_path, [node("LRN", ["x"], size=3, alpha=1e-2, beta=0.75, bias=1.0)], x,
+             name="lrn")
+    run_both(tmp_path, [node("Split", ["x", "sp"], ["y", "z"], axis=1)], x,
+             {"sp": np.array([2, 4], np.int64)}, outputs=("y", "z"), name="split")
+    run_both(tmp_path, [node("Slice", ["x", "s", "e", "a", "st"])], x,
+             {"s": np.array([1, 4], np.int64), "e": np.array([5, 0], np.int64),
+              "a": np.array([1, 3], np.int64), "st": np.array([2, -2], np.int64)},
+             name="slice")
+    run_both(tmp_path, [node("Gather", ["x", "i"], axis=1)], x,
+             {"i": np.array([[0, 5], [-1, 2]], np.int64)}, name="gather")
+
+
+# -- aliasing: every kernel the in-place table lets the planner run in place
+ALIAS_CASES = [("Relu", {}), ("Clip", dict(min=-0.5, max=0.5)), ("LeakyRelu", dict(alpha=0.1)),
+               ("Sigmoid", {}), ("HardSigmoid", {}), ("HardSwish", {}), ("Tanh", {}),
+               ("Softplus", {}), ("Exp", {}), ("Neg", {}), ("Abs", {}), ("Sqrt", {}),
+               ("Elu", dict(alpha=0.7)), ("Selu", {}), ("Softsign", {}), ("Sign", {}),
+               ("BatchNormalization", dict(epsilon=1e-3)), ("PRelu", {}),
+               ("Add", {}), ("Sub", {}), ("Mul", {}), ("Div", {}), ("Max", {}), ("Min", {}),
+               ("Sum", {}), ("Mean", {}), ("Pow", {})]
+
+
+@pytest.mark.parametrize("op_type,attrs", ALIAS_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("which", [0, 1])
+def test_kernels_are_correct_when_the_output_is_an_input(op_type, attrs, which):
+    """The planner may hand a "unary" op its input's memory as output, and
+    a "binary" op the memory of any same-shaped input: results must not
+    change."""
+    from pyarena.graph import Graph
+    from pyarena.inplace import rule_for
+    from pyarena.kernels import make_kernel
+    kind = rule_for(op_type)
+    assert kind in ("unary", "binary")
+    if kind == "unary" and which == 1:
+        return          # only input 0 may be aliased
+    shape = (2, 3, 4, 5)
+    g = Graph("a")
+    g.add_tensor("x", shape, role="input")
+    ins = ["x"]
+    if op_type == "BatchNormalization":
+        for n in "gbmv":
+            g.add_tensor(n, (3,), role="constant", data=rnd(3, lo=0.5, hi=1.5))
+            ins.append(n)
+    elif op_type == "PRelu":
+        g.add_tensor("s", (3, 1, 1), role="constant", data=rnd(3, 1, 1))
+        ins.append("s")
+    elif kind == "binary":
+        g.add_tensor("z", shape, role="input")
+        ins.append("z")
+        if op_type in ("Sum", "Mean"):
+            g.add_tensor("w", (5,), role="input")
+            ins.append("w")
+    g.add_tensor("y", shape, role="output")
+    op = g.add_op(op_type, ins, ["y"], **attrs)
+    k = make_kernel(op, [g.tensors[i] for i in ins], [g.tensors["y"]])
+    xs = [rnd(*g.tensors[i].shape, lo=0.5, hi=2.0) if g.tensors[i].role == "input"
+          else g.tensors[i].data for i in ins]
+    sc = np.empty(k.scratch_bytes, np.uint8) if k.scratch_bytes else None
+    sep = np.empty(shape, np.float32)
+    k([x.copy() for x in xs], [sep], sc)
+    aliased = [x.copy() for x in xs]
+    k(aliased, [aliased[which]], sc)
+    np.testing.assert_array_equal(aliased[which], sep)
