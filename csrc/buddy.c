@@ -52,6 +52,10 @@ int _pa_buddy_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg) {
             p->buddy_max = p->slab_max; /* no buddy zone */
         }
     }
+    /* A free block holds its list node: never split below the node size
+     * (at alignment 8, buddy-only would otherwise hand out 8-byte blocks
+     * whose free-list links overwrite the neighbour). */
+    while (((size_t)1 << p->bmin) < sizeof(pa_bnode_t)) p->bmin++;
     return 0;
 }
 

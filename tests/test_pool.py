@@ -320,13 +320,19 @@ def test_walk_reports_live_blocks():
 
 # -- random interleavings ----------------------------------------------------------------
 
-# pool-core bug (reported): in buddy-only mode with alignment 8 the smallest
-# buddy block (8 B) is smaller than the free-list node written into it, so
-# freeing one overwrites its neighbour.  Reproducer: Pool(Policy(mode=
-# "buddy-only", alignment=8)); a, t1, t2 = empty(1), empty(8), empty(1) (uint8);
-# del t1; del t2; reclaim(); check() == 3 (buddy.c free-list prev links).
-# While it stands, the state machine uses alignment 16 for that mode.
-BUDDY_ALIGN8_FIXED = False
+def test_buddy_only_alignment_8_keeps_neighbours_intact():
+    # Regression: 8-byte buddy blocks were smaller than the free-list node
+    # written into a freed block, so a free overwrote the neighbour.
+    p = Pool(Policy(mode="buddy-only", alignment=8))
+    a = p.empty(1, np.uint8)
+    a[0] = 7
+    t1 = p.empty(8, np.uint8)
+    t2 = p.empty(1, np.uint8)
+    del t1, t2
+    p.reclaim()
+    assert p.check() == 0
+    assert a[0] == 7
+
 
 SIZES = st.one_of(st.integers(1, 512), st.integers(513, 64 << 10),
                   st.integers(64 << 10, 4 * MiB))
@@ -341,8 +347,6 @@ class PoolMachine(RuleBasedStateMachine):
                 alignment=st.sampled_from([8, 64, 256]),
                 limit=st.sampled_from([None, 24 * MiB]))
     def setup(self, mode, alignment, limit):
-        if mode == "buddy-only" and alignment < 16 and not BUDDY_ALIGN8_FIXED:
-            alignment = 16
         self.pool = Pool(Policy(mode=mode, alignment=alignment, limit=limit))
         self.alignment = alignment
         self.live = {}      # key -> (array, byte)
