@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from ._format import human_bytes
+
 
 def add_parser(sub):
     p = sub.add_parser("demo", help="plan and run MobileNetV2 three ways (no download)")
@@ -36,11 +38,6 @@ def add_parser(sub):
     return p
 
 
-def _fmt(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:,.1f} {unit}" if unit != "B" else f"{n:,} B"
-        n /= 1024
 
 
 class _Progress:
@@ -86,7 +83,7 @@ def run(args):
     if Pool is not None:
         pool = Pool()
         ex_pool = Executor(g, allocator=(pool.empty, pool.free), weights=ex_plan.weights)
-    pr.done(f"  (weights {_fmt(weights_bytes)} in an Arena)")
+    pr.done(f"  (weights {human_bytes(weights_bytes)} in an Arena)")
     feeds = random_feeds(g, seed=args.seed)
     modes = [("(a) np.empty per tensor", ex_np)]
     if ex_pool is not None:
@@ -128,7 +125,7 @@ def run(args):
                 # what the pool holds from the OS is its real cost; the
                 # live bytes at the worst moment are the floor
                 reserved = pool.stats().peak_reserved
-                note = f"from the pool; live at worst moment {_fmt(peak)}"
+                note = f"from the pool; live at worst moment {human_bytes(peak)}"
                 peak = max(peak, reserved)
         rows.append((name, peak, t, allocs, note))
     pr.done()
@@ -137,13 +134,13 @@ def run(args):
           f"{'allocs/inference':>18}")
     for name, peak, t, allocs, note in rows:
         a = "?" if allocs is None else f"{allocs:,}"
-        print(f"{name:<26}{_fmt(peak):>12}{t * 1e3:>13.1f} ms{a:>18}   {note}")
+        print(f"{name:<26}{human_bytes(peak):>12}{t * 1e3:>13.1f} ms{a:>18}   {note}")
     base = rows[0]
     plan_row = rows[-1]
     print(f"\nstatic plan vs np.empty: {base[1] / max(plan_row[1], 1):.1f}x less memory, "
           f"time ratio {plan_row[2] / base[2]:.2f}")
-    print(f"plan: arena {_fmt(p.arena_bytes)}, lower bound {_fmt(p.lower_bound_bytes)}"
-          f"{' (optimal)' if p.optimal else ''}, naive sum {_fmt(p.naive_bytes)}, "
+    print(f"plan: arena {human_bytes(p.arena_bytes)}, lower bound {human_bytes(p.lower_bound_bytes)}"
+          f"{' (optimal)' if p.optimal else ''}, naive sum {human_bytes(p.naive_bytes)}, "
           f"planned in {p.plan_seconds * 1e3:.0f} ms")
     print(f"outputs agree across modes: max |diff| = {max(diffs) if diffs else 0.0:.2g}; "
           f"top class {int(np.argmax(ref['prob']))}")

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from .errors import InvalidArgumentError
+from ._format import human_bytes
 
 
 def add_parser(sub):
@@ -40,11 +41,6 @@ def add_parser(sub):
     return p
 
 
-def _fmt(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:,.1f} {unit}" if unit != "B" else f"{n:,} B"
-        n /= 1024
 
 
 def parse_feeds(specs):
@@ -127,10 +123,10 @@ def run(args):
         print(f"input      {name} {list(t.shape)} {t.dtype}: {src}")
     print(f"inference  {np.median(ts) * 1e3:.2f} ms median of {args.repeat} "
           f"(first {t_first * 1e3:.1f} ms)")
-    print(f"arena      {_fmt(p.arena_bytes)}  (lower bound {_fmt(p.lower_bound_bytes)}, "
-          f"naive {_fmt(p.naive_bytes)}, {'optimal' if p.optimal else 'not proven optimal'})")
-    print(f"weights    {_fmt(ex.weights_bytes)} in an Arena")
-    print(f"peak RSS   {_fmt(rss)}")
+    print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound {human_bytes(p.lower_bound_bytes)}, "
+          f"naive {human_bytes(p.naive_bytes)}, {'optimal' if p.optimal else 'not proven optimal'})")
+    print(f"weights    {human_bytes(ex.weights_bytes)} in an Arena")
+    print(f"peak RSS   {human_bytes(rss)}")
     for name, v in out.items():
         print(f"output     {name} {list(v.shape)} {v.dtype}  "
               f"[min {v.min() if v.size else 0:.4g}, max {v.max() if v.size else 0:.4g}]")

@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import InvalidArgumentError
 
-__all__ = ["Graph", "Tensor", "Op", "GraphError", "ROLES"]
+__all__ = ["Graph", "Tensor", "Op", "GraphError", "ROLES", "stable_toposort"]
 
 ROLES = ("input", "output", "constant", "activation")
 # Beyond this a tensor cannot be real on any edge device: refuse it before
@@ -244,8 +244,6 @@ class Graph:
             deps.append(d)
         if all(max(d, default=-1) < i for i, d in enumerate(deps)):
             return self.ops  # already in order: the common case
-        # Kahn's algorithm, always taking the lowest original index.
-        import heapq
         users = [[] for _ in self.ops]
         indeg = [0] * len(self.ops)
         for i, d in enumerate(deps):
@@ -254,19 +252,10 @@ class Graph:
                     raise GraphError(f"operator {self.ops[i].name!r} reads its own output")
                 users[j].append(i)
                 indeg[i] += 1
-        ready = [i for i, n in enumerate(indeg) if n == 0]
-        heapq.heapify(ready)
-        order = []
-        while ready:
-            i = heapq.heappop(ready)
-            order.append(i)
-            for u in users[i]:
-                indeg[u] -= 1
-                if indeg[u] == 0:
-                    heapq.heappush(ready, u)
-        if len(order) != len(self.ops):
-            stuck = [self.ops[i].name for i, n in enumerate(indeg) if n > 0]
-            raise GraphError(f"the graph has a cycle through operator(s) {stuck[:5]}")
+        order, stuck = stable_toposort(users, indeg)
+        if stuck:
+            names = [self.ops[i].name for i in stuck]
+            raise GraphError(f"the graph has a cycle through operator(s) {names[:5]}")
         return [self.ops[i] for i in order]
 
     # -- JSON -------------------------------------------------------------------
@@ -319,6 +308,26 @@ class Graph:
 
     def __repr__(self):
         return (f"<Graph {self.name!r}: {len(self.ops)} ops, {len(self.tensors)} tensors>")
+
+
+def stable_toposort(users, indeg):
+    """Kahn's algorithm, always taking the lowest index that is ready, so an
+    order that is already valid is kept.  ``users[i]``: the nodes that read
+    node i; ``indeg[i]``: how many nodes node i reads (consumed).  Returns
+    ``(order, stuck)``: ``stuck`` lists the nodes on or behind a cycle."""
+    import heapq
+    ready = [i for i, n in enumerate(indeg) if n == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(ready, u)
+    stuck = [i for i, n in enumerate(indeg) if n > 0] if len(order) != len(indeg) else []
+    return order, stuck
 
 
 def _int_dim(owner, value, what="dimension"):

@@ -36,6 +36,7 @@ from ._binding import check, ffi, lib
 from .errors import InvalidArgumentError, PlanInfeasibleError
 from .graph import Graph, GraphError
 from .inplace import _same_layout, as_rule_table, reuse_candidates
+from ._format import human_bytes
 
 __all__ = ["plan", "plan_intervals", "Plan", "Buffer", "load_intervals_csv",
            "write_intervals_csv", "load_graph", "register_loader", "STRATEGIES",
@@ -155,7 +156,7 @@ class Plan:
                 f"plan: {len(self.buffers)} intervals over {self.num_ops} steps")
         lines = [
             f"{head}, alignment {self.alignment}",
-            f"  arena        {self.arena_bytes:>14,} B  ({_human(self.arena_bytes)})",
+            f"  arena        {self.arena_bytes:>14,} B  ({human_bytes(self.arena_bytes)})",
             f"  lower bound  {self.lower_bound_bytes:>14,} B  (arena is "
             f"{gap:+.2%} over; {'optimal' if self.optimal else 'not proven optimal'})",
             f"  naive sum    {self.naive_bytes:>14,} B  (planning saves "
@@ -305,11 +306,6 @@ class Plan:
         return raw[shift:shift + need]
 
 
-def _human(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024
 
 
 def _check_alignment(alignment):

@@ -47,6 +47,7 @@ from .errors import (DoubleFreeError, ForeignPointerError, InvalidArgumentError,
                      OutOfMemoryError, StateError)
 from .policy import Policy
 from .stats import ZONES, PoolStats
+from ._format import human_bytes
 
 __all__ = ["Pool", "Block", "PoolStatistics", "NumpyAllocator", "numpy_allocator"]
 
@@ -588,11 +589,7 @@ class Pool:
         memory_summary)."""
         s = self.stats()
 
-        def b(n):
-            for unit in ("B", "KiB", "MiB", "GiB"):
-                if n < 1024 or unit == "GiB":
-                    return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-                n /= 1024.0
+        b = human_bytes
         rows = [("", "current", "peak", "slab", "buddy", "large")]
         rows.append(("requested", b(s.requested), b(s.peak_requested),
                      *(b(z.requested) for z in s.zones)))

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from ..graph import MAX_TENSOR_BYTES, Graph
+from ..graph import MAX_TENSOR_BYTES, Graph, stable_toposort
 from ..kernels import UnsupportedOpError, set_scratch
 from . import ModelImportError
 
@@ -112,20 +112,10 @@ def _toposort(nodes, produced_outside):
             elif t not in produced_outside:
                 raise ModelImportError(f"node {n.name or n.op_type!r} reads tensor {t!r} "
                                        f"that nothing produces")
-    import heapq
-    ready = [i for i, d in enumerate(indeg) if d == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for u in users[i]:
-            indeg[u] -= 1
-            if indeg[u] == 0:
-                heapq.heappush(ready, u)
-    if len(order) != len(nodes):
-        stuck = [nodes[i].name or nodes[i].op_type for i, d in enumerate(indeg) if d > 0]
-        raise ModelImportError(f"the graph has a cycle through node(s) {stuck[:5]}")
+    order, stuck = stable_toposort(users, indeg)
+    if stuck:
+        names = [nodes[i].name or nodes[i].op_type for i in stuck]
+        raise ModelImportError(f"the graph has a cycle through node(s) {names[:5]}")
     return [nodes[i] for i in order]
 
 
