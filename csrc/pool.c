@@ -256,6 +256,14 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
             if (pick == UINT32_MAX && np > r->idx) pick = i;
         }
         if (pick == UINT32_MAX) continue;
+        size_t cnp = bin->e[pick].size >> PA_PG_SHIFT;
+        if (cnp != r->idx) {
+            /* a bigger cached block only when it is the best fit: a
+             * tighter free span in the heap wins (the heap flushes the
+             * large caches and places the block there) */
+            size_t h = _pa_heap_fit_pages(p, r->idx);
+            if (h && h < cnp) return NULL;
+        }
         pa_centry_t e = bin->e[pick];
         memmove(bin->e + pick, bin->e + pick + 1, (bin->n - pick - 1) * sizeof(pa_centry_t));
         bin->n--;
@@ -469,7 +477,7 @@ void pa_pool_config_default(pa_pool_config_t *cfg) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->alignment = PA_DEFAULT_ALIGNMENT;
     cfg->mode = PA_POOL_HYBRID;
-    cfg->growth = PA_GROW_POW2;
+    cfg->growth = PA_GROW_REQUESTED;
     cfg->chunk_size = DEFAULT_CHUNK;
     cfg->cache_budget = DEFAULT_BUDGET;
     cfg->release = PA_RELEASE_UNMAP;

@@ -41,12 +41,15 @@ typedef struct pa_span {
     uint8_t state;           /* LARGE: PA_BLOCK_LIVE / PA_BLOCK_CACHED   */
 } pa_span_t;
 
-/* One mapping obtained from the backend. */
+/* One mapping obtained from the backend, or the pool's reservation. */
 typedef struct pa_chunkd {
     uintptr_t base;
-    size_t size;              /* bytes mapped (multiple of PA_PG)         */
+    size_t size;              /* bytes mapped (multiple of PA_PG); for the
+                                 reservation: the committed prefix         */
     struct pa_chunkd *next, *prev;
     int decommitted;          /* on the spare list (RELEASE_DECOMMIT)     */
+    int resv;                 /* the reservation (p->resv)                */
+    size_t cap;               /* reservation: bytes of address space      */
 } pa_chunkd_t;
 
 /* A slab: one span cut into equal slots of one size class. */
@@ -142,6 +145,9 @@ typedef struct pa_pool_impl {
     pa_span_t *big;           /* free spans of >= PA_HEAP_EXACT pages     */
     pa_chunkd_t *chunks;      /* committed chunks                         */
     pa_chunkd_t *spares;      /* decommitted chunks (RELEASE_DECOMMIT)    */
+    pa_chunkd_t *resv;        /* one reserved range grown at its end (on
+                                 p->chunks while its committed size > 0);
+                                 NULL: separate chunks only               */
     size_t nchunks, heap_free, last_grow;
     size_t reserved, peak_reserved;
     pa_span_t *desc_free;     /* unused span descriptors                  */
@@ -190,6 +196,8 @@ int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages);
 void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged);
 pa_span_t *_pa_heap_alloc(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s);
+/* Pages of the free span best_fit would pick for `npages`; 0 if none. */
+size_t _pa_heap_fit_pages(pa_pool_impl_t *p, size_t npages);
 /* Cut `s` (not free) down to `npages`, the tail going back to the heap. */
 void _pa_heap_shrink(pa_pool_impl_t *p, pa_span_t *s, size_t npages);
 int _pa_heap_grow(pa_pool_impl_t *p, size_t npages);

@@ -245,10 +245,16 @@ typedef struct pa_pool_config {
     size_t alignment;      /* granularity: power of two in [8, 4096];
                               0 = 64                                    */
     int mode;              /* PA_POOL_HYBRID / _SLAB_ONLY / _BUDDY_ONLY  */
-    int growth;            /* PA_GROW_POW2 (default) / _REQUESTED / _NONE.
+    int growth;            /* PA_GROW_REQUESTED (default) / _POW2 /
+                              _NONE.  With the default backend the pool
+                              reserves one address range (`limit` bytes,
+                              else 64 GiB, MAP_NORESERVE) and grows by
+                              committing its end: _REQUESTED by what the
+                              free tail lacks, _POW2 doubling the
+                              committed size.  Other backends (or when
+                              the range is full) get separate chunks:
                               _REQUESTED maps exact chunks and gives
-                              fully free chunks back before mapping: the
-                              smallest footprint, more system calls     */
+                              fully free chunks back before mapping      */
     size_t chunk_size;     /* first chunk mapped (bytes); 0 = 1 MiB.
                               With PA_GROW_NONE the pool's only chunk
                               (0 = `limit`, which is then required)      */
@@ -326,7 +332,7 @@ typedef struct pa_pool_block {
 /* Walker callback: return 0 to continue, anything else to stop. */
 typedef int (*pa_pool_walker_t)(const pa_pool_block_t *block, void *ctx);
 
-/* Fill `cfg` with the defaults (hybrid, alignment 64, 1 MiB chunks, POW2,
+/* Fill `cfg` with the defaults (hybrid, alignment 64, 1 MiB chunks, REQUESTED,
  * no limit, no watermarks, 4 classes per doubling up to 4 KiB). */
 void pa_pool_config_default(pa_pool_config_t *cfg);
 
