@@ -20,12 +20,13 @@
  *    foreign, interior and stale pointers are recognised safely.  Free
  *    and large spans register their first and last page (enough for
  *    neighbour coalescing and for exact-start checks); slabs and buddy
- *    regions register every page.  A stale entry may point to a recycled
- *    descriptor: every lookup checks that the span really covers the
- *    address, and descriptors are only returned to libc at destroy.
- *    Slab and region pages hold their slab / region pointer tagged in the
- *    low bits (one load less on free); those entries are rewritten to the
- *    plain span before the metadata is freed.
+ *    regions register every page (one-block slabs and regions only their
+ *    first and last).  A stale entry may point to a recycled descriptor:
+ *    every lookup checks that the span really covers the address, and
+ *    descriptors are only returned to libc at destroy.  Slab and region
+ *    pages hold their slab / region pointer tagged in the low bits (one
+ *    load less on free); released slabs and regions leave them stale
+ *    (their metadata is recycled, see pool_internal.h).
  *  - Leaves of the page map are created when a chunk is mapped, so
  *    nothing after that can fail for lack of metadata memory.
  *  - Contiguous growth: with the default backend the pool reserves one
@@ -57,8 +58,13 @@ static pa_span_t *map_raw(const pa_pool_impl_t *p, uintptr_t addr) {
     return _pa_map_decode(_pa_map_entry(p, addr));
 }
 
-void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged) {
+void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged, int all_pages) {
     uintptr_t last = s->start + ((s->npages - 1) << PA_PG_SHIFT);
+    if (!all_pages) {
+        *map_slot(p, s->start) = (pa_span_t *)tagged;
+        *map_slot(p, last) = (pa_span_t *)tagged;
+        return;
+    }
     for (uintptr_t a = s->start; a <= last; a += PA_PG) *map_slot(p, a) = (pa_span_t *)tagged;
 }
 

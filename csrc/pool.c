@@ -168,8 +168,15 @@ static void flush_all(pa_pool_impl_t *p) {
     p->reclaims++;
 }
 
+/* Empty slabs / regions kept as spares go back to the page heap. */
+static void drop_spares(pa_pool_impl_t *p) {
+    if (p->ncls) _pa_slab_drop_spares(p);
+    _pa_buddy_drop_spare(p);
+}
+
 static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
     flush_all(p);
+    drop_spares(p);
     p->trims++;
     return _pa_heap_release(p, target);
 }
@@ -192,6 +199,9 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
         s = _pa_heap_alloc(p, np, st);
         if (s) return s;
     }
+    drop_spares(p);
+    s = _pa_heap_alloc(p, np, st);
+    if (s) return s;
     if (_pa_heap_grow(p, np) != 0) {
         *st = PA_ERR_NOMEM;
         return NULL;
@@ -368,7 +378,8 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t ent = _pa_map_entry(p, a);
     if (pa_likely(ent & PA_MAP_TAG_SLAB)) {
-        /* a tagged entry is only ever set on the slab's own pages */
+        /* the entry may be stale (recycled slab): the exact-slot check
+         * below also checks the range (nblocks 0 while recycled) */
         pa_slab_t *s = (pa_slab_t *)(ent & ~PA_MAP_TAG_MASK);
         int exact;
         uint32_t idx = _pa_slab_index(p, s, a, &exact);
@@ -383,9 +394,10 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         return PA_OK;
     }
     if (ent & PA_MAP_TAG_REGION) {
+        /* the entry may be stale (recycled region): check the range */
         pa_region_t *r = (pa_region_t *)(ent & ~PA_MAP_TAG_MASK);
         uintptr_t off = a - r->base;
-        if (off & (((uintptr_t)1 << r->umin) - 1)) return PA_ERR_FOREIGN;
+        if ((off >> r->order) || (off & (((uintptr_t)1 << r->umin) - 1))) return PA_ERR_FOREIGN;
         size_t u = off >> r->umin;
         uint64_t word = r->tag[u];
         uint8_t tg = (uint8_t)word;
@@ -699,6 +711,7 @@ pa_status_t pa_pool_reclaim(pa_pool_t *h) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     flush_all(p);
+    drop_spares(p);
     spin_unlock(&h->lock);
     return PA_OK;
 }

@@ -77,7 +77,9 @@ typedef struct pa_sclass {
     size_t slab_bytes;        /* span bytes per slab                      */
     uint32_t nblocks;         /* slots per slab                           */
     uint64_t magic;           /* offset * magic >> 40 == offset / size    */
-    pa_slab_t *partial;       /* slabs with FREE slots                    */
+    pa_slab_t *partial;       /* slabs with FREE slots (not the spare)    */
+    pa_slab_t *spare;         /* one empty slab kept (NULL: none)         */
+    pa_slab_t *meta_free;     /* recycled metadata of released slabs      */
     size_t nslabs;
 } pa_sclass_t;
 
@@ -167,6 +169,9 @@ typedef struct pa_pool_impl {
     unsigned border;          /* log2 of a default region                 */
     pa_region_t *regions;
     size_t nregions;
+    pa_region_t *bspare;      /* one empty default region kept (its whole
+                                 block on bfree[border])                 */
+    pa_region_t *rfree[PA_MAX_ORDER]; /* recycled region metadata        */
 
     /* deferred caches: slab classes, then buddy orders, then large */
     pa_bin_t *bins;
@@ -192,8 +197,9 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 int _pa_heap_init(pa_pool_impl_t *p);
 void _pa_heap_destroy(pa_pool_impl_t *p);
 int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages);
-/* Point every page of `s` at `tagged` (a tagged slab / region). */
-void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged);
+/* Point every page of `s` (all_pages 0: first and last) at `tagged` (a
+ * tagged slab / region). */
+void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged, int all_pages);
 pa_span_t *_pa_heap_alloc(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s);
 /* Pages of the free span best_fit would pick for `npages`; 0 if none. */
@@ -212,7 +218,8 @@ size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size);
 void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab,
                      pa_status_t *st);
 void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx);
-void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s);
+/* Give every class's spare empty slab back to the page heap. */
+void _pa_slab_drop_spares(pa_pool_impl_t *p);
 size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally_t *t);
 size_t _pa_slab_check_classes(const pa_pool_impl_t *p);
 int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t fn,
@@ -224,6 +231,8 @@ void _pa_buddy_destroy(pa_pool_impl_t *p);
 void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned order, size_t req,
                       pa_region_t **region, pa_status_t *st);
 void _pa_buddy_release(pa_pool_impl_t *p, pa_region_t *r, uintptr_t addr);
+/* Give the spare empty region back to the page heap. */
+void _pa_buddy_drop_spare(pa_pool_impl_t *p);
 size_t _pa_buddy_largest_free(const pa_pool_impl_t *p);
 size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
                               pa_tally_t *t);
@@ -240,9 +249,11 @@ static inline unsigned _pa_log2_ceil(size_t x) {
 
 /* Page-map entries: a span pointer, or -- for every page of a slab or a
  * buddy region -- the slab / region pointer tagged in its low bits, so a
- * free reaches the slot state in one load less.  Tagged entries are
- * rewritten to the plain span before the slab / region is released, so a
- * tagged entry never points to freed metadata. */
+ * free reaches the slot state in one load less.  Released slabs and
+ * regions leave their interior entries stale (no second pass over the
+ * pages): their metadata is recycled, never returned to libc before the
+ * pool dies, and a recycled slab / region has nblocks 0 / is checked by
+ * range, so a stale tagged entry never validates a pointer. */
 #define PA_MAP_TAG_SLAB ((uintptr_t)1)
 #define PA_MAP_TAG_REGION ((uintptr_t)2)
 #define PA_MAP_TAG_MASK ((uintptr_t)3)
