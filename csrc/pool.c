@@ -160,6 +160,19 @@ static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
     for (uint32_t i = 0; i < count; i++) release_entry(p, zone, &bin->e[i]);
     memmove(bin->e, bin->e + count, (bin->n - count) * sizeof(pa_centry_t));
     bin->n -= count;
+    if (!bin->n && b >= p->bin_large0) {
+        size_t l = b - p->bin_large0;
+        p->lmask[l >> 6] &= ~(1ull << (l & 63));
+    }
+}
+
+/* Flush every large bin (the nonempty ones, from the mask). */
+static void flush_large(pa_pool_impl_t *p) {
+    for (size_t w = 0; w < PA_LARGE_BINS / 64; w++)
+        while (p->lmask[w]) {
+            size_t b = p->bin_large0 + w * 64 + (size_t)__builtin_ctzll(p->lmask[w]);
+            flush_bin(p, b, p->bins[b].n);
+        }
 }
 
 static void flush_all(pa_pool_impl_t *p) {
@@ -188,10 +201,7 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
      * grow: peak reserved / peak live 2.8 instead of 1.57 on a ResNet-50
      * trace.  The small-block caches are flushed only if the heap still
      * cannot serve (flushing them costs their hot blocks). */
-    if (p->z[PA_ZONE_LARGE].cached) {
-        for (size_t b = p->bin_large0; b < p->nbins; b++)
-            if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
-    }
+    if (p->z[PA_ZONE_LARGE].cached) flush_large(p);
     pa_span_t *s = _pa_heap_alloc(p, np, st);
     if (s) return s;
     if (p->cached) {
@@ -276,7 +286,10 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
         }
         pa_centry_t e = bin->e[pick];
         memmove(bin->e + pick, bin->e + pick + 1, (bin->n - pick - 1) * sizeof(pa_centry_t));
-        bin->n--;
+        if (!--bin->n) {
+            size_t l = b - p->bin_large0;
+            p->lmask[l >> 6] &= ~(1ull << (l & 63));
+        }
         p->cached -= e.size;
         p->z[PA_ZONE_LARGE].cached -= e.size;
         pa_span_t *sp = e.desc;
@@ -438,6 +451,10 @@ static int bin_push(pa_pool_impl_t *p, size_t b, void *ptr, void *desc, size_t b
         if (!ne) return -1;
         bin->e = ne;
         bin->cap = nc;
+    }
+    if (b >= p->bin_large0) {
+        size_t l = b - p->bin_large0;
+        p->lmask[l >> 6] |= 1ull << (l & 63);
     }
     pa_centry_t *e = &bin->e[bin->n++];
     e->ptr = ptr;
@@ -891,6 +908,10 @@ static size_t check_locked(const pa_pool_impl_t *p) {
         const pa_bin_t *bin = &p->bins[b];
         int zone = bin_zone(p, b);
         if (bin->n > bin->cap) broken++;
+        if (b >= p->bin_large0) {
+            size_t l = b - p->bin_large0;
+            if (!!(p->lmask[l >> 6] & (1ull << (l & 63))) != (bin->n > 0)) broken++;
+        }
         for (uint32_t i = 0; i < bin->n; i++) {
             const pa_centry_t *e = &bin->e[i];
             pa_span_t *sp = _pa_map_lookup(p, (uintptr_t)e->ptr);

@@ -177,6 +177,7 @@ typedef struct pa_pool_impl {
     pa_bin_t *bins;
     size_t nbins, bin_buddy0, bin_large0;
     size_t cached;
+    uint64_t lmask[PA_LARGE_BINS / 64]; /* nonempty large bins          */
 
     /* statistics */
     pa_zstat_t z[PA_ZONE_COUNT];
