@@ -236,8 +236,6 @@ static inline void account_alloc(pa_pool_impl_t *p, int zone, size_t req, size_t
     if (z->allocated > z->peak_allocated) z->peak_allocated = z->allocated;
     p->requested += req;
     p->allocated += bsize;
-    p->live++;
-    p->allocs++;
     if (p->requested > p->peak_requested) p->peak_requested = p->requested;
     if (p->allocated > p->peak_allocated) p->peak_allocated = p->allocated;
 }
@@ -250,8 +248,6 @@ static inline void account_free(pa_pool_impl_t *p, int zone, size_t req, size_t 
     z->frees++;
     p->requested -= req;
     p->allocated -= bsize;
-    p->live--;
-    p->frees++;
 }
 
 /* ---- allocation ------------------------------------------------------------------ */
@@ -401,7 +397,7 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         if (PA_SLOT_STATE(w) != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
         b->zone = PA_ZONE_SLAB;
         b->desc = s;
-        b->bsize = p->cls[s->cls].size;
+        b->bsize = s->size;
         b->req = PA_SLOT_REQ(w);
         b->unit = idx;
         return PA_OK;
@@ -809,7 +805,11 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     out->peak_requested = p->peak_requested;
     out->peak_allocated = p->peak_allocated;
     out->peak_reserved = p->peak_reserved;
-    out->live = p->live;
+    for (int z = 0; z < PA_ZONE_COUNT; z++) { /* pool counts: zone sums */
+        out->live += p->z[z].live;
+        out->allocs += p->z[z].allocs;
+        out->frees += p->z[z].frees;
+    }
     out->total_free = p->reserved >= p->allocated ? p->reserved - p->allocated : 0;
     out->largest_free = largest_free_locked(p);
     out->chunks = p->nchunks;
@@ -817,8 +817,6 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     out->high_watermark = p->high;
     out->low_watermark = p->low;
     out->alignment = p->gran;
-    out->allocs = p->allocs;
-    out->frees = p->frees;
     out->failures = p->failures;
     out->trims = p->trims;
     out->grows = p->grows;
@@ -964,7 +962,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
             broken++;
     }
     if (tn != ncached || tc != cached || cached != p->cached) broken++;
-    if (live != p->live || alloc != p->allocated || req != p->requested) broken++;
+    if (alloc != p->allocated || req != p->requested) broken++;
     if (zres[0] + zres[1] + zres[2] + p->heap_free != p->reserved) broken++;
     if (p->peak_requested < p->requested || p->peak_allocated < p->allocated) broken++;
     if (p->requested > p->allocated) broken++;

@@ -62,6 +62,8 @@ typedef struct pa_slab {
     uint32_t nfree;           /* FREE slots == entries on `stack`         */
     uint32_t nlive;           /* LIVE slots (CACHED = the rest)           */
     int in_partial;
+    uint64_t magic;           /* == cls magic / size: no class load on */
+    size_t size;              /* the free path                          */
     uint32_t *slot;           /* per slot: PA_SLOT(state, requested): one
                                  word, one cache line per access          */
     uint16_t *stack;          /* LIFO of FREE slot indices                */
@@ -181,9 +183,9 @@ typedef struct pa_pool_impl {
 
     /* statistics */
     pa_zstat_t z[PA_ZONE_COUNT];
-    size_t requested, allocated, live;
+    size_t requested, allocated;      /* live/allocs/frees: zone sums  */
     size_t peak_requested, peak_allocated;
-    uint64_t allocs, frees, failures, trims, grows, reclaims;
+    uint64_t failures, trims, grows, reclaims;
 } pa_pool_impl_t;
 
 /* Tallies gathered by the check functions. */
@@ -286,10 +288,10 @@ static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr)
 /* Slot index of addr in s; *exact = 1 if addr is a slot start. */
 static inline uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s,
                                       uintptr_t addr, int *exact) {
-    const pa_sclass_t *c = &p->cls[s->cls];
+    (void)p;
     uint64_t off = addr - s->start;
-    uint64_t idx = c->magic ? (off * c->magic) >> 40 : 0;
-    *exact = idx < s->nblocks && idx * c->size == off;
+    uint64_t idx = s->magic ? (off * s->magic) >> 40 : 0;
+    *exact = idx < s->nblocks && idx * s->size == off;
     return (uint32_t)idx;
 }
 

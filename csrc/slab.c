@@ -157,6 +157,8 @@ static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
     }
     s->span = sp;
     s->start = sp->start;
+    s->magic = c->magic;
+    s->size = c->size;
     s->nblocks = (uint32_t)nb;
     s->nfree = (uint32_t)nb;
     s->nlive = 0;
@@ -258,7 +260,7 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
     if (s->cls >= p->ncls) return 1;
     const pa_sclass_t *c = &p->cls[s->cls];
     if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes ||
-        s->start != s->span->start)
+        s->start != s->span->start || s->size != c->size || s->magic != c->magic)
         broken++;
     for (size_t pg = 0; pg < s->span->npages; pg++)
         if ((s->nblocks > 1 || pg == 0 || pg + 1 == s->span->npages) &&
