@@ -152,6 +152,14 @@ static void release_entry(pa_pool_impl_t *p, int zone, const pa_centry_t *e) {
     }
 }
 
+static inline void bin_mark(pa_pool_impl_t *p, size_t b) {
+    p->nonempty[b >> 6] |= 1ull << (b & 63);
+}
+
+static inline void bin_unmark(pa_pool_impl_t *p, size_t b) {
+    p->nonempty[b >> 6] &= ~(1ull << (b & 63));
+}
+
 /* Release the `count` oldest entries of bin `b`. */
 static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
     pa_bin_t *bin = &p->bins[b];
@@ -160,30 +168,34 @@ static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
     for (uint32_t i = 0; i < count; i++) release_entry(p, zone, &bin->e[i]);
     memmove(bin->e, bin->e + count, (bin->n - count) * sizeof(pa_centry_t));
     bin->n -= count;
-    if (!bin->n && b >= p->bin_large0) {
-        size_t l = b - p->bin_large0;
-        p->lmask[l >> 6] &= ~(1ull << (l & 63));
+    if (!bin->n) bin_unmark(p, b);
+}
+
+/* Flush every nonempty bin from `from` on (found through the bitmap, not
+ * by scanning a few hundred bins). */
+static void flush_from(pa_pool_impl_t *p, size_t from) {
+    size_t nw = (p->nbins + 63) >> 6;
+    for (size_t w = from >> 6; w < nw; w++) {
+        uint64_t m = p->nonempty[w];
+        if (w == (from >> 6)) m &= ~0ull << (from & 63);
+        while (m) {
+            size_t b = w * 64 + (size_t)__builtin_ctzll(m);
+            m &= m - 1;
+            flush_bin(p, b, p->bins[b].n);
+        }
     }
 }
 
-/* Flush every large bin (the nonempty ones, from the mask). */
-static void flush_large(pa_pool_impl_t *p) {
-    for (size_t w = 0; w < PA_LARGE_BINS / 64; w++)
-        while (p->lmask[w]) {
-            size_t b = p->bin_large0 + w * 64 + (size_t)__builtin_ctzll(p->lmask[w]);
-            flush_bin(p, b, p->bins[b].n);
-        }
-}
+static void flush_large(pa_pool_impl_t *p) { flush_from(p, p->bin_large0); }
 
 static void flush_all(pa_pool_impl_t *p) {
-    for (size_t b = 0; b < p->nbins; b++)
-        if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
+    flush_from(p, 0);
     p->reclaims++;
 }
 
 /* Empty slabs / regions kept as spares go back to the page heap. */
 static void drop_spares(pa_pool_impl_t *p) {
-    if (p->ncls) _pa_slab_drop_spares(p);
+    if (p->nspares) _pa_slab_drop_spares(p);
     _pa_buddy_drop_spare(p);
 }
 
@@ -282,10 +294,7 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
         }
         pa_centry_t e = bin->e[pick];
         memmove(bin->e + pick, bin->e + pick + 1, (bin->n - pick - 1) * sizeof(pa_centry_t));
-        if (!--bin->n) {
-            size_t l = b - p->bin_large0;
-            p->lmask[l >> 6] &= ~(1ull << (l & 63));
-        }
+        if (!--bin->n) bin_unmark(p, b);
         p->cached -= e.size;
         p->z[PA_ZONE_LARGE].cached -= e.size;
         pa_span_t *sp = e.desc;
@@ -308,6 +317,7 @@ static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
     if (r->zone == PA_ZONE_LARGE) return large_cache_pop(p, r, req, bsize);
     if (!bin->n) return NULL;
     pa_centry_t e = bin->e[--bin->n];
+    if (!bin->n) bin_unmark(p, r->bin);
     if (r->zone == PA_ZONE_SLAB) {
         pa_slab_t *s = e.desc;
         int exact;
@@ -448,10 +458,7 @@ static int bin_push(pa_pool_impl_t *p, size_t b, void *ptr, void *desc, size_t b
         bin->e = ne;
         bin->cap = nc;
     }
-    if (b >= p->bin_large0) {
-        size_t l = b - p->bin_large0;
-        p->lmask[l >> 6] |= 1ull << (l & 63);
-    }
+    bin_mark(p, b);
     pa_centry_t *e = &bin->e[bin->n++];
     e->ptr = ptr;
     e->desc = desc;
@@ -517,6 +524,7 @@ static void impl_free(pa_pool_impl_t *p) {
     if (p->bins)
         for (size_t b = 0; b < p->nbins; b++) free(p->bins[b].e);
     free(p->bins);
+    free(p->nonempty);
     /* slab metadata: find the slabs through the chunks */
     if (p->map) {
         for (pa_chunkd_t *c = p->chunks; c; c = c->next) {
@@ -586,7 +594,8 @@ pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg, pa_status_t *statu
     p->bin_large0 = p->ncls + PA_MAX_ORDER;
     p->nbins = p->bin_large0 + PA_LARGE_BINS;
     p->bins = calloc(p->nbins, sizeof(pa_bin_t));
-    if (!p->bins || _pa_heap_init(p) != 0) {
+    p->nonempty = calloc((p->nbins + 63) / 64, sizeof(uint64_t));
+    if (!p->bins || !p->nonempty || _pa_heap_init(p) != 0) {
         impl_free(p);
         free(h);
         *status = PA_ERR_NOMEM;
@@ -906,10 +915,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
         const pa_bin_t *bin = &p->bins[b];
         int zone = bin_zone(p, b);
         if (bin->n > bin->cap) broken++;
-        if (b >= p->bin_large0) {
-            size_t l = b - p->bin_large0;
-            if (!!(p->lmask[l >> 6] & (1ull << (l & 63))) != (bin->n > 0)) broken++;
-        }
+        if (!!(p->nonempty[b >> 6] & (1ull << (b & 63))) != (bin->n > 0)) broken++;
         for (uint32_t i = 0; i < bin->n; i++) {
             const pa_centry_t *e = &bin->e[i];
             pa_span_t *sp = _pa_map_lookup(p, (uintptr_t)e->ptr);

@@ -162,6 +162,7 @@ typedef struct pa_pool_impl {
     pa_sclass_t *cls;
     size_t ncls;
     uint16_t *cls_of;         /* (size-1) >> gran_shift -> class          */
+    size_t nspares;           /* classes holding a spare empty slab       */
     size_t cls_of_n;
 
     /* buddy zone */
@@ -179,7 +180,7 @@ typedef struct pa_pool_impl {
     pa_bin_t *bins;
     size_t nbins, bin_buddy0, bin_large0;
     size_t cached;
-    uint64_t lmask[PA_LARGE_BINS / 64]; /* nonempty large bins          */
+    uint64_t *nonempty;       /* bit b set: bins[b] holds entries         */
 
     /* statistics */
     pa_zstat_t z[PA_ZONE_COUNT];

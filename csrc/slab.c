@@ -182,6 +182,7 @@ void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab
         s = c->spare;
         if (s) {
             c->spare = NULL;
+            p->nspares--;
             partial_insert(c, s);
         } else {
             s = slab_new(p, cls, st);
@@ -219,6 +220,7 @@ void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
         if (!c->spare) {
             if (s->in_partial) partial_remove(c, s);
             c->spare = s;
+            p->nspares++;
             return;
         }
         slab_free(p, s);
@@ -228,10 +230,11 @@ void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
 }
 
 void _pa_slab_drop_spares(pa_pool_impl_t *p) {
-    for (size_t k = 0; k < p->ncls; k++) {
+    for (size_t k = 0; k < p->ncls && p->nspares; k++) {
         pa_slab_t *s = p->cls[k].spare;
         if (s) {
             p->cls[k].spare = NULL;
+            p->nspares--;
             slab_free(p, s);
         }
     }
@@ -303,7 +306,7 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
 }
 
 size_t _pa_slab_check_classes(const pa_pool_impl_t *p) {
-    size_t broken = 0;
+    size_t broken = 0, spares = 0;
     for (size_t k = 0; k < p->ncls; k++) {
         const pa_sclass_t *c = &p->cls[k];
         size_t n = 0;
@@ -312,6 +315,7 @@ size_t _pa_slab_check_classes(const pa_pool_impl_t *p) {
             if (s->cls != k || !s->in_partial || s->prev != prev || s->nfree == 0) broken++;
             if (++n > c->nslabs) return broken + 1;
         }
+        spares += c->spare != NULL;
         if (c->spare && (c->spare->cls != k || c->spare->in_partial ||
                          c->spare->nfree != c->spare->nblocks || !c->spare->span ||
                          c->spare->span->owner != c->spare))
@@ -324,6 +328,7 @@ size_t _pa_slab_check_classes(const pa_pool_impl_t *p) {
         if (k && c->size <= p->cls[k - 1].size) broken++;
         if (c->size % p->gran) broken++;
     }
+    if (spares != p->nspares) broken++;
     return broken;
 }
 
