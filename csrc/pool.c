@@ -952,11 +952,10 @@ static size_t check_locked(const pa_pool_impl_t *p) {
             }
         }
     }
-    size_t tn = 0, tc = 0, live = 0, alloc = 0, req = 0;
+    size_t tn = 0, tc = 0, alloc = 0, req = 0;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
         tn += t[z].ncached;
         tc += t[z].cached;
-        live += t[z].live;
         alloc += t[z].allocated;
         req += t[z].requested;
         if (t[z].live != p->z[z].live || t[z].allocated != p->z[z].allocated ||
