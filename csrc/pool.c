@@ -242,7 +242,6 @@ static inline void account_alloc(pa_pool_impl_t *p, int zone, size_t req, size_t
     pa_zstat_t *z = &p->z[zone];
     z->requested += req;
     z->allocated += bsize;
-    z->live++;
     z->allocs++;
     if (z->requested > z->peak_requested) z->peak_requested = z->requested;
     if (z->allocated > z->peak_allocated) z->peak_allocated = z->allocated;
@@ -256,7 +255,6 @@ static inline void account_free(pa_pool_impl_t *p, int zone, size_t req, size_t 
     pa_zstat_t *z = &p->z[zone];
     z->requested -= req;
     z->allocated -= bsize;
-    z->live--;
     z->frees++;
     p->requested -= req;
     p->allocated -= bsize;
@@ -815,7 +813,7 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     out->peak_allocated = p->peak_allocated;
     out->peak_reserved = p->peak_reserved;
     for (int z = 0; z < PA_ZONE_COUNT; z++) { /* pool counts: zone sums */
-        out->live += p->z[z].live;
+        out->live += (size_t)(p->z[z].allocs - p->z[z].frees);
         out->allocs += p->z[z].allocs;
         out->frees += p->z[z].frees;
     }
@@ -839,7 +837,7 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
         o->cached = s->cached;
         o->peak_requested = s->peak_requested;
         o->peak_allocated = s->peak_allocated;
-        o->live = s->live;
+        o->live = (size_t)(s->allocs - s->frees);
         o->allocs = s->allocs;
         o->frees = s->frees;
         o->cache_hits = s->hits;
@@ -958,7 +956,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
         tc += t[z].cached;
         alloc += t[z].allocated;
         req += t[z].requested;
-        if (t[z].live != p->z[z].live || t[z].allocated != p->z[z].allocated ||
+        if (t[z].live != (size_t)(p->z[z].allocs - p->z[z].frees) || t[z].allocated != p->z[z].allocated ||
             t[z].requested != p->z[z].requested || t[z].cached != p->z[z].cached ||
             zc[z] != p->z[z].cached || zres[z] != p->z[z].reserved)
             broken++;

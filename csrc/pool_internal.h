@@ -126,7 +126,8 @@ typedef struct pa_bin {
 
 typedef struct pa_zstat {
     size_t requested, allocated, reserved, cached;
-    size_t peak_requested, peak_allocated, live;
+    size_t peak_requested, peak_allocated; /* live = allocs - frees:
+                                 alloc and free write disjoint counters */
     uint64_t allocs, frees, hits;
 } pa_zstat_t;
 
