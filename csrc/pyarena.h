@@ -225,7 +225,9 @@ typedef struct pa_pool pa_pool_t;
 #define PA_POOL_BUDDY_ONLY 2 /* power-of-two buddy blocks for every size
                                 (to 2 GiB)                               */
 
-#define PA_RELEASE_UNMAP 0    /* trimmed chunks go back to the backend    */
+#define PA_RELEASE_UNMAP 0    /* trimmed chunks go back to the backend
+                                 (the reserved range's free tail is
+                                 decommitted either way)                  */
 #define PA_RELEASE_DECOMMIT 1 /* trimmed chunks are decommitted (madvise)
                                  and kept mapped for reuse; they no longer
                                  count as reserved                         */
@@ -379,8 +381,9 @@ pa_status_t pa_pool_free(pa_pool_t *pool, void *ptr);
 size_t pa_pool_block_size(pa_pool_t *pool, const void *ptr);
 
 /* Flush every deferred cache: cached blocks go back to their slab / buddy
- * / large zone and are coalesced.  Call at a step boundary.  Maps and
- * unmaps nothing. */
+ * / large zone and are coalesced; the spare empty slabs / buddy region go
+ * back to the page heap.  Call at a step boundary.  Maps and unmaps
+ * nothing. */
 pa_status_t pa_pool_reclaim(pa_pool_t *pool);
 
 /* Reclaim, then give fully free chunks back to the backend until
