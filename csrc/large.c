@@ -30,10 +30,11 @@
  *  - Leaves of the page map are created when a chunk is mapped, so
  *    nothing after that can fail for lack of metadata memory.
  *  - Contiguous growth: with the default backend the pool reserves one
- *    large address range up front (MAP_NORESERVE: untouched pages cost
- *    nothing; `limit` bytes when a limit is set) and grows by committing
- *    the range's end, so the free tail merges with the new pages and a
- *    block may span earlier growth steps.  Separately mapped chunks could
+ *    large address range up front (PROT_NONE, MAP_NORESERVE: no memory
+ *    and no commit charge; `limit` bytes when a limit is set) and grows
+ *    by committing the range's end (mprotect read/write), so the free
+ *    tail merges with the new pages and a block may span earlier growth
+ *    steps.  Separately mapped chunks could
  *    not merge: POW2 reserved 1+2+4+8+16 MiB for a 5.7 MiB peak.  Trims
  *    decommit the free tail.  Custom backends (whose map() may hand out
  *    committed memory) and a refused or exhausted range fall back to
@@ -378,8 +379,8 @@ static pa_span_t *resv_tail(const pa_pool_impl_t *p) {
     return NULL;
 }
 
-/* Commit `bytes` more at the end of the reservation: a free span that
- * merges with a free tail.  No system call: the pages fault in on use. */
+/* Commit `bytes` more at the end of the reservation (one mprotect; the
+ * pages fault in on use): a free span that merges with a free tail. */
 static int resv_extend(pa_pool_impl_t *p, size_t bytes) {
     pa_chunkd_t *c = p->resv;
     if (!bytes || bytes > c->cap - c->size || bytes > room(p)) return -1;
@@ -387,6 +388,10 @@ static int resv_extend(pa_pool_impl_t *p, size_t bytes) {
     if (map_ensure(p, at, bytes) != 0) return -1;
     pa_span_t *s = desc_new(p);
     if (!s) return -1;
+    if (_pa_os_commit((void *)at, bytes, 1) != 0) {
+        desc_release(p, s);
+        return -1;
+    }
     if (c->size == 0) {
         chunk_link(&p->chunks, c);
         p->nchunks++;
@@ -406,11 +411,11 @@ static int resv_extend(pa_pool_impl_t *p, size_t bytes) {
 static size_t resv_release(pa_pool_impl_t *p, size_t target) {
     pa_chunkd_t *c = p->resv;
     pa_span_t *t = resv_tail(p);
-    if (!t || p->reserved <= target || !p->backend.decommit) return 0;
+    if (!t || p->reserved <= target) return 0;
     size_t bytes = t->npages << PA_PG_SHIFT, rel = p->reserved - target;
     if (!_pa_align_up(rel, PA_PG, &rel) || rel > bytes) rel = bytes;
     uintptr_t at = c->base + c->size - rel;
-    if (p->backend.decommit((void *)at, rel, p->backend.ctx) != 0) return 0;
+    if (_pa_os_commit((void *)at, rel, 0) != 0) return 0;
     free_remove(p, t);
     if (rel == bytes) {
         desc_release(p, t);

@@ -250,8 +250,8 @@ typedef struct pa_pool_config {
     int growth;            /* PA_GROW_REQUESTED (default) / _POW2 /
                               _NONE.  With the default backend the pool
                               reserves one address range (`limit` bytes,
-                              else 64 GiB, MAP_NORESERVE) and grows by
-                              committing its end: _REQUESTED by what the
+                              else 64 GiB; address space only) and grows
+                              by committing its end: _REQUESTED by what the
                               free tail lacks, _POW2 doubling the
                               committed size.  Other backends (or when
                               the range is full) get separate chunks:
