@@ -234,6 +234,34 @@ static void test_reservation_pow2_and_limit(void) {
     pa_pool_destroy(p);
 }
 
+static void test_reservation_full_then_chunks(void) {
+    /* the range is `limit` bytes; raising the limit later grows in
+     * separate chunks beyond it */
+    pa_pool_t *p = make_default(PA_GROW_REQUESTED, 2 * MB);
+    char *a = pa_pool_alloc(p, 2 * MB);
+    CHECK(a != NULL);
+    CHECK(pa_pool_alloc(p, 1 * MB) == NULL);
+    CHECK_EQ(pa_pool_set_limit(p, 16 * MB), PA_OK);
+    char *b = pa_pool_alloc(p, 3 * MB);
+    CHECK(b != NULL && (b >= a + 2 * MB || b + 3 * MB <= a));
+    memset(b, 2, 3 * MB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 2u); /* the range and one separate chunk */
+    CHECK_EQ(st.reserved, 5 * MB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_free(p, a);
+    pa_pool_free(p, b);
+    CHECK_EQ(pa_pool_free_all(p), PA_OK);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.reserved, 0u);
+    CHECK_EQ(st.chunks, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    char *c = pa_pool_alloc(p, 2 * MB); /* back inside the range */
+    CHECK(c == a);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_page_granularity);
     RUN(test_best_fit_and_coalesce);
@@ -242,5 +270,6 @@ int main(void) {
     RUN(test_chunks_not_merged);
     RUN(test_reservation_contiguous);
     RUN(test_reservation_pow2_and_limit);
+    RUN(test_reservation_full_then_chunks);
     return pa_test_report();
 }
