@@ -20,7 +20,13 @@
  *  - The free lists are shared by all regions; a block's region is found
  *    through the page map.  Requests above the region size (buddy-only
  *    mode) get a dedicated region holding one block, with a one-unit
- *    side table.
+ *    side table (only its first and last page in the page map).
+ *  - One empty default region is kept as a spare (its whole block on the
+ *    free list) instead of going back to the heap at once: buddy-only
+ *    mode churned regions (heap call, page-map pass, metadata) on every
+ *    cache flush.  It goes back on pa_pool_reclaim, trims and before the
+ *    pool grows.  Region metadata is recycled per order; a released
+ *    region's tags are all zero already, so reuse needs no clearing.
  */
 #include "pool_internal.h"
 
@@ -90,27 +96,49 @@ static void region_unlink(pa_pool_impl_t *p, pa_region_t *r) {
     p->z[PA_ZONE_BUDDY].reserved -= (size_t)1 << r->order;
 }
 
+/* Metadata of a released region: recycled, never freed before destroy,
+ * and unable to validate any pointer (base 0, unit 2^63). */
+static void meta_recycle(pa_pool_impl_t *p, pa_region_t *r) {
+    unsigned order = r->order;
+    r->span = NULL;
+    r->base = 0;
+    r->umin = 63;
+    r->free_bytes = 0;
+    r->prev = NULL;
+    r->next = p->rfree[order];
+    p->rfree[order] = r;
+}
+
 static pa_region_t *region_new(pa_pool_impl_t *p, unsigned order, pa_status_t *st) {
     unsigned umin = order > p->border ? order : p->bmin;
     size_t units = (size_t)1 << (order - umin);
-    pa_region_t *r = calloc(1, sizeof(*r) + units * sizeof(uint64_t));
-    if (!r) {
-        *st = PA_ERR_NOMEM;
-        return NULL;
+    pa_region_t *r = p->rfree[order];
+    if (r) {
+        p->rfree[order] = r->next; /* its tags are all 0 again */
+    } else {
+        r = calloc(1, sizeof(*r) + units * sizeof(uint64_t));
+        if (!r) {
+            *st = PA_ERR_NOMEM;
+            return NULL;
+        }
+        r->tag = (uint64_t *)(r + 1);
+        r->order = order;
+        r->umin = 63;
     }
     pa_span_t *sp = _pa_pool_get_span(p, ((size_t)1 << order) >> PA_PG_SHIFT, st);
     if (!sp) {
-        free(r);
+        meta_recycle(p, r);
         return NULL;
     }
-    r->tag = (uint64_t *)(r + 1);
     r->span = sp;
     r->base = sp->start;
     r->order = order;
     r->umin = umin;
+    r->free_bytes = 0;
     sp->kind = PA_SPAN_BUDDY;
     sp->owner = r;
-    _pa_map_set_owner(p, sp, (uintptr_t)r | PA_MAP_TAG_REGION);
+    /* a one-block region needs its first and last page only */
+    _pa_map_set_owner(p, sp, (uintptr_t)r | PA_MAP_TAG_REGION, units > 1);
     r->next = p->regions;
     if (r->next) r->next->prev = r;
     p->regions = r;
@@ -121,10 +149,17 @@ static pa_region_t *region_new(pa_pool_impl_t *p, unsigned order, pa_status_t *s
 
 static void region_free(pa_pool_impl_t *p, pa_region_t *r) {
     pa_span_t *sp = r->span;
-    _pa_map_set_range(p, sp, 1); /* untag before the metadata goes */
     region_unlink(p, r);
-    free(r);
+    meta_recycle(p, r); /* interior page-map entries stay stale */
     _pa_heap_free(p, sp);
+}
+
+void _pa_buddy_drop_spare(pa_pool_impl_t *p) {
+    pa_region_t *r = p->bspare;
+    if (!r) return;
+    p->bspare = NULL;
+    bremove(p, r, 0, r->order);
+    region_free(p, r);
 }
 
 void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned k, size_t req, pa_region_t **region,
@@ -150,6 +185,7 @@ void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned k, size_t req, pa_region_t **r
             j = k + (unsigned)__builtin_ctzll(m);
             uintptr_t a = (uintptr_t)p->bfree[j];
             r = (pa_region_t *)(_pa_map_entry(p, a) & ~PA_MAP_TAG_MASK);
+            if (pa_unlikely(r == p->bspare)) p->bspare = NULL;
             off = a - r->base;
             bremove(p, r, off, j);
         }
@@ -175,6 +211,13 @@ void _pa_buddy_release(pa_pool_impl_t *p, pa_region_t *r, uintptr_t addr) {
         k++;
     }
     if (k == r->order) {
+        if (r->order == p->border && !p->bspare) {
+            /* keep one empty region: the next carve needs no heap call,
+             * page-map pass or metadata */
+            p->bspare = r;
+            bpush(p, r, 0, k);
+            return;
+        }
         region_free(p, r);
         return;
     }
@@ -193,6 +236,15 @@ void _pa_buddy_destroy(pa_pool_impl_t *p) {
     }
     p->regions = NULL;
     p->nregions = 0;
+    p->bspare = NULL;
+    for (unsigned k = 0; k < PA_MAX_ORDER; k++) {
+        for (pa_region_t *r = p->rfree[k]; r;) {
+            pa_region_t *n = r->next;
+            free(r);
+            r = n;
+        }
+        p->rfree[k] = NULL;
+    }
     memset(p->bfree, 0, sizeof(p->bfree));
     p->bmask = 0;
 }
@@ -203,7 +255,8 @@ size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
     if ((r->span->npages << PA_PG_SHIFT) != ((size_t)1 << r->order)) broken++;
     if (r->base != r->span->start) broken++;
     for (size_t pg = 0; pg < r->span->npages; pg++)
-        if (_pa_map_entry(p, r->base + (pg << PA_PG_SHIFT)) != ((uintptr_t)r | PA_MAP_TAG_REGION))
+        if ((units > 1 || pg == 0 || pg + 1 == r->span->npages) &&
+            _pa_map_entry(p, r->base + (pg << PA_PG_SHIFT)) != ((uintptr_t)r | PA_MAP_TAG_REGION))
             broken++;
     size_t u = 0;
     while (u < units) {
@@ -240,7 +293,8 @@ size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
         u += span_units;
     }
     if (free_bytes != r->free_bytes) broken++;
-    if (free_bytes == ((size_t)1 << r->order)) broken++; /* empty regions go */
+    /* empty regions go, but the spare */
+    if ((free_bytes == ((size_t)1 << r->order)) != (r == p->bspare)) broken++;
     t->free_bytes += free_bytes;
     return broken;
 }
@@ -252,6 +306,14 @@ size_t _pa_buddy_check_lists(const pa_pool_impl_t *p) {
         if (++n > p->nregions) return broken + 1;
     }
     if (n != p->nregions) broken++;
+    if (p->bspare && (p->bspare->order != p->border || !p->bspare->span)) broken++;
+    for (unsigned k = 0; k < PA_MAX_ORDER; k++) {
+        size_t m = 0;
+        for (const pa_region_t *r = p->rfree[k]; r; r = r->next) {
+            if (r->span || r->order != k || r->umin != 63) broken++;
+            if (++m > ((size_t)1 << 32)) return broken + 1;
+        }
+    }
     for (unsigned k = 0; k < PA_MAX_ORDER; k++) {
         if (!!(p->bmask & (1ull << k)) != (p->bfree[k] != NULL)) broken++;
         const pa_bnode_t *prev = NULL;

@@ -61,5 +61,14 @@ static inline size_t _pa_next_pow2(size_t x) {
 /* os.c */
 void *_pa_backend_map(const pa_backend_t *b, size_t size, size_t align);
 void _pa_backend_unmap(const pa_backend_t *b, void *p, size_t size);
+/* 1 if `b` is pa_backend_default()'s mmap/munmap/madvise. */
+int _pa_backend_is_default(const pa_backend_t *b);
+/* Reserve `size` bytes (page multiple) of address space (PROT_NONE,
+ * MAP_NORESERVE: no memory, no commit charge); NULL if the OS refuses.
+ * Give it back with the default backend's unmap. */
+void *_pa_os_reserve(size_t size);
+/* Make [p, p+size) of a reservation usable (commit 1: read/write) or give
+ * its pages and commit charge back (commit 0).  0 on success. */
+int _pa_os_commit(void *p, size_t size, int commit);
 
 #endif /* PYARENA_INTERNAL_H */

@@ -20,14 +20,25 @@
  *    foreign, interior and stale pointers are recognised safely.  Free
  *    and large spans register their first and last page (enough for
  *    neighbour coalescing and for exact-start checks); slabs and buddy
- *    regions register every page.  A stale entry may point to a recycled
- *    descriptor: every lookup checks that the span really covers the
- *    address, and descriptors are only returned to libc at destroy.
- *    Slab and region pages hold their slab / region pointer tagged in the
- *    low bits (one load less on free); those entries are rewritten to the
- *    plain span before the metadata is freed.
+ *    regions register every page (one-block slabs and regions only their
+ *    first and last).  A stale entry may point to a recycled descriptor:
+ *    every lookup checks that the span really covers the address, and
+ *    descriptors are only returned to libc at destroy.  Slab and region
+ *    pages hold their slab / region pointer tagged in the low bits (one
+ *    load less on free); released slabs and regions leave them stale
+ *    (their metadata is recycled, see pool_internal.h).
  *  - Leaves of the page map are created when a chunk is mapped, so
  *    nothing after that can fail for lack of metadata memory.
+ *  - Contiguous growth: with the default backend the pool reserves one
+ *    large address range up front (PROT_NONE, MAP_NORESERVE: no memory
+ *    and no commit charge; `limit` bytes when a limit is set) and grows
+ *    by committing the range's end (mprotect read/write), so the free
+ *    tail merges with the new pages and a block may span earlier growth
+ *    steps.  Separately mapped chunks could
+ *    not merge: POW2 reserved 1+2+4+8+16 MiB for a 5.7 MiB peak.  Trims
+ *    decommit the free tail.  Custom backends (whose map() may hand out
+ *    committed memory) and a refused or exhausted range fall back to
+ *    separate chunks.
  */
 #include "pool_internal.h"
 
@@ -48,8 +59,13 @@ static pa_span_t *map_raw(const pa_pool_impl_t *p, uintptr_t addr) {
     return _pa_map_decode(_pa_map_entry(p, addr));
 }
 
-void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged) {
+void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged, int all_pages) {
     uintptr_t last = s->start + ((s->npages - 1) << PA_PG_SHIFT);
+    if (!all_pages) {
+        *map_slot(p, s->start) = (pa_span_t *)tagged;
+        *map_slot(p, last) = (pa_span_t *)tagged;
+        return;
+    }
     for (uintptr_t a = s->start; a <= last; a += PA_PG) *map_slot(p, a) = (pa_span_t *)tagged;
 }
 
@@ -154,6 +170,11 @@ static pa_span_t *best_fit(pa_pool_impl_t *p, size_t np) {
         if (best->npages == np) break;
     }
     return best;
+}
+
+size_t _pa_heap_fit_pages(pa_pool_impl_t *p, size_t np) {
+    pa_span_t *s = best_fit(p, np);
+    return s ? s->npages : 0;
 }
 
 /* ---- heap ------------------------------------------------------------------ */
@@ -315,11 +336,130 @@ static int add_chunk(pa_pool_impl_t *p, size_t size, size_t need) {
     return 0;
 }
 
+/* ---- the reservation ------------------------------------------------------ */
+
+#define RESV_MAX ((size_t)64 << 30) /* address space asked for without a limit */
+#define RESV_MIN ((size_t)1 << 30)  /* ...halved down to this when refused       */
+#define GROW_CAP ((size_t)1 << 30)
+
+/* Reserve the pool's address range (default backend, growth allowed):
+ * `limit` bytes, or RESV_MAX.  Leaves p->resv NULL when refused. */
+static void resv_init(pa_pool_impl_t *p) {
+    if (p->growth == PA_GROW_NONE || !_pa_backend_is_default(&p->backend)) return;
+    size_t cap = RESV_MAX;
+    if (p->limit && !_pa_align_up(p->limit, PA_PG, &cap)) return;
+    void *m;
+    for (;;) {
+        m = _pa_os_reserve(cap);
+        if (m) break;
+        if (cap <= RESV_MIN || cap <= PA_PG) return;
+        cap = (cap / 2) & ~(PA_PG - 1);
+    }
+    pa_chunkd_t *c = calloc(1, sizeof(*c));
+    if (!c || (((uintptr_t)m + cap - 1) >> PA_ADDR_BITS)) {
+        free(c);
+        _pa_backend_unmap(&p->backend, m, cap);
+        return;
+    }
+    c->base = (uintptr_t)m;
+    c->cap = cap;
+    c->resv = 1;
+    p->resv = c;
+}
+
+/* The free span ending at the committed end of the reservation, or NULL. */
+static pa_span_t *resv_tail(const pa_pool_impl_t *p) {
+    const pa_chunkd_t *c = p->resv;
+    if (!c || !c->size) return NULL;
+    uintptr_t end = c->base + c->size;
+    pa_span_t *s = map_raw(p, end - 1);
+    if (s && s->kind == PA_SPAN_FREE && s->chunk == c &&
+        s->start + (s->npages << PA_PG_SHIFT) == end)
+        return s;
+    return NULL;
+}
+
+/* Commit `bytes` more at the end of the reservation (one mprotect; the
+ * pages fault in on use): a free span that merges with a free tail. */
+static int resv_extend(pa_pool_impl_t *p, size_t bytes) {
+    pa_chunkd_t *c = p->resv;
+    if (!bytes || bytes > c->cap - c->size || bytes > room(p)) return -1;
+    uintptr_t at = c->base + c->size;
+    if (map_ensure(p, at, bytes) != 0) return -1;
+    pa_span_t *s = desc_new(p);
+    if (!s) return -1;
+    if (_pa_os_commit((void *)at, bytes, 1) != 0) {
+        desc_release(p, s);
+        return -1;
+    }
+    if (c->size == 0) {
+        chunk_link(&p->chunks, c);
+        p->nchunks++;
+    }
+    c->size += bytes;
+    s->start = at;
+    s->npages = bytes >> PA_PG_SHIFT;
+    s->chunk = c;
+    p->reserved += bytes;
+    note_reserved(p);
+    _pa_heap_free(p, s); /* coalesces with the old free tail */
+    return 0;
+}
+
+/* Give back (decommit) the free tail of the reservation, down to
+ * `target` reserved bytes at most; returns the bytes given back. */
+static size_t resv_release(pa_pool_impl_t *p, size_t target) {
+    pa_chunkd_t *c = p->resv;
+    pa_span_t *t = resv_tail(p);
+    if (!t || p->reserved <= target) return 0;
+    size_t bytes = t->npages << PA_PG_SHIFT, rel = p->reserved - target;
+    if (!_pa_align_up(rel, PA_PG, &rel) || rel > bytes) rel = bytes;
+    uintptr_t at = c->base + c->size - rel;
+    if (_pa_os_commit((void *)at, rel, 0) != 0) return 0;
+    free_remove(p, t);
+    if (rel == bytes) {
+        desc_release(p, t);
+    } else {
+        t->npages -= rel >> PA_PG_SHIFT;
+        _pa_map_set_range(p, t, 0);
+        free_insert(p, t);
+    }
+    c->size -= rel;
+    p->reserved -= rel;
+    if (c->size == 0) {
+        chunk_unlink(&p->chunks, c);
+        p->nchunks--;
+    }
+    return rel;
+}
+
+/* Grow inside the reservation by what the free tail lacks for `need`
+ * bytes (POW2: at least double the committed size). */
+static int resv_grow(pa_pool_impl_t *p, size_t need) {
+    pa_span_t *t = resv_tail(p);
+    size_t have = t ? t->npages << PA_PG_SHIFT : 0;
+    size_t lack = need > have ? need - have : need;
+    size_t ext = lack;
+    if (p->growth == PA_GROW_POW2) {
+        size_t dbl = p->resv->size ? p->resv->size : p->chunk_size;
+        if (dbl > GROW_CAP) dbl = GROW_CAP;
+        if (!_pa_align_up(dbl, PA_PG, &dbl)) dbl = lack;
+        if (ext < dbl) ext = dbl;
+        if (ext > room(p) || ext > p->resv->cap - p->resv->size) ext = lack;
+    }
+    if (resv_extend(p, ext) != 0 && (ext == lack || resv_extend(p, lack) != 0)) return -1;
+    p->last_grow = ext;
+    p->grows++;
+    return 0;
+}
+
 int _pa_heap_grow(pa_pool_impl_t *p, size_t np) {
     if (np > (SIZE_MAX >> PA_PG_SHIFT) / 2) return -1;
     size_t need = np << PA_PG_SHIFT;
     size_t want = need;
     if (p->growth == PA_GROW_NONE) return -1;
+    /* the reservation first; separate chunks once it is exhausted */
+    if (p->resv && resv_grow(p, need) == 0) return 0;
     if (p->growth == PA_GROW_POW2) {
         size_t w = _pa_next_pow2(need);
         size_t dbl = p->last_grow ? p->last_grow * 2 : p->chunk_size;
@@ -364,7 +504,7 @@ size_t _pa_heap_release(pa_pool_impl_t *p, size_t target) {
     pa_chunkd_t *c = p->chunks;
     while (c && p->reserved > target) {
         pa_chunkd_t *next = c->next;
-        pa_span_t *s = chunk_free_span(p, c);
+        pa_span_t *s = c->resv ? NULL : chunk_free_span(p, c);
         if (s) {
             free_remove(p, s);
             desc_release(p, s);
@@ -383,6 +523,7 @@ size_t _pa_heap_release(pa_pool_impl_t *p, size_t target) {
         }
         c = next;
     }
+    if (p->resv) released += resv_release(p, target);
     return released;
 }
 
@@ -408,8 +549,10 @@ int _pa_heap_init(pa_pool_impl_t *p) {
         first = p->limit;
     if (!_pa_align_up(first, PA_PG, &first)) return -1;
     if (p->limit && first > p->limit) first = p->limit & ~(PA_PG - 1);
+    resv_init(p);
     if (first == 0) return 0; /* nothing to map up front */
     p->last_grow = first;
+    if (p->resv && resv_extend(p, first) == 0) return 0;
     return add_chunk(p, first, first);
 }
 
@@ -418,12 +561,19 @@ void _pa_heap_destroy(pa_pool_impl_t *p) {
     for (int k = 0; k < 2; k++) {
         for (pa_chunkd_t *c = lists[k]; c;) {
             pa_chunkd_t *n = c->next;
-            _pa_backend_unmap(&p->backend, (void *)c->base, c->size);
-            free(c);
+            if (!c->resv) {
+                _pa_backend_unmap(&p->backend, (void *)c->base, c->size);
+                free(c);
+            }
             c = n;
         }
     }
     p->chunks = p->spares = NULL;
+    if (p->resv) {
+        _pa_backend_unmap(&p->backend, (void *)p->resv->base, p->resv->cap);
+        free(p->resv);
+        p->resv = NULL;
+    }
     if (p->map) {
         for (size_t i = 0; i < ((size_t)1 << PA_MAP_L1_BITS); i++) free(p->map[i]);
         free(p->map);
@@ -441,6 +591,7 @@ size_t _pa_heap_check(const pa_pool_impl_t *p) {
     for (const pa_chunkd_t *c = p->chunks; c; c = c->next, n++) {
         reserved += c->size;
         if (c->decommitted) broken++;
+        if (c->resv && (c != p->resv || c->size == 0 || c->size > c->cap)) broken++;
         uintptr_t a = c->base, end = c->base + c->size;
         int prev_free = 0;
         while (a < end) {

@@ -45,6 +45,28 @@ static const pa_backend_t os_backend = {os_map, os_unmap, os_decommit, NULL};
 
 const pa_backend_t *pa_backend_default(void) { return &os_backend; }
 
+int _pa_backend_is_default(const pa_backend_t *b) {
+    return b->map == os_map && b->unmap == os_unmap && b->decommit == os_decommit;
+}
+
+void *_pa_os_reserve(size_t size) {
+    /* Address space only: PROT_NONE + MAP_NORESERVE takes no commit
+     * charge (even under strict overcommit) and no memory; _pa_os_commit
+     * makes parts usable.  Released with the default backend's unmap. */
+    if (size == 0 || size % PA_PAGE_SIZE) return NULL;
+    void *p = mmap(NULL, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int _pa_os_commit(void *p, size_t size, int commit) {
+    if (commit) return mprotect(p, size, PROT_READ | PROT_WRITE);
+    /* drop the pages (they read back as zeros once committed again) and
+     * the commit charge */
+    if (madvise(p, size, MADV_DONTNEED) != 0) return -1;
+    return mprotect(p, size, PROT_NONE);
+}
+
 void *_pa_backend_map(const pa_backend_t *b, size_t size, size_t align) {
     if (align < PA_PAGE_SIZE) align = PA_PAGE_SIZE;
     size_t rounded;

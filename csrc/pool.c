@@ -152,6 +152,14 @@ static void release_entry(pa_pool_impl_t *p, int zone, const pa_centry_t *e) {
     }
 }
 
+static inline void bin_mark(pa_pool_impl_t *p, size_t b) {
+    p->nonempty[b >> 6] |= 1ull << (b & 63);
+}
+
+static inline void bin_unmark(pa_pool_impl_t *p, size_t b) {
+    p->nonempty[b >> 6] &= ~(1ull << (b & 63));
+}
+
 /* Release the `count` oldest entries of bin `b`. */
 static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
     pa_bin_t *bin = &p->bins[b];
@@ -160,31 +168,57 @@ static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
     for (uint32_t i = 0; i < count; i++) release_entry(p, zone, &bin->e[i]);
     memmove(bin->e, bin->e + count, (bin->n - count) * sizeof(pa_centry_t));
     bin->n -= count;
+    if (!bin->n) bin_unmark(p, b);
 }
 
+/* Flush every nonempty bin from `from` on (found through the bitmap, not
+ * by scanning a few hundred bins). */
+static void flush_from(pa_pool_impl_t *p, size_t from) {
+    size_t nw = (p->nbins + 63) >> 6;
+    for (size_t w = from >> 6; w < nw; w++) {
+        uint64_t m = p->nonempty[w];
+        if (w == (from >> 6)) m &= ~0ull << (from & 63);
+        while (m) {
+            size_t b = w * 64 + (size_t)__builtin_ctzll(m);
+            m &= m - 1;
+            flush_bin(p, b, p->bins[b].n);
+        }
+    }
+}
+
+
 static void flush_all(pa_pool_impl_t *p) {
-    for (size_t b = 0; b < p->nbins; b++)
-        if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
+    flush_from(p, 0);
     p->reclaims++;
+}
+
+/* Empty slabs / regions kept as spares go back to the page heap. */
+static void drop_spares(pa_pool_impl_t *p) {
+    if (p->nspares) _pa_slab_drop_spares(p);
+    _pa_buddy_drop_spare(p);
 }
 
 static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
     flush_all(p);
+    drop_spares(p);
     p->trims++;
     return _pa_heap_release(p, target);
 }
 
 pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
     /* The heap places this span best-fit; it can only choose well if it
-     * sees every free span, so cached large blocks (whole spans) go back
-     * first (flushing only the bins of bigger blocks gave 2.2).  Leaving them cached made the heap fill the wrong holes and
-     * grow: peak reserved / peak live 2.8 instead of 1.57 on a ResNet-50
-     * trace.  The small-block caches are flushed only if the heap still
-     * cannot serve (flushing them costs their hot blocks). */
-    if (p->z[PA_ZONE_LARGE].cached) {
-        for (size_t b = p->bin_large0; b < p->nbins; b++)
-            if (p->bins[b].n) flush_bin(p, b, p->bins[b].n);
-    }
+     * sees every free span, so cached large blocks (whole spans) and
+     * cached buddy blocks (which pin whole regions) go back first.
+     * Leaving the large ones cached made the heap fill the wrong holes
+     * and grow (peak reserved / peak live 2.8 instead of 1.57 on the
+     * pool-bench ResNet-50 trace); flushing the buddy bins too took
+     * MobileNetV2 from 1.36 to 1.13 and log-uniform from 1.29 to 1.23, for
+     * ~10 % more time per pair on the inference traces (hybrid mode only:
+     * in buddy-only mode every block is a buddy block).  The slab caches
+     * are flushed only if the heap still cannot serve (flushing them costs
+     * their hot blocks). */
+    if (p->z[PA_ZONE_LARGE].cached || (p->mode == PA_POOL_HYBRID && p->z[PA_ZONE_BUDDY].cached))
+        flush_from(p, p->mode == PA_POOL_HYBRID ? p->bin_buddy0 : p->bin_large0);
     pa_span_t *s = _pa_heap_alloc(p, np, st);
     if (s) return s;
     if (p->cached) {
@@ -192,6 +226,9 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
         s = _pa_heap_alloc(p, np, st);
         if (s) return s;
     }
+    drop_spares(p);
+    s = _pa_heap_alloc(p, np, st);
+    if (s) return s;
     if (_pa_heap_grow(p, np) != 0) {
         *st = PA_ERR_NOMEM;
         return NULL;
@@ -210,14 +247,11 @@ static inline void account_alloc(pa_pool_impl_t *p, int zone, size_t req, size_t
     pa_zstat_t *z = &p->z[zone];
     z->requested += req;
     z->allocated += bsize;
-    z->live++;
     z->allocs++;
     if (z->requested > z->peak_requested) z->peak_requested = z->requested;
     if (z->allocated > z->peak_allocated) z->peak_allocated = z->allocated;
     p->requested += req;
     p->allocated += bsize;
-    p->live++;
-    p->allocs++;
     if (p->requested > p->peak_requested) p->peak_requested = p->requested;
     if (p->allocated > p->peak_allocated) p->peak_allocated = p->allocated;
 }
@@ -226,12 +260,9 @@ static inline void account_free(pa_pool_impl_t *p, int zone, size_t req, size_t 
     pa_zstat_t *z = &p->z[zone];
     z->requested -= req;
     z->allocated -= bsize;
-    z->live--;
     z->frees++;
     p->requested -= req;
     p->allocated -= bsize;
-    p->live--;
-    p->frees++;
 }
 
 /* ---- allocation ------------------------------------------------------------------ */
@@ -256,9 +287,17 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
             if (pick == UINT32_MAX && np > r->idx) pick = i;
         }
         if (pick == UINT32_MAX) continue;
+        size_t cnp = bin->e[pick].size >> PA_PG_SHIFT;
+        if (cnp != r->idx) {
+            /* a bigger cached block only when it is the best fit: a
+             * tighter free span in the heap wins (the heap flushes the
+             * large caches and places the block there) */
+            size_t h = _pa_heap_fit_pages(p, r->idx);
+            if (h && h < cnp) return NULL;
+        }
         pa_centry_t e = bin->e[pick];
         memmove(bin->e + pick, bin->e + pick + 1, (bin->n - pick - 1) * sizeof(pa_centry_t));
-        bin->n--;
+        if (!--bin->n) bin_unmark(p, b);
         p->cached -= e.size;
         p->z[PA_ZONE_LARGE].cached -= e.size;
         pa_span_t *sp = e.desc;
@@ -281,6 +320,7 @@ static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
     if (r->zone == PA_ZONE_LARGE) return large_cache_pop(p, r, req, bsize);
     if (!bin->n) return NULL;
     pa_centry_t e = bin->e[--bin->n];
+    if (!bin->n) bin_unmark(p, r->bin);
     if (r->zone == PA_ZONE_SLAB) {
         pa_slab_t *s = e.desc;
         int exact;
@@ -360,7 +400,8 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t ent = _pa_map_entry(p, a);
     if (pa_likely(ent & PA_MAP_TAG_SLAB)) {
-        /* a tagged entry is only ever set on the slab's own pages */
+        /* the entry may be stale (recycled slab): the exact-slot check
+         * below also checks the range (nblocks 0 while recycled) */
         pa_slab_t *s = (pa_slab_t *)(ent & ~PA_MAP_TAG_MASK);
         int exact;
         uint32_t idx = _pa_slab_index(p, s, a, &exact);
@@ -369,15 +410,16 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         if (PA_SLOT_STATE(w) != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
         b->zone = PA_ZONE_SLAB;
         b->desc = s;
-        b->bsize = p->cls[s->cls].size;
+        b->bsize = s->size;
         b->req = PA_SLOT_REQ(w);
         b->unit = idx;
         return PA_OK;
     }
     if (ent & PA_MAP_TAG_REGION) {
+        /* the entry may be stale (recycled region): check the range */
         pa_region_t *r = (pa_region_t *)(ent & ~PA_MAP_TAG_MASK);
         uintptr_t off = a - r->base;
-        if (off & (((uintptr_t)1 << r->umin) - 1)) return PA_ERR_FOREIGN;
+        if ((off >> r->order) || (off & (((uintptr_t)1 << r->umin) - 1))) return PA_ERR_FOREIGN;
         size_t u = off >> r->umin;
         uint64_t word = r->tag[u];
         uint8_t tg = (uint8_t)word;
@@ -419,6 +461,7 @@ static int bin_push(pa_pool_impl_t *p, size_t b, void *ptr, void *desc, size_t b
         bin->e = ne;
         bin->cap = nc;
     }
+    bin_mark(p, b);
     pa_centry_t *e = &bin->e[bin->n++];
     e->ptr = ptr;
     e->desc = desc;
@@ -469,7 +512,7 @@ void pa_pool_config_default(pa_pool_config_t *cfg) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->alignment = PA_DEFAULT_ALIGNMENT;
     cfg->mode = PA_POOL_HYBRID;
-    cfg->growth = PA_GROW_POW2;
+    cfg->growth = PA_GROW_REQUESTED;
     cfg->chunk_size = DEFAULT_CHUNK;
     cfg->cache_budget = DEFAULT_BUDGET;
     cfg->release = PA_RELEASE_UNMAP;
@@ -484,6 +527,7 @@ static void impl_free(pa_pool_impl_t *p) {
     if (p->bins)
         for (size_t b = 0; b < p->nbins; b++) free(p->bins[b].e);
     free(p->bins);
+    free(p->nonempty);
     /* slab metadata: find the slabs through the chunks */
     if (p->map) {
         for (pa_chunkd_t *c = p->chunks; c; c = c->next) {
@@ -553,7 +597,8 @@ pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg, pa_status_t *statu
     p->bin_large0 = p->ncls + PA_MAX_ORDER;
     p->nbins = p->bin_large0 + PA_LARGE_BINS;
     p->bins = calloc(p->nbins, sizeof(pa_bin_t));
-    if (!p->bins || _pa_heap_init(p) != 0) {
+    p->nonempty = calloc((p->nbins + 63) / 64, sizeof(uint64_t));
+    if (!p->bins || !p->nonempty || _pa_heap_init(p) != 0) {
         impl_free(p);
         free(h);
         *status = PA_ERR_NOMEM;
@@ -691,6 +736,7 @@ pa_status_t pa_pool_reclaim(pa_pool_t *h) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     flush_all(p);
+    drop_spares(p);
     spin_unlock(&h->lock);
     return PA_OK;
 }
@@ -771,7 +817,11 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     out->peak_requested = p->peak_requested;
     out->peak_allocated = p->peak_allocated;
     out->peak_reserved = p->peak_reserved;
-    out->live = p->live;
+    for (int z = 0; z < PA_ZONE_COUNT; z++) { /* pool counts: zone sums */
+        out->live += (size_t)(p->z[z].allocs - p->z[z].frees);
+        out->allocs += p->z[z].allocs;
+        out->frees += p->z[z].frees;
+    }
     out->total_free = p->reserved >= p->allocated ? p->reserved - p->allocated : 0;
     out->largest_free = largest_free_locked(p);
     out->chunks = p->nchunks;
@@ -779,8 +829,6 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     out->high_watermark = p->high;
     out->low_watermark = p->low;
     out->alignment = p->gran;
-    out->allocs = p->allocs;
-    out->frees = p->frees;
     out->failures = p->failures;
     out->trims = p->trims;
     out->grows = p->grows;
@@ -794,7 +842,7 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
         o->cached = s->cached;
         o->peak_requested = s->peak_requested;
         o->peak_allocated = s->peak_allocated;
-        o->live = s->live;
+        o->live = (size_t)(s->allocs - s->frees);
         o->allocs = s->allocs;
         o->frees = s->frees;
         o->cache_hits = s->hits;
@@ -870,6 +918,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
         const pa_bin_t *bin = &p->bins[b];
         int zone = bin_zone(p, b);
         if (bin->n > bin->cap) broken++;
+        if (!!(p->nonempty[b >> 6] & (1ull << (b & 63))) != (bin->n > 0)) broken++;
         for (uint32_t i = 0; i < bin->n; i++) {
             const pa_centry_t *e = &bin->e[i];
             pa_span_t *sp = _pa_map_lookup(p, (uintptr_t)e->ptr);
@@ -906,14 +955,13 @@ static size_t check_locked(const pa_pool_impl_t *p) {
             }
         }
     }
-    size_t tn = 0, tc = 0, live = 0, alloc = 0, req = 0;
+    size_t tn = 0, tc = 0, alloc = 0, req = 0;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
         tn += t[z].ncached;
         tc += t[z].cached;
-        live += t[z].live;
         alloc += t[z].allocated;
         req += t[z].requested;
-        if (t[z].live != p->z[z].live || t[z].allocated != p->z[z].allocated ||
+        if (t[z].live != (size_t)(p->z[z].allocs - p->z[z].frees) || t[z].allocated != p->z[z].allocated ||
             t[z].requested != p->z[z].requested || t[z].cached != p->z[z].cached ||
             zc[z] != p->z[z].cached || zres[z] != p->z[z].reserved)
             broken++;
@@ -922,7 +970,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
             broken++;
     }
     if (tn != ncached || tc != cached || cached != p->cached) broken++;
-    if (live != p->live || alloc != p->allocated || req != p->requested) broken++;
+    if (alloc != p->allocated || req != p->requested) broken++;
     if (zres[0] + zres[1] + zres[2] + p->heap_free != p->reserved) broken++;
     if (p->peak_requested < p->requested || p->peak_allocated < p->allocated) broken++;
     if (p->requested > p->allocated) broken++;

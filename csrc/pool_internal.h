@@ -41,12 +41,15 @@ typedef struct pa_span {
     uint8_t state;           /* LARGE: PA_BLOCK_LIVE / PA_BLOCK_CACHED   */
 } pa_span_t;
 
-/* One mapping obtained from the backend. */
+/* One mapping obtained from the backend, or the pool's reservation. */
 typedef struct pa_chunkd {
     uintptr_t base;
-    size_t size;              /* bytes mapped (multiple of PA_PG)         */
+    size_t size;              /* bytes mapped (multiple of PA_PG); for the
+                                 reservation: the committed prefix         */
     struct pa_chunkd *next, *prev;
     int decommitted;          /* on the spare list (RELEASE_DECOMMIT)     */
+    int resv;                 /* the reservation (p->resv)                */
+    size_t cap;               /* reservation: bytes of address space      */
 } pa_chunkd_t;
 
 /* A slab: one span cut into equal slots of one size class. */
@@ -59,6 +62,8 @@ typedef struct pa_slab {
     uint32_t nfree;           /* FREE slots == entries on `stack`         */
     uint32_t nlive;           /* LIVE slots (CACHED = the rest)           */
     int in_partial;
+    uint64_t magic;           /* == cls magic / size: no class load on */
+    size_t size;              /* the free path                          */
     uint32_t *slot;           /* per slot: PA_SLOT(state, requested): one
                                  word, one cache line per access          */
     uint16_t *stack;          /* LIFO of FREE slot indices                */
@@ -74,7 +79,9 @@ typedef struct pa_sclass {
     size_t slab_bytes;        /* span bytes per slab                      */
     uint32_t nblocks;         /* slots per slab                           */
     uint64_t magic;           /* offset * magic >> 40 == offset / size    */
-    pa_slab_t *partial;       /* slabs with FREE slots                    */
+    pa_slab_t *partial;       /* slabs with FREE slots (not the spare)    */
+    pa_slab_t *spare;         /* one empty slab kept (NULL: none)         */
+    pa_slab_t *meta_free;     /* recycled metadata of released slabs      */
     size_t nslabs;
 } pa_sclass_t;
 
@@ -119,7 +126,8 @@ typedef struct pa_bin {
 
 typedef struct pa_zstat {
     size_t requested, allocated, reserved, cached;
-    size_t peak_requested, peak_allocated, live;
+    size_t peak_requested, peak_allocated; /* live = allocs - frees:
+                                 alloc and free write disjoint counters */
     uint64_t allocs, frees, hits;
 } pa_zstat_t;
 
@@ -142,6 +150,9 @@ typedef struct pa_pool_impl {
     pa_span_t *big;           /* free spans of >= PA_HEAP_EXACT pages     */
     pa_chunkd_t *chunks;      /* committed chunks                         */
     pa_chunkd_t *spares;      /* decommitted chunks (RELEASE_DECOMMIT)    */
+    pa_chunkd_t *resv;        /* one reserved range grown at its end (on
+                                 p->chunks while its committed size > 0);
+                                 NULL: separate chunks only               */
     size_t nchunks, heap_free, last_grow;
     size_t reserved, peak_reserved;
     pa_span_t *desc_free;     /* unused span descriptors                  */
@@ -152,6 +163,7 @@ typedef struct pa_pool_impl {
     pa_sclass_t *cls;
     size_t ncls;
     uint16_t *cls_of;         /* (size-1) >> gran_shift -> class          */
+    size_t nspares;           /* classes holding a spare empty slab       */
     size_t cls_of_n;
 
     /* buddy zone */
@@ -161,17 +173,21 @@ typedef struct pa_pool_impl {
     unsigned border;          /* log2 of a default region                 */
     pa_region_t *regions;
     size_t nregions;
+    pa_region_t *bspare;      /* one empty default region kept (its whole
+                                 block on bfree[border])                 */
+    pa_region_t *rfree[PA_MAX_ORDER]; /* recycled region metadata        */
 
     /* deferred caches: slab classes, then buddy orders, then large */
     pa_bin_t *bins;
     size_t nbins, bin_buddy0, bin_large0;
     size_t cached;
+    uint64_t *nonempty;       /* bit b set: bins[b] holds entries         */
 
     /* statistics */
     pa_zstat_t z[PA_ZONE_COUNT];
-    size_t requested, allocated, live;
+    size_t requested, allocated;      /* live/allocs/frees: zone sums  */
     size_t peak_requested, peak_allocated;
-    uint64_t allocs, frees, failures, trims, grows, reclaims;
+    uint64_t failures, trims, grows, reclaims;
 } pa_pool_impl_t;
 
 /* Tallies gathered by the check functions. */
@@ -186,10 +202,13 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 int _pa_heap_init(pa_pool_impl_t *p);
 void _pa_heap_destroy(pa_pool_impl_t *p);
 int _pa_map_set_range(pa_pool_impl_t *p, pa_span_t *s, int all_pages);
-/* Point every page of `s` at `tagged` (a tagged slab / region). */
-void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged);
+/* Point every page of `s` (all_pages 0: first and last) at `tagged` (a
+ * tagged slab / region). */
+void _pa_map_set_owner(pa_pool_impl_t *p, pa_span_t *s, uintptr_t tagged, int all_pages);
 pa_span_t *_pa_heap_alloc(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
 void _pa_heap_free(pa_pool_impl_t *p, pa_span_t *s);
+/* Pages of the free span best_fit would pick for `npages`; 0 if none. */
+size_t _pa_heap_fit_pages(pa_pool_impl_t *p, size_t npages);
 /* Cut `s` (not free) down to `npages`, the tail going back to the heap. */
 void _pa_heap_shrink(pa_pool_impl_t *p, pa_span_t *s, size_t npages);
 int _pa_heap_grow(pa_pool_impl_t *p, size_t npages);
@@ -204,7 +223,8 @@ size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size);
 void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab,
                      pa_status_t *st);
 void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx);
-void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s);
+/* Give every class's spare empty slab back to the page heap. */
+void _pa_slab_drop_spares(pa_pool_impl_t *p);
 size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally_t *t);
 size_t _pa_slab_check_classes(const pa_pool_impl_t *p);
 int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t fn,
@@ -216,6 +236,8 @@ void _pa_buddy_destroy(pa_pool_impl_t *p);
 void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned order, size_t req,
                       pa_region_t **region, pa_status_t *st);
 void _pa_buddy_release(pa_pool_impl_t *p, pa_region_t *r, uintptr_t addr);
+/* Give the spare empty region back to the page heap. */
+void _pa_buddy_drop_spare(pa_pool_impl_t *p);
 size_t _pa_buddy_largest_free(const pa_pool_impl_t *p);
 size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
                               pa_tally_t *t);
@@ -232,9 +254,11 @@ static inline unsigned _pa_log2_ceil(size_t x) {
 
 /* Page-map entries: a span pointer, or -- for every page of a slab or a
  * buddy region -- the slab / region pointer tagged in its low bits, so a
- * free reaches the slot state in one load less.  Tagged entries are
- * rewritten to the plain span before the slab / region is released, so a
- * tagged entry never points to freed metadata. */
+ * free reaches the slot state in one load less.  Released slabs and
+ * regions leave their interior entries stale (no second pass over the
+ * pages): their metadata is recycled, never returned to libc before the
+ * pool dies, and a recycled slab / region has nblocks 0 / is checked by
+ * range, so a stale tagged entry never validates a pointer. */
 #define PA_MAP_TAG_SLAB ((uintptr_t)1)
 #define PA_MAP_TAG_REGION ((uintptr_t)2)
 #define PA_MAP_TAG_MASK ((uintptr_t)3)
@@ -266,10 +290,10 @@ static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr)
 /* Slot index of addr in s; *exact = 1 if addr is a slot start. */
 static inline uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *s,
                                       uintptr_t addr, int *exact) {
-    const pa_sclass_t *c = &p->cls[s->cls];
+    (void)p;
     uint64_t off = addr - s->start;
-    uint64_t idx = c->magic ? (off * c->magic) >> 40 : 0;
-    *exact = idx < s->nblocks && idx * c->size == off;
+    uint64_t idx = s->magic ? (off * s->magic) >> 40 : 0;
+    *exact = idx < s->nblocks && idx * s->size == off;
     return (uint32_t)idx;
 }
 

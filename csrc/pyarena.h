@@ -225,7 +225,9 @@ typedef struct pa_pool pa_pool_t;
 #define PA_POOL_BUDDY_ONLY 2 /* power-of-two buddy blocks for every size
                                 (to 2 GiB)                               */
 
-#define PA_RELEASE_UNMAP 0    /* trimmed chunks go back to the backend    */
+#define PA_RELEASE_UNMAP 0    /* trimmed chunks go back to the backend
+                                 (the reserved range's free tail is
+                                 decommitted either way)                  */
 #define PA_RELEASE_DECOMMIT 1 /* trimmed chunks are decommitted (madvise)
                                  and kept mapped for reuse; they no longer
                                  count as reserved                         */
@@ -245,10 +247,16 @@ typedef struct pa_pool_config {
     size_t alignment;      /* granularity: power of two in [8, 4096];
                               0 = 64                                    */
     int mode;              /* PA_POOL_HYBRID / _SLAB_ONLY / _BUDDY_ONLY  */
-    int growth;            /* PA_GROW_POW2 (default) / _REQUESTED / _NONE.
+    int growth;            /* PA_GROW_REQUESTED (default) / _POW2 /
+                              _NONE.  With the default backend the pool
+                              reserves one address range (`limit` bytes,
+                              else 64 GiB; address space only) and grows
+                              by committing its end: _REQUESTED by what the
+                              free tail lacks, _POW2 doubling the
+                              committed size.  Other backends (or when
+                              the range is full) get separate chunks:
                               _REQUESTED maps exact chunks and gives
-                              fully free chunks back before mapping: the
-                              smallest footprint, more system calls     */
+                              fully free chunks back before mapping      */
     size_t chunk_size;     /* first chunk mapped (bytes); 0 = 1 MiB.
                               With PA_GROW_NONE the pool's only chunk
                               (0 = `limit`, which is then required)      */
@@ -326,7 +334,7 @@ typedef struct pa_pool_block {
 /* Walker callback: return 0 to continue, anything else to stop. */
 typedef int (*pa_pool_walker_t)(const pa_pool_block_t *block, void *ctx);
 
-/* Fill `cfg` with the defaults (hybrid, alignment 64, 1 MiB chunks, POW2,
+/* Fill `cfg` with the defaults (hybrid, alignment 64, 1 MiB chunks, REQUESTED,
  * no limit, no watermarks, 4 classes per doubling up to 4 KiB). */
 void pa_pool_config_default(pa_pool_config_t *cfg);
 
@@ -373,8 +381,9 @@ pa_status_t pa_pool_free(pa_pool_t *pool, void *ptr);
 size_t pa_pool_block_size(pa_pool_t *pool, const void *ptr);
 
 /* Flush every deferred cache: cached blocks go back to their slab / buddy
- * / large zone and are coalesced.  Call at a step boundary.  Maps and
- * unmaps nothing. */
+ * / large zone and are coalesced; the spare empty slabs / buddy region go
+ * back to the page heap.  Call at a step boundary.  Maps and unmaps
+ * nothing. */
 pa_status_t pa_pool_reclaim(pa_pool_t *pool);
 
 /* Reclaim, then give fully free chunks back to the backend until

@@ -16,9 +16,14 @@
  *    beside the slab, not in it: a scribbling user cannot corrupt it, and
  *    a pointer is validated (slot start, state) before anything is trusted.
  *    The slot of an address is found by a multiply-shift (no division).
- *  - A slab whose slots are all free goes back to the page heap at once
- *    (this only happens during reclaim: the front-end cache in pool.c is
- *    the hysteresis that keeps hot slabs alive between steps).
+ *  - A slab whose slots are all free goes back to the page heap (this
+ *    only happens when caches are flushed: the front-end cache in pool.c
+ *    is the hysteresis that keeps hot slabs alive between steps), except
+ *    one empty slab per class kept as a spare, so a budget flush does not
+ *    make the next allocation of the class rebuild a slab (big classes in
+ *    slab-only mode churned: a heap operation and a page-map store per
+ *    page each time).  Spares go back on pa_pool_reclaim, trims and
+ *    before the pool grows.  Released metadata is recycled per class.
  */
 #include "pool_internal.h"
 
@@ -125,29 +130,44 @@ static void partial_remove(pa_sclass_t *c, pa_slab_t *s) {
 static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
     pa_sclass_t *c = &p->cls[cls];
     size_t nb = c->nblocks;
-    pa_slab_t *s = malloc(sizeof(*s) + nb * (sizeof(uint32_t) + sizeof(uint16_t)));
-    if (!s) {
-        *st = PA_ERR_NOMEM;
-        return NULL;
+    pa_slab_t *s = c->meta_free;
+    if (s) {
+        /* recycled: every slot is FREE (0) and the stack holds every
+         * index (any order is a valid LIFO) */
+        c->meta_free = s->next;
+    } else {
+        s = malloc(sizeof(*s) + nb * (sizeof(uint32_t) + sizeof(uint16_t)));
+        if (!s) {
+            *st = PA_ERR_NOMEM;
+            return NULL;
+        }
+        s->slot = (uint32_t *)(s + 1);
+        s->stack = (uint16_t *)(s->slot + nb);
+        memset(s->slot, 0, nb * sizeof(uint32_t)); /* PA_SLOT(FREE, 0) */
+        for (size_t i = 0; i < nb; i++) s->stack[i] = (uint16_t)(nb - 1 - i);
     }
+    s->cls = (uint32_t)cls;
+    s->nblocks = 0; /* not a slab until it has a span */
+    s->span = NULL;
     pa_span_t *sp = _pa_pool_get_span(p, c->slab_bytes >> PA_PG_SHIFT, st);
     if (!sp) {
-        free(s);
+        s->next = c->meta_free;
+        c->meta_free = s;
         return NULL;
     }
-    s->slot = (uint32_t *)(s + 1);
-    s->stack = (uint16_t *)(s->slot + nb);
     s->span = sp;
     s->start = sp->start;
-    s->cls = (uint32_t)cls;
+    s->magic = c->magic;
+    s->size = c->size;
     s->nblocks = (uint32_t)nb;
     s->nfree = (uint32_t)nb;
     s->nlive = 0;
-    memset(s->slot, 0, nb * sizeof(uint32_t)); /* PA_SLOT(FREE, 0) */
-    for (size_t i = 0; i < nb; i++) s->stack[i] = (uint16_t)(nb - 1 - i);
     sp->kind = PA_SPAN_SLAB;
     sp->owner = s;
-    _pa_map_set_owner(p, sp, (uintptr_t)s | PA_MAP_TAG_SLAB);
+    /* a one-slot slab needs only its first page (the block start) and
+     * last page (coalescing) in the page map: interior pointers are
+     * foreign whatever stale entry their page holds */
+    _pa_map_set_owner(p, sp, (uintptr_t)s | PA_MAP_TAG_SLAB, nb > 1);
     partial_insert(c, s);
     c->nslabs++;
     p->z[PA_ZONE_SLAB].reserved += c->slab_bytes;
@@ -159,8 +179,15 @@ void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab
     pa_sclass_t *c = &p->cls[cls];
     pa_slab_t *s = c->partial;
     if (!s) {
-        s = slab_new(p, cls, st);
-        if (!s) return NULL;
+        s = c->spare;
+        if (s) {
+            c->spare = NULL;
+            p->nspares--;
+            partial_insert(c, s);
+        } else {
+            s = slab_new(p, cls, st);
+            if (!s) return NULL;
+        }
     }
     uint32_t idx = s->stack[--s->nfree];
     s->slot[idx] = PA_SLOT(PA_BLOCK_LIVE, req);
@@ -170,12 +197,19 @@ void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab
     return (void *)(s->start + (size_t)idx * c->size);
 }
 
-void _pa_slab_free_meta(pa_pool_impl_t *p, pa_slab_t *s) {
+/* An empty slab goes back to the heap; its metadata to the recycle list
+ * (interior page-map entries stay stale: see pool_internal.h). */
+static void slab_free(pa_pool_impl_t *p, pa_slab_t *s) {
     pa_sclass_t *c = &p->cls[s->cls];
+    pa_span_t *sp = s->span;
     if (s->in_partial) partial_remove(c, s);
     c->nslabs--;
     p->z[PA_ZONE_SLAB].reserved -= c->slab_bytes;
-    free(s);
+    s->nblocks = 0; /* a stale tagged entry validates nothing */
+    s->span = NULL;
+    s->next = c->meta_free;
+    c->meta_free = s;
+    _pa_heap_free(p, sp);
 }
 
 void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
@@ -183,16 +217,40 @@ void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
     s->slot[idx] = PA_SLOT(PA_BLOCK_FREE, 0);
     s->stack[s->nfree++] = (uint16_t)idx;
     if (s->nfree == s->nblocks) {
-        pa_span_t *sp = s->span;
-        _pa_map_set_range(p, sp, 1); /* untag before the metadata goes */
-        _pa_slab_free_meta(p, s);
-        _pa_heap_free(p, sp);
+        if (!c->spare) {
+            if (s->in_partial) partial_remove(c, s);
+            c->spare = s;
+            p->nspares++;
+            return;
+        }
+        slab_free(p, s);
         return;
     }
     if (!s->in_partial) partial_insert(c, s);
 }
 
+void _pa_slab_drop_spares(pa_pool_impl_t *p) {
+    for (size_t k = 0; k < p->ncls && p->nspares; k++) {
+        pa_slab_t *s = p->cls[k].spare;
+        if (s) {
+            p->cls[k].spare = NULL;
+            p->nspares--;
+            slab_free(p, s);
+        }
+    }
+}
+
 void _pa_slab_destroy(pa_pool_impl_t *p) {
+    /* live slabs are freed through the chunks (pool.c); here the spares'
+     * and the recycled metadata */
+    for (size_t k = 0; k < p->ncls; k++) {
+        for (pa_slab_t *s = p->cls[k].meta_free; s;) {
+            pa_slab_t *n = s->next;
+            free(s);
+            s = n;
+        }
+        p->cls[k].meta_free = NULL;
+    }
     free(p->cls);
     free(p->cls_of);
     p->cls = NULL;
@@ -205,10 +263,11 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
     if (s->cls >= p->ncls) return 1;
     const pa_sclass_t *c = &p->cls[s->cls];
     if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes ||
-        s->start != s->span->start)
+        s->start != s->span->start || s->size != c->size || s->magic != c->magic)
         broken++;
     for (size_t pg = 0; pg < s->span->npages; pg++)
-        if (_pa_map_entry(p, s->start + (pg << PA_PG_SHIFT)) != ((uintptr_t)s | PA_MAP_TAG_SLAB))
+        if ((s->nblocks > 1 || pg == 0 || pg + 1 == s->span->npages) &&
+            _pa_map_entry(p, s->start + (pg << PA_PG_SHIFT)) != ((uintptr_t)s | PA_MAP_TAG_SLAB))
             broken++;
     size_t nfree = 0, nlive = 0;
     for (uint32_t i = 0; i < s->nblocks; i++) {
@@ -235,8 +294,11 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
     t->free_bytes += nfree * c->size;
     if (nfree && c->size > t->largest_free) t->largest_free = c->size;
     if (nfree != s->nfree || nlive != s->nlive) broken++;
-    if (s->nfree == s->nblocks) broken++; /* empty slabs are released */
-    if (!!s->in_partial != (s->nfree > 0)) broken++;
+    if (s->nfree == s->nblocks) { /* empty slabs are released, but one */
+        if (c->spare != s || s->in_partial) broken++;
+    } else if (c->spare == s || !!s->in_partial != (s->nfree > 0)) {
+        broken++;
+    }
     for (uint32_t i = 0; i < s->nfree && i < s->nblocks; i++)
         if (s->stack[i] >= s->nblocks || PA_SLOT_STATE(s->slot[s->stack[i]]) != PA_BLOCK_FREE)
             broken++;
@@ -244,7 +306,7 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
 }
 
 size_t _pa_slab_check_classes(const pa_pool_impl_t *p) {
-    size_t broken = 0;
+    size_t broken = 0, spares = 0;
     for (size_t k = 0; k < p->ncls; k++) {
         const pa_sclass_t *c = &p->cls[k];
         size_t n = 0;
@@ -253,9 +315,20 @@ size_t _pa_slab_check_classes(const pa_pool_impl_t *p) {
             if (s->cls != k || !s->in_partial || s->prev != prev || s->nfree == 0) broken++;
             if (++n > c->nslabs) return broken + 1;
         }
+        spares += c->spare != NULL;
+        if (c->spare && (c->spare->cls != k || c->spare->in_partial ||
+                         c->spare->nfree != c->spare->nblocks || !c->spare->span ||
+                         c->spare->span->owner != c->spare))
+            broken++;
+        size_t m = 0;
+        for (const pa_slab_t *s = c->meta_free; s; s = s->next) {
+            if (s->nblocks != 0 || s->cls != k || s->span) broken++;
+            if (++m > ((size_t)1 << 32)) return broken + 1;
+        }
         if (k && c->size <= p->cls[k - 1].size) broken++;
         if (c->size % p->gran) broken++;
     }
+    if (spares != p->nspares) broken++;
     return broken;
 }
 

@@ -153,10 +153,52 @@ static void test_buddy_only_mode(void) {
     pa_pool_destroy(p);
 }
 
+static void test_spare_region_and_dedicated(void) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.mode = PA_POOL_BUDDY_ONLY;
+    cfg.cache_budget = 1; /* every free is flushed at once */
+    pa_pool_t *p = pa_pool_create(&cfg);
+    char *a = pa_pool_alloc(p, 1000);
+    CHECK(a != NULL);
+    CHECK_EQ(pa_pool_free(p, a), PA_OK);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].reserved, 1u << 20); /* the spare */
+    CHECK_EQ(pa_pool_check(p), 0u);
+    char *b = pa_pool_alloc(p, 1000);
+    CHECK(b == a);
+    CHECK_EQ(pa_pool_free(p, b), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].reserved, 0u);
+    CHECK_EQ(pa_pool_free(p, a + 4096), PA_ERR_FOREIGN); /* stale entry */
+    CHECK_EQ(pa_pool_check(p), 0u);
+    /* a dedicated region (3 MiB block) registers first and last page */
+    char *d = pa_pool_alloc(p, 3u << 20);
+    CHECK(d != NULL);
+    memset(d, 1, 3u << 20);
+    CHECK_EQ(pa_pool_free(p, d + 4096), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_free(p, d + (2u << 20)), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_free(p, d + 64), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_block_size(p, d), 4u << 20);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    CHECK_EQ(pa_pool_free(p, d), PA_OK);
+    CHECK_EQ(pa_pool_free(p, d + 8192), PA_ERR_FOREIGN);
+    char *e = pa_pool_alloc(p, 3u << 20); /* recycled metadata */
+    CHECK(e != NULL);
+    CHECK_EQ(pa_pool_free(p, e + 4096), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    CHECK_EQ(pa_pool_free(p, e), PA_OK);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_split_and_coalesce);
     RUN(test_orders);
     RUN(test_many_random);
     RUN(test_buddy_only_mode);
+    RUN(test_spare_region_and_dedicated);
     return pa_test_report();
 }

@@ -148,11 +148,128 @@ static void test_chunks_not_merged(void) {
     pa_pool_destroy(p);
 }
 
+static pa_pool_t *make_default(int growth, size_t limit) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.growth = growth;
+    cfg.chunk_size = 1 * MB;
+    cfg.limit = limit;
+    return pa_pool_create(&cfg);
+}
+
+static void test_reservation_contiguous(void) {
+    /* default backend: growth extends one reserved range, so new pages
+     * merge with the free tail and blocks span former growth steps */
+    pa_pool_t *p = make_default(PA_GROW_REQUESTED, 0);
+    char *a = pa_pool_alloc(p, 700 * KB);
+    char *b = pa_pool_alloc(p, 2 * MB); /* 324 KiB tail + 1724 KiB new */
+    CHECK(a && b);
+    CHECK(b == a + 700 * KB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 1u);
+    CHECK_EQ(st.grows, 1u);
+    CHECK_EQ(st.reserved, 2 * MB + 700 * KB);
+    memset(b, 7, 2 * MB);
+    CHECK_EQ(pa_pool_free(p, a), PA_OK);
+    CHECK_EQ(pa_pool_free(p, b), PA_OK);
+    pa_pool_reclaim(p);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.largest_free, st.reserved); /* one free span */
+    CHECK_EQ(pa_pool_check(p), 0u);
+    char *c = pa_pool_alloc(p, 2 * MB + 700 * KB);
+    CHECK(c == a);
+    pa_pool_free(p, c);
+    /* trimming gives the free tail back; the range grows again later */
+    size_t rel = 0;
+    CHECK_EQ(pa_pool_trim(p, 1 * MB, &rel), PA_OK);
+    CHECK_EQ(rel, 1 * MB + 700 * KB);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.reserved, 1 * MB);
+    CHECK_EQ(pa_pool_free_all(p), PA_OK);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.reserved, 0u);
+    CHECK_EQ(st.chunks, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    char *d = pa_pool_alloc(p, 3 * MB);
+    CHECK(d == a); /* the same range, committed again */
+    CHECK_EQ(d[12345], 0); /* given-back pages read back as zeros */
+    memset(d, 1, 3 * MB);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.reserved, 3 * MB);
+    CHECK_EQ(st.chunks, 1u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_reservation_pow2_and_limit(void) {
+    /* POW2 inside the range: the committed size doubles, one chunk */
+    pa_pool_t *p = make_default(PA_GROW_POW2, 0);
+    void *v[5];
+    for (int i = 0; i < 5; i++) v[i] = pa_pool_alloc(p, 1 * MB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 1u);
+    CHECK_EQ(st.reserved, 8 * MB); /* 1 -> 2 -> 4 -> 8 MiB */
+    for (int i = 1; i < 5; i++) CHECK((char *)v[i] == (char *)v[i - 1] + 1 * MB);
+    for (int i = 0; i < 5; i++) pa_pool_free(p, v[i]);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+    /* a limit bounds the range: reserved never exceeds it */
+    p = make_default(PA_GROW_REQUESTED, 4 * MB);
+    char *a = pa_pool_alloc(p, 3 * MB);
+    CHECK(a != NULL);
+    pa_status_t s = PA_OK;
+    CHECK(pa_pool_alloc_status(p, 2 * MB, &s) == NULL);
+    CHECK_EQ(s, PA_ERR_NOMEM);
+    char *b = pa_pool_alloc(p, 1 * MB);
+    CHECK(b == a + 3 * MB);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.reserved, 4 * MB);
+    pa_pool_free(p, a);
+    pa_pool_free(p, b);
+    char *c = pa_pool_alloc(p, 4 * MB);
+    CHECK(c == a);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+static void test_reservation_full_then_chunks(void) {
+    /* the range is `limit` bytes; raising the limit later grows in
+     * separate chunks beyond it */
+    pa_pool_t *p = make_default(PA_GROW_REQUESTED, 2 * MB);
+    char *a = pa_pool_alloc(p, 2 * MB);
+    CHECK(a != NULL);
+    CHECK(pa_pool_alloc(p, 1 * MB) == NULL);
+    CHECK_EQ(pa_pool_set_limit(p, 16 * MB), PA_OK);
+    char *b = pa_pool_alloc(p, 3 * MB);
+    CHECK(b != NULL && (b >= a + 2 * MB || b + 3 * MB <= a));
+    memset(b, 2, 3 * MB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 2u); /* the range and one separate chunk */
+    CHECK_EQ(st.reserved, 5 * MB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_free(p, a);
+    pa_pool_free(p, b);
+    CHECK_EQ(pa_pool_free_all(p), PA_OK);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.reserved, 0u);
+    CHECK_EQ(st.chunks, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    char *c = pa_pool_alloc(p, 2 * MB); /* back inside the range */
+    CHECK(c == a);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_page_granularity);
     RUN(test_best_fit_and_coalesce);
     RUN(test_cache_cut_to_size);
     RUN(test_growth_policies);
     RUN(test_chunks_not_merged);
+    RUN(test_reservation_contiguous);
+    RUN(test_reservation_pow2_and_limit);
+    RUN(test_reservation_full_then_chunks);
     return pa_test_report();
 }

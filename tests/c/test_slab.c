@@ -158,11 +158,67 @@ static void test_slab_only_mode(void) {
     pa_pool_destroy(p);
 }
 
+static pa_pool_t *slab_only(size_t budget) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.mode = PA_POOL_SLAB_ONLY;
+    cfg.cache_budget = budget;
+    return pa_pool_create(&cfg);
+}
+
+static void test_spare_slab_and_stale_entries(void) {
+    /* budget 1: every free is flushed at once, so the slab empties */
+    pa_pool_t *p = slab_only(1);
+    char *a = pa_pool_alloc(p, 3000);
+    CHECK(a != NULL);
+    CHECK_EQ(pa_pool_free(p, a), PA_OK);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.cached, 0u);
+    CHECK(st.zone[PA_ZONE_SLAB].reserved > 0); /* the empty slab is kept */
+    CHECK_EQ(pa_pool_check(p), 0u);
+    CHECK_EQ(pa_pool_free(p, a), PA_ERR_DOUBLE_FREE);
+    char *b = pa_pool_alloc(p, 3000);
+    CHECK(b == a); /* the spare serves it: no new slab */
+    CHECK_EQ(pa_pool_free(p, b), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_SLAB].reserved, 0u); /* reclaim drops spares */
+    /* the slab's pages keep stale entries: they validate nothing */
+    CHECK_EQ(pa_pool_free(p, a + 4096), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_free(p, a + 3008), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    /* a one-slot slab (200 KB class) registers first and last page only */
+    char *x = pa_pool_alloc(p, 200000);
+    CHECK(x != NULL);
+    memset(x, 3, 200000);
+    CHECK_EQ(pa_pool_free(p, x + 8192), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_free(p, x + 64), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_block_size(p, x + 4096), 0u);
+    CHECK(pa_pool_block_size(p, x) >= 200000u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    CHECK_EQ(pa_pool_free(p, x), PA_OK);
+    CHECK_EQ(pa_pool_free(p, x), PA_ERR_DOUBLE_FREE);
+    /* a second one-slot slab of the class is not kept: two spares never */
+    char *y = pa_pool_alloc(p, 200000);
+    char *z = pa_pool_alloc(p, 200000);
+    CHECK(y == x && z != NULL);
+    pa_pool_free(p, y);
+    pa_pool_free(p, z);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    CHECK_EQ(pa_pool_free(p, z + 12288), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK);
+    CHECK_EQ(pa_pool_free(p, x + 8192), PA_ERR_FOREIGN);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_class_spacing);
     RUN(test_custom_classes);
     RUN(test_slab_fill_and_release);
     RUN(test_slot_reuse_lifo);
     RUN(test_slab_only_mode);
+    RUN(test_spare_slab_and_stale_entries);
     return pa_test_report();
 }
