@@ -92,7 +92,7 @@ class Policy:
     large_threshold: Optional[int] = None
     high_watermark: Optional[int] = None
     low_watermark: Optional[int] = None
-    growth: str = "pow2"
+    growth: str = "requested"
     limit: Optional[int] = None
     cache_budget: Optional[int] = 16 * MiB
     release: str = "unmap"
