@@ -49,7 +49,7 @@ _UNARY = [
     "HardSwish", "Tanh", "Elu", "Selu", "Celu", "ThresholdedRelu", "Softplus",
     "Softsign", "Gelu", "Mish", "Swish", "SiLU", "Silu", "Neg", "Abs", "Exp",
     "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Erf", "Sin", "Cos",
-    "Sign", "Not",
+    "Sign", "Not", "Shrink",
     # inference-mode normalisation: per-channel scale and shift
     "BatchNormalization",
     # TFLite builtin names

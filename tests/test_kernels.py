@@ -122,12 +122,15 @@ def test_matmul(tmp_path, sa, sb):
     ("LeakyRelu", dict(alpha=0.2), {}), ("HardSigmoid", dict(alpha=0.3, beta=0.4), {}),
     ("HardSwish", {}, {}), ("Clip", {}, {"lo": np.float32(-0.3), "hi": np.float32(0.5)}),
     ("Softplus", {}, {}), ("Exp", {}, {}), ("Neg", {}, {}), ("Abs", {}, {}),
+    ("Erf", {}, {}), ("Mish", {}, {}), ("Celu", dict(alpha=0.7), {}),
+    ("ThresholdedRelu", dict(alpha=0.3), {}), ("Shrink", dict(lambd=0.6, bias=0.2), {}),
+    ("Round", {}, {}), ("Elu", dict(alpha=0.6), {}), ("Selu", {}, {}), ("Softsign", {}, {}),
 ])
 def test_unary(tmp_path, op, attrs, extra):
     ins = ["x"] + list(extra)
     x = rnd(2, 3, 4, 5, lo=-4, hi=4)
     run_both(tmp_path, [node(op, ins, **attrs)], {"x": x},
-             {k: np.asarray(v) for k, v in extra.items()})
+             {k: np.asarray(v) for k, v in extra.items()}, opset=18 if op == "Mish" else 17)
 
 
 def test_prelu_per_channel(tmp_path):
@@ -256,7 +259,10 @@ ALIAS_CASES = [("Relu", {}), ("Clip", dict(min=-0.5, max=0.5)), ("LeakyRelu", di
                ("Elu", dict(alpha=0.7)), ("Selu", {}), ("Softsign", {}), ("Sign", {}),
                ("BatchNormalization", dict(epsilon=1e-3)), ("PRelu", {}),
                ("Add", {}), ("Sub", {}), ("Mul", {}), ("Div", {}), ("Max", {}), ("Min", {}),
-               ("Sum", {}), ("Mean", {}), ("Pow", {})]
+               ("Sum", {}), ("Mean", {}), ("Pow", {}),
+               ("Erf", {}), ("Gelu", {}), ("Gelu", dict(approximate="tanh")), ("Mish", {}),
+               ("Celu", dict(alpha=0.5)), ("ThresholdedRelu", dict(alpha=1.1)),
+               ("Shrink", dict(lambd=1.0, bias=0.3)), ("Round", {})]
 
 
 @pytest.mark.parametrize("op_type,attrs", ALIAS_CASES, ids=lambda v: str(v))
@@ -300,3 +306,84 @@ def test_kernels_are_correct_when_the_output_is_an_input(op_type, attrs, which):
     aliased = [x.copy() for x in xs]
     k(aliased, [aliased[which]], sc)
     np.testing.assert_array_equal(aliased[which], sep)
+
+
+# -- elementwise ops added in the second round -----------------------------------
+@pytest.mark.parametrize("approximate", [None, "none", "tanh"])
+def test_gelu_opset20(tmp_path, approximate, budget):
+    attrs = {} if approximate is None else dict(approximate=approximate)
+    g, _, _ = run_both(tmp_path, [node("Gelu", ["x"], **attrs)],
+                       {"x": rnd(2, 3, 4, 5, lo=-6, hi=6)}, opset=20)
+    # temporaries: 3 for erf, 1 for tanh; with a one-byte budget each chunk
+    # is a single element (64-byte aligned parts)
+    nbuf = 1 if approximate == "tanh" else 3
+    part = 120 * 4 if budget == "whole" else 4
+    assert g.ops[0].scratch_bytes == (nbuf - 1) * (-(-part // 64) * 64) + part
+
+
+def test_erf_accuracy_against_math_erf():
+    import math
+    from pyarena.graph import Graph
+    from pyarena.kernels import make_kernel
+    x = np.concatenate([np.linspace(-7, 7, 20001), np.float32(10.0) ** np.linspace(-30, 0, 301),
+                        [0.0, -0.0, np.inf, -np.inf]]).astype(np.float32)
+    g = Graph("e")
+    g.add_tensor("x", x.shape, role="input")
+    g.add_tensor("y", x.shape, role="output")
+    op = g.add_op("Erf", ["x"], ["y"])
+    k = make_kernel(op, [g.tensors["x"]], [g.tensors["y"]])
+    y = np.empty_like(x)
+    k([x], [y], np.empty(k.scratch_bytes, np.uint8))
+    ref = np.array([math.erf(float(v)) for v in x])
+    assert np.abs(y - ref).max() < 5e-7
+    small = np.abs(x) < 1e-3
+    assert np.all(np.abs(y[small] - ref[small]) <= 1e-6 * np.abs(ref[small]) + 1e-37)
+
+
+def test_chunked_elementwise_scratch_is_bounded(tmp_path, monkeypatch):
+    import pyarena.kernels
+    g, _, _ = run_both(tmp_path, [node("Gelu", ["x"])], {"x": rnd(4, 64, 64, lo=-4, hi=4)},
+                       opset=20, name="big")
+    # three whole-tensor temporaries (64-byte aligned) with the default budget
+    assert g.ops[0].scratch_bytes == 3 * 4 * 64 * 64 * 4
+    monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 3 * 4 * 1000)
+    g, _, _ = run_both(tmp_path, [node("Gelu", ["x"])], {"x": rnd(4, 64, 64, lo=-4, hi=4)},
+                       opset=20, name="banded")
+    # 1000-element chunks: 17 chunks, the last one partial
+    assert g.ops[0].scratch_bytes == 2 * 4032 + 4000
+
+
+NEW_ELEMENTWISE = [("Erf", {}), ("Gelu", {}), ("Gelu", dict(approximate="tanh")),
+                   ("Mish", {}), ("Celu", {}), ("ThresholdedRelu", {}), ("Shrink", {}),
+                   ("Round", {})]
+
+
+def test_new_elementwise_in_place_and_allocation_free(tmp_path):
+    """A chain of the new ops: the plan runs each one in its input's memory
+    and a second inference allocates no NumPy data."""
+    from pyarena import Pool, numpy_allocator
+    from pyarena.executor import Executor
+    from pyarena.importers import load_model
+    from pyarena.plan import plan
+    from onnx_util import make_model
+    from model_zoo import ort_run
+    names = ["x"] + [f"t{i}" for i in range(len(NEW_ELEMENTWISE) - 1)] + ["y"]
+    nodes = [node(op, [names[i]], [names[i + 1]], **attrs)
+             for i, (op, attrs) in enumerate(NEW_ELEMENTWISE)]
+    path = tmp_path / "chain.onnx"
+    x = rnd(2, 8, 16, 16, lo=-3, hi=3)
+    make_model(nodes, {"x": (list(x.shape), np.float32)}, {"y": (None, np.float32)},
+               opset=20, path=path)
+    g = load_model(str(path))
+    p = plan(g)
+    ex = Executor(g, p)
+    out = np.array(ex.run({"x": x})["y"])
+    np.testing.assert_allclose(out, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+    views = p.bind()
+    addr = {n: v.__array_interface__["data"][0] for n, v in views.items() if n in names}
+    # every op but the first (whose input is the graph input) writes in place
+    for a, b in zip(names[1:-1], names[2:]):
+        assert addr[a] == addr[b], (a, b)
+    with numpy_allocator(Pool()) as counter:
+        ex.run({"x": x})
+    assert counter.allocations == 0
