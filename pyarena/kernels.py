@@ -1009,10 +1009,16 @@ class _Spatial(Kernel):
         ws = slice(w0, w0 + (self.Wo - 1) * self.sw + 1, self.sw)
         return src[hs, ws] if self.nhwc else src[:, hs, ws]
 
-    def windows(self, src, nr):
-        """All taps at once: (C, kh, kw, nr, Wo) or (nr, Wo, kh, kw, C)."""
+    def windows(self, src, nr, groups=None):
+        """All taps at once: (C, kh, kw, nr, Wo) or (nr, Wo, kh, kw, C); NHWC
+        with ``groups``: (G, nr, Wo, kh, kw, C/G)."""
         s = src.strides
-        if self.nhwc:
+        if self.nhwc and groups:
+            cg = src.shape[2] // groups
+            shape = (groups, nr, self.Wo, self.kh, self.kw, cg)
+            strides = (s[2] * cg, s[0] * self.sh, s[1] * self.sw, s[0] * self.dh,
+                       s[1] * self.dw, s[2])
+        elif self.nhwc:
             shape = (nr, self.Wo, self.kh, self.kw, src.shape[2])
             strides = (s[0] * self.sh, s[1] * self.sw, s[0] * self.dh, s[1] * self.dw, s[2])
         else:
@@ -1050,20 +1056,30 @@ class Conv(_Spatial):
         w = self.const(1, "weight").astype(self.dtype)
         K = C // g * self.kh * self.kw
         self.K = K
-        self.depthwise = g == C and g > 1 and cout == C
+        # depthwise: every input channel c feeds M = C_out / C_in output
+        # channels c*M .. c*M+M-1 (ONNX group = C_in; TFLite 1HWC weights,
+        # where C_in may be 1 and "group" says nothing)
+        dw_layout = self.attrs.get("weight_layout") == "1HWC"
+        self.depthwise = dw_layout or (g == C and g > 1 and cout % C == 0)
         isz = self.dtype.itemsize
         if self.depthwise:
-            if self.nhwc:
-                wt = w.reshape(self.kh, self.kw, C)          # 1HWC
+            if cout % C:
+                self.fail(f"depthwise output channels {cout} are not a multiple of {C}")
+            M = cout // C
+            self.M = M
+            if dw_layout:
+                wt = w.reshape(self.kh, self.kw, C, M)       # 1HWC, channel c*M+m
             else:
-                wt = w.reshape(C, self.kh, self.kw).transpose(1, 2, 0)
+                wt = w.reshape(C, M, self.kh, self.kw).transpose(2, 3, 0, 1)
+            if M == 1:
+                wt = wt.reshape(self.kh, self.kw, C)
             wt = np.ascontiguousarray(wt)
             if not self.nhwc:
-                wt = wt.reshape(self.kh, self.kw, C, 1, 1)
+                wt = wt.reshape(wt.shape + (1, 1))
             self.wt = self.keep(wt)
             self.mode = "dw"
-            nr = self.plan_bands(extra_per_row=C * self.Wo * isz)
-            tshape = (nr, self.Wo, C) if self.nhwc else (C, nr, self.Wo)
+            nr = self.plan_bands(extra_per_row=cout * self.Wo * isz)
+            tshape = (nr, self.Wo, cout) if self.nhwc else (cout, nr, self.Wo)
             self.scratch = self.pad_spec() + [(tshape, self.dtype)]
         elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
               and g == 1):
@@ -1071,14 +1087,14 @@ class Conv(_Spatial):
             self.wm = self.keep(np.ascontiguousarray(w.reshape(cout, C)))
         else:
             self.mode = "im2col"
-            if self.nhwc and g != 1:
-                self.fail("grouped (non-depthwise) NHWC convolution is not supported")
             nr = self.plan_bands(extra_per_row=C * self.kh * self.kw * self.Wo * isz)
             self.scratch = self.pad_spec() + [((C * self.kh * self.kw * nr * self.Wo,),
                                                self.dtype)]
             if self.nhwc:
-                # OHWI -> (K, Cout) matching the (kh, kw, C) column order
-                self.wm = self.keep(np.ascontiguousarray(w.reshape(cout, K).T))
+                # OHWI -> per group (K, Cout/G) matching the (kh, kw, C/G) column order
+                cog = cout // g
+                wm = w.reshape(g, cog, K).transpose(0, 2, 1)
+                self.wm = self.keep(np.ascontiguousarray(wm if g > 1 else wm[0]))
             else:
                 self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, K)))
         self.bias = None
@@ -1106,10 +1122,20 @@ class Conv(_Spatial):
                     yb = self.out_rows(yn, r0, r1)
                     if self.mode == "dw":
                         tmp = sc[-1][:nr] if self.nhwc else sc[-1][:, :nr]
+                        M, C = self.M, self.c_in
+                        if M > 1:     # (.., C, M) views: input channel c -> c*M + m
+                            if self.nhwc:
+                                yb = yb.reshape(nr, Wo, C, M)
+                                tmp = tmp.reshape(nr, Wo, C, M)
+                            else:
+                                yb = yb.reshape(C, M, nr, Wo)
+                                tmp = tmp.reshape(C, M, nr, Wo)
                         first = True
                         for i in range(self.kh):
                             for j in range(self.kw):
                                 win = self.tap(src, i, j, nr)
+                                if M > 1:
+                                    win = win[..., None] if self.nhwc else win[:, None]
                                 if first:
                                     np.multiply(win, self.wt[i, j], out=yb)
                                     first = False
@@ -1118,7 +1144,13 @@ class Conv(_Spatial):
                                     np.add(yb, tmp, out=yb)
                     else:
                         cols = sc[-1][:self.K * self.G * nr * Wo]
-                        if self.nhwc:
+                        if self.nhwc and self.G > 1:
+                            G, cg = self.G, self.c_in // self.G
+                            np.copyto(cols.reshape(G, nr, Wo, self.kh, self.kw, cg),
+                                      self.windows(src, nr, G))
+                            np.matmul(cols.reshape(G, nr * Wo, self.K), self.wm,
+                                      out=yb.reshape(nr * Wo, G, cout // G).transpose(1, 0, 2))
+                        elif self.nhwc:
                             np.copyto(cols.reshape(nr, Wo, self.kh, self.kw, self.c_in),
                                       self.windows(src, nr))
                             np.matmul(cols.reshape(nr * Wo, self.K), self.wm,
@@ -1135,34 +1167,54 @@ class Conv(_Spatial):
 
 @register("ConvTranspose")
 class ConvTranspose(Kernel):
-    """Transposed convolution (NCHW, 2-D): columns = W^T x by one batched
-    matmul into scratch, then each kernel tap is added into a zeroed
-    full-size buffer (col2im) and the cropped result copied out."""
+    """Transposed convolution, 2-D, NCHW (ONNX, groups) or NHWC (TFLite
+    TRANSPOSE_CONV, weights ``OHWI``).  Per image and per band of input rows:
+    columns = W^T x for the band by one (batched) matmul into scratch, then
+    each kernel tap's columns are added straight into the output rows and
+    columns they land on (cropping by the pads is a choice of slices, so no
+    full-size uncropped buffer).  The output starts as the bias (or zero).
+    Scratch: the band's columns, ``C_out * kh * kw * rows * W_in`` elements,
+    with ``rows`` the most input rows that fit SCRATCH_BUDGET (at least 1)."""
 
     def setup(self):
         self.runtime = (0,)
         xs = self.shape(0)
-        if len(xs) != 4 or self.attrs.get("layout", "NCHW") != "NCHW":
-            self.fail("only 2-D NCHW ConvTranspose is supported")
+        self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
+        if len(xs) != 4:
+            self.fail(f"only 2-D ConvTranspose is supported (input {list(xs)})")
         w = self.const(1, "weight").astype(self.dtype)
-        N, C, H, W = xs
         g = int(self.attrs.get("group", 1))
-        _, cog, kh, kw = w.shape
+        ys = self.oshape()
+        if self.nhwc:
+            N, H, W, C = xs
+            cout, kh, kw, cin = w.shape                 # OHWI
+            Ho, Wo = ys[1], ys[2]
+            if g != 1 or cin != C:
+                self.fail(f"NHWC filter {list(w.shape)} does not match {C} input channels")
+            cog = cout
+        else:
+            N, C, H, W = xs
+            _, cog, kh, kw = w.shape
+            Ho, Wo = ys[2], ys[3]
+            cout = cog * g
+        if C % g:
+            self.fail(f"group={g} does not divide {C} input channels")
         s = [int(v) for v in self.attrs.get("strides", [1, 1])]
         d = [int(v) for v in self.attrs.get("dilations", [1, 1])]
-        ys = self.oshape()
-        Ho, Wo = ys[2], ys[3]
         pads = self.attrs.get("pads")
         full_h = (H - 1) * s[0] + (kh - 1) * d[0] + 1
         full_w = (W - 1) * s[1] + (kw - 1) * d[1] + 1
         auto = self.attrs.get("auto_pad", "NOTSET")
         if isinstance(auto, bytes):
             auto = auto.decode()
-        if pads is None or auto in ("SAME_UPPER", "SAME_LOWER") or "output_shape" in self.attrs:
+        if auto == "VALID":
+            pt = pl = 0
+        elif pads is None or auto in ("SAME_UPPER", "SAME_LOWER") or \
+                "output_shape" in self.attrs:
             opad = [int(v) for v in self.attrs.get("output_padding", [0, 0])]
             tot_h = max(0, full_h + opad[0] - Ho)
             tot_w = max(0, full_w + opad[1] - Wo)
-            if auto == "SAME_UPPER" or auto == "NOTSET":
+            if auto == "SAME_UPPER":
                 pt, pl = tot_h // 2, tot_w // 2
             else:
                 pt, pl = tot_h - tot_h // 2, tot_w - tot_w // 2
@@ -1170,41 +1222,87 @@ class ConvTranspose(Kernel):
                 pt, pl = int(pads[0]), int(pads[1])
         else:
             pt, pl = int(pads[0]), int(pads[1])
-        self.pt, self.pl = pt, pl
-        self.Hf = max(full_h, pt + Ho)
-        self.Wf = max(full_w, pl + Wo)
         self.N, self.C, self.H, self.W, self.G = N, C, H, W, g
-        self.kh, self.kw, self.s, self.d, self.cog = kh, kw, s, d, cog
+        self.kh, self.kw, self.cog, self.cout = kh, kw, cog, cout
         self.Ho, self.Wo = Ho, Wo
-        self.cout = cog * g
-        # (G, cog*kh*kw, C/G): W^T per group
-        wt = w.reshape(g, C // g, cog * kh * kw).transpose(0, 2, 1)
-        self.wt = self.keep(np.ascontiguousarray(wt))
-        self.scratch = [((g, cog * kh * kw, H * W), self.dtype),
-                        ((self.cout, self.Hf, self.Wf), self.dtype)]
+        if self.nhwc:
+            # (C, kh*kw*C_out): column order (kh, kw, C_out)
+            self.wm = self.keep(np.ascontiguousarray(
+                w.transpose(3, 1, 2, 0).reshape(C, kh * kw * cout)))
+        else:
+            # (G, cog*kh*kw, C/G): W^T per group
+            self.wm = self.keep(np.ascontiguousarray(
+                w.reshape(g, C // g, cog * kh * kw).transpose(0, 2, 1)))
+        per_row = cout * kh * kw * W * self.dtype.itemsize
+        budget = int(self.attrs.get("_scratch_budget", SCRATCH_BUDGET))
+        nh = int(max(1, min(H, budget // max(per_row, 1))))
+        self.band_rows = nh
+        self.scratch = [((cout * kh * kw * nh * W,), self.dtype)]
+
+        def taps(n_in, n_out, k, st, dl, p):
+            """Per tap: (input slice, output slice) of the positions that
+            land inside the cropped output, for inputs [lo, hi)."""
+            def f(lo, hi):
+                out = []
+                for i in range(k):
+                    a = max(lo, -(-(p - i * dl) // st))
+                    b = min(hi - 1, (n_out - 1 + p - i * dl) // st)
+                    if a > b:
+                        out.append(None)
+                        continue
+                    o0 = a * st + i * dl - p
+                    out.append((slice(a - lo, b - lo + 1),
+                                slice(o0, o0 + (b - a) * st + 1, st)))
+                return out
+            return f
+
+        cw = taps(W, Wo, kw, s[1], d[1], pl)(0, W)
+        fh = taps(H, Ho, kh, s[0], d[0], pt)
+        self.bands = []
+        for h0 in range(0, H, nh):
+            h1 = min(h0 + nh, H)
+            steps = []
+            for i, rh in enumerate(fh(h0, h1)):
+                if rh is None:
+                    continue
+                for j, rw in enumerate(cw):
+                    if rw is not None:
+                        steps.append((i, j, rh[0], rw[0], rh[1], rw[1]))
+            self.bands.append((h0, h1, steps))
         self.bias = None
         if self.has(2):
-            self.bias = self.keep(self.const(2, "bias").astype(self.dtype).reshape(-1, 1, 1))
+            b = self.const(2, "bias").astype(self.dtype)
+            self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
+        self.zero = _c(0, self.dtype)
 
     def run(self, xs, ys, sc):
-        cols, full = sc
+        buf = sc[0]
         x, y = xs[0], ys[0]
-        g = self.G
-        c6 = cols.reshape(self.cout, self.kh, self.kw, self.H, self.W)
+        g, C, W, kh, kw, cout = self.G, self.C, self.W, self.kh, self.kw, self.cout
         for n in range(self.N):
-            np.matmul(self.wt, x[n].reshape(g, self.C // g, self.H * self.W), out=cols)
-            full.fill(0)
-            for i in range(self.kh):
-                h0 = i * self.d[0]
-                hs = slice(h0, h0 + (self.H - 1) * self.s[0] + 1, self.s[0])
-                for j in range(self.kw):
-                    w0 = j * self.d[1]
-                    wsl = slice(w0, w0 + (self.W - 1) * self.s[1] + 1, self.s[1])
-                    dst = full[:, hs, wsl]
-                    np.add(dst, c6[:, i, j], out=dst)
-            np.copyto(y[n], full[:, self.pt:self.pt + self.Ho, self.pl:self.pl + self.Wo])
+            yn = y[n]
             if self.bias is not None:
-                np.add(y[n], self.bias, out=y[n])
+                np.copyto(yn, self.bias)
+            else:
+                yn.fill(self.zero)
+            xn = x[n] if self.nhwc else x[n].reshape(g, C // g, self.H * W)
+            for h0, h1, steps in self.bands:
+                nb = h1 - h0
+                cols = buf[:cout * kh * kw * nb * W]
+                if self.nhwc:
+                    cm = cols.reshape(nb * W, kh * kw * cout)
+                    np.matmul(xn[h0:h1].reshape(nb * W, C), self.wm, out=cm)
+                    c6 = cols.reshape(nb, W, kh, kw, cout)
+                    for i, j, sh, sw, dh, dw in steps:
+                        dst = yn[dh, dw]
+                        np.add(dst, c6[sh, sw, i, j], out=dst)
+                else:
+                    cm = cols.reshape(g, self.cog * kh * kw, nb * W)
+                    np.matmul(self.wm, xn[:, :, h0 * W:h1 * W], out=cm)
+                    c6 = cols.reshape(cout, kh, kw, nb, W)
+                    for i, j, sh, sw, dh, dw in steps:
+                        dst = yn[:, dh, dw]
+                        np.add(dst, c6[:, i, j, sh, sw], out=dst)
 
 
 @register("MaxPool", "AveragePool")

@@ -119,3 +119,98 @@ def test_cyclic_graph(tmp_path):
     path = B.save(tmp_path / "cyc.tflite", [x], [y])
     with pytest.raises(GraphError, match="cycle"):
         load_model(path)
+
+
+# -- NHWC convolutions added in the second round ------------------------------------
+def _check_against_interpreter(path, budget=None, monkeypatch=None):
+    """Import, plan, run; match the TFLite interpreter; a second inference
+    allocates no NumPy data.  Returns the graph."""
+    from pyarena import Pool, numpy_allocator
+    if budget is not None:
+        import pyarena.kernels
+        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", budget)
+    g = load_model(path)
+    ex = Executor(g, plan(g))
+    feeds = random_feeds(g, seed=3)
+    out = {k: np.array(v) for k, v in ex.run(feeds).items()}
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    assert set(ref) == set(out)
+    for k in out:
+        assert out[k].shape == ref[k].shape, k
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-4, atol=2e-5, err_msg=k)
+    with numpy_allocator(Pool()) as counter:
+        ex.run(feeds)
+    assert counter.allocations == 0
+    return g
+
+
+def _f(r, *s):
+    return (r.standard_normal(s) * 0.3).astype(np.float32)
+
+
+@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
+@pytest.mark.parametrize("cin,mult,stride,pad", [(3, 2, 1, 0), (1, 4, 2, 0), (4, 3, 2, 1)])
+def test_depthwise_multiplier(tmp_path, monkeypatch, budget, cin, mult, stride, pad):
+    r = np.random.default_rng(cin * 10 + mult)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, 9, 8, cin))
+    w = B.const("w", _f(r, 1, 3, 3, cin * mult))
+    b = B.const("b", _f(r, cin * mult))
+    ho = -(-9 // stride) if pad == 0 else (9 - 3) // stride + 1
+    wo = -(-8 // stride) if pad == 0 else (8 - 3) // stride + 1
+    y = B.tensor("y", (2, ho, wo, cin * mult))
+    B.op("DEPTHWISE_CONV_2D", [x, w, b], [y], ("DepthwiseConv2DOptions", dict(
+        Padding=pad, StrideW=stride, StrideH=stride, DepthMultiplier=mult,
+        FusedActivationFunction=1, DilationWFactor=1, DilationHFactor=1)))
+    g = _check_against_interpreter(B.save(tmp_path / "dw.tflite", [x], [y]), budget,
+                                   monkeypatch)
+    assert g.ops[0].op_type == "Conv" and g.ops[0].scratch_bytes > 0
+
+
+@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
+@pytest.mark.parametrize("groups,stride,pad", [(2, 1, 0), (4, 2, 1)])
+def test_grouped_conv_nhwc(tmp_path, monkeypatch, budget, groups, stride, pad):
+    r = np.random.default_rng(groups)
+    cin, cout = 8, 12
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 10, 9, cin))
+    w = B.const("w", _f(r, cout, 3, 3, cin // groups))
+    b = B.const("b", _f(r, cout))
+    ho = -(-10 // stride) if pad == 0 else (10 - 3) // stride + 1
+    wo = -(-9 // stride) if pad == 0 else (9 - 3) // stride + 1
+    y = B.tensor("y", (1, ho, wo, cout))
+    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
+        Padding=pad, StrideW=stride, StrideH=stride, FusedActivationFunction=0,
+        DilationWFactor=1, DilationHFactor=1)))
+    g = _check_against_interpreter(B.save(tmp_path / "gc.tflite", [x], [y]), budget,
+                                   monkeypatch)
+    assert g.ops[0].attrs["group"] == groups
+
+
+@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
+@pytest.mark.parametrize("k,stride,pad,out_hw,bias,act", [
+    (3, 2, 0, (10, 8), True, 0),      # SAME, 2x upsampling
+    (3, 2, 1, (11, 9), True, 1),      # VALID, full size, fused RELU
+    (4, 2, 0, (10, 8), False, 0),     # even kernel: asymmetric SAME padding
+    (2, 1, 1, (6, 5), True, 0),       # stride 1
+])
+def test_transpose_conv(tmp_path, monkeypatch, budget, k, stride, pad, out_hw, bias, act):
+    r = np.random.default_rng(k * 7 + stride)
+    cin, cout = 5, 3
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, 5, 4, cin))
+    shape = B.const("oshape", np.array((2,) + out_hw + (cout,), np.int32), np.int32)
+    w = B.const("w", _f(r, cout, k, k, cin))
+    ins = [shape, w, x]
+    if bias:
+        ins.append(B.const("b", _f(r, cout)))
+    y = B.tensor("y", (2,) + out_hw + (cout,))
+    B.op("TRANSPOSE_CONV", ins, [y], ("TransposeConvOptions", dict(
+        Padding=pad, StrideW=stride, StrideH=stride, FusedActivationFunction=act)))
+    g = _check_against_interpreter(B.save(tmp_path / "tc.tflite", [x], [y]), budget,
+                                   monkeypatch)
+    op = g.ops[0]
+    assert op.op_type == "ConvTranspose" and op.attrs["layout"] == "NHWC"
+    full = cout * k * k * 4 * 4      # one input row of columns per band ...
+    assert op.scratch_bytes == (full if budget else full * 5)   # ... or all 5

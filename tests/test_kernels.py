@@ -90,8 +90,11 @@ def test_conv_scratch_is_bounded_by_the_budget(tmp_path, monkeypatch):
                                                      output_padding=[1, 1])),
     dict(x=(2, 4, 4, 6), w=(4, 2, 2, 2), attrs=dict(strides=[2, 2], group=2)),
     dict(x=(1, 3, 4, 4), w=(3, 2, 3, 3), attrs=dict(dilations=[2, 2])),
+    dict(x=(2, 3, 6, 5), w=(3, 4, 4, 3), attrs=dict(strides=[3, 2], pads=[2, 1, 1, 0])),
+    dict(x=(1, 2, 5, 4), w=(2, 3, 3, 3), attrs=dict(strides=[2, 2], auto_pad="SAME_UPPER")),
+    dict(x=(1, 2, 5, 4), w=(2, 3, 3, 2), attrs=dict(strides=[2, 1], output_shape=[10, 5])),
 ], ids=str)
-def test_conv_transpose(tmp_path, case):  # noqa: D103
+def test_conv_transpose(tmp_path, case, budget):  # noqa: D103
     run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case["attrs"])],
              {"x": rnd(*case["x"])},
              {"w": rnd(*case["w"]), "b": rnd(case["w"][1] * case["attrs"].get("group", 1))})
@@ -387,3 +390,17 @@ def test_new_elementwise_in_place_and_allocation_free(tmp_path):
     with numpy_allocator(Pool()) as counter:
         ex.run({"x": x})
     assert counter.allocations == 0
+
+
+def test_conv_transpose_scratch_is_banded(tmp_path, monkeypatch):
+    import pyarena.kernels
+    case = dict(strides=[2, 2], pads=[1, 1, 1, 1])
+    inits = {"w": rnd(4, 3, 3, 3), "b": rnd(3)}
+    g, _, _ = run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case)],
+                       {"x": rnd(1, 4, 10, 7)}, inits)
+    # whole image: C_out*kh*kw * H_in*W_in columns, no uncropped output buffer
+    assert g.ops[0].scratch_bytes == 3 * 3 * 3 * 10 * 7 * 4
+    monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 3 * 3 * 3 * 7 * 4 * 3)
+    g, _, _ = run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case)],
+                       {"x": rnd(1, 4, 10, 7)}, inits, name="banded")
+    assert g.ops[0].scratch_bytes == 3 * 3 * 3 * 3 * 7 * 4      # 3 input rows per band

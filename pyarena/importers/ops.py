@@ -18,8 +18,11 @@ elements of the op's dtype (64-byte aligned parts):
   one image at a time) plus the zero-padded image ``C_in * H_pad * W_pad``
   when there is padding; 1x1/stride-1/unpadded: none.
 * Conv, depthwise: padded image + one output-sized product buffer.
-* ConvTranspose: ``C_out * kh * kw * H_in * W_in`` columns + full-size
-  output before cropping.
+* ConvTranspose: ``C_out * kh * kw * rows * W_in`` columns for a band of
+  input rows within SCRATCH_BUDGET (taps are added into the cropped output
+  directly).
+* Erf/Gelu/Mish/Celu/ThresholdedRelu/Shrink: 1-3 temporaries of one flat
+  chunk within SCRATCH_BUDGET.
 * MaxPool/AveragePool: padded image when padded (or ceil_mode overhang).
 * LeakyRelu/PRelu/HardSwish: one output-sized buffer (so the output may
   alias the input); Softmax: one value per row (LogSoftmax: + full size);
@@ -34,7 +37,8 @@ __all__ = ["TFLITE_TO_CANONICAL", "set_scratch", "scratch_bytes_for", "is_suppor
 # TFLite builtin name -> (canonical op type, fixed attributes)
 TFLITE_TO_CANONICAL = {
     "CONV_2D": ("Conv", {}),
-    "DEPTHWISE_CONV_2D": ("Conv", {}),
+    "DEPTHWISE_CONV_2D": ("Conv", {"weight_layout": "1HWC"}),
+    "TRANSPOSE_CONV": ("ConvTranspose", {}),
     "FULLY_CONNECTED": ("FullyConnected", {}),
     "ADD": ("Add", {}), "SUB": ("Sub", {}), "MUL": ("Mul", {}), "DIV": ("Div", {}),
     "MAXIMUM": ("Max", {}), "MINIMUM": ("Min", {}),

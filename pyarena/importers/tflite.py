@@ -293,8 +293,20 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
                  dilations=[o.DilationHFactor(), o.DilationWFactor()],
                  auto_pad=_padding(o.Padding()), group=cin)
         act(o)
-        if shapes[ins[1]][-1] != cin:
-            fail("depth multiplier > 1 is not supported")
+        if shapes[ins[1]][-1] % max(cin, 1):
+            fail(f"filter {shapes[ins[1]]} is not a multiple of {cin} input channels")
+    elif code == "TRANSPOSE_CONV":
+        o = _options(tflite, op, "TransposeConvOptions")
+        a.update(layout="NHWC", strides=[o.StrideH(), o.StrideW()],
+                 auto_pad=_padding(o.Padding()))
+        act(o)
+        if data[ins[0]] is None:
+            fail("the output shape must be constant")
+        if list(np.asarray(data[ins[0]]).reshape(-1)) != list(shapes[outs[0]]):
+            fail(f"output_shape {list(np.asarray(data[ins[0]]).reshape(-1))} differs from "
+                 f"the output tensor's shape {shapes[outs[0]]}")
+        # (output_shape, weights OHWI, input[, bias]) -> (input, weights[, bias])
+        ins = [ins[2], ins[1]] + ([ins[3]] if len(ins) > 3 and ins[3] >= 0 else [])
     elif code == "FULLY_CONNECTED":
         o = _options(tflite, op, "FullyConnectedOptions")
         if o is not None:
