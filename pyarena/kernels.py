@@ -1591,10 +1591,12 @@ def _coords(out_n, in_n, scale, mode):
 
 @register("Resize", "Upsample")
 class Resize(Kernel):
-    """Nearest and (bi)linear resize of up to two axes.  Each resized axis
-    is a ``np.take`` with precomputed indices (and, for linear, a blend of
-    two takes with precomputed weights).  Scratch: the intermediate after
-    the first axis and, for linear, the second operand of each blend."""
+    """Nearest, (bi)linear and (bi)cubic resize of up to two axes.  Each
+    resized axis is a ``np.take`` with precomputed indices (and, for
+    linear / cubic, a weighted sum of two / four takes with precomputed
+    weights: cubic_coeff_a, exclude_outside, edge-clamped indices as in the
+    ONNX reference).  Scratch: the intermediate after the first axis and,
+    for linear / cubic, the second operand of each blend."""
 
     def setup(self):
         self.runtime = (0,)
@@ -1605,8 +1607,16 @@ class Resize(Kernel):
         mode = mode.decode() if isinstance(mode, bytes) else mode
         if mode == "bilinear":
             mode = "linear"
-        if mode not in ("nearest", "linear"):
-            self.fail(f"mode {mode!r} is not supported (nearest, linear)")
+        if mode == "bicubic":
+            mode = "cubic"
+        if mode not in ("nearest", "linear", "cubic"):
+            self.fail(f"mode {mode!r} is not supported (nearest, linear, cubic)")
+        if mode != "nearest" and int(a.get("antialias", 0)):
+            self.fail("antialias=1 is not supported")
+        if mode == "cubic" and self.op.op_type == "Upsample":
+            self.fail("cubic Upsample is not supported")
+        ca = float(a.get("cubic_coeff_a", -0.75))
+        excl = int(a.get("exclude_outside", 0))
         ctm = a.get("coordinate_transformation_mode")
         ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
         if ctm is None:
@@ -1645,7 +1655,25 @@ class Resize(Kernel):
                 else:
                     self.fail(f"nearest_mode {nm!r} is not supported")
                 i = np.clip(i, 0, xs[ax] - 1).astype(np.intp)
-                self.plan.append((ax, self.keep(i), None, None, None))
+                self.plan.append((ax, [(self.keep(i), None)]))
+            elif mode == "cubic":
+                base = np.floor(c)
+                t = c - base
+                A = ca
+                ws = [((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
+                      ((A + 2) * t - (A + 3)) * t * t + 1,
+                      ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
+                      ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A]
+                idx = [base.astype(np.int64) + k for k in (-1, 0, 1, 2)]
+                if excl:
+                    ws = [np.where((i < 0) | (i >= xs[ax]), 0.0, w) for i, w in zip(idx, ws)]
+                    tot = sum(ws)
+                    ws = [w / tot for w in ws]
+                bshape = [1] * nd
+                bshape[ax] = ys[ax]
+                self.plan.append((ax, [
+                    (self.keep(np.clip(i, 0, xs[ax] - 1).astype(np.intp)),
+                     self.keep(w.astype(self.dtype).reshape(bshape))) for i, w in zip(idx, ws)]))
             else:
                 c = np.clip(c, 0, xs[ax] - 1)
                 i0 = np.floor(c).astype(np.intp)
@@ -1655,23 +1683,23 @@ class Resize(Kernel):
                 bshape[ax] = ys[ax]
                 w0 = (1 - f).astype(self.dtype).reshape(bshape)
                 w1 = f.astype(self.dtype).reshape(bshape)
-                self.plan.append((ax, self.keep(i0), self.keep(i1), self.keep(w0),
-                                  self.keep(w1)))
+                self.plan.append((ax, [(self.keep(i0), self.keep(w0)),
+                                       (self.keep(i1), self.keep(w1))]))
         if len(self.plan) > 2:
             self.fail("resizing more than two axes is not supported")
         specs = []
         shape = list(xs)
         self.shapes = []
-        for k, (ax, *_rest) in enumerate(self.plan):
+        for k, (ax, _taps) in enumerate(self.plan):
             shape[ax] = ys[ax]
             self.shapes.append(tuple(shape))
         if len(self.plan) == 2:
             specs.append((self.shapes[0], self.dtype))     # intermediate
-        if mode == "linear":
+        if mode != "nearest":
             for shp in self.shapes:
                 specs.append((shp, self.dtype))            # blend operand
         self.scratch = specs
-        self.linear = mode == "linear"
+        self.linear = mode != "nearest"
 
     def run(self, xs, ys, sc):
         src = xs[0]
@@ -1681,15 +1709,17 @@ class Resize(Kernel):
         k = 0
         mid = sc[0] if len(self.plan) == 2 else None
         tmps = list(sc[1:] if mid is not None else sc)
-        for step, (ax, i0, i1, w0, w1) in enumerate(self.plan):
+        for step, (ax, taps) in enumerate(self.plan):
             dst = ys[0] if step == len(self.plan) - 1 else mid
+            i0, w0 = taps[0]
             np.take(src, i0, axis=ax, out=dst, mode="clip")
             if self.linear:
                 t = tmps[step]
-                np.take(src, i1, axis=ax, out=t, mode="clip")
                 np.multiply(dst, w0, out=dst)
-                np.multiply(t, w1, out=t)
-                np.add(dst, t, out=dst)
+                for i1, w1 in taps[1:]:
+                    np.take(src, i1, axis=ax, out=t, mode="clip")
+                    np.multiply(t, w1, out=t)
+                    np.add(dst, t, out=dst)
             src = dst
             k += 1
 

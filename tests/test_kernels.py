@@ -404,3 +404,59 @@ def test_conv_transpose_scratch_is_banded(tmp_path, monkeypatch):
     g, _, _ = run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case)],
                        {"x": rnd(1, 4, 10, 7)}, inits, name="banded")
     assert g.ops[0].scratch_bytes == 3 * 3 * 3 * 3 * 7 * 4      # 3 input rows per band
+
+
+@pytest.mark.parametrize("attrs,scales,sizes", [
+    (dict(), [1, 1, 2, 2], None),
+    (dict(cubic_coeff_a=-0.5), [1, 1, 1.5, 0.5], None),
+    (dict(exclude_outside=1), None, [1, 2, 9, 5]),
+    (dict(exclude_outside=1, cubic_coeff_a=-0.5), [1, 1, 0.6, 1.7], None),
+    (dict(coordinate_transformation_mode="align_corners"), None, [1, 2, 7, 11]),
+    (dict(coordinate_transformation_mode="asymmetric"), [1, 1, 2, 3], None),
+    (dict(coordinate_transformation_mode="pytorch_half_pixel"), None, [1, 2, 1, 9]),
+    (dict(coordinate_transformation_mode="pytorch_half_pixel", exclude_outside=1), None,
+     [1, 2, 3, 4]),
+], ids=str)
+def test_resize_cubic(tmp_path, attrs, scales, sizes):
+    inits = {"roi": np.zeros(0, np.float32)}
+    ins = ["x", "roi"]
+    if scales is not None:
+        inits["scales"] = np.array(scales, np.float32)
+        ins.append("scales")
+    else:
+        inits["scales"] = np.zeros(0, np.float32)
+        inits["sizes"] = np.array(sizes, np.int64)
+        ins += ["scales", "sizes"]
+    g, _, _ = run_both(tmp_path, [node("Resize", ins, mode="cubic", **attrs)],
+                       {"x": rnd(1, 2, 5, 6)}, inits, opset=13)
+    assert g.ops[0].scratch_bytes > 0
+
+
+def test_resize_cubic_allocation_free(tmp_path):
+    from pyarena import Pool, numpy_allocator
+    from pyarena.executor import Executor
+    from pyarena.importers import load_model
+    from onnx_util import make_model
+    path = tmp_path / "cubic.onnx"
+    make_model([node("Resize", ["x", "roi", "s"], mode="cubic", exclude_outside=1)],
+               {"x": ([1, 3, 6, 7], np.float32)}, {"y": (None, np.float32)},
+               {"roi": np.zeros(0, np.float32), "s": np.array([1, 1, 2, 2], np.float32)},
+               opset=13, path=path)
+    ex = Executor(load_model(str(path)))
+    x = rnd(1, 3, 6, 7)
+    ex.run({"x": x})
+    with numpy_allocator(Pool()) as counter:
+        ex.run({"x": x})
+    assert counter.allocations == 0
+
+
+def test_resize_antialias_is_refused_by_name(tmp_path):
+    from pyarena.importers import UnsupportedOpError, load_model
+    from onnx_util import make_model
+    path = tmp_path / "aa.onnx"
+    make_model([node("Resize", ["x", "roi", "s"], mode="cubic", antialias=1, name="aa_rs")],
+               {"x": ([1, 3, 6, 7], np.float32)}, {"y": (None, np.float32)},
+               {"roi": np.zeros(0, np.float32), "s": np.array([1, 1, 0.5, 0.5], np.float32)},
+               opset=18, path=path)
+    with pytest.raises(UnsupportedOpError, match="aa_rs.*antialias"):
+        load_model(str(path))
