@@ -214,3 +214,28 @@ def test_transpose_conv(tmp_path, monkeypatch, budget, k, stride, pad, out_hw, b
     assert op.op_type == "ConvTranspose" and op.attrs["layout"] == "NHWC"
     full = cout * k * k * 4 * 4      # one input row of columns per band ...
     assert op.scratch_bytes == (full if budget else full * 5)   # ... or all 5
+
+
+def test_elementwise_builtins(tmp_path):
+    """GELU (exact and tanh), ELU and the plain unary maths builtins, chained:
+    canonical names, each one in place, allocation-free, vs the interpreter."""
+    chain = [("GELU", ("GeluOptions", dict(Approximate=False))),
+             ("GELU", ("GeluOptions", dict(Approximate=True))), ("ELU", None),
+             ("ABS", None), ("SQRT", None), ("LOG", None), ("NEG", None), ("SIN", None),
+             ("COS", None), ("ROUND", None), ("FLOOR", None), ("CEIL", None)]
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, 7, 5, 3))
+    cur = x
+    for k, (code, opts) in enumerate(chain):
+        nxt = B.tensor(f"t{k}", (2, 7, 5, 3))
+        B.op(code, [cur], [nxt], opts)
+        cur = nxt
+    path = B.save(tmp_path / "u.tflite", [x], [cur])
+    g = _check_against_interpreter(path)
+    assert [op.op_type for op in g.ops] == ["Gelu", "Gelu", "Elu", "Abs", "Sqrt", "Log",
+                                            "Neg", "Sin", "Cos", "Round", "Floor", "Ceil"]
+    assert [op.attrs["approximate"] for op in g.ops[:2]] == ["none", "tanh"]
+    views = plan(g).bind()
+    addr = {n: v.__array_interface__["data"][0] for n, v in views.items()}
+    names = [op.outputs[0] for op in g.ops]
+    assert all(addr[a] == addr[b] for a, b in zip(names, names[1:]))

@@ -460,3 +460,33 @@ def test_resize_antialias_is_refused_by_name(tmp_path):
                opset=18, path=path)
     with pytest.raises(UnsupportedOpError, match="aa_rs.*antialias"):
         load_model(str(path))
+
+
+@pytest.mark.parametrize("budget_bytes", [None, 1])
+def test_conv_transpose_and_depthwise_multiplier_allocation_free(tmp_path, monkeypatch,
+                                                                 budget_bytes):
+    """ConvTranspose (whole and one input row per band) and an NCHW depthwise
+    conv with multiplier 2, planned: match onnxruntime and a second inference
+    allocates no NumPy data."""
+    import pyarena.kernels
+    from pyarena import Pool, numpy_allocator
+    from pyarena.executor import Executor
+    from pyarena.importers import load_model
+    from onnx_util import make_model
+    from model_zoo import ort_run
+    if budget_bytes is not None:
+        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", budget_bytes)
+    path = tmp_path / "ct.onnx"
+    make_model([node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[2, 2],
+                     pads=[1, 1, 0, 0], group=2),
+                node("Conv", ["t", "wd"], ["y"], group=4, pads=[1, 1, 1, 1])],
+               {"x": ([2, 4, 5, 6], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(4, 2, 3, 3), "b": rnd(4), "wd": rnd(8, 1, 3, 3)}, path=path)
+    g = load_model(str(path))
+    ex = Executor(g)
+    x = rnd(2, 4, 5, 6)
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=1e-5)
+    with numpy_allocator(Pool()) as counter:
+        ex.run({"x": x})
+    assert counter.allocations == 0

@@ -331,6 +331,9 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
     elif code == "SOFTMAX":
         o = _options(tflite, op, "SoftmaxOptions")
         a.update(axis=-1, beta=float(o.Beta()) if o is not None else 1.0)
+    elif code == "GELU":
+        o = _options(tflite, op, "GeluOptions")
+        a["approximate"] = "tanh" if o is not None and o.Approximate() else "none"
     elif code == "LEAKY_RELU":
         o = _options(tflite, op, "LeakyReluOptions")
         a["alpha"] = float(o.Alpha())
