@@ -367,7 +367,27 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
             fail("the split axis must be constant")
         a["axis"] = int(np.asarray(axis).reshape(-1)[0])
         ins = [ins[1]]
+    elif code in ("STRIDED_SLICE", "DEPTH_TO_SPACE"):
+        _convert_movement(tflite, code, op, ins, data, a, fail)
     return op_type, attrs, ins
+
+
+def _convert_movement(tflite, code, op, ins, data, a, fail):
+    """Attributes of STRIDED_SLICE / DEPTH_TO_SPACE (pyarena.kernels_tflite)."""
+    if code == "DEPTH_TO_SPACE":
+        o = _options(tflite, op, "DepthToSpaceOptions")
+        a["blocksize"] = int(o.BlockSize()) if o is not None else 0
+        return
+    for i, what in zip(ins[1:], ("begin", "end", "strides")):
+        if data[i] is None:
+            fail(f"{what} must be constant")
+    o = _options(tflite, op, "StridedSliceOptions")
+    if o is not None:
+        a.update(begin_mask=int(o.BeginMask()), end_mask=int(o.EndMask()),
+                 ellipsis_mask=int(o.EllipsisMask()), new_axis_mask=int(o.NewAxisMask()),
+                 shrink_axis_mask=int(o.ShrinkAxisMask()))
+        if hasattr(o, "Offset") and bool(o.Offset()):
+            a["offset"] = 1
 
 
 def reference_tflite(path, feeds):
