@@ -1,12 +1,14 @@
 """TFLite STRIDED_SLICE / DEPTH_TO_SPACE (pyarena.kernels_tflite) against the
 TFLite interpreter, and sparse-constant densification
-(pyarena.importers.tflite_sparse) on hand-encoded examples."""
+(pyarena.importers.tflite_sparse): hand-encoded examples, and CSR /
+block-sparse fp16 weights written into a .tflite (DENSIFY) vs the
+interpreter."""
 import numpy as np
 import pytest
 
 from tflite_util import TFLiteBuilder
 from pyarena.executor import Executor, random_feeds
-from pyarena.importers import UnsupportedOpError, load_model
+from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
 from pyarena.importers.tflite import reference_tflite
 from pyarena.importers.tflite_sparse import DENSE, SPARSE_CSR, densify
 from pyarena.plan import plan
@@ -129,3 +131,70 @@ def test_densify_rejects_bad_descriptions(args, match):
     with pytest.raises(ValueError, match=match):
         densify(*args)
 
+
+
+def _sparse_fc_model(path):
+    """x -> FULLY_CONNECTED with CSR weights, and with 2x2-block-sparse fp16
+    weights, each through DENSIFY (+ DEQUANTIZE for fp16)."""
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, 4))
+    # (4, 4) CSR: rows dense, columns sparse
+    w1s = B.tensor("w1_sparse", (4, 4), np.float32, data=[1.5, -2, 3, 0.5],
+                   sparsity=([0, 1], [], [(DENSE, 4, None, None),
+                                          (SPARSE_CSR, 0, [0, 1, 2, 2, 4], [0, 2, 0, 3])]))
+    w1 = B.tensor("w1", (4, 4))
+    B.op("DENSIFY", [w1s], [w1])
+    y1 = B.tensor("y1", (2, 4))
+    B.op("FULLY_CONNECTED", [x, w1, -1], [y1], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    # (4, 4) fp16 in 2x2 blocks, blocks (0, 1) and (1, 0) stored
+    w2s = B.tensor("w2_sparse", (4, 4), np.float16, data=np.arange(1, 9) / 4,
+                   sparsity=([0, 1, 2, 3], [0, 1],
+                             [(DENSE, 2, None, None), (SPARSE_CSR, 0, [0, 1, 2], [1, 0]),
+                              (DENSE, 2, None, None), (DENSE, 2, None, None)]))
+    w2h = B.tensor("w2_fp16", (4, 4), np.float16)
+    B.op("DENSIFY", [w2s], [w2h])
+    w2 = B.tensor("w2", (4, 4))
+    B.op("DEQUANTIZE", [w2h], [w2])
+    y2 = B.tensor("y2", (2, 4))
+    B.op("FULLY_CONNECTED", [x, w2, -1], [y2], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    return B.save(path, [x], [y1, y2])
+
+
+def test_sparse_weights_are_densified_at_import(tmp_path):
+    path = _sparse_fc_model(tmp_path / "sparse.tflite")
+    g = load_model(path)
+    # DENSIFY / DEQUANTIZE folded: only the two products remain
+    assert [op.op_type for op in g.ops] == ["FullyConnected", "FullyConnected"]
+    w1 = np.zeros((4, 4), np.float32)
+    w1[0, 0], w1[1, 2], w1[3, 0], w1[3, 3] = 1.5, -2, 3, 0.5
+    np.testing.assert_array_equal(g.tensors["w1"].data, w1)
+    w2 = g.tensors["w2"].data
+    assert w2.dtype == np.float32
+    np.testing.assert_array_equal(w2[:2, 2:], [[0.25, 0.5], [0.75, 1.0]])
+    np.testing.assert_array_equal(w2[2:, :2], [[1.25, 1.5], [1.75, 2.0]])
+    assert not w2[:2, :2].any() and not w2[2:, 2:].any()
+    ex = Executor(g, plan(g))
+    feeds = random_feeds(g, seed=2)
+    out = ex.run(feeds)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    for k in ("y1", "y2"):
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-6, atol=1e-6)
+
+
+def test_bad_sparsity_is_a_clear_import_error(tmp_path):
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 4))
+    ws = B.tensor("w_sparse", (4, 4), np.float32, data=[1.0, 2.0],   # 3 indices, 2 values
+                  sparsity=([0, 1], [], [(DENSE, 4, None, None),
+                                         (SPARSE_CSR, 0, [0, 1, 2, 2, 3], [0, 2, 0])]))
+    w = B.tensor("w", (4, 4))
+    B.op("DENSIFY", [ws], [w])
+    y = B.tensor("y", (1, 4))
+    B.op("FULLY_CONNECTED", [x, w, -1], [y], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    path = B.save(tmp_path / "bad.tflite", [x], [y])
+    with pytest.raises(ModelImportError, match="w_sparse.*addresses 3 values.*holds 2"):
+        load_model(path)
