@@ -146,12 +146,17 @@ def _import(tflite, buf, path, inputs):
                     val = np.frombuffer(raw.tobytes(), dtype=dt).reshape(shp)
             elif bb.Size() and bb.Offset():
                 off, size = int(bb.Offset()), int(bb.Size())
-                if off + size > len(buf) or size != n:
+                sp = t.Sparsity()
+                if off + size > len(buf) or (size != n and sp is None):
                     raise ModelImportError(f"tensor {nm!r}: external buffer [{off}, "
                                            f"{off + size}) is outside the file or the "
                                            f"wrong size")
-                val = np.frombuffer(buf, dtype=dt, count=math.prod(shp),
-                                    offset=off).reshape(shp)
+                if sp is not None:
+                    raw = np.frombuffer(buf, dtype=np.uint8, count=size, offset=off)
+                    val = _densify(tflite, sp, raw, shp, dt, nm)
+                else:
+                    val = np.frombuffer(buf, dtype=dt, count=math.prod(shp),
+                                        offset=off).reshape(shp)
         data.append(val)
     sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
