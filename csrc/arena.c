@@ -301,6 +301,8 @@ void *pa_arena_alloc(pa_arena_t *a, size_t size, size_t align) {
     size_t used = a->used_before + c->top;
     if (used > a->peak) a->peak = used;
     a->last = PA_OK;
+    pa_assert_internal((p & (align - 1)) == 0 && (c->top & (a->alignment - 1)) == 0);
+    pa_assert_expensive(pa_arena_check(a) == 0);
     return (void *)p;
 }
 
@@ -328,6 +330,7 @@ pa_status_t pa_arena_rewind(pa_arena_t *a, const pa_arena_mark_t *m) {
     a->cur->top = m->offset;
     a->requested = m->requested;
     a->count = m->count;
+    pa_assert_expensive(pa_arena_check(a) == 0);
     return PA_OK;
 }
 

@@ -1762,3 +1762,6 @@ def set_scratch(graph):
         more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
         raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) + more)
     return graph
+
+
+from . import kernels_tflite  # noqa: E402,F401  (registers StridedSlice, DepthToSpace)

@@ -15,10 +15,13 @@ class TFLiteBuilder:
         self.tensors = []
         self.ops = []
 
-    def tensor(self, name, shape, dtype=np.float32, data=None, quant=None):
+    def tensor(self, name, shape, dtype=np.float32, data=None, quant=None, sparsity=None):
+        """``sparsity``: (traversal_order, block_map, [(format, dense_size,
+        segments, indices)]) -- ``data`` then holds only the stored values."""
         self.tensors.append(dict(name=name, shape=list(shape), dtype=np.dtype(dtype),
                                  data=None if data is None else
-                                 np.ascontiguousarray(data, dtype=dtype), quant=quant))
+                                 np.ascontiguousarray(data, dtype=dtype), quant=quant,
+                                 sparsity=sparsity))
         return len(self.tensors) - 1
 
     def const(self, name, arr, dtype=np.float32):
@@ -78,7 +81,10 @@ class TFLiteBuilder:
                 tflite.QuantizationParametersAddScale(b, sv)
                 tflite.QuantizationParametersAddZeroPoint(b, zv)
                 q = tflite.QuantizationParametersEnd(b)
+            sp = _sparsity(b, tflite, ivec, t.get("sparsity"))
             tflite.TensorStart(b)
+            if sp is not None:
+                tflite.TensorAddSparsity(b, sp)
             tflite.TensorAddShape(b, shape)
             tflite.TensorAddType(b, _TYPE[t["dtype"]])
             tflite.TensorAddBuffer(b, bi)
@@ -162,6 +168,46 @@ class TFLiteBuilder:
         with open(path, "wb") as f:
             f.write(data)
         return str(path)
+
+
+def _sparsity(b, tflite, ivec, spec):
+    """A SparsityParameters table (Int32Vector segments / indices)."""
+    if spec is None:
+        return None
+    order, bmap, dims = spec
+    metas = []
+    for fmt, size, segs, inds in dims:
+        sv = iv = None
+        if segs is not None:
+            vals = ivec(tflite.Int32VectorStartValuesVector, segs)
+            tflite.Int32VectorStart(b)
+            tflite.Int32VectorAddValues(b, vals)
+            sv = tflite.Int32VectorEnd(b)
+            vals = ivec(tflite.Int32VectorStartValuesVector, inds)
+            tflite.Int32VectorStart(b)
+            tflite.Int32VectorAddValues(b, vals)
+            iv = tflite.Int32VectorEnd(b)
+        tflite.DimensionMetadataStart(b)
+        tflite.DimensionMetadataAddFormat(b, fmt)
+        tflite.DimensionMetadataAddDenseSize(b, size)
+        if sv is not None:
+            tflite.DimensionMetadataAddArraySegmentsType(b, tflite.SparseIndexVector.Int32Vector)
+            tflite.DimensionMetadataAddArraySegments(b, sv)
+            tflite.DimensionMetadataAddArrayIndicesType(b, tflite.SparseIndexVector.Int32Vector)
+            tflite.DimensionMetadataAddArrayIndices(b, iv)
+        metas.append(tflite.DimensionMetadataEnd(b))
+    ov = ivec(tflite.SparsityParametersStartTraversalOrderVector, order)
+    bv = ivec(tflite.SparsityParametersStartBlockMapVector, bmap) if bmap else None
+    tflite.SparsityParametersStartDimMetadataVector(b, len(metas))
+    for m in reversed(metas):
+        b.PrependUOffsetTRelative(m)
+    mv = b.EndVector()
+    tflite.SparsityParametersStart(b)
+    tflite.SparsityParametersAddTraversalOrder(b, ov)
+    if bv is not None:
+        tflite.SparsityParametersAddBlockMap(b, bv)
+    tflite.SparsityParametersAddDimMetadata(b, mv)
+    return tflite.SparsityParametersEnd(b)
 
 
 def small_cnn(path, fp16=False, seed=0, extra_outputs=False):

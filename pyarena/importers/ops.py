@@ -70,6 +70,9 @@ TFLITE_TO_CANONICAL = {
     "RESIZE_BILINEAR": ("Resize", {"mode": "linear"}),
     "RESIZE_NEAREST_NEIGHBOR": ("Resize", {"mode": "nearest"}),
     "SPLIT": ("Split", {}),
+    # TFLite data movement (pyarena.kernels_tflite)
+    "STRIDED_SLICE": ("StridedSlice", {}),
+    "DEPTH_TO_SPACE": ("DepthToSpace", {"layout": "NHWC", "mode": "DCR"}),
 }
 
 

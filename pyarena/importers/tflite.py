@@ -5,6 +5,9 @@ accessors).  Tensors backed by a non-empty buffer are constants
 (``role="constant"``, ``Tensor.data``); so are the outputs of DEQUANTIZE /
 DENSIFY applied to constants -- fp16 (and int8-weight) models store their
 weights that way -- which are folded to float32 here, at import time.
+Sparse constants (``SparsityParameters``: traversal order, block map,
+DENSE / SPARSE_CSR dim metadata) are densified when read
+(:mod:`pyarena.importers.tflite_sparse`).
 
 Layout choice: TFLite is NHWC and it stays NHWC.  Operators get ONNX
 canonical names (``pyarena.importers.ops.TFLITE_TO_CANONICAL``) with
@@ -133,18 +136,27 @@ def _import(tflite, buf, path, inputs):
             bb = model.Buffers(b)
             if bb.DataLength():
                 raw = bb.DataAsNumpy()
-                if raw.size != n:
+                sp = t.Sparsity()
+                if sp is not None:
+                    val = _densify(tflite, sp, raw, shp, dt, nm)
+                elif raw.size != n:
                     raise ModelImportError(f"tensor {nm!r}: buffer holds {raw.size} bytes, "
                                            f"shape {shp} {dt} needs {n}")
-                val = np.frombuffer(raw.tobytes(), dtype=dt).reshape(shp)
+                else:
+                    val = np.frombuffer(raw.tobytes(), dtype=dt).reshape(shp)
             elif bb.Size() and bb.Offset():
                 off, size = int(bb.Offset()), int(bb.Size())
-                if off + size > len(buf) or size != n:
+                sp = t.Sparsity()
+                if off + size > len(buf) or (size != n and sp is None):
                     raise ModelImportError(f"tensor {nm!r}: external buffer [{off}, "
                                            f"{off + size}) is outside the file or the "
                                            f"wrong size")
-                val = np.frombuffer(buf, dtype=dt, count=math.prod(shp),
-                                    offset=off).reshape(shp)
+                if sp is not None:
+                    raw = np.frombuffer(buf, dtype=np.uint8, count=size, offset=off)
+                    val = _densify(tflite, sp, raw, shp, dt, nm)
+                else:
+                    val = np.frombuffer(buf, dtype=dt, count=math.prod(shp),
+                                        offset=off).reshape(shp)
         data.append(val)
     sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
@@ -185,10 +197,10 @@ def _import(tflite, buf, path, inputs):
     for k, code, op, ins, outs in ops:
         if code in ("DEQUANTIZE", "DENSIFY") and ins and data[ins[0]] is not None:
             src = ins[0]
-            if code == "DENSIFY":
-                raise UnsupportedOpError(f"operator {k} (DENSIFY) of {names[src]!r}: sparse "
-                                         f"weights are not supported")
             v = data[src]
+            if code == "DENSIFY" and list(v.shape) != list(shapes[outs[0]]):
+                raise ModelImportError(f"operator {k} (DENSIFY): {names[src]!r} has shape "
+                                       f"{list(v.shape)}, the output {shapes[outs[0]]}")
             if v.dtype == np.float16:
                 v = v.astype(np.float32)
             elif quant[src] is not None:
@@ -250,6 +262,21 @@ def _import(tflite, buf, path, inputs):
     g.validate()
     set_scratch(g)
     return g
+
+
+def _densify(tflite, sp, raw, shp, dt, nm):
+    """The dense value of a sparse constant (SparsityParameters): see
+    :mod:`pyarena.importers.tflite_sparse`."""
+    from .tflite_sparse import densify, read_sparsity
+    if raw.size % dt.itemsize:
+        raise ModelImportError(f"sparse tensor {nm!r}: buffer of {raw.size} bytes is not a "
+                               f"whole number of {dt} values")
+    try:
+        order, bmap, dims = read_sparsity(tflite, sp)
+        return densify(np.frombuffer(raw.tobytes(), dtype=dt), shp, order, bmap, dims)
+    except ValueError as exc:
+        raise ModelImportError(f"sparse tensor {nm!r} (shape {shp}): bad sparsity "
+                               f"parameters: {exc}") from None
 
 
 def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
@@ -382,7 +409,27 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
             fail("the split axis must be constant")
         a["axis"] = int(np.asarray(axis).reshape(-1)[0])
         ins = [ins[1]]
+    elif code in ("STRIDED_SLICE", "DEPTH_TO_SPACE"):
+        _convert_movement(tflite, code, op, ins, data, a, fail)
     return op_type, attrs, ins
+
+
+def _convert_movement(tflite, code, op, ins, data, a, fail):
+    """Attributes of STRIDED_SLICE / DEPTH_TO_SPACE (pyarena.kernels_tflite)."""
+    if code == "DEPTH_TO_SPACE":
+        o = _options(tflite, op, "DepthToSpaceOptions")
+        a["blocksize"] = int(o.BlockSize()) if o is not None else 0
+        return
+    for i, what in zip(ins[1:], ("begin", "end", "strides")):
+        if data[i] is None:
+            fail(f"{what} must be constant")
+    o = _options(tflite, op, "StridedSliceOptions")
+    if o is not None:
+        a.update(begin_mask=int(o.BeginMask()), end_mask=int(o.EndMask()),
+                 ellipsis_mask=int(o.EllipsisMask()), new_axis_mask=int(o.NewAxisMask()),
+                 shrink_axis_mask=int(o.ShrinkAxisMask()))
+        if hasattr(o, "Offset") and bool(o.Offset()):
+            a["offset"] = 1
 
 
 def reference_tflite(path, feeds):

@@ -1,0 +1,200 @@
+"""TFLite STRIDED_SLICE / DEPTH_TO_SPACE (pyarena.kernels_tflite) against the
+TFLite interpreter, and sparse-constant densification
+(pyarena.importers.tflite_sparse): hand-encoded examples, and CSR /
+block-sparse fp16 weights written into a .tflite (DENSIFY) vs the
+interpreter."""
+import numpy as np
+import pytest
+
+from tflite_util import TFLiteBuilder
+from pyarena.executor import Executor, random_feeds
+from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
+from pyarena.importers.tflite import reference_tflite
+from pyarena.importers.tflite_sparse import DENSE, SPARSE_CSR, densify
+from pyarena.plan import plan
+
+# (begin, end, strides, masks) and the NumPy index it must equal
+SLICES = [
+    (([0, 1, 0, 0], [1, 5, 8, 4], [1, 2, 3, 1], {}), np.s_[0:1, 1:5:2, 0:8:3, 0:4]),
+    (([0, 0, 2, 1], [1, 6, 8, 4], [1, 1, 2, 1], dict(ShrinkAxisMask=1, EndMask=0b1110)),
+     np.s_[0, :, 2::2, 1:]),
+    (([0, -1, 0, 0], [1, 0, 8, 4], [1, -1, 1, 1], dict(BeginMask=0b1101, EndMask=0b1101)),
+     np.s_[:, -1:0:-1, :, :]),
+    (([0, 1], [0, 3], [1, 1], dict(EllipsisMask=1)), np.s_[..., 1:3]),
+    (([0, 0], [1, 1], [1, 1], dict(NewAxisMask=0b10, BeginMask=1, EndMask=1)),
+     np.s_[:, None]),
+    (([0, 2, 1, 0], [1, 3, 5, 4], [1, 1, 1, 1], dict(Offset=True)),
+     np.s_[0:1, 2:5, 1:6, 0:4]),
+]
+
+
+def _movement_model(path):
+    B = TFLiteBuilder()
+    shape = (1, 6, 8, 4)
+    x = B.tensor("x", shape)
+    probe = np.zeros(shape)
+    outs = []
+    for k, ((b, e, s, masks), ref_idx) in enumerate(SLICES):
+        y = B.tensor(f"slice{k}", probe[ref_idx].shape)
+        ins = [x] + [B.const(f"{nm}{k}", np.array(v, np.int32), np.int32)
+                     for nm, v in (("begin", b), ("end", e), ("strides", s))]
+        opts = dict(BeginMask=0, EndMask=0, EllipsisMask=0, NewAxisMask=0,
+                    ShrinkAxisMask=0)
+        opts.update(masks)
+        B.op("STRIDED_SLICE", ins, [y], ("StridedSliceOptions", opts))
+        outs.append(y)
+    z = B.tensor("d2s_in", (1, 3, 4, 8))
+    d = B.tensor("d2s", (1, 6, 8, 2))
+    B.op("DEPTH_TO_SPACE", [z], [d], ("DepthToSpaceOptions", dict(BlockSize=2)))
+    return B.save(path, [x, z], outs + [d])
+
+
+def test_strided_slice_and_depth_to_space_match_interpreter(tmp_path):
+    path = _movement_model(tmp_path / "m.tflite")
+    g = load_model(path)
+    assert [op.op_type for op in g.ops].count("StridedSlice") == len(SLICES)
+    ex = Executor(g, plan(g))
+    feeds = random_feeds(g, seed=3)
+    out = ex.run(feeds)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    for k, (_, idx) in enumerate(SLICES):
+        np.testing.assert_array_equal(out[f"slice{k}"], ref[f"slice{k}"])
+        # and it is the NumPy slice (not a silent all-zero output)
+        np.testing.assert_array_equal(out[f"slice{k}"].reshape(-1),
+                                      feeds["x"][idx].reshape(-1))
+    np.testing.assert_array_equal(out["d2s"], ref["d2s"])
+    # DEPTH_TO_SPACE moves channels [(2i+j)C', (2i+j+1)C') to pixel (2h+i, 2w+j)
+    np.testing.assert_array_equal(out["d2s"][0, 3, 5], feeds["d2s_in"][0, 1, 2, 6:8])
+    np.testing.assert_array_equal(out["d2s"][0, 2, 5], feeds["d2s_in"][0, 1, 2, 2:4])
+
+
+def test_strided_slice_needs_constant_begin(tmp_path):
+    B = TFLiteBuilder()
+    x = B.tensor("x", (4, 4))
+    b = B.tensor("b", (2,), np.int32)
+    e = B.const("e", np.array([4, 4], np.int32), np.int32)
+    s = B.const("s", np.array([1, 1], np.int32), np.int32)
+    y = B.tensor("y", (4, 4))
+    B.op("STRIDED_SLICE", [x, b, e, s], [y], ("StridedSliceOptions", dict(BeginMask=0)))
+    path = B.save(tmp_path / "m.tflite", [x, b], [y])
+    with pytest.raises(UnsupportedOpError, match="STRIDED_SLICE.*begin must be constant"):
+        load_model(path)
+
+
+def test_strided_slice_shape_mismatch_is_reported(tmp_path):
+    B = TFLiteBuilder()
+    x = B.tensor("x", (4, 4))
+    ins = [x] + [B.const(n, np.array(v, np.int32), np.int32)
+                 for n, v in (("b", [0, 0]), ("e", [2, 4]), ("s", [1, 1]))]
+    y = B.tensor("y", (3, 4))     # the slice is 2x4
+    B.op("STRIDED_SLICE", ins, [y], ("StridedSliceOptions", dict(BeginMask=0)))
+    path = B.save(tmp_path / "m.tflite", [x], [y])
+    with pytest.raises(UnsupportedOpError, match=r"has shape \[2, 4\]"):
+        load_model(path)
+
+
+def test_densify_csr_matrix():
+    # rows dense, columns CSR: row r holds indices[segments[r]:segments[r+1]]
+    dense = densify([1, 2, 3, 4], [4, 4], [0, 1], [],
+                    [(DENSE, 4, None, None), (SPARSE_CSR, 0, [0, 1, 2, 2, 4], [0, 2, 0, 3])])
+    want = np.zeros((4, 4), int)
+    want[0, 0], want[1, 2], want[3, 0], want[3, 3] = 1, 2, 3, 4
+    np.testing.assert_array_equal(dense, want)
+
+
+def test_densify_block_sparse_and_column_major_traversal():
+    # 4x4 in 2x2 blocks; only blocks (0,1) and (1,0) stored, each row-major
+    dense = densify(np.arange(1, 9, dtype=np.float16), [4, 4], [0, 1, 2, 3], [0, 1],
+                    [(DENSE, 2, None, None), (SPARSE_CSR, 0, [0, 1, 2], [1, 0]),
+                     (DENSE, 2, None, None), (DENSE, 2, None, None)])
+    assert dense.dtype == np.float16
+    np.testing.assert_array_equal(dense, [[0, 0, 1, 2], [0, 0, 3, 4],
+                                          [5, 6, 0, 0], [7, 8, 0, 0]])
+    # traversal order [1, 0]: stored column by column
+    dense = densify([1, 2, 3, 4, 5, 6], [2, 3], [1, 0], [],
+                    [(DENSE, 3, None, None), (DENSE, 2, None, None)])
+    np.testing.assert_array_equal(dense, [[1, 3, 5], [2, 4, 6]])
+
+
+@pytest.mark.parametrize("args, match", [
+    (([1, 2], [2, 2], [0, 0], [], [(DENSE, 2, None, None)] * 2), "traversal_order"),
+    (([1, 2, 3], [2, 2], [0, 1], [], [(DENSE, 2, None, None)] * 2), "addresses 4 values"),
+    (([1], [2, 2], [0, 1], [], [(DENSE, 2, None, None), (SPARSE_CSR, 0, [0, 1], [5])]),
+     "do not fit"),
+    (([1, 2], [2, 2], [0, 1], [], [(DENSE, 2, None, None), (SPARSE_CSR, 0, [0, 1, 2], [0, 7])]),
+     "outside its size 2"),
+    (([1], [2, 2], [0, 1], [], [(DENSE, 2, None, None), (5, 0, None, None)]),
+     "unknown format 5"),
+])
+def test_densify_rejects_bad_descriptions(args, match):
+    with pytest.raises(ValueError, match=match):
+        densify(*args)
+
+
+
+def _sparse_fc_model(path):
+    """x -> FULLY_CONNECTED with CSR weights, and with 2x2-block-sparse fp16
+    weights, each through DENSIFY (+ DEQUANTIZE for fp16)."""
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, 4))
+    # (4, 4) CSR: rows dense, columns sparse
+    w1s = B.tensor("w1_sparse", (4, 4), np.float32, data=[1.5, -2, 3, 0.5],
+                   sparsity=([0, 1], [], [(DENSE, 4, None, None),
+                                          (SPARSE_CSR, 0, [0, 1, 2, 2, 4], [0, 2, 0, 3])]))
+    w1 = B.tensor("w1", (4, 4))
+    B.op("DENSIFY", [w1s], [w1])
+    y1 = B.tensor("y1", (2, 4))
+    B.op("FULLY_CONNECTED", [x, w1, -1], [y1], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    # (4, 4) fp16 in 2x2 blocks, blocks (0, 1) and (1, 0) stored
+    w2s = B.tensor("w2_sparse", (4, 4), np.float16, data=np.arange(1, 9) / 4,
+                   sparsity=([0, 1, 2, 3], [0, 1],
+                             [(DENSE, 2, None, None), (SPARSE_CSR, 0, [0, 1, 2], [1, 0]),
+                              (DENSE, 2, None, None), (DENSE, 2, None, None)]))
+    w2h = B.tensor("w2_fp16", (4, 4), np.float16)
+    B.op("DENSIFY", [w2s], [w2h])
+    w2 = B.tensor("w2", (4, 4))
+    B.op("DEQUANTIZE", [w2h], [w2])
+    y2 = B.tensor("y2", (2, 4))
+    B.op("FULLY_CONNECTED", [x, w2, -1], [y2], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    return B.save(path, [x], [y1, y2])
+
+
+def test_sparse_weights_are_densified_at_import(tmp_path):
+    path = _sparse_fc_model(tmp_path / "sparse.tflite")
+    g = load_model(path)
+    # DENSIFY / DEQUANTIZE folded: only the two products remain
+    assert [op.op_type for op in g.ops] == ["FullyConnected", "FullyConnected"]
+    w1 = np.zeros((4, 4), np.float32)
+    w1[0, 0], w1[1, 2], w1[3, 0], w1[3, 3] = 1.5, -2, 3, 0.5
+    np.testing.assert_array_equal(g.tensors["w1"].data, w1)
+    w2 = g.tensors["w2"].data
+    assert w2.dtype == np.float32
+    np.testing.assert_array_equal(w2[:2, 2:], [[0.25, 0.5], [0.75, 1.0]])
+    np.testing.assert_array_equal(w2[2:, :2], [[1.25, 1.5], [1.75, 2.0]])
+    assert not w2[:2, :2].any() and not w2[2:, 2:].any()
+    ex = Executor(g, plan(g))
+    feeds = random_feeds(g, seed=2)
+    out = ex.run(feeds)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    for k in ("y1", "y2"):
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-6, atol=1e-6)
+
+
+def test_bad_sparsity_is_a_clear_import_error(tmp_path):
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 4))
+    ws = B.tensor("w_sparse", (4, 4), np.float32, data=[1.0, 2.0],   # 3 indices, 2 values
+                  sparsity=([0, 1], [], [(DENSE, 4, None, None),
+                                         (SPARSE_CSR, 0, [0, 1, 2, 2, 3], [0, 2, 0])]))
+    w = B.tensor("w", (4, 4))
+    B.op("DENSIFY", [ws], [w])
+    y = B.tensor("y", (1, 4))
+    B.op("FULLY_CONNECTED", [x, w, -1], [y], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    path = B.save(tmp_path / "bad.tflite", [x], [y])
+    with pytest.raises(ModelImportError, match="w_sparse.*addresses 3 values.*holds 2"):
+        load_model(path)
