@@ -1322,6 +1322,11 @@ class Pool(_Spatial):
         self.geometry(k, -np.inf if self.is_max else 0.0)
         self.plan_bands()
         self.scratch = self.pad_spec()
+        # non-overlapping windows (stride = kernel, no padding/dilation, e.g.
+        # MediaPipe's 64x64 "global" average pools): one reduction over a
+        # (rows, kh, Wo, kw) view instead of kh*kw ufunc calls
+        self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
+                       self.dh == self.dw == 1 and self.kh * self.kw >= 4)
         self.div = None
         if not self.is_max:
             cip = int(self.attrs.get("count_include_pad", 0))
@@ -1348,6 +1353,29 @@ class Pool(_Spatial):
         x, y = self.x4(xs[0]), self.y4(ys[0])
         pbuf = sc[0] if self.padded else None
         f = np.maximum if self.is_max else np.add
+        if self.blocky:
+            kh, kw, Wo = self.kh, self.kw, self.Wo
+            for n in range(self.N):
+                for r0, r1 in self.bands:
+                    nr = r1 - r0
+                    src = self.band_src(x[n], None, r0, r1)
+                    yb = self.out_rows(y[n], r0, r1)
+                    st = src.strides
+                    if self.nhwc:
+                        v = np.lib.stride_tricks.as_strided(
+                            src, (nr, kh, Wo, kw, src.shape[2]),
+                            (st[0] * kh, st[0], st[1] * kw, st[1], st[2]), writeable=False)
+                        f.reduce(v, axis=(1, 3), out=yb.reshape(nr, 1, Wo, 1, -1),
+                                 keepdims=True)
+                    else:
+                        v = np.lib.stride_tricks.as_strided(
+                            src, (src.shape[0], nr, kh, Wo, kw),
+                            (st[0], st[1] * kh, st[1], st[2] * kw, st[2]), writeable=False)
+                        f.reduce(v, axis=(2, 4), out=yb.reshape(-1, nr, 1, Wo, 1),
+                                 keepdims=True)
+                    if not self.is_max:
+                        np.multiply(yb, self.inv, out=yb)
+            return
         for n in range(self.N):
             for r0, r1 in self.bands:
                 nr = r1 - r0

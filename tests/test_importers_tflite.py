@@ -239,3 +239,69 @@ def test_elementwise_builtins(tmp_path):
     addr = {n: v.__array_interface__["data"][0] for n, v in views.items()}
     names = [op.outputs[0] for op in g.ops]
     assert all(addr[a] == addr[b] for a, b in zip(names, names[1:]))
+
+
+@pytest.mark.parametrize("padding,stride,out_hw", [(1, 2, (10, 8)), (2, 2, (11, 9)),
+                                                   (1, 1, (5, 4))])
+def test_mediapipe_convolution2d_transpose_bias(tmp_path, padding, stride, out_hw):
+    """MediaPipe's custom op (raw TfLiteTransposeConvParams options) runs as
+    NHWC ConvTranspose; the interpreter has no kernel for it, so the reference
+    is the same layer written as the builtin TRANSPOSE_CONV."""
+    import struct
+    from pyarena import Pool, numpy_allocator
+    r = np.random.default_rng(padding * 10 + stride)
+    w, bias = _f(r, 3, 3, 3, 4), _f(r, 3)
+    x_in = _f(r, 1, 5, 4, 4)
+
+    def model(custom):
+        B = TFLiteBuilder()
+        x = B.tensor("x", (1, 5, 4, 4))
+        wt, bt = B.const("w", w), B.const("b", bias)
+        y = B.tensor("y", (1,) + out_hw + (3,))
+        if custom:
+            B.op("CUSTOM:Convolution2DTransposeBias", [x, wt, bt], [y],
+                 ("custom", struct.pack("<3i", padding, stride, stride)))
+        else:
+            shape = B.const("oshape", np.array((1,) + out_hw + (3,), np.int32), np.int32)
+            B.op("TRANSPOSE_CONV", [shape, wt, x, bt], [y], ("TransposeConvOptions", dict(
+                Padding=padding - 1, StrideW=stride, StrideH=stride)))
+        return B.save(tmp_path / f"m{int(custom)}.tflite", [x], [y])
+
+    ref, why = reference_tflite(model(False), {"x": x_in})
+    assert ref is not None, why
+    g = load_model(model(True))
+    assert g.ops[0].op_type == "ConvTranspose"
+    ex = Executor(g, plan(g))
+    np.testing.assert_allclose(ex.run({"x": x_in})["y"], ref["y"], rtol=1e-4, atol=2e-5)
+    with numpy_allocator(Pool()) as counter:
+        ex.run({"x": x_in})
+    assert counter.allocations == 0
+
+
+def test_mediapipe_transpose_bias_bad_options_are_named(tmp_path):
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 5, 4, 4))
+    w, b = B.const("w", np.zeros((3, 3, 3, 4))), B.const("b", np.zeros(3))
+    y = B.tensor("y", (1, 10, 8, 3))
+    B.op("CUSTOM:Convolution2DTransposeBias", [x, w, b], [y], ("custom", b"\x01\x00"))
+    with pytest.raises(UnsupportedOpError, match="Convolution2DTransposeBias.*12 bytes"):
+        load_model(B.save(tmp_path / "bad.tflite", [x], [y]))
+
+
+@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
+def test_non_overlapping_pools_nhwc(tmp_path, monkeypatch, budget):
+    """stride = kernel, VALID (MediaPipe's whole-image average pools): the
+    one-reduction path, including rows/cols left over at the edge."""
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, 17, 18, 5))
+    a = B.tensor("a", (2, 2, 2, 5))
+    m = B.tensor("m", (2, 8, 9, 5))
+    g1 = B.tensor("g1", (2, 1, 1, 5))
+    B.op("AVERAGE_POOL_2D", [x], [a], ("Pool2DOptions", dict(
+        Padding=1, StrideW=8, StrideH=8, FilterWidth=8, FilterHeight=8)))
+    B.op("MAX_POOL_2D", [x], [m], ("Pool2DOptions", dict(
+        Padding=1, StrideW=2, StrideH=2, FilterWidth=2, FilterHeight=2)))
+    B.op("AVERAGE_POOL_2D", [m], [g1], ("Pool2DOptions", dict(
+        Padding=1, StrideW=9, StrideH=8, FilterWidth=9, FilterHeight=8)))
+    _check_against_interpreter(B.save(tmp_path / "p.tflite", [x], [a, g1]), budget,
+                               monkeypatch)

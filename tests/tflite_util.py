@@ -9,7 +9,8 @@ _TYPE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2
 class TFLiteBuilder:
     """``t = b.tensor(name, shape, dtype, data=None, quant=None)`` ->
     index; ``b.op("CONV_2D", [ins], [outs], options=("Conv2DOptions",
-    {"Padding": 0, ...}))``; ``b.save(path, inputs, outputs)``."""
+    {"Padding": 0, ...}))``; ``b.save(path, inputs, outputs)``.  Custom
+    operators: code ``"CUSTOM:Name"``, options ``("custom", raw_bytes)``."""
 
     def __init__(self):
         self.tensors = []
@@ -99,11 +100,15 @@ class TFLiteBuilder:
                 codes.append(code)
         oc_offsets = []
         for code in codes:
-            c = name2code[code]
+            custom = code[len("CUSTOM:"):] if code.startswith("CUSTOM:") else None
+            c = name2code["CUSTOM" if custom else code]
+            cname = b.CreateString(custom) if custom else None
             tflite.OperatorCodeStart(b)
             tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))
             tflite.OperatorCodeAddBuiltinCode(b, c)
             tflite.OperatorCodeAddVersion(b, 1)
+            if cname is not None:
+                tflite.OperatorCodeAddCustomCode(b, cname)
             oc_offsets.append(tflite.OperatorCodeEnd(b))
         # operators
         op_offsets = []
@@ -111,6 +116,14 @@ class TFLiteBuilder:
             iv = ivec(tflite.OperatorStartInputsVector, ins)
             ov = ivec(tflite.OperatorStartOutputsVector, outs)
             opt = None
+            copts = None
+            if options is not None and options[0] == "custom":   # ("custom", raw bytes)
+                raw = bytes(options[1])
+                b.StartVector(1, len(raw), 1)
+                for v in reversed(raw):
+                    b.PrependUint8(v)
+                copts = b.EndVector()
+                options = None
             if options is not None:
                 kind, fields = options
                 vecs = {}
@@ -129,6 +142,8 @@ class TFLiteBuilder:
                 tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions,
                                                                 options[0]))
                 tflite.OperatorAddBuiltinOptions(b, opt)
+            if copts is not None:
+                tflite.OperatorAddCustomOptions(b, copts)
             op_offsets.append(tflite.OperatorEnd(b))
 
         def ovec(start, offs):

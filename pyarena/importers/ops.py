@@ -39,6 +39,8 @@ TFLITE_TO_CANONICAL = {
     "CONV_2D": ("Conv", {}),
     "DEPTHWISE_CONV_2D": ("Conv", {"weight_layout": "1HWC"}),
     "TRANSPOSE_CONV": ("ConvTranspose", {}),
+    # MediaPipe's transposed conv + bias (custom options: padding, strides)
+    "CUSTOM:Convolution2DTransposeBias": ("ConvTranspose", {}),
     "FULLY_CONNECTED": ("FullyConnected", {}),
     "ADD": ("Add", {}), "SUB": ("Sub", {}), "MUL": ("Mul", {}), "DIV": ("Div", {}),
     "MAXIMUM": ("Max", {}), "MINIMUM": ("Min", {}),

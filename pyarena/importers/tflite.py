@@ -358,6 +358,18 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
     elif code == "SOFTMAX":
         o = _options(tflite, op, "SoftmaxOptions")
         a.update(axis=-1, beta=float(o.Beta()) if o is not None else 1.0)
+    elif code == "CUSTOM:Convolution2DTransposeBias":
+        # MediaPipe: (input, weights OHWI, bias); custom options are a raw
+        # TfLiteTransposeConvParams {int32 padding (1 SAME, 2 VALID),
+        # stride_width, stride_height}
+        raw = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
+        if len(raw) < 12 or len(ins) != 3:
+            fail(f"expected 3 inputs and 12 bytes of options, got {len(ins)} inputs and "
+                 f"{len(raw)} bytes")
+        pad, sw, sh = (int(v) for v in np.frombuffer(raw[:12], "<i4"))
+        if pad not in (1, 2) or sw < 1 or sh < 1:
+            fail(f"bad options padding={pad} strides=({sh}, {sw})")
+        a.update(layout="NHWC", strides=[sh, sw], auto_pad="SAME_UPPER" if pad == 1 else "VALID")
     elif code == "GELU":
         o = _options(tflite, op, "GeluOptions")
         a["approximate"] = "tanh" if o is not None and o.Approximate() else "none"
