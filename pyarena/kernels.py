@@ -1056,30 +1056,32 @@ class Conv(_Spatial):
         w = self.const(1, "weight").astype(self.dtype)
         K = C // g * self.kh * self.kw
         self.K = K
-        # depthwise: every input channel c feeds M = C_out / C_in output
-        # channels c*M .. c*M+M-1 (ONNX group = C_in; TFLite 1HWC weights,
-        # where C_in may be 1 and "group" says nothing)
+        # depthwise (every input channel c feeds output channel c): a loop
+        # over kernel taps.  TFLite 1HWC weights with a depth multiplier
+        # M = C_out / C_in > 1 (channel c*M + m reads input channel c) become
+        # OHWI weights of a grouped conv (group = C_in) and go to im2col:
+        # measured 0.3 ms vs 1.4 ms (NCHW) / 7.6 ms (NHWC) for a tap loop
+        # broadcasting over M on 32 -> 64 channels at 56x56.
         dw_layout = self.attrs.get("weight_layout") == "1HWC"
-        self.depthwise = dw_layout or (g == C and g > 1 and cout % C == 0)
-        isz = self.dtype.itemsize
-        if self.depthwise:
+        if dw_layout and cout != C:
             if cout % C:
                 self.fail(f"depthwise output channels {cout} are not a multiple of {C}")
-            M = cout // C
-            self.M = M
-            if dw_layout:
-                wt = w.reshape(self.kh, self.kw, C, M)       # 1HWC, channel c*M+m
+            w = w.reshape(self.kh, self.kw, cout).transpose(2, 0, 1)[..., None]
+            dw_layout = False
+        self.depthwise = dw_layout or (g == C and g > 1 and cout == C)
+        isz = self.dtype.itemsize
+        if self.depthwise:
+            if self.nhwc:
+                wt = w.reshape(self.kh, self.kw, C)          # 1HWC
             else:
-                wt = w.reshape(C, M, self.kh, self.kw).transpose(2, 3, 0, 1)
-            if M == 1:
-                wt = wt.reshape(self.kh, self.kw, C)
+                wt = w.reshape(C, self.kh, self.kw).transpose(1, 2, 0)
             wt = np.ascontiguousarray(wt)
             if not self.nhwc:
-                wt = wt.reshape(wt.shape + (1, 1))
+                wt = wt.reshape(self.kh, self.kw, C, 1, 1)
             self.wt = self.keep(wt)
             self.mode = "dw"
-            nr = self.plan_bands(extra_per_row=cout * self.Wo * isz)
-            tshape = (nr, self.Wo, cout) if self.nhwc else (cout, nr, self.Wo)
+            nr = self.plan_bands(extra_per_row=C * self.Wo * isz)
+            tshape = (nr, self.Wo, C) if self.nhwc else (C, nr, self.Wo)
             self.scratch = self.pad_spec() + [(tshape, self.dtype)]
         elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
               and g == 1):
@@ -1122,20 +1124,10 @@ class Conv(_Spatial):
                     yb = self.out_rows(yn, r0, r1)
                     if self.mode == "dw":
                         tmp = sc[-1][:nr] if self.nhwc else sc[-1][:, :nr]
-                        M, C = self.M, self.c_in
-                        if M > 1:     # (.., C, M) views: input channel c -> c*M + m
-                            if self.nhwc:
-                                yb = yb.reshape(nr, Wo, C, M)
-                                tmp = tmp.reshape(nr, Wo, C, M)
-                            else:
-                                yb = yb.reshape(C, M, nr, Wo)
-                                tmp = tmp.reshape(C, M, nr, Wo)
                         first = True
                         for i in range(self.kh):
                             for j in range(self.kw):
                                 win = self.tap(src, i, j, nr)
-                                if M > 1:
-                                    win = win[..., None] if self.nhwc else win[:, None]
                                 if first:
                                     np.multiply(win, self.wt[i, j], out=yb)
                                     first = False
