@@ -1171,12 +1171,30 @@ class ConvTranspose(Kernel):
     def setup(self):
         self.runtime = (0,)
         xs = self.shape(0)
-        self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
-        if len(xs) != 4:
-            self.fail(f"only 2-D ConvTranspose is supported (input {list(xs)})")
+        at = self.attrs
+        self.nhwc = at.get("layout", "NCHW") == "NHWC"
         w = self.const(1, "weight").astype(self.dtype)
-        g = int(self.attrs.get("group", 1))
         ys = self.oshape()
+        self.one_d = len(xs) == 3
+        if self.one_d:      # 1-D as 2-D with H = 1: prepend a unit axis everywhere
+            sp = 1 if self.nhwc else 2
+            xs, ys = xs[:sp] + (1,) + xs[sp:], ys[:sp] + (1,) + ys[sp:]
+            w = w.reshape(w.shape[:1] + (1,) + w.shape[1:]) if self.nhwc else \
+                w.reshape(w.shape[:2] + (1,) + w.shape[2:])
+            at = dict(at)
+            for k in ("strides", "dilations"):
+                if k in at:
+                    at[k] = [1] + list(at[k])
+            for k, v in (("output_padding", 0), ("output_shape", 1)):
+                if k in at:
+                    at[k] = [v] + list(at[k])[-1:]
+            if at.get("pads") is not None:
+                at["pads"] = [0, int(at["pads"][0]), 0, int(at["pads"][1])]
+            self.x4 = xs
+            self.y4 = ys
+        if len(xs) != 4:
+            self.fail(f"only 1-D and 2-D ConvTranspose are supported (input {list(xs)})")
+        g = int(at.get("group", 1))
         if self.nhwc:
             N, H, W, C = xs
             cout, kh, kw, cin = w.shape                 # OHWI
@@ -1191,26 +1209,26 @@ class ConvTranspose(Kernel):
             cout = cog * g
         if C % g:
             self.fail(f"group={g} does not divide {C} input channels")
-        s = [int(v) for v in self.attrs.get("strides", [1, 1])]
-        d = [int(v) for v in self.attrs.get("dilations", [1, 1])]
-        pads = self.attrs.get("pads")
+        s = [int(v) for v in at.get("strides", [1, 1])]
+        d = [int(v) for v in at.get("dilations", [1, 1])]
+        pads = at.get("pads")
         full_h = (H - 1) * s[0] + (kh - 1) * d[0] + 1
         full_w = (W - 1) * s[1] + (kw - 1) * d[1] + 1
-        auto = self.attrs.get("auto_pad", "NOTSET")
+        auto = at.get("auto_pad", "NOTSET")
         if isinstance(auto, bytes):
             auto = auto.decode()
         if auto == "VALID":
             pt = pl = 0
         elif pads is None or auto in ("SAME_UPPER", "SAME_LOWER") or \
-                "output_shape" in self.attrs:
-            opad = [int(v) for v in self.attrs.get("output_padding", [0, 0])]
+                "output_shape" in at:
+            opad = [int(v) for v in at.get("output_padding", [0, 0])]
             tot_h = max(0, full_h + opad[0] - Ho)
             tot_w = max(0, full_w + opad[1] - Wo)
             if auto == "SAME_UPPER":
                 pt, pl = tot_h // 2, tot_w // 2
             else:
                 pt, pl = tot_h - tot_h // 2, tot_w - tot_w // 2
-            if pads is not None and auto == "NOTSET" and "output_shape" not in self.attrs:
+            if pads is not None and auto == "NOTSET" and "output_shape" not in at:
                 pt, pl = int(pads[0]), int(pads[1])
         else:
             pt, pl = int(pads[0]), int(pads[1])
@@ -1226,7 +1244,7 @@ class ConvTranspose(Kernel):
             self.wm = self.keep(np.ascontiguousarray(
                 w.reshape(g, C // g, cog * kh * kw).transpose(0, 2, 1)))
         per_row = cout * kh * kw * W * self.dtype.itemsize
-        budget = int(self.attrs.get("_scratch_budget", SCRATCH_BUDGET))
+        budget = int(at.get("_scratch_budget", SCRATCH_BUDGET))
         nh = int(max(1, min(H, budget // max(per_row, 1))))
         self.band_rows = nh
         self.scratch = [((cout * kh * kw * nh * W,), self.dtype)]
@@ -1270,6 +1288,8 @@ class ConvTranspose(Kernel):
     def run(self, xs, ys, sc):
         buf = sc[0]
         x, y = xs[0], ys[0]
+        if self.one_d:
+            x, y = x.reshape(self.x4), y.reshape(self.y4)
         g, C, W, kh, kw, cout = self.G, self.C, self.W, self.kh, self.kw, self.cout
         for n in range(self.N):
             yn = y[n]

@@ -93,6 +93,8 @@ def test_conv_scratch_is_bounded_by_the_budget(tmp_path, monkeypatch):
     dict(x=(2, 3, 6, 5), w=(3, 4, 4, 3), attrs=dict(strides=[3, 2], pads=[2, 1, 1, 0])),
     dict(x=(1, 2, 5, 4), w=(2, 3, 3, 3), attrs=dict(strides=[2, 2], auto_pad="SAME_UPPER")),
     dict(x=(1, 2, 5, 4), w=(2, 3, 3, 2), attrs=dict(strides=[2, 1], output_shape=[10, 5])),
+    dict(x=(2, 4, 7), w=(4, 3, 3), attrs=dict(strides=[2], pads=[1, 0], output_padding=[1])),
+    dict(x=(1, 4, 6), w=(4, 1, 4), attrs=dict(strides=[3], group=2, dilations=[2])),
 ], ids=str)
 def test_conv_transpose(tmp_path, case, budget):  # noqa: D103
     run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case["attrs"])],
