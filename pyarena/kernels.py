@@ -343,11 +343,15 @@ class _Chunked(Kernel):
     ``step(x, y, bufs)`` on matching flat slices."""
     nbuf = 1
 
+    floats_only = True
+
     def consts(self):
         pass
 
     def setup(self):
         self.runtime = (0,)
+        if self.floats_only and not np.issubdtype(self.dtype, np.floating):
+            self.fail(f"dtype {self.dtype} is not supported (floating point only)")
         self.consts()
         n = math.prod(self.oshape())
         ch = max(1, min(n, int(SCRATCH_BUDGET) // max(1, self.nbuf * self.dtype.itemsize)))
@@ -501,6 +505,7 @@ class Shrink(_Chunked):
     """x - bias where x > lambd, x + bias where x < -lambd, else 0:
     with m = [x > lambd] - [x < -lambd], y = (x - bias m) |m|."""
     nbuf = 2
+    floats_only = False
 
     def consts(self):
         lam = float(self.attrs.get("lambd", 0.5))

@@ -492,3 +492,20 @@ def test_conv_transpose_and_depthwise_multiplier_allocation_free(tmp_path, monke
     with numpy_allocator(Pool()) as counter:
         ex.run({"x": x})
     assert counter.allocations == 0
+
+
+def test_float_only_elementwise_refuse_integers_by_name():
+    from pyarena.graph import Graph
+    from pyarena.kernels import UnsupportedOpError, make_kernel
+    g = Graph("i")
+    g.add_tensor("x", (2, 3), np.int32, role="input")
+    g.add_tensor("y", (2, 3), np.int32, role="output")
+    op = g.add_op("Erf", ["x"], ["y"], name="int_erf")
+    with pytest.raises(UnsupportedOpError, match="int_erf.*int32"):
+        make_kernel(op, [g.tensors["x"]], [g.tensors["y"]])
+    op = g.add_op("Shrink", ["x"], ["y"], name="int_shrink", lambd=1.0, bias=1.0)
+    k = make_kernel(op, [g.tensors["x"]], [g.tensors["y"]])
+    x = np.array([[-3, -1, 0], [1, 2, 5]], np.int32)
+    y = np.empty_like(x)
+    k([x], [y], np.empty(k.scratch_bytes, np.uint8))
+    np.testing.assert_array_equal(y, [[-2, 0, 0], [0, 1, 4]])
