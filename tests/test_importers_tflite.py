@@ -169,10 +169,11 @@ def test_depthwise_multiplier(tmp_path, monkeypatch, budget, cin, mult, stride, 
 
 
 @pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
-@pytest.mark.parametrize("groups,stride,pad", [(2, 1, 0), (4, 2, 1)])
-def test_grouped_conv_nhwc(tmp_path, monkeypatch, budget, groups, stride, pad):
+@pytest.mark.parametrize("cin,groups,stride,pad", [(8, 2, 1, 0), (8, 4, 2, 1), (32, 2, 2, 0)])
+def test_grouped_conv_nhwc(tmp_path, monkeypatch, budget, cin, groups, stride, pad):
+    """Few channels per group (<= 8: K-major columns) and many (16)."""
     r = np.random.default_rng(groups)
-    cin, cout = 8, 12
+    cout = 12
     B = TFLiteBuilder()
     x = B.tensor("x", (1, 10, 9, cin))
     w = B.const("w", _f(r, cout, 3, 3, cin // groups))
