@@ -32,6 +32,9 @@ typedef struct {
     PyObject *dtypes;          /* dict: dtype spec -> np.dtype             */
     PyObject *slow;            /* slow(shape, dtype=..., align=...)        */
     PyObject *refresh;         /* refresh(addr): calls set_chunk           */
+    PyObject *owner;           /* the Arena: `Arena().empty` keeps it (and
+                                  so the C arena) alive while the bound
+                                  method lives; a cycle the GC collects    */
     PyArray_Descr *default_descr;
 } FastArena;
 
@@ -42,6 +45,7 @@ static void FastArena_dealloc(FastArena *self) {
     Py_CLEAR(self->dtypes);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->refresh);
+    Py_CLEAR(self->owner);
     Py_CLEAR(self->default_descr);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -52,6 +56,7 @@ static int FastArena_traverse(FastArena *self, visitproc visit, void *arg) {
     Py_VISIT(self->dtypes);
     Py_VISIT(self->slow);
     Py_VISIT(self->refresh);
+    Py_VISIT(self->owner);
     return 0;
 }
 
@@ -61,18 +66,19 @@ static int FastArena_clear(FastArena *self) {
     Py_CLEAR(self->dtypes);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->refresh);
+    Py_CLEAR(self->owner);
     return 0;
 }
 
-/* FastArena(alloc_addr, handle_addr, records, dtypes, slow, refresh) */
+/* FastArena(alloc_addr, handle_addr, records, dtypes, slow, refresh, owner) */
 static int FastArena_init(FastArena *self, PyObject *args, PyObject *kw) {
-    PyObject *fn, *h, *records, *dtypes, *slow, *refresh;
+    PyObject *fn, *h, *records, *dtypes, *slow, *refresh, *owner;
     if (kw && PyDict_Size(kw)) {
         PyErr_SetString(PyExc_TypeError, "FastArena takes no keyword arguments");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OOO!O!OO", &fn, &h, &PyList_Type, &records,
-                          &PyDict_Type, &dtypes, &slow, &refresh))
+    if (!PyArg_ParseTuple(args, "OOO!O!OOO", &fn, &h, &PyList_Type, &records,
+                          &PyDict_Type, &dtypes, &slow, &refresh, &owner))
         return -1;
     self->alloc = (alloc_fn)PyLong_AsVoidPtr(fn);
     if (!self->alloc) {
@@ -92,6 +98,8 @@ static int FastArena_init(FastArena *self, PyObject *args, PyObject *kw) {
     Py_XSETREF(self->slow, slow);
     Py_INCREF(refresh);
     Py_XSETREF(self->refresh, refresh);
+    Py_INCREF(owner);
+    Py_XSETREF(self->owner, owner);
     Py_XSETREF(self->default_descr, PyArray_DescrFromType(NPY_DOUBLE));
     self->base = self->end = 0;
     return 0;
@@ -118,6 +126,7 @@ static PyObject *FastArena_detach(FastArena *self, PyObject *unused) {
     self->handle = NULL;
     self->base = self->end = 0;
     Py_CLEAR(self->buf);
+    Py_CLEAR(self->owner);
     Py_RETURN_NONE;
 }
 

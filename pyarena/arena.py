@@ -172,7 +172,11 @@ class Arena:
     def _install_fast_path(self):
         """Route ``self.empty`` through the native hot path.  It shares
         ``_records`` and the dtype cache with the Python path and calls back
-        into it (through weak references: no cycle) for anything unusual."""
+        into it for anything unusual.  It holds the arena strongly (so
+        ``Arena().empty(3)`` keeps the arena alive during the call, as a
+        bound method would); the callbacks use weak references, and the
+        resulting cycle (arena -> fast path -> arena) is left to the GC or
+        broken by close()."""
         ref = weakref.ref(self)
 
         def slow(*args, **kwargs):
@@ -186,7 +190,7 @@ class Arena:
 
         fn = int(ffi.cast("uintptr_t", ffi.addressof(lib, "pa_arena_alloc")))
         self._fast = _FastArena(fn, int(ffi.cast("uintptr_t", self._h)), self._records,
-                                _shapes._DTYPES, slow, refresh)
+                                _shapes._DTYPES, slow, refresh, self)
         self.empty = self._fast.empty
 
     # -- construction helpers ---------------------------------------------

@@ -390,3 +390,26 @@ def test_fast_path_follows_new_chunks():
     a.trim()
     y = a.empty(10)
     assert a.owns(y)
+
+
+def test_temporary_arena_method_keeps_the_arena_alive():
+    # `Arena().empty` drops the last reference to the Arena before the call:
+    # the bound fast path must keep it (and its C memory) alive.
+    x = Arena().empty(3)
+    x[:] = 1.0
+    e = Arena().empty
+    gc.collect()
+    y = e((4, 4), np.float32)
+    y.fill(2)
+    z = e(1 << 20, np.uint8)   # forces a new chunk through the callback
+    z[:] = 3
+    assert x.sum() == 3 and y.sum() == 32 and int(z.sum()) == 3 << 20
+
+
+def test_dropped_arena_is_collected_with_its_fast_path():
+    a = Arena()
+    a.empty(10)
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is None
