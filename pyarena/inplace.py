@@ -49,7 +49,7 @@ _UNARY = [
     "HardSwish", "Tanh", "Elu", "Selu", "Celu", "ThresholdedRelu", "Softplus",
     "Softsign", "Gelu", "Mish", "Swish", "SiLU", "Silu", "Neg", "Abs", "Exp",
     "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Erf", "Sin", "Cos",
-    "Sign", "Not", "Shrink",
+    "Sign", "Not", "Shrink", "Rsqrt", "Square",
     # inference-mode normalisation: per-channel scale and shift
     "BatchNormalization",
     # TFLite builtin names
@@ -59,7 +59,7 @@ _UNARY = [
 ]
 _BINARY = [
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "And", "Or",
-    "Xor", "BiasAdd",
+    "Xor", "BiasAdd", "SquaredDifference",
     "ADD", "SUB", "MUL", "DIV", "POW", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE",
 ]
 _ALIAS = [

@@ -524,6 +524,26 @@ class Shrink(_Chunked):
 
 
 _unary("Round", np.rint)     # ONNX Round: half to even, like rint
+_unary("Square", np.square)  # TFLite SQUARE
+
+
+@register("Rsqrt")
+class Rsqrt(Kernel):
+    """TFLite RSQRT: 1 / sqrt(x), two in-place passes."""
+
+    def run(self, xs, ys, sc):
+        np.sqrt(xs[0], out=ys[0])
+        np.reciprocal(ys[0], out=ys[0])
+
+
+@register("SquaredDifference")
+class SquaredDifference(Kernel):
+    """TFLite SQUARED_DIFFERENCE: (a - b)^2 with broadcasting; the output may
+    be a same-shaped input (each element is read before it is written)."""
+
+    def run(self, xs, ys, sc):
+        np.subtract(xs[0], xs[1], out=ys[0])
+        np.square(ys[0], out=ys[0])
 
 
 @register("Tile")

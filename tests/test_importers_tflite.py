@@ -79,9 +79,9 @@ def test_quantized_and_unknown_ops_are_named(tmp_path):
     B = TFLiteBuilder()
     x = B.tensor("x", (1, 4))
     y = B.tensor("y", (1, 4))
-    B.op("SQUARED_DIFFERENCE", [x, x], [y])
+    B.op("CUMSUM", [x, x], [y])
     path = B.save(tmp_path / "u.tflite", [x], [y])
-    with pytest.raises(UnsupportedOpError, match="squared_difference_0"):
+    with pytest.raises(UnsupportedOpError, match="cumsum_0"):
         load_model(path)
 
 
@@ -306,3 +306,26 @@ def test_non_overlapping_pools_nhwc(tmp_path, monkeypatch, budget):
         Padding=1, StrideW=9, StrideH=8, FilterWidth=9, FilterHeight=8)))
     _check_against_interpreter(B.save(tmp_path / "p.tflite", [x], [a, g1]), budget,
                                monkeypatch)
+
+
+def test_rsqrt_square_squared_difference(tmp_path):
+    """The layer-norm builtins: SQUARE, RSQRT, SQUARED_DIFFERENCE (broadcast
+    and same-shaped), in place where the table allows, vs the interpreter."""
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, 6, 5))
+    m = B.tensor("m", (2, 6, 1))
+    axes = B.const("axes", np.array([2], np.int32), np.int32)
+    B.op("MEAN", [x, axes], [m], ("ReducerOptions", dict(KeepDims=True)))
+    d = B.tensor("d", (2, 6, 5))
+    B.op("SQUARED_DIFFERENCE", [x, m], [d])
+    sq = B.tensor("sq", (2, 6, 5))
+    B.op("SQUARE", [d], [sq])
+    r = B.tensor("r", (2, 6, 5))
+    B.op("RSQRT", [sq], [r])
+    y = B.tensor("y", (2, 6, 5))
+    B.op("SQUARED_DIFFERENCE", [r, x], [y])
+    g = _check_against_interpreter(B.save(tmp_path / "ln.tflite", [x], [y]))
+    assert [op.op_type for op in g.ops] == ["ReduceMean", "SquaredDifference", "Square",
+                                            "Rsqrt", "SquaredDifference"]
+    addr = {n: v.__array_interface__["data"][0] for n, v in plan(g).bind().items()}
+    assert addr["d"] == addr["sq"] == addr["r"] == addr["y"]

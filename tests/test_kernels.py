@@ -267,7 +267,8 @@ ALIAS_CASES = [("Relu", {}), ("Clip", dict(min=-0.5, max=0.5)), ("LeakyRelu", di
                ("Sum", {}), ("Mean", {}), ("Pow", {}),
                ("Erf", {}), ("Gelu", {}), ("Gelu", dict(approximate="tanh")), ("Mish", {}),
                ("Celu", dict(alpha=0.5)), ("ThresholdedRelu", dict(alpha=1.1)),
-               ("Shrink", dict(lambd=1.0, bias=0.3)), ("Round", {})]
+               ("Shrink", dict(lambd=1.0, bias=0.3)), ("Round", {}),
+               ("Rsqrt", {}), ("Square", {}), ("SquaredDifference", {})]
 
 
 @pytest.mark.parametrize("op_type,attrs", ALIAS_CASES, ids=lambda v: str(v))
