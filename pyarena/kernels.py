@@ -1671,6 +1671,11 @@ def _coords(out_n, in_n, scale, mode):
         return o / scale
     if mode == "tf_half_pixel_for_nn":
         return (o + 0.5) / scale
+    if mode == "half_pixel_symmetric":
+        # centre of the implicit ROI onto the centre of the output (differs
+        # from half_pixel only when scale * in is not an integer)
+        adj = out_n / (scale * in_n)
+        return in_n / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
     raise ValueError(mode)
 
 
@@ -1718,16 +1723,38 @@ class Resize(Kernel):
                 scales = self.const(1, "scales")
         elif self.has(2) and self.ins[2].data is not None and np.size(self.ins[2].data):
             scales = self.const(2, "scales")
-        if a.get("axes") is not None:
-            self.fail("the axes attribute is not supported")
+        # opset 18: scales / sizes may name only ``axes``; keep_aspect_ratio_policy
+        # not_larger / not_smaller scales every named axis by the min / max
+        # of sizes / input (the output shape already says the rounded sizes)
+        axes = a.get("axes")
+        axes = list(range(nd)) if axes is None else [int(v) + nd if int(v) < 0 else int(v)
+                                                     for v in axes]
+        if scales is not None and len(np.atleast_1d(scales)) == len(axes) != nd:
+            full = [1.0] * nd
+            for ax, v in zip(axes, np.atleast_1d(scales)):
+                full[ax] = float(v)
+            scales = full
         if scales is None or len(np.atleast_1d(scales)) != nd:
             scales = [o / i for o, i in zip(ys, xs)]
+            pol = a.get("keep_aspect_ratio_policy", "stretch")
+            pol = pol.decode() if isinstance(pol, bytes) else pol
+            if pol in ("not_larger", "not_smaller") and self.has(3):
+                sizes = np.atleast_1d(self.const(3, "sizes"))
+                r = [float(sz) / xs[ax] for ax, sz in zip(axes, sizes)]
+                common = min(r) if pol == "not_larger" else max(r)
+                for ax in axes:
+                    scales[ax] = common
+            elif pol != "stretch":
+                self.fail(f"keep_aspect_ratio_policy {pol!r} is not supported")
         scales = [float(s) for s in np.atleast_1d(scales)]
         self.plan = []
         for ax in range(nd):
             if xs[ax] == ys[ax] and scales[ax] == 1.0:
                 continue
-            c = _coords(ys[ax], xs[ax], scales[ax], ctm)
+            try:
+                c = _coords(ys[ax], xs[ax], scales[ax], ctm)
+            except ValueError:
+                self.fail(f"coordinate_transformation_mode {ctm!r} is not supported")
             if mode == "nearest":
                 if nm == "round_prefer_floor":
                     i = np.ceil(c - 0.5)

@@ -510,3 +510,24 @@ def test_float_only_elementwise_refuse_integers_by_name():
     y = np.empty_like(x)
     k([x], [y], np.empty(k.scratch_bytes, np.uint8))
     np.testing.assert_array_equal(y, [[-2, 0, 0], [0, 1, 4]])
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("attrs,scales,sizes", [
+    (dict(axes=[2, 3]), [2.0, 1.5], None),
+    (dict(axes=[-1]), None, [9]),
+    (dict(axes=[2, 3], keep_aspect_ratio_policy="not_larger"), None, [8, 8]),
+    (dict(axes=[3, 2], keep_aspect_ratio_policy="not_smaller"), None, [7, 7]),
+], ids=str)
+def test_resize_opset18_axes_and_aspect_ratio(tmp_path, mode, attrs, scales, sizes):
+    inits = {"roi": np.zeros(0, np.float32)}
+    ins = ["x", "roi"]
+    if scales is not None:
+        inits["scales"] = np.array(scales, np.float32)
+        ins.append("scales")
+    else:
+        inits["scales"] = np.zeros(0, np.float32)
+        inits["sizes"] = np.array(sizes, np.int64)
+        ins += ["scales", "sizes"]
+    run_both(tmp_path, [node("Resize", ins, mode=mode, **attrs)], {"x": rnd(1, 2, 4, 6)},
+             inits, opset=18)
