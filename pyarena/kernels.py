@@ -1712,8 +1712,6 @@ class Resize(Kernel):
         if ctm is None:
             ctm = "asymmetric" if self.op.op_type == "Upsample" or a.get("_opset", 11) < 11 \
                 else "half_pixel"
-        if ctm == "tf_crop_and_resize":
-            self.fail("coordinate_transformation_mode tf_crop_and_resize is not supported")
         nm = a.get("nearest_mode", "round_prefer_floor")
         nm = nm.decode() if isinstance(nm, bytes) else nm
         scales = a.get("scales")
@@ -1747,14 +1745,40 @@ class Resize(Kernel):
             elif pol != "stretch":
                 self.fail(f"keep_aspect_ratio_policy {pol!r} is not supported")
         scales = [float(s) for s in np.atleast_1d(scales)]
+        self.extrap = []
+        crop = None
+        if ctm == "tf_crop_and_resize":
+            roi = self.const(1, "roi") if self.has(1) else None
+            if roi is None or np.size(roi) != 2 * len(axes):
+                self.fail(f"tf_crop_and_resize needs a constant roi of {2 * len(axes)} values")
+            roi = np.asarray(roi, dtype=np.float64).reshape(-1)
+            crop = [(0.0, 1.0)] * nd
+            for k, ax in enumerate(axes):
+                crop[ax] = (float(roi[k]), float(roi[k + len(axes)]))
+            self.extrap_value = _c(float(a.get("extrapolation_value", 0.0)), self.dtype)
         self.plan = []
         for ax in range(nd):
-            if xs[ax] == ys[ax] and scales[ax] == 1.0:
+            if ctm == "tf_crop_and_resize":
+                # x = roi_start (in-1) + o (roi_end - roi_start) (in-1) / (out-1);
+                # positions outside [0, in-1] get extrapolation_value
+                r0, r1 = crop[ax]
+                n, o = xs[ax], np.arange(ys[ax], dtype=np.float64)
+                c = (r0 * (n - 1) + o * (r1 - r0) * (n - 1) / (ys[ax] - 1) if ys[ax] > 1
+                     else np.full(1, (r1 - r0) * (n - 1) / 2 + r0 * (n - 1)))
+                if n == ys[ax] and np.array_equal(c, o):
+                    continue
+                out = (c < 0) | (c > n - 1)
+                if out.any():
+                    pre = int(np.argmin(out)) if not out.all() else len(out)
+                    suf = int(np.argmin(out[::-1])) if not out.all() else 0
+                    self.extrap.append((ax, pre, len(out) - suf))
+            elif xs[ax] == ys[ax] and scales[ax] == 1.0:
                 continue
-            try:
-                c = _coords(ys[ax], xs[ax], scales[ax], ctm)
-            except ValueError:
-                self.fail(f"coordinate_transformation_mode {ctm!r} is not supported")
+            else:
+                try:
+                    c = _coords(ys[ax], xs[ax], scales[ax], ctm)
+                except ValueError:
+                    self.fail(f"coordinate_transformation_mode {ctm!r} is not supported")
             if mode == "nearest":
                 if nm == "round_prefer_floor":
                     i = np.ceil(c - 0.5)
@@ -1834,6 +1858,13 @@ class Resize(Kernel):
                     np.add(dst, t, out=dst)
             src = dst
             k += 1
+        y = ys[0]
+        for ax, lo, hi in self.extrap:      # tf_crop_and_resize: outside the image
+            pre = (slice(None),) * ax
+            if lo:
+                y[pre + (slice(0, lo),)].fill(self.extrap_value)
+            if hi < y.shape[ax]:
+                y[pre + (slice(hi, None),)].fill(self.extrap_value)
 
 
 # ---------------------------------------------------------------------------

@@ -531,3 +531,41 @@ def test_resize_opset18_axes_and_aspect_ratio(tmp_path, mode, attrs, scales, siz
         ins += ["scales", "sizes"]
     run_both(tmp_path, [node("Resize", ins, mode=mode, **attrs)], {"x": rnd(1, 2, 4, 6)},
              inits, opset=18)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("roi,sizes,ort,outside", [
+    ([0, 0, 0.15, -0.3, 1, 1, 0.8, 1.4], [1, 2, 5, 9], True, True),  # crop rows, overhang cols
+    ([0, 0, -0.5, 0, 1, 1, 1.5, 1], [1, 2, 8, 6], True, True),       # outside on both ends
+    ([0, 0, 0.9, 0.12, 1, 1, 0.1, 0.74], [1, 2, 4, 3], False, False),  # flipped rows
+], ids=str)
+def test_resize_tf_crop_and_resize(tmp_path, mode, roi, sizes, ort, outside):
+    """Against the ONNX reference evaluator (the spec's formula) and, where
+    it agrees, onnxruntime: for a flipped roi (start > end) onnxruntime
+    ignores the roi of that axis, the reference and pyarena follow
+    x = start (in-1) + o (end - start) (in-1) / (out-1)."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+    from pyarena import Pool, numpy_allocator
+    from pyarena.executor import Executor
+    from pyarena.importers import load_model
+    from onnx_util import make_model
+    from model_zoo import ort_run
+    path = tmp_path / "crop.onnx"
+    m = make_model([node("Resize", ["x", "roi", "scales", "sizes"], mode=mode,
+                         coordinate_transformation_mode="tf_crop_and_resize",
+                         extrapolation_value=-7.5)],
+                   {"x": ([1, 2, 4, 6], np.float32)}, {"y": (None, np.float32)},
+                   {"roi": np.array(roi, np.float32), "scales": np.zeros(0, np.float32),
+                    "sizes": np.array(sizes, np.int64)}, opset=13, path=path)
+    x = rnd(1, 2, 4, 6)
+    ex = Executor(load_model(str(path)))
+    out = np.array(ex.run({"x": x})["y"])
+    np.testing.assert_allclose(out, ReferenceEvaluator(m).run(None, {"x": x})[0],
+                               rtol=1e-4, atol=1e-5)
+    assert (out == -7.5).any() == outside
+    ref = ort_run(path, {"x": x})["y"]
+    assert np.allclose(out, ref, rtol=1e-4, atol=1e-5) == ort
+    with numpy_allocator(Pool()) as counter:
+        ex.run({"x": x})
+    assert counter.allocations == 0
