@@ -147,42 +147,8 @@ static inline bool ord_lt(const ord_t *p, const ord_t *q) {
     return p->off != q->off ? p->off < q->off : p->pidx < q->pidx;
 }
 
-/* Sort by (offset, preorder index); keys are unique.  Inlined quicksort +
- * insertion sort: qsort's indirect calls were a sixth of the search. */
-static void sort_ord_quick(ord_t *a, size_t n) {
-    while (n > 16) {
-        ord_t *m = &a[n / 2], *z = &a[n - 1], t;
-        if (ord_lt(m, &a[0])) { t = *m; *m = a[0]; a[0] = t; }
-        if (ord_lt(z, &a[0])) { t = *z; *z = a[0]; a[0] = t; }
-        if (ord_lt(z, m)) { t = *z; *z = *m; *m = t; }
-        t = *m; *m = a[0]; a[0] = t; /* the median is the pivot, at a[0] */
-        size_t i = 0, j = n;
-        for (;;) {
-            do i++; while (i < n && ord_lt(&a[i], &a[0]));
-            do j--; while (ord_lt(&a[0], &a[j]));
-            if (i >= j) break;
-            t = a[i]; a[i] = a[j]; a[j] = t;
-        }
-        t = a[0]; a[0] = a[j]; a[j] = t;
-        if (j < n - j - 1) {
-            sort_ord_quick(a, j);
-            a += j + 1;
-            n -= j + 1;
-        } else {
-            sort_ord_quick(a + j + 1, n - j - 1);
-            n = j;
-        }
-    }
-    for (size_t i = 1; i < n; i++) {
-        ord_t x = a[i];
-        size_t j = i;
-        while (j > 0 && ord_lt(&x, &a[j - 1])) {
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = x;
-    }
-}
+/* Sort by (offset, preorder index); keys are unique. */
+PA_DEFINE_INLINE_SORT(sort_ord_quick, ord_t, ord_lt)
 
 /* A node's ordering is its parent's, minus one buffer, with the minimum
  * offsets of that buffer's neighbours raised: nearly sorted.  Insertion sort

@@ -145,45 +145,9 @@ typedef struct {
 } span_t;
 
 /* Sort spans by offset (ties in any order: the gap scan gives the same
- * answer).  Inlined quicksort + insertion sort: this is the hot loop of the
- * greedy heuristics and qsort's indirect comparator dominated it. */
-static void sort_spans(span_t *a, size_t n) {
-    while (n > 16) {
-        span_t *m = &a[n / 2], *z = &a[n - 1], t;
-        /* median of three into a[0] */
-        if (m->off < a[0].off) { t = *m; *m = a[0]; a[0] = t; }
-        if (z->off < a[0].off) { t = *z; *z = a[0]; a[0] = t; }
-        if (z->off < m->off) { t = *z; *z = *m; *m = t; }
-        t = *m; *m = a[0]; a[0] = t; /* pivot = median, at a[0] */
-        uint64_t p = a[0].off;
-        size_t i = 0, j = n;
-        for (;;) {
-            do i++; while (i < n && a[i].off < p);
-            do j--; while (a[j].off > p);
-            if (i >= j) break;
-            t = a[i]; a[i] = a[j]; a[j] = t;
-        }
-        t = a[0]; a[0] = a[j]; a[j] = t;
-        /* recurse on the smaller side, loop on the larger */
-        if (j < n - j - 1) {
-            sort_spans(a, j);
-            a += j + 1;
-            n -= j + 1;
-        } else {
-            sort_spans(a + j + 1, n - j - 1);
-            n = j;
-        }
-    }
-    for (size_t i = 1; i < n; i++) {
-        span_t x = a[i];
-        size_t j = i;
-        while (j > 0 && a[j - 1].off > x.off) {
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = x;
-    }
-}
+ * answer).  This is the hot loop of the greedy heuristics. */
+#define SPAN_LT(p, q) ((p)->off < (q)->off)
+PA_DEFINE_INLINE_SORT(sort_spans, span_t, SPAN_LT)
 
 typedef struct {
     const _pa_plan_inst_t *in;

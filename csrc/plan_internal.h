@@ -53,4 +53,46 @@ double _pa_plan_now(void);
 bool _pa_plan_compress(const _pa_plan_inst_t *in, uint32_t *a, uint32_t *b,
                        size_t *T);
 
+/* PA_DEFINE_INLINE_SORT(name, T, LESS): `static void name(T *a, size_t n)`,
+ * an in-place quicksort (median of three, recursion on the smaller side)
+ * finished by insertion sort.  LESS(p, q) compares two `const T *`.  The
+ * planner's hot loops sort small arrays of plain structs, where qsort's
+ * indirect comparator call dominated; a macro keeps one copy of the code
+ * for every element type. */
+#define PA_DEFINE_INLINE_SORT(name, T, LESS)                                  \
+    static void name(T *a, size_t n) {                                        \
+        while (n > 16) {                                                      \
+            T *m = &a[n / 2], *z = &a[n - 1], t;                              \
+            if (LESS(m, &a[0])) { t = *m; *m = a[0]; a[0] = t; }              \
+            if (LESS(z, &a[0])) { t = *z; *z = a[0]; a[0] = t; }              \
+            if (LESS(z, m)) { t = *z; *z = *m; *m = t; }                      \
+            t = *m; *m = a[0]; a[0] = t; /* the median is the pivot, a[0] */  \
+            size_t i = 0, j = n;                                              \
+            for (;;) {                                                        \
+                do i++; while (i < n && LESS(&a[i], &a[0]));                  \
+                do j--; while (LESS(&a[0], &a[j]));                           \
+                if (i >= j) break;                                            \
+                t = a[i]; a[i] = a[j]; a[j] = t;                              \
+            }                                                                 \
+            t = a[0]; a[0] = a[j]; a[j] = t;                                  \
+            if (j < n - j - 1) {                                              \
+                name(a, j);                                                   \
+                a += j + 1;                                                   \
+                n -= j + 1;                                                   \
+            } else {                                                          \
+                name(a + j + 1, n - j - 1);                                   \
+                n = j;                                                        \
+            }                                                                 \
+        }                                                                     \
+        for (size_t i = 1; i < n; i++) {                                      \
+            T x = a[i];                                                       \
+            size_t j = i;                                                     \
+            while (j > 0 && LESS(&x, &a[j - 1])) {                            \
+                a[j] = a[j - 1];                                              \
+                j--;                                                          \
+            }                                                                 \
+            a[j] = x;                                                         \
+        }                                                                     \
+    }
+
 #endif /* PYARENA_PLAN_INTERNAL_H */
