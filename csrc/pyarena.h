@@ -160,7 +160,9 @@ pa_status_t pa_arena_mark(const pa_arena_t *arena, pa_arena_mark_t *mark);
  * mapped as spares (reused by later growth; pa_arena_trim() unmaps them),
  * so stale pointers never fault.  Invalidates those pointers and later
  * marks; PA_ERR_STATE if the mark is from before a reset or lies beyond
- * the current position. */
+ * the current position.  Not detected: a mark released by an earlier
+ * rewind whose position has since been reached again -- use marks in stack
+ * order (pyarena.Arena enforces this). */
 pa_status_t pa_arena_rewind(pa_arena_t *arena, const pa_arena_mark_t *mark);
 
 /* Release every allocation; the first chunk stays current, the others
