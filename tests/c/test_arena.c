@@ -1,32 +1,10 @@
 /* test_arena.c -- C tests for the bump arena (no Python needed). */
 #include "pyarena.h"
+#include "counting_backend.h"
 #include "testhelper.h"
 
 #include <stdint.h>
 #include <string.h>
-
-/* A backend that counts and can be told to fail after N maps. */
-typedef struct {
-    int maps, unmaps, fail_after;
-    size_t live_bytes;
-} counting_t;
-
-static void *cnt_map(size_t size, size_t align, void *ctx) {
-    counting_t *c = ctx;
-    if (c->fail_after >= 0 && c->maps >= c->fail_after) return NULL;
-    void *p = pa_backend_default()->map(size, align, NULL);
-    if (p) {
-        c->maps++;
-        c->live_bytes += size;
-    }
-    return p;
-}
-static void cnt_unmap(void *p, size_t size, void *ctx) {
-    counting_t *c = ctx;
-    c->unmaps++;
-    c->live_bytes -= size;
-    pa_backend_default()->unmap(p, size, NULL);
-}
 
 static void test_defaults(void) {
     pa_arena_t *a = pa_arena_create(NULL);
@@ -129,8 +107,8 @@ static void test_overflow_and_capacity(void) {
 }
 
 static void test_growth(void) {
-    counting_t cnt = {0, 0, -1, 0};
-    pa_backend_t be = {cnt_map, cnt_unmap, NULL, &cnt};
+    counting_t cnt;
+    pa_backend_t be = counting_backend(&cnt);
     int policies[] = {PA_GROW_POW2, PA_GROW_REQUESTED};
     for (int k = 0; k < 2; k++) {
         pa_arena_config_t cfg;
@@ -177,12 +155,14 @@ static void test_growth(void) {
         CHECK_EQ(cnt.live_bytes, 0u);
     }
     /* injected failures: no first chunk, then no growth */
-    cnt = (counting_t){0, 0, 0, 0};
+    counting_backend(&cnt);
+    cnt.fail_after = 0;
     pa_arena_config_t cfg;
     pa_arena_config_default(&cfg);
     cfg.backend = &be;
     CHECK(pa_arena_create(&cfg) == NULL);
-    cnt = (counting_t){0, 0, 1, 0};
+    counting_backend(&cnt);
+    cnt.fail_after = 1;
     pa_arena_t *a = pa_arena_create(&cfg);
     CHECK(a != NULL);
     CHECK(pa_arena_alloc(a, 1 << 20, 0) == NULL);

@@ -1,6 +1,6 @@
 /* test_buddy.c -- the buddy zone (split, coalesce, regions), through the
  * public pool API and its walker. */
-#include "pool_backend.h"
+#include "counting_backend.h"
 #include "testhelper.h"
 
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* test_large.c -- the page heap and the large-block zone: best fit,
  * splitting, coalescing, growth policies, spares. */
-#include "pool_backend.h"
+#include "counting_backend.h"
 #include "testhelper.h"
 
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* test_pool.c -- C tests for the work pool front end: bad input, limits,
  * injected backend failures, watermarks, caches, stats, realloc/calloc. */
-#include "pool_backend.h"
+#include "counting_backend.h"
 #include "testhelper.h"
 
 #include <stdint.h>

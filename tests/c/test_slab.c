@@ -1,5 +1,5 @@
 /* test_slab.c -- the slab size classes, through the public pool API. */
-#include "pool_backend.h"
+#include "counting_backend.h"
 #include "testhelper.h"
 
 #include <stdint.h>

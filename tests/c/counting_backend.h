@@ -1,7 +1,8 @@
-/* pool_backend.h -- a counting backend for the pool tests: counts maps,
- * unmaps and decommits, tracks the bytes mapped, and fails on demand. */
-#ifndef PA_POOL_BACKEND_H
-#define PA_POOL_BACKEND_H
+/* counting_backend.h -- a counting backend for the arena and pool tests:
+ * counts maps, unmaps and decommits, tracks the bytes mapped, and fails on
+ * demand. */
+#ifndef PA_COUNTING_BACKEND_H
+#define PA_COUNTING_BACKEND_H
 
 #include "pyarena.h"
 
