@@ -213,6 +213,21 @@ def test_softmax(tmp_path, op, axis, opset):
              opset=opset)
 
 
+def resize_inputs(scales, sizes):
+    """Resize's node inputs and initializers for either ``scales`` or
+    ``sizes`` (the other one left empty, as ONNX requires)."""
+    inits = {"roi": np.zeros(0, np.float32)}
+    ins = ["x", "roi"]
+    if scales is not None:
+        inits["scales"] = np.array(scales, np.float32)
+        ins.append("scales")
+    else:
+        inits["scales"] = np.zeros(0, np.float32)
+        inits["sizes"] = np.array(sizes, np.int64)
+        ins += ["scales", "sizes"]
+    return ins, inits
+
+
 @pytest.mark.parametrize("attrs,scales,sizes", [
     (dict(mode="nearest"), [1, 1, 2, 2], None),
     (dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
@@ -225,15 +240,7 @@ def test_softmax(tmp_path, op, axis, opset):
      [1, 2, 3, 1]),
 ], ids=str)
 def test_resize(tmp_path, attrs, scales, sizes):
-    inits = {"roi": np.zeros(0, np.float32)}
-    ins = ["x", "roi"]
-    if scales is not None:
-        inits["scales"] = np.array(scales, np.float32)
-        ins.append("scales")
-    else:
-        inits["scales"] = np.zeros(0, np.float32)
-        inits["sizes"] = np.array(sizes, np.int64)
-        ins += ["scales", "sizes"]
+    ins, inits = resize_inputs(scales, sizes)
     run_both(tmp_path, [node("Resize", ins, **attrs)], {"x": rnd(1, 2, 4, 6)}, inits,
              opset=13)
 
@@ -421,15 +428,7 @@ def test_conv_transpose_scratch_is_banded(tmp_path, monkeypatch):
      [1, 2, 3, 4]),
 ], ids=str)
 def test_resize_cubic(tmp_path, attrs, scales, sizes):
-    inits = {"roi": np.zeros(0, np.float32)}
-    ins = ["x", "roi"]
-    if scales is not None:
-        inits["scales"] = np.array(scales, np.float32)
-        ins.append("scales")
-    else:
-        inits["scales"] = np.zeros(0, np.float32)
-        inits["sizes"] = np.array(sizes, np.int64)
-        ins += ["scales", "sizes"]
+    ins, inits = resize_inputs(scales, sizes)
     g, _, _ = run_both(tmp_path, [node("Resize", ins, mode="cubic", **attrs)],
                        {"x": rnd(1, 2, 5, 6)}, inits, opset=13)
     assert g.ops[0].scratch_bytes > 0
@@ -520,15 +519,7 @@ def test_float_only_elementwise_refuse_integers_by_name():
     (dict(axes=[3, 2], keep_aspect_ratio_policy="not_smaller"), None, [7, 7]),
 ], ids=str)
 def test_resize_opset18_axes_and_aspect_ratio(tmp_path, mode, attrs, scales, sizes):
-    inits = {"roi": np.zeros(0, np.float32)}
-    ins = ["x", "roi"]
-    if scales is not None:
-        inits["scales"] = np.array(scales, np.float32)
-        ins.append("scales")
-    else:
-        inits["scales"] = np.zeros(0, np.float32)
-        inits["sizes"] = np.array(sizes, np.int64)
-        ins += ["scales", "sizes"]
+    ins, inits = resize_inputs(scales, sizes)
     run_both(tmp_path, [node("Resize", ins, mode=mode, **attrs)], {"x": rnd(1, 2, 4, 6)},
              inits, opset=18)
 
