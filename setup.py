@@ -1,7 +1,7 @@
 """Build glue: the cffi extension plus the stand-alone C library.
 
 ``pip install .`` compiles csrc/ twice over the same sources: once into the
-cffi extension ``pyarena._native`` (cffi_modules) and once into
+cffi extension ``pyarena._native._cffi`` (cffi_modules) and once into
 ``pyarena/lib/libpyarena.{a,so}`` with the public header copied to
 ``pyarena/include/``, so C programs can link the very same core
 (``pyarena.get_include()``, ``pyarena.get_library()``).
@@ -67,14 +67,14 @@ class _NumpyInclude(os.PathLike):
 
 
 setup(
-    cffi_modules=["pyarena/_build.py:ffibuilder"],
+    cffi_modules=["pyarena/_native/build.py:ffibuilder"],
     # The native hot path of Arena.empty (CPython + NumPy C API).
-    ext_modules=[Extension("pyarena._fastpath", ["pyarena/_fastpath.c"],
+    ext_modules=[Extension("pyarena._native._fastpath", ["pyarena/_native/fastpath.c"],
                            include_dirs=[_NumpyInclude()],
                            extra_compile_args=["-O2"]),
                  # The work pool's glue: ownership capsules, the fast
                  # Pool.empty, NumPy's allocator (NEP 49).
-                 Extension("pyarena._poolglue", ["pyarena/_poolglue.c"],
+                 Extension("pyarena._native._poolglue", ["pyarena/_native/poolglue.c"],
                            include_dirs=[_NumpyInclude(), "csrc"],
                            depends=["csrc/pyarena.h"],
                            extra_compile_args=["-O2"])],

@@ -7,7 +7,7 @@ inference with the static plan vs with one fresh ``np.empty`` per tensor
 and the peak RSS of each mode, each in its own process (total, and the
 growth over the RSS after the model and its weights were loaded).
 
-Models: MobileNetV2 at 224 built in code (pyarena.models), and the real
+Models: MobileNetV2 at 224 built in code (pyarena.runtime.models), and the real
 architectures the ``onnx`` package ships as "light" models (SqueezeNet,
 ShuffleNet, Inception v2, ResNet-50, DenseNet-121; ``--heavy`` adds
 Inception v1, AlexNet, ZFNet-512, VGG-19) with their ConstantOfShape
@@ -25,7 +25,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -49,7 +48,7 @@ def model_path(name, tmp):
 
 def load(path):
     if path == "mobilenet_v2":
-        from pyarena.models import mobilenet_v2
+        from pyarena.runtime.models import mobilenet_v2
         return mobilenet_v2(224)
     from pyarena.importers import load_model
     return load_model(path)
@@ -75,8 +74,7 @@ def _reset_peak_rss():
 
 def child(path, mode, threads):
     """One mode in a fresh process: RSS after loading, peak RSS after runs."""
-    from pyarena._blas import set_blas_threads
-    from pyarena.executor import Executor, random_feeds
+    from pyarena.runtime import Executor, random_feeds, set_blas_threads
     set_blas_threads(threads)
     g = load(path)
     feeds = random_feeds(g)
@@ -129,9 +127,8 @@ def main():
     if args.child:
         child(args.child[0], args.child[1], args.threads)
         return
-    from pyarena._blas import set_blas_threads
-    from pyarena.executor import Executor, random_feeds
-    from pyarena.plan import plan
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     set_blas_threads(args.threads)
     names = ["mobilenet_v2"] + LIGHT + (HEAVY if args.heavy else [])
     if args.models:
@@ -153,15 +150,9 @@ def main():
         a = {k: v.copy() for k, v in a.items()}
         b = ex_np.run(feeds)
         assert all(np.array_equal(a[k], b[k]) for k in a), name
-        tp, tn = [], []
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            ex_plan.run(feeds)
-            tp.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            ex_np.run(feeds)
-            tn.append(time.perf_counter() - t0)
-        mp, mn = float(np.median(tp)), float(np.median(tn))
+        ts = time_calls({"plan": lambda ex=ex_plan: ex.run(feeds),
+                         "np": lambda ex=ex_np: ex.run(feeds)}, repeat=args.repeat, warmup=0)
+        mp, mn = median(ts["plan"]), median(ts["np"])
         del ex_plan, ex_np, a, b
         if args.no_rss:
             rp = rn = {"base": 0, "peak": 0}

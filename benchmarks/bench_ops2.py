@@ -10,14 +10,13 @@ budgets, and the time ratio banded / whole.  BLAS is single-threaded.
 import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import pyarena.kernels as K  # noqa: E402
+import pyarena.runtime.kernels as K  # noqa: E402
 from pyarena.graph import Graph  # noqa: E402
 
 CASES = [
@@ -40,7 +39,7 @@ CASES = [
 ]
 
 
-def kernel(op_type, xs, ws, ys, attrs, rng):
+def kernel(op_type, xs, ws, ys, attrs, rng, budget):
     g = Graph("b")
     g.add_tensor("x", xs, role="input")
     ins = ["x"]
@@ -50,7 +49,7 @@ def kernel(op_type, xs, ws, ys, attrs, rng):
         ins.append("w")
     g.add_tensor("y", ys, role="output")
     op = g.add_op(op_type, ins, ["y"], **attrs)
-    k = K.make_kernel(op, [g.tensors[n] for n in ins], [g.tensors["y"]])
+    k = K.make_kernel(op, [g.tensors[n] for n in ins], [g.tensors["y"]], scratch_budget=budget)
     args = [rng.standard_normal(xs).astype(np.float32)] + \
         ([g.tensors["w"].data] if ws is not None else [])
     return k, args, np.empty(ys, np.float32), np.empty(k.scratch_bytes, np.uint8)
@@ -60,25 +59,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15)
     a = ap.parse_args()
-    default = K.SCRATCH_BUDGET
+    from pyarena.runtime import median, time_calls
     print("| layer | scratch MiB banded | whole | ms banded | whole | ratio |")
     print("|---|---|---|---|---|---|")
     for name, op_type, xs, ws, ys, attrs in CASES:
         built = {}
-        for label, budget in (("banded", default), ("whole", 1 << 40)):
-            K.SCRATCH_BUDGET = budget
-            built[label] = kernel(op_type, xs, ws, ys, attrs, np.random.default_rng(0))
-        K.SCRATCH_BUDGET = default
-        ts = {"banded": [], "whole": []}
-        for _ in range(a.repeat):          # interleaved
-            for label, (k, args, y, sc) in built.items():
-                t = time.perf_counter()
-                k(args, [y], sc)
-                ts[label].append(time.perf_counter() - t)
+        for label, budget in (("banded", K.SCRATCH_BUDGET), ("whole", 1 << 40)):
+            built[label] = kernel(op_type, xs, ws, ys, attrs, np.random.default_rng(0), budget)
+        ts = time_calls({label: (lambda k=k, args=args, y=y, sc=sc: k(args, [y], sc))
+                         for label, (k, args, y, sc) in built.items()}, repeat=a.repeat)
         np.testing.assert_allclose(built["banded"][2], built["whole"][2], rtol=1e-5,
                                    atol=1e-5)
         mb = {lb: built[lb][0].scratch_bytes / 2 ** 20 for lb in built}
-        ms = {lb: float(np.median(ts[lb][1:])) * 1e3 for lb in ts}
+        ms = {lb: median(ts[lb]) * 1e3 for lb in ts}
         print(f"| {name} | {mb['banded']:.2f} | {mb['whole']:.2f} | {ms['banded']:.2f} | "
               f"{ms['whole']:.2f} | {ms['banded'] / ms['whole']:.2f} |")
 

@@ -1,9 +1,10 @@
 """Plan quality: arena size per strategy against the naive sum and the
-lower bound, on real CNN topologies (built in code with real shapes, see
-cnn_graphs.py), any ONNX/TFLite models given on the command line, the
-real architectures the ``onnx`` package ships (when pyarena.importers is
-there to read them), and the MiniMalloc "challenging" interval sets when
-/work/shared/bench is present.
+lower bound, on real CNN topologies (built in code with real shapes and
+the kernels' own scratch rules, ``pyarena.runtime.models``), any
+ONNX/TFLite models given on the command line, the real architectures the
+``onnx`` package ships (when the onnx extra is installed), and the
+MiniMalloc "challenging" interval sets when present (``$PYARENA_BENCH_DIR``
+or ``../shared/bench`` beside the checkout).
 
     python benchmarks/bench_plan_quality.py [--time-limit S] [MODEL.onnx ...]
     python -m pytest benchmarks/bench_plan_quality.py     # pytest-benchmark
@@ -16,15 +17,15 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.dirname(HERE))  # the checkout, when run as a script
-from cnn_graphs import ALL  # noqa: E402
+sys.path.insert(0, os.path.dirname(HERE))  # the checkout, when run as a script
 
-from pyarena.plan import load_graph, load_intervals_csv, plan, plan_intervals  # noqa: E402
-from pyarena.validate import validate  # noqa: E402
+from pyarena import load_model  # noqa: E402
+from pyarena.planning import load_intervals_csv, plan, plan_intervals, validate  # noqa: E402
+from pyarena.runtime.models import MODELS as ALL  # noqa: E402
 
 STRATEGIES = ["first-fit", "greedy-by-size", "greedy-by-breadth", "best"]
-MINIMALLOC = "/work/shared/bench/minimalloc-challenging"
+MINIMALLOC = os.path.join(os.environ.get("PYARENA_BENCH_DIR") or os.path.join(
+    os.path.dirname(HERE), "..", "shared", "bench"), "minimalloc-challenging")
 
 
 def _mib(n):
@@ -83,9 +84,8 @@ def print_table(rows, out=sys.stdout):
 
 def shipped_onnx_models():
     """The real model architectures the ``onnx`` package ships as test data
-    (``backend/test/data/light/light_*.onnx``), when the importers exist."""
+    (``backend/test/data/light/light_*.onnx``), when onnx is installed."""
     try:
-        import pyarena.importers  # noqa: F401
         import onnx
     except ImportError:
         return []
@@ -97,7 +97,7 @@ def collect(time_limit=5.0, models=()):
     rows = [row_for_graph(name, build(), time_limit) for name, build in ALL.items()]
     for path in list(models) + shipped_onnx_models():
         name = os.path.basename(path).replace("light_", "onnx:").replace(".onnx", "")
-        rows.append(row_for_graph(name, load_graph(path), time_limit))
+        rows.append(row_for_graph(name, load_model(path), time_limit))
     for path in sorted(glob.glob(os.path.join(MINIMALLOC, "*.csv"))):
         rows.append(row_for_csv(path, time_limit))
     return rows

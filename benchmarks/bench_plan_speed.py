@@ -20,8 +20,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(1, os.path.dirname(HERE))  # the checkout, when run as a script
 
-from pyarena.plan import plan_intervals  # noqa: E402
-from pyarena.validate import validate  # noqa: E402
+from pyarena.planning import plan_intervals, validate  # noqa: E402
 
 STRATEGIES = ["first-fit", "greedy-by-size", "greedy-by-breadth", "best"]
 

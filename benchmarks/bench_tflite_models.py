@@ -26,7 +26,6 @@ import argparse
 import os
 import re
 import sys
-import time
 
 import numpy as np
 
@@ -55,9 +54,9 @@ def max_diff(a, b):
 
 
 def measure(path, repeat):
-    from pyarena.executor import Executor, random_feeds
     from pyarena.importers import load_model
-    from pyarena.plan import plan
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor, median, random_feeds, time_calls
     g = load_model(path)
     plans = {s: plan(g, strategy=s) for s in ("first-fit", "greedy-by-size", "best")}
     p = plans["best"]
@@ -72,21 +71,15 @@ def measure(path, repeat):
         ref_k = interpreter_outputs(path, feeds, "BUILTIN_REF")
     except RuntimeError:  # e.g. a custom op the interpreter has no kernel for
         ref = ref_k = None
-    tp, tn = [], []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        ex_plan.run(feeds)
-        tp.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        ex_np.run(feeds)
-        tn.append(time.perf_counter() - t0)
+    ts = time_calls({"plan": lambda: ex_plan.run(feeds), "np": lambda: ex_np.run(feeds)},
+                    repeat=repeat, warmup=0)
     return dict(ops=len(g.ops), naive=p.naive_bytes, bound=p.lower_bound_bytes,
                 ff=plans["first-fit"].arena_bytes, gs=plans["greedy-by-size"].arena_bytes,
                 best=p.arena_bytes,
                 diff=max_diff(out, ref) if ref else float("nan"),
                 self_diff=max_diff(ref_k, ref) if ref else float("nan"),
                 mag=max(float(np.abs(v).max()) for v in (ref or out).values() if v.size),
-                tp=float(np.median(tp)), tn=float(np.median(tn)))
+                tp=median(ts["plan"]), tn=median(ts["np"]))
 
 
 def main(argv=None):
@@ -95,8 +88,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5, help="timed inferences per mode")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     args = ap.parse_args(argv)
-    from pyarena._blas import set_blas_threads
-    from pyarena.kernels import UnsupportedOpError
+    from pyarena import UnsupportedOpError
+    from pyarena.runtime import set_blas_threads
     set_blas_threads(args.threads)
     paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(args.directory)
                    for f in fs if f.endswith(".tflite"))

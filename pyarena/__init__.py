@@ -1,55 +1,82 @@
 """pyarena: tensor memory management for on-device neural-net inference.
 
-* :class:`Arena` -- aligned bump allocation for weights and constants.
-* :mod:`pyarena.plan` -- static memory plans for whole model graphs.
+The package is built in layers, each importing only the ones below it
+(docs/architecture.md)::
+
+    errors -> _native -> memory -> graph -> planning -> runtime -> importers -> cli
+
+* memory: :class:`Arena` (bump allocation for weights and constants),
+  :class:`Pool` / :class:`Policy` (the dynamic work pool),
+  :func:`numpy_allocator` (NumPy's allocator routed to a pool).
+* graph: :class:`Graph`, :class:`GraphBuilder`.
+* planning: :func:`plan` (a static memory plan for a whole graph),
+  :func:`plan_intervals`, :class:`Plan`, :func:`validate`,
+  :func:`register_rule`.
+* runtime: :class:`Executor` (run a planned graph with NumPy kernels).
+* importers: :func:`load_model` (ONNX, TFLite, JSON graphs).
 * :func:`get_include`, :func:`get_library` -- the C core for C programs.
+
+``import pyarena`` loads the errors, memory, graph and planning layers;
+the runtime (kernels), the importers (onnx, tflite) and matplotlib load
+when first used.
 """
-from ._paths import get_include, get_library
-from .arena import Arena, Mark
-from .errors import (AlignmentError, DoubleFreeError, ForeignPointerError,
-                     InvalidArgumentError, OutOfMemoryError, PlanInfeasibleError,
-                     PyArenaError, StateError)
-from .stats import ArenaStats
+from . import planning as _planning
+from .errors import (AlignmentError, DoubleFreeError, ForeignPointerError, GraphError,
+                     InvalidArgumentError, ModelImportError, OutOfMemoryError,
+                     PlanInfeasibleError, PlanValidationError, PlotUnavailableError,
+                     PyArenaError, StateError, UnsupportedOpError)
+from .graph import Graph, GraphBuilder, Op, Tensor
+from .memory import (Arena, ArenaStats, Block, Mark, NumpyAllocator, Policy, Pool,
+                     PoolStatistics, PoolStats, ZoneStats, numpy_allocator)
+from .planning import (Buffer, Plan, RuleTable, load_intervals_csv, plan, plan_intervals,
+                       register_rule, validate, write_intervals_csv)
+from .planning import inplace
 
 __version__ = "0.1.0"
 
+# name -> (module, attribute): loaded on first use
+_LAZY = {
+    "Executor": ("pyarena.runtime", "Executor"),
+    "random_feeds": ("pyarena.runtime", "random_feeds"),
+    "load_model": ("pyarena.importers", "load_model"),
+    "load_graph": ("pyarena.importers", "load_model"),   # the former name
+    "get_include": ("pyarena._native.paths", "get_include"),
+    "get_library": ("pyarena._native.paths", "get_library"),
+}
+
 __all__ = [
-    "Arena", "Mark", "ArenaStats",
+    "Arena", "Mark", "ArenaStats", "Pool", "Block", "Policy", "PoolStats", "ZoneStats",
+    "PoolStatistics", "NumpyAllocator", "numpy_allocator",
+    "Graph", "GraphBuilder", "Op", "Tensor",
+    "plan", "plan_intervals", "Plan", "Buffer", "validate", "register_rule", "RuleTable",
+    "inplace", "load_intervals_csv", "write_intervals_csv",
     "PyArenaError", "InvalidArgumentError", "AlignmentError", "StateError",
-    "DoubleFreeError", "ForeignPointerError", "OutOfMemoryError",
-    "PlanInfeasibleError",
-    "get_include", "get_library",
+    "DoubleFreeError", "ForeignPointerError", "OutOfMemoryError", "PlanInfeasibleError",
+    "PlanValidationError", "GraphError", "ModelImportError", "UnsupportedOpError",
+    "PlotUnavailableError", *_LAZY,
 ]
-
-# -- static memory planner (pyarena issue 4: plan-py) --------------------------
-from . import inplace, plan, validate  # noqa: E402  (modules: pyarena.plan.plan(...))
-from .graph import Graph, GraphError, Op, Tensor  # noqa: E402
-from .inplace import register_rule  # noqa: E402
-from .plan import Buffer, Plan, load_graph, load_intervals_csv  # noqa: E402
-from .validate import PlanValidationError  # noqa: E402
-
-__all__ += ["plan", "validate", "inplace", "Graph", "GraphError", "Op", "Tensor",
-            "Plan", "Buffer", "load_graph", "load_intervals_csv", "register_rule",
-            "PlanValidationError"]
-
-# -- work pool, Python layer (issue 3): Pool, Policy, PoolStats, numpy_allocator
-from .policy import Policy  # noqa: E402
-from .pool import NumpyAllocator, Pool, PoolStatistics, numpy_allocator  # noqa: E402
-from .stats import PoolStats, ZoneStats  # noqa: E402
-
-__all__ += ["Pool", "Policy", "PoolStats", "ZoneStats", "PoolStatistics",
-            "NumpyAllocator", "numpy_allocator"]
-
-# -- models end to end (issue 5: models): importers, executor, built-in nets
-from .executor import Executor  # noqa: E402
-from .kernels import UnsupportedOpError  # noqa: E402
-
-__all__ += ["Executor", "load_model", "ModelImportError", "UnsupportedOpError"]
 
 
 def __getattr__(name):
-    # the importers subpackage is loaded on first use (its extras are lazy too)
-    if name in ("load_model", "ModelImportError"):
-        from . import importers
-        return getattr(importers, name)
-    raise AttributeError(f"module 'pyarena' has no attribute {name!r}")
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'pyarena' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def _load_kernel_registry():
+    # Each kernel declares its in-place kind when it registers; the
+    # planning layer cannot import the runtime, so the package root (the
+    # one place above every layer) hands it this loader, run on first use
+    # of the default rule table.
+    from .runtime import kernels  # noqa: F401
+
+
+_planning.inplace.add_declaration_source(_load_kernel_registry)

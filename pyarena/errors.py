@@ -1,9 +1,34 @@
-"""Exceptions raised by pyarena.
+"""Every exception pyarena raises, in one place.
 
-Every C status maps to one class here (see ``_binding.check``).  The classes
-also derive from the built-in exception a user would expect, so
-``except MemoryError`` and ``except ValueError`` keep working.
+Each C status maps to one class here (``pyarena._native.check``), and
+each failure of the Python layers has exactly one class.  The classes also
+derive from the built-in exception a user would expect, so
+``except MemoryError``, ``except ValueError`` and ``except ImportError``
+keep working::
+
+    PyArenaError
+    +-- InvalidArgumentError (ValueError)   a bad size, shape, alignment, config
+    |   +-- AlignmentError                   alignment not a supported power of two
+    |   +-- ForeignPointerError              memory not handed out by this allocator
+    |   +-- GraphError                       a malformed graph (names the culprit)
+    |       +-- ModelImportError             a model file that cannot be imported
+    |       +-- UnsupportedOpError           an operator the executor cannot run
+    +-- StateError (RuntimeError)           not valid now: stale mark, closed handle
+    |   +-- DoubleFreeError                  a block freed twice
+    +-- OutOfMemoryError (MemoryError)      an allocation could not be served
+    +-- PlanInfeasibleError                 no plan within the capacity (or time)
+    +-- PlanValidationError                 a plan that breaks a rule
+    +-- PlotUnavailableError (ImportError)  matplotlib is not installed
+
+This module imports nothing from pyarena: it is the bottom layer.
 """
+
+__all__ = [
+    "PyArenaError", "InvalidArgumentError", "AlignmentError", "ForeignPointerError",
+    "StateError", "DoubleFreeError", "OutOfMemoryError", "PlanInfeasibleError",
+    "GraphError", "ModelImportError", "UnsupportedOpError", "PlanValidationError",
+    "PlotUnavailableError",
+]
 
 
 class PyArenaError(Exception):
@@ -38,19 +63,23 @@ class PlanInfeasibleError(PyArenaError):
 class OutOfMemoryError(PyArenaError, MemoryError):
     """An allocation could not be served.
 
-    Carries the facts needed to understand why: the requested size, the
-    bytes in use, the bytes reserved, the capacity or limit (None when
-    unlimited) and, for pools, a fragmentation figure in [0, 1].
+    Carries the facts needed to understand why (CuPy's
+    ``OutOfMemoryError(size, total, limit)``, extended): ``size`` the
+    request, ``used`` the bytes in live blocks, ``reserved`` the bytes
+    obtained from the OS (None if unknown), ``limit`` the capacity or hard
+    limit (None when unlimited), ``fragmentation`` a figure in [0, 1] for
+    pools (None for arenas) and ``what`` the operation that failed.
+    ``capacity`` is the same as ``limit``.
     """
 
-    def __init__(self, size, used, capacity=None, reserved=None, limit=None,
+    def __init__(self, size, used, *, reserved=None, limit=None,
                  fragmentation=None, what="allocation"):
         self.size = size
         self.used = used
-        self.capacity = capacity
         self.reserved = reserved
-        self.limit = limit if limit is not None else capacity
+        self.limit = limit or None
         self.fragmentation = fragmentation
+        self.what = what
         parts = [f"out of memory: {what} of {size:,} bytes failed",
                  f"{used:,} bytes in use"]
         if reserved is not None:
@@ -61,6 +90,56 @@ class OutOfMemoryError(PyArenaError, MemoryError):
             parts.append(f"fragmentation {fragmentation:.1%}")
         super().__init__(", ".join(parts))
 
+    @property
+    def capacity(self):
+        """The capacity or hard limit (None when unlimited)."""
+        return self.limit
+
     def __reduce__(self):
-        return (type(self), (self.size, self.used, self.capacity, self.reserved,
-                             self.limit, self.fragmentation))
+        return (_rebuild_oom, (self.size, self.used, self.reserved, self.limit,
+                               self.fragmentation, self.what))
+
+
+def _rebuild_oom(size, used, reserved, limit, fragmentation, what):
+    return OutOfMemoryError(size, used, reserved=reserved, limit=limit,
+                            fragmentation=fragmentation, what=what)
+
+
+class GraphError(InvalidArgumentError):
+    """A malformed graph: unknown tensor, cycle, duplicate producer, bad
+    size.  The message names the tensor or operator at fault.
+
+    ``unbound_inputs`` (a dict input name -> declared dims, possibly
+    empty) lists the graph inputs whose unknown dimensions caused the
+    error, so a front end can say how to give them (the CLI's ``--input``).
+    """
+
+    def __init__(self, message, unbound_inputs=None):
+        super().__init__(message)
+        self.unbound_inputs = dict(unbound_inputs or {})
+
+
+class ModelImportError(GraphError):
+    """A model file that cannot be imported: missing, corrupt, truncated, of
+    an unknown format, or with sizes that cannot be determined."""
+
+
+class UnsupportedOpError(GraphError):
+    """An operator (or an attribute value of one) the executor cannot run.
+    The message names every offending operator."""
+
+
+class PlanValidationError(PyArenaError):
+    """A plan breaks one of the rules; ``problems`` lists them all."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"invalid plan: {problems[0]}{more}")
+
+    def __reduce__(self):
+        return (type(self), (self.problems,))
+
+
+class PlotUnavailableError(PyArenaError, ImportError):
+    """Drawing a plan needs matplotlib, which is not installed."""

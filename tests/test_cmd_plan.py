@@ -8,8 +8,8 @@ import pytest
 
 from pyarena.cli import main
 from pyarena.graph import Graph
-from pyarena.plan import Plan, load_intervals_csv
-from pyarena.validate import validate
+from pyarena.planning import Plan, load_intervals_csv
+from pyarena.planning import validate
 
 
 @pytest.fixture
@@ -91,17 +91,17 @@ def test_csv_input_output_and_capacity(tmp_path, capsys):
 
 @pytest.mark.parametrize("args,needle", [
     (["plan", "{dir}/missing.json"], "no such file"),
-    (["plan", "{dir}/g.txt"], "unknown graph file type"),
+    (["plan", "{dir}/g.txt"], "unknown model format"),
     (["plan", "{graph}"], "unknown dimension"),
     (["plan", "{graph}", "--input", "x=1,3"], "rank"),
     (["plan", "{graph}", "--input", "x1,3,8,8"], "NAME=D0"),
     (["plan", "{graph}", "--input", "x=1,a,8,8"], "integers"),
-    (["plan", "{graph}", "--input", "zz=1"], "unknown tensor"),
+    (["plan", "{graph}", "--input", "zz=1"], "unknown graph input"),
     (["plan", "{graph}", "--input", "x=1,3,8,8", "--align", "24"], "power of two"),
     (["plan", "{graph}", "--input", "x=1,3,8,8", "--time-limit", "0"], "time-limit"),
     (["plan", "{dir}/bad.json"], "not valid JSON"),
     (["plan", "{dir}/bad.csv"], "bad.csv:2"),
-    (["plan", "{dir}/b.onnx"], "importers"),
+    (["plan", "{dir}/b.onnx"], "pip install pyarena[onnx]"),
 ])
 def test_bad_input_exit_codes(args, needle, graph_file, tmp_path, capsys, monkeypatch):
     (tmp_path / "g.txt").write_text("x")
@@ -109,8 +109,8 @@ def test_bad_input_exit_codes(args, needle, graph_file, tmp_path, capsys, monkey
     (tmp_path / "bad.csv").write_text("id,lower,upper,size\n1,2,x,3\n")
     (tmp_path / "b.onnx").write_bytes(b"\0")
     argv = [a.format(dir=tmp_path, graph=graph_file) for a in args]
-    # as if the importers were not installed (None in sys.modules: ImportError)
-    monkeypatch.setitem(sys.modules, "pyarena.importers", None)
+    # as if the onnx extra were not installed (None in sys.modules: ImportError)
+    monkeypatch.setitem(sys.modules, "onnx", None)
     rc = main(argv)
     err = capsys.readouterr().err
     assert rc == 2

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 
 from pyarena.cli import main
-from pyarena.executor import Executor, random_feeds
-from pyarena.models import mobilenet_v2
+from pyarena.runtime import Executor, random_feeds
+from pyarena.runtime.models import mobilenet_v2
 
 
 def _graph_to_onnx(g, path):

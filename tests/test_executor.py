@@ -8,11 +8,11 @@ from onnx import helper
 from model_zoo import ort_run, randomized_light_model
 from onnx_util import make_model
 from pyarena import Pool, numpy_allocator
-from pyarena.executor import Executor, UnsupportedOpError, random_feeds
+from pyarena.runtime import Executor, UnsupportedOpError, random_feeds
 from pyarena.graph import Graph, GraphError
 from pyarena.importers import load_model
-from pyarena.kernels import set_scratch
-from pyarena.plan import plan
+from pyarena.runtime.kernels import set_scratch
+from pyarena.planning import plan
 
 
 @pytest.fixture(scope="module")

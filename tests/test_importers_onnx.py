@@ -7,7 +7,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from model_zoo import light_model_path, ort_run
 from onnx_util import make_model
-from pyarena.executor import Executor, random_feeds
+from pyarena.runtime import Executor, random_feeds
 from pyarena.graph import GraphError
 from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
 
@@ -46,7 +46,8 @@ def test_symbolic_input_needs_binding_and_names_the_fix(tmp_path):
     with pytest.raises(GraphError) as e:
         load_model(path)
     msg = str(e.value)
-    assert "--input" in msg and "'x'" in msg and "N" in msg
+    assert "'x'" in msg and "N" in msg and "--input" not in msg
+    assert list(e.value.unbound_inputs) == ["x"] and "N" in e.value.unbound_inputs["x"]
 
 
 def test_bound_symbols_fold_shape_chains_into_constants(tmp_path):
@@ -95,7 +96,7 @@ def test_light_model_roles_and_scratch():
     w = g.tensors[conv.inputs[1]].shape           # (64, 3, 3, 3), stride 2, no pad
     out = g.tensors[conv.outputs[0]].shape
     # im2col in bands of output rows within the scratch budget
-    from pyarena.kernels import SCRATCH_BUDGET
+    from pyarena.runtime.kernels import SCRATCH_BUDGET
     per_row = w[1] * w[2] * w[3] * out[3] * 4
     rows = min(out[2], SCRATCH_BUDGET // per_row)
     assert conv.scratch_bytes == per_row * rows <= SCRATCH_BUDGET

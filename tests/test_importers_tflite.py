@@ -4,20 +4,18 @@ import numpy as np
 import pytest
 
 from tflite_util import TFLiteBuilder, small_cnn
-from pyarena.executor import Executor, random_feeds
+from pyarena.runtime import Executor, random_feeds
 from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
-from pyarena.importers.tflite import reference_tflite
-from pyarena.plan import plan
+from pyarena.importers.reference import reference_tflite
+from pyarena.planning import plan
 
 
 @pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
 @pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16-weights"])
-def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, budget, monkeypatch):
-    if budget is not None:     # conv / pool scratch in one-row bands
-        import pyarena.kernels
-        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", budget)
+def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, budget):
+    # budget 1: conv / pool scratch in one-row bands
     path = small_cnn(tmp_path / "m.tflite", fp16=fp16, extra_outputs=True)
-    g = load_model(path)
+    g = load_model(path, scratch_budget=budget)
     # NHWC kept, TFLite names canonicalised, fused activations as attributes
     convs = [op for op in g.ops if op.op_type == "Conv"]
     assert len(convs) == 3 and all(op.attrs["layout"] == "NHWC" for op in convs)
@@ -122,14 +120,11 @@ def test_cyclic_graph(tmp_path):
 
 
 # -- NHWC convolutions added in the second round ------------------------------------
-def _check_against_interpreter(path, budget=None, monkeypatch=None):
+def _check_against_interpreter(path, budget=None):
     """Import, plan, run; match the TFLite interpreter; a second inference
     allocates no NumPy data.  Returns the graph."""
     from pyarena import Pool, numpy_allocator
-    if budget is not None:
-        import pyarena.kernels
-        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", budget)
-    g = load_model(path)
+    g = load_model(path, scratch_budget=budget)
     ex = Executor(g, plan(g))
     feeds = random_feeds(g, seed=3)
     out = {k: np.array(v) for k, v in ex.run(feeds).items()}
@@ -151,7 +146,7 @@ def _f(r, *s):
 
 @pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
 @pytest.mark.parametrize("cin,mult,stride,pad", [(3, 2, 1, 0), (1, 4, 2, 0), (4, 3, 2, 1)])
-def test_depthwise_multiplier(tmp_path, monkeypatch, budget, cin, mult, stride, pad):
+def test_depthwise_multiplier(tmp_path, budget, cin, mult, stride, pad):
     r = np.random.default_rng(cin * 10 + mult)
     B = TFLiteBuilder()
     x = B.tensor("x", (2, 9, 8, cin))
@@ -163,14 +158,13 @@ def test_depthwise_multiplier(tmp_path, monkeypatch, budget, cin, mult, stride, 
     B.op("DEPTHWISE_CONV_2D", [x, w, b], [y], ("DepthwiseConv2DOptions", dict(
         Padding=pad, StrideW=stride, StrideH=stride, DepthMultiplier=mult,
         FusedActivationFunction=1, DilationWFactor=1, DilationHFactor=1)))
-    g = _check_against_interpreter(B.save(tmp_path / "dw.tflite", [x], [y]), budget,
-                                   monkeypatch)
+    g = _check_against_interpreter(B.save(tmp_path / "dw.tflite", [x], [y]), budget)
     assert g.ops[0].op_type == "Conv" and g.ops[0].scratch_bytes > 0
 
 
 @pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
 @pytest.mark.parametrize("cin,groups,stride,pad", [(8, 2, 1, 0), (8, 4, 2, 1), (32, 2, 2, 0)])
-def test_grouped_conv_nhwc(tmp_path, monkeypatch, budget, cin, groups, stride, pad):
+def test_grouped_conv_nhwc(tmp_path, budget, cin, groups, stride, pad):
     """Few channels per group (<= 8: K-major columns) and many (16)."""
     r = np.random.default_rng(groups)
     cout = 12
@@ -184,8 +178,7 @@ def test_grouped_conv_nhwc(tmp_path, monkeypatch, budget, cin, groups, stride, p
     B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
         Padding=pad, StrideW=stride, StrideH=stride, FusedActivationFunction=0,
         DilationWFactor=1, DilationHFactor=1)))
-    g = _check_against_interpreter(B.save(tmp_path / "gc.tflite", [x], [y]), budget,
-                                   monkeypatch)
+    g = _check_against_interpreter(B.save(tmp_path / "gc.tflite", [x], [y]), budget)
     assert g.ops[0].attrs["group"] == groups
 
 
@@ -196,7 +189,7 @@ def test_grouped_conv_nhwc(tmp_path, monkeypatch, budget, cin, groups, stride, p
     (4, 2, 0, (10, 8), False, 0),     # even kernel: asymmetric SAME padding
     (2, 1, 1, (6, 5), True, 0),       # stride 1
 ])
-def test_transpose_conv(tmp_path, monkeypatch, budget, k, stride, pad, out_hw, bias, act):
+def test_transpose_conv(tmp_path, budget, k, stride, pad, out_hw, bias, act):
     r = np.random.default_rng(k * 7 + stride)
     cin, cout = 5, 3
     B = TFLiteBuilder()
@@ -209,8 +202,7 @@ def test_transpose_conv(tmp_path, monkeypatch, budget, k, stride, pad, out_hw, b
     y = B.tensor("y", (2,) + out_hw + (cout,))
     B.op("TRANSPOSE_CONV", ins, [y], ("TransposeConvOptions", dict(
         Padding=pad, StrideW=stride, StrideH=stride, FusedActivationFunction=act)))
-    g = _check_against_interpreter(B.save(tmp_path / "tc.tflite", [x], [y]), budget,
-                                   monkeypatch)
+    g = _check_against_interpreter(B.save(tmp_path / "tc.tflite", [x], [y]), budget)
     op = g.ops[0]
     assert op.op_type == "ConvTranspose" and op.attrs["layout"] == "NHWC"
     full = cout * k * k * 4 * 4      # one input row of columns per band ...
@@ -290,7 +282,7 @@ def test_mediapipe_transpose_bias_bad_options_are_named(tmp_path):
 
 
 @pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
-def test_non_overlapping_pools_nhwc(tmp_path, monkeypatch, budget):
+def test_non_overlapping_pools_nhwc(tmp_path, budget):
     """stride = kernel, VALID (MediaPipe's whole-image average pools): the
     one-reduction path, including rows/cols left over at the edge."""
     B = TFLiteBuilder()
@@ -304,8 +296,7 @@ def test_non_overlapping_pools_nhwc(tmp_path, monkeypatch, budget):
         Padding=1, StrideW=2, StrideH=2, FilterWidth=2, FilterHeight=2)))
     B.op("AVERAGE_POOL_2D", [m], [g1], ("Pool2DOptions", dict(
         Padding=1, StrideW=9, StrideH=8, FilterWidth=9, FilterHeight=8)))
-    _check_against_interpreter(B.save(tmp_path / "p.tflite", [x], [a, g1]), budget,
-                               monkeypatch)
+    _check_against_interpreter(B.save(tmp_path / "p.tflite", [x], [a, g1]), budget)
 
 
 def test_rsqrt_square_squared_difference(tmp_path):

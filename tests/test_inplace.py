@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from pyarena.graph import Graph
-from pyarena.inplace import (DEFAULT_RULES, KINDS, RuleTable, as_rule_table,
+from pyarena.planning.inplace import (DEFAULT_RULES, KINDS, RuleTable, as_rule_table,
                              register_rule, reuse_candidates, rule_for,
                              transpose_is_view)
 
@@ -89,7 +89,7 @@ def test_transpose_perm_from_a_constant_input():
     g.add_tensor("x", (1, 5, 1), role="input")
     g.add_tensor("p", (3,), "int32", role="constant", data=np.array([1, 0, 2]))
     g.add_tensor("y", (5, 1, 1), role="output")
-    op = g.add_op("TRANSPOSE", ["x", "p"], ["y"])
+    op = g.add_op("Transpose", ["x", "p"], ["y"])    # TFLite: perm is an input
     assert reuse_candidates(op, g) == [(0, "alias")]
     g.tensors["p"].data = None                  # unknown permutation: no view
     assert reuse_candidates(op, g) == []

@@ -36,13 +36,10 @@ CONV_CASES = [
 
 
 @pytest.fixture(params=["whole", "row-bands"])
-def budget(request, monkeypatch):
+def budget(request):
     """Run with the default scratch budget (one band) and with a budget so
-    small that every band is one output row."""
-    import pyarena.kernels
-    if request.param == "row-bands":
-        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 1)
-    return request.param
+    small that every band is one output row: the scratch_budget to give."""
+    return None if request.param == "whole" else 1
 
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c['x']}-{c['w']}-{c['attrs']}")
@@ -53,10 +50,10 @@ def test_conv(tmp_path, case, budget):
         inits["b"] = rnd(case["w"][0])
         ins.append("b")
     g, _, _ = run_both(tmp_path, [node("Conv", ins, **case["attrs"])],
-                       {"x": rnd(*case["x"])}, inits)
+                       {"x": rnd(*case["x"])}, inits, scratch_budget=budget)
     # the planner got the kernel's workspace, exactly
     conv = g.ops[0]
-    from pyarena.kernels import scratch_bytes_for
+    from pyarena.runtime.kernels import scratch_bytes_for
     assert conv.scratch_bytes == scratch_bytes_for(g, conv)
 
 
@@ -73,12 +70,10 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     assert g.ops[0].scratch_bytes == 0
 
 
-def test_conv_scratch_is_bounded_by_the_budget(tmp_path, monkeypatch):
-    import pyarena.kernels
-    monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 1)
+def test_conv_scratch_is_bounded_by_the_budget(tmp_path):
     # one output row per band: 3 padded input rows of 3x11 + 27x9 columns
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
-                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)}, scratch_budget=1)
     pad = 3 * 3 * 11 * 4
     cols = 3 * 3 * 3 * 1 * 9 * 4
     assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
@@ -99,7 +94,8 @@ def test_conv_scratch_is_bounded_by_the_budget(tmp_path, monkeypatch):
 def test_conv_transpose(tmp_path, case, budget):  # noqa: D103
     run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case["attrs"])],
              {"x": rnd(*case["x"])},
-             {"w": rnd(*case["w"]), "b": rnd(case["w"][1] * case["attrs"].get("group", 1))})
+             {"w": rnd(*case["w"]), "b": rnd(case["w"][1] * case["attrs"].get("group", 1))},
+             scratch_budget=budget)
 
 
 @pytest.mark.parametrize("ta,tb,alpha,beta", [(0, 0, 1.0, 1.0), (1, 0, 0.5, 2.0),
@@ -192,7 +188,8 @@ def test_pad(tmp_path, mode):
 def test_pool(tmp_path, op, attrs, budget):
     if op == "MaxPool":
         attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
-    run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)})
+    run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)},
+             scratch_budget=budget)
 
 
 def test_global_pools_and_reduce(tmp_path):
@@ -285,8 +282,8 @@ def test_kernels_are_correct_when_the_output_is_an_input(op_type, attrs, which):
     a "binary" op the memory of any same-shaped input: results must not
     change."""
     from pyarena.graph import Graph
-    from pyarena.inplace import rule_for
-    from pyarena.kernels import make_kernel
+    from pyarena.planning.inplace import rule_for
+    from pyarena.runtime.kernels import make_kernel
     kind = rule_for(op_type)
     assert kind in ("unary", "binary")
     if kind == "unary" and which == 1:
@@ -326,18 +323,18 @@ def test_kernels_are_correct_when_the_output_is_an_input(op_type, attrs, which):
 def test_gelu_opset20(tmp_path, approximate, budget):
     attrs = {} if approximate is None else dict(approximate=approximate)
     g, _, _ = run_both(tmp_path, [node("Gelu", ["x"], **attrs)],
-                       {"x": rnd(2, 3, 4, 5, lo=-6, hi=6)}, opset=20)
+                       {"x": rnd(2, 3, 4, 5, lo=-6, hi=6)}, opset=20, scratch_budget=budget)
     # temporaries: 3 for erf, 1 for tanh; with a one-byte budget each chunk
     # is a single element (64-byte aligned parts)
     nbuf = 1 if approximate == "tanh" else 3
-    part = 120 * 4 if budget == "whole" else 4
+    part = 120 * 4 if budget is None else 4
     assert g.ops[0].scratch_bytes == (nbuf - 1) * (-(-part // 64) * 64) + part
 
 
 def test_erf_accuracy_against_math_erf():
     import math
     from pyarena.graph import Graph
-    from pyarena.kernels import make_kernel
+    from pyarena.runtime.kernels import make_kernel
     x = np.concatenate([np.linspace(-7, 7, 20001), np.float32(10.0) ** np.linspace(-30, 0, 301),
                         [0.0, -0.0, np.inf, -np.inf]]).astype(np.float32)
     g = Graph("e")
@@ -353,15 +350,13 @@ def test_erf_accuracy_against_math_erf():
     assert np.all(np.abs(y[small] - ref[small]) <= 1e-6 * np.abs(ref[small]) + 1e-37)
 
 
-def test_chunked_elementwise_scratch_is_bounded(tmp_path, monkeypatch):
-    import pyarena.kernels
+def test_chunked_elementwise_scratch_is_bounded(tmp_path):
     g, _, _ = run_both(tmp_path, [node("Gelu", ["x"])], {"x": rnd(4, 64, 64, lo=-4, hi=4)},
                        opset=20, name="big")
     # three whole-tensor temporaries (64-byte aligned) with the default budget
     assert g.ops[0].scratch_bytes == 3 * 4 * 64 * 64 * 4
-    monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 3 * 4 * 1000)
     g, _, _ = run_both(tmp_path, [node("Gelu", ["x"])], {"x": rnd(4, 64, 64, lo=-4, hi=4)},
-                       opset=20, name="banded")
+                       opset=20, name="banded", scratch_budget=3 * 4 * 1000)
     # 1000-element chunks: 17 chunks, the last one partial
     assert g.ops[0].scratch_bytes == 2 * 4032 + 4000
 
@@ -375,9 +370,9 @@ def test_new_elementwise_in_place_and_allocation_free(tmp_path):
     """A chain of the new ops: the plan runs each one in its input's memory
     and a second inference allocates no NumPy data."""
     from pyarena import Pool, numpy_allocator
-    from pyarena.executor import Executor
+    from pyarena.runtime import Executor
     from pyarena.importers import load_model
-    from pyarena.plan import plan
+    from pyarena.planning import plan
     from onnx_util import make_model
     from model_zoo import ort_run
     names = ["x"] + [f"t{i}" for i in range(len(NEW_ELEMENTWISE) - 1)] + ["y"]
@@ -402,17 +397,16 @@ def test_new_elementwise_in_place_and_allocation_free(tmp_path):
     assert counter.allocations == 0
 
 
-def test_conv_transpose_scratch_is_banded(tmp_path, monkeypatch):
-    import pyarena.kernels
+def test_conv_transpose_scratch_is_banded(tmp_path):
     case = dict(strides=[2, 2], pads=[1, 1, 1, 1])
     inits = {"w": rnd(4, 3, 3, 3), "b": rnd(3)}
     g, _, _ = run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case)],
                        {"x": rnd(1, 4, 10, 7)}, inits)
     # whole image: C_out*kh*kw * H_in*W_in columns, no uncropped output buffer
     assert g.ops[0].scratch_bytes == 3 * 3 * 3 * 10 * 7 * 4
-    monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", 3 * 3 * 3 * 7 * 4 * 3)
     g, _, _ = run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case)],
-                       {"x": rnd(1, 4, 10, 7)}, inits, name="banded")
+                       {"x": rnd(1, 4, 10, 7)}, inits, name="banded",
+                       scratch_budget=3 * 3 * 3 * 7 * 4 * 3)
     assert g.ops[0].scratch_bytes == 3 * 3 * 3 * 3 * 7 * 4      # 3 input rows per band
 
 
@@ -436,7 +430,7 @@ def test_resize_cubic(tmp_path, attrs, scales, sizes):
 
 def test_resize_cubic_allocation_free(tmp_path):
     from pyarena import Pool, numpy_allocator
-    from pyarena.executor import Executor
+    from pyarena.runtime import Executor
     from pyarena.importers import load_model
     from onnx_util import make_model
     path = tmp_path / "cubic.onnx"
@@ -465,26 +459,22 @@ def test_resize_antialias_is_refused_by_name(tmp_path):
 
 
 @pytest.mark.parametrize("budget_bytes", [None, 1])
-def test_conv_transpose_and_depthwise_multiplier_allocation_free(tmp_path, monkeypatch,
-                                                                 budget_bytes):
+def test_conv_transpose_and_depthwise_multiplier_allocation_free(tmp_path, budget_bytes):
     """ConvTranspose (whole and one input row per band) and an NCHW depthwise
     conv with multiplier 2, planned: match onnxruntime and a second inference
     allocates no NumPy data."""
-    import pyarena.kernels
     from pyarena import Pool, numpy_allocator
-    from pyarena.executor import Executor
+    from pyarena.runtime import Executor
     from pyarena.importers import load_model
     from onnx_util import make_model
     from model_zoo import ort_run
-    if budget_bytes is not None:
-        monkeypatch.setattr(pyarena.kernels, "SCRATCH_BUDGET", budget_bytes)
     path = tmp_path / "ct.onnx"
     make_model([node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[2, 2],
                      pads=[1, 1, 0, 0], group=2),
                 node("Conv", ["t", "wd"], ["y"], group=4, pads=[1, 1, 1, 1])],
                {"x": ([2, 4, 5, 6], np.float32)}, {"y": (None, np.float32)},
                {"w": rnd(4, 2, 3, 3), "b": rnd(4), "wd": rnd(8, 1, 3, 3)}, path=path)
-    g = load_model(str(path))
+    g = load_model(str(path), scratch_budget=budget_bytes)
     ex = Executor(g)
     x = rnd(2, 4, 5, 6)
     np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
@@ -496,7 +486,7 @@ def test_conv_transpose_and_depthwise_multiplier_allocation_free(tmp_path, monke
 
 def test_float_only_elementwise_refuse_integers_by_name():
     from pyarena.graph import Graph
-    from pyarena.kernels import UnsupportedOpError, make_kernel
+    from pyarena.runtime.kernels import UnsupportedOpError, make_kernel
     g = Graph("i")
     g.add_tensor("x", (2, 3), np.int32, role="input")
     g.add_tensor("y", (2, 3), np.int32, role="output")
@@ -538,7 +528,7 @@ def test_resize_tf_crop_and_resize(tmp_path, mode, roi, sizes, ort, outside):
     import onnx
     from onnx.reference import ReferenceEvaluator
     from pyarena import Pool, numpy_allocator
-    from pyarena.executor import Executor
+    from pyarena.runtime import Executor
     from pyarena.importers import load_model
     from onnx_util import make_model
     from model_zoo import ort_run

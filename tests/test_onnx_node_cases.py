@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from pyarena.executor import Executor
+from pyarena.runtime import Executor
 from pyarena.importers import UnsupportedOpError, load_model
-from pyarena.plan import plan
+from pyarena.planning import plan
 
 RUN = r"test_(gelu_(tanh|default)_\d|erf|mish|celu|shrink_(hard|soft)|thresholdedrelu(_example|_default)?" \
       r"|round|resize_(?!\w*expanded)\w+|convtranspose\w*|softplus(_example)?|elu(_example|_default)?" \

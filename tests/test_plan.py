@@ -14,9 +14,9 @@ from plan_graphs import feeds_for, random_graph, run_planned, run_reference  # n
 import pyarena  # noqa: E402
 from pyarena.errors import InvalidArgumentError, PlanInfeasibleError  # noqa: E402
 from pyarena.graph import Graph, GraphError  # noqa: E402
-from pyarena.plan import (Buffer, Plan, load_graph, load_intervals_csv, plan,  # noqa: E402
+from pyarena.planning import (Buffer, Plan, load_intervals_csv, plan,  # noqa: E402
                           plan_intervals, tensor_lifetimes, write_intervals_csv)
-from pyarena.validate import validate  # noqa: E402
+from pyarena.planning import validate  # noqa: E402
 
 HEURISTICS = ["first-fit", "greedy-by-size", "greedy-by-breadth"]
 FAST = dict(time_limit=0.2)
@@ -404,7 +404,7 @@ def test_bad_arguments():
     bad.add_tensor("x", ("N", 3), role="input")
     bad.add_tensor("y", ("N", 3), role="output")
     bad.add_op("Relu", ["x"], ["y"])
-    with pytest.raises(GraphError, match="--input"):
+    with pytest.raises(GraphError, match="unknown dimension"):
         plan(bad)
     with pytest.raises(InvalidArgumentError, match="ends before"):
         plan_intervals([("a", 4, 3, 2)])
@@ -451,16 +451,18 @@ def test_csv_round_trip(tmp_path):
         load_intervals_csv(tmp_path / "hdr.csv")
 
 
-def test_load_graph_dispatch(tmp_path):
+def test_load_model_reads_json_graphs(tmp_path):
+    from pyarena import ModelImportError, load_model
     g = chain_graph(1)
     path = tmp_path / "g.json"
     g.save(path)
-    h = load_graph(str(path), {"x": (1, 4, 8, 8)})
+    h = load_model(str(path), {"x": (1, 4, 8, 8)})
     assert plan(h, **FAST).arena_bytes == plan(g, **FAST).arena_bytes
-    with pytest.raises(InvalidArgumentError, match="unknown graph file type"):
-        load_graph(str(tmp_path / "g.txt"))
-    with pytest.raises(FileNotFoundError):
-        load_graph(str(tmp_path / "missing.json"))
+    (tmp_path / "g.txt").write_text("x")
+    with pytest.raises(ModelImportError, match="unknown model format"):
+        load_model(str(tmp_path / "g.txt"))
+    with pytest.raises(ModelImportError, match="no such file"):
+        load_model(str(tmp_path / "missing.json"))
 
 
 def test_plot_png_and_svg(tmp_path):
@@ -482,15 +484,10 @@ def test_buffer_dataclass_fields():
                            "offset": 64, "tensors": ["n"]}
 
 
-# -- real CNN topologies (benchmarks/cnn_graphs.py) ------------------------------------
+# -- real CNN topologies (pyarena.runtime.models) ------------------------------------
 def _cnn_builders():
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(os.path.dirname(here), "benchmarks"))
-    try:
-        import cnn_graphs
-    finally:
-        sys.path.pop(0)
-    return cnn_graphs.ALL
+    from pyarena.runtime.models import MODELS
+    return MODELS
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet50", "densenet121", "unet"])

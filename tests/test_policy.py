@@ -5,7 +5,7 @@ import pytest
 
 import pyarena
 from pyarena import InvalidArgumentError, Policy
-from pyarena._binding import ffi, lib
+from pyarena._native import ffi, lib
 from pyarena.errors import AlignmentError
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pyarena import Pool, StateError, numpy_allocator
-from pyarena import _poolglue
+from pyarena._native import _poolglue
 
 live_pools = _poolglue.live_pools
 

@@ -7,11 +7,11 @@ import os
 import numpy as np
 
 from pyarena import Pool, numpy_allocator
-from pyarena.executor import Executor, random_feeds
+from pyarena.runtime import Executor, random_feeds
 from pyarena.importers import load_model
-from pyarena.importers.tflite import reference_tflite
-from pyarena.plan import plan
-from pyarena.validate import validate
+from pyarena.importers.reference import reference_tflite
+from pyarena.planning import plan
+from pyarena.planning import validate
 
 MODEL = os.path.join(os.path.dirname(__file__), "data", "face_detection_short_range.tflite")
 

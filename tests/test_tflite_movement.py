@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from tflite_util import TFLiteBuilder
-from pyarena.executor import Executor, random_feeds
+from pyarena.runtime import Executor, random_feeds
 from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
-from pyarena.importers.tflite import reference_tflite
+from pyarena.importers.reference import reference_tflite
 from pyarena.importers.tflite_sparse import DENSE, SPARSE_CSR, densify
-from pyarena.plan import plan
+from pyarena.planning import plan
 
 # (begin, end, strides, masks) and the NumPy index it must equal
 SLICES = [

@@ -11,8 +11,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from plan_graphs import random_graph  # noqa: E402
 
 from pyarena.graph import Graph  # noqa: E402
-from pyarena.plan import Buffer, Plan, plan, plan_intervals  # noqa: E402
-from pyarena.validate import PlanValidationError, validate  # noqa: E402
+from pyarena.planning import Buffer, Plan, plan, plan_intervals  # noqa: E402
+from pyarena.planning import PlanValidationError, validate  # noqa: E402
 
 FAST = dict(time_limit=0.2)
 

@@ -1,28 +1,35 @@
-"""Model importers: ONNX and TFLite files -> :class:`pyarena.Graph`.
+"""The importers layer: model files -> validated :class:`~pyarena.Graph`.
 
-``load_model(path, inputs=None)`` picks the importer from the file
-(``.onnx`` / ``.tflite`` / ``.json`` extension, else the TFLite magic
-``TFL3`` at byte 4, else ONNX) and returns a validated graph whose ops carry
-``scratch_bytes``.  ONNX needs the ``onnx`` extra, TFLite the ``tflite``
-extra; both are imported lazily.
+``load_model(path, inputs=None, scratch_budget=None)`` is the one loader:
+it picks the format from the file (``.onnx`` / ``.tflite`` / ``.json``
+extension, else the TFLite magic ``TFL3`` at byte 4, else ``{`` for JSON,
+else ONNX), binds the input shapes given (one binder:
+:func:`pyarena.graph.bind_shapes`), and returns a validated graph whose ops
+carry ``scratch_bytes`` from the kernels' rules (a JSON graph keeps its
+own).  ONNX needs the ``onnx``
+extra, TFLite the ``tflite`` extra; both are imported lazily.
+:mod:`.reference` runs the reference runtimes (onnxruntime, the TFLite
+interpreter) on the same file.
+
+Imports the runtime (for the kernel registry), planning, graph and the
+layers below.
 """
 import os
 
-from ..graph import Graph, GraphError
-from ..kernels import UnsupportedOpError
+from ..errors import ModelImportError, UnsupportedOpError
+from ..graph import Graph
+from ..runtime.kernels import set_scratch
 
 __all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format"]
 
-
-class ModelImportError(GraphError):
-    """A model file that cannot be imported: corrupt, truncated, of an
-    unknown format, or with sizes that cannot be determined."""
+_EXTENSIONS = (".onnx", ".tflite", ".json")
 
 
 def sniff_format(path):
-    """'onnx', 'tflite' or 'json' from the extension or the file's magic."""
+    """'onnx', 'tflite' or 'json' from the extension or the file's magic;
+    a file with neither is taken for ONNX (protobuf has no magic)."""
     ext = os.path.splitext(str(path))[1].lower()
-    if ext in (".onnx", ".tflite", ".json"):
+    if ext in _EXTENSIONS:
         return ext[1:]
     try:
         with open(path, "rb") as f:
@@ -36,19 +43,42 @@ def sniff_format(path):
     return "onnx"
 
 
-def load_model(path, inputs=None):
-    """A validated :class:`Graph` for the model at ``path``; ``inputs`` maps
-    graph-input names to the dims that fix their symbolic dimensions."""
-    fmt = sniff_format(path)
+def load_model(path, inputs=None, scratch_budget=None):
+    """A validated :class:`Graph` for the model at ``path``.
+
+    ``inputs`` maps graph-input names to the shapes that fix their unknown
+    dimensions; ``scratch_budget`` bounds each op's workspace (bytes; None:
+    the kernels' default).  Raises :class:`ModelImportError` for a missing,
+    corrupt or unknown file, :class:`UnsupportedOpError` naming every
+    operator the executor cannot run (both are GraphErrors)."""
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise ModelImportError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ModelImportError(f"{path}: is a directory, not a model file")
+    fmt = sniff_format(path)
+    if fmt == "json":      # a JSON graph carries its own scratch sizes
+        return _load_json(path, inputs)
     if fmt == "onnx":
         from .onnx import load_onnx
-        return load_onnx(path, inputs)
-    if fmt == "tflite":
+        try:
+            g = load_onnx(path, inputs)
+        except ModelImportError as exc:
+            if os.path.splitext(path)[1].lower() in _EXTENSIONS or exc.unbound_inputs:
+                raise
+            raise ModelImportError(f"{path}: unknown model format: not a TFLite flatbuffer, "
+                                   f"a JSON graph or an ONNX model ({exc})") from None
+    else:
         from .tflite import load_tflite
-        return load_tflite(path, inputs)
-    g = Graph.load(path)
+        g = load_tflite(path, inputs)
+    return set_scratch(g, scratch_budget)
+
+
+def _load_json(path, inputs):
+    try:
+        g = Graph.load(path)
+    except UnicodeDecodeError as exc:
+        raise ModelImportError(f"{path}: not a text file ({exc.reason})") from None
     if inputs:
         g.bind_inputs(inputs)
     return g.validate()

@@ -1,25 +1,26 @@
 """ONNX importer: an ``.onnx`` file -> a validated :class:`pyarena.Graph`.
 
 Steps: parse (clear error for a truncated or non-ONNX file); bind the
-symbolic input dimensions given with ``--input NAME=D0,D1,...`` on a copy
-of the model; ONNX shape inference with data propagation; fold every node
+input shapes given (:func:`pyarena.graph.bind_shapes`) on a copy of the
+model; ONNX shape inference with data propagation; fold every node
 that computes only from constants (initializers, ``Constant``,
 ``ConstantOfShape``, ``Shape`` of a tensor whose shape is static, and any
 chain of those) -- folded values become ``role="constant"`` tensors with
 ``Tensor.data``, for the weights arena, never the work arena; re-infer if
 folding fixed more shapes; then emit one ``Op`` per remaining node with its
-attributes and ``scratch_bytes`` from the kernels' rules.  A tensor whose
-size still cannot be known is reported by name together with the
-``--input`` that would fix it.
+attributes (``load_model`` then fills ``scratch_bytes`` from the kernels'
+rules).  A tensor whose size still cannot be known is reported by name
+together with the graph inputs whose shapes would fix it
+(``GraphError.unbound_inputs``).
 """
 import math
 import os
 
 import numpy as np
 
+from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph, stable_toposort
-from ..kernels import UnsupportedOpError, set_scratch
-from . import ModelImportError
+from ..graph.binding import bind_shapes, unbound_message
 
 __all__ = ["load_onnx", "ModelImportError"]
 
@@ -227,32 +228,17 @@ def load_onnx(path, inputs=None, fold=True):
             opset = o.version
     g0 = model.graph
     init_names = {i.name for i in g0.initializer}
-    real_inputs = [i for i in g0.input if i.name not in init_names]
     # -- bind symbolic dims on a copy, then infer -----------------------------
     model = onnx.ModelProto.FromString(model.SerializeToString()) if inputs else model
-    inputs = dict(inputs or {})
     by_name = {i.name: i for i in model.graph.input if i.name not in init_names}
-    for name, dims in inputs.items():
-        vi = by_name.get(name)
-        if vi is None:
-            raise ModelImportError(f"--input names unknown graph input {name!r}; the inputs "
-                                   f"are {[i.name for i in real_inputs]}")
-        dims = [int(d) for d in dims]
-        shp = vi.type.tensor_type.shape
-        if len(shp.dim) and len(shp.dim) != len(dims):
-            raise ModelImportError(f"--input {name}: rank {len(dims)} given, the model says "
-                                   f"{_dims(vi)}")
-        for d in dims:
-            if d <= 0:
-                raise ModelImportError(f"--input {name}: dimension {d} must be positive")
+    resolved, _ = bind_shapes({name: _dims(vi) for name, vi in by_name.items()},
+                              dict(inputs or {}))
+    for name, dims in resolved.items():
+        shp = by_name[name].type.tensor_type.shape
         for i, d in enumerate(dims):
             if i < len(shp.dim):
-                old = shp.dim[i]
-                if old.HasField("dim_value") and old.dim_value != d:
-                    raise ModelImportError(f"--input {name}: dimension {i} is fixed to "
-                                           f"{old.dim_value}, {d} given")
-                old.Clear()
-                old.dim_value = d
+                shp.dim[i].Clear()
+                shp.dim[i].dim_value = d
             else:
                 shp.dim.add().dim_value = d
     sym_inputs = {}
@@ -334,18 +320,6 @@ def load_onnx(path, inputs=None, fold=True):
             if i:
                 consumers.setdefault(i, []).append(n.name)
 
-    def fix_hint(name):
-        if sym_inputs:
-            fixes = " ".join(
-                "--input " + k + "=" + (",".join(str(d) if isinstance(d, int) else
-                                                 f"<{d or '?'}>" for d in v)
-                                        if v is not None else "D0,D1,...")
-                for k, v in sym_inputs.items())
-            return (f"; graph input(s) with unknown dimensions: "
-                    + ", ".join(f"{k} {v}" for k, v in sym_inputs.items())
-                    + f"; fix them with {fixes} (numbers in place of <...>)")
-        return "; the model does not say and ONNX shape inference could not derive it"
-
     def declare(name, role):
         if name in g.tensors:
             return
@@ -357,7 +331,10 @@ def load_onnx(path, inputs=None, fold=True):
         et = types.get(name)
         if et is None or shp is None or any(not isinstance(d, int) for d in shp):
             what = "unknown shape" if shp is None else f"shape {shp}"
-            raise ModelImportError(f"cannot size tensor {name!r} ({what})" + fix_hint(name))
+            why = ("; " + unbound_message(sym_inputs) if sym_inputs else
+                   "; the model does not say and ONNX shape inference could not derive it")
+            raise ModelImportError(f"cannot size tensor {name!r} ({what})" + why,
+                                   unbound_inputs=sym_inputs)
         dt = _np_dtype(onnx, et, f"tensor {name!r}")
         _check_dims(name, shp, dt.itemsize)
         g.add_tensor(name, shp, dt, role=role)
@@ -396,9 +373,7 @@ def load_onnx(path, inputs=None, fold=True):
             else:
                 attrs.setdefault("axis", -1)
         g.add_op(n.op_type, list(n.input), outs, name=n.name, **attrs)
-    g.validate()
-    set_scratch(g)
-    return g
+    return g.validate()
 
 
 def _collect(model):

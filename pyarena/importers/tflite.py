@@ -10,7 +10,8 @@ DENSE / SPARSE_CSR dim metadata) are densified when read
 (:mod:`pyarena.importers.tflite_sparse`).
 
 Layout choice: TFLite is NHWC and it stays NHWC.  Operators get ONNX
-canonical names (``pyarena.importers.ops.TFLITE_TO_CANONICAL``) with
+canonical names -- each kernel declares the builtins it runs
+(``pyarena.runtime.kernels.TFLITE_OPS``) -- with
 ``layout="NHWC"`` where it matters; weights keep their TFLite layouts
 (conv ``OHWI``, depthwise ``1HWC``, fully connected ``(units, K)``) and the
 kernels read them as they are -- nothing is transposed at import, so the
@@ -25,12 +26,12 @@ import os
 
 import numpy as np
 
+from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph
-from ..kernels import UnsupportedOpError, set_scratch
-from . import ModelImportError
-from .ops import TFLITE_TO_CANONICAL
+from ..graph.binding import bind_shapes
+from ..runtime.kernels import TFLITE_OPS
 
-__all__ = ["load_tflite", "reference_tflite"]
+__all__ = ["load_tflite"]
 
 _TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
           7: np.int16, 9: np.int8, 10: np.float64}
@@ -62,8 +63,8 @@ def _padding(code):
 
 def load_tflite(path, inputs=None):
     """Import subgraph 0 of ``path``.  ``inputs`` binds input shapes
-    (TFLite shapes are static; a -1 in ``shape_signature`` may be fixed
-    this way)."""
+    (TFLite stores concrete shapes; a dimension of 1 -- the batch
+    placeholder -- may be given another size)."""
     tflite = _tfl()
     try:
         with open(path, "rb") as f:
@@ -111,8 +112,7 @@ def _import(tflite, buf, path, inputs):
         for d in shp:
             if d < 0:
                 raise ModelImportError(f"tensor {nm!r} has negative dimension {d} in shape "
-                                       f"{shp}; fix it with --input {nm}=D0,D1,... if it "
-                                       f"is a graph input")
+                                       f"{shp}")
         ty = int(t.Type())
         if ty not in _TYPES:
             raise ModelImportError(f"tensor {nm!r}: unsupported TFLite type {ty}")
@@ -161,22 +161,13 @@ def _import(tflite, buf, path, inputs):
     sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
     if inputs:
+        # a dimension stored as 1 is a placeholder (batch): any size binds it
         by_name = {names[i]: i for i in sg_inputs}
-        for nm, dims in inputs.items():
-            if nm not in by_name:
-                raise ModelImportError(f"--input names unknown graph input {nm!r}; the "
-                                       f"inputs are {list(by_name)}")
-            i = by_name[nm]
-            dims = [int(d) for d in dims]
-            if len(dims) != len(shapes[i]):
-                raise ModelImportError(f"--input {nm}: rank {len(dims)} given, the model "
-                                       f"says {shapes[i]}")
-            if any(old not in (new, 1, -1) and old != new for old, new in
-                   zip(shapes[i], dims)) and shapes[i] != dims:
-                # TFLite stores a concrete shape; only the batch (1) or -1 may change
-                raise ModelImportError(f"--input {nm}: the model's shape is {shapes[i]}, "
-                                       f"{dims} given (only placeholder dims may change)")
-            shapes[i] = dims
+        declared = {nm: [None if d == 1 else d for d in shapes[i]]
+                    for nm, i in by_name.items()}
+        resolved, _ = bind_shapes(declared, inputs)
+        for nm, dims in resolved.items():
+            shapes[by_name[nm]] = list(dims)
     # -- operators -------------------------------------------------------------------
     g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
     ops = []
@@ -259,9 +250,7 @@ def _import(tflite, buf, path, inputs):
     if bad:
         raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) +
                                  (f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""))
-    g.validate()
-    set_scratch(g)
-    return g
+    return g.validate()
 
 
 def _densify(tflite, sp, raw, shp, dt, nm):
@@ -288,9 +277,9 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
         if i >= 0 and data[i] is None and dtypes[i] in (np.int8, np.uint8, np.int16) \
                 and quant[i] is not None:
             fail("quantized (int8/uint8) activations are not supported")
-    if code not in TFLITE_TO_CANONICAL:
+    if code not in TFLITE_OPS:
         fail("not supported by the executor")
-    op_type, fixed = TFLITE_TO_CANONICAL[code]
+    op_type, fixed = TFLITE_OPS[code]
     attrs = dict(fixed)
     a = attrs
 
@@ -427,7 +416,7 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
 
 
 def _convert_movement(tflite, code, op, ins, data, a, fail):
-    """Attributes of STRIDED_SLICE / DEPTH_TO_SPACE (pyarena.kernels_tflite)."""
+    """Attributes of STRIDED_SLICE / DEPTH_TO_SPACE (runtime/kernels/tflite.py)."""
     if code == "DEPTH_TO_SPACE":
         o = _options(tflite, op, "DepthToSpaceOptions")
         a["blocksize"] = int(o.BlockSize()) if o is not None else 0
@@ -442,27 +431,3 @@ def _convert_movement(tflite, code, op, ins, data, a, fail):
                  shrink_axis_mask=int(o.ShrinkAxisMask()))
         if hasattr(o, "Offset") and bool(o.Offset()):
             a["offset"] = 1
-
-
-def reference_tflite(path, feeds):
-    """Outputs of the TFLite interpreter (ai-edge-litert or tflite-runtime)
-    for ``feeds``, keyed by tensor name; (None, why) if none is installed."""
-    Interpreter = None
-    for mod in ("ai_edge_litert.interpreter", "tflite_runtime.interpreter",
-                "tensorflow.lite"):
-        try:
-            m = __import__(mod, fromlist=["Interpreter"])
-            Interpreter = m.Interpreter
-            break
-        except Exception:
-            continue
-    if Interpreter is None:
-        return None, "no TFLite interpreter installed (ai-edge-litert)"
-    it = Interpreter(model_path=str(path))
-    it.allocate_tensors()
-    for d in it.get_input_details():
-        if d["name"] in feeds:
-            it.set_tensor(d["index"], np.asarray(feeds[d["name"]], dtype=d["dtype"]))
-    it.invoke()
-    return {d["name"]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}, \
-        "TFLite interpreter"

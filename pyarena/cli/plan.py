@@ -1,0 +1,92 @@
+"""``pyarena plan GRAPH``: a static memory plan for a graph or intervals.
+
+GRAPH is a JSON graph (pyarena/graph/graph.py format), an .onnx or
+.tflite model (anything :func:`pyarena.load_model` reads), or a
+MiniMalloc-style CSV ``id,lower,upper,size`` (``upper``
+exclusive) whose rows are the buffers.  Prints a summary; ``--json``
+writes the plan (``-`` = stdout, then the summary goes to stderr).
+
+Exit status: 0 plan made (and validated), 1 the validator found a
+problem, 2 bad input, 3 no plan within ``--capacity``.
+"""
+import json
+import os
+import sys
+
+from ..errors import InvalidArgumentError, PlanInfeasibleError
+from ..importers import load_model
+from ..planning import (STRATEGIES, load_intervals_csv, plan, plan_intervals, validate,
+                        write_intervals_csv)
+from .args import parse_inputs
+
+
+def add_parser(sub):
+    p = sub.add_parser("plan", help="plan the activation memory of a graph",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("graph", metavar="GRAPH",
+                   help="JSON graph, .onnx/.tflite model, or id,lower,upper,size CSV")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="shape of a graph input (binds its symbolic dimensions); repeat")
+    p.add_argument("--align", type=int, default=None, metavar="N",
+                   help="offset granularity in bytes (power of two; default 64, "
+                        "1 for CSV)")
+    p.add_argument("--no-inplace", action="store_true",
+                   help="no in-place reuse and no views: every tensor its own buffer")
+    p.add_argument("--strategy", choices=list(STRATEGIES), default=None,
+                   help="offset assignment (default best; exact with --capacity)")
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
+                   help="search time for best/exact (default 10)")
+    p.add_argument("--capacity", type=int, default=None, metavar="BYTES",
+                   help="find a plan within this arena size (exit 3 if none)")
+    p.add_argument("--json", metavar="PATH|-", help="write the plan as JSON")
+    p.add_argument("--plot", metavar="PATH", help="draw the plan (.png or .svg)")
+    p.add_argument("--csv-out", metavar="PATH",
+                   help="write id,lower,upper,size,offset CSV (upper exclusive)")
+    p.set_defaults(run=run)
+    return p
+
+
+def make_plan(args):
+    """The plan the arguments ask for (shared with tools wrapping the CLI)."""
+    strategy = args.strategy or ("exact" if args.capacity is not None else "best")
+    if not args.time_limit > 0:
+        raise InvalidArgumentError(f"--time-limit must be > 0, not {args.time_limit}")
+    if os.path.splitext(args.graph)[1].lower() == ".csv":
+        if args.input:
+            raise InvalidArgumentError("--input does not apply to a CSV of intervals")
+        bufs = load_intervals_csv(args.graph)
+        return plan_intervals(bufs, strategy=strategy,
+                              alignment=1 if args.align is None else args.align,
+                              time_limit=args.time_limit, capacity=args.capacity)
+    g = load_model(args.graph, parse_inputs(args.input) or None)
+    return plan(g, strategy=strategy, alignment=64 if args.align is None else args.align,
+                inplace=not args.no_inplace, time_limit=args.time_limit,
+                capacity=args.capacity)
+
+
+def run(args):
+    try:
+        p = make_plan(args)
+    except PlanInfeasibleError as exc:
+        print(f"pyarena plan: infeasible: {exc}", file=sys.stderr)
+        return 3
+    problems = validate(p)
+    to_stdout = args.json == "-"
+    report = sys.stderr if to_stdout else sys.stdout
+    if args.json:
+        text = json.dumps(p.to_json(), indent=1)
+        if to_stdout:
+            sys.stdout.write(text + "\n")
+        else:
+            with open(args.json, "w") as f:
+                f.write(text + "\n")
+    if args.csv_out:
+        write_intervals_csv(p, args.csv_out)
+    if args.plot:
+        p.plot(args.plot)
+    print(p.summary(), file=report)
+    if problems:
+        for msg in problems[:20]:
+            print(f"pyarena plan: validation: {msg}", file=sys.stderr)
+        return 1
+    return 0

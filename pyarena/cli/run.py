@@ -1,0 +1,115 @@
+"""``pyarena run MODEL``: plan a model, bind it into one arena and run it.
+
+MODEL is an .onnx or .tflite file (or a JSON graph).  Inputs are random
+(seeded) unless given with ``--feed NAME=FILE.npy``; symbolic input
+dimensions are fixed with ``--input NAME=D0,D1,...``.  Prints the time per
+inference (median of ``--repeat``), the arena size, its lower bound, the
+weights size, the peak RSS and -- when a reference runtime is installed
+(onnxruntime for ONNX, ai-edge-litert / tflite-runtime for TFLite) -- the
+largest difference from it.  ``--save OUT.npz`` writes every graph output by
+name.
+
+Exit status: 0 ok, 2 bad input (unsupported op, bad file, bad arguments).
+"""
+import resource
+import time
+
+import numpy as np
+
+from .._format import human_bytes
+from ..errors import InvalidArgumentError
+from .args import parse_feeds, parse_inputs
+
+
+def add_parser(sub):
+    p = sub.add_parser("run", help="plan, bind and execute a model (.onnx / .tflite)",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("model", metavar="MODEL", help=".onnx or .tflite file (or JSON graph)")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="shape of a graph input (binds its symbolic dimensions); repeat")
+    p.add_argument("--feed", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="input data from a .npy file; repeat (others: seeded random)")
+    p.add_argument("--save", metavar="OUT.npz", help="write the outputs by name")
+    p.add_argument("--repeat", type=int, default=5, help="timed inferences (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--no-inplace", action="store_true", help="plan without in-place reuse")
+    p.add_argument("--no-reference", action="store_true",
+                   help="skip the comparison with a reference runtime")
+    p.add_argument("--threads", type=int, default=None,
+                   help="BLAS threads (default: the BLAS library's own choice)")
+    p.set_defaults(run=run)
+    return p
+
+
+
+def run(args):
+    from ..importers import load_model
+    from ..importers.reference import reference_outputs
+    from ..planning import plan
+    from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
+    if args.repeat < 1:
+        raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
+    if args.threads:
+        set_blas_threads(args.threads)
+    shapes = parse_inputs(args.input)
+    given = parse_feeds(args.feed)
+    for name, arr in given.items():
+        shapes.setdefault(name, tuple(arr.shape))
+    t0 = time.perf_counter()
+    g = load_model(args.model, inputs=shapes or None)
+    t_load = time.perf_counter() - t0
+    _check_feeds(g, given)
+    p = plan(g, inplace=not args.no_inplace)
+    ex = Executor(g, p)
+    feeds = random_feeds(g, seed=args.seed)
+    feeds.update({k: np.asarray(v, dtype=g.tensors[k].dtype) for k, v in given.items()})
+    first = time_calls({"first": lambda: ex.run(feeds)}, repeat=1, warmup=0)["first"][0]
+    ts = time_calls({"run": lambda: ex.run(feeds)}, repeat=args.repeat, warmup=0)["run"]
+    out = {k: np.array(v) for k, v in ex.run(feeds).items()}
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"model      {args.model}: {len(g.ops)} ops, {len(g.tensors)} tensors "
+          f"(loaded in {t_load:.2f} s)")
+    for name in g.inputs:
+        t = g.tensors[name]
+        src = "feed" if name in given else f"random (seed {args.seed})"
+        print(f"input      {name} {list(t.shape)} {t.dtype}: {src}")
+    print(f"inference  {median(ts) * 1e3:.2f} ms median of {args.repeat} "
+          f"(first {first * 1e3:.1f} ms)")
+    print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound "
+          f"{human_bytes(p.lower_bound_bytes)}, naive {human_bytes(p.naive_bytes)}, "
+          f"{'optimal' if p.optimal else 'not proven optimal'})")
+    print(f"weights    {human_bytes(ex.weights_bytes)} in an Arena")
+    print(f"peak RSS   {human_bytes(rss)}")
+    for name, v in out.items():
+        print(f"output     {name} {list(v.shape)} {v.dtype}  "
+              f"[min {v.min() if v.size else 0:.4g}, max {v.max() if v.size else 0:.4g}]")
+    if not args.no_reference:
+        print(_compare(out, *reference_outputs(args.model, feeds)))
+    if args.save:
+        np.savez(args.save, **out)
+        print(f"saved      {', '.join(out)} -> {args.save}")
+    return 0
+
+
+def _check_feeds(g, given):
+    for name, arr in given.items():
+        if name not in g.inputs:
+            raise InvalidArgumentError(f"--feed {name!r}: not a graph input; inputs are "
+                                       f"{g.inputs}")
+        if tuple(arr.shape) != tuple(g.tensors[name].shape):
+            raise InvalidArgumentError(f"--feed {name}: shape {list(arr.shape)} but the "
+                                       f"input is {list(g.tensors[name].shape)}")
+
+
+def _compare(out, ref, why):
+    """The report line comparing ``out`` with a reference runtime's outputs."""
+    if ref is None:
+        return f"reference  none ({why})"
+    diffs = []
+    for name, v in out.items():
+        r = ref.get(name)
+        if r is not None and r.shape == v.shape:
+            diffs.append(float(np.max(np.abs(v.astype(np.float64) - r))) if v.size else 0.0)
+    if not diffs:
+        return f"reference  {why}: outputs not comparable by name"
+    return f"reference  {why}: max |difference| {max(diffs):.3g}"

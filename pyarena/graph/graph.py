@@ -1,0 +1,362 @@
+"""The model graph that the planner, the importers and the executor share.
+
+A :class:`Graph` is a list of operators in execution order plus the tensors
+they read and write.  It is built in code, loaded from a JSON graph file or
+produced by an importer (ONNX, TFLite).  :meth:`Graph.validate` turns every
+structural mistake into a :class:`GraphError` naming the culprit.
+
+JSON graph format (``Graph.to_dict`` / ``Graph.from_dict``)::
+
+    {"name": "tiny",
+     "tensors": [
+        {"name": "x", "shape": ["N", 3, 8, 8], "dtype": "float32", "role": "input"},
+        {"name": "w", "shape": [4, 3, 3, 3], "dtype": "float32", "role": "constant"},
+        {"name": "y", "nbytes": 1024, "role": "output"}],
+     "ops": [
+        {"name": "conv", "type": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
+         "scratch_bytes": 4096, "attrs": {"pads": [1, 1, 1, 1]}}]}
+
+A dimension may be a symbol (a string such as ``"N"``); symbols are bound by
+the shapes given for graph inputs (``Graph.bind_inputs``, ``inputs=`` of
+``load_model``) and substituted everywhere.
+"""
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import GraphError
+from .binding import bind_shapes, unbound_message
+
+__all__ = ["Graph", "Tensor", "Op", "GraphError", "ROLES", "MAX_TENSOR_BYTES",
+           "stable_toposort"]
+
+ROLES = ("input", "output", "constant", "activation")
+# Beyond this a tensor cannot be real on any edge device: refuse it before
+# anything is allocated (a petabyte-sized dimension in a malformed file).
+MAX_TENSOR_BYTES = 1 << 48
+
+
+@dataclass
+class Tensor:
+    """A tensor: a shape and dtype, or just a byte size, and its role."""
+
+    name: str
+    shape: tuple = None           # ints, or str symbols until bound
+    dtype: str = "float32"
+    nbytes_given: int = None      # for tensors known only by size
+    role: str = "activation"
+    data: object = None           # constant value (numpy array) if known
+
+    @property
+    def is_symbolic(self):
+        return self.shape is not None and any(not isinstance(d, (int, np.integer))
+                                              for d in self.shape)
+
+    @property
+    def nbytes(self):
+        """Size in bytes; GraphError if still symbolic or invalid."""
+        if self.shape is None:
+            if self.nbytes_given is None:
+                raise GraphError(f"tensor {self.name!r} has neither a shape nor a size")
+            return self.nbytes_given
+        if self.is_symbolic:
+            syms = [d for d in self.shape if not isinstance(d, (int, np.integer))]
+            raise GraphError(
+                f"tensor {self.name!r} has unknown dimension(s) {syms} in shape "
+                f"{list(self.shape)}; bind the graph input that carries them")
+        n = math.prod(int(d) for d in self.shape) * np.dtype(self.dtype).itemsize
+        return n
+
+
+@dataclass
+class Op:
+    """An operator: reads ``inputs``, writes ``outputs`` (tensor names; an
+    empty string stands for an omitted optional input), and needs
+    ``scratch_bytes`` of workspace only while it runs."""
+
+    name: str
+    op_type: str
+    inputs: list
+    outputs: list
+    scratch_bytes: int = 0
+    attrs: dict = field(default_factory=dict)
+
+
+class Graph:
+    """Operators in execution order and the tensors they use."""
+
+    def __init__(self, name="graph"):
+        self.name = name
+        self.tensors = {}
+        self.ops = []
+        #: the workspace budget per op the ``scratch_bytes`` were computed
+        #: with (None: the kernels' default); the executor builds its
+        #: kernels with the same budget
+        self.scratch_budget = None
+
+    # -- building ----------------------------------------------------------
+    def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,
+                   role="activation", data=None):
+        """Declare a tensor; returns it.  Give ``shape`` (+ ``dtype``) or
+        ``nbytes``.  GraphError for a duplicate name, bad role or size."""
+        if not isinstance(name, str) or not name:
+            raise GraphError(f"tensor name must be a non-empty string, not {name!r}")
+        if name in self.tensors:
+            raise GraphError(f"tensor {name!r} is declared twice")
+        if role not in ROLES:
+            raise GraphError(f"tensor {name!r}: role must be one of {ROLES}, not {role!r}")
+        if shape is None and nbytes is None:
+            raise GraphError(f"tensor {name!r} needs a shape or nbytes")
+        try:
+            dt = np.dtype(dtype)
+        except Exception:
+            raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+        if shape is not None:
+            shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
+        if nbytes is not None:
+            nbytes = _int_dim(name, nbytes, what="nbytes")
+        t = Tensor(name, shape, dt.name, nbytes, role, data)
+        if not t.is_symbolic:
+            _check_size(t)
+        self.tensors[name] = t
+        return t
+
+    def add_op(self, op_type, inputs, outputs, name=None, scratch_bytes=0, **attrs):
+        """Append an operator (execution order is the order of calls)."""
+        name = name or f"{op_type}_{len(self.ops)}"
+        scratch = _int_dim(name, scratch_bytes, what="scratch_bytes")
+        op = Op(name, op_type, list(inputs), list(outputs), scratch, dict(attrs))
+        self.ops.append(op)
+        return op
+
+    # -- queries -------------------------------------------------------------
+    def by_role(self, role):
+        return [t for t in self.tensors.values() if t.role == role]
+
+    @property
+    def inputs(self):
+        return [t.name for t in self.by_role("input")]
+
+    @property
+    def outputs(self):
+        return [t.name for t in self.by_role("output")]
+
+    @property
+    def constants(self):
+        return [t.name for t in self.by_role("constant")]
+
+    def producers(self):
+        """tensor name -> index of the op that writes it."""
+        prod = {}
+        for i, op in enumerate(self.ops):
+            for t in op.outputs:
+                prod[t] = i
+        return prod
+
+    # -- symbols ----------------------------------------------------------------
+    def bind_inputs(self, shapes):
+        """Fix graph-input shapes (``{"x": (1, 3, 224, 224)}``) and substitute
+        the symbols they bind in every tensor; returns ``{symbol: value}``.
+        GraphError for an unknown input, a rank mismatch, a fixed dimension
+        changed or a conflicting binding (:func:`pyarena.graph.binding.bind_shapes`)."""
+        declared = {t.name: list(t.shape) if t.shape is not None else None
+                    for t in self.by_role("input")}
+        resolved, env = bind_shapes(declared, shapes)
+        for name, dims in resolved.items():
+            t = self.tensors[name]
+            t.shape = dims
+            t.nbytes_given = None
+        for t in self.tensors.values():
+            if t.is_symbolic:
+                t.shape = tuple(env.get(d, d) if isinstance(d, str) else d
+                                for d in t.shape)
+            if not t.is_symbolic:
+                _check_size(t)
+        return env
+
+    def unbound_inputs(self):
+        """Graph inputs whose shapes still hold symbols: name -> dims."""
+        return {t.name: list(t.shape) for t in self.by_role("input") if t.is_symbolic}
+
+    # -- validation -----------------------------------------------------------
+    def validate(self):
+        """Check the graph and put the ops in a valid execution order.
+
+        Raises GraphError for: an op reading or writing an undeclared
+        tensor, a tensor produced twice, a graph input or constant written by
+        an op, an activation or output that no op produces, a cycle, and a
+        tensor whose size is unknown or absurd.  If the ops are acyclic but
+        out of order they are reordered (stable topological sort).
+        Returns self.
+        """
+        names = set()
+        for op in self.ops:
+            if op.name in names:
+                raise GraphError(f"operator name {op.name!r} is used twice")
+            names.add(op.name)
+            for t in op.inputs:
+                if t and t not in self.tensors:
+                    raise GraphError(f"operator {op.name!r} reads unknown tensor {t!r}")
+            if not op.outputs:
+                raise GraphError(f"operator {op.name!r} has no outputs")
+            for t in op.outputs:
+                if t not in self.tensors:
+                    raise GraphError(f"operator {op.name!r} writes unknown tensor {t!r}")
+                if self.tensors[t].role in ("input", "constant"):
+                    raise GraphError(f"operator {op.name!r} writes {self.tensors[t].role} "
+                                     f"tensor {t!r}")
+            if op.scratch_bytes < 0:
+                raise GraphError(f"operator {op.name!r}: negative scratch_bytes")
+        prod = {}
+        for op in self.ops:
+            for t in op.outputs:
+                if t in prod:
+                    raise GraphError(f"tensor {t!r} is produced twice: by {prod[t]!r} "
+                                     f"and {op.name!r}")
+                prod[t] = op.name
+        for t in self.tensors.values():
+            if t.role in ("activation", "output") and t.name not in prod:
+                used = any(t.name in op.inputs for op in self.ops)
+                if used or t.role == "output":
+                    raise GraphError(f"tensor {t.name!r} ({t.role}) is read but no "
+                                     f"operator produces it")
+            if t.is_symbolic:
+                unbound = self.unbound_inputs()
+                syms = [d for d in t.shape if isinstance(d, str)]
+                raise GraphError(f"tensor {t.name!r} has unknown dimension(s) {syms} in "
+                                 f"shape {list(t.shape)}; " + unbound_message(unbound),
+                                 unbound_inputs=unbound)
+            t.nbytes  # raises for missing sizes
+            _check_size(t)
+        self.ops = self._toposort(prod)
+        return self
+
+    def _toposort(self, prod):
+        index = {op.name: i for i, op in enumerate(self.ops)}
+        deps = []
+        for op in self.ops:
+            d = {index[prod[t]] for t in op.inputs if t and t in prod}
+            deps.append(d)
+        if all(max(d, default=-1) < i for i, d in enumerate(deps)):
+            return self.ops  # already in order: the common case
+        users = [[] for _ in self.ops]
+        indeg = [0] * len(self.ops)
+        for i, d in enumerate(deps):
+            for j in d:
+                if j == i:
+                    raise GraphError(f"operator {self.ops[i].name!r} reads its own output")
+                users[j].append(i)
+                indeg[i] += 1
+        order, stuck = stable_toposort(users, indeg)
+        if stuck:
+            names = [self.ops[i].name for i in stuck]
+            raise GraphError(f"the graph has a cycle through operator(s) {names[:5]}")
+        return [self.ops[i] for i in order]
+
+    # -- JSON -------------------------------------------------------------------
+    def to_dict(self):
+        tensors = []
+        for t in self.tensors.values():
+            d = {"name": t.name, "role": t.role}
+            if t.shape is not None:
+                d["shape"] = [d_ if isinstance(d_, str) else int(d_) for d_ in t.shape]
+                d["dtype"] = t.dtype
+            else:
+                d["nbytes"] = int(t.nbytes_given)
+            tensors.append(d)
+        ops = [{"name": o.name, "type": o.op_type, "inputs": o.inputs,
+                "outputs": o.outputs, "scratch_bytes": o.scratch_bytes,
+                "attrs": _jsonable(o.attrs)} for o in self.ops]
+        d = {"name": self.name, "tensors": tensors, "ops": ops}
+        if self.scratch_budget is not None:
+            d["scratch_budget"] = int(self.scratch_budget)
+        return d
+
+    @classmethod
+    def from_dict(cls, d):
+        if not isinstance(d, dict) or "tensors" not in d or "ops" not in d:
+            raise GraphError("a JSON graph needs 'tensors' and 'ops' lists")
+        g = cls(d.get("name", "graph"))
+        for i, t in enumerate(d["tensors"]):
+            if not isinstance(t, dict) or "name" not in t:
+                raise GraphError(f"tensors[{i}] needs a 'name'")
+            g.add_tensor(t["name"], t.get("shape"), t.get("dtype", "float32"),
+                         t.get("nbytes"), t.get("role", "activation"))
+        for i, o in enumerate(d["ops"]):
+            if not isinstance(o, dict) or "type" not in o:
+                raise GraphError(f"ops[{i}] needs a 'type'")
+            g.add_op(o["type"], o.get("inputs", []), o.get("outputs", []),
+                     name=o.get("name"), scratch_bytes=o.get("scratch_bytes", 0),
+                     **o.get("attrs", {}))
+        budget = d.get("scratch_budget")
+        if budget is not None:
+            g.scratch_budget = _int_dim("graph", budget, what="scratch_budget")
+        return g
+
+    @classmethod
+    def load(cls, path):
+        """Read a JSON graph file; GraphError with the path on bad JSON."""
+        try:
+            with open(path) as f:
+                d = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise GraphError(f"{path}: not valid JSON ({exc})") from None
+        return cls.from_dict(d)
+
+    def save(self, path):
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f, indent=1)
+
+    def __repr__(self):
+        return (f"<Graph {self.name!r}: {len(self.ops)} ops, {len(self.tensors)} tensors>")
+
+
+def stable_toposort(users, indeg):
+    """Kahn's algorithm, always taking the lowest index that is ready, so an
+    order that is already valid is kept.  ``users[i]``: the nodes that read
+    node i; ``indeg[i]``: how many nodes node i reads (consumed).  Returns
+    ``(order, stuck)``: ``stuck`` lists the nodes on or behind a cycle."""
+    import heapq
+    ready = [i for i, n in enumerate(indeg) if n == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(ready, u)
+    stuck = [i for i, n in enumerate(indeg) if n > 0] if len(order) != len(indeg) else []
+    return order, stuck
+
+
+def _int_dim(owner, value, what="dimension"):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise GraphError(f"tensor/op {owner!r}: {what} must be an integer, not {value!r}")
+    if value < 0:
+        raise GraphError(f"tensor/op {owner!r}: negative {what} {value}")
+    return int(value)
+
+
+def _check_size(t):
+    n = t.nbytes
+    if n > MAX_TENSOR_BYTES:
+        raise GraphError(f"tensor {t.name!r} would need {n:,} bytes (shape "
+                         f"{list(t.shape) if t.shape else '?'}): refusing an absurd size")
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, bytes):
+        return x.decode("latin-1")
+    return x

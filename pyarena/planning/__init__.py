@@ -1,0 +1,27 @@
+"""The planning layer: static memory plans for whole graphs.
+
+* :func:`plan` -- a graph's work arena: lifetimes, in-place sharing,
+  offsets from the C core (:mod:`.planner`, :mod:`.sharing`, :mod:`.assign`).
+* :func:`plan_intervals` -- bare intervals; :mod:`.intervals` reads and
+  writes MiniMalloc CSV.
+* :class:`Plan` / :class:`Buffer` -- the result, JSON, ``bind()``, ``plot()``.
+* :mod:`.inplace` -- the in-place rule table (kinds declared by the
+  kernels, extended with :func:`register_rule`).
+* :func:`validate` -- the independent checker.
+
+Imports the memory and graph layers below it, never the runtime,
+importers or CLI above.
+"""
+from ..errors import PlanInfeasibleError, PlanValidationError
+from .assign import STRATEGIES
+from .inplace import DEFAULT_RULES, KINDS, RuleTable, register_rule
+from .intervals import load_intervals_csv, write_intervals_csv
+from .result import Buffer, Plan, scratch_name
+from .planner import plan, plan_intervals
+from .sharing import tensor_lifetimes
+from .validate import validate
+
+__all__ = ["plan", "plan_intervals", "Plan", "Buffer", "validate", "STRATEGIES",
+           "RuleTable", "DEFAULT_RULES", "KINDS", "register_rule", "load_intervals_csv",
+           "write_intervals_csv", "scratch_name", "tensor_lifetimes",
+           "PlanInfeasibleError", "PlanValidationError"]

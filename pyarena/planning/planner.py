@@ -1,0 +1,141 @@
+"""Static memory planning: one arena and fixed offsets for a whole graph.
+
+``plan(graph)`` turns a :class:`~pyarena.graph.Graph` into a
+:class:`~pyarena.planning.result.Plan`: lifetimes and buffer sharing
+(:mod:`pyarena.planning.sharing`, using the in-place rule table), then
+aligned offsets from the C core (:mod:`pyarena.planning.assign`), so that
+buffers live at the same time never overlap in bytes.
+
+``plan_intervals`` plans bare intervals (e.g. a MiniMalloc CSV read by
+:func:`~pyarena.planning.intervals.load_intervals_csv`);
+:mod:`pyarena.planning.validate` re-checks any plan independently.
+"""
+import gc
+import time
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..graph import Graph
+from .assign import assign_offsets, check_alignment, check_strategy
+from .inplace import as_rule_table
+from .result import Buffer, Plan, padded_size, tensor_info
+from .sharing import share_buffers, tensor_lifetimes
+
+__all__ = ["plan", "plan_intervals"]
+
+
+def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
+         rules=None, capacity=None):
+    """Plan the work arena of ``graph`` (validated, and reordered if needed,
+    inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
+    ``inplace`` allows buffer sharing under ``rules`` (the default table:
+    what the kernels declare, plus :func:`register_rule`).  ``capacity`` (bytes)
+    asks for a plan within that size (PlanInfeasibleError if none is found).
+    Returns a :class:`Plan`."""
+    t0 = time.perf_counter()
+    if not isinstance(graph, Graph):
+        raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
+    check_strategy(strategy)
+    alignment = check_alignment(alignment)
+    graph.validate()
+    with _NoGC():
+        return _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+
+
+def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):
+    table = as_rule_table(rules) if inplace else None
+    life = tensor_lifetimes(graph)
+    tensors = graph.tensors
+    nbytes = {name: tensors[name].nbytes for name in life}
+    buffers, reuses = share_buffers(graph, life, nbytes, table)
+    naive = sum(padded_size(v, alignment) for v in nbytes.values()) + \
+        sum(padded_size(op.scratch_bytes, alignment) for op in graph.ops if op.scratch_bytes)
+    res = assign_offsets([b.size for b in buffers], [b.first for b in buffers],
+                         [b.last for b in buffers], strategy, alignment, time_limit,
+                         capacity)
+    for b, off in zip(buffers, res["offsets"].tolist()):
+        b.offset = off
+    weights = sum(t.nbytes for t in tensors.values() if t.role == "constant")
+    return Plan(buffers, arena_bytes=res["arena"], lower_bound_bytes=res["bound"],
+                naive_bytes=naive, alignment=alignment, strategy=strategy,
+                chosen_strategy=res["chosen"], optimal=res["optimal"],
+                plan_seconds=time.perf_counter() - t0, num_ops=len(graph.ops),
+                weights_bytes=weights, graph=graph, inplace=inplace, reuses=reuses,
+                tensor_info=tensor_info(graph, nbytes), rules=table,
+                c_seconds=res["seconds"])
+
+
+class _NoGC:
+    """Pause the cyclic GC while building many small objects (it would
+    rescan them all again and again: half the front end's time at 100,000
+    buffers); nothing built here forms cycles."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+        return False
+
+
+def plan_intervals(buffers, strategy="best", alignment=1, time_limit=10.0,
+                   capacity=None):
+    """Plan bare buffers (``Buffer`` objects, or ``(name, size, first, last)``
+    tuples; lifetimes inclusive).  Returns a :class:`Plan` without a graph;
+    the given Buffer objects are copied, not modified."""
+    with _NoGC():
+        return _plan_intervals(buffers, strategy, alignment, time_limit, capacity)
+
+
+def _plan_intervals(buffers, strategy, alignment, time_limit, capacity):
+    t0 = time.perf_counter()
+    check_strategy(strategy)
+    alignment = check_alignment(alignment)
+    rows = [(b.name, b.size, b.first, b.last, b.tensors) if isinstance(b, Buffer)
+            else (*b, None) for b in buffers]
+    if any(len(r) != 5 for r in rows):
+        bad = next(r for r in rows if len(r) != 5)
+        raise InvalidArgumentError(f"an interval must be (name, size, first, last), "
+                                   f"not {bad[:-1]!r}")
+    n = len(rows)
+    flat = [v for r in rows for v in r[1:4]]
+    if not all(type(v) is int for v in flat):
+        for r in rows:
+            for v, what in zip(r[1:4], ("size", "first", "last")):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                    raise InvalidArgumentError(f"buffer {r[0]!r}: {what} must be a "
+                                               f"non-negative integer, not {v!r}")
+        flat = [int(v) for v in flat]
+    try:
+        nums = np.array(flat, dtype=np.int64).reshape(n, 3)
+    except OverflowError:
+        raise InvalidArgumentError("an interval's size or step does not fit in "
+                                   "64 bits") from None
+    bad = np.flatnonzero((nums < 0).any(axis=1) | (nums[:, 2] < nums[:, 1]))
+    if bad.size:
+        name, size, first, last, _ = rows[int(bad[0])]
+        raise InvalidArgumentError(f"buffer {name!r}: size {size}, lifetime [{first}, "
+                                   f"{last}]: need size >= 0 and 0 <= first <= last "
+                                   "(a lifetime that ends before it starts)")
+    names = [str(r[0]) for r in rows]
+    if len(set(names)) != n:
+        seen = set()
+        dup = next(x for x in names if x in seen or seen.add(x))
+        raise InvalidArgumentError(f"buffer name {dup!r} is used twice")
+    res = assign_offsets(nums[:, 0], nums[:, 1], nums[:, 2], strategy, alignment,
+                         time_limit, capacity)
+    offs = res["offsets"].tolist()
+    bufs = [Buffer(name, size, first, last, off, list(r[4]) if r[4] else [name])
+            for name, (size, first, last), off, r in zip(names, nums.tolist(), offs, rows)]
+    padded_sizes = [padded_size(v, alignment) for v in nums[:, 0].tolist()] \
+        if n and int(nums[:, 0].max()) > (1 << 40) else \
+        ((nums[:, 0] + alignment - 1) // alignment * alignment).tolist()
+    return Plan(bufs, arena_bytes=res["arena"], lower_bound_bytes=res["bound"],
+                naive_bytes=sum(padded_sizes), alignment=alignment, strategy=strategy,
+                chosen_strategy=res["chosen"], optimal=res["optimal"],
+                plan_seconds=time.perf_counter() - t0,
+                num_ops=int(nums[:, 2].max()) + 1 if n else 0, graph=None,
+                inplace=False, c_seconds=res["seconds"])

@@ -1,0 +1,280 @@
+"""The result of planning: :class:`Plan` and its :class:`Buffer` regions.
+
+A plan is one arena and a fixed byte offset per buffer; a buffer holds one
+tensor, a tensor and its in-place successors / views, or one op's scratch.
+This module holds the plain data and what users do with it: reports
+(``summary()``), JSON (``to_json`` / ``from_json``, format in
+docs/planner.md), binding NumPy views into one block (``bind()``) and
+drawing (``plot()``).  Plans are made by :mod:`pyarena.planning.planner`.
+"""
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._format import human_bytes
+from ..errors import InvalidArgumentError
+from ..memory import Arena
+
+__all__ = ["Plan", "Buffer", "scratch_name", "padded_size", "SCRATCH_SUFFIX"]
+
+SCRATCH_SUFFIX = "::scratch"
+
+
+def scratch_name(op_name):
+    """The virtual tensor name of an op's scratch buffer."""
+    return op_name + SCRATCH_SUFFIX
+
+
+@dataclass
+class Buffer:
+    """One region of the arena shared by ``tensors`` (a tensor and its
+    in-place successors / views, or one op's scratch).  ``size`` is the
+    largest member's byte size (unpadded); ``first``/``last`` the
+    inclusive op range during which some member is live."""
+
+    name: str
+    size: int
+    first: int
+    last: int
+    offset: int = None
+    tensors: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {"name": self.name, "size": int(self.size), "first": int(self.first),
+                "last": int(self.last),
+                "offset": None if self.offset is None else int(self.offset),
+                "tensors": list(self.tensors)}
+
+
+def padded_size(n, a):
+    """``n`` rounded up to a multiple of ``a``."""
+    return -(-n // a) * a
+
+
+class Plan:
+    """The result of :func:`plan` / :func:`plan_intervals`.
+
+    Attributes: ``arena_bytes`` (the arena to allocate), ``lower_bound_bytes``
+    (no plan of these buffers can use less), ``naive_bytes`` (every tensor
+    in its own padded block), ``weights_bytes`` (constants, not planned),
+    ``alignment``, ``strategy`` (requested), ``chosen_strategy`` (the
+    heuristic whose answer was kept), ``optimal``, ``plan_seconds``,
+    ``num_ops``, ``buffers``, ``offsets``, ``buffer_of``, ``scratch``,
+    ``reuses`` (``(op, from_tensor, to_tensor, "alias"|"inplace")``),
+    ``rules`` (the in-place rule table used) and ``graph`` (None for
+    interval plans).
+    """
+
+    def __init__(self, buffers, *, arena_bytes, lower_bound_bytes, naive_bytes,
+                 alignment, strategy, chosen_strategy=None, optimal=False,
+                 plan_seconds=0.0, num_ops=0, weights_bytes=0, graph=None,
+                 inplace=True, reuses=(), tensor_info=None, rules=None,
+                 c_seconds=0.0):
+        self.buffers = list(buffers)
+        self.arena_bytes = int(arena_bytes)
+        self.lower_bound_bytes = int(lower_bound_bytes)
+        self.naive_bytes = int(naive_bytes)
+        self.weights_bytes = int(weights_bytes)
+        self.alignment = int(alignment)
+        self.strategy = strategy
+        self.chosen_strategy = chosen_strategy or strategy
+        self.optimal = bool(optimal)
+        self.plan_seconds = float(plan_seconds)
+        self.c_seconds = float(c_seconds)   # of which in pa_plan_assign
+        self.num_ops = int(num_ops)
+        self.graph = graph
+        self.inplace = bool(inplace)
+        self.reuses = list(reuses)
+        self.rules = rules      # the in-place RuleTable used (None: defaults)
+        # name -> (shape or None, dtype, nbytes): what bind() hands out
+        self._info = tensor_info or {}
+        self.buffer_of = {}
+        self.offsets = {}
+        self.scratch = {}
+        for b in self.buffers:
+            for t in b.tensors:
+                self.buffer_of[t] = b
+                self.offsets[t] = b.offset
+                info = self._info.get(t)
+                if info is not None and info[3]:
+                    self.scratch[t[:-len(SCRATCH_SUFFIX)]] = b
+
+    # -- reports -------------------------------------------------------------
+    @property
+    def savings(self):
+        """Fraction of the naive total saved (0 when nothing is planned)."""
+        return 1.0 - self.arena_bytes / self.naive_bytes if self.naive_bytes else 0.0
+
+    def summary(self):
+        gap = (self.arena_bytes / self.lower_bound_bytes - 1.0
+               if self.lower_bound_bytes else 0.0)
+        n_alias = sum(1 for r in self.reuses if r[3] == "alias")
+        n_inpl = sum(1 for r in self.reuses if r[3] == "inplace")
+        name = f" {self.graph.name!r}" if self.graph is not None else ""
+        head = (f"plan{name}: {self.num_ops} ops, {len(self.buffers)} buffers "
+                f"({len(self.scratch)} scratch)" if self.graph is not None else
+                f"plan: {len(self.buffers)} intervals over {self.num_ops} steps")
+        lines = [
+            f"{head}, alignment {self.alignment}",
+            f"  arena        {self.arena_bytes:>14,} B  ({human_bytes(self.arena_bytes)})",
+            f"  lower bound  {self.lower_bound_bytes:>14,} B  (arena is "
+            f"{gap:+.2%} over; {'optimal' if self.optimal else 'not proven optimal'})",
+            f"  naive sum    {self.naive_bytes:>14,} B  (planning saves "
+            f"{self.savings:.1%})",
+        ]
+        if self.weights_bytes:
+            lines.append(f"  weights      {self.weights_bytes:>14,} B  "
+                         "(constants, not in the work arena)")
+        if self.graph is not None:
+            lines.append(f"  sharing      {n_inpl} in-place, {n_alias} alias"
+                         + ("" if self.inplace else " (in-place disabled)"))
+        lines.append(f"  strategy     {self.strategy} (kept: {self.chosen_strategy}), "
+                     f"{self.plan_seconds * 1e3:.1f} ms")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"<Plan arena={self.arena_bytes:,} lower_bound="
+                f"{self.lower_bound_bytes:,} buffers={len(self.buffers)} "
+                f"strategy={self.strategy}>")
+
+    def to_json(self):
+        """A JSON-ready dict (see docs/planner.md for the format)."""
+        return {
+            "format": "pyarena-plan/1",
+            "graph": self.graph.name if self.graph is not None else None,
+            "arena_bytes": self.arena_bytes,
+            "lower_bound_bytes": self.lower_bound_bytes,
+            "naive_bytes": self.naive_bytes,
+            "weights_bytes": self.weights_bytes,
+            "alignment": self.alignment,
+            "strategy": self.strategy,
+            "chosen_strategy": self.chosen_strategy,
+            "optimal": self.optimal,
+            "plan_seconds": self.plan_seconds,
+            "num_ops": self.num_ops,
+            "inplace": self.inplace,
+            "buffers": [b.to_dict() for b in self.buffers],
+            "scratch": {op: b.name for op, b in self.scratch.items()},
+            "offsets": {t: int(o) for t, o in self.offsets.items()},
+            "reuses": [{"op": o, "from": a, "to": b_, "mode": m}
+                       for o, a, b_, m in self.reuses],
+        }
+
+    @classmethod
+    def from_json(cls, d, graph=None):
+        """Rebuild a Plan from :meth:`to_json` output (``graph`` optional,
+        needed for :meth:`bind` shapes and for validating against it)."""
+        if not isinstance(d, dict) or "buffers" not in d:
+            raise InvalidArgumentError("a plan JSON needs a 'buffers' list")
+        try:
+            bufs = [Buffer(str(b["name"]), int(b["size"]), int(b["first"]),
+                           int(b["last"]), None if b.get("offset") is None
+                           else int(b["offset"]), list(b.get("tensors", [b["name"]])))
+                    for b in d["buffers"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"bad buffer entry in plan JSON: {exc}") from None
+        info = tensor_info(graph) if graph is not None else {}
+        for b in bufs:
+            for t in b.tensors:
+                if t.endswith(SCRATCH_SUFFIX) and t not in info:
+                    info[t] = (None, "uint8", b.size, True)
+        return cls(bufs, arena_bytes=d["arena_bytes"],
+                   lower_bound_bytes=d.get("lower_bound_bytes", 0),
+                   naive_bytes=d.get("naive_bytes", 0),
+                   weights_bytes=d.get("weights_bytes", 0),
+                   alignment=d.get("alignment", 1), strategy=d.get("strategy"),
+                   chosen_strategy=d.get("chosen_strategy"),
+                   optimal=d.get("optimal", False),
+                   plan_seconds=d.get("plan_seconds", 0.0),
+                   num_ops=d.get("num_ops", 0), graph=graph,
+                   inplace=d.get("inplace", True),
+                   reuses=[(r["op"], r["from"], r["to"], r["mode"])
+                           for r in d.get("reuses", [])],
+                   tensor_info=info)
+
+    def save_json(self, path):
+        with open(path, "w") as f:
+            json.dump(self.to_json(), f, indent=1)
+
+    def plot(self, path, **kwargs):
+        """Draw the plan (op index vs. offset) to a PNG or SVG file; needs
+        matplotlib (``pip install pyarena[plot]``)."""
+        from .plot import plot_plan   # matplotlib only when drawing
+        return plot_plan(self, path, **kwargs)
+
+    # -- binding -------------------------------------------------------------
+    def bind(self, buffer_or_arena_or_pool=None):
+        """NumPy views for every planned tensor (and scratch name) into one
+        arena-sized block.
+
+        ``None`` allocates the block from a new :class:`pyarena.Arena`; a
+        writable buffer (NumPy array, bytearray, mmap) is used from its
+        first address aligned to the plan's alignment; an object with an
+        ``empty(shape, dtype, align=...)`` method (an ``Arena`` or a pool)
+        is asked for the block.  Returns ``{name: ndarray}``; views of
+        tensors whose lifetimes overlap never share bytes.
+        InvalidArgumentError if the buffer is too small or read-only.
+        """
+        raw = self._raw_block(buffer_or_arena_or_pool)
+        views = {}
+        for b in self.buffers:
+            for t in b.tensors:
+                shape, dtype, nbytes, _ = self._info.get(t, (None, "uint8", b.size, False))
+                region = raw[b.offset:b.offset + nbytes]
+                if shape is None:
+                    views[t] = region
+                else:
+                    views[t] = region.view(np.dtype(dtype)).reshape(shape)
+        return views
+
+    def _raw_block(self, target):
+        need = self.arena_bytes
+        align = max(self.alignment, 1)
+        if target is None:
+            arena = Arena(alignment=max(align, 64), chunk_size=max(need, 64))
+            return arena.empty((need,), np.uint8)
+        if hasattr(target, "empty") and not isinstance(target, np.ndarray):
+            try:
+                raw = target.empty((need,), np.uint8, align=align)
+            except TypeError:       # no align keyword (a pool): over-allocate
+                raw = target.empty((need + align - 1,), np.uint8).reshape(-1)
+                shift = (-raw.ctypes.data) % align
+                raw = raw[shift:shift + need]
+            if raw.ctypes.data % align:
+                raise InvalidArgumentError(
+                    f"{type(target).__name__} returned a block aligned to less than "
+                    f"the plan's {align} bytes")
+            return raw
+        try:
+            mv = memoryview(target)
+        except TypeError:
+            raise TypeError(f"bind() needs None, a writable buffer, an Arena or a pool, "
+                            f"not {type(target).__name__}") from None
+        if mv.readonly:
+            raise InvalidArgumentError("bind(): the buffer is read-only")
+        if not mv.c_contiguous:
+            raise InvalidArgumentError("bind(): the buffer is not contiguous")
+        raw = np.frombuffer(target, dtype=np.uint8) if mv.ndim <= 1 and mv.itemsize == 1 \
+            else np.asarray(target).reshape(-1).view(np.uint8)
+        shift = (-raw.ctypes.data) % align
+        if raw.size < shift + need:
+            extra = f" (+{shift} to reach {align}-byte alignment)" if shift else ""
+            raise InvalidArgumentError(
+                f"bind(): buffer of {raw.size:,} bytes is too small for the plan's "
+                f"arena of {need:,} bytes{extra}")
+        return raw[shift:shift + need]
+
+
+def tensor_info(graph, nbytes=None):
+    """name -> (shape, dtype, nbytes, is_scratch) for everything planned."""
+    info = {}
+    for t in graph.tensors.values():
+        if t.role != "constant":
+            n = nbytes.get(t.name) if nbytes is not None else None
+            info[t.name] = (tuple(int(d) for d in t.shape) if t.shape is not None
+                            else None, t.dtype, t.nbytes if n is None else n, False)
+    for op in graph.ops:
+        if op.scratch_bytes:
+            info[scratch_name(op.name)] = (None, "uint8", op.scratch_bytes, True)
+    return info

@@ -1,0 +1,142 @@
+"""Lifetimes and buffer sharing: which tensors may live in one buffer.
+
+1. Lifetimes (inclusive op indices).  An activation lives from the op that
+   produces it to the last op that reads it; a graph input from op 0; a
+   graph output to the last op; a tensor nobody reads only at its
+   producer.  Constants belong to the weights arena and are not planned.
+   An op's scratch (``Op.scratch_bytes``) is a virtual tensor
+   ``"<op>::scratch"`` living exactly during its op.
+2. Sharing, op by op in execution order, using the in-place rule table
+   (:mod:`pyarena.planning.inplace`): a pure view (Reshape, ...) joins its
+   input's buffer; an element-wise op writes into an input's buffer only
+   when no member of that buffer (the original or any view of it) is read
+   by a later op, none is a graph input or output, and the op reads no
+   differently shaped view of that buffer through another input.  A
+   buffer lives from its first member's birth to its last member's death.
+
+The result is a list of :class:`~pyarena.planning.result.Buffer` (offsets
+still unset) and the reuses made.  The independent validator
+(:mod:`pyarena.planning.validate`) re-derives all of this on its own.
+"""
+from ..errors import GraphError, InvalidArgumentError
+from .inplace import reuse_candidates, same_layout
+from .result import Buffer, scratch_name
+
+__all__ = ["tensor_lifetimes", "share_buffers"]
+
+
+def tensor_lifetimes(graph):
+    """``{tensor: (first, last)}`` for every planned (non-constant) tensor
+    of a validated graph, per the rules in the module docstring; tensors
+    declared but neither produced nor read are left out."""
+    n = len(graph.ops)
+    end = max(n - 1, 0)
+    prod = {}
+    last_read = {}
+    for i, op in enumerate(graph.ops):
+        for t in op.inputs:
+            if t:
+                last_read[t] = i
+        for t in op.outputs:
+            prod[t] = i
+    life = {}
+    for t in graph.tensors.values():
+        if t.role == "constant":
+            continue
+        if t.role == "input":
+            life[t.name] = (0, max(last_read.get(t.name, 0), 0))
+        elif t.name in prod:
+            p = prod[t.name]
+            last = end if t.role == "output" else max(last_read.get(t.name, p), p)
+            life[t.name] = (p, last)
+    return life
+
+
+class _Group:
+    """Tensors sharing one buffer while it is being built."""
+
+    __slots__ = ("members", "first", "last", "size", "pinned")
+
+    def __init__(self, name, first, last, size, pinned):
+        self.members = [name]
+        self.first = first
+        self.last = last
+        self.size = size
+        self.pinned = pinned      # holds a graph input or output: never overwritten
+
+    def join(self, name, last, size, pinned):
+        self.members.append(name)
+        self.last = max(self.last, last)
+        self.size = max(self.size, size)
+        self.pinned = self.pinned or pinned
+
+
+def share_buffers(graph, life, nbytes, table):
+    """The buffers of ``graph`` (a validated graph; ``life`` from
+    :func:`tensor_lifetimes`, ``nbytes`` the byte size of each of those
+    tensors) and the reuses ``(op, from_tensor, to_tensor, mode)``.  With
+    ``table`` None every tensor gets its own buffer."""
+    tensors = graph.tensors
+    group_of = {}
+    groups = []
+
+    def new_group(name, first, last, size, pinned):
+        g = _Group(name, first, last, size, pinned)
+        group_of[name] = g
+        groups.append(g)
+
+    for op in graph.ops:
+        if op.scratch_bytes and scratch_name(op.name) in tensors:
+            raise GraphError(f"tensor {scratch_name(op.name)!r} clashes with the scratch "
+                             f"buffer name of operator {op.name!r}")
+    for t in graph.inputs:
+        first, last = life[t]
+        new_group(t, first, last, nbytes[t], True)
+    reuses = []
+    for i, op in enumerate(graph.ops):
+        joined = _join_input(op, i, graph, group_of, life, nbytes, table) \
+            if table is not None and op.outputs else None
+        if joined is not None:
+            reuses.append(joined)
+        for t in op.outputs:
+            if (joined is None or t != joined[2]) and t in life:
+                first, last = life[t]
+                new_group(t, first, last, nbytes[t], tensors[t].role == "output")
+        if op.scratch_bytes:
+            new_group(scratch_name(op.name), i, i, op.scratch_bytes, False)
+    buffers = [Buffer(g.members[0], g.size, g.first, g.last, None, list(g.members))
+               for g in groups]
+    return buffers, reuses
+
+
+def _join_input(op, i, graph, group_of, life, nbytes, table):
+    """Put output 0 of op ``i`` into the buffer of the first input the rules
+    allow and liveness permits; returns the reuse or None."""
+    out = op.outputs[0]
+    for k, mode in reuse_candidates(op, graph, table):
+        src = op.inputs[k] if 0 <= k < len(op.inputs) else ""
+        g = group_of.get(src)
+        if g is None:       # constant or omitted input
+            continue
+        if mode == "inplace":
+            if g.pinned or g.last > i:
+                continue    # pinned, or the original is read later
+            if _other_views_conflict(op, k, g, graph, group_of):
+                continue
+        elif mode != "alias":
+            raise InvalidArgumentError(
+                f"in-place rule for {op.op_type!r} returned mode {mode!r}")
+        g.join(out, life[out][1], nbytes[out], graph.tensors[out].role == "output")
+        group_of[out] = g
+        return (op.name, src, out, mode)
+    return None
+
+
+def _other_views_conflict(op, k, g, graph, group_of):
+    """True if ``op`` also reads the group through another input whose
+    layout differs from the output's: writing the output over input k
+    would then clobber elements it has yet to read."""
+    out = graph.tensors[op.outputs[0]]
+    return any(j != k and group_of.get(name) is g
+               and not same_layout(graph.tensors[name], out)
+               for j, name in enumerate(op.inputs))

@@ -1,0 +1,258 @@
+"""Run a planned graph op by op with NumPy, every tensor in planned memory.
+
+``Executor(graph)`` plans the graph (:func:`pyarena.plan`), binds every
+activation, graph input/output and operator scratch buffer as a view into
+one aligned arena (``plan.bind()``), copies the weights into a
+:class:`pyarena.Arena`, and builds one kernel per operator
+(:mod:`pyarena.runtime.kernels`).  ``run(feeds)`` copies the feeds into their planned
+views, runs the kernels, each writing into its planned output view, and
+returns the graph outputs as views into the arena (copy them if you keep
+them across inferences).  After the first inference a run performs no NumPy
+data allocation at all.
+
+Two other memory modes exist for comparison (the demo and benchmarks):
+
+* ``Executor(graph, allocator="numpy")`` -- one fresh ``np.empty`` per
+  tensor and scratch buffer, every inference, none reused (what plain NumPy
+  code does).
+* ``Executor(graph, allocator=(alloc, free))`` -- dynamic allocation: each
+  output and scratch buffer is ``alloc(shape, dtype)``-ed when its operator
+  runs and ``free(array)``-d after its last reader (e.g. a ``pyarena.Pool``).
+
+In those modes ``last_peak_bytes`` / ``last_allocations`` tell the bytes
+held at the worst moment of the last inference and how many buffers it
+allocated.
+
+Unsupported operators are reported together, by name, when the executor is
+built -- nothing is skipped silently.
+"""
+import numpy as np
+
+from ..errors import GraphError, UnsupportedOpError
+from ..memory import Arena
+from ..planning import plan as make_plan
+from .kernels import make_kernel
+
+__all__ = ["Executor", "UnsupportedOpError", "random_feeds"]
+
+
+def _as_tensor_view(arr, shape, dtype, name):
+    """``arr`` (a planned view, maybe raw bytes) seen as ``shape``/``dtype``."""
+    dtype = np.dtype(dtype)
+    if arr.shape == tuple(shape) and arr.dtype == dtype:
+        return arr
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    flat = arr.reshape(-1).view(np.uint8) if arr.flags.c_contiguous else None
+    if flat is None or flat.size < nbytes:
+        raise GraphError(f"planned view for tensor {name!r} has {arr.nbytes} bytes, "
+                         f"{nbytes} needed for shape {list(shape)} {dtype}")
+    return flat[:nbytes].view(dtype).reshape(shape)
+
+
+def random_feeds(graph, seed=0):
+    """Seeded random arrays for every graph input (normal floats, small
+    non-negative ints)."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        dt = np.dtype(t.dtype)
+        if dt.kind == "f":
+            feeds[name] = rng.standard_normal(t.shape).astype(dt)
+        elif dt.kind in "iu":
+            feeds[name] = rng.integers(0, 2, size=t.shape).astype(dt)
+        else:
+            feeds[name] = rng.integers(0, 2, size=t.shape).astype(dt)
+    return feeds
+
+
+class Executor:
+    """Executes ``graph`` with NumPy kernels.
+
+    Parameters: ``plan`` -- a plan from :func:`pyarena.plan.plan` (made with
+    ``plan_options`` if omitted); ``views`` -- a dict tensor name (and
+    ``"<op>::scratch"``) -> array to use instead of ``plan.bind()`` (tests
+    forge these); ``allocator`` -- ``"numpy"`` or ``(alloc, free)`` for the
+    unplanned comparison modes; ``weights`` -- the :class:`Arena` to put the
+    constants in (a new one by default).
+    """
+
+    def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
+                 plan_options=None):
+        graph.validate()
+        self.graph = graph
+        self.weights = weights if weights is not None else Arena(alignment=64)
+        self._owns_weights = weights is None
+        # -- kernels (reports every unsupported op at once) -------------------
+        kernels, bad = [], []
+        for op in graph.ops:
+            ins = [graph.tensors[t] if t else None for t in op.inputs]
+            outs = [graph.tensors[t] for t in op.outputs if t]
+            try:
+                kernels.append(make_kernel(op, ins, outs, keep=self._keep,
+                                           scratch_budget=graph.scratch_budget))
+            except UnsupportedOpError as exc:
+                bad.append(str(exc))
+        if bad:
+            more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
+            raise UnsupportedOpError("cannot run this graph: " + "; ".join(bad[:10]) + more)
+        for op, k in zip(graph.ops, kernels):
+            if k.scratch_bytes > op.scratch_bytes:
+                raise GraphError(
+                    f"operator {op.name!r} needs {k.scratch_bytes} scratch bytes but the "
+                    f"graph declares {op.scratch_bytes}; fill Op.scratch_bytes with "
+                    f"pyarena.runtime.kernels.set_scratch(graph) before planning")
+        self.kernels = kernels
+        # -- constants: only those a kernel reads at run time ------------------
+        self.constants = {}
+        for op, k in zip(graph.ops, kernels):
+            for i, name in enumerate(op.inputs):
+                if not name or graph.tensors[name].role != "constant":
+                    continue
+                if k.runtime is not None and i not in k.runtime:
+                    continue
+                if name not in self.constants:
+                    t = graph.tensors[name]
+                    if t.data is None:
+                        raise GraphError(f"constant tensor {name!r} has no data")
+                    self.constants[name] = self.weights.asarray(
+                        np.asarray(t.data, dtype=t.dtype).reshape(t.shape))
+        self.plan = None
+        self.mode = "plan"
+        if allocator is not None:
+            self.mode = "dynamic"
+            if allocator == "numpy":
+                self._alloc, self._free = np.empty, None
+            else:
+                self._alloc, self._free = allocator
+            self._setup_dynamic()
+            return
+        if views is None:
+            if plan is None:
+                plan = make_plan(graph, **(plan_options or {}))
+            self.plan = plan
+            views = plan.bind()
+        self._bind(views)
+
+    # -- helpers ------------------------------------------------------------
+    def _keep(self, arr):
+        arr = np.ascontiguousarray(arr)
+        return self.weights.asarray(arr)
+
+    @property
+    def weights_bytes(self):
+        return self.weights.stats().used
+
+    def _bind(self, views):
+        g = self.graph
+        arrays = dict(self.constants)
+        for name, t in g.tensors.items():
+            if t.role == "constant":
+                continue
+            v = views.get(name)
+            if v is None:
+                used = any(name in op.inputs or name in op.outputs for op in g.ops)
+                if not used and t.role != "input":
+                    continue
+                raise GraphError(f"no planned view for tensor {name!r}")
+            arrays[name] = _as_tensor_view(np.asarray(v), t.shape, t.dtype, name)
+        steps = []
+        for op, k in zip(g.ops, self.kernels):
+            xs = [arrays.get(n) if n else None for n in op.inputs]
+            ys = [arrays[n] for n in op.outputs if n]
+            sc = None
+            if k.scratch_bytes:
+                s = views.get(f"{op.name}::scratch")
+                if s is None:
+                    raise GraphError(f"no planned scratch buffer for operator {op.name!r}")
+                sc = np.asarray(s).reshape(-1).view(np.uint8)
+                if sc.size < k.scratch_bytes:
+                    raise GraphError(f"scratch of {op.name!r} has {sc.size} bytes, "
+                                     f"{k.scratch_bytes} needed")
+            steps.append((k, xs, ys, sc))
+        self.arrays = arrays
+        self.steps = steps
+        self._inputs = [(n, arrays[n]) for n in g.inputs]
+        self._outputs = [(n, arrays[n]) for n in g.outputs]
+
+    def _setup_dynamic(self):
+        g = self.graph
+        last = {}
+        for i, op in enumerate(g.ops):
+            for n in op.inputs:
+                if n:
+                    last[n] = i
+        outs = set(g.outputs)
+        self._frees = [[] for _ in g.ops]
+        for n, i in last.items():
+            if g.tensors[n].role in ("activation", "input") and n not in outs:
+                self._frees[i].append(n)
+
+    # -- running --------------------------------------------------------------
+    def run(self, feeds=None):
+        """One inference.  ``feeds``: dict input name -> array (converted to
+        the input's dtype; missing inputs keep their previous content).
+        Returns a dict output name -> array (views into the plan's arena:
+        valid until the next run)."""
+        if self.mode == "dynamic":
+            return self._run_dynamic(feeds or {})
+        arrays = self.arrays
+        if feeds:
+            for name, val in feeds.items():
+                dst = arrays.get(name)
+                if dst is None or self.graph.tensors[name].role != "input":
+                    raise GraphError(f"feed {name!r} is not a graph input; inputs are "
+                                     f"{self.graph.inputs}")
+                np.copyto(dst, val, casting="same_kind")
+        with np.errstate(all="ignore"):
+            for k, xs, ys, sc in self.steps:
+                k(xs, ys, sc)
+        return {n: a for n, a in self._outputs}
+
+    def _run_dynamic(self, feeds):
+        g = self.graph
+        alloc, free = self._alloc, self._free
+        live = dict(self.constants)
+        held = 0        # bytes of activations + scratch held right now
+        peak = 0
+        count = 0
+        for name in g.inputs:
+            t = g.tensors[name]
+            a = alloc(t.shape, t.dtype)
+            count += 1
+            held += a.nbytes
+            if name in feeds:
+                np.copyto(a, feeds[name], casting="same_kind")
+            live[name] = a
+        peak = held
+        with np.errstate(all="ignore"):
+            for i, (op, k) in enumerate(zip(g.ops, self.kernels)):
+                xs = [live.get(n) if n else None for n in op.inputs]
+                ys = []
+                for n in op.outputs:
+                    if n:
+                        t = g.tensors[n]
+                        a = alloc(t.shape, t.dtype)
+                        held += a.nbytes
+                        count += 1
+                        live[n] = a
+                        ys.append(a)
+                sc = None
+                if k.scratch_bytes:
+                    sc = alloc((k.scratch_bytes,), np.uint8)
+                    held += sc.nbytes
+                    count += 1
+                peak = max(peak, held)
+                k(xs, ys, sc)
+                if free is not None:
+                    if sc is not None:
+                        held -= sc.nbytes
+                        free(sc)
+                    del xs, ys, sc
+                    for n in self._frees[i]:
+                        a = live.pop(n)
+                        held -= a.nbytes
+                        free(a)
+        self.last_peak_bytes = peak
+        self.last_allocations = count
+        return {n: live[n] for n in g.outputs}

@@ -1,0 +1,23 @@
+"""NumPy operator kernels that write into memory they are given.
+
+Importing this package registers every kernel family; the registry
+(:mod:`.registry`) is the API: :func:`make_kernel`, :func:`set_scratch`,
+:data:`KERNELS` (op type -> class), :data:`TFLITE_OPS` (TFLite builtin ->
+op type and fixed attributes).  To add an operator, write one
+:class:`Kernel` subclass with ``@register`` in the family file it belongs
+to (docs/architecture.md).
+
+Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
+``layout="NHWC"``) and TFLite weight layouts (conv ``OHWI``, depthwise
+``1HWC``); the conv/pool/resize kernels handle both, so no weight or
+activation is transposed at import time.
+"""
+from ...errors import UnsupportedOpError
+from . import conv, elementwise, linalg, movement, normalization, pooling, resize, tflite  # noqa: F401  (register)
+from .registry import (KERNELS, SCRATCH_BUDGET, TFLITE_OPS, Kernel, graph_kernel,
+                       make_kernel, register, scratch_bytes_for, set_scratch,
+                       supported_ops)
+
+__all__ = ["Kernel", "register", "KERNELS", "TFLITE_OPS", "SCRATCH_BUDGET", "make_kernel",
+           "graph_kernel", "scratch_bytes_for", "set_scratch", "supported_ops",
+           "UnsupportedOpError"]

@@ -1,0 +1,528 @@
+"""Element-wise kernels: activations, maths on one tensor, binary and
+variadic arithmetic with broadcasting, Cast.
+
+Aliasing contract (the in-place kinds declared here): "unary" kernels
+stay correct when ``ys[0]`` is the very memory of ``xs[0]``; "binary"
+kernels when ``ys[0]`` is one same-shaped input (each element is read
+before it is written).  Kernels that would otherwise overwrite an input
+they still read take a scratch buffer (LeakyRelu, PRelu, HardSwish, Elu,
+Softsign: one output-sized buffer); the ones that need temporaries
+(Erf, Gelu, Mish, Celu, ThresholdedRelu, Shrink) work in flat chunks, 1-3
+chunk-sized buffers within the scratch budget.
+"""
+import math
+
+import numpy as np
+
+from .registry import Kernel, const, register
+
+
+@register
+class Relu(Kernel):
+    op_types = ('Relu',)
+    inplace = 'unary'
+    tflite = {'RELU': ('Relu', {})}
+
+    def setup(self):
+        self.zero = const(0, self.dtype)
+
+    def run(self, xs, ys, sc):
+        np.maximum(xs[0], self.zero, out=ys[0])
+
+
+@register
+class Clip(Kernel):
+    op_types = ('Clip', 'Relu6')
+    inplace = 'unary'
+    tflite = {
+        'RELU6': ('Clip', {'min': 0.0, 'max': 6.0}),
+        'RELU_N1_TO_1': ('Clip', {'min': -1.0, 'max': 1.0})}
+
+    def setup(self):
+        self.runtime = (0,)
+        lo = self.attrs.get("min")
+        hi = self.attrs.get("max")
+        if self.op.op_type == "Relu6":
+            lo, hi = 0.0, 6.0
+        if self.has(1):
+            lo = float(self.const(1, "min"))
+        if self.has(2):
+            hi = float(self.const(2, "max"))
+        self.lo = None if lo is None else const(lo, self.dtype)
+        self.hi = None if hi is None else const(hi, self.dtype)
+
+    def run(self, xs, ys, sc):
+        x, y = xs[0], ys[0]
+        if self.lo is not None:
+            np.maximum(x, self.lo, out=y)
+            x = y
+        if self.hi is not None:
+            np.minimum(x, self.hi, out=y)
+        elif self.lo is None:
+            np.copyto(y, x)
+
+
+def _unary(name, fn, tflite=None):
+    """Declare a one-ufunc element-wise kernel ``y = fn(x)`` (in place safe)."""
+    def run(self, xs, ys, sc):
+        fn(xs[0], out=ys[0])
+    cls = type(name, (Kernel,), {
+        "__doc__": f"{name}: ``numpy.{fn.__name__}`` in one pass.",
+        "__module__": __name__, "op_types": (name,), "inplace": "unary",
+        "tflite": {tflite: (name, {})} if tflite else {}, "run": run})
+    return register(cls)
+
+
+for _n, _f, _t in (("Tanh", np.tanh, "TANH"), ("Exp", np.exp, "EXP"), ("Log", np.log, "LOG"),
+                   ("Sqrt", np.sqrt, "SQRT"), ("Neg", np.negative, "NEG"),
+                   ("Abs", np.abs, "ABS"), ("Reciprocal", np.reciprocal, None),
+                   ("Floor", np.floor, "FLOOR"), ("Ceil", np.ceil, "CEIL"),
+                   ("Sin", np.sin, "SIN"), ("Cos", np.cos, "COS"),
+                   ("Sign", np.sign, None),
+                   ("Round", np.rint, "ROUND"),       # ONNX Round: half to even, like rint
+                   ("Square", np.square, "SQUARE")):  # TFLite SQUARE
+    _unary(_n, _f, _t)
+
+
+@register
+class Sigmoid(Kernel):
+    op_types = ('Sigmoid', 'Logistic')
+    inplace = 'unary'
+    tflite = {'LOGISTIC': ('Sigmoid', {})}
+
+    def setup(self):
+        self.one = const(1, self.dtype)
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        np.negative(xs[0], out=y)
+        np.exp(y, out=y)
+        np.add(y, self.one, out=y)
+        np.reciprocal(y, out=y)
+
+
+@register
+class HardSigmoid(Kernel):
+    op_types = ('HardSigmoid',)
+    inplace = 'unary'
+
+    def setup(self):
+        self.a = const(self.attrs.get("alpha", 0.2), self.dtype)
+        self.b = const(self.attrs.get("beta", 0.5), self.dtype)
+        self.zero, self.one = const(0, self.dtype), const(1, self.dtype)
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        np.multiply(xs[0], self.a, out=y)
+        np.add(y, self.b, out=y)
+        np.maximum(y, self.zero, out=y)
+        np.minimum(y, self.one, out=y)
+
+
+@register
+class HardSwish(Kernel):
+    op_types = ('HardSwish',)
+    inplace = 'unary'
+    tflite = {'HARD_SWISH': ('HardSwish', {})}
+
+    def setup(self):
+        self.a, self.b = const(1 / 6, self.dtype), const(0.5, self.dtype)
+        self.zero, self.one = const(0, self.dtype), const(1, self.dtype)
+        self.scratch = [(self.oshape(), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        x, s = xs[0], sc[0]
+        np.multiply(x, self.a, out=s)
+        np.add(s, self.b, out=s)
+        np.maximum(s, self.zero, out=s)
+        np.minimum(s, self.one, out=s)
+        np.multiply(x, s, out=ys[0])
+
+
+@register
+class LeakyRelu(Kernel):
+    """y = max(x, 0) + slope * min(x, 0); the negative part goes to scratch
+    first so ``y`` may be ``x``."""
+
+    op_types = ('LeakyRelu', 'PRelu')
+    inplace = 'unary'
+    tflite = {'LEAKY_RELU': ('LeakyRelu', {}), 'PRELU': ('PRelu', {})}
+
+    def setup(self):
+        self.runtime = (0,)
+        if self.op.op_type == "PRelu":
+            slope = self.const(1, "slope").astype(self.dtype)
+            xs = self.shape(0)
+            # ONNX PRelu slope broadcasts unidirectionally; a 1-D slope of
+            # C values on an NCHW tensor is the common Keras export.
+            if slope.ndim == 1 and len(xs) > 2 and slope.shape[0] == xs[1] and \
+                    slope.shape[0] != xs[-1] and self.attrs.get("layout") != "NHWC":
+                slope = slope.reshape((-1,) + (1,) * (len(xs) - 2))
+            self.slope = self.keep(np.ascontiguousarray(slope))
+        else:
+            self.slope = const(self.attrs.get("alpha", 0.01), self.dtype)
+        self.zero = const(0, self.dtype)
+        self.scratch = [(self.oshape(), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        x, s, y = xs[0], sc[0], ys[0]
+        np.minimum(x, self.zero, out=s)
+        np.multiply(s, self.slope, out=s)
+        np.maximum(x, self.zero, out=y)
+        np.add(y, s, out=y)
+
+
+@register
+class Softplus(Kernel):
+    op_types = ('Softplus',)
+    inplace = 'unary'
+
+    def setup(self):
+        self.zero = const(0, self.dtype)
+
+    def run(self, xs, ys, sc):
+        np.logaddexp(xs[0], self.zero, out=ys[0])
+
+
+@register
+class Elu(Kernel):
+    """y = scale * (max(x, 0) + alpha * (exp(min(x, 0)) - 1)); the negative
+    part is built in scratch first so ``y`` may be ``x``."""
+
+    op_types = ('Elu', 'Selu')
+    inplace = 'unary'
+    tflite = {'ELU': ('Elu', {})}
+
+    def setup(self):
+        selu = self.op.op_type == "Selu"
+        alpha = self.attrs.get("alpha", 1.6732632423543772 if selu else 1.0)
+        gamma = self.attrs.get("gamma", 1.0507009873554805 if selu else 1.0)
+        self.alpha, self.gamma = const(alpha, self.dtype), const(gamma, self.dtype)
+        self.selu = selu
+        self.zero, self.one = const(0, self.dtype), const(1, self.dtype)
+        self.scratch = [(self.oshape(), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        x, s, y = xs[0], sc[0], ys[0]
+        np.minimum(x, self.zero, out=s)
+        np.expm1(s, out=s)
+        np.multiply(s, self.alpha, out=s)
+        np.maximum(x, self.zero, out=y)
+        np.add(y, s, out=y)
+        if self.selu:
+            np.multiply(y, self.gamma, out=y)
+
+
+@register
+class Softsign(Kernel):
+    op_types = ('Softsign',)
+    inplace = 'unary'
+
+    def setup(self):
+        self.one = const(1, self.dtype)
+        self.scratch = [(self.oshape(), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        s = sc[0]
+        np.abs(xs[0], out=s)
+        np.add(s, self.one, out=s)
+        np.divide(xs[0], s, out=ys[0])
+
+
+# -- elementwise ops that need temporaries: processed in flat chunks so the
+# scratch stays within SCRATCH_BUDGET whatever the tensor size, and read
+# every input element before the output element is written (so the output
+# may be the input's memory: "unary" in the in-place table).
+class _Chunked(Kernel):
+    """``nbuf`` chunk-sized scratch buffers; subclasses implement
+    ``step(x, y, bufs)`` on matching flat slices."""
+    nbuf = 1
+
+    floats_only = True
+
+    def consts(self):
+        pass
+
+    def setup(self):
+        self.runtime = (0,)
+        if self.floats_only and not np.issubdtype(self.dtype, np.floating):
+            self.fail(f"dtype {self.dtype} is not supported (floating point only)")
+        self.consts()
+        n = math.prod(self.oshape())
+        ch = max(1, min(n, self.scratch_budget // max(1, self.nbuf * self.dtype.itemsize)))
+        self.n, self.chunk = n, ch
+        self.scratch = [((ch,), self.dtype)] * self.nbuf
+
+    def run(self, xs, ys, sc):
+        x, y = xs[0].reshape(-1), ys[0].reshape(-1)
+        n, ch = self.n, self.chunk
+        if n <= ch:
+            self.step(x, y, sc)
+            return
+        for a in range(0, n, ch):
+            b = min(a + ch, n)
+            self.step(x[a:b], y[a:b], [s[:b - a] for s in sc])
+
+
+# erf(x) = x P(x^2) / Q(x^2) on x clamped to [-4, 4] (outside, erf is +-1 in
+# float32): the rational approximation Eigen uses for float; max abs error
+# 4.2e-7 against math.erf on [-6, 6] (tests/test_kernels.py checks it).
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+          -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+          -7.37332916720468e-03, -1.42647390514189e-02)
+
+
+class _ErfMixin:
+    def erf_consts(self):
+        d = self.dtype
+        self.ep = [const(v, d) for v in _ERF_P]
+        self.eq = [const(v, d) for v in _ERF_Q]
+        self.four, self.mfour = const(4, d), const(-4, d)
+
+    def erf(self, u, e, t):
+        """e = erf(u) where u is a buffer it may overwrite; t: a temporary."""
+        np.minimum(u, self.four, out=u)
+        np.maximum(u, self.mfour, out=u)
+        np.multiply(u, u, out=t)                   # t = x^2
+        np.multiply(t, self.ep[0], out=e)
+        np.add(e, self.ep[1], out=e)
+        for c in self.ep[2:]:
+            np.multiply(e, t, out=e)
+            np.add(e, c, out=e)
+        np.multiply(e, u, out=e)                   # e = x P(x^2)
+        np.multiply(t, self.eq[0], out=u)
+        np.add(u, self.eq[1], out=u)
+        for c in self.eq[2:]:
+            np.multiply(u, t, out=u)
+            np.add(u, c, out=u)
+        np.divide(e, u, out=e)
+
+
+@register
+class Erf(_ErfMixin, _Chunked):
+    op_types = ('Erf',)
+    inplace = 'unary'
+
+    nbuf = 2
+
+    def consts(self):
+        self.erf_consts()
+
+    def step(self, x, y, sc):
+        u, t = sc
+        np.copyto(u, x)
+        self.erf(u, y, t)
+
+
+@register
+class Gelu(_ErfMixin, _Chunked):
+    """ONNX Gelu (opset 20): approximate="none" 0.5 x (1 + erf(x / sqrt 2)),
+    "tanh" 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+
+    op_types = ('Gelu',)
+    inplace = 'unary'
+    tflite = {'GELU': ('Gelu', {})}
+
+    def consts(self):
+        ap = self.attrs.get("approximate", "none")
+        ap = ap.decode() if isinstance(ap, bytes) else ap
+        if ap not in ("none", "tanh"):
+            self.fail(f"approximate={ap!r} is not supported (none, tanh)")
+        self.tanh = ap == "tanh"
+        d = self.dtype
+        self.half, self.one = const(0.5, d), const(1, d)
+        self.rs2 = const(1 / math.sqrt(2), d)
+        self.k3, self.k = const(0.044715, d), const(math.sqrt(2 / math.pi), d)
+        self.nbuf = 1 if self.tanh else 3
+        self.erf_consts()
+
+    def step(self, x, y, sc):
+        e = sc[0]
+        if self.tanh:
+            np.multiply(x, x, out=e)
+            np.multiply(e, self.k3, out=e)
+            np.add(e, self.one, out=e)
+            np.multiply(e, x, out=e)
+            np.multiply(e, self.k, out=e)
+            np.tanh(e, out=e)
+        else:
+            u, t = sc[1], sc[2]
+            np.multiply(x, self.rs2, out=u)
+            self.erf(u, e, t)
+        np.add(e, self.one, out=e)
+        np.multiply(e, x, out=e)
+        np.multiply(e, self.half, out=y)
+
+
+@register
+class Mish(_Chunked):
+    """x tanh(softplus(x))."""
+
+    op_types = ('Mish',)
+    inplace = 'unary'
+
+    def consts(self):
+        self.zero = const(0, self.dtype)
+
+    def step(self, x, y, sc):
+        s = sc[0]
+        np.logaddexp(x, self.zero, out=s)
+        np.tanh(s, out=s)
+        np.multiply(x, s, out=y)
+
+
+@register
+class Celu(_Chunked):
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+
+    op_types = ('Celu',)
+    inplace = 'unary'
+
+    def consts(self):
+        a = float(self.attrs.get("alpha", 1.0))
+        self.alpha, self.inv = const(a, self.dtype), const(1 / a, self.dtype)
+        self.zero = const(0, self.dtype)
+
+    def step(self, x, y, sc):
+        s = sc[0]
+        np.minimum(x, self.zero, out=s)
+        np.multiply(s, self.inv, out=s)
+        np.expm1(s, out=s)
+        np.multiply(s, self.alpha, out=s)
+        np.maximum(x, self.zero, out=y)
+        np.add(y, s, out=y)
+
+
+@register
+class ThresholdedRelu(_Chunked):
+    """x where x > alpha, else 0."""
+
+    op_types = ('ThresholdedRelu',)
+    inplace = 'unary'
+
+    def consts(self):
+        self.alpha = const(float(self.attrs.get("alpha", 1.0)), self.dtype)
+
+    def step(self, x, y, sc):
+        s = sc[0]
+        np.greater(x, self.alpha, out=s)
+        np.multiply(x, s, out=y)
+
+
+@register
+class Shrink(_Chunked):
+    """x - bias where x > lambd, x + bias where x < -lambd, else 0:
+    with m = [x > lambd] - [x < -lambd], y = (x - bias m) |m|."""
+
+    op_types = ('Shrink',)
+    inplace = 'unary'
+
+    nbuf = 2
+    floats_only = False
+
+    def consts(self):
+        lam = float(self.attrs.get("lambd", 0.5))
+        self.lam, self.mlam = const(lam, self.dtype), const(-lam, self.dtype)
+        self.bias = const(float(self.attrs.get("bias", 0.0)), self.dtype)
+
+    def step(self, x, y, sc):
+        m, t = sc
+        np.greater(x, self.lam, out=m)
+        np.less(x, self.mlam, out=t)
+        np.subtract(m, t, out=m)
+        np.multiply(m, self.bias, out=t)
+        np.subtract(x, t, out=t)
+        np.abs(m, out=m)
+        np.multiply(t, m, out=y)
+
+
+@register
+class Rsqrt(Kernel):
+    """TFLite RSQRT: 1 / sqrt(x), two in-place passes."""
+
+    op_types = ('Rsqrt',)
+    inplace = 'unary'
+    tflite = {'RSQRT': ('Rsqrt', {})}
+
+    def run(self, xs, ys, sc):
+        np.sqrt(xs[0], out=ys[0])
+        np.reciprocal(ys[0], out=ys[0])
+
+
+@register
+class SquaredDifference(Kernel):
+    """TFLite SQUARED_DIFFERENCE: (a - b)^2 with broadcasting; the output may
+    be a same-shaped input (each element is read before it is written)."""
+
+    op_types = ('SquaredDifference',)
+    inplace = 'binary'
+    tflite = {'SQUARED_DIFFERENCE': ('SquaredDifference', {})}
+
+    def run(self, xs, ys, sc):
+        np.subtract(xs[0], xs[1], out=ys[0])
+        np.square(ys[0], out=ys[0])
+
+_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
+           "Pow": np.power, "Max": np.maximum, "Min": np.minimum, "Sum": np.add}
+
+
+@register
+class Elementwise(Kernel):
+    """Add/Sub/Mul/Div/Pow and the variadic Sum/Max/Min/Mean, with NumPy
+    (= ONNX multidirectional) broadcasting.  If the output aliases an input
+    it is the same-shaped one, and every step reads each element of that
+    input before writing it."""
+
+    op_types = (*_BINARY, "Mean")
+    inplace = 'binary'
+    tflite = {
+        'ADD': ('Add', {}),
+        'SUB': ('Sub', {}),
+        'MUL': ('Mul', {}),
+        'DIV': ('Div', {}),
+        'MAXIMUM': ('Max', {}),
+        'MINIMUM': ('Min', {})}
+
+    def setup(self):
+        t = self.op.op_type
+        self.f = _BINARY.get(t, np.add)
+        n = len([i for i in self.ins if i is not None])
+        if n < 1:
+            self.fail("needs at least one input")
+        if t in ("Add", "Sub", "Mul", "Div", "Pow") and n != 2:
+            self.fail(f"expects 2 inputs, got {n}")
+        self.mean = const(1.0 / n, self.dtype) if t == "Mean" else None
+        if np.issubdtype(self.dtype, np.integer) and t == "Div":
+            self.f = np.floor_divide  # ONNX integer division (positive operands)
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        xs = [x for x in xs if x is not None]
+        f = self.f
+        if len(xs) == 1:
+            np.copyto(y, xs[0])
+        elif len(xs) == 2:
+            f(xs[0], xs[1], out=y)
+        else:
+            # variadic: y may alias one input; fold that one in first
+            first = 0
+            for i, x in enumerate(xs):
+                if x.shape == y.shape and np.may_share_memory(x, y):
+                    first = i
+                    break
+            rest = xs[:first] + xs[first + 1:]
+            f(xs[first], rest[0], out=y)
+            for x in rest[1:]:
+                f(y, x, out=y)
+        if self.mean is not None:
+            np.multiply(y, self.mean, out=y)
+
+@register
+class Cast(Kernel):
+    op_types = ('Cast',)
+    inplace = 'none'
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], xs[0], casting="unsafe")

@@ -1,0 +1,257 @@
+"""Data-movement kernels: views (Reshape, Flatten, Squeeze, Unsqueeze,
+Identity, Dropout), Expand, Transpose, Concat, Split, Slice, Gather, Tile
+and Pad.  None needs scratch; the "alias" kinds copy nothing when the
+planner made the output the input's memory.
+"""
+import numpy as np
+
+from .registry import Kernel, const, register
+
+
+@register
+class Alias(Kernel):
+    """Copies nothing when the planner made the output the input's memory."""
+
+    op_types = ('Reshape', 'Flatten', 'Squeeze', 'Unsqueeze', 'Identity', 'Dropout')
+    inplace = 'alias'
+    tflite = {
+        'RESHAPE': ('Reshape', {}),
+        'SQUEEZE': ('Squeeze', {}),
+        'EXPAND_DIMS': ('Unsqueeze', {})}
+
+    def setup(self):
+        self.runtime = (0,)
+        outs = [o for o in self.op.outputs if o]
+        if len(outs) > 1:
+            self.fail("the mask output is not supported")
+
+    def run(self, xs, ys, sc):
+        x, y = xs[0], ys[0]
+        if x.size and y.size and x.__array_interface__["data"][0] == \
+                y.__array_interface__["data"][0]:
+            return
+        np.copyto(y, x.reshape(y.shape))
+
+@register
+class Expand(Kernel):
+    op_types = ('Expand',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = (0,)
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], xs[0])   # copyto broadcasts
+
+
+@register
+class Transpose(Kernel):
+    op_types = ('Transpose',)
+    inplace = 'transpose'
+    tflite = {'TRANSPOSE': ('Transpose', {})}
+
+    def setup(self):
+        self.runtime = (0,)
+        nd = len(self.shape(0))
+        perm = self.attrs.get("perm")
+        if self.has(1):
+            perm = self.const(1, "perm")
+        self.perm = tuple(int(p) for p in perm) if perm is not None else \
+            tuple(range(nd - 1, -1, -1))
+
+    def run(self, xs, ys, sc):
+        x, y = xs[0], ys[0]
+        if x.size and x.__array_interface__["data"][0] == y.__array_interface__["data"][0]:
+            return   # the planner made it a view: only size-1 axes move
+        np.copyto(y, x.transpose(self.perm))
+
+
+@register
+class Concat(Kernel):
+    op_types = ('Concat', 'Concatenation')
+    inplace = 'none'
+    tflite = {'CONCATENATION': ('Concat', {})}
+
+    def setup(self):
+        nd = len(self.oshape())
+        ax = int(self.attrs.get("axis", 0))
+        self.axis = ax + nd if ax < 0 else ax
+        self.bounds = []
+        off = 0
+        for t in self.ins:
+            if t is None:
+                self.bounds.append(None)
+                continue
+            n = int(t.shape[self.axis])
+            self.bounds.append((off, off + n))
+            off += n
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        pre = (slice(None),) * self.axis
+        for x, b in zip(xs, self.bounds):
+            if b is not None and b[1] > b[0]:
+                np.copyto(y[pre + (slice(b[0], b[1]),)], x)
+
+
+@register
+class Split(Kernel):
+    op_types = ('Split',)
+    inplace = 'none'
+    tflite = {'SPLIT': ('Split', {})}
+
+    def setup(self):
+        self.runtime = (0,)
+        nd = len(self.shape(0))
+        ax = int(self.attrs.get("axis", 0))
+        self.axis = ax + nd if ax < 0 else ax
+        self.bounds = []
+        off = 0
+        for t in self.outs:
+            n = int(t.shape[self.axis])
+            self.bounds.append((off, off + n))
+            off += n
+
+    def run(self, xs, ys, sc):
+        pre = (slice(None),) * self.axis
+        for y, b in zip(ys, self.bounds):
+            np.copyto(y, xs[0][pre + (slice(*b),)])
+
+
+@register
+class Slice(Kernel):
+    op_types = ('Slice',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = (0,)
+        shp = self.shape(0)
+        if self.has(1):
+            starts = self.const(1, "starts")
+            ends = self.const(2, "ends")
+            axes = self.const(3, "axes") if self.has(3) else range(len(starts))
+            steps = self.const(4, "steps") if self.has(4) else [1] * len(starts)
+        else:
+            starts, ends = self.attrs["starts"], self.attrs["ends"]
+            axes = self.attrs.get("axes", range(len(starts)))
+            steps = [1] * len(starts)
+        sl = [slice(None)] * len(shp)
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            a = int(a) + len(shp) if int(a) < 0 else int(a)
+            s, e, st = int(s), int(e), int(st)
+            n = shp[a]
+            s = max(-n - 1, min(s, n + 1)) if abs(s) > n else s
+            e = max(-n - 1, min(e, n + 1)) if abs(e) > n else e
+            sl[a] = slice(s, e, st)
+        self.sl = tuple(sl)
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], xs[0][self.sl])
+
+
+@register
+class Gather(Kernel):
+    op_types = ('Gather',)
+    inplace = 'none'
+
+    def setup(self):
+        nd = len(self.shape(0))
+        ax = int(self.attrs.get("axis", 0))
+        self.axis = ax + nd if ax < 0 else ax
+        if self.ins[1].data is not None:
+            self.idx = self.keep(np.asarray(self.ins[1].data).astype(np.intp))
+            self.runtime = (0,)
+        else:
+            self.idx = None
+
+    def run(self, xs, ys, sc):
+        idx = self.idx if self.idx is not None else xs[1]
+        np.take(xs[0], idx, axis=self.axis, out=ys[0], mode="wrap")
+
+@register
+class Tile(Kernel):
+    """y viewed as (r0, d0, r1, d1, ...) gets x broadcast over the r axes."""
+
+    op_types = ('Tile',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = (0,)
+        xs, ys = self.shape(0), self.oshape()
+        reps = [y // x if x else 1 for x, y in zip(xs, ys)]
+        self.yview = tuple(v for r, d in zip(reps, xs) for v in (r, d))
+        self.xview = tuple(v for d in xs for v in (1, d))
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0].reshape(self.yview), xs[0].reshape(self.xview))
+
+@register
+class Pad(Kernel):
+    op_types = ('Pad',)
+    inplace = 'none'
+    tflite = {'PAD': ('Pad', {}), 'PADV2': ('Pad', {}), 'MIRROR_PAD': ('Pad', {})}
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        nd = len(xs)
+        pads = self.attrs.get("pads")
+        if self.has(1):
+            pads = self.const(1, "pads")
+        pads = np.asarray(pads, dtype=np.int64).reshape(-1)
+        if self.attrs.get("layout_pairs"):           # TFLite: [[b, e], ...]
+            pads = pads.reshape(-1, 2).T.reshape(-1)
+        axes = list(range(nd))
+        if self.has(3):
+            axes = [int(a) + nd if int(a) < 0 else int(a) for a in self.const(3, "axes")]
+        begin, end = [0] * nd, [0] * nd
+        k = len(axes)
+        for i, a in enumerate(axes):
+            begin[a], end[a] = int(pads[i]), int(pads[i + k])
+        if min(begin + end) < 0:
+            self.fail("negative pads (cropping) are not supported")
+        value = float(self.attrs.get("value", 0.0))
+        if self.has(2):
+            value = float(self.const(2, "constant_value").reshape(-1)[0])
+        mode = self.attrs.get("mode", "constant")
+        if isinstance(mode, bytes):
+            mode = mode.decode()
+        if mode not in ("constant", "reflect", "edge"):
+            self.fail(f"mode {mode!r} is not supported")
+        self.mode, self.value = mode, const(value, self.dtype)
+        self.begin, self.end, self.xs = begin, end, xs
+        self.inner = tuple(slice(b, b + d) for b, d in zip(begin, xs))
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        if self.mode == "constant":
+            # borders only, axis by axis
+            for a, (b, e) in enumerate(zip(self.begin, self.end)):
+                pre = (slice(None),) * a
+                if b:
+                    y[pre + (slice(0, b),)].fill(self.value)
+                if e:
+                    y[pre + (slice(y.shape[a] - e, None),)].fill(self.value)
+            np.copyto(y[self.inner], xs[0])
+            return
+        np.copyto(y[self.inner], xs[0])
+        # fill axis by axis from the already-valid region
+        cur = list(self.inner)
+        for a, (b, e) in enumerate(zip(self.begin, self.end)):
+            n = self.xs[a]
+            for i in range(b):
+                src = b + (b - i) if self.mode == "reflect" else b
+                dst = list(cur)
+                dst[a] = slice(i, i + 1)
+                sl = list(cur)
+                sl[a] = slice(src, src + 1)
+                np.copyto(y[tuple(dst)], y[tuple(sl)])
+            for i in range(e):
+                pos = b + n + i
+                src = b + n - 2 - i if self.mode == "reflect" else b + n - 1
+                dst = list(cur)
+                dst[a] = slice(pos, pos + 1)
+                sl = list(cur)
+                sl[a] = slice(src, src + 1)
+                np.copyto(y[tuple(dst)], y[tuple(sl)])
+            cur[a] = slice(None)

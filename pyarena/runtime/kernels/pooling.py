@@ -1,0 +1,128 @@
+"""Pooling kernels: MaxPool / AveragePool (a loop over kernel taps, or one
+reduction over a window view when windows do not overlap) and
+GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
+band when there is padding or ceil-mode overhang, within the budget.
+"""
+import math
+
+import numpy as np
+
+from .registry import Kernel, const, register
+from .spatial import Spatial
+
+
+@register
+class WindowPool(Spatial):
+    """Max/average pooling as a loop over kernel taps with ufuncs writing
+    into the output, per band of output rows.  Scratch: the padded input
+    rows of a band when there is padding or ceil_mode overhang (padding
+    value -inf for max, 0 for average), within SCRATCH_BUDGET."""
+
+    op_types = ('MaxPool', 'AveragePool')
+    inplace = 'none'
+    tflite = {'AVERAGE_POOL_2D': ('AveragePool', {}), 'MAX_POOL_2D': ('MaxPool', {})}
+
+    def setup(self):
+        if len([o for o in self.op.outputs if o]) > 1:
+            self.fail("the Indices output is not supported")
+        if int(self.attrs.get("storage_order", 0)):
+            self.fail("storage_order=1 is not supported")
+        k = [int(v) for v in self.attrs["kernel_shape"]]
+        self.is_max = self.op.op_type == "MaxPool"
+        self.geometry(k, -np.inf if self.is_max else 0.0)
+        self.plan_bands()
+        self.scratch = self.pad_spec()
+        # non-overlapping windows (stride = kernel, no padding/dilation, e.g.
+        # MediaPipe's 64x64 "global" average pools): one reduction over a
+        # (rows, kh, Wo, kw) view instead of kh*kw ufunc calls
+        self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
+                       self.dh == self.dw == 1 and self.kh * self.kw >= 4)
+        self.div = None
+        if not self.is_max:
+            cip = int(self.attrs.get("count_include_pad", 0))
+            # count of the window elements that lie in the image (or in
+            # the explicit pads if count_include_pad), per output position
+            mask = np.zeros((self.Hp, self.Wp))
+            if cip:
+                mask[:self.H + self.pt + self.pb, :self.W + self.pl + self.pr] = 1
+            else:
+                mask[self.pt:self.pt + self.H, self.pl:self.pl + self.W] = 1
+            cnt = np.zeros((self.Ho, self.Wo))
+            for i in range(self.kh):
+                for j in range(self.kw):
+                    cnt += self.tap(mask[None] if not self.nhwc else mask[..., None], i, j
+                                    ).reshape(self.Ho, self.Wo)
+            cnt = np.maximum(cnt, 1)
+            if np.all(cnt == self.kh * self.kw):
+                self.inv = const(1.0 / (self.kh * self.kw), self.dtype)
+            else:
+                d = (1.0 / cnt).astype(self.dtype)
+                self.div = self.keep(d[..., None] if self.nhwc else d)
+
+    def run(self, xs, ys, sc):
+        x, y = self.x4(xs[0]), self.y4(ys[0])
+        pbuf = sc[0] if self.padded else None
+        f = np.maximum if self.is_max else np.add
+        if self.blocky:
+            kh, kw, Wo = self.kh, self.kw, self.Wo
+            for n in range(self.N):
+                for r0, r1 in self.bands:
+                    nr = r1 - r0
+                    src = self.band_src(x[n], None, r0, r1)
+                    yb = self.out_rows(y[n], r0, r1)
+                    st = src.strides
+                    if self.nhwc:
+                        v = np.lib.stride_tricks.as_strided(
+                            src, (nr, kh, Wo, kw, src.shape[2]),
+                            (st[0] * kh, st[0], st[1] * kw, st[1], st[2]), writeable=False)
+                        f.reduce(v, axis=(1, 3), out=yb.reshape(nr, 1, Wo, 1, -1),
+                                 keepdims=True)
+                    else:
+                        v = np.lib.stride_tricks.as_strided(
+                            src, (src.shape[0], nr, kh, Wo, kw),
+                            (st[0], st[1] * kh, st[1], st[2] * kw, st[2]), writeable=False)
+                        f.reduce(v, axis=(2, 4), out=yb.reshape(-1, nr, 1, Wo, 1),
+                                 keepdims=True)
+                    if not self.is_max:
+                        np.multiply(yb, self.inv, out=yb)
+            return
+        for n in range(self.N):
+            for r0, r1 in self.bands:
+                nr = r1 - r0
+                src = self.band_src(x[n], pbuf, r0, r1)
+                yb = self.out_rows(y[n], r0, r1)
+                np.copyto(yb, self.tap(src, 0, 0, nr))
+                for i in range(self.kh):
+                    for j in range(self.kw):
+                        if i or j:
+                            f(yb, self.tap(src, i, j, nr), out=yb)
+                if not self.is_max:
+                    np.multiply(yb, self.div[r0:r1] if self.div is not None else self.inv,
+                                out=yb)
+
+
+@register
+class GlobalPool(Kernel):
+    op_types = ('GlobalAveragePool', 'GlobalMaxPool')
+    inplace = 'none'
+
+    def setup(self):
+        xs = self.shape(0)
+        self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
+        n, c = (xs[0], xs[-1]) if self.nhwc else xs[:2]
+        self.n, self.c = n, c
+        self.sp = math.prod(xs[1:-1]) if self.nhwc else math.prod(xs[2:])
+        self.inv = const(1.0 / max(self.sp, 1), self.dtype)
+        self.f = np.add if self.op.op_type == "GlobalAveragePool" else np.maximum
+
+    def run(self, xs, ys, sc):
+        if self.nhwc:
+            x = xs[0].reshape(self.n, self.sp, self.c)
+            y = ys[0].reshape(self.n, 1, self.c)
+            self.f.reduce(x, axis=1, out=y, keepdims=True)
+        else:
+            x = xs[0].reshape(self.n, self.c, self.sp)
+            y = ys[0].reshape(self.n, self.c, 1)
+            self.f.reduce(x, axis=2, out=y, keepdims=True)
+        if self.f is np.add:
+            np.multiply(y, self.inv, out=y)

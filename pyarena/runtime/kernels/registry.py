@@ -1,0 +1,239 @@
+"""The kernel registry: where each operator is declared, once.
+
+A kernel class carries every fact about the operators it runs:
+
+* ``op_types`` -- the ONNX op types it runs (the canonical vocabulary of
+  the graph, the planner and the importers);
+* ``tflite`` -- the TFLite builtins it runs: ``{BUILTIN: (op_type,
+  fixed attributes)}`` (``CONV_2D`` is a ``Conv``, ``RELU6`` a ``Clip``
+  with min 0 and max 6 ...);
+* ``inplace`` -- its in-place kind for the planner (``"unary"``,
+  ``"binary"``, ``"alias"``, ``"transpose"``, ``"none"`` or a callable
+  rule; see :mod:`pyarena.planning.inplace`): a promise that the kernel
+  stays correct when its output is the memory of that input;
+* its scratch rule -- ``setup()`` works out the workspace it will touch
+  (``self.scratch``: a list of ``(shape, dtype)``, 64-byte aligned parts)
+  from the tensor shapes, within the op's scratch budget.
+
+:func:`register` files the class under its names and pushes its in-place
+kind down into the planner's table (the planning layer never imports the
+runtime).  :func:`set_scratch` copies each kernel's workspace into
+``Op.scratch_bytes``, so the planner reserves exactly what the executor
+touches.
+
+At run time ``kernel(xs, ys, scratch)`` gets the input arrays, the output
+arrays and a ``uint8`` scratch array and writes its results into ``ys``
+with ``out=`` arguments, ``np.copyto`` and views, so a steady-state
+inference performs no NumPy data allocation.  The kernel families
+(elementwise, movement, linalg, conv, pooling, normalization, resize,
+tflite) import only this module (conv and pooling also share the spatial
+geometry in ``spatial.py``), never each other.
+"""
+import math
+
+import numpy as np
+
+from ...errors import InvalidArgumentError, UnsupportedOpError
+from ...planning.inplace import declare
+
+__all__ = ["Kernel", "register", "KERNELS", "TFLITE_OPS", "SCRATCH_BUDGET", "make_kernel",
+           "graph_kernel", "scratch_bytes_for", "set_scratch", "supported_ops", "const"]
+
+_ALIGN = 64
+
+#: Workspace one op may use by default.  Conv / pool / ConvTranspose work
+#: in bands of rows and the element-wise ops with temporaries in flat
+#: chunks so their scratch fits it; a larger budget means fewer
+#: Python-level steps, a smaller one a smaller arena.  1 MiB keeps
+#: MobileNet-class nets' scratch below their activations.  A graph planned
+#: with another budget records it (``Graph.scratch_budget``).
+SCRATCH_BUDGET = 1 << 20
+
+#: op type -> kernel class
+KERNELS = {}
+#: TFLite builtin name -> (op type, fixed attributes)
+TFLITE_OPS = {}
+
+
+def register(cls):
+    """Class decorator: file ``cls`` under its ``op_types`` and ``tflite``
+    builtins and declare its in-place kind to the planner."""
+    if not cls.op_types:
+        raise TypeError(f"kernel {cls.__name__} declares no op_types")
+    for name in cls.op_types:
+        if name in KERNELS:
+            raise TypeError(f"op type {name!r} is declared by both "
+                            f"{KERNELS[name].__name__} and {cls.__name__}")
+        KERNELS[name] = cls
+        declare(name, cls.inplace)
+    for builtin, (op_type, attrs) in cls.tflite.items():
+        if op_type not in cls.op_types:
+            raise TypeError(f"kernel {cls.__name__}: TFLite {builtin} maps to "
+                            f"{op_type!r}, which it does not run")
+        TFLITE_OPS[builtin] = (op_type, dict(attrs))
+    return cls
+
+
+def supported_ops():
+    return sorted(KERNELS)
+
+
+def const(value, dtype=np.float32):
+    """A 0-d array: a ufunc operand that converts nothing at run time."""
+    return np.array(value, dtype=dtype)
+
+
+def _layout_size(specs):
+    off = 0
+    for shape, dtype in specs:
+        off = -(-off // _ALIGN) * _ALIGN
+        off += math.prod(shape) * np.dtype(dtype).itemsize
+    return off
+
+
+def _carve(scratch, specs):
+    """Views of ``scratch`` for each (shape, dtype), 64-byte aligned."""
+    out = []
+    off = 0
+    for shape, dtype in specs:
+        off = -(-off // _ALIGN) * _ALIGN
+        n = math.prod(shape) * np.dtype(dtype).itemsize
+        out.append(scratch[off:off + n].view(dtype).reshape(shape))
+        off += n
+    return out
+
+
+class Kernel:
+    """Base class: ``self.op``, ``self.ins`` / ``self.outs`` (graph Tensors,
+    None for an omitted optional input), ``self.attrs``,
+    ``self.scratch_budget``; subclasses set ``self.scratch`` (list of
+    (shape, dtype)) in ``setup`` and implement ``run(xs, ys, sc)`` where
+    ``sc`` is the list of scratch views.  ``self.runtime`` lists the input
+    indices read at run time (None: all); the others are folded at build
+    time and need not be in the weights arena."""
+
+    #: ONNX op types this class runs
+    op_types = ()
+    #: TFLite builtin -> (op type, fixed attributes)
+    tflite = {}
+    #: in-place kind (see pyarena.planning.inplace.KINDS)
+    inplace = "none"
+
+    def __init__(self, op, ins, outs, keep=None, scratch_budget=None):
+        self.op = op
+        self.ins = ins
+        self.outs = outs
+        self.attrs = op.attrs
+        self.keep = keep or (lambda a: a)   # puts derived constants in the weights arena
+        self.scratch_budget = int(SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
+        self.scratch = []
+        self.runtime = None
+        self.dtype = np.dtype(outs[0].dtype) if outs else np.dtype(np.float32)
+        self.setup()
+        act = self.attrs.get("activation")
+        self._act = None
+        if act not in (None, "", "NONE"):
+            self._act = _fused_activation(op, act, self.dtype)
+
+    # helpers -----------------------------------------------------------
+    def fail(self, why):
+        raise UnsupportedOpError(f"operator {self.op.name!r} ({self.op.op_type}): {why}")
+
+    def shape(self, i):
+        t = self.ins[i]
+        return tuple(int(d) for d in t.shape)
+
+    def oshape(self, i=0):
+        return tuple(int(d) for d in self.outs[i].shape)
+
+    def const(self, i, what="input"):
+        """The constant value of input ``i`` (UnsupportedOpError if it is
+        computed at run time)."""
+        if i >= len(self.ins) or self.ins[i] is None:
+            return None
+        t = self.ins[i]
+        if t.data is None:
+            self.fail(f"{what} {t.name!r} must be a constant")
+        return np.asarray(t.data)
+
+    def has(self, i):
+        return i < len(self.ins) and self.ins[i] is not None
+
+    @property
+    def scratch_bytes(self):
+        return _layout_size(self.scratch) if self.scratch else 0
+
+    def setup(self):
+        pass
+
+    def __call__(self, xs, ys, scratch=None):
+        sc = _carve(scratch, self.scratch) if self.scratch else ()
+        self.run(xs, ys, sc)
+        if self._act is not None:
+            self._act(ys[0])
+
+    def run(self, xs, ys, sc):
+        raise NotImplementedError
+
+
+def _fused_activation(op, act, dtype):
+    act = str(act).upper()
+    zero, six, one, mone = const(0, dtype), const(6, dtype), const(1, dtype), const(-1, dtype)
+    if act == "RELU":
+        return lambda y: np.maximum(y, zero, out=y)
+    if act == "RELU6":
+        return lambda y: (np.maximum(y, zero, out=y), np.minimum(y, six, out=y))
+    if act in ("RELU_N1_TO_1", "RELU1"):
+        return lambda y: (np.maximum(y, mone, out=y), np.minimum(y, one, out=y))
+    if act == "TANH":
+        return lambda y: np.tanh(y, out=y)
+    raise UnsupportedOpError(f"operator {op.name!r}: fused activation {act!r} is not supported")
+
+
+def make_kernel(op, ins, outs, keep=None, scratch_budget=None):
+    """The kernel object for ``op`` given its input and output Tensors;
+    UnsupportedOpError if the op type or one of its attributes is not
+    supported."""
+    cls = KERNELS.get(op.op_type)
+    if cls is None:
+        raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
+                                 f"supported by the executor")
+    return cls(op, ins, outs, keep, scratch_budget)
+
+
+def graph_kernel(graph, op, keep=None):
+    """The kernel of ``op`` in ``graph``, with the graph's scratch budget."""
+    ins = [graph.tensors[t] if t else None for t in op.inputs]
+    outs = [graph.tensors[t] for t in op.outputs if t]
+    return make_kernel(op, ins, outs, keep, graph.scratch_budget)
+
+
+def scratch_bytes_for(graph, op):
+    """Workspace bytes ``op`` needs while it runs (0 if none); raises
+    UnsupportedOpError for an op the executor cannot run."""
+    return graph_kernel(graph, op).scratch_bytes
+
+
+def set_scratch(graph, scratch_budget=None):
+    """Fill ``Op.scratch_bytes`` for every op of ``graph`` from the kernels'
+    own workspace rules, each op's within ``scratch_budget`` bytes (None:
+    :data:`SCRATCH_BUDGET`); the budget is recorded as
+    ``graph.scratch_budget`` so the executor builds the same kernels.
+    Raises UnsupportedOpError listing every op (by name and type) the
+    executor cannot run.  Returns the graph."""
+    if scratch_budget is not None:
+        scratch_budget = int(scratch_budget)
+        if scratch_budget < 1:
+            raise InvalidArgumentError(f"scratch_budget must be a positive number of bytes, "
+                             f"not {scratch_budget!r}")
+    graph.scratch_budget = scratch_budget
+    bad = []
+    for op in graph.ops:
+        try:
+            op.scratch_bytes = scratch_bytes_for(graph, op)
+        except UnsupportedOpError as exc:
+            bad.append(str(exc))
+    if bad:
+        more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
+        raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) + more)
+    return graph
