@@ -27,7 +27,7 @@ def run_both(tmp_path, nodes, feeds, inits=None, outputs=("y",), opset=17, atol=
     """Import (each op's scratch within ``scratch_budget``) and execute with
     pyarena (planned arena, in-place on) and with onnxruntime; assert the
     outputs match; return (graph, ours, ref)."""
-    from model_zoo import ort_run
+    from helpers.model_zoo import ort_run
     from pyarena.runtime import Executor
     from pyarena.importers import load_model
     path = tmp_path / f"{name}.onnx"

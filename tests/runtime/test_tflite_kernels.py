@@ -6,7 +6,7 @@ interpreter."""
 import numpy as np
 import pytest
 
-from tflite_util import TFLiteBuilder
+from helpers.tflite_util import TFLiteBuilder
 from pyarena.runtime import Executor, random_feeds
 from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
 from pyarena.importers.reference import reference_tflite

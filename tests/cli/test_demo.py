@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+import pyarena
 from pyarena.cli import main
 from pyarena.runtime import Executor, random_feeds
 from pyarena.runtime.models import mobilenet_v2
@@ -29,7 +30,7 @@ def _graph_to_onnx(g, path):
 
 
 def test_mobilenet_v2_matches_onnxruntime(tmp_path):
-    from model_zoo import ort_run
+    from helpers.model_zoo import ort_run
     g = mobilenet_v2(resolution=64, seed=1)
     assert sum(op.op_type == "Conv" and op.attrs["group"] > 1 for op in g.ops) == 17
     assert sum(op.op_type == "Add" for op in g.ops) == 10
@@ -68,7 +69,7 @@ def test_demo_needs_only_the_base_install(tmp_path):
             "sys.exit(main(['demo', '--resolution', '64', '--repeat', '1', '--plot', "
             f"{str(tmp_path / 'p.png')!r}]))\n")
     env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pyarena.__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=env, timeout=300)

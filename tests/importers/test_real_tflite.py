@@ -13,7 +13,8 @@ from pyarena.importers.reference import reference_tflite
 from pyarena.planning import plan
 from pyarena.planning import validate
 
-MODEL = os.path.join(os.path.dirname(__file__), "data", "face_detection_short_range.tflite")
+MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                     "face_detection_short_range.tflite")
 
 
 def _live_lower_bound(g):

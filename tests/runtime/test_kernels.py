@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from onnx_util import run_both
+from helpers.onnx_util import run_both
 
 R = np.random.default_rng(0)
 
@@ -373,8 +373,8 @@ def test_new_elementwise_in_place_and_allocation_free(tmp_path):
     from pyarena.runtime import Executor
     from pyarena.importers import load_model
     from pyarena.planning import plan
-    from onnx_util import make_model
-    from model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from helpers.model_zoo import ort_run
     names = ["x"] + [f"t{i}" for i in range(len(NEW_ELEMENTWISE) - 1)] + ["y"]
     nodes = [node(op, [names[i]], [names[i + 1]], **attrs)
              for i, (op, attrs) in enumerate(NEW_ELEMENTWISE)]
@@ -432,7 +432,7 @@ def test_resize_cubic_allocation_free(tmp_path):
     from pyarena import Pool, numpy_allocator
     from pyarena.runtime import Executor
     from pyarena.importers import load_model
-    from onnx_util import make_model
+    from helpers.onnx_util import make_model
     path = tmp_path / "cubic.onnx"
     make_model([node("Resize", ["x", "roi", "s"], mode="cubic", exclude_outside=1)],
                {"x": ([1, 3, 6, 7], np.float32)}, {"y": (None, np.float32)},
@@ -448,7 +448,7 @@ def test_resize_cubic_allocation_free(tmp_path):
 
 def test_resize_antialias_is_refused_by_name(tmp_path):
     from pyarena.importers import UnsupportedOpError, load_model
-    from onnx_util import make_model
+    from helpers.onnx_util import make_model
     path = tmp_path / "aa.onnx"
     make_model([node("Resize", ["x", "roi", "s"], mode="cubic", antialias=1, name="aa_rs")],
                {"x": ([1, 3, 6, 7], np.float32)}, {"y": (None, np.float32)},
@@ -466,8 +466,8 @@ def test_conv_transpose_and_depthwise_multiplier_allocation_free(tmp_path, budge
     from pyarena import Pool, numpy_allocator
     from pyarena.runtime import Executor
     from pyarena.importers import load_model
-    from onnx_util import make_model
-    from model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from helpers.model_zoo import ort_run
     path = tmp_path / "ct.onnx"
     make_model([node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[2, 2],
                      pads=[1, 1, 0, 0], group=2),
@@ -525,13 +525,12 @@ def test_resize_tf_crop_and_resize(tmp_path, mode, roi, sizes, ort, outside):
     it agrees, onnxruntime: for a flipped roi (start > end) onnxruntime
     ignores the roi of that axis, the reference and pyarena follow
     x = start (in-1) + o (end - start) (in-1) / (out-1)."""
-    import onnx
     from onnx.reference import ReferenceEvaluator
     from pyarena import Pool, numpy_allocator
     from pyarena.runtime import Executor
     from pyarena.importers import load_model
-    from onnx_util import make_model
-    from model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from helpers.model_zoo import ort_run
     path = tmp_path / "crop.onnx"
     m = make_model([node("Resize", ["x", "roi", "scales", "sizes"], mode=mode,
                          coordinate_transformation_mode="tf_crop_and_resize",

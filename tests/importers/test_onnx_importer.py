@@ -5,8 +5,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from model_zoo import light_model_path, ort_run
-from onnx_util import make_model
+from helpers.model_zoo import light_model_path, ort_run
+from helpers.onnx_util import make_model
 from pyarena.runtime import Executor, random_feeds
 from pyarena.graph import GraphError
 from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
@@ -201,7 +201,7 @@ NOT_SUPPORTED = {
 def _reference_dirs():
     import glob
     import os
-    from model_zoo import onnx_data_dir
+    from helpers.model_zoo import onnx_data_dir
     d = onnx_data_dir()
     return sorted(glob.glob(os.path.join(d, "pytorch-converted", "*")) +
                   glob.glob(os.path.join(d, "pytorch-operator", "*")) +

@@ -11,7 +11,7 @@ import pathlib
 import re
 import subprocess
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks" / "c"
 
 

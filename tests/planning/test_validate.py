@@ -1,18 +1,14 @@
 """The independent plan validator catches what it should (and only that)."""
 import copy
-import os
 import random
-import sys
 
-import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from plan_graphs import random_graph  # noqa: E402
+from helpers.plan_graphs import random_graph
 
-from pyarena.graph import Graph  # noqa: E402
-from pyarena.planning import Buffer, Plan, plan, plan_intervals  # noqa: E402
-from pyarena.planning import PlanValidationError, validate  # noqa: E402
+from pyarena.graph import Graph
+from pyarena.planning import Buffer, Plan, plan, plan_intervals
+from pyarena.planning import PlanValidationError, validate
 
 FAST = dict(time_limit=0.2)
 

@@ -3,7 +3,7 @@ TFLite interpreter (ai-edge-litert), and malformed files."""
 import numpy as np
 import pytest
 
-from tflite_util import TFLiteBuilder, small_cnn
+from helpers.tflite_util import TFLiteBuilder, small_cnn
 from pyarena.runtime import Executor, random_feeds
 from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
 from pyarena.importers.reference import reference_tflite

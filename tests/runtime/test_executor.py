@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from model_zoo import ort_run, randomized_light_model
-from onnx_util import make_model
+from helpers.model_zoo import ort_run, randomized_light_model
+from helpers.onnx_util import make_model
 from pyarena import Pool, numpy_allocator
 from pyarena.runtime import Executor, UnsupportedOpError, random_feeds
 from pyarena.graph import Graph, GraphError

@@ -1,6 +1,5 @@
 """The planner front end: lifetimes, sharing, offsets, bind, JSON, CSV."""
 import json
-import os
 import sys
 
 import numpy as np
@@ -8,15 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.dirname(__file__))
-from plan_graphs import feeds_for, random_graph, run_planned, run_reference  # noqa: E402
+from helpers.plan_graphs import feeds_for, random_graph, run_planned, run_reference
 
-import pyarena  # noqa: E402
-from pyarena.errors import InvalidArgumentError, PlanInfeasibleError  # noqa: E402
-from pyarena.graph import Graph, GraphError  # noqa: E402
-from pyarena.planning import (Buffer, Plan, load_intervals_csv, plan,  # noqa: E402
-                          plan_intervals, tensor_lifetimes, write_intervals_csv)
-from pyarena.planning import validate  # noqa: E402
+import pyarena
+from pyarena.errors import InvalidArgumentError, PlanInfeasibleError
+from pyarena.graph import Graph, GraphError
+from pyarena.planning import (Buffer, Plan, load_intervals_csv, plan, validate,
+                              plan_intervals, tensor_lifetimes, write_intervals_csv)
 
 HEURISTICS = ["first-fit", "greedy-by-size", "greedy-by-breadth"]
 FAST = dict(time_limit=0.2)

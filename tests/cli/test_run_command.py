@@ -4,9 +4,9 @@ import re
 import numpy as np
 from onnx import helper
 
-from model_zoo import ort_run
-from onnx_util import make_model
-from tflite_util import small_cnn
+from helpers.model_zoo import ort_run
+from helpers.onnx_util import make_model
+from helpers.tflite_util import small_cnn
 from pyarena.cli import main
 
 

@@ -65,7 +65,7 @@ def test_onnx_node_cases_match_their_reference_outputs(tmp_path, cases):
         for ins, refs in case.data_sets:
             out = ex.run(dict(zip(g.inputs, ins[:1])))
             if name in ORT_INSTEAD:
-                from model_zoo import ort_run
+                from helpers.model_zoo import ort_run
                 ref = ort_run(path, dict(zip(g.inputs, ins[:1])))
                 refs = [ref[o] for o in g.outputs]
                 assert not np.allclose(refs[0], case.data_sets[0][1][0])

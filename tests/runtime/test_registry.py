@@ -1,0 +1,98 @@
+"""The kernel registry: each operator declared once, on its kernel, and the
+planner's in-place table filled from it."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pyarena.graph import Graph
+from pyarena.planning import inplace
+from pyarena.runtime import kernels
+from pyarena.runtime.kernels import KERNELS, TFLITE_OPS, Kernel, register
+
+
+def test_every_declared_kind_has_a_kernel_and_matches_it():
+    declared = dict(inplace.DECLARED_RULES.items())
+    assert set(declared) == set(KERNELS)
+    for op_type, cls in KERNELS.items():
+        assert declared[op_type] == cls.inplace, op_type
+        assert op_type in cls.op_types
+
+
+def test_every_tflite_builtin_maps_to_an_op_its_kernel_runs():
+    assert TFLITE_OPS, "no TFLite builtin declared"
+    for builtin, (op_type, attrs) in TFLITE_OPS.items():
+        assert builtin.isupper() or builtin.startswith("CUSTOM:"), builtin
+        assert op_type in KERNELS, builtin
+        assert isinstance(attrs, dict)
+    # the upper-case TFLite names are not op types: importers canonicalise them
+    assert not set(TFLITE_OPS) & set(KERNELS)
+    assert TFLITE_OPS["RELU6"] == ("Clip", {"min": 0.0, "max": 6.0})
+    assert TFLITE_OPS["DEPTHWISE_CONV_2D"] == ("Conv", {"weight_layout": "1HWC"})
+
+
+def test_register_refuses_a_second_declaration_and_foreign_tflite_names():
+    class Twice(Kernel):
+        op_types = ("Relu",)
+    with pytest.raises(TypeError, match="declared by both"):
+        register(Twice)
+
+    class Wrong(Kernel):
+        op_types = ("MyOpForTheTest",)
+        tflite = {"MY_OP": ("Relu", {})}
+    with pytest.raises(TypeError, match="does not run"):
+        register(Wrong)
+
+    class Nothing(Kernel):
+        pass
+    with pytest.raises(TypeError, match="no op_types"):
+        register(Nothing)
+
+
+def test_user_rules_override_declared_kinds_and_come_back():
+    table = inplace.DEFAULT_RULES
+    assert table.kind("Relu") == "unary"
+    try:
+        inplace.register_rule("Relu", "none")
+        assert table.kind("Relu") == "none"
+        assert inplace.DECLARED_RULES.kind("Relu") == "unary"   # the kernel's fact stays
+    finally:
+        table._rules.pop("Relu", None)
+    assert table.kind("Relu") == "unary"
+    t = table.copy()
+    t.unregister("Add")
+    assert t.kind("Add") == "none" and table.kind("Add") == "binary"
+    layered = inplace.RuleTable(base=table)
+    layered.unregister("Add")
+    assert layered.kind("Add") == "none" and "Add" in layered
+
+
+def test_planning_alone_sees_the_declared_kinds():
+    """A program that only imports the planning layer still plans in place:
+    the package root loads the kernel registry on first use of the table."""
+    code = ("from pyarena.planning.inplace import rule_for\n"
+            "import sys\n"
+            "assert 'pyarena.runtime.kernels' not in sys.modules\n"
+            "print(rule_for('Relu'), rule_for('Reshape'), rule_for('Conv'))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["unary", "alias", "none"]
+
+
+def test_scratch_budget_is_a_parameter_recorded_on_the_graph():
+    g = Graph("c")
+    g.add_tensor("x", (1, 3, 9, 9), role="input")
+    g.add_tensor("w", (4, 3, 3, 3), role="constant",
+                 data=np.ones((4, 3, 3, 3), np.float32))
+    g.add_tensor("y", (1, 4, 9, 9), role="output")
+    g.add_op("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+    whole = kernels.set_scratch(g).ops[0].scratch_bytes
+    assert g.scratch_budget is None
+    banded = kernels.set_scratch(g, scratch_budget=1).ops[0].scratch_bytes
+    assert g.scratch_budget == 1 and banded < whole
+    # the graph's JSON keeps the budget, so an executor builds the same kernels
+    assert Graph.from_dict(g.to_dict()).scratch_budget == 1
+    with pytest.raises(ValueError, match="scratch_budget"):
+        kernels.set_scratch(g, scratch_budget=0)
