@@ -39,7 +39,7 @@ HEAVY = ["inception_v1", "bvlc_alexnet", "zfnet512", "vgg19"]
 def model_path(name, tmp):
     if name == "mobilenet_v2":
         return name
-    from model_zoo import randomized_light_model
+    from helpers.model_zoo import randomized_light_model
     p = os.path.join(tmp, f"{name}.onnx")
     if not os.path.exists(p):
         randomized_light_model(name, p)

@@ -220,85 +220,111 @@ def load_onnx(path, inputs=None, fold=True):
     """Import ``path``.  ``inputs``: dict graph-input name -> dims that fix
     its symbolic dimensions.  Raises ModelImportError / UnsupportedOpError
     (both GraphErrors) with the tensor or operator at fault."""
-    onnx = _onnx()
-    model = _parse(path)
-    opset = 1
-    for o in model.opset_import:
-        if o.domain in ("", "ai.onnx"):
-            opset = o.version
-    g0 = model.graph
-    init_names = {i.name for i in g0.initializer}
-    # -- bind symbolic dims on a copy, then infer -----------------------------
-    model = onnx.ModelProto.FromString(model.SerializeToString()) if inputs else model
-    by_name = {i.name: i for i in model.graph.input if i.name not in init_names}
-    resolved, _ = bind_shapes({name: _dims(vi) for name, vi in by_name.items()},
-                              dict(inputs or {}))
-    for name, dims in resolved.items():
-        shp = by_name[name].type.tensor_type.shape
-        for i, d in enumerate(dims):
-            if i < len(shp.dim):
-                shp.dim[i].Clear()
-                shp.dim[i].dim_value = d
-            else:
-                shp.dim.add().dim_value = d
-    sym_inputs = {}
-    for vi in model.graph.input:
-        if vi.name in init_names:
-            continue
-        dims = _dims(vi)
-        if dims is None or any(not isinstance(d, int) for d in dims):
-            sym_inputs[vi.name] = dims
-    # quick size check on initializers before anything is decoded
-    for init in g0.initializer:
-        dt = _np_dtype(onnx, init.data_type, f"initializer {init.name!r}")
-        _check_dims(init.name, list(init.dims), dt.itemsize)
-
-    def infer(m):
-        try:
-            return onnx.shape_inference.infer_shapes(m, data_prop=True)
-        except Exception as exc:
-            raise ModelImportError(f"{path}: ONNX shape inference failed: {exc}") from None
-
-    inferred = infer(model)
-    shapes, types = _collect(inferred)
-    # -- fold constants -------------------------------------------------------
-    vals = {}
-    for init in model.graph.initializer:
-        vals[init.name] = onnx.numpy_helper.to_array(init)
-    outside = set(vals) | {i.name for i in model.graph.input}
-    nodes = _toposort(list(model.graph.node), outside)
-    for i, n in enumerate(nodes):
-        if not n.name:
-            n.name = f"{n.op_type}_{i}"
-    for n in nodes:
-        if n.domain not in ("", "ai.onnx"):
-            raise UnsupportedOpError(f"operator {n.name!r}: op {n.op_type!r} from domain "
-                                     f"{n.domain!r} is not supported")
-    remaining = []
-    for n in nodes:
-        can = fold and n.op_type not in _NONDETERMINISTIC and n.op_type not in _CONTROL_FLOW
-        if can and n.op_type in ("Shape", "Size"):
-            ok = True
-        else:
-            ok = can and all((not i) or i in vals for i in n.input)
-        res = _fold_node(onnx, n, vals, shapes, opset) if ok else None
-        if res is None:
-            remaining.append(n)
-            continue
-        for name, v in zip(n.output, res):
-            if name:
-                vals[name] = v
-                shapes[name] = list(v.shape)
+    imp = _OnnxImport(path)
+    imp.bind(inputs)
+    imp.check_initializers()
+    imp.shapes, imp.types = _collect(imp.infer(imp.model))
+    remaining = imp.fold_constants(fold)
     if fold and any(s is None or any(not isinstance(d, int) for d in s)
-                    for n in remaining for s in (shapes.get(o) for o in n.output if o)):
-        # folding may have fixed shapes (e.g. a Reshape target): infer again
+                    for n in remaining for s in (imp.shapes.get(o) for o in n.output if o)):
+        imp.reinfer(remaining)     # folding may have fixed shapes (a Reshape target)
+    return imp.build(remaining)
+
+
+class _OnnxImport:
+    """The state of one import, step by step (see the module docstring)."""
+
+    def __init__(self, path):
+        self.onnx = _onnx()
+        self.path = path
+        self.model = _parse(path)
+        self.opset = 1
+        for o in self.model.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                self.opset = o.version
+        self.init_names = {i.name for i in self.model.graph.initializer}
+        self.sym_inputs = {}
+        self.vals = {}
+
+    def bind(self, inputs):
+        """Bind the given input shapes on a copy of the model; remember the
+        inputs that keep unknown dimensions."""
+        if inputs:
+            self.model = self.onnx.ModelProto.FromString(self.model.SerializeToString())
+        by_name = {i.name: i for i in self.model.graph.input
+                   if i.name not in self.init_names}
+        resolved, _ = bind_shapes({name: _dims(vi) for name, vi in by_name.items()},
+                                  dict(inputs or {}))
+        for name, dims in resolved.items():
+            shp = by_name[name].type.tensor_type.shape
+            for i, d in enumerate(dims):
+                if i < len(shp.dim):
+                    shp.dim[i].Clear()
+                    shp.dim[i].dim_value = d
+                else:
+                    shp.dim.add().dim_value = d
+        for name, vi in by_name.items():
+            dims = _dims(vi)
+            if dims is None or any(not isinstance(d, int) for d in dims):
+                self.sym_inputs[name] = dims
+
+    def check_initializers(self):
+        """A quick size check on the initializers before anything is decoded."""
+        for init in self.model.graph.initializer:
+            dt = _np_dtype(self.onnx, init.data_type, f"initializer {init.name!r}")
+            _check_dims(init.name, list(init.dims), dt.itemsize)
+
+    def infer(self, m):
+        try:
+            return self.onnx.shape_inference.infer_shapes(m, data_prop=True)
+        except Exception as exc:
+            raise ModelImportError(f"{self.path}: ONNX shape inference failed: "
+                                   f"{exc}") from None
+
+    def fold_constants(self, fold):
+        """Evaluate every node computable from constants into ``vals``;
+        returns the nodes left to run, in a valid order."""
+        onnx, vals = self.onnx, self.vals
+        for init in self.model.graph.initializer:
+            vals[init.name] = onnx.numpy_helper.to_array(init)
+        outside = set(vals) | {i.name for i in self.model.graph.input}
+        nodes = _toposort(list(self.model.graph.node), outside)
+        for i, n in enumerate(nodes):
+            if not n.name:
+                n.name = f"{n.op_type}_{i}"
+        for n in nodes:
+            if n.domain not in ("", "ai.onnx"):
+                raise UnsupportedOpError(f"operator {n.name!r}: op {n.op_type!r} from "
+                                         f"domain {n.domain!r} is not supported")
+        remaining = []
+        for n in nodes:
+            can = fold and n.op_type not in _NONDETERMINISTIC and \
+                n.op_type not in _CONTROL_FLOW
+            if can and n.op_type in ("Shape", "Size"):
+                ok = True
+            else:
+                ok = can and all((not i) or i in vals for i in n.input)
+            res = _fold_node(onnx, n, vals, self.shapes, self.opset) if ok else None
+            if res is None:
+                remaining.append(n)
+                continue
+            for name, v in zip(n.output, res):
+                if name:
+                    vals[name] = v
+                    self.shapes[name] = list(v.shape)
+        return remaining
+
+    def reinfer(self, remaining):
+        """Shape inference again over the remaining nodes with the folded
+        values as initializers."""
+        onnx = self.onnx
         m2 = onnx.ModelProto()
-        m2.CopyFrom(model)
+        m2.CopyFrom(self.model)
         del m2.graph.node[:]
         m2.graph.node.extend(remaining)
         used = {i for n in remaining for i in n.input}
         keep = [onnx.numpy_helper.from_array(np.asarray(v), name)
-                for name, v in vals.items() if name in used]
+                for name, v in self.vals.items() if name in used]
         del m2.graph.initializer[:]
         m2.graph.initializer.extend(keep)
         del m2.graph.value_info[:]
@@ -306,74 +332,72 @@ def load_onnx(path, inputs=None, fold=True):
         ins = [vi for vi in m2.graph.input if vi.name not in names]
         del m2.graph.input[:]
         m2.graph.input.extend(ins)
-        s2, t2 = _collect(infer(m2))
+        s2, t2 = _collect(self.infer(m2))
         for k, v in s2.items():
             if v is not None and all(isinstance(d, int) for d in v):
-                shapes[k] = v
-        types.update({k: v for k, v in t2.items() if k not in types})
-    # -- build the Graph ----------------------------------------------------------
-    graph_outputs = [o.name for o in model.graph.output]
-    g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
-    consumers = {}
-    for n in remaining:
-        for i in n.input:
-            if i:
-                consumers.setdefault(i, []).append(n.name)
+                self.shapes[k] = v
+        self.types.update({k: v for k, v in t2.items() if k not in self.types})
 
-    def declare(name, role):
-        if name in g.tensors:
-            return
-        if role == "constant":
-            v = np.asarray(vals[name])
-            g.add_tensor(name, v.shape, v.dtype, role="constant", data=v)
-            return
-        shp = shapes.get(name)
-        et = types.get(name)
-        if et is None or shp is None or any(not isinstance(d, int) for d in shp):
-            what = "unknown shape" if shp is None else f"shape {shp}"
-            why = ("; " + unbound_message(sym_inputs) if sym_inputs else
-                   "; the model does not say and ONNX shape inference could not derive it")
-            raise ModelImportError(f"cannot size tensor {name!r} ({what})" + why,
-                                   unbound_inputs=sym_inputs)
-        dt = _np_dtype(onnx, et, f"tensor {name!r}")
-        _check_dims(name, shp, dt.itemsize)
-        g.add_tensor(name, shp, dt, role=role)
+    def build(self, remaining):
+        """The Graph: one Op per remaining node, constants with their data."""
+        graph_outputs = [o.name for o in self.model.graph.output]
+        self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
+        consumers = {i for n in remaining for i in n.input if i}
+        for vi in self.model.graph.input:
+            if vi.name in self.init_names or vi.name in self.vals:
+                continue
+            if vi.name in consumers or vi.name in graph_outputs:
+                self.declare(vi.name, "input")
+        for name in graph_outputs:
+            if name in self.vals:
+                raise ModelImportError(f"graph output {name!r} is a constant (the whole "
+                                       f"output folds away); nothing to run")
+        for n in remaining:
+            for i in n.input:
+                if i and i not in self.g.tensors:
+                    self.declare(i, "constant" if i in self.vals else "activation")
+            outs = []
+            for o in n.output:
+                if not o or (o not in consumers and o not in graph_outputs and outs):
+                    outs.append("")   # unused optional output (mask, indices ...)
+                    continue
+                self.declare(o, "output" if o in graph_outputs else "activation")
+                outs.append(o)
+            while outs and outs[-1] == "":
+                outs.pop()
+            self.g.add_op(n.op_type, list(n.input), outs, name=n.name, **self.attrs(n))
+        return self.g.validate()
 
-    for vi in model.graph.input:
-        if vi.name in init_names or vi.name in vals:
-            continue
-        if vi.name in consumers or vi.name in graph_outputs:
-            declare(vi.name, "input")
-    for name in graph_outputs:
-        if name in vals:
-            raise ModelImportError(f"graph output {name!r} is a constant (the whole output "
-                                   f"folds away); nothing to run")
-    for n in remaining:
-        for i in n.input:
-            if i and i not in g.tensors:
-                declare(i, "constant" if i in vals else "activation")
-        outs = []
-        for o in n.output:
-            if not o:
-                outs.append("")
-                continue
-            if o not in consumers and o not in graph_outputs and outs:
-                outs.append("")   # unused optional output (mask, indices ...)
-                continue
-            declare(o, "output" if o in graph_outputs else "activation")
-            outs.append(o)
-        while outs and outs[-1] == "":
-            outs.pop()
-        attrs = _attrs(onnx, n)
-        attrs["_opset"] = opset
+    def attrs(self, n):
+        attrs = _attrs(self.onnx, n)
+        attrs["_opset"] = self.opset
         if n.op_type in ("Softmax", "LogSoftmax", "Hardmax"):
-            if opset < 13:
+            if self.opset < 13:
                 attrs.setdefault("axis", 1)
                 attrs["coerce_2d"] = 1
             else:
                 attrs.setdefault("axis", -1)
-        g.add_op(n.op_type, list(n.input), outs, name=n.name, **attrs)
-    return g.validate()
+        return attrs
+
+    def declare(self, name, role):
+        g = self.g
+        if name in g.tensors:
+            return
+        if role == "constant":
+            v = np.asarray(self.vals[name])
+            g.add_tensor(name, v.shape, v.dtype, role="constant", data=v)
+            return
+        shp = self.shapes.get(name)
+        et = self.types.get(name)
+        if et is None or shp is None or any(not isinstance(d, int) for d in shp):
+            what = "unknown shape" if shp is None else f"shape {shp}"
+            why = ("; " + unbound_message(self.sym_inputs) if self.sym_inputs else
+                   "; the model does not say and ONNX shape inference could not derive it")
+            raise ModelImportError(f"cannot size tensor {name!r} ({what})" + why,
+                                   unbound_inputs=self.sym_inputs)
+        dt = _np_dtype(self.onnx, et, f"tensor {name!r}")
+        _check_dims(name, shp, dt.itemsize)
+        g.add_tensor(name, shp, dt, role=role)
 
 
 def _collect(model):

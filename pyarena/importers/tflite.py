@@ -30,12 +30,12 @@ from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph
 from ..graph.binding import bind_shapes
 from ..runtime.kernels import TFLITE_OPS
+from .tflite_options import OpContext, convert_options
 
 __all__ = ["load_tflite"]
 
 _TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
           7: np.int16, 9: np.int8, 10: np.float64}
-_ACT = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 
 
 def _tfl():
@@ -45,20 +45,6 @@ def _tfl():
         raise ModelImportError("reading .tflite files needs the 'tflite' package: "
                                "pip install pyarena[tflite]") from None
     return tflite
-
-
-def _options(tflite, op, cls_name):
-    cls = getattr(tflite, cls_name)
-    tab = op.BuiltinOptions()
-    o = cls()
-    if tab is None:
-        return None
-    o.Init(tab.Bytes, tab.Pos)
-    return o
-
-
-def _padding(code):
-    return "SAME_UPPER" if code == 0 else "VALID"
 
 
 def load_tflite(path, inputs=None):
@@ -87,7 +73,50 @@ def _import(tflite, buf, path, inputs):
     model = tflite.Model.GetRootAsModel(buf, 0)
     if model.SubgraphsLength() < 1:
         raise ModelImportError(f"{path}: the model has no subgraph")
-    sg = model.Subgraphs(0)
+    t = _Tensors(tflite, model, model.Subgraphs(0), buf)
+    sg = t.sg
+    sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
+    sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
+    if inputs:
+        # a dimension stored as 1 is a placeholder (batch): any size binds it
+        by_name = {t.names[i]: i for i in sg_inputs}
+        declared = {nm: [None if d == 1 else d for d in t.shapes[i]]
+                    for nm, i in by_name.items()}
+        resolved, _ = bind_shapes(declared, inputs)
+        for nm, dims in resolved.items():
+            t.shapes[by_name[nm]] = list(dims)
+    remaining = [o for o in _read_ops(tflite, model, sg, len(t.names))
+                 if not t.fold_constant_op(*o)]
+    g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
+    for i in sg_inputs:
+        if t.data[i] is None:
+            t.declare(g, i, "input")
+    for i in sg_outputs:
+        if t.data[i] is not None:
+            raise ModelImportError(f"graph output {t.names[i]!r} is a constant; "
+                                   f"nothing to run")
+    outset = set(sg_outputs)
+    bad = []
+    for k, code, op, ins, outs in remaining:
+        opname = f"{code.lower()}_{k}"
+        try:
+            op_type, attrs, ins = _convert(tflite, code, op, ins, outs, t.shapes, t.data,
+                                           t.quant, t.dtypes, opname)
+        except UnsupportedOpError as exc:
+            bad.append(str(exc))
+            continue
+        in_names = [t.declare(g, i, "activation") if i >= 0 else "" for i in ins]
+        out_names = [t.declare(g, i, "output" if i in outset else "activation")
+                     for i in outs]
+        g.add_op(op_type, in_names, out_names, name=opname, **attrs)
+    if bad:
+        raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) +
+                                 (f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""))
+    return g.validate()
+
+
+def _read_ops(tflite, model, sg, nt):
+    """(index, builtin name, operator, input indices, output indices) per op."""
     codes = []
     for i in range(model.OperatorCodesLength()):
         oc = model.OperatorCodes(i)
@@ -97,79 +126,6 @@ def _import(tflite, buf, path, inputs):
             cc = oc.CustomCode()
             name = f"CUSTOM:{cc.decode() if cc else '?'}"
         codes.append(name)
-    # -- tensors ------------------------------------------------------------------
-    nt = sg.TensorsLength()
-    names, shapes, dtypes, data, quant = [], [], [], [], []
-    seen = set()
-    for i in range(nt):
-        t = sg.Tensors(i)
-        nm = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{i}"
-        if nm in seen:
-            nm = f"{nm}#{i}"
-        seen.add(nm)
-        names.append(nm)
-        shp = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
-        for d in shp:
-            if d < 0:
-                raise ModelImportError(f"tensor {nm!r} has negative dimension {d} in shape "
-                                       f"{shp}")
-        ty = int(t.Type())
-        if ty not in _TYPES:
-            raise ModelImportError(f"tensor {nm!r}: unsupported TFLite type {ty}")
-        dt = np.dtype(_TYPES[ty])
-        n = math.prod(shp) * dt.itemsize
-        if n > MAX_TENSOR_BYTES:
-            raise ModelImportError(f"tensor {nm!r} would need {n:,} bytes (shape {shp}): "
-                                   f"refusing an absurd size")
-        shapes.append(shp)
-        dtypes.append(dt)
-        q = t.Quantization()
-        qp = None
-        if q is not None and q.ScaleLength():
-            qp = (q.ScaleAsNumpy().astype(np.float32),
-                  q.ZeroPointAsNumpy().astype(np.int64) if q.ZeroPointLength() else
-                  np.zeros(1, np.int64), int(q.QuantizedDimension()))
-        quant.append(qp)
-        val = None
-        b = t.Buffer()
-        if 0 < b < model.BuffersLength():
-            bb = model.Buffers(b)
-            if bb.DataLength():
-                raw = bb.DataAsNumpy()
-                sp = t.Sparsity()
-                if sp is not None:
-                    val = _densify(tflite, sp, raw, shp, dt, nm)
-                elif raw.size != n:
-                    raise ModelImportError(f"tensor {nm!r}: buffer holds {raw.size} bytes, "
-                                           f"shape {shp} {dt} needs {n}")
-                else:
-                    val = np.frombuffer(raw.tobytes(), dtype=dt).reshape(shp)
-            elif bb.Size() and bb.Offset():
-                off, size = int(bb.Offset()), int(bb.Size())
-                sp = t.Sparsity()
-                if off + size > len(buf) or (size != n and sp is None):
-                    raise ModelImportError(f"tensor {nm!r}: external buffer [{off}, "
-                                           f"{off + size}) is outside the file or the "
-                                           f"wrong size")
-                if sp is not None:
-                    raw = np.frombuffer(buf, dtype=np.uint8, count=size, offset=off)
-                    val = _densify(tflite, sp, raw, shp, dt, nm)
-                else:
-                    val = np.frombuffer(buf, dtype=dt, count=math.prod(shp),
-                                        offset=off).reshape(shp)
-        data.append(val)
-    sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
-    sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
-    if inputs:
-        # a dimension stored as 1 is a placeholder (batch): any size binds it
-        by_name = {names[i]: i for i in sg_inputs}
-        declared = {nm: [None if d == 1 else d for d in shapes[i]]
-                    for nm, i in by_name.items()}
-        resolved, _ = bind_shapes(declared, inputs)
-        for nm, dims in resolved.items():
-            shapes[by_name[nm]] = list(dims)
-    # -- operators -------------------------------------------------------------------
-    g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
     ops = []
     for k in range(sg.OperatorsLength()):
         op = sg.Operators(k)
@@ -183,74 +139,117 @@ def _import(tflite, buf, path, inputs):
                 raise ModelImportError(f"operator {k} ({codes[oi]}) references tensor {i}, "
                                        f"the subgraph has {nt}")
         ops.append((k, codes[oi], op, ins, outs))
-    # fold DEQUANTIZE / DENSIFY of constants (fp16 / int8 weights)
-    remaining = []
-    for k, code, op, ins, outs in ops:
-        if code in ("DEQUANTIZE", "DENSIFY") and ins and data[ins[0]] is not None:
-            src = ins[0]
-            v = data[src]
-            if code == "DENSIFY" and list(v.shape) != list(shapes[outs[0]]):
-                raise ModelImportError(f"operator {k} (DENSIFY): {names[src]!r} has shape "
-                                       f"{list(v.shape)}, the output {shapes[outs[0]]}")
-            if v.dtype == np.float16:
-                v = v.astype(np.float32)
-            elif quant[src] is not None:
-                scale, zp, axis = quant[src]
-                bshape = [1] * v.ndim
-                if scale.size > 1:
-                    bshape[axis] = -1
-                v = (v.astype(np.float32) - zp.reshape(bshape if zp.size > 1 else [1] * v.ndim)
-                     ) * scale.reshape(bshape)
-            else:
-                v = v.astype(np.float32)
-            data[outs[0]] = np.ascontiguousarray(v.astype(dtypes[outs[0]]))
-            continue
-        remaining.append((k, code, op, ins, outs))
-    used = set()
-    for k, code, op, ins, outs in remaining:
-        used.update(i for i in ins if i >= 0)
-    used.update(sg_outputs)
+    return ops
 
-    def declare(i, role):
-        nm = names[i]
+
+class _Tensors:
+    """The tensors of subgraph 0: names (made unique), shapes, dtypes,
+    quantisation and constant values, read and checked up front."""
+
+    def __init__(self, tflite, model, sg, buf):
+        self.tflite, self.model, self.sg, self.buf = tflite, model, sg, buf
+        self.names, self.shapes, self.dtypes, self.data, self.quant = [], [], [], [], []
+        seen = set()
+        for i in range(sg.TensorsLength()):
+            t = sg.Tensors(i)
+            nm = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{i}"
+            if nm in seen:
+                nm = f"{nm}#{i}"
+            seen.add(nm)
+            self.names.append(nm)
+            self._read(t, nm)
+
+    def _read(self, t, nm):
+        shp = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+        for d in shp:
+            if d < 0:
+                raise ModelImportError(f"tensor {nm!r} has negative dimension {d} in shape "
+                                       f"{shp}")
+        ty = int(t.Type())
+        if ty not in _TYPES:
+            raise ModelImportError(f"tensor {nm!r}: unsupported TFLite type {ty}")
+        dt = np.dtype(_TYPES[ty])
+        n = math.prod(shp) * dt.itemsize
+        if n > MAX_TENSOR_BYTES:
+            raise ModelImportError(f"tensor {nm!r} would need {n:,} bytes (shape {shp}): "
+                                   f"refusing an absurd size")
+        self.shapes.append(shp)
+        self.dtypes.append(dt)
+        q = t.Quantization()
+        qp = None
+        if q is not None and q.ScaleLength():
+            qp = (q.ScaleAsNumpy().astype(np.float32),
+                  q.ZeroPointAsNumpy().astype(np.int64) if q.ZeroPointLength() else
+                  np.zeros(1, np.int64), int(q.QuantizedDimension()))
+        self.quant.append(qp)
+        self.data.append(self._value(t, nm, shp, dt, n))
+
+    def _value(self, t, nm, shp, dt, n):
+        """The constant value of a tensor backed by a non-empty buffer (in the
+        flatbuffer or at an offset in the file), densified if sparse."""
+        model, buf = self.model, self.buf
+        b = t.Buffer()
+        if not 0 < b < model.BuffersLength():
+            return None
+        bb = model.Buffers(b)
+        sp = t.Sparsity()
+        if bb.DataLength():
+            raw = bb.DataAsNumpy()
+            if sp is not None:
+                return _densify(self.tflite, sp, raw, shp, dt, nm)
+            if raw.size != n:
+                raise ModelImportError(f"tensor {nm!r}: buffer holds {raw.size} bytes, "
+                                       f"shape {shp} {dt} needs {n}")
+            return np.frombuffer(raw.tobytes(), dtype=dt).reshape(shp)
+        if not (bb.Size() and bb.Offset()):
+            return None
+        off, size = int(bb.Offset()), int(bb.Size())
+        if off + size > len(buf) or (size != n and sp is None):
+            raise ModelImportError(f"tensor {nm!r}: external buffer [{off}, {off + size}) "
+                                   f"is outside the file or the wrong size")
+        if sp is not None:
+            raw = np.frombuffer(buf, dtype=np.uint8, count=size, offset=off)
+            return _densify(self.tflite, sp, raw, shp, dt, nm)
+        return np.frombuffer(buf, dtype=dt, count=math.prod(shp), offset=off).reshape(shp)
+
+    def fold_constant_op(self, k, code, op, ins, outs):
+        """DEQUANTIZE / DENSIFY of a constant (fp16 / int8 weights) becomes a
+        float32 constant at import; True if the op was folded."""
+        if code not in ("DEQUANTIZE", "DENSIFY") or not ins or self.data[ins[0]] is None:
+            return False
+        src = ins[0]
+        v = self.data[src]
+        if code == "DENSIFY" and list(v.shape) != list(self.shapes[outs[0]]):
+            raise ModelImportError(f"operator {k} (DENSIFY): {self.names[src]!r} has shape "
+                                   f"{list(v.shape)}, the output {self.shapes[outs[0]]}")
+        if v.dtype == np.float16:
+            v = v.astype(np.float32)
+        elif self.quant[src] is not None:
+            scale, zp, axis = self.quant[src]
+            bshape = [1] * v.ndim
+            if scale.size > 1:
+                bshape[axis] = -1
+            v = (v.astype(np.float32) - zp.reshape(bshape if zp.size > 1 else [1] * v.ndim)
+                 ) * scale.reshape(bshape)
+        else:
+            v = v.astype(np.float32)
+        self.data[outs[0]] = np.ascontiguousarray(v.astype(self.dtypes[outs[0]]))
+        return True
+
+    def declare(self, g, i, role):
+        """Tensor i in ``g`` (float16 as float32); its name."""
+        nm = self.names[i]
         if nm in g.tensors:
             return nm
-        if data[i] is not None:
-            v = data[i]
+        if self.data[i] is not None:
+            v = self.data[i]
             if v.dtype == np.float16:
                 v = v.astype(np.float32)
             g.add_tensor(nm, v.shape, v.dtype, role="constant", data=v)
         else:
-            if dtypes[i] == np.float16:
-                dt = np.float32
-            else:
-                dt = dtypes[i]
-            g.add_tensor(nm, shapes[i], dt, role=role)
+            dt = np.float32 if self.dtypes[i] == np.float16 else self.dtypes[i]
+            g.add_tensor(nm, self.shapes[i], dt, role=role)
         return nm
-
-    for i in sg_inputs:
-        if data[i] is None:
-            declare(i, "input")
-    for i in sg_outputs:
-        if data[i] is not None:
-            raise ModelImportError(f"graph output {names[i]!r} is a constant; nothing to run")
-    outset = set(sg_outputs)
-    bad = []
-    for k, code, op, ins, outs in remaining:
-        opname = f"{code.lower()}_{k}"
-        try:
-            op_type, attrs, ins = _convert(tflite, code, op, ins, outs, shapes, data, quant,
-                                           dtypes, opname)
-        except UnsupportedOpError as exc:
-            bad.append(str(exc))
-            continue
-        in_names = [declare(i, "activation") if i >= 0 else "" for i in ins]
-        out_names = [declare(i, "output" if i in outset else "activation") for i in outs]
-        g.add_op(op_type, in_names, out_names, name=opname, **attrs)
-    if bad:
-        raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) +
-                                 (f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""))
-    return g.validate()
 
 
 def _densify(tflite, sp, raw, shp, dt, nm):
@@ -269,7 +268,9 @@ def _densify(tflite, sp, raw, shp, dt, nm):
 
 
 def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
-    """(canonical op type, attrs, input indices) for one TFLite operator."""
+    """(canonical op type, attrs, input indices) for one TFLite operator:
+    the op type and fixed attributes its kernel declares
+    (``TFLITE_OPS``), then the builtin's options (:mod:`.tflite_options`)."""
     def fail(why):
         raise UnsupportedOpError(f"operator {opname!r} ({code}): {why}")
 
@@ -280,154 +281,6 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
     if code not in TFLITE_OPS:
         fail("not supported by the executor")
     op_type, fixed = TFLITE_OPS[code]
-    attrs = dict(fixed)
-    a = attrs
-
-    def act(o):
-        f = _ACT.get(int(o.FusedActivationFunction()), "?")
-        if f == "SIGN_BIT" or f == "?":
-            fail(f"fused activation {f} is not supported")
-        if f:
-            a["activation"] = f
-
-    if code == "CONV_2D":
-        o = _options(tflite, op, "Conv2DOptions")
-        a.update(layout="NHWC", strides=[o.StrideH(), o.StrideW()],
-                 dilations=[o.DilationHFactor(), o.DilationWFactor()],
-                 auto_pad=_padding(o.Padding()), group=1)
-        act(o)
-        w = shapes[ins[1]]
-        cin = shapes[ins[0]][-1]
-        if w[-1] != cin:
-            if cin % w[-1]:
-                fail(f"filter {w} does not match {cin} input channels")
-            a["group"] = cin // w[-1]
-    elif code == "DEPTHWISE_CONV_2D":
-        o = _options(tflite, op, "DepthwiseConv2DOptions")
-        cin = shapes[ins[0]][-1]
-        a.update(layout="NHWC", strides=[o.StrideH(), o.StrideW()],
-                 dilations=[o.DilationHFactor(), o.DilationWFactor()],
-                 auto_pad=_padding(o.Padding()), group=cin)
-        act(o)
-        if shapes[ins[1]][-1] % max(cin, 1):
-            fail(f"filter {shapes[ins[1]]} is not a multiple of {cin} input channels")
-    elif code == "TRANSPOSE_CONV":
-        o = _options(tflite, op, "TransposeConvOptions")
-        a.update(layout="NHWC", strides=[o.StrideH(), o.StrideW()],
-                 auto_pad=_padding(o.Padding()))
-        act(o)
-        if data[ins[0]] is None:
-            fail("the output shape must be constant")
-        if list(np.asarray(data[ins[0]]).reshape(-1)) != list(shapes[outs[0]]):
-            fail(f"output_shape {list(np.asarray(data[ins[0]]).reshape(-1))} differs from "
-                 f"the output tensor's shape {shapes[outs[0]]}")
-        # (output_shape, weights OHWI, input[, bias]) -> (input, weights[, bias])
-        ins = [ins[2], ins[1]] + ([ins[3]] if len(ins) > 3 and ins[3] >= 0 else [])
-    elif code == "FULLY_CONNECTED":
-        o = _options(tflite, op, "FullyConnectedOptions")
-        if o is not None:
-            act(o)
-            if int(o.WeightsFormat()) != 0:
-                fail("shuffled weights format is not supported")
-    elif code in ("ADD", "SUB", "MUL", "DIV"):
-        o = _options(tflite, op, {"ADD": "AddOptions", "SUB": "SubOptions",
-                                  "MUL": "MulOptions", "DIV": "DivOptions"}[code])
-        if o is not None:
-            act(o)
-    elif code in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-        o = _options(tflite, op, "Pool2DOptions")
-        a.update(layout="NHWC", kernel_shape=[o.FilterHeight(), o.FilterWidth()],
-                 strides=[o.StrideH(), o.StrideW()], auto_pad=_padding(o.Padding()),
-                 count_include_pad=0)
-        act(o)
-    elif code == "CONCATENATION":
-        o = _options(tflite, op, "ConcatenationOptions")
-        a["axis"] = int(o.Axis())
-        act(o)
-    elif code == "SOFTMAX":
-        o = _options(tflite, op, "SoftmaxOptions")
-        a.update(axis=-1, beta=float(o.Beta()) if o is not None else 1.0)
-    elif code == "CUSTOM:Convolution2DTransposeBias":
-        # MediaPipe: (input, weights OHWI, bias); custom options are a raw
-        # TfLiteTransposeConvParams {int32 padding (1 SAME, 2 VALID),
-        # stride_width, stride_height}
-        raw = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
-        if len(raw) < 12 or len(ins) != 3:
-            fail(f"expected 3 inputs and 12 bytes of options, got {len(ins)} inputs and "
-                 f"{len(raw)} bytes")
-        pad, sw, sh = (int(v) for v in np.frombuffer(raw[:12], "<i4"))
-        if pad not in (1, 2) or sw < 1 or sh < 1:
-            fail(f"bad options padding={pad} strides=({sh}, {sw})")
-        a.update(layout="NHWC", strides=[sh, sw], auto_pad="SAME_UPPER" if pad == 1 else "VALID")
-    elif code == "GELU":
-        o = _options(tflite, op, "GeluOptions")
-        a["approximate"] = "tanh" if o is not None and o.Approximate() else "none"
-    elif code == "LEAKY_RELU":
-        o = _options(tflite, op, "LeakyReluOptions")
-        a["alpha"] = float(o.Alpha())
-    elif code == "PRELU":
-        a["layout"] = "NHWC"
-    elif code in ("MEAN", "SUM", "REDUCE_MAX"):
-        o = _options(tflite, op, "ReducerOptions")
-        a["keepdims"] = int(bool(o.KeepDims())) if o is not None else 0
-        if data[ins[1]] is None:
-            fail("the reduction axes must be constant")
-    elif code in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
-        ins = ins[:1]
-    elif code in ("PAD", "PADV2", "MIRROR_PAD"):
-        a["layout_pairs"] = 1
-        if code == "MIRROR_PAD":
-            o = _options(tflite, op, "MirrorPadOptions")
-            mode = int(o.Mode()) if o is not None else 0
-            if mode != 0:
-                fail("SYMMETRIC mirror padding is not supported")
-            a["mode"] = "reflect"
-        ins = [ins[0], ins[1]] + ([ins[2]] if code == "PADV2" and len(ins) > 2 else [])
-    elif code == "TRANSPOSE":
-        pass
-    elif code in ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"):
-        o = _options(tflite, op, "ResizeBilinearOptions" if code == "RESIZE_BILINEAR"
-                     else "ResizeNearestNeighborOptions")
-        ac = bool(o.AlignCorners()) if o is not None else False
-        hp = bool(o.HalfPixelCenters()) if o is not None else False
-        if code == "RESIZE_BILINEAR":
-            a["coordinate_transformation_mode"] = ("align_corners" if ac else
-                                                   "half_pixel" if hp else "asymmetric")
-        else:
-            if ac:
-                a.update(coordinate_transformation_mode="align_corners",
-                         nearest_mode="round_prefer_ceil")
-            elif hp:
-                a.update(coordinate_transformation_mode="tf_half_pixel_for_nn",
-                         nearest_mode="floor")
-            else:
-                a.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
-        a["_opset"] = 13
-        ins = ins[:1]      # output size comes from the output tensor's shape
-    elif code == "SPLIT":
-        axis = data[ins[0]]
-        if axis is None:
-            fail("the split axis must be constant")
-        a["axis"] = int(np.asarray(axis).reshape(-1)[0])
-        ins = [ins[1]]
-    elif code in ("STRIDED_SLICE", "DEPTH_TO_SPACE"):
-        _convert_movement(tflite, code, op, ins, data, a, fail)
-    return op_type, attrs, ins
-
-
-def _convert_movement(tflite, code, op, ins, data, a, fail):
-    """Attributes of STRIDED_SLICE / DEPTH_TO_SPACE (runtime/kernels/tflite.py)."""
-    if code == "DEPTH_TO_SPACE":
-        o = _options(tflite, op, "DepthToSpaceOptions")
-        a["blocksize"] = int(o.BlockSize()) if o is not None else 0
-        return
-    for i, what in zip(ins[1:], ("begin", "end", "strides")):
-        if data[i] is None:
-            fail(f"{what} must be constant")
-    o = _options(tflite, op, "StridedSliceOptions")
-    if o is not None:
-        a.update(begin_mask=int(o.BeginMask()), end_mask=int(o.EndMask()),
-                 ellipsis_mask=int(o.EllipsisMask()), new_axis_mask=int(o.NewAxisMask()),
-                 shrink_axis_mask=int(o.ShrinkAxisMask()))
-        if hasattr(o, "Offset") and bool(o.Offset()):
-            a["offset"] = 1
+    c = OpContext(tflite, code, op, ins, outs, shapes, data, dict(fixed), fail)
+    convert_options(c)
+    return op_type, c.attrs, c.ins

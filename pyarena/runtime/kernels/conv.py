@@ -162,6 +162,42 @@ class Conv(Spatial):
                 np.add(yn, self.bias, out=yn)
 
 
+def _transpose_pads(at, hw, out_hw, k, s, d):
+    """(top, left) crop of a transposed convolution: explicit pads, or what
+    auto_pad / output_shape / output_padding imply."""
+    auto = at.get("auto_pad", "NOTSET")
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    pads = at.get("pads")
+    if auto == "VALID":
+        return 0, 0
+    if pads is not None and auto not in ("SAME_UPPER", "SAME_LOWER") and \
+            "output_shape" not in at:
+        return int(pads[0]), int(pads[1])
+    opad = [int(v) for v in at.get("output_padding", [0, 0])]
+    tot = [max(0, (n - 1) * st + (kk - 1) * dl + 1 + op - o)
+           for n, o, kk, st, dl, op in zip(hw, out_hw, k, s, d, opad)]
+    if auto == "SAME_UPPER":
+        return tot[0] // 2, tot[1] // 2
+    return tot[0] - tot[0] // 2, tot[1] - tot[1] // 2
+
+
+def _tap_slices(n_out, k, st, dl, p, lo, hi):
+    """Per kernel tap along one axis: (input slice, output slice) of the
+    input positions [lo, hi) whose contributions land inside the cropped
+    output of n_out, or None when none does."""
+    out = []
+    for i in range(k):
+        a = max(lo, -(-(p - i * dl) // st))
+        b = min(hi - 1, (n_out - 1 + p - i * dl) // st)
+        if a > b:
+            out.append(None)
+            continue
+        o0 = a * st + i * dl - p
+        out.append((slice(a - lo, b - lo + 1), slice(o0, o0 + (b - a) * st + 1, st)))
+    return out
+
+
 @register
 class ConvTranspose(Kernel):
     """Transposed convolution, 2-D, NCHW (ONNX, groups) or NHWC (TFLite
@@ -181,30 +217,9 @@ class ConvTranspose(Kernel):
 
     def setup(self):
         self.runtime = (0,)
-        xs = self.shape(0)
-        at = self.attrs
-        self.nhwc = at.get("layout", "NCHW") == "NHWC"
-        w = self.const(1, "weight").astype(self.dtype)
-        ys = self.oshape()
-        self.one_d = len(xs) == 3
-        if self.one_d:      # 1-D as 2-D with H = 1: prepend a unit axis everywhere
-            sp = 1 if self.nhwc else 2
-            xs, ys = xs[:sp] + (1,) + xs[sp:], ys[:sp] + (1,) + ys[sp:]
-            w = w.reshape(w.shape[:1] + (1,) + w.shape[1:]) if self.nhwc else \
-                w.reshape(w.shape[:2] + (1,) + w.shape[2:])
-            at = dict(at)
-            for k in ("strides", "dilations"):
-                if k in at:
-                    at[k] = [1] + list(at[k])
-            for k, v in (("output_padding", 0), ("output_shape", 1)):
-                if k in at:
-                    at[k] = [v] + list(at[k])[-1:]
-            if at.get("pads") is not None:
-                at["pads"] = [0, int(at["pads"][0]), 0, int(at["pads"][1])]
-            self.x4 = xs
-            self.y4 = ys
-        if len(xs) != 4:
-            self.fail(f"only 1-D and 2-D ConvTranspose are supported (input {list(xs)})")
+        self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
+        xs, ys, w, at = self._as_2d(self.shape(0), self.oshape(),
+                                    self.const(1, "weight").astype(self.dtype), self.attrs)
         g = int(at.get("group", 1))
         if self.nhwc:
             N, H, W, C = xs
@@ -222,27 +237,7 @@ class ConvTranspose(Kernel):
             self.fail(f"group={g} does not divide {C} input channels")
         s = [int(v) for v in at.get("strides", [1, 1])]
         d = [int(v) for v in at.get("dilations", [1, 1])]
-        pads = at.get("pads")
-        full_h = (H - 1) * s[0] + (kh - 1) * d[0] + 1
-        full_w = (W - 1) * s[1] + (kw - 1) * d[1] + 1
-        auto = at.get("auto_pad", "NOTSET")
-        if isinstance(auto, bytes):
-            auto = auto.decode()
-        if auto == "VALID":
-            pt = pl = 0
-        elif pads is None or auto in ("SAME_UPPER", "SAME_LOWER") or \
-                "output_shape" in at:
-            opad = [int(v) for v in at.get("output_padding", [0, 0])]
-            tot_h = max(0, full_h + opad[0] - Ho)
-            tot_w = max(0, full_w + opad[1] - Wo)
-            if auto == "SAME_UPPER":
-                pt, pl = tot_h // 2, tot_w // 2
-            else:
-                pt, pl = tot_h - tot_h // 2, tot_w - tot_w // 2
-            if pads is not None and auto == "NOTSET" and "output_shape" not in at:
-                pt, pl = int(pads[0]), int(pads[1])
-        else:
-            pt, pl = int(pads[0]), int(pads[1])
+        pt, pl = _transpose_pads(at, (H, W), (Ho, Wo), (kh, kw), s, d)
         self.N, self.C, self.H, self.W, self.G = N, C, H, W, g
         self.kh, self.kw, self.cog, self.cout = kh, kw, cog, cout
         self.Ho, self.Wo = Ho, Wo
@@ -255,35 +250,15 @@ class ConvTranspose(Kernel):
             self.wm = self.keep(np.ascontiguousarray(
                 w.reshape(g, C // g, cog * kh * kw).transpose(0, 2, 1)))
         per_row = cout * kh * kw * W * self.dtype.itemsize
-        budget = self.scratch_budget
-        nh = int(max(1, min(H, budget // max(per_row, 1))))
+        nh = int(max(1, min(H, self.scratch_budget // max(per_row, 1))))
         self.band_rows = nh
         self.scratch = [((cout * kh * kw * nh * W,), self.dtype)]
-
-        def taps(n_in, n_out, k, st, dl, p):
-            """Per tap: (input slice, output slice) of the positions that
-            land inside the cropped output, for inputs [lo, hi)."""
-            def f(lo, hi):
-                out = []
-                for i in range(k):
-                    a = max(lo, -(-(p - i * dl) // st))
-                    b = min(hi - 1, (n_out - 1 + p - i * dl) // st)
-                    if a > b:
-                        out.append(None)
-                        continue
-                    o0 = a * st + i * dl - p
-                    out.append((slice(a - lo, b - lo + 1),
-                                slice(o0, o0 + (b - a) * st + 1, st)))
-                return out
-            return f
-
-        cw = taps(W, Wo, kw, s[1], d[1], pl)(0, W)
-        fh = taps(H, Ho, kh, s[0], d[0], pt)
+        cw = _tap_slices(Wo, kw, s[1], d[1], pl, 0, W)
         self.bands = []
         for h0 in range(0, H, nh):
             h1 = min(h0 + nh, H)
             steps = []
-            for i, rh in enumerate(fh(h0, h1)):
+            for i, rh in enumerate(_tap_slices(Ho, kh, s[0], d[0], pt, h0, h1)):
                 if rh is None:
                     continue
                 for j, rw in enumerate(cw):
@@ -295,6 +270,30 @@ class ConvTranspose(Kernel):
             b = self.const(2, "bias").astype(self.dtype)
             self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
         self.zero = const(0, self.dtype)
+
+    def _as_2d(self, xs, ys, w, at):
+        """1-D as 2-D with H = 1: a unit axis prepended to the shapes, the
+        weights and the spatial attributes.  4-D passes through."""
+        self.one_d = len(xs) == 3
+        if self.one_d:
+            sp = 1 if self.nhwc else 2
+            xs, ys = xs[:sp] + (1,) + xs[sp:], ys[:sp] + (1,) + ys[sp:]
+            w = w.reshape(w.shape[:1] + (1,) + w.shape[1:]) if self.nhwc else \
+                w.reshape(w.shape[:2] + (1,) + w.shape[2:])
+            at = dict(at)
+            for k in ("strides", "dilations"):
+                if k in at:
+                    at[k] = [1] + list(at[k])
+            for k, v in (("output_padding", 0), ("output_shape", 1)):
+                if k in at:
+                    at[k] = [v] + list(at[k])[-1:]
+            if at.get("pads") is not None:
+                at["pads"] = [0, int(at["pads"][0]), 0, int(at["pads"][1])]
+            self.x4 = xs
+            self.y4 = ys
+        if len(xs) != 4:
+            self.fail(f"only 1-D and 2-D ConvTranspose are supported (input {list(xs)})")
+        return xs, ys, w, at
 
     def run(self, xs, ys, sc):
         buf = sc[0]
