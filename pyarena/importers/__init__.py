@@ -20,9 +20,21 @@ from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import Graph
 from ..runtime.kernels import set_scratch
 
-__all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format"]
+__all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format",
+           "require_extra"]
 
 _EXTENSIONS = (".onnx", ".tflite", ".json")
+
+
+def require_extra(module, extra, what):
+    """The optional dependency ``module``, imported; a ModelImportError
+    naming the extra that installs it if it is missing."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ModelImportError(f"reading {what} needs the {module!r} package: "
+                               f"pip install pyarena[{extra}]") from None
 
 
 def sniff_format(path):

@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph, stable_toposort
 from ..graph.binding import bind_shapes, unbound_message
+from . import require_extra
 
 __all__ = ["load_onnx", "ModelImportError"]
 
@@ -31,12 +32,7 @@ _CONTROL_FLOW = {"If", "Loop", "Scan"}
 
 
 def _onnx():
-    try:
-        import onnx
-    except ImportError:  # pragma: no cover - extra not installed
-        raise ModelImportError("reading .onnx files needs the 'onnx' package: "
-                               "pip install pyarena[onnx]") from None
-    return onnx
+    return require_extra("onnx", "onnx", ".onnx files")
 
 
 def _np_dtype(onnx, elem_type, what):

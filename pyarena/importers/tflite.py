@@ -30,6 +30,7 @@ from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph
 from ..graph.binding import bind_shapes
 from ..runtime.kernels import TFLITE_OPS
+from . import require_extra
 from .tflite_options import OpContext, convert_options
 
 __all__ = ["load_tflite"]
@@ -39,12 +40,7 @@ _TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6
 
 
 def _tfl():
-    try:
-        import tflite
-    except ImportError:  # pragma: no cover - extra not installed
-        raise ModelImportError("reading .tflite files needs the 'tflite' package: "
-                               "pip install pyarena[tflite]") from None
-    return tflite
+    return require_extra("tflite", "tflite", ".tflite files")
 
 
 def load_tflite(path, inputs=None):
