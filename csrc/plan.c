@@ -21,12 +21,13 @@
 #include <string.h>
 #include <time.h>
 
-void pa_plan_options_default(pa_plan_options_t *opt) {
-    if (!opt) return;
+pa_status_t pa_plan_options_default(pa_plan_options_t *opt) {
+    if (!opt) return PA_ERR_INVALID;
     opt->strategy = PA_PLAN_BEST;
     opt->alignment = PA_DEFAULT_ALIGNMENT;
     opt->time_limit = 10.0;
     opt->capacity = 0;
+    return PA_OK;
 }
 
 double _pa_plan_now(void) {

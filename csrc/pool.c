@@ -507,8 +507,8 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
 
 /* ---- public API ------------------------------------------------------------------- */
 
-void pa_pool_config_default(pa_pool_config_t *cfg) {
-    if (!cfg) return;
+pa_status_t pa_pool_config_default(pa_pool_config_t *cfg) {
+    if (!cfg) return PA_ERR_INVALID;
     memset(cfg, 0, sizeof(*cfg));
     cfg->alignment = PA_DEFAULT_ALIGNMENT;
     cfg->mode = PA_POOL_HYBRID;
@@ -521,6 +521,7 @@ void pa_pool_config_default(pa_pool_config_t *cfg) {
     cfg->slab_size = (size_t)64 << 10;
     cfg->buddy_region = (size_t)1 << 20;
     cfg->large_threshold = (size_t)256 << 10;
+    return PA_OK;
 }
 
 static void impl_free(pa_pool_impl_t *p) {
@@ -546,7 +547,7 @@ static void impl_free(pa_pool_impl_t *p) {
     free(p);
 }
 
-pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg, pa_status_t *status) {
+pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg, pa_status_t *status) {
     pa_pool_config_t def;
     pa_status_t dummy;
     if (!status) status = &dummy;
@@ -560,9 +561,10 @@ pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg, pa_status_t *statu
         return NULL;
     }
     *status = PA_ERR_INVALID;
-    if (cfg->mode < PA_POOL_HYBRID || cfg->mode > PA_POOL_BUDDY_ONLY) return NULL;
-    if (cfg->growth < PA_GROW_POW2 || cfg->growth > PA_GROW_NONE) return NULL;
-    if (cfg->release != PA_RELEASE_UNMAP && cfg->release != PA_RELEASE_DECOMMIT) return NULL;
+    /* unsigned: a negative value from a binding is out of range too */
+    if ((unsigned)cfg->mode > PA_POOL_BUDDY_ONLY) return NULL;
+    if ((unsigned)cfg->growth > PA_GROW_NONE) return NULL;
+    if ((unsigned)cfg->release > PA_RELEASE_DECOMMIT) return NULL;
     if (cfg->low_watermark > cfg->high_watermark) return NULL;
     if (cfg->growth == PA_GROW_NONE && !cfg->chunk_size && !cfg->limit) return NULL;
     const pa_backend_t *be = cfg->backend ? cfg->backend : pa_backend_default();
@@ -609,10 +611,6 @@ pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg, pa_status_t *statu
     return h;
 }
 
-pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg) {
-    return pa_pool_create_status(cfg, NULL);
-}
-
 pa_status_t pa_pool_destroy(pa_pool_t *h) {
     if (!h) return PA_ERR_INVALID;
     spin_lock(&h->lock);
@@ -643,21 +641,12 @@ static inline pa_pool_impl_t *enter(pa_pool_t *h, pa_status_t *st) {
     return p;
 }
 
-void *pa_pool_alloc_status(pa_pool_t *h, size_t size, pa_status_t *status) {
+void *pa_pool_alloc(pa_pool_t *h, size_t size, pa_status_t *status) {
     pa_status_t dummy;
     if (!status) status = &dummy;
     pa_pool_impl_t *p = enter(h, status);
     if (!p) return NULL;
     void *r = alloc_locked(p, size, status);
-    spin_unlock(&h->lock);
-    return r;
-}
-
-void *pa_pool_alloc(pa_pool_t *h, size_t size) {
-    pa_status_t st;
-    pa_pool_impl_t *p = enter(h, &st);
-    if (!p) return NULL;
-    void *r = alloc_locked(p, size, &st);
     spin_unlock(&h->lock);
     return r;
 }
@@ -669,7 +658,7 @@ void *pa_pool_calloc(pa_pool_t *h, size_t count, size_t size, pa_status_t *statu
         *status = h ? PA_ERR_OVERFLOW : PA_ERR_INVALID;
         return NULL;
     }
-    void *r = pa_pool_alloc_status(h, count * size, status);
+    void *r = pa_pool_alloc(h, count * size, status);
     if (r) memset(r, 0, count * size);
     return r;
 }
@@ -677,7 +666,7 @@ void *pa_pool_calloc(pa_pool_t *h, size_t count, size_t size, pa_status_t *statu
 void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status) {
     pa_status_t dummy;
     if (!status) status = &dummy;
-    if (!ptr) return pa_pool_alloc_status(h, size, status);
+    if (!ptr) return pa_pool_alloc(h, size, status);
     pa_pool_impl_t *p = enter(h, status);
     if (!p) return NULL;
     blk_t b;

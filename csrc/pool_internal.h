@@ -135,7 +135,9 @@ typedef struct pa_pool_impl {
     /* configuration (fixed after create except limit / watermarks) */
     size_t gran;
     unsigned gran_shift;
-    int mode, growth, release;
+    pa_pool_mode_t mode;
+    pa_growth_t growth;
+    pa_release_t release;
     size_t chunk_size, limit, high, low, budget;
     size_t slab_max;          /* largest size served by slabs             */
     size_t buddy_max;         /* largest size served by the buddy zone    */
