@@ -14,12 +14,10 @@
  * (first at the lower bound, then bisection), each probe bounded by part of
  * the remaining time.  A proof of infeasibility at arena - alignment or a
  * hit on the lower bound makes the result optimal. */
-#define _POSIX_C_SOURCE 200809L
 #include "plan_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 pa_status_t pa_plan_options_default(pa_plan_options_t *opt) {
     if (!opt) return PA_ERR_INVALID;
@@ -28,12 +26,6 @@ pa_status_t pa_plan_options_default(pa_plan_options_t *opt) {
     opt->time_limit = 10.0;
     opt->capacity = 0;
     return PA_OK;
-}
-
-double _pa_plan_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static bool padded(uint64_t size, uint64_t align, uint64_t *out) {

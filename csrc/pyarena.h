@@ -459,7 +459,7 @@ pa_status_t pa_pool_walk(pa_pool_t *pool, pa_pool_walker_t fn, void *ctx);
 
 
 /* ------------------------------------------------------------------ */
-/* Static planner core (plan.c, plan_greedy.c, plan_exact.c)          */
+/* Static planner core (plan*.c)                                       */
 /* ------------------------------------------------------------------ */
 /* The planner assigns byte offsets to buffers with known lifetimes so
  * that buffers whose lifetimes overlap never overlap in bytes.  Lifetimes
