@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PA_PAGE_SIZE ((size_t)4096)
+#define PA_PAGE_SHIFT 12
+#define PA_PAGE_SIZE ((size_t)1 << PA_PAGE_SHIFT)
 
 #if defined(__GNUC__)
 #define pa_likely(x) __builtin_expect(!!(x), 1)

@@ -80,11 +80,11 @@ static inline void spin_unlock(spin_t *l) {
 struct pa_pool {
     spin_t lock;              /* guards everything reachable from `p`   */
     pa_pool_impl_t *p;        /* NULL once destroyed (read under lock)  */
-    struct pa_pool *next_tomb; /* guarded by tomb_lock                  */
+    struct pa_pool *next_tombstone; /* guarded by tombstone_lock                  */
 };
 
-static pthread_mutex_t tomb_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pa_pool *tombs; /* destroyed handles, kept reachable      */
+static pthread_mutex_t tombstone_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pa_pool *tombstones; /* destroyed handles, kept reachable      */
 
 /* ---- bins and routing -------------------------------------------------------- */
 
@@ -95,7 +95,7 @@ typedef struct {
     size_t idx;     /* slab class, buddy order or page count             */
 } route_t;
 
-static inline size_t large_class(size_t np) {
+static inline size_t large_bin_of_pages(size_t np) {
     unsigned lg = _pa_log2_floor(np);
     size_t sub = lg >= 2 ? (np >> (lg - 2)) & 3 : 0;
     return (size_t)lg * 4 + sub;
@@ -108,67 +108,67 @@ static inline pa_status_t route(const pa_pool_impl_t *p, size_t size, route_t *r
         r->zone = PA_ZONE_SLAB;
         r->bin = c;
         r->idx = c;
-        r->bsize = p->cls[c].size;
+        r->bsize = p->classes[c].size;
         return PA_OK;
     }
     if (size <= p->buddy_max) {
         unsigned k = _pa_log2_ceil(size);
-        if (k < p->bmin) k = p->bmin;
+        if (k < p->buddy_min_order) k = p->buddy_min_order;
         r->zone = PA_ZONE_BUDDY;
-        r->bin = p->bin_buddy0 + k;
+        r->bin = p->first_buddy_bin + k;
         r->idx = k;
         r->bsize = (size_t)1 << k;
         return PA_OK;
     }
     if (size > MAX_REQUEST) return PA_ERR_OVERFLOW;
-    size_t np = (size + PA_PG - 1) >> PA_PG_SHIFT;
+    size_t np = (size + PA_PAGE_SIZE - 1) >> PA_PAGE_SHIFT;
     r->zone = PA_ZONE_LARGE;
-    r->bin = p->bin_large0 + large_class(np);
+    r->bin = p->first_large_bin + large_bin_of_pages(np);
     r->idx = np;
-    r->bsize = np << PA_PG_SHIFT;
+    r->bsize = np << PA_PAGE_SHIFT;
     return PA_OK;
 }
 
 static inline int bin_zone(const pa_pool_impl_t *p, size_t b) {
-    return b < p->bin_buddy0 ? PA_ZONE_SLAB
-           : b < p->bin_large0 ? PA_ZONE_BUDDY : PA_ZONE_LARGE;
+    return b < p->first_buddy_bin ? PA_ZONE_SLAB
+           : b < p->first_large_bin ? PA_ZONE_BUDDY : PA_ZONE_LARGE;
 }
 
 /* Give a cached block back to its zone. */
-static void release_entry(pa_pool_impl_t *p, int zone, const pa_centry_t *e) {
+static void release_entry(pa_pool_impl_t *p, int zone, const pa_cache_entry_t *e) {
     p->cached -= e->size;
-    p->z[zone].cached -= e->size;
+    p->zone[zone].cached -= e->size;
     if (zone == PA_ZONE_SLAB) {
         int exact;
-        pa_slab_t *s = e->desc;
+        pa_slab_t *s = e->owner;
         uint32_t idx = _pa_slab_index(p, s, (uintptr_t)e->ptr, &exact);
         _pa_slab_release(p, s, idx);
     } else if (zone == PA_ZONE_BUDDY) {
-        _pa_buddy_release(p, e->desc, (uintptr_t)e->ptr);
+        _pa_buddy_release(p, e->owner, (uintptr_t)e->ptr);
     } else {
-        pa_span_t *sp = e->desc;
-        p->z[PA_ZONE_LARGE].reserved -= sp->npages << PA_PG_SHIFT;
+        pa_span_t *sp = e->owner;
+        p->zone[PA_ZONE_LARGE].reserved -= sp->npages << PA_PAGE_SHIFT;
         _pa_heap_free(p, sp);
     }
 }
 
-static inline void bin_mark(pa_pool_impl_t *p, size_t b) {
-    p->nonempty[b >> 6] |= 1ull << (b & 63);
+static inline void bin_set_nonempty(pa_pool_impl_t *p, size_t b) {
+    p->nonempty_bins[b >> 6] |= 1ull << (b & 63);
 }
 
-static inline void bin_unmark(pa_pool_impl_t *p, size_t b) {
-    p->nonempty[b >> 6] &= ~(1ull << (b & 63));
+static inline void bin_clear_nonempty(pa_pool_impl_t *p, size_t b) {
+    p->nonempty_bins[b >> 6] &= ~(1ull << (b & 63));
 }
 
 /* Release the `count` oldest entries of bin `b`. */
 static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
-    pa_bin_t *bin = &p->bins[b];
+    pa_cache_bin_t *bin = &p->bins[b];
     int zone = bin_zone(p, b);
-    if (count > bin->n) count = bin->n;
-    for (uint32_t i = 0; i < count; i++) release_entry(p, zone, &bin->e[i]);
-    memmove(bin->e, bin->e + count, (bin->n - count) * sizeof(pa_centry_t));
-    bin->n -= count;
-    if (!bin->n) bin_unmark(p, b);
+    if (count > bin->count) count = bin->count;
+    for (uint32_t i = 0; i < count; i++) release_entry(p, zone, &bin->entries[i]);
+    memmove(bin->entries, bin->entries + count, (bin->count - count) * sizeof(pa_cache_entry_t));
+    bin->count -= count;
+    if (!bin->count) bin_clear_nonempty(p, b);
 }
 
 /* Flush every nonempty bin from `from` on (found through the bitmap, not
@@ -176,12 +176,12 @@ static void flush_bin(pa_pool_impl_t *p, size_t b, uint32_t count) {
 static void flush_from(pa_pool_impl_t *p, size_t from) {
     size_t nw = (p->nbins + 63) >> 6;
     for (size_t w = from >> 6; w < nw; w++) {
-        uint64_t m = p->nonempty[w];
+        uint64_t m = p->nonempty_bins[w];
         if (w == (from >> 6)) m &= ~0ull << (from & 63);
         while (m) {
             size_t b = w * 64 + (size_t)__builtin_ctzll(m);
             m &= m - 1;
-            flush_bin(p, b, p->bins[b].n);
+            flush_bin(p, b, p->bins[b].count);
         }
     }
 }
@@ -194,7 +194,7 @@ static void flush_all(pa_pool_impl_t *p) {
 
 /* Empty slabs / regions kept as spares go back to the page heap. */
 static void drop_spares(pa_pool_impl_t *p) {
-    if (p->nspares) _pa_slab_drop_spares(p);
+    if (p->nspare_slabs) _pa_slab_drop_spares(p);
     _pa_buddy_drop_spare(p);
 }
 
@@ -217,8 +217,8 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
      * in buddy-only mode every block is a buddy block).  The slab caches
      * are flushed only if the heap still cannot serve (flushing them costs
      * their hot blocks). */
-    if (p->z[PA_ZONE_LARGE].cached || (p->mode == PA_POOL_HYBRID && p->z[PA_ZONE_BUDDY].cached))
-        flush_from(p, p->mode == PA_POOL_HYBRID ? p->bin_buddy0 : p->bin_large0);
+    if (p->zone[PA_ZONE_LARGE].cached || (p->mode == PA_POOL_HYBRID && p->zone[PA_ZONE_BUDDY].cached))
+        flush_from(p, p->mode == PA_POOL_HYBRID ? p->first_buddy_bin : p->first_large_bin);
     pa_span_t *s = _pa_heap_alloc(p, np, st);
     if (s) return s;
     if (p->cached) {
@@ -234,9 +234,9 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
         return NULL;
     }
     s = _pa_heap_alloc(p, np, st);
-    if (s && p->high && p->reserved > p->high) {
+    if (s && p->high_watermark && p->reserved > p->high_watermark) {
         /* watermark: trim with this span already taken */
-        trim_locked(p, p->low);
+        trim_locked(p, p->low_watermark);
     }
     return s;
 }
@@ -244,7 +244,7 @@ pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t np, pa_status_t *st) {
 /* ---- accounting ------------------------------------------------------------------ */
 
 static inline void account_alloc(pa_pool_impl_t *p, int zone, size_t req, size_t bsize) {
-    pa_zstat_t *z = &p->z[zone];
+    pa_zone_counters_t *z = &p->zone[zone];
     z->requested += req;
     z->allocated += bsize;
     z->allocs++;
@@ -257,7 +257,7 @@ static inline void account_alloc(pa_pool_impl_t *p, int zone, size_t req, size_t
 }
 
 static inline void account_free(pa_pool_impl_t *p, int zone, size_t req, size_t bsize) {
-    pa_zstat_t *z = &p->z[zone];
+    pa_zone_counters_t *z = &p->zone[zone];
     z->requested -= req;
     z->allocated -= bsize;
     z->frees++;
@@ -276,10 +276,10 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
      * reused block wastes at most 1/8 -- and nothing on exact repeats,
      * the common case of inference traces. */
     for (size_t b = r->bin; b <= r->bin + 1 && b < p->nbins; b++) {
-        pa_bin_t *bin = &p->bins[b];
-        uint32_t lo = bin->n > 8 ? bin->n - 8 : 0, pick = UINT32_MAX;
-        for (uint32_t i = bin->n; i-- > lo;) {
-            size_t np = bin->e[i].size >> PA_PG_SHIFT; /* no descriptor miss */
+        pa_cache_bin_t *bin = &p->bins[b];
+        uint32_t lo = bin->count > 8 ? bin->count - 8 : 0, pick = UINT32_MAX;
+        for (uint32_t i = bin->count; i-- > lo;) {
+            size_t np = bin->entries[i].size >> PA_PAGE_SHIFT; /* no descriptor miss */
             if (np == r->idx) {
                 pick = i;
                 break;
@@ -287,7 +287,7 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
             if (pick == UINT32_MAX && np > r->idx) pick = i;
         }
         if (pick == UINT32_MAX) continue;
-        size_t cnp = bin->e[pick].size >> PA_PG_SHIFT;
+        size_t cnp = bin->entries[pick].size >> PA_PAGE_SHIFT;
         if (cnp != r->idx) {
             /* a bigger cached block only when it is the best fit: a
              * tighter free span in the heap wins (the heap flushes the
@@ -295,19 +295,19 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
             size_t h = _pa_heap_fit_pages(p, r->idx);
             if (h && h < cnp) return NULL;
         }
-        pa_centry_t e = bin->e[pick];
-        memmove(bin->e + pick, bin->e + pick + 1, (bin->n - pick - 1) * sizeof(pa_centry_t));
-        if (!--bin->n) bin_unmark(p, b);
+        pa_cache_entry_t e = bin->entries[pick];
+        memmove(bin->entries + pick, bin->entries + pick + 1, (bin->count - pick - 1) * sizeof(pa_cache_entry_t));
+        if (!--bin->count) bin_clear_nonempty(p, b);
         p->cached -= e.size;
-        p->z[PA_ZONE_LARGE].cached -= e.size;
-        pa_span_t *sp = e.desc;
+        p->zone[PA_ZONE_LARGE].cached -= e.size;
+        pa_span_t *sp = e.owner;
         /* cut only a tail worth a heap operation: > 1/8 of the request */
         if ((sp->npages - r->idx) * 8 > r->idx) _pa_heap_shrink(p, sp, r->idx);
-        p->z[PA_ZONE_LARGE].reserved -= e.size - (sp->npages << PA_PG_SHIFT);
+        p->zone[PA_ZONE_LARGE].reserved -= e.size - (sp->npages << PA_PAGE_SHIFT);
         sp->state = PA_BLOCK_LIVE;
         sp->requested = req;
-        p->z[PA_ZONE_LARGE].hits++;
-        *bsize = sp->npages << PA_PG_SHIFT;
+        p->zone[PA_ZONE_LARGE].cache_hits++;
+        *bsize = sp->npages << PA_PAGE_SHIFT;
         return e.ptr;
     }
     return NULL;
@@ -316,25 +316,25 @@ static void *large_cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
 /* Take a cached block of bin `b` fitting route `r`; NULL if none. */
 static inline void *cache_pop(pa_pool_impl_t *p, const route_t *r, size_t req,
                               size_t *bsize) {
-    pa_bin_t *bin = &p->bins[r->bin];
+    pa_cache_bin_t *bin = &p->bins[r->bin];
     if (r->zone == PA_ZONE_LARGE) return large_cache_pop(p, r, req, bsize);
-    if (!bin->n) return NULL;
-    pa_centry_t e = bin->e[--bin->n];
-    if (!bin->n) bin_unmark(p, r->bin);
+    if (!bin->count) return NULL;
+    pa_cache_entry_t e = bin->entries[--bin->count];
+    if (!bin->count) bin_clear_nonempty(p, r->bin);
     if (r->zone == PA_ZONE_SLAB) {
-        pa_slab_t *s = e.desc;
+        pa_slab_t *s = e.owner;
         int exact;
         uint32_t idx = _pa_slab_index(p, s, (uintptr_t)e.ptr, &exact);
         s->slot[idx] = PA_SLOT(PA_BLOCK_LIVE, req);
         s->nlive++;
     } else {
-        pa_region_t *rg = e.desc;
-        size_t u = ((uintptr_t)e.ptr - rg->base) >> rg->umin;
-        rg->tag[u] = PA_TAG_LIVE(r->idx, req);
+        pa_buddy_region_t *rg = e.owner;
+        size_t u = ((uintptr_t)e.ptr - rg->base) >> rg->unit_shift;
+        rg->tags[u] = PA_TAG_LIVE(r->idx, req);
     }
     p->cached -= e.size;
-    p->z[r->zone].cached -= e.size;
-    p->z[r->zone].hits++;
+    p->zone[r->zone].cached -= e.size;
+    p->zone[r->zone].cache_hits++;
     *bsize = e.size;
     return e.ptr;
 }
@@ -364,7 +364,7 @@ static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
         pa_slab_t *slab;
         ptr = _pa_slab_alloc(p, r.idx, size, &slab, &s);
     } else if (r.zone == PA_ZONE_BUDDY) {
-        pa_region_t *rg;
+        pa_buddy_region_t *rg;
         ptr = _pa_buddy_alloc(p, (unsigned)r.idx, size, &rg, &s);
     } else {
         pa_span_t *sp = _pa_pool_get_span(p, r.idx, &s);
@@ -372,7 +372,7 @@ static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
             sp->kind = PA_SPAN_LARGE;
             sp->state = PA_BLOCK_LIVE;
             sp->requested = size;
-            p->z[PA_ZONE_LARGE].reserved += r.bsize;
+            p->zone[PA_ZONE_LARGE].reserved += r.bsize;
             ptr = (void *)sp->start;
         }
     }
@@ -390,13 +390,13 @@ static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
 
 typedef struct {
     int zone;
-    void *desc;
+    void *owner;    /* slab, region or span                                */
     size_t bsize, req;
     size_t unit;    /* slab slot / buddy unit                             */
-} blk_t;
+} live_block_t;
 
 /* Describe the live block at `ptr`, or say why it is not one. */
-static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b) {
+static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, live_block_t *b) {
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t ent = _pa_map_entry(p, a);
     if (pa_likely(ent & PA_MAP_TAG_SLAB)) {
@@ -409,7 +409,7 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
         uint32_t w = s->slot[idx];
         if (PA_SLOT_STATE(w) != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
         b->zone = PA_ZONE_SLAB;
-        b->desc = s;
+        b->owner = s;
         b->bsize = s->size;
         b->req = PA_SLOT_REQ(w);
         b->unit = idx;
@@ -417,31 +417,31 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
     }
     if (ent & PA_MAP_TAG_REGION) {
         /* the entry may be stale (recycled region): check the range */
-        pa_region_t *r = (pa_region_t *)(ent & ~PA_MAP_TAG_MASK);
+        pa_buddy_region_t *r = (pa_buddy_region_t *)(ent & ~PA_MAP_TAG_MASK);
         uintptr_t off = a - r->base;
-        if ((off >> r->order) || (off & (((uintptr_t)1 << r->umin) - 1))) return PA_ERR_FOREIGN;
-        size_t u = off >> r->umin;
-        uint64_t word = r->tag[u];
+        if ((off >> r->order) || (off & (((uintptr_t)1 << r->unit_shift) - 1))) return PA_ERR_FOREIGN;
+        size_t u = off >> r->unit_shift;
+        uint64_t word = r->tags[u];
         uint8_t tg = (uint8_t)word;
         if (!tg) return PA_ERR_FOREIGN;
         if (PA_TAG_STATE(tg) != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
         b->zone = PA_ZONE_BUDDY;
-        b->desc = r;
+        b->owner = r;
         b->bsize = (size_t)1 << PA_TAG_ORDER(tg);
         b->req = PA_TAG_REQ(word);
         b->unit = u;
         return PA_OK;
     }
     pa_span_t *sp = (pa_span_t *)ent;
-    if (!sp || a < sp->start || ((a - sp->start) >> PA_PG_SHIFT) >= sp->npages)
+    if (!sp || a < sp->start || ((a - sp->start) >> PA_PAGE_SHIFT) >= sp->npages)
         return PA_ERR_FOREIGN;
     switch (sp->kind) {
     case PA_SPAN_LARGE:
         if (a != sp->start) return PA_ERR_FOREIGN;
         if (sp->state != PA_BLOCK_LIVE) return PA_ERR_DOUBLE_FREE;
         b->zone = PA_ZONE_LARGE;
-        b->desc = sp;
-        b->bsize = sp->npages << PA_PG_SHIFT;
+        b->owner = sp;
+        b->bsize = sp->npages << PA_PAGE_SHIFT;
         b->req = sp->requested;
         b->unit = 0;
         return PA_OK;
@@ -453,54 +453,54 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, blk_t *b)
 }
 
 static int bin_push(pa_pool_impl_t *p, size_t b, void *ptr, void *desc, size_t bsize) {
-    pa_bin_t *bin = &p->bins[b];
-    if (pa_unlikely(bin->n == bin->cap)) {
+    pa_cache_bin_t *bin = &p->bins[b];
+    if (pa_unlikely(bin->count == bin->cap)) {
         uint32_t nc = bin->cap ? bin->cap * 2 : 16;
-        pa_centry_t *ne = realloc(bin->e, nc * sizeof(pa_centry_t));
+        pa_cache_entry_t *ne = realloc(bin->entries, nc * sizeof(pa_cache_entry_t));
         if (!ne) return -1;
-        bin->e = ne;
+        bin->entries = ne;
         bin->cap = nc;
     }
-    bin_mark(p, b);
-    pa_centry_t *e = &bin->e[bin->n++];
+    bin_set_nonempty(p, b);
+    pa_cache_entry_t *e = &bin->entries[bin->count++];
     e->ptr = ptr;
-    e->desc = desc;
+    e->owner = desc;
     e->size = bsize;
     return 0;
 }
 
 static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
-    blk_t b;
+    live_block_t b;
     pa_status_t s = find_live(p, ptr, &b);
     if (s != PA_OK) return s;
     size_t bin;
     if (b.zone == PA_ZONE_SLAB) {
-        pa_slab_t *sl = b.desc;
+        pa_slab_t *sl = b.owner;
         sl->slot[b.unit] = PA_SLOT(PA_BLOCK_CACHED, 0);
         sl->nlive--;
-        bin = sl->cls;
+        bin = sl->class_index;
     } else if (b.zone == PA_ZONE_BUDDY) {
-        pa_region_t *r = b.desc;
-        unsigned k = PA_TAG_ORDER(r->tag[b.unit]);
-        r->tag[b.unit] = PA_TAG(k, PA_BLOCK_CACHED);
-        bin = p->bin_buddy0 + k;
+        pa_buddy_region_t *r = b.owner;
+        unsigned k = PA_TAG_ORDER(r->tags[b.unit]);
+        r->tags[b.unit] = PA_TAG(k, PA_BLOCK_CACHED);
+        bin = p->first_buddy_bin + k;
     } else {
-        pa_span_t *sp = b.desc;
+        pa_span_t *sp = b.owner;
         sp->state = PA_BLOCK_CACHED;
         sp->requested = 0;
-        bin = p->bin_large0 + large_class(sp->npages);
+        bin = p->first_large_bin + large_bin_of_pages(sp->npages);
     }
     account_free(p, b.zone, b.req, b.bsize);
-    pa_centry_t e = {ptr, b.desc, b.bsize};
+    pa_cache_entry_t e = {ptr, b.owner, b.bsize};
     p->cached += b.bsize;
-    p->z[b.zone].cached += b.bsize;
-    if (pa_unlikely(bin_push(p, bin, ptr, b.desc, b.bsize) != 0)) {
-        release_entry(p, b.zone, &e); /* no room to cache: release now */
+    p->zone[b.zone].cached += b.bsize;
+    if (pa_unlikely(bin_push(p, bin, ptr, b.owner, b.bsize) != 0)) {
+        release_entry(p, b.zone, &e); /* no room_under_limit to cache: release now */
         return PA_OK;
     }
-    if (pa_unlikely(p->cached > p->budget)) {
-        flush_bin(p, bin, (p->bins[bin].n + 1) / 2);
-        if (p->cached > p->budget) flush_all(p);
+    if (pa_unlikely(p->cached > p->cache_budget)) {
+        flush_bin(p, bin, (p->bins[bin].count + 1) / 2);
+        if (p->cached > p->cache_budget) flush_all(p);
     }
     return PA_OK;
 }
@@ -526,18 +526,18 @@ pa_status_t pa_pool_config_default(pa_pool_config_t *cfg) {
 
 static void impl_free(pa_pool_impl_t *p) {
     if (p->bins)
-        for (size_t b = 0; b < p->nbins; b++) free(p->bins[b].e);
+        for (size_t b = 0; b < p->nbins; b++) free(p->bins[b].entries);
     free(p->bins);
-    free(p->nonempty);
+    free(p->nonempty_bins);
     /* slab metadata: find the slabs through the chunks */
     if (p->map) {
-        for (pa_chunkd_t *c = p->chunks; c; c = c->next) {
+        for (pa_heap_chunk_t *c = p->chunks; c; c = c->next) {
             uintptr_t a = c->base, end = c->base + c->size;
             while (a < end) {
                 pa_span_t *sp = _pa_map_lookup(p, a);
                 if (!sp || sp->start != a) break;
                 if (sp->kind == PA_SPAN_SLAB) free(sp->owner);
-                a += sp->npages << PA_PG_SHIFT;
+                a += sp->npages << PA_PAGE_SHIFT;
             }
         }
     }
@@ -556,7 +556,7 @@ pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg, pa_status_t *status) {
         cfg = &def;
     }
     size_t gran = cfg->alignment ? cfg->alignment : PA_DEFAULT_ALIGNMENT;
-    if (!_pa_is_pow2(gran) || gran < PA_MIN_ALIGNMENT || gran > PA_PG) {
+    if (!_pa_is_pow2(gran) || gran < PA_MIN_ALIGNMENT || gran > PA_PAGE_SIZE) {
         *status = PA_ERR_ALIGN;
         return NULL;
     }
@@ -578,29 +578,29 @@ pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg, pa_status_t *status) {
         *status = PA_ERR_NOMEM;
         return NULL;
     }
-    p->gran = gran;
-    p->gran_shift = _pa_log2_floor(gran);
+    p->granularity = gran;
+    p->granularity_shift = _pa_log2_floor(gran);
     p->mode = cfg->mode;
     p->growth = cfg->growth;
     p->release = cfg->release;
     p->chunk_size = cfg->chunk_size ? cfg->chunk_size
                     : (cfg->growth == PA_GROW_NONE ? cfg->limit : DEFAULT_CHUNK);
     p->limit = cfg->limit;
-    p->high = cfg->high_watermark;
-    p->low = cfg->low_watermark;
-    p->budget = cfg->cache_budget ? cfg->cache_budget : DEFAULT_BUDGET;
+    p->high_watermark = cfg->high_watermark;
+    p->low_watermark = cfg->low_watermark;
+    p->cache_budget = cfg->cache_budget ? cfg->cache_budget : DEFAULT_BUDGET;
     p->backend = *be;
     if (_pa_slab_init(p, cfg) != 0 || _pa_buddy_init(p, cfg) != 0) {
         impl_free(p);
         free(h);
         return NULL;
     }
-    p->bin_buddy0 = p->ncls;
-    p->bin_large0 = p->ncls + PA_MAX_ORDER;
-    p->nbins = p->bin_large0 + PA_LARGE_BINS;
-    p->bins = calloc(p->nbins, sizeof(pa_bin_t));
-    p->nonempty = calloc((p->nbins + 63) / 64, sizeof(uint64_t));
-    if (!p->bins || !p->nonempty || _pa_heap_init(p) != 0) {
+    p->first_buddy_bin = p->nclasses;
+    p->first_large_bin = p->nclasses + PA_BUDDY_ORDERS;
+    p->nbins = p->first_large_bin + PA_LARGE_BINS;
+    p->bins = calloc(p->nbins, sizeof(pa_cache_bin_t));
+    p->nonempty_bins = calloc((p->nbins + 63) / 64, sizeof(uint64_t));
+    if (!p->bins || !p->nonempty_bins || _pa_heap_init(p) != 0) {
         impl_free(p);
         free(h);
         *status = PA_ERR_NOMEM;
@@ -619,10 +619,10 @@ pa_status_t pa_pool_destroy(pa_pool_t *h) {
     spin_unlock(&h->lock);
     if (!p) return PA_ERR_STATE;
     impl_free(p);
-    pthread_mutex_lock(&tomb_lock);
-    h->next_tomb = tombs;
-    tombs = h;
-    pthread_mutex_unlock(&tomb_lock);
+    pthread_mutex_lock(&tombstone_lock);
+    h->next_tombstone = tombstones;
+    tombstones = h;
+    pthread_mutex_unlock(&tombstone_lock);
     return PA_OK;
 }
 
@@ -669,7 +669,7 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
     if (!ptr) return pa_pool_alloc(h, size, status);
     pa_pool_impl_t *p = enter(h, status);
     if (!p) return NULL;
-    blk_t b;
+    live_block_t b;
     route_t r;
     void *out = NULL;
     pa_status_t s = find_live(p, ptr, &b);
@@ -677,15 +677,15 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
     if (s == PA_OK && r.zone == b.zone && r.bsize == b.bsize) {
         /* same block size: resize in place */
         if (b.zone == PA_ZONE_SLAB)
-            ((pa_slab_t *)b.desc)->slot[b.unit] = PA_SLOT(PA_BLOCK_LIVE, size);
+            ((pa_slab_t *)b.owner)->slot[b.unit] = PA_SLOT(PA_BLOCK_LIVE, size);
         else if (b.zone == PA_ZONE_BUDDY)
-            ((pa_region_t *)b.desc)->tag[b.unit] = PA_TAG_LIVE(PA_TAG_ORDER(((pa_region_t *)b.desc)->tag[b.unit]), size);
-        else ((pa_span_t *)b.desc)->requested = size;
+            ((pa_buddy_region_t *)b.owner)->tags[b.unit] = PA_TAG_LIVE(PA_TAG_ORDER(((pa_buddy_region_t *)b.owner)->tags[b.unit]), size);
+        else ((pa_span_t *)b.owner)->requested = size;
         p->requested = p->requested - b.req + size;
-        p->z[b.zone].requested = p->z[b.zone].requested - b.req + size;
+        p->zone[b.zone].requested = p->zone[b.zone].requested - b.req + size;
         if (p->requested > p->peak_requested) p->peak_requested = p->requested;
-        if (p->z[b.zone].requested > p->z[b.zone].peak_requested)
-            p->z[b.zone].peak_requested = p->z[b.zone].requested;
+        if (p->zone[b.zone].requested > p->zone[b.zone].peak_requested)
+            p->zone[b.zone].peak_requested = p->zone[b.zone].requested;
         out = ptr;
     } else if (s == PA_OK) {
         out = alloc_locked(p, size, &s);
@@ -714,7 +714,7 @@ size_t pa_pool_block_size(pa_pool_t *h, const void *ptr) {
     pa_status_t st;
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return 0;
-    blk_t b;
+    live_block_t b;
     size_t r = find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
     spin_unlock(&h->lock);
     return r;
@@ -769,8 +769,8 @@ pa_status_t pa_pool_set_watermarks(pa_pool_t *h, size_t high, size_t low) {
     if (low > high) {
         st = PA_ERR_INVALID;
     } else {
-        p->high = high;
-        p->low = low;
+        p->high_watermark = high;
+        p->low_watermark = low;
         if (high && p->reserved > high) trim_locked(p, low);
         st = PA_OK;
     }
@@ -782,14 +782,14 @@ static size_t largest_free_locked(const pa_pool_impl_t *p) {
     size_t best = _pa_heap_largest_free(p);
     size_t b = _pa_buddy_largest_free(p);
     if (b > best) best = b;
-    for (size_t k = p->ncls; k-- > 0;)
-        if (p->cls[k].partial) {
-            if (p->cls[k].size > best) best = p->cls[k].size;
+    for (size_t k = p->nclasses; k-- > 0;)
+        if (p->classes[k].partial) {
+            if (p->classes[k].size > best) best = p->classes[k].size;
             break;
         }
     for (size_t i = 0; i < p->nbins; i++)
-        for (uint32_t j = 0; j < p->bins[i].n; j++)
-            if (p->bins[i].e[j].size > best) best = p->bins[i].e[j].size;
+        for (uint32_t j = 0; j < p->bins[i].count; j++)
+            if (p->bins[i].entries[j].size > best) best = p->bins[i].entries[j].size;
     return best;
 }
 
@@ -807,24 +807,24 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     out->peak_allocated = p->peak_allocated;
     out->peak_reserved = p->peak_reserved;
     for (int z = 0; z < PA_ZONE_COUNT; z++) { /* pool counts: zone sums */
-        out->live += (size_t)(p->z[z].allocs - p->z[z].frees);
-        out->allocs += p->z[z].allocs;
-        out->frees += p->z[z].frees;
+        out->live += (size_t)(p->zone[z].allocs - p->zone[z].frees);
+        out->allocs += p->zone[z].allocs;
+        out->frees += p->zone[z].frees;
     }
     out->total_free = p->reserved >= p->allocated ? p->reserved - p->allocated : 0;
     out->largest_free = largest_free_locked(p);
     out->chunks = p->nchunks;
     out->limit = p->limit;
-    out->high_watermark = p->high;
-    out->low_watermark = p->low;
-    out->alignment = p->gran;
+    out->high_watermark = p->high_watermark;
+    out->low_watermark = p->low_watermark;
+    out->alignment = p->granularity;
     out->failures = p->failures;
     out->trims = p->trims;
     out->grows = p->grows;
     out->reclaims = p->reclaims;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
         pa_pool_zone_stats_t *o = &out->zone[z];
-        const pa_zstat_t *s = &p->z[z];
+        const pa_zone_counters_t *s = &p->zone[z];
         o->requested = s->requested;
         o->allocated = s->allocated;
         o->reserved = s->reserved;
@@ -834,7 +834,7 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
         o->live = (size_t)(s->allocs - s->frees);
         o->allocs = s->allocs;
         o->frees = s->frees;
-        o->cache_hits = s->hits;
+        o->cache_hits = s->cache_hits;
     }
     spin_unlock(&h->lock);
     if (out->allocated)
@@ -854,8 +854,8 @@ pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
     p->peak_allocated = p->allocated;
     p->peak_reserved = p->reserved;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
-        p->z[z].peak_requested = p->z[z].requested;
-        p->z[z].peak_allocated = p->z[z].allocated;
+        p->zone[z].peak_requested = p->zone[z].requested;
+        p->zone[z].peak_allocated = p->zone[z].allocated;
     }
     spin_unlock(&h->lock);
     return PA_OK;
@@ -865,10 +865,10 @@ pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
 
 static size_t check_locked(const pa_pool_impl_t *p) {
     size_t broken = _pa_heap_check(p);
-    pa_tally_t t[PA_ZONE_COUNT];
+    pa_check_tally_t t[PA_ZONE_COUNT];
     memset(t, 0, sizeof(t));
     size_t zres[PA_ZONE_COUNT] = {0, 0, 0};
-    for (const pa_chunkd_t *c = p->chunks; c; c = c->next) {
+    for (const pa_heap_chunk_t *c = p->chunks; c; c = c->next) {
         uintptr_t a = c->base, end = c->base + c->size;
         while (a < end) {
             pa_span_t *sp = _pa_map_lookup(p, a);
@@ -876,7 +876,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
                 broken++;
                 break;
             }
-            size_t bytes = sp->npages << PA_PG_SHIFT;
+            size_t bytes = sp->npages << PA_PAGE_SHIFT;
             if (sp->kind == PA_SPAN_SLAB) {
                 broken += _pa_slab_check_slab(p, sp->owner, &t[PA_ZONE_SLAB]);
                 zres[PA_ZONE_SLAB] += bytes;
@@ -889,7 +889,7 @@ static size_t check_locked(const pa_pool_impl_t *p) {
                     t[PA_ZONE_LARGE].live++;
                     t[PA_ZONE_LARGE].allocated += bytes;
                     t[PA_ZONE_LARGE].requested += sp->requested;
-                    if (sp->requested > bytes || bytes - sp->requested > sp->requested / 8 + 2 * PA_PG)
+                    if (sp->requested > bytes || bytes - sp->requested > sp->requested / 8 + 2 * PA_PAGE_SIZE)
                         broken++; /* cached blocks are cut to within 1/8 */
                 } else {
                     t[PA_ZONE_LARGE].cached += bytes;
@@ -904,12 +904,12 @@ static size_t check_locked(const pa_pool_impl_t *p) {
     /* caches: every entry is a CACHED block of its bin, counted once */
     size_t ncached = 0, cached = 0, zc[PA_ZONE_COUNT] = {0, 0, 0};
     for (size_t b = 0; b < p->nbins; b++) {
-        const pa_bin_t *bin = &p->bins[b];
+        const pa_cache_bin_t *bin = &p->bins[b];
         int zone = bin_zone(p, b);
-        if (bin->n > bin->cap) broken++;
-        if (!!(p->nonempty[b >> 6] & (1ull << (b & 63))) != (bin->n > 0)) broken++;
-        for (uint32_t i = 0; i < bin->n; i++) {
-            const pa_centry_t *e = &bin->e[i];
+        if (bin->count > bin->cap) broken++;
+        if (!!(p->nonempty_bins[b >> 6] & (1ull << (b & 63))) != (bin->count > 0)) broken++;
+        for (uint32_t i = 0; i < bin->count; i++) {
+            const pa_cache_entry_t *e = &bin->entries[i];
             pa_span_t *sp = _pa_map_lookup(p, (uintptr_t)e->ptr);
             ncached++;
             cached += e->size;
@@ -920,26 +920,26 @@ static size_t check_locked(const pa_pool_impl_t *p) {
             }
             if (zone == PA_ZONE_SLAB) {
                 int exact;
-                pa_slab_t *s = e->desc;
+                pa_slab_t *s = e->owner;
                 uint32_t idx = sp->owner == s ? _pa_slab_index(p, s, (uintptr_t)e->ptr, &exact) : 0;
-                if (sp->kind != PA_SPAN_SLAB || sp->owner != s || !exact || s->cls != b ||
-                    PA_SLOT_STATE(s->slot[idx]) != PA_BLOCK_CACHED || e->size != p->cls[b].size)
+                if (sp->kind != PA_SPAN_SLAB || sp->owner != s || !exact || s->class_index != b ||
+                    PA_SLOT_STATE(s->slot[idx]) != PA_BLOCK_CACHED || e->size != p->classes[b].size)
                     broken++;
             } else if (zone == PA_ZONE_BUDDY) {
-                pa_region_t *r = e->desc;
+                pa_buddy_region_t *r = e->owner;
                 if (sp->kind != PA_SPAN_BUDDY || sp->owner != r) {
                     broken++;
                     continue;
                 }
                 uintptr_t off = (uintptr_t)e->ptr - r->base;
-                size_t k = b - p->bin_buddy0;
-                if (r->tag[off >> r->umin] != PA_TAG(k, PA_BLOCK_CACHED) ||
+                size_t k = b - p->first_buddy_bin;
+                if (r->tags[off >> r->unit_shift] != PA_TAG(k, PA_BLOCK_CACHED) ||
                     e->size != (size_t)1 << k)
                     broken++;
             } else {
-                if (sp != e->desc || sp->kind != PA_SPAN_LARGE || sp->state != PA_BLOCK_CACHED ||
-                    (uintptr_t)e->ptr != sp->start || e->size != sp->npages << PA_PG_SHIFT ||
-                    b != p->bin_large0 + large_class(sp->npages))
+                if (sp != e->owner || sp->kind != PA_SPAN_LARGE || sp->state != PA_BLOCK_CACHED ||
+                    (uintptr_t)e->ptr != sp->start || e->size != sp->npages << PA_PAGE_SHIFT ||
+                    b != p->first_large_bin + large_bin_of_pages(sp->npages))
                     broken++;
             }
         }
@@ -950,17 +950,17 @@ static size_t check_locked(const pa_pool_impl_t *p) {
         tc += t[z].cached;
         alloc += t[z].allocated;
         req += t[z].requested;
-        if (t[z].live != (size_t)(p->z[z].allocs - p->z[z].frees) || t[z].allocated != p->z[z].allocated ||
-            t[z].requested != p->z[z].requested || t[z].cached != p->z[z].cached ||
-            zc[z] != p->z[z].cached || zres[z] != p->z[z].reserved)
+        if (t[z].live != (size_t)(p->zone[z].allocs - p->zone[z].frees) || t[z].allocated != p->zone[z].allocated ||
+            t[z].requested != p->zone[z].requested || t[z].cached != p->zone[z].cached ||
+            zc[z] != p->zone[z].cached || zres[z] != p->zone[z].reserved)
             broken++;
-        if (p->z[z].peak_requested < p->z[z].requested ||
-            p->z[z].peak_allocated < p->z[z].allocated)
+        if (p->zone[z].peak_requested < p->zone[z].requested ||
+            p->zone[z].peak_allocated < p->zone[z].allocated)
             broken++;
     }
     if (tn != ncached || tc != cached || cached != p->cached) broken++;
     if (alloc != p->allocated || req != p->requested) broken++;
-    if (zres[0] + zres[1] + zres[2] + p->heap_free != p->reserved) broken++;
+    if (zres[0] + zres[1] + zres[2] + p->heap_free_bytes != p->reserved) broken++;
     if (p->peak_requested < p->requested || p->peak_allocated < p->allocated) broken++;
     if (p->requested > p->allocated) broken++;
     return broken;
@@ -981,7 +981,7 @@ pa_status_t pa_pool_walk(pa_pool_t *h, pa_pool_walker_t fn, void *ctx) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     int stop = 0;
-    for (const pa_chunkd_t *c = p->chunks; c && !stop; c = c->next) {
+    for (const pa_heap_chunk_t *c = p->chunks; c && !stop; c = c->next) {
         uintptr_t a = c->base, end = c->base + c->size;
         while (a < end && !stop) {
             pa_span_t *sp = _pa_map_lookup(p, a);
@@ -993,13 +993,13 @@ pa_status_t pa_pool_walk(pa_pool_t *h, pa_pool_walker_t fn, void *ctx) {
             } else {
                 pa_pool_block_t b;
                 b.ptr = (void *)sp->start;
-                b.size = sp->npages << PA_PG_SHIFT;
+                b.size = sp->npages << PA_PAGE_SHIFT;
                 b.zone = PA_ZONE_LARGE;
                 b.state = sp->kind == PA_SPAN_FREE ? PA_BLOCK_FREE : sp->state;
                 b.requested = b.state == PA_BLOCK_LIVE ? sp->requested : 0;
                 stop = fn(&b, ctx);
             }
-            a += sp->npages << PA_PG_SHIFT;
+            a += sp->npages << PA_PAGE_SHIFT;
         }
     }
     spin_unlock(&h->lock);

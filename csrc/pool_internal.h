@@ -10,21 +10,20 @@
 
 #include "internal.h"
 
-/* The page heap works in 4 KiB pages; the pool granularity is at most
- * one page so every span start is aligned for any block. */
-#define PA_PG_SHIFT 12
-#define PA_PG ((size_t)1 << PA_PG_SHIFT)
+/* The page heap works in 4 KiB pages (PA_PAGE_SIZE, internal.h); the pool
+ * granularity is at most one page so every span start is aligned for any
+ * block. */
 #define PA_ADDR_BITS 48 /* user-space addresses the page map covers */
 #define PA_MAP_L2_BITS 18
-#define PA_MAP_L1_BITS (PA_ADDR_BITS - PA_PG_SHIFT - PA_MAP_L2_BITS)
-#define PA_HEAP_EXACT 128 /* exact free lists for spans of 1..127 pages */
-#define PA_MAX_ORDER 48
+#define PA_MAP_L1_BITS (PA_ADDR_BITS - PA_PAGE_SHIFT - PA_MAP_L2_BITS)
+#define PA_HEAP_EXACT_PAGES 128 /* exact free lists for spans of 1..127 pages */
+#define PA_BUDDY_ORDERS 48
 #define PA_LARGE_BINS 192 /* 4 cache bins per doubling of the page count */
-#define PA_BIG_CLASS ((size_t)1 << 31) /* slab / buddy blocks stay below */
+#define PA_ZONE_BLOCK_MAX ((size_t)1 << 31) /* slab / buddy blocks stay below */
 
 enum { PA_SPAN_UNUSED = 0, PA_SPAN_FREE, PA_SPAN_LARGE, PA_SPAN_SLAB, PA_SPAN_BUDDY };
 
-struct pa_chunkd;
+struct pa_heap_chunk;
 
 /* A run of pages inside one chunk.  Descriptors are recycled but never
  * returned to libc before the pool dies, so a stale page-map entry always
@@ -34,39 +33,39 @@ typedef struct pa_span {
     size_t npages;           /* 0 while the descriptor is unused         */
     struct pa_span *next;    /* FREE: heap free list; UNUSED: desc list  */
     struct pa_span *prev;
-    struct pa_chunkd *chunk; /* the chunk the span lies in               */
-    void *owner;             /* SLAB: pa_slab_t*, BUDDY: pa_region_t*    */
+    struct pa_heap_chunk *chunk; /* the chunk the span lies in               */
+    void *owner;             /* SLAB: pa_slab_t*, BUDDY: pa_buddy_region_t*    */
     size_t requested;        /* LARGE + LIVE: bytes asked for            */
     uint8_t kind;            /* PA_SPAN_*                                */
     uint8_t state;           /* LARGE: PA_BLOCK_LIVE / PA_BLOCK_CACHED   */
 } pa_span_t;
 
 /* One mapping obtained from the backend, or the pool's reservation. */
-typedef struct pa_chunkd {
+typedef struct pa_heap_chunk {
     uintptr_t base;
-    size_t size;              /* bytes mapped (multiple of PA_PG); for the
+    size_t size;              /* bytes mapped (multiple of PA_PAGE_SIZE); for the
                                  reservation: the committed prefix         */
-    struct pa_chunkd *next, *prev;
+    struct pa_heap_chunk *next, *prev;
     int decommitted;          /* on the spare list (RELEASE_DECOMMIT)     */
-    int resv;                 /* the reservation (p->resv)                */
-    size_t cap;               /* reservation: bytes of address space      */
-} pa_chunkd_t;
+    int is_reservation;       /* the reservation (p->reservation)         */
+    size_t address_space;     /* reservation: bytes of address space      */
+} pa_heap_chunk_t;
 
 /* A slab: one span cut into equal slots of one size class. */
 typedef struct pa_slab {
     uintptr_t start;          /* == span->start (one load less per use)  */
     pa_span_t *span;
     struct pa_slab *next, *prev; /* the class's partial list              */
-    uint32_t cls;
+    uint32_t class_index;
     uint32_t nblocks;
-    uint32_t nfree;           /* FREE slots == entries on `stack`         */
+    uint32_t nfree;           /* FREE slots == entries on `free_stack`    */
     uint32_t nlive;           /* LIVE slots (CACHED = the rest)           */
     int in_partial;
-    uint64_t magic;           /* == cls magic / size: no class load on */
-    size_t size;              /* the free path                          */
+    uint64_t div_magic;       /* == class div_magic / size: no class    */
+    size_t size;              /* load on the free path                  */
     uint32_t *slot;           /* per slot: PA_SLOT(state, requested): one
                                  word, one cache line per access          */
-    uint16_t *stack;          /* LIFO of FREE slot indices                */
+    uint16_t *free_stack;     /* LIFO of FREE slot indices                */
 } pa_slab_t;
 
 #define PA_SLOT_MAX_REQ ((uint32_t)0x3FFFFFFF) /* slab classes stay below */
@@ -74,71 +73,71 @@ typedef struct pa_slab {
 #define PA_SLOT_STATE(w) ((int)((w) >> 30))
 #define PA_SLOT_REQ(w) ((w) & PA_SLOT_MAX_REQ)
 
-typedef struct pa_sclass {
+typedef struct pa_slab_class {
     size_t size;              /* slot bytes                               */
     size_t slab_bytes;        /* span bytes per slab                      */
     uint32_t nblocks;         /* slots per slab                           */
-    uint64_t magic;           /* offset * magic >> 40 == offset / size    */
+    uint64_t div_magic;       /* offset * div_magic >> 40 == offset / size */
     pa_slab_t *partial;       /* slabs with FREE slots (not the spare)    */
     pa_slab_t *spare;         /* one empty slab kept (NULL: none)         */
-    pa_slab_t *meta_free;     /* recycled metadata of released slabs      */
+    pa_slab_t *recycled;      /* recycled metadata of released slabs      */
     size_t nslabs;
-} pa_sclass_t;
+} pa_slab_class_t;
 
 /* A buddy region: one span of 2^order bytes. */
-typedef struct pa_region {
+typedef struct pa_buddy_region {
     pa_span_t *span;
     uintptr_t base;
     unsigned order;
-    unsigned umin;            /* log2 of the tag unit (a dedicated region
+    unsigned unit_shift;      /* log2 of the tag unit (a dedicated region
                                  holding one block has a single unit)    */
     size_t free_bytes;        /* bytes in FREE blocks                     */
-    uint64_t *tag;            /* per min unit at a block start: order |
+    uint64_t *tags;           /* per unit at a block start: order |
                                  state << 6, and for a LIVE block the
                                  requested bytes << 32; 0 inside a block  */
-    struct pa_region *next, *prev;
-} pa_region_t;
+    struct pa_buddy_region *next, *prev;
+} pa_buddy_region_t;
 
 /* In-band node of a FREE buddy block. */
-typedef struct pa_bnode {
-    struct pa_bnode *next, *prev;
-} pa_bnode_t;
+typedef struct pa_buddy_node {
+    struct pa_buddy_node *next, *prev;
+} pa_buddy_node_t;
 
 #define PA_TAG(order, state) ((uint8_t)((order) | ((state) << 6)))
 #define PA_TAG_ORDER(t) ((unsigned)((t) & 63))
 #define PA_TAG_STATE(t) ((int)((t) >> 6))
-#define PA_TAG_FREE 3 /* state value of a FREE buddy block in a tag      */
+#define PA_TAG_STATE_FREE 3 /* state value of a FREE buddy block in a tag      */
 #define PA_TAG_LIVE(order, req) (PA_TAG(order, PA_BLOCK_LIVE) | ((uint64_t)(req) << 32))
 #define PA_TAG_REQ(t) ((uint32_t)((t) >> 32))
 
-typedef struct pa_centry {
+typedef struct pa_cache_entry {
     void *ptr;
-    void *desc;               /* slab: pa_slab_t*, buddy: pa_region_t*,
+    void *owner;              /* slab: pa_slab_t*, buddy: pa_buddy_region_t*,
                                  large: pa_span_t*                        */
     size_t size;              /* block bytes                              */
-} pa_centry_t;
+} pa_cache_entry_t;
 
 /* A deferred-reclamation cache: a LIFO stack per bin. */
-typedef struct pa_bin {
-    pa_centry_t *e;
-    uint32_t n, cap;
-} pa_bin_t;
+typedef struct pa_cache_bin {
+    pa_cache_entry_t *entries;
+    uint32_t count, cap;
+} pa_cache_bin_t;
 
-typedef struct pa_zstat {
+typedef struct pa_zone_counters {
     size_t requested, allocated, reserved, cached;
     size_t peak_requested, peak_allocated; /* live = allocs - frees:
                                  alloc and free write disjoint counters */
-    uint64_t allocs, frees, hits;
-} pa_zstat_t;
+    uint64_t allocs, frees, cache_hits;
+} pa_zone_counters_t;
 
 typedef struct pa_pool_impl {
     /* configuration (fixed after create except limit / watermarks) */
-    size_t gran;
-    unsigned gran_shift;
+    size_t granularity;
+    unsigned granularity_shift;
     pa_pool_mode_t mode;
     pa_growth_t growth;
     pa_release_t release;
-    size_t chunk_size, limit, high, low, budget;
+    size_t chunk_size, limit, high_watermark, low_watermark, cache_budget;
     size_t slab_max;          /* largest size served by slabs             */
     size_t buddy_max;         /* largest size served by the buddy zone    */
     pa_backend_t backend;
@@ -147,55 +146,55 @@ typedef struct pa_pool_impl {
     pa_span_t ***map;
 
     /* page heap */
-    pa_span_t *exact[PA_HEAP_EXACT];
-    uint64_t exact_mask[PA_HEAP_EXACT / 64];
-    pa_span_t *big;           /* free spans of >= PA_HEAP_EXACT pages     */
-    pa_chunkd_t *chunks;      /* committed chunks                         */
-    pa_chunkd_t *spares;      /* decommitted chunks (RELEASE_DECOMMIT)    */
-    pa_chunkd_t *resv;        /* one reserved range grown at its end (on
+    pa_span_t *free_by_pages[PA_HEAP_EXACT_PAGES];
+    uint64_t free_by_pages_mask[PA_HEAP_EXACT_PAGES / 64];
+    pa_span_t *free_big;      /* free spans of >= PA_HEAP_EXACT_PAGES pages */
+    pa_heap_chunk_t *chunks;      /* committed chunks                         */
+    pa_heap_chunk_t *spares;      /* decommitted chunks (RELEASE_DECOMMIT)    */
+    pa_heap_chunk_t *reservation; /* one reserved range grown at its end (on
                                  p->chunks while its committed size > 0);
                                  NULL: separate chunks only               */
-    size_t nchunks, heap_free, last_grow;
+    size_t nchunks, heap_free_bytes, last_grow;
     size_t reserved, peak_reserved;
-    pa_span_t *desc_free;     /* unused span descriptors                  */
-    void **desc_blocks;       /* malloc'd descriptor arrays               */
-    size_t ndesc_blocks, cap_desc_blocks;
+    pa_span_t *unused_descs;  /* unused span descriptors                  */
+    void **desc_arrays;       /* malloc'd descriptor arrays               */
+    size_t ndesc_arrays, desc_arrays_cap;
 
     /* slab zone */
-    pa_sclass_t *cls;
-    size_t ncls;
-    uint16_t *cls_of;         /* (size-1) >> gran_shift -> class          */
-    size_t nspares;           /* classes holding a spare empty slab       */
-    size_t cls_of_n;
+    pa_slab_class_t *classes;
+    size_t nclasses;
+    uint16_t *class_of;       /* (size-1) >> granularity_shift -> class   */
+    size_t nspare_slabs;      /* classes holding a spare empty slab       */
+    size_t class_of_len;
 
     /* buddy zone */
-    pa_bnode_t *bfree[PA_MAX_ORDER];
-    uint64_t bmask;           /* bit k: bfree[k] nonempty                 */
-    unsigned bmin;            /* log2 of the smallest block               */
-    unsigned border;          /* log2 of a default region                 */
-    pa_region_t *regions;
+    pa_buddy_node_t *buddy_free[PA_BUDDY_ORDERS];
+    uint64_t buddy_free_mask; /* bit k: buddy_free[k] nonempty            */
+    unsigned buddy_min_order; /* log2 of the smallest block               */
+    unsigned region_order;    /* log2 of a default region                 */
+    pa_buddy_region_t *regions;
     size_t nregions;
-    pa_region_t *bspare;      /* one empty default region kept (its whole
-                                 block on bfree[border])                 */
-    pa_region_t *rfree[PA_MAX_ORDER]; /* recycled region metadata        */
+    pa_buddy_region_t *spare_region; /* one empty default region kept (its
+                                 whole block on buddy_free[region_order]) */
+    pa_buddy_region_t *recycled_regions[PA_BUDDY_ORDERS]; /* by order     */
 
     /* deferred caches: slab classes, then buddy orders, then large */
-    pa_bin_t *bins;
-    size_t nbins, bin_buddy0, bin_large0;
+    pa_cache_bin_t *bins;
+    size_t nbins, first_buddy_bin, first_large_bin;
     size_t cached;
-    uint64_t *nonempty;       /* bit b set: bins[b] holds entries         */
+    uint64_t *nonempty_bins;  /* bit b set: bins[b] holds entries         */
 
     /* statistics */
-    pa_zstat_t z[PA_ZONE_COUNT];
+    pa_zone_counters_t zone[PA_ZONE_COUNT];
     size_t requested, allocated;      /* live/allocs/frees: zone sums  */
     size_t peak_requested, peak_allocated;
     uint64_t failures, trims, grows, reclaims;
 } pa_pool_impl_t;
 
 /* Tallies gathered by the check functions. */
-typedef struct pa_tally {
+typedef struct pa_check_tally {
     size_t live, allocated, requested, cached, ncached, free_bytes, largest_free;
-} pa_tally_t;
+} pa_check_tally_t;
 
 /* pool.c: a span of `npages` for a zone: heap, else reclaim, else grow. */
 pa_span_t *_pa_pool_get_span(pa_pool_impl_t *p, size_t npages, pa_status_t *st);
@@ -222,12 +221,12 @@ size_t _pa_heap_check(const pa_pool_impl_t *p);
 int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg);
 void _pa_slab_destroy(pa_pool_impl_t *p);
 size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size);
-void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab,
+void *_pa_slab_alloc(pa_pool_impl_t *p, size_t class_index, size_t req, pa_slab_t **slab,
                      pa_status_t *st);
 void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx);
 /* Give every class's spare empty slab back to the page heap. */
 void _pa_slab_drop_spares(pa_pool_impl_t *p);
-size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally_t *t);
+size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_check_tally_t *t);
 size_t _pa_slab_check_classes(const pa_pool_impl_t *p);
 int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t fn,
                   void *ctx);
@@ -236,15 +235,15 @@ int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t 
 int _pa_buddy_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg);
 void _pa_buddy_destroy(pa_pool_impl_t *p);
 void *_pa_buddy_alloc(pa_pool_impl_t *p, unsigned order, size_t req,
-                      pa_region_t **region, pa_status_t *st);
-void _pa_buddy_release(pa_pool_impl_t *p, pa_region_t *r, uintptr_t addr);
+                      pa_buddy_region_t **region, pa_status_t *st);
+void _pa_buddy_release(pa_pool_impl_t *p, pa_buddy_region_t *r, uintptr_t addr);
 /* Give the spare empty region back to the page heap. */
 void _pa_buddy_drop_spare(pa_pool_impl_t *p);
 size_t _pa_buddy_largest_free(const pa_pool_impl_t *p);
-size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_region_t *r,
-                              pa_tally_t *t);
+size_t _pa_buddy_check_region(const pa_pool_impl_t *p, const pa_buddy_region_t *r,
+                              pa_check_tally_t *t);
 size_t _pa_buddy_check_lists(const pa_pool_impl_t *p);
-int _pa_buddy_walk(const pa_pool_impl_t *p, const pa_region_t *r, pa_pool_walker_t fn,
+int _pa_buddy_walk(const pa_pool_impl_t *p, const pa_buddy_region_t *r, pa_pool_walker_t fn,
                    void *ctx);
 
 static inline unsigned _pa_log2_floor(size_t x) {
@@ -267,7 +266,7 @@ static inline unsigned _pa_log2_ceil(size_t x) {
 
 static inline uintptr_t _pa_map_entry(const pa_pool_impl_t *p, uintptr_t addr) {
     if (pa_unlikely(addr >> PA_ADDR_BITS)) return 0;
-    uintptr_t pg = addr >> PA_PG_SHIFT;
+    uintptr_t pg = addr >> PA_PAGE_SHIFT;
     pa_span_t **leaf = p->map[pg >> PA_MAP_L2_BITS];
     if (pa_unlikely(!leaf)) return 0;
     return (uintptr_t)leaf[pg & (((uintptr_t)1 << PA_MAP_L2_BITS) - 1)];
@@ -276,7 +275,7 @@ static inline uintptr_t _pa_map_entry(const pa_pool_impl_t *p, uintptr_t addr) {
 static inline pa_span_t *_pa_map_decode(uintptr_t e) {
     switch (e & PA_MAP_TAG_MASK) {
     case PA_MAP_TAG_SLAB: return ((pa_slab_t *)(e & ~PA_MAP_TAG_MASK))->span;
-    case PA_MAP_TAG_REGION: return ((pa_region_t *)(e & ~PA_MAP_TAG_MASK))->span;
+    case PA_MAP_TAG_REGION: return ((pa_buddy_region_t *)(e & ~PA_MAP_TAG_MASK))->span;
     default: return (pa_span_t *)e;
     }
 }
@@ -285,7 +284,7 @@ static inline pa_span_t *_pa_map_decode(uintptr_t e) {
  * Reads only the page map and descriptors: safe for any address. */
 static inline pa_span_t *_pa_map_lookup(const pa_pool_impl_t *p, uintptr_t addr) {
     pa_span_t *s = _pa_map_decode(_pa_map_entry(p, addr));
-    if (!s || addr < s->start || ((addr - s->start) >> PA_PG_SHIFT) >= s->npages) return NULL;
+    if (!s || addr < s->start || ((addr - s->start) >> PA_PAGE_SHIFT) >= s->npages) return NULL;
     return s;
 }
 
@@ -294,15 +293,15 @@ static inline uint32_t _pa_slab_index(const pa_pool_impl_t *p, const pa_slab_t *
                                       uintptr_t addr, int *exact) {
     (void)p;
     uint64_t off = addr - s->start;
-    uint64_t idx = s->magic ? (off * s->magic) >> 40 : 0;
+    uint64_t idx = s->div_magic ? (off * s->div_magic) >> 40 : 0;
     *exact = idx < s->nblocks && idx * s->size == off;
     return (uint32_t)idx;
 }
 
 /* The slab class of a size in (0, slab_max]. */
 static inline size_t _pa_slab_class_of(const pa_pool_impl_t *p, size_t size) {
-    size_t i = (size - 1) >> p->gran_shift;
-    if (pa_likely(i < p->cls_of_n)) return p->cls_of[i];
+    size_t i = (size - 1) >> p->granularity_shift;
+    if (pa_likely(i < p->class_of_len)) return p->class_of[i];
     return _pa_slab_class_search(p, size);
 }
 

@@ -42,17 +42,17 @@ static int add_class(size_t *sizes, size_t *n, size_t cap, size_t v) {
 int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg) {
     size_t sizes[512], n = 0;
     size_t slab_size = cfg->slab_size ? cfg->slab_size : (size_t)64 << 10;
-    if (slab_size % PA_PG || slab_size > ((size_t)512 << 10)) return -1;
+    if (slab_size % PA_PAGE_SIZE || slab_size > ((size_t)512 << 10)) return -1;
     if (p->mode == PA_POOL_BUDDY_ONLY) {
         p->slab_max = 0;
-        p->ncls = 0;
+        p->nclasses = 0;
         return 0;
     }
     if (cfg->num_classes) {
         if (cfg->num_classes > PA_POOL_MAX_CLASSES) return -1;
         for (size_t i = 0; i < cfg->num_classes; i++) {
             size_t v = cfg->classes[i];
-            if (v == 0 || v % p->gran || v > PA_SLOT_MAX_REQ) return -1;
+            if (v == 0 || v % p->granularity || v > PA_SLOT_MAX_REQ) return -1;
             if (i && v <= cfg->classes[i - 1]) return -1;
             sizes[n++] = v;
         }
@@ -61,57 +61,57 @@ int _pa_slab_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg) {
         if (per != 1 && per != 2 && per != 4 && per != 8) return -1;
         size_t max = p->mode == PA_POOL_SLAB_ONLY ? (size_t)PA_SLOT_MAX_REQ / 2 + 1
                      : (cfg->slab_max ? cfg->slab_max : 4096);
-        if (max < p->gran) max = p->gran;
-        for (size_t pw = p->gran; pw <= max; pw *= 2) {
-            size_t step = pw / per < p->gran ? p->gran : pw / per;
+        if (max < p->granularity) max = p->granularity;
+        for (size_t pw = p->granularity; pw <= max; pw *= 2) {
+            size_t step = pw / per < p->granularity ? p->granularity : pw / per;
             for (size_t v = pw; v < 2 * pw && v <= max; v += step)
                 if (add_class(sizes, &n, 512, v) != 0) return -1;
         }
         /* a slab_max between classes becomes the last class */
         if (n && sizes[n - 1] < max) {
             size_t top;
-            if (!_pa_align_up(max, p->gran, &top) || add_class(sizes, &n, 512, top) != 0)
+            if (!_pa_align_up(max, p->granularity, &top) || add_class(sizes, &n, 512, top) != 0)
                 return -1;
         }
     }
-    p->cls = calloc(n, sizeof(pa_sclass_t));
-    if (!p->cls) return -1;
-    p->ncls = n;
+    p->classes = calloc(n, sizeof(pa_slab_class_t));
+    if (!p->classes) return -1;
+    p->nclasses = n;
     for (size_t i = 0; i < n; i++) {
-        pa_sclass_t *c = &p->cls[i];
+        pa_slab_class_t *c = &p->classes[i];
         c->size = sizes[i];
         size_t nb = slab_size / c->size;
         if (nb == 0) nb = 1;
         if (nb > 65535) nb = 65535;
         c->nblocks = (uint32_t)nb;
-        if (!_pa_align_up(nb * c->size, PA_PG, &c->slab_bytes)) return -1;
-        c->magic = nb > 1 ? ((uint64_t)1 << 40) / c->size + 1 : 0;
+        if (!_pa_align_up(nb * c->size, PA_PAGE_SIZE, &c->slab_bytes)) return -1;
+        c->div_magic = nb > 1 ? ((uint64_t)1 << 40) / c->size + 1 : 0;
     }
     p->slab_max = sizes[n - 1];
     size_t tmax = p->slab_max < TABLE_MAX ? p->slab_max : TABLE_MAX;
-    p->cls_of_n = tmax >> p->gran_shift;
-    p->cls_of = malloc(p->cls_of_n * sizeof(uint16_t));
-    if (!p->cls_of) return -1;
+    p->class_of_len = tmax >> p->granularity_shift;
+    p->class_of = malloc(p->class_of_len * sizeof(uint16_t));
+    if (!p->class_of) return -1;
     size_t k = 0;
-    for (size_t i = 0; i < p->cls_of_n; i++) {
-        size_t sz = (i + 1) << p->gran_shift;
-        while (p->cls[k].size < sz) k++;
-        p->cls_of[i] = (uint16_t)k;
+    for (size_t i = 0; i < p->class_of_len; i++) {
+        size_t sz = (i + 1) << p->granularity_shift;
+        while (p->classes[k].size < sz) k++;
+        p->class_of[i] = (uint16_t)k;
     }
     return 0;
 }
 
 size_t _pa_slab_class_search(const pa_pool_impl_t *p, size_t size) {
-    size_t lo = 0, hi = p->ncls - 1;
+    size_t lo = 0, hi = p->nclasses - 1;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (p->cls[mid].size < size) lo = mid + 1;
+        if (p->classes[mid].size < size) lo = mid + 1;
         else hi = mid;
     }
     return lo;
 }
 
-static void partial_insert(pa_sclass_t *c, pa_slab_t *s) {
+static void partial_insert(pa_slab_class_t *c, pa_slab_t *s) {
     s->prev = NULL;
     s->next = c->partial;
     if (c->partial) c->partial->prev = s;
@@ -119,7 +119,7 @@ static void partial_insert(pa_sclass_t *c, pa_slab_t *s) {
     s->in_partial = 1;
 }
 
-static void partial_remove(pa_sclass_t *c, pa_slab_t *s) {
+static void partial_remove(pa_slab_class_t *c, pa_slab_t *s) {
     if (s->prev) s->prev->next = s->next;
     else c->partial = s->next;
     if (s->next) s->next->prev = s->prev;
@@ -127,14 +127,14 @@ static void partial_remove(pa_sclass_t *c, pa_slab_t *s) {
     s->in_partial = 0;
 }
 
-static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
-    pa_sclass_t *c = &p->cls[cls];
+static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t class_index, pa_status_t *st) {
+    pa_slab_class_t *c = &p->classes[class_index];
     size_t nb = c->nblocks;
-    pa_slab_t *s = c->meta_free;
+    pa_slab_t *s = c->recycled;
     if (s) {
         /* recycled: every slot is FREE (0) and the stack holds every
          * index (any order is a valid LIFO) */
-        c->meta_free = s->next;
+        c->recycled = s->next;
     } else {
         s = malloc(sizeof(*s) + nb * (sizeof(uint32_t) + sizeof(uint16_t)));
         if (!s) {
@@ -142,22 +142,22 @@ static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
             return NULL;
         }
         s->slot = (uint32_t *)(s + 1);
-        s->stack = (uint16_t *)(s->slot + nb);
+        s->free_stack = (uint16_t *)(s->slot + nb);
         memset(s->slot, 0, nb * sizeof(uint32_t)); /* PA_SLOT(FREE, 0) */
-        for (size_t i = 0; i < nb; i++) s->stack[i] = (uint16_t)(nb - 1 - i);
+        for (size_t i = 0; i < nb; i++) s->free_stack[i] = (uint16_t)(nb - 1 - i);
     }
-    s->cls = (uint32_t)cls;
+    s->class_index = (uint32_t)class_index;
     s->nblocks = 0; /* not a slab until it has a span */
     s->span = NULL;
-    pa_span_t *sp = _pa_pool_get_span(p, c->slab_bytes >> PA_PG_SHIFT, st);
+    pa_span_t *sp = _pa_pool_get_span(p, c->slab_bytes >> PA_PAGE_SHIFT, st);
     if (!sp) {
-        s->next = c->meta_free;
-        c->meta_free = s;
+        s->next = c->recycled;
+        c->recycled = s;
         return NULL;
     }
     s->span = sp;
     s->start = sp->start;
-    s->magic = c->magic;
+    s->div_magic = c->div_magic;
     s->size = c->size;
     s->nblocks = (uint32_t)nb;
     s->nfree = (uint32_t)nb;
@@ -170,26 +170,26 @@ static pa_slab_t *slab_new(pa_pool_impl_t *p, size_t cls, pa_status_t *st) {
     _pa_map_set_owner(p, sp, (uintptr_t)s | PA_MAP_TAG_SLAB, nb > 1);
     partial_insert(c, s);
     c->nslabs++;
-    p->z[PA_ZONE_SLAB].reserved += c->slab_bytes;
+    p->zone[PA_ZONE_SLAB].reserved += c->slab_bytes;
     return s;
 }
 
-void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab,
+void *_pa_slab_alloc(pa_pool_impl_t *p, size_t class_index, size_t req, pa_slab_t **slab,
                      pa_status_t *st) {
-    pa_sclass_t *c = &p->cls[cls];
+    pa_slab_class_t *c = &p->classes[class_index];
     pa_slab_t *s = c->partial;
     if (!s) {
         s = c->spare;
         if (s) {
             c->spare = NULL;
-            p->nspares--;
+            p->nspare_slabs--;
             partial_insert(c, s);
         } else {
-            s = slab_new(p, cls, st);
+            s = slab_new(p, class_index, st);
             if (!s) return NULL;
         }
     }
-    uint32_t idx = s->stack[--s->nfree];
+    uint32_t idx = s->free_stack[--s->nfree];
     s->slot[idx] = PA_SLOT(PA_BLOCK_LIVE, req);
     s->nlive++;
     if (s->nfree == 0) partial_remove(c, s);
@@ -200,27 +200,27 @@ void *_pa_slab_alloc(pa_pool_impl_t *p, size_t cls, size_t req, pa_slab_t **slab
 /* An empty slab goes back to the heap; its metadata to the recycle list
  * (interior page-map entries stay stale: see pool_internal.h). */
 static void slab_free(pa_pool_impl_t *p, pa_slab_t *s) {
-    pa_sclass_t *c = &p->cls[s->cls];
+    pa_slab_class_t *c = &p->classes[s->class_index];
     pa_span_t *sp = s->span;
     if (s->in_partial) partial_remove(c, s);
     c->nslabs--;
-    p->z[PA_ZONE_SLAB].reserved -= c->slab_bytes;
+    p->zone[PA_ZONE_SLAB].reserved -= c->slab_bytes;
     s->nblocks = 0; /* a stale tagged entry validates nothing */
     s->span = NULL;
-    s->next = c->meta_free;
-    c->meta_free = s;
+    s->next = c->recycled;
+    c->recycled = s;
     _pa_heap_free(p, sp);
 }
 
 void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
-    pa_sclass_t *c = &p->cls[s->cls];
+    pa_slab_class_t *c = &p->classes[s->class_index];
     s->slot[idx] = PA_SLOT(PA_BLOCK_FREE, 0);
-    s->stack[s->nfree++] = (uint16_t)idx;
+    s->free_stack[s->nfree++] = (uint16_t)idx;
     if (s->nfree == s->nblocks) {
         if (!c->spare) {
             if (s->in_partial) partial_remove(c, s);
             c->spare = s;
-            p->nspares++;
+            p->nspare_slabs++;
             return;
         }
         slab_free(p, s);
@@ -230,11 +230,11 @@ void _pa_slab_release(pa_pool_impl_t *p, pa_slab_t *s, uint32_t idx) {
 }
 
 void _pa_slab_drop_spares(pa_pool_impl_t *p) {
-    for (size_t k = 0; k < p->ncls && p->nspares; k++) {
-        pa_slab_t *s = p->cls[k].spare;
+    for (size_t k = 0; k < p->nclasses && p->nspare_slabs; k++) {
+        pa_slab_t *s = p->classes[k].spare;
         if (s) {
-            p->cls[k].spare = NULL;
-            p->nspares--;
+            p->classes[k].spare = NULL;
+            p->nspare_slabs--;
             slab_free(p, s);
         }
     }
@@ -243,31 +243,31 @@ void _pa_slab_drop_spares(pa_pool_impl_t *p) {
 void _pa_slab_destroy(pa_pool_impl_t *p) {
     /* live slabs are freed through the chunks (pool.c); here the spares'
      * and the recycled metadata */
-    for (size_t k = 0; k < p->ncls; k++) {
-        for (pa_slab_t *s = p->cls[k].meta_free; s;) {
+    for (size_t k = 0; k < p->nclasses; k++) {
+        for (pa_slab_t *s = p->classes[k].recycled; s;) {
             pa_slab_t *n = s->next;
             free(s);
             s = n;
         }
-        p->cls[k].meta_free = NULL;
+        p->classes[k].recycled = NULL;
     }
-    free(p->cls);
-    free(p->cls_of);
-    p->cls = NULL;
-    p->cls_of = NULL;
-    p->ncls = 0;
+    free(p->classes);
+    free(p->class_of);
+    p->classes = NULL;
+    p->class_of = NULL;
+    p->nclasses = 0;
 }
 
-size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally_t *t) {
+size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_check_tally_t *t) {
     size_t broken = 0;
-    if (s->cls >= p->ncls) return 1;
-    const pa_sclass_t *c = &p->cls[s->cls];
-    if (s->nblocks != c->nblocks || (s->span->npages << PA_PG_SHIFT) != c->slab_bytes ||
-        s->start != s->span->start || s->size != c->size || s->magic != c->magic)
+    if (s->class_index >= p->nclasses) return 1;
+    const pa_slab_class_t *c = &p->classes[s->class_index];
+    if (s->nblocks != c->nblocks || (s->span->npages << PA_PAGE_SHIFT) != c->slab_bytes ||
+        s->start != s->span->start || s->size != c->size || s->div_magic != c->div_magic)
         broken++;
     for (size_t pg = 0; pg < s->span->npages; pg++)
         if ((s->nblocks > 1 || pg == 0 || pg + 1 == s->span->npages) &&
-            _pa_map_entry(p, s->start + (pg << PA_PG_SHIFT)) != ((uintptr_t)s | PA_MAP_TAG_SLAB))
+            _pa_map_entry(p, s->start + (pg << PA_PAGE_SHIFT)) != ((uintptr_t)s | PA_MAP_TAG_SLAB))
             broken++;
     size_t nfree = 0, nlive = 0;
     for (uint32_t i = 0; i < s->nblocks; i++) {
@@ -300,41 +300,41 @@ size_t _pa_slab_check_slab(const pa_pool_impl_t *p, const pa_slab_t *s, pa_tally
         broken++;
     }
     for (uint32_t i = 0; i < s->nfree && i < s->nblocks; i++)
-        if (s->stack[i] >= s->nblocks || PA_SLOT_STATE(s->slot[s->stack[i]]) != PA_BLOCK_FREE)
+        if (s->free_stack[i] >= s->nblocks || PA_SLOT_STATE(s->slot[s->free_stack[i]]) != PA_BLOCK_FREE)
             broken++;
     return broken;
 }
 
 size_t _pa_slab_check_classes(const pa_pool_impl_t *p) {
     size_t broken = 0, spares = 0;
-    for (size_t k = 0; k < p->ncls; k++) {
-        const pa_sclass_t *c = &p->cls[k];
+    for (size_t k = 0; k < p->nclasses; k++) {
+        const pa_slab_class_t *c = &p->classes[k];
         size_t n = 0;
         const pa_slab_t *prev = NULL;
         for (const pa_slab_t *s = c->partial; s; prev = s, s = s->next) {
-            if (s->cls != k || !s->in_partial || s->prev != prev || s->nfree == 0) broken++;
+            if (s->class_index != k || !s->in_partial || s->prev != prev || s->nfree == 0) broken++;
             if (++n > c->nslabs) return broken + 1;
         }
         spares += c->spare != NULL;
-        if (c->spare && (c->spare->cls != k || c->spare->in_partial ||
+        if (c->spare && (c->spare->class_index != k || c->spare->in_partial ||
                          c->spare->nfree != c->spare->nblocks || !c->spare->span ||
                          c->spare->span->owner != c->spare))
             broken++;
         size_t m = 0;
-        for (const pa_slab_t *s = c->meta_free; s; s = s->next) {
-            if (s->nblocks != 0 || s->cls != k || s->span) broken++;
+        for (const pa_slab_t *s = c->recycled; s; s = s->next) {
+            if (s->nblocks != 0 || s->class_index != k || s->span) broken++;
             if (++m > ((size_t)1 << 32)) return broken + 1;
         }
-        if (k && c->size <= p->cls[k - 1].size) broken++;
-        if (c->size % p->gran) broken++;
+        if (k && c->size <= p->classes[k - 1].size) broken++;
+        if (c->size % p->granularity) broken++;
     }
-    if (spares != p->nspares) broken++;
+    if (spares != p->nspare_slabs) broken++;
     return broken;
 }
 
 int _pa_slab_walk(const pa_pool_impl_t *p, const pa_slab_t *s, pa_pool_walker_t fn,
                   void *ctx) {
-    const pa_sclass_t *c = &p->cls[s->cls];
+    const pa_slab_class_t *c = &p->classes[s->class_index];
     for (uint32_t i = 0; i < s->nblocks; i++) {
         pa_pool_block_t b;
         b.ptr = (void *)(s->span->start + (size_t)i * c->size);
