@@ -59,6 +59,13 @@ static inline size_t _pa_next_pow2(size_t x) {
     return p;
 }
 
+static inline unsigned _pa_log2_floor(size_t x) {
+    return (unsigned)(63 - __builtin_clzll((unsigned long long)x));
+}
+static inline unsigned _pa_log2_ceil(size_t x) {
+    return x <= 1 ? 0 : _pa_log2_floor(x - 1) + 1;
+}
+
 /* os.c */
 void *_pa_backend_map(const pa_backend_t *b, size_t size, size_t align);
 void _pa_backend_unmap(const pa_backend_t *b, void *p, size_t size);

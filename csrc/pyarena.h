@@ -215,7 +215,7 @@ pa_status_t pa_arena_find(const pa_arena_t *arena, const void *ptr,
 size_t pa_arena_check(const pa_arena_t *arena);
 
 /* ------------------------------------------------------------------ */
-/* Work pool (pool.c, slab.c, buddy.c, large.c)                        */
+/* Work pool (pool.c and the files under it, see docs/pool.md)        */
 /* ------------------------------------------------------------------ */
 /* A general-purpose pool for short-lived tensors (activations, scratch):
  * slab size classes for small blocks, a buddy allocator for medium
