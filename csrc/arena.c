@@ -44,7 +44,7 @@ struct pa_arena {
     size_t alignment;      /* granularity                                 */
     size_t chunk_size;     /* first chunk size                            */
     size_t capacity;       /* limit on reserved, 0 = none                 */
-    int growth;
+    pa_growth_t growth;
     int owned;             /* 1 if created by pa_arena_create             */
     pa_chunk_t *cur;       /* newest chunk                                */
     pa_chunk_t *spare;     /* chunks released by rewind/reset, via prev   */
@@ -56,7 +56,6 @@ struct pa_arena {
     size_t count;
     size_t peak;
     uint64_t epoch;        /* bumped by reset: marks from before are stale */
-    pa_status_t last;
     pa_chunk_t static_chunk; /* the single chunk of a static arena        */
 };
 
@@ -64,13 +63,21 @@ static bool valid_alignment(size_t a) {
     return _pa_is_pow2(a) && a >= PA_MIN_ALIGNMENT && a <= PA_MAX_ALIGNMENT;
 }
 
-void pa_arena_config_default(pa_arena_config_t *cfg) {
-    if (!cfg) return;
+pa_status_t pa_arena_config_default(pa_arena_config_t *cfg) {
+    if (!cfg) return PA_ERR_INVALID;
     cfg->alignment = PA_DEFAULT_ALIGNMENT;
     cfg->chunk_size = PA_DEFAULT_CHUNK;
     cfg->capacity = 0;
     cfg->growth = PA_GROW_POW2;
     cfg->backend = NULL;
+    return PA_OK;
+}
+
+/* Store `st` where the caller asked (status may be NULL) and return NULL:
+ * the one failure exit of every allocating call here. */
+static void *fail(pa_status_t *status, pa_status_t st) {
+    if (status) *status = st;
+    return NULL;
 }
 
 /* Map a chunk with at least `usable` bytes, aligned to `align`. */
@@ -103,21 +110,20 @@ static void chunk_unmap(pa_arena_t *a, pa_chunk_t *c) {
     _pa_backend_unmap(&a->backend, c->map, c->map_size);
 }
 
-pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg) {
+pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg, pa_status_t *status) {
     pa_arena_config_t def;
     if (!cfg) {
         pa_arena_config_default(&def);
         cfg = &def;
     }
-    if (!valid_alignment(cfg->alignment)) return NULL;
-    if (cfg->growth < PA_GROW_POW2 || cfg->growth > PA_GROW_NONE) return NULL;
+    if (!valid_alignment(cfg->alignment)) return fail(status, PA_ERR_ALIGN);
+    /* unsigned: a negative value from a binding is out of range too */
+    if ((unsigned)cfg->growth > PA_GROW_NONE) return fail(status, PA_ERR_INVALID);
+    const pa_backend_t *be = cfg->backend ? cfg->backend : pa_backend_default();
+    if (!be->map || !be->unmap) return fail(status, PA_ERR_INVALID);
     pa_arena_t *a = calloc(1, sizeof(*a));
-    if (!a) return NULL;
-    a->backend = cfg->backend ? *cfg->backend : *pa_backend_default();
-    if (!a->backend.map || !a->backend.unmap) {
-        free(a);
-        return NULL;
-    }
+    if (!a) return fail(status, PA_ERR_NOMEM);
+    a->backend = *be;
     a->alignment = cfg->alignment;
     a->chunk_size = cfg->chunk_size ? cfg->chunk_size : PA_DEFAULT_CHUNK;
     a->capacity = cfg->capacity;
@@ -133,27 +139,30 @@ pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg) {
     pa_chunk_t *c = chunk_map(a, usable, a->alignment);
     if (!c) {
         free(a);
-        return NULL;
+        return fail(status, PA_ERR_NOMEM);
     }
     a->cur = c;
     a->nchunks = 1;
     a->epoch = 1;
+    if (status) *status = PA_OK;
     return a;
 }
 
 size_t pa_arena_metadata_size(void) { return sizeof(pa_arena_t); }
 
 pa_arena_t *pa_arena_init_static(void *meta, size_t meta_size, void *buffer,
-                                 size_t size, size_t alignment) {
-    if (!meta || meta_size < sizeof(pa_arena_t) || !buffer) return NULL;
-    if (((uintptr_t)meta & (_Alignof(pa_arena_t) - 1)) != 0) return NULL;
+                                 size_t size, size_t alignment,
+                                 pa_status_t *status) {
+    if (!meta || meta_size < sizeof(pa_arena_t) || !buffer) return fail(status, PA_ERR_INVALID);
+    if (((uintptr_t)meta & (_Alignof(pa_arena_t) - 1)) != 0) return fail(status, PA_ERR_INVALID);
     if (alignment == 0) alignment = PA_DEFAULT_ALIGNMENT;
-    if (!valid_alignment(alignment)) return NULL;
+    if (!valid_alignment(alignment)) return fail(status, PA_ERR_ALIGN);
     uintptr_t b = (uintptr_t)buffer;
-    if (b > UINTPTR_MAX - alignment) return NULL;
+    if (b > UINTPTR_MAX - alignment) return fail(status, PA_ERR_INVALID);
     uintptr_t base = _pa_align_ptr(b, alignment);
     size_t skip = (size_t)(base - b);
-    if (skip >= size || size - skip < alignment) return NULL; /* not one block */
+    if (skip >= size || size - skip < alignment) /* not one block */
+        return fail(status, PA_ERR_INVALID);
     pa_arena_t *a = meta;
     memset(a, 0, sizeof(*a));
     a->backend = *pa_backend_default();
@@ -170,6 +179,7 @@ pa_arena_t *pa_arena_init_static(void *meta, size_t meta_size, void *buffer,
     a->nchunks = 1;
     a->reserved = size;
     a->epoch = 1;
+    if (status) *status = PA_OK;
     return a;
 }
 
@@ -187,8 +197,8 @@ static void drop_chunks_after(pa_arena_t *a, size_t keep) {
     }
 }
 
-size_t pa_arena_trim(pa_arena_t *a) {
-    if (!a) return 0;
+/* Unmap every spare chunk; returns the bytes given back. */
+static size_t unmap_spares(pa_arena_t *a) {
     size_t freed = 0;
     while (a->spare) {
         pa_chunk_t *c = a->spare;
@@ -200,12 +210,21 @@ size_t pa_arena_trim(pa_arena_t *a) {
     return freed;
 }
 
-void pa_arena_destroy(pa_arena_t *a) {
-    if (!a) return;
+pa_status_t pa_arena_trim(pa_arena_t *a, size_t *released) {
+    if (released) *released = 0;
+    if (!a) return PA_ERR_INVALID;
+    size_t freed = unmap_spares(a);
+    if (released) *released = freed;
+    return PA_OK;
+}
+
+pa_status_t pa_arena_destroy(pa_arena_t *a) {
+    if (!a) return PA_ERR_INVALID;
     drop_chunks_after(a, 0);
-    pa_arena_trim(a);
+    unmap_spares(a);
     chunk_unmap(a, a->cur);
     if (a->owned) free(a);
+    return PA_OK;
 }
 
 /* A spare chunk that can hold `bsize` bytes at `align`, unlinked. */
@@ -223,14 +242,10 @@ static pa_chunk_t *take_spare(pa_arena_t *a, size_t bsize, size_t align) {
     return NULL;
 }
 
-static void *fail(pa_arena_t *a, pa_status_t s) {
-    a->last = s;
-    return NULL;
-}
-
 /* Slow path: map a new chunk for a block of `bsize` bytes at `align`. */
-static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t align) {
-    if (a->growth == PA_GROW_NONE) return fail(a, PA_ERR_NOMEM);
+static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t align,
+                            pa_status_t *status) {
+    if (a->growth == PA_GROW_NONE) return fail(status, PA_ERR_NOMEM);
     size_t chunk_align = align > a->alignment ? align : a->alignment;
     size_t want = bsize;
     if (a->growth == PA_GROW_POW2) {
@@ -254,11 +269,11 @@ static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t ali
     if (!c && a->spare) {
         /* Spares too small for this request are dead weight under a
          * capacity: give them back and try once more. */
-        pa_arena_trim(a);
+        unmap_spares(a);
         c = chunk_map(a, want, chunk_align);
         if (!c && want > bsize) c = chunk_map(a, bsize, chunk_align);
     }
-    if (!c) return fail(a, PA_ERR_NOMEM);
+    if (!c) return fail(status, PA_ERR_NOMEM);
     c->prev = a->cur;
     c->index = a->cur->index + 1;
     a->used_before += a->cur->top;
@@ -271,43 +286,39 @@ static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t ali
     a->count++;
     size_t used = a->used_before + c->top;
     if (used > a->peak) a->peak = used;
-    a->last = PA_OK;
+    if (status) *status = PA_OK;
     return (void *)p;
 }
 
-void *pa_arena_alloc(pa_arena_t *a, size_t size, size_t align) {
-    if (pa_unlikely(!a)) return NULL;
+void *pa_arena_alloc(pa_arena_t *a, size_t size, size_t align, pa_status_t *status) {
+    if (pa_unlikely(!a)) return fail(status, PA_ERR_INVALID);
     if (align <= a->alignment) {
-        if (pa_unlikely(align & (align - 1))) return fail(a, PA_ERR_ALIGN);
+        if (pa_unlikely(align & (align - 1))) return fail(status, PA_ERR_ALIGN);
         align = a->alignment;
     } else if (pa_unlikely(!_pa_is_pow2(align) || align > PA_MAX_ALIGNMENT)) {
-        return fail(a, PA_ERR_ALIGN);
+        return fail(status, PA_ERR_ALIGN);
     }
     size_t bsize;
     if (size == 0) {
         bsize = a->alignment;
     } else if (pa_unlikely(!_pa_align_up(size, a->alignment, &bsize))) {
-        return fail(a, PA_ERR_OVERFLOW);
+        return fail(status, PA_ERR_OVERFLOW);
     }
     pa_chunk_t *c = a->cur;
     uintptr_t start = (uintptr_t)c->base + c->top;
     uintptr_t p = _pa_align_ptr(start, align);
     size_t off = (size_t)(p - (uintptr_t)c->base);
     if (pa_unlikely(p < start || off > c->size || bsize > c->size - off))
-        return grow_and_alloc(a, size, bsize, align);
+        return grow_and_alloc(a, size, bsize, align, status);
     c->top = off + bsize;
     a->requested += size;
     a->count++;
     size_t used = a->used_before + c->top;
     if (used > a->peak) a->peak = used;
-    a->last = PA_OK;
+    if (status) *status = PA_OK;
     pa_assert_internal((p & (align - 1)) == 0 && (c->top & (a->alignment - 1)) == 0);
     pa_assert_expensive(pa_arena_check(a) == 0);
     return (void *)p;
-}
-
-pa_status_t pa_arena_last_status(const pa_arena_t *a) {
-    return a ? a->last : PA_ERR_INVALID;
 }
 
 pa_status_t pa_arena_mark(const pa_arena_t *a, pa_arena_mark_t *m) {

@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PA_PAGE_SIZE ((size_t)4096)
+#define PA_PAGE_SHIFT 12
+#define PA_PAGE_SIZE ((size_t)1 << PA_PAGE_SHIFT)
 
 #if defined(__GNUC__)
 #define pa_likely(x) __builtin_expect(!!(x), 1)
@@ -56,6 +57,13 @@ static inline size_t _pa_next_pow2(size_t x) {
     size_t p = 1;
     while (p < x) p <<= 1;
     return p;
+}
+
+static inline unsigned _pa_log2_floor(size_t x) {
+    return (unsigned)(63 - __builtin_clzll((unsigned long long)x));
+}
+static inline unsigned _pa_log2_ceil(size_t x) {
+    return x <= 1 ? 0 : _pa_log2_floor(x - 1) + 1;
 }
 
 /* os.c */

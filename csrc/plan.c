@@ -14,25 +14,18 @@
  * (first at the lower bound, then bisection), each probe bounded by part of
  * the remaining time.  A proof of infeasibility at arena - alignment or a
  * hit on the lower bound makes the result optimal. */
-#define _POSIX_C_SOURCE 200809L
 #include "plan_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-void pa_plan_options_default(pa_plan_options_t *opt) {
-    if (!opt) return;
+pa_status_t pa_plan_options_default(pa_plan_options_t *opt) {
+    if (!opt) return PA_ERR_INVALID;
     opt->strategy = PA_PLAN_BEST;
     opt->alignment = PA_DEFAULT_ALIGNMENT;
     opt->time_limit = 10.0;
     opt->capacity = 0;
-}
-
-double _pa_plan_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return PA_OK;
 }
 
 static bool padded(uint64_t size, uint64_t align, uint64_t *out) {
@@ -294,6 +287,110 @@ static pa_status_t exact_minimise(ctx_t *c, double deadline) {
 
 /* ---- entry point ------------------------------------------------------------ */
 
+/* The arrays pa_plan_assign owns: the normalised instance and two plans. */
+typedef struct {
+    uint64_t *size, *raw, *best, *tmp;
+    int64_t *first, *last;
+} plan_arrays_t;
+
+static bool arrays_alloc(plan_arrays_t *a, size_t n) {
+    size_t m = n ? n : 1;
+    a->size = malloc(m * sizeof(uint64_t));
+    a->raw = malloc(m * sizeof(uint64_t));
+    a->first = malloc(m * sizeof(int64_t));
+    a->last = malloc(m * sizeof(int64_t));
+    a->best = malloc(m * sizeof(uint64_t));
+    a->tmp = malloc(m * sizeof(uint64_t));
+    return a->size && a->raw && a->first && a->last && a->best && a->tmp;
+}
+
+static void arrays_free(plan_arrays_t *a) {
+    free(a->size);
+    free(a->raw);
+    free(a->first);
+    free(a->last);
+    free(a->best);
+    free(a->tmp);
+}
+
+/* Validate the buffers into the instance arrays: sizes padded to `align`,
+ * their total (in *total) checked to fit in int64. */
+static pa_status_t normalise(const pa_plan_buffer_t *bufs, size_t n, uint64_t align,
+                             plan_arrays_t *a, uint64_t *total) {
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].first < 0 || bufs[i].first > bufs[i].last) return PA_ERR_INVALID;
+        if (!padded(bufs[i].size, align, &a->size[i]) ||
+            a->size[i] > (uint64_t)INT64_MAX - *total)
+            return PA_ERR_OVERFLOW;
+        *total += a->size[i];
+        a->raw[i] = bufs[i].size;
+        a->first[i] = bufs[i].first;
+        a->last[i] = bufs[i].last;
+    }
+    return PA_OK;
+}
+
+/* The strategy's heuristic (all three for BEST / EXACT, which set *dense)
+ * into c->best and c->best_arena. */
+static pa_status_t plan_heuristics(ctx_t *c, pa_plan_strategy_t strategy, bool *dense) {
+    pa_status_t st;
+    switch (strategy) {
+    case PA_PLAN_FIRST_FIT:
+        st = _pa_plan_first_fit(&c->in, c->tmp, &c->best_arena);
+        break;
+    case PA_PLAN_GREEDY_BY_SIZE:
+        st = _pa_plan_greedy_size(&c->in, c->tmp, &c->best_arena);
+        break;
+    case PA_PLAN_GREEDY_BY_BREADTH:
+        st = _pa_plan_greedy_breadth(&c->in, c->tmp, &c->best_arena);
+        break;
+    default:
+        *dense = overlap_pairs(c->in.first, c->in.last, c->in.n) > PA_PLAN_DENSE_PAIRS;
+        st = run_heuristics(c, strategy == PA_PLAN_BEST, *dense);
+        break;
+    }
+    if (st == PA_OK && strategy <= PA_PLAN_GREEDY_BY_BREADTH)
+        memcpy(c->best, c->tmp, c->in.n * sizeof(uint64_t));
+    return st;
+}
+
+/* BEST and EXACT: spend the time limit improving c->best (a plain
+ * heuristic, a plan at the lower bound, or EXACT's first fit within the
+ * capacity return at once).  Not PA_OK: stop, with that status. */
+static pa_status_t plan_search(ctx_t *c, const pa_plan_options_t *opt, double t0, double limit,
+                               bool dense) {
+    bool best = opt->strategy == PA_PLAN_BEST, exact = opt->strategy == PA_PLAN_EXACT;
+    uint64_t cap = opt->capacity;
+    double deadline = t0 + limit;
+    bool fits = !cap || c->best_arena <= cap;
+    if (!(best || exact) || c->best_arena <= c->lb || (exact && cap && fits)) return PA_OK;
+    if (c->in.n > PA_PLAN_EXACT_MAX_N) {
+        if (c->in.n <= 20000 && !dense) return perturb(c, deadline, 1000000);
+        return PA_OK;
+    }
+    pa_status_t st;
+    if (best) {
+        /* a short burst of random orders first: cheap upper bound */
+        st = perturb(c, t0 + 0.05 * limit, 200);
+        if (st != PA_OK) return st;
+    }
+    if (best && cap && c->best_arena > cap) {
+        /* meet the capacity first, then keep minimising */
+        double now = _pa_plan_now();
+        st = _pa_plan_exact_fit(&c->in, cap, now + 0.5 * (deadline - now), c->tmp, NULL);
+        if (st == PA_OK) take(c, arena_of(&c->in, c->tmp), PA_PLAN_EXACT);
+        else if (st != PA_ERR_TIMEOUT) return st; /* proven: no fit */
+    }
+    if (exact && cap) {
+        st = _pa_plan_exact_fit(&c->in, cap, deadline, c->tmp, NULL);
+        if (st != PA_OK) return st; /* INFEASIBLE, TIMEOUT or NOMEM */
+        take(c, arena_of(&c->in, c->tmp), PA_PLAN_EXACT);
+        return PA_OK;
+    }
+    return exact_minimise(c, deadline);
+}
+
 pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
                            const pa_plan_options_t *opt,
                            pa_plan_result_t *result) {
@@ -310,65 +407,27 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
     uint64_t align = opt->alignment ? opt->alignment : PA_DEFAULT_ALIGNMENT;
     if (!_pa_is_pow2((size_t)align)) return PA_ERR_ALIGN;
     double limit = opt->time_limit > 0 ? opt->time_limit : 10.0;
-    double deadline = t0 + limit;
-    uint64_t cap = opt->capacity;
+    uint64_t cap = opt->capacity, total = 0;
 
-    size_t m = n ? n : 1;
-    uint64_t *size = malloc(m * sizeof(uint64_t));
-    uint64_t *raw = malloc(m * sizeof(uint64_t));
-    int64_t *first = malloc(m * sizeof(int64_t));
-    int64_t *last = malloc(m * sizeof(int64_t));
-    uint64_t *best = malloc(m * sizeof(uint64_t));
-    uint64_t *tmp = malloc(m * sizeof(uint64_t));
-    pa_status_t st = PA_ERR_NOMEM;
+    plan_arrays_t a;
     ctx_t c;
     memset(&c, 0, sizeof(c));
-    bool planned = false, optimal = false;
-    if (!size || !raw || !first || !last || !best || !tmp) goto out;
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (bufs[i].first < 0 || bufs[i].first > bufs[i].last) {
-            st = PA_ERR_INVALID;
-            goto out;
-        }
-        if (!padded(bufs[i].size, align, &size[i]) ||
-            size[i] > (uint64_t)INT64_MAX - total) {
-            st = PA_ERR_OVERFLOW;
-            goto out;
-        }
-        total += size[i];
-        raw[i] = bufs[i].size;
-        first[i] = bufs[i].first;
-        last[i] = bufs[i].last;
-    }
-    c = (ctx_t){.in = {n, size, raw, first, last, align, total},
-                .best = best, .best_arena = UINT64_MAX, .tmp = tmp,
+    bool planned = false, optimal = false, dense = false;
+    pa_status_t st = PA_ERR_NOMEM;
+    if (!arrays_alloc(&a, n)) goto out;
+    st = normalise(bufs, n, align, &a, &total);
+    if (st != PA_OK) goto out;
+    c = (ctx_t){.in = {n, a.size, a.raw, a.first, a.last, align, total},
+                .best = a.best, .best_arena = UINT64_MAX, .tmp = a.tmp,
                 .by = opt->strategy};
-    c.lb = live_max(size, first, last, n);
+    st = PA_ERR_NOMEM;
+    c.lb = live_max(a.size, a.first, a.last, n);
     if (c.lb == UINT64_MAX) goto out; /* cannot overflow: total checked */
     c.proven_lo = c.lb;
     if (n == 0) c.best_arena = 0;
-    bool dense = false;
-
     if (n > 0) {
-        switch (opt->strategy) {
-        case PA_PLAN_FIRST_FIT:
-            st = _pa_plan_first_fit(&c.in, tmp, &c.best_arena);
-            break;
-        case PA_PLAN_GREEDY_BY_SIZE:
-            st = _pa_plan_greedy_size(&c.in, tmp, &c.best_arena);
-            break;
-        case PA_PLAN_GREEDY_BY_BREADTH:
-            st = _pa_plan_greedy_breadth(&c.in, tmp, &c.best_arena);
-            break;
-        default:
-            dense = overlap_pairs(first, last, n) > PA_PLAN_DENSE_PAIRS;
-            st = run_heuristics(&c, opt->strategy == PA_PLAN_BEST, dense);
-            break;
-        }
+        st = plan_heuristics(&c, opt->strategy, &dense);
         if (st != PA_OK) goto out;
-        if (opt->strategy <= PA_PLAN_GREEDY_BY_BREADTH)
-            memcpy(best, tmp, n * sizeof(uint64_t));
     }
     planned = true;
     st = PA_OK;
@@ -376,41 +435,8 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
         st = PA_ERR_INFEASIBLE; /* more is live at one step than fits */
         goto out;
     }
-    bool search = opt->strategy == PA_PLAN_BEST || opt->strategy == PA_PLAN_EXACT;
-    bool fits = !cap || c.best_arena <= cap;
-    if (search && c.best_arena > c.lb && !(opt->strategy == PA_PLAN_EXACT && cap && fits)) {
-        if (n <= PA_PLAN_EXACT_MAX_N) {
-            if (opt->strategy == PA_PLAN_BEST) {
-                /* a short burst of random orders first: cheap upper bound */
-                double burst = t0 + 0.05 * limit;
-                st = perturb(&c, burst, 200);
-                if (st != PA_OK) goto out;
-            }
-            if (opt->strategy == PA_PLAN_BEST && cap && c.best_arena > cap) {
-                /* meet the capacity first, then keep minimising */
-                double now = _pa_plan_now();
-                st = _pa_plan_exact_fit(&c.in, cap, now + 0.5 * (deadline - now),
-                                        tmp, NULL);
-                if (st == PA_OK) take(&c, arena_of(&c.in, tmp), PA_PLAN_EXACT);
-                else if (st != PA_ERR_TIMEOUT) goto out; /* proven: no fit */
-                st = PA_OK;
-            }
-            if (opt->strategy == PA_PLAN_EXACT && cap) {
-                st = _pa_plan_exact_fit(&c.in, cap, deadline, tmp, NULL);
-                if (st == PA_OK) {
-                    take(&c, arena_of(&c.in, tmp), PA_PLAN_EXACT);
-                } else {
-                    goto out; /* INFEASIBLE, TIMEOUT or NOMEM */
-                }
-            } else {
-                st = exact_minimise(&c, deadline);
-                if (st != PA_OK) goto out;
-            }
-        } else if (n <= 20000 && !dense) {
-            st = perturb(&c, deadline, 1000000);
-            if (st != PA_OK) goto out;
-        }
-    }
+    st = plan_search(&c, opt, t0, limit, dense);
+    if (st != PA_OK) goto out;
     optimal = c.best_arena == c.lb || c.best_arena <= c.proven_lo;
     if (cap && c.best_arena > cap) {
         if (opt->strategy == PA_PLAN_BEST || opt->strategy == PA_PLAN_EXACT)
@@ -419,7 +445,7 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
             st = PA_ERR_INFEASIBLE; /* this heuristic found no fit */
         goto out;
     }
-    for (size_t i = 0; i < n; i++) bufs[i].offset = best[i];
+    for (size_t i = 0; i < n; i++) bufs[i].offset = a.best[i];
 out:
     /* on success, and on a missed capacity, describe the best plan found */
     if (result && planned &&
@@ -430,11 +456,6 @@ out:
         result->seconds = _pa_plan_now() - t0;
         result->strategy = c.by;
     }
-    free(size);
-    free(raw);
-    free(first);
-    free(last);
-    free(best);
-    free(tmp);
+    arrays_free(&a);
     return st;
 }

@@ -412,31 +412,35 @@ static void ex_free(ex_t *e) {
     free(e->bst);
 }
 
-/* Sections, overlaps, memberships, cuts.  false: out of memory. */
-static bool ex_build(ex_t *e) {
-    const _pa_plan_inst_t *in = e->in;
-    size_t n = in->n, T = 0;
-    uint32_t *a = malloc(n * sizeof(uint32_t)), *b = malloc(n * sizeof(uint32_t));
-    uint32_t *ends = NULL, *starts = NULL, *secof = NULL, *byst = NULL;
-    bool ok = false;
-    if (!a || !b || !_pa_plan_compress(in, a, b, &T)) goto out;
-    ends = calloc(T + 1, sizeof(uint32_t));
-    starts = calloc(T + 1, sizeof(uint32_t));
-    secof = malloc(T * sizeof(uint32_t));
-    if (!ends || !starts || !secof) goto out;
-    for (size_t i = 0; i < n; i++) {
-        ends[b[i]]++;
-        starts[a[i]]++;
-    }
-    /* a new section starts after point p when something ends at p or
-     * starts at p + 1: otherwise both points have the same live set */
+/* The section of every compressed time point (secof[0..T)): a new
+ * section starts after point p when something ends at p or starts at
+ * p + 1, otherwise both points have the same live set.  Returns the number
+ * of sections, 0 when out of memory. */
+static uint32_t number_sections(const uint32_t *a, const uint32_t *b, size_t n, size_t T,
+                                uint32_t *secof) {
+    uint32_t *ends = calloc(T + 1, sizeof(uint32_t));
+    uint32_t *starts = calloc(T + 1, sizeof(uint32_t));
     uint32_t S = 0;
-    for (size_t p = 0; p < T; p++) {
-        if (p > 0 && (ends[p - 1] || starts[p])) S++;
-        secof[p] = S;
+    if (ends && starts) {
+        for (size_t i = 0; i < n; i++) {
+            ends[b[i]]++;
+            starts[a[i]]++;
+        }
+        for (size_t p = 0; p < T; p++) {
+            if (p > 0 && (ends[p - 1] || starts[p])) S++;
+            secof[p] = S;
+        }
+        S++;
     }
-    S++;
-    e->S = S;
+    free(ends);
+    free(starts);
+    return S;
+}
+
+/* The per-buffer and per-section arrays, for e->n buffers and e->S
+ * sections.  false: out of memory (ex_free() frees what was had). */
+static bool ex_alloc(ex_t *e) {
+    size_t n = e->n, S = e->S;
     e->sa = malloc(n * sizeof(uint32_t));
     e->sb = malloc(n * sizeof(uint32_t));
     e->floor = calloc(S, sizeof(uint64_t));
@@ -452,12 +456,18 @@ static bool ex_build(ex_t *e) {
     e->width = malloc(n * sizeof(uint64_t));
     e->area = malloc(n * sizeof(long double));
     e->tkey = calloc(n, sizeof(uint64_t));
-    byst = malloc(n * sizeof(uint32_t));
-    if (!e->sa || !e->sb || !e->floor || !e->total || !e->cuts || !e->mark ||
-        !e->aff || !e->mem_start || !e->ovl_start || !e->asg || !e->minoff ||
-        !e->sol || !e->width || !e->area || !e->tkey || !byst)
-        goto out;
-    size_t nmem = 0;
+    return e->sa && e->sb && e->floor && e->total && e->cuts && e->mark && e->aff &&
+           e->mem_start && e->ovl_start && e->asg && e->minoff && e->sol && e->width &&
+           e->area && e->tkey;
+}
+
+/* Each buffer's section range [sa, sb), width and area; each section's
+ * total size, cut count and member list (CSR: mem_start / mem).  false:
+ * out of memory. */
+static bool build_members(ex_t *e, const uint32_t *a, const uint32_t *b,
+                          const uint32_t *secof) {
+    const _pa_plan_inst_t *in = e->in;
+    size_t n = e->n, S = e->S, nmem = 0;
     for (size_t i = 0; i < n; i++) {
         e->sa[i] = secof[a[i]];
         e->sb[i] = secof[b[i]] + 1;
@@ -473,28 +483,31 @@ static bool ex_build(ex_t *e) {
     }
     for (size_t s = 0; s < S; s++) e->mem_start[s + 1] += e->mem_start[s];
     e->mem = malloc((nmem ? nmem : 1) * sizeof(uint32_t));
-    if (!e->mem) goto out;
-    {
-        size_t *fill = calloc(S, sizeof(size_t));
-        if (!fill) goto out;
-        for (size_t i = 0; i < n; i++)
-            for (uint32_t s = e->sa[i]; s < e->sb[i]; s++)
-                e->mem[e->mem_start[s] + fill[s]++] = (uint32_t)i;
+    size_t *fill = calloc(S, sizeof(size_t));
+    if (!e->mem || !fill) {
         free(fill);
+        return false;
     }
-    /* overlaps: buffers sorted by first section; j after i overlaps i iff
-     * it starts before i ends */
-    for (size_t i = 0; i < n; i++) byst[i] = (uint32_t)i;
-    {
-        /* counting sort by sa */
-        size_t *cnt = calloc(S + 1, sizeof(size_t));
-        if (!cnt) goto out;
-        for (size_t i = 0; i < n; i++) cnt[e->sa[i] + 1]++;
-        for (size_t s = 0; s < S; s++) cnt[s + 1] += cnt[s];
-        for (size_t i = 0; i < n; i++) byst[cnt[e->sa[i]]++] = (uint32_t)i;
-        free(cnt);
-    }
-    size_t npair = 0;
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t s = e->sa[i]; s < e->sb[i]; s++)
+            e->mem[e->mem_start[s] + fill[s]++] = (uint32_t)i;
+    free(fill);
+    return true;
+}
+
+/* Each buffer's overlapping buffers (CSR: ovl_start / ovl).  Buffers
+ * sorted by first section (counting sort): j after i overlaps i iff it
+ * starts before i ends.  false: out of memory. */
+static bool build_overlaps(ex_t *e) {
+    size_t n = e->n, S = e->S, npair = 0;
+    uint32_t *byst = malloc(n * sizeof(uint32_t));
+    size_t *cnt = calloc(S + 1, sizeof(size_t));
+    size_t *cur = NULL;
+    bool ok = false;
+    if (!byst || !cnt) goto out;
+    for (size_t i = 0; i < n; i++) cnt[e->sa[i] + 1]++;
+    for (size_t s = 0; s < S; s++) cnt[s + 1] += cnt[s];
+    for (size_t i = 0; i < n; i++) byst[cnt[e->sa[i]]++] = (uint32_t)i;
     for (size_t x = 0; x < n; x++) {
         uint32_t i = byst[x];
         for (size_t y = x + 1; y < n && e->sa[byst[y]] < e->sb[i]; y++) {
@@ -505,11 +518,8 @@ static bool ex_build(ex_t *e) {
     }
     for (size_t i = 0; i < n; i++) e->ovl_start[i + 1] += e->ovl_start[i];
     e->ovl = malloc((npair ? npair : 1) * sizeof(uint32_t));
-    size_t *cur = malloc((n ? n : 1) * sizeof(size_t));
-    if (!e->ovl || !cur) {
-        free(cur);
-        goto out;
-    }
+    cur = malloc((n ? n : 1) * sizeof(size_t));
+    if (!e->ovl || !cur) goto out;
     memcpy(cur, e->ovl_start, n * sizeof(size_t));
     for (size_t x = 0; x < n; x++) {
         uint32_t i = byst[x];
@@ -519,15 +529,30 @@ static bool ex_build(ex_t *e) {
             e->ovl[cur[j]++] = i;
         }
     }
-    free(cur);
     ok = true;
+out:
+    free(byst);
+    free(cnt);
+    free(cur);
+    return ok;
+}
+
+/* Sections, overlaps, memberships, cuts.  false: out of memory. */
+static bool ex_build(ex_t *e) {
+    const _pa_plan_inst_t *in = e->in;
+    size_t n = in->n, T = 0;
+    uint32_t *a = malloc(n * sizeof(uint32_t)), *b = malloc(n * sizeof(uint32_t));
+    uint32_t *secof = NULL;
+    bool ok = false;
+    if (!a || !b || !_pa_plan_compress(in, a, b, &T)) goto out;
+    secof = malloc(T * sizeof(uint32_t));
+    if (!secof) goto out;
+    e->S = number_sections(a, b, n, T, secof);
+    ok = e->S && ex_alloc(e) && build_members(e, a, b, secof) && build_overlaps(e);
 out:
     free(a);
     free(b);
-    free(ends);
-    free(starts);
     free(secof);
-    free(byst);
     return ok;
 }
 

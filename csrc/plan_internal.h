@@ -1,8 +1,11 @@
-/* plan_internal.h -- shared by plan.c, plan_greedy.c and plan_exact.c.
+/* plan_internal.h -- shared by plan.c, plan_greedy.c, plan_exact.c and
+ * plan_instance.c; declarations grouped by the file that defines them.
  *
  * The front end (plan.c) validates the buffers once and hands the back
  * ends a normalised instance: sizes already padded to the alignment, the
- * padded total known to fit in int64, lifetimes inclusive and valid. */
+ * padded total known to fit in int64, lifetimes inclusive and valid.
+ * Calls go one way: plan.c -> plan_greedy.c, plan_exact.c ->
+ * plan_instance.c (plan_exact.c also calls nothing in plan_greedy.c). */
 #ifndef PYARENA_PLAN_INTERNAL_H
 #define PYARENA_PLAN_INTERNAL_H
 
@@ -17,6 +20,15 @@ typedef struct _pa_plan_inst {
     uint64_t align;        /* the alignment the sizes are padded to       */
     uint64_t total;        /* sum of padded sizes (<= INT64_MAX)          */
 } _pa_plan_inst_t;
+
+/* plan_instance.c: the clock every time limit is read from
+ * (CLOCK_MONOTONIC, seconds), and time compression: a[i], b[i] = ranks of
+ * first[i] and last[i] among the distinct endpoint values, *T = their
+ * number.  Two lifetimes overlap iff their ranked ranges do.  false when
+ * out of memory. */
+double _pa_plan_now(void);
+bool _pa_plan_compress(const _pa_plan_inst_t *in, uint32_t *a, uint32_t *b,
+                       size_t *T);
 
 /* Heuristics (plan_greedy.c).  Each writes off[0..n) and *arena and
  * returns PA_OK or PA_ERR_NOMEM. */
@@ -44,14 +56,6 @@ pa_status_t _pa_plan_exact_fit(const _pa_plan_inst_t *in, uint64_t capacity,
 /* The exact solver refuses instances larger than this (its search recurses
  * once per buffer); plan.c then falls back to heuristics + search. */
 #define PA_PLAN_EXACT_MAX_N 2048
-
-double _pa_plan_now(void);
-
-/* Time compression (plan_greedy.c): a[i], b[i] = ranks of first[i] and
- * last[i] among the distinct endpoint values, *T = their number.  Two
- * lifetimes overlap iff their ranked ranges do.  false when out of memory. */
-bool _pa_plan_compress(const _pa_plan_inst_t *in, uint32_t *a, uint32_t *b,
-                       size_t *T);
 
 /* PA_DEFINE_INLINE_SORT(name, T, LESS): `static void name(T *a, size_t n)`,
  * an in-place quicksort (median of three, recursion on the smaller side)

@@ -6,20 +6,31 @@
  *   - pa_plan_*   the static planner core that assigns offsets in one arena.
  *
  * Conventions shared by every function below (stated once, here):
- *   - Status: calls that do not allocate return pa_status_t; PA_OK (0) is
- *     success and every error is negative.  pa_status_string() names them.
- *   - Allocating calls return a pointer, or NULL on failure; the handle's
- *     *_last_status() then tells why.
+ *   - Errors, one rule for the whole library:
+ *       * a call that allocates (a handle or a block) returns the pointer,
+ *         or NULL on failure, and takes a trailing `pa_status_t *status`:
+ *         it may be NULL; otherwise it receives PA_OK on success and the
+ *         reason on failure;
+ *       * every other call that acts returns pa_status_t: PA_OK (0) is
+ *         success and every error is negative (pa_status_string() names
+ *         them);
+ *       * pure queries (a size, a count, a name) return their answer and
+ *         say what they return for bad input.
+ *     There is no hidden "last error" state: the status is where the call
+ *     returns.
  *   - The library never prints, never aborts and never calls exit() on bad
  *     input; a NULL handle is an error (PA_ERR_INVALID), not a crash.
  *   - Sizes are in bytes.  Alignments are powers of two; 0 means "the
  *     handle's default".  Every size computation is overflow-checked.
  *   - Handles are opaque and typed; the caller owns what *_create() returns
  *     and releases it with the matching *_destroy().
+ *   - Option sets (modes, growth, zones, block states) are enums with fixed
+ *     values; a value outside the enum is PA_ERR_INVALID.
  *   - Thread safety is stated per handle type.
  *
  * Everything between PA_CDEF_BEGIN and PA_CDEF_END is also the cffi cdef
- * (no preprocessor directives other than integer #defines in there).
+ * (no preprocessor directives other than integer #defines in there, and
+ * array sizes are integer literals).
  */
 #ifndef PYARENA_H
 #define PYARENA_H
@@ -86,18 +97,21 @@ const pa_backend_t *pa_backend_default(void);
 
 typedef struct pa_arena pa_arena_t;
 
-#define PA_GROW_POW2 0      /* a new chunk of the next power of two, at
-                               least double the previous chunk (ORT's
-                               kNextPowerOfTwo)                          */
-#define PA_GROW_REQUESTED 1 /* a new chunk just large enough (ORT's
-                               kSameAsRequested)                         */
-#define PA_GROW_NONE 2      /* fixed capacity: fail with PA_ERR_NOMEM    */
+/* How an arena or a pool grows when it runs out (see each config). */
+typedef enum pa_growth {
+    PA_GROW_POW2 = 0,      /* a new chunk of the next power of two, at
+                              least double the previous chunk (ORT's
+                              kNextPowerOfTwo)                          */
+    PA_GROW_REQUESTED = 1, /* a new chunk just large enough (ORT's
+                              kSameAsRequested)                         */
+    PA_GROW_NONE = 2       /* fixed capacity: fail with PA_ERR_NOMEM    */
+} pa_growth_t;
 
 typedef struct pa_arena_config {
     size_t alignment;   /* granularity, power of two >= 8; default 64    */
     size_t chunk_size;  /* first chunk (bytes); 0 = 64 KiB              */
     size_t capacity;    /* hard limit on reserved bytes; 0 = unlimited  */
-    int growth;         /* PA_GROW_*                                    */
+    pa_growth_t growth; /* PA_GROW_*                                    */
     const pa_backend_t *backend; /* NULL = pa_backend_default()        */
 } pa_arena_config_t;
 
@@ -123,62 +137,72 @@ typedef struct pa_arena_mark {
     size_t count;
 } pa_arena_mark_t;
 
-/* Fill `cfg` with the defaults (alignment 64, 64 KiB chunks, POW2). */
-void pa_arena_config_default(pa_arena_config_t *cfg);
+/* Fill `cfg` with the defaults (alignment 64, 64 KiB chunks, POW2).
+ * PA_ERR_INVALID for a NULL cfg. */
+pa_status_t pa_arena_config_default(pa_arena_config_t *cfg);
 
-/* Create an arena that owns its chunks.  Returns NULL on a bad config
- * (alignment not a power of two >= 8) or when the first chunk cannot be
- * mapped.  Release with pa_arena_destroy(). */
-pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg);
+/* Create an arena that owns its chunks (cfg NULL = defaults); release it
+ * with pa_arena_destroy().  NULL on failure: PA_ERR_ALIGN (alignment not
+ * a power of two in [8, 2^30]), PA_ERR_INVALID (unknown growth, a backend
+ * without map/unmap), PA_ERR_NOMEM (the first chunk cannot be mapped). */
+pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg, pa_status_t *status);
 
 /* Bytes of metadata pa_arena_init_static() needs. */
 size_t pa_arena_metadata_size(void);
 
 /* Create a fixed-capacity arena over caller-owned memory: `meta` holds
- * pa_arena_metadata_size() bytes, `buffer`/`size` the memory to hand out.
- * Nothing is ever mapped or freed by the arena; NULL on bad arguments.
- * The base is aligned up to `alignment` inside `buffer`. */
+ * pa_arena_metadata_size() bytes, `buffer`/`size` the memory to hand out;
+ * the base is aligned up to `alignment` (0 = 64) inside `buffer`.  Nothing
+ * is ever mapped or freed by the arena.  NULL on failure: PA_ERR_ALIGN,
+ * or PA_ERR_INVALID (NULL or too small / misaligned `meta`, NULL
+ * `buffer`, a buffer that cannot hold one aligned block). */
 pa_arena_t *pa_arena_init_static(void *meta, size_t meta_size, void *buffer,
-                                 size_t size, size_t alignment);
+                                 size_t size, size_t alignment,
+                                 pa_status_t *status);
 
 /* Release the arena and every chunk it mapped (caller memory is left
- * alone).  Invalidates every pointer it handed out.  NULL is a no-op. */
-void pa_arena_destroy(pa_arena_t *arena);
+ * alone).  Invalidates the handle and every pointer it handed out.
+ * PA_ERR_INVALID for NULL. */
+pa_status_t pa_arena_destroy(pa_arena_t *arena);
 
 /* Allocate `size` bytes aligned to `align` (0 = the arena granularity;
  * an alignment below the granularity is raised to it).  size 0 returns a
- * valid unique aligned pointer.  NULL on failure, see last_status(). */
-void *pa_arena_alloc(pa_arena_t *arena, size_t size, size_t align);
+ * valid unique aligned pointer.  NULL on failure: PA_ERR_INVALID (NULL
+ * arena), PA_ERR_ALIGN, PA_ERR_OVERFLOW, PA_ERR_NOMEM (capacity or the
+ * backend).  A failure leaves the arena as it was (minus trimmed spares). */
+void *pa_arena_alloc(pa_arena_t *arena, size_t size, size_t align,
+                     pa_status_t *status);
 
-/* Why the last call on this arena failed (PA_OK after a success). */
-pa_status_t pa_arena_last_status(const pa_arena_t *arena);
-
-/* Record the current position in `*mark`. */
+/* Record the current position in `*mark`.  PA_ERR_INVALID for NULLs. */
 pa_status_t pa_arena_mark(const pa_arena_t *arena, pa_arena_mark_t *mark);
 
 /* Release everything allocated after `mark`.  Chunks begun after it stay
  * mapped as spares (reused by later growth; pa_arena_trim() unmaps them),
  * so stale pointers never fault.  Invalidates those pointers and later
  * marks; PA_ERR_STATE if the mark is from before a reset or lies beyond
- * the current position.  Not detected: a mark released by an earlier
+ * the current position, PA_ERR_INVALID for NULLs.  Not detected: a mark released by an earlier
  * rewind whose position has since been reached again -- use marks in stack
  * order (pyarena.Arena enforces this). */
 pa_status_t pa_arena_rewind(pa_arena_t *arena, const pa_arena_mark_t *mark);
 
 /* Release every allocation; the first chunk stays current, the others
- * become spares.  Invalidates every pointer and mark. */
+ * become spares.  Invalidates every pointer and mark.  PA_ERR_INVALID
+ * for NULL. */
 pa_status_t pa_arena_reset(pa_arena_t *arena);
 
-/* Unmap the spare chunks; returns the bytes given back (0 for NULL). */
-size_t pa_arena_trim(pa_arena_t *arena);
+/* Unmap the spare chunks (no live pointer is affected: spares hold only
+ * released blocks, whose stale pointers now fault).  `released` (may be
+ * NULL) receives the bytes given back.  PA_ERR_INVALID for NULL. */
+pa_status_t pa_arena_trim(pa_arena_t *arena, size_t *released);
 
-/* Fill `*out` with the arena's statistics. */
+/* Fill `*out` with the arena's statistics.  PA_ERR_INVALID for NULLs. */
 pa_status_t pa_arena_stats(const pa_arena_t *arena, pa_arena_stats_t *out);
 
-/* Set peak to the current use. */
+/* Set peak to the current use.  PA_ERR_INVALID for NULL. */
 pa_status_t pa_arena_reset_peak(pa_arena_t *arena);
 
-/* Number of chunks, and the base/size of chunk `index` (0 = first). */
+/* Number of chunks (0 for NULL), and the base/size of chunk `index`
+ * (0 = first; PA_ERR_INVALID if there is no such chunk). */
 size_t pa_arena_num_chunks(const pa_arena_t *arena);
 pa_status_t pa_arena_chunk(const pa_arena_t *arena, size_t index,
                            void **base, size_t *size);
@@ -187,11 +211,11 @@ pa_status_t pa_arena_chunk(const pa_arena_t *arena, size_t index,
 pa_status_t pa_arena_find(const pa_arena_t *arena, const void *ptr,
                           size_t *index, void **base, size_t *size);
 
-/* Number of broken internal invariants (0 = healthy). */
+/* Number of broken internal invariants (0 = healthy; 1 for NULL). */
 size_t pa_arena_check(const pa_arena_t *arena);
 
 /* ------------------------------------------------------------------ */
-/* Work pool (pool.c, slab.c, buddy.c, large.c)                        */
+/* Work pool (pool.c and the files under it, see docs/pool.md)        */
 /* ------------------------------------------------------------------ */
 /* A general-purpose pool for short-lived tensors (activations, scratch):
  * slab size classes for small blocks, a buddy allocator for medium
@@ -214,42 +238,54 @@ size_t pa_arena_check(const pa_arena_t *arena);
  * (foreign, interior, inside free memory) PA_ERR_FOREIGN.  A double free
  * is always PA_ERR_DOUBLE_FREE until the next reclaim; after it, the block
  * may have merged into a larger free one and then reads as FOREIGN.  Any
- * call on a destroyed pool returns PA_ERR_STATE (NULL for allocating
- * calls): the handle stays a 32-byte tombstone for the life of the
- * process.  Sizes above 2^47 fail with PA_ERR_OVERFLOW, sizes above the
+ * call on a destroyed pool returns PA_ERR_STATE (NULL and PA_ERR_STATE
+ * for allocating calls): the handle stays a 32-byte tombstone for the life
+ * of the process.  Sizes above 2^47 fail with PA_ERR_OVERFLOW, sizes above the
  * limit with PA_ERR_NOMEM.
  */
 
 typedef struct pa_pool pa_pool_t;
 
-#define PA_POOL_HYBRID 0     /* slabs + buddy + large zone (default)     */
-#define PA_POOL_SLAB_ONLY 1  /* size classes for every size (to 512 MiB) */
-#define PA_POOL_BUDDY_ONLY 2 /* power-of-two buddy blocks for every size
-                                (to 2 GiB)                               */
+/* Which zones serve which sizes. */
+typedef enum pa_pool_mode {
+    PA_POOL_HYBRID = 0,     /* slabs + buddy + large zone (default)     */
+    PA_POOL_SLAB_ONLY = 1,  /* size classes for every size (to 512 MiB) */
+    PA_POOL_BUDDY_ONLY = 2  /* power-of-two buddy blocks for every size
+                               (to 2 GiB)                               */
+} pa_pool_mode_t;
 
-#define PA_RELEASE_UNMAP 0    /* trimmed chunks go back to the backend
-                                 (the reserved range's free tail is
-                                 decommitted either way)                  */
-#define PA_RELEASE_DECOMMIT 1 /* trimmed chunks are decommitted (madvise)
-                                 and kept mapped for reuse; they no longer
-                                 count as reserved                         */
+/* What a trim does with a chunk it gives back. */
+typedef enum pa_release {
+    PA_RELEASE_UNMAP = 0,   /* trimmed chunks go back to the backend
+                               (the reserved range's free tail is
+                               decommitted either way)                  */
+    PA_RELEASE_DECOMMIT = 1 /* trimmed chunks are decommitted (madvise)
+                               and kept mapped for reuse; they no longer
+                               count as reserved                        */
+} pa_release_t;
 
-#define PA_ZONE_SLAB 0
-#define PA_ZONE_BUDDY 1
-#define PA_ZONE_LARGE 2
-#define PA_ZONE_COUNT 3
+/* The pool's zones; PA_ZONE_COUNT sizes pa_pool_stats_t.zone. */
+typedef enum pa_zone {
+    PA_ZONE_SLAB = 0,
+    PA_ZONE_BUDDY = 1,
+    PA_ZONE_LARGE = 2,
+    PA_ZONE_COUNT = 3
+} pa_zone_t;
 
-#define PA_BLOCK_FREE 0   /* free memory inside the pool              */
-#define PA_BLOCK_LIVE 1   /* handed out, not yet freed                */
-#define PA_BLOCK_CACHED 2 /* freed, held in a deferred cache          */
+/* The state of a block seen by pa_pool_walk(). */
+typedef enum pa_block_state {
+    PA_BLOCK_FREE = 0,   /* free memory inside the pool              */
+    PA_BLOCK_LIVE = 1,   /* handed out, not yet freed                */
+    PA_BLOCK_CACHED = 2  /* freed, held in a deferred cache          */
+} pa_block_state_t;
 
 #define PA_POOL_MAX_CLASSES 48 /* entries of pa_pool_config_t.classes */
 
 typedef struct pa_pool_config {
     size_t alignment;      /* granularity: power of two in [8, 4096];
                               0 = 64                                    */
-    int mode;              /* PA_POOL_HYBRID / _SLAB_ONLY / _BUDDY_ONLY  */
-    int growth;            /* PA_GROW_REQUESTED (default) / _POW2 /
+    pa_pool_mode_t mode;   /* PA_POOL_HYBRID / _SLAB_ONLY / _BUDDY_ONLY  */
+    pa_growth_t growth;    /* PA_GROW_REQUESTED (default) / _POW2 /
                               _NONE.  With the default backend the pool
                               reserves one address range (`limit` bytes,
                               else 64 GiB; address space only) and grows
@@ -267,7 +303,7 @@ typedef struct pa_pool_config {
     size_t low_watermark;  /* ...down to this (<= high_watermark)        */
     size_t cache_budget;   /* max bytes held in the deferred caches;
                               0 = 16 MiB; SIZE_MAX = unbounded           */
-    int release;           /* PA_RELEASE_UNMAP (default) / _DECOMMIT     */
+    pa_release_t release;  /* PA_RELEASE_UNMAP (default) / _DECOMMIT     */
     unsigned classes_per_doubling; /* slab class spacing: 1, 2, 4 or 8
                               classes per power of two; 0 = 4            */
     size_t slab_max;       /* hybrid: largest slab class; 0 = 4 KiB      */
@@ -322,30 +358,29 @@ typedef struct pa_pool_stats {
     double frag_internal;  /* 1 - requested / allocated (0 if empty)    */
     double frag_external;  /* 1 - largest_free / total_free (0 if none) */
     double frag_overall;   /* 1 - requested / reserved (0 if none)      */
-    pa_pool_zone_stats_t zone[3]; /* indexed by PA_ZONE_*               */
+    pa_pool_zone_stats_t zone[3]; /* indexed by pa_zone_t (PA_ZONE_COUNT) */
 } pa_pool_stats_t;
 
 typedef struct pa_pool_block {
     void *ptr;             /* first byte of the block                   */
     size_t size;           /* block bytes (what the pool set aside)     */
     size_t requested;      /* bytes asked for (0 unless LIVE)           */
-    int zone;              /* PA_ZONE_*                                 */
-    int state;             /* PA_BLOCK_*                                */
+    pa_zone_t zone;        /* PA_ZONE_*                                 */
+    pa_block_state_t state; /* PA_BLOCK_*                               */
 } pa_pool_block_t;
 
 /* Walker callback: return 0 to continue, anything else to stop. */
 typedef int (*pa_pool_walker_t)(const pa_pool_block_t *block, void *ctx);
 
 /* Fill `cfg` with the defaults (hybrid, alignment 64, 1 MiB chunks, REQUESTED,
- * no limit, no watermarks, 4 classes per doubling up to 4 KiB). */
-void pa_pool_config_default(pa_pool_config_t *cfg);
+ * no limit, no watermarks, 4 classes per doubling up to 4 KiB).
+ * PA_ERR_INVALID for a NULL cfg. */
+pa_status_t pa_pool_config_default(pa_pool_config_t *cfg);
 
-/* Create a pool (NULL cfg = defaults).  Returns NULL on a bad config
- * (PA_ERR_INVALID / PA_ERR_ALIGN) or when the first chunk cannot be
- * mapped (PA_ERR_NOMEM); `status` (may be NULL) says which. */
-pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg);
-pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg,
-                                 pa_status_t *status);
+/* Create a pool (NULL cfg = defaults); release it with pa_pool_destroy().
+ * NULL on failure: PA_ERR_ALIGN, PA_ERR_INVALID (a bad config), or
+ * PA_ERR_NOMEM (the first chunk or the metadata cannot be had). */
+pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg, pa_status_t *status);
 
 /* Release every chunk and invalidate every block (live ones included).
  * The handle becomes a tombstone: later calls return PA_ERR_STATE
@@ -353,22 +388,21 @@ pa_pool_t *pa_pool_create_status(const pa_pool_config_t *cfg,
  * concurrent calls on the pool; the blocks themselves die with it. */
 pa_status_t pa_pool_destroy(pa_pool_t *pool);
 
-/* Allocate `size` bytes aligned to the granularity; NULL on failure.
- * _status also stores why (PA_OK, PA_ERR_OVERFLOW for absurd sizes,
- * PA_ERR_NOMEM over the limit / backend failure, PA_ERR_STATE after
- * destroy, PA_ERR_INVALID for a NULL pool) in `*status` (may be NULL). */
-void *pa_pool_alloc(pa_pool_t *pool, size_t size);
-void *pa_pool_alloc_status(pa_pool_t *pool, size_t size, pa_status_t *status);
+/* Allocate `size` bytes aligned to the granularity.  NULL on failure:
+ * PA_ERR_OVERFLOW (absurd sizes), PA_ERR_NOMEM (over the limit, backend
+ * failure), PA_ERR_STATE (destroyed pool), PA_ERR_INVALID (NULL pool). */
+void *pa_pool_alloc(pa_pool_t *pool, size_t size, pa_status_t *status);
 
-/* calloc: `count * size` zeroed bytes (PA_ERR_OVERFLOW if the product
- * overflows).  `status` may be NULL. */
+/* calloc: `count * size` zeroed bytes.  NULL on failure, as
+ * pa_pool_alloc(), plus PA_ERR_OVERFLOW if the product overflows. */
 void *pa_pool_calloc(pa_pool_t *pool, size_t count, size_t size,
                      pa_status_t *status);
 
 /* realloc: resize the live block `ptr` to `size` bytes, keeping the
  * first min(old requested, size) bytes.  ptr NULL = alloc.  Returns the
- * (possibly moved) block, or NULL with `ptr` untouched and still live
- * (or on a bad `ptr`: PA_ERR_FOREIGN / PA_ERR_DOUBLE_FREE). */
+ * (possibly moved) block; a move invalidates `ptr`.  NULL on failure, as
+ * pa_pool_alloc(), plus PA_ERR_FOREIGN / PA_ERR_DOUBLE_FREE for a bad
+ * `ptr`; `ptr` is then untouched (and still live if it was). */
 void *pa_pool_realloc(pa_pool_t *pool, void *ptr, size_t size,
                       pa_status_t *status);
 
@@ -402,10 +436,13 @@ pa_status_t pa_pool_free_all(pa_pool_t *pool);
  * `limit` after trimming, i.e. live blocks need more. */
 pa_status_t pa_pool_set_limit(pa_pool_t *pool, size_t limit);
 
-/* Set the watermarks (0, 0 = off).  PA_ERR_INVALID if low > high. */
+/* Set the watermarks (0, 0 = off) and trim down to `low` if reserved
+ * bytes already exceed `high`.  PA_ERR_INVALID (nothing changed) if
+ * low > high. */
 pa_status_t pa_pool_set_watermarks(pa_pool_t *pool, size_t high, size_t low);
 
-/* Fill `*out` with a consistent snapshot of the statistics. */
+/* Fill `*out` with a consistent snapshot of the statistics
+ * (PA_ERR_INVALID for a NULL `out`). */
 pa_status_t pa_pool_stats(pa_pool_t *pool, pa_pool_stats_t *out);
 
 /* Set the peaks to the current values. */
@@ -417,12 +454,12 @@ size_t pa_pool_check(pa_pool_t *pool);
 
 /* Call `fn` for every block (live, cached and free) in address order
  * within each chunk, under the pool lock.  Stops early when `fn` returns
- * nonzero (still PA_OK). */
+ * nonzero (still PA_OK).  PA_ERR_INVALID for a NULL `fn`. */
 pa_status_t pa_pool_walk(pa_pool_t *pool, pa_pool_walker_t fn, void *ctx);
 
 
 /* ------------------------------------------------------------------ */
-/* Static planner core (plan.c, plan_greedy.c, plan_exact.c)          */
+/* Static planner core (plan*.c)                                       */
 /* ------------------------------------------------------------------ */
 /* The planner assigns byte offsets to buffers with known lifetimes so
  * that buffers whose lifetimes overlap never overlap in bytes.  Lifetimes
@@ -460,8 +497,9 @@ typedef struct pa_plan_result {
                                     (randomised search) or EXACT         */
 } pa_plan_result_t;
 
-/* Fill `opt` with the defaults (BEST, alignment 64, 10 s). */
-void pa_plan_options_default(pa_plan_options_t *opt);
+/* Fill `opt` with the defaults (BEST, alignment 64, 10 s).
+ * PA_ERR_INVALID for a NULL opt. */
+pa_status_t pa_plan_options_default(pa_plan_options_t *opt);
 
 /* Assign `offset` to every buffer in `bufs` (other fields are read only;
  * offsets are written only on PA_OK).  opt NULL = defaults; result may be

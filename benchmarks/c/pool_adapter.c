@@ -13,7 +13,7 @@
 #define VAR_REQ 0x100     /* growth PA_GROW_REQUESTED instead of POW2     */
 #define VAR_NOCACHE 0x200 /* cache_budget 1 byte: no deferred caching    */
 
-static void *pool_alloc(void *ctx, size_t n) { return pa_pool_alloc(ctx, n); }
+static void *pool_alloc(void *ctx, size_t n) { return pa_pool_alloc(ctx, n, NULL); }
 static void pool_free(void *ctx, void *p) { pa_pool_free(ctx, p); }
 
 static int pool_open(bench_alloc_t *a) {
@@ -24,7 +24,7 @@ static int pool_open(bench_alloc_t *a) {
     cfg.mode = a->mode & 0xff;
     if (a->mode & VAR_REQ) cfg.growth = PA_GROW_REQUESTED;
     if (a->mode & VAR_NOCACHE) cfg.cache_budget = 1;
-    a->ctx = pa_pool_create_status(&cfg, &st);
+    a->ctx = pa_pool_create(&cfg, &st);
     if (!a->ctx) {
         snprintf(a->note, sizeof a->note, "pa_pool_create failed: %s",
                  pa_status_string(st));

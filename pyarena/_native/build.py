@@ -16,11 +16,13 @@ CSRC = os.path.join(ROOT, "csrc")
 
 # Helpers compiled into the extension only (not part of the C library):
 # returning an address as an integer saves a cffi pointer object and an
-# int(ffi.cast(...)) round trip on the allocation hot path.
+# int(ffi.cast(...)) round trip on the allocation hot path.  `status` is the
+# caller's reusable pa_status_t cell (pa_arena_alloc's out-parameter).
 FAST_PATH = """
-static intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align)
+static intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align,
+                                     pa_status_t *status)
 {
-    return (intptr_t)pa_arena_alloc(a, size, align);
+    return (intptr_t)pa_arena_alloc(a, size, align, status);
 }
 
 /* Copy up to `cap` blocks of the pool into `out` (pa_pool_walk with a C
@@ -44,7 +46,8 @@ static size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t c
 }
 """
 FAST_PATH_CDEF = """
-intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align);
+intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align,
+                              pa_status_t *status);
 size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
 """
 

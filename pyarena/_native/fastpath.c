@@ -20,7 +20,9 @@
 
 #include <stdint.h>
 
-typedef void *(*alloc_fn)(void *handle, size_t size, size_t align);
+/* pa_arena_alloc(); the status out-parameter (a pa_status_t *) is always
+ * NULL here: on failure the slow path allocates again and reports. */
+typedef void *(*alloc_fn)(void *handle, size_t size, size_t align, void *status);
 
 typedef struct {
     PyObject_HEAD
@@ -190,7 +192,7 @@ static PyObject *FastArena_empty(FastArena *self, PyObject *const *args,
     }
     if (nbytes > (size_t)PY_SSIZE_T_MAX) return go_slow(self, args, (size_t)nargsf, kwnames);
 
-    void *p = self->alloc(self->handle, nbytes, 0);
+    void *p = self->alloc(self->handle, nbytes, 0, NULL);
     if (!p) return go_slow(self, args, (size_t)nargsf, kwnames); /* slow path raises */
     uintptr_t a = (uintptr_t)p;
     if (a < self->base || a >= self->end || !self->buf) {

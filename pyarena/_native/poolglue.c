@@ -50,7 +50,7 @@
 
 /* The C core, through pointers from the cffi module (see bind()). */
 static struct {
-    void *(*alloc_status)(pa_pool_t *, size_t, pa_status_t *);
+    void *(*alloc)(pa_pool_t *, size_t, pa_status_t *);
     void *(*realloc)(pa_pool_t *, void *, size_t, pa_status_t *);
     pa_status_t (*free)(pa_pool_t *, void *);
     pa_status_t (*free_all)(pa_pool_t *);
@@ -94,7 +94,7 @@ static void *glue_realloc(glue_pool_t *gp, void *ptr, size_t size,
 {
     pa_status_t st = PA_OK;
     void *p = ptr ? api.realloc(gp->pool, ptr, size, &st)
-                  : api.alloc_status(gp->pool, size, &st);
+                  : api.alloc(gp->pool, size, &st);
     if (p != NULL || st != PA_ERR_NOMEM) {
         if (status != NULL)
             *status = st;
@@ -103,7 +103,7 @@ static void *glue_realloc(glue_pool_t *gp, void *ptr, size_t size,
     counter_add(&gp->retries, 1);
     (void)api.free_all(gp->pool);
     p = ptr ? api.realloc(gp->pool, ptr, size, &st)
-            : api.alloc_status(gp->pool, size, &st);
+            : api.alloc(gp->pool, size, &st);
     if (p == NULL && st == PA_ERR_NOMEM)
         counter_add(&gp->ooms, 1);
     if (status != NULL)
@@ -132,7 +132,7 @@ static void pool_capsule_destroy(PyObject *cap)
 
 static glue_pool_t *pool_from(PyObject *cap)
 {
-    if (api.alloc_status == NULL) {
+    if (api.alloc == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "pyarena._poolglue.bind() was not called");
         return NULL;
     }
@@ -583,8 +583,8 @@ static PyObject *g_owner(PyObject *self, PyObject *obj)
 /* The module                                                          */
 /* ------------------------------------------------------------------ */
 
-/* bind(alloc_status, realloc, free, free_all, destroy): the addresses of
- * pa_pool_alloc_status, pa_pool_realloc, pa_pool_free, pa_pool_free_all and
+/* bind(alloc, realloc, free, free_all, destroy): the addresses of
+ * pa_pool_alloc, pa_pool_realloc, pa_pool_free, pa_pool_free_all and
  * pa_pool_destroy in the cffi module. */
 static PyObject *g_bind(PyObject *self, PyObject *args)
 {
@@ -600,7 +600,7 @@ static PyObject *g_bind(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    api.alloc_status = (void *(*)(pa_pool_t *, size_t, pa_status_t *))f[0];
+    api.alloc = (void *(*)(pa_pool_t *, size_t, pa_status_t *))f[0];
     api.realloc = (void *(*)(pa_pool_t *, void *, size_t, pa_status_t *))f[1];
     api.free = (pa_status_t (*)(pa_pool_t *, void *))f[2];
     api.free_all = (pa_status_t (*)(pa_pool_t *))f[3];

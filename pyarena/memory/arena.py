@@ -149,13 +149,17 @@ class Arena:
             cfg.growth = _GROWTH[growth]
             if growth == "none" and not capacity:
                 raise InvalidArgumentError("growth='none' needs a capacity")
-            ptr = lib.pa_arena_create(cfg)
+            status = ffi.new("pa_status_t *")
+            ptr = lib.pa_arena_create(cfg, status)
             keep = None
             if ptr == ffi.NULL:
+                if status[0] != lib.PA_ERR_NOMEM:  # the checks above rule it out
+                    check(status[0], "arena creation")
                 need = capacity if growth == "none" and capacity else chunk_size
                 raise OutOfMemoryError(int(need), 0, limit=capacity, what="arena creation")
         self._handle = _Handle(ptr, keep)
         self._h = ptr
+        self._status = ffi.new("pa_status_t *")  # pa_arena_alloc's out-parameter
         self.alignment = alignment
         self._chunks = {}       # chunk base address -> buffer over the chunk
         self._records = []      # handed-out arrays, in allocation order
@@ -206,7 +210,7 @@ class Arena:
         addr = int(ffi.cast("uintptr_t", meta))
         meta_aligned = meta + ((-addr) % 64)
         ptr = lib.pa_arena_init_static(meta_aligned, lib.pa_arena_metadata_size(),
-                                       cbuf, len(cbuf), alignment)
+                                       cbuf, len(cbuf), alignment, ffi.NULL)
         if ptr == ffi.NULL:
             raise InvalidArgumentError(
                 f"buffer of {len(cbuf)} bytes is too small for alignment {alignment}")
@@ -235,7 +239,7 @@ class Arena:
         return buf
 
     def _alloc_failed(self, nbytes, align):
-        status = lib.pa_arena_last_status(self._h)
+        status = self._status[0]  # set by the failed _alloc_addr call
         if status == lib.PA_ERR_NOMEM:
             st = self.stats()
             raise OutOfMemoryError(nbytes, st.used, limit=st.capacity,
@@ -257,11 +261,11 @@ class Arena:
             shape = _shapes.normalize_shape(shape)
         nbytes = _shapes.nbytes_for(shape, dt)
         if align is None:
-            addr = _alloc_addr(self._h, nbytes, 0)
+            addr = _alloc_addr(self._h, nbytes, 0, self._status)
         else:
             if type(align) is not int or align & (align - 1) or align <= 0:
                 _check_alignment(align, "align", low=1)
-            addr = _alloc_addr(self._h, nbytes, align)
+            addr = _alloc_addr(self._h, nbytes, align, self._status)
         if not addr:
             if self._closed:
                 raise StateError("arena is closed")
@@ -349,7 +353,9 @@ class Arena:
             size = ffi.new("size_t *")
             check(lib.pa_arena_chunk(self._h, i, base, size), "arena chunk")
             live.add(int(ffi.cast("uintptr_t", base[0])))
-        freed = int(lib.pa_arena_trim(self._h))
+        released = ffi.new("size_t *")
+        check(lib.pa_arena_trim(self._h, released), "arena trim")
+        freed = int(released[0])
         for b in list(self._chunks):
             if b not in live:
                 del self._chunks[b]

@@ -51,7 +51,7 @@ from .._format import human_bytes
 __all__ = ["Pool", "Block"]
 
 _poolglue.bind(*(int(ffi.cast("uintptr_t", ffi.addressof(lib, name))) for name in (
-    "pa_pool_alloc_status", "pa_pool_realloc", "pa_pool_free", "pa_pool_free_all",
+    "pa_pool_alloc", "pa_pool_realloc", "pa_pool_free", "pa_pool_free_all",
     "pa_pool_destroy")))
 
 _glue_empty = _poolglue.empty
@@ -180,7 +180,7 @@ class Pool:
         lib.pa_pool_config_default(cfg)
         policy.fill_config(cfg)
         status = ffi.new("pa_status_t *")
-        h = lib.pa_pool_create_status(cfg, status)
+        h = lib.pa_pool_create(cfg, status)
         if h == ffi.NULL:
             if status[0] == lib.PA_ERR_NOMEM:
                 need = policy.chunk_size or policy.limit or (1 << 20)

@@ -41,14 +41,14 @@ static unsigned *slots;
 static double run_pool(pa_pool_t *p) {
     void **live = calloc(LIVE, sizeof(void *));
     for (int i = 0; i < LIVE; i++) {
-        live[i] = pa_pool_alloc(p, sizes[i]);
+        live[i] = pa_pool_alloc(p, sizes[i], NULL);
         *(char *)live[i] = 1;
     }
     double t0 = now();
     for (int s = 0; s < STEPS; s++) {
         unsigned i = slots[s];
         pa_pool_free(p, live[i]);
-        live[i] = pa_pool_alloc(p, sizes[s]);
+        live[i] = pa_pool_alloc(p, sizes[s], NULL);
         *(char *)live[i] = 1;
     }
     double t = now() - t0;
@@ -98,7 +98,7 @@ int main(void) {
             pa_pool_config_default(&cfg);
             cfg.mode = mode;
             cfg.cache_budget = SIZE_MAX;
-            pa_pool_t *p = pa_pool_create(&cfg);
+            pa_pool_t *p = pa_pool_create(&cfg, NULL);
             run_pool(p); /* warm-up: first touches of fresh chunks */
             q[mode][rep] = run_pool(p);
             if (rep == 4) {

@@ -7,15 +7,17 @@
 #include <string.h>
 
 static void test_defaults(void) {
-    pa_arena_t *a = pa_arena_create(NULL);
+    pa_status_t st2 = PA_ERR_STATE;
+    pa_arena_t *a = pa_arena_create(NULL, &st2);
     CHECK(a != NULL);
+    CHECK_EQ(st2, PA_OK);
     pa_arena_stats_t st;
     CHECK_EQ(pa_arena_stats(a, &st), PA_OK);
     CHECK_EQ(st.alignment, 64u);
     CHECK(st.reserved >= 64 * 1024);
     CHECK_EQ(st.used, 0u);
-    char *p = pa_arena_alloc(a, 10, 0);
-    char *q = pa_arena_alloc(a, 100, 0);
+    char *p = pa_arena_alloc(a, 10, 0, NULL);
+    char *q = pa_arena_alloc(a, 100, 0, NULL);
     CHECK(p && q);
     CHECK(((uintptr_t)p & 63) == 0 && ((uintptr_t)q & 63) == 0);
     CHECK(q >= p + 64); /* tail padded to the granularity */
@@ -28,50 +30,64 @@ static void test_defaults(void) {
     CHECK_EQ(st.count, 2u);
     CHECK_EQ(pa_arena_check(a), 0u);
     /* size 0 gives a unique pointer */
-    char *z1 = pa_arena_alloc(a, 0, 0), *z2 = pa_arena_alloc(a, 0, 0);
+    char *z1 = pa_arena_alloc(a, 0, 0, NULL), *z2 = pa_arena_alloc(a, 0, 0, NULL);
     CHECK(z1 && z2 && z1 != z2);
-    pa_arena_destroy(a);
-    pa_arena_destroy(NULL);
+    CHECK_EQ(pa_arena_alloc(NULL, 8, 0, &st2), NULL);
+    CHECK_EQ(st2, PA_ERR_INVALID);
+    CHECK_EQ(pa_arena_destroy(a), PA_OK);
+    CHECK_EQ(pa_arena_destroy(NULL), PA_ERR_INVALID);
+    size_t released = 1;
+    CHECK_EQ(pa_arena_trim(NULL, &released), PA_ERR_INVALID);
+    CHECK_EQ(released, 0u);
+    CHECK_EQ(pa_arena_config_default(NULL), PA_ERR_INVALID);
 }
 
 static void test_alignment(void) {
     pa_arena_config_t cfg;
     pa_arena_config_default(&cfg);
+    pa_status_t why = PA_OK;
     cfg.alignment = 3;
-    CHECK(pa_arena_create(&cfg) == NULL);
+    CHECK(pa_arena_create(&cfg, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_ALIGN);
     cfg.alignment = 4;
-    CHECK(pa_arena_create(&cfg) == NULL);
+    CHECK(pa_arena_create(&cfg, NULL) == NULL);
+    cfg.alignment = 64;
+    cfg.growth = (pa_growth_t)7;
+    CHECK(pa_arena_create(&cfg, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_INVALID);
+    cfg.growth = PA_GROW_POW2;
     size_t grans[] = {8, 16, 64, 4096, 1 << 16};
     for (size_t g = 0; g < sizeof grans / sizeof grans[0]; g++) {
         cfg.alignment = grans[g];
-        pa_arena_t *a = pa_arena_create(&cfg);
+        pa_arena_t *a = pa_arena_create(&cfg, NULL);
         CHECK(a != NULL);
         for (int i = 0; i < 50; i++) {
-            void *p = pa_arena_alloc(a, (size_t)(i * 37 + 1), 0);
+            void *p = pa_arena_alloc(a, (size_t)(i * 37 + 1), 0, NULL);
             CHECK(p && ((uintptr_t)p % grans[g]) == 0);
         }
         size_t aligns[] = {128, 4096, 1 << 20};
         for (size_t k = 0; k < 3; k++) {
-            void *p = pa_arena_alloc(a, 5, aligns[k]);
+            void *p = pa_arena_alloc(a, 5, aligns[k], NULL);
             CHECK(p && ((uintptr_t)p % aligns[k]) == 0);
         }
-        CHECK(pa_arena_alloc(a, 5, 48) == NULL);
-        CHECK_EQ(pa_arena_last_status(a), PA_ERR_ALIGN);
-        CHECK(pa_arena_alloc(a, 5, 0) != NULL);
-        CHECK_EQ(pa_arena_last_status(a), PA_OK);
+        pa_status_t st = PA_OK;
+        CHECK(pa_arena_alloc(a, 5, 48, &st) == NULL);
+        CHECK_EQ(st, PA_ERR_ALIGN);
+        CHECK(pa_arena_alloc(a, 5, 0, &st) != NULL);
+        CHECK_EQ(st, PA_OK);
         CHECK_EQ(pa_arena_check(a), 0u);
         pa_arena_destroy(a);
     }
 }
 
 static void test_overflow_and_capacity(void) {
-    pa_arena_t *a = pa_arena_create(NULL);
-    CHECK(pa_arena_alloc(a, SIZE_MAX, 0) == NULL);
-    CHECK_EQ(pa_arena_last_status(a), PA_ERR_OVERFLOW);
-    CHECK(pa_arena_alloc(a, SIZE_MAX - 4096, 0) == NULL);
-    CHECK(pa_arena_last_status(a) == PA_ERR_OVERFLOW ||
-          pa_arena_last_status(a) == PA_ERR_NOMEM);
-    CHECK(pa_arena_alloc(a, SIZE_MAX / 2, 1 << 20) == NULL);
+    pa_arena_t *a = pa_arena_create(NULL, NULL);
+    pa_status_t why = PA_OK;
+    CHECK(pa_arena_alloc(a, SIZE_MAX, 0, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_OVERFLOW);
+    CHECK(pa_arena_alloc(a, SIZE_MAX - 4096, 0, &why) == NULL);
+    CHECK(why == PA_ERR_OVERFLOW || why == PA_ERR_NOMEM);
+    CHECK(pa_arena_alloc(a, SIZE_MAX / 2, 1 << 20, NULL) == NULL);
     CHECK_EQ(pa_arena_check(a), 0u);
     pa_arena_destroy(a);
 
@@ -79,11 +95,11 @@ static void test_overflow_and_capacity(void) {
     pa_arena_config_default(&cfg);
     cfg.growth = PA_GROW_NONE;
     cfg.capacity = 1 << 20;
-    a = pa_arena_create(&cfg);
+    a = pa_arena_create(&cfg, NULL);
     CHECK(a != NULL);
     size_t got = 0;
-    while (pa_arena_alloc(a, 1000, 0)) got += 1000;
-    CHECK_EQ(pa_arena_last_status(a), PA_ERR_NOMEM);
+    while (pa_arena_alloc(a, 1000, 0, &why)) got += 1000;
+    CHECK_EQ(why, PA_ERR_NOMEM);
     CHECK(got > (1 << 20) * 9 / 10 * 1000 / 1024);
     pa_arena_stats_t st;
     pa_arena_stats(a, &st);
@@ -95,10 +111,10 @@ static void test_overflow_and_capacity(void) {
     cfg.growth = PA_GROW_POW2;
     cfg.capacity = 1 << 20;
     cfg.chunk_size = 64 << 10;
-    a = pa_arena_create(&cfg);
+    a = pa_arena_create(&cfg, NULL);
     got = 0;
-    while (pa_arena_alloc(a, 10000, 0)) got++;
-    CHECK_EQ(pa_arena_last_status(a), PA_ERR_NOMEM);
+    while (pa_arena_alloc(a, 10000, 0, &why)) got++;
+    CHECK_EQ(why, PA_ERR_NOMEM);
     pa_arena_stats(a, &st);
     CHECK(st.reserved <= (1u << 20));
     CHECK(got >= 80);
@@ -115,12 +131,12 @@ static void test_growth(void) {
         pa_arena_config_default(&cfg);
         cfg.backend = &be;
         cfg.growth = policies[k];
-        pa_arena_t *a = pa_arena_create(&cfg);
+        pa_arena_t *a = pa_arena_create(&cfg, NULL);
         CHECK(a != NULL);
-        char *big = pa_arena_alloc(a, 1 << 20, 0);
+        char *big = pa_arena_alloc(a, 1 << 20, 0, NULL);
         CHECK(big != NULL);
         memset(big, 7, 1 << 20);
-        for (int i = 0; i < 1000; i++) CHECK(pa_arena_alloc(a, 3000, 0) != NULL);
+        for (int i = 0; i < 1000; i++) CHECK(pa_arena_alloc(a, 3000, 0, NULL) != NULL);
         CHECK(pa_arena_num_chunks(a) >= 2);
         pa_arena_stats_t st;
         pa_arena_stats(a, &st);
@@ -140,12 +156,15 @@ static void test_growth(void) {
         CHECK_EQ(st.reserved, cnt.live_bytes);
         int maps_before = cnt.maps;
         /* the same work again reuses the spares: no new mapping */
-        CHECK(pa_arena_alloc(a, 1 << 20, 0) != NULL);
+        CHECK(pa_arena_alloc(a, 1 << 20, 0, NULL) != NULL);
         CHECK_EQ(cnt.maps, maps_before);
         CHECK_EQ(pa_arena_check(a), 0u);
         CHECK_EQ(pa_arena_reset(a), PA_OK);
         size_t spare = st.spare;
-        CHECK_EQ(pa_arena_trim(a), spare);
+        size_t released = 0;
+        CHECK_EQ(pa_arena_trim(a, &released), PA_OK);
+        CHECK_EQ(released, spare);
+        CHECK_EQ(pa_arena_trim(a, NULL), PA_OK);
         pa_arena_stats(a, &st);
         CHECK_EQ(st.spare, 0u);
         CHECK_EQ(st.reserved, cnt.live_bytes);
@@ -160,14 +179,18 @@ static void test_growth(void) {
     pa_arena_config_t cfg;
     pa_arena_config_default(&cfg);
     cfg.backend = &be;
-    CHECK(pa_arena_create(&cfg) == NULL);
+    pa_status_t why = PA_OK;
+    CHECK(pa_arena_create(&cfg, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_NOMEM);
     counting_backend(&cnt);
     cnt.fail_after = 1;
-    pa_arena_t *a = pa_arena_create(&cfg);
+    pa_arena_t *a = pa_arena_create(&cfg, &why);
     CHECK(a != NULL);
-    CHECK(pa_arena_alloc(a, 1 << 20, 0) == NULL);
-    CHECK_EQ(pa_arena_last_status(a), PA_ERR_NOMEM);
-    CHECK(pa_arena_alloc(a, 100, 0) != NULL);
+    CHECK_EQ(why, PA_OK);
+    CHECK(pa_arena_alloc(a, 1 << 20, 0, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_NOMEM);
+    CHECK(pa_arena_alloc(a, 100, 0, &why) != NULL);
+    CHECK_EQ(why, PA_OK);
     CHECK_EQ(pa_arena_check(a), 0u);
     pa_arena_destroy(a);
     CHECK_EQ(cnt.maps, cnt.unmaps);
@@ -177,24 +200,31 @@ static void test_static(void) {
     static _Alignas(64) unsigned char meta[1024];
     static unsigned char buf[10000];
     CHECK(pa_arena_metadata_size() <= sizeof meta);
-    CHECK(pa_arena_init_static(meta, 1, buf, sizeof buf, 64) == NULL);
-    CHECK(pa_arena_init_static(meta, sizeof meta, buf, sizeof buf, 24) == NULL);
-    pa_arena_t *a = pa_arena_init_static(meta, sizeof meta, buf + 1, sizeof buf - 1, 64);
+    pa_status_t why = PA_OK;
+    CHECK(pa_arena_init_static(meta, 1, buf, sizeof buf, 64, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_INVALID);
+    CHECK(pa_arena_init_static(meta, sizeof meta, buf, sizeof buf, 24, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_ALIGN);
+    CHECK(pa_arena_init_static(meta, sizeof meta, buf, 32, 64, &why) == NULL);
+    CHECK_EQ(why, PA_ERR_INVALID); /* cannot hold one aligned block */
+    pa_arena_t *a = pa_arena_init_static(meta, sizeof meta, buf + 1, sizeof buf - 1, 64,
+                                         &why);
     CHECK(a != NULL);
+    CHECK_EQ(why, PA_OK);
     int n = 0;
     unsigned char *p;
-    while ((p = pa_arena_alloc(a, 100, 0)) != NULL) {
+    while ((p = pa_arena_alloc(a, 100, 0, &why)) != NULL) {
         CHECK(((uintptr_t)p & 63) == 0);
         CHECK(p >= buf && p + 100 <= buf + sizeof buf);
         n++;
     }
-    CHECK_EQ(pa_arena_last_status(a), PA_ERR_NOMEM);
+    CHECK_EQ(why, PA_ERR_NOMEM);
     CHECK(n >= 70);
     pa_arena_stats_t st;
     pa_arena_stats(a, &st);
     CHECK_EQ(st.reserved, sizeof buf - 1);
     CHECK_EQ(pa_arena_reset(a), PA_OK);
-    CHECK(pa_arena_alloc(a, 100, 0) != NULL);
+    CHECK(pa_arena_alloc(a, 100, 0, NULL) != NULL);
     CHECK_EQ(pa_arena_check(a), 0u);
     pa_arena_destroy(a);
 }
@@ -203,13 +233,13 @@ static void test_mark_rewind(void) {
     pa_arena_config_t cfg;
     pa_arena_config_default(&cfg);
     cfg.chunk_size = 8192;
-    pa_arena_t *a = pa_arena_create(&cfg);
-    CHECK(pa_arena_alloc(a, 100, 0) != NULL);
+    pa_arena_t *a = pa_arena_create(&cfg, NULL);
+    CHECK(pa_arena_alloc(a, 100, 0, NULL) != NULL);
     pa_arena_mark_t m1, m2;
     CHECK_EQ(pa_arena_mark(a, &m1), PA_OK);
     pa_arena_stats_t before, after;
     pa_arena_stats(a, &before);
-    for (int i = 0; i < 100; i++) CHECK(pa_arena_alloc(a, 1000, 0) != NULL);
+    for (int i = 0; i < 100; i++) CHECK(pa_arena_alloc(a, 1000, 0, NULL) != NULL);
     CHECK_EQ(pa_arena_mark(a, &m2), PA_OK);
     CHECK(pa_arena_num_chunks(a) > 1);
     CHECK_EQ(pa_arena_rewind(a, &m1), PA_OK);
@@ -241,14 +271,14 @@ static void test_fuzz(void) {
     pa_arena_config_t cfg;
     pa_arena_config_default(&cfg);
     cfg.chunk_size = 16384;
-    pa_arena_t *a = pa_arena_create(&cfg);
+    pa_arena_t *a = pa_arena_create(&cfg, NULL);
     size_t nb = 0, nm = 0;
     for (int step = 0; step < 20000; step++) {
         unsigned r = (unsigned)(pa_rand(&s) % 100);
         if (r < 80 && nb < MAXB) {
             size_t n = (size_t)(pa_rand(&s) % (r < 5 ? 200000 : 700));
             size_t al = (size_t)1 << (pa_rand(&s) % 13);
-            unsigned char *p = pa_arena_alloc(a, n, al);
+            unsigned char *p = pa_arena_alloc(a, n, al, NULL);
             CHECK(p != NULL);
             if (!p) break;
             CHECK(((uintptr_t)p % (al > 64 ? al : 64)) == 0);

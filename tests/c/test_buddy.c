@@ -35,9 +35,9 @@ static bw_t walk(pa_pool_t *p) {
 }
 
 static void test_split_and_coalesce(void) {
-    pa_pool_t *p = pa_pool_create(NULL); /* hybrid: buddy 8 KiB .. 256 KiB */
+    pa_pool_t *p = pa_pool_create(NULL, NULL); /* hybrid: buddy 8 KiB .. 256 KiB */
     /* one 8 KiB block splits a 1 MiB region into 8K,8K,16K,...,512K */
-    char *a = pa_pool_alloc(p, 5000);
+    char *a = pa_pool_alloc(p, 5000, NULL);
     CHECK_EQ(pa_pool_block_size(p, a), 8192u);
     bw_t w = walk(p);
     CHECK_EQ(w.live, 1u);
@@ -45,7 +45,7 @@ static void test_split_and_coalesce(void) {
     CHECK_EQ(w.free_bytes, (1u << 20) - 8192u);
     CHECK_EQ(w.sizes_ok, 8u);
     /* its buddy is the next 8 KiB */
-    char *b = pa_pool_alloc(p, 8192);
+    char *b = pa_pool_alloc(p, 8192, NULL);
     CHECK(b == a + 8192 || a == b + 8192);
     /* free both, reclaim: they merge back and the empty region is gone */
     pa_pool_free(p, a);
@@ -63,11 +63,11 @@ static void test_split_and_coalesce(void) {
 }
 
 static void test_orders(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     size_t sizes[] = {4097, 8193, 16385, 40000, 65537, 131072, 200000, 262144};
     size_t expect[] = {8192, 16384, 32768, 65536, 131072, 131072, 262144, 262144};
     for (int i = 0; i < 8; i++) {
-        char *a = pa_pool_alloc(p, sizes[i]);
+        char *a = pa_pool_alloc(p, sizes[i], NULL);
         CHECK_EQ(pa_pool_block_size(p, a), expect[i]);
         CHECK(((uintptr_t)a & 63) == 0);
         memset(a, i, sizes[i]);
@@ -77,7 +77,7 @@ static void test_orders(void) {
     CHECK_EQ(st.zone[PA_ZONE_BUDDY].live, 8u);
     CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 0u);
     /* 262145 is over the threshold: large zone */
-    void *l = pa_pool_alloc(p, 262145);
+    void *l = pa_pool_alloc(p, 262145, NULL);
     pa_pool_stats(p, &st);
     CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 1u);
     CHECK_EQ(pa_pool_block_size(p, l), 262144u + 4096u);
@@ -88,13 +88,13 @@ static void test_orders(void) {
 static void test_many_random(void) {
     /* fill regions with mixed orders, free in a scrambled order with
      * reclaims in between: everything merges back to nothing */
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     enum { N = 300 };
     static char *v[N];
     unsigned long long r = 42;
     for (int i = 0; i < N; i++) {
         size_t n = 4097 + pa_rand(&r) % 200000;
-        v[i] = pa_pool_alloc(p, n);
+        v[i] = pa_pool_alloc(p, n, NULL);
         CHECK(v[i] != NULL);
         v[i][0] = (char)i;
     }
@@ -125,14 +125,14 @@ static void test_buddy_only_mode(void) {
     pa_pool_config_default(&cfg);
     cfg.mode = PA_POOL_BUDDY_ONLY;
     cfg.buddy_region = 1 << 20;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
-    char *a = pa_pool_alloc(p, 1);
+    char *a = pa_pool_alloc(p, 1, NULL);
     CHECK_EQ(pa_pool_block_size(p, a), 64u);
-    char *b = pa_pool_alloc(p, 65);
+    char *b = pa_pool_alloc(p, 65, NULL);
     CHECK_EQ(pa_pool_block_size(p, b), 128u);
     /* bigger than a region: a dedicated region of the next power of two */
-    char *c = pa_pool_alloc(p, 3 << 20);
+    char *c = pa_pool_alloc(p, 3 << 20, NULL);
     CHECK_EQ(pa_pool_block_size(p, c), 4u << 20);
     memset(c, 1, 3 << 20);
     CHECK_EQ(pa_pool_free(p, c + 4096), PA_ERR_FOREIGN);
@@ -158,15 +158,15 @@ static void test_spare_region_and_dedicated(void) {
     pa_pool_config_default(&cfg);
     cfg.mode = PA_POOL_BUDDY_ONLY;
     cfg.cache_budget = 1; /* every free is flushed at once */
-    pa_pool_t *p = pa_pool_create(&cfg);
-    char *a = pa_pool_alloc(p, 1000);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    char *a = pa_pool_alloc(p, 1000, NULL);
     CHECK(a != NULL);
     CHECK_EQ(pa_pool_free(p, a), PA_OK);
     pa_pool_stats_t st;
     pa_pool_stats(p, &st);
     CHECK_EQ(st.zone[PA_ZONE_BUDDY].reserved, 1u << 20); /* the spare */
     CHECK_EQ(pa_pool_check(p), 0u);
-    char *b = pa_pool_alloc(p, 1000);
+    char *b = pa_pool_alloc(p, 1000, NULL);
     CHECK(b == a);
     CHECK_EQ(pa_pool_free(p, b), PA_OK);
     CHECK_EQ(pa_pool_reclaim(p), PA_OK);
@@ -175,7 +175,7 @@ static void test_spare_region_and_dedicated(void) {
     CHECK_EQ(pa_pool_free(p, a + 4096), PA_ERR_FOREIGN); /* stale entry */
     CHECK_EQ(pa_pool_check(p), 0u);
     /* a dedicated region (3 MiB block) registers first and last page */
-    char *d = pa_pool_alloc(p, 3u << 20);
+    char *d = pa_pool_alloc(p, 3u << 20, NULL);
     CHECK(d != NULL);
     memset(d, 1, 3u << 20);
     CHECK_EQ(pa_pool_free(p, d + 4096), PA_ERR_FOREIGN);
@@ -185,7 +185,7 @@ static void test_spare_region_and_dedicated(void) {
     CHECK_EQ(pa_pool_check(p), 0u);
     CHECK_EQ(pa_pool_free(p, d), PA_OK);
     CHECK_EQ(pa_pool_free(p, d + 8192), PA_ERR_FOREIGN);
-    char *e = pa_pool_alloc(p, 3u << 20); /* recycled metadata */
+    char *e = pa_pool_alloc(p, 3u << 20, NULL); /* recycled metadata */
     CHECK(e != NULL);
     CHECK_EQ(pa_pool_free(p, e + 4096), PA_ERR_FOREIGN);
     CHECK_EQ(pa_pool_check(p), 0u);

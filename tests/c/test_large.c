@@ -16,17 +16,17 @@ static pa_pool_t *make(counting_t *cnt, pa_backend_t *be, int growth, size_t chu
     cfg.backend = be;
     cfg.growth = growth;
     cfg.chunk_size = chunk;
-    return pa_pool_create(&cfg);
+    return pa_pool_create(&cfg, NULL);
 }
 
 static void test_page_granularity(void) {
     counting_t cnt;
     pa_backend_t be;
     pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
-    char *a = pa_pool_alloc(p, 300 * KB + 1);
+    char *a = pa_pool_alloc(p, 300 * KB + 1, NULL);
     CHECK_EQ(pa_pool_block_size(p, a), 304 * KB);
     CHECK(((uintptr_t)a & 4095) == 0);
-    char *b = pa_pool_alloc(p, 1 * MB);
+    char *b = pa_pool_alloc(p, 1 * MB, NULL);
     CHECK_EQ(pa_pool_block_size(p, b), 1 * MB);
     /* carved one after the other from the first chunk */
     CHECK(b == a + 304 * KB);
@@ -40,15 +40,15 @@ static void test_best_fit_and_coalesce(void) {
     pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 16 * MB);
     char *v[6];
     size_t sz[6] = {1 * MB, 512 * KB, 2 * MB, 300 * KB, 1 * MB, 400 * KB};
-    for (int i = 0; i < 6; i++) v[i] = pa_pool_alloc(p, sz[i]);
+    for (int i = 0; i < 6; i++) v[i] = pa_pool_alloc(p, sz[i], NULL);
     for (int i = 1; i < 6; i++) CHECK(v[i] == v[i - 1] + sz[i - 1]);
     /* holes of 512K (v1) and 300K (v3); best fit for 290K is v3's hole */
     pa_pool_free(p, v[1]);
     pa_pool_free(p, v[3]);
     pa_pool_reclaim(p);
-    char *x = pa_pool_alloc(p, 290 * KB);
+    char *x = pa_pool_alloc(p, 290 * KB, NULL);
     CHECK(x == v[3]);
-    char *y = pa_pool_alloc(p, 500 * KB);
+    char *y = pa_pool_alloc(p, 500 * KB, NULL);
     CHECK(y == v[1]);
     /* freeing three neighbours merges them: 1M + 512K(ish) + 2M fits */
     pa_pool_free(p, v[0]);
@@ -56,7 +56,7 @@ static void test_best_fit_and_coalesce(void) {
     pa_pool_free(p, v[2]);
     pa_pool_reclaim(p);
     CHECK_EQ(pa_pool_check(p), 0u);
-    char *z = pa_pool_alloc(p, 3 * MB + 500 * KB);
+    char *z = pa_pool_alloc(p, 3 * MB + 500 * KB, NULL);
     CHECK(z == v[0]);
     CHECK_EQ(cnt.maps, 1);
     CHECK_EQ(pa_pool_check(p), 0u);
@@ -67,18 +67,18 @@ static void test_cache_cut_to_size(void) {
     counting_t cnt;
     pa_backend_t be;
     pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
-    char *a = pa_pool_alloc(p, 1 * MB);
+    char *a = pa_pool_alloc(p, 1 * MB, NULL);
     pa_pool_free(p, a);
     /* a smaller request of the same size class reuses the cached block,
      * cut down: the tail goes back to the heap */
-    char *b = pa_pool_alloc(p, 900 * KB);
+    char *b = pa_pool_alloc(p, 900 * KB, NULL);
     CHECK(b == a);
     CHECK_EQ(pa_pool_block_size(p, b), 900 * KB);
     pa_pool_stats_t st;
     pa_pool_stats(p, &st);
     CHECK_EQ(st.zone[PA_ZONE_LARGE].cache_hits, 1u);
     CHECK_EQ(st.zone[PA_ZONE_LARGE].reserved, 900 * KB);
-    char *c = pa_pool_alloc(p, 124 * KB + 1 + 256 * KB); /* > threshold */
+    char *c = pa_pool_alloc(p, 124 * KB + 1 + 256 * KB, NULL); /* > threshold */
     CHECK(c == b + 900 * KB);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
@@ -89,7 +89,7 @@ static void test_growth_policies(void) {
     pa_backend_t be;
     /* REQUESTED: a new chunk exactly as large as the request */
     pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 1 * MB);
-    void *a = pa_pool_alloc(p, 3 * MB + 5);
+    void *a = pa_pool_alloc(p, 3 * MB + 5, NULL);
     CHECK(a != NULL);
     CHECK_EQ(cnt.last_map, 3 * MB + 4 * KB);
     pa_pool_stats_t st;
@@ -99,20 +99,20 @@ static void test_growth_policies(void) {
     CHECK_EQ(cnt.unmaps, 1);
     CHECK_EQ(st.grows, 1u);
     /* a used chunk stays */
-    void *a2 = pa_pool_alloc(p, 100);
-    void *a3 = pa_pool_alloc(p, 2 * MB);
+    void *a2 = pa_pool_alloc(p, 100, NULL);
+    void *a3 = pa_pool_alloc(p, 2 * MB, NULL);
     CHECK(a2 && a3);
     CHECK_EQ(cnt.unmaps, 1);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
     /* POW2: doubling chunks */
     p = make(&cnt, &be, PA_GROW_POW2, 1 * MB);
-    a = pa_pool_alloc(p, 1 * MB);   /* fits the first chunk */
-    void *b = pa_pool_alloc(p, 300 * KB); /* grows: 2 MiB */
+    a = pa_pool_alloc(p, 1 * MB, NULL);   /* fits the first chunk */
+    void *b = pa_pool_alloc(p, 300 * KB, NULL); /* grows: 2 MiB */
     CHECK_EQ(cnt.last_map, 2 * MB);
-    void *c = pa_pool_alloc(p, 1800 * KB); /* grows: 4 MiB */
+    void *c = pa_pool_alloc(p, 1800 * KB, NULL); /* grows: 4 MiB */
     CHECK_EQ(cnt.last_map, 4 * MB);
-    void *d = pa_pool_alloc(p, 9 * MB); /* next pow2 of the request: 16 MiB */
+    void *d = pa_pool_alloc(p, 9 * MB, NULL); /* next pow2 of the request: 16 MiB */
     CHECK_EQ(cnt.last_map, 16 * MB);
     CHECK(a && b && c && d);
     pa_pool_stats(p, &st);
@@ -130,7 +130,7 @@ static void test_chunks_not_merged(void) {
     pa_backend_t be;
     pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 1 * MB);
     void *v[8];
-    for (int i = 0; i < 8; i++) v[i] = pa_pool_alloc(p, 1 * MB);
+    for (int i = 0; i < 8; i++) v[i] = pa_pool_alloc(p, 1 * MB, NULL);
     for (int i = 0; i < 8; i++) pa_pool_free(p, v[i]);
     pa_pool_reclaim(p);
     CHECK_EQ(pa_pool_check(p), 0u);
@@ -154,15 +154,15 @@ static pa_pool_t *make_default(int growth, size_t limit) {
     cfg.growth = growth;
     cfg.chunk_size = 1 * MB;
     cfg.limit = limit;
-    return pa_pool_create(&cfg);
+    return pa_pool_create(&cfg, NULL);
 }
 
 static void test_reservation_contiguous(void) {
     /* default backend: growth extends one reserved range, so new pages
      * merge with the free tail and blocks span former growth steps */
     pa_pool_t *p = make_default(PA_GROW_REQUESTED, 0);
-    char *a = pa_pool_alloc(p, 700 * KB);
-    char *b = pa_pool_alloc(p, 2 * MB); /* 324 KiB tail + 1724 KiB new */
+    char *a = pa_pool_alloc(p, 700 * KB, NULL);
+    char *b = pa_pool_alloc(p, 2 * MB, NULL); /* 324 KiB tail + 1724 KiB new */
     CHECK(a && b);
     CHECK(b == a + 700 * KB);
     pa_pool_stats_t st;
@@ -177,7 +177,7 @@ static void test_reservation_contiguous(void) {
     pa_pool_stats(p, &st);
     CHECK_EQ(st.largest_free, st.reserved); /* one free span */
     CHECK_EQ(pa_pool_check(p), 0u);
-    char *c = pa_pool_alloc(p, 2 * MB + 700 * KB);
+    char *c = pa_pool_alloc(p, 2 * MB + 700 * KB, NULL);
     CHECK(c == a);
     pa_pool_free(p, c);
     /* trimming gives the free tail back; the range grows again later */
@@ -191,7 +191,7 @@ static void test_reservation_contiguous(void) {
     CHECK_EQ(st.reserved, 0u);
     CHECK_EQ(st.chunks, 0u);
     CHECK_EQ(pa_pool_check(p), 0u);
-    char *d = pa_pool_alloc(p, 3 * MB);
+    char *d = pa_pool_alloc(p, 3 * MB, NULL);
     CHECK(d == a); /* the same range, committed again */
     CHECK_EQ(d[12345], 0); /* given-back pages read back as zeros */
     memset(d, 1, 3 * MB);
@@ -206,7 +206,7 @@ static void test_reservation_pow2_and_limit(void) {
     /* POW2 inside the range: the committed size doubles, one chunk */
     pa_pool_t *p = make_default(PA_GROW_POW2, 0);
     void *v[5];
-    for (int i = 0; i < 5; i++) v[i] = pa_pool_alloc(p, 1 * MB);
+    for (int i = 0; i < 5; i++) v[i] = pa_pool_alloc(p, 1 * MB, NULL);
     pa_pool_stats_t st;
     pa_pool_stats(p, &st);
     CHECK_EQ(st.chunks, 1u);
@@ -217,18 +217,18 @@ static void test_reservation_pow2_and_limit(void) {
     pa_pool_destroy(p);
     /* a limit bounds the range: reserved never exceeds it */
     p = make_default(PA_GROW_REQUESTED, 4 * MB);
-    char *a = pa_pool_alloc(p, 3 * MB);
+    char *a = pa_pool_alloc(p, 3 * MB, NULL);
     CHECK(a != NULL);
     pa_status_t s = PA_OK;
-    CHECK(pa_pool_alloc_status(p, 2 * MB, &s) == NULL);
+    CHECK(pa_pool_alloc(p, 2 * MB, &s) == NULL);
     CHECK_EQ(s, PA_ERR_NOMEM);
-    char *b = pa_pool_alloc(p, 1 * MB);
+    char *b = pa_pool_alloc(p, 1 * MB, NULL);
     CHECK(b == a + 3 * MB);
     pa_pool_stats(p, &st);
     CHECK_EQ(st.reserved, 4 * MB);
     pa_pool_free(p, a);
     pa_pool_free(p, b);
-    char *c = pa_pool_alloc(p, 4 * MB);
+    char *c = pa_pool_alloc(p, 4 * MB, NULL);
     CHECK(c == a);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
@@ -238,11 +238,11 @@ static void test_reservation_full_then_chunks(void) {
     /* the range is `limit` bytes; raising the limit later grows in
      * separate chunks beyond it */
     pa_pool_t *p = make_default(PA_GROW_REQUESTED, 2 * MB);
-    char *a = pa_pool_alloc(p, 2 * MB);
+    char *a = pa_pool_alloc(p, 2 * MB, NULL);
     CHECK(a != NULL);
-    CHECK(pa_pool_alloc(p, 1 * MB) == NULL);
+    CHECK(pa_pool_alloc(p, 1 * MB, NULL) == NULL);
     CHECK_EQ(pa_pool_set_limit(p, 16 * MB), PA_OK);
-    char *b = pa_pool_alloc(p, 3 * MB);
+    char *b = pa_pool_alloc(p, 3 * MB, NULL);
     CHECK(b != NULL && (b >= a + 2 * MB || b + 3 * MB <= a));
     memset(b, 2, 3 * MB);
     pa_pool_stats_t st;
@@ -257,7 +257,7 @@ static void test_reservation_full_then_chunks(void) {
     CHECK_EQ(st.reserved, 0u);
     CHECK_EQ(st.chunks, 0u);
     CHECK_EQ(pa_pool_check(p), 0u);
-    char *c = pa_pool_alloc(p, 2 * MB); /* back inside the range */
+    char *c = pa_pool_alloc(p, 2 * MB, NULL); /* back inside the range */
     CHECK(c == a);
     pa_pool_destroy(p);
 }

@@ -311,7 +311,7 @@ static void test_bad_input(void) {
     pa_plan_buffer_t c[2] = {{8, 0, 1, 0}, {8, 1, 2, 0}};
     CHECK_EQ(pa_plan_assign(c, 2, NULL, NULL), PA_OK);
     CHECK_EQ(check_plan(c, 2, 64), 128u);
-    pa_plan_options_default(NULL);
+    CHECK_EQ(pa_plan_options_default(NULL), PA_ERR_INVALID);
     pa_plan_options_t o;
     pa_plan_options_default(&o);
     CHECK_EQ(o.strategy, PA_PLAN_BEST);

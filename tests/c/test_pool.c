@@ -14,10 +14,10 @@ static pa_pool_stats_t stats(pa_pool_t *p) {
 }
 
 static void test_basic(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     CHECK(p != NULL);
     pa_status_t s;
-    char *a = pa_pool_alloc_status(p, 100, &s);
+    char *a = pa_pool_alloc(p, 100, &s);
     CHECK(a != NULL && s == PA_OK);
     CHECK(((uintptr_t)a & 63) == 0);
     memset(a, 1, 100);
@@ -40,10 +40,10 @@ static void test_basic(void) {
 }
 
 static void test_zero_size(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     void *z[10];
     for (int i = 0; i < 10; i++) {
-        z[i] = pa_pool_alloc(p, 0);
+        z[i] = pa_pool_alloc(p, 0, NULL);
         CHECK(z[i] != NULL);
         CHECK(((uintptr_t)z[i] & 63) == 0);
         CHECK(pa_pool_block_size(p, z[i]) >= 64);
@@ -57,22 +57,22 @@ static void test_zero_size(void) {
 }
 
 static void test_absurd_sizes(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     pa_status_t s;
-    CHECK(pa_pool_alloc_status(p, SIZE_MAX, &s) == NULL);
+    CHECK(pa_pool_alloc(p, SIZE_MAX, &s) == NULL);
     CHECK_EQ(s, PA_ERR_OVERFLOW);
-    CHECK(pa_pool_alloc_status(p, SIZE_MAX - 4095, &s) == NULL);
+    CHECK(pa_pool_alloc(p, SIZE_MAX - 4095, &s) == NULL);
     CHECK_EQ(s, PA_ERR_OVERFLOW);
-    CHECK(pa_pool_alloc_status(p, ((size_t)1 << 47) + 1, &s) == NULL);
+    CHECK(pa_pool_alloc(p, ((size_t)1 << 47) + 1, &s) == NULL);
     CHECK_EQ(s, PA_ERR_OVERFLOW);
     /* mmap refuses 2^46 bytes on this machine or it is over no limit:
      * either way no crash and a clear status */
-    void *huge = pa_pool_alloc_status(p, (size_t)1 << 46, &s);
+    void *huge = pa_pool_alloc(p, (size_t)1 << 46, &s);
     CHECK(huge == NULL ? s == PA_ERR_NOMEM : s == PA_OK);
     if (huge) CHECK_EQ(pa_pool_free(p, huge), PA_OK);
     CHECK(pa_pool_calloc(p, SIZE_MAX / 2, 4, &s) == NULL);
     CHECK_EQ(s, PA_ERR_OVERFLOW);
-    CHECK(pa_pool_alloc(p, SIZE_MAX) == NULL);
+    CHECK(pa_pool_alloc(p, SIZE_MAX, NULL) == NULL);
     CHECK(stats(p).failures >= 4);
     CHECK_EQ(stats(p).live, 0u);
     CHECK_EQ(pa_pool_check(p), 0u);
@@ -80,12 +80,12 @@ static void test_absurd_sizes(void) {
 }
 
 static void test_bad_pointers(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
-    pa_pool_t *q = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *q = pa_pool_create(NULL, NULL);
     size_t sizes[] = {24, 3000, 20000, 200000, 3 << 20};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-        char *a = pa_pool_alloc(p, sizes[k]);
-        char *b = pa_pool_alloc(p, sizes[k]);
+        char *a = pa_pool_alloc(p, sizes[k], NULL);
+        char *b = pa_pool_alloc(p, sizes[k], NULL);
         CHECK(a && b);
         /* interior pointers: never freed, block stays live */
         CHECK_EQ(pa_pool_free(p, a + 8), PA_ERR_FOREIGN);
@@ -110,7 +110,7 @@ static void test_bad_pointers(void) {
     CHECK_EQ(pa_pool_block_size(p, &local), 0u);
     /* pointers into free memory of the pool: after reclaim, the freed
      * blocks are free memory; interior ones are foreign */
-    char *c = pa_pool_alloc(p, 500000);
+    char *c = pa_pool_alloc(p, 500000, NULL);
     CHECK_EQ(pa_pool_free(p, c), PA_OK);
     CHECK_EQ(pa_pool_reclaim(p), PA_OK);
     CHECK(pa_pool_free(p, c) != PA_OK);
@@ -129,18 +129,19 @@ static void test_bad_pointers(void) {
 static void test_null_and_destroyed(void) {
     pa_status_t s;
     pa_pool_stats_t st;
-    CHECK(pa_pool_alloc(NULL, 10) == NULL);
-    CHECK(pa_pool_alloc_status(NULL, 10, &s) == NULL);
+    CHECK(pa_pool_alloc(NULL, 10, NULL) == NULL);
+    CHECK(pa_pool_alloc(NULL, 10, &s) == NULL);
     CHECK_EQ(s, PA_ERR_INVALID);
     CHECK_EQ(pa_pool_free(NULL, &s), PA_ERR_INVALID);
     CHECK_EQ(pa_pool_destroy(NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_pool_config_default(NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_pool_stats(NULL, &st), PA_ERR_INVALID);
     CHECK_EQ(pa_pool_check(NULL), 1u);
     CHECK_EQ(pa_pool_block_size(NULL, &s), 0u);
 
-    pa_pool_t *p = pa_pool_create(NULL);
-    void *a = pa_pool_alloc(p, 1000);
-    void *b = pa_pool_alloc(p, 1 << 20);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    void *a = pa_pool_alloc(p, 1000, NULL);
+    void *b = pa_pool_alloc(p, 1 << 20, NULL);
     CHECK(a && b);
     CHECK_EQ(pa_pool_stats(p, NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_pool_walk(p, NULL, NULL), PA_ERR_INVALID);
@@ -148,9 +149,9 @@ static void test_null_and_destroyed(void) {
     /* every call on the tombstone: PA_ERR_STATE, nothing touched */
     CHECK_EQ(pa_pool_free(p, a), PA_ERR_STATE);
     CHECK_EQ(pa_pool_free(p, NULL), PA_ERR_STATE);
-    CHECK(pa_pool_alloc_status(p, 10, &s) == NULL);
+    CHECK(pa_pool_alloc(p, 10, &s) == NULL);
     CHECK_EQ(s, PA_ERR_STATE);
-    CHECK(pa_pool_alloc(p, 10) == NULL);
+    CHECK(pa_pool_alloc(p, 10, NULL) == NULL);
     CHECK(pa_pool_calloc(p, 2, 10, &s) == NULL);
     CHECK_EQ(s, PA_ERR_STATE);
     CHECK(pa_pool_realloc(p, a, 10, &s) == NULL);
@@ -174,26 +175,27 @@ static void test_config_validation(void) {
     for (size_t i = 0; i < 4; i++) {
         pa_pool_config_default(&cfg);
         cfg.alignment = bad_align[i];
-        CHECK(pa_pool_create_status(&cfg, &s) == NULL);
+        CHECK(pa_pool_create(&cfg, &s) == NULL);
         CHECK_EQ(s, PA_ERR_ALIGN);
     }
     struct {
         int field;
         long long value;
-    } bad[] = {{0, 7}, {1, 9}, {2, 5}, {3, 3}, {4, 3 << 10}, {5, 1 << 20}, {6, 1000}, {7, 0}};
+    } bad[] = {{0, 7}, {0, -1}, {1, 9}, {1, -1}, {2, 5}, {2, -1}, {3, 3}, {4, 3 << 10},
+               {5, 1 << 20}, {6, 1000}, {7, 0}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pa_pool_config_default(&cfg);
         switch (bad[i].field) {
-        case 0: cfg.mode = (int)bad[i].value; break;
-        case 1: cfg.growth = (int)bad[i].value; break;
-        case 2: cfg.release = (int)bad[i].value; break;
+        case 0: cfg.mode = (pa_pool_mode_t)bad[i].value; break;
+        case 1: cfg.growth = (pa_growth_t)bad[i].value; break;
+        case 2: cfg.release = (pa_release_t)bad[i].value; break;
         case 3: cfg.classes_per_doubling = (unsigned)bad[i].value; break;
         case 4: cfg.slab_size = (size_t)bad[i].value; break;     /* not pages */
         case 5: cfg.low_watermark = (size_t)bad[i].value; break; /* > high */
         case 6: cfg.buddy_region = (size_t)bad[i].value; break;
         case 7: cfg.growth = PA_GROW_NONE; cfg.chunk_size = 0; break;
         }
-        CHECK(pa_pool_create_status(&cfg, &s) == NULL);
+        CHECK(pa_pool_create(&cfg, &s) == NULL);
         CHECK_EQ(s, PA_ERR_INVALID);
     }
     /* custom classes: must increase and be multiples of the granularity */
@@ -202,19 +204,19 @@ static void test_config_validation(void) {
     cfg.classes[0] = 64;
     cfg.classes[1] = 64;
     cfg.classes[2] = 128;
-    CHECK(pa_pool_create(&cfg) == NULL);
+    CHECK(pa_pool_create(&cfg, NULL) == NULL);
     cfg.classes[1] = 100;
-    CHECK(pa_pool_create(&cfg) == NULL);
+    CHECK(pa_pool_create(&cfg, NULL) == NULL);
     cfg.num_classes = PA_POOL_MAX_CLASSES + 1;
-    CHECK(pa_pool_create(&cfg) == NULL);
+    CHECK(pa_pool_create(&cfg, NULL) == NULL);
     /* granularities 8 .. 4096 work */
     for (size_t g = 8; g <= 4096; g *= 8) {
         pa_pool_config_default(&cfg);
         cfg.alignment = g;
-        pa_pool_t *p = pa_pool_create_status(&cfg, &s);
+        pa_pool_t *p = pa_pool_create(&cfg, &s);
         CHECK(p != NULL && s == PA_OK);
         for (size_t n = 1; n < 3000000; n = n * 3 + 1) {
-            void *a = pa_pool_alloc(p, n);
+            void *a = pa_pool_alloc(p, n, NULL);
             CHECK(a && ((uintptr_t)a % g) == 0);
             CHECK(pa_pool_block_size(p, a) >= n);
         }
@@ -225,17 +227,17 @@ static void test_config_validation(void) {
 }
 
 static void test_cache_lifo(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     /* the block freed last is the next one handed out (hot reuse) */
     size_t sizes[] = {100, 5000, 100000, 400000};
     for (size_t k = 0; k < 4; k++) {
-        void *a = pa_pool_alloc(p, sizes[k]);
-        void *b = pa_pool_alloc(p, sizes[k]);
-        void *c = pa_pool_alloc(p, sizes[k]);
+        void *a = pa_pool_alloc(p, sizes[k], NULL);
+        void *b = pa_pool_alloc(p, sizes[k], NULL);
+        void *c = pa_pool_alloc(p, sizes[k], NULL);
         pa_pool_free(p, a);
         pa_pool_free(p, c);
-        CHECK(pa_pool_alloc(p, sizes[k]) == c);
-        CHECK(pa_pool_alloc(p, sizes[k]) == a);
+        CHECK(pa_pool_alloc(p, sizes[k], NULL) == c);
+        CHECK(pa_pool_alloc(p, sizes[k], NULL) == a);
         pa_pool_free(p, a);
         pa_pool_free(p, b);
         pa_pool_free(p, c);
@@ -257,7 +259,7 @@ static void test_cache_lifo(void) {
     CHECK(st.peak_reserved > 0);
     CHECK_EQ(pa_pool_check(p), 0u);
     /* and the pool still works after giving everything back */
-    void *a = pa_pool_alloc(p, 777);
+    void *a = pa_pool_alloc(p, 777, NULL);
     CHECK(a != NULL);
     CHECK_EQ(pa_pool_free(p, a), PA_OK);
     pa_pool_destroy(p);
@@ -267,9 +269,9 @@ static void test_cache_budget(void) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);
     cfg.cache_budget = 1 << 20;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     void *v[64];
-    for (int i = 0; i < 64; i++) v[i] = pa_pool_alloc(p, 100000); /* 128 KiB buddy */
+    for (int i = 0; i < 64; i++) v[i] = pa_pool_alloc(p, 100000, NULL); /* 128 KiB buddy */
     for (int i = 0; i < 64; i++) {
         CHECK_EQ(pa_pool_free(p, v[i]), PA_OK);
         CHECK(stats(p).cached <= (1u << 20));
@@ -286,14 +288,14 @@ static void test_limit(void) {
     pa_pool_config_default(&cfg);
     cfg.backend = &be;
     cfg.limit = 8 << 20;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
     pa_status_t s;
-    CHECK(pa_pool_alloc_status(p, 9 << 20, &s) == NULL);
+    CHECK(pa_pool_alloc(p, 9 << 20, &s) == NULL);
     CHECK_EQ(s, PA_ERR_NOMEM);
     void *v[16];
     int n = 0;
-    while (n < 16 && (v[n] = pa_pool_alloc_status(p, 1 << 20, &s)) != NULL) n++;
+    while (n < 16 && (v[n] = pa_pool_alloc(p, 1 << 20, &s)) != NULL) n++;
     CHECK_EQ(s, PA_ERR_NOMEM);
     CHECK(n >= 6 && n <= 8);
     pa_pool_stats_t st = stats(p);
@@ -310,7 +312,7 @@ static void test_limit(void) {
     CHECK(st.reserved <= (4u << 20));
     CHECK_EQ(st.reserved, cnt.live_bytes);
     CHECK_EQ(pa_pool_set_limit(p, 0), PA_OK);
-    void *big = pa_pool_alloc(p, 20 << 20);
+    void *big = pa_pool_alloc(p, 20 << 20, NULL);
     CHECK(big != NULL);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
@@ -326,35 +328,35 @@ static void test_backend_failures(void) {
     cfg.backend = &be;
     cnt.fail_after = 0;
     pa_status_t s;
-    CHECK(pa_pool_create_status(&cfg, &s) == NULL);
+    CHECK(pa_pool_create(&cfg, &s) == NULL);
     CHECK_EQ(s, PA_ERR_NOMEM);
     /* first chunk works, growth fails: every zone reports NOMEM cleanly */
     cnt.fail_after = 1;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
     size_t got = 0;
     void *v[4096];
     size_t n = 0;
-    while (n < 4096 && (v[n] = pa_pool_alloc_status(p, 3000, &s)) != NULL) {
+    while (n < 4096 && (v[n] = pa_pool_alloc(p, 3000, &s)) != NULL) {
         got += 3000;
         n++;
     }
     CHECK_EQ(s, PA_ERR_NOMEM);
     CHECK(got > 500000); /* most of the 1 MiB chunk */
-    CHECK(pa_pool_alloc_status(p, 100000, &s) == NULL);
+    CHECK(pa_pool_alloc(p, 100000, &s) == NULL);
     CHECK_EQ(s, PA_ERR_NOMEM);
-    CHECK(pa_pool_alloc_status(p, 5 << 20, &s) == NULL);
+    CHECK(pa_pool_alloc(p, 5 << 20, &s) == NULL);
     CHECK_EQ(s, PA_ERR_NOMEM);
     CHECK(stats(p).failures >= 3);
     CHECK_EQ(pa_pool_check(p), 0u);
     /* memory comes back: freed blocks serve new requests without the OS */
     for (size_t i = 0; i < n; i++) CHECK_EQ(pa_pool_free(p, v[i]), PA_OK);
-    void *m = pa_pool_alloc_status(p, 100000, &s);
+    void *m = pa_pool_alloc(p, 100000, &s);
     CHECK(m != NULL && s == PA_OK);
     CHECK_EQ(cnt.maps, 1);
     /* the backend recovers: growth works again */
     cnt.fail_after = -1;
-    void *big = pa_pool_alloc(p, 5 << 20);
+    void *big = pa_pool_alloc(p, 5 << 20, NULL);
     CHECK(big != NULL);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
@@ -369,11 +371,11 @@ static void test_watermarks(void) {
     cfg.backend = &be;
     cfg.growth = PA_GROW_POW2;
     cfg.chunk_size = 1 << 20;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     /* 1 MiB blocks: the first fits the initial 1 MiB chunk, then chunks of
      * 2 MiB (two blocks) and 4 MiB: reserved 7 MiB in 3 maps */
     void *v[4];
-    for (int i = 0; i < 4; i++) v[i] = pa_pool_alloc(p, 1 << 20);
+    for (int i = 0; i < 4; i++) v[i] = pa_pool_alloc(p, 1 << 20, NULL);
     CHECK_EQ(cnt.maps, 3);
     CHECK_EQ(stats(p).reserved, 7u << 20);
     for (int i = 0; i < 4; i++) pa_pool_free(p, v[i]);
@@ -384,7 +386,7 @@ static void test_watermarks(void) {
     /* 5 MiB fits no free chunk: an 8 MiB chunk is mapped, reserved 15 MiB
      * is above high, so the pool trims toward low: the three free chunks
      * go back (the new one holds the live block and stays) */
-    char *big = pa_pool_alloc(p, 5 << 20);
+    char *big = pa_pool_alloc(p, 5 << 20, NULL);
     CHECK(big != NULL);
     pa_pool_stats_t st = stats(p);
     CHECK_EQ(st.trims, 1u);
@@ -417,8 +419,8 @@ static void test_decommit(void) {
     cfg.backend = &be;
     cfg.growth = PA_GROW_REQUESTED;
     cfg.release = PA_RELEASE_DECOMMIT;
-    pa_pool_t *p = pa_pool_create(&cfg);
-    char *a = pa_pool_alloc(p, 4 << 20);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    char *a = pa_pool_alloc(p, 4 << 20, NULL);
     memset(a, 1, 4 << 20);
     pa_pool_free(p, a);
     CHECK_EQ(pa_pool_free_all(p), PA_OK);
@@ -426,7 +428,7 @@ static void test_decommit(void) {
     CHECK_EQ(cnt.unmaps, 0);
     CHECK_EQ(stats(p).reserved, 0u); /* decommitted chunks are not reserved */
     int maps = cnt.maps;
-    char *b = pa_pool_alloc(p, 4 << 20); /* reuses the spare: no map */
+    char *b = pa_pool_alloc(p, 4 << 20, NULL); /* reuses the spare: no map */
     CHECK(b != NULL);
     CHECK_EQ(cnt.maps, maps);
     CHECK_EQ(stats(p).reserved, 4u << 20);
@@ -450,31 +452,31 @@ static void test_grow_none(void) {
     cfg.growth = PA_GROW_NONE;
     cfg.chunk_size = 0;
     cfg.limit = 4 << 20;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
     CHECK_EQ(cnt.maps, 1);
     CHECK_EQ(cnt.live_bytes, 4u << 20);
     void *v[100];
     int n = 0;
-    while (n < 100 && (v[n] = pa_pool_alloc(p, 300000)) != NULL) n++;
+    while (n < 100 && (v[n] = pa_pool_alloc(p, 300000, NULL)) != NULL) n++;
     CHECK(n >= 12 && n <= 14);
     CHECK_EQ(cnt.maps, 1);
     CHECK_EQ(pa_pool_free_all(p), PA_OK); /* a fixed pool keeps its chunk */
     CHECK_EQ(cnt.unmaps, 0);
     for (int i = 0; i < n; i++) pa_pool_free(p, v[i]);
-    CHECK(pa_pool_alloc(p, 3 << 20) != NULL); /* coalesced back */
+    CHECK(pa_pool_alloc(p, 3 << 20, NULL) != NULL); /* coalesced back */
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
     CHECK_EQ(cnt.live_bytes, 0u);
 }
 
 static void test_stats_fragmentation(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     pa_pool_stats_t st = stats(p);
     CHECK(st.frag_internal == 0.0 && st.frag_external == 0.0);
-    void *a = pa_pool_alloc(p, 65);   /* 80-byte class */
-    void *b = pa_pool_alloc(p, 5000); /* 8 KiB buddy block */
-    void *c = pa_pool_alloc(p, 300000);
+    void *a = pa_pool_alloc(p, 65, NULL);   /* 80-byte class */
+    void *b = pa_pool_alloc(p, 5000, NULL); /* 8 KiB buddy block */
+    void *c = pa_pool_alloc(p, 300000, NULL);
     st = stats(p);
     CHECK_EQ(st.requested, 65u + 5000u + 300000u);
     CHECK_EQ(st.zone[PA_ZONE_SLAB].allocated, 128u); /* 64 B granularity */
@@ -502,7 +504,7 @@ static void test_stats_fragmentation(void) {
 }
 
 static void test_realloc_calloc(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     pa_status_t s;
     unsigned char *a = pa_pool_realloc(p, NULL, 100, &s);
     CHECK(a != NULL && s == PA_OK);
@@ -528,7 +530,7 @@ static void test_realloc_calloc(void) {
     CHECK_EQ(a[7], 7);
     pa_pool_free(p, a);
     /* calloc zeroes recycled memory */
-    unsigned char *d = pa_pool_alloc(p, 4000);
+    unsigned char *d = pa_pool_alloc(p, 4000, NULL);
     memset(d, 0xAB, 4000);
     pa_pool_free(p, d);
     unsigned char *e = pa_pool_calloc(p, 100, 40, &s);
@@ -554,8 +556,8 @@ static int count_walker(const pa_pool_block_t *b, void *ctx) {
 }
 
 static void test_walk(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
-    void *a = pa_pool_alloc(p, 100), *b = pa_pool_alloc(p, 10000), *c = pa_pool_alloc(p, 1 << 20);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    void *a = pa_pool_alloc(p, 100, NULL), *b = pa_pool_alloc(p, 10000, NULL), *c = pa_pool_alloc(p, 1 << 20, NULL);
     wctx_t w = {0, 0, 0};
     CHECK_EQ(pa_pool_walk(p, count_walker, &w), PA_OK);
     CHECK_EQ(w.live_bytes, stats(p).allocated);

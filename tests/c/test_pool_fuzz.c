@@ -72,7 +72,7 @@ static void run_cfg(int mode, int growth, size_t limit, unsigned long long seed,
         cfg.low_watermark = (size_t)4 << 20;
         cfg.release = PA_RELEASE_DECOMMIT;
     }
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
     if (!p) return;
     slot_t s[SLOTS];
@@ -120,7 +120,7 @@ static void run_cfg(int mode, int growth, size_t limit, unsigned long long seed,
         } else {
             size_t n = op < 50 ? pa_rand(&r) % 100 : rand_size(&r, op < 95 ? 20 : 23);
             pa_status_t st;
-            unsigned char *q = pa_pool_alloc_status(p, n, &st);
+            unsigned char *q = pa_pool_alloc(p, n, &st);
             if (!q) {
                 CHECK(limit != 0);
                 CHECK_EQ(st, PA_ERR_NOMEM);

@@ -38,7 +38,7 @@ static void *worker(void *arg) {
             unsigned lg = (unsigned)(pa_rand(&w->seed) % 21);
             size_t n = ((size_t)1 << lg) + pa_rand(&w->seed) % ((size_t)1 << lg);
             pa_status_t st;
-            blk[i] = pa_pool_alloc_status(w->pool, n, &st);
+            blk[i] = pa_pool_alloc(w->pool, n, &st);
             if (!blk[i]) {
                 w->bad_status++;
                 continue;
@@ -82,7 +82,7 @@ static void run(int mode) {
     pa_pool_config_default(&cfg);
     cfg.mode = mode;
     cfg.cache_budget = 2 << 20;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
     pthread_t th[THREADS], jt;
     worker_t w[THREADS];
@@ -134,7 +134,7 @@ static void *racer(void *arg) {
     for (long i = 0, after = 0; after < 100 && i < 100000000L; i++) {
         if (r->state) after++;
         pa_status_t st;
-        void *b = pa_pool_alloc_status(r->pool, 100, &st);
+        void *b = pa_pool_alloc(r->pool, 100, &st);
         if (b) {
             st = pa_pool_free(r->pool, b);
             if (st == PA_OK) r->ok++;
@@ -150,7 +150,7 @@ static void *racer(void *arg) {
 }
 
 static void test_destroy_race(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     racer_t r[2] = {{p, 0, 0, 0}, {p, 0, 0, 0}};
     pthread_t th[2];
     for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, racer, &r[t]);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static size_t bsize(pa_pool_t *p, size_t n) {
-    void *a = pa_pool_alloc(p, n);
+    void *a = pa_pool_alloc(p, n, NULL);
     size_t s = pa_pool_block_size(p, a);
     pa_pool_free(p, a);
     return s;
@@ -21,7 +21,7 @@ static void test_class_spacing(void) {
         pa_pool_config_default(&cfg);
         cfg.classes_per_doubling = per[k];
         cfg.alignment = 16;
-        pa_pool_t *p = pa_pool_create(&cfg);
+        pa_pool_t *p = pa_pool_create(&cfg, NULL);
         CHECK(p != NULL);
         size_t worst_num = 0, worst_den = 1;
         for (size_t n = 1; n <= 4096; n++) {
@@ -43,7 +43,7 @@ static void test_class_spacing(void) {
     }
     /* the default spacing: 64, 128, 192, 256, 320, ... (four per doubling
      * at 64 B granularity) */
-    pa_pool_t *p = pa_pool_create(NULL);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
     CHECK_EQ(bsize(p, 1), 64u);
     CHECK_EQ(bsize(p, 65), 128u);
     CHECK_EQ(bsize(p, 129), 192u);
@@ -61,7 +61,7 @@ static void test_custom_classes(void) {
     size_t cls[] = {64, 256, 1024, 4096};
     cfg.num_classes = 4;
     memcpy(cfg.classes, cls, sizeof cls);
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
     CHECK_EQ(bsize(p, 1), 64u);
     CHECK_EQ(bsize(p, 65), 256u);
@@ -78,12 +78,12 @@ static void test_slab_fill_and_release(void) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);
     cfg.backend = &be;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     /* 64 KiB slabs of 256 B slots: 256 per slab; 1000 blocks = 4 slabs */
     enum { N = 1000 };
     static unsigned char *v[N];
     for (int i = 0; i < N; i++) {
-        v[i] = pa_pool_alloc(p, 256);
+        v[i] = pa_pool_alloc(p, 256, NULL);
         CHECK(v[i] != NULL);
         memset(v[i], i & 0xff, 256);
     }
@@ -111,18 +111,18 @@ static void test_slab_fill_and_release(void) {
 }
 
 static void test_slot_reuse_lifo(void) {
-    pa_pool_t *p = pa_pool_create(NULL);
-    void *a = pa_pool_alloc(p, 100), *b = pa_pool_alloc(p, 100), *c = pa_pool_alloc(p, 100);
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    void *a = pa_pool_alloc(p, 100, NULL), *b = pa_pool_alloc(p, 100, NULL), *c = pa_pool_alloc(p, 100, NULL);
     CHECK((char *)b - (char *)a == 128 && (char *)c - (char *)b == 128);
     pa_pool_free(p, b);
     pa_pool_free(p, a);
     pa_pool_reclaim(p);
     /* after reclaim the slab's own LIFO stack hands out the last released */
-    void *d = pa_pool_alloc(p, 100);
+    void *d = pa_pool_alloc(p, 100, NULL);
     CHECK(d == b || d == a);
     /* a different size in the same class reuses the cached slot */
     pa_pool_free(p, c);
-    CHECK(pa_pool_alloc(p, 65) == c);
+    CHECK(pa_pool_alloc(p, 65, NULL) == c);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
 }
@@ -131,11 +131,11 @@ static void test_slab_only_mode(void) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);
     cfg.mode = PA_POOL_SLAB_ONLY;
-    pa_pool_t *p = pa_pool_create(&cfg);
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     size_t sizes[] = {1, 5000, 70000, 300000, 3 << 20};
     void *v[5];
     for (int i = 0; i < 5; i++) {
-        v[i] = pa_pool_alloc(p, sizes[i]);
+        v[i] = pa_pool_alloc(p, sizes[i], NULL);
         CHECK(v[i] != NULL);
         size_t b = pa_pool_block_size(p, v[i]);
         CHECK(b >= sizes[i] && b <= sizes[i] + sizes[i] / 4 + 64);
@@ -163,13 +163,13 @@ static pa_pool_t *slab_only(size_t budget) {
     pa_pool_config_default(&cfg);
     cfg.mode = PA_POOL_SLAB_ONLY;
     cfg.cache_budget = budget;
-    return pa_pool_create(&cfg);
+    return pa_pool_create(&cfg, NULL);
 }
 
 static void test_spare_slab_and_stale_entries(void) {
     /* budget 1: every free is flushed at once, so the slab empties */
     pa_pool_t *p = slab_only(1);
-    char *a = pa_pool_alloc(p, 3000);
+    char *a = pa_pool_alloc(p, 3000, NULL);
     CHECK(a != NULL);
     CHECK_EQ(pa_pool_free(p, a), PA_OK);
     pa_pool_stats_t st;
@@ -178,7 +178,7 @@ static void test_spare_slab_and_stale_entries(void) {
     CHECK(st.zone[PA_ZONE_SLAB].reserved > 0); /* the empty slab is kept */
     CHECK_EQ(pa_pool_check(p), 0u);
     CHECK_EQ(pa_pool_free(p, a), PA_ERR_DOUBLE_FREE);
-    char *b = pa_pool_alloc(p, 3000);
+    char *b = pa_pool_alloc(p, 3000, NULL);
     CHECK(b == a); /* the spare serves it: no new slab */
     CHECK_EQ(pa_pool_free(p, b), PA_OK);
     CHECK_EQ(pa_pool_reclaim(p), PA_OK);
@@ -189,7 +189,7 @@ static void test_spare_slab_and_stale_entries(void) {
     CHECK_EQ(pa_pool_free(p, a + 3008), PA_ERR_FOREIGN);
     CHECK_EQ(pa_pool_check(p), 0u);
     /* a one-slot slab (200 KB class) registers first and last page only */
-    char *x = pa_pool_alloc(p, 200000);
+    char *x = pa_pool_alloc(p, 200000, NULL);
     CHECK(x != NULL);
     memset(x, 3, 200000);
     CHECK_EQ(pa_pool_free(p, x + 8192), PA_ERR_FOREIGN);
@@ -200,8 +200,8 @@ static void test_spare_slab_and_stale_entries(void) {
     CHECK_EQ(pa_pool_free(p, x), PA_OK);
     CHECK_EQ(pa_pool_free(p, x), PA_ERR_DOUBLE_FREE);
     /* a second one-slot slab of the class is not kept: two spares never */
-    char *y = pa_pool_alloc(p, 200000);
-    char *z = pa_pool_alloc(p, 200000);
+    char *y = pa_pool_alloc(p, 200000, NULL);
+    char *z = pa_pool_alloc(p, 200000, NULL);
     CHECK(y == x && z != NULL);
     pa_pool_free(p, y);
     pa_pool_free(p, z);

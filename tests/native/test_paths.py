@@ -11,11 +11,12 @@ EXAMPLE = r"""
 #include "pyarena.h"
 #include <stdio.h>
 int main(void) {
-    pa_arena_t *a = pa_arena_create(NULL);
-    if (!a) return 1;
-    char *p = pa_arena_alloc(a, 100, 256);
-    int ok = p != NULL && ((unsigned long)p % 256) == 0;
-    pa_arena_destroy(a);
+    pa_status_t st;
+    pa_arena_t *a = pa_arena_create(NULL, &st);
+    if (!a || st != PA_OK) return 1;
+    char *p = pa_arena_alloc(a, 100, 256, &st);
+    int ok = p != NULL && st == PA_OK && ((unsigned long)p % 256) == 0;
+    if (pa_arena_destroy(a) != PA_OK) return 3;
     printf("%s\n", pa_status_string(PA_ERR_NOMEM));
     return ok ? 0 : 2;
 }
