@@ -68,15 +68,13 @@ class _NumpyInclude(os.PathLike):
 
 setup(
     cffi_modules=["pyarena/_native/build.py:ffibuilder"],
-    # The native hot path of Arena.empty (CPython + NumPy C API).
-    ext_modules=[Extension("pyarena._native._fastpath", ["pyarena/_native/fastpath.c"],
-                           include_dirs=[_NumpyInclude()],
-                           extra_compile_args=["-O2"]),
-                 # The work pool's glue: ownership capsules, the fast
-                 # Pool.empty, NumPy's allocator (NEP 49).
-                 Extension("pyarena._native._poolglue", ["pyarena/_native/poolglue.c"],
+    # The CPython/NumPy glue (glue.c): handles that own the C arena and
+    # pool, the native Arena.empty / Pool.empty, NumPy's allocator (NEP 49).
+    ext_modules=[Extension("pyarena._native._glue", ["pyarena/_native/glue.c"],
                            include_dirs=[_NumpyInclude(), "csrc"],
                            depends=["csrc/pyarena.h"],
-                           extra_compile_args=["-O2"])],
+                           extra_compile_args=["-O2", "-Wall", "-Wextra",
+                                               "-Wno-unused-parameter",
+                                               "-Wno-missing-field-initializers"])],
     cmdclass={"build_py": BuildPy, "build_ext": BuildExt},
 )

@@ -14,17 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CSRC = os.path.join(ROOT, "csrc")
 
-# Helpers compiled into the extension only (not part of the C library):
-# returning an address as an integer saves a cffi pointer object and an
-# int(ffi.cast(...)) round trip on the allocation hot path.  `status` is the
-# caller's reusable pa_status_t cell (pa_arena_alloc's out-parameter).
+# A helper compiled into the extension only (not part of the C library).
 FAST_PATH = """
-static intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align,
-                                     pa_status_t *status)
-{
-    return (intptr_t)pa_arena_alloc(a, size, align, status);
-}
-
 /* Copy up to `cap` blocks of the pool into `out` (pa_pool_walk with a C
  * callback, so no Python runs under the pool lock); returns how many there
  * are in all, or (size_t)-1 if the walk failed.  Used by Pool.walk(). */
@@ -46,8 +37,6 @@ static size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t c
 }
 """
 FAST_PATH_CDEF = """
-intptr_t _pa_arena_alloc_addr(pa_arena_t *a, size_t size, size_t align,
-                              pa_status_t *status);
 size_t _pa_pool_walk_copy(pa_pool_t *pool, pa_pool_block_t *out, size_t cap);
 """
 

@@ -1,7 +1,7 @@
 """NumPy's own allocator routed to a pool (NEP 49): ``numpy_allocator``.
 
 ``with numpy_allocator(pool):`` installs a ``PyDataMem_Handler`` whose
-context is the pool (the C side is pyarena/_native/poolglue.c).  NumPy
+context is the pool (the C side is pyarena/_native/glue.c).  NumPy
 keeps the handler in a context variable: the setting applies to the
 current thread and asyncio task only.  Every array allocated under it holds
 the handler, and the handler holds the pool, so arrays made inside the
@@ -9,14 +9,14 @@ block go back to the pool whenever they die.
 """
 import threading
 
-from .._native import _poolglue
+from .._native import glue
 from .pool import Pool
 
 __all__ = ["NumpyAllocator", "numpy_allocator"]
 
-_glue_handler_new = _poolglue.handler_new
-_glue_handler_counts = _poolglue.handler_counts
-_glue_set_handler = _poolglue.set_handler
+_glue_handler_new = glue.handler_new
+_glue_handler_counts = glue.handler_counts
+_glue_set_handler = glue.set_handler
 
 
 class NumpyAllocator:
@@ -29,7 +29,7 @@ class NumpyAllocator:
             raise TypeError(f"numpy_allocator() needs a pyarena.Pool, not {pool!r}")
         pool._check_open()
         self.pool = pool
-        self._handler = _glue_handler_new(pool._cap)
+        self._handler = _glue_handler_new(pool._hcap)
         self._saved = threading.local()
 
     def __enter__(self):

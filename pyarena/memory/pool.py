@@ -1,8 +1,9 @@
 """``Pool``: NumPy arrays from the C work pool, and NumPy's own allocator.
 
-Lifetime rules (the reason for most of this file and of _poolglue.c):
+Lifetime rules (the reason for most of this file and of
+pyarena/_native/glue.c, the arena's and the pool's one scheme):
 
-* The C pool is owned by a capsule; the capsule destroys it when the last
+* The C pool is owned by a handle capsule that destroys it when the last
   reference is gone.  The ``Pool`` object holds one reference, every
   block holds one (the block's owner capsule is the array's ``base``), and
   every NumPy allocator made by :func:`numpy_allocator` holds one.  So an
@@ -26,72 +27,34 @@ Lifetime rules (the reason for most of this file and of _poolglue.c):
 Thread safety: the C pool is thread-safe (one lock); ``empty``, ``free``
 and NumPy's allocator run with the GIL held, the other calls release it.
 The one C call that calls back (``pa_pool_walk``) copies blocks out in C
-(``_pa_pool_walk_copy`` in _build.py), so no Python callback ever runs
-under the pool lock.  The C side of this file is pyarena/_poolglue.c.
+(``_pa_pool_walk_copy`` in pyarena/_native/build.py), so no Python
+callback ever runs under the pool lock.
 """
 import contextlib
 import dataclasses
 import functools
-import operator
 import os
-import sys
 import threading
 import weakref
 
 import numpy as np
 
-from .._native import _poolglue, check, ffi, lib
-from . import shapes as _shapes
-from ..errors import (DoubleFreeError, ForeignPointerError, InvalidArgumentError,
-                     OutOfMemoryError, StateError)
-from .policy import Policy
-from .stats import ZONES, PoolStatistics, PoolStats
 from .._format import human_bytes
+from .._native import check, ffi, glue, lib
+from ..errors import DoubleFreeError, ForeignPointerError, InvalidArgumentError, StateError
+from . import dtypes
+from .closable import Closable
+from .policy import Policy
+from .refcount import BASE_ONE_HOLDER, ONE_HOLDER, base_references, references
+from .stats import ZONES, PoolStatistics, PoolStats, out_of_memory
 
 __all__ = ["Pool", "Block"]
 
-_poolglue.bind(*(int(ffi.cast("uintptr_t", ffi.addressof(lib, name))) for name in (
-    "pa_pool_alloc", "pa_pool_realloc", "pa_pool_free", "pa_pool_free_all",
-    "pa_pool_destroy")))
-
-_glue_empty = _poolglue.empty
-_glue_bind_empty = _poolglue.bind_empty
-_glue_owner = _poolglue.owner
-_glue_pool_capsule = _poolglue.pool_capsule
-_glue_pool_counters = _poolglue.pool_counters
-_DTYPES = _shapes._DTYPES
+_glue_owner = glue.owner
 _ndarray = np.ndarray
-_F64 = np.dtype(np.float64)  # the default dtype, like np.empty and Arena
-_getrefcount = sys.getrefcount
 
 _STATE_NAMES = {lib.PA_BLOCK_FREE: "free", lib.PA_BLOCK_LIVE: "live",
                 lib.PA_BLOCK_CACHED: "cached"}
-
-
-def _refs(obj):
-    return _getrefcount(obj)
-
-
-def _probe(obj):
-    # Same call shape as Pool.free(self, arr) -> _refs(arr).
-    return _refs(obj)
-
-
-def _base_refs(arr):
-    owner = arr.base
-    return _getrefcount(owner)
-
-
-def _calibrate():
-    x = np.empty(1)  # exactly one reference: this local
-    y = np.frombuffer(bytearray(8), np.uint8)  # its base is held by y only
-    return _probe(x), _base_refs(y)
-
-
-# The counts _refs() / _base_refs() see inside free() when the caller holds
-# the array by exactly one name and only the array holds its base
-# (interpreters differ in stack references).
-_ONE_HOLDER, _BASE_ONE_HOLDER = _calibrate()
 
 
 class Block:
@@ -111,63 +74,30 @@ class Block:
                 f"{self.requested}, zone={self.zone!r}, state={self.state!r})")
 
 
-def _dead():
-    return StateError("the pool behind this bound method is gone")
-
-
-def _raw_stats(h, cap):
+def _raw_stats(h, hcap):
     st = ffi.new("pa_pool_stats_t *")
     check(lib.pa_pool_stats(h, st), "pool stats")
-    retries, ooms = _glue_pool_counters(cap)
+    retries, ooms = glue.pool_counters(hcap)
     return PoolStats.from_c(st, retries, ooms)
 
 
-def _empty_slow(cap, h, zero, shape, dtype, r):
-    """Pool.empty/zeros off the fast path: validate with clear errors, retry
-    the C call with normalised arguments, or explain a failed allocation.
-    ``r`` is what the fast path returned (NotImplemented or a status)."""
-    dt = _shapes.resolve_dtype(dtype)
-    if dt.itemsize == 0:
-        raise InvalidArgumentError(f"dtype {dt} has no size; give a sized "
-                                   "dtype (e.g. 'S8', 'U4')")
-    shape = _shapes.normalize_shape(shape)
-    try:
-        shape = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"shape must be an int or a sequence of ints, "
-                        f"not {shape!r}") from None
-    nbytes = _shapes.nbytes_for(shape, dt)
-    if r is NotImplemented:
-        r = _glue_empty(cap, shape, dt, zero)
-    if type(r) is _ndarray:
-        return r
-    if r is NotImplemented:
-        raise InvalidArgumentError(
-            f"cannot make an array of shape {shape!r} and dtype {dt} "
-            f"({len(shape)} dimensions, {nbytes:,} bytes)")
-    if r in (lib.PA_ERR_NOMEM, lib.PA_ERR_OVERFLOW):
-        # OVERFLOW: a valid size no pool could ever serve (e.g. 2**62)
-        st = _raw_stats(h, cap)
-        raise OutOfMemoryError(nbytes, st.allocated,
-                               reserved=st.reserved, limit=st.limit,
-                               fragmentation=st.frag_external)
-    check(r, f"pool allocation of {nbytes:,} bytes")
+def _alloc_failed(h, hcap, nbytes, status, align):
+    """Called by the native ``empty`` when the pool refused a block (after
+    the one retry): OVERFLOW is a valid size no pool could ever serve."""
+    if status in (lib.PA_ERR_NOMEM, lib.PA_ERR_OVERFLOW):
+        raise out_of_memory(nbytes, _raw_stats(h, hcap))
+    check(status, f"pool allocation of {nbytes:,} bytes")
     raise StateError("pool allocation failed without a status")
 
 
-def _general_path(ref, name, *args, **kwargs):
-    pool = ref()
-    if pool is None:
-        raise _dead()
-    return getattr(Pool, name)(pool, *args, **kwargs)
-
-
-class Pool:
+class Pool(Closable):
     """A dynamic work pool handing out NumPy arrays.
 
     ``Pool(policy=Policy(...))``, or ``Pool(limit=..., mode=...)`` as a
     shortcut for the same policy fields.  See :class:`~pyarena.Policy`.
     """
+
+    _kind = "pool"
 
     def __init__(self, policy=None, **fields):
         if policy is None:
@@ -184,60 +114,42 @@ class Pool:
         if h == ffi.NULL:
             if status[0] == lib.PA_ERR_NOMEM:
                 need = policy.chunk_size or policy.limit or (1 << 20)
-                raise OutOfMemoryError(int(need), 0, reserved=0, limit=policy.limit,
-                                       what="pool creation")
+                raise out_of_memory(int(need), limit=policy.limit, what="pool creation")
             check(status[0], f"pool creation with {policy}")
         try:
-            self._cap = _glue_pool_capsule(int(ffi.cast("uintptr_t", h)))
+            self._hcap = glue.handle(glue.POOL, int(ffi.cast("uintptr_t", h)))
         except BaseException:
             lib.pa_pool_destroy(h)
             raise
         self._h = h
         self.policy = policy
         self.alignment = int(cfg.alignment)
-        self._closed = False
         self._freed = {}           # id(array) -> weakref, for DoubleFreeError
         self._floor = None         # PoolStats whose peaks survive statistics()
         self._recorders = []       # active PoolStatistics
         self._lock = threading.Lock()
-        # The fast paths: empty()/zeros() as one C call each, bound to the
-        # pool capsule (so a kept bound method keeps the C pool, like an
-        # array does); the slow path needs no Pool object and the general
-        # one holds it weakly, so there is no reference cycle.  The methods
-        # below are the documented versions; close() removes these.
-        ref = weakref.ref(self)
-        for name, zero in (("empty", False), ("zeros", True)):
-            setattr(self, name, _glue_bind_empty(
-                self._cap, _DTYPES, _F64,
-                functools.partial(_empty_slow, self._cap, self._h, zero),
-                functools.partial(_general_path, ref, name), zero))
+        # The native empty() / zeros(): one C call each, holding the handle
+        # (so a kept bound method keeps the C pool, like an array does).
+        failed = functools.partial(_alloc_failed, h, self._hcap)
+        self._empty, self._zeros = (
+            glue.empty_function(self._hcap, self.alignment, None, dtypes.CACHE,
+                                dtypes.resolve_dtype, failed, zero) for zero in (False, True))
+        self.empty, self.zeros = self._empty, self._zeros
 
     # -- allocation -----------------------------------------------------------
-    def empty(self, shape, dtype=np.float64):
+    def empty(self, shape, dtype=np.float64, align=None):
         """An uninitialised C-contiguous array over a pool block, aligned to
-        the pool's granularity.  The block returns to the pool when the array
-        and all its views are gone, or at :meth:`free`."""
-        try:
-            r = _glue_empty(self._cap, shape, _DTYPES[dtype])
-        except (KeyError, TypeError):
-            r = NotImplemented
-        if type(r) is _ndarray:
-            return r
-        return self._empty_slow(shape, dtype, r, False)
-
-    def _empty_slow(self, shape, dtype, r, zero):
+        the pool's granularity (or to ``align``, a larger power of two).
+        The block returns to the pool when the array and all its views are
+        gone, or at :meth:`free`.  (An instance attribute replaces this
+        method with the native call of the same signature.)"""
         self._check_open()
-        return _empty_slow(self._cap, self._h, zero, shape, dtype, r)
+        return self._empty(shape, dtype, align)
 
-    def zeros(self, shape, dtype=np.float64):
+    def zeros(self, shape, dtype=np.float64, align=None):
         """Like :meth:`empty`, filled with zeros."""
-        try:
-            r = _glue_empty(self._cap, shape, _DTYPES[dtype], True)
-        except (KeyError, TypeError):
-            r = NotImplemented
-        if type(r) is _ndarray:
-            return r
-        return self._empty_slow(shape, dtype, r, True)
+        self._check_open()
+        return self._zeros(shape, dtype, align)
 
     def full(self, shape, fill_value, dtype=None):
         """Like :meth:`empty`, filled with ``fill_value``."""
@@ -287,12 +199,12 @@ class Pool:
                 f"array of shape {arr.shape} and dtype {arr.dtype} was not "
                 "allocated by a pyarena pool")
         cap, kind = info
-        if cap is not self._cap:
+        if cap is not self._hcap:
             raise ForeignPointerError(
                 f"array of shape {arr.shape} was allocated by another pool")
         del info, cap
-        extra = _refs(arr) - _ONE_HOLDER
-        if kind == 1 and extra <= 0 and _base_refs(arr) > _BASE_ONE_HOLDER:
+        extra = references(arr) - ONE_HOLDER
+        if kind == 1 and extra <= 0 and base_references(arr) > BASE_ONE_HOLDER:
             extra = 1  # someone kept arr.base, the block's owner capsule
         if extra > 0:
             raise StateError(
@@ -323,7 +235,7 @@ class Pool:
         info = _glue_owner(arr)
         if info is None and isinstance(arr.base, _ndarray):
             info = _glue_owner(arr.base)
-        return info is not None and info[0] is self._cap
+        return info is not None and info[0] is self._hcap
 
     def block_size(self, arr):
         """Usable bytes of the block under ``arr`` (>= ``arr.nbytes``); 0 if
@@ -402,7 +314,7 @@ class Pool:
     def stats(self):
         """A :class:`PoolStats` snapshot."""
         self._check_open()
-        s = _raw_stats(self._h, self._cap)
+        s = _raw_stats(self._h, self._hcap)
         f = self._floor
         if f is not None:
             # statistics() resets the C peaks; the pool's own peaks (and
@@ -577,10 +489,7 @@ class Pool:
         finally:
             with self._lock:
                 if not self._closed:
-                    raw = ffi.new("pa_pool_stats_t *")
-                    check(lib.pa_pool_stats(self._h, raw), "pool stats")
-                    retries, ooms = _glue_pool_counters(self._cap)
-                    after = PoolStats.from_c(raw, retries, ooms)
+                    after = _raw_stats(self._h, self._hcap)
                     rec._fold(after)
                     rec.after = after
                 else:
@@ -588,30 +497,16 @@ class Pool:
                 self._recorders.remove(rec)
 
     # -- lifetime -------------------------------------------------------------------
-    def _check_open(self):
-        if self._closed:
-            raise StateError("pool is closed")
-
-    def close(self):
-        """Drop this object's hold on the C pool.  Arrays already handed out
-        stay valid (they keep the pool alive, and it is destroyed when the
-        last one is gone); further calls raise StateError.  Safe to call
-        twice."""
-        if self._closed:
-            return
-        self._closed = True
+    def _drop(self):
+        # arrays keep the C pool alive; it is destroyed when the last is gone
+        self._empty.__self__.close()                  # kept bound methods refuse too
+        self._zeros.__self__.close()
+        self._empty = self._zeros = None
         self.__dict__.pop("empty", None)
         self.__dict__.pop("zeros", None)
-        self._cap = None
+        self._hcap = None
         self._h = ffi.NULL
         self._freed = {}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         if self._closed:

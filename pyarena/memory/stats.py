@@ -1,5 +1,9 @@
-"""Statistics as plain data: dataclasses over the C stats structs."""
+"""Statistics as plain data: dataclasses over the C stats structs, the
+``statistics()`` recorder of a pool, and the one builder of
+:class:`~pyarena.OutOfMemoryError` from a snapshot."""
 from dataclasses import dataclass, fields
+
+from ..errors import OutOfMemoryError
 
 
 @dataclass(frozen=True)
@@ -172,3 +176,18 @@ class PoolStatistics:
 
     def __repr__(self):
         return f"PoolStatistics({self.as_dict()})"
+
+
+def out_of_memory(size, stats=None, *, limit=None, what="allocation"):
+    """The :class:`OutOfMemoryError` for a request of ``size`` bytes, with
+    the facts of an :class:`ArenaStats` or :class:`PoolStats` snapshot
+    (bytes in use, reserved, the limit, and for a pool the fragmentation);
+    without a snapshot (the allocator could not even be created) nothing is
+    in use or reserved and ``limit`` is the one asked for."""
+    if stats is None:
+        return OutOfMemoryError(size, 0, reserved=0, limit=limit, what=what)
+    if isinstance(stats, ArenaStats):
+        return OutOfMemoryError(size, stats.used, reserved=stats.reserved,
+                                limit=stats.capacity, what=what)
+    return OutOfMemoryError(size, stats.allocated, reserved=stats.reserved, limit=stats.limit,
+                            fragmentation=stats.frag_external, what=what)

@@ -340,9 +340,14 @@ def test_repr_mentions_usage():
 
 # -- the native hot path -------------------------------------------------------
 def test_fast_path_is_built_and_used():
+    from pyarena._native import glue
     a = Arena()
-    assert a._fast is not None, "pyarena._fastpath was not built"
+    assert type(a.empty.__self__).__name__ == "Empty"        # the native call
+    assert type(a.empty.__self__).__module__ == glue.__name__
     assert a.empty is not Arena.empty
+    # the documented method and the native one agree
+    x = Arena.empty(a, (2, 3), np.float32, 128)
+    assert x.shape == (2, 3) and x.ctypes.data % 128 == 0 and a._records[-1] is x
 
 
 @pytest.mark.parametrize("call", [
@@ -407,9 +412,14 @@ def test_temporary_arena_method_keeps_the_arena_alive():
 
 
 def test_dropped_arena_is_collected_with_its_fast_path():
+    from pyarena._native import glue
+    n0 = glue.live_handles(glue.ARENA)
     a = Arena()
-    a.empty(10)
+    x = a.empty(10)
     ref = weakref.ref(a)
     del a
     gc.collect()
     assert ref() is None
+    assert glue.live_handles(glue.ARENA) == n0 + 1    # x holds the C arena
+    del x
+    assert glue.live_handles(glue.ARENA) == n0        # destroyed with its last array

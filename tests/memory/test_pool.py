@@ -571,8 +571,10 @@ def test_fast_path_argument_forms():
     assert pool.empty(shape=(4,), dtype="u2").shape == (4,)
     assert pool.zeros(shape=5, dtype=np.int32).tolist() == [0] * 5
     assert pool.empty([2, 3], np.dtype("f8")).shape == (2, 3)
+    with pytest.raises(InvalidArgumentError, match="align must be an integer"):
+        pool.empty(3, np.float32, "extra")       # the third argument is align
     with pytest.raises(TypeError):
-        pool.empty(3, np.float32, "extra")
+        pool.empty(3, np.float32, 64, "extra")
     with pytest.raises(TypeError):
         pool.empty(3, order="F")
     with pytest.raises(TypeError):
@@ -580,15 +582,21 @@ def test_fast_path_argument_forms():
     with pytest.raises(TypeError):
         pool.empty(3, dtype=[["bad"]])
     # a bound method kept past the Pool object still works (it holds the C
-    # pool, like an array does), slow path and errors included
+    # pool, like an array does), errors included; once the pool is closed
+    # it refuses
     e = pool.empty
     del pool
     gc.collect()
     assert e(4, np.complex64).shape == (4,)
     with pytest.raises(InvalidArgumentError, match="negative"):
         e(-1)
-    with pytest.raises(StateError, match="gone"):
+    with pytest.raises(TypeError, match="order"):
         e(3, order="C")
+    p2 = Pool()
+    e2 = p2.empty
+    p2.close()
+    with pytest.raises(StateError, match="closed"):
+        e2(3)
 
 
 def test_watermarks_trim_reserved_memory():

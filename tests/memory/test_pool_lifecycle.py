@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from pyarena import Pool, StateError, numpy_allocator
-from pyarena._native import _poolglue
+from pyarena._native import glue
 
-live_pools = _poolglue.live_pools
+def live_pools():
+    return glue.live_handles(glue.POOL)
 
 
 @pytest.fixture(autouse=True)
