@@ -70,9 +70,11 @@ setup(
     cffi_modules=["pyarena/_native/build.py:ffibuilder"],
     # The CPython/NumPy glue (glue.c): handles that own the C arena and
     # pool, the native Arena.empty / Pool.empty, NumPy's allocator (NEP 49).
-    ext_modules=[Extension("pyarena._native._glue", ["pyarena/_native/glue.c"],
+    ext_modules=[Extension("pyarena._native._glue",
+                           [f"pyarena/_native/{f}.c" for f in
+                            ("glue", "glue_shape", "glue_empty", "glue_numpy")],
                            include_dirs=[_NumpyInclude(), "csrc"],
-                           depends=["csrc/pyarena.h"],
+                           depends=["csrc/pyarena.h", "pyarena/_native/glue.h"],
                            extra_compile_args=["-O2", "-Wall", "-Wextra",
                                                "-Wno-unused-parameter",
                                                "-Wno-missing-field-initializers"])],
