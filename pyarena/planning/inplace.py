@@ -42,6 +42,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
+
 __all__ = ["KINDS", "RuleTable", "DEFAULT_RULES", "DECLARED_RULES", "register_rule",
            "declare", "add_declaration_source", "rule_for", "as_rule_table",
            "reuse_candidates", "transpose_is_view", "same_layout"]
@@ -51,9 +53,9 @@ KINDS = ("unary", "binary", "alias", "transpose", "none")
 
 def _check_rule(op_type, kind):
     if not isinstance(op_type, str) or not op_type:
-        raise ValueError(f"op_type must be a non-empty string, not {op_type!r}")
+        raise InvalidArgumentError(f"op_type must be a non-empty string, not {op_type!r}")
     if not callable(kind) and kind not in KINDS:
-        raise ValueError(f"in-place kind for {op_type!r} must be one of {KINDS} "
+        raise InvalidArgumentError(f"in-place kind for {op_type!r} must be one of {KINDS} "
                          f"or a callable, not {kind!r}")
 
 
