@@ -3,7 +3,8 @@ lower bound, on real CNN topologies (built in code with real shapes, see
 cnn_graphs.py), any ONNX/TFLite models given on the command line, the
 real architectures the ``onnx`` package ships (when pyarena.importers is
 there to read them), and the MiniMalloc "challenging" interval sets when
-/work/shared/bench is present.
+present ($BENCH_DIR, default ../shared/bench/minimalloc-challenging next
+to the checkout, as for `make -C csrc bench-plan`).
 
     python benchmarks/bench_plan_quality.py [--time-limit S] [MODEL.onnx ...]
     python -m pytest benchmarks/bench_plan_quality.py     # pytest-benchmark
@@ -24,7 +25,8 @@ from pyarena.plan import load_graph, load_intervals_csv, plan, plan_intervals  #
 from pyarena.validate import validate  # noqa: E402
 
 STRATEGIES = ["first-fit", "greedy-by-size", "greedy-by-breadth", "best"]
-MINIMALLOC = "/work/shared/bench/minimalloc-challenging"
+MINIMALLOC = os.environ.get("BENCH_DIR") or os.path.join(
+    os.path.dirname(os.path.dirname(HERE)), "shared", "bench", "minimalloc-challenging")
 
 
 def _mib(n):
