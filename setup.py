@@ -1,12 +1,14 @@
-"""Build glue: the cffi extension plus the stand-alone C library.
+"""Build glue: the C core, the cffi extension and the native hot paths.
 
-``pip install .`` compiles csrc/ twice over the same sources: once into the
-cffi extension ``pyarena._native._cffi`` (cffi_modules) and once into
+``pip install .`` compiles csrc/ once, with the flags of ``make -C csrc``
+(csrc/flags.mk, read by pyarena/_native/build.py), into
 ``pyarena/lib/libpyarena.{a,so}`` with the public header copied to
-``pyarena/include/``, so C programs can link the very same core
-(``pyarena.get_include()``, ``pyarena.get_library()``).
+``pyarena/include/``, so C programs link the very same core
+(``pyarena.get_include()``, ``pyarena.get_library()``); the cffi extension
+``pyarena._native._cffi`` links that libpyarena.a, and the glue extension
+``pyarena._native._glue`` calls it through the cffi module.
 """
-import glob
+import importlib.util
 import os
 import shutil
 
@@ -18,6 +20,15 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 CSRC = os.path.join(ROOT, "csrc")
 
 
+def _load_build_module():
+    """pyarena/_native/build.py by path (importing the package needs the build)."""
+    spec = importlib.util.spec_from_file_location(
+        "_pyarena_build", os.path.join(ROOT, "pyarena", "_native", "build.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class BuildPy(build_py):
     def run(self):
         super().run()
@@ -27,32 +38,24 @@ class BuildPy(build_py):
 
 
 class BuildExt(build_ext):
-    """Also build libpyarena.a / libpyarena.so next to the extension."""
+    """Build the C core first (libpyarena.a / libpyarena.so next to the
+    extensions), then the extensions, pyarena._native._cffi linked against it."""
 
     def run(self):
-        super().run()
         if self.inplace:
             pkg = os.path.join(ROOT, "pyarena")
             os.makedirs(os.path.join(pkg, "include"), exist_ok=True)
             shutil.copy(os.path.join(CSRC, "pyarena.h"), os.path.join(pkg, "include"))
         else:
             pkg = os.path.join(self.build_lib, "pyarena")
-        libdir = os.path.join(pkg, "lib")
-        os.makedirs(libdir, exist_ok=True)
-        sources = sorted(glob.glob(os.path.join(CSRC, "*.c")))
-        objdir = os.path.join(self.build_temp, "libpyarena")
-        objects = self.compiler.compile(
-            sources,
-            output_dir=objdir,
-            include_dirs=[CSRC],
-            extra_postargs=["-O2", "-fPIC", "-std=gnu11"],
-        )
-        self.compiler.create_static_lib(objects, "pyarena", output_dir=libdir)
-        self.compiler.link_shared_object(
-            objects,
-            os.path.join(libdir, "libpyarena.so"),
-            libraries=["pthread"],
-        )
+        static = _load_build_module().build_core(
+            objdir=os.path.join(self.build_temp, "pyarena-core"),
+            libdir=os.path.join(pkg, "lib"))
+        for ext in self.extensions:
+            if ext.name == "pyarena._native._cffi" and static not in ext.extra_objects:
+                ext.extra_objects.append(static)
+                ext.depends.append(static)  # relink when the core changes
+        super().run()
 
 
 class _NumpyInclude(os.PathLike):
@@ -68,8 +71,9 @@ class _NumpyInclude(os.PathLike):
 
 setup(
     cffi_modules=["pyarena/_native/build.py:ffibuilder"],
-    # The CPython/NumPy glue (glue.c): handles that own the C arena and
-    # pool, the native Arena.empty / Pool.empty, NumPy's allocator (NEP 49).
+    # The CPython/NumPy glue (pyarena/_native/glue*.c): handles that own the
+    # C arena and pool, the native Arena.empty / Pool.empty, NumPy's
+    # allocator (NEP 49).  Python glue, not the core: Python's own flags.
     ext_modules=[Extension("pyarena._native._glue",
                            [f"pyarena/_native/{f}.c" for f in
                             ("glue", "glue_shape", "glue_empty", "glue_numpy")],

@@ -3,8 +3,9 @@ lower bound, on real CNN topologies (built in code with real shapes and
 the kernels' own scratch rules, ``pyarena.runtime.models``), any
 ONNX/TFLite models given on the command line, the real architectures the
 ``onnx`` package ships (when the onnx extra is installed), and the
-MiniMalloc "challenging" interval sets when present (``$PYARENA_BENCH_DIR``
-or ``../shared/bench`` beside the checkout).
+MiniMalloc "challenging" interval sets when present ($BENCH_DIR, default
+../shared/bench/minimalloc-challenging next to the checkout, as for
+``make -C csrc bench-plan``).
 
     python benchmarks/bench_plan_quality.py [--time-limit S] [MODEL.onnx ...]
     python -m pytest benchmarks/bench_plan_quality.py     # pytest-benchmark
@@ -24,8 +25,8 @@ from pyarena.planning import load_intervals_csv, plan, plan_intervals, validate 
 from pyarena.runtime.models import MODELS as ALL  # noqa: E402
 
 STRATEGIES = ["first-fit", "greedy-by-size", "greedy-by-breadth", "best"]
-MINIMALLOC = os.path.join(os.environ.get("PYARENA_BENCH_DIR") or os.path.join(
-    os.path.dirname(HERE), "..", "shared", "bench"), "minimalloc-challenging")
+MINIMALLOC = os.environ.get("BENCH_DIR") or os.path.join(
+    os.path.dirname(os.path.dirname(HERE)), "shared", "bench", "minimalloc-challenging")
 
 
 def _mib(n):

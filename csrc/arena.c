@@ -29,15 +29,15 @@
 #define PA_MAX_ALIGNMENT ((size_t)1 << 30)
 #define PA_DEFAULT_CHUNK ((size_t)64 << 10)
 
-typedef struct pa_chunk {
-    struct pa_chunk *prev; /* older chunk, NULL for the first            */
+typedef struct pa_arena_chunk {
+    struct pa_arena_chunk *prev; /* older chunk, NULL for the first            */
     char *base;            /* first usable byte, aligned                  */
     size_t size;           /* usable bytes from base                      */
     size_t top;            /* bytes consumed from base                    */
     size_t index;          /* 0 for the first chunk                       */
     void *map;             /* what the backend returned (NULL: caller's)  */
     size_t map_size;       /* bytes mapped                                */
-} pa_chunk_t;
+} pa_arena_chunk_t;
 
 struct pa_arena {
     pa_backend_t backend;  /* copied: the caller's struct may go away    */
@@ -46,8 +46,8 @@ struct pa_arena {
     size_t capacity;       /* limit on reserved, 0 = none                 */
     pa_growth_t growth;
     int owned;             /* 1 if created by pa_arena_create             */
-    pa_chunk_t *cur;       /* newest chunk                                */
-    pa_chunk_t *spare;     /* chunks released by rewind/reset, via prev   */
+    pa_arena_chunk_t *cur;       /* newest chunk                                */
+    pa_arena_chunk_t *spare;     /* chunks released by rewind/reset, via prev   */
     size_t spare_bytes;
     size_t nchunks;
     size_t reserved;       /* mapped (or caller) bytes                    */
@@ -56,7 +56,7 @@ struct pa_arena {
     size_t count;
     size_t peak;
     uint64_t epoch;        /* bumped by reset: marks from before are stale */
-    pa_chunk_t static_chunk; /* the single chunk of a static arena        */
+    pa_arena_chunk_t static_chunk; /* the single chunk of a static arena        */
 };
 
 static bool valid_alignment(size_t a) {
@@ -81,18 +81,18 @@ static void *fail(pa_status_t *status, pa_status_t st) {
 }
 
 /* Map a chunk with at least `usable` bytes, aligned to `align`. */
-static pa_chunk_t *chunk_map(pa_arena_t *a, size_t usable, size_t align) {
+static pa_arena_chunk_t *chunk_map(pa_arena_t *a, size_t usable, size_t align) {
     size_t total;
-    if (usable > SIZE_MAX - sizeof(pa_chunk_t) - 64) return NULL;
-    if (!_pa_align_up(usable + sizeof(pa_chunk_t) + 64, PA_PAGE_SIZE, &total))
+    if (usable > SIZE_MAX - sizeof(pa_arena_chunk_t) - 64) return NULL;
+    if (!_pa_align_up(usable + sizeof(pa_arena_chunk_t) + 64, PA_PAGE_SIZE, &total))
         return NULL;
     if (a->capacity && (total > a->capacity || a->reserved > a->capacity - total))
         return NULL;
     char *m = _pa_backend_map(&a->backend, total, align);
     if (!m) return NULL;
     /* header at the end, aligned for the struct */
-    uintptr_t h = ((uintptr_t)m + total - sizeof(pa_chunk_t)) & ~(uintptr_t)63;
-    pa_chunk_t *c = (pa_chunk_t *)h;
+    uintptr_t h = ((uintptr_t)m + total - sizeof(pa_arena_chunk_t)) & ~(uintptr_t)63;
+    pa_arena_chunk_t *c = (pa_arena_chunk_t *)h;
     c->prev = NULL;
     c->base = m;
     c->size = (size_t)((char *)c - m);
@@ -104,7 +104,7 @@ static pa_chunk_t *chunk_map(pa_arena_t *a, size_t usable, size_t align) {
     return c;
 }
 
-static void chunk_unmap(pa_arena_t *a, pa_chunk_t *c) {
+static void chunk_unmap(pa_arena_t *a, pa_arena_chunk_t *c) {
     if (!c->map) return;
     a->reserved -= c->map_size;
     _pa_backend_unmap(&a->backend, c->map, c->map_size);
@@ -133,10 +133,10 @@ pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg, pa_status_t *status) {
     size_t first = a->chunk_size;
     if (a->growth == PA_GROW_NONE && a->capacity) first = a->capacity;
     if (a->capacity && first > a->capacity) first = a->capacity;
-    size_t usable = first > sizeof(pa_chunk_t) + 64 + PA_PAGE_SIZE
-                        ? first - sizeof(pa_chunk_t) - 64
+    size_t usable = first > sizeof(pa_arena_chunk_t) + 64 + PA_PAGE_SIZE
+                        ? first - sizeof(pa_arena_chunk_t) - 64
                         : PA_PAGE_SIZE;
-    pa_chunk_t *c = chunk_map(a, usable, a->alignment);
+    pa_arena_chunk_t *c = chunk_map(a, usable, a->alignment);
     if (!c) {
         free(a);
         return fail(status, PA_ERR_NOMEM);
@@ -171,7 +171,7 @@ pa_arena_t *pa_arena_init_static(void *meta, size_t meta_size, void *buffer,
     a->capacity = size;
     a->growth = PA_GROW_NONE;
     a->owned = 0;
-    pa_chunk_t *c = &a->static_chunk;
+    pa_arena_chunk_t *c = &a->static_chunk;
     c->base = (char *)base;
     c->size = size - skip;
     c->map = NULL;
@@ -186,7 +186,7 @@ pa_arena_t *pa_arena_init_static(void *meta, size_t meta_size, void *buffer,
 /* Move chunks newer than `keep` (which becomes current) to the spares. */
 static void drop_chunks_after(pa_arena_t *a, size_t keep) {
     while (a->cur->index > keep) {
-        pa_chunk_t *c = a->cur;
+        pa_arena_chunk_t *c = a->cur;
         a->cur = c->prev;
         a->nchunks--;
         a->used_before -= a->cur->top;
@@ -201,7 +201,7 @@ static void drop_chunks_after(pa_arena_t *a, size_t keep) {
 static size_t unmap_spares(pa_arena_t *a) {
     size_t freed = 0;
     while (a->spare) {
-        pa_chunk_t *c = a->spare;
+        pa_arena_chunk_t *c = a->spare;
         a->spare = c->prev;
         freed += c->map_size;
         chunk_unmap(a, c);
@@ -228,9 +228,9 @@ pa_status_t pa_arena_destroy(pa_arena_t *a) {
 }
 
 /* A spare chunk that can hold `bsize` bytes at `align`, unlinked. */
-static pa_chunk_t *take_spare(pa_arena_t *a, size_t bsize, size_t align) {
-    for (pa_chunk_t **pp = &a->spare; *pp; pp = &(*pp)->prev) {
-        pa_chunk_t *c = *pp;
+static pa_arena_chunk_t *take_spare(pa_arena_t *a, size_t bsize, size_t align) {
+    for (pa_arena_chunk_t **pp = &a->spare; *pp; pp = &(*pp)->prev) {
+        pa_arena_chunk_t *c = *pp;
         uintptr_t p = _pa_align_ptr((uintptr_t)c->base, align);
         size_t off = (size_t)(p - (uintptr_t)c->base);
         if (off <= c->size && bsize <= c->size - off) {
@@ -249,12 +249,12 @@ static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t ali
     size_t chunk_align = align > a->alignment ? align : a->alignment;
     size_t want = bsize;
     if (a->growth == PA_GROW_POW2) {
-        size_t p = _pa_next_pow2(bsize + sizeof(pa_chunk_t) + 64);
+        size_t p = _pa_next_pow2(bsize + sizeof(pa_arena_chunk_t) + 64);
         size_t prev = a->cur->map ? a->cur->map_size : a->chunk_size;
         size_t dbl = prev <= SIZE_MAX / 2 ? prev * 2 : prev;
         if (p == 0) p = bsize; /* too big for a power of two: exact size */
         want = p > dbl ? p : dbl;
-        if (want > sizeof(pa_chunk_t) + 64) want -= sizeof(pa_chunk_t) + 64;
+        if (want > sizeof(pa_arena_chunk_t) + 64) want -= sizeof(pa_arena_chunk_t) + 64;
         if (want < bsize) want = bsize;
         /* Under a capacity, fall back to the exact size when the doubled
          * chunk would not fit. */
@@ -263,7 +263,7 @@ static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t ali
             if (want > room) want = bsize;
         }
     }
-    pa_chunk_t *c = take_spare(a, bsize, align);
+    pa_arena_chunk_t *c = take_spare(a, bsize, align);
     if (!c) c = chunk_map(a, want, chunk_align);
     if (!c && want > bsize) c = chunk_map(a, bsize, chunk_align);
     if (!c && a->spare) {
@@ -304,7 +304,7 @@ void *pa_arena_alloc(pa_arena_t *a, size_t size, size_t align, pa_status_t *stat
     } else if (pa_unlikely(!_pa_align_up(size, a->alignment, &bsize))) {
         return fail(status, PA_ERR_OVERFLOW);
     }
-    pa_chunk_t *c = a->cur;
+    pa_arena_chunk_t *c = a->cur;
     uintptr_t start = (uintptr_t)c->base + c->top;
     uintptr_t p = _pa_align_ptr(start, align);
     size_t off = (size_t)(p - (uintptr_t)c->base);
@@ -382,7 +382,7 @@ size_t pa_arena_num_chunks(const pa_arena_t *a) { return a ? a->nchunks : 0; }
 pa_status_t pa_arena_chunk(const pa_arena_t *a, size_t index, void **base,
                            size_t *size) {
     if (!a || !base || !size) return PA_ERR_INVALID;
-    for (pa_chunk_t *c = a->cur; c; c = c->prev) {
+    for (pa_arena_chunk_t *c = a->cur; c; c = c->prev) {
         if (c->index == index) {
             *base = c->base;
             *size = c->size;
@@ -396,7 +396,7 @@ pa_status_t pa_arena_find(const pa_arena_t *a, const void *ptr, size_t *index,
                           void **base, size_t *size) {
     if (!a || !index || !base || !size) return PA_ERR_INVALID;
     uintptr_t p = (uintptr_t)ptr;
-    for (pa_chunk_t *c = a->cur; c; c = c->prev) {
+    for (pa_arena_chunk_t *c = a->cur; c; c = c->prev) {
         uintptr_t b = (uintptr_t)c->base;
         if (p >= b && p - b < c->size) {
             *index = c->index;
@@ -412,7 +412,7 @@ size_t pa_arena_check(const pa_arena_t *a) {
     if (!a) return 1;
     size_t broken = 0, n = 0, used = 0, reserved = 0;
     size_t expect = a->cur ? a->cur->index : 0;
-    for (pa_chunk_t *c = a->cur; c; c = c->prev, n++) {
+    for (pa_arena_chunk_t *c = a->cur; c; c = c->prev, n++) {
         if (c->index != expect) broken++;
         expect--;
         if (c->top > c->size) broken++;
@@ -422,7 +422,7 @@ size_t pa_arena_check(const pa_arena_t *a) {
     }
     if (n != a->nchunks) broken++;
     size_t spare = 0;
-    for (pa_chunk_t *c = a->spare; c; c = c->prev) {
+    for (pa_arena_chunk_t *c = a->spare; c; c = c->prev) {
         spare += c->map_size;
         reserved += c->map_size;
         if (c->top != 0) broken++;

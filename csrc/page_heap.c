@@ -135,6 +135,15 @@ size_t _pa_heap_fit_pages(pa_page_heap_t *h, size_t np) {
 
 /* ---- heap ------------------------------------------------------------------ */
 
+/* Keep the first `np` pages in `s`; `tail` (a fresh descriptor) describes
+ * the rest.  The caller registers and files both. */
+static void cut_tail(pa_span_t *s, size_t np, pa_span_t *tail) {
+    tail->start = s->start + (np << PA_PAGE_SHIFT);
+    tail->npages = s->npages - np;
+    tail->chunk = s->chunk;
+    s->npages = np;
+}
+
 pa_span_t *_pa_heap_alloc(pa_page_heap_t *h, size_t np, pa_status_t *st) {
     pa_span_t *s = best_fit(h, np);
     if (!s) {
@@ -151,10 +160,7 @@ pa_span_t *_pa_heap_alloc(pa_page_heap_t *h, size_t np, pa_status_t *st) {
     }
     free_span_remove(h, s);
     if (tail) {
-        tail->start = s->start + (np << PA_PAGE_SHIFT);
-        tail->npages = s->npages - np;
-        tail->chunk = s->chunk;
-        s->npages = np;
+        cut_tail(s, np, tail);
         register_span(h, tail);
         free_span_insert(h, tail);
     }
@@ -199,10 +205,7 @@ void _pa_heap_shrink(pa_page_heap_t *h, pa_span_t *s, size_t np) {
     if (s->npages <= np) return;
     pa_span_t *t = span_desc_new(h);
     if (!t) return; /* keep it whole: still correct, just larger */
-    t->start = s->start + (np << PA_PAGE_SHIFT);
-    t->npages = s->npages - np;
-    t->chunk = s->chunk;
-    s->npages = np;
+    cut_tail(s, np, t);
     register_span(h, s);
     _pa_heap_free(h, t);
 }

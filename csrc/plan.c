@@ -39,10 +39,10 @@ static bool padded(uint64_t size, uint64_t align, uint64_t *out) {
 typedef struct {
     int64_t t;
     uint64_t size;
-} tev_t;
+} time_event_t;
 
-static int cmp_tev(const void *x, const void *y) {
-    const tev_t *a = x, *b = y;
+static int cmp_time_event(const void *x, const void *y) {
+    const time_event_t *a = x, *b = y;
     return (a->t > b->t) - (a->t < b->t);
 }
 
@@ -52,16 +52,16 @@ static int cmp_tev(const void *x, const void *y) {
 static uint64_t live_max(const uint64_t *size, const int64_t *first,
                          const int64_t *last, size_t n) {
     if (n == 0) return 0;
-    if (n > SIZE_MAX / (2 * sizeof(tev_t))) return UINT64_MAX;
-    tev_t *st = malloc(2 * n * sizeof(tev_t));
+    if (n > SIZE_MAX / (2 * sizeof(time_event_t))) return UINT64_MAX;
+    time_event_t *st = malloc(2 * n * sizeof(time_event_t));
     if (!st) return UINT64_MAX;
-    tev_t *en = st + n;
+    time_event_t *en = st + n;
     for (size_t i = 0; i < n; i++) {
-        st[i] = (tev_t){first[i], size[i]};
-        en[i] = (tev_t){last[i], size[i]};
+        st[i] = (time_event_t){first[i], size[i]};
+        en[i] = (time_event_t){last[i], size[i]};
     }
-    qsort(st, n, sizeof(tev_t), cmp_tev);
-    qsort(en, n, sizeof(tev_t), cmp_tev);
+    qsort(st, n, sizeof(time_event_t), cmp_time_event);
+    qsort(en, n, sizeof(time_event_t), cmp_time_event);
     uint64_t live = 0, best = 0;
     size_t i = 0, j = 0;
     while (i < n) {
@@ -149,7 +149,7 @@ typedef struct {
     pa_plan_strategy_t by;
     uint64_t proven_lo;   /* every arena below this is impossible */
     uint64_t *tmp;
-} ctx_t;
+} search_state_t;
 
 static uint64_t arena_of(const _pa_plan_inst_t *in, const uint64_t *off) {
     uint64_t top = 0;
@@ -158,7 +158,7 @@ static uint64_t arena_of(const _pa_plan_inst_t *in, const uint64_t *off) {
     return top;
 }
 
-static void take(ctx_t *c, uint64_t arena, pa_plan_strategy_t by) {
+static void take(search_state_t *c, uint64_t arena, pa_plan_strategy_t by) {
     if (arena < c->best_arena) {
         c->best_arena = arena;
         memcpy(c->best, c->tmp, c->in.n * sizeof(uint64_t));
@@ -173,7 +173,7 @@ static void take(ctx_t *c, uint64_t arena, pa_plan_strategy_t by) {
  * which is O(n log n) whatever P is. */
 #define PA_PLAN_DENSE_PAIRS 20000000ULL
 
-static pa_status_t run_heuristics(ctx_t *c, bool all, bool dense) {
+static pa_status_t run_heuristics(search_state_t *c, bool all, bool dense) {
     static const pa_plan_strategy_t order[3] = {
         PA_PLAN_GREEDY_BY_SIZE, PA_PLAN_GREEDY_BY_BREADTH, PA_PLAN_FIRST_FIT};
     for (int h = dense ? 2 : 0; h < 3; h++) {
@@ -207,10 +207,10 @@ static uint64_t rng_next(uint64_t *s) {
 typedef struct {
     double key;
     uint32_t id;
-} rkey_t;
+} random_key_t;
 
-static int cmp_rkey(const void *x, const void *y) {
-    const rkey_t *a = x, *b = y;
+static int cmp_random_key(const void *x, const void *y) {
+    const random_key_t *a = x, *b = y;
     if (a->key != b->key) return a->key > b->key ? -1 : 1;
     return (a->id > b->id) - (a->id < b->id);
 }
@@ -218,9 +218,9 @@ static int cmp_rkey(const void *x, const void *y) {
 /* Randomised best fit: sizes scaled by a random factor in [0.7, 1.3), so
  * buffers of similar size trade places; repeated until the deadline or
  * `iters` orders. */
-static pa_status_t perturb(ctx_t *c, double deadline, long iters) {
+static pa_status_t perturb(search_state_t *c, double deadline, long iters) {
     size_t n = c->in.n;
-    rkey_t *k = malloc(n * sizeof(rkey_t));
+    random_key_t *k = malloc(n * sizeof(random_key_t));
     uint32_t *o = malloc(n * sizeof(uint32_t));
     pa_status_t st = PA_OK;
     if (!k || !o) {
@@ -232,9 +232,9 @@ static pa_status_t perturb(ctx_t *c, double deadline, long iters) {
         if (_pa_plan_now() > deadline) break;
         for (size_t i = 0; i < n; i++) {
             double u = (double)(rng_next(&seed) >> 11) * (1.0 / 9007199254740992.0);
-            k[i] = (rkey_t){(double)c->in.size[i] * (0.7 + 0.6 * u), (uint32_t)i};
+            k[i] = (random_key_t){(double)c->in.size[i] * (0.7 + 0.6 * u), (uint32_t)i};
         }
-        qsort(k, n, sizeof(rkey_t), cmp_rkey);
+        qsort(k, n, sizeof(random_key_t), cmp_random_key);
         for (size_t i = 0; i < n; i++) o[i] = k[i].id;
         uint64_t arena;
         st = _pa_plan_place_order(&c->in, o, 1, c->tmp, &arena);
@@ -253,7 +253,7 @@ out:
  * and halves the distance, a timeout halves the step (probes closer to a
  * known solution tend to be easier).  Each probe gets a share of the time
  * left, so a hopeless probe cannot eat the whole budget. */
-static pa_status_t exact_minimise(ctx_t *c, double deadline) {
+static pa_status_t exact_minimise(search_state_t *c, double deadline) {
     uint64_t a = c->in.align;
     uint64_t step = (c->best_arena - c->proven_lo) / 2;
     bool first = true;
@@ -333,7 +333,7 @@ static pa_status_t normalise(const pa_plan_buffer_t *bufs, size_t n, uint64_t al
 
 /* The strategy's heuristic (all three for BEST / EXACT, which set *dense)
  * into c->best and c->best_arena. */
-static pa_status_t plan_heuristics(ctx_t *c, pa_plan_strategy_t strategy, bool *dense) {
+static pa_status_t plan_heuristics(search_state_t *c, pa_plan_strategy_t strategy, bool *dense) {
     pa_status_t st;
     switch (strategy) {
     case PA_PLAN_FIRST_FIT:
@@ -358,7 +358,7 @@ static pa_status_t plan_heuristics(ctx_t *c, pa_plan_strategy_t strategy, bool *
 /* BEST and EXACT: spend the time limit improving c->best (a plain
  * heuristic, a plan at the lower bound, or EXACT's first fit within the
  * capacity return at once).  Not PA_OK: stop, with that status. */
-static pa_status_t plan_search(ctx_t *c, const pa_plan_options_t *opt, double t0, double limit,
+static pa_status_t plan_search(search_state_t *c, const pa_plan_options_t *opt, double t0, double limit,
                                bool dense) {
     bool best = opt->strategy == PA_PLAN_BEST, exact = opt->strategy == PA_PLAN_EXACT;
     uint64_t cap = opt->capacity;
@@ -410,14 +410,14 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
     uint64_t cap = opt->capacity, total = 0;
 
     plan_arrays_t a;
-    ctx_t c;
+    search_state_t c;
     memset(&c, 0, sizeof(c));
     bool planned = false, optimal = false, dense = false;
     pa_status_t st = PA_ERR_NOMEM;
     if (!arrays_alloc(&a, n)) goto out;
     st = normalise(bufs, n, align, &a, &total);
     if (st != PA_OK) goto out;
-    c = (ctx_t){.in = {n, a.size, a.raw, a.first, a.last, align, total},
+    c = (search_state_t){.in = {n, a.size, a.raw, a.first, a.last, align, total},
                 .best = a.best, .best_arena = UINT64_MAX, .tmp = a.tmp,
                 .by = opt->strategy};
     st = PA_ERR_NOMEM;

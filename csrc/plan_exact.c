@@ -40,18 +40,18 @@ enum { R_OK, R_NOTFOUND, R_ABORTED, R_TIMEOUT, R_NOMEM };
 typedef struct {
     uint64_t off;
     uint32_t pidx;
-} ord_t;
+} candidate_t;
 
 typedef struct {
     uint32_t what; /* section index | FLOOR_BIT, or buffer index */
     uint64_t old;
-} undo_t;
+} undo_record_t;
 #define FLOOR_BIT 0x80000000u
 
 typedef struct {
     size_t boff, nb;  /* buffers: bst[boff .. boff+nb) */
     uint32_t slo, shi; /* section range [slo, shi) */
-} part_t;
+} partition_t;
 
 #define STACK(T, name) \
     T *name;           \
@@ -78,11 +78,11 @@ typedef struct {
     uint64_t nodes;
     double deadline;
     bool timed_out;
-    STACK(undo_t, undo);
-    STACK(ord_t, ost);
+    STACK(undo_record_t, undo);
+    STACK(candidate_t, ost);
     STACK(uint32_t, pst); /* preorders: buffer index per preorder index */
     STACK(uint32_t, bst); /* partition buffer lists and cut points      */
-} ex_t;
+} exact_search_t;
 
 static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return true;
@@ -101,7 +101,7 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
 /* ---- preorder ------------------------------------------------------------ */
 
 /* true if buffer x goes before y under heuristic e->heur */
-static bool pre_before(const ex_t *e, uint32_t x, uint32_t y) {
+static bool pre_before(const exact_search_t *e, uint32_t x, uint32_t y) {
     static const char *const H[3] = {"WAT", "TAW", "TWA"};
     for (const char *c = H[e->heur]; *c; c++) {
         switch (*c) {
@@ -119,7 +119,7 @@ static bool pre_before(const ex_t *e, uint32_t x, uint32_t y) {
     return x < y;
 }
 
-static void pre_sort(const ex_t *e, uint32_t *v, uint32_t *tmp, size_t k) {
+static void pre_sort(const exact_search_t *e, uint32_t *v, uint32_t *tmp, size_t k) {
     if (k < 2) return;
     if (k <= 12) {
         for (size_t i = 1; i < k; i++) {
@@ -143,21 +143,21 @@ static void pre_sort(const ex_t *e, uint32_t *v, uint32_t *tmp, size_t k) {
     memcpy(v, tmp, k * sizeof(uint32_t));
 }
 
-static inline bool ord_lt(const ord_t *p, const ord_t *q) {
+static inline bool ord_lt(const candidate_t *p, const candidate_t *q) {
     return p->off != q->off ? p->off < q->off : p->pidx < q->pidx;
 }
 
 /* Sort by (offset, preorder index); keys are unique. */
-PA_DEFINE_INLINE_SORT(sort_ord_quick, ord_t, ord_lt)
+PA_DEFINE_INLINE_SORT(sort_ord_quick, candidate_t, ord_lt)
 
 /* A node's ordering is its parent's, minus one buffer, with the minimum
  * offsets of that buffer's neighbours raised: nearly sorted.  Insertion sort
  * handles that in about linear time; past 8 moves per element it hands over
  * to the quicksort. */
-static void sort_ord(ord_t *a, size_t n) {
+static void sort_ord(candidate_t *a, size_t n) {
     size_t moves = 0, limit = 8 * n + 64;
     for (size_t i = 1; i < n; i++) {
-        ord_t x = a[i];
+        candidate_t x = a[i];
         size_t j = i;
         while (j > 0 && ord_lt(&x, &a[j - 1])) {
             a[j] = a[j - 1];
@@ -174,17 +174,17 @@ static void sort_ord(ord_t *a, size_t n) {
 
 /* ---- search ------------------------------------------------------------ */
 
-static int sub_solve(ex_t *e, part_t part);
+static int sub_solve(exact_search_t *e, partition_t part);
 
-static bool push_undo(ex_t *e, uint32_t what, uint64_t old) {
+static bool push_undo(exact_search_t *e, uint32_t what, uint64_t old) {
     if (!RESERVE(e, undo, 1)) return false;
-    e->undo[e->undo_n++] = (undo_t){what, old};
+    e->undo[e->undo_n++] = (undo_record_t){what, old};
     return true;
 }
 
-static void restore(ex_t *e, size_t u0, uint32_t b) {
+static void restore(exact_search_t *e, size_t u0, uint32_t b) {
     while (e->undo_n > u0) {
-        undo_t u = e->undo[--e->undo_n];
+        undo_record_t u = e->undo[--e->undo_n];
         if (u.what & FLOOR_BIT) e->floor[u.what & ~FLOOR_BIT] = u.old;
         else e->minoff[u.what] = u.old;
     }
@@ -194,7 +194,7 @@ static void restore(ex_t *e, size_t u0, uint32_t b) {
 
 /* Place b at asg[b]: raise neighbours' minimum offsets and section floors.
  * Sets *hatless when b has no unplaced neighbour.  false: out of memory. */
-static bool apply(ex_t *e, uint32_t b, bool *hatless) {
+static bool apply(exact_search_t *e, uint32_t b, bool *hatless) {
     uint64_t height = e->asg[b] + e->in->size[b];
     size_t naff = 0;
     *hatless = true;
@@ -241,7 +241,7 @@ static bool apply(ex_t *e, uint32_t b, bool *hatless) {
     return true;
 }
 
-static bool check(const ex_t *e, const part_t *part, uint64_t off) {
+static bool check(const exact_search_t *e, const partition_t *part, uint64_t off) {
     for (uint32_t s = part->slo; s < part->shi; s++) {
         uint64_t f = e->floor[s] > off ? e->floor[s] : off;
         if (f + e->total[s] > e->cap) return false;
@@ -249,11 +249,11 @@ static bool check(const ex_t *e, const part_t *part, uint64_t off) {
     return true;
 }
 
-static int search(ex_t *e, const part_t *part, size_t pre_off,
+static int search(exact_search_t *e, const partition_t *part, size_t pre_off,
                   size_t orig_off, size_t orig_n, uint64_t min_off,
                   uint32_t min_pidx);
 
-static int decompose(ex_t *e, const part_t *part, size_t pre_off,
+static int decompose(exact_search_t *e, const partition_t *part, size_t pre_off,
                      size_t ord_off, size_t ord_n, uint64_t min_off,
                      uint32_t pidx, uint32_t b) {
     e->sol[b] = e->asg[b];
@@ -288,7 +288,7 @@ static int decompose(ex_t *e, const part_t *part, size_t pre_off,
                 e->bst[e->bst_n++] = o;
             }
             if (e->bst_n > b0) {
-                part_t sub = {b0, e->bst_n - b0, lo, hi};
+                partition_t sub = {b0, e->bst_n - b0, lo, hi};
                 res = sub_solve(e, sub);
             }
             e->bst_n = b0;
@@ -300,7 +300,7 @@ static int decompose(ex_t *e, const part_t *part, size_t pre_off,
     return res;
 }
 
-static int search(ex_t *e, const part_t *part, size_t pre_off,
+static int search(exact_search_t *e, const partition_t *part, size_t pre_off,
                   size_t orig_off, size_t orig_n, uint64_t min_off,
                   uint32_t min_pidx) {
     if (e->nodes_left <= 0) return R_ABORTED;
@@ -314,7 +314,7 @@ static int search(ex_t *e, const part_t *part, size_t pre_off,
         uint32_t pidx = e->ost[orig_off + j].pidx;
         uint32_t b = e->pst[pre_off + pidx];
         if (e->asg[b] != NONE) continue;
-        e->ost[base + m++] = (ord_t){e->minoff[b], pidx};
+        e->ost[base + m++] = (candidate_t){e->minoff[b], pidx};
     }
     if (m == 0) {
         for (size_t j = 0; j < part->nb; j++) {
@@ -327,13 +327,13 @@ static int search(ex_t *e, const part_t *part, size_t pre_off,
     sort_ord(e->ost + base, m);
     uint64_t min_height = NONE;
     for (size_t j = 0; j < m; j++) {
-        const ord_t *o = &e->ost[base + j];
+        const candidate_t *o = &e->ost[base + j];
         uint64_t h = o->off + e->in->size[e->pst[pre_off + o->pidx]];
         if (h < min_height) min_height = h;
     }
     int res = R_NOTFOUND;
     for (size_t j = 0; j < m; j++) {
-        ord_t o = e->ost[base + j];
+        candidate_t o = e->ost[base + j];
         uint32_t b = e->pst[pre_off + o.pidx];
         if (o.off < min_off || (o.off == min_off && o.pidx < min_pidx))
             continue; /* not canonical */
@@ -359,7 +359,7 @@ static int search(ex_t *e, const part_t *part, size_t pre_off,
     return res;
 }
 
-static int sub_solve(ex_t *e, part_t part) {
+static int sub_solve(exact_search_t *e, partition_t part) {
     size_t pre_off = e->pst_n, nb = part.nb;
     if (!RESERVE(e, pst, 2 * nb)) return R_NOMEM;
     uint32_t *pre = e->pst + pre_off;
@@ -378,7 +378,7 @@ static int sub_solve(ex_t *e, part_t part) {
         e->pst_n = pre_off;
         return R_NOMEM;
     }
-    for (size_t j = 0; j < nb; j++) e->ost[ord_off + j] = (ord_t){0, (uint32_t)j};
+    for (size_t j = 0; j < nb; j++) e->ost[ord_off + j] = (candidate_t){0, (uint32_t)j};
     e->ost_n = ord_off + nb;
     int res = search(e, &part, pre_off, ord_off, nb, 0, 0);
     e->ost_n = ord_off;
@@ -388,7 +388,7 @@ static int sub_solve(ex_t *e, part_t part) {
 
 /* ---- set-up ------------------------------------------------------------- */
 
-static void ex_free(ex_t *e) {
+static void search_free(exact_search_t *e) {
     free(e->sa);
     free(e->sb);
     free(e->ovl_start);
@@ -438,8 +438,8 @@ static uint32_t number_sections(const uint32_t *a, const uint32_t *b, size_t n, 
 }
 
 /* The per-buffer and per-section arrays, for e->n buffers and e->S
- * sections.  false: out of memory (ex_free() frees what was had). */
-static bool ex_alloc(ex_t *e) {
+ * sections.  false: out of memory (search_free() frees what was had). */
+static bool search_alloc(exact_search_t *e) {
     size_t n = e->n, S = e->S;
     e->sa = malloc(n * sizeof(uint32_t));
     e->sb = malloc(n * sizeof(uint32_t));
@@ -464,7 +464,7 @@ static bool ex_alloc(ex_t *e) {
 /* Each buffer's section range [sa, sb), width and area; each section's
  * total size, cut count and member list (CSR: mem_start / mem).  false:
  * out of memory. */
-static bool build_members(ex_t *e, const uint32_t *a, const uint32_t *b,
+static bool build_members(exact_search_t *e, const uint32_t *a, const uint32_t *b,
                           const uint32_t *secof) {
     const _pa_plan_inst_t *in = e->in;
     size_t n = e->n, S = e->S, nmem = 0;
@@ -498,7 +498,7 @@ static bool build_members(ex_t *e, const uint32_t *a, const uint32_t *b,
 /* Each buffer's overlapping buffers (CSR: ovl_start / ovl).  Buffers
  * sorted by first section (counting sort): j after i overlaps i iff it
  * starts before i ends.  false: out of memory. */
-static bool build_overlaps(ex_t *e) {
+static bool build_overlaps(exact_search_t *e) {
     size_t n = e->n, S = e->S, npair = 0;
     uint32_t *byst = malloc(n * sizeof(uint32_t));
     size_t *cnt = calloc(S + 1, sizeof(size_t));
@@ -538,7 +538,7 @@ out:
 }
 
 /* Sections, overlaps, memberships, cuts.  false: out of memory. */
-static bool ex_build(ex_t *e) {
+static bool search_build(exact_search_t *e) {
     const _pa_plan_inst_t *in = e->in;
     size_t n = in->n, T = 0;
     uint32_t *a = malloc(n * sizeof(uint32_t)), *b = malloc(n * sizeof(uint32_t));
@@ -548,7 +548,7 @@ static bool ex_build(ex_t *e) {
     secof = malloc(T * sizeof(uint32_t));
     if (!secof) goto out;
     e->S = number_sections(a, b, n, T, secof);
-    ok = e->S && ex_alloc(e) && build_members(e, a, b, secof) && build_overlaps(e);
+    ok = e->S && search_alloc(e) && build_members(e, a, b, secof) && build_overlaps(e);
 out:
     free(a);
     free(b);
@@ -563,14 +563,14 @@ pa_status_t _pa_plan_exact_fit(const _pa_plan_inst_t *in, uint64_t capacity,
     if (nodes) *nodes = 0;
     if (n == 0) return PA_OK;
     if (n > PA_PLAN_EXACT_MAX_N) return PA_ERR_INVALID;
-    ex_t e;
+    exact_search_t e;
     memset(&e, 0, sizeof(e));
     e.in = in;
     e.n = n;
     e.cap = capacity - capacity % in->align;
     e.deadline = deadline;
-    if (!ex_build(&e)) {
-        ex_free(&e);
+    if (!search_build(&e)) {
+        search_free(&e);
         return PA_ERR_NOMEM;
     }
     pa_status_t st = PA_OK;
@@ -597,7 +597,7 @@ pa_status_t _pa_plan_exact_fit(const _pa_plan_inst_t *in, uint64_t capacity,
                     for (size_t i = 0; i < n; i++)
                         if (e.sa[i] >= lo && e.sb[i] <= hi)
                             e.bst[e.bst_n++] = (uint32_t)i;
-                    part_t p = {0, e.bst_n, lo, hi};
+                    partition_t p = {0, e.bst_n, lo, hi};
                     if (p.nb) res = sub_solve(&e, p);
                     lo = hi;
                 }
@@ -614,6 +614,6 @@ pa_status_t _pa_plan_exact_fit(const _pa_plan_inst_t *in, uint64_t capacity,
         }
     }
     if (nodes) *nodes = e.nodes;
-    ex_free(&e);
+    search_free(&e);
     return st;
 }

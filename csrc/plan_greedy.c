@@ -62,9 +62,9 @@ typedef struct {
     size_t M;      /* leaves (a power of two >= T) */
     vec_t *cover;  /* 2M node lists */
     vec_t *start;  /* 2M node lists */
-} ptree_t;
+} placed_index_t;
 
-static bool ptree_init(ptree_t *t, size_t T) {
+static bool placed_index_init(placed_index_t *t, size_t T) {
     t->M = 1;
     while (t->M < T) t->M <<= 1;
     t->cover = calloc(2 * t->M, sizeof(vec_t));
@@ -72,7 +72,7 @@ static bool ptree_init(ptree_t *t, size_t T) {
     return t->cover && t->start;
 }
 
-static void ptree_free(ptree_t *t) {
+static void placed_index_free(placed_index_t *t) {
     vecs_free(t->cover, 2 * t->M);
     vecs_free(t->start, 2 * t->M);
 }
@@ -94,7 +94,7 @@ static bool cover_insert(vec_t *tree, size_t M, size_t lo, size_t hi,
     return true;
 }
 
-static bool ptree_insert(ptree_t *t, uint32_t lo, uint32_t hi, uint32_t id) {
+static bool placed_index_insert(placed_index_t *t, uint32_t lo, uint32_t hi, uint32_t id) {
     if (!cover_insert(t->cover, t->M, lo, hi, id)) return false;
     for (size_t x = lo + t->M; x >= 1; x >>= 1)
         if (!vec_push(&t->start[x], id)) return false;
@@ -103,19 +103,19 @@ static bool ptree_insert(ptree_t *t, uint32_t lo, uint32_t hi, uint32_t id) {
 
 typedef struct {
     uint64_t off, end;
-} span_t;
+} time_span_t;
 
 /* Sort spans by offset (ties in any order: the gap scan gives the same
  * answer).  This is the hot loop of the greedy heuristics. */
 #define SPAN_LT(p, q) ((p)->off < (q)->off)
-PA_DEFINE_INLINE_SORT(sort_spans, span_t, SPAN_LT)
+PA_DEFINE_INLINE_SORT(sort_spans, time_span_t, SPAN_LT)
 
 typedef struct {
     const _pa_plan_inst_t *in;
     uint32_t *a, *b;  /* compressed lifetimes */
     size_t T;
-    ptree_t pt;
-    span_t *scratch;
+    placed_index_t pt;
+    time_span_t *scratch;
     size_t scap;
     uint64_t *off;
     uint64_t top;
@@ -125,7 +125,7 @@ static void placer_free(placer_t *p) {
     free(p->a);
     free(p->b);
     free(p->scratch);
-    ptree_free(&p->pt);
+    placed_index_free(&p->pt);
 }
 
 static bool placer_init(placer_t *p, const _pa_plan_inst_t *in,
@@ -137,9 +137,9 @@ static bool placer_init(placer_t *p, const _pa_plan_inst_t *in,
     p->a = malloc(n * sizeof(uint32_t));
     p->b = malloc(n * sizeof(uint32_t));
     p->scap = 64;
-    p->scratch = malloc(p->scap * sizeof(span_t));
+    p->scratch = malloc(p->scap * sizeof(time_span_t));
     if (!p->a || !p->b || !p->scratch || !_pa_plan_compress(in, p->a, p->b, &p->T) ||
-        !ptree_init(&p->pt, p->T ? p->T : 1)) {
+        !placed_index_init(&p->pt, p->T ? p->T : 1)) {
         placer_free(p);
         return false;
     }
@@ -148,12 +148,12 @@ static bool placer_init(placer_t *p, const _pa_plan_inst_t *in,
 
 static bool scratch_push(placer_t *p, size_t *k, uint32_t id) {
     if (*k == p->scap) {
-        span_t *ns = realloc(p->scratch, 2 * p->scap * sizeof(span_t));
+        time_span_t *ns = realloc(p->scratch, 2 * p->scap * sizeof(time_span_t));
         if (!ns) return false;
         p->scratch = ns;
         p->scap *= 2;
     }
-    p->scratch[(*k)++] = (span_t){p->off[id], p->off[id] + p->in->size[id]};
+    p->scratch[(*k)++] = (time_span_t){p->off[id], p->off[id] + p->in->size[id]};
     return true;
 }
 
@@ -165,7 +165,7 @@ static bool append_list(placer_t *p, const vec_t *v, size_t *k) {
 
 /* Place buffer i (lowest gap, or TFLite's best gap), then index it. */
 static bool place(placer_t *p, uint32_t i, int best_fit) {
-    const ptree_t *t = &p->pt;
+    const placed_index_t *t = &p->pt;
     size_t k = 0, M = t->M;
     uint32_t lo = p->a[i], hi = p->b[i];
     for (size_t x = lo + M; x >= 1; x >>= 1)
@@ -187,7 +187,7 @@ static bool place(placer_t *p, uint32_t i, int best_fit) {
     uint64_t s = p->in->size[i], cur = 0, best = UINT64_MAX,
              best_gap = UINT64_MAX;
     for (size_t j = 0; j < k; j++) {
-        const span_t *o = &p->scratch[j];
+        const time_span_t *o = &p->scratch[j];
         if (o->off >= cur && o->off - cur >= s) {
             uint64_t gap = o->off - cur;
             if (!best_fit) {
@@ -205,7 +205,7 @@ static bool place(placer_t *p, uint32_t i, int best_fit) {
     if (best == UINT64_MAX) best = cur;
     p->off[i] = best;
     if (best + s > p->top) p->top = best + s;
-    return ptree_insert(&p->pt, lo, hi, i);
+    return placed_index_insert(&p->pt, lo, hi, i);
 }
 
 pa_status_t _pa_plan_place_order(const _pa_plan_inst_t *in,
@@ -230,11 +230,11 @@ typedef struct {
     uint64_t key1;
     int64_t key2;
     uint32_t id;
-} okey_t;
+} order_key_t;
 
 /* key1 descending, then key2 ascending, then id ascending */
-static int cmp_okey(const void *x, const void *y) {
-    const okey_t *p = x, *q = y;
+static int cmp_order_key(const void *x, const void *y) {
+    const order_key_t *p = x, *q = y;
     if (p->key1 != q->key1) return p->key1 > q->key1 ? -1 : 1;
     if (p->key2 != q->key2) return p->key2 < q->key2 ? -1 : 1;
     return (p->id > q->id) - (p->id < q->id);
@@ -243,7 +243,7 @@ static int cmp_okey(const void *x, const void *y) {
 /* ids by requested size descending, then first, then id */
 static pa_status_t size_order(const _pa_plan_inst_t *in, uint32_t **out) {
     size_t n = in->n;
-    okey_t *k = malloc((n ? n : 1) * sizeof(okey_t));
+    order_key_t *k = malloc((n ? n : 1) * sizeof(order_key_t));
     uint32_t *o = malloc((n ? n : 1) * sizeof(uint32_t));
     if (!k || !o) {
         free(k);
@@ -251,9 +251,9 @@ static pa_status_t size_order(const _pa_plan_inst_t *in, uint32_t **out) {
         return PA_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
-        k[i] = (okey_t){in->raw[i], in->first[i], (uint32_t)i};
+        k[i] = (order_key_t){in->raw[i], in->first[i], (uint32_t)i};
     }
-    qsort(k, n, sizeof(okey_t), cmp_okey);
+    qsort(k, n, sizeof(order_key_t), cmp_order_key);
     for (size_t i = 0; i < n; i++) o[i] = k[i].id;
     free(k);
     *out = o;
@@ -272,20 +272,20 @@ static pa_status_t size_order(const _pa_plan_inst_t *in, uint32_t **out) {
 typedef struct {
     uint64_t start, end, maxlen;
     uint32_t left, right, prio;
-} gnode_t;
+} gap_node_t;
 
 #define NIL 0u /* node 0 is the null node */
 
 typedef struct {
-    gnode_t *t;
+    gap_node_t *t;
     uint32_t root, freelist, used;
     uint64_t rng;
-} gaps_t;
+} gap_treap_t;
 
-static uint64_t glen(const gnode_t *x) { return x->end - x->start; }
+static uint64_t glen(const gap_node_t *x) { return x->end - x->start; }
 
-static void gfix(gaps_t *g, uint32_t x) {
-    gnode_t *t = g->t;
+static void gfix(gap_treap_t *g, uint32_t x) {
+    gap_node_t *t = g->t;
     uint64_t m = glen(&t[x]);
     if (t[x].left && t[t[x].left].maxlen > m) m = t[t[x].left].maxlen;
     if (t[x].right && t[t[x].right].maxlen > m) m = t[t[x].right].maxlen;
@@ -293,7 +293,7 @@ static void gfix(gaps_t *g, uint32_t x) {
 }
 
 /* split by start: left < key <= right */
-static void gsplit(gaps_t *g, uint32_t x, uint64_t key, uint32_t *l, uint32_t *r) {
+static void gsplit(gap_treap_t *g, uint32_t x, uint64_t key, uint32_t *l, uint32_t *r) {
     if (!x) {
         *l = *r = NIL;
         return;
@@ -308,7 +308,7 @@ static void gsplit(gaps_t *g, uint32_t x, uint64_t key, uint32_t *l, uint32_t *r
     gfix(g, x);
 }
 
-static uint32_t gmerge(gaps_t *g, uint32_t a, uint32_t b) {
+static uint32_t gmerge(gap_treap_t *g, uint32_t a, uint32_t b) {
     if (!a) return b;
     if (!b) return a;
     if (g->t[a].prio > g->t[b].prio) {
@@ -321,20 +321,20 @@ static uint32_t gmerge(gaps_t *g, uint32_t a, uint32_t b) {
     return b;
 }
 
-static void ginsert(gaps_t *g, uint64_t start, uint64_t end) {
+static void ginsert(gap_treap_t *g, uint64_t start, uint64_t end) {
     uint32_t x = g->freelist;
     if (x) g->freelist = g->t[x].left;
     else x = ++g->used;
     g->rng ^= g->rng << 13;
     g->rng ^= g->rng >> 7;
     g->rng ^= g->rng << 17;
-    g->t[x] = (gnode_t){start, end, end - start, NIL, NIL, (uint32_t)g->rng};
+    g->t[x] = (gap_node_t){start, end, end - start, NIL, NIL, (uint32_t)g->rng};
     uint32_t l, r;
     gsplit(g, g->root, start, &l, &r);
     g->root = gmerge(g, gmerge(g, l, x), r);
 }
 
-static void gerase(gaps_t *g, uint64_t start) {
+static void gerase(gap_treap_t *g, uint64_t start) {
     uint32_t l, m, r;
     gsplit(g, g->root, start, &l, &m);
     gsplit(g, m, start + 1, &m, &r);
@@ -346,7 +346,7 @@ static void gerase(gaps_t *g, uint64_t start) {
 }
 
 /* Set the gap that starts at `key` to [start, end) (ordering unchanged). */
-static void gset(gaps_t *g, uint32_t x, uint64_t key, uint64_t start, uint64_t end) {
+static void gset(gap_treap_t *g, uint32_t x, uint64_t key, uint64_t start, uint64_t end) {
     if (g->t[x].start == key) {
         g->t[x].start = start;
         g->t[x].end = end;
@@ -359,10 +359,10 @@ static void gset(gaps_t *g, uint32_t x, uint64_t key, uint64_t start, uint64_t e
 }
 
 /* node of the lowest gap with length >= s (one exists: the last is infinite) */
-static uint32_t glowest(const gaps_t *g, uint64_t s) {
+static uint32_t glowest(const gap_treap_t *g, uint64_t s) {
     uint32_t x = g->root;
     for (;;) {
-        const gnode_t *n = &g->t[x];
+        const gap_node_t *n = &g->t[x];
         if (n->left && g->t[n->left].maxlen >= s) x = n->left;
         else if (glen(n) >= s) return x;
         else x = n->right;
@@ -370,7 +370,7 @@ static uint32_t glowest(const gaps_t *g, uint64_t s) {
 }
 
 /* the gap starting exactly at key, or NIL */
-static uint32_t gfind(const gaps_t *g, uint64_t key) {
+static uint32_t gfind(const gap_treap_t *g, uint64_t key) {
     uint32_t x = g->root;
     while (x && g->t[x].start != key)
         x = key < g->t[x].start ? g->t[x].left : g->t[x].right;
@@ -378,7 +378,7 @@ static uint32_t gfind(const gaps_t *g, uint64_t key) {
 }
 
 /* the gap with the largest start < key, or NIL */
-static uint32_t gpred(const gaps_t *g, uint64_t key) {
+static uint32_t gpred(const gap_treap_t *g, uint64_t key) {
     uint32_t x = g->root, best = NIL;
     while (x) {
         if (g->t[x].start < key) {
@@ -391,7 +391,7 @@ static uint32_t gpred(const gaps_t *g, uint64_t key) {
     return best;
 }
 
-static void gfree_block(gaps_t *g, uint64_t o, uint64_t e) {
+static void gfree_block(gap_treap_t *g, uint64_t o, uint64_t e) {
     uint32_t p = gpred(g, o), q = gfind(g, e);
     bool below = p && g->t[p].end == o;
     if (below && q) {
@@ -409,8 +409,8 @@ static void gfree_block(gaps_t *g, uint64_t o, uint64_t e) {
     }
 }
 
-static int cmp_okey_time(const void *x, const void *y) {
-    const okey_t *a = x, *b = y;
+static int cmp_order_key_time(const void *x, const void *y) {
+    const order_key_t *a = x, *b = y;
     if (a->key2 != b->key2) return a->key2 < b->key2 ? -1 : 1;
     return (a->id > b->id) - (a->id < b->id);
 }
@@ -420,9 +420,9 @@ pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
     size_t n = in->n;
     *arena = 0;
     if (n == 0) return PA_OK;
-    okey_t *byfirst = malloc(n * sizeof(okey_t));
-    okey_t *bylast = malloc(n * sizeof(okey_t));
-    gaps_t g = {calloc(n + 3, sizeof(gnode_t)), NIL, NIL, 0, 0x2545F4914F6CDD1DULL};
+    order_key_t *byfirst = malloc(n * sizeof(order_key_t));
+    order_key_t *bylast = malloc(n * sizeof(order_key_t));
+    gap_treap_t g = {calloc(n + 3, sizeof(gap_node_t)), NIL, NIL, 0, 0x2545F4914F6CDD1DULL};
     if (!byfirst || !bylast || !g.t) {
         free(byfirst);
         free(bylast);
@@ -430,11 +430,11 @@ pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
         return PA_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
-        byfirst[i] = (okey_t){0, in->first[i], (uint32_t)i};
-        bylast[i] = (okey_t){0, in->last[i], (uint32_t)i};
+        byfirst[i] = (order_key_t){0, in->first[i], (uint32_t)i};
+        bylast[i] = (order_key_t){0, in->last[i], (uint32_t)i};
     }
-    qsort(byfirst, n, sizeof(okey_t), cmp_okey_time);
-    qsort(bylast, n, sizeof(okey_t), cmp_okey_time);
+    qsort(byfirst, n, sizeof(order_key_t), cmp_order_key_time);
+    qsort(bylast, n, sizeof(order_key_t), cmp_order_key_time);
     ginsert(&g, 0, UINT64_MAX);
     uint64_t top = 0;
     size_t d = 0;

@@ -316,7 +316,7 @@ pa_status_t pa_pool_config_default(pa_pool_config_t *cfg) {
     return PA_OK;
 }
 
-/* Free the pool proper, whatever part of it _create got to build. */
+/* Free the pool proper, whatever part of it pa_pool_create got to build. */
 static void impl_free(pa_pool_impl_t *p) {
     _pa_cache_destroy(&p->cache);
     _pa_slab_destroy(&p->slab); /* finds live slabs through the heap */

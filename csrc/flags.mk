@@ -1,0 +1,18 @@
+# flags.mk -- the ONE set of compiler flags for the C core.
+#
+# Read by csrc/Makefile (include) and by setup.py through pyarena/_build.py
+# (which parses the PA_* lines below), so `make -C csrc` and the wheel
+# (pyarena/lib/libpyarena.{a,so} and the cffi extension linked against
+# libpyarena.a) compile every csrc/*.c with the same command:
+#   $(CC) $(CFLAGS) $(PA_CFLAGS_STD) $(PA_CFLAGS_WARN) $(PA_CFLAGS_PIC) -c f.c
+# where CC defaults to cc and CFLAGS to PA_CFLAGS_OPT (both take the
+# environment's value when set, in make and in setup.py alike).
+# .ci/check_flags.py fails CI if the two builds ever diverge.
+#
+# Keep this file to plain `NAME = value` lines: no make functions, no
+# references to other variables (setup.py does not expand them).
+PA_CFLAGS_OPT = -O2 -g
+PA_CFLAGS_STD = -std=c11
+PA_CFLAGS_WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror=implicit-function-declaration
+PA_CFLAGS_PIC = -fPIC
+PA_LDLIBS = -lpthread
