@@ -76,7 +76,8 @@ setup(
     # allocator (NEP 49).  Python glue, not the core: Python's own flags.
     ext_modules=[Extension("pyarena._native._glue",
                            [f"pyarena/_native/{f}.c" for f in
-                            ("glue", "glue_shape", "glue_empty", "glue_numpy")],
+                            ("glue_module", "glue_handle", "glue_shape",
+                             "glue_empty", "glue_numpy")],
                            include_dirs=[_NumpyInclude(), "csrc"],
                            depends=["csrc/pyarena.h", "pyarena/_native/glue.h"],
                            extra_compile_args=["-O2", "-Wall", "-Wextra",

@@ -4,7 +4,7 @@
 Everything above this package reaches the C core only through it.
 ``check`` is the one place where a C status becomes a Python exception.
 The cffi module ``_cffi`` is built by ``build.py`` (named in setup.py);
-the glue module ``_glue`` from ``glue.c``: one lifetime scheme (handles
+the glue module ``_glue`` from ``glue_*.c``: one lifetime scheme (handles
 own the C arena / pool, arrays hold their handle), one shape parser, the
 native ``empty`` of Arena and Pool, and NumPy's allocator (NEP 49).  It
 calls the C core through the addresses bound here, so the process holds one

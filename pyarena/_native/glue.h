@@ -1,7 +1,8 @@
 /* glue.h -- what the files of the glue module (pyarena._native._glue)
- * share; internal, not installed.  glue.c holds the module, the C core's
- * function table and the handles; glue_shape.c the one shape parser;
- * glue_empty.c the native empty(); glue_numpy.c NumPy's allocator (NEP 49).
+ * share; internal, not installed.  Bottom up: glue_handle.c the handles,
+ * pool blocks and the retry policy; glue_shape.c the one shape parser;
+ * glue_empty.c the native empty(); glue_numpy.c NumPy's allocator (NEP 49);
+ * glue_module.c on top, the module and the C core's function table.
  *
  * Every function here runs with the GIL held (it is called from Python or
  * from NumPy with the GIL), except the NEP 49 hooks, which only touch the
@@ -43,7 +44,7 @@ static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
 #define HANDLE_CAPSULE "pyarena.handle"
 #define BLOCK_CAPSULE "pyarena.block"
 
-/* The C core, through pointers from the cffi module (glue.c: bind). */
+/* The C core, through pointers from the cffi module (glue_module.c: bind). */
 typedef struct glue_api {
     void *(*arena_alloc)(pa_arena_t *, size_t, size_t, pa_status_t *);
     pa_status_t (*arena_destroy)(pa_arena_t *);
@@ -55,7 +56,7 @@ typedef struct glue_api {
 } glue_api_t;
 extern glue_api_t glue_api;
 
-/* pyarena.errors classes (glue.c: configure) */
+/* pyarena.errors classes (glue_module.c: configure) */
 extern PyObject *glue_InvalidArgumentError, *glue_AlignmentError, *glue_StateError;
 
 static inline void counter_add(uint64_t *c, uint64_t v)
@@ -81,7 +82,11 @@ typedef struct handle {
     uint64_t ooms;    /* allocations that failed after the retry           */
 } handle_t;
 
-/* glue.c */
+/* glue_handle.c */
+/* handle(kind, address[, keep]), live_handles(kind), pool_counters(handle) */
+PyObject *glue_handle(PyObject *self, PyObject *args);
+PyObject *glue_live_handles(PyObject *self, PyObject *arg);
+PyObject *glue_pool_counters(PyObject *self, PyObject *cap);
 /* The handle of a capsule, or NULL with TypeError; kind -1 accepts both. */
 handle_t *glue_handle_from(PyObject *cap, int kind);
 /* Pool alloc (ptr NULL) or realloc under the one retry policy. */

@@ -3,7 +3,7 @@
  *
  * A PyDataMem_Handler whose context holds the pool's handle: every array
  * NumPy allocates through it keeps the pool alive, and its data goes back
- * to the pool (under the one retry policy of glue.c) when it dies.  NumPy
+ * to the pool (under the one retry policy of glue_handle.c) when it dies.  NumPy
  * keeps the handler in a context variable, so installing it affects the
  * current thread / asyncio task only.  The hooks may run in any thread:
  * they touch only the C pool (thread-safe) and atomic counters.

@@ -2,7 +2,7 @@
 
 Lifetime rules (the reason for most of this file):
 
-* The C arena is owned by a handle (pyarena/_native/glue.c) that destroys
+* The C arena is owned by a handle (pyarena/_native/glue_handle.c) that destroys
   it when the last reference is gone; every array's base is that handle.
   NumPy stops collapsing view chains at the first base that is not an
   array, so *every* view of a handed-out array has that array as its base:

@@ -1,7 +1,7 @@
 """``Closable``: the close() contract shared by Arena and Pool.
 
 ``close()`` drops the Python object's hold on its C allocator (arrays
-already handed out keep it alive, see glue.c); later calls raise
+already handed out keep it alive, see pyarena/_native/glue_handle.c); later calls raise
 ``StateError`` naming the object; ``with`` closes on exit; closing twice is
 fine.
 """

@@ -1,6 +1,6 @@
 """The dtype cache shared by the arena and the pool.
 
-Shapes are parsed in C (pyarena/_native/glue.c, the one shape parser);
+Shapes are parsed in C (pyarena/_native/glue_shape.c, the one shape parser);
 dtypes are resolved here once and kept in :data:`CACHE`, which the native
 ``empty`` looks up first, so the common case costs one dict lookup.
 """

@@ -1,7 +1,7 @@
 """NumPy's own allocator routed to a pool (NEP 49): ``numpy_allocator``.
 
 ``with numpy_allocator(pool):`` installs a ``PyDataMem_Handler`` whose
-context is the pool (the C side is pyarena/_native/glue.c).  NumPy
+context is the pool (the C side is pyarena/_native/glue_numpy.c).  NumPy
 keeps the handler in a context variable: the setting applies to the
 current thread and asyncio task only.  Every array allocated under it holds
 the handler, and the handler holds the pool, so arrays made inside the

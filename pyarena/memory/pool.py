@@ -1,7 +1,7 @@
 """``Pool``: NumPy arrays from the C work pool, and NumPy's own allocator.
 
 Lifetime rules (the reason for most of this file and of
-pyarena/_native/glue.c, the arena's and the pool's one scheme):
+pyarena/_native/glue_handle.c, the arena's and the pool's one scheme):
 
 * The C pool is owned by a handle capsule that destroys it when the last
   reference is gone.  The ``Pool`` object holds one reference, every
