@@ -242,6 +242,19 @@ static pa_arena_chunk_t *take_spare(pa_arena_t *a, size_t bsize, size_t align) {
     return NULL;
 }
 
+/* Hand out bsize bytes at offset `off` of chunk `c` for a request of
+ * `size`: the one place the arena's counters move on allocation. */
+static inline void *commit(pa_arena_t *a, pa_arena_chunk_t *c, size_t off, size_t bsize,
+                           size_t size, pa_status_t *status) {
+    c->top = off + bsize;
+    a->requested += size;
+    a->count++;
+    size_t used = a->used_before + c->top;
+    if (used > a->peak) a->peak = used;
+    if (status) *status = PA_OK;
+    return (void *)((uintptr_t)c->base + off);
+}
+
 /* Slow path: map a new chunk for a block of `bsize` bytes at `align`. */
 static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t align,
                             pa_status_t *status) {
@@ -280,14 +293,7 @@ static void *grow_and_alloc(pa_arena_t *a, size_t size, size_t bsize, size_t ali
     a->cur = c;
     a->nchunks++;
     uintptr_t p = _pa_align_ptr((uintptr_t)c->base, align);
-    size_t off = (size_t)(p - (uintptr_t)c->base);
-    c->top = off + bsize;
-    a->requested += size;
-    a->count++;
-    size_t used = a->used_before + c->top;
-    if (used > a->peak) a->peak = used;
-    if (status) *status = PA_OK;
-    return (void *)p;
+    return commit(a, c, (size_t)(p - (uintptr_t)c->base), bsize, size, status);
 }
 
 void *pa_arena_alloc(pa_arena_t *a, size_t size, size_t align, pa_status_t *status) {
@@ -310,12 +316,7 @@ void *pa_arena_alloc(pa_arena_t *a, size_t size, size_t align, pa_status_t *stat
     size_t off = (size_t)(p - (uintptr_t)c->base);
     if (pa_unlikely(p < start || off > c->size || bsize > c->size - off))
         return grow_and_alloc(a, size, bsize, align, status);
-    c->top = off + bsize;
-    a->requested += size;
-    a->count++;
-    size_t used = a->used_before + c->top;
-    if (used > a->peak) a->peak = used;
-    if (status) *status = PA_OK;
+    commit(a, c, off, bsize, size, status);
     pa_assert_internal((p & (align - 1)) == 0 && (c->top & (a->alignment - 1)) == 0);
     pa_assert_expensive(pa_arena_check(a) == 0);
     return (void *)p;
