@@ -1,6 +1,6 @@
 # flags.mk -- the ONE set of compiler flags for the C core.
 #
-# Read by csrc/Makefile (include) and by setup.py through pyarena/_build.py
+# Read by csrc/Makefile (include) and by setup.py through pyarena/_native/build.py
 # (which parses the PA_* lines below), so `make -C csrc` and the wheel
 # (pyarena/lib/libpyarena.{a,so} and the cffi extension linked against
 # libpyarena.a) compile every csrc/*.c with the same command:
