@@ -48,9 +48,12 @@ class BuildExt(build_ext):
             shutil.copy(os.path.join(CSRC, "pyarena.h"), os.path.join(pkg, "include"))
         else:
             pkg = os.path.join(self.build_lib, "pyarena")
-        static = _load_build_module().build_core(
+        build = _load_build_module()
+        static = build.build_core(
             objdir=os.path.join(self.build_temp, "pyarena-core"),
             libdir=os.path.join(pkg, "lib"))
+        # the trace replayer of `pyarena alloc-bench`, next to the library
+        build.build_tool("pa_replay", static, os.path.join(pkg, "lib"))
         for ext in self.extensions:
             if ext.name == "pyarena._native._cffi" and static not in ext.extra_objects:
                 ext.extra_objects.append(static)
@@ -77,7 +80,7 @@ setup(
     ext_modules=[Extension("pyarena._native._glue",
                            [f"pyarena/_native/{f}.c" for f in
                             ("glue_module", "glue_handle", "glue_shape",
-                             "glue_empty", "glue_numpy")],
+                             "glue_empty", "glue_numpy", "glue_trace")],
                            include_dirs=[_NumpyInclude(), "csrc"],
                            depends=["csrc/pyarena.h", "pyarena/_native/glue.h"],
                            extra_compile_args=["-O2", "-Wall", "-Wextra",

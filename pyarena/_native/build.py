@@ -125,6 +125,20 @@ def build_core(objdir, libdir):
     return static
 
 
+def build_tool(name, static, bindir):
+    """Compile and link csrc/tools/<name>.c against the core (`static`,
+    libpyarena.a) with make's flags, into `bindir`; returns its path."""
+    flags = read_flags()
+    os.makedirs(bindir, exist_ok=True)
+    out = os.path.abspath(os.path.join(bindir, name))
+    cmd = (compiler() + opt_flags(flags) + flags["PA_CFLAGS_STD"] + flags["PA_CFLAGS_WARN"]
+           + ["-I.", os.path.join("tools", name + ".c"), static] + flags["PA_LDLIBS"]
+           + ["-ldl", "-o", out])
+    print("pyarena tool: " + shlex.join(cmd), flush=True)
+    subprocess.run(cmd, check=True, cwd=CSRC)
+    return out
+
+
 def make_ffibuilder(extra_objects=()):
     """The cffi builder of pyarena._native._cffi; `extra_objects` is the core
     (libpyarena.a), which setup.py's build_ext appends when it is empty."""

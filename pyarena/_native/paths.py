@@ -27,3 +27,15 @@ def get_library(kind="shared"):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{names[kind]} is not installed next to the package")
     return path
+
+
+def get_tool(name):
+    """Path of a program built with the C core (``pa_replay``: the trace
+    replayer of ``pyarena alloc-bench``), installed next to the library, or
+    built by ``make -C csrc`` in a source checkout."""
+    for path in (os.path.join(_HERE, "lib", name),
+                 os.path.join(os.path.dirname(_HERE), "csrc", "build", name)):
+        if os.path.exists(path) and os.access(path, os.X_OK):
+            return path
+    raise FileNotFoundError(f"{name} is not installed next to the package (rebuild "
+                            "pyarena: pip install .)")
