@@ -7,7 +7,8 @@ The package is built in layers, each importing only the ones below it
 
 * memory: :class:`Arena` (bump allocation for weights and constants),
   :class:`Pool` / :class:`Policy` (the dynamic work pool),
-  :func:`numpy_allocator` (NumPy's allocator routed to a pool).
+  :func:`numpy_allocator` (NumPy's allocator routed to a pool),
+  :mod:`trace` (record a program's allocations: ``pyarena.trace.record``).
 * graph: :class:`Graph`, :class:`GraphBuilder`.
 * planning: :func:`plan` (a static memory plan for a whole graph),
   :func:`plan_intervals`, :class:`Plan`, :func:`validate`,
@@ -42,6 +43,7 @@ _LAZY = {
     "load_graph": ("pyarena.importers", "load_model"),   # the former name
     "get_include": ("pyarena._native.paths", "get_include"),
     "get_library": ("pyarena._native.paths", "get_library"),
+    "trace": ("pyarena.memory.trace", None),             # the module
 }
 
 __all__ = [
@@ -62,7 +64,8 @@ def __getattr__(name):
     if target is None:
         raise AttributeError(f"module 'pyarena' has no attribute {name!r}")
     import importlib
-    value = getattr(importlib.import_module(target[0]), target[1])
+    module = importlib.import_module(target[0])
+    value = module if target[1] is None else getattr(module, target[1])
     globals()[name] = value
     return value
 

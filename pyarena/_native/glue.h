@@ -176,6 +176,12 @@ PyObject *glue_empty_function(PyObject *self, PyObject *args);
 PyObject *glue_handler_new(PyObject *self, PyObject *hcap);
 PyObject *glue_handler_counts(PyObject *self, PyObject *cap);
 PyObject *glue_set_handler(PyObject *self, PyObject *cap);
+PyObject *glue_get_handler(PyObject *self, PyObject *unused);
 PyObject *glue_owner(PyObject *self, PyObject *obj);
+
+/* glue_trace.c: recording NumPy's allocations (docs/traces.md) */
+PyObject *glue_trace_open(PyObject *self, PyObject *args);
+PyObject *glue_trace_step(PyObject *self, PyObject *cap);
+PyObject *glue_trace_close(PyObject *self, PyObject *cap);
 
 #endif

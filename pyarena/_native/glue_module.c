@@ -101,6 +101,10 @@ static PyMethodDef glue_methods[] = {
     {"handler_counts", (PyCFunction)glue_handler_counts, METH_O, NULL},
     {"set_handler", (PyCFunction)glue_set_handler, METH_O, NULL},
     {"owner", (PyCFunction)glue_owner, METH_O, NULL},
+    {"get_handler", (PyCFunction)glue_get_handler, METH_NOARGS, NULL},
+    {"trace_open", (PyCFunction)glue_trace_open, METH_VARARGS, NULL},
+    {"trace_step", (PyCFunction)glue_trace_step, METH_O, NULL},
+    {"trace_close", (PyCFunction)glue_trace_close, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef glue_module = {

@@ -155,6 +155,12 @@ PyObject *glue_set_handler(PyObject *self, PyObject *cap)
     return PyDataMem_SetHandler(cap);
 }
 
+/* get_handler() -> the current handler capsule (new reference) */
+PyObject *glue_get_handler(PyObject *self, PyObject *unused)
+{
+    return PyDataMem_GetHandler();
+}
+
 /* owner(obj) -> (pool handle, kind) or None
  *   kind 1: an array of Pool.empty() (its base is a block capsule)
  *   kind 2: an array whose data NumPy allocated through a pyarena handler */
