@@ -13,7 +13,8 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import conv, elementwise, linalg, movement, normalization, pooling, resize, tflite  # noqa: F401  (register)
+from . import (conv, elementwise, linalg, movement, normalization, pooling,  # noqa: F401
+               quantized, resize, tflite)  # (register)
 from .registry import (KERNELS, SCRATCH_BUDGET, TFLITE_OPS, Kernel, graph_kernel,
                        make_kernel, register, scratch_bytes_for, set_scratch,
                        supported_ops)

@@ -29,7 +29,8 @@ class WindowPool(Spatial):
             self.fail("storage_order=1 is not supported")
         k = [int(v) for v in self.attrs["kernel_shape"]]
         self.is_max = self.op.op_type == "MaxPool"
-        self.geometry(k, -np.inf if self.is_max else 0.0)
+        lowest = -np.inf if self.dtype.kind == "f" else np.iinfo(self.dtype).min
+        self.geometry(k, lowest if self.is_max else 0.0)   # max pools int8 as they are
         self.plan_bands()
         self.scratch = self.pad_spec()
         # non-overlapping windows (stride = kernel, no padding/dilation, e.g.
