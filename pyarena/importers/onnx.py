@@ -22,6 +22,8 @@ from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph, stable_toposort
 from ..graph.binding import bind_shapes, unbound_message
 from . import require_extra
+from .onnx_contrib import infer_with_contrib, runs_in_domain
+from .onnx_qdq import fuse_qdq
 
 __all__ = ["load_onnx", "ModelImportError"]
 
@@ -165,6 +167,8 @@ def _fold_node(onnx, node, vals, shapes, opset):
         val = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)
         _check_dims(node.output[0], shp, val.dtype.itemsize)
         return [np.full(shp, val[0], dtype=val.dtype)]
+    if t == "DequantizeLinear" and not a.get("block_size"):
+        return [_dequantize(x[0], x[1], x[2] if len(x) > 2 else None, a.get("axis", 1))]
     if t in ("Identity", "Dropout"):
         return [x[0]]
     if t == "Cast":
@@ -212,12 +216,27 @@ def _fold_node(onnx, node, vals, shapes, opset):
         return None
 
 
+def _dequantize(q, scale, zero_point, axis):
+    """``(q - zero_point) * scale`` in the scale's type, per tensor or per
+    ``axis`` (a constant DequantizeLinear folded at import)."""
+    scale = np.asarray(scale)
+    zp = np.zeros((), np.float64) if zero_point is None else np.asarray(zero_point)
+    if scale.size > 1:
+        axis = axis + q.ndim if axis < 0 else axis
+        shape = [1] * q.ndim
+        shape[axis] = scale.size
+        scale, zp = scale.reshape(shape), (zp.reshape(shape) if zp.size > 1 else zp)
+    out = (q.astype(np.float64) - zp.astype(np.float64)) * scale.astype(np.float64)
+    return out.astype(scale.dtype)
+
+
 def load_onnx(path, inputs=None, fold=True):
     """Import ``path``.  ``inputs``: dict graph-input name -> dims that fix
     its symbolic dimensions.  Raises ModelImportError / UnsupportedOpError
     (both GraphErrors) with the tensor or operator at fault."""
     imp = _OnnxImport(path)
     imp.bind(inputs)
+    fuse_qdq(imp.onnx, imp.model)   # QDQ chains -> integer operators
     imp.check_initializers()
     imp.shapes, imp.types = _collect(imp.infer(imp.model))
     remaining = imp.fold_constants(fold)
@@ -272,7 +291,9 @@ class _OnnxImport:
 
     def infer(self, m):
         try:
-            return self.onnx.shape_inference.infer_shapes(m, data_prop=True)
+            return infer_with_contrib(
+                self.onnx, m, lambda mm: self.onnx.shape_inference.infer_shapes(
+                    mm, data_prop=True), _collect)
         except Exception as exc:
             raise ModelImportError(f"{self.path}: ONNX shape inference failed: "
                                    f"{exc}") from None
@@ -289,7 +310,7 @@ class _OnnxImport:
             if not n.name:
                 n.name = f"{n.op_type}_{i}"
         for n in nodes:
-            if n.domain not in ("", "ai.onnx"):
+            if n.domain not in ("", "ai.onnx") and not runs_in_domain(n.op_type, n.domain):
                 raise UnsupportedOpError(f"operator {n.name!r}: op {n.op_type!r} from "
                                          f"domain {n.domain!r} is not supported")
         remaining = []

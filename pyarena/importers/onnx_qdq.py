@@ -1,0 +1,215 @@
+"""QDQ models run on integers: ``DequantizeLinear -> op -> QuantizeLinear``
+chains become integer operators before import.
+
+A QDQ model (onnxruntime's default quantization format) stores int8
+weights behind ``DequantizeLinear`` (DQ) nodes and wraps each float
+operator in DQ / QuantizeLinear (Q) pairs.  Run op by op, weights would
+be expanded to float32 and every activation dequantized around each op.
+This rewrite, on the ONNX nodes, replaces an operator whose data inputs
+come from DQ nodes (constant scales and zero points, per tensor) and whose
+only reader is a Q node with the integer operator onnxruntime itself
+would run:
+
+* ``Conv`` / ``MatMul`` with a DQ'd constant int8/uint8 weight (per
+  tensor or per output channel) and, for Conv, a DQ'd int32 bias of scale
+  ``x_scale * w_scale`` -> ``QLinearConv`` / ``QLinearMatMul``;
+* ``Add``, ``Mul``, ``Sigmoid``, ``LeakyRelu``, ``GlobalAveragePool``,
+  ``Softmax`` (last axis), ``Concat`` -> the ``com.microsoft`` QLinear op;
+* ``MaxPool``, ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``,
+  ``Unsqueeze`` whose input and output quantization are the same -> the
+  op itself on the integer tensor (exact: these only move or select).
+
+The weights stay in their file dtype and the activations between such ops
+stay 8-bit.  Anything else runs op by op; a DQ still read elsewhere stays.
+"""
+import numpy as np
+
+__all__ = ["fuse_qdq"]
+
+_SAME_SCALE = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
+_CONTRIB = {"Add": "QLinearAdd", "Mul": "QLinearMul", "Sigmoid": "QLinearSigmoid",
+            "LeakyRelu": "QLinearLeakyRelu", "GlobalAveragePool": "QLinearGlobalAveragePool",
+            "Softmax": "QLinearSoftmax", "Concat": "QLinearConcat"}
+
+
+class _Graph:
+    """Lookups over the ONNX graph the rules share."""
+
+    def __init__(self, onnx, g):
+        self.onnx = onnx
+        self.inits = {i.name: i for i in g.initializer}
+        self.producer = {o: n for n in g.node for o in n.output if o}
+        self.readers = {}
+        for n in g.node:
+            for i in n.input:
+                if i:
+                    self.readers.setdefault(i, []).append(n)
+        self.outputs = {o.name for o in g.output}
+
+    def value(self, name):
+        return self.onnx.numpy_helper.to_array(self.inits[name])
+
+    def dq(self, name, const):
+        """The DQ node producing ``name`` (its input a constant iff ``const``)
+        with constant scale and zero point, or None."""
+        d = self.producer.get(name)
+        if d is None or d.op_type != "DequantizeLinear" or d.domain not in ("", "ai.onnx"):
+            return None
+        if (d.input[0] in self.inits) != const or len(d.input) < 3 or not d.input[2]:
+            return None
+        if any(i not in self.inits for i in d.input[1:3]):
+            return None
+        return d
+
+    def per_tensor(self, node):
+        """A DQ / Q node's scale and zero point are single values."""
+        return self.value(node.input[1]).size == 1 and self.value(node.input[2]).size == 1
+
+    def only_q(self, name):
+        """The Q node that is the only reader of ``name``, or None."""
+        rs = self.readers.get(name, [])
+        if name in self.outputs or len(rs) != 1 or rs[0].op_type != "QuantizeLinear":
+            return None
+        q = rs[0]
+        if len(q.input) < 3 or not q.input[2] or any(i not in self.inits for i in q.input[1:3]):
+            return None
+        return q if self.per_tensor(q) else None
+
+    def int_dtype(self, name):
+        t = self.inits.get(name)
+        return None if t is None else np.dtype(
+            self.onnx.helper.tensor_dtype_to_np_dtype(t.data_type))
+
+    def attrs(self, node):
+        return {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+    def same_quant(self, a, b):
+        return (np.array_equal(self.value(a.input[1]), self.value(b.input[1])) and
+                np.array_equal(self.value(a.input[2]), self.value(b.input[2])) and
+                self.value(a.input[2]).dtype == self.value(b.input[2]).dtype)
+
+
+def _conv_matmul(G, n, q):
+    """QLinearConv / QLinearMatMul for a Conv / MatMul, or None."""
+    dx, dw = G.dq(n.input[0], False), G.dq(n.input[1], True)
+    if dx is None or dw is None or not G.per_tensor(dx):
+        return None
+    if G.int_dtype(dw.input[0]) not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return None
+    w_scale = G.value(dw.input[1])
+    axis = G.attrs(dw).get("axis", 1)
+    if w_scale.size > 1 and axis != (0 if n.op_type == "Conv" else 1):
+        return None
+    ins = [dx.input[0], dx.input[1], dx.input[2], dw.input[0], dw.input[1], dw.input[2],
+           q.input[1], q.input[2]]
+    used = [dx, dw]
+    if n.op_type == "Conv" and len(n.input) > 2 and n.input[2]:
+        db = G.dq(n.input[2], True)
+        if db is None or G.int_dtype(db.input[0]) != np.dtype(np.int32):
+            return None
+        want = (G.value(dx.input[1]).reshape(-1)[0] * w_scale.reshape(-1)).astype(np.float32)
+        b_scale = np.broadcast_to(G.value(db.input[1]).reshape(-1), want.shape)
+        if not np.allclose(b_scale, want, rtol=1e-5) or G.value(db.input[2]).any():
+            return None
+        ins.append(db.input[0])
+        used.append(db)
+    op = "QLinearConv" if n.op_type == "Conv" else "QLinearMatMul"
+    return op, "", ins, G.attrs(n), used
+
+
+def _contrib(G, n, q):
+    """The com.microsoft QLinear op for an element-wise / pooling op."""
+    op = _CONTRIB[n.op_type]
+    attrs = G.attrs(n)
+    data = [i for i in n.input if i]
+    dqs = [G.dq(i, False) or G.dq(i, True) for i in data]
+    if any(d is None or not G.per_tensor(d) for d in dqs):
+        return None
+    triples = [[d.input[0], d.input[1], d.input[2]] for d in dqs]
+    out_q = [q.input[1], q.input[2]]
+    if op in ("QLinearAdd", "QLinearMul"):
+        if len(triples) != 2:
+            return None
+        ins = triples[0] + triples[1] + out_q
+    elif op == "QLinearConcat":
+        ins = out_q + [x for t in triples for x in t]
+    else:
+        if len(triples) != 1:
+            return None
+        ins = triples[0] + out_q
+    if op == "QLinearSoftmax":
+        attrs = {"axis": int(attrs.get("axis", -1)), "opset": 13}
+    if op == "QLinearGlobalAveragePool":
+        attrs = {"channels_last": 0}
+    return op, "com.microsoft", ins, attrs, dqs
+
+
+def _same_scale(G, n, q):
+    """The op itself on the integer tensor when DQ and Q agree."""
+    dx = G.dq(n.input[0], False)
+    if dx is None or not G.per_tensor(dx) or not G.same_quant(dx, q):
+        return None
+    if any(i and i not in G.inits for i in n.input[1:]):
+        return None          # e.g. a Reshape target computed at run time
+    return n.op_type, "", [dx.input[0]] + list(n.input[1:]), G.attrs(n), [dx]
+
+
+def fuse_qdq(onnx, model):
+    """Rewrite ``model.graph`` in place; returns the number of fused ops."""
+    g = model.graph
+    G = _Graph(onnx, g)
+    new_nodes, replaced, dqs = {}, set(), {}
+    for n in g.node:
+        if n.domain not in ("", "ai.onnx") or not n.output or not n.output[0]:
+            continue
+        if n.op_type in ("Conv", "MatMul"):
+            rule = _conv_matmul
+        elif n.op_type in _CONTRIB:
+            rule = _contrib
+        elif n.op_type in _SAME_SCALE:
+            rule = _same_scale
+        else:
+            continue
+        if n.op_type == "Softmax" and _opset(model) < 13:
+            continue
+        q = G.only_q(n.output[0])
+        found = rule(G, n, q) if q is not None and len(n.output) == 1 else None
+        if found is None:
+            continue
+        op, domain, ins, attrs, used = found
+        new_nodes[id(n)] = onnx.helper.make_node(op, ins, [q.output[0]], domain=domain or None,
+                                                 name=n.name or f"{op}_{q.output[0]}", **attrs)
+        replaced.add(id(q))
+        for d in used:
+            dqs[id(d)] = d
+    if not new_nodes:
+        return 0
+    # a DQ goes when no remaining node (or graph output) reads it any more
+    read = set(G.outputs)
+    for n in g.node:
+        if id(n) in replaced:
+            continue
+        node = new_nodes.get(id(n), n)
+        if id(n) in dqs:
+            continue
+        read.update(i for i in node.input if i)
+    kept = []
+    for n in g.node:
+        if id(n) in replaced:
+            continue
+        if id(n) in dqs and n.output[0] not in read:
+            continue
+        kept.append(new_nodes.get(id(n), n))
+    del g.node[:]
+    g.node.extend(kept)
+    if any(n.domain == "com.microsoft" for n in new_nodes.values()) and not any(
+            o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
+    return len(new_nodes)
+
+
+def _opset(model):
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return o.version
+    return 1

@@ -1,0 +1,140 @@
+"""Quantized ONNX models made by onnxruntime's own quantizer from a float
+CNN built here (QOperator, QDQ and dynamic formats): they run quantized,
+match onnxruntime on the same file within one output quantum, keep their
+weights in the file's dtype and plan their activations at int8 size."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+from onnx import helper, numpy_helper  # noqa: E402
+
+from helpers.model_zoo import ort_run  # noqa: E402
+from helpers.onnx_util import make_model  # noqa: E402
+from pyarena import plan  # noqa: E402
+from pyarena.importers import load_model  # noqa: E402
+from pyarena.runtime import Executor  # noqa: E402
+
+SHAPE = (1, 3, 32, 32)
+
+
+def float_cnn(path):
+    """Conv/Relu x2, depthwise conv, 1x1 conv, a residual Add, max pool,
+    global average pool, MatMul + bias: seeded weights."""
+    rng = np.random.default_rng(0)
+
+    def w(*s):
+        return (rng.standard_normal(s) * np.sqrt(2 / np.prod(s[1:]))).astype(np.float32)
+
+    def b(n):
+        return (rng.standard_normal(n) * 0.1).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1], group=16),
+        helper.make_node("Add", ["c3", "r2"], ["s3"]),
+        helper.make_node("MaxPool", ["s3"], ["p3"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p3", "w4"], ["c4"]),
+        helper.make_node("GlobalAveragePool", ["c4"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("MatMul", ["f", "wm"], ["mm"]),
+        helper.make_node("Add", ["mm", "bm"], ["y"]),
+    ]
+    inits = dict(w1=w(8, 3, 3, 3), b1=b(8), w2=w(16, 8, 3, 3), b2=b(16), w3=w(16, 1, 3, 3),
+                 b3=b(16), w4=w(24, 16, 1, 1), wm=w(24, 10), bm=b(10))
+    make_model(nodes, {"x": (list(SHAPE), np.float32)}, {"y": ([1, 10], np.float32)}, inits,
+               opset=13, path=path)
+
+
+class Calibration(quantization.CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(1)
+        self.it = iter([{"x": rng.standard_normal(SHAPE).astype(np.float32)}
+                        for _ in range(8)])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("quantized")
+    f = d / "float.onnx"
+    float_cnn(f)
+    q = quantization
+    out = {"float": f}
+    for name, fmt, act, wt in [("qop", q.QuantFormat.QOperator, q.QuantType.QUInt8,
+                                q.QuantType.QInt8),
+                               ("qop_s8", q.QuantFormat.QOperator, q.QuantType.QInt8,
+                                q.QuantType.QInt8),
+                               ("qdq", q.QuantFormat.QDQ, q.QuantType.QUInt8,
+                                q.QuantType.QInt8)]:
+        out[name] = d / f"{name}.onnx"
+        q.quantize_static(str(f), str(out[name]), Calibration(), quant_format=fmt,
+                          per_channel=True, activation_type=act, weight_type=wt)
+    out["dyn"] = d / "dyn.onnx"
+    q.quantize_dynamic(str(f), str(out["dyn"]))
+    return out
+
+
+def feeds():
+    return {"x": np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)}
+
+
+def output_quantum(path):
+    """The scale of the DequantizeLinear that makes the output (0: none)."""
+    m = onnx.load(str(path))
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    for n in m.graph.node:
+        if n.output and n.output[0] == "y" and n.op_type == "DequantizeLinear":
+            return float(inits[n.input[1]])
+    return 0.0
+
+
+def initializer_bytes(path):
+    m = onnx.load(str(path))
+    return sum(numpy_helper.to_array(i).nbytes for i in m.graph.initializer)
+
+
+@pytest.mark.parametrize("name", ["qop", "qop_s8", "qdq", "dyn"])
+def test_matches_onnxruntime_within_one_quantum(models, name):
+    g = load_model(str(models[name]))
+    ours = np.asarray(Executor(g).run(feeds())["y"])
+    ref = ort_run(models[name], feeds())["y"]
+    q = output_quantum(models[name])
+    assert np.abs(ours - ref).max() <= max(q, 1e-5 * np.abs(ref).max()) * 1.0001
+
+
+@pytest.mark.parametrize("name", ["qop", "qdq"])
+def test_runs_integer_operators(models, name):
+    ops = {o.op_type for o in load_model(str(models[name])).ops}
+    assert {"QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearGlobalAveragePool"} <= ops
+    assert not ops & {"Conv", "MatMul", "GlobalAveragePool"}     # nothing left in float
+    assert "MaxPool" in ops          # on the int8 tensor itself
+
+
+@pytest.mark.parametrize("name", ["qop", "qdq", "dyn"])
+def test_weights_stay_in_the_file_dtype(models, name):
+    g = load_model(str(models[name]))
+    consts = [t for t in g.tensors.values() if t.role == "constant"]
+    kinds = {str(t.dtype) for t in consts if t.nbytes >= 256}
+    assert kinds <= {"int8", "uint8"}, kinds
+    held = sum(t.nbytes for t in consts)
+    assert held <= 1.1 * initializer_bytes(models[name])
+    assert held < 0.4 * initializer_bytes(models["float"])
+
+
+@pytest.mark.parametrize("name", ["qop", "qdq"])
+def test_activations_planned_at_int8_size(models, name):
+    g = load_model(str(models[name]))
+    p = plan(g)
+    pf = plan(load_model(str(models["float"])))
+    assert p.arena_bytes == p.lower_bound_bytes
+    # the float input (12 KiB) stays float; everything after it is 8-bit
+    assert p.arena_bytes < 0.4 * pf.arena_bytes
+    big = [t for t in g.tensors.values() if t.role == "activation" and t.nbytes >= 1024]
+    assert big and all(np.dtype(t.dtype).itemsize == 1 for t in big)
