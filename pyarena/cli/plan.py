@@ -15,6 +15,7 @@ import sys
 
 from ..errors import InvalidArgumentError, PlanInfeasibleError
 from ..importers import load_model
+from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from ..planning import (STRATEGIES, load_intervals_csv, plan, plan_intervals, validate,
                         write_intervals_csv)
 from .args import parse_inputs
@@ -85,6 +86,9 @@ def run(args):
     if args.plot:
         p.plot(args.plot)
     print(p.summary(), file=report)
+    if getattr(p, "graph", None) is not None:
+        print(f"  by dtype     weights: {format_by_dtype(bytes_by_dtype(p.graph, True)) or '-'}"
+              f"; tensors: {format_by_dtype(bytes_by_dtype(p.graph, False))}", file=report)
     if problems:
         for msg in problems[:20]:
             print(f"pyarena plan: validation: {msg}", file=sys.stderr)

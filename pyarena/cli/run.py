@@ -18,6 +18,7 @@ import numpy as np
 
 from .._format import human_bytes
 from ..errors import InvalidArgumentError
+from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from .args import parse_feeds, parse_inputs
 
 
@@ -78,7 +79,9 @@ def run(args):
     print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound "
           f"{human_bytes(p.lower_bound_bytes)}, naive {human_bytes(p.naive_bytes)}, "
           f"{'optimal' if p.optimal else 'not proven optimal'})")
-    print(f"weights    {human_bytes(ex.weights_bytes)} in an Arena")
+    print(f"weights    {human_bytes(ex.weights_bytes)} in an Arena (file constants: "
+          f"{format_by_dtype(bytes_by_dtype(g, True)) or 'none'})")
+    print(f"tensors    {format_by_dtype(bytes_by_dtype(g, False))} (planned, before reuse)")
     print(f"peak RSS   {human_bytes(rss)}")
     for name, v in out.items():
         print(f"output     {name} {list(v.shape)} {v.dtype}  "

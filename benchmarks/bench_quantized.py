@@ -1,0 +1,145 @@
+"""Quantized models next to their float originals, in one run.
+
+    python benchmarks/bench_quantized.py [--models squeezenet,shufflenet,resnet50] [--repeat 9]
+
+Each model is one of the real architectures the ``onnx`` package ships
+(``light_*``: the layers of SqueezeNet, ShuffleNet, ResNet-50 ... with
+their weights replaced by seeded random ones, see tests/helpers), upgraded
+to opset 13 and quantized by onnxruntime's own quantizer (static QOperator
+and QDQ, per-channel int8 weights, uint8 activations, calibrated on 4
+random inputs; and dynamic).  For each file the table gives pyarena's
+planned arena and the bytes of the weights it holds (and the file's
+initializer bytes), the median time per inference of pyarena and of
+onnxruntime (one thread, graph optimisations off -- the same file run as
+written -- and on), and the largest difference between the two outputs in
+units of the output's quantum (the scale of its last DequantizeLinear; 0
+for float outputs).
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))          # the checkout, when run as a script
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))  # helpers (model builders)
+
+
+def quantize_all(name, d):
+    import onnx
+    import onnx.version_converter
+    from onnxruntime import quantization as q
+
+    from helpers.model_zoo import randomized_light_model
+    f = os.path.join(d, f"{name}.onnx")
+    randomized_light_model(name, f)
+    m = onnx.load(f)
+    if m.opset_import[0].version < 13:
+        onnx.save(onnx.version_converter.convert_version(m, 13), f)
+    m = onnx.load(f)
+    inits = {i.name for i in m.graph.initializer}
+    inp = [i for i in m.graph.input if i.name not in inits][0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(0)
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{inp.name: rng.standard_normal(shape).astype(np.float32)}
+                            for _ in range(4)])
+
+        def get_next(self):
+            return next(self.it, None)
+    out = {"float": f}
+    for tag, fmt in (("QOperator", q.QuantFormat.QOperator), ("QDQ", q.QuantFormat.QDQ)):
+        out[tag] = os.path.join(d, f"{name}_{tag}.onnx")
+        q.quantize_static(f, out[tag], Reader(), quant_format=fmt, per_channel=True)
+    out["dynamic"] = os.path.join(d, f"{name}_dyn.onnx")
+    q.quantize_dynamic(f, out["dynamic"])
+    return out, inp.name, shape
+
+
+def ort_session(path, optimized):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    if not optimized:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def median_ms(fn, repeat):
+    fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def quantum(path):
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(path)
+    out = m.graph.output[0].name
+    inits = {i.name: i for i in m.graph.initializer}
+    for n in m.graph.node:
+        if n.output and n.output[0] == out and n.op_type == "DequantizeLinear":
+            return float(numpy_helper.to_array(inits[n.input[1]]))
+    return 0.0
+
+
+def row(name, tag, path, feed_name, x, repeat):
+    import onnx
+    from onnx import numpy_helper
+
+    from pyarena import plan
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    try:
+        g = load_model(path)
+        p = plan(g)
+        ex = Executor(g, p)
+    except Exception as exc:          # a model pyarena cannot run: say why
+        print(f"{name:<12}{tag:<10} not run: {type(exc).__name__}: {str(exc)[:90]}")
+        return
+    feeds = {feed_name: x}
+    ours = np.asarray(list(ex.run(feeds).values())[0])
+    plain, opt = ort_session(path, False), ort_session(path, True)
+    ref = plain.run(None, feeds)[0]
+    q = quantum(path)
+    diff = np.abs(ours.astype(np.float64) - ref).max()
+    diff_s = f"{diff / q:.2f} q" if q else f"{diff:.1e}"
+    file_w = sum(numpy_helper.to_array(i).nbytes for i in onnx.load(path).graph.initializer)
+    t_ours = median_ms(lambda: ex.run(feeds), repeat)
+    t_plain = median_ms(lambda: plain.run(None, feeds), repeat)
+    t_opt = median_ms(lambda: opt.run(None, feeds), repeat)
+    print(f"{name:<12}{tag:<10}{p.arena_bytes / 2**20:>9.2f}{ex.weights_bytes / 2**20:>9.2f}"
+          f"{file_w / 2**20:>9.2f}{t_ours:>10.2f}{t_plain:>10.2f}{t_opt:>10.2f}"
+          f"{t_ours / t_opt:>8.2f}{diff_s:>10}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="squeezenet,shufflenet,resnet50")
+    ap.add_argument("--repeat", type=int, default=9)
+    args = ap.parse_args()
+    print(f"{'model':<12}{'format':<10}{'arena':>9}{'weights':>9}{'file w.':>9}"
+          f"{'pyarena':>10}{'ort -O0':>10}{'ort':>10}{'vs ort':>8}{'max diff':>10}")
+    print(f"{'':<22}{'MiB':>9}{'MiB':>9}{'MiB':>9}{'ms':>10}{'ms':>10}{'ms':>10}")
+    with tempfile.TemporaryDirectory() as d:
+        for name in args.models.split(","):
+            files, feed_name, shape = quantize_all(name, d)
+            x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+            for tag, path in files.items():
+                row(name, tag, path, feed_name, x, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
