@@ -83,10 +83,13 @@ class _Quant(Kernel):
         return self.has(i) and self.ins[i].data is None
 
     def out_range(self, i=0):
+        """The output type's range, narrowed to ``qmin`` / ``qmax`` (a fused
+        activation applied as a clamp of the quantized output)."""
         dt = np.dtype(self.outs[i].dtype)
         if dt not in _RANGES:
             self.fail(f"output type {dt} is not an integer type this kernel writes")
-        return _RANGES[dt]
+        lo, hi = _RANGES[dt]
+        return max(lo, int(self.attrs.get("qmin", lo))), min(hi, int(self.attrs.get("qmax", hi)))
 
     def rows_per_chunk(self, shape, per_elem_bytes):
         """Outer-axis rows per chunk so a chunk's float scratch fits the
@@ -345,23 +348,30 @@ class _QConv(Spatial, _Quant):
         self.shrink_budget()
         self.runtime = (0,)
         ix, iw, ixz, iwz, ib = self.layout
-        if self.attrs.get("layout", "NCHW") != "NCHW":
-            self.fail("only NCHW is supported")
         self.ct = np.dtype(np.float64 if self.integer else np.float32)
         self.dtype = self.ct            # the band buffers' element type
         w = self.const(iw, "weight")
         if w.ndim not in (3, 4):
             self.fail(f"weight of shape {list(w.shape)} is not supported")
+        nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
+        if nhwc and self.attrs.get("weight_layout") == "1HWC":
+            # TFLite depthwise (1, kh, kw, C*M): output channel c*M + m reads
+            # input channel c -> OHWI of a grouped conv with group = C
+            w = w.reshape(w.shape[1:]).transpose(2, 0, 1)[..., None]
+        if nhwc:                        # OHWI -> O, I, H, W order of the checks below
+            k_sp, w_in = w.shape[1:-1], w.shape[-1]
+        else:
+            k_sp, w_in = w.shape[2:], w.shape[1]
         self.xzp_input = ixz if self.runtime_param(ixz) else None
         xzp = np.zeros(1) if self.xzp_input is not None else \
             self.qparam(ixz, "x_zero_point").reshape(-1)
         if xzp.size != 1:
             self.fail("a per-channel input zero point is not supported")
-        self.geometry(w.shape[2:], pad_value=float(xzp[0]))
+        self.geometry(k_sp, pad_value=float(xzp[0]))
         self.padded = True              # the band buffer also converts the input
         g = int(self.attrs.get("group", 1))
         C, cout = self.c_in, w.shape[0]
-        if C % g or cout % g or w.shape[1] != C // g:
+        if C % g or cout % g or w_in != C // g:
             self.fail(f"group={g} does not fit channels {C} -> {cout} and weight "
                       f"{list(w.shape)}")
         self.G, self.cout, self.K = g, cout, (C // g) * self.kh * self.kw
@@ -409,26 +419,33 @@ class _QConv(Spatial, _Quant):
             np.multiply(self.wsum, -float(z), out=bias)
             np.add(bias, self.bias_b, out=bias)
         for n in range(self.N):
-            yg = y[n].reshape(G, cog, self.Ho, Wo)
             for r0, r1 in self.bands:
                 nr = r1 - r0
+                P = nr * Wo
                 src = self.band_src(x[n], pbuf, r0, r1)
-                c = cols[:self.c_in * self.kh * self.kw * nr * Wo]
-                np.copyto(c.reshape(self.c_in, self.kh, self.kw, nr, Wo), self.windows(src, nr))
-                cg = c.reshape(G, K, nr * Wo)
+                c = cols[:self.c_in * self.kh * self.kw * P]
+                if self.nhwc:           # columns (G, P, K), K in (kh, kw, C/G) order
+                    win = self.windows(src, nr, G) if G > 1 else self.windows(src, nr)
+                    np.copyto(c.reshape(win.shape), win)
+                    cg = c.reshape(G, P, K).transpose(0, 2, 1)
+                    yg = y[n][r0:r1].reshape(P, G, cog).transpose(1, 2, 0)
+                else:
+                    np.copyto(c.reshape(self.c_in, self.kh, self.kw, nr, Wo),
+                              self.windows(src, nr))
+                    cg = c.reshape(G, K, P)
+                    yg = y[n][:, r0:r1].reshape(G, cog, P)
                 for c0 in range(0, cog, self.co):
                     c1 = min(c0 + self.co, cog)
                     nc = c1 - c0
                     w = wf[:G * nc * K].reshape(G, nc, K)
                     np.subtract(self.w[:, c0:c1], self.wzp[:, c0:c1], out=w)
-                    out = acc[:G * nc * nr * Wo].reshape(G, nc, nr * Wo)
+                    out = acc[:G * nc * P].reshape(G, nc, P)
                     np.matmul(w, cg, out=out)
                     np.add(out, bias[:, c0:c1], out=out)
-                    self.store(out, yg[:, c0:c1, r0:r1].reshape(G, c1 - c0, nr, Wo),
-                               c0, c1, nr)
+                    self.store(out, yg[:, c0:c1], c0, c1)
 
-    def store(self, acc, y, c0, c1, nr):
-        np.copyto(y, acc.reshape(y.shape), casting="unsafe")
+    def store(self, acc, y, c0, c1):
+        np.copyto(y, acc, casting="unsafe")
 
 
 @register
@@ -461,9 +478,9 @@ class QLinearConv(_QConv):
         self.yzp = float(self.qparam(7, "y_zero_point").reshape(-1)[0])
         self.lo, self.hi = self.out_range()
 
-    def store(self, acc, y, c0, c1, nr):
+    def store(self, acc, y, c0, c1):
         np.multiply(acc, self.mult[:, c0:c1], out=acc)
-        _requantize(acc.reshape(y.shape), y, self.yzp, self.lo, self.hi)
+        _requantize(acc, y, self.yzp, self.lo, self.hi)
 
 
 # -- com.microsoft: the QOperator ops onnxruntime's quantizer emits ------------
