@@ -36,10 +36,12 @@ def reference_onnx(path, feeds):
     return dict(zip(names, s.run(None, feeds))), "onnxruntime"
 
 
-def reference_tflite(path, feeds):
+def reference_tflite(path, feeds, reference_kernels=False):
     """Outputs of the TFLite interpreter (ai-edge-litert or tflite-runtime)
-    for ``feeds``, keyed by tensor name; (None, why) if none is installed."""
-    Interpreter = None
+    for ``feeds``, keyed by tensor name; (None, why) if none is installed.
+    ``reference_kernels``: TFLite's reference kernels (no XNNPACK
+    delegate, no optimized kernels)."""
+    Interpreter = m = None
     for mod in ("ai_edge_litert.interpreter", "tflite_runtime.interpreter",
                 "tensorflow.lite"):
         try:
@@ -50,7 +52,10 @@ def reference_tflite(path, feeds):
             continue
     if Interpreter is None:
         return None, "no TFLite interpreter installed (ai-edge-litert)"
-    it = Interpreter(model_path=str(path))
+    kw = {}
+    if reference_kernels and hasattr(m, "OpResolverType"):
+        kw["experimental_op_resolver_type"] = m.OpResolverType.BUILTIN_REF
+    it = Interpreter(model_path=str(path), **kw)
     it.allocate_tensors()
     for d in it.get_input_details():
         if d["name"] in feeds:

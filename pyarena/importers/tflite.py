@@ -18,8 +18,9 @@ kernels read them as they are -- nothing is transposed at import, so the
 planned activation sizes are the model's own.  SAME/VALID padding becomes
 ``auto_pad``; a fused activation becomes the attribute ``activation``.
 
-Quantized activations (int8/uint8 arithmetic) are not supported: they are
-reported by operator name.
+Full-integer operators (int8/uint8 activations with quantization
+parameters) become pyarena's quantized operators (:mod:`.tflite_quant`):
+weights stay int8, activations are planned at one byte.
 """
 import math
 import os
@@ -32,6 +33,7 @@ from ..graph.binding import bind_shapes
 from ..runtime.kernels import TFLITE_OPS
 from . import require_extra
 from .tflite_options import OpContext, convert_options
+from .tflite_quant import convert_quantized, is_quantized
 
 __all__ = ["load_tflite"]
 
@@ -96,8 +98,11 @@ def _import(tflite, buf, path, inputs):
     for k, code, op, ins, outs in remaining:
         opname = f"{code.lower()}_{k}"
         try:
-            op_type, attrs, ins = _convert(tflite, code, op, ins, outs, t.shapes, t.data,
-                                           t.quant, t.dtypes, opname)
+            if is_quantized(t, ins, outs):      # full-integer: the quantized kernels
+                op_type, attrs, ins = convert_quantized(tflite, t, code, op, ins, outs, opname)
+            else:
+                op_type, attrs, ins = _convert(tflite, code, op, ins, outs, t.shapes, t.data,
+                                               t.quant, t.dtypes, opname)
         except UnsupportedOpError as exc:
             bad.append(str(exc))
             continue
@@ -145,6 +150,7 @@ class _Tensors:
     def __init__(self, tflite, model, sg, buf):
         self.tflite, self.model, self.sg, self.buf = tflite, model, sg, buf
         self.names, self.shapes, self.dtypes, self.data, self.quant = [], [], [], [], []
+        self._const_index = {}
         seen = set()
         for i in range(sg.TensorsLength()):
             t = sg.Tensors(i)
@@ -231,6 +237,20 @@ class _Tensors:
             v = v.astype(np.float32)
         self.data[outs[0]] = np.ascontiguousarray(v.astype(self.dtypes[outs[0]]))
         return True
+
+    def add_const(self, name, value):
+        """Index of a constant tensor ``name`` (added once): the scales and
+        zero points the quantized operators take as inputs."""
+        if name in self._const_index:
+            return self._const_index[name]
+        value = np.asarray(value)
+        self.names.append(name)
+        self.shapes.append(list(value.shape))
+        self.dtypes.append(value.dtype)
+        self.data.append(value)
+        self.quant.append(None)
+        self._const_index[name] = len(self.names) - 1
+        return self._const_index[name]
 
     def declare(self, g, i, role):
         """Tensor i in ``g`` (float16 as float32); its name."""

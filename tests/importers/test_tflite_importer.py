@@ -70,9 +70,9 @@ def test_quantized_and_unknown_ops_are_named(tmp_path):
     B = TFLiteBuilder()
     x = B.tensor("x", (1, 4), np.int8, quant=([0.1], [0]))
     y = B.tensor("y", (1, 4), np.int8, quant=([0.1], [0]))
-    B.op("RELU", [x], [y])
+    B.op("TANH", [x], [y])
     path = B.save(tmp_path / "q.tflite", [x], [y])
-    with pytest.raises(UnsupportedOpError, match="relu_0.*quantized"):
+    with pytest.raises(UnsupportedOpError, match="tanh_0.*int8"):
         load_model(path)
     B = TFLiteBuilder()
     x = B.tensor("x", (1, 4))

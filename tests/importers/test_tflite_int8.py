@@ -1,0 +1,236 @@
+"""Full-integer (int8) TFLite models written here, run by pyarena with int8
+activations and int8 weights, against the TFLite interpreter's reference
+kernels on the same file: every int8 output within one quantum."""
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("flatbuffers")
+
+from helpers.tflite_util import TFLiteBuilder  # noqa: E402
+from pyarena import plan  # noqa: E402
+from pyarena.errors import UnsupportedOpError  # noqa: E402
+from pyarena.importers import load_model  # noqa: E402
+from pyarena.importers.reference import reference_tflite  # noqa: E402
+from pyarena.runtime import Executor  # noqa: E402
+
+I8 = np.int8
+
+
+def q8(s, z=0):
+    return ([s], [z])
+
+
+def int8_weights(r, shape, axis):
+    """Symmetric per-channel int8 weights along ``axis`` and their scales."""
+    w = r.integers(-127, 128, shape).astype(I8)
+    n = shape[axis]
+    return w, r.uniform(0.002, 0.01, n).astype(np.float32)
+
+
+def int8_cnn(path, seed=0):
+    """float input -> QUANTIZE -> conv 3x3/2 + RELU6 (per-channel) ->
+    depthwise 3x3 + RELU (depth multiplier 2) -> 1x1 conv -> ADD (residual,
+    other scales) -> MAX_POOL -> AVERAGE_POOL -> CONCATENATION
+    -> MEAN -> FULLY_CONNECTED -> SOFTMAX -> DEQUANTIZE.  Intermediate int8
+    tensors are outputs too."""
+    r = np.random.default_rng(seed)
+    B = TFLiteBuilder()
+    x = B.tensor("input", (1, 16, 16, 3))
+    s_in, s1, s2, s3, s4 = 0.02, 0.05, 0.04, 0.06, 0.08
+    xq = B.tensor("input_q", (1, 16, 16, 3), I8, quant=q8(s_in, 3))
+    B.op("QUANTIZE", [x], [xq])
+    w1, ws1 = int8_weights(r, (8, 3, 3, 3), 0)
+    W1 = B.tensor("c1/w", w1.shape, I8, w1, quant=(ws1, [0] * 8, 0))
+    B1 = B.tensor("c1/b", (8,), np.int32, r.integers(-300, 300, 8).astype(np.int32),
+                  quant=(s_in * ws1, [0] * 8, 0))
+    h1 = B.tensor("h1", (1, 8, 8, 8), I8, quant=q8(s1, -128))
+    B.op("CONV_2D", [xq, W1, B1], [h1], ("Conv2DOptions", dict(
+        Padding=0, StrideW=2, StrideH=2, FusedActivationFunction=3,
+        DilationWFactor=1, DilationHFactor=1)))
+    wd, wsd = int8_weights(r, (1, 3, 3, 16), 3)
+    WD = B.tensor("dw/w", wd.shape, I8, wd, quant=(wsd, [0] * 16, 3))
+    BD = B.tensor("dw/b", (16,), np.int32, r.integers(-300, 300, 16).astype(np.int32),
+                  quant=(s1 * wsd, [0] * 16, 0))
+    h2 = B.tensor("h2", (1, 8, 8, 16), I8, quant=q8(s2, -128))
+    B.op("DEPTHWISE_CONV_2D", [h1, WD, BD], [h2], ("DepthwiseConv2DOptions", dict(
+        Padding=0, StrideW=1, StrideH=1, DepthMultiplier=2, FusedActivationFunction=1,
+        DilationWFactor=1, DilationHFactor=1)))
+    wp, wsp = int8_weights(r, (8, 1, 1, 16), 0)
+    WP = B.tensor("pw/w", wp.shape, I8, wp, quant=(wsp, [0] * 8, 0))
+    BP = B.tensor("pw/b", (8,), np.int32, r.integers(-300, 300, 8).astype(np.int32),
+                  quant=(s2 * wsp, [0] * 8, 0))
+    h3 = B.tensor("h3", (1, 8, 8, 8), I8, quant=q8(s3, 5))
+    B.op("CONV_2D", [h2, WP, BP], [h3], ("Conv2DOptions", dict(
+        Padding=1, StrideW=1, StrideH=1, DilationWFactor=1, DilationHFactor=1)))
+    h4 = B.tensor("h4", (1, 8, 8, 8), I8, quant=q8(s4, -10))
+    B.op("ADD", [h3, h1], [h4], ("AddOptions", dict(FusedActivationFunction=0)))
+    p1 = B.tensor("p1", (1, 4, 4, 8), I8, quant=q8(s4, -10))
+    B.op("MAX_POOL_2D", [h4], [p1], ("Pool2DOptions", dict(
+        Padding=1, StrideW=2, StrideH=2, FilterWidth=2, FilterHeight=2)))
+    p2 = B.tensor("p2", (1, 4, 4, 8), I8, quant=q8(s4, -10))
+    B.op("AVERAGE_POOL_2D", [h4], [p2], ("Pool2DOptions", dict(
+        Padding=0, StrideW=2, StrideH=2, FilterWidth=3, FilterHeight=3)))
+    cat = B.tensor("cat", (1, 4, 4, 16), I8, quant=q8(s4, -10))
+    B.op("CONCATENATION", [p1, p2], [cat], ("ConcatenationOptions", dict(
+        Axis=3, FusedActivationFunction=0)))
+    ax = B.const("axes", np.array([1, 2], np.int32), np.int32)
+    mn = B.tensor("mean", (1, 16), I8, quant=q8(0.07, 0))
+    B.op("MEAN", [cat, ax], [mn], ("ReducerOptions", dict(KeepDims=False)))
+    wf, wsf = int8_weights(r, (10, 16), 0)
+    WF = B.tensor("fc/w", wf.shape, I8, wf, quant=(wsf, [0] * 10, 0))
+    BF = B.tensor("fc/b", (10,), np.int32, r.integers(-300, 300, 10).astype(np.int32),
+                  quant=(0.07 * wsf, [0] * 10, 0))
+    lg = B.tensor("logits", (1, 10), I8, quant=q8(0.05, 0))
+    B.op("FULLY_CONNECTED", [mn, WF, BF], [lg], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    pr = B.tensor("prob_q", (1, 10), I8, quant=q8(1 / 256, -128))
+    B.op("SOFTMAX", [lg], [pr], ("SoftmaxOptions", dict(Beta=1.0)))
+    y = B.tensor("prob", (1, 10))
+    B.op("DEQUANTIZE", [pr], [y])
+    return B.save(path, [x], [y, h1, h2, h3, h4, p1, p2, cat, mn, lg, pr])
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return int8_cnn(str(tmp_path_factory.mktemp("int8") / "int8_cnn.tflite"))
+
+
+def feeds(seed):
+    return {"input": np.random.default_rng(seed).uniform(-2, 2, (1, 16, 16, 3))
+            .astype(np.float32)}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_whole_network_tracks_the_interpreter(model, seed):
+    """Differences of one quantum (rounding ties: TFLite's fixed-point
+    multipliers vs pyarena's float ones) may grow by one downstream; never
+    a bias."""
+    ref, why = reference_tflite(model, feeds(seed), reference_kernels=True)
+    if ref is None:
+        pytest.skip(why)
+    g = load_model(model)
+    ours = {k: np.array(v) for k, v in Executor(g).run(feeds(seed)).items()}
+    assert set(ours) == set(ref)
+    for name, r in ref.items():
+        assert ours[name].dtype == r.dtype, name
+        if r.dtype == I8:
+            diff = np.abs(ours[name].astype(int) - r.astype(int))
+            assert diff.max() <= 2, (name, diff.max())
+            if diff.size >= 256:
+                assert np.mean(diff) < 0.2, name
+        else:
+            np.testing.assert_allclose(ours[name], r, atol=2 / 256 + 1e-6)
+
+
+def single_op(path, code, x_shape, x_q, y_shape, y_q, consts=(), options=None, seed=0):
+    """A one-op int8 model: input x (int8), constant inputs ``consts`` as
+    (name, array, dtype, quant) tuples, output y."""
+    B = TFLiteBuilder()
+    x = B.tensor("x", x_shape, I8, quant=x_q)
+    ins = [x] + [B.tensor(n, a.shape, dt, a, quant=q) for n, a, dt, q in consts]
+    y = B.tensor("y", y_shape, I8, quant=y_q)
+    B.op(code, ins, [y], options)
+    return B.save(str(path), [x], [y])
+
+
+def run_single(path, seed):
+    x = np.random.default_rng(seed).integers(-128, 128, load_model(path).tensors["x"].shape)
+    feed = {"x": x.astype(I8)}
+    ref, why = reference_tflite(path, feed, reference_kernels=True)
+    if ref is None:
+        pytest.skip(why)
+    ours = np.array(Executor(load_model(path)).run(feed)["y"])
+    return ours.astype(int), ref["y"].astype(int)
+
+
+def conv_case(r, code):
+    if code == "CONV_2D":
+        w, ws = int8_weights(r, (6, 3, 3, 4), 0)
+        opts = ("Conv2DOptions", dict(Padding=0, StrideW=2, StrideH=1, DilationWFactor=1,
+                                      DilationHFactor=1, FusedActivationFunction=3))
+        y_shape = (1, 7, 4, 6)
+        qdim = 0
+    else:
+        w, ws = int8_weights(r, (1, 3, 3, 8), 3)
+        opts = ("DepthwiseConv2DOptions", dict(Padding=1, StrideW=1, StrideH=1,
+                                               DepthMultiplier=2, DilationWFactor=1,
+                                               DilationHFactor=1, FusedActivationFunction=1))
+        y_shape = (1, 5, 5, 8)
+        qdim = 3
+    n = ws.size
+    b = r.integers(-500, 500, n).astype(np.int32)
+    consts = [("w", w, I8, (ws, [0] * n, qdim)), ("b", b, np.int32, (0.05 * ws, [0] * n, 0))]
+    return consts, opts, y_shape
+
+
+@pytest.mark.parametrize("code", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_single_conv_within_one_quantum(tmp_path, code, seed):
+    r = np.random.default_rng(seed)
+    consts, opts, y_shape = conv_case(r, code)
+    path = single_op(tmp_path / "c.tflite", code, (1, 7, 7, 4), q8(0.05, 7), y_shape,
+                     q8(0.08, -20), consts, opts)
+    ours, ref = run_single(path, seed)
+    assert np.abs(ours - ref).max() <= 1
+
+
+@pytest.mark.parametrize("code", ["ADD", "MUL", "AVERAGE_POOL_2D", "MEAN", "SOFTMAX",
+                                  "FULLY_CONNECTED", "LOGISTIC", "RELU", "RELU6"])
+def test_single_op_within_one_quantum(tmp_path, code):
+    r = np.random.default_rng(3)
+    xq, yq = q8(0.05, 7), q8(0.08, -20)
+    shape, y_shape, consts, opts = (1, 6, 6, 4), (1, 6, 6, 4), [], None
+    if code in ("ADD", "MUL"):
+        consts = [("b", r.integers(-128, 128, (1, 6, 6, 4)).astype(I8), I8, q8(0.03, -5))]
+        opts = (code.capitalize() + "Options", dict(FusedActivationFunction=0))
+    elif code == "AVERAGE_POOL_2D":
+        y_shape, yq = (1, 3, 3, 4), xq
+        opts = ("Pool2DOptions", dict(Padding=0, StrideW=2, StrideH=2, FilterWidth=3,
+                                      FilterHeight=3))
+    elif code == "MEAN":
+        y_shape = (1, 1, 1, 4)
+        consts = [("axes", np.array([1, 2], np.int32), np.int32, None)]
+        opts = ("ReducerOptions", dict(KeepDims=True))
+    elif code == "SOFTMAX":
+        shape = y_shape = (2, 10)
+        yq = q8(1 / 256, -128)
+        opts = ("SoftmaxOptions", dict(Beta=1.0))
+    elif code == "LOGISTIC":
+        yq = q8(1 / 256, -128)
+    elif code in ("RELU", "RELU6"):
+        yq = q8(0.03, -128)            # requantized and clamped to the output
+    else:
+        shape, y_shape = (2, 16), (2, 5)
+        w, ws = int8_weights(r, (5, 16), 0)
+        b = r.integers(-500, 500, 5).astype(np.int32)
+        consts = [("w", w, I8, (ws, [0] * 5, 0)), ("b", b, np.int32, (0.05 * ws, [0] * 5, 0))]
+        opts = ("FullyConnectedOptions", dict(FusedActivationFunction=1))
+    path = single_op(tmp_path / "o.tflite", code, shape, xq, y_shape, yq, consts, opts)
+    ours, ref = run_single(path, 0)
+    assert ours.shape == ref.shape
+    assert np.abs(ours - ref).max() <= 1
+
+
+def test_int8_model_stays_int8(model):
+    g = load_model(model)
+    ops = {o.op_type for o in g.ops}
+    assert {"QLinearConv", "QGemm", "QLinearAdd", "QLinearConcat", "QLinearSoftmax",
+            "QLinearAveragePool", "QLinearGlobalAveragePool", "MaxPool"} <= ops
+    big_consts = [t for t in g.tensors.values() if t.role == "constant" and t.nbytes >= 128]
+    assert big_consts and all(str(t.dtype) in ("int8", "int32") for t in big_consts)
+    acts = [t for t in g.tensors.values() if t.role != "constant" and t.name != "input"
+            and t.name != "prob"]
+    assert all(np.dtype(t.dtype) == I8 for t in acts)
+    p = plan(g)
+    assert p.arena_bytes == p.lower_bound_bytes
+
+
+def test_unsupported_int8_builtin_is_refused_by_name(tmp_path):
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 4), I8, quant=q8(0.1, 0))
+    y = B.tensor("y", (1, 4), I8, quant=q8(0.1, 0))
+    B.op("TANH", [x], [y])
+    path = B.save(str(tmp_path / "tanh.tflite"), [x], [y])
+    with pytest.raises(UnsupportedOpError, match=r"tanh_0.*TANH, int8"):
+        load_model(path)
