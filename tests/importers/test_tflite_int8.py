@@ -144,7 +144,7 @@ def run_single(path, seed):
     return ours.astype(int), ref["y"].astype(int)
 
 
-def conv_case(r, code):
+def conv_case(r, code, mult=2):
     if code == "CONV_2D":
         w, ws = int8_weights(r, (6, 3, 3, 4), 0)
         opts = ("Conv2DOptions", dict(Padding=0, StrideW=2, StrideH=1, DilationWFactor=1,
@@ -152,11 +152,11 @@ def conv_case(r, code):
         y_shape = (1, 7, 4, 6)
         qdim = 0
     else:
-        w, ws = int8_weights(r, (1, 3, 3, 8), 3)
+        w, ws = int8_weights(r, (1, 3, 3, 4 * mult), 3)
         opts = ("DepthwiseConv2DOptions", dict(Padding=1, StrideW=1, StrideH=1,
-                                               DepthMultiplier=2, DilationWFactor=1,
+                                               DepthMultiplier=mult, DilationWFactor=1,
                                                DilationHFactor=1, FusedActivationFunction=1))
-        y_shape = (1, 5, 5, 8)
+        y_shape = (1, 5, 5, 4 * mult)
         qdim = 3
     n = ws.size
     b = r.integers(-500, 500, n).astype(np.int32)
@@ -164,11 +164,12 @@ def conv_case(r, code):
     return consts, opts, y_shape
 
 
-@pytest.mark.parametrize("code", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+@pytest.mark.parametrize("code, mult", [("CONV_2D", 1), ("DEPTHWISE_CONV_2D", 1),
+                                        ("DEPTHWISE_CONV_2D", 2)])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_single_conv_within_one_quantum(tmp_path, code, seed):
+def test_single_conv_within_one_quantum(tmp_path, code, mult, seed):
     r = np.random.default_rng(seed)
-    consts, opts, y_shape = conv_case(r, code)
+    consts, opts, y_shape = conv_case(r, code, mult)
     path = single_op(tmp_path / "c.tflite", code, (1, 7, 7, 4), q8(0.05, 7), y_shape,
                      q8(0.08, -20), consts, opts)
     ours, ref = run_single(path, seed)

@@ -394,13 +394,23 @@ class _QConv(Spatial, _Quant):
         # its channels): the converted weights get WEIGHT_CHUNK bytes of
         # their own -- a few matmuls per band instead of one per channel
         self.co = int(max(1, min(cog, WEIGHT_CHUNK // max(1, g * self.K * isz))))
-        budget = self.scratch_budget
-        nr = self.plan_bands(extra_per_row=(C * self.kh * self.kw + g * self.co) * self.Wo * isz)
-        self.scratch_budget = budget
-        self.scratch = self.pad_spec() + [
-            ((C * self.kh * self.kw * nr * self.Wo,), self.ct),
-            ((g * self.co * self.K,), self.ct),
-            ((g * self.co * nr * self.Wo,), self.ct)]
+        # depthwise (one output channel per input channel): kernel taps
+        # accumulated over the band -- im2col would hold kh*kw copies of it
+        self.depthwise = g == C and cog == 1 and g > 1
+        if self.depthwise:
+            self.co = 1
+            nr = self.plan_bands(extra_per_row=2 * C * self.Wo * isz)
+            self.scratch = self.pad_spec() + [
+                ((C * nr * self.Wo,), self.ct),         # one tap's products
+                ((C * self.kh * self.kw,), self.ct),   # the weights, zero point off
+                ((C * nr * self.Wo,), self.ct)]        # accumulators
+        else:
+            nr = self.plan_bands(
+                extra_per_row=(C * self.kh * self.kw + g * self.co) * self.Wo * isz)
+            self.scratch = self.pad_spec() + [
+                ((C * self.kh * self.kw * nr * self.Wo,), self.ct),
+                ((g * self.co * self.K,), self.ct),
+                ((g * self.co * nr * self.Wo,), self.ct)]
         if self.xzp_input is not None:
             self.scratch.append((shape3, self.ct))
         self.finish_setup()
@@ -418,6 +428,8 @@ class _QConv(Spatial, _Quant):
             self.pad_value.fill(z)                      # padding reads as x_zp
             np.multiply(self.wsum, -float(z), out=bias)
             np.add(bias, self.bias_b, out=bias)
+        if self.depthwise:
+            return self.run_depthwise(x, y, pbuf, cols, wf, acc, bias)
         for n in range(self.N):
             for r0, r1 in self.bands:
                 nr = r1 - r0
@@ -443,6 +455,35 @@ class _QConv(Spatial, _Quant):
                     np.matmul(w, cg, out=out)
                     np.add(out, bias[:, c0:c1], out=out)
                     self.store(out, yg[:, c0:c1], c0, c1)
+
+    def run_depthwise(self, x, y, pbuf, tmp, wf, acc, bias):
+        C, Wo, kk = self.c_in, self.Wo, self.kh * self.kw
+        w = wf.reshape(C, kk)
+        np.subtract(self.w.reshape(C, kk), self.wzp.reshape(C, 1), out=w)
+        wt = w.T.reshape(self.kh, self.kw, C)
+        if not self.nhwc:
+            wt = wt[..., None, None]                      # (kh, kw, C, 1, 1)
+        for n in range(self.N):
+            for r0, r1 in self.bands:
+                nr = r1 - r0
+                P = nr * Wo
+                src = self.band_src(x[n], pbuf, r0, r1)
+                shape = (nr, Wo, C) if self.nhwc else (C, nr, Wo)
+                a, t = acc[:C * P].reshape(shape), tmp[:C * P].reshape(shape)
+                for i in range(self.kh):
+                    for j in range(self.kw):
+                        win = self.tap(src, i, j, nr)
+                        if i == 0 and j == 0:
+                            np.multiply(win, wt[i, j], out=a)
+                        else:
+                            np.multiply(win, wt[i, j], out=t)
+                            np.add(a, t, out=a)
+                # as (G=C, 1, P) like the grouped path, then bias and store
+                ag = a.reshape(P, C).T[:, None, :] if self.nhwc else a.reshape(C, 1, P)
+                yg = (y[n][r0:r1].reshape(P, C).T[:, None, :] if self.nhwc else
+                      y[n][:, r0:r1].reshape(C, 1, P))
+                np.add(ag, bias, out=ag)
+                self.store(ag, yg, 0, 1)
 
     def store(self, acc, y, c0, c1):
         np.copyto(y, acc, casting="unsafe")
