@@ -281,3 +281,18 @@ def test_qlinear_average_pool(tmp_path, attrs):
                             domain="com.microsoft", **attrs)
     ours, ref = run_node(tmp_path, node, {"x": x}, inits, {"y": np.uint8}, contrib=True)
     assert_within_quantum(ours, ref, ["y"])
+
+
+@pytest.mark.parametrize("case", ["3x3 pad stride 2", "depthwise", "grouped 1x1"])
+def test_qlinear_conv_per_channel_weight_zero_point(tmp_path, case):
+    c = dict(CONV_CASES[case])
+    x, w = u8(*c.pop("x")), u8(*c.pop("w"))
+    cout = w.shape[0]
+    inits = {"xs": np.array(0.02, np.float32), "xz": np.array(9, np.uint8), "w": w,
+             "ws": rng.uniform(0.001, 0.01, cout).astype(np.float32),
+             "wz": rng.integers(100, 156, cout).astype(np.uint8),
+             "ys": np.array(0.04, np.float32), "yz": np.array(5, np.uint8)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+                            ["y"], **c)
+    ours, ref = run_node(tmp_path, node, {"x": x}, inits, {"y": np.uint8}, scratch_budget=1024)
+    assert_within_quantum(ours, ref, ["y"])

@@ -377,7 +377,10 @@ class _QConv(Spatial, _Quant):
         self.G, self.cout, self.K = g, cout, (C // g) * self.kh * self.kw
         self.w = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, self.K)))
         wzp = np.broadcast_to(self.qparam(iwz, "w_zero_point").reshape(-1), (cout,))
-        self.wzp = self.keep(wzp.astype(self.ct).reshape(g, cout // g, 1))
+        # one value (symmetric weights: 0) when every channel has the same
+        self.wzp_uniform = not np.ptp(wzp)
+        self.wzp = self.keep(np.full((1, 1, 1), wzp[0], self.ct) if self.wzp_uniform else
+                             wzp.astype(self.ct).reshape(g, cout // g, 1))
         wsum = (w.reshape(cout, -1).astype(np.float64) - wzp[:, None]).sum(axis=1)
         bias = self.qparam(ib, "bias").reshape(-1) if ib is not None and self.has(ib) else 0.0
         bias = np.broadcast_to(bias, (cout,)).astype(np.float64)
@@ -450,7 +453,8 @@ class _QConv(Spatial, _Quant):
                     c1 = min(c0 + self.co, cog)
                     nc = c1 - c0
                     w = wf[:G * nc * K].reshape(G, nc, K)
-                    np.subtract(self.w[:, c0:c1], self.wzp[:, c0:c1], out=w)
+                    wz = self.wzp if self.wzp_uniform else self.wzp[:, c0:c1]
+                    np.subtract(self.w[:, c0:c1], wz, out=w)
                     out = acc[:G * nc * P].reshape(G, nc, P)
                     np.matmul(w, cg, out=out)
                     np.add(out, bias[:, c0:c1], out=out)
@@ -459,7 +463,7 @@ class _QConv(Spatial, _Quant):
     def run_depthwise(self, x, y, pbuf, tmp, wf, acc, bias):
         C, Wo, kk = self.c_in, self.Wo, self.kh * self.kw
         w = wf.reshape(C, kk)
-        np.subtract(self.w.reshape(C, kk), self.wzp.reshape(C, 1), out=w)
+        np.subtract(self.w.reshape(C, kk), self.wzp.reshape(-1, 1), out=w)
         wt = w.T.reshape(self.kh, self.kw, C)
         if not self.nhwc:
             wt = wt[..., None, None]                      # (kh, kw, C, 1, 1)
