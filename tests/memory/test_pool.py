@@ -472,6 +472,7 @@ TestPoolMachine = PoolMachine.TestCase
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)     # ~26 s here
 class TestPoolMachineLong(PoolMachine.TestCase):
     settings = settings(max_examples=300, stateful_step_count=80, deadline=None,
                         suppress_health_check=[HealthCheck.too_slow,

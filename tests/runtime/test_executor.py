@@ -144,6 +144,7 @@ def test_feed_must_be_an_input(models):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)     # vgg19 takes ~25 s here
 @pytest.mark.parametrize("name", ["resnet50", "densenet121", "inception_v1", "bvlc_alexnet",
                                   "zfnet512", "vgg19"])
 def test_big_real_models(tmp_path, name):
