@@ -204,10 +204,34 @@ def test_global_pools_and_reduce(tmp_path):
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
-@pytest.mark.parametrize("axis,opset", [(1, 13), (-1, 13), (1, 11), (2, 11)])
+@pytest.mark.parametrize("axis,opset", [(1, 13), (-1, 13), (1, 11), (2, 11),
+                                        (None, 13), (None, 11)])
 def test_softmax(tmp_path, op, axis, opset):
-    run_both(tmp_path, [node(op, ["x"], axis=axis)], {"x": rnd(2, 3, 4, 5, lo=-5, hi=5)},
+    """With and without ``axis``: the default is -1 from opset 13 on, and 1
+    (over the flattened trailing axes) before."""
+    attrs = {} if axis is None else dict(axis=axis)
+    run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 4, 5, lo=-5, hi=5)},
              opset=opset)
+
+
+@pytest.mark.parametrize("opset,axis,coerced", [(13, -1, False), (11, 1, True)])
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+def test_softmax_family_default_axis_per_opset(tmp_path, op, opset, axis, coerced):
+    """The ONNX defaults for a node without ``axis`` (the operator spec:
+    -1 from opset 13, 1 with the input coerced to 2-D before), Hardmax
+    included though the executor does not run it."""
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    path = tmp_path / f"{op}{opset}.onnx"
+    make_model([node(op, ["x"])], {"x": ([2, 3, 4], np.float32)},
+               {"y": (None, np.float32)}, opset=opset, path=path)
+    from pyarena.importers.onnx import _OnnxImport
+    imp = _OnnxImport(str(path))
+    attrs = imp.attrs(imp.model.graph.node[0])
+    assert attrs["axis"] == axis
+    assert bool(attrs.get("coerce_2d", 0)) == coerced
+    if op != "Hardmax":
+        assert load_model(str(path)).ops[0].attrs["axis"] == axis
 
 
 def resize_inputs(scales, sizes):
@@ -314,8 +338,73 @@ def test_kernels_are_correct_when_the_output_is_an_input(op_type, attrs, which):
     sep = np.empty(shape, np.float32)
     k([x.copy() for x in xs], [sep], sc)
     aliased = [x.copy() for x in xs]
-    k(aliased, [aliased[which]], sc)
-    np.testing.assert_array_equal(aliased[which], sep)
+    # like the executor: the output is another view of the input's memory,
+    # not the same Python object
+    out = aliased[which].view()
+    k(aliased, [out], sc)
+    np.testing.assert_array_equal(out, sep)
+
+
+_VARIADIC = {"Sum": lambda xs: sum(np.broadcast_arrays(*xs)),
+             "Mean": lambda xs: sum(np.broadcast_arrays(*xs)) / len(xs),
+             "Max": lambda xs: np.maximum.reduce(np.broadcast_arrays(*xs)),
+             "Min": lambda xs: np.minimum.reduce(np.broadcast_arrays(*xs))}
+
+
+@pytest.mark.parametrize("op_type", sorted(_VARIADIC))
+@pytest.mark.parametrize("n,which", [(3, 0), (3, 1), (3, 2), (4, 2), (4, 3)])
+def test_variadic_kernels_with_the_output_over_any_input(op_type, n, which):
+    """Sum / Mean / Max / Min of 3 and 4 same-shaped inputs plus a broadcast
+    one, the output planned over input ``which`` (a separate view of its
+    memory, as the executor passes it): NumPy's answer."""
+    from pyarena.graph import Graph
+    from pyarena.runtime.kernels import make_kernel
+    shape = (2, 3, 4)
+    g = Graph("v")
+    ins = [f"x{i}" for i in range(n)] + ["w"]
+    for name in ins[:-1]:
+        g.add_tensor(name, shape, role="input")
+    g.add_tensor("w", (4,), role="input")
+    g.add_tensor("y", shape, role="output")
+    op = g.add_op(op_type, ins, ["y"])
+    k = make_kernel(op, [g.tensors[i] for i in ins], [g.tensors["y"]])
+    r = np.random.default_rng(n * 10 + which)
+    xs = [r.uniform(-2, 2, g.tensors[i].shape).astype(np.float32) for i in ins]
+    want = _VARIADIC[op_type]([x.astype(np.float64) for x in xs])
+    memory = xs[which]
+    k(xs, [memory.view()], None)
+    np.testing.assert_allclose(memory, want, rtol=1e-6, atol=1e-6)
+
+
+def test_sum_planned_over_its_third_input_in_the_executor():
+    """a = Relu(x), b = Neg(x), c = Exp(x), y = Sum(a, b, c), with a and b
+    read again later: the planner writes y over c (input 2) and the result
+    is NumPy's."""
+    from pyarena.graph import Graph
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor
+    from pyarena.runtime.kernels import set_scratch
+    shape = (2, 3, 5)
+    g = Graph("sum3")
+    g.add_tensor("x", shape, role="input")
+    for t in ("a", "b", "c", "y", "s"):
+        g.add_tensor(t, shape)
+    g.add_tensor("out", shape, role="output")
+    g.add_op("Relu", ["x"], ["a"], name="relu")
+    g.add_op("Neg", ["x"], ["b"], name="neg")
+    g.add_op("Exp", ["x"], ["c"], name="exp")
+    g.add_op("Sum", ["a", "b", "c"], ["y"], name="sum")
+    g.add_op("Add", ["a", "b"], ["s"], name="later")
+    g.add_op("Mul", ["y", "s"], ["out"], name="mul")
+    set_scratch(g)
+    p = plan(g)
+    assert ("sum", "c", "y", "inplace") in p.reuses
+    x = np.random.default_rng(5).uniform(-2, 2, shape).astype(np.float32)
+    got = Executor(g, p).run({"x": x})["out"]
+    xd = x.astype(np.float64)
+    a, b = np.maximum(xd, 0), -xd
+    want = (a + b + np.exp(xd)) * (a + b)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 # -- elementwise ops added in the second round -----------------------------------
