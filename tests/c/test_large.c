@@ -84,6 +84,37 @@ static void test_cache_cut_to_size(void) {
     pa_pool_destroy(p);
 }
 
+/* A cached large block is reused only when it is at least as big as the
+ * request: a block of another page count in the same cache bin (4 bins
+ * per doubling: 66 and 70 pages share one) must not be handed out for a
+ * bigger request.  Every pair (cached pages, requested pages) on a fresh
+ * pool; the block after the cached one keeps it from coalescing. */
+static void test_cache_never_hands_out_a_smaller_block(void) {
+    static const size_t pairs[][2] = {{66, 70}, {66, 79}, {70, 66}, {80, 70}, {65, 66},
+                                      {100, 81}, {127, 128}, {90, 95}, {70, 70}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        counting_t cnt;
+        pa_backend_t be;
+        pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
+        size_t cached = pairs[i][0] * 4 * KB, want = pairs[i][1] * 4 * KB - 100;
+        char *a = pa_pool_alloc(p, cached, NULL);
+        char *pin = pa_pool_alloc(p, 300 * KB, NULL);
+        CHECK(a != NULL && pin != NULL);
+        CHECK_EQ(pa_pool_free(p, a), PA_OK);
+        char *b = pa_pool_alloc(p, want, NULL);
+        CHECK(b != NULL);
+        size_t got = pa_pool_block_size(p, b);
+        CHECK(got >= want);
+        if (got < want) fprintf(stderr, "  cached %zu pages, asked %zu bytes: block of %zu\n",
+                                pairs[i][0], want, got);
+        memset(b, 0x5a, want);
+        memset(pin, 0xa5, 300 * KB);
+        CHECK((unsigned char)b[want - 1] == 0x5a && (unsigned char)pin[0] == 0xa5);
+        CHECK_EQ(pa_pool_check(p), 0u);
+        pa_pool_destroy(p);
+    }
+}
+
 static void test_growth_policies(void) {
     counting_t cnt;
     pa_backend_t be;
@@ -266,6 +297,7 @@ int main(void) {
     RUN(test_page_granularity);
     RUN(test_best_fit_and_coalesce);
     RUN(test_cache_cut_to_size);
+    RUN(test_cache_never_hands_out_a_smaller_block);
     RUN(test_growth_policies);
     RUN(test_chunks_not_merged);
     RUN(test_reservation_contiguous);
