@@ -7,7 +7,8 @@ _TYPE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2
 
 
 class TFLiteBuilder:
-    """``t = b.tensor(name, shape, dtype, data=None, quant=None)`` ->
+    """``t = b.tensor(name, shape, dtype, data=None, quant=None)`` (quant:
+    ``(scales, zero_points[, quantized_dimension])``) ->
     index; ``b.op("CONV_2D", [ins], [outs], options=("Conv2DOptions",
     {"Padding": 0, ...}))``; ``b.save(path, inputs, outputs)``.  Custom
     operators: code ``"CUSTOM:Name"``, options ``("custom", raw_bytes)``."""
@@ -69,7 +70,8 @@ class TFLiteBuilder:
             shape = ivec(tflite.TensorStartShapeVector, t["shape"])
             q = None
             if t["quant"] is not None:
-                scale, zp = t["quant"]
+                scale, zp = t["quant"][:2]
+                qdim = t["quant"][2] if len(t["quant"]) > 2 else 0
                 tflite.QuantizationParametersStartScaleVector(b, len(scale))
                 for v in reversed(scale):
                     b.PrependFloat32(float(v))
@@ -81,6 +83,8 @@ class TFLiteBuilder:
                 tflite.QuantizationParametersStart(b)
                 tflite.QuantizationParametersAddScale(b, sv)
                 tflite.QuantizationParametersAddZeroPoint(b, zv)
+                if qdim:
+                    tflite.QuantizationParametersAddQuantizedDimension(b, qdim)
                 q = tflite.QuantizationParametersEnd(b)
             sp = _sparsity(b, tflite, ivec, t.get("sparsity"))
             tflite.TensorStart(b)

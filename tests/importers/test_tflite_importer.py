@@ -104,6 +104,33 @@ def test_int8_weights_dequantized_at_import(tmp_path):
     np.testing.assert_allclose(out, ref["y"], rtol=1e-4, atol=1e-5)
 
 
+def test_per_channel_int8_weights_dequantized_along_their_axis(tmp_path):
+    """Depthwise weights (1, 3, 3, 4) quantized per output channel
+    (quantized_dimension 3, one scale and zero point per channel):
+    (q - zp[c]) * scale[c], and the conv matches the TFLite interpreter."""
+    r = np.random.default_rng(1)
+    q = r.integers(-100, 100, (1, 3, 3, 4)).astype(np.int8)
+    scales, zps = [0.01, 0.02, 0.05, 0.1], [0, 1, -2, 3]
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 6, 6, 4))
+    wq = B.tensor("wq", (1, 3, 3, 4), np.int8, data=q, quant=(scales, zps, 3))
+    w = B.tensor("w", (1, 3, 3, 4))
+    B.op("DEQUANTIZE", [wq], [w])
+    b = B.const("b", np.zeros(4, np.float32))
+    y = B.tensor("y", (1, 6, 6, 4))
+    B.op("DEPTHWISE_CONV_2D", [x, w, b], [y],
+         ("DepthwiseConv2DOptions", dict(Padding=0, StrideW=1, StrideH=1,
+                                         DepthMultiplier=1, DilationWFactor=1,
+                                         DilationHFactor=1)))
+    path = B.save(tmp_path / "pc.tflite", [x], [y])
+    g = load_model(path)
+    want = (q.astype(np.float64) - np.array(zps)) * np.array(scales)
+    np.testing.assert_allclose(g.tensors["w"].data, want, rtol=1e-6)
+    feeds = random_feeds(g)
+    ref, _ = reference_tflite(path, feeds)
+    np.testing.assert_allclose(Executor(g).run(feeds)["y"], ref["y"], rtol=1e-4, atol=1e-5)
+
+
 def test_cyclic_graph(tmp_path):
     from pyarena.graph import GraphError
     B = TFLiteBuilder()

@@ -181,10 +181,10 @@ class Worker:
         out = p.stdout + p.stderr
         if p.returncode == 0:
             return "pass", ""
-        if p.returncode == 142 or "\nTIMEOUT " in out:
+        fail = re.search(r"^FAIL (\S+)", out, re.M)
+        if (p.returncode == 142 or "\nTIMEOUT " in out) and not fail:
             m = re.search(r"TIMEOUT \S+: (\S+)", out)
             return "timeout", f"c:{binary}:{m.group(1) if m else '?'}"
-        fail = re.search(r"^FAIL (\S+)", out, re.M)
         check = re.search(r"^\S+:(\d+): CHECK failed: (.*)$", out, re.M)
         what = fail.group(1) if fail else (f"status {p.returncode}" if p.returncode > 0
                                            else f"signal {-p.returncode}")
