@@ -287,19 +287,23 @@ def test_random_graphs_plan_validate_and_compute(rnd, align, inplace):
     # no reuse ever hands a reader an overwritten original: every tensor
     # written over (in place) by op i is read by no op after i -- readers
     # taken from the graph here, not from the planner's lifetimes
-    readers = {}
+    readers, producer = {}, {}
     for k, op in enumerate(g.ops):
         for t in op.inputs:
             readers.setdefault(t, []).append(k)
+        for t in op.outputs:
+            producer[t] = k
     for op_name, src, dst, mode in p.reuses:
         i = next(k for k, op in enumerate(g.ops) if op.name == op_name)
         if mode == "inplace":
+            # the buffer's members written before op i (graph inputs: -1)
             overwritten = [t for t in p.buffer_of[src].tensors
-                           if t != dst and g.tensors[t].role == "activation"]
+                           if t != dst and producer.get(t, -1) < i]
+            assert src in overwritten
             assert all(r <= i for t in overwritten for r in readers.get(t, [])), \
                 (op_name, src)
-            assert not any(g.tensors[t].role in ("input", "output")
-                           for t in overwritten if t != dst), (op_name, src)
+            assert not any(g.tensors[t].role in ("input", "output") for t in overwritten), \
+                (op_name, src)
     feeds = feeds_for(g, seed=rnd.randint(0, 99))
     ref = run_reference(g, feeds)
     got = run_planned(p, feeds)
