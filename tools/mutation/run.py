@@ -111,7 +111,10 @@ def checkout_files(root):
         out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others",
                               "--exclude-standard"], capture_output=True, check=True)
         files = [f for f in out.stdout.decode().split("\0") if f]
-        return [f for f in files if os.path.isfile(os.path.join(root, f))]
+        # never a virtual environment that happens to sit in the checkout
+        venvs = {f.split("/")[0] for f in files if f.endswith("pyvenv.cfg")}
+        return [f for f in files if os.path.isfile(os.path.join(root, f))
+                and f.split("/")[0] not in venvs]
     except (OSError, subprocess.CalledProcessError):
         skip = {".git", "build", "__pycache__", ".hypothesis", ".pytest_cache"}
         files = []
