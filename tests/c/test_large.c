@@ -115,6 +115,28 @@ static void test_cache_never_hands_out_a_smaller_block(void) {
     }
 }
 
+/* A free span one page larger than a request is split, not handed out
+ * whole: the block has exactly the pages asked for. */
+static void test_split_leaves_no_slack(void) {
+    counting_t cnt;
+    pa_backend_t be;
+    pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
+    char *a = pa_pool_alloc(p, 100 * 4 * KB, NULL);
+    char *pin = pa_pool_alloc(p, 300 * KB, NULL);
+    CHECK_EQ(pa_pool_free(p, a), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK); /* a: a free span of 100 pages */
+    char *b = pa_pool_alloc(p, 99 * 4 * KB, NULL);
+    CHECK(b == a);
+    CHECK_EQ(pa_pool_block_size(p, b), 99 * 4 * KB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].reserved, 99 * 4 * KB + 300 * KB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_free(p, b);
+    pa_pool_free(p, pin);
+    pa_pool_destroy(p);
+}
+
 static void test_growth_policies(void) {
     counting_t cnt;
     pa_backend_t be;
@@ -298,6 +320,7 @@ int main(void) {
     RUN(test_best_fit_and_coalesce);
     RUN(test_cache_cut_to_size);
     RUN(test_cache_never_hands_out_a_smaller_block);
+    RUN(test_split_leaves_no_slack);
     RUN(test_growth_policies);
     RUN(test_chunks_not_merged);
     RUN(test_reservation_contiguous);
