@@ -43,3 +43,19 @@ def test_mutants_are_documented():
     for m in MUTANTS:
         assert m.why and m.tests, m.id
         assert m.original != m.replacement, m.id
+
+
+def test_a_stale_or_ambiguous_snippet_is_refused(tmp_path):
+    from mutants import Mutant
+    (tmp_path / "tests" / "c").mkdir(parents=True)
+    (tmp_path / "tests" / "c" / "test_x.c").write_text("")
+    (tmp_path / "a.c").write_text("x = 1;\ny = 1;\n")
+    ok = Mutant("ok", "a.c", "x = 1;", "x = 2;", "why", ("c:test_x",))
+    gone = Mutant("gone", "a.c", "z = 1;", "z = 2;", "why", ("c:test_x",))
+    twice = Mutant("twice", "a.c", " = 1;", " = 2;", "why", ("c:test_x",))
+    assert stale_mutants(str(tmp_path), [ok]) == []
+    problems = stale_mutants(str(tmp_path), [ok, gone, twice])
+    assert len(problems) == 2
+    assert "gone" in problems[0] and "0 times" in problems[0]
+    assert "twice" in problems[1] and "2 times" in problems[1]
+    assert stale_mutants(str(tmp_path), [ok, ok])[0] == "ok: the id is used twice"

@@ -227,7 +227,8 @@ class Worker:
             return "pass", "", None
         if p.returncode == 5:
             raise CheckError(f"pytest collected no test from {targets}")
-        failed = re.findall(r"^(?:FAILED|ERROR) (\S+)(?: - (.*))?$", p.stdout, re.M)
+        # "FAILED nodeid - message" (a parametrized nodeid may hold spaces)
+        failed = re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - (.*))?$", p.stdout, re.M)
         for nodeid, msg in failed:
             if not (msg or "").startswith("Failed: Timeout"):
                 return "killed", f"{nodeid} ({(msg or '').strip()[:70]})", None
