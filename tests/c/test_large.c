@@ -137,6 +137,62 @@ static void test_split_leaves_no_slack(void) {
     pa_pool_destroy(p);
 }
 
+/* A backend whose chunks are adjacent in memory, each just above the
+ * previous one (carved from one region): spans of different chunks may
+ * touch, and must still never merge. */
+typedef struct {
+    char *region;
+    size_t size, used;
+} adjacent_t;
+
+static void *adj_map(size_t size, size_t align, void *ctx) {
+    adjacent_t *a = ctx;
+    (void)align; /* the region is page aligned and sizes are pages */
+    if (size > a->size - a->used) return NULL;
+    void *p = a->region + a->used;
+    a->used += size;
+    return p;
+}
+
+static void adj_unmap(void *p, size_t size, void *ctx) {
+    (void)p;
+    (void)size;
+    (void)ctx; /* the region goes at the end of the test */
+}
+
+static void test_adjacent_chunks_never_merge(void) {
+    static adjacent_t adj;
+    pa_backend_t *def = (pa_backend_t *)pa_backend_default();
+    adj.size = 8 * MB;
+    adj.used = 0;
+    adj.region = def->map(adj.size, 4 * KB, NULL);
+    CHECK(adj.region != NULL);
+    pa_backend_t be = {adj_map, adj_unmap, NULL, &adj};
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.backend = &be;
+    cfg.growth = PA_GROW_REQUESTED;
+    cfg.chunk_size = 1 * MB;
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    char *a = pa_pool_alloc(p, 1 * MB, NULL); /* all of chunk 1 */
+    char *b = pa_pool_alloc(p, 1 * MB, NULL); /* all of chunk 2, right above */
+    CHECK(a != NULL && b == a + 1 * MB);
+    CHECK_EQ(pa_pool_free(p, a), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK); /* chunk 1: one free span */
+    CHECK_EQ(pa_pool_free(p, b), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK); /* chunk 2 too: its left neighbour is chunk 1's */
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 2u);
+    size_t released = 0;
+    CHECK_EQ(pa_pool_trim(p, 0, &released), PA_OK); /* whole free chunks go back */
+    CHECK_EQ(released, 2 * MB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+    def->unmap(adj.region, adj.size, NULL);
+}
+
 static void test_growth_policies(void) {
     counting_t cnt;
     pa_backend_t be;
@@ -287,6 +343,24 @@ static void test_reservation_pow2_and_limit(void) {
     pa_pool_destroy(p);
 }
 
+/* A limit lowered below the reserved range still bounds growth inside it. */
+static void test_reservation_respects_a_lowered_limit(void) {
+    pa_pool_t *p = make_default(PA_GROW_REQUESTED, 16 * MB);
+    char *a = pa_pool_alloc(p, 1 * MB, NULL);
+    CHECK(a != NULL);
+    CHECK_EQ(pa_pool_set_limit(p, 4 * MB), PA_OK);
+    char *b = pa_pool_alloc(p, 2 * MB, NULL);
+    CHECK(b != NULL);
+    pa_status_t s = PA_OK;
+    CHECK(pa_pool_alloc(p, 2 * MB, &s) == NULL); /* 5 MiB > 4 */
+    CHECK_EQ(s, PA_ERR_NOMEM);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK(st.reserved <= 4 * MB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 static void test_reservation_full_then_chunks(void) {
     /* the range is `limit` bytes; raising the limit later grows in
      * separate chunks beyond it */
@@ -325,6 +399,8 @@ int main(void) {
     RUN(test_chunks_not_merged);
     RUN(test_reservation_contiguous);
     RUN(test_reservation_pow2_and_limit);
+    RUN(test_reservation_respects_a_lowered_limit);
+    RUN(test_adjacent_chunks_never_merge);
     RUN(test_reservation_full_then_chunks);
     return pa_test_report();
 }
