@@ -86,7 +86,6 @@ def pytest_runtest_protocol(item, nextitem):
     if limit <= 0 or not _WATCHDOG_FD:
         return (yield)
     fd = _WATCHDOG_FD[0]
-    os.write(fd, b"")   # fails early if the descriptor went away
     faulthandler.dump_traceback_later(limit + max(limit, 30.0), exit=True, file=fd)
     try:
         return (yield)
