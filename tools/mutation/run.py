@@ -270,7 +270,8 @@ class Worker:
         path = os.path.join(self.dir, m.file)
         with open(path, encoding="utf-8") as f:
             original = f.read()
-        is_c = m.file.startswith("csrc/")
+        # C: the core (make, and build_ext links it) or the glue (build_ext)
+        is_c = m.file.endswith((".c", ".h"))
         has_py = any(not t.startswith("c:") for t in m.tests)
         has_c = any(t.startswith("c:") for t in m.tests)
         t0 = time.monotonic()
