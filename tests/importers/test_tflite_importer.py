@@ -347,3 +347,20 @@ def test_rsqrt_square_squared_difference(tmp_path):
                                             "Rsqrt", "SquaredDifference"]
     addr = {n: v.__array_interface__["data"][0] for n, v in plan(g).bind().items()}
     assert addr["d"] == addr["sq"] == addr["r"] == addr["y"]
+
+
+def test_format_is_sniffed_from_the_content_without_an_extension(tmp_path):
+    # the TFLite flatbuffer's file identifier "TFL3" sits at bytes 4..8,
+    # after the root table's offset; a JSON graph starts with "{"
+    from pyarena.importers import sniff_format
+    src = small_cnn(tmp_path / "m.tflite")
+    bare = tmp_path / "model"
+    bare.write_bytes(open(src, "rb").read())
+    assert open(bare, "rb").read(8)[4:8] == b"TFL3"
+    assert sniff_format(bare) == "tflite"
+    assert [op.op_type for op in load_model(bare).ops] == \
+        [op.op_type for op in load_model(src).ops]
+    (tmp_path / "graph").write_text('{"name": "g"}')
+    assert sniff_format(tmp_path / "graph") == "json"
+    (tmp_path / "other").write_bytes(b"\x08\x07TFL3xx")   # TFL3 at the wrong place
+    assert sniff_format(tmp_path / "other") == "onnx"
