@@ -2,7 +2,7 @@
 every snippet occurs exactly once in its file, so a change that moves code
 fails here, in the default run, and the list is updated with it.  The
 check itself (tools/mutation/run.py) plants the mutants and runs the
-tests; it is a CI step of its own (see docs/mutation.md)."""
+tests; it takes minutes and runs on demand (see docs/mutation.md)."""
 import pathlib
 import subprocess
 import sys
