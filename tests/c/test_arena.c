@@ -260,6 +260,77 @@ static void test_mark_rewind(void) {
     pa_arena_destroy(a);
 }
 
+/* Marks taken in the second and third chunks (not only in the first): a
+ * rewind keeps the mark's chunk and position, `used` is the sum of the
+ * blocks handed out (each 1024 bytes here: a multiple of the alignment)
+ * across every chunk, and the next block lands where it did after the
+ * mark. */
+static void test_marks_in_later_chunks(void) {
+    pa_arena_config_t cfg;
+    pa_arena_config_default(&cfg);
+    cfg.chunk_size = 8192;
+    cfg.growth = PA_GROW_REQUESTED; /* small chunks: many of them */
+    pa_arena_t *a = pa_arena_create(&cfg, NULL);
+    pa_arena_stats_t st;
+    size_t n = 0;
+    while (pa_arena_num_chunks(a) < 2) {
+        CHECK(pa_arena_alloc(a, 1024, 0, NULL) != NULL);
+        n++;
+    }
+    pa_arena_mark_t m1, m2;
+    CHECK_EQ(pa_arena_mark(a, &m1), PA_OK); /* in chunk 1 */
+    CHECK(m1.chunk == 1);
+    size_t n1 = n;
+    char *after1 = pa_arena_alloc(a, 1024, 0, NULL);
+    n++;
+    while (pa_arena_num_chunks(a) < 3) {
+        CHECK(pa_arena_alloc(a, 1024, 0, NULL) != NULL);
+        n++;
+    }
+    CHECK_EQ(pa_arena_mark(a, &m2), PA_OK); /* in chunk 2 */
+    CHECK(m2.chunk == 2);
+    size_t n2 = n;
+    char *after2 = pa_arena_alloc(a, 1024, 0, NULL);
+    n++;
+    while (pa_arena_num_chunks(a) < 5) {
+        CHECK(pa_arena_alloc(a, 1024, 0, NULL) != NULL);
+        n++;
+    }
+    CHECK_EQ(pa_arena_stats(a, &st), PA_OK);
+    CHECK_EQ(st.used, n * 1024);
+    CHECK_EQ(st.peak, n * 1024);
+    CHECK_EQ(st.count, n);
+    /* back to the mark in chunk 2: chunks 0-2 stay */
+    CHECK_EQ(pa_arena_rewind(a, &m2), PA_OK);
+    CHECK_EQ(pa_arena_num_chunks(a), 3u);
+    CHECK_EQ(pa_arena_stats(a, &st), PA_OK);
+    CHECK_EQ(st.used, n2 * 1024);
+    CHECK_EQ(st.count, n2);
+    CHECK_EQ(st.peak, n * 1024);
+    CHECK(pa_arena_alloc(a, 1024, 0, NULL) == after2);
+    CHECK_EQ(pa_arena_check(a), 0u);
+    /* back to the mark in chunk 1, twice */
+    for (int k = 0; k < 2; k++) {
+        CHECK_EQ(pa_arena_rewind(a, &m1), PA_OK);
+        CHECK_EQ(pa_arena_num_chunks(a), 2u);
+        CHECK_EQ(pa_arena_stats(a, &st), PA_OK);
+        CHECK_EQ(st.used, n1 * 1024);
+        CHECK_EQ(st.count, n1);
+        CHECK(pa_arena_alloc(a, 1024, 0, NULL) == after1);
+        CHECK_EQ(pa_arena_check(a), 0u);
+    }
+    /* growing again from there reuses the spare chunks and counts right */
+    size_t m = n1 + 1;
+    while (pa_arena_num_chunks(a) < 4) {
+        CHECK(pa_arena_alloc(a, 1024, 0, NULL) != NULL);
+        m++;
+    }
+    CHECK_EQ(pa_arena_stats(a, &st), PA_OK);
+    CHECK_EQ(st.used, m * 1024);
+    CHECK_EQ(pa_arena_check(a), 0u);
+    pa_arena_destroy(a);
+}
+
 /* Random allocations, marks and rewinds; a pattern in every live block
  * must survive until its region is released. */
 static void test_fuzz(void) {
@@ -323,6 +394,7 @@ int main(void) {
     RUN(test_growth);
     RUN(test_static);
     RUN(test_mark_rewind);
+    RUN(test_marks_in_later_chunks);
     RUN(test_fuzz);
     RUN(test_status_strings);
     return pa_test_report();

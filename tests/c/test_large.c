@@ -84,6 +84,115 @@ static void test_cache_cut_to_size(void) {
     pa_pool_destroy(p);
 }
 
+/* A cached large block is reused only when it is at least as big as the
+ * request: a block of another page count in the same cache bin (4 bins
+ * per doubling: 66 and 70 pages share one) must not be handed out for a
+ * bigger request.  Every pair (cached pages, requested pages) on a fresh
+ * pool; the block after the cached one keeps it from coalescing. */
+static void test_cache_never_hands_out_a_smaller_block(void) {
+    static const size_t pairs[][2] = {{66, 70}, {66, 79}, {70, 66}, {80, 70}, {65, 66},
+                                      {100, 81}, {127, 128}, {90, 95}, {70, 70}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        counting_t cnt;
+        pa_backend_t be;
+        pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
+        size_t cached = pairs[i][0] * 4 * KB, want = pairs[i][1] * 4 * KB - 100;
+        char *a = pa_pool_alloc(p, cached, NULL);
+        char *pin = pa_pool_alloc(p, 300 * KB, NULL);
+        CHECK(a != NULL && pin != NULL);
+        CHECK_EQ(pa_pool_free(p, a), PA_OK);
+        char *b = pa_pool_alloc(p, want, NULL);
+        CHECK(b != NULL);
+        size_t got = pa_pool_block_size(p, b);
+        CHECK(got >= want);
+        if (got < want) fprintf(stderr, "  cached %zu pages, asked %zu bytes: block of %zu\n",
+                                pairs[i][0], want, got);
+        memset(b, 0x5a, want);
+        memset(pin, 0xa5, 300 * KB);
+        CHECK((unsigned char)b[want - 1] == 0x5a && (unsigned char)pin[0] == 0xa5);
+        CHECK_EQ(pa_pool_check(p), 0u);
+        pa_pool_destroy(p);
+    }
+}
+
+/* A free span one page larger than a request is split, not handed out
+ * whole: the block has exactly the pages asked for. */
+static void test_split_leaves_no_slack(void) {
+    counting_t cnt;
+    pa_backend_t be;
+    pa_pool_t *p = make(&cnt, &be, PA_GROW_REQUESTED, 8 * MB);
+    char *a = pa_pool_alloc(p, 100 * 4 * KB, NULL);
+    char *pin = pa_pool_alloc(p, 300 * KB, NULL);
+    CHECK_EQ(pa_pool_free(p, a), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK); /* a: a free span of 100 pages */
+    char *b = pa_pool_alloc(p, 99 * 4 * KB, NULL);
+    CHECK(b == a);
+    CHECK_EQ(pa_pool_block_size(p, b), 99 * 4 * KB);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].reserved, 99 * 4 * KB + 300 * KB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_free(p, b);
+    pa_pool_free(p, pin);
+    pa_pool_destroy(p);
+}
+
+/* A backend whose chunks are adjacent in memory, each just above the
+ * previous one (carved from one region): spans of different chunks may
+ * touch, and must still never merge. */
+typedef struct {
+    char *region;
+    size_t size, used;
+} adjacent_t;
+
+static void *adj_map(size_t size, size_t align, void *ctx) {
+    adjacent_t *a = ctx;
+    (void)align; /* the region is page aligned and sizes are pages */
+    if (size > a->size - a->used) return NULL;
+    void *p = a->region + a->used;
+    a->used += size;
+    return p;
+}
+
+static void adj_unmap(void *p, size_t size, void *ctx) {
+    (void)p;
+    (void)size;
+    (void)ctx; /* the region goes at the end of the test */
+}
+
+static void test_adjacent_chunks_never_merge(void) {
+    static adjacent_t adj;
+    pa_backend_t *def = (pa_backend_t *)pa_backend_default();
+    adj.size = 8 * MB;
+    adj.used = 0;
+    adj.region = def->map(adj.size, 4 * KB, NULL);
+    CHECK(adj.region != NULL);
+    pa_backend_t be = {adj_map, adj_unmap, NULL, &adj};
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.backend = &be;
+    cfg.growth = PA_GROW_REQUESTED;
+    cfg.chunk_size = 1 * MB;
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    char *a = pa_pool_alloc(p, 1 * MB, NULL); /* all of chunk 1 */
+    char *b = pa_pool_alloc(p, 1 * MB, NULL); /* all of chunk 2, right above */
+    CHECK(a != NULL && b == a + 1 * MB);
+    CHECK_EQ(pa_pool_free(p, a), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK); /* chunk 1: one free span */
+    CHECK_EQ(pa_pool_free(p, b), PA_OK);
+    CHECK_EQ(pa_pool_reclaim(p), PA_OK); /* chunk 2 too: its left neighbour is chunk 1's */
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.chunks, 2u);
+    size_t released = 0;
+    CHECK_EQ(pa_pool_trim(p, 0, &released), PA_OK); /* whole free chunks go back */
+    CHECK_EQ(released, 2 * MB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+    def->unmap(adj.region, adj.size, NULL);
+}
+
 static void test_growth_policies(void) {
     counting_t cnt;
     pa_backend_t be;
@@ -234,6 +343,24 @@ static void test_reservation_pow2_and_limit(void) {
     pa_pool_destroy(p);
 }
 
+/* A limit lowered below the reserved range still bounds growth inside it. */
+static void test_reservation_respects_a_lowered_limit(void) {
+    pa_pool_t *p = make_default(PA_GROW_REQUESTED, 16 * MB);
+    char *a = pa_pool_alloc(p, 1 * MB, NULL);
+    CHECK(a != NULL);
+    CHECK_EQ(pa_pool_set_limit(p, 4 * MB), PA_OK);
+    char *b = pa_pool_alloc(p, 2 * MB, NULL);
+    CHECK(b != NULL);
+    pa_status_t s = PA_OK;
+    CHECK(pa_pool_alloc(p, 2 * MB, &s) == NULL); /* 5 MiB > 4 */
+    CHECK_EQ(s, PA_ERR_NOMEM);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK(st.reserved <= 4 * MB);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 static void test_reservation_full_then_chunks(void) {
     /* the range is `limit` bytes; raising the limit later grows in
      * separate chunks beyond it */
@@ -266,10 +393,14 @@ int main(void) {
     RUN(test_page_granularity);
     RUN(test_best_fit_and_coalesce);
     RUN(test_cache_cut_to_size);
+    RUN(test_cache_never_hands_out_a_smaller_block);
+    RUN(test_split_leaves_no_slack);
     RUN(test_growth_policies);
     RUN(test_chunks_not_merged);
     RUN(test_reservation_contiguous);
     RUN(test_reservation_pow2_and_limit);
+    RUN(test_reservation_respects_a_lowered_limit);
+    RUN(test_adjacent_chunks_never_merge);
     RUN(test_reservation_full_then_chunks);
     return pa_test_report();
 }

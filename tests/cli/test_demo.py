@@ -77,3 +77,20 @@ def test_demo_needs_only_the_base_install(tmp_path):
     assert "(c) static plan" in r.stdout
     assert "matplotlib is not installed" in r.stdout
     assert not (tmp_path / "p.png").exists()
+
+
+def test_demo_charges_the_pool_what_it_reserved_from_the_os():
+    # the dynamic mode's cost is the pool's peak reservation, not the bytes
+    # live at its worst moment (those go in the note)
+    from pyarena.cli import demo
+    pool = pyarena.Pool()
+    big = pool.empty(3 << 20, np.uint8)
+    del big
+
+    class Ran:  # what an Executor reports after a run
+        last_peak_bytes, last_allocations = 1000, 7
+
+    ex_pool, ex_plan = Ran(), Ran()
+    peak, allocs, note = demo._memory(ex_pool, ex_plan, ex_pool, None, pool, 0)
+    assert peak == pool.stats().peak_reserved >= 3 << 20
+    assert allocs == 7 and "1,000 B" in note

@@ -95,6 +95,8 @@ def test_csv_input_output_and_capacity(tmp_path, capsys):
     (["plan", "{graph}", "--input", "x=1,3"], "rank"),
     (["plan", "{graph}", "--input", "x1,3,8,8"], "NAME=D0"),
     (["plan", "{graph}", "--input", "x=1,a,8,8"], "integers"),
+    (["plan", "{graph}", "--input", "x=1,-3,8,8"], "negative dimension"),
+    (["plan", "{graph}", "--input", "x=1,3,8,8", "--input", "x=1,3,8,8"], "given twice"),
     (["plan", "{graph}", "--input", "zz=1"], "unknown graph input"),
     (["plan", "{graph}", "--input", "x=1,3,8,8", "--align", "24"], "power of two"),
     (["plan", "{graph}", "--input", "x=1,3,8,8", "--time-limit", "0"], "time-limit"),

@@ -113,6 +113,18 @@ def test_read_but_never_produced():
         g.validate()
 
 
+def test_output_that_nothing_produces():
+    """A graph output no op writes (and no op reads) is an error too: the
+    caller would get uninitialised memory back."""
+    g = Graph()
+    g.add_tensor("x", [4], role="input")
+    g.add_tensor("y", [4], role="output")
+    g.add_tensor("z", [4], role="output")
+    g.add_op("Relu", ["x"], ["y"])
+    with pytest.raises(GraphError, match="'z' \\(output\\).*no operator produces"):
+        g.validate()
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(shape=[2, -3]), "negative"),
     (dict(shape=[2.5, 3]), "integer"),

@@ -231,3 +231,19 @@ def test_onnx_package_models_match_their_reference_outputs():
             np.testing.assert_allclose(out[o], r, rtol=1e-3, atol=1e-5, err_msg=name)
         ran += 1
     assert ran >= 100
+
+
+def test_folded_unsqueeze_and_reshape_follow_the_spec(tmp_path):
+    """Constant Unsqueeze with a negative axis (counted from the output's
+    rank) and Reshape with a 0 in the shape (copy that dimension, as
+    allowzero is 0) fold at import to what onnxruntime computes."""
+    from helpers.onnx_util import run_both
+    k = np.arange(6, dtype=np.float32)
+    nodes = [helper.make_node("Reshape", ["k", "shape"], ["k2"]),          # (2, 3)
+             helper.make_node("Unsqueeze", ["k2", "axes"], ["k3"]),       # (2, 3, 1)
+             helper.make_node("Add", ["x", "k3"], ["y"])]
+    g, _, _ = run_both(tmp_path, nodes, {"x": np.ones((2, 3, 4), np.float32)},
+                       {"k": k.reshape(2, 3), "shape": np.array([0, -1], np.int64),
+                        "axes": np.array([-1], np.int64)}, opset=13)
+    assert [op.op_type for op in g.ops] == ["Add"]
+    np.testing.assert_array_equal(g.tensors["k3"].data, k.reshape(2, 3, 1))

@@ -104,6 +104,33 @@ def test_int8_weights_dequantized_at_import(tmp_path):
     np.testing.assert_allclose(out, ref["y"], rtol=1e-4, atol=1e-5)
 
 
+def test_per_channel_int8_weights_dequantized_along_their_axis(tmp_path):
+    """Depthwise weights (1, 3, 3, 4) quantized per output channel
+    (quantized_dimension 3, one scale and zero point per channel):
+    (q - zp[c]) * scale[c], and the conv matches the TFLite interpreter."""
+    r = np.random.default_rng(1)
+    q = r.integers(-100, 100, (1, 3, 3, 4)).astype(np.int8)
+    scales, zps = [0.01, 0.02, 0.05, 0.1], [0, 1, -2, 3]
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 6, 6, 4))
+    wq = B.tensor("wq", (1, 3, 3, 4), np.int8, data=q, quant=(scales, zps, 3))
+    w = B.tensor("w", (1, 3, 3, 4))
+    B.op("DEQUANTIZE", [wq], [w])
+    b = B.const("b", np.zeros(4, np.float32))
+    y = B.tensor("y", (1, 6, 6, 4))
+    B.op("DEPTHWISE_CONV_2D", [x, w, b], [y],
+         ("DepthwiseConv2DOptions", dict(Padding=0, StrideW=1, StrideH=1,
+                                         DepthMultiplier=1, DilationWFactor=1,
+                                         DilationHFactor=1)))
+    path = B.save(tmp_path / "pc.tflite", [x], [y])
+    g = load_model(path)
+    want = (q.astype(np.float64) - np.array(zps)) * np.array(scales)
+    np.testing.assert_allclose(g.tensors["w"].data, want, rtol=1e-6)
+    feeds = random_feeds(g)
+    ref, _ = reference_tflite(path, feeds)
+    np.testing.assert_allclose(Executor(g).run(feeds)["y"], ref["y"], rtol=1e-4, atol=1e-5)
+
+
 def test_cyclic_graph(tmp_path):
     from pyarena.graph import GraphError
     B = TFLiteBuilder()
@@ -320,3 +347,20 @@ def test_rsqrt_square_squared_difference(tmp_path):
                                             "Rsqrt", "SquaredDifference"]
     addr = {n: v.__array_interface__["data"][0] for n, v in plan(g).bind().items()}
     assert addr["d"] == addr["sq"] == addr["r"] == addr["y"]
+
+
+def test_format_is_sniffed_from_the_content_without_an_extension(tmp_path):
+    # the TFLite flatbuffer's file identifier "TFL3" sits at bytes 4..8,
+    # after the root table's offset; a JSON graph starts with "{"
+    from pyarena.importers import sniff_format
+    src = small_cnn(tmp_path / "m.tflite")
+    bare = tmp_path / "model"
+    bare.write_bytes(open(src, "rb").read())
+    assert open(bare, "rb").read(8)[4:8] == b"TFL3"
+    assert sniff_format(bare) == "tflite"
+    assert [op.op_type for op in load_model(bare).ops] == \
+        [op.op_type for op in load_model(src).ops]
+    (tmp_path / "graph").write_text('{"name": "g"}')
+    assert sniff_format(tmp_path / "graph") == "json"
+    (tmp_path / "other").write_bytes(b"\x08\x07TFL3xx")   # TFL3 at the wrong place
+    assert sniff_format(tmp_path / "other") == "onnx"

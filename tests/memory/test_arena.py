@@ -423,3 +423,30 @@ def test_dropped_arena_is_collected_with_its_fast_path():
     assert glue.live_handles(glue.ARENA) == n0 + 1    # x holds the C arena
     del x
     assert glue.live_handles(glue.ARENA) == n0        # destroyed with its last array
+
+
+def test_marks_in_later_chunks():
+    """A mark taken in the second chunk, the arena grown to five chunks:
+    rewinding returns to the mark's chunk and position (used bytes, block
+    count, the next address), twice."""
+    a = Arena(chunk_size=8192, growth="requested")
+    while a.stats().chunks < 2:
+        a.empty(1024, np.uint8)
+    m = a.mark()
+    at_mark = a.stats()
+    x = a.empty(1024, np.uint8)
+    where = x.ctypes.data
+    del x
+    blocks = []
+    while a.stats().chunks < 5:
+        blocks.append(a.empty(1024, np.uint8))
+    assert a.stats().used == at_mark.used + 1024 * (len(blocks) + 1)
+    del blocks
+    for _ in range(2):
+        a.rewind(m)
+        st = a.stats()
+        assert (st.chunks, st.used, st.count) == (2, at_mark.used, at_mark.count)
+        y = a.empty(1024, np.uint8)
+        assert y.ctypes.data == where
+        del y
+    assert a.check() == 0

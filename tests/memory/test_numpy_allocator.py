@@ -299,6 +299,7 @@ def test_the_setting_is_a_context_variable():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)     # ~10 s here
 def test_numpys_own_tests_pass_with_every_allocation_in_a_pool(tmp_path):
     import os
     import subprocess
@@ -320,7 +321,7 @@ def test_numpys_own_tests_pass_with_every_allocation_in_a_pool(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(pyarena.__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=900, cwd=tmp_path, env=env)
+                          timeout=540, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     routed = int(proc.stdout.split("ROUTED")[1].split()[0])
     assert routed > 100_000

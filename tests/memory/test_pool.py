@@ -249,6 +249,9 @@ def test_absurd_size_is_a_clean_memory_error():
     with pytest.raises(OutOfMemoryError) as ei:
         pool.empty(1 << 62, np.uint8)
     assert ei.value.size == 1 << 62
+    # an unlimited pool: no limit to report (None, not 0)
+    assert ei.value.limit is None and ei.value.capacity is None
+    assert "limit" not in str(ei.value)
     assert pool.check() == 0
 
 
@@ -472,6 +475,7 @@ TestPoolMachine = PoolMachine.TestCase
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)     # ~26 s here
 class TestPoolMachineLong(PoolMachine.TestCase):
     settings = settings(max_examples=300, stateful_step_count=80, deadline=None,
                         suppress_health_check=[HealthCheck.too_slow,
@@ -637,3 +641,17 @@ def test_zero_size_arrays_are_real_blocks():
     assert pool.stats().live == 2
     del zs
     assert pool.stats().live == 0 and pool.check() == 0
+
+
+def test_statistics_peak_reserved_outlives_a_trim():
+    pool = Pool()
+    with pool.statistics() as s:
+        big = pool.empty(16 * MiB, np.uint8)
+        reserved_with_big = pool.stats().reserved
+        del big
+        pool.free_all_blocks()
+        reserved_after = pool.stats().reserved
+    # the test only bites if giving the block back shrank the reservation
+    assert reserved_after < reserved_with_big
+    assert s.peak_reserved >= reserved_with_big
+

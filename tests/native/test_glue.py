@@ -34,6 +34,8 @@ def test_shapes_both_allocators_accept(alloc, shape, expect):
     (-3, InvalidArgumentError, "negative dimension"),
     ((1,) * 65, InvalidArgumentError, "dimensions"),
     ((1 << 40, 1 << 40), InvalidArgumentError, "bytes"),
+    # the product wraps before the last dimension, which multiplies cleanly
+    ((1 << 40, 1 << 40, 1), InvalidArgumentError, "more bytes"),
     ((1 << 70,), InvalidArgumentError, "bytes"),
 ])
 def test_bad_shapes_get_the_same_error_from_both(alloc, shape, error, match):
@@ -57,7 +59,11 @@ def test_bad_alignments(alloc, align, error):
 
 @pytest.mark.parametrize("align", [None, 1, 64, 256, 4096, 1 << 16])
 def test_alignment_is_honoured_by_both(alloc, align):
+    # a block of the same size first: the first block of a fresh slab or
+    # chunk is page aligned anyway and would pass without the alignment
+    fillers = [alloc.empty(n, np.uint8) for n in (1, 100, 5000)]
     xs = [alloc.empty(n, np.uint8, align=align) for n in (1, 100, 5000)]
+    assert not {x.ctypes.data for x in xs} & {f.ctypes.data for f in fillers}
     for x in xs:
         assert x.ctypes.data % (align or alloc.alignment) == 0
         x[:] = 7
@@ -116,3 +122,26 @@ def test_handles_reject_bad_arguments():
         glue.pool_counters(object())
     with pytest.raises(TypeError):
         glue.handler_new(Arena()._hcap)      # NumPy's allocator needs a pool
+
+
+def test_each_c_status_maps_to_its_documented_error():
+    # the hierarchy of pyarena/errors.py's docstring, one C status each;
+    # the message names the call and the C library's text for the status
+    from pyarena import errors
+    from pyarena._native import lib, status_error, status_name
+    expect = {
+        lib.PA_ERR_INVALID: errors.InvalidArgumentError,
+        lib.PA_ERR_ALIGN: errors.AlignmentError,
+        lib.PA_ERR_OVERFLOW: errors.InvalidArgumentError,
+        lib.PA_ERR_NOMEM: MemoryError,
+        lib.PA_ERR_STATE: errors.StateError,
+        lib.PA_ERR_DOUBLE_FREE: errors.DoubleFreeError,
+        lib.PA_ERR_FOREIGN: errors.ForeignPointerError,
+        lib.PA_ERR_INFEASIBLE: errors.PlanInfeasibleError,
+        lib.PA_ERR_TIMEOUT: errors.PlanInfeasibleError,
+    }
+    for status, cls in expect.items():
+        exc = status_error(status, "the call")
+        assert type(exc) is cls, (status, type(exc), cls)
+        assert str(exc) == f"the call: {status_name(status)}"
+    assert type(status_error(12345, "x")) is errors.PyArenaError

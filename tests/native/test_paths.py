@@ -31,6 +31,13 @@ def test_get_include_has_header():
 def test_get_library_kinds():
     with pytest.raises(ValueError, match="kind"):
         pyarena.get_library("dynamic")
+    # each kind is the file it names, told by its content: an ar archive,
+    # an ELF shared object (e_type ET_DYN = 3)
+    with open(pyarena.get_library("static"), "rb") as f:
+        assert f.read(8) == b"!<arch>\n"
+    with open(pyarena.get_library("shared"), "rb") as f:
+        head = f.read(18)
+    assert head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 3
 
 
 @pytest.mark.parametrize("kind", ["static", "shared"])

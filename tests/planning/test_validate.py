@@ -188,3 +188,76 @@ def test_multi_output_overwrite_and_unrelated_sharing_are_caught():
             Buffer("y", 16, 1, 2, 128, ["y"]), Buffer("m", 16, 1, 2, 192, ["m"])]
     problems = validate(rebuilt(p, bufs, arena_bytes=256, lower_bound_bytes=256))
     assert any("does not read" in m for m in problems), problems
+
+
+def _bare(buffers, arena, bound, align):
+    return Plan(buffers, arena_bytes=arena, lower_bound_bytes=bound, naive_bytes=arena,
+                alignment=align, strategy="first-fit")
+
+
+@pytest.mark.parametrize("where", ["below", "above", "inside"])
+def test_sweep_catches_a_newcomer_overlapping_either_neighbour(where):
+    """A and B live over steps 0-3 at bytes [0, 64) and [128, 192); C is
+    born at step 1 between them in offset order and overlaps A's end, B's
+    start, or lies inside B: the sweep must look at both neighbours."""
+    off = {"below": 32, "above": 100, "inside": 128}[where]
+    bufs = [Buffer("A", 64, 0, 3, 0, ["A"]), Buffer("B", 64, 0, 3, 128, ["B"]),
+            Buffer("C", 64, 1, 2, off, ["C"])]
+    problems = validate(_bare(bufs, 256, 192, 4))
+    victim = "A" if where == "below" else "B"
+    assert any("overlap in bytes" in m and f"'{victim}'" in m and "'C'" in m
+               for m in problems), problems
+    # the same buffers one step apart are fine
+    bufs[2] = Buffer("C", 64, 4, 5, off, ["C"])
+    assert validate(_bare(bufs, 256, 128, 4)) == []
+
+
+@pytest.mark.parametrize("offset", [8, 16, 32, 72, 96])
+def test_every_misaligned_offset_is_caught(offset):
+    p = _bare([Buffer("a", 64, 0, 0, offset, ["a"]), Buffer("b", 64, 0, 0, 192, ["b"])],
+              256, 128, 64)
+    problems = validate(p)
+    assert any("'a'" in m and "not aligned to 64" in m for m in problems), problems
+    assert not any("'b'" in m and "not aligned" in m for m in problems)
+
+
+def test_overwrite_read_by_the_very_next_op_is_caught():
+    """c = conv(x); s = sigmoid(c); y = add(s, c): a plan that puts s over c
+    (sigmoid is element-wise, same shape) is illegal because the next op
+    reads c."""
+    g = Graph("next")
+    sh = (1, 2, 2, 2)
+    g.add_tensor("x", sh, role="input")
+    g.add_tensor("c", sh)
+    g.add_tensor("s", sh)
+    g.add_tensor("y", sh, role="output")
+    g.add_op("Conv", ["x"], ["c"], name="conv")
+    g.add_op("Sigmoid", ["c"], ["s"], name="sig")
+    g.add_op("Add", ["s", "c"], ["y"], name="add")
+    p = plan(g, **FAST)
+    assert validate(p) == [] and p.buffer_of["s"] is not p.buffer_of["c"]
+    forged = rebuilt(p, [Buffer("x", 32, 0, 0, 0, ["x"]), Buffer("c", 32, 0, 2, 64, ["c", "s"]),
+                         Buffer("y", 32, 2, 2, 0, ["y"])], arena_bytes=128,
+                     lower_bound_bytes=96)
+    problems = validate(forged)
+    assert any("overwrites 'c'" in m and "'add' (op 2) reads later" in m
+               for m in problems), problems
+
+
+def test_a_transpose_that_moves_data_cannot_be_a_view():
+    """Transpose with the default permutation (reversed axes) of a 2x3
+    tensor moves data: a plan that makes it a view of its input is wrong."""
+    g = Graph("tr")
+    g.add_tensor("x", (2, 3), role="input")
+    g.add_tensor("a", (2, 3))
+    g.add_tensor("t", (3, 2))
+    g.add_tensor("y", (3, 2), role="output")
+    g.add_op("Conv", ["x"], ["a"], name="conv")
+    g.add_op("Transpose", ["a"], ["t"], name="tr")
+    g.add_op("Relu", ["t"], ["y"], name="relu")
+    p = plan(g, **FAST)
+    assert validate(p) == [] and p.buffer_of["t"] is not p.buffer_of["a"]
+    forged = rebuilt(p, [Buffer("x", 24, 0, 0, 0, ["x"]), Buffer("a", 24, 0, 2, 64, ["a", "t"]),
+                         Buffer("y", 24, 2, 2, 0, ["y"])], arena_bytes=128,
+                     lower_bound_bytes=64)
+    assert any("moves data" in m for m in validate(forged))

@@ -49,12 +49,8 @@ def test_conv(tmp_path, case, budget):
     if case.get("bias", True):
         inits["b"] = rnd(case["w"][0])
         ins.append("b")
-    g, _, _ = run_both(tmp_path, [node("Conv", ins, **case["attrs"])],
-                       {"x": rnd(*case["x"])}, inits, scratch_budget=budget)
-    # the planner got the kernel's workspace, exactly
-    conv = g.ops[0]
-    from pyarena.runtime.kernels import scratch_bytes_for
-    assert conv.scratch_bytes == scratch_bytes_for(g, conv)
+    run_both(tmp_path, [node("Conv", ins, **case["attrs"])],
+             {"x": rnd(*case["x"])}, inits, scratch_budget=budget)
 
 
 def test_conv_scratch_is_the_im2col_rule(tmp_path):
@@ -68,6 +64,21 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"])],
                        {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)})
     assert g.ops[0].scratch_bytes == 0
+
+
+def test_grouped_and_depthwise_conv_scratch_rules(tmp_path):
+    """The rules of the conv module's docstring, worked by hand: grouped
+    im2col -- C_in * kh * kw * H_out * W_out; depthwise -- the padded input
+    rows + one band-sized product buffer (C * H_out * W_out)."""
+    # group 2, 4 -> 6 channels, 3x3 on 8x8, no padding: 6x6 out
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], group=2)],
+                       {"x": rnd(1, 4, 8, 8)}, {"w": rnd(6, 2, 3, 3)}, name="grouped")
+    assert g.ops[0].scratch_bytes == 4 * 3 * 3 * 6 * 6 * 4
+    # depthwise 6 channels, 3x3 pad 1 on 9x9: padded 6x11x11, product 6x9x9
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], group=6, pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 6, 9, 9)}, {"w": rnd(6, 1, 3, 3)}, name="dw")
+    pad = 6 * 11 * 11 * 4
+    assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + 6 * 9 * 9 * 4
 
 
 def test_conv_scratch_is_bounded_by_the_budget(tmp_path):
@@ -126,6 +137,9 @@ def test_matmul(tmp_path, sa, sb):
     ("Erf", {}, {}), ("Mish", {}, {}), ("Celu", dict(alpha=0.7), {}),
     ("ThresholdedRelu", dict(alpha=0.3), {}), ("Shrink", dict(lambd=0.6, bias=0.2), {}),
     ("Round", {}, {}), ("Elu", dict(alpha=0.6), {}), ("Selu", {}, {}), ("Softsign", {}, {}),
+    # the ONNX defaults of the attributes (HardSigmoid alpha 0.2 beta 0.5,
+    # LeakyRelu alpha 0.01, Elu alpha 1), and Clip with neither bound
+    ("HardSigmoid", {}, {}), ("LeakyRelu", {}, {}), ("Elu", {}, {}), ("Clip", {}, {}),
 ])
 def test_unary(tmp_path, op, attrs, extra):
     ins = ["x"] + list(extra)
@@ -144,6 +158,24 @@ def test_batchnorm(tmp_path):
     run_both(tmp_path, [node("BatchNormalization", ["x", "g", "b", "m", "v"], epsilon=1e-3)],
              {"x": rnd(2, c, 5, 5)},
              {"g": rnd(c), "b": rnd(c), "m": rnd(c), "v": rnd(c, lo=0.5, hi=2)})
+
+
+def test_batchnorm_default_epsilon(tmp_path):
+    """No epsilon attribute: ONNX's 1e-5, visible with variances near it."""
+    c = 4
+    run_both(tmp_path, [node("BatchNormalization", ["x", "g", "b", "m", "v"])],
+             {"x": rnd(2, c, 5, 5)},
+             {"g": rnd(c), "b": rnd(c), "m": rnd(c), "v": rnd(c, lo=1e-5, hi=1e-4)},
+             rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("eps", [None, 1e-2])
+def test_instance_normalization(tmp_path, eps):
+    """Per (image, channel) statistics over H x W, biased variance, against
+    onnxruntime."""
+    attrs = {} if eps is None else dict(epsilon=eps)
+    run_both(tmp_path, [node("InstanceNormalization", ["x", "s", "b"], **attrs)],
+             {"x": rnd(2, 3, 4, 5, lo=-3, hi=3)}, {"s": rnd(3, lo=0.5, hi=2), "b": rnd(3)})
 
 
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
@@ -204,10 +236,52 @@ def test_global_pools_and_reduce(tmp_path):
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
-@pytest.mark.parametrize("axis,opset", [(1, 13), (-1, 13), (1, 11), (2, 11)])
+@pytest.mark.parametrize("axis,opset", [(1, 13), (-1, 13), (1, 11), (2, 11),
+                                        (None, 13), (None, 11)])
 def test_softmax(tmp_path, op, axis, opset):
-    run_both(tmp_path, [node(op, ["x"], axis=axis)], {"x": rnd(2, 3, 4, 5, lo=-5, hi=5)},
+    """With and without ``axis``: the default is -1 from opset 13 on, and 1
+    (over the flattened trailing axes) before."""
+    attrs = {} if axis is None else dict(axis=axis)
+    run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 4, 5, lo=-5, hi=5)},
              opset=opset)
+
+
+@pytest.mark.parametrize("opset,axis,coerced", [(13, -1, False), (11, 1, True)])
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+def test_softmax_family_default_axis_per_opset(tmp_path, op, opset, axis, coerced):
+    """The ONNX defaults for a node without ``axis`` (the operator spec:
+    -1 from opset 13, 1 with the input coerced to 2-D before), Hardmax
+    included though the executor does not run it."""
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    path = tmp_path / f"{op}{opset}.onnx"
+    make_model([node(op, ["x"])], {"x": ([2, 3, 4], np.float32)},
+               {"y": (None, np.float32)}, opset=opset, path=path)
+    from pyarena.importers.onnx import _OnnxImport
+    imp = _OnnxImport(str(path))
+    attrs = imp.attrs(imp.model.graph.node[0])
+    assert attrs["axis"] == axis
+    assert bool(attrs.get("coerce_2d", 0)) == coerced
+    if op != "Hardmax":
+        assert load_model(str(path)).ops[0].attrs["axis"] == axis
+
+
+@pytest.mark.parametrize("shape", [(2, 7), (2, 3, 5), (1, 2, 3, 4)])
+def test_softmax_kernel_without_axis_is_over_the_last_axis(shape):
+    """A Softmax op without ``axis`` (TFLite's SOFTMAX imports that way) is
+    over the last axis."""
+    from pyarena.graph import Graph
+    from pyarena.runtime.kernels import make_kernel
+    g = Graph("sm")
+    g.add_tensor("x", shape, role="input")
+    g.add_tensor("y", shape, role="output")
+    op = g.add_op("Softmax", ["x"], ["y"])
+    k = make_kernel(op, [g.tensors["x"]], [g.tensors["y"]])
+    x = rnd(*shape, lo=-4, hi=4)
+    y = np.empty_like(x)
+    k([x], [y], np.empty(k.scratch_bytes, np.uint8))
+    e = np.exp(x.astype(np.float64))
+    np.testing.assert_allclose(y, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
 def resize_inputs(scales, sizes):
@@ -235,6 +309,9 @@ def resize_inputs(scales, sizes):
     (dict(mode="linear", coordinate_transformation_mode="asymmetric"), [1, 1, 0.5, 1.5], None),
     (dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"), None,
      [1, 2, 3, 1]),
+    # nearest on exact ties (x.5): the default round_prefer_floor rounds down
+    (dict(mode="nearest", coordinate_transformation_mode="asymmetric"), [1, 1, 2, 2], None),
+    (dict(mode="nearest"), [1, 1, 0.5, 0.5], None),
 ], ids=str)
 def test_resize(tmp_path, attrs, scales, sizes):
     ins, inits = resize_inputs(scales, sizes)
@@ -314,8 +391,73 @@ def test_kernels_are_correct_when_the_output_is_an_input(op_type, attrs, which):
     sep = np.empty(shape, np.float32)
     k([x.copy() for x in xs], [sep], sc)
     aliased = [x.copy() for x in xs]
-    k(aliased, [aliased[which]], sc)
-    np.testing.assert_array_equal(aliased[which], sep)
+    # like the executor: the output is another view of the input's memory,
+    # not the same Python object
+    out = aliased[which].view()
+    k(aliased, [out], sc)
+    np.testing.assert_array_equal(out, sep)
+
+
+_VARIADIC = {"Sum": lambda xs: sum(np.broadcast_arrays(*xs)),
+             "Mean": lambda xs: sum(np.broadcast_arrays(*xs)) / len(xs),
+             "Max": lambda xs: np.maximum.reduce(np.broadcast_arrays(*xs)),
+             "Min": lambda xs: np.minimum.reduce(np.broadcast_arrays(*xs))}
+
+
+@pytest.mark.parametrize("op_type", sorted(_VARIADIC))
+@pytest.mark.parametrize("n,which", [(3, 0), (3, 1), (3, 2), (4, 2), (4, 3)])
+def test_variadic_kernels_with_the_output_over_any_input(op_type, n, which):
+    """Sum / Mean / Max / Min of 3 and 4 same-shaped inputs plus a broadcast
+    one, the output planned over input ``which`` (a separate view of its
+    memory, as the executor passes it): NumPy's answer."""
+    from pyarena.graph import Graph
+    from pyarena.runtime.kernels import make_kernel
+    shape = (2, 3, 4)
+    g = Graph("v")
+    ins = [f"x{i}" for i in range(n)] + ["w"]
+    for name in ins[:-1]:
+        g.add_tensor(name, shape, role="input")
+    g.add_tensor("w", (4,), role="input")
+    g.add_tensor("y", shape, role="output")
+    op = g.add_op(op_type, ins, ["y"])
+    k = make_kernel(op, [g.tensors[i] for i in ins], [g.tensors["y"]])
+    r = np.random.default_rng(n * 10 + which)
+    xs = [r.uniform(-2, 2, g.tensors[i].shape).astype(np.float32) for i in ins]
+    want = _VARIADIC[op_type]([x.astype(np.float64) for x in xs])
+    memory = xs[which]
+    k(xs, [memory.view()], None)
+    np.testing.assert_allclose(memory, want, rtol=1e-6, atol=1e-6)
+
+
+def test_sum_planned_over_its_third_input_in_the_executor():
+    """a = Relu(x), b = Neg(x), c = Exp(x), y = Sum(a, b, c), with a and b
+    read again later: the planner writes y over c (input 2) and the result
+    is NumPy's."""
+    from pyarena.graph import Graph
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor
+    from pyarena.runtime.kernels import set_scratch
+    shape = (2, 3, 5)
+    g = Graph("sum3")
+    g.add_tensor("x", shape, role="input")
+    for t in ("a", "b", "c", "y", "s"):
+        g.add_tensor(t, shape)
+    g.add_tensor("out", shape, role="output")
+    g.add_op("Relu", ["x"], ["a"], name="relu")
+    g.add_op("Neg", ["x"], ["b"], name="neg")
+    g.add_op("Exp", ["x"], ["c"], name="exp")
+    g.add_op("Sum", ["a", "b", "c"], ["y"], name="sum")
+    g.add_op("Add", ["a", "b"], ["s"], name="later")
+    g.add_op("Mul", ["y", "s"], ["out"], name="mul")
+    set_scratch(g)
+    p = plan(g)
+    assert ("sum", "c", "y", "inplace") in p.reuses
+    x = np.random.default_rng(5).uniform(-2, 2, shape).astype(np.float32)
+    got = Executor(g, p).run({"x": x})["out"]
+    xd = x.astype(np.float64)
+    a, b = np.maximum(xd, 0), -xd
+    want = (a + b + np.exp(xd)) * (a + b)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 # -- elementwise ops added in the second round -----------------------------------
