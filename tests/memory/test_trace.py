@@ -252,8 +252,10 @@ def test_replay_touches_every_page(tmp_path, allocator):
     r = replay_mod.replay(str(binary), allocator, t.peak_live_bytes, repeat=2, samples=10)
     assert "skipped" not in r, r
     assert r["events"] == len(t) - t.steps or r["events"] == len(t)
-    # every page was written: the RSS grew by at least the live bytes' pages
-    assert 0.95 <= r["footprint"] <= 2.0
+    # every page was written: the RSS grew by at least the live bytes' pages;
+    # glibc maps these 1-4 MiB blocks one by one, so it grows by little more
+    # (the process's own RSS before the replay is not counted)
+    assert 0.95 <= r["footprint"] <= (1.1 if allocator == "glibc" else 2.0)
     assert r["ns_per_pair"] > 0 and r["ns_per_pair_min"] <= r["ns_per_pair_max"]
     assert r["samples"] and r["samples"][-1][0] == len(t) - 1
 
