@@ -8,6 +8,7 @@
 * :mod:`.inplace` -- the in-place rule table (kinds declared by the
   kernels, extended with :func:`register_rule`).
 * :func:`validate` -- the independent checker.
+* :func:`schedule` -- the op order of least peak (:mod:`.schedule`).
 
 Imports the memory and graph layers below it, never the runtime,
 importers or CLI above.
@@ -18,10 +19,11 @@ from .inplace import DEFAULT_RULES, KINDS, RuleTable, register_rule
 from .intervals import load_intervals_csv, write_intervals_csv
 from .result import Buffer, Plan, scratch_name
 from .planner import plan, plan_intervals
+from .schedule import Schedule, schedule, step_bytes
 from .sharing import tensor_lifetimes
 from .validate import validate
 
 __all__ = ["plan", "plan_intervals", "Plan", "Buffer", "validate", "STRATEGIES",
            "RuleTable", "DEFAULT_RULES", "KINDS", "register_rule", "load_intervals_csv",
            "write_intervals_csv", "scratch_name", "tensor_lifetimes",
-           "PlanInfeasibleError", "PlanValidationError"]
+           "PlanInfeasibleError", "PlanValidationError", "schedule", "Schedule", "step_bytes"]

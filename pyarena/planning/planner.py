@@ -26,21 +26,30 @@ __all__ = ["plan", "plan_intervals"]
 
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
-         rules=None, capacity=None):
+         rules=None, capacity=None, schedule=False):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
     what the kernels declare, plus :func:`register_rule`).  ``capacity`` (bytes)
     asks for a plan within that size (PlanInfeasibleError if none is found).
-    Returns a :class:`Plan`."""
+    ``schedule=True`` first puts the graph's ops in the order of least peak
+    (:func:`pyarena.planning.schedule.schedule`; ``graph.ops`` is reordered,
+    and ``plan.schedule`` says what was done).  Returns a :class:`Plan`."""
     t0 = time.perf_counter()
     if not isinstance(graph, Graph):
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
     check_strategy(strategy)
     alignment = check_alignment(alignment)
     graph.validate()
+    order = None
+    if schedule:
+        from .schedule import schedule as find_order
+        order = find_order(graph, alignment, time_limit=min(time_limit, 5.0))
+        graph.ops = [graph.ops[i] for i in order.order]
     with _NoGC():
-        return _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+        p = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+    p.schedule = order
+    return p
 
 
 def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):

@@ -640,4 +640,9 @@ MUTANTS = [
       "        if (t.role == \"constant\") == bool(constants) or t.dtype is None:",
       "weights are reported as planned tensors and the other way round",
       ("tests/graph/test_dtypes.py",)),
+    M("schedule-keeps-worse-path", "pyarena/planning/schedule.py",
+      "                    if old is None or cand < old[0]:",
+      "                    if old is None or cand > old[0]:",
+      "the scheduler's search keeps the path of highest peak to each state",
+      ("tests/planning/test_schedule.py",)),
 ]
