@@ -45,6 +45,24 @@ class Expand(Kernel):
 
 
 @register
+class ConstantOfShape(Kernel):
+    """A constant too large to fold at import (the importer folds only
+    shape-sized values): filled at run time, planned like any tensor."""
+
+    op_types = ('ConstantOfShape',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = ()
+        v = self.attrs.get("value")
+        v = np.asarray(0.0 if v is None else v).reshape(-1)
+        self.value = v[0] if v.size else 0
+
+    def run(self, xs, ys, sc):
+        ys[0].fill(self.value)
+
+
+@register
 class Transpose(Kernel):
     op_types = ('Transpose',)
     inplace = 'transpose'
