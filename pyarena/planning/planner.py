@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
+from .budget import check_graph_budget, check_plan_budget, resolve_max_memory
 from .inplace import as_rule_table
 from .result import Buffer, Plan, padded_size, tensor_info
 from .sharing import share_buffers, tensor_lifetimes
@@ -26,21 +27,27 @@ __all__ = ["plan", "plan_intervals"]
 
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
-         rules=None, capacity=None):
+         rules=None, capacity=None, max_memory=None):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
     what the kernels declare, plus :func:`register_rule`).  ``capacity`` (bytes)
     asks for a plan within that size (PlanInfeasibleError if none is found).
+    ``max_memory`` (bytes; None: the physical memory) bounds weights + arena:
+    a plan over it raises MemoryBudgetError (:mod:`.budget`).
     Returns a :class:`Plan`."""
     t0 = time.perf_counter()
     if not isinstance(graph, Graph):
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
     check_strategy(strategy)
     alignment = check_alignment(alignment)
+    budget = resolve_max_memory(max_memory)
     graph.validate()
+    check_graph_budget(graph, budget)    # a tensor alone over the budget: no planning
     with _NoGC():
-        return _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+        result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+    check_plan_budget(result, graph, budget)
+    return result
 
 
 def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):

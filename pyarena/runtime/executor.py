@@ -30,7 +30,9 @@ import numpy as np
 
 from ..errors import GraphError, UnsupportedOpError
 from ..memory import Arena
+from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
+from ..planning import validate as validate_plan
 from .kernels import make_kernel
 
 __all__ = ["Executor", "UnsupportedOpError", "random_feeds"]
@@ -74,12 +76,22 @@ class Executor:
     ``"<op>::scratch"``) -> array to use instead of ``plan.bind()`` (tests
     forge these); ``allocator`` -- ``"numpy"`` or ``(alloc, free)`` for the
     unplanned comparison modes; ``weights`` -- the :class:`Arena` to put the
-    constants in (a new one by default).
+    constants in (a new one by default); ``max_memory`` -- the memory budget
+    in bytes (None: the physical memory): a graph or plan whose weights +
+    arena exceed it raises MemoryBudgetError before anything is allocated.
+    A ``plan`` given is validated against ``graph`` first
+    (PlanValidationError naming every problem).
     """
 
     def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
-                 plan_options=None):
+                 plan_options=None, max_memory=None):
         graph.validate()
+        budget = check_graph_budget(graph, max_memory)
+        if plan is not None:
+            validate_plan(plan, graph, raise_errors=True)
+            check_plan_budget(plan, graph, budget)
+        elif views is None and allocator is None:
+            plan = make_plan(graph, **{"max_memory": budget, **(plan_options or {})})
         self.graph = graph
         self.weights = weights if weights is not None else Arena(alignment=64)
         self._owns_weights = weights is None
