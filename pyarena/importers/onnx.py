@@ -171,13 +171,21 @@ def _attrs(onnx, node):
         if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): subgraph "
                                      f"attributes are not supported")
-        v = onnx.helper.get_attribute_value(a)
-        if isinstance(v, bytes):
-            v = v.decode("utf-8", "replace")
-        elif isinstance(v, onnx.TensorProto):
-            v = onnx.numpy_helper.to_array(v)
-        elif isinstance(v, list) and v and isinstance(v[0], bytes):
-            v = [x.decode("utf-8", "replace") for x in v]
+        if not isinstance(a.name, str):     # protobuf hands invalid UTF-8 back as bytes
+            raise ModelImportError(f"operator {node.name!r} ({node.op_type}): attribute "
+                                   f"name {a.name!r} is not UTF-8 text")
+        try:
+            v = onnx.helper.get_attribute_value(a)
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            elif isinstance(v, onnx.TensorProto):
+                v = onnx.numpy_helper.to_array(v)
+            elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                v = [x.decode("utf-8", "replace") for x in v]
+        except Exception as exc:        # a corrupt attribute: onnx cannot decode it
+            raise ModelImportError(f"operator {node.name!r} ({node.op_type}): attribute "
+                                   f"{a.name!r} cannot be decoded ({type(exc).__name__}: "
+                                   f"{str(exc)[:120]})") from None
         out[a.name] = v
     return out
 
@@ -357,7 +365,14 @@ class _OnnxImport:
             else:
                 ok = can and all((not i) or i in vals for i in n.input)
             ok = ok and self.small_enough(n)
-            res = _fold_node(onnx, n, vals, self.shapes, self.opset) if ok else None
+            try:
+                res = _fold_node(onnx, n, vals, self.shapes, self.opset) if ok else None
+            except (ModelImportError, UnsupportedOpError):
+                raise
+            except Exception as exc:    # attributes or inputs that do not go together
+                raise ModelImportError(
+                    f"operator {n.name!r} ({n.op_type}): cannot be evaluated from its "
+                    f"constant inputs ({type(exc).__name__}: {str(exc)[:120]})") from None
             if res is not None and n.op_type not in ("Constant", "Shape", "Size",
                                                      "ConstantOfShape", "Identity") and \
                     sum(_stored_nbytes(v) for v in res) > max(
@@ -410,6 +425,9 @@ class _OnnxImport:
         small, typed = [], []
         for name in sorted(used & set(self.vals)):
             v = np.asarray(self.vals[name])
+            if v.dtype.hasobject:
+                raise ModelImportError(f"tensor {name!r}: folded to a value that is not "
+                                       f"numeric ({v.dtype}, shape {list(v.shape)})")
             if v.nbytes <= FOLD_MAX_BYTES:   # logical size: from_array copies it
                 small.append(onnx.numpy_helper.from_array(v, name))
             else:

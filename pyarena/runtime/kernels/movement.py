@@ -24,6 +24,10 @@ class Alias(Kernel):
         outs = [o for o in self.op.outputs if o]
         if len(outs) > 1:
             self.fail("the mask output is not supported")
+        x, y = self.ins[0], self.outs[0]
+        if x is not None and x.nbytes != y.nbytes:
+            self.malformed(f"input {x.name!r} {list(x.shape)} and output {y.name!r} "
+                           f"{list(y.shape)} hold different numbers of bytes")
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
