@@ -1,0 +1,43 @@
+"""Test helper: the child process of the hostile-file fuzz tests (not a
+test module).  ``python -m helpers.fuzz_worker LIMIT_BYTES`` reads model
+paths from stdin, one per line, and for each prints ``start N`` and then
+``done N OUTCOME DETAIL`` where OUTCOME is ``ok`` (imported, planned and
+run), ``clean`` (a pyarena error) or ``foreign`` (any other exception:
+a bug).  The parent sets the address-space limit and watches for signals
+and hangs (a ``start`` with no ``done`` in time)."""
+import sys
+
+
+def _case(path, budget):
+    import numpy as np
+    import pyarena
+    from pyarena.runtime import Executor, random_feeds
+    g = pyarena.load_model(path, max_memory=budget)
+    p = pyarena.plan(g, time_limit=0.2, max_memory=budget)
+    ex = Executor(g, p, max_memory=budget)
+    out = ex.run(random_feeds(g))
+    assert all(isinstance(v, np.ndarray) for v in out.values())
+
+
+def main():
+    budget = int(sys.argv[1])
+    import numpy  # noqa: F401  (loaded before the first case is timed)
+    from pyarena.errors import PyArenaError
+    for n, line in enumerate(sys.stdin):
+        path = line.strip()
+        print(f"start {n}", flush=True)
+        try:
+            _case(path, budget)
+            outcome, detail = "ok", ""
+        except PyArenaError as exc:
+            # "(net)": caught by load_model's last resort, not a specific check
+            net = "cannot read the model (" in str(exc)
+            outcome, detail = "clean", type(exc).__name__ + (" (net) " + str(exc)[-160:]
+                                                              if net else "")
+        except BaseException as exc:        # noqa: BLE001 -- a bug, reported
+            outcome, detail = "foreign", f"{type(exc).__name__}: {exc}"[:300]
+        print(f"done {n} {outcome} {detail}".replace("\n", " "), flush=True)
+
+
+if __name__ == "__main__":
+    main()
