@@ -84,3 +84,25 @@ def test_scratch_bytes_2_64_is_one_line(tmp_path, capsys):
                  '"inputs": ["x"], "outputs": ["y"], "scratch_bytes": ' + str(2 ** 64) + "}]}")
     assert main(["plan", str(p)]) == 2
     assert "scratch" in _one_line(capsys)
+
+
+def test_a_multi_line_message_is_printed_on_one_line(model, capsys, monkeypatch):
+    from pyarena.cli import plan as plan_cmd
+    from pyarena.errors import ModelImportError
+
+    def fail(*args, **kwargs):
+        raise ModelImportError("m.onnx: ONNX shape inference failed: [ShapeInferenceError]\n"
+                               "(op_type:Add): incompatible dimensions\n")
+    monkeypatch.setattr(plan_cmd, "load_model", fail)
+    assert main(["plan", model]) == 2
+    err = _one_line(capsys)
+    assert "[ShapeInferenceError] (op_type:Add): incompatible dimensions" in err
+
+
+def test_a_conv_whose_weight_does_not_fit_its_input_names_the_operator(tmp_path, capsys):
+    path = tmp_path / "conv.onnx"
+    make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="the_conv")],
+               {"x": ([1, 2, 4, 4], np.float32)}, {"y": (None, np.float32)},
+               {"w": np.ones((1, 3, 3, 3), np.float32)}, path=path)
+    assert main(["plan", str(path)]) == 2
+    assert "'the_conv' (Conv)" in _one_line(capsys)
