@@ -63,6 +63,7 @@ class Report:
 
 def _limit():
     resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))     # a crash leaves no core file
 
 
 def _start(tests_dir):
@@ -91,9 +92,11 @@ def run_cases(paths, case_seconds=60.0, start_seconds=120.0):
         proc.stdin.write("".join(p + "\n" for p in batch))
         proc.stdin.close()
         for i, path in enumerate(batch):
-            line = _readline(proc, start_seconds if i == 0 else case_seconds)
+            # a new worker's first case also pays for importing pyarena and onnx
+            limit = case_seconds + (start_seconds if i == 0 else 0)
+            line = _readline(proc, limit)
             if line and line.startswith("start"):
-                line = _readline(proc, case_seconds)
+                line = _readline(proc, limit)
                 if line and line.startswith("done"):
                     _, _, outcome, *detail = line.rstrip("\n").split(" ", 3)
                     report.outcomes[path] = (outcome, " ".join(detail))

@@ -8,7 +8,22 @@ and hangs (a ``start`` with no ``done`` in time)."""
 import sys
 
 
+def _selftest(path):
+    """Files named *.selftest-* make the worker misbehave on purpose, so the
+    harness's own detection of signals, hangs and foreign errors is tested."""
+    import os
+    import time
+    kind = path.rsplit(".selftest-", 1)[1]
+    if kind == "signal":
+        os.abort()
+    if kind == "hang":
+        time.sleep(3600)
+    raise KeyError(kind)
+
+
 def _case(path, budget):
+    if ".selftest-" in path:
+        _selftest(path)
     import numpy as np
     import pyarena
     from pyarena.runtime import Executor, random_feeds

@@ -38,7 +38,16 @@ def _onnx_models(tmp_path):
                 helper.make_node("Reshape", ["m", "hw"], ["y"])],
                {"x": ([4, 6], np.float32)}, {"y": (None, np.float32)},
                {"two": np.array([2], np.int64), "zero": np.array([0], np.int64)}, path=shapes)
-    return [cnn, shapes]
+    consts = tmp_path / "consts.onnx"      # int64 shapes stored in the file: a flip in
+    make_model([helper.make_node("ConstantOfShape", ["s"], ["k"],   # one makes a huge tensor
+                                 value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+                helper.make_node("Add", ["k", "x"], ["a"]),
+                helper.make_node("Tile", ["a", "reps"], ["t"]),
+                helper.make_node("Reshape", ["t", "target"], ["y"])],
+               {"x": ([1], np.float32)}, {"y": (None, np.float32)},
+               {"s": np.array([16, 32], np.int64), "reps": np.array([2, 1], np.int64),
+                "target": np.array([-1, 64], np.int64)}, path=consts)
+    return [cnn, shapes, consts]
 
 
 def _files(tmp_path, sources, n, seed):
@@ -71,6 +80,18 @@ def _tflite(tmp_path, data_dir, n, seed):
     report = run_cases(paths)
     _check(report, n)
     return report
+
+
+def test_the_harness_reports_signals_hangs_and_foreign_errors(tmp_path):
+    names = ["a.onnx", "b.selftest-signal", "c.selftest-foreign", "d.selftest-hang",
+             "e.onnx"]
+    paths = [str(tmp_path / n) for n in names]
+    for p in paths:
+        open(p, "wb").close()
+    report = run_cases(paths, case_seconds=2.0)   # only the hang waits it out
+    got = [report.outcomes[p][0] for p in paths]
+    assert got == ["clean", "signal", "foreign", "hang", "clean"]
+    assert len(report.bad()) == 3
 
 
 def test_mutated_onnx_files_fail_cleanly(tmp_path):
