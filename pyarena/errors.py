@@ -110,17 +110,19 @@ class MemoryBudgetError(PyArenaError, MemoryError):
     """A model (weights + work arena) needs more than the memory budget
     (``max_memory``: the machine's physical memory unless raised), found
     before anything is allocated.  ``tensor`` names the largest tensor,
-    ``tensor_bytes`` its size, ``needed`` the bytes the model needs,
+    ``tensor_bytes`` its size, ``needed`` the bytes the model needs (at
+    least: before planning only weights + the largest tensor are known),
     ``budget`` the budget."""
 
-    def __init__(self, tensor, tensor_bytes, needed, budget, detail=""):
+    def __init__(self, tensor, tensor_bytes, needed, budget, detail="", lower_bound=False):
         self.tensor = tensor
         self.tensor_bytes = tensor_bytes
         self.needed = needed
         self.budget = budget
         super().__init__(
             f"over the memory budget: tensor {tensor!r} needs {tensor_bytes:,} bytes"
-            f"{detail}; the model needs {needed:,} bytes, max_memory is {budget:,} "
+            f"{detail}; the model needs {'at least ' if lower_bound else ''}{needed:,} "
+            f"bytes, max_memory is {budget:,} "
             f"bytes (raise it with max_memory= / --max-memory)")
 
     def __reduce__(self):

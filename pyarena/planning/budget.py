@@ -59,7 +59,7 @@ def check_graph_budget(graph, max_memory=None):
             name, nbytes = _largest((n, t.nbytes) for n, t in graph.tensors.items()
                                     if t.role == "constant")
         raise MemoryBudgetError(name, nbytes, weights + max(nbytes, 0), budget,
-                                f" (weights {weights:,} bytes)")
+                                f" (weights {weights:,} bytes)", lower_bound=True)
     return budget
 
 
