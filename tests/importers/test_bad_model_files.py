@@ -91,6 +91,16 @@ def test_attribute_name_that_is_not_utf8(tmp_path):
     assert str(path) in str(e.value)
 
 
+def test_folded_string_constant_is_named_not_a_protobuf_error(tmp_path):
+    # a string Constant read as a Reshape target: re-inference used to hand
+    # the object array to numpy_helper.from_array (NotImplementedError)
+    value = helper.make_tensor("v", TensorProto.STRING, [2], [b"a", b"b"])
+    path = _save(tmp_path, [helper.make_node("Constant", [], ["s"], value=value),
+                            helper.make_node("Reshape", ["x", "s"], ["y"])],
+                 {"x": ([2, 3], np.float32)})
+    _raises(path, ModelImportError, "tensor 's'", "not numeric")
+
+
 def test_reshape_whose_declared_output_disagrees_is_refused_before_running():
     g = Graph("r")
     g.add_tensor("x", [4, 6], role="input")
