@@ -10,7 +10,6 @@ truncations, seeded); :func:`run_cases` runs them and returns a
 replaced and the run goes on with the next case.
 """
 import os
-import resource
 import select
 import subprocess
 import sys
@@ -61,19 +60,14 @@ class Report:
                          for k in ("ok", "clean", "foreign", "signal", "hang"))
 
 
-def _limit():
-    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))     # a crash leaves no core file
-
-
 def _start(tests_dir):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1", PYTHONPATH=tests_dir + os.pathsep +
                os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "helpers.fuzz_worker", str(BUDGET)],
+    return subprocess.Popen([sys.executable, "-m", "helpers.fuzz_worker", str(BUDGET),
+                             str(AS_LIMIT)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env,
-                            preexec_fn=_limit, cwd=tests_dir)
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=tests_dir)
 
 
 def _readline(proc, timeout):
@@ -91,12 +85,14 @@ def run_cases(paths, case_seconds=60.0, start_seconds=120.0):
         batch, todo = todo, []
         proc.stdin.write("".join(p + "\n" for p in batch))
         proc.stdin.close()
+        if _readline(proc, start_seconds) != "ready\n":   # start-up: not a case's time
+            proc.kill()
+            proc.wait()
+            raise RuntimeError("a fuzz worker did not start")
         for i, path in enumerate(batch):
-            # a new worker's first case also pays for importing pyarena and onnx
-            limit = case_seconds + (start_seconds if i == 0 else 0)
-            line = _readline(proc, limit)
+            line = _readline(proc, case_seconds)
             if line and line.startswith("start"):
-                line = _readline(proc, limit)
+                line = _readline(proc, case_seconds)
                 if line and line.startswith("done"):
                     _, _, outcome, *detail = line.rstrip("\n").split(" ", 3)
                     report.outcomes[path] = (outcome, " ".join(detail))

@@ -1,10 +1,12 @@
 """Test helper: the child process of the hostile-file fuzz tests (not a
-test module).  ``python -m helpers.fuzz_worker LIMIT_BYTES`` reads model
-paths from stdin, one per line, and for each prints ``start N`` and then
+test module).  ``python -m helpers.fuzz_worker BUDGET AS_LIMIT`` limits its
+address space to AS_LIMIT bytes, loads what
+the cases need and prints ``ready``, then reads model paths from stdin,
+one per line, and for each prints ``start N`` and then
 ``done N OUTCOME DETAIL`` where OUTCOME is ``ok`` (imported, planned and
 run), ``clean`` (a pyarena error) or ``foreign`` (any other exception:
-a bug).  The parent sets the address-space limit and watches for signals
-and hangs (a ``start`` with no ``done`` in time)."""
+a bug); BUDGET is the max_memory it passes to pyarena.  The parent watches
+for signals and hangs (a ``start`` with no ``done`` in time)."""
 import sys
 
 
@@ -35,9 +37,23 @@ def _case(path, budget):
 
 
 def main():
-    budget = int(sys.argv[1])
-    import numpy  # noqa: F401  (loaded before the first case is timed)
+    budget, as_limit = int(sys.argv[1]), int(sys.argv[2])
+    import resource
+    # limits set here, not in a preexec_fn: forking a threaded test process
+    # and running Python in the child before exec can deadlock
+    resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))     # a crash leaves no core file
+    # everything a case may load, loaded before the first case is timed
+    import numpy  # noqa: F401
+    import pyarena.importers  # noqa: F401
+    import pyarena.runtime  # noqa: F401
     from pyarena.errors import PyArenaError
+    for extra in ("onnx", "tflite", "flatbuffers"):
+        try:
+            __import__(extra)
+        except ImportError:
+            pass
+    print("ready", flush=True)
     for n, line in enumerate(sys.stdin):
         path = line.strip()
         print(f"start {n}", flush=True)

@@ -112,13 +112,15 @@ def test_expanding_ops_of_small_constants_are_not_folded(tmp_path, node, inits):
 
 
 def _plan_under_limit(path):
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+    # the limit is set by the child itself (no preexec_fn in a threaded process)
+    code = ("import resource, runpy, sys; "
+            f"resource.setrlimit(resource.RLIMIT_AS, ({AS_LIMIT}, {AS_LIMIT})); "
+            f"sys.argv = ['pyarena', 'plan', {str(path)!r}]; "
+            "runpy.run_module('pyarena', run_name='__main__')")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "pyarena", "plan", str(path)],
-                          capture_output=True, text=True, preexec_fn=limit, env=env,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
 
 
 @pytest.mark.skipif(not hasattr(resource, "RLIMIT_AS"), reason="needs RLIMIT_AS")
