@@ -133,7 +133,9 @@ pa_arena_t *pa_arena_create(const pa_arena_config_t *cfg, pa_status_t *status) {
     size_t first = a->chunk_size;
     if (a->growth == PA_GROW_NONE && a->capacity) first = a->capacity;
     if (a->capacity && first > a->capacity) first = a->capacity;
-    size_t usable = first > sizeof(pa_arena_chunk_t) + 64 + PA_PAGE_SIZE
+    /* the chunk header lives inside `first` bytes: a one-page capacity
+     * is one page mapped, not two refused */
+    size_t usable = first > sizeof(pa_arena_chunk_t) + 64
                         ? first - sizeof(pa_arena_chunk_t) - 64
                         : PA_PAGE_SIZE;
     pa_arena_chunk_t *c = chunk_map(a, usable, a->alignment);

@@ -27,6 +27,17 @@
  *    global list of tombstones (reachable, so leak checkers stay quiet);
  *    every later call sees the NULL and returns PA_ERR_STATE.  Cost: 32
  *    bytes per destroyed pool for the life of the process.
+ *  - fork(): a child has only the thread that forked, so a pool lock held
+ *    by any other thread at that moment would stay locked in the child for
+ *    ever.  Every live handle is on a registry; pthread_atfork handlers
+ *    take the registry mutex and then every pool lock before the fork
+ *    (each holder finishes its O(1)..O(pool) call first) and release them
+ *    in the parent and the child, so the child's pools are consistent and
+ *    unlocked whatever the other threads were doing.  Lock order, here and
+ *    everywhere: registry mutex, then a pool lock (pa_pool_destroy too);
+ *    no pool call takes the registry mutex while holding a pool lock.
+ *    Forking from inside a pa_pool_walk() callback would deadlock (the
+ *    forking thread already holds that pool's lock); pyarena never does.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pool_internal.h"
@@ -78,11 +89,36 @@ static inline void spin_unlock(spin_t *l) {
 struct pa_pool {
     spin_t lock;              /* guards everything reachable from `p`   */
     pa_pool_impl_t *p;        /* NULL once destroyed (read under lock)  */
-    struct pa_pool *next_tombstone; /* guarded by tombstone_lock        */
+    /* Links guarded by registry_lock: on the live list while p != NULL,
+       then on the tombstone list (next only). */
+    struct pa_pool *next, *prev;
 };
 
-static pthread_mutex_t tombstone_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pa_pool *tombstones; /* destroyed handles, kept reachable */
+/* The registry: live handles (for the fork handlers) and tombstones
+ * (destroyed handles, kept reachable).  registry_lock is taken before any
+ * pool lock, never after one. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pa_pool *live_pools;
+static struct pa_pool *tombstones;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_status; /* pthread_atfork's result, set once */
+
+/* Before fork(): hold every pool, so no pool is mid-update in the child. */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&registry_lock);
+    for (struct pa_pool *h = live_pools; h; h = h->next) spin_lock(&h->lock);
+}
+
+static void fork_release(void) {
+    for (struct pa_pool *h = live_pools; h; h = h->next) spin_unlock(&h->lock);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* In the child the forking thread owns every lock taken in prepare (the
+ * other threads are gone): releasing them is all it takes. */
+static void register_atfork(void) {
+    atfork_status = pthread_atfork(fork_prepare, fork_release, fork_release);
+}
 
 /* Lock `h` and return its pool, or NULL (unlocked) with *st set. */
 static inline pa_pool_impl_t *enter(pa_pool_t *h, pa_status_t *st) {
@@ -386,28 +422,40 @@ pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg, pa_status_t *status) {
         *status = PA_ERR_NOMEM;
         return NULL;
     }
-    *status = impl_init(p, cfg, gran);
+    pthread_once(&atfork_once, register_atfork);
+    *status = atfork_status == 0 ? impl_init(p, cfg, gran) : PA_ERR_NOMEM;
     if (*status != PA_OK) {
         impl_free(p);
         free(h);
         return NULL;
     }
     h->p = p;
+    pthread_mutex_lock(&registry_lock);
+    h->next = live_pools;
+    if (live_pools) live_pools->prev = h;
+    live_pools = h;
+    pthread_mutex_unlock(&registry_lock);
     return h;
 }
 
 pa_status_t pa_pool_destroy(pa_pool_t *h) {
     if (!h) return PA_ERR_INVALID;
+    pthread_mutex_lock(&registry_lock);
     spin_lock(&h->lock);
     pa_pool_impl_t *p = h->p;
     h->p = NULL;
     spin_unlock(&h->lock);
+    if (p) { /* live -> tombstone; a second destroy finds p NULL */
+        if (h->prev) h->prev->next = h->next;
+        else live_pools = h->next;
+        if (h->next) h->next->prev = h->prev;
+        h->prev = NULL;
+        h->next = tombstones;
+        tombstones = h;
+    }
+    pthread_mutex_unlock(&registry_lock);
     if (!p) return PA_ERR_STATE;
     impl_free(p);
-    pthread_mutex_lock(&tombstone_lock);
-    h->next_tombstone = tombstones;
-    tombstones = h;
-    pthread_mutex_unlock(&tombstone_lock);
     return PA_OK;
 }
 

@@ -227,7 +227,14 @@ size_t pa_arena_check(const pa_arena_t *arena);
  *
  * Thread safety: every call is thread-safe (one lock per pool; see
  * docs/pool.md).  The only exception is the pa_pool_walk() callback,
- * which must not call back into the same pool.
+ * which must not call back into the same pool (nor fork).
+ *
+ * fork(): safe.  pthread_atfork handlers (registered by the first
+ * pa_pool_create) wait for every pool call in flight to finish before the
+ * fork, so in the child every live pool is consistent and unlocked,
+ * whatever the parent's other threads were doing; the child may allocate
+ * from and free to every pool (blocks live at the fork stay live in the
+ * child's copy).
  *
  * Block rules: every block is aligned to the pool's granularity and its
  * size is recorded by the pool.  A request of size 0 returns a valid,

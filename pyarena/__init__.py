@@ -23,9 +23,9 @@ when first used.
 """
 from . import planning as _planning
 from .errors import (AlignmentError, DoubleFreeError, ForeignPointerError, GraphError,
-                     InvalidArgumentError, ModelImportError, OutOfMemoryError,
-                     PlanInfeasibleError, PlanValidationError, PlotUnavailableError,
-                     PyArenaError, StateError, UnsupportedOpError)
+                     InvalidArgumentError, MemoryBudgetError, ModelImportError,
+                     OutOfMemoryError, PlanInfeasibleError, PlanValidationError,
+                     PlotUnavailableError, PyArenaError, StateError, UnsupportedOpError)
 from .graph import Graph, GraphBuilder, Op, Tensor
 from .memory import (Arena, ArenaStats, Block, Mark, NumpyAllocator, Policy, Pool,
                      PoolStatistics, PoolStats, ZoneStats, numpy_allocator)
@@ -55,7 +55,7 @@ __all__ = [
     "PyArenaError", "InvalidArgumentError", "AlignmentError", "StateError",
     "DoubleFreeError", "ForeignPointerError", "OutOfMemoryError", "PlanInfeasibleError",
     "PlanValidationError", "GraphError", "ModelImportError", "UnsupportedOpError",
-    "PlotUnavailableError", *_LAZY,
+    "PlotUnavailableError", "MemoryBudgetError", *_LAZY,
 ]
 
 

@@ -58,7 +58,7 @@ static PyArray_Descr *empty_dtype(Empty *self, PyObject *spec)
     } else {
         Py_INCREF(d);
     }
-    if (self->kind == KIND_POOL && PyDataType_ELSIZE((PyArray_Descr *)d) == 0) {
+    if (PyDataType_ELSIZE((PyArray_Descr *)d) == 0) {
         PyErr_Format(glue_InvalidArgumentError, "dtype %S has no size; give a sized dtype "
                      "(e.g. 'S8', 'U4')", d);
         Py_DECREF(d);

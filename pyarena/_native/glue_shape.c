@@ -98,6 +98,7 @@ int glue_parse_align_slow(PyObject *obj, size_t *out)
     *out = (size_t)v;
     return 0;
 bad_pow2:
-    PyErr_Format(glue_AlignmentError, "align %R is not a power of two in [1, %zu]", obj, MAX_ALIGN);
+    /* the wording of pyarena/memory/args.py: pow2_range() */
+    PyErr_Format(glue_AlignmentError, "align %R is not a power of two from 1 to 2**30", obj);
     return -1;
 }

@@ -43,7 +43,7 @@ def main(argv=None):
     try:
         return int(args.run(args) or 0)
     except (PyArenaError, ValueError, TypeError, OSError, MemoryError) as exc:
-        msg = str(exc)
+        msg = " ".join(str(exc).split("\n"))      # one line, whatever a dependency said
         if isinstance(exc, GraphError) and exc.unbound_inputs:
             msg += "; " + input_hint(exc.unbound_inputs)
         print(f"pyarena {args.command}: error: {msg}", file=sys.stderr)

@@ -1,10 +1,38 @@
 """Argument parsing shared by the commands: ``--input NAME=D0,D1,...``
-shapes and ``--feed NAME=FILE.npy`` arrays."""
+shapes, ``--feed NAME=FILE.npy`` arrays and byte counts (``--capacity``,
+``--max-memory``)."""
+import re
+
 import numpy as np
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["parse_inputs", "parse_feeds"]
+__all__ = ["parse_inputs", "parse_feeds", "parse_bytes"]
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_MAX_BYTES = (1 << 63) - 1
+
+
+def parse_bytes(text, flag):
+    """``"4096"``, ``"512M"``, ``"4GiB"``, ``"8GB"`` -> bytes (K/M/G/T and
+    KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000); None passes.
+    InvalidArgumentError naming ``flag`` for anything else or a value
+    outside [1, 2**63)."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = m and _UNITS.get(m.group(2).lower())
+    if not m or unit is None:
+        raise InvalidArgumentError(f"{flag} {text!r}: expected a byte count such as "
+                                   "1048576, 512M or 4GiB")
+    num = m.group(1)
+    value = int(num) * unit if "." not in num else int(float(num) * unit)
+    if not 1 <= value <= _MAX_BYTES:
+        raise InvalidArgumentError(f"{flag} {text!r}: must be between 1 byte and "
+                                   f"2**63 - 1 bytes")
+    return value
 
 
 def parse_inputs(specs):
@@ -40,6 +68,8 @@ def parse_feeds(specs):
             raise InvalidArgumentError(f"--feed {name!r} given twice")
         try:
             feeds[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:
             raise InvalidArgumentError(f"--feed {name}: cannot read {path!r}: {exc}") from None
+        if not isinstance(feeds[name], np.ndarray):
+            raise InvalidArgumentError(f"--feed {name}: {path!r} is not a .npy array")
     return feeds

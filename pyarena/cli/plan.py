@@ -7,7 +7,8 @@ exclusive) whose rows are the buffers.  Prints a summary; ``--json``
 writes the plan (``-`` = stdout, then the summary goes to stderr).
 
 Exit status: 0 plan made (and validated), 1 the validator found a
-problem, 2 bad input, 3 no plan within ``--capacity``.
+problem, 2 bad input (or a model over ``--max-memory``), 3 no plan within
+``--capacity``.
 """
 import json
 import os
@@ -18,7 +19,7 @@ from ..importers import load_model
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from ..planning import (STRATEGIES, load_intervals_csv, plan, plan_intervals, validate,
                         write_intervals_csv)
-from .args import parse_inputs
+from .args import parse_bytes, parse_inputs
 
 
 def add_parser(sub):
@@ -37,10 +38,13 @@ def add_parser(sub):
                    help="offset assignment (default best; exact with --capacity)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
                    help="search time for best/exact (default 10)")
-    p.add_argument("--capacity", type=int, default=None, metavar="BYTES",
+    p.add_argument("--capacity", default=None, metavar="BYTES",
                    help="find a plan within this arena size (exit 3 if none)")
     p.add_argument("--schedule", action="store_true",
                    help="first reorder the ops for the least peak (graphs, not CSV)")
+    p.add_argument("--max-memory", default=None, metavar="BYTES",
+                   help="memory budget for weights + arena (e.g. 8G; default: the "
+                        "physical memory); a larger model is refused (exit 2)")
     p.add_argument("--json", metavar="PATH|-", help="write the plan as JSON")
     p.add_argument("--plot", metavar="PATH", help="draw the plan (.png or .svg)")
     p.add_argument("--csv-out", metavar="PATH",
@@ -51,7 +55,9 @@ def add_parser(sub):
 
 def make_plan(args):
     """The plan the arguments ask for (shared with tools wrapping the CLI)."""
-    strategy = args.strategy or ("exact" if args.capacity is not None else "best")
+    capacity = parse_bytes(args.capacity, "--capacity")
+    max_memory = parse_bytes(args.max_memory, "--max-memory")
+    strategy = args.strategy or ("exact" if capacity is not None else "best")
     if not args.time_limit > 0:
         raise InvalidArgumentError(f"--time-limit must be > 0, not {args.time_limit}")
     if os.path.splitext(args.graph)[1].lower() == ".csv":
@@ -63,11 +69,11 @@ def make_plan(args):
         bufs = load_intervals_csv(args.graph)
         return plan_intervals(bufs, strategy=strategy,
                               alignment=1 if args.align is None else args.align,
-                              time_limit=args.time_limit, capacity=args.capacity)
-    g = load_model(args.graph, parse_inputs(args.input) or None)
+                              time_limit=args.time_limit, capacity=capacity)
+    g = load_model(args.graph, parse_inputs(args.input) or None, max_memory=max_memory)
     return plan(g, strategy=strategy, alignment=64 if args.align is None else args.align,
                 inplace=not args.no_inplace, time_limit=args.time_limit,
-                capacity=args.capacity, schedule=args.schedule)
+                capacity=capacity, max_memory=max_memory, schedule=args.schedule)
 
 
 def run(args):

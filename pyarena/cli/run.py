@@ -9,7 +9,8 @@ weights size, the peak RSS and -- when a reference runtime is installed
 largest difference from it.  ``--save OUT.npz`` writes every graph output by
 name.
 
-Exit status: 0 ok, 2 bad input (unsupported op, bad file, bad arguments).
+Exit status: 0 ok, 2 bad input (unsupported op, bad file, bad arguments, a
+model over ``--max-memory``).
 """
 import resource
 import time
@@ -17,9 +18,9 @@ import time
 import numpy as np
 
 from .._format import human_bytes
-from ..errors import InvalidArgumentError
+from ..errors import GraphError, InvalidArgumentError
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
-from .args import parse_feeds, parse_inputs
+from .args import parse_bytes, parse_feeds, parse_inputs
 
 
 def add_parser(sub):
@@ -38,6 +39,9 @@ def add_parser(sub):
                    help="skip the comparison with a reference runtime")
     p.add_argument("--threads", type=int, default=None,
                    help="BLAS threads (default: the BLAS library's own choice)")
+    p.add_argument("--max-memory", default=None, metavar="BYTES",
+                   help="memory budget for weights + arena (e.g. 8G; default: the "
+                        "physical memory); a larger model is refused before allocating")
     p.set_defaults(run=run)
     return p
 
@@ -52,16 +56,25 @@ def run(args):
         raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
     if args.threads:
         set_blas_threads(args.threads)
+    max_memory = parse_bytes(args.max_memory, "--max-memory")
     shapes = parse_inputs(args.input)
     given = parse_feeds(args.feed)
+    from_feeds = {name for name in given if name not in shapes}
     for name, arr in given.items():
         shapes.setdefault(name, tuple(arr.shape))
     t0 = time.perf_counter()
-    g = load_model(args.model, inputs=shapes or None)
+    try:
+        g = load_model(args.model, inputs=shapes or None, max_memory=max_memory)
+    except GraphError as exc:
+        name = getattr(exc, "unknown_input", None)
+        if name in from_feeds:      # the shape came from --feed, not --input
+            raise InvalidArgumentError(f"--feed {name!r}: not a graph input; "
+                                       f"{str(exc).split('; ', 1)[1]}") from None
+        raise
     t_load = time.perf_counter() - t0
     _check_feeds(g, given)
-    p = plan(g, inplace=not args.no_inplace)
-    ex = Executor(g, p)
+    p = plan(g, inplace=not args.no_inplace, max_memory=max_memory)
+    ex = Executor(g, p, max_memory=max_memory)
     feeds = random_feeds(g, seed=args.seed)
     feeds.update({k: np.asarray(v, dtype=g.tensors[k].dtype) for k, v in given.items()})
     first = time_calls({"first": lambda: ex.run(feeds)}, repeat=1, warmup=0)["first"][0]
@@ -102,6 +115,12 @@ def _check_feeds(g, given):
         if tuple(arr.shape) != tuple(g.tensors[name].shape):
             raise InvalidArgumentError(f"--feed {name}: shape {list(arr.shape)} but the "
                                        f"input is {list(g.tensors[name].shape)}")
+        want = np.dtype(g.tensors[name].dtype)
+        if arr.dtype.kind == "c" and want.kind != "c":
+            raise InvalidArgumentError(f"--feed {name}: complex values ({arr.dtype}) for a "
+                                       f"{want} input would lose their imaginary part")
+        if arr.dtype.kind not in "biufc":
+            raise InvalidArgumentError(f"--feed {name}: {arr.dtype} data for a {want} input")
 
 
 def _compare(out, ref, why):

@@ -5,7 +5,8 @@ JSON and built graphs, the ONNX importer (before shape inference), the
 TFLite importer -- asks :func:`bind_shapes`, so the rules and the messages
 are the same everywhere:
 
-* a name that is not a graph input is refused, naming the inputs;
+* a name that is not a graph input is refused, naming the inputs (the
+  error's ``unknown_input`` is that name);
 * the rank must match when the model states it;
 * a dimension must be a non-negative integer;
 * a fixed dimension cannot change; a symbolic one (a string, ``"N"``) or
@@ -54,8 +55,10 @@ def bind_shapes(declared, given):
     shapes, env = {}, {}
     for name, dims in given.items():
         if name not in declared:
-            raise GraphError(f"unknown graph input {name!r}; the graph inputs are "
+            exc = GraphError(f"unknown graph input {name!r}; the graph inputs are "
                              f"{list(declared)}")
+            exc.unknown_input = name     # a front end can say which of its flags
+            raise exc
         try:
             dims = tuple(_dim(name, i, d) for i, d in enumerate(dims))
         except TypeError:

@@ -113,7 +113,13 @@ class Graph:
             dt = np.dtype(dtype)
         except Exception:
             raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+        if dt.hasobject or (dt.itemsize == 0 and nbytes is None):
+            raise GraphError(f"tensor {name!r}: dtype {dt} cannot live in arena memory "
+                             f"({'it holds Python objects' if dt.hasobject else 'it has no size'})")
         if shape is not None:
+            if isinstance(shape, (str, bytes, dict)) or not hasattr(shape, "__iter__"):
+                raise GraphError(f"tensor {name!r}: shape must be a list of dimensions, "
+                                 f"not {shape!r}")
             shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
         if nbytes is not None:
             nbytes = _int_dim(name, nbytes, what="nbytes")
@@ -126,7 +132,18 @@ class Graph:
     def add_op(self, op_type, inputs, outputs, name=None, scratch_bytes=0, **attrs):
         """Append an operator (execution order is the order of calls)."""
         name = name or f"{op_type}_{len(self.ops)}"
+        if not isinstance(name, str) or not isinstance(op_type, str):
+            raise GraphError(f"operator {name!r}: name and type must be strings, "
+                             f"not {name!r} / {op_type!r}")
+        for what, names in (("inputs", inputs), ("outputs", outputs)):
+            if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)) or \
+                    not all(isinstance(x, str) for x in names):
+                raise GraphError(f"operator {name!r}: {what} must be a list of tensor "
+                                 f"names, not {names!r}")
         scratch = _int_dim(name, scratch_bytes, what="scratch_bytes")
+        if scratch > MAX_TENSOR_BYTES:
+            raise GraphError(f"operator {name!r} asks for {scratch:,} scratch bytes: "
+                             f"refusing an absurd size (at most {MAX_TENSOR_BYTES:,})")
         op = Op(name, op_type, list(inputs), list(outputs), scratch, dict(attrs))
         self.ops.append(op)
         return op
@@ -276,7 +293,8 @@ class Graph:
 
     @classmethod
     def from_dict(cls, d):
-        if not isinstance(d, dict) or "tensors" not in d or "ops" not in d:
+        if not isinstance(d, dict) or not isinstance(d.get("tensors"), list) or \
+                not isinstance(d.get("ops"), list):
             raise GraphError("a JSON graph needs 'tensors' and 'ops' lists")
         g = cls(d.get("name", "graph"))
         for i, t in enumerate(d["tensors"]):
@@ -287,9 +305,11 @@ class Graph:
         for i, o in enumerate(d["ops"]):
             if not isinstance(o, dict) or "type" not in o:
                 raise GraphError(f"ops[{i}] needs a 'type'")
+            attrs = o.get("attrs", {})
+            if not isinstance(attrs, dict):
+                raise GraphError(f"ops[{i}]: 'attrs' must be an object, not {attrs!r:.60}")
             g.add_op(o["type"], o.get("inputs", []), o.get("outputs", []),
-                     name=o.get("name"), scratch_bytes=o.get("scratch_bytes", 0),
-                     **o.get("attrs", {}))
+                     name=o.get("name"), scratch_bytes=o.get("scratch_bytes", 0), **attrs)
         budget = d.get("scratch_budget")
         if budget is not None:
             g.scratch_budget = _int_dim("graph", budget, what="scratch_budget")
@@ -299,11 +319,21 @@ class Graph:
     def load(cls, path):
         """Read a JSON graph file; GraphError with the path on bad JSON."""
         try:
-            with open(path) as f:
+            with open(path, encoding="utf-8") as f:
                 d = json.load(f)
         except json.JSONDecodeError as exc:
             raise GraphError(f"{path}: not valid JSON ({exc})") from None
-        return cls.from_dict(d)
+        except UnicodeDecodeError as exc:
+            raise GraphError(f"{path}: not a UTF-8 text file ({exc.reason} at byte "
+                             f"{exc.start})") from None
+        except RecursionError:
+            raise GraphError(f"{path}: JSON nested too deeply") from None
+        except OSError as exc:
+            raise GraphError(f"{path}: {exc.strerror or exc}") from None
+        try:
+            return cls.from_dict(d)
+        except GraphError as exc:
+            raise type(exc)(f"{path}: {exc}", exc.unbound_inputs) from None
 
     def save(self, path):
         with open(path, "w") as f:

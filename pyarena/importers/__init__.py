@@ -1,6 +1,7 @@
 """The importers layer: model files -> validated :class:`~pyarena.Graph`.
 
-``load_model(path, inputs=None, scratch_budget=None)`` is the one loader:
+``load_model(path, inputs=None, scratch_budget=None, max_memory=None)`` is
+the one loader:
 it picks the format from the file (``.onnx`` / ``.tflite`` / ``.json``
 extension, else the TFLite magic ``TFL3`` at byte 4, else ``{`` for JSON,
 else ONNX), binds the input shapes given (one binder:
@@ -16,8 +17,9 @@ layers below.
 """
 import os
 
-from ..errors import ModelImportError, UnsupportedOpError
-from ..graph import Graph
+from ..errors import ModelImportError, PyArenaError, UnsupportedOpError
+from ..graph import Graph, GraphError
+from ..planning import check_graph_budget, resolve_max_memory
 from ..runtime.kernels import set_scratch
 
 __all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format",
@@ -55,15 +57,46 @@ def sniff_format(path):
     return "onnx"
 
 
-def load_model(path, inputs=None, scratch_budget=None):
+def load_model(path, inputs=None, scratch_budget=None, max_memory=None):
     """A validated :class:`Graph` for the model at ``path``.
 
     ``inputs`` maps graph-input names to the shapes that fix their unknown
     dimensions; ``scratch_budget`` bounds each op's workspace (bytes; None:
     the kernels' default).  Raises :class:`ModelImportError` for a missing,
     corrupt or unknown file, :class:`UnsupportedOpError` naming every
-    operator the executor cannot run (both are GraphErrors)."""
+    operator the executor cannot run (both are GraphErrors), and
+    :class:`MemoryBudgetError` when the weights plus the largest tensor
+    exceed ``max_memory`` (bytes; None: the physical memory)."""
+    budget = resolve_max_memory(max_memory)
     path = os.fspath(path)
+    try:
+        g = _load(path, inputs, scratch_budget)
+    except GraphError as exc:
+        raise _naming_file(exc, path) from None
+    except PyArenaError:
+        raise
+    except RecursionError:
+        raise ModelImportError(f"{path}: the model is nested too deeply to read") from None
+    except MemoryError:
+        raise ModelImportError(f"{path}: reading the model ran out of memory (a corrupt "
+                               "size?)") from None
+    except Exception as exc:   # a dependency choking on a corrupt file
+        raise ModelImportError(f"{path}: cannot read the model ({type(exc).__name__}: "
+                               f"{str(exc)[:200]})") from None
+    check_graph_budget(g, budget)
+    return g
+
+
+def _naming_file(exc, path):
+    """``exc`` with the file named first (the same class and attributes)."""
+    if str(exc).startswith(path):
+        return exc
+    new = type(exc)(f"{path}: {exc}", exc.unbound_inputs)
+    new.__dict__.update({k: v for k, v in exc.__dict__.items() if k not in new.__dict__})
+    return new
+
+
+def _load(path, inputs, scratch_budget):
     if not os.path.exists(path):
         raise ModelImportError(f"{path}: no such file")
     if os.path.isdir(path):

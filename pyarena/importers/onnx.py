@@ -12,6 +12,19 @@ attributes (``load_model`` then fills ``scratch_bytes`` from the kernels'
 rules).  A tensor whose size still cannot be known is reported by name
 together with the graph inputs whose shapes would fix it
 (``GraphError.unbound_inputs``).
+
+Folding never amplifies: a node is folded when its output is known (from
+shape inference, or from its inputs for ConstantOfShape) to hold at most
+``FOLD_MAX_BYTES`` (shape arithmetic) or at most ``FOLD_GROWTH`` times
+the constant bytes it reads (a weight transposed, cast or dequantized).
+A constant-producing node that would be larger (a ConstantOfShape of
+8192 x 8192 from a 16-byte shape, a Tile or Expand of a small constant)
+stays a run-time op whose output is planned like any tensor, so the
+import never materialises it and the memory budget sees it (a large
+ConstantOfShape that a kernel can only take as a constant, a Conv weight,
+becomes a broadcast constant instead: see ``weights_of_shape``).  Re-inference
+gets the small folded values as initializers and every other constant as
+a typed graph input: no tensor data is copied back into protobuf.
 """
 import math
 import os
@@ -31,6 +44,15 @@ __all__ = ["load_onnx", "ModelImportError"]
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                      "RandomUniformLike", "Multinomial", "Bernoulli"}
 _CONTROL_FLOW = {"If", "Loop", "Scan"}
+#: the largest value constant folding computes (bytes): shape arithmetic
+FOLD_MAX_BYTES = 64 << 10
+#: ... or this many times the bytes of the constants it reads
+FOLD_GROWTH = 8
+#: ops whose output can be far larger than their inputs: folded only when
+#: the output's size is known beforehand
+_EXPANDING = {"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize", "Upsample",
+              "OneHot", "EyeLike", "MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose",
+              "Col2Im", "CumSum", "Trilu", "Where", "NonZero", "Compress", "Unique"}
 
 
 def _onnx():
@@ -91,6 +113,33 @@ def _check_dims(name, dims, itemsize=4):
                                    f"{list(dims)}): refusing an absurd size")
 
 
+def _check_initializer_data(onnx, init, dt):
+    """The data an initializer holds must fill its dims (checked before it
+    is decoded, so the message names the tensor, not a NumPy reshape).
+    Packed and exotic element types are left to onnx's own decoder."""
+    T = onnx.TensorProto
+    plain = {T.FLOAT, T.DOUBLE, T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.UINT16,
+             T.UINT32, T.UINT64, T.FLOAT16, T.BOOL}
+    if init.data_location == T.EXTERNAL or init.data_type not in plain:
+        return
+    want = math.prod(init.dims)
+    if init.HasField("raw_data"):
+        have, need, unit = len(init.raw_data), want * dt.itemsize, "bytes of raw data"
+    else:
+        have = sum(len(getattr(init, f)) for f in
+                   ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"))
+        need, unit = want, "values"
+    if have != need:
+        raise ModelImportError(f"initializer {init.name!r} holds {have:,} {unit} but its "
+                               f"dims {list(init.dims)} need {need:,}")
+
+
+def _stored_nbytes(v):
+    """Bytes ``v`` really holds: a broadcast (stride 0) axis costs nothing."""
+    v = np.asarray(v)
+    return v.itemsize * math.prod(d for d, st in zip(v.shape, v.strides) if st)
+
+
 def _toposort(nodes, produced_outside):
     """Nodes in a valid order; ModelImportError on a cycle or a missing input."""
     prod = {}
@@ -124,13 +173,21 @@ def _attrs(onnx, node):
         if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): subgraph "
                                      f"attributes are not supported")
-        v = onnx.helper.get_attribute_value(a)
-        if isinstance(v, bytes):
-            v = v.decode("utf-8", "replace")
-        elif isinstance(v, onnx.TensorProto):
-            v = onnx.numpy_helper.to_array(v)
-        elif isinstance(v, list) and v and isinstance(v[0], bytes):
-            v = [x.decode("utf-8", "replace") for x in v]
+        if not isinstance(a.name, str):     # protobuf hands invalid UTF-8 back as bytes
+            raise ModelImportError(f"operator {node.name!r} ({node.op_type}): attribute "
+                                   f"name {a.name!r} is not UTF-8 text")
+        try:
+            v = onnx.helper.get_attribute_value(a)
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            elif isinstance(v, onnx.TensorProto):
+                v = onnx.numpy_helper.to_array(v)
+            elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                v = [x.decode("utf-8", "replace") for x in v]
+        except Exception as exc:        # a corrupt attribute: onnx cannot decode it
+            raise ModelImportError(f"operator {node.name!r} ({node.op_type}): attribute "
+                                   f"{a.name!r} cannot be decoded ({type(exc).__name__}: "
+                                   f"{str(exc)[:120]})") from None
         out[a.name] = v
     return out
 
@@ -166,6 +223,8 @@ def _fold_node(onnx, node, vals, shapes, opset):
         shp = [int(d) for d in x[0].reshape(-1)]
         val = np.asarray(a.get("value", np.zeros(1, np.float32))).reshape(-1)
         _check_dims(node.output[0], shp, val.dtype.itemsize)
+        if math.prod(shp) * val.dtype.itemsize > FOLD_MAX_BYTES:
+            return None     # a run-time op: its output is planned like any tensor
         return [np.full(shp, val[0], dtype=val.dtype)]
     if t == "DequantizeLinear" and not a.get("block_size"):
         return [_dequantize(x[0], x[1], x[2] if len(x) > 2 else None, a.get("axis", 1))]
@@ -288,6 +347,7 @@ class _OnnxImport:
         for init in self.model.graph.initializer:
             dt = _np_dtype(self.onnx, init.data_type, f"initializer {init.name!r}")
             _check_dims(init.name, list(init.dims), dt.itemsize)
+            _check_initializer_data(self.onnx, init, dt)
 
     def infer(self, m):
         try:
@@ -303,7 +363,11 @@ class _OnnxImport:
         returns the nodes left to run, in a valid order."""
         onnx, vals = self.onnx, self.vals
         for init in self.model.graph.initializer:
-            vals[init.name] = onnx.numpy_helper.to_array(init)
+            try:
+                vals[init.name] = onnx.numpy_helper.to_array(init)
+            except Exception as exc:
+                raise ModelImportError(f"initializer {init.name!r} (dims {list(init.dims)}) "
+                                       f"cannot be decoded: {exc}") from None
         outside = set(vals) | {i.name for i in self.model.graph.input}
         nodes = _toposort(list(self.model.graph.node), outside)
         for i, n in enumerate(nodes):
@@ -321,7 +385,21 @@ class _OnnxImport:
                 ok = True
             else:
                 ok = can and all((not i) or i in vals for i in n.input)
-            res = _fold_node(onnx, n, vals, self.shapes, self.opset) if ok else None
+            ok = ok and self.small_enough(n)
+            try:
+                res = _fold_node(onnx, n, vals, self.shapes, self.opset) if ok else None
+            except (ModelImportError, UnsupportedOpError):
+                raise
+            except Exception as exc:    # attributes or inputs that do not go together
+                raise ModelImportError(
+                    f"operator {n.name!r} ({n.op_type}): cannot be evaluated from its "
+                    f"constant inputs ({type(exc).__name__}: {str(exc)[:120]})") from None
+            if res is not None and n.op_type not in ("Constant", "Shape", "Size",
+                                                     "ConstantOfShape", "Identity") and \
+                    sum(_stored_nbytes(v) for v in res) > max(
+                        FOLD_MAX_BYTES, FOLD_GROWTH * sum(_stored_nbytes(vals[i])
+                                                          for i in n.input if i in vals)):
+                res = None        # larger than predicted: run it instead
             if res is None:
                 remaining.append(n)
                 continue
@@ -331,24 +409,57 @@ class _OnnxImport:
                     self.shapes[name] = list(v.shape)
         return remaining
 
+    def small_enough(self, n):
+        """Whether folding ``n`` amplifies nothing: every output's inferred
+        size is known and within max(FOLD_MAX_BYTES, FOLD_GROWTH x the bytes
+        it reads); an op whose output size is unknown is folded only if it
+        cannot expand its inputs.  ConstantOfShape checks its own size."""
+        if n.op_type in ("Constant", "Shape", "Size", "ConstantOfShape", "Identity"):
+            return True
+        read = sum(_stored_nbytes(self.vals[i]) for i in n.input if i and i in self.vals)
+        cap = max(FOLD_MAX_BYTES, FOLD_GROWTH * read)
+        sizes = []
+        for o in n.output:
+            if not o:
+                continue
+            shp, et = self.shapes.get(o), self.types.get(o)
+            if shp is None or et is None or not all(isinstance(d, int) and d >= 0
+                                                    for d in shp):
+                sizes = None
+                break
+            try:
+                itemsize = np.dtype(self.onnx.helper.tensor_dtype_to_np_dtype(et)).itemsize
+            except Exception:
+                itemsize = 8
+            sizes.append(math.prod(shp) * itemsize)
+        if sizes is not None:
+            return sum(sizes) <= cap
+        return n.op_type not in _EXPANDING
+
     def reinfer(self, remaining):
-        """Shape inference again over the remaining nodes with the folded
-        values as initializers."""
-        onnx = self.onnx
-        m2 = onnx.ModelProto()
-        m2.CopyFrom(self.model)
-        del m2.graph.node[:]
-        m2.graph.node.extend(remaining)
-        used = {i for n in remaining for i in n.input}
-        keep = [onnx.numpy_helper.from_array(np.asarray(v), name)
-                for name, v in self.vals.items() if name in used]
-        del m2.graph.initializer[:]
-        m2.graph.initializer.extend(keep)
-        del m2.graph.value_info[:]
-        names = {k.name for k in keep}
-        ins = [vi for vi in m2.graph.input if vi.name not in names]
-        del m2.graph.input[:]
-        m2.graph.input.extend(ins)
+        """Shape inference again over the remaining nodes: the folded
+        (small) values they read as initializers, every other constant as a
+        typed input -- no tensor data is copied into protobuf but shape
+        arithmetic."""
+        onnx, g = self.onnx, self.model.graph
+        used = {i for n in remaining for i in n.input if i}
+        small, typed = [], []
+        for name in sorted(used & set(self.vals)):
+            v = np.asarray(self.vals[name])
+            if v.dtype.hasobject:
+                raise ModelImportError(f"tensor {name!r}: folded to a value that is not "
+                                       f"numeric ({v.dtype}, shape {list(v.shape)})")
+            if v.nbytes <= FOLD_MAX_BYTES:   # logical size: from_array copies it
+                small.append(onnx.numpy_helper.from_array(v, name))
+            else:
+                typed.append(onnx.helper.make_tensor_value_info(
+                    name, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)))
+        consts = set(self.vals)
+        ins = [vi for vi in g.input if vi.name not in consts] + typed
+        g2 = onnx.helper.make_graph(list(remaining), g.name or "reinfer", ins,
+                                    list(g.output), initializer=small)
+        m2 = onnx.helper.make_model(g2, opset_imports=list(self.model.opset_import),
+                                    ir_version=self.model.ir_version)
         s2, t2 = _collect(self.infer(m2))
         for k, v in s2.items():
             if v is not None and all(isinstance(d, int) for d in v):
@@ -358,6 +469,13 @@ class _OnnxImport:
     def build(self, remaining):
         """The Graph: one Op per remaining node, constants with their data."""
         graph_outputs = [o.name for o in self.model.graph.output]
+        strings = self.onnx.TensorProto.STRING
+        for n in remaining:     # before any tensor: name the op, not a dtype
+            for name in list(n.input) + list(n.output):
+                if name and self.types.get(name) == strings:
+                    raise UnsupportedOpError(
+                        f"operator {n.name!r} ({n.op_type}): tensor {name!r} holds "
+                        f"strings; pyarena plans and runs numeric tensors only")
         self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
         consumers = {i for n in remaining for i in n.input if i}
         for vi in self.model.graph.input:
@@ -383,7 +501,40 @@ class _OnnxImport:
             while outs and outs[-1] == "":
                 outs.pop()
             self.g.add_op(n.op_type, list(n.input), outs, name=n.name, **self.attrs(n))
-        return self.g.validate()
+        self.g.validate()
+        self.weights_of_shape()
+        return self.g
+
+    def weights_of_shape(self):
+        """A large ConstantOfShape left as a run-time op whose consumer can
+        only take a constant there (a Conv weight made by ConstantOfShape, as
+        in ONNX's "light" models) becomes a constant after all: a read-only
+        broadcast of its one value, which the executor copies into the
+        weights arena under the memory budget.  The consumers' kernels are
+        probed with the tensor still an activation, so no data is made."""
+        from ..runtime.kernels import graph_kernel
+        g = self.g
+        for op in [o for o in g.ops if o.op_type == "ConstantOfShape"]:
+            out = op.outputs[0] if op.outputs else ""
+            src = op.inputs[0] if op.inputs else ""
+            t = g.tensors.get(out)
+            if t is None or t.role != "activation" or src not in self.vals:
+                continue
+            needs_const = False
+            for user in g.ops:
+                if out in user.inputs:
+                    try:
+                        graph_kernel(g, user)
+                    except UnsupportedOpError:
+                        needs_const = True
+                        break
+            if not needs_const:
+                continue
+            val = np.asarray(op.attrs.get("value", np.zeros(1, np.float32))).reshape(-1)
+            t.role = "constant"
+            t.data = np.broadcast_to(np.asarray(val[0] if val.size else 0, dtype=t.dtype),
+                                     t.shape)
+            g.ops.remove(op)
 
     def attrs(self, n):
         attrs = _attrs(self.onnx, n)

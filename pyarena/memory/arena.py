@@ -26,8 +26,9 @@ import functools
 import numpy as np
 
 from .._native import check, ffi, glue, lib
-from ..errors import AlignmentError, InvalidArgumentError, StateError
+from ..errors import InvalidArgumentError, StateError
 from . import dtypes
+from .args import MAX_ALIGN, as_pow2, as_size
 from .closable import Closable
 from .refcount import referenced
 from .stats import ArenaStats, out_of_memory
@@ -36,18 +37,8 @@ __all__ = ["Arena", "Mark"]
 
 _GROWTH = {"pow2": lib.PA_GROW_POW2, "requested": lib.PA_GROW_REQUESTED,
            "none": lib.PA_GROW_NONE}
-_MAX_ALIGN = 1 << 30
-
-
-def _check_alignment(value, what, low=8):
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"{what} must be an integer, not {value!r}") from None
-    if v != value or v < low or v > _MAX_ALIGN or v & (v - 1):
-        raise AlignmentError(
-            f"{what} {value!r} is not a power of two in [{low}, {_MAX_ALIGN}]")
-    return v
+_DEFAULT_CHUNK = 64 << 10
+_PAGE = 4096
 
 
 def _stats(h):
@@ -108,16 +99,25 @@ class Arena(Closable):
 
     _kind = "arena"
 
-    def __init__(self, capacity=None, *, alignment=64, chunk_size=64 << 10,
+    def __init__(self, capacity=None, *, alignment=64, chunk_size=None,
                  growth="pow2", buffer=None):
-        alignment = _check_alignment(alignment, "alignment")
+        alignment = as_pow2(alignment, "alignment", 8, MAX_ALIGN)
         if growth not in _GROWTH:
             raise InvalidArgumentError(
                 f"growth must be one of {sorted(_GROWTH)}, not {growth!r}")
-        if capacity is not None and (int(capacity) != capacity or capacity <= 0):
-            raise InvalidArgumentError(f"capacity must be a positive int, not {capacity!r}")
-        if chunk_size is None or int(chunk_size) != chunk_size or chunk_size <= 0:
-            raise InvalidArgumentError(f"chunk_size must be a positive int, not {chunk_size!r}")
+        capacity = as_size(capacity, "capacity", 1, optional=True)
+        if capacity is not None and buffer is None and capacity < _PAGE:
+            raise InvalidArgumentError(
+                f"capacity {capacity:,} is below one page ({_PAGE:,} bytes), the "
+                "smallest arena that maps its own memory")
+        if chunk_size is None:
+            # 64 KiB, or the whole capacity when that is smaller
+            chunk_size = min(_DEFAULT_CHUNK, capacity or _DEFAULT_CHUNK)
+        else:
+            chunk_size = as_size(chunk_size, "chunk_size", 1)
+            if capacity and chunk_size > capacity:
+                raise InvalidArgumentError(
+                    f"chunk_size {chunk_size:,} exceeds the capacity {capacity:,}")
         if buffer is not None:
             ptr, keep = self._init_static(buffer, alignment)
         else:

@@ -11,7 +11,10 @@ Sizes are bytes.  ``None`` means "the default" for the geometry fields and
 from dataclasses import asdict, dataclass, replace
 from typing import Optional, Tuple
 
-from ..errors import AlignmentError, InvalidArgumentError
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from .args import SIZE_MAX, as_pow2, as_size
 
 __all__ = ["Policy", "MODES", "GROWTHS", "RELEASES"]
 
@@ -27,31 +30,31 @@ GROWTHS = {"pow2": 0, "requested": 1, "none": 2}
 #: release name -> PA_RELEASE_* value
 RELEASES = {"unmap": 0, "decommit": 1}
 MAX_CLASSES = 48
-_SIZE_MAX = (1 << 64) - 1
 
 
 def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _int(name, value, low=0, optional=False):
-    if value is None and optional:
-        return None
-    if not _is_int(value):
-        raise InvalidArgumentError(f"Policy.{name} must be an int"
-                                   f"{' or None' if optional else ''}, not {value!r}")
-    if value < low:
-        raise InvalidArgumentError(f"Policy.{name} must be >= {low}, not {value!r}")
-    if value > _SIZE_MAX:
-        raise InvalidArgumentError(f"Policy.{name} {value!r} does not fit in a size_t")
-    return value
+#: the largest slab class the C pool takes (PA_SLOT_MAX_REQ, csrc/slab.h)
+MAX_CLASS = 0x3FFFFFFF
+#: the largest buddy region (csrc/buddy.c)
+MAX_REGION = 1 << 30
+_DEFAULT_REGION = MiB
 
 
-def _pow2(name, value, low, high):
-    _int(name, value)
-    if value & (value - 1) or not low <= value <= high:
-        raise AlignmentError(f"Policy.{name} {value!r} is not a power of two in "
-                             f"[{low}, {high}]")
+def _int(policy, name, low=0, optional=False):
+    """Field ``name`` checked and stored as a plain int (any integral value
+    is accepted: NumPy integers too)."""
+    v = as_size(getattr(policy, name), f"Policy.{name}", low, optional)
+    object.__setattr__(policy, name, v)
+    return v
+
+
+def _pow2(policy, name, low, high):
+    v = as_pow2(getattr(policy, name), f"Policy.{name}", low, high)
+    object.__setattr__(policy, name, v)
+    return v
 
 
 @dataclass(frozen=True)
@@ -106,41 +109,43 @@ class Policy:
             raise InvalidArgumentError(
                 f"Policy.mode must be one of {sorted(MODES)}, not {self.mode!r}")
         object.__setattr__(self, "mode", mode)
-        _pow2("alignment", self.alignment, 8, 4096)
+        _pow2(self, "alignment", 8, 4096)
         if self.growth not in GROWTHS:
             raise InvalidArgumentError(
                 f"Policy.growth must be one of {sorted(GROWTHS)}, not {self.growth!r}")
         if self.release not in RELEASES:
             raise InvalidArgumentError(
                 f"Policy.release must be one of {sorted(RELEASES)}, not {self.release!r}")
+        if isinstance(self.fine_classes, np.integer):
+            object.__setattr__(self, "fine_classes", int(self.fine_classes))
         if self.fine_classes not in (1, 2, 4, 8) or not _is_int(self.fine_classes):
             raise InvalidArgumentError(
                 f"Policy.fine_classes must be 1, 2, 4 or 8 (classes per power of "
                 f"two), not {self.fine_classes!r}")
         if self.size_classes is not None:
             self._check_classes()
-        _int("slab_max", self.slab_max, 1, optional=True)
+        _int(self, "slab_max", 1, optional=True)
         if self.slab_max is not None and self.slab_max % self.alignment:
             raise InvalidArgumentError(
                 f"Policy.slab_max {self.slab_max} is not a multiple of the "
                 f"alignment {self.alignment}")
-        _int("slab_size", self.slab_size, 1, optional=True)
+        _int(self, "slab_size", 1, optional=True)
         if self.slab_size is not None and self.slab_size % (4 * KiB):
             raise InvalidArgumentError(
                 f"Policy.slab_size {self.slab_size} is not a multiple of 4 KiB")
         if self.buddy_region is not None:
-            _pow2("buddy_region", self.buddy_region, 64 * KiB, 1 << 62)
-        _int("large_threshold", self.large_threshold, 1, optional=True)
+            _pow2(self, "buddy_region", 64 * KiB, MAX_REGION)
+        _int(self, "large_threshold", 1, optional=True)
         region = self.buddy_region or MiB
         if self.large_threshold is not None and self.large_threshold > region:
             raise InvalidArgumentError(
                 f"Policy.large_threshold {self.large_threshold} exceeds the buddy "
                 f"region ({region} bytes)")
-        _int("chunk_size", self.chunk_size, 1, optional=True)
-        _int("limit", self.limit, 1, optional=True)
-        _int("cache_budget", self.cache_budget, 0, optional=True)
-        _int("high_watermark", self.high_watermark, 1, optional=True)
-        _int("low_watermark", self.low_watermark, 0, optional=True)
+        _int(self, "chunk_size", 1, optional=True)
+        _int(self, "limit", 1, optional=True)
+        _int(self, "cache_budget", 0, optional=True)
+        _int(self, "high_watermark", 1, optional=True)
+        _int(self, "low_watermark", 0, optional=True)
         if self.high_watermark is None and self.low_watermark is not None:
             raise InvalidArgumentError(
                 "Policy.low_watermark needs a high_watermark")
@@ -157,6 +162,29 @@ class Policy:
                 and self.chunk_size > self.limit):
             raise InvalidArgumentError(
                 f"Policy.chunk_size {self.chunk_size} exceeds the limit {self.limit}")
+        self._check_fits()
+
+    def _check_fits(self):
+        """With growth='none' the pool's only chunk must hold one buddy
+        region (hybrid with a buddy zone, buddy-only) and one slab: else
+        every request they serve fails, e.g. every one above 4 KiB in a
+        hybrid pool of one 64 KiB chunk."""
+        if self.growth != "none":
+            return
+        cap = self.chunk_size or self.limit
+        need, field = self.slab_size or 64 * KiB, "slab_size"
+        if self.mode != "slab-only":
+            threshold = self.large_threshold or 256 * KiB
+            if self.mode == "buddy-only" or threshold > (self.slab_max or 4096):
+                region = self.buddy_region or _DEFAULT_REGION
+                if region > need:
+                    need, field = region, "buddy_region"
+        if need > cap:
+            raise InvalidArgumentError(
+                f"Policy: growth='none' with a {cap:,}-byte chunk cannot hold one "
+                f"{field.replace('_', ' ')} ({need:,} bytes), so every request it serves "
+                f"would fail; give a chunk_size (or limit) of at least {need:,} or a "
+                f"smaller {field}")
 
     def _check_classes(self):
         try:
@@ -173,11 +201,16 @@ class Policy:
                 f"Policy.size_classes has {len(classes)} classes, at most "
                 f"{MAX_CLASSES} are supported")
         prev = 0
+        classes = tuple(int(c) if isinstance(c, np.integer) else c for c in classes)
         for c in classes:
             if not _is_int(c) or c <= 0 or c % self.alignment:
                 raise InvalidArgumentError(
                     f"Policy.size_classes: {c!r} is not a positive multiple of the "
                     f"alignment {self.alignment}")
+            if c > MAX_CLASS:
+                raise InvalidArgumentError(
+                    f"Policy.size_classes: {c:,} is above the largest slab class "
+                    f"({MAX_CLASS:,} bytes); larger blocks go to the buddy or large zone")
             if c <= prev:
                 raise InvalidArgumentError(
                     f"Policy.size_classes must be strictly increasing: {c} after {prev}")
@@ -214,7 +247,7 @@ class Policy:
             low = self.low_watermark
             cfg.low_watermark = self.high_watermark if low is None else low
         if self.cache_budget is None:
-            cfg.cache_budget = _SIZE_MAX
+            cfg.cache_budget = SIZE_MAX
         else:
             # C reads 0 as "the default"; one byte caches nothing.
             cfg.cache_budget = self.cache_budget or 1

@@ -29,6 +29,12 @@ and NumPy's allocator run with the GIL held, the other calls release it.
 The one C call that calls back (``pa_pool_walk``) copies blocks out in C
 (``_pa_pool_walk_copy`` in pyarena/_native/build.py), so no Python
 callback ever runs under the pool lock.
+
+fork(): the C core's pthread_atfork handlers leave every C pool unlocked
+and consistent in the child; the one Python lock (``_lock``, held around
+the peak bookkeeping of ``statistics``/``reset_peak``) is made anew in the
+child by ``_after_fork_in_child``, so the child can use every pool
+whatever the parent's other threads were doing.
 """
 import contextlib
 import dataclasses
@@ -52,6 +58,19 @@ __all__ = ["Pool", "Block"]
 
 _glue_owner = glue.owner
 _ndarray = np.ndarray
+
+_LIVE_POOLS = weakref.WeakSet()   # for the fork handler below
+
+
+def _after_fork_in_child():
+    # a thread of the parent may have held a pool's _lock at the fork:
+    # it does not exist in the child, so the lock would never be released
+    for pool in list(_LIVE_POOLS):
+        pool._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 _STATE_NAMES = {lib.PA_BLOCK_FREE: "free", lib.PA_BLOCK_LIVE: "live",
                 lib.PA_BLOCK_CACHED: "cached"}
@@ -128,6 +147,7 @@ class Pool(Closable):
         self._floor = None         # PoolStats whose peaks survive statistics()
         self._recorders = []       # active PoolStatistics
         self._lock = threading.Lock()
+        _LIVE_POOLS.add(self)
         # The native empty() / zeros(): one C call each, holding the handle
         # (so a kept bound method keeps the C pool, like an array does).
         failed = functools.partial(_alloc_failed, h, self._hcap)

@@ -9,12 +9,16 @@
   kernels, extended with :func:`register_rule`).
 * :func:`validate` -- the independent checker.
 * :func:`schedule` -- the op order of least peak (:mod:`.schedule`).
+* :mod:`.budget` -- the memory budget (``max_memory``) every entry point
+  checks before allocating.
 
 Imports the memory and graph layers below it, never the runtime,
 importers or CLI above.
 """
 from ..errors import PlanInfeasibleError, PlanValidationError
 from .assign import STRATEGIES
+from .budget import (check_graph_budget, check_plan_budget, physical_memory,
+                     resolve_max_memory)
 from .inplace import DEFAULT_RULES, KINDS, RuleTable, register_rule
 from .intervals import load_intervals_csv, write_intervals_csv
 from .result import Buffer, Plan, scratch_name
@@ -26,4 +30,5 @@ from .validate import validate
 __all__ = ["plan", "plan_intervals", "Plan", "Buffer", "validate", "STRATEGIES",
            "RuleTable", "DEFAULT_RULES", "KINDS", "register_rule", "load_intervals_csv",
            "write_intervals_csv", "scratch_name", "tensor_lifetimes",
-           "PlanInfeasibleError", "PlanValidationError", "schedule", "Schedule", "step_bytes"]
+           "PlanInfeasibleError", "PlanValidationError", "schedule", "Schedule", "step_bytes",
+           "check_graph_budget", "check_plan_budget", "physical_memory", "resolve_max_memory"]

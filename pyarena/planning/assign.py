@@ -10,6 +10,7 @@ import numpy as np
 
 from .._native import check, ffi, lib
 from ..errors import InvalidArgumentError, PlanInfeasibleError
+from ..memory.args import pow2_range
 
 __all__ = ["STRATEGIES", "assign_offsets", "check_alignment", "check_strategy"]
 
@@ -37,7 +38,7 @@ def check_alignment(alignment):
     a = int(alignment)
     if a < 1 or a > _MAX_ALIGN or a & (a - 1):
         raise InvalidArgumentError(
-            f"alignment {alignment!r} is not a power of two in [1, {_MAX_ALIGN}]")
+            f"alignment {alignment!r} is not {pow2_range(1, _MAX_ALIGN)}")
     return a
 
 

@@ -17,8 +17,16 @@ def load_intervals_csv(path):
     """Read a MiniMalloc-style CSV (``id,lower,upper,size`` with ``upper``
     exclusive; an ``offset`` column is read if present) into a list of
     :class:`Buffer` with inclusive lifetimes ``[lower, upper - 1]``."""
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"{path}: not a UTF-8 text file ({exc.reason} at byte "
+                                   f"{exc.start})") from None
+    except csv.Error as exc:
+        raise InvalidArgumentError(f"{path}: not a readable CSV ({exc})") from None
+    except OSError as exc:
+        raise InvalidArgumentError(f"{path}: {exc.strerror or exc}") from None
     if not rows:
         raise InvalidArgumentError(f"{path}: empty CSV (expected a header "
                                    "id,lower,upper,size)")
@@ -43,6 +51,9 @@ def load_intervals_csv(path):
         except (IndexError, ValueError):
             raise InvalidArgumentError(f"{path}:{lineno}: bad row {row!r} (need "
                                        "integers lower, upper, size)") from None
+        if max(lower, upper, size, offset or 0) >= 1 << 63 or (offset or 0) < 0:
+            raise InvalidArgumentError(f"{path}:{lineno}: buffer {vals['id']!r}: a value "
+                                       f"is out of range [0, 2**63) in {row!r}")
         if lower < 0 or size < 0 or upper <= lower:
             raise InvalidArgumentError(
                 f"{path}:{lineno}: buffer {vals['id']!r} has lower={lower}, "

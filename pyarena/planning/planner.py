@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
+from .budget import check_graph_budget, check_plan_budget, resolve_max_memory
 from .inplace import as_rule_table
 from .result import Buffer, Plan, padded_size, tensor_info
 from .sharing import share_buffers, tensor_lifetimes
@@ -26,12 +27,14 @@ __all__ = ["plan", "plan_intervals"]
 
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
-         rules=None, capacity=None, schedule=False):
+         rules=None, capacity=None, max_memory=None, schedule=False):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
     what the kernels declare, plus :func:`register_rule`).  ``capacity`` (bytes)
     asks for a plan within that size (PlanInfeasibleError if none is found).
+    ``max_memory`` (bytes; None: the physical memory) bounds weights + arena:
+    a plan over it raises MemoryBudgetError (:mod:`.budget`).
     ``schedule=True`` first puts the graph's ops in the order of least peak
     (:func:`pyarena.planning.schedule.schedule`; ``graph.ops`` is reordered,
     and ``plan.schedule`` says what was done).  Returns a :class:`Plan`."""
@@ -40,16 +43,19 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
     check_strategy(strategy)
     alignment = check_alignment(alignment)
+    budget = resolve_max_memory(max_memory)
     graph.validate()
+    check_graph_budget(graph, budget)    # a tensor alone over the budget: no planning
     order = None
     if schedule:
         from .schedule import schedule as find_order
         order = find_order(graph, alignment, time_limit=min(time_limit, 5.0))
         graph.ops = [graph.ops[i] for i in order.order]
     with _NoGC():
-        p = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
-    p.schedule = order
-    return p
+        result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+    result.schedule = order
+    check_plan_budget(result, graph, budget)
+    return result
 
 
 def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):

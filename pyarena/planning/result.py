@@ -15,6 +15,7 @@ import numpy as np
 from .._format import human_bytes
 from ..errors import InvalidArgumentError
 from ..memory import Arena
+from .validate import validate
 
 __all__ = ["Plan", "Buffer", "scratch_name", "padded_size", "SCRATCH_SUFFIX"]
 
@@ -163,35 +164,70 @@ class Plan:
 
     @classmethod
     def from_json(cls, d, graph=None):
-        """Rebuild a Plan from :meth:`to_json` output (``graph`` optional,
-        needed for :meth:`bind` shapes and for validating against it)."""
-        if not isinstance(d, dict) or "buffers" not in d:
+        """Rebuild a Plan from :meth:`to_json` output.  With ``graph`` (needed
+        for :meth:`bind` shapes) the plan is validated against it
+        (:func:`~pyarena.planning.validate`): a plan from outside that breaks
+        a rule raises PlanValidationError naming every problem.  A malformed
+        document raises InvalidArgumentError."""
+        if not isinstance(d, dict) or not isinstance(d.get("buffers"), list):
             raise InvalidArgumentError("a plan JSON needs a 'buffers' list")
-        try:
-            bufs = [Buffer(str(b["name"]), int(b["size"]), int(b["first"]),
-                           int(b["last"]), None if b.get("offset") is None
-                           else int(b["offset"]), list(b.get("tensors", [b["name"]])))
-                    for b in d["buffers"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"bad buffer entry in plan JSON: {exc}") from None
+
+        def num(v, what, kind=int):
+            if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int):
+                raise InvalidArgumentError(f"plan JSON: {what} must be "
+                                           f"{'a number' if kind is float else 'an integer'}, "
+                                           f"not {v!r}")
+            if kind is int and not 0 <= v < (1 << 63):
+                raise InvalidArgumentError(f"plan JSON: {what} {v!r} is out of range "
+                                           "[0, 2**63)")
+            return kind(v)
+
+        bufs = []
+        for i, b in enumerate(d["buffers"]):
+            if not isinstance(b, dict) or "name" not in b:
+                raise InvalidArgumentError(f"plan JSON: buffer #{i} must be an object "
+                                           f"with a name, not {b!r:.80}")
+            where = f"buffer {b['name']!r}"
+            tensors = b.get("tensors", [b["name"]])
+            if not isinstance(tensors, list) or not all(isinstance(t, str) for t in tensors):
+                raise InvalidArgumentError(f"plan JSON: {where}: 'tensors' must be a list "
+                                           f"of names, not {tensors!r:.80}")
+            try:
+                bufs.append(Buffer(str(b["name"]), num(b["size"], f"{where} size"),
+                                   num(b["first"], f"{where} first"),
+                                   num(b["last"], f"{where} last"),
+                                   None if b.get("offset") is None
+                                   else num(b["offset"], f"{where} offset"), list(tensors)))
+            except KeyError as exc:
+                raise InvalidArgumentError(f"plan JSON: {where} has no {exc}") from None
         info = tensor_info(graph) if graph is not None else {}
         for b in bufs:
             for t in b.tensors:
                 if t.endswith(SCRATCH_SUFFIX) and t not in info:
                     info[t] = (None, "uint8", b.size, True)
-        return cls(bufs, arena_bytes=d["arena_bytes"],
-                   lower_bound_bytes=d.get("lower_bound_bytes", 0),
-                   naive_bytes=d.get("naive_bytes", 0),
-                   weights_bytes=d.get("weights_bytes", 0),
-                   alignment=d.get("alignment", 1), strategy=d.get("strategy"),
+        if "arena_bytes" not in d:
+            raise InvalidArgumentError("plan JSON: no 'arena_bytes'")
+        reuses = d.get("reuses", [])
+        try:
+            reuses = [(r["op"], r["from"], r["to"], r["mode"]) for r in reuses]
+        except (KeyError, TypeError):
+            raise InvalidArgumentError("plan JSON: 'reuses' must be a list of objects "
+                                       "with op, from, to and mode") from None
+        plan = cls(bufs, arena_bytes=num(d["arena_bytes"], "arena_bytes"),
+                   lower_bound_bytes=num(d.get("lower_bound_bytes", 0), "lower_bound_bytes"),
+                   naive_bytes=num(d.get("naive_bytes", 0), "naive_bytes"),
+                   weights_bytes=num(d.get("weights_bytes", 0), "weights_bytes"),
+                   alignment=num(d.get("alignment", 1), "alignment"),
+                   strategy=d.get("strategy"),
                    chosen_strategy=d.get("chosen_strategy"),
-                   optimal=d.get("optimal", False),
-                   plan_seconds=d.get("plan_seconds", 0.0),
-                   num_ops=d.get("num_ops", 0), graph=graph,
-                   inplace=d.get("inplace", True),
-                   reuses=[(r["op"], r["from"], r["to"], r["mode"])
-                           for r in d.get("reuses", [])],
+                   optimal=bool(d.get("optimal", False)),
+                   plan_seconds=num(d.get("plan_seconds", 0.0), "plan_seconds", float),
+                   num_ops=num(d.get("num_ops", 0), "num_ops"), graph=graph,
+                   inplace=bool(d.get("inplace", True)), reuses=reuses,
                    tensor_info=info)
+        if graph is not None:
+            validate(plan, graph, raise_errors=True)
+        return plan
 
     def save_json(self, path):
         with open(path, "w") as f:

@@ -28,9 +28,11 @@ built -- nothing is skipped silently.
 """
 import numpy as np
 
-from ..errors import GraphError, UnsupportedOpError
+from ..errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
 from ..memory import Arena
+from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
+from ..planning import validate as validate_plan
 from .kernels import make_kernel
 
 __all__ = ["Executor", "UnsupportedOpError", "random_feeds"]
@@ -47,6 +49,26 @@ def _as_tensor_view(arr, shape, dtype, name):
         raise GraphError(f"planned view for tensor {name!r} has {arr.nbytes} bytes, "
                          f"{nbytes} needed for shape {list(shape)} {dtype}")
     return flat[:nbytes].view(dtype).reshape(shape)
+
+
+def _feed(dst, val, name):
+    """Copy a feed into its view; InvalidArgumentError naming the input."""
+    try:
+        val = np.asarray(val)
+        if val.dtype.kind == "c" and dst.dtype.kind != "c":
+            raise TypeError("complex values would lose their imaginary part")
+        np.copyto(dst, val, casting="same_kind")
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"feed {name!r}: {exc} (the input is "
+                                   f"{dst.dtype} {list(dst.shape)})") from None
+
+
+def _kernel_failed(kernel, exc):
+    where = (f"operator {kernel.op.name!r} ({kernel.op.op_type})" if kernel is not None
+             else "an operator")
+    return GraphError(f"{where} failed at run time ({type(exc).__name__}: "
+                      f"{str(exc)[:200]}): the graph's shapes or attributes contradict "
+                      f"each other")
 
 
 def random_feeds(graph, seed=0):
@@ -74,12 +96,22 @@ class Executor:
     ``"<op>::scratch"``) -> array to use instead of ``plan.bind()`` (tests
     forge these); ``allocator`` -- ``"numpy"`` or ``(alloc, free)`` for the
     unplanned comparison modes; ``weights`` -- the :class:`Arena` to put the
-    constants in (a new one by default).
+    constants in (a new one by default); ``max_memory`` -- the memory budget
+    in bytes (None: the physical memory): a graph or plan whose weights +
+    arena exceed it raises MemoryBudgetError before anything is allocated.
+    A ``plan`` given is validated against ``graph`` first
+    (PlanValidationError naming every problem).
     """
 
     def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
-                 plan_options=None):
+                 plan_options=None, max_memory=None):
         graph.validate()
+        budget = check_graph_budget(graph, max_memory)
+        if plan is not None:
+            validate_plan(plan, graph, raise_errors=True)
+            check_plan_budget(plan, graph, budget)
+        elif views is None and allocator is None:
+            plan = make_plan(graph, **{"max_memory": budget, **(plan_options or {})})
         self.graph = graph
         self.weights = weights if weights is not None else Arena(alignment=64)
         self._owns_weights = weights is None
@@ -203,13 +235,27 @@ class Executor:
                 if dst is None or self.graph.tensors[name].role != "input":
                     raise GraphError(f"feed {name!r} is not a graph input; inputs are "
                                      f"{self.graph.inputs}")
-                np.copyto(dst, val, casting="same_kind")
-        with np.errstate(all="ignore"):
-            for k, xs, ys, sc in self.steps:
-                k(xs, ys, sc)
+                _feed(dst, val, name)
+        k = None
+        try:
+            with np.errstate(all="ignore"):
+                for k, xs, ys, sc in self.steps:
+                    k(xs, ys, sc)
+        except (PyArenaError, MemoryError):
+            raise
+        except Exception as exc:    # a graph whose shapes contradict each other
+            raise _kernel_failed(k, exc) from exc
         return {n: a for n, a in self._outputs}
 
     def _run_dynamic(self, feeds):
+        try:
+            return self._run_dynamic_steps(feeds)
+        except (PyArenaError, MemoryError):
+            raise
+        except Exception as exc:
+            raise _kernel_failed(None, exc) from exc
+
+    def _run_dynamic_steps(self, feeds):
         g = self.graph
         alloc, free = self._alloc, self._free
         live = dict(self.constants)
@@ -222,7 +268,7 @@ class Executor:
             count += 1
             held += a.nbytes
             if name in feeds:
-                np.copyto(a, feeds[name], casting="same_kind")
+                _feed(a, feeds[name], name)
             live[name] = a
         peak = held
         with np.errstate(all="ignore"):

@@ -24,6 +24,10 @@ class Alias(Kernel):
         outs = [o for o in self.op.outputs if o]
         if len(outs) > 1:
             self.fail("the mask output is not supported")
+        x, y = self.ins[0], self.outs[0]
+        if x is not None and x.nbytes != y.nbytes:
+            self.malformed(f"input {x.name!r} {list(x.shape)} and output {y.name!r} "
+                           f"{list(y.shape)} hold different numbers of bytes")
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
@@ -42,6 +46,24 @@ class Expand(Kernel):
 
     def run(self, xs, ys, sc):
         np.copyto(ys[0], xs[0])   # copyto broadcasts
+
+
+@register
+class ConstantOfShape(Kernel):
+    """A constant too large to fold at import (the importer folds only
+    shape-sized values): filled at run time, planned like any tensor."""
+
+    op_types = ('ConstantOfShape',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = ()
+        v = self.attrs.get("value")
+        v = np.asarray(0.0 if v is None else v).reshape(-1)
+        self.value = v[0] if v.size else 0
+
+    def run(self, xs, ys, sc):
+        ys[0].fill(self.value)
 
 
 @register

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, UnsupportedOpError
+from ...errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
 from ...planning.inplace import declare
 
 __all__ = ["Kernel", "register", "KERNELS", "TFLITE_OPS", "SCRATCH_BUDGET", "make_kernel",
@@ -139,6 +139,11 @@ class Kernel:
     def fail(self, why):
         raise UnsupportedOpError(f"operator {self.op.name!r} ({self.op.op_type}): {why}")
 
+    def malformed(self, why):
+        """The graph contradicts itself at this op (shapes that cannot go
+        together): GraphError naming the op."""
+        raise GraphError(f"operator {self.op.name!r} ({self.op.op_type}): {why}")
+
     def shape(self, i):
         t = self.ins[i]
         return tuple(int(d) for d in t.shape)
@@ -198,7 +203,13 @@ def make_kernel(op, ins, outs, keep=None, scratch_budget=None):
     if cls is None:
         raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                  f"supported by the executor")
-    return cls(op, ins, outs, keep, scratch_budget)
+    try:
+        return cls(op, ins, outs, keep, scratch_budget)
+    except (PyArenaError, MemoryError):
+        raise
+    except Exception as exc:        # attributes of the wrong type or shape
+        raise GraphError(f"operator {op.name!r} ({op.op_type}): malformed attributes or "
+                         f"operands ({type(exc).__name__}: {str(exc)[:160]})") from None
 
 
 def graph_kernel(graph, op, keep=None):

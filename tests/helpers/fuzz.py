@@ -1,0 +1,112 @@
+"""Test helper: mutate model files and feed them to helpers.fuzz_worker
+processes under an address-space limit and a per-case time limit (not a
+test module).
+
+:func:`mutations` makes the hostile files (bit flips, byte overwrites,
+truncations, seeded); :func:`run_cases` runs them and returns a
+:class:`Report`: per-case outcome ``ok`` / ``clean`` (a pyarena error) /
+``foreign`` (another exception) / ``signal`` (the worker died) / ``hang``
+(no answer within the time limit).  A worker that dies or hangs is
+replaced and the run goes on with the next case.
+"""
+import os
+import select
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+AS_LIMIT = 4 << 30          # address space of a worker
+BUDGET = 1 << 30            # max_memory the worker passes to pyarena
+
+
+def mutations(blob, n, seed):
+    """``n`` mutated copies of ``blob``: (kind, bytes)."""
+    rng = np.random.default_rng(seed)
+    size = len(blob)
+    out = []
+    for i in range(n):
+        b = bytearray(blob)
+        kind = ("flip", "flips", "byte", "truncate")[i % 4]
+        if kind == "flip":
+            pos = int(rng.integers(0, size))
+            b[pos] ^= 1 << int(rng.integers(0, 8))
+        elif kind == "flips":
+            for pos in rng.integers(0, size, size=int(rng.integers(2, 9))):
+                b[int(pos)] ^= 1 << int(rng.integers(0, 8))
+        elif kind == "byte":
+            pos = int(rng.integers(0, size))
+            b[pos] = int(rng.choice([0x00, 0x7F, 0x80, 0xFF, int(rng.integers(0, 256))]))
+        else:
+            b = b[:int(rng.integers(0, size))]
+        out.append((kind, bytes(b)))
+    return out
+
+
+@dataclass
+class Report:
+    outcomes: dict = field(default_factory=dict)    # path -> (outcome, detail)
+
+    def count(self, outcome):
+        return sum(1 for o, _ in self.outcomes.values() if o == outcome)
+
+    def bad(self):
+        return {p: v for p, v in self.outcomes.items()
+                if v[0] in ("foreign", "signal", "hang")}
+
+    def summary(self):
+        return ", ".join(f"{k} {self.count(k)}"
+                         for k in ("ok", "clean", "foreign", "signal", "hang"))
+
+
+def _start(tests_dir):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", PYTHONPATH=tests_dir + os.pathsep +
+               os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-m", "helpers.fuzz_worker", str(BUDGET),
+                             str(AS_LIMIT)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=tests_dir)
+
+
+def _readline(proc, timeout):
+    r, _, _ = select.select([proc.stdout], [], [], timeout)
+    return proc.stdout.readline() if r else None
+
+
+def run_cases(paths, case_seconds=60.0, start_seconds=120.0):
+    """Run every path through a worker; returns a :class:`Report`."""
+    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    report = Report()
+    todo = list(paths)
+    while todo:
+        proc = _start(tests_dir)
+        batch, todo = todo, []
+        proc.stdin.write("".join(p + "\n" for p in batch))
+        proc.stdin.close()
+        if _readline(proc, start_seconds) != "ready\n":   # start-up: not a case's time
+            proc.kill()
+            proc.wait()
+            raise RuntimeError("a fuzz worker did not start")
+        for i, path in enumerate(batch):
+            line = _readline(proc, case_seconds)
+            if line and line.startswith("start"):
+                line = _readline(proc, case_seconds)
+                if line and line.startswith("done"):
+                    _, _, outcome, *detail = line.rstrip("\n").split(" ", 3)
+                    report.outcomes[path] = (outcome, " ".join(detail))
+                    continue
+            if line is None:                # no answer in time
+                proc.kill()
+                proc.wait()
+                report.outcomes[path] = ("hang", "")
+            else:                            # EOF: the worker died
+                rc = proc.wait()
+                report.outcomes[path] = ("signal" if rc < 0 else "foreign",
+                                         f"worker exit status {rc}")
+            todo = batch[i + 1:]
+            break
+        else:
+            proc.wait()
+    return report
