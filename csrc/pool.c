@@ -4,7 +4,9 @@
  * classes, buddy orders, large spans: slab.c, buddy.c, large.c), serves it
  * from the deferred caches first (cache.c), keeps the per-zone counters
  * and decides where a zone's new span comes from (the span source).
- * Statistics, the consistency check and the walk are in pool_inspect.c.
+ * Statistics, the consistency check and the walk are in pool_inspect.c;
+ * learned steps (pa_pool_step, planned offsets) in pool_learn.c, reached
+ * from here through three hooks: alloc, free and the step.
  *
  * Design choices:
  *  - Growth happens only after the heap and a flush of the caches failed,
@@ -228,7 +230,7 @@ static void account_resize(pa_pool_impl_t *p, pa_zone_t zone, size_t old_req, si
 
 /* ---- allocation and free --------------------------------------------------------- */
 
-static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
+static void *zone_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
     route_t r;
     pa_status_t s = route(p, size, &r);
     if (pa_unlikely(s != PA_OK)) {
@@ -268,6 +270,38 @@ static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
     return ptr;
 }
 
+/* A learned plan's block (pool_learn.c) when the step repeats one, else a
+ * zone block, recorded for learning. */
+static void *learn_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
+    size_t bsize;
+    void *ptr = _pa_learn_alloc(&p->learn, size, &bsize);
+    if (ptr) {
+        p->requested += size;
+        p->allocated += bsize;
+        if (p->requested > p->peak_requested) p->peak_requested = p->requested;
+        if (p->allocated > p->peak_allocated) p->peak_allocated = p->allocated;
+        *st = PA_OK;
+        return ptr;
+    }
+    ptr = zone_alloc_locked(p, size, st);
+    if (ptr) _pa_learn_note_alloc(&p->learn, ptr, size);
+    return ptr;
+}
+
+static inline void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
+    if (pa_unlikely(p->learn.hot)) return learn_alloc_locked(p, size, st);
+    return zone_alloc_locked(p, size, st);
+}
+
+/* End a step: learn from it; a new plan gives the warm-up memory back
+ * before its region is mapped. */
+static void step_locked(pa_pool_impl_t *p) {
+    if (_pa_learn_step(&p->learn, p->requested)) {
+        trim_locked(p, 0);
+        _pa_learn_map_region(&p->learn, 0);
+    }
+}
+
 /* Describe the live block at `ptr`, or say why it is not one.  The page
  * map says which zone's side table to ask; nothing is read from the
  * block itself. */
@@ -281,8 +315,17 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, pa_block_
 
 static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
     pa_block_ref_t b;
-    pa_status_t s = find_live(p, ptr, &b);
+    pa_status_t s;
+    if (pa_unlikely(_pa_learn_owns(&p->learn, ptr))) {
+        s = _pa_learn_free(&p->learn, ptr, &b.requested, &b.bsize);
+        if (s != PA_OK) return s;
+        p->requested -= b.requested;
+        p->allocated -= b.bsize;
+        goto done;
+    }
+    s = find_live(p, ptr, &b);
     if (s != PA_OK) return s;
+    if (pa_unlikely(p->learn.hot)) _pa_learn_note_free(&p->learn, ptr);
     size_t bin;
     if (b.zone == PA_ZONE_SLAB) {
         bin = _pa_cache_slab_bin(&p->cache, _pa_slab_mark_cached(b.owner, b.unit));
@@ -294,6 +337,10 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
     }
     account_free(p, b.zone, b.requested, b.bsize);
     _pa_cache_put(&p->cache, b.zone, bin, ptr, b.owner, b.bsize);
+done:
+    if (pa_unlikely(p->learn.auto_step) && p->requested == p->learn.base_requested &&
+        p->learn.nalloc)
+        step_locked(p);
     return PA_OK;
 }
 
@@ -313,11 +360,13 @@ pa_status_t pa_pool_config_default(pa_pool_config_t *cfg) {
     cfg->slab_size = (size_t)64 << 10;
     cfg->buddy_region = (size_t)1 << 20;
     cfg->large_threshold = (size_t)256 << 10;
+    cfg->learn = 1;
     return PA_OK;
 }
 
 /* Free the pool proper, whatever part of it pa_pool_create got to build. */
 static void impl_free(pa_pool_impl_t *p) {
+    if (p->learn.heap) _pa_learn_destroy(&p->learn);
     _pa_cache_destroy(&p->cache);
     _pa_slab_destroy(&p->slab); /* finds live slabs through the heap */
     _pa_buddy_destroy(&p->buddy);
@@ -364,6 +413,7 @@ static pa_status_t impl_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg, siz
     if (_pa_cache_init(&p->cache, budget, &p->slab, &p->buddy, &p->large) != 0 ||
         _pa_heap_init(heap) != 0)
         return PA_ERR_NOMEM;
+    _pa_learn_init(&p->learn, cfg, gran, heap);
     return PA_OK;
 }
 
@@ -468,7 +518,22 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
     if (!p) return NULL;
     pa_block_ref_t b;
     void *out = NULL;
-    pa_status_t s = find_live(p, ptr, &b);
+    pa_status_t s;
+    if (_pa_learn_owns(&p->learn, ptr)) {
+        /* a planned block moves to wherever the next request goes */
+        size_t req;
+        s = _pa_learn_block(&p->learn, ptr, &req) ? PA_OK : PA_ERR_FOREIGN;
+        if (s == PA_OK) out = alloc_locked(p, size, &s);
+        if (out) {
+            memcpy(out, ptr, req < size ? req : size);
+            free_locked(p, ptr);
+        }
+        if (!out) p->failures++;
+        spin_unlock(&h->lock);
+        *status = s;
+        return out;
+    }
+    s = find_live(p, ptr, &b);
     if (s == PA_OK) out = realloc_locked(p, ptr, &b, size, &s);
     else p->failures++;
     spin_unlock(&h->lock);
@@ -490,7 +555,8 @@ size_t pa_pool_block_size(pa_pool_t *h, const void *ptr) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return 0;
     pa_block_ref_t b;
-    size_t r = find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
+    size_t r = _pa_learn_owns(&p->learn, ptr) ? _pa_learn_block(&p->learn, ptr, NULL)
+               : find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
     spin_unlock(&h->lock);
     return r;
 }
@@ -521,6 +587,7 @@ pa_status_t pa_pool_free_all(pa_pool_t *h) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     trim_locked(p, 0);
+    _pa_learn_map_region(&p->learn, 1); /* an empty region too (the plans stay) */
     spin_unlock(&h->lock);
     return PA_OK;
 }
@@ -551,6 +618,15 @@ pa_status_t pa_pool_set_watermarks(pa_pool_t *h, size_t high, size_t low) {
     }
     spin_unlock(&h->lock);
     return st;
+}
+
+pa_status_t pa_pool_step(pa_pool_t *h) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    step_locked(p);
+    spin_unlock(&h->lock);
+    return PA_OK;
 }
 
 pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
