@@ -294,7 +294,7 @@ static inline void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st
 }
 
 /* End a step: learn from it; a new plan gives the warm-up memory back
- * before its region is mapped. */
+ * (and the region grows if the plan needs it). */
 static void step_locked(pa_pool_impl_t *p) {
     if (_pa_learn_step(&p->learn, p->requested)) {
         trim_locked(p, 0);
@@ -652,7 +652,7 @@ pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
     if (!p) return st;
     p->peak_requested = p->requested;
     p->peak_allocated = p->allocated;
-    p->heap.peak_reserved = p->heap.reserved;
+    p->heap.peak_reserved = p->heap.reserved + p->heap.outside;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
         p->zone[z].peak_requested = p->zone[z].requested;
         p->zone[z].peak_allocated = p->zone[z].allocated;

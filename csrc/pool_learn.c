@@ -15,8 +15,10 @@
  * plan (not their sum), mapped beside the page heap.
  *
  * Serving is a compare and an add: the step's first request picks a plan
- * (the one that followed the previous step's plan last time, else the
- * most recently used with the same first size); the i-th request must
+ * (when several plans start with that size, the first block comes from
+ * the zones and the second request decides; ties go to the plan that
+ * followed the previous step's plan last time, else to the most recently
+ * used one); the i-th request must
  * have the plan's i-th size and the in-step frees the plan counted before
  * it must have happened (`need` against `prefix`, the frees done in the
  * plan's order), else the step diverges: the zones serve the rest of it,
@@ -41,9 +43,9 @@
 #define EV_FREE 1u  /* a block of this step                              */
 #define EV_PREV 2u  /* a block of the previous step                       */
 #define DEFAULT_REPEATS 2u
-#define DEFAULT_PLANS 8u
+#define DEFAULT_PLANS 16u
 #define DEFAULT_EVENTS ((size_t)65536)
-#define PLAN_SECONDS 0.02
+#define PLAN_SECONDS 0.005
 #define UNPLANNABLE ((unsigned)-1)
 #define CHECK_PAIRS_MAX 2048
 
@@ -416,7 +418,7 @@ static void start_step(pa_learn_t *L, size_t requested) {
     L->overflow = 0;
     L->nalloc = 0;
     L->cur = NULL;
-    L->tried = L->serving = 0;
+    L->tried = L->serving = L->defer = L->freed0 = 0;
     L->ai = L->prefix = 0;
     L->tcur ^= 1;
     L->tab[L->tcur].stamp = L->step;
@@ -463,6 +465,7 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         return 0;
     }
     pa_learn_plan_t *P = L->cur, *matched = NULL;
+    int made = 0;
     int full = L->serving && P && L->ai == P->n && L->ai == L->nalloc;
     if (L->serving && !full) L->misses++; /* fewer requests than planned */
     if (full) {
@@ -476,6 +479,7 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
             pa_learn_plan_t *Q = build_plan(L, c->ev, c->nev, h);
             if (Q && add_plan(L, Q) == 0) {
                 matched = Q;
+                made = 1;
                 L->map_failed = 0;
                 c->count = 0; /* the slot is free again */
             } else {
@@ -493,41 +497,76 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
     L->prev_carry = L->cur_carry;
     L->cur_in = L->cur_carry = 0;
     start_step(L, requested);
-    return L->want > L->size && !L->live && !L->map_failed;
+    return made || (L->want > L->size && !L->live && !L->map_failed);
 }
 
 /* ---- serving ------------------------------------------------------------------------ */
 
-static int usable(const pa_learn_t *L, const pa_learn_plan_t *P, size_t size) {
-    if (!P->n || P->e[0].size != size || P->arena > L->size) return 0;
+/* P can serve this step: it starts with `size0` (and has `size1` next,
+ * unless size1 is SIZE_MAX), fits the region, and nothing of another
+ * step lives where it would place blocks. */
+static int usable(const pa_learn_t *L, const pa_learn_plan_t *P, size_t size0, size_t size1) {
+    if (!P->n || P->e[0].size != size0 || P->arena > L->size) return 0;
+    if (size1 != SIZE_MAX && (P->n < 2 || P->e[1].size != size1)) return 0;
     if (L->older || L->prev_in || L->cur_in || L->cur_carry) return 0;
     return !L->prev_carry || L->owner == P;
 }
 
-static pa_learn_plan_t *choose(const pa_learn_t *L, size_t size) {
-    if (L->last && L->last->next_id)
-        for (size_t i = 0; i < L->nplans; i++)
-            if (L->plans[i]->id == L->last->next_id && usable(L, L->plans[i], size))
-                return L->plans[i];
-    pa_learn_plan_t *best = NULL;
+/* The plan for a step starting with size0 (, size1); *count gets how many
+ * plans qualify. */
+static pa_learn_plan_t *choose(const pa_learn_t *L, size_t size0, size_t size1, size_t *count) {
+    pa_learn_plan_t *best = NULL, *next = NULL;
+    size_t k = 0;
     for (size_t i = 0; i < L->nplans; i++) {
         pa_learn_plan_t *P = L->plans[i];
-        if (usable(L, P, size) && (!best || P->last_used > best->last_used)) best = P;
+        if (!usable(L, P, size0, size1)) continue;
+        k++;
+        if (L->last && P->id == L->last->next_id) next = P;
+        if (!best || P->last_used > best->last_used) best = P;
     }
-    return best;
+    *count = k;
+    return next ? next : best;
+}
+
+static void start_serving(pa_learn_t *L, pa_learn_plan_t *P) {
+    L->par = L->prev_carry ? !P->par : 0;
+    P->par = L->par;
+    P->last_used = L->step;
+    L->cur = P;
+    L->owner = P;
+    L->serving = 1;
+}
+
+/* Entry idx of this step was freed: in-step frees done in plan order. */
+static void freed_in_step(pa_learn_t *L, uint32_t idx) {
+    pa_learn_plan_t *P = L->cur;
+    if (!P || idx >= P->n || P->e[idx].carry) return;
+    P->freed_at[idx] = L->step;
+    while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step) L->prefix++;
 }
 
 void *_pa_learn_alloc(pa_learn_t *L, size_t size, size_t *bsize) {
     if (pa_unlikely(!L->tried)) {
         L->tried = 1;
-        pa_learn_plan_t *P = L->base ? choose(L, size) : NULL;
+        size_t k = 0;
+        pa_learn_plan_t *P = L->base ? choose(L, size, SIZE_MAX, &k) : NULL;
+        if (k > 1) { /* ambiguous: this block from the zones, decide next */
+            L->defer = 1;
+            L->size0 = size;
+            L->ai = 1;
+            return NULL;
+        }
         if (P) {
-            L->par = L->prev_carry ? !P->par : 0;
-            P->par = L->par;
-            P->last_used = L->step;
-            L->cur = P;
-            L->owner = P;
-            L->serving = 1;
+            start_serving(L, P);
+            if (L->freed0) freed_in_step(L, 0);
+        }
+    } else if (pa_unlikely(L->defer)) {
+        L->defer = 0;
+        size_t k;
+        pa_learn_plan_t *P = L->nalloc == 1 ? choose(L, L->size0, size, &k) : NULL;
+        if (P) {
+            start_serving(L, P);
+            if (L->freed0) freed_in_step(L, 0);
         }
     }
     if (!L->serving) return NULL;
@@ -570,9 +609,11 @@ void _pa_learn_note_alloc(pa_learn_t *L, void *ptr, size_t size) {
 
 void _pa_learn_note_free(pa_learn_t *L, const void *ptr) {
     uint32_t idx;
-    if (tab_take(&L->tab[L->tcur], (uintptr_t)ptr, &idx))
+    if (tab_take(&L->tab[L->tcur], (uintptr_t)ptr, &idx)) {
         record(L, (uint64_t)idx << 2 | EV_FREE);
-    else if (tab_take(&L->tab[!L->tcur], (uintptr_t)ptr, &idx))
+        freed_in_step(L, idx); /* a zone block the plan counts (deferred) */
+        if (idx == 0 && !L->cur) L->freed0 = 1;
+    } else if (tab_take(&L->tab[!L->tcur], (uintptr_t)ptr, &idx))
         record(L, (uint64_t)idx << 2 | EV_PREV);
 }
 
@@ -615,11 +656,7 @@ pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req, size_t *
     if (L->hot) {
         if (age == 0) {
             record(L, (uint64_t)idx << 2 | EV_FREE);
-            if (P == L->cur && !e->carry) {
-                P->freed_at[idx] = L->step;
-                while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step)
-                    L->prefix++;
-            }
+            if (P == L->cur) freed_in_step(L, idx);
         } else if (age == 1) {
             record(L, (uint64_t)idx << 2 | EV_PREV);
         }

@@ -101,6 +101,11 @@ typedef struct pa_learn {
     size_t nalloc;            /* allocations so far in this step          */
     pa_learn_plan_t *cur;     /* plan chosen for this step                */
     int tried, serving, par;
+    int defer;                /* several plans start with the step's first
+                                 size: it came from the zones, the second
+                                 request picks the plan                   */
+    size_t size0;             /* the step's first size                    */
+    int freed0;               /* ...and its block is already freed        */
     size_t ai, prefix;        /* next entry; in-step frees done in order  */
     pa_learn_plan_t *last;    /* plan the previous step matched           */
     size_t base_requested;    /* auto_step: live bytes at the step start  */
@@ -143,8 +148,8 @@ pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req, size_t *
 size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req);
 
 /* End the step: learn from it, start the next.  Returns 1 when a new
- * plan needs a bigger region than the one mapped (the caller trims, then
- * calls _pa_learn_map_region), else 0. */
+ * plan was made (the warm-up memory can go back) or the region must grow
+ * (the caller trims, then calls _pa_learn_map_region), else 0. */
 int _pa_learn_step(pa_learn_t *L, size_t requested);
 /* (Re)map the region to L->want bytes if nothing lives in it and it is
  * smaller; within the heap's limit.  Gives an empty region back when

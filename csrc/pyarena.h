@@ -325,7 +325,7 @@ typedef struct pa_pool_config {
     unsigned learn_repeats; /* identical steps before a plan is used;
                               0 = 2                                     */
     unsigned learn_sequences; /* learned sequences kept (they share one
-                              region sized to the largest); 0 = 8, at
+                              region sized to the largest); 0 = 16, at
                               most 64                                   */
     size_t learn_max_events; /* a step with more allocs + frees is not
                               recorded; 0 = 65536                       */
@@ -480,7 +480,7 @@ pa_status_t pa_pool_set_watermarks(pa_pool_t *pool, size_t high, size_t low);
  * during the next step are planned too (double-buffered); blocks living
  * longer come from the zones.  When a new plan is made the pool trims
  * (the warm-up memory goes back).  Cheap except when a plan is made: it
- * runs the planner (bounded to ~20 ms) under the pool lock.  PA_OK, or
+ * runs the planner (bounded to ~5 ms) under the pool lock.  PA_OK, or
  * PA_ERR_STATE / PA_ERR_INVALID for a destroyed / NULL pool; a pool with
  * learning off just counts the step. */
 pa_status_t pa_pool_step(pa_pool_t *pool);

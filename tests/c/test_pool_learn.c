@@ -137,7 +137,11 @@ static void test_learn_and_hit(void) {
     CHECK_EQ(s.requested, 0u);
     CHECK_EQ(s.planned_live, 0u);
     CHECK(s.reserved >= s.planned_bytes);
+    CHECK(s.peak_reserved >= s.reserved);
     world_ok(&w);
+    CHECK_EQ(pa_pool_reset_peak(p), PA_OK); /* the region stays in the peak */
+    CHECK_EQ(stats(p).peak_reserved, stats(p).reserved);
+    CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
 }
 
@@ -336,6 +340,47 @@ static void test_alternating(void) {
     s = stats(p);
     CHECK_EQ(s.plan_misses, misses);
     CHECK_EQ(s.plan_steps - steps, 8u);
+    world_ok(&w);
+    pa_pool_destroy(p);
+}
+
+/* Two sequences with the same first size whose first block dies before
+ * the second request: the first block comes from the zones, the second
+ * request picks the plan, and the early free still counts for it. */
+static void early_a(world_t *w, size_t scale) {
+    (void)scale;
+    A(w, 0, 2000);
+    F(w, 0);
+    A(w, 1, 3000);
+    A(w, 2, 1000);
+    F(w, 1);
+    F(w, 2);
+}
+
+static void early_b(world_t *w, size_t scale) {
+    (void)scale;
+    A(w, 0, 2000);
+    F(w, 0);
+    A(w, 1, 5000);
+    F(w, 1);
+}
+
+static void test_same_first_size(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    world_t w;
+    world_init(&w, p);
+    pa_pool_step(p);
+    warm(&w, early_a, 1, 3);
+    warm(&w, early_b, 1, 3);
+    pa_pool_stats_t s = stats(p);
+    CHECK_EQ(s.learned_sequences, 2u);
+    uint64_t misses = s.plan_misses, steps = s.plan_steps, hits = s.plan_hits;
+    unsigned long long seed = 7;
+    for (int r = 0; r < 20; r++) warm(&w, pa_rand(&seed) % 2 ? early_a : early_b, 1, 1);
+    s = stats(p);
+    CHECK_EQ(s.plan_misses, misses);
+    CHECK_EQ(s.plan_steps - steps, 20u);
+    CHECK(s.plan_hits - hits >= 20u); /* all but each step's first block */
     world_ok(&w);
     pa_pool_destroy(p);
 }
@@ -625,6 +670,7 @@ int main(void) {
     RUN(test_relearn);
     RUN(test_alternating);
     RUN(test_shared_region);
+    RUN(test_same_first_size);
     RUN(test_carry);
     RUN(test_planned_api);
     RUN(test_learning_off);
