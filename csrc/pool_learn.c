@@ -33,6 +33,9 @@
  * `repeats` times is learned too (up to `max_plans`, the least recently
  * used one evicted).  Zone blocks are tracked by pointer in two small
  * tables (this step's and the previous step's) to name their frees.
+ * Traffic that never repeats (NOVEL_QUIET new sequences in a row) is
+ * recorded one step in 8 only, so learning costs little where it cannot
+ * help.
  */
 #include "pool_learn.h"
 
@@ -48,6 +51,7 @@
 #define PLAN_SECONDS 0.005
 #define UNPLANNABLE ((unsigned)-1)
 #define CHECK_PAIRS_MAX 2048
+#define NOVEL_QUIET 16
 
 static inline size_t mix(uint64_t k) {
     k *= 0x9E3779B97F4A7C15ull;
@@ -55,13 +59,12 @@ static inline size_t mix(uint64_t k) {
 }
 
 static inline size_t block_bytes(const pa_learn_t *L, size_t size) {
-    if (size == 0) size = 1;
-    return (size + L->gran - 1) & ~(L->gran - 1);
+    return _pa_learn_block_bytes(L, size);
 }
 
 /* ---- event list ------------------------------------------------------------ */
 
-static void record(pa_learn_t *L, uint64_t ev) {
+void _pa_learn_record(pa_learn_t *L, uint64_t ev) {
     if (L->overflow) return;
     if (L->nev == L->evcap) {
         if (L->nev >= L->max_events) {
@@ -396,7 +399,7 @@ void _pa_learn_init(pa_learn_t *L, const pa_pool_config_t *cfg, size_t gran,
     L->heap = heap;
     L->step = 1;
     if (L->on && L->auto_step) { /* boundaries come by themselves */
-        L->hot = 1;
+        L->started = 1;
         start_step(L, 0);
     }
 }
@@ -413,9 +416,10 @@ void _pa_learn_destroy(pa_learn_t *L) {
 }
 
 static void start_step(pa_learn_t *L, size_t requested) {
+    L->hot = 1;
     L->step++;
     L->nev = 0;
-    L->overflow = 0;
+    L->overflow = L->novel >= NOVEL_QUIET && L->step % 8 != 0;
     L->nalloc = 0;
     L->cur = NULL;
     L->tried = L->serving = L->defer = L->freed0 = 0;
@@ -459,8 +463,8 @@ void _pa_learn_map_region(pa_learn_t *L, int release) {
 int _pa_learn_step(pa_learn_t *L, size_t requested) {
     L->steps++;
     if (!L->on) return 0;
-    if (!L->hot) {
-        L->hot = 1;
+    if (!L->started) {
+        L->started = 1;
         start_step(L, requested);
         return 0;
     }
@@ -471,10 +475,12 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
     if (full) {
         matched = P;
         L->plan_steps++;
+        L->novel = 0;
     } else if (!L->overflow && L->nev) {
         uint64_t h = hash_events(L->ev, L->nev);
         matched = find_plan(L, L->ev, L->nev, h);
         pa_learn_cand_t *c = matched ? NULL : see_candidate(L, h);
+        L->novel = matched || (c && c->count != 1) ? 0 : L->novel + 1;
         if (c && c->count != UNPLANNABLE && c->count >= L->repeats) {
             pa_learn_plan_t *Q = build_plan(L, c->ev, c->nev, h);
             if (Q && add_plan(L, Q) == 0) {
@@ -545,7 +551,7 @@ static void freed_in_step(pa_learn_t *L, uint32_t idx) {
     while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step) L->prefix++;
 }
 
-void *_pa_learn_alloc(pa_learn_t *L, size_t size, size_t *bsize) {
+void *_pa_learn_alloc_slow(pa_learn_t *L, size_t size, size_t *bsize) {
     if (pa_unlikely(!L->tried)) {
         L->tried = 1;
         size_t k = 0;
@@ -569,7 +575,11 @@ void *_pa_learn_alloc(pa_learn_t *L, size_t size, size_t *bsize) {
             if (L->freed0) freed_in_step(L, 0);
         }
     }
-    if (!L->serving) return NULL;
+    if (!L->serving) {
+        /* a quiet step no plan serves: nothing to do until its end */
+        if (L->overflow && !L->defer && !L->auto_step) L->hot = 0;
+        return NULL;
+    }
     pa_learn_plan_t *P = L->cur;
     if (pa_unlikely(L->ai >= P->n || L->ai != L->nalloc)) goto diverge;
     const pa_learn_entry_t *e = &P->e[L->ai];
@@ -592,7 +602,7 @@ void *_pa_learn_alloc(pa_learn_t *L, size_t size, size_t *bsize) {
     L->hits++;
     L->ai++;
     L->nalloc++;
-    record(L, (uint64_t)size << 2 | EV_ALLOC);
+    _pa_learn_record(L, (uint64_t)size << 2 | EV_ALLOC);
     *bsize = bs;
     return (void *)(L->base + off);
 diverge:
@@ -603,18 +613,18 @@ diverge:
 
 void _pa_learn_note_alloc(pa_learn_t *L, void *ptr, size_t size) {
     uint32_t idx = (uint32_t)L->nalloc++;
-    record(L, (uint64_t)size << 2 | EV_ALLOC);
-    if (!L->overflow) tab_put(&L->tab[L->tcur], (uintptr_t)ptr, idx);
+    _pa_learn_record(L, (uint64_t)size << 2 | EV_ALLOC);
+    if (!L->overflow || L->serving) tab_put(&L->tab[L->tcur], (uintptr_t)ptr, idx);
 }
 
 void _pa_learn_note_free(pa_learn_t *L, const void *ptr) {
     uint32_t idx;
     if (tab_take(&L->tab[L->tcur], (uintptr_t)ptr, &idx)) {
-        record(L, (uint64_t)idx << 2 | EV_FREE);
+        _pa_learn_record(L, (uint64_t)idx << 2 | EV_FREE);
         freed_in_step(L, idx); /* a zone block the plan counts (deferred) */
         if (idx == 0 && !L->cur) L->freed0 = 1;
     } else if (tab_take(&L->tab[!L->tcur], (uintptr_t)ptr, &idx))
-        record(L, (uint64_t)idx << 2 | EV_PREV);
+        _pa_learn_record(L, (uint64_t)idx << 2 | EV_PREV);
 }
 
 /* The class of the live block starting at `ptr`, or why there is none. */
@@ -655,10 +665,10 @@ pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req, size_t *
     *bsize = bs;
     if (L->hot) {
         if (age == 0) {
-            record(L, (uint64_t)idx << 2 | EV_FREE);
+            _pa_learn_record(L, (uint64_t)idx << 2 | EV_FREE);
             if (P == L->cur) freed_in_step(L, idx);
         } else if (age == 1) {
-            record(L, (uint64_t)idx << 2 | EV_PREV);
+            _pa_learn_record(L, (uint64_t)idx << 2 | EV_PREV);
         }
     }
     return PA_OK;

@@ -93,11 +93,18 @@ typedef struct pa_learn {
     pa_learn_cand_t cand[PA_LEARN_CANDIDATES];
 
     /* the step under way */
-    int hot;                  /* on, and a step mark has been seen        */
+    int started;              /* on, and a step mark has been seen        */
+    int hot;                  /* started, and this step is recorded or
+                                 served                                   */
     uint64_t step;            /* step number                              */
     uint64_t *ev;             /* events recorded in this step             */
     size_t nev, evcap;
-    int overflow;             /* too many events: not recorded            */
+    int overflow;             /* too many events, or a quiet step: not
+                                 recorded                                 */
+    unsigned novel;           /* recorded steps in a row seen for the
+                                 first time (random traffic): from
+                                 NOVEL_QUIET on, only 1 step in 8 is
+                                 recorded                                 */
     size_t nalloc;            /* allocations so far in this step          */
     pa_learn_plan_t *cur;     /* plan chosen for this step                */
     int tried, serving, par;
@@ -133,10 +140,49 @@ static inline int _pa_learn_owns(const pa_learn_t *L, const void *ptr) {
     return (uintptr_t)ptr - L->base < L->size;
 }
 
+static inline size_t _pa_learn_block_bytes(const pa_learn_t *L, size_t size) {
+    if (size == 0) size = 1;
+    return (size + L->gran - 1) & ~(L->gran - 1);
+}
+
+/* Append an event to the step's list (unless not recording). */
+void _pa_learn_record(pa_learn_t *L, uint64_t ev);
+void *_pa_learn_alloc_slow(pa_learn_t *L, size_t size, size_t *bsize);
+
 /* A planned block for the step's next request of `size` bytes, or NULL
  * (the zones serve it; call _pa_learn_note_alloc then).  *bsize gets the
- * block bytes.  Only while L->hot. */
-void *_pa_learn_alloc(pa_learn_t *L, size_t size, size_t *bsize);
+ * block bytes.  Only while L->hot.  The hit is inline: the plan's next
+ * entry has this size, the frees it needs happened, its place is free;
+ * everything else (choosing a plan, a divergence) is in pool_learn.c. */
+static inline void *_pa_learn_alloc(pa_learn_t *L, size_t size, size_t *bsize) {
+    pa_learn_plan_t *P = L->cur;
+    size_t ai = L->ai;
+    if (pa_likely(L->serving && ai < P->n && ai == L->nalloc)) {
+        const pa_learn_entry_t *e = &P->e[ai];
+        uint64_t off = e->off[L->par];
+        uint32_t c = e->cls[L->par];
+        if (pa_likely(e->size == size && off != PA_LEARN_GENERAL && e->need <= L->prefix &&
+                      !P->cls_live[c])) {
+            P->cls_live[c] = (uint32_t)ai + 1;
+            P->cls_step[c] = L->step;
+            if (e->carry) L->cur_carry++;
+            else L->cur_in++;
+            size_t bs = _pa_learn_block_bytes(L, size);
+            L->live++;
+            L->live_bytes += bs;
+            L->live_req += size;
+            L->hits++;
+            L->ai = ai + 1;
+            L->nalloc++;
+            uint64_t ev = (uint64_t)size << 2; /* EV_ALLOC */
+            if (pa_likely(!L->overflow && L->nev < L->evcap)) L->ev[L->nev++] = ev;
+            else _pa_learn_record(L, ev);
+            *bsize = bs;
+            return (void *)(L->base + off);
+        }
+    }
+    return _pa_learn_alloc_slow(L, size, bsize);
+}
 /* A zone block handed out while L->hot: recorded. */
 void _pa_learn_note_alloc(pa_learn_t *L, void *ptr, size_t size);
 /* A zone block freed while L->hot: recorded. */

@@ -619,6 +619,34 @@ static void test_auto_step(void) {
     pa_pool_destroy(p);
 }
 
+/* Traffic that never repeats makes the pool record only some steps; a
+ * loop that starts repeating afterwards is still learned, and served. */
+static void test_quiet_then_learn(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    world_t w;
+    world_init(&w, p);
+    unsigned long long seed = 99;
+    pa_pool_step(p);
+    for (int r = 0; r < 40; r++) {          /* 40 different steps */
+        for (int i = 0; i < 6; i++) A(&w, i, 64 + pa_rand(&seed) % 50000);
+        for (int i = 0; i < 6; i++) F(&w, i);
+        pa_pool_step(p);
+    }
+    CHECK_EQ(stats(p).learned_sequences, 0u);
+    int r = 0;
+    while (stats(p).learned_sequences == 0 && r < 40) {
+        model(&w, 1);
+        pa_pool_step(p);
+        r++;
+    }
+    CHECK(r <= 17);                          /* within two recorded steps */
+    uint64_t hits = stats(p).plan_hits;
+    warm(&w, model, 1, 3);
+    CHECK_EQ(stats(p).plan_hits - hits, 15u);
+    world_ok(&w);
+    pa_pool_destroy(p);
+}
+
 /* Random steps: a few step shapes repeated with random divergences
  * (another size, a skipped or extra block, a block kept), pool checked
  * and data verified after every step. */
@@ -678,6 +706,7 @@ int main(void) {
     RUN(test_sequences_kept);
     RUN(test_limit);
     RUN(test_auto_step);
+    RUN(test_quiet_then_learn);
     RUN(test_fuzz);
     return pa_test_report();
 }
