@@ -87,7 +87,7 @@ class Policy:
       marks step ends, each step's allocation sequence is recorded, and a
       sequence seen ``learn_repeats`` times (default 2) is planned and
       served at planned offsets from one region shared by up to
-      ``learn_sequences`` learned sequences (default 8, at most 64).  A
+      ``learn_sequences`` learned sequences (default 16, at most 64).  A
       step with more than ``learn_max_events`` allocations + frees
       (default 65536) is not learned.
     * ``auto_step`` -- also treat "live bytes back at the step's starting
@@ -111,7 +111,7 @@ class Policy:
     buddy_region: Optional[int] = None
     learn: bool = True
     learn_repeats: int = 2
-    learn_sequences: int = 8
+    learn_sequences: int = 16
     learn_max_events: int = 65536
     auto_step: bool = False
 
