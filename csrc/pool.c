@@ -522,13 +522,13 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
     if (_pa_learn_owns(&p->learn, ptr)) {
         /* a planned block moves to wherever the next request goes */
         size_t req;
-        s = _pa_learn_block(&p->learn, ptr, &req) ? PA_OK : PA_ERR_FOREIGN;
-        if (s == PA_OK) out = alloc_locked(p, size, &s);
+        _pa_learn_block(&p->learn, ptr, &req, &s);
+        if (s == PA_OK) out = alloc_locked(p, size, &s); /* counts its failure */
+        else p->failures++;
         if (out) {
             memcpy(out, ptr, req < size ? req : size);
             free_locked(p, ptr);
         }
-        if (!out) p->failures++;
         spin_unlock(&h->lock);
         *status = s;
         return out;
@@ -555,7 +555,7 @@ size_t pa_pool_block_size(pa_pool_t *h, const void *ptr) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return 0;
     pa_block_ref_t b;
-    size_t r = _pa_learn_owns(&p->learn, ptr) ? _pa_learn_block(&p->learn, ptr, NULL)
+    size_t r = _pa_learn_owns(&p->learn, ptr) ? _pa_learn_block(&p->learn, ptr, NULL, NULL)
                : find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
     spin_unlock(&h->lock);
     return r;

@@ -674,9 +674,11 @@ pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req, size_t *
     return PA_OK;
 }
 
-size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req) {
+size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req, pa_status_t *st) {
     long c;
-    if (find_planned(L, ptr, &c) != PA_OK) return 0;
+    pa_status_t s = find_planned(L, ptr, &c);
+    if (st) *st = s;
+    if (s != PA_OK) return 0;
     const pa_learn_entry_t *e = &L->owner->e[L->owner->cls_live[c] - 1];
     if (req) *req = e->size;
     return block_bytes(L, e->size);

@@ -190,8 +190,10 @@ void _pa_learn_note_free(pa_learn_t *L, const void *ptr);
 /* Free the planned block at `ptr` (in the region): PA_OK with its
  * requested and block bytes, or PA_ERR_DOUBLE_FREE / PA_ERR_FOREIGN. */
 pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req, size_t *bsize);
-/* Requested and block bytes of the live planned block at `ptr`; 0 if none. */
-size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req);
+/* Block bytes (and *req: requested bytes) of the live planned block at
+ * `ptr`; 0 if none, *st (may be NULL) saying why (PA_ERR_DOUBLE_FREE /
+ * PA_ERR_FOREIGN). */
+size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req, pa_status_t *st);
 
 /* End the step: learn from it, start the next.  Returns 1 when a new
  * plan was made (the warm-up memory can go back) or the region must grow

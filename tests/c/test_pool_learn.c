@@ -478,6 +478,9 @@ static void test_planned_api(void) {
     CHECK(y != NULL && st == PA_OK && y != x);
     CHECK(intact(y, 1000, w.tag[0]));
     CHECK_EQ(pa_pool_free(p, x), PA_ERR_DOUBLE_FREE);
+    uint64_t failures = stats(p).failures;
+    CHECK(pa_pool_realloc(p, x, 10, &st) == NULL && st == PA_ERR_DOUBLE_FREE);
+    CHECK_EQ(stats(p).failures, failures + 1);
     CHECK_EQ(stats(p).planned_live, 0u);
     CHECK_EQ(pa_pool_free(p, y), PA_OK);
     w.ptr[0] = NULL;
