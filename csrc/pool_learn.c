@@ -488,8 +488,9 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
                 made = 1;
                 L->map_failed = 0;
                 c->count = 0; /* the slot is free again */
-            } else {
+            } else if (Q) { /* no plan could make room: try again later */
                 plan_free(Q);
+            } else {
                 c->count = UNPLANNABLE;
             }
         }

@@ -157,7 +157,10 @@ def policies(draw):
               fine_classes=draw(st.sampled_from([1, 2, 4, 8])),
               growth=draw(st.sampled_from(["pow2", "requested", "none"])),
               release=draw(st.sampled_from(["unmap", "decommit"])),
-              cache_budget=draw(st.sampled_from([None, 0, 4 * KiB, 16 * MiB])))
+              cache_budget=draw(st.sampled_from([None, 0, 4 * KiB, 16 * MiB])),
+              learn=draw(st.booleans()), auto_step=draw(st.booleans()),
+              learn_repeats=draw(st.integers(1, 4)),
+              learn_sequences=draw(st.integers(1, 64)))
     if draw(st.booleans()):
         n = draw(st.integers(1, 12))
         steps = draw(st.lists(st.integers(1, 64), min_size=n, max_size=n))
@@ -199,6 +202,7 @@ def test_any_valid_policy_makes_a_pool_or_a_clear_error(policy, sizes):
         return
     assert pool.policy == policy and pool.alignment == policy.alignment
     arrs = []
+    pool.step()
     for i, n in enumerate(sizes):
         try:
             a = pool.empty(n, np.uint8)
@@ -207,6 +211,7 @@ def test_any_valid_policy_makes_a_pool_or_a_clear_error(policy, sizes):
         a.fill(i)
         assert a.ctypes.data % policy.alignment == 0
         arrs.append((a, i))
+        pool.step()
     for a, i in arrs:
         assert (a == i).all()
     assert pool.check() == 0
