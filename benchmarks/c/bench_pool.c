@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -293,6 +294,7 @@ typedef struct {
     char note[160];
     double rss0_kb, hwm_kb, rss_end_kb;
     double warm_hwm_kb;  /* peak RSS during the second replay */
+    double warm_faults;  /* page faults (minor + major) during it */
     double replay_ns;
     bench_stats_t st;
 } fp_result_t;
@@ -369,10 +371,14 @@ static int footprint_child(bench_alloc_t *a, const bt_trace_t *t, int wfd) {
         double ns = replay_fp(a, t, slots, &r.st);
         r.hwm_kb = (double)status_kb("VmHWM");
         if (ns >= 0) { /* steady state: the same trace again */
+            struct rusage ru0, ru1;
             if (a->warm) a->warm(a);
             reset_hwm();
+            getrusage(RUSAGE_SELF, &ru0);
             ns = replay_fp(a, t, slots, &r.st);
+            getrusage(RUSAGE_SELF, &ru1);
             r.warm_hwm_kb = (double)status_kb("VmHWM");
+            r.warm_faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
         }
         r.rss_end_kb = (double)status_kb("VmRSS");
         r.replay_ns = ns;
@@ -581,11 +587,12 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
     printf("| allocator | ns/pair (median) | min..max | vs glibc | "
            "peak RSS / peak live | vs glibc | frag (RSS) | "
            "reserved / requested (peaks) | frag (stats) | int. @peak | "
-           "ext. @peak | RSS kept (MiB) | warm peak RSS / peak live |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "ext. @peak | RSS kept (MiB) | warm peak RSS / peak live | "
+           "warm page faults / %s |\n", t->n_steps > 1 ? "step" : "replay");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < na; i++) {
-        char c[13][48];
-        for (int k = 0; k < 13; k++) snprintf(c[k], sizeof c[k], "-");
+        char c[14][48];
+        for (int k = 0; k < 14; k++) snprintf(c[k], sizeof c[k], "-");
         snprintf(c[0], sizeof c[0], "%.31s", a[i].name);
         if (!a[i].available) goto row;
         if (med[i] >= 0) {
@@ -601,6 +608,8 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
             mib(c[11], sizeof c[11], (fp[i].rss_end_kb - fp[i].rss0_kb) * 1024.0);
             snprintf(c[12], sizeof c[12], "%.3f",
                      (fp[i].warm_hwm_kb - fp[i].rss0_kb) * 1024.0 / (double)t->peak_live);
+            snprintf(c[13], sizeof c[13], "%.1f",
+                     fp[i].warm_faults / (double)(t->n_steps > 1 ? t->n_steps : 1));
         } else if (o->do_fp) {
             snprintf(c[4], sizeof c[4], "fail");
         }
@@ -628,13 +637,13 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
         }
     row:
         printf("|");
-        for (int k = 0; k < 13; k++) printf(" %s |", c[k]);
+        for (int k = 0; k < 14; k++) printf(" %s |", c[k]);
         printf("\n");
     }
     if (o->do_fp) {
         double ff = sim_first_fit(t);
         printf("| (ideal first fit, simulated) | - | - | - | %.3f | %s | %.1f%% "
-               "| - | - | - | - | - | - |\n", ff, "-", ff > 0 ? 100 * (1 - 1 / ff) : 0);
+               "| - | - | - | - | - | - | - |\n", ff, "-", ff > 0 ? 100 * (1 - 1 / ff) : 0);
     }
     for (int i = 0; i < na; i++)
         if (a[i].note[0]) printf("\nnote: %s: %s\n", a[i].name, a[i].note);

@@ -51,6 +51,7 @@ def test_bench_pool_short_traces_agree_with_pool_stats(tmp_path):
             assert float(cells[1]) > 0          # ns per pair
             assert float(cells[4]) > 0          # peak RSS / peak live
             assert float(cells[12]) > 0         # the same after warm-up
+            assert float(cells[13]) >= 0        # page faults per step then
     for name in ("pool-hybrid", "pool-slab", "pool-buddy", "pool-learned"):
         for cells in rows[name]:
             # reserved / requested at the peaks is at least 1
