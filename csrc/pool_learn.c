@@ -53,10 +53,7 @@
 #define CHECK_PAIRS_MAX 2048
 #define NOVEL_QUIET 16
 
-static inline size_t mix(uint64_t k) {
-    k *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(k ^ (k >> 29));
-}
+static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
 
 static inline size_t block_bytes(const pa_learn_t *L, size_t size) {
     return _pa_learn_block_bytes(L, size);
@@ -639,7 +636,7 @@ static pa_status_t find_planned(const pa_learn_t *L, const void *ptr, long *cls)
     return PA_OK;
 }
 
-pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req, size_t *bsize) {
+pa_status_t _pa_learn_free_slow(pa_learn_t *L, const void *ptr, size_t *req, size_t *bsize) {
     long c;
     pa_status_t st = find_planned(L, ptr, &c);
     if (st != PA_OK) return st;

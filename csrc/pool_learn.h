@@ -140,6 +140,11 @@ static inline int _pa_learn_owns(const pa_learn_t *L, const void *ptr) {
     return (uintptr_t)ptr - L->base < L->size;
 }
 
+static inline size_t _pa_learn_mix(uint64_t k) {
+    k *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(k ^ (k >> 29));
+}
+
 static inline size_t _pa_learn_block_bytes(const pa_learn_t *L, size_t size) {
     if (size == 0) size = 1;
     return (size + L->gran - 1) & ~(L->gran - 1);
@@ -187,9 +192,44 @@ static inline void *_pa_learn_alloc(pa_learn_t *L, size_t size, size_t *bsize) {
 void _pa_learn_note_alloc(pa_learn_t *L, void *ptr, size_t size);
 /* A zone block freed while L->hot: recorded. */
 void _pa_learn_note_free(pa_learn_t *L, const void *ptr);
+pa_status_t _pa_learn_free_slow(pa_learn_t *L, const void *ptr, size_t *req, size_t *bsize);
+
 /* Free the planned block at `ptr` (in the region): PA_OK with its
- * requested and block bytes, or PA_ERR_DOUBLE_FREE / PA_ERR_FOREIGN. */
-pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req, size_t *bsize);
+ * requested and block bytes, or PA_ERR_DOUBLE_FREE / PA_ERR_FOREIGN.  The
+ * common case is inline: a block of this step, of the plan serving it,
+ * found at the first probe of the class table; the rest (carries, older
+ * blocks, bad pointers) is in pool_learn.c. */
+static inline pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req,
+                                         size_t *bsize) {
+    pa_learn_plan_t *P = L->cur;
+    if (pa_likely(P && P == L->owner && L->hot)) {
+        uint64_t off = (uint64_t)((uintptr_t)ptr - L->base);
+        uint32_t c1 = P->cls_index[_pa_learn_mix(off) & P->cls_mask];
+        if (pa_likely(c1 && P->cls_off[c1 - 1] == off)) {
+            uint32_t c = c1 - 1, v = P->cls_live[c];
+            if (pa_likely(v && P->cls_step[c] == L->step && !P->e[v - 1].carry)) {
+                uint32_t idx = v - 1;
+                size_t size = P->e[idx].size, bs = _pa_learn_block_bytes(L, size);
+                P->cls_live[c] = 0;
+                L->cur_in--;
+                L->live--;
+                L->live_bytes -= bs;
+                L->live_req -= size;
+                L->frees++;
+                uint64_t ev = (uint64_t)idx << 2 | 1u; /* EV_FREE */
+                if (pa_likely(!L->overflow && L->nev < L->evcap)) L->ev[L->nev++] = ev;
+                else _pa_learn_record(L, ev);
+                P->freed_at[idx] = L->step;
+                while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step)
+                    L->prefix++;
+                *req = size;
+                *bsize = bs;
+                return PA_OK;
+            }
+        }
+    }
+    return _pa_learn_free_slow(L, ptr, req, bsize);
+}
 /* Block bytes (and *req: requested bytes) of the live planned block at
  * `ptr`; 0 if none, *st (may be NULL) saying why (PA_ERR_DOUBLE_FREE /
  * PA_ERR_FOREIGN). */
