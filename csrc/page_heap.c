@@ -238,11 +238,12 @@ static int chunk_add_span(pa_page_heap_t *h, pa_heap_chunk_t *c) {
 
 static size_t room_under_limit(const pa_page_heap_t *h) {
     if (!h->limit) return SIZE_MAX;
-    return h->limit > h->reserved ? h->limit - h->reserved : 0;
+    size_t used = h->reserved + h->outside;
+    return h->limit > used ? h->limit - used : 0;
 }
 
 static void track_peak_reserved(pa_page_heap_t *h) {
-    if (h->reserved > h->peak_reserved) h->peak_reserved = h->reserved;
+    if (h->reserved + h->outside > h->peak_reserved) h->peak_reserved = h->reserved + h->outside;
 }
 
 /* Map a new chunk of `size` bytes (or take a spare); 0 on success. */
@@ -437,7 +438,7 @@ int _pa_heap_grow(pa_page_heap_t *h, size_t np) {
     }
     if (need > room_under_limit(h)) {
         /* fully free chunks are dead weight under the limit */
-        size_t target = h->limit > need ? h->limit - need : 0;
+        size_t target = h->limit > need + h->outside ? h->limit - need - h->outside : 0;
         _pa_heap_release(h, target);
         if (need > room_under_limit(h)) return -1;
     }
@@ -578,8 +579,8 @@ size_t _pa_heap_check(const pa_page_heap_t *h) {
         }
     }
     if (n != h->nchunks || reserved != h->reserved) broken++;
-    if (h->limit && h->reserved > h->limit) broken++;
-    if (h->peak_reserved < h->reserved) broken++;
+    if (h->limit && h->reserved + h->outside > h->limit) broken++;
+    if (h->peak_reserved < h->reserved + h->outside) broken++;
     size_t listed = 0, listed_bytes = 0;
     for (size_t np = 0; np <= PA_HEAP_EXACT_PAGES; np++) {
         const pa_span_t *head = np < PA_HEAP_EXACT_PAGES ? h->free_by_pages[np] : h->free_big;

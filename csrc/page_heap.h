@@ -46,7 +46,10 @@ typedef struct pa_page_heap {
                                  (on `chunks` while its committed size is
                                  > 0); NULL: separate chunks only         */
     size_t nchunks, last_grow;
-    size_t reserved, peak_reserved; /* committed bytes (spares excluded)  */
+    size_t reserved, peak_reserved; /* committed bytes (spares excluded);
+                                 the peak and the limit count `outside` too */
+    size_t outside;           /* bytes the pool reserved beside the heap
+                                 (the learned region, pool_learn.c)       */
     uint64_t grows;           /* growth steps after create                */
 
     /* span descriptors: recycled, freed only at destroy */

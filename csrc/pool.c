@@ -4,7 +4,9 @@
  * classes, buddy orders, large spans: slab.c, buddy.c, large.c), serves it
  * from the deferred caches first (cache.c), keeps the per-zone counters
  * and decides where a zone's new span comes from (the span source).
- * Statistics, the consistency check and the walk are in pool_inspect.c.
+ * Statistics, the consistency check and the walk are in pool_inspect.c;
+ * learned steps (pa_pool_step, planned offsets) in pool_learn.c, reached
+ * from here through three hooks: alloc, free and the step.
  *
  * Design choices:
  *  - Growth happens only after the heap and a flush of the caches failed,
@@ -264,7 +266,7 @@ static void account_resize(pa_pool_impl_t *p, pa_zone_t zone, size_t old_req, si
 
 /* ---- allocation and free --------------------------------------------------------- */
 
-static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
+static void *zone_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
     route_t r;
     pa_status_t s = route(p, size, &r);
     if (pa_unlikely(s != PA_OK)) {
@@ -304,6 +306,38 @@ static void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
     return ptr;
 }
 
+/* A learned plan's block (pool_learn.c) when the step repeats one, else a
+ * zone block, recorded for learning. */
+static void *learn_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
+    size_t bsize;
+    void *ptr = _pa_learn_alloc(&p->learn, size, &bsize);
+    if (ptr) {
+        p->requested += size;
+        p->allocated += bsize;
+        if (p->requested > p->peak_requested) p->peak_requested = p->requested;
+        if (p->allocated > p->peak_allocated) p->peak_allocated = p->allocated;
+        *st = PA_OK;
+        return ptr;
+    }
+    ptr = zone_alloc_locked(p, size, st);
+    if (ptr) _pa_learn_note_alloc(&p->learn, ptr, size);
+    return ptr;
+}
+
+static inline void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
+    if (pa_unlikely(p->learn.hot)) return learn_alloc_locked(p, size, st);
+    return zone_alloc_locked(p, size, st);
+}
+
+/* End a step: learn from it; a new plan gives the warm-up memory back
+ * (and the region grows if the plan needs it). */
+static void step_locked(pa_pool_impl_t *p) {
+    if (_pa_learn_step(&p->learn, p->requested)) {
+        trim_locked(p, 0);
+        _pa_learn_map_region(&p->learn, 0);
+    }
+}
+
 /* Describe the live block at `ptr`, or say why it is not one.  The page
  * map says which zone's side table to ask; nothing is read from the
  * block itself. */
@@ -317,8 +351,17 @@ static pa_status_t find_live(const pa_pool_impl_t *p, const void *ptr, pa_block_
 
 static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
     pa_block_ref_t b;
-    pa_status_t s = find_live(p, ptr, &b);
+    pa_status_t s;
+    if (pa_unlikely(_pa_learn_owns(&p->learn, ptr))) {
+        s = _pa_learn_free(&p->learn, ptr, &b.requested, &b.bsize);
+        if (s != PA_OK) return s;
+        p->requested -= b.requested;
+        p->allocated -= b.bsize;
+        goto done;
+    }
+    s = find_live(p, ptr, &b);
     if (s != PA_OK) return s;
+    if (pa_unlikely(p->learn.hot)) _pa_learn_note_free(&p->learn, ptr);
     size_t bin;
     if (b.zone == PA_ZONE_SLAB) {
         bin = _pa_cache_slab_bin(&p->cache, _pa_slab_mark_cached(b.owner, b.unit));
@@ -330,6 +373,10 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
     }
     account_free(p, b.zone, b.requested, b.bsize);
     _pa_cache_put(&p->cache, b.zone, bin, ptr, b.owner, b.bsize);
+done:
+    if (pa_unlikely(p->learn.auto_step) && p->requested == p->learn.base_requested &&
+        p->learn.nalloc)
+        step_locked(p);
     return PA_OK;
 }
 
@@ -349,11 +396,13 @@ pa_status_t pa_pool_config_default(pa_pool_config_t *cfg) {
     cfg->slab_size = (size_t)64 << 10;
     cfg->buddy_region = (size_t)1 << 20;
     cfg->large_threshold = (size_t)256 << 10;
+    cfg->learn = 1;
     return PA_OK;
 }
 
 /* Free the pool proper, whatever part of it pa_pool_create got to build. */
 static void impl_free(pa_pool_impl_t *p) {
+    if (p->learn.heap) _pa_learn_destroy(&p->learn);
     _pa_cache_destroy(&p->cache);
     _pa_slab_destroy(&p->slab); /* finds live slabs through the heap */
     _pa_buddy_destroy(&p->buddy);
@@ -400,6 +449,7 @@ static pa_status_t impl_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg, siz
     if (_pa_cache_init(&p->cache, budget, &p->slab, &p->buddy, &p->large) != 0 ||
         _pa_heap_init(heap) != 0)
         return PA_ERR_NOMEM;
+    _pa_learn_init(&p->learn, cfg, gran, heap);
     return PA_OK;
 }
 
@@ -516,7 +566,22 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
     if (!p) return NULL;
     pa_block_ref_t b;
     void *out = NULL;
-    pa_status_t s = find_live(p, ptr, &b);
+    pa_status_t s;
+    if (_pa_learn_owns(&p->learn, ptr)) {
+        /* a planned block moves to wherever the next request goes */
+        size_t req;
+        _pa_learn_block(&p->learn, ptr, &req, &s);
+        if (s == PA_OK) out = alloc_locked(p, size, &s); /* counts its failure */
+        else p->failures++;
+        if (out) {
+            memcpy(out, ptr, req < size ? req : size);
+            free_locked(p, ptr);
+        }
+        spin_unlock(&h->lock);
+        *status = s;
+        return out;
+    }
+    s = find_live(p, ptr, &b);
     if (s == PA_OK) out = realloc_locked(p, ptr, &b, size, &s);
     else p->failures++;
     spin_unlock(&h->lock);
@@ -538,7 +603,8 @@ size_t pa_pool_block_size(pa_pool_t *h, const void *ptr) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return 0;
     pa_block_ref_t b;
-    size_t r = find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
+    size_t r = _pa_learn_owns(&p->learn, ptr) ? _pa_learn_block(&p->learn, ptr, NULL, NULL)
+               : find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
     spin_unlock(&h->lock);
     return r;
 }
@@ -569,6 +635,7 @@ pa_status_t pa_pool_free_all(pa_pool_t *h) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     trim_locked(p, 0);
+    _pa_learn_map_region(&p->learn, 1); /* an empty region too (the plans stay) */
     spin_unlock(&h->lock);
     return PA_OK;
 }
@@ -601,6 +668,15 @@ pa_status_t pa_pool_set_watermarks(pa_pool_t *h, size_t high, size_t low) {
     return st;
 }
 
+pa_status_t pa_pool_step(pa_pool_t *h) {
+    pa_status_t st;
+    pa_pool_impl_t *p = enter(h, &st);
+    if (!p) return st;
+    step_locked(p);
+    spin_unlock(&h->lock);
+    return PA_OK;
+}
+
 pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     pa_status_t st;
     if (!out) return PA_ERR_INVALID;
@@ -624,7 +700,7 @@ pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
     if (!p) return st;
     p->peak_requested = p->requested;
     p->peak_allocated = p->allocated;
-    p->heap.peak_reserved = p->heap.reserved;
+    p->heap.peak_reserved = p->heap.reserved + p->heap.outside;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
         p->zone[z].peak_requested = p->zone[z].requested;
         p->zone[z].peak_allocated = p->zone[z].allocated;

@@ -3,8 +3,9 @@
  *
  * pool.c takes the lock and calls in here; nothing here changes the pool.
  * Each view asks every layer for its own part (the heap for chunks and
- * free spans, each zone for its blocks, the caches for their entries) and
- * only adds the parts up.
+ * free spans, each zone for its blocks, the caches for their entries, the
+ * learned region for its plans and live blocks) and only adds the parts
+ * up.
  *
  * Design choice: the check recounts everything from the side tables --
  * every span of every chunk, every slot, tag and cache entry -- and
@@ -38,12 +39,12 @@ void _pa_pool_stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out) {
     memset(out, 0, sizeof(*out));
     out->requested = p->requested;
     out->allocated = p->allocated;
-    out->reserved = p->heap.reserved;
+    out->reserved = p->heap.reserved + p->heap.outside;
     out->cached = p->cache.cached;
     out->peak_requested = p->peak_requested;
     out->peak_allocated = p->peak_allocated;
     out->peak_reserved = p->heap.peak_reserved;
-    out->total_free = p->heap.reserved >= p->allocated ? p->heap.reserved - p->allocated : 0;
+    out->total_free = out->reserved >= p->allocated ? out->reserved - p->allocated : 0;
     out->largest_free = largest_free(p);
     out->chunks = p->heap.nchunks;
     out->limit = p->heap.limit;
@@ -72,6 +73,11 @@ void _pa_pool_stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out) {
         out->allocs += s->allocs;
         out->frees += s->frees;
     }
+    /* the learned region: its blocks are in the pool's totals, no zone's */
+    out->live += p->learn.live;
+    out->allocs += p->learn.hits;
+    out->frees += p->learn.frees;
+    _pa_learn_stats(&p->learn, out);
 }
 
 /* Every span of every chunk: each zone checks its own and tallies its
@@ -99,8 +105,9 @@ static size_t check_spans(const pa_pool_impl_t *p, pa_check_tally_t t[PA_ZONE_CO
 /* The zones' tallies against the counters and the caches' contents. */
 static size_t check_totals(const pa_pool_impl_t *p, const pa_check_tally_t t[PA_ZONE_COUNT],
                            const size_t zone_bytes[PA_ZONE_COUNT],
-                           const size_t cached_bytes[PA_ZONE_COUNT], size_t nentries) {
-    size_t broken = 0, tn = 0, tc = 0, alloc = 0, req = 0, cached = 0;
+                           const size_t cached_bytes[PA_ZONE_COUNT], size_t nentries,
+                           size_t planned_bytes, size_t planned_req) {
+    size_t broken = 0, tn = 0, tc = 0, alloc = planned_bytes, req = planned_req, cached = 0;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
         const pa_zone_counters_t *c = &p->zone[z];
         tn += t[z].ncached;
@@ -133,7 +140,9 @@ size_t _pa_pool_check_locked(const pa_pool_impl_t *p) {
     broken += _pa_slab_check_classes(&p->slab);
     broken += _pa_buddy_check_lists(&p->buddy);
     broken += _pa_cache_check(&p->cache, &p->heap.map, cached_bytes, &nentries);
-    return broken + check_totals(p, t, zone_bytes, cached_bytes, nentries);
+    size_t plive, pbytes, preq;
+    broken += _pa_learn_check(&p->learn, &plive, &pbytes, &preq);
+    return broken + check_totals(p, t, zone_bytes, cached_bytes, nentries, pbytes, preq);
 }
 
 void _pa_pool_walk_locked(const pa_pool_impl_t *p, pa_pool_walker_t fn, void *ctx) {

@@ -8,12 +8,14 @@
  *   zone.h       what the zones share (span source, block reference)
  *   page_heap.h  chunks, reservation, spans (page_heap.c)
  *   page_map.h   address -> span (inline)
+ *   pool_learn.h learned steps: one planned region beside the heap
  * Calls go down only: pool.c -> cache -> zones -> page heap -> page map.
  */
 #ifndef PA_POOL_INTERNAL_H
 #define PA_POOL_INTERNAL_H
 
 #include "cache.h"
+#include "pool_learn.h"
 
 /* Per-zone counters kept by the front end (the zones count their reserved
  * bytes, the caches their cached bytes and hits).  live = allocs - frees:
@@ -41,10 +43,12 @@ typedef struct pa_pool_impl {
     pa_buddy_zone_t buddy;
     pa_large_zone_t large;
     pa_cache_t cache;         /* freed blocks waiting for reuse           */
+    pa_learn_t learn;         /* learned steps and their region           */
 
     /* statistics */
     pa_zone_counters_t zone[PA_ZONE_COUNT];
-    size_t requested, allocated;      /* live/allocs/frees: zone sums     */
+    size_t requested, allocated;      /* zones + learned region; live/
+                                         allocs/frees: sums of both    */
     size_t peak_requested, peak_allocated;
     uint64_t failures, trims;
 } pa_pool_impl_t;

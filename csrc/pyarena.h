@@ -324,6 +324,22 @@ typedef struct pa_pool_config {
     size_t large_threshold; /* hybrid: blocks above go to the large zone;
                               0 = 256 KiB (at most buddy_region)        */
     const pa_backend_t *backend; /* NULL = pa_backend_default()         */
+    /* Learning the step (pa_pool_step(), pool_learn.c, docs/pool.md): */
+    int learn;             /* 1 (default): record each step's alloc/free
+                              sequence once pa_pool_step() has been called,
+                              plan a sequence seen `learn_repeats` times
+                              and serve it at planned offsets; 0: off    */
+    unsigned learn_repeats; /* identical steps before a plan is used;
+                              0 = 2                                     */
+    unsigned learn_sequences; /* learned sequences kept (they share one
+                              region sized to the largest); 0 = 16, at
+                              most 64                                   */
+    size_t learn_max_events; /* a step with more allocs + frees is not
+                              recorded; 0 = 65536                       */
+    int auto_step;         /* 1: a free that brings the live bytes back to
+                              the step's starting level also marks a
+                              step boundary; 0 (default): only
+                              pa_pool_step()                            */
 } pa_pool_config_t;
 
 typedef struct pa_pool_zone_stats {
@@ -366,6 +382,16 @@ typedef struct pa_pool_stats {
     double frag_external;  /* 1 - largest_free / total_free (0 if none) */
     double frag_overall;   /* 1 - requested / reserved (0 if none)      */
     pa_pool_zone_stats_t zone[3]; /* indexed by pa_zone_t (PA_ZONE_COUNT) */
+    /* learned steps (counted in the totals above too: requested,
+       allocated, reserved, live, allocs, frees) */
+    size_t learned_sequences; /* plans held                            */
+    size_t planned_bytes;  /* bytes of the one learned region (part of
+                              reserved)                                  */
+    size_t planned_live;   /* bytes of live blocks in that region       */
+    uint64_t plan_hits;    /* allocations served at a planned offset    */
+    uint64_t plan_misses;  /* steps that diverged from their plan        */
+    uint64_t plan_steps;   /* steps served from a plan to their end      */
+    uint64_t steps;        /* step boundaries seen                       */
 } pa_pool_stats_t;
 
 typedef struct pa_pool_block {
@@ -448,6 +474,24 @@ pa_status_t pa_pool_set_limit(pa_pool_t *pool, size_t limit);
  * low > high. */
 pa_status_t pa_pool_set_watermarks(pa_pool_t *pool, size_t high, size_t low);
 
+/* Mark the end of one step (one inference, one loop iteration).  With
+ * `learn` on, the pool records each step's sequence of allocations and
+ * frees (sizes, order, lifetimes); once the same sequence has been seen
+ * `learn_repeats` times it is planned (pa_plan_assign, offsets at or near
+ * the lower bound) in one region shared by every learned sequence, and
+ * the following steps that repeat it are served at planned offsets (the
+ * i-th allocation compares its size with the plan's and adds an offset).
+ * A request that diverges from the plan (another size, order or an extra
+ * block) is served by the zones for the rest of that step; blocks already
+ * handed out stay valid until freed.  Blocks of a step that are freed
+ * during the next step are planned too (double-buffered); blocks living
+ * longer come from the zones.  When a new plan is made the pool trims
+ * (the warm-up memory goes back).  Cheap except when a plan is made: it
+ * runs the planner (bounded to ~5 ms) under the pool lock.  PA_OK, or
+ * PA_ERR_STATE / PA_ERR_INVALID for a destroyed / NULL pool; a pool with
+ * learning off just counts the step. */
+pa_status_t pa_pool_step(pa_pool_t *pool);
+
 /* Fill `*out` with a consistent snapshot of the statistics
  * (PA_ERR_INVALID for a NULL `out`). */
 pa_status_t pa_pool_stats(pa_pool_t *pool, pa_pool_stats_t *out);
@@ -456,12 +500,15 @@ pa_status_t pa_pool_stats(pa_pool_t *pool, pa_pool_stats_t *out);
 pa_status_t pa_pool_reset_peak(pa_pool_t *pool);
 
 /* Number of broken internal invariants (0 = healthy; 1 for NULL or a
- * destroyed pool).  O(pool size): for tests and debugging. */
+ * destroyed pool), the learned region and plans included.  O(pool size):
+ * for tests and debugging. */
 size_t pa_pool_check(pa_pool_t *pool);
 
-/* Call `fn` for every block (live, cached and free) in address order
- * within each chunk, under the pool lock.  Stops early when `fn` returns
- * nonzero (still PA_OK).  PA_ERR_INVALID for a NULL `fn`. */
+/* Call `fn` for every block (live, cached and free) of the zones in
+ * address order within each chunk, under the pool lock (the learned
+ * region is not walked: its bytes are in the statistics).  Stops early
+ * when `fn` returns nonzero (still PA_OK).  PA_ERR_INVALID for a NULL
+ * `fn`. */
 pa_status_t pa_pool_walk(pa_pool_t *pool, pa_pool_walker_t fn, void *ctx);
 
 

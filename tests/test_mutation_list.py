@@ -21,6 +21,7 @@ UNMUTATED = {
     "csrc/page_heap.h": "declarations; its one inline function builds an iterator",
     "csrc/plan_internal.h": "declarations",
     "csrc/pool_internal.h": "declarations",
+    "csrc/pool_learn.h": "declarations of the learned steps",
     "csrc/zone.h": "declarations",
     "csrc/examples/embed_arena.c": "an example program (make check runs it)",
     "pyarena/__init__.py": "re-exports and lazy imports (tests/test_layers.py)",

@@ -34,6 +34,10 @@ typedef struct bench_alloc {
     void (*close)(struct bench_alloc *a);
     void (*stats)(struct bench_alloc *a, bench_stats_t *out);   /* peaks, end */
     void (*snapshot)(struct bench_alloc *a, bench_stats_t *out); /* frag now */
+    void (*step)(void *ctx);                      /* a step mark in the trace */
+    void (*warm)(struct bench_alloc *a);          /* after the warm-up replay */
+    int solo;            /* timed in a process of its own (process-wide
+                            settings, e.g. mallopt) */
     void *ctx;
     int mode;
 } bench_alloc_t;

@@ -14,7 +14,15 @@
  * child (so heaps do not pollute each other), writing one byte per page so
  * that every byte handed out is resident; the figure is the child's peak
  * RSS growth (VmHWM after clear_refs) divided by the trace's peak live
- * requested bytes.  The pool additionally reports its own statistics.
+ * requested bytes.  The same child then replays the trace a second time
+ * (the "warm" figure: peak RSS during that replay over the RSS before the
+ * first, i.e. what the allocator needs resident in steady state).  The
+ * pool additionally reports its own statistics (peaks of the warm replay).
+ *
+ * Step marks in the traces (one per inference) are passed to the
+ * allocators that take them (pool-learned); "glibc-tuned" (no trim, no
+ * mmap below 32 MiB, set with mallopt for the whole process) is timed in
+ * a timing child of its own.
  *
  * The other mallocs are loaded with dlopen(RTLD_LOCAL) and called through
  * their own symbols, so nothing is needed at build time; a library that
@@ -30,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,7 +88,15 @@ static int dl_open(bench_alloc_t *a) {
     return 0;
 }
 
-#define MAX_ALLOCS 12
+#define MAX_ALLOCS 16
+
+/* glibc without trimming and without mmap below 32 MiB: process-wide */
+static int glibc_tuned_open(bench_alloc_t *a) {
+    (void)a;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 0x7fffffff);
+    return 0;
+}
 
 static int make_allocators(bench_alloc_t *a) {
     int n = 0;
@@ -87,6 +104,13 @@ static int make_allocators(bench_alloc_t *a) {
     snprintf(a[n].name, sizeof a[n].name, "glibc");
     a[n].alloc = glibc_alloc;
     a[n].free = glibc_free;
+    a[n].available = 1;
+    n++;
+    snprintf(a[n].name, sizeof a[n].name, "glibc-tuned");
+    a[n].alloc = glibc_alloc;
+    a[n].free = glibc_free;
+    a[n].open = glibc_tuned_open;
+    a[n].solo = 1;
     a[n].available = 1;
     n++;
     struct { const char *name; dl_alloc_t *d; } dls[] = {
@@ -129,6 +153,7 @@ static double replay(const bench_alloc_t *a, const bt_trace_t *t,
                      void **slots, int touch) {
     void *(*am)(void *, size_t) = a->alloc;
     void (*af)(void *, void *) = a->free;
+    void (*as)(void *) = a->step;
     void *ctx = a->ctx;
     const bt_op_t *ops = t->ops;
     size_t n = t->n, i;
@@ -154,8 +179,10 @@ static double replay(const bench_alloc_t *a, const bt_trace_t *t,
                 break;
             }
             slots[op.slot] = (void *)p;
-        } else {
+        } else if (op.slot != BT_STEP) {
             af(ctx, slots[op.slot]);
+        } else if (as) {
+            as(ctx);
         }
     }
     return now_ns() - t0;
@@ -163,7 +190,8 @@ fail: {
     /* free what is live: replay the remaining frees of live slots */
     char *live = calloc(t->nslots, 1);
     if (live) {
-        for (size_t j = 0; j < i; j++) live[ops[j].slot] = ops[j].size != 0;
+        for (size_t j = 0; j < i; j++)
+            if (ops[j].slot != BT_STEP) live[ops[j].slot] = ops[j].size != 0;
         for (uint32_t s = 0; s < t->nslots; s++)
             if (live[s]) af(ctx, slots[s]);
         free(live);
@@ -192,6 +220,7 @@ static double sim_first_fit(const bt_trace_t *t) {
     if (!fr || !off || !len) goto out;
     for (size_t i = 0; i < t->n; i++) {
         bt_op_t op = t->ops[i];
+        if (op.slot == BT_STEP) continue;
         if (op.size) {
             uint64_t sz = ((uint64_t)op.size + 63) & ~(uint64_t)63;
             size_t k;
@@ -264,6 +293,8 @@ typedef struct {
     int ok;           /* 1 ok, 0 open failed, -1 alloc failed */
     char note[160];
     double rss0_kb, hwm_kb, rss_end_kb;
+    double warm_hwm_kb;  /* peak RSS during the second replay */
+    double warm_faults;  /* page faults (minor + major) during it */
     double replay_ns;
     bench_stats_t st;
 } fp_result_t;
@@ -311,9 +342,11 @@ static double replay_fp(const bench_alloc_t *a, const bt_trace_t *t,
             sizes[op.slot] = op.size;
             live += op.size;
             if (live == t->peak_live && a->snapshot) a->snapshot((bench_alloc_t *)a, st);
-        } else {
+        } else if (op.slot != BT_STEP) {
             a->free(a->ctx, slots[op.slot]);
             live -= sizes[op.slot];
+        } else if (a->step) {
+            a->step(a->ctx);
         }
     }
     free(sizes);
@@ -337,6 +370,16 @@ static int footprint_child(bench_alloc_t *a, const bt_trace_t *t, int wfd) {
         r.rss0_kb = (double)status_kb("VmRSS");
         double ns = replay_fp(a, t, slots, &r.st);
         r.hwm_kb = (double)status_kb("VmHWM");
+        if (ns >= 0) { /* steady state: the same trace again */
+            struct rusage ru0, ru1;
+            if (a->warm) a->warm(a);
+            reset_hwm();
+            getrusage(RUSAGE_SELF, &ru0);
+            ns = replay_fp(a, t, slots, &r.st);
+            getrusage(RUSAGE_SELF, &ru1);
+            r.warm_hwm_kb = (double)status_kb("VmHWM");
+            r.warm_faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
+        }
         r.rss_end_kb = (double)status_kb("VmRSS");
         r.replay_ns = ns;
         r.ok = ns < 0 ? -1 : 1;
@@ -438,16 +481,24 @@ typedef struct {
     char note[160];
 } tm_result_t;
 
-/* All selected allocators replay `t` in this process: one warm-up each,
- * then o->reps timed replays in rotating order.  Fills res[0..na). */
+/* The selected allocators replay `t` in this process: one warm-up each,
+ * then o->reps timed replays in rotating order.  `only` NULL: every
+ * allocator but the solo ones; else just the one named.  Fills
+ * res[0..na) (ok 0 for those not timed here). */
 static int time_all(const opts_t *o, const bt_trace_t *t, bench_alloc_t *a,
-                    int na, tm_result_t *res) {
+                    int na, tm_result_t *res, const char *only) {
     void **slots = calloc(t->nslots, sizeof *slots);
     double *samples = calloc((size_t)na * (size_t)o->reps, sizeof *samples);
     memset(res, 0, (size_t)na * sizeof *res);
     if (!slots || !samples) return 1;
     for (int i = 0; i < na; i++) {
         res[i].ok = 1;
+        if (only ? strcmp(only, a[i].name) != 0 : a[i].solo) {
+            res[i].ok = 0;
+            a[i].available = 0;
+            snprintf(res[i].note, sizeof res[i].note, "timed in its own process");
+            continue;
+        }
         if (!a[i].available || (a[i].open && a[i].open(&a[i]) != 0) ||
             replay(&a[i], t, slots, o->touch) < 0) {
             res[i].ok = 0;
@@ -509,8 +560,12 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
         }
     }
     if (o->do_time) {
-        tm_result_t tr[MAX_ALLOCS];
+        tm_result_t tr[MAX_ALLOCS], solo[MAX_ALLOCS];
         run_child("time", "-", key, tr, sizeof tr);
+        for (int i = 0; i < na; i++)
+            if (a[i].solo && a[i].available &&
+                run_child("time", a[i].name, key, solo, sizeof solo) == 0)
+                tr[i] = solo[i];
         for (int i = 0; i < na; i++) {
             if (tr[i].ok == 1) {
                 med[i] = tr[i].med;
@@ -532,11 +587,12 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
     printf("| allocator | ns/pair (median) | min..max | vs glibc | "
            "peak RSS / peak live | vs glibc | frag (RSS) | "
            "reserved / requested (peaks) | frag (stats) | int. @peak | "
-           "ext. @peak | RSS kept (MiB) |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "ext. @peak | RSS kept (MiB) | warm peak RSS / peak live | "
+           "warm page faults / %s |\n", t->n_steps > 1 ? "step" : "replay");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < na; i++) {
-        char c[12][48];
-        for (int k = 0; k < 12; k++) snprintf(c[k], sizeof c[k], "-");
+        char c[14][48];
+        for (int k = 0; k < 14; k++) snprintf(c[k], sizeof c[k], "-");
         snprintf(c[0], sizeof c[0], "%.31s", a[i].name);
         if (!a[i].available) goto row;
         if (med[i] >= 0) {
@@ -550,6 +606,10 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
             if (base_f > 0) snprintf(c[5], sizeof c[5], "%.2f", f / base_f);
             snprintf(c[6], sizeof c[6], "%.1f%%", f > 0 ? 100 * (1 - 1 / f) : 0);
             mib(c[11], sizeof c[11], (fp[i].rss_end_kb - fp[i].rss0_kb) * 1024.0);
+            snprintf(c[12], sizeof c[12], "%.3f",
+                     (fp[i].warm_hwm_kb - fp[i].rss0_kb) * 1024.0 / (double)t->peak_live);
+            snprintf(c[13], sizeof c[13], "%.1f",
+                     fp[i].warm_faults / (double)(t->n_steps > 1 ? t->n_steps : 1));
         } else if (o->do_fp) {
             snprintf(c[4], sizeof c[4], "fail");
         }
@@ -577,13 +637,13 @@ static int run_trace(const opts_t *o, const char *key, bt_trace_t *t,
         }
     row:
         printf("|");
-        for (int k = 0; k < 12; k++) printf(" %s |", c[k]);
+        for (int k = 0; k < 14; k++) printf(" %s |", c[k]);
         printf("\n");
     }
     if (o->do_fp) {
         double ff = sim_first_fit(t);
         printf("| (ideal first fit, simulated) | - | - | - | %.3f | %s | %.1f%% "
-               "| - | - | - | - | - |\n", ff, "-", ff > 0 ? 100 * (1 - 1 / ff) : 0);
+               "| - | - | - | - | - | - | - |\n", ff, "-", ff > 0 ? 100 * (1 - 1 / ff) : 0);
     }
     for (int i = 0; i < na; i++)
         if (a[i].note[0]) printf("\nnote: %s: %s\n", a[i].name, a[i].note);
@@ -595,7 +655,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: bench_pool [options]\n"
             "  --trace LIST    comma list of: loguniform, mobilenetv2, resnet50,\n"
-            "                  dynamic (default: all four)\n"
+            "                  dynamic, batch (default: all five)\n"
             "  --allocs LIST   comma list of allocator names (default: all)\n"
             "  --reps N        timed repetitions per allocator (default 7)\n"
             "  --touch MODE    none|ends|pages|all for the timed runs (default ends)\n"
@@ -616,6 +676,8 @@ static int gen_trace(const opts_t *o, const char *key, bt_trace_t *t) {
         {"dynamic", BT_BOTH, 128, 320}};
     if (!strcmp(key, "loguniform"))
         return bt_gen_loguniform(t, o->lu_allocs, 1000, 64, 1u << 20, o->seed);
+    if (!strcmp(key, "batch"))
+        return bt_gen_cnn_batch(t, BT_MOBILENETV2, o->inferences, 224, 1, 8, o->seed + 4);
     for (int k = 0; k < 3; k++)
         if (!strcmp(key, cnn[k].key))
             return bt_gen_cnn(t, cnn[k].model, o->inferences, cnn[k].rmin,
@@ -705,7 +767,7 @@ int main(int argc, char **argv) {
         if (gen_trace(&o, child_trace, &t)) return 1;
         if (!strcmp(child_mode, "time")) {
             tm_result_t res[MAX_ALLOCS];
-            rc = time_all(&o, &t, a, na, res);
+            rc = time_all(&o, &t, a, na, res, strcmp(child_alloc, "-") ? child_alloc : NULL);
             ssize_t w = write(child_fd, res, sizeof res);
             if (w != (ssize_t)sizeof res) rc = 1;
         } else {
@@ -722,8 +784,8 @@ int main(int argc, char **argv) {
            "live bytes\n", g_clock == CLOCK_MONOTONIC ? "wall" : "thread CPU",
            touch_names[o.touch], o.reps);
     int failures = 0;
-    static const char *keys[] = {"loguniform", "mobilenetv2", "resnet50", "dynamic"};
-    for (int k = 0; k < 4; k++) {
+    static const char *keys[] = {"loguniform", "mobilenetv2", "resnet50", "dynamic", "batch"};
+    for (int k = 0; k < 5; k++) {
         bt_trace_t t;
         if (!selected(o.traces_filter, keys[k])) continue;
         if (gen_trace(&o, keys[k], &t)) {

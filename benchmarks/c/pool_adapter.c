@@ -1,8 +1,10 @@
 /* pool_adapter.c -- pyarena's work pool behind the benchmark's allocator
  * interface: one adapter per pool mode (hybrid, slab-only, buddy-only),
  * each a pool created with the library defaults except the mode, plus
- * variants with PA_GROW_REQUESTED growth ("-req") and without deferred
- * caches ("-nocache"). */
+ * variants with PA_GROW_REQUESTED growth ("-req"), without deferred
+ * caches ("-nocache"), and "pool-learned": the library defaults told the
+ * trace's step marks (pa_pool_step), so it learns repeated steps.  The
+ * other rows are never told, so they never start learning. */
 #include "bench.h"
 #include "pyarena.h"
 
@@ -12,9 +14,16 @@
 /* variant flags above the mode byte */
 #define VAR_REQ 0x100     /* growth PA_GROW_REQUESTED instead of POW2     */
 #define VAR_NOCACHE 0x200 /* cache_budget 1 byte: no deferred caching    */
+#define VAR_LEARN 0x400   /* told the step marks                         */
 
 static void *pool_alloc(void *ctx, size_t n) { return pa_pool_alloc(ctx, n, NULL); }
 static void pool_free(void *ctx, void *p) { pa_pool_free(ctx, p); }
+static void pool_step(void *ctx) { pa_pool_step(ctx); }
+
+/* Peaks from here on: the warm figures. */
+static void pool_warm(bench_alloc_t *a) {
+    if (a->ctx) pa_pool_reset_peak(a->ctx);
+}
 
 static int pool_open(bench_alloc_t *a) {
     pa_pool_config_t cfg;
@@ -67,10 +76,8 @@ int bench_pool_adapters(bench_alloc_t *out, int max) {
         {"pool-hybrid", PA_POOL_HYBRID},
         {"pool-slab", PA_POOL_SLAB_ONLY},
         {"pool-buddy", PA_POOL_BUDDY_ONLY},
-        {"hybrid-req", PA_POOL_HYBRID | VAR_REQ},
-        {"slab-req", PA_POOL_SLAB_ONLY | VAR_REQ},
-        {"buddy-req", PA_POOL_BUDDY_ONLY | VAR_REQ},
-        {"hybrid-req-nocache", PA_POOL_HYBRID | VAR_REQ | VAR_NOCACHE}};
+        {"hybrid-req-nocache", PA_POOL_HYBRID | VAR_REQ | VAR_NOCACHE},
+        {"pool-learned", PA_POOL_HYBRID | VAR_LEARN}};
     int n = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0] && n < max; i++) {
         bench_alloc_t *a = &out[n++];
@@ -84,6 +91,8 @@ int bench_pool_adapters(bench_alloc_t *out, int max) {
         a->close = pool_close;
         a->stats = pool_stats;
         a->snapshot = pool_snapshot;
+        a->warm = pool_warm;
+        if (modes[i].mode & VAR_LEARN) a->step = pool_step;
     }
     return n;
 }

@@ -86,6 +86,11 @@ static void b_free(builder_t *b, uint32_t slot) {
     push_op(b, slot, 0);
 }
 
+static void b_step(builder_t *b) {
+    if (b->err) return;
+    if (push_op(b, BT_STEP, 0) == 0) b->t->n_steps++;
+}
+
 static void b_init(builder_t *b, bt_trace_t *t) {
     memset(b, 0, sizeof *b);
     memset(t, 0, sizeof *t);
@@ -150,6 +155,7 @@ int bt_gen_loguniform(bt_trace_t *t, size_t n_allocs, uint32_t live,
             if (sz > max_size) sz = max_size;
             alive[nalive++] = b_alloc(&b, sz);
             done++;
+            if (done % 1000 == 0) b_step(&b);
         } else {
             size_t k = (size_t)(rng_next(&rng) % nalive);
             b_free(&b, alive[k]);
@@ -161,6 +167,7 @@ int bt_gen_loguniform(bt_trace_t *t, size_t n_allocs, uint32_t live,
         b_free(&b, alive[k]);
         alive[k] = alive[--nalive];
     }
+    b_step(&b);
     free(alive);
     snprintf(t->name, sizeof t->name, "loguniform");
     snprintf(t->desc, sizeof t->desc,
@@ -310,7 +317,7 @@ static void build_resnet50(graph_t *g, uint32_t res) {
 /* Emit one forward pass: alloc the output, alloc+free the scratch, free
  * the inputs whose last reader this op is; the final output is read by
  * the caller after the last op and then freed. */
-static void emit_graph(builder_t *b, graph_t *g) {
+static void emit_graph(builder_t *b, graph_t *g, uint32_t batch) {
     static uint32_t slot_of[MAXT];
     for (int i = 0; i < g->nt; i++) g->last[i] = -1;
     for (int i = 0; i < g->nop; i++)
@@ -321,10 +328,10 @@ static void emit_graph(builder_t *b, graph_t *g) {
     for (int i = 0; i < g->nop; i++) {
         gop_t *o = &g->op[i];
         shape_t s = g->shp[o->out];
-        uint64_t bytes = (uint64_t)s.c * s.h * s.w * 4u;
+        uint64_t bytes = (uint64_t)s.c * s.h * s.w * 4u * batch;
         slot_of[o->out] = b_alloc(b, (uint32_t)bytes);
         if (o->scratch) {
-            uint32_t ss = b_alloc(b, (uint32_t)o->scratch);
+            uint32_t ss = b_alloc(b, (uint32_t)(o->scratch * batch));
             b_free(b, ss);
         }
         for (int j = 0; j < o->nin; j++) {
@@ -335,14 +342,17 @@ static void emit_graph(builder_t *b, graph_t *g) {
         if (g->last[o->out] < 0) b_free(b, slot_of[o->out]); /* unread */
     }
     b_free(b, slot_of[final]);
+    b_step(b);
 }
 
-int bt_gen_cnn(bt_trace_t *t, int model, size_t inferences, uint32_t res_min,
-               uint32_t res_max, uint64_t seed) {
+static int gen_cnn(bt_trace_t *t, int model, size_t inferences, uint32_t res_min,
+                   uint32_t res_max, uint32_t batch_min, uint32_t batch_max,
+                   uint64_t seed) {
     builder_t b;
     b_init(&b, t);
     if (model < BT_MOBILENETV2 || model > BT_BOTH || res_min < 32 ||
-        res_max < res_min || res_max > 1024)
+        res_max < res_min || res_max > 1024 || batch_min < 1 || batch_max < batch_min ||
+        batch_max > 64)
         return -1;
     graph_t *g = malloc(sizeof *g);
     if (!g) return -1;
@@ -361,13 +371,21 @@ int bt_gen_cnn(bt_trace_t *t, int model, size_t inferences, uint32_t res_min,
         else
             build_resnet50(g, res);
         if (g->overflow) { b.err = -1; break; }
-        emit_graph(&b, g);
+        uint32_t batch = batch_min;
+        if (batch_max != batch_min)
+            batch = batch_min + (uint32_t)(rng_next(&rng) % (batch_max - batch_min + 1));
+        emit_graph(&b, g, batch);
     }
     free(g);
     const char *mn = model == BT_MOBILENETV2 ? "mobilenetv2"
                      : model == BT_RESNET50  ? "resnet50"
                                              : "mnv2+resnet50";
-    if (res_min == res_max) {
+    if (batch_max != batch_min) {
+        snprintf(t->name, sizeof t->name, "%s-batch%u-%u", mn, batch_min, batch_max);
+        snprintf(t->desc, sizeof t->desc,
+                 "%s x%zu, %ux%u, batch %u..%u (random per inference), fp32, "
+                 "im2col scratch", mn, inferences, res_min, res_min, batch_min, batch_max);
+    } else if (res_min == res_max) {
         snprintf(t->name, sizeof t->name, "%s-%u", mn, res_min);
         snprintf(t->desc, sizeof t->desc,
                  "%s forward pass x%zu, batch 1, %ux%u, fp32, im2col scratch",
@@ -381,12 +399,23 @@ int bt_gen_cnn(bt_trace_t *t, int model, size_t inferences, uint32_t res_min,
     return b_finish(&b);
 }
 
+int bt_gen_cnn(bt_trace_t *t, int model, size_t inferences, uint32_t res_min,
+               uint32_t res_max, uint64_t seed) {
+    return gen_cnn(t, model, inferences, res_min, res_max, 1, 1, seed);
+}
+
+int bt_gen_cnn_batch(bt_trace_t *t, int model, size_t inferences, uint32_t res,
+                     uint32_t batch_min, uint32_t batch_max, uint64_t seed) {
+    return gen_cnn(t, model, inferences, res, res, batch_min, batch_max, seed);
+}
+
 int bt_write_csv(const bt_trace_t *t, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     fprintf(f, "op,slot,size\n");
     for (size_t i = 0; i < t->n; i++)
-        fprintf(f, "%c,%u,%u\n", t->ops[i].size ? 'a' : 'f', t->ops[i].slot,
-                t->ops[i].size);
+        fprintf(f, "%c,%u,%u\n",
+                t->ops[i].size ? 'a' : t->ops[i].slot == BT_STEP ? 's' : 'f',
+                t->ops[i].slot == BT_STEP ? 0u : t->ops[i].slot, t->ops[i].size);
     return fclose(f) ? -1 : 0;
 }

@@ -2,7 +2,8 @@
  *
  * A trace is a flat array of operations on numbered slots: an op with
  * size > 0 allocates `size` bytes into `slot`, an op with size == 0 frees
- * the block held in `slot`.  Slots are reused LIFO, so `nslots` is the
+ * the block held in `slot`, and an op with slot BT_STEP (size 0) marks the
+ * end of a step (an inference; allocators that learn steps get told).  Slots are reused LIFO, so `nslots` is the
  * largest number of blocks ever live at once.  Every trace ends with all
  * blocks freed, so one replay leaves the allocator empty and the number of
  * alloc/free pairs equals `n_allocs`. */
@@ -11,6 +12,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define BT_STEP UINT32_MAX /* slot of a step mark */
 
 typedef struct bt_op {
     uint32_t slot;
@@ -21,7 +24,8 @@ typedef struct bt_trace {
     char name[64];
     char desc[160];
     bt_op_t *ops;
-    size_t n;            /* ops (allocs + frees)                       */
+    size_t n;            /* ops (allocs + frees + step marks)          */
+    size_t n_steps;      /* step marks                                 */
     size_t n_allocs;     /* alloc ops (== frees)                       */
     uint32_t nslots;     /* most blocks live at once                   */
     uint64_t peak_live;  /* highest sum of requested bytes live        */
@@ -31,7 +35,9 @@ typedef struct bt_trace {
 
 /* (a) Log-uniform sizes in [min_size, max_size], random frees, the live
  * count mean-reverting around `live` (it wanders roughly +-25%).  Emits
- * `n_allocs` allocations then frees the rest. */
+ * `n_allocs` allocations then frees the rest; a step mark every 1000
+ * allocations (random traffic has no loop: the marks show what learning
+ * costs when nothing repeats). */
 int bt_gen_loguniform(bt_trace_t *t, size_t n_allocs, uint32_t live,
                       uint32_t min_size, uint32_t max_size, uint64_t seed);
 
@@ -50,8 +56,15 @@ int bt_gen_loguniform(bt_trace_t *t, size_t n_allocs, uint32_t live,
 int bt_gen_cnn(bt_trace_t *t, int model, size_t inferences, uint32_t res_min,
                uint32_t res_max, uint64_t seed);
 
-/* Write the trace as CSV ("op,slot,size", op = a|f) to `path`; 0 on
- * success. */
+/* Like bt_gen_cnn at one resolution, with the batch size of each
+ * inference drawn uniformly from [batch_min, batch_max] (every tensor and
+ * scratch buffer scales with it).  A step mark ends every inference (in
+ * bt_gen_cnn too). */
+int bt_gen_cnn_batch(bt_trace_t *t, int model, size_t inferences, uint32_t res,
+                     uint32_t batch_min, uint32_t batch_max, uint64_t seed);
+
+/* Write the trace as CSV ("op,slot,size", op = a|f|s, s = step mark) to
+ * `path`; 0 on success. */
 int bt_write_csv(const bt_trace_t *t, const char *path);
 
 void bt_free(bt_trace_t *t);

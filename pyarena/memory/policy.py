@@ -30,6 +30,7 @@ GROWTHS = {"pow2": 0, "requested": 1, "none": 2}
 #: release name -> PA_RELEASE_* value
 RELEASES = {"unmap": 0, "decommit": 1}
 MAX_CLASSES = 48
+MAX_SEQUENCES = 64  #: PA_LEARN_MAX_SEQUENCES
 
 
 def _is_int(v):
@@ -85,6 +86,15 @@ class Policy:
       "decommit" it (madvise; it stays mapped for reuse).
     * ``chunk_size``, ``slab_size``, ``buddy_region`` -- geometry (None =
       1 MiB, 64 KiB, 1 MiB).
+    * ``learn`` -- learn the step (default True): once :meth:`Pool.step`
+      marks step ends, each step's allocation sequence is recorded, and a
+      sequence seen ``learn_repeats`` times (default 2) is planned and
+      served at planned offsets from one region shared by up to
+      ``learn_sequences`` learned sequences (default 16, at most 64).  A
+      step with more than ``learn_max_events`` allocations + frees
+      (default 65536) is not learned.
+    * ``auto_step`` -- also treat "live bytes back at the step's starting
+      level" as a step end (default False: only :meth:`Pool.step`).
     """
 
     mode: str = "hybrid"
@@ -102,6 +112,11 @@ class Policy:
     chunk_size: Optional[int] = None
     slab_size: Optional[int] = None
     buddy_region: Optional[int] = None
+    learn: bool = True
+    learn_repeats: int = 2
+    learn_sequences: int = 16
+    learn_max_events: int = 65536
+    auto_step: bool = False
 
     def __post_init__(self):
         mode = _MODE_ALIASES.get(self.mode, self.mode)
@@ -154,6 +169,20 @@ class Policy:
             raise InvalidArgumentError(
                 f"Policy.low_watermark {self.low_watermark} is above "
                 f"high_watermark {self.high_watermark}")
+        for name in ("learn", "auto_step"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidArgumentError(
+                    f"Policy.{name} must be True or False, not {getattr(self, name)!r}")
+        _int(self, "learn_repeats", 1)
+        if self.learn_repeats > 1 << 20:
+            raise InvalidArgumentError(
+                f"Policy.learn_repeats {self.learn_repeats!r} is above 2**20")
+        _int(self, "learn_sequences", 1)
+        if self.learn_sequences > MAX_SEQUENCES:
+            raise InvalidArgumentError(
+                f"Policy.learn_sequences must be in [1, {MAX_SEQUENCES}], not "
+                f"{self.learn_sequences!r}")
+        _int(self, "learn_max_events", 1)
         if self.growth == "none" and not (self.chunk_size or self.limit):
             raise InvalidArgumentError(
                 "Policy.growth='none' needs a chunk_size or a limit (the pool's "
@@ -246,6 +275,11 @@ class Policy:
             cfg.high_watermark = self.high_watermark
             low = self.low_watermark
             cfg.low_watermark = self.high_watermark if low is None else low
+        cfg.learn = int(self.learn)
+        cfg.learn_repeats = self.learn_repeats
+        cfg.learn_sequences = self.learn_sequences
+        cfg.learn_max_events = self.learn_max_events
+        cfg.auto_step = int(self.auto_step)
         if self.cache_budget is None:
             cfg.cache_budget = SIZE_MAX
         else:

@@ -264,6 +264,30 @@ class Pool(Closable):
         addr = arr.__array_interface__["data"][0]
         return int(lib.pa_pool_block_size(self._h, ffi.cast("void *", addr)))
 
+    # -- steps -------------------------------------------------------------------------
+    def step(self):
+        """Mark the end of one step (one inference, one loop iteration).
+
+        With ``Policy.learn`` (the default) the pool records each step's
+        allocations and frees; once a step has repeated
+        ``Policy.learn_repeats`` times it is planned, and the steps that
+        repeat it are served at planned offsets from one region (see
+        docs/pool.md).  A step that differs falls back to the zones for the
+        rest of it; nothing handed out is ever moved."""
+        self._check_open()
+        check(lib.pa_pool_step(self._h), "pool step")
+
+    @contextlib.contextmanager
+    def step_scope(self):
+        """``with pool.step_scope():`` -- the block is one step: the step
+        ends when the block is left (also on an exception)."""
+        self._check_open()
+        try:
+            yield self
+        finally:
+            if not self._closed:
+                self.step()
+
     # -- reclamation and limits --------------------------------------------------
     def reclaim(self):
         """Flush the deferred caches into their zones (coalescing).  Maps and
@@ -436,6 +460,13 @@ class Pool(Closable):
             "fragmentation.overall": s.frag_overall,
             "limit_bytes": s.limit,
             "alignment": s.alignment,
+            "learned.sequences": s.learned_sequences,
+            "learned.region_bytes": s.planned_bytes,
+            "learned.live_bytes": s.planned_live,
+            "learned.hits": s.plan_hits,
+            "learned.misses": s.plan_misses,
+            "learned.steps_served": s.plan_steps,
+            "num_steps": s.steps,
         }
         for name, z in zip(ZONES, s.zones):
             d[f"allocated_bytes.{name}.current"] = z.allocated
@@ -486,6 +517,10 @@ class Pool(Closable):
                    f"{s.frag_external:.1%}, overall {s.frag_overall:.1%}")
         out.append(f"retries {s.alloc_retries}, OOMs {s.ooms}, failures {s.failures}, "
                    f"trims {s.trims}, reclaims {s.reclaims}, grows {s.grows}")
+        if s.steps:
+            out.append(f"steps {s.steps}: {s.learned_sequences} learned, region "
+                       f"{b(s.planned_bytes)}, {s.plan_steps} served from a plan, "
+                       f"hits {s.plan_hits}, misses {s.plan_misses}")
         return "\n".join(out)
 
     @contextlib.contextmanager

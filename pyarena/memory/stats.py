@@ -94,6 +94,14 @@ class PoolStats:
     zones: tuple         #: ZoneStats per zone, in ZONES order
     alloc_retries: int = 0  #: allocations retried after releasing the caches
     ooms: int = 0           #: allocations that failed after that retry
+    # learned steps (Pool.step); their blocks are in the totals above too
+    learned_sequences: int = 0  #: step sequences planned and kept
+    planned_bytes: int = 0      #: bytes of the one learned region (in reserved)
+    planned_live: int = 0       #: bytes of live blocks in that region
+    plan_hits: int = 0          #: allocations served at a planned offset
+    plan_misses: int = 0        #: steps that diverged from their plan
+    plan_steps: int = 0         #: steps served from a plan to their end
+    steps: int = 0              #: step ends marked
 
     @classmethod
     def from_c(cls, st, alloc_retries=0, ooms=0):

@@ -164,10 +164,93 @@ static void test_destroy_race(void) {
     }
 }
 
+/* A learning pool shared by threads: one thread runs a repeated step
+ * (learned single-threaded first, then served while the random workers
+ * and the janitor run), verifying its blocks; pa_pool_step, planned
+ * blocks and their frees go through the same lock. */
+typedef struct {
+    pa_pool_t *pool;
+    int steps, errors, bad_status;
+} stepper_t;
+
+static void one_step(stepper_t *s, int round) {
+    static const size_t sizes[6] = {4000, 12000, 700, 30000, 2000, 9000};
+    unsigned char *b[6];
+    for (int i = 0; i < 6; i++) {
+        b[i] = pa_pool_alloc(s->pool, sizes[i], NULL);
+        if (!b[i]) {
+            s->bad_status++;
+            continue;
+        }
+        memset(b[i], (unsigned char)(round + i), sizes[i]);
+        if (i >= 2 && b[i - 2]) {
+            for (size_t k = 0; k < sizes[i - 2]; k += 97)
+                if (b[i - 2][k] != (unsigned char)(round + i - 2)) s->errors++;
+            if (pa_pool_free(s->pool, b[i - 2]) != PA_OK) s->bad_status++;
+        }
+    }
+    for (int i = 4; i < 6; i++)
+        if (b[i] && pa_pool_free(s->pool, b[i]) != PA_OK) s->bad_status++;
+    if (pa_pool_step(s->pool) != PA_OK) s->bad_status++;
+}
+
+static void *stepper(void *arg) {
+    stepper_t *s = arg;
+    for (int r = 0; r < s->steps; r++) one_step(s, r);
+    return NULL;
+}
+
+static void test_threads_learning(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    stepper_t s = {p, 4, 0, 0};
+    pa_pool_step(p);
+    stepper(&s);                               /* learned alone */
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.learned_sequences, 1u);
+    uint64_t hits = st.plan_hits;
+    s.steps = 3000;
+    pthread_t th[THREADS], jt, stt;
+    worker_t w[THREADS - 1];
+    janitor_t j;
+    j.pool = p;
+    atomic_init(&j.stop, 0);
+    j.broken = 0;
+    j.rounds = 0;
+    pthread_create(&jt, NULL, janitor, &j);
+    pthread_create(&stt, NULL, stepper, &s);
+    for (int t = 0; t < THREADS - 1; t++) {
+        w[t].pool = p;
+        w[t].seed = 0xD1B54A32D192ED03ull * (unsigned)(t + 7);
+        w[t].errors = 0;
+        w[t].bad_status = 0;
+        pthread_create(&th[t], NULL, worker, &w[t]);
+    }
+    for (int t = 0; t < THREADS - 1; t++) pthread_join(th[t], NULL);
+    pthread_join(stt, NULL);
+    atomic_store(&j.stop, 1);
+    pthread_join(jt, NULL);
+    for (int t = 0; t < THREADS - 1; t++) {
+        CHECK_EQ(w[t].errors, 0);
+        CHECK_EQ(w[t].bad_status, 0);
+    }
+    CHECK_EQ(s.errors, 0);
+    CHECK_EQ(s.bad_status, 0);
+    CHECK_EQ(j.broken, 0u);
+    pa_pool_stats(p, &st);
+    CHECK(st.plan_hits > hits);
+    CHECK_EQ(st.live, 0u);
+    CHECK_EQ(st.requested, 0u);
+    CHECK_EQ(st.allocs, st.frees);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_threads_hybrid);
     RUN(test_threads_slab_only);
     RUN(test_threads_buddy_only);
+    RUN(test_threads_learning);
     RUN(test_destroy_race);
     return pa_test_report();
 }

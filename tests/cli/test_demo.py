@@ -48,15 +48,22 @@ def test_demo_table(tmp_path, capsys):
     text = capsys.readouterr().out
     rows = {}
     for line in text.splitlines():
-        m = re.match(r"\((a|b|c)\) .*?\s+([\d.,]+) (B|KiB|MiB)\s+([\d.]+) ms\s+(\S+)", line)
+        m = re.match(r"\((a|b|c|d)\) .*?\s+([\d.,]+) (B|KiB|MiB)\s+([\d.]+) ms\s+(\S+)", line)
         if m:
             scale = {"B": 1, "KiB": 1024, "MiB": 1 << 20}[m.group(3)]
             rows[m.group(1)] = (float(m.group(2).replace(",", "")) * scale,
                                 int(m.group(5).replace(",", "")))
-    assert set(rows) == {"a", "b", "c"}, text
+    assert set(rows) == {"a", "b", "c", "d"}, text
     assert rows["c"][1] == 0                      # no allocation with the plan
     assert rows["a"][1] > 100                      # one per tensor without it
     assert rows["c"][0] * 4 < rows["a"][0]         # the arena is far smaller
+    # plain NumPy under a learning pool: as many allocations as np.empty,
+    # nearly all from the learned plan, in far less memory
+    assert rows["d"][1] >= rows["a"][1]
+    assert rows["d"][0] * 2 < rows["a"][0]
+    hits = re.search(r"\(d\).*?(\d+)% from learned plans", text)
+    assert hits and int(hits.group(1)) >= 90, text
+    assert "learning pool:" in text
     assert "outputs agree across modes: max |diff| = 0" in text
     assert png.exists() and png.stat().st_size > 1000
 

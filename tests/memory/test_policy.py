@@ -16,7 +16,8 @@ def test_defaults_match_the_c_defaults():
     lib.pa_pool_config_default(mine)
     Policy().fill_config(mine)
     for name in ("alignment", "mode", "growth", "limit", "high_watermark",
-                 "low_watermark", "release", "classes_per_doubling", "num_classes"):
+                 "low_watermark", "release", "classes_per_doubling", "num_classes",
+                 "learn", "auto_step"):
         assert getattr(mine, name) == getattr(cfg, name), name
     # the Python default budget is the C default, spelled out
     assert mine.cache_budget == 16 << 20
@@ -62,6 +63,12 @@ def test_policy_is_a_frozen_dataclass():
     (dict(low_watermark=200), ["low_watermark", "high_watermark"]),
     (dict(growth="none"), ["growth='none'", "limit"]),
     (dict(limit=1 << 20, chunk_size=2 << 20), ["chunk_size", str(2 << 20)]),
+    (dict(learn=1), ["learn", "True or False", "1"]),
+    (dict(auto_step="yes"), ["auto_step", "'yes'"]),
+    (dict(learn_repeats=0), ["learn_repeats", "0"]),
+    (dict(learn_sequences=65), ["learn_sequences", "65"]),
+    (dict(learn_sequences=0), ["learn_sequences", "0"]),
+    (dict(learn_max_events=0), ["learn_max_events", "0"]),
 ])
 def test_bad_policy_names_the_value(kw, words):
     with pytest.raises(InvalidArgumentError) as ei:
@@ -104,6 +111,11 @@ def test_fill_config_maps_every_field():
     assert cfg.release == lib.PA_RELEASE_DECOMMIT
     assert cfg.chunk_size == 2 << 20 and cfg.slab_size == 128 << 10
     assert cfg.buddy_region == 2 << 20
+    q = Policy(learn=False, learn_repeats=5, learn_sequences=3, learn_max_events=100,
+               auto_step=True)
+    q.fill_config(cfg)
+    assert (cfg.learn, cfg.learn_repeats, cfg.learn_sequences, cfg.learn_max_events,
+            cfg.auto_step) == (0, 5, 3, 100, 1)
     cfg2 = ffi.new("pa_pool_config_t *")
     Policy(cache_budget=None).fill_config(cfg2)
     assert cfg2.cache_budget == ffi.cast("size_t", -1)
@@ -145,7 +157,10 @@ def policies(draw):
               fine_classes=draw(st.sampled_from([1, 2, 4, 8])),
               growth=draw(st.sampled_from(["pow2", "requested", "none"])),
               release=draw(st.sampled_from(["unmap", "decommit"])),
-              cache_budget=draw(st.sampled_from([None, 0, 4 * KiB, 16 * MiB])))
+              cache_budget=draw(st.sampled_from([None, 0, 4 * KiB, 16 * MiB])),
+              learn=draw(st.booleans()), auto_step=draw(st.booleans()),
+              learn_repeats=draw(st.integers(1, 4)),
+              learn_sequences=draw(st.integers(1, 64)))
     if draw(st.booleans()):
         n = draw(st.integers(1, 12))
         steps = draw(st.lists(st.integers(1, 64), min_size=n, max_size=n))
@@ -192,6 +207,7 @@ def test_any_valid_policy_makes_a_pool_or_a_clear_error(policy, sizes):
         return
     assert pool.policy == policy and pool.alignment == policy.alignment
     arrs = []
+    pool.step()
     for i, n in enumerate(sizes):
         try:
             a = pool.empty(n, np.uint8)
@@ -200,6 +216,7 @@ def test_any_valid_policy_makes_a_pool_or_a_clear_error(policy, sizes):
         a.fill(i)
         assert a.ctypes.data % policy.alignment == 0
         arrs.append((a, i))
+        pool.step()
     for a, i in arrs:
         assert (a == i).all()
     assert pool.check() == 0

@@ -655,4 +655,9 @@ MUTANTS = [
       "    if arena > budget:",
       "the plan's budget check forgets the weights",
       ("tests/planning", "tests/cli")),
+    M("learn-size-never-diverges", "csrc/pool_learn.c",
+      "    if (pa_unlikely(e->size != size)) goto diverge;",
+      "    if (0) goto diverge;",
+      "a request of another size than the plan's is served at the planned offset",
+      ("c:test_pool_learn", "tests/memory/test_pool_learn.py")),
 ]

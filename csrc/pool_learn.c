@@ -1,0 +1,781 @@
+/* pool_learn.c -- a work pool that learns its inference loop.
+ *
+ * An inference loop makes the same allocations and frees every step.
+ * Once the caller marks step ends (pa_pool_step), the pool records each
+ * step as a list of events -- "alloc of n bytes", "free of this step's
+ * k-th block", "free of the previous step's k-th block" -- and keeps the
+ * lists it saw recently as candidates.  When one list has been seen
+ * `repeats` times it is planned with the static planner (pa_plan_assign:
+ * offsets at or near the lower bound): a block freed within its step lives
+ * from its alloc to its free; a block freed during the next step (a loop
+ * variable rebound in the next iteration) is a carry and gets a slot for
+ * the whole step -- two slots, used on alternate steps, when the next
+ * step's copy is made before the old one dies; a block living longer is
+ * left to the zones.  Every plan lives in ONE region sized to the largest
+ * plan (not their sum), mapped beside the page heap.
+ *
+ * Serving is a compare and an add: the step's first request picks a plan
+ * (when several plans start with that size, the first block comes from
+ * the zones and the second request decides; ties go to the plan that
+ * followed the previous step's plan last time, else to the most recently
+ * used one); the i-th request must
+ * have the plan's i-th size and the in-step frees the plan counted before
+ * it must have happened (`need` against `prefix`, the frees done in the
+ * plan's order), else the step diverges: the zones serve the rest of it,
+ * and blocks already handed out stay where they are until freed.  The
+ * region is reused at a step start only when nothing but the previous
+ * step's carries of the same plan still lives in it, so no planned block
+ * is ever placed over a live one.  Frees are recognised by address (one
+ * compare with the region) and found by offset in the plan's class table.
+ *
+ * Recording continues while a plan serves (an array store per event), so
+ * a step that diverges is still recorded whole and a new sequence repeated
+ * `repeats` times is learned too (up to `max_plans`, the least recently
+ * used one evicted).  Zone blocks are tracked by pointer in two small
+ * tables (this step's and the previous step's) to name their frees.
+ * Traffic that never repeats (NOVEL_QUIET new sequences in a row) is
+ * recorded one step in 8 only, so learning costs little where it cannot
+ * help.
+ */
+#include "pool_learn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EV_ALLOC 0u
+#define EV_FREE 1u  /* a block of this step                              */
+#define EV_PREV 2u  /* a block of the previous step                       */
+#define DEFAULT_REPEATS 2u
+#define DEFAULT_PLANS 16u
+#define DEFAULT_EVENTS ((size_t)65536)
+#define PLAN_SECONDS 0.005
+#define UNPLANNABLE ((unsigned)-1)
+#define CHECK_PAIRS_MAX 2048
+#define NOVEL_QUIET 16
+
+static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
+
+static inline size_t block_bytes(const pa_learn_t *L, size_t size) {
+    return _pa_learn_block_bytes(L, size);
+}
+
+/* ---- event list ------------------------------------------------------------ */
+
+void _pa_learn_record(pa_learn_t *L, uint64_t ev) {
+    if (L->overflow) return;
+    if (L->nev == L->evcap) {
+        if (L->nev >= L->max_events) {
+            L->overflow = 1;
+            return;
+        }
+        size_t cap = L->evcap ? 2 * L->evcap : 256;
+        if (cap > L->max_events) cap = L->max_events;
+        uint64_t *n = realloc(L->ev, cap * sizeof(*n));
+        if (!n) {
+            L->overflow = 1;
+            return;
+        }
+        L->ev = n;
+        L->evcap = cap;
+    }
+    L->ev[L->nev++] = ev;
+}
+
+static uint64_t hash_events(const uint64_t *ev, size_t n) {
+    uint64_t h = 1469598103934665603ull ^ n;
+    for (size_t i = 0; i < n; i++) h = (h ^ ev[i]) * 1099511628211ull;
+    return h;
+}
+
+/* ---- pointer tables ------------------------------------------------------------ */
+
+static int tab_grow(pa_ptr_table_t *t) {
+    size_t cap = t->s ? 2 * (t->mask + 1) : 64;
+    pa_ptr_slot_t *s = calloc(cap, sizeof(*s));
+    if (!s) return -1;
+    if (t->s) {
+        for (size_t i = 0; i <= t->mask; i++) {
+            if (t->s[i].stamp != t->stamp) continue;
+            size_t j = mix(t->s[i].key) & (cap - 1);
+            while (s[j].stamp == t->stamp) j = (j + 1) & (cap - 1);
+            s[j] = t->s[i];
+        }
+        free(t->s);
+    }
+    t->s = s;
+    t->mask = cap - 1;
+    return 0;
+}
+
+/* A lost entry (no memory) only makes that block's free unrecorded. */
+static void tab_put(pa_ptr_table_t *t, uintptr_t key, uint32_t idx) {
+    if ((t->n + 1) * 2 > (t->s ? t->mask + 1 : 0) && tab_grow(t) != 0) return;
+    size_t i = mix(key) & t->mask;
+    while (t->s[i].stamp == t->stamp) i = (i + 1) & t->mask;
+    t->s[i].key = key;
+    t->s[i].stamp = t->stamp;
+    t->s[i].idx = idx;
+    t->n++;
+}
+
+static int tab_take(pa_ptr_table_t *t, uintptr_t key, uint32_t *idx) {
+    if (!t->n) return 0;
+    pa_ptr_slot_t *s = t->s;
+    size_t m = t->mask, i = mix(key) & m;
+    for (;; i = (i + 1) & m) {
+        if (s[i].stamp != t->stamp) return 0;
+        if (s[i].key == key) break;
+    }
+    *idx = s[i].idx;
+    /* backward-shift deletion keeps every probe chain unbroken */
+    for (size_t j = i;;) {
+        j = (j + 1) & m;
+        if (s[j].stamp != t->stamp) break;
+        size_t h = mix(s[j].key) & m;
+        int stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+        if (!stays) {
+            s[i] = s[j];
+            i = j;
+        }
+    }
+    s[i].stamp = 0;
+    t->n--;
+    return 1;
+}
+
+/* ---- plans ------------------------------------------------------------------------ */
+
+static void plan_free(pa_learn_plan_t *P) {
+    if (!P) return;
+    free(P->ev);
+    free(P->e);
+    free(P->rank);
+    free(P->cls_off);
+    free(P->cls_live);
+    free(P->cls_step);
+    free(P->cls_index);
+    free(P->freed_at);
+    free(P);
+}
+
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static long cls_of(const pa_learn_plan_t *P, uint64_t off) {
+    if (!P->cls_index) return -1;
+    for (size_t i = mix(off) & P->cls_mask;; i = (i + 1) & P->cls_mask) {
+        uint32_t c = P->cls_index[i];
+        if (!c) return -1;
+        if (P->cls_off[c - 1] == off) return (long)c - 1;
+    }
+}
+
+/* The class table: every distinct planned offset, and offset -> class. */
+static int plan_classes(pa_learn_plan_t *P) {
+    uint64_t *offs = malloc((2 * P->n + 1) * sizeof(*offs));
+    if (!offs) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < P->n; i++)
+        for (int par = 0; par < 2; par++)
+            if (P->e[i].off[par] != PA_LEARN_GENERAL) offs[k++] = P->e[i].off[par];
+    qsort(offs, k, sizeof(*offs), cmp_u64);
+    size_t d = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!d || offs[d - 1] != offs[i]) offs[d++] = offs[i];
+    size_t cap = 8;
+    while (cap < 2 * d) cap <<= 1;
+    P->cls_off = offs;
+    P->ncls = d;
+    P->cls_mask = cap - 1;
+    P->cls_index = calloc(cap, sizeof(*P->cls_index));
+    P->cls_live = calloc(d ? d : 1, sizeof(*P->cls_live));
+    P->cls_step = calloc(d ? d : 1, sizeof(*P->cls_step));
+    if (!P->cls_index || !P->cls_live || !P->cls_step) return -1;
+    for (size_t c = 0; c < d; c++) {
+        size_t i = mix(offs[c]) & P->cls_mask;
+        while (P->cls_index[i]) i = (i + 1) & P->cls_mask;
+        P->cls_index[i] = (uint32_t)(c + 1);
+    }
+    for (size_t i = 0; i < P->n; i++)
+        for (int par = 0; par < 2; par++)
+            P->e[i].cls[par] = P->e[i].off[par] == PA_LEARN_GENERAL
+                                   ? 0 : (uint32_t)cls_of(P, P->e[i].off[par]);
+    return 0;
+}
+
+/* Lifetimes of a recorded sequence: alloc time, own free time, free time
+ * of the previous step's copy (-1 = none), per allocation. */
+typedef struct {
+    int64_t a, f, pf;
+    size_t size;
+} life_t;
+
+static life_t *lifetimes(const uint64_t *ev, size_t nev, size_t *n_out) {
+    size_t n = 0;
+    for (size_t t = 0; t < nev; t++) n += (ev[t] & 3) == EV_ALLOC;
+    life_t *l = malloc((n ? n : 1) * sizeof(*l));
+    if (!l) return NULL;
+    size_t k = 0;
+    for (size_t t = 0; t < nev; t++) {
+        uint64_t v = ev[t] >> 2;
+        switch (ev[t] & 3) {
+        case EV_ALLOC:
+            l[k] = (life_t){(int64_t)t, -1, -1, (size_t)v};
+            k++;
+            break;
+        case EV_FREE:
+            if (v < k) l[v].f = (int64_t)t;
+            break;
+        default:
+            if (v < n) l[v].pf = (int64_t)t;
+            break;
+        }
+    }
+    *n_out = n;
+    return l;
+}
+
+/* Plan a recorded sequence; NULL if nothing in it can be planned (or no
+ * memory, or the planner failed). */
+static pa_learn_plan_t *build_plan(pa_learn_t *L, const uint64_t *ev, size_t nev, uint64_t hash) {
+    size_t n;
+    life_t *l = lifetimes(ev, nev, &n);
+    pa_learn_plan_t *P = calloc(1, sizeof(*P));
+    pa_plan_buffer_t *b = malloc((2 * n + 1) * sizeof(*b));
+    size_t *slot = malloc((2 * n + 1) * sizeof(*slot)); /* buffer -> entry*2+par */
+    if (!l || !P || !b || !slot) goto fail;
+    P->n = n;
+    P->nev = nev;
+    P->hash = hash;
+    P->ev = malloc((nev ? nev : 1) * sizeof(*P->ev));
+    P->e = calloc(n ? n : 1, sizeof(*P->e));
+    P->rank = malloc((n ? n : 1) * sizeof(*P->rank));
+    P->freed_at = calloc(n ? n : 1, sizeof(*P->freed_at));
+    if (!P->ev || !P->e || !P->rank || !P->freed_at) goto fail;
+    memcpy(P->ev, ev, nev * sizeof(*ev));
+    size_t nb = 0;
+    int64_t end = nev ? (int64_t)nev - 1 : 0;
+    for (size_t i = 0; i < n; i++) {
+        pa_learn_entry_t *e = &P->e[i];
+        e->size = l[i].size;
+        e->off[0] = e->off[1] = PA_LEARN_GENERAL;
+        uint64_t sz = l[i].size ? l[i].size : 1;
+        if (l[i].f >= 0) {                  /* freed within the step */
+            b[nb] = (pa_plan_buffer_t){sz, l[i].a, l[i].f, 0};
+            slot[nb++] = 2 * i;
+        } else if (l[i].pf >= 0) {          /* freed in the next step */
+            e->carry = 1;
+            b[nb] = (pa_plan_buffer_t){sz, 0, end, 0};
+            slot[nb++] = 2 * i;
+            if (l[i].pf > l[i].a) {         /* both copies live at once */
+                b[nb] = (pa_plan_buffer_t){sz, 0, end, 0};
+                slot[nb++] = 2 * i + 1;
+            }
+        }
+    }
+    if (!nb) goto fail;
+    pa_plan_options_t opt;
+    pa_plan_options_default(&opt);
+    opt.alignment = L->gran;
+    opt.time_limit = PLAN_SECONDS;
+    pa_plan_result_t res;
+    if (pa_plan_assign(b, nb, &opt, &res) != PA_OK) goto fail;
+    for (size_t k = 0; k < nb; k++) {
+        pa_learn_entry_t *e = &P->e[slot[k] / 2];
+        e->off[slot[k] % 2] = b[k].offset;
+        if (slot[k] % 2 == 0) e->off[1] = b[k].offset; /* until a second slot */
+    }
+    /* need: in-step frees before each alloc; rank: their order */
+    uint32_t done = 0, k = 0;
+    for (size_t t = 0; t < nev; t++) {
+        uint64_t v = ev[t] >> 2;
+        if ((ev[t] & 3) == EV_ALLOC) P->e[k++].need = done;
+        else if ((ev[t] & 3) == EV_FREE && v < n) P->rank[done++] = (uint32_t)v;
+    }
+    P->nfree = done;
+    P->arena = (size_t)res.arena_bytes;
+    if (plan_classes(P) != 0) goto fail;
+    free(l);
+    free(b);
+    free(slot);
+    return P;
+fail:
+    free(l);
+    free(b);
+    free(slot);
+    plan_free(P);
+    return NULL;
+}
+
+static pa_learn_plan_t *find_plan(const pa_learn_t *L, const uint64_t *ev, size_t nev, uint64_t h) {
+    for (size_t i = 0; i < L->nplans; i++) {
+        pa_learn_plan_t *P = L->plans[i];
+        if (P->hash == h && P->nev == nev && !memcmp(P->ev, ev, nev * sizeof(*ev))) return P;
+    }
+    return NULL;
+}
+
+static void update_want(pa_learn_t *L) {
+    L->want = 0;
+    for (size_t i = 0; i < L->nplans; i++)
+        if (L->plans[i]->arena > L->want) L->want = L->plans[i]->arena;
+}
+
+/* Keep P, evicting the least recently used plan with nothing live when
+ * full; 0 if kept. */
+static int add_plan(pa_learn_t *L, pa_learn_plan_t *P) {
+    if (L->nplans == L->max_plans) {
+        size_t victim = SIZE_MAX;
+        for (size_t i = 0; i < L->nplans; i++) {
+            pa_learn_plan_t *Q = L->plans[i];
+            if (Q == L->owner && L->live) continue;
+            if (victim == SIZE_MAX || Q->last_used < L->plans[victim]->last_used) victim = i;
+        }
+        if (victim == SIZE_MAX) return -1;
+        pa_learn_plan_t *Q = L->plans[victim];
+        if (L->owner == Q) L->owner = NULL;
+        if (L->last == Q) L->last = NULL;
+        if (L->cur == Q) L->cur = NULL;
+        plan_free(Q);
+        L->plans[victim] = L->plans[--L->nplans];
+    }
+    P->id = ++L->next_plan_id;
+    L->plans[L->nplans++] = P;
+    update_want(L);
+    return 0;
+}
+
+/* ---- candidates ------------------------------------------------------------------- */
+
+static pa_learn_cand_t *see_candidate(pa_learn_t *L, uint64_t h) {
+    pa_learn_cand_t *free_slot = NULL, *oldest = NULL;
+    for (int i = 0; i < PA_LEARN_CANDIDATES; i++) {
+        pa_learn_cand_t *c = &L->cand[i];
+        if (!c->count) {
+            if (!free_slot) free_slot = c;
+            continue;
+        }
+        if (c->hash == h && c->nev == L->nev && !memcmp(c->ev, L->ev, L->nev * sizeof(*c->ev))) {
+            if (c->count != UNPLANNABLE) c->count++;
+            c->last = L->step;
+            return c;
+        }
+        if (!oldest || c->last < oldest->last) oldest = c;
+    }
+    pa_learn_cand_t *c = free_slot ? free_slot : oldest;
+    if (c->cap < L->nev) {
+        uint64_t *n = realloc(c->ev, L->nev * sizeof(*n));
+        if (!n) return NULL;
+        c->ev = n;
+        c->cap = L->nev;
+    }
+    memcpy(c->ev, L->ev, L->nev * sizeof(*c->ev));
+    c->nev = L->nev;
+    c->hash = h;
+    c->count = 1;
+    c->last = L->step;
+    return c;
+}
+
+static void start_step(pa_learn_t *L, size_t requested);
+
+/* ---- life cycle --------------------------------------------------------------------- */
+
+void _pa_learn_init(pa_learn_t *L, const pa_pool_config_t *cfg, size_t gran,
+                    pa_page_heap_t *heap) {
+    memset(L, 0, sizeof(*L));
+    L->on = cfg->learn != 0;
+    L->auto_step = cfg->auto_step != 0;
+    L->repeats = cfg->learn_repeats ? cfg->learn_repeats : DEFAULT_REPEATS;
+    L->max_plans = cfg->learn_sequences ? cfg->learn_sequences : DEFAULT_PLANS;
+    if (L->max_plans > PA_LEARN_MAX_SEQUENCES) L->max_plans = PA_LEARN_MAX_SEQUENCES;
+    L->max_events = cfg->learn_max_events ? cfg->learn_max_events : DEFAULT_EVENTS;
+    L->gran = gran;
+    L->heap = heap;
+    L->step = 1;
+    if (L->on && L->auto_step) { /* boundaries come by themselves */
+        L->started = 1;
+        start_step(L, 0);
+    }
+}
+
+void _pa_learn_destroy(pa_learn_t *L) {
+    for (size_t i = 0; i < L->nplans; i++) plan_free(L->plans[i]);
+    for (int i = 0; i < PA_LEARN_CANDIDATES; i++) free(L->cand[i].ev);
+    free(L->ev);
+    free(L->tab[0].s);
+    free(L->tab[1].s);
+    if (L->base) _pa_backend_unmap(&L->heap->backend, (void *)L->base, L->size);
+    L->heap->outside = 0;
+    memset(L, 0, sizeof(*L));
+}
+
+static void start_step(pa_learn_t *L, size_t requested) {
+    L->hot = 1;
+    L->step++;
+    L->nev = 0;
+    L->overflow = L->novel >= NOVEL_QUIET && L->step % 8 != 0;
+    L->nalloc = 0;
+    L->cur = NULL;
+    L->tried = L->serving = L->defer = L->freed0 = 0;
+    L->ai = L->prefix = 0;
+    L->tcur ^= 1;
+    L->tab[L->tcur].stamp = L->step;
+    L->tab[L->tcur].n = 0;
+    L->base_requested = requested;
+}
+
+void _pa_learn_map_region(pa_learn_t *L, int release) {
+    pa_page_heap_t *h = L->heap;
+    if (L->live) return;
+    if (release) L->map_failed = 0;
+    if (release || L->want > L->size) {
+        if (L->base) _pa_backend_unmap(&h->backend, (void *)L->base, L->size);
+        L->base = 0;
+        L->size = 0;
+        h->outside = 0;
+    }
+    if (release || !L->want || L->base) return;
+    size_t want;
+    if (!_pa_align_up(L->want, PA_PAGE_SIZE, &want)) return;
+    if (h->limit && (h->reserved > h->limit || want > h->limit - h->reserved)) {
+        L->map_failed = 1;
+        return;
+    }
+    void *m = _pa_backend_map(&h->backend, want, PA_PAGE_SIZE);
+    if (!m) {
+        L->map_failed = 1;
+        return;
+    }
+    L->base = (uintptr_t)m;
+    L->size = want;
+    h->outside = want;
+    if (h->reserved + want > h->peak_reserved) h->peak_reserved = h->reserved + want;
+}
+
+/* ---- the step ---------------------------------------------------------------------- */
+
+int _pa_learn_step(pa_learn_t *L, size_t requested) {
+    L->steps++;
+    if (!L->on) return 0;
+    if (!L->started) {
+        L->started = 1;
+        start_step(L, requested);
+        return 0;
+    }
+    pa_learn_plan_t *P = L->cur, *matched = NULL;
+    int made = 0;
+    int full = L->serving && P && L->ai == P->n && L->ai == L->nalloc;
+    if (L->serving && !full) L->misses++; /* fewer requests than planned */
+    if (full) {
+        matched = P;
+        L->plan_steps++;
+        L->novel = 0;
+    } else if (!L->overflow && L->nev) {
+        uint64_t h = hash_events(L->ev, L->nev);
+        matched = find_plan(L, L->ev, L->nev, h);
+        pa_learn_cand_t *c = matched ? NULL : see_candidate(L, h);
+        L->novel = matched || (c && c->count != 1) ? 0 : L->novel + 1;
+        if (c && c->count != UNPLANNABLE && c->count >= L->repeats) {
+            pa_learn_plan_t *Q = build_plan(L, c->ev, c->nev, h);
+            if (Q && add_plan(L, Q) == 0) {
+                matched = Q;
+                made = 1;
+                L->map_failed = 0;
+                c->count = 0; /* the slot is free again */
+            } else if (Q) { /* no plan could make room: try again later */
+                plan_free(Q);
+            } else {
+                c->count = UNPLANNABLE;
+            }
+        }
+    }
+    if (matched) matched->last_used = L->step;
+    if (L->last) L->last->next_id = matched ? matched->id : 0;
+    L->last = matched;
+    /* the region's live blocks age by one step */
+    L->older += L->prev_in + L->prev_carry;
+    L->prev_in = L->cur_in;
+    L->prev_carry = L->cur_carry;
+    L->cur_in = L->cur_carry = 0;
+    start_step(L, requested);
+    return made || (L->want > L->size && !L->live && !L->map_failed);
+}
+
+/* ---- serving ------------------------------------------------------------------------ */
+
+/* P can serve this step: it starts with `size0` (and has `size1` next,
+ * unless size1 is SIZE_MAX), fits the region, and nothing of another
+ * step lives where it would place blocks. */
+static int usable(const pa_learn_t *L, const pa_learn_plan_t *P, size_t size0, size_t size1) {
+    if (!P->n || P->e[0].size != size0 || P->arena > L->size) return 0;
+    if (size1 != SIZE_MAX && (P->n < 2 || P->e[1].size != size1)) return 0;
+    if (L->older || L->prev_in || L->cur_in || L->cur_carry) return 0;
+    return !L->prev_carry || L->owner == P;
+}
+
+/* The plan for a step starting with size0 (, size1); *count gets how many
+ * plans qualify. */
+static pa_learn_plan_t *choose(const pa_learn_t *L, size_t size0, size_t size1, size_t *count) {
+    pa_learn_plan_t *best = NULL, *next = NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < L->nplans; i++) {
+        pa_learn_plan_t *P = L->plans[i];
+        if (!usable(L, P, size0, size1)) continue;
+        k++;
+        if (L->last && P->id == L->last->next_id) next = P;
+        if (!best || P->last_used > best->last_used) best = P;
+    }
+    *count = k;
+    return next ? next : best;
+}
+
+static void start_serving(pa_learn_t *L, pa_learn_plan_t *P) {
+    L->par = L->prev_carry ? !P->par : 0;
+    P->par = L->par;
+    P->last_used = L->step;
+    L->cur = P;
+    L->owner = P;
+    L->serving = 1;
+}
+
+/* Entry idx of this step was freed: in-step frees done in plan order. */
+static void freed_in_step(pa_learn_t *L, uint32_t idx) {
+    pa_learn_plan_t *P = L->cur;
+    if (!P || idx >= P->n || P->e[idx].carry) return;
+    P->freed_at[idx] = L->step;
+    while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step) L->prefix++;
+}
+
+void *_pa_learn_alloc_slow(pa_learn_t *L, size_t size, size_t *bsize) {
+    if (pa_unlikely(!L->tried)) {
+        L->tried = 1;
+        size_t k = 0;
+        pa_learn_plan_t *P = L->base ? choose(L, size, SIZE_MAX, &k) : NULL;
+        if (k > 1) { /* ambiguous: this block from the zones, decide next */
+            L->defer = 1;
+            L->size0 = size;
+            L->ai = 1;
+            return NULL;
+        }
+        if (P) {
+            start_serving(L, P);
+            if (L->freed0) freed_in_step(L, 0);
+        }
+    } else if (pa_unlikely(L->defer)) {
+        L->defer = 0;
+        size_t k;
+        pa_learn_plan_t *P = L->nalloc == 1 ? choose(L, L->size0, size, &k) : NULL;
+        if (P) {
+            start_serving(L, P);
+            if (L->freed0) freed_in_step(L, 0);
+        }
+    }
+    if (!L->serving) {
+        /* a quiet step no plan serves: nothing to do until its end */
+        if (L->overflow && !L->defer && !L->auto_step) L->hot = 0;
+        return NULL;
+    }
+    pa_learn_plan_t *P = L->cur;
+    if (pa_unlikely(L->ai >= P->n || L->ai != L->nalloc)) goto diverge;
+    const pa_learn_entry_t *e = &P->e[L->ai];
+    if (pa_unlikely(e->size != size)) goto diverge;
+    uint64_t off = e->off[L->par];
+    if (off == PA_LEARN_GENERAL) { /* a long-lived block: the zones' */
+        L->ai++;
+        return NULL;
+    }
+    uint32_t c = e->cls[L->par];
+    if (pa_unlikely(e->need > L->prefix || P->cls_live[c])) goto diverge;
+    P->cls_live[c] = (uint32_t)L->ai + 1;
+    P->cls_step[c] = L->step;
+    if (e->carry) L->cur_carry++;
+    else L->cur_in++;
+    size_t bs = block_bytes(L, size);
+    L->live++;
+    L->live_bytes += bs;
+    L->live_req += size;
+    L->hits++;
+    L->ai++;
+    L->nalloc++;
+    _pa_learn_record(L, (uint64_t)size << 2 | EV_ALLOC);
+    *bsize = bs;
+    return (void *)(L->base + off);
+diverge:
+    L->serving = 0;
+    L->misses++;
+    return NULL;
+}
+
+void _pa_learn_note_alloc(pa_learn_t *L, void *ptr, size_t size) {
+    uint32_t idx = (uint32_t)L->nalloc++;
+    _pa_learn_record(L, (uint64_t)size << 2 | EV_ALLOC);
+    if (!L->overflow || L->serving) tab_put(&L->tab[L->tcur], (uintptr_t)ptr, idx);
+}
+
+void _pa_learn_note_free(pa_learn_t *L, const void *ptr) {
+    uint32_t idx;
+    if (tab_take(&L->tab[L->tcur], (uintptr_t)ptr, &idx)) {
+        _pa_learn_record(L, (uint64_t)idx << 2 | EV_FREE);
+        freed_in_step(L, idx); /* a zone block the plan counts (deferred) */
+        if (idx == 0 && !L->cur) L->freed0 = 1;
+    } else if (tab_take(&L->tab[!L->tcur], (uintptr_t)ptr, &idx))
+        _pa_learn_record(L, (uint64_t)idx << 2 | EV_PREV);
+}
+
+/* The class of the live block starting at `ptr`, or why there is none. */
+static pa_status_t find_planned(const pa_learn_t *L, const void *ptr, long *cls) {
+    const pa_learn_plan_t *P = L->owner;
+    if (!P) return PA_ERR_FOREIGN;
+    long c = cls_of(P, (uint64_t)((uintptr_t)ptr - L->base));
+    if (c < 0) return PA_ERR_FOREIGN;
+    if (!P->cls_live[c]) return PA_ERR_DOUBLE_FREE;
+    *cls = c;
+    return PA_OK;
+}
+
+pa_status_t _pa_learn_free_slow(pa_learn_t *L, const void *ptr, size_t *req, size_t *bsize) {
+    long c;
+    pa_status_t st = find_planned(L, ptr, &c);
+    if (st != PA_OK) return st;
+    pa_learn_plan_t *P = L->owner;
+    uint32_t idx = P->cls_live[c] - 1;
+    const pa_learn_entry_t *e = &P->e[idx];
+    uint64_t age = L->step - P->cls_step[c];
+    P->cls_live[c] = 0;
+    if (age == 0) {
+        if (e->carry) L->cur_carry--;
+        else L->cur_in--;
+    } else if (age == 1) {
+        if (e->carry) L->prev_carry--;
+        else L->prev_in--;
+    } else {
+        L->older--;
+    }
+    size_t bs = block_bytes(L, e->size);
+    L->live--;
+    L->live_bytes -= bs;
+    L->live_req -= e->size;
+    L->frees++;
+    *req = e->size;
+    *bsize = bs;
+    if (L->hot) {
+        if (age == 0) {
+            _pa_learn_record(L, (uint64_t)idx << 2 | EV_FREE);
+            if (P == L->cur) freed_in_step(L, idx);
+        } else if (age == 1) {
+            _pa_learn_record(L, (uint64_t)idx << 2 | EV_PREV);
+        }
+    }
+    return PA_OK;
+}
+
+size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req, pa_status_t *st) {
+    long c;
+    pa_status_t s = find_planned(L, ptr, &c);
+    if (st) *st = s;
+    if (s != PA_OK) return 0;
+    const pa_learn_entry_t *e = &L->owner->e[L->owner->cls_live[c] - 1];
+    if (req) *req = e->size;
+    return block_bytes(L, e->size);
+}
+
+/* ---- inspection ------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t off, end;
+} range_t;
+
+static int cmp_range(const void *x, const void *y) {
+    const range_t *a = x, *b = y;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+/* Buffers of P whose lifetimes overlap must not overlap in bytes. */
+static size_t check_plan(const pa_learn_t *L, const pa_learn_plan_t *P) {
+    size_t broken = 0, n;
+    if (P->n > CHECK_PAIRS_MAX) return 0;
+    life_t *l = lifetimes(P->ev, P->nev, &n);
+    if (!l) return 0;
+    if (n != P->n) broken++;
+    int64_t end = P->nev ? (int64_t)P->nev - 1 : 0;
+    for (size_t i = 0; i < n && n == P->n; i++) {
+        const pa_learn_entry_t *a = &P->e[i];
+        for (int pa = 0; pa < 2; pa++) {
+            if (a->off[pa] == PA_LEARN_GENERAL) continue;
+            if (a->off[pa] + block_bytes(L, a->size) > P->arena) broken++;
+            if (a->off[pa] % L->gran) broken++;
+            int64_t a0 = a->carry ? 0 : l[i].a, a1 = a->carry ? end : l[i].f;
+            for (size_t j = i; j < n; j++) {
+                const pa_learn_entry_t *b = &P->e[j];
+                int64_t b0 = b->carry ? 0 : l[j].a, b1 = b->carry ? end : l[j].f;
+                if (b0 > a1 || a0 > b1) continue;
+                for (int pb = 0; pb < 2; pb++) {
+                    if (b->off[pb] == PA_LEARN_GENERAL || (j == i && pb == pa)) continue;
+                    if (j == i && a->off[0] == a->off[1]) continue;
+                    uint64_t ae = a->off[pa] + block_bytes(L, a->size);
+                    uint64_t be = b->off[pb] + block_bytes(L, b->size);
+                    if (a->off[pa] < be && b->off[pb] < ae) broken++;
+                }
+            }
+        }
+    }
+    free(l);
+    return broken;
+}
+
+size_t _pa_learn_check(const pa_learn_t *L, size_t *live, size_t *bytes, size_t *req) {
+    size_t broken = 0, count = 0, total = 0, treq = 0;
+    if (L->heap->outside != L->size || (L->base == 0) != (L->size == 0)) broken++;
+    if (L->base % PA_PAGE_SIZE) broken++;
+    range_t *r = NULL;
+    size_t nr = 0;
+    for (size_t k = 0; k < L->nplans; k++) {
+        const pa_learn_plan_t *P = L->plans[k];
+        broken += check_plan(L, P);
+        if (P == L->owner && L->live) r = malloc(L->live * sizeof(*r));
+        for (size_t c = 0; c < P->ncls; c++) {
+            if (cls_of(P, P->cls_off[c]) != (long)c) broken++;
+            if (!P->cls_live[c]) continue;
+            uint32_t idx = P->cls_live[c] - 1;
+            if (P != L->owner || idx >= P->n) {
+                broken++;
+                continue;
+            }
+            const pa_learn_entry_t *e = &P->e[idx];
+            if (e->off[0] != P->cls_off[c] && e->off[1] != P->cls_off[c]) broken++;
+            size_t bs = block_bytes(L, e->size);
+            if (P->cls_off[c] + bs > L->size) broken++;
+            if (r && nr < L->live) r[nr++] = (range_t){P->cls_off[c], P->cls_off[c] + bs};
+            count++;
+            total += bs;
+            treq += e->size;
+        }
+        if (P == L->owner && r) {
+            qsort(r, nr, sizeof(*r), cmp_range);
+            for (size_t i = 1; i < nr; i++)
+                if (r[i].off < r[i - 1].end) broken++;
+            free(r);
+            r = NULL;
+        }
+    }
+    if (count != L->live || total != L->live_bytes || treq != L->live_req) broken++;
+    if (L->cur_in + L->cur_carry + L->prev_in + L->prev_carry + L->older != L->live) broken++;
+    if (L->want > 0 && L->nplans == 0) broken++;
+    *live = count;
+    *bytes = total;
+    *req = treq;
+    return broken;
+}
+
+void _pa_learn_stats(const pa_learn_t *L, pa_pool_stats_t *out) {
+    out->learned_sequences = L->nplans;
+    out->planned_bytes = L->size;
+    out->planned_live = L->live_bytes;
+    out->plan_hits = L->hits;
+    out->plan_misses = L->misses;
+    out->plan_steps = L->plan_steps;
+    out->steps = L->steps;
+}
