@@ -47,6 +47,7 @@ typedef struct alloc {
     void *(*m)(size_t);
     void (*f)(void *);
     pa_pool_t *pool;
+    int steps;     /* pool-learned: a step mark calls pa_pool_step */
 } alloc_t;
 
 static void *do_alloc(const alloc_t *a, size_t n)
@@ -125,6 +126,8 @@ static double replay(const alloc_t *a, const rec_t *t, size_t n, void **slots, i
         } else if (r.kind == 1 && slots[r.id]) {
             do_free(a, slots[r.id]);
             slots[r.id] = NULL;
+        } else if (r.kind == 2 && a->steps) {
+            (void)pa_pool_step(a->pool);
         }
         if (every && (i % every == 0 || i + 1 == n)) {
             samples[2 * *nsamples] = (long)i;
@@ -145,7 +148,7 @@ static void free_live(const alloc_t *a, void **slots, size_t nslots)
 }
 
 static int open_alloc(alloc_t *a, const char *name, const char *lib, const char *msym,
-                      const char *fsym)
+                      const char *fsym, int has_steps)
 {
     a->name = name;
     if (!strcmp(name, "malloc")) {
@@ -171,10 +174,19 @@ static int open_alloc(alloc_t *a, const char *name, const char *lib, const char 
         cfg.mode = PA_POOL_SLAB_ONLY;
     else if (!strcmp(name, "pool-buddy"))
         cfg.mode = PA_POOL_BUDDY_ONLY;
-    else
+    else if (!strcmp(name, "pool-learned")) {
+        /* learned steps: the trace's step marks, or (a trace without
+         * any) the pool's own automatic boundaries */
+        cfg.mode = PA_POOL_HYBRID;
+        cfg.learn = 1;
+        cfg.auto_step = !has_steps;
+        a->steps = 1;
+    } else
         return die("unknown allocator", name);
     pa_status_t st;
     a->pool = pa_pool_create(&cfg, &st);
+    if (a->pool && a->steps && !has_steps)
+        (void)pa_pool_step(a->pool);    /* learning starts at the first mark */
     return a->pool ? 0 : die("pa_pool_create failed", pa_status_string(st));
 }
 
@@ -209,7 +221,7 @@ static int cmp_double(const void *x, const void *y)
 }
 
 static void print_json(const alloc_t *a, size_t n, size_t nallocs, double *ns, int reps,
-                       long rss0, long hwm, long rss_end, struct rusage *ru0,
+                       long rss0, long hwm, long hwm_warm, long rss_end, struct rusage *ru0,
                        struct rusage *ru1, const long *samples, size_t nsamples)
 {
     qsort(ns, (size_t)reps, sizeof *ns, cmp_double);
@@ -219,7 +231,8 @@ static void print_json(const alloc_t *a, size_t n, size_t nallocs, double *ns, i
            nallocs ? ns[reps / 2] / (double)nallocs : 0.0,
            nallocs ? ns[0] / (double)nallocs : 0.0,
            nallocs ? ns[reps - 1] / (double)nallocs : 0.0);
-    printf("\"rss0_kb\": %ld, \"hwm_kb\": %ld, \"rss_end_kb\": %ld, ", rss0, hwm, rss_end);
+    printf("\"rss0_kb\": %ld, \"hwm_kb\": %ld, \"hwm_warm_kb\": %ld, \"rss_end_kb\": %ld, ",
+           rss0, hwm, hwm_warm, rss_end);
     printf("\"minor_faults\": %ld, \"major_faults\": %ld, \"samples\": [",
            ru1->ru_minflt - ru0->ru_minflt, ru1->ru_majflt - ru0->ru_majflt);
     for (size_t i = 0; i < nsamples; i++)
@@ -278,9 +291,11 @@ int main(int argc, char **argv)
     const rec_t *t = rc ? NULL : load(argv[1], &n, &nslots);
     if (rc || (!t && n))
         return rc ? rc : die("cannot read the trace", argv[1]);
-    size_t nallocs = 0;
-    for (size_t i = 0; i < n; i++)
+    size_t nallocs = 0, nsteps = 0;
+    for (size_t i = 0; i < n; i++) {
         nallocs += t[i].kind == 0;
+        nsteps += t[i].kind == 2;
+    }
     void **slots = (void **)calloc(nslots + 1, sizeof *slots);
     long *samples = (long *)calloc(2 * (o.samples + 2), sizeof *samples);
     double *ns = (double *)calloc((size_t)o.reps, sizeof *ns);
@@ -288,7 +303,7 @@ int main(int argc, char **argv)
     alloc_t a = {0};
     if (!slots || !samples || !ns)
         return die("out of memory", NULL);
-    if ((rc = open_alloc(&a, argv[2], o.lib, o.msym, o.fsym)) != 0)
+    if ((rc = open_alloc(&a, argv[2], o.lib, o.msym, o.fsym, nsteps > 0)) != 0)
         return rc;
     /* the memory pass: a fresh heap, every page touched, RSS sampled */
     reset_hwm();
@@ -302,15 +317,23 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru1);
     free_live(&a, slots, nslots);
     long rss_end = status_kb("VmRSS");
-    /* the timing passes */
+    /* the timing passes; the first also gives the warm peak (the trace run
+     * again on the heap the memory pass left: what a loop pays after its
+     * first iterations) */
+    long hwm_warm = 0;
     for (int r = 0; r < o.reps; r++) {
         size_t none = 0;
+        if (r == 0)
+            reset_hwm();
         ns[r] = replay(&a, t, n, slots, o.touch, 0, statm, samples, &none);
         if (ns[r] < 0)
             return die("an allocation failed", a.name);
+        if (r == 0)
+            hwm_warm = status_kb("VmHWM");
         free_live(&a, slots, nslots);
     }
-    print_json(&a, n, nallocs, ns, o.reps, rss0, hwm, rss_end, &ru0, &ru1, samples, nsamples);
+    print_json(&a, n, nallocs, ns, o.reps, rss0, hwm, hwm_warm, rss_end, &ru0, &ru1, samples,
+               nsamples);
     if (a.pool)
         (void)pa_pool_destroy(a.pool);
     return 0;

@@ -5,7 +5,8 @@ Each trace (docs/traces.md; ``pyarena trace`` records one) is replayed in
 C, one fresh process per allocator, every page of every block touched:
 once for memory, then ``--repeat`` times for time.  The table gives, per
 allocator: ns per alloc/free pair (median thread CPU time, and the ratio
-to glibc), footprint (peak RSS growth / peak live bytes), fragmentation,
+to glibc), footprint (peak RSS growth / peak live bytes; ``warm``: during a
+second replay on the heap the first one left), fragmentation,
 page faults and the RSS kept after the last free; above it the trace's
 peak live bytes -- the lower bound of any static plan -- and the arena
 pyarena's planner finds for the trace's blocks.  ``--sample`` replays the
@@ -114,7 +115,7 @@ def print_report(rep, out=sys.stdout):
     base = next((r["ns_per_pair"] for r in rep["rows"] if r["allocator"] == "glibc"
                  and "skipped" not in r), None)
     hdr = (f"{'allocator':<13}{'ns/pair':>9}{'min..max':>16}{'vs glibc':>9}{'footprint':>10}"
-           f"{'frag':>7}{'faults':>9}{'RSS kept':>11}")
+           f"{'warm':>7}{'frag':>7}{'faults':>9}{'RSS kept':>11}")
     print(hdr, file=out)
     print("-" * len(hdr), file=out)
     for r in rep["rows"]:
@@ -125,7 +126,7 @@ def print_report(rep, out=sys.stdout):
         span = f"{r['ns_per_pair_min']:.0f}..{r['ns_per_pair_max']:.0f}"
         frag = f"{r['fragmentation']:.1%}" if r["fragmentation"] is not None else "-"
         print(f"{r['allocator']:<13}{r['ns_per_pair']:>9.1f}{span:>16}{ratio:>9}"
-              f"{r['footprint']:>10.3f}{frag:>7}{r['page_faults']:>9,}"
+              f"{r['footprint']:>10.3f}{r['footprint_warm']:>7.3f}{frag:>7}{r['page_faults']:>9,}"
               f"{human_bytes(r['rss_kept_bytes']):>11}", file=out)
 
 

@@ -13,11 +13,17 @@ every block is touched.  Allocators:
   loaded at run time (dlopen); a missing one is reported as skipped with
   the Debian package that provides it;
 * ``pool-hybrid``, ``pool-slab``, ``pool-buddy`` -- pyarena's work pool in
-  each mode, with the library defaults.
+  each mode, with the library defaults;
+* ``pool-learned`` -- the hybrid pool told each step's end
+  (``pa_pool_step`` at the trace's ``s`` marks, or its automatic
+  boundaries for a trace without any): repeated steps are served from
+  learned plans.
 
 :func:`replay` returns one dict per allocator with the raw figures and the
 derived ones: ``ns_per_pair`` (median thread CPU time per alloc/free pair),
-``footprint`` (peak RSS growth / peak live bytes), ``fragmentation``
+``footprint`` (peak RSS growth / peak live bytes, first replay on a fresh
+heap), ``footprint_warm`` (the same during the second replay: what a loop
+pays once warmed up), ``fragmentation``
 (1 - peak live / peak RSS growth), ``page_faults``, ``rss_kept_bytes``
 (RSS growth left after the last free) and ``samples`` (event index, RSS
 growth in bytes) along the replay.
@@ -33,7 +39,7 @@ from ..errors import InvalidArgumentError
 __all__ = ["ALLOCATORS", "replay", "library_for"]
 
 ALLOCATORS = ("glibc", "glibc-tuned", "jemalloc", "mimalloc", "tcmalloc", "pool-hybrid",
-              "pool-slab", "pool-buddy")
+              "pool-slab", "pool-buddy", "pool-learned")
 
 # allocator -> (library name for find_library, malloc symbol, free symbol, package)
 _DLOPEN = {
@@ -105,6 +111,8 @@ def replay(binary, allocator, peak_live, repeat=5, samples=200, touch=True, time
     grow = max(0, out["hwm_kb"] - out["rss0_kb"]) * 1024
     out["peak_rss_growth_bytes"] = grow
     out["footprint"] = grow / peak_live if peak_live else None
+    warm = max(0, out["hwm_warm_kb"] - out["rss0_kb"]) * 1024
+    out["footprint_warm"] = warm / peak_live if peak_live else None
     out["fragmentation"] = 1.0 - peak_live / grow if grow else None
     out["page_faults"] = out.pop("minor_faults") + out.pop("major_faults")
     out["rss_kept_bytes"] = max(0, out["rss_end_kb"] - out["rss0_kb"]) * 1024

@@ -92,13 +92,14 @@ def test_trace_refuses_what_is_not_a_python_program(tmp_path):
     assert r.returncode == 2 and "no such directory" in r.stderr
 
 
-REQUIRED = {"allocator", "ns_per_pair", "footprint", "fragmentation", "page_faults",
-            "peak_live_bytes", "rss_kept_bytes", "trace"}
+REQUIRED = {"allocator", "ns_per_pair", "footprint", "footprint_warm", "fragmentation",
+            "page_faults", "peak_live_bytes", "rss_kept_bytes", "trace"}
 
 
 def test_alloc_bench_sample_json_rows(tmp_path):
     r = run_cli("alloc-bench", "--sample", "--repeat", "1", "--json", "rows.json",
-                "--allocators", "glibc,glibc-tuned,pool-hybrid,pool-slab,pool-buddy,tcmalloc",
+                "--allocators",
+                "glibc,glibc-tuned,pool-hybrid,pool-slab,pool-buddy,pool-learned,tcmalloc",
                 cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = json.loads((tmp_path / "rows.json").read_text())
@@ -108,7 +109,8 @@ def test_alloc_bench_sample_json_rows(tmp_path):
         peak = read_trace(path).peak_live_bytes
         mine = [row for row in rows if row["trace"] == path]
         assert [row["allocator"] for row in mine] == ["glibc", "glibc-tuned", "pool-hybrid",
-                                                     "pool-slab", "pool-buddy", "tcmalloc"]
+                                                     "pool-slab", "pool-buddy", "pool-learned",
+                                                     "tcmalloc"]
         for row in mine:
             if "skipped" in row:
                 assert row["allocator"] == "tcmalloc"

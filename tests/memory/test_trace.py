@@ -271,3 +271,27 @@ def test_missing_library_is_skipped_with_its_package(tmp_path, monkeypatch):
 def test_unknown_allocator_is_refused(tmp_path):
     with pytest.raises(InvalidArgumentError, match="unknown allocator"):
         replay_mod.replay(os.devnull, "hoard", 1)
+
+
+def test_learned_pool_serves_repeated_steps(tmp_path):
+    """Ten identical steps: the learning pool's warm replay stays near the
+    live bytes (its plan), and every page is still touched."""
+    kinds, ids, sizes = [], [], []
+    for _ in range(10):
+        for b, size in enumerate((1 << 20, 3 << 20, 2 << 20)):
+            kinds.append(ALLOC)
+            ids.append(b)
+            sizes.append(size)
+        for b in (1, 0, 2):
+            kinds.append(FREE)
+            ids.append(b)
+            sizes.append(0)
+        kinds.append(STEP)
+        ids.append(0)
+        sizes.append(0)
+    t = Trace(kinds, ids, sizes)
+    t.to_binary(tmp_path / "t.bin")
+    r = replay_mod.replay(str(tmp_path / "t.bin"), "pool-learned", t.peak_live_bytes, repeat=2)
+    assert "skipped" not in r, r
+    assert r["footprint"] >= 0.95
+    assert 0.95 <= r["footprint_warm"] <= 1.3
