@@ -1,0 +1,170 @@
+/* kernels_elementwise.c -- activations and fused bias + activation chains
+ * in one pass over memory.
+ *
+ * NumPy spends one full pass per ufunc: a sigmoid is four (negate, exp,
+ * add, reciprocal), x * sigmoid(x) five, a bias then ReLU6 three.  These
+ * kernels read each value once and write it once, with the activation
+ * computed in registers (the branch-free exp of kernels_internal.h, so the
+ * loops vectorise).  The work is cut into blocks of PA_EW_BLOCK floats
+ * that the worker pool shares out.
+ */
+#include "kernels_internal.h"
+
+#define PA_EW_BLOCK 16384
+
+static int act_ok(const pa_act_params_t *act) {
+    return act && (unsigned)act->kind <= (unsigned)PA_ACT_HARDSIGMOID;
+}
+
+/* y[i] = act(x[i] + b); b = 0 for a plain activation.  Inline so each
+ * clone of its callers vectorises it for its own ISA. */
+PA_INLINE void bias_act(const float *x, float *y, size_t n, float b,
+                        const pa_act_params_t *act) {
+    const float lo = act->alpha, hi = act->beta;
+    switch (act->kind) {
+    case PA_ACT_NONE:
+        for (size_t i = 0; i < n; i++) y[i] = x[i] + b;
+        break;
+    case PA_ACT_RELU:
+        for (size_t i = 0; i < n; i++) y[i] = _pa_act_relu(x[i] + b);
+        break;
+    case PA_ACT_CLIP:
+        for (size_t i = 0; i < n; i++) y[i] = _pa_clampf(x[i] + b, lo, hi);
+        break;
+    case PA_ACT_SIGMOID:
+        for (size_t i = 0; i < n; i++) y[i] = _pa_sigmoidf(x[i] + b);
+        break;
+    case PA_ACT_SILU:
+        for (size_t i = 0; i < n; i++) y[i] = _pa_act_silu(x[i] + b);
+        break;
+    case PA_ACT_HARDSWISH:
+        for (size_t i = 0; i < n; i++) y[i] = _pa_act_hardswish(x[i] + b);
+        break;
+    case PA_ACT_HARDSIGMOID:
+        for (size_t i = 0; i < n; i++) y[i] = _pa_act_hardsigmoid(x[i] + b, lo, hi);
+        break;
+    }
+}
+
+/* y[p, c] = act(x[p, c] + bias[c]) for rows of nc values. */
+PA_INLINE void bias_act_rows(const float *x, float *y, size_t np, size_t nc,
+                             const float *bias, const pa_act_params_t *act) {
+    const float lo = act->alpha, hi = act->beta;
+    for (size_t p = 0; p < np; p++) {
+        const float *xr = x + p * nc;
+        float *yr = y + p * nc;
+        switch (act->kind) {
+        case PA_ACT_NONE:
+            for (size_t i = 0; i < nc; i++) yr[i] = xr[i] + bias[i];
+            break;
+        case PA_ACT_RELU:
+            for (size_t i = 0; i < nc; i++) yr[i] = _pa_act_relu(xr[i] + bias[i]);
+            break;
+        case PA_ACT_CLIP:
+            for (size_t i = 0; i < nc; i++) yr[i] = _pa_clampf(xr[i] + bias[i], lo, hi);
+            break;
+        case PA_ACT_SIGMOID:
+            for (size_t i = 0; i < nc; i++) yr[i] = _pa_sigmoidf(xr[i] + bias[i]);
+            break;
+        case PA_ACT_SILU:
+            for (size_t i = 0; i < nc; i++) yr[i] = _pa_act_silu(xr[i] + bias[i]);
+            break;
+        case PA_ACT_HARDSWISH:
+            for (size_t i = 0; i < nc; i++) yr[i] = _pa_act_hardswish(xr[i] + bias[i]);
+            break;
+        case PA_ACT_HARDSIGMOID:
+            for (size_t i = 0; i < nc; i++)
+                yr[i] = _pa_act_hardsigmoid(xr[i] + bias[i], lo, hi);
+            break;
+        }
+    }
+}
+
+PA_MULTIVERSION
+void _pa_act_inplace(float *v, size_t n, const pa_act_params_t *act) {
+    if (act->kind != PA_ACT_NONE)
+        bias_act(v, v, n, 0.0f, act);
+}
+
+PA_MULTIVERSION
+void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
+                        const pa_act_params_t *act) {
+    bias_act(x, y, n, b, act);
+}
+
+PA_MULTIVERSION
+void _pa_bias_act_rows(const float *x, float *y, size_t np, size_t nc, const float *b,
+                       const pa_act_params_t *act) {
+    bias_act_rows(x, y, np, nc, b, act);
+}
+
+/* -- the public calls: blocks shared by the pool ---------------------------- */
+
+typedef struct {
+    const pa_act_params_t *act;
+    const float *x, *bias;
+    float *y;
+    int64_t n, c, spatial;     /* pa_bias_act's shape; pa_act: n values */
+} ew_job_t;
+
+static void act_blocks(void *ctx, int64_t b, int64_t e) {
+    const ew_job_t *j = ctx;
+    int64_t lo = b * PA_EW_BLOCK, hi = e * PA_EW_BLOCK < j->n ? e * PA_EW_BLOCK : j->n;
+    _pa_bias_act_plane(j->x + lo, j->y + lo, (size_t)(hi - lo), 0.0f, j->act);
+}
+
+pa_status_t pa_act(const pa_act_params_t *act, const float *x, float *y, size_t n,
+                   pa_workers_t *workers) {
+    if (!act_ok(act) || (n && (!x || !y)) || n > ((size_t)1 << 50))
+        return PA_ERR_INVALID;
+    ew_job_t j = {act, x, NULL, y, (int64_t)n, 0, 0};
+    int64_t blocks = ((int64_t)n + PA_EW_BLOCK - 1) / PA_EW_BLOCK;
+    _pa_parallel(_pa_workers_for(workers, (double)n * 4), blocks, act_blocks, &j);
+    return PA_OK;
+}
+
+/* NCHW: one plane (image, channel) per item. */
+static void bias_planes(void *ctx, int64_t b, int64_t e) {
+    const ew_job_t *j = ctx;
+    for (int64_t i = b; i < e; i++) {
+        size_t off = (size_t)i * (size_t)j->spatial;
+        _pa_bias_act_plane(j->x + off, j->y + off, (size_t)j->spatial,
+                           j->bias ? j->bias[i % j->c] : 0.0f, j->act);
+    }
+}
+
+/* NHWC: rows of c channels, in blocks of rows. */
+static void bias_pixels(void *ctx, int64_t b, int64_t e) {
+    const ew_job_t *j = ctx;
+    int64_t rows = j->n * j->spatial;
+    int64_t per = PA_EW_BLOCK / j->c > 0 ? PA_EW_BLOCK / j->c : 1;
+    int64_t lo = b * per, hi = e * per < rows ? e * per : rows;
+    size_t off = (size_t)lo * (size_t)j->c;
+    if (j->bias)
+        _pa_bias_act_rows(j->x + off, j->y + off, (size_t)(hi - lo), (size_t)j->c, j->bias,
+                          j->act);
+    else
+        _pa_bias_act_plane(j->x + off, j->y + off, (size_t)(hi - lo) * (size_t)j->c, 0.0f,
+                           j->act);
+}
+
+pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                        const float *x, const float *bias, float *y,
+                        const pa_act_params_t *act, pa_workers_t *workers) {
+    if (!act_ok(act) || !x || !y || n < 0 || c < 1 || spatial < 0 ||
+        (layout != PA_LAYOUT_NCHW && layout != PA_LAYOUT_NHWC))
+        return PA_ERR_INVALID;
+    int64_t total;
+    if (__builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, spatial, &total) ||
+        total > ((int64_t)1 << 50))
+        return PA_ERR_INVALID;
+    ew_job_t j = {act, x, bias, y, n, c, spatial};
+    pa_workers_t *w = _pa_workers_for(workers, (double)total * 4);
+    if (layout == PA_LAYOUT_NCHW) {
+        _pa_parallel(w, n * c, bias_planes, &j);
+    } else {
+        int64_t per = PA_EW_BLOCK / c > 0 ? PA_EW_BLOCK / c : 1;
+        _pa_parallel(w, (n * spatial + per - 1) / per, bias_pixels, &j);
+    }
+    return PA_OK;
+}
