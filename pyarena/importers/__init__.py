@@ -55,12 +55,14 @@ def sniff_format(path):
     return "onnx"
 
 
-def load_model(path, inputs=None, scratch_budget=None):
+def load_model(path, inputs=None, scratch_budget=None, native=True):
     """A validated :class:`Graph` for the model at ``path``.
 
     ``inputs`` maps graph-input names to the shapes that fix their unknown
     dimensions; ``scratch_budget`` bounds each op's workspace (bytes; None:
-    the kernels' default).  Raises :class:`ModelImportError` for a missing,
+    the kernels' default); ``native`` False keeps every op on its NumPy /
+    BLAS path (the C core's native kernels otherwise run the float32 ops
+    they cover).  Raises :class:`ModelImportError` for a missing,
     corrupt or unknown file, :class:`UnsupportedOpError` naming every
     operator the executor cannot run (both are GraphErrors)."""
     path = os.fspath(path)
@@ -83,7 +85,7 @@ def load_model(path, inputs=None, scratch_budget=None):
     else:
         from .tflite import load_tflite
         g = load_tflite(path, inputs)
-    return set_scratch(g, scratch_budget)
+    return set_scratch(g, scratch_budget, native)
 
 
 def _load_json(path, inputs):

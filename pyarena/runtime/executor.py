@@ -90,7 +90,8 @@ class Executor:
             outs = [graph.tensors[t] for t in op.outputs if t]
             try:
                 kernels.append(make_kernel(op, ins, outs, keep=self._keep,
-                                           scratch_budget=graph.scratch_budget))
+                                           scratch_budget=graph.scratch_budget,
+                                           native=getattr(graph, "native", True)))
             except UnsupportedOpError as exc:
                 bad.append(str(exc))
         if bad:
@@ -170,6 +171,7 @@ class Executor:
                     raise GraphError(f"scratch of {op.name!r} has {sc.size} bytes, "
                                      f"{k.scratch_bytes} needed")
             steps.append((k, xs, ys, sc))
+            k.stable = True     # the same views every run: native pointers may be kept
         self.arrays = arrays
         self.steps = steps
         self._inputs = [(n, arrays[n]) for n in g.inputs]

@@ -84,7 +84,7 @@ def test_bad_input_bindings(tmp_path):
 
 
 def test_light_model_roles_and_scratch():
-    g = load_model(light_model_path("squeezenet"))
+    g = load_model(light_model_path("squeezenet"), native=False)
     assert g.inputs == ["data_0"]
     assert g.tensors["data_0"].shape == (1, 3, 224, 224)
     consts = g.by_role("constant")
@@ -100,6 +100,8 @@ def test_light_model_roles_and_scratch():
     per_row = w[1] * w[2] * w[3] * out[3] * 4
     rows = min(out[2], SCRATCH_BUDGET // per_row)
     assert conv.scratch_bytes == per_row * rows <= SCRATCH_BUDGET
+    # the native direct convolution needs none
+    assert load_model(light_model_path("squeezenet")).ops[0].scratch_bytes == 0
 
 
 def test_malformed_files(tmp_path):

@@ -42,15 +42,16 @@ def budget(request):
     return None if request.param == "whole" else 1
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c['x']}-{c['w']}-{c['attrs']}")
-def test_conv(tmp_path, case, budget):
+def test_conv(tmp_path, case, budget, native):
     inits = {"w": rnd(*case["w"])}
     ins = ["x", "w"]
     if case.get("bias", True):
         inits["b"] = rnd(case["w"][0])
         ins.append("b")
     g, _, _ = run_both(tmp_path, [node("Conv", ins, **case["attrs"])],
-                       {"x": rnd(*case["x"])}, inits, scratch_budget=budget)
+                       {"x": rnd(*case["x"])}, inits, scratch_budget=budget, native=native)
     # the planner got the kernel's workspace, exactly
     conv = g.ops[0]
     from pyarena.runtime.kernels import scratch_bytes_for
@@ -60,20 +61,25 @@ def test_conv(tmp_path, case, budget):
 def test_conv_scratch_is_the_im2col_rule(tmp_path):
     # 3x3 stride 1 pad 1 on 3x9x9: im2col 3*3*3 * 9*9 floats + padded 3*11*11
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
-                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)}, native=False)
     pad = 3 * 11 * 11 * 4
     cols = 3 * 3 * 3 * 9 * 9 * 4
     assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
     # 1x1 stride 1: no workspace at all
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"])],
-                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)})
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)}, native=False)
+    assert g.ops[0].scratch_bytes == 0
+    # the native direct convolution: none either
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
     assert g.ops[0].scratch_bytes == 0
 
 
 def test_conv_scratch_is_bounded_by_the_budget(tmp_path):
     # one output row per band: 3 padded input rows of 3x11 + 27x9 columns
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
-                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)}, scratch_budget=1)
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)}, scratch_budget=1,
+                       native=False)
     pad = 3 * 3 * 11 * 4
     cols = 3 * 3 * 3 * 1 * 9 * 4
     assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
