@@ -56,7 +56,8 @@ int _pa_conv2d_valid(const pa_conv2d_t *c) {
 }
 
 int _pa_conv2d_is_depthwise(const pa_conv2d_t *c) {
-    return c->groups == c->c_in && c->c_out == c->c_in && c->groups > 1;
+    return c->groups == c->c_in && c->c_out == c->c_in && c->groups > 1 &&
+           c->kh * c->kw <= PA_DW_MAX_TAPS;
 }
 
 static int64_t blocks_per_group(const pa_conv2d_t *c) {
@@ -109,6 +110,8 @@ typedef struct {
     int64_t cs, rs, ps;    /* input strides: channel, row, pixel (floats)  */
     int64_t ocs, ops;      /* output strides: channel, pixel              */
     const float *zero;     /* a 0.0f the padded taps read (stride 0)     */
+    int merge_row;         /* NHWC, dilation 1 and groups 1: a kernel row's
+                              taps are consecutive in memory             */
 } conv_job_t;
 
 /* acc[p][v] += sum over ci of x_p[ci * xs_p] * w[ci][v]: the inner loop. */
@@ -150,6 +153,25 @@ PA_INLINE void conv_tile(const conv_job_t *j, int64_t img, int64_t oh, int64_t o
     for (int64_t i = 0; i < c->kh; i++) {
         int64_t ih = ih0 + i * c->dh;
         int row_ok = ih >= 0 && ih < c->h;
+        if (row_ok && j->merge_row) {
+            /* NHWC, dilation 1: the kw taps of this row read kw * cg
+             * consecutive floats per pixel -- one run of the inner loop
+             * when every pixel's window row is inside the image */
+            int64_t iw_first = ow0 * c->sw - c->pad_left;
+            int64_t iw_last = (ow0 + PA_CONV_MR - 1 < last ? ow0 + PA_CONV_MR - 1 : last) *
+                              c->sw - c->pad_left + c->kw - 1;
+            if (iw_first >= 0 && iw_last < c->w) {
+                const float *xp[PA_CONV_MR];
+                int64_t xs[PA_CONV_MR];
+                for (int p = 0; p < PA_CONV_MR; p++) {
+                    int64_t ow = ow0 + p < last ? ow0 + p : last;
+                    xp[p] = xg + ih * j->rs + (ow * c->sw - c->pad_left) * j->ps;
+                    xs[p] = 1;
+                }
+                tile_taps(xp, xs, c->kw * cg, w + i * c->kw * cg * PA_VEC, acc);
+                continue;
+            }
+        }
         for (int64_t jj = 0; jj < c->kw; jj++) {
             const float *xp[PA_CONV_MR];
             int64_t xs[PA_CONV_MR];
@@ -193,10 +215,11 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float
         return PA_ERR_INVALID;
     if (_pa_conv2d_is_depthwise(c))
         return _pa_dwconv_run(c, packed, x, y, workers);
-    conv_job_t j = {c, packed, x, y, 0, 0, 0, 0, 0, NULL};
+    conv_job_t j = {c, packed, x, y, 0, 0, 0, 0, 0, NULL, 0};
     if (c->layout == PA_LAYOUT_NHWC) {
         j.cs = 1, j.ps = c->c_in, j.rs = c->w * c->c_in;
         j.ocs = 1, j.ops = c->c_out;
+        j.merge_row = c->dw == 1 && c->groups == 1;
     } else {
         j.cs = c->h * c->w, j.ps = 1, j.rs = c->w;
         j.ocs = c->h_out * c->w_out, j.ops = 1;

@@ -11,12 +11,16 @@
  * geometry, not by copies: the taps whose rows fall outside the image are
  * skipped per output row, the columns whose taps all fall inside (the
  * interior) run the branch-free tile, and the few border columns run a
- * one-pixel loop that skips the outside taps.  Packed weights: bias then
+ * one-pixel loop that skips the outside taps.  The taps of an output row
+ * are one flat list built per row (offsets and weight rows), so the inner
+ * loop is the same for 3x3 and 7x7; kernels of more than PA_DW_MAX_TAPS
+ * taps go to the direct convolution instead.  Packed weights: bias then
  * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
  */
 #include "kernels_internal.h"
 
 #define PA_DW_MR 4
+#define PA_DW_TILE_FLOATS 4096
 
 typedef struct {
     const pa_conv2d_t *c;
@@ -67,81 +71,105 @@ static void interior(int64_t n_out, int64_t s, int64_t pad, int64_t k, int64_t d
         *hi = *lo;
 }
 
+/* The taps of one output row whose input row is inside the image: offsets
+ * (in floats, from the input position of tap (0, 0)), weight rows, and
+ * the column index j for the border check.  Built once per output row, so
+ * the inner loops walk one flat list whatever the kernel size. */
+typedef struct {
+    int64_t n;
+    int64_t xoff[PA_DW_MAX_TAPS];
+    int64_t woff[PA_DW_MAX_TAPS];
+    int64_t col[PA_DW_MAX_TAPS];
+} dw_taps_t;
+
+/* px: floats between horizontally adjacent input pixels (C for NHWC, 1
+ * for NCHW); wstep: floats between the packed rows of two taps. */
+static void row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep,
+                     dw_taps_t *t) {
+    int64_t ilo, ihi;
+    valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
+    t->n = 0;
+    for (int64_t i = ilo; i < ihi; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            t->xoff[t->n] = (i * c->dh * c->w + jj * c->dw) * px;
+            t->woff[t->n] = (i * c->kw + jj) * wstep;
+            t->col[t->n] = jj * c->dw;
+            t->n++;
+        }
+}
+
 /* -- NHWC: channel vectors ------------------------------------------------- */
 
-/* PA_DW_MR interior pixels from ow0, channels [c0, c0 + nv). */
-PA_INLINE void nhwc_tile(const dw_job_t *j, const float *ximg, float *yrow, int64_t oh,
-                         int64_t ow0, int64_t ilo, int64_t ihi, int64_t c0, int64_t nv) {
-    const pa_conv2d_t *c = j->c;
-    const int64_t C = c->c_in, ps = c->sw * C;
+/* PA_DW_MR interior pixels times VW channels: x at the tile's first pixel,
+ * tap (0, 0), channel c0; w and bias at channel c0; y at the first pixel. */
+PA_INLINE void nhwc_tile(const dw_taps_t *t, const float *x, int64_t ps, const float *w,
+                         const float *bias, float *y, int64_t C, const pa_act_params_t *act,
+                         int VW) {
     float acc[PA_DW_MR][PA_VEC];
     for (int p = 0; p < PA_DW_MR; p++)
-        for (int v = 0; v < PA_VEC; v++)
-            acc[p][v] = j->bias[c0 + v];
-    int64_t iw0 = ow0 * c->sw - c->pad_left;
-    for (int64_t i = ilo; i < ihi; i++) {
-        const float *xr = ximg + ((oh * c->sh - c->pad_top + i * c->dh) * c->w + iw0) * C + c0;
-        const float *wr = j->w + i * c->kw * j->cp + c0;
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            const float *restrict wv = wr + jj * j->cp;
-            const float *restrict xq = xr + jj * c->dw * C;
-            for (int64_t v = 0; v < nv; v++) {
-                acc[0][v] += xq[v] * wv[v];
-                acc[1][v] += xq[ps + v] * wv[v];
-                acc[2][v] += xq[2 * ps + v] * wv[v];
-                acc[3][v] += xq[3 * ps + v] * wv[v];
-            }
+        for (int v = 0; v < VW; v++)
+            acc[p][v] = bias[v];
+    for (int64_t k = 0; k < t->n; k++) {
+        const float *restrict xq = x + t->xoff[k];
+        const float *restrict wv = w + t->woff[k];
+        for (int v = 0; v < VW; v++) {
+            acc[0][v] += xq[v] * wv[v];
+            acc[1][v] += xq[ps + v] * wv[v];
+            acc[2][v] += xq[2 * ps + v] * wv[v];
+            acc[3][v] += xq[3 * ps + v] * wv[v];
         }
     }
-    _pa_act_block(&acc[0][0], PA_DW_MR * PA_VEC, &c->act);
-    for (int p = 0; p < PA_DW_MR; p++)
-        for (int64_t v = 0; v < nv; v++)
-            yrow[(ow0 + p) * C + c0 + v] = acc[p][v];
+    for (int p = 0; p < PA_DW_MR; p++) {
+        _pa_act_block(acc[p], (size_t)VW, act);
+        for (int v = 0; v < VW; v++)
+            y[p * C + v] = acc[p][v];
+    }
 }
 
-/* One pixel anywhere (border columns), channels [c0, c0 + nv). */
-PA_INLINE void nhwc_pixel(const dw_job_t *j, const float *ximg, float *yrow, int64_t oh,
-                          int64_t ow, int64_t ilo, int64_t ihi, int64_t c0, int64_t nv) {
-    const pa_conv2d_t *c = j->c;
-    const int64_t C = c->c_in;
+/* One pixel anywhere (border columns skip the taps outside): iw0 is the
+ * input column of its tap (0, 0), x points at that column (maybe outside)
+ * of row 0 via offsets, so only in-range taps are dereferenced. */
+PA_INLINE void nhwc_pixel(const dw_taps_t *t, const float *xrow0, int64_t iw0, int64_t W,
+                          const float *w, const float *bias, float *y,
+                          const pa_act_params_t *act, int64_t C, int VW) {
     float acc[PA_VEC];
-    for (int v = 0; v < PA_VEC; v++)
-        acc[v] = j->bias[c0 + v];
-    int64_t iw0 = ow * c->sw - c->pad_left;
-    for (int64_t i = ilo; i < ihi; i++) {
-        const float *xr = ximg + (oh * c->sh - c->pad_top + i * c->dh) * c->w * C + c0;
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            int64_t iw = iw0 + jj * c->dw;
-            if (iw < 0 || iw >= c->w)
-                continue;
-            const float *restrict wv = j->w + (i * c->kw + jj) * j->cp + c0;
-            const float *restrict xq = xr + iw * C;
-            for (int64_t v = 0; v < nv; v++)
-                acc[v] += xq[v] * wv[v];
-        }
+    for (int v = 0; v < VW; v++)
+        acc[v] = bias[v];
+    for (int64_t k = 0; k < t->n; k++) {
+        int64_t iw = iw0 + t->col[k];
+        if (iw < 0 || iw >= W)
+            continue;
+        const float *restrict xq = xrow0 + t->xoff[k] + iw0 * C;
+        const float *restrict wv = w + t->woff[k];
+        for (int v = 0; v < VW; v++)
+            acc[v] += xq[v] * wv[v];
     }
-    _pa_act_block(acc, PA_VEC, &c->act);
-    for (int64_t v = 0; v < nv; v++)
-        yrow[ow * C + c0 + v] = acc[v];
+    _pa_act_block(acc, (size_t)VW, act);
+    for (int v = 0; v < VW; v++)
+        y[v] = acc[v];
 }
 
-/* All channels of pixels [ow, ow + 1) or of the tile at ow. */
-PA_INLINE void nhwc_columns(const dw_job_t *j, const float *ximg, float *yrow, int64_t oh,
-                            int64_t ow, int64_t ilo, int64_t ihi, int tile) {
-    const int64_t C = j->c->c_in;
+/* Every channel of one pixel (tile = 0) or of a tile of pixels, in steps
+ * of 16, 8, 4 and 1 channels (fixed widths, so each step vectorises). */
+PA_INLINE void nhwc_channels(const dw_job_t *j, const dw_taps_t *t, const float *xrow0,
+                             float *y, int64_t ow, int tile) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t C = c->c_in, iw0 = ow * c->sw - c->pad_left;
     int64_t c0 = 0;
-    for (; c0 + PA_VEC <= C; c0 += PA_VEC) {
-        if (tile)
-            nhwc_tile(j, ximg, yrow, oh, ow, ilo, ihi, c0, PA_VEC);
-        else
-            nhwc_pixel(j, ximg, yrow, oh, ow, ilo, ihi, c0, PA_VEC);
+#define PA_DW_STEP(VW)                                                                 \
+    for (; c0 + (VW) <= C; c0 += (VW)) {                                               \
+        if (tile)                                                                      \
+            nhwc_tile(t, xrow0 + iw0 * C + c0, c->sw * C, j->w + c0, j->bias + c0,     \
+                      y + c0, C, &c->act, (VW));                                       \
+        else                                                                           \
+            nhwc_pixel(t, xrow0 + c0, iw0, c->w, j->w + c0, j->bias + c0, y + c0,      \
+                       &c->act, C, (VW));                                              \
     }
-    if (c0 < C) {
-        if (tile)
-            nhwc_tile(j, ximg, yrow, oh, ow, ilo, ihi, c0, C - c0);
-        else
-            nhwc_pixel(j, ximg, yrow, oh, ow, ilo, ihi, c0, C - c0);
-    }
+    PA_DW_STEP(PA_VEC)
+    PA_DW_STEP(8)
+    PA_DW_STEP(4)
+    PA_DW_STEP(1)
+#undef PA_DW_STEP
 }
 
 PA_MULTIVERSION
@@ -149,94 +177,185 @@ static void dw_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
     const dw_job_t *j = ctx;
     const pa_conv2d_t *c = j->c;
     const int64_t C = c->c_in;
+    dw_taps_t t;
     for (int64_t r = begin; r < end; r++) {
-        int64_t img = r / c->h_out, oh = r % c->h_out, ilo, ihi;
-        valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
-        const float *ximg = j->x + img * c->h * c->w * C;
+        int64_t img = r / c->h_out, oh = r % c->h_out;
+        row_taps(c, oh, C, j->cp, &t);
+        /* input row of tap row 0 (maybe outside: only offsets of inside
+         * rows are added to it) */
+        const float *xrow0 = j->x + img * c->h * c->w * C +
+                             (oh * c->sh - c->pad_top) * c->w * C;
         float *yrow = j->y + r * c->w_out * C;
         int64_t ow = 0;
         for (; ow < j->ow_lo; ow++)
-            nhwc_columns(j, ximg, yrow, oh, ow, ilo, ihi, 0);
+            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
         for (; ow + PA_DW_MR <= j->ow_hi; ow += PA_DW_MR)
-            nhwc_columns(j, ximg, yrow, oh, ow, ilo, ihi, 1);
+            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 1);
+        if (ow < j->ow_hi && j->ow_hi - j->ow_lo >= PA_DW_MR) {  /* overlapping tile */
+            nhwc_channels(j, &t, xrow0, yrow + (j->ow_hi - PA_DW_MR) * C,
+                          j->ow_hi - PA_DW_MR, 1);
+            ow = j->ow_hi;
+        }
         for (; ow < c->w_out; ow++)
-            nhwc_columns(j, ximg, yrow, oh, ow, ilo, ihi, 0);
+            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
     }
 }
 
 /* -- NCHW: row vectors ------------------------------------------------------ */
 
-/* Interior columns [ow0, ow0 + nv) of one output row, column stride SW
- * (a constant in the callers, so strided loads vectorise). */
-PA_INLINE void nchw_span(const dw_job_t *j, const float *plane, float *yrow, int64_t ch,
-                         int64_t oh, int64_t ow0, int64_t nv, int64_t ilo, int64_t ihi,
-                         int64_t SW) {
-    const pa_conv2d_t *c = j->c;
+/* Interior columns [ow0, ow0 + nv) of one output row, nv <= VW, column
+ * stride SW (VW and SW constants in the callers, so the loads vectorise);
+ * wt: this channel's tap weights in the order of t; pl: the left pad the
+ * row pointer is offset by. */
+PA_INLINE void nchw_span(const dw_taps_t *t, const float *wt, const float *xrow0, float *yrow,
+                         float b, int64_t ow0, int64_t nv, int64_t pl, int64_t SW,
+                         const pa_act_params_t *act, int VW) {
     float acc[PA_VEC];
-    for (int v = 0; v < PA_VEC; v++)
-        acc[v] = j->bias[ch];
-    for (int64_t i = ilo; i < ihi; i++) {
-        const float *xr = plane + (oh * c->sh - c->pad_top + i * c->dh) * c->w +
-                          ow0 * SW - c->pad_left;
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            const float wv = j->w[(i * c->kw + jj) * j->cp + ch];
-            const float *restrict xq = xr + jj * c->dw;
-            for (int64_t v = 0; v < nv; v++)
-                acc[v] += xq[v * SW] * wv;
-        }
+    for (int v = 0; v < VW; v++)
+        acc[v] = b;
+    const float *xb = xrow0 + ow0 * SW - pl;
+    for (int64_t k = 0; k < t->n; k++) {
+        const float wv = wt[k];
+        const float *restrict xq = xb + t->xoff[k];
+        for (int64_t v = 0; v < (VW < PA_VEC ? VW : nv); v++)
+            acc[v] += xq[v * SW] * wv;
     }
-    _pa_act_block(acc, PA_VEC, &c->act);
+    _pa_act_block(acc, (size_t)VW, act);
     for (int64_t v = 0; v < nv; v++)
         yrow[ow0 + v] = acc[v];
 }
 
 /* One border column of one output row. */
-static void nchw_pixel(const dw_job_t *j, const float *plane, float *yrow, int64_t ch,
-                       int64_t oh, int64_t ow, int64_t ilo, int64_t ihi) {
-    const pa_conv2d_t *c = j->c;
-    float acc = j->bias[ch];
+static void nchw_pixel(const dw_taps_t *t, const float *wt, const float *xrow0, float *yrow,
+                       float b, int64_t ow, const pa_conv2d_t *c) {
+    float acc = b;
     int64_t iw0 = ow * c->sw - c->pad_left;
-    for (int64_t i = ilo; i < ihi; i++) {
-        const float *xr = plane + (oh * c->sh - c->pad_top + i * c->dh) * c->w;
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            int64_t iw = iw0 + jj * c->dw;
-            if (iw >= 0 && iw < c->w)
-                acc += xr[iw] * j->w[(i * c->kw + jj) * j->cp + ch];
-        }
+    for (int64_t k = 0; k < t->n; k++) {
+        int64_t iw = iw0 + t->col[k];
+        if (iw >= 0 && iw < c->w)
+            acc += xrow0[t->xoff[k] + iw0] * wt[k];
     }
     _pa_act_block(&acc, 1, &c->act);
     yrow[ow] = acc;
 }
 
-PA_INLINE void nchw_interior(const dw_job_t *j, const float *plane, float *yrow, int64_t ch,
-                             int64_t oh, int64_t ilo, int64_t ihi, int64_t SW) {
-    int64_t ow = j->ow_lo;
-    for (; ow + PA_VEC <= j->ow_hi; ow += PA_VEC)
-        nchw_span(j, plane, yrow, ch, oh, ow, PA_VEC, ilo, ihi, SW);
-    if (ow < j->ow_hi)
-        nchw_span(j, plane, yrow, ch, oh, ow, j->ow_hi - ow, ilo, ihi, SW);
+/* Columns [lo, hi) whose taps are all inside: spans of 16; the rest as one
+ * more span overlapping the previous (the same values written twice), or
+ * for narrow rows two overlapping spans of 8 or 4; a variable-length span
+ * only below 4 columns. */
+PA_INLINE void nchw_columns(const dw_taps_t *t, const float *wt, const float *xrow0,
+                            float *yrow, float b, int64_t lo, int64_t hi, int64_t pl,
+                            int64_t SW, const pa_act_params_t *act) {
+    int64_t width = hi - lo, ow = lo;
+    if (width >= PA_VEC) {
+        for (; ow + PA_VEC <= hi; ow += PA_VEC)
+            nchw_span(t, wt, xrow0, yrow, b, ow, PA_VEC, pl, SW, act, PA_VEC);
+        if (ow < hi)
+            nchw_span(t, wt, xrow0, yrow, b, hi - PA_VEC, PA_VEC, pl, SW, act, PA_VEC);
+    } else if (width >= 8) {
+        nchw_span(t, wt, xrow0, yrow, b, lo, 8, pl, SW, act, 8);
+        nchw_span(t, wt, xrow0, yrow, b, hi - 8, 8, pl, SW, act, 8);
+    } else if (width >= 4) {
+        nchw_span(t, wt, xrow0, yrow, b, lo, 4, pl, SW, act, 4);
+        nchw_span(t, wt, xrow0, yrow, b, hi - 4, 4, pl, SW, act, 4);
+    } else if (width > 0) {
+        nchw_span(t, wt, xrow0, yrow, b, lo, width, pl, SW, act, PA_VEC);
+    }
+}
+
+/* Every output row of rows [begin, end) of (plane, row) items, reading the
+ * input in place: border columns one by one. */
+PA_INLINE void nchw_rows_sw(const dw_job_t *j, int64_t begin, int64_t end, int64_t SW) {
+    const pa_conv2d_t *c = j->c;
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    for (int64_t r = begin; r < end; r++) {
+        int64_t plane = r / c->h_out, oh = r % c->h_out;
+        int64_t ch = plane % c->c_in;
+        row_taps(c, oh, 1, j->cp, &t);
+        for (int64_t k = 0; k < t.n; k++)
+            wt[k] = j->w[t.woff[k] + ch];
+        const float b = j->bias[ch];
+        const float *xrow0 = j->x + plane * c->h * c->w + (oh * c->sh - c->pad_top) * c->w;
+        float *yrow = j->y + r * c->w_out;
+        for (int64_t ow = 0; ow < j->ow_lo; ow++)
+            nchw_pixel(&t, wt, xrow0, yrow, b, ow, c);
+        nchw_columns(&t, wt, xrow0, yrow, b, j->ow_lo, j->ow_hi, c->pad_left, SW, &c->act);
+        for (int64_t ow = j->ow_hi; ow < c->w_out; ow++)
+            nchw_pixel(&t, wt, xrow0, yrow, b, ow, c);
+    }
 }
 
 PA_MULTIVERSION
 static void dw_nchw_rows(void *ctx, int64_t begin, int64_t end) {
     const dw_job_t *j = ctx;
+    if (j->c->sw == 1)
+        nchw_rows_sw(j, begin, end, 1);
+    else if (j->c->sw == 2)
+        nchw_rows_sw(j, begin, end, 2);
+    else
+        nchw_rows_sw(j, begin, end, j->c->sw);
+}
+
+/* -- NCHW, small planes: one zero-padded copy on the stack ------------------ */
+
+/* Rows and columns of the padded plane the windows read. */
+static void padded_extent(const pa_conv2d_t *c, int64_t *hp, int64_t *wp) {
+    *hp = (c->h_out - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    *wp = (c->w_out - 1) * c->sw + (c->kw - 1) * c->dw + 1;
+}
+
+/* A small plane has many border columns (a 14x14 plane under a 5x5 kernel:
+ * 4 of 14), which the per-row kernel runs one by one; below
+ * PA_DW_TILE_FLOATS the plane is copied once into a zero-padded tile on the
+ * stack (a fixed 16 KiB per thread, no arena workspace) and every column
+ * runs as interior. */
+PA_INLINE void nchw_plane_sw(const dw_job_t *j, int64_t plane, int64_t SW) {
     const pa_conv2d_t *c = j->c;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t plane_i = r / c->h_out, oh = r % c->h_out, ilo, ihi;
-        int64_t ch = plane_i % c->c_in;
-        valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
-        const float *plane = j->x + plane_i * c->h * c->w;
-        float *yrow = j->y + r * c->w_out;
-        for (int64_t ow = 0; ow < j->ow_lo; ow++)
-            nchw_pixel(j, plane, yrow, ch, oh, ow, ilo, ihi);
-        if (c->sw == 1)
-            nchw_interior(j, plane, yrow, ch, oh, ilo, ihi, 1);
-        else if (c->sw == 2)
-            nchw_interior(j, plane, yrow, ch, oh, ilo, ihi, 2);
+    float tile[PA_DW_TILE_FLOATS];
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    const float *x = j->x + plane * c->h * c->w;
+    /* columns [q0, q1) of a tile row come from the image */
+    int64_t q0 = c->pad_left < wp ? c->pad_left : wp;
+    int64_t q1 = c->pad_left + c->w < wp ? c->pad_left + c->w : wp;
+    for (int64_t r = 0; r < hp; r++) {
+        int64_t ih = r - c->pad_top;
+        float *tr = tile + r * wp;
+        if (ih < 0 || ih >= c->h) {
+            memset(tr, 0, (size_t)wp * sizeof *tr);
+            continue;
+        }
+        memset(tr, 0, (size_t)q0 * sizeof *tr);
+        memcpy(tr + q0, x + ih * c->w, (size_t)(q1 - q0) * sizeof *tr);
+        memset(tr + q1, 0, (size_t)(wp - q1) * sizeof *tr);
+    }
+    int64_t ch = plane % c->c_in, taps = c->kh * c->kw;
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    t.n = taps;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            int64_t k = i * c->kw + jj;
+            t.xoff[k] = i * c->dh * wp + jj * c->dw;
+            wt[k] = j->w[k * j->cp + ch];
+        }
+    const float b = j->bias[ch];
+    for (int64_t oh = 0; oh < c->h_out; oh++)
+        nchw_columns(&t, wt, tile + oh * c->sh * wp, j->y + (plane * c->h_out + oh) * c->w_out,
+                     b, 0, c->w_out, 0, SW, &c->act);
+}
+
+PA_MULTIVERSION
+static void dw_nchw_planes(void *ctx, int64_t begin, int64_t end) {
+    const dw_job_t *j = ctx;
+    for (int64_t p = begin; p < end; p++) {
+        if (j->c->sw == 1)
+            nchw_plane_sw(j, p, 1);
+        else if (j->c->sw == 2)
+            nchw_plane_sw(j, p, 2);
         else
-            nchw_interior(j, plane, yrow, ch, oh, ilo, ihi, c->sw);
-        for (int64_t ow = j->ow_hi; ow < c->w_out; ow++)
-            nchw_pixel(j, plane, yrow, ch, oh, ow, ilo, ihi);
+            nchw_plane_sw(j, p, j->c->sw);
     }
 }
 
@@ -248,8 +367,12 @@ pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const floa
     double work = (double)c->n * (double)c->c_in * (double)c->h_out * (double)c->w_out *
                   (double)(c->kh * c->kw);
     pa_workers_t *w = _pa_workers_for(workers, work);
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
     if (c->layout == PA_LAYOUT_NHWC)
         _pa_parallel(w, c->n * c->h_out, dw_nhwc_rows, &j);
+    else if (hp * wp <= PA_DW_TILE_FLOATS && j.ow_hi - j.ow_lo < 4 * PA_VEC)
+        _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
     else
         _pa_parallel(w, c->n * c->c_in * c->h_out, dw_nchw_rows, &j);
     return PA_OK;

@@ -26,6 +26,10 @@
 
 /* Floats per register tile of the channel- or column-vector loops. */
 #define PA_VEC 16
+/* The most taps (kh * kw) the depthwise kernels take (their per-row tap
+ * tables live on the stack); larger depthwise kernels run as grouped
+ * direct convolutions. */
+#define PA_DW_MAX_TAPS 256
 
 #if defined(__x86_64__) && defined(__ELF__) && !defined(PA_NO_MULTIVERSION) && \
     (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
@@ -132,7 +136,7 @@ PA_INLINE void _pa_act_block(float *restrict v, size_t n, const pa_act_params_t 
 /* 1 if the geometry is usable (sizes positive, groups divide the channels,
  * element counts below 2^40, a known activation). */
 int _pa_conv2d_valid(const pa_conv2d_t *c);
-/* 1 for groups = c_in = c_out > 1. */
+/* 1 for groups = c_in = c_out > 1 and at most PA_DW_MAX_TAPS taps. */
 int _pa_conv2d_is_depthwise(const pa_conv2d_t *c);
 
 /* kernels_dwconv.c */

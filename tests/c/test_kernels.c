@@ -149,8 +149,14 @@ static void test_conv_random(void) {
     double worst = 0;
     for (int k = 0; k < 400; k++)
         run_conv_case(random_conv(k % 2), pool, &worst);
+    for (int k = 0; k < 40; k++) {   /* wide rows: the per-row depthwise paths */
+        pa_conv2d_t c = random_conv(1);
+        c.w = rnd(70, 150);
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
     CHECK(worst < 1e-5);
-    printf("     conv: worst relative error %.3g over 400 geometries\n", worst);
+    printf("     conv: worst relative error %.3g over 440 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 
