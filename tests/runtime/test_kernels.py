@@ -69,10 +69,14 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"])],
                        {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)}, native=False)
     assert g.ops[0].scratch_bytes == 0
-    # the native direct convolution: none either
+    # the native direct convolution (8+ input channels in NCHW): none either
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 8, 9, 9)}, {"w": rnd(4, 8, 3, 3)})
+    assert g.ops[0].scratch_bytes == 0
+    # NCHW with 3 input channels stays on im2col + BLAS (the dispatch rule)
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
                        {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
-    assert g.ops[0].scratch_bytes == 0
+    assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
 
 
 def test_conv_scratch_is_bounded_by_the_budget(tmp_path):

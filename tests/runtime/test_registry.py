@@ -83,9 +83,9 @@ def test_planning_alone_sees_the_declared_kinds():
 
 def test_scratch_budget_is_a_parameter_recorded_on_the_graph():
     g = Graph("c")
-    g.add_tensor("x", (1, 3, 9, 9), role="input")
-    g.add_tensor("w", (4, 3, 3, 3), role="constant",
-                 data=np.ones((4, 3, 3, 3), np.float32))
+    g.add_tensor("x", (1, 8, 9, 9), role="input")
+    g.add_tensor("w", (4, 8, 3, 3), role="constant",
+                 data=np.ones((4, 8, 3, 3), np.float32))
     g.add_tensor("y", (1, 4, 9, 9), role="output")
     g.add_op("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
     whole = kernels.set_scratch(g, native=False).ops[0].scratch_bytes   # im2col
