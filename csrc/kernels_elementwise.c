@@ -17,79 +17,73 @@ static int act_ok(const pa_act_params_t *act) {
 }
 
 /* y[i] = act(x[i] + b); b = 0 for a plain activation.  Inline so each
- * clone of its callers vectorises it for its own ISA. */
-PA_INLINE void bias_act(const float *x, float *y, size_t n, float b,
+ * clone of its callers vectorises it for its own ISA.  x and y are either
+ * the same array or disjoint (callers split the two cases, so neither
+ * loop needs a run-time overlap check, which -O2 would not vectorise). */
+PA_INLINE void bias_act(const float *restrict x, float *restrict y, size_t n, float b,
                         const pa_act_params_t *act) {
     const float lo = act->alpha, hi = act->beta;
     switch (act->kind) {
     case PA_ACT_NONE:
-        for (size_t i = 0; i < n; i++) y[i] = x[i] + b;
+        PA_MAP(y, n, i, x[i] + b);
         break;
     case PA_ACT_RELU:
-        for (size_t i = 0; i < n; i++) y[i] = _pa_act_relu(x[i] + b);
+        PA_MAP(y, n, i, _pa_act_relu(x[i] + b));
         break;
     case PA_ACT_CLIP:
-        for (size_t i = 0; i < n; i++) y[i] = _pa_clampf(x[i] + b, lo, hi);
+        PA_MAP(y, n, i, _pa_clampf(x[i] + b, lo, hi));
         break;
     case PA_ACT_SIGMOID:
-        for (size_t i = 0; i < n; i++) y[i] = _pa_sigmoidf(x[i] + b);
+        PA_MAP(y, n, i, _pa_sigmoidf(x[i] + b));
         break;
     case PA_ACT_SILU:
-        for (size_t i = 0; i < n; i++) y[i] = _pa_act_silu(x[i] + b);
+        PA_MAP(y, n, i, _pa_act_silu(x[i] + b));
         break;
     case PA_ACT_HARDSWISH:
-        for (size_t i = 0; i < n; i++) y[i] = _pa_act_hardswish(x[i] + b);
+        PA_MAP(y, n, i, _pa_act_hardswish(x[i] + b));
         break;
     case PA_ACT_HARDSIGMOID:
-        for (size_t i = 0; i < n; i++) y[i] = _pa_act_hardsigmoid(x[i] + b, lo, hi);
+        PA_MAP(y, n, i, _pa_act_hardsigmoid(x[i] + b, lo, hi));
         break;
     }
 }
 
-/* y[p, c] = act(x[p, c] + bias[c]) for rows of nc values. */
+/* The same in place: v[i] = act(v[i] + b). */
+PA_INLINE void bias_act_inplace(float *restrict v, size_t n, float b,
+                                const pa_act_params_t *act) {
+    if (b != 0.0f)
+        PA_MAP(v, n, i, v[i] + b);
+    _pa_act_block(v, n, act);
+}
+
+/* y[p, c] = act(x[p, c] + bias[c]) for rows of nc values (x == y or
+ * disjoint): the bias, then the activation over the row while it is in L1. */
 PA_INLINE void bias_act_rows(const float *x, float *y, size_t np, size_t nc,
-                             const float *bias, const pa_act_params_t *act) {
-    const float lo = act->alpha, hi = act->beta;
+                             const float *restrict bias, const pa_act_params_t *act) {
     for (size_t p = 0; p < np; p++) {
-        const float *xr = x + p * nc;
-        float *yr = y + p * nc;
-        switch (act->kind) {
-        case PA_ACT_NONE:
-            for (size_t i = 0; i < nc; i++) yr[i] = xr[i] + bias[i];
-            break;
-        case PA_ACT_RELU:
-            for (size_t i = 0; i < nc; i++) yr[i] = _pa_act_relu(xr[i] + bias[i]);
-            break;
-        case PA_ACT_CLIP:
-            for (size_t i = 0; i < nc; i++) yr[i] = _pa_clampf(xr[i] + bias[i], lo, hi);
-            break;
-        case PA_ACT_SIGMOID:
-            for (size_t i = 0; i < nc; i++) yr[i] = _pa_sigmoidf(xr[i] + bias[i]);
-            break;
-        case PA_ACT_SILU:
-            for (size_t i = 0; i < nc; i++) yr[i] = _pa_act_silu(xr[i] + bias[i]);
-            break;
-        case PA_ACT_HARDSWISH:
-            for (size_t i = 0; i < nc; i++) yr[i] = _pa_act_hardswish(xr[i] + bias[i]);
-            break;
-        case PA_ACT_HARDSIGMOID:
-            for (size_t i = 0; i < nc; i++)
-                yr[i] = _pa_act_hardsigmoid(xr[i] + bias[i], lo, hi);
-            break;
+        float *restrict yr = y + p * nc;
+        if (x == y) {
+            PA_MAP(yr, nc, i, yr[i] + bias[i]);
+        } else {
+            const float *restrict xr = x + p * nc;
+            PA_MAP(yr, nc, i, xr[i] + bias[i]);
         }
+        _pa_act_block(yr, nc, act);
     }
 }
 
 PA_MULTIVERSION
 void _pa_act_inplace(float *v, size_t n, const pa_act_params_t *act) {
-    if (act->kind != PA_ACT_NONE)
-        bias_act(v, v, n, 0.0f, act);
+    _pa_act_block(v, n, act);
 }
 
 PA_MULTIVERSION
 void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
                         const pa_act_params_t *act) {
-    bias_act(x, y, n, b, act);
+    if (x == y)
+        bias_act_inplace(y, n, b, act);
+    else
+        bias_act(x, y, n, b, act);
 }
 
 PA_MULTIVERSION

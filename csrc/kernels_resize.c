@@ -37,8 +37,7 @@ static void resize_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
             const float *b0 = xb + j->c0[ow] * C, *b1 = xb + j->c1[ow] * C;
             const float u = j->cw[ow];
             float *restrict yp = yr + ow * C;
-            for (int64_t ch = 0; ch < C; ch++)
-                yp[ch] = blend(blend(a0[ch], a1[ch], u), blend(b0[ch], b1[ch], u), t);
+            PA_MAP(yp, (size_t)C, ch, blend(blend(a0[ch], a1[ch], u), blend(b0[ch], b1[ch], u), t));
         }
     }
 }

@@ -18,6 +18,7 @@ import os
 
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import Graph
+from ..runtime.fusion import fuse
 from ..runtime.kernels import set_scratch
 
 __all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format",
@@ -61,8 +62,9 @@ def load_model(path, inputs=None, scratch_budget=None, native=True):
     ``inputs`` maps graph-input names to the shapes that fix their unknown
     dimensions; ``scratch_budget`` bounds each op's workspace (bytes; None:
     the kernels' default); ``native`` False keeps every op on its NumPy /
-    BLAS path (the C core's native kernels otherwise run the float32 ops
-    they cover).  Raises :class:`ModelImportError` for a missing,
+    BLAS path and the graph as imported (otherwise the C core's native
+    kernels run the float32 ops they cover, and :func:`pyarena.runtime.fuse`
+    first folds batch norms and activations into the convolutions).  Raises :class:`ModelImportError` for a missing,
     corrupt or unknown file, :class:`UnsupportedOpError` naming every
     operator the executor cannot run (both are GraphErrors)."""
     path = os.fspath(path)
@@ -85,6 +87,8 @@ def load_model(path, inputs=None, scratch_budget=None, native=True):
     else:
         from .tflite import load_tflite
         g = load_tflite(path, inputs)
+    if native:
+        fuse(g)
     return set_scratch(g, scratch_budget, native)
 
 
