@@ -238,6 +238,8 @@ def _fuse_activation(G, conv):
             _take_output(G, conv, chain[-1], chain, [x] + [o.outputs[0] for o in chain[:-1]])
             return len(chain)
         return 0
+    if len(readers) != 1:
+        return 0
     act = readers[0]
     kinds = {"Relu": "RELU", "Sigmoid": "SIGMOID", "HardSwish": "HARDSWISH"}
     if act.op_type in kinds:
