@@ -58,17 +58,22 @@ PA_INLINE void bias_act_inplace(float *restrict v, size_t n, float b,
 
 /* y[p, c] = act(x[p, c] + bias[c]) for rows of nc values (x == y or
  * disjoint): the bias, then the activation over the row while it is in L1. */
+PA_INLINE void add_row(const float *restrict x, float *restrict y, size_t n,
+                       const float *restrict b) {
+    PA_MAP(y, n, i, x[i] + b[i]);
+}
+PA_INLINE void add_row_ip(float *restrict y, size_t n, const float *restrict b) {
+    PA_MAP(y, n, i, y[i] + b[i]);
+}
+
 PA_INLINE void bias_act_rows(const float *x, float *y, size_t np, size_t nc,
-                             const float *restrict bias, const pa_act_params_t *act) {
+                             const float *bias, const pa_act_params_t *act) {
     for (size_t p = 0; p < np; p++) {
-        float *restrict yr = y + p * nc;
-        if (x == y) {
-            PA_MAP(yr, nc, i, yr[i] + bias[i]);
-        } else {
-            const float *restrict xr = x + p * nc;
-            PA_MAP(yr, nc, i, xr[i] + bias[i]);
-        }
-        _pa_act_block(yr, nc, act);
+        if (x == y)
+            add_row_ip(y + p * nc, nc, bias);
+        else
+            add_row(x + p * nc, y + p * nc, nc, bias);
+        _pa_act_block(y + p * nc, nc, act);
     }
 }
 
@@ -160,5 +165,71 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
         int64_t per = PA_EW_BLOCK / c > 0 ? PA_EW_BLOCK / c : 1;
         _pa_parallel(w, (n * spatial + per - 1) / per, bias_pixels, &j);
     }
+    return PA_OK;
+}
+
+/* -- PRelu: a slope per channel ------------------------------------------- */
+
+PA_INLINE float prelu1(float x, float s) { return x < 0.0f ? x * s : x; }
+
+/* y = prelu(x) with one slope, or a slope per element of the row; x == y
+ * or disjoint.  Helpers with restrict parameters: GCC trusts those, not
+ * restrict locals declared inside a loop. */
+PA_INLINE void prelu_span(const float *restrict x, float *restrict y, size_t n, float s) {
+    PA_MAP(y, n, k, prelu1(x[k], s));
+}
+PA_INLINE void prelu_span_ip(float *restrict y, size_t n, float s) {
+    PA_MAP(y, n, k, prelu1(y[k], s));
+}
+PA_INLINE void prelu_row(const float *restrict x, float *restrict y, size_t n,
+                         const float *restrict s) {
+    PA_MAP(y, n, k, prelu1(x[k], s[k]));
+}
+PA_INLINE void prelu_row_ip(float *restrict y, size_t n, const float *restrict s) {
+    PA_MAP(y, n, k, prelu1(y[k], s[k]));
+}
+
+PA_MULTIVERSION
+static void prelu_planes(void *ctx, int64_t b, int64_t e) {
+    const ew_job_t *j = ctx;
+    const size_t n = (size_t)j->spatial;
+    for (int64_t i = b; i < e; i++) {
+        size_t off = (size_t)i * n;
+        const float s = j->bias[i % j->c];
+        if (j->x == j->y)
+            prelu_span_ip(j->y + off, n, s);
+        else
+            prelu_span(j->x + off, j->y + off, n, s);
+    }
+}
+
+PA_MULTIVERSION
+static void prelu_pixels(void *ctx, int64_t b, int64_t e) {
+    const ew_job_t *j = ctx;
+    const size_t nc = (size_t)j->c;
+    for (int64_t p = b; p < e; p++) {
+        size_t off = (size_t)p * nc;
+        if (j->x == j->y)
+            prelu_row_ip(j->y + off, nc, j->bias);
+        else
+            prelu_row(j->x + off, j->y + off, nc, j->bias);
+    }
+}
+
+pa_status_t pa_prelu(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                     const float *x, const float *slope, float *y, pa_workers_t *workers) {
+    int64_t total;
+    if (!x || !y || !slope || n < 0 || c < 1 || spatial < 0 ||
+        (layout != PA_LAYOUT_NCHW && layout != PA_LAYOUT_NHWC) ||
+        __builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, spatial, &total) ||
+        total > ((int64_t)1 << 50))
+        return PA_ERR_INVALID;
+    pa_act_params_t none = {PA_ACT_NONE, 0.0f, 0.0f};
+    ew_job_t j = {&none, x, slope, y, n, c, spatial};
+    pa_workers_t *w = _pa_workers_for(workers, (double)total * 2);
+    if (layout == PA_LAYOUT_NCHW)
+        _pa_parallel(w, n * c, prelu_planes, &j);
+    else
+        _pa_parallel(w, n * spatial, prelu_pixels, &j);
     return PA_OK;
 }

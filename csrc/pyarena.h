@@ -576,6 +576,12 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
                         const float *x, const float *bias, float *y,
                         const pa_act_params_t *act, pa_workers_t *workers);
 
+/* y = x where x >= 0, else x * slope[channel] (PRelu; LeakyRelu is one
+ * channel), over n images of c channels of `spatial` values each in
+ * `layout`; y may be x.  PA_ERR_INVALID for NULL pointers or bad sizes. */
+pa_status_t pa_prelu(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                     const float *x, const float *slope, float *y, pa_workers_t *workers);
+
 /* A 2-D convolution: sizes, strides, dilations, top/left zero padding
  * (bottom/right padding follows from the output size), groups, and the
  * activation fused after the bias. */

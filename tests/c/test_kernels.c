@@ -234,6 +234,22 @@ static void test_act(void) {
         ok &= w[i] == fmaxf(in + bias[i % 3], 0.0f);
     }
     CHECK(ok);
+    /* PRelu: a slope per channel, both layouts, in place and not */
+    float sl[3] = {0.5f, -1.0f, 2.0f}, pv[24], pw[24], pz[24];
+    for (int i = 0; i < 24; i++)
+        pv[i] = pw[i] = (float)(i % 5) - 2.0f;
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NCHW, 2, 3, 4, pv, sl, pz, pool), PA_OK);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NCHW, 2, 3, 4, pv, sl, pv, NULL), PA_OK);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NHWC, 2, 3, 4, pw, sl, pw, pool), PA_OK);
+    ok = 1;
+    for (int i = 0; i < 24; i++) {
+        float in = (float)(i % 5) - 2.0f;
+        ok &= pv[i] == (in < 0 ? in * sl[(i / 4) % 3] : in) && pz[i] == pv[i];
+        ok &= pw[i] == (in < 0 ? in * sl[i % 3] : in);
+    }
+    CHECK(ok);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NHWC, 1, 0, 3, pw, sl, pw, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NHWC, 1, 3, 3, pw, NULL, pw, NULL), PA_ERR_INVALID);
     pa_act_params_t bad = {(pa_act_t)7, 0, 0};
     CHECK_EQ(pa_act(&bad, x, y, n, NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_act(&relu, NULL, y, n, NULL), PA_ERR_INVALID);

@@ -7,6 +7,7 @@ whatever geometry they do not cover, keeps the NumPy path.
 
 * :func:`fused_activation` -- the op's ``activation`` attribute as the
   C core's (kind, alpha, beta), or None when it has no native form.
+* :func:`unary` -- the native run of a float32 element-wise activation.
 * :class:`Pointers` -- the ``float *`` of the arrays of a call.  Once the
   Executor has bound planned views that never change (``kernel.stable``)
   they are kept and reused while the same array objects come back, so a
@@ -16,9 +17,10 @@ whatever geometry they do not cover, keeps the NumPy path.
 """
 import numpy as np
 
+from ..._native import check, lib
 from ..._native.kernels import NULL, act_params, fptr
 
-__all__ = ["NATIVE_DTYPE", "fused_activation", "native_act", "Pointers", "NULL"]
+__all__ = ["NATIVE_DTYPE", "fused_activation", "native_act", "Pointers", "NULL", "unary"]
 
 NATIVE_DTYPE = np.dtype(np.float32)
 
@@ -79,3 +81,24 @@ class Pointers:
         self.key = arrays
         self.vals = tuple(NULL if a is None else fptr(a) for a in arrays)
         return self.vals
+
+
+def unary(kernel, kind, alpha=0.0, beta=0.0):
+    """``run(xs, ys)`` computing ``ys[0] = act(xs[0])`` natively for a
+    float32 element-wise kernel (``pa_act``; the output may be the input's
+    memory), or None when the op stays on NumPy (another dtype, or
+    ``Graph.native`` off)."""
+    if not kernel.use_native or kernel.dtype != NATIVE_DTYPE:
+        return None
+    params = act_params(kind, alpha, beta)
+    ptrs = Pointers(kernel)
+    n = 1
+    for d in kernel.oshape():
+        n *= int(d)
+
+    def run(xs, ys):
+        x, y = ptrs(xs[0], ys[0])
+        st = lib.pa_act(params, x, y, n, kernel.workers)
+        if st:
+            check(st, f"{kernel.op.op_type} {kernel.op.name!r}")
+    return run
