@@ -194,12 +194,23 @@ def test_pad(tmp_path, mode):
     dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
     dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
     dict(kernel_shape=[3, 2], strides=[1, 2], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2]),          # YOLOv8's SPPF
 ], ids=str)
-def test_pool(tmp_path, op, attrs, budget):
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_pool(tmp_path, op, attrs, budget, native):
     if op == "MaxPool":
         attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
-    run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)},
-             scratch_budget=budget)
+    g, _, _ = run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)},
+                       scratch_budget=budget, native=native)
+    if native:
+        assert g.ops[0].scratch_bytes == 0
+
+
+def test_dilated_maxpool_keeps_the_numpy_path(tmp_path):
+    g, _, _ = run_both(tmp_path, [node("MaxPool", ["x"], kernel_shape=[2, 2], strides=[2, 2],
+                                       dilations=[2, 2], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 3, 9, 10)})
+    assert g.ops[0].scratch_bytes > 0      # the padded band: not the native kernel
 
 
 def test_global_pools_and_reduce(tmp_path):
