@@ -1,6 +1,8 @@
 """``pyarena run MODEL``: plan a model, bind it into one arena and run it.
 
-MODEL is an .onnx or .tflite file (or a JSON graph).  Inputs are random
+MODEL is an .onnx or .tflite file (or a JSON graph).  ``--threads N`` runs
+the native kernels on N threads (and BLAS); ``--profile`` prints the time
+per op type and the slowest ops.  Inputs are random
 (seeded) unless given with ``--feed NAME=FILE.npy``; symbolic input
 dimensions are fixed with ``--input NAME=D0,D1,...``.  Prints the time per
 inference (median of ``--repeat``), the arena size, its lower bound, the
@@ -36,10 +38,14 @@ def add_parser(sub):
     p.add_argument("--no-reference", action="store_true",
                    help="skip the comparison with a reference runtime")
     p.add_argument("--threads", type=int, default=None,
-                   help="BLAS threads (default: the BLAS library's own choice)")
+                   help="threads of the native kernels and of BLAS (default: native "
+                        "kernels on one thread, BLAS its own choice)")
+    p.add_argument("--profile", action="store_true",
+                   help="print where the time goes: per op type and the slowest ops")
+    p.add_argument("--no-native", action="store_true",
+                   help="NumPy / BLAS kernels only (no native kernels, no fusion)")
     p.set_defaults(run=run)
     return p
-
 
 
 def run(args):
@@ -49,6 +55,8 @@ def run(args):
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     if args.repeat < 1:
         raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
+    if args.threads is not None and args.threads < 1:
+        raise InvalidArgumentError(f"--threads must be >= 1, not {args.threads}")
     if args.threads:
         set_blas_threads(args.threads)
     shapes = parse_inputs(args.input)
@@ -56,11 +64,11 @@ def run(args):
     for name, arr in given.items():
         shapes.setdefault(name, tuple(arr.shape))
     t0 = time.perf_counter()
-    g = load_model(args.model, inputs=shapes or None)
+    g = load_model(args.model, inputs=shapes or None, native=not args.no_native)
     t_load = time.perf_counter() - t0
     _check_feeds(g, given)
     p = plan(g, inplace=not args.no_inplace)
-    ex = Executor(g, p)
+    ex = Executor(g, p, threads=args.threads)
     feeds = random_feeds(g, seed=args.seed)
     feeds.update({k: np.asarray(v, dtype=g.tensors[k].dtype) for k, v in given.items()})
     first = time_calls({"first": lambda: ex.run(feeds)}, repeat=1, warmup=0)["first"][0]
@@ -83,12 +91,35 @@ def run(args):
     for name, v in out.items():
         print(f"output     {name} {list(v.shape)} {v.dtype}  "
               f"[min {v.min() if v.size else 0:.4g}, max {v.max() if v.size else 0:.4g}]")
+    if args.profile:
+        print(format_profile(ex.profile(feeds, repeat=args.repeat)))
     if not args.no_reference:
         print(_compare(out, *reference_outputs(args.model, feeds)))
     if args.save:
         np.savez(args.save, **out)
         print(f"saved      {', '.join(out)} -> {args.save}")
     return 0
+
+
+def format_profile(rows, top=10):
+    """The ``--profile`` report from Executor.profile(): time per op type
+    and kernel path (share, op count), then the slowest ops with their
+    path and fused activation."""
+    total = sum(t for _, _, t in rows) or 1e-12
+    by_type = {}
+    for op, path, t in rows:
+        key = f"{op.op_type} [{path}]"
+        tt, n = by_type.get(key, (0.0, 0))
+        by_type[key] = (tt + t, n + 1)
+    lines = [f"profile    {total * 1e3:.2f} ms in ops (median per op); per op type [path]:"]
+    for name, (t, n) in sorted(by_type.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"  {name:<30}{t * 1e3:9.3f} ms {t / total:6.1%}  {n:4d} op(s)")
+    lines.append(f"  slowest {min(top, len(rows))} ops:")
+    for op, path, t in sorted(rows, key=lambda r: -r[2])[:top]:
+        act = op.attrs.get("activation")
+        lines.append(f"  {t * 1e3:9.3f} ms  {op.op_type:<14}{path:<10}{op.name}"
+                     + (f" (+{act})" if act else ""))
+    return "\n".join(lines)
 
 
 def _check_feeds(g, given):

@@ -117,6 +117,11 @@ class Conv(Spatial):
             self.epilogue = (nk.layout("NHWC" if self.nhwc else "NCHW"),
                              nk.NULL if self.bias is None else nk.fptr(self.bias), act)
 
+    @property
+    def path(self):
+        """native / native-dw (C kernels) or 1x1 / dw / im2col (NumPy + BLAS)."""
+        return self.mode
+
     # -- the native path ------------------------------------------------------
     def _native_rule(self, g):
         """True when this op runs natively: float32, a supported activation,

@@ -149,6 +149,12 @@ class Kernel:
         if act not in (None, "", "NONE") and not self.act_fused:
             self._act = _fused_activation(self, self.attrs, self.dtype)
 
+    @property
+    def path(self):
+        """Which implementation runs this op: "native" (a C kernel of the
+        core) or "numpy" (NumPy / BLAS); ``pyarena run --profile`` shows it."""
+        return "numpy" if getattr(self, "native", None) is None else "native"
+
     # helpers -----------------------------------------------------------
     def fail(self, why):
         raise UnsupportedOpError(f"operator {self.op.name!r} ({self.op.op_type}): {why}")
