@@ -155,8 +155,16 @@ static void test_conv_random(void) {
         c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
         run_conv_case(c, pool, &worst);
     }
+    for (int k = 0; k < 16; k++) {   /* NCHW stride 2: split rows, and too wide to split */
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.sw = 2;
+        c.w = k % 2 ? rnd(1500, 2100) : rnd(40, 300);
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
     CHECK(worst < 1e-5);
-    printf("     conv: worst relative error %.3g over 440 geometries\n", worst);
+    printf("     conv: worst relative error %.3g over 456 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 

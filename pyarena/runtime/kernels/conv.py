@@ -125,8 +125,9 @@ class Conv(Spatial):
     # -- the native path ------------------------------------------------------
     def _native_rule(self, g):
         """True when this op runs natively: float32, a supported activation,
-        and not a plain 1x1 convolution (one BLAS product, which the C
-        direct kernel does not beat: benchmarks/bench_conv_paths.py).
+        not a plain 1x1 convolution (one BLAS product, which the C direct
+        kernel does not beat: 1.2-2.5x slower in benchmarks/bench_conv_paths.py)
+        and not a convolution of fewer than 8 input channels per group.
         The op attribute ``_path`` ("native" / "numpy") overrides the rule
         (benchmarks and tests compare both paths)."""
         if (not self.use_native or self.dtype != NATIVE_DTYPE
@@ -137,11 +138,12 @@ class Conv(Spatial):
             return forced == "native"
         pointwise = (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
                      and g == 1)
-        # NCHW with few input channels per group (a first layer on RGB):
-        # each channel step of the direct kernel reads a new plane, BLAS
-        # on im2col columns is 2-5x faster there
+        # few input channels per group (a first layer on RGB): BLAS on
+        # im2col columns wins -- NCHW 2-5x (each channel step of the direct
+        # kernel reads a new plane), NHWC 1.3x (MobileNetV2's 3->32 3x3 s2
+        # at 224, BlazeFace's 3->24 5x5 s2 at 128; bench_conv_paths.py)
         depthwise = g == self.c_in and g > 1
-        few = not self.nhwc and not depthwise and self.c_in // g < 8
+        few = not depthwise and self.c_in // g < 8
         return not pointwise and not few
 
     def _ohwi(self, w, g, cout):
