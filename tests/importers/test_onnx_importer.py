@@ -100,13 +100,13 @@ def test_light_model_roles_and_scratch():
     per_row = w[1] * w[2] * w[3] * out[3] * 4
     rows = min(out[2], SCRATCH_BUDGET // per_row)
     assert conv.scratch_bytes == per_row * rows <= SCRATCH_BUDGET
-    # 3 input channels in NCHW: BLAS on the native path too (the dispatch rule),
-    # the first 3x3 conv with 64 input channels runs natively, no scratch
+    # no depthwise conv in SqueezeNet: on the native path too every conv
+    # stays on im2col / 1x1 + BLAS (the dispatch rule), with the same scratch
     native = load_model(light_model_path("squeezenet"))
-    assert native.ops[0].scratch_bytes == conv.scratch_bytes
-    deep = [op for op in native.ops if op.op_type == "Conv" and
-            native.tensors[op.inputs[1]].shape[1:] == (64, 3, 3)]
-    assert deep and deep[0].scratch_bytes == 0
+    convs = [op for op in g.ops if op.op_type == "Conv"]
+    native_convs = [op for op in native.ops if op.op_type == "Conv"]
+    assert [op.scratch_bytes for op in native_convs] == [op.scratch_bytes for op in convs]
+    assert any(op.scratch_bytes > 0 for op in convs)
 
 
 def test_malformed_files(tmp_path):

@@ -69,14 +69,46 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"])],
                        {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)}, native=False)
     assert g.ops[0].scratch_bytes == 0
-    # the native direct convolution (8+ input channels in NCHW): none either
-    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
-                       {"x": rnd(1, 8, 9, 9)}, {"w": rnd(4, 8, 3, 3)})
+    # the native depthwise convolution: none either
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1], group=8)],
+                       {"x": rnd(1, 8, 9, 9)}, {"w": rnd(8, 1, 3, 3)})
     assert g.ops[0].scratch_bytes == 0
-    # NCHW with 3 input channels stays on im2col + BLAS (the dispatch rule)
+    # a full convolution stays on im2col + BLAS (the dispatch rule) ...
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
                        {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
     assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
+
+
+@pytest.mark.parametrize("case", [
+    dict(x=(1, 8, 9, 9), w=(4, 8, 3, 3), attrs=dict(pads=[1, 1, 1, 1])),
+    dict(x=(2, 12, 10, 7), w=(6, 4, 3, 3), attrs=dict(strides=[2, 1], group=3,
+                                                        pads=[1, 0, 1, 2])),
+    dict(x=(1, 16, 8, 8), w=(8, 16, 1, 1), attrs=dict()),
+    dict(x=(1, 8, 11, 11), w=(8, 8, 5, 5), attrs=dict(dilations=[2, 2], pads=[2, 2, 2, 2])),
+], ids=str)
+def test_conv_forced_onto_the_native_direct_kernel(tmp_path, case):
+    """The dispatch rule keeps full, grouped and 1x1 convolutions on BLAS;
+    forced (``_path``, what the benchmarks do) the native direct kernel
+    runs them with no workspace and matches onnxruntime, bias + ReLU fused."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    from pyarena.runtime.kernels import set_scratch
+    cout = case["w"][0]
+    feeds = {"x": rnd(*case["x"])}
+    path = tmp_path / "c.onnx"
+    make_model([node("Conv", ["x", "w", "b"], ["c"], **case["attrs"]),
+                node("Relu", ["c"])], {"x": (list(case["x"]), np.float32)},
+               {"y": (None, np.float32)}, {"w": rnd(*case["w"]), "b": rnd(cout)}, path=path)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["Conv"]        # Relu fused
+    g.ops[0].attrs["_path"] = "native"
+    set_scratch(g)
+    ex = Executor(g)
+    assert ex.kernels[0].path == "native" and g.ops[0].scratch_bytes == 0
+    np.testing.assert_allclose(ex.run(feeds)["y"], ort_run(path, feeds)["y"],
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_conv_scratch_is_bounded_by_the_budget(tmp_path):

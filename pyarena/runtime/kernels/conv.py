@@ -125,26 +125,24 @@ class Conv(Spatial):
     # -- the native path ------------------------------------------------------
     def _native_rule(self, g):
         """True when this op runs natively: float32, a supported activation,
-        not a plain 1x1 convolution (one BLAS product, which the C direct
-        kernel does not beat: 1.2-2.5x slower in benchmarks/bench_conv_paths.py)
-        and not a convolution of fewer than 8 input channels per group.
-        The op attribute ``_path`` ("native" / "numpy") overrides the rule
-        (benchmarks and tests compare both paths)."""
+        and a depthwise convolution (groups = input channels, any depth
+        multiplier).  Every other convolution keeps im2col / 1x1 + BLAS
+        (with the native bias + activation epilogue), which the C direct
+        kernel does not beat on the models measured: 1x1 1.2-2.5x slower
+        (benchmarks/bench_conv_paths.py), full 3x3 convolutions 1.5x
+        (SqueezeNet: 6.9 vs 4.7 ms), grouped 1x1 1.7x (ShuffleNet: 5.1 vs
+        3.0 ms), first layers on RGB 1.3-5x -- whole models 13.2 -> 11.1 ms
+        (SqueezeNet), 9.0 -> 7.1 ms (ShuffleNet), the same arena (the
+        bounded im2col scratch fits the slack there).  The op attribute
+        ``_path`` ("native" / "numpy") overrides the rule (benchmarks and
+        tests compare both paths)."""
         if (not self.use_native or self.dtype != NATIVE_DTYPE
                 or fused_activation(self.attrs) is None):
             return False
         forced = self.attrs.get("_path")
         if forced in ("native", "numpy"):
             return forced == "native"
-        pointwise = (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
-                     and g == 1)
-        # few input channels per group (a first layer on RGB): BLAS on
-        # im2col columns wins -- NCHW 2-5x (each channel step of the direct
-        # kernel reads a new plane), NHWC 1.3x (MobileNetV2's 3->32 3x3 s2
-        # at 224, BlazeFace's 3->24 5x5 s2 at 128; bench_conv_paths.py)
-        depthwise = g == self.c_in and g > 1
-        few = not depthwise and self.c_in // g < 8
-        return not pointwise and not few
+        return g == self.c_in and g > 1
 
     def _ohwi(self, w, g, cout):
         """The weights as [c_out][kh][kw][c_in / groups] and the groups."""
