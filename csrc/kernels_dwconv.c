@@ -7,7 +7,10 @@
  * of PA_DW_MR output pixels times PA_VEC channels stays in registers while
  * the taps stream past, each tap's weight vector loaded once for the whole
  * tile.  NCHW vectorises along an output row of one channel plane, PA_VEC
- * columns at a time, each tap's weight a scalar.  Padding is handled by
+ * columns at a time, each tap's weight a scalar; short rows of many
+ * channels (MobileNets' last stages) instead go through a pixel-major
+ * stack tile of PA_VEC channels and the NHWC register tile, and stride-2
+ * rows are split into even and odd columns first.  Padding is handled by
  * geometry, not by copies: the taps whose rows fall outside the image are
  * skipped per output row, the columns whose taps all fall inside (the
  * interior) run the branch-free tile, and the few border columns run a
@@ -419,6 +422,118 @@ static void dw_nchw_planes(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* -- NCHW, small planes with many channels: blocks of PA_VEC channels ------- */
+
+/* MobileNets end in 7x7 to 28x28 planes of hundreds of channels: rows of 7
+ * to 28 columns are too short for the row-vector kernel (a 7-column row is
+ * two 4-wide spans) and every plane pays its own setup, so there the
+ * layout is turned around on the stack: a band of input rows of PA_VEC
+ * channels is copied, zero-padded, into a pixel-major tile (PA_VEC
+ * channels per pixel, like NHWC), the NHWC register tile (nhwc_tile)
+ * computes PA_DW_MR pixels x PA_VEC channels with every pixel interior,
+ * and the band's outputs go back to their planes.  Channels past c_in in
+ * the last block read zeros and are not stored.  Tile: PA_DW_TILE_FLOATS
+ * floats (16 KiB per thread) for the input band and the output band. */
+#define PA_DW_BLOCK_MAX_W 32
+
+/* Output rows per band so that input band + output band fit the tile; 0:
+ * not even one row. */
+static int64_t block_band_rows(const pa_conv2d_t *c) {
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    for (int64_t r = c->h_out; r >= 1; r--) {
+        int64_t in_rows = (r - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+        if ((in_rows * wp + r * c->w_out) * PA_VEC <= PA_DW_TILE_FLOATS)
+            return r;
+    }
+    return 0;
+}
+
+typedef struct {
+    const dw_job_t *j;
+    int64_t band;               /* output rows per band */
+    int64_t nbands, nblocks;    /* per image: bands, channel blocks */
+} dw_block_job_t;
+
+PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
+    const dw_job_t *j = bj->j;
+    const pa_conv2d_t *c = j->c;
+    const int64_t V = PA_VEC;
+    int64_t img = item / (bj->nblocks * bj->nbands);
+    int64_t blk = item / bj->nbands % bj->nblocks, band = item % bj->nbands;
+    int64_t c0 = blk * V, nc = c->c_in - c0 < V ? c->c_in - c0 : V;
+    int64_t oh0 = band * bj->band;
+    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    float tile[PA_DW_TILE_FLOATS];
+    float *in = tile, *out = tile + in_rows * wp * V;
+    /* in[r][q][v] = padded input row oh0 * sh + r, column q, channel c0 + v */
+    memset(in, 0, (size_t)(in_rows * wp * V) * sizeof *in);
+    int64_t q0 = c->pad_left < wp ? c->pad_left : wp;
+    int64_t q1 = c->pad_left + c->w < wp ? c->pad_left + c->w : wp;
+    for (int64_t r = 0; r < in_rows; r++) {
+        int64_t ih = oh0 * c->sh + r - c->pad_top;
+        if (ih < 0 || ih >= c->h)
+            continue;
+        for (int64_t v = 0; v < nc; v++) {
+            const float *restrict xr =
+                j->x + ((img * c->c_in + c0 + v) * c->h + ih) * c->w - c->pad_left;
+            float *restrict d = in + r * wp * V + v;
+            for (int64_t q = q0; q < q1; q++)
+                d[q * V] = xr[q];
+        }
+    }
+    dw_taps_t t;
+    t.n = c->kh * c->kw;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            t.xoff[i * c->kw + jj] = (i * c->dh * wp + jj * c->dw) * V;
+            t.woff[i * c->kw + jj] = (i * c->kw + jj) * j->cp;
+        }
+    const float *w = j->w + c0, *bias = j->bias + c0;
+    const int64_t ps = c->sw * V;
+    for (int64_t r = 0; r < nr; r++) {
+        const float *xrow = in + r * c->sh * wp * V;
+        float *orow = out + r * c->w_out * V;
+        int64_t ow = 0;
+        for (; ow + PA_DW_MR <= c->w_out; ow += PA_DW_MR)
+            nhwc_tile(&t, xrow + ow * ps, ps, w, bias, orow + ow * V, V, &c->act, PA_VEC);
+        if (ow < c->w_out && c->w_out >= PA_DW_MR)      /* overlapping last tile */
+            nhwc_tile(&t, xrow + (c->w_out - PA_DW_MR) * ps, ps, w, bias,
+                      orow + (c->w_out - PA_DW_MR) * V, V, &c->act, PA_VEC);
+        else
+            for (; ow < c->w_out; ow++) {
+                float acc[PA_VEC];
+                for (int64_t v = 0; v < V; v++)
+                    acc[v] = bias[v];
+                for (int64_t k = 0; k < t.n; k++) {
+                    const float *restrict xq = xrow + ow * ps + t.xoff[k];
+                    const float *restrict wv = w + t.woff[k];
+                    for (int64_t v = 0; v < V; v++)
+                        acc[v] += xq[v] * wv[v];
+                }
+                _pa_act_block(acc, PA_VEC, &c->act);
+                for (int64_t v = 0; v < V; v++)
+                    orow[ow * V + v] = acc[v];
+            }
+    }
+    /* back to the planes: rows [oh0, oh0 + nr) of channels c0 .. c0 + nc */
+    int64_t npix = nr * c->w_out;
+    for (int64_t v = 0; v < nc; v++) {
+        float *restrict yp = j->y + ((img * c->c_in + c0 + v) * c->h_out + oh0) * c->w_out;
+        for (int64_t p = 0; p < npix; p++)
+            yp[p] = out[p * V + v];
+    }
+}
+
+PA_MULTIVERSION
+static void dw_nchw_blocks(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; item++)
+        nchw_block_band(ctx, item);
+}
+
 pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const float *x,
                            float *y, pa_workers_t *workers) {
     dw_job_t j = {c, packed, NULL, x, y, round_vec(c->c_in), 0, 0};
@@ -429,11 +544,22 @@ pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const floa
     pa_workers_t *w = _pa_workers_for(workers, work);
     int64_t hp, wp;
     padded_extent(c, &hp, &wp);
-    if (c->layout == PA_LAYOUT_NHWC)
+    dw_block_job_t bj = {&j, 0, 0, 0};
+    /* rows of up to 16 columns, or up to 32 strided (MobileNetV2's
+     * 28-column stride-1 rows are faster on the row kernel: 154 vs 193 us) */
+    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC &&
+        (c->w_out <= PA_VEC || (c->sw > 1 && c->w_out <= PA_DW_BLOCK_MAX_W)))
+        bj.band = block_band_rows(c);
+    if (c->layout == PA_LAYOUT_NHWC) {
         _pa_parallel(w, c->n * c->h_out, dw_nhwc_rows, &j);
-    else if (hp * wp <= PA_DW_TILE_FLOATS && j.ow_hi - j.ow_lo < 4 * PA_VEC && !s2_fits(c))
+    } else if (bj.band > 0) {
+        bj.nbands = (c->h_out + bj.band - 1) / bj.band;
+        bj.nblocks = (c->c_in + PA_VEC - 1) / PA_VEC;
+        _pa_parallel(w, c->n * bj.nblocks * bj.nbands, dw_nchw_blocks, &bj);
+    } else if (hp * wp <= PA_DW_TILE_FLOATS && j.ow_hi - j.ow_lo < 4 * PA_VEC && !s2_fits(c)) {
         _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
-    else
+    } else {
         _pa_parallel(w, c->n * c->c_in * c->h_out, dw_nchw_rows, &j);
+    }
     return PA_OK;
 }

@@ -163,8 +163,17 @@ static void test_conv_random(void) {
         c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
         run_conv_case(c, pool, &worst);
     }
+    for (int k = 0; k < 24; k++) {   /* NCHW many channels, short rows: channel blocks, bands */
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.groups = c.c_in = c.c_out = rnd(16, 70);
+        c.h = rnd(20, 60), c.w = rnd(9, 34);
+        c.h_out = (c.h + c.pad_top - (c.kh - 1) * c.dh - 1) / c.sh + 1;
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
     CHECK(worst < 1e-5);
-    printf("     conv: worst relative error %.3g over 456 geometries\n", worst);
+    printf("     conv: worst relative error %.3g over 480 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 
