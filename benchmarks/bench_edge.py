@@ -33,7 +33,13 @@ Models (nothing is downloaded):
   see benchmarks/bench_tflite_models.py for where to get them).
 
     python benchmarks/bench_edge.py [--repeat 15] [--threads 1,2] [--models a,b]
-                                    [--dir DIR] [--no-rss]
+                                    [--dir DIR] [--blas-threads 1] [--no-rss]
+
+``--blas-threads 1`` keeps BLAS (pyarena's 1x1 and im2col products) on one
+thread whatever the row's thread count: OpenBLAS's threads wait for each
+other by spinning, which on a small machine shared with other processes
+can cost 10x (measured: MobileNetV2's NumPy path 54 ms on 1 BLAS thread,
+394 ms on 2, 2 cores under load).
 
 onnxruntime's worker threads are told not to spin between runs
 (``session.intra_op.allow_spinning=0``): with interleaved rounds on a small
@@ -186,14 +192,17 @@ def model_files(names, directory, tmp):
 
 # -- the runtimes -----------------------------------------------------------------------
 
-def reference_session(path, threads):
-    """(run(feeds) -> outputs by name, runtime name) for the reference runtime."""
+def reference_session(path, threads, specs=None):
+    """(run(feeds) -> outputs by name, runtime name) for the reference
+    runtime; ``specs``, a dict, gets input name -> (shape, dtype)."""
+    specs = {} if specs is None else specs
     if path.endswith(".tflite"):
         from ai_edge_litert.interpreter import Interpreter
         it = Interpreter(model_path=path, num_threads=threads)
         it.allocate_tensors()
         ins = it.get_input_details()
         outs = it.get_output_details()
+        specs.update({d["name"]: (tuple(d["shape"]), d["dtype"]) for d in ins})
 
         def run(feeds):
             for d in ins:
@@ -210,6 +219,7 @@ def reference_session(path, threads):
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     names = [o.name for o in s.get_outputs()]
     inputs = [i.name for i in s.get_inputs()]
+    specs.update({i.name: (tuple(i.shape), np.float32) for i in s.get_inputs()})
     return (lambda feeds: dict(zip(names, s.run(None, {n: feeds[n] for n in inputs})))), "ort"
 
 
@@ -244,15 +254,18 @@ def _status(key):
 
 
 def child(path, runtime):
-    from pyarena.runtime import random_feeds, set_blas_threads
-    from pyarena.importers import load_model
-    set_blas_threads(1)
-    feeds = random_feeds(load_model(path, native=False))
+    """One runtime alone in this process (nothing of the others loaded)."""
     if runtime == "ref":
-        run, _ = reference_session(path, 1)
+        specs = {}
+        run, _ = reference_session(path, 1, specs)
+        rng = np.random.default_rng(0)
+        feeds = {n: rng.standard_normal(shape).astype(dt) for n, (shape, dt) in specs.items()}
     else:
+        from pyarena.runtime import random_feeds, set_blas_threads
+        set_blas_threads(1)
         ex, _ = pyarena_session(path, 1, native=(runtime == "pyarena"))
         run = ex.run
+        feeds = random_feeds(ex.graph)
     for _ in range(3):
         run(feeds)
     peak = _status("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -280,6 +293,8 @@ def main():
     ap.add_argument("--models", default=",".join(DEFAULT),
                     help=f"comma-separated (default {','.join(DEFAULT)})")
     ap.add_argument("--dir", default=None, help="also every .onnx / .tflite file under DIR")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="BLAS threads for pyarena (default: the row's thread count)")
     ap.add_argument("--no-rss", action="store_true", help="skip the per-process peak RSS")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -298,7 +313,7 @@ def main():
     rss_rows = []
     for label, path in files:
         for T in threads:
-            set_blas_threads(T)
+            set_blas_threads(T if args.blas_threads is None else args.blas_threads)
             try:
                 ex, p = pyarena_session(path, T, native=True)
                 ex_np, _ = pyarena_session(path, T, native=False)
