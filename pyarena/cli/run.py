@@ -1,8 +1,9 @@
 """``pyarena run MODEL``: plan a model, bind it into one arena and run it.
 
 MODEL is an .onnx or .tflite file (or a JSON graph).  ``--threads N`` runs
-the native kernels on N threads (and BLAS); ``--profile`` prints the time
-per op type and the slowest ops.  Inputs are random
+the native kernels on N threads, ``--blas-threads M`` BLAS on M (both 1 by
+default); ``--profile`` prints the time per op type and kernel path and the
+slowest ops.  Inputs are random
 (seeded) unless given with ``--feed NAME=FILE.npy``; symbolic input
 dimensions are fixed with ``--input NAME=D0,D1,...``.  Prints the time per
 inference (median of ``--repeat``), the arena size, its lower bound, the
@@ -37,9 +38,12 @@ def add_parser(sub):
     p.add_argument("--no-inplace", action="store_true", help="plan without in-place reuse")
     p.add_argument("--no-reference", action="store_true",
                    help="skip the comparison with a reference runtime")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads of the native kernels and of BLAS (default: native "
-                        "kernels on one thread, BLAS its own choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="threads of the native kernels (default 1)")
+    p.add_argument("--blas-threads", type=int, default=1,
+                   help="BLAS threads (default 1; 0: the BLAS library's own choice). "
+                        "OpenBLAS's threads wait by spinning: on a small shared machine "
+                        "2 threads measured 7-100x slower than 1")
     p.add_argument("--profile", action="store_true",
                    help="print where the time goes: per op type and the slowest ops")
     p.add_argument("--no-native", action="store_true",
@@ -55,10 +59,12 @@ def run(args):
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     if args.repeat < 1:
         raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
-    if args.threads is not None and args.threads < 1:
+    if args.threads < 1:
         raise InvalidArgumentError(f"--threads must be >= 1, not {args.threads}")
-    if args.threads:
-        set_blas_threads(args.threads)
+    if args.blas_threads < 0:
+        raise InvalidArgumentError(f"--blas-threads must be >= 0, not {args.blas_threads}")
+    if args.blas_threads:
+        set_blas_threads(args.blas_threads)
     shapes = parse_inputs(args.input)
     given = parse_feeds(args.feed)
     for name, arr in given.items():

@@ -94,3 +94,5 @@ def test_run_profile_threads_and_no_native(tmp_path, capsys):
     assert "MaxPool [numpy]" in text and "[native" not in text
     assert main(args + ["--threads", "0"]) == 2
     assert "--threads" in capsys.readouterr().err
+    assert main(args + ["--blas-threads", "-1"]) == 2
+    assert "--blas-threads" in capsys.readouterr().err
