@@ -23,7 +23,7 @@ def _rows(text):
 
 def test_bench_edge_runs_and_agrees_with_the_references(repo_root):
     r = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "bench_edge.py"),
-                        "--repeat", "1", "--threads", "1,2", "--no-rss",
+                        "--repeat", "1", "--threads", "1,2", "--blas-threads", "1", "--no-rss",
                         "--models", "face_detection,mobilenet_v2"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
