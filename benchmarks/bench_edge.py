@@ -324,9 +324,9 @@ def main():
             feeds = random_feeds(ex_np.graph)
             out = {k: np.array(v) for k, v in ex.run(feeds).items()}
             diff = max_diff(out, {k: np.asarray(v) for k, v in ref(feeds).items()})
-            ts = time_calls({"numpy": lambda: ex_np.run(feeds),
-                             "pyarena": lambda: ex.run(feeds),
-                             "ref": lambda: ref(feeds)}, repeat=args.repeat, warmup=2)
+            ts = time_calls({"numpy": lambda e=ex_np: e.run(feeds),
+                             "pyarena": lambda e=ex: e.run(feeds),
+                             "ref": lambda r=ref: r(feeds)}, repeat=args.repeat, warmup=2)
             m = {k: median(v) for k, v in ts.items()}
             print(f"{label:<26}{T:>4}{m['numpy'] * 1e3:>10.2f}{m['pyarena'] * 1e3:>12.2f}"
                   f"{m['ref'] * 1e3:>9.2f}{ref_name:>7}{m['pyarena'] / m['ref']:>12.2f}x"
