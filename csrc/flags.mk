@@ -12,7 +12,11 @@
 # Keep this file to plain `NAME = value` lines: no make functions, no
 # references to other variables (setup.py does not expand them).
 PA_CFLAGS_OPT = -O2 -g
-PA_CFLAGS_STD = -std=c11
+# The language and floating-point model: ISO C11; no FP traps are ever
+# enabled, so comparisons and selects need not be kept in program order
+# (-fno-trapping-math: GCC then if-converts `x < 0 ? x * s : x` and the
+# clamps of the kernels into vector selects; clang assumes it already).
+PA_CFLAGS_STD = -std=c11 -fno-trapping-math
 PA_CFLAGS_WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror=implicit-function-declaration
 PA_CFLAGS_PIC = -fPIC
 PA_LDLIBS = -lpthread

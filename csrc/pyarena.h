@@ -3,7 +3,8 @@
  * pyarena manages tensor memory for on-device neural-net inference:
  *   - pa_arena_*  a bump arena for long-lived data (weights, constants),
  *   - pa_pool_*   a dynamic work pool (slabs, buddy blocks, a large zone),
- *   - pa_plan_*   the static planner core that assigns offsets in one arena.
+ *   - pa_plan_*   the static planner core that assigns offsets in one arena,
+ *   - pa_conv2d_*, pa_act, ... float32 kernels that run in planned memory.
  *
  * Conventions shared by every function below (stated once, here):
  *   - Errors, one rule for the whole library:
@@ -573,6 +574,128 @@ pa_status_t pa_plan_assign(pa_plan_buffer_t *bufs, size_t n,
  * O(n log n).  Returns 0 for n == 0; UINT64_MAX on overflow or bad input. */
 uint64_t pa_plan_lower_bound(const pa_plan_buffer_t *bufs, size_t n,
                              uint64_t alignment);
+
+/* ------------------------------------------------------------------ */
+/* Native kernels: float32 convolution, activations, pooling, resize  */
+/* ------------------------------------------------------------------ */
+/* Functions of caller-owned float32 buffers, dense and in C order in the
+ * layout named: they allocate nothing, touch no memory but their
+ * arguments' and need no workspace.  Bad geometry is PA_ERR_INVALID,
+ * found before anything is written.  `workers` NULL runs on the calling
+ * thread; a pool splits the output rows (or planes) over its threads.
+ * Reentrant: concurrent calls are safe when their outputs differ and they
+ * do not share a pool. */
+
+typedef struct pa_workers pa_workers_t;
+
+/* A pool of `nthreads` - 1 threads that help the calling thread (1 starts
+ * none).  NULL with PA_ERR_INVALID for nthreads < 1 or > 256, PA_ERR_NOMEM
+ * when a thread cannot start.  One caller at a time. */
+pa_workers_t *pa_workers_create(int nthreads, pa_status_t *status);
+/* Stop and join the threads, free the pool.  PA_ERR_INVALID for NULL. */
+pa_status_t pa_workers_destroy(pa_workers_t *workers);
+/* Threads that run a call (the caller included); 1 for NULL. */
+int pa_workers_count(const pa_workers_t *workers);
+
+typedef enum pa_layout {
+    PA_LAYOUT_NCHW = 0,     /* ONNX: channels before rows                 */
+    PA_LAYOUT_NHWC = 1      /* TFLite: channels innermost                 */
+} pa_layout_t;
+
+typedef enum pa_act {
+    PA_ACT_NONE = 0,
+    PA_ACT_RELU = 1,        /* max(x, 0)                                   */
+    PA_ACT_CLIP = 2,        /* min(max(x, alpha), beta): ReLU6 is 0..6     */
+    PA_ACT_SIGMOID = 3,     /* 1 / (1 + exp(-x))                           */
+    PA_ACT_SILU = 4,        /* x * sigmoid(x) (Swish)                      */
+    PA_ACT_HARDSWISH = 5,   /* x * clip(x + 3, 0, 6) / 6                   */
+    PA_ACT_HARDSIGMOID = 6  /* clip(alpha * x + beta, 0, 1)                */
+} pa_act_t;
+
+typedef struct pa_act_params {
+    pa_act_t kind;
+    float alpha, beta;      /* CLIP: bounds; HARDSIGMOID: slope, offset    */
+} pa_act_params_t;
+
+/* y = act(x), n floats; y may be x.  PA_ERR_INVALID for NULL pointers
+ * (with n > 0) or an unknown kind. */
+pa_status_t pa_act(const pa_act_params_t *act, const float *x, float *y, size_t n,
+                   pa_workers_t *workers);
+
+/* y = act(x + bias[c]) over n images of c channels of `spatial` values
+ * each, in `layout`; bias may be NULL (no bias); y may be x.  The epilogue
+ * of a convolution done elsewhere (a BLAS product).  PA_ERR_INVALID for
+ * NULL pointers, negative sizes or an unknown kind. */
+pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                        const float *x, const float *bias, float *y,
+                        const pa_act_params_t *act, pa_workers_t *workers);
+
+/* y = x where x >= 0, else x * slope[channel] (PRelu; LeakyRelu is one
+ * channel), over n images of c channels of `spatial` values each in
+ * `layout`; y may be x.  PA_ERR_INVALID for NULL pointers or bad sizes. */
+pa_status_t pa_prelu(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                     const float *x, const float *slope, float *y, pa_workers_t *workers);
+
+/* A 2-D convolution: sizes, strides, dilations, top/left zero padding
+ * (bottom/right padding follows from the output size), groups, and the
+ * activation fused after the bias. */
+typedef struct pa_conv2d {
+    pa_layout_t layout;
+    int64_t n, c_in, h, w;          /* input                              */
+    int64_t c_out, h_out, w_out;    /* output                             */
+    int64_t kh, kw, sh, sw, dh, dw; /* kernel, strides, dilations         */
+    int64_t pad_top, pad_left;
+    int64_t groups;                 /* c_in and c_out are multiples of it */
+    pa_act_params_t act;
+} pa_conv2d_t;
+
+/* Floats of the packed weights pa_conv2d_pack() writes (weights, bias and
+ * a zero row, in the order the kernel reads them); 0 for bad geometry. */
+size_t pa_conv2d_packed_size(const pa_conv2d_t *conv);
+
+/* Pack `weight` ([c_out][kh][kw][c_in / groups], i.e. OHWI; depthwise
+ * 1HWC weights are this with groups = c_in) and `bias` (c_out floats, or
+ * NULL for none) into `packed` of `packed_size` floats, which the caller
+ * owns and passes to every pa_conv2d_run().  PA_ERR_INVALID for bad
+ * geometry, NULL pointers or a packed_size below pa_conv2d_packed_size(). */
+pa_status_t pa_conv2d_pack(const pa_conv2d_t *conv, const float *weight,
+                           const float *bias, float *packed, size_t packed_size);
+
+/* y = act(conv(x) + bias) for `conv` (the geometry it was packed with).
+ * Depthwise convolutions (groups = c_in = c_out) run a channel-vector
+ * (NHWC) or row-vector (NCHW) kernel, the others a register-blocked direct
+ * convolution.  x and y must not overlap.  PA_ERR_INVALID for bad
+ * geometry or NULL pointers. */
+pa_status_t pa_conv2d_run(const pa_conv2d_t *conv, const float *packed,
+                          const float *x, float *y, pa_workers_t *workers);
+
+/* Max or average pooling over 2-D windows (no dilation), padding never
+ * counted as a maximum; for averages `count_include_pad` says whether the
+ * explicit pads (not the ceil-mode overhang) count in the divisor. */
+typedef struct pa_pool2d {
+    pa_layout_t layout;
+    int64_t n, c, h, w, h_out, w_out;
+    int64_t kh, kw, sh, sw, pad_top, pad_left, pad_bottom, pad_right;
+    int count_include_pad;
+} pa_pool2d_t;
+
+/* y = max (pa_maxpool2d) or mean (pa_avgpool2d) of each window.
+ * PA_ERR_INVALID for bad geometry or NULL pointers. */
+pa_status_t pa_maxpool2d(const pa_pool2d_t *pool, const float *x, float *y,
+                         pa_workers_t *workers);
+pa_status_t pa_avgpool2d(const pa_pool2d_t *pool, const float *x, float *y,
+                         pa_workers_t *workers);
+
+/* Separable 2-D resampling of the last two spatial axes: output row i
+ * blends input rows r0[i] and r1[i] with weights 1 - rw[i] and rw[i],
+ * output column j columns c0[j], c1[j] with 1 - cw[j], cw[j] (nearest:
+ * r1 = r0, rw = 0).  The tables hold h_out / w_out entries, indices in
+ * range.  PA_ERR_INVALID for bad sizes, an index out of range or NULL. */
+pa_status_t pa_resize2d(pa_layout_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
+                        int64_t h_out, int64_t w_out,
+                        const int32_t *r0, const int32_t *r1, const float *rw,
+                        const int32_t *c0, const int32_t *c1, const float *cw,
+                        const float *x, float *y, pa_workers_t *workers);
 
 /* PA_CDEF_END */
 

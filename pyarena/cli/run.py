@@ -1,6 +1,9 @@
 """``pyarena run MODEL``: plan a model, bind it into one arena and run it.
 
-MODEL is an .onnx or .tflite file (or a JSON graph).  Inputs are random
+MODEL is an .onnx or .tflite file (or a JSON graph).  ``--threads N`` runs
+the native kernels on N threads, ``--blas-threads M`` BLAS on M (both 1 by
+default); ``--profile`` prints the time per op type and kernel path and the
+slowest ops.  Inputs are random
 (seeded) unless given with ``--feed NAME=FILE.npy``; symbolic input
 dimensions are fixed with ``--input NAME=D0,D1,...``.  Prints the time per
 inference (median of ``--repeat``), the arena size, its lower bound, the
@@ -37,14 +40,21 @@ def add_parser(sub):
     p.add_argument("--no-inplace", action="store_true", help="plan without in-place reuse")
     p.add_argument("--no-reference", action="store_true",
                    help="skip the comparison with a reference runtime")
-    p.add_argument("--threads", type=int, default=None,
-                   help="BLAS threads (default: the BLAS library's own choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="threads of the native kernels (default 1)")
+    p.add_argument("--blas-threads", type=int, default=1,
+                   help="BLAS threads (default 1; 0: the BLAS library's own choice). "
+                        "OpenBLAS's threads wait by spinning: on a small shared machine "
+                        "2 threads measured 7-100x slower than 1")
+    p.add_argument("--profile", action="store_true",
+                   help="print where the time goes: per op type and the slowest ops")
+    p.add_argument("--no-native", action="store_true",
+                   help="NumPy / BLAS kernels only (no native kernels, no fusion)")
     p.add_argument("--max-memory", default=None, metavar="BYTES",
                    help="memory budget for weights + arena (e.g. 8G; default: the "
                         "physical memory); a larger model is refused before allocating")
     p.set_defaults(run=run)
     return p
-
 
 
 def run(args):
@@ -54,8 +64,12 @@ def run(args):
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     if args.repeat < 1:
         raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
-    if args.threads:
-        set_blas_threads(args.threads)
+    if args.threads < 1:
+        raise InvalidArgumentError(f"--threads must be >= 1, not {args.threads}")
+    if args.blas_threads < 0:
+        raise InvalidArgumentError(f"--blas-threads must be >= 0, not {args.blas_threads}")
+    if args.blas_threads:
+        set_blas_threads(args.blas_threads)
     max_memory = parse_bytes(args.max_memory, "--max-memory")
     shapes = parse_inputs(args.input)
     given = parse_feeds(args.feed)
@@ -64,7 +78,8 @@ def run(args):
         shapes.setdefault(name, tuple(arr.shape))
     t0 = time.perf_counter()
     try:
-        g = load_model(args.model, inputs=shapes or None, max_memory=max_memory)
+        g = load_model(args.model, inputs=shapes or None, max_memory=max_memory,
+                       native=not args.no_native)
     except GraphError as exc:
         name = getattr(exc, "unknown_input", None)
         if name in from_feeds:      # the shape came from --feed, not --input
@@ -74,7 +89,7 @@ def run(args):
     t_load = time.perf_counter() - t0
     _check_feeds(g, given)
     p = plan(g, inplace=not args.no_inplace, max_memory=max_memory)
-    ex = Executor(g, p, max_memory=max_memory)
+    ex = Executor(g, p, max_memory=max_memory, threads=args.threads)
     feeds = random_feeds(g, seed=args.seed)
     feeds.update({k: np.asarray(v, dtype=g.tensors[k].dtype) for k, v in given.items()})
     first = time_calls({"first": lambda: ex.run(feeds)}, repeat=1, warmup=0)["first"][0]
@@ -99,12 +114,35 @@ def run(args):
     for name, v in out.items():
         print(f"output     {name} {list(v.shape)} {v.dtype}  "
               f"[min {v.min() if v.size else 0:.4g}, max {v.max() if v.size else 0:.4g}]")
+    if args.profile:
+        print(format_profile(ex.profile(feeds, repeat=args.repeat)))
     if not args.no_reference:
         print(_compare(out, *reference_outputs(args.model, feeds)))
     if args.save:
         np.savez(args.save, **out)
         print(f"saved      {', '.join(out)} -> {args.save}")
     return 0
+
+
+def format_profile(rows, top=10):
+    """The ``--profile`` report from Executor.profile(): time per op type
+    and kernel path (share, op count), then the slowest ops with their
+    path and fused activation."""
+    total = sum(t for _, _, t in rows) or 1e-12
+    by_type = {}
+    for op, path, t in rows:
+        key = f"{op.op_type} [{path}]"
+        tt, n = by_type.get(key, (0.0, 0))
+        by_type[key] = (tt + t, n + 1)
+    lines = [f"profile    {total * 1e3:.2f} ms in ops (median per op); per op type [path]:"]
+    for name, (t, n) in sorted(by_type.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"  {name:<30}{t * 1e3:9.3f} ms {t / total:6.1%}  {n:4d} op(s)")
+    lines.append(f"  slowest {min(top, len(rows))} ops:")
+    for op, path, t in sorted(rows, key=lambda r: -r[2])[:top]:
+        act = op.attrs.get("activation")
+        lines.append(f"  {t * 1e3:9.3f} ms  {op.op_type:<14}{path:<10}{op.name}"
+                     + (f" (+{act})" if act else ""))
+    return "\n".join(lines)
 
 
 def _check_feeds(g, given):

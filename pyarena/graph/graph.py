@@ -95,6 +95,10 @@ class Graph:
         #: with (None: the kernels' default); the executor builds its
         #: kernels with the same budget
         self.scratch_budget = None
+        #: whether float32 ops may run the C core's native kernels (False:
+        #: the NumPy / BLAS paths everywhere, with their scratch); recorded
+        #: like the budget, since the scratch sizes depend on it
+        self.native = True
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,
@@ -289,6 +293,8 @@ class Graph:
         d = {"name": self.name, "tensors": tensors, "ops": ops}
         if self.scratch_budget is not None:
             d["scratch_budget"] = int(self.scratch_budget)
+        if not self.native:
+            d["native"] = False
         return d
 
     @classmethod
@@ -313,6 +319,7 @@ class Graph:
         budget = d.get("scratch_budget")
         if budget is not None:
             g.scratch_budget = _int_dim("graph", budget, what="scratch_budget")
+        g.native = bool(d.get("native", True))
         return g
 
     @classmethod

@@ -20,6 +20,7 @@ import os
 from ..errors import ModelImportError, PyArenaError, UnsupportedOpError
 from ..graph import Graph, GraphError
 from ..planning import check_graph_budget, resolve_max_memory
+from ..runtime.fusion import fuse
 from ..runtime.kernels import set_scratch
 
 __all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format",
@@ -57,12 +58,15 @@ def sniff_format(path):
     return "onnx"
 
 
-def load_model(path, inputs=None, scratch_budget=None, max_memory=None):
+def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=True):
     """A validated :class:`Graph` for the model at ``path``.
 
     ``inputs`` maps graph-input names to the shapes that fix their unknown
     dimensions; ``scratch_budget`` bounds each op's workspace (bytes; None:
-    the kernels' default).  Raises :class:`ModelImportError` for a missing,
+    the kernels' default); ``native`` False keeps every op on its NumPy /
+    BLAS path and the graph as imported (otherwise the C core's native
+    kernels run the float32 ops they cover, and :func:`pyarena.runtime.fuse`
+    first folds batch norms and activations into the convolutions).  Raises :class:`ModelImportError` for a missing,
     corrupt or unknown file, :class:`UnsupportedOpError` naming every
     operator the executor cannot run (both are GraphErrors), and
     :class:`MemoryBudgetError` when the weights plus the largest tensor
@@ -70,7 +74,7 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None):
     budget = resolve_max_memory(max_memory)
     path = os.fspath(path)
     try:
-        g = _load(path, inputs, scratch_budget)
+        g = _load(path, inputs, scratch_budget, native)
     except GraphError as exc:
         raise _naming_file(exc, path) from None
     except PyArenaError:
@@ -96,7 +100,7 @@ def _naming_file(exc, path):
     return new
 
 
-def _load(path, inputs, scratch_budget):
+def _load(path, inputs, scratch_budget, native):
     if not os.path.exists(path):
         raise ModelImportError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -116,7 +120,9 @@ def _load(path, inputs, scratch_budget):
     else:
         from .tflite import load_tflite
         g = load_tflite(path, inputs)
-    return set_scratch(g, scratch_budget)
+    if native:
+        fuse(g)
+    return set_scratch(g, scratch_budget, native)
 
 
 def _load_json(path, inputs):

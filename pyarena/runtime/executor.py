@@ -26,8 +26,11 @@ allocated.
 Unsupported operators are reported together, by name, when the executor is
 built -- nothing is skipped silently.
 """
+import time
+
 import numpy as np
 
+from .._native.kernels import Workers
 from ..errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
 from ..memory import Arena
 from ..planning import check_graph_budget, check_plan_budget
@@ -92,7 +95,9 @@ class Executor:
     """Executes ``graph`` with NumPy kernels.
 
     Parameters: ``plan`` -- a plan from :func:`pyarena.plan.plan` (made with
-    ``plan_options`` if omitted); ``views`` -- a dict tensor name (and
+    ``plan_options`` if omitted); ``threads`` -- threads the native
+    kernels run on (row or channel blocks; None or 1: the calling thread
+    only); ``views`` -- a dict tensor name (and
     ``"<op>::scratch"``) -> array to use instead of ``plan.bind()`` (tests
     forge these); ``allocator`` -- ``"numpy"`` or ``(alloc, free)`` for the
     unplanned comparison modes; ``weights`` -- the :class:`Arena` to put the
@@ -104,7 +109,7 @@ class Executor:
     """
 
     def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
-                 plan_options=None, max_memory=None):
+                 plan_options=None, max_memory=None, threads=None):
         graph.validate()
         budget = check_graph_budget(graph, max_memory)
         if plan is not None:
@@ -122,7 +127,8 @@ class Executor:
             outs = [graph.tensors[t] for t in op.outputs if t]
             try:
                 kernels.append(make_kernel(op, ins, outs, keep=self._keep,
-                                           scratch_budget=graph.scratch_budget))
+                                           scratch_budget=graph.scratch_budget,
+                                           native=getattr(graph, "native", True)))
             except UnsupportedOpError as exc:
                 bad.append(str(exc))
         if bad:
@@ -135,6 +141,16 @@ class Executor:
                     f"graph declares {op.scratch_bytes}; fill Op.scratch_bytes with "
                     f"pyarena.runtime.kernels.set_scratch(graph) before planning")
         self.kernels = kernels
+        # -- threads of the native kernels (row / channel blocks) ----------------
+        self.threads = 1 if threads is None else int(threads)
+        if self.threads < 1:
+            raise InvalidArgumentError(f"threads must be >= 1, not {threads!r}")
+        # one pool for every kernel; the kernels keep its raw handle, so the
+        # Executor owns it (closed when the Executor goes)
+        self.workers = Workers(self.threads) if self.threads > 1 else None
+        if self.workers is not None:
+            for k in kernels:
+                k.workers = self.workers.handle
         # -- constants: only those a kernel reads at run time ------------------
         self.constants = {}
         for op, k in zip(graph.ops, kernels):
@@ -202,6 +218,7 @@ class Executor:
                     raise GraphError(f"scratch of {op.name!r} has {sc.size} bytes, "
                                      f"{k.scratch_bytes} needed")
             steps.append((k, xs, ys, sc))
+            k.stable = True     # the same views every run: native pointers may be kept
         self.arrays = arrays
         self.steps = steps
         self._inputs = [(n, arrays[n]) for n in g.inputs]
@@ -246,6 +263,29 @@ class Executor:
         except Exception as exc:    # a graph whose shapes contradict each other
             raise _kernel_failed(k, exc) from exc
         return {n: a for n, a in self._outputs}
+
+    def profile(self, feeds=None, repeat=5):
+        """Where the time goes: one warm-up inference, then ``repeat``
+        inferences with every operator timed where it runs (planned mode
+        only).  Returns a list of (op, kernel path, median seconds) in
+        execution order; the path is "native", "numpy" or Conv's mode
+        (see Kernel.path)."""
+        if self.mode != "plan":
+            raise GraphError("profile() needs the planned executor, not "
+                             f"allocator mode {self.mode!r}")
+        if int(repeat) < 1:
+            raise InvalidArgumentError(f"repeat must be >= 1, not {repeat!r}")
+        self.run(feeds)
+        times = [[] for _ in self.steps]
+        clock = time.perf_counter
+        with np.errstate(all="ignore"):
+            for _ in range(int(repeat)):
+                for i, (k, xs, ys, sc) in enumerate(self.steps):
+                    t0 = clock()
+                    k(xs, ys, sc)
+                    times[i].append(clock() - t0)
+        return [(op, k.path, float(np.median(t)))
+                for op, k, t in zip(self.graph.ops, self.kernels, times)]
 
     def _run_dynamic(self, feeds):
         try:

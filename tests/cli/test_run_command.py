@@ -76,3 +76,23 @@ def test_run_bad_arguments(tmp_path, capsys):
                {"x": ([2], np.float32)}, {"y": (None, np.float32)}, path=erf)
     assert main(["run", str(erf)]) == 2
     assert "the_hardmax" in capsys.readouterr().err
+
+
+def test_run_profile_threads_and_no_native(tmp_path, capsys):
+    path = _model(tmp_path)
+    args = ["run", path, "--input", "x=1,3,8,8", "--repeat", "2", "--profile"]
+    assert main(args + ["--threads", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "per op type [path]" in text
+    # the 3-channel conv stays on im2col + BLAS (dispatch rule), pooling is native
+    assert re.search(r"Conv \[im2col\]\s+\S+ ms", text)
+    assert re.search(r"MaxPool \[native\]", text)
+    diff = float(re.search(r"onnxruntime: max \|difference\| (\S+)", text).group(1))
+    assert diff < 1e-4
+    assert main(args + ["--no-native"]) == 0
+    text = capsys.readouterr().out
+    assert "MaxPool [numpy]" in text and "[native" not in text
+    assert main(args + ["--threads", "0"]) == 2
+    assert "--threads" in capsys.readouterr().err
+    assert main(args + ["--blas-threads", "-1"]) == 2
+    assert "--blas-threads" in capsys.readouterr().err

@@ -23,8 +23,9 @@ def make_model(nodes, inputs, outputs, inits=None, opset=17, path=None):
 
 
 def run_both(tmp_path, nodes, feeds, inits=None, outputs=("y",), opset=17, atol=1e-5,
-             rtol=1e-4, plan=True, name="m", scratch_budget=None):
-    """Import (each op's scratch within ``scratch_budget``) and execute with
+             rtol=1e-4, plan=True, name="m", scratch_budget=None, native=True):
+    """Import (each op's scratch within ``scratch_budget``; ``native`` False:
+    NumPy / BLAS paths only) and execute with
     pyarena (planned arena, in-place on) and with onnxruntime; assert the
     outputs match; return (graph, ours, ref)."""
     from helpers.model_zoo import ort_run
@@ -33,7 +34,7 @@ def run_both(tmp_path, nodes, feeds, inits=None, outputs=("y",), opset=17, atol=
     path = tmp_path / f"{name}.onnx"
     make_model(nodes, {k: (list(v.shape), v.dtype) for k, v in feeds.items()},
                {o: (None, np.float32) for o in outputs}, inits, opset, path)
-    g = load_model(str(path), scratch_budget=scratch_budget)
+    g = load_model(str(path), scratch_budget=scratch_budget, native=native)
     ex = Executor(g) if plan else Executor(g, allocator="numpy")
     ours = {k: np.array(v) for k, v in ex.run(feeds).items()}
     ref = ort_run(path, feeds)

@@ -84,7 +84,7 @@ def test_bad_input_bindings(tmp_path):
 
 
 def test_light_model_roles_and_scratch():
-    g = load_model(light_model_path("squeezenet"))
+    g = load_model(light_model_path("squeezenet"), native=False)
     assert g.inputs == ["data_0"]
     assert g.tensors["data_0"].shape == (1, 3, 224, 224)
     consts = g.by_role("constant")
@@ -100,6 +100,13 @@ def test_light_model_roles_and_scratch():
     per_row = w[1] * w[2] * w[3] * out[3] * 4
     rows = min(out[2], SCRATCH_BUDGET // per_row)
     assert conv.scratch_bytes == per_row * rows <= SCRATCH_BUDGET
+    # no depthwise conv in SqueezeNet: on the native path too every conv
+    # stays on im2col / 1x1 + BLAS (the dispatch rule), with the same scratch
+    native = load_model(light_model_path("squeezenet"))
+    convs = [op for op in g.ops if op.op_type == "Conv"]
+    native_convs = [op for op in native.ops if op.op_type == "Conv"]
+    assert [op.scratch_bytes for op in native_convs] == [op.scratch_bytes for op in convs]
+    assert any(op.scratch_bytes > 0 for op in convs)
 
 
 def test_malformed_files(tmp_path):

@@ -10,12 +10,17 @@ from pyarena.importers.reference import reference_tflite
 from pyarena.planning import plan
 
 
-@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
+# native kernels, and the NumPy paths with their scratch whole or in one-row bands
+PATHS = [(True, None), (False, None), (False, 1)]
+PATH_IDS = ["native", "numpy-whole", "numpy-row-bands"]
+
+
+@pytest.mark.parametrize("native,budget", PATHS, ids=PATH_IDS)
 @pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16-weights"])
-def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, budget):
+def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, native, budget):
     # budget 1: conv / pool scratch in one-row bands
     path = small_cnn(tmp_path / "m.tflite", fp16=fp16, extra_outputs=True)
-    g = load_model(path, scratch_budget=budget)
+    g = load_model(path, scratch_budget=budget, native=native)
     # NHWC kept, TFLite names canonicalised, fused activations as attributes
     convs = [op for op in g.ops if op.op_type == "Conv"]
     assert len(convs) == 3 and all(op.attrs["layout"] == "NHWC" for op in convs)
@@ -27,6 +32,9 @@ def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, budget):
     assert "DEQUANTIZE" not in {op.op_type for op in g.ops}
     w = g.tensors["conv1/w"]
     assert w.role == "constant" and w.data.dtype == np.float32
+    # the depthwise conv runs natively (no workspace); the 3-channel first
+    # conv stays on im2col + BLAS under the dispatch rule, on both paths
+    assert (convs[1].scratch_bytes == 0) == native
     assert convs[0].scratch_bytes > 0
     p = plan(g)
     ex = Executor(g, p)
@@ -147,11 +155,11 @@ def test_cyclic_graph(tmp_path):
 
 
 # -- NHWC convolutions added in the second round ------------------------------------
-def _check_against_interpreter(path, budget=None):
+def _check_against_interpreter(path, budget=None, native=True):
     """Import, plan, run; match the TFLite interpreter; a second inference
     allocates no NumPy data.  Returns the graph."""
     from pyarena import Pool, numpy_allocator
-    g = load_model(path, scratch_budget=budget)
+    g = load_model(path, scratch_budget=budget, native=native)
     ex = Executor(g, plan(g))
     feeds = random_feeds(g, seed=3)
     out = {k: np.array(v) for k, v in ex.run(feeds).items()}
@@ -171,9 +179,9 @@ def _f(r, *s):
     return (r.standard_normal(s) * 0.3).astype(np.float32)
 
 
-@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
+@pytest.mark.parametrize("native,budget", PATHS, ids=PATH_IDS)
 @pytest.mark.parametrize("cin,mult,stride,pad", [(3, 2, 1, 0), (1, 4, 2, 0), (4, 3, 2, 1)])
-def test_depthwise_multiplier(tmp_path, budget, cin, mult, stride, pad):
+def test_depthwise_multiplier(tmp_path, native, budget, cin, mult, stride, pad):
     r = np.random.default_rng(cin * 10 + mult)
     B = TFLiteBuilder()
     x = B.tensor("x", (2, 9, 8, cin))
@@ -185,13 +193,15 @@ def test_depthwise_multiplier(tmp_path, budget, cin, mult, stride, pad):
     B.op("DEPTHWISE_CONV_2D", [x, w, b], [y], ("DepthwiseConv2DOptions", dict(
         Padding=pad, StrideW=stride, StrideH=stride, DepthMultiplier=mult,
         FusedActivationFunction=1, DilationWFactor=1, DilationHFactor=1)))
-    g = _check_against_interpreter(B.save(tmp_path / "dw.tflite", [x], [y]), budget)
-    assert g.ops[0].op_type == "Conv" and g.ops[0].scratch_bytes > 0
+    g = _check_against_interpreter(B.save(tmp_path / "dw.tflite", [x], [y]), budget, native)
+    # one input channel is a plain conv of 1 channel: im2col + BLAS (dispatch rule)
+    assert g.ops[0].op_type == "Conv"
+    assert (g.ops[0].scratch_bytes == 0) == (native and cin > 1)
 
 
-@pytest.mark.parametrize("budget", [None, 1], ids=["whole", "row-bands"])
+@pytest.mark.parametrize("native,budget", PATHS, ids=PATH_IDS)
 @pytest.mark.parametrize("cin,groups,stride,pad", [(8, 2, 1, 0), (8, 4, 2, 1), (32, 2, 2, 0)])
-def test_grouped_conv_nhwc(tmp_path, budget, cin, groups, stride, pad):
+def test_grouped_conv_nhwc(tmp_path, native, budget, cin, groups, stride, pad):
     """Few channels per group (<= 8: K-major columns) and many (16)."""
     r = np.random.default_rng(groups)
     cout = 12
@@ -205,7 +215,7 @@ def test_grouped_conv_nhwc(tmp_path, budget, cin, groups, stride, pad):
     B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
         Padding=pad, StrideW=stride, StrideH=stride, FusedActivationFunction=0,
         DilationWFactor=1, DilationHFactor=1)))
-    g = _check_against_interpreter(B.save(tmp_path / "gc.tflite", [x], [y]), budget)
+    g = _check_against_interpreter(B.save(tmp_path / "gc.tflite", [x], [y]), budget, native)
     assert g.ops[0].attrs["group"] == groups
 
 

@@ -130,6 +130,8 @@ def test_unsupported_ops_are_reported_by_name_before_running():
 def test_undeclared_scratch_is_refused(tmp_path):
     g = load_model(_residual(tmp_path))
     conv = g.ops[0]
+    conv.attrs["_path"] = "numpy"           # im2col: a padded band + columns
+    set_scratch(g)
     assert conv.scratch_bytes > 0
     conv.scratch_bytes = 16
     with pytest.raises(GraphError, match="scratch"):
@@ -194,3 +196,50 @@ def test_transpose_without_perm_reverses_the_axes(tmp_path):
     from helpers.onnx_util import run_both
     run_both(tmp_path, [helper.make_node("Transpose", ["x"], ["y"])],
              {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)})
+
+
+# -- threads and the per-op profile ---------------------------------------------------
+
+def test_native_threads_give_the_same_outputs():
+    from pyarena.runtime.models import mobilenet_v2
+    g = mobilenet_v2(64, width=0.5, classes=10)
+    feeds = random_feeds(g)
+    one = {k: v.copy() for k, v in Executor(g).run(feeds).items()}
+    ex2 = Executor(g, threads=2)
+    assert ex2.workers is not None and ex2.workers.n == 2
+    two = ex2.run(feeds)
+    # row / channel blocks change who computes an element, not how
+    for k in one:
+        np.testing.assert_array_equal(one[k], two[k])
+    ref = Executor(g, allocator="numpy").run(feeds)
+    for k in one:
+        np.testing.assert_allclose(two[k], ref[k], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0, -2])
+def test_threads_below_one_are_refused(bad):
+    from pyarena.errors import InvalidArgumentError
+    from pyarena.runtime.models import mobilenet_v2
+    with pytest.raises(InvalidArgumentError, match="threads"):
+        Executor(mobilenet_v2(32, width=0.35, classes=4), threads=bad)
+
+
+def test_profile_times_every_op_and_names_its_path():
+    from pyarena.runtime.models import mobilenet_v2
+    g = mobilenet_v2(64, width=0.5, classes=10)
+    ex = Executor(g)
+    rows = ex.profile(random_feeds(g), repeat=2)
+    assert [op.name for op, _, _ in rows] == [op.name for op in g.ops]
+    assert all(t >= 0 for _, _, t in rows)
+    paths = {op.op_type: set() for op, _, _ in rows}
+    for op, path, _ in rows:
+        paths[op.op_type].add(path)
+    # 3x3 depthwise runs natively, the 1x1 convs stay on BLAS
+    assert {"native-dw", "1x1"} <= paths["Conv"]
+    assert paths["Softmax"] == {"numpy"}
+    g2 = mobilenet_v2(64, width=0.5, classes=10)
+    g2.native = False
+    set_scratch(g2)
+    assert not any(p.startswith("native") for _, p, _ in Executor(g2).profile(repeat=1))
+    with pytest.raises(GraphError, match="planned"):
+        Executor(g, allocator="numpy").profile(repeat=1)

@@ -42,49 +42,101 @@ def budget(request):
     return None if request.param == "whole" else 1
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c['x']}-{c['w']}-{c['attrs']}")
-def test_conv(tmp_path, case, budget):
+def test_conv(tmp_path, case, budget, native):
     inits = {"w": rnd(*case["w"])}
     ins = ["x", "w"]
     if case.get("bias", True):
         inits["b"] = rnd(case["w"][0])
         ins.append("b")
-    run_both(tmp_path, [node("Conv", ins, **case["attrs"])],
-             {"x": rnd(*case["x"])}, inits, scratch_budget=budget)
+    g, _, _ = run_both(tmp_path, [node("Conv", ins, **case["attrs"])],
+                       {"x": rnd(*case["x"])}, inits, scratch_budget=budget, native=native)
+    # the planner got the kernel's workspace, exactly
+    conv = g.ops[0]
+    from pyarena.runtime.kernels import scratch_bytes_for
+    assert conv.scratch_bytes == scratch_bytes_for(g, conv)
 
 
 def test_conv_scratch_is_the_im2col_rule(tmp_path):
     # 3x3 stride 1 pad 1 on 3x9x9: im2col 3*3*3 * 9*9 floats + padded 3*11*11
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
-                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)}, native=False)
     pad = 3 * 11 * 11 * 4
     cols = 3 * 3 * 3 * 9 * 9 * 4
     assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
     # 1x1 stride 1: no workspace at all
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"])],
-                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)})
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)}, native=False)
     assert g.ops[0].scratch_bytes == 0
+    # the native depthwise convolution: none either
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1], group=8)],
+                       {"x": rnd(1, 8, 9, 9)}, {"w": rnd(8, 1, 3, 3)})
+    assert g.ops[0].scratch_bytes == 0
+    # a full convolution stays on im2col + BLAS (the dispatch rule) ...
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
+    assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
+
+
+@pytest.mark.parametrize("case", [
+    dict(x=(1, 8, 9, 9), w=(4, 8, 3, 3), attrs=dict(pads=[1, 1, 1, 1])),
+    dict(x=(2, 12, 10, 7), w=(6, 4, 3, 3), attrs=dict(strides=[2, 1], group=3,
+                                                        pads=[1, 0, 1, 2])),
+    dict(x=(1, 16, 8, 8), w=(8, 16, 1, 1), attrs=dict()),
+    dict(x=(1, 8, 11, 11), w=(8, 8, 5, 5), attrs=dict(dilations=[2, 2], pads=[2, 2, 2, 2])),
+], ids=str)
+def test_conv_forced_onto_the_native_direct_kernel(tmp_path, case):
+    """The dispatch rule keeps full, grouped and 1x1 convolutions on BLAS;
+    forced (``_path``, what the benchmarks do) the native direct kernel
+    runs them with no workspace and matches onnxruntime, bias + ReLU fused."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    from pyarena.runtime.kernels import set_scratch
+    cout = case["w"][0]
+    feeds = {"x": rnd(*case["x"])}
+    path = tmp_path / "c.onnx"
+    make_model([node("Conv", ["x", "w", "b"], ["c"], **case["attrs"]),
+                node("Relu", ["c"])], {"x": (list(case["x"]), np.float32)},
+               {"y": (None, np.float32)}, {"w": rnd(*case["w"]), "b": rnd(cout)}, path=path)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["Conv"]        # Relu fused
+    g.ops[0].attrs["_path"] = "native"
+    set_scratch(g)
+    ex = Executor(g)
+    assert ex.kernels[0].path == "native" and g.ops[0].scratch_bytes == 0
+    np.testing.assert_allclose(ex.run(feeds)["y"], ort_run(path, feeds)["y"],
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_grouped_and_depthwise_conv_scratch_rules(tmp_path):
     """The rules of the conv module's docstring, worked by hand: grouped
     im2col -- C_in * kh * kw * H_out * W_out; depthwise -- the padded input
-    rows + one band-sized product buffer (C * H_out * W_out)."""
+    rows + one band-sized product buffer (C * H_out * W_out).  The NumPy
+    paths (native=False); the native depthwise kernel needs none."""
     # group 2, 4 -> 6 channels, 3x3 on 8x8, no padding: 6x6 out
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], group=2)],
-                       {"x": rnd(1, 4, 8, 8)}, {"w": rnd(6, 2, 3, 3)}, name="grouped")
+                       {"x": rnd(1, 4, 8, 8)}, {"w": rnd(6, 2, 3, 3)}, name="grouped",
+                       native=False)
     assert g.ops[0].scratch_bytes == 4 * 3 * 3 * 6 * 6 * 4
     # depthwise 6 channels, 3x3 pad 1 on 9x9: padded 6x11x11, product 6x9x9
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], group=6, pads=[1, 1, 1, 1])],
-                       {"x": rnd(1, 6, 9, 9)}, {"w": rnd(6, 1, 3, 3)}, name="dw")
+                       {"x": rnd(1, 6, 9, 9)}, {"w": rnd(6, 1, 3, 3)}, name="dw",
+                       native=False)
     pad = 6 * 11 * 11 * 4
     assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + 6 * 9 * 9 * 4
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], group=6, pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 6, 9, 9)}, {"w": rnd(6, 1, 3, 3)}, name="dwn")
+    assert g.ops[0].scratch_bytes == 0
 
 
 def test_conv_scratch_is_bounded_by_the_budget(tmp_path):
     # one output row per band: 3 padded input rows of 3x11 + 27x9 columns
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
-                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)}, scratch_budget=1)
+                       {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)}, scratch_budget=1,
+                       native=False)
     pad = 3 * 3 * 11 * 4
     cols = 3 * 3 * 3 * 1 * 9 * 4
     assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
@@ -216,12 +268,23 @@ def test_pad(tmp_path, mode):
     dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
     dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
     dict(kernel_shape=[3, 2], strides=[1, 2], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2]),          # YOLOv8's SPPF
 ], ids=str)
-def test_pool(tmp_path, op, attrs, budget):
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_pool(tmp_path, op, attrs, budget, native):
     if op == "MaxPool":
         attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
-    run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)},
-             scratch_budget=budget)
+    g, _, _ = run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(2, 3, 9, 10)},
+                       scratch_budget=budget, native=native)
+    if native:
+        assert g.ops[0].scratch_bytes == 0
+
+
+def test_dilated_maxpool_keeps_the_numpy_path(tmp_path):
+    g, _, _ = run_both(tmp_path, [node("MaxPool", ["x"], kernel_shape=[2, 2], strides=[2, 2],
+                                       dilations=[2, 2], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 3, 9, 10)})
+    assert g.ops[0].scratch_bytes > 0      # the padded band: not the native kernel
 
 
 def test_global_pools_and_reduce(tmp_path):

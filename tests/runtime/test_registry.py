@@ -83,15 +83,19 @@ def test_planning_alone_sees_the_declared_kinds():
 
 def test_scratch_budget_is_a_parameter_recorded_on_the_graph():
     g = Graph("c")
-    g.add_tensor("x", (1, 3, 9, 9), role="input")
-    g.add_tensor("w", (4, 3, 3, 3), role="constant",
-                 data=np.ones((4, 3, 3, 3), np.float32))
-    g.add_tensor("y", (1, 4, 9, 9), role="output")
-    g.add_op("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
-    whole = kernels.set_scratch(g).ops[0].scratch_bytes
-    assert g.scratch_budget is None
+    g.add_tensor("x", (1, 8, 9, 9), role="input")
+    g.add_tensor("w", (8, 1, 3, 3), role="constant",
+                 data=np.ones((8, 1, 3, 3), np.float32))
+    g.add_tensor("y", (1, 8, 9, 9), role="output")
+    g.add_op("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], group=8)   # depthwise
+    whole = kernels.set_scratch(g, native=False).ops[0].scratch_bytes   # tap loop
+    assert g.scratch_budget is None and not g.native
     banded = kernels.set_scratch(g, scratch_budget=1).ops[0].scratch_bytes
     assert g.scratch_budget == 1 and banded < whole
+    assert Graph.from_dict(g.to_dict()).native is False
+    assert kernels.set_scratch(g, native=True).ops[0].scratch_bytes == 0   # native
+    assert Graph.from_dict(g.to_dict()).native is True
+    kernels.set_scratch(g, scratch_budget=1)
     # the graph's JSON keeps the budget, so an executor builds the same kernels
     assert Graph.from_dict(g.to_dict()).scratch_budget == 1
     with pytest.raises(ValueError, match="scratch_budget"):

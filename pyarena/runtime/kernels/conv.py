@@ -11,6 +11,9 @@ fit the scratch budget (at least one).
 """
 import numpy as np
 
+from ..._native import check, lib
+from ..._native import kernels as nk
+from .native import NATIVE_DTYPE, Pointers, fused_activation, native_act
 from .registry import Kernel, const, register
 from .spatial import Spatial
 
@@ -45,6 +48,8 @@ class Conv(Spatial):
         if C % g or cout % g:
             self.fail(f"group={g} does not divide channels {C} -> {cout}")
         w = self.const(1, "weight").astype(self.dtype)
+        if self._setup_native(w, g, cout):
+            return
         K = C // g * self.kh * self.kw
         self.K = K
         # depthwise (every input channel c feeds output channel c): a loop
@@ -102,8 +107,88 @@ class Conv(Spatial):
         if self.has(2):
             b = self.const(2, "bias").astype(self.dtype)
             self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
+        # float32: bias and activation in one native pass after the product
+        self.epilogue = None
+        act = native_act(self.attrs) if self.dtype == NATIVE_DTYPE and self.use_native \
+            else None
+        if act is not None and (self.bias is not None or act.kind != 0):
+            self.act_fused = True
+            self.ptrs = Pointers(self)
+            self.epilogue = (nk.layout("NHWC" if self.nhwc else "NCHW"),
+                             nk.NULL if self.bias is None else nk.fptr(self.bias), act)
+
+    @property
+    def path(self):
+        """native / native-dw (C kernels) or 1x1 / dw / im2col (NumPy + BLAS)."""
+        return self.mode
+
+    # -- the native path ------------------------------------------------------
+    def _native_rule(self, g):
+        """True when this op runs natively: float32, a supported activation,
+        and a depthwise convolution (groups = input channels, any depth
+        multiplier).  Every other convolution keeps im2col / 1x1 + BLAS
+        (with the native bias + activation epilogue), which the C direct
+        kernel does not beat on the models measured: 1x1 1.2-2.5x slower
+        (benchmarks/bench_conv_paths.py), full 3x3 convolutions 1.5x
+        (SqueezeNet: 6.9 vs 4.7 ms), grouped 1x1 1.7x (ShuffleNet: 5.1 vs
+        3.0 ms), first layers on RGB 1.3-5x -- whole models 13.2 -> 11.1 ms
+        (SqueezeNet), 9.0 -> 7.1 ms (ShuffleNet), the same arena (the
+        bounded im2col scratch fits the slack there).  The op attribute
+        ``_path`` ("native" / "numpy") overrides the rule (benchmarks and
+        tests compare both paths)."""
+        if (not self.use_native or self.dtype != NATIVE_DTYPE
+                or fused_activation(self.attrs) is None):
+            return False
+        forced = self.attrs.get("_path")
+        if forced in ("native", "numpy"):
+            return forced == "native"
+        return g == self.c_in and g > 1
+
+    def _ohwi(self, w, g, cout):
+        """The weights as [c_out][kh][kw][c_in / groups] and the groups."""
+        if self.attrs.get("weight_layout") == "1HWC":           # TFLite depthwise
+            return w.reshape(self.kh, self.kw, cout).transpose(2, 0, 1)[..., None], self.c_in
+        if self.nhwc:                                            # TFLite OHWI
+            return w.reshape(cout, self.kh, self.kw, -1), g
+        return w.reshape(cout, -1, self.kh, self.kw).transpose(0, 2, 3, 1), g   # ONNX OIHW
+
+    def _setup_native(self, w, g, cout):
+        if not self._native_rule(g):
+            return False
+        ohwi, groups = self._ohwi(w, g, cout)
+        if ohwi.shape[-1] * groups != self.c_in:
+            return False
+        # geometry the C kernel cannot take (e.g. a pad beyond its range):
+        # the NumPy path instead
+        if self.pt < 0 or self.pl < 0:
+            return False
+        self.act_fused = True
+        self.desc = nk.conv2d(
+            nhwc=self.nhwc, n=self.N, c_in=self.c_in, h=self.H, w=self.W, c_out=cout,
+            h_out=self.Ho, w_out=self.Wo, kh=self.kh, kw=self.kw, sh=self.sh, sw=self.sw,
+            dh=self.dh, dw=self.dw, pad_top=self.pt, pad_left=self.pl, groups=groups,
+            act=native_act(self.attrs))
+        bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
+        packed = nk.pack_conv2d(self.desc, ohwi, bias,
+                                lambda n: np.empty(n, dtype=np.float32))
+        self.packed = self.keep(packed)
+        self.packed_ptr = nk.fptr(self.packed)
+        self.ptrs = Pointers(self)
+        self.mode = "native-dw" if groups == self.c_in == cout and groups > 1 else "native"
+        self.scratch = []
+        self.bias = None
+        return True
+
+    def _run_native(self, xs, ys):
+        x, y = self.ptrs(xs[0], ys[0])
+        st = lib.pa_conv2d_run(self.desc, self.packed_ptr, x, y, self.workers)
+        if st:
+            check(st, f"conv {self.op.name!r}")
 
     def run(self, xs, ys, sc):
+        if self.mode[0] == "n":
+            self._run_native(xs, ys)
+            return
         x, y = self.x4(xs[0]), self.y4(ys[0])
         pbuf = sc[0] if self.padded else None
         Wo, cout = self.Wo, self.cout
@@ -158,8 +243,14 @@ class Conv(Spatial):
                             out = yn.reshape(self.G, cout // self.G, self.Ho * Wo)
                             np.matmul(self.wm, cols.reshape(self.G, self.K, nr * Wo),
                                       out=out[:, :, r0 * Wo:r1 * Wo])
-            if self.bias is not None:
+            if self.bias is not None and self.epilogue is None:
                 np.add(yn, self.bias, out=yn)
+        if self.epilogue is not None:
+            y, = self.ptrs(ys[0])
+            st = lib.pa_bias_act(self.epilogue[0], self.N, self.cout, self.Ho * self.Wo, y,
+                                 self.epilogue[1], y, self.epilogue[2], self.workers)
+            if st:
+                check(st, f"conv {self.op.name!r}")
 
 
 def _transpose_pads(at, hw, out_hw, k, s, d):

@@ -14,6 +14,9 @@ import math
 
 import numpy as np
 
+from ..._native import check, lib
+from ..._native import kernels as nk
+from .native import NATIVE_DTYPE, Pointers, unary
 from .registry import Kernel, const, register
 
 
@@ -25,8 +28,12 @@ class Relu(Kernel):
 
     def setup(self):
         self.zero = const(0, self.dtype)
+        self.native = unary(self, "RELU")
 
     def run(self, xs, ys, sc):
+        if self.native:
+            self.native(xs, ys)
+            return
         np.maximum(xs[0], self.zero, out=ys[0])
 
 
@@ -50,8 +57,13 @@ class Clip(Kernel):
             hi = float(self.const(2, "max"))
         self.lo = None if lo is None else const(lo, self.dtype)
         self.hi = None if hi is None else const(hi, self.dtype)
+        self.native = unary(self, "CLIP", -np.inf if lo is None else lo,
+                            np.inf if hi is None else hi)
 
     def run(self, xs, ys, sc):
+        if self.native:
+            self.native(xs, ys)
+            return
         x, y = xs[0], ys[0]
         if self.lo is not None:
             np.maximum(x, self.lo, out=y)
@@ -92,8 +104,12 @@ class Sigmoid(Kernel):
 
     def setup(self):
         self.one = const(1, self.dtype)
+        self.native = unary(self, "SIGMOID")
 
     def run(self, xs, ys, sc):
+        if self.native:
+            self.native(xs, ys)
+            return
         y = ys[0]
         np.negative(xs[0], out=y)
         np.exp(y, out=y)
@@ -110,8 +126,13 @@ class HardSigmoid(Kernel):
         self.a = const(self.attrs.get("alpha", 0.2), self.dtype)
         self.b = const(self.attrs.get("beta", 0.5), self.dtype)
         self.zero, self.one = const(0, self.dtype), const(1, self.dtype)
+        self.native = unary(self, "HARDSIGMOID", self.attrs.get("alpha", 0.2),
+                            self.attrs.get("beta", 0.5))
 
     def run(self, xs, ys, sc):
+        if self.native:
+            self.native(xs, ys)
+            return
         y = ys[0]
         np.multiply(xs[0], self.a, out=y)
         np.add(y, self.b, out=y)
@@ -128,9 +149,13 @@ class HardSwish(Kernel):
     def setup(self):
         self.a, self.b = const(1 / 6, self.dtype), const(0.5, self.dtype)
         self.zero, self.one = const(0, self.dtype), const(1, self.dtype)
-        self.scratch = [(self.oshape(), self.dtype)]
+        self.native = unary(self, "HARDSWISH")
+        self.scratch = [] if self.native else [(self.oshape(), self.dtype)]
 
     def run(self, xs, ys, sc):
+        if self.native:
+            self.native(xs, ys)
+            return
         x, s = xs[0], sc[0]
         np.multiply(x, self.a, out=s)
         np.add(s, self.b, out=s)
@@ -162,9 +187,46 @@ class LeakyRelu(Kernel):
         else:
             self.slope = const(self.attrs.get("alpha", 0.01), self.dtype)
         self.zero = const(0, self.dtype)
-        self.scratch = [(self.oshape(), self.dtype)]
+        self.native = self._native_slope()
+        self.scratch = [] if self.native else [(self.oshape(), self.dtype)]
+
+    def _native_slope(self):
+        """(layout, n, c, spatial, slope pointer) for pa_prelu when the slope
+        is one value or one per channel (float32); None otherwise."""
+        if not self.use_native or self.dtype != NATIVE_DTYPE:
+            return None
+        shape = self.oshape()
+        slope = np.asarray(self.slope, dtype=np.float32)
+        total = int(np.prod(shape))
+        # the slope's shape aligned to the output's: one value, or one per
+        # channel of the last axis (NHWC) or of axis 1 (NCHW)
+        padded = (1,) * (len(shape) - slope.ndim) + tuple(slope.shape)
+        if slope.size == 1:
+            spec = (nk.layout("NCHW"), 1, 1, total)
+        elif padded == (1,) * (len(shape) - 1) + (shape[-1],):
+            # rows of c slopes repeated k times (k pixels per row, up to 1024
+            # floats): long vector loops instead of one short loop per pixel
+            c, pixels = shape[-1], total // shape[-1]
+            k = max((d for d in range(1, max(1, 1024 // c) + 1) if pixels % d == 0),
+                    default=1)
+            slope = np.tile(slope.reshape(-1), k)
+            spec = (nk.layout("NHWC"), 1, c * k, pixels // k)
+        elif len(shape) >= 2 and padded == (1, shape[1]) + (1,) * (len(shape) - 2):
+            spec = (nk.layout("NCHW"), shape[0], shape[1], total // (shape[0] * shape[1]))
+        else:
+            return None
+        self.slope_native = self.keep(slope.reshape(-1).copy())
+        self.ptrs = Pointers(self)
+        return spec + (nk.fptr(self.slope_native),)
 
     def run(self, xs, ys, sc):
+        if self.native:
+            x, y = self.ptrs(xs[0], ys[0])
+            layout, n, c, sp, slope = self.native
+            st = lib.pa_prelu(layout, n, c, sp, x, slope, y, self.workers)
+            if st:
+                check(st, f"PRelu {self.op.name!r}")
+            return
         x, s, y = xs[0], sc[0], ys[0]
         np.minimum(x, self.zero, out=s)
         np.multiply(s, self.slope, out=s)

@@ -7,6 +7,9 @@ import math
 
 import numpy as np
 
+from ..._native import check, lib
+from ..._native import kernels as nk
+from .native import NATIVE_DTYPE, Pointers
 from .registry import Kernel, const, register
 from .spatial import Spatial
 
@@ -31,6 +34,8 @@ class WindowPool(Spatial):
         self.is_max = self.op.op_type == "MaxPool"
         lowest = -np.inf if self.dtype.kind == "f" else np.iinfo(self.dtype).min
         self.geometry(k, lowest if self.is_max else 0.0)   # max pools int8 as they are
+        if self._setup_native():
+            return
         self.plan_bands()
         self.scratch = self.pad_spec()
         # non-overlapping windows (stride = kernel, no padding/dilation, e.g.
@@ -60,7 +65,28 @@ class WindowPool(Spatial):
                 d = (1.0 / cnt).astype(self.dtype)
                 self.div = self.keep(d[..., None] if self.nhwc else d)
 
+    def _setup_native(self):
+        """float32 without dilation: the C core's pooling, no scratch."""
+        if not self.use_native or self.dtype != NATIVE_DTYPE or self.dh != 1 or self.dw != 1:
+            self.native = None
+            return False
+        self.native = nk.pool2d(
+            nhwc=self.nhwc, n=self.N, c=self.c_in, h=self.H, w=self.W, h_out=self.Ho,
+            w_out=self.Wo, kh=self.kh, kw=self.kw, sh=self.sh, sw=self.sw,
+            pads=(self.pt, self.pl, self.pb, self.pr),
+            count_include_pad=int(self.attrs.get("count_include_pad", 0)))
+        self.native_fn = lib.pa_maxpool2d if self.is_max else lib.pa_avgpool2d
+        self.ptrs = Pointers(self)
+        self.scratch = []
+        return True
+
     def run(self, xs, ys, sc):
+        if self.native is not None:
+            x, y = self.ptrs(xs[0], ys[0])
+            st = self.native_fn(self.native, x, y, self.workers)
+            if st:
+                check(st, f"{self.op.op_type} {self.op.name!r}")
+            return
         x, y = self.x4(xs[0]), self.y4(ys[0])
         pbuf = sc[0] if self.padded else None
         f = np.maximum if self.is_max else np.add

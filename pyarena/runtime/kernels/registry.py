@@ -34,7 +34,10 @@ import math
 import numpy as np
 
 from ...errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
+from ..._native import lib
+from ..._native.kernels import NULL
 from ...planning.inplace import declare
+from .native import NATIVE_DTYPE, Pointers, native_act
 
 __all__ = ["Kernel", "register", "KERNELS", "TFLITE_OPS", "SCRATCH_BUDGET", "make_kernel",
            "graph_kernel", "scratch_bytes_for", "set_scratch", "supported_ops", "const"]
@@ -118,22 +121,39 @@ class Kernel:
     tflite = {}
     #: in-place kind (see pyarena.planning.inplace.KINDS)
     inplace = "none"
+    #: the C core's thread pool handle for native kernels (a ``pa_workers_t
+    #: *``); NULL runs them on the calling thread.  Set by the Executor.
+    workers = NULL
+    #: True once the Executor bound planned views that stay the same every
+    #: run: native calls may keep their pointers (kernels/native.py).
+    stable = False
 
-    def __init__(self, op, ins, outs, keep=None, scratch_budget=None):
+    def __init__(self, op, ins, outs, keep=None, scratch_budget=None, native=True):
         self.op = op
         self.ins = ins
         self.outs = outs
         self.attrs = op.attrs
         self.keep = keep or (lambda a: a)   # puts derived constants in the weights arena
         self.scratch_budget = int(SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
+        #: False: NumPy / BLAS paths only (Graph.native)
+        self.use_native = bool(native)
         self.scratch = []
         self.runtime = None
         self.dtype = np.dtype(outs[0].dtype) if outs else np.dtype(np.float32)
+        #: setup() sets it when its native path applies the op's
+        #: ``activation`` attribute itself
+        self.act_fused = False
         self.setup()
         act = self.attrs.get("activation")
         self._act = None
-        if act not in (None, "", "NONE"):
-            self._act = _fused_activation(op, act, self.dtype)
+        if act not in (None, "", "NONE") and not self.act_fused:
+            self._act = _fused_activation(self, self.attrs, self.dtype)
+
+    @property
+    def path(self):
+        """Which implementation runs this op: "native" (a C kernel of the
+        core) or "numpy" (NumPy / BLAS); ``pyarena run --profile`` shows it."""
+        return "numpy" if getattr(self, "native", None) is None else "native"
 
     # helpers -----------------------------------------------------------
     def fail(self, why):
@@ -181,8 +201,22 @@ class Kernel:
         raise NotImplementedError
 
 
-def _fused_activation(op, act, dtype):
-    act = str(act).upper()
+def _fused_activation(kernel, attrs, dtype):
+    """y -> act(y) in place, for an op whose kernel does not fuse it."""
+    op = kernel.op
+    act = str(attrs["activation"]).upper()
+    if act in ("SIGMOID", "SILU", "HARDSWISH", "HARDSIGMOID", "CLIP"):
+        # set by the graph rewrite (runtime/fusion.py), float32 only
+        params = native_act(attrs)
+        if np.dtype(dtype) != NATIVE_DTYPE or params is None:
+            raise UnsupportedOpError(f"operator {op.name!r}: fused activation {act!r} "
+                                     f"needs float32")
+        ptrs = Pointers(kernel)
+
+        def run_native(y):
+            p, = ptrs(y)
+            lib.pa_act(params, p, p, y.size, NULL)
+        return run_native
     zero, six, one, mone = const(0, dtype), const(6, dtype), const(1, dtype), const(-1, dtype)
     if act == "RELU":
         return lambda y: np.maximum(y, zero, out=y)
@@ -195,16 +229,16 @@ def _fused_activation(op, act, dtype):
     raise UnsupportedOpError(f"operator {op.name!r}: fused activation {act!r} is not supported")
 
 
-def make_kernel(op, ins, outs, keep=None, scratch_budget=None):
+def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True):
     """The kernel object for ``op`` given its input and output Tensors;
     UnsupportedOpError if the op type or one of its attributes is not
-    supported."""
+    supported.  ``native`` False keeps every op on its NumPy path."""
     cls = KERNELS.get(op.op_type)
     if cls is None:
         raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                  f"supported by the executor")
     try:
-        return cls(op, ins, outs, keep, scratch_budget)
+        return cls(op, ins, outs, keep, scratch_budget, native)
     except (PyArenaError, MemoryError):
         raise
     except Exception as exc:        # attributes of the wrong type or shape
@@ -213,10 +247,12 @@ def make_kernel(op, ins, outs, keep=None, scratch_budget=None):
 
 
 def graph_kernel(graph, op, keep=None):
-    """The kernel of ``op`` in ``graph``, with the graph's scratch budget."""
+    """The kernel of ``op`` in ``graph``, with the graph's scratch budget
+    and native setting."""
     ins = [graph.tensors[t] if t else None for t in op.inputs]
     outs = [graph.tensors[t] for t in op.outputs if t]
-    return make_kernel(op, ins, outs, keep, graph.scratch_budget)
+    return make_kernel(op, ins, outs, keep, graph.scratch_budget,
+                       getattr(graph, "native", True))
 
 
 def scratch_bytes_for(graph, op):
@@ -225,11 +261,13 @@ def scratch_bytes_for(graph, op):
     return graph_kernel(graph, op).scratch_bytes
 
 
-def set_scratch(graph, scratch_budget=None):
+def set_scratch(graph, scratch_budget=None, native=None):
     """Fill ``Op.scratch_bytes`` for every op of ``graph`` from the kernels'
     own workspace rules, each op's within ``scratch_budget`` bytes (None:
     :data:`SCRATCH_BUDGET`); the budget is recorded as
     ``graph.scratch_budget`` so the executor builds the same kernels.
+    ``native`` (None: keep ``graph.native``) False plans the NumPy / BLAS
+    paths only, recorded as ``graph.native``.
     Raises UnsupportedOpError listing every op (by name and type) the
     executor cannot run.  Returns the graph."""
     if scratch_budget is not None:
@@ -238,6 +276,8 @@ def set_scratch(graph, scratch_budget=None):
             raise InvalidArgumentError(f"scratch_budget must be a positive number of bytes, "
                              f"not {scratch_budget!r}")
     graph.scratch_budget = scratch_budget
+    if native is not None:
+        graph.native = bool(native)
     bad = []
     for op in graph.ops:
         try:

@@ -6,6 +6,9 @@ the second operand of each blend.
 """
 import numpy as np
 
+from ..._native import check, lib
+from ..._native import kernels as nk
+from .native import NATIVE_DTYPE, Pointers
 from .registry import Kernel, const, register
 
 
@@ -111,6 +114,49 @@ class Resize(Kernel):
                 specs.append((shp, self.dtype))            # blend operand
         self.scratch = specs
         self.linear = mode != "nearest"
+        self.native = self._setup_native(mode, xs, ys)
+        if self.native:
+            self.scratch = []
+
+    def _setup_native(self, mode, xs, ys):
+        """Nearest / linear over the two spatial axes of a 4-D float32
+        tensor (NCHW: axes 2, 3; NHWC: 1, 2): the C core's one-pass
+        pa_resize2d with this plan's index and weight tables; None
+        otherwise (cubic, crop-and-resize, other axes)."""
+        if not self.use_native or self.dtype != NATIVE_DTYPE or len(xs) != 4 or \
+                mode == "cubic" or self.extrap or not self.plan:
+            return None
+        axes = {ax for ax, _ in self.plan}
+        if axes <= {2, 3}:
+            nhwc, (hax, wax) = False, (2, 3)
+        elif axes <= {1, 2}:
+            nhwc, (hax, wax) = True, (1, 2)
+        else:
+            return None
+        if max(xs) >= 2**31:
+            return None
+        taps = dict(self.plan)
+        tables = []
+        for ax in (hax, wax):
+            n = ys[ax]
+            if ax not in taps:
+                i0 = i1 = np.arange(n)
+                w1 = np.zeros(n)
+            elif len(taps[ax]) == 1:
+                i0 = i1 = taps[ax][0][0]
+                w1 = np.zeros(n)
+            else:
+                (i0, _), (i1, w1) = taps[ax]
+            tables += [self.keep(np.asarray(i0, np.int32).reshape(-1)),
+                       self.keep(np.asarray(i1, np.int32).reshape(-1)),
+                       self.keep(np.asarray(w1, np.float32).reshape(-1))]
+        self.tables = tables
+        self.table_ptrs = [nk.iptr(t) if t.dtype == np.int32 else nk.fptr(t) for t in tables]
+        c = xs[3] if nhwc else xs[1]
+        self.geom = (nk.layout("NHWC" if nhwc else "NCHW"), xs[0], c, xs[hax], xs[wax],
+                     ys[hax], ys[wax])
+        self.ptrs = Pointers(self)
+        return True
 
     def _old_style(self):
         """Upsample, or Resize before opset 11: (X, scales) and asymmetric."""
@@ -214,6 +260,12 @@ class Resize(Kernel):
                  self.keep(w.astype(self.dtype).reshape(bshape))) for i, w in zip(idx, ws)]
 
     def run(self, xs, ys, sc):
+        if self.native:
+            x, y = self.ptrs(xs[0], ys[0])
+            st = lib.pa_resize2d(*self.geom, *self.table_ptrs, x, y, self.workers)
+            if st:
+                check(st, f"Resize {self.op.name!r}")
+            return
         src = xs[0]
         if not self.plan:
             np.copyto(ys[0], src)

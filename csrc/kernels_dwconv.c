@@ -1,0 +1,565 @@
+/* kernels_dwconv.c -- depthwise 2-D convolution (groups = c_in = c_out),
+ * any stride, padding and dilation, bias and activation fused, no
+ * workspace.
+ *
+ * A depthwise layer does few multiply-adds per value it reads, so the
+ * kernels are built around loads.  NHWC vectorises over channels: a tile
+ * of PA_DW_MR output pixels times PA_VEC channels stays in registers while
+ * the taps stream past, each tap's weight vector loaded once for the whole
+ * tile.  NCHW vectorises along an output row of one channel plane, PA_VEC
+ * columns at a time, each tap's weight a scalar; short rows of many
+ * channels (MobileNets' last stages) instead go through a pixel-major
+ * stack tile of PA_VEC channels and the NHWC register tile, and stride-2
+ * rows are split into even and odd columns first.  Padding is handled by
+ * geometry, not by copies: the taps whose rows fall outside the image are
+ * skipped per output row, the columns whose taps all fall inside (the
+ * interior) run the branch-free tile, and the few border columns run a
+ * one-pixel loop that skips the outside taps.  The taps of an output row
+ * are one flat list built per row (offsets and weight rows), so the inner
+ * loop is the same for 3x3 and 7x7; kernels of more than PA_DW_MAX_TAPS
+ * taps go to the direct convolution instead.  Packed weights: bias then
+ * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
+ */
+#include "kernels_internal.h"
+
+#define PA_DW_MR 4
+#define PA_DW_TILE_FLOATS 4096
+
+typedef struct {
+    const pa_conv2d_t *c;
+    const float *bias, *w, *x;
+    float *y;
+    int64_t cp;                 /* channels rounded up to PA_VEC (packed row) */
+    int64_t ow_lo, ow_hi;       /* interior output columns [lo, hi)          */
+} dw_job_t;
+
+static int64_t round_vec(int64_t c) { return (c + PA_VEC - 1) / PA_VEC * PA_VEC; }
+
+size_t _pa_dwconv_packed_size(const pa_conv2d_t *c) {
+    return (size_t)(round_vec(c->c_in) * (c->kh * c->kw + 1));
+}
+
+pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
+                            float *packed) {
+    int64_t cp = round_vec(c->c_in), taps = c->kh * c->kw;
+    for (int64_t ch = 0; ch < cp; ch++) {
+        packed[ch] = (ch < c->c_in && bias) ? bias[ch] : 0.0f;
+        for (int64_t t = 0; t < taps; t++)
+            packed[cp + t * cp + ch] = ch < c->c_in ? weight[ch * taps + t] : 0.0f;
+    }
+    return PA_OK;
+}
+
+/* Taps i in [*lo, *hi) whose input row oh * sh - pad + i * dh is inside. */
+static void valid_taps(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t d, int64_t n,
+                       int64_t *lo, int64_t *hi) {
+    int64_t i0 = o * s - pad;
+    int64_t a = i0 >= 0 ? 0 : (-i0 + d - 1) / d;
+    int64_t b = i0 > n - 1 ? 0 : (n - 1 - i0) / d + 1;
+    *lo = a < k ? a : k;
+    *hi = b < k ? b : k;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* Output columns whose every tap column is inside: [lo, hi), maybe empty. */
+static void interior(int64_t n_out, int64_t s, int64_t pad, int64_t k, int64_t d, int64_t n,
+                     int64_t *lo, int64_t *hi) {
+    int64_t a = (pad + s - 1) / s;
+    int64_t last = n - 1 - (k - 1) * d + pad;       /* o * s <= last */
+    int64_t b = last < 0 ? 0 : last / s + 1;
+    *lo = a < n_out ? a : n_out;
+    *hi = b < n_out ? b : n_out;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* The taps of one output row whose input row is inside the image: offsets
+ * (in floats, from the input position of tap (0, 0)), weight rows, and
+ * the column index j for the border check.  Built once per output row, so
+ * the inner loops walk one flat list whatever the kernel size. */
+typedef struct {
+    int64_t n;
+    int64_t xoff[PA_DW_MAX_TAPS];
+    int64_t woff[PA_DW_MAX_TAPS];
+    int64_t col[PA_DW_MAX_TAPS];
+} dw_taps_t;
+
+/* px: floats between horizontally adjacent input pixels (C for NHWC, 1
+ * for NCHW); wstep: floats between the packed rows of two taps. */
+static void row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep,
+                     dw_taps_t *t) {
+    int64_t ilo, ihi;
+    valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
+    t->n = 0;
+    for (int64_t i = ilo; i < ihi; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            t->xoff[t->n] = (i * c->dh * c->w + jj * c->dw) * px;
+            t->woff[t->n] = (i * c->kw + jj) * wstep;
+            t->col[t->n] = jj * c->dw;
+            t->n++;
+        }
+}
+
+/* -- NHWC: channel vectors ------------------------------------------------- */
+
+/* PA_DW_MR interior pixels times VW channels: x at the tile's first pixel,
+ * tap (0, 0), channel c0; w and bias at channel c0; y at the first pixel. */
+PA_INLINE void nhwc_tile(const dw_taps_t *t, const float *x, int64_t ps, const float *w,
+                         const float *bias, float *y, int64_t C, const pa_act_params_t *act,
+                         int VW) {
+    float acc[PA_DW_MR][PA_VEC];
+    for (int p = 0; p < PA_DW_MR; p++)
+        for (int v = 0; v < VW; v++)
+            acc[p][v] = bias[v];
+    for (int64_t k = 0; k < t->n; k++) {
+        const float *restrict xq = x + t->xoff[k];
+        const float *restrict wv = w + t->woff[k];
+        for (int v = 0; v < VW; v++) {
+            acc[0][v] += xq[v] * wv[v];
+            acc[1][v] += xq[ps + v] * wv[v];
+            acc[2][v] += xq[2 * ps + v] * wv[v];
+            acc[3][v] += xq[3 * ps + v] * wv[v];
+        }
+    }
+    for (int p = 0; p < PA_DW_MR; p++) {
+        _pa_act_block(acc[p], (size_t)VW, act);
+        for (int v = 0; v < VW; v++)
+            y[p * C + v] = acc[p][v];
+    }
+}
+
+/* One pixel anywhere (border columns skip the taps outside): iw0 is the
+ * input column of its tap (0, 0), x points at that column (maybe outside)
+ * of row 0 via offsets, so only in-range taps are dereferenced. */
+PA_INLINE void nhwc_pixel(const dw_taps_t *t, const float *xrow0, int64_t iw0, int64_t W,
+                          const float *w, const float *bias, float *y,
+                          const pa_act_params_t *act, int64_t C, int VW) {
+    float acc[PA_VEC];
+    for (int v = 0; v < VW; v++)
+        acc[v] = bias[v];
+    for (int64_t k = 0; k < t->n; k++) {
+        int64_t iw = iw0 + t->col[k];
+        if (iw < 0 || iw >= W)
+            continue;
+        const float *restrict xq = xrow0 + t->xoff[k] + iw0 * C;
+        const float *restrict wv = w + t->woff[k];
+        for (int v = 0; v < VW; v++)
+            acc[v] += xq[v] * wv[v];
+    }
+    _pa_act_block(acc, (size_t)VW, act);
+    for (int v = 0; v < VW; v++)
+        y[v] = acc[v];
+}
+
+/* Every channel of one pixel (tile = 0) or of a tile of pixels, in steps
+ * of 16, 8, 4 and 1 channels (fixed widths, so each step vectorises). */
+PA_INLINE void nhwc_channels(const dw_job_t *j, const dw_taps_t *t, const float *xrow0,
+                             float *y, int64_t ow, int tile) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t C = c->c_in, iw0 = ow * c->sw - c->pad_left;
+    int64_t c0 = 0;
+#define PA_DW_STEP(VW)                                                                 \
+    for (; c0 + (VW) <= C; c0 += (VW)) {                                               \
+        if (tile)                                                                      \
+            nhwc_tile(t, xrow0 + iw0 * C + c0, c->sw * C, j->w + c0, j->bias + c0,     \
+                      y + c0, C, &c->act, (VW));                                       \
+        else                                                                           \
+            nhwc_pixel(t, xrow0 + c0, iw0, c->w, j->w + c0, j->bias + c0, y + c0,      \
+                       &c->act, C, (VW));                                              \
+    }
+    PA_DW_STEP(PA_VEC)
+    PA_DW_STEP(8)
+    PA_DW_STEP(4)
+    PA_DW_STEP(1)
+#undef PA_DW_STEP
+}
+
+PA_MULTIVERSION
+static void dw_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
+    const dw_job_t *j = ctx;
+    const pa_conv2d_t *c = j->c;
+    const int64_t C = c->c_in;
+    dw_taps_t t;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t img = r / c->h_out, oh = r % c->h_out;
+        row_taps(c, oh, C, j->cp, &t);
+        /* input row of tap row 0 (maybe outside: only offsets of inside
+         * rows are added to it) */
+        const float *xrow0 = j->x + img * c->h * c->w * C +
+                             (oh * c->sh - c->pad_top) * c->w * C;
+        float *yrow = j->y + r * c->w_out * C;
+        int64_t ow = 0;
+        for (; ow < j->ow_lo; ow++)
+            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
+        for (; ow + PA_DW_MR <= j->ow_hi; ow += PA_DW_MR)
+            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 1);
+        if (ow < j->ow_hi && j->ow_hi - j->ow_lo >= PA_DW_MR) {  /* overlapping tile */
+            nhwc_channels(j, &t, xrow0, yrow + (j->ow_hi - PA_DW_MR) * C,
+                          j->ow_hi - PA_DW_MR, 1);
+            ow = j->ow_hi;
+        }
+        for (; ow < c->w_out; ow++)
+            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
+    }
+}
+
+/* -- NCHW: row vectors ------------------------------------------------------ */
+
+/* Interior columns [ow0, ow0 + nv) of one output row, nv <= VW, column
+ * stride SW (VW and SW constants in the callers, so the loads vectorise);
+ * wt: this channel's tap weights in the order of t; pl: the left pad the
+ * row pointer is offset by. */
+PA_INLINE void nchw_span(const dw_taps_t *t, const float *wt, const float *xrow0, float *yrow,
+                         float b, int64_t ow0, int64_t nv, int64_t pl, int64_t SW,
+                         const pa_act_params_t *act, int VW) {
+    float acc[PA_VEC];
+    for (int v = 0; v < VW; v++)
+        acc[v] = b;
+    const float *xb = xrow0 + ow0 * SW - pl;
+    for (int64_t k = 0; k < t->n; k++) {
+        const float wv = wt[k];
+        const float *restrict xq = xb + t->xoff[k];
+        for (int64_t v = 0; v < (VW < PA_VEC ? VW : nv); v++)
+            acc[v] += xq[v * SW] * wv;
+    }
+    _pa_act_block(acc, (size_t)VW, act);
+    for (int64_t v = 0; v < nv; v++)
+        yrow[ow0 + v] = acc[v];
+}
+
+/* One border column of one output row. */
+static void nchw_pixel(const dw_taps_t *t, const float *wt, const float *xrow0, float *yrow,
+                       float b, int64_t ow, const pa_conv2d_t *c) {
+    float acc = b;
+    int64_t iw0 = ow * c->sw - c->pad_left;
+    for (int64_t k = 0; k < t->n; k++) {
+        int64_t iw = iw0 + t->col[k];
+        if (iw >= 0 && iw < c->w)
+            acc += xrow0[t->xoff[k] + iw0] * wt[k];
+    }
+    _pa_act_block(&acc, 1, &c->act);
+    yrow[ow] = acc;
+}
+
+/* Columns [lo, hi) whose taps are all inside: spans of 16; the rest as one
+ * more span overlapping the previous (the same values written twice), or
+ * for narrow rows two overlapping spans of 8 or 4; a variable-length span
+ * only below 4 columns. */
+PA_INLINE void nchw_columns(const dw_taps_t *t, const float *wt, const float *xrow0,
+                            float *yrow, float b, int64_t lo, int64_t hi, int64_t pl,
+                            int64_t SW, const pa_act_params_t *act) {
+    int64_t width = hi - lo, ow = lo;
+    if (width >= PA_VEC) {
+        for (; ow + PA_VEC <= hi; ow += PA_VEC)
+            nchw_span(t, wt, xrow0, yrow, b, ow, PA_VEC, pl, SW, act, PA_VEC);
+        if (ow < hi)
+            nchw_span(t, wt, xrow0, yrow, b, hi - PA_VEC, PA_VEC, pl, SW, act, PA_VEC);
+    } else if (width >= 8) {
+        nchw_span(t, wt, xrow0, yrow, b, lo, 8, pl, SW, act, 8);
+        nchw_span(t, wt, xrow0, yrow, b, hi - 8, 8, pl, SW, act, 8);
+    } else if (width >= 4) {
+        nchw_span(t, wt, xrow0, yrow, b, lo, 4, pl, SW, act, 4);
+        nchw_span(t, wt, xrow0, yrow, b, hi - 4, 4, pl, SW, act, 4);
+    } else if (width > 0) {
+        nchw_span(t, wt, xrow0, yrow, b, lo, width, pl, SW, act, PA_VEC);
+    }
+}
+
+/* Every output row of rows [begin, end) of (plane, row) items, reading the
+ * input in place: border columns one by one. */
+PA_INLINE void nchw_rows_sw(const dw_job_t *j, int64_t begin, int64_t end, int64_t SW) {
+    const pa_conv2d_t *c = j->c;
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    for (int64_t r = begin; r < end; r++) {
+        int64_t plane = r / c->h_out, oh = r % c->h_out;
+        int64_t ch = plane % c->c_in;
+        row_taps(c, oh, 1, j->cp, &t);
+        for (int64_t k = 0; k < t.n; k++)
+            wt[k] = j->w[t.woff[k] + ch];
+        const float b = j->bias[ch];
+        const float *xrow0 = j->x + plane * c->h * c->w + (oh * c->sh - c->pad_top) * c->w;
+        float *yrow = j->y + r * c->w_out;
+        for (int64_t ow = 0; ow < j->ow_lo; ow++)
+            nchw_pixel(&t, wt, xrow0, yrow, b, ow, c);
+        nchw_columns(&t, wt, xrow0, yrow, b, j->ow_lo, j->ow_hi, c->pad_left, SW, &c->act);
+        for (int64_t ow = j->ow_hi; ow < c->w_out; ow++)
+            nchw_pixel(&t, wt, xrow0, yrow, b, ow, c);
+    }
+}
+
+/* -- NCHW, stride 2: rows split into even and odd columns ------------------ */
+
+/* A column stride of 2 makes every tap a strided load, which the compiler
+ * turns into shuffles per vector (MobileNetV2's stride-2 layers ran 2.5-5x
+ * slower than onnxruntime's).  Instead each input row an output row reads
+ * is copied once, zero-padded, into its even and odd columns on the stack;
+ * tap (i, jj) of output column ow then reads half (jj * dw) & 1 at
+ * ow + (jj * dw >> 1): contiguous, and every column is interior.  Rows
+ * too wide for PA_DW_S2_FLOATS take the strided kernel. */
+#define PA_DW_S2_FLOATS 4096
+
+static int64_t s2_half(const pa_conv2d_t *c) {
+    int64_t wp = (c->w_out - 1) * 2 + (c->kw - 1) * c->dw + 1;
+    return (wp + 1) / 2;
+}
+
+static int s2_fits(const pa_conv2d_t *c) {
+    return c->sw == 2 && c->kh * 2 * s2_half(c) + 2 * s2_half(c) <= PA_DW_S2_FLOATS;
+}
+
+PA_INLINE void nchw_rows_s2(const dw_job_t *j, int64_t begin, int64_t end) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t half = s2_half(c), wp2 = 2 * half;
+    float buf[PA_DW_S2_FLOATS];
+    float *padded = buf;                 /* wp2 floats: one zero-padded row */
+    float *split = buf + wp2;            /* per tap row: even half, odd half */
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    for (int64_t r = begin; r < end; r++) {
+        int64_t plane = r / c->h_out, oh = r % c->h_out;
+        int64_t ch = plane % c->c_in, ilo, ihi;
+        valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
+        const float *xp = j->x + plane * c->h * c->w;
+        /* columns [q0, q1) of the padded row come from the image */
+        int64_t q0 = c->pad_left < wp2 ? c->pad_left : wp2;
+        int64_t q1 = c->pad_left + c->w < wp2 ? c->pad_left + c->w : wp2;
+        t.n = 0;
+        for (int64_t i = ilo; i < ihi; i++) {
+            const float *xr = xp + (oh * c->sh - c->pad_top + i * c->dh) * c->w;
+            float *restrict ev = split + (i - ilo) * wp2, *restrict od = ev + half;
+            memset(padded, 0, (size_t)q0 * sizeof *padded);
+            if (q1 > q0)
+                memcpy(padded + q0, xr + (q0 - c->pad_left), (size_t)(q1 - q0) * sizeof *padded);
+            memset(padded + q1, 0, (size_t)(wp2 - q1) * sizeof *padded);
+            for (int64_t q = 0; q < half; q++) {
+                ev[q] = padded[2 * q];
+                od[q] = padded[2 * q + 1];
+            }
+            for (int64_t jj = 0; jj < c->kw; jj++) {
+                int64_t col = jj * c->dw;
+                t.xoff[t.n] = (i - ilo) * wp2 + (col & 1) * half + (col >> 1);
+                wt[t.n] = j->w[(i * c->kw + jj) * j->cp + ch];
+                t.n++;
+            }
+        }
+        nchw_columns(&t, wt, split, j->y + r * c->w_out, j->bias[ch], 0, c->w_out, 0, 1,
+                     &c->act);
+    }
+}
+
+PA_MULTIVERSION
+static void dw_nchw_rows(void *ctx, int64_t begin, int64_t end) {
+    const dw_job_t *j = ctx;
+    if (j->c->sw == 1)
+        nchw_rows_sw(j, begin, end, 1);
+    else if (s2_fits(j->c))
+        nchw_rows_s2(j, begin, end);
+    else
+        nchw_rows_sw(j, begin, end, j->c->sw);
+}
+
+/* -- NCHW, small planes: one zero-padded copy on the stack ------------------ */
+
+/* Rows and columns of the padded plane the windows read. */
+static void padded_extent(const pa_conv2d_t *c, int64_t *hp, int64_t *wp) {
+    *hp = (c->h_out - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    *wp = (c->w_out - 1) * c->sw + (c->kw - 1) * c->dw + 1;
+}
+
+/* A small plane has many border columns (a 14x14 plane under a 5x5 kernel:
+ * 4 of 14), which the per-row kernel runs one by one; below
+ * PA_DW_TILE_FLOATS the plane is copied once into a zero-padded tile on the
+ * stack (a fixed 16 KiB per thread, no arena workspace) and every column
+ * runs as interior. */
+PA_INLINE void nchw_plane_sw(const dw_job_t *j, int64_t plane, int64_t SW) {
+    const pa_conv2d_t *c = j->c;
+    float tile[PA_DW_TILE_FLOATS];
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    const float *x = j->x + plane * c->h * c->w;
+    /* columns [q0, q1) of a tile row come from the image */
+    int64_t q0 = c->pad_left < wp ? c->pad_left : wp;
+    int64_t q1 = c->pad_left + c->w < wp ? c->pad_left + c->w : wp;
+    for (int64_t r = 0; r < hp; r++) {
+        int64_t ih = r - c->pad_top;
+        float *tr = tile + r * wp;
+        if (ih < 0 || ih >= c->h) {
+            memset(tr, 0, (size_t)wp * sizeof *tr);
+            continue;
+        }
+        memset(tr, 0, (size_t)q0 * sizeof *tr);
+        memcpy(tr + q0, x + ih * c->w, (size_t)(q1 - q0) * sizeof *tr);
+        memset(tr + q1, 0, (size_t)(wp - q1) * sizeof *tr);
+    }
+    int64_t ch = plane % c->c_in, taps = c->kh * c->kw;
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    t.n = taps;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            int64_t k = i * c->kw + jj;
+            t.xoff[k] = i * c->dh * wp + jj * c->dw;
+            wt[k] = j->w[k * j->cp + ch];
+        }
+    const float b = j->bias[ch];
+    for (int64_t oh = 0; oh < c->h_out; oh++)
+        nchw_columns(&t, wt, tile + oh * c->sh * wp, j->y + (plane * c->h_out + oh) * c->w_out,
+                     b, 0, c->w_out, 0, SW, &c->act);
+}
+
+PA_MULTIVERSION
+static void dw_nchw_planes(void *ctx, int64_t begin, int64_t end) {
+    const dw_job_t *j = ctx;
+    for (int64_t p = begin; p < end; p++) {
+        if (j->c->sw == 1)
+            nchw_plane_sw(j, p, 1);
+        else if (j->c->sw == 2)
+            nchw_plane_sw(j, p, 2);
+        else
+            nchw_plane_sw(j, p, j->c->sw);
+    }
+}
+
+/* -- NCHW, small planes with many channels: blocks of PA_VEC channels ------- */
+
+/* MobileNets end in 7x7 to 28x28 planes of hundreds of channels: rows of 7
+ * to 28 columns are too short for the row-vector kernel (a 7-column row is
+ * two 4-wide spans) and every plane pays its own setup, so there the
+ * layout is turned around on the stack: a band of input rows of PA_VEC
+ * channels is copied, zero-padded, into a pixel-major tile (PA_VEC
+ * channels per pixel, like NHWC), the NHWC register tile (nhwc_tile)
+ * computes PA_DW_MR pixels x PA_VEC channels with every pixel interior,
+ * and the band's outputs go back to their planes.  Channels past c_in in
+ * the last block read zeros and are not stored.  Tile: PA_DW_TILE_FLOATS
+ * floats (16 KiB per thread) for the input band and the output band. */
+#define PA_DW_BLOCK_MAX_W 32
+
+/* Output rows per band so that input band + output band fit the tile; 0:
+ * not even one row. */
+static int64_t block_band_rows(const pa_conv2d_t *c) {
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    for (int64_t r = c->h_out; r >= 1; r--) {
+        int64_t in_rows = (r - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+        if ((in_rows * wp + r * c->w_out) * PA_VEC <= PA_DW_TILE_FLOATS)
+            return r;
+    }
+    return 0;
+}
+
+typedef struct {
+    const dw_job_t *j;
+    int64_t band;               /* output rows per band */
+    int64_t nbands, nblocks;    /* per image: bands, channel blocks */
+} dw_block_job_t;
+
+PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
+    const dw_job_t *j = bj->j;
+    const pa_conv2d_t *c = j->c;
+    const int64_t V = PA_VEC;
+    int64_t img = item / (bj->nblocks * bj->nbands);
+    int64_t blk = item / bj->nbands % bj->nblocks, band = item % bj->nbands;
+    int64_t c0 = blk * V, nc = c->c_in - c0 < V ? c->c_in - c0 : V;
+    int64_t oh0 = band * bj->band;
+    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    float tile[PA_DW_TILE_FLOATS];
+    float *in = tile, *out = tile + in_rows * wp * V;
+    /* in[r][q][v] = padded input row oh0 * sh + r, column q, channel c0 + v */
+    memset(in, 0, (size_t)(in_rows * wp * V) * sizeof *in);
+    int64_t q0 = c->pad_left < wp ? c->pad_left : wp;
+    int64_t q1 = c->pad_left + c->w < wp ? c->pad_left + c->w : wp;
+    for (int64_t r = 0; r < in_rows; r++) {
+        int64_t ih = oh0 * c->sh + r - c->pad_top;
+        if (ih < 0 || ih >= c->h)
+            continue;
+        for (int64_t v = 0; v < nc; v++) {
+            const float *restrict xr =
+                j->x + ((img * c->c_in + c0 + v) * c->h + ih) * c->w - c->pad_left;
+            float *restrict d = in + r * wp * V + v;
+            for (int64_t q = q0; q < q1; q++)
+                d[q * V] = xr[q];
+        }
+    }
+    dw_taps_t t;
+    t.n = c->kh * c->kw;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            t.xoff[i * c->kw + jj] = (i * c->dh * wp + jj * c->dw) * V;
+            t.woff[i * c->kw + jj] = (i * c->kw + jj) * j->cp;
+        }
+    const float *w = j->w + c0, *bias = j->bias + c0;
+    const int64_t ps = c->sw * V;
+    for (int64_t r = 0; r < nr; r++) {
+        const float *xrow = in + r * c->sh * wp * V;
+        float *orow = out + r * c->w_out * V;
+        int64_t ow = 0;
+        for (; ow + PA_DW_MR <= c->w_out; ow += PA_DW_MR)
+            nhwc_tile(&t, xrow + ow * ps, ps, w, bias, orow + ow * V, V, &c->act, PA_VEC);
+        if (ow < c->w_out && c->w_out >= PA_DW_MR)      /* overlapping last tile */
+            nhwc_tile(&t, xrow + (c->w_out - PA_DW_MR) * ps, ps, w, bias,
+                      orow + (c->w_out - PA_DW_MR) * V, V, &c->act, PA_VEC);
+        else
+            for (; ow < c->w_out; ow++) {
+                float acc[PA_VEC];
+                for (int64_t v = 0; v < V; v++)
+                    acc[v] = bias[v];
+                for (int64_t k = 0; k < t.n; k++) {
+                    const float *restrict xq = xrow + ow * ps + t.xoff[k];
+                    const float *restrict wv = w + t.woff[k];
+                    for (int64_t v = 0; v < V; v++)
+                        acc[v] += xq[v] * wv[v];
+                }
+                _pa_act_block(acc, PA_VEC, &c->act);
+                for (int64_t v = 0; v < V; v++)
+                    orow[ow * V + v] = acc[v];
+            }
+    }
+    /* back to the planes: rows [oh0, oh0 + nr) of channels c0 .. c0 + nc */
+    int64_t npix = nr * c->w_out;
+    for (int64_t v = 0; v < nc; v++) {
+        float *restrict yp = j->y + ((img * c->c_in + c0 + v) * c->h_out + oh0) * c->w_out;
+        for (int64_t p = 0; p < npix; p++)
+            yp[p] = out[p * V + v];
+    }
+}
+
+PA_MULTIVERSION
+static void dw_nchw_blocks(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; item++)
+        nchw_block_band(ctx, item);
+}
+
+pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                           float *y, pa_workers_t *workers) {
+    dw_job_t j = {c, packed, NULL, x, y, round_vec(c->c_in), 0, 0};
+    j.w = packed + j.cp;
+    interior(c->w_out, c->sw, c->pad_left, c->kw, c->dw, c->w, &j.ow_lo, &j.ow_hi);
+    double work = (double)c->n * (double)c->c_in * (double)c->h_out * (double)c->w_out *
+                  (double)(c->kh * c->kw);
+    pa_workers_t *w = _pa_workers_for(workers, work);
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    dw_block_job_t bj = {&j, 0, 0, 0};
+    /* rows of up to 16 columns, or up to 32 strided (MobileNetV2's
+     * 28-column stride-1 rows are faster on the row kernel: 154 vs 193 us) */
+    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC &&
+        (c->w_out <= PA_VEC || (c->sw > 1 && c->w_out <= PA_DW_BLOCK_MAX_W)))
+        bj.band = block_band_rows(c);
+    if (c->layout == PA_LAYOUT_NHWC) {
+        _pa_parallel(w, c->n * c->h_out, dw_nhwc_rows, &j);
+    } else if (bj.band > 0) {
+        bj.nbands = (c->h_out + bj.band - 1) / bj.band;
+        bj.nblocks = (c->c_in + PA_VEC - 1) / PA_VEC;
+        _pa_parallel(w, c->n * bj.nblocks * bj.nbands, dw_nchw_blocks, &bj);
+    } else if (hp * wp <= PA_DW_TILE_FLOATS && j.ow_hi - j.ow_lo < 4 * PA_VEC && !s2_fits(c)) {
+        _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
+    } else {
+        _pa_parallel(w, c->n * c->c_in * c->h_out, dw_nchw_rows, &j);
+    }
+    return PA_OK;
+}

@@ -1,0 +1,182 @@
+/* kernels_internal.h -- what the native float32 kernels share; not installed.
+ *
+ * Vectorisation: the kernels are plain C whose innermost loops run over a
+ * contiguous dimension with a trip count the compiler knows (a tile of
+ * PA_VEC floats) and `restrict` pointers, so GCC and clang vectorise them
+ * at -O2 for whatever ISA they compile for.  On x86-64 (GCC/clang, ELF)
+ * each hot function is compiled three times by PA_MULTIVERSION -- AVX-512,
+ * AVX2 and the SSE2 baseline -- and the loader picks one per machine
+ * (ifunc), so the wheel runs on any x86-64 and uses the wide registers
+ * where they exist.  Elsewhere (aarch64: NEON is the baseline) the one
+ * baseline build is used.  (Every multiversioned function needs a name
+ * unique in the library, static or not: clang 14 emits its resolver as a
+ * global symbol.)  FMA contraction stays off (-std=c11): a clone
+ * gives bit-for-bit the results of the baseline.
+ *
+ * Grouped by the file that defines them.  Names start with _pa_.
+ */
+#ifndef PYARENA_KERNELS_INTERNAL_H
+#define PYARENA_KERNELS_INTERNAL_H
+
+#include "pyarena.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Floats per register tile of the channel- or column-vector loops. */
+#define PA_VEC 16
+/* The most taps (kh * kw) the depthwise kernels take (their per-row tap
+ * tables live on the stack); larger depthwise kernels run as grouped
+ * direct convolutions. */
+#define PA_DW_MAX_TAPS 256
+
+#if defined(__x86_64__) && defined(__ELF__) && !defined(PA_NO_MULTIVERSION) && \
+    (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
+#define PA_MULTIVERSION \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PA_MULTIVERSION
+#endif
+
+#if defined(__GNUC__)
+#define PA_INLINE static inline __attribute__((always_inline))
+#else
+#define PA_INLINE static inline
+#endif
+
+/* -- element-wise maths (inline, so each clone gets its own copy) ------- */
+
+PA_INLINE float _pa_bits_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+PA_INLINE uint32_t _pa_float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* exp(x) for float32 without branches or libm: x = n ln2 + r with n
+ * rounded by the 1.5 * 2^23 trick (its low mantissa bits are n, so no
+ * float-to-int conversion), Cephes' degree-6 polynomial on
+ * |r| <= ln2 / 2, 2^n from the exponent bits.  Inputs are clamped to
+ * [-87.3, 88.7] (results stay normal and finite); NaN stays NaN.  Within
+ * 2 ulp of expf over that range (tests/c/test_kernels.c checks it). */
+PA_INLINE float _pa_expf(float x) {
+    const float hi = 88.7f, lo = -87.3f;
+    x = x > hi ? hi : x;
+    x = x < lo ? lo : x;
+    const float magic = 12582912.0f;            /* 1.5 * 2^23 */
+    float t = x * 1.44269504088896341f + magic;
+    float n = t - magic;
+    uint32_t k = _pa_float_bits(t) - _pa_float_bits(magic); /* n, mod 2^32 */
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    return p * _pa_bits_float((k + 127u) << 23);
+}
+
+PA_INLINE float _pa_sigmoidf(float x) { return 1.0f / (1.0f + _pa_expf(-x)); }
+
+PA_INLINE float _pa_clampf(float x, float lo, float hi) {
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}
+
+/* The activation of a pa_act_t on one value (alpha, beta: CLIP's bounds,
+ * HARDSIGMOID's slope and offset).  Callers switch on the kind outside
+ * their loops and call the matching case inside. */
+PA_INLINE float _pa_act_relu(float x) { return x < 0.0f ? 0.0f : x; }
+PA_INLINE float _pa_act_silu(float x) { return x / (1.0f + _pa_expf(-x)); }
+PA_INLINE float _pa_act_hardswish(float x) {
+    return x * _pa_clampf(x + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f);
+}
+PA_INLINE float _pa_act_hardsigmoid(float x, float a, float b) {
+    return _pa_clampf(x * a + b, 0.0f, 1.0f);
+}
+
+/* dst[i] = EXPR for i < n, where EXPR reads index i: blocks of PA_VEC
+ * with a fixed trip count (which GCC vectorises even at -O2, whose cheap
+ * cost model leaves loops of unknown length scalar), then the tail. */
+#define PA_MAP(dst, n, i, EXPR)                                          \
+    do {                                                                 \
+        size_t i##_0 = 0;                                                \
+        for (; i##_0 + PA_VEC <= (n); i##_0 += PA_VEC)                   \
+            for (size_t i = i##_0; i < i##_0 + PA_VEC; i++)              \
+                (dst)[i] = (EXPR);                                       \
+        for (size_t i = i##_0; i < (n); i++)                             \
+            (dst)[i] = (EXPR);                                           \
+    } while (0)
+
+/* Apply `act` to v[0..n) in place, inline (a register tile's epilogue:
+ * one switch per tile, a branch-free loop per kind). */
+PA_INLINE void _pa_act_block(float *restrict v, size_t n, const pa_act_params_t *act) {
+    const float a = act->alpha, b = act->beta;
+    switch (act->kind) {
+    case PA_ACT_RELU:
+        PA_MAP(v, n, i, _pa_act_relu(v[i]));
+        break;
+    case PA_ACT_CLIP:
+        PA_MAP(v, n, i, _pa_clampf(v[i], a, b));
+        break;
+    case PA_ACT_SIGMOID:
+        PA_MAP(v, n, i, _pa_sigmoidf(v[i]));
+        break;
+    case PA_ACT_SILU:
+        PA_MAP(v, n, i, _pa_act_silu(v[i]));
+        break;
+    case PA_ACT_HARDSWISH:
+        PA_MAP(v, n, i, _pa_act_hardswish(v[i]));
+        break;
+    case PA_ACT_HARDSIGMOID:
+        PA_MAP(v, n, i, _pa_act_hardsigmoid(v[i], a, b));
+        break;
+    case PA_ACT_NONE:
+        break;
+    }
+}
+
+/* kernels_conv.c */
+/* 1 if the geometry is usable (sizes positive, groups divide the channels,
+ * element counts below 2^40, a known activation). */
+int _pa_conv2d_valid(const pa_conv2d_t *c);
+/* 1 for groups = c_in = c_out > 1 and at most PA_DW_MAX_TAPS taps. */
+int _pa_conv2d_is_depthwise(const pa_conv2d_t *c);
+
+/* kernels_dwconv.c */
+size_t _pa_dwconv_packed_size(const pa_conv2d_t *c);
+pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
+                            float *packed);
+pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                           float *y, pa_workers_t *workers);
+
+/* kernels_elementwise.c */
+/* Apply `act` to v[0..n) in place (PA_ACT_NONE: nothing). */
+void _pa_act_inplace(float *v, size_t n, const pa_act_params_t *act);
+/* y[i] = act(x[i] + b) for i < n: one bias value for a whole plane. */
+void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
+                        const pa_act_params_t *act);
+/* y[p, c] = act(x[p, c] + b[c]) for p < np, c < nc (rows of nc floats). */
+void _pa_bias_act_rows(const float *x, float *y, size_t np, size_t nc, const float *b,
+                       const pa_act_params_t *act);
+
+/* workers.c */
+typedef void (*_pa_task_fn)(void *ctx, int64_t begin, int64_t end);
+/* Run fn(ctx, b, e) over [0, n) split into contiguous parts, one per
+ * worker (the caller takes part 0); `w` NULL or one thread: one call on
+ * the calling thread.  Returns when every part is done. */
+void _pa_parallel(pa_workers_t *w, int64_t n, _pa_task_fn fn, void *ctx);
+/* `w`, or NULL when a call of `work` multiply-adds is too small to share
+ * (waking the pool would cost more than it saves). */
+pa_workers_t *_pa_workers_for(pa_workers_t *w, double work);
+
+#endif /* PYARENA_KERNELS_INTERNAL_H */

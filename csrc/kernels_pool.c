@@ -1,0 +1,235 @@
+/* kernels_pool.c -- max and average pooling over 2-D windows, NCHW or
+ * NHWC, no workspace.
+ *
+ * The same shape as the depthwise kernels (a pooling window is a depthwise
+ * tap set with weights 1): NHWC reduces channel vectors, NCHW reduces
+ * PA_VEC output columns of one plane at a time; rows outside the image are
+ * skipped per output row, interior columns run branch-free and border
+ * columns skip their outside taps.  Padding never wins a maximum; the
+ * average divides by the taps inside the image, or with
+ * count_include_pad by those inside the explicitly padded image (ONNX:
+ * the ceil-mode overhang never counts).
+ */
+#include "kernels_internal.h"
+
+typedef struct {
+    const pa_pool2d_t *p;
+    const float *x;
+    float *y;
+    int64_t ow_lo, ow_hi;   /* interior output columns                    */
+    int is_max;
+} pool_job_t;
+
+static int pool_valid(const pa_pool2d_t *p) {
+    if (!p || (p->layout != PA_LAYOUT_NCHW && p->layout != PA_LAYOUT_NHWC))
+        return 0;
+    if (p->n < 1 || p->c < 1 || p->h < 1 || p->w < 1 || p->h_out < 1 || p->w_out < 1 ||
+        p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->pad_top < 0 ||
+        p->pad_left < 0 || p->pad_bottom < 0 || p->pad_right < 0)
+        return 0;
+    const int64_t lim = (int64_t)1 << 40;
+    int64_t t;
+    if (__builtin_mul_overflow(p->n, p->c, &t) || __builtin_mul_overflow(t, p->h, &t) ||
+        __builtin_mul_overflow(t, p->w, &t) || t > lim)
+        return 0;
+    if (__builtin_mul_overflow(p->n * p->c, p->h_out, &t) ||
+        __builtin_mul_overflow(t, p->w_out, &t) || t > lim)
+        return 0;
+    return p->kh < lim && p->kw < lim && p->h_out < lim / p->sh && p->w_out < lim / p->sw &&
+           p->pad_top < lim && p->pad_left < lim;
+}
+
+/* Taps [lo, hi) of a window starting at o * s - pad inside [0, n). */
+static void taps_in(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t *lo,
+                    int64_t *hi) {
+    int64_t i0 = o * s - pad;
+    *lo = i0 >= 0 ? 0 : (-i0 < k ? -i0 : k);
+    int64_t b = n - i0;
+    *hi = b < 0 ? 0 : (b < k ? b : k);
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* The divisor of an average along one axis: taps inside the image, or
+ * inside [-pad_lo, n + pad_hi) with count_include_pad. */
+static int64_t axis_count(const pa_pool2d_t *p, int64_t o, int64_t s, int64_t pad_lo,
+                          int64_t pad_hi, int64_t k, int64_t n) {
+    int64_t lo, hi;
+    if (p->count_include_pad)
+        taps_in(o, s, 0, k, n + pad_lo + pad_hi, &lo, &hi);
+    else
+        taps_in(o, s, pad_lo, k, n, &lo, &hi);
+    return hi - lo;
+}
+
+PA_INLINE float reduce2(float a, float b, int is_max) {
+    return is_max ? (b > a ? b : a) : a + b;
+}
+
+/* -- NHWC ------------------------------------------------------------------ */
+
+PA_INLINE void nhwc_pixel(const pool_job_t *j, const float *ximg, float *yp, int64_t oh,
+                          int64_t ow, int is_max) {
+    const pa_pool2d_t *p = j->p;
+    int64_t ilo, ihi, jlo, jhi;
+    taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
+    taps_in(ow, p->sw, p->pad_left, p->kw, p->w, &jlo, &jhi);
+    int64_t ih0 = oh * p->sh - p->pad_top, iw0 = ow * p->sw - p->pad_left;
+    float scale = 1.0f;
+    if (!is_max) {
+        int64_t cnt = axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
+                      axis_count(p, ow, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
+        scale = 1.0f / (float)(cnt > 0 ? cnt : 1);
+    }
+    const int64_t C = p->c;
+    for (int64_t c0 = 0; c0 < C; c0 += PA_VEC) {
+        int64_t nv = C - c0 < PA_VEC ? C - c0 : PA_VEC;
+        float acc[PA_VEC];
+        for (int v = 0; v < PA_VEC; v++)
+            acc[v] = is_max ? -__builtin_inff() : 0.0f;
+        for (int64_t i = ilo; i < ihi; i++)
+            for (int64_t jj = jlo; jj < jhi; jj++) {
+                const float *restrict xq = ximg + ((ih0 + i) * p->w + iw0 + jj) * C + c0;
+                for (int64_t v = 0; v < nv; v++)
+                    acc[v] = reduce2(acc[v], xq[v], is_max);
+            }
+        for (int64_t v = 0; v < nv; v++)
+            yp[c0 + v] = is_max ? acc[v] : acc[v] * scale;
+    }
+}
+
+PA_MULTIVERSION
+static void pool_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
+    const pool_job_t *j = ctx;
+    const pa_pool2d_t *p = j->p;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t img = r / p->h_out, oh = r % p->h_out;
+        const float *ximg = j->x + img * p->h * p->w * p->c;
+        for (int64_t ow = 0; ow < p->w_out; ow++) {
+            float *yp = j->y + (r * p->w_out + ow) * p->c;
+            if (j->is_max)
+                nhwc_pixel(j, ximg, yp, oh, ow, 1);
+            else
+                nhwc_pixel(j, ximg, yp, oh, ow, 0);
+        }
+    }
+}
+
+/* -- NCHW ------------------------------------------------------------------ */
+
+/* Interior columns [ow0, ow0 + nv) of output row oh, column stride SW. */
+PA_INLINE void nchw_span(const pool_job_t *j, const float *plane, float *yrow, int64_t oh,
+                         int64_t ow0, int64_t nv, int64_t SW, int is_max) {
+    const pa_pool2d_t *p = j->p;
+    int64_t ilo, ihi;
+    taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
+    float acc[PA_VEC];
+    for (int v = 0; v < PA_VEC; v++)
+        acc[v] = is_max ? -__builtin_inff() : 0.0f;
+    for (int64_t i = ilo; i < ihi; i++) {
+        const float *xr = plane + (oh * p->sh - p->pad_top + i) * p->w + ow0 * SW - p->pad_left;
+        for (int64_t jj = 0; jj < p->kw; jj++) {
+            const float *restrict xq = xr + jj;
+            for (int64_t v = 0; v < nv; v++)
+                acc[v] = reduce2(acc[v], xq[v * SW], is_max);
+        }
+    }
+    float scale = 1.0f;
+    if (!is_max) {
+        int64_t cnt = axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
+                      axis_count(p, ow0, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
+        scale = 1.0f / (float)(cnt > 0 ? cnt : 1);
+    }
+    for (int64_t v = 0; v < nv; v++)
+        yrow[ow0 + v] = is_max ? acc[v] : acc[v] * scale;
+}
+
+/* One border column: the taps outside the image are skipped. */
+static void nchw_border(const pool_job_t *j, const float *plane, float *yrow, int64_t oh,
+                        int64_t ow, int is_max) {
+    const pa_pool2d_t *p = j->p;
+    int64_t ilo, ihi, jlo, jhi;
+    taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
+    taps_in(ow, p->sw, p->pad_left, p->kw, p->w, &jlo, &jhi);
+    int64_t ih0 = oh * p->sh - p->pad_top, iw0 = ow * p->sw - p->pad_left;
+    float acc = is_max ? -__builtin_inff() : 0.0f;
+    for (int64_t i = ilo; i < ihi; i++)
+        for (int64_t jj = jlo; jj < jhi; jj++)
+            acc = reduce2(acc, plane[(ih0 + i) * p->w + iw0 + jj], is_max);
+    if (!is_max) {
+        int64_t cnt = axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
+                      axis_count(p, ow, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
+        acc *= 1.0f / (float)(cnt > 0 ? cnt : 1);
+    }
+    yrow[ow] = acc;
+}
+
+PA_INLINE void nchw_row(const pool_job_t *j, const float *plane, float *yrow, int64_t oh,
+                        int64_t SW, int is_max) {
+    const pa_pool2d_t *p = j->p;
+    int64_t ow = j->ow_lo;
+    for (; ow + PA_VEC <= j->ow_hi; ow += PA_VEC)
+        nchw_span(j, plane, yrow, oh, ow, PA_VEC, SW, is_max);
+    if (ow < j->ow_hi)
+        nchw_span(j, plane, yrow, oh, ow, j->ow_hi - ow, SW, is_max);
+    for (int64_t b = 0; b < j->ow_lo; b++)
+        nchw_border(j, plane, yrow, oh, b, is_max);
+    for (int64_t b = j->ow_hi; b < p->w_out; b++)
+        nchw_border(j, plane, yrow, oh, b, is_max);
+}
+
+PA_MULTIVERSION
+static void pool_nchw_rows(void *ctx, int64_t begin, int64_t end) {
+    const pool_job_t *j = ctx;
+    const pa_pool2d_t *p = j->p;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t pl = r / p->h_out, oh = r % p->h_out;
+        const float *plane = j->x + pl * p->h * p->w;
+        float *yrow = j->y + r * p->w_out;
+        if (j->is_max && p->sw == 1)
+            nchw_row(j, plane, yrow, oh, 1, 1);
+        else if (j->is_max && p->sw == 2)
+            nchw_row(j, plane, yrow, oh, 2, 1);
+        else if (j->is_max)
+            nchw_row(j, plane, yrow, oh, p->sw, 1);
+        else if (p->sw == 1)
+            nchw_row(j, plane, yrow, oh, 1, 0);
+        else if (p->sw == 2)
+            nchw_row(j, plane, yrow, oh, 2, 0);
+        else
+            nchw_row(j, plane, yrow, oh, p->sw, 0);
+    }
+}
+
+static pa_status_t pool_run(const pa_pool2d_t *p, const float *x, float *y,
+                            pa_workers_t *workers, int is_max) {
+    if (!pool_valid(p) || !x || !y)
+        return PA_ERR_INVALID;
+    pool_job_t j = {p, x, y, 0, 0, is_max};
+    /* interior: every window column inside [0, w) */
+    int64_t a = (p->pad_left + p->sw - 1) / p->sw;
+    int64_t last = p->w - p->kw + p->pad_left;
+    int64_t b = last < 0 ? 0 : last / p->sw + 1;
+    j.ow_lo = a < p->w_out ? a : p->w_out;
+    j.ow_hi = b < p->w_out ? b : p->w_out;
+    if (j.ow_hi < j.ow_lo)
+        j.ow_hi = j.ow_lo;
+    double work = (double)p->n * (double)p->c * (double)p->h_out * (double)p->w_out *
+                  (double)(p->kh * p->kw);
+    pa_workers_t *w = _pa_workers_for(workers, work);
+    if (p->layout == PA_LAYOUT_NHWC)
+        _pa_parallel(w, p->n * p->h_out, pool_nhwc_rows, &j);
+    else
+        _pa_parallel(w, p->n * p->c * p->h_out, pool_nchw_rows, &j);
+    return PA_OK;
+}
+
+pa_status_t pa_maxpool2d(const pa_pool2d_t *p, const float *x, float *y,
+                         pa_workers_t *workers) {
+    return pool_run(p, x, y, workers, 1);
+}
+
+pa_status_t pa_avgpool2d(const pa_pool2d_t *p, const float *x, float *y,
+                         pa_workers_t *workers) {
+    return pool_run(p, x, y, workers, 0);
+}

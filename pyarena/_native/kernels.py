@@ -1,0 +1,108 @@
+"""The native float32 kernels of the C core, as the runtime calls them.
+
+Thin on purpose: descriptors (``conv2d``, ``pool2d``, ``act_params``) are
+cffi structs built once per operator, ``fptr`` turns a NumPy array into the
+``float *`` the C functions take (``ffi.from_buffer``, which keeps the
+array alive and refuses a non-contiguous one), and :class:`Workers` owns a
+``pa_workers_t`` thread pool.  Status codes become exceptions through
+:func:`pyarena._native.check`.  Every call passes raw pointers into the
+caller's (planned) memory; nothing here allocates per call.
+"""
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from . import check, ffi, lib
+
+__all__ = ["ACTIVATIONS", "act_params", "conv2d", "pack_conv2d", "pool2d", "fptr", "iptr",
+           "Workers", "NULL"]
+
+NULL = ffi.NULL
+
+#: activation name -> pa_act_t
+ACTIVATIONS = {"NONE": lib.PA_ACT_NONE, "RELU": lib.PA_ACT_RELU, "CLIP": lib.PA_ACT_CLIP,
+               "SIGMOID": lib.PA_ACT_SIGMOID, "SILU": lib.PA_ACT_SILU,
+               "HARDSWISH": lib.PA_ACT_HARDSWISH, "HARDSIGMOID": lib.PA_ACT_HARDSIGMOID}
+
+_LAYOUT = {"NCHW": lib.PA_LAYOUT_NCHW, "NHWC": lib.PA_LAYOUT_NHWC}
+
+
+def fptr(arr):
+    """``float *`` into a C-contiguous float32 array (kept alive by it)."""
+    return ffi.from_buffer("float[]", arr)
+
+
+def iptr(arr):
+    """``int32_t *`` into a C-contiguous int32 array."""
+    return ffi.from_buffer("int32_t[]", arr)
+
+
+def layout(name):
+    return _LAYOUT[name]
+
+
+def act_params(kind="NONE", alpha=0.0, beta=0.0):
+    """A ``pa_act_params_t *`` for an activation name of :data:`ACTIVATIONS`."""
+    return ffi.new("pa_act_params_t *", {"kind": ACTIVATIONS[kind], "alpha": float(alpha),
+                                          "beta": float(beta)})
+
+
+def conv2d(*, nhwc, n, c_in, h, w, c_out, h_out, w_out, kh, kw, sh, sw, dh, dw,
+           pad_top, pad_left, groups, act):
+    """A ``pa_conv2d_t *`` (``act``: a ``pa_act_params_t *``)."""
+    return ffi.new("pa_conv2d_t *", {
+        "layout": lib.PA_LAYOUT_NHWC if nhwc else lib.PA_LAYOUT_NCHW,
+        "n": n, "c_in": c_in, "h": h, "w": w, "c_out": c_out, "h_out": h_out,
+        "w_out": w_out, "kh": kh, "kw": kw, "sh": sh, "sw": sw, "dh": dh, "dw": dw,
+        "pad_top": pad_top, "pad_left": pad_left, "groups": groups, "act": act[0]})
+
+
+def pack_conv2d(desc, weight_ohwi, bias, out_alloc):
+    """Pack OHWI weights (and a bias or None) for ``desc`` into an array
+    from ``out_alloc(n_floats)``; returns that array."""
+    n = lib.pa_conv2d_packed_size(desc)
+    if n == 0:
+        raise InvalidArgumentError("native conv2d: geometry out of range")
+    packed = out_alloc(int(n))
+    w = np.ascontiguousarray(weight_ohwi, dtype=np.float32)
+    b = NULL if bias is None else fptr(np.ascontiguousarray(bias, dtype=np.float32))
+    check(lib.pa_conv2d_pack(desc, fptr(w), b, fptr(packed), n), "pa_conv2d_pack")
+    return packed
+
+
+def pool2d(*, nhwc, n, c, h, w, h_out, w_out, kh, kw, sh, sw, pads, count_include_pad):
+    """A ``pa_pool2d_t *``; ``pads`` = (top, left, bottom, right)."""
+    pt, pl, pb, pr = (int(v) for v in pads)
+    return ffi.new("pa_pool2d_t *", {
+        "layout": lib.PA_LAYOUT_NHWC if nhwc else lib.PA_LAYOUT_NCHW,
+        "n": n, "c": c, "h": h, "w": w, "h_out": h_out, "w_out": w_out, "kh": kh, "kw": kw,
+        "sh": sh, "sw": sw, "pad_top": pt, "pad_left": pl, "pad_bottom": pb,
+        "pad_right": pr, "count_include_pad": int(count_include_pad)})
+
+
+class Workers:
+    """A ``pa_workers_t``: ``n`` threads run each native kernel (the
+    calling thread and n - 1 helpers).  ``handle`` is what the kernels
+    take; ``close()`` joins the threads (twice is fine; also on garbage
+    collection)."""
+
+    def __init__(self, n):
+        n = int(n)
+        if n < 1:
+            raise InvalidArgumentError(f"threads must be >= 1, not {n}")
+        st = ffi.new("pa_status_t *")
+        h = lib.pa_workers_create(n, st)
+        check(st[0], f"pa_workers_create({n})")
+        self.n = n
+        self._destroy = lib.pa_workers_destroy
+        self.handle = h
+
+    def close(self):
+        h, self.handle = self.handle, NULL
+        if h != NULL:
+            self._destroy(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:   # interpreter shutdown: nothing to do
+            pass

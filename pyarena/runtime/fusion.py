@@ -1,0 +1,275 @@
+"""The graph rewrite that lets a convolution do the work of the ops after it.
+
+``fuse(graph)`` rewrites a float32 graph in place, before it is planned, so
+the planner plans exactly what the executor runs (no op is skipped at run
+time, and the tensors between the fused ops no longer exist):
+
+* **BatchNormalization** after a Conv (NCHW, constant statistics) is folded
+  into the Conv's weights and bias;
+* a per-channel or scalar **affine** ``Mul(conv, a)`` then ``Add(., b)``
+  (constants, e.g. PaddleOCR's learnable scales) is folded the same way;
+* the **activation** after a Conv becomes the Conv's ``activation``
+  attribute, applied by the native kernel in registers: Relu, Clip
+  (constant bounds), Sigmoid, HardSigmoid, HardSwish, SiLU written as
+  ``Mul(x, Sigmoid(x))`` and hard-swish written as
+  ``Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6)``.
+
+A chain is fused only when every tensor inside it has that one reader and
+is not a graph output, and only for float32 Convs without an activation
+yet.  The fused Conv writes the chain's last tensor, so every later reader
+is unchanged.  Returns the number of ops removed.  Run by
+``load_model(..., native=True)`` (the default); ``native=False`` keeps the
+graph as imported.
+"""
+import numpy as np
+
+__all__ = ["fuse"]
+
+_F32 = np.dtype(np.float32)
+
+
+class _Graph:
+    """Readers of each tensor and the graph outputs, kept up to date."""
+
+    def __init__(self, graph):
+        self.g = graph
+        self.outputs = set(graph.outputs)
+        self.readers = {}
+        for op in graph.ops:
+            for t in op.inputs:
+                if t:
+                    self.readers.setdefault(t, []).append(op)
+
+    def only_reader(self, tensor):
+        """The one op reading ``tensor`` (None if not exactly one, or if it
+        is a graph output)."""
+        r = self.readers.get(tensor, [])
+        if tensor in self.outputs or len(r) != 1:
+            return None
+        return r[0]
+
+    def const(self, name):
+        t = self.g.tensors.get(name) if name else None
+        if t is None or t.role != "constant" or t.data is None:
+            return None
+        return np.asarray(t.data)
+
+    def scalar(self, name):
+        v = self.const(name)
+        if v is None or v.size != 1:
+            return None
+        return float(v.reshape(-1)[0])
+
+    def drop(self, ops, tensors):
+        dead = {id(op) for op in ops}
+        self.g.ops = [op for op in self.g.ops if id(op) not in dead]
+        for t in tensors:
+            self.g.tensors.pop(t, None)
+            self.readers.pop(t, None)
+        for op in ops:
+            for t in op.inputs:
+                if t and t in self.readers:
+                    self.readers[t] = [o for o in self.readers[t] if id(o) not in dead]
+
+    def set_param(self, conv, index, name, value):
+        """Give ``conv`` a new constant input ``index`` (weights or bias)."""
+        name = self._fresh(f"{conv.name}.{name}")
+        self.g.add_tensor(name, value.shape, "float32", role="constant",
+                          data=np.ascontiguousarray(value, dtype=np.float32))
+        while len(conv.inputs) <= index:
+            conv.inputs.append("")
+        old = conv.inputs[index]
+        conv.inputs[index] = name
+        self.readers.setdefault(name, []).append(conv)
+        if old:
+            self.readers[old] = [o for o in self.readers.get(old, []) if o is not conv]
+            if not self.readers[old] and old not in self.outputs:
+                self.g.tensors.pop(old, None)
+
+    def _fresh(self, base):
+        name, k = base, 0
+        while name in self.g.tensors:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
+
+def _conv_ok(G, op):
+    if op.op_type != "Conv" or op.attrs.get("activation") not in (None, "", "NONE"):
+        return False
+    out = G.g.tensors.get(op.outputs[0]) if op.outputs else None
+    return out is not None and np.dtype(out.dtype) == _F32 and G.const(op.inputs[1]) is not None
+
+
+def _channel_vector(v, cout):
+    """A per-output-channel vector from a constant broadcast against an
+    NCHW conv output ((C,1,1), (1,C,1,1), (C,) is not NCHW-broadcastable),
+    or a scalar; None otherwise."""
+    if v is None:
+        return None
+    if v.size == 1:
+        return np.full(cout, float(v.reshape(-1)[0]))
+    shape = tuple(v.shape)
+    while shape and shape[0] == 1 and len(shape) > 3:
+        shape = shape[1:]
+    if shape in ((cout, 1, 1),):
+        return v.reshape(cout).astype(np.float64)
+    return None
+
+
+def _scale_shift(G, conv, scale, shift):
+    """conv' = scale * conv + shift per output channel (NCHW weights)."""
+    w = G.const(conv.inputs[1]).astype(np.float64)
+    b = G.const(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
+    b = np.zeros(w.shape[0]) if b is None else b.astype(np.float64).reshape(-1)
+    w = w * scale.reshape((-1,) + (1,) * (w.ndim - 1))
+    G.set_param(conv, 1, "w", w.astype(np.float32))
+    G.set_param(conv, 2, "b", (b * scale + shift).astype(np.float32))
+
+
+def _take_output(G, conv, last, ops, tensors):
+    """``conv`` now writes ``last``'s output; ``ops`` and ``tensors`` go."""
+    conv.outputs = [last.outputs[0]]
+    G.drop(ops, tensors)
+
+
+def _fold_bn(G, conv):
+    bn = G.only_reader(conv.outputs[0])
+    if bn is None or bn.op_type != "BatchNormalization" or conv.attrs.get("layout") == "NHWC":
+        return 0
+    if bn.inputs[0] != conv.outputs[0] or len([o for o in bn.outputs if o]) != 1:
+        return 0
+    p = [G.const(n) for n in bn.inputs[1:5]]
+    cout = G.const(conv.inputs[1]).shape[0]
+    if any(v is None or v.size != cout for v in p):
+        return 0
+    gamma, beta, mean, var = (v.astype(np.float64).reshape(-1) for v in p)
+    s = gamma / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
+    _scale_shift(G, conv, s, beta - mean * s)
+    _take_output(G, conv, bn, [bn], [conv.outputs[0]])
+    return 1
+
+
+def _fold_affine(G, conv):
+    """Mul(conv, a) [then Add(., b)] with constant a, b: into the weights."""
+    if conv.attrs.get("layout") == "NHWC":
+        return 0
+    cout = G.const(conv.inputs[1]).shape[0]
+    mul = G.only_reader(conv.outputs[0])
+    if mul is None or mul.op_type != "Mul":
+        return 0
+    other = [t for t in mul.inputs if t != conv.outputs[0]]
+    a = _channel_vector(G.const(other[0]) if len(other) == 1 else None, cout)
+    if a is None:
+        return 0
+    add = G.only_reader(mul.outputs[0])
+    b = np.zeros(cout)
+    ops, tensors, last = [mul], [conv.outputs[0]], mul
+    if add is not None and add.op_type == "Add":
+        other = [t for t in add.inputs if t != mul.outputs[0]]
+        bb = _channel_vector(G.const(other[0]) if len(other) == 1 else None, cout)
+        if bb is not None:
+            b, last = bb, add
+            ops.append(add)
+            tensors.append(mul.outputs[0])
+    _scale_shift(G, conv, a, b)
+    _take_output(G, conv, last, ops, tensors)
+    return len(ops)
+
+
+def _hardswish_chain(G, x, add):
+    """Add(x, 3) -> Clip(0, 6) -> Mul(x, .) -> Div(., 6) (or Mul 1/6):
+    the ops after ``add``, or None."""
+    other = [t for t in add.inputs if t != x]
+    if add.op_type != "Add" or len(add.inputs) != 2 or len(other) != 1 or \
+            G.scalar(other[0]) != 3.0:
+        return None
+    clip = G.only_reader(add.outputs[0])
+    if clip is None or clip.op_type != "Clip" or _clip_bounds(G, clip) != (0.0, 6.0):
+        return None
+    mul = G.only_reader(clip.outputs[0])
+    if mul is None or mul.op_type != "Mul" or set(mul.inputs) != {x, clip.outputs[0]}:
+        return None
+    last = G.only_reader(mul.outputs[0])
+    if last is None or len(last.inputs) != 2 or last.inputs[0] != mul.outputs[0]:
+        return None
+    k = G.scalar(last.inputs[1])
+    if not ((last.op_type == "Div" and k == 6.0) or
+            (last.op_type == "Mul" and k is not None and abs(k - 1 / 6) < 1e-7)):
+        return None
+    return [add, clip, mul, last]
+
+
+def _clip_bounds(G, clip):
+    lo, hi = clip.attrs.get("min"), clip.attrs.get("max")
+    if len(clip.inputs) > 1 and clip.inputs[1]:
+        lo = G.scalar(clip.inputs[1])
+    if len(clip.inputs) > 2 and clip.inputs[2]:
+        hi = G.scalar(clip.inputs[2])
+    lo = -np.inf if lo is None else float(lo)
+    hi = np.inf if hi is None else float(hi)
+    return lo, hi
+
+
+def _fuse_activation(G, conv):
+    x = conv.outputs[0]
+    readers = G.readers.get(x, [])
+    if x in G.outputs or not readers:
+        return 0
+    if len(readers) == 2:      # SiLU / hard-swish read x twice
+        sig = next((o for o in readers if o.op_type in ("Sigmoid", "HardSigmoid")), None)
+        mul = next((o for o in readers if o.op_type == "Mul"), None)
+        if sig is not None and mul is not None and G.only_reader(sig.outputs[0]) is mul \
+                and set(mul.inputs) == {x, sig.outputs[0]}:
+            if sig.op_type == "Sigmoid":
+                kind = "SILU"
+            elif abs(float(sig.attrs.get("alpha", 0.2)) - 1 / 6) < 1e-7 and \
+                    float(sig.attrs.get("beta", 0.5)) == 0.5:
+                kind = "HARDSWISH"
+            else:
+                return 0
+            conv.attrs["activation"] = kind
+            _take_output(G, conv, mul, [sig, mul], [x, sig.outputs[0]])
+            return 2
+        add = next((o for o in readers if o.op_type == "Add"), None)
+        chain = _hardswish_chain(G, x, add) if add is not None else None
+        if chain and {id(o) for o in readers} == {id(chain[0]), id(chain[2])}:
+            conv.attrs["activation"] = "HARDSWISH"
+            _take_output(G, conv, chain[-1], chain, [x] + [o.outputs[0] for o in chain[:-1]])
+            return len(chain)
+        return 0
+    if len(readers) != 1:
+        return 0
+    act = readers[0]
+    kinds = {"Relu": "RELU", "Sigmoid": "SIGMOID", "HardSwish": "HARDSWISH"}
+    if act.op_type in kinds:
+        conv.attrs["activation"] = kinds[act.op_type]
+    elif act.op_type == "Clip":
+        lo, hi = _clip_bounds(G, act)
+        if any(n and G.const(n) is None for n in act.inputs[1:]):
+            return 0
+        conv.attrs.update(activation="CLIP", activation_min=lo, activation_max=hi)
+    elif act.op_type == "HardSigmoid":
+        conv.attrs.update(activation="HARDSIGMOID",
+                          activation_alpha=float(act.attrs.get("alpha", 0.2)),
+                          activation_beta=float(act.attrs.get("beta", 0.5)))
+    else:
+        return 0
+    _take_output(G, conv, act, [act], [x])
+    return 1
+
+
+def fuse(graph):
+    """Rewrite ``graph`` in place (see the module doc); returns the number
+    of ops removed."""
+    G = _Graph(graph)
+    removed = 0
+    for conv in list(graph.ops):
+        if not _conv_ok(G, conv):
+            continue
+        removed += _fold_bn(G, conv)
+        removed += _fold_affine(G, conv)
+        removed += _fuse_activation(G, conv)
+    if removed:
+        graph.validate()
+    return removed
