@@ -11,7 +11,7 @@ import numpy as np
 
 __all__ = ["CONTRIB_DOMAINS", "runs_in_domain", "infer_with_contrib"]
 
-CONTRIB_DOMAINS = ("com.microsoft",)
+CONTRIB_DOMAINS = ("com.microsoft", "ai.pyarena")
 
 
 def runs_in_domain(op_type, domain):
@@ -37,6 +37,8 @@ def _rule(node, attrs, shape, etype):
     if t in ("QLinearAdd", "QLinearMul"):
         a, b = shape(ins[0]), shape(ins[3])
         return (_broadcast(a, b) if a is not None and b is not None else None), out_type(7)
+    if t == "QLinearLookup":
+        return shape(ins[0]), etype(ins[1])
     if t in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
         return shape(ins[0]), out_type(4)
     if t == "QLinearGlobalAveragePool":

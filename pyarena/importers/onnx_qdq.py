@@ -17,7 +17,12 @@ would run:
   ``Softmax`` (last axis), ``Concat`` -> the ``com.microsoft`` QLinear op;
 * ``MaxPool``, ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``,
   ``Unsqueeze`` whose input and output quantization are the same -> the
-  op itself on the integer tensor (exact: these only move or select).
+  op itself on the integer tensor (exact: these only move or select);
+* an element-wise function of one 8-bit input (``HardSigmoid``,
+  ``HardSwish``, ``Relu``, ``Clip``, ``Tanh``, ``Exp``, ``Neg``, ``Abs``,
+  and ``Add`` / ``Sub`` / ``Mul`` / ``Div`` / ``Pow`` with a constant scalar)
+  -> ``QLinearLookup`` (domain ``ai.pyarena``): its 256 results, worked
+  out at import in float32 and quantized, looked up per element.
 
 The weights stay in their file dtype and the activations between such ops
 stay 8-bit.  Anything else runs op by op; a DQ still read elsewhere stays.
@@ -26,6 +31,9 @@ import numpy as np
 
 __all__ = ["fuse_qdq"]
 
+_LOOKUP = {"HardSigmoid", "HardSwish", "Relu", "Clip", "Tanh", "Exp", "Neg", "Abs", "Add",
+           "Sub", "Mul", "Div", "Pow"}
+LOOKUP_DOMAIN = "ai.pyarena"
 _SAME_SCALE = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
 _CONTRIB = {"Add": "QLinearAdd", "Mul": "QLinearMul", "Sigmoid": "QLinearSigmoid",
             "LeakyRelu": "QLinearLeakyRelu", "GlobalAveragePool": "QLinearGlobalAveragePool",
@@ -154,26 +162,100 @@ def _same_scale(G, n, q):
     return n.op_type, "", [dx.input[0]] + list(n.input[1:]), G.attrs(n), [dx]
 
 
+def _unary(op, attrs, x, c, c_first):
+    """``op`` on the float32 array ``x`` (``c``: the constant operand of a
+    binary op, first if ``c_first``), or None if not a function we know."""
+    f32 = np.float32
+    if op == "HardSigmoid":
+        return np.clip(x * f32(attrs.get("alpha", 0.2)) + f32(attrs.get("beta", 0.5)), 0, 1)
+    if op == "HardSwish":
+        return x * np.clip(x * f32(1 / 6) + f32(0.5), 0, 1)
+    if op == "Relu":
+        return np.maximum(x, f32(0))
+    if op == "Clip":
+        lo, hi = c if c is not None else (attrs.get("min", -np.inf), attrs.get("max", np.inf))
+        return np.clip(x, f32(lo), f32(hi))
+    if op in ("Tanh", "Exp", "Neg", "Abs"):
+        return getattr(np, {"Tanh": "tanh", "Exp": "exp", "Neg": "negative",
+                            "Abs": "abs"}[op])(x)
+    fn = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
+          "Pow": np.power}.get(op)
+    if fn is None or c is None:
+        return None
+    c = f32(c)
+    return fn(c, x) if c_first else fn(x, c)
+
+
+def _lookup(G, n, q):
+    """QLinearLookup for an element-wise function of one 8-bit input."""
+    runtime = [i for i, name in enumerate(n.input) if name and name not in G.inits]
+    if len(runtime) != 1:
+        return None
+    k = runtime[0]
+    dx = G.dq(n.input[k], False)
+    if dx is None or not G.per_tensor(dx):
+        return None
+    in_dt = G.int_dtype(dx.input[2])
+    out_dt = G.int_dtype(q.input[2])
+    if in_dt not in (np.dtype(np.int8), np.dtype(np.uint8)) or \
+            out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return None
+    consts = [G.value(name).astype(np.float32) for i, name in enumerate(n.input)
+              if name and i != k]
+    c = None
+    if n.op_type == "Clip":
+        if k != 0:
+            return None
+        lo = consts[0].reshape(-1)[0] if len(n.input) > 1 and n.input[1] else -np.inf
+        hi = G.value(n.input[2]).reshape(-1)[0] if len(n.input) > 2 and n.input[2] else np.inf
+        c = (lo, hi)
+    elif consts:
+        if len(consts) != 1 or consts[0].size != 1:
+            return None
+        c = consts[0].reshape(())
+    u = np.arange(256, dtype=np.uint8)            # the input's bytes, in index order
+    xq = u.view(in_dt).astype(np.float32)
+    x = (xq - np.float32(G.value(dx.input[2]))) * np.float32(G.value(dx.input[1]))
+    with np.errstate(all="ignore"):
+        y = _unary(n.op_type, G.attrs(n), x.astype(np.float32), c, k == 1)
+    if y is None or not np.isfinite(y).all():
+        return None
+    lo, hi = (-128, 127) if out_dt == np.int8 else (0, 255)
+    yq = np.clip(np.rint(y.astype(np.float32) / np.float32(G.value(q.input[1])))
+                 + float(G.value(q.input[2])), lo, hi).astype(out_dt)
+    name = f"{q.output[0]}/lookup"
+    G.new_inits.append(G.onnx.numpy_helper.from_array(yq, name))
+    return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, [dx]
+
+
 def fuse_qdq(onnx, model):
     """Rewrite ``model.graph`` in place; returns the number of fused ops."""
     g = model.graph
     G = _Graph(onnx, g)
+    G.new_inits = []
     new_nodes, replaced, dqs = {}, set(), {}
     for n in g.node:
         if n.domain not in ("", "ai.onnx") or not n.output or not n.output[0]:
             continue
         if n.op_type in ("Conv", "MatMul"):
-            rule = _conv_matmul
+            rules = [_conv_matmul]
         elif n.op_type in _CONTRIB:
-            rule = _contrib
+            rules = [_contrib]
         elif n.op_type in _SAME_SCALE:
-            rule = _same_scale
+            rules = [_same_scale]
         else:
-            continue
-        if n.op_type == "Softmax" and _opset(model) < 13:
+            rules = []
+        if n.op_type in _LOOKUP:
+            rules.append(_lookup)
+        if not rules or n.op_type == "Softmax" and _opset(model) < 13:
             continue
         q = G.only_q(n.output[0])
-        found = rule(G, n, q) if q is not None and len(n.output) == 1 else None
+        found = None
+        if q is not None and len(n.output) == 1:
+            for rule in rules:
+                found = rule(G, n, q)
+                if found is not None:
+                    break
         if found is None:
             continue
         op, domain, ins, attrs, used = found
@@ -202,9 +284,11 @@ def fuse_qdq(onnx, model):
         kept.append(new_nodes.get(id(n), n))
     del g.node[:]
     g.node.extend(kept)
-    if any(n.domain == "com.microsoft" for n in new_nodes.values()) and not any(
-            o.domain == "com.microsoft" for o in model.opset_import):
-        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
+    g.initializer.extend(G.new_inits)
+    for domain in ("com.microsoft", LOOKUP_DOMAIN):
+        if any(n.domain == domain for n in new_nodes.values()) and not any(
+                o.domain == domain for o in model.opset_import):
+            model.opset_import.append(onnx.helper.make_opsetid(domain, 1))
     return len(new_nodes)
 
 

@@ -138,3 +138,35 @@ def test_activations_planned_at_int8_size(models, name):
     assert p.arena_bytes < 0.4 * pf.arena_bytes
     big = [t for t in g.tensors.values() if t.role == "activation" and t.nbytes >= 1024]
     assert big and all(np.dtype(t.dtype).itemsize == 1 for t in big)
+
+
+def test_element_wise_float_islands_become_lookups(tmp_path):
+    """QDQ around HardSwish, HardSigmoid, Tanh and a Mul / Div by a
+    constant: each becomes a 256-entry lookup on the 8-bit tensor, and the
+    output stays within one quantum of onnxruntime's."""
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((8, 3, 3, 3)) * 0.4).astype(np.float32)
+    w2 = (rng.standard_normal((8, 8, 1, 1)) * 0.4).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("HardSwish", ["c"], ["h"]),
+             helper.make_node("Conv", ["h", "w2"], ["c2"]),
+             helper.make_node("HardSigmoid", ["c2"], ["s"], alpha=0.25, beta=0.5),
+             helper.make_node("Tanh", ["s"], ["t"]),
+             helper.make_node("Div", ["t", "six"], ["d"]),
+             helper.make_node("Mul", ["d", "k"], ["y"])]
+    f = tmp_path / "f.onnx"
+    make_model(nodes, {"x": (list(SHAPE), np.float32)}, {"y": (None, np.float32)},
+               {"w": w, "w2": w2, "six": np.array(6, np.float32),
+                "k": np.array(-3, np.float32)}, opset=14, path=f)
+    out = tmp_path / "qdq.onnx"
+    quantization.quantize_static(str(f), str(out), Calibration(),
+                                 quant_format=quantization.QuantFormat.QDQ,
+                                 op_types_to_quantize=["Conv", "HardSwish", "HardSigmoid",
+                                                       "Tanh", "Div", "Mul"])
+    g = load_model(str(out))
+    ops = [o.op_type for o in g.ops]
+    assert ops.count("QLinearLookup") >= 3
+    assert not {"HardSwish", "HardSigmoid", "Tanh"} & set(ops)
+    ours = np.asarray(Executor(g).run(feeds())["y"])
+    ref = ort_run(out, feeds())["y"]
+    assert np.abs(ours - ref).max() <= output_quantum(out) * 1.0001

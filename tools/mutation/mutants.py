@@ -706,4 +706,9 @@ MUTANTS = [
       "    G.set_param(conv, 2, \"b\", (b + shift).astype(np.float32))",
       "folding a batch norm into a conv scales the weights but not the bias",
       ("tests/runtime/test_fusion.py",)),
+    M("qdq-lookup-zero-point-dropped", "pyarena/importers/onnx_qdq.py",
+      "    x = (xq - np.float32(G.value(dx.input[2]))) * np.float32(G.value(dx.input[1]))",
+      "    x = xq * np.float32(G.value(dx.input[1]))",
+      "a lookup table is worked out as if the input's zero point were 0",
+      ("tests/importers/test_quantized_models.py",)),
 ]

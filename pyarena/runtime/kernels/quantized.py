@@ -789,6 +789,36 @@ class QLinearSoftmax(_Quant):
 
 
 @register
+class QLinearLookup(_Quant):
+    """ai.pyarena QLinearLookup(x, table): ``y = table[x's byte]`` -- an
+    element-wise function of an 8-bit tensor, its 256 quantized results
+    worked out at import (:mod:`pyarena.importers.onnx_qdq`).  Indices go
+    through a bounded intp scratch chunk (NumPy's take would allocate it)."""
+
+    op_types = ("QLinearLookup",)
+    onnx_domain = "ai.pyarena"
+
+    def setup(self):
+        self.shrink_budget()
+        self.runtime = (0,)
+        table = self.const(1, "table").reshape(-1)
+        if table.size != 256 or np.dtype(self.ins[0].dtype).itemsize != 1:
+            self.fail("needs an 8-bit input and a table of 256 entries")
+        self.table = self.keep(np.ascontiguousarray(table.astype(self.outs[0].dtype)))
+        total = math.prod(self.shape(0))
+        self.chunk = int(max(1, min(total, self.scratch_budget // 8)))
+        self.scratch = [((self.chunk,), np.intp)]
+
+    def run(self, xs, ys, sc):
+        x, y = xs[0].reshape(-1).view(np.uint8), ys[0].reshape(-1)
+        for c0 in range(0, x.size, self.chunk):
+            c1 = min(c0 + self.chunk, x.size)
+            idx = sc[0][:c1 - c0]
+            np.copyto(idx, x[c0:c1])
+            np.take(self.table, idx, out=y[c0:c1])
+
+
+@register
 class QLinearAveragePool(_Quant):
     """com.microsoft QLinearAveragePool: the float AveragePool kernel on the
     dequantized input, requantized (``channels_last`` for NHWC).  Its
@@ -830,4 +860,4 @@ class QLinearAveragePool(_Quant):
 __all__ = ["QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger",
            "QLinearMatMul", "ConvInteger", "QLinearConv", "QLinearAdd", "QLinearMul",
            "QLinearSigmoid", "QLinearLeakyRelu", "QLinearGlobalAveragePool", "QLinearConcat",
-           "QLinearSoftmax", "QLinearAveragePool", "QGemm", "const"]
+           "QLinearSoftmax", "QLinearAveragePool", "QGemm", "QLinearLookup", "const"]
