@@ -57,8 +57,19 @@ MIN_SCRATCH = 16 << 10
 WEIGHT_CHUNK = 256 << 10
 
 
+_INTEGER = tuple(_RANGES)
+
+
 class _Quant(Kernel):
     """Helpers shared by the quantized kernels."""
+
+    def integer_types(self, *tensors):
+        """Refuse, by name, a tensor whose type is not an 8/16/32-bit
+        integer (float8, int4, ...)."""
+        for t in tensors:
+            if t is not None and np.dtype(t.dtype) not in _INTEGER:
+                self.fail(f"tensor {t.name!r} of type {np.dtype(t.dtype).name} is not "
+                          f"supported (8, 16 or 32-bit integers)")
 
     def shrink_budget(self):
         """Float workspace at most a quarter of the bytes of the op's
@@ -111,6 +122,7 @@ class QuantizeLinear(_Quant):
         self.runtime = (0,)
         if int(self.attrs.get("block_size", 0) or 0):
             self.fail("blocked quantization (block_size) is not supported")
+        self.integer_types(self.outs[0])
         xs = self.shape(0)
         nd = max(1, len(xs))
         axis = int(self.attrs.get("axis", 1))
@@ -149,6 +161,7 @@ class DequantizeLinear(_Quant):
         self.runtime = (0,)
         if int(self.attrs.get("block_size", 0) or 0):
             self.fail("blocked quantization (block_size) is not supported")
+        self.integer_types(self.ins[0])
         nd = max(1, len(self.shape(0)))
         axis = int(self.attrs.get("axis", 1))
         axis = axis + nd if axis < 0 else axis
