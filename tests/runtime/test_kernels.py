@@ -193,11 +193,13 @@ def test_matmul(tmp_path, sa, sb):
     # LeakyRelu alpha 0.01, Elu alpha 1), and Clip with neither bound
     ("HardSigmoid", {}, {}), ("LeakyRelu", {}, {}), ("Elu", {}, {}), ("Clip", {}, {}),
 ])
-def test_unary(tmp_path, op, attrs, extra):
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_unary(tmp_path, op, attrs, extra, native):
     ins = ["x"] + list(extra)
     x = rnd(2, 3, 4, 5, lo=-4, hi=4)
     run_both(tmp_path, [node(op, ins, **attrs)], {"x": x},
-             {k: np.asarray(v) for k, v in extra.items()}, opset=18 if op == "Mish" else 17)
+             {k: np.asarray(v) for k, v in extra.items()}, opset=18 if op == "Mish" else 17,
+             native=native)
 
 
 def test_prelu_per_channel(tmp_path):
