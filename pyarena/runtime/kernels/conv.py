@@ -65,49 +65,61 @@ class Conv(Spatial):
             w = w.reshape(self.kh, self.kw, cout).transpose(2, 0, 1)[..., None]
             dw_layout = False
         self.depthwise = dw_layout or (g == C and g > 1 and cout == C)
-        isz = self.dtype.itemsize
         if self.depthwise:
-            if self.nhwc:
-                wt = w.reshape(self.kh, self.kw, C)          # 1HWC
-            else:
-                wt = w.reshape(C, self.kh, self.kw).transpose(1, 2, 0)
-            wt = np.ascontiguousarray(wt)
-            if not self.nhwc:
-                wt = wt.reshape(self.kh, self.kw, C, 1, 1)
-            self.wt = self.keep(wt)
-            self.mode = "dw"
-            nr = self.plan_bands(extra_per_row=C * self.Wo * isz)
-            tshape = (nr, self.Wo, C) if self.nhwc else (C, nr, self.Wo)
-            self.scratch = self.pad_spec() + [(tshape, self.dtype)]
+            self._setup_depthwise(w, C)
         elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
               and g == 1):
             self.mode = "1x1"
             self.wm = self.keep(np.ascontiguousarray(w.reshape(cout, C)))
         else:
-            self.mode = "im2col"
-            nr = self.plan_bands(extra_per_row=C * self.kh * self.kw * self.Wo * isz)
-            self.scratch = self.pad_spec() + [((C * self.kh * self.kw * nr * self.Wo,),
-                                               self.dtype)]
-            # NHWC with few channels per group: columns (G, K, rows*W_out),
-            # filled with W_out innermost -- a copy with a 1- or 2-wide
-            # channel axis innermost is slow (32 groups of 2 channels at
-            # 28x28: copy + matmul 1.2 ms vs 0.3 ms with this layout)
-            self.kmajor = self.nhwc and g > 1 and C // g <= 8
-            if self.nhwc:
-                # OHWI -> per group (K, Cout/G) matching the (kh, kw, C/G) column
-                # order, or (Cout/G, K) for the K-major layout
-                cog = cout // g
-                wm = w.reshape(g, cog, K)
-                if not self.kmajor:
-                    wm = wm.transpose(0, 2, 1)
-                self.wm = self.keep(np.ascontiguousarray(wm if g > 1 else wm[0]))
-            else:
-                self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, K)))
+            self._setup_im2col(w, g, cout)
         self.bias = None
         if self.has(2):
             b = self.const(2, "bias").astype(self.dtype)
             self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
-        # float32: bias and activation in one native pass after the product
+        self._setup_epilogue()
+
+    def _setup_depthwise(self, w, C):
+        """Weights as (kh, kw, C) taps; scratch: padded rows + one product band."""
+        if self.nhwc:
+            wt = w.reshape(self.kh, self.kw, C)          # 1HWC
+        else:
+            wt = w.reshape(C, self.kh, self.kw).transpose(1, 2, 0)
+        wt = np.ascontiguousarray(wt)
+        if not self.nhwc:
+            wt = wt.reshape(self.kh, self.kw, C, 1, 1)
+        self.wt = self.keep(wt)
+        self.mode = "dw"
+        nr = self.plan_bands(extra_per_row=C * self.Wo * self.dtype.itemsize)
+        tshape = (nr, self.Wo, C) if self.nhwc else (C, nr, self.Wo)
+        self.scratch = self.pad_spec() + [(tshape, self.dtype)]
+
+    def _setup_im2col(self, w, g, cout):
+        """Weights as per-group matrices; scratch: padded rows + columns."""
+        C, K = self.c_in, self.K
+        self.mode = "im2col"
+        nr = self.plan_bands(extra_per_row=C * self.kh * self.kw * self.Wo *
+                             self.dtype.itemsize)
+        self.scratch = self.pad_spec() + [((C * self.kh * self.kw * nr * self.Wo,),
+                                           self.dtype)]
+        # NHWC with few channels per group: columns (G, K, rows*W_out),
+        # filled with W_out innermost -- a copy with a 1- or 2-wide
+        # channel axis innermost is slow (32 groups of 2 channels at
+        # 28x28: copy + matmul 1.2 ms vs 0.3 ms with this layout)
+        self.kmajor = self.nhwc and g > 1 and C // g <= 8
+        if self.nhwc:
+            # OHWI -> per group (K, Cout/G) matching the (kh, kw, C/G) column
+            # order, or (Cout/G, K) for the K-major layout
+            cog = cout // g
+            wm = w.reshape(g, cog, K)
+            if not self.kmajor:
+                wm = wm.transpose(0, 2, 1)
+            self.wm = self.keep(np.ascontiguousarray(wm if g > 1 else wm[0]))
+        else:
+            self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, K)))
+
+    def _setup_epilogue(self):
+        """float32: bias and activation in one native pass after the product."""
         self.epilogue = None
         act = native_act(self.attrs) if self.dtype == NATIVE_DTYPE and self.use_native \
             else None
