@@ -2,7 +2,7 @@
 
 A TFLite operator whose activations are int8 / uint8 (tensors with
 quantization parameters) becomes the ONNX-style quantized operator with
-the same arithmetic (see :mod:`pyarena.runtime.kernels.quantized`); its
+the same arithmetic (see :mod:`pyarena.runtime.kernels.quantization`); its
 scales and zero points become small constant inputs, its weights stay
 int8 in TFLite's own layout (OHWI, depthwise 1HWC, fully connected
 (out, in)), per-channel scales along ``quantized_dimension``.  A fused

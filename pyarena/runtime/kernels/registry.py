@@ -26,8 +26,9 @@ arrays and a ``uint8`` scratch array and writes its results into ``ys``
 with ``out=`` arguments, ``np.copyto`` and views, so a steady-state
 inference performs no NumPy data allocation.  The kernel families
 (elementwise, movement, linalg, conv, pooling, normalization, resize,
-tflite) import only this module (conv and pooling also share the spatial
-geometry in ``spatial.py``), never each other.
+tflite, quantized*) import only this module (conv and pooling also share
+the spatial geometry in ``spatial.py``, the quantized families the integer
+helpers in ``quantization.py``), never each other.
 """
 import math
 

@@ -1,0 +1,146 @@
+"""Integer matrix products: ``MatMulInteger`` (exact int32 accumulators),
+``QLinearMatMul`` and onnxruntime's ``com.microsoft`` ``QGemm``.  B is a
+constant kept in its file dtype; it is converted (zero point subtracted) a
+chunk of columns at a time into scratch, A once per call."""
+import math
+
+import numpy as np
+
+from .quantization import QuantKernel, requantize
+from .registry import register
+
+
+class _QMatMul(QuantKernel):
+    """A (..., M, K) @ B (K, N) on integers with zero points, B constant;
+    N in column chunks so the converted weights stay within the budget."""
+
+    integer = True   # int32 accumulators out (MatMulInteger) or requantized
+
+    def setup(self):
+        self.shrink_budget()
+        self.runtime = (0,)
+        ia, ib, iaz, ibz = self.layout
+        b = self.b_matrix(self.const(ib, "B"))
+        if b.ndim != 2:
+            self.fail(f"B of shape {list(b.shape)} is not supported (a 2-D constant)")
+        a_shape = self.shape(ia)
+        if not a_shape or a_shape[-1] != b.shape[0]:
+            self.fail(f"A {list(a_shape)} and B {list(b.shape)} do not chain")
+        self.K, self.N = b.shape
+        self.M = math.prod(a_shape[:-1]) if len(a_shape) > 1 else 1
+        self.b = self.keep(np.ascontiguousarray(b))        # the file's integer dtype
+        self.ct = np.dtype(np.float64 if self.integer else np.float32)
+        self.azp_input = iaz if self.runtime_param(iaz) else None
+        azp = np.zeros(1) if self.azp_input is not None else self.qparam(iaz, "a_zero_point")
+        if azp.size != 1:
+            self.fail("a per-row zero point of A is not supported")
+        self.azp = float(azp.reshape(()))
+        if self.azp_input is not None:
+            self.runtime = (ia, iaz)
+        bzp = self.qparam(ibz, "b_zero_point").reshape(-1)
+        self.bzp = self.keep(np.broadcast_to(bzp, (self.N,)).astype(self.ct))
+        isz = self.ct.itemsize
+        room = max(self.scratch_budget - self.M * self.K * isz, 0)
+        self.nc = int(max(1, min(self.N, room // max(1, (self.K + self.M) * isz))))
+        self.scratch = [((self.M, self.K), self.ct), ((self.K * self.nc,), self.ct),
+                        ((self.M * self.nc,), self.ct)]
+        self.finish_setup()
+
+    def finish_setup(self):
+        pass
+
+    def b_matrix(self, b):
+        return b
+
+    def run(self, xs, ys, sc):
+        a = xs[self.layout[0]].reshape(self.M, self.K)
+        y = ys[0].reshape(self.M, self.N)
+        af, wf, acc = sc
+        azp = self.azp if self.azp_input is None else float(xs[self.azp_input].reshape(-1)[0])
+        np.subtract(a, azp, out=af)
+        for c0 in range(0, self.N, self.nc):
+            c1 = min(c0 + self.nc, self.N)
+            w = wf[:self.K * (c1 - c0)].reshape(self.K, c1 - c0)
+            np.subtract(self.b[:, c0:c1], self.bzp[c0:c1], out=w)
+            out = acc[:self.M * (c1 - c0)].reshape(self.M, c1 - c0)
+            np.matmul(af, w, out=out)
+            self.store(out, y[:, c0:c1], c0, c1)
+
+    def store(self, acc, y, c0, c1):
+        np.copyto(y, acc, casting="unsafe")
+
+
+@register
+class MatMulInteger(_QMatMul):
+    """int32 ``(A - a_zero_point) @ (B - b_zero_point)`` (B constant; its
+    zero point per tensor or per column)."""
+
+    op_types = ("MatMulInteger",)
+    layout = (0, 1, 2, 3)
+
+
+@register
+class QLinearMatMul(_QMatMul):
+    """``y = saturate(round((a - a_zp) @ (b - b_zp) * a_scale * b_scale /
+    y_scale) + y_zp)`` (b constant; its scale and zero point per tensor or
+    per column)."""
+
+    op_types = ("QLinearMatMul",)
+    layout = (0, 3, 2, 5)
+    integer = False
+
+    def finish_setup(self):
+        a_s = self.qparam(1, "a_scale").reshape(-1)
+        b_s = self.qparam(4, "b_scale").reshape(-1)
+        y_s = self.qparam(6, "y_scale").reshape(-1)
+        if a_s.size != 1 or y_s.size != 1:
+            self.fail("per-row scales of a or y are not supported")
+        mult = np.broadcast_to(a_s[0] * b_s / y_s[0], (self.N,))
+        self.mult = self.keep(mult.astype(np.float32))
+        self.yzp = float(self.qparam(7, "y_zero_point").reshape(-1)[0])
+        self.lo, self.hi = self.out_range()
+
+    def store(self, acc, y, c0, c1):
+        np.multiply(acc, self.mult[c0:c1], out=acc)
+        requantize(acc, y, self.yzp, self.lo, self.hi)
+
+
+@register
+class QGemm(QLinearMatMul):
+    """com.microsoft QGemm: ``alpha * (A - a_zp) @ (B - b_zp)`` (B constant,
+    ``transB`` allowed) plus the int32 bias C at scale ``a_scale *
+    b_scale``; requantized with y_scale / y_zero_point, or float32 out
+    when y_scale is omitted."""
+
+    op_types = ("QGemm",)
+    onnx_domain = "com.microsoft"
+    layout = (0, 3, 2, 5)
+
+    def b_matrix(self, b):
+        if int(self.attrs.get("transA", 0)):
+            self.fail("transA=1 is not supported")
+        return b.T if int(self.attrs.get("transB", 0)) else b
+
+    def finish_setup(self):
+        a_s = self.qparam(1, "a_scale").reshape(-1)
+        b_s = self.qparam(4, "b_scale").reshape(-1)
+        if a_s.size != 1:
+            self.fail("a per-row scale of A is not supported")
+        alpha = float(self.attrs.get("alpha", 1.0))
+        scale = np.broadcast_to(alpha * a_s[0] * b_s, (self.N,))
+        self.float_out = not self.has(7)
+        if not self.float_out:
+            scale = scale / float(self.qparam(7, "y_scale").reshape(-1)[0])
+            self.yzp = float(self.qparam(8, "y_zero_point").reshape(-1)[0])
+            self.lo, self.hi = self.out_range()
+        self.mult = self.keep(scale.astype(np.float32))
+        c = self.qparam(6, "C").reshape(-1) if self.has(6) else np.zeros(1)
+        self.c = self.keep(np.broadcast_to(c, (self.N,)).astype(self.ct))
+
+    def store(self, acc, y, c0, c1):
+        np.add(acc, self.c[c0:c1], out=acc)
+        np.multiply(acc, self.mult[c0:c1], out=acc)
+        if self.float_out:
+            np.copyto(y, acc)
+        else:
+            requantize(acc, y, self.yzp, self.lo, self.hi)
