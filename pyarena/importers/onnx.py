@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph, stable_toposort
 from ..graph.binding import bind_shapes, unbound_message
+from ..runtime.kernels.quantization import dequantize
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
 from .onnx_qdq import fuse_qdq
@@ -227,7 +228,8 @@ def _fold_node(onnx, node, vals, shapes, opset):
             return None     # a run-time op: its output is planned like any tensor
         return [np.full(shp, val[0], dtype=val.dtype)]
     if t == "DequantizeLinear" and not a.get("block_size"):
-        return [_dequantize(x[0], x[1], x[2] if len(x) > 2 else None, a.get("axis", 1))]
+        return [dequantize(x[0], x[1], x[2] if len(x) > 2 else None,
+                           a.get("axis", 1)).astype(np.asarray(x[1]).dtype)]
     if t in ("Identity", "Dropout"):
         return [x[0]]
     if t == "Cast":
@@ -273,20 +275,6 @@ def _fold_node(onnx, node, vals, shapes, opset):
         return [np.asarray(r) for r in res]
     except Exception:
         return None
-
-
-def _dequantize(q, scale, zero_point, axis):
-    """``(q - zero_point) * scale`` in the scale's type, per tensor or per
-    ``axis`` (a constant DequantizeLinear folded at import)."""
-    scale = np.asarray(scale)
-    zp = np.zeros((), np.float64) if zero_point is None else np.asarray(zero_point)
-    if scale.size > 1:
-        axis = axis + q.ndim if axis < 0 else axis
-        shape = [1] * q.ndim
-        shape[axis] = scale.size
-        scale, zp = scale.reshape(shape), (zp.reshape(shape) if zp.size > 1 else zp)
-    out = (q.astype(np.float64) - zp.astype(np.float64)) * scale.astype(np.float64)
-    return out.astype(scale.dtype)
 
 
 def load_onnx(path, inputs=None, fold=True):

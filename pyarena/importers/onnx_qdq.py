@@ -29,6 +29,8 @@ stay 8-bit.  Anything else runs op by op; a DQ still read elsewhere stays.
 """
 import numpy as np
 
+from ..runtime.kernels.quantization import dequantize
+
 __all__ = ["fuse_qdq"]
 
 _LOOKUP = {"HardSigmoid", "HardSwish", "Relu", "Clip", "Tanh", "Exp", "Neg", "Abs", "Add",
@@ -53,6 +55,7 @@ class _Graph:
                 if i:
                     self.readers.setdefault(i, []).append(n)
         self.outputs = {o.name for o in g.output}
+        self.new_inits = []          # lookup tables the rewrite adds
 
     def value(self, name):
         return self.onnx.numpy_helper.to_array(self.inits[name])
@@ -214,10 +217,10 @@ def _lookup(G, n, q):
             return None
         c = consts[0].reshape(())
     u = np.arange(256, dtype=np.uint8)            # the input's bytes, in index order
-    xq = u.view(in_dt).astype(np.float32)
-    x = (xq - np.float32(G.value(dx.input[2]))) * np.float32(G.value(dx.input[1]))
+    # float32 like onnxruntime's; (q - zp) * s is exact in float64, then rounded once
+    x = dequantize(u.view(in_dt), G.value(dx.input[1]), G.value(dx.input[2])).astype(np.float32)
     with np.errstate(all="ignore"):
-        y = _unary(n.op_type, G.attrs(n), x.astype(np.float32), c, k == 1)
+        y = _unary(n.op_type, G.attrs(n), x, c, k == 1)
     if y is None or not np.isfinite(y).all():
         return None
     lo, hi = (-128, 127) if out_dt == np.int8 else (0, 255)
@@ -232,7 +235,6 @@ def fuse_qdq(onnx, model):
     """Rewrite ``model.graph`` in place; returns the number of fused ops."""
     g = model.graph
     G = _Graph(onnx, g)
-    G.new_inits = []
     new_nodes, replaced, dqs = {}, set(), {}
     for n in g.node:
         if n.domain not in ("", "ai.onnx") or not n.output or not n.output[0]:

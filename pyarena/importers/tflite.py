@@ -31,6 +31,7 @@ from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph
 from ..graph.binding import bind_shapes
 from ..runtime.kernels import TFLITE_OPS
+from ..runtime.kernels.quantization import dequantize
 from . import require_extra
 from .tflite_options import OpContext, convert_options
 from .tflite_quant import convert_quantized, is_quantized
@@ -228,11 +229,7 @@ class _Tensors:
             v = v.astype(np.float32)
         elif self.quant[src] is not None:
             scale, zp, axis = self.quant[src]
-            bshape = [1] * v.ndim
-            if scale.size > 1:
-                bshape[axis] = -1
-            v = (v.astype(np.float32) - zp.reshape(bshape if zp.size > 1 else [1] * v.ndim)
-                 ) * scale.reshape(bshape)
+            v = dequantize(v, scale, zp, axis)
         else:
             v = v.astype(np.float32)
         self.data[outs[0]] = np.ascontiguousarray(v.astype(self.dtypes[outs[0]]))

@@ -21,6 +21,7 @@ from .assign import assign_offsets, check_alignment, check_strategy
 from .budget import check_graph_budget, check_plan_budget, resolve_max_memory
 from .inplace import as_rule_table
 from .result import Buffer, Plan, padded_size, tensor_info
+from .schedule import schedule as find_schedule
 from .sharing import share_buffers, tensor_lifetimes
 
 __all__ = ["plan", "plan_intervals"]
@@ -48,8 +49,7 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     check_graph_budget(graph, budget)    # a tensor alone over the budget: no planning
     order = None
     if schedule:
-        from .schedule import schedule as find_order
-        order = find_order(graph, alignment, time_limit=min(time_limit, 5.0))
+        order = find_schedule(graph, alignment, time_limit=min(time_limit, 5.0))
         graph.ops = [graph.ops[i] for i in order.order]
     with _NoGC():
         result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)

@@ -138,28 +138,27 @@ def step_bytes(graph, order=None, alignment=64):
     return p.peaks(list(range(p.n)) if order is None else list(order))
 
 
+def _bits(mask):
+    """The indices of the set bits of ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
 def _articulations(p):
     """Ops comparable with every other op (their position is fixed)."""
     n = p.n
     anc = [0] * n
     for i in range(n):                      # the given order is topological
-        m = p.pred[i]
-        a = m
-        j = m
-        while j:
-            low = j & -j
-            k = low.bit_length() - 1
+        a = p.pred[i]
+        for k in _bits(p.pred[i]):
             a |= anc[k]
-            j ^= low
         anc[i] = a
     desc = [0] * n
     for i in range(n - 1, -1, -1):
-        j = p.pred[i]
-        while j:
-            low = j & -j
-            k = low.bit_length() - 1
+        for k in _bits(p.pred[i]):
             desc[k] |= desc[i] | (1 << i)
-            j ^= low
     everything = (1 << n) - 1
     return [i for i in range(n) if anc[i] | desc[i] | (1 << i) == everything]
 
@@ -175,13 +174,9 @@ class _Segment:
         self.pred = []
         for op in seg:
             m = 0
-            j = p.pred[op]
-            while j:
-                low = j & -j
-                k = low.bit_length() - 1
+            for k in _bits(p.pred[op]):
                 if k in self.local:
                     m |= 1 << self.local[k]
-                j ^= low
             self.pred.append(m)
         # per tensor read in the segment: the segment's readers (mask) and
         # whether anything later (or the graph's end) still needs it

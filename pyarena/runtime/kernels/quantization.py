@@ -15,7 +15,7 @@ import numpy as np
 
 from .registry import Kernel
 
-__all__ = ["MIN_SCRATCH", "QRANGES", "axis_vector", "requantize", "QuantKernel"]
+__all__ = ["MIN_SCRATCH", "QRANGES", "axis_vector", "requantize", "dequantize", "QuantKernel"]
 
 QRANGES = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255),
            np.dtype(np.int16): (-32768, 32767), np.dtype(np.uint16): (0, 65535),
@@ -31,6 +31,18 @@ def axis_vector(v, ndim, axis):
     shape = [1] * ndim
     shape[axis] = v.size
     return v.reshape(shape)
+
+
+def dequantize(q, scale, zero_point=None, axis=1):
+    """``(q - zero_point) * scale`` in float64, per tensor or per ``axis``:
+    the importers fold constant dequantizations with it."""
+    q = np.asarray(q)
+    nd = max(1, q.ndim)
+    axis = axis + nd if axis < 0 else axis
+    s = axis_vector(np.asarray(scale, np.float64), nd, axis)
+    z = 0.0 if zero_point is None else axis_vector(np.asarray(zero_point, np.float64), nd,
+                                                    axis)
+    return (q.astype(np.float64) - z) * s
 
 
 def requantize(acc, out, zero_point, lo, hi):
