@@ -8,6 +8,22 @@ from .quantization import QuantKernel, axis_vector, requantize
 from .registry import register
 
 
+def _scale_zero_point(k, name, dtype):
+    """Quantize / DequantizeLinear's common setup: ``k.scale`` and ``k.zp``
+    (inputs 1 and 2, ``name_scale`` / ``name_zero_point``) shaped along
+    ``axis``; returns the axis.  Blocked quantization is refused."""
+    k.shrink_budget()
+    k.runtime = (0,)
+    if int(k.attrs.get("block_size", 0) or 0):
+        k.fail("blocked quantization (block_size) is not supported")
+    nd = max(1, len(k.shape(0)))
+    axis = int(k.attrs.get("axis", 1))
+    axis = axis + nd if axis < 0 else axis
+    k.scale = k.keep(axis_vector(k.qparam(1, f"{name}_scale").astype(dtype), nd, axis))
+    k.zp = k.keep(axis_vector(k.qparam(2, f"{name}_zero_point").astype(dtype), nd, axis))
+    return axis
+
+
 @register
 class QuantizeLinear(QuantKernel):
     """``y = saturate(round(x / y_scale) + y_zero_point)``, per tensor or
@@ -16,19 +32,9 @@ class QuantizeLinear(QuantKernel):
     op_types = ("QuantizeLinear",)
 
     def setup(self):
-        self.shrink_budget()
-        self.runtime = (0,)
-        if int(self.attrs.get("block_size", 0) or 0):
-            self.fail("blocked quantization (block_size) is not supported")
         self.integer_types(self.outs[0])
+        axis = _scale_zero_point(self, "y", np.float32)
         xs = self.shape(0)
-        nd = max(1, len(xs))
-        axis = int(self.attrs.get("axis", 1))
-        axis = axis + nd if axis < 0 else axis
-        self.scale = self.keep(axis_vector(self.qparam(1, "y_scale").astype(np.float32),
-                                            nd, axis))
-        self.zp = self.keep(axis_vector(self.qparam(2, "y_zero_point").astype(np.float32),
-                                         nd, axis))
         self.lo, self.hi = self.out_range()
         self.per_axis_rows = axis == 0 and self.scale.ndim > 0
         shape = xs if xs else (1,)
@@ -55,18 +61,8 @@ class DequantizeLinear(QuantKernel):
     op_types = ("DequantizeLinear",)
 
     def setup(self):
-        self.shrink_budget()
-        self.runtime = (0,)
-        if int(self.attrs.get("block_size", 0) or 0):
-            self.fail("blocked quantization (block_size) is not supported")
         self.integer_types(self.ins[0])
-        nd = max(1, len(self.shape(0)))
-        axis = int(self.attrs.get("axis", 1))
-        axis = axis + nd if axis < 0 else axis
-        self.scale = self.keep(axis_vector(self.qparam(1, "x_scale").astype(self.dtype),
-                                            nd, axis))
-        self.zp = self.keep(axis_vector(self.qparam(2, "x_zero_point").astype(self.dtype),
-                                         nd, axis))
+        _scale_zero_point(self, "x", self.dtype)
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
