@@ -261,7 +261,12 @@ def _fold_node(onnx, node, vals, shapes, opset):
         if t == "Div" and x[0].dtype.kind in "iu":
             r = np.trunc(r)
         return [np.asarray(r).astype(np.result_type(x[0], x[1]))]
-    # anything else: the ONNX reference implementation, one node
+    return _fold_by_reference(onnx, node, vals, opset)
+
+
+def _fold_by_reference(onnx, node, vals, opset):
+    """Any other node with known inputs: the ONNX reference implementation
+    (None if it cannot evaluate it)."""
     try:
         from onnx.reference import ReferenceEvaluator
         ins = [onnx.helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None)
