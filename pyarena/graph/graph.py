@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import GraphError
+from ..memory import Arena
 from .binding import bind_shapes, unbound_message
 
 __all__ = ["Graph", "Tensor", "Op", "GraphError", "ROLES", "MAX_TENSOR_BYTES",
@@ -99,6 +100,34 @@ class Graph:
         #: the NumPy / BLAS paths everywhere, with their scratch); recorded
         #: like the budget, since the scratch sizes depend on it
         self.native = True
+        #: the weights arena (:class:`pyarena.Arena`) that holds the
+        #: constants computed at load -- folded, fused, dequantized -- made
+        #: on first use by :meth:`keep_constant`; an Executor places its
+        #: weights in the same arena, so each is held once
+        self.weights = None
+
+    def keep_constant(self, value):
+        """``value`` copied into the graph's weights arena, as a read-only
+        array: constants made at load live in the global pool, not in
+        malloc'd memory that a freed copy would leave fragmented.  An array
+        already in that arena is kept as it is."""
+        v = np.asarray(value)
+        if v.dtype.hasobject or v.nbytes == 0:
+            return v
+        if self.weights is not None and self.weights.owns(v) and v.flags.c_contiguous:
+            kept = v.view()
+        else:
+            kept = self.constant_buffer(v.shape, v.dtype)
+            np.copyto(kept, v)
+        kept.flags.writeable = False
+        return kept
+
+    def constant_buffer(self, shape, dtype):
+        """A writable array in the graph's weights arena, to compute a
+        constant straight into (then :meth:`keep_constant` it)."""
+        if self.weights is None:
+            self.weights = Arena(alignment=64)
+        return self.weights.empty(shape, dtype)
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,

@@ -37,6 +37,7 @@ from ..graph.binding import bind_shapes, unbound_message
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
+from .onnx_data import read_model
 from .onnx_qdq import fuse_qdq
 
 __all__ = ["load_onnx", "ModelImportError"]
@@ -76,13 +77,30 @@ def _parse(path):
     if size == 0:
         raise ModelImportError(f"{path}: empty file")
     try:
-        model = onnx.load(path, load_external_data=True)
+        model, views = read_model(onnx, path)
+        _load_other_external(onnx, model, views, path)
+    except ModelImportError:
+        raise
     except Exception as exc:
         raise ModelImportError(f"{path}: not a readable ONNX model (truncated or not "
                                f"ONNX?): {type(exc).__name__}: {exc}") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ModelImportError(f"{path}: the file holds no ONNX graph (wrong format?)")
-    return model
+    return model, views
+
+
+def _load_other_external(onnx, model, views, path):
+    """External-data initializers that read_model does not map (an element
+    type with no plain NumPy form): loaded into the protobuf by onnx."""
+    rest = [i for i in model.graph.initializer if i.name not in views and
+            i.data_location == onnx.TensorProto.EXTERNAL and
+            any(e.key == "location" for e in i.external_data)]
+    if rest:
+        from onnx.external_data_helper import load_external_data_for_tensor
+        base = os.path.dirname(os.path.abspath(path))
+        for init in rest:
+            load_external_data_for_tensor(init, base)
+            init.data_location = onnx.TensorProto.DEFAULT
 
 
 def _dims(vi):
@@ -304,7 +322,7 @@ class _OnnxImport:
     def __init__(self, path):
         self.onnx = _onnx()
         self.path = path
-        self.model = _parse(path)
+        self.model, self.mapped = _parse(path)
         self.opset = 1
         for o in self.model.opset_import:
             if o.domain in ("", "ai.onnx"):
@@ -356,6 +374,9 @@ class _OnnxImport:
         returns the nodes left to run, in a valid order."""
         onnx, vals = self.onnx, self.vals
         for init in self.model.graph.initializer:
+            if init.name in self.mapped:    # a view of the file: nothing read yet
+                vals[init.name] = self.mapped[init.name]
+                continue
             try:
                 vals[init.name] = onnx.numpy_helper.to_array(init)
             except Exception as exc:

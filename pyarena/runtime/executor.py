@@ -33,6 +33,7 @@ import numpy as np
 from .._native.kernels import Workers
 from ..errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
 from ..memory import Arena
+from ..memory.mapped import release_pages
 from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
 from ..planning import validate as validate_plan
@@ -118,8 +119,13 @@ class Executor:
         elif views is None and allocator is None:
             plan = make_plan(graph, **{"max_memory": budget, **(plan_options or {})})
         self.graph = graph
+        if weights is None:     # the graph's own weights arena, else a new one
+            weights = getattr(graph, "weights", None)
+            self._owns_weights = weights is None
+        else:
+            self._owns_weights = False
         self.weights = weights if weights is not None else Arena(alignment=64)
-        self._owns_weights = weights is None
+        self._sources = self._constant_sources(graph)
         # -- kernels (reports every unsupported op at once) -------------------
         kernels, bad = [], []
         for op in graph.ops:
@@ -151,7 +157,9 @@ class Executor:
         if self.workers is not None:
             for k in kernels:
                 k.workers = self.workers.handle
-        # -- constants: only those a kernel reads at run time ------------------
+        # -- constants: those a kernel reads at run time go to the weights
+        # arena, once; the graph's tensor then shares that copy, and a
+        # weight still in its model file gives its pages back
         self.constants = {}
         for op, k in zip(graph.ops, kernels):
             for i, name in enumerate(op.inputs):
@@ -160,11 +168,11 @@ class Executor:
                 if k.runtime is not None and i not in k.runtime:
                     continue
                 if name not in self.constants:
-                    t = graph.tensors[name]
-                    if t.data is None:
-                        raise GraphError(f"constant tensor {name!r} has no data")
-                    self.constants[name] = self.weights.asarray(
-                        np.asarray(t.data, dtype=t.dtype).reshape(t.shape))
+                    self.constants[name] = self._place(graph.tensors[name])
+        for t in graph.tensors.values():
+            if t.role == "constant" and t.data is not None:
+                release_pages(t.data)
+        self._sources = {}
         self.plan = None
         self.mode = "plan"
         if allocator is not None:
@@ -183,9 +191,50 @@ class Executor:
         self._bind(views)
 
     # -- helpers ------------------------------------------------------------
+    def _place(self, t):
+        """Constant tensor ``t`` in the weights arena; ``t.data`` becomes a
+        read-only view of that copy (one copy of each weight, not two)."""
+        if t.data is None:
+            raise GraphError(f"constant tensor {t.name!r} has no data")
+        src = np.asarray(t.data)
+        if self.weights.owns(src) and src.dtype == t.dtype and src.flags.c_contiguous:
+            return src.reshape(t.shape)
+        arr = self.weights.asarray(src.astype(t.dtype, copy=False).reshape(t.shape))
+        release_pages(src)
+        shared = arr.view()
+        shared.flags.writeable = False
+        t.data = shared
+        return arr
+
     def _keep(self, arr):
+        """A kernel's setup keeps ``arr`` (weights in its own layout) in the
+        weights arena.  When ``arr`` holds exactly a graph constant's bytes
+        (a reshape of it), the constant then shares the arena copy, so the
+        weight is held once, not as the graph's array plus the kernel's."""
         arr = np.ascontiguousarray(arr)
-        return self.weights.asarray(arr)
+        if self.weights.owns(arr):      # already in the weights arena: shared
+            return arr
+        kept = self.weights.asarray(arr)
+        key = (arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str)
+        t = self._sources.pop(key, None) if arr.nbytes else None
+        if t is not None and t.data is not None:
+            release_pages(t.data)
+            shared = kept.reshape(t.shape).view()
+            shared.flags.writeable = False
+            t.data = shared
+        return kept
+
+    def _constant_sources(self, graph):
+        """(address, bytes, dtype) -> constant tensor, for ``_keep``."""
+        out = {}
+        for t in graph.tensors.values():
+            d = t.data
+            if t.role != "constant" or not isinstance(d, np.ndarray):
+                continue
+            if d.flags.c_contiguous and d.dtype == np.dtype(t.dtype) and \
+                    not self.weights.owns(d):
+                out[(d.__array_interface__["data"][0], d.nbytes, d.dtype.str)] = t
+        return out
 
     @property
     def weights_bytes(self):

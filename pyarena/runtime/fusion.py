@@ -23,6 +23,8 @@ graph as imported.
 """
 import numpy as np
 
+from ..memory.mapped import release_pages
+
 __all__ = ["fuse"]
 
 _F32 = np.dtype(np.float32)
@@ -75,7 +77,7 @@ class _Graph:
         """Give ``conv`` a new constant input ``index`` (weights or bias)."""
         name = self._fresh(f"{conv.name}.{name}")
         self.g.add_tensor(name, value.shape, "float32", role="constant",
-                          data=np.ascontiguousarray(value, dtype=np.float32))
+                          data=self.g.keep_constant(np.asarray(value, dtype=np.float32)))
         while len(conv.inputs) <= index:
             conv.inputs.append("")
         old = conv.inputs[index]
@@ -84,7 +86,9 @@ class _Graph:
         if old:
             self.readers[old] = [o for o in self.readers.get(old, []) if o is not conv]
             if not self.readers[old] and old not in self.outputs:
-                self.g.tensors.pop(old, None)
+                gone = self.g.tensors.pop(old, None)
+                if gone is not None and gone.data is not None:
+                    release_pages(gone.data)     # a weight still in its file
 
     def _fresh(self, base):
         name, k = base, 0
@@ -118,12 +122,19 @@ def _channel_vector(v, cout):
 
 
 def _scale_shift(G, conv, scale, shift):
-    """conv' = scale * conv + shift per output channel (NCHW weights)."""
-    w = G.const(conv.inputs[1]).astype(np.float64)
+    """conv' = scale * conv + shift per output channel (NCHW weights).
+    The new weights are computed in float64 a block of output channels at
+    a time, straight into the weights arena (no whole-tensor temporaries)."""
+    w = G.const(conv.inputs[1])
     b = G.const(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
     b = np.zeros(w.shape[0]) if b is None else b.astype(np.float64).reshape(-1)
-    w = w * scale.reshape((-1,) + (1,) * (w.ndim - 1))
-    G.set_param(conv, 1, "w", w.astype(np.float32))
+    out = G.g.constant_buffer(w.shape, np.float32)
+    per = max(1, (1 << 20) // max(1, w[:1].size * 8))    # ~1 MiB of float64 a block
+    for i in range(0, w.shape[0], per):
+        blk = w[i:i + per].astype(np.float64)
+        blk *= scale[i:i + per].reshape((-1,) + (1,) * (w.ndim - 1))
+        out[i:i + per] = blk
+    G.set_param(conv, 1, "w", out)
     G.set_param(conv, 2, "b", (b * scale + shift).astype(np.float32))
 
 

@@ -47,7 +47,7 @@ class Conv(Spatial):
         self.cout = cout
         if C % g or cout % g:
             self.fail(f"group={g} does not divide channels {C} -> {cout}")
-        w = self.const(1, "weight").astype(self.dtype)
+        w = self.const(1, "weight").astype(self.dtype, copy=False)
         if self._setup_native(w, g, cout):
             return
         K = C // g * self.kh * self.kw
@@ -75,7 +75,7 @@ class Conv(Spatial):
             self._setup_im2col(w, g, cout)
         self.bias = None
         if self.has(2):
-            b = self.const(2, "bias").astype(self.dtype)
+            b = self.const(2, "bias").astype(self.dtype, copy=False)
             self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
         self._setup_epilogue()
 
@@ -370,7 +370,7 @@ class ConvTranspose(Kernel):
             self.bands.append((h0, h1, steps))
         self.bias = None
         if self.has(2):
-            b = self.const(2, "bias").astype(self.dtype)
+            b = self.const(2, "bias").astype(self.dtype, copy=False)
             self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
         self.zero = const(0, self.dtype)
 

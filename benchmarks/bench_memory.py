@@ -1,0 +1,161 @@
+"""What a user pays in memory: pyarena's process RSS, phase by phase, next
+to onnxruntime's and the TFLite interpreter's on the same model files.
+
+Each (model, runtime) runs alone in a fresh process, one thread, and
+reports its resident set (``/proc/self/status``) at each phase:
+
+* ``base``  -- the interpreter with NumPy and the runtime's own modules
+  imported (pyarena: ``pyarena`` and the model-format package);
+* ``load``  -- the peak while the model is read (pyarena: ``load_model``;
+  the reference: the session / interpreter made);
+* ``ready`` -- resident after the plan is bound and the weights placed
+  (pyarena: ``Executor``; the reference: ``allocate_tensors`` / session);
+* ``peak``  -- VmHWM after 3 inferences (the whole process);
+
+and for pyarena its own accounts: weights (in the weights Arena), the
+planned activation arena, and ``other`` = peak - base - weights - arena.
+The goal (issue: the global pool as an edge runtime needs it):
+peak <= base + weights + arena + max(8 MiB, 10%), load peak <= 1.1 x
+ready, and peak below the reference runtime's.
+
+    python benchmarks/bench_memory.py [--models a,b] [--dir DIR]
+
+Models as in ``bench_edge.py`` (nothing downloaded): the built-in
+MobileNetV2 as ONNX and TFLite, the vendored BlazeFace, the onnx package's
+light models with seeded weights (``--models`` also takes ``resnet50``,
+``inception_v2``, ``densenet121``), and every file under ``--dir``.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+DEFAULT = ["mobilenet_v2", "face_detection", "squeezenet", "shufflenet", "resnet50"]
+
+
+def status(*keys):
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            k = line.split(":", 1)[0]
+            if k in keys:
+                out[k] = int(line.split()[1]) * 1024
+    return out
+
+
+def reset_peak():
+    """Start VmHWM again from the current RSS (Linux >= 4.0); False if the
+    kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def child(path, runtime):
+    """One runtime alone in this process; prints one JSON line."""
+    import bench_edge
+    rec = {}
+    if runtime == "ref":
+        if path.endswith(".tflite"):
+            import ai_edge_litert.interpreter  # noqa: F401
+        else:
+            import onnxruntime  # noqa: F401
+        rec["base"] = status("VmRSS")["VmRSS"]
+        reset_peak()
+        specs = {}
+        run, _ = bench_edge.reference_session(path, 1, specs)
+        rec["load"] = status("VmHWM")["VmHWM"]
+        rec["ready"] = status("VmRSS")["VmRSS"]
+        rng = np.random.default_rng(0)
+        feeds = {n: rng.standard_normal(shape).astype(dt) for n, (shape, dt) in specs.items()}
+    else:
+        import pyarena  # noqa: F401
+        from pyarena.importers import load_model
+        from pyarena.planning import plan
+        from pyarena.runtime import Executor, random_feeds, set_blas_threads
+        import onnx  # noqa: F401  (the format package is part of the base)
+        import tflite  # noqa: F401
+        set_blas_threads(1)
+        rec["base"] = status("VmRSS")["VmRSS"]
+        reset_peak()
+        g = load_model(path)
+        rec["load"] = status("VmHWM")["VmHWM"]
+        rec["loaded"] = status("VmRSS")["VmRSS"]
+        p = plan(g)
+        ex = Executor(g, p, threads=1)
+        rec["ready"] = status("VmRSS")["VmRSS"]
+        rec["weights"] = ex.weights_bytes
+        rec["arena"] = p.arena_bytes
+        run = ex.run
+        feeds = random_feeds(g)
+    for _ in range(3):
+        run(feeds)
+    st = status("VmHWM", "VmRSS", "RssAnon", "RssFile")
+    rec.update(peak=st["VmHWM"], end=st["VmRSS"], anon=st["RssAnon"], file=st["RssFile"])
+    print(json.dumps(rec))
+
+
+def measure(path, runtime):
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path, runtime],
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1][:120]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def mib(n):
+    return "-" if n is None else f"{n / 2**20:.1f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(DEFAULT),
+                    help=f"comma-separated (default {','.join(DEFAULT)})")
+    ap.add_argument("--dir", default=None, help="also every .onnx / .tflite file under DIR")
+    ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    import bench_edge
+    tmp = tempfile.mkdtemp(prefix="pyarena-memory-")
+    files = bench_edge.model_files([m for m in args.models.split(",") if m], args.dir, tmp)
+    hdr = (f"{'model':<28}{'base':>7}{'load':>7}{'ready':>7}{'peak':>7}{'weights':>9}"
+           f"{'arena':>7}{'other':>7}{'goal':>7}{'load/rdy':>9}{'ref peak':>9}{'ref':>7}"
+           f"{'peak/ref':>9}")
+    print("MiB, one fresh process per runtime and model, one thread")
+    print(hdr)
+    print("-" * len(hdr), flush=True)
+    for label, path in files:
+        a = measure(path, "pyarena")
+        r = measure(path, "ref")
+        ref = "litert" if path.endswith(".tflite") else "ort"
+        if "error" in a:
+            print(f"{label:<28}  pyarena failed: {a['error']}")
+            continue
+        other = a["peak"] - a["base"] - a["weights"] - a["arena"]
+        goal = a["base"] + a["weights"] + a["arena"] + max(8 << 20, 0.1 * (
+            a["weights"] + a["arena"]))
+        rp = r.get("peak")
+        print(f"{label:<28}{mib(a['base']):>7}{mib(a['load']):>7}{mib(a['ready']):>7}"
+              f"{mib(a['peak']):>7}{mib(a['weights']):>9}{mib(a['arena']):>7}"
+              f"{mib(other):>7}{mib(goal):>7}{a['load'] / a['ready']:>9.2f}"
+              f"{mib(rp):>9}{ref:>7}"
+              f"{(a['peak'] / rp if rp else float('nan')):>9.2f}", flush=True)
+    print("\nbase: interpreter + NumPy + the runtime imported; load: peak while loading; "
+          "ready: resident once bound;\npeak: VmHWM after 3 inferences; other = peak - base - "
+          "weights - arena; goal = base + weights + arena + max(8 MiB, 10%).")
+
+
+if __name__ == "__main__":
+    main()

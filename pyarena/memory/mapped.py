@@ -1,0 +1,123 @@
+"""Read-only NumPy views of a file's bytes, and giving their pages back.
+
+A model's weights are read straight from its file: :func:`map_file` maps
+the file once (read-only, shared with the page cache) and
+:meth:`MappedFile.array` gives a view of any stretch as a NumPy array
+without copying or reading it.  A page costs resident memory only once
+it is touched, and it is clean: :func:`release_pages` drops an array's
+pages from this process's resident set again (``madvise(MADV_DONTNEED)``;
+the data stays valid and is read back from the page cache on the next
+touch).  The executor releases each weight's pages once it has placed
+the weight in its weights arena, so a model's weights are resident once.
+
+Views are read-only (writing raises ValueError) and keep the mapping
+alive; the file must not be truncated while they are in use (as for any
+memory map).  Multi-byte values are read in the file's byte order: the
+importers pass little-endian dtypes, which :meth:`MappedFile.array`
+converts (one copy) only on a big-endian machine.
+"""
+import mmap
+import os
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+__all__ = ["MappedFile", "map_file", "release_pages", "is_mapped", "mapped_buffer"]
+
+_PAGE = mmap.PAGESIZE
+
+
+class MappedFile:
+    """One read-only mapping of a whole file (see :func:`map_file`)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        with open(self.path, "rb") as f:
+            self.size = os.fstat(f.fileno()).st_size
+            # an empty file cannot be mapped: keep an empty buffer instead
+            self.buffer = (mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                           if self.size else b"")
+        if self.size and hasattr(self.buffer, "madvise"):
+            # pages are read where they are used, not ahead: reading one
+            # header must not make its neighbours resident
+            self.buffer.madvise(mmap.MADV_RANDOM)
+        self._bytes = np.frombuffer(self.buffer, dtype=np.uint8)
+
+    def __len__(self):
+        return self.size
+
+    def release(self):
+        """Drop every resident page of the file from this process (views
+        stay valid).  Returns the bytes given back."""
+        return release_pages(self._bytes, whole_file=True)
+
+    def array(self, offset, dtype, shape):
+        """A read-only view of ``shape`` elements of ``dtype`` at byte
+        ``offset`` (InvalidArgumentError if that runs past the end)."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        count = 1
+        for d in shape:
+            count *= d
+        end = offset + count * dtype.itemsize
+        if offset < 0 or end > self.size or any(d < 0 for d in shape):
+            raise InvalidArgumentError(
+                f"{self.path}: bytes [{offset:,}, {end:,}) are outside the file "
+                f"({self.size:,} bytes)")
+        v = self._bytes[offset:end].view(dtype.newbyteorder("=") if dtype.isnative
+                                         else dtype).reshape(shape)
+        if not dtype.isnative:          # a big-endian machine: one copy
+            v = v.astype(dtype.newbyteorder("="))
+            v.flags.writeable = False
+        return v
+
+
+def map_file(path):
+    """A :class:`MappedFile` of ``path`` (OSError if it cannot be read)."""
+    return MappedFile(path)
+
+
+def _mapping(arr):
+    """The mmap under ``arr``'s memory, or None."""
+    b = arr
+    while isinstance(b, np.ndarray):
+        b = b.base
+    if isinstance(b, memoryview):       # np.frombuffer wraps the mmap in one
+        b = b.obj
+    return b if isinstance(b, mmap.mmap) else None
+
+
+def mapped_buffer(arr):
+    """The mmap object under a mapped-file view (None for other arrays)."""
+    return _mapping(arr) if isinstance(arr, np.ndarray) else None
+
+
+def is_mapped(arr):
+    """True if ``arr`` is a view of a mapped file."""
+    return isinstance(arr, np.ndarray) and _mapping(arr) is not None
+
+
+def release_pages(arr, whole_file=False):
+    """Drop the resident pages of a mapped-file view ``arr`` (whole pages
+    it lies on; neighbours on its edge pages are simply read again when
+    touched), or with ``whole_file`` those of its whole file.  Returns the
+    bytes given back (0 for an array that is not a mapped view, or on a
+    system without ``madvise``)."""
+    mm = _mapping(arr) if isinstance(arr, np.ndarray) else None
+    if mm is None or len(mm) == 0 or not hasattr(mm, "madvise"):
+        return 0
+    if whole_file:
+        lo, hi = 0, len(mm)
+    else:
+        base = np.frombuffer(mm, dtype=np.uint8, count=1).__array_interface__["data"][0]
+        start = arr.__array_interface__["data"][0] - base
+        lo = start // _PAGE * _PAGE
+        hi = min(len(mm), -(-(start + arr.nbytes) // _PAGE) * _PAGE)
+    if hi <= lo:
+        return 0
+    try:
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+    except (OSError, ValueError):
+        return 0
+    return hi - lo

@@ -1,0 +1,142 @@
+"""ONNX weights read in place (pyarena.importers.onnx_data): the model
+parsed without its large initializers, those as views of the file; the
+external-data format; bad external references."""
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from pyarena.importers import ModelImportError, load_model
+from pyarena.importers.onnx_data import INLINE_BYTES, read_model
+from pyarena.memory.mapped import is_mapped
+from pyarena.runtime import Executor, random_feeds
+
+
+def _model(rng, c=16, dtype=np.float32):
+    w = rng.standard_normal((c, c, 3, 3)).astype(dtype)          # 9 KiB+: mapped
+    b = rng.standard_normal(c).astype(dtype)                     # small: inline
+    s = np.array([1, -1], np.int64)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["y", "s"], ["z"])]
+    et = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", et, [1, c, 8, 8])],
+        [helper.make_tensor_value_info("z", et, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+         numpy_helper.from_array(s, "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m, {"w": w, "b": b, "s": s}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_large_initializers_are_views_of_the_file(tmp_path, dtype):
+    m, arrays = _model(np.random.default_rng(0), dtype=dtype)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    model, views = read_model(onnx, path)
+    assert set(views) == {"w"}                    # b and s are small: inline
+    assert is_mapped(views["w"])
+    np.testing.assert_array_equal(views["w"], arrays["w"])
+    stripped = {i.name: i for i in model.graph.initializer}
+    assert stripped["w"].data_location == TensorProto.EXTERNAL
+    assert not stripped["w"].raw_data and list(stripped["w"].dims) == list(arrays["w"].shape)
+    np.testing.assert_array_equal(numpy_helper.to_array(stripped["b"]), arrays["b"])
+    assert model.ByteSize() < m.ByteSize() - arrays["w"].nbytes + INLINE_BYTES
+
+
+def test_a_mapped_model_runs_as_the_inline_one(tmp_path):
+    from helpers.model_zoo import ort_run
+    m, arrays = _model(np.random.default_rng(1))
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    g = load_model(path)
+    feeds = random_feeds(g, seed=3)
+    out = Executor(g).run(feeds)["z"]
+    np.testing.assert_allclose(out, ort_run(path, feeds)["z"], rtol=1e-5, atol=1e-5)
+
+
+def test_external_data_files_are_mapped(tmp_path):
+    m, arrays = _model(np.random.default_rng(2))
+    path = str(tmp_path / "ext.onnx")
+    onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.data", size_threshold=0)
+    assert os.path.getsize(path) < 2048
+    model, views = read_model(onnx, path)
+    assert {"w", "b"} <= set(views)
+    for k in ("w", "b"):
+        assert is_mapped(views[k])
+        np.testing.assert_array_equal(views[k], arrays[k])
+    g = load_model(path)
+    out = Executor(g).run(random_feeds(g, seed=0))["z"]
+    m_inline = str(tmp_path / "inline.onnx")
+    onnx.save(_model(np.random.default_rng(2))[0], m_inline)
+    g2 = load_model(m_inline)
+    np.testing.assert_array_equal(out, Executor(g2).run(random_feeds(g2, seed=0))["z"])
+
+
+def _external(tmp_path, location, offset=0, length=None, write=True):
+    w = np.arange(16 * 16 * 9, dtype=np.float32).reshape(16, 16, 3, 3)
+    if write:
+        (tmp_path / "w.bin").write_bytes(w.tobytes())
+    t = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=w.shape,
+                         data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", location), ("offset", str(offset)),
+                 ("length", str(w.nbytes if length is None else length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 5, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    path = str(tmp_path / "m.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("location, kw, match", [
+    ("../w.bin", {}, "relative path inside"),
+    ("/etc/passwd", {}, "relative path inside"),
+    ("missing.bin", {"write": False}, "external data file 'missing.bin'"),
+    ("w.bin", {"length": 100}, "does not hold its dims"),
+    ("w.bin", {"offset": 8}, "does not hold its dims"),
+    ("w.bin", {"offset": "x"}, "not integers"),
+])
+def test_bad_external_references_are_refused_by_name(tmp_path, location, kw, match):
+    path = _external(tmp_path, location, **kw)
+    with pytest.raises(ModelImportError, match=match) as ei:
+        load_model(path)
+    assert "'w'" in str(ei.value)
+
+
+def test_a_good_external_reference_loads(tmp_path):
+    g = load_model(_external(tmp_path, "w.bin"))
+    w = g.tensors["w"].data
+    assert is_mapped(w) and float(w.reshape(-1)[5]) == 5.0
+
+
+def test_a_file_the_walk_cannot_follow_gets_onnx_s_own_error(tmp_path):
+    m, _ = _model(np.random.default_rng(0))
+    data = m.SerializeToString()
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelImportError, match="not a readable ONNX model"):
+        load_model(str(path))
+
+
+@pytest.mark.parametrize("nbytes", [8000, 20000])
+def test_raw_data_of_the_wrong_size_is_refused_by_name(tmp_path, nbytes):
+    t = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[64, 64],
+                         raw_data=b"\x00" * nbytes)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [t])
+    path = str(tmp_path / "m.onnx")
+    with open(path, "wb") as f:
+        f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+                .SerializeToString())
+    with pytest.raises(ModelImportError, match=f"'w' holds {nbytes:,} bytes of raw data"):
+        load_model(path)
