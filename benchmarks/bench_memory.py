@@ -61,12 +61,14 @@ def reset_peak():
         return False
 
 
-def child(path, runtime):
-    """One runtime alone in this process; prints one JSON line."""
+def child(path, runtime, shapes):
+    """One runtime alone in this process; prints one JSON line.  ``shapes``:
+    input name -> dims for inputs with symbolic dimensions."""
     import bench_edge
     rec = {}
+    tfl = path.endswith(".tflite")
     if runtime == "ref":
-        if path.endswith(".tflite"):
+        if tfl:
             import ai_edge_litert.interpreter  # noqa: F401
         else:
             import onnxruntime  # noqa: F401
@@ -77,18 +79,21 @@ def child(path, runtime):
         rec["load"] = status("VmHWM")["VmHWM"]
         rec["ready"] = status("VmRSS")["VmRSS"]
         rng = np.random.default_rng(0)
-        feeds = {n: rng.standard_normal(shape).astype(dt) for n, (shape, dt) in specs.items()}
+        feeds = {n: rng.standard_normal(shapes.get(n, shape)).astype(dt)
+                 for n, (shape, dt) in specs.items()}
     else:
         import pyarena  # noqa: F401
         from pyarena.importers import load_model
         from pyarena.planning import plan
         from pyarena.runtime import Executor, random_feeds, set_blas_threads
-        import onnx  # noqa: F401  (the format package is part of the base)
-        import tflite  # noqa: F401
+        if tfl:                 # the format package is part of the base
+            import tflite  # noqa: F401
+        else:
+            import onnx  # noqa: F401
         set_blas_threads(1)
         rec["base"] = status("VmRSS")["VmRSS"]
         reset_peak()
-        g = load_model(path)
+        g = load_model(path, inputs=shapes or None)
         rec["load"] = status("VmHWM")["VmHWM"]
         rec["loaded"] = status("VmRSS")["VmRSS"]
         p = plan(g)
@@ -105,12 +110,25 @@ def child(path, runtime):
     print(json.dumps(rec))
 
 
-def measure(path, runtime):
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path, runtime],
-                       capture_output=True, text=True, timeout=900)
+def measure(path, runtime, shapes):
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path, runtime,
+                        json.dumps(shapes)], capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         return {"error": (r.stderr.strip().splitlines() or ["?"])[-1][:120]}
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def parse_inputs(specs):
+    """``FILE:NAME=D0,D1,...`` (repeatable) -> {file name: {input: dims}}."""
+    out = {}
+    for spec in specs:
+        try:
+            fname, rest = spec.split(":", 1)
+            name, dims = rest.split("=", 1)
+            out.setdefault(fname, {})[name] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            raise SystemExit(f"--input {spec!r}: expected FILE:NAME=D0,D1,...") from None
+    return out
 
 
 def mib(n):
@@ -122,35 +140,41 @@ def main():
     ap.add_argument("--models", default=",".join(DEFAULT),
                     help=f"comma-separated (default {','.join(DEFAULT)})")
     ap.add_argument("--dir", default=None, help="also every .onnx / .tflite file under DIR")
-    ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
+    ap.add_argument("--input", action="append", default=[], metavar="FILE:NAME=D0,D1,...",
+                    help="dims of a symbolic input of model file FILE (its base name); "
+                         "repeat")
+    ap.add_argument("--child", nargs=3, metavar=("MODEL", "RUNTIME", "SHAPES"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(*args.child)
+        child(args.child[0], args.child[1], json.loads(args.child[2]))
         return
+    shapes = parse_inputs(args.input)
     import bench_edge
     tmp = tempfile.mkdtemp(prefix="pyarena-memory-")
     files = bench_edge.model_files([m for m in args.models.split(",") if m], args.dir, tmp)
-    hdr = (f"{'model':<28}{'base':>7}{'load':>7}{'ready':>7}{'peak':>7}{'weights':>9}"
-           f"{'arena':>7}{'other':>7}{'goal':>7}{'load/rdy':>9}{'ref peak':>9}{'ref':>7}"
-           f"{'peak/ref':>9}")
+    hdr = (f"{'model':<36}{'base':>7}{'load':>7}{'ready':>7}{'peak':>7}{'weights':>9}"
+           f"{'arena':>7}{'other':>7}{'goal':>7}{'load/rdy':>9}{'ref base':>9}"
+           f"{'ref peak':>9}{'ref':>7}{'peak/ref':>9}")
     print("MiB, one fresh process per runtime and model, one thread")
     print(hdr)
     print("-" * len(hdr), flush=True)
     for label, path in files:
-        a = measure(path, "pyarena")
-        r = measure(path, "ref")
+        sh = shapes.get(os.path.basename(path), {})
+        a = measure(path, "pyarena", sh)
+        r = measure(path, "ref", sh)
         ref = "litert" if path.endswith(".tflite") else "ort"
         if "error" in a:
-            print(f"{label:<28}  pyarena failed: {a['error']}")
+            print(f"{label:<36}  pyarena failed: {a['error']}")
             continue
         other = a["peak"] - a["base"] - a["weights"] - a["arena"]
         goal = a["base"] + a["weights"] + a["arena"] + max(8 << 20, 0.1 * (
             a["weights"] + a["arena"]))
         rp = r.get("peak")
-        print(f"{label:<28}{mib(a['base']):>7}{mib(a['load']):>7}{mib(a['ready']):>7}"
+        print(f"{label:<36}{mib(a['base']):>7}{mib(a['load']):>7}{mib(a['ready']):>7}"
               f"{mib(a['peak']):>7}{mib(a['weights']):>9}{mib(a['arena']):>7}"
               f"{mib(other):>7}{mib(goal):>7}{a['load'] / a['ready']:>9.2f}"
-              f"{mib(rp):>9}{ref:>7}"
+              f"{mib(r.get('base')):>9}{mib(rp):>9}{ref:>7}"
               f"{(a['peak'] / rp if rp else float('nan')):>9.2f}", flush=True)
     print("\nbase: interpreter + NumPy + the runtime imported; load: peak while loading; "
           "ready: resident once bound;\npeak: VmHWM after 3 inferences; other = peak - base - "

@@ -306,7 +306,7 @@ def load_onnx(path, inputs=None, fold=True):
     (both GraphErrors) with the tensor or operator at fault."""
     imp = _OnnxImport(path)
     imp.bind(inputs)
-    fuse_qdq(imp.onnx, imp.model)   # QDQ chains -> integer operators
+    fuse_qdq(imp.onnx, imp.model, imp.mapped)   # QDQ chains -> integer operators
     imp.check_initializers()
     imp.shapes, imp.types = _collect(imp.infer(imp.model))
     remaining = imp.fold_constants(fold)
@@ -393,6 +393,9 @@ class _OnnxImport:
                                          f"domain {n.domain!r} is not supported")
         remaining = []
         for n in nodes:
+            if n.op_type == "Constant" and n.output and n.output[0] in self.mapped:
+                vals[n.output[0]] = self.mapped[n.output[0]]   # read in place
+                continue
             can = fold and n.op_type not in _NONDETERMINISTIC and \
                 n.op_type not in _CONTROL_FLOW
             if can and n.op_type in ("Shape", "Size"):
@@ -565,8 +568,9 @@ class _OnnxImport:
         g = self.g
         if name in g.tensors:
             return
-        if role == "constant":
-            v = np.asarray(self.vals[name])
+        if role == "constant":     # folded values > 4 KiB go to the weights arena
+            v = g.constant_data(self.vals[name])
+            self.vals[name] = v
             g.add_tensor(name, v.shape, v.dtype, role="constant", data=v)
             return
         shp = self.shapes.get(name)

@@ -16,7 +16,10 @@ ONNX external-data format) are mapped from that file the same way.
 Kept inline (decoded by ``onnx`` as before): small initializers (at
 most ``INLINE_BYTES``; shape arithmetic reads them), int64 ones, any
 element type without a plain NumPy equivalent (bfloat16, 4-bit, float8,
-strings), and everything outside the top-level graph's initializer list.
+strings), and everything outside the top-level graph's initializer list
+-- except the ``value`` of a top-level ``Constant`` node (how some
+exporters, e.g. Paddle2ONNX, store every weight), which is read in place
+the same way and keyed by the node's output name.
 A file the wire walk cannot follow is handed to ``onnx.load`` whole, so
 its error message is onnx's own.
 """
@@ -182,13 +185,16 @@ class _Reader:
         self.views, self.files = {}, {}
         self.base = os.path.dirname(os.path.abspath(path))
 
-    def initializer(self, a, b):
+    def initializer(self, a, b, key=None):
+        """The TensorProto at [a, b) without its data (None: kept as it is);
+        its data, a view of the file, go to ``views[key or its name]``."""
         m = _tensor_meta(self.buf, a, b)
+        key = m["name"] if key is None else key
         dt = _PLAIN.get(m["type"])
         if dt is None or any(d < 0 for d in m["dims"]):
             return None
         if m["loc"] == 1:
-            self.views[m["name"]] = self.external(m, np.dtype(dt))
+            self.views[key] = self.external(m, np.dtype(dt))
             return None
         if m["raw"] is None or m["type"] == _INT64:
             return None
@@ -196,8 +202,43 @@ class _Reader:
         n = np.dtype(dt).itemsize * int(np.prod(m["dims"], dtype=np.int64))
         if rb - ra <= INLINE_BYTES or rb - ra != n:
             return None                # small, or the wrong size: onnx reports it
-        self.views[m["name"]] = self.mf.array(ra, dt, m["dims"])
+        self.views[key] = self.mf.array(ra, dt, m["dims"])
         return _strip_tensor(self.buf, a, b)
+
+    def node(self, a, b):
+        """A ``Constant`` node whose ``value`` is a large tensor: the node
+        without the data, which go to ``views[its output]``."""
+        op = domain = b""
+        out = None
+        for field, wt, _, x, y in _fields(self.buf, a, b):
+            if wt != 2:
+                continue
+            if field == 4:
+                op = bytes(self.buf[x:y])
+            elif field == 7:
+                domain = bytes(self.buf[x:y])
+            elif field == 2 and out is None:
+                out = bytes(self.buf[x:y]).decode("utf-8", "replace")
+        if op != b"Constant" or domain not in (b"", b"ai.onnx") or not out:
+            return None
+        return _walk(self.buf, a, b, lambda f, w, x, y: self.value_attribute(f, w, x, y, out))
+
+    def value_attribute(self, field, wt, a, b, out):
+        if field != 5 or wt != 2:
+            return None
+        name, t = None, None
+        for f2, w2, _, x, y in _fields(self.buf, a, b):
+            if f2 == 1 and w2 == 2:
+                name = bytes(self.buf[x:y])
+            elif f2 == 5 and w2 == 2:
+                t = (x, y)
+        if name != b"value" or t is None:
+            return None
+        stripped = self.initializer(t[0], t[1], key=out)
+        if stripped is None:
+            return None
+        return _walk(self.buf, a, b, lambda f, w, x, y: stripped if f == 5 and w == 2
+                     else None)
 
     def external(self, m, dt):
         loc = m["ext"].get("location", "")
@@ -228,6 +269,8 @@ class _Reader:
     def graph(self, field, wt, a, b):
         if field == 5 and wt == 2:
             return self.initializer(a, b)
+        if field == 1 and wt == 2:
+            return self.node(a, b)
         return None
 
     def model(self, field, wt, a, b):

@@ -45,9 +45,10 @@ _CONTRIB = {"Add": "QLinearAdd", "Mul": "QLinearMul", "Sigmoid": "QLinearSigmoid
 class _Graph:
     """Lookups over the ONNX graph the rules share."""
 
-    def __init__(self, onnx, g):
+    def __init__(self, onnx, g, views=None):
         self.onnx = onnx
         self.inits = {i.name: i for i in g.initializer}
+        self.views = views or {}     # initializers read in place (onnx_data)
         self.producer = {o: n for n in g.node for o in n.output if o}
         self.readers = {}
         for n in g.node:
@@ -58,6 +59,8 @@ class _Graph:
         self.new_inits = []          # lookup tables the rewrite adds
 
     def value(self, name):
+        if name in self.views:
+            return self.views[name]
         return self.onnx.numpy_helper.to_array(self.inits[name])
 
     def dq(self, name, const):
@@ -231,10 +234,11 @@ def _lookup(G, n, q):
     return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, [dx]
 
 
-def fuse_qdq(onnx, model):
-    """Rewrite ``model.graph`` in place; returns the number of fused ops."""
+def fuse_qdq(onnx, model, views=None):
+    """Rewrite ``model.graph`` in place; returns the number of fused ops.
+    ``views``: initializer name -> data read in place (not in the protobuf)."""
     g = model.graph
-    G = _Graph(onnx, g)
+    G = _Graph(onnx, g, views)
     new_nodes, replaced, dqs = {}, set(), {}
     for n in g.node:
         if n.domain not in ("", "ai.onnx") or not n.output or not n.output[0]:

@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph
 from ..graph.binding import bind_shapes
+from ..memory.mapped import map_file
 from ..runtime.kernels import TFLITE_OPS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
@@ -51,9 +52,8 @@ def load_tflite(path, inputs=None):
     (TFLite stores concrete shapes; a dimension of 1 -- the batch
     placeholder -- may be given another size)."""
     tflite = _tfl()
-    try:
-        with open(path, "rb") as f:
-            buf = f.read()
+    try:        # mapped: weights are views of the file, read where used
+        buf = map_file(path).buffer
     except OSError as exc:
         raise ModelImportError(f"{path}: {exc.strerror or exc}") from None
     if len(buf) < 8 or buf[4:8] != b"TFL3":
@@ -84,9 +84,9 @@ def _import(tflite, buf, path, inputs):
         resolved, _ = bind_shapes(declared, inputs)
         for nm, dims in resolved.items():
             t.shapes[by_name[nm]] = list(dims)
+    g = t.g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
     remaining = [o for o in _read_ops(tflite, model, sg, len(t.names))
                  if not t.fold_constant_op(*o)]
-    g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
     for i in sg_inputs:
         if t.data[i] is None:
             t.declare(g, i, "input")
@@ -152,6 +152,7 @@ class _Tensors:
         self.tflite, self.model, self.sg, self.buf = tflite, model, sg, buf
         self.names, self.shapes, self.dtypes, self.data, self.quant = [], [], [], [], []
         self._const_index = {}
+        self.g = None       # the Graph being built: folded constants go to its arena
         seen = set()
         for i in range(sg.TensorsLength()):
             t = sg.Tensors(i)
@@ -203,7 +204,7 @@ class _Tensors:
             if raw.size != n:
                 raise ModelImportError(f"tensor {nm!r}: buffer holds {raw.size} bytes, "
                                        f"shape {shp} {dt} needs {n}")
-            return np.frombuffer(raw.tobytes(), dtype=dt).reshape(shp)
+            return raw.view(dt).reshape(shp)       # a view of the mapped file
         if not (bb.Size() and bb.Offset()):
             return None
         off, size = int(bb.Offset()), int(bb.Size())
@@ -232,7 +233,9 @@ class _Tensors:
             v = dequantize(v, scale, zp, axis)
         else:
             v = v.astype(np.float32)
-        self.data[outs[0]] = np.ascontiguousarray(v.astype(self.dtypes[outs[0]]))
+        v = np.asarray(v).astype(self.dtypes[outs[0]], copy=False)
+        self.data[outs[0]] = (self.g.constant_data(v) if self.g is not None
+                              else np.ascontiguousarray(v))
         return True
 
     def add_const(self, name, value):
@@ -254,10 +257,10 @@ class _Tensors:
         nm = self.names[i]
         if nm in g.tensors:
             return nm
-        if self.data[i] is not None:
+        if self.data[i] is not None:     # float16 as float32, in the weights arena
             v = self.data[i]
-            if v.dtype == np.float16:
-                v = v.astype(np.float32)
+            v = g.constant_data(v, np.float32 if v.dtype == np.float16 else None)
+            self.data[i] = v
             g.add_tensor(nm, v.shape, v.dtype, role="constant", data=v)
         else:
             dt = np.float32 if self.dtypes[i] == np.float16 else self.dtypes[i]

@@ -140,3 +140,74 @@ def test_raw_data_of_the_wrong_size_is_refused_by_name(tmp_path, nbytes):
                 .SerializeToString())
     with pytest.raises(ModelImportError, match=f"'w' holds {nbytes:,} bytes of raw data"):
         load_model(path)
+
+
+def test_constant_node_values_are_read_in_place(tmp_path):
+    """Paddle2ONNX stores every weight as a Constant node's value."""
+    from helpers.model_zoo import ort_run
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(w)),
+             helper.make_node("Constant", [], ["b"], value=numpy_helper.from_array(
+                 np.ones(32, np.float32))),
+             helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 16, 6, 6])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)])
+    path = str(tmp_path / "const.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    model, views = read_model(onnx, path)
+    assert set(views) == {"w"} and is_mapped(views["w"])
+    np.testing.assert_array_equal(views["w"], w)
+    assert model.ByteSize() < w.nbytes // 4
+    gr = load_model(path, native=False)
+    assert is_mapped(gr.tensors["w"].data)
+    feeds = random_feeds(gr, seed=1)
+    np.testing.assert_allclose(Executor(gr).run(feeds)["y"], ort_run(path, feeds)["y"],
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_qdq_with_per_channel_scales_read_in_place(tmp_path):
+    """1100 output channels: the int8 weights and their per-channel scales
+    are both larger than INLINE_BYTES, so the QDQ rewrite reads views."""
+    from onnxruntime import quantization as q
+    from helpers.model_zoo import ort_run
+    rng = np.random.default_rng(6)
+    w1 = (rng.standard_normal((1100, 8, 1, 1)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((4, 1100, 1, 1)) * 0.03).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 8, 4, 4])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [1, 4, 4, 4])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    f = str(tmp_path / "f.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f)
+    feeds = {"x": rng.standard_normal((1, 8, 4, 4)).astype(np.float32)}
+
+    class Data(q.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([feeds])
+
+        def get_next(self):
+            return next(self.it, None)
+    path = str(tmp_path / "qdq.onnx")
+    q.quantize_static(f, path, Data(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                      activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+    m = onnx.load(path)          # the quantizer writes scales as float_data: make it raw
+    raw = [numpy_helper.from_array(numpy_helper.to_array(i), i.name) for i in m.graph.initializer]
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(raw)
+    onnx.save(m, path)
+    _, views = read_model(onnx, path)
+    assert any(v.dtype == np.float32 and v.shape == (1100,) for v in views.values())
+    gr = load_model(path)
+    assert "DequantizeLinear" not in {op.op_type for op in gr.ops[:-1]}
+    ours = np.asarray(Executor(gr).run(feeds)["y"])
+    ref = ort_run(path, feeds)["y"]
+    m = onnx.load(path)
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    quantum = max(float(inits[n.input[1]]) for n in m.graph.node
+                  if n.op_type == "DequantizeLinear" and n.output[0] == "y")
+    assert np.abs(ours - ref).max() <= quantum * 1.0001

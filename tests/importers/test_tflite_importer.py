@@ -374,3 +374,37 @@ def test_format_is_sniffed_from_the_content_without_an_extension(tmp_path):
     assert sniff_format(tmp_path / "graph") == "json"
     (tmp_path / "other").write_bytes(b"\x08\x07TFL3xx")   # TFL3 at the wrong place
     assert sniff_format(tmp_path / "other") == "onnx"
+
+
+@pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16"])
+def test_weights_are_file_views_or_converted_once_into_the_arena(tmp_path, fp16):
+    from helpers.tflite_util import TFLiteBuilder
+    from pyarena.memory.mapped import is_mapped
+    r = np.random.default_rng(3)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 256))
+    w = (r.standard_normal((64, 256)) * 0.1).astype(np.float32)     # 64 KiB
+    if fp16:
+        w16 = B.const("fc/w16", w, np.float16)
+        wi = B.tensor("fc/w", (64, 256))
+        B.op("DEQUANTIZE", [w16], [wi])
+    else:
+        wi = B.const("fc/w", w)
+    y = B.tensor("y", (1, 64))
+    B.op("FULLY_CONNECTED", [x, wi, B.const("fc/b", np.zeros(64, np.float32))], [y],
+         ("FullyConnectedOptions", dict(FusedActivationFunction=0)))
+    path = B.save(str(tmp_path / "fc.tflite"), [x], [y])
+    g = load_model(path)
+    d = g.tensors["fc/w"].data
+    assert d.dtype == np.float32 and not d.flags.writeable
+    if fp16:
+        assert g.weights is not None and g.weights.owns(d)
+        np.testing.assert_array_equal(d, w.astype(np.float16).astype(np.float32))
+    else:
+        assert is_mapped(d)
+        np.testing.assert_array_equal(d, w)
+    feeds = random_feeds(g, seed=2)
+    out = Executor(g).run(feeds)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    np.testing.assert_allclose(out["y"], ref["y"], rtol=1e-4, atol=1e-4)
