@@ -15,7 +15,6 @@ name.
 Exit status: 0 ok, 2 bad input (unsupported op, bad file, bad arguments, a
 model over ``--max-memory``).
 """
-import resource
 import time
 
 import numpy as np
@@ -62,6 +61,7 @@ def run(args):
     from ..importers.reference import reference_outputs
     from ..planning import plan
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
+    from ..runtime.footprint import Footprint, weights_info
     if args.repeat < 1:
         raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
     if args.threads < 1:
@@ -76,6 +76,9 @@ def run(args):
     from_feeds = {name for name in given if name not in shapes}
     for name, arr in given.items():
         shapes.setdefault(name, tuple(arr.shape))
+    fp = Footprint()
+    _import_format(args.model)
+    fp.mark("base")
     t0 = time.perf_counter()
     try:
         g = load_model(args.model, inputs=shapes or None, max_memory=max_memory,
@@ -87,15 +90,18 @@ def run(args):
                                        f"{str(exc).split('; ', 1)[1]}") from None
         raise
     t_load = time.perf_counter() - t0
+    fp.mark("load", g.weights.stats().used if g.weights is not None else 0)
     _check_feeds(g, given)
     p = plan(g, inplace=not args.no_inplace, max_memory=max_memory)
     ex = Executor(g, p, max_memory=max_memory, threads=args.threads)
     feeds = random_feeds(g, seed=args.seed)
     feeds.update({k: np.asarray(v, dtype=g.tensors[k].dtype) for k, v in given.items()})
+    fp.mark("bind", ex.weights_bytes)
     first = time_calls({"first": lambda: ex.run(feeds)}, repeat=1, warmup=0)["first"][0]
     ts = time_calls({"run": lambda: ex.run(feeds)}, repeat=args.repeat, warmup=0)["run"]
     out = {k: np.array(v) for k, v in ex.run(feeds).items()}
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    fp.mark("run", ex.weights_bytes)
+    wi = weights_info(ex)
     print(f"model      {args.model}: {len(g.ops)} ops, {len(g.tensors)} tensors "
           f"(loaded in {t_load:.2f} s)")
     for name in g.inputs:
@@ -107,10 +113,12 @@ def run(args):
     print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound "
           f"{human_bytes(p.lower_bound_bytes)}, naive {human_bytes(p.naive_bytes)}, "
           f"{'optimal' if p.optimal else 'not proven optimal'})")
-    print(f"weights    {human_bytes(ex.weights_bytes)} in an Arena (file constants: "
-          f"{format_by_dtype(bytes_by_dtype(g, True)) or 'none'})")
+    print(f"weights    {human_bytes(ex.weights_bytes)} in the weights arena "
+          f"({format_by_dtype(wi['by_dtype']) or 'none'} of them the graph's constants; "
+          f"{human_bytes(wi['mapped'])} more read from the file at setup only); "
+          f"file constants: {format_by_dtype(bytes_by_dtype(g, True)) or 'none'}")
     print(f"tensors    {format_by_dtype(bytes_by_dtype(g, False))} (planned, before reuse)")
-    print(f"peak RSS   {human_bytes(rss)}")
+    print(fp.format(ex.weights_bytes, p.arena_bytes))
     for name, v in out.items():
         print(f"output     {name} {list(v.shape)} {v.dtype}  "
               f"[min {v.min() if v.size else 0:.4g}, max {v.max() if v.size else 0:.4g}]")
@@ -122,6 +130,18 @@ def run(args):
         np.savez(args.save, **out)
         print(f"saved      {', '.join(out)} -> {args.save}")
     return 0
+
+
+def _import_format(path):
+    """Import the model format's package before the baseline reading, so
+    that the baseline holds it and the load phase only the model."""
+    from ..importers import sniff_format
+    try:
+        fmt = sniff_format(path)
+        if fmt in ("onnx", "tflite"):
+            __import__(fmt)
+    except Exception:       # missing file or package: load_model says so
+        pass
 
 
 def format_profile(rows, top=10):

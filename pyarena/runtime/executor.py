@@ -83,7 +83,9 @@ def random_feeds(graph, seed=0):
     for name in graph.inputs:
         t = graph.tensors[name]
         dt = np.dtype(t.dtype)
-        if dt.kind == "f":
+        if dt == np.float32:     # drawn as float32: no float64 temporary
+            feeds[name] = rng.standard_normal(t.shape, dtype=np.float32)
+        elif dt.kind == "f":
             feeds[name] = rng.standard_normal(t.shape).astype(dt)
         elif dt.kind in "iu":
             feeds[name] = rng.integers(0, 2, size=t.shape).astype(dt)

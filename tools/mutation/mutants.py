@@ -793,4 +793,9 @@ MUTANTS = [
       "            return raw.view(dt).reshape(shp).copy()",
       "TFLite weights are copied out of the file at import (held twice once placed)",
       ("tests/importers/test_tflite_importer.py",)),
+    M("footprint-bind-counts-all-weights", "pyarena/runtime/footprint.py",
+      "        bind = after_bind - after_load - (weights - at_load)",
+      "        bind = after_bind - after_load - weights",
+      "the bind phase subtracts the weights placed at load a second time",
+      ("tests/runtime/test_footprint.py",)),
 ]

@@ -1,0 +1,109 @@
+"""Where a process's resident memory goes: the model's accounts next to
+what the operating system says.
+
+:func:`resident` reads the process's resident set now and at its peak
+(``/proc/self/status``; the peak from ``getrusage`` where there is no
+``/proc``).  :func:`weights_info` splits an executor's constants into
+the bytes in its weights arena (by dtype) and the bytes that are still
+views of the model file (resident only while touched).
+:class:`Footprint` takes readings at the phases of a run -- before
+loading (the baseline: the interpreter, NumPy, pyarena and the model
+format's package), after loading, once the executor is bound, after the
+inferences -- and splits the peak into baseline + weights + activation
+arena + other, with "other" broken down by the phase it appeared in:
+
+* ``load`` -- what reading the model costs beyond its weights (the
+  format package's parser and shape inference, the graph's objects, the
+  heap they leave behind);
+* ``bind`` -- building the kernels and binding the plan beyond the
+  weights placed then (``pyarena run`` also makes its input data here);
+* ``inference`` -- the inferences beyond the arena's own pages (the BLAS
+  library's work buffers: about 1-2 MiB with one thread; copies of the
+  outputs).
+"""
+import resource
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._format import human_bytes
+from ..memory.mapped import is_mapped
+
+__all__ = ["resident", "weights_info", "Footprint"]
+
+
+def resident():
+    """(resident bytes now, peak resident bytes) of this process; now is
+    None where ``/proc`` is not available."""
+    now = peak = None
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    now = int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if peak is None:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return now, peak
+
+
+def weights_info(executor):
+    """{"arena": bytes used in the weights arena, "by_dtype": {dtype:
+    bytes of the graph's constants held there}, "mapped": bytes of
+    constants that are still views of the model file}."""
+    w = executor.weights
+    by_dtype, mapped = {}, 0
+    for t in executor.graph.tensors.values():
+        if t.role != "constant" or t.data is None:
+            continue
+        d = np.asarray(t.data)
+        if is_mapped(d):
+            mapped += d.nbytes
+        elif w.owns(d):
+            by_dtype[d.dtype.name] = by_dtype.get(d.dtype.name, 0) + d.nbytes
+    return {"arena": executor.weights_bytes, "by_dtype": by_dtype, "mapped": mapped}
+
+
+@dataclass
+class Footprint:
+    """Readings of :func:`resident` at the phases of one run (bytes)."""
+    readings: dict = field(default_factory=dict)
+
+    placed: dict = field(default_factory=dict)
+
+    def mark(self, phase, weights_placed=0):
+        """Take the reading after ``phase`` ("base", "load", "bind", "run"),
+        with the weight bytes placed in arenas by then."""
+        self.readings[phase] = resident()
+        self.placed[phase] = int(weights_placed)
+
+    def split(self, weights, arena):
+        """{"peak", "base", "weights", "arena", "other", "load", "bind",
+        "inference"}: the peak and its parts; ``load`` + ``bind`` +
+        ``inference`` = ``other`` (a phase that gave memory back counts
+        negative)."""
+        r = self.readings
+        base = r["base"][0] or 0
+        peak = r["run"][1]
+        after_load = r["load"][0] or base
+        after_bind = r["bind"][0] or after_load
+        at_load = self.placed.get("load", 0)
+        load = after_load - base - at_load
+        bind = after_bind - after_load - (weights - at_load)
+        other = peak - base - weights - arena
+        return {"peak": peak, "base": base, "weights": weights, "arena": arena,
+                "other": other, "load": load, "bind": bind,
+                "inference": other - load - bind}
+
+    def format(self, weights, arena):
+        """The report lines for ``pyarena run``."""
+        s = self.split(weights, arena)
+        m = human_bytes
+        return (f"memory     peak RSS {m(s['peak'])} = baseline {m(s['base'])} + weights "
+                f"{m(s['weights'])} + arena {m(s['arena'])} + other {m(s['other'])}\n"
+                f"           other: load {m(s['load'])} (parser, shape inference, graph), "
+                f"bind {m(s['bind'])} (kernels, input data), inference "
+                f"{m(s['inference'])} (BLAS buffers, output copies)")

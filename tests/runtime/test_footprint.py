@@ -1,0 +1,96 @@
+"""The process footprint: readings, the split of the peak into its parts,
+the weights' accounts, and the report of ``pyarena run``."""
+import re
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from pyarena.cli import main
+from pyarena.importers import load_model
+from pyarena.runtime import Executor
+from pyarena.runtime.footprint import Footprint, resident, weights_info
+
+MIB = 1 << 20
+
+
+def test_resident_reads_this_process():
+    now, peak = resident()
+    assert now is not None and now > 10 * MIB and peak >= now
+    big = np.ones(64 * MIB // 8)                  # 64 MiB touched
+    now2, peak2 = resident()
+    assert now2 >= now + 48 * MIB and peak2 >= now2
+    del big
+
+
+def _readings(fp, base, load, bind, run_peak, placed_load, placed_bind):
+    fp.readings = {"base": (base, base), "load": (load, load), "bind": (bind, bind),
+                   "run": (bind, run_peak)}
+    fp.placed = {"base": 0, "load": placed_load, "bind": placed_bind, "run": placed_bind}
+
+
+def test_the_parts_add_up_to_the_peak():
+    fp = Footprint()
+    # base 40; load +15 of which 4 weights placed; bind +9 of which 6 more
+    # weights; the run touches the 20 MiB arena and 3 MiB more
+    _readings(fp, 40 * MIB, 55 * MIB, 64 * MIB, 87 * MIB, 4 * MIB, 10 * MIB)
+    s = fp.split(10 * MIB, 20 * MIB)
+    assert s["peak"] == 87 * MIB and s["base"] == 40 * MIB
+    assert s["other"] == 87 * MIB - 40 * MIB - 10 * MIB - 20 * MIB
+    assert s["load"] == 11 * MIB          # 15 - the 4 placed at load
+    assert s["bind"] == 3 * MIB           # 9 - the 6 placed then
+    assert s["inference"] == 3 * MIB      # 87 - 64 - the arena
+    assert s["load"] + s["bind"] + s["inference"] == s["other"]
+    text = fp.format(10 * MIB, 20 * MIB)
+    assert "peak RSS 87.0 MiB = baseline 40.0 MiB + weights 10.0 MiB + arena 20.0 MiB" \
+        " + other 17.0 MiB" in text
+    assert "load 11.0 MiB" in text and "inference 3.0 MiB" in text
+
+
+def test_mark_takes_a_reading():
+    fp = Footprint()
+    fp.mark("base")
+    fp.mark("load", 123)
+    assert fp.placed["load"] == 123 and fp.readings["load"][1] >= fp.readings["base"][0]
+
+
+def _model(path, seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((64, 32, 3, 3)).astype(np.float32)       # mapped, 72 KiB
+    wm = rng.standard_normal((64 * 4 * 4, 10)).astype(np.float32)    # mapped, 40 KiB
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Flatten", ["c"], ["f"]),
+             helper.make_node("MatMul", ["f", "wm"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 32, 4, 4])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(wm, "wm")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return w, wm
+
+
+def test_weights_info_counts_the_arena_and_the_file(tmp_path):
+    path = str(tmp_path / "m.onnx")
+    w, wm = _model(path)
+    g = load_model(path, native=False)
+    ex = Executor(g)
+    info = weights_info(ex)
+    assert info["arena"] == ex.weights_bytes >= w.nbytes + wm.nbytes
+    # both weights are in the arena now (the conv's matrix is a reshape of
+    # its weights; the MatMul reads its operand at run time)
+    assert info["by_dtype"] == {"float32": w.nbytes + wm.nbytes}
+    assert info["mapped"] == 0
+
+
+def test_pyarena_run_reports_the_parts_of_its_peak(tmp_path, capsys):
+    path = str(tmp_path / "m.onnx")
+    _model(path)
+    assert main(["run", path, "--repeat", "1", "--no-reference"]) == 0
+    text = capsys.readouterr().out
+    m = re.search(r"peak RSS ([\d.,]+) MiB = baseline ([\d.,]+) MiB \+ weights ([\d.,]+) KiB "
+                  r"\+ arena ([\d.,]+) KiB \+ other (-?[\d.,]+) (KiB|MiB)", text)
+    assert m, text
+    peak, base = float(m.group(1)), float(m.group(2))
+    assert 10 < base < peak
+    assert "other: load" in text and "bind" in text and "inference" in text
+    assert "float32 112.0 KiB of them the graph's constants" in text
