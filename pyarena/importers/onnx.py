@@ -45,6 +45,9 @@ __all__ = ["load_onnx", "ModelImportError"]
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                      "RandomUniformLike", "Multinomial", "Bernoulli"}
 _CONTROL_FLOW = {"If", "Loop", "Scan"}
+#: never folded: the ONNX reference evaluator ignores their direction,
+#: activations, clip and sequence_lens; the kernels run them
+_RECURRENT = {"LSTM", "GRU", "RNN"}
 #: the largest value constant folding computes (bytes): shape arithmetic
 FOLD_MAX_BYTES = 64 << 10
 #: ... or this many times the bytes of the constants it reads
@@ -373,7 +376,7 @@ class _OnnxImport:
         remaining = []
         for n in nodes:
             can = fold and n.op_type not in _NONDETERMINISTIC and \
-                n.op_type not in _CONTROL_FLOW
+                n.op_type not in _CONTROL_FLOW and n.op_type not in _RECURRENT
             if can and n.op_type in ("Shape", "Size"):
                 ok = True
             else:
