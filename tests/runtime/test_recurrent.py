@@ -288,6 +288,22 @@ def test_omitted_outputs_take_no_memory(tmp_path):
     assert ex.plan.arena_bytes + 4 * S * N * H <= with_y.plan.arena_bytes
 
 
+def test_a_y_nothing_reads_is_left_out_at_import(tmp_path):
+    """A model that names Y but reads only Y_h (a classifier on the last
+    state): the importer omits Y, as the kernel allows, so it takes no memory."""
+    vals = _operands("GRU", "bidirectional", seed=8, lens=[3, 5, 1])
+    path = tmp_path / "model.onnx"
+    node = helper.make_node("GRU", list(SLOTS[:5]), ["Y", "Y_h"], hidden_size=H,
+                            direction="bidirectional")
+    relu = helper.make_node("Relu", ["Y_h"], ["out"])
+    make_model([node, relu], {k: (list(v.shape), v.dtype) for k, v in vals.items()},
+               {"out": (None, np.float32)}, opset=14, path=path)
+    g = load_model(str(path))
+    assert g.ops[0].outputs == ["", "Y_h"] and "Y" not in g.tensors
+    out = Executor(g).run(vals)["out"]
+    np.testing.assert_allclose(out, ort_run(path, vals)["out"], rtol=RTOL, atol=ATOL)
+
+
 def test_constant_inputs_are_run_not_folded(tmp_path):
     """Every operand constant: the op still runs (the ONNX reference
     evaluator would ignore direction, clip and sequence_lens)."""

@@ -350,6 +350,10 @@ MUTANTS = [
       "        self.lbr = bool(int(self.attrs.get(\"linear_before_reset\", 1)))",
       "GRU's reset gate applied after the recurrent product by default (PyTorch's and "
       "cuDNN's GRU), not before it", RECURRENT),
+    M("onnx-recurrent-unused-y-kept", "pyarena/importers/onnx.py",
+      "                if not o or (o not in read and (outs or drop_first)):",
+      "                if not o or (o not in read and outs):",
+      "an LSTM / GRU / RNN output 0 that nothing reads is still planned", RECURRENT),
     M("onnx-fold-recurrent", "pyarena/importers/onnx.py",
       " and n.op_type not in _RECURRENT\n",
       "\n",

@@ -162,6 +162,7 @@ class _Recurrent(Kernel):
     c) and implements ``cell``."""
 
     inplace = "none"
+    outputs_by_position = True
     gates = 1
     default_acts = ("Tanh",)
     n_state = 1

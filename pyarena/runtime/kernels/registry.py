@@ -128,6 +128,10 @@ class Kernel:
     #: True once the Executor bound planned views that stay the same every
     #: run: native calls may keep their pointers (kernels/native.py).
     stable = False
+    #: True when the kernel finds its outputs by position in ``op.outputs``,
+    #: so any of them may be omitted (""), the first too: the importer then
+    #: leaves out an output nothing reads (an LSTM's Y) instead of planning it
+    outputs_by_position = False
 
     def __init__(self, op, ins, outs, keep=None, scratch_budget=None, native=True):
         self.op = op
