@@ -311,6 +311,11 @@ def test_constant_inputs_are_run_not_folded(tmp_path):
     ex, _, _ = check_against_ort(tmp_path, "GRU", vals, direction="reverse", clip=0.5,
                                  constant=list(vals))
     assert [op.op_type for op in ex.graph.ops] == ["GRU"]
+    # W and R are in the weights arena once, transposed by the kernel
+    assert set(ex.constants) == {"X", "B", "sequence_lens"}
+    k = ex.kernels[0]
+    assert k.wt.shape == (1, I, 3 * H) and k.rt.shape == (1, H, 3 * H)
+    assert ex.weights_bytes < 2 * sum(v.nbytes for v in vals.values())
 
 
 # -- errors -------------------------------------------------------------------

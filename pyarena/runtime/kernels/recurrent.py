@@ -5,10 +5,12 @@ One shared driver (:class:`_Recurrent`) walks the directions (forward,
 reverse, or both one after the other), the steps in order, and writes Y,
 Y_h and Y_c (each may be omitted) straight into their planned views in
 either ``layout``; the three subclasses only say what one step computes.
-Every weight, bias and state is read at run time (``W``, ``R``, ``B`` may
-be graph inputs, as in the ONNX backend tests); a constant one is copied
-into the weights arena by the executor like any other constant, and
-``W[d].T`` is a transposed view, which BLAS reads as it is.
+Every operand may be a graph input fed at run time (the ONNX backend
+tests feed W, R and B too).  A constant W or R is kept transposed in the
+weights arena, ``[dirs, in, G*H]``, the GEMMs' contiguous right operand
+(the one copy of it there); a fed one is read through the transposed view
+``W[d].T``, which BLAS takes as it is.  The other constants reach the
+weights arena as the executor copies them.
 
 Per step: ``gates = H_{t-1} @ R^T + (X_t @ W^T + Wb + Rb)``, clip, the
 gate activations, the state update.  The bracketed term does not depend on
@@ -25,8 +27,9 @@ own ``L[b]`` steps (the state waits at its initial value until ``t = L[b] -
 
 Scratch rule (all of the op's dtype; ``G`` gates of ``H``, batch ``N``):
 the gates ``(N, G*H)``; the input projection for ``n`` steps ``(n*N,
-G*H)``; the state and its next value (``h``, and ``c`` for LSTM) and two
-temporaries ``(N, H)``; the summed bias ``(dirs, G*H)`` when B is given;
+G*H)``; the state and its next value (``h``, and ``c`` for LSTM) ``(N,
+H)``; two temporaries, ``(N, G*H)`` (the sigmoid gates are activated
+together) and ``(N, H)``; the summed bias ``(dirs, G*H)`` when B is given;
 the step mask ``(S, N, 1)`` (bool) when sequence_lens is given.
 """
 import math
@@ -178,6 +181,9 @@ class _Recurrent(Kernel):
         if self.dtype.kind != "f":
             self.fail(f"element type {self.dtype} (a floating type expected)")
         self._check_shapes()
+        self.wt, self.rt = self._transposed(1), self._transposed(2)
+        kept = {1: self.wt, 2: self.rt}
+        self.runtime = tuple(i for i in range(len(self.ins)) if kept.get(i) is None)
         clip = self.attrs.get("clip")
         self.clip = None if clip is None else (const(-float(clip), self.dtype),
                                                const(float(clip), self.dtype))
@@ -187,6 +193,16 @@ class _Recurrent(Kernel):
         self._plan_scratch()
 
     # -- setup helpers ---------------------------------------------------------
+    def _transposed(self, i):
+        """A constant W / R kept transposed, [dirs, in, G*H]: contiguous GEMM
+        operands in the weights arena (None for one fed at run time, read
+        through a transposed view)."""
+        data = self.ins[i].data
+        if data is None:
+            return None
+        return self.keep(np.ascontiguousarray(
+            np.asarray(data, dtype=self.dtype).transpose(0, 2, 1)))
+
     def _check_shapes(self):
         """S, N, I, H from X and R; every other operand and output must agree."""
         xs = self.shape(0)
@@ -267,7 +283,7 @@ class _Recurrent(Kernel):
         N, H, GH, it = self.N, self.H, self.gates * self.H, self.dtype.itemsize
         fixed = [("g", (N, GH), self.dtype)]
         fixed += [(n, (N, H), self.dtype) for n in ("h", "hn", "c", "cn")[:2 * self.n_state]]
-        fixed += [("t1", (N, H), self.dtype), ("t2", (N, H), self.dtype)]
+        fixed += [("t1", (N, GH), self.dtype), ("t2", (N, H), self.dtype)]
         if self.has(3):
             fixed.append(("bias", (len(self.dirs), GH), self.dtype))
         if self.lens is not None:
@@ -334,16 +350,16 @@ class _Recurrent(Kernel):
         blocks = [(t, min(t + self.steps, self.S)) for t in range(0, self.S, self.steps)]
         return blocks[::-1] if rev else blocks
 
-    def _project(self, x, w, b, t0, t1, xw):
-        """X[t0:t1] @ w.T (+ b) into xw; returns the step -> view function."""
+    def _project(self, x, wt, b, t0, t1, xw):
+        """X[t0:t1] @ W^T (+ b) into xw; returns the step -> view function."""
         n, N, GH = t1 - t0, self.N, self.gates * self.H
         if self.layout == 0:
             out = xw[:n * N]
-            np.matmul(x[t0:t1].reshape(n * N, self.I), w.T, out=out)
+            np.matmul(x[t0:t1].reshape(n * N, self.I), wt, out=out)
             view = lambda t: out[(t - t0) * N:(t - t0 + 1) * N]    # noqa: E731
         else:
             out = xw[:n * N].reshape(N, n, GH)
-            np.matmul(x[:, t0:t1], w.T, out=out)
+            np.matmul(x[:, t0:t1], wt, out=out)
             view = lambda t: out[:, t - t0]                         # noqa: E731
         if b is not None:
             np.add(out, b, out=out)
@@ -351,12 +367,14 @@ class _Recurrent(Kernel):
 
     def _direction(self, xs, d, rev, bias, mask, y, state, s):
         """Every step of direction ``d``; returns the final state list."""
-        x, w, r = xs[0], xs[1][d], xs[2][d]
+        x = xs[0]
+        wt = xs[1][d].T if self.wt is None else self.wt[d]
+        rt = xs[2][d].T if self.rt is None else self.rt[d]
         b = None if bias is None else bias[d]
         for t0, t1 in self._chunks(rev):
-            view = self._project(x, w, b, t0, t1, s["xw"])
+            view = self._project(x, wt, b, t0, t1, s["xw"])
             for t in (range(t1 - 1, t0 - 1, -1) if rev else range(t0, t1)):
-                self.cell(d, view(t), r, xs, state, s)
+                self.cell(d, view(t), rt, xs, state, s)
                 m = None if mask is None else mask[t]
                 if m is None:       # the next state becomes the state
                     state[0], state[1] = state[1], state[0]
@@ -380,9 +398,10 @@ class _Recurrent(Kernel):
             np.clip(x, self.clip[0], self.clip[1], out=x)
         act(x, t)
 
-    def cell(self, d, xw, r, xs, state, s):
-        """One step: from state[0] (and state[2]) and the projected input
-        ``xw``, write the next h into state[1] (and c into state[3])."""
+    def cell(self, d, xw, rt, xs, state, s):
+        """One step: from state[0] (and state[2]), the projected input ``xw``
+        and ``rt`` = R[d]^T, write the next h into state[1] (and c into
+        state[3])."""
         raise NotImplementedError
 
 
@@ -394,9 +413,9 @@ class RNN(_Recurrent):
     gates = 1
     default_acts = ("Tanh",)
 
-    def cell(self, d, xw, r, xs, state, s):
+    def cell(self, d, xw, rt, xs, state, s):
         h, hn = state[0], state[1]
-        np.matmul(h, r.T, out=hn)
+        np.matmul(h, rt, out=hn)
         np.add(hn, xw, out=hn)
         self.clipped(hn, self.acts[d][0], s["t1"])
 
@@ -421,26 +440,26 @@ class GRU(_Recurrent):
             np.copyto(bias[:, 2 * H:], b[:, 2 * H:3 * H])
         return bias
 
-    def cell(self, d, xw, r, xs, state, s):
+    def cell(self, d, xw, rt, xs, state, s):
         H = self.H
-        h, hn, g, t1 = state[0], state[1], s["g"], s["t1"]
+        h, hn, g, tmp = state[0], state[1], s["g"], s["t1"]
+        t1 = tmp[:, :H]
         f, gact = self.acts[d]
         zr, hh = g[:, :2 * H], g[:, 2 * H:]
         if self.lbr:
-            np.matmul(h, r.T, out=g)
+            np.matmul(h, rt, out=g)
             if xs[3] is not None:
                 np.add(hh, xs[3][d, 5 * H:], out=hh)
         else:
-            np.matmul(h, r[:2 * H].T, out=zr)
+            np.matmul(h, rt[:, :2 * H], out=zr)
         np.add(zr, xw[:, :2 * H], out=zr)
+        self.clipped(zr, f, tmp[:, :2 * H])     # z and r at once
         z, rg = g[:, :H], g[:, H:2 * H]
-        self.clipped(z, f, t1)
-        self.clipped(rg, f, t1)
         if self.lbr:
             np.multiply(rg, hh, out=hh)
         else:
             np.multiply(rg, h, out=t1)
-            np.matmul(t1, r[2 * H:].T, out=hh)
+            np.matmul(t1, rt[:, 2 * H:], out=hh)
         np.add(hh, xw[:, 2 * H:], out=hh)
         self.clipped(hh, gact, t1)
         np.subtract(h, hh, out=t1)          # H = (1 - z) * hh + z * h
@@ -463,31 +482,33 @@ class LSTM(_Recurrent):
         self.input_forget = bool(int(self.attrs.get("input_forget", 0)))
         self.one = const(1, self.dtype)
 
-    def cell(self, d, xw, r, xs, state, s):
+    def cell(self, d, xw, rt, xs, state, s):
         H = self.H
         h, hn, c, cn = state
-        g, t1, t2 = s["g"], s["t1"], s["t2"]
+        g, tmp, t2 = s["g"], s["t1"], s["t2"]
+        t1 = tmp[:, :H]
         f, gact, hact = self.acts[d]
         p = None if xs[7] is None else xs[7][d]
-        np.matmul(h, r.T, out=g)
+        np.matmul(h, rt, out=g)
         np.add(g, xw, out=g)
         ig, og, fg, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
-        if p is not None:
+        if p is None:       # i, o, f at once (no peephole waits for the new C)
+            self.clipped(g[:, :3 * H], f, tmp[:, :3 * H])
+        else:
             self._peep(ig, c, p[:H], t1)
-        self.clipped(ig, f, t1)
+            self.clipped(ig, f, t1)
+            if not self.input_forget:
+                self._peep(fg, c, p[2 * H:], t1)
+                self.clipped(fg, f, t1)
         if self.input_forget:
             np.subtract(self.one, ig, out=fg)
-        else:
-            if p is not None:
-                self._peep(fg, c, p[2 * H:], t1)
-            self.clipped(fg, f, t1)
         self.clipped(cg, gact, t1)
         np.multiply(fg, c, out=cn)          # C = f * C_prev + i * c
         np.multiply(ig, cg, out=cg)
         np.add(cn, cg, out=cn)
         if p is not None:
             self._peep(og, cn, p[H:2 * H], t1)
-        self.clipped(og, f, t1)
+            self.clipped(og, f, t1)
         np.copyto(t1, cn)                   # H = o * h(C)
         hact(t1, t2)
         np.multiply(og, t1, out=hn)
