@@ -304,6 +304,44 @@ def test_a_y_nothing_reads_is_left_out_at_import(tmp_path):
     np.testing.assert_allclose(out, ort_run(path, vals)["out"], rtol=RTOL, atol=ATOL)
 
 
+def test_stacked_bidirectional_layers_as_exported(tmp_path):
+    """Two bidirectional LSTM layers joined the way exporters write them
+    (Y [S, 2, N, H] -> Transpose -> Reshape [S, N, 2H]), then a GRU on the
+    result and a Tanh on its Y_h: the Reshapes alias, the Tanh runs in
+    place on Y_h, the GRU's unread Y is left out; equal to onnxruntime on
+    two different inputs."""
+    rng = np.random.default_rng(9)
+    f = lambda *s: rng.uniform(-0.5, 0.5, s).astype(np.float32)     # noqa: E731
+    inits = {"W1": f(2, 4 * H, I), "R1": f(2, 4 * H, H), "B1": f(2, 8 * H),
+             "W2": f(2, 4 * H, 2 * H), "R2": f(2, 4 * H, H), "P2": f(2, 3 * H),
+             "Wg": f(1, 3 * H, 2 * H), "Rg": f(1, 3 * H, H),
+             "shape": np.array([S, N, 2 * H], np.int64)}
+    nodes = [helper.make_node("LSTM", ["X", "W1", "R1", "B1"], ["Y1", "h1", "c1"],
+                              hidden_size=H, direction="bidirectional"),
+             helper.make_node("Transpose", ["Y1"], ["Y1t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["Y1t", "shape"], ["X2"]),
+             helper.make_node("LSTM", ["X2", "W2", "R2", "", "", "", "", "P2"], ["Y2"],
+                              hidden_size=H, direction="bidirectional", clip=1.5),
+             helper.make_node("Transpose", ["Y2"], ["Y2t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["Y2t", "shape"], ["X3"]),
+             helper.make_node("GRU", ["X3", "Wg", "Rg"], ["Y3", "h3"], hidden_size=H,
+                              linear_before_reset=1),
+             helper.make_node("Tanh", ["h3"], ["out"])]
+    path = tmp_path / "stacked.onnx"
+    make_model(nodes, {"X": ([S, N, I], np.float32)}, {"out": (None, np.float32)},
+               inits, opset=14, path=path)
+    g = load_model(str(path))
+    assert [op.outputs for op in g.ops if op.op_type in ("LSTM", "GRU")] == \
+        [["Y1"], ["Y2"], ["", "h3"]]
+    ex = Executor(g)
+    assert {(r[1], r[2], r[3]) for r in ex.plan.reuses} == {
+        ("Y1t", "X2", "alias"), ("Y2t", "X3", "alias"), ("h3", "out", "inplace")}
+    for seed in (1, 2):
+        x = np.random.default_rng(seed).standard_normal((S, N, I)).astype(np.float32)
+        ours = np.array(ex.run({"X": x})["out"])
+        np.testing.assert_allclose(ours, ort_run(path, {"X": x})["out"], rtol=RTOL, atol=ATOL)
+
+
 def test_constant_inputs_are_run_not_folded(tmp_path):
     """Every operand constant: the op still runs (the ONNX reference
     evaluator would ignore direction, clip and sequence_lens)."""
