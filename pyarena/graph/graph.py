@@ -78,7 +78,7 @@ class Tensor:
 @dataclass
 class Op:
     """An operator: reads ``inputs``, writes ``outputs`` (tensor names; an
-    empty string stands for an omitted optional input), and needs
+    empty string stands for an omitted optional input or output), and needs
     ``scratch_bytes`` of workspace only while it runs."""
 
     name: str
@@ -220,7 +220,8 @@ class Graph:
         prod = {}
         for i, op in enumerate(self.ops):
             for t in op.outputs:
-                prod[t] = i
+                if t:
+                    prod[t] = i
         return prod
 
     # -- symbols ----------------------------------------------------------------
@@ -267,9 +268,9 @@ class Graph:
             for t in op.inputs:
                 if t and t not in self.tensors:
                     raise GraphError(f"operator {op.name!r} reads unknown tensor {t!r}")
-            if not op.outputs:
+            if not any(op.outputs):
                 raise GraphError(f"operator {op.name!r} has no outputs")
-            for t in op.outputs:
+            for t in filter(None, op.outputs):      # "": an omitted optional output
                 if t not in self.tensors:
                     raise GraphError(f"operator {op.name!r} writes unknown tensor {t!r}")
                 if self.tensors[t].role in ("input", "constant"):
@@ -279,7 +280,7 @@ class Graph:
                 raise GraphError(f"operator {op.name!r}: negative scratch_bytes")
         prod = {}
         for op in self.ops:
-            for t in op.outputs:
+            for t in filter(None, op.outputs):
                 if t in prod:
                     raise GraphError(f"tensor {t!r} is produced twice: by {prod[t]!r} "
                                      f"and {op.name!r}")

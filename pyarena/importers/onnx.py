@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph, stable_toposort
 from ..graph.binding import bind_shapes, unbound_message
+from ..runtime.kernels import KERNELS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
@@ -46,6 +47,9 @@ __all__ = ["load_onnx", "ModelImportError"]
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                      "RandomUniformLike", "Multinomial", "Bernoulli"}
 _CONTROL_FLOW = {"If", "Loop", "Scan"}
+#: never folded: the ONNX reference evaluator ignores their direction,
+#: activations, clip and sequence_lens; the kernels run them
+_RECURRENT = {"LSTM", "GRU", "RNN"}
 #: the largest value constant folding computes (bytes): shape arithmetic
 FOLD_MAX_BYTES = 64 << 10
 #: ... or this many times the bytes of the constants it reads
@@ -397,7 +401,7 @@ class _OnnxImport:
                 vals[n.output[0]] = self.mapped[n.output[0]]   # read in place
                 continue
             can = fold and n.op_type not in _NONDETERMINISTIC and \
-                n.op_type not in _CONTROL_FLOW
+                n.op_type not in _CONTROL_FLOW and n.op_type not in _RECURRENT
             if can and n.op_type in ("Shape", "Size"):
                 ok = True
             else:
@@ -508,9 +512,13 @@ class _OnnxImport:
             for i in n.input:
                 if i and i not in self.g.tensors:
                     self.declare(i, "constant" if i in self.vals else "activation")
+            read = [o for o in n.output if o in consumers or o in graph_outputs]
+            # output 0 stays unless the kernel takes it omitted and another is read
+            drop_first = bool(read) and getattr(KERNELS.get(n.op_type),
+                                                "outputs_by_position", False)
             outs = []
             for o in n.output:
-                if not o or (o not in consumers and o not in graph_outputs and outs):
+                if not o or (o not in read and (outs or drop_first)):
                     outs.append("")   # unused optional output (mask, indices ...)
                     continue
                 self.declare(o, "output" if o in graph_outputs else "activation")

@@ -239,7 +239,8 @@ def reuse_candidates(op, graph, rules=None):
     kind = table.kind(op.op_type)
     if callable(kind):
         return [(int(k), m) for k, m in kind(op, graph)]
-    if kind == "none" or not op.outputs or not op.inputs or not op.inputs[0]:
+    if kind == "none" or not op.outputs or not op.outputs[0] or not op.inputs or \
+            not op.inputs[0]:
         return []
     out = graph.tensors[op.outputs[0]]
     if kind in ("alias", "transpose"):

@@ -38,7 +38,8 @@ def tensor_lifetimes(graph):
             if t:
                 last_read[t] = i
         for t in op.outputs:
-            prod[t] = i
+            if t:
+                prod[t] = i
     life = {}
     for t in graph.tensors.values():
         if t.role == "constant":
@@ -95,7 +96,7 @@ def share_buffers(graph, life, nbytes, table):
     reuses = []
     for i, op in enumerate(graph.ops):
         joined = _join_input(op, i, graph, group_of, life, nbytes, table) \
-            if table is not None and op.outputs else None
+            if table is not None and op.outputs and op.outputs[0] else None
         if joined is not None:
             reuses.append(joined)
         for t in op.outputs:

@@ -117,7 +117,8 @@ def _graph_facts(graph):
     readers = {}
     for i, op in enumerate(graph.ops):
         for name in op.outputs:
-            producer[name] = i
+            if name:
+                producer[name] = i
         for name in op.inputs:
             if name:
                 readers.setdefault(name, []).append(i)

@@ -108,6 +108,28 @@ def test_chain_relu_runs_in_place_and_scratch_is_separate():
     assert p.arena_bytes <= no.arena_bytes
 
 
+def test_an_omitted_optional_output_takes_no_memory():
+    """An op may leave an optional output out ("" in its outputs, as an ONNX
+    LSTM without Y): nothing is planned for it, its other outputs are, an
+    in-place rule skips it (output 0 is the one that could reuse an input)
+    and the validator agrees."""
+    g = Graph("omitted")
+    g.add_tensor("x", (1024,), role="input")
+    g.add_tensor("h", (256,))
+    g.add_tensor("y", (256,), role="output")
+    g.add_op("Recur", ["x"], ["", "h"], name="rnn")
+    g.add_op("Relu", ["h"], ["", "y"], name="odd")
+    g.validate()
+    assert g.producers() == {"h": 0, "y": 1}
+    p = checked(plan(g, **FAST))
+    assert sorted(t for b in p.buffers for t in b.tensors) == ["h", "x", "y"]
+    assert p.reuses == []
+    assert tensor_lifetimes(g)["h"] == (0, 1)
+    g.add_op("Relu", ["h"], [""], name="bad")
+    with pytest.raises(GraphError, match="'bad' has no outputs"):
+        g.validate()
+
+
 def test_residual_relu_not_in_place_when_add_needs_original():
     """x -> conv -> c; a = relu(c); s = sigmoid(a); y = add(s, a): the
     sigmoid is element-wise on a and could write over it -- but the add

@@ -33,6 +33,7 @@ KERNELS = ("tests/runtime/test_kernels.py", "tests/runtime/test_tflite_kernels.p
            "tests/runtime/test_executor.py", "tests/importers/test_onnx_node_cases.py")
 ONNX = ("tests/importers/test_onnx_importer.py", "tests/runtime/test_kernels.py")
 NATIVE = ("c:test_kernels", "tests/runtime/test_kernels.py", "tests/runtime/test_fusion.py")
+RECURRENT = ("tests/runtime/test_recurrent.py",)
 TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_kernels.py",
           "tests/importers/test_real_tflite.py")
 
@@ -321,6 +322,43 @@ MUTANTS = [
       "        eps = float(self.attrs.get(\"epsilon\", 1e-3))",
       "BatchNormalization's default epsilon taken from Keras (1e-3), not ONNX (1e-5)",
       KERNELS),
+    M("recurrent-lstm-gate-order", "pyarena/runtime/kernels/recurrent.py",
+      "ig, og, fg, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]",
+      "ig, fg, og, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]",
+      "LSTM gates read as i, f, o, c (the forget gate second, as PyTorch and Keras "
+      "order them), not ONNX's i, o, f, c", RECURRENT),
+    M("recurrent-clip-dropped", "pyarena/runtime/kernels/recurrent.py",
+      "            np.clip(x, self.clip[0], self.clip[1], out=x)\n",
+      "            pass\n",
+      "the clip attribute is read but never applied to the gates", RECURRENT),
+    M("recurrent-lens-off-by-one", "pyarena/runtime/kernels/recurrent.py",
+      "np.less(self.step_ids, xs[4].reshape(1, self.N, 1), out=mask)",
+      "np.less_equal(self.step_ids, xs[4].reshape(1, self.N, 1), out=mask)",
+      "sequence_lens counted inclusively: one step too many per batch entry", RECURRENT),
+    M("recurrent-empty-sequence-state", "pyarena/runtime/kernels/recurrent.py",
+      "                    out[d].fill(0)\n",
+      "",
+      "Y_h / Y_c of an empty sequence keep the initial state (onnxruntime gives 0)",
+      RECURRENT),
+    M("recurrent-reverse-blocks-forward", "pyarena/runtime/kernels/recurrent.py",
+      "        return blocks[::-1] if rev else blocks",
+      "        return blocks",
+      "the reverse direction walks the projection's blocks forwards (right only when one "
+      "block holds the whole sequence)", RECURRENT),
+    M("recurrent-gru-reset-after-product", "pyarena/runtime/kernels/recurrent.py",
+      "        self.lbr = bool(int(self.attrs.get(\"linear_before_reset\", 0)))",
+      "        self.lbr = bool(int(self.attrs.get(\"linear_before_reset\", 1)))",
+      "GRU's reset gate applied after the recurrent product by default (PyTorch's and "
+      "cuDNN's GRU), not before it", RECURRENT),
+    M("onnx-recurrent-unused-y-kept", "pyarena/importers/onnx.py",
+      "                if not o or (o not in read and (outs or drop_first)):",
+      "                if not o or (o not in read and outs):",
+      "an LSTM / GRU / RNN output 0 that nothing reads is still planned", RECURRENT),
+    M("onnx-fold-recurrent", "pyarena/importers/onnx.py",
+      " and n.op_type not in _RECURRENT\n",
+      "\n",
+      "an LSTM / GRU / RNN with constant operands folded by the ONNX reference "
+      "evaluator, which ignores direction, clip and sequence_lens", RECURRENT),
     M("conv-1x1-grouped", "pyarena/runtime/kernels/conv.py",
       "        elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded\n"
       "              and g == 1):",

@@ -14,8 +14,8 @@ activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
 from . import (conv, elementwise, linalg, movement, normalization, pooling,  # noqa: F401
-               quantized, quantized_contrib, quantized_conv, quantized_matmul, resize,
-               tflite)  # (register)
+               quantized, quantized_contrib, quantized_conv, quantized_matmul, recurrent,
+               resize, tflite)  # (register)
 from .registry import (KERNELS, SCRATCH_BUDGET, TFLITE_OPS, Kernel, graph_kernel,
                        make_kernel, register, scratch_bytes_for, set_scratch,
                        supported_ops)

@@ -25,8 +25,8 @@ At run time ``kernel(xs, ys, scratch)`` gets the input arrays, the output
 arrays and a ``uint8`` scratch array and writes its results into ``ys``
 with ``out=`` arguments, ``np.copyto`` and views, so a steady-state
 inference performs no NumPy data allocation.  The kernel families
-(elementwise, movement, linalg, conv, pooling, normalization, resize,
-tflite, quantized*) import only this module (conv and pooling also share
+(elementwise, movement, linalg, conv, pooling, normalization, recurrent,
+resize, tflite, quantized*) import only this module (conv and pooling also share
 the spatial geometry in ``spatial.py``, the quantized families the integer
 helpers in ``quantization.py``), never each other.
 """
@@ -128,6 +128,10 @@ class Kernel:
     #: True once the Executor bound planned views that stay the same every
     #: run: native calls may keep their pointers (kernels/native.py).
     stable = False
+    #: True when the kernel finds its outputs by position in ``op.outputs``,
+    #: so any of them may be omitted (""), the first too: the importer then
+    #: leaves out an output nothing reads (an LSTM's Y) instead of planning it
+    outputs_by_position = False
 
     def __init__(self, op, ins, outs, keep=None, scratch_budget=None, native=True):
         self.op = op
