@@ -4,8 +4,9 @@ to onnxruntime's and the TFLite interpreter's on the same model files.
 Each (model, runtime) runs alone in a fresh process, one thread, and
 reports its resident set (``/proc/self/status``) at each phase:
 
-* ``base``  -- the interpreter with NumPy and the runtime's own modules
-  imported (pyarena: ``pyarena`` and the model-format package);
+* ``base``  -- the interpreter with NumPy (and numpy.random, which makes
+  the inputs) and the runtime's own modules imported (pyarena:
+  ``pyarena`` and the model-format package);
 * ``load``  -- the peak while the model is read (pyarena: ``load_model``;
   the reference: the session / interpreter made);
 * ``ready`` -- resident after the plan is bound and the weights placed
@@ -65,6 +66,7 @@ def child(path, runtime, shapes):
     """One runtime alone in this process; prints one JSON line.  ``shapes``:
     input name -> dims for inputs with symbolic dimensions."""
     import bench_edge
+    import numpy.random  # noqa: F401  (the random inputs: part of the base)
     rec = {}
     tfl = path.endswith(".tflite")
     if runtime == "ref":

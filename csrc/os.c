@@ -9,6 +9,9 @@
 #include "internal.h"
 
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 static void *os_map(size_t size, size_t align, void *ctx) {
     (void)ctx;
@@ -85,4 +88,12 @@ void _pa_backend_unmap(const pa_backend_t *b, void *p, size_t size) {
     size_t rounded;
     if (!p || !_pa_align_up(size, PA_PAGE_SIZE, &rounded)) return;
     b->unmap(p, rounded, b->ctx);
+}
+
+int pa_heap_trim(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0) ? 1 : 0;
+#else
+    return 0;
+#endif
 }

@@ -89,6 +89,14 @@ typedef struct pa_backend {
 /* The default backend: mmap/munmap/madvise.  Static; never NULL. */
 const pa_backend_t *pa_backend_default(void);
 
+/* Give the C library's free heap memory back to the system (glibc's
+ * malloc_trim(0): the pages of freed malloc blocks that the heap kept).
+ * Model loading leaves such garbage behind (parsers, shape inference);
+ * pyarena calls this once a model is loaded.  Returns 1 if memory was
+ * given back, 0 if none was or the C library has no such call.  Never
+ * fails; safe from any thread. */
+int pa_heap_trim(void);
+
 /* ------------------------------------------------------------------ */
 /* Arena: bump allocation for long-lived data                          */
 /* ------------------------------------------------------------------ */

@@ -19,6 +19,7 @@ import os
 
 from ..errors import ModelImportError, PyArenaError, UnsupportedOpError
 from ..graph import Graph, GraphError
+from ..memory.heap import trim_heap
 from ..memory.mapped import is_mapped, mapped_buffer, release_pages
 from ..planning import check_graph_budget, resolve_max_memory
 from ..runtime.fusion import fuse
@@ -125,6 +126,7 @@ def _load(path, inputs, scratch_budget, native):
         fuse(g)
     g = set_scratch(g, scratch_budget, native)
     release_file_pages(g)
+    trim_heap()         # what the parser and shape inference freed goes back
     return g
 
 

@@ -115,13 +115,24 @@ def _dims(vi):
         return None
     out = []
     for d in tt.shape.dim:
-        if d.HasField("dim_value"):
+        if d.HasField("dim_value") and d.dim_value >= 0:
             out.append(int(d.dim_value))
+        elif d.HasField("dim_value"):     # -1: "any size", as some exporters write
+            out.append(None)
         elif d.HasField("dim_param") and d.dim_param:
             out.append(d.dim_param)
         else:
             out.append(None)
     return out
+
+
+def _input_dims(vi):
+    """A graph input's dims, the symbol ``?`` (each one its own unknown,
+    not one symbol shared) as unknown, to be bound."""
+    dims = _dims(vi)
+    if dims is None:
+        return None
+    return [None if d == "?" else d for d in dims]
 
 
 def _check_dims(name, dims, itemsize=4):
@@ -277,6 +288,8 @@ def _fold_node(onnx, node, vals, shapes, opset):
         if not a.get("allowzero", 0):
             shp = [x[0].shape[i] if d == 0 else d for i, d in enumerate(shp)]
         return [x[0].reshape(shp)]
+    if t == "Slice":
+        return [_slice(x, a, opset)]
     if t in ("Add", "Sub", "Mul", "Div") and all(v is not None for v in x):
         f = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[t]
         r = f(x[0], x[1])
@@ -284,6 +297,28 @@ def _fold_node(onnx, node, vals, shapes, opset):
             r = np.trunc(r)
         return [np.asarray(r).astype(np.result_type(x[0], x[1]))]
     return _fold_by_reference(onnx, node, vals, opset)
+
+
+def _slice(x, a, opset):
+    """ONNX Slice of a known value (starts / ends / axes / steps as inputs
+    from opset 10, attributes before), clamped as the operator says."""
+    data = x[0]
+    if opset >= 10:
+        starts, ends = [int(v) for v in x[1]], [int(v) for v in x[2]]
+        axes = [int(v) for v in x[3]] if len(x) > 3 and x[3] is not None else None
+        steps = [int(v) for v in x[4]] if len(x) > 4 and x[4] is not None else None
+    else:
+        starts, ends, axes, steps = list(a["starts"]), list(a["ends"]), a.get("axes"), None
+    axes = list(range(len(starts))) if axes is None else [int(v) for v in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    index = [slice(None)] * data.ndim
+    for ax, st, en, sp in zip(axes, starts, ends, steps):
+        if sp == 0:
+            raise ValueError("Slice step 0")
+        r = range(*slice(st, en, sp).indices(data.shape[ax]))   # ONNX's clamping
+        index[ax] = slice(r.start, r.stop if r.stop >= 0 else None, r.step) if len(r) \
+            else slice(0, 0)
+    return data[tuple(index)]
 
 
 def _fold_by_reference(onnx, node, vals, opset):
@@ -340,9 +375,15 @@ class _OnnxImport:
         inputs that keep unknown dimensions."""
         if inputs:
             self.model = self.onnx.ModelProto.FromString(self.model.SerializeToString())
+        g = self.model.graph
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
+                for d in vi.type.tensor_type.shape.dim:
+                    if d.HasField("dim_value") and d.dim_value < 0:
+                        d.Clear()       # -1 ("any size"): unknown, for inference to fill
         by_name = {i.name: i for i in self.model.graph.input
                    if i.name not in self.init_names}
-        resolved, _ = bind_shapes({name: _dims(vi) for name, vi in by_name.items()},
+        resolved, _ = bind_shapes({name: _input_dims(vi) for name, vi in by_name.items()},
                                   dict(inputs or {}))
         for name, dims in resolved.items():
             shp = by_name[name].type.tensor_type.shape
@@ -353,7 +394,7 @@ class _OnnxImport:
                 else:
                     shp.dim.add().dim_value = d
         for name, vi in by_name.items():
-            dims = _dims(vi)
+            dims = _input_dims(vi)
             if dims is None or any(not isinstance(d, int) for d in dims):
                 self.sym_inputs[name] = dims
 

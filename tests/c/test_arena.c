@@ -4,6 +4,7 @@
 #include "testhelper.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_defaults(void) {
@@ -387,6 +388,25 @@ static void test_status_strings(void) {
     CHECK(strcmp(pa_status_string((pa_status_t)42), "unknown status") == 0);
 }
 
+/* pa_heap_trim: freed malloc memory in the middle of the heap goes back
+ * (glibc; the sanitizers' allocators are not glibc's heap: 0 or 1). */
+static void test_heap_trim(void) {
+    enum { N = 16384 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(2000);
+        CHECK(blocks[i] != NULL);
+        if (blocks[i]) memset(blocks[i], 1, 2000);
+    }
+    for (int i = 0; i < N - 1; i++) free(blocks[i]);   /* the last keeps the top */
+    int r = pa_heap_trim();
+    CHECK(r == 0 || r == 1);
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    CHECK_EQ(r, 1);                 /* ~32 MiB of free pages were held */
+#endif
+    free(blocks[N - 1]);
+}
+
 int main(void) {
     RUN(test_defaults);
     RUN(test_alignment);
@@ -397,5 +417,6 @@ int main(void) {
     RUN(test_marks_in_later_chunks);
     RUN(test_fuzz);
     RUN(test_status_strings);
+    RUN(test_heap_trim);
     return pa_test_report();
 }

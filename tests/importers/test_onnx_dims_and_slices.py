@@ -1,0 +1,94 @@
+"""ONNX inputs with -1 / '?' dimensions (how Paddle2ONNX and others write
+"any size"), and Slice folded natively (no ONNX reference evaluator)."""
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+from helpers.model_zoo import ort_run
+from pyarena.graph import GraphError
+from pyarena.importers import load_model
+from pyarena.importers.onnx import _slice
+from pyarena.runtime import Executor, random_feeds
+
+
+def _paddle_style(path):
+    """x[-1, 3, ?, ?] -> Conv -> GlobalAveragePool -> Reshape(Shape-computed
+    [N, -1]) -> MatMul -> y[-1, 2]; the reshape target goes through Slice."""
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c"], ["p"]),
+        helper.make_node("Shape", ["p"], ["s"]),
+        helper.make_node("Slice", ["s", "st", "en", "ax", "sp"], ["n"]),
+        helper.make_node("Concat", ["n", "m1"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["p", "shape"], ["f"]),
+        helper.make_node("MatMul", ["f", "wm"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, "?", "?"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 2])
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((8, 2)).astype(np.float32), "wm"),
+             numpy_helper.from_array(np.array([0], np.int64), "st"),
+             numpy_helper.from_array(np.array([1], np.int64), "en"),
+             numpy_helper.from_array(np.array([0], np.int64), "ax"),
+             numpy_helper.from_array(np.array([1], np.int64), "sp"),
+             numpy_helper.from_array(np.array([-1], np.int64), "m1")]
+    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, path)
+
+
+def test_minus_one_and_question_mark_dims_are_bound_independently(tmp_path):
+    path = str(tmp_path / "m.onnx")
+    _paddle_style(path)
+    g = load_model(path, inputs={"x": (2, 3, 12, 20)})     # H and W differ: two unknowns
+    assert g.tensors["x"].shape == (2, 3, 12, 20) and g.tensors["y"].shape == (2, 2)
+    feeds = random_feeds(g, seed=1)
+    np.testing.assert_allclose(Executor(g).run(feeds)["y"], ort_run(path, feeds)["y"],
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_unbound_minus_one_dims_are_named_for_the_user(tmp_path):
+    path = str(tmp_path / "m.onnx")
+    _paddle_style(path)
+    with pytest.raises(GraphError, match=r"x \[\?, 3, \?, \?\]"):
+        load_model(path)
+
+
+def _reference_slice(data, starts, ends, axes, steps):
+    from onnx.reference import ReferenceEvaluator
+    names = ["data", "starts", "ends", "axes", "steps"]
+    node = helper.make_node("Slice", names, ["y"])
+    vals = [data] + [np.array(v, np.int64) for v in (starts, ends, axes, steps)]
+    g = helper.make_graph([node], "s", [helper.make_tensor_value_info(
+        n, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for n, v in zip(names, vals)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    ref = ReferenceEvaluator(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
+    return ref.run(None, dict(zip(names, vals)))[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_slice_matches_the_onnx_reference(data):
+    shape = data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    axes = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1,
+                              max_size=len(shape), unique_by=lambda a: a % len(shape)))
+    big = st.integers(-9, 9) | st.sampled_from([2**62, -2**62])
+    starts = [data.draw(big) for _ in axes]
+    ends = [data.draw(big) for _ in axes]
+    steps = [data.draw(st.sampled_from([1, 2, 3, -1, -2])) for _ in axes]
+    got = _slice([x, np.array(starts), np.array(ends), np.array(axes), np.array(steps)],
+                 {}, 13)
+    np.testing.assert_array_equal(got, _reference_slice(x, starts, ends, axes, steps))
+
+
+def test_slice_before_opset_10_takes_attributes():
+    x = np.arange(24).reshape(2, 3, 4)
+    got = _slice([x], {"starts": [1, -3], "ends": [2**62, -1], "axes": [1, 2]}, 9)
+    np.testing.assert_array_equal(got, x[:, 1:, -3:-1])
+    with pytest.raises(ValueError):
+        _slice([x, np.array([0]), np.array([1]), np.array([0]), np.array([0])], {}, 13)
