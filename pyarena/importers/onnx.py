@@ -54,6 +54,9 @@ _RECURRENT = {"LSTM", "GRU", "RNN"}
 FOLD_MAX_BYTES = 64 << 10
 #: ... or this many times the bytes of the constants it reads
 FOLD_GROWTH = 8
+#: rounds of shape inference + folding after the first (each may fix
+#: shapes that let more fold)
+MAX_FOLD_ROUNDS = 8
 #: ops whose output can be far larger than their inputs: folded only when
 #: the output's size is known beforehand
 _EXPANDING = {"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize", "Upsample",
@@ -349,10 +352,22 @@ def load_onnx(path, inputs=None, fold=True):
     imp.check_initializers()
     imp.shapes, imp.types = _collect(imp.infer(imp.model))
     remaining = imp.fold_constants(fold)
-    if fold and any(s is None or any(not isinstance(d, int) for d in s)
-                    for n in remaining for s in (imp.shapes.get(o) for o in n.output if o)):
-        imp.reinfer(remaining)     # folding may have fixed shapes (a Reshape target)
+    # folding may fix shapes (a Reshape target), which lets more fold (a
+    # Shape of that Reshape's output ...): infer and fold again while it helps
+    for _ in range(MAX_FOLD_ROUNDS):
+        if not (fold and _unknown_shapes(imp.shapes, remaining)):
+            break
+        imp.reinfer(remaining)
+        n = len(remaining)
+        remaining = imp.fold_pass(remaining, fold)
+        if len(remaining) == n:
+            break
     return imp.build(remaining)
+
+
+def _unknown_shapes(shapes, nodes):
+    return any(s is None or any(not isinstance(d, int) for d in s)
+               for n in nodes for s in (shapes.get(o) for o in n.output if o))
 
 
 class _OnnxImport:
@@ -436,6 +451,11 @@ class _OnnxImport:
             if n.domain not in ("", "ai.onnx") and not runs_in_domain(n.op_type, n.domain):
                 raise UnsupportedOpError(f"operator {n.name!r}: op {n.op_type!r} from "
                                          f"domain {n.domain!r} is not supported")
+        return self.fold_pass(nodes, fold)
+
+    def fold_pass(self, nodes, fold):
+        """One pass of folding over ``nodes`` (in order); the nodes left."""
+        onnx, vals = self.onnx, self.vals
         remaining = []
         for n in nodes:
             if n.op_type == "Constant" and n.output and n.output[0] in self.mapped:

@@ -92,3 +92,44 @@ def test_slice_before_opset_10_takes_attributes():
     np.testing.assert_array_equal(got, x[:, 1:, -3:-1])
     with pytest.raises(ValueError):
         _slice([x, np.array([0]), np.array([1]), np.array([0]), np.array([0])], {}, 13)
+
+
+def _two_round_reshapes(path):
+    """x[N, 8, 6] -> Relu -> Reshape to [N, 48] through a shape that goes
+    through float Casts (no data propagation), then Reshape of that to
+    [48, N] through Shape of the first Reshape's output: its size is only
+    known once the first is folded and shapes inferred again."""
+    I = TensorProto.INT64
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("Shape", ["a"], ["s1"]),
+        helper.make_node("Slice", ["s1", "z", "one", "z"], ["n"]),
+        helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["nf"], ["ni"], to=I),
+        helper.make_node("Concat", ["ni", "m1"], ["t1"], axis=0),
+        helper.make_node("Reshape", ["a", "t1"], ["r1"]),
+        helper.make_node("Shape", ["r1"], ["s2"]),
+        helper.make_node("Slice", ["s2", "one", "two", "z"], ["k"]),
+        helper.make_node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["kf"], ["ki"], to=I),
+        helper.make_node("Concat", ["ki", "m1"], ["t2"], axis=0),
+        helper.make_node("Reshape", ["r1", "t2"], ["r2"]),
+        helper.make_node("Transpose", ["r2"], ["y"], perm=[1, 0]),
+    ]
+    c = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    m = helper.make_model(helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [c([0], "z"), c([1], "one"), c([2], "two"), c([-1], "m1")]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, path)
+
+
+def test_shapes_fixed_by_folding_let_more_fold(tmp_path):
+    path = str(tmp_path / "m.onnx")
+    _two_round_reshapes(path)
+    g = load_model(path, inputs={"x": (3, 8, 6)})
+    assert g.tensors["y"].shape == (3, 48)
+    assert not any(op.op_type in ("Shape", "Slice", "Cast", "Concat") for op in g.ops)
+    feeds = random_feeds(g, seed=2)
+    np.testing.assert_array_equal(Executor(g).run(feeds)["y"], ort_run(path, feeds)["y"])

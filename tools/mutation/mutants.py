@@ -851,4 +851,9 @@ MUTANTS = [
       "        index[ax] = slice(r.start, r.stop, r.step) if len(r) \\\n",
       "a Slice running backwards to the start stops at the last element instead",
       ("tests/importers/test_onnx_dims_and_slices.py",)),
+    M("onnx-one-fold-round", "pyarena/importers/onnx.py",
+      "MAX_FOLD_ROUNDS = 8",
+      "MAX_FOLD_ROUNDS = 1",
+      "shapes fixed by folding never let more fold (one round of inference + folding)",
+      ("tests/importers/test_onnx_dims_and_slices.py",)),
 ]
