@@ -51,22 +51,12 @@ def status(*keys):
     return out
 
 
-def reset_peak():
-    """Start VmHWM again from the current RSS (Linux >= 4.0); False if the
-    kernel does not allow it."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def child(path, runtime, shapes):
     """One runtime alone in this process; prints one JSON line.  ``shapes``:
     input name -> dims for inputs with symbolic dimensions."""
     import bench_edge
     import numpy.random  # noqa: F401  (the random inputs: part of the base)
+    from pyarena.runtime import footprint
     rec = {}
     tfl = path.endswith(".tflite")
     if runtime == "ref":
@@ -75,7 +65,7 @@ def child(path, runtime, shapes):
         else:
             import onnxruntime  # noqa: F401
         rec["base"] = status("VmRSS")["VmRSS"]
-        reset_peak()
+        footprint.reset_peak()
         specs = {}
         run, _ = bench_edge.reference_session(path, 1, specs)
         rec["load"] = status("VmHWM")["VmHWM"]
@@ -94,7 +84,7 @@ def child(path, runtime, shapes):
             import onnx  # noqa: F401
         set_blas_threads(1)
         rec["base"] = status("VmRSS")["VmRSS"]
-        reset_peak()
+        footprint.reset_peak()
         g = load_model(path, inputs=shapes or None)
         rec["load"] = status("VmHWM")["VmHWM"]
         rec["loaded"] = status("VmRSS")["VmRSS"]

@@ -62,19 +62,11 @@ def _status(key):
     return 0
 
 
-def _reset_peak_rss():
-    """Linux >= 4.0: writing 5 to clear_refs resets the peak RSS (VmHWM)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def child(path, mode, threads):
     """One mode in a fresh process: RSS after loading, peak RSS after runs."""
+    from pyarena.memory.heap import trim_heap
     from pyarena.runtime import Executor, random_feeds, set_blas_threads
+    from pyarena.runtime.footprint import reset_peak
     set_blas_threads(threads)
     g = load(path)
     feeds = random_feeds(g)
@@ -82,16 +74,12 @@ def child(path, mode, threads):
         ex = Executor(g)
     else:
         ex = Executor(g, allocator="numpy")
-    import ctypes
     import gc
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)   # give the import's garbage back
-    except (OSError, AttributeError):
-        pass
+    trim_heap()                # give the import's garbage back
     # the import's own peak (protobuf copies, shape inference) is not the
     # inference's: restart the high-water mark once everything is loaded
-    _reset_peak_rss()
+    reset_peak()
     base = _status("VmRSS")
     for _ in range(3):
         ex.run(feeds)

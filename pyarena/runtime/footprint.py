@@ -29,7 +29,7 @@ import numpy as np
 from .._format import human_bytes
 from ..memory.mapped import is_mapped
 
-__all__ = ["resident", "weights_info", "Footprint"]
+__all__ = ["resident", "reset_peak", "weights_info", "Footprint"]
 
 
 def resident():
@@ -48,6 +48,18 @@ def resident():
     if peak is None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return now, peak
+
+
+def reset_peak():
+    """Start the peak (VmHWM) again from the current resident set
+    (Linux >= 4.0: ``5`` written to ``/proc/self/clear_refs``); False
+    where the system does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
 
 
 def weights_info(executor):
