@@ -40,6 +40,7 @@ _LAZY = {
     "Executor": ("pyarena.runtime", "Executor"),
     "random_feeds": ("pyarena.runtime", "random_feeds"),
     "load_model": ("pyarena.importers", "load_model"),
+    "InferenceSession": ("pyarena.importers.session", "InferenceSession"),
     "load_graph": ("pyarena.importers", "load_model"),   # the former name
     "get_include": ("pyarena._native.paths", "get_include"),
     "get_library": ("pyarena._native.paths", "get_library"),

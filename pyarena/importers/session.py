@@ -1,0 +1,190 @@
+"""An ONNX Runtime-style session over a model file, with one plan per
+input-shape signature and one activation arena for all of them.
+
+``InferenceSession(path)`` reads the model's inputs and outputs (symbolic
+dimensions stay symbolic).  ``run(output_names, feeds)`` binds the feeds'
+shapes: the first time a signature is seen the model is imported for it
+(shape arithmetic folded on the concrete values, every tensor sized),
+planned and bound; later runs of the same signature reuse that plan
+without allocating.  Plans are cached least-recently-used
+(``max_plans``).  All signatures share
+
+* **one activation arena**, a buffer that grows to the largest plan seen
+  (not the sum of the plans): a new larger plan replaces it and the
+  cached plans are bound to the new one when next used;
+* **one copy of the weights**: every signature's graph reads the first
+  signature's constants (views of the model file, or the weights arena),
+  so a new signature adds no weight bytes.
+
+``memory_info()`` reports the arena, the largest lower bound, the cached
+signatures and the weights.  What cannot run (an unsupported operator, a
+dimension no feed fixes) is refused by name when the signature is first
+seen.
+"""
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..memory import Arena
+from ..planning import plan
+from ..runtime import Executor
+from . import load_model, require_extra, sniff_format
+
+__all__ = ["InferenceSession", "NodeArg"]
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """An input or output: ``name``, ``shape`` (ints, or strings / None for
+    dimensions fixed only by the feeds) and ``type`` (``"tensor(float)"``)."""
+    name: str
+    shape: tuple
+    type: str
+
+
+_TYPES = {"float32": "float", "float16": "float16", "float64": "double", "int8": "int8",
+          "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64",
+          "bool": "bool"}
+
+
+def _arg(name, shape, dtype):
+    dt = np.dtype(dtype).name
+    return NodeArg(name, tuple(shape), f"tensor({_TYPES.get(dt, dt)})")
+
+
+class InferenceSession:
+    """See the module docstring.  ``max_plans``: signatures kept (LRU);
+    ``native``: the C core's kernels (see ``load_model``)."""
+
+    def __init__(self, path, max_plans=8, native=True):
+        if int(max_plans) < 1:
+            raise InvalidArgumentError(f"max_plans must be >= 1, not {max_plans!r}")
+        self.onnx = require_extra("onnx", "onnx", ".onnx files") \
+            if sniff_format(path) == "onnx" else None
+        self.path, self.max_plans, self.native = path, int(max_plans), native
+        self._first = None          # the first signature's graph: its weights are shared
+        self._plans = OrderedDict()  # signature -> [graph, plan, executor or None]
+        self._arena = None          # the shared activation block
+        self._lower = 0
+        self._inputs, self._outputs = self._describe()
+
+    # -- the model's interface -------------------------------------------------
+    def _describe(self):
+        """(inputs, outputs) as NodeArgs: ONNX from the model's own
+        declarations (symbolic dims kept), TFLite / JSON from an import."""
+        if sniff_format(self.path) != "onnx":
+            g = load_model(self.path, native=self.native)
+            return ([_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.inputs],
+                    [_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.outputs])
+        from .onnx import _dims, _input_dims, _np_dtype, _parse
+        model, _ = _parse(self.path)
+        inits = {i.name for i in model.graph.initializer}
+
+        def args(vis, dims):
+            out = []
+            for vi in vis:
+                tt = vi.type.tensor_type
+                dt = _np_dtype(self.onnx, tt.elem_type, f"tensor {vi.name!r}")
+                out.append(_arg(vi.name, tuple(dims(vi) or ()), dt))
+            return out
+        return (args([v for v in model.graph.input if v.name not in inits], _input_dims),
+                args(model.graph.output, _dims))
+
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    # -- running ---------------------------------------------------------------
+    def run(self, output_names, feeds, copy=True):
+        """The outputs named (None: all, in the model's order) for
+        ``feeds`` (input name -> array): new arrays, or with ``copy=False``
+        views into the shared arena, valid until the next run (then a
+        cached signature allocates nothing)."""
+        feeds = {k: np.asarray(v) for k, v in dict(feeds).items()}
+        known = {a.name for a in self._inputs}
+        for name in feeds:
+            if name not in known:
+                raise InvalidArgumentError(f"feed {name!r} is not an input of {self.path}; "
+                                           f"inputs: {sorted(known)}")
+        missing = sorted(known - set(feeds))
+        if missing:
+            raise InvalidArgumentError(f"no feed for input(s) {missing}")
+        ex = self._executor(tuple(sorted((k, v.shape) for k, v in feeds.items())))
+        out = ex.run(feeds)
+        names = [a.name for a in self._outputs] if output_names is None else list(output_names)
+        for n in names:
+            if n not in out:
+                raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
+                                           f"{[a.name for a in self._outputs]}")
+        return [np.array(out[n]) if copy else out[n] for n in names]
+
+    def _executor(self, signature):
+        entry = self._plans.get(signature)
+        if entry is None:
+            entry = self._plans[signature] = self._prepare(dict(signature))
+            while len(self._plans) > self.max_plans:
+                self._plans.popitem(last=False)
+        self._plans.move_to_end(signature)
+        g, p, ex, block = entry
+        current = self._block(p.arena_bytes)        # grown if this plan needs more
+        if ex is None or block is not current:      # (re)bound to the shared block
+            ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena)
+            entry[2:] = [ex, current]
+        return ex
+
+    def _prepare(self, shapes):
+        g = load_model(self.path, inputs=shapes, native=self.native)
+        if self._first is None:
+            self._first = _Shared(g)
+        else:
+            self._first.adopt(g)
+        p = plan(g)
+        self._lower = max(self._lower, p.lower_bound_bytes)
+        return [g, p, None, None]
+
+    def _block(self, need):
+        """The shared activation block, grown (replaced) if ``need`` is more."""
+        if self._arena is None or self._arena.size < need:
+            for entry in self._plans.values():   # their views hold the old block:
+                entry[2:] = [None, None]         # bound again when next used
+            self._arena = None
+            self._arena = Arena(alignment=64).empty((max(need, 64),), np.uint8)
+        return self._arena
+
+    def memory_info(self):
+        """``arena_bytes`` (the activation block now), ``max_lower_bound_bytes``,
+        ``plans`` (signatures cached), ``weights_bytes``, ``pool_bytes`` (0:
+        every tensor is planned)."""
+        return {"arena_bytes": 0 if self._arena is None else int(self._arena.size),
+                "max_lower_bound_bytes": int(self._lower),
+                "plans": len(self._plans),
+                "weights_bytes": 0 if self._first is None else self._first.weights_bytes(),
+                "pool_bytes": 0}
+
+
+class _Shared:
+    """The first signature's constants, which later signatures read."""
+
+    def __init__(self, g):
+        self.constants = {n: t for n, t in g.tensors.items() if t.role == "constant"}
+        self.weights_arena = g.weights if g.weights is not None else Arena(alignment=64)
+        g.weights = self.weights_arena
+
+    def adopt(self, g):
+        """``g`` (a later signature's graph) reads the shared constants."""
+        for name, t in g.tensors.items():
+            s = self.constants.get(name)
+            # the same name can hold another value: a shape folded for
+            # these inputs, so only equal values are shared
+            if t.role == "constant" and s is not None and s.shape == t.shape and \
+                    s.dtype == t.dtype and s.data is not None and t.data is not None \
+                    and np.array_equal(np.asarray(s.data), np.asarray(t.data)):
+                t.data = s.data
+        g.weights = self.weights_arena       # its own arena (folds made again) is dropped
+
+    def weights_bytes(self):
+        return self.weights_arena.stats().used
