@@ -105,15 +105,21 @@ class InferenceSession:
         views into the shared arena, valid until the next run (then a
         cached signature allocates nothing)."""
         feeds = {k: np.asarray(v) for k, v in dict(feeds).items()}
-        known = {a.name for a in self._inputs}
-        for name in feeds:
-            if name not in known:
-                raise InvalidArgumentError(f"feed {name!r} is not an input of {self.path}; "
-                                           f"inputs: {sorted(known)}")
-        missing = sorted(known - set(feeds))
-        if missing:
-            raise InvalidArgumentError(f"no feed for input(s) {missing}")
-        ex = self._executor(tuple(sorted((k, v.shape) for k, v in feeds.items())))
+        signature = tuple((k, v.shape) for k, v in feeds.items())
+        entry = self._plans.get(signature)
+        if entry is not None and entry[2] is not None and entry[3] is self._arena:
+            self._plans.move_to_end(signature)          # the cached fast path
+            ex = entry[2]
+        else:
+            known = {a.name for a in self._inputs}
+            for name in feeds:
+                if name not in known:
+                    raise InvalidArgumentError(f"feed {name!r} is not an input of "
+                                               f"{self.path}; inputs: {sorted(known)}")
+            missing = sorted(known - set(feeds))
+            if missing:
+                raise InvalidArgumentError(f"no feed for input(s) {missing}")
+            ex = self._executor(signature)
         out = ex.run(feeds)
         names = [a.name for a in self._outputs] if output_names is None else list(output_names)
         for n in names:
