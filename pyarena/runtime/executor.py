@@ -213,7 +213,8 @@ class Executor:
         weights arena.  When ``arr`` holds exactly a graph constant's bytes
         (a reshape of it), the constant then shares the arena copy, so the
         weight is held once, not as the graph's array plus the kernel's."""
-        arr = np.ascontiguousarray(arr)
+        src = np.asarray(arr)
+        arr = np.ascontiguousarray(src).reshape(src.shape)   # a 0-d value stays 0-d
         if self.weights.owns(arr):      # already in the weights arena: shared
             return arr
         kept = self.weights.asarray(arr)

@@ -133,3 +133,48 @@ def test_shapes_fixed_by_folding_let_more_fold(tmp_path):
     assert not any(op.op_type in ("Shape", "Slice", "Cast", "Concat") for op in g.ops)
     feeds = random_feeds(g, seed=2)
     np.testing.assert_array_equal(Executor(g).run(feeds)["y"], ort_run(path, feeds)["y"])
+
+
+def _reference(op, inputs, **attrs):
+    from onnx.reference import ReferenceEvaluator
+    names = [f"i{k}" for k in range(len(inputs))]
+    node = helper.make_node(op, names, ["y"], **attrs)
+    g = helper.make_graph([node], "t", [helper.make_tensor_value_info(
+        n, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for n, v in zip(names, inputs)],
+        [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    return ReferenceEvaluator(m).run(None, dict(zip(names, inputs)))[0]
+
+
+_R = np.random.default_rng(0)
+FOLD_CASES = [
+    ("Transpose", [_R.standard_normal((2, 3, 4)).astype(np.float32)], {"perm": [2, 0, 1]}),
+    ("Transpose", [_R.standard_normal((2, 3)).astype(np.float32)], {}),
+    ("Range", [np.array(2, np.int64), np.array(11, np.int64), np.array(3, np.int64)], {}),
+    ("Range", [np.array(5.0, np.float32), np.array(1.0, np.float32),
+               np.array(-1.5, np.float32)], {}),
+    ("Range", [np.array(4, np.int64), np.array(1, np.int64), np.array(1, np.int64)], {}),
+    ("Equal", [np.array([1, 2, 3]), np.array([1, 0, 3])], {}),
+    ("Less", [np.array([1, 2, 3]), np.array(2)], {}),
+    ("Greater", [np.array([1.5, 2.0], np.float32), np.array([1.0, 3.0], np.float32)], {}),
+    ("Not", [np.array([True, False])], {}),
+    ("Where", [np.array([True, False, True]), np.array([1, 2, 3]), np.array([7, 8, 9])], {}),
+    ("Neg", [np.array([1, -2], np.int64)], {}),
+    ("Abs", [np.array([1.5, -2.0], np.float32)], {}),
+    ("Floor", [np.array([1.5, -2.5], np.float32)], {}),
+    ("Ceil", [np.array([1.5, -2.5], np.float32)], {}),
+    ("Sqrt", [np.array([4.0, 2.0], np.float32)], {}),
+    ("Min", [np.array([3, 1, 4]), np.array([2]), np.array([5, 0, 9])], {}),
+    ("Max", [np.array([3, 1, 4]), np.array([2])], {}),
+    ("Expand", [np.array([[1], [2]], np.float32), np.array([2, 1, 3], np.int64)], {}),
+]
+
+
+@pytest.mark.parametrize("op, inputs, attrs", FOLD_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(FOLD_CASES)])
+def test_numpy_folds_match_the_onnx_reference(op, inputs, attrs):
+    from pyarena.importers.onnx import _NUMPY_FOLDS
+    got = np.asarray(_NUMPY_FOLDS[op](inputs, attrs))
+    want = _reference(op, inputs, **attrs)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
+    np.testing.assert_array_equal(got, want)

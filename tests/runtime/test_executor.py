@@ -243,3 +243,17 @@ def test_profile_times_every_op_and_names_its_path():
     assert not any(p.startswith("native") for _, p, _ in Executor(g2).profile(repeat=1))
     with pytest.raises(GraphError, match="planned"):
         Executor(g, allocator="numpy").profile(repeat=1)
+
+
+def test_a_scalar_gather_index_kept_by_a_kernel_stays_scalar(tmp_path):
+    """Silero VAD reads its state with Gather(state, 0-d constant): the index
+    the kernel keeps in the weights arena must stay 0-d (a 1-element index
+    would add an axis to the output)."""
+    nodes = [helper.make_node("Gather", ["s", "i"], ["y"], axis=0)]
+    path = tmp_path / "g.onnx"
+    make_model(nodes, {"s": ([2, 1, 4], np.float32)}, {"y": (None, np.float32)},
+               {"i": np.array(1, np.int64)}, path=path)
+    g = load_model(str(path))
+    assert g.tensors["y"].shape == (1, 4)
+    s = np.arange(8, dtype=np.float32).reshape(2, 1, 4)
+    np.testing.assert_array_equal(Executor(g).run({"s": s})["y"], s[1])
