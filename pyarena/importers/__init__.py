@@ -60,7 +60,8 @@ def sniff_format(path):
     return "onnx"
 
 
-def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=True):
+def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=True,
+               values=None):
     """A validated :class:`Graph` for the model at ``path``.
 
     ``inputs`` maps graph-input names to the shapes that fix their unknown
@@ -72,11 +73,14 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     corrupt or unknown file, :class:`UnsupportedOpError` naming every
     operator the executor cannot run (both are GraphErrors), and
     :class:`MemoryBudgetError` when the weights plus the largest tensor
-    exceed ``max_memory`` (bytes; None: the physical memory)."""
+    exceed ``max_memory`` (bytes; None: the physical memory).  ``values``
+    (ONNX): graph inputs fixed to a value -- e.g. a sample rate -- become
+    constants, so what is computed from them folds and an ``If`` on them
+    takes its branch."""
     budget = resolve_max_memory(max_memory)
     path = os.fspath(path)
     try:
-        g = _load(path, inputs, scratch_budget, native)
+        g = _load(path, inputs, scratch_budget, native, values)
     except GraphError as exc:
         raise _naming_file(exc, path) from None
     except PyArenaError:
@@ -102,18 +106,20 @@ def _naming_file(exc, path):
     return new
 
 
-def _load(path, inputs, scratch_budget, native):
+def _load(path, inputs, scratch_budget, native, values=None):
     if not os.path.exists(path):
         raise ModelImportError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ModelImportError(f"{path}: is a directory, not a model file")
     fmt = sniff_format(path)
+    if values and fmt != "onnx":
+        raise ModelImportError(f"{path}: values= fixes inputs of ONNX models only")
     if fmt == "json":      # a JSON graph carries its own scratch sizes
         return _load_json(path, inputs)
     if fmt == "onnx":
         from .onnx import load_onnx
         try:
-            g = load_onnx(path, inputs)
+            g = load_onnx(path, inputs, values=values)
         except ModelImportError as exc:
             if os.path.splitext(path)[1].lower() in _EXTENSIONS or exc.unbound_inputs:
                 raise

@@ -38,6 +38,7 @@ from ..runtime.kernels import KERNELS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
+from .onnx_control import take_branch
 from .onnx_data import read_model
 from .onnx_qdq import fuse_qdq
 
@@ -372,11 +373,15 @@ def _fold_by_reference(onnx, node, vals, opset):
         return None
 
 
-def load_onnx(path, inputs=None, fold=True):
+def load_onnx(path, inputs=None, fold=True, values=None):
     """Import ``path``.  ``inputs``: dict graph-input name -> dims that fix
-    its symbolic dimensions.  Raises ModelImportError / UnsupportedOpError
-    (both GraphErrors) with the tensor or operator at fault."""
+    its symbolic dimensions; ``values``: dict graph-input name -> a value
+    the input takes (it becomes a constant: conditions and shapes computed
+    from it fold, an ``If`` on it takes its branch).  Raises
+    ModelImportError / UnsupportedOpError (both GraphErrors) with the
+    tensor or operator at fault."""
     imp = _OnnxImport(path)
+    imp.fix_values(values)
     imp.bind(inputs)
     fuse_qdq(imp.onnx, imp.model, imp.mapped)   # QDQ chains -> integer operators
     imp.check_initializers()
@@ -388,9 +393,9 @@ def load_onnx(path, inputs=None, fold=True):
         if not (fold and _unknown_shapes(imp.shapes, remaining)):
             break
         imp.reinfer(remaining)
-        n = len(remaining)
+        before = imp.changes
         remaining = imp.fold_pass(remaining, fold)
-        if len(remaining) == n:
+        if imp.changes == before:
             break
     return imp.build(remaining)
 
@@ -414,6 +419,31 @@ class _OnnxImport:
         self.init_names = {i.name for i in self.model.graph.initializer}
         self.sym_inputs = {}
         self.vals = {}
+        self.changes = 0        # nodes folded or inlined so far
+
+    def fix_values(self, values):
+        """Graph inputs given as values become initializers."""
+        if not values:
+            return
+        g = self.model.graph
+        by_name = {vi.name: vi for vi in g.input if vi.name not in self.init_names}
+        for name, value in values.items():
+            vi = by_name.get(name)
+            if vi is None:
+                raise ModelImportError(f"values: {name!r} is not a graph input; inputs "
+                                       f"are {sorted(by_name)}")
+            dt = _np_dtype(self.onnx, vi.type.tensor_type.elem_type, f"input {name!r}")
+            v = np.asarray(value, dtype=dt)
+            dims = _dims(vi)
+            if dims is not None and (len(dims) != v.ndim or any(
+                    isinstance(d, int) and d != n for d, n in zip(dims, v.shape))):
+                raise ModelImportError(f"values: {name!r} has shape {list(v.shape)}, the "
+                                       f"input is {dims}")
+            g.initializer.append(self.onnx.numpy_helper.from_array(v, name))
+            self.init_names.add(name)
+        keep = [vi for vi in g.input if vi.name not in values]
+        del g.input[:]
+        g.input.extend(keep)
 
     def bind(self, inputs):
         """Bind the given input shapes on a copy of the model; remember the
@@ -484,12 +514,20 @@ class _OnnxImport:
         return self.fold_pass(nodes, fold)
 
     def fold_pass(self, nodes, fold):
-        """One pass of folding over ``nodes`` (in order); the nodes left."""
+        """One pass of folding over ``nodes`` (in order); the nodes left.
+        Counts what it folded or inlined in ``changes``."""
         onnx, vals = self.onnx, self.vals
         remaining = []
         for n in nodes:
             if n.op_type == "Constant" and n.output and n.output[0] in self.mapped:
                 vals[n.output[0]] = self.mapped[n.output[0]]   # read in place
+                continue
+            if fold and n.op_type == "If" and n.domain in ("", "ai.onnx") and \
+                    n.input and n.input[0] in vals:     # the branch it takes, inlined
+                sub, inits = take_branch(onnx, n, vals[n.input[0]])
+                vals.update(inits)
+                self.changes += 1
+                remaining.extend(self.fold_pass(sub, fold))
                 continue
             can = fold and n.op_type not in _NONDETERMINISTIC and \
                 n.op_type not in _CONTROL_FLOW and n.op_type not in _RECURRENT
@@ -515,6 +553,7 @@ class _OnnxImport:
             if res is None:
                 remaining.append(n)
                 continue
+            self.changes += 1
             for name, v in zip(n.output, res):
                 if name:
                     vals[name] = v

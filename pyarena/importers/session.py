@@ -20,6 +20,11 @@ without allocating.  Plans are cached least-recently-used
 signatures and the weights.  What cannot run (an unsupported operator, a
 dimension no feed fixes) is refused by name when the signature is first
 seen.
+
+A 0-d integer or boolean input (a sample rate, a flag) is taken by value:
+its value is part of the signature and the model is imported with it
+fixed (``load_model(values=...)``), so what is computed from it folds and
+an ``If`` on it takes its branch (Silero VAD's ``sr``).
 """
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -69,6 +74,10 @@ class InferenceSession:
         self._arena = None          # the shared activation block
         self._lower = 0
         self._inputs, self._outputs = self._describe()
+        # 0-d integer / bool inputs (a sample rate, a flag): their value is
+        # part of the signature, and the model is specialised on it
+        self._value_inputs = {a.name for a in self._inputs if a.shape == () and
+                              a.type in ("tensor(int64)", "tensor(int32)", "tensor(bool)")}
 
     # -- the model's interface -------------------------------------------------
     def _describe(self):
@@ -105,7 +114,9 @@ class InferenceSession:
         views into the shared arena, valid until the next run (then a
         cached signature allocates nothing)."""
         feeds = {k: np.asarray(v) for k, v in dict(feeds).items()}
-        signature = tuple((k, v.shape) for k, v in feeds.items())
+        vi = self._value_inputs
+        signature = tuple((k, v.shape, v.item() if k in vi and v.ndim == 0 else None)
+                          for k, v in feeds.items())
         entry = self._plans.get(signature)
         if entry is not None and entry[2] is not None and entry[3] is self._arena:
             self._plans.move_to_end(signature)          # the cached fast path
@@ -120,7 +131,7 @@ class InferenceSession:
             if missing:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
             ex = self._executor(signature)
-        out = ex.run(feeds)
+        out = ex.run({k: v for k, v in feeds.items() if k not in vi} if vi else feeds)
         names = [a.name for a in self._outputs] if output_names is None else list(output_names)
         for n in names:
             if n not in out:
@@ -131,7 +142,9 @@ class InferenceSession:
     def _executor(self, signature):
         entry = self._plans.get(signature)
         if entry is None:
-            entry = self._plans[signature] = self._prepare(dict(signature))
+            entry = self._plans[signature] = self._prepare(
+                {k: shape for k, shape, value in signature if value is None},
+                {k: value for k, shape, value in signature if value is not None})
             while len(self._plans) > self.max_plans:
                 self._plans.popitem(last=False)
         self._plans.move_to_end(signature)
@@ -142,8 +155,8 @@ class InferenceSession:
             entry[2:] = [ex, current]
         return ex
 
-    def _prepare(self, shapes):
-        g = load_model(self.path, inputs=shapes, native=self.native)
+    def _prepare(self, shapes, values):
+        g = load_model(self.path, inputs=shapes, native=self.native, values=values or None)
         if self._first is None:
             self._first = _Shared(g)
         else:

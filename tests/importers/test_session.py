@@ -96,7 +96,7 @@ def test_the_plan_cache_is_bounded(tmp_path):
     for shape in SHAPES:
         s.run(None, {"x": _x(shape)})
     assert s.memory_info()["plans"] == 2
-    assert list(s._plans) == [(("x", SHAPES[2]),), (("x", SHAPES[3]),)]
+    assert list(s._plans) == [(("x", SHAPES[2], None),), (("x", SHAPES[3], None),)]
 
 
 def test_bad_feeds_and_names_are_refused_by_name(tmp_path):
