@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from helpers.model_zoo import ort_run
 from pyarena.graph import GraphError
 from pyarena.importers import load_model
-from pyarena.importers.onnx import _slice
+from pyarena.importers.onnx_fold import _slice
 from pyarena.runtime import Executor, random_feeds
 
 
@@ -173,7 +173,7 @@ FOLD_CASES = [
 @pytest.mark.parametrize("op, inputs, attrs", FOLD_CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(FOLD_CASES)])
 def test_numpy_folds_match_the_onnx_reference(op, inputs, attrs):
-    from pyarena.importers.onnx import _NUMPY_FOLDS
+    from pyarena.importers.onnx_fold import _NUMPY_FOLDS
     got = np.asarray(_NUMPY_FOLDS[op](inputs, attrs))
     want = _reference(op, inputs, **attrs)
     assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
