@@ -211,3 +211,20 @@ def test_qdq_with_per_channel_scales_read_in_place(tmp_path):
     quantum = max(float(inits[n.input[1]]) for n in m.graph.node
                   if n.op_type == "DequantizeLinear" and n.output[0] == "y")
     assert np.abs(ours - ref).max() <= quantum * 1.0001
+
+
+def test_reading_the_same_file_again_starts_from_an_untouched_copy(tmp_path):
+    m, arrays = _model(np.random.default_rng(8))
+    path = str(tmp_path / "m.onnx")
+    onnx.save(m, path)
+    a, va = read_model(onnx, path)
+    a.graph.node[0].op_type = "Changed"            # the importer edits its copy
+    b, vb = read_model(onnx, path)
+    assert b is not a and b.graph.node[0].op_type == "Conv"
+    assert set(vb) == {"w"} and np.shares_memory(va["w"], vb["w"])   # one mapping
+    m2, _ = _model(np.random.default_rng(9))       # the file changes: read again
+    onnx.save(m2, path)
+    os.utime(path, ns=(1, 1))
+    c, vc = read_model(onnx, path)
+    np.testing.assert_array_equal(vc["w"], numpy_helper.to_array(
+        next(i for i in m2.graph.initializer if i.name == "w")))

@@ -886,4 +886,9 @@ MUTANTS = [
       "            if dims is not None and (any(",
       "a value of another rank than its input's is taken",
       ("tests/importers/test_onnx_control.py",)),
+    M("onnx-data-cache-shared-model", "pyarena/importers/onnx_data.py",
+      "    copy = onnx.ModelProto()\n    copy.CopyFrom(stripped)\n    return copy, dict(views)",
+      "    return stripped, views",
+      "the kept model is handed out itself, so one import's edits reach the next",
+      ("tests/importers/test_onnx_data.py",)),
 ]
