@@ -116,6 +116,8 @@ def _tensor_meta(buf, s, e):
             meta["name"] = bytes(buf[a:b]).decode("utf-8", "replace")
         elif field == 9 and wt == 2:
             meta["raw"] = (a, b)
+        elif (field, wt, meta["type"]) in ((4, 2, 1), (10, 2, 11)) and meta["raw"] is None:
+            meta["raw"] = (a, b)    # packed float_data / double_data: the same bytes
         elif field == 14 and wt == 0:
             meta["loc"] = _varint(buf, a, b)[0]
         elif field == 13 and wt == 2:
@@ -129,10 +131,11 @@ def _tensor_meta(buf, s, e):
 
 
 def _strip_tensor(buf, s, e):
-    """The TensorProto bytes without raw_data, marked EXTERNAL."""
+    """The TensorProto bytes without its data (raw_data, or the packed
+    float_data / double_data), marked EXTERNAL."""
     out = bytearray()
-    for field, _, f0, _, b in _fields(buf, s, e):
-        if field in (9, 14):
+    for field, wt, f0, _, b in _fields(buf, s, e):
+        if field in (9, 14) or (field in (4, 10) and wt == 2):
             continue
         out += buf[f0:b]
     out += b"\x70\x01"             # field 14 (data_location), varint 1 = EXTERNAL

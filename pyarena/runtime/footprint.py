@@ -19,7 +19,9 @@ arena + other, with "other" broken down by the phase it appeared in:
   weights placed then (``pyarena run`` also makes its input data here);
 * ``inference`` -- the inferences beyond the arena's own pages (the BLAS
   library's work buffers: about 1-2 MiB with one thread; copies of the
-  outputs).
+  outputs);
+* ``transient`` -- the peak above what is resident at the end, and the
+  phase it was reached in (a load that held more than it kept).
 """
 import resource
 from dataclasses import dataclass, field
@@ -94,21 +96,28 @@ class Footprint:
 
     def split(self, weights, arena):
         """{"peak", "base", "weights", "arena", "other", "load", "bind",
-        "inference"}: the peak and its parts; ``load`` + ``bind`` +
-        ``inference`` = ``other`` (a phase that gave memory back counts
-        negative)."""
+        "inference", "transient", "transient_phase"}: the peak and its
+        parts.  ``load``, ``bind`` and ``inference`` are what each phase
+        left resident beyond the weights and the arena; ``transient`` is
+        the peak above what stays resident at the end, reached during
+        ``transient_phase``; the four add up to ``other`` (a phase that
+        gave memory back counts negative)."""
         r = self.readings
         base = r["base"][0] or 0
         peak = r["run"][1]
         after_load = r["load"][0] or base
         after_bind = r["bind"][0] or after_load
+        after_run = r["run"][0] or after_bind
         at_load = self.placed.get("load", 0)
         load = after_load - base - at_load
         bind = after_bind - after_load - (weights - at_load)
-        other = peak - base - weights - arena
+        inference = after_run - after_bind - arena
+        phase = next((p for p in ("base", "load", "bind", "run")
+                      if p in r and r[p][1] >= peak), "run")
         return {"peak": peak, "base": base, "weights": weights, "arena": arena,
-                "other": other, "load": load, "bind": bind,
-                "inference": other - load - bind}
+                "other": peak - base - weights - arena, "load": load, "bind": bind,
+                "inference": inference, "transient": peak - after_run,
+                "transient_phase": phase}
 
     def format(self, weights, arena):
         """The report lines for ``pyarena run``."""
@@ -118,4 +127,6 @@ class Footprint:
                 f"{m(s['weights'])} + arena {m(s['arena'])} + other {m(s['other'])}\n"
                 f"           other: load {m(s['load'])} (parser, shape inference, graph), "
                 f"bind {m(s['bind'])} (kernels, input data), inference "
-                f"{m(s['inference'])} (BLAS buffers, output copies)")
+                f"{m(s['inference'])} (BLAS buffers, output copies), transient "
+                f"{m(s['transient'])} (the peak above the end state, during "
+                f"{s['transient_phase']})")

@@ -228,3 +228,26 @@ def test_reading_the_same_file_again_starts_from_an_untouched_copy(tmp_path):
     c, vc = read_model(onnx, path)
     np.testing.assert_array_equal(vc["w"], numpy_helper.to_array(
         next(i for i in m2.graph.initializer if i.name == "w")))
+
+
+@pytest.mark.parametrize("dtype, et", [(np.float32, TensorProto.FLOAT),
+                                       (np.float64, TensorProto.DOUBLE)])
+def test_float_data_and_double_data_are_read_in_place_too(tmp_path, dtype, et):
+    """Some exporters (PP-OCRv3) write weights as packed float_data, not
+    raw_data: the packed field holds the same little-endian bytes."""
+    w = np.random.default_rng(4).standard_normal((40, 40)).astype(dtype)
+    t = helper.make_tensor("w", et, w.shape, w.reshape(-1).tolist())     # not raw
+    assert not t.raw_data
+    nodes = [helper.make_node("Constant", [], ["c"], value=t),
+             helper.make_node("MatMul", ["x", "c"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", et, [2, 40])],
+                          [helper.make_tensor_value_info("y", et, None)])
+    path = str(tmp_path / "fd.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    model, views = read_model(onnx, path)
+    assert set(views) == {"c"} and views["c"].dtype == dtype
+    np.testing.assert_array_equal(views["c"], w)
+    assert model.ByteSize() < w.nbytes // 4
+    gr = load_model(path, native=False)
+    x = np.ones((2, 40), dtype)
+    np.testing.assert_allclose(Executor(gr).run({"x": x})["y"], x @ w, rtol=1e-6)

@@ -23,28 +23,42 @@ def test_resident_reads_this_process():
     del big
 
 
-def _readings(fp, base, load, bind, run_peak, placed_load, placed_bind):
-    fp.readings = {"base": (base, base), "load": (load, load), "bind": (bind, bind),
-                   "run": (bind, run_peak)}
+def _readings(fp, base, load, bind, run, peaks, placed_load, placed_bind):
+    fp.readings = {"base": (base, base), "load": (load, peaks[0]), "bind": (bind, peaks[1]),
+                   "run": (run, peaks[2])}
     fp.placed = {"base": 0, "load": placed_load, "bind": placed_bind, "run": placed_bind}
 
 
 def test_the_parts_add_up_to_the_peak():
     fp = Footprint()
     # base 40; load +15 of which 4 weights placed; bind +9 of which 6 more
-    # weights; the run touches the 20 MiB arena and 3 MiB more
-    _readings(fp, 40 * MIB, 55 * MIB, 64 * MIB, 87 * MIB, 4 * MIB, 10 * MIB)
+    # weights; the run touches the 20 MiB arena and keeps 2 MiB more, with
+    # a peak 1 MiB above that
+    _readings(fp, 40 * MIB, 55 * MIB, 64 * MIB, 86 * MIB, (55 * MIB, 64 * MIB, 87 * MIB),
+              4 * MIB, 10 * MIB)
     s = fp.split(10 * MIB, 20 * MIB)
     assert s["peak"] == 87 * MIB and s["base"] == 40 * MIB
     assert s["other"] == 87 * MIB - 40 * MIB - 10 * MIB - 20 * MIB
     assert s["load"] == 11 * MIB          # 15 - the 4 placed at load
     assert s["bind"] == 3 * MIB           # 9 - the 6 placed then
-    assert s["inference"] == 3 * MIB      # 87 - 64 - the arena
-    assert s["load"] + s["bind"] + s["inference"] == s["other"]
+    assert s["inference"] == 2 * MIB      # 86 - 64 - the arena
+    assert s["transient"] == 1 * MIB and s["transient_phase"] == "run"
+    assert s["load"] + s["bind"] + s["inference"] + s["transient"] == s["other"]
     text = fp.format(10 * MIB, 20 * MIB)
     assert "peak RSS 87.0 MiB = baseline 40.0 MiB + weights 10.0 MiB + arena 20.0 MiB" \
         " + other 17.0 MiB" in text
-    assert "load 11.0 MiB" in text and "inference 3.0 MiB" in text
+    assert "load 11.0 MiB" in text and "inference 2.0 MiB" in text
+    assert "transient 1.0 MiB (the peak above the end state, during run)" in text
+
+
+def test_a_peak_reached_while_loading_is_a_load_transient():
+    fp = Footprint()
+    _readings(fp, 40 * MIB, 55 * MIB, 64 * MIB, 86 * MIB, (130 * MIB, 130 * MIB, 130 * MIB),
+              4 * MIB, 10 * MIB)
+    s = fp.split(10 * MIB, 20 * MIB)
+    assert s["transient"] == 44 * MIB and s["transient_phase"] == "load"
+    assert s["inference"] == 2 * MIB
+    assert s["load"] + s["bind"] + s["inference"] + s["transient"] == s["other"]
 
 
 def test_mark_takes_a_reading():

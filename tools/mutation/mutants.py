@@ -891,4 +891,9 @@ MUTANTS = [
       "    return stripped, views",
       "the kept model is handed out itself, so one import's edits reach the next",
       ("tests/importers/test_onnx_data.py",)),
+    M("onnx-data-float-data-inline", "pyarena/importers/onnx_data.py",
+      "        elif (field, wt, meta[\"type\"]) in ((4, 2, 1), (10, 2, 11)) and meta[\"raw\"] is None:",
+      "        elif False:",
+      "weights written as packed float_data are decoded into the protobuf, not read in place",
+      ("tests/importers/test_onnx_data.py",)),
 ]
