@@ -10,7 +10,7 @@ import pytest
 
 import pyarena
 from pyarena import GraphBuilder, plan, validate
-from pyarena.errors import InvalidArgumentError, PlanInfeasibleError
+from pyarena.errors import InvalidArgumentError, PlanInfeasibleError, PlanValidationError
 from pyarena.graph import Graph
 from pyarena.planning import Plan
 from pyarena.planning.fit import fit_plan
@@ -196,6 +196,9 @@ def test_the_plan_round_trips_json_with_its_budget():
     q = Plan.from_json(d, g)
     assert q.budget == p.budget and q.arena_bytes == p.arena_bytes
     assert q.to_json()["budget"] == p.to_json()["budget"]
+    over = dict(d, budget=dict(d["budget"], memory_budget=p.arena_bytes - 1))
+    with pytest.raises(PlanValidationError, match="over the memory budget"):
+        Plan.from_json(over, g)
     for bad in ([1], {"memory_budget": 1}, dict(d["budget"], tried=[3]),
                 dict(d["budget"], memory_budget="1M")):
         with pytest.raises(InvalidArgumentError, match="budget"):
