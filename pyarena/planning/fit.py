@@ -158,7 +158,8 @@ class _Search:
                 knob(self.graph, level)
             except GraphError as exc:    # op types the runtime cannot size
                 self.saved.restore()
-                self.note = f"; the operator scratch cannot be resized ({exc})"
+                why = str(exc) if len(str(exc)) <= 160 else str(exc)[:157] + "..."
+                self.note = f"; the operator scratch cannot be resized ({why})"
                 return None
             sizes = [op.scratch_bytes for op in self.graph.ops]
             if sizes == last:            # the same plan as the level before
@@ -199,11 +200,12 @@ class _Search:
 
     def infeasible(self):
         best = min(self.tried, key=lambda t: t["arena_bytes"])
-        scratch = ("as given" if best["scratch_budget"] is None
+        scratch = ("scratch as given" if best["scratch_budget"] is None
                    else f"scratch budget {best['scratch_budget']:,} bytes")
+        n = len(self.tried)
         return PlanInfeasibleError(
             f"no plan fits the memory budget of {self.budget:,} bytes: the smallest arena "
             f"reached is {best['arena_bytes']:,} bytes ({best['order']} order, {scratch}; "
-            f"lower bound {best['lower_bound_bytes']:,} bytes; {len(self.tried)} plans "
+            f"lower bound {best['lower_bound_bytes']:,} bytes; {n} plan{'s' * (n != 1)} "
             f"tried{self.note})", smallest_bytes=best["arena_bytes"], limit=self.budget,
             tried=self.tried)

@@ -312,8 +312,13 @@ class Plan:
 
 def budget_line(budget):
     """The summary line of ``Plan.budget``."""
+    return f"  budget       {budget_text(budget)}"
+
+
+def budget_text(budget):
+    """``Plan.budget`` in words: the budget, the order and scratch chosen."""
     scratch = budget.get("scratch_budget")
-    return (f"  budget       {budget['memory_budget']:,} B: fits with the "
+    return (f"{budget['memory_budget']:,} B: fits with the "
             f"{'scheduled' if budget.get('order_changed') else 'given'} order, scratch "
             + ("as given" if scratch is None else f"budget {scratch:,} B per op")
             + f" ({_plans(len(budget.get('tried', [])))} tried)")
