@@ -7,6 +7,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyarena
 from pyarena import GraphBuilder, plan, validate
@@ -237,3 +239,57 @@ def test_the_facade_plans_within_a_budget():
     g = mobilenet()
     p = pyarena.plan(g, memory_budget=700_000)
     assert p.arena_bytes <= 700_000 and p.budget["scratch_budget"] is not None
+
+
+def test_schedule_true_with_a_budget_tries_the_scheduled_order_only():
+    g = branches()
+    p = plan(g, memory_budget=10**9, schedule=True)
+    assert [t["order"] for t in p.budget["tried"]] == ["scheduled"]
+    assert p.budget["order_changed"] and p.schedule.reordered
+    assert p.arena_bytes == plan(branches(), schedule=True).arena_bytes
+
+
+def test_the_executor_plans_within_a_budget_given_in_plan_options():
+    g = mobilenet()
+    ex = Executor(g, plan_options={"memory_budget": 700_000})
+    assert ex.plan.arena_bytes <= 700_000 and g.scratch_budget == ex.plan.budget[
+        "scratch_budget"] < SCRATCH_BUDGET
+    assert all(k.scratch_bytes <= op.scratch_bytes for k, op in zip(ex.kernels, g.ops))
+
+
+@st.composite
+def budget_cases(draw):
+    """A random graph of 2-6 element-wise ops (sizes only, some scratch)
+    and a budget around its default arena."""
+    n = draw(st.integers(2, 6))
+    g = Graph("r")
+    g.add_tensor("x", nbytes=draw(st.integers(1, 32)) * 64, role="input")
+    names = ["x"]
+    for i in range(n):
+        ins = draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
+        g.add_tensor(f"t{i}", nbytes=draw(st.integers(1, 32)) * 64)
+        g.add_op("Add" if len(ins) == 2 else "Relu", ins, [f"t{i}"], name=f"op{i}",
+                 scratch_bytes=draw(st.sampled_from([0, 0, 64, 640])))
+        names.append(f"t{i}")
+    g.tensors[names[-1]].role = "output"
+    return g, draw(st.floats(0.3, 1.2))
+
+
+@given(budget_cases())
+@settings(max_examples=60, deadline=None)
+def test_a_budget_is_met_or_refused_with_the_graph_untouched(case):
+    g, frac = case
+    default = plan(g).arena_bytes
+    before = state(g)
+    budget = max(1, int(default * frac))
+    try:
+        p = plan(g, memory_budget=budget)
+    except PlanInfeasibleError as exc:
+        assert exc.smallest_bytes > budget and state(g) == before
+        assert exc.smallest_bytes == min(t["arena_bytes"] for t in exc.tried)
+        assert exc.smallest_bytes <= default
+    else:
+        assert p.arena_bytes <= budget and validate(p) == []
+        assert validate(p, g) == []
+        if budget >= default:
+            assert state(g) == before and p.arena_bytes == default
