@@ -293,3 +293,12 @@ def test_a_budget_is_met_or_refused_with_the_graph_untouched(case):
         assert validate(p, g) == []
         if budget >= default:
             assert state(g) == before and p.arena_bytes == default
+
+
+def test_the_halving_starts_below_the_graphs_own_scratch_budget():
+    with pytest.raises(PlanInfeasibleError) as info:
+        plan(mobilenet(1 << 16), memory_budget=1)
+    levels = [t["scratch_budget"] for t in info.value.tried]
+    assert levels[0] is None and levels[1] == 1 << 15
+    assert all(b < 1 << 16 for b in levels[1:])
+    assert levels[1:] == sorted(levels[1:], reverse=True)

@@ -699,6 +699,11 @@ MUTANTS = [
       "    if found is None:\n",
       "an infeasible budget leaves the graph with the last order and scratch tried",
       ("tests/planning/test_fit.py",)),
+    M("fit-halving-from-default", "pyarena/planning/fit.py",
+      "    b = graph.scratch_budget if graph.scratch_budget is not None else base\n",
+      "    b = base\n",
+      "the budget search halves from the kernels' default scratch budget, trying budgets "
+      "larger than the graph's own", ("tests/planning/test_fit.py",)),
     M("fit-no-capacity-retry", "pyarena/planning/fit.py",
       "        if p.lower_bound_bytes <= self.budget < p.arena_bytes:",
       "        if p.lower_bound_bytes < self.budget < p.lower_bound_bytes:",
