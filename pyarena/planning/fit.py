@@ -133,11 +133,15 @@ def _knob(rescratch):
 
 
 class _Search:
+    """The candidates in order, each recorded in ``tried``; the graph is
+    changed in place (``_Saved`` puts it back)."""
+
     def __init__(self, graph, saved, budget, make, schedule, alignment, time_limit):
         self.graph, self.saved, self.budget, self.make = graph, saved, budget, make
         self.orders = ("scheduled",) if schedule else ("given", "scheduled")
         self.alignment = alignment
-        self.time_limit = min(time_limit, 5.0)
+        # the scheduler's share, as plan(schedule=True) gives it
+        self.time_limit = 5.0 if time_limit is None else min(time_limit, 5.0)
         self.tried = []
         self.note = ""
 
