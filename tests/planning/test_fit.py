@@ -239,6 +239,8 @@ def test_the_facade_plans_within_a_budget():
     g = mobilenet()
     p = pyarena.plan(g, memory_budget=700_000)
     assert p.arena_bytes <= 700_000 and p.budget["scratch_budget"] is not None
+    q = pyarena.plan(mobilenet(), memory_budget=700_000, time_limit=None)
+    assert q.budget["scratch_budget"] == p.budget["scratch_budget"]
 
 
 def test_schedule_true_with_a_budget_tries_the_scheduled_order_only():
