@@ -84,3 +84,13 @@ def _load_kernel_registry():
 
 
 _planning.inplace.add_declaration_source(_load_kernel_registry)
+
+
+def _scratch_knob():
+    # plan(memory_budget=...) shrinks operator scratch through the kernels'
+    # rules (runtime layer); handed down the same way, loaded on first use.
+    from .runtime.kernels import SCRATCH_BUDGET, set_scratch
+    return set_scratch, SCRATCH_BUDGET
+
+
+_planning.fit.add_scratch_source(_scratch_knob)

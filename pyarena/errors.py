@@ -58,7 +58,25 @@ class ForeignPointerError(InvalidArgumentError):
 
 
 class PlanInfeasibleError(PyArenaError):
-    """No plan fits within the requested capacity (or time)."""
+    """No plan fits within the requested capacity (or time), or no plan the
+    memory-budget search reaches fits the budget.  ``smallest_bytes`` is
+    the smallest arena reached (None when no plan was made), ``limit`` the
+    capacity or memory budget asked for, ``tried`` what the budget search
+    planned (dicts as in ``Plan.budget["tried"]``)."""
+
+    def __init__(self, message="", *, smallest_bytes=None, limit=None, tried=()):
+        super().__init__(message)
+        self.smallest_bytes = smallest_bytes
+        self.limit = limit
+        self.tried = list(tried)
+
+    def __reduce__(self):
+        return (_rebuild_infeasible, (str(self), self.smallest_bytes, self.limit, self.tried))
+
+
+def _rebuild_infeasible(message, smallest_bytes, limit, tried):
+    return PlanInfeasibleError(message, smallest_bytes=smallest_bytes, limit=limit,
+                               tried=tried)
 
 
 class OutOfMemoryError(PyArenaError, MemoryError):

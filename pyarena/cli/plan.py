@@ -8,7 +8,7 @@ writes the plan (``-`` = stdout, then the summary goes to stderr).
 
 Exit status: 0 plan made (and validated), 1 the validator found a
 problem, 2 bad input (or a model over ``--max-memory``), 3 no plan within
-``--capacity``.
+``--capacity`` or ``--memory-budget``.
 """
 import json
 import os
@@ -42,6 +42,10 @@ def add_parser(sub):
                    help="find a plan within this arena size (exit 3 if none)")
     p.add_argument("--schedule", action="store_true",
                    help="first reorder the ops for the least peak (graphs, not CSV)")
+    p.add_argument("--memory-budget", default=None, metavar="BYTES",
+                   help="the fastest plan whose arena fits BYTES (e.g. 512K): the given "
+                        "order, then the scheduled one, then smaller operator scratch "
+                        "(exit 3 if none)")
     p.add_argument("--max-memory", default=None, metavar="BYTES",
                    help="memory budget for weights + arena (e.g. 8G; default: the "
                         "physical memory); a larger model is refused (exit 2)")
@@ -57,15 +61,20 @@ def make_plan(args):
     """The plan the arguments ask for (shared with tools wrapping the CLI)."""
     capacity = parse_bytes(args.capacity, "--capacity")
     max_memory = parse_bytes(args.max_memory, "--max-memory")
+    memory_budget = parse_bytes(args.memory_budget, "--memory-budget")
+    if memory_budget is not None and capacity is not None:
+        raise InvalidArgumentError("give --capacity or --memory-budget, not both")
     strategy = args.strategy or ("exact" if capacity is not None else "best")
     if not args.time_limit > 0:
         raise InvalidArgumentError(f"--time-limit must be > 0, not {args.time_limit}")
     if os.path.splitext(args.graph)[1].lower() == ".csv":
         if args.input:
             raise InvalidArgumentError("--input does not apply to a CSV of intervals")
-        if args.schedule:
-            raise InvalidArgumentError("--schedule does not apply to a CSV of intervals "
-                                       "(it reorders a graph's ops)")
+        for flag, given in (("--schedule", args.schedule),
+                            ("--memory-budget", memory_budget is not None)):
+            if given:
+                raise InvalidArgumentError(f"{flag} does not apply to a CSV of intervals "
+                                           "(it changes a graph's ops)")
         bufs = load_intervals_csv(args.graph)
         return plan_intervals(bufs, strategy=strategy,
                               alignment=1 if args.align is None else args.align,
@@ -73,7 +82,8 @@ def make_plan(args):
     g = load_model(args.graph, parse_inputs(args.input) or None, max_memory=max_memory)
     return plan(g, strategy=strategy, alignment=64 if args.align is None else args.align,
                 inplace=not args.no_inplace, time_limit=args.time_limit,
-                capacity=capacity, max_memory=max_memory, schedule=args.schedule)
+                capacity=capacity, max_memory=max_memory, schedule=args.schedule,
+                memory_budget=memory_budget)
 
 
 def run(args):

@@ -13,14 +13,16 @@ largest difference from it.  ``--save OUT.npz`` writes every graph output by
 name.
 
 Exit status: 0 ok, 2 bad input (unsupported op, bad file, bad arguments, a
-model over ``--max-memory``).
+model over ``--max-memory``), 3 no plan within ``--memory-budget``.
 """
+import sys
 import time
 
 import numpy as np
 
 from .._format import human_bytes
-from ..errors import GraphError, InvalidArgumentError
+from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
+from ..planning.result import budget_text
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from .args import parse_bytes, parse_feeds, parse_inputs
 
@@ -52,6 +54,10 @@ def add_parser(sub):
     p.add_argument("--max-memory", default=None, metavar="BYTES",
                    help="memory budget for weights + arena (e.g. 8G; default: the "
                         "physical memory); a larger model is refused before allocating")
+    p.add_argument("--memory-budget", default=None, metavar="BYTES",
+                   help="run the fastest plan whose arena fits BYTES (e.g. 512K): the "
+                        "given op order, then the scheduled one, then smaller operator "
+                        "scratch (exit 3 if none)")
     p.set_defaults(run=run)
     return p
 
@@ -62,15 +68,11 @@ def run(args):
     from ..planning import plan
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     from ..runtime.footprint import Footprint, weights_info
-    if args.repeat < 1:
-        raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
-    if args.threads < 1:
-        raise InvalidArgumentError(f"--threads must be >= 1, not {args.threads}")
-    if args.blas_threads < 0:
-        raise InvalidArgumentError(f"--blas-threads must be >= 0, not {args.blas_threads}")
+    _check_counts(args)
     if args.blas_threads:
         set_blas_threads(args.blas_threads)
     max_memory = parse_bytes(args.max_memory, "--max-memory")
+    memory_budget = parse_bytes(args.memory_budget, "--memory-budget")
     shapes = parse_inputs(args.input)
     given = parse_feeds(args.feed)
     from_feeds = {name for name in given if name not in shapes}
@@ -92,7 +94,12 @@ def run(args):
     t_load = time.perf_counter() - t0
     fp.mark("load", g.weights.stats().used if g.weights is not None else 0)
     _check_feeds(g, given)
-    p = plan(g, inplace=not args.no_inplace, max_memory=max_memory)
+    try:
+        p = plan(g, inplace=not args.no_inplace, max_memory=max_memory,
+                 memory_budget=memory_budget)
+    except PlanInfeasibleError as exc:
+        print(f"pyarena run: infeasible: {exc}", file=sys.stderr)
+        return 3
     ex = Executor(g, p, max_memory=max_memory, threads=args.threads)
     feeds = random_feeds(g, seed=args.seed)
     feeds.update({k: np.asarray(v, dtype=g.tensors[k].dtype) for k, v in given.items()})
@@ -113,6 +120,8 @@ def run(args):
     print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound "
           f"{human_bytes(p.lower_bound_bytes)}, naive {human_bytes(p.naive_bytes)}, "
           f"{'optimal' if p.optimal else 'not proven optimal'})")
+    if p.budget is not None:
+        print(f"budget     {budget_text(p.budget)}")
     print(f"weights    {human_bytes(ex.weights_bytes)} in the weights arena "
           f"({format_by_dtype(wi['by_dtype']) or 'none'} of them the graph's constants; "
           f"{human_bytes(wi['mapped'])} more read from the file at setup only); "
@@ -130,6 +139,15 @@ def run(args):
         np.savez(args.save, **out)
         print(f"saved      {', '.join(out)} -> {args.save}")
     return 0
+
+
+def _check_counts(args):
+    if args.repeat < 1:
+        raise InvalidArgumentError(f"--repeat must be >= 1, not {args.repeat}")
+    if args.threads < 1:
+        raise InvalidArgumentError(f"--threads must be >= 1, not {args.threads}")
+    if args.blas_threads < 0:
+        raise InvalidArgumentError(f"--blas-threads must be >= 0, not {args.blas_threads}")
 
 
 def _import_format(path):

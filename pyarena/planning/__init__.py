@@ -11,12 +11,15 @@
 * :func:`schedule` -- the op order of least peak (:mod:`.schedule`).
 * :mod:`.budget` -- the memory budget (``max_memory``) every entry point
   checks before allocating.
+* :mod:`.fit` -- ``plan(graph, memory_budget=B)``: the fastest plan whose
+  arena fits ``B`` (order, then smaller operator scratch).
 
 Imports the memory and graph layers below it, never the runtime,
 importers or CLI above.
 """
 from ..errors import PlanInfeasibleError, PlanValidationError
 from .assign import STRATEGIES
+from . import fit
 from .budget import (check_graph_budget, check_plan_budget, physical_memory,
                      resolve_max_memory)
 from .inplace import DEFAULT_RULES, KINDS, RuleTable, register_rule

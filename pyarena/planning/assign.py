@@ -95,7 +95,9 @@ def assign_offsets(sizes, firsts, lasts, strategy, alignment, time_limit, capaci
         best = int(result.arena_bytes)
         found = f", best plan found {best:,} bytes" if best > (capacity or 0) else ""
         raise PlanInfeasibleError(f"{why}: capacity {int(capacity or 0):,} bytes "
-                                  f"(lower bound {lb:,} bytes{found}, strategy {strategy})")
+                                  f"(lower bound {lb:,} bytes{found}, strategy {strategy})",
+                                  smallest_bytes=best if found else None,
+                                  limit=int(capacity or 0))
     check(status, f"planning {n} buffers with strategy {strategy!r}")
     offsets = np.frombuffer(cview, _CBUF_DTYPE)["offset"].copy()
     chosen = _STRATEGY_NAMES.get(result.strategy, strategy)

@@ -19,6 +19,7 @@ from ..errors import InvalidArgumentError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
 from .budget import check_graph_budget, check_plan_budget, resolve_max_memory
+from .fit import check_memory_budget, fit_plan
 from .inplace import as_rule_table
 from .result import Buffer, Plan, padded_size, tensor_info
 from .schedule import schedule as find_schedule
@@ -28,7 +29,8 @@ __all__ = ["plan", "plan_intervals"]
 
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
-         rules=None, capacity=None, max_memory=None, schedule=False):
+         rules=None, capacity=None, max_memory=None, schedule=False,
+         memory_budget=None, rescratch=None):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
@@ -38,15 +40,34 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     a plan over it raises MemoryBudgetError (:mod:`.budget`).
     ``schedule=True`` first puts the graph's ops in the order of least peak
     (:func:`pyarena.planning.schedule.schedule`; ``graph.ops`` is reordered,
-    and ``plan.schedule`` says what was done).  Returns a :class:`Plan`."""
+    and ``plan.schedule`` says what was done).  ``memory_budget`` (bytes)
+    asks for the fastest plan whose arena fits it: the given order, then
+    the scheduled one, then smaller operator scratch through ``rescratch``
+    (None: the kernels' rules; False: keep the scratch) -- see :mod:`.fit`;
+    ``plan.budget`` says what was done, PlanInfeasibleError (with
+    ``smallest_bytes``) when nothing fits.  Returns a :class:`Plan`."""
     t0 = time.perf_counter()
     if not isinstance(graph, Graph):
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
     check_strategy(strategy)
     alignment = check_alignment(alignment)
     budget = resolve_max_memory(max_memory)
+    if memory_budget is not None:
+        check_memory_budget(memory_budget)
+        if capacity is not None:
+            raise InvalidArgumentError("give capacity or memory_budget, not both "
+                                       "(memory_budget plans with the capacity it needs)")
     graph.validate()
     check_graph_budget(graph, budget)    # a tensor alone over the budget: no planning
+    if memory_budget is not None:
+        def make(cap):
+            with _NoGC():
+                return _plan(graph, strategy, alignment, inplace, time_limit, rules, cap,
+                             time.perf_counter())
+        result = fit_plan(graph, memory_budget, make, rescratch=rescratch,
+                          schedule=schedule, alignment=alignment, time_limit=time_limit)
+        check_plan_budget(result, graph, budget)
+        return result
     order = None
     if schedule:
         order = find_schedule(graph, alignment, time_limit=min(time_limit, 5.0))

@@ -63,15 +63,18 @@ class Plan:
     heuristic whose answer was kept), ``optimal``, ``plan_seconds``,
     ``num_ops``, ``buffers``, ``offsets``, ``buffer_of``, ``scratch``,
     ``reuses`` (``(op, from_tensor, to_tensor, "alias"|"inplace")``),
-    ``rules`` (the in-place rule table used) and ``graph`` (None for
-    interval plans).
+    ``rules`` (the in-place rule table used), ``graph`` (None for
+    interval plans), ``schedule`` (the op order applied, or None) and
+    ``budget`` (None, or what ``plan(memory_budget=...)`` did: the
+    ``memory_budget``, ``order_changed``, the ``scratch_budget`` chosen --
+    None when the scratch was kept -- and every candidate ``tried``).
     """
 
     def __init__(self, buffers, *, arena_bytes, lower_bound_bytes, naive_bytes,
                  alignment, strategy, chosen_strategy=None, optimal=False,
                  plan_seconds=0.0, num_ops=0, weights_bytes=0, graph=None,
                  inplace=True, reuses=(), tensor_info=None, rules=None,
-                 c_seconds=0.0):
+                 c_seconds=0.0, budget=None):
         self.buffers = list(buffers)
         self.arena_bytes = int(arena_bytes)
         self.lower_bound_bytes = int(lower_bound_bytes)
@@ -88,6 +91,8 @@ class Plan:
         self.inplace = bool(inplace)
         self.reuses = list(reuses)
         self.rules = rules      # the in-place RuleTable used (None: defaults)
+        self.schedule = None    # the Schedule applied (plan(schedule=True) / a budget)
+        self.budget = budget    # what plan(memory_budget=...) did (None: no budget)
         # name -> (shape or None, dtype, nbytes): what bind() hands out
         self._info = tensor_info or {}
         self.buffer_of = {}
@@ -132,6 +137,8 @@ class Plan:
                          + ("" if self.inplace else " (in-place disabled)"))
         lines.append(f"  strategy     {self.strategy} (kept: {self.chosen_strategy}), "
                      f"{self.plan_seconds * 1e3:.1f} ms")
+        if self.budget is not None:
+            lines.append(budget_line(self.budget))
         return "\n".join(lines)
 
     def __repr__(self):
@@ -160,6 +167,7 @@ class Plan:
             "offsets": {t: int(o) for t, o in self.offsets.items()},
             "reuses": [{"op": o, "from": a, "to": b_, "mode": m}
                        for o, a, b_, m in self.reuses],
+            **({} if self.budget is None else {"budget": self.budget}),
         }
 
     @classmethod
@@ -224,7 +232,7 @@ class Plan:
                    plan_seconds=num(d.get("plan_seconds", 0.0), "plan_seconds", float),
                    num_ops=num(d.get("num_ops", 0), "num_ops"), graph=graph,
                    inplace=bool(d.get("inplace", True)), reuses=reuses,
-                   tensor_info=info)
+                   tensor_info=info, budget=_budget_from_json(d.get("budget")))
         if graph is not None:
             validate(plan, graph, raise_errors=True)
         return plan
@@ -300,6 +308,40 @@ class Plan:
                 f"bind(): buffer of {raw.size:,} bytes is too small for the plan's "
                 f"arena of {need:,} bytes{extra}")
         return raw[shift:shift + need]
+
+
+def budget_line(budget):
+    """The summary line of ``Plan.budget``."""
+    return f"  budget       {budget_text(budget)}"
+
+
+def budget_text(budget):
+    """``Plan.budget`` in words: the budget, the order and scratch chosen."""
+    scratch = budget.get("scratch_budget")
+    return (f"{budget['memory_budget']:,} B: fits with the "
+            f"{'scheduled' if budget.get('order_changed') else 'given'} order, scratch "
+            + ("as given" if scratch is None else f"budget {scratch:,} B per op")
+            + f" ({_plans(len(budget.get('tried', [])))} tried)")
+
+
+def _plans(n):
+    return f"{n} plan" + ("" if n == 1 else "s")
+
+
+def _budget_from_json(b):
+    if b is None:
+        return None
+    keys = ("memory_budget", "order_changed", "scratch_budget", "tried")
+    if not isinstance(b, dict) or any(k not in b for k in keys) \
+            or not isinstance(b["tried"], list) \
+            or not all(isinstance(t, dict) for t in b["tried"]):
+        raise InvalidArgumentError(f"plan JSON: 'budget' must be an object with "
+                                   f"{', '.join(keys)} ('tried' a list), not {b!r:.80}")
+    if isinstance(b["memory_budget"], bool) or not isinstance(b["memory_budget"], int):
+        raise InvalidArgumentError(f"plan JSON: budget memory_budget must be an integer, "
+                                   f"not {b['memory_budget']!r}")
+    return {"memory_budget": b["memory_budget"], "order_changed": bool(b["order_changed"]),
+            "scratch_budget": b["scratch_budget"], "tried": [dict(t) for t in b["tried"]]}
 
 
 def tensor_info(graph, nbytes=None):

@@ -10,7 +10,7 @@ element-wise), so a planner bug cannot hide itself.  It checks:
   time keeping the live buffers ordered by offset: O(n log n) neighbour
   checks, not O(n^2) pairs);
 * the reported lower bound is the peak of padded live bytes, and the
-  arena is not below it;
+  arena is not below it; a plan made for a memory budget fits it;
 * with a graph: every non-constant tensor that is used is in exactly one
   buffer, constants in none; each buffer is large enough and its lifetime
   covers every member's (recomputed here from the graph); each scratch
@@ -261,6 +261,10 @@ def validate(plan, graph=None, rules=None, raise_errors=False):
         align = 1
     bufs = list(plan.buffers)
     _geometry(bufs, align, plan.arena_bytes, plan.lower_bound_bytes, problems)
+    budget = getattr(plan, "budget", None)
+    if budget is not None and plan.arena_bytes > budget.get("memory_budget", 0):
+        problems.append(f"arena of {plan.arena_bytes} bytes is over the memory budget of "
+                        f"{budget.get('memory_budget')} bytes the plan says it fits")
     home = {}
     for b in bufs:
         if not b.tensors:

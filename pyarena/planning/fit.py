@@ -1,0 +1,215 @@
+"""A memory budget as the interface: the fastest plan whose arena fits.
+
+``plan(graph, memory_budget=B)`` returns the fastest plan whose work arena
+(``arena_bytes``) is at most ``B`` bytes.  The knobs that trade speed for
+memory are tried from the fastest candidate to the smallest, and the first
+that fits wins:
+
+1. the given op order with the graph's scratch sizes (the plan made
+   without a budget);
+2. the memory-minimising op order (:mod:`.schedule`), same scratch;
+3. smaller operator scratch: the per-op workspace budget halved from the
+   graph's (``graph.scratch_budget``, by default the kernels'
+   ``SCRATCH_BUDGET``) down to 1 byte -- narrower im2col / pooling bands,
+   more and slower steps -- each with the given order, then the
+   scheduled one.  A halving that leaves every op's scratch as it was is
+   not planned again (its plan would be the same).
+
+Each candidate is planned as usual; one whose arena is over ``B`` while
+its lower bound is not is planned again with ``capacity=B``, so the
+planner's search aims at the target.  When none fits,
+:class:`~pyarena.errors.PlanInfeasibleError` names the smallest arena any
+candidate reached (``exc.smallest_bytes``) and the graph is left as it was.
+When one fits, the graph is left as its plan needs it: ops in the plan's
+order, scratch sizes and ``graph.scratch_budget`` from the chosen budget
+(the executor builds its kernels with the same budget).
+``plan.budget`` records what was done.
+
+Layering: scratch sizes come from the kernels (the runtime layer, above
+this one), so the scratch knob is a callable ``rescratch(graph,
+scratch_budget)`` that refills ``Op.scratch_bytes`` and records the
+budget.  The package root installs the runtime's ``set_scratch`` (with
+``SCRATCH_BUDGET``) as the default through :func:`add_scratch_source`;
+``plan(..., rescratch=False)`` searches the order only.  A graph whose
+ops the runtime cannot size (custom op types in a JSON graph) keeps its
+scratch; the error then says so.
+"""
+import time
+
+from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
+from ..memory.args import as_size
+from .schedule import schedule as find_schedule
+
+__all__ = ["fit_plan", "add_scratch_source", "check_memory_budget"]
+
+# loaders returning (rescratch, default scratch budget); run once, on first use
+_SOURCES = []
+_KNOB = []
+
+
+def add_scratch_source(load):
+    """Have ``load()`` -- returning ``(rescratch, default_scratch_budget)``
+    -- provide the default scratch knob on first use (the package root
+    hands the runtime's ``set_scratch`` down this way)."""
+    _SOURCES.append(load)
+
+
+def _default_knob():
+    while _SOURCES:
+        _KNOB[:] = [_SOURCES.pop(0)()]
+    return _KNOB[0] if _KNOB else (None, None)
+
+
+def check_memory_budget(memory_budget):
+    """``memory_budget`` as a positive int of bytes; InvalidArgumentError
+    otherwise."""
+    return as_size(memory_budget, "memory_budget", 1)
+
+
+class _Saved:
+    """The graph's order and scratch as given, to restore on failure."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.ops = list(graph.ops)
+        self.scratch = [op.scratch_bytes for op in graph.ops]
+        self.budget = graph.scratch_budget
+
+    def restore(self):
+        self.graph.ops = list(self.ops)
+        for op, n in zip(self.ops, self.scratch):
+            op.scratch_bytes = n
+        self.graph.scratch_budget = self.budget
+
+
+def _scratch_levels(graph, base):
+    """The scratch budgets to try after the graph's own: halvings to 1."""
+    b = graph.scratch_budget if graph.scratch_budget is not None else base
+    out = []
+    while b > 1:
+        b //= 2
+        out.append(b)
+    return out
+
+
+def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
+             alignment=64, time_limit=10.0):
+    """The first candidate plan (see the module docstring) whose arena is
+    at most ``memory_budget``.  ``make(capacity)`` plans ``graph`` as it
+    stands with the caller's options.  ``schedule=True`` tries the
+    scheduled order only.  Sets ``plan.budget`` and ``plan.schedule``;
+    raises PlanInfeasibleError (graph restored) when nothing fits."""
+    t0 = time.perf_counter()
+    budget = check_memory_budget(memory_budget)
+    knob, base = _knob(rescratch)
+    saved = _Saved(graph)
+    search = _Search(graph, saved, budget, make, schedule, alignment, time_limit)
+    try:
+        found = search.run(knob, base)
+    except BaseException:
+        saved.restore()
+        raise
+    if found is None:
+        saved.restore()
+        raise search.infeasible()
+    p, sched, scratch = found
+    p.schedule = sched
+    p.budget = {"memory_budget": budget, "order_changed": sched is not None and
+                sched.reordered, "scratch_budget": scratch, "tried": search.tried}
+    p.plan_seconds = time.perf_counter() - t0
+    return p
+
+
+def _knob(rescratch):
+    if rescratch is False:
+        return None, None
+    default, base = _default_knob()
+    if rescratch is None:
+        return default, base
+    if not callable(rescratch):
+        raise InvalidArgumentError(f"rescratch must be a callable (graph, scratch_budget), "
+                                   f"False or None, not {rescratch!r}")
+    return rescratch, base
+
+
+class _Search:
+    """The candidates in order, each recorded in ``tried``; the graph is
+    changed in place (``_Saved`` puts it back)."""
+
+    def __init__(self, graph, saved, budget, make, schedule, alignment, time_limit):
+        self.graph, self.saved, self.budget, self.make = graph, saved, budget, make
+        self.orders = ("scheduled",) if schedule else ("given", "scheduled")
+        self.alignment = alignment
+        # the scheduler's share, as plan(schedule=True) gives it
+        self.time_limit = 5.0 if time_limit is None else min(time_limit, 5.0)
+        self.tried = []
+        self.note = ""
+
+    def run(self, knob, base):
+        found = self.level(None)
+        if found is not None:
+            return found
+        if knob is None:
+            self.note = "; the operator scratch was kept as given"
+            return None
+        if base is None and self.graph.scratch_budget is None:
+            self.note = "; no default scratch budget to halve"
+            return None
+        last = [op.scratch_bytes for op in self.graph.ops]
+        for level in _scratch_levels(self.graph, base):
+            self.graph.ops = list(self.saved.ops)
+            try:
+                knob(self.graph, level)
+            except GraphError as exc:    # op types the runtime cannot size
+                self.saved.restore()
+                why = str(exc) if len(str(exc)) <= 160 else str(exc)[:157] + "..."
+                self.note = f"; the operator scratch cannot be resized ({why})"
+                return None
+            sizes = [op.scratch_bytes for op in self.graph.ops]
+            if sizes == last:            # the same plan as the level before
+                continue
+            last = sizes
+            found = self.level(level)
+            if found is not None:
+                return found
+        return None
+
+    def level(self, scratch):
+        """Try each order at the current scratch; (plan, schedule, scratch)
+        for the first that fits, else None."""
+        for order in self.orders:
+            self.graph.ops = list(self.saved.ops)
+            sched = None
+            if order == "scheduled":
+                sched = find_schedule(self.graph, self.alignment, time_limit=self.time_limit)
+                if not sched.reordered and "given" in self.orders:
+                    continue             # the given order again: planned already
+                self.graph.ops = [self.saved.ops[i] for i in sched.order]
+            p = self.attempt()
+            self.tried.append({"order": order, "scratch_budget": scratch,
+                               "arena_bytes": p.arena_bytes,
+                               "lower_bound_bytes": p.lower_bound_bytes})
+            if p.arena_bytes <= self.budget:
+                return p, sched, scratch
+        return None
+
+    def attempt(self):
+        p = self.make(None)
+        if p.lower_bound_bytes <= self.budget < p.arena_bytes:
+            try:
+                return self.make(self.budget)
+            except PlanInfeasibleError:
+                pass
+        return p
+
+    def infeasible(self):
+        best = min(self.tried, key=lambda t: t["arena_bytes"])
+        scratch = ("scratch as given" if best["scratch_budget"] is None
+                   else f"scratch budget {best['scratch_budget']:,} bytes")
+        n = len(self.tried)
+        return PlanInfeasibleError(
+            f"no plan fits the memory budget of {self.budget:,} bytes: the smallest arena "
+            f"reached is {best['arena_bytes']:,} bytes ({best['order']} order, {scratch}; "
+            f"lower bound {best['lower_bound_bytes']:,} bytes; {n} plan{'s' * (n != 1)} "
+            f"tried{self.note})", smallest_bytes=best["arena_bytes"], limit=self.budget,
+            tried=self.tried)
