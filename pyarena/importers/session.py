@@ -61,14 +61,18 @@ def _arg(name, shape, dtype):
 
 class InferenceSession:
     """See the module docstring.  ``max_plans``: signatures kept (LRU);
-    ``native``: the C core's kernels (see ``load_model``)."""
+    ``native``: the C core's kernels (see ``load_model``);
+    ``memory_budget``: bytes every signature's activation arena must fit
+    (``plan(g, memory_budget=...)``: the fastest plan that fits, else
+    PlanInfeasibleError when the signature is first seen)."""
 
-    def __init__(self, path, max_plans=8, native=True):
+    def __init__(self, path, max_plans=8, native=True, memory_budget=None):
         if int(max_plans) < 1:
             raise InvalidArgumentError(f"max_plans must be >= 1, not {max_plans!r}")
         self.onnx = require_extra("onnx", "onnx", ".onnx files") \
             if sniff_format(path) == "onnx" else None
         self.path, self.max_plans, self.native = path, int(max_plans), native
+        self.memory_budget = memory_budget
         self._first = None          # the first signature's graph: its weights are shared
         self._plans = OrderedDict()  # signature -> [graph, plan, executor or None]
         self._arena = None          # the shared activation block
@@ -161,7 +165,7 @@ class InferenceSession:
             self._first = _Shared(g)
         else:
             self._first.adopt(g)
-        p = plan(g)
+        p = plan(g) if self.memory_budget is None else plan(g, memory_budget=self.memory_budget)
         self._lower = max(self._lower, p.lower_bound_bytes)
         return [g, p, None, None]
 
