@@ -41,7 +41,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     import onnxruntime as ort
-    from pyarena import InferenceSession
+    from pyarena import Arena, InferenceSession
     from pyarena.runtime import Executor, median, set_blas_threads, time_calls
     set_blas_threads(1)
     path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
@@ -62,7 +62,7 @@ def main():
         s.run(None, feeds, copy=False)
         first = time.perf_counter() - t0
         g, p = s._plans[next(reversed(s._plans))][:2]
-        fixed = Executor(g, p)
+        fixed = Executor(g, p, weights=Arena())   # its own weights: the session's stay its own
         bounds.append(p.lower_bound_bytes)
         ts = time_calls({"session": lambda: s.run(None, feeds, copy=False),
                          "fixed": lambda: fixed.run(feeds),
