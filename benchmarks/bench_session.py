@@ -41,7 +41,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     import onnxruntime as ort
-    from pyarena import Arena, InferenceSession
+    from pyarena import InferenceSession
     from pyarena.runtime import Executor, median, set_blas_threads, time_calls
     set_blas_threads(1)
     path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
@@ -62,7 +62,7 @@ def main():
         s.run(None, feeds, copy=False)
         first = time.perf_counter() - t0
         g, p = s._plans[next(reversed(s._plans))][:2]
-        fixed = Executor(g, p, weights=Arena())   # its own weights: the session's stay its own
+        fixed = Executor(g, p)
         bounds.append(p.lower_bound_bytes)
         ts = time_calls({"session": lambda: s.run(None, feeds, copy=False),
                          "fixed": lambda: fixed.run(feeds),
@@ -76,7 +76,8 @@ def main():
               f"{m['session'] / m['ort']:>13.2f}{diff:>11.1e}{p.arena_bytes / 1024:>11.1f}"
               f"{p.lower_bound_bytes / 1024:>11.1f}", flush=True)
         del fixed
-    for w in widths:                     # the cycle again: cached signatures
+    s = InferenceSession(path)           # a session alone (no comparison executors)
+    for w in widths + widths:            # the cycle twice: new, then cached signatures
         dims = [w if d == "W" else int(d) for d in args.dims.split(",")]
         s.run(None, {args.input: np.zeros(dims, np.float32)})
     info = s.memory_info()
