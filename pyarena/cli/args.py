@@ -56,6 +56,28 @@ def parse_inputs(specs):
     return shapes
 
 
+def parse_values(specs):
+    """``["sr=16000"]`` -> ``{"sr": 16000}`` (a number each: an input the
+    model is specialised on); InvalidArgumentError naming the bad spec."""
+    values = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        if not sep or not name or not text.strip():
+            raise InvalidArgumentError(f"--value {spec!r}: expected NAME=NUMBER")
+        try:
+            v = int(text)
+        except ValueError:
+            try:
+                v = float(text)
+            except ValueError:
+                raise InvalidArgumentError(f"--value {spec!r}: {text!r} is not a "
+                                           "number") from None
+        if name in values:
+            raise InvalidArgumentError(f"--value {name!r} given twice")
+        values[name] = v
+    return values
+
+
 def parse_feeds(specs):
     """``["x=in.npy"]`` -> ``{"x": array}``; InvalidArgumentError naming
     the bad spec or file."""

@@ -24,7 +24,7 @@ from .._format import human_bytes
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
 from ..planning.result import budget_text
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
-from .args import parse_bytes, parse_feeds, parse_inputs
+from .args import parse_bytes, parse_feeds, parse_inputs, parse_values
 
 
 def add_parser(sub):
@@ -33,6 +33,9 @@ def add_parser(sub):
     p.add_argument("model", metavar="MODEL", help=".onnx or .tflite file (or JSON graph)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="shape of a graph input (binds its symbolic dimensions); repeat")
+    p.add_argument("--value", action="append", default=[], metavar="NAME=NUMBER",
+                   help="an input fixed to a value (ONNX): the model is specialised on it, "
+                        "an If on it takes its branch (e.g. --value sr=16000); repeat")
     p.add_argument("--feed", action="append", default=[], metavar="NAME=FILE.npy",
                    help="input data from a .npy file; repeat (others: seeded random)")
     p.add_argument("--save", metavar="OUT.npz", help="write the outputs by name")
@@ -74,6 +77,7 @@ def run(args):
     max_memory = parse_bytes(args.max_memory, "--max-memory")
     memory_budget = parse_bytes(args.memory_budget, "--memory-budget")
     shapes = parse_inputs(args.input)
+    values = parse_values(args.value)
     given = parse_feeds(args.feed)
     from_feeds = {name for name in given if name not in shapes}
     for name, arr in given.items():
@@ -84,7 +88,7 @@ def run(args):
     t0 = time.perf_counter()
     try:
         g = load_model(args.model, inputs=shapes or None, max_memory=max_memory,
-                       native=not args.no_native)
+                       native=not args.no_native, values=values or None)
     except GraphError as exc:
         name = getattr(exc, "unknown_input", None)
         if name in from_feeds:      # the shape came from --feed, not --input
@@ -134,7 +138,9 @@ def run(args):
     if args.profile:
         print(format_profile(ex.profile(feeds, repeat=args.repeat)))
     if not args.no_reference:
-        print(_compare(out, *reference_outputs(args.model, feeds)))
+        fixed = {k: np.asarray(v, np.int64 if isinstance(v, int) else np.float32)
+                 for k, v in values.items()}
+        print(_compare(out, *reference_outputs(args.model, {**feeds, **fixed})))
     if args.save:
         np.savez(args.save, **out)
         print(f"saved      {', '.join(out)} -> {args.save}")

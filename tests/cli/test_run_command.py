@@ -96,3 +96,18 @@ def test_run_profile_threads_and_no_native(tmp_path, capsys):
     assert "--threads" in capsys.readouterr().err
     assert main(args + ["--blas-threads", "-1"]) == 2
     assert "--blas-threads" in capsys.readouterr().err
+
+
+def test_run_value_specialises_an_if_model(tmp_path, capsys):
+    from importers.test_onnx_control import _model as if_model
+    path = if_model(str(tmp_path / "if.onnx"))
+    for sr in ("16000", "8000"):
+        rc = main(["run", path, "--input", "x=3,4", "--value", f"sr={sr}", "--repeat", "1"])
+        text = capsys.readouterr().out
+        assert rc == 0, text
+        diff = float(re.search(r"onnxruntime: max \|difference\| (\S+)", text).group(1))
+        assert diff < 1e-5
+    assert main(["run", path, "--input", "x=3,4", "--value", "sr=fast"]) == 2
+    assert "'fast' is not a number" in capsys.readouterr().err
+    assert main(["run", path, "--input", "x=3,4", "--value", "rate=1"]) == 2
+    assert "'rate' is not a graph input" in capsys.readouterr().err
