@@ -243,6 +243,22 @@ class Executor:
     def weights_bytes(self):
         return self.weights.stats().used
 
+    def memory_info(self):
+        """What this executor holds and what the process has resident:
+        ``weights_bytes`` (its weights arena), ``weights_by_dtype`` (the
+        graph's constants held there), ``weights_mapped_bytes`` (constants
+        still read from the model file), ``arena_bytes`` (the planned
+        activation arena; 0 in the unplanned modes), ``resident_bytes`` and
+        ``peak_resident_bytes`` (the whole process, now and at its peak;
+        see :mod:`pyarena.runtime.footprint`)."""
+        from .footprint import resident, weights_info
+        w = weights_info(self)
+        now, peak = resident()
+        return {"weights_bytes": w["arena"], "weights_by_dtype": w["by_dtype"],
+                "weights_mapped_bytes": w["mapped"],
+                "arena_bytes": self.plan.arena_bytes if self.plan is not None else 0,
+                "resident_bytes": now, "peak_resident_bytes": peak}
+
     def _bind(self, views):
         g = self.graph
         arrays = dict(self.constants)

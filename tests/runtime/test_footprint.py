@@ -108,3 +108,15 @@ def test_pyarena_run_reports_the_parts_of_its_peak(tmp_path, capsys):
     assert 10 < base < peak
     assert "other: load" in text and "bind" in text and "inference" in text
     assert "float32 112.0 KiB of them the graph's constants" in text
+
+
+def test_executor_memory_info(tmp_path):
+    path = str(tmp_path / "m.onnx")
+    w, wm = _model(path)
+    ex = Executor(load_model(path, native=False))
+    info = ex.memory_info()
+    assert info["weights_bytes"] == ex.weights_bytes
+    assert info["weights_by_dtype"] == {"float32": w.nbytes + wm.nbytes}
+    assert info["arena_bytes"] == ex.plan.arena_bytes > 0
+    assert 10 * MIB < info["resident_bytes"] <= info["peak_resident_bytes"]
+    assert Executor(load_model(path), allocator="numpy").memory_info()["arena_bytes"] == 0
