@@ -251,3 +251,38 @@ def test_float_data_and_double_data_are_read_in_place_too(tmp_path, dtype, et):
     gr = load_model(path, native=False)
     x = np.ones((2, 40), dtype)
     np.testing.assert_allclose(Executor(gr).run({"x": x})["y"], x @ w, rtol=1e-6)
+
+
+def test_damaged_files_give_a_clear_error_or_load(tmp_path):
+    """Bytes flipped anywhere in a file whose weights are read in place:
+    the walk never reads outside the file, and the import either works or
+    raises a pyarena error (never another exception)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from pyarena.errors import PyArenaError
+    m, _ = _model(np.random.default_rng(11))
+    m.graph.node.insert(0, helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(
+        np.ones((40, 40), np.float32))))
+    data = m.SerializeToString()
+    path = tmp_path / "f.onnx"
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(st.integers(0, len(data) - 1), st.integers(0, 255)),
+                    min_size=1, max_size=4))
+    def check(flips):
+        b = bytearray(data)
+        for i, v in flips:
+            b[i] = v
+        path.write_bytes(bytes(b))
+        try:
+            model, views = read_model(onnx, str(path))
+        except Exception as exc:            # protobuf's own decode error: onnx's words
+            assert "Decode" in type(exc).__name__ or isinstance(exc, (PyArenaError, ValueError))
+            return
+        for v in views.values():
+            assert v.nbytes <= len(b)
+        try:
+            load_model(str(path))
+        except PyArenaError:
+            pass
+    check()
