@@ -42,6 +42,10 @@ def add_parser(sub):
     p.add_argument("--repeat", type=int, default=5, help="timed inferences (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--no-inplace", action="store_true", help="plan without in-place reuse")
+    p.add_argument("--wide-scratch", action="store_true",
+                   help="keep every op's default workspace even where it raises the arena "
+                        "(by default an op at the peak gets narrower bands that fit the "
+                        "slack at its step)")
     p.add_argument("--no-reference", action="store_true",
                    help="skip the comparison with a reference runtime")
     p.add_argument("--threads", type=int, default=1,
@@ -71,6 +75,7 @@ def run(args):
     from ..planning import plan
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     from ..runtime.footprint import Footprint, weights_info
+    from ..runtime.slack import plan_in_slack
     _check_counts(args)
     if args.blas_threads:
         set_blas_threads(args.blas_threads)
@@ -99,8 +104,11 @@ def run(args):
     fp.mark("load", g.weights.stats().used if g.weights is not None else 0)
     _check_feeds(g, given)
     try:
-        p = plan(g, inplace=not args.no_inplace, max_memory=max_memory,
-                 memory_budget=memory_budget)
+        if memory_budget is None and not args.wide_scratch:   # scratch within the slack
+            p = plan_in_slack(g, inplace=not args.no_inplace, max_memory=max_memory)
+        else:
+            p = plan(g, inplace=not args.no_inplace, max_memory=max_memory,
+                     memory_budget=memory_budget)
     except PlanInfeasibleError as exc:
         print(f"pyarena run: infeasible: {exc}", file=sys.stderr)
         return 3

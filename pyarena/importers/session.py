@@ -35,6 +35,7 @@ from ..errors import InvalidArgumentError
 from ..memory import Arena
 from ..planning import plan
 from ..runtime import Executor
+from ..runtime.slack import plan_in_slack
 from . import load_model, require_extra, sniff_format
 
 __all__ = ["InferenceSession", "NodeArg"]
@@ -165,7 +166,8 @@ class InferenceSession:
             self._first = _Shared(g)
         else:
             self._first.adopt(g)
-        p = plan(g) if self.memory_budget is None else plan(g, memory_budget=self.memory_budget)
+        p = plan_in_slack(g) if self.memory_budget is None else \
+            plan(g, memory_budget=self.memory_budget)
         self._lower = max(self._lower, p.lower_bound_bytes)
         return [g, p, None, None]
 

@@ -136,15 +136,15 @@ def test_a_tflite_session(tmp_path):
 def test_a_memory_budget_holds_for_every_signature(tmp_path):
     from pyarena.errors import PlanInfeasibleError
     path = _model(str(tmp_path / "m.onnx"))
-    free = InferenceSession(path, native=False)
-    free.run(None, {"x": _x(SHAPES[2])})
-    big = free.memory_info()["arena_bytes"]
-    s = InferenceSession(path, native=False, memory_budget=int(big * 0.8))
+    from pyarena.importers import load_model
+    from pyarena.planning import plan
+    wide = plan(load_model(path, inputs={"x": SHAPES[2]}, native=False)).arena_bytes
+    s = InferenceSession(path, native=False, memory_budget=int(wide * 0.8))
     for shape in SHAPES:
         x = _x(shape)
         (y,) = s.run(None, {"x": x})
         np.testing.assert_allclose(y, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
-    assert s.memory_info()["arena_bytes"] <= big * 0.8
+    assert s.memory_info()["arena_bytes"] <= wide * 0.8
     tight = InferenceSession(path, native=False, memory_budget=1024)
     with pytest.raises(PlanInfeasibleError) as ei:
         tight.run(None, {"x": _x(SHAPES[0])})

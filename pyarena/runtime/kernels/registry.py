@@ -139,7 +139,10 @@ class Kernel:
         self.outs = outs
         self.attrs = op.attrs
         self.keep = keep or (lambda a: a)   # puts derived constants in the weights arena
-        self.scratch_budget = int(SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
+        # the op's own budget (runtime/slack.py sets it) before the graph's
+        own = op.attrs.get("_scratch_budget")
+        self.scratch_budget = int(own if own else SCRATCH_BUDGET if scratch_budget is None
+                                  else scratch_budget)
         #: False: NumPy / BLAS paths only (Graph.native)
         self.use_native = bool(native)
         self.scratch = []

@@ -1,0 +1,73 @@
+"""Operator scratch sized from the slack at its step.
+
+A kernel's workspace (im2col bands, pooling bands) lives only while its
+op runs, but at the step where the activations peak, any workspace adds
+to the arena: the plan's arena is then above the *activations-only*
+bound (the largest sum of activation bytes live at one step, with the
+planned in-place reuse).  :func:`plan_in_slack` plans once, measures for
+every op the slack at its step (that bound minus the activations live
+then), narrows the workspace of each op whose scratch does not fit its
+slack (the op's own ``_scratch_budget``: narrower bands, same results),
+and plans again.  Ops away from the peak keep their wide, fast bands.
+The arena reaches the activations-only bound unless a kernel's narrowest
+workspace (one output row) is still larger than its slack.
+"""
+from ..planning import plan as make_plan
+from .kernels.registry import set_scratch
+
+__all__ = ["plan_in_slack", "activation_live"]
+
+KEY = "_scratch_budget"
+
+
+def _padded(n, alignment):
+    return -(-int(n) // alignment) * alignment
+
+
+def activation_live(p, steps):
+    """Bytes of planned activations (not scratch) live at each step of plan
+    ``p`` (aligned sizes), and their maximum: the activations-only bound."""
+    live = [0] * steps
+    for b in p.buffers:
+        if any(t.endswith("::scratch") for t in b.tensors):
+            continue
+        size = _padded(b.size, p.alignment)
+        for i in range(max(b.first, 0), min(b.last, steps - 1) + 1):
+            live[i] += size
+    return live, max(live, default=0)
+
+
+def plan_in_slack(graph, **plan_options):
+    """A plan of ``graph`` whose operators' scratch fits the slack at their
+    steps (see the module docstring).  ``plan_options`` go to
+    :func:`pyarena.plan`.  Ops narrowed get ``attrs["_scratch_budget"]``
+    (the executor builds the same kernels); ``plan.slack`` records
+    ``{"activation_bound": bytes, "narrowed": {op name: budget}}``."""
+    p = make_plan(graph, **plan_options)
+    live, bound = activation_live(p, len(graph.ops))
+    narrowed = {}
+    for i, op in enumerate(graph.ops):
+        s = _padded(op.scratch_bytes, p.alignment) if op.scratch_bytes else 0
+        if s and live[i] + s > bound:
+            narrowed[op.name] = max(1, bound - live[i])
+    if narrowed:
+        old = {op.name: op.attrs.get(KEY) for op in graph.ops if op.name in narrowed}
+        for op in graph.ops:
+            if op.name in narrowed:
+                op.attrs[KEY] = narrowed[op.name]
+        set_scratch(graph, graph.scratch_budget)
+        p2 = make_plan(graph, **plan_options)
+        if p2.arena_bytes <= p.arena_bytes:
+            p = p2
+        else:                            # never worse than the plan without it
+            for op in graph.ops:
+                if op.name in old:
+                    if old[op.name] is None:
+                        op.attrs.pop(KEY, None)
+                    else:
+                        op.attrs[KEY] = old[op.name]
+            set_scratch(graph, graph.scratch_budget)
+            p = make_plan(graph, **plan_options)
+            narrowed = {}
+    p.slack = {"activation_bound": int(bound), "narrowed": narrowed}
+    return p
