@@ -13,7 +13,7 @@ The arena reaches the activations-only bound unless a kernel's narrowest
 workspace (one output row) is still larger than its slack.
 """
 from ..planning import plan as make_plan
-from .kernels.registry import set_scratch
+from .kernels.registry import scratch_bytes_for
 
 __all__ = ["plan_in_slack", "activation_live"]
 
@@ -37,6 +37,13 @@ def activation_live(p, steps):
     return live, max(live, default=0)
 
 
+def _restore(op, budget):
+    if budget is None:
+        op.attrs.pop(KEY, None)
+    else:
+        op.attrs[KEY] = budget
+
+
 def plan_in_slack(graph, **plan_options):
     """A plan of ``graph`` whose operators' scratch fits the slack at their
     steps (see the module docstring).  ``plan_options`` go to
@@ -55,18 +62,20 @@ def plan_in_slack(graph, **plan_options):
         for op in graph.ops:
             if op.name in narrowed:
                 op.attrs[KEY] = narrowed[op.name]
-        set_scratch(graph, graph.scratch_budget)
-        p2 = make_plan(graph, **plan_options)
+                new = scratch_bytes_for(graph, op)        # only these change
+                if new < op.scratch_bytes:
+                    op.scratch_bytes = new
+                else:                     # no narrower form: left as declared
+                    _restore(op, old[op.name])
+                    del narrowed[op.name]
+        p2 = make_plan(graph, **plan_options) if narrowed else p
         if p2.arena_bytes <= p.arena_bytes:
             p = p2
         else:                            # never worse than the plan without it
             for op in graph.ops:
-                if op.name in old:
-                    if old[op.name] is None:
-                        op.attrs.pop(KEY, None)
-                    else:
-                        op.attrs[KEY] = old[op.name]
-            set_scratch(graph, graph.scratch_budget)
+                if op.name in narrowed:
+                    _restore(op, old[op.name])
+                    op.scratch_bytes = scratch_bytes_for(graph, op)
             p = make_plan(graph, **plan_options)
             narrowed = {}
     p.slack = {"activation_bound": int(bound), "narrowed": narrowed}
