@@ -335,3 +335,34 @@ def test_folding_at_import_gives_the_reference_outputs(tmp_path, name):
         else:
             np.testing.assert_allclose(v.astype(np.float64), r.astype(np.float64),
                                        rtol=1e-5, atol=1e-6, err_msg=f"{name}: {n}")
+
+
+def test_in_place_kinds_are_used_and_stay_correct(tmp_path):
+    """Trilu and Mod write into their input's buffer, Not / Xor into a bool
+    one; the results still match onnxruntime."""
+    rng = np.random.default_rng(5)
+    n = helper.make_node
+    nodes = [n("Relu", ["x"], ["a"]),
+             n("Trilu", ["a", "k"], ["t"], upper=1),
+             n("Mul", ["t", "t"], ["y"]),
+             n("Add", ["i", "one"], ["j"]),
+             n("Mod", ["j", "three"], ["m"], fmod=0),
+             n("Less", ["x", "zero"], ["neg"]),
+             n("Not", ["neg"], ["pos"]),
+             n("Xor", ["pos", "big"], ["z"])]
+    inits = {"k": np.array(1, np.int64), "one": np.ones((3, 4), np.int64),
+             "three": np.array(3, np.int64), "zero": np.array(0, np.float32),
+             "big": rng.uniform(size=(3, 4)) > 0.5}
+    feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32),
+             "i": rng.integers(-9, 9, (3, 4))}
+    path = _save(tmp_path, "inplace", nodes, inits, feeds,
+                 {"y": np.float32, "m": np.int64, "z": np.bool_})
+    g = load_model(str(path))
+    p = plan(g)
+    for a, b in (("a", "t"), ("j", "m"), ("neg", "pos")):
+        assert p.buffer_of[a] is p.buffer_of[b], (a, b)
+    ours = Executor(g, p).run(feeds)
+    ref = ort_run(path, feeds)
+    np.testing.assert_allclose(ours["y"], ref["y"], rtol=1e-6)
+    np.testing.assert_array_equal(ours["m"], ref["m"])
+    np.testing.assert_array_equal(ours["z"], ref["z"])
