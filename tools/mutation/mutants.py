@@ -936,5 +936,9 @@ MUTANTS = [
       '        if mode == "DCR":       # channels as (b_h, b_w, C)',
       '        if mode != "XYZ":       # channels as (b_h, b_w, C)',
       "SpaceToDepth ignores mode CRD and orders channels block first", MORE_OPS),
+    M("dqlstm-zero-point-ignored", "pyarena/importers/onnx_dqlstm.py",
+      "    w = (np.asarray(q).astype(np.float32) - zero) * scale",
+      "    w = np.asarray(q).astype(np.float32) * scale",
+      "DynamicQuantizeLSTM's weights dequantized without their zero points (right for "
+      "onnxruntime's symmetric int8 ones only)", ("tests/importers/test_onnx_dqlstm.py",)),
 ]
-
