@@ -366,3 +366,24 @@ def test_in_place_kinds_are_used_and_stay_correct(tmp_path):
     np.testing.assert_allclose(ours["y"], ref["y"], rtol=1e-6)
     np.testing.assert_array_equal(ours["m"], ref["m"])
     np.testing.assert_array_equal(ours["z"], ref["z"])
+
+
+def test_float16_layer_norm_keeps_float32_statistics(tmp_path):
+    """stash_type 1 (the default): mean and variance of a float16 input in
+    float32, as onnxruntime does -- the float16 sum of 64 values near 2000
+    would overflow (65504)."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((4, 64)) * 4 + 2000).astype(np.float16)
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"])]
+    inits = {"g": rng.uniform(0.5, 1.5, 64).astype(np.float16),
+             "b": rng.uniform(-1, 1, 64).astype(np.float16)}
+    path = _save(tmp_path, "ln16", nodes, inits, {"x": x}, {"y": np.float16})
+    g = load_model(str(path))
+    ours = Executor(g, plan(g)).run({"x": x})["y"].astype(np.float32)
+    x32 = x.astype(np.float32)
+    m = x32.mean(-1, keepdims=True)
+    want = (x32 - m) / np.sqrt(((x32 - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+    want = want * inits["g"].astype(np.float32) + inits["b"].astype(np.float32)
+    np.testing.assert_allclose(ours, want, atol=1e-2)
+    ref = ort_run(path, {"x": x})["y"].astype(np.float32)
+    np.testing.assert_allclose(ours, ref, atol=1e-2)

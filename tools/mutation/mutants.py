@@ -941,4 +941,9 @@ MUTANTS = [
       "    w = np.asarray(q).astype(np.float32) * scale",
       "DynamicQuantizeLSTM's weights dequantized without their zero points (right for "
       "onnxruntime's symmetric int8 ones only)", ("tests/importers/test_onnx_dqlstm.py",)),
+    M("layernorm-float16-statistics", "pyarena/runtime/kernels/normalization.py",
+      '        wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 1',
+      '        wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 0',
+      "LayerNormalization's default stash_type (1: float32 statistics) read as 0, so a "
+      "float16 input sums in float16", MORE_OPS),
 ]

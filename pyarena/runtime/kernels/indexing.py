@@ -6,10 +6,12 @@ an int64 scratch buffer of the indices' shape (negative indices wrapped
 with ``numpy.mod``, plus the offsets of the other axes, a constant made at
 setup and kept in the weights arena), then move the data with
 ``numpy.take`` / ``numpy.put`` (``mode="wrap"``: no bounds-check buffer)
-or ``ufunc.at`` for a scatter's reduction.  Nothing here allocates at run
-time but TopK, which sorts (``numpy.argsort`` returns a new array).  None
-may write in place ("none") but Trilu, which reads each element before it
-writes it ("unary").
+or ``ufunc.at`` for a scatter's reduction.  An index outside its axis
+(which ONNX leaves undefined) is wrapped, never read out of bounds.
+Nothing here allocates at run time but TopK, which sorts
+(``numpy.argsort`` returns a new array).  None may write in place
+("none") but Trilu, which reads each element before it writes it
+("unary").
 """
 import math
 

@@ -270,10 +270,11 @@ def _moments(x, m, v, d, inv, eps):
 @register
 class LayerNorm(Kernel):
     """LayerNormalization (opset 17): statistics over the axes from ``axis``
-    on, then scale and bias (constants, broadcast over those axes).  The
-    optional Mean and InvStdDev outputs are written when the graph reads
-    them.  Scratch: the centred copy, and the two statistics when they are
-    not outputs."""
+    on, then scale and bias (constants, broadcast over those axes).  A
+    float16 input has its statistics and centred copy in float32
+    (``stash_type`` 1, the default).  Scratch: the centred copy and the two
+    statistics, copied to the Mean and InvStdDev outputs when the graph
+    reads them."""
 
     op_types = ('LayerNormalization',)
     inplace = 'none'
@@ -284,8 +285,10 @@ class LayerNorm(Kernel):
         ax = _axis_attr(self.attrs, len(xs))
         outer, inner = math.prod(xs[:ax]), math.prod(xs[ax:])
         self.view = (outer, inner)
-        self.inv = const(1.0 / max(inner, 1), self.dtype)
-        self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
+        wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 1
+        st = np.dtype(np.float32) if wide else self.dtype
+        self.inv = const(1.0 / max(inner, 1), st)
+        self.eps = const(float(self.attrs.get("epsilon", 1e-5)), st)
         tail = xs[ax:]
         self.g = self.keep(np.broadcast_to(self.const(1, "scale"), tail).astype(
             self.dtype).reshape(1, inner))
@@ -293,8 +296,7 @@ class LayerNorm(Kernel):
             self.const(2, "bias"), tail).astype(self.dtype).reshape(1, inner))
         named = list(self.op.outputs) + [""] * 3
         self.slots = [k for k in range(3) if named[k]]     # ys[i] is output slots[i]
-        self.scratch = [(self.view, self.dtype), ((outer, 1), self.dtype),
-                        ((outer, 1), self.dtype)]
+        self.scratch = [(self.view, st), ((outer, 1), st), ((outer, 1), st)]
 
     def run(self, xs, ys, sc):
         d, m, v = sc
