@@ -387,3 +387,39 @@ def test_float16_layer_norm_keeps_float32_statistics(tmp_path):
     np.testing.assert_allclose(ours, want, atol=1e-2)
     ref = ort_run(path, {"x": x})["y"].astype(np.float32)
     np.testing.assert_allclose(ours, ref, atol=1e-2)
+
+
+# -- the TFLite builtins mapped onto them -------------------------------------------
+def test_tflite_logic_and_gather_nd_match_the_interpreter(tmp_path):
+    from helpers.tflite_util import TFLiteBuilder
+    from pyarena.importers.reference import reference_tflite
+    B = TFLiteBuilder()
+    x, y = B.tensor("x", (3, 4)), B.tensor("y", (3, 4))
+    t = {k: B.tensor(k, (3, 4), np.bool_) for k in
+         ("lt", "le", "gt", "ge", "eq", "and", "or", "not")}
+    for code, name in (("LESS", "lt"), ("LESS_EQUAL", "le"), ("GREATER", "gt"),
+                       ("GREATER_EQUAL", "ge"), ("EQUAL", "eq")):
+        B.op(code, [x, y], [t[name]])
+    B.op("LOGICAL_AND", [t["lt"], t["ge"]], [t["and"]])
+    B.op("LOGICAL_OR", [t["and"], t["eq"]], [t["or"]])
+    B.op("LOGICAL_NOT", [t["or"]], [t["not"]])
+    sel, mod = B.tensor("sel", (3, 4)), B.tensor("mod", (3, 4))
+    B.op("SELECT_V2", [t["not"], x, y], [sel])
+    B.op("FLOOR_MOD", [x, y], [mod])
+    idx = B.const("idx", np.array([[2, 1], [0, 3], [1, 0]], np.int32), np.int32)
+    gnd = B.tensor("gnd", (3,))
+    B.op("GATHER_ND", [sel, idx], [gnd])
+    path = B.save(tmp_path / "logic.tflite", [x, y], [t["le"], t["gt"], t["not"], sel,
+                                                     mod, gnd])
+    g = load_model(path)
+    assert {"Less", "GreaterOrEqual", "And", "Not", "Where", "Mod", "GatherND"} <= \
+        {op.op_type for op in g.ops}
+    rng = np.random.default_rng(2)
+    feeds = {"x": rng.integers(-4, 5, (3, 4)).astype(np.float32),
+             "y": rng.choice([-3.0, -2.0, 2.0, 3.0], (3, 4)).astype(np.float32)}
+    feeds["y"][0, :2] = feeds["x"][0, :2]          # some equal pairs
+    out = Executor(g, plan(g)).run(feeds)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    for k in ("le", "gt", "not", "sel", "mod", "gnd"):
+        np.testing.assert_array_equal(out[k], ref[k], err_msg=k)

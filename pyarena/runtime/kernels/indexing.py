@@ -134,6 +134,7 @@ class _ND(Kernel):
 @register
 class GatherND(_ND):
     op_types = ("GatherND",)
+    tflite = {"GATHER_ND": ("GatherND", {})}
 
     def run(self, xs, ys, sc):
         rows = self.row_of(xs[1], sc)

@@ -3,10 +3,11 @@ GreaterOrEqual, And, Or, Xor, Not, IsNaN, IsInf, Where, and Mod.
 
 Each is one or two ufunc passes with ``out=`` into the planned output
 (bool for the comparisons and tests), so none allocates at run time and
-none needs scratch.  The binary ones broadcast like NumPy (= ONNX
-multidirectional broadcasting); their in-place kind is "binary" (the
-planner merges only same-shaped, same-dtype inputs, so a comparison of
-floats never lands in its input).  Where writes its output in two
+none needs scratch.  TFLite's comparisons, LOGICAL_*, SELECT_V2 and
+FLOOR_MOD map onto them (no options to convert).  The binary ones
+broadcast like NumPy (= ONNX multidirectional broadcasting); their
+in-place kind is "binary" (the planner merges only same-shaped,
+same-dtype inputs, so a comparison of floats never lands in its input).  Where writes its output in two
 masked copies, the second reading ``x`` after ``y`` was copied: it may
 not share memory with an input ("none").
 """
@@ -26,6 +27,9 @@ class Compare(Kernel):
 
     op_types = tuple(_BINARY)
     inplace = "binary"
+    tflite = {"EQUAL": ("Equal", {}), "LESS": ("Less", {}), "LESS_EQUAL": ("LessOrEqual", {}),
+              "GREATER": ("Greater", {}), "GREATER_EQUAL": ("GreaterOrEqual", {}),
+              "LOGICAL_AND": ("And", {}), "LOGICAL_OR": ("Or", {})}
 
     def setup(self):
         self.f = _BINARY[self.op.op_type]
@@ -38,6 +42,7 @@ class Compare(Kernel):
 class Not(Kernel):
     op_types = ("Not",)
     inplace = "unary"
+    tflite = {"LOGICAL_NOT": ("Not", {})}
 
     def run(self, xs, ys, sc):
         np.logical_not(xs[0], out=ys[0])
@@ -83,6 +88,7 @@ class Where(Kernel):
 
     op_types = ("Where",)
     inplace = "none"
+    tflite = {"SELECT_V2": ("Where", {})}
 
     def run(self, xs, ys, sc):
         c, a, b = xs
@@ -97,6 +103,7 @@ class Mod(Kernel):
 
     op_types = ("Mod",)
     inplace = "binary"
+    tflite = {"FLOOR_MOD": ("Mod", {"fmod": 0})}
 
     def setup(self):
         self.f = np.fmod if int(self.attrs.get("fmod", 0)) else np.mod
