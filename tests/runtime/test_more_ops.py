@@ -409,8 +409,13 @@ def test_tflite_logic_and_gather_nd_match_the_interpreter(tmp_path):
     idx = B.const("idx", np.array([[2, 1], [0, 3], [1, 0]], np.int32), np.int32)
     gnd = B.tensor("gnd", (3,))
     B.op("GATHER_ND", [sel, idx], [gnd])
+    am, an = B.tensor("am", (4,), np.int32), B.tensor("an", (3,), np.int64)
+    B.op("ARG_MAX", [sel, B.const("ax0", np.array([0], np.int32), np.int32)], [am],
+         ("ArgMaxOptions", {"OutputType": 2}))
+    B.op("ARG_MIN", [mod, B.const("ax1", np.array([-1], np.int32), np.int32)], [an],
+         ("ArgMinOptions", {"OutputType": 4}))
     path = B.save(tmp_path / "logic.tflite", [x, y], [t["le"], t["gt"], t["not"], sel,
-                                                     mod, gnd])
+                                                     mod, gnd, am, an])
     g = load_model(path)
     assert {"Less", "GreaterOrEqual", "And", "Not", "Where", "Mod", "GatherND"} <= \
         {op.op_type for op in g.ops}
@@ -421,5 +426,6 @@ def test_tflite_logic_and_gather_nd_match_the_interpreter(tmp_path):
     out = Executor(g, plan(g)).run(feeds)
     ref, why = reference_tflite(path, feeds)
     assert ref is not None, why
-    for k in ("le", "gt", "not", "sel", "mod", "gnd"):
+    assert out["am"].dtype == np.int32
+    for k in ("le", "gt", "not", "sel", "mod", "gnd", "am", "an"):
         np.testing.assert_array_equal(out[k], ref[k], err_msg=k)

@@ -211,9 +211,11 @@ class ArgMax(Kernel):
     axis, counted from the end).  ``numpy.argmax`` copies an operand whose
     axis is not the last, contiguous one: unless the axis is already that,
     the input is first copied (reversed if need be) into scratch laid out
-    (outer, inner, axis)."""
+    (outer, inner, axis).  An int32 output (TFLite ``output_type``) is
+    written through an int64 scratch (``numpy.argmax`` writes intp only)."""
 
     op_types = ("ArgMax", "ArgMin")
+    tflite = {"ARG_MAX": ("ArgMax", {}), "ARG_MIN": ("ArgMin", {})}
 
     def setup(self):
         self.runtime = (0,)
@@ -225,20 +227,25 @@ class ArgMax(Kernel):
         self.view = (math.prod(xs[:ax]), n, math.prod(xs[ax + 1:]))
         self.n1 = const(n - 1, np.int64)
         self.direct = self.view[2] == 1 and not self.last
-        if not self.direct:
-            self.scratch = [((self.view[0], self.view[2], n), self.ins[0].dtype)]
+        self.scratch = [] if self.direct else \
+            [((self.view[0], self.view[2], n), self.ins[0].dtype)]
+        self.narrow = self.dtype != np.intp
+        if self.narrow:
+            self.scratch.append(((self.view[0], self.view[2]), np.intp))
 
     def run(self, xs, ys, sc):
         outer, n, inner = self.view
-        y = ys[0].reshape(outer, inner)
+        y = sc[-1] if self.narrow else ys[0].reshape(outer, inner)
         if self.direct:
             self.f(xs[0].reshape(outer, n), axis=1, out=y.reshape(outer))
-            return
-        src = xs[0].reshape(self.view).transpose(0, 2, 1)
-        np.copyto(sc[0], src[..., ::-1] if self.last else src)
-        self.f(sc[0], axis=2, out=y)
+        else:
+            src = xs[0].reshape(self.view).transpose(0, 2, 1)
+            np.copyto(sc[0], src[..., ::-1] if self.last else src)
+            self.f(sc[0], axis=2, out=y)
         if self.last:
             np.subtract(self.n1, y, out=y)
+        if self.narrow:
+            np.copyto(ys[0].reshape(outer, inner), y, casting="unsafe")
 
 
 @register
