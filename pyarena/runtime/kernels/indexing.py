@@ -8,6 +8,7 @@ setup and kept in the weights arena), then move the data with
 ``numpy.take`` / ``numpy.put`` (``mode="wrap"``: no bounds-check buffer)
 or ``ufunc.at`` for a scatter's reduction.  An index outside its axis
 (which ONNX leaves undefined) is wrapped, never read out of bounds.
+Constant indices are turned into offsets once, at setup (no scratch).
 Nothing here allocates at run time but TopK, which sorts
 (``numpy.argsort`` returns a new array).  None may write in place
 ("none") but Trilu, which reads each element before it writes it
@@ -48,6 +49,15 @@ class _Elements(Kernel):
         self.stride = const(math.prod(ds[self.axis + 1:]), np.int64)
         self.base = self.keep(_other_offsets(ishape, ds, self.axis))
         self.scratch = [(ishape, np.int64)]
+        self.fixed = None
+        if self.ins[1].data is not None:        # constant indices: offsets once
+            flat = np.empty(ishape, np.int64)
+            self.fixed = self.keep(self.offsets(np.asarray(self.ins[1].data), flat))
+            self.scratch = []
+            self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
+
+    def flat(self, xs, sc):
+        return self.fixed if self.fixed is not None else self.offsets(xs[1], sc[0])
 
     def offsets(self, idx, flat):
         np.copyto(flat, idx, casting="unsafe")
@@ -62,8 +72,7 @@ class GatherElements(_Elements):
     op_types = ("GatherElements",)
 
     def run(self, xs, ys, sc):
-        flat = self.offsets(xs[1], sc[0])
-        np.take(xs[0].reshape(-1), flat, out=ys[0], mode="wrap")
+        np.take(xs[0].reshape(-1), self.flat(xs, sc), out=ys[0], mode="wrap")
 
 
 _AT = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -90,7 +99,7 @@ class ScatterElements(_Elements):
     def run(self, xs, ys, sc):
         y = ys[0]
         np.copyto(y, xs[0])
-        flat = self.offsets(xs[1], sc[0])
+        flat = self.flat(xs, sc)
         if self.at is None:
             np.put(y.reshape(-1), flat, xs[2], mode="wrap")
         else:
@@ -117,6 +126,15 @@ class _ND(Kernel):
         self.base = self.keep((np.arange(nb, dtype=np.int64) * per_batch).reshape(
             lead[:b] + (1,) * (len(lead) - b))) if b else None
         self.scratch = [(lead, np.int64), (lead, np.int64)]
+        self.fixed = None
+        if self.ins[1].data is not None:        # constant indices: rows once
+            tmp = [np.empty(lead, np.int64), np.empty(lead, np.int64)]
+            self.fixed = self.keep(self.row_of(np.asarray(self.ins[1].data), tmp))
+            self.scratch = []
+            self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
+
+    def rows_for(self, xs, sc):
+        return self.fixed if self.fixed is not None else self.row_of(xs[1], sc)
 
     def row_of(self, idx, sc):
         rows, col = sc
@@ -137,7 +155,7 @@ class GatherND(_ND):
     tflite = {"GATHER_ND": ("GatherND", {})}
 
     def run(self, xs, ys, sc):
-        rows = self.row_of(xs[1], sc)
+        rows = self.rows_for(xs, sc)
         np.take(xs[0].reshape(self.rows, self.inner), rows, axis=0,
                 out=ys[0].reshape(rows.shape + (self.inner,)), mode="wrap")
 
@@ -158,7 +176,7 @@ class ScatterND(_ND):
     def run(self, xs, ys, sc):
         y = ys[0]
         np.copyto(y, xs[0])
-        rows = self.row_of(xs[1], sc).reshape(-1)
+        rows = self.rows_for(xs, sc).reshape(-1)
         yv = y.reshape(self.rows, self.inner)
         upd = xs[2].reshape(-1, self.inner)
         if self.at is None:
