@@ -409,7 +409,7 @@ def test_float16_layer_norm_keeps_float32_statistics(tmp_path):
 
 
 # -- the TFLite builtins mapped onto them -------------------------------------------
-def test_tflite_logic_and_gather_nd_match_the_interpreter(tmp_path):
+def test_tflite_logic_gather_nd_arg_max_cumsum_match_the_interpreter(tmp_path):
     from helpers.tflite_util import TFLiteBuilder
     from pyarena.importers.reference import reference_tflite
     B = TFLiteBuilder()
@@ -428,13 +428,18 @@ def test_tflite_logic_and_gather_nd_match_the_interpreter(tmp_path):
     idx = B.const("idx", np.array([[2, 1], [0, 3], [1, 0]], np.int32), np.int32)
     gnd = B.tensor("gnd", (3,))
     B.op("GATHER_ND", [sel, idx], [gnd])
+    cs, cr = B.tensor("cs", (3, 4)), B.tensor("cr", (3, 4))
+    B.op("CUMSUM", [x, B.const("cax", np.array(1, np.int32), np.int32)], [cs],
+         ("CumsumOptions", {"Exclusive": True, "Reverse": False}))
+    B.op("CUMSUM", [y, B.const("cax0", np.array(0, np.int32), np.int32)], [cr],
+         ("CumsumOptions", {"Exclusive": False, "Reverse": True}))
     am, an = B.tensor("am", (4,), np.int32), B.tensor("an", (3,), np.int64)
     B.op("ARG_MAX", [sel, B.const("ax0", np.array([0], np.int32), np.int32)], [am],
          ("ArgMaxOptions", {"OutputType": 2}))
     B.op("ARG_MIN", [mod, B.const("ax1", np.array([-1], np.int32), np.int32)], [an],
          ("ArgMinOptions", {"OutputType": 4}))
     path = B.save(tmp_path / "logic.tflite", [x, y], [t["le"], t["gt"], t["not"], sel,
-                                                     mod, gnd, am, an])
+                                                     mod, gnd, am, an, cs, cr])
     g = load_model(path)
     assert {"Less", "GreaterOrEqual", "And", "Not", "Where", "Mod", "GatherND"} <= \
         {op.op_type for op in g.ops}
@@ -446,5 +451,7 @@ def test_tflite_logic_and_gather_nd_match_the_interpreter(tmp_path):
     ref, why = reference_tflite(path, feeds)
     assert ref is not None, why
     assert out["am"].dtype == np.int32
-    for k in ("le", "gt", "not", "sel", "mod", "gnd", "am", "an"):
+    assert (out["cs"][:, 0] == 0).all()                         # exclusive
+    np.testing.assert_array_equal(out["cr"][-1], feeds["y"][-1])  # reverse
+    for k in ("le", "gt", "not", "sel", "mod", "gnd", "am", "an", "cs", "cr"):
         np.testing.assert_array_equal(out[k], ref[k], err_msg=k)

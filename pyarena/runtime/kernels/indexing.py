@@ -313,6 +313,7 @@ class CumSum(Kernel):
     (its first slice 0), ``reverse`` works on reversed views."""
 
     op_types = ("CumSum",)
+    tflite = {"CUMSUM": ("CumSum", {})}
 
     def setup(self):
         self.runtime = (0,)
