@@ -39,6 +39,7 @@ from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
 from .onnx_control import take_branch
 from .onnx_data import read_model
+from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
 from .onnx_qdq import fuse_qdq
 
@@ -202,6 +203,7 @@ def load_onnx(path, inputs=None, fold=True, values=None):
     imp.fix_values(values)
     imp.bind(inputs)
     fuse_qdq(imp.onnx, imp.model, imp.mapped)   # QDQ chains -> integer operators
+    dequantize_lstms(imp.onnx, imp.model, imp.mapped, imp.init_names)
     imp.check_initializers()
     imp.shapes, imp.types = _collect(imp.infer(imp.model))
     remaining = imp.fold_constants(fold)

@@ -5,13 +5,17 @@ everything downstream of onnxruntime's quantized ``QLinear*`` contrib ops
 would stay unsized.  :func:`infer_with_contrib` runs the standard
 inference, then derives each contrib op's output shape and type from its
 inputs by the op's own rule, records them as ``value_info`` and infers
-again, until nothing new is learnt.
+again, until nothing new is learnt.  The same fills the standard ops ONNX
+leaves unsized (GroupNormalization, a function op in opset 18: its output
+has its input's shape and type).
 """
 import numpy as np
 
 __all__ = ["CONTRIB_DOMAINS", "runs_in_domain", "infer_with_contrib"]
 
 CONTRIB_DOMAINS = ("com.microsoft", "ai.pyarena")
+#: standard ops ONNX shape inference leaves unsized; output 0 is input 0's shape
+_UNSIZED_STANDARD = ("GroupNormalization",)
 
 
 def runs_in_domain(op_type, domain):
@@ -31,6 +35,9 @@ def _broadcast(a, b):
 def _rule(node, attrs, shape, etype):
     """(shape, elem type) of output 0 of a contrib node, or None."""
     t, ins = node.op_type, list(node.input)
+    if t in _UNSIZED_STANDARD:
+        return shape(ins[0]), etype(ins[0])
+
     def out_type(i):      # the output zero point's type, else the input's
         return etype(ins[i]) if len(ins) > i and ins[i] else etype(ins[0])
 
@@ -99,7 +106,8 @@ def infer_with_contrib(onnx, model, infer, collect):
     """``infer(model)`` (ONNX shape inference), then the contrib ops' output
     shapes added as value_info and inferred again until a fixed point."""
     m = infer(model)
-    contrib = [n for n in m.graph.node if n.domain in CONTRIB_DOMAINS]
+    contrib = [n for n in m.graph.node if n.domain in CONTRIB_DOMAINS or (
+        n.domain in ("", "ai.onnx") and n.op_type in _UNSIZED_STANDARD)]
     for _ in range(len(contrib) + 1):
         shapes, types = collect(m)
         known = lambda n: shapes.get(n) is not None and all(  # noqa: E731

@@ -163,6 +163,20 @@ def _reducer(c):
     c.const(c.ins[1], "the reduction axes")
 
 
+def _arg_max(c):
+    """ARG_MAX / ARG_MIN: the axis is a constant input; the axis is dropped."""
+    axis = c.const(c.ins[1], "the axis")
+    c.attrs["axis"] = int(axis.reshape(-1)[0])
+    c.attrs["keepdims"] = 0
+    c.ins = c.ins[:1]
+
+
+def _cumsum(c):
+    o = c.options("CumsumOptions")
+    c.attrs["exclusive"] = int(bool(o.Exclusive())) if o is not None else 0
+    c.attrs["reverse"] = int(bool(o.Reverse())) if o is not None else 0
+
+
 def _shape_only(c):
     """RESHAPE / SQUEEZE / EXPAND_DIMS: the output tensor says the shape."""
     c.ins = c.ins[:1]
@@ -232,6 +246,7 @@ _CONVERTERS = {
     "CONCATENATION": _concatenation, "SOFTMAX": _softmax, "GELU": _gelu,
     "LEAKY_RELU": _leaky_relu, "PRELU": _prelu,
     "MEAN": _reducer, "SUM": _reducer, "REDUCE_MAX": _reducer,
+    "ARG_MAX": _arg_max, "ARG_MIN": _arg_max, "CUMSUM": _cumsum,
     "RESHAPE": _shape_only, "SQUEEZE": _shape_only, "EXPAND_DIMS": _shape_only,
     "PAD": _pad, "PADV2": _pad, "MIRROR_PAD": _pad,
     "RESIZE_BILINEAR": _resize, "RESIZE_NEAREST_NEIGHBOR": _resize,

@@ -3,7 +3,8 @@ functions of the `tflite` package.  Not a test module."""
 import numpy as np
 
 _TYPE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2,
-         np.dtype(np.uint8): 3, np.dtype(np.int64): 4, np.dtype(np.int8): 9}
+         np.dtype(np.uint8): 3, np.dtype(np.int64): 4, np.dtype(np.bool_): 6,
+         np.dtype(np.int8): 9}
 
 
 class TFLiteBuilder:

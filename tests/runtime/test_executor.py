@@ -117,14 +117,14 @@ def test_unsupported_ops_are_reported_by_name_before_running():
     g.add_tensor("b", (1, 4))
     g.add_tensor("y", (1, 4), role="output")
     g.add_op("Relu", ["x"], ["a"], name="ok")
-    g.add_op("Hardmax", ["a"], ["b"], name="my_hardmax")
+    g.add_op("LpNormalization", ["a"], ["b"], name="my_lpnorm")
     g.add_op("NonMaxSuppression", ["b"], ["y"], name="nms")
     with pytest.raises(UnsupportedOpError) as e:
         set_scratch(g)
-    assert "my_hardmax" in str(e.value) and "Hardmax" in str(e.value) and "nms" in str(e.value)
+    assert "my_lpnorm" in str(e.value) and "LpNormalization" in str(e.value) and "nms" in str(e.value)
     with pytest.raises(UnsupportedOpError) as e:
         Executor(g, allocator="numpy")
-    assert "my_hardmax" in str(e.value) and "NonMaxSuppression" in str(e.value)
+    assert "my_lpnorm" in str(e.value) and "NonMaxSuppression" in str(e.value)
 
 
 def test_undeclared_scratch_is_refused(tmp_path):

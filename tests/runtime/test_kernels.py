@@ -315,8 +315,7 @@ def test_softmax(tmp_path, op, axis, opset):
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
 def test_softmax_family_default_axis_per_opset(tmp_path, op, opset, axis, coerced):
     """The ONNX defaults for a node without ``axis`` (the operator spec:
-    -1 from opset 13, 1 with the input coerced to 2-D before), Hardmax
-    included though the executor does not run it."""
+    -1 from opset 13, 1 with the input coerced to 2-D before)."""
     from helpers.onnx_util import make_model
     from pyarena.importers import load_model
     path = tmp_path / f"{op}{opset}.onnx"
@@ -327,8 +326,7 @@ def test_softmax_family_default_axis_per_opset(tmp_path, op, opset, axis, coerce
     attrs = imp.attrs(imp.model.graph.node[0])
     assert attrs["axis"] == axis
     assert bool(attrs.get("coerce_2d", 0)) == coerced
-    if op != "Hardmax":
-        assert load_model(str(path)).ops[0].attrs["axis"] == axis
+    assert load_model(str(path)).ops[0].attrs["axis"] == axis
 
 
 @pytest.mark.parametrize("shape", [(2, 7), (2, 3, 5), (1, 2, 3, 4)])

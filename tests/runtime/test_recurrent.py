@@ -6,7 +6,6 @@ onnxruntime, then the errors.
 onnxruntime runs ``layout=0`` only: a ``layout=1`` model is checked
 against its ``layout=0`` twin (the same weights, X and the states
 transposed) and the twin's outputs transposed back."""
-import pathlib
 import re
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from helpers.model_zoo import ort_run
+from helpers.node_cases import case_dir, node_case_names, read_data
 from helpers.onnx_util import make_model
 from pyarena import Pool, numpy_allocator
 from pyarena.errors import GraphError, UnsupportedOpError
@@ -25,50 +25,9 @@ from pyarena.runtime import Executor
 RTOL, ATOL = 1e-5, 1e-6
 
 # -- the ONNX backend node cases ------------------------------------------------
-NODE_DATA = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
 NODE_CASE = re.compile(r"test_(lstm|gru|rnn|simple_rnn)_\w+")
-
-
-def _generated_cases():
-    """The cases from the scripts the backend data directories are generated
-    from (``onnx.backend.test.case.node.lstm`` / ``gru`` / ``rnn``: importing
-    one records its cases); used when the onnx package ships no data."""
-    from onnx.backend.test.case import node
-    from onnx.backend.test.case.node import gru, lstm, rnn  # noqa: F401  (records the cases)
-    return {c.name: c for c in node._NodeTestCases if NODE_CASE.fullmatch(c.name)}
-
-
-def _node_case_names():
-    if NODE_DATA.is_dir():
-        return sorted(p.name for p in NODE_DATA.iterdir() if NODE_CASE.fullmatch(p.name))
-    return sorted(_generated_cases())
-
-
-NODE_CASES = _node_case_names()
-
-
-def _case_dir(name, tmp_path):
-    """The case's directory: model.onnx, test_data_set_0/input_*.pb, output_*.pb
-    (written like ``backend-test-tools generate-data`` when not shipped)."""
-    if NODE_DATA.is_dir():
-        return NODE_DATA / name
-    case = _generated_cases()[name]
-    d = tmp_path / name
-    (d / "test_data_set_0").mkdir(parents=True)
-    onnx.save(case.model, str(d / "model.onnx"))
-    ins, outs = case.data_sets[0]
-    for kind, vals, vis in (("input", ins, case.model.graph.input),
-                            ("output", outs, case.model.graph.output)):
-        for j, (v, vi) in enumerate(zip(vals, vis)):
-            t = numpy_helper.from_array(np.asarray(v), vi.name)
-            (d / "test_data_set_0" / f"{kind}_{j}.pb").write_bytes(t.SerializeToString())
-    return d
-
-
-def _read_pb(path):
-    t = onnx.TensorProto()
-    t.ParseFromString(path.read_bytes())
-    return t.name, numpy_helper.to_array(t)
+MODULES = ("lstm", "gru", "rnn")
+NODE_CASES = node_case_names(NODE_CASE, MODULES)
 
 
 def test_the_backend_node_cases_are_found():
@@ -82,11 +41,9 @@ def test_the_backend_node_cases_are_found():
 def test_onnx_backend_node_case(tmp_path, name, weights):
     """Imported, planned and run as written (every operand a graph input,
     fed at run time), and with every operand but X made an initializer."""
-    d = _case_dir(name, tmp_path)
+    d = case_dir(name, tmp_path, NODE_CASE, MODULES)
     model = onnx.load(str(d / "model.onnx"))
-    data = d / "test_data_set_0"
-    ins = dict(_read_pb(p) for p in sorted(data.glob("input_*.pb")))
-    refs = [_read_pb(p) for p in sorted(data.glob("output_*.pb"))]
+    ins, refs = read_data(d)
     path = d / "model.onnx"
     if weights == "constant":
         x = model.graph.input[0].name

@@ -34,6 +34,7 @@ KERNELS = ("tests/runtime/test_kernels.py", "tests/runtime/test_tflite_kernels.p
 ONNX = ("tests/importers/test_onnx_importer.py", "tests/runtime/test_kernels.py")
 NATIVE = ("c:test_kernels", "tests/runtime/test_kernels.py", "tests/runtime/test_fusion.py")
 RECURRENT = ("tests/runtime/test_recurrent.py",)
+MORE_OPS = ("tests/runtime/test_more_ops.py",)
 TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_kernels.py",
           "tests/importers/test_real_tflite.py")
 
@@ -359,6 +360,65 @@ MUTANTS = [
       "\n",
       "an LSTM / GRU / RNN with constant operands folded by the ONNX reference "
       "evaluator, which ignores direction, clip and sequence_lens", RECURRENT),
+    # ---- kernels: logic, indexing, LayerNorm / GroupNorm / Hardmax, Einsum -------
+    M("logic-greater-or-equal-strict", "pyarena/runtime/kernels/logic.py",
+      '"LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal,',
+      '"LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater,',
+      "GreaterOrEqual compares strictly (equal elements give False)", MORE_OPS),
+    M("logic-mod-fmod-swapped", "pyarena/runtime/kernels/logic.py",
+      'self.f = np.fmod if int(self.attrs.get("fmod", 0)) else np.mod',
+      'self.f = np.mod if int(self.attrs.get("fmod", 0)) else np.fmod',
+      "Mod takes the sign of the dividend for fmod=0 and of the divisor for fmod=1",
+      MORE_OPS),
+    M("indexing-negative-index-not-wrapped", "pyarena/runtime/kernels/indexing.py",
+      "        np.mod(flat, self.dim, out=flat)\n",
+      "",
+      "GatherElements / ScatterElements take a negative index as an offset from the "
+      "start of the flat data, not from the end of its axis", MORE_OPS),
+    M("indexing-select-last-not-mirrored", "pyarena/runtime/kernels/indexing.py",
+      "            np.subtract(self.n1, y, out=y)\n",
+      "",
+      "ArgMax with select_last_index returns the position in the reversed axis", MORE_OPS),
+    M("indexing-cumsum-reverse-input-only", "pyarena/runtime/kernels/indexing.py",
+      "            x, y = np.flip(x, ax), np.flip(y, ax)",
+      "            x = np.flip(x, ax)",
+      "a reverse CumSum reverses its input but not its output", MORE_OPS),
+    M("indexing-onehot-out-of-range-on", "pyarena/runtime/kernels/indexing.py",
+      "        np.copyto(vals, self.on, where=ok)",
+      "        np.copyto(vals, self.on)",
+      "OneHot sets a 1 for an index outside [-depth, depth) (wrapped) instead of none",
+      MORE_OPS),
+    M("layernorm-variance-not-averaged", "pyarena/runtime/kernels/normalization.py",
+      "    np.multiply(v, inv, out=v)\n",
+      "",
+      "LayerNormalization / GroupNormalization use the sum of squares, not its mean",
+      MORE_OPS),
+    M("groupnorm-scale-per-group", "pyarena/runtime/kernels/normalization.py",
+      "        if g.size == c:",
+      "        if g.size != c:",
+      "GroupNormalization applies a per-channel scale per group", MORE_OPS),
+    M("reduce-logsumexp-max-not-added", "pyarena/runtime/kernels/normalization.py",
+      "        np.add(y, m, out=y)\n",
+      "",
+      "ReduceLogSumExp forgets to add back the maximum it subtracted", MORE_OPS),
+    M("einsum-bfloat16-direct", "pyarena/runtime/kernels/linalg.py",
+      '        self.wide = self.dtype.kind == "V"',
+      '        self.wide = False',
+      "Einsum hands bfloat16 to numpy.einsum, which has no loop for it", MORE_OPS),
+    M("spacetodepth-crd-as-dcr", "pyarena/runtime/kernels/tflite.py",
+      '        if mode == "DCR":       # channels as (b_h, b_w, C)',
+      '        if mode != "XYZ":       # channels as (b_h, b_w, C)',
+      "SpaceToDepth ignores mode CRD and orders channels block first", MORE_OPS),
+    M("dqlstm-zero-point-ignored", "pyarena/importers/onnx_dqlstm.py",
+      "    w = (np.asarray(q).astype(np.float32) - zero) * scale",
+      "    w = np.asarray(q).astype(np.float32) * scale",
+      "DynamicQuantizeLSTM's weights dequantized without their zero points (right for "
+      "onnxruntime's symmetric int8 ones only)", ("tests/importers/test_onnx_dqlstm.py",)),
+    M("layernorm-float16-statistics", "pyarena/runtime/kernels/normalization.py",
+      '        wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 1',
+      '        wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 0',
+      "LayerNormalization's default stash_type (1: float32 statistics) read as 0, so a "
+      "float16 input sums in float16", MORE_OPS),
     M("conv-1x1-grouped", "pyarena/runtime/kernels/conv.py",
       "        elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded\n"
       "              and g == 1):",

@@ -13,8 +13,8 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import (conv, elementwise, linalg, movement, normalization, pooling,  # noqa: F401
-               quantized, quantized_contrib, quantized_conv, quantized_matmul, recurrent,
+from . import (conv, elementwise, indexing, linalg, logic, movement, normalization,  # noqa: F401
+               pooling, quantized, quantized_contrib, quantized_conv, quantized_matmul, recurrent,
                resize, tflite)  # (register)
 from .registry import (KERNELS, SCRATCH_BUDGET, TFLITE_OPS, Kernel, graph_kernel,
                        make_kernel, register, scratch_bytes_for, set_scratch,

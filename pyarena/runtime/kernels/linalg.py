@@ -81,3 +81,30 @@ class FullyConnected(Kernel):
         np.matmul(x, xs[1].T, out=y)
         if len(xs) > 2 and xs[2] is not None:
             np.add(y, xs[2], out=y)
+
+
+@register
+class Einsum(Kernel):
+    """``numpy.einsum`` of the equation straight into the output (no path
+    optimisation: ``optimize=True`` would allocate intermediates).  A
+    dtype NumPy's einsum does not know (bfloat16, kind "V") goes through
+    float32 copies of the operands and the result (scratch)."""
+
+    op_types = ('Einsum',)
+    inplace = 'none'
+
+    def setup(self):
+        self.eq = str(self.attrs["equation"]).replace(" ", "")
+        self.wide = self.dtype.kind == "V"
+        if self.wide:
+            self.scratch = [(self.shape(i), np.float32) for i in range(len(self.ins))]
+            self.scratch.append((self.oshape(), np.float32))
+
+    def run(self, xs, ys, sc):
+        if not self.wide:
+            np.einsum(self.eq, *xs, out=ys[0])
+            return
+        for x, w in zip(xs, sc):
+            np.copyto(w, x, casting="unsafe")
+        np.einsum(self.eq, *sc[:-1], out=sc[-1])
+        np.copyto(ys[0], sc[-1], casting="unsafe")

@@ -78,9 +78,18 @@ class InstanceNorm(Kernel):
         np.multiply(y, self.g, out=y)
         np.add(y, self.b, out=y)
 
+_PRE = {"ReduceL1": np.abs, "ReduceL2": np.square, "ReduceSumSquare": np.square}
+
+
 @register
 class Reduce(Kernel):
-    op_types = ('ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin')
+    """ReduceMean/Sum/Max/Min in one ``ufunc.reduce``; ReduceL1, ReduceL2,
+    ReduceSumSquare, ReduceLogSum and ReduceLogSumExp sum a transformed
+    copy (scratch: one input-sized buffer; LogSumExp also the maximum)
+    and finish on the output."""
+
+    op_types = ('ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceL1', 'ReduceL2',
+                'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp')
     inplace = 'none'
     tflite = {
         'MEAN': ('ReduceMean', {}),
@@ -107,15 +116,46 @@ class Reduce(Kernel):
         cnt = math.prod(xs[a] for a in axes) if axes else 1
         self.inv = const(1.0 / max(cnt, 1), self.dtype) if t == "ReduceMean" \
             else None
+        self.pre = _PRE.get(t)
+        self.lse = t == "ReduceLogSumExp"
+        self.post = {"ReduceL2": np.sqrt, "ReduceLogSum": np.log,
+                     "ReduceLogSumExp": np.log}.get(t)
+        if not math.prod(xs):
+            self.pre = None             # an empty input: nothing to transform
+        if (self.pre or self.lse) and axes and math.prod(xs):
+            self.scratch = [(xs, self.dtype)]
+            if self.lse:
+                self.scratch.append((self.kshape, self.dtype))
 
     def run(self, xs, ys, sc):
         y = ys[0].reshape(self.kshape)
+        x = xs[0]
         if not self.axes:
-            np.copyto(y, xs[0])
-        else:
-            self.f.reduce(xs[0], axis=self.axes, out=y, keepdims=True)
+            np.copyto(y, x)
+            return
+        if self.lse:
+            if x.size:
+                self.log_sum_exp(x, y, *sc)
+            else:
+                y.fill(-np.inf)         # log(0): the sum over nothing
+            return
+        if self.pre is not None:
+            x = self.pre(x, out=sc[0])
+        self.f.reduce(x, axis=self.axes, out=y, keepdims=True)
         if self.inv is not None:
             np.multiply(y, self.inv, out=y)
+        if self.post is not None:
+            with np.errstate(divide="ignore"):
+                self.post(y, out=y)
+
+    def log_sum_exp(self, x, y, e, m):
+        """log(sum(exp(x - max))) + max: no overflow for large x."""
+        np.maximum.reduce(x, axis=self.axes, out=m, keepdims=True)
+        np.subtract(x, m, out=e)
+        np.exp(e, out=e)
+        np.add.reduce(e, axis=self.axes, out=y, keepdims=True)
+        np.log(y, out=y)
+        np.add(y, m, out=y)
 
 
 @register
@@ -205,3 +245,152 @@ class LRN(Kernel):
         np.add(s, self.bias, out=s)
         np.power(s, self.beta, out=s)
         np.divide(x, s, out=ys[0])
+
+
+def _axis_attr(attrs, nd):
+    """``attrs["axis"]`` (default -1: the last) counted from the front."""
+    return int(attrs.get("axis", -1)) % max(nd, 1)
+
+
+def _moments(x, m, v, d, inv, eps):
+    """Mean (into ``m``) and 1/sqrt(var + eps) (into ``v``) over the last
+    axis of ``x``; ``d`` holds (x - mean)^2, then x - mean."""
+    np.add.reduce(x, axis=-1, out=m, keepdims=True)
+    np.multiply(m, inv, out=m)
+    np.subtract(x, m, out=d)
+    np.square(d, out=d)
+    np.add.reduce(d, axis=-1, out=v, keepdims=True)
+    np.multiply(v, inv, out=v)
+    np.add(v, eps, out=v)
+    np.sqrt(v, out=v)
+    np.reciprocal(v, out=v)
+    np.subtract(x, m, out=d)
+
+
+@register
+class LayerNorm(Kernel):
+    """LayerNormalization (opset 17): statistics over the axes from ``axis``
+    on, then scale and bias (constants, broadcast over those axes).  A
+    float16 input has its statistics and centred copy in float32
+    (``stash_type`` 1, the default).  Scratch: the centred copy and the two
+    statistics, copied to the Mean and InvStdDev outputs when the graph
+    reads them."""
+
+    op_types = ('LayerNormalization',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        ax = _axis_attr(self.attrs, len(xs))
+        outer, inner = math.prod(xs[:ax]), math.prod(xs[ax:])
+        self.view = (outer, inner)
+        wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 1
+        st = np.dtype(np.float32) if wide else self.dtype
+        self.inv = const(1.0 / max(inner, 1), st)
+        self.eps = const(float(self.attrs.get("epsilon", 1e-5)), st)
+        tail = xs[ax:]
+        self.g = self.keep(np.broadcast_to(self.const(1, "scale"), tail).astype(
+            self.dtype).reshape(1, inner))
+        self.b = None if not self.has(2) else self.keep(np.broadcast_to(
+            self.const(2, "bias"), tail).astype(self.dtype).reshape(1, inner))
+        named = list(self.op.outputs) + [""] * 3
+        self.slots = [k for k in range(3) if named[k]]     # ys[i] is output slots[i]
+        self.scratch = [(self.view, st), ((outer, 1), st), ((outer, 1), st)]
+
+    def run(self, xs, ys, sc):
+        d, m, v = sc
+        x = xs[0].reshape(self.view)
+        y = ys[0].reshape(self.view)
+        _moments(x, m, v, d, self.inv, self.eps)
+        np.multiply(d, v, out=y)
+        np.multiply(y, self.g, out=y)
+        if self.b is not None:
+            np.add(y, self.b, out=y)
+        for k, out in zip(self.slots[1:], ys[1:]):
+            np.copyto(out.reshape(-1, 1), m if k == 1 else v)
+
+
+@register
+class GroupNorm(Kernel):
+    """GroupNormalization: statistics per (image, group of channels), then
+    a per-channel scale and bias (opset 21) or per group (opset 18: scale
+    and bias of ``num_groups`` values).  Scratch: the centred copy and the
+    two statistics."""
+
+    op_types = ('GroupNormalization',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        n, c = xs[:2]
+        grp = int(self.attrs["num_groups"])
+        if grp < 1 or c % grp:
+            self.malformed(f"{c} channels do not split into {grp} groups")
+        self.view = (n, grp, (c // grp) * math.prod(xs[2:]))
+        self.inv = const(1.0 / max(self.view[-1], 1), self.dtype)
+        self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
+        g = self.const(1, "scale").reshape(-1).astype(self.dtype)
+        b = self.const(2, "bias").reshape(-1).astype(self.dtype)
+        if g.size == c:
+            self.aview = (n, c, math.prod(xs[2:]))
+            shp = (1, c, 1)
+        else:
+            self.aview = self.view
+            shp = (1, grp, 1)
+        self.g, self.b = self.keep(g.reshape(shp)), self.keep(b.reshape(shp))
+        self.scratch = [(self.view, self.dtype), ((n, grp, 1), self.dtype),
+                        ((n, grp, 1), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        d, m, v = sc
+        _moments(xs[0].reshape(self.view), m, v, d, self.inv, self.eps)
+        y = ys[0].reshape(self.view)
+        np.multiply(d, v, out=y)
+        y = ys[0].reshape(self.aview)
+        np.multiply(y, self.g, out=y)
+        np.add(y, self.b, out=y)
+
+
+@register
+class Hardmax(Kernel):
+    """1 at the first maximum along ``axis`` (opset >= 13; before, of the
+    input flattened to 2-D from ``axis``), 0 elsewhere.  Scratch: the
+    index of each row's maximum, as a flat offset, and, when the axis is
+    not the last (``numpy.argmax`` would copy), the input laid out
+    (outer, inner, axis)."""
+
+    op_types = ('Hardmax',)
+    inplace = 'none'
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        ax = _axis_attr(self.attrs, len(xs))
+        if int(self.attrs.get("coerce_2d", 0)):
+            self.view = (math.prod(xs[:ax]), math.prod(xs[ax:]), 1)
+        else:
+            self.view = (math.prod(xs[:ax]), xs[ax], math.prod(xs[ax + 1:]))
+        outer, n, inner = self.view
+        self.stride = const(inner, np.int64)
+        base = (np.arange(outer, dtype=np.int64) * n * inner).reshape(-1, 1) + \
+            np.arange(inner, dtype=np.int64)
+        self.base = self.keep(base)
+        self.one = const(1, self.dtype)
+        self.scratch = [((outer, inner), np.int64)]
+        if inner > 1:
+            self.scratch.append(((outer, inner, n), self.dtype))
+
+    def run(self, xs, ys, sc):
+        i = sc[0]
+        outer, n, inner = self.view
+        if inner > 1:
+            np.copyto(sc[1], xs[0].reshape(self.view).transpose(0, 2, 1))
+            np.argmax(sc[1], axis=2, out=i)
+        else:
+            np.argmax(xs[0].reshape(outer, n), axis=1, out=i.reshape(outer))
+        np.multiply(i, self.stride, out=i)
+        np.add(i, self.base, out=i)
+        ys[0].fill(0)
+        np.put(ys[0].reshape(-1), i, self.one, mode="wrap")

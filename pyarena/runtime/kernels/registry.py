@@ -25,10 +25,11 @@ At run time ``kernel(xs, ys, scratch)`` gets the input arrays, the output
 arrays and a ``uint8`` scratch array and writes its results into ``ys``
 with ``out=`` arguments, ``np.copyto`` and views, so a steady-state
 inference performs no NumPy data allocation.  The kernel families
-(elementwise, movement, linalg, conv, pooling, normalization, recurrent,
-resize, tflite, quantized*) import only this module (conv and pooling also share
-the spatial geometry in ``spatial.py``, the quantized families the integer
-helpers in ``quantization.py``), never each other.
+(elementwise, logic, indexing, movement, linalg, conv, pooling,
+normalization, recurrent, resize, tflite, quantized*) import only this
+module (conv and pooling also share the spatial geometry in
+``spatial.py``, the quantized families the integer helpers in
+``quantization.py``), never each other.
 """
 import math
 

@@ -1,4 +1,5 @@
-"""Kernels for TFLite data-movement operators: StridedSlice, DepthToSpace.
+"""Kernels for TFLite data-movement operators: StridedSlice, DepthToSpace
+(and its ONNX inverse, SpaceToDepth).
 
 Both copy into the planned output through NumPy views -- no data
 allocation at run time -- and neither may write in place (kind "none":
@@ -126,6 +127,42 @@ class DepthToSpace(Kernel):
             else:
                 self.xshape, self.perm = (n, co, b, b, h, w), (0, 1, 4, 2, 5, 3)
             self.yshape = (n, co, h, b, w, b)
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0].reshape(self.yshape), xs[0].reshape(self.xshape).transpose(self.perm))
+
+
+@register
+class SpaceToDepth(Kernel):
+    """ONNX SpaceToDepth (NCHW): each ``blocksize`` x ``blocksize`` block of
+    pixels becomes channels, block offsets first (``mode`` DCR, the default)
+    or last (CRD); DepthToSpace's inverse, one strided copy."""
+
+    op_types = ("SpaceToDepth",)
+
+    def setup(self):
+        self.runtime = (0,)
+        b = int(self.attrs.get("blocksize", 0))
+        shp = self.shape(0)
+        if len(shp) != 4:
+            self.fail(f"input shape {list(shp)} is not 4-D")
+        if b < 1:
+            self.fail(f"blocksize {b} must be >= 1")
+        n, c, h, w = shp
+        if h % b or w % b:
+            self.fail(f"spatial size {h}x{w} is not divisible by blocksize {b}")
+        want = (n, c * b * b, h // b, w // b)
+        if self.oshape() != want:
+            self.fail(f"output is declared {list(self.oshape())}, SpaceToDepth gives "
+                      f"{list(want)}")
+        mode = str(self.attrs.get("mode", "DCR")).upper()
+        if mode not in ("DCR", "CRD"):
+            self.fail(f"mode {mode!r} is not DCR or CRD")
+        self.xshape = (n, c, h // b, b, w // b, b)
+        if mode == "DCR":       # channels as (b_h, b_w, C)
+            self.perm, self.yshape = (0, 3, 5, 1, 2, 4), (n, b, b, c, h // b, w // b)
+        else:                   # (C, b_h, b_w)
+            self.perm, self.yshape = (0, 1, 3, 5, 2, 4), (n, c, b, b, h // b, w // b)
 
     def run(self, xs, ys, sc):
         np.copyto(ys[0].reshape(self.yshape), xs[0].reshape(self.xshape).transpose(self.perm))

@@ -1,0 +1,398 @@
+"""Indexing kernels: GatherElements, GatherND, ScatterElements, ScatterND,
+OneHot, ArgMax / ArgMin, TopK, CumSum, Trilu, Range, Shape and Size.
+
+The gathers and scatters turn their run-time indices into flat offsets in
+an int64 scratch buffer of the indices' shape (negative indices wrapped
+with ``numpy.mod``, plus the offsets of the other axes, a constant made at
+setup and kept in the weights arena), then move the data with
+``numpy.take`` / ``numpy.put`` (``mode="wrap"``: no bounds-check buffer)
+or ``ufunc.at`` for a scatter's reduction.  An index outside its axis
+(which ONNX leaves undefined) is wrapped, never read out of bounds.
+Constant indices are turned into offsets once, at setup (no scratch).
+Nothing here allocates at run time but TopK, which sorts
+(``numpy.argsort`` returns a new array).  None may write in place
+("none") but Trilu, which reads each element before it writes it
+("unary").
+"""
+import math
+
+import numpy as np
+
+from .registry import Kernel, const, register
+
+
+def _axis(a, nd):
+    a = int(a)
+    return a + nd if a < 0 else a
+
+
+def _other_offsets(shape, dshape, axis):
+    """For each position of an index tensor of ``shape``, the flat offset
+    in a C-ordered array of ``dshape`` of every coordinate but ``axis``."""
+    strides = [math.prod(dshape[k + 1:]) for k in range(len(dshape))]
+    base = np.zeros(shape, np.int64)
+    for k, n in enumerate(shape):
+        if k != axis:
+            r = np.arange(n, dtype=np.int64) * strides[k]
+            base += r.reshape((-1,) + (1,) * (len(shape) - k - 1))
+    return base
+
+
+class _Elements(Kernel):
+    """Shared by GatherElements and ScatterElements: flat offsets of the
+    indices (input 1) along ``axis`` of the data (input 0)."""
+
+    def setup(self):
+        ds, ishape = self.shape(0), self.shape(1)
+        self.axis = _axis(self.attrs.get("axis", 0), len(ds))
+        self.dim = const(ds[self.axis], np.int64)
+        self.stride = const(math.prod(ds[self.axis + 1:]), np.int64)
+        self.base = self.keep(_other_offsets(ishape, ds, self.axis))
+        self.scratch = [(ishape, np.int64)]
+        self.fixed = None
+        if self.ins[1].data is not None:        # constant indices: offsets once
+            flat = np.empty(ishape, np.int64)
+            self.fixed = self.keep(self.offsets(np.asarray(self.ins[1].data), flat))
+            self.scratch = []
+            self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
+
+    def flat(self, xs, sc):
+        return self.fixed if self.fixed is not None else self.offsets(xs[1], sc[0])
+
+    def offsets(self, idx, flat):
+        np.copyto(flat, idx, casting="unsafe")
+        np.mod(flat, self.dim, out=flat)
+        np.multiply(flat, self.stride, out=flat)
+        np.add(flat, self.base, out=flat)
+        return flat
+
+
+@register
+class GatherElements(_Elements):
+    op_types = ("GatherElements",)
+
+    def run(self, xs, ys, sc):
+        np.take(xs[0].reshape(-1), self.flat(xs, sc), out=ys[0], mode="wrap")
+
+
+_AT = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _reduction(kernel):
+    r = str(kernel.attrs.get("reduction", "none"))
+    if r != "none" and r not in _AT:
+        kernel.fail(f"reduction {r!r} is not supported (none, add, mul, max, min)")
+    return _AT.get(r)
+
+
+@register
+class ScatterElements(_Elements):
+    """``reduction`` none (the last of duplicate indices wins, as
+    ``numpy.put`` writes in order), add, mul, max or min (``ufunc.at``)."""
+
+    op_types = ("ScatterElements", "Scatter")
+
+    def setup(self):
+        super().setup()
+        self.at = _reduction(self)
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        np.copyto(y, xs[0])
+        flat = self.flat(xs, sc)
+        if self.at is None:
+            np.put(y.reshape(-1), flat, xs[2], mode="wrap")
+        else:
+            self.at.at(y.reshape(-1), flat.reshape(-1), xs[2].reshape(-1))
+
+
+class _ND(Kernel):
+    """Shared by GatherND and ScatterND: the row of each index tuple (last
+    axis of input 1) in the data seen as (rows, inner)."""
+
+    def setup(self):
+        ds, ishape = self.shape(0), self.shape(1)
+        b = int(self.attrs.get("batch_dims", 0))
+        k = ishape[-1]
+        if b + k > len(ds):
+            self.malformed(f"indices of depth {k} (batch_dims {b}) into data of rank "
+                           f"{len(ds)}")
+        self.dims = [const(d, np.int64) for d in ds[b:b + k]]
+        self.rows = math.prod(ds[:b + k])
+        self.inner = math.prod(ds[b + k:])
+        lead = ishape[:-1]
+        per_batch = math.prod(ds[b:b + k])
+        nb = math.prod(lead[:b])
+        self.base = self.keep((np.arange(nb, dtype=np.int64) * per_batch).reshape(
+            lead[:b] + (1,) * (len(lead) - b))) if b else None
+        self.scratch = [(lead, np.int64), (lead, np.int64)]
+        self.fixed = None
+        if self.ins[1].data is not None:        # constant indices: rows once
+            tmp = [np.empty(lead, np.int64), np.empty(lead, np.int64)]
+            self.fixed = self.keep(self.row_of(np.asarray(self.ins[1].data), tmp))
+            self.scratch = []
+            self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
+
+    def rows_for(self, xs, sc):
+        return self.fixed if self.fixed is not None else self.row_of(xs[1], sc)
+
+    def row_of(self, idx, sc):
+        rows, col = sc
+        rows.fill(0)
+        for j, d in enumerate(self.dims):
+            np.copyto(col, idx[..., j], casting="unsafe")
+            np.mod(col, d, out=col)
+            np.multiply(rows, d, out=rows)
+            np.add(rows, col, out=rows)
+        if self.base is not None:
+            np.add(rows, self.base, out=rows)
+        return rows
+
+
+@register
+class GatherND(_ND):
+    op_types = ("GatherND",)
+    tflite = {"GATHER_ND": ("GatherND", {})}
+
+    def run(self, xs, ys, sc):
+        rows = self.rows_for(xs, sc)
+        np.take(xs[0].reshape(self.rows, self.inner), rows, axis=0,
+                out=ys[0].reshape(rows.shape + (self.inner,)), mode="wrap")
+
+
+@register
+class ScatterND(_ND):
+    """``reduction`` none, add, mul, max or min; with none, duplicate
+    indices are undefined in ONNX (here the last wins)."""
+
+    op_types = ("ScatterND",)
+
+    def setup(self):
+        super().setup()
+        if int(self.attrs.get("batch_dims", 0)):
+            self.fail("ScatterND has no batch_dims")
+        self.at = _reduction(self)
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        np.copyto(y, xs[0])
+        rows = self.rows_for(xs, sc).reshape(-1)
+        yv = y.reshape(self.rows, self.inner)
+        upd = xs[2].reshape(-1, self.inner)
+        if self.at is None:
+            yv[rows] = upd
+        else:
+            self.at.at(yv, rows, upd)
+
+
+@register
+class OneHot(Kernel):
+    """depth and values constant; indices outside [-depth, depth) give a
+    row of ``off`` values."""
+
+    op_types = ("OneHot",)
+
+    def setup(self):
+        self.runtime = (0,)
+        depth = int(np.asarray(self.const(1, "depth")).reshape(-1)[0])
+        off, on = np.asarray(self.const(2, "values")).reshape(-1)[:2]
+        ishape = self.shape(0)
+        ax = _axis(self.attrs.get("axis", -1), len(ishape) + 1)
+        inner = math.prod(ishape[ax:])
+        self.off, self.on = const(off, self.dtype), const(on, self.dtype)
+        self.depth, self.inner = const(depth, np.int64), const(inner, np.int64)
+        self.lo = const(-depth, np.int64)
+        outer = np.arange(math.prod(ishape[:ax]), dtype=np.int64) * depth * inner
+        base = outer.reshape(-1, 1) + np.arange(inner, dtype=np.int64)
+        self.base = self.keep(base.reshape(ishape))
+        self.scratch = [(ishape, np.int64), (ishape, np.bool_), (ishape, np.bool_),
+                        (ishape, self.dtype)]
+
+    def run(self, xs, ys, sc):
+        flat, ok, hi, vals = sc
+        np.copyto(flat, xs[0], casting="unsafe")
+        np.greater_equal(flat, self.lo, out=ok)
+        np.less(flat, self.depth, out=hi)
+        np.logical_and(ok, hi, out=ok)
+        np.copyto(vals, self.off)
+        np.copyto(vals, self.on, where=ok)
+        np.mod(flat, self.depth, out=flat)       # an invalid index writes off in its own row
+        np.multiply(flat, self.inner, out=flat)
+        np.add(flat, self.base, out=flat)
+        ys[0].fill(self.off)
+        np.put(ys[0].reshape(-1), flat, vals, mode="wrap")
+
+
+@register
+class ArgMax(Kernel):
+    """``keepdims``, ``select_last_index`` (the first match of the reversed
+    axis, counted from the end).  ``numpy.argmax`` copies an operand whose
+    axis is not the last, contiguous one: unless the axis is already that,
+    the input is first copied (reversed if need be) into scratch laid out
+    (outer, inner, axis).  An int32 output (TFLite ``output_type``) is
+    written through an int64 scratch (``numpy.argmax`` writes intp only)."""
+
+    op_types = ("ArgMax", "ArgMin")
+    tflite = {"ARG_MAX": ("ArgMax", {}), "ARG_MIN": ("ArgMin", {})}
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        ax = _axis(self.attrs.get("axis", 0), len(xs))
+        self.f = np.argmax if self.op.op_type == "ArgMax" else np.argmin
+        self.last = bool(int(self.attrs.get("select_last_index", 0)))
+        n = xs[ax]
+        self.view = (math.prod(xs[:ax]), n, math.prod(xs[ax + 1:]))
+        self.n1 = const(n - 1, np.int64)
+        self.direct = self.view[2] == 1 and not self.last
+        self.scratch = [] if self.direct else \
+            [((self.view[0], self.view[2], n), self.ins[0].dtype)]
+        self.narrow = self.dtype != np.intp
+        if self.narrow:
+            self.scratch.append(((self.view[0], self.view[2]), np.intp))
+
+    def run(self, xs, ys, sc):
+        outer, n, inner = self.view
+        y = sc[-1] if self.narrow else ys[0].reshape(outer, inner)
+        if self.direct:
+            self.f(xs[0].reshape(outer, n), axis=1, out=y.reshape(outer))
+        else:
+            src = xs[0].reshape(self.view).transpose(0, 2, 1)
+            np.copyto(sc[0], src[..., ::-1] if self.last else src)
+            self.f(sc[0], axis=2, out=y)
+        if self.last:
+            np.subtract(self.n1, y, out=y)
+        if self.narrow:
+            np.copyto(ys[0].reshape(outer, inner), y, casting="unsafe")
+
+
+@register
+class TopK(Kernel):
+    """k constant; ``largest`` (default 1) and ``sorted`` (always sorted
+    here, which ONNX allows); equal values keep the lower index first.
+    Either output may be unused (the indices then go to scratch).
+    Allocates: ``numpy.argsort`` returns a new array."""
+
+    op_types = ("TopK",)
+    outputs_by_position = True
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        self.axis = _axis(self.attrs.get("axis", -1), len(xs))
+        self.k = int(np.asarray(self.const(1, "k")).reshape(-1)[0])
+        if not 0 <= self.k <= xs[self.axis]:
+            self.malformed(f"k={self.k} outside [0, {xs[self.axis]}]")
+        self.largest = bool(int(self.attrs.get("largest", 1)))
+        self.n1 = const(xs[self.axis] - 1, np.int64)
+        named = list(self.op.outputs) + ["", ""]
+        self.has_vals, self.has_idx = bool(named[0]), bool(named[1])
+        if not self.has_idx:
+            self.scratch = [(self.oshape(), np.int64)]
+
+    def run(self, xs, ys, sc):
+        x, ax, k = xs[0], self.axis, self.k
+        vals = ys[0] if self.has_vals else None
+        idx = ys[-1] if self.has_idx else sc[0]
+        if self.largest:
+            # stable sort of the reversed axis: ties come out highest index first,
+            # so reading from the end puts the lower original index first
+            order = np.argsort(np.flip(x, ax), axis=ax, kind="stable")
+            top = np.flip(np.take(order, range(order.shape[ax] - k, order.shape[ax]), ax), ax)
+            np.subtract(self.n1, top, out=idx)
+        else:
+            order = np.argsort(x, axis=ax, kind="stable")
+            np.copyto(idx, np.take(order, range(k), ax))
+        if vals is not None:
+            np.copyto(vals, np.take_along_axis(x, idx, ax))
+
+
+@register
+class CumSum(Kernel):
+    """axis constant; ``exclusive`` sums into the output shifted by one
+    (its first slice 0), ``reverse`` works on reversed views."""
+
+    op_types = ("CumSum",)
+    tflite = {"CUMSUM": ("CumSum", {})}
+
+    def setup(self):
+        self.runtime = (0,)
+        nd = len(self.shape(0))
+        self.axis = _axis(np.asarray(self.const(1, "axis")).reshape(-1)[0], nd)
+        self.exclusive = bool(int(self.attrs.get("exclusive", 0)))
+        self.reverse = bool(int(self.attrs.get("reverse", 0)))
+        cut = [slice(None)] * nd
+        self.head, self.tail, self.first = list(cut), list(cut), list(cut)
+        self.head[self.axis] = slice(0, -1)
+        self.tail[self.axis] = slice(1, None)
+        self.first[self.axis] = slice(0, 1)
+        self.head, self.tail, self.first = map(tuple, (self.head, self.tail, self.first))
+
+    def run(self, xs, ys, sc):
+        x, y, ax = xs[0], ys[0], self.axis
+        if self.reverse:
+            x, y = np.flip(x, ax), np.flip(y, ax)
+        if self.exclusive:
+            if y.shape[ax]:
+                y[self.first].fill(0)
+                np.cumsum(x[self.head], axis=ax, out=y[self.tail])
+        else:
+            np.cumsum(x, axis=ax, out=y)
+
+
+@register
+class Trilu(Kernel):
+    """k constant (default 0); the elements outside the band set to 0."""
+
+    op_types = ("Trilu",)
+    inplace = "unary"
+
+    def setup(self):
+        self.runtime = (0,)
+        xs = self.shape(0)
+        k = int(np.asarray(self.const(1, "k")).reshape(-1)[0]) if self.has(1) else 0
+        n, m = xs[-2:]
+        d = np.arange(m)[None, :] - np.arange(n)[:, None]
+        drop = d < k if int(self.attrs.get("upper", 1)) else d > k
+        self.drop = self.keep(drop)
+        self.zero = const(0, self.dtype)
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], xs[0])
+        np.copyto(ys[0], self.zero, where=self.drop)
+
+
+@register
+class Range(Kernel):
+    """start and delta read at run time, the length known at import (the
+    output's shape): y = start + delta * [0, 1, ..., n-1]."""
+
+    op_types = ("Range",)
+
+    def setup(self):
+        self.runtime = (0, 2)
+        (n,) = self.oshape()
+        self.ramp = self.keep(np.arange(n, dtype=self.dtype))
+
+    def run(self, xs, ys, sc):
+        np.multiply(self.ramp, xs[2], out=ys[0])
+        np.add(ys[0], xs[0], out=ys[0])
+
+
+@register
+class Shape(Kernel):
+    """The (static) shape of input 0, ``start`` / ``end`` clamped as in
+    ONNX; Size its element count.  Normally folded at import."""
+
+    op_types = ("Shape", "Size")
+
+    def setup(self):
+        self.runtime = ()
+        shp = np.asarray(self.shape(0), np.int64)
+        if self.op.op_type == "Size":
+            self.value = self.keep(np.asarray(shp.prod(), np.int64))
+        else:
+            self.value = self.keep(shp[self.attrs.get("start", 0):self.attrs.get("end")])
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], self.value)
