@@ -72,10 +72,8 @@ def add_parser(sub):
 def run(args):
     from ..importers import load_model
     from ..importers.reference import reference_outputs
-    from ..planning import plan
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     from ..runtime.footprint import Footprint, weights_info
-    from ..runtime.slack import plan_in_slack
     _check_counts(args)
     if args.blas_threads:
         set_blas_threads(args.blas_threads)
@@ -104,11 +102,7 @@ def run(args):
     fp.mark("load", g.weights.stats().used if g.weights is not None else 0)
     _check_feeds(g, given)
     try:
-        if memory_budget is None and not args.wide_scratch:   # scratch within the slack
-            p = plan_in_slack(g, inplace=not args.no_inplace, max_memory=max_memory)
-        else:
-            p = plan(g, inplace=not args.no_inplace, max_memory=max_memory,
-                     memory_budget=memory_budget)
+        p = _plan(args, g, max_memory, memory_budget)
     except PlanInfeasibleError as exc:
         print(f"pyarena run: infeasible: {exc}", file=sys.stderr)
         return 3
@@ -162,6 +156,18 @@ def _check_counts(args):
         raise InvalidArgumentError(f"--threads must be >= 1, not {args.threads}")
     if args.blas_threads < 0:
         raise InvalidArgumentError(f"--blas-threads must be >= 0, not {args.blas_threads}")
+
+
+def _plan(args, g, max_memory, memory_budget):
+    """The plan ``run`` executes: scratch within the slack by default, the
+    budget search with --memory-budget, the kernels' own workspaces with
+    --wide-scratch."""
+    from ..planning import plan
+    from ..runtime.slack import plan_in_slack
+    if memory_budget is None and not args.wide_scratch:
+        return plan_in_slack(g, inplace=not args.no_inplace, max_memory=max_memory)
+    return plan(g, inplace=not args.no_inplace, max_memory=max_memory,
+                memory_budget=memory_budget)
 
 
 def _import_format(path):
