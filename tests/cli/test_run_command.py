@@ -111,3 +111,16 @@ def test_run_value_specialises_an_if_model(tmp_path, capsys):
     assert "'fast' is not a number" in capsys.readouterr().err
     assert main(["run", path, "--input", "x=3,4", "--value", "rate=1"]) == 2
     assert "'rate' is not a graph input" in capsys.readouterr().err
+
+
+def test_run_plans_scratch_within_the_slack_unless_told_otherwise(tmp_path, capsys):
+    path = _model(tmp_path)
+
+    def arena(*extra):
+        assert main(["run", path, "--input", "x=1,3,8,8", "--repeat", "1",
+                     "--no-reference", *extra]) == 0
+        text = capsys.readouterr().out
+        m = re.search(r"arena\s+([\d.,]+) (B|KiB)\s+\(lower bound", text)
+        return float(m.group(1).replace(",", "")) * (1024 if m.group(2) == "KiB" else 1)
+    slack, wide = arena(), arena("--wide-scratch")
+    assert slack < wide
