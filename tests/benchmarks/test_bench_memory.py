@@ -22,7 +22,10 @@ def test_bench_memory_reports_every_phase(repo_root):
         base, load, ready, peak, weights, arena, other, goal = map(float, c[:8])
         ref_base, ref_peak, ref = float(c[9]), float(c[10]), c[11]
         assert ref == ("litert" if name.endswith(".tflite") else "ort")
-        assert 10 < base < ready <= peak and load <= peak and ref_base < ref_peak
+        # (ready may sit a little under base: the heap trimmed after loading
+        # can give back more than a small model adds)
+        assert 10 < base < peak and base - 2 < ready <= peak and load <= peak
+        assert ref_base < ref_peak
         assert weights > 0.1 and arena > 0.5
-        assert abs(base + weights + arena + other - peak) < 0.2
+        assert abs(base + weights + arena + other - peak) < 0.3   # 5 figures rounded
         assert goal > base + weights + arena
