@@ -41,6 +41,8 @@ sys.path.insert(0, HERE)
 DEFAULT = ["mobilenet_v2", "face_detection", "squeezenet", "shufflenet", "resnet50"]
 
 
+# the two /proc readers are the benchmark's own (pyarena.runtime.footprint
+# has the same): the reference runtime's process must not load pyarena
 def status(*keys):
     out = {}
     with open("/proc/self/status") as f:
@@ -51,12 +53,20 @@ def status(*keys):
     return out
 
 
+def reset_peak():
+    """Start VmHWM again from the current RSS (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
 def child(path, runtime, shapes):
     """One runtime alone in this process; prints one JSON line.  ``shapes``:
     input name -> dims for inputs with symbolic dimensions."""
     import bench_edge
     import numpy.random  # noqa: F401  (the random inputs: part of the base)
-    from pyarena.runtime import footprint
     rec = {}
     tfl = path.endswith(".tflite")
     if runtime == "ref":
@@ -65,7 +75,7 @@ def child(path, runtime, shapes):
         else:
             import onnxruntime  # noqa: F401
         rec["base"] = status("VmRSS")["VmRSS"]
-        footprint.reset_peak()
+        reset_peak()
         specs = {}
         run, _ = bench_edge.reference_session(path, 1, specs)
         rec["load"] = status("VmHWM")["VmHWM"]
@@ -84,7 +94,7 @@ def child(path, runtime, shapes):
             import onnx  # noqa: F401
         set_blas_threads(1)
         rec["base"] = status("VmRSS")["VmRSS"]
-        footprint.reset_peak()
+        reset_peak()
         g = load_model(path, inputs=shapes or None)
         rec["load"] = status("VmHWM")["VmHWM"]
         rec["loaded"] = status("VmRSS")["VmRSS"]
