@@ -20,7 +20,7 @@ import os
 from ..errors import ModelImportError, PyArenaError, UnsupportedOpError
 from ..graph import Graph, GraphError
 from ..memory.heap import trim_heap
-from ..memory.mapped import is_mapped, mapped_buffer, release_pages
+from ..memory.mapped import release_files
 from ..planning import check_graph_budget, resolve_max_memory
 from ..runtime.fusion import fuse
 from ..runtime.kernels import set_scratch
@@ -131,21 +131,9 @@ def _load(path, inputs, scratch_budget, native, values=None):
     if native:
         fuse(g)
     g = set_scratch(g, scratch_budget, native)
-    release_file_pages(g)
+    release_files(t.data for t in g.tensors.values() if t.role == "constant")
     trim_heap()         # what the parser and shape inference freed goes back
     return g
-
-
-def release_file_pages(g):
-    """Give back the pages that reading touched in the model file(s) the
-    graph's weights are views of (they are read again when used)."""
-    seen = set()
-    for t in g.tensors.values():
-        if t.role == "constant" and is_mapped(t.data):
-            key = id(mapped_buffer(t.data))
-            if key not in seen:
-                seen.add(key)
-                release_pages(t.data, whole_file=True)
 
 
 def _load_json(path, inputs):

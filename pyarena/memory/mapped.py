@@ -23,7 +23,8 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["MappedFile", "map_file", "release_pages", "is_mapped", "mapped_buffer"]
+__all__ = ["MappedFile", "map_file", "release_pages", "release_files", "is_mapped",
+           "mapped_buffer"]
 
 _PAGE = mmap.PAGESIZE
 
@@ -121,3 +122,15 @@ def release_pages(arr, whole_file=False):
     except (OSError, ValueError):
         return 0
     return hi - lo
+
+
+def release_files(arrays):
+    """Give back every resident page of the files that the mapped views
+    among ``arrays`` lie in: one ``madvise`` per file, whatever the number
+    of views.  Returns the bytes given back."""
+    files = {}
+    for a in arrays:
+        mm = mapped_buffer(a)
+        if mm is not None:
+            files.setdefault(id(mm), a)
+    return sum(release_pages(a, whole_file=True) for a in files.values())

@@ -33,7 +33,7 @@ import numpy as np
 from .._native.kernels import Workers
 from ..errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
 from ..memory import Arena
-from ..memory.mapped import release_pages
+from ..memory.mapped import release_files, release_pages
 from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
 from ..planning import validate as validate_plan
@@ -73,6 +73,20 @@ def _kernel_failed(kernel, exc):
     return GraphError(f"{where} failed at run time ({type(exc).__name__}: "
                       f"{str(exc)[:200]}): the graph's shapes or attributes contradict "
                       f"each other")
+
+
+def _data_key(arr):
+    """(address, bytes, dtype): the same bytes seen through another array."""
+    return arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str
+
+
+def _share(t, copy):
+    """Constant ``t`` gives its file pages back and takes a read-only view
+    of ``copy`` (its copy in the weights arena) as its data."""
+    release_pages(t.data)
+    shared = copy.reshape(t.shape).view()
+    shared.flags.writeable = False
+    t.data = shared
 
 
 def random_feeds(graph, seed=0):
@@ -171,9 +185,8 @@ class Executor:
                     continue
                 if name not in self.constants:
                     self.constants[name] = self._place(graph.tensors[name])
-        for t in graph.tensors.values():
-            if t.role == "constant" and t.data is not None:
-                release_pages(t.data)
+        # what kernel setup read of the files (setup-only weights) goes back
+        release_files(t.data for t in graph.tensors.values() if t.role == "constant")
         self._sources = {}
         self.plan = None
         self.mode = "plan"
@@ -202,10 +215,7 @@ class Executor:
         if self.weights.owns(src) and src.dtype == t.dtype and src.flags.c_contiguous:
             return src.reshape(t.shape)
         arr = self.weights.asarray(src.astype(t.dtype, copy=False).reshape(t.shape))
-        release_pages(src)
-        shared = arr.view()
-        shared.flags.writeable = False
-        t.data = shared
+        _share(t, arr)
         return arr
 
     def _keep(self, arr):
@@ -218,13 +228,9 @@ class Executor:
         if self.weights.owns(arr):      # already in the weights arena: shared
             return arr
         kept = self.weights.asarray(arr)
-        key = (arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str)
-        t = self._sources.pop(key, None) if arr.nbytes else None
+        t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
         if t is not None and t.data is not None:
-            release_pages(t.data)
-            shared = kept.reshape(t.shape).view()
-            shared.flags.writeable = False
-            t.data = shared
+            _share(t, kept)
         return kept
 
     def _constant_sources(self, graph):
@@ -236,7 +242,7 @@ class Executor:
                 continue
             if d.flags.c_contiguous and d.dtype == np.dtype(t.dtype) and \
                     not self.weights.owns(d):
-                out[(d.__array_interface__["data"][0], d.nbytes, d.dtype.str)] = t
+                out[_data_key(d)] = t
         return out
 
     @property

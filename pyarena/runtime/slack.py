@@ -13,15 +13,12 @@ The arena reaches the activations-only bound unless a kernel's narrowest
 workspace (one output row) is still larger than its slack.
 """
 from ..planning import plan as make_plan
+from ..planning.result import padded_size
 from .kernels.registry import scratch_bytes_for
 
 __all__ = ["plan_in_slack", "activation_live"]
 
 KEY = "_scratch_budget"
-
-
-def _padded(n, alignment):
-    return -(-int(n) // alignment) * alignment
 
 
 def activation_live(p, steps):
@@ -31,7 +28,7 @@ def activation_live(p, steps):
     for b in p.buffers:
         if any(t.endswith("::scratch") for t in b.tensors):
             continue
-        size = _padded(b.size, p.alignment)
+        size = padded_size(b.size, p.alignment)
         for i in range(max(b.first, 0), min(b.last, steps - 1) + 1):
             live[i] += size
     return live, max(live, default=0)
@@ -54,7 +51,7 @@ def plan_in_slack(graph, **plan_options):
     live, bound = activation_live(p, len(graph.ops))
     narrowed = {}
     for i, op in enumerate(graph.ops):
-        s = _padded(op.scratch_bytes, p.alignment) if op.scratch_bytes else 0
+        s = padded_size(op.scratch_bytes, p.alignment) if op.scratch_bytes else 0
         if s and live[i] + s > bound:
             narrowed[op.name] = max(1, bound - live[i])
     if narrowed:

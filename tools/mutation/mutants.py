@@ -903,7 +903,7 @@ MUTANTS = [
       "an external data location may climb out of the model's folder",
       ("tests/importers/test_onnx_data.py",)),
     M("executor-keep-not-shared", "pyarena/runtime/executor.py",
-      "        t = self._sources.pop(key, None) if arr.nbytes else None",
+      "        t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None",
       "        t = None",
       "a kernel's copy of a weight is added beside the graph's array (held twice)",
       ("tests/runtime/test_weights_once.py",)),
