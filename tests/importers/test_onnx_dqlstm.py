@@ -71,7 +71,10 @@ def test_dynamic_quantize_lstm_is_the_lstm_of_its_dequantized_weights(
     rounded = ort_run(qpath, feeds)         # onnxruntime's own, X and h in 8 bits
     for k in ("y", "yh", "yc"):
         np.testing.assert_allclose(ours[k], same[k], rtol=1e-5, atol=1e-6, err_msg=k)
-        np.testing.assert_allclose(ours[k], rounded[k], atol=0.05, err_msg=k)
+        # 8-bit X and h: close on the whole, single elements further off
+        # (how far depends on onnxruntime's rounding, which changed in 1.32)
+        rel = np.linalg.norm(ours[k] - rounded[k]) / np.linalg.norm(rounded[k])
+        assert rel < 0.15, (k, rel)   # a wrong weight layout gives ~1
 
 
 @pytest.mark.parametrize("per_column", [False, True])
