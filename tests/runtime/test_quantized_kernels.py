@@ -53,6 +53,17 @@ def u8(*shape):
     return rng.integers(0, 256, shape).astype(np.uint8)
 
 
+def w8(a_dtype, *shape):
+    """int8 weights for activations of ``a_dtype``: 7 bits under uint8
+    activations.  onnxruntime's u8s8 kernels on CPUs without VNNI add
+    pairs of products in saturating 16-bit lanes (seen with onnxruntime 1.32
+    on AVX2), so full-range weights are compared with exact integer
+    arithmetic instead (test_matmul_integer_full_range_exact)."""
+    if np.dtype(a_dtype) == np.uint8:
+        return rng.integers(-64, 64, shape).astype(np.int8)
+    return i8(*shape)
+
+
 @pytest.mark.parametrize("zp_dtype, axis, per_axis", [
     (np.uint8, 1, False), (np.int8, 1, True), (np.int8, 0, True), (np.uint8, -1, True)])
 def test_quantize_linear(tmp_path, zp_dtype, axis, per_axis):
@@ -98,7 +109,7 @@ def test_dynamic_quantize_linear(tmp_path, kind):
 @pytest.mark.parametrize("budget", [None, 2048])
 def test_matmul_integer_runtime_zero_point_exact(tmp_path, budget):
     a = u8(2, 5, 64)
-    b = i8(64, 40)
+    b = w8(np.uint8, 64, 40)
     bz = rng.integers(-3, 3, 40).astype(np.int8)        # per column
     node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
     ours, ref = run_node(tmp_path, node, {"a": a, "az": np.array(131, np.uint8)},
@@ -106,10 +117,24 @@ def test_matmul_integer_runtime_zero_point_exact(tmp_path, budget):
     np.testing.assert_array_equal(ours["y"], ref["y"])
 
 
+@pytest.mark.parametrize("budget", [None, 2048])
+def test_matmul_integer_full_range_exact(tmp_path, budget):
+    """Full-range uint8 x int8 (where onnxruntime may saturate): exact
+    against int64 arithmetic."""
+    a, b = u8(2, 5, 64), i8(64, 40)
+    a[0, 0], b[:, 0] = 255, -128                        # the extreme pair sums
+    bz = rng.integers(-3, 3, 40).astype(np.int8)
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    ours, _ = run_node(tmp_path, node, {"a": a, "az": np.array(131, np.uint8)},
+                       {"b": b, "bz": bz}, {"y": np.int32}, scratch_budget=budget)
+    exact = (a.astype(np.int64) - 131) @ (b.astype(np.int64) - bz.astype(np.int64))
+    np.testing.assert_array_equal(ours["y"], exact)
+
+
 @pytest.mark.parametrize("dt", [np.uint8, np.int8])
 def test_qlinear_matmul_per_column(tmp_path, dt):
     a = u8(3, 48) if dt == np.uint8 else i8(3, 48)
-    b = i8(48, 20)
+    b = w8(dt, 48, 20)
     inits = {"as": np.array(0.02, np.float32), "az": np.array(7, dt), "b": b,
              "bs": rng.uniform(0.001, 0.01, 20).astype(np.float32),
              "bz": np.zeros(20, np.int8), "ys": np.array(0.05, np.float32),
@@ -156,7 +181,7 @@ def test_qlinear_conv_per_channel(tmp_path, case, dt):
     c = dict(CONV_CASES[case])
     xs, ws = c.pop("x"), c.pop("w")
     x = u8(*xs) if dt == np.uint8 else i8(*xs)
-    w = i8(*ws)
+    w = w8(dt, *ws)
     cout = ws[0]
     inits = {"xs": np.array(0.02, np.float32), "xz": np.array(9, dt), "w": w,
              "ws": rng.uniform(0.001, 0.01, cout).astype(np.float32),
@@ -253,7 +278,7 @@ def test_unsupported_quantization_is_refused_by_name(tmp_path):
 @pytest.mark.parametrize("trans_b, quantized_out", [(0, True), (1, True), (1, False)])
 def test_qgemm(tmp_path, trans_b, quantized_out):
     a = u8(3, 40)
-    b = i8(24, 40) if trans_b else i8(40, 24)
+    b = w8(np.uint8, 24, 40) if trans_b else w8(np.uint8, 40, 24)
     inits = {**qparams("a", np.uint8, 0.02, 128), "b": b,
              "bs": rng.uniform(0.001, 0.01, 24).astype(np.float32),
              "bz": np.zeros(24, np.int8), "c": rng.integers(-500, 500, 24).astype(np.int32)}
