@@ -42,6 +42,7 @@ from .onnx_data import read_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
 from .onnx_qdq import fuse_qdq
+from .onnx_shapes import NotCovered, infer_shapes
 
 __all__ = ["load_onnx", "ModelImportError"]
 
@@ -54,6 +55,9 @@ _CONTROL_FLOW = {"If", "Loop", "Scan"}
 _RECURRENT = {"LSTM", "GRU", "RNN"}
 #: ... or this many times the bytes of the constants it reads
 FOLD_GROWTH = 8
+#: pyarena's own shape inference (onnx_shapes.py) first; False: always
+#: ONNX's, whose operator-schema registry costs ~7 MiB resident for good
+OWN_SHAPE_INFERENCE = True
 #: rounds of shape inference + folding after the first (each may fix
 #: shapes that let more fold)
 MAX_FOLD_ROUNDS = 8
@@ -205,7 +209,7 @@ def load_onnx(path, inputs=None, fold=True, values=None):
     fuse_qdq(imp.onnx, imp.model, imp.mapped)   # QDQ chains -> integer operators
     dequantize_lstms(imp.onnx, imp.model, imp.mapped, imp.init_names)
     imp.check_initializers()
-    imp.shapes, imp.types = _collect(imp.infer(imp.model))
+    imp.shapes, imp.types = imp.infer(imp.model)
     remaining = imp.fold_constants(fold)
     # folding may fix shapes (a Reshape target), which lets more fold (a
     # Shape of that Reshape's output ...): infer and fold again while it helps
@@ -240,6 +244,7 @@ class _OnnxImport:
         self.sym_inputs = {}
         self.vals = {}
         self.changes = 0        # nodes folded or inlined so far
+        self.used_onnx_inference = False
 
     def fix_values(self, values):
         """Graph inputs given as values become initializers."""
@@ -301,10 +306,19 @@ class _OnnxImport:
             _check_initializer_data(self.onnx, init, dt)
 
     def infer(self, m):
+        """(shapes, types) of ``m``'s tensors: pyarena's own rules, or ONNX's
+        shape inference (with the contrib ops' rules) for a model with an
+        operator they do not cover, or when ``OWN_SHAPE_INFERENCE`` is off."""
+        if OWN_SHAPE_INFERENCE:
+            try:
+                return infer_shapes(self.onnx, m, self.opset, _collect, self.path)
+            except NotCovered:
+                pass
+        self.used_onnx_inference = True
         try:
-            return infer_with_contrib(
+            return _collect(infer_with_contrib(
                 self.onnx, m, lambda mm: self.onnx.shape_inference.infer_shapes(
-                    mm, data_prop=True), _collect)
+                    mm, data_prop=True), _collect))
         except Exception as exc:
             raise ModelImportError(f"{self.path}: ONNX shape inference failed: "
                                    f"{exc}") from None
@@ -431,7 +445,7 @@ class _OnnxImport:
                                     list(g.output), initializer=small)
         m2 = onnx.helper.make_model(g2, opset_imports=list(self.model.opset_import),
                                     ir_version=self.model.ir_version)
-        s2, t2 = _collect(self.infer(m2))
+        s2, t2 = self.infer(m2)
         for k, v in s2.items():
             if v is not None and all(isinstance(d, int) for d in v):
                 self.shapes[k] = v
@@ -459,6 +473,7 @@ class _OnnxImport:
                 raise ModelImportError(f"graph output {name!r} is a constant (the whole "
                                        f"output folds away); nothing to run")
         for n in remaining:
+            self.check_runs(n)
             for i in n.input:
                 if i and i not in self.g.tensors:
                     self.declare(i, "constant" if i in self.vals else "activation")
@@ -479,6 +494,13 @@ class _OnnxImport:
         self.g.validate()
         self.weights_of_shape()
         return self.g
+
+    def check_runs(self, n):
+        """A control-flow operator no kernel runs (an If on data) is named
+        before its outputs are sized: shape inference leaves them unknown."""
+        if n.op_type in _CONTROL_FLOW and n.op_type not in KERNELS:
+            raise UnsupportedOpError(f"unsupported operator(s): operator {n.name!r}: op "
+                                     f"type {n.op_type!r} is not supported by the executor")
 
     def weights_of_shape(self):
         """A large ConstantOfShape left as a run-time op whose consumer can
@@ -536,7 +558,7 @@ class _OnnxImport:
         if et is None or shp is None or any(not isinstance(d, int) for d in shp):
             what = "unknown shape" if shp is None else f"shape {shp}"
             why = ("; " + unbound_message(self.sym_inputs) if self.sym_inputs else
-                   "; the model does not say and ONNX shape inference could not derive it")
+                   "; the model does not say and shape inference could not derive it")
             raise ModelImportError(f"cannot size tensor {name!r} ({what})" + why,
                                    unbound_inputs=self.sym_inputs)
         dt = _np_dtype(self.onnx, et, f"tensor {name!r}")

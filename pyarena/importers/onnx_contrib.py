@@ -11,7 +11,7 @@ has its input's shape and type).
 """
 import numpy as np
 
-__all__ = ["CONTRIB_DOMAINS", "runs_in_domain", "infer_with_contrib"]
+__all__ = ["CONTRIB_DOMAINS", "runs_in_domain", "infer_with_contrib", "contrib_rule"]
 
 CONTRIB_DOMAINS = ("com.microsoft", "ai.pyarena")
 #: standard ops ONNX shape inference leaves unsized; output 0 is input 0's shape
@@ -32,7 +32,7 @@ def _broadcast(a, b):
         return None
 
 
-def _rule(node, attrs, shape, etype):
+def contrib_rule(node, attrs, shape, etype):
     """(shape, elem type) of output 0 of a contrib node, or None."""
     t, ins = node.op_type, list(node.input)
     if t in _UNSIZED_STANDARD:
@@ -118,7 +118,7 @@ def infer_with_contrib(onnx, model, infer, collect):
             if not out or known(out):
                 continue
             attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
-            shp, et = _rule(n, attrs, lambda k: shapes.get(k) if known(k) else None,
+            shp, et = contrib_rule(n, attrs, lambda k: shapes.get(k) if known(k) else None,
                             types.get)
             if shp is None or not et:
                 continue

@@ -1,0 +1,298 @@
+"""Output shapes and element types of the ONNX operators pyarena runs, one
+rule per operator family (used by :mod:`.onnx_shapes`).
+
+A rule takes a :class:`Node` view (input shapes, element types, the values
+of small constant inputs, attributes) and returns one ``(shape, elem_type)``
+per output.  A shape is a list of dims -- ``int``, a symbol ``str`` or
+``None`` for unknown -- or ``None`` when even the rank is unknown; the
+element type is the ONNX ``TensorProto`` number (``None``: unknown).  A
+rule raises ``ValueError`` for inputs that cannot go together (the caller
+names the operator).
+"""
+import numpy as np
+
+__all__ = ["ELEMENTWISE_RULES", "Node", "broadcast"]
+
+FLOAT, UINT8, INT8, INT32, INT64, BOOL = 1, 2, 3, 6, 7, 9
+
+
+class Node:
+    """What a rule sees of one node."""
+
+    def __init__(self, node, attrs, opset, shape, etype, value):
+        self.node, self.a, self.opset = node, attrs, opset
+        self.ins = list(node.input)
+        self._shape, self._etype, self._value = shape, etype, value
+
+    def s(self, i):
+        return self._shape(self.ins[i]) if i < len(self.ins) and self.ins[i] else None
+
+    def t(self, i):
+        return self._etype(self.ins[i]) if i < len(self.ins) and self.ins[i] else None
+
+    def v(self, i):
+        """The input's value when it is a known small constant, else None."""
+        return self._value(self.ins[i]) if i < len(self.ins) and self.ins[i] else None
+
+    def op_type_is(self, t):
+        return self.node.op_type == t
+
+    def has(self, i):
+        return i < len(self.ins) and bool(self.ins[i])
+
+    @property
+    def nout(self):
+        return len(self.node.output)
+
+    def ints(self, key, default=None):
+        v = self.a.get(key, default)
+        return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def known(d):
+    return isinstance(d, int)
+
+
+def dims_op(f, *dims):
+    """``f`` of dims when all are known ints, else None."""
+    return f(*dims) if all(known(d) for d in dims) else None
+
+
+def norm_axis(ax, rank):
+    ax = int(ax)
+    if not -rank <= ax < max(rank, 1):
+        raise ValueError(f"axis {ax} is out of range for rank {rank}")
+    return ax + rank if ax < 0 else ax
+
+
+def broadcast(*shapes):
+    """Multidirectional (NumPy) broadcast of shapes with unknown dims."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(rank):
+        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
+        other = [d for d in dims if d != 1]
+        ints = {d for d in other if known(d)}
+        if len(ints) > 1:
+            raise ValueError(f"shapes {[list(s) for s in shapes]} do not broadcast")
+        if ints:
+            out.append(ints.pop())
+        elif not other:
+            out.append(1)
+        elif all(d == other[0] for d in other) and other[0] is not None:
+            out.append(other[0])       # one symbol on every side
+        else:
+            out.append(None)
+    return out
+
+
+# -- element-wise -------------------------------------------------------------
+def _same(n):
+    return [(n.s(0), n.t(0))] + [(n.s(0), n.t(0))] * (n.nout - 1)
+
+
+def _batch_norm(n):
+    """Y like X; training mode's running mean and variance like the scale."""
+    return [(n.s(0), n.t(0))] + [(n.s(1), n.t(1))] * (n.nout - 1)
+
+
+def _same_bool(n):
+    return [(n.s(0), BOOL)]
+
+
+def _bcast(n):
+    return [(broadcast(*[n.s(i) for i in range(len(n.ins)) if n.has(i)]), n.t(0))]
+
+
+def _compare(n):
+    return [(broadcast(n.s(0), n.s(1)), BOOL)]
+
+
+def _where(n):
+    return [(broadcast(n.s(0), n.s(1), n.s(2)), n.t(1))]
+
+
+def _cast(n):
+    return [(n.s(0), int(n.a["to"]))]
+
+
+def _dropout(n):
+    return [(n.s(0), n.t(0)), (n.s(0), BOOL)][:n.nout]
+
+
+def _dequantize(n):
+    return [(n.s(0), int(n.a.get("output_dtype", 0)) or n.t(1))]
+
+
+def _quantize(n):
+    t = int(n.a.get("output_dtype", 0)) or (n.t(2) if n.has(2) else UINT8)
+    return [(n.s(0), t)]
+
+
+def _dynamic_quantize(n):
+    return [(n.s(0), UINT8), ([], FLOAT), ([], UINT8)]
+
+
+def _layer_norm(n):
+    x = n.s(0)
+    if x is None:
+        return [(None, n.t(0)), (None, FLOAT), (None, FLOAT)][:n.nout]
+    ax = norm_axis(n.a.get("axis", -1), len(x))
+    stat = list(x[:ax]) + [1] * (len(x) - ax)
+    stash = int(n.a.get("stash_type", FLOAT))
+    return [(x, n.t(0)), (stat, stash), (stat, stash)][:n.nout]
+
+
+# -- convolution, pooling, matrix products ----------------------------------------
+def _spatial(n, x_sp, k, dilations=None, ceil=False):
+    """Output spatial dims of a convolution or pooling window."""
+    r = len(x_sp)
+    st = n.ints("strides") or [1] * r
+    dil = dilations or n.ints("dilations") or [1] * r
+    pads = n.ints("pads") or [0] * (2 * r)
+    auto = n.a.get("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if len(k) != r or len(st) != r or len(dil) != r or len(pads) != 2 * r:
+        raise ValueError(f"kernel {k}, strides {st}, dilations {dil} or pads {pads} do "
+                         f"not fit {r} spatial dims")
+    out = []
+    for i, d in enumerate(x_sp):
+        ek = dims_op(lambda kk, dd: (kk - 1) * dd + 1, k[i], dil[i])
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(dims_op(lambda v, s: -(-v // s), d, st[i]))
+        elif auto == "VALID":
+            out.append(dims_op(lambda v, e, s: (v - e) // s + 1, d, ek, st[i]))
+        else:
+            def one(v, e, s, lo=pads[i], hi=pads[i + r]):
+                span = v + lo + hi - e
+                return (-(-span // s) if ceil else span // s) + 1     # as ONNX's
+            out.append(dims_op(one, d, ek, st[i]))
+        if known(out[-1]) and out[-1] < 0:
+            raise ValueError(f"the window is larger than the padded input ({list(x_sp)})")
+    return out
+
+
+def _conv(n, x_i=0, w_i=1, out_type=None):
+    x, w = n.s(x_i), n.s(w_i)
+    t = out_type if out_type is not None else n.t(x_i)
+    if x is None or w is None:
+        return [(None, t)]
+    if len(x) != len(w) or len(x) < 3:
+        raise ValueError(f"input {x} and weight {w} ranks differ")
+    k = n.ints("kernel_shape") or list(w[2:])
+    return [([x[0], w[0]] + _spatial(n, x[2:], k), t)]
+
+
+def _conv_transpose(n):
+    x, w = n.s(0), n.s(1)
+    if x is None or w is None:
+        return [(None, n.t(0))]
+    r = len(x) - 2
+    g = int(n.a.get("group", 1))
+    chans = dims_op(lambda c: c * g, w[1])
+    if n.a.get("output_shape") is not None:
+        return [([x[0], chans] + n.ints("output_shape")[-r:], n.t(0))]
+    k = n.ints("kernel_shape") or list(w[2:])
+    st = n.ints("strides") or [1] * r
+    dil = n.ints("dilations") or [1] * r
+    opad = n.ints("output_padding") or [0] * r
+    pads = n.ints("pads") or [0] * (2 * r)
+    auto = n.a.get("auto_pad", "NOTSET")
+    out = []
+    for i in range(r):
+        if auto in ("SAME_UPPER", "SAME_LOWER", b"SAME_UPPER", b"SAME_LOWER"):
+            out.append(dims_op(lambda v: v * st[i], x[2 + i]))
+        else:
+            out.append(dims_op(lambda v, kk: st[i] * (v - 1) + opad[i] + (kk - 1) * dil[i] + 1
+                           - pads[i] - pads[i + r], x[2 + i], k[i]))
+    return [([x[0], chans] + out, n.t(0))]
+
+
+def _pool(n):
+    x = n.s(0)
+    if x is None:
+        return [(None, n.t(0)), (None, INT64)][:n.nout]
+    k = n.ints("kernel_shape")
+    if k is None:
+        raise ValueError("kernel_shape is missing")
+    y = list(x[:2]) + _spatial(n, x[2:], k, ceil=bool(n.a.get("ceil_mode", 0)))
+    return [(y, n.t(0)), (y, INT64)][:n.nout]
+
+
+def _global_pool(n):
+    x = n.s(0)
+    return [(None if x is None else list(x[:2]) + [1] * (len(x) - 2), n.t(0))]
+
+
+def _gemm(n):
+    a, b = n.s(0), n.s(1)
+    if a is None or b is None:
+        return [(None, n.t(0))]
+    if len(a) != 2 or len(b) != 2:
+        raise ValueError(f"Gemm takes matrices, got {a} and {b}")
+    m = a[1] if n.a.get("transA", 0) else a[0]
+    cols = b[0] if n.a.get("transB", 0) else b[1]
+    return [([m, cols], n.t(0))]
+
+
+def _matmul_shape(a, b):
+    if a is None or b is None:
+        return None
+    a1, b1 = len(a) == 1, len(b) == 1
+    a2 = [1] + list(a) if a1 else list(a)
+    b2 = list(b) + [1] if b1 else list(b)
+    k1, k2 = a2[-1], b2[-2]
+    if known(k1) and known(k2) and k1 != k2:
+        raise ValueError(f"inner dims of {list(a)} x {list(b)} differ")
+    out = broadcast(a2[:-2], b2[:-2]) + [a2[-2], b2[-1]]
+    if a1:
+        del out[-2]
+    if b1:
+        del out[-1]
+    return out
+
+
+def _matmul(n, out_type=None):
+    return [(_matmul_shape(n.s(0), n.s(1)), out_type if out_type is not None else n.t(0))]
+
+
+def _qlinear_matmul(n):
+    return [(_matmul_shape(n.s(0), n.s(3)), n.t(7))]
+
+def np_to_onnx(dt):
+    return {np.dtype(np.float32): FLOAT, np.dtype(np.uint8): UINT8, np.dtype(np.int8): INT8,
+            np.dtype(np.int32): INT32, np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL,
+            np.dtype(np.float16): 10, np.dtype(np.float64): 11, np.dtype(np.int16): 5,
+            np.dtype(np.uint16): 4, np.dtype(np.uint32): 12,
+            np.dtype(np.uint64): 13}.get(np.dtype(dt))
+
+
+_SAME = ("Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh",
+         "Ceil", "Celu", "Clip", "Cos", "Cosh", "CumSum", "Elu", "Erf", "Exp", "Floor",
+         "Gelu", "GroupNormalization", "HardSigmoid", "HardSwish", "Hardmax", "Identity",
+         "InstanceNormalization", "LRN", "LeakyRelu", "Log", "LogSoftmax", "Mish", "Neg",
+         "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
+         "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
+         "Trilu", "ScatterND", "Scatter", "ScatterElements", "Not")
+_BCAST = ("Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Mean", "Sum",
+          "BitShift", "And", "Or", "Xor")
+_COMPARE = ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")
+
+#: op type -> rule: element-wise ops, windows and products
+ELEMENTWISE_RULES = {
+    **{t: _same for t in _SAME}, **{t: _bcast for t in _BCAST},
+    **{t: _compare for t in _COMPARE},
+    "BatchNormalization": _batch_norm, "PRelu": _same,    # the slope broadcasts to X
+    "IsInf": _same_bool, "IsNaN": _same_bool, "Where": _where, "Cast": _cast,
+    "CastLike": lambda n: [(n.s(0), n.t(1))], "Dropout": _dropout,
+    "DequantizeLinear": _dequantize, "QuantizeLinear": _quantize,
+    "DynamicQuantizeLinear": _dynamic_quantize, "LayerNormalization": _layer_norm,
+    "Conv": _conv, "ConvInteger": lambda n: _conv(n, out_type=INT32),
+    "QLinearConv": lambda n: _conv(n, 0, 3, out_type=n.t(7)),
+    "ConvTranspose": _conv_transpose, "MaxPool": _pool, "AveragePool": _pool,
+    "LpPool": _pool, "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
+    "GlobalLpPool": _global_pool, "Gemm": _gemm, "MatMul": _matmul,
+    "MatMulInteger": lambda n: _matmul(n, INT32), "QLinearMatMul": _qlinear_matmul,
+}

@@ -1,0 +1,151 @@
+"""pyarena's own shape inference for ONNX models.
+
+ONNX's shape inference needs its operator-schema registry, which the onnx
+package builds on first use: about 7 MiB of resident memory that stays for
+the life of the process, more than a small model's weights and arena
+together.  :func:`infer_shapes` derives every output's shape and element
+type from the rules of the operators pyarena runs (:mod:`.onnx_shape_rules`,
+:mod:`.onnx_layout_rules`), propagating the values of small constant
+tensors as it goes (a ``Shape -> Gather -> Concat`` chain that makes a
+``Reshape`` target), as ONNX's data propagation does.  A model with an
+operator the rules do not cover raises :class:`NotCovered`, and the
+importer uses ONNX's inference for it instead.  The model's own
+``value_info`` and output shapes fill the dims the rules leave unknown and
+stay where they contradict the rules, as in ONNX's inference.
+"""
+import math
+
+import numpy as np
+
+from ..errors import ModelImportError, UnsupportedOpError
+from .onnx_contrib import CONTRIB_DOMAINS, contrib_rule
+from .onnx_fold import FOLD_MAX_BYTES, _attrs, _fold_node
+from .onnx_layout_rules import RULES
+from .onnx_shape_rules import Node
+
+__all__ = ["NotCovered", "infer_shapes"]
+
+#: ops whose small constant outputs are computed on the way (all folded by
+#: NumPy in onnx_fold, never by the ONNX reference evaluator)
+_PROPAGATE = {"Constant", "Shape", "Size", "Cast", "Unsqueeze", "Squeeze", "Concat",
+              "Gather", "Reshape", "Slice", "Identity", "Add", "Sub", "Mul", "Div",
+              "Transpose", "Range", "Equal", "Less", "Greater", "Not", "Where", "Neg",
+              "Abs", "Floor", "Ceil", "Sqrt", "Min", "Max", "Expand", "ConstantOfShape"}
+
+
+class NotCovered(Exception):
+    """The model has an operator these rules do not cover."""
+
+
+def infer_shapes(onnx, model, opset, collect, where):
+    """(shapes, types) of every tensor of ``model``, as ``collect`` returns
+    them for a model ONNX's inference annotated.  Raises NotCovered, or
+    ModelImportError naming ``where`` and the operator for inputs that do
+    not go together."""
+    shapes, types = collect(model)
+    values = _small_initializers(onnx, model)
+    for node in model.graph.node:
+        outs = _node_outputs(onnx, node, opset, shapes, types, values, where)
+        for name, (shp, et) in zip(node.output, outs):
+            if name:
+                _merge(name, shp, et, shapes, types)
+        if node.op_type in _PROPAGATE and node.domain in ("", "ai.onnx"):
+            _propagate(onnx, node, values, shapes, opset)
+    return shapes, types
+
+
+def _node_outputs(onnx, node, opset, shapes, types, values, where):
+    if node.domain in CONTRIB_DOMAINS:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        shp, et = contrib_rule(node, attrs, _full(shapes), types.get)
+        return [(shp, et)] + [(None, None)] * (len(node.output) - 1)
+    rule = RULES.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+    if rule is None:
+        raise NotCovered(f"{node.op_type} ({node.domain or 'ai.onnx'})")
+    if node.op_type == "If":          # resolved at import or refused later
+        return [(None, None)] * len(node.output)
+    if node.op_type == "Constant":    # its value may be a view of the file: dims only
+        return [_constant(onnx, node)]
+    try:
+        n = Node(node, _attrs(onnx, node), opset, shapes.get, types.get, values.get)
+        return rule(n)
+    except (NotImplementedError, UnsupportedOpError) as exc:
+        raise NotCovered(f"{node.op_type}: {exc}") from None
+    except ModelImportError:
+        raise
+    except Exception as exc:
+        raise ModelImportError(f"{where}: shape inference failed: operator {node.name!r} "
+                               f"({node.op_type}): {type(exc).__name__}: "
+                               f"{str(exc)[:160]}") from None
+
+
+def _constant(onnx, node):
+    for a in node.attribute:
+        if a.name in ("value", "sparse_value") and a.type == onnx.AttributeProto.TENSOR:
+            return list(a.t.dims), a.t.data_type
+        if a.name in ("value_float", "value_int"):
+            return [], 1 if a.name == "value_float" else 7
+        if a.name in ("value_floats", "value_ints"):
+            return [len(a.floats) + len(a.ints)], 1 if a.name == "value_floats" else 7
+    raise NotCovered("Constant without a numeric value")
+
+
+def _full(shapes):
+    """Shape lookup that answers only fully known shapes (the contrib rules
+    take ints)."""
+    def get(k):
+        s = shapes.get(k)
+        return s if s is not None and all(isinstance(d, int) for d in s) else None
+    return get
+
+
+def _merge(name, shp, et, shapes, types):
+    """The rule's shape and type for ``name``, merged with what the model
+    declares: a declared dim fills one the rule leaves unknown, and where
+    the two disagree the declared shape stays (as in ONNX's inference,
+    which drops a node's result that contradicts the model; the kernel
+    then checks the shapes it is given)."""
+    old = shapes.get(name)
+    if shp is not None and old is not None:
+        if len(old) != len(shp) or any(isinstance(d, int) and isinstance(o, int) and d != o
+                                       for d, o in zip(shp, old)):
+            shp = old
+        else:
+            shp = [d if isinstance(d, int) or not isinstance(o, int) and d else o
+                   for d, o in zip(shp, old)]
+    shapes[name] = shp if shp is not None else old
+    if et:          # the operator's rule over a declared type, as ONNX's does
+        types[name] = et
+
+
+def _small_initializers(onnx, model):
+    """Values of the initializers small enough to be shape arithmetic."""
+    out = {}
+    ext = onnx.TensorProto.EXTERNAL
+    for init in model.graph.initializer:
+        if init.data_location == ext or math.prod(init.dims) * 8 > FOLD_MAX_BYTES:
+            continue
+        try:
+            out[init.name] = onnx.numpy_helper.to_array(init)
+        except Exception:
+            continue            # undecodable: the importer names it later
+    return out
+
+
+def _propagate(onnx, node, values, shapes, opset):
+    """The node's value when its inputs are known small constants."""
+    if node.op_type not in ("Shape", "Size", "Constant") and \
+            not all(i in values for i in node.input if i):
+        return
+    if node.op_type == "Constant":
+        shp = shapes.get(node.output[0])
+        if shp is None or math.prod(shp) * 8 > FOLD_MAX_BYTES:
+            return              # large (and perhaps a view of the file): not read here
+    try:
+        res = _fold_node(onnx, node, values, shapes, opset)
+    except Exception:
+        return                  # left to the importer's folding, which names errors
+    for name, v in zip(node.output, res or ()):
+        v = np.asarray(v)
+        if name and v.nbytes <= FOLD_MAX_BYTES and not v.dtype.hasobject:
+            values[name] = v

@@ -1,0 +1,246 @@
+"""pyarena's own ONNX shape inference (importers/onnx_shapes.py and its
+rules) against ONNX's: the same graph -- every tensor's shape, dtype and
+role, every op -- from both, on the onnx package's models, the vendored
+real model and the ONNX operator test cases; random geometries against
+ONNX's inference; and the errors it raises for models that do not add up."""
+import pathlib
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyarena.importers.onnx as onnx_importer
+from helpers.model_zoo import randomized_light_model
+from helpers.onnx_util import make_model
+from pyarena.errors import GraphError, ModelImportError
+from pyarena.importers import load_model
+from pyarena.importers.onnx_layout_rules import RULES
+from pyarena.importers.onnx_shape_rules import broadcast
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper  # noqa: E402
+
+DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
+
+
+def _summary(g):
+    return ({k: (tuple(t.shape), str(t.dtype), t.role) for k, t in g.tensors.items()},
+            [(o.op_type, tuple(o.inputs), tuple(o.outputs)) for o in g.ops])
+
+
+def _both(monkeypatch, path, **kw):
+    """(own, onnx's, whether the own pass fell back) -- each a graph
+    summary or the error's class name."""
+    calls = []
+    real = onnx_importer.infer_with_contrib
+    monkeypatch.setattr(onnx_importer, "infer_with_contrib",
+                        lambda *a: calls.append(1) or real(*a))
+    out = []
+    for own in (True, False):
+        monkeypatch.setattr(onnx_importer, "OWN_SHAPE_INFERENCE", own)
+        calls.clear()
+        try:
+            out.append(_summary(load_model(str(path), **kw)))
+        except GraphError as exc:
+            out.append(type(exc).__name__)
+        if own:
+            fell_back = bool(calls)
+    return out[0], out[1], fell_back
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v2", "densenet121",
+                                  "resnet50"])
+def test_the_onnx_packages_models_get_the_same_graph(tmp_path, monkeypatch, name):
+    path = randomized_light_model(name, str(tmp_path / f"{name}.onnx"))
+    own, ref, fell_back = _both(monkeypatch, path)
+    assert not fell_back
+    assert own == ref
+
+
+@pytest.mark.parametrize("kw", [{"inputs": {"input": (1, 576)}},
+                                {"inputs": {"input": (3, 576)}}])
+def test_the_vendored_real_model_gets_the_same_graph(monkeypatch, kw):
+    own, ref, fell_back = _both(monkeypatch, DATA / "silero_vad_16k_sequence.onnx", **kw)
+    assert not fell_back
+    assert isinstance(own, tuple) and own == ref
+
+
+def test_inference_never_builds_the_schema_registry(tmp_path, monkeypatch):
+    """Loading covered models must not call ONNX's inference (nor the
+    reference evaluator that folds odd ops): both load the schemas."""
+    def refuse(*a, **k):
+        raise AssertionError("ONNX's shape inference was called")
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", refuse)
+    path = randomized_light_model("squeezenet", str(tmp_path / "s.onnx"))
+    g = load_model(path)
+    assert g.tensors[g.outputs[0]].shape[:2] == (1, 1000)
+
+
+# -- the ONNX operator test cases ---------------------------------------------------
+#: the operator test-case modules of the ops whose rules shape real models
+_MODULES = ("conv convtranspose convinteger maxpool averagepool globalaveragepool "
+            "globalmaxpool resize upsample slice reshape split pad gather gatherelements "
+            "gathernd reducel1 reducel2 reducemax reducemean reducemin reducesum "
+            "reducesumsquare reduce_log_sum reduce_log_sum_exp argmax argmin topk einsum "
+            "lstm gru rnn flatten squeeze unsqueeze transpose concat expand tile rangeop "
+            "onehot cast quantizelinear dequantizelinear dynamicquantizelinear depthtospace "
+            "spacetodepth matmul matmulinteger gemm where layernormalization dropout shape "
+            "size constantofshape cumsum trilu batch_normalization qlinearconv qlinearmatmul "
+            "prelu clip softmax logsoftmax hardmax instance_normalization lrn").split()
+
+
+@pytest.fixture(scope="module")
+def node_cases():
+    from helpers.node_cases import generated_cases
+    found = generated_cases(re.compile(r"test_\w+"), _MODULES)
+    return {name: c for name, c in found.items()
+            if all(n.op_type in RULES for n in c.model.graph.node)}
+
+
+def test_onnx_operator_cases_get_the_same_graph(tmp_path, monkeypatch, node_cases):
+    assert len(node_cases) > 300
+    loaded = 0
+    for name, case in sorted(node_cases.items()):
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(case.model, str(path))
+        own, ref, fell_back = _both(monkeypatch, path)
+        if isinstance(own, str) and own == ref:
+            continue                    # refused both ways (an op pyarena lacks ...)
+        assert own == ref, name
+        # ONNX's inference for function expansions, Resize with axes or an
+        # aspect-ratio policy and Einsum with an ellipsis: no rule of ours
+        assert not fell_back or re.search("expanded|resize|einsum", name), name
+        loaded += 1
+    assert loaded > 250
+
+
+# -- random geometries against ONNX's inference --------------------------------------
+def _onnx_inferred(model, name):
+    m = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    for vi in list(m.graph.value_info) + list(m.graph.output):
+        if vi.name == name:
+            return [d.dim_value for d in vi.type.tensor_type.shape.dim]
+    raise AssertionError(f"ONNX inferred nothing for {name}")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_windows_match_onnx(data):
+    op = data.draw(st.sampled_from(["Conv", "MaxPool", "AveragePool"]))
+    size = data.draw(st.lists(st.integers(5, 19), min_size=2, max_size=2))
+    k = data.draw(st.lists(st.integers(1, 4), min_size=2, max_size=2))
+    strides = data.draw(st.lists(st.integers(1, 3), min_size=2, max_size=2))
+    pads = data.draw(st.lists(st.integers(0, 1), min_size=4, max_size=4))
+    pads = [min(p, kk - 1) for p, kk in zip(pads, k + k)]
+    attrs = dict(strides=strides, pads=pads)
+    auto = data.draw(st.sampled_from(["NOTSET", "SAME_UPPER", "VALID"]))
+    if auto != "NOTSET":
+        attrs = dict(strides=strides, auto_pad=auto)
+    inits = {}
+    if op == "Conv":
+        attrs["dilations"] = data.draw(st.lists(st.integers(1, 2), min_size=2, max_size=2))
+        inits["w"] = np.zeros([4, 3] + k, np.float32)
+        node = helper.make_node("Conv", ["x", "w"], ["y"], **attrs)
+    else:
+        attrs["kernel_shape"] = k
+        if auto == "NOTSET":
+            attrs["ceil_mode"] = data.draw(st.integers(0, 1))
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+    m = make_model([node], {"x": ([1, 3] + size, np.float32)}, {"y": (None, np.float32)},
+                   inits, opset=17)
+    from pyarena.importers.onnx import _collect
+    from pyarena.importers.onnx_shapes import infer_shapes
+    try:
+        want = _onnx_inferred(m, "y")
+    except onnx.shape_inference.InferenceError:     # a window larger than the input
+        with pytest.raises(ModelImportError, match="window is larger"):
+            infer_shapes(onnx, m, 17, _collect, "m")
+        return
+    shapes, _ = infer_shapes(onnx, m, 17, _collect, "m")
+    assert shapes["y"] == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.data())
+def test_slices_match_numpy(dims, data):
+    starts, ends, steps = [], [], []
+    for d in dims:
+        starts.append(data.draw(st.integers(-d - 2, d + 2)))
+        ends.append(data.draw(st.integers(-d - 2, d + 2)))
+        steps.append(data.draw(st.sampled_from([1, 2, -1, -2])))
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "p"], ["y"])
+    inits = {"s": np.array(starts), "e": np.array(ends), "a": np.arange(len(dims)),
+             "p": np.array(steps)}
+    m = make_model([node], {"x": (dims, np.float32)}, {"y": (None, np.float32)}, inits)
+    from pyarena.importers.onnx import _collect
+    from pyarena.importers.onnx_shapes import infer_shapes
+    shapes, _ = infer_shapes(onnx, m, 17, _collect, "m")
+    want = np.zeros(dims)[tuple(slice(s, e, p) for s, e, p in zip(starts, ends, steps))]
+    assert shapes["y"] == list(want.shape)
+
+
+@given(st.lists(st.lists(st.sampled_from([1, 2, 3, None, "n"]), max_size=4),
+                min_size=1, max_size=3))
+def test_broadcast_of_known_dims_is_numpys(shapes):
+    try:
+        out = broadcast(*shapes)
+    except ValueError:
+        ints = [[d if isinstance(d, int) else 1 for d in s] for s in shapes]
+        with pytest.raises(ValueError):
+            np.broadcast_shapes(*[tuple(s) for s in ints])
+        return
+    known = [s for s in shapes if all(isinstance(d, int) for d in s)]
+    if len(known) == len(shapes):
+        assert out == list(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    assert len(out) == max(len(s) for s in shapes)
+
+
+# -- models that do not add up ------------------------------------------------------
+def test_a_reshape_that_cannot_be_is_named(tmp_path):
+    path = tmp_path / "r.onnx"
+    make_model([helper.make_node("Reshape", ["x", "s"], ["y"], name="bad_reshape")],
+               {"x": ([2, 3], np.float32)}, {"y": (None, np.float32)},
+               {"s": np.array([4, 2], np.int64)}, path=path)
+    with pytest.raises(ModelImportError, match=r"'bad_reshape' \(Reshape\).*\[2, 3\]"):
+        load_model(str(path))
+
+
+def test_a_declared_shape_that_contradicts_the_op_stays(tmp_path, monkeypatch):
+    """As in ONNX's inference: the model's word over the rule's (an exporter
+    that knows better, e.g. a pooling whose last window would start in the
+    padding); the kernel then checks what it is given."""
+    path = tmp_path / "d.onnx"
+    make_model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1, 1], strides=[2, 2],
+                                 ceil_mode=1)],
+               {"x": ([1, 1, 2, 2], np.float32)}, {"y": ([1, 1, 1, 1], np.float32)},
+               path=path)
+    from pyarena.importers.onnx import _collect
+    from pyarena.importers.onnx_shapes import infer_shapes
+    shapes, _ = infer_shapes(onnx, onnx.load(str(path)), 17, _collect, "d")
+    assert shapes["y"] == [1, 1, 1, 1]
+    own, ref, _ = _both(monkeypatch, path)
+    assert own == ref
+
+
+def test_shapes_that_do_not_broadcast_are_named(tmp_path):
+    path = tmp_path / "b.onnx"
+    make_model([helper.make_node("Add", ["x", "z"], ["y"], name="the_add")],
+               {"x": ([2, 3], np.float32), "z": ([4], np.float32)},
+               {"y": (None, np.float32)}, path=path)
+    with pytest.raises(ModelImportError, match=r"'the_add' \(Add\).*do not broadcast"):
+        load_model(str(path))
+
+
+def test_a_declared_dim_fills_what_the_rules_leave_unknown(tmp_path):
+    """TopK with k from an input: the rule cannot tell k, the model can."""
+    path = tmp_path / "k.onnx"
+    make_model([helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+               {"x": ([2, 9], np.float32), "k": ([1], np.int64)},
+               {"v": ([2, 3], np.float32), "i": ([2, 3], np.int64)}, path=path)
+    from pyarena.importers.onnx import _collect
+    from pyarena.importers.onnx_shapes import infer_shapes
+    shapes, types = infer_shapes(onnx, onnx.load(str(path)), 17, _collect, "k")
+    assert shapes["v"] == [2, 3] and shapes["i"] == [2, 3]
+    assert types["i"] == onnx.TensorProto.INT64
