@@ -167,7 +167,10 @@ def _spatial(n, x_sp, k, dilations=None, ceil=False):
         else:
             def one(v, e, s, lo=pads[i], hi=pads[i + r]):
                 span = v + lo + hi - e
-                return (-(-span // s) if ceil else span // s) + 1     # as ONNX's
+                o = (-(-span // s) if ceil else span // s) + 1
+                if ceil and n.opset >= 22 and (o - 1) * s >= v + lo:
+                    o -= 1      # opset 22: no window may start in the end padding
+                return o
             out.append(dims_op(one, d, ek, st[i]))
         if known(out[-1]) and out[-1] < 0:
             raise ValueError(f"the window is larger than the padded input ({list(x_sp)})")

@@ -104,7 +104,11 @@ def test_onnx_operator_cases_get_the_same_graph(tmp_path, monkeypatch, node_case
     loaded = 0
     for name, case in sorted(node_cases.items()):
         path = tmp_path / f"{name}.onnx"
-        onnx.save(case.model, str(path))
+        m = onnx.ModelProto()
+        m.CopyFrom(case.model)
+        for vi in list(m.graph.output) + list(m.graph.value_info):
+            vi.type.tensor_type.ClearField("shape")   # computed, not declared
+        onnx.save(m, str(path))
         own, ref, fell_back = _both(monkeypatch, path)
         if isinstance(own, str) and own == ref:
             continue                    # refused both ways (an op pyarena lacks ...)
@@ -125,7 +129,7 @@ def _onnx_inferred(model, name):
     raise AssertionError(f"ONNX inferred nothing for {name}")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_windows_match_onnx(data):
     op = data.draw(st.sampled_from(["Conv", "MaxPool", "AveragePool"]))
@@ -148,17 +152,18 @@ def test_windows_match_onnx(data):
         if auto == "NOTSET":
             attrs["ceil_mode"] = data.draw(st.integers(0, 1))
         node = helper.make_node(op, ["x"], ["y"], **attrs)
+    opset = data.draw(st.sampled_from([17, 22]))     # 22 changed ceil_mode's rule
     m = make_model([node], {"x": ([1, 3] + size, np.float32)}, {"y": (None, np.float32)},
-                   inits, opset=17)
+                   inits, opset=opset)
     from pyarena.importers.onnx import _collect
     from pyarena.importers.onnx_shapes import infer_shapes
     try:
         want = _onnx_inferred(m, "y")
     except onnx.shape_inference.InferenceError:     # a window larger than the input
         with pytest.raises(ModelImportError, match="window is larger"):
-            infer_shapes(onnx, m, 17, _collect, "m")
+            infer_shapes(onnx, m, opset, _collect, "m")
         return
-    shapes, _ = infer_shapes(onnx, m, 17, _collect, "m")
+    shapes, _ = infer_shapes(onnx, m, opset, _collect, "m")
     assert shapes["y"] == want
 
 
