@@ -163,10 +163,14 @@ def _spatial(n, x_sp, k, dilations=None, ceil=False):
         if auto in ("SAME_UPPER", "SAME_LOWER"):
             out.append(dims_op(lambda v, s: -(-v // s), d, st[i]))
         elif auto == "VALID":
-            out.append(dims_op(lambda v, e, s: (v - e) // s + 1, d, ek, st[i]))
+            out.append(dims_op(lambda v, e, s: (v - e) // s + 1 if v >= e else -1,
+                               d, ek, st[i]))
         else:
             def one(v, e, s, lo=pads[i], hi=pads[i + r]):
                 span = v + lo + hi - e
+                if span < 0:
+                    raise ValueError(f"the window is larger than the padded input "
+                                     f"({list(x_sp)})")
                 o = (-(-span // s) if ceil else span // s) + 1
                 if ceil and n.opset >= 22 and (o - 1) * s >= v + lo:
                     o -= 1      # opset 22: no window may start in the end padding
