@@ -2,7 +2,8 @@
 
 Steps: parse (clear error for a truncated or non-ONNX file); bind the
 input shapes given (:func:`pyarena.graph.bind_shapes`) on a copy of the
-model; ONNX shape inference with data propagation; fold every node
+model; shape inference with value propagation (pyarena's own rules,
+``onnx_shapes.py``; ONNX's for a model with an op they do not cover); fold every node
 that computes only from constants (initializers, ``Constant``,
 ``ConstantOfShape``, ``Shape`` of a tensor whose shape is static, and any
 chain of those) -- folded values become ``role="constant"`` tensors with

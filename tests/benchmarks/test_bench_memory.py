@@ -19,13 +19,14 @@ def test_bench_memory_reports_every_phase(repo_root):
             rows[m.group(1)] = m.group(2).split()
     assert set(rows) == {"face_detection.tflite", "squeezenet.onnx"}, r.stdout
     for name, c in rows.items():
-        base, load, ready, peak, weights, arena, other, goal = map(float, c[:8])
-        ref_base, ref_peak, ref = float(c[9]), float(c[10]), c[11]
+        base, load, ready, peak, inputs, weights, arena, other, goal = map(float, c[:9])
+        ref_base, ref_peak, ref = float(c[10]), float(c[11]), c[12]
         assert ref == ("litert" if name.endswith(".tflite") else "ort")
         # (ready may sit a little under base: the heap trimmed after loading
         # can give back more than a small model adds)
         assert 10 < base < peak and base - 2 < ready <= peak and load <= peak
         assert ref_base < ref_peak
         assert weights > 0.1 and arena > 0.5
-        assert abs(base + weights + arena + other - peak) < 0.3   # 5 figures rounded
-        assert goal > base + weights + arena
+        assert 0 < inputs < 1     # a 1x3x128x128 or 1x3x224x224 float32 input
+        assert abs(base + inputs + weights + arena + other - peak) < 0.3   # 6 figures rounded
+        assert goal > base + inputs + weights + arena
