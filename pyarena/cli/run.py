@@ -133,7 +133,7 @@ def run(args):
           f"{human_bytes(wi['mapped'])} more read from the file at setup only); "
           f"file constants: {format_by_dtype(bytes_by_dtype(g, True)) or 'none'}")
     print(f"tensors    {format_by_dtype(bytes_by_dtype(g, False))} (planned, before reuse)")
-    print(fp.format(ex.weights_bytes, p.arena_bytes))
+    print(fp.format(ex.weights_bytes, p.arena_bytes, sum(v.nbytes for v in feeds.values())))
     for name, v in out.items():
         print(f"output     {name} {list(v.shape)} {v.dtype}  "
               f"[min {v.min() if v.size else 0:.4g}, max {v.max() if v.size else 0:.4g}]")

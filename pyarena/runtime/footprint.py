@@ -94,11 +94,13 @@ class Footprint:
         self.readings[phase] = resident()
         self.placed[phase] = int(weights_placed)
 
-    def split(self, weights, arena):
-        """{"peak", "base", "weights", "arena", "other", "load", "bind",
-        "inference", "transient", "transient_phase"}: the peak and its
-        parts.  ``load``, ``bind`` and ``inference`` are what each phase
-        left resident beyond the weights and the arena; ``transient`` is
+    def split(self, weights, arena, inputs=0):
+        """{"peak", "base", "inputs", "weights", "arena", "other", "load",
+        "bind", "inference", "transient", "transient_phase"}: the peak and
+        its parts.  ``inputs``: the bytes of the caller's input arrays, made
+        during bind (the caller's data, not the runtime's).  ``load``,
+        ``bind`` and ``inference`` are what each phase left resident beyond
+        the weights, the inputs and the arena; ``transient`` is
         the peak above what stays resident at the end, reached during
         ``transient_phase``; the four add up to ``other`` (a phase that
         gave memory back counts negative)."""
@@ -110,23 +112,25 @@ class Footprint:
         after_run = r["run"][0] or after_bind
         at_load = self.placed.get("load", 0)
         load = after_load - base - at_load
-        bind = after_bind - after_load - (weights - at_load)
+        bind = after_bind - after_load - (weights - at_load) - inputs
         inference = after_run - after_bind - arena
         phase = next((p for p in ("base", "load", "bind", "run")
                       if p in r and r[p][1] >= peak), "run")
-        return {"peak": peak, "base": base, "weights": weights, "arena": arena,
-                "other": peak - base - weights - arena, "load": load, "bind": bind,
+        return {"peak": peak, "base": base, "inputs": inputs, "weights": weights,
+                "arena": arena, "other": peak - base - inputs - weights - arena,
+                "load": load, "bind": bind,
                 "inference": inference, "transient": peak - after_run,
                 "transient_phase": phase}
 
-    def format(self, weights, arena):
+    def format(self, weights, arena, inputs=0):
         """The report lines for ``pyarena run``."""
-        s = self.split(weights, arena)
+        s = self.split(weights, arena, inputs)
         m = human_bytes
-        return (f"memory     peak RSS {m(s['peak'])} = baseline {m(s['base'])} + weights "
+        ins = f" + inputs {m(s['inputs'])}" if inputs else ""
+        return (f"memory     peak RSS {m(s['peak'])} = baseline {m(s['base'])}{ins} + weights "
                 f"{m(s['weights'])} + arena {m(s['arena'])} + other {m(s['other'])}\n"
                 f"           other: load {m(s['load'])} (parser, shape inference, graph), "
-                f"bind {m(s['bind'])} (kernels, input data), inference "
+                f"bind {m(s['bind'])} (kernels), inference "
                 f"{m(s['inference'])} (BLAS buffers, output copies), transient "
                 f"{m(s['transient'])} (the peak above the end state, during "
                 f"{s['transient_phase']})")

@@ -51,6 +51,19 @@ def test_the_parts_add_up_to_the_peak():
     assert "transient 1.0 MiB (the peak above the end state, during run)" in text
 
 
+def test_the_callers_inputs_are_their_own_part():
+    """2 of bind's 9 MiB are the caller's input arrays: not "other"."""
+    fp = Footprint()
+    _readings(fp, 40 * MIB, 55 * MIB, 64 * MIB, 86 * MIB, (55 * MIB, 64 * MIB, 87 * MIB),
+              4 * MIB, 10 * MIB)
+    s = fp.split(10 * MIB, 20 * MIB, inputs=2 * MIB)
+    assert s["inputs"] == 2 * MIB and s["bind"] == 1 * MIB
+    assert s["other"] == 87 * MIB - 40 * MIB - 2 * MIB - 10 * MIB - 20 * MIB
+    assert s["load"] + s["bind"] + s["inference"] + s["transient"] == s["other"]
+    assert "baseline 40.0 MiB + inputs 2.0 MiB + weights 10.0 MiB" in \
+        fp.format(10 * MIB, 20 * MIB, 2 * MIB)
+
+
 def test_a_peak_reached_while_loading_is_a_load_transient():
     fp = Footprint()
     _readings(fp, 40 * MIB, 55 * MIB, 64 * MIB, 86 * MIB, (130 * MIB, 130 * MIB, 130 * MIB),
@@ -101,7 +114,8 @@ def test_pyarena_run_reports_the_parts_of_its_peak(tmp_path, capsys):
     _model(path)
     assert main(["run", path, "--repeat", "1", "--no-reference"]) == 0
     text = capsys.readouterr().out
-    m = re.search(r"peak RSS ([\d.,]+) MiB = baseline ([\d.,]+) MiB \+ weights ([\d.,]+) KiB "
+    m = re.search(r"peak RSS ([\d.,]+) MiB = baseline ([\d.,]+) MiB \+ inputs [\d.,]+ [KM]?i?B "
+                  r"\+ weights ([\d.,]+) KiB "
                   r"\+ arena ([\d.,]+) KiB \+ other (-?[\d.,]+) (KiB|MiB)", text)
     assert m, text
     peak, base = float(m.group(1)), float(m.group(2))
