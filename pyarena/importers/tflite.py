@@ -43,6 +43,10 @@ _TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6
           7: np.int16, 9: np.int8, 10: np.float64}
 
 
+#: ops of a constant folded at import
+_FOLDED = ("DEQUANTIZE", "DENSIFY")
+
+
 def _tfl():
     return require_extra("tflite", "tflite", ".tflite files")
 
@@ -85,8 +89,9 @@ def _import(tflite, buf, path, inputs):
         for nm, dims in resolved.items():
             t.shapes[by_name[nm]] = list(dims)
     g = t.g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
-    remaining = [o for o in _read_ops(tflite, model, sg, len(t.names))
-                 if not t.fold_constant_op(*o)]
+    ops = _read_ops(tflite, model, sg, len(t.names))
+    t.plan_folds(ops, sg_outputs)
+    remaining = [o for o in ops if not t.fold_constant_op(*o)]
     for i in sg_inputs:
         if t.data[i] is None:
             t.declare(g, i, "input")
@@ -150,7 +155,8 @@ class _Tensors:
 
     def __init__(self, tflite, model, sg, buf):
         self.tflite, self.model, self.sg, self.buf = tflite, model, sg, buf
-        self.names, self.shapes, self.dtypes, self.data, self.quant = [], [], [], [], []
+        self.names, self.shapes, self.dtypes, self.quant = [], [], [], []
+        self.data = _Values()
         self._const_index = {}
         self.g = None       # the Graph being built: folded constants go to its arena
         seen = set()
@@ -200,7 +206,7 @@ class _Tensors:
         if bb.DataLength():
             raw = bb.DataAsNumpy()
             if sp is not None:
-                return _densify(self.tflite, sp, raw, shp, dt, nm)
+                return _Sparse(self.tflite, sp, raw, shp, dt, nm)
             if raw.size != n:
                 raise ModelImportError(f"tensor {nm!r}: buffer holds {raw.size} bytes, "
                                        f"shape {shp} {dt} needs {n}")
@@ -213,13 +219,25 @@ class _Tensors:
                                    f"is outside the file or the wrong size")
         if sp is not None:
             raw = np.frombuffer(buf, dtype=np.uint8, count=size, offset=off)
-            return _densify(self.tflite, sp, raw, shp, dt, nm)
+            return _Sparse(self.tflite, sp, raw, shp, dt, nm)
         return np.frombuffer(buf, dtype=dt, count=math.prod(shp), offset=off).reshape(shp)
+
+    def plan_folds(self, ops, outputs):
+        """Which tensors only DEQUANTIZE / DENSIFY read (a sparse weight
+        and its densified form, on the way to float32): their folded values
+        stay temporary and go once their last reader is folded, so only the
+        values the graph keeps are written to the weights arena."""
+        readers = {}
+        for _, code, _, ins, _ in ops:
+            for i in ins:
+                readers.setdefault(i, []).append(code)
+        self.uses = {i: len(c) for i, c in readers.items()
+                     if i not in outputs and all(x in _FOLDED for x in c)}
 
     def fold_constant_op(self, k, code, op, ins, outs):
         """DEQUANTIZE / DENSIFY of a constant (fp16 / int8 weights) becomes a
         float32 constant at import; True if the op was folded."""
-        if code not in ("DEQUANTIZE", "DENSIFY") or not ins or self.data[ins[0]] is None:
+        if code not in _FOLDED or not ins or self.data[ins[0]] is None:
             return False
         src = ins[0]
         v = self.data[src]
@@ -234,8 +252,13 @@ class _Tensors:
         else:
             v = v.astype(np.float32)
         v = np.asarray(v).astype(self.dtypes[outs[0]], copy=False)
-        self.data[outs[0]] = (self.g.constant_data(v) if self.g is not None
-                              else np.ascontiguousarray(v))
+        uses = getattr(self, "uses", {})
+        self.data[outs[0]] = (self.g.constant_data(v) if self.g is not None and
+                              outs[0] not in uses else np.ascontiguousarray(v))
+        if src in uses:             # its last folded reader: the value goes
+            uses[src] -= 1
+            if uses[src] == 0:
+                self.data[src] = None
         return True
 
     def add_const(self, name, value):
@@ -266,6 +289,26 @@ class _Tensors:
             dt = np.float32 if self.dtypes[i] == np.float16 else self.dtypes[i]
             g.add_tensor(nm, self.shapes[i], dt, role=role)
         return nm
+
+
+class _Sparse:
+    """A sparse constant, densified when first read (one at a time, as the
+    DENSIFY ops that read them are folded, not all at once)."""
+    __slots__ = ("args",)
+
+    def __init__(self, *args):
+        self.args = args
+
+
+class _Values(list):
+    """Constant values by tensor index (None: not a constant)."""
+
+    def __getitem__(self, i):
+        v = list.__getitem__(self, i)
+        if isinstance(v, _Sparse):
+            v = _densify(*v.args)
+            list.__setitem__(self, i, v)
+        return v
 
 
 def _densify(tflite, sp, raw, shp, dt, nm):

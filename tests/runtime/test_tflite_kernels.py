@@ -198,3 +198,34 @@ def test_bad_sparsity_is_a_clear_import_error(tmp_path):
     path = B.save(tmp_path / "bad.tflite", [x], [y])
     with pytest.raises(ModelImportError, match="w_sparse.*addresses 3 values.*holds 2"):
         load_model(path)
+
+
+def test_only_the_kept_weights_reach_the_weights_arena(tmp_path):
+    """DENSIFY -> DEQUANTIZE of a 64x64 fp16 sparse weight: the float32
+    value the product reads is the arena's one allocation; the densified
+    fp16 intermediate (8 KiB) never reaches it."""
+    n, per_row = 64, 8
+    rng = np.random.default_rng(4)
+    cols = np.sort(np.stack([rng.choice(n, per_row, replace=False) for _ in range(n)]), 1)
+    vals = rng.uniform(-1, 1, n * per_row).astype(np.float16)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (2, n))
+    ws = B.tensor("w_sparse", (n, n), np.float16, data=vals,
+                  sparsity=([0, 1], [], [(DENSE, n, None, None),
+                                         (SPARSE_CSR, 0, list(range(0, n * per_row + 1, per_row)),
+                                          cols.reshape(-1).tolist())]))
+    wh = B.tensor("w_fp16", (n, n), np.float16)
+    B.op("DENSIFY", [ws], [wh])
+    w = B.tensor("w", (n, n))
+    B.op("DEQUANTIZE", [wh], [w])
+    y = B.tensor("y", (2, n))
+    B.op("FULLY_CONNECTED", [x, w, -1], [y], ("FullyConnectedOptions", dict(
+        FusedActivationFunction=0)))
+    path = B.save(tmp_path / "sparse64.tflite", [x], [y])
+    g = load_model(path, native=False)
+    assert "w_fp16" not in g.tensors
+    dense = np.zeros((n, n), np.float32)
+    dense[np.repeat(np.arange(n), per_row), cols.reshape(-1)] = vals.astype(np.float32)
+    np.testing.assert_array_equal(g.tensors["w"].data, dense)
+    st = g.weights.stats()
+    assert st.count == 1 and st.used == dense.nbytes

@@ -1032,4 +1032,10 @@ MUTANTS = [
       "        if False:",
       "small constant values (a computed Reshape target) are not carried along",
       ("tests/importers/test_onnx_shapes.py",)),
+    M("tflite-folded-intermediate-kept", "pyarena/importers/tflite.py",
+      "                              outs[0] not in uses else np.ascontiguousarray(v))",
+      "                              True else np.ascontiguousarray(v))",
+      "a folded value only other folds read (a densified fp16 weight) is written to the "
+      "weights arena as well, where it stays dead",
+      ("tests/runtime/test_tflite_kernels.py",)),
 ]
