@@ -42,6 +42,7 @@ from .onnx_control import take_branch
 from .onnx_data import read_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
+from .onnx_loop import outer_names, resolve_bodies
 from .onnx_qdq import fuse_qdq
 from .onnx_shapes import NotCovered, infer_shapes
 
@@ -209,20 +210,7 @@ def load_onnx(path, inputs=None, fold=True, values=None):
     imp.bind(inputs)
     fuse_qdq(imp.onnx, imp.model, imp.mapped)   # QDQ chains -> integer operators
     dequantize_lstms(imp.onnx, imp.model, imp.mapped, imp.init_names)
-    imp.check_initializers()
-    imp.shapes, imp.types = imp.infer(imp.model)
-    remaining = imp.fold_constants(fold)
-    # folding may fix shapes (a Reshape target), which lets more fold (a
-    # Shape of that Reshape's output ...): infer and fold again while it helps
-    for _ in range(MAX_FOLD_ROUNDS):
-        if not (fold and _unknown_shapes(imp.shapes, remaining)):
-            break
-        imp.reinfer(remaining)
-        before = imp.changes
-        remaining = imp.fold_pass(remaining, fold)
-        if imp.changes == before:
-            break
-    return imp.build(remaining)
+    return imp.run(fold)
 
 
 def _unknown_shapes(shapes, nodes):
@@ -233,10 +221,12 @@ def _unknown_shapes(shapes, nodes):
 class _OnnxImport:
     """The state of one import, step by step (see the module docstring)."""
 
-    def __init__(self, path):
+    def __init__(self, path, model=None):
         self.onnx = _onnx()
         self.path = path
-        self.model, self.mapped = _parse(path)
+        # a body subgraph (onnx_loop.py) comes as a model already built
+        self.model, self.mapped = _parse(path) if model is None else (model, {})
+        self.subgraph = model is not None
         self.opset = 1
         for o in self.model.opset_import:
             if o.domain in ("", "ai.onnx"):
@@ -246,6 +236,36 @@ class _OnnxImport:
         self.vals = {}
         self.changes = 0        # nodes folded or inlined so far
         self.used_onnx_inference = False
+        self.bodies = {}        # Loop / Scan node name -> (outer inputs, attrs)
+        self.forced = {}        # output shapes set from a body: kept for inference
+
+    def run(self, fold):
+        """Everything after binding: infer, fold, import the Loop / Scan
+        bodies, infer and fold again while it helps, build the Graph."""
+        self.check_initializers()
+        self.shapes, self.types = self.infer(self.model)
+        remaining = self.fold_rounds(self.fold_constants(fold), fold)
+        for _ in range(MAX_FOLD_ROUNDS):
+            if not resolve_bodies(self, remaining, strict=False):
+                break
+            remaining = self.fold_rounds(remaining, fold, force=True)
+        resolve_bodies(self, remaining, strict=True)
+        return self.build(remaining)
+
+    def fold_rounds(self, remaining, fold, force=False):
+        """Folding may fix shapes (a Reshape target), which lets more fold
+        (a Shape of that Reshape's output ...): infer and fold again while
+        it helps (``force``: infer at least once)."""
+        for _ in range(MAX_FOLD_ROUNDS):
+            if not force and not (fold and _unknown_shapes(self.shapes, remaining)):
+                break
+            force = False
+            self.reinfer(remaining)
+            before = self.changes
+            remaining = self.fold_pass(remaining, fold)
+            if self.changes == before:
+                break
+        return remaining
 
     def fix_values(self, values):
         """Graph inputs given as values become initializers."""
@@ -429,6 +449,9 @@ class _OnnxImport:
         arithmetic."""
         onnx, g = self.onnx, self.model.graph
         used = {i for n in remaining for i in n.input if i}
+        for n in remaining:     # what bodies read from this graph
+            if any(a.type == onnx.AttributeProto.GRAPH for a in n.attribute):
+                used.update(outer_names(onnx, n))
         small, typed = [], []
         for name in sorted(used & set(self.vals)):
             v = np.asarray(self.vals[name])
@@ -442,8 +465,13 @@ class _OnnxImport:
                     name, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)))
         consts = set(self.vals)
         ins = [vi for vi in g.input if vi.name not in consts] + typed
-        g2 = onnx.helper.make_graph(list(remaining), g.name or "reinfer", ins,
-                                    list(g.output), initializer=small)
+        # Loop / Scan outputs sized from their bodies (a graph output's own
+        # declaration is what inference reads for it)
+        known = {k: onnx.helper.make_tensor_value_info(k, self.types[k], self.shapes[k])
+                 for k in self.forced}
+        outs = [known.pop(o.name, o) for o in g.output]
+        g2 = onnx.helper.make_graph(list(remaining), g.name or "reinfer", ins, outs,
+                                    initializer=small, value_info=list(known.values()))
         m2 = onnx.helper.make_model(g2, opset_imports=list(self.model.opset_import),
                                     ir_version=self.model.ir_version)
         s2, t2 = self.infer(m2)
@@ -464,13 +492,16 @@ class _OnnxImport:
                         f"strings; pyarena plans and runs numeric tensors only")
         self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
         consumers = {i for n in remaining for i in n.input if i}
+        consumers.update(i for extra, _ in self.bodies.values() for i in extra)
         for vi in self.model.graph.input:
             if vi.name in self.init_names or vi.name in self.vals:
                 continue
             if vi.name in consumers or vi.name in graph_outputs:
                 self.declare(vi.name, "input")
         for name in graph_outputs:
-            if name in self.vals:
+            if name in self.vals and self.subgraph:     # a body may output a constant
+                self.declare(name, "constant")
+            elif name in self.vals:
                 raise ModelImportError(f"graph output {name!r} is a constant (the whole "
                                        f"output folds away); nothing to run")
         for n in remaining:
@@ -491,7 +522,14 @@ class _OnnxImport:
                 outs.append(o)
             while outs and outs[-1] == "":
                 outs.pop()
-            self.g.add_op(n.op_type, list(n.input), outs, name=n.name, **self.attrs(n))
+            ins, attrs = list(n.input), None
+            if n.name in self.bodies:       # Loop / Scan: its body and outer inputs
+                extra, attrs = self.bodies[n.name]
+                for i in extra:
+                    self.declare(i, "constant" if i in self.vals else "activation")
+                ins += extra
+                attrs = dict(attrs, _opset=self.opset)
+            self.g.add_op(n.op_type, ins, outs, name=n.name, **(attrs or self.attrs(n)))
         self.g.validate()
         self.weights_of_shape()
         return self.g
