@@ -53,6 +53,10 @@ class Tensor:
     nbytes_given: int = None      # for tensors known only by size
     role: str = "activation"
     data: object = None           # constant value (numpy array) if known
+    #: a pool tensor: its shape depends on data, so it is not planned (0
+    #: bytes in the plan); the executor takes it from its Pool when it is
+    #: produced and frees it after its last reader
+    dynamic: bool = False
 
     @property
     def is_symbolic(self):
@@ -214,6 +218,15 @@ class Graph:
     @property
     def constants(self):
         return [t.name for t in self.by_role("constant")]
+
+    def pool_ops(self):
+        """Names of the ops that read or write a pool tensor
+        (``Tensor.dynamic``), or need the value of an input computed at run
+        time (``attrs["_values"]``): their kernels are built when the shapes
+        and values are known, at run time."""
+        t = self.tensors
+        return {op.name for op in self.ops if op.attrs.get("_values") or
+                any(n and t[n].dynamic for n in list(op.inputs) + list(op.outputs))}
 
     def producers(self):
         """tensor name -> index of the op that writes it."""

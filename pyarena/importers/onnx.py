@@ -42,6 +42,7 @@ from .onnx_control import take_branch
 from .onnx_data import read_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
+from .onnx_dynamic import dependent_tensors, shape_rule, value_ops
 from .onnx_loop import outer_names, resolve_bodies
 from .onnx_qdq import fuse_qdq
 from .onnx_shapes import NotCovered, infer_shapes
@@ -238,6 +239,7 @@ class _OnnxImport:
         self.used_onnx_inference = False
         self.bodies = {}        # Loop / Scan node name -> (outer inputs, attrs)
         self.forced = {}        # output shapes set from a body: kept for inference
+        self.dependent = set()  # tensors computed from a data-sized one (build)
 
     def run(self, fold):
         """Everything after binding: infer, fold, import the Loop / Scan
@@ -491,6 +493,7 @@ class _OnnxImport:
                         f"operator {n.name!r} ({n.op_type}): tensor {name!r} holds "
                         f"strings; pyarena plans and runs numeric tensors only")
         self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
+        self.dependent = dependent_tensors(self, remaining)     # may be pool tensors
         consumers = {i for n in remaining for i in n.input if i}
         consumers.update(i for extra, _ in self.bodies.values() for i in extra)
         for vi in self.model.graph.input:
@@ -529,9 +532,14 @@ class _OnnxImport:
                     self.declare(i, "constant" if i in self.vals else "activation")
                 ins += extra
                 attrs = dict(attrs, _opset=self.opset)
-            self.g.add_op(n.op_type, ins, outs, name=n.name, **(attrs or self.attrs(n)))
+            attrs = attrs or self.attrs(n)
+            if any(i in self.dependent for i in ins + outs if i):
+                attrs["_infer"] = shape_rule(self.onnx, n, self.model.opset_import)
+            self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
         self.g.validate()
         self.weights_of_shape()
+        value_ops(self.g, {n.name: n for n in remaining},
+                  lambda n: shape_rule(self.onnx, n, self.model.opset_import))
         return self.g
 
     def check_runs(self, n):
@@ -557,8 +565,9 @@ class _OnnxImport:
             if t is None or t.role != "activation" or src not in self.vals:
                 continue
             needs_const = False
+            pool_ops = g.pool_ops()
             for user in g.ops:
-                if out in user.inputs:
+                if out in user.inputs and user.name not in pool_ops:
                     try:
                         graph_kernel(g, user)
                     except UnsupportedOpError:
@@ -594,7 +603,13 @@ class _OnnxImport:
             return
         shp = self.shapes.get(name)
         et = self.types.get(name)
-        if et is None or shp is None or any(not isinstance(d, int) for d in shp):
+        unknown = shp is None or any(not isinstance(d, int) for d in shp)
+        if unknown and et is not None and name in self.dependent:   # sized by the data
+            t = g.add_tensor(name, None, _np_dtype(self.onnx, et, f"tensor {name!r}"),
+                             nbytes=0, role=role)
+            t.dynamic = True
+            return
+        if et is None or unknown:
             what = "unknown shape" if shp is None else f"shape {shp}"
             why = ("; " + unbound_message(self.sym_inputs) if self.sym_inputs else
                    "; the model does not say and shape inference could not derive it")

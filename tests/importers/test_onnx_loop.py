@@ -253,3 +253,40 @@ def test_loops_over_sequences_are_refused_by_name(tmp_path, name):
     with pytest.raises(ModelImportError, match="sequence or optional"):
         load_model(str(path), values={"trip_count": np.array(5, np.int64),
                                       "cond": np.array(True)})
+
+
+POOL_PATTERN = re.compile(r"test_(nonzero\w*|range\w*|cumsum\w*|top_k\w*|scan9\w*)")
+POOL_MODULES = ["nonzero", "rangeop", "cumsum", "topk", "scan"]
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_onnx_node_cases_with_run_time_sizes(tmp_path, declared):
+    """Every input fed at run time (a K, an axis, Range's bounds, a Loop's
+    trip count computed from them); ``declared`` False also clears the
+    outputs' declared shapes, so NonZero, TopK, Range and the Loop of
+    Range's expanded form make pool tensors."""
+    names = node_case_names(POOL_PATTERN, POOL_MODULES)
+    pooled = []
+    for name in names:
+        d = case_dir(name, tmp_path, POOL_PATTERN, POOL_MODULES)
+        ins, outs = read_data(d)
+        m = onnx.load(str(d / "model.onnx"))
+        if not declared:
+            for o in m.graph.output:
+                o.type.tensor_type.ClearField("shape")
+        path = tmp_path / f"{name}-{declared}.onnx"
+        onnx.save(m, str(path))
+        g = load_model(str(path))
+        ex = Executor(g, plan(g))
+        res = ex.run(ins)
+        for (_, ref), gname in zip(outs, g.outputs):
+            assert res[gname].shape == ref.shape, name
+            np.testing.assert_allclose(res[gname], ref, rtol=1e-6, err_msg=name)
+        if ex.memory_info()["pool_bytes"]:
+            pooled.append(name)
+    assert len(names) >= 28
+    if declared:        # sized by the model: only the Loops' scans go to the pool
+        assert all("expanded" in n for n in pooled)
+    else:
+        assert {"test_nonzero_example", "test_top_k", "test_range_float_type_positive_delta",
+                "test_range_int32_type_negative_delta_expanded"} <= set(pooled)

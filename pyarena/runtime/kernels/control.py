@@ -134,6 +134,46 @@ class Loop(_Control):
             i += 1
         self.done = i
 
+    def produce(self, xs, ys, sc, pool):
+        """The Loop with scan outputs whose length only the run tells: they
+        grow (doubling) in ``pool`` buffers, then go to pool arrays of the
+        exact length; ``ys`` holds the planned outputs (None: a pool one)."""
+        n, grown = self.n, {}
+        shapes = [tuple(int(d) for d in self.attrs["body"].tensors[b].shape)
+                  for b in self.attrs["body_outputs"][1 + n:]]
+
+        def each(i, outs):
+            for j in range(n, len(outs) - 1):
+                k = self.where.get(j)
+                if k is None:
+                    continue
+                if ys[k] is not None:
+                    np.copyto(ys[k][i, ...], outs[1 + j])
+                    continue
+                buf = grown.get(k)
+                if buf is None or buf.shape[0] == i:
+                    new = pool.empty((max(4, 2 * i),) + shapes[j - n], outs[1 + j].dtype)
+                    if buf is not None:
+                        np.copyto(new[:i], buf[:i])
+                        pool.free(buf)
+                    grown[k] = buf = new
+                np.copyto(buf[i, ...], outs[1 + j])
+        self.iterate(xs, sc, each)
+        out = list(ys)
+        for j in range(n, len(self.op.outputs)):
+            k = self.where.get(j)
+            if k is not None and out[k] is None:
+                buf = grown.pop(k, None)
+                out[k] = pool.empty((self.done,) + shapes[j - n],
+                                    self.attrs["body"].tensors[
+                                        self.attrs["body_outputs"][1 + j]].dtype)
+                if buf is not None:
+                    np.copyto(out[k], buf[:self.done])
+                    pool.free(buf)
+        self.finish(self.cur, out)
+        self.cur = None
+        return out
+
     def store(self, ys, i, outs):
         n = self.n
         for j in range(n, len(outs) - 1):
