@@ -348,9 +348,13 @@ class Graph:
             else:
                 d["nbytes"] = int(t.nbytes_given)
             tensors.append(d)
+        # a Loop's body graph and a shape rule are not data: left out (a
+        # JSON graph plans, it does not run control flow)
         ops = [{"name": o.name, "type": o.op_type, "inputs": o.inputs,
                 "outputs": o.outputs, "scratch_bytes": o.scratch_bytes,
-                "attrs": _jsonable(o.attrs)} for o in self.ops]
+                "attrs": _jsonable({k: v for k, v in o.attrs.items()
+                                    if not callable(v) and not isinstance(v, Graph)})}
+               for o in self.ops]
         d = {"name": self.name, "tensors": tensors, "ops": ops}
         if self.scratch_budget is not None:
             d["scratch_budget"] = int(self.scratch_budget)

@@ -47,11 +47,10 @@ def dependent_tensors(imp, nodes):
 
 def _small_runtime(t):
     """A run-time tensor a kernel could want as a value: a small integer
-    one (a K, an axis, a shape) or a scalar."""
+    one (a K, an axis, a shape)."""
     if t is None or t.role == "constant" or t.dynamic or t.shape is None:
         return False
-    n = int(np.prod(t.shape, dtype=np.int64))
-    return (np.dtype(t.dtype).kind in "iub" and n <= 64) or len(t.shape) == 0
+    return np.dtype(t.dtype).kind in "iub" and int(np.prod(t.shape, dtype=np.int64)) <= 64
 
 
 def value_ops(graph, nodes, rule):

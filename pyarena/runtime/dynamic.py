@@ -68,9 +68,8 @@ class _Counted:
 
 def _value(a):
     """The bytes of a run-time input read as a value (a small integer
-    tensor, or a scalar: Range's bounds), else None."""
-    if a is not None and ((a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS) or
-                          a.ndim == 0):
+    tensor: a K, an axis, a shape), else None."""
+    if a is not None and a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS:
         return a.tobytes()
     return None
 

@@ -290,3 +290,16 @@ def test_onnx_node_cases_with_run_time_sizes(tmp_path, declared):
     else:
         assert {"test_nonzero_example", "test_top_k", "test_range_float_type_positive_delta",
                 "test_range_int32_type_negative_delta_expanded"} <= set(pooled)
+
+
+def test_a_loop_graph_saves_as_json_that_plans_the_same(tmp_path):
+    """The JSON form keeps the ops, sizes and scratch (for planning); the
+    body graph itself is not written."""
+    from pyarena.graph import Graph
+    path = tmp_path / "loop.onnx"
+    loop_model(path, trip=3)
+    g = load_model(str(path))
+    g.save(str(tmp_path / "loop.json"))
+    j = Graph.load(str(tmp_path / "loop.json"))
+    assert "body" not in j.ops[0].attrs
+    assert plan(j).arena_bytes == plan(g).arena_bytes
