@@ -534,12 +534,14 @@ class _OnnxImport:
                 attrs = dict(attrs, _opset=self.opset)
             attrs = attrs or self.attrs(n)
             if any(i in self.dependent for i in ins + outs if i):
-                attrs["_infer"] = shape_rule(self.onnx, n, self.model.opset_import)
+                attrs["_infer"] = shape_rule(self.onnx, n, self.model.opset_import,
+                                             self.opset, _collect)
             self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
         self.g.validate()
         self.weights_of_shape()
         value_ops(self.g, {n.name: n for n in remaining},
-                  lambda n: shape_rule(self.onnx, n, self.model.opset_import))
+                  lambda n: shape_rule(self.onnx, n, self.model.opset_import,
+                                             self.opset, _collect))
         return self.g
 
     def check_runs(self, n):

@@ -10,13 +10,15 @@ tensor of unknown size that depends on no source is still an error naming
 it (an input dimension left unbound is not data).
 
 An operator reading or writing a pool tensor gets ``attrs["_infer"]``:
-its output shapes for given inputs, by ONNX shape inference on that one
-node (the small integer inputs computed at run time given as values, so
-a Reshape to a computed shape or a TopK's K are known).
+its output shapes for given inputs, by shape inference on that one node
+(pyarena's own rules, ONNX's for an op they do not cover; the small
+integer inputs computed at run time given as values, so a Reshape to a
+computed shape or a TopK's K are known).
 """
 import numpy as np
 
 from ..errors import GraphError
+from .onnx_shapes import NotCovered, infer_shapes
 
 __all__ = ["dependent_tensors", "shape_rule", "value_ops"]
 
@@ -74,11 +76,13 @@ def value_ops(graph, nodes, rule):
             continue
 
 
-def shape_rule(onnx, node, opset_import):
+def shape_rule(onnx, node, opset_import, opset, collect):
     """``infer(arrays, use_values)``: the output shapes of ``node`` (a
     NodeProto) for input arrays ``arrays`` (None: omitted), the inputs at
-    the indices ``use_values`` given by value.  GraphError if inference
-    cannot fix them."""
+    the indices ``use_values`` given by value: pyarena's own shape rules
+    (``onnx_shapes.py``), ONNX's inference for an op they do not cover.
+    GraphError if neither can fix them.  ``collect``: the importer's
+    (shapes, types) reader."""
     helper = onnx.helper
 
     def infer(arrays, use_values):
@@ -97,23 +101,23 @@ def shape_rule(onnx, node, opset_import):
         g = helper.make_graph([node], "rule", ins, outs, initializer=inits)
         m = helper.make_model(g, opset_imports=list(opset_import))
         try:
-            m = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+            try:
+                shapes, _ = infer_shapes(onnx, m, opset, collect, f"operator {node.name!r}")
+            except NotCovered:
+                shapes, _ = collect(onnx.shape_inference.infer_shapes(
+                    m, strict_mode=True, data_prop=True))
         except Exception as exc:
             raise GraphError(f"operator {node.name!r} ({node.op_type}): inputs of shapes "
                              f"{[None if a is None else list(np.shape(a)) for a in arrays]} "
                              f"do not go together ({str(exc)[:160]})") from None
-        found = {vi.name: vi for vi in list(m.graph.output) + list(m.graph.value_info)}
-        shapes = []
+        out = []
         for o in node.output:
             if not o:
                 continue
-            vi = found.get(o)
-            dims = None if vi is None or not vi.type.tensor_type.HasField("shape") else \
-                [d.dim_value if d.HasField("dim_value") else None
-                 for d in vi.type.tensor_type.shape.dim]
-            if dims is None or any(d is None for d in dims):
+            dims = shapes.get(o)
+            if dims is None or not all(isinstance(d, int) for d in dims):
                 raise GraphError(f"operator {node.name!r} ({node.op_type}): the shape of "
                                  f"{o!r} cannot be worked out at run time ({dims})")
-            shapes.append(dims)
-        return shapes
+            out.append(dims)
+        return out
     return infer
