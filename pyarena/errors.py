@@ -178,6 +178,12 @@ class UnsupportedOpError(GraphError):
     The message names every offending operator."""
 
 
+class NeedsValueError(UnsupportedOpError):
+    """An operator needs as a constant (a K, an axis, a shape) an input
+    computed at run time: the importer then has its kernel built when the
+    value is known (``runtime/dynamic.py``)."""
+
+
 class PlanValidationError(PyArenaError):
     """A plan breaks one of the rules; ``problems`` lists them all."""
 

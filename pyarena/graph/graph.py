@@ -53,6 +53,10 @@ class Tensor:
     nbytes_given: int = None      # for tensors known only by size
     role: str = "activation"
     data: object = None           # constant value (numpy array) if known
+    #: a pool tensor: its shape depends on data, so it is not planned (0
+    #: bytes in the plan); the executor takes it from its Pool when it is
+    #: produced and frees it after its last reader
+    dynamic: bool = False
 
     @property
     def is_symbolic(self):
@@ -215,6 +219,15 @@ class Graph:
     def constants(self):
         return [t.name for t in self.by_role("constant")]
 
+    def pool_ops(self):
+        """Names of the ops that read or write a pool tensor
+        (``Tensor.dynamic``), or need the value of an input computed at run
+        time (``attrs["_values"]``): their kernels are built when the shapes
+        and values are known, at run time."""
+        t = self.tensors
+        return {op.name for op in self.ops if op.attrs.get("_values") or
+                any(n and t[n].dynamic for n in list(op.inputs) + list(op.outputs))}
+
     def producers(self):
         """tensor name -> index of the op that writes it."""
         prod = {}
@@ -335,9 +348,13 @@ class Graph:
             else:
                 d["nbytes"] = int(t.nbytes_given)
             tensors.append(d)
+        # a Loop's body graph and a shape rule are not data: left out (a
+        # JSON graph plans, it does not run control flow)
         ops = [{"name": o.name, "type": o.op_type, "inputs": o.inputs,
                 "outputs": o.outputs, "scratch_bytes": o.scratch_bytes,
-                "attrs": _jsonable(o.attrs)} for o in self.ops]
+                "attrs": _jsonable({k: v for k, v in o.attrs.items()
+                                    if not callable(v) and not isinstance(v, Graph)})}
+               for o in self.ops]
         d = {"name": self.name, "tensors": tensors, "ops": ops}
         if self.scratch_budget is not None:
             d["scratch_budget"] = int(self.scratch_budget)

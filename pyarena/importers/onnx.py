@@ -42,6 +42,8 @@ from .onnx_control import take_branch
 from .onnx_data import read_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
+from .onnx_dynamic import dependent_tensors, shape_rule, value_ops
+from .onnx_loop import outer_names, resolve_bodies
 from .onnx_qdq import fuse_qdq
 from .onnx_shapes import NotCovered, infer_shapes
 
@@ -209,20 +211,7 @@ def load_onnx(path, inputs=None, fold=True, values=None):
     imp.bind(inputs)
     fuse_qdq(imp.onnx, imp.model, imp.mapped)   # QDQ chains -> integer operators
     dequantize_lstms(imp.onnx, imp.model, imp.mapped, imp.init_names)
-    imp.check_initializers()
-    imp.shapes, imp.types = imp.infer(imp.model)
-    remaining = imp.fold_constants(fold)
-    # folding may fix shapes (a Reshape target), which lets more fold (a
-    # Shape of that Reshape's output ...): infer and fold again while it helps
-    for _ in range(MAX_FOLD_ROUNDS):
-        if not (fold and _unknown_shapes(imp.shapes, remaining)):
-            break
-        imp.reinfer(remaining)
-        before = imp.changes
-        remaining = imp.fold_pass(remaining, fold)
-        if imp.changes == before:
-            break
-    return imp.build(remaining)
+    return imp.run(fold)
 
 
 def _unknown_shapes(shapes, nodes):
@@ -233,10 +222,12 @@ def _unknown_shapes(shapes, nodes):
 class _OnnxImport:
     """The state of one import, step by step (see the module docstring)."""
 
-    def __init__(self, path):
+    def __init__(self, path, model=None):
         self.onnx = _onnx()
         self.path = path
-        self.model, self.mapped = _parse(path)
+        # a body subgraph (onnx_loop.py) comes as a model already built
+        self.model, self.mapped = _parse(path) if model is None else (model, {})
+        self.subgraph = model is not None
         self.opset = 1
         for o in self.model.opset_import:
             if o.domain in ("", "ai.onnx"):
@@ -246,6 +237,37 @@ class _OnnxImport:
         self.vals = {}
         self.changes = 0        # nodes folded or inlined so far
         self.used_onnx_inference = False
+        self.bodies = {}        # Loop / Scan node name -> (outer inputs, attrs)
+        self.forced = {}        # output shapes set from a body: kept for inference
+        self.dependent = set()  # tensors computed from a data-sized one (build)
+
+    def run(self, fold):
+        """Everything after binding: infer, fold, import the Loop / Scan
+        bodies, infer and fold again while it helps, build the Graph."""
+        self.check_initializers()
+        self.shapes, self.types = self.infer(self.model)
+        remaining = self.fold_rounds(self.fold_constants(fold), fold)
+        for _ in range(MAX_FOLD_ROUNDS):
+            if not resolve_bodies(self, remaining, strict=False):
+                break
+            remaining = self.fold_rounds(remaining, fold, force=True)
+        resolve_bodies(self, remaining, strict=True)
+        return self.build(remaining)
+
+    def fold_rounds(self, remaining, fold, force=False):
+        """Folding may fix shapes (a Reshape target), which lets more fold
+        (a Shape of that Reshape's output ...): infer and fold again while
+        it helps (``force``: infer at least once)."""
+        for _ in range(MAX_FOLD_ROUNDS):
+            if not force and not (fold and _unknown_shapes(self.shapes, remaining)):
+                break
+            force = False
+            self.reinfer(remaining)
+            before = self.changes
+            remaining = self.fold_pass(remaining, fold)
+            if self.changes == before:
+                break
+        return remaining
 
     def fix_values(self, values):
         """Graph inputs given as values become initializers."""
@@ -429,6 +451,9 @@ class _OnnxImport:
         arithmetic."""
         onnx, g = self.onnx, self.model.graph
         used = {i for n in remaining for i in n.input if i}
+        for n in remaining:     # what bodies read from this graph
+            if any(a.type == onnx.AttributeProto.GRAPH for a in n.attribute):
+                used.update(outer_names(onnx, n))
         small, typed = [], []
         for name in sorted(used & set(self.vals)):
             v = np.asarray(self.vals[name])
@@ -442,8 +467,13 @@ class _OnnxImport:
                     name, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)))
         consts = set(self.vals)
         ins = [vi for vi in g.input if vi.name not in consts] + typed
-        g2 = onnx.helper.make_graph(list(remaining), g.name or "reinfer", ins,
-                                    list(g.output), initializer=small)
+        # Loop / Scan outputs sized from their bodies (a graph output's own
+        # declaration is what inference reads for it)
+        known = {k: onnx.helper.make_tensor_value_info(k, self.types[k], self.shapes[k])
+                 for k in self.forced}
+        outs = [known.pop(o.name, o) for o in g.output]
+        g2 = onnx.helper.make_graph(list(remaining), g.name or "reinfer", ins, outs,
+                                    initializer=small, value_info=list(known.values()))
         m2 = onnx.helper.make_model(g2, opset_imports=list(self.model.opset_import),
                                     ir_version=self.model.ir_version)
         s2, t2 = self.infer(m2)
@@ -463,14 +493,18 @@ class _OnnxImport:
                         f"operator {n.name!r} ({n.op_type}): tensor {name!r} holds "
                         f"strings; pyarena plans and runs numeric tensors only")
         self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
+        self.dependent = dependent_tensors(self, remaining)     # may be pool tensors
         consumers = {i for n in remaining for i in n.input if i}
+        consumers.update(i for extra, _ in self.bodies.values() for i in extra)
         for vi in self.model.graph.input:
             if vi.name in self.init_names or vi.name in self.vals:
                 continue
             if vi.name in consumers or vi.name in graph_outputs:
                 self.declare(vi.name, "input")
         for name in graph_outputs:
-            if name in self.vals:
+            if name in self.vals and self.subgraph:     # a body may output a constant
+                self.declare(name, "constant")
+            elif name in self.vals:
                 raise ModelImportError(f"graph output {name!r} is a constant (the whole "
                                        f"output folds away); nothing to run")
         for n in remaining:
@@ -491,9 +525,23 @@ class _OnnxImport:
                 outs.append(o)
             while outs and outs[-1] == "":
                 outs.pop()
-            self.g.add_op(n.op_type, list(n.input), outs, name=n.name, **self.attrs(n))
+            ins, attrs = list(n.input), None
+            if n.name in self.bodies:       # Loop / Scan: its body and outer inputs
+                extra, attrs = self.bodies[n.name]
+                for i in extra:
+                    self.declare(i, "constant" if i in self.vals else "activation")
+                ins += extra
+                attrs = dict(attrs, _opset=self.opset)
+            attrs = attrs or self.attrs(n)
+            if any(i in self.dependent for i in ins + outs if i):
+                attrs["_infer"] = shape_rule(self.onnx, n, self.model.opset_import,
+                                             self.opset, _collect)
+            self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
         self.g.validate()
         self.weights_of_shape()
+        value_ops(self.g, {n.name: n for n in remaining},
+                  lambda n: shape_rule(self.onnx, n, self.model.opset_import,
+                                             self.opset, _collect))
         return self.g
 
     def check_runs(self, n):
@@ -519,8 +567,9 @@ class _OnnxImport:
             if t is None or t.role != "activation" or src not in self.vals:
                 continue
             needs_const = False
+            pool_ops = g.pool_ops()
             for user in g.ops:
-                if out in user.inputs:
+                if out in user.inputs and user.name not in pool_ops:
                     try:
                         graph_kernel(g, user)
                     except UnsupportedOpError:
@@ -556,7 +605,13 @@ class _OnnxImport:
             return
         shp = self.shapes.get(name)
         et = self.types.get(name)
-        if et is None or shp is None or any(not isinstance(d, int) for d in shp):
+        unknown = shp is None or any(not isinstance(d, int) for d in shp)
+        if unknown and et is not None and name in self.dependent:   # sized by the data
+            t = g.add_tensor(name, None, _np_dtype(self.onnx, et, f"tensor {name!r}"),
+                             nbytes=0, role=role)
+            t.dynamic = True
+            return
+        if et is None or unknown:
             what = "unknown shape" if shp is None else f"shape {shp}"
             why = ("; " + unbound_message(self.sym_inputs) if self.sym_inputs else
                    "; the model does not say and shape inference could not derive it")

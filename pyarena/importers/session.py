@@ -78,6 +78,7 @@ class InferenceSession:
         self._plans = OrderedDict()  # signature -> [graph, plan, executor or None]
         self._arena = None          # the shared activation block
         self._lower = 0
+        self._last = None           # the executor of the last run
         self._inputs, self._outputs = self._describe()
         # 0-d integer / bool inputs (a sample rate, a flag): their value is
         # part of the signature, and the model is specialised on it
@@ -137,6 +138,7 @@ class InferenceSession:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
             ex = self._executor(signature)
         out = ex.run({k: v for k, v in feeds.items() if k not in vi} if vi else feeds)
+        self._last = ex
         names = [a.name for a in self._outputs] if output_names is None else list(output_names)
         for n in names:
             if n not in out:
@@ -182,13 +184,14 @@ class InferenceSession:
 
     def memory_info(self):
         """``arena_bytes`` (the activation block now), ``max_lower_bound_bytes``,
-        ``plans`` (signatures cached), ``weights_bytes``, ``pool_bytes`` (0:
-        every tensor is planned)."""
+        ``plans`` (signatures cached), ``weights_bytes``, ``pool_bytes`` (the
+        pool tensors of the last run, whose sizes depend on data: peak bytes;
+        0 when every tensor is planned)."""
         return {"arena_bytes": 0 if self._arena is None else int(self._arena.size),
                 "max_lower_bound_bytes": int(self._lower),
                 "plans": len(self._plans),
                 "weights_bytes": 0 if self._first is None else self._first.weights_bytes(),
-                "pool_bytes": 0}
+                "pool_bytes": 0 if self._last is None else self._last.pool_stats.peak}
 
 
 class _Shared:

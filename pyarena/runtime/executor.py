@@ -37,6 +37,7 @@ from ..memory.mapped import release_files, release_pages
 from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
 from ..planning import validate as validate_plan
+from .dynamic import PoolStats, PoolStep, _Counted
 from .kernels import make_kernel
 
 __all__ = ["Executor", "UnsupportedOpError", "random_feeds"]
@@ -108,6 +109,20 @@ def random_feeds(graph, seed=0):
     return feeds
 
 
+def _pool_frees(graph):
+    """op name -> the pool tensors whose last reader it is (graph outputs
+    stay until the next run)."""
+    last = {}
+    for op in graph.ops:
+        for n in op.inputs:
+            if n and graph.tensors[n].dynamic and graph.tensors[n].role != "output":
+                last[n] = op.name
+    out = {}
+    for n, name in last.items():
+        out.setdefault(name, []).append(n)
+    return out
+
+
 class Executor:
     """Executes ``graph`` with NumPy kernels.
 
@@ -144,10 +159,21 @@ class Executor:
         self._sources = self._constant_sources(graph)
         # -- kernels (reports every unsupported op at once) -------------------
         kernels, bad = [], []
+        pool_ops = graph.pool_ops()
+        if pool_ops and allocator is not None:
+            raise GraphError("a graph with pool tensors (sizes that depend on data) runs "
+                             "in the planned mode only, not with allocator=")
+        self.pool_stats = PoolStats()
+        self.pooled = {}        # the run's pool tensors, by name
+        frees = _pool_frees(graph)
         for op in graph.ops:
             ins = [graph.tensors[t] if t else None for t in op.inputs]
             outs = [graph.tensors[t] for t in op.outputs if t]
             try:
+                if op.name in pool_ops:
+                    kernels.append(PoolStep(graph, op, self._keep, self._pool(),
+                                            self.pooled, frees.get(op.name, ())))
+                    continue
                 kernels.append(make_kernel(op, ins, outs, keep=self._keep,
                                            scratch_budget=graph.scratch_budget,
                                            native=getattr(graph, "native", True)))
@@ -206,6 +232,13 @@ class Executor:
         self._bind(views)
 
     # -- helpers ------------------------------------------------------------
+    def _pool(self):
+        """The Pool that serves pool tensors (made on first use), counted."""
+        if getattr(self, "_pool_counted", None) is None:
+            from ..memory import Pool
+            self._pool_counted = _Counted(Pool(), self.pool_stats)
+        return self._pool_counted
+
     def _place(self, t):
         """Constant tensor ``t`` in the weights arena; ``t.data`` becomes a
         read-only view of that copy (one copy of each weight, not two)."""
@@ -256,20 +289,24 @@ class Executor:
         still read from the model file), ``arena_bytes`` (the planned
         activation arena; 0 in the unplanned modes), ``resident_bytes`` and
         ``peak_resident_bytes`` (the whole process, now and at its peak;
-        see :mod:`pyarena.runtime.footprint`)."""
+        see :mod:`pyarena.runtime.footprint`), ``pool_bytes`` /
+        ``pool_allocations`` (the pool tensors of the last run: peak bytes
+        held and buffers taken, :mod:`pyarena.runtime.dynamic`)."""
         from .footprint import resident, weights_info
         w = weights_info(self)
         now, peak = resident()
         return {"weights_bytes": w["arena"], "weights_by_dtype": w["by_dtype"],
                 "weights_mapped_bytes": w["mapped"],
                 "arena_bytes": self.plan.arena_bytes if self.plan is not None else 0,
+                "pool_bytes": self.pool_stats.peak,
+                "pool_allocations": self.pool_stats.allocations,
                 "resident_bytes": now, "peak_resident_bytes": peak}
 
     def _bind(self, views):
         g = self.graph
         arrays = dict(self.constants)
         for name, t in g.tensors.items():
-            if t.role == "constant":
+            if t.role == "constant" or t.dynamic:   # pool tensors: taken at run time
                 continue
             v = views.get(name)
             if v is None:
@@ -281,7 +318,7 @@ class Executor:
         steps = []
         for op, k in zip(g.ops, self.kernels):
             xs = [arrays.get(n) if n else None for n in op.inputs]
-            ys = [arrays[n] for n in op.outputs if n]
+            ys = [arrays.get(n) for n in op.outputs if n]     # None: a pool tensor
             sc = None
             if k.scratch_bytes:
                 s = views.get(f"{op.name}::scratch")
@@ -296,7 +333,7 @@ class Executor:
         self.arrays = arrays
         self.steps = steps
         self._inputs = [(n, arrays[n]) for n in g.inputs]
-        self._outputs = [(n, arrays[n]) for n in g.outputs]
+        self._outputs = [(n, arrays.get(n)) for n in g.outputs]
 
     def _setup_dynamic(self):
         g = self.graph
@@ -328,6 +365,9 @@ class Executor:
                                      f"{self.graph.inputs}")
                 _feed(dst, val, name)
         k = None
+        if self.pooled or self.pool_stats.bytes:    # the last run's pool outputs
+            self.pooled.clear()
+            self.pool_stats.reset()
         try:
             with np.errstate(all="ignore"):
                 for k, xs, ys, sc in self.steps:
@@ -336,7 +376,7 @@ class Executor:
             raise
         except Exception as exc:    # a graph whose shapes contradict each other
             raise _kernel_failed(k, exc) from exc
-        return {n: a for n, a in self._outputs}
+        return {n: self.pooled[n] if a is None else a for n, a in self._outputs}
 
     def profile(self, feeds=None, repeat=5):
         """Where the time goes: one warm-up inference, then ``repeat``

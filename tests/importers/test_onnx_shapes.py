@@ -27,7 +27,9 @@ _ONNX_INFER = onnx_importer.infer_with_contrib     # ONNX's, counted in _both
 
 
 def _summary(g):
-    return ({k: (tuple(t.shape), str(t.dtype), t.role) for k, t in g.tensors.items()},
+    # a pool tensor (a size only the data tells) has no shape
+    return ({k: (None if t.dynamic else tuple(t.shape), str(t.dtype), t.role)
+             for k, t in g.tensors.items()},
             [(o.op_type, tuple(o.inputs), tuple(o.outputs)) for o in g.ops])
 
 

@@ -279,10 +279,11 @@ def _one(tmp_path, op, feeds, out, inits=None, **attrs):
     return str(path)
 
 
-@pytest.mark.parametrize("op", ["NonZero", "Unique", "Compress"])
+@pytest.mark.parametrize("op", ["Unique", "Compress"])
 def test_data_dependent_sizes_are_refused(tmp_path, op):
     """Their output size depends on the data: unsized, the import says so;
-    sized by the model, the op is named as unsupported."""
+    sized by the model, the op is named as unsupported.  (NonZero, TopK,
+    Range run with pool tensors: tests/runtime/test_dynamic.py.)"""
     feeds = {"x": ([4], np.float32)}
     if op == "Compress":
         feeds["c"] = ([4], np.bool_)
@@ -293,23 +294,42 @@ def test_data_dependent_sizes_are_refused(tmp_path, op):
         load_model(_one(tmp_path, op, feeds, sized))
 
 
-def test_run_time_k_and_depth_are_refused_by_name(tmp_path):
+def test_run_time_k_and_depth_build_the_kernel_per_value(tmp_path):
+    """A K or a depth fed at run time: the kernel is built when the value
+    is known (one per value), the rest of the graph stays planned."""
+    from helpers.model_zoo import ort_run
     path = _one(tmp_path, "OneHot", {"i": ([3], np.int64), "d": ([], np.int64)},
                 ([3, 4], np.float32), {"v": np.array([0, 1], np.float32)})
-    with pytest.raises(UnsupportedOpError, match="my_OneHot.*depth.*constant"):
-        load_model(path)
+    g = load_model(path)
+    assert g.ops[0].attrs.get("_values")
+    ex = Executor(g, plan(g))
+    fx = {"i": np.array([0, 3, 1], np.int64), "d": np.array(4, np.int64)}
+    np.testing.assert_array_equal(ex.run(fx)["y"], ort_run(path, fx)["y"])
     node = helper.make_node("TopK", ["x", "k"], ["v", "i"], name="my_topk")
     path = tmp_path / "topk.onnx"
     make_model([node], {"x": ([2, 5], np.float32), "k": ([1], np.int64)},
-               {"v": ([2, 2], np.float32), "i": ([2, 2], np.int64)}, path=path)
-    with pytest.raises(UnsupportedOpError, match="my_topk.*k.*constant"):
-        load_model(str(path))
+               {"v": (None, np.float32), "i": (None, np.int64)}, path=path)
+    g = load_model(str(path))
+    assert g.tensors["v"].dynamic and g.tensors["i"].dynamic
+    ex = Executor(g, plan(g))
+    x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
+    for k in (2, 4, 2):
+        fx = {"x": x, "k": np.array([k], np.int64)}
+        out, ref = ex.run(fx), ort_run(path, fx)
+        assert out["v"].shape == (2, k)
+        np.testing.assert_array_equal(out["v"], ref["v"])
+        np.testing.assert_array_equal(out["i"], ref["i"])
+    assert len(ex.kernels[0].cache) == 2        # one kernel per K seen
 
 
-def test_range_of_unknown_length_is_refused(tmp_path):
+def test_range_of_run_time_length_is_a_pool_tensor(tmp_path):
     feeds = {"s": ([], np.float32), "l": ([], np.float32), "d": ([], np.float32)}
-    with pytest.raises(GraphError, match="cannot size tensor 'y'"):
-        load_model(_one(tmp_path, "Range", feeds, (None, np.float32)))
+    g = load_model(_one(tmp_path, "Range", feeds, (None, np.float32)))
+    assert g.tensors["y"].dynamic
+    ex = Executor(g, plan(g))
+    for lim in (3.0, 7.5):
+        y = ex.run({"s": np.float32(1), "l": np.float32(lim), "d": np.float32(0.5)})["y"]
+        np.testing.assert_allclose(y, np.arange(1, lim, 0.5, dtype=np.float32))
 
 
 @pytest.mark.parametrize("mode", ["DCR", "CRD"])

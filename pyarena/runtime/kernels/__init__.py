@@ -13,7 +13,7 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import (conv, elementwise, indexing, linalg, logic, movement, normalization,  # noqa: F401
+from . import (control, conv, elementwise, indexing, linalg, logic, movement, normalization,  # noqa: F401
                pooling, quantized, quantized_contrib, quantized_conv, quantized_matmul, recurrent,
                resize, tflite)  # (register)
 from .registry import (KERNELS, SCRATCH_BUDGET, TFLITE_OPS, Kernel, graph_kernel,

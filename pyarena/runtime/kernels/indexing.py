@@ -267,6 +267,40 @@ class ArgMax(Kernel):
 
 
 @register
+class NonZero(Kernel):
+    """The indices of the non-zero elements, (rank, count): the count is
+    known only once the data is, so the output is a pool tensor, made by
+    ``produce`` (runtime/dynamic.py); the kernel has no planned form."""
+
+    op_types = ("NonZero",)
+
+    def produce(self, xs, ys, sc, pool):
+        x = xs[0]
+        idx = np.nonzero(x.reshape(1) if x.ndim == 0 else x)
+        y = pool.empty((max(x.ndim, 1), idx[0].size), np.int64)
+        for i, row in enumerate(idx):
+            y[i] = row
+        return [y]
+
+    def run(self, xs, ys, sc):
+        """The output's shape declared by the model (a promise the data
+        must keep)."""
+        y = self.produce(xs, ys, sc, _NumpyPool())[0]
+        if y.shape != ys[0].shape:
+            self.malformed(f"the data has {y.shape[1]} non-zero elements, the model "
+                           f"declares {ys[0].shape[1]}")
+        np.copyto(ys[0], y)
+
+
+class _NumpyPool:
+    """``empty`` from NumPy (NonZero with a declared output size)."""
+
+    @staticmethod
+    def empty(shape, dtype):
+        return np.empty(shape, dtype)
+
+
+@register
 class TopK(Kernel):
     """k constant; ``largest`` (default 1) and ``sorted`` (always sorted
     here, which ONNX allows); equal values keep the lower index first.
@@ -365,14 +399,27 @@ class Trilu(Kernel):
 @register
 class Range(Kernel):
     """start and delta read at run time, the length known at import (the
-    output's shape): y = start + delta * [0, 1, ..., n-1]."""
+    output's shape): y = start + delta * [0, 1, ..., n-1].  When the length
+    depends on data the output is a pool tensor, made by ``produce``."""
 
     op_types = ("Range",)
 
     def setup(self):
         self.runtime = (0, 2)
+        if self.outs[0].shape is None:      # a pool tensor: see produce
+            return
         (n,) = self.oshape()
         self.ramp = self.keep(np.arange(n, dtype=self.dtype))
+
+    def produce(self, xs, ys, sc, pool):
+        start, limit, delta = (x.reshape(()) for x in xs[:3])
+        n = max(int(np.ceil(float(limit - start) / float(delta))), 0)
+        y = pool.empty((n,), self.dtype) if ys[0] is None else ys[0]
+        if y.shape != (n,):
+            self.malformed(f"the bounds give {n} values, the model declares {y.shape[0]}")
+        np.multiply(np.arange(n, dtype=self.dtype), delta, out=y)
+        np.add(y, start, out=y)
+        return [y]
 
     def run(self, xs, ys, sc):
         np.multiply(self.ramp, xs[2], out=ys[0])

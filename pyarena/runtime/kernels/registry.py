@@ -35,7 +35,8 @@ import math
 
 import numpy as np
 
-from ...errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
+from ...errors import (GraphError, InvalidArgumentError, NeedsValueError, PyArenaError,
+                       UnsupportedOpError)
 from ..._native import lib
 from ..._native.kernels import NULL
 from ...planning.inplace import declare
@@ -187,7 +188,8 @@ class Kernel:
             return None
         t = self.ins[i]
         if t.data is None:
-            self.fail(f"{what} {t.name!r} must be a constant")
+            raise NeedsValueError(f"operator {self.op.name!r} ({self.op.op_type}): {what} "
+                                  f"{t.name!r} must be a constant")
         return np.asarray(t.data)
 
     def has(self, i):
@@ -288,7 +290,14 @@ def set_scratch(graph, scratch_budget=None, native=None):
     if native is not None:
         graph.native = bool(native)
     bad = []
+    pool_ops = graph.pool_ops()
     for op in graph.ops:
+        if op.name in pool_ops:     # shapes known at run time: scratch from the pool
+            op.scratch_bytes = 0
+            if op.op_type not in KERNELS:
+                bad.append(f"operator {op.name!r}: op type {op.op_type!r} is not supported "
+                           f"by the executor")
+            continue
         try:
             op.scratch_bytes = scratch_bytes_for(graph, op)
         except UnsupportedOpError as exc:

@@ -1,0 +1,123 @@
+"""Which tensors of an ONNX model are pool tensors, and the shape rule of
+the operators that touch them (see ``runtime/dynamic.py``).
+
+A *source* makes a tensor whose size depends on data: NonZero, a TopK
+whose K is not a constant, a Range whose bounds are not, a Loop whose
+scan outputs have a length only a run tells.  Everything computed from a source is *dependent*; a dependent
+tensor whose shape shape inference cannot fix becomes a pool tensor
+(``Tensor.dynamic``), taken from the executor's Pool at run time.  A
+tensor of unknown size that depends on no source is still an error naming
+it (an input dimension left unbound is not data).
+
+An operator reading or writing a pool tensor gets ``attrs["_infer"]``:
+its output shapes for given inputs, by shape inference on that one node
+(pyarena's own rules, ONNX's for an op they do not cover; the small
+integer inputs computed at run time given as values, so a Reshape to a
+computed shape or a TopK's K are known).
+"""
+import numpy as np
+
+from ..errors import GraphError
+from .onnx_shapes import NotCovered, infer_shapes
+
+__all__ = ["dependent_tensors", "shape_rule", "value_ops"]
+
+
+def _is_source(imp, n):
+    if n.domain not in ("", "ai.onnx"):
+        return False
+    if n.op_type == "NonZero":
+        return True
+    if n.op_type == "TopK" and len(n.input) > 1:
+        return n.input[1] not in imp.vals
+    if n.op_type == "Range":
+        return any(i not in imp.vals for i in n.input)
+    if n.op_type == "Loop":
+        return bool(imp.bodies.get(n.name, ((), {}))[1].get("dynamic"))
+    return False
+
+
+def dependent_tensors(imp, nodes):
+    """Names of the tensors computed from a source (``nodes`` in order)."""
+    dep = set()
+    for n in nodes:
+        extra = imp.bodies.get(n.name, ((), {}))[0]
+        if _is_source(imp, n) or any(i in dep for i in list(n.input) + list(extra) if i):
+            dep.update(o for o in n.output if o)
+    return dep
+
+
+def _small_runtime(t):
+    """A run-time tensor a kernel could want as a value: a small integer
+    one (a K, an axis, a shape)."""
+    if t is None or t.role == "constant" or t.dynamic or t.shape is None:
+        return False
+    return np.dtype(t.dtype).kind in "iub" and int(np.prod(t.shape, dtype=np.int64)) <= 64
+
+
+def value_ops(graph, nodes, rule):
+    """Mark the ops whose kernel needs as a constant an input computed at
+    run time (TopK's K, CumSum's axis fed as inputs): ``attrs["_values"]``,
+    with the shape rule ``rule(node)``; the executor builds their kernels
+    per value.  Only ops reading a small run-time input are probed."""
+    from ..errors import NeedsValueError
+    from ..runtime.kernels import graph_kernel
+    pool_ops = graph.pool_ops()
+    for op in graph.ops:
+        if op.name in pool_ops or op.name not in nodes or not any(
+                _small_runtime(graph.tensors[i]) for i in op.inputs if i):
+            continue
+        try:
+            graph_kernel(graph, op)
+        except NeedsValueError:
+            op.attrs["_values"] = True
+            op.attrs["_infer"] = rule(nodes[op.name])
+        except Exception:       # reported with the others by set_scratch
+            continue
+
+
+def shape_rule(onnx, node, opset_import, opset, collect):
+    """``infer(arrays, use_values)``: the output shapes of ``node`` (a
+    NodeProto) for input arrays ``arrays`` (None: omitted), the inputs at
+    the indices ``use_values`` given by value: pyarena's own shape rules
+    (``onnx_shapes.py``), ONNX's inference for an op they do not cover.
+    GraphError if neither can fix them.  ``collect``: the importer's
+    (shapes, types) reader."""
+    helper = onnx.helper
+
+    def infer(arrays, use_values):
+        ins, inits = [], []
+        for i, (name, a) in enumerate(zip(node.input, arrays)):
+            if not name or a is None:
+                continue
+            a = np.asarray(a)
+            if i in use_values and a.size <= 4096:
+                inits.append(onnx.numpy_helper.from_array(a, name))
+            else:
+                ins.append(helper.make_tensor_value_info(
+                    name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)))
+        outs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None)
+                for o in node.output if o]
+        g = helper.make_graph([node], "rule", ins, outs, initializer=inits)
+        m = helper.make_model(g, opset_imports=list(opset_import))
+        try:
+            try:
+                shapes, _ = infer_shapes(onnx, m, opset, collect, f"operator {node.name!r}")
+            except NotCovered:
+                shapes, _ = collect(onnx.shape_inference.infer_shapes(
+                    m, strict_mode=True, data_prop=True))
+        except Exception as exc:
+            raise GraphError(f"operator {node.name!r} ({node.op_type}): inputs of shapes "
+                             f"{[None if a is None else list(np.shape(a)) for a in arrays]} "
+                             f"do not go together ({str(exc)[:160]})") from None
+        out = []
+        for o in node.output:
+            if not o:
+                continue
+            dims = shapes.get(o)
+            if dims is None or not all(isinstance(d, int) for d in dims):
+                raise GraphError(f"operator {node.name!r} ({node.op_type}): the shape of "
+                                 f"{o!r} cannot be worked out at run time ({dims})")
+            out.append(dims)
+        return out
+    return infer

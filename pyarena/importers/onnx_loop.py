@@ -1,0 +1,259 @@
+"""ONNX ``Loop`` and ``Scan``: their body subgraphs imported as pyarena
+graphs, for the kernels in ``runtime/kernels/control.py`` to plan and run.
+
+A body is imported like a model of its own (shape inference, folding,
+one ``Op`` per node): its formal inputs get the shapes one iteration
+sees -- the loop-carried values the shapes of their initial values, a
+Scan's slices the scanned input's shape without the scanned axis -- and
+every name it reads from the enclosing graph (outer scope, also through
+nested bodies) becomes an input of the body too: a constant of the outer
+graph as a constant of the body, anything else as an extra input of the
+``Loop`` / ``Scan`` op, so the outer plan keeps it alive while the loop
+runs.  Bodies whose shapes change from one iteration to the next are
+refused by name.
+
+The op's outputs get their shapes here, before the outer graph is built:
+a loop-carried value keeps its shape, a scan output stacks the body's
+per-iteration value along its axis (``trip`` times for a Loop whose trip
+count is fixed at import: ``M`` a constant, ``cond`` constant true or
+absent, and the body's condition output its condition input or constant
+true; the scanned length for a Scan).  A Loop that may stop on data and
+has scan outputs has outputs whose length only a run can tell: they are
+marked (``Op.attrs["dynamic"]``) and served from the run's Pool
+(``runtime/dynamic.py``).
+"""
+import numpy as np
+
+from ..errors import ModelImportError, UnsupportedOpError
+
+__all__ = ["outer_names", "resolve_bodies"]
+
+
+def outer_names(onnx, graph):
+    """Names ``graph`` (a GraphProto, or a NodeProto: its subgraphs) reads
+    that it does not define, nested bodies included, in first-use order."""
+    if isinstance(graph, onnx.NodeProto):
+        graph = onnx.helper.make_graph([graph], "node", [], [])
+        return [n for n in outer_names(onnx, graph) if n not in graph.node[0].input]
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    for n in graph.node:
+        defined.update(o for o in n.output if o)
+    seen = []
+    for n in graph.node:
+        names = list(n.input)
+        for a in n.attribute:
+            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else \
+                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []
+            for sub in subs:
+                names.extend(outer_names(onnx, sub))
+        for name in names:
+            if name and name not in defined and name not in seen:
+                seen.append(name)
+    for o in graph.output:      # an output passed straight from outside
+        if o.name not in defined and o.name not in seen:
+            seen.append(o.name)
+    return seen
+
+
+class _Unknown(ModelImportError):
+    """An outer shape not known yet (maybe after the next inference)."""
+
+
+def _typed(imp, name, node):
+    """(elem type, static shape) of outer tensor ``name``."""
+    if name in imp.vals:
+        v = np.asarray(imp.vals[name])
+        return imp.onnx.helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)
+    shp, et = imp.shapes.get(name), imp.types.get(name)
+    if shp is None or et is None or not all(isinstance(d, int) for d in shp):
+        what = "its shape" if et is not None else \
+            "its element type (a sequence or optional value is not supported)"
+        raise _Unknown(f"operator {node.name!r} ({node.op_type}): {what} of input "
+                       f"{name!r} is not known at import ({shp}); the body needs it")
+    return et, list(shp)
+
+
+def _subgraph(node, name):
+    for a in node.attribute:
+        if a.name == name:
+            return a.g
+    raise ModelImportError(f"operator {node.name!r} ({node.op_type}): no {name!r} attribute")
+
+
+def _import_body(imp, node, body, formal):
+    """The body as a pyarena Graph plus its input / output names (formal
+    first, then the outer-scope names it reads), and the sub-import."""
+    onnx, helper = imp.onnx, imp.onnx.helper
+    if len(body.input) != len(formal):
+        raise ModelImportError(f"operator {node.name!r} ({node.op_type}): the body has "
+                               f"{len(body.input)} inputs, {len(formal)} expected")
+    ins = [helper.make_tensor_value_info(vi.name, et, shp)
+           for vi, (et, shp) in zip(body.input, formal)]
+    inits, preset, outer = list(body.initializer), {}, []
+    for name in outer_names(onnx, body):
+        if name in imp.vals:
+            v = np.asarray(imp.vals[name])
+            if v.nbytes <= 64 << 10:
+                inits.append(onnx.numpy_helper.from_array(v, name))
+            else:       # a weight: typed for inference, its value given directly
+                ins.append(helper.make_tensor_value_info(
+                    name, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)))
+                preset[name] = v
+        else:
+            et, shp = _typed(imp, name, node)
+            ins.append(helper.make_tensor_value_info(name, et, shp))
+            outer.append(name)
+    # an output that is an input (a value passed through) gets an Identity:
+    # the plan keeps an output alive to the end of the body, an input only
+    # to its last reader
+    passed = {vi.name for vi in ins}
+    nodes, out_names = list(body.node), []
+    for o in body.output:
+        name = o.name
+        if name in passed:
+            name = f"{o.name}::out"
+            if name not in out_names:
+                nodes.append(helper.make_node("Identity", [o.name], [name], name=name))
+        out_names.append(name)
+    outs = [helper.make_tensor_value_info(n, o.type.tensor_type.elem_type, None)
+            for n, o in zip(out_names, body.output)]
+    outs = list({o.name: o for o in outs}.values())
+    g = helper.make_graph(nodes, f"{node.name}.body", ins, outs, initializer=inits)
+    m = helper.make_model(g, opset_imports=list(imp.model.opset_import),
+                          ir_version=imp.model.ir_version)
+    sub = type(imp)(f"{imp.path}: {node.op_type} {node.name!r} body", model=m)
+    sub.vals.update(preset)
+    sub.init_names = {t.name for t in inits}
+    try:
+        graph = sub.run(True)
+    except (ModelImportError, UnsupportedOpError) as exc:
+        raise type(exc)(f"in the body of {node.op_type} {node.name!r}: {exc}",
+                        exc.unbound_inputs) from None
+    names = [vi.name for vi in body.input] + outer
+    return graph, names, out_names, outer, sub
+
+
+def _shape_of(graph, name):
+    return tuple(int(d) for d in graph.tensors[name].shape)
+
+
+def _static_trip(imp, node, graph, body, sub):
+    """The Loop's trip count when it is fixed at import, else None."""
+    m = node.input[0] if node.input else ""
+    c = node.input[1] if len(node.input) > 1 else ""
+    if not m or m not in imp.vals:
+        return None
+    if c and (c not in imp.vals or not bool(np.asarray(imp.vals[c]).reshape(-1)[0])):
+        return None
+    cin, cout = body.input[1].name, body.output[0].name
+    if cout == cin:
+        return max(int(np.asarray(imp.vals[m]).reshape(-1)[0]), 0)
+    if cout in sub.vals:
+        ok = bool(np.asarray(sub.vals[cout]).reshape(-1)[0])
+    else:
+        ok = cout == cin or any(op.op_type == "Identity" and op.outputs == [cout] and
+                                op.inputs == [cin] for op in graph.ops)
+    return max(int(np.asarray(imp.vals[m]).reshape(-1)[0]), 0) if ok else None
+
+
+def _set(imp, name, shape, dtype):
+    if name:
+        imp.shapes[name] = list(shape)
+        imp.types[name] = imp.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        imp.forced[name] = True
+
+
+def _loop(imp, node):
+    body = _subgraph(node, "body")
+    n_carried = len(node.input) - 2
+    if n_carried < 0 or len(body.input) != n_carried + 2:
+        raise ModelImportError(f"operator {node.name!r} (Loop): {len(node.input)} inputs and "
+                               f"a body of {len(body.input)}: they do not match")
+    T = imp.onnx.TensorProto
+    formal = [(T.INT64, []), (T.BOOL, [])] + [_typed(imp, x, node) for x in node.input[2:]]
+    graph, bin_, bout, outer, sub = _import_body(imp, node, body, formal)
+    trip = _static_trip(imp, node, graph, body, sub)
+    dynamic = []
+    for j, name in enumerate(node.output):
+        src = bout[1 + j]
+        shp, dt = _shape_of(graph, src), graph.tensors[src].dtype
+        if j < n_carried:
+            want = tuple(formal[2 + j][1])
+            if shp != want:
+                raise UnsupportedOpError(f"operator {node.name!r} (Loop): loop-carried "
+                                         f"value {src!r} changes shape from {list(want)} "
+                                         f"to {list(shp)}; bodies must keep their shapes")
+            _set(imp, name, shp, dt)
+        elif trip is not None:
+            _set(imp, name, (trip,) + shp, dt)
+        elif name:
+            dynamic.append(name)
+            imp.types[name] = imp.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+    attrs = {"body": graph, "body_inputs": bin_, "body_outputs": bout,
+             "n_carried": n_carried, "trip": -1 if trip is None else trip}
+    if dynamic:
+        attrs["dynamic"] = dynamic
+    return outer, attrs
+
+
+def _scan(imp, node):
+    a = {x.name: imp.onnx.helper.get_attribute_value(x) for x in node.attribute
+         if x.name != "body"}
+    if imp.opset < 9:
+        raise UnsupportedOpError(f"operator {node.name!r} (Scan): the opset-8 Scan (batch "
+                                 f"axis, sequence_lens) is not supported; opset >= 9 is")
+    body = _subgraph(node, "body")
+    n_scan = int(a["num_scan_inputs"])
+    n_state = len(node.input) - n_scan
+    n_out = len(body.output) - n_state
+    in_axes = list(a.get("scan_input_axes", [0] * n_scan))
+    out_axes = list(a.get("scan_output_axes", [0] * n_out))
+    formal = [_typed(imp, x, node) for x in node.input[:n_state]]
+    length = None
+    for x, ax in zip(node.input[n_state:], in_axes):
+        et, shp = _typed(imp, x, node)
+        ax = ax + len(shp) if ax < 0 else ax
+        if not 0 <= ax < len(shp) or (length is not None and shp[ax] != length):
+            raise ModelImportError(f"operator {node.name!r} (Scan): scan input {x!r} "
+                                   f"{shp} does not have the scanned axis {ax} of length "
+                                   f"{length}")
+        length = shp[ax]
+        formal.append((et, shp[:ax] + shp[ax + 1:]))
+    graph, bin_, bout, outer, sub = _import_body(imp, node, body, formal)
+    for j, name in enumerate(node.output):
+        src = bout[j]
+        shp, dt = list(_shape_of(graph, src)), graph.tensors[src].dtype
+        if j < n_state:
+            if tuple(shp) != tuple(formal[j][1]):
+                raise UnsupportedOpError(f"operator {node.name!r} (Scan): state {src!r} "
+                                         f"changes shape from {formal[j][1]} to {shp}")
+        else:
+            ax = out_axes[j - n_state]
+            ax = ax + len(shp) + 1 if ax < 0 else ax
+            shp = shp[:ax] + [length] + shp[ax:]
+        _set(imp, name, shp, dt)
+    attrs = {"body": graph, "body_inputs": bin_, "body_outputs": bout, "n_state": n_state,
+             "scan_input_axes": in_axes, "scan_output_axes": out_axes,
+             "scan_input_directions": list(a.get("scan_input_directions", [0] * n_scan)),
+             "scan_output_directions": list(a.get("scan_output_directions", [0] * n_out))}
+    return outer, attrs
+
+
+def resolve_bodies(imp, nodes, strict):
+    """Import the body of every Loop / Scan in ``nodes`` not done yet (in
+    order, so a later one sees the shapes an earlier one fixed):
+    ``imp.bodies[node name] = (extra inputs, attrs)``.  Not ``strict``: a
+    node whose input shapes are not known yet is left for after the next
+    shape inference.  Returns how many were imported."""
+    count = 0
+    for n in nodes:
+        if n.op_type in ("Loop", "Scan") and n.domain in ("", "ai.onnx") and \
+                n.name not in imp.bodies:
+            try:
+                imp.bodies[n.name] = (_loop if n.op_type == "Loop" else _scan)(imp, n)
+            except _Unknown:
+                if strict:
+                    raise
+                continue
+            count += 1
+    return count

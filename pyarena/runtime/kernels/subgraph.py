@@ -1,0 +1,98 @@
+"""A body subgraph (of a ``Loop`` or ``Scan``) planned on its own and run
+inside its operator's scratch.
+
+The outer plan reserves the operator's scratch while it runs, so no
+tensor the outer graph keeps alive overlaps it: the body's own plan is
+bound inside that region (one more level of the same arena, nested bodies
+one more again).  The body's kernels are pyarena's own, built once with
+the outer executor's ``keep`` (the constants they read go to its weights
+arena); their views are bound when the region is first seen and again
+only if it moves (the unplanned memory modes allocate scratch per run).
+Plans are kept per body graph and scratch setting, since a kernel's
+``setup`` runs more than once (set_scratch, the executor).
+"""
+import weakref
+
+import numpy as np
+
+from ...planning import plan as make_plan
+from .registry import graph_kernel, set_scratch
+
+__all__ = ["Body"]
+
+#: body Graph -> {(scratch budget, native): Plan}
+_PLANS = weakref.WeakKeyDictionary()
+#: slack for aligning the region's start to the body plan's alignment
+_ALIGN = 64
+
+
+def _body_plan(graph, budget, native):
+    key = (budget, bool(native))
+    plans = _PLANS.setdefault(graph, {})
+    if (graph.scratch_budget, graph.native) != key or key not in plans:
+        set_scratch(graph, budget, native)
+        plans.clear()
+        plans[key] = make_plan(graph)
+    return plans[key]
+
+
+class Body:
+    """``graph`` (a pyarena Graph) with its formal input names ``inputs``
+    and output names ``outputs`` (any role: an output may be an input or a
+    constant); ``nbytes`` is the region it needs.  ``bind(region)`` then
+    ``run()``; ``ins`` / ``outs`` are the views of the inputs (None for one
+    the body does not read) and outputs."""
+
+    def __init__(self, graph, inputs, outputs, keep, budget, native):
+        self.graph, self.names_in, self.names_out = graph, list(inputs), list(outputs)
+        self.plan = _body_plan(graph, None if budget is None else int(budget), native)
+        self.nbytes = self.plan.arena_bytes + _ALIGN
+        self.kernels = [graph_kernel(graph, op, keep) for op in graph.ops]
+        self.constants = {}
+        for op, k in zip(graph.ops, self.kernels):
+            for i, name in enumerate(op.inputs):
+                t = graph.tensors.get(name) if name else None
+                if t is not None and t.role == "constant" and \
+                        (k.runtime is None or i in k.runtime):
+                    self.constants[name] = keep(np.asarray(t.data, dtype=t.dtype)
+                                                .reshape(t.shape))
+        for name in self.names_out:     # an output that is a constant of the body
+            t = graph.tensors[name]
+            if t.role == "constant" and name not in self.constants:
+                self.constants[name] = np.asarray(t.data, dtype=t.dtype).reshape(t.shape)
+        self._addr = None
+        self.steps, self.ins, self.outs = [], [], []
+
+    def bind(self, region):
+        """Bind the body's plan inside ``region`` (uint8, ``nbytes``)."""
+        addr = region.__array_interface__["data"][0]
+        if addr == self._addr:
+            return
+        views = self.plan.bind(region)
+        g = self.graph
+        arrays = dict(self.constants)
+        for name, t in g.tensors.items():
+            if t.role != "constant" and name in views:
+                arrays[name] = views[name].reshape(-1).view(np.uint8)[:t.nbytes] \
+                    .view(t.dtype).reshape(t.shape)
+        steps = []
+        for op, k in zip(g.ops, self.kernels):
+            xs = [arrays.get(n) if n else None for n in op.inputs]
+            ys = [arrays[n] for n in op.outputs if n]
+            sc = views[f"{op.name}::scratch"].reshape(-1).view(np.uint8) \
+                if k.scratch_bytes else None
+            steps.append((k, xs, ys, sc))
+        self.steps = steps
+        self.ins = [arrays.get(n) for n in self.names_in]
+        self.outs = [arrays[n] for n in self.names_out]
+        self._addr = addr
+
+    def unbind(self):
+        """Drop every view of the region (it is freed after the op when the
+        executor allocates scratch per run)."""
+        self._addr = None
+        self.steps, self.ins, self.outs = [], [], []
+
+    def run(self):
+        for k, xs, ys, sc in self.steps:
+            k(xs, ys, sc)
