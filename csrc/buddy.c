@@ -42,7 +42,7 @@ int _pa_buddy_init(pa_buddy_zone_t *z, const pa_pool_config_t *cfg, pa_pool_mode
     if (!_pa_is_pow2(region) || region < ((size_t)64 << 10) || region > ((size_t)1 << 30))
         return -1;
     z->region_order = _pa_log2_floor(region);
-    size_t thr = cfg->large_threshold ? cfg->large_threshold : (size_t)256 << 10;
+    size_t thr = cfg->large_threshold ? cfg->large_threshold : (size_t)16 << 10;
     switch (mode) {
     case PA_POOL_BUDDY_ONLY:
         z->min_order = granularity_shift;

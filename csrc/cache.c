@@ -29,6 +29,7 @@ int _pa_cache_init(pa_cache_t *c, size_t budget, pa_slab_zone_t *slab, pa_buddy_
     c->buddy = buddy;
     c->large = large;
     c->budget = budget;
+    c->large_credit = PA_LARGE_CREDIT_MAX;
     c->first_buddy_bin = slab->nclasses;
     c->first_large_bin = slab->nclasses + PA_BUDDY_ORDERS;
     c->nbins = c->first_large_bin + PA_LARGE_BINS;
@@ -92,8 +93,7 @@ void _pa_cache_flush_all(pa_cache_t *c) {
     c->full_flushes++;
 }
 
-void *_pa_cache_pop_large(pa_cache_t *c, size_t b0, size_t npages, size_t req,
-                          size_t *bsize) {
+static void *pop_large(pa_cache_t *c, size_t b0, size_t npages, size_t req, size_t *bsize) {
     /* Newest first in this bin and the next: an exact page count, else
      * the first block that is big enough (large.c cuts a tail over 1/8 of
      * the request), so a reused block wastes at most 1/8 -- and nothing on
@@ -131,6 +131,20 @@ void *_pa_cache_pop_large(pa_cache_t *c, size_t b0, size_t npages, size_t req,
     return NULL;
 }
 
+void *_pa_cache_pop_large(pa_cache_t *c, size_t b0, size_t npages, size_t req,
+                          size_t *bsize) {
+    if (!c->zone_cached[PA_ZONE_LARGE]) return NULL; /* nothing learned */
+    void *r = pop_large(c, b0, npages, req, bsize);
+    if (r) {
+        c->large_credit += PA_LARGE_CREDIT_HIT;
+        if (c->large_credit > PA_LARGE_CREDIT_MAX) c->large_credit = PA_LARGE_CREDIT_MAX;
+    } else if (c->large_credit) {
+        c->large_credit--;
+    }
+    return r;
+}
+
+
 size_t _pa_cache_largest(const pa_cache_t *c) {
     size_t best = 0;
     for (size_t i = 0; i < c->nbins; i++)
@@ -158,7 +172,7 @@ static size_t check_entry(const pa_cache_t *c, const pa_page_map_t *map, size_t 
 
 size_t _pa_cache_check(const pa_cache_t *c, const pa_page_map_t *map,
                        size_t zone_bytes[PA_ZONE_COUNT], size_t *nentries) {
-    size_t broken = 0;
+    size_t broken = c->large_credit > PA_LARGE_CREDIT_MAX;
     for (size_t b = 0; b < c->nbins; b++) {
         const pa_cache_bin_t *bin = &c->bins[b];
         pa_zone_t zone = _pa_cache_bin_zone(c, b);

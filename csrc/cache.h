@@ -29,6 +29,10 @@ typedef struct pa_cache_bin {
     uint32_t count, cap;
 } pa_cache_bin_t;
 
+#define PA_LARGE_CREDIT_MAX 256
+#define PA_LARGE_CREDIT_HIT 8
+#define PA_LARGE_PROBE 64
+
 typedef struct pa_cache {
     /* bins: slab classes, then buddy orders, then large size classes */
     pa_cache_bin_t *bins;
@@ -39,6 +43,14 @@ typedef struct pa_cache {
     size_t zone_cached[PA_ZONE_COUNT]; /* ...per zone                     */
     uint64_t zone_hits[PA_ZONE_COUNT]; /* allocations served from a bin   */
     uint64_t full_flushes;    /* _pa_cache_flush_all() calls              */
+    /* Large blocks are cached only while caching them pays: a large
+     * request that finds the large bins nonempty adds PA_LARGE_CREDIT_HIT
+     * on a hit and takes 1 on a miss; at 0 a freed large block goes
+     * straight back to the heap, except every PA_LARGE_PROBE-th, cached
+     * to notice when repeats come back. */
+    uint32_t large_credit;    /* 0 .. PA_LARGE_CREDIT_MAX                 */
+    uint32_t large_probe;     /* large frees while the credit was 0       */
+    uint64_t large_bypassed;  /* large frees that skipped the caches      */
     /* where flushed blocks go */
     pa_slab_zone_t *slab;
     pa_buddy_zone_t *buddy;
@@ -70,6 +82,16 @@ size_t _pa_cache_largest(const pa_cache_t *c);
  * to *nentries, for the caller to compare with the zones' tallies. */
 size_t _pa_cache_check(const pa_cache_t *c, const pa_page_map_t *map,
                        size_t zone_bytes[PA_ZONE_COUNT], size_t *nentries);
+
+/* Cache the large block just freed?  No while large requests keep
+ * missing the large bins (random sizes): the heap takes it at once, so
+ * the next span request has nothing to flush first. */
+static inline int _pa_cache_wants_large(pa_cache_t *c) {
+    if (pa_likely(c->large_credit)) return 1;
+    if ((++c->large_probe & (PA_LARGE_PROBE - 1)) == 0) return 1;
+    c->large_bypassed++;
+    return 0;
+}
 
 /* Slow paths of _pa_cache_put(). */
 int _pa_cache_grow_bin(pa_cache_bin_t *bin);

@@ -10,7 +10,7 @@
 
 #include "page_map.h"
 
-#define PA_HEAP_EXACT_PAGES 128 /* exact free lists for spans of 1..127 pages */
+#define PA_HEAP_EXACT_PAGES 512 /* exact free lists for spans of 1..511 pages */
 
 /* One mapping obtained from the backend, or the pool's reservation. */
 typedef struct pa_heap_chunk {

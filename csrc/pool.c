@@ -367,9 +367,13 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
         bin = _pa_cache_slab_bin(&p->cache, _pa_slab_mark_cached(b.owner, b.unit));
     } else if (b.zone == PA_ZONE_BUDDY) {
         bin = _pa_cache_buddy_bin(&p->cache, _pa_buddy_mark_cached(b.owner, b.unit));
-    } else {
+    } else if (_pa_cache_wants_large(&p->cache)) {
         _pa_large_mark_cached(b.owner);
         bin = _pa_cache_large_bin(&p->cache, ((pa_span_t *)b.owner)->npages);
+    } else { /* large requests keep missing the caches: the heap takes it */
+        account_free(p, b.zone, b.requested, b.bsize);
+        _pa_large_release(&p->large, b.owner);
+        goto done;
     }
     account_free(p, b.zone, b.requested, b.bsize);
     _pa_cache_put(&p->cache, b.zone, bin, ptr, b.owner, b.bsize);
@@ -395,7 +399,7 @@ pa_status_t pa_pool_config_default(pa_pool_config_t *cfg) {
     cfg->slab_max = 4096;
     cfg->slab_size = (size_t)64 << 10;
     cfg->buddy_region = (size_t)1 << 20;
-    cfg->large_threshold = (size_t)256 << 10;
+    cfg->large_threshold = (size_t)16 << 10;
     cfg->learn = 1;
     return PA_OK;
 }

@@ -331,7 +331,7 @@ typedef struct pa_pool_config {
     size_t buddy_region;   /* bytes per buddy region, power of two
                               >= 64 KiB; 0 = 1 MiB                       */
     size_t large_threshold; /* hybrid: blocks above go to the large zone;
-                              0 = 256 KiB (at most buddy_region)        */
+                              0 = 16 KiB (at most buddy_region)         */
     const pa_backend_t *backend; /* NULL = pa_backend_default()         */
     /* Learning the step (pa_pool_step(), pool_learn.c, docs/pool.md): */
     int learn;             /* 1 (default): record each step's alloc/free

@@ -72,7 +72,7 @@ class Policy:
       ``fine_classes`` classes per power of two (1, 2, 4 or 8) up to
       ``slab_max``.
     * ``large_threshold`` -- hybrid: blocks above it go to the large zone
-      (None = 256 KiB, at most ``buddy_region``).
+      (None = 16 KiB, at most ``buddy_region``).
     * ``high_watermark`` / ``low_watermark`` -- when reserved bytes exceed
       the high mark, free chunks are released down to the low mark (low
       defaults to high).
@@ -203,7 +203,7 @@ class Policy:
         cap = self.chunk_size or self.limit
         need, field = self.slab_size or 64 * KiB, "slab_size"
         if self.mode != "slab-only":
-            threshold = self.large_threshold or 256 * KiB
+            threshold = self.large_threshold or 16 * KiB
             if self.mode == "buddy-only" or threshold > (self.slab_max or 4096):
                 region = self.buddy_region or _DEFAULT_REGION
                 if region > need:

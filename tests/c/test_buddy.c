@@ -63,7 +63,10 @@ static void test_split_and_coalesce(void) {
 }
 
 static void test_orders(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.large_threshold = (size_t)256 << 10; /* every order up to 256 KiB */
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     size_t sizes[] = {4097, 8193, 16385, 40000, 65537, 131072, 200000, 262144};
     size_t expect[] = {8192, 16384, 32768, 65536, 131072, 131072, 262144, 262144};
     for (int i = 0; i < 8; i++) {
@@ -81,6 +84,22 @@ static void test_orders(void) {
     pa_pool_stats(p, &st);
     CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 1u);
     CHECK_EQ(pa_pool_block_size(p, l), 262144u + 4096u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
+/* The default threshold is 16 KiB: above it, whole pages (log-uniform
+ * sizes then need less than a power-of-two block's rounding). */
+static void test_default_threshold(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    void *b = pa_pool_alloc(p, 16384, NULL);
+    void *l = pa_pool_alloc(p, 16385, NULL);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].live, 1u);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 1u);
+    CHECK_EQ(pa_pool_block_size(p, b), 16384u);
+    CHECK_EQ(pa_pool_block_size(p, l), 20480u);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
 }
@@ -197,6 +216,7 @@ static void test_spare_region_and_dedicated(void) {
 int main(void) {
     RUN(test_split_and_coalesce);
     RUN(test_orders);
+    RUN(test_default_threshold);
     RUN(test_many_random);
     RUN(test_buddy_only_mode);
     RUN(test_spare_region_and_dedicated);

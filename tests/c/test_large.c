@@ -389,6 +389,44 @@ static void test_reservation_full_then_chunks(void) {
     pa_pool_destroy(p);
 }
 
+/* Large requests that keep missing the caches (every one bigger than any
+ * block cached) stop caching: a freed large block goes straight back to
+ * the heap; repeats of one size bring the caching back (a probe is cached
+ * every 64 frees, and its hit earns credit).  pa_pool_check after every
+ * step. */
+static void test_large_cache_bypass_and_return(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_stats_t st;
+    size_t broken = 0, cached_after_free = 0;
+    for (int i = 0; i < 400; i++) {
+        void *a = pa_pool_alloc(p, 20 * KB + (size_t)i * 4 * KB, NULL);
+        CHECK(a != NULL);
+        CHECK_EQ(pa_pool_free(p, a), PA_OK);
+        pa_pool_stats(p, &st);
+        if (i >= 300 && st.zone[PA_ZONE_LARGE].cached) cached_after_free++;
+        broken += pa_pool_check(p);
+    }
+    /* 256 misses used the credit up: of the last 100 frees only the
+     * probes (1 in 64) stayed cached */
+    CHECK(cached_after_free <= 4);
+    CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 0u);
+    uint64_t hits0 = st.zone[PA_ZONE_LARGE].cache_hits;
+    for (int i = 0; i < 400; i++) {
+        void *a = pa_pool_alloc(p, 100 * KB, NULL);
+        CHECK(a != NULL);
+        CHECK_EQ(pa_pool_free(p, a), PA_OK);
+        broken += pa_pool_check(p);
+    }
+    pa_pool_stats(p, &st);
+    /* caching is back: most of the repeats came from the cache */
+    CHECK(st.zone[PA_ZONE_LARGE].cache_hits - hits0 >= 300);
+    CHECK(st.zone[PA_ZONE_LARGE].cached >= 100 * KB);
+    CHECK_EQ(st.requested, 0u);
+    CHECK_EQ(st.allocs, st.frees);
+    CHECK_EQ(broken, 0u);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_page_granularity);
     RUN(test_best_fit_and_coalesce);
@@ -402,5 +440,6 @@ int main(void) {
     RUN(test_reservation_respects_a_lowered_limit);
     RUN(test_adjacent_chunks_never_merge);
     RUN(test_reservation_full_then_chunks);
+    RUN(test_large_cache_bypass_and_return);
     return pa_test_report();
 }

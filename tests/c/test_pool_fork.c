@@ -175,7 +175,71 @@ static void test_fork_while_threads_use_pools(void) {
     }
 }
 
+/* fork() while the caches hold blocks of every zone (and the large caches
+ * are in bypass after random large sizes): the child finds the pool
+ * consistent, gets the cached blocks back, and the parent's pool is
+ * untouched by what the child did. */
+static void test_fork_with_cached_blocks(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    CHECK(p != NULL);
+    for (int i = 0; i < 300; i++) { /* growing sizes: large caching off */
+        void *a = pa_pool_alloc(p, ((size_t)20 << 10) + ((size_t)i << 12), NULL);
+        CHECK(a != NULL);
+        pa_pool_free(p, a);
+    }
+    pa_pool_reclaim(p);
+    /* the large one first: a span request flushes the buddy bins */
+    size_t sizes[] = {(size_t)200 << 10, 100, 3000, 9000};
+    for (int i = 0; i < 4; i++) { /* one cached block per zone */
+        void *a = pa_pool_alloc(p, sizes[i], NULL);
+        CHECK(a != NULL);
+        pa_pool_free(p, a);
+    }
+    pa_pool_stats_t st0;
+    pa_pool_stats(p, &st0);
+    CHECK(st0.zone[PA_ZONE_SLAB].cached > 0);
+    CHECK(st0.zone[PA_ZONE_BUDDY].cached > 0);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        int bad = pa_pool_check(p) != 0;
+        pa_pool_stats_t a0, a1;
+        pa_pool_stats(p, &a0);
+        void *b[4];
+        for (int k = 1; k <= 4; k++) { /* the large one last */
+            int i = k & 3;
+            b[i] = pa_pool_alloc(p, sizes[i], NULL);
+            bad |= b[i] == NULL;
+            if (b[i]) memset(b[i], 0x5A, sizes[i]);
+            bad |= pa_pool_check(p) != 0;
+        }
+        pa_pool_stats(p, &a1);
+        /* slab and buddy blocks came back from the caches */
+        bad |= a1.zone[PA_ZONE_SLAB].cache_hits != a0.zone[PA_ZONE_SLAB].cache_hits + 2;
+        bad |= a1.zone[PA_ZONE_BUDDY].cache_hits != a0.zone[PA_ZONE_BUDDY].cache_hits + 1;
+        for (int i = 0; i < 4; i++) {
+            bad |= pa_pool_free(p, b[i]) != PA_OK;
+            bad |= pa_pool_check(p) != 0;
+        }
+        pa_pool_stats(p, &a1);
+        bad |= a1.live != 0 || a1.requested != 0;
+        _exit(bad);
+    }
+    CHECK(pid > 0);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    pa_pool_stats_t st1;
+    pa_pool_stats(p, &st1);
+    CHECK_EQ(st1.cached, st0.cached);
+    CHECK_EQ(st1.allocs, st0.allocs);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_fork_while_threads_use_pools);
+    RUN(test_fork_with_cached_blocks);
     return pa_test_report();
 }

@@ -6,6 +6,7 @@
 #include "testhelper.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -246,11 +247,95 @@ static void test_threads_learning(void) {
     pa_pool_destroy(p);
 }
 
+/* Blocks freed by another thread than the one that allocated them: a
+ * producer allocates log-uniform sizes (64 B .. 1 MiB: slab, buddy and
+ * large blocks, the large caches going in and out of bypass) and hands
+ * them over a ring to a consumer that verifies and frees them, while the
+ * janitor checks, reclaims and trims. */
+#define RING 256
+#define HANDOFFS 6000
+
+typedef struct {
+    pa_pool_t *pool;
+    unsigned char *ring[RING];
+    size_t len[RING];
+    atomic_size_t head, tail; /* producer writes head, consumer tail */
+    int errors, bad_status;
+} handoff_t;
+
+static void *producer(void *arg) {
+    handoff_t *h = arg;
+    unsigned long long seed = 0x2545F4914F6CDD1Dull;
+    for (size_t i = 0; i < HANDOFFS; i++) {
+        while (atomic_load(&h->head) - atomic_load(&h->tail) == RING) sched_yield();
+        unsigned lg = 6 + (unsigned)(pa_rand(&seed) % 14);
+        size_t n = ((size_t)1 << lg) + pa_rand(&seed) % ((size_t)1 << lg);
+        unsigned char *b = pa_pool_alloc(h->pool, n, NULL);
+        if (!b) {
+            h->bad_status++;
+            n = 0;
+        } else {
+            b[0] = (unsigned char)n;
+            b[n - 1] = (unsigned char)(n >> 3);
+        }
+        h->ring[i % RING] = b;
+        h->len[i % RING] = n;
+        atomic_store(&h->head, i + 1);
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg) {
+    handoff_t *h = arg;
+    for (size_t i = 0; i < HANDOFFS; i++) {
+        while (atomic_load(&h->head) == i) sched_yield();
+        unsigned char *b = h->ring[i % RING];
+        size_t n = h->len[i % RING];
+        if (b) {
+            if (b[0] != (unsigned char)n || b[n - 1] != (unsigned char)(n >> 3)) h->errors++;
+            if (pa_pool_free(h->pool, b) != PA_OK) h->bad_status++;
+        }
+        atomic_store(&h->tail, i + 1);
+    }
+    return NULL;
+}
+
+static void test_free_from_other_thread(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    static handoff_t h;
+    memset(&h, 0, sizeof h);
+    h.pool = p;
+    janitor_t j;
+    j.pool = p;
+    atomic_init(&j.stop, 0);
+    j.broken = 0;
+    j.rounds = 0;
+    pthread_t pt, ct, jt;
+    pthread_create(&jt, NULL, janitor, &j);
+    pthread_create(&pt, NULL, producer, &h);
+    pthread_create(&ct, NULL, consumer, &h);
+    pthread_join(pt, NULL);
+    pthread_join(ct, NULL);
+    atomic_store(&j.stop, 1);
+    pthread_join(jt, NULL);
+    CHECK_EQ(h.errors, 0);
+    CHECK_EQ(h.bad_status, 0);
+    CHECK_EQ(j.broken, 0u);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.live, 0u);
+    CHECK_EQ(st.allocs, (uint64_t)HANDOFFS);
+    CHECK_EQ(st.allocs, st.frees);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_threads_hybrid);
     RUN(test_threads_slab_only);
     RUN(test_threads_buddy_only);
     RUN(test_threads_learning);
     RUN(test_destroy_race);
+    RUN(test_free_from_other_thread);
     return pa_test_report();
 }
