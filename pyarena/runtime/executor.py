@@ -36,6 +36,7 @@ from ..memory import Arena
 from ..memory.mapped import release_files, release_pages
 from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
+from .slack import plan_in_slack
 from ..planning import validate as validate_plan
 from .dynamic import PoolStats, PoolStep, _Counted
 from .kernels import make_kernel
@@ -148,7 +149,10 @@ class Executor:
             validate_plan(plan, graph, raise_errors=True)
             check_plan_budget(plan, graph, budget)
         elif views is None and allocator is None:
-            plan = make_plan(graph, **{"max_memory": budget, **(plan_options or {})})
+            opts = {"max_memory": budget, **(plan_options or {})}
+            # scratch within the slack at each step (a memory budget fits its own)
+            plan = make_plan(graph, **opts) if opts.get("memory_budget") is not None \
+                else plan_in_slack(graph, **opts)
         self.graph = graph
         if weights is None:     # the graph's own weights arena, else a new one
             weights = getattr(graph, "weights", None)

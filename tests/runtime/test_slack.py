@@ -38,8 +38,8 @@ def test_the_arena_comes_down_to_the_activations_and_results_stay(make, native):
     feeds = random_feeds(g0, seed=3)
     a = Executor(g0, p0).run(feeds)
     b = Executor(g1, p1).run(feeds)
-    for k in a:
-        np.testing.assert_allclose(b[k], a[k], rtol=1e-5, atol=1e-5)
+    for k in a:     # other bands, other BLAS blocking: float rounding of the scale
+        np.testing.assert_allclose(b[k], a[k], rtol=1e-5, atol=1e-6 * np.abs(a[k]).max())
 
 
 def test_nothing_changes_where_the_workspace_fits():
@@ -48,3 +48,20 @@ def test_nothing_changes_where_the_workspace_fits():
     p1 = plan_in_slack(g)
     assert p1.arena_bytes == p0.arena_bytes and p1.slack["narrowed"] == {}
     assert not any("_scratch_budget" in op.attrs for op in g.ops)
+
+
+def test_an_executor_without_a_plan_plans_in_the_slack():
+    """Executor(g) with no plan: scratch narrowed to the slack by default
+    (an explicit plan(g) keeps the kernels' own rules)."""
+    g = set_scratch(resnet(18, resolution=224), None, True)
+    wide = plan(g)
+    _, bound = activation_live(wide, len(g.ops))
+    ex = Executor(g)
+    assert ex.plan.arena_bytes == bound < wide.arena_bytes
+    assert ex.plan.slack["narrowed"]
+    feeds = random_feeds(g, seed=1)
+    out = ex.run(feeds)
+    g2 = set_scratch(resnet(18, resolution=224), None, True)
+    ref = Executor(g2, plan(g2)).run(feeds)
+    for k in ref:
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, atol=1e-6 * np.abs(ref[k]).max())

@@ -1108,4 +1108,10 @@ MUTANTS = [
       "            if t.role == \"constant\":",
       "pool tensors are bound to their 0-byte planned views",
       ("tests/runtime/test_dynamic.py",)),
+    M("executor-default-plan-ignores-slack", "pyarena/runtime/executor.py",
+      "                else plan_in_slack(graph, **opts)",
+      "                else make_plan(graph, **opts)",
+      "an executor made without a plan keeps every kernel's wide scratch, above the "
+      "activations-only bound",
+      ("tests/runtime/test_slack.py",)),
 ]
