@@ -847,10 +847,11 @@ MUTANTS = [
       "the NHWC residual is read with the output's channel stride (wrong when a channel "
       "Pad was fused: c_res < c_out)",
       NATIVE),
-    M("native-gemm-pixel-tail-clamp", "csrc/kernels_gemm.c",
-      "        a[i] = x + (i0 + i < j->m ? i0 + i : j->m - 1) * j->xps;",
-      "        a[i] = x + (i0 + i) * j->xps;",
-      "a pixel tile past the last pixel reads past the input instead of repeating it",
+    M("native-gemm-nchw-store-untransposed", "csrc/kernels_gemm.c",
+      "            y[v * j->ycs + i] = t[i][v];",
+      "            y[v + i * j->ycs] = t[i][v];",
+      "an NCHW pixel tile (planes of at most 64 pixels) is stored as if its rows were "
+      "channels",
       NATIVE),
     M("native-conv-first-row-tap", "csrc/kernels_conv.c",
       "            acc[0][v] += a0 * wv[v];",
