@@ -8,7 +8,7 @@ quote are medians and ratios from the same run.  ``clock="cpu"`` times
 each call by the calling thread's CPU time (``time.thread_time``) instead
 of the wall clock: on a machine shared with other jobs a call preempted
 half-way keeps its own cost, not the other jobs' -- meaningful for
-single-threaded calls only (helper threads' time is not counted).
+single-threaded calls only (other threads' time is not counted).
 """
 import statistics
 import time
