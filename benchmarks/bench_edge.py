@@ -35,6 +35,13 @@ Models (nothing is downloaded):
     python benchmarks/bench_edge.py [--repeat 15] [--threads 1,2] [--models a,b]
                                     [--dir DIR] [--blas-threads 1] [--no-rss]
 
+``--cpu-time`` times each call by the calling thread's CPU time instead of
+the wall clock (``time_calls(clock="cpu")``): when other jobs keep the
+cores busy, a preempted call is not charged their time.  With one thread
+every runtime computes on the calling thread (onnxruntime with one
+intra-op thread, LiteRT / XNNPACK with one thread, pyarena and BLAS on
+one), so the figures stay comparable; rows of more threads are not.
+
 ``--blas-threads 1`` keeps BLAS (pyarena's 1x1 and im2col products) on one
 thread whatever the row's thread count: OpenBLAS's threads wait for each
 other by spinning, which on a small machine shared with other processes
@@ -296,6 +303,9 @@ def main():
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="BLAS threads for pyarena (default: the row's thread count)")
     ap.add_argument("--no-rss", action="store_true", help="skip the per-process peak RSS")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time each call by the calling thread's CPU time, not the wall clock "
+                         "(a machine shared with other jobs; 1-thread rows only)")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -326,7 +336,8 @@ def main():
             diff = max_diff(out, {k: np.asarray(v) for k, v in ref(feeds).items()})
             ts = time_calls({"numpy": lambda e=ex_np: e.run(feeds),
                              "pyarena": lambda e=ex: e.run(feeds),
-                             "ref": lambda r=ref: r(feeds)}, repeat=args.repeat, warmup=2)
+                             "ref": lambda r=ref: r(feeds)}, repeat=args.repeat, warmup=2,
+                            clock="cpu" if args.cpu_time else "wall")
             m = {k: median(v) for k, v in ts.items()}
             print(f"{label:<26}{T:>4}{m['numpy'] * 1e3:>10.2f}{m['pyarena'] * 1e3:>12.2f}"
                   f"{m['ref'] * 1e3:>9.2f}{ref_name:>7}{m['pyarena'] / m['ref']:>12.2f}x"

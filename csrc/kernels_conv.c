@@ -15,8 +15,10 @@
  * block of PA_VEC output channels, the block's bias then its weights
  * [kh][kw][c_in / groups][PA_VEC], zero-filled past the group's channels.
  *
- * Depthwise convolutions take the kernels of kernels_dwconv.c, which pack
- * their own way; the dispatch and the geometry checks live here.
+ * Depthwise convolutions take the kernels of kernels_dwconv.c and
+ * pointwise ones (1x1, stride 1, unpadded, groups 1) the packed SGEMM of
+ * kernels_gemm.c, which pack their own way; the dispatch and the geometry
+ * checks live here.
  */
 #include "kernels_internal.h"
 
@@ -69,6 +71,8 @@ size_t pa_conv2d_packed_size(const pa_conv2d_t *c) {
         return 0;
     if (_pa_conv2d_is_depthwise(c))
         return _pa_dwconv_packed_size(c);
+    if (_pa_conv2d_is_pointwise(c))
+        return _pa_gemm_packed_size(c);
     int64_t cg = c->c_in / c->groups;
     int64_t per_block = PA_VEC * (1 + c->kh * c->kw * cg);
     return (size_t)(c->groups * blocks_per_group(c) * per_block + 1);
@@ -81,6 +85,8 @@ pa_status_t pa_conv2d_pack(const pa_conv2d_t *c, const float *weight, const floa
         return PA_ERR_INVALID;
     if (_pa_conv2d_is_depthwise(c))
         return _pa_dwconv_pack(c, weight, bias, packed);
+    if (_pa_conv2d_is_pointwise(c))
+        return _pa_gemm_pack(c, weight, bias, packed);
     int64_t cg = c->c_in / c->groups, cog = c->c_out / c->groups;
     int64_t taps = c->kh * c->kw, nb = blocks_per_group(c);
     float *p = packed;
@@ -215,6 +221,8 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float
         return PA_ERR_INVALID;
     if (_pa_conv2d_is_depthwise(c))
         return _pa_dwconv_run(c, packed, x, y, workers);
+    if (_pa_conv2d_is_pointwise(c))
+        return _pa_gemm_run(c, packed, x, NULL, 0, y, workers);
     conv_job_t j = {c, packed, x, y, 0, 0, 0, 0, 0, NULL, 0};
     if (c->layout == PA_LAYOUT_NHWC) {
         j.cs = 1, j.ps = c->c_in, j.rs = c->w * c->c_in;
@@ -230,4 +238,13 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float
                   (double)c->kw * (double)(c->c_in / c->groups);
     _pa_parallel(_pa_workers_for(workers, macs), rows, conv_rows, &j);
     return PA_OK;
+}
+
+pa_status_t pa_conv2d_run_residual(const pa_conv2d_t *c, const float *packed, const float *x,
+                                   const float *r, int64_t c_res, float *y,
+                                   pa_workers_t *workers) {
+    if (!_pa_conv2d_valid(c) || !_pa_conv2d_is_pointwise(c) || !packed || !x || !r || !y ||
+        c_res < 1 || c_res > c->c_out)
+        return PA_ERR_INVALID;
+    return _pa_gemm_run(c, packed, x, r, c_res, y, workers);
 }

@@ -671,11 +671,22 @@ pa_status_t pa_conv2d_pack(const pa_conv2d_t *conv, const float *weight,
 
 /* y = act(conv(x) + bias) for `conv` (the geometry it was packed with).
  * Depthwise convolutions (groups = c_in = c_out) run a channel-vector
- * (NHWC) or row-vector (NCHW) kernel, the others a register-blocked direct
+ * (NHWC) or row-vector (NCHW) kernel, pointwise ones (1x1, stride 1,
+ * unpadded, groups 1) a packed SGEMM, the others a register-blocked direct
  * convolution.  x and y must not overlap.  PA_ERR_INVALID for bad
  * geometry or NULL pointers. */
 pa_status_t pa_conv2d_run(const pa_conv2d_t *conv, const float *packed,
                           const float *x, float *y, pa_workers_t *workers);
+
+/* pa_conv2d_run() of a pointwise convolution (1x1, stride 1, unpadded,
+ * groups 1: the packed SGEMM) with a residual: y = act(conv(x) + bias + r),
+ * r holding n images of h x w pixels of c_res channels in the same layout;
+ * output channels from c_res on add nothing (a residual zero-padded on
+ * the channel axis, the Pad fused).  r must not overlap y.
+ * PA_ERR_INVALID for other geometry, c_res outside [1, c_out] or NULL. */
+pa_status_t pa_conv2d_run_residual(const pa_conv2d_t *conv, const float *packed,
+                                   const float *x, const float *r, int64_t c_res,
+                                   float *y, pa_workers_t *workers);
 
 /* Max or average pooling over 2-D windows (no dilation), padding never
  * counted as a maximum; for averages `count_include_pad` says whether the

@@ -12,7 +12,14 @@ time, and the tensors between the fused ops no longer exist):
   attribute, applied by the native kernel in registers: Relu, Clip
   (constant bounds), Sigmoid, HardSigmoid, HardSwish, SiLU written as
   ``Mul(x, Sigmoid(x))`` and hard-swish written as
-  ``Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6)``.
+  ``Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6)``;
+* the **residual Add** after a pointwise Conv (1x1, stride 1, unpadded,
+  groups 1) without an activation: ``Add(conv, r)`` -- r computed before
+  the Conv, of the output's shape, or a ``Pad`` of it that only appends
+  zero channels (BlazeFace's channel padding) -- becomes the Conv's input
+  3 (``residual_channels`` the channels r has), then the activation after
+  the Add is fused as above: the packed SGEMM adds r in registers before
+  the activation (pyarena/runtime/kernels/conv.py).
 
 A chain is fused only when every tensor inside it has that one reader and
 is not a graph output, and only for float32 Convs without an activation
@@ -270,6 +277,83 @@ def _fuse_activation(G, conv):
     return 1
 
 
+def _producers(G):
+    """tensor -> (position, op) of the op writing it."""
+    return {t: (i, op) for i, op in enumerate(G.g.ops) for t in op.outputs if t}
+
+
+def _pointwise(G, conv):
+    """1x1, stride 1, groups 1, 4-D, output pixels = input pixels (so no
+    padding): what the packed SGEMM takes."""
+    w = G.const(conv.inputs[1])
+    xt, yt = G.g.tensors.get(conv.inputs[0]), G.g.tensors.get(conv.outputs[0])
+    nhwc = conv.attrs.get("layout") == "NHWC"
+    if w is None or w.ndim != 4 or xt is None or len(xt.shape) != 4 or \
+            conv.attrs.get("weight_layout") == "1HWC":
+        return False
+    k = w.shape[1:3] if nhwc else w.shape[2:]
+    sp = (lambda s: tuple(s[1:3]) if nhwc else tuple(s[2:]))
+    return (tuple(k) == (1, 1) and int(conv.attrs.get("group", 1)) == 1
+            and all(int(v) == 1 for v in conv.attrs.get("strides", [1, 1]))
+            and sp(xt.shape) == sp(yt.shape))
+
+
+def _zero_channel_pad(G, pad, axis):
+    """True when ``pad`` only appends zeros on ``axis`` (constant mode)."""
+    mode = pad.attrs.get("mode", "constant")
+    if (mode.decode() if isinstance(mode, bytes) else mode) != "constant" or \
+            (len(pad.inputs) > 3 and pad.inputs[3]):
+        return False
+    value = G.const(pad.inputs[2]) if len(pad.inputs) > 2 and pad.inputs[2] else \
+        np.float32(pad.attrs.get("value", 0.0))
+    pads = G.const(pad.inputs[1]) if len(pad.inputs) > 1 and pad.inputs[1] else \
+        pad.attrs.get("pads")
+    if value is None or np.any(np.asarray(value) != 0) or pads is None:
+        return False
+    pads = np.asarray(pads, dtype=np.int64).reshape(-1)
+    if pad.attrs.get("layout_pairs"):              # TFLite: [[b, e], ...]
+        pads = pads.reshape(-1, 2).T.reshape(-1)
+    nd = pads.size // 2
+    ends = [int(v) for v in pads[nd:]]
+    return nd == 4 and not pads[:nd].any() and not any(e for a, e in enumerate(ends) if a != axis)
+
+
+def _fuse_residual(G, conv):
+    """Add(conv, r) (r maybe a zero channel Pad of a tensor) after a
+    pointwise conv: r becomes the conv's input 3.  Returns ops removed."""
+    x = conv.outputs[0]
+    add = G.only_reader(x)
+    if add is None or add.op_type != "Add" or len(add.inputs) != 2 or \
+            add.inputs[0] == add.inputs[1] or not _pointwise(G, conv):
+        return 0
+    other = add.inputs[1] if add.inputs[0] == x else add.inputs[0]
+    yt, ot = G.g.tensors[x], G.g.tensors.get(other)
+    if ot is None or tuple(ot.shape) != tuple(yt.shape) or np.dtype(ot.dtype) != _F32 or \
+            tuple(G.g.tensors[add.outputs[0]].shape) != tuple(yt.shape):
+        return 0
+    axis = 3 if conv.attrs.get("layout") == "NHWC" else 1
+    prod = _producers(G)
+    ops, tensors, res = [add], [x], other
+    pad = prod.get(other, (0, None))[1]
+    if pad is not None and pad.op_type == "Pad" and G.only_reader(other) is add and \
+            _zero_channel_pad(G, pad, axis):
+        ops, tensors, res = [add, pad], [x, other], pad.inputs[0]
+    here = next(i for i, op in enumerate(G.g.ops) if op is conv)
+    if prod.get(res, (-1, None))[0] >= here:      # r must exist before the conv
+        return 0
+    rs = list(G.g.tensors[res].shape)
+    c_res, rs[axis] = int(rs[axis]), yt.shape[axis]
+    if tuple(rs) != tuple(yt.shape) or not 1 <= c_res <= yt.shape[axis]:
+        return 0
+    while len(conv.inputs) < 3:
+        conv.inputs.append("")
+    conv.inputs[3:] = [res]
+    G.readers.setdefault(res, []).append(conv)
+    conv.attrs["residual_channels"] = c_res
+    _take_output(G, conv, add, ops, tensors)
+    return len(ops)
+
+
 def fuse(graph):
     """Rewrite ``graph`` in place (see the module doc); returns the number
     of ops removed."""
@@ -280,7 +364,11 @@ def fuse(graph):
             continue
         removed += _fold_bn(G, conv)
         removed += _fold_affine(G, conv)
-        removed += _fuse_activation(G, conv)
+        n = _fuse_activation(G, conv)
+        if not n and len(conv.inputs) < 4:
+            r = _fuse_residual(G, conv)
+            n = r + _fuse_activation(G, conv) if r else 0
+        removed += n
     if removed:
         graph.validate()
     return removed

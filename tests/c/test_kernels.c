@@ -177,6 +177,98 @@ static void test_conv_random(void) {
     pa_workers_destroy(pool);
 }
 
+/* A pointwise convolution (1x1, stride 1, unpadded, groups 1: the packed
+ * SGEMM) of random sizes: row and column tails of every length, planes
+ * narrower than a column tile (NCHW reads past a row only inside the
+ * input), reductions past the tail panel's rows, dilations (ignored). */
+static pa_conv2d_t random_pointwise(void) {
+    pa_conv2d_t c;
+    memset(&c, 0, sizeof c);
+    c.layout = rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW;
+    c.n = rnd(1, 3);
+    c.c_in = rnd(0, 4) ? rnd(1, 40) : rnd(60, 200);
+    c.c_out = rnd(1, 50);
+    c.h = rnd(1, 9), c.w = rnd(1, 21);
+    c.h_out = c.h, c.w_out = c.w;
+    c.kh = c.kw = c.sh = c.sw = 1;
+    c.dh = rnd(1, 2), c.dw = rnd(1, 2);
+    c.groups = 1;
+    c.act = random_act();
+    return c;
+}
+
+static void test_conv_pointwise(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    double worst = 0;
+    for (int k = 0; k < 300; k++)
+        run_conv_case(random_pointwise(), pool, &worst);
+    /* the mobile shapes: 7x7 and 14x14 planes, many channels */
+    static const int64_t shapes[][3] = {{960, 160, 7}, {160, 960, 7}, {576, 96, 14},
+                                        {32, 16, 112}, {3, 5, 1}, {200, 1, 1}};
+    for (int s = 0; s < 6; s++)
+        for (int layout = 0; layout < 2; layout++) {
+            pa_conv2d_t c = {layout ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, 1, shapes[s][0],
+                             shapes[s][2], shapes[s][2], shapes[s][1], shapes[s][2],
+                             shapes[s][2], 1, 1, 1, 1, 1, 1, 0, 0, 1, {PA_ACT_CLIP, 0, 6}};
+            run_conv_case(c, pool, &worst);
+        }
+    CHECK(worst < 1e-5);
+    printf("     pointwise: worst relative error %.3g over 312 geometries\n", worst);
+    pa_workers_destroy(pool);
+}
+
+/* pa_conv2d_run_residual: act(conv + bias + r) against act(z + r) where z
+ * is the plain run without activation (checked above), r of c_res <= c_out
+ * channels (the rest zero-padded); one and three threads alike. */
+static void test_conv_residual(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    double worst = 0;
+    for (int k = 0; k < 200; k++) {
+        pa_conv2d_t c = random_pointwise();
+        if (k % 4 == 0)        /* NCHW planes past the pixel tiles: strips */
+            c.layout = PA_LAYOUT_NCHW, c.h = rnd(9, 14), c.w = rnd(8, 19), c.h_out = c.h,
+            c.w_out = c.w;
+        pa_act_params_t act = c.act;
+        int64_t c_res = rnd(1, c.c_out), hw = c.h * c.w;
+        size_t nx = (size_t)(c.n * c.c_in * hw), ny = (size_t)(c.n * c.c_out * hw);
+        size_t nr = (size_t)(c.n * c_res * hw);
+        float *x = fbuf(nx), *wt = fbuf((size_t)(c.c_out * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *r = fbuf(nr), *z = fbuf(ny), *y = fbuf(ny), *y2 = fbuf(ny);
+        size_t np = pa_conv2d_packed_size(&c);
+        float *pk = fbuf(np);
+        c.act.kind = PA_ACT_NONE;
+        CHECK_EQ(pa_conv2d_pack(&c, wt, b, pk, np), PA_OK);
+        CHECK_EQ(pa_conv2d_run(&c, pk, x, z, NULL), PA_OK);
+        c.act = act;
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c_res, y, NULL), PA_OK);
+        for (int64_t n = 0; n < c.n; n++)
+            for (int64_t co = 0; co < c.c_out; co++)
+                for (int64_t p = 0; p < hw; p++) {
+                    int64_t yi = c.layout == PA_LAYOUT_NHWC ? (n * hw + p) * c.c_out + co
+                                                            : (n * c.c_out + co) * hw + p;
+                    int64_t ri = c.layout == PA_LAYOUT_NHWC ? (n * hw + p) * c_res + co
+                                                            : (n * c_res + co) * hw + p;
+                    double want = act_ref((double)z[yi] + (co < c_res ? r[ri] : 0.0), &act);
+                    double e = fabs(want - y[yi]) / (fabs(want) + 1.0);
+                    worst = e > worst ? e : worst;
+                }
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c_res, y2, pool), PA_OK);
+        CHECK(memcmp(y, y2, ny * sizeof *y) == 0);
+        /* bad residuals; not pointwise */
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, 0, y, NULL), PA_ERR_INVALID);
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c.c_out + 1, y, NULL), PA_ERR_INVALID);
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, NULL, c_res, y, NULL), PA_ERR_INVALID);
+        c.kh = 3;
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c_res, y, NULL), PA_ERR_INVALID);
+        free(x), free(wt), free(b), free(r), free(z), free(y), free(y2), free(pk);
+    }
+    CHECK(worst < 1e-5);
+    printf("     residual: worst relative error %.3g over 200 geometries\n", worst);
+    pa_workers_destroy(pool);
+}
+
 /* Big enough that the pool really splits the work. */
 static void test_conv_threads(void) {
     pa_workers_t *pool = pa_workers_create(3, NULL);
@@ -384,6 +476,8 @@ static void test_workers(void) {
 
 int main(void) {
     RUN(test_conv_random);
+    RUN(test_conv_pointwise);
+    RUN(test_conv_residual);
     RUN(test_conv_threads);
     RUN(test_conv_invalid);
     RUN(test_act);

@@ -42,12 +42,17 @@ def _live_lower_bound(g):
 def test_face_detector_imports_plans_and_matches_interpreter():
     g = load_model(MODEL)
     types = {op.op_type for op in g.ops}
-    assert {"Conv", "Add", "MaxPool", "Pad", "Concat", "Reshape"} <= types
+    assert {"Conv", "MaxPool", "Concat", "Reshape"} <= types
+    # every block's channel Pad + Add + Relu went into its 1x1 convolution
+    assert not {"Add", "Pad", "Relu"} & types
+    assert sum(1 for op in g.ops if op.op_type == "Conv" and len(op.inputs) == 4) == 16
+    assert {"Add", "Pad"} <= {op.op_type for op in load_model(MODEL, native=False).ops}
     assert list(g.tensors[g.inputs[0]].shape) == [1, 128, 128, 3]
     p = plan(g, inplace=True)
     assert validate(p, g) == []
     # the plan shares memory a lot, and no plan can beat the live-bytes bound
-    assert p.arena_bytes < p.naive_bytes / 4
+    # (naive: 5.5 MB with the residual blocks fused, 10.5 MB without; arena 1.6 MB)
+    assert p.arena_bytes < p.naive_bytes / 3
     assert p.arena_bytes >= p.lower_bound_bytes
     # ... and on this chain-like detector the planner gets within 5% of it
     assert p.arena_bytes <= 1.05 * p.lower_bound_bytes

@@ -26,8 +26,10 @@ def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, native, budget):
     assert len(convs) == 3 and all(op.attrs["layout"] == "NHWC" for op in convs)
     assert convs[0].attrs["activation"] == "RELU6"
     assert {"Sigmoid", "HardSwish", "ReduceMean", "FullyConnected", "Resize",
-            "Concat", "Pad", "Softmax", "Add", "AveragePool", "MaxPool"} <= \
+            "Concat", "Pad", "Softmax", "AveragePool", "MaxPool"} <= \
         {op.op_type for op in g.ops}
+    # the residual Add after the 1x1 conv: fused into it on the native path
+    assert ("Add" in {op.op_type for op in g.ops}) != native
     # fp16 weights: DEQUANTIZE folded into a float32 constant, not an op
     assert "DEQUANTIZE" not in {op.op_type for op in g.ops}
     w = g.tensors["conv1/w"]

@@ -122,3 +122,73 @@ def test_saturated_activations_stay_finite(tmp_path, chain):
     ours = Executor(g).run({"x": x})["y"]
     assert np.isfinite(ours).all()
     np.testing.assert_allclose(ours, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-3)
+
+
+# -- the residual Add after a pointwise conv ------------------------------------
+
+def _residual_model(path, cin, cout, hw, pad_channels=0, act="Relu", residual_after=False):
+    """x -> Conv 1x1 (cin -> cout) -> Add(., r) [-> act]; r = a Neg of x's
+    first ... channels or, with pad_channels, a zero Pad of them on the
+    channel axis (r computed after the conv when residual_after)."""
+    cres = cout - pad_channels
+    w1 = rnd(cres, cin, 1, 1)
+    nodes = [node("Conv", ["x", "w1"], ["r0"]), node("Neg", ["r0"], ["r1"])]
+    conv = node("Conv", ["x", "w", "b"], ["c"])
+    nodes = nodes + [conv] if not residual_after else [conv] + nodes
+    r = "r1"
+    inits = {"w": rnd(cout, cin, 1, 1), "b": rnd(cout), "w1": w1}
+    if pad_channels:
+        nodes.append(node("Pad", ["r1", "pads"], ["rp"]))
+        inits["pads"] = np.array([0, 0, 0, 0, 0, pad_channels, 0, 0], np.int64)
+        r = "rp"
+    nodes.append(node("Add", [r, "c"], ["a" if act else "y"]))
+    if act:
+        nodes.append(node(act, ["a"], ["y"]))
+    make_model(nodes, {"x": ([2, cin, hw, hw], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+    return path
+
+
+@pytest.mark.parametrize("path_", ["native", "numpy"])
+@pytest.mark.parametrize("cin,cout,hw,pad", [(5, 9, 3, 0), (7, 20, 11, 6), (300, 13, 9, 4),
+                                             (40, 33, 7, 0)], ids=str)
+def test_residual_add_is_fused_into_a_pointwise_conv(tmp_path, cin, cout, hw, pad, path_):
+    """Conv 1x1 -> Add(r) -> Relu (r zero-padded on the channel axis or not):
+    one Conv left with r as input 3, matching onnxruntime on the native
+    SGEMM (pixel tiles, strips with a long reduction) and on BLAS."""
+    path = _residual_model(tmp_path / "res.onnx", cin, cout, hw, pad)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["Conv", "Neg", "Conv"]
+    conv = g.ops[-1]
+    assert conv.inputs[3] == "r1" and conv.attrs["residual_channels"] == cout - pad
+    assert conv.attrs["activation"] == "RELU" and conv.outputs == ["y"]
+    conv.attrs["_path"] = path_
+    ex = Executor(g)
+    assert ex.kernels[-1].path == ("native-gemm" if path_ == "native" else "1x1")
+    x = rnd(2, cin, hw, hw)
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+
+
+def test_residual_is_not_fused_when_it_is_computed_after_the_conv(tmp_path):
+    path = _residual_model(tmp_path / "late.onnx", 6, 8, 5, residual_after=True)
+    g = load_model(str(path))
+    assert "Add" in [op.op_type for op in g.ops]
+    x = rnd(2, 6, 5, 5)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+
+
+def test_residual_is_not_fused_after_a_3x3_conv_or_an_activation(tmp_path):
+    """The residual needs a pointwise conv, and comes before its activation."""
+    path = tmp_path / "no.onnx"
+    make_model([_conv(), node("Add", ["c", "x"], ["y"]),
+                node("Conv", ["y", "w1"], ["c1"]), node("Relu", ["c1"], ["q"]),
+                node("Add", ["q", "y"], ["z"])],
+               {"x": ([1, 8, 6, 6], np.float32)}, {"z": (None, np.float32)},
+               dict(INITS, w1=rnd(8, 8, 1, 1)), path=path)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["Conv", "Add", "Conv", "Add"]
+    x = rnd(1, 8, 6, 6)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["z"], ort_run(path, {"x": x})["z"],
+                               rtol=1e-4, atol=2e-5)

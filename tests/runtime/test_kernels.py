@@ -106,7 +106,33 @@ def test_conv_forced_onto_the_native_direct_kernel(tmp_path, case):
     g.ops[0].attrs["_path"] = "native"
     set_scratch(g)
     ex = Executor(g)
-    assert ex.kernels[0].path == "native" and g.ops[0].scratch_bytes == 0
+    assert ex.kernels[0].path.startswith("native") and g.ops[0].scratch_bytes == 0
+    np.testing.assert_allclose(ex.run(feeds)["y"], ort_run(path, feeds)["y"],
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("x,cout", [((1, 7, 5, 9), 13), ((2, 20, 7, 7), 37),
+                                     ((1, 270, 9, 9), 17), ((1, 3, 1, 1), 5)], ids=str)
+def test_pointwise_conv_on_the_packed_sgemm(tmp_path, x, cout):
+    """1x1 convolutions forced onto the native packed SGEMM (odd channel
+    counts, plane tails, a reduction past one panel, a 1x1 plane; pixel
+    tiles and strips) match onnxruntime with bias + Clip fused, no workspace."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    from pyarena.runtime.kernels import set_scratch
+    path = tmp_path / "p.onnx"
+    make_model([node("Conv", ["x", "w", "b"], ["c"]), node("Clip", ["c", "lo", "hi"])],
+               {"x": (list(x), np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(cout, x[1], 1, 1), "b": rnd(cout), "lo": np.float32(-0.5),
+                "hi": np.float32(0.75)}, path=path)
+    g = load_model(str(path))
+    g.ops[0].attrs["_path"] = "native"
+    set_scratch(g)
+    ex = Executor(g)
+    assert ex.kernels[0].path == "native-gemm" and g.ops[0].scratch_bytes == 0
+    feeds = {"x": rnd(*x)}
     np.testing.assert_allclose(ex.run(feeds)["y"], ort_run(path, feeds)["y"],
                                rtol=1e-4, atol=1e-5)
 

@@ -229,3 +229,28 @@ def test_only_the_kept_weights_reach_the_weights_arena(tmp_path):
     np.testing.assert_array_equal(g.tensors["w"].data, dense)
     st = g.weights.stats()
     assert st.count == 1 and st.used == dense.nbytes
+
+
+@pytest.mark.parametrize("hw,cin,cout", [(7, 150, 37), (5, 9, 16), (3, 200, 130)], ids=str)
+def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
+    """NHWC CONV_2D 1x1 with RELU6 on the native packed SGEMM (the rule
+    picks it from 128 input channels; forced below that) vs the interpreter."""
+    r = np.random.default_rng(3)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, hw, hw + 2, cin))
+    y = B.tensor("y", (1, hw, hw + 2, cout))
+    w = B.const("w", r.standard_normal((cout, 1, 1, cin)) * 0.2)
+    b = B.const("b", r.standard_normal(cout))
+    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
+        Padding=1, StrideW=1, StrideH=1, FusedActivationFunction=3,
+        DilationWFactor=1, DilationHFactor=1)))
+    path = B.save(tmp_path / "pw.tflite", [x], [y])
+    g = load_model(path)
+    if cin < 128:
+        g.ops[0].attrs["_path"] = "native"
+    ex = Executor(g, plan(g))
+    assert ex.kernels[0].path == "native-gemm"
+    feeds = random_feeds(g, seed=2)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)

@@ -35,6 +35,20 @@ def test_rounds_interleave_and_each_sample_times_its_own_call(monkeypatch):
     assert times == {"a": [1.0, 1.0, 1.0], "b": [10.0, 10.0, 10.0]}
 
 
+def test_cpu_clock_reads_the_thread_time(monkeypatch):
+    wall, cpu = FakeClock(), FakeClock()
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=wall,
+                                                              thread_time=cpu))
+
+    def fn():                 # 5 s of wall time, 2 s of this thread's CPU
+        wall.now += 5.0
+        cpu.now += 2.0
+    assert timing.time_calls({"f": fn}, repeat=2, warmup=0, clock="cpu") == {"f": [2.0, 2.0]}
+    assert timing.time_calls({"f": fn}, repeat=1, warmup=0) == {"f": [5.0]}
+    with pytest.raises(InvalidArgumentError, match="clock must be"):
+        timing.time_calls({"f": fn}, clock="cycles")
+
+
 def test_no_warmup_and_one_round(monkeypatch):
     calls = []
     times = timing.time_calls({"x": lambda: calls.append(1)}, repeat=1, warmup=0)

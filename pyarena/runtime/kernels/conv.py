@@ -17,6 +17,10 @@ from .native import NATIVE_DTYPE, Pointers, fused_activation, native_act
 from .registry import Kernel, const, register
 from .spatial import Spatial
 
+#: the fewest input channels with which a pointwise convolution runs the
+#: native packed SGEMM by default (Conv._gemm_wins)
+GEMM_MIN_CIN = 128
+
 
 @register
 class Conv(Spatial):
@@ -36,6 +40,9 @@ class Conv(Spatial):
 
     def setup(self):
         self.runtime = (0,)
+        self.residual = self.has(3)     # fused Add (runtime/fusion.py)
+        if self.residual:
+            self.runtime = (0, 3)
         wshape = self.shape(1)
         self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
         g = int(self.attrs.get("group", 1))
@@ -48,6 +55,11 @@ class Conv(Spatial):
         if C % g or cout % g:
             self.fail(f"group={g} does not divide channels {C} -> {cout}")
         w = self.const(1, "weight").astype(self.dtype, copy=False)
+        if self.residual:
+            rs = self.shape(3)
+            self.res_c = int(rs[-1] if self.nhwc else rs[1])
+            if not self._pointwise(g):
+                self.fail("a residual input needs a pointwise (1x1, stride 1) convolution")
         if self._setup_native(w, g, cout):
             return
         K = C // g * self.kh * self.kw
@@ -131,30 +143,45 @@ class Conv(Spatial):
 
     @property
     def path(self):
-        """native / native-dw (C kernels) or 1x1 / dw / im2col (NumPy + BLAS)."""
+        """native / native-dw / native-gemm (C kernels) or 1x1 / dw / im2col
+        (NumPy + BLAS)."""
         return self.mode
 
     # -- the native path ------------------------------------------------------
     def _native_rule(self, g):
         """True when this op runs natively: float32, a supported activation,
-        and a depthwise convolution (groups = input channels, any depth
-        multiplier).  Every other convolution keeps im2col / 1x1 + BLAS
-        (with the native bias + activation epilogue), which the C direct
-        kernel does not beat on the models measured: 1x1 1.2-2.5x slower
-        (benchmarks/bench_conv_paths.py), full 3x3 convolutions 1.5x
-        (SqueezeNet: 6.9 vs 4.7 ms), grouped 1x1 1.7x (ShuffleNet: 5.1 vs
-        3.0 ms), first layers on RGB 1.3-5x -- whole models 13.2 -> 11.1 ms
-        (SqueezeNet), 9.0 -> 7.1 ms (ShuffleNet), the same arena (the
-        bounded im2col scratch fits the slack there).  The op attribute
-        ``_path`` ("native" / "numpy") overrides the rule (benchmarks and
-        tests compare both paths)."""
+        and either a depthwise convolution (groups = input channels, any
+        depth multiplier) or a pointwise one where the packed SGEMM beats
+        BLAS (:meth:`_gemm_wins`).  Every other convolution keeps im2col +
+        BLAS (with the native bias + activation epilogue), which the C
+        direct kernel does not beat on the models measured: full 3x3
+        convolutions 1.5x slower (SqueezeNet: 6.9 vs 4.7 ms), grouped 1x1
+        1.7x (ShuffleNet: 5.1 vs 3.0 ms), first layers on RGB 1.3-5x --
+        whole models 13.2 -> 11.1 ms (SqueezeNet), 9.0 -> 7.1 ms
+        (ShuffleNet), the same arena (the bounded im2col scratch fits the
+        slack there).  The op attribute ``_path`` ("native" / "numpy")
+        overrides the rule (benchmarks and tests compare both paths)."""
         if (not self.use_native or self.dtype != NATIVE_DTYPE
                 or fused_activation(self.attrs) is None):
             return False
         forced = self.attrs.get("_path")
         if forced in ("native", "numpy"):
             return forced == "native"
-        return g == self.c_in and g > 1
+        return (g == self.c_in and g > 1) or (self._pointwise(g) and
+                                                (self.residual or self._gemm_wins()))
+
+    def _pointwise(self, g):
+        """1x1, stride 1, unpadded, groups 1: the C core's packed SGEMM."""
+        return (g == 1 and self.kh == self.kw == 1 and self.sh == self.sw == 1
+                and not self.padded and (self.Ho, self.Wo) == (self.H, self.W))
+
+    def _gemm_wins(self):
+        """Where the packed SGEMM beat OpenBLAS + the epilogue pass
+        (benchmarks/bench_conv_paths.py, MobileNetV2's 1x1 layers): NHWC
+        with at least GEMM_MIN_CIN input channels (below that the
+        reduction is too short to pay for the register tile's epilogue).
+        With a fused residual it always runs (it saves the Add's pass)."""
+        return self.nhwc and self.c_in >= GEMM_MIN_CIN
 
     def _ohwi(self, w, g, cout):
         """The weights as [c_out][kh][kw][c_in / groups] and the groups."""
@@ -186,14 +213,20 @@ class Conv(Spatial):
         self.packed = self.keep(packed)
         self.packed_ptr = nk.fptr(self.packed)
         self.ptrs = Pointers(self)
-        self.mode = "native-dw" if groups == self.c_in == cout and groups > 1 else "native"
+        self.mode = ("native-dw" if groups == self.c_in == cout and groups > 1 else
+                     "native-gemm" if self._pointwise(groups) else "native")
         self.scratch = []
         self.bias = None
         return True
 
     def _run_native(self, xs, ys):
-        x, y = self.ptrs(xs[0], ys[0])
-        st = lib.pa_conv2d_run(self.desc, self.packed_ptr, x, y, self.workers)
+        if self.residual:
+            x, r, y = self.ptrs(xs[0], xs[3], ys[0])
+            st = lib.pa_conv2d_run_residual(self.desc, self.packed_ptr, x, r, self.res_c, y,
+                                            self.workers)
+        else:
+            x, y = self.ptrs(xs[0], ys[0])
+            st = lib.pa_conv2d_run(self.desc, self.packed_ptr, x, y, self.workers)
         if st:
             check(st, f"conv {self.op.name!r}")
 
@@ -255,6 +288,9 @@ class Conv(Spatial):
                             out = yn.reshape(self.G, cout // self.G, self.Ho * Wo)
                             np.matmul(self.wm, cols.reshape(self.G, self.K, nr * Wo),
                                       out=out[:, :, r0 * Wo:r1 * Wo])
+            if self.residual:
+                yr = yn[..., :self.res_c] if self.nhwc else yn[:self.res_c]
+                np.add(yr, xs[3][n], out=yr)
             if self.bias is not None and self.epilogue is None:
                 np.add(yn, self.bias, out=yn)
         if self.epilogue is not None:
