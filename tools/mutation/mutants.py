@@ -850,8 +850,9 @@ MUTANTS = [
       ("tests/planning/test_fit.py",)),
     M("cli-plan-budget-dropped", "pyarena/cli/plan.py",
       "                capacity=capacity, max_memory=max_memory, schedule=args.schedule,\n"
-      "                memory_budget=memory_budget)",
-      "                capacity=capacity, max_memory=max_memory, schedule=args.schedule)",
+      "                memory_budget=memory_budget, inplace_concat=",
+      "                capacity=capacity, max_memory=max_memory, schedule=args.schedule,\n"
+      "                inplace_concat=",
       "pyarena plan parses --memory-budget but plans without it",
       ("tests/cli/test_memory_budget.py",)),
     M("cli-run-infeasible-exit-2", "pyarena/cli/run.py",

@@ -111,7 +111,7 @@ class Concat(Kernel):
             n = int(t.shape[self.axis])
             self.bounds.append((off, off + n))
             off += n
-        self.copies = None      # (input index, output slice) to copy, once views are stable
+        self.copies = None      # (input index, output slice) to copy, once views are bound
 
     def _copies(self, xs, y):
         pre = (slice(None),) * self.axis
@@ -125,18 +125,18 @@ class Concat(Kernel):
                 out.append((i, dst))
         return out
 
+    def bind(self, xs, ys):
+        super().bind(xs, ys)
+        self.copies = self._copies(xs, ys[0])     # the same views every run
+
     def run(self, xs, ys, sc):
-        copies = self.copies
-        if copies is None:
-            copies = self._copies(xs, ys[0])
-            if self.stable:     # the same views every run: decided once
-                self.copies = copies
+        copies = self.copies if self.stable else self._copies(xs, ys[0])
         for i, dst in copies:
             np.copyto(dst, xs[i])
 
     def inputs_in_place(self):
-        """The inputs found in their slices (known once the executor's
-        stable views ran)."""
+        """The inputs found in their slices of the output (known once the
+        executor bound its views)."""
         if self.copies is None:
             return []
         copied = {i for i, _ in self.copies}
