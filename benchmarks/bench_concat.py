@@ -1,8 +1,8 @@
 """Concat in place (pyarena.planning.concat) against the plan without it, on
 real models, side by side in one run: the arena in the given op order and
 in the memory-aware schedule, the activations-only bound of each plan,
-and the inference time ratio (medians of interleaved rounds, one
-thread); outputs compared.
+and the inference time ratio (the median of each interleaved round's
+ratio, one thread) with the Concat ops' own time; outputs compared.
 
     python benchmarks/bench_concat.py [--repeat 7] [--models squeezenet,...]
 
@@ -65,13 +65,17 @@ def row(name, load, repeat):
     s1 = plan(load(), schedule=True)
     cats = sum(op.op_type in ("Concat", "Concatenation") for op in g0.ops)
     placed = sum(r[3] == "concat" for r in p1.reuses)
-    e0, e1 = Executor(g0, p0), Executor(g1, p1)
+    g2 = load()
+    e0, e1, e2 = Executor(g0, p0), Executor(g1, p1), Executor(g2, plan(g2, inplace_concat=False))
     feeds = random_feeds(g0)
     a = {k: np.array(v) for k, v in e0.run(feeds).items()}
     b = e1.run(feeds)
     diff = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
-    ts = time_calls({"off": lambda: e0.run(feeds), "on": lambda: e1.run(feeds)},
-                    repeat=repeat, warmup=1)
+    ts = time_calls({"off": lambda: e0.run(feeds), "on": lambda: e1.run(feeds),
+                     "ctrl": lambda: e2.run(feeds)}, repeat=repeat, warmup=1)
+
+    def ratio(a, b):
+        return median([x / y for x, y in zip(ts[a], ts[b])])
     c0, c1 = _concat_seconds(e0, feeds, repeat), _concat_seconds(e1, feeds, repeat)
     kib = 1024
     print(f"{name:<22}{cats:>5}{placed:>7}"
@@ -79,8 +83,8 @@ def row(name, load, repeat):
           f"{p1.arena_bytes / p0.arena_bytes:>7.3f}"
           f"{s0.arena_bytes / kib:>10.0f}{s1.arena_bytes / kib:>10.0f}"
           f"{s1.arena_bytes / s0.arena_bytes:>7.3f}"
-          f"{b0 / kib:>10.0f}{b1 / kib:>10.0f}"
-          f"{median(ts['on']) / median(ts['off']):>7.3f}"
+          f"{b0 / kib:>10.0f}{b1 / kib:>10.0f}{median(ts['off']) * 1e3:>8.1f}"
+          f"{ratio('on', 'off'):>7.3f}{ratio('ctrl', 'off'):>7.3f}"
           f"{c0 * 1e3:>8.2f}{c1 * 1e3:>8.2f}{diff:>9.1e}", flush=True)
 
 
@@ -93,15 +97,17 @@ def main():
     set_blas_threads(1)
     print(f"{'model':<22}{'cats':>5}{'placed':>7}{'off KiB':>10}{'on KiB':>10}{'ratio':>7}"
           f"{'sch off':>10}{'sch on':>10}{'ratio':>7}{'bnd off':>10}{'bnd on':>10}"
-          f"{'time':>7}{'cat ms':>8}{'cat ms':>8}{'max|d|':>9}")
+          f"{'off ms':>8}{'time':>7}{'ctrl':>7}{'cat ms':>8}{'cat ms':>8}{'max|d|':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, load in _loaders(args.models.split(","), tmp):
             row(name, load, args.repeat)
     print("\noff / on: plan(inplace_concat=False) / the default plan (Concat in place); "
           "sch: the same with schedule=True;\nbnd: activations-only bound (largest sum of "
-          "planned activations live at one step) of each plan;\ntime: on / off, medians of "
-          "the same interleaved rounds, one thread; cat ms: the Concat ops' summed median "
-          "time (off, on);\n*: built-in graph (pyarena.runtime.models).")
+          "planned activations live at one step) of each plan;\noff ms: median inference "
+          "without; time: median over the interleaved rounds of on / off in the round, one "
+          "thread;\nctrl: the same for a second executor of the off plan (the noise of the "
+          "machine);\ncat ms: the Concat ops' summed median time (off, on); *: built-in graph "
+          "(pyarena.runtime.models).")
 
 
 if __name__ == "__main__":
