@@ -133,7 +133,10 @@ def _concat_in_place(graph, life, nbytes, table, base, reuses, alignment, assign
         return None, base, reuses
     if res["arena"] <= placer.base_peak:    # no plan of base can be smaller
         return res, merged, with_concat
-    alt = assign(base)
+    try:
+        alt = assign(base)
+    except PlanInfeasibleError:     # within the capacity only with it
+        return res, merged, with_concat
     if alt["arena"] < res["arena"]:
         return alt, base, reuses
     return res, merged, with_concat

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from helpers.plan_graphs import feeds_for, random_graph, run_planned, run_reference
 
+from pyarena.errors import PlanInfeasibleError
 from pyarena.graph import Graph
 from pyarena.planning import Buffer, Plan, plan, tensor_lifetimes, validate
 from pyarena.planning import concat as concat_mod
@@ -115,6 +116,20 @@ def test_inputs_are_written_into_their_slices():
     assert np.shares_memory(views[y][:, 3:], views[c])
     same_outputs(p)
     assert "2 Concat inputs in place" in p.summary()
+
+
+def test_a_capacity_only_the_concat_plan_meets():
+    b = G()
+    x = b.t(2, "input", "x")
+    y = b.cat([b.conv(x, 4), b.conv(x, 4)])
+    b.op("Relu", [y], 8, "output")
+    g = b.done()
+    on = checked(plan(g, alignment=1, **FAST))
+    assert placed(on)
+    with pytest.raises(PlanInfeasibleError):
+        plan(g, alignment=1, capacity=on.arena_bytes, inplace_concat=False, **FAST)
+    again = checked(plan(g, alignment=1, capacity=on.arena_bytes, **FAST))
+    assert again.arena_bytes == on.arena_bytes and placed(again)
 
 
 def test_strided_slices_graph_inputs_constants_and_fused_activations_are_copied(forced):

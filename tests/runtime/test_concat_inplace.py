@@ -86,3 +86,26 @@ def test_the_kernel_copies_only_what_is_not_in_place():
     d = Executor(g, allocator="numpy")
     np.testing.assert_array_equal(d.run({"x": x})["y"], y)
     assert d.kernels[1].copies is None and d.kernels[1].inputs_in_place() == []
+
+
+def test_a_concat_with_every_input_in_place_is_not_called(monkeypatch):
+    g = Graph("cat")
+    g.add_tensor("x", (1, 2, 2, 2), role="input")
+    g.add_tensor("w", (2, 2, 1, 1), role="constant", data=np.ones((2, 2, 1, 1), np.float32))
+    for n in ("a", "b"):
+        g.add_tensor(n, (1, 2, 2, 2))
+    g.add_tensor("y", (1, 4, 2, 2), role="output")
+    g.add_op("Conv", ["x", "w"], ["a"], name="conv_a")
+    g.add_op("Sigmoid", ["x"], ["b"], name="sig")
+    g.add_op("Concat", ["a", "b"], ["y"], name="cat", axis=1)
+    g.validate()
+    e = Executor(g)
+    cat = e.kernels[2]
+    assert cat.idle and cat.path == "in place"
+    calls = []
+    monkeypatch.setattr(type(cat), "run", lambda self, *a: calls.append(1))
+    x = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
+    y = e.run({"x": x})["y"]
+    assert calls == []
+    np.testing.assert_allclose(y[:, 2:], 1 / (1 + np.exp(-x)), rtol=1e-6)
+    np.testing.assert_allclose(y[:, :2], np.repeat(x.sum(1, keepdims=True), 2, 1), rtol=1e-6)

@@ -144,6 +144,10 @@ class Concat(Kernel):
                 if b is not None and b[1] > b[0] and i not in copied]
 
     @property
+    def idle(self):
+        return self.copies == [] and self._act is None
+
+    @property
     def path(self):
         """"in place" when the planner put every input in its slice."""
         return "in place" if self.copies == [] else super().path

@@ -209,6 +209,12 @@ class Kernel:
         slices of the output)."""
         self.stable = True
 
+    @property
+    def idle(self):
+        """True when, with the views bound, a run would do nothing (a
+        Concat whose inputs all sit in their slices): the executor skips it."""
+        return False
+
     def __call__(self, xs, ys, scratch=None):
         sc = _carve(scratch, self.scratch) if self.scratch else ()
         self.run(xs, ys, sc)
