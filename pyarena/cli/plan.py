@@ -34,6 +34,9 @@ def add_parser(sub):
                         "1 for CSV)")
     p.add_argument("--no-inplace", action="store_true",
                    help="no in-place reuse and no views: every tensor its own buffer")
+    p.add_argument("--no-inplace-concat", action="store_true",
+                   help="Concat copies every input (no producer writes into its slice "
+                        "of the output)")
     p.add_argument("--strategy", choices=list(STRATEGIES), default=None,
                    help="offset assignment (default best; exact with --capacity)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
@@ -83,7 +86,7 @@ def make_plan(args):
     return plan(g, strategy=strategy, alignment=64 if args.align is None else args.align,
                 inplace=not args.no_inplace, time_limit=args.time_limit,
                 capacity=capacity, max_memory=max_memory, schedule=args.schedule,
-                memory_budget=memory_budget)
+                memory_budget=memory_budget, inplace_concat=not args.no_inplace_concat)
 
 
 def run(args):

@@ -42,6 +42,8 @@ def add_parser(sub):
     p.add_argument("--repeat", type=int, default=5, help="timed inferences (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--no-inplace", action="store_true", help="plan without in-place reuse")
+    p.add_argument("--no-inplace-concat", action="store_true",
+                   help="Concat copies every input (no producer writes into its slice)")
     p.add_argument("--wide-scratch", action="store_true",
                    help="keep every op's default workspace even where it raises the arena "
                         "(by default an op at the peak gets narrower bands that fit the "
@@ -165,9 +167,10 @@ def _plan(args, g, max_memory, memory_budget):
     from ..planning import plan
     from ..runtime.slack import plan_in_slack
     if memory_budget is None and not args.wide_scratch:
-        return plan_in_slack(g, inplace=not args.no_inplace, max_memory=max_memory)
+        return plan_in_slack(g, inplace=not args.no_inplace, max_memory=max_memory,
+                             inplace_concat=not args.no_inplace_concat)
     return plan(g, inplace=not args.no_inplace, max_memory=max_memory,
-                memory_budget=memory_budget)
+                memory_budget=memory_budget, inplace_concat=not args.no_inplace_concat)
 
 
 def _import_format(path):

@@ -6,7 +6,8 @@
   writes MiniMalloc CSV.
 * :class:`Plan` / :class:`Buffer` -- the result, JSON, ``bind()``, ``plot()``.
 * :mod:`.inplace` -- the in-place rule table (kinds declared by the
-  kernels, extended with :func:`register_rule`).
+  kernels, extended with :func:`register_rule`); :mod:`.concat` -- which
+  Concat inputs are written straight into their slices of the output.
 * :func:`validate` -- the independent checker.
 * :func:`schedule` -- the op order of least peak (:mod:`.schedule`).
 * :mod:`.budget` -- the memory budget (``max_memory``) every entry point

@@ -24,8 +24,16 @@ Kinds:
 ``"transpose"``
     an alias only when the permutation moves nothing but size-1 axes
     (``attrs["perm"]``, ONNX default: reversed axes); otherwise "none".
+``"concat"``
+    Concat: output 0 holds each input in its slice, so when the slices
+    are contiguous blocks (concatenation along axis 0, or an axis after
+    only size-1 dims: the channels of a batch-1 NCHW tensor) and nothing
+    else forbids it, the input's producer writes straight into its slice
+    and the op copies nothing (:mod:`pyarena.planning.concat`, on by
+    default, ``plan(..., inplace_concat=False)`` turns it off).  Never an
+    element-wise reuse.
 ``"none"``
-    never (Concat, Conv, MatMul, and every op type not in the table).
+    never (Conv, MatMul, and every op type not in the table).
 
 A kind may also be a callable ``rule(op, graph) -> [(input_index, mode)]``
 with mode ``"alias"`` or ``"inplace"``: full control for custom operators.
@@ -48,7 +56,7 @@ __all__ = ["KINDS", "RuleTable", "DEFAULT_RULES", "DECLARED_RULES", "register_ru
            "declare", "add_declaration_source", "rule_for", "as_rule_table",
            "reuse_candidates", "transpose_is_view", "same_layout"]
 
-KINDS = ("unary", "binary", "alias", "transpose", "none")
+KINDS = ("unary", "binary", "alias", "transpose", "concat", "none")
 
 
 def _check_rule(op_type, kind):

@@ -2,7 +2,8 @@
 
 ``plan(graph)`` turns a :class:`~pyarena.graph.Graph` into a
 :class:`~pyarena.planning.result.Plan`: lifetimes and buffer sharing
-(:mod:`pyarena.planning.sharing`, using the in-place rule table), then
+(:mod:`pyarena.planning.sharing`, using the in-place rule table; Concat
+inputs written into their slices, :mod:`pyarena.planning.concat`), then
 aligned offsets from the C core (:mod:`pyarena.planning.assign`), so that
 buffers live at the same time never overlap in bytes.
 
@@ -15,9 +16,10 @@ import time
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, PlanInfeasibleError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
+from .concat import ConcatPlacer
 from .budget import check_graph_budget, check_plan_budget, resolve_max_memory
 from .fit import check_memory_budget, fit_plan
 from .inplace import as_rule_table
@@ -30,11 +32,14 @@ __all__ = ["plan", "plan_intervals"]
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
          rules=None, capacity=None, max_memory=None, schedule=False,
-         memory_budget=None, rescratch=None):
+         memory_budget=None, rescratch=None, inplace_concat=True):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
-    what the kernels declare, plus :func:`register_rule`).  ``capacity`` (bytes)
+    what the kernels declare, plus :func:`register_rule`); with it,
+    ``inplace_concat`` lets the producers of a Concat's inputs write into
+    their slices of its output (:mod:`.concat`; kept only when the arena
+    is not larger than without).  ``capacity`` (bytes)
     asks for a plan within that size (PlanInfeasibleError if none is found).
     ``max_memory`` (bytes; None: the physical memory) bounds weights + arena:
     a plan over it raises MemoryBudgetError (:mod:`.budget`).
@@ -59,11 +64,12 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                                        "(memory_budget plans with the capacity it needs)")
     graph.validate()
     check_graph_budget(graph, budget)    # a tensor alone over the budget: no planning
+    concat = bool(inplace) and bool(inplace_concat)
     if memory_budget is not None:
         def make(cap):
             with _NoGC():
                 return _plan(graph, strategy, alignment, inplace, time_limit, rules, cap,
-                             time.perf_counter())
+                             time.perf_counter(), concat)
         result = fit_plan(graph, memory_budget, make, rescratch=rescratch,
                           schedule=schedule, alignment=alignment, time_limit=time_limit)
         check_plan_budget(result, graph, budget)
@@ -73,13 +79,14 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         order = find_schedule(graph, alignment, time_limit=min(time_limit, 5.0))
         graph.ops = [graph.ops[i] for i in order.order]
     with _NoGC():
-        result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0)
+        result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0,
+                       concat)
     result.schedule = order
     check_plan_budget(result, graph, budget)
     return result
 
 
-def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):
+def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, concat):
     table = as_rule_table(rules) if inplace else None
     life = tensor_lifetimes(graph)
     tensors = graph.tensors
@@ -87,9 +94,17 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):
     buffers, reuses = share_buffers(graph, life, nbytes, table)
     naive = sum(padded_size(v, alignment) for v in nbytes.values()) + \
         sum(padded_size(op.scratch_bytes, alignment) for op in graph.ops if op.scratch_bytes)
-    res = assign_offsets([b.size for b in buffers], [b.first for b in buffers],
-                         [b.last for b in buffers], strategy, alignment, time_limit,
-                         capacity)
+
+    def assign(bufs):
+        return assign_offsets([b.size for b in bufs], [b.first for b in bufs],
+                              [b.last for b in bufs], strategy, alignment, time_limit,
+                              capacity)
+    res = None
+    if concat:
+        res, buffers, reuses = _concat_in_place(graph, life, nbytes, table, buffers, reuses,
+                                                alignment, assign)
+    if res is None:
+        res = assign(buffers)
     for b, off in zip(buffers, res["offsets"].tolist()):
         b.offset = off
     weights = sum(t.nbytes for t in tensors.values() if t.role == "constant")
@@ -100,6 +115,31 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0):
                 weights_bytes=weights, graph=graph, inplace=inplace, reuses=reuses,
                 tensor_info=tensor_info(graph, nbytes), rules=table,
                 c_seconds=res["seconds"])
+
+
+def _concat_in_place(graph, life, nbytes, table, base, reuses, alignment, assign):
+    """``(offsets, buffers, reuses)`` with Concat inputs in their output's
+    slices (:mod:`.concat`) when that arena is not larger than the plan's
+    without; else ``(None or the offsets of base, base, reuses)``."""
+    placer = ConcatPlacer(graph, table, life, base, alignment)
+    if not placer.any:
+        return None, base, reuses
+    merged, with_concat = share_buffers(graph, life, nbytes, table, placer)
+    if not any(r[3] == "concat" for r in with_concat):
+        return None, base, reuses
+    try:
+        res = assign(merged)
+    except PlanInfeasibleError:     # within the capacity only without: try that
+        return None, base, reuses
+    if res["arena"] <= placer.base_peak:    # no plan of base can be smaller
+        return res, merged, with_concat
+    try:
+        alt = assign(base)
+    except PlanInfeasibleError:     # within the capacity only with it
+        return res, merged, with_concat
+    if alt["arena"] < res["arena"]:
+        return alt, base, reuses
+    return res, merged, with_concat
 
 
 class _NoGC:

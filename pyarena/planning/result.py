@@ -30,9 +30,12 @@ def scratch_name(op_name):
 @dataclass
 class Buffer:
     """One region of the arena shared by ``tensors`` (a tensor and its
-    in-place successors / views, or one op's scratch).  ``size`` is the
-    largest member's byte size (unpadded); ``first``/``last`` the
-    inclusive op range during which some member is live."""
+    in-place successors / views, a Concat output and the inputs written
+    into its slices, or one op's scratch).  ``size`` is the byte extent of
+    its members (unpadded); ``first``/``last`` the inclusive op range
+    during which some member is live; ``at`` the byte offset inside the
+    buffer of each member that does not start at its start (a Concat
+    input in its slice)."""
 
     name: str
     size: int
@@ -40,12 +43,16 @@ class Buffer:
     last: int
     offset: int = None
     tensors: list = field(default_factory=list)
+    at: dict = field(default_factory=dict)
 
     def to_dict(self):
-        return {"name": self.name, "size": int(self.size), "first": int(self.first),
-                "last": int(self.last),
-                "offset": None if self.offset is None else int(self.offset),
-                "tensors": list(self.tensors)}
+        d = {"name": self.name, "size": int(self.size), "first": int(self.first),
+             "last": int(self.last),
+             "offset": None if self.offset is None else int(self.offset),
+             "tensors": list(self.tensors)}
+        if self.at:
+            d["at"] = {t: int(v) for t, v in self.at.items()}
+        return d
 
 
 def padded_size(n, a):
@@ -61,8 +68,10 @@ class Plan:
     in its own padded block), ``weights_bytes`` (constants, not planned),
     ``alignment``, ``strategy`` (requested), ``chosen_strategy`` (the
     heuristic whose answer was kept), ``optimal``, ``plan_seconds``,
-    ``num_ops``, ``buffers``, ``offsets``, ``buffer_of``, ``scratch``,
-    ``reuses`` (``(op, from_tensor, to_tensor, "alias"|"inplace")``),
+    ``num_ops``, ``buffers``, ``offsets`` (each tensor's byte offset in
+    the arena), ``buffer_of``, ``scratch``, ``reuses`` (``(op,
+    from_tensor, to_tensor, "alias"|"inplace"|"concat")``; "concat": the
+    input is written into its slice of the Concat's output),
     ``rules`` (the in-place rule table used), ``graph`` (None for
     interval plans), ``schedule`` (the op order applied, or None) and
     ``budget`` (None, or what ``plan(memory_budget=...)`` did: the
@@ -101,7 +110,7 @@ class Plan:
         for b in self.buffers:
             for t in b.tensors:
                 self.buffer_of[t] = b
-                self.offsets[t] = b.offset
+                self.offsets[t] = b.offset if b.offset is None else b.offset + b.at.get(t, 0)
                 info = self._info.get(t)
                 if info is not None and info[3]:
                     self.scratch[t[:-len(SCRATCH_SUFFIX)]] = b
@@ -117,6 +126,7 @@ class Plan:
                if self.lower_bound_bytes else 0.0)
         n_alias = sum(1 for r in self.reuses if r[3] == "alias")
         n_inpl = sum(1 for r in self.reuses if r[3] == "inplace")
+        n_cat = sum(1 for r in self.reuses if r[3] == "concat")
         name = f" {self.graph.name!r}" if self.graph is not None else ""
         head = (f"plan{name}: {self.num_ops} ops, {len(self.buffers)} buffers "
                 f"({len(self.scratch)} scratch)" if self.graph is not None else
@@ -133,7 +143,8 @@ class Plan:
             lines.append(f"  weights      {self.weights_bytes:>14,} B  "
                          "(constants, not in the work arena)")
         if self.graph is not None:
-            lines.append(f"  sharing      {n_inpl} in-place, {n_alias} alias"
+            lines.append(f"  sharing      {n_inpl} in-place, {n_alias} alias, {n_cat} "
+                         "Concat inputs in place"
                          + ("" if self.inplace else " (in-place disabled)"))
         lines.append(f"  strategy     {self.strategy} (kept: {self.chosen_strategy}), "
                      f"{self.plan_seconds * 1e3:.1f} ms")
@@ -200,12 +211,17 @@ class Plan:
             if not isinstance(tensors, list) or not all(isinstance(t, str) for t in tensors):
                 raise InvalidArgumentError(f"plan JSON: {where}: 'tensors' must be a list "
                                            f"of names, not {tensors!r:.80}")
+            at = b.get("at", {})
+            if not isinstance(at, dict) or not all(isinstance(t, str) for t in at):
+                raise InvalidArgumentError(f"plan JSON: {where}: 'at' must map tensor names "
+                                           f"to byte offsets, not {at!r:.80}")
             try:
                 bufs.append(Buffer(str(b["name"]), num(b["size"], f"{where} size"),
                                    num(b["first"], f"{where} first"),
                                    num(b["last"], f"{where} last"),
                                    None if b.get("offset") is None
-                                   else num(b["offset"], f"{where} offset"), list(tensors)))
+                                   else num(b["offset"], f"{where} offset"), list(tensors),
+                                   {t: num(v, f"{where} at[{t!r}]") for t, v in at.items()}))
             except KeyError as exc:
                 raise InvalidArgumentError(f"plan JSON: {where} has no {exc}") from None
         info = tensor_info(graph) if graph is not None else {}
@@ -257,7 +273,8 @@ class Plan:
         first address aligned to the plan's alignment; an object with an
         ``empty(shape, dtype, align=...)`` method (an ``Arena`` or a pool)
         is asked for the block.  Returns ``{name: ndarray}``; views of
-        tensors whose lifetimes overlap never share bytes.
+        tensors whose lifetimes overlap never share bytes, except a
+        Concat's output and the inputs written into its slices.
         InvalidArgumentError if the buffer is too small or read-only.
         """
         raw = self._raw_block(buffer_or_arena_or_pool)
@@ -265,7 +282,8 @@ class Plan:
         for b in self.buffers:
             for t in b.tensors:
                 shape, dtype, nbytes, _ = self._info.get(t, (None, "uint8", b.size, False))
-                region = raw[b.offset:b.offset + nbytes]
+                start = b.offset + b.at.get(t, 0)
+                region = raw[start:start + nbytes]
                 if shape is None:
                     views[t] = region
                 else:

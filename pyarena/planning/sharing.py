@@ -13,6 +13,14 @@
    by a later op, none is a graph input or output, and the op reads no
    differently shaped view of that buffer through another input.  A
    buffer lives from its first member's birth to its last member's death.
+3. Concat in place (with a ``placer``, :mod:`pyarena.planning.concat`):
+   at a Concat the buffer of an input the placer picks moves, whole, into
+   the output's buffer at the input's slice (``Buffer.at`` records the
+   byte offset of every member not at the start), so the input's
+   producer writes into the output and the Concat copies nothing.  The
+   merged buffer lives from its first member's birth; a later in-place
+   overwrite of any member then needs the whole buffer dead, and an op
+   may not overwrite one member while reading another that overlaps it.
 
 The result is a list of :class:`~pyarena.planning.result.Buffer` (offsets
 still unset) and the reuses made.  The independent validator
@@ -56,33 +64,55 @@ def tensor_lifetimes(graph):
 class _Group:
     """Tensors sharing one buffer while it is being built."""
 
-    __slots__ = ("members", "first", "last", "size", "pinned")
+    __slots__ = ("members", "first", "last", "size", "pinned", "fed", "at")
 
-    def __init__(self, name, first, last, size, pinned):
+    def __init__(self, name, first, last, size, pinned, fed=False):
         self.members = [name]
         self.first = first
         self.last = last
         self.size = size
         self.pinned = pinned      # holds a graph input or output: never overwritten
+        self.fed = fed            # holds a graph input (the caller writes it)
+        self.at = {}              # member -> byte offset in the buffer, when not 0
 
-    def join(self, name, last, size, pinned):
+    def join(self, name, last, size, pinned, at=0):
         self.members.append(name)
+        if at:
+            self.at[name] = at
         self.last = max(self.last, last)
-        self.size = max(self.size, size)
+        self.size = max(self.size, at + size)
         self.pinned = self.pinned or pinned
 
+    def absorb(self, other, base, group_of):
+        """Take every member of ``other`` at ``base`` bytes + its offset
+        there; ``other`` is left empty."""
+        for m in other.members:
+            self.members.append(m)
+            at = base + other.at.get(m, 0)
+            if at:
+                self.at[m] = at
+            group_of[m] = self
+        self.first = min(self.first, other.first)
+        self.last = max(self.last, other.last)
+        self.size = max(self.size, base + other.size)
+        self.pinned = self.pinned or other.pinned
+        self.fed = self.fed or other.fed
+        other.members = []
 
-def share_buffers(graph, life, nbytes, table):
+
+def share_buffers(graph, life, nbytes, table, placer=None):
     """The buffers of ``graph`` (a validated graph; ``life`` from
     :func:`tensor_lifetimes`, ``nbytes`` the byte size of each of those
     tensors) and the reuses ``(op, from_tensor, to_tensor, mode)``.  With
-    ``table`` None every tensor gets its own buffer."""
+    ``table`` None every tensor gets its own buffer; ``placer`` (a
+    :class:`~pyarena.planning.concat.ConcatPlacer`, or None) picks the
+    Concat inputs that move into their output's buffer."""
     tensors = graph.tensors
     group_of = {}
     groups = []
 
-    def new_group(name, first, last, size, pinned):
-        g = _Group(name, first, last, size, pinned)
+    def new_group(name, first, last, size, pinned, fed=False):
+        g = _Group(name, first, last, size, pinned, fed)
         group_of[name] = g
         groups.append(g)
 
@@ -92,21 +122,25 @@ def share_buffers(graph, life, nbytes, table):
                              f"buffer name of operator {op.name!r}")
     for t in graph.inputs:
         first, last = life[t]
-        new_group(t, first, last, nbytes[t], True)
+        new_group(t, first, last, nbytes[t], True, True)
     reuses = []
     for i, op in enumerate(graph.ops):
         joined = _join_input(op, i, graph, group_of, life, nbytes, table) \
             if table is not None and op.outputs and op.outputs[0] else None
         if joined is not None:
             reuses.append(joined)
+        picks = placer.choose(op, group_of) if placer is not None else ()
         for t in op.outputs:
             if (joined is None or t != joined[2]) and t in life:
                 first, last = life[t]
                 new_group(t, first, last, nbytes[t], tensors[t].role == "output")
+        for k, g, base in picks:
+            group_of[op.outputs[0]].absorb(g, base, group_of)
+            reuses.append((op.name, op.inputs[k], op.outputs[0], "concat"))
         if op.scratch_bytes:
             new_group(scratch_name(op.name), i, i, op.scratch_bytes, False)
-    buffers = [Buffer(g.members[0], g.size, g.first, g.last, None, list(g.members))
-               for g in groups]
+    buffers = [Buffer(g.members[0], g.size, g.first, g.last, None, list(g.members),
+                      dict(g.at)) for g in groups if g.members]
     return buffers, reuses
 
 
@@ -127,17 +161,27 @@ def _join_input(op, i, graph, group_of, life, nbytes, table):
         elif mode != "alias":
             raise InvalidArgumentError(
                 f"in-place rule for {op.op_type!r} returned mode {mode!r}")
-        g.join(out, life[out][1], nbytes[out], graph.tensors[out].role == "output")
+        g.join(out, life[out][1], nbytes[out], graph.tensors[out].role == "output",
+               g.at.get(src, 0))
         group_of[out] = g
         return (op.name, src, out, mode)
     return None
 
 
 def _other_views_conflict(op, k, g, graph, group_of):
-    """True if ``op`` also reads the group through another input whose
-    layout differs from the output's: writing the output over input k
-    would then clobber elements it has yet to read."""
+    """True if ``op`` also reads the group through another input that
+    overlaps the bytes it would write (input k's) under another layout or
+    at another offset: writing the output over input k would then
+    clobber elements it has yet to read."""
     out = graph.tensors[op.outputs[0]]
-    return any(j != k and group_of.get(name) is g
-               and not same_layout(graph.tensors[name], out)
-               for j, name in enumerate(op.inputs))
+    at = g.at.get(op.inputs[k], 0)
+    end = at + out.nbytes
+    for j, name in enumerate(op.inputs):
+        if j == k or group_of.get(name) is not g:
+            continue
+        o = g.at.get(name, 0)
+        if o == at and same_layout(graph.tensors[name], out):
+            continue
+        if o < end and at < o + graph.tensors[name].nbytes:
+            return True
+    return False

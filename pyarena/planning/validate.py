@@ -15,12 +15,16 @@ element-wise), so a planner bug cannot hide itself.  It checks:
   buffer, constants in none; each buffer is large enough and its lifetime
   covers every member's (recomputed here from the graph); each scratch
   buffer lives exactly during its op and holds nothing else;
-* every pair of tensors sharing a buffer is legal: the newer one is
-  written by an op that reads the buffer, as a pure view (an op type the
-  rules call "alias"/"transpose", same byte size, data not moved) or as an
-  element-wise overwrite ("unary"/"binary", same shape and dtype) after
-  which no op reads any older member, none of which is a graph input,
-  graph output or constant.
+* every pair of tensors sharing bytes of a buffer (each member sits at
+  its buffer's offset plus ``Buffer.at``) is legal: the newer one is
+  written by an op that reads the older, as a pure view (an op type the
+  rules call "alias"/"transpose", same byte size and offset, data not
+  moved), as an element-wise overwrite ("unary"/"binary", same shape,
+  dtype and offset) after which no op reads any older member it
+  overlaps, none of which is a graph input, graph output or constant, or
+  as a Concat output (rule "concat") whose slices are contiguous blocks
+  and each older member it overlaps lies inside one slice whose input is
+  placed exactly there.
 
 ``validate(plan)`` returns a list of problem strings (empty = valid);
 ``validate(plan, raise_errors=True)`` raises :class:`PlanValidationError`.
@@ -170,7 +174,15 @@ def _perm(op, graph):
     return perm
 
 
+def _span(b, graph, t):
+    lo = b.at.get(t, 0)
+    return lo, lo + graph.tensors[t].nbytes
+
+
 def _check_sharing(b, graph, producer, readers, table, problems):
+    """Each member that overlaps the bytes of older members of ``b`` must
+    be a view of one, an element-wise overwrite of one, or a Concat
+    output whose inputs sit in their slices."""
     tensors = graph.tensors
     members = sorted(b.tensors, key=lambda t: producer.get(t, -2))
     for m in members:
@@ -178,75 +190,149 @@ def _check_sharing(b, graph, producer, readers, table, problems):
             problems.append(f"constant {m!r} is planned in the work arena")
     for pos in range(1, len(members)):
         m = members[pos]
+        lo, hi = _span(b, graph, m)
+        older = [o for o in members[:pos] if lo < _span(b, graph, o)[1]
+                 and _span(b, graph, o)[0] < hi]
+        if not older:
+            continue        # bytes of the buffer no older member uses
         p = producer.get(m)
-        older = members[:pos]
         if p is None or p < 0:
             problems.append(f"buffer {b.name!r}: {m!r} shares memory with {older[0]!r} "
                             "but is not produced by an op")
             continue
         op = graph.ops[p]
-        src = [k for k, name in enumerate(op.inputs) if name in older]
-        if not src:
-            problems.append(f"buffer {b.name!r}: op {op.name!r} writes {m!r} into the "
-                            f"memory of {older[0]!r}, which it does not read")
+        if table.kind(op.op_type) == "concat" and op.outputs[0] == m:
+            _check_concat(b, m, op, older, graph, problems)
+        else:
+            _check_reuse(b, m, op, p, older, graph, readers, table, problems)
+
+
+def _check_reuse(b, m, op, p, older, graph, readers, table, problems):
+    """``m`` (written by op ``p``) over the overlapping ``older`` members:
+    legal as a view or an element-wise overwrite of an input."""
+    tensors = graph.tensors
+    src = [k for k, name in enumerate(op.inputs) if name in older]
+    if not src:
+        problems.append(f"buffer {b.name!r}: op {op.name!r} writes {m!r} into the "
+                        f"memory of {older[0]!r}, which it does not read")
+        return
+    if op.outputs[0] != m:
+        problems.append(f"buffer {b.name!r}: {m!r} is output "
+                        f"{op.outputs.index(m)} of {op.name!r}; only output 0 may "
+                        "reuse an input")
+        return
+    kind = table.kind(op.op_type)
+    out = tensors[m]
+    at = b.at.get(m, 0)
+    if callable(kind):
+        modes = {mode for k, mode in kind(op, graph) if k in src}
+        if not modes:
+            problems.append(f"buffer {b.name!r}: the custom rule of "
+                            f"{op.op_type!r} allows no reuse for {op.name!r}")
+            return
+        kind = "alias" if modes == {"alias"} else "unary"
+    if kind in ("alias", "transpose"):
+        s = tensors[op.inputs[0]]
+        if op.inputs[0] not in older or b.at.get(s.name, 0) != at:
+            problems.append(f"buffer {b.name!r}: view {m!r} of {op.name!r} is not a "
+                            "view of its data input 0 (at its offset)")
+        elif s.nbytes != out.nbytes:
+            problems.append(f"buffer {b.name!r}: view {m!r} has {out.nbytes} bytes, "
+                            f"its source {s.name!r} {s.nbytes}")
+        elif kind == "transpose" and _moves_data(s.shape, _perm(op, graph)):
+            problems.append(f"buffer {b.name!r}: {op.name!r} transposes {s.name!r} "
+                            f"with perm {op.attrs.get('perm')} which moves data; it "
+                            "cannot be a view")
+        return
+    if kind in ("unary", "binary") and len(op.outputs) != 1:
+        problems.append(f"buffer {b.name!r}: {op.name!r} has {len(op.outputs)} "
+                        f"outputs; it may not overwrite its input {older[-1]!r}")
+        return
+    if kind not in ("unary", "binary"):
+        problems.append(f"buffer {b.name!r}: op {op.name!r} of type "
+                        f"{op.op_type!r} may not write in place (rule {kind!r})")
+        return
+
+    def same(k):
+        return _layout_equal(tensors[op.inputs[k]], out) and \
+            b.at.get(op.inputs[k], 0) == at
+    usable = [k for k in src if (kind == "binary" or k == 0) and same(k)]
+    if not usable:
+        problems.append(f"buffer {b.name!r}: {op.name!r} ({kind}) writes {m!r} over "
+                        f"{[op.inputs[k] for k in src]} whose shape/dtype/offset differ "
+                        "from the output's (broadcast input or wrong operand)")
+        return
+    for k in src:
+        if not same(k):
+            problems.append(f"buffer {b.name!r}: {op.name!r} also reads "
+                            f"{op.inputs[k]!r}, a differently shaped view of the "
+                            "memory it overwrites")
+    for o in older:
+        role = tensors[o].role
+        if role in ("input", "output", "constant"):
+            problems.append(f"illegal in-place: {op.name!r} overwrites {o!r}, a "
+                            f"graph {role}")
+        later = [r for r in readers.get(o, []) if r > p]
+        if later:
+            problems.append(f"illegal in-place: {op.name!r} (op {p}) overwrites "
+                            f"{o!r}, which op {graph.ops[later[0]].name!r} (op "
+                            f"{later[0]}) reads later")
+
+
+def _slices(op, graph):
+    """[(input, byte offset, bytes)] of Concat ``op``'s inputs in its
+    output, when each is one contiguous block of it; else None."""
+    if op.attrs.get("activation") not in (None, "", "NONE"):
+        return None
+    out = graph.tensors[op.outputs[0]]
+    if out.shape is None:
+        return None
+    shape = [int(d) for d in out.shape]
+    axis = int(op.attrs.get("axis", 0))
+    if not -len(shape) <= axis < len(shape):
+        return None
+    axis %= len(shape)
+    lead = 1
+    for d in shape[:axis]:
+        lead *= d
+    if lead != 1:
+        return None
+    rest = shape[:axis] + shape[axis + 1:]
+    found, off = [], 0
+    for name in op.inputs:
+        if not name:
             continue
-        if op.outputs[0] != m:
-            problems.append(f"buffer {b.name!r}: {m!r} is output "
-                            f"{op.outputs.index(m)} of {op.name!r}; only output 0 may "
-                            "reuse an input")
+        t = graph.tensors[name]
+        if t.dtype != out.dtype or t.shape is None or len(t.shape) != len(shape) or \
+                [int(d) for j, d in enumerate(t.shape) if j != axis] != rest:
+            return None
+        found.append((name, off, t.nbytes))
+        off += t.nbytes
+    return found if off == out.nbytes else None
+
+
+def _check_concat(b, m, op, older, graph, problems):
+    """Concat output ``m`` over ``older``: each older member lies inside
+    one slice, whose input is in the buffer exactly at that slice."""
+    slices = _slices(op, graph)
+    if slices is None:
+        problems.append(f"buffer {b.name!r}: Concat {op.name!r} writes {m!r} over "
+                        f"{older[0]!r}, but its slices are not contiguous blocks (or it "
+                        "fuses an activation): its inputs cannot be written in place")
+        return
+    base = b.at.get(m, 0)
+    for o in older:
+        lo, hi = _span(b, graph, o)
+        hit = [(name, base + off, base + off + n) for name, off, n in slices
+               if lo < base + off + n and base + off < hi]
+        if len(hit) != 1 or not hit[0][1] <= lo < hi <= hit[0][2]:
+            problems.append(f"buffer {b.name!r}: {o!r} straddles slices of Concat "
+                            f"{op.name!r}'s output {m!r}")
             continue
-        kind = table.kind(op.op_type)
-        out = tensors[m]
-        if callable(kind):
-            modes = {mode for k, mode in kind(op, graph) if k in src}
-            if not modes:
-                problems.append(f"buffer {b.name!r}: the custom rule of "
-                                f"{op.op_type!r} allows no reuse for {op.name!r}")
-                continue
-            kind = "alias" if modes == {"alias"} else "unary"
-        if kind in ("alias", "transpose"):
-            s = tensors[op.inputs[0]]
-            if op.inputs[0] not in older:
-                problems.append(f"buffer {b.name!r}: view {m!r} of {op.name!r} is not a "
-                                "view of its data input 0")
-            elif s.nbytes != out.nbytes:
-                problems.append(f"buffer {b.name!r}: view {m!r} has {out.nbytes} bytes, "
-                                f"its source {s.name!r} {s.nbytes}")
-            elif kind == "transpose" and _moves_data(s.shape, _perm(op, graph)):
-                problems.append(f"buffer {b.name!r}: {op.name!r} transposes {s.name!r} "
-                                f"with perm {op.attrs.get('perm')} which moves data; it "
-                                "cannot be a view")
-            continue
-        if kind in ("unary", "binary") and len(op.outputs) != 1:
-            problems.append(f"buffer {b.name!r}: {op.name!r} has {len(op.outputs)} "
-                            f"outputs; it may not overwrite its input {older[-1]!r}")
-            continue
-        if kind not in ("unary", "binary"):
-            problems.append(f"buffer {b.name!r}: op {op.name!r} of type "
-                            f"{op.op_type!r} may not write in place (rule {kind!r})")
-            continue
-        usable = [k for k in src if (kind == "binary" or k == 0)
-                  and _layout_equal(tensors[op.inputs[k]], out)]
-        if not usable:
-            problems.append(f"buffer {b.name!r}: {op.name!r} ({kind}) writes {m!r} over "
-                            f"{[op.inputs[k] for k in src]} whose shape/dtype differ "
-                            "from the output's (broadcast input or wrong operand)")
-            continue
-        for k in src:
-            if not _layout_equal(tensors[op.inputs[k]], out):
-                problems.append(f"buffer {b.name!r}: {op.name!r} also reads "
-                                f"{op.inputs[k]!r}, a differently shaped view of the "
-                                "memory it overwrites")
-        for o in older:
-            role = tensors[o].role
-            if role in ("input", "output", "constant"):
-                problems.append(f"illegal in-place: {op.name!r} overwrites {o!r}, a "
-                                f"graph {role}")
-            later = [r for r in readers.get(o, []) if r > p]
-            if later:
-                problems.append(f"illegal in-place: {op.name!r} (op {p}) overwrites "
-                                f"{o!r}, which op {graph.ops[later[0]].name!r} (op "
-                                f"{later[0]}) reads later")
+        name, start, _ = hit[0]
+        if name not in b.tensors or b.at.get(name, 0) != start:
+            problems.append(f"buffer {b.name!r}: Concat {op.name!r} writes {m!r} over "
+                            f"{o!r}, but its input {name!r} is not in that slice")
 
 
 def validate(plan, graph=None, rules=None, raise_errors=False):
@@ -274,9 +360,13 @@ def validate(plan, graph=None, rules=None, raise_errors=False):
                 problems.append(f"tensor {t!r} is in buffers {home[t].name!r} and "
                                 f"{b.name!r}")
             home[t] = b
-            if plan.offsets.get(t) != b.offset:
+            at = b.at.get(t, 0)
+            if b.offset is not None and plan.offsets.get(t) != b.offset + at:
                 problems.append(f"offsets[{t!r}] = {plan.offsets.get(t)!r} but its "
-                                f"buffer is at {b.offset}")
+                                f"buffer is at {b.offset} (+{at})")
+        for t in b.at:
+            if t not in b.tensors:
+                problems.append(f"buffer {b.name!r} places {t!r}, which it does not hold")
     graph = graph if graph is not None else plan.graph
     if graph is not None:
         if rules is None:
@@ -299,9 +389,10 @@ def _check_graph(plan, graph, bufs, home, table, problems):
         if b.first > first or b.last < last:
             problems.append(f"buffer {b.name!r} lives ops {b.first}-{b.last} but its "
                             f"member {name!r} lives {first}-{last}")
-        if b.size < graph.tensors[name].nbytes:
+        if b.size < b.at.get(name, 0) + graph.tensors[name].nbytes:
             problems.append(f"buffer {b.name!r} has {b.size} bytes, member {name!r} "
-                            f"needs {graph.tensors[name].nbytes}")
+                            f"needs {graph.tensors[name].nbytes} at byte "
+                            f"{b.at.get(name, 0)}")
     for name, b in home.items():
         if name.endswith(_SCRATCH) and name not in graph.tensors:
             op_name = name[:-len(_SCRATCH)]

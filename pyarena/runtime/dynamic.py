@@ -82,6 +82,13 @@ class PoolStep:
     path = "pool"
     scratch_bytes = 0
     runtime = None
+    stable = False
+    idle = False            # always called: its kernels are built at run time
+
+    def bind(self, xs, ys):
+        """The executor's planned views (the Kernel interface): this step
+        builds its kernels per shape at run time, so it keeps nothing."""
+        self.stable = True
 
     def __init__(self, graph, op, keep, pool, pooled, frees):
         if op.op_type not in KERNELS:

@@ -7,7 +7,9 @@ one aligned arena (``plan.bind()``), copies the weights into a
 (:mod:`pyarena.runtime.kernels`).  ``run(feeds)`` copies the feeds into their planned
 views, runs the kernels, each writing into its planned output view, and
 returns the graph outputs as views into the arena (copy them if you keep
-them across inferences).  After the first inference a run performs no NumPy
+them across inferences).  A Concat whose inputs the plan placed in their
+slices of its output (:mod:`pyarena.planning.concat`) copies only the
+others: with all of them in place it is not called at all.  After the first inference a run performs no NumPy
 data allocation at all.
 
 Two other memory modes exist for comparison (the demo and benchmarks):
@@ -333,9 +335,10 @@ class Executor:
                     raise GraphError(f"scratch of {op.name!r} has {sc.size} bytes, "
                                      f"{k.scratch_bytes} needed")
             steps.append((k, xs, ys, sc))
-            k.stable = True     # the same views every run: native pointers may be kept
+            k.bind(xs, ys)      # the same views every run: native pointers may be kept
         self.arrays = arrays
         self.steps = steps
+        self._busy = [s for s in steps if not s[0].idle]    # what run() calls
         self._inputs = [(n, arrays[n]) for n in g.inputs]
         self._outputs = [(n, arrays.get(n)) for n in g.outputs]
 
@@ -374,7 +377,7 @@ class Executor:
             self.pool_stats.reset()
         try:
             with np.errstate(all="ignore"):
-                for k, xs, ys, sc in self.steps:
+                for k, xs, ys, sc in self._busy:
                     k(xs, ys, sc)
         except (PyArenaError, MemoryError):
             raise

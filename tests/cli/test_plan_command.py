@@ -128,3 +128,27 @@ def test_module_entry_point(graph_file):
     r = subprocess.run([sys.executable, "-m", "pyarena", "plan", str(graph_file),
                         "--strategy", "nope"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
+def test_no_inplace_concat(tmp_path, capsys):
+    g = Graph("cat")
+    g.add_tensor("x", [1, 3, 8, 8], role="input")
+    g.add_tensor("w", [8, 3], role="constant")
+    for n in ("a", "b"):
+        g.add_tensor(n, [1, 8, 8, 8])
+    g.add_tensor("y", [1, 16, 8, 8], role="output")
+    g.add_op("Conv", ["x", "w"], ["a"], name="conv_a")
+    g.add_op("Conv", ["x", "w"], ["b"], name="conv_b")
+    g.add_op("Concat", ["a", "b"], ["y"], name="cat", axis=1)
+    path = tmp_path / "cat.json"
+    g.save(path)
+    js = tmp_path / "p.json"
+    plans = {}
+    for flag in ([], ["--no-inplace-concat"]):
+        assert main(["plan", str(path), "--json", str(js)] + flag) == 0
+        plans[bool(flag)] = json.loads(js.read_text())
+    on, off = plans[False], plans[True]
+    assert [r["mode"] for r in on["reuses"]] == ["concat", "concat"]
+    assert on["offsets"]["b"] == on["offsets"]["y"] + 8 * 8 * 8 * 4
+    assert off["reuses"] == [] and on["arena_bytes"] < off["arena_bytes"]
+    assert "2 Concat inputs in place" in capsys.readouterr().out

@@ -26,7 +26,7 @@ def one_op(op_type, in_shapes, out_shape, dtypes=None, **attrs):
     ("BatchNormalization", "unary"), ("Add", "binary"), ("Sub", "binary"),
     ("Mul", "binary"), ("Div", "binary"), ("Reshape", "alias"), ("Flatten", "alias"),
     ("Squeeze", "alias"), ("Unsqueeze", "alias"), ("Identity", "alias"),
-    ("Transpose", "transpose"), ("Concat", "none"), ("Conv", "none"),
+    ("Transpose", "transpose"), ("Concat", "concat"), ("Conv", "none"),
     ("SomethingNew", "none")])
 def test_default_kinds(op_type, kind):
     assert rule_for(op_type) == kind

@@ -274,7 +274,7 @@ def test_transpose_is_a_view_only_when_no_data_moves():
     assert p.buffer_of["c"] is not p.buffer_of["b"]
 
 
-def test_concat_never_in_place_and_custom_rules():
+def test_concat_is_no_elementwise_reuse_and_custom_rules():
     g = Graph("cat")
     g.add_tensor("x", (1, 2, 2, 2), role="input")
     g.add_tensor("a", (1, 2, 2, 2))
@@ -283,13 +283,16 @@ def test_concat_never_in_place_and_custom_rules():
     g.add_op("Conv", ["x"], ["a"])
     g.add_op("MyAct", ["a"], ["b"])
     g.add_op("Concat", ["b"], ["y"], axis=1)
-    p = checked(plan(g, **FAST))
+    p = checked(plan(g, inplace_concat=False, **FAST))
     assert p.reuses == []
-    p2 = checked(plan(g, rules={"MyAct": "unary"}, **FAST))
+    # in place, the Concat's one input is written into its output instead
+    p1 = checked(plan(g, **FAST))
+    assert [r[3] for r in p1.reuses] == ["concat"]
+    p2 = checked(plan(g, rules={"MyAct": "unary"}, inplace_concat=False, **FAST))
     assert p2.buffer_of["b"] is p2.buffer_of["a"]
     table = pyarena.inplace.DEFAULT_RULES.copy()
     table.register("MyAct", lambda op, graph: [(0, "inplace")])
-    p3 = plan(g, rules=table, **FAST)
+    p3 = plan(g, rules=table, inplace_concat=False, **FAST)
     assert validate(p3, rules=table) == []
     assert p3.buffer_of["b"] is p3.buffer_of["a"]
     # under the default rules the validator rejects what the custom rule did
@@ -318,9 +321,12 @@ def test_random_graphs_plan_validate_and_compute(rnd, align, inplace):
     for op_name, src, dst, mode in p.reuses:
         i = next(k for k, op in enumerate(g.ops) if op.name == op_name)
         if mode == "inplace":
-            # the buffer's members written before op i (graph inputs: -1)
+            # the members written before op i (graph inputs: -1) whose bytes
+            # the output covers (a Concat's buffer holds others beside them)
+            lo, hi = p.offsets[dst], p.offsets[dst] + g.tensors[dst].nbytes
             overwritten = [t for t in p.buffer_of[src].tensors
-                           if t != dst and producer.get(t, -1) < i]
+                           if t != dst and producer.get(t, -1) < i
+                           and p.offsets[t] < hi and lo < p.offsets[t] + g.tensors[t].nbytes]
             assert src in overwritten
             assert all(r <= i for t in overwritten for r in readers.get(t, [])), \
                 (op_name, src)

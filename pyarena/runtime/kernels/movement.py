@@ -90,8 +90,12 @@ class Transpose(Kernel):
 
 @register
 class Concat(Kernel):
+    """Copies each input into its slice of the output, except an input the
+    planner placed in its slice already (its producer wrote it there:
+    pyarena.planning.concat); with every input in place it does nothing."""
+
     op_types = ('Concat', 'Concatenation')
-    inplace = 'none'
+    inplace = 'concat'
     tflite = {'CONCATENATION': ('Concat', {})}
 
     def setup(self):
@@ -107,13 +111,46 @@ class Concat(Kernel):
             n = int(t.shape[self.axis])
             self.bounds.append((off, off + n))
             off += n
+        self.copies = None      # (input index, output slice) to copy, once views are bound
+
+    def _copies(self, xs, y):
+        pre = (slice(None),) * self.axis
+        out = []
+        for i, (x, b) in enumerate(zip(xs, self.bounds)):
+            if b is None or b[1] <= b[0]:
+                continue
+            dst = y[pre + (slice(b[0], b[1]),)]
+            if not (dst.flags.c_contiguous and x.flags.c_contiguous and
+                    dst.__array_interface__["data"][0] == x.__array_interface__["data"][0]):
+                out.append((i, dst))
+        return out
+
+    def bind(self, xs, ys):
+        super().bind(xs, ys)
+        self.copies = self._copies(xs, ys[0])     # the same views every run
 
     def run(self, xs, ys, sc):
-        y = ys[0]
-        pre = (slice(None),) * self.axis
-        for x, b in zip(xs, self.bounds):
-            if b is not None and b[1] > b[0]:
-                np.copyto(y[pre + (slice(b[0], b[1]),)], x)
+        copies = self.copies if self.stable else self._copies(xs, ys[0])
+        for i, dst in copies:
+            np.copyto(dst, xs[i])
+
+    def inputs_in_place(self):
+        """The inputs found in their slices of the output (known once the
+        executor bound its views)."""
+        if self.copies is None:
+            return []
+        copied = {i for i, _ in self.copies}
+        return [i for i, b in enumerate(self.bounds)
+                if b is not None and b[1] > b[0] and i not in copied]
+
+    @property
+    def idle(self):
+        return self.copies == [] and self._act is None
+
+    @property
+    def path(self):
+        """"in place" when the planner put every input in its slice."""
+        return "in place" if self.copies == [] else super().path
 
 
 @register

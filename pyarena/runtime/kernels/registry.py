@@ -202,6 +202,19 @@ class Kernel:
     def setup(self):
         pass
 
+    def bind(self, xs, ys):
+        """The executor hands over the planned views it will pass every run
+        (``stable`` from now on); a kernel may decide here what depends only
+        on where its arrays live (Concat: which inputs already sit in their
+        slices of the output)."""
+        self.stable = True
+
+    @property
+    def idle(self):
+        """True when, with the views bound, a run would do nothing (a
+        Concat whose inputs all sit in their slices): the executor skips it."""
+        return False
+
     def __call__(self, xs, ys, scratch=None):
         sc = _carve(scratch, self.scratch) if self.scratch else ()
         self.run(xs, ys, sc)
