@@ -350,6 +350,9 @@ def _fuse_residual(G, conv):
     conv.inputs[3:] = [res]
     G.readers.setdefault(res, []).append(conv)
     conv.attrs["residual_channels"] = c_res
+    act = add.attrs.get("activation")       # a TFLite ADD's own fused activation
+    if act not in (None, "", "NONE"):
+        conv.attrs["activation"] = act
     _take_output(G, conv, add, ops, tensors)
     return len(ops)
 
@@ -367,7 +370,8 @@ def fuse(graph):
         n = _fuse_activation(G, conv)
         if not n and len(conv.inputs) < 4:
             r = _fuse_residual(G, conv)
-            n = r + _fuse_activation(G, conv) if r else 0
+            n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
+                if r else 0
         removed += n
     if removed:
         graph.validate()

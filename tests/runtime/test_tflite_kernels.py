@@ -254,3 +254,35 @@ def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
     ref, why = reference_tflite(path, feeds)
     assert ref is not None, why
     np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("fused", [0, 3], ids=["none", "relu6"])
+def test_a_residual_add_keeps_its_own_fused_activation(tmp_path, fused):
+    """CONV_2D 1x1 -> ADD(., r) with the ADD's own fused RELU6 (MediaPipe's
+    pose landmark model has 15): the residual fused into the conv keeps the
+    ADD's activation."""
+    r = np.random.default_rng(5)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 6, 5, 8))
+    y0 = B.tensor("y0", (1, 6, 5, 16))
+    B.op("CONV_2D", [x, B.const("w0", r.standard_normal((16, 1, 1, 8))), B.const(
+        "b0", r.standard_normal(16))], [y0], ("Conv2DOptions", dict(
+            Padding=1, StrideW=1, StrideH=1, FusedActivationFunction=0,
+            DilationWFactor=1, DilationHFactor=1)))
+    c = B.tensor("c", (1, 6, 5, 16))
+    B.op("CONV_2D", [x, B.const("w", r.standard_normal((16, 1, 1, 8))), B.const(
+        "b", r.standard_normal(16))], [c], ("Conv2DOptions", dict(
+            Padding=1, StrideW=1, StrideH=1, FusedActivationFunction=0,
+            DilationWFactor=1, DilationHFactor=1)))
+    y = B.tensor("y", (1, 6, 5, 16))
+    B.op("ADD", [c, y0], [y], ("AddOptions", dict(FusedActivationFunction=fused)))
+    path = B.save(tmp_path / "res.tflite", [x], [y])
+    g = load_model(path)
+    assert [op.op_type for op in g.ops] == ["Conv", "Conv"]
+    assert g.ops[1].attrs.get("activation", "NONE") == ("RELU6" if fused else "NONE")
+    feeds = {"x": r.standard_normal((1, 6, 5, 8)).astype(np.float32) * 2}
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    out = Executor(g, plan(g)).run(feeds)["y"]
+    assert (out.max() <= 6.0) == bool(fused) or not fused
+    np.testing.assert_allclose(out, ref["y"], rtol=1e-4, atol=2e-5)

@@ -1203,4 +1203,9 @@ MUTANTS = [
       "an executor made without a plan keeps every kernel's wide scratch, above the "
       "activations-only bound",
       ("tests/runtime/test_slack.py",)),
+    M("fusion-residual-drops-add-activation", "pyarena/runtime/fusion.py",
+      "    if act not in (None, \"\", \"NONE\"):\n        conv.attrs[\"activation\"] = act",
+      "    if False:\n        conv.attrs[\"activation\"] = act",
+      "a TFLite ADD's own fused activation is lost when its residual is fused into the conv",
+      ("tests/runtime/test_tflite_kernels.py",)),
 ]
