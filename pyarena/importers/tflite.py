@@ -34,6 +34,7 @@ from ..memory.mapped import map_file
 from ..runtime.kernels import TFLITE_OPS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
+from .tflite_lstm import convert_sequence_lstm
 from .tflite_options import OpContext, convert_options
 from .tflite_quant import convert_quantized, is_quantized
 
@@ -106,6 +107,8 @@ def _import(tflite, buf, path, inputs):
         try:
             if is_quantized(t, ins, outs):      # full-integer: the quantized kernels
                 op_type, attrs, ins = convert_quantized(tflite, t, code, op, ins, outs, opname)
+            elif code == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+                op_type, attrs, ins = convert_sequence_lstm(tflite, t, op, ins, outs, opname)
             else:
                 op_type, attrs, ins = _convert(tflite, code, op, ins, outs, t.shapes, t.data,
                                                t.quant, t.dtypes, opname)
@@ -156,6 +159,7 @@ class _Tensors:
     def __init__(self, tflite, model, sg, buf):
         self.tflite, self.model, self.sg, self.buf = tflite, model, sg, buf
         self.names, self.shapes, self.dtypes, self.quant = [], [], [], []
+        self.variables = []     # TFLite variable tensors (state kept across invocations)
         self.data = _Values()
         self._const_index = {}
         self.g = None       # the Graph being built: folded constants go to its arena
@@ -185,6 +189,7 @@ class _Tensors:
                                    f"refusing an absurd size")
         self.shapes.append(shp)
         self.dtypes.append(dt)
+        self.variables.append(bool(t.IsVariable()))
         q = t.Quantization()
         qp = None
         if q is not None and q.ScaleLength():
@@ -272,6 +277,7 @@ class _Tensors:
         self.dtypes.append(value.dtype)
         self.data.append(value)
         self.quant.append(None)
+        self.variables.append(False)
         self._const_index[name] = len(self.names) - 1
         return self._const_index[name]
 

@@ -18,13 +18,15 @@ class TFLiteBuilder:
         self.tensors = []
         self.ops = []
 
-    def tensor(self, name, shape, dtype=np.float32, data=None, quant=None, sparsity=None):
+    def tensor(self, name, shape, dtype=np.float32, data=None, quant=None, sparsity=None,
+               variable=False):
         """``sparsity``: (traversal_order, block_map, [(format, dense_size,
-        segments, indices)]) -- ``data`` then holds only the stored values."""
+        segments, indices)]) -- ``data`` then holds only the stored values.
+        ``variable``: a TFLite variable tensor (an LSTM's state)."""
         self.tensors.append(dict(name=name, shape=list(shape), dtype=np.dtype(dtype),
                                  data=None if data is None else
                                  np.ascontiguousarray(data, dtype=dtype), quant=quant,
-                                 sparsity=sparsity))
+                                 sparsity=sparsity, variable=variable))
         return len(self.tensors) - 1
 
     def const(self, name, arr, dtype=np.float32):
@@ -97,6 +99,8 @@ class TFLiteBuilder:
             tflite.TensorAddShape(b, shape)
             tflite.TensorAddType(b, _TYPE[t["dtype"]])
             tflite.TensorAddBuffer(b, bi)
+            if t.get("variable"):
+                tflite.TensorAddIsVariable(b, True)
             tflite.TensorAddName(b, name)
             if q is not None:
                 tflite.TensorAddQuantization(b, q)

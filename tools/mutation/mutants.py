@@ -34,6 +34,7 @@ KERNELS = ("tests/runtime/test_kernels.py", "tests/runtime/test_tflite_kernels.p
 ONNX = ("tests/importers/test_onnx_importer.py", "tests/runtime/test_kernels.py")
 NATIVE = ("c:test_kernels", "tests/runtime/test_kernels.py", "tests/runtime/test_fusion.py")
 RECURRENT = ("tests/runtime/test_recurrent.py",)
+SEQ_LSTM = ("tests/importers/test_tflite_sequence_lstm.py",)
 MORE_OPS = ("tests/runtime/test_more_ops.py",)
 TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_kernels.py",
           "tests/importers/test_real_tflite.py")
@@ -328,6 +329,32 @@ MUTANTS = [
       "ig, fg, og, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]",
       "LSTM gates read as i, f, o, c (the forget gate second, as PyTorch and Keras "
       "order them), not ONNX's i, o, f, c", RECURRENT),
+    M("recurrent-cell-clip-dropped", "pyarena/runtime/kernels/recurrent.py",
+      "            np.clip(cn, self.cell_clip[0], self.cell_clip[1], out=cn)\n",
+      "            pass\n",
+      "TFLite's cell_clip is read but C is never clipped", SEQ_LSTM),
+    M("recurrent-squeeze-wrong-axis", "pyarena/runtime/kernels/recurrent.py",
+      "            y = y.reshape(y.shape[:1 + self.layout] + (1,) + y.shape[1 + self.layout:])",
+      "            y = y.reshape(y.shape[:1] + (1,) + y.shape[1:])",
+      "Y without a direction axis gets it back at axis 1 in both layouts (batch-major "
+      "TFLite outputs written as if time-major)", SEQ_LSTM),
+    M("tflite-lstm-gate-order", "pyarena/importers/tflite_lstm.py",
+      "_W = (1, 4, 2, 3)",
+      "_W = (1, 2, 3, 4)",
+      "TFLite's input weights stacked in their own order (i, f, c, o), not ONNX's i, o, f, c",
+      SEQ_LSTM),
+    M("tflite-lstm-peephole-order", "pyarena/importers/tflite_lstm.py",
+      "_P = (9, 11, 10)",
+      "_P = (9, 10, 11)",
+      "peepholes stacked i, f, o (TFLite's order), not ONNX's i, o, f", SEQ_LSTM),
+    M("tflite-lstm-time-major-ignored", "pyarena/importers/tflite_lstm.py",
+      "layout = 0 if bool(o.TimeMajor()) else 1",
+      "layout = 0",
+      "time_major false read as time-major: batch and time swapped", SEQ_LSTM),
+    M("tflite-lstm-projection-accepted", "pyarena/importers/tflite_lstm.py",
+      "    if have[16] or have[17]:\n",
+      "    if have[17]:\n",
+      "a projection weight is silently ignored instead of refused", SEQ_LSTM),
     M("recurrent-clip-dropped", "pyarena/runtime/kernels/recurrent.py",
       "            np.clip(x, self.clip[0], self.clip[1], out=x)\n",
       "            pass\n",
