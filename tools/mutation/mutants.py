@@ -35,6 +35,7 @@ ONNX = ("tests/importers/test_onnx_importer.py", "tests/runtime/test_kernels.py"
 NATIVE = ("c:test_kernels", "tests/runtime/test_kernels.py", "tests/runtime/test_fusion.py")
 RECURRENT = ("tests/runtime/test_recurrent.py",)
 SEQ_LSTM = ("tests/importers/test_tflite_sequence_lstm.py",)
+TFL_CONTROL = ("tests/importers/test_tflite_control.py",)
 MORE_OPS = ("tests/runtime/test_more_ops.py",)
 TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_kernels.py",
           "tests/importers/test_real_tflite.py")
@@ -329,6 +330,37 @@ MUTANTS = [
       "ig, fg, og, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]",
       "LSTM gates read as i, f, o, c (the forget gate second, as PyTorch and Keras "
       "order them), not ONNX's i, o, f, c", RECURRENT),
+    M("branching-if-branches-swapped", "pyarena/runtime/kernels/branching.py",
+      "body = self.parts[0 if bool(np.asarray(xs[0]).reshape(-1)[0]) else 1]",
+      "body = self.parts[1 if bool(np.asarray(xs[0]).reshape(-1)[0]) else 1]",
+      "IF always runs its else branch (the condition read but not used)", TFL_CONTROL),
+    M("branching-while-cond-once", "pyarena/runtime/kernels/branching.py",
+      "            _feed(cond, cur)\n",
+      "            _feed(cond, xs)\n",
+      "WHILE's cond reads the op's inputs, not the carried values: it never stops "
+      "(or never starts) as the values change", TFL_CONTROL),
+    M("branching-while-no-staging", "pyarena/runtime/kernels/branching.py",
+      "        for c, x in zip(cur, xs):\n            np.copyto(c, x)\n",
+      "",
+      "WHILE's carried values not initialised from its inputs (stale scratch)", TFL_CONTROL),
+    M("tflite-control-if-const-branch", "pyarena/importers/tflite_control.py",
+      "return None, {\"branch\": branches[0 if bool(np.asarray(c).reshape(-1)[0]) else 1]}",
+      "return None, {\"branch\": branches[0]}",
+      "an IF on a constant condition always inlines its then branch", TFL_CONTROL),
+    M("tflite-control-carried-shapes-unchecked", "pyarena/importers/tflite_control.py",
+      "        _check(t, body, ins, outs, \"body\", fail)\n",
+      "        _check(t, body, ins, None, \"body\", fail)\n",
+      "a WHILE body whose outputs change shape is not refused", TFL_CONTROL),
+    M("tflite-control-inline-outputs-unwired", "pyarena/importers/tflite_control.py",
+      "        g.add_op(\"Identity\", [ren[name]], [outer], name=f\"{prefix}/out{k}\")\n",
+      "        pass\n",
+      "an inlined branch's outputs never reach the IF's (nothing produces them)",
+      TFL_CONTROL),
+    M("tflite-subgraph-self-call", "pyarena/importers/tflite.py",
+      "        if not 0 < k < model.SubgraphsLength() or k in stack or k == index:\n",
+      "        if not 0 <= k < model.SubgraphsLength():\n",
+      "a subgraph that names itself (or the main one) as its body recurses without end",
+      TFL_CONTROL),
     M("recurrent-cell-clip-dropped", "pyarena/runtime/kernels/recurrent.py",
       "            np.clip(cn, self.cell_clip[0], self.cell_clip[1], out=cn)\n",
       "            pass\n",

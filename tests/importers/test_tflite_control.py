@@ -1,0 +1,153 @@
+"""TFLite IF and WHILE: models with subgraphs written in the test, run by
+pyarena (the branches and bodies planned inside the op's scratch) and
+compared with the TFLite interpreter."""
+import numpy as np
+import pytest
+
+from helpers.tflite_util import TFLiteBuilder
+from pyarena.importers import UnsupportedOpError, load_model
+from pyarena.importers.reference import reference_tflite
+from pyarena.planning import plan
+from pyarena.runtime import Executor
+
+_ADD = ("AddOptions", dict(FusedActivationFunction=0))
+_MUL = ("MulOptions", dict(FusedActivationFunction=0))
+
+
+def _while_model(path, limit=5, grow=False):
+    """WHILE i < limit: i += 1, x = x * 1.5 + x, k passed through."""
+    cond = TFLiteBuilder()
+    ci, cx, ck = cond.tensor("i", (1,), np.int32), cond.tensor("x", (2, 3)), \
+        cond.tensor("k", (2, 3))
+    lim = cond.const("limit", np.array([limit], np.int32), np.int32)
+    c = cond.tensor("go", (1,), np.bool_)
+    cond.op("LESS", [ci, lim], [c])
+    body = TFLiteBuilder()
+    bi, bx, bk = body.tensor("i", (1,), np.int32), body.tensor("x", (2, 3)), \
+        body.tensor("k", (2, 3))
+    one = body.const("one", np.array([1], np.int32), np.int32)
+    half = body.const("h", np.full((2, 3), 1.5, np.float32))
+    ni, t, nx = body.tensor("i2", (1,), np.int32), body.tensor("t", (2, 3)), \
+        body.tensor("x2", (2, 4) if grow else (2, 3))
+    body.op("ADD", [bi, one], [ni], _ADD)
+    body.op("MUL", [bx, half], [t], _MUL)
+    body.op("ADD", [t, bk], [nx], _ADD)
+    B = TFLiteBuilder()
+    i, x, k = B.tensor("i", (1,), np.int32), B.tensor("x", (2, 3)), B.tensor("k", (2, 3))
+    oi, ox, ok = B.tensor("i_out", (1,), np.int32), B.tensor("x_out", (2, 3)), \
+        B.tensor("k_out", (2, 3))
+    ic = B.subgraph(cond, [ci, cx, ck], [c])
+    ib = B.subgraph(body, [bi, bx, bk], [ni, nx, bk])
+    B.op("WHILE", [i, x, k], [oi, ox, ok], ("WhileOptions", dict(
+        CondSubgraphIndex=ic, BodySubgraphIndex=ib)))
+    return B.save(path, [i, x, k], [oi, ox, ok])
+
+
+def _if_model(path, flag=None, mismatch=False):
+    """IF flag: y = x + c else y = x * c (flag an input, or a constant)."""
+    branches = []
+    for code, opts in (("ADD", _ADD), ("MUL", _MUL)):
+        s = TFLiteBuilder()
+        sx = s.tensor("x", (2, 3))
+        sc = s.const("c", np.arange(6, dtype=np.float32).reshape(2, 3) + 1)
+        sy = s.tensor("y", (2, 3))
+        s.op(code, [sx, sc], [sy], opts)
+        outs = [sy]
+        if mismatch and code == "MUL":
+            s.tensor("z", (3, 2))
+            outs = [s.tensor("z2", (3, 3))]
+            s.op("ADD", [sx, sc], outs, _ADD)
+        branches.append((s, [sx], outs))
+    B = TFLiteBuilder()
+    f = B.tensor("flag", (1,), np.bool_) if flag is None else \
+        B.const("flag", np.array([flag]), np.bool_)
+    x, y = B.tensor("x", (2, 3)), B.tensor("y", (2, 3))
+    it, ie = (B.subgraph(*b) for b in branches)
+    B.op("IF", [f, x], [y], ("IfOptions", dict(ThenSubgraphIndex=it, ElseSubgraphIndex=ie)))
+    return B.save(path, [f, x] if flag is None else [x], [y])
+
+
+def _run_both(path, feeds):
+    g = load_model(path)
+    out = Executor(g, plan(g)).run(feeds)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    assert set(ref) == set(out)
+    for k in out:
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, err_msg=k)
+    return g, out
+
+
+@pytest.mark.parametrize("start", [0, 3, 5, 9])
+def test_while_counts_like_the_interpreter(tmp_path, start):
+    r = np.random.default_rng(start)
+    feeds = {"i": np.array([start], np.int32),
+             "x": r.standard_normal((2, 3)).astype(np.float32),
+             "k": r.standard_normal((2, 3)).astype(np.float32)}
+    g, out = _run_both(_while_model(tmp_path / "w.tflite"), feeds)
+    assert [op.op_type for op in g.ops] == ["While"]
+    assert out["i_out"].tolist() == [max(start, 5)]
+    np.testing.assert_array_equal(out["k_out"], feeds["k"])      # passed through
+    if start >= 5:      # no iteration: the values come back as they went in
+        np.testing.assert_array_equal(out["x_out"], feeds["x"])
+
+
+def test_while_reruns_from_fresh_inputs(tmp_path):
+    g = load_model(_while_model(tmp_path / "w.tflite"))
+    ex = Executor(g, plan(g))
+    x = np.ones((2, 3), np.float32)
+    k = np.zeros((2, 3), np.float32)
+    first = ex.run({"i": np.array([3], np.int32), "x": x, "k": k})["x_out"].copy()
+    ex.run({"i": np.array([0], np.int32), "x": x, "k": k})
+    again = ex.run({"i": np.array([3], np.int32), "x": x, "k": k})["x_out"]
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(first, np.full((2, 3), 1.5 ** 2, np.float32))
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_on_an_input_flag(tmp_path, flag):
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    g, out = _run_both(_if_model(tmp_path / "if.tflite"),
+                       {"flag": np.array([flag]), "x": x})
+    assert [op.op_type for op in g.ops] == ["IfElse"]
+    c = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+    np.testing.assert_allclose(out["y"], x + c if flag else x * c, rtol=1e-6)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_on_a_constant_is_inlined(tmp_path, flag):
+    x = np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32)
+    g, out = _run_both(_if_model(tmp_path / "ic.tflite", flag=flag), {"x": x})
+    types = [op.op_type for op in g.ops]
+    assert "IfElse" not in types and ("Add" if flag else "Mul") in types
+    assert ("Mul" if flag else "Add") not in types
+
+
+def test_while_with_a_growing_value_refused(tmp_path):
+    with pytest.raises(UnsupportedOpError, match=r"WHILE.*shapes must be static"):
+        load_model(_while_model(tmp_path / "g.tflite", grow=True))
+
+
+def test_if_with_branches_of_other_shapes_refused(tmp_path):
+    with pytest.raises(UnsupportedOpError, match=r"IF.*else subgraph.*shapes must be"):
+        load_model(_if_model(tmp_path / "m.tflite", mismatch=True))
+
+
+@pytest.mark.parametrize("index", [0, 1, 7])
+def test_subgraph_index_out_of_range_or_recursive(tmp_path, index):
+    """A WHILE whose body is the main graph, itself, or a missing subgraph."""
+    from pyarena.importers import ModelImportError
+    body = TFLiteBuilder()
+    bx = body.tensor("x", (2,))
+    by = body.tensor("y", (2,))
+    body.op("WHILE", [bx], [by], ("WhileOptions", dict(CondSubgraphIndex=1,
+                                                       BodySubgraphIndex=1)))
+    B = TFLiteBuilder()
+    x, y = B.tensor("x", (2,)), B.tensor("y", (2,))
+    B.subgraph(body, [bx], [by])
+    B.op("WHILE", [x], [y], ("WhileOptions", dict(CondSubgraphIndex=index,
+                                                  BodySubgraphIndex=index)))
+    path = B.save(tmp_path / "r.tflite", [x], [y])
+    with pytest.raises(ModelImportError, match=f"subgraph index {index} "
+                       f"is out of range or calls its own caller"):
+        load_model(path)
