@@ -121,11 +121,11 @@ class TFLiteBuilder:
         return bytes(b.Output())
 
     @staticmethod
-    def _subgraph(b, tflite, ivec, self, inputs, outputs, tbuf, codes):
-        """One SubGraph table: ``self``'s tensors (buffer indices ``tbuf``)
+    def _subgraph(b, tflite, ivec, gb, inputs, outputs, tbuf, codes):
+        """One SubGraph table: ``gb``'s tensors (buffer indices ``tbuf``)
         and ops."""
         t_offsets = []
-        for t, bi in zip(self.tensors, tbuf):
+        for t, bi in zip(gb.tensors, tbuf):
             name = b.CreateString(t["name"])
             shape = ivec(tflite.TensorStartShapeVector, t["shape"])
             q = None
@@ -161,7 +161,7 @@ class TFLiteBuilder:
             t_offsets.append(tflite.TensorEnd(b))
         # operators
         op_offsets = []
-        for code, ins, outs, options in self.ops:
+        for code, ins, outs, options in gb.ops:
             iv = ivec(tflite.OperatorStartInputsVector, ins)
             ov = ivec(tflite.OperatorStartOutputsVector, outs)
             opt = None

@@ -151,3 +151,63 @@ def test_subgraph_index_out_of_range_or_recursive(tmp_path, index):
     with pytest.raises(ModelImportError, match=f"subgraph index {index} "
                        f"is out of range or calls its own caller"):
         load_model(path)
+
+
+def _nested_model(path):
+    """IF flag: (the counting WHILE of _while_model) else: the values as
+    they came (a branch whose outputs are its inputs)."""
+    B = TFLiteBuilder()
+    then = TFLiteBuilder()
+    _while_spec(B, then)        # subgraphs 1, 2: the WHILE's cond and body
+    other = TFLiteBuilder()
+    oi, ox, ok = other.tensor("i", (1,), np.int32), other.tensor("x", (2, 3)), \
+        other.tensor("k", (2, 3))
+    f = B.tensor("flag", (1,), np.bool_)
+    i, x, k = B.tensor("i", (1,), np.int32), B.tensor("x", (2, 3)), B.tensor("k", (2, 3))
+    ri, rx, rk = B.tensor("i_out", (1,), np.int32), B.tensor("x_out", (2, 3)), \
+        B.tensor("k_out", (2, 3))
+    it = B.subgraph(then, then.io[0], then.io[1])
+    ie = B.subgraph(other, [oi, ox, ok], [oi, ox, ok])
+    B.op("IF", [f, i, x, k], [ri, rx, rk], ("IfOptions", dict(
+        ThenSubgraphIndex=it, ElseSubgraphIndex=ie)))
+    return B.save(path, [f, i, x, k], [ri, rx, rk])
+
+
+def _while_spec(B, then):
+    """The counting WHILE (limit 4) as ``then``'s op; its cond and body added
+    to ``B`` as subgraphs."""
+    cond = TFLiteBuilder()
+    ci, cx, ck = cond.tensor("i", (1,), np.int32), cond.tensor("x", (2, 3)), \
+        cond.tensor("k", (2, 3))
+    lim = cond.const("limit", np.array([4], np.int32), np.int32)
+    c = cond.tensor("go", (1,), np.bool_)
+    cond.op("LESS", [ci, lim], [c])
+    body = TFLiteBuilder()
+    bi, bx, bk = body.tensor("i", (1,), np.int32), body.tensor("x", (2, 3)), \
+        body.tensor("k", (2, 3))
+    one = body.const("one", np.array([1], np.int32), np.int32)
+    ni, nx = body.tensor("i2", (1,), np.int32), body.tensor("x2", (2, 3))
+    body.op("ADD", [bi, one], [ni], _ADD)
+    body.op("ADD", [bx, bk], [nx], _ADD)
+    ic = B.subgraph(cond, [ci, cx, ck], [c])
+    ib = B.subgraph(body, [bi, bx, bk], [ni, nx, bk])
+    ti, tx, tk = then.tensor("i", (1,), np.int32), then.tensor("x", (2, 3)), \
+        then.tensor("k", (2, 3))
+    ui, ux, uk = then.tensor("i_out", (1,), np.int32), then.tensor("x_out", (2, 3)), \
+        then.tensor("k_out", (2, 3))
+    then.op("WHILE", [ti, tx, tk], [ui, ux, uk], ("WhileOptions", dict(
+        CondSubgraphIndex=ic, BodySubgraphIndex=ib)))
+    then.io = ([ti, tx, tk], [ui, ux, uk])
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_while_inside_an_if_branch(tmp_path, flag):
+    r = np.random.default_rng(5)
+    feeds = {"flag": np.array([flag]), "i": np.array([1], np.int32),
+             "x": r.standard_normal((2, 3)).astype(np.float32),
+             "k": r.standard_normal((2, 3)).astype(np.float32)}
+    g, out = _run_both(_nested_model(tmp_path / "n.tflite"), feeds)
+    assert [op.op_type for op in g.ops] == ["IfElse"]
+    want = feeds["x"] + 3 * feeds["k"] if flag else feeds["x"]
+    np.testing.assert_allclose(out["x_out"], want, rtol=1e-5)
+    assert out["i_out"].tolist() == [4 if flag else 1]

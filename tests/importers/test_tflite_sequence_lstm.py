@@ -11,9 +11,9 @@ from pyarena.runtime import Executor
 
 
 def _lstm_model(path, S=5, N=2, I=3, H=4, time_major=True, peephole=False, act=4,
-                cell_clip=0.0, seed=0, cifg=False, projection=False, state=None):
+                cell_clip=0.0, seed=0, cifg=False, projection=False, state=None, scale=0.5):
     r = np.random.default_rng(seed)
-    f = lambda *s: (r.standard_normal(s) * 0.5).astype(np.float32)  # noqa: E731
+    f = lambda *s: (r.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
     B = TFLiteBuilder()
     xs = (S, N, I) if time_major else (N, S, I)
     x = B.tensor("x", xs)
