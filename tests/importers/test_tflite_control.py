@@ -211,3 +211,26 @@ def test_while_inside_an_if_branch(tmp_path, flag):
     want = feeds["x"] + 3 * feeds["k"] if flag else feeds["x"]
     np.testing.assert_allclose(out["x_out"], want, rtol=1e-5)
     assert out["i_out"].tolist() == [4 if flag else 1]
+
+
+def test_if_and_while_without_a_plan_and_without_allocating(tmp_path):
+    """Scratch allocated per run (numpy allocator) gives the planned run's
+    results; the planned run allocates nothing (bodies bound once)."""
+    from pyarena import Pool, numpy_allocator
+    r = np.random.default_rng(7)
+    feeds = {"flag": np.array([True]), "i": np.array([0], np.int32),
+             "x": r.standard_normal((2, 3)).astype(np.float32),
+             "k": r.standard_normal((2, 3)).astype(np.float32)}
+    g = load_model(_nested_model(tmp_path / "n.tflite"))
+    ex = Executor(g, plan(g))
+    planned = {k: v.copy() for k, v in ex.run(feeds).items()}
+    for flag in (False, True):
+        fresh = Executor(g, allocator="numpy").run(dict(feeds, flag=np.array([flag])))
+        if flag:
+            for k in planned:
+                np.testing.assert_array_equal(fresh[k], planned[k], err_msg=k)
+        else:
+            np.testing.assert_array_equal(fresh["x_out"], feeds["x"])
+    with numpy_allocator(Pool()) as counter:
+        ex.run(feeds)
+    assert counter.allocations == 0
