@@ -14,8 +14,9 @@ update (the kernel's ``cell_clip``).
 The state inputs (18, 19) are TFLite variable tensors, zero when the
 interpreter is made and carried over from one invocation to the next;
 pyarena runs each inference from the zero state, as a fresh interpreter
-does.  Refused by name: CIFG (no input gate: TFLite derives it as ``1 -
-f``), a projection, layer normalisation, quantized weights, a state that
+does.  CIFG (no input gate weights: ``i = 1 - f``) is the kernel's
+``cifg`` with zeros in the input gate's place.  Refused by name: a
+projection, layer normalisation, quantized weights, a state that
 is not a variable tensor.
 """
 import numpy as np
@@ -50,15 +51,17 @@ def convert_sequence_lstm(tflite, t, op, ins, outs, opname):
     act = _ACTS.get(int(o.FusedActivationFunction()))
     if act is None:
         fail(f"fused activation {int(o.FusedActivationFunction())} (TANH or RELU supported)")
-    if not have[1]:
-        fail("CIFG (no input gate) is not supported")
+    cifg = not have[1]          # no input gate: i = 1 - f (the kernel's cifg)
+    if cifg and (have[5] or have[9]):
+        fail("CIFG without input weights but with recurrent or peephole ones")
     if have[16] or have[17]:
         fail("a projection layer is not supported")
     if any(have[20:24]):
         fail("layer normalisation is not supported")
     if bool(o.DiagonalRecurrentTensors()):
         fail("diagonal recurrent tensors are not supported")
-    weights = _W + _R + _B + tuple(i for i in _P if have[i])
+    weights = tuple(i for i in _W + _R + _B if not (cifg and i in (1, 5, 12))) + \
+        tuple(i for i in _P if have[i])
     for i in weights:
         if not have[i]:
             fail(f"input {i} is missing")
@@ -66,10 +69,15 @@ def convert_sequence_lstm(tflite, t, op, ins, outs, opname):
             fail(f"input {i} ({t.names[ins[i]]!r}) must be constant")
         if t.dtypes[ins[i]] != np.float32 or t.dtypes[ins[0]] != np.float32:
             fail("only float32 is supported")
-    if any(have[i] for i in _P) and not all(have[i] for i in _P):
+    if any(have[i] for i in _P) and not all(have[i] for i in _P[cifg:]):
         fail("peepholes must be given for the input, forget and output gates together")
-    val = lambda i: np.asarray(t.data[ins[i]], np.float32)  # noqa: E731
-    H = val(_R[0]).shape[0]
+    H = t.shapes[ins[_R[1]]][0]
+
+    def val(i):                 # CIFG's missing input gate: zeros, overwritten
+        if not have[i] or (cifg and i in (1, 5, 12)):
+            shape = list(t.shapes[ins[_W[1] if i == 1 else _R[1] if i == 5 else _B[1]]])
+            return np.zeros(shape if i in (1, 5) else [H], np.float32)
+        return np.asarray(t.data[ins[i]], np.float32)
     w = np.concatenate([val(i) for i in _W])[None]
     r = np.concatenate([val(i) for i in _R])[None]
     if r.shape[2] != H:
@@ -81,12 +89,14 @@ def convert_sequence_lstm(tflite, t, op, ins, outs, opname):
     new = [ins[0], t.add_const(f"{opname}/W", w), t.add_const(f"{opname}/R", r),
            t.add_const(f"{opname}/B", b), -1]
     new += [_state(t, ins[i], fail) for i in (18, 19)]
-    if have[_P[0]]:
+    if have[_P[1]]:
         new.append(t.add_const(f"{opname}/P", np.concatenate([val(i) for i in _P])[None]))
     while new[-1] < 0:
         new.pop()
     attrs = dict(hidden_size=int(H), layout=layout, squeeze_y=1,
                  activations=["Sigmoid", act, act])
+    if cifg:
+        attrs["cifg"] = 1
     if float(o.CellClip()) > 0:
         attrs["cell_clip"] = float(o.CellClip())
     if len(outs) != 1:

@@ -23,9 +23,9 @@ def _lstm_model(path, S=5, N=2, I=3, H=4, time_major=True, peephole=False, act=4
     for k in range(4):
         ins.append(-1 if cifg and k == 0 else B.const(f"wh{k}", f(H, H)))
     for k in range(3):
-        ins.append(B.const(f"p{k}", f(H)) if peephole else -1)
+        ins.append(B.const(f"p{k}", f(H)) if peephole and not (cifg and k == 0) else -1)
     for k in range(4):
-        ins.append(B.const(f"b{k}", f(H)))
+        ins.append(-1 if cifg and k == 0 else B.const(f"b{k}", f(H)))
     ins.append(B.const("proj", f(H, H)) if projection else -1)
     ins.append(-1)
     ins.append(B.tensor("h0", (N, H), variable=True))
@@ -61,6 +61,15 @@ def test_sequence_lstm_matches_interpreter(tmp_path, time_major, peephole):
     assert not np.allclose(y[t + (0,)], y[t + (4,)])
 
 
+@pytest.mark.parametrize("peephole", [False, True])
+def test_sequence_lstm_cifg(tmp_path, peephole):
+    """No input gate: TFLite's i = 1 - f (the kernel's ``cifg``)."""
+    path = _lstm_model(tmp_path / "cifg.tflite", cifg=True, peephole=peephole, seed=4)
+    g = load_model(path)
+    assert g.ops[0].attrs["cifg"] == 1
+    _compare(path, seed=5)
+
+
 def test_sequence_lstm_relu_and_cell_clip(tmp_path):
     # ReLU lets C grow: a clip of 0.3 is reached and changes the outputs
     path = _lstm_model(tmp_path / "c.tflite", act=1, cell_clip=0.3, S=8, seed=3)
@@ -71,7 +80,7 @@ def test_sequence_lstm_relu_and_cell_clip(tmp_path):
 
 
 @pytest.mark.parametrize("kw, why", [
-    (dict(cifg=True), "CIFG"), (dict(projection=True), "projection"),
+    (dict(projection=True), "projection"),
     (dict(act=6), "fused activation"),
     (dict(state=np.ones((2, 4), np.float32)), "not a variable tensor")])
 def test_sequence_lstm_refused_by_name(tmp_path, kw, why):

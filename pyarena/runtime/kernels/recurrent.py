@@ -477,7 +477,8 @@ class GRU(_Recurrent):
 @register
 class LSTM(_Recurrent):
     """Gates i, o, f, c (in that order in W, R, B), peepholes P (i, o, f);
-    ``input_forget`` couples the forget gate to the input gate (f = 1 - i);
+    ``input_forget`` couples the forget gate to the input gate (f = 1 - i),
+    ``cifg`` (TFLite's) the input gate to the forget gate (i = 1 - f);
     ``cell_clip`` (TFLite's) clips C to [-cell_clip, cell_clip] after each
     update; ``squeeze_y`` (one direction) gives Y without its direction axis."""
 
@@ -489,6 +490,7 @@ class LSTM(_Recurrent):
     def setup(self):
         super().setup()
         self.input_forget = bool(int(self.attrs.get("input_forget", 0)))
+        self.cifg = bool(int(self.attrs.get("cifg", 0)))
         self.one = const(1, self.dtype)
         cc = self.attrs.get("cell_clip")        # TFLite's: C clipped after its update
         self.cell_clip = None if cc is None else (const(-float(cc), self.dtype),
@@ -516,6 +518,8 @@ class LSTM(_Recurrent):
                 self.clipped(fg, f, t1)
         if self.input_forget:
             np.subtract(self.one, ig, out=fg)
+        elif self.cifg:
+            np.subtract(self.one, fg, out=ig)
         self.clipped(cg, gact, t1)
         np.multiply(fg, c, out=cn)          # C = f * C_prev + i * c
         np.multiply(ig, cg, out=cg)
