@@ -1,7 +1,8 @@
 """TFLite importer: a ``.tflite`` flatbuffer -> a validated :class:`Graph`.
 
 Reads subgraph 0 through the ``tflite`` package (generated flatbuffers
-accessors).  Tensors backed by a non-empty buffer are constants
+accessors), and the subgraphs IF / WHILE name, each as a Graph of its own
+(:mod:`.tflite_control`).  Tensors backed by a non-empty buffer are constants
 (``role="constant"``, ``Tensor.data``); so are the outputs of DEQUANTIZE /
 DENSIFY applied to constants -- fp16 (and int8-weight) models store their
 weights that way -- which are folded to float32 here, at import time.
@@ -34,6 +35,8 @@ from ..memory.mapped import map_file
 from ..runtime.kernels import TFLITE_OPS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
+from .tflite_control import CONTROL_OPS, convert_control, inline_branch
+from .tflite_lstm import convert_sequence_lstm
 from .tflite_options import OpContext, convert_options
 from .tflite_quant import convert_quantized, is_quantized
 
@@ -52,7 +55,8 @@ def _tfl():
 
 
 def load_tflite(path, inputs=None):
-    """Import subgraph 0 of ``path``.  ``inputs`` binds input shapes
+    """Import subgraph 0 of ``path`` (and the subgraphs its IF / WHILE
+    operators name).  ``inputs`` binds input shapes
     (TFLite stores concrete shapes; a dimension of 1 -- the batch
     placeholder -- may be given another size)."""
     tflite = _tfl()
@@ -76,7 +80,15 @@ def _import(tflite, buf, path, inputs):
     model = tflite.Model.GetRootAsModel(buf, 0)
     if model.SubgraphsLength() < 1:
         raise ModelImportError(f"{path}: the model has no subgraph")
-    t = _Tensors(tflite, model, model.Subgraphs(0), buf)
+    name = os.path.splitext(os.path.basename(str(path)))[0]
+    return _subgraph(tflite, model, buf, 0, name, inputs, ())[0]
+
+
+def _subgraph(tflite, model, buf, index, name, inputs, stack):
+    """Subgraph ``index`` as a validated Graph, with the names of its
+    inputs and outputs (those of an IF's branch or a WHILE's cond / body
+    may be inputs or constants)."""
+    t = _Tensors(tflite, model, model.Subgraphs(index), buf)
     sg = t.sg
     sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
@@ -88,7 +100,7 @@ def _import(tflite, buf, path, inputs):
         resolved, _ = bind_shapes(declared, inputs)
         for nm, dims in resolved.items():
             t.shapes[by_name[nm]] = list(dims)
-    g = t.g = Graph(os.path.splitext(os.path.basename(str(path)))[0])
+    g = t.g = Graph(name)
     ops = _read_ops(tflite, model, sg, len(t.names))
     t.plan_folds(ops, sg_outputs)
     remaining = [o for o in ops if not t.fold_constant_op(*o)]
@@ -96,16 +108,37 @@ def _import(tflite, buf, path, inputs):
         if t.data[i] is None:
             t.declare(g, i, "input")
     for i in sg_outputs:
-        if t.data[i] is not None:
+        if t.data[i] is None:
+            continue
+        if not stack:
             raise ModelImportError(f"graph output {t.names[i]!r} is a constant; "
                                    f"nothing to run")
-    outset = set(sg_outputs)
+        t.declare(g, i, "constant")
+
+    def sub(k, what):           # a subgraph an IF / WHILE names
+        if not 0 < k < model.SubgraphsLength() or k in stack or k == index:
+            raise ModelImportError(f"{what}: subgraph index {k} is out of range or "
+                                   f"calls its own caller")
+        return _subgraph(tflite, model, buf, k, f"{what}/subgraph{k}", None,
+                         stack + (index,))
+    _add_ops(tflite, t, g, remaining, set(sg_outputs), sub)
+    return g.validate(), [t.names[i] for i in sg_inputs], [t.names[i] for i in sg_outputs]
+
+
+def _add_ops(tflite, t, g, remaining, outset, sub):
+    """One graph op per TFLite operator (an IF on a constant condition:
+    its branch's ops); UnsupportedOpError naming every one refused."""
     bad = []
     for k, code, op, ins, outs in remaining:
         opname = f"{code.lower()}_{k}"
         try:
             if is_quantized(t, ins, outs):      # full-integer: the quantized kernels
                 op_type, attrs, ins = convert_quantized(tflite, t, code, op, ins, outs, opname)
+            elif code == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+                op_type, attrs, ins = convert_sequence_lstm(tflite, t, op, ins, outs, opname)
+            elif code in CONTROL_OPS:
+                op_type, attrs, ins = convert_control(tflite, t, code, op, ins, outs, opname,
+                                                      sub)
             else:
                 op_type, attrs, ins = _convert(tflite, code, op, ins, outs, t.shapes, t.data,
                                                t.quant, t.dtypes, opname)
@@ -115,11 +148,13 @@ def _import(tflite, buf, path, inputs):
         in_names = [t.declare(g, i, "activation") if i >= 0 else "" for i in ins]
         out_names = [t.declare(g, i, "output" if i in outset else "activation")
                      for i in outs]
+        if op_type is None:     # IF on a constant condition: the branch inlined
+            inline_branch(g, attrs["branch"], in_names, out_names, opname)
+            continue
         g.add_op(op_type, in_names, out_names, name=opname, **attrs)
     if bad:
         raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) +
                                  (f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""))
-    return g.validate()
 
 
 def _read_ops(tflite, model, sg, nt):
@@ -156,6 +191,7 @@ class _Tensors:
     def __init__(self, tflite, model, sg, buf):
         self.tflite, self.model, self.sg, self.buf = tflite, model, sg, buf
         self.names, self.shapes, self.dtypes, self.quant = [], [], [], []
+        self.variables = []     # TFLite variable tensors (state kept across invocations)
         self.data = _Values()
         self._const_index = {}
         self.g = None       # the Graph being built: folded constants go to its arena
@@ -185,6 +221,7 @@ class _Tensors:
                                    f"refusing an absurd size")
         self.shapes.append(shp)
         self.dtypes.append(dt)
+        self.variables.append(bool(t.IsVariable()))
         q = t.Quantization()
         qp = None
         if q is not None and q.ScaleLength():
@@ -272,6 +309,7 @@ class _Tensors:
         self.dtypes.append(value.dtype)
         self.data.append(value)
         self.quant.append(None)
+        self.variables.append(False)
         self._const_index[name] = len(self.names) - 1
         return self._const_index[name]
 

@@ -18,13 +18,15 @@ class TFLiteBuilder:
         self.tensors = []
         self.ops = []
 
-    def tensor(self, name, shape, dtype=np.float32, data=None, quant=None, sparsity=None):
+    def tensor(self, name, shape, dtype=np.float32, data=None, quant=None, sparsity=None,
+               variable=False):
         """``sparsity``: (traversal_order, block_map, [(format, dense_size,
-        segments, indices)]) -- ``data`` then holds only the stored values."""
+        segments, indices)]) -- ``data`` then holds only the stored values.
+        ``variable``: a TFLite variable tensor (an LSTM's state)."""
         self.tensors.append(dict(name=name, shape=list(shape), dtype=np.dtype(dtype),
                                  data=None if data is None else
                                  np.ascontiguousarray(data, dtype=dtype), quant=quant,
-                                 sparsity=sparsity))
+                                 sparsity=sparsity, variable=variable))
         return len(self.tensors) - 1
 
     def const(self, name, arr, dtype=np.float32):
@@ -33,6 +35,12 @@ class TFLiteBuilder:
 
     def op(self, code, ins, outs, options=None):
         self.ops.append((code, list(ins), list(outs), options))
+
+    def subgraph(self, sub, inputs, outputs):
+        """Add ``sub`` (another TFLiteBuilder: its tensors and ops) as the
+        next subgraph; its index (the main one is 0)."""
+        self.__dict__.setdefault("subs", []).append((sub, list(inputs), list(outputs)))
+        return len(self.subs)
 
     def build(self, inputs, outputs):
         import flatbuffers
@@ -50,8 +58,9 @@ class TFLiteBuilder:
         buf_offsets = []
         tflite.BufferStart(b)
         buf_offsets.append(tflite.BufferEnd(b))
+        graphs = [(self, list(inputs), list(outputs))] + list(getattr(self, "subs", []))
         tbuf = []
-        for t in self.tensors:
+        for t in [t for gb, _, _ in graphs for t in gb.tensors]:
             if t["data"] is None:
                 tbuf.append(0)
                 continue
@@ -67,9 +76,56 @@ class TFLiteBuilder:
             tflite.BufferAddData(b, vec)
             buf_offsets.append(tflite.BufferEnd(b))
             tbuf.append(len(buf_offsets) - 1)
-        # tensors
+        sg_offsets = []
+        codes = []
+        for gb, _, _ in graphs:
+            for code, *_ in gb.ops:
+                if code not in codes:
+                    codes.append(code)
+        at = 0
+        for gb, g_in, g_out in graphs:
+            sg_offsets.append(self._subgraph(b, tflite, ivec, gb, g_in, g_out,
+                                             tbuf[at:at + len(gb.tensors)], codes))
+            at += len(gb.tensors)
+        oc_offsets = []
+        for code in codes:
+            custom = code[len("CUSTOM:"):] if code.startswith("CUSTOM:") else None
+            c = name2code["CUSTOM" if custom else code]
+            cname = b.CreateString(custom) if custom else None
+            tflite.OperatorCodeStart(b)
+            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))
+            tflite.OperatorCodeAddBuiltinCode(b, c)
+            tflite.OperatorCodeAddVersion(b, 1)
+            if cname is not None:
+                tflite.OperatorCodeAddCustomCode(b, cname)
+            oc_offsets.append(tflite.OperatorCodeEnd(b))
+
+        def ovec(start, offs):
+            start(b, len(offs))
+            for o in reversed(offs):
+                b.PrependUOffsetTRelative(o)
+            return b.EndVector()
+
+        sgv = ovec(tflite.ModelStartSubgraphsVector, sg_offsets)
+        ocv = ovec(tflite.ModelStartOperatorCodesVector, oc_offsets)
+        bv = ovec(tflite.ModelStartBuffersVector, buf_offsets)
+        desc = b.CreateString("pyarena test")
+        tflite.ModelStart(b)
+        tflite.ModelAddVersion(b, 3)
+        tflite.ModelAddOperatorCodes(b, ocv)
+        tflite.ModelAddSubgraphs(b, sgv)
+        tflite.ModelAddDescription(b, desc)
+        tflite.ModelAddBuffers(b, bv)
+        m = tflite.ModelEnd(b)
+        b.Finish(m, file_identifier=b"TFL3")
+        return bytes(b.Output())
+
+    @staticmethod
+    def _subgraph(b, tflite, ivec, gb, inputs, outputs, tbuf, codes):
+        """One SubGraph table: ``gb``'s tensors (buffer indices ``tbuf``)
+        and ops."""
         t_offsets = []
-        for t, bi in zip(self.tensors, tbuf):
+        for t, bi in zip(gb.tensors, tbuf):
             name = b.CreateString(t["name"])
             shape = ivec(tflite.TensorStartShapeVector, t["shape"])
             q = None
@@ -97,30 +153,15 @@ class TFLiteBuilder:
             tflite.TensorAddShape(b, shape)
             tflite.TensorAddType(b, _TYPE[t["dtype"]])
             tflite.TensorAddBuffer(b, bi)
+            if t.get("variable"):
+                tflite.TensorAddIsVariable(b, True)
             tflite.TensorAddName(b, name)
             if q is not None:
                 tflite.TensorAddQuantization(b, q)
             t_offsets.append(tflite.TensorEnd(b))
-        # operator codes
-        codes = []
-        for code, *_ in self.ops:
-            if code not in codes:
-                codes.append(code)
-        oc_offsets = []
-        for code in codes:
-            custom = code[len("CUSTOM:"):] if code.startswith("CUSTOM:") else None
-            c = name2code["CUSTOM" if custom else code]
-            cname = b.CreateString(custom) if custom else None
-            tflite.OperatorCodeStart(b)
-            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))
-            tflite.OperatorCodeAddBuiltinCode(b, c)
-            tflite.OperatorCodeAddVersion(b, 1)
-            if cname is not None:
-                tflite.OperatorCodeAddCustomCode(b, cname)
-            oc_offsets.append(tflite.OperatorCodeEnd(b))
         # operators
         op_offsets = []
-        for code, ins, outs, options in self.ops:
+        for code, ins, outs, options in gb.ops:
             iv = ivec(tflite.OperatorStartInputsVector, ins)
             ov = ivec(tflite.OperatorStartOutputsVector, outs)
             opt = None
@@ -171,20 +212,7 @@ class TFLiteBuilder:
         tflite.SubGraphAddOutputs(b, outv)
         tflite.SubGraphAddOperators(b, opv)
         tflite.SubGraphAddName(b, sname)
-        sg = tflite.SubGraphEnd(b)
-        sgv = ovec(tflite.ModelStartSubgraphsVector, [sg])
-        ocv = ovec(tflite.ModelStartOperatorCodesVector, oc_offsets)
-        bv = ovec(tflite.ModelStartBuffersVector, buf_offsets)
-        desc = b.CreateString("pyarena test")
-        tflite.ModelStart(b)
-        tflite.ModelAddVersion(b, 3)
-        tflite.ModelAddOperatorCodes(b, ocv)
-        tflite.ModelAddSubgraphs(b, sgv)
-        tflite.ModelAddDescription(b, desc)
-        tflite.ModelAddBuffers(b, bv)
-        m = tflite.ModelEnd(b)
-        b.Finish(m, file_identifier=b"TFL3")
-        return bytes(b.Output())
+        return tflite.SubGraphEnd(b)
 
     def save(self, path, inputs, outputs):
         data = self.build(inputs, outputs)

@@ -224,6 +224,11 @@ class _Recurrent(Kernel):
             if self.has(i) and i != 4 and np.dtype(self.ins[i].dtype) != self.dtype:
                 self.malformed(f"{what} is {self.ins[i].dtype}, X is {self.dtype}")
         y = (self.S, nd, N, H) if self.layout == 0 else (N, self.S, nd, H)
+        self.squeeze = bool(int(self.attrs.get("squeeze_y", 0)))
+        if self.squeeze:        # TFLite's sequence ops: Y without its direction axis
+            if nd != 1:
+                self.malformed("squeeze_y with two directions")
+            y = tuple(d for k, d in enumerate(y) if k != 1 + self.layout)
         names = list(self.op.outputs) + [""] * 3
         self.present = [bool(n) for n in names[:1 + self.n_state]]
         if any(names[1 + self.n_state:]):
@@ -303,6 +308,8 @@ class _Recurrent(Kernel):
         xs = list(xs) + [None] * (8 - len(xs))
         it = iter(ys)
         y, yh, yc = (next(it) if p else None for p in (self.present + [False])[:3])
+        if y is not None and self.squeeze:      # the direction axis back, as a view
+            y = y.reshape(y.shape[:1 + self.layout] + (1,) + y.shape[1 + self.layout:])
         if self.layout == 1:        # the same [seq, dir, batch, hidden] order for both
             y = None if y is None else y.transpose(1, 2, 0, 3)
             yh = None if yh is None else yh.swapaxes(0, 1)
@@ -470,7 +477,10 @@ class GRU(_Recurrent):
 @register
 class LSTM(_Recurrent):
     """Gates i, o, f, c (in that order in W, R, B), peepholes P (i, o, f);
-    ``input_forget`` couples the forget gate to the input gate (f = 1 - i)."""
+    ``input_forget`` couples the forget gate to the input gate (f = 1 - i),
+    ``cifg`` (TFLite's) the input gate to the forget gate (i = 1 - f);
+    ``cell_clip`` (TFLite's) clips C to [-cell_clip, cell_clip] after each
+    update; ``squeeze_y`` (one direction) gives Y without its direction axis."""
 
     op_types = ("LSTM",)
     gates = 4
@@ -480,7 +490,13 @@ class LSTM(_Recurrent):
     def setup(self):
         super().setup()
         self.input_forget = bool(int(self.attrs.get("input_forget", 0)))
+        self.cifg = bool(int(self.attrs.get("cifg", 0)))
         self.one = const(1, self.dtype)
+        cc = self.attrs.get("cell_clip")        # TFLite's: C clipped after its update
+        self.cell_clip = None if cc is None else (const(-float(cc), self.dtype),
+                                                  const(float(cc), self.dtype))
+        if cc is not None and not float(cc) > 0:
+            self.malformed(f"cell_clip {cc} (a positive threshold expected)")
 
     def cell(self, d, xw, rt, xs, state, s):
         H = self.H
@@ -502,10 +518,14 @@ class LSTM(_Recurrent):
                 self.clipped(fg, f, t1)
         if self.input_forget:
             np.subtract(self.one, ig, out=fg)
+        elif self.cifg:
+            np.subtract(self.one, fg, out=ig)
         self.clipped(cg, gact, t1)
         np.multiply(fg, c, out=cn)          # C = f * C_prev + i * c
         np.multiply(ig, cg, out=cg)
         np.add(cn, cg, out=cn)
+        if self.cell_clip is not None:
+            np.clip(cn, self.cell_clip[0], self.cell_clip[1], out=cn)
         if p is not None:
             self._peep(og, cn, p[H:2 * H], t1)
             self.clipped(og, f, t1)
