@@ -163,38 +163,7 @@ class Executor:
             self._owns_weights = False
         self.weights = weights if weights is not None else Arena(alignment=64)
         self._sources = self._constant_sources(graph)
-        # -- kernels (reports every unsupported op at once) -------------------
-        kernels, bad = [], []
-        pool_ops = graph.pool_ops()
-        if pool_ops and allocator is not None:
-            raise GraphError("a graph with pool tensors (sizes that depend on data) runs "
-                             "in the planned mode only, not with allocator=")
-        self.pool_stats = PoolStats()
-        self.pooled = {}        # the run's pool tensors, by name
-        frees = _pool_frees(graph)
-        for op in graph.ops:
-            ins = [graph.tensors[t] if t else None for t in op.inputs]
-            outs = [graph.tensors[t] for t in op.outputs if t]
-            try:
-                if op.name in pool_ops:
-                    kernels.append(PoolStep(graph, op, self._keep, self._pool(),
-                                            self.pooled, frees.get(op.name, ())))
-                    continue
-                kernels.append(make_kernel(op, ins, outs, keep=self._keep,
-                                           scratch_budget=graph.scratch_budget,
-                                           native=getattr(graph, "native", True)))
-            except UnsupportedOpError as exc:
-                bad.append(str(exc))
-        if bad:
-            more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
-            raise UnsupportedOpError("cannot run this graph: " + "; ".join(bad[:10]) + more)
-        for op, k in zip(graph.ops, kernels):
-            if k.scratch_bytes > op.scratch_bytes:
-                raise GraphError(
-                    f"operator {op.name!r} needs {k.scratch_bytes} scratch bytes but the "
-                    f"graph declares {op.scratch_bytes}; fill Op.scratch_bytes with "
-                    f"pyarena.runtime.kernels.set_scratch(graph) before planning")
-        self.kernels = kernels
+        self.kernels = kernels = self._make_kernels(graph, allocator)
         # -- threads of the native kernels (row / channel blocks) ----------------
         self.threads = 1 if threads is None else int(threads)
         if self.threads < 1:
@@ -238,6 +207,41 @@ class Executor:
         self._bind(views)
 
     # -- helpers ------------------------------------------------------------
+    def _make_kernels(self, graph, allocator):
+        """One kernel per op (a pool op's built per input signature at run
+        time); reports every unsupported op at once."""
+        kernels, bad = [], []
+        pool_ops = graph.pool_ops()
+        if pool_ops and allocator is not None:
+            raise GraphError("a graph with pool tensors (sizes that depend on data) runs "
+                             "in the planned mode only, not with allocator=")
+        self.pool_stats = PoolStats()
+        self.pooled = {}        # the run's pool tensors, by name
+        frees = _pool_frees(graph)
+        for op in graph.ops:
+            ins = [graph.tensors[t] if t else None for t in op.inputs]
+            outs = [graph.tensors[t] for t in op.outputs if t]
+            try:
+                if op.name in pool_ops:
+                    kernels.append(PoolStep(graph, op, self._keep, self._pool(),
+                                            self.pooled, frees.get(op.name, ())))
+                    continue
+                kernels.append(make_kernel(op, ins, outs, keep=self._keep,
+                                           scratch_budget=graph.scratch_budget,
+                                           native=getattr(graph, "native", True)))
+            except UnsupportedOpError as exc:
+                bad.append(str(exc))
+        if bad:
+            more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
+            raise UnsupportedOpError("cannot run this graph: " + "; ".join(bad[:10]) + more)
+        for op, k in zip(graph.ops, kernels):
+            if k.scratch_bytes > op.scratch_bytes:
+                raise GraphError(
+                    f"operator {op.name!r} needs {k.scratch_bytes} scratch bytes but the "
+                    f"graph declares {op.scratch_bytes}; fill Op.scratch_bytes with "
+                    f"pyarena.runtime.kernels.set_scratch(graph) before planning")
+        return kernels
+
     def _pool(self):
         """The Pool that serves pool tensors (made on first use), counted."""
         if getattr(self, "_pool_counted", None) is None:

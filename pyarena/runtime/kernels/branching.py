@@ -45,7 +45,7 @@ class _Branching(Kernel):
     def extra(self):
         return []
 
-    def bind(self, sc):
+    def bind_bodies(self, sc):
         for b, region in zip(self.parts, sc):
             b.bind(region)
 
@@ -71,7 +71,7 @@ class IfElse(_Branching):
                                f"operands and {len(self.outs)} outputs")
 
     def run(self, xs, ys, sc):
-        self.bind(sc)
+        self.bind_bodies(sc)
         body = self.parts[0 if bool(np.asarray(xs[0]).reshape(-1)[0]) else 1]
         _feed(body, xs[1:])
         body.run()
@@ -91,7 +91,7 @@ class While(_Branching):
         return [(tuple(int(d) for d in t.shape), t.dtype) for t in self.outs]
 
     def run(self, xs, ys, sc):
-        self.bind(sc)
+        self.bind_bodies(sc)
         cond, body = self.parts
         cur = sc[2:]
         for c, x in zip(cur, xs):
