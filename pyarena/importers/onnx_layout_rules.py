@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .onnx_shape_rules import (ELEMENTWISE_RULES, FLOAT, INT64, broadcast, dims_op,
-                               known, norm_axis, np_to_onnx)
+                               known, norm_axis)
 
 __all__ = ["RULES"]
 
@@ -324,7 +324,8 @@ def _size(n):
 def _constant_of_shape(n):
     shp = _values(n, 0)
     val = n.a.get("value")
-    t = FLOAT if val is None else np_to_onnx(np.asarray(val).dtype)
+    from onnx.helper import np_dtype_to_tensor_dtype
+    t = FLOAT if val is None else np_dtype_to_tensor_dtype(np.asarray(val).dtype)
     if shp is None:
         s = n.s(0)
         return [(None if s is None or not known(s[0]) else [None] * s[0], t)]
@@ -360,15 +361,6 @@ def _eye_like(n):
     return [(n.s(0), int(n.a.get("dtype", 0)) or n.t(0))]
 
 
-def _constant(n):
-    for k, t in (("value", None), ("value_float", FLOAT), ("value_floats", FLOAT),
-                 ("value_int", INT64), ("value_ints", INT64)):
-        if k in n.a:
-            v = np.asarray(n.a[k])
-            return [(list(v.shape), t or np_to_onnx(v.dtype))]
-    raise NotImplementedError
-
-
 def _recurrent(n):
     x, w = n.s(0), n.s(1)
     h = int(n.a["hidden_size"]) if "hidden_size" in n.a else (
@@ -387,12 +379,12 @@ def _recurrent(n):
 
 def _einsum(n):
     eq = str(n.a["equation"]).replace(" ", "")
-    lhs, _, rhs = eq.partition("->")
+    if "." in eq:
+        raise NotImplementedError       # an ellipsis: ONNX's inference instead
+    lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     shapes = [n.s(i) for i in range(len(terms))]
-    if "." in eq or any(s is None for s in shapes):
-        if "." in eq:
-            raise NotImplementedError
+    if any(s is None for s in shapes):
         return [(None, n.t(0))]
     dims = {}
     for term, s in zip(terms, shapes):
@@ -400,17 +392,13 @@ def _einsum(n):
             raise ValueError(f"term {term!r} for shape {s}")
         for c, d in zip(term, s):
             dims[c] = d if dims.get(c) in (None, 1) else dims[c]
-    if not _:
+    if not arrow:
         rhs = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))
     return [([dims[c] for c in rhs], n.t(0))]
 
 
 
-
-def _unknown(n):
-    return [(None, None)] * n.nout
-
-#: op type -> rule (standard domain)
+#: op type -> rule (standard domain; Constant and If are onnx_shapes.py's own)
 RULES = {
     **ELEMENTWISE_RULES,
     "Reshape": _reshape, "Flatten": _flatten, "Squeeze": _squeeze,
@@ -424,6 +412,5 @@ RULES = {
     "ReduceSum": _reduce, "ReduceSumSquare": _reduce, "ArgMax": _arg, "ArgMin": _arg,
     "TopK": _topk, "Shape": _shape, "Size": _size, "ConstantOfShape": _constant_of_shape,
     "Range": _range, "OneHot": _one_hot, "NonZero": _nonzero, "EyeLike": _eye_like,
-    "Constant": _constant, "LSTM": _recurrent, "GRU": _recurrent, "RNN": _recurrent,
-    "Einsum": _einsum, "If": _unknown,
+    "LSTM": _recurrent, "GRU": _recurrent, "RNN": _recurrent, "Einsum": _einsum,
 }

@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["ELEMENTWISE_RULES", "Node", "broadcast"]
 
-FLOAT, UINT8, INT8, INT32, INT64, BOOL = 1, 2, 3, 6, 7, 9
+FLOAT, UINT8, INT32, INT64, BOOL = 1, 2, 6, 7, 9     # ONNX TensorProto element types
 
 
 class Node:
@@ -267,13 +267,6 @@ def _matmul(n, out_type=None):
 
 def _qlinear_matmul(n):
     return [(_matmul_shape(n.s(0), n.s(3)), n.t(7))]
-
-def np_to_onnx(dt):
-    return {np.dtype(np.float32): FLOAT, np.dtype(np.uint8): UINT8, np.dtype(np.int8): INT8,
-            np.dtype(np.int32): INT32, np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL,
-            np.dtype(np.float16): 10, np.dtype(np.float64): 11, np.dtype(np.int16): 5,
-            np.dtype(np.uint16): 4, np.dtype(np.uint32): 12,
-            np.dtype(np.uint64): 13}.get(np.dtype(dt))
 
 
 _SAME = ("Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh",

@@ -59,13 +59,14 @@ def _node_outputs(onnx, node, opset, shapes, types, values, where):
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         shp, et = contrib_rule(node, attrs, _full(shapes), types.get)
         return [(shp, et)] + [(None, None)] * (len(node.output) - 1)
-    rule = RULES.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+    standard = node.domain in ("", "ai.onnx")
+    if standard and node.op_type == "If":         # resolved at import or refused later
+        return [(None, None)] * len(node.output)
+    if standard and node.op_type == "Constant":   # may be a view of the file: dims only
+        return [_constant(onnx, node)]
+    rule = RULES.get(node.op_type) if standard else None
     if rule is None:
         raise NotCovered(f"{node.op_type} ({node.domain or 'ai.onnx'})")
-    if node.op_type == "If":          # resolved at import or refused later
-        return [(None, None)] * len(node.output)
-    if node.op_type == "Constant":    # its value may be a view of the file: dims only
-        return [_constant(onnx, node)]
     try:
         n = Node(node, _attrs(onnx, node), opset, shapes.get, types.get, values.get)
         return rule(n)

@@ -194,6 +194,7 @@ class _Tensors:
         self.variables = []     # TFLite variable tensors (state kept across invocations)
         self.data = _Values()
         self._const_index = {}
+        self.uses = {}      # plan_folds: readers left of values only folds read
         self.g = None       # the Graph being built: folded constants go to its arena
         seen = set()
         for i in range(sg.TensorsLength()):
@@ -289,7 +290,7 @@ class _Tensors:
         else:
             v = v.astype(np.float32)
         v = np.asarray(v).astype(self.dtypes[outs[0]], copy=False)
-        uses = getattr(self, "uses", {})
+        uses = self.uses
         self.data[outs[0]] = (self.g.constant_data(v) if self.g is not None and
                               outs[0] not in uses else np.ascontiguousarray(v))
         if src in uses:             # its last folded reader: the value goes
