@@ -356,3 +356,45 @@ def test_unknown_direction_is_refused_by_name(tmp_path):
     g.add_op("RNN", ["X", "W", "R"], ["", "Y_h"], name="rnn", direction="sideways")
     with pytest.raises(UnsupportedOpError, match=r"'rnn' \(RNN\): direction 'sideways'"):
         set_scratch(g)
+
+
+def _tflite_style_lstm(y_shapes, P=H, **attrs):
+    """An LSTM graph with the TFLite import's options (a projection to P)."""
+    from pyarena.graph import Graph
+    g = Graph()
+    for name, shape in (("X", (S, N, I)), ("W", (1, 4 * H, I)), ("R", (1, 4 * H, P))):
+        g.add_tensor(name, shape, role="input")
+    g.add_tensor("Wp", (1, P, H), role="constant", data=np.ones((1, P, H), np.float32))
+    outs = [f"Y{k}" for k in range(len(y_shapes))]
+    for name, shape in zip(outs, y_shapes):
+        g.add_tensor(name, shape, role="output")
+    g.add_op("LSTM", ["X", "W", "R", "", "", "", "", "", "Wp"], outs, name="lstm",
+             hidden_size=H, **attrs)
+    return g
+
+
+def test_tflite_output_options_are_checked():
+    from pyarena.runtime.kernels import set_scratch
+    with pytest.raises(GraphError, match=r"'lstm' \(LSTM\): squeeze_y and split_y together"):
+        set_scratch(_tflite_style_lstm([(S, N, 3)], P=3, squeeze_y=1, split_y=1))
+    # a projection to P = 3: Y's last axis is P, not H
+    with pytest.raises(GraphError, match=r"output 'Y0' has shape \[5, 3, 6\]; \[5, 3, 3\]"):
+        set_scratch(_tflite_style_lstm([(S, N, H)], P=3, squeeze_y=1))
+    with pytest.raises(GraphError, match=r"'lstm' \(LSTM\): 2 outputs; at most 1 expected"):
+        set_scratch(_tflite_style_lstm([(S, N, 3)] * 2, P=3, split_y=1))
+
+
+def test_a_constant_projection_is_kept_transposed_and_not_fed():
+    from pyarena.runtime.kernels import set_scratch
+    g = _tflite_style_lstm([(S, N, 3)], P=3, squeeze_y=1)
+    set_scratch(g)
+    ex = Executor(g)
+    k = ex.kernels[0]
+    assert k.pwt.shape == (1, H, 3) and 8 not in k.runtime
+    rng = np.random.default_rng(0)
+    feeds = {"X": rng.standard_normal((S, N, I)).astype(np.float32),
+             "W": rng.standard_normal((1, 4 * H, I)).astype(np.float32),
+             "R": rng.standard_normal((1, 4 * H, 3)).astype(np.float32)}
+    y = ex.run(feeds)["Y0"]
+    # all-ones projection: the three outputs are one sum, |o * tanh(C)| < 1 each
+    assert np.allclose(y[..., 0], y[..., 2]) and np.abs(y).max() < H

@@ -169,6 +169,9 @@ class _Recurrent(Kernel):
     gates = 1
     default_acts = ("Tanh",)
     n_state = 1
+    #: the bias is added in the cell, not to the input projection (TFLite's
+    #: layer-normalised LSTM adds it after the normalisation)
+    late_bias = False
 
     def setup(self):
         self.layout = int(self.attrs.get("layout", 0))
@@ -213,28 +216,20 @@ class _Recurrent(Kernel):
         rs = self.shape(2)
         self.H = int(self.attrs.get("hidden_size", rs[-1] if len(rs) == 3 else 0))
         H, N = self.H, self.N
+        self.P = P = self._out_size()      # h's size: H, or an LSTM's projection
         state = (nd, N, H) if self.layout == 0 else (N, nd, H)
-        want = {1: ("W", (nd, G * H, self.I)), 2: ("R", (nd, G * H, H)),
+        hstate = state[:2] + (P,)
+        want = {1: ("W", (nd, G * H, self.I)), 2: ("R", (nd, G * H, P)),
                 3: ("B", (nd, 2 * G * H)), 4: ("sequence_lens", (N,)),
-                5: ("initial_h", state), 6: ("initial_c", state), 7: ("P", (nd, 3 * H))}
+                5: ("initial_h", hstate), 6: ("initial_c", state), 7: ("P", (nd, 3 * H))}
+        want.update(self._extra_inputs(nd))
         for i, (what, shape) in want.items():
             if self.has(i) and self.shape(i) != shape:
                 self.malformed(f"{what} has shape {list(self.shape(i))}; {list(shape)} "
                                f"expected (direction {len(self.dirs)}, hidden_size {H})")
             if self.has(i) and i != 4 and np.dtype(self.ins[i].dtype) != self.dtype:
                 self.malformed(f"{what} is {self.ins[i].dtype}, X is {self.dtype}")
-        y = (self.S, nd, N, H) if self.layout == 0 else (N, self.S, nd, H)
-        self.squeeze = bool(int(self.attrs.get("squeeze_y", 0)))
-        if self.squeeze:        # TFLite's sequence ops: Y without its direction axis
-            if nd != 1:
-                self.malformed("squeeze_y with two directions")
-            y = tuple(d for k, d in enumerate(y) if k != 1 + self.layout)
-        names = list(self.op.outputs) + [""] * 3
-        self.present = [bool(n) for n in names[:1 + self.n_state]]
-        if any(names[1 + self.n_state:]):
-            self.malformed(f"{len([n for n in names if n])} outputs; at most "
-                           f"{1 + self.n_state} expected")
-        shapes = [s for s, p in zip((y, state, state), self.present) if p]
+        shapes = self._output_shapes(hstate, state)
         for t, s in zip(self.outs, shapes):
             if tuple(int(d) for d in t.shape) != s:
                 self.malformed(f"output {t.name!r} has shape {list(t.shape)}; {list(s)} "
@@ -244,6 +239,40 @@ class _Recurrent(Kernel):
             if np.dtype(self.ins[4].dtype).kind not in "iu":
                 self.malformed(f"sequence_lens is {self.ins[4].dtype}, not integer")
             self.lens = self._static_lens()
+
+    def _output_shapes(self, hstate, state):
+        """Which outputs are asked for (``self.present``) and their shapes.
+        TFLite's sequence ops give Y without its direction axis:
+        ``squeeze_y``, the directions side by side on the last axis (a
+        bidirectional LSTM's merged output), or ``split_y``, one Y per
+        direction and no final states."""
+        nd, N, P = len(self.dirs), self.N, self.P
+        y = (self.S, nd, N, P) if self.layout == 0 else (N, self.S, nd, P)
+        self.squeeze = bool(int(self.attrs.get("squeeze_y", 0)))
+        self.split = bool(int(self.attrs.get("split_y", 0)))
+        if self.squeeze and self.split:
+            self.malformed("squeeze_y and split_y together")
+        if self.squeeze or self.split:
+            y = y[:2] + (nd * P,) if self.layout == 1 else (y[0], y[2], nd * P)
+        shapes = (y[:2] + (P,),) * nd if self.split else (y, hstate, state)
+        names = list(self.op.outputs) + [""] * 3
+        self.present = [bool(k) for k in names[:len(shapes)]]
+        if any(names[len(shapes):]):
+            self.malformed(f"{len([k for k in names if k])} outputs; at most {len(shapes)} "
+                           f"expected")
+        return [s for s, p in zip(shapes, self.present) if p]
+
+    def _out_size(self):
+        """The size of h (and of Y's last axis)."""
+        return self.H
+
+    def _extra_inputs(self, nd):
+        """index -> (what, shape) of a subclass's further inputs."""
+        return {}
+
+    def _extra_scratch(self):
+        """(name, shape, dtype) of a subclass's further scratch parts."""
+        return []
 
     def _static_lens(self):
         """"runtime" when sequence_lens is read at run time; None when it is a
@@ -286,9 +315,11 @@ class _Recurrent(Kernel):
         """The scratch layout (see the module docstring); the projection
         takes as many steps as the budget leaves room for."""
         N, H, GH, it = self.N, self.H, self.gates * self.H, self.dtype.itemsize
-        fixed = [("g", (N, GH), self.dtype)]
-        fixed += [(n, (N, H), self.dtype) for n in ("h", "hn", "c", "cn")[:2 * self.n_state]]
+        fixed = [("g", (N, GH), self.dtype), ("h", (N, self.P), self.dtype),
+                 ("hn", (N, self.P), self.dtype)]
+        fixed += [(n, (N, H), self.dtype) for n in ("c", "cn")[:2 * self.n_state - 2]]
         fixed += [("t1", (N, GH), self.dtype), ("t2", (N, H), self.dtype)]
+        fixed += self._extra_scratch()
         if self.has(3):
             fixed.append(("bias", (len(self.dirs), GH), self.dtype))
         if self.lens is not None:
@@ -305,13 +336,9 @@ class _Recurrent(Kernel):
     # -- run ---------------------------------------------------------------------
     def run(self, xs, ys, sc):
         s = dict(zip(self.part_names, sc))
-        xs = list(xs) + [None] * (8 - len(xs))
-        it = iter(ys)
-        y, yh, yc = (next(it) if p else None for p in (self.present + [False])[:3])
-        if y is not None and self.squeeze:      # the direction axis back, as a view
-            y = y.reshape(y.shape[:1 + self.layout] + (1,) + y.shape[1 + self.layout:])
-        if self.layout == 1:        # the same [seq, dir, batch, hidden] order for both
-            y = None if y is None else y.transpose(1, 2, 0, 3)
+        xs = list(xs) + [None] * (11 - len(xs))
+        ydir, yh, yc = self._y_views(ys)
+        if self.layout == 1:        # the same [dir, batch, hidden] order for both
             yh = None if yh is None else yh.swapaxes(0, 1)
             yc = None if yc is None else yc.swapaxes(0, 1)
             xs[5] = None if xs[5] is None else xs[5].swapaxes(0, 1)
@@ -323,7 +350,7 @@ class _Recurrent(Kernel):
             np.less(self.step_ids, xs[4].reshape(1, self.N, 1), out=mask)
         for d, rev in enumerate(self.dirs):
             state = self._initial_state(xs, d, s)
-            state = self._direction(xs, d, rev, bias, mask, y, state, s)
+            state = self._direction(xs, d, rev, bias, mask, ydir[d], state, s)
             for out, st in zip((yh, yc), state[::2]):
                 if out is None:
                     continue
@@ -332,6 +359,24 @@ class _Recurrent(Kernel):
                 else:               # as onnxruntime: 0 for an empty sequence
                     out[d].fill(0)
                     np.copyto(out[d], st, where=mask[0])
+
+    def _y_views(self, ys):
+        """Y of each direction as a [seq, batch, hidden] view (None when Y
+        is not asked for), Y_h, Y_c."""
+        it = iter(ys)
+        if self.split:              # one output per direction
+            ydir = [next(it) if p else None for p in self.present]
+            return [y if y is None or self.layout == 0 else y.swapaxes(0, 1)
+                    for y in ydir], None, None
+        y, yh, yc = (next(it) if p else None for p in (self.present + [False])[:3])
+        P, nd = self.P, len(self.dirs)
+        if y is None:
+            return [None] * nd, yh, yc
+        if self.squeeze:            # [seq, batch, dirs * P] (batch first in layout 1)
+            y = y if self.layout == 0 else y.swapaxes(0, 1)
+            return [y[:, :, d * P:(d + 1) * P] for d in range(nd)], yh, yc
+        y = y if self.layout == 0 else y.transpose(1, 2, 0, 3)     # [seq, dir, batch, P]
+        return [y[:, d] for d in range(nd)], yh, yc
 
     def _bias(self, b, s):
         """Wb + Rb per direction (the bias added to the input projection)."""
@@ -373,11 +418,12 @@ class _Recurrent(Kernel):
         return view
 
     def _direction(self, xs, d, rev, bias, mask, y, state, s):
-        """Every step of direction ``d``; returns the final state list."""
+        """Every step of direction ``d`` (``y``: its Y, [seq, batch, hidden]);
+        returns the final state list."""
         x = xs[0]
         wt = xs[1][d].T if self.wt is None else self.wt[d]
         rt = xs[2][d].T if self.rt is None else self.rt[d]
-        b = None if bias is None else bias[d]
+        b = None if bias is None or self.late_bias else bias[d]
         for t0, t1 in self._chunks(rev):
             view = self._project(x, wt, b, t0, t1, s["xw"])
             for t in (range(t1 - 1, t0 - 1, -1) if rev else range(t0, t1)):
@@ -393,10 +439,10 @@ class _Recurrent(Kernel):
                         np.copyto(state[2], state[3], where=m)
                 if y is not None:
                     if m is None:
-                        np.copyto(y[t, d], state[0])
+                        np.copyto(y[t], state[0])
                     else:
-                        y[t, d].fill(0)
-                        np.copyto(y[t, d], state[1], where=m)
+                        y[t].fill(0)
+                        np.copyto(y[t], state[1], where=m)
         return state
 
     def clipped(self, x, act, t):
@@ -477,10 +523,17 @@ class GRU(_Recurrent):
 @register
 class LSTM(_Recurrent):
     """Gates i, o, f, c (in that order in W, R, B), peepholes P (i, o, f);
-    ``input_forget`` couples the forget gate to the input gate (f = 1 - i),
-    ``cifg`` (TFLite's) the input gate to the forget gate (i = 1 - f);
-    ``cell_clip`` (TFLite's) clips C to [-cell_clip, cell_clip] after each
-    update; ``squeeze_y`` (one direction) gives Y without its direction axis."""
+    ``input_forget`` couples the forget gate to the input gate (f = 1 - i).
+
+    Options only the TFLite import sets: ``cifg``, the input gate coupled to
+    the forget gate (i = 1 - f); ``cell_clip`` clips C to [-cell_clip,
+    cell_clip] after each update; inputs 8 and 9, a projection ``[dirs,
+    P, H]`` and its bias ``[dirs, P]``: h = proj_clip(Wp (o * h(C)) + bp),
+    of size P (R is then ``[dirs, 4H, P]``); input 10, layer-norm
+    coefficients ``[dirs, 4H]`` (i, o, f, c): each gate's pre-activation
+    (peephole included) is normalised over its H values (mean 0, variance
+    1, epsilon 1e-8), scaled by its coefficients, and only then given its
+    bias (``late_bias``), as TFLite's lstm_eval does."""
 
     op_types = ("LSTM",)
     gates = 4
@@ -492,11 +545,33 @@ class LSTM(_Recurrent):
         self.input_forget = bool(int(self.attrs.get("input_forget", 0)))
         self.cifg = bool(int(self.attrs.get("cifg", 0)))
         self.one = const(1, self.dtype)
-        cc = self.attrs.get("cell_clip")        # TFLite's: C clipped after its update
-        self.cell_clip = None if cc is None else (const(-float(cc), self.dtype),
-                                                  const(float(cc), self.dtype))
-        if cc is not None and not float(cc) > 0:
-            self.malformed(f"cell_clip {cc} (a positive threshold expected)")
+        self.cell_clip = self._threshold("cell_clip")   # C clipped after its update
+        self.proj_clip = self._threshold("proj_clip")
+        self.proj = self.has(8)
+        self.pwt = self._transposed(8) if self.proj else None
+        if self.pwt is not None:
+            self.runtime = tuple(i for i in self.runtime if i != 8)
+        self.ln = self.has(10)
+        self.late_bias = self.ln
+        self.eps = const(1e-8, self.dtype)
+
+    def _threshold(self, name):
+        """(-v, v) of a positive attribute ``name``; None if absent."""
+        v = self.attrs.get(name)
+        if v is not None and not float(v) > 0:
+            self.malformed(f"{name} {v} (a positive threshold expected)")
+        return None if v is None else (const(-float(v), self.dtype), const(float(v), self.dtype))
+
+    def _out_size(self):
+        s = self.shape(8) if self.has(8) else ()
+        return s[1] if len(s) == 3 else self.H
+
+    def _extra_inputs(self, nd):
+        return {8: ("projection", (nd, self.P, self.H)), 9: ("projection bias", (nd, self.P)),
+                10: ("layer-norm coefficients", (nd, 4 * self.H))}
+
+    def _extra_scratch(self):
+        return [("mu", (self.N, 4, 1), self.dtype)] if self.has(10) else []
 
     def cell(self, d, xw, rt, xs, state, s):
         H = self.H
@@ -509,17 +584,25 @@ class LSTM(_Recurrent):
         np.add(g, xw, out=g)
         ig, og, fg, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
         if p is None:       # i, o, f at once (no peephole waits for the new C)
+            if self.ln:
+                self._norm(g, 0, 3, d, xs, s)
             self.clipped(g[:, :3 * H], f, tmp[:, :3 * H])
         else:
             self._peep(ig, c, p[:H], t1)
+            if self.ln:
+                self._norm(g, 0, 1, d, xs, s)
             self.clipped(ig, f, t1)
             if not self.input_forget:
                 self._peep(fg, c, p[2 * H:], t1)
+                if self.ln:
+                    self._norm(g, 2, 3, d, xs, s)
                 self.clipped(fg, f, t1)
         if self.input_forget:
             np.subtract(self.one, ig, out=fg)
         elif self.cifg:
             np.subtract(self.one, fg, out=ig)
+        if self.ln:
+            self._norm(g, 3, 4, d, xs, s)
         self.clipped(cg, gact, t1)
         np.multiply(fg, c, out=cn)          # C = f * C_prev + i * c
         np.multiply(ig, cg, out=cg)
@@ -528,10 +611,43 @@ class LSTM(_Recurrent):
             np.clip(cn, self.cell_clip[0], self.cell_clip[1], out=cn)
         if p is not None:
             self._peep(og, cn, p[H:2 * H], t1)
+            if self.ln:
+                self._norm(g, 1, 2, d, xs, s)
             self.clipped(og, f, t1)
         np.copyto(t1, cn)                   # H = o * h(C)
         hact(t1, t2)
-        np.multiply(og, t1, out=hn)
+        if self.proj:
+            np.multiply(og, t1, out=t1)
+            self._project_h(d, t1, hn, xs)
+        else:
+            np.multiply(og, t1, out=hn)
+
+    def _norm(self, g, k0, k1, d, xs, s):
+        """TFLite's layer normalisation of gates k0 .. k1 - 1 (i, o, f, c):
+        each normalised over its H values, times its coefficients, plus its
+        bias; in place in ``g``."""
+        N, H = self.N, self.H
+        x = g.reshape(N, 4, H)[:, k0:k1]
+        sq = s["t1"].reshape(N, 4, H)[:, k0:k1]
+        mu = s["mu"][:, k0:k1]
+        np.mean(x, axis=2, keepdims=True, out=mu)
+        np.subtract(x, mu, out=x)
+        np.multiply(x, x, out=sq)
+        np.mean(sq, axis=2, keepdims=True, out=mu)
+        np.add(mu, self.eps, out=mu)
+        np.sqrt(mu, out=mu)
+        np.divide(x, mu, out=x)
+        np.multiply(x, xs[10][d].reshape(4, H)[k0:k1], out=x)
+        if xs[3] is not None:
+            np.add(x, s["bias"][d].reshape(4, H)[k0:k1], out=x)
+
+    def _project_h(self, d, m, hn, xs):
+        """h = proj_clip(m @ Wp^T + bp): TFLite's projection of o * h(C)."""
+        np.matmul(m, xs[8][d].T if self.pwt is None else self.pwt[d], out=hn)
+        if xs[9] is not None:
+            np.add(hn, xs[9][d], out=hn)
+        if self.proj_clip is not None:
+            np.clip(hn, self.proj_clip[0], self.proj_clip[1], out=hn)
 
     @staticmethod
     def _peep(gate, c, p, t):
