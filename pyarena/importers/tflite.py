@@ -36,15 +36,21 @@ from ..runtime.kernels import TFLITE_OPS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
 from .tflite_control import CONTROL_OPS, convert_control, inline_branch
-from .tflite_lstm import convert_sequence_lstm
+from .tflite_lstm import convert_bidirectional_lstm, convert_sequence_lstm
 from .tflite_options import OpContext, convert_options
 from .tflite_quant import convert_quantized, is_quantized
+from .tflite_rnn import convert_sequence_rnn
 
 __all__ = ["load_tflite"]
 
 _TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
           7: np.int16, 9: np.int8, 10: np.float64}
 
+
+#: sequence ops onto the recurrent kernels (their own converters)
+_SEQUENCE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": convert_sequence_lstm,
+             "BIDIRECTIONAL_SEQUENCE_LSTM": convert_bidirectional_lstm,
+             "UNIDIRECTIONAL_SEQUENCE_RNN": convert_sequence_rnn}
 
 #: ops of a constant folded at import
 _FOLDED = ("DEQUANTIZE", "DENSIFY")
@@ -134,8 +140,8 @@ def _add_ops(tflite, t, g, remaining, outset, sub):
         try:
             if is_quantized(t, ins, outs):      # full-integer: the quantized kernels
                 op_type, attrs, ins = convert_quantized(tflite, t, code, op, ins, outs, opname)
-            elif code == "UNIDIRECTIONAL_SEQUENCE_LSTM":
-                op_type, attrs, ins = convert_sequence_lstm(tflite, t, op, ins, outs, opname)
+            elif code in _SEQUENCE:
+                op_type, attrs, ins = _SEQUENCE[code](tflite, t, op, ins, outs, opname)
             elif code in CONTROL_OPS:
                 op_type, attrs, ins = convert_control(tflite, t, code, op, ins, outs, opname,
                                                       sub)
