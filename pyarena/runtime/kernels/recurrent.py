@@ -553,7 +553,7 @@ class LSTM(_Recurrent):
             self.runtime = tuple(i for i in self.runtime if i != 8)
         self.ln = self.has(10)
         self.late_bias = self.ln
-        self.eps = const(1e-8, self.dtype)
+        self.eps, self.inv_h = const(1e-8, self.dtype), const(1 / max(self.H, 1), self.dtype)
 
     def _threshold(self, name):
         """(-v, v) of a positive attribute ``name``; None if absent."""
@@ -584,25 +584,23 @@ class LSTM(_Recurrent):
         np.add(g, xw, out=g)
         ig, og, fg, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
         if p is None:       # i, o, f at once (no peephole waits for the new C)
-            if self.ln:
-                self._norm(g, 0, 3, d, xs, s)
+            if self.ln:     # every gate at once
+                self._norm(g, 0, 4, d, xs, s)
             self.clipped(g[:, :3 * H], f, tmp[:, :3 * H])
         else:
             self._peep(ig, c, p[:H], t1)
-            if self.ln:
-                self._norm(g, 0, 1, d, xs, s)
-            self.clipped(ig, f, t1)
             if not self.input_forget:
                 self._peep(fg, c, p[2 * H:], t1)
-                if self.ln:
-                    self._norm(g, 2, 3, d, xs, s)
+            if self.ln:     # o waits for its peephole on the new C
+                self._norm(g, 0, 1, d, xs, s)
+                self._norm(g, 2, 4, d, xs, s)
+            self.clipped(ig, f, t1)
+            if not self.input_forget:
                 self.clipped(fg, f, t1)
         if self.input_forget:
             np.subtract(self.one, ig, out=fg)
         elif self.cifg:
             np.subtract(self.one, fg, out=ig)
-        if self.ln:
-            self._norm(g, 3, 4, d, xs, s)
         self.clipped(cg, gact, t1)
         np.multiply(fg, c, out=cn)          # C = f * C_prev + i * c
         np.multiply(ig, cg, out=cg)
@@ -630,10 +628,12 @@ class LSTM(_Recurrent):
         x = g.reshape(N, 4, H)[:, k0:k1]
         sq = s["t1"].reshape(N, 4, H)[:, k0:k1]
         mu = s["mu"][:, k0:k1]
-        np.mean(x, axis=2, keepdims=True, out=mu)
+        np.add.reduce(x, axis=2, keepdims=True, out=mu)     # np.mean is slower here
+        np.multiply(mu, self.inv_h, out=mu)
         np.subtract(x, mu, out=x)
         np.multiply(x, x, out=sq)
-        np.mean(sq, axis=2, keepdims=True, out=mu)
+        np.add.reduce(sq, axis=2, keepdims=True, out=mu)
+        np.multiply(mu, self.inv_h, out=mu)
         np.add(mu, self.eps, out=mu)
         np.sqrt(mu, out=mu)
         np.divide(x, mu, out=x)
