@@ -5,6 +5,13 @@ Two models made in code by the tests' builders (nothing downloaded):
 
 * ``lstm``  -- one sequence LSTM, time-major, seq S, batch 16, input 128,
   hidden 256 (weights scaled 1/16: the outputs stay out of saturation);
+* ``lstm-pln`` -- the same with peepholes, a projection to 128 (with bias)
+  and layer normalisation;
+* ``lstm-int8`` -- the first with int8 weights (TFLite's hybrid kernel;
+  pyarena dequantizes them at import, so max diff is the interpreter's
+  rounding of x and h to int8);
+* ``bilstm`` -- a bidirectional LSTM, hidden 128 each way, merged outputs;
+* ``rnn``   -- a sequence RNN, hidden 256, tanh (all weights scaled 1/16).
 * ``while`` -- a WHILE counting to N, its body an int ADD, a MUL and an
   ADD on 2x3 floats (zeros: 1.5^N would overflow), a value passed through.
 
@@ -35,12 +42,18 @@ _TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
 def _models(d, steps, count):
     sys.path[:0] = [_TESTS, os.path.join(_TESTS, "importers")]
     from test_tflite_control import _while_model
-    from test_tflite_sequence_lstm import _lstm_model
+    from test_tflite_sequence_lstm import _bilstm_model, _lstm_model
+    from test_tflite_sequence_rnn import _rnn_model
     x = np.random.default_rng(0).standard_normal((steps, 16, 128)).astype(np.float32)
-    lstm = _lstm_model(os.path.join(d, "lstm.tflite"), S=steps, N=16, I=128, H=256,
-                       scale=1 / 16)
-    wl = _while_model(os.path.join(d, "while.tflite"), limit=count)
-    return {"lstm": (lstm, {"x": x}),
+    p = lambda n: os.path.join(d, n + ".tflite")    # noqa: E731
+    kw = dict(S=steps, N=16, I=128, H=256, scale=1 / 16)
+    wl = _while_model(p("while"), limit=count)
+    return {"lstm": (_lstm_model(p("lstm"), **kw), {"x": x}),
+            "lstm-pln": (_lstm_model(p("pln"), peephole=True, projection=True, P=128,
+                                     proj_bias=True, layer_norm=True, **kw), {"x": x}),
+            "lstm-int8": (_lstm_model(p("int8"), hybrid="int8", **kw), {"x": x}),
+            "bilstm": (_bilstm_model(p("bi"), **dict(kw, H=128)), {"x": x}),
+            "rnn": (_rnn_model(p("rnn"), **kw), {"x": x}),
             "while": (wl, {"i": np.array([0], np.int32), "x": np.zeros((2, 3), np.float32),
                            "k": np.zeros((2, 3), np.float32)})}
 
@@ -69,7 +82,7 @@ def main(argv=None):
     from pyarena.importers import load_model
     from pyarena.planning import plan
     from pyarena.runtime import Executor
-    print(f"{'model':8} {'pyarena ms':>11} {'TFLite ms':>10} {'ratio':>6} {'max diff':>9} "
+    print(f"{'model':10} {'pyarena ms':>11} {'TFLite ms':>10} {'ratio':>6} {'max diff':>9} "
           f"{'arena B':>9}")
     with tempfile.TemporaryDirectory() as d:
         for name, (path, feeds) in _models(d, a.steps, a.count).items():
@@ -88,7 +101,7 @@ def main(argv=None):
                 ref()
                 tb.append(time.perf_counter() - t)
             ma, mb = statistics.median(ta) * 1e3, statistics.median(tb) * 1e3
-            print(f"{name:8} {ma:11.2f} {mb:10.2f} {ma / mb:6.2f} {diff:9.1e} "
+            print(f"{name:10} {ma:11.2f} {mb:10.2f} {ma / mb:6.2f} {diff:9.1e} "
                   f"{p.arena_bytes:9,}")
 
 

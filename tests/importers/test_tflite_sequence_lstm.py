@@ -200,11 +200,11 @@ def test_sequence_lstm_refused_by_name(tmp_path, kw, why):
 
 
 def _bilstm_model(path, S=5, N=2, I=3, H=4, P=None, time_major=True, merge=True, seed=0,
-                  act=4, cell_clip=0.0, proj_clip=0.0, aux=False, bw=None, **kw):
+                  act=4, cell_clip=0.0, proj_clip=0.0, aux=False, bw=None, scale=0.5, **kw):
     """One BIDIRECTIONAL_SEQUENCE_LSTM: forward gates at inputs 1-17,
     backward 18-34 (``bw``: other options for them), states 35-38."""
     r = np.random.default_rng(seed)
-    f = lambda *s: (r.standard_normal(s) * 0.5).astype(np.float32)  # noqa: E731
+    f = lambda *s: (r.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
     P = P if kw.get("projection") and P else H
     B = TFLiteBuilder()
     x = B.tensor("x", (S, N, I) if time_major else (N, S, I))

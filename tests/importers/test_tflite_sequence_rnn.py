@@ -13,9 +13,9 @@ from pyarena.runtime import Executor
 
 
 def _rnn_model(path, S=5, N=2, I=3, H=4, time_major=True, act=4, seed=0, hybrid=None,
-               state=True):
+               state=True, scale=0.5):
     r = np.random.default_rng(seed)
-    f = lambda *s: (r.standard_normal(s) * 0.5).astype(np.float32)  # noqa: E731
+    f = lambda *s: (r.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
 
     def w(name, *shape):
         a = f(*shape)
