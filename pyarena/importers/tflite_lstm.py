@@ -39,7 +39,7 @@ int8 activations, a state that is not a variable tensor.
 """
 import numpy as np
 
-from ..errors import UnsupportedOpError
+from ..errors import ModelImportError, UnsupportedOpError
 from ..runtime.kernels.quantization import dequantize
 
 __all__ = ["convert_sequence_lstm", "convert_bidirectional_lstm", "weight", "zero_state"]
@@ -116,6 +116,7 @@ def _direction(t, ins, off, fail, ln=False):
                 fail(f"input {off + k} is {t.dtypes[ins[off + k]]}, not float32")
             val[k] = weight(t, ins[off + k], fail, f"input {off + k}")
     H = val[_R[1]].shape[0]
+    _check_shapes(t, ins, off, val, H)
     zeros = {1: np.zeros_like(val[4]), 5: np.zeros_like(val[8]), 12: np.zeros(H, np.float32),
              9: np.zeros(H, np.float32), 20: np.zeros(H, np.float32)}
     pick = lambda ks: np.concatenate([val[k] if k in val else zeros[k] for k in ks])  # noqa
@@ -129,6 +130,21 @@ def _direction(t, ins, off, fail, ln=False):
         fail(f"recurrent weights {list(d['R'].shape)} and projection "
              f"{None if d['proj'] is None else list(d['proj'].shape)} do not fit n_cell {H}")
     return d
+
+
+def _check_shapes(t, ins, off, val, H):
+    """Every gate tensor of a direction fits n_cell H, the input's width
+    and one recurrent width: ModelImportError naming the first that does
+    not (the stacking would otherwise fail without a name)."""
+    width = val[_R[1]].shape[1] if val[_R[1]].ndim == 2 else -1
+    want = {k: (H, t.shapes[ins[0]][-1]) for k in _W}
+    want.update({k: (H, width) for k in _R})
+    want.update({k: (H,) for k in _B + _P + _LN})
+    for k, v in val.items():
+        if k in want and tuple(v.shape) != want[k]:
+            raise ModelImportError(f"tensor {t.names[ins[off + k]]!r} (input {off + k}) has "
+                                   f"shape {list(v.shape)}; {list(want[k])} expected "
+                                   f"(n_cell {H})")
 
 
 def _lstm(t, dirs, ins0, opname, o, layout, fail):

@@ -301,3 +301,21 @@ def test_bidirectional_lstm_refused_by_name(tmp_path, kw, why):
     path = _bilstm_model(tmp_path / "br.tflite", **kw)
     with pytest.raises(UnsupportedOpError, match=f"BIDIRECTIONAL_SEQUENCE_LSTM.*{why}"):
         load_model(path)
+
+
+def test_sequence_lstm_wrong_gate_shape_is_named(tmp_path):
+    from pyarena.errors import ModelImportError
+    r = np.random.default_rng(0)
+    f = lambda *s: r.standard_normal(s).astype(np.float32)  # noqa: E731
+    B = TFLiteBuilder()
+    x = B.tensor("x", (5, 2, 3))
+    ins = [x] + _gates(B, f, "", 3, 4, 4)
+    ins[13] = B.const("long_bias", f(5))        # the forget gate's bias, n_cell + 1
+    ins += [B.tensor("h0", (2, 4), variable=True), B.tensor("c0", (2, 4), variable=True)]
+    y = B.tensor("y", (5, 2, 4))
+    B.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins + [-1] * 4, [y], (
+        "UnidirectionalSequenceLSTMOptions", dict(FusedActivationFunction=4, TimeMajor=True)))
+    path = B.save(tmp_path / "bad.tflite", [x], [y])
+    with pytest.raises(ModelImportError,
+                       match=r"'long_bias' \(input 13\) has shape \[5\]; \[4\]"):
+        load_model(path)
