@@ -3,11 +3,12 @@ the operators that touch them (see ``runtime/dynamic.py``).
 
 A *source* makes a tensor whose size depends on data: NonZero, a TopK
 whose K is not a constant, a Range whose bounds are not, a Loop whose
-scan outputs have a length only a run tells.  Everything computed from a source is *dependent*; a dependent
-tensor whose shape shape inference cannot fix becomes a pool tensor
-(``Tensor.dynamic``), taken from the executor's Pool at run time.  A
-tensor of unknown size that depends on no source is still an error naming
-it (an input dimension left unbound is not data).
+scan outputs have a length only a run tells, an If whose branches make an
+output of different shapes.  Everything computed from a source is
+*dependent*; a dependent tensor whose shape shape inference cannot fix
+becomes a pool tensor (``Tensor.dynamic``), taken from the executor's
+Pool at run time.  A tensor of unknown size that depends on no source is
+still an error naming it (an input dimension left unbound is not data).
 
 An operator reading or writing a pool tensor gets ``attrs["_infer"]``:
 its output shapes for given inputs, by shape inference on that one node
@@ -32,7 +33,7 @@ def _is_source(imp, n):
         return n.input[1] not in imp.vals
     if n.op_type == "Range":
         return any(i not in imp.vals for i in n.input)
-    if n.op_type == "Loop":
+    if n.op_type in ("Loop", "If"):
         return bool(imp.bodies.get(n.name, ((), {}))[1].get("dynamic"))
     return False
 
