@@ -24,7 +24,8 @@ from pyarena.runtime.kernels import set_scratch
 OPS = ("layer_normalization|group_normalization|where|equal|less|greater|not|and|or|xor"
        "|isnan|isinf|sign|round|mod|range|cumsum|top_k|argmax|argmin|gathernd"
        "|gather_elements|scatternd|scatter_elements|einsum|tril|triu|onehot|reduce_l1"
-       "|reduce_l2|reduce_log_sum|reduce_sum_square|hardmax|spacetodepth|shape|size")
+       "|reduce_l2|reduce_log_sum|reduce_sum_square|hardmax|spacetodepth|shape|size"
+       "|compress|unique")
 # the "_expanded" cases run the op's function body (other ops), not the op
 NODE_CASE = re.compile(rf"test_({OPS})(?!\w*_expanded)\w*")
 MODULES = ("layernormalization", "groupnormalization", "where", "equal", "less",
@@ -32,7 +33,7 @@ MODULES = ("layernormalization", "groupnormalization", "where", "equal", "less",
            "isnan", "isinf", "sign", "round", "mod", "rangeop", "cumsum", "topk", "argmax",
            "argmin", "gathernd", "gatherelements", "scatternd", "scatterelements", "einsum",
            "trilu", "onehot", "reducel1", "reducel2", "reduce_log_sum", "reduce_log_sum_exp",
-           "reducesumsquare", "hardmax", "spacetodepth", "shape", "size")
+           "reducesumsquare", "hardmax", "spacetodepth", "shape", "size", "compress", "unique")
 NODE_CASES = node_case_names(NODE_CASE, MODULES)
 
 #: inputs that must be constants for pyarena (made initializers, same values)
@@ -279,19 +280,70 @@ def _one(tmp_path, op, feeds, out, inits=None, **attrs):
     return str(path)
 
 
-@pytest.mark.parametrize("op", ["Unique", "Compress"])
-def test_data_dependent_sizes_are_refused(tmp_path, op):
-    """Their output size depends on the data: unsized, the import says so;
-    sized by the model, the op is named as unsupported.  (NonZero, TopK,
-    Range run with pool tensors: tests/runtime/test_dynamic.py.)"""
-    feeds = {"x": ([4], np.float32)}
-    if op == "Compress":
-        feeds["c"] = ([4], np.bool_)
-    with pytest.raises(GraphError, match="cannot size tensor 'y'"):
-        load_model(_one(tmp_path, op, feeds, (None, np.float32)))
-    sized = ([1, 2], np.int64) if op == "NonZero" else ([2], np.float32)   # [rank, count]
-    with pytest.raises(UnsupportedOpError, match=f"my_{op}.*{op}.*not supported"):
-        load_model(_one(tmp_path, op, feeds, sized))
+def _compress_unique_model(path, sorted_):
+    """Rows of x whose sum > 0 (Compress on axis 0, a pool tensor) and their
+    sum (planned); the positive elements (Compress without axis); Unique of
+    round(2x) without axis and of the rows of round(x / 2) along axis 0,
+    all four outputs each."""
+    nodes = [helper.make_node("ReduceSum", ["x", "ax1"], ["rs"], keepdims=0),
+             helper.make_node("Greater", ["rs", "zero"], ["keep"]),
+             helper.make_node("Compress", ["x", "keep"], ["rows"], axis=0),
+             helper.make_node("ReduceSum", ["rows"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["x", "zero"], ["pos"]),
+             helper.make_node("Reshape", ["pos", "flat"], ["pos1"]),
+             helper.make_node("Compress", ["x", "pos1"], ["px"]),
+             helper.make_node("Mul", ["x", "two"], ["x2"]),
+             helper.make_node("Round", ["x2"], ["r2"]),
+             helper.make_node("Unique", ["r2"], ["u", "ui", "uinv", "uc"], sorted=sorted_),
+             helper.make_node("Div", ["x", "two"], ["xh"]),
+             helper.make_node("Round", ["xh"], ["rh"]),
+             helper.make_node("Unique", ["rh"], ["v", "vi", "vinv", "vc"], axis=0,
+                              sorted=sorted_)]
+    outs = ["rows", "total", "px", "u", "ui", "uinv", "uc", "v", "vi", "vinv", "vc"]
+    make_model(nodes, {"x": ([6, 4], np.float32)},
+               {o: (None, np.int64 if o[1:] in ("i", "inv", "c") else np.float32)
+                for o in outs},
+               {"ax1": np.array([1], np.int64), "zero": np.array(0, np.float32),
+                "flat": np.array([-1], np.int64), "two": np.array(2, np.float32)},
+               opset=13, path=path)
+    return str(path)
+
+
+@pytest.mark.parametrize("sorted_", [1, 0])
+def test_compress_and_unique_make_pool_tensors_like_onnxruntime(tmp_path, sorted_):
+    path = _compress_unique_model(tmp_path / "cu.onnx", sorted_)
+    g = load_model(path)
+    assert {n for n, t in g.tensors.items() if t.dynamic} >= {"rows", "px", "u", "v", "vc"}
+    assert not g.tensors["total"].dynamic and not g.tensors["keep"].dynamic
+    ex = Executor(g, plan(g))
+    rng = np.random.default_rng(sorted_)
+    for seed in range(4):
+        x = rng.standard_normal((6, 4)).astype(np.float32)
+        x[seed] = x[5 - seed]          # a repeated row
+        ours, ref = ex.run({"x": x}), ort_run(path, {"x": x})
+        assert set(ref) <= set(ours)
+        for k, r in ref.items():
+            assert ours[k].shape == r.shape and ours[k].dtype == r.dtype, (seed, k)
+            np.testing.assert_allclose(ours[k], r, rtol=1e-6, err_msg=f"{seed}: {k}")
+        assert ex.memory_info()["pool_bytes"] >= ours["rows"].nbytes + ours["px"].nbytes
+
+
+def test_compress_with_a_declared_size_checks_the_data(tmp_path):
+    """Sized by the model, Compress is planned, and data of another count
+    is an error naming the op; a condition longer than the axis may only
+    be false beyond it (as NumPy's compress, which ONNX follows)."""
+    path = _one(tmp_path, "Compress", {"x": ([4], np.float32), "c": ([5], np.bool_)},
+                ([2], np.float32))
+    g = load_model(path)
+    assert not g.tensors["y"].dynamic
+    ex = Executor(g, plan(g))
+    x = np.arange(4, dtype=np.float32)
+    y = ex.run({"x": x, "c": np.array([1, 0, 0, 1, 0], bool)})["y"]
+    np.testing.assert_array_equal(y, [0, 3])
+    with pytest.raises(GraphError, match=r"my_Compress.*shape \[3\], the model declares \[2\]"):
+        ex.run({"x": x, "c": np.array([1, 1, 0, 1, 0], bool)})
+    with pytest.raises(GraphError, match="my_Compress.*true beyond the 4 of axis 0"):
+        ex.run({"x": x, "c": np.array([1, 0, 0, 0, 1], bool)})
 
 
 def test_run_time_k_and_depth_build_the_kernel_per_value(tmp_path):
