@@ -57,7 +57,7 @@ class _Branching(Kernel):
 
     def bind_bodies(self, sc):
         for b, region in zip(self.parts, sc):
-            b.bind(region)
+            b.bind(region, self.stable)
 
     def release(self):
         if not self.stable:     # scratch allocated per run: let it go
@@ -160,7 +160,7 @@ class If(Kernel):
             p = ("then", "else")[which]
             self.malformed(f"the condition picks the {p}_branch, which cannot run with "
                            f"these input shapes: {self.attrs[f'{p}_error']}")
-        body.bind(sc[0])
+        body.bind(sc[0], self.stable)
         _feed(body, [xs[i] for i in self.feeds[which]])
         body.run()
         return body
