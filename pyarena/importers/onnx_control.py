@@ -90,6 +90,8 @@ def import_if(imp, node):
     extra inputs are the outer names either branch reads.  A branch whose
     shapes do not go together is kept as its reason (``<which>_error``),
     raised if the condition ever picks it; both failing is an error now."""
+    if not node.input or not node.input[0]:
+        raise ModelImportError(f"operator {node.name!r} (If): no condition input")
     attrs, extra, errors = {}, [], []
     for which in ("then", "else"):
         (graph, names, outs), err = _branch(imp, node, which)
@@ -132,7 +134,7 @@ def resolve_bodies(imp, nodes, strict):
     count = 0
     for n in nodes:
         if n.op_type not in _IMPORTERS or n.domain not in ("", "ai.onnx") or \
-                n.name in imp.bodies or (n.op_type == "If" and n.input[0] in imp.vals):
+                n.name in imp.bodies or (n.op_type == "If" and n.input and n.input[0] in imp.vals):
             continue
         try:
             imp.bodies[n.name] = _IMPORTERS[n.op_type](imp, n)

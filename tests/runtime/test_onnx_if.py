@@ -222,3 +222,13 @@ def test_a_branch_that_cannot_run_with_these_shapes_fails_only_when_taken(tmp_pa
                     {"x": ([2, 3], F32)}, {"five": np.array([5], np.int64)})
     with pytest.raises(ModelImportError, match="'iff'.*then_branch"):
         load_model(both)
+
+
+def test_an_if_without_a_condition_is_refused(tmp_path):
+    then = h.make_graph([h.make_node("Neg", ["x"], ["t"])], "then", [], [vi("t", T.FLOAT)])
+    other = h.make_graph([h.make_node("Abs", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT)])
+    path = tmp_path / "nocond.onnx"
+    make_model([h.make_node("If", [], ["out"], then_branch=then, else_branch=other,
+                            name="iff")], {"x": ([2], F32)}, {"out": (None, F32)}, path=path)
+    with pytest.raises(ModelImportError, match="'iff' .If.: no condition input"):
+        load_model(str(path))
