@@ -7,6 +7,8 @@ import re
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
 from helpers.model_zoo import ort_run
@@ -528,3 +530,49 @@ def test_tflite_logic_gather_nd_arg_max_cumsum_match_the_interpreter(tmp_path):
     np.testing.assert_array_equal(out["cr"][-1], feeds["y"][-1])  # reverse
     for k in ("le", "gt", "not", "sel", "mod", "gnd", "am", "an", "cs", "cr"):
         np.testing.assert_array_equal(out[k], ref[k], err_msg=k)
+
+
+_UNIQUE_EX = {}
+
+
+def _unique_executor(tmp_path_factory):
+    """One model (x (4, 3) -> Unique along axis 0, Unique of the flattened
+    x, Compress of x's rows by a condition), imported once."""
+    if not _UNIQUE_EX:
+        path = tmp_path_factory.mktemp("uq") / "uq.onnx"
+        nodes = [helper.make_node("Unique", ["x"], ["v", "vi", "vinv", "vc"], axis=0),
+                 helper.make_node("Unique", ["x"], ["u", "ui", "uinv", "uc"], sorted=0),
+                 helper.make_node("Compress", ["x", "c"], ["rows"], axis=0)]
+        outs = {o: (None, np.float32 if o in ("v", "u", "rows") else np.int64)
+                for o in ("v", "vi", "vinv", "vc", "u", "ui", "uinv", "uc", "rows")}
+        make_model(nodes, {"x": ([4, 3], np.float32), "c": ([4], np.bool_)}, outs,
+                   opset=13, path=path)
+        g = load_model(str(path))
+        _UNIQUE_EX["ex"] = Executor(g, plan(g))
+    return _UNIQUE_EX["ex"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-2, 2), min_size=12, max_size=12),
+       st.lists(st.booleans(), min_size=4, max_size=4))
+def test_unique_and_compress_keep_their_invariants(tmp_path_factory, values, cond):
+    """Whatever the data: the unique values taken at their first indices
+    and spread by the inverse indices give x back, the counts add up to
+    the slices, the first indices are first occurrences (increasing when
+    not sorted); Compress keeps exactly the rows whose condition is true."""
+    x = np.array(values, np.float32).reshape(4, 3)
+    c = np.array(cond)
+    out = _unique_executor(tmp_path_factory).run({"x": x, "c": c})
+    flat = x.reshape(-1)
+    v, vi, vinv, vc = (out[k] for k in ("v", "vi", "vinv", "vc"))
+    np.testing.assert_array_equal(x[vi], v)
+    np.testing.assert_array_equal(v[vinv], x)
+    assert vc.sum() == 4 and len({tuple(r) for r in x}) == len(v)
+    assert all(not (x[:i] == x[i]).all(axis=1).any() for i in vi)    # first occurrences
+    assert [tuple(r) for r in v] == sorted(tuple(r) for r in v)
+    u, ui, uinv, uc = (out[k] for k in ("u", "ui", "uinv", "uc"))
+    np.testing.assert_array_equal(flat[ui], u)
+    np.testing.assert_array_equal(u[uinv], flat)
+    assert uc.sum() == 12 and len(set(values)) == len(u) and list(ui) == sorted(ui)
+    assert all(values.index(int(a)) == i for a, i in zip(u, ui))
+    np.testing.assert_array_equal(out["rows"], x[c])
