@@ -20,7 +20,9 @@ absent, and the body's condition output its condition input or constant
 true; the scanned length for a Scan).  A Loop that may stop on data and
 has scan outputs has outputs whose length only a run can tell: they are
 marked (``Op.attrs["dynamic"]``) and served from the run's Pool
-(``runtime/dynamic.py``).
+(``runtime/dynamic.py``).  :func:`import_body` also imports the branches
+of an ``If`` on a run-time condition (``onnx_control.py``).  A body
+holding a tensor whose size depends on the data is refused by name.
 """
 import numpy as np
 
