@@ -10,8 +10,9 @@ Three models made in code (nothing downloaded):
   ReduceSum: the indices and gathered values are pool tensors.
 
 For each: pyarena's median inference (planned Executor), onnxruntime's,
-their ratio (same run, interleaved rounds), the largest |difference|, the
-planned arena and the pool bytes of a run.  One thread everywhere.
+their ratio (same run, interleaved rounds), for the Loop and the Scan the
+same per iteration (microseconds), the largest |difference|, the planned
+arena and the pool bytes of a run.  One thread everywhere.
 
     python benchmarks/bench_control.py [--steps 64] [--n 256] [--repeat 15]
 """
@@ -89,8 +90,8 @@ def main():
     set_blas_threads(1)
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
-    print(f"{'model':>8}{'pyarena ms':>12}{'ort ms':>9}{'pyarena/ort':>13}{'max|diff|':>11}"
-          f"{'arena B':>10}{'pool B':>9}")
+    print(f"{'model':>8}{'pyarena ms':>12}{'ort ms':>9}{'pyarena/ort':>13}"
+          f"{'us/iter':>9}{'ort us/iter':>13}{'max|diff|':>11}{'arena B':>10}{'pool B':>9}")
     for name, (path, feeds) in _models(tempfile.mkdtemp(), args.steps, args.n).items():
         g = load_model(path)
         ex = Executor(g, plan(g))
@@ -102,7 +103,9 @@ def main():
                        repeat=args.repeat, warmup=2)
         p, o = median(t["p"]) * 1e3, median(t["o"]) * 1e3
         info = ex.memory_info()
-        print(f"{name:>8}{p:>12.3f}{o:>9.3f}{p / o:>13.2f}{diff:>11.1e}"
+        per = (f"{p / args.steps * 1e3:>9.1f}{o / args.steps * 1e3:>13.1f}"
+               if name in ("loop", "scan") else f"{'':>22}")
+        print(f"{name:>8}{p:>12.3f}{o:>9.3f}{p / o:>13.2f}{per}{diff:>11.1e}"
               f"{info['arena_bytes']:>10}{info['pool_bytes']:>9}")
 
 

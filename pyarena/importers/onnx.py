@@ -38,12 +38,12 @@ from ..graph.binding import bind_shapes, unbound_message
 from ..runtime.kernels import KERNELS
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
-from .onnx_control import take_branch
+from .onnx_control import resolve_bodies, take_branch
 from .onnx_data import read_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
 from .onnx_dynamic import dependent_tensors, shape_rule, value_ops
-from .onnx_loop import outer_names, resolve_bodies
+from .onnx_loop import outer_names
 from .onnx_qdq import fuse_qdq
 from .onnx_shapes import NotCovered, infer_shapes
 
@@ -237,7 +237,7 @@ class _OnnxImport:
         self.vals = {}
         self.changes = 0        # nodes folded or inlined so far
         self.used_onnx_inference = False
-        self.bodies = {}        # Loop / Scan node name -> (outer inputs, attrs)
+        self.bodies = {}        # Loop / Scan / If node name -> (outer inputs, attrs)
         self.forced = {}        # output shapes set from a body: kept for inference
         self.dependent = set()  # tensors computed from a data-sized one (build)
 
@@ -526,7 +526,7 @@ class _OnnxImport:
             while outs and outs[-1] == "":
                 outs.pop()
             ins, attrs = list(n.input), None
-            if n.name in self.bodies:       # Loop / Scan: its body and outer inputs
+            if n.name in self.bodies:       # Loop / Scan / If: its bodies and outer inputs
                 extra, attrs = self.bodies[n.name]
                 for i in extra:
                     self.declare(i, "constant" if i in self.vals else "activation")
@@ -545,8 +545,8 @@ class _OnnxImport:
         return self.g
 
     def check_runs(self, n):
-        """A control-flow operator no kernel runs (an If on data) is named
-        before its outputs are sized: shape inference leaves them unknown."""
+        """A control-flow operator no kernel runs is named before its
+        outputs are sized: shape inference leaves them unknown."""
         if n.op_type in _CONTROL_FLOW and n.op_type not in KERNELS:
             raise UnsupportedOpError(f"unsupported operator(s): operator {n.name!r}: op "
                                      f"type {n.op_type!r} is not supported by the executor")

@@ -1,23 +1,35 @@
-"""ONNX control flow resolved at import: an ``If`` whose condition is
-known then (a constant, or folded from shapes and from inputs given as
-values) is replaced by the nodes of the branch it takes.
+"""ONNX control flow at import.
 
-Exporters wrap whole models in ``If``s that test a sample rate, a batch
-size or whether a state was given (Silero VAD: the model inside an ``If``
-on its ``sr`` input, and three more inside on shapes).  For one input
-signature those conditions are constants, and the importer takes the
-branch: its nodes join the graph (their names prefixed with the ``If``'s,
-so that they stay unique), its initializers become constants, and an
-``Identity`` per output renames the branch's outputs to the ``If``'s.  The
-branch's own ``If``s are resolved the same way as their conditions fold.
-An ``If`` whose condition depends on data is refused by name (the
-executor does not run subgraphs).
+An ``If`` whose condition is known then (a constant, or folded from
+shapes and from inputs given as values) is replaced by the nodes of the
+branch it takes.  Exporters wrap whole models in ``If``s that test a
+sample rate, a batch size or whether a state was given (Silero VAD: the
+model inside an ``If`` on its ``sr`` input, and three more inside on
+shapes).  For one input signature those conditions are constants, and the
+importer takes the branch: its nodes join the graph (their names prefixed
+with the ``If``'s, so that they stay unique), its initializers become
+constants, and an ``Identity`` per output renames the branch's outputs to
+the ``If``'s.  The branch's own ``If``s are resolved the same way as their
+conditions fold.
+
+An ``If`` whose condition is only known at run time keeps both branches,
+each imported as a body (``onnx_loop.import_body``: a graph of its own
+whose inputs are the outer-scope names it reads, which become inputs of
+the op) for the ``If`` kernel (``runtime/kernels/branching.py``) to plan
+in one scratch region and run.  An output both branches make with the
+same shape is planned; one whose shape differs between the branches is a
+pool tensor (``Op.attrs["dynamic"]``, ``runtime/dynamic.py``).
+
+:func:`resolve_bodies` imports the bodies of every ``Loop``, ``Scan`` and
+run-time ``If`` of a graph.
 """
 import numpy as np
 
-from ..errors import ModelImportError
+from ..errors import ModelImportError, UnsupportedOpError
+from .onnx_loop import (Unknown, import_body, import_loop, import_scan, set_shape, shape_of,
+                        subgraph_attr)
 
-__all__ = ["take_branch"]
+__all__ = ["resolve_bodies", "take_branch"]
 
 
 def take_branch(onnx, node, cond):
@@ -52,3 +64,83 @@ def take_branch(onnx, node, cond):
             raise ModelImportError(f"operator {node.name!r} (If): initializer {t.name!r} "
                                    f"of the {which} cannot be decoded: {exc}") from None
     return nodes, inits
+
+
+def _branch(imp, node, which):
+    """(graph, input names, output names) of one branch, or None and the
+    reason when its shapes do not go together for this input signature
+    (another sample rate's branch): it can only fail if it runs."""
+    branch = subgraph_attr(node, f"{which}_branch")
+    if len(branch.output) != len(node.output):
+        raise ModelImportError(f"operator {node.name!r} (If): the {which}_branch has "
+                               f"{len(branch.output)} outputs, the If {len(node.output)}")
+    try:
+        return import_body(imp, node, branch, [], f"{which}_branch")[:3], None
+    except Unknown:
+        raise
+    except UnsupportedOpError:
+        raise
+    except ModelImportError as exc:
+        return (None, [], []), str(exc)
+
+
+def import_if(imp, node):
+    """(extra inputs, attrs) of an ``If`` run on a run-time condition:
+    ``then`` / ``else`` bodies with their input and output names; the
+    extra inputs are the outer names either branch reads.  A branch whose
+    shapes do not go together is kept as its reason (``<which>_error``),
+    raised if the condition ever picks it; both failing is an error now."""
+    if not node.input or not node.input[0]:
+        raise ModelImportError(f"operator {node.name!r} (If): no condition input")
+    attrs, extra, errors = {}, [], []
+    for which in ("then", "else"):
+        (graph, names, outs), err = _branch(imp, node, which)
+        attrs.update({which: graph, f"{which}_inputs": names, f"{which}_outputs": outs})
+        extra += [n for n in names if n not in extra]
+        if err is not None:
+            attrs[f"{which}_error"] = err
+            errors.append(err)
+    if len(errors) == 2:
+        raise ModelImportError(errors[0])
+    sides = [w for w in ("then", "else") if attrs[w] is not None]
+    dynamic = []
+    for j, name in enumerate(node.output):
+        ts = [attrs[w].tensors[attrs[f"{w}_outputs"][j]] for w in sides]
+        if any(np.dtype(t.dtype) != np.dtype(ts[0].dtype) for t in ts):
+            raise ModelImportError(f"operator {node.name!r} (If): output {j} is "
+                                   f"{np.dtype(ts[0].dtype)} in the then_branch, "
+                                   f"{np.dtype(ts[1].dtype)} in the else_branch")
+        shapes = {shape_of(attrs[w], attrs[f"{w}_outputs"][j]) for w in sides}
+        if len(shapes) == 1:
+            set_shape(imp, name, shapes.pop(), ts[0].dtype)
+        elif name:      # the branch taken tells its shape: a pool tensor
+            dynamic.append(name)
+            imp.types[name] = imp.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(ts[0].dtype))
+    if dynamic:
+        attrs["dynamic"] = dynamic
+    return extra, attrs
+
+
+_IMPORTERS = {"Loop": import_loop, "Scan": import_scan, "If": import_if}
+
+
+def resolve_bodies(imp, nodes, strict):
+    """Import the bodies of every Loop / Scan / If in ``nodes`` not done
+    yet (in order, so a later one sees the shapes an earlier one fixed):
+    ``imp.bodies[node name] = (extra inputs, attrs)``.  An If whose
+    condition is a constant is left to ``take_branch``.  Not ``strict``: a
+    node whose input shapes are not known yet is left for after the next
+    shape inference.  Returns how many were imported."""
+    count = 0
+    for n in nodes:
+        if n.op_type not in _IMPORTERS or n.domain not in ("", "ai.onnx") or \
+                n.name in imp.bodies or (n.op_type == "If" and n.input and n.input[0] in imp.vals):
+            continue
+        try:
+            imp.bodies[n.name] = _IMPORTERS[n.op_type](imp, n)
+        except Unknown:
+            if strict:
+                raise
+            continue
+        count += 1
+    return count

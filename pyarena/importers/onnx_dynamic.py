@@ -1,13 +1,14 @@
 """Which tensors of an ONNX model are pool tensors, and the shape rule of
 the operators that touch them (see ``runtime/dynamic.py``).
 
-A *source* makes a tensor whose size depends on data: NonZero, a TopK
-whose K is not a constant, a Range whose bounds are not, a Loop whose
-scan outputs have a length only a run tells.  Everything computed from a source is *dependent*; a dependent
-tensor whose shape shape inference cannot fix becomes a pool tensor
-(``Tensor.dynamic``), taken from the executor's Pool at run time.  A
-tensor of unknown size that depends on no source is still an error naming
-it (an input dimension left unbound is not data).
+A *source* makes a tensor whose size depends on data: NonZero, Compress,
+Unique, a TopK whose K is not a constant, a Range whose bounds are not, a
+Loop whose scan outputs have a length only a run tells, an If whose
+branches make an output of different shapes.  Everything computed from a source is
+*dependent*; a dependent tensor whose shape shape inference cannot fix
+becomes a pool tensor (``Tensor.dynamic``), taken from the executor's
+Pool at run time.  A tensor of unknown size that depends on no source is
+still an error naming it (an input dimension left unbound is not data).
 
 An operator reading or writing a pool tensor gets ``attrs["_infer"]``:
 its output shapes for given inputs, by shape inference on that one node
@@ -26,13 +27,13 @@ __all__ = ["dependent_tensors", "shape_rule", "value_ops"]
 def _is_source(imp, n):
     if n.domain not in ("", "ai.onnx"):
         return False
-    if n.op_type == "NonZero":
+    if n.op_type in ("NonZero", "Compress", "Unique"):
         return True
     if n.op_type == "TopK" and len(n.input) > 1:
         return n.input[1] not in imp.vals
     if n.op_type == "Range":
         return any(i not in imp.vals for i in n.input)
-    if n.op_type == "Loop":
+    if n.op_type in ("Loop", "If"):
         return bool(imp.bodies.get(n.name, ((), {}))[1].get("dynamic"))
     return False
 

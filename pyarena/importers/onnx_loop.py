@@ -20,13 +20,16 @@ absent, and the body's condition output its condition input or constant
 true; the scanned length for a Scan).  A Loop that may stop on data and
 has scan outputs has outputs whose length only a run can tell: they are
 marked (``Op.attrs["dynamic"]``) and served from the run's Pool
-(``runtime/dynamic.py``).
+(``runtime/dynamic.py``).  :func:`import_body` also imports the branches
+of an ``If`` on a run-time condition (``onnx_control.py``).  A body
+holding a tensor whose size depends on the data is refused by name.
 """
 import numpy as np
 
 from ..errors import ModelImportError, UnsupportedOpError
 
-__all__ = ["outer_names", "resolve_bodies"]
+__all__ = ["Unknown", "import_body", "import_loop", "import_scan", "outer_names", "set_shape",
+           "shape_of", "subgraph_attr"]
 
 
 def outer_names(onnx, graph):
@@ -55,7 +58,7 @@ def outer_names(onnx, graph):
     return seen
 
 
-class _Unknown(ModelImportError):
+class Unknown(ModelImportError):
     """An outer shape not known yet (maybe after the next inference)."""
 
 
@@ -68,21 +71,22 @@ def _typed(imp, name, node):
     if shp is None or et is None or not all(isinstance(d, int) for d in shp):
         what = "its shape" if et is not None else \
             "its element type (a sequence or optional value is not supported)"
-        raise _Unknown(f"operator {node.name!r} ({node.op_type}): {what} of input "
+        raise Unknown(f"operator {node.name!r} ({node.op_type}): {what} of input "
                        f"{name!r} is not known at import ({shp}); the body needs it")
     return et, list(shp)
 
 
-def _subgraph(node, name):
+def subgraph_attr(node, name):
     for a in node.attribute:
         if a.name == name:
             return a.g
     raise ModelImportError(f"operator {node.name!r} ({node.op_type}): no {name!r} attribute")
 
 
-def _import_body(imp, node, body, formal):
-    """The body as a pyarena Graph plus its input / output names (formal
-    first, then the outer-scope names it reads), and the sub-import."""
+def import_body(imp, node, body, formal, what="body"):
+    """The body (``what``: "body", or which branch of an If) as a pyarena
+    Graph plus its input / output names (formal first, then the outer-scope
+    names it reads), and the sub-import."""
     onnx, helper = imp.onnx, imp.onnx.helper
     if len(body.input) != len(formal):
         raise ModelImportError(f"operator {node.name!r} ({node.op_type}): the body has "
@@ -103,6 +107,13 @@ def _import_body(imp, node, body, formal):
             et, shp = _typed(imp, name, node)
             ins.append(helper.make_tensor_value_info(name, et, shp))
             outer.append(name)
+    for o in body.output:
+        kind = o.type.WhichOneof("value")
+        if kind not in (None, "tensor_type"):
+            raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): output "
+                                     f"{o.name!r} of the {what} is not a tensor "
+                                     f"({kind.replace('_type', '')}); pyarena runs tensors "
+                                     f"only (a sequence or optional value is not supported)")
     # an output that is an input (a value passed through) gets an Identity:
     # the plan keeps an output alive to the end of the body, an input only
     # to its last reader
@@ -118,22 +129,28 @@ def _import_body(imp, node, body, formal):
     outs = [helper.make_tensor_value_info(n, o.type.tensor_type.elem_type, None)
             for n, o in zip(out_names, body.output)]
     outs = list({o.name: o for o in outs}.values())
-    g = helper.make_graph(nodes, f"{node.name}.body", ins, outs, initializer=inits)
+    g = helper.make_graph(nodes, f"{node.name}.{what}", ins, outs, initializer=inits)
     m = helper.make_model(g, opset_imports=list(imp.model.opset_import),
                           ir_version=imp.model.ir_version)
-    sub = type(imp)(f"{imp.path}: {node.op_type} {node.name!r} body", model=m)
+    sub = type(imp)(f"{imp.path}: {node.op_type} {node.name!r} {what}", model=m)
     sub.vals.update(preset)
     sub.init_names = {t.name for t in inits}
     try:
         graph = sub.run(True)
     except (ModelImportError, UnsupportedOpError) as exc:
-        raise type(exc)(f"in the body of {node.op_type} {node.name!r}: {exc}",
+        raise type(exc)(f"in the {what} of {node.op_type} {node.name!r}: {exc}",
                         exc.unbound_inputs) from None
+    pooled = [n for n, t in graph.tensors.items() if t.dynamic]
+    if pooled:
+        raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): tensor(s) "
+                                 f"{pooled[:4]} of the {what} have sizes that depend on the "
+                                 f"data; a body runs planned tensors only (pool tensors "
+                                 f"inside a Loop, Scan or If body are not supported)")
     names = [vi.name for vi in body.input] + outer
     return graph, names, out_names, outer, sub
 
 
-def _shape_of(graph, name):
+def shape_of(graph, name):
     return tuple(int(d) for d in graph.tensors[name].shape)
 
 
@@ -156,36 +173,36 @@ def _static_trip(imp, node, graph, body, sub):
     return max(int(np.asarray(imp.vals[m]).reshape(-1)[0]), 0) if ok else None
 
 
-def _set(imp, name, shape, dtype):
+def set_shape(imp, name, shape, dtype):
     if name:
         imp.shapes[name] = list(shape)
         imp.types[name] = imp.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
         imp.forced[name] = True
 
 
-def _loop(imp, node):
-    body = _subgraph(node, "body")
+def import_loop(imp, node):
+    body = subgraph_attr(node, "body")
     n_carried = len(node.input) - 2
     if n_carried < 0 or len(body.input) != n_carried + 2:
         raise ModelImportError(f"operator {node.name!r} (Loop): {len(node.input)} inputs and "
                                f"a body of {len(body.input)}: they do not match")
     T = imp.onnx.TensorProto
     formal = [(T.INT64, []), (T.BOOL, [])] + [_typed(imp, x, node) for x in node.input[2:]]
-    graph, bin_, bout, outer, sub = _import_body(imp, node, body, formal)
+    graph, bin_, bout, outer, sub = import_body(imp, node, body, formal)
     trip = _static_trip(imp, node, graph, body, sub)
     dynamic = []
     for j, name in enumerate(node.output):
         src = bout[1 + j]
-        shp, dt = _shape_of(graph, src), graph.tensors[src].dtype
+        shp, dt = shape_of(graph, src), graph.tensors[src].dtype
         if j < n_carried:
             want = tuple(formal[2 + j][1])
             if shp != want:
                 raise UnsupportedOpError(f"operator {node.name!r} (Loop): loop-carried "
                                          f"value {src!r} changes shape from {list(want)} "
                                          f"to {list(shp)}; bodies must keep their shapes")
-            _set(imp, name, shp, dt)
+            set_shape(imp, name, shp, dt)
         elif trip is not None:
-            _set(imp, name, (trip,) + shp, dt)
+            set_shape(imp, name, (trip,) + shp, dt)
         elif name:
             dynamic.append(name)
             imp.types[name] = imp.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dt))
@@ -196,13 +213,13 @@ def _loop(imp, node):
     return outer, attrs
 
 
-def _scan(imp, node):
+def import_scan(imp, node):
     a = {x.name: imp.onnx.helper.get_attribute_value(x) for x in node.attribute
          if x.name != "body"}
     if imp.opset < 9:
         raise UnsupportedOpError(f"operator {node.name!r} (Scan): the opset-8 Scan (batch "
                                  f"axis, sequence_lens) is not supported; opset >= 9 is")
-    body = _subgraph(node, "body")
+    body = subgraph_attr(node, "body")
     n_scan = int(a["num_scan_inputs"])
     n_state = len(node.input) - n_scan
     n_out = len(body.output) - n_state
@@ -219,10 +236,10 @@ def _scan(imp, node):
                                    f"{length}")
         length = shp[ax]
         formal.append((et, shp[:ax] + shp[ax + 1:]))
-    graph, bin_, bout, outer, sub = _import_body(imp, node, body, formal)
+    graph, bin_, bout, outer, sub = import_body(imp, node, body, formal)
     for j, name in enumerate(node.output):
         src = bout[j]
-        shp, dt = list(_shape_of(graph, src)), graph.tensors[src].dtype
+        shp, dt = list(shape_of(graph, src)), graph.tensors[src].dtype
         if j < n_state:
             if tuple(shp) != tuple(formal[j][1]):
                 raise UnsupportedOpError(f"operator {node.name!r} (Scan): state {src!r} "
@@ -231,29 +248,9 @@ def _scan(imp, node):
             ax = out_axes[j - n_state]
             ax = ax + len(shp) + 1 if ax < 0 else ax
             shp = shp[:ax] + [length] + shp[ax:]
-        _set(imp, name, shp, dt)
+        set_shape(imp, name, shp, dt)
     attrs = {"body": graph, "body_inputs": bin_, "body_outputs": bout, "n_state": n_state,
              "scan_input_axes": in_axes, "scan_output_axes": out_axes,
              "scan_input_directions": list(a.get("scan_input_directions", [0] * n_scan)),
              "scan_output_directions": list(a.get("scan_output_directions", [0] * n_out))}
     return outer, attrs
-
-
-def resolve_bodies(imp, nodes, strict):
-    """Import the body of every Loop / Scan in ``nodes`` not done yet (in
-    order, so a later one sees the shapes an earlier one fixed):
-    ``imp.bodies[node name] = (extra inputs, attrs)``.  Not ``strict``: a
-    node whose input shapes are not known yet is left for after the next
-    shape inference.  Returns how many were imported."""
-    count = 0
-    for n in nodes:
-        if n.op_type in ("Loop", "Scan") and n.domain in ("", "ai.onnx") and \
-                n.name not in imp.bodies:
-            try:
-                imp.bodies[n.name] = (_loop if n.op_type == "Loop" else _scan)(imp, n)
-            except _Unknown:
-                if strict:
-                    raise
-                continue
-            count += 1
-    return count

@@ -60,7 +60,7 @@ def _node_outputs(onnx, node, opset, shapes, types, values, where):
         shp, et = contrib_rule(node, attrs, _full(shapes), types.get)
         return [(shp, et)] + [(None, None)] * (len(node.output) - 1)
     standard = node.domain in ("", "ai.onnx")
-    if standard and node.op_type == "If":         # resolved at import or refused later
+    if standard and node.op_type == "If":         # folded, or sized from its branches
         return [(None, None)] * len(node.output)
     if standard and node.op_type == "Constant":   # may be a view of the file: dims only
         return [_constant(onnx, node)]

@@ -1,7 +1,7 @@
 """If resolved at import: a condition folded from an input given as a
-value (or from shapes) takes its branch, nested Ifs too; a condition that
-depends on data is refused by name.  The session takes 0-d integer inputs
-by value."""
+value (or from shapes) takes its branch, nested Ifs too.  The session
+takes 0-d integer inputs by value.  An If on a run-time condition keeps
+both branches (tests/runtime/test_onnx_if.py runs them)."""
 import numpy as np
 import onnx
 import pytest
@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from helpers.model_zoo import ort_run
 from helpers.tflite_util import small_cnn
 from pyarena import InferenceSession
-from pyarena.importers import ModelImportError, UnsupportedOpError, load_model
+from pyarena.importers import ModelImportError, load_model
 from pyarena.runtime import Executor
 
 F, I = TensorProto.FLOAT, TensorProto.INT64
@@ -64,10 +64,20 @@ def test_the_branch_taken_matches_onnxruntime(tmp_path, sr, n):
                                rtol=1e-6)
 
 
-def test_an_if_on_data_is_refused_by_name(tmp_path):
+def test_an_if_on_data_keeps_both_branches(tmp_path):
+    """sr given at run time: the outer If stays, with both branches as
+    bodies; the inner If of the then branch still folds on x's shape."""
     path = _model(str(tmp_path / "if.onnx"))
-    with pytest.raises(UnsupportedOpError, match="If"):
-        load_model(path, inputs={"x": (2, 4)}, values=None)
+    g = load_model(path, inputs={"x": (2, 4)}, values=None)
+    (op,) = [op for op in g.ops if op.op_type == "If"]
+    assert "If" not in {o.op_type for o in op.attrs["then"].ops}      # folded inside
+    assert {"x"} <= set(op.inputs[1:]) and op.scratch_bytes > 0
+    ex = Executor(g)
+    for sr in (16000, 8000, 16000):
+        x = _x(2)
+        y = ex.run({"x": x, "sr": np.array(sr, np.int64)})["y"]
+        np.testing.assert_allclose(y, ort_run(path, {"x": x, "sr": np.array(sr)})["y"],
+                                   rtol=1e-6)
 
 
 @pytest.mark.parametrize("values, match", [

@@ -257,3 +257,23 @@ def test_a_scalar_gather_index_kept_by_a_kernel_stays_scalar(tmp_path):
     assert g.tensors["y"].shape == (1, 4)
     s = np.arange(8, dtype=np.float32).reshape(2, 1, 4)
     np.testing.assert_array_equal(Executor(g).run({"s": s})["y"], s[1])
+
+
+def test_an_identity_is_skipped_only_when_its_output_is_its_input():
+    """Identity of a graph input: planned in the input's memory, so the
+    executor leaves it out; Identity of a constant (weights arena -> arena)
+    still copies."""
+    g = Graph("alias")
+    g.add_tensor("x", (4,), np.float32, role="input")
+    g.add_tensor("c", (4,), np.float32, role="constant", data=np.arange(4, dtype=np.float32))
+    g.add_tensor("t", (4,), np.float32)
+    g.add_tensor("z", (4,), np.float32, role="output")
+    g.add_tensor("y", (4,), np.float32, role="output")
+    g.add_op("Identity", ["c"], ["t"], name="from_const")
+    g.add_op("Add", ["t", "x"], ["z"], name="add")
+    g.add_op("Identity", ["x"], ["y"], name="from_input")
+    ex = Executor(g, plan(g))
+    assert [k.idle for k in ex.kernels] == [False, False, True]
+    out = ex.run({"x": np.ones(4, np.float32)})
+    np.testing.assert_array_equal(out["z"], [1, 2, 3, 4])
+    np.testing.assert_array_equal(out["y"], [1, 1, 1, 1])

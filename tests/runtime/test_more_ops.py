@@ -7,6 +7,8 @@ import re
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
 from helpers.model_zoo import ort_run
@@ -24,7 +26,8 @@ from pyarena.runtime.kernels import set_scratch
 OPS = ("layer_normalization|group_normalization|where|equal|less|greater|not|and|or|xor"
        "|isnan|isinf|sign|round|mod|range|cumsum|top_k|argmax|argmin|gathernd"
        "|gather_elements|scatternd|scatter_elements|einsum|tril|triu|onehot|reduce_l1"
-       "|reduce_l2|reduce_log_sum|reduce_sum_square|hardmax|spacetodepth|shape|size")
+       "|reduce_l2|reduce_log_sum|reduce_sum_square|hardmax|spacetodepth|shape|size"
+       "|compress|unique")
 # the "_expanded" cases run the op's function body (other ops), not the op
 NODE_CASE = re.compile(rf"test_({OPS})(?!\w*_expanded)\w*")
 MODULES = ("layernormalization", "groupnormalization", "where", "equal", "less",
@@ -32,7 +35,7 @@ MODULES = ("layernormalization", "groupnormalization", "where", "equal", "less",
            "isnan", "isinf", "sign", "round", "mod", "rangeop", "cumsum", "topk", "argmax",
            "argmin", "gathernd", "gatherelements", "scatternd", "scatterelements", "einsum",
            "trilu", "onehot", "reducel1", "reducel2", "reduce_log_sum", "reduce_log_sum_exp",
-           "reducesumsquare", "hardmax", "spacetodepth", "shape", "size")
+           "reducesumsquare", "hardmax", "spacetodepth", "shape", "size", "compress", "unique")
 NODE_CASES = node_case_names(NODE_CASE, MODULES)
 
 #: inputs that must be constants for pyarena (made initializers, same values)
@@ -279,19 +282,70 @@ def _one(tmp_path, op, feeds, out, inits=None, **attrs):
     return str(path)
 
 
-@pytest.mark.parametrize("op", ["Unique", "Compress"])
-def test_data_dependent_sizes_are_refused(tmp_path, op):
-    """Their output size depends on the data: unsized, the import says so;
-    sized by the model, the op is named as unsupported.  (NonZero, TopK,
-    Range run with pool tensors: tests/runtime/test_dynamic.py.)"""
-    feeds = {"x": ([4], np.float32)}
-    if op == "Compress":
-        feeds["c"] = ([4], np.bool_)
-    with pytest.raises(GraphError, match="cannot size tensor 'y'"):
-        load_model(_one(tmp_path, op, feeds, (None, np.float32)))
-    sized = ([1, 2], np.int64) if op == "NonZero" else ([2], np.float32)   # [rank, count]
-    with pytest.raises(UnsupportedOpError, match=f"my_{op}.*{op}.*not supported"):
-        load_model(_one(tmp_path, op, feeds, sized))
+def _compress_unique_model(path, sorted_):
+    """Rows of x whose sum > 0 (Compress on axis 0, a pool tensor) and their
+    sum (planned); the positive elements (Compress without axis); Unique of
+    round(2x) without axis and of the rows of round(x / 2) along axis 0,
+    all four outputs each."""
+    nodes = [helper.make_node("ReduceSum", ["x", "ax1"], ["rs"], keepdims=0),
+             helper.make_node("Greater", ["rs", "zero"], ["keep"]),
+             helper.make_node("Compress", ["x", "keep"], ["rows"], axis=0),
+             helper.make_node("ReduceSum", ["rows"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["x", "zero"], ["pos"]),
+             helper.make_node("Reshape", ["pos", "flat"], ["pos1"]),
+             helper.make_node("Compress", ["x", "pos1"], ["px"]),
+             helper.make_node("Mul", ["x", "two"], ["x2"]),
+             helper.make_node("Round", ["x2"], ["r2"]),
+             helper.make_node("Unique", ["r2"], ["u", "ui", "uinv", "uc"], sorted=sorted_),
+             helper.make_node("Div", ["x", "two"], ["xh"]),
+             helper.make_node("Round", ["xh"], ["rh"]),
+             helper.make_node("Unique", ["rh"], ["v", "vi", "vinv", "vc"], axis=0,
+                              sorted=sorted_)]
+    outs = ["rows", "total", "px", "u", "ui", "uinv", "uc", "v", "vi", "vinv", "vc"]
+    make_model(nodes, {"x": ([6, 4], np.float32)},
+               {o: (None, np.int64 if o[1:] in ("i", "inv", "c") else np.float32)
+                for o in outs},
+               {"ax1": np.array([1], np.int64), "zero": np.array(0, np.float32),
+                "flat": np.array([-1], np.int64), "two": np.array(2, np.float32)},
+               opset=13, path=path)
+    return str(path)
+
+
+@pytest.mark.parametrize("sorted_", [1, 0])
+def test_compress_and_unique_make_pool_tensors_like_onnxruntime(tmp_path, sorted_):
+    path = _compress_unique_model(tmp_path / "cu.onnx", sorted_)
+    g = load_model(path)
+    assert {n for n, t in g.tensors.items() if t.dynamic} >= {"rows", "px", "u", "v", "vc"}
+    assert not g.tensors["total"].dynamic and not g.tensors["keep"].dynamic
+    ex = Executor(g, plan(g))
+    rng = np.random.default_rng(sorted_)
+    for seed in range(4):
+        x = rng.standard_normal((6, 4)).astype(np.float32)
+        x[seed] = x[5 - seed]          # a repeated row
+        ours, ref = ex.run({"x": x}), ort_run(path, {"x": x})
+        assert set(ref) <= set(ours)
+        for k, r in ref.items():
+            assert ours[k].shape == r.shape and ours[k].dtype == r.dtype, (seed, k)
+            np.testing.assert_allclose(ours[k], r, rtol=1e-6, err_msg=f"{seed}: {k}")
+        assert ex.memory_info()["pool_bytes"] >= ours["rows"].nbytes + ours["px"].nbytes
+
+
+def test_compress_with_a_declared_size_checks_the_data(tmp_path):
+    """Sized by the model, Compress is planned, and data of another count
+    is an error naming the op; a condition longer than the axis may only
+    be false beyond it (as NumPy's compress, which ONNX follows)."""
+    path = _one(tmp_path, "Compress", {"x": ([4], np.float32), "c": ([5], np.bool_)},
+                ([2], np.float32))
+    g = load_model(path)
+    assert not g.tensors["y"].dynamic
+    ex = Executor(g, plan(g))
+    x = np.arange(4, dtype=np.float32)
+    y = ex.run({"x": x, "c": np.array([1, 0, 0, 1, 0], bool)})["y"]
+    np.testing.assert_array_equal(y, [0, 3])
+    with pytest.raises(GraphError, match=r"my_Compress.*shape \[3\], the model declares \[2\]"):
+        ex.run({"x": x, "c": np.array([1, 1, 0, 1, 0], bool)})
+    with pytest.raises(GraphError, match="my_Compress.*true beyond the 4 of axis 0"):
+        ex.run({"x": x, "c": np.array([1, 0, 0, 0, 1], bool)})
 
 
 def test_run_time_k_and_depth_build_the_kernel_per_value(tmp_path):
@@ -476,3 +530,49 @@ def test_tflite_logic_gather_nd_arg_max_cumsum_match_the_interpreter(tmp_path):
     np.testing.assert_array_equal(out["cr"][-1], feeds["y"][-1])  # reverse
     for k in ("le", "gt", "not", "sel", "mod", "gnd", "am", "an", "cs", "cr"):
         np.testing.assert_array_equal(out[k], ref[k], err_msg=k)
+
+
+_UNIQUE_EX = {}
+
+
+def _unique_executor(tmp_path_factory):
+    """One model (x (4, 3) -> Unique along axis 0, Unique of the flattened
+    x, Compress of x's rows by a condition), imported once."""
+    if not _UNIQUE_EX:
+        path = tmp_path_factory.mktemp("uq") / "uq.onnx"
+        nodes = [helper.make_node("Unique", ["x"], ["v", "vi", "vinv", "vc"], axis=0),
+                 helper.make_node("Unique", ["x"], ["u", "ui", "uinv", "uc"], sorted=0),
+                 helper.make_node("Compress", ["x", "c"], ["rows"], axis=0)]
+        outs = {o: (None, np.float32 if o in ("v", "u", "rows") else np.int64)
+                for o in ("v", "vi", "vinv", "vc", "u", "ui", "uinv", "uc", "rows")}
+        make_model(nodes, {"x": ([4, 3], np.float32), "c": ([4], np.bool_)}, outs,
+                   opset=13, path=path)
+        g = load_model(str(path))
+        _UNIQUE_EX["ex"] = Executor(g, plan(g))
+    return _UNIQUE_EX["ex"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-2, 2), min_size=12, max_size=12),
+       st.lists(st.booleans(), min_size=4, max_size=4))
+def test_unique_and_compress_keep_their_invariants(tmp_path_factory, values, cond):
+    """Whatever the data: the unique values taken at their first indices
+    and spread by the inverse indices give x back, the counts add up to
+    the slices, the first indices are first occurrences (increasing when
+    not sorted); Compress keeps exactly the rows whose condition is true."""
+    x = np.array(values, np.float32).reshape(4, 3)
+    c = np.array(cond)
+    out = _unique_executor(tmp_path_factory).run({"x": x, "c": c})
+    flat = x.reshape(-1)
+    v, vi, vinv, vc = (out[k] for k in ("v", "vi", "vinv", "vc"))
+    np.testing.assert_array_equal(x[vi], v)
+    np.testing.assert_array_equal(v[vinv], x)
+    assert vc.sum() == 4 and len({tuple(r) for r in x}) == len(v)
+    assert all(not (x[:i] == x[i]).all(axis=1).any() for i in vi)    # first occurrences
+    assert [tuple(r) for r in v] == sorted(tuple(r) for r in v)
+    u, ui, uinv, uc = (out[k] for k in ("u", "ui", "uinv", "uc"))
+    np.testing.assert_array_equal(flat[ui], u)
+    np.testing.assert_array_equal(u[uinv], flat)
+    assert uc.sum() == 12 and len(set(values)) == len(u) and list(ui) == sorted(ui)
+    assert all(values.index(int(a)) == i for a, i in zip(u, ui))
+    np.testing.assert_array_equal(out["rows"], x[c])

@@ -19,9 +19,16 @@ from .subgraph import Body
 __all__ = ["Loop", "Scan"]
 
 
-def _slot(axis, index):
-    """The index of slice ``index`` along ``axis`` (a view, 0-d too)."""
-    return (slice(None),) * axis + (index, Ellipsis)
+def _along(a, axis, backwards):
+    """``a`` viewed with ``axis`` first, in reverse when ``backwards``:
+    slice t of a scan is then ``view[t, ...]``."""
+    v = np.moveaxis(a, int(axis), 0)
+    return v[::-1] if backwards else v
+
+
+def _same(a, b):
+    """Whether two arrays are the same memory, element for element."""
+    return a.__array_interface__ == b.__array_interface__
 
 
 class _Control(Kernel):
@@ -53,9 +60,10 @@ class _Control(Kernel):
 
     def start(self, xs, sc, first_input):
         """Bind the body in the region, copy the outer-scope inputs and the
-        initial carried values in; the carried values' current arrays."""
+        initial carried values in; the carried values' current arrays.
+        Prepares ``self.carry``, the copies between two iterations."""
         body = self.body
-        body.bind(sc[0])
+        body.bind(sc[0], self.stable)
         n_formal = len(body.names_in) - (len(xs) - self.outer_at)
         for x, dst in zip(xs[self.outer_at:], body.ins[n_formal:]):
             if dst is not None:
@@ -66,16 +74,28 @@ class _Control(Kernel):
             dst = sc[1 + j] if dst is None else dst
             np.copyto(dst, xs[first_input + j])
             cur.append(dst)
+        self.carry = self.carrier(cur, sc)
         return cur
 
-    def carry(self, cur, outs, sc):
-        """The body's carried outputs become the next iteration's inputs."""
-        n, at = self.n, self.out_at
-        for j in range(n):
-            np.copyto(sc[1 + j], outs[at + j])
-        for j in range(n):
-            if cur[j] is not sc[1 + j]:
-                np.copyto(cur[j], sc[1 + j])
+    def carrier(self, cur, sc):
+        """``carry()``: the body's carried outputs become the next
+        iteration's inputs -- copied straight in when no carried output
+        shares memory with another value's input (none for one the planner
+        put in its own input's memory), else through the staging buffers
+        (a body may swap two values)."""
+        outs = self.body.outs[self.out_at:self.out_at + self.n]
+        if any(j != k and np.may_share_memory(o, c)
+               for j, o in enumerate(outs) for k, c in enumerate(cur)):
+            pairs = [(sc[1 + j], o) for j, o in enumerate(outs)] + \
+                [(c, sc[1 + j]) for j, c in enumerate(cur) if c is not sc[1 + j]]
+        else:
+            pairs = [(c, o) for c, o in zip(cur, outs) if not _same(c, o)]
+        copy = np.copyto
+
+        def carry():
+            for dst, src in pairs:
+                copy(dst, src)
+        return carry
 
     def finish(self, cur, ys):
         for j in range(self.n):
@@ -84,6 +104,7 @@ class _Control(Kernel):
                 np.copyto(ys[k], cur[j])
         if not self.stable:     # scratch allocated per run: let it go
             self.body.unbind()
+            self.carry = None
 
 
 @register
@@ -105,32 +126,33 @@ class Loop(_Control):
         return 2 + self.n
 
     def run(self, xs, ys, sc):
-        self.iterate(xs, sc, lambda i, outs: self.store(ys, i, outs))
+        self.iterate(xs, sc, lambda outs: self.store(ys, outs))
         trip = int(self.attrs.get("trip", -1))
         if trip >= 0 and self.done != trip:
             self.malformed(f"ran {self.done} iterations, {trip} planned")
         self.finish(self.cur, ys)
         self.cur = None
 
-    def iterate(self, xs, sc, each):
-        """Run the iterations, calling ``each(i, body outputs)`` after each;
-        leaves the count in ``self.done`` and the carried values in ``self.cur``."""
+    def iterate(self, xs, sc, make_each):
+        """Run the iterations, calling ``each(i)`` after each (``each =
+        make_each(body outputs)``, once the body is bound); leaves the count
+        in ``self.done`` and the carried values in ``self.cur``."""
         body = self.body
         m = None if xs[0] is None else int(xs[0].reshape(-1)[0])
         cond = True if len(xs) < 2 or xs[1] is None else bool(xs[1].reshape(-1)[0])
         self.cur = self.start(xs, sc, 2)
-        it, cin = body.ins[0], body.ins[1]
+        it, cin, cout = body.ins[0], body.ins[1], body.outs[0]
+        each, carry, run = make_each(body.outs), self.carry, body.run
         i = 0
         while cond and (m is None or i < m):
             if it is not None:
                 it.fill(i)
             if cin is not None:
                 cin.fill(cond)
-            body.run()
-            outs = body.outs
-            cond = bool(outs[0].reshape(-1)[0])
-            each(i, outs)       # before the carry: an output may alias an input
-            self.carry(self.cur, outs, sc)
+            run()
+            cond = bool(cout.item())
+            each(i)         # before the carry: an output may alias an input
+            carry()
             i += 1
         self.done = i
 
@@ -142,7 +164,8 @@ class Loop(_Control):
         shapes = [tuple(int(d) for d in self.attrs["body"].tensors[b].shape)
                   for b in self.attrs["body_outputs"][1 + n:]]
 
-        def each(i, outs):
+        def each(i):
+            outs = self.body.outs
             for j in range(n, len(outs) - 1):
                 k = self.where.get(j)
                 if k is None:
@@ -158,7 +181,7 @@ class Loop(_Control):
                         pool.free(buf)
                     grown[k] = buf = new
                 np.copyto(buf[i, ...], outs[1 + j])
-        self.iterate(xs, sc, each)
+        self.iterate(xs, sc, lambda outs: each)
         out = list(ys)
         for j in range(n, len(self.op.outputs)):
             k = self.where.get(j)
@@ -174,12 +197,16 @@ class Loop(_Control):
         self.cur = None
         return out
 
-    def store(self, ys, i, outs):
-        n = self.n
-        for j in range(n, len(outs) - 1):
-            k = self.where.get(j)
-            if k is not None:
-                np.copyto(ys[k][i, ...], outs[1 + j])
+    def store(self, ys, outs):
+        """``each(i)`` writing the scan outputs into their planned slots."""
+        pairs = [(ys[k], outs[1 + j]) for j in range(self.n, len(outs) - 1)
+                 for k in [self.where.get(j)] if k is not None]
+        copy = np.copyto
+
+        def each(i):
+            for y, v in pairs:
+                copy(y[i, ...], v)
+        return each
 
 
 @register
@@ -202,25 +229,22 @@ class Scan(_Control):
     def run(self, xs, ys, sc):
         a, body, n = self.attrs, self.body, self.n
         cur = self.start(xs, sc, 0)
-        ins_slots, outs_slots = [], []
-        length = None
+        ins, outs, length = [], [], 0
         for j, (ax, d) in enumerate(zip(a["scan_input_axes"], a["scan_input_directions"])):
-            x = xs[n + j]
-            ax = ax + x.ndim if ax < 0 else ax
-            length = x.shape[ax]
-            ins_slots.append((x, ax, d, body.ins[n + j]))
+            x = _along(xs[n + j], ax, d)
+            length = x.shape[0]
+            if body.ins[n + j] is not None:
+                ins.append((body.ins[n + j], x))
         for j, (ax, d) in enumerate(zip(a["scan_output_axes"], a["scan_output_directions"])):
             k = self.where.get(n + j)
             if k is not None:
-                y = ys[k]
-                outs_slots.append((y, ax + y.ndim if ax < 0 else ax, d, n + j))
-        for t in range(length or 0):
-            for x, ax, d, dst in ins_slots:
-                if dst is not None:
-                    np.copyto(dst, x[_slot(ax, length - 1 - t if d else t)])
-            body.run()
-            outs = body.outs
-            for y, ax, d, j in outs_slots:
-                np.copyto(y[_slot(ax, length - 1 - t if d else t)], outs[j])
-            self.carry(cur, outs, sc)
+                outs.append((_along(ys[k], ax, d), body.outs[n + j]))
+        copy, run, carry = np.copyto, body.run, self.carry
+        for t in range(length):
+            for dst, x in ins:
+                copy(dst, x[t, ...])
+            run()
+            for y, v in outs:
+                copy(y[t, ...], v)
+            carry()
         self.finish(cur, ys)

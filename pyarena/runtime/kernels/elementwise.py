@@ -558,8 +558,13 @@ class Elementwise(Kernel):
         self.mean = const(1.0 / n, self.dtype) if t == "Mean" else None
         if np.issubdtype(self.dtype, np.integer) and t == "Div":
             self.f = np.floor_divide  # ONNX integer division (positive operands)
+        # two operands, none omitted: one ufunc call (the common case, first)
+        self.binary = n == 2 and len(self.ins) == 2 and self.mean is None
 
     def run(self, xs, ys, sc):
+        if self.binary:
+            self.f(xs[0], xs[1], out=ys[0])
+            return
         y = ys[0]
         xs = [x for x in xs if x is not None]
         f = self.f

@@ -1,5 +1,7 @@
 """Indexing kernels: GatherElements, GatherND, ScatterElements, ScatterND,
-OneHot, ArgMax / ArgMin, TopK, CumSum, Trilu, Range, Shape and Size.
+OneHot, ArgMax / ArgMin, TopK, CumSum, Trilu, Range, Shape and Size; and
+the ops whose output sizes the data tells (NonZero, Compress, Unique: pool
+tensors, see runtime/dynamic.py).
 
 The gathers and scatters turn their run-time indices into flat offsets in
 an int64 scratch buffer of the indices' shape (negative indices wrapped
@@ -9,8 +11,8 @@ setup and kept in the weights arena), then move the data with
 or ``ufunc.at`` for a scatter's reduction.  An index outside its axis
 (which ONNX leaves undefined) is wrapped, never read out of bounds.
 Constant indices are turned into offsets once, at setup (no scratch).
-Nothing here allocates at run time but TopK, which sorts
-(``numpy.argsort`` returns a new array).  None may write in place
+Nothing here allocates at run time but TopK and Unique, which sort
+(``numpy.argsort`` returns a new array), and the data-sized ops.  None may write in place
 ("none") but Trilu, which reads each element before it writes it
 ("unary").
 """
@@ -293,11 +295,95 @@ class NonZero(Kernel):
 
 
 class _NumpyPool:
-    """``empty`` from NumPy (NonZero with a declared output size)."""
+    """``empty`` from NumPy (an output size the model declares)."""
 
     @staticmethod
     def empty(shape, dtype):
         return np.empty(shape, dtype)
+
+
+class _DataSized(Kernel):
+    """An op whose output sizes the data tells: ``produce`` makes its pool
+    outputs (None in ``ys``) from the pool (runtime/dynamic.py) and checks
+    that the data keeps the sizes the model declares for the others;
+    ``run`` is ``produce`` with every size declared.  Outputs by position."""
+
+    outputs_by_position = True
+
+    def run(self, xs, ys, sc):
+        self.produce(xs, ys, sc, None)
+
+    def out(self, ys, k, shape, dtype, pool):
+        """Output ``k`` (of those the op has): the planned view, or a pool array."""
+        if ys[k] is None:
+            return pool.empty(tuple(shape), dtype)
+        if ys[k].shape != tuple(shape):
+            self.malformed(f"the data makes an output of shape {list(shape)}, the "
+                           f"model declares {list(ys[k].shape)}")
+        return ys[k]
+
+    def place(self, values, ys, pool):
+        """The op's outputs (by position) copied to their arrays."""
+        out = []
+        for name, v in zip(self.op.outputs, values):
+            if name:
+                y = self.out(ys, len(out), v.shape, v.dtype, pool)
+                np.copyto(y, v)
+                out.append(y)
+        return out
+
+
+@register
+class Compress(_DataSized):
+    """The slices along ``axis`` (the flattened input without one) where
+    the 1-D condition is true; a condition shorter than the axis leaves
+    the rest out, a longer one may only be false beyond it."""
+
+    op_types = ("Compress",)
+
+    def produce(self, xs, ys, sc, pool):
+        x, c = xs[0], xs[1].reshape(-1)
+        axis = self.attrs.get("axis")
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        axis = _axis(axis, x.ndim)
+        n = x.shape[axis]
+        if c.size > n:
+            if np.any(c[n:]):
+                self.malformed(f"the condition has {c.size} elements and is true beyond "
+                               f"the {n} of axis {axis}")
+            c = c[:n]
+        shape = list(x.shape)
+        shape[axis] = int(np.count_nonzero(c))
+        y = self.out(ys, 0, shape, x.dtype, pool)
+        np.compress(c, x, axis=axis, out=y)
+        return [y]
+
+
+@register
+class Unique(_DataSized):
+    """Y, the index of each one's first occurrence, the inverse indices and
+    the counts, over the flattened input or the slices along ``axis``;
+    ``sorted`` 0 keeps the order of first occurrence.  Sorts with NumPy
+    (allocates), then the outputs go to the pool."""
+
+    op_types = ("Unique",)
+
+    def produce(self, xs, ys, sc, pool):
+        x, axis = xs[0], self.attrs.get("axis")
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        axis = _axis(axis, x.ndim)
+        y, first, inverse, counts = np.unique(x, True, True, True, axis=axis)
+        inverse = inverse.reshape(-1)
+        if not int(self.attrs.get("sorted", 1)):
+            order = np.argsort(first, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(order.size)
+            first, counts, inverse = first[order], counts[order], rank[inverse]
+            y = np.take(x, first, axis=axis)
+        return self.place([y] + [a.astype(np.int64) for a in (first, inverse, counts)],
+                          ys, pool)
 
 
 @register

@@ -8,6 +8,11 @@ one more again).  The body's kernels are pyarena's own, built once with
 the outer executor's ``keep`` (the constants they read go to its weights
 arena); their views are bound when the region is first seen and again
 only if it moves (the unplanned memory modes allocate scratch per run).
+Binding also prepares what an iteration calls: each kernel's ``run`` with
+its views and its scratch already carved, and, in a region that stays
+(``stable``: the outer op's views are planned), the kernels bound to their
+views (native pointers kept) and those with nothing to do left out, so an
+iteration is one Python call per working kernel.
 Plans are kept per body graph and scratch setting, since a kernel's
 ``setup`` runs more than once (set_scratch, the executor).
 """
@@ -16,7 +21,7 @@ import weakref
 import numpy as np
 
 from ...planning import plan as make_plan
-from .registry import graph_kernel, set_scratch
+from .registry import _carve, graph_kernel, set_scratch
 
 __all__ = ["Body"]
 
@@ -61,10 +66,11 @@ class Body:
             if t.role == "constant" and name not in self.constants:
                 self.constants[name] = np.asarray(t.data, dtype=t.dtype).reshape(t.shape)
         self._addr = None
-        self.steps, self.ins, self.outs = [], [], []
+        self.steps, self.ins, self.outs, self.calls = [], [], [], []
 
-    def bind(self, region):
-        """Bind the body's plan inside ``region`` (uint8, ``nbytes``)."""
+    def bind(self, region, stable=False):
+        """Bind the body's plan inside ``region`` (uint8, ``nbytes``);
+        ``stable``: the region stays there for every run."""
         addr = region.__array_interface__["data"][0]
         if addr == self._addr:
             return
@@ -83,16 +89,32 @@ class Body:
                 if k.scratch_bytes else None
             steps.append((k, xs, ys, sc))
         self.steps = steps
+        self.calls = self.prepare(steps, stable)
         self.ins = [arrays.get(n) for n in self.names_in]
         self.outs = [arrays[n] for n in self.names_out]
         self._addr = addr
+
+    @staticmethod
+    def prepare(steps, stable):
+        """(function, xs, ys, scratch views) per kernel an iteration runs."""
+        calls = []
+        for k, xs, ys, sc in steps:
+            if stable:
+                k.bind(xs, ys)
+                if k.idle:
+                    continue
+            if k._act is None:      # Kernel.__call__ without its per-call carving
+                calls.append((k.run, xs, ys, _carve(sc, k.scratch) if k.scratch else ()))
+            else:
+                calls.append((k, xs, ys, sc))
+        return calls
 
     def unbind(self):
         """Drop every view of the region (it is freed after the op when the
         executor allocates scratch per run)."""
         self._addr = None
-        self.steps, self.ins, self.outs = [], [], []
+        self.steps, self.ins, self.outs, self.calls = [], [], [], []
 
     def run(self):
-        for k, xs, ys, sc in self.steps:
-            k(xs, ys, sc)
+        for f, xs, ys, sc in self.calls:
+            f(xs, ys, sc)
