@@ -20,6 +20,7 @@ A dimension may be a symbol (a string such as ``"N"``); symbols are bound by
 the shapes given for graph inputs (``Graph.bind_inputs``, ``inputs=`` of
 ``load_model``) and substituted everywhere.
 """
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -60,16 +61,24 @@ class Tensor:
 
     @property
     def is_symbolic(self):
-        return self.shape is not None and any(not isinstance(d, (int, np.integer))
-                                              for d in self.shape)
+        shape = self.shape
+        if shape is None:
+            return False
+        for d in shape:       # plain ints first: the planner asks this often
+            if type(d) is not int and not isinstance(d, (int, np.integer)):
+                return True
+        return False
 
     @property
     def nbytes(self):
         """Size in bytes; GraphError if still symbolic or invalid."""
-        if self.shape is None:
+        shape = self.shape
+        if shape is None:
             if self.nbytes_given is None:
                 raise GraphError(f"tensor {self.name!r} has neither a shape nor a size")
             return self.nbytes_given
+        if all(type(d) is int for d in shape):      # the common case, without NumPy
+            return math.prod(shape) * _itemsize(self.dtype)
         if self.is_symbolic:
             syms = [d for d in self.shape if not isinstance(d, (int, np.integer))]
             raise GraphError(
@@ -164,10 +173,7 @@ class Graph:
             raise GraphError(f"tensor {name!r}: role must be one of {ROLES}, not {role!r}")
         if shape is None and nbytes is None:
             raise GraphError(f"tensor {name!r} needs a shape or nbytes")
-        try:
-            dt = np.dtype(dtype)
-        except Exception:
-            raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+        dt, dt_name = _dtype(name, dtype)
         if dt.hasobject or (dt.itemsize == 0 and nbytes is None):
             raise GraphError(f"tensor {name!r}: dtype {dt} cannot live in arena memory "
                              f"({'it holds Python objects' if dt.hasobject else 'it has no size'})")
@@ -175,10 +181,12 @@ class Graph:
             if isinstance(shape, (str, bytes, dict)) or not hasattr(shape, "__iter__"):
                 raise GraphError(f"tensor {name!r}: shape must be a list of dimensions, "
                                  f"not {shape!r}")
-            shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
+            shape = tuple(shape)
+            if not all(type(d) is int and d >= 0 for d in shape):
+                shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
         if nbytes is not None:
             nbytes = _int_dim(name, nbytes, what="nbytes")
-        t = Tensor(name, shape, dt.name, nbytes, role, data)
+        t = Tensor(name, shape, dt_name, nbytes, role, data)
         if not t.is_symbolic:
             _check_size(t)
         self.tensors[name] = t
@@ -433,6 +441,32 @@ def stable_toposort(users, indeg):
                 heapq.heappush(ready, u)
     stuck = [i for i, n in enumerate(indeg) if n > 0] if len(order) != len(indeg) else []
     return order, stuck
+
+
+@functools.lru_cache(maxsize=None)
+def _itemsize(dtype):
+    return np.dtype(dtype).itemsize
+
+
+@functools.lru_cache(maxsize=256)
+def _known_dtype(dtype):
+    dt = np.dtype(dtype)
+    return dt, dt.name          # dtype.name costs more than the lookup
+
+
+def _dtype(name, dtype):
+    """(np.dtype, its name) of a tensor's dtype; GraphError if unknown."""
+    try:
+        return _known_dtype(dtype)
+    except TypeError:           # unhashable: a spec NumPy may still read
+        pass
+    except Exception:
+        raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+    try:
+        dt = np.dtype(dtype)
+    except Exception:
+        raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+    return dt, dt.name
 
 
 def _int_dim(owner, value, what="dimension"):

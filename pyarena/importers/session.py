@@ -37,6 +37,7 @@ from ..planning import plan
 from ..runtime import Executor
 from ..runtime.slack import plan_in_slack
 from . import load_model, require_extra, sniff_format
+from .import_cache import ImportCache
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -79,6 +80,10 @@ class InferenceSession:
         self._arena = None          # the shared activation block
         self._lower = 0
         self._last = None           # the executor of the last run
+        # what every signature's import shares (the parse, static folds, fused
+        # weights); None until the first executor has placed the weights
+        self._cache = ImportCache() if self.onnx is not None else None
+        self._remembered = False
         self._inputs, self._outputs = self._describe()
         # 0-d integer / bool inputs (a sample rate, a flag): their value is
         # part of the signature, and the model is specialised on it
@@ -158,12 +163,17 @@ class InferenceSession:
         g, p, ex, block = entry
         current = self._block(p.arena_bytes)        # grown if this plan needs more
         if ex is None or block is not current:      # (re)bound to the shared block
-            ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena)
+            ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
+                          weights_memo=self._first.packed)
             entry[2:] = [ex, current]
+            if self._cache is not None and not self._remembered:
+                self._cache.remember(g, self._first.weights_arena.owns)
+                self._remembered = True
         return ex
 
     def _prepare(self, shapes, values):
-        g = load_model(self.path, inputs=shapes, native=self.native, values=values or None)
+        g = load_model(self.path, inputs=shapes, native=self.native, values=values or None,
+                       cache=self._cache)
         if self._first is None:
             self._first = _Shared(g)
         else:
@@ -200,12 +210,15 @@ class _Shared:
     def __init__(self, g):
         self.constants = {n: t for n, t in g.tensors.items() if t.role == "constant"}
         self.weights_arena = g.weights if g.weights is not None else Arena(alignment=64)
+        self.packed = {}    # weights the kernels lay out: Executor(weights_memo=)
         g.weights = self.weights_arena
 
     def adopt(self, g):
         """``g`` (a later signature's graph) reads the shared constants."""
         for name, t in g.tensors.items():
             s = self.constants.get(name)
+            if s is None or s.data is t.data:   # not shared, or shared already
+                continue
             # the same name can hold another value: a shape folded for
             # these inputs, so only equal values are shared
             if t.role == "constant" and s is not None and s.shape == t.shape and \
