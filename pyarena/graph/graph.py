@@ -312,14 +312,18 @@ class Graph:
                 if used or t.role == "output":
                     raise GraphError(f"tensor {t.name!r} ({t.role}) is read but no "
                                      f"operator produces it")
-            if t.is_symbolic:
+            shape = t.shape
+            if shape is not None and all(type(d) is int for d in shape):
+                n = math.prod(shape) * _itemsize(t.dtype)      # the common case
+            elif t.is_symbolic:
                 unbound = self.unbound_inputs()
                 syms = [d for d in t.shape if isinstance(d, str)]
                 raise GraphError(f"tensor {t.name!r} has unknown dimension(s) {syms} in "
                                  f"shape {list(t.shape)}; " + unbound_message(unbound),
                                  unbound_inputs=unbound)
-            t.nbytes  # raises for missing sizes
-            _check_size(t)
+            else:
+                n = t.nbytes  # raises for missing sizes
+            _check_size(t, n)
         self.ops = self._toposort(prod)
         return self
 
@@ -477,8 +481,8 @@ def _int_dim(owner, value, what="dimension"):
     return int(value)
 
 
-def _check_size(t):
-    n = t.nbytes
+def _check_size(t, n=None):
+    n = t.nbytes if n is None else n
     if n > MAX_TENSOR_BYTES:
         raise GraphError(f"tensor {t.name!r} would need {n:,} bytes (shape "
                          f"{list(t.shape) if t.shape else '?'}): refusing an absurd size")

@@ -26,7 +26,9 @@ its value is part of the signature and the model is imported with it
 fixed (``load_model(values=...)``), so what is computed from it folds and
 an ``If`` on it takes its branch (Silero VAD's ``sr``).
 """
+import gc
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,7 +143,8 @@ class InferenceSession:
             missing = sorted(known - set(feeds))
             if missing:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
-            ex = self._executor(signature)
+            with _no_gc():
+                ex = self._executor(signature)
         out = ex.run({k: v for k, v in feeds.items() if k not in vi} if vi else feeds)
         self._last = ex
         names = [a.name for a in self._outputs] if output_names is None else list(output_names)
@@ -202,6 +205,21 @@ class InferenceSession:
                 "plans": len(self._plans),
                 "weights_bytes": 0 if self._first is None else self._first.weights_bytes(),
                 "pool_bytes": 0 if self._last is None else self._last.pool_stats.peak}
+
+
+@contextmanager
+def _no_gc():
+    """The cyclic GC paused while a signature is imported and planned: it
+    would rescan the thousands of small objects made on the way, again and
+    again (a third of the time of a new signature); what is left in
+    cycles is collected after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class _Shared:
