@@ -43,6 +43,7 @@ class _Graph:
     def __init__(self, graph, memo=None):
         self.g = graph
         self.memo = memo
+        self.dead = set()       # ids of the ops fused away, still in g.ops
         self.outputs = set(graph.outputs)
         self.readers = {}
         for op in graph.ops:
@@ -71,8 +72,9 @@ class _Graph:
         return float(v.reshape(-1)[0])
 
     def drop(self, ops, tensors):
+        """``ops`` and ``tensors`` go (the ops leave ``g.ops`` in :meth:`sweep`)."""
         dead = {id(op) for op in ops}
-        self.g.ops = [op for op in self.g.ops if id(op) not in dead]
+        self.dead |= dead
         for t in tensors:
             self.g.tensors.pop(t, None)
             self.readers.pop(t, None)
@@ -80,6 +82,12 @@ class _Graph:
             for t in op.inputs:
                 if t and t in self.readers:
                     self.readers[t] = [o for o in self.readers[t] if id(o) not in dead]
+
+    def sweep(self):
+        """The ops fused away leave ``g.ops``, all at once."""
+        if self.dead:
+            self.g.ops = [op for op in self.g.ops if id(op) not in self.dead]
+            self.dead = set()
 
     def set_param(self, conv, index, name, value, kept=False):
         """Give ``conv`` a new constant input ``index`` (weights or bias);
@@ -292,7 +300,8 @@ def _fuse_activation(G, conv):
 
 def _producers(G):
     """tensor -> (position, op) of the op writing it."""
-    return {t: (i, op) for i, op in enumerate(G.g.ops) for t in op.outputs if t}
+    return {t: (i, op) for i, op in enumerate(G.g.ops) if id(op) not in G.dead
+            for t in op.outputs if t}
 
 
 def _pointwise(G, conv):
@@ -389,6 +398,7 @@ def fuse(graph, memo=None):
             n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
                 if r else 0
         removed += n
+    G.sweep()
     if removed:
         graph.validate()
     return removed
