@@ -58,6 +58,9 @@ class Tensor:
     #: bytes in the plan); the executor takes it from its Pool when it is
     #: produced and frees it after its last reader
     dynamic: bool = False
+    #: (shape, dtype, bytes) of the last ``nbytes`` of a tuple shape: the
+    #: planner asks thousands of times; a new shape or dtype object recomputes
+    _nb: tuple = field(default=None, repr=False, compare=False)
 
     @property
     def is_symbolic(self):
@@ -73,12 +76,18 @@ class Tensor:
     def nbytes(self):
         """Size in bytes; GraphError if still symbolic or invalid."""
         shape = self.shape
+        c = self._nb
+        if c is not None and c[0] is shape and c[1] is self.dtype:
+            return c[2]
         if shape is None:
             if self.nbytes_given is None:
                 raise GraphError(f"tensor {self.name!r} has neither a shape nor a size")
             return self.nbytes_given
         if all(type(d) is int for d in shape):      # the common case, without NumPy
-            return math.prod(shape) * _itemsize(self.dtype)
+            n = math.prod(shape) * _itemsize(self.dtype)
+            if type(shape) is tuple:
+                self._nb = (shape, self.dtype, n)
+            return n
         if self.is_symbolic:
             syms = [d for d in self.shape if not isinstance(d, (int, np.integer))]
             raise GraphError(

@@ -426,8 +426,9 @@ class _OnnxImport:
         for n in nodes:
             if n.op_type == "Constant" and n.output and n.output[0] in self.mapped:
                 vals[n.output[0]] = self.mapped[n.output[0]]   # read in place
-                if self.cache is not None:
+                if self.cache is not None and n.output[0] not in self.unstable:
                     vals[n.output[0]] = self.cache.values.get(n.output[0], vals[n.output[0]])
+                    self.cache.store(n, [vals[n.output[0]]])    # static: skipped next time
                 continue
             if fold and n.op_type == "If" and n.domain in ("", "ai.onnx") and \
                     n.input and n.input[0] in vals:     # the branch it takes, inlined
@@ -544,15 +545,17 @@ class _OnnxImport:
         """The Graph: one Op per remaining node, constants with their data."""
         graph_outputs = [o.name for o in self.model.graph.output]
         strings = self.onnx.TensorProto.STRING
-        for n in remaining:     # before any tensor: name the op, not a dtype
-            for name in list(n.input) + list(n.output):
+        # each node's inputs and outputs read from protobuf once
+        io = [(n, list(n.input), list(n.output)) for n in remaining]
+        for n, n_in, n_out in io:   # before any tensor: name the op, not a dtype
+            for name in n_in + n_out:
                 if name and self.types.get(name) == strings:
                     raise UnsupportedOpError(
                         f"operator {n.name!r} ({n.op_type}): tensor {name!r} holds "
                         f"strings; pyarena plans and runs numeric tensors only")
         self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
         self.dependent = dependent_tensors(self, remaining)     # may be pool tensors
-        consumers = {i for n in remaining for i in n.input if i}
+        consumers = {i for _, n_in, _ in io for i in n_in if i}
         consumers.update(i for extra, _ in self.bodies.values() for i in extra)
         for vi in self.model.graph.input:
             if vi.name in self.init_names or vi.name in self.vals:
@@ -565,17 +568,18 @@ class _OnnxImport:
             elif name in self.vals:
                 raise ModelImportError(f"graph output {name!r} is a constant (the whole "
                                        f"output folds away); nothing to run")
-        for n in remaining:
+        tensors = self.g.tensors
+        for n, n_in, n_out in io:
             self.check_runs(n)
-            for i in n.input:
-                if i and i not in self.g.tensors:
+            for i in n_in:
+                if i and i not in tensors:
                     self.declare(i, "constant" if i in self.vals else "activation")
-            read = [o for o in n.output if o in consumers or o in graph_outputs]
+            read = [o for o in n_out if o in consumers or o in graph_outputs]
             # output 0 stays unless the kernel takes it omitted and another is read
             drop_first = bool(read) and getattr(KERNELS.get(n.op_type),
                                                 "outputs_by_position", False)
             outs = []
-            for o in n.output:
+            for o in n_out:
                 if not o or (o not in read and (outs or drop_first)):
                     outs.append("")   # unused optional output (mask, indices ...)
                     continue
@@ -583,12 +587,12 @@ class _OnnxImport:
                 outs.append(o)
             while outs and outs[-1] == "":
                 outs.pop()
-            ins, attrs = list(n.input), None
+            ins, attrs = n_in, None
             if n.name in self.bodies:       # Loop / Scan: its body and outer inputs
                 extra, attrs = self.bodies[n.name]
                 for i in extra:
                     self.declare(i, "constant" if i in self.vals else "activation")
-                ins += extra
+                ins = ins + list(extra)
                 attrs = dict(attrs, _opset=self.opset)
             attrs = attrs or self.attrs(n)
             if any(i in self.dependent for i in ins + outs if i):

@@ -1293,8 +1293,8 @@ MUTANTS = [
       "every executor over the shared weights arena packs and stores its own weights",
       ("tests/runtime/test_executor.py", "tests/importers/test_session.py")),
     M("tensor-nbytes-fast-path-itemsize", "pyarena/graph/graph.py",
-      "            return math.prod(shape) * _itemsize(self.dtype)",
-      "            return math.prod(shape)",
+      "            n = math.prod(shape) * _itemsize(self.dtype)",
+      "            n = math.prod(shape)",
       "the size of a tensor of plain int dims forgets the element size",
       ("tests/graph",)),
 ]
