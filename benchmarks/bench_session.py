@@ -3,7 +3,8 @@ several input widths in a cycle, next to onnxruntime on the same file.
 
 For each width (one input-shape signature): the first run's time (import,
 plan, bind and run; wall clock and the process's CPU time), the
-median inference of the cached signature through the session, the median
+median inference (``--clock``: the calling thread's CPU time by default)
+of the cached signature through the session, the median
 of a fixed-shape Executor of the same graph (the overhead of the session's
 lookup: session/fixed), onnxruntime's median, and the largest |difference|
 from onnxruntime.  Then the session's arena next to the largest and the
@@ -47,6 +48,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--sessions", type=int, default=3,
                     help="fresh sessions timed phase by phase")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="inference medians in the calling thread's CPU time (default: "
+                         "steady on a shared machine; every runtime runs one thread) "
+                         "or wall clock")
     ap.add_argument("--phases-only", action="store_true",
                     help="only the time of a new signature, phase by phase")
     args = ap.parse_args()
@@ -79,7 +84,8 @@ def main():
         bounds.append(p.lower_bound_bytes)
         ts = time_calls({"session": lambda: s.run(None, feeds, copy=False),
                          "fixed": lambda: fixed.run(feeds),
-                         "ort": lambda: ref.run(None, feeds)}, repeat=args.repeat, warmup=1)
+                         "ort": lambda: ref.run(None, feeds)}, repeat=args.repeat, warmup=1,
+                        clock=args.clock)
         m = {k: median(v) for k, v in ts.items()}
         ours = s.run(None, feeds)
         theirs = ref.run(None, feeds)
