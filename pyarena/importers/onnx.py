@@ -40,7 +40,7 @@ from ..runtime.kernels import KERNELS
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
 from .onnx_control import take_branch
-from .onnx_data import read_model
+from .onnx_data import check_initializer_data, read_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
 from .onnx_dynamic import dependent_tensors, shape_rule, value_ops
@@ -148,27 +148,6 @@ def _input_dims(vi):
     if dims is None:
         return None
     return [None if d == "?" else d for d in dims]
-
-
-def _check_initializer_data(onnx, init, dt):
-    """The data an initializer holds must fill its dims (checked before it
-    is decoded, so the message names the tensor, not a NumPy reshape).
-    Packed and exotic element types are left to onnx's own decoder."""
-    T = onnx.TensorProto
-    plain = {T.FLOAT, T.DOUBLE, T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.UINT16,
-             T.UINT32, T.UINT64, T.FLOAT16, T.BOOL}
-    if init.data_location == T.EXTERNAL or init.data_type not in plain:
-        return
-    want = math.prod(init.dims)
-    if init.HasField("raw_data"):
-        have, need, unit = len(init.raw_data), want * dt.itemsize, "bytes of raw data"
-    else:
-        have = sum(len(getattr(init, f)) for f in
-                   ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"))
-        need, unit = want, "values"
-    if have != need:
-        raise ModelImportError(f"initializer {init.name!r} holds {have:,} {unit} but its "
-                               f"dims {list(init.dims)} need {need:,}")
 
 
 def _stored_nbytes(v):
@@ -360,7 +339,7 @@ class _OnnxImport:
         for init in self.model.graph.initializer:
             dt = _np_dtype(self.onnx, init.data_type, f"initializer {init.name!r}")
             _check_dims(init.name, list(init.dims), dt.itemsize)
-            _check_initializer_data(self.onnx, init, dt)
+            check_initializer_data(self.onnx, init, dt)
 
     def infer(self, m, first=False):
         """(shapes, types) of ``m``'s tensors: pyarena's own rules, or ONNX's
