@@ -1,12 +1,19 @@
 """InferenceSession over input shapes known only at run time: a model fed
 several input widths in a cycle, next to onnxruntime on the same file.
 
-For each width (one input-shape signature): the time to import + plan it
-the first time it is seen, the median inference of the cached signature
-through the session, the median of a fixed-shape Executor of the same
-graph (the overhead of the session's lookup), onnxruntime's median, and
-the largest |difference| from onnxruntime.  Then the session's arena next
-to the largest and the summed per-signature lower bounds.
+For each width (one input-shape signature): the first run's time (import,
+plan, bind and run; wall clock and the process's CPU time), the
+median inference (``--clock``: the calling thread's CPU time by default)
+of the cached signature through the session, the median
+of a fixed-shape Executor of the same graph (the overhead of the session's
+lookup: session/fixed), onnxruntime's median, and the largest |difference|
+from onnxruntime.  Then the session's arena next to the largest and the
+summed per-signature lower bounds, and where a new signature's time goes:
+the CPU time of each phase (shape inference, folding, building the graph,
+fusion, scratch sizes, planning, kernels + binding; "other": the model
+copy, input binding, initializer lookup, ordering, checks), medians over
+``--sessions`` fresh sessions fed the widths after the first (the first
+signature also parses the file; later ones reuse it).
 
     python benchmarks/bench_session.py --model rec.onnx --input x --dims 1,3,48,W \\
         --widths 160,240,320,480,640 [--repeat 7]
@@ -39,18 +46,29 @@ def main():
     ap.add_argument("--dims", default="1,8,24,W", help="input dims, W = the width")
     ap.add_argument("--widths", default="16,24,32,48,64")
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--sessions", type=int, default=3,
+                    help="fresh sessions timed phase by phase")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="inference medians in the calling thread's CPU time (default: "
+                         "steady on a shared machine; every runtime runs one thread) "
+                         "or wall clock")
+    ap.add_argument("--phases-only", action="store_true",
+                    help="only the time of a new signature, phase by phase")
     args = ap.parse_args()
     import onnxruntime as ort
     from pyarena import InferenceSession
     from pyarena.runtime import Executor, median, set_blas_threads, time_calls
     set_blas_threads(1)
     path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
+    widths = [int(w) for w in args.widths.split(",")]
+    if args.phases_only:
+        return phases(path, args, widths)
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     s = InferenceSession(path)
-    widths = [int(w) for w in args.widths.split(",")]
-    print(f"{'width':>6}{'first (import+plan) ms':>24}{'session ms':>12}{'fixed ms':>10}"
+    print(f"{'width':>6}{'first run ms':>14}{'cpu ms':>8}{'session ms':>12}"
+          f"{'fixed ms':>10}"
           f"{'ort ms':>9}{'session/fixed':>15}{'session/ort':>13}{'max|diff|':>11}"
           f"{'arena KiB':>11}{'bound KiB':>11}")
     bounds = []
@@ -58,20 +76,22 @@ def main():
         dims = [w if d == "W" else int(d) for d in args.dims.split(",")]
         x = np.random.default_rng(w).standard_normal(dims).astype(np.float32)
         feeds = {args.input: x}
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         s.run(None, feeds, copy=False)
-        first = time.perf_counter() - t0
+        first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
         g, p = s._plans[next(reversed(s._plans))][:2]
         fixed = Executor(g, p)
         bounds.append(p.lower_bound_bytes)
         ts = time_calls({"session": lambda: s.run(None, feeds, copy=False),
                          "fixed": lambda: fixed.run(feeds),
-                         "ort": lambda: ref.run(None, feeds)}, repeat=args.repeat, warmup=1)
+                         "ort": lambda: ref.run(None, feeds)}, repeat=args.repeat, warmup=1,
+                        clock=args.clock)
         m = {k: median(v) for k, v in ts.items()}
         ours = s.run(None, feeds)
         theirs = ref.run(None, feeds)
         diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ours, theirs))
-        print(f"{w:>6}{first * 1e3:>24.1f}{m['session'] * 1e3:>12.2f}{m['fixed'] * 1e3:>10.2f}"
+        print(f"{w:>6}{first * 1e3:>14.1f}{first_cpu * 1e3:>8.1f}{m['session'] * 1e3:>12.2f}"
+              f"{m['fixed'] * 1e3:>10.2f}"
               f"{m['ort'] * 1e3:>9.2f}{m['session'] / m['fixed']:>15.3f}"
               f"{m['session'] / m['ort']:>13.2f}{diff:>11.1e}{p.arena_bytes / 1024:>11.1f}"
               f"{p.lower_bound_bytes / 1024:>11.1f}", flush=True)
@@ -85,6 +105,66 @@ def main():
           f"{info['arena_bytes'] / 1024:.1f} KiB = {info['arena_bytes'] / max(bounds):.3f} x "
           f"the largest lower bound ({max(bounds) / 1024:.1f} KiB; their sum "
           f"{sum(bounds) / 1024:.1f} KiB); weights {info['weights_bytes'] / 1024:.1f} KiB")
+    phases(path, args, widths)
+
+
+#: (module, object, attribute, phase): what a new signature runs, timed
+#: by wrapping (an attribute missing in this version is skipped)
+PHASES = [("pyarena.importers.onnx", "_OnnxImport", "infer", "shape inference"),
+          ("pyarena.importers.onnx", "_OnnxImport", "fold_pass", "folding"),
+          ("pyarena.importers.onnx", "_OnnxImport", "build", "graph"),
+          ("pyarena.importers", None, "fuse", "fusion"),
+          ("pyarena.importers", None, "set_scratch", "scratch sizes"),
+          ("pyarena.importers.session", None, "plan_in_slack", "plan"),
+          ("pyarena.importers.session", None, "Executor", "kernels + binding"),
+          ("pyarena.importers.session", "InferenceSession", "_executor", "total")]
+
+
+def phases(path, args, widths):
+    """Median CPU ms of each phase of a new signature (see PHASES)."""
+    import collections
+    import importlib
+    from pyarena import InferenceSession
+    from pyarena.runtime import median
+    spent = collections.defaultdict(float)
+
+    active = set()
+
+    def timed(fn, phase):
+        def wrapper(*a, **k):
+            if phase in active:         # a nested call (an If branch): counted once
+                return fn(*a, **k)
+            active.add(phase)
+            c0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[phase] += time.process_time() - c0
+                active.discard(phase)
+        return wrapper
+    for mod, obj, attr, phase in PHASES:
+        owner = importlib.import_module(mod)
+        owner = getattr(owner, obj) if obj else owner
+        if hasattr(owner, attr):
+            setattr(owner, attr, timed(getattr(owner, attr), phase))
+    rounds = collections.defaultdict(list)
+    for _ in range(args.sessions):
+        s = InferenceSession(path)
+        for k, w in enumerate(widths):
+            dims = [w if d == "W" else int(d) for d in args.dims.split(",")]
+            spent.clear()
+            s.run(None, {args.input: np.zeros(dims, np.float32)})
+            if k:                       # the first signature also parses the file
+                for phase, sec in spent.items():
+                    rounds[phase].append(sec)
+    ops = len(s._plans[next(reversed(s._plans))][0].ops)
+    total = median(rounds.pop("total"))
+    print(f"\na new signature, CPU ms (medians of {len(widths) - 1} widths x "
+          f"{args.sessions} sessions; {ops} ops after fusion):")
+    for phase, secs in rounds.items():
+        print(f"  {phase:<18}{median(secs) * 1e3:>8.2f}")
+    rest = total - sum(median(v) for v in rounds.values())
+    print(f"  {'other':<18}{rest * 1e3:>8.2f}\n  {'total':<18}{total * 1e3:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ A dimension may be a symbol (a string such as ``"N"``); symbols are bound by
 the shapes given for graph inputs (``Graph.bind_inputs``, ``inputs=`` of
 ``load_model``) and substituted everywhere.
 """
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -57,19 +58,36 @@ class Tensor:
     #: bytes in the plan); the executor takes it from its Pool when it is
     #: produced and frees it after its last reader
     dynamic: bool = False
+    #: (shape, dtype, bytes) of the last ``nbytes`` of a tuple shape: the
+    #: planner asks thousands of times; a new shape or dtype object recomputes
+    _nb: tuple = field(default=None, repr=False, compare=False)
 
     @property
     def is_symbolic(self):
-        return self.shape is not None and any(not isinstance(d, (int, np.integer))
-                                              for d in self.shape)
+        shape = self.shape
+        if shape is None:
+            return False
+        for d in shape:       # plain ints first: the planner asks this often
+            if type(d) is not int and not isinstance(d, (int, np.integer)):
+                return True
+        return False
 
     @property
     def nbytes(self):
         """Size in bytes; GraphError if still symbolic or invalid."""
-        if self.shape is None:
+        shape = self.shape
+        c = self._nb
+        if c is not None and c[0] is shape and c[1] is self.dtype:
+            return c[2]
+        if shape is None:
             if self.nbytes_given is None:
                 raise GraphError(f"tensor {self.name!r} has neither a shape nor a size")
             return self.nbytes_given
+        if all(type(d) is int for d in shape):      # the common case, without NumPy
+            n = math.prod(shape) * _itemsize(self.dtype)
+            if type(shape) is tuple:
+                self._nb = (shape, self.dtype, n)
+            return n
         if self.is_symbolic:
             syms = [d for d in self.shape if not isinstance(d, (int, np.integer))]
             raise GraphError(
@@ -164,10 +182,7 @@ class Graph:
             raise GraphError(f"tensor {name!r}: role must be one of {ROLES}, not {role!r}")
         if shape is None and nbytes is None:
             raise GraphError(f"tensor {name!r} needs a shape or nbytes")
-        try:
-            dt = np.dtype(dtype)
-        except Exception:
-            raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+        dt, dt_name = _dtype(name, dtype)
         if dt.hasobject or (dt.itemsize == 0 and nbytes is None):
             raise GraphError(f"tensor {name!r}: dtype {dt} cannot live in arena memory "
                              f"({'it holds Python objects' if dt.hasobject else 'it has no size'})")
@@ -175,10 +190,12 @@ class Graph:
             if isinstance(shape, (str, bytes, dict)) or not hasattr(shape, "__iter__"):
                 raise GraphError(f"tensor {name!r}: shape must be a list of dimensions, "
                                  f"not {shape!r}")
-            shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
+            shape = tuple(shape)
+            if not all(type(d) is int and d >= 0 for d in shape):
+                shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
         if nbytes is not None:
             nbytes = _int_dim(name, nbytes, what="nbytes")
-        t = Tensor(name, shape, dt.name, nbytes, role, data)
+        t = Tensor(name, shape, dt_name, nbytes, role, data)
         if not t.is_symbolic:
             _check_size(t)
         self.tensors[name] = t
@@ -304,14 +321,18 @@ class Graph:
                 if used or t.role == "output":
                     raise GraphError(f"tensor {t.name!r} ({t.role}) is read but no "
                                      f"operator produces it")
-            if t.is_symbolic:
+            shape = t.shape
+            if shape is not None and all(type(d) is int for d in shape):
+                n = math.prod(shape) * _itemsize(t.dtype)      # the common case
+            elif t.is_symbolic:
                 unbound = self.unbound_inputs()
                 syms = [d for d in t.shape if isinstance(d, str)]
                 raise GraphError(f"tensor {t.name!r} has unknown dimension(s) {syms} in "
                                  f"shape {list(t.shape)}; " + unbound_message(unbound),
                                  unbound_inputs=unbound)
-            t.nbytes  # raises for missing sizes
-            _check_size(t)
+            else:
+                n = t.nbytes  # raises for missing sizes
+            _check_size(t, n)
         self.ops = self._toposort(prod)
         return self
 
@@ -435,6 +456,32 @@ def stable_toposort(users, indeg):
     return order, stuck
 
 
+@functools.lru_cache(maxsize=None)
+def _itemsize(dtype):
+    return np.dtype(dtype).itemsize
+
+
+@functools.lru_cache(maxsize=256)
+def _known_dtype(dtype):
+    dt = np.dtype(dtype)
+    return dt, dt.name          # dtype.name costs more than the lookup
+
+
+def _dtype(name, dtype):
+    """(np.dtype, its name) of a tensor's dtype; GraphError if unknown."""
+    try:
+        return _known_dtype(dtype)
+    except TypeError:           # unhashable: a spec NumPy may still read
+        pass
+    except Exception:
+        raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+    try:
+        dt = np.dtype(dtype)
+    except Exception:
+        raise GraphError(f"tensor {name!r}: unknown dtype {dtype!r}") from None
+    return dt, dt.name
+
+
 def _int_dim(owner, value, what="dimension"):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise GraphError(f"tensor/op {owner!r}: {what} must be an integer, not {value!r}")
@@ -443,8 +490,8 @@ def _int_dim(owner, value, what="dimension"):
     return int(value)
 
 
-def _check_size(t):
-    n = t.nbytes
+def _check_size(t, n=None):
+    n = t.nbytes if n is None else n
     if n > MAX_TENSOR_BYTES:
         raise GraphError(f"tensor {t.name!r} would need {n:,} bytes (shape "
                          f"{list(t.shape) if t.shape else '?'}): refusing an absurd size")

@@ -24,9 +24,10 @@ from ..memory.mapped import release_files
 from ..planning import check_graph_budget, resolve_max_memory
 from ..runtime.fusion import fuse
 from ..runtime.kernels import set_scratch
+from .import_cache import ImportCache
 
 __all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format",
-           "require_extra"]
+           "require_extra", "ImportCache"]
 
 _EXTENSIONS = (".onnx", ".tflite", ".json")
 
@@ -61,7 +62,7 @@ def sniff_format(path):
 
 
 def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=True,
-               values=None):
+               values=None, cache=None):
     """A validated :class:`Graph` for the model at ``path``.
 
     ``inputs`` maps graph-input names to the shapes that fix their unknown
@@ -76,11 +77,13 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     exceed ``max_memory`` (bytes; None: the physical memory).  ``values``
     (ONNX): graph inputs fixed to a value -- e.g. a sample rate -- become
     constants, so what is computed from them folds and an ``If`` on them
-    takes its branch."""
+    takes its branch.  ``cache`` (ONNX): an :class:`ImportCache` kept across
+    imports of the same file for other input shapes (what does not depend
+    on the shapes is done once; :class:`InferenceSession` keeps one)."""
     budget = resolve_max_memory(max_memory)
     path = os.fspath(path)
     try:
-        g = _load(path, inputs, scratch_budget, native, values)
+        g = _load(path, inputs, scratch_budget, native, values, cache)
     except GraphError as exc:
         raise _naming_file(exc, path) from None
     except PyArenaError:
@@ -106,7 +109,7 @@ def _naming_file(exc, path):
     return new
 
 
-def _load(path, inputs, scratch_budget, native, values=None):
+def _load(path, inputs, scratch_budget, native, values=None, cache=None):
     if not os.path.exists(path):
         raise ModelImportError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -119,7 +122,7 @@ def _load(path, inputs, scratch_budget, native, values=None):
     if fmt == "onnx":
         from .onnx import load_onnx
         try:
-            g = load_onnx(path, inputs, values=values)
+            g = load_onnx(path, inputs, values=values, cache=cache)
         except ModelImportError as exc:
             if os.path.splitext(path)[1].lower() in _EXTENSIONS or exc.unbound_inputs:
                 raise
@@ -129,7 +132,7 @@ def _load(path, inputs, scratch_budget, native, values=None):
         from .tflite import load_tflite
         g = load_tflite(path, inputs)
     if native:
-        fuse(g)
+        fuse(g, memo=None if cache is None else cache.fused)
     g = set_scratch(g, scratch_budget, native)
     release_files(t.data for t in g.tensors.values() if t.role == "constant")
     trim_heap()         # what the parser and shape inference freed goes back

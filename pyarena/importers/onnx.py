@@ -29,6 +29,7 @@ a typed graph input: no tensor data is copied back into protobuf.
 """
 import math
 import os
+from functools import partial
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from ..runtime.kernels import KERNELS
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
 from .onnx_control import resolve_bodies, take_branch
-from .onnx_data import read_model
+from .onnx_data import check_initializer_data, read_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
 from .onnx_dynamic import dependent_tensors, shape_rule, value_ops
@@ -75,9 +76,13 @@ def _onnx():
     return require_extra("onnx", "onnx", ".onnx files")
 
 
-def _np_dtype(onnx, elem_type, what):
+def _np_dtype(onnx, elem_type, what, _known={}):
+    dt = _known.get(elem_type)
+    if dt is not None:
+        return dt
     try:
-        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+        dt = _known[elem_type] = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+        return dt
     except Exception:
         raise ModelImportError(f"{what}: unsupported ONNX element type {elem_type}") from None
 
@@ -145,27 +150,6 @@ def _input_dims(vi):
     return [None if d == "?" else d for d in dims]
 
 
-def _check_initializer_data(onnx, init, dt):
-    """The data an initializer holds must fill its dims (checked before it
-    is decoded, so the message names the tensor, not a NumPy reshape).
-    Packed and exotic element types are left to onnx's own decoder."""
-    T = onnx.TensorProto
-    plain = {T.FLOAT, T.DOUBLE, T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.UINT16,
-             T.UINT32, T.UINT64, T.FLOAT16, T.BOOL}
-    if init.data_location == T.EXTERNAL or init.data_type not in plain:
-        return
-    want = math.prod(init.dims)
-    if init.HasField("raw_data"):
-        have, need, unit = len(init.raw_data), want * dt.itemsize, "bytes of raw data"
-    else:
-        have = sum(len(getattr(init, f)) for f in
-                   ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"))
-        need, unit = want, "values"
-    if have != need:
-        raise ModelImportError(f"initializer {init.name!r} holds {have:,} {unit} but its "
-                               f"dims {list(init.dims)} need {need:,}")
-
-
 def _stored_nbytes(v):
     """Bytes ``v`` really holds: a broadcast (stride 0) axis costs nothing."""
     v = np.asarray(v)
@@ -199,18 +183,33 @@ def _toposort(nodes, produced_outside):
     return [nodes[i] for i in order]
 
 
-def load_onnx(path, inputs=None, fold=True, values=None):
+def load_onnx(path, inputs=None, fold=True, values=None, cache=None):
     """Import ``path``.  ``inputs``: dict graph-input name -> dims that fix
     its symbolic dimensions; ``values``: dict graph-input name -> a value
     the input takes (it becomes a constant: conditions and shapes computed
-    from it fold, an ``If`` on it takes its branch).  Raises
+    from it fold, an ``If`` on it takes its branch); ``cache``: an
+    :class:`~.import_cache.ImportCache` shared by the imports of this file
+    for other input shapes (the parse, the static folds).  Raises
     ModelImportError / UnsupportedOpError (both GraphErrors) with the
     tensor or operator at fault."""
-    imp = _OnnxImport(path)
-    imp.fix_values(values)
-    imp.bind(inputs)
-    fuse_qdq(imp.onnx, imp.model, imp.mapped)   # QDQ chains -> integer operators
-    dequantize_lstms(imp.onnx, imp.model, imp.mapped, imp.init_names)
+    if cache is None:
+        imp = _OnnxImport(path)
+        imp.fix_values(values)
+        imp.bind(inputs)
+        imp.rewrite()
+    else:
+        if cache.parsed is None:        # the first import: parse and rewrite once
+            first = _OnnxImport(path)
+            first.rewrite()
+            cache.parsed = (first.model, first.mapped,
+                            frozenset(i.name for i in first.model.graph.initializer))
+        imp = _OnnxImport(path, cache=cache)
+        imp.fix_values(values)
+        imp.bind(inputs)
+        if cache.reduced is None:
+            g = imp.run(fold)
+            cache.reduce(imp.onnx, imp.model)   # the next imports skip the static nodes
+            return g
     return imp.run(fold)
 
 
@@ -222,12 +221,21 @@ def _unknown_shapes(shapes, nodes):
 class _OnnxImport:
     """The state of one import, step by step (see the module docstring)."""
 
-    def __init__(self, path, model=None):
+    def __init__(self, path, model=None, cache=None):
         self.onnx = _onnx()
         self.path = path
-        # a body subgraph (onnx_loop.py) comes as a model already built
-        self.model, self.mapped = _parse(path) if model is None else (model, {})
-        self.subgraph = model is not None
+        self.cache = cache
+        self.unstable = set()   # outputs of inlined If branches: never cached
+        self.static = set()     # tensors whose value is the same for every shape
+        if cache is not None:   # a copy of the model parsed and rewritten once
+            model, self.mapped, static = cache.parsed
+            self.model = self.onnx.ModelProto()
+            self.model.CopyFrom(model if cache.reduced is None else cache.reduced)
+            self.static = set(static) | set(self.mapped)
+            self.subgraph = False
+        else:   # a body subgraph (onnx_loop.py) comes as a model already built
+            self.model, self.mapped = _parse(path) if model is None else (model, {})
+            self.subgraph = model is not None
         self.opset = 1
         for o in self.model.opset_import:
             if o.domain in ("", "ai.onnx"):
@@ -241,11 +249,16 @@ class _OnnxImport:
         self.forced = {}        # output shapes set from a body: kept for inference
         self.dependent = set()  # tensors computed from a data-sized one (build)
 
+    def rewrite(self):
+        """The shape-independent rewrites of the model."""
+        fuse_qdq(self.onnx, self.model, self.mapped)   # QDQ chains -> integer operators
+        dequantize_lstms(self.onnx, self.model, self.mapped, self.init_names)
+
     def run(self, fold):
         """Everything after binding: infer, fold, import the Loop / Scan
         bodies, infer and fold again while it helps, build the Graph."""
         self.check_initializers()
-        self.shapes, self.types = self.infer(self.model)
+        self.shapes, self.types = self.infer(self.model, first=True)
         remaining = self.fold_rounds(self.fold_constants(fold), fold)
         for _ in range(MAX_FOLD_ROUNDS):
             if not resolve_bodies(self, remaining, strict=False):
@@ -296,7 +309,7 @@ class _OnnxImport:
     def bind(self, inputs):
         """Bind the given input shapes on a copy of the model; remember the
         inputs that keep unknown dimensions."""
-        if inputs:
+        if inputs and self.cache is None:
             self.model = self.onnx.ModelProto.FromString(self.model.SerializeToString())
         g = self.model.graph
         for vi in list(g.input) + list(g.output) + list(g.value_info):
@@ -326,15 +339,18 @@ class _OnnxImport:
         for init in self.model.graph.initializer:
             dt = _np_dtype(self.onnx, init.data_type, f"initializer {init.name!r}")
             _check_dims(init.name, list(init.dims), dt.itemsize)
-            _check_initializer_data(self.onnx, init, dt)
+            check_initializer_data(self.onnx, init, dt)
 
-    def infer(self, m):
+    def infer(self, m, first=False):
         """(shapes, types) of ``m``'s tensors: pyarena's own rules, or ONNX's
         shape inference (with the contrib ops' rules) for a model with an
         operator they do not cover, or when ``OWN_SHAPE_INFERENCE`` is off."""
         if OWN_SHAPE_INFERENCE:
             try:
-                return infer_shapes(self.onnx, m, self.opset, _collect, self.path)
+                cached = first and self.cache is not None   # no If branch inlined yet
+                return infer_shapes(self.onnx, m, self.opset, _collect, self.path,
+                                    self.cache.values if cached else None,
+                                    partial(self.cache.attrs, self.decode) if cached else None)
             except NotCovered:
                 pass
         self.used_onnx_inference = True
@@ -350,15 +366,26 @@ class _OnnxImport:
         """Evaluate every node computable from constants into ``vals``;
         returns the nodes left to run, in a valid order."""
         onnx, vals = self.onnx, self.vals
+        cached = self.cache.values if self.cache is not None else {}
         for init in self.model.graph.initializer:
             if init.name in self.mapped:    # a view of the file: nothing read yet
-                vals[init.name] = self.mapped[init.name]
+                vals[init.name] = cached.get(init.name, self.mapped[init.name])
+                continue
+            if init.name in cached and init.name in self.static:
+                vals[init.name] = cached[init.name]
                 continue
             try:
                 vals[init.name] = onnx.numpy_helper.to_array(init)
             except Exception as exc:
                 raise ModelImportError(f"initializer {init.name!r} (dims {list(init.dims)}) "
                                        f"cannot be decoded: {exc}") from None
+            if init.name in self.static:
+                self.cache.values[init.name] = vals[init.name]
+        if self.cache is not None and self.cache.reduced is not None:
+            for name in self.cache.values.keys() - vals.keys():   # the static folds
+                vals[name] = self.cache.values[name]
+                self.shapes[name] = list(vals[name].shape)
+                self.static.add(name)
         outside = set(vals) | {i.name for i in self.model.graph.input}
         nodes = _toposort(list(self.model.graph.node), outside)
         for i, n in enumerate(nodes):
@@ -378,11 +405,15 @@ class _OnnxImport:
         for n in nodes:
             if n.op_type == "Constant" and n.output and n.output[0] in self.mapped:
                 vals[n.output[0]] = self.mapped[n.output[0]]   # read in place
+                if self.cache is not None and n.output[0] not in self.unstable:
+                    vals[n.output[0]] = self.cache.values.get(n.output[0], vals[n.output[0]])
+                    self.cache.store(n, [vals[n.output[0]]])    # static: skipped next time
                 continue
             if fold and n.op_type == "If" and n.domain in ("", "ai.onnx") and \
                     n.input and n.input[0] in vals:     # the branch it takes, inlined
                 sub, inits = take_branch(onnx, n, vals[n.input[0]])
                 vals.update(inits)
+                self.unstable.update(o for m in sub for o in m.output)
                 self.changes += 1
                 remaining.extend(self.fold_pass(sub, fold))
                 continue
@@ -393,8 +424,12 @@ class _OnnxImport:
             else:
                 ok = can and all((not i) or i in vals for i in n.input)
             ok = ok and self.small_enough(n)
+            static = ok and self.cache is not None and \
+                self.cache.static_node(n, self.static, self.unstable)
             try:
-                res = _fold_node(onnx, n, vals, self.shapes, self.opset) if ok else None
+                res = self.cache.lookup(n) if static else None
+                if res is None:
+                    res = _fold_node(onnx, n, vals, self.shapes, self.opset) if ok else None
             except (ModelImportError, UnsupportedOpError):
                 raise
             except Exception as exc:    # attributes or inputs that do not go together
@@ -411,6 +446,9 @@ class _OnnxImport:
                 remaining.append(n)
                 continue
             self.changes += 1
+            if static:      # the same for every input shape: kept for the next
+                self.cache.store(n, res)
+                self.static.update(o for o in n.output if o)
             for name, v in zip(n.output, res):
                 if name:
                     vals[name] = v
@@ -486,15 +524,17 @@ class _OnnxImport:
         """The Graph: one Op per remaining node, constants with their data."""
         graph_outputs = [o.name for o in self.model.graph.output]
         strings = self.onnx.TensorProto.STRING
-        for n in remaining:     # before any tensor: name the op, not a dtype
-            for name in list(n.input) + list(n.output):
+        # each node's inputs and outputs read from protobuf once
+        io = [(n, list(n.input), list(n.output)) for n in remaining]
+        for n, n_in, n_out in io:   # before any tensor: name the op, not a dtype
+            for name in n_in + n_out:
                 if name and self.types.get(name) == strings:
                     raise UnsupportedOpError(
                         f"operator {n.name!r} ({n.op_type}): tensor {name!r} holds "
                         f"strings; pyarena plans and runs numeric tensors only")
         self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
         self.dependent = dependent_tensors(self, remaining)     # may be pool tensors
-        consumers = {i for n in remaining for i in n.input if i}
+        consumers = {i for _, n_in, _ in io for i in n_in if i}
         consumers.update(i for extra, _ in self.bodies.values() for i in extra)
         for vi in self.model.graph.input:
             if vi.name in self.init_names or vi.name in self.vals:
@@ -507,17 +547,18 @@ class _OnnxImport:
             elif name in self.vals:
                 raise ModelImportError(f"graph output {name!r} is a constant (the whole "
                                        f"output folds away); nothing to run")
-        for n in remaining:
+        tensors = self.g.tensors
+        for n, n_in, n_out in io:
             self.check_runs(n)
-            for i in n.input:
-                if i and i not in self.g.tensors:
+            for i in n_in:
+                if i and i not in tensors:
                     self.declare(i, "constant" if i in self.vals else "activation")
-            read = [o for o in n.output if o in consumers or o in graph_outputs]
+            read = [o for o in n_out if o in consumers or o in graph_outputs]
             # output 0 stays unless the kernel takes it omitted and another is read
             drop_first = bool(read) and getattr(KERNELS.get(n.op_type),
                                                 "outputs_by_position", False)
             outs = []
-            for o in n.output:
+            for o in n_out:
                 if not o or (o not in read and (outs or drop_first)):
                     outs.append("")   # unused optional output (mask, indices ...)
                     continue
@@ -525,12 +566,12 @@ class _OnnxImport:
                 outs.append(o)
             while outs and outs[-1] == "":
                 outs.pop()
-            ins, attrs = list(n.input), None
+            ins, attrs = n_in, None
             if n.name in self.bodies:       # Loop / Scan / If: its bodies and outer inputs
                 extra, attrs = self.bodies[n.name]
                 for i in extra:
                     self.declare(i, "constant" if i in self.vals else "activation")
-                ins += extra
+                ins = ins + list(extra)
                 attrs = dict(attrs, _opset=self.opset)
             attrs = attrs or self.attrs(n)
             if any(i in self.dependent for i in ins + outs if i):
@@ -584,7 +625,10 @@ class _OnnxImport:
             g.ops.remove(op)
 
     def attrs(self, n):
-        attrs = _attrs(self.onnx, n)
+        if self.cache is not None and not any(o in self.unstable for o in n.output):
+            attrs = self.cache.attrs(self.decode, n)
+        else:
+            attrs = _attrs(self.onnx, n)
         attrs["_opset"] = self.opset
         if n.op_type in ("Softmax", "LogSoftmax", "Hardmax"):
             if self.opset < 13:
@@ -594,12 +638,17 @@ class _OnnxImport:
                 attrs.setdefault("axis", -1)
         return attrs
 
+    def decode(self, n):
+        return _attrs(self.onnx, n)
+
     def declare(self, name, role):
         g = self.g
         if name in g.tensors:
             return
         if role == "constant":     # folded values > 4 KiB go to the weights arena
-            v = g.constant_data(self.vals[name])
+            v = self.vals[name]
+            if self.cache is None or not self.cache.is_kept(v):     # else shared as is
+                v = g.constant_data(v)
             self.vals[name] = v
             g.add_tensor(name, v.shape, v.dtype, role="constant", data=v)
             return

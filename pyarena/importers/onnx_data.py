@@ -21,8 +21,10 @@ strings), and everything outside the top-level graph's initializer list
 exporters, e.g. Paddle2ONNX, store every weight), which is read in place
 the same way and keyed by the node's output name.
 A file the wire walk cannot follow is handed to ``onnx.load`` whole, so
-its error message is onnx's own.
+its error message is onnx's own.  :func:`check_initializer_data` refuses,
+by name, an initializer whose data does not fill its dims.
 """
+import math
 import os
 
 import numpy as np
@@ -30,7 +32,7 @@ import numpy as np
 from ..errors import ModelImportError
 from ..memory.mapped import map_file
 
-__all__ = ["read_model", "INLINE_BYTES"]
+__all__ = ["read_model", "INLINE_BYTES", "check_initializer_data"]
 
 #: initializers up to this many bytes stay in the protobuf
 INLINE_BYTES = 4096
@@ -328,3 +330,24 @@ def _read(onnx, path):
             return onnx.load(path, load_external_data=True), {}
     model = onnx.ModelProto.FromString(stripped)
     return model, r.views
+
+
+def check_initializer_data(onnx, init, dt):
+    """The data an initializer holds must fill its dims (checked before it
+    is decoded, so the message names the tensor, not a NumPy reshape).
+    Packed and exotic element types are left to onnx's own decoder."""
+    T = onnx.TensorProto
+    plain = {T.FLOAT, T.DOUBLE, T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.UINT16,
+             T.UINT32, T.UINT64, T.FLOAT16, T.BOOL}
+    if init.data_location == T.EXTERNAL or init.data_type not in plain:
+        return
+    want = math.prod(init.dims)
+    if init.HasField("raw_data"):
+        have, need, unit = len(init.raw_data), want * dt.itemsize, "bytes of raw data"
+    else:
+        have = sum(len(getattr(init, f)) for f in
+                   ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"))
+        need, unit = want, "values"
+    if have != need:
+        raise ModelImportError(f"initializer {init.name!r} holds {have:,} {unit} but its "
+                               f"dims {list(init.dims)} need {need:,}")

@@ -69,6 +69,9 @@ def broadcast(*shapes):
     """Multidirectional (NumPy) broadcast of shapes with unknown dims."""
     if any(s is None for s in shapes):
         return None
+    if shapes and all(list(s) == list(shapes[0]) for s in shapes[1:]) and \
+            all(type(d) is int for d in shapes[0]):
+        return list(shapes[0])      # the common case: the same known shape
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(rank):

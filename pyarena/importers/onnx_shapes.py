@@ -37,15 +37,25 @@ class NotCovered(Exception):
     """The model has an operator these rules do not cover."""
 
 
-def infer_shapes(onnx, model, opset, collect, where):
+def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None):
     """(shapes, types) of every tensor of ``model``, as ``collect`` returns
     them for a model ONNX's inference annotated.  Raises NotCovered, or
     ModelImportError naming ``where`` and the operator for inputs that do
-    not go together."""
+    not go together.  ``known``: tensor name -> value of constants the
+    model reads but does not compute (folded before), and of its
+    initializers (not decoded again); ``attrs``: node -> its attributes
+    (a cache of them; default: decoded here)."""
+    attrs = attrs or (lambda node: _attrs(onnx, node))
     shapes, types = collect(model)
-    values = _small_initializers(onnx, model)
+    values = _small_initializers(onnx, model, known or {})
+    for name, v in (known or {}).items():
+        if name not in shapes:
+            shapes[name] = list(v.shape)
+            types[name] = _elem_type(onnx, v.dtype)
+            if v.nbytes <= FOLD_MAX_BYTES and not v.dtype.hasobject:
+                values[name] = v
     for node in model.graph.node:
-        outs = _node_outputs(onnx, node, opset, shapes, types, values, where)
+        outs = _node_outputs(onnx, node, opset, shapes, types, values, where, attrs)
         for name, (shp, et) in zip(node.output, outs):
             if name:
                 _merge(name, shp, et, shapes, types)
@@ -54,7 +64,7 @@ def infer_shapes(onnx, model, opset, collect, where):
     return shapes, types
 
 
-def _node_outputs(onnx, node, opset, shapes, types, values, where):
+def _node_outputs(onnx, node, opset, shapes, types, values, where, attrs):
     if node.domain in CONTRIB_DOMAINS:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         shp, et = contrib_rule(node, attrs, _full(shapes), types.get)
@@ -68,7 +78,7 @@ def _node_outputs(onnx, node, opset, shapes, types, values, where):
     if rule is None:
         raise NotCovered(f"{node.op_type} ({node.domain or 'ai.onnx'})")
     try:
-        n = Node(node, _attrs(onnx, node), opset, shapes.get, types.get, values.get)
+        n = Node(node, attrs(node), opset, shapes.get, types.get, values.get)
         return rule(n)
     except (NotImplementedError, UnsupportedOpError) as exc:
         raise NotCovered(f"{node.op_type}: {exc}") from None
@@ -119,12 +129,21 @@ def _merge(name, shp, et, shapes, types):
         types[name] = et
 
 
-def _small_initializers(onnx, model):
+def _elem_type(onnx, dtype, _types={}):
+    if dtype not in _types:
+        _types[dtype] = onnx.helper.np_dtype_to_tensor_dtype(dtype)
+    return _types[dtype]
+
+
+def _small_initializers(onnx, model, known):
     """Values of the initializers small enough to be shape arithmetic."""
     out = {}
     ext = onnx.TensorProto.EXTERNAL
     for init in model.graph.initializer:
         if init.data_location == ext or math.prod(init.dims) * 8 > FOLD_MAX_BYTES:
+            continue
+        if init.name in known:
+            out[init.name] = known[init.name]
             continue
         try:
             out[init.name] = onnx.numpy_helper.to_array(init)

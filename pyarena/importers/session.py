@@ -26,7 +26,9 @@ its value is part of the signature and the model is imported with it
 fixed (``load_model(values=...)``), so what is computed from it folds and
 an ``If`` on it takes its branch (Silero VAD's ``sr``).
 """
+import gc
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +39,7 @@ from ..planning import plan
 from ..runtime import Executor
 from ..runtime.slack import plan_in_slack
 from . import load_model, require_extra, sniff_format
+from .import_cache import ImportCache
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -79,6 +82,10 @@ class InferenceSession:
         self._arena = None          # the shared activation block
         self._lower = 0
         self._last = None           # the executor of the last run
+        # what every signature's import shares (the parse, static folds, fused
+        # weights); None until the first executor has placed the weights
+        self._cache = ImportCache() if self.onnx is not None else None
+        self._remembered = False
         self._inputs, self._outputs = self._describe()
         # 0-d integer / bool inputs (a sample rate, a flag): their value is
         # part of the signature, and the model is specialised on it
@@ -136,7 +143,8 @@ class InferenceSession:
             missing = sorted(known - set(feeds))
             if missing:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
-            ex = self._executor(signature)
+            with _no_gc():
+                ex = self._executor(signature)
         out = ex.run({k: v for k, v in feeds.items() if k not in vi} if vi else feeds)
         self._last = ex
         names = [a.name for a in self._outputs] if output_names is None else list(output_names)
@@ -158,12 +166,17 @@ class InferenceSession:
         g, p, ex, block = entry
         current = self._block(p.arena_bytes)        # grown if this plan needs more
         if ex is None or block is not current:      # (re)bound to the shared block
-            ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena)
+            ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
+                          weights_memo=self._first.packed)
             entry[2:] = [ex, current]
+            if self._cache is not None and not self._remembered:
+                self._cache.remember(g, self._first.weights_arena.owns)
+                self._remembered = True
         return ex
 
     def _prepare(self, shapes, values):
-        g = load_model(self.path, inputs=shapes, native=self.native, values=values or None)
+        g = load_model(self.path, inputs=shapes, native=self.native, values=values or None,
+                       cache=self._cache)
         if self._first is None:
             self._first = _Shared(g)
         else:
@@ -194,18 +207,36 @@ class InferenceSession:
                 "pool_bytes": 0 if self._last is None else self._last.pool_stats.peak}
 
 
+@contextmanager
+def _no_gc():
+    """The cyclic GC paused while a signature is imported and planned: it
+    would rescan the thousands of small objects made on the way, again and
+    again (a third of the time of a new signature); what is left in
+    cycles is collected after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class _Shared:
     """The first signature's constants, which later signatures read."""
 
     def __init__(self, g):
         self.constants = {n: t for n, t in g.tensors.items() if t.role == "constant"}
         self.weights_arena = g.weights if g.weights is not None else Arena(alignment=64)
+        self.packed = {}    # weights the kernels lay out: Executor(weights_memo=)
         g.weights = self.weights_arena
 
     def adopt(self, g):
         """``g`` (a later signature's graph) reads the shared constants."""
         for name, t in g.tensors.items():
             s = self.constants.get(name)
+            if s is None or s.data is t.data:   # not shared, or shared already
+                continue
             # the same name can hold another value: a shape folded for
             # these inputs, so only equal values are shared
             if t.role == "constant" and s is not None and s.shape == t.shape and \

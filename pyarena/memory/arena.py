@@ -22,6 +22,7 @@ allocation); ``zeros``, ``full`` and ``asarray`` build on it.
 Not thread-safe: one thread at a time per arena, like the C arena.
 """
 import functools
+import threading
 
 import numpy as np
 
@@ -38,6 +39,8 @@ __all__ = ["Arena", "Mark"]
 _GROWTH = {"pow2": lib.PA_GROW_POW2, "requested": lib.PA_GROW_REQUESTED,
            "none": lib.PA_GROW_NONE}
 _DEFAULT_CHUNK = 64 << 10
+#: per thread, the out-parameters Arena.owns passes (made once, not per call)
+_find_out = threading.local()
 _PAGE = 4096
 
 
@@ -275,11 +278,11 @@ class Arena(Closable):
     def owns(self, arr):
         """True if ``arr``'s data lies in this arena."""
         addr = arr.__array_interface__["data"][0]
-        index = ffi.new("size_t *")
-        base = ffi.new("void **")
-        size = ffi.new("size_t *")
-        return lib.pa_arena_find(self._h, ffi.cast("void *", addr), index, base,
-                                 size) == lib.PA_OK
+        out = getattr(_find_out, "v", None)
+        if out is None:     # what pa_arena_find reports beside the answer: unread
+            out = _find_out.v = (ffi.new("size_t *"), ffi.new("void **"),
+                                 ffi.new("size_t *"))
+        return lib.pa_arena_find(self._h, ffi.cast("void *", addr), *out) == lib.PA_OK
 
     # -- lifetime --------------------------------------------------------------
     def _drop(self):

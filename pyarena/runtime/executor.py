@@ -28,6 +28,7 @@ allocated.
 Unsupported operators are reported together, by name, when the executor is
 built -- nothing is skipped silently.
 """
+import hashlib
 import time
 
 import numpy as np
@@ -84,6 +85,12 @@ def _data_key(arr):
     return arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str
 
 
+def _digest(arr):
+    """A key of ``arr``'s (C-contiguous) content: shape, dtype and a hash."""
+    flat = arr.reshape(-1).view(np.uint8)
+    return arr.shape, arr.dtype.str, hashlib.blake2b(flat, digest_size=16).digest()
+
+
 def _share(t, copy):
     """Constant ``t`` gives its file pages back and takes a read-only view
     of ``copy`` (its copy in the weights arena) as its data."""
@@ -136,7 +143,10 @@ class Executor:
     ``"<op>::scratch"``) -> array to use instead of ``plan.bind()`` (tests
     forge these); ``allocator`` -- ``"numpy"`` or ``(alloc, free)`` for the
     unplanned comparison modes; ``weights`` -- the :class:`Arena` to put the
-    constants in (a new one by default); ``max_memory`` -- the memory budget
+    constants in (a new one by default); ``weights_memo`` -- a dict shared by
+    executors of one model over the same ``weights`` arena (another input
+    shape): weights a kernel lays out (packs) that equal, byte for byte,
+    ones an earlier executor kept are taken from it, not stored again; ``max_memory`` -- the memory budget
     in bytes (None: the physical memory): a graph or plan whose weights +
     arena exceed it raises MemoryBudgetError before anything is allocated.
     A ``plan`` given is validated against ``graph`` first
@@ -144,8 +154,9 @@ class Executor:
     """
 
     def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
-                 plan_options=None, max_memory=None, threads=None):
+                 plan_options=None, max_memory=None, threads=None, weights_memo=None):
         graph.validate()
+        self._memo = weights_memo
         budget = check_graph_budget(graph, max_memory)
         if plan is not None:
             validate_plan(plan, graph, raise_errors=True)
@@ -270,11 +281,22 @@ class Executor:
         arr = np.ascontiguousarray(src).reshape(src.shape)   # a 0-d value stays 0-d
         if self.weights.owns(arr):      # already in the weights arena: shared
             return arr
-        kept = self.weights.asarray(arr)
+        kept = self._kept_before(arr)
+        if kept is None:
+            kept = self.weights.asarray(arr)
+            if self._memo is not None:
+                self._memo[_digest(arr)] = kept
         t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
         if t is not None and t.data is not None:
             _share(t, kept)
         return kept
+
+    def _kept_before(self, arr):
+        """The same bytes kept by an executor sharing ``weights_memo``, or None."""
+        if self._memo is None:
+            return None
+        prev = self._memo.get(_digest(arr))
+        return prev if prev is not None and np.array_equal(prev, arr) else None
 
     def _constant_sources(self, graph):
         """(address, bytes, dtype) -> constant tensor, for ``_keep``."""

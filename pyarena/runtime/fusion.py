@@ -40,8 +40,10 @@ _F32 = np.dtype(np.float32)
 class _Graph:
     """Readers of each tensor and the graph outputs, kept up to date."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, memo=None):
         self.g = graph
+        self.memo = memo
+        self.dead = set()       # ids of the ops fused away, still in g.ops
         self.outputs = set(graph.outputs)
         self.readers = {}
         for op in graph.ops:
@@ -70,8 +72,9 @@ class _Graph:
         return float(v.reshape(-1)[0])
 
     def drop(self, ops, tensors):
+        """``ops`` and ``tensors`` go (the ops leave ``g.ops`` in :meth:`sweep`)."""
         dead = {id(op) for op in ops}
-        self.g.ops = [op for op in self.g.ops if id(op) not in dead]
+        self.dead |= dead
         for t in tensors:
             self.g.tensors.pop(t, None)
             self.readers.pop(t, None)
@@ -80,11 +83,18 @@ class _Graph:
                 if t and t in self.readers:
                     self.readers[t] = [o for o in self.readers[t] if id(o) not in dead]
 
-    def set_param(self, conv, index, name, value):
-        """Give ``conv`` a new constant input ``index`` (weights or bias)."""
+    def sweep(self):
+        """The ops fused away leave ``g.ops``, all at once."""
+        if self.dead:
+            self.g.ops = [op for op in self.g.ops if id(op) not in self.dead]
+            self.dead = set()
+
+    def set_param(self, conv, index, name, value, kept=False):
+        """Give ``conv`` a new constant input ``index`` (weights or bias);
+        ``kept``: ``value`` is already a read-only weights-arena array."""
         name = self._fresh(f"{conv.name}.{name}")
-        self.g.add_tensor(name, value.shape, "float32", role="constant",
-                          data=self.g.keep_constant(np.asarray(value, dtype=np.float32)))
+        self.g.add_tensor(name, value.shape, "float32", role="constant", data=value if kept
+                          else self.g.keep_constant(np.asarray(value, dtype=np.float32)))
         while len(conv.inputs) <= index:
             conv.inputs.append("")
         old = conv.inputs[index]
@@ -134,6 +144,15 @@ def _scale_shift(G, conv, scale, shift):
     a time, straight into the weights arena (no whole-tensor temporaries)."""
     w = G.const(conv.inputs[1])
     b = G.const(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
+    key = None
+    if G.memo is not None:      # the same weights folded for another input shape
+        wt, bt = (G.g.tensors[n].data if n else None for n in (conv.inputs + [""])[1:3])
+        key = (id(wt), id(bt), scale.tobytes(), np.asarray(shift).tobytes())
+        hit = G.memo.get(key)
+        if hit is not None and hit[0] is wt and hit[1] is bt:
+            G.set_param(conv, 1, "w", hit[2], kept=True)
+            G.set_param(conv, 2, "b", hit[3], kept=True)
+            return
     b = np.zeros(w.shape[0]) if b is None else b.astype(np.float64).reshape(-1)
     out = G.g.constant_buffer(w.shape, np.float32)
     per = max(1, (1 << 20) // max(1, w[:1].size * 8))    # ~1 MiB of float64 a block
@@ -143,6 +162,8 @@ def _scale_shift(G, conv, scale, shift):
         out[i:i + per] = blk
     G.set_param(conv, 1, "w", out)
     G.set_param(conv, 2, "b", (b * scale + shift).astype(np.float32))
+    if key is not None:         # the sources held, so their ids stay theirs
+        G.memo[key] = (wt, bt, G.const(conv.inputs[1]), G.const(conv.inputs[2]))
 
 
 def _take_output(G, conv, last, ops, tensors):
@@ -279,7 +300,8 @@ def _fuse_activation(G, conv):
 
 def _producers(G):
     """tensor -> (position, op) of the op writing it."""
-    return {t: (i, op) for i, op in enumerate(G.g.ops) for t in op.outputs if t}
+    return {t: (i, op) for i, op in enumerate(G.g.ops) if id(op) not in G.dead
+            for t in op.outputs if t}
 
 
 def _pointwise(G, conv):
@@ -357,10 +379,13 @@ def _fuse_residual(G, conv):
     return len(ops)
 
 
-def fuse(graph):
+def fuse(graph, memo=None):
     """Rewrite ``graph`` in place (see the module doc); returns the number
-    of ops removed."""
-    G = _Graph(graph)
+    of ops removed.  ``memo`` (a dict kept by the caller): weights folded
+    before from the same constant arrays (the same objects) are taken from
+    it instead of being computed and stored again -- an InferenceSession
+    importing its model once per input shape shares them."""
+    G = _Graph(graph, memo)
     removed = 0
     for conv in list(graph.ops):
         if not _conv_ok(G, conv):
@@ -373,6 +398,7 @@ def fuse(graph):
             n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
                 if r else 0
         removed += n
+    G.sweep()
     if removed:
         graph.validate()
     return removed

@@ -149,3 +149,150 @@ def test_a_memory_budget_holds_for_every_signature(tmp_path):
     with pytest.raises(PlanInfeasibleError) as ei:
         tight.run(None, {"x": _x(SHAPES[0])})
     assert ei.value.smallest_bytes > 1024
+
+
+# -- a new signature reuses what does not depend on the shapes ---------------------
+def _width_model(path):
+    """x[1, 4, 8, W] -> Conv (32 channels) -> BatchNormalization -> Relu (fused
+    into the Conv) -> depthwise Conv + Relu (the native kernel: packed
+    weights) -> Reshape to [1, 256, W] through Shape / Gather / Concat -> Transpose
+    -> MatMul with Transpose(wt) (a static fold) -> + Constant node -> y[1, W, 6]."""
+    rng = np.random.default_rng(1)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    i64 = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "g", "b", "m", "v"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r0"]),
+        helper.make_node("Conv", ["r0", "wd"], ["d"], pads=[1, 1, 1, 1], group=32),
+        helper.make_node("Relu", ["d"], ["r"]),
+        helper.make_node("Shape", ["r"], ["s"]),
+        helper.make_node("Gather", ["s", "three"], ["width"], axis=0),
+        helper.make_node("Concat", ["head", "width"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["r", "shape"], ["f"]),
+        helper.make_node("Transpose", ["f"], ["ft"], perm=[0, 2, 1]),
+        helper.make_node("Transpose", ["wt"], ["wm"], perm=[1, 0]),     # static
+        helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(f32(6))),
+        helper.make_node("MatMul", ["ft", "wm"], ["y0"]),
+        helper.make_node("Add", ["y0", "k"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "W", 6])],
+        [numpy_helper.from_array(f32(32, 4, 3, 3), "w"),
+         numpy_helper.from_array(f32(32, 1, 3, 3), "wd"),
+         numpy_helper.from_array(np.abs(f32(32)) + 0.5, "g"),
+         numpy_helper.from_array(f32(32), "b"), numpy_helper.from_array(f32(32), "m"),
+         numpy_helper.from_array(np.abs(f32(32)) + 0.1, "v"),
+         numpy_helper.from_array(f32(6, 256), "wt"), i64([3], "three"),
+         i64([1, 256], "head")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+WIDTHS = [16, 24, 40, 32, 64]
+
+
+def _wx(w, seed=0):
+    return _x((1, 4, 8, w), seed)
+
+
+def test_a_width_cycle_matches_fresh_imports_and_onnxruntime(tmp_path):
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    path = _width_model(str(tmp_path / "w.onnx"))
+    s = InferenceSession(path)
+    for rnd in range(2):
+        for w in WIDTHS:
+            x = _wx(w, w)
+            (y,) = s.run(None, {"x": x})
+            fresh = Executor(load_model(path, inputs={"x": x.shape})).run({"x": x})["y"]
+            np.testing.assert_allclose(y, fresh, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(y, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+    assert s.memory_info()["plans"] == len(WIDTHS)
+
+
+def test_new_widths_add_no_weight_bytes_and_share_the_folds(tmp_path):
+    path = _width_model(str(tmp_path / "w.onnx"))
+    s = InferenceSession(path)
+    s.run(None, {"x": _wx(WIDTHS[0])})
+    weights = s.memory_info()["weights_bytes"]
+    for w in WIDTHS[1:] + WIDTHS:
+        s.run(None, {"x": _wx(w)})
+        assert s.memory_info()["weights_bytes"] == weights
+    graphs = [entry[0] for entry in s._plans.values()]
+    conv = [[op for op in g.ops if op.op_type == "Conv"][0] for g in graphs]
+    assert all(c.attrs.get("activation") for c in conv)     # BN and Relu fused
+    # the fused weights, the folded Transpose and the Constant: one array each
+    for pick in (lambda g, c: g.tensors[c.inputs[1]].data,
+                 lambda g, c: g.tensors[c.inputs[2]].data,
+                 lambda g, c: g.tensors["wm"].data, lambda g, c: g.tensors["k"].data):
+        first = pick(graphs[0], conv[0])
+        assert all(pick(g, c) is first for g, c in zip(graphs[1:], conv[1:]))
+
+
+def test_the_file_is_parsed_once_per_session(tmp_path, monkeypatch):
+    import pyarena.importers.onnx as onnx_importer
+    path = _width_model(str(tmp_path / "w.onnx"))
+    calls = []
+    real = onnx_importer._parse
+    monkeypatch.setattr(onnx_importer, "_parse", lambda p: calls.append(p) or real(p))
+    s = InferenceSession(path)
+    described = len(calls)
+    for w in WIDTHS:
+        s.run(None, {"x": _wx(w)})
+    assert len(calls) == described + 1
+
+
+def test_cached_widths_allocate_nothing_after_the_warm_up(tmp_path):
+    s = InferenceSession(_width_model(str(tmp_path / "w.onnx")))
+    xs = [_wx(w) for w in WIDTHS]
+    for x in xs:                        # the arena grows to the widest plan
+        s.run(None, {"x": x}, copy=False)
+    for x in xs:                        # the plans bound again to that arena
+        s.run(None, {"x": x}, copy=False)
+    with numpy_allocator(Pool()) as counter:
+        for x in xs + xs:
+            s.run(None, {"x": x}, copy=False)
+    assert counter.allocations == 0
+
+
+def test_errors_of_a_new_signature_are_those_of_load_model(tmp_path):
+    from pyarena.importers import load_model
+    path = _width_model(str(tmp_path / "w.onnx"))
+    s = InferenceSession(path)
+    s.run(None, {"x": _wx(16)})             # the import is cached now
+    for bad in [(1, 5, 8, 16), (1, 4, 8, 0, 2)]:
+        with pytest.raises(Exception) as fresh:
+            load_model(path, inputs={"x": bad})
+        with pytest.raises(type(fresh.value)) as ours:
+            s.run(None, {"x": _x(bad)})
+        assert str(ours.value) == str(fresh.value)
+
+
+def _branch_model(path):
+    """y = If(flag) then x + c else x * c, where each branch makes its own
+    Constant ``c`` (the same name, other values)."""
+    def branch(name, op, value):
+        return helper.make_graph(
+            [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(
+                np.full(3, value, np.float32))),
+             helper.make_node(op, ["x", "c"], [name])], name, [],
+            [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)])
+    g = helper.make_graph(
+        [helper.make_node("If", ["flag"], ["y"], then_branch=branch("t", "Add", 2.0),
+                          else_branch=branch("e", "Mul", -3.0))], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
+         helper.make_tensor_value_info("flag", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def test_if_branches_are_never_taken_from_another_signature(tmp_path):
+    path = _branch_model(str(tmp_path / "if.onnx"))
+    s = InferenceSession(path)
+    for flag, n in [(True, 1), (False, 1), (False, 2), (True, 2), (False, 1)]:
+        feeds = {"x": _x((n, 3), n), "flag": np.array(flag)}
+        (y,) = s.run(None, feeds)
+        np.testing.assert_allclose(y, ort_run(path, feeds)["y"], rtol=1e-6)

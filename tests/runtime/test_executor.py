@@ -277,3 +277,29 @@ def test_an_identity_is_skipped_only_when_its_output_is_its_input():
     out = ex.run({"x": np.ones(4, np.float32)})
     np.testing.assert_array_equal(out["z"], [1, 2, 3, 4])
     np.testing.assert_array_equal(out["y"], [1, 1, 1, 1])
+
+
+def test_a_weights_memo_keeps_packed_weights_once_across_shapes(tmp_path):
+    from pyarena.memory import Arena
+    rng = np.random.default_rng(3)
+    path = tmp_path / "dw.onnx"
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], group=16),
+             helper.make_node("Relu", ["c"], ["y"])]
+    make_model(nodes, {"x": (["N", 16, "H", "W"], np.float32)}, {"y": (None, np.float32)},
+               {"w": rng.standard_normal((16, 1, 3, 3)).astype(np.float32)}, path=path)
+    shapes = [(1, 16, 8, 8), (1, 16, 12, 20), (2, 16, 5, 9)]
+    graphs = [load_model(str(path), inputs={"x": s}) for s in shapes]
+    for g in graphs[1:]:        # one weight array, as InferenceSession hands them
+        g.tensors[g.ops[0].inputs[1]].data = graphs[0].tensors[g.ops[0].inputs[1]].data
+    used = []
+    for memo in ({}, None):
+        arena = Arena(alignment=64)
+        for g, s in zip(graphs, shapes):
+            ex = Executor(g, weights=arena, weights_memo=memo)
+            x = rng.standard_normal(s).astype(np.float32)
+            np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                                       rtol=1e-4, atol=1e-5)
+            used.append(arena.stats().used)
+    with_memo, without = used[:3], used[3:]
+    assert with_memo[0] == with_memo[1] == with_memo[2]
+    assert without[2] > without[0]             # each executor packs its own copy

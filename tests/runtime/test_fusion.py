@@ -192,3 +192,26 @@ def test_residual_is_not_fused_after_a_3x3_conv_or_an_activation(tmp_path):
     x = rnd(1, 8, 6, 6)
     np.testing.assert_allclose(Executor(g).run({"x": x})["z"], ort_run(path, {"x": x})["z"],
                                rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("chain", ["batchnorm-relu", "affine-silu"])
+def test_a_memo_reuses_the_weights_folded_from_the_same_arrays(tmp_path, chain):
+    nodes, extra = CHAINS[chain]
+    path = tmp_path / f"{chain}.onnx"
+    make_model([_conv()] + nodes, {"x": (["N", 8, "H", "W"], np.float32)},
+               {"y": (None, np.float32)}, dict(INITS, **extra), path=path)
+    a = load_model(str(path), inputs={"x": [1, 8, 12, 10]}, native=False)
+    b = load_model(str(path), inputs={"x": [2, 8, 6, 16]}, native=False)
+    c = load_model(str(path), inputs={"x": [1, 8, 5, 5]}, native=False)
+    for name, t in b.tensors.items():       # b reads a's very arrays, c copies
+        if t.role == "constant":
+            t.data = a.tensors[name].data
+    memo = {}
+    for g in (a, b, c):
+        fuse(g, memo=memo)
+    wa, wb, wc = (g.tensors[g.ops[0].inputs[1]].data for g in (a, b, c))
+    assert wb is wa and wc is not wa
+    np.testing.assert_array_equal(wc, wa)
+    x = rnd(2, 8, 6, 16, lo=-4, hi=4)
+    np.testing.assert_allclose(Executor(b).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
