@@ -429,8 +429,9 @@ static inline void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
 /* 1 if `ptr` (page-map entry `ent`, tagged as a slab's) was a live slab
  * block and is now cached, else 0 (nothing changed). */
 static inline int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
-    if (pa_unlikely(p->learn.hot || p->learn.auto_step) || _pa_learn_owns(&p->learn, ptr))
-        return 0;
+    /* learning records frees while hot -- always, with auto_step (which
+     * ends steps in free_locked_at): the general path then */
+    if (pa_unlikely(p->learn.hot) || _pa_learn_owns(&p->learn, ptr)) return 0;
     pa_block_ref_t b;
     if (_pa_slab_find_live(_pa_page_map_owner(ent), (uintptr_t)ptr, &b) != PA_OK) return 0;
     pa_cache_t *c = &p->cache;
