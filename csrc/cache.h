@@ -127,7 +127,9 @@ static inline void _pa_cache_mark_empty(pa_cache_t *c, size_t b) {
  * its block bytes in *bsize; NULL if the bin is empty. */
 static inline void *_pa_cache_pop(pa_cache_t *c, pa_zone_t zone, size_t b, size_t order_or_npages,
                                   size_t req, size_t *bsize) {
-    if (zone == PA_ZONE_LARGE) return _pa_cache_pop_large(c, b, order_or_npages, req, bsize);
+    if (zone == PA_ZONE_LARGE) /* no call while nothing large is cached (random sizes) */
+        return c->zone_cached[PA_ZONE_LARGE]
+                   ? _pa_cache_pop_large(c, b, order_or_npages, req, bsize) : NULL;
     pa_cache_bin_t *bin = &c->bins[b];
     if (!bin->count) return NULL;
     pa_cache_entry_t e = bin->entries[--bin->count];

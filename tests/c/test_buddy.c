@@ -213,6 +213,34 @@ static void test_spare_region_and_dedicated(void) {
     pa_pool_destroy(p);
 }
 
+/* A zone's span request flushes the buddy caches only once they hold a
+ * region's worth (1 MiB by default): a few cached 8 KiB blocks stay for
+ * reuse, many are merged so the heap can place the span among them. */
+static void test_buddy_cache_kept_below_a_region(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    /* free heap room first: a span request the heap cannot serve flushes
+     * every cache before the pool grows */
+    CHECK_EQ(pa_pool_free(p, pa_pool_alloc(p, 4 << 20, NULL)), PA_OK);
+    void *v[160];
+    for (int i = 0; i < 160; i++) v[i] = pa_pool_alloc(p, 8000, NULL); /* 8 KiB buddy */
+    for (int i = 0; i < 8; i++) CHECK_EQ(pa_pool_free(p, v[i]), PA_OK);
+    void *big = pa_pool_alloc(p, 100000, NULL); /* a large span from the heap */
+    CHECK(big != NULL);
+    pa_pool_stats_t st;
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].cached, (size_t)8 * 8192);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    for (int i = 8; i < 160; i++) CHECK_EQ(pa_pool_free(p, v[i]), PA_OK); /* 1.25 MiB */
+    void *big2 = pa_pool_alloc(p, 200000, NULL);
+    CHECK(big2 != NULL);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].cached, (size_t)0);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    CHECK_EQ(pa_pool_free(p, big), PA_OK);
+    CHECK_EQ(pa_pool_free(p, big2), PA_OK);
+    pa_pool_destroy(p);
+}
+
 int main(void) {
     RUN(test_split_and_coalesce);
     RUN(test_orders);
@@ -220,5 +248,6 @@ int main(void) {
     RUN(test_many_random);
     RUN(test_buddy_only_mode);
     RUN(test_spare_region_and_dedicated);
+    RUN(test_buddy_cache_kept_below_a_region);
     return pa_test_report();
 }
