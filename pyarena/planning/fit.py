@@ -226,10 +226,9 @@ class _Search:
         cands.sort(key=lambda c: (c[0], c[1], c[2].last - c[2].first))
         for extra, n, st in cands:
             p, record = self.patch_attempt(knob, level, st, n)
-            if p.arena_bytes <= self.budget:
+            if self.budget >= p.arena_bytes:
                 self.patch = record
                 return p, None, level
-        self.saved.restore()
         if not found:
             self.note += "; no stage of the graph can run in row bands"
         return None

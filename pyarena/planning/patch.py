@@ -94,6 +94,8 @@ def op_geometry(op, graph, h_axis):
         if len(p) != 4:
             return None
         ph, pw = (p[0], p[2]), (p[1], p[3])
+    if max(ph) >= dh * (kh - 1) + 1:
+        return None                       # rows made of padding alone: not banded
     y = graph.tensors[op.outputs[0]].shape
     ho = int(y[1] if nhwc else y[2])
     if ho != (H + ph[0] + ph[1] - dh * (kh - 1) - 1) // sh + 1:
@@ -297,7 +299,9 @@ def _macs_per_row(op, graph):
 
 
 def stage_macs(graph, stage, bands):
-    """(MACs of the stage run whole, MACs of the banded run)."""
+    """(MACs of the stage run whole, MACs of the banded run).  The banded
+    run may compute fewer: rows no band needs (the last rows under a
+    stride) are not computed at all."""
     tensors = {n: graph.tensors[n].shape for n in _stage_tensors(stage)}
     geos = _geos(graph, stage)
     per_row = [_macs_per_row(op, graph) for op in stage.ops]
@@ -350,4 +354,4 @@ def patch_graph(graph, stage, n_bands):
     return {"op": name, "input": stage.x, "output": stage.y,
             "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
             "bands": [list(b) for b in bands], "macs": whole,
-            "recompute_macs": banded - whole}
+            "recompute_macs": max(0, banded - whole)}
