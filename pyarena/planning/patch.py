@@ -197,21 +197,25 @@ def stages(graph, max_starts=3):
         if not _op_ok(op0, graph, {x}, h_axis):
             continue
         starts += 1
-        found += _ends(_stages_from(graph, s, x, h_axis, last))
+        found += _ends(_stages_from(graph, s, x, h_axis, last), graph)
         if starts >= max_starts:
             break
     return sorted(found, key=lambda st: (st.last - st.first, st.first))
 
 
-def _ends(found):
-    """Of the stages from one start, the shortest and the longest at each
-    output resolution (the least recompute; the least left outside)."""
+def _ends(found, graph):
+    """Of the stages from one start, at each output resolution: the
+    shortest (least recompute), the one with the smallest output (least
+    held whole) and the longest (least left outside)."""
     by_rows = {}
     for st in found:
         by_rows.setdefault(st.rows, []).append(st)
     out = []
     for group in by_rows.values():
-        out += [group[0]] + ([group[-1]] if len(group) > 1 else [])
+        small = min(group, key=lambda st: graph.tensors[st.y].nbytes)
+        for st in (group[0], small, group[-1]):
+            if st not in out:
+                out.append(st)
     return out
 
 

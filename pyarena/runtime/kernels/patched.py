@@ -21,7 +21,7 @@ import numpy as np
 
 from ...graph import Graph, Op, Tensor
 from ...planning.patch import POOLS, band_needs, op_geometry
-from .registry import Kernel, make_kernel, register
+from .registry import KERNELS, Kernel, make_kernel, register
 
 _ALIGN = 64
 
@@ -90,6 +90,7 @@ class PatchedStage(Kernel):
                       for b in self.bands]
         self.subs = {}
         self.slots = {}
+        self.root = self._in_place()
         for need, per_op in self.needs:
             self._band_slots(need, per_op)
         self.offsets, total = first_fit(self.slots)
@@ -97,12 +98,35 @@ class PatchedStage(Kernel):
         self._runtime_inputs()
         self._key = None
 
-    def _band_slots(self, need, per_op):
-        """The kernels and workspace slots one band needs."""
+    def _in_place(self):
+        """tensor -> the tensor whose band buffer it is written into: an
+        element-wise op (the kernels' ``unary`` / ``binary`` in-place kinds)
+        writes over a same-shaped input band that nothing reads after it,
+        as the planner does between whole tensors."""
         last = {}
         for i, op in enumerate(self.ops):
             for n in op.inputs:
                 last[n] = i
+        root = {}
+        for i, op in enumerate(self.ops):
+            kind = getattr(KERNELS.get(op.op_type), "inplace", "none")
+            if kind not in ("unary", "binary"):
+                continue
+            out = op.outputs[0]
+            for j, n in enumerate(op.inputs[:1 if kind == "unary" else 2]):
+                if n in (self.x_name, self.y_name) or n not in self.shapes or \
+                        last.get(n) != i or out == self.y_name or \
+                        self.shapes[n] != self.shapes[out]:
+                    continue
+                if all(per_op[i][0].get(j) == need[n] for need, per_op in self.needs):
+                    root[out] = root.get(n, n)
+                    break
+        self.last = last
+        return root
+
+    def _band_slots(self, need, per_op):
+        """The kernels and workspace slots one band needs."""
+        last = self.last
         for i, op in enumerate(self.ops):
             req, pads = per_op[i]
             out = op.outputs[0]
@@ -120,7 +144,8 @@ class PatchedStage(Kernel):
                 if not _contiguous(self.shapes[out][0], self.h, need[out]):
                     self._slot(("y",), self._bytes(out, need[out]), i, i)
             else:
-                self._slot(out, self._bytes(out, need[out]), i, last.get(out, i))
+                self._slot(self.root.get(out, out), self._bytes(out, need[out]), i,
+                           last.get(out, i))
 
     def _bytes(self, n, r):
         shape, dt = self.shapes[n]
@@ -128,8 +153,8 @@ class PatchedStage(Kernel):
 
     def _slot(self, key, size, first, last):
         old = self.slots.get(key)
-        self.slots[key] = (size, first, last) if old is None else (max(old[0], size),
-                                                                  first, last)
+        self.slots[key] = (size, first, last) if old is None else (
+            max(old[0], size), min(old[1], first), max(old[2], last))
 
     def _kernel(self, i, op, req, pads, out_rows):
         """The kernel of op ``i`` for one band geometry (built once)."""
@@ -196,7 +221,7 @@ class PatchedStage(Kernel):
                         ins.append(xs[self.consts[n]])
                     else:
                         src = _cut(x, self.h, req[j]) if n == self.x_name else _cut(
-                            self._view(sc, n, n, need[n]), self.h,
+                            self._view(sc, self.root.get(n, n), n, need[n]), self.h,
                             (req[j][0] - need[n][0], req[j][1] - need[n][0]))
                         if ("in", i, j) in self.offsets and not src.flags.c_contiguous:
                             dst = self._view(sc, ("in", i, j), n, req[j])
@@ -211,7 +236,7 @@ class PatchedStage(Kernel):
                         dst = self._view(sc, ("y",), out, need[out])
                         post = (whole, dst)
                 else:
-                    dst = self._view(sc, out, out, need[out])
+                    dst = self._view(sc, self.root.get(out, out), out, need[out])
                 ksc = None
                 if k.scratch_bytes:
                     o = self.offsets[("sc", i)]
