@@ -10,6 +10,7 @@ from pyarena import PlanInfeasibleError, plan
 from pyarena.graph import GraphBuilder
 from pyarena.planning import Plan, validate
 from pyarena.planning.patch import PATCH_OP, Stage, patch_graph, stages
+from pyarena.planning.plot import patch_marks
 from pyarena.runtime import Executor, random_feeds, set_scratch
 from pyarena.runtime.models import mobilenet_v2
 
@@ -121,7 +122,7 @@ def mobilenet(native=True):
 
 
 @pytest.mark.parametrize("native", [True, False])
-def test_mobilenet_under_a_budget_runs_patched_and_gives_the_same_outputs(native):
+def test_mobilenet_under_a_budget_runs_patched_and_gives_the_same_outputs(native, tmp_path):
     g0 = mobilenet(native)
     p0 = plan(g0)
     ref = run(g0, p0, seed=1)
@@ -144,6 +145,12 @@ def test_mobilenet_under_a_budget_runs_patched_and_gives_the_same_outputs(native
     # the plan JSON keeps what was done and validates against the patched graph
     back = Plan.from_json(p.to_json(), g)
     assert back.budget["patch"] == rec and back.arena_bytes == p.arena_bytes
+    # the plot marks the patched op
+    (at, label), = patch_marks(p)
+    assert g.ops[at].op_type == PATCH_OP and f"{rec['grid'][0]} x 1 patches" in label
+    if native:
+        pytest.importorskip("matplotlib")
+        assert p.plot(str(tmp_path / "p.png")) and (tmp_path / "p.png").stat().st_size > 0
 
 
 def _coarser_does_not_fit(native, rec, budget):
