@@ -5,7 +5,9 @@ bands, and what that costs in time.
     python benchmarks/bench_patch.py [--models mobilenet_v2,...] [--repeat 5]
                                      [--model PATH ...]
 
-For each model: the fixed-order bound of the given order (``lower_bound_bytes``
+Models: the built-in MobileNetV2-224 with BatchNorm and activations fused
+into the convs (what ``load_model`` makes of an imported model) and
+unfused, and any model file given.  For each model: the fixed-order bound of the given order (``lower_bound_bytes``
 of the default plan: the most bytes live at one step, in-place applied),
 the smallest arena without patching (``plan(g, memory_budget=1,
 patch=False)``: order and scratch only), the smallest with patching (the
@@ -26,17 +28,23 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-BUILTIN = {"mobilenet_v2": ("mobilenet_v2", {"resolution": 224}),
-           "mobilenet_v2_160": ("mobilenet_v2", {"resolution": 160}),
-           "resnet18": ("resnet", {"depth": 18, "resolution": 224})}
+# name -> (builder, keyword arguments, fuse BatchNorm / activations into the
+# convs as load_model does for an imported model)
+BUILTIN = {"mobilenet_v2": ("mobilenet_v2", {"resolution": 224}, True),
+           "mobilenet_v2_unfused": ("mobilenet_v2", {"resolution": 224}, False),
+           "resnet18": ("resnet", {"depth": 18, "resolution": 224}, True)}
 
 
 def build(name):
     from pyarena.importers import load_model
     from pyarena.runtime import models, set_scratch
+    from pyarena.runtime.fusion import fuse
     if name in BUILTIN:
-        fn, kw = BUILTIN[name]
-        return set_scratch(getattr(models, fn)(**kw))
+        fn, kw, fused = BUILTIN[name]
+        g = getattr(models, fn)(**kw)
+        if fused:
+            fuse(g)
+        return set_scratch(g)
     return load_model(name)
 
 
@@ -107,7 +115,7 @@ def measure(name, fractions, repeat):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default="mobilenet_v2")
+    ap.add_argument("--models", default="mobilenet_v2,mobilenet_v2_unfused")
     ap.add_argument("--model", action="append", default=[], help="a model file (repeatable)")
     ap.add_argument("--fractions", default="0.5,0.25")
     ap.add_argument("--repeat", type=int, default=5)

@@ -259,6 +259,9 @@ class _Search:
         best = min(self.tried, key=lambda t: t["arena_bytes"])
         scratch = ("scratch as given" if best["scratch_budget"] is None
                    else f"scratch budget {best['scratch_budget']:,} bytes")
+        if "patch" in best:
+            scratch += (f", {best['patch']['op']} in {best['patch']['grid'][0]} x "
+                        f"{best['patch']['grid'][1]} patches")
         n = len(self.tried)
         return PlanInfeasibleError(
             f"no plan fits the memory budget of {self.budget:,} bytes: the smallest arena "

@@ -187,7 +187,7 @@ def test_an_impossible_budget_names_the_smallest_arena_and_leaves_the_graph():
     with pytest.raises(PlanInfeasibleError) as info:
         plan(g, memory_budget=1)
     exc = info.value
-    assert f"{exc.smallest_bytes:,} bytes" in str(exc)
+    assert f"{exc.smallest_bytes:,} bytes" in str(exc) and " x 1 patches" in str(exc)
     patched = [t for t in exc.tried if "patch" in t]
     assert patched and exc.smallest_bytes == min(t["arena_bytes"] for t in exc.tried)
     assert ([op.name for op in g.ops], sorted(g.tensors)) == before
