@@ -44,6 +44,7 @@ import time
 
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
 from ..memory.args import as_size
+from ..graph import Graph
 from .patch import band_rows, patch_graph, stage_macs, stages
 from .schedule import schedule as find_schedule
 
@@ -238,13 +239,25 @@ class _Search:
         ``tried``); (plan, patch record)."""
         self.saved.restore()
         record = patch_graph(self.graph, st, n)
-        knob(self.graph, level)
+        self.size_patched(knob, level, record["op"])
         p = self.attempt()
         self.tried.append({"order": "given", "scratch_budget": level,
                            "patch": {"op": record["op"], "grid": record["grid"]},
                            "arena_bytes": p.arena_bytes,
                            "lower_bound_bytes": p.lower_bound_bytes})
         return p, record
+
+    def size_patched(self, knob, level, name):
+        """The patched op's scratch from ``knob``, given a graph of that op
+        alone (every other op keeps the scratch it had)."""
+        g = self.graph
+        op = next(o for o in g.ops if o.name == name)
+        one = Graph(g.name)
+        one.tensors = {n: g.tensors[n] for n in op.inputs + op.outputs if n}
+        one.ops = [op]
+        one.native = getattr(g, "native", True)
+        one.scratch_budget = g.scratch_budget
+        knob(one, level)
 
     def attempt(self):
         p = self.make(None)
