@@ -117,6 +117,19 @@ def test_a_stage_inside_a_graph_writes_its_output_in_place():
     np.testing.assert_allclose(got[g.outputs[0]], ref[g.outputs[0]], rtol=1e-5, atol=1e-5)
 
 
+def test_a_tensor_read_twice_is_computed_for_both_readers_rows():
+    """relu(t) + conv3x3(t): t's first reader needs the band's rows, its
+    second one row more on each side; t is computed for the hull."""
+    layers = [("conv", 3, 2, 1, True), ("res2", 3, 1, 1, True)]
+
+    def build():
+        return set_scratch(chain(layers, 20, 8))
+    ref = run(build())
+    g, _ = patched_copy(build, 3)
+    got = run(g)
+    np.testing.assert_allclose(got[g.outputs[0]], ref[g.outputs[0]], rtol=1e-5, atol=1e-5)
+
+
 def mobilenet(native=True):
     return set_scratch(mobilenet_v2(resolution=64, classes=10), None, native)
 

@@ -920,7 +920,7 @@ MUTANTS = [
       "            need[n] = r if have is None else (min(have[0], r[0]), max(have[1], r[1]))\n",
       "            need[n] = r\n",
       "a tensor read by two ops of the stage (a residual skip) is computed for the rows "
-      "the last reader needs only", ("tests/runtime/test_patched.py",)),
+      "the first reader needs only", ("tests/runtime/test_patched.py",)),
     M("patch-bands-overlap", "pyarena/planning/patch.py",
       "    return [(a, min(a + step, rows)) for a in range(0, rows, step)]\n",
       "    return [(a, min(a + step + 1, rows)) for a in range(0, rows, step)]\n",
