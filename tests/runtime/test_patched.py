@@ -264,3 +264,24 @@ def test_an_onnx_cnn_runs_patched_under_a_budget(tmp_path):
     assert p.arena_bytes <= budget and p.budget["patch"] is not None
     got = np.array(Executor(g, p).run(feeds)["y"])
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_an_nhwc_tflite_model_runs_patched_under_a_budget():
+    """BlazeFace (tests/data): NHWC, TFLite depthwise weights, fused
+    activations and residuals; its band slices need no staging copy."""
+    pytest.importorskip("tflite")
+    from pathlib import Path
+    from pyarena.importers import load_model
+    path = str(Path(__file__).parent.parent / "data" / "face_detection_short_range.tflite")
+    g0 = load_model(path)
+    p0 = plan(g0)
+    feeds = random_feeds(g0, seed=2)
+    ref = {k: np.array(v) for k, v in Executor(g0, p0).run(feeds).items()}
+    g = load_model(path)
+    budget = p0.lower_bound_bytes // 2
+    p = plan(g, memory_budget=budget)
+    assert p.arena_bytes <= budget and p.budget["patch"] is not None
+    assert g.ops[[op.name for op in g.ops].index(p.budget["patch"]["op"])].attrs["h_axis"] == 1
+    got = Executor(g, p).run(feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
