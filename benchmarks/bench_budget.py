@@ -17,6 +17,8 @@ and their ratio -- both executors timed in turn in the same run
 and a control: a second executor of the default plan timed in the same
 rounds, whose ratio to the first is the run's noise (a ratio within the
 control's distance from 1.00 is no difference).  BLAS runs on one thread.
+Patched stages are left out (``patch=False``): benchmarks/bench_patch.py
+measures them.
 """
 import argparse
 import os
@@ -47,12 +49,12 @@ def measure(name, native, repeat):
     g0 = build(name, native)
     p0 = plan(g0)
     try:
-        plan(build(name, native), memory_budget=1)
+        plan(build(name, native), memory_budget=1, patch=False)
         raise AssertionError("a 1-byte arena cannot fit")
     except PlanInfeasibleError as exc:
         smallest = exc.smallest_bytes
     g1 = build(name, native)
-    p1 = plan(g1, memory_budget=smallest)
+    p1 = plan(g1, memory_budget=smallest, patch=False)
     feeds = random_feeds(g0, seed=0)
     e0, e1, again = Executor(g0, p0), Executor(g1, p1), Executor(g0, p0)
     ts = time_calls({"default": lambda: e0.run(feeds), "budget": lambda: e1.run(feeds),

@@ -14,6 +14,12 @@ that fits wins:
    more and slower steps -- each with the given order, then the
    scheduled one.  A halving that leaves every op's scratch as it was is
    not planned again (its plan would be the same).
+4. patch-based execution of a leading stage (:mod:`.patch`): the stage's
+   ops run one band of output rows at a time, so its intermediate
+   tensors exist one band at a time.  Candidates (stage, number of bands)
+   are tried in order of least recompute (multiply-accumulates computed
+   twice at band edges), with the graph's scratch; a stage whose finest
+   banding does not fit is not tried further.
 
 Each candidate is planned as usual; one whose arena is over ``B`` while
 its lower bound is not is planned again with ``capacity=B``, so the
@@ -38,6 +44,8 @@ import time
 
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
 from ..memory.args import as_size
+from ..graph import Graph
+from .patch import band_rows, patch_graph, stage_macs, stages
 from .schedule import schedule as find_schedule
 
 __all__ = ["fit_plan", "add_scratch_source", "check_memory_budget"]
@@ -74,9 +82,11 @@ class _Saved:
         self.ops = list(graph.ops)
         self.scratch = [op.scratch_bytes for op in graph.ops]
         self.budget = graph.scratch_budget
+        self.tensors = dict(graph.tensors)
 
     def restore(self):
         self.graph.ops = list(self.ops)
+        self.graph.tensors = dict(self.tensors)
         for op, n in zip(self.ops, self.scratch):
             op.scratch_bytes = n
         self.graph.scratch_budget = self.budget
@@ -93,12 +103,13 @@ def _scratch_levels(graph, base):
 
 
 def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
-             alignment=64, time_limit=10.0):
+             alignment=64, time_limit=10.0, patch=True):
     """The first candidate plan (see the module docstring) whose arena is
     at most ``memory_budget``.  ``make(capacity)`` plans ``graph`` as it
     stands with the caller's options.  ``schedule=True`` tries the
-    scheduled order only.  Sets ``plan.budget`` and ``plan.schedule``;
-    raises PlanInfeasibleError (graph restored) when nothing fits."""
+    scheduled order only; ``patch=False`` never patches a stage.  Sets
+    ``plan.budget`` and ``plan.schedule``; raises PlanInfeasibleError
+    (graph restored) when nothing fits."""
     t0 = time.perf_counter()
     budget = check_memory_budget(memory_budget)
     knob, base = _knob(rescratch)
@@ -106,6 +117,8 @@ def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
     search = _Search(graph, saved, budget, make, schedule, alignment, time_limit)
     try:
         found = search.run(knob, base)
+        if found is None and patch and knob is not None:
+            found = search.patched(knob)
     except BaseException:
         saved.restore()
         raise
@@ -115,7 +128,9 @@ def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
     p, sched, scratch = found
     p.schedule = sched
     p.budget = {"memory_budget": budget, "order_changed": sched is not None and
-                sched.reordered, "scratch_budget": scratch, "tried": search.tried}
+                sched.reordered, "scratch_budget": scratch, "tried": search.tried,
+                "fixed_order_bound_bytes": search.tried[0]["lower_bound_bytes"],
+                "patch": search.patch}
     p.plan_seconds = time.perf_counter() - t0
     return p
 
@@ -144,6 +159,7 @@ class _Search:
         self.time_limit = 5.0 if time_limit is None else min(time_limit, 5.0)
         self.tried = []
         self.note = ""
+        self.patch = None     # the record of the stage patched (patch_graph)
 
     def run(self, knob, base):
         found = self.level(None)
@@ -193,6 +209,56 @@ class _Search:
                 return p, sched, scratch
         return None
 
+    def patched(self, knob, max_stages=24):
+        """Step 4: the patched candidates, least recompute first; (plan,
+        None, scratch budget) for the first that fits, else None."""
+        self.saved.restore()
+        level = self.saved.budget
+        found = stages(self.graph)[:max_stages]
+        cands = []
+        for st in found:
+            self.saved.restore()
+            mine = []
+            for n in sorted({-(-st.rows // r) for r in range(1, st.rows)}):
+                whole, banded = stage_macs(self.graph, st, band_rows(st.rows, n))
+                mine.append((banded - whole, n, st))
+            if self.patch_attempt(knob, level, st, st.rows)[0].arena_bytes <= self.budget:
+                cands += mine
+        cands.sort(key=lambda c: (c[0], c[1], c[2].last - c[2].first))
+        for extra, n, st in cands:
+            p, record = self.patch_attempt(knob, level, st, n)
+            if self.budget >= p.arena_bytes:
+                self.patch = record
+                return p, None, level
+        if not found:
+            self.note += "; no stage of the graph can run in row bands"
+        return None
+
+    def patch_attempt(self, knob, level, st, n):
+        """Plan with ``st`` patched into ``n`` row bands (recorded in
+        ``tried``); (plan, patch record)."""
+        self.saved.restore()
+        record = patch_graph(self.graph, st, n)
+        self.size_patched(knob, level, record["op"])
+        p = self.attempt()
+        self.tried.append({"order": "given", "scratch_budget": level,
+                           "patch": {"op": record["op"], "grid": record["grid"]},
+                           "arena_bytes": p.arena_bytes,
+                           "lower_bound_bytes": p.lower_bound_bytes})
+        return p, record
+
+    def size_patched(self, knob, level, name):
+        """The patched op's scratch from ``knob``, given a graph of that op
+        alone (every other op keeps the scratch it had)."""
+        g = self.graph
+        op = next(o for o in g.ops if o.name == name)
+        one = Graph(g.name)
+        one.tensors = {n: g.tensors[n] for n in op.inputs + op.outputs if n}
+        one.ops = [op]
+        one.native = getattr(g, "native", True)
+        one.scratch_budget = g.scratch_budget
+        knob(one, level)
+
     def attempt(self):
         p = self.make(None)
         if p.lower_bound_bytes <= self.budget < p.arena_bytes:
@@ -206,6 +272,9 @@ class _Search:
         best = min(self.tried, key=lambda t: t["arena_bytes"])
         scratch = ("scratch as given" if best["scratch_budget"] is None
                    else f"scratch budget {best['scratch_budget']:,} bytes")
+        if "patch" in best:
+            scratch += (f", {best['patch']['op']} in {best['patch']['grid'][0]} x "
+                        f"{best['patch']['grid'][1]} patches")
         n = len(self.tried)
         return PlanInfeasibleError(
             f"no plan fits the memory budget of {self.budget:,} bytes: the smallest arena "

@@ -32,7 +32,7 @@ __all__ = ["plan", "plan_intervals"]
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
          rules=None, capacity=None, max_memory=None, schedule=False,
-         memory_budget=None, rescratch=None, inplace_concat=True):
+         memory_budget=None, rescratch=None, inplace_concat=True, patch=True):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
@@ -48,7 +48,8 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     and ``plan.schedule`` says what was done).  ``memory_budget`` (bytes)
     asks for the fastest plan whose arena fits it: the given order, then
     the scheduled one, then smaller operator scratch through ``rescratch``
-    (None: the kernels' rules; False: keep the scratch) -- see :mod:`.fit`;
+    (None: the kernels' rules; False: keep the scratch), then (``patch``)
+    a leading stage run in row bands (:mod:`.patch`) -- see :mod:`.fit`;
     ``plan.budget`` says what was done, PlanInfeasibleError (with
     ``smallest_bytes``) when nothing fits.  Returns a :class:`Plan`."""
     t0 = time.perf_counter()
@@ -71,7 +72,8 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
                 return _plan(graph, strategy, alignment, inplace, time_limit, rules, cap,
                              time.perf_counter(), concat)
         result = fit_plan(graph, memory_budget, make, rescratch=rescratch,
-                          schedule=schedule, alignment=alignment, time_limit=time_limit)
+                          schedule=schedule, alignment=alignment, time_limit=time_limit,
+                          patch=patch)
         check_plan_budget(result, graph, budget)
         return result
     order = None

@@ -9,7 +9,20 @@ import os
 
 from ..errors import InvalidArgumentError, PlotUnavailableError
 
-__all__ = ["plot_plan", "PlotUnavailableError"]
+__all__ = ["plot_plan", "patch_marks", "PlotUnavailableError"]
+
+
+def patch_marks(plan):
+    """[(op index, label)] for the patched stage of a budgeted plan (one
+    op that runs a whole stage in bands; ``planning/patch.py``)."""
+    rec = (plan.budget or {}).get("patch")
+    if not rec or plan.graph is None:
+        return []
+    names = [op.name for op in plan.graph.ops]
+    if rec["op"] not in names:
+        return []
+    return [(names.index(rec["op"]), f"patched stage: {len(rec['ops'])} ops, "
+             f"{rec['grid'][0]} x {rec['grid'][1]} patches")]
 
 
 def _pyplot():
@@ -61,12 +74,18 @@ def plot_plan(plan, path, title=None, max_labels=40):
                 label = b.name if len(b.tensors) == 1 else f"{b.name} (+{len(b.tensors) - 1})"
                 ax.text((b.first + b.last) / 2, (b.offset + b.size / 2) / scale, label,
                         ha="center", va="center", fontsize=6, clip_on=True)
+        for at, label in patch_marks(plan):
+            ax.axvspan(at - 0.5, at + 0.5, color="tab:orange", alpha=0.25, label=label)
+        bound = (plan.budget or {}).get("fixed_order_bound_bytes")
+        if bound and (plan.budget or {}).get("patch"):
+            ax.axhline(bound / scale, ls=":", color="0.4", lw=1,
+                       label=f"fixed-order bound before patching {bound:,} B")
         ax.axhline(plan.lower_bound_bytes / scale, ls="--", color="tab:green", lw=1,
                    label=f"lower bound {plan.lower_bound_bytes:,} B")
         ax.axhline(plan.arena_bytes / scale, ls="--", color="tab:red", lw=1,
                    label=f"arena {plan.arena_bytes:,} B")
         ax.set_xlim(-0.5, max(plan.num_ops, 1) - 0.5)
-        ax.set_ylim(0, max(plan.arena_bytes, 1) / scale * 1.05)
+        ax.set_ylim(0, max(plan.arena_bytes, bound or 0, 1) / scale * 1.05)
         ax.set_xlabel("op index")
         ax.set_ylabel(f"arena offset ({unit})")
         name = plan.graph.name if plan.graph is not None else "intervals"

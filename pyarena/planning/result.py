@@ -339,7 +339,17 @@ def budget_text(budget):
     return (f"{budget['memory_budget']:,} B: fits with the "
             f"{'scheduled' if budget.get('order_changed') else 'given'} order, scratch "
             + ("as given" if scratch is None else f"budget {scratch:,} B per op")
+            + _patch_text(budget.get("patch"))
             + f" ({_plans(len(budget.get('tried', [])))} tried)")
+
+
+def _patch_text(patch):
+    """``Plan.budget["patch"]`` in words ('' when no stage was patched)."""
+    if not patch:
+        return ""
+    return (f", stage {patch['input']} -> {patch['output']} ({len(patch['ops'])} ops) "
+            f"in {patch['grid'][0]} x {patch['grid'][1]} patches, "
+            f"+{patch['recompute_macs']:,} MACs recomputed")
 
 
 def _plans(n):
@@ -358,8 +368,16 @@ def _budget_from_json(b):
     if isinstance(b["memory_budget"], bool) or not isinstance(b["memory_budget"], int):
         raise InvalidArgumentError(f"plan JSON: budget memory_budget must be an integer, "
                                    f"not {b['memory_budget']!r}")
-    return {"memory_budget": b["memory_budget"], "order_changed": bool(b["order_changed"]),
-            "scratch_budget": b["scratch_budget"], "tried": [dict(t) for t in b["tried"]]}
+    patch = b.get("patch")
+    if patch is not None and not isinstance(patch, dict):
+        raise InvalidArgumentError(f"plan JSON: budget patch must be an object or null, "
+                                   f"not {patch!r:.80}")
+    out = {"memory_budget": b["memory_budget"], "order_changed": bool(b["order_changed"]),
+           "scratch_budget": b["scratch_budget"], "tried": [dict(t) for t in b["tried"]]}
+    if "fixed_order_bound_bytes" in b:       # absent from plans made before patching
+        out["fixed_order_bound_bytes"] = b["fixed_order_bound_bytes"]
+        out["patch"] = None if patch is None else dict(patch)
+    return out
 
 
 def tensor_info(graph, nbytes=None):

@@ -109,3 +109,32 @@ def test_run_within_a_budget_gives_the_same_outputs(tmp_path, capsys):
     assert main(["run", path, "--memory-budget", str(smallest - 64)]) == 3
     err = capsys.readouterr().err
     assert err.startswith("pyarena run: infeasible:") and f"{smallest:,} bytes" in err
+
+
+def test_plan_and_run_patch_a_stage_below_the_unpatched_floor(tmp_path, capsys):
+    """A stride-2 stem: below the smallest arena of order and scratch, the
+    first stage runs in row bands (planning/patch.py), same outputs."""
+    r = np.random.default_rng(1)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["b"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["b"], ["y"])]
+    path = str(tmp_path / "stem.onnx")
+    make_model(nodes, {"x": ([1, 3, 64, 64], np.float32)}, {"y": (None, np.float32)},
+               {"w1": (r.standard_normal((32, 3, 3, 3)) * 0.1).astype(np.float32),
+                "w2": (r.standard_normal((8, 32, 3, 3)) * 0.1).astype(np.float32)},
+               path=path)
+    g = load_model(path)
+    floor = min(plan(set_scratch(load_model(path), 1)).arena_bytes, plan(g).arena_bytes)
+    budget = floor * 3 // 4
+    assert main(["plan", path, "--memory-budget", str(budget), "--json", "-"]) == 0
+    out = capsys.readouterr()
+    d = json.loads(out.out)
+    assert d["arena_bytes"] <= budget and d["budget"]["patch"]["grid"][0] >= 2
+    assert " x 1 patches" in out.err
+    base, small = tmp_path / "base.npz", tmp_path / "small.npz"
+    assert main(["run", path, "--repeat", "1", "--no-reference", "--save", str(base)]) == 0
+    assert main(["run", path, "--repeat", "1", "--no-reference", "--save", str(small),
+                 "--memory-budget", str(budget)]) == 0
+    capsys.readouterr()
+    np.testing.assert_allclose(np.load(small)["y"], np.load(base)["y"], rtol=1e-5, atol=1e-6)

@@ -14,7 +14,7 @@ activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
 from . import (branching, control, conv, elementwise, indexing, linalg, logic,  # noqa: F401
-               movement, normalization, pooling, quantized, quantized_contrib, quantized_conv,
+               movement, normalization, patched, pooling, quantized, quantized_contrib, quantized_conv,
                quantized_matmul, recurrent, resize, tflite)  # (register)
 from .registry import (KERNELS, SCRATCH_BUDGET, TFLITE_OPS, Kernel, graph_kernel,
                        make_kernel, register, scratch_bytes_for, set_scratch,

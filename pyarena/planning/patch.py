@@ -1,0 +1,361 @@
+"""Patch-based execution of a leading stage: row bands (MCUNetV2-style).
+
+The arena of a CNN is set by its first, high-resolution stages: a few
+feature maps of hundreds of kilobytes live together while the rest of the
+network needs far less.  A *patched stage* runs a contiguous run of spatial
+ops -- Conv (depthwise and grouped too, with a fused activation or residual),
+MaxPool / AveragePool, per-element activations, BatchNormalization and
+element-wise Add / Sub / Mul / Div / Max / Min -- one band of output rows at
+a time: for each band of the stage output, the receptive-field arithmetic
+below gives the rows of every tensor of the stage that band needs, the ops
+compute just those rows into small band buffers, and the band is written
+into its rows of the full stage output.  Only the stage input and output
+are ever whole; the intermediate tensors exist one band at a time.  Rows
+at a band's edge are computed by both bands that need them (the recompute,
+counted in multiply-accumulates).
+
+**Arithmetic** (along H; W stays whole).  For output rows ``[a, b)`` of
+an op with stride ``s``, kernel ``k``, dilation ``d`` and top padding
+``p``, the input rows are ``[a*s - p, (b-1)*s - p + d*(k-1) + 1)`` clamped
+to the tensor; what the clamp cut off is the band's own padding (only the
+first and last bands have any).  Element-wise ops need the same rows of
+each input.  A tensor read by several ops of the stage (a residual skip)
+is computed for the hull of what they need; a reader that needs fewer rows
+gets them copied out.
+
+**Rewrite.**  :func:`patch_graph` replaces the stage's ops by one op of
+type ``PatchedStage`` (the runtime's kernel ``runtime/kernels/patched.py``
+runs it).  Its inputs are the stage input and every constant of the stage,
+its output the stage output; its attributes hold the stage's ops, the
+shapes of its intermediate tensors (which leave the graph) and the bands.
+Its workspace (``Op.scratch_bytes``, sized by the kernel) holds the band
+buffers, so the planner reserves them like any scratch and the validator
+checks them as such.  :func:`stages` lists the candidate stages of a graph.
+"""
+import math
+
+import numpy as np
+
+from ..errors import GraphError
+from ..graph import Op
+
+__all__ = ["PATCH_OP", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
+           "stage_macs", "op_geometry"]
+
+PATCH_OP = "PatchedStage"
+
+#: per-element ops of one stage tensor (other inputs: constants)
+UNARY = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish",
+                   "Tanh", "Elu", "Selu", "Gelu", "Exp", "Neg", "Abs", "Softplus",
+                   "BatchNormalization", "PRelu", "Identity"})
+#: per-element ops of two operands (stage tensors of the output's shape, or
+#: constants broadcast along H)
+BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min"})
+POOLS = frozenset({"MaxPool", "AveragePool"})
+
+
+def _pads(attrs, size, k, s, d):
+    """(begin, end) padding along one axis of ``size`` (ONNX pads or auto_pad)."""
+    auto = attrs.get("auto_pad", "NOTSET")
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        o = -(-size // s)
+        total = max(0, (o - 1) * s + (k - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        return (small, big) if auto == "SAME_UPPER" else (big, small)
+    return None
+
+
+def op_geometry(op, graph, h_axis):
+    """(stride, dilation, kernel rows, top pad, left pad, bottom pad, right
+    pad) along H of a Conv / pool op, or None if it is not a 2-D spatial op
+    the stage can band."""
+    x = graph.tensors[op.inputs[0]].shape
+    attrs = op.attrs
+    nhwc = attrs.get("layout", "NCHW") == "NHWC"
+    if nhwc != (h_axis == 1) or len(x) != 4:
+        return None
+    if op.op_type == "Conv":
+        w = graph.tensors[op.inputs[1]].shape
+        if w is None or len(w) != 4:
+            return None
+        kh, kw = (int(w[1]), int(w[2])) if nhwc else (int(w[2]), int(w[3]))
+    else:
+        kh, kw = (int(v) for v in attrs.get("kernel_shape", (0, 0)))
+        if int(attrs.get("ceil_mode", 0)) or len(op.outputs) > 1 and op.outputs[1]:
+            return None
+    sh, sw = (int(v) for v in attrs.get("strides", (1, 1)))
+    dh, dw = (int(v) for v in attrs.get("dilations", (1, 1)))
+    H, W = (int(x[1]), int(x[2])) if nhwc else (int(x[2]), int(x[3]))
+    ph, pw = _pads(attrs, H, kh, sh, dh), _pads(attrs, W, kw, sw, dw)
+    if ph is None:
+        p = [int(v) for v in attrs.get("pads", (0, 0, 0, 0))]
+        if len(p) != 4:
+            return None
+        ph, pw = (p[0], p[2]), (p[1], p[3])
+    if max(ph) >= dh * (kh - 1) + 1:
+        return None                       # rows made of padding alone: not banded
+    y = graph.tensors[op.outputs[0]].shape
+    ho = int(y[1] if nhwc else y[2])
+    if ho != (H + ph[0] + ph[1] - dh * (kh - 1) - 1) // sh + 1:
+        return None                       # overhang (ceil mode): not banded
+    return sh, dh, kh, ph[0], pw[0], ph[1], pw[1]
+
+
+def _h(shape, h_axis):
+    return int(shape[h_axis])
+
+
+def _row_local_const(t, out_shape, h_axis):
+    """A constant operand that broadcasts along H (size 1 there)."""
+    s = tuple(int(d) for d in (t.shape or ()))
+    full = (1,) * (len(out_shape) - len(s)) + s
+    return len(full) == len(out_shape) and full[h_axis] == 1
+
+
+def _op_ok(op, graph, inside, h_axis):
+    """True when ``op`` can run banded, reading stage tensors ``inside``."""
+    outs = [n for n in op.outputs if n]
+    if len(outs) != 1 or outs != op.outputs[:1]:
+        return False
+    y = graph.tensors[outs[0]]
+    if y.shape is None or len(y.shape) != 4 or y.dynamic or np.dtype(y.dtype).kind != "f":
+        return False
+    if op.op_type in POOLS or op.op_type == "Conv":
+        if not op.inputs or op.inputs[0] not in inside:
+            return False
+        extra = [n for n in op.inputs[1:] if n]
+        if op.op_type == "Conv":
+            extra = [n for i, n in enumerate(op.inputs[1:3], 1) if n]
+            if any(graph.tensors[n].role != "constant" for n in extra):
+                return False
+            if len(op.inputs) > 3 and op.inputs[3] and op.inputs[3] not in inside:
+                return False
+        elif extra:
+            return False
+        return op_geometry(op, graph, h_axis) is not None
+    if op.op_type not in UNARY and op.op_type not in BINARY:
+        return False
+    ins = [n for n in op.inputs if n]
+    if not ins or ins[0] not in inside and op.op_type in UNARY:
+        return False
+    for n in ins:
+        t = graph.tensors[n]
+        if n in inside:
+            if tuple(t.shape) != tuple(y.shape):
+                return False
+        elif t.role != "constant" or not _row_local_const(t, y.shape, h_axis):
+            return False
+    return any(n in inside for n in ins)
+
+
+class Stage:
+    """Ops ``graph.ops[first:last + 1]`` from tensor ``x`` to tensor ``y``."""
+
+    def __init__(self, graph, first, last, x, y, h_axis):
+        self.first, self.last, self.x, self.y, self.h_axis = first, last, x, y, h_axis
+        self.ops = graph.ops[first:last + 1]
+        self.rows = _h(graph.tensors[y].shape, h_axis)
+
+    @property
+    def key(self):
+        return f"{self.ops[0].name}..{self.ops[-1].name}"
+
+
+def _uses(graph):
+    """tensor -> index of its last reader (graph outputs: past the end)."""
+    last = {}
+    for i, op in enumerate(graph.ops):
+        for n in op.inputs:
+            if n:
+                last[n] = i
+    for n in graph.outputs:
+        last[n] = len(graph.ops)
+    return last
+
+
+def _h_axis(graph, op):
+    return 1 if op.attrs.get("layout", "NCHW") == "NHWC" else 2
+
+
+def stages(graph, max_starts=3):
+    """Candidate stages: from the first ``max_starts`` spatial ops reading a
+    4-D tensor, every contiguous run of bandable ops after which exactly one
+    of its tensors is read later and whose output is smaller (fewer rows)
+    than its input.  Shortest first."""
+    last = _uses(graph)
+    found, starts = [], 0
+    for s, op0 in enumerate(graph.ops):
+        if op0.op_type not in POOLS and op0.op_type != "Conv" or not op0.inputs:
+            continue
+        x = op0.inputs[0]
+        tx = graph.tensors[x]
+        if tx.role == "constant" or tx.shape is None or len(tx.shape) != 4:
+            continue
+        h_axis = _h_axis(graph, op0)
+        if not _op_ok(op0, graph, {x}, h_axis):
+            continue
+        starts += 1
+        found += _ends(_stages_from(graph, s, x, h_axis, last), graph)
+        if starts >= max_starts:
+            break
+    return sorted(found, key=lambda st: (st.last - st.first, st.first))
+
+
+def _ends(found, graph):
+    """Of the stages from one start, at each output resolution: the
+    shortest (least recompute), the one with the smallest output (least
+    held whole) and the longest (least left outside)."""
+    by_rows = {}
+    for st in found:
+        by_rows.setdefault(st.rows, []).append(st)
+    out = []
+    for group in by_rows.values():
+        small = min(group, key=lambda st: graph.tensors[st.y].nbytes)
+        for st in (group[0], small, group[-1]):
+            if st not in out:
+                out.append(st)
+    return out
+
+
+def _stages_from(graph, s, x, h_axis, last):
+    inside, made, out = {x}, [], []
+    hx = _h(graph.tensors[x].shape, h_axis)
+    for j in range(s, len(graph.ops)):
+        op = graph.ops[j]
+        if not _op_ok(op, graph, inside, h_axis) or any(
+                n and n not in inside and graph.tensors[n].role != "constant"
+                for n in op.inputs):
+            break
+        inside.add(op.outputs[0])
+        made.append(op.outputs[0])
+        if last.get(x, -1) > j:
+            continue
+        live = [n for n in made if last.get(n, -1) > j]
+        if len(live) != 1:
+            continue
+        y = live[0]
+        if any(y in o.inputs for o in graph.ops[s:j + 1]):
+            continue
+        hy = _h(graph.tensors[y].shape, h_axis)
+        if 2 <= hy < hx:
+            out.append(Stage(graph, s, j, x, y, h_axis))
+    return out
+
+
+def band_rows(rows, n):
+    """``n`` bands of ``rows`` output rows: [(a, b), ...], as equal as can be."""
+    n = max(1, min(int(n), rows))
+    step = -(-rows // n)
+    return [(a, min(a + step, rows)) for a in range(0, rows, step)]
+
+
+def _in_rows(geo, a, b, size):
+    """Input rows and band pads (top, bottom) for output rows [a, b)."""
+    s, d, k, pt = geo[:4]
+    lo, hi = a * s - pt, (b - 1) * s - pt + d * (k - 1) + 1
+    r0, r1 = max(0, lo), min(size, hi)
+    return (r0, r1), (r0 - lo, hi - r1)
+
+
+def band_needs(ops, tensors, y, band, h_axis, geos):
+    """For output rows ``band`` of tensor ``y``: ``need`` (tensor -> rows
+    computed) and, per op index, ``(requests, pads)``: the rows of each
+    stage input it reads (input index -> (r0, r1)) and its band pads along
+    H (None for a per-element op).  ``tensors`` maps names to shapes of the
+    stage's tensors, ``geos`` op index -> geometry (spatial ops)."""
+    need = {y: tuple(band)}
+    per_op = {}
+    for i in range(len(ops) - 1, -1, -1):
+        op = ops[i]
+        out = need.get(op.outputs[0])
+        if out is None:
+            raise GraphError(f"patched stage: op {op.name!r} computes rows nothing reads")
+        a, b = out
+        req, pads = {}, None
+        for k, n in enumerate(op.inputs):
+            if n not in tensors:
+                continue
+            if k == 0 and i in geos:
+                r, pads = _in_rows(geos[i], a, b, _h(tensors[n], h_axis))
+            else:
+                r = (a, b)
+            req[k] = r
+            have = need.get(n)
+            need[n] = r if have is None else (min(have[0], r[0]), max(have[1], r[1]))
+        per_op[i] = (req, pads)
+    return need, per_op
+
+
+def _macs_per_row(op, graph):
+    """Multiply-accumulates of one output row of a Conv (0 for other ops)."""
+    if op.op_type != "Conv":
+        return 0
+    y = graph.tensors[op.outputs[0]].shape
+    w = graph.tensors[op.inputs[1]].shape
+    nhwc = op.attrs.get("layout", "NCHW") == "NHWC"
+    n, c, wo = (int(y[0]), int(y[3]), int(y[2])) if nhwc else \
+        (int(y[0]), int(y[1]), int(y[3]))
+    per_out = math.prod(int(v) for v in w) // (int(w[0]) if not (
+        nhwc and op.attrs.get("weight_layout") == "1HWC") else int(w[3]))
+    return n * c * wo * per_out
+
+
+def stage_macs(graph, stage, bands):
+    """(MACs of the stage run whole, MACs of the banded run).  The banded
+    run may compute fewer: rows no band needs (the last rows under a
+    stride) are not computed at all."""
+    tensors = {n: graph.tensors[n].shape for n in _stage_tensors(stage)}
+    geos = _geos(graph, stage)
+    per_row = [_macs_per_row(op, graph) for op in stage.ops]
+    whole = sum(r * _h(graph.tensors[op.outputs[0]].shape, stage.h_axis)
+                for r, op in zip(per_row, stage.ops))
+    banded = 0
+    for band in bands:
+        need, _ = band_needs(stage.ops, tensors, stage.y, band, stage.h_axis, geos)
+        banded += sum(r * (need[op.outputs[0]][1] - need[op.outputs[0]][0])
+                      for r, op in zip(per_row, stage.ops))
+    return whole, banded
+
+
+def _stage_tensors(stage):
+    out = [stage.x]
+    for op in stage.ops:
+        out.append(op.outputs[0])
+    return out
+
+
+def _geos(graph, stage):
+    return {i: op_geometry(op, graph, stage.h_axis) for i, op in enumerate(stage.ops)
+            if op.op_type == "Conv" or op.op_type in POOLS}
+
+
+def patch_graph(graph, stage, n_bands):
+    """Replace ``stage``'s ops in ``graph`` by one ``PatchedStage`` op running
+    ``n_bands`` row bands; the stage's intermediate tensors leave the graph.
+    Returns the record of what was done (for ``plan.budget``)."""
+    bands = band_rows(stage.rows, n_bands)
+    whole, banded = stage_macs(graph, stage, bands)
+    inner = [op.outputs[0] for op in stage.ops if op.outputs[0] != stage.y]
+    consts = []
+    for op in stage.ops:
+        for n in op.inputs:
+            if n and graph.tensors[n].role == "constant" and n not in consts:
+                consts.append(n)
+    shapes = {n: {"shape": [int(d) for d in graph.tensors[n].shape],
+                  "dtype": graph.tensors[n].dtype} for n in _stage_tensors(stage)}
+    name = f"patched[{stage.key}]"
+    op = Op(name, PATCH_OP, [stage.x] + consts, [stage.y], attrs={
+        "stage_ops": [{"name": o.name, "type": o.op_type, "inputs": list(o.inputs),
+                       "outputs": list(o.outputs), "attrs": dict(o.attrs)}
+                      for o in stage.ops],
+        "stage_tensors": shapes, "bands": [list(b) for b in bands],
+        "h_axis": stage.h_axis})
+    graph.ops[stage.first:stage.last + 1] = [op]
+    for n in inner:
+        del graph.tensors[n]
+    return {"op": name, "input": stage.x, "output": stage.y,
+            "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
+            "bands": [list(b) for b in bands], "macs": whole,
+            "recompute_macs": max(0, banded - whole)}

@@ -1,0 +1,128 @@
+"""The row-band arithmetic of patched stages (planning/patch.py), checked
+against brute force: the rows of every tensor that an output band depends
+on, found by following each output row through each op's taps, lie in the
+rows the band computes (a dilated kernel's last gap may be computed too),
+and each band op's padding makes its output exactly its rows."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyarena import InvalidArgumentError
+from pyarena.graph import Graph
+from pyarena.planning.patch import band_needs, band_rows, op_geometry, stages
+from pyarena.planning.result import _budget_from_json
+
+
+@given(st.integers(1, 300), st.integers(1, 40))
+def test_bands_cover_the_rows_once_in_order(rows, n):
+    bands = band_rows(rows, n)
+    assert bands[0][0] == 0 and bands[-1][1] == rows
+    assert all(a < b for a, b in bands)
+    assert all(x[1] == y[0] for x, y in zip(bands, bands[1:]))
+    assert len(bands) <= min(n, rows)
+    sizes = [b - a for a, b in bands]
+    assert set(sizes[:-1]) <= {sizes[0]} and sizes[-1] <= sizes[0]
+
+
+SPATIAL = st.tuples(st.sampled_from(["Conv", "MaxPool", "Relu", "Add"]),
+                    st.sampled_from([1, 2, 3, 5]), st.sampled_from([1, 2]),
+                    st.sampled_from([1, 2, 3]), st.integers(0, 3), st.integers(0, 3))
+
+
+def build(layers, h):
+    """A chain; an Add reads the previous tensor and the one before it."""
+    g = Graph("g")
+    g.add_tensor("t0", (1, 2, h, 5), role="input")
+    names, shapes = ["t0"], {"t0": (1, 2, h, 5)}
+    for i, (kind, k, s, d, pt, pb) in enumerate(layers):
+        x = names[-1]
+        hh = shapes[x][2]
+        y = f"t{i + 1}"
+        if kind in ("Conv", "MaxPool"):
+            ext = d * (k - 1) + 1
+            if hh + pt + pb < ext or max(pt, pb) >= ext:
+                continue
+            ho = (hh + pt + pb - ext) // s + 1
+            attrs = {"strides": [s, 1], "pads": [pt, 0, pb, 0], "dilations": [d, 1]}
+            if kind == "Conv":
+                g.add_tensor(f"w{i}", (2, 2, k, 1), role="constant")
+                ins = [x, f"w{i}"]
+            else:
+                attrs["kernel_shape"] = [k, 1]
+                ins = [x]
+            shape = (1, 2, ho, 5)
+        elif kind == "Add" and len(names) > 1 and shapes[names[-2]] == shapes[x]:
+            ins, attrs, shape = [x, names[-2]], {}, shapes[x]
+        else:
+            ins, attrs, shape, kind = [x], {}, shapes[x], "Relu"
+        g.add_tensor(y, shape)
+        g.add_op(kind, ins, [y], name=f"op{i}", **attrs)
+        names.append(y)
+        shapes[y] = shape
+    return g, shapes
+
+
+def brute(g, y, band):
+    """tensor -> the set of its rows that rows ``band`` of ``y`` depend on."""
+    deps = {y: set(range(*band))}
+    for op in reversed(g.ops):
+        rows = deps.get(op.outputs[0], set())
+        if op.op_type in ("Conv", "MaxPool"):
+            s, d, k, pt = op_geometry(op, g, 2)[:4]
+            hin = g.tensors[op.inputs[0]].shape[2]
+            need = {o * s - pt + d * t for o in rows for t in range(k)}
+            deps.setdefault(op.inputs[0], set()).update(r for r in need if 0 <= r < hin)
+        else:
+            for n in op.inputs:
+                deps.setdefault(n, set()).update(rows)
+    return deps
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(SPATIAL, min_size=1, max_size=5), st.integers(4, 40), st.data())
+def test_band_needs_are_the_hull_of_the_rows_each_band_depends_on(layers, h, data):
+    g, shapes = build(layers, h)
+    if not g.ops:
+        return
+    y = g.ops[-1].outputs[0]
+    rows = shapes[y][2]
+    n = data.draw(st.integers(1, rows))
+    geos = {i: op_geometry(op, g, 2) for i, op in enumerate(g.ops)
+            if op.op_type in ("Conv", "MaxPool")}
+    for band in band_rows(rows, n):
+        need, per_op = band_needs(g.ops, shapes, y, band, 2, geos)
+        deps = brute(g, y, band)
+        for name, rs in deps.items():
+            if rs:   # a tensor a band needs: computed for (at least) the hull of its rows
+                lo, hi = need[name]
+                assert 0 <= lo <= min(rs) and max(rs) < hi <= shapes[name][2], name
+        for i, op in enumerate(g.ops):
+            req, pads = per_op[i]
+            if i in geos:   # the band pads make the band conv's output exactly the band
+                s, d, k, _ = geos[i][:4]
+                r0, r1 = req[0]
+                out = need[op.outputs[0]]
+                assert (r1 - r0 + pads[0] + pads[1] - d * (k - 1) - 1) // s + 1 == \
+                    out[1] - out[0]
+                assert 0 <= pads[0] <= op.attrs["pads"][0]
+                assert 0 <= pads[1] <= op.attrs["pads"][2]
+
+
+def test_no_stage_without_a_spatial_op_or_with_an_unknown_op():
+    g = Graph("g")
+    g.add_tensor("x", (1, 2, 8, 8), role="input")
+    g.add_tensor("a", (1, 2, 8, 8))
+    g.add_tensor("y", (1, 2, 8, 8), role="output")
+    g.add_op("Relu", ["x"], ["a"], name="r")
+    g.add_op("Softmax", ["a"], ["y"], name="s")
+    assert stages(g) == []
+
+
+def test_budget_json_keeps_the_patch_record_and_refuses_a_bad_one():
+    b = {"memory_budget": 10, "order_changed": False, "scratch_budget": None, "tried": [],
+         "fixed_order_bound_bytes": 40, "patch": {"op": "p", "grid": [4, 1]}}
+    assert _budget_from_json(b) == b
+    old = {k: b[k] for k in ("memory_budget", "order_changed", "scratch_budget", "tried")}
+    assert _budget_from_json(old) == old      # a plan made before patching
+    with pytest.raises(InvalidArgumentError, match="patch"):
+        _budget_from_json({**b, "patch": [1]})

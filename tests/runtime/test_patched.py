@@ -1,0 +1,287 @@
+"""Patch-based execution: a stage run in row bands gives the outputs of the
+unpatched run (up to float rounding), on random geometries, on the
+built-in MobileNetV2 and on an ONNX model, within the memory budget."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyarena import PlanInfeasibleError, plan
+from pyarena.graph import GraphBuilder
+from pyarena.planning import Plan, validate
+from pyarena.planning.patch import PATCH_OP, Stage, patch_graph, stages
+from pyarena.planning.plot import patch_marks
+from pyarena.runtime import Executor, random_feeds, set_scratch
+from pyarena.runtime.models import mobilenet_v2
+
+
+def _conv(b, x, cout, k, stride, dil, pad, group):
+    """A dilated conv (the builder's has no dilation)."""
+    n, c, h, w = b.shapes[x]
+    ext = dil * (k - 1) + 1
+    ho, wo = (h + 2 * pad - ext) // stride + 1, (w + 2 * pad - ext) // stride + 1
+    op = b._name("conv")
+    wt = b.rng.standard_normal((cout, c // group, k, k)) * 0.3
+    ins = [x, b.const(f"{op}.weight", wt), b.const(f"{op}.bias", b.rng.uniform(-1, 1, cout))]
+    y = b.tensor((n, cout, ho, wo))
+    b.g.add_op("Conv", ins, [y], name=op, kernel_shape=[k, k], strides=[stride, stride],
+               pads=[pad, pad, pad, pad], dilations=[dil, dil], group=group)
+    return y
+
+
+LAYER = st.tuples(st.sampled_from(["conv", "dw", "maxpool", "avgpool", "relu", "bn", "res",
+                                   "res2"]),
+                  st.sampled_from([1, 3, 5]), st.sampled_from([1, 2]),
+                  st.sampled_from([1, 2]), st.booleans())
+
+
+def chain(layers, h, w, c=3):
+    """Input -> the layers -> a 1x1 conv: a graph whose whole body is one
+    stage (Stage built by hand: no resolution condition)."""
+    b = GraphBuilder("chain", seed=5)
+    x = b.input((1, c, h, w))
+    t = x
+    for kind, k, s, d, padded in layers:
+        n, c, hh, ww = b.shapes[t]
+        if kind in ("conv", "dw"):
+            ext = d * (k - 1) + 1
+            pad = ext // 2 if padded else 0
+            if hh + 2 * pad < ext or ww + 2 * pad < ext:
+                continue
+            t = _conv(b, t, c if kind == "dw" else c + 2, k, s, d, pad,
+                      c if kind == "dw" else 1)
+        elif kind in ("maxpool", "avgpool"):
+            k = min(k, 3)
+            pad = k // 2 if padded else 0
+            if hh + 2 * pad < k or ww + 2 * pad < k:
+                continue
+            t = b.pool(t, k, s, "MaxPool" if kind == "maxpool" else "AveragePool", pad)
+        elif kind == "relu":
+            t = b.relu(t)
+        elif kind == "bn":
+            t = b.bn(t)
+        elif kind == "res":         # a residual: t + conv3x3(t)
+            t = b.add(t, _conv(b, t, c, 3, 1, 1, 1, 1))
+        else:   # relu(t) + conv3x3(t): t's first reader needs fewer rows than its second
+            t = b.add(b.relu(t), _conv(b, t, c, 3, 1, 1, 1, 1))
+    t = b.conv(t, 2, 1)
+    return b.finish([t])
+
+
+def run(g, p=None, seed=0):
+    ex = Executor(g, p if p is not None else plan(g))
+    return {k: np.array(v) for k, v in ex.run(random_feeds(g, seed=seed)).items()}
+
+
+def patched_copy(build, n_bands, first=0, last=None):
+    g = build()
+    ops = g.ops
+    last = len(ops) - 1 if last is None else last
+    st_ = Stage(g, first, last, ops[first].inputs[0], ops[last].outputs[0], 2)
+    record = patch_graph(g, st_, n_bands)
+    return set_scratch(g, None, getattr(g, "native", True)), record
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(LAYER, min_size=1, max_size=4), st.integers(6, 19), st.integers(4, 9),
+       st.integers(1, 8), st.booleans())
+def test_bands_give_the_unpatched_outputs(layers, h, w, n_bands, native):
+    def build():
+        return set_scratch(chain(layers, h, w), None, native)
+    ref = run(build())
+    g, record = patched_copy(build, n_bands)
+    assert [op.op_type for op in g.ops] == [PATCH_OP]
+    p = plan(g)
+    assert validate(p) == []
+    got = run(g, p)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+    bands = record["bands"]
+    assert bands[0][0] == 0 and all(a[1] == b[0] for a, b in zip(bands, bands[1:]))
+    assert record["macs"] > 0      # the last 1x1 conv at least
+    if len(bands) == 1:
+        assert record["recompute_macs"] == 0
+
+
+def test_a_stage_inside_a_graph_writes_its_output_in_place():
+    """Ops before and after the stage run as usual around it."""
+    def build():
+        b = GraphBuilder("mid", seed=2)
+        x = b.relu(b.input((1, 4, 24, 16)))
+        y = b.pool(b.relu6(b.bn(b.conv(x, 8, 3, 2))), 3, 2)
+        return set_scratch(b.finish([b.conv(b.relu(y), 4, 1)]))
+    ref = run(build())
+    g, _ = patched_copy(build, 3, first=1, last=4)
+    assert [op.op_type for op in g.ops] == ["Relu", PATCH_OP, "Relu", "Conv"]
+    got = run(g)
+    np.testing.assert_allclose(got[g.outputs[0]], ref[g.outputs[0]], rtol=1e-5, atol=1e-5)
+
+
+def test_a_tensor_read_twice_is_computed_for_both_readers_rows():
+    """relu(t) + conv3x3(t): t's first reader needs the band's rows, its
+    second one row more on each side; t is computed for the hull."""
+    layers = [("conv", 3, 2, 1, True), ("res2", 3, 1, 1, True)]
+
+    def build():
+        return set_scratch(chain(layers, 20, 8))
+    ref = run(build())
+    g, _ = patched_copy(build, 3)
+    got = run(g)
+    np.testing.assert_allclose(got[g.outputs[0]], ref[g.outputs[0]], rtol=1e-5, atol=1e-5)
+
+
+def mobilenet(native=True):
+    return set_scratch(mobilenet_v2(resolution=64, classes=10), None, native)
+
+
+@pytest.mark.parametrize("native", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_mobilenet_under_a_budget_runs_patched_and_gives_the_same_outputs(native, tmp_path):
+    g0 = mobilenet(native)
+    p0 = plan(g0)
+    ref = run(g0, p0, seed=1)
+    with pytest.raises(PlanInfeasibleError) as info:
+        plan(mobilenet(native), memory_budget=1, patch=False)
+    unpatched = info.value.smallest_bytes
+    g = mobilenet(native)
+    budget = unpatched * 3 // 4
+    p = plan(g, memory_budget=budget)
+    assert p.arena_bytes <= budget
+    rec = p.budget["patch"]
+    assert rec is not None and rec["grid"][0] >= 2
+    assert [op.op_type for op in g.ops].count(PATCH_OP) == 1
+    assert p.budget["fixed_order_bound_bytes"] == p0.lower_bound_bytes
+    assert "patches" in p.summary()
+    _coarser_does_not_fit(native, rec, budget)
+    got = run(g, p, seed=1)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-5)
+    # the plan JSON keeps what was done and validates against the patched graph
+    back = Plan.from_json(p.to_json(), g)
+    assert back.budget["patch"] == rec and back.arena_bytes == p.arena_bytes
+    # the plot marks the patched op
+    (at, label), = patch_marks(p)
+    assert g.ops[at].op_type == PATCH_OP and f"{rec['grid'][0]} x 1 patches" in label
+    if native:
+        pytest.importorskip("matplotlib")
+        assert p.plot(str(tmp_path / "p.png")) and (tmp_path / "p.png").stat().st_size > 0
+
+
+def _coarser_does_not_fit(native, rec, budget):
+    """The same stage in fewer bands (the next coarser grid) is over the budget."""
+    g = mobilenet(native)
+    stage = [s for s in stages(g) if [op.name for op in s.ops] == rec["ops"]][0]
+    n = rec["grid"][0]
+    rows = stage.rows
+    coarser = [k for k in range(1, n) if -(-rows // k) != -(-rows // n)]
+    if not coarser:
+        return
+    patch_graph(g, stage, coarser[-1])
+    set_scratch(g, None, native)
+    p = plan(g)
+    assert p.arena_bytes > budget
+    if p.lower_bound_bytes <= budget:
+        with pytest.raises(PlanInfeasibleError):
+            plan(g, capacity=budget)
+
+
+def test_a_stage_never_ends_where_two_of_its_tensors_are_read_later():
+    b = GraphBuilder("two", seed=1)
+    x = b.input((1, 3, 16, 16))
+    a, c = b.conv(x, 4, 3, 2), b.conv(x, 4, 3, 2)
+    g = set_scratch(b.finish([b.concat([a, c])]))
+    # from the first conv: after it x is still read, after both a and c are live;
+    # the second conv alone is a stage
+    assert [(s.first, s.last, s.y) for s in stages(g)] == [(1, 1, c)]
+
+
+def test_an_impossible_budget_names_the_smallest_arena_and_leaves_the_graph():
+    g = mobilenet()
+    before = ([op.name for op in g.ops], sorted(g.tensors))
+    with pytest.raises(PlanInfeasibleError) as info:
+        plan(g, memory_budget=1)
+    exc = info.value
+    assert f"{exc.smallest_bytes:,} bytes" in str(exc) and " x 1 patches" in str(exc)
+    patched = [t for t in exc.tried if "patch" in t]
+    assert patched and exc.smallest_bytes == min(t["arena_bytes"] for t in exc.tried)
+    assert ([op.name for op in g.ops], sorted(g.tensors)) == before
+    # asking for exactly that smallest arena gets it
+    p = plan(mobilenet(), memory_budget=exc.smallest_bytes)
+    assert p.arena_bytes <= exc.smallest_bytes
+
+
+def test_stages_of_mobilenet_end_where_one_tensor_is_left():
+    g = mobilenet()
+    found = stages(g)
+    assert found
+    last_use = {}
+    for i, op in enumerate(g.ops):
+        for n in op.inputs:
+            last_use[n] = i
+    for s in found:
+        assert g.tensors[s.y].shape[2] < g.tensors[s.x].shape[2]
+        made = {op.outputs[0] for op in s.ops}
+        assert [n for n in made if last_use.get(n, -1) > s.last] == [s.y]
+
+
+def _onnx_cnn(path):
+    """A small ONNX CNN: conv s2 + relu, depthwise 3x3, a residual add,
+    max pool, 1x1 conv, global average pool."""
+    from onnx import helper
+    from helpers.onnx_util import make_model
+    r = np.random.default_rng(0)
+    w = lambda *s: (r.standard_normal(s) * 0.3).astype(np.float32)  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], strides=[2, 2], pads=[1] * 4),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], group=16, pads=[1] * 4),
+        helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3"], ["c3"]),
+        helper.make_node("Add", ["c3", "r1"], ["a"]),
+        helper.make_node("MaxPool", ["a"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1] * 4),
+        helper.make_node("Conv", ["m", "w4"], ["c4"]),
+        helper.make_node("GlobalAveragePool", ["c4"], ["y"])]
+    inits = {"w1": w(16, 3, 3, 3), "b1": w(16), "w2": w(16, 1, 3, 3), "w3": w(16, 16, 1, 1),
+             "w4": w(8, 16, 1, 1), "lo": np.float32(0), "hi": np.float32(6)}
+    make_model(nodes, {"x": ([1, 3, 64, 48], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+
+
+def test_an_onnx_cnn_runs_patched_under_a_budget(tmp_path):
+    pytest.importorskip("onnx")
+    from pyarena.importers import load_model
+    path = tmp_path / "cnn.onnx"
+    _onnx_cnn(path)
+    g0 = load_model(str(path))
+    p0 = plan(g0)
+    feeds = random_feeds(g0, seed=4)
+    ref = np.array(Executor(g0, p0).run(feeds)["y"])
+    with pytest.raises(PlanInfeasibleError) as info:
+        plan(load_model(str(path)), memory_budget=1, patch=False)
+    g = load_model(str(path))
+    budget = info.value.smallest_bytes * 3 // 4
+    p = plan(g, memory_budget=budget)
+    assert p.arena_bytes <= budget and p.budget["patch"] is not None
+    got = np.array(Executor(g, p).run(feeds)["y"])
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_an_nhwc_tflite_model_runs_patched_under_a_budget():
+    """BlazeFace (tests/data): NHWC, TFLite depthwise weights, fused
+    activations and residuals; its band slices need no staging copy."""
+    pytest.importorskip("tflite")
+    from pathlib import Path
+    from pyarena.importers import load_model
+    path = str(Path(__file__).parent.parent / "data" / "face_detection_short_range.tflite")
+    g0 = load_model(path)
+    p0 = plan(g0)
+    feeds = random_feeds(g0, seed=2)
+    ref = {k: np.array(v) for k, v in Executor(g0, p0).run(feeds).items()}
+    g = load_model(path)
+    budget = p0.lower_bound_bytes // 2
+    p = plan(g, memory_budget=budget)
+    assert p.arena_bytes <= budget and p.budget["patch"] is not None
+    assert g.ops[[op.name for op in g.ops].index(p.budget["patch"]["op"])].attrs["h_axis"] == 1
+    got = Executor(g, p).run(feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
