@@ -95,8 +95,8 @@ def test_a_budget_only_the_scheduled_order_meets_picks_it():
     assert validate(p) == [] and "scheduled order" in p.summary()
     ref = outputs(branches())
     got = outputs(g, p)
-    for k in ref:
-        np.testing.assert_array_equal(got[k], ref[k])
+    for k in ref:       # the same ops in another order (and memory): float rounding
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-6)
 
 
 def test_a_budget_needing_smaller_scratch_shrinks_it_and_runs_the_same():

@@ -346,8 +346,13 @@ def test_best_never_worse_than_any_heuristic(rnd):
     best = checked(plan(g, strategy="best", **FAST))
     for s in HEURISTICS:
         h = checked(plan(g, strategy=s, **FAST))
-        assert h.lower_bound_bytes == best.lower_bound_bytes
         assert best.arena_bytes <= h.arena_bytes, s
+    # Concat in place is kept or not by each strategy's own arena, so the
+    # buffers (and their bound) may differ with it; without it every
+    # strategy places the same buffers under the same bound
+    bounds = {checked(plan(g, strategy=s, inplace_concat=False, **FAST)).lower_bound_bytes
+              for s in HEURISTICS + ["best"]}
+    assert len(bounds) == 1, bounds
 
 
 @st.composite
