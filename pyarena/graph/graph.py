@@ -191,12 +191,23 @@ class Graph:
                 raise GraphError(f"tensor {name!r}: shape must be a list of dimensions, "
                                  f"not {shape!r}")
             shape = tuple(shape)
-            if not all(type(d) is int and d >= 0 for d in shape):
+            plain = True                # every dimension a plain int >= 0
+            for d in shape:
+                if type(d) is not int or d < 0:
+                    plain = False
+                    break
+            if not plain:
                 shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
+        else:
+            plain = False
         if nbytes is not None:
             nbytes = _int_dim(name, nbytes, what="nbytes")
         t = Tensor(name, shape, dt_name, nbytes, role, data)
-        if not t.is_symbolic:
+        if plain:                       # the common case: sized once, remembered
+            n = math.prod(shape) * dt.itemsize
+            t._nb = (shape, dt_name, n)
+            _check_size(t, n)
+        elif not t.is_symbolic:
             _check_size(t)
         self.tensors[name] = t
         return t
@@ -241,9 +252,11 @@ class Graph:
         (``Tensor.dynamic``), or need the value of an input computed at run
         time (``attrs["_values"]``): their kernels are built when the shapes
         and values are known, at run time."""
-        t = self.tensors
+        dynamic = {n for n, t in self.tensors.items() if t.dynamic}
+        if not dynamic:                 # the common case: no pool tensor at all
+            return {op.name for op in self.ops if op.attrs.get("_values")}
         return {op.name for op in self.ops if op.attrs.get("_values") or
-                any(n and t[n].dynamic for n in list(op.inputs) + list(op.outputs))}
+                not dynamic.isdisjoint(op.inputs) or not dynamic.isdisjoint(op.outputs)}
 
     def producers(self):
         """tensor name -> index of the op that writes it."""
@@ -322,7 +335,10 @@ class Graph:
                     raise GraphError(f"tensor {t.name!r} ({t.role}) is read but no "
                                      f"operator produces it")
             shape = t.shape
-            if shape is not None and all(type(d) is int for d in shape):
+            c = t._nb
+            if c is not None and c[0] is shape and c[1] is t.dtype:
+                n = c[2]                                        # sized already
+            elif shape is not None and all(type(d) is int for d in shape):
                 n = math.prod(shape) * _itemsize(t.dtype)      # the common case
             elif t.is_symbolic:
                 unbound = self.unbound_inputs()
