@@ -303,31 +303,34 @@ class Graph:
         out of order they are reordered (stable topological sort).
         Returns self.
         """
-        names = set()
+        tensors = self.tensors
+        names, prod, twice = set(), {}, None
         for op in self.ops:
             if op.name in names:
                 raise GraphError(f"operator name {op.name!r} is used twice")
             names.add(op.name)
             for t in op.inputs:
-                if t and t not in self.tensors:
+                if t and t not in tensors:
                     raise GraphError(f"operator {op.name!r} reads unknown tensor {t!r}")
             if not any(op.outputs):
                 raise GraphError(f"operator {op.name!r} has no outputs")
-            for t in filter(None, op.outputs):      # "": an omitted optional output
-                if t not in self.tensors:
+            for t in op.outputs:
+                if not t:                               # an omitted optional output
+                    continue
+                tt = tensors.get(t)
+                if tt is None:
                     raise GraphError(f"operator {op.name!r} writes unknown tensor {t!r}")
-                if self.tensors[t].role in ("input", "constant"):
-                    raise GraphError(f"operator {op.name!r} writes {self.tensors[t].role} "
-                                     f"tensor {t!r}")
+                if tt.role in ("input", "constant"):
+                    raise GraphError(f"operator {op.name!r} writes {tt.role} tensor {t!r}")
+                if t in prod:           # reported after every op's own checks
+                    twice = twice or (t, prod[t], op.name)
+                else:
+                    prod[t] = op.name
             if op.scratch_bytes < 0:
                 raise GraphError(f"operator {op.name!r}: negative scratch_bytes")
-        prod = {}
-        for op in self.ops:
-            for t in filter(None, op.outputs):
-                if t in prod:
-                    raise GraphError(f"tensor {t!r} is produced twice: by {prod[t]!r} "
-                                     f"and {op.name!r}")
-                prod[t] = op.name
+        if twice:
+            raise GraphError(f"tensor {twice[0]!r} is produced twice: by {twice[1]!r} "
+                             f"and {twice[2]!r}")
         for t in self.tensors.values():
             if t.role in ("activation", "output") and t.name not in prod:
                 used = any(t.name in op.inputs for op in self.ops)
@@ -353,6 +356,17 @@ class Graph:
         return self
 
     def _toposort(self, prod):
+        done = set()
+        for op in self.ops:     # already in order (the common case): nothing to do
+            for t in op.inputs:
+                if t and t in prod and t not in done:
+                    break
+            else:
+                done.update(op.outputs)
+                continue
+            break
+        else:
+            return self.ops
         index = {op.name: i for i, op in enumerate(self.ops)}
         deps = []
         for op in self.ops:
