@@ -1321,7 +1321,7 @@ MUTANTS = [
       "a kernel built for one K is reused for another of the same shape",
       ("tests/runtime/test_more_ops.py",)),
     M("dependent-not-propagated", "pyarena/importers/onnx_dynamic.py",
-      "        if _is_source(imp, n) or any(i in dep for i in list(n.input) + list(extra) if i):",
+      "        if _is_source(imp, n) or (dep and any(i in dep for i in n_in + list(extra) if i)):",
       "        if _is_source(imp, n):",
       "what is computed from a data-sized tensor is not a pool tensor: its size is an error",
       ("tests/runtime/test_dynamic.py",)),
