@@ -56,13 +56,20 @@ def conv2d(*, nhwc, n, c_in, h, w, c_out, h_out, w_out, kh, kw, sh, sw, dh, dw,
         "pad_top": pad_top, "pad_left": pad_left, "groups": groups, "act": act[0]})
 
 
-def pack_conv2d(desc, weight_ohwi, bias, out_alloc):
-    """Pack OHWI weights (and a bias or None) for ``desc`` into an array
-    from ``out_alloc(n_floats)``; returns that array."""
+def conv2d_packed_floats(desc):
+    """Floats of ``desc``'s packed weights; InvalidArgumentError for a
+    geometry the C kernel cannot take."""
     n = lib.pa_conv2d_packed_size(desc)
     if n == 0:
         raise InvalidArgumentError("native conv2d: geometry out of range")
-    packed = out_alloc(int(n))
+    return int(n)
+
+
+def pack_conv2d(desc, weight_ohwi, bias, out_alloc):
+    """Pack OHWI weights (and a bias or None) for ``desc`` into an array
+    from ``out_alloc(n_floats)``; returns that array."""
+    n = conv2d_packed_floats(desc)
+    packed = out_alloc(n)
     w = np.ascontiguousarray(weight_ohwi, dtype=np.float32)
     b = NULL if bias is None else fptr(np.ascontiguousarray(bias, dtype=np.float32))
     check(lib.pa_conv2d_pack(desc, fptr(w), b, fptr(packed), n), "pa_conv2d_pack")

@@ -191,12 +191,23 @@ class Graph:
                 raise GraphError(f"tensor {name!r}: shape must be a list of dimensions, "
                                  f"not {shape!r}")
             shape = tuple(shape)
-            if not all(type(d) is int and d >= 0 for d in shape):
+            plain = True                # every dimension a plain int >= 0
+            for d in shape:
+                if type(d) is not int or d < 0:
+                    plain = False
+                    break
+            if not plain:
                 shape = tuple(d if isinstance(d, str) else _int_dim(name, d) for d in shape)
+        else:
+            plain = False
         if nbytes is not None:
             nbytes = _int_dim(name, nbytes, what="nbytes")
         t = Tensor(name, shape, dt_name, nbytes, role, data)
-        if not t.is_symbolic:
+        if plain:                       # the common case: sized once, remembered
+            n = math.prod(shape) * dt.itemsize
+            t._nb = (shape, dt_name, n)
+            _check_size(t, n)
+        elif not t.is_symbolic:
             _check_size(t)
         self.tensors[name] = t
         return t
@@ -241,9 +252,11 @@ class Graph:
         (``Tensor.dynamic``), or need the value of an input computed at run
         time (``attrs["_values"]``): their kernels are built when the shapes
         and values are known, at run time."""
-        t = self.tensors
+        dynamic = {n for n, t in self.tensors.items() if t.dynamic}
+        if not dynamic:                 # the common case: no pool tensor at all
+            return {op.name for op in self.ops if op.attrs.get("_values")}
         return {op.name for op in self.ops if op.attrs.get("_values") or
-                any(n and t[n].dynamic for n in list(op.inputs) + list(op.outputs))}
+                not dynamic.isdisjoint(op.inputs) or not dynamic.isdisjoint(op.outputs)}
 
     def producers(self):
         """tensor name -> index of the op that writes it."""
@@ -290,31 +303,34 @@ class Graph:
         out of order they are reordered (stable topological sort).
         Returns self.
         """
-        names = set()
+        tensors = self.tensors
+        names, prod, twice = set(), {}, None
         for op in self.ops:
             if op.name in names:
                 raise GraphError(f"operator name {op.name!r} is used twice")
             names.add(op.name)
             for t in op.inputs:
-                if t and t not in self.tensors:
+                if t and t not in tensors:
                     raise GraphError(f"operator {op.name!r} reads unknown tensor {t!r}")
             if not any(op.outputs):
                 raise GraphError(f"operator {op.name!r} has no outputs")
-            for t in filter(None, op.outputs):      # "": an omitted optional output
-                if t not in self.tensors:
+            for t in op.outputs:
+                if not t:                               # an omitted optional output
+                    continue
+                tt = tensors.get(t)
+                if tt is None:
                     raise GraphError(f"operator {op.name!r} writes unknown tensor {t!r}")
-                if self.tensors[t].role in ("input", "constant"):
-                    raise GraphError(f"operator {op.name!r} writes {self.tensors[t].role} "
-                                     f"tensor {t!r}")
+                if tt.role in ("input", "constant"):
+                    raise GraphError(f"operator {op.name!r} writes {tt.role} tensor {t!r}")
+                if t in prod:           # reported after every op's own checks
+                    twice = twice or (t, prod[t], op.name)
+                else:
+                    prod[t] = op.name
             if op.scratch_bytes < 0:
                 raise GraphError(f"operator {op.name!r}: negative scratch_bytes")
-        prod = {}
-        for op in self.ops:
-            for t in filter(None, op.outputs):
-                if t in prod:
-                    raise GraphError(f"tensor {t!r} is produced twice: by {prod[t]!r} "
-                                     f"and {op.name!r}")
-                prod[t] = op.name
+        if twice:
+            raise GraphError(f"tensor {twice[0]!r} is produced twice: by {twice[1]!r} "
+                             f"and {twice[2]!r}")
         for t in self.tensors.values():
             if t.role in ("activation", "output") and t.name not in prod:
                 used = any(t.name in op.inputs for op in self.ops)
@@ -322,7 +338,10 @@ class Graph:
                     raise GraphError(f"tensor {t.name!r} ({t.role}) is read but no "
                                      f"operator produces it")
             shape = t.shape
-            if shape is not None and all(type(d) is int for d in shape):
+            c = t._nb
+            if c is not None and c[0] is shape and c[1] is t.dtype:
+                n = c[2]                                        # sized already
+            elif shape is not None and all(type(d) is int for d in shape):
                 n = math.prod(shape) * _itemsize(t.dtype)      # the common case
             elif t.is_symbolic:
                 unbound = self.unbound_inputs()
@@ -337,6 +356,17 @@ class Graph:
         return self
 
     def _toposort(self, prod):
+        done = set()
+        for op in self.ops:     # already in order (the common case): nothing to do
+            for t in op.inputs:
+                if t and t in prod and t not in done:
+                    break
+            else:
+                done.update(op.outputs)
+                continue
+            break
+        else:
+            return self.ops
         index = {op.name: i for i, op in enumerate(self.ops)}
         deps = []
         for op in self.ops:

@@ -76,10 +76,11 @@ class ImportCache:
         model.graph.node.extend(keep)
         self.reduced = model
 
-    def attrs(self, decode, node):
+    def attrs(self, decode, node, outputs=None):
         """``decode(node)`` (a fresh dict), decoded once per node of the
-        model (by type and outputs: unique in a graph)."""
-        key = (node.op_type, tuple(node.output))
+        model (by type and outputs: unique in a graph; ``outputs``:
+        ``node.output`` read already, if given)."""
+        key = (node.op_type, tuple(node.output if outputs is None else outputs))
         a = self._attrs.get(key)
         if a is None:
             a = self._attrs[key] = decode(node)

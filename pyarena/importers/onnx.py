@@ -42,7 +42,8 @@ from .onnx_contrib import infer_with_contrib, runs_in_domain
 from .onnx_control import resolve_bodies, take_branch
 from .onnx_data import check_initializer_data, read_model
 from .onnx_dqlstm import dequantize_lstms
-from .onnx_fold import FOLD_MAX_BYTES, _attrs, _check_dims, _fold_node
+from .onnx_fold import (FOLD_MAX_BYTES, MAX_TENSOR_BYTES, _attrs, _check_dims, _fold_node,
+                        _plain_dims)
 from .onnx_dynamic import dependent_tensors, shape_rule, value_ops
 from .onnx_loop import outer_names
 from .onnx_qdq import fuse_qdq
@@ -533,7 +534,7 @@ class _OnnxImport:
                         f"operator {n.name!r} ({n.op_type}): tensor {name!r} holds "
                         f"strings; pyarena plans and runs numeric tensors only")
         self.g = Graph(os.path.splitext(os.path.basename(str(self.path)))[0])
-        self.dependent = dependent_tensors(self, remaining)     # may be pool tensors
+        self.dependent = dependent_tensors(self, remaining, io)     # may be pool tensors
         consumers = {i for _, n_in, _ in io for i in n_in if i}
         consumers.update(i for extra, _ in self.bodies.values() for i in extra)
         for vi in self.model.graph.input:
@@ -573,8 +574,8 @@ class _OnnxImport:
                     self.declare(i, "constant" if i in self.vals else "activation")
                 ins = ins + list(extra)
                 attrs = dict(attrs, _opset=self.opset)
-            attrs = attrs or self.attrs(n)
-            if any(i in self.dependent for i in ins + outs if i):
+            attrs = attrs or self.attrs(n, n_out)
+            if self.dependent and any(i in self.dependent for i in ins + outs if i):
                 attrs["_infer"] = shape_rule(self.onnx, n, self.model.opset_import,
                                              self.opset, _collect)
             self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
@@ -624,9 +625,12 @@ class _OnnxImport:
                                      t.shape)
             g.ops.remove(op)
 
-    def attrs(self, n):
-        if self.cache is not None and not any(o in self.unstable for o in n.output):
-            attrs = self.cache.attrs(self.decode, n)
+    def attrs(self, n, outputs=None):
+        """``n``'s attributes decoded (``outputs``: ``list(n.output)``, if read already)."""
+        outputs = list(n.output) if outputs is None else outputs
+        if self.cache is not None and not (self.unstable and
+                                           any(o in self.unstable for o in outputs)):
+            attrs = self.cache.attrs(self.decode, n, outputs)
         else:
             attrs = _attrs(self.onnx, n)
         attrs["_opset"] = self.opset
@@ -654,6 +658,12 @@ class _OnnxImport:
             return
         shp = self.shapes.get(name)
         et = self.types.get(name)
+        if et is not None and shp is not None and _plain_dims(shp):    # the common case
+            dt = _np_dtype(self.onnx, et, f"tensor {name!r}")
+            if math.prod(shp) * dt.itemsize > MAX_TENSOR_BYTES:
+                _check_dims(name, shp, dt.itemsize)                    # raises
+            g.add_tensor(name, shp, dt, role=role)
+            return
         unknown = shp is None or any(not isinstance(d, int) for d in shp)
         if unknown and et is not None and name in self.dependent:   # sized by the data
             t = g.add_tensor(name, None, _np_dtype(self.onnx, et, f"tensor {name!r}"),

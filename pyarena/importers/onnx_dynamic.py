@@ -38,13 +38,15 @@ def _is_source(imp, n):
     return False
 
 
-def dependent_tensors(imp, nodes):
-    """Names of the tensors computed from a source (``nodes`` in order)."""
+def dependent_tensors(imp, nodes, io=None):
+    """Names of the tensors computed from a source (``nodes`` in order;
+    ``io``: their ``(node, inputs, outputs)`` read already, if given)."""
     dep = set()
-    for n in nodes:
-        extra = imp.bodies.get(n.name, ((), {}))[0]
-        if _is_source(imp, n) or any(i in dep for i in list(n.input) + list(extra) if i):
-            dep.update(o for o in n.output if o)
+    bodies = imp.bodies
+    for n, n_in, n_out in io or [(n, list(n.input), list(n.output)) for n in nodes]:
+        extra = bodies[n.name][0] if bodies and n.name in bodies else ()
+        if _is_source(imp, n) or (dep and any(i in dep for i in n_in + list(extra) if i)):
+            dep.update(o for o in n_out if o)
     return dep
 
 

@@ -19,6 +19,15 @@ from ..runtime.kernels.quantization import dequantize
 FOLD_MAX_BYTES = 64 << 10
 
 
+def _plain_dims(dims):
+    """Whether every dimension is a plain int >= 0 (a tensor sized as it
+    is; ``_check_dims`` then only needs its size compared)."""
+    for d in dims:
+        if type(d) is not int or d < 0:
+            return False
+    return True
+
+
 def _check_dims(name, dims, itemsize=4):
     for d in dims:
         if isinstance(d, int) and d < 0:

@@ -166,8 +166,9 @@ class InferenceSession:
         g, p, ex, block = entry
         current = self._block(p.arena_bytes)        # grown if this plan needs more
         if ex is None or block is not current:      # (re)bound to the shared block
+            # the plan was made from g by the planner in _prepare: not validated again
             ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
-                          weights_memo=self._first.packed)
+                          weights_memo=self._first.packed, plan_checked=True)
             entry[2:] = [ex, current]
             if self._cache is not None and not self._remembered:
                 self._cache.remember(g, self._first.weights_arena.owns)

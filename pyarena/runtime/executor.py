@@ -150,16 +150,20 @@ class Executor:
     in bytes (None: the physical memory): a graph or plan whose weights +
     arena exceed it raises MemoryBudgetError before anything is allocated.
     A ``plan`` given is validated against ``graph`` first
-    (PlanValidationError naming every problem).
+    (PlanValidationError naming every problem), unless ``plan_checked``:
+    the caller has just made it from this graph, unchanged since, with
+    the planner (InferenceSession does, for each new input shape).
     """
 
     def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
-                 plan_options=None, max_memory=None, threads=None, weights_memo=None):
+                 plan_options=None, max_memory=None, threads=None, weights_memo=None,
+                 plan_checked=False):
         graph.validate()
         self._memo = weights_memo
         budget = check_graph_budget(graph, max_memory)
         if plan is not None:
-            validate_plan(plan, graph, raise_errors=True)
+            if not plan_checked:
+                validate_plan(plan, graph, raise_errors=True)
             check_plan_budget(plan, graph, budget)
         elif views is None and allocator is None:
             opts = {"max_memory": budget, **(plan_options or {})}

@@ -199,3 +199,54 @@ def test_stable_toposort_keeps_valid_orders_and_reports_cycles():
     order, stuck = stable_toposort([[1], [0]], [1, 1])
     assert order == [] and stuck == [0, 1]
     assert stable_toposort([[] for _ in range(5)], [0] * 5)[0] == list(range(5))
+
+
+def test_a_tensor_produced_twice_is_reported_after_every_operators_own_checks():
+    g = chain()
+    g.bind_inputs({"x": (1, 3, 8, 8)})
+    g.add_op("Relu", ["a"], ["a"], name="again")
+    g.add_op("Relu", ["ghost"], ["y"], name="bad")
+    with pytest.raises(GraphError, match="reads unknown tensor 'ghost'"):
+        g.validate()
+    g.ops.pop()
+    g.add_op("Relu", ["a"], ["y"], name="again2")
+    # the first tensor produced twice, by its first producer and the next one
+    with pytest.raises(GraphError, match="tensor 'a' is produced twice: by 'conv' and 'again'"):
+        g.validate()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 9), st.randoms(use_true_random=False), st.booleans())
+def test_validate_puts_any_order_of_a_dag_in_a_valid_order(n, rnd, shuffle):
+    g = Graph()
+    g.add_tensor("t0", [2], role="input")
+    for i in range(1, n + 1):
+        g.add_tensor(f"t{i}", [2], role="output" if i == n else "activation")
+    for i in range(1, n + 1):   # op i reads t(i-1) and maybe an earlier tensor
+        extra = f"t{rnd.randrange(i)}"
+        g.add_op("Add", [f"t{i - 1}", extra], [f"t{i}"], name=f"op{i}")
+    if shuffle:
+        rnd.shuffle(g.ops)
+    before = [op.name for op in g.ops]
+    g.validate()
+    done = {"t0"}
+    for op in g.ops:
+        assert set(op.inputs) <= done, (before, [o.name for o in g.ops])
+        done.update(op.outputs)
+    if before == sorted(before, key=lambda s: int(s[2:])):
+        assert [op.name for op in g.ops] == before      # an ordered graph stays as it is
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=0, max_size=4),
+       st.sampled_from(["float32", "float16", "int8", "int64", "bool", "float64"]))
+def test_a_tensor_size_follows_its_shape_and_dtype(dims, dtype):
+    import math
+    import numpy as np
+    g = Graph()
+    t = g.add_tensor("x", dims, dtype, role="input")
+    assert t.nbytes == math.prod(dims) * np.dtype(dtype).itemsize
+    t.shape = tuple(d + 1 for d in dims)            # a new shape: sized again
+    assert t.nbytes == math.prod(d + 1 for d in dims) * np.dtype(dtype).itemsize
+    t.dtype = "float64"
+    assert t.nbytes == math.prod(d + 1 for d in dims) * 8

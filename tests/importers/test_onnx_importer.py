@@ -254,3 +254,11 @@ def test_folded_unsqueeze_and_reshape_follow_the_spec(tmp_path):
                         "axes": np.array([-1], np.int64)}, opset=13)
     assert [op.op_type for op in g.ops] == ["Add"]
     np.testing.assert_array_equal(g.tensors["k3"].data, k.reshape(2, 3, 1))
+
+
+def test_an_absurd_declared_input_is_an_import_error_naming_it(tmp_path):
+    p = tmp_path / "huge_input.onnx"
+    make_model([helper.make_node("Relu", ["x"], ["y"])],
+               {"x": ([1 << 25, 1 << 25], np.float32)}, {"y": (None, np.float32)}, path=p)
+    with pytest.raises(ModelImportError, match="'x'.*absurd"):
+        load_model(str(p))

@@ -303,3 +303,29 @@ def test_a_weights_memo_keeps_packed_weights_once_across_shapes(tmp_path):
     with_memo, without = used[:3], used[3:]
     assert with_memo[0] == with_memo[1] == with_memo[2]
     assert without[2] > without[0]             # each executor packs its own copy
+
+
+def test_a_plan_is_validated_unless_the_caller_just_made_it(monkeypatch):
+    import pyarena.runtime.executor as executor_module
+    from pyarena.errors import PlanValidationError
+    g = Graph("two")
+    g.add_tensor("x", (4, 4), role="input")
+    g.add_tensor("a", (4, 4))
+    g.add_tensor("y", (4, 4), role="output")
+    g.add_op("Relu", ["x"], ["a"])
+    g.add_op("Relu", ["a"], ["y"])
+    set_scratch(g)
+    p = plan(g)
+    checked = []
+    real = executor_module.validate_plan
+    monkeypatch.setattr(executor_module, "validate_plan",
+                        lambda *a, **k: checked.append(1) or real(*a, **k))
+    x = np.arange(-8, 8, dtype=np.float32).reshape(4, 4)
+    assert np.array_equal(Executor(g, p).run({"x": x})["y"], np.maximum(x, 0))
+    assert checked == [1]
+    assert np.array_equal(Executor(g, p, plan_checked=True).run({"x": x})["y"],
+                          np.maximum(x, 0))
+    assert checked == [1]                       # taken as it is
+    p.buffers[0].tensors.clear()                # a broken plan: still refused by default
+    with pytest.raises(PlanValidationError):
+        Executor(g, p)

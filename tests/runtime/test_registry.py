@@ -100,3 +100,35 @@ def test_scratch_budget_is_a_parameter_recorded_on_the_graph():
     assert Graph.from_dict(g.to_dict()).scratch_budget == 1
     with pytest.raises(ValueError, match="scratch_budget"):
         kernels.set_scratch(g, scratch_budget=0)
+
+
+def _depthwise_graph():
+    g = Graph("dw")
+    g.add_tensor("x", (1, 8, 10, 10), role="input")
+    g.add_tensor("w", (8, 1, 3, 3), role="constant",
+                 data=np.random.default_rng(0).standard_normal((8, 1, 3, 3)).astype(np.float32))
+    g.add_tensor("y", (1, 8, 10, 10), role="output")
+    g.add_op("Conv", ["x", "w"], ["y"], name="dw", group=8, pads=[1, 1, 1, 1])
+    return g
+
+
+def test_a_kernel_built_for_its_scratch_size_packs_no_weights():
+    from pyarena.runtime.kernels.registry import graph_kernel, scratch_bytes_for, sizing_only
+    g = _depthwise_graph()
+    op = g.ops[0]
+    full = graph_kernel(g, op)
+    sized = graph_kernel(g, op, keep=sizing_only)
+    assert full.mode == sized.mode == "native-dw"      # the native path, packed weights
+    assert not full.sizing and sized.sizing
+    assert full.packed is not None and full.packed.size > 0
+    assert sized.packed is None
+    assert sized.scratch_bytes == full.scratch_bytes == scratch_bytes_for(g, op)
+    # the kernel that runs is still the packed one
+    x = np.random.default_rng(1).standard_normal((1, 8, 10, 10)).astype(np.float32)
+    y = np.empty((1, 8, 10, 10), np.float32)
+    full.run([x, g.tensors["w"].data], [y], [])
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    w = g.tensors["w"].data[:, 0]
+    ref = sum(xp[:, :, i:i + 10, j:j + 10] * w[None, :, i, j, None, None]
+              for i in range(3) for j in range(3))
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)

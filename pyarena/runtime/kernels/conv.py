@@ -208,10 +208,14 @@ class Conv(Spatial):
             dh=self.dh, dw=self.dw, pad_top=self.pt, pad_left=self.pl, groups=groups,
             act=native_act(self.attrs))
         bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
-        packed = nk.pack_conv2d(self.desc, ohwi, bias,
-                                lambda n: np.empty(n, dtype=np.float32))
-        self.packed = self.keep(packed)
-        self.packed_ptr = nk.fptr(self.packed)
+        if self.sizing:     # only the scratch is asked: the geometry checked, nothing packed
+            nk.conv2d_packed_floats(self.desc)
+            self.packed = self.packed_ptr = None
+        else:
+            packed = nk.pack_conv2d(self.desc, ohwi, bias,
+                                    lambda n: np.empty(n, dtype=np.float32))
+            self.packed = self.keep(packed)
+            self.packed_ptr = nk.fptr(self.packed)
         self.ptrs = Pointers(self)
         self.mode = ("native-dw" if groups == self.c_in == cout and groups > 1 else
                      "native-gemm" if self._pointwise(groups) else "native")

@@ -141,6 +141,9 @@ class Kernel:
         self.outs = outs
         self.attrs = op.attrs
         self.keep = keep or (lambda a: a)   # puts derived constants in the weights arena
+        #: built only for its scratch size (scratch_bytes_for): setup may
+        #: skip laying out weights when that does not change the size
+        self.sizing = keep is sizing_only
         # the op's own budget (runtime/slack.py sets it) before the graph's
         own = op.attrs.get("_scratch_budget")
         self.scratch_budget = int(own if own else SCRATCH_BUDGET if scratch_budget is None
@@ -282,7 +285,13 @@ def graph_kernel(graph, op, keep=None):
 def scratch_bytes_for(graph, op):
     """Workspace bytes ``op`` needs while it runs (0 if none); raises
     UnsupportedOpError for an op the executor cannot run."""
-    return graph_kernel(graph, op).scratch_bytes
+    return graph_kernel(graph, op, keep=sizing_only).scratch_bytes
+
+
+def sizing_only(arr):
+    """The ``keep`` of a kernel built for its scratch size alone: keeps
+    nothing (Kernel.sizing is then True)."""
+    return arr
 
 
 def set_scratch(graph, scratch_budget=None, native=None):
