@@ -80,9 +80,13 @@ class Conv(Spatial):
         if self.depthwise:
             self._setup_depthwise(w, C)
         elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
-              and g == 1):
+              and (g == 1 or not self.nhwc)):
+            # grouped NCHW too: group g reads channels [g*C/G, (g+1)*C/G), a
+            # contiguous block, so one batched matmul over x as it is (no
+            # im2col copy: ShuffleNet's 4-group 1x1 layers)
             self.mode = "1x1"
-            self.wm = self.keep(np.ascontiguousarray(w.reshape(cout, C)))
+            self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, C // g)
+                                                     if g > 1 else w.reshape(cout, C)))
         else:
             self._setup_im2col(w, g, cout)
         self.bias = None
@@ -243,6 +247,9 @@ class Conv(Spatial):
                 if self.nhwc:
                     np.matmul(x[n].reshape(-1, self.c_in), self.wm.T,
                               out=yn.reshape(-1, cout))
+                elif self.G > 1:
+                    np.matmul(self.wm, x[n].reshape(self.G, self.c_in // self.G, -1),
+                              out=yn.reshape(self.G, cout // self.G, -1))
                 else:
                     np.matmul(self.wm, x[n].reshape(self.c_in, -1),
                               out=yn.reshape(cout, -1))
