@@ -172,8 +172,20 @@ static void test_conv_random(void) {
         c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
         run_conv_case(c, pool, &worst);
     }
+    for (int k = 0; k < 40; k++) {   /* NHWC, 1-4 output channels: the dot-product kernel */
+        pa_conv2d_t c = random_conv(0);
+        c.layout = PA_LAYOUT_NHWC;
+        c.groups = 1, c.dw = 1;
+        c.c_out = rnd(1, 4);
+        c.w = rnd(1, 60);
+        int64_t ew = c.w + c.pad_left - (c.kw - 1) - 1;
+        if (ew < 0)
+            c.w += -ew, ew = 0;
+        c.w_out = ew / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
     CHECK(worst < 1e-5);
-    printf("     conv: worst relative error %.3g over 480 geometries\n", worst);
+    printf("     conv: worst relative error %.3g over 520 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 

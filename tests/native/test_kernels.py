@@ -1,7 +1,8 @@
 """The native convolution kernels called directly (pyarena._native.kernels),
 against a NumPy reference, over random geometries (hypothesis): every
 path the C dispatch picks by shape -- NCHW depthwise bands (stride 1 and
-2, one band or several), channel blocks, the per-row kernel -- and both
+2, one band or several), channel blocks, the per-row kernel; full
+convolutions of few output channels (the dot-product kernel) -- and both
 layouts."""
 import numpy as np
 from hypothesis import given, settings, strategies as st
@@ -88,3 +89,19 @@ def test_depthwise_bands_of_a_tall_wide_plane():
         np.testing.assert_allclose(run_native(x, wt, b, *args, False, -1.0, 1.5),
                                    reference(x, wt, b, *args, -1.0, 1.5),
                                    rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(geometry, st.integers(1, 5), st.integers(1, 12))
+def test_few_output_channels_match_the_reference(gm, cout, cin):
+    """Full convolutions of 1-5 output channels (NHWC groups 1 with no
+    column dilation: the dot-product kernel; the others: the register tile)."""
+    h, w = fit(gm)
+    r = np.random.default_rng(gm["seed"])
+    x = r.standard_normal((gm["n"], cin, h, w)).astype(np.float32)
+    wt = r.standard_normal((cout, cin, gm["k"], gm["k"])).astype(np.float32)
+    b = r.standard_normal(cout).astype(np.float32)
+    args = ((gm["s"], gm["s"]), gm["pads"], (gm["d"], gm["d"]), 1)
+    y = run_native(x, wt, b, *args, gm["nhwc"], -2.0, 3.0)
+    np.testing.assert_allclose(y, reference(x, wt, b, *args, -2.0, 3.0),
+                               rtol=1e-5, atol=2e-5)
