@@ -377,16 +377,6 @@ static void dw_nchw_planes(void *ctx, int64_t begin, int64_t end) {
  * output rows as fit PA_DW_TILE_FLOATS (16 KiB per thread); rows too wide
  * for even one band, and other strides, take the per-row kernel. */
 
-/* The stride-2 split deinterleaves 16 floats into 8 even and 8 odd with
- * two shuffles (GCC >= 12, clang); GCC's own vectoriser leaves the
- * interleaved copy scalar, the slower half of a stride-2 layer. */
-#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
-#define PA_DW_SHUFFLE 1
-typedef float pa_dw_v8 __attribute__((vector_size(32)));
-#else
-#define PA_DW_SHUFFLE 0
-#endif
-
 /* Floats per tile row: the padded row, or its two halves for stride 2. */
 static int64_t band_row_floats(const pa_conv2d_t *c) {
     int64_t hp, wp;
@@ -411,51 +401,6 @@ typedef struct {
     int64_t band, nbands;       /* output rows per band, bands per plane */
 } dw_band_job_t;
 
-/* Padded columns [q0, q1) of one input row xr (its column 0 is padded
- * column pl) into tile row tr: as is (S = 1), or split (S = 2) into the
- * even columns then the odd ones, half floats each; zeros elsewhere. */
-PA_INLINE void band_copy_row(float *restrict tr, const float *restrict xr, int64_t q0,
-                             int64_t q1, int64_t pl, int64_t rf, int64_t S) {
-    if (S == 1) {
-        memset(tr, 0, (size_t)q0 * sizeof *tr);
-        if (q1 > q0)
-            memcpy(tr + q0, xr + (q0 - pl), (size_t)(q1 - q0) * sizeof *tr);
-        memset(tr + q1, 0, (size_t)(rf - q1) * sizeof *tr);
-        return;
-    }
-    const int64_t half = rf / 2;
-    /* even column 2e is inside for e in [e0, e1), odd 2e + 1 for [o0, o1) */
-    const int64_t e0 = (q0 + 1) / 2, e1 = (q1 + 1) / 2, o0 = q0 / 2, o1 = q1 / 2;
-    float *restrict ev = tr, *restrict od = tr + half;
-    memset(tr, 0, (size_t)rf * sizeof *tr);
-    if (q1 <= q0)
-        return;
-    /* pairs (2e, 2e + 1) both inside in one loop (an interleaved load the
-     * compiler vectorises with shuffles), then at most one odd column
-     * before them and one even column after */
-    const float *restrict s = xr + (2 * e0 - pl);
-    int64_t e = 0;
-#if PA_DW_SHUFFLE
-    for (; e + 8 <= o1 - e0; e += 8) {
-        pa_dw_v8 a, b, lo, hi;
-        memcpy(&a, s + 2 * e, sizeof a);
-        memcpy(&b, s + 2 * e + 8, sizeof b);
-        lo = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-        hi = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-        memcpy(ev + e0 + e, &lo, sizeof lo);
-        memcpy(od + e0 + e, &hi, sizeof hi);
-    }
-#endif
-    for (; e < o1 - e0; e++) {
-        ev[e0 + e] = s[2 * e];
-        od[e0 + e] = s[2 * e + 1];
-    }
-    for (int64_t q = o0; q < e0 && q < o1; q++)
-        od[q] = xr[2 * q + 1 - pl];
-    for (int64_t q = o1 > e0 ? o1 : e0; q < e1; q++)
-        ev[q] = xr[2 * q - pl];
-}
-
 PA_INLINE void nchw_band(const dw_band_job_t *bj, int64_t item, int64_t S) {
     const dw_job_t *j = bj->j;
     const pa_conv2d_t *c = j->c;
@@ -476,7 +421,7 @@ PA_INLINE void nchw_band(const dw_band_job_t *bj, int64_t item, int64_t S) {
         if (ih < 0 || ih >= c->h)
             memset(tile + r * rf, 0, (size_t)rf * sizeof *tile);
         else
-            band_copy_row(tile + r * rf, x + ih * c->w, q0, q1, c->pad_left, rf, S);
+            _pa_band_copy_row(tile + r * rf, x + ih * c->w, q0, q1, c->pad_left, rf, S, 0.0f);
     }
     int64_t ch = plane % c->c_in;
     dw_taps_t t;

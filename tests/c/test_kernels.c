@@ -391,6 +391,8 @@ static void test_pool_random(void) {
                          0, 0, 0, 0, (int)rnd(0, 1)};
         p.pad_top = rnd(0, p.kh - 1), p.pad_left = rnd(0, p.kw - 1);
         p.pad_bottom = rnd(0, p.kh - 1), p.pad_right = rnd(0, p.kw - 1);
+        if (k % 6 >= 4)     /* tall and wide: NCHW max pools in several bands */
+            p.h = rnd(40, 90), p.w = rnd(60, 300);
         if (p.h + p.pad_top + p.pad_bottom < p.kh) p.h = p.kh;
         if (p.w + p.pad_left + p.pad_right < p.kw) p.w = p.kw;
         p.h_out = (p.h + p.pad_top + p.pad_bottom - p.kh) / p.sh + 1;
