@@ -231,6 +231,28 @@ def test_only_the_kept_weights_reach_the_weights_arena(tmp_path):
     assert st.count == 1 and st.used == dense.nbytes
 
 
+def test_grouped_pointwise_conv_nhwc(tmp_path):
+    """A grouped 1x1 CONV_2D (NHWC, 2 groups of 4 input channels: the
+    importer reads groups from the filter depth) stays on im2col + BLAS --
+    the batched 1x1 path is NCHW only -- and computes each group apart."""
+    r = np.random.default_rng(6)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 5, 6, 8))
+    y = B.tensor("y", (1, 5, 6, 6))
+    wv = r.standard_normal((6, 1, 1, 4)).astype(np.float32)
+    B.op("CONV_2D", [x, B.const("w", wv), B.const("b", np.zeros(6))], [y],
+         ("Conv2DOptions", dict(Padding=1, StrideW=1, StrideH=1,
+                                FusedActivationFunction=0, DilationWFactor=1,
+                                DilationHFactor=1)))
+    g = load_model(B.save(tmp_path / "g.tflite", [x], [y]))
+    ex = Executor(g, plan(g))
+    assert ex.kernels[0].path == "im2col"
+    feeds = random_feeds(g, seed=7)
+    xv = feeds["x"].reshape(30, 2, 4)
+    want = np.einsum("pgc,goc->pgo", xv, wv.reshape(2, 3, 4)).reshape(1, 5, 6, 6)
+    np.testing.assert_allclose(ex.run(feeds)["y"], want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("cout,stride,padding", [(1, 1, 0), (3, 2, 1), (4, 1, 1), (5, 1, 0)],
                          ids=str)
 def test_few_output_channels_on_the_dot_kernel(tmp_path, cout, stride, padding):
