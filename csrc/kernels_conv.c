@@ -69,7 +69,8 @@ int _pa_conv2d_is_depthwise(const pa_conv2d_t *c) {
  * with groups 1 and no column dilation the window row of an interior
  * pixel is kw * c_in consecutive floats, as is each output channel's
  * weight row (OHWI): each output is kh dot products of that length,
- * PA_DOT_W lanes wide, every output channel from the same loads. */
+ * PA_DOT_W lanes wide, every output channel from the same loads (rows
+ * shorter than PA_DOT_W floats, e.g. one input channel, keep the tile). */
 #define PA_CONV_DOT_MAX 4
 #define PA_DOT_W 8
 #define PA_DOT_P 4     /* pixels of a tile of one output channel */
@@ -77,7 +78,8 @@ _Static_assert(PA_DOT_W == 8, "dot_pixel and dot_tile sum eight lanes");
 
 static int is_dot(const pa_conv2d_t *c) {
     return c->layout == PA_LAYOUT_NHWC && c->groups == 1 && c->c_out <= PA_CONV_DOT_MAX &&
-           c->dw == 1 && !_pa_conv2d_is_depthwise(c) && !_pa_conv2d_is_pointwise(c);
+           c->dw == 1 && c->kw * c->c_in >= PA_DOT_W && !_pa_conv2d_is_depthwise(c) &&
+           !_pa_conv2d_is_pointwise(c);
 }
 
 static int64_t blocks_per_group(const pa_conv2d_t *c) {

@@ -179,11 +179,11 @@ class Conv(Spatial):
 
     def _few_outputs(self, g):
         """NHWC, groups 1, at most FEW_COUT output channels, no column
-        dilation: the C core's dot-product kernel (a heatmap head of 8 -> 1
+        dilation, window rows of at least 8 floats: the C core's dot-product kernel (a heatmap head of 8 -> 1
         channel at 256x256: 0.5 vs 3.1 ms on im2col + BLAS, whose 72-row
         column matrix is written and read for one output channel)."""
         return (self.nhwc and g == 1 and self.cout <= FEW_COUT and self.dw == 1
-                and not self._pointwise(g))
+                and self.kw * self.c_in >= 8 and not self._pointwise(g))
 
     def _pointwise(self, g):
         """1x1, stride 1, unpadded, groups 1: the C core's packed SGEMM."""
