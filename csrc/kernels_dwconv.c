@@ -7,11 +7,12 @@
  * of PA_DW_MR output pixels times PA_VEC channels stays in registers while
  * the taps stream past, each tap's weight vector loaded once for the whole
  * tile.  NCHW vectorises along an output row of one channel plane, PA_VEC
- * columns at a time, each tap's weight a scalar; short rows of many
- * channels (MobileNets' last stages) instead go through a pixel-major
- * stack tile of PA_VEC channels and the NHWC register tile, and stride-2
- * rows are split into even and odd columns first.  Padding is handled by
- * geometry, not by copies: the taps whose rows fall outside the image are
+ * columns at a time, each tap's weight a scalar, over bands of the plane
+ * copied zero-padded to a stack tile (stride-2 rows split into even and
+ * odd columns there); short rows of many channels (MobileNets' last
+ * stages) instead go through a pixel-major stack tile of PA_VEC channels
+ * and the NHWC register tile.  NHWC (and NCHW rows too wide for a band)
+ * handle padding by geometry, not by copies: the taps whose rows fall outside the image are
  * skipped per output row, the columns whose taps all fall inside (the
  * interior) run the branch-free tile, and the few border columns run a
  * one-pixel loop that skips the outside taps.  The taps of an output row
@@ -289,73 +290,11 @@ PA_INLINE void nchw_rows_sw(const dw_job_t *j, int64_t begin, int64_t end, int64
     }
 }
 
-/* -- NCHW, stride 2: rows split into even and odd columns ------------------ */
-
-/* A column stride of 2 makes every tap a strided load, which the compiler
- * turns into shuffles per vector (MobileNetV2's stride-2 layers ran 2.5-5x
- * slower than onnxruntime's).  Instead each input row an output row reads
- * is copied once, zero-padded, into its even and odd columns on the stack;
- * tap (i, jj) of output column ow then reads half (jj * dw) & 1 at
- * ow + (jj * dw >> 1): contiguous, and every column is interior.  Rows
- * too wide for PA_DW_S2_FLOATS take the strided kernel. */
-#define PA_DW_S2_FLOATS 4096
-
-static int64_t s2_half(const pa_conv2d_t *c) {
-    int64_t wp = (c->w_out - 1) * 2 + (c->kw - 1) * c->dw + 1;
-    return (wp + 1) / 2;
-}
-
-static int s2_fits(const pa_conv2d_t *c) {
-    return c->sw == 2 && c->kh * 2 * s2_half(c) + 2 * s2_half(c) <= PA_DW_S2_FLOATS;
-}
-
-PA_INLINE void nchw_rows_s2(const dw_job_t *j, int64_t begin, int64_t end) {
-    const pa_conv2d_t *c = j->c;
-    const int64_t half = s2_half(c), wp2 = 2 * half;
-    float buf[PA_DW_S2_FLOATS];
-    float *padded = buf;                 /* wp2 floats: one zero-padded row */
-    float *split = buf + wp2;            /* per tap row: even half, odd half */
-    dw_taps_t t;
-    float wt[PA_DW_MAX_TAPS];
-    for (int64_t r = begin; r < end; r++) {
-        int64_t plane = r / c->h_out, oh = r % c->h_out;
-        int64_t ch = plane % c->c_in, ilo, ihi;
-        valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
-        const float *xp = j->x + plane * c->h * c->w;
-        /* columns [q0, q1) of the padded row come from the image */
-        int64_t q0 = c->pad_left < wp2 ? c->pad_left : wp2;
-        int64_t q1 = c->pad_left + c->w < wp2 ? c->pad_left + c->w : wp2;
-        t.n = 0;
-        for (int64_t i = ilo; i < ihi; i++) {
-            const float *xr = xp + (oh * c->sh - c->pad_top + i * c->dh) * c->w;
-            float *restrict ev = split + (i - ilo) * wp2, *restrict od = ev + half;
-            memset(padded, 0, (size_t)q0 * sizeof *padded);
-            if (q1 > q0)
-                memcpy(padded + q0, xr + (q0 - c->pad_left), (size_t)(q1 - q0) * sizeof *padded);
-            memset(padded + q1, 0, (size_t)(wp2 - q1) * sizeof *padded);
-            for (int64_t q = 0; q < half; q++) {
-                ev[q] = padded[2 * q];
-                od[q] = padded[2 * q + 1];
-            }
-            for (int64_t jj = 0; jj < c->kw; jj++) {
-                int64_t col = jj * c->dw;
-                t.xoff[t.n] = (i - ilo) * wp2 + (col & 1) * half + (col >> 1);
-                wt[t.n] = j->w[(i * c->kw + jj) * j->cp + ch];
-                t.n++;
-            }
-        }
-        nchw_columns(&t, wt, split, j->y + r * c->w_out, j->bias[ch], 0, c->w_out, 0, 1,
-                     &c->act);
-    }
-}
-
 PA_MULTIVERSION
 static void dw_nchw_rows(void *ctx, int64_t begin, int64_t end) {
     const dw_job_t *j = ctx;
     if (j->c->sw == 1)
         nchw_rows_sw(j, begin, end, 1);
-    else if (s2_fits(j->c))
-        nchw_rows_s2(j, begin, end);
     else
         nchw_rows_sw(j, begin, end, j->c->sw);
 }
@@ -422,6 +361,96 @@ static void dw_nchw_planes(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* -- NCHW, stride 1 or 2: bands of a zero-padded plane ------------------- */
+
+/* The per-row kernel above pays, for every output row, its tap table, the
+ * weight gather and two border columns run one tap at a time (a 112-column
+ * MobileNetV2 row spent more than a third of its time there).  Instead a
+ * band of the plane's input rows is copied once, zero-padded, into a stack
+ * tile, and every output row of the band runs as interior columns with
+ * one tap table per band.  A column stride of 2 makes every tap a strided
+ * load, which the compiler turns into shuffles per vector, so with stride 2
+ * each tile row holds the padded row's even columns, then its odd ones:
+ * tap (i, jj) of output column ow reads half (jj * dw) & 1 at
+ * ow + (jj * dw >> 1), contiguous.  Each input row is copied (or split)
+ * once per band, not once per output row reading it.  Bands hold as many
+ * output rows as fit PA_DW_TILE_FLOATS (16 KiB per thread); rows too wide
+ * for even one band, and other strides, take the per-row kernel. */
+
+/* Floats per tile row: the padded row, or its two halves for stride 2. */
+static int64_t band_row_floats(const pa_conv2d_t *c) {
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    return c->sw == 2 ? 2 * ((wp + 1) / 2) : wp;
+}
+
+/* Output rows per band (at most h_out); 0: not even one fits. */
+static int64_t band_rows(const pa_conv2d_t *c) {
+    if (c->sw != 1 && c->sw != 2)
+        return 0;
+    int64_t in_max = PA_DW_TILE_FLOATS / band_row_floats(c);
+    int64_t span = (c->kh - 1) * c->dh + 1;
+    if (in_max < span)
+        return 0;
+    int64_t r = (in_max - span) / c->sh + 1;
+    return r < c->h_out ? r : c->h_out;
+}
+
+typedef struct {
+    const dw_job_t *j;
+    int64_t band, nbands;       /* output rows per band, bands per plane */
+} dw_band_job_t;
+
+PA_INLINE void nchw_band(const dw_band_job_t *bj, int64_t item, int64_t S) {
+    const dw_job_t *j = bj->j;
+    const pa_conv2d_t *c = j->c;
+    int64_t plane = item / bj->nbands, oh0 = item % bj->nbands * bj->band;
+    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
+    int64_t hp, wp;
+    padded_extent(c, &hp, &wp);
+    const int64_t rf = band_row_floats(c), half = rf / 2;
+    const int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    float tile[PA_DW_TILE_FLOATS];
+    const float *x = j->x + plane * c->h * c->w;
+    int64_t q0 = c->pad_left < wp ? c->pad_left : wp;
+    int64_t q1 = c->pad_left + c->w < wp ? c->pad_left + c->w : wp;
+    if (q1 < q0)
+        q1 = q0;
+    for (int64_t r = 0; r < in_rows; r++) {
+        int64_t ih = oh0 * c->sh + r - c->pad_top;
+        if (ih < 0 || ih >= c->h)
+            memset(tile + r * rf, 0, (size_t)rf * sizeof *tile);
+        else
+            _pa_band_copy_row(tile + r * rf, x + ih * c->w, q0, q1, c->pad_left, rf, S, 0.0f);
+    }
+    int64_t ch = plane % c->c_in;
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    t.n = c->kh * c->kw;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            int64_t k = i * c->kw + jj, col = jj * c->dw;
+            t.xoff[k] = i * c->dh * rf + (S == 2 ? (col & 1) * half + (col >> 1) : col);
+            wt[k] = j->w[k * j->cp + ch];
+        }
+    const float b = j->bias[ch];
+    float *y = j->y + (plane * c->h_out + oh0) * c->w_out;
+    for (int64_t r = 0; r < nr; r++)
+        nchw_columns(&t, wt, tile + r * c->sh * rf, y + r * c->w_out, b, 0, c->w_out, 0, 1,
+                     &c->act);
+}
+
+PA_MULTIVERSION
+static void dw_nchw_bands(void *ctx, int64_t begin, int64_t end) {
+    const dw_band_job_t *bj = ctx;
+    for (int64_t item = begin; item < end; item++) {
+        if (bj->j->c->sw == 1)
+            nchw_band(bj, item, 1);
+        else
+            nchw_band(bj, item, 2);
+    }
+}
+
 /* -- NCHW, small planes with many channels: blocks of PA_VEC channels ------- */
 
 /* MobileNets end in 7x7 to 28x28 planes of hundreds of channels: rows of 7
@@ -434,7 +463,7 @@ static void dw_nchw_planes(void *ctx, int64_t begin, int64_t end) {
  * and the band's outputs go back to their planes.  Channels past c_in in
  * the last block read zeros and are not stored.  Tile: PA_DW_TILE_FLOATS
  * floats (16 KiB per thread) for the input band and the output band. */
-#define PA_DW_BLOCK_MAX_W 32
+#define PA_DW_BLOCK_MAX_W 12
 
 /* Output rows per band so that input band + output band fit the tile; 0:
  * not even one row. */
@@ -545,10 +574,12 @@ pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const floa
     int64_t hp, wp;
     padded_extent(c, &hp, &wp);
     dw_block_job_t bj = {&j, 0, 0, 0};
-    /* rows of up to 16 columns, or up to 32 strided (MobileNetV2's
-     * 28-column stride-1 rows are faster on the row kernel: 154 vs 193 us) */
-    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC &&
-        (c->w_out <= PA_VEC || (c->sw > 1 && c->w_out <= PA_DW_BLOCK_MAX_W)))
+    dw_band_job_t band = {&j, band_rows(c), 0};
+    /* rows of up to 12 columns: channel blocks (7 and 12 columns: 30-50%
+     * faster than the bands); wider ones (14 columns on, either stride):
+     * the bands (MobileNetV2's 28 -> 14 stride-2 rows: 181 vs 231 us,
+     * 56 -> 28: 228 vs 434 us) */
+    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && c->w_out <= PA_DW_BLOCK_MAX_W)
         bj.band = block_band_rows(c);
     if (c->layout == PA_LAYOUT_NHWC) {
         _pa_parallel(w, c->n * c->h_out, dw_nhwc_rows, &j);
@@ -556,7 +587,10 @@ pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const floa
         bj.nbands = (c->h_out + bj.band - 1) / bj.band;
         bj.nblocks = (c->c_in + PA_VEC - 1) / PA_VEC;
         _pa_parallel(w, c->n * bj.nblocks * bj.nbands, dw_nchw_blocks, &bj);
-    } else if (hp * wp <= PA_DW_TILE_FLOATS && j.ow_hi - j.ow_lo < 4 * PA_VEC && !s2_fits(c)) {
+    } else if (band.band > 0) {
+        band.nbands = (c->h_out + band.band - 1) / band.band;
+        _pa_parallel(w, c->n * c->c_in * band.nbands, dw_nchw_bands, &band);
+    } else if (hp * wp <= PA_DW_TILE_FLOATS) {
         _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
     } else {
         _pa_parallel(w, c->n * c->c_in * c->h_out, dw_nchw_rows, &j);

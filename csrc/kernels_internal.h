@@ -155,6 +155,66 @@ int _pa_conv2d_valid(const pa_conv2d_t *c);
 /* 1 for groups = c_in = c_out > 1 and at most PA_DW_MAX_TAPS taps. */
 int _pa_conv2d_is_depthwise(const pa_conv2d_t *c);
 
+/* The stride-2 split deinterleaves 16 floats into 8 even and 8 odd with
+ * two shuffles (GCC >= 12, clang); GCC's own vectoriser leaves the
+ * interleaved copy scalar, the slower half of a stride-2 layer. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define PA_SHUFFLE 1
+typedef float pa_shuf_v8 __attribute__((vector_size(32)));
+#else
+#define PA_SHUFFLE 0
+#endif
+
+/* Padded columns [q0, q1) of one input row xr (its column 0 is padded
+ * column pl) into tile row tr of rf floats: as is (S = 1), or split (S = 2)
+ * into the even columns then the odd ones, rf / 2 floats each; fill
+ * elsewhere (0 for a convolution, -inf for a max pool).  The band
+ * kernels of kernels_dwconv.c and kernels_pool.c copy their input so. */
+PA_INLINE void _pa_band_copy_row(float *restrict tr, const float *restrict xr, int64_t q0,
+                                 int64_t q1, int64_t pl, int64_t rf, int64_t S, float fill) {
+    if (S == 1) {
+        for (int64_t q = 0; q < q0; q++)
+            tr[q] = fill;
+        if (q1 > q0)
+            memcpy(tr + q0, xr + (q0 - pl), (size_t)(q1 - q0) * sizeof *tr);
+        for (int64_t q = q1; q < rf; q++)
+            tr[q] = fill;
+        return;
+    }
+    const int64_t half = rf / 2;
+    /* even column 2e is inside for e in [e0, e1), odd 2e + 1 for [o0, o1) */
+    const int64_t e0 = (q0 + 1) / 2, e1 = (q1 + 1) / 2, o0 = q0 / 2, o1 = q1 / 2;
+    float *restrict ev = tr, *restrict od = tr + half;
+    for (int64_t q = 0; q < rf; q++)
+        tr[q] = fill;
+    if (q1 <= q0)
+        return;
+    /* pairs (2e, 2e + 1) both inside in one loop (an interleaved load the
+     * compiler vectorises with shuffles), then at most one odd column
+     * before them and one even column after */
+    const float *restrict s = xr + (2 * e0 - pl);
+    int64_t e = 0;
+#if PA_SHUFFLE
+    for (; e + 8 <= o1 - e0; e += 8) {
+        pa_shuf_v8 a, b, lo, hi;
+        memcpy(&a, s + 2 * e, sizeof a);
+        memcpy(&b, s + 2 * e + 8, sizeof b);
+        lo = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+        hi = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+        memcpy(ev + e0 + e, &lo, sizeof lo);
+        memcpy(od + e0 + e, &hi, sizeof hi);
+    }
+#endif
+    for (; e < o1 - e0; e++) {
+        ev[e0 + e] = s[2 * e];
+        od[e0 + e] = s[2 * e + 1];
+    }
+    for (int64_t q = o0; q < e0 && q < o1; q++)
+        od[q] = xr[2 * q + 1 - pl];
+    for (int64_t q = o1 > e0 ? o1 : e0; q < e1; q++)
+        ev[q] = xr[2 * q - pl];
+}
+
 /* kernels_dwconv.c */
 size_t _pa_dwconv_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const float *bias,

@@ -172,8 +172,20 @@ static void test_conv_random(void) {
         c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
         run_conv_case(c, pool, &worst);
     }
+    for (int k = 0; k < 40; k++) {   /* NHWC, 1-4 output channels: the dot-product kernel */
+        pa_conv2d_t c = random_conv(0);
+        c.layout = PA_LAYOUT_NHWC;
+        c.groups = 1, c.dw = 1;
+        c.c_out = rnd(1, 4);
+        c.w = rnd(1, 60);
+        int64_t ew = c.w + c.pad_left - (c.kw - 1) - 1;
+        if (ew < 0)
+            c.w += -ew, ew = 0;
+        c.w_out = ew / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
     CHECK(worst < 1e-5);
-    printf("     conv: worst relative error %.3g over 480 geometries\n", worst);
+    printf("     conv: worst relative error %.3g over 520 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 
@@ -379,6 +391,8 @@ static void test_pool_random(void) {
                          0, 0, 0, 0, (int)rnd(0, 1)};
         p.pad_top = rnd(0, p.kh - 1), p.pad_left = rnd(0, p.kw - 1);
         p.pad_bottom = rnd(0, p.kh - 1), p.pad_right = rnd(0, p.kw - 1);
+        if (k % 6 >= 4)     /* tall and wide: NCHW max pools in several bands */
+            p.h = rnd(40, 90), p.w = rnd(60, 300);
         if (p.h + p.pad_top + p.pad_bottom < p.kh) p.h = p.kh;
         if (p.w + p.pad_left + p.pad_right < p.kw) p.w = p.kw;
         p.h_out = (p.h + p.pad_top + p.pad_bottom - p.kh) / p.sh + 1;

@@ -26,6 +26,7 @@ CONV_CASES = [
     dict(x=(2, 6, 9, 9), w=(6, 1, 3, 3), attrs=dict(group=6, strides=[2, 2],
                                                       pads=[0, 0, 1, 1])),
     dict(x=(1, 4, 8, 8), w=(6, 2, 3, 3), attrs=dict(group=2)),
+    dict(x=(2, 12, 5, 6), w=(8, 3, 1, 1), attrs=dict(group=4)),
     dict(x=(1, 6, 8, 8), w=(12, 1, 3, 3), attrs=dict(group=6, pads=[1, 1, 1, 1])),
     dict(x=(1, 3, 12, 12), w=(4, 3, 3, 3), attrs=dict(dilations=[2, 2], pads=[2, 2, 2, 2])),
     dict(x=(1, 3, 10, 10), w=(4, 3, 3, 3), attrs=dict(auto_pad="SAME_UPPER", strides=[2, 2])),
@@ -68,6 +69,10 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     # 1x1 stride 1: no workspace at all
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"])],
                        {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 1, 1)}, native=False)
+    assert g.ops[0].scratch_bytes == 0
+    # grouped 1x1 NCHW: one batched matmul over the input as it is, none either
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], group=4)],
+                       {"x": rnd(2, 12, 5, 6)}, {"w": rnd(8, 3, 1, 1)})
     assert g.ops[0].scratch_bytes == 0
     # the native depthwise convolution: none either
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1], group=8)],

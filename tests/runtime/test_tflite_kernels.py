@@ -231,6 +231,56 @@ def test_only_the_kept_weights_reach_the_weights_arena(tmp_path):
     assert st.count == 1 and st.used == dense.nbytes
 
 
+def test_grouped_pointwise_conv_nhwc(tmp_path):
+    """A grouped 1x1 CONV_2D (NHWC, 2 groups of 4 input channels: the
+    importer reads groups from the filter depth) stays on im2col + BLAS --
+    the batched 1x1 path is NCHW only -- and computes each group apart."""
+    r = np.random.default_rng(6)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 5, 6, 8))
+    y = B.tensor("y", (1, 5, 6, 6))
+    wv = r.standard_normal((6, 1, 1, 4)).astype(np.float32)
+    B.op("CONV_2D", [x, B.const("w", wv), B.const("b", np.zeros(6))], [y],
+         ("Conv2DOptions", dict(Padding=1, StrideW=1, StrideH=1,
+                                FusedActivationFunction=0, DilationWFactor=1,
+                                DilationHFactor=1)))
+    g = load_model(B.save(tmp_path / "g.tflite", [x], [y]))
+    ex = Executor(g, plan(g))
+    assert ex.kernels[0].path == "im2col"
+    feeds = random_feeds(g, seed=7)
+    xv = feeds["x"].reshape(30, 2, 4)
+    want = np.einsum("pgc,goc->pgo", xv, wv.reshape(2, 3, 4)).reshape(1, 5, 6, 6)
+    np.testing.assert_allclose(ex.run(feeds)["y"], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cout,stride,padding", [(1, 1, 0), (3, 2, 1), (4, 1, 1), (5, 1, 0)],
+                         ids=str)
+def test_few_output_channels_on_the_dot_kernel(tmp_path, cout, stride, padding):
+    """A 3x3 NHWC CONV_2D with at most 4 output channels (a heatmap head)
+    runs the native dot-product kernel by default, no workspace, and
+    matches the interpreter; with 5 it stays on im2col + BLAS."""
+    r = np.random.default_rng(4)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 13, 17, 10))
+    ho, wo = ((13 - 1) // stride + 1, (17 - 1) // stride + 1) if padding == 0 else \
+        ((13 - 3) // stride + 1, (17 - 3) // stride + 1)
+    y = B.tensor("y", (1, ho, wo, cout))
+    w = B.const("w", r.standard_normal((cout, 3, 3, 10)) * 0.3)
+    b = B.const("b", r.standard_normal(cout))
+    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
+        Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=3,
+        DilationWFactor=1, DilationHFactor=1)))
+    path = B.save(tmp_path / "few.tflite", [x], [y])
+    g = load_model(path)
+    ex = Executor(g, plan(g))
+    assert ex.kernels[0].path == ("native" if cout <= 4 else "im2col")
+    assert (g.ops[0].scratch_bytes == 0) == (cout <= 4)
+    feeds = random_feeds(g, seed=5)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
+
+
 @pytest.mark.parametrize("hw,cin,cout", [(7, 150, 37), (5, 9, 16), (3, 200, 130)], ids=str)
 def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
     """NHWC CONV_2D 1x1 with RELU6 on the native packed SGEMM (the rule

@@ -20,6 +20,9 @@ from .spatial import Spatial
 #: the fewest input channels with which a pointwise convolution runs the
 #: native packed SGEMM by default (Conv._gemm_wins)
 GEMM_MIN_CIN = 128
+#: NHWC convolutions with at most this many output channels run the native
+#: dot-product kernel (pa_conv2d_run picks it by the same rule: PA_CONV_DOT_MAX)
+FEW_COUT = 4
 
 
 @register
@@ -80,9 +83,13 @@ class Conv(Spatial):
         if self.depthwise:
             self._setup_depthwise(w, C)
         elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
-              and g == 1):
+              and (g == 1 or not self.nhwc)):
+            # grouped NCHW too: group g reads channels [g*C/G, (g+1)*C/G), a
+            # contiguous block, so one batched matmul over x as it is (no
+            # im2col copy: ShuffleNet's 4-group 1x1 layers)
             self.mode = "1x1"
-            self.wm = self.keep(np.ascontiguousarray(w.reshape(cout, C)))
+            self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, C // g)
+                                                     if g > 1 else w.reshape(cout, C)))
         else:
             self._setup_im2col(w, g, cout)
         self.bias = None
@@ -167,8 +174,16 @@ class Conv(Spatial):
         forced = self.attrs.get("_path")
         if forced in ("native", "numpy"):
             return forced == "native"
-        return (g == self.c_in and g > 1) or (self._pointwise(g) and
-                                                (self.residual or self._gemm_wins()))
+        return ((g == self.c_in and g > 1) or self._few_outputs(g) or
+                (self._pointwise(g) and (self.residual or self._gemm_wins())))
+
+    def _few_outputs(self, g):
+        """NHWC, groups 1, at most FEW_COUT output channels, no column
+        dilation, window rows of at least 8 floats: the C core's dot-product kernel (a heatmap head of 8 -> 1
+        channel at 256x256: 0.5 vs 3.1 ms on im2col + BLAS, whose 72-row
+        column matrix is written and read for one output channel)."""
+        return (self.nhwc and g == 1 and self.cout <= FEW_COUT and self.dw == 1
+                and self.kw * self.c_in >= 8 and not self._pointwise(g))
 
     def _pointwise(self, g):
         """1x1, stride 1, unpadded, groups 1: the C core's packed SGEMM."""
@@ -247,6 +262,9 @@ class Conv(Spatial):
                 if self.nhwc:
                     np.matmul(x[n].reshape(-1, self.c_in), self.wm.T,
                               out=yn.reshape(-1, cout))
+                elif self.G > 1:
+                    np.matmul(self.wm, x[n].reshape(self.G, self.c_in // self.G, -1),
+                              out=yn.reshape(self.G, cout // self.G, -1))
                 else:
                     np.matmul(self.wm, x[n].reshape(self.c_in, -1),
                               out=yn.reshape(cout, -1))
