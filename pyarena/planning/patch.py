@@ -5,7 +5,8 @@ feature maps of hundreds of kilobytes live together while the rest of the
 network needs far less.  A *patched stage* runs a contiguous run of spatial
 ops -- Conv (depthwise and grouped too, with a fused activation or residual),
 MaxPool / AveragePool, per-element activations, BatchNormalization and
-element-wise Add / Sub / Mul / Div / Max / Min -- one band of output rows at
+element-wise Add / Sub / Mul / Div / Max / Min, and constant-mode Pad
+of H and W (TFLite models write one before a stride-2 conv) -- one band of output rows at
 a time: for each band of the stage output, the receptive-field arithmetic
 below gives the rows of every tensor of the stage that band needs, the ops
 compute just those rows into small band buffers, and the band is written
@@ -18,7 +19,11 @@ counted in multiply-accumulates).
 an op with stride ``s``, kernel ``k``, dilation ``d`` and top padding
 ``p``, the input rows are ``[a*s - p, (b-1)*s - p + d*(k-1) + 1)`` clamped
 to the tensor; what the clamp cut off is the band's own padding (only the
-first and last bands have any).  Element-wise ops need the same rows of
+first and last bands have any).  A Pad of ``(top, bottom)`` rows is a
+1-row kernel with that padding whose padded rows may stand alone: output
+rows ``[a, b)`` read input rows ``[a - top, b - top)`` clamped, the rows
+cut off are written as the pad value by the band, and a band made of
+padding alone reads no rows (the ops that only it would need are skipped).  Element-wise ops need the same rows of
 each input.  A tensor read by several ops of the stage (a residual skip)
 is computed for the hull of what they need; a reader that needs fewer rows
 gets them copied out.
@@ -39,7 +44,7 @@ import numpy as np
 from ..errors import GraphError
 from ..graph import Op
 
-__all__ = ["PATCH_OP", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
+__all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
            "stage_macs", "op_geometry"]
 
 PATCH_OP = "PatchedStage"
@@ -52,6 +57,8 @@ UNARY = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardS
 #: constants broadcast along H)
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min"})
 POOLS = frozenset({"MaxPool", "AveragePool"})
+#: ops with a receptive field along H (a geometry from :func:`op_geometry`)
+SPATIAL = POOLS | {"Conv", "Pad"}
 
 
 def _pads(attrs, size, k, s, d):
@@ -67,10 +74,37 @@ def _pads(attrs, size, k, s, d):
     return None
 
 
+def _pad_geometry(op, graph, h_axis):
+    """("pad", top, bottom, begins, ends) of a constant-mode Pad of the H
+    and W axes only (begins / ends per axis), or None."""
+    x = graph.tensors[op.inputs[0]].shape
+    mode = op.attrs.get("mode", "constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ins = op.inputs
+    if x is None or len(x) != 4 or mode != "constant" or len(ins) > 3 and ins[3]:
+        return None
+    pads = op.attrs.get("pads")
+    if len(ins) > 1 and ins[1]:
+        t = graph.tensors[ins[1]]
+        pads = t.data if t.role == "constant" else None
+    if pads is None or np.asarray(pads).size != 8:
+        return None
+    pads = np.asarray(pads, dtype=np.int64).reshape(-1)
+    if op.attrs.get("layout_pairs"):                  # TFLite: [[begin, end], ...]
+        pads = pads.reshape(-1, 2).T.reshape(-1)
+    begin, end = [int(v) for v in pads[:4]], [int(v) for v in pads[4:]]
+    if min(begin + end) < 0 or any(begin[a] or end[a] for a in range(4)
+                                   if a not in (h_axis, h_axis + 1)):
+        return None
+    return "pad", begin[h_axis], end[h_axis], begin, end
+
+
 def op_geometry(op, graph, h_axis):
     """(stride, dilation, kernel rows, top pad, left pad, bottom pad, right
-    pad) along H of a Conv / pool op, or None if it is not a 2-D spatial op
-    the stage can band."""
+    pad) along H of a Conv / pool op (a Pad: see :func:`_pad_geometry`), or
+    None if it is not a 2-D spatial op the stage can band."""
+    if op.op_type == "Pad":
+        return _pad_geometry(op, graph, h_axis)
     x = graph.tensors[op.inputs[0]].shape
     attrs = op.attrs
     nhwc = attrs.get("layout", "NCHW") == "NHWC"
@@ -122,10 +156,16 @@ def _op_ok(op, graph, inside, h_axis):
     y = graph.tensors[outs[0]]
     if y.shape is None or len(y.shape) != 4 or y.dynamic or np.dtype(y.dtype).kind != "f":
         return False
-    if op.op_type in POOLS or op.op_type == "Conv":
+    if op.op_type in SPATIAL:
         if not op.inputs or op.inputs[0] not in inside:
             return False
         extra = [n for n in op.inputs[1:] if n]
+        if op.op_type == "Pad":
+            geo = op_geometry(op, graph, h_axis)
+            xs = graph.tensors[op.inputs[0]].shape
+            return geo is not None and all(
+                graph.tensors[n].role == "constant" for n in extra) and all(
+                int(y.shape[a]) == int(xs[a]) + geo[3][a] + geo[4][a] for a in range(4))
         if op.op_type == "Conv":
             extra = [n for i, n in enumerate(op.inputs[1:3], 1) if n]
             if any(graph.tensors[n].role != "constant" for n in extra):
@@ -253,6 +293,11 @@ def band_rows(rows, n):
 
 def _in_rows(geo, a, b, size):
     """Input rows and band pads (top, bottom) for output rows [a, b)."""
+    if geo[0] == "pad":     # may be padding alone: then no rows, all pads
+        lo, hi = a - geo[1], b - geo[1]
+        top, bottom = min(b - a, max(0, -lo)), min(b - a, max(0, hi - size))
+        r0 = min(max(0, lo), size)
+        return (r0, r0 + (b - a) - top - bottom), (top, bottom)
     s, d, k, pt = geo[:4]
     lo, hi = a * s - pt, (b - 1) * s - pt + d * (k - 1) + 1
     r0, r1 = max(0, lo), min(size, hi)
@@ -263,15 +308,21 @@ def band_needs(ops, tensors, y, band, h_axis, geos):
     """For output rows ``band`` of tensor ``y``: ``need`` (tensor -> rows
     computed) and, per op index, ``(requests, pads)``: the rows of each
     stage input it reads (input index -> (r0, r1)) and its band pads along
-    H (None for a per-element op).  ``tensors`` maps names to shapes of the
-    stage's tensors, ``geos`` op index -> geometry (spatial ops)."""
-    need = {y: tuple(band)}
+    H (None for a per-element op); None for an op the band does not run
+    (only a band of padding reads its output, and reads no rows of it).
+    ``tensors`` maps names to shapes of the stage's tensors, ``geos`` op
+    index -> geometry (spatial ops)."""
+    need, read = {y: tuple(band)}, {y}
     per_op = {}
     for i in range(len(ops) - 1, -1, -1):
         op = ops[i]
         out = need.get(op.outputs[0])
-        if out is None:
+        if op.outputs[0] not in read:
             raise GraphError(f"patched stage: op {op.name!r} computes rows nothing reads")
+        if out is None:
+            per_op[i] = None
+            read.update(n for n in op.inputs if n in tensors)
+            continue
         a, b = out
         req, pads = {}, None
         for k, n in enumerate(op.inputs):
@@ -282,6 +333,9 @@ def band_needs(ops, tensors, y, band, h_axis, geos):
             else:
                 r = (a, b)
             req[k] = r
+            read.add(n)
+            if r[0] == r[1]:
+                continue
             have = need.get(n)
             need[n] = r if have is None else (min(have[0], r[0]), max(have[1], r[1]))
         per_op[i] = (req, pads)
@@ -314,7 +368,8 @@ def stage_macs(graph, stage, bands):
     banded = 0
     for band in bands:
         need, _ = band_needs(stage.ops, tensors, stage.y, band, stage.h_axis, geos)
-        banded += sum(r * (need[op.outputs[0]][1] - need[op.outputs[0]][0])
+        banded += sum(r * (need.get(op.outputs[0], (0, 0))[1] -
+                           need.get(op.outputs[0], (0, 0))[0])
                       for r, op in zip(per_row, stage.ops))
     return whole, banded
 
@@ -328,7 +383,7 @@ def _stage_tensors(stage):
 
 def _geos(graph, stage):
     return {i: op_geometry(op, graph, stage.h_axis) for i, op in enumerate(stage.ops)
-            if op.op_type == "Conv" or op.op_type in POOLS}
+            if op.op_type in SPATIAL}
 
 
 def patch_graph(graph, stage, n_bands):

@@ -24,7 +24,7 @@ def test_bands_cover_the_rows_once_in_order(rows, n):
     assert set(sizes[:-1]) <= {sizes[0]} and sizes[-1] <= sizes[0]
 
 
-SPATIAL = st.tuples(st.sampled_from(["Conv", "MaxPool", "Relu", "Add"]),
+SPATIAL = st.tuples(st.sampled_from(["Conv", "MaxPool", "Relu", "Add", "Pad"]),
                     st.sampled_from([1, 2, 3, 5]), st.sampled_from([1, 2]),
                     st.sampled_from([1, 2, 3]), st.integers(0, 3), st.integers(0, 3))
 
@@ -32,8 +32,8 @@ SPATIAL = st.tuples(st.sampled_from(["Conv", "MaxPool", "Relu", "Add"]),
 def build(layers, h):
     """A chain; an Add reads the previous tensor and the one before it."""
     g = Graph("g")
-    g.add_tensor("t0", (1, 2, h, 5), role="input")
-    names, shapes = ["t0"], {"t0": (1, 2, h, 5)}
+    g.add_tensor("t0", (1, 2, h, 6), role="input")
+    names, shapes = ["t0"], {"t0": (1, 2, h, 6)}
     for i, (kind, k, s, d, pt, pb) in enumerate(layers):
         x = names[-1]
         hh = shapes[x][2]
@@ -50,7 +50,10 @@ def build(layers, h):
             else:
                 attrs["kernel_shape"] = [k, 1]
                 ins = [x]
-            shape = (1, 2, ho, 5)
+            shape = (1, 2, ho, 6)
+        elif kind == "Pad":     # (pt, pb) rows of zeros, one column on the left
+            ins, shape = [x], (1, 2, hh + pt + pb, 6)
+            attrs = {"mode": "constant", "pads": [0, 0, pt, 1, 0, 0, pb, 0]}
         elif kind == "Add" and len(names) > 1 and shapes[names[-2]] == shapes[x]:
             ins, attrs, shape = [x, names[-2]], {}, shapes[x]
         else:
@@ -67,7 +70,12 @@ def brute(g, y, band):
     deps = {y: set(range(*band))}
     for op in reversed(g.ops):
         rows = deps.get(op.outputs[0], set())
-        if op.op_type in ("Conv", "MaxPool"):
+        if op.op_type == "Pad":    # output row o is input row o - top (or padding)
+            pt = op.attrs["pads"][2]
+            hin = g.tensors[op.inputs[0]].shape[2]
+            deps.setdefault(op.inputs[0], set()).update(
+                o - pt for o in rows if 0 <= o - pt < hin)
+        elif op.op_type in ("Conv", "MaxPool"):
             s, d, k, pt = op_geometry(op, g, 2)[:4]
             hin = g.tensors[op.inputs[0]].shape[2]
             need = {o * s - pt + d * t for o in rows for t in range(k)}
@@ -88,7 +96,7 @@ def test_band_needs_are_the_hull_of_the_rows_each_band_depends_on(layers, h, dat
     rows = shapes[y][2]
     n = data.draw(st.integers(1, rows))
     geos = {i: op_geometry(op, g, 2) for i, op in enumerate(g.ops)
-            if op.op_type in ("Conv", "MaxPool")}
+            if op.op_type in ("Conv", "MaxPool", "Pad")}
     for band in band_rows(rows, n):
         need, per_op = band_needs(g.ops, shapes, y, band, 2, geos)
         deps = brute(g, y, band)
@@ -97,8 +105,19 @@ def test_band_needs_are_the_hull_of_the_rows_each_band_depends_on(layers, h, dat
                 lo, hi = need[name]
                 assert 0 <= lo <= min(rs) and max(rs) < hi <= shapes[name][2], name
         for i, op in enumerate(g.ops):
+            if per_op[i] is None:   # only a band of padding reads it: no rows needed
+                assert not deps.get(op.outputs[0])
+                continue
             req, pads = per_op[i]
-            if i in geos:   # the band pads make the band conv's output exactly the band
+            if op.op_type == "Pad":  # real rows + band padding = the band's rows
+                (r0, r1), out = req[0], need[op.outputs[0]]
+                assert r1 - r0 + pads[0] + pads[1] == out[1] - out[0]
+                assert 0 <= r0 <= r1 <= shapes[op.inputs[0]][2]
+                assert pads[0] <= op.attrs["pads"][2] and pads[1] <= op.attrs["pads"][6]
+                assert set(range(r0, r1)) <= deps.get(op.inputs[0], set()) | set(
+                    range(need.get(op.inputs[0], (0, 0))[0],
+                          need.get(op.inputs[0], (0, 0))[1]))
+            elif i in geos:   # the band pads make the band conv's output exactly the band
                 s, d, k, _ = geos[i][:4]
                 r0, r1 = req[0]
                 out = need[op.outputs[0]]

@@ -30,7 +30,7 @@ def _conv(b, x, cout, k, stride, dil, pad, group):
 
 
 LAYER = st.tuples(st.sampled_from(["conv", "dw", "maxpool", "avgpool", "relu", "bn", "res",
-                                   "res2"]),
+                                   "res2", "pad"]),
                   st.sampled_from([1, 3, 5]), st.sampled_from([1, 2]),
                   st.sampled_from([1, 2]), st.booleans())
 
@@ -56,6 +56,17 @@ def chain(layers, h, w, c=3):
             if hh + 2 * pad < k or ww + 2 * pad < k:
                 continue
             t = b.pool(t, k, s, "MaxPool" if kind == "maxpool" else "AveragePool", pad)
+        elif kind == "pad":         # rows and columns of 0 (padded) or of 0.5
+            top, bottom, left = k // 2 + padded, s - 1, d - 1
+            pads = b._name("pads")
+            b.g.add_tensor(pads, (8,), "int64", role="constant",
+                           data=np.array([0, 0, top, left, 0, 0, bottom, 1], np.int64))
+            ins = [t, pads]
+            if not padded:
+                ins.append(b.const(b._name("value"), np.array(0.5, np.float32)))
+            y = b.tensor((n, c, hh + top + bottom, ww + left + 1))
+            b.g.add_op("Pad", ins, [y], name=b._name("pad"), mode="constant")
+            t = y
         elif kind == "relu":
             t = b.relu(t)
         elif kind == "bn":
@@ -285,3 +296,55 @@ def test_an_nhwc_tflite_model_runs_patched_under_a_budget():
     got = Executor(g, p).run(feeds)
     for k in ref:
         np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+
+
+def _nhwc_pad_model():
+    """TFLite-like, NHWC: a 1x1 stem, an explicit zero Pad of one row and
+    column at the bottom / right (as TFLite writes before a stride-2 conv),
+    the VALID stride-2 depthwise conv (TFLite weights), a 1x1 conv and a
+    small head."""
+    from pyarena.graph import Graph
+    rng = np.random.default_rng(4)
+    g = Graph("nhwc_pad")
+    g.add_tensor("x", (1, 40, 32, 3), role="input")
+
+    def const(name, arr, dtype="float32"):
+        arr = np.asarray(arr, dtype)
+        g.add_tensor(name, arr.shape, dtype, role="constant", data=arr)
+        return name
+
+    def conv(name, x, w, s, pad, shape, role="activation", **attrs):
+        g.add_tensor(name, shape, role=role)
+        g.add_op("Conv", [x, const(name + ".w", rng.standard_normal(w) * 0.3),
+                          const(name + ".b", rng.uniform(-1, 1, shape[3]))], [name], name=name,
+                 layout="NHWC", strides=[s, s], dilations=[1, 1], auto_pad=pad,
+                 activation="RELU", **attrs)
+        return name
+    t = conv("stem", "x", (16, 1, 1, 3), 1, "VALID", (1, 40, 32, 16), group=1)
+    g.add_tensor("padded", (1, 41, 33, 16))
+    g.add_op("Pad", [t, const("pads", [[0, 0], [0, 1], [0, 1], [0, 0]], "int32")], ["padded"],
+             name="pad", layout_pairs=1)
+    t = conv("down", "padded", (1, 3, 3, 16), 2, "VALID", (1, 20, 16, 16), group=16,
+             weight_layout="1HWC")
+    t = conv("expand", t, (8, 1, 1, 16), 1, "VALID", (1, 20, 16, 8), group=1)
+    conv("head", t, (4, 1, 1, 8), 2, "VALID", (1, 10, 8, 4), role="output", group=1)
+    return set_scratch(g)
+
+
+def test_an_nhwc_stage_with_an_explicit_pad_runs_patched_under_half_its_bound():
+    g0 = _nhwc_pad_model()
+    p0 = plan(g0)
+    feeds = random_feeds(g0, seed=3)
+    ref = {k: np.array(v) for k, v in Executor(g0, p0).run(feeds).items()}
+    g = _nhwc_pad_model()
+    budget = p0.lower_bound_bytes // 2
+    with pytest.raises(PlanInfeasibleError):
+        plan(_nhwc_pad_model(), memory_budget=budget, patch=False)
+    p = plan(g, memory_budget=budget)
+    assert p.arena_bytes <= budget and validate(p) == []
+    rec = p.budget["patch"]
+    assert "pad" in rec["ops"] and rec["grid"][0] > 1
+    assert g.ops[[op.name for op in g.ops].index(rec["op"])].attrs["h_axis"] == 1
+    got = Executor(g, p).run(feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-5)

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...graph import Graph, Op, Tensor
-from ...planning.patch import POOLS, band_needs, op_geometry
+from ...planning.patch import SPATIAL, band_needs, op_geometry
 from .registry import KERNELS, Kernel, make_kernel, register
 
 _ALIGN = 64
@@ -81,9 +81,16 @@ class PatchedStage(Kernel):
         self.ops = [Op(d["name"], d["type"], list(d["inputs"]), list(d["outputs"]),
                        attrs=dict(d["attrs"])) for d in a["stage_ops"]]
         self.geos = {i: op_geometry(op, g, h) for i, op in enumerate(self.ops)
-                     if op.op_type == "Conv" or op.op_type in POOLS}
+                     if op.op_type in SPATIAL}
         if any(v is None for v in self.geos.values()):
             self.malformed("a spatial op of the stage cannot be run in bands")
+        for i, geo in self.geos.items():
+            if geo[0] == "pad":     # pads as attributes, so each band sets its own
+                op = self.ops[i]
+                value = op.inputs[2] if len(op.inputs) > 2 else ""
+                self.ops[i] = Op(op.name, "Pad", [op.inputs[0], "", value], op.outputs,
+                                 attrs={"mode": "constant", "pads": geo[3] + geo[4],
+                                        "value": float(op.attrs.get("value", 0.0))})
         shapes = {n: s for n, (s, _) in self.shapes.items()}
         self.bands = [tuple(b) for b in a["bands"]]
         self.needs = [band_needs(self.ops, shapes, self.y_name, b, h, self.geos)
@@ -110,6 +117,8 @@ class PatchedStage(Kernel):
         root = {}
         for i, op in enumerate(self.ops):
             kind = getattr(KERNELS.get(op.op_type), "inplace", "none")
+            if any(per_op[i] is None for _, per_op in self.needs):
+                continue
             if kind not in ("unary", "binary"):
                 continue
             out = op.outputs[0]
@@ -118,7 +127,7 @@ class PatchedStage(Kernel):
                         last.get(n) != i or out == self.y_name or \
                         self.shapes[n] != self.shapes[out]:
                     continue
-                if all(per_op[i][0].get(j) == need[n] for need, per_op in self.needs):
+                if all(per_op[i][0].get(j) == need.get(n) for need, per_op in self.needs):
                     root[out] = root.get(n, n)
                     break
         self.last = last
@@ -128,6 +137,8 @@ class PatchedStage(Kernel):
         """The kernels and workspace slots one band needs."""
         last = self.last
         for i, op in enumerate(self.ops):
+            if per_op[i] is None:
+                continue
             req, pads = per_op[i]
             out = op.outputs[0]
             k = self._kernel(i, op, req, pads, need[out])
@@ -135,6 +146,8 @@ class PatchedStage(Kernel):
                 self._slot(("sc", i), k.scratch_bytes, i, i)
             for j, r in req.items():
                 n = op.inputs[j]
+                if r[0] == r[1]:
+                    continue
                 src = self.shapes[n][0] if n == self.x_name else _rows(
                     self.shapes[n][0], self.h, need[n])
                 rel = r if n == self.x_name else (r[0] - need[n][0], r[1] - need[n][0])
@@ -164,7 +177,11 @@ class PatchedStage(Kernel):
         if k is not None:
             return k
         attrs = dict(op.attrs)
-        if pads is not None:
+        if pads is not None and self.geos[i][0] == "pad":
+            begin, end = list(self.geos[i][3]), list(self.geos[i][4])
+            begin[self.h], end[self.h] = pads
+            attrs["pads"] = begin + end
+        elif pads is not None:
             geo = self.geos[i]
             attrs["pads"] = [pads[0], geo[4], pads[1], geo[6]]
             attrs["auto_pad"] = "NOTSET"
@@ -210,6 +227,8 @@ class PatchedStage(Kernel):
         steps = []
         for band, (need, per_op) in zip(self.bands, self.needs):
             for i, op in enumerate(self.ops):
+                if per_op[i] is None:
+                    continue
                 req, pads = per_op[i]
                 out = op.outputs[0]
                 k = self._kernel(i, op, req, pads, need[out])
@@ -219,6 +238,9 @@ class PatchedStage(Kernel):
                         ins.append(None)
                     elif j not in req:
                         ins.append(xs[self.consts[n]])
+                    elif req[j][0] == req[j][1]:    # a band of padding alone
+                        ins.append(np.empty(_rows(self.shapes[n][0], self.h, req[j]),
+                                            self.shapes[n][1]))
                     else:
                         src = _cut(x, self.h, req[j]) if n == self.x_name else _cut(
                             self._view(sc, self.root.get(n, n), n, need[n]), self.h,
