@@ -222,6 +222,19 @@ pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const flo
 pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const float *x,
                            float *y, pa_workers_t *workers);
 
+/* kernels_fewin.c: groups 1, at most PA_FEWIN_MAX_CIN input channels,
+ * column stride 1 or 2, no column dilation, not pointwise, the c_in * kh
+ * input rows of an output row (padded, PA_FI_PX-column rounded) within a
+ * stack tile of PA_FEWIN_TILE_FLOATS floats. */
+#define PA_FEWIN_MAX_CIN 4
+#define PA_FEWIN_TILE_FLOATS 4096
+int _pa_fewin_fits(const pa_conv2d_t *c);
+size_t _pa_fewin_packed_size(const pa_conv2d_t *c);
+pa_status_t _pa_fewin_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
+                           float *packed);
+pa_status_t _pa_fewin_run(const pa_conv2d_t *c, const float *packed, const float *x, float *y,
+                          pa_workers_t *workers);
+
 /* kernels_gemm.c */
 /* 1 for 1x1 kernels, stride 1, no padding, groups 1 (output = input size). */
 int _pa_conv2d_is_pointwise(const pa_conv2d_t *c);

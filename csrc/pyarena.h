@@ -672,8 +672,9 @@ pa_status_t pa_conv2d_pack(const pa_conv2d_t *conv, const float *weight,
 /* y = act(conv(x) + bias) for `conv` (the geometry it was packed with).
  * Depthwise convolutions (groups = c_in = c_out) run a channel-vector
  * (NHWC) or row-vector (NCHW) kernel, pointwise ones (1x1, stride 1,
- * unpadded, groups 1) a packed SGEMM, the others a register-blocked direct
- * convolution.  x and y must not overlap.  PA_ERR_INVALID for bad
+ * unpadded, groups 1) a packed SGEMM, those over at most 4 input channels
+ * (groups 1, column stride 1 or 2: first layers over RGB) a stack-tile
+ * kernel, the others a register-blocked direct convolution.  x and y must not overlap.  PA_ERR_INVALID for bad
  * geometry or NULL pointers. */
 pa_status_t pa_conv2d_run(const pa_conv2d_t *conv, const float *packed,
                           const float *x, float *y, pa_workers_t *workers);

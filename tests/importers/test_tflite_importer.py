@@ -34,10 +34,10 @@ def test_small_cnn_matches_tflite_interpreter(tmp_path, fp16, native, budget):
     assert "DEQUANTIZE" not in {op.op_type for op in g.ops}
     w = g.tensors["conv1/w"]
     assert w.role == "constant" and w.data.dtype == np.float32
-    # the depthwise conv runs natively (no workspace); the 3-channel first
-    # conv stays on im2col + BLAS under the dispatch rule, on both paths
+    # the depthwise conv and the 3-channel first conv (the few-input-channel
+    # kernel) run natively, no workspace; im2col + BLAS without native
     assert (convs[1].scratch_bytes == 0) == native
-    assert convs[0].scratch_bytes > 0
+    assert (convs[0].scratch_bytes == 0) == native
     p = plan(g)
     ex = Executor(g, p)
     feeds = random_feeds(g, seed=4)
@@ -196,9 +196,10 @@ def test_depthwise_multiplier(tmp_path, native, budget, cin, mult, stride, pad):
         Padding=pad, StrideW=stride, StrideH=stride, DepthMultiplier=mult,
         FusedActivationFunction=1, DilationWFactor=1, DilationHFactor=1)))
     g = _check_against_interpreter(B.save(tmp_path / "dw.tflite", [x], [y]), budget, native)
-    # one input channel is a plain conv of 1 channel: im2col + BLAS (dispatch rule)
+    # one input channel is a plain conv of 1 channel: the few-input-channel
+    # kernel (dispatch rule), no workspace either
     assert g.ops[0].op_type == "Conv"
-    assert (g.ops[0].scratch_bytes == 0) == (native and cin > 1)
+    assert (g.ops[0].scratch_bytes == 0) == native
 
 
 @pytest.mark.parametrize("native,budget", PATHS, ids=PATH_IDS)

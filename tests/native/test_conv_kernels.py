@@ -105,3 +105,38 @@ def test_few_output_channels_match_the_reference(gm, cout, cin):
     y = run_native(x, wt, b, *args, gm["nhwc"], -2.0, 3.0)
     np.testing.assert_allclose(y, reference(x, wt, b, *args, -2.0, 3.0),
                                rtol=1e-5, atol=2e-5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(geometry, st.integers(1, 40), st.integers(1, 4), st.integers(1, 3),
+       st.integers(0, 1))
+def test_few_input_channels_match_the_reference(gm, cout, cin, kw, wide):
+    """Full convolutions of 1-4 input channels (first layers over RGB):
+    stride 1 and 2 with no column dilation run the stack-tile kernel, the
+    others the register tile; kernels of unequal sides, wide rows."""
+    gm = dict(gm, w=gm["w"] + 150 * wide)
+    h, w = fit(gm)
+    w = max(w, kw - gm["pads"][1] - gm["pads"][3])
+    r = np.random.default_rng(gm["seed"])
+    x = r.standard_normal((gm["n"], cin, h, w)).astype(np.float32)
+    wt = r.standard_normal((cout, cin, gm["k"], kw)).astype(np.float32)
+    b = r.standard_normal(cout).astype(np.float32)
+    args = ((gm["s"], gm["s"]), gm["pads"], (gm["d"], 1), 1)
+    y = run_native(x, wt, b, *args, gm["nhwc"], -2.0, 3.0)
+    np.testing.assert_allclose(y, reference(x, wt, b, *args, -2.0, 3.0),
+                               rtol=1e-5, atol=2e-5)
+
+
+def test_rgb_stem_matches_the_reference():
+    """MobileNetV2's stem (3 -> 32, 3x3, stride 2, pad 1) at 224x224, both
+    layouts, and a 5x5 one at 128x128 (BlazeFace-like)."""
+    r = np.random.default_rng(3)
+    for h, k, co, pads in ((224, 3, 32, (1, 1, 1, 1)), (128, 5, 24, (1, 1, 2, 2))):
+        x = r.standard_normal((1, 3, h, h)).astype(np.float32)
+        wt = r.standard_normal((co, 3, k, k)).astype(np.float32)
+        b = r.standard_normal(co).astype(np.float32)
+        args = ((2, 2), pads, (1, 1), 1)
+        want = reference(x, wt, b, *args, 0.0, 6.0)
+        for nhwc in (False, True):
+            np.testing.assert_allclose(run_native(x, wt, b, *args, nhwc, 0.0, 6.0), want,
+                                       rtol=1e-5, atol=2e-5)

@@ -78,10 +78,15 @@ def test_conv_scratch_is_the_im2col_rule(tmp_path):
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1], group=8)],
                        {"x": rnd(1, 8, 9, 9)}, {"w": rnd(8, 1, 3, 3)})
     assert g.ops[0].scratch_bytes == 0
-    # a full convolution stays on im2col + BLAS (the dispatch rule) ...
+    # ... and the few-input-channel kernel (3 input channels): none either
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
                        {"x": rnd(1, 3, 9, 9)}, {"w": rnd(4, 3, 3, 3)})
-    assert g.ops[0].scratch_bytes == -(-pad // 64) * 64 + cols
+    assert g.ops[0].scratch_bytes == 0
+    # a full convolution over 5 channels stays on im2col + BLAS (the dispatch rule)
+    g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
+                       {"x": rnd(1, 5, 9, 9)}, {"w": rnd(4, 5, 3, 3)})
+    pad5 = 5 * 11 * 11 * 4
+    assert g.ops[0].scratch_bytes == -(-pad5 // 64) * 64 + 5 * 3 * 3 * 9 * 9 * 4
 
 
 @pytest.mark.parametrize("case", [
@@ -785,3 +790,27 @@ def test_resize_tf_crop_and_resize(tmp_path, mode, roi, sizes, ort, outside):
     with numpy_allocator(Pool()) as counter:
         ex.run({"x": x})
     assert counter.allocations == 0
+
+
+@pytest.mark.parametrize("size", [64, 97])
+def test_mobilenet_stem_on_the_few_input_kernel(size):
+    """MobileNetV2's first convolution (3 -> 32 channels, 3x3, stride 2)
+    runs the native few-input-channel kernel by default, with no
+    workspace; the network's outputs match im2col + BLAS on that layer
+    within float rounding."""
+    from pyarena.runtime import Executor, random_feeds
+    from pyarena.runtime.kernels import set_scratch
+    from pyarena.runtime.models import mobilenet_v2
+    g = mobilenet_v2(size, width=0.5, classes=10)
+    feeds = random_feeds(g)
+    ex = Executor(g)
+    stem = [k for op, k in zip(g.ops, ex.kernels) if op.op_type == "Conv"][0]
+    assert stem.c_in == 3 and stem.path == "native" and stem.op.scratch_bytes == 0
+    got = {k: v.copy() for k, v in ex.run(feeds).items()}
+    stem.op.attrs["_path"] = "numpy"
+    set_scratch(g)
+    ex2 = Executor(g)
+    assert [k for op, k in zip(g.ops, ex2.kernels) if op.op_type == "Conv"][0].path == "im2col"
+    want = ex2.run(feeds)
+    for k in got:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-6)

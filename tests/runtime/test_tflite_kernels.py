@@ -281,6 +281,34 @@ def test_few_output_channels_on_the_dot_kernel(tmp_path, cout, stride, padding):
     np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("cin,stride,padding", [(3, 2, 0), (4, 1, 1), (1, 2, 1), (5, 2, 0)],
+                         ids=str)
+def test_few_input_channels_on_the_stack_tile_kernel(tmp_path, cin, stride, padding):
+    """A 3x3 NHWC CONV_2D over at most 4 input channels (a stem over RGB)
+    runs the native stack-tile kernel by default, no workspace, and matches
+    the interpreter; with 5 it stays on im2col + BLAS."""
+    r = np.random.default_rng(8)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 15, 21, cin))
+    ho, wo = ((15 - 1) // stride + 1, (21 - 1) // stride + 1) if padding == 0 else \
+        ((15 - 3) // stride + 1, (21 - 3) // stride + 1)
+    y = B.tensor("y", (1, ho, wo, 19))
+    w = B.const("w", r.standard_normal((19, 3, 3, cin)) * 0.3)
+    b = B.const("b", r.standard_normal(19))
+    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
+        Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=3,
+        DilationWFactor=1, DilationHFactor=1)))
+    path = B.save(tmp_path / "stem.tflite", [x], [y])
+    g = load_model(path)
+    ex = Executor(g, plan(g))
+    assert ex.kernels[0].path == ("native" if cin <= 4 else "im2col")
+    assert (g.ops[0].scratch_bytes == 0) == (cin <= 4)
+    feeds = random_feeds(g, seed=9)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
+
+
 @pytest.mark.parametrize("hw,cin,cout", [(7, 150, 37), (5, 9, 16), (3, 200, 130)], ids=str)
 def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
     """NHWC CONV_2D 1x1 with RELU6 on the native packed SGEMM (the rule

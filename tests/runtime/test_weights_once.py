@@ -83,7 +83,11 @@ def test_built_in_model_weights_are_held_once():
     fuse(g)
     total = sum(np.asarray(t.data).nbytes for t in g.tensors.values() if t.role == "constant")
     ex = Executor(g)
-    for t in _big_constants(g):
+    # all but the 3-channel stem's, which the few-input-channel kernel
+    # packs into a layout of its own at setup (the graph keeps its array)
+    kept = [t for t in _big_constants(g) if t.name != "conv_1.weight"]
+    assert len(kept) == len(_big_constants(g)) - 1
+    for t in kept:
         assert ex.weights.owns(np.asarray(t.data)), t.name
     assert ex.weights_bytes < 1.1 * total
 

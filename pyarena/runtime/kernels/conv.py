@@ -23,6 +23,12 @@ GEMM_MIN_CIN = 128
 #: NHWC convolutions with at most this many output channels run the native
 #: dot-product kernel (pa_conv2d_run picks it by the same rule: PA_CONV_DOT_MAX)
 FEW_COUT = 4
+#: convolutions (groups 1) over at most this many input channels run the
+#: native stack-tile kernel when their input rows fit FEW_CIN_TILE floats
+#: (pa_conv2d_run picks it by the same rule: PA_FEWIN_MAX_CIN,
+#: PA_FEWIN_TILE_FLOATS)
+FEW_CIN = 4
+FEW_CIN_TILE = 4096
 
 
 @register
@@ -157,24 +163,26 @@ class Conv(Spatial):
     # -- the native path ------------------------------------------------------
     def _native_rule(self, g):
         """True when this op runs natively: float32, a supported activation,
-        and either a depthwise convolution (groups = input channels, any
-        depth multiplier) or a pointwise one where the packed SGEMM beats
-        BLAS (:meth:`_gemm_wins`).  Every other convolution keeps im2col +
-        BLAS (with the native bias + activation epilogue), which the C
-        direct kernel does not beat on the models measured: full 3x3
-        convolutions 1.5x slower (SqueezeNet: 6.9 vs 4.7 ms), grouped 1x1
-        1.7x (ShuffleNet: 5.1 vs 3.0 ms), first layers on RGB 1.3-5x --
-        whole models 13.2 -> 11.1 ms (SqueezeNet), 9.0 -> 7.1 ms
-        (ShuffleNet), the same arena (the bounded im2col scratch fits the
-        slack there).  The op attribute ``_path`` ("native" / "numpy")
-        overrides the rule (benchmarks and tests compare both paths)."""
+        and a depthwise convolution (groups = input channels, any depth
+        multiplier), few output channels (:meth:`_few_outputs`), few input
+        channels (:meth:`_few_inputs`: first layers over RGB) or a
+        pointwise one where the packed SGEMM beats BLAS
+        (:meth:`_gemm_wins`).  Every other convolution keeps im2col + BLAS
+        (with the native bias + activation epilogue), which the C direct
+        kernel does not beat on the models measured: full 3x3 convolutions
+        1.5x slower (SqueezeNet: 6.9 vs 4.7 ms), grouped 1x1 1.7x
+        (ShuffleNet: 5.1 vs 3.0 ms) -- whole models 13.2 -> 11.1 ms
+        (SqueezeNet), 9.0 -> 7.1 ms (ShuffleNet), the same arena (the
+        bounded im2col scratch fits the slack there).  The op attribute
+        ``_path`` ("native" / "numpy") overrides the rule (benchmarks and
+        tests compare both paths)."""
         if (not self.use_native or self.dtype != NATIVE_DTYPE
                 or fused_activation(self.attrs) is None):
             return False
         forced = self.attrs.get("_path")
         if forced in ("native", "numpy"):
             return forced == "native"
-        return ((g == self.c_in and g > 1) or self._few_outputs(g) or
+        return ((g == self.c_in and g > 1) or self._few_outputs(g) or self._few_inputs(g) or
                 (self._pointwise(g) and (self.residual or self._gemm_wins())))
 
     def _few_outputs(self, g):
@@ -184,6 +192,19 @@ class Conv(Spatial):
         column matrix is written and read for one output channel)."""
         return (self.nhwc and g == 1 and self.cout <= FEW_COUT and self.dw == 1
                 and self.kw * self.c_in >= 8 and not self._pointwise(g))
+
+    def _few_inputs(self, g):
+        """Groups 1, at most FEW_CIN input channels (first layers over RGB),
+        column stride 1 or 2, no column dilation, the c_in * kh input rows
+        of an output row (split by stride, columns rounded up to 8) within
+        FEW_CIN_TILE floats: the C core's stack-tile kernel (MobileNetV2's
+        3 -> 32 stem at 224x224 in 0.4-0.5x the time of im2col + BLAS,
+        docs/native-kernels.md)."""
+        if (g != 1 or self.c_in > FEW_CIN or self.dw != 1 or self.sw > 2
+                or self._pointwise(g)):
+            return False
+        half = -(-self.Wo // 8) * 8 + (self.kw - 1) // self.sw
+        return self.c_in * self.kh * self.sw * half <= FEW_CIN_TILE
 
     def _pointwise(self, g):
         """1x1, stride 1, unpadded, groups 1: the C core's packed SGEMM."""
