@@ -221,6 +221,20 @@ class TFLiteBuilder:
         return str(path)
 
 
+
+def hybrid_const(B, name, a, hybrid=None):
+    """``a`` (float32) as a constant of builder ``B``: as it is (``hybrid``
+    None), as int8 with one scale and zero point 0 ("int8": TFLite's hybrid
+    weights), or as the float32 values those int8 stand for ("float": the
+    same model without the quantization)."""
+    if hybrid is None:
+        return B.const(name, a)
+    scale = float(np.abs(a).max()) / 127
+    q = np.round(a / scale)
+    if hybrid == "float":
+        return B.const(name, (q * np.float32(scale)).astype(np.float32))
+    return B.tensor(name, a.shape, np.int8, data=q, quant=([scale], [0]))
+
 def _sparsity(b, tflite, ivec, spec):
     """A SparsityParameters table (Int32Vector segments / indices)."""
     if spec is None:

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.tflite_util import TFLiteBuilder
+from helpers.tflite_util import TFLiteBuilder, hybrid_const
 from pyarena.importers import UnsupportedOpError, load_model
 from pyarena.importers.reference import reference_tflite
 from pyarena.planning import plan
@@ -18,14 +18,7 @@ def _gates(B, f, pre, I, H, P, peephole=False, cifg=False, projection=False, pro
     weights as int8 with one scale each, "float" the float32 values those
     int8 weights stand for (the same model without the quantization)."""
     def w(name, *shape):
-        a = f(*shape)
-        if hybrid is None:
-            return B.const(name, a)
-        scale = float(np.abs(a).max()) / 127
-        q = np.round(a / scale)
-        if hybrid == "float":
-            return B.const(name, (q * np.float32(scale)).astype(np.float32))
-        return B.tensor(name, shape, np.int8, data=q, quant=([scale], [0]))
+        return hybrid_const(B, name, f(*shape), hybrid)
     ins = []
     for k in range(4):
         ins.append(-1 if cifg and k == 0 else w(f"{pre}wx{k}", H, I))

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.tflite_util import TFLiteBuilder
+from helpers.tflite_util import TFLiteBuilder, hybrid_const
 from pyarena.importers import UnsupportedOpError, load_model
 from pyarena.importers.reference import reference_tflite
 from pyarena.planning import plan
@@ -18,14 +18,7 @@ def _rnn_model(path, S=5, N=2, I=3, H=4, time_major=True, act=4, seed=0, hybrid=
     f = lambda *s: (r.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
 
     def w(name, *shape):
-        a = f(*shape)
-        if hybrid is None:
-            return B.const(name, a)
-        scale = float(np.abs(a).max()) / 127
-        q = np.round(a / scale)
-        if hybrid == "float":
-            return B.const(name, (q * np.float32(scale)).astype(np.float32))
-        return B.tensor(name, shape, np.int8, data=q, quant=([scale], [0]))
+        return hybrid_const(B, name, f(*shape), hybrid)
     B = TFLiteBuilder()
     x = B.tensor("x", (S, N, I) if time_major else (N, S, I))
     ins = [x, w("w", H, I), w("r", H, H), B.const("b", f(H)),
