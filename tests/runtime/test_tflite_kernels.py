@@ -253,32 +253,44 @@ def test_grouped_pointwise_conv_nhwc(tmp_path):
     np.testing.assert_allclose(ex.run(feeds)["y"], want, rtol=1e-5, atol=1e-5)
 
 
+def _conv3x3_relu6(tmp_path, name, hw, cin, cout, stride, padding, seed):
+    """A 3x3 NHWC CONV_2D (bias, RELU6) written to ``name`` and imported:
+    ``(graph, its executor, the file)``."""
+    r = np.random.default_rng(seed)
+    B = TFLiteBuilder()
+    h, w_ = hw
+    x = B.tensor("x", (1, h, w_, cin))
+    ho, wo = ((h - 1) // stride + 1, (w_ - 1) // stride + 1) if padding == 0 else \
+        ((h - 3) // stride + 1, (w_ - 3) // stride + 1)
+    y = B.tensor("y", (1, ho, wo, cout))
+    w = B.const("w", r.standard_normal((cout, 3, 3, cin)) * 0.3)
+    b = B.const("b", r.standard_normal(cout))
+    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
+        Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=3,
+        DilationWFactor=1, DilationHFactor=1)))
+    path = B.save(tmp_path / name, [x], [y])
+    g = load_model(path)
+    return g, Executor(g, plan(g)), path
+
+
+def _matches_interpreter(g, ex, path, seed):
+    feeds = random_feeds(g, seed=seed)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
+
+
 @pytest.mark.parametrize("cout,stride,padding", [(1, 1, 0), (3, 2, 1), (4, 1, 1), (5, 1, 0)],
                          ids=str)
 def test_few_output_channels_on_the_dot_kernel(tmp_path, cout, stride, padding):
     """A 3x3 NHWC CONV_2D with at most 4 output channels (a heatmap head)
     runs the native dot-product kernel by default, no workspace, and
     matches the interpreter; with 5 it stays on im2col + BLAS."""
-    r = np.random.default_rng(4)
-    B = TFLiteBuilder()
-    x = B.tensor("x", (1, 13, 17, 10))
-    ho, wo = ((13 - 1) // stride + 1, (17 - 1) // stride + 1) if padding == 0 else \
-        ((13 - 3) // stride + 1, (17 - 3) // stride + 1)
-    y = B.tensor("y", (1, ho, wo, cout))
-    w = B.const("w", r.standard_normal((cout, 3, 3, 10)) * 0.3)
-    b = B.const("b", r.standard_normal(cout))
-    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
-        Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=3,
-        DilationWFactor=1, DilationHFactor=1)))
-    path = B.save(tmp_path / "few.tflite", [x], [y])
-    g = load_model(path)
-    ex = Executor(g, plan(g))
+    g, ex, path = _conv3x3_relu6(tmp_path, "few.tflite", (13, 17), 10, cout, stride, padding,
+                                 seed=4)
     assert ex.kernels[0].path == ("native" if cout <= 4 else "im2col")
     assert (g.ops[0].scratch_bytes == 0) == (cout <= 4)
-    feeds = random_feeds(g, seed=5)
-    ref, why = reference_tflite(path, feeds)
-    assert ref is not None, why
-    np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
+    _matches_interpreter(g, ex, path, seed=5)
 
 
 @pytest.mark.parametrize("cin,stride,padding", [(3, 2, 0), (4, 1, 1), (1, 2, 1), (5, 2, 0)],
@@ -287,26 +299,11 @@ def test_few_input_channels_on_the_stack_tile_kernel(tmp_path, cin, stride, padd
     """A 3x3 NHWC CONV_2D over at most 4 input channels (a stem over RGB)
     runs the native stack-tile kernel by default, no workspace, and matches
     the interpreter; with 5 it stays on im2col + BLAS."""
-    r = np.random.default_rng(8)
-    B = TFLiteBuilder()
-    x = B.tensor("x", (1, 15, 21, cin))
-    ho, wo = ((15 - 1) // stride + 1, (21 - 1) // stride + 1) if padding == 0 else \
-        ((15 - 3) // stride + 1, (21 - 3) // stride + 1)
-    y = B.tensor("y", (1, ho, wo, 19))
-    w = B.const("w", r.standard_normal((19, 3, 3, cin)) * 0.3)
-    b = B.const("b", r.standard_normal(19))
-    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
-        Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=3,
-        DilationWFactor=1, DilationHFactor=1)))
-    path = B.save(tmp_path / "stem.tflite", [x], [y])
-    g = load_model(path)
-    ex = Executor(g, plan(g))
+    g, ex, path = _conv3x3_relu6(tmp_path, "stem.tflite", (15, 21), cin, 19, stride, padding,
+                                 seed=8)
     assert ex.kernels[0].path == ("native" if cin <= 4 else "im2col")
     assert (g.ops[0].scratch_bytes == 0) == (cin <= 4)
-    feeds = random_feeds(g, seed=9)
-    ref, why = reference_tflite(path, feeds)
-    assert ref is not None, why
-    np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
+    _matches_interpreter(g, ex, path, seed=9)
 
 
 @pytest.mark.parametrize("hw,cin,cout", [(7, 150, 37), (5, 9, 16), (3, 200, 130)], ids=str)
