@@ -133,15 +133,19 @@ class PatchedStage(Kernel):
         self.last = last
         return root
 
+    def _band_ops(self, need, per_op):
+        """``(index, op, rows each input needs, kernel)`` of every op the
+        band runs (a band of padding alone skips the ops only it needs)."""
+        for i, op in enumerate(self.ops):
+            if per_op[i] is not None:
+                req, pads = per_op[i]
+                yield i, op, req, self._kernel(i, op, req, pads, need[op.outputs[0]])
+
     def _band_slots(self, need, per_op):
         """The kernels and workspace slots one band needs."""
         last = self.last
-        for i, op in enumerate(self.ops):
-            if per_op[i] is None:
-                continue
-            req, pads = per_op[i]
+        for i, op, req, k in self._band_ops(need, per_op):
             out = op.outputs[0]
-            k = self._kernel(i, op, req, pads, need[out])
             if k.scratch_bytes:
                 self._slot(("sc", i), k.scratch_bytes, i, i)
             for j, r in req.items():
@@ -226,12 +230,8 @@ class PatchedStage(Kernel):
         x = xs[0]
         steps = []
         for band, (need, per_op) in zip(self.bands, self.needs):
-            for i, op in enumerate(self.ops):
-                if per_op[i] is None:
-                    continue
-                req, pads = per_op[i]
+            for i, op, req, k in self._band_ops(need, per_op):
                 out = op.outputs[0]
-                k = self._kernel(i, op, req, pads, need[out])
                 pre, ins = [], []
                 for j, n in enumerate(op.inputs):
                     if not n:
