@@ -474,10 +474,10 @@ MUTANTS = [
       "        self.late_bias = False\n",
       "layer norm: the bias also added before the normalisation (ONNX's place for it), "
       "which the normalisation then mostly cancels", SEQ_LSTM),
-    M("recurrent-ln-not-centred", "pyarena/runtime/kernels/recurrent.py",
-      "        np.subtract(x, mu, out=x)\n",
+    M("recurrent-ln-not-scaled", "pyarena/runtime/kernels/recurrent.py",
+      "        np.multiply(x, mu, out=x)\n",
       "",
-      "layer norm divides by the spread without taking the mean away first", SEQ_LSTM),
+      "layer norm takes the mean away but never divides by the spread", SEQ_LSTM),
     M("recurrent-ln-coefficients-gate-order", "pyarena/runtime/kernels/recurrent.py",
       "np.multiply(x, xs[10][d].reshape(4, H)[k0:k1], out=x)",
       "np.multiply(x, xs[10][d].reshape(4, H)[3 - k1 + 1:4 - k0], out=x)",

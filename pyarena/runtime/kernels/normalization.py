@@ -2,7 +2,8 @@
 a per-channel scale and shift), InstanceNormalization, LRN, the Reduce*
 family and Softmax / LogSoftmax.
 
-Scratch rules: InstanceNorm -- the two statistics and one centred copy;
+Scratch rules: InstanceNorm -- the two statistics and one centred copy
+(the squares go to the output);
 LRN -- the channel-padded squares and the denominator; Softmax -- one
 value per row (LogSoftmax: + one full-size buffer).
 """
@@ -64,17 +65,9 @@ class InstanceNorm(Kernel):
 
     def run(self, xs, ys, sc):
         m, v, d = sc
-        x = xs[0].reshape(self.view)
         y = ys[0].reshape(self.view)
-        np.add.reduce(x, axis=2, out=m, keepdims=True)
-        np.multiply(m, self.inv, out=m)
-        np.subtract(x, m, out=d)
-        np.multiply(d, d, out=y)
-        np.add.reduce(y, axis=2, out=v, keepdims=True)
-        np.multiply(v, self.inv, out=v)
-        np.add(v, self.eps, out=v)
-        np.sqrt(v, out=v)
-        np.divide(d, v, out=y)
+        moments(xs[0].reshape(self.view), m, v, d, self.inv, self.eps, sq=y)
+        np.multiply(d, v, out=y)
         np.multiply(y, self.g, out=y)
         np.add(y, self.b, out=y)
 
@@ -252,19 +245,25 @@ def _axis_attr(attrs, nd):
     return int(attrs.get("axis", -1)) % max(nd, 1)
 
 
-def _moments(x, m, v, d, inv, eps):
+def moments(x, m, v, d, inv, eps, sq=None):
     """Mean (into ``m``) and 1/sqrt(var + eps) (into ``v``) over the last
-    axis of ``x``; ``d`` holds (x - mean)^2, then x - mean."""
+    axis of ``x``; ``d`` ends as x - mean.  Without ``sq``, ``d`` holds
+    (x - mean)^2 first and x - mean is taken again.  With ``sq`` (a buffer
+    of x's shape) the squares go there and x - mean is taken once, so ``d``
+    may be ``x`` itself (in place) and ``v`` may be ``m``."""
     np.add.reduce(x, axis=-1, out=m, keepdims=True)
     np.multiply(m, inv, out=m)
     np.subtract(x, m, out=d)
-    np.square(d, out=d)
-    np.add.reduce(d, axis=-1, out=v, keepdims=True)
+    if sq is None:
+        sq = d
+    np.square(d, out=sq)
+    np.add.reduce(sq, axis=-1, out=v, keepdims=True)
     np.multiply(v, inv, out=v)
     np.add(v, eps, out=v)
     np.sqrt(v, out=v)
     np.reciprocal(v, out=v)
-    np.subtract(x, m, out=d)
+    if sq is d:
+        np.subtract(x, m, out=d)
 
 
 @register
@@ -302,7 +301,7 @@ class LayerNorm(Kernel):
         d, m, v = sc
         x = xs[0].reshape(self.view)
         y = ys[0].reshape(self.view)
-        _moments(x, m, v, d, self.inv, self.eps)
+        moments(x, m, v, d, self.inv, self.eps)
         np.multiply(d, v, out=y)
         np.multiply(y, self.g, out=y)
         if self.b is not None:
@@ -345,7 +344,7 @@ class GroupNorm(Kernel):
 
     def run(self, xs, ys, sc):
         d, m, v = sc
-        _moments(xs[0].reshape(self.view), m, v, d, self.inv, self.eps)
+        moments(xs[0].reshape(self.view), m, v, d, self.inv, self.eps)
         y = ys[0].reshape(self.view)
         np.multiply(d, v, out=y)
         y = ys[0].reshape(self.aview)

@@ -36,6 +36,7 @@ import math
 
 import numpy as np
 
+from .normalization import moments
 from .registry import Kernel, const, register
 
 
@@ -628,15 +629,8 @@ class LSTM(_Recurrent):
         x = g.reshape(N, 4, H)[:, k0:k1]
         sq = s["t1"].reshape(N, 4, H)[:, k0:k1]
         mu = s["mu"][:, k0:k1]
-        np.add.reduce(x, axis=2, keepdims=True, out=mu)     # np.mean is slower here
-        np.multiply(mu, self.inv_h, out=mu)
-        np.subtract(x, mu, out=x)
-        np.multiply(x, x, out=sq)
-        np.add.reduce(sq, axis=2, keepdims=True, out=mu)
-        np.multiply(mu, self.inv_h, out=mu)
-        np.add(mu, self.eps, out=mu)
-        np.sqrt(mu, out=mu)
-        np.divide(x, mu, out=x)
+        moments(x, mu, mu, x, self.inv_h, self.eps, sq=sq)   # in place in x
+        np.multiply(x, mu, out=x)
         np.multiply(x, xs[10][d].reshape(4, H)[k0:k1], out=x)
         if xs[3] is not None:
             np.add(x, s["bias"][d].reshape(4, H)[k0:k1], out=x)
