@@ -35,63 +35,64 @@ def parse_bytes(text, flag):
     return value
 
 
+def _named(specs, flag, form, parse, empty_ok=False):
+    """Each ``NAME=TEXT`` of ``specs`` -> ``{NAME: parse(spec, name, text)}``;
+    InvalidArgumentError for a spec without ``=``, a name or (unless
+    ``empty_ok``) a text, and for a name given twice."""
+    out = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        if not sep or not name or not (empty_ok or text.strip()):
+            raise InvalidArgumentError(f"{flag} {spec!r}: expected {form}")
+        if name in out:
+            raise InvalidArgumentError(f"{flag} {name!r} given twice")
+        out[name] = parse(spec, name, text)
+    return out
+
+
+def _shape(spec, name, dims):
+    try:
+        shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+    except ValueError:
+        raise InvalidArgumentError(f"--input {spec!r}: dimensions must be "
+                                   "integers separated by commas") from None
+    if any(d < 0 for d in shape):
+        raise InvalidArgumentError(f"--input {spec!r}: negative dimension")
+    return shape
+
+
+def _number(spec, name, text):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    raise InvalidArgumentError(f"--value {spec!r}: {text!r} is not a number")
+
+
+def _npy(spec, name, path):
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise InvalidArgumentError(f"--feed {name}: cannot read {path!r}: {exc}") from None
+    if not isinstance(a, np.ndarray):
+        raise InvalidArgumentError(f"--feed {name}: {path!r} is not a .npy array")
+    return a
+
+
 def parse_inputs(specs):
     """``["x=1,3,224,224"]`` -> ``{"x": (1, 3, 224, 224)}``;
     InvalidArgumentError naming the bad spec."""
-    shapes = {}
-    for spec in specs:
-        name, sep, dims = spec.partition("=")
-        if not sep or not name:
-            raise InvalidArgumentError(f"--input {spec!r}: expected NAME=D0,D1,...")
-        try:
-            shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
-        except ValueError:
-            raise InvalidArgumentError(f"--input {spec!r}: dimensions must be "
-                                       "integers separated by commas") from None
-        if any(d < 0 for d in shape):
-            raise InvalidArgumentError(f"--input {spec!r}: negative dimension")
-        if name in shapes:
-            raise InvalidArgumentError(f"--input {name!r} given twice")
-        shapes[name] = shape
-    return shapes
+    return _named(specs, "--input", "NAME=D0,D1,...", _shape, empty_ok=True)
 
 
 def parse_values(specs):
     """``["sr=16000"]`` -> ``{"sr": 16000}`` (a number each: an input the
     model is specialised on); InvalidArgumentError naming the bad spec."""
-    values = {}
-    for spec in specs:
-        name, sep, text = spec.partition("=")
-        if not sep or not name or not text.strip():
-            raise InvalidArgumentError(f"--value {spec!r}: expected NAME=NUMBER")
-        try:
-            v = int(text)
-        except ValueError:
-            try:
-                v = float(text)
-            except ValueError:
-                raise InvalidArgumentError(f"--value {spec!r}: {text!r} is not a "
-                                           "number") from None
-        if name in values:
-            raise InvalidArgumentError(f"--value {name!r} given twice")
-        values[name] = v
-    return values
+    return _named(specs, "--value", "NAME=NUMBER", _number)
 
 
 def parse_feeds(specs):
     """``["x=in.npy"]`` -> ``{"x": array}``; InvalidArgumentError naming
     the bad spec or file."""
-    feeds = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not path:
-            raise InvalidArgumentError(f"--feed {spec!r}: expected NAME=FILE.npy")
-        if name in feeds:
-            raise InvalidArgumentError(f"--feed {name!r} given twice")
-        try:
-            feeds[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise InvalidArgumentError(f"--feed {name}: cannot read {path!r}: {exc}") from None
-        if not isinstance(feeds[name], np.ndarray):
-            raise InvalidArgumentError(f"--feed {name}: {path!r} is not a .npy array")
-    return feeds
+    return _named(specs, "--feed", "NAME=FILE.npy", _npy)

@@ -3,7 +3,7 @@ error names the spec the user typed."""
 import numpy as np
 import pytest
 
-from pyarena.cli.args import parse_feeds, parse_inputs
+from pyarena.cli.args import parse_feeds, parse_inputs, parse_values
 from pyarena.errors import InvalidArgumentError
 
 
@@ -35,3 +35,22 @@ def test_parse_feeds(tmp_path):
                           ([f"x={tmp_path / 'none.npy'}"], "cannot read")):
         with pytest.raises(InvalidArgumentError, match=needle):
             parse_feeds(specs)
+
+
+def test_parse_values():
+    got = parse_values(["sr=16000", "t=0.5", "k=-2"])
+    assert got == {"sr": 16000, "t": 0.5, "k": -2}
+    assert isinstance(got["sr"], int) and isinstance(got["t"], float)
+
+
+@pytest.mark.parametrize("specs, needle", [
+    (["sr"], "--value 'sr': expected NAME=NUMBER"),
+    (["sr= "], "--value 'sr= ': expected NAME=NUMBER"),
+    (["=3"], "--value '=3': expected NAME=NUMBER"),
+    (["sr=fast"], "--value 'sr=fast': 'fast' is not a number"),
+    (["sr=1", "sr=2"], "--value 'sr' given twice"),
+])
+def test_parse_values_names_the_bad_spec(specs, needle):
+    with pytest.raises(InvalidArgumentError) as ei:
+        parse_values(specs)
+    assert str(ei.value).startswith(needle)
