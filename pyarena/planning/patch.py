@@ -6,7 +6,8 @@ network needs far less.  A *patched stage* runs a contiguous run of spatial
 ops -- Conv (depthwise and grouped too, with a fused activation or residual),
 MaxPool / AveragePool, per-element activations, BatchNormalization and
 element-wise Add / Sub / Mul / Div / Max / Min, and constant-mode Pad
-of H and W (TFLite models write one before a stride-2 conv) -- one band of output rows at
+of H, W and the channels (TFLite models write one before a stride-2 conv,
+and one of the channels in a skip branch) -- one band of output rows at
 a time: for each band of the stage output, the receptive-field arithmetic
 below gives the rows of every tensor of the stage that band needs, the ops
 compute just those rows into small band buffers, and the band is written
@@ -45,7 +46,7 @@ from ..errors import GraphError
 from ..graph import Op
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
-           "stage_macs", "op_geometry"]
+           "stage_macs", "stage_needs", "op_geometry", "op_rows"]
 
 PATCH_OP = "PatchedStage"
 
@@ -75,8 +76,9 @@ def _pads(attrs, size, k, s, d):
 
 
 def _pad_geometry(op, graph, h_axis):
-    """("pad", top, bottom, begins, ends) of a constant-mode Pad of the H
-    and W axes only (begins / ends per axis), or None."""
+    """("pad", top, bottom, begins, ends) of a constant-mode Pad of the H,
+    W and channel axes (begins / ends per axis; a channel pad is what a
+    BlazeBlock's skip branch writes to widen it), or None."""
     x = graph.tensors[op.inputs[0]].shape
     mode = op.attrs.get("mode", "constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
@@ -93,8 +95,7 @@ def _pad_geometry(op, graph, h_axis):
     if op.attrs.get("layout_pairs"):                  # TFLite: [[begin, end], ...]
         pads = pads.reshape(-1, 2).T.reshape(-1)
     begin, end = [int(v) for v in pads[:4]], [int(v) for v in pads[4:]]
-    if min(begin + end) < 0 or any(begin[a] or end[a] for a in range(4)
-                                   if a not in (h_axis, h_axis + 1)):
+    if min(begin + end) < 0 or begin[0] or end[0]:
         return None
     return "pad", begin[h_axis], end[h_axis], begin, end
 
@@ -304,42 +305,68 @@ def _in_rows(geo, a, b, size):
     return (r0, r1), (r0 - lo, hi - r1)
 
 
-def band_needs(ops, tensors, y, band, h_axis, geos):
-    """For output rows ``band`` of tensor ``y``: ``need`` (tensor -> rows
-    computed) and, per op index, ``(requests, pads)``: the rows of each
-    stage input it reads (input index -> (r0, r1)) and its band pads along
-    H (None for a per-element op); None for an op the band does not run
-    (only a band of padding reads its output, and reads no rows of it).
+def band_needs(ops, tensors, y, band, h_axis, geos, done=None):
+    """For output rows ``band`` of tensor ``y``: ``need`` (tensor -> its
+    window: the hull of the rows its readers read in this band) and, per op
+    index, ``(requests, pads, rows)``: the rows of each stage input it
+    reads (input index -> (r0, r1)), its band pads along H (None for a
+    per-element op) and the rows of its output it computes; None for an
+    op the band does not run (only a band of padding reads its output, and
+    reads no rows of it; or, with reuse, every row it would make is kept).
     ``tensors`` maps names to shapes of the stage's tensors, ``geos`` op
-    index -> geometry (spatial ops)."""
+    index -> geometry (spatial ops).  ``done`` (row reuse: tensor -> the
+    end of the rows the bands before computed, updated here) makes each
+    op compute only the rows of its window past those: the rows before
+    are kept from the band before."""
     need, read = {y: tuple(band)}, {y}
-    per_op = {}
+    per_op, made = {}, {}
     for i in range(len(ops) - 1, -1, -1):
         op = ops[i]
         out = need.get(op.outputs[0])
         if op.outputs[0] not in read:
             raise GraphError(f"patched stage: op {op.name!r} computes rows nothing reads")
+        if out is not None and done is not None:
+            lo = max(out[0], done.get(op.outputs[0], 0))
+            out = (lo, out[1]) if lo < out[1] else None
         if out is None:
             per_op[i] = None
             read.update(n for n in op.inputs if n in tensors)
             continue
-        a, b = out
-        req, pads = {}, None
-        for k, n in enumerate(op.inputs):
-            if n not in tensors:
-                continue
-            if k == 0 and i in geos:
-                r, pads = _in_rows(geos[i], a, b, _h(tensors[n], h_axis))
-            else:
-                r = (a, b)
-            req[k] = r
+        made[op.outputs[0]] = out[1]
+        req, pads = op_rows(ops, i, tensors, h_axis, geos, out)
+        for k, r in req.items():
+            n = op.inputs[k]
             read.add(n)
             if r[0] == r[1]:
                 continue
             have = need.get(n)
             need[n] = r if have is None else (min(have[0], r[0]), max(have[1], r[1]))
-        per_op[i] = (req, pads)
+        per_op[i] = (req, pads, out)
+    if done is not None:
+        done.update(made)
     return need, per_op
+
+
+def op_rows(ops, i, tensors, h_axis, geos, rows):
+    """(the rows of each stage input op ``i`` reads, its band pads along H)
+    for output rows ``rows`` (see :func:`band_needs`)."""
+    op, (a, b) = ops[i], rows
+    req, pads = {}, None
+    for k, n in enumerate(op.inputs):
+        if n not in tensors:
+            continue
+        if k == 0 and i in geos:
+            req[k], pads = _in_rows(geos[i], a, b, _h(tensors[n], h_axis))
+        else:
+            req[k] = (a, b)
+    return req, pads
+
+
+def stage_needs(ops, tensors, y, bands, h_axis, geos, reuse=False):
+    """:func:`band_needs` of every band in order (with row reuse: each
+    band computes only the rows the bands before did not)."""
+    done = {} if reuse else None
+    return [band_needs(ops, tensors, y, b, h_axis, geos, done) for b in bands]
 
 
 def _macs_per_row(op, graph):
@@ -356,21 +383,20 @@ def _macs_per_row(op, graph):
     return n * c * wo * per_out
 
 
-def stage_macs(graph, stage, bands):
+def stage_macs(graph, stage, bands, reuse=False):
     """(MACs of the stage run whole, MACs of the banded run).  The banded
     run may compute fewer: rows no band needs (the last rows under a
-    stride) are not computed at all."""
+    stride) are not computed at all; with ``reuse`` no row twice."""
     tensors = {n: graph.tensors[n].shape for n in _stage_tensors(stage)}
     geos = _geos(graph, stage)
     per_row = [_macs_per_row(op, graph) for op in stage.ops]
     whole = sum(r * _h(graph.tensors[op.outputs[0]].shape, stage.h_axis)
                 for r, op in zip(per_row, stage.ops))
     banded = 0
-    for band in bands:
-        need, _ = band_needs(stage.ops, tensors, stage.y, band, stage.h_axis, geos)
-        banded += sum(r * (need.get(op.outputs[0], (0, 0))[1] -
-                           need.get(op.outputs[0], (0, 0))[0])
-                      for r, op in zip(per_row, stage.ops))
+    for _, per_op in stage_needs(stage.ops, tensors, stage.y, bands, stage.h_axis, geos,
+                                 reuse):
+        banded += sum(r * (per_op[i][2][1] - per_op[i][2][0])
+                      for i, r in enumerate(per_row) if per_op[i] is not None)
     return whole, banded
 
 
@@ -386,12 +412,13 @@ def _geos(graph, stage):
             if op.op_type in SPATIAL}
 
 
-def patch_graph(graph, stage, n_bands):
+def patch_graph(graph, stage, n_bands, reuse=True):
     """Replace ``stage``'s ops in ``graph`` by one ``PatchedStage`` op running
-    ``n_bands`` row bands; the stage's intermediate tensors leave the graph.
-    Returns the record of what was done (for ``plan.budget``)."""
+    ``n_bands`` row bands (``reuse``: rows two bands share are kept from the
+    first, not computed again); the stage's intermediate tensors leave the
+    graph.  Returns the record of what was done (for ``plan.budget``)."""
     bands = band_rows(stage.rows, n_bands)
-    whole, banded = stage_macs(graph, stage, bands)
+    whole, banded = stage_macs(graph, stage, bands, reuse)
     inner = [op.outputs[0] for op in stage.ops if op.outputs[0] != stage.y]
     consts = []
     for op in stage.ops:
@@ -406,11 +433,11 @@ def patch_graph(graph, stage, n_bands):
                        "outputs": list(o.outputs), "attrs": dict(o.attrs)}
                       for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
-        "h_axis": stage.h_axis})
+        "h_axis": stage.h_axis, "reuse": bool(reuse)})
     graph.ops[stage.first:stage.last + 1] = [op]
     for n in inner:
         del graph.tensors[n]
     return {"op": name, "input": stage.x, "output": stage.y,
             "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
-            "bands": [list(b) for b in bands], "macs": whole,
+            "bands": [list(b) for b in bands], "reuse": bool(reuse), "macs": whole,
             "recompute_macs": max(0, banded - whole)}
