@@ -46,7 +46,7 @@ from ..errors import GraphError
 from ..graph import Op
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
-           "stage_macs", "stage_needs", "op_geometry", "op_rows"]
+           "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows"]
 
 PATCH_OP = "PatchedStage"
 
@@ -363,10 +363,106 @@ def op_rows(ops, i, tensors, h_axis, geos, rows):
 
 
 def stage_needs(ops, tensors, y, bands, h_axis, geos, reuse=False):
-    """:func:`band_needs` of every band in order (with row reuse: each
-    band computes only the rows the bands before did not)."""
-    done = {} if reuse else None
-    return [band_needs(ops, tensors, y, b, h_axis, geos, done) for b in bands]
+    """:func:`band_needs` of every band in order.  With row reuse each band
+    computes only the rows the bands before did not, and the rows the first
+    band needs (the stage's whole receptive field) are made first by
+    :func:`fill_steps`, whose steps come before the bands' in the list."""
+    if not reuse:
+        return [band_needs(ops, tensors, y, b, h_axis, geos) for b in bands]
+    first, _ = band_needs(ops, tensors, y, bands[0], h_axis, geos)
+    done = {}
+    steps = fill_steps(ops, tensors, y, h_axis, geos, first, bands, done)
+    return steps + [band_needs(ops, tensors, y, b, h_axis, geos, done) for b in bands]
+
+
+def _ready(geo, have, size, out_size):
+    """Output rows of a spatial op computable from its input's first
+    ``have`` rows (of ``size``)."""
+    if have >= size:
+        return out_size
+    if geo[0] == "pad":
+        return min(out_size, have + geo[1])
+    s, d, k, pt = geo[:4]
+    return min(out_size, max(0, (have - 1 + pt - d * (k - 1)) // s + 1))
+
+
+def _frontier(ops, tensors, y, h_axis, geos, first, x_rows):
+    """tensor -> the rows [0, n) of it a fill step makes from the stage
+    input's first ``x_rows`` rows, capped by the first band's windows."""
+    x = ops[0].inputs[0]
+    have = {x: min(x_rows, _h(tensors[x], h_axis))}
+    for i, op in enumerate(ops):
+        out = op.outputs[0]
+        n = _h(tensors[out], h_axis)
+        for j, m in enumerate(op.inputs):
+            if m not in have:
+                continue
+            if j == 0 and i in geos:     # rows along H differ: through the op's window
+                n = min(n, _ready(geos[i], have[m], _h(tensors[m], h_axis), n))
+            else:                        # element-wise: the same rows
+                n = min(n, have[m])
+        have[out] = 0 if out == y else min(n, first.get(out, (0, 0))[1])
+    return have
+
+
+def _next_read(ops, tensors, h_axis, geos, i, j, done):
+    """The first row of input ``j`` op ``i`` reads for its next output row."""
+    out = ops[i].outputs[0]
+    if done.get(out, 0) >= _h(tensors[out], h_axis):
+        return None
+    a = done.get(out, 0)
+    r = op_rows(ops, i, tensors, h_axis, geos, (a, a + 1))[0][j]
+    return r[0]
+
+
+def fill_steps(ops, tensors, y, h_axis, geos, first, bands, done):
+    """Row reuse: the steps that make the rows ``first`` (the first band's
+    windows) lists, a few input rows at a time (as many as a band reads),
+    every op as far as its inputs allow.  Each step is ``(need,
+    per_op)`` as :func:`band_needs` gives; the windows hold the rows read
+    in the step and those a reader still needs later; ``done`` gets the
+    end of the rows made."""
+    x = ops[0].inputs[0]
+    step = max(1, -(-_h(tensors[x], h_axis) // len(bands)))
+    readers = {}
+    for i, op in enumerate(ops):
+        for j, n in enumerate(op.inputs):
+            if n in tensors:
+                readers.setdefault(n, []).append((i, j))
+    steps, r = [], step
+    while any(done.get(n, 0) < first[n][1] for n in first if n not in (x, y)):
+        have = _frontier(ops, tensors, y, h_axis, geos, first, r)
+        r += step
+        per_op, lo = {}, {}
+        for i, op in enumerate(ops):
+            out = op.outputs[0]
+            rows = (done.get(out, 0), have[out])
+            if rows[0] >= rows[1]:
+                per_op[i] = None
+                continue
+            req, pads = op_rows(ops, i, tensors, h_axis, geos, rows)
+            per_op[i] = (req, pads, rows)
+            lo[out] = min(lo.get(out, rows[0]), rows[0])
+            for j, q in req.items():
+                if q[0] < q[1]:
+                    lo[op.inputs[j]] = min(lo.get(op.inputs[j], q[0]), q[0])
+        for i, v in per_op.items():
+            if v is not None:
+                done[ops[i].outputs[0]] = v[2][1]
+        need = {}
+        for n, rs in readers.items():
+            if n == x:
+                if n in lo:
+                    need[n] = (lo[n], max(v[0][j][1] for i, j in rs
+                                          if (v := per_op[i]) is not None and j in v[0]))
+                continue
+            later = [q for i, j in rs if (q := _next_read(ops, tensors, h_axis, geos, i, j,
+                                                         done)) is not None]
+            a = min(([lo[n]] if n in lo else []) + later, default=None)
+            if a is not None and a < done.get(n, 0):
+                need[n] = (max(0, a), done[n])
+        steps.append((need, per_op))
+    return steps
 
 
 def _macs_per_row(op, graph):

@@ -1060,6 +1060,11 @@ MUTANTS = [
       "            lo = out[0]\n",
       "row reuse computes again the rows the band before made (no saving, rows twice)",
       ("tests/planning/test_patch.py", "tests/runtime/test_patched.py")),
+    M("patch-fill-reads-ahead", "pyarena/planning/patch.py",
+      "    return min(out_size, max(0, (have - 1 + pt - d * (k - 1)) // s + 1))\n",
+      "    return min(out_size, max(0, (have - 1 + pt) // s + 1))\n",
+      "a fill step computes output rows whose kernel window reaches input rows not made "
+      "yet", ("tests/planning/test_patch.py", "tests/runtime/test_patched.py")),
     M("patched-kept-rows-not-moved", "pyarena/runtime/kernels/patched.py",
       "            if down >= kept and self._whole_rows(n):\n",
       "            if True:\n                continue\n",

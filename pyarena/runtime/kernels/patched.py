@@ -197,10 +197,10 @@ class PatchedStage(Kernel):
         the stage's whole receptive field), so its ops run in pieces of at
         most that many rows: their workspace and staging stay those of the
         bands after."""
-        if not self.reuse or len(self.needs) < 2:
+        if not self.reuse or len(self.bands) < 2:
             return {}
         out = {}
-        for _, per_op in self.needs[1:]:
+        for _, per_op in self.needs[len(self.needs) - len(self.bands) + 1:]:
             for i, v in per_op.items():
                 if v is not None:
                     out[i] = max(out.get(i, 1), v[2][1] - v[2][0])
