@@ -192,11 +192,16 @@ def _op_ok(op, graph, inside, h_axis):
 
 
 class Stage:
-    """Ops ``graph.ops[first:last + 1]`` from tensor ``x`` to tensor ``y``."""
+    """Ops ``graph.ops[first:last + 1]`` from tensor ``x`` to tensor ``y``,
+    but for those at the indices ``hoisted``: a side branch that reads
+    nothing of the stage but ``x`` (and what the branch itself makes),
+    run whole before the stage."""
 
-    def __init__(self, graph, first, last, x, y, h_axis):
+    def __init__(self, graph, first, last, x, y, h_axis, hoisted=()):
         self.first, self.last, self.x, self.y, self.h_axis = first, last, x, y, h_axis
-        self.ops = graph.ops[first:last + 1]
+        self.hoisted = tuple(hoisted)
+        self.ops = [op for i, op in enumerate(graph.ops[first:last + 1], first)
+                    if i not in self.hoisted]
         self.rows = _h(graph.tensors[y].shape, h_axis)
 
     @property
@@ -220,9 +225,10 @@ def _h_axis(graph, op):
     return 1 if op.attrs.get("layout", "NCHW") == "NHWC" else 2
 
 
-def stages(graph, max_starts=3):
+def stages(graph, max_starts=5):
     """Candidate stages: from the first ``max_starts`` spatial ops reading a
-    4-D tensor, every contiguous run of bandable ops after which exactly one
+    4-D tensor, every contiguous run of bandable ops (but side branches
+    that read only the stage input, run before it) after which exactly one
     of its tensors is read later and whose output is smaller (fewer rows)
     than its input.  Shortest first."""
     last = _uses(graph)
@@ -238,7 +244,9 @@ def stages(graph, max_starts=3):
         if not _op_ok(op0, graph, {x}, h_axis):
             continue
         starts += 1
-        found += _ends(_stages_from(graph, s, x, h_axis, last), graph)
+        for hoist in (False, True):
+            found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist), graph)
+                      if not hoist or st.hoisted]
         if starts >= max_starts:
             break
     return sorted(found, key=lambda st: (st.last - st.first, st.first))
@@ -260,14 +268,19 @@ def _ends(found, graph):
     return out
 
 
-def _stages_from(graph, s, x, h_axis, last):
+def _stages_from(graph, s, x, h_axis, last, hoist):
     inside, made, out = {x}, [], []
+    side, hoisted = {x}, []         # a side branch from x: run before the stage
     hx = _h(graph.tensors[x].shape, h_axis)
     for j in range(s, len(graph.ops)):
         op = graph.ops[j]
-        if not _op_ok(op, graph, inside, h_axis) or any(
-                n and n not in inside and graph.tensors[n].role != "constant"
-                for n in op.inputs):
+        ins = [n for n in op.inputs if n and graph.tensors[n].role != "constant"]
+        if hoist and j > s and ins and all(n in side for n in ins) and \
+                not any(n in op.inputs for n in made):
+            side.update(n for n in op.outputs if n)
+            hoisted.append(j)
+            continue
+        if not _op_ok(op, graph, inside, h_axis) or any(n not in inside for n in ins):
             break
         inside.add(op.outputs[0])
         made.append(op.outputs[0])
@@ -281,7 +294,7 @@ def _stages_from(graph, s, x, h_axis, last):
             continue
         hy = _h(graph.tensors[y].shape, h_axis)
         if 2 <= hy < hx:
-            out.append(Stage(graph, s, j, x, y, h_axis))
+            out.append(Stage(graph, s, j, x, y, h_axis, hoisted))
     return out
 
 
@@ -530,7 +543,7 @@ def patch_graph(graph, stage, n_bands, reuse=True):
                       for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
         "h_axis": stage.h_axis, "reuse": bool(reuse)})
-    graph.ops[stage.first:stage.last + 1] = [op]
+    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]
     for n in inner:
         del graph.tensors[n]
     return {"op": name, "input": stage.x, "output": stage.y,

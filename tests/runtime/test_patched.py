@@ -164,6 +164,33 @@ def test_row_reuse_keeps_shared_rows_in_less_workspace_than_recomputing_them(nat
     assert sizes[True] < sizes[False]
 
 
+@pytest.mark.parametrize("reuse", [True, False])
+def test_a_side_branch_of_the_stage_input_runs_before_the_stage(reuse):
+    """x feeds the stage and a branch read after it (as a decoder reads an
+    early map): the branch is run whole before the patched op, so the stage
+    ends with one live tensor; outputs as unpatched."""
+    def build():
+        b = GraphBuilder("side", seed=3)
+        x = b.relu(b.input((1, 4, 32, 12)))
+        a = b.conv(x, 8, 3, 1)
+        side = b.relu(b.conv(x, 4, 3, 1))      # read only at the end
+        y = b.conv(b.relu(a), 8, 3, 2)
+        return set_scratch(b.finish([b.conv(y, 4, 1), side]))
+    ref = run(build())
+    g = build()
+    found = [st for st in stages(g) if st.hoisted]
+    assert found and all(g.ops[i].inputs[0] != st.y for st in found for i in st.hoisted)
+    st_ = max(found, key=lambda st: len(st.ops))
+    hoisted = [g.ops[i].name for i in st_.hoisted]
+    patch_graph(g, st_, 5, reuse=reuse)
+    set_scratch(g)
+    at = [op.op_type for op in g.ops].index(PATCH_OP)
+    assert [op.name for op in g.ops[at - len(hoisted):at]] == hoisted
+    got = run(g)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-5)
+
+
 def mobilenet(native=True):
     return set_scratch(mobilenet_v2(resolution=64, classes=10), None, native)
 

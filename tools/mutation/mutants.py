@@ -1065,6 +1065,11 @@ MUTANTS = [
       "    return min(out_size, max(0, (have - 1 + pt) // s + 1))\n",
       "a fill step computes output rows whose kernel window reaches input rows not made "
       "yet", ("tests/planning/test_patch.py", "tests/runtime/test_patched.py")),
+    M("patch-side-branch-dropped", "pyarena/planning/patch.py",
+      "    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]\n",
+      "    graph.ops[stage.first:stage.last + 1] = [op]\n",
+      "the side branch run before a patched stage is dropped from the graph",
+      ("tests/runtime/test_patched.py",)),
     M("patched-kept-rows-not-moved", "pyarena/runtime/kernels/patched.py",
       "            if down >= kept and self._whole_rows(n):\n",
       "            if True:\n                continue\n",
