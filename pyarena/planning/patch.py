@@ -225,12 +225,13 @@ def _h_axis(graph, op):
     return 1 if op.attrs.get("layout", "NCHW") == "NHWC" else 2
 
 
-def stages(graph, max_starts=5):
+def stages(graph, max_starts=3, side_starts=5):
     """Candidate stages: from the first ``max_starts`` spatial ops reading a
-    4-D tensor, every contiguous run of bandable ops (but side branches
-    that read only the stage input, run before it) after which exactly one
-    of its tensors is read later and whose output is smaller (fewer rows)
-    than its input.  Shortest first."""
+    4-D tensor, every contiguous run of bandable ops after which exactly
+    one of its tensors is read later and whose output is smaller (fewer
+    rows) than its input; from the first ``side_starts``, those that need
+    a side branch (reading only the stage input) run before them.
+    Shortest first."""
     last = _uses(graph)
     found, starts = [], 0
     for s, op0 in enumerate(graph.ops):
@@ -245,9 +246,11 @@ def stages(graph, max_starts=5):
             continue
         starts += 1
         for hoist in (False, True):
+            if not hoist and starts > max_starts:
+                continue
             found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist), graph)
                       if not hoist or st.hoisted]
-        if starts >= max_starts:
+        if starts >= max(max_starts, side_starts):
             break
     return sorted(found, key=lambda st: (st.last - st.first, st.first))
 
