@@ -17,11 +17,11 @@ that fits wins:
 4. patch-based execution of a leading stage (:mod:`.patch`): the stage's
    ops run one band of output rows at a time, so its intermediate
    tensors exist one band at a time.  Candidates (stage, number of bands,
-   row reuse or recompute) are tried in order of least recompute
-   (multiply-accumulates computed twice at band edges; none with row
-   reuse, where a band keeps the rows it shares with the next), then of
-   fewest bands, with the graph's scratch; a stage whose finest banding
-   does not fit (either way) is not tried further that way.
+   row reuse or recompute) are tried in order of fewest bands, then of
+   least recompute (multiply-accumulates computed twice at band edges;
+   none with row reuse, where a band keeps the rows it shares with the
+   next), with the graph's scratch; a stage whose finest banding does not
+   fit (either way) is not tried further that way.
 
 Each candidate is planned as usual; one whose arena is over ``B`` while
 its lower bound is not is planned again with ``capacity=B``, so the
@@ -212,9 +212,10 @@ class _Search:
         return None
 
     def patched(self, knob, max_stages=24):
-        """Step 4: the patched candidates, least recompute first (row reuse
-        recomputes nothing: fewest bands first), then the fewest bands;
-        (plan, None, scratch budget) for the first that fits, else None."""
+        """Step 4: the patched candidates, fewest bands first (each band
+        runs every op of the stage once: thin bands are slow), then least
+        recompute (row reuse: none); (plan, None, scratch budget) for the
+        first that fits, else None."""
         self.saved.restore()
         level = self.saved.budget
         found = stages(self.graph)[:max_stages]
@@ -229,7 +230,7 @@ class _Search:
                 finest = self.patch_attempt(knob, level, st, st.rows, reuse)[0]
                 if finest.arena_bytes <= self.budget:
                     cands += mine
-        cands.sort(key=lambda c: (c[0], c[1], c[2].last - c[2].first, not c[3]))
+        cands.sort(key=lambda c: (c[1], c[0], c[2].last - c[2].first, not c[3]))
         for extra, n, st, reuse in cands:
             p, record = self.patch_attempt(knob, level, st, n, reuse)
             if self.budget >= p.arena_bytes:

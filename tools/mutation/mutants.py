@@ -1087,9 +1087,9 @@ MUTANTS = [
       "the pieces of the first band's fill leave a row out between them",
       ("tests/runtime/test_patched.py",)),
     M("fit-patch-most-recompute-first", "pyarena/planning/fit.py",
-      "        cands.sort(key=lambda c: (c[0], c[1], c[2].last - c[2].first, not c[3]))\n",
-      "        cands.sort(key=lambda c: (-c[0], c[1], c[2].last - c[2].first, not c[3]))\n",
-      "the patched candidates are tried most recompute first: more bands than the "
+      "        cands.sort(key=lambda c: (c[1], c[0], c[2].last - c[2].first, not c[3]))\n",
+      "        cands.sort(key=lambda c: (-c[1], c[0], c[2].last - c[2].first, not c[3]))\n",
+      "the patched candidates are tried most bands first: more bands than the "
       "budget needs", ("tests/runtime/test_patched.py",)),
     M("plan-budget-dropped-from-json", "pyarena/planning/result.py",
       '            **({} if self.budget is None else {"budget": self.budget}),\n',
