@@ -213,6 +213,11 @@ def test_mobilenet_under_a_budget_runs_patched_and_gives_the_same_outputs(native
     assert p.budget["fixed_order_bound_bytes"] == p0.lower_bound_bytes
     assert "patches" in p.summary()
     _coarser_does_not_fit(native, rec, budget)
+    # the fewest bands of any candidate that fits (the finest of each stage
+    # was planned first, then candidates fewest bands first up to this one)
+    fits = [t["patch"]["grid"][0] for t in p.budget["tried"]
+            if "patch" in t and t["arena_bytes"] <= budget]
+    assert rec["grid"][0] == min(fits)
     got = run(g, p, seed=1)
     for k in ref:
         np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-5)
