@@ -1086,7 +1086,7 @@ MUTANTS = [
       "                part = (a, min(a + step - 1, rows[1]))\n",
       "the pieces of the first band's fill leave a row out between them",
       ("tests/runtime/test_patched.py",)),
-    M("fit-patch-most-recompute-first", "pyarena/planning/fit.py",
+    M("fit-patch-most-bands-first", "pyarena/planning/fit.py",
       "        cands.sort(key=lambda c: (c[1], c[0], c[2].last - c[2].first, not c[3]))\n",
       "        cands.sort(key=lambda c: (-c[1], c[0], c[2].last - c[2].first, not c[3]))\n",
       "the patched candidates are tried most bands first: more bands than the "
