@@ -16,10 +16,12 @@ that fits wins:
    not planned again (its plan would be the same).
 4. patch-based execution of a leading stage (:mod:`.patch`): the stage's
    ops run one band of output rows at a time, so its intermediate
-   tensors exist one band at a time.  Candidates (stage, number of bands)
-   are tried in order of least recompute (multiply-accumulates computed
-   twice at band edges), with the graph's scratch; a stage whose finest
-   banding does not fit is not tried further.
+   tensors exist one band at a time.  Candidates (stage, number of bands,
+   row reuse or recompute) are tried in order of fewest bands, then of
+   least recompute (multiply-accumulates computed twice at band edges;
+   none with row reuse, where a band keeps the rows it shares with the
+   next), with the graph's scratch; a stage whose finest banding does not
+   fit (either way) is not tried further that way.
 
 Each candidate is planned as usual; one whose arena is over ``B`` while
 its lower bound is not is planned again with ``capacity=B``, so the
@@ -210,23 +212,27 @@ class _Search:
         return None
 
     def patched(self, knob, max_stages=24):
-        """Step 4: the patched candidates, least recompute first; (plan,
-        None, scratch budget) for the first that fits, else None."""
+        """Step 4: the patched candidates, fewest bands first (each band
+        runs every op of the stage once: thin bands are slow), then least
+        recompute (row reuse: none); (plan, None, scratch budget) for the
+        first that fits, else None."""
         self.saved.restore()
         level = self.saved.budget
         found = stages(self.graph)[:max_stages]
         cands = []
         for st in found:
-            self.saved.restore()
-            mine = []
-            for n in sorted({-(-st.rows // r) for r in range(1, st.rows)}):
-                whole, banded = stage_macs(self.graph, st, band_rows(st.rows, n))
-                mine.append((banded - whole, n, st))
-            if self.patch_attempt(knob, level, st, st.rows)[0].arena_bytes <= self.budget:
-                cands += mine
-        cands.sort(key=lambda c: (c[0], c[1], c[2].last - c[2].first))
-        for extra, n, st in cands:
-            p, record = self.patch_attempt(knob, level, st, n)
+            for reuse in (True, False):
+                self.saved.restore()
+                mine = []
+                for n in sorted({-(-st.rows // r) for r in range(1, st.rows)}):
+                    whole, banded = stage_macs(self.graph, st, band_rows(st.rows, n), reuse)
+                    mine.append((banded - whole, n, st, reuse))
+                finest = self.patch_attempt(knob, level, st, st.rows, reuse)[0]
+                if finest.arena_bytes <= self.budget:
+                    cands += mine
+        cands.sort(key=lambda c: (c[1], c[0], c[2].last - c[2].first, not c[3]))
+        for extra, n, st, reuse in cands:
+            p, record = self.patch_attempt(knob, level, st, n, reuse)
             if self.budget >= p.arena_bytes:
                 self.patch = record
                 return p, None, level
@@ -234,15 +240,16 @@ class _Search:
             self.note += "; no stage of the graph can run in row bands"
         return None
 
-    def patch_attempt(self, knob, level, st, n):
+    def patch_attempt(self, knob, level, st, n, reuse=True):
         """Plan with ``st`` patched into ``n`` row bands (recorded in
         ``tried``); (plan, patch record)."""
         self.saved.restore()
-        record = patch_graph(self.graph, st, n)
+        record = patch_graph(self.graph, st, n, reuse)
         self.size_patched(knob, level, record["op"])
         p = self.attempt()
         self.tried.append({"order": "given", "scratch_budget": level,
-                           "patch": {"op": record["op"], "grid": record["grid"]},
+                           "patch": {"op": record["op"], "grid": record["grid"],
+                                     "reuse": record["reuse"]},
                            "arena_bytes": p.arena_bytes,
                            "lower_bound_bytes": p.lower_bound_bytes})
         return p, record

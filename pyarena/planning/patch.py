@@ -6,7 +6,8 @@ network needs far less.  A *patched stage* runs a contiguous run of spatial
 ops -- Conv (depthwise and grouped too, with a fused activation or residual),
 MaxPool / AveragePool, per-element activations, BatchNormalization and
 element-wise Add / Sub / Mul / Div / Max / Min, and constant-mode Pad
-of H and W (TFLite models write one before a stride-2 conv) -- one band of output rows at
+of H, W and the channels (TFLite models write one before a stride-2 conv,
+and one of the channels in a skip branch) -- one band of output rows at
 a time: for each band of the stage output, the receptive-field arithmetic
 below gives the rows of every tensor of the stage that band needs, the ops
 compute just those rows into small band buffers, and the band is written
@@ -45,7 +46,7 @@ from ..errors import GraphError
 from ..graph import Op
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
-           "stage_macs", "op_geometry"]
+           "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows"]
 
 PATCH_OP = "PatchedStage"
 
@@ -75,8 +76,9 @@ def _pads(attrs, size, k, s, d):
 
 
 def _pad_geometry(op, graph, h_axis):
-    """("pad", top, bottom, begins, ends) of a constant-mode Pad of the H
-    and W axes only (begins / ends per axis), or None."""
+    """("pad", top, bottom, begins, ends) of a constant-mode Pad of the H,
+    W and channel axes (begins / ends per axis; a channel pad is what a
+    BlazeBlock's skip branch writes to widen it), or None."""
     x = graph.tensors[op.inputs[0]].shape
     mode = op.attrs.get("mode", "constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
@@ -93,8 +95,7 @@ def _pad_geometry(op, graph, h_axis):
     if op.attrs.get("layout_pairs"):                  # TFLite: [[begin, end], ...]
         pads = pads.reshape(-1, 2).T.reshape(-1)
     begin, end = [int(v) for v in pads[:4]], [int(v) for v in pads[4:]]
-    if min(begin + end) < 0 or any(begin[a] or end[a] for a in range(4)
-                                   if a not in (h_axis, h_axis + 1)):
+    if min(begin + end) < 0 or begin[0] or end[0]:
         return None
     return "pad", begin[h_axis], end[h_axis], begin, end
 
@@ -191,11 +192,16 @@ def _op_ok(op, graph, inside, h_axis):
 
 
 class Stage:
-    """Ops ``graph.ops[first:last + 1]`` from tensor ``x`` to tensor ``y``."""
+    """Ops ``graph.ops[first:last + 1]`` from tensor ``x`` to tensor ``y``,
+    but for those at the indices ``hoisted``: a side branch that reads
+    nothing of the stage but ``x`` (and what the branch itself makes),
+    run whole before the stage."""
 
-    def __init__(self, graph, first, last, x, y, h_axis):
+    def __init__(self, graph, first, last, x, y, h_axis, hoisted=()):
         self.first, self.last, self.x, self.y, self.h_axis = first, last, x, y, h_axis
-        self.ops = graph.ops[first:last + 1]
+        self.hoisted = tuple(hoisted)
+        self.ops = [op for i, op in enumerate(graph.ops[first:last + 1], first)
+                    if i not in self.hoisted]
         self.rows = _h(graph.tensors[y].shape, h_axis)
 
     @property
@@ -219,11 +225,13 @@ def _h_axis(graph, op):
     return 1 if op.attrs.get("layout", "NCHW") == "NHWC" else 2
 
 
-def stages(graph, max_starts=3):
+def stages(graph, max_starts=3, side_starts=5):
     """Candidate stages: from the first ``max_starts`` spatial ops reading a
-    4-D tensor, every contiguous run of bandable ops after which exactly one
-    of its tensors is read later and whose output is smaller (fewer rows)
-    than its input.  Shortest first."""
+    4-D tensor, every contiguous run of bandable ops after which exactly
+    one of its tensors is read later and whose output is smaller (fewer
+    rows) than its input; from the first ``side_starts``, those that need
+    a side branch (reading only the stage input) run before them.
+    Shortest first."""
     last = _uses(graph)
     found, starts = [], 0
     for s, op0 in enumerate(graph.ops):
@@ -237,8 +245,12 @@ def stages(graph, max_starts=3):
         if not _op_ok(op0, graph, {x}, h_axis):
             continue
         starts += 1
-        found += _ends(_stages_from(graph, s, x, h_axis, last), graph)
-        if starts >= max_starts:
+        for hoist in (False, True):
+            if not hoist and starts > max_starts:
+                continue
+            found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist), graph)
+                      if not hoist or st.hoisted]
+        if starts >= max(max_starts, side_starts):
             break
     return sorted(found, key=lambda st: (st.last - st.first, st.first))
 
@@ -259,14 +271,19 @@ def _ends(found, graph):
     return out
 
 
-def _stages_from(graph, s, x, h_axis, last):
+def _stages_from(graph, s, x, h_axis, last, hoist):
     inside, made, out = {x}, [], []
+    side, hoisted = {x}, []         # a side branch from x: run before the stage
     hx = _h(graph.tensors[x].shape, h_axis)
     for j in range(s, len(graph.ops)):
         op = graph.ops[j]
-        if not _op_ok(op, graph, inside, h_axis) or any(
-                n and n not in inside and graph.tensors[n].role != "constant"
-                for n in op.inputs):
+        ins = [n for n in op.inputs if n and graph.tensors[n].role != "constant"]
+        if hoist and j > s and ins and all(n in side for n in ins) and \
+                not any(n in op.inputs for n in made):
+            side.update(n for n in op.outputs if n)
+            hoisted.append(j)
+            continue
+        if not _op_ok(op, graph, inside, h_axis) or any(n not in inside for n in ins):
             break
         inside.add(op.outputs[0])
         made.append(op.outputs[0])
@@ -280,7 +297,7 @@ def _stages_from(graph, s, x, h_axis, last):
             continue
         hy = _h(graph.tensors[y].shape, h_axis)
         if 2 <= hy < hx:
-            out.append(Stage(graph, s, j, x, y, h_axis))
+            out.append(Stage(graph, s, j, x, y, h_axis, hoisted))
     return out
 
 
@@ -304,42 +321,164 @@ def _in_rows(geo, a, b, size):
     return (r0, r1), (r0 - lo, hi - r1)
 
 
-def band_needs(ops, tensors, y, band, h_axis, geos):
-    """For output rows ``band`` of tensor ``y``: ``need`` (tensor -> rows
-    computed) and, per op index, ``(requests, pads)``: the rows of each
-    stage input it reads (input index -> (r0, r1)) and its band pads along
-    H (None for a per-element op); None for an op the band does not run
-    (only a band of padding reads its output, and reads no rows of it).
+def band_needs(ops, tensors, y, band, h_axis, geos, done=None):
+    """For output rows ``band`` of tensor ``y``: ``need`` (tensor -> its
+    window: the hull of the rows its readers read in this band) and, per op
+    index, ``(requests, pads, rows)``: the rows of each stage input it
+    reads (input index -> (r0, r1)), its band pads along H (None for a
+    per-element op) and the rows of its output it computes; None for an
+    op the band does not run (only a band of padding reads its output, and
+    reads no rows of it; or, with reuse, every row it would make is kept).
     ``tensors`` maps names to shapes of the stage's tensors, ``geos`` op
-    index -> geometry (spatial ops)."""
+    index -> geometry (spatial ops).  ``done`` (row reuse: tensor -> the
+    end of the rows the bands before computed, updated here) makes each
+    op compute only the rows of its window past those: the rows before
+    are kept from the band before."""
     need, read = {y: tuple(band)}, {y}
-    per_op = {}
+    per_op, made = {}, {}
     for i in range(len(ops) - 1, -1, -1):
         op = ops[i]
         out = need.get(op.outputs[0])
         if op.outputs[0] not in read:
             raise GraphError(f"patched stage: op {op.name!r} computes rows nothing reads")
+        if out is not None and done is not None:
+            lo = max(out[0], done.get(op.outputs[0], 0))
+            out = (lo, out[1]) if lo < out[1] else None
         if out is None:
             per_op[i] = None
             read.update(n for n in op.inputs if n in tensors)
             continue
-        a, b = out
-        req, pads = {}, None
-        for k, n in enumerate(op.inputs):
-            if n not in tensors:
-                continue
-            if k == 0 and i in geos:
-                r, pads = _in_rows(geos[i], a, b, _h(tensors[n], h_axis))
-            else:
-                r = (a, b)
-            req[k] = r
+        made[op.outputs[0]] = out[1]
+        req, pads = op_rows(ops, i, tensors, h_axis, geos, out)
+        for k, r in req.items():
+            n = op.inputs[k]
             read.add(n)
             if r[0] == r[1]:
                 continue
             have = need.get(n)
             need[n] = r if have is None else (min(have[0], r[0]), max(have[1], r[1]))
-        per_op[i] = (req, pads)
+        per_op[i] = (req, pads, out)
+    if done is not None:
+        done.update(made)
     return need, per_op
+
+
+def op_rows(ops, i, tensors, h_axis, geos, rows):
+    """(the rows of each stage input op ``i`` reads, its band pads along H)
+    for output rows ``rows`` (see :func:`band_needs`)."""
+    op, (a, b) = ops[i], rows
+    req, pads = {}, None
+    for k, n in enumerate(op.inputs):
+        if n not in tensors:
+            continue
+        if k == 0 and i in geos:
+            req[k], pads = _in_rows(geos[i], a, b, _h(tensors[n], h_axis))
+        else:
+            req[k] = (a, b)
+    return req, pads
+
+
+def stage_needs(ops, tensors, y, bands, h_axis, geos, reuse=False):
+    """:func:`band_needs` of every band in order.  With row reuse each band
+    computes only the rows the bands before did not, and the rows the first
+    band needs (the stage's whole receptive field) are made first by
+    :func:`fill_steps`, whose steps come before the bands' in the list."""
+    if not reuse:
+        return [band_needs(ops, tensors, y, b, h_axis, geos) for b in bands]
+    first, _ = band_needs(ops, tensors, y, bands[0], h_axis, geos)
+    done = {}
+    steps = fill_steps(ops, tensors, y, h_axis, geos, first, bands, done)
+    return steps + [band_needs(ops, tensors, y, b, h_axis, geos, done) for b in bands]
+
+
+def _ready(geo, have, size, out_size):
+    """Output rows of a spatial op computable from its input's first
+    ``have`` rows (of ``size``)."""
+    if have >= size:
+        return out_size
+    if geo[0] == "pad":
+        return min(out_size, have + geo[1])
+    s, d, k, pt = geo[:4]
+    return min(out_size, max(0, (have - 1 + pt - d * (k - 1)) // s + 1))
+
+
+def _frontier(ops, tensors, y, h_axis, geos, first, x_rows):
+    """tensor -> the rows [0, n) of it a fill step makes from the stage
+    input's first ``x_rows`` rows, capped by the first band's windows."""
+    x = ops[0].inputs[0]
+    have = {x: min(x_rows, _h(tensors[x], h_axis))}
+    for i, op in enumerate(ops):
+        out = op.outputs[0]
+        n = _h(tensors[out], h_axis)
+        for j, m in enumerate(op.inputs):
+            if m not in have:
+                continue
+            if j == 0 and i in geos:     # rows along H differ: through the op's window
+                n = min(n, _ready(geos[i], have[m], _h(tensors[m], h_axis), n))
+            else:                        # element-wise: the same rows
+                n = min(n, have[m])
+        have[out] = 0 if out == y else min(n, first.get(out, (0, 0))[1])
+    return have
+
+
+def _next_read(ops, tensors, h_axis, geos, i, j, done):
+    """The first row of input ``j`` op ``i`` reads for its next output row."""
+    out = ops[i].outputs[0]
+    if done.get(out, 0) >= _h(tensors[out], h_axis):
+        return None
+    a = done.get(out, 0)
+    r = op_rows(ops, i, tensors, h_axis, geos, (a, a + 1))[0][j]
+    return r[0]
+
+
+def fill_steps(ops, tensors, y, h_axis, geos, first, bands, done):
+    """Row reuse: the steps that make the rows ``first`` (the first band's
+    windows) lists, a few input rows at a time (as many as a band reads),
+    every op as far as its inputs allow.  Each step is ``(need,
+    per_op)`` as :func:`band_needs` gives; the windows hold the rows read
+    in the step and those a reader still needs later; ``done`` gets the
+    end of the rows made."""
+    x = ops[0].inputs[0]
+    step = max(1, -(-_h(tensors[x], h_axis) // len(bands)))
+    readers = {}
+    for i, op in enumerate(ops):
+        for j, n in enumerate(op.inputs):
+            if n in tensors:
+                readers.setdefault(n, []).append((i, j))
+    steps, r = [], step
+    while any(done.get(n, 0) < first[n][1] for n in first if n not in (x, y)):
+        have = _frontier(ops, tensors, y, h_axis, geos, first, r)
+        r += step
+        per_op, lo = {}, {}
+        for i, op in enumerate(ops):
+            out = op.outputs[0]
+            rows = (done.get(out, 0), have[out])
+            if rows[0] >= rows[1]:
+                per_op[i] = None
+                continue
+            req, pads = op_rows(ops, i, tensors, h_axis, geos, rows)
+            per_op[i] = (req, pads, rows)
+            lo[out] = min(lo.get(out, rows[0]), rows[0])
+            for j, q in req.items():
+                if q[0] < q[1]:
+                    lo[op.inputs[j]] = min(lo.get(op.inputs[j], q[0]), q[0])
+        for i, v in per_op.items():
+            if v is not None:
+                done[ops[i].outputs[0]] = v[2][1]
+        need = {}
+        for n, rs in readers.items():
+            if n == x:
+                if n in lo:
+                    need[n] = (lo[n], max(v[0][j][1] for i, j in rs
+                                          if (v := per_op[i]) is not None and j in v[0]))
+                continue
+            later = [q for i, j in rs if (q := _next_read(ops, tensors, h_axis, geos, i, j,
+                                                         done)) is not None]
+            a = min(([lo[n]] if n in lo else []) + later, default=None)
+            if a is not None and a < done.get(n, 0):
+                need[n] = (max(0, a), done[n])
+        steps.append((need, per_op))
+    return steps
 
 
 def _macs_per_row(op, graph):
@@ -356,21 +495,20 @@ def _macs_per_row(op, graph):
     return n * c * wo * per_out
 
 
-def stage_macs(graph, stage, bands):
+def stage_macs(graph, stage, bands, reuse=False):
     """(MACs of the stage run whole, MACs of the banded run).  The banded
     run may compute fewer: rows no band needs (the last rows under a
-    stride) are not computed at all."""
+    stride) are not computed at all; with ``reuse`` no row twice."""
     tensors = {n: graph.tensors[n].shape for n in _stage_tensors(stage)}
     geos = _geos(graph, stage)
     per_row = [_macs_per_row(op, graph) for op in stage.ops]
     whole = sum(r * _h(graph.tensors[op.outputs[0]].shape, stage.h_axis)
                 for r, op in zip(per_row, stage.ops))
     banded = 0
-    for band in bands:
-        need, _ = band_needs(stage.ops, tensors, stage.y, band, stage.h_axis, geos)
-        banded += sum(r * (need.get(op.outputs[0], (0, 0))[1] -
-                           need.get(op.outputs[0], (0, 0))[0])
-                      for r, op in zip(per_row, stage.ops))
+    for _, per_op in stage_needs(stage.ops, tensors, stage.y, bands, stage.h_axis, geos,
+                                 reuse):
+        banded += sum(r * (per_op[i][2][1] - per_op[i][2][0])
+                      for i, r in enumerate(per_row) if per_op[i] is not None)
     return whole, banded
 
 
@@ -386,12 +524,13 @@ def _geos(graph, stage):
             if op.op_type in SPATIAL}
 
 
-def patch_graph(graph, stage, n_bands):
+def patch_graph(graph, stage, n_bands, reuse=True):
     """Replace ``stage``'s ops in ``graph`` by one ``PatchedStage`` op running
-    ``n_bands`` row bands; the stage's intermediate tensors leave the graph.
-    Returns the record of what was done (for ``plan.budget``)."""
+    ``n_bands`` row bands (``reuse``: rows two bands share are kept from the
+    first, not computed again); the stage's intermediate tensors leave the
+    graph.  Returns the record of what was done (for ``plan.budget``)."""
     bands = band_rows(stage.rows, n_bands)
-    whole, banded = stage_macs(graph, stage, bands)
+    whole, banded = stage_macs(graph, stage, bands, reuse)
     inner = [op.outputs[0] for op in stage.ops if op.outputs[0] != stage.y]
     consts = []
     for op in stage.ops:
@@ -406,11 +545,11 @@ def patch_graph(graph, stage, n_bands):
                        "outputs": list(o.outputs), "attrs": dict(o.attrs)}
                       for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
-        "h_axis": stage.h_axis})
-    graph.ops[stage.first:stage.last + 1] = [op]
+        "h_axis": stage.h_axis, "reuse": bool(reuse)})
+    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]
     for n in inner:
         del graph.tensors[n]
     return {"op": name, "input": stage.x, "output": stage.y,
             "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
-            "bands": [list(b) for b in bands], "macs": whole,
+            "bands": [list(b) for b in bands], "reuse": bool(reuse), "macs": whole,
             "recompute_macs": max(0, banded - whole)}

@@ -349,7 +349,8 @@ def _patch_text(patch):
         return ""
     return (f", stage {patch['input']} -> {patch['output']} ({len(patch['ops'])} ops) "
             f"in {patch['grid'][0]} x {patch['grid'][1]} patches, "
-            f"+{patch['recompute_macs']:,} MACs recomputed")
+            + ("rows shared by two bands kept (row reuse)" if patch.get("reuse") else
+               f"+{patch['recompute_macs']:,} MACs recomputed"))
 
 
 def _plans(n):

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from pyarena import InvalidArgumentError
 from pyarena.graph import Graph
-from pyarena.planning.patch import band_needs, band_rows, op_geometry, stages
+from pyarena.planning.patch import (band_needs, band_rows, op_geometry, stage_needs,
+                                   stages)
 from pyarena.planning.result import _budget_from_json
 
 
@@ -108,7 +109,8 @@ def test_band_needs_are_the_hull_of_the_rows_each_band_depends_on(layers, h, dat
             if per_op[i] is None:   # only a band of padding reads it: no rows needed
                 assert not deps.get(op.outputs[0])
                 continue
-            req, pads = per_op[i]
+            req, pads, made = per_op[i]
+            assert made == need[op.outputs[0]]     # no reuse: the whole window
             if op.op_type == "Pad":  # real rows + band padding = the band's rows
                 (r0, r1), out = req[0], need[op.outputs[0]]
                 assert r1 - r0 + pads[0] + pads[1] == out[1] - out[0]
@@ -125,6 +127,49 @@ def test_band_needs_are_the_hull_of_the_rows_each_band_depends_on(layers, h, dat
                     out[1] - out[0]
                 assert 0 <= pads[0] <= op.attrs["pads"][0]
                 assert 0 <= pads[1] <= op.attrs["pads"][2]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(SPATIAL, min_size=1, max_size=5), st.integers(4, 40), st.data())
+def test_row_reuse_computes_each_needed_row_once_and_keeps_what_later_bands_read(
+        layers, h, data):
+    g, shapes = build(layers, h)
+    if not g.ops:
+        return
+    y = g.ops[-1].outputs[0]
+    rows = shapes[y][2]
+    bands = band_rows(rows, data.draw(st.integers(1, rows)))
+    geos = {i: op_geometry(op, g, 2) for i, op in enumerate(g.ops)
+            if op.op_type in ("Conv", "MaxPool", "Pad")}
+    x = g.ops[0].inputs[0]
+    computed, window = {}, {}       # tensor -> rows made so far; its last window
+    steps = stage_needs(g.ops, shapes, y, bands, 2, geos, reuse=True)
+    fill = len(steps) - len(bands)          # the steps that fill the first band's windows
+    assert fill >= 0
+    for k, (need, per_op) in enumerate(steps):
+        for name, (lo, hi) in need.items():
+            # the window starts no higher than the last one: the rows it
+            # keeps are still in the buffer
+            assert window.get(name, (0, 0))[0] <= lo
+            window[name] = (lo, hi)
+        for i, op in enumerate(g.ops):
+            if per_op[i] is None:
+                continue
+            req, _, (a, b) = per_op[i]
+            for j, (r0, r1) in req.items():     # reads rows of the input's window
+                if r0 < r1 and op.inputs[j] != x:
+                    lo, hi = need[op.inputs[j]]
+                    assert lo <= r0 <= r1 <= hi
+                    assert set(range(r0, r1)) <= computed[op.inputs[j]]
+            mine = set(range(a, b))
+            assert not mine & computed.get(op.outputs[0], set())     # no row twice
+            computed.setdefault(op.outputs[0], set()).update(mine)
+        if k < fill:
+            assert per_op[len(g.ops) - 1] is None    # no row of the output while filling
+            continue
+        for name, rs in brute(g, y, bands[k - fill]).items():   # all it needs is made by now
+            if name != x:
+                assert rs <= computed.get(name, set()) <= set(range(shapes[name][2]))
 
 
 def test_no_stage_without_a_spatial_op_or_with_an_unknown_op():

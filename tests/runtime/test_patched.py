@@ -56,15 +56,15 @@ def chain(layers, h, w, c=3):
             if hh + 2 * pad < k or ww + 2 * pad < k:
                 continue
             t = b.pool(t, k, s, "MaxPool" if kind == "maxpool" else "AveragePool", pad)
-        elif kind == "pad":         # rows and columns of 0 (padded) or of 0.5
+        elif kind == "pad":   # rows, columns (and a channel) of 0 (padded) or of 0.5
             top, bottom, left = k // 2 + padded, s - 1, d - 1
             pads = b._name("pads")
             b.g.add_tensor(pads, (8,), "int64", role="constant",
-                           data=np.array([0, 0, top, left, 0, 0, bottom, 1], np.int64))
+                           data=np.array([0, 0, top, left, 0, d - 1, bottom, 1], np.int64))
             ins = [t, pads]
             if not padded:
                 ins.append(b.const(b._name("value"), np.array(0.5, np.float32)))
-            y = b.tensor((n, c, hh + top + bottom, ww + left + 1))
+            y = b.tensor((n, c + d - 1, hh + top + bottom, ww + left + 1))
             b.g.add_op("Pad", ins, [y], name=b._name("pad"), mode="constant")
             t = y
         elif kind == "relu":
@@ -84,23 +84,23 @@ def run(g, p=None, seed=0):
     return {k: np.array(v) for k, v in ex.run(random_feeds(g, seed=seed)).items()}
 
 
-def patched_copy(build, n_bands, first=0, last=None):
+def patched_copy(build, n_bands, first=0, last=None, reuse=True):
     g = build()
     ops = g.ops
     last = len(ops) - 1 if last is None else last
     st_ = Stage(g, first, last, ops[first].inputs[0], ops[last].outputs[0], 2)
-    record = patch_graph(g, st_, n_bands)
+    record = patch_graph(g, st_, n_bands, reuse=reuse)
     return set_scratch(g, None, getattr(g, "native", True)), record
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(LAYER, min_size=1, max_size=4), st.integers(6, 19), st.integers(4, 9),
-       st.integers(1, 8), st.booleans())
-def test_bands_give_the_unpatched_outputs(layers, h, w, n_bands, native):
+       st.integers(1, 8), st.booleans(), st.booleans())
+def test_bands_give_the_unpatched_outputs(layers, h, w, n_bands, native, reuse):
     def build():
         return set_scratch(chain(layers, h, w), None, native)
     ref = run(build())
-    g, record = patched_copy(build, n_bands)
+    g, record = patched_copy(build, n_bands, reuse=reuse)
     assert [op.op_type for op in g.ops] == [PATCH_OP]
     p = plan(g)
     assert validate(p) == []
@@ -110,7 +110,7 @@ def test_bands_give_the_unpatched_outputs(layers, h, w, n_bands, native):
     bands = record["bands"]
     assert bands[0][0] == 0 and all(a[1] == b[0] for a, b in zip(bands, bands[1:]))
     assert record["macs"] > 0      # the last 1x1 conv at least
-    if len(bands) == 1:
+    if len(bands) == 1 or reuse:      # row reuse: no row computed twice
         assert record["recompute_macs"] == 0
 
 
@@ -141,6 +141,56 @@ def test_a_tensor_read_twice_is_computed_for_both_readers_rows():
     np.testing.assert_allclose(got[g.outputs[0]], ref[g.outputs[0]], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_row_reuse_keeps_shared_rows_in_less_workspace_than_recomputing_them(native):
+    """Five 3x3 convs (a residual around two) in one-row bands: recomputing
+    needs the receptive field of every band (11 rows at the input side);
+    reuse keeps the rows two bands share (three per tensor), in less
+    workspace and with no MAC twice; the outputs are the same."""
+    layers = [("conv", 3, 1, 1, True), ("res", 3, 1, 1, True), ("conv", 3, 1, 1, True),
+              ("dw", 3, 1, 1, True), ("conv", 3, 2, 1, True)]
+
+    def build():
+        return set_scratch(chain(layers, 40, 12, c=6), None, native)
+    ref = run(build())
+    sizes = {}
+    for reuse in (False, True):
+        g, record = patched_copy(build, 20, reuse=reuse)
+        sizes[reuse] = g.ops[0].scratch_bytes
+        assert (record["recompute_macs"] == 0) == reuse
+        got = run(g)
+        np.testing.assert_allclose(got[g.outputs[0]], ref[g.outputs[0]], rtol=1e-4,
+                                   atol=1e-4)
+    assert sizes[True] < sizes[False]
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_a_side_branch_of_the_stage_input_runs_before_the_stage(reuse):
+    """x feeds the stage and a branch read after it (as a decoder reads an
+    early map): the branch is run whole before the patched op, so the stage
+    ends with one live tensor; outputs as unpatched."""
+    def build():
+        b = GraphBuilder("side", seed=3)
+        x = b.relu(b.input((1, 4, 32, 12)))
+        a = b.conv(x, 8, 3, 1)
+        side = b.relu(b.conv(x, 4, 3, 1))      # read only at the end
+        y = b.conv(b.relu(a), 8, 3, 2)
+        return set_scratch(b.finish([b.conv(y, 4, 1), side]))
+    ref = run(build())
+    g = build()
+    found = [st for st in stages(g) if st.hoisted]
+    assert found and all(g.ops[i].inputs[0] != st.y for st in found for i in st.hoisted)
+    st_ = max(found, key=lambda st: len(st.ops))
+    hoisted = [g.ops[i].name for i in st_.hoisted]
+    patch_graph(g, st_, 5, reuse=reuse)
+    set_scratch(g)
+    at = [op.op_type for op in g.ops].index(PATCH_OP)
+    assert [op.name for op in g.ops[at - len(hoisted):at]] == hoisted
+    got = run(g)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-5)
+
+
 def mobilenet(native=True):
     return set_scratch(mobilenet_v2(resolution=64, classes=10), None, native)
 
@@ -163,6 +213,11 @@ def test_mobilenet_under_a_budget_runs_patched_and_gives_the_same_outputs(native
     assert p.budget["fixed_order_bound_bytes"] == p0.lower_bound_bytes
     assert "patches" in p.summary()
     _coarser_does_not_fit(native, rec, budget)
+    # the fewest bands of any candidate that fits (the finest of each stage
+    # was planned first, then candidates fewest bands first up to this one)
+    fits = [t["patch"]["grid"][0] for t in p.budget["tried"]
+            if "patch" in t and t["arena_bytes"] <= budget]
+    assert rec["grid"][0] == min(fits)
     got = run(g, p, seed=1)
     for k in ref:
         np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-5)
@@ -186,7 +241,7 @@ def _coarser_does_not_fit(native, rec, budget):
     coarser = [k for k in range(1, n) if -(-rows // k) != -(-rows // n)]
     if not coarser:
         return
-    patch_graph(g, stage, coarser[-1])
+    patch_graph(g, stage, coarser[-1], reuse=rec["reuse"])
     set_scratch(g, None, native)
     p = plan(g)
     assert p.arena_bytes > budget

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...graph import Graph, Op, Tensor
-from ...planning.patch import SPATIAL, band_needs, op_geometry
+from ...planning.patch import SPATIAL, op_geometry, op_rows, stage_needs
 from .registry import KERNELS, Kernel, make_kernel, register
 
 _ALIGN = 64
@@ -93,17 +93,59 @@ class PatchedStage(Kernel):
                                         "value": float(op.attrs.get("value", 0.0))})
         shapes = {n: s for n, (s, _) in self.shapes.items()}
         self.bands = [tuple(b) for b in a["bands"]]
-        self.needs = [band_needs(self.ops, shapes, self.y_name, b, h, self.geos)
-                      for b in self.bands]
+        self.reuse = bool(a.get("reuse", False))
+        self.needs = stage_needs(self.ops, shapes, self.y_name, self.bands, h, self.geos,
+                                 self.reuse)
+        self.moves = self._kept()
+        self.plain, self.chunk = shapes, self._chunks()
         self.subs = {}
         self.slots = {}
         self.root = self._in_place()
-        for need, per_op in self.needs:
-            self._band_slots(need, per_op)
+        for band, (need, per_op) in enumerate(self.needs):
+            self._band_slots(band, need, per_op)
         self.offsets, total = first_fit(self.slots)
         self.scratch = [((total,), np.uint8)] if total else []
         self._runtime_inputs()
         self._key = None
+
+    def _kept(self):
+        """Row reuse: per band, ``{tensor: (rows down, rows kept)}`` -- the
+        rows of its window the bands before computed, moved to the start
+        of its buffer (they were ``rows down`` further in) before the band
+        runs.  A tensor that keeps rows (``self.held``) has a buffer of its
+        own for the whole stage."""
+        base, done, moves, self.held, self.cap = {}, {}, [], set(), {}
+        if not self.reuse:              # every band computes its whole window
+            return [{} for _ in self.needs]
+        for need, per_op in self.needs:
+            mine = {}
+            for n, (lo, hi) in need.items():
+                if n in (self.x_name, self.y_name):
+                    continue
+                if n in done and done[n] > lo:
+                    if lo < base[n]:
+                        self.malformed(f"the window of {n!r} moves up between bands")
+                    mine[n] = (lo - base[n], min(done[n], hi) - lo)
+                    self.held.add(n)
+                base[n] = lo
+            for i, op in enumerate(self.ops):
+                if per_op[i] is not None:
+                    done[op.outputs[0]] = per_op[i][2][1]
+            moves.append(mine)
+        self.cap = {n: max(need[n][1] - need[n][0] for need, _ in self.needs if n in need)
+                    for n in self.held}
+        return moves
+
+    def _layout(self, n, need):
+        """The rows of ``n``'s buffer as laid out in this band: a held
+        tensor's buffer keeps the layout of its largest window (in NCHW the
+        channel stride depends on it), the others are their window."""
+        return (0, self.cap[n]) if n in self.held else need[n]
+
+    def _window(self, sc, n, need):
+        """The view of ``n``'s window in its band buffer."""
+        buf = self._view(sc, self.root.get(n, n), n, self._layout(n, need))
+        return _cut(buf, self.h, (0, need[n][1] - need[n][0]))
 
     def _in_place(self):
         """tensor -> the tensor whose band buffer it is written into: an
@@ -125,7 +167,7 @@ class PatchedStage(Kernel):
             for j, n in enumerate(op.inputs[:1 if kind == "unary" else 2]):
                 if n in (self.x_name, self.y_name) or n not in self.shapes or \
                         last.get(n) != i or out == self.y_name or \
-                        self.shapes[n] != self.shapes[out]:
+                        self.shapes[n] != self.shapes[out] or {n, out} & self.held:
                     continue
                 if all(per_op[i][0].get(j) == need.get(n) for need, per_op in self.needs):
                     root[out] = root.get(n, n)
@@ -137,14 +179,40 @@ class PatchedStage(Kernel):
         """``(index, op, rows each input needs, kernel)`` of every op the
         band runs (a band of padding alone skips the ops only it needs)."""
         for i, op in enumerate(self.ops):
-            if per_op[i] is not None:
-                req, pads = per_op[i]
-                yield i, op, req, self._kernel(i, op, req, pads, need[op.outputs[0]])
+            if per_op[i] is None:
+                continue
+            req, pads, rows = per_op[i]
+            step = self.chunk.get(i, rows[1] - rows[0])
+            if rows[1] - rows[0] <= step:
+                yield i, op, req, rows, self._kernel(i, op, req, pads, rows)
+                continue
+            for a in range(rows[0], rows[1], step):      # the first band's fill
+                part = (a, min(a + step, rows[1]))
+                req, pads = op_rows(self.ops, i, self.plain, self.h, self.geos, part)
+                yield i, op, req, part, self._kernel(i, op, req, pads, part)
 
-    def _band_slots(self, need, per_op):
+    def _chunks(self):
+        """Row reuse: op index -> the most rows it computes in one band after
+        the first.  The first band also fills every window (its rows are
+        the stage's whole receptive field), so its ops run in pieces of at
+        most that many rows: their workspace and staging stay those of the
+        bands after."""
+        if not self.reuse or len(self.bands) < 2:
+            return {}
+        out = {}
+        for _, per_op in self.needs[len(self.needs) - len(self.bands) + 1:]:
+            for i, v in per_op.items():
+                if v is not None:
+                    out[i] = max(out.get(i, 1), v[2][1] - v[2][0])
+        return out
+
+    def _band_slots(self, band, need, per_op):
         """The kernels and workspace slots one band needs."""
-        last = self.last
-        for i, op, req, k in self._band_ops(need, per_op):
+        last, end = self.last, len(self.ops)
+        for n, (down, kept) in self.moves[band].items():
+            if down and not (down >= kept and self._whole_rows(n)):
+                self._slot(("move",), self._bytes(n, (0, kept)), -1, -1)
+        for i, op, req, rows, k in self._band_ops(need, per_op):
             out = op.outputs[0]
             if k.scratch_bytes:
                 self._slot(("sc", i), k.scratch_bytes, i, i)
@@ -152,17 +220,29 @@ class PatchedStage(Kernel):
                 n = op.inputs[j]
                 if r[0] == r[1]:
                     continue
-                src = self.shapes[n][0] if n == self.x_name else _rows(
-                    self.shapes[n][0], self.h, need[n])
+                src = _rows(self.shapes[n][0], self.h,
+                            (0, self.shapes[n][0][self.h]) if n == self.x_name else
+                            self._layout(n, need))
                 rel = r if n == self.x_name else (r[0] - need[n][0], r[1] - need[n][0])
                 if not _contiguous(src, self.h, rel):
                     self._slot(("in", i, j), self._bytes(n, r), i, i)
             if out == self.y_name:
-                if not _contiguous(self.shapes[out][0], self.h, need[out]):
-                    self._slot(("y",), self._bytes(out, need[out]), i, i)
+                if not _contiguous(self.shapes[out][0], self.h, rows):
+                    self._slot(("y",), self._bytes(out, rows), i, i)
+                continue
+            if out in self.held:
+                self._slot(out, self._bytes(out, (0, self.cap[out])), -1, end)
             else:
                 self._slot(self.root.get(out, out), self._bytes(out, need[out]), i,
                            last.get(out, i))
+            rel = (rows[0] - need[out][0], rows[1] - need[out][0])
+            if not _contiguous(_rows(self.shapes[out][0], self.h, self._layout(out, need)),
+                               self.h, rel):
+                self._slot(("out", i), self._bytes(out, rows), i, i)
+
+    def _whole_rows(self, n):
+        """Rows of ``n`` are single blocks (NHWC or one channel, batch 1)."""
+        return math.prod(self.shapes[n][0][:self.h]) == 1
 
     def _bytes(self, n, r):
         shape, dt = self.shapes[n]
@@ -223,47 +303,78 @@ class PatchedStage(Kernel):
         nb = math.prod(shape) * dt.itemsize
         return sc[off:off + nb].view(dt).reshape(shape)
 
+    def _moves(self, sc, band, need):
+        """The copies that move the kept rows of each held tensor to the
+        start of its buffer (through the move buffer when the two places
+        overlap or are not single blocks)."""
+        pre = []
+        for n, (down, kept) in self.moves[band].items():
+            if not down:
+                continue
+            buf = self._view(sc, n, n, (0, self.cap[n]))
+            src, dst = _cut(buf, self.h, (down, down + kept)), _cut(buf, self.h, (0, kept))
+            if down >= kept and self._whole_rows(n):
+                pre.append((dst, src))
+            else:
+                via = self._view(sc, ("move",), n, (0, kept))
+                pre += [(via, src), (dst, via)]
+        return pre
+
+    def _band_inputs(self, sc, x, xs, i, op, req, need):
+        """The input views of op ``i`` in one band and the staging copies
+        that make them single blocks."""
+        pre, ins = [], []
+        for j, n in enumerate(op.inputs):
+            if not n:
+                ins.append(None)
+            elif j not in req:
+                ins.append(xs[self.consts[n]])
+            elif req[j][0] == req[j][1]:    # a band of padding alone
+                ins.append(np.empty(_rows(self.shapes[n][0], self.h, req[j]),
+                                    self.shapes[n][1]))
+            else:
+                src = _cut(x, self.h, req[j]) if n == self.x_name else _cut(
+                    self._window(sc, n, need), self.h,
+                    (req[j][0] - need[n][0], req[j][1] - need[n][0]))
+                if ("in", i, j) in self.offsets and not src.flags.c_contiguous:
+                    dst = self._view(sc, ("in", i, j), n, req[j])
+                    pre.append((dst, src))
+                    src = dst
+                ins.append(src)
+        return pre, ins
+
+    def _band_output(self, sc, y, i, out, rows, need):
+        """(the view op ``i`` writes, the copy after it or None)."""
+        if out == self.y_name:
+            whole = _cut(y, self.h, rows)
+            if whole.flags.c_contiguous:
+                return whole, None
+            dst = self._view(sc, ("y",), out, rows)
+            return dst, (whole, dst)
+        lo = need[out][0]
+        part = _cut(self._window(sc, out, need), self.h, (rows[0] - lo, rows[1] - lo))
+        if part.flags.c_contiguous:
+            return part, None
+        dst = self._view(sc, ("out", i), out, rows)
+        return dst, (part, dst)
+
     def _steps(self, xs, y, sc):
         """Per band: (copies before, kernel, inputs, outputs, scratch, copy after)."""
         for k in self.subs.values():
             k.workers = self.workers
         x = xs[0]
         steps = []
-        for band, (need, per_op) in zip(self.bands, self.needs):
-            for i, op, req, k in self._band_ops(need, per_op):
-                out = op.outputs[0]
-                pre, ins = [], []
-                for j, n in enumerate(op.inputs):
-                    if not n:
-                        ins.append(None)
-                    elif j not in req:
-                        ins.append(xs[self.consts[n]])
-                    elif req[j][0] == req[j][1]:    # a band of padding alone
-                        ins.append(np.empty(_rows(self.shapes[n][0], self.h, req[j]),
-                                            self.shapes[n][1]))
-                    else:
-                        src = _cut(x, self.h, req[j]) if n == self.x_name else _cut(
-                            self._view(sc, self.root.get(n, n), n, need[n]), self.h,
-                            (req[j][0] - need[n][0], req[j][1] - need[n][0]))
-                        if ("in", i, j) in self.offsets and not src.flags.c_contiguous:
-                            dst = self._view(sc, ("in", i, j), n, req[j])
-                            pre.append((dst, src))
-                            src = dst
-                        ins.append(src)
-                post = None
-                if out == self.y_name:
-                    whole = _cut(y, self.h, need[out])
-                    dst = whole
-                    if not whole.flags.c_contiguous:
-                        dst = self._view(sc, ("y",), out, need[out])
-                        post = (whole, dst)
-                else:
-                    dst = self._view(sc, self.root.get(out, out), out, need[out])
+        for band, (need, per_op) in enumerate(self.needs):
+            moves = self._moves(sc, band, need)
+            for i, op, req, rows, k in self._band_ops(need, per_op):
+                pre, ins = self._band_inputs(sc, x, xs, i, op, req, need)
+                dst, post = self._band_output(sc, y, i, op.outputs[0], rows, need)
                 ksc = None
                 if k.scratch_bytes:
                     o = self.offsets[("sc", i)]
                     ksc = sc[o:o + k.scratch_bytes]
-                steps.append((pre, k, ins, [dst], ksc, post))
+                steps.append((moves + pre, k, ins, [dst], ksc, post))
+                moves = []
         return steps
 
     def run(self, xs, ys, sc):
