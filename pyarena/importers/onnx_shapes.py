@@ -37,14 +37,16 @@ class NotCovered(Exception):
     """The model has an operator these rules do not cover."""
 
 
-def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None):
+def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None,
+                 values_out=None):
     """(shapes, types) of every tensor of ``model``, as ``collect`` returns
     them for a model ONNX's inference annotated.  Raises NotCovered, or
     ModelImportError naming ``where`` and the operator for inputs that do
     not go together.  ``known``: tensor name -> value of constants the
     model reads but does not compute (folded before), and of its
     initializers (not decoded again); ``attrs``: node -> its attributes
-    (a cache of them; default: decoded here)."""
+    (a cache of them; default: decoded here); ``values_out``: a dict given
+    gets the small constant values propagated (shape arithmetic)."""
     attrs = attrs or (lambda node: _attrs(onnx, node))
     shapes, types = collect(model)
     values = _small_initializers(onnx, model, known or {})
@@ -61,6 +63,8 @@ def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None):
                 _merge(name, shp, et, shapes, types)
         if node.op_type in _PROPAGATE and node.domain in ("", "ai.onnx"):
             _propagate(onnx, node, values, shapes, opset)
+    if values_out is not None:
+        values_out.update(values)
     return shapes, types
 
 

@@ -33,13 +33,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, PyArenaError
 from ..memory import Arena
-from ..planning import plan
+from ..planning import check_graph_budget, plan, resolve_max_memory
 from ..runtime import Executor
+from ..runtime.kernels import set_scratch
 from ..runtime.slack import plan_in_slack
 from . import load_model, require_extra, sniff_format
 from .import_cache import ImportCache
+from .resize import Template, resizable, resize
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -86,6 +88,7 @@ class InferenceSession:
         # weights); None until the first executor has placed the weights
         self._cache = ImportCache() if self.onnx is not None else None
         self._remembered = False
+        self._template = None       # the last imported graph, re-sized for new shapes
         self._inputs, self._outputs = self._describe()
         # 0-d integer / bool inputs (a sample rate, a flag): their value is
         # part of the signature, and the model is specialised on it
@@ -176,8 +179,13 @@ class InferenceSession:
         return ex
 
     def _prepare(self, shapes, values):
-        g = load_model(self.path, inputs=shapes, native=self.native, values=values or None,
-                       cache=self._cache)
+        g = self._resized(shapes) if not values else None
+        if g is None:
+            g = load_model(self.path, inputs=shapes, native=self.native,
+                           values=values or None, cache=self._cache)
+            derived = self._cache.derived if self._cache is not None else None
+            self._template = Template(g, derived) if derived is not None and not values \
+                and self.memory_budget is None and resizable(g, derived) else None
         if self._first is None:
             self._first = _Shared(g)
         else:
@@ -186,6 +194,22 @@ class InferenceSession:
             plan(g, memory_budget=self.memory_budget)
         self._lower = max(self._lower, p.lower_bound_bytes)
         return [g, p, None, None]
+
+    def _resized(self, shapes):
+        """The last imported signature's graph re-sized for ``shapes``
+        (``importers/resize.py``), its scratch sized; None when it cannot
+        be (the caller imports in full)."""
+        if self._template is None:
+            return None
+        g = resize(self._template, self._cache, self.onnx, self.path, shapes)
+        if g is None:
+            return None
+        try:
+            set_scratch(g)
+            check_graph_budget(g, resolve_max_memory(None))
+        except PyArenaError:        # the full import names what does not fit
+            return None
+        return g
 
     def _block(self, need):
         """The shared activation block, grown (replaced) if ``need`` is more."""
