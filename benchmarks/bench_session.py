@@ -117,7 +117,7 @@ PHASES = [("pyarena.importers.onnx", "_OnnxImport", "infer", "shape inference"),
           ("pyarena.importers", None, "set_scratch", "scratch sizes"),
           ("pyarena.importers.resize", None, "infer_shapes", "shape inference"),
           ("pyarena.graph.graph", "Graph", "resized", "graph"),
-          ("pyarena.importers.session", None, "set_scratch", "scratch sizes"),
+          ("pyarena.importers.session", None, "build_kernels", "scratch sizes"),
           ("pyarena.importers.session", None, "plan_in_slack", "plan"),
           ("pyarena.importers.session", None, "Executor", "kernels + binding"),
           ("pyarena.importers.session", "InferenceSession", "_executor", "total")]

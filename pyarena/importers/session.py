@@ -37,7 +37,7 @@ from ..errors import InvalidArgumentError, PyArenaError
 from ..memory import Arena
 from ..planning import check_graph_budget, plan, resolve_max_memory
 from ..runtime import Executor
-from ..runtime.kernels import set_scratch
+from ..runtime.keeper import build_kernels
 from ..runtime.slack import plan_in_slack
 from . import load_model, require_extra, sniff_format
 from .import_cache import ImportCache
@@ -166,12 +166,16 @@ class InferenceSession:
             while len(self._plans) > self.max_plans:
                 self._plans.popitem(last=False)
         self._plans.move_to_end(signature)
-        g, p, ex, block = entry
+        g, p, ex, block = entry[:4]
+        # the kernels built for the new plan's scratch sizes, not bound yet
+        # (once bound, an executor's kernels are its own: a re-binding builds anew)
+        kernels = entry[4] if len(entry) > 4 else None
         current = self._block(p.arena_bytes)        # grown if this plan needs more
         if ex is None or block is not current:      # (re)bound to the shared block
             # the plan was made from g by the planner in _prepare: not validated again
             ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
-                          weights_memo=self._first.packed, plan_checked=True)
+                          weights_memo=self._first.packed, plan_checked=True,
+                          kernels=kernels)
             entry[2:] = [ex, current]
             if self._cache is not None and not self._remembered:
                 self._cache.remember(g, self._first.weights_arena.owns)
@@ -179,7 +183,7 @@ class InferenceSession:
         return ex
 
     def _prepare(self, shapes, values):
-        g = self._resized(shapes) if not values else None
+        g, kernels = self._resized(shapes) if not values else (None, None)
         if g is None:
             g = load_model(self.path, inputs=shapes, native=self.native,
                            values=values or None, cache=self._cache)
@@ -193,23 +197,24 @@ class InferenceSession:
         p = plan_in_slack(g) if self.memory_budget is None else \
             plan(g, memory_budget=self.memory_budget)
         self._lower = max(self._lower, p.lower_bound_bytes)
-        return [g, p, None, None]
+        return [g, p, None, None, kernels]
 
     def _resized(self, shapes):
-        """The last imported signature's graph re-sized for ``shapes``
-        (``importers/resize.py``), its scratch sized; None when it cannot
-        be (the caller imports in full)."""
+        """(graph, kernels): the last imported signature's graph re-sized
+        for ``shapes`` (``importers/resize.py``) and its kernels, built once
+        (their scratch sizes set the ops'); (None, None) when it cannot be
+        (the caller imports in full)."""
         if self._template is None:
-            return None
+            return None, None
         g = resize(self._template, self._cache, self.onnx, self.path, shapes)
         if g is None:
-            return None
+            return None, None
         try:
-            set_scratch(g)
             check_graph_budget(g, resolve_max_memory(None))
+            kernels = build_kernels(g, self._first.weights_arena, self._first.packed)
         except PyArenaError:        # the full import names what does not fit
-            return None
-        return g
+            return None, None
+        return g, kernels
 
     def _block(self, need):
         """The shared activation block, grown (replaced) if ``need`` is more."""
