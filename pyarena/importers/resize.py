@@ -6,7 +6,8 @@ signature's only in its tensors' shapes and in the shape arithmetic folded
 from them (a ``Reshape`` target computed from a ``Shape``): the nodes, the
 static folds, the fused convolutions and their attributes are the same.
 :func:`resize` therefore runs pyarena's shape rules once over the model
-without its static nodes (``ImportCache.reduced``, read, not copied),
+without its static nodes (``ImportCache.reduced``, read, not copied;
+the rules prepared once, :class:`~.onnx_shapes.ShapeProgram`),
 takes the derived constants' new values from the rules' value propagation,
 and gives the last graph those shapes and values (:meth:`Graph.resized`):
 no protobuf copy, no folding passes, no graph building, no fusion.  The
@@ -32,7 +33,7 @@ from ..errors import PyArenaError
 from ..graph.binding import bind_shapes
 from ..runtime.slack import KEY as SLACK_KEY
 from .onnx import _CONTROL_FLOW, _attrs, _collect, _input_dims, _np_dtype
-from .onnx_shapes import NotCovered, infer_shapes
+from .onnx_shapes import NotCovered, ShapeProgram
 
 __all__ = ["Template", "resizable", "resize"]
 
@@ -44,6 +45,7 @@ class Template:
     def __init__(self, graph, derived):
         self.graph = graph
         self.derived = frozenset(derived)
+        self.program = None     # the shape rules over the reduced model, prepared once
 
 
 def resizable(graph, derived):
@@ -76,11 +78,14 @@ def resize(template, cache, onnx, path, inputs):
         shapes, types = _collect(m)
         shapes.update((k, list(v)) for k, v in bound.items())
         return shapes, types
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     values = {}
     try:
-        shapes, types = infer_shapes(onnx, model, opset, collect, path, cache.values,
-                                     partial(cache.attrs, partial(_attrs, onnx)), values)
+        if template.program is None:
+            opset = next((o.version for o in model.opset_import
+                          if o.domain in ("", "ai.onnx")), 1)
+            template.program = ShapeProgram(onnx, model, opset, path, cache.values,
+                                            partial(cache.attrs, partial(_attrs, onnx)))
+        shapes, types = template.program.run(collect(model), values)
     except (NotCovered, PyArenaError):
         return None
     data = {}

@@ -72,7 +72,7 @@ class WeightKeeper:
         if self._sources is None:
             self._sources = self._constant_sources()
         t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
-        if t is not None and t.data is not None:
+        if t is not None and t.data is not None and not self.weights.owns(t.data):
             share(t, kept)
         return kept
 
@@ -88,14 +88,14 @@ class WeightKeeper:
         self._sources = {}
 
     def _constant_sources(self):
-        """(address, bytes, dtype) -> constant tensor, for ``keep``."""
+        """(address, bytes, dtype) -> constant tensor, for ``keep`` (which
+        skips one already in the weights arena: asked only on a match)."""
         out = {}
         for t in self.graph.tensors.values():
             d = t.data
             if t.role != "constant" or not isinstance(d, np.ndarray):
                 continue
-            if d.flags.c_contiguous and d.dtype == np.dtype(t.dtype) and \
-                    not self.weights.owns(d):
+            if d.flags.c_contiguous and d.dtype == np.dtype(t.dtype):
                 out[_data_key(d)] = t
         return out
 
