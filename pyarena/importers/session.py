@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError, PyArenaError
 from ..memory import Arena
-from ..planning import check_graph_budget, plan, resolve_max_memory
+from ..planning import plan
 from ..runtime import Executor
 from ..runtime.keeper import build_kernels
 from ..runtime.slack import plan_in_slack
@@ -209,8 +209,7 @@ class InferenceSession:
         g = resize(self._template, self._cache, self.onnx, self.path, shapes)
         if g is None:
             return None, None
-        try:
-            check_graph_budget(g, resolve_max_memory(None))
+        try:    # (the budget is checked by the planner, before anything is allocated)
             kernels = build_kernels(g, self._first.weights_arena, self._first.packed)
         except PyArenaError:        # the full import names what does not fit
             return None, None

@@ -132,7 +132,9 @@ class Executor:
     A ``plan`` given is validated against ``graph`` first
     (PlanValidationError naming every problem), unless ``plan_checked``:
     the caller has just made it from this graph, unchanged since, with
-    the planner (InferenceSession does, for each new input shape).
+    the planner (InferenceSession does, for each new input shape): the
+    graph is not validated again either, and its budget check is the
+    plan's (weights + arena, which holds the largest tensor).
     ``kernels``: a :class:`~pyarena.runtime.keeper.Prepared` from
     ``build_kernels(graph, weights, weights_memo)`` (which set the ops'
     scratch sizes): its kernels run here instead of being built again,
@@ -142,11 +144,14 @@ class Executor:
     def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
                  plan_options=None, max_memory=None, threads=None, weights_memo=None,
                  plan_checked=False, kernels=None):
-        graph.validate()
-        budget = check_graph_budget(graph, max_memory)
-        if plan is not None:
-            if not plan_checked:
-                validate_plan(plan, graph, raise_errors=True)
+        checked = plan is not None and plan_checked
+        if checked:     # the planner validated the graph; weights + arena bound the rest
+            budget = check_plan_budget(plan, graph, max_memory)
+        else:
+            graph.validate()
+            budget = check_graph_budget(graph, max_memory)
+        if plan is not None and not checked:
+            validate_plan(plan, graph, raise_errors=True)
             check_plan_budget(plan, graph, budget)
         elif views is None and allocator is None:
             opts = {"max_memory": budget, **(plan_options or {})}
