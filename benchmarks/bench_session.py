@@ -109,7 +109,10 @@ def main():
 
 
 #: (module, object, attribute, phase): what a new signature runs, timed
-#: by wrapping (an attribute missing in this version is skipped)
+#: by wrapping (a module or attribute missing in this version is skipped;
+#: a signature re-sized from the last graph (importers/resize.py) runs the
+#: prepared shape rules, Graph.resized and build_kernels instead of the
+#: import's inference, folding, building, fusion and scratch sizing)
 PHASES = [("pyarena.importers.onnx", "_OnnxImport", "infer", "shape inference"),
           ("pyarena.importers.onnx", "_OnnxImport", "fold_pass", "folding"),
           ("pyarena.importers.onnx", "_OnnxImport", "build", "graph"),
@@ -146,8 +149,11 @@ def phases(path, args, widths):
                 active.discard(phase)
         return wrapper
     for mod, obj, attr, phase in PHASES:
-        owner = importlib.import_module(mod)
-        owner = getattr(owner, obj) if obj else owner
+        try:
+            owner = importlib.import_module(mod)
+        except ImportError:             # a module this version does not have
+            continue
+        owner = getattr(owner, obj, None) if obj else owner
         if hasattr(owner, attr):
             setattr(owner, attr, timed(getattr(owner, attr), phase))
     rounds = collections.defaultdict(list)
