@@ -76,3 +76,22 @@ def test_kernels_over_another_weights_arena_are_refused():
     prepared = build_kernels(g, Arena(alignment=64))
     with pytest.raises(InvalidArgumentError, match="another weights arena"):
         Executor(g, plan_in_slack(g), weights=Arena(alignment=64), kernels=prepared)
+
+
+def test_the_memo_tells_apart_arrays_its_key_samples_alike():
+    """The memo's key samples the bytes; arrays under one key are compared
+    whole, so each keeps its own copy and is found again by content."""
+    from pyarena.graph import Graph
+    from pyarena.runtime.keeper import WeightKeeper, _digest
+    weights, memo = Arena(alignment=64), {}
+    a = np.linspace(-1, 1, 1000).astype(np.float32)
+    b = a.copy()
+    b[1] += 1                                   # a value the key does not sample
+    assert _digest(a) == _digest(b)
+    first = WeightKeeper(Graph("g"), weights, memo)
+    ka, kb = first.keep(a), first.keep(b)
+    assert ka is not kb and np.array_equal(ka, a) and np.array_equal(kb, b)
+    used = weights.stats().used
+    later = WeightKeeper(Graph("h"), weights, memo)
+    assert later.keep(b.copy()) is kb and later.keep(a.copy()) is ka
+    assert weights.stats().used == used         # nothing stored again

@@ -1547,8 +1547,8 @@ MUTANTS = [
       "weights folded for one input shape are folded and stored again for the next",
       ("tests/runtime/test_fusion.py", "tests/importers/test_session.py")),
     M("executor-weights-memo-never-stored", "pyarena/runtime/keeper.py",
-      "            if self.memo is not None:\n                self.memo[_digest(arr)] = kept",
-      "            if False:\n                self.memo[_digest(arr)] = kept",
+      "            if self.memo is not None:\n                self.memo.setdefault(",
+      "            if False:\n                self.memo.setdefault(",
       "every executor over the shared weights arena packs and stores its own weights",
       ("tests/runtime/test_executor.py", "tests/importers/test_session.py")),
     M("tensor-nbytes-fast-path-itemsize", "pyarena/graph/graph.py",
@@ -1617,4 +1617,10 @@ MUTANTS = [
       "                if False:\n                    raise ValueError",
       "known dims that do not broadcast (3 against 4) are taken as the last one",
       ("tests/importers/test_onnx_shapes.py",)),
+    M("keeper-memo-match-unchecked", "pyarena/runtime/keeper.py",
+      "            if np.array_equal(prev, arr):",
+      "            if True:",
+      "a packed weight is taken from the memo on a sampled key alone, though its other "
+      "bytes differ",
+      ("tests/runtime/test_keeper.py",)),
 ]
