@@ -68,10 +68,11 @@ class WeightKeeper:
         if self.weights.owns(arr):      # already in the weights arena: shared
             return arr
         kept = self.kept_before(arr)
-        if kept is None:
-            kept = self.weights.asarray(arr)
-            if self.memo is not None:
-                self.memo.setdefault(_digest(arr), []).append(kept)
+        if kept is not None:    # the keeper that stored it shared its graph's constant,
+            return kept         # which a session's next graphs read as they are
+        kept = self.weights.asarray(arr)
+        if self.memo is not None:
+            self.memo.setdefault(_digest(arr), []).append(kept)
         if self._sources is None:
             self._sources = self._constant_sources()
         t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
