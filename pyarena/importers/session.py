@@ -19,7 +19,10 @@ without allocating.  Plans are cached least-recently-used
 ``memory_info()`` reports the arena, the largest lower bound, the cached
 signatures and the weights.  What cannot run (an unsupported operator, a
 dimension no feed fixes) is refused by name when the signature is first
-seen.
+seen.  A signature after the first re-sizes the last imported graph for
+its shapes (:mod:`.resize`) and builds its kernels once, before the plan
+(:func:`pyarena.runtime.keeper.build_kernels`); where that cannot be
+done the model is imported again, as for the first.
 
 A 0-d integer or boolean input (a sample rate, a flag) is taken by value:
 its value is part of the signature and the model is imported with it
