@@ -109,12 +109,18 @@ def main():
 
 
 #: (module, object, attribute, phase): what a new signature runs, timed
-#: by wrapping (an attribute missing in this version is skipped)
+#: by wrapping (a module or attribute missing in this version is skipped;
+#: a signature re-sized from the last graph (importers/resize.py) runs the
+#: prepared shape rules, Graph.resized and build_kernels instead of the
+#: import's inference, folding, building, fusion and scratch sizing)
 PHASES = [("pyarena.importers.onnx", "_OnnxImport", "infer", "shape inference"),
           ("pyarena.importers.onnx", "_OnnxImport", "fold_pass", "folding"),
           ("pyarena.importers.onnx", "_OnnxImport", "build", "graph"),
           ("pyarena.importers", None, "fuse", "fusion"),
           ("pyarena.importers", None, "set_scratch", "scratch sizes"),
+          ("pyarena.importers.resize", "ShapeProgram", "run", "shape inference"),
+          ("pyarena.graph.graph", "Graph", "resized", "graph"),
+          ("pyarena.importers.session", None, "build_kernels", "scratch sizes"),
           ("pyarena.importers.session", None, "plan_in_slack", "plan"),
           ("pyarena.importers.session", None, "Executor", "kernels + binding"),
           ("pyarena.importers.session", "InferenceSession", "_executor", "total")]
@@ -143,8 +149,11 @@ def phases(path, args, widths):
                 active.discard(phase)
         return wrapper
     for mod, obj, attr, phase in PHASES:
-        owner = importlib.import_module(mod)
-        owner = getattr(owner, obj) if obj else owner
+        try:
+            owner = importlib.import_module(mod)
+        except ImportError:             # a module this version does not have
+            continue
+        owner = getattr(owner, obj, None) if obj else owner
         if hasattr(owner, attr):
             setattr(owner, attr, timed(getattr(owner, attr), phase))
     rounds = collections.defaultdict(list)

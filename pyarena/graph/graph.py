@@ -231,6 +231,40 @@ class Graph:
         self.ops.append(op)
         return op
 
+    def resized(self, shapes, data=None):
+        """A copy of this graph for other input shapes: the same ops (their
+        attributes copied, ``scratch_bytes`` 0 until sized again), every
+        non-constant tensor with its shape from ``shapes`` (name -> dims, all
+        plain ints >= 0), the constants named in ``data`` with that value (of
+        their old shape and dtype), the other constants shared as they are.
+        GraphError for a shape missing, not concrete or of another rank.
+        The copy is ordered and valid as this graph was."""
+        g = Graph(self.name)
+        g.scratch_budget, g.native, g.weights = self.scratch_budget, self.native, self.weights
+        data = data or {}
+        tensors = g.tensors
+        for name, t in self.tensors.items():
+            if t.role == "constant":
+                v = data.get(name, t.data)
+                nt = Tensor(name, t.shape, t.dtype, t.nbytes_given, "constant", v)
+                nt._nb = t._nb
+                tensors[name] = nt
+                continue
+            shape = shapes.get(name)
+            if shape is None or t.shape is None or len(shape) != len(t.shape) or \
+                    any(type(d) is not int or d < 0 for d in shape):
+                raise GraphError(f"tensor {name!r}: no concrete shape of rank "
+                                 f"{len(t.shape or ())} to resize it to (got {shape!r})")
+            shape = tuple(shape)
+            nt = Tensor(name, shape, t.dtype, None, t.role)
+            n = math.prod(shape) * _itemsize(t.dtype)
+            nt._nb = (shape, t.dtype, n)
+            _check_size(nt, n)
+            tensors[name] = nt
+        g.ops = [Op(op.name, op.op_type, list(op.inputs), list(op.outputs), 0, dict(op.attrs))
+                 for op in self.ops]
+        return g
+
     # -- queries -------------------------------------------------------------
     def by_role(self, role):
         return [t for t in self.tensors.values() if t.role == role]

@@ -38,6 +38,9 @@ class ImportCache:
         self.fused = {}         # fuse()'s memo
         self._kept = {}         # id -> array: values already in the shared arena
         self._attrs = {}        # (op type, outputs) -> attributes decoded
+        #: the last import's constants that are not static (computed from
+        #: the input shapes or values): a re-sized graph computes them again
+        self.derived = frozenset()
 
     def static_node(self, n, static, unstable):
         """Whether node ``n`` computes from static values only (its result

@@ -266,7 +266,11 @@ class _OnnxImport:
                 break
             remaining = self.fold_rounds(remaining, fold, force=True)
         resolve_bodies(self, remaining, strict=True)
-        return self.build(remaining)
+        g = self.build(remaining)
+        if self.cache is not None:      # what a re-sized graph must compute again
+            self.cache.derived = frozenset(n for n, t in g.tensors.items()
+                                           if t.role == "constant" and n not in self.static)
+        return g
 
     def fold_rounds(self, remaining, fold, force=False):
         """Folding may fix shapes (a Reshape target), which lets more fold

@@ -19,9 +19,13 @@ FLOAT, UINT8, INT32, INT64, BOOL = 1, 2, 6, 7, 9     # ONNX TensorProto element 
 class Node:
     """What a rule sees of one node."""
 
-    def __init__(self, node, attrs, opset, shape, etype, value):
+    def __init__(self, node, attrs, opset, shape, etype, value, ins=None, op_type=None,
+                 nout=None):
         self.node, self.a, self.opset = node, attrs, opset
-        self.ins = list(node.input)
+        # (ins, op_type, nout: read from ``node`` once by a prepared program)
+        self.ins = list(node.input) if ins is None else ins
+        self._op = node.op_type if op_type is None else op_type
+        self._nout = nout
         self._shape, self._etype, self._value = shape, etype, value
 
     def s(self, i):
@@ -35,14 +39,14 @@ class Node:
         return self._value(self.ins[i]) if i < len(self.ins) and self.ins[i] else None
 
     def op_type_is(self, t):
-        return self.node.op_type == t
+        return self._op == t
 
     def has(self, i):
         return i < len(self.ins) and bool(self.ins[i])
 
     @property
     def nout(self):
-        return len(self.node.output)
+        return len(self.node.output) if self._nout is None else self._nout
 
     def ints(self, key, default=None):
         v = self.a.get(key, default)
@@ -72,6 +76,8 @@ def broadcast(*shapes):
     if shapes and all(list(s) == list(shapes[0]) for s in shapes[1:]) and \
             all(type(d) is int for d in shapes[0]):
         return list(shapes[0])      # the common case: the same known shape
+    if all(type(d) is int for s in shapes for d in s):
+        return _broadcast_ints(shapes)
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(rank):
@@ -88,6 +94,21 @@ def broadcast(*shapes):
             out.append(other[0])       # one symbol on every side
         else:
             out.append(None)
+    return out
+
+
+def _broadcast_ints(shapes):
+    """:func:`broadcast` of shapes whose dims are all known."""
+    rank = max(len(s) for s in shapes)
+    out = [1] * rank
+    for s in shapes:
+        off = rank - len(s)
+        for i, d in enumerate(s):
+            o = out[off + i]
+            if d != 1 and d != o:
+                if o != 1:
+                    raise ValueError(f"shapes {[list(s) for s in shapes]} do not broadcast")
+                out[off + i] = d
     return out
 
 

@@ -23,7 +23,7 @@ from .onnx_fold import FOLD_MAX_BYTES, _attrs, _fold_node
 from .onnx_layout_rules import RULES
 from .onnx_shape_rules import Node
 
-__all__ = ["NotCovered", "infer_shapes"]
+__all__ = ["NotCovered", "ShapeProgram", "infer_shapes"]
 
 #: ops whose small constant outputs are computed on the way (all folded by
 #: NumPy in onnx_fold, never by the ONNX reference evaluator)
@@ -37,34 +37,77 @@ class NotCovered(Exception):
     """The model has an operator these rules do not cover."""
 
 
-def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None):
+def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None,
+                 values_out=None):
     """(shapes, types) of every tensor of ``model``, as ``collect`` returns
     them for a model ONNX's inference annotated.  Raises NotCovered, or
     ModelImportError naming ``where`` and the operator for inputs that do
     not go together.  ``known``: tensor name -> value of constants the
     model reads but does not compute (folded before), and of its
     initializers (not decoded again); ``attrs``: node -> its attributes
-    (a cache of them; default: decoded here)."""
-    attrs = attrs or (lambda node: _attrs(onnx, node))
-    shapes, types = collect(model)
-    values = _small_initializers(onnx, model, known or {})
-    for name, v in (known or {}).items():
-        if name not in shapes:
-            shapes[name] = list(v.shape)
-            types[name] = _elem_type(onnx, v.dtype)
-            if v.nbytes <= FOLD_MAX_BYTES and not v.dtype.hasobject:
-                values[name] = v
-    for node in model.graph.node:
-        outs = _node_outputs(onnx, node, opset, shapes, types, values, where, attrs)
-        for name, (shp, et) in zip(node.output, outs):
-            if name:
-                _merge(name, shp, et, shapes, types)
-        if node.op_type in _PROPAGATE and node.domain in ("", "ai.onnx"):
-            _propagate(onnx, node, values, shapes, opset)
-    return shapes, types
+    (a cache of them; default: decoded here); ``values_out``: a dict given
+    gets the small constant values propagated (shape arithmetic)."""
+    return ShapeProgram(onnx, model, opset, where, known, attrs).run(collect(model),
+                                                                     values_out)
 
 
-def _node_outputs(onnx, node, opset, shapes, types, values, where, attrs):
+class ShapeProgram:
+    """:func:`infer_shapes` over one model, prepared: each node's rule,
+    inputs, outputs and attributes read from protobuf once, and the
+    constants ``known``; :meth:`run` then infers for the graph inputs'
+    shapes given (an InferenceSession's re-sized signatures run one program
+    many times).  The model and ``known`` must not change meanwhile."""
+
+    def __init__(self, onnx, model, opset, where, known=None, attrs=None):
+        attrs = attrs or (lambda node: _attrs(onnx, node))
+        self.onnx, self.opset, self.where = onnx, opset, where
+        known = known or {}
+        self.values = _small_initializers(onnx, model, known)
+        self.known = [(name, list(v.shape), _elem_type(onnx, v.dtype),
+                       v if v.nbytes <= FOLD_MAX_BYTES and not v.dtype.hasobject else None)
+                      for name, v in known.items()]
+        self.steps = []
+        for node in model.graph.node:
+            op, standard = node.op_type, node.domain in ("", "ai.onnx")
+            rule = RULES.get(op) if standard and op not in ("If", "Constant") else None
+            outs = list(node.output)
+            self.steps.append((node, op, rule, list(node.input), outs,
+                               attrs(node) if rule is not None else None,
+                               standard and op in _PROPAGATE))
+
+    def run(self, shapes_types, values_out=None):
+        """(shapes, types) of every tensor, from ``shapes_types`` (what the
+        model declares, the graph inputs bound: ``collect``'s result, which
+        is updated); ``values_out`` as for :func:`infer_shapes`."""
+        shapes, types = shapes_types
+        onnx, opset, where = self.onnx, self.opset, self.where
+        values = dict(self.values)
+        for name, shp, et, v in self.known:
+            if name not in shapes:
+                shapes[name] = list(shp)
+                types[name] = et
+                if v is not None:
+                    values[name] = v
+        sget, tget, vget = shapes.get, types.get, values.get
+        for node, op, rule, ins, outs, a, prop in self.steps:
+            if rule is None:
+                res = _node_outputs(onnx, node, opset, shapes, types, values, where)
+            else:
+                res = _apply(rule, Node(node, a, opset, sget, tget, vget, ins, op, len(outs)),
+                             node, where)
+            for name, (shp, et) in zip(outs, res):
+                if name:
+                    _merge(name, shp, et, shapes, types)
+            if prop:
+                _propagate(onnx, node, values, shapes, opset, ins)
+        if values_out is not None:
+            values_out.update(values)
+        return shapes, types
+
+
+def _node_outputs(onnx, node, opset, shapes, types, values, where):
+    """The outputs of a node without a plain rule: a contrib op's, an If
+    (sized from its branches later), a Constant; NotCovered for the rest."""
     if node.domain in CONTRIB_DOMAINS:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         shp, et = contrib_rule(node, attrs, _full(shapes), types.get)
@@ -74,11 +117,13 @@ def _node_outputs(onnx, node, opset, shapes, types, values, where, attrs):
         return [(None, None)] * len(node.output)
     if standard and node.op_type == "Constant":   # may be a view of the file: dims only
         return [_constant(onnx, node)]
-    rule = RULES.get(node.op_type) if standard else None
-    if rule is None:
-        raise NotCovered(f"{node.op_type} ({node.domain or 'ai.onnx'})")
+    raise NotCovered(f"{node.op_type} ({node.domain or 'ai.onnx'})")
+
+
+def _apply(rule, n, node, where):
+    """``rule(n)``; NotCovered for what the rule does not handle,
+    ModelImportError naming the operator for inputs that do not go together."""
     try:
-        n = Node(node, attrs(node), opset, shapes.get, types.get, values.get)
         return rule(n)
     except (NotImplementedError, UnsupportedOpError) as exc:
         raise NotCovered(f"{node.op_type}: {exc}") from None
@@ -152,10 +197,10 @@ def _small_initializers(onnx, model, known):
     return out
 
 
-def _propagate(onnx, node, values, shapes, opset):
-    """The node's value when its inputs are known small constants."""
+def _propagate(onnx, node, values, shapes, opset, ins):
+    """The node's value when its inputs (``ins``) are known small constants."""
     if node.op_type not in ("Shape", "Size", "Constant") and \
-            not all(i in values for i in node.input if i):
+            not all(i in values for i in ins if i):
         return
     if node.op_type == "Constant":
         shp = shapes.get(node.output[0])

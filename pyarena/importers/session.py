@@ -19,7 +19,10 @@ without allocating.  Plans are cached least-recently-used
 ``memory_info()`` reports the arena, the largest lower bound, the cached
 signatures and the weights.  What cannot run (an unsupported operator, a
 dimension no feed fixes) is refused by name when the signature is first
-seen.
+seen.  A signature after the first re-sizes the last imported graph for
+its shapes (:mod:`.resize`) and builds its kernels once, before the plan
+(:func:`pyarena.runtime.keeper.build_kernels`); where that cannot be
+done the model is imported again, as for the first.
 
 A 0-d integer or boolean input (a sample rate, a flag) is taken by value:
 its value is part of the signature and the model is imported with it
@@ -33,13 +36,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, PyArenaError
 from ..memory import Arena
 from ..planning import plan
 from ..runtime import Executor
+from ..runtime.keeper import build_kernels
 from ..runtime.slack import plan_in_slack
 from . import load_model, require_extra, sniff_format
 from .import_cache import ImportCache
+from .resize import Template, resizable, resize
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -86,6 +91,7 @@ class InferenceSession:
         # weights); None until the first executor has placed the weights
         self._cache = ImportCache() if self.onnx is not None else None
         self._remembered = False
+        self._template = None       # the last imported graph, re-sized for new shapes
         self._inputs, self._outputs = self._describe()
         # 0-d integer / bool inputs (a sample rate, a flag): their value is
         # part of the signature, and the model is specialised on it
@@ -163,12 +169,16 @@ class InferenceSession:
             while len(self._plans) > self.max_plans:
                 self._plans.popitem(last=False)
         self._plans.move_to_end(signature)
-        g, p, ex, block = entry
+        g, p, ex, block = entry[:4]
+        # the kernels built for the new plan's scratch sizes, not bound yet
+        # (once bound, an executor's kernels are its own: a re-binding builds anew)
+        kernels = entry[4] if len(entry) > 4 else None
         current = self._block(p.arena_bytes)        # grown if this plan needs more
         if ex is None or block is not current:      # (re)bound to the shared block
             # the plan was made from g by the planner in _prepare: not validated again
             ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
-                          weights_memo=self._first.packed, plan_checked=True)
+                          weights_memo=self._first.packed, plan_checked=True,
+                          kernels=kernels)
             entry[2:] = [ex, current]
             if self._cache is not None and not self._remembered:
                 self._cache.remember(g, self._first.weights_arena.owns)
@@ -176,8 +186,13 @@ class InferenceSession:
         return ex
 
     def _prepare(self, shapes, values):
-        g = load_model(self.path, inputs=shapes, native=self.native, values=values or None,
-                       cache=self._cache)
+        g, kernels = self._resized(shapes) if not values else (None, None)
+        if g is None:
+            g = load_model(self.path, inputs=shapes, native=self.native,
+                           values=values or None, cache=self._cache)
+            derived = self._cache.derived if self._cache is not None else None
+            self._template = Template(g, derived) if derived is not None and not values \
+                and self.memory_budget is None and resizable(g, derived) else None
         if self._first is None:
             self._first = _Shared(g)
         else:
@@ -185,7 +200,23 @@ class InferenceSession:
         p = plan_in_slack(g) if self.memory_budget is None else \
             plan(g, memory_budget=self.memory_budget)
         self._lower = max(self._lower, p.lower_bound_bytes)
-        return [g, p, None, None]
+        return [g, p, None, None, kernels]
+
+    def _resized(self, shapes):
+        """(graph, kernels): the last imported signature's graph re-sized
+        for ``shapes`` (``importers/resize.py``) and its kernels, built once
+        (their scratch sizes set the ops'); (None, None) when it cannot be
+        (the caller imports in full)."""
+        if self._template is None:
+            return None, None
+        g = resize(self._template, self._cache, self.onnx, self.path, shapes)
+        if g is None:
+            return None, None
+        try:    # (the budget is checked by the planner, before anything is allocated)
+            kernels = build_kernels(g, self._first.weights_arena, self._first.packed)
+        except PyArenaError:        # the full import names what does not fit
+            return None, None
+        return g, kernels
 
     def _block(self, need):
         """The shared activation block, grown (replaced) if ``need`` is more."""

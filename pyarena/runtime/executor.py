@@ -28,7 +28,6 @@ allocated.
 Unsupported operators are reported together, by name, when the executor is
 built -- nothing is skipped silently.
 """
-import hashlib
 import time
 
 import numpy as np
@@ -42,6 +41,7 @@ from ..planning import plan as make_plan
 from .slack import plan_in_slack
 from ..planning import validate as validate_plan
 from .dynamic import PoolStats, PoolStep, _Counted
+from .keeper import WeightKeeper, share as _share
 from .kernels import make_kernel
 
 __all__ = ["Executor", "UnsupportedOpError", "random_feeds"]
@@ -78,26 +78,6 @@ def _kernel_failed(kernel, exc):
     return GraphError(f"{where} failed at run time ({type(exc).__name__}: "
                       f"{str(exc)[:200]}): the graph's shapes or attributes contradict "
                       f"each other")
-
-
-def _data_key(arr):
-    """(address, bytes, dtype): the same bytes seen through another array."""
-    return arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str
-
-
-def _digest(arr):
-    """A key of ``arr``'s (C-contiguous) content: shape, dtype and a hash."""
-    flat = arr.reshape(-1).view(np.uint8)
-    return arr.shape, arr.dtype.str, hashlib.blake2b(flat, digest_size=16).digest()
-
-
-def _share(t, copy):
-    """Constant ``t`` gives its file pages back and takes a read-only view
-    of ``copy`` (its copy in the weights arena) as its data."""
-    release_pages(t.data)
-    shared = copy.reshape(t.shape).view()
-    shared.flags.writeable = False
-    t.data = shared
 
 
 def random_feeds(graph, seed=0):
@@ -152,18 +132,26 @@ class Executor:
     A ``plan`` given is validated against ``graph`` first
     (PlanValidationError naming every problem), unless ``plan_checked``:
     the caller has just made it from this graph, unchanged since, with
-    the planner (InferenceSession does, for each new input shape).
+    the planner (InferenceSession does, for each new input shape): the
+    graph is not validated again either, and its budget check is the
+    plan's (weights + arena, which holds the largest tensor).
+    ``kernels``: a :class:`~pyarena.runtime.keeper.Prepared` from
+    ``build_kernels(graph, weights, weights_memo)`` (which set the ops'
+    scratch sizes): its kernels run here instead of being built again,
+    except an op's whose scratch budget the plan changed.
     """
 
     def __init__(self, graph, plan=None, *, views=None, allocator=None, weights=None,
                  plan_options=None, max_memory=None, threads=None, weights_memo=None,
-                 plan_checked=False):
-        graph.validate()
-        self._memo = weights_memo
-        budget = check_graph_budget(graph, max_memory)
-        if plan is not None:
-            if not plan_checked:
-                validate_plan(plan, graph, raise_errors=True)
+                 plan_checked=False, kernels=None):
+        checked = plan is not None and plan_checked
+        if checked:     # the planner validated the graph; weights + arena bound the rest
+            budget = check_plan_budget(plan, graph, max_memory)
+        else:
+            graph.validate()
+            budget = check_graph_budget(graph, max_memory)
+        if plan is not None and not checked:
+            validate_plan(plan, graph, raise_errors=True)
             check_plan_budget(plan, graph, budget)
         elif views is None and allocator is None:
             opts = {"max_memory": budget, **(plan_options or {})}
@@ -177,8 +165,12 @@ class Executor:
         else:
             self._owns_weights = False
         self.weights = weights if weights is not None else Arena(alignment=64)
-        self._sources = self._constant_sources(graph)
-        self.kernels = kernels = self._make_kernels(graph, allocator)
+        if kernels is not None and kernels.keeper.weights is not self.weights:
+            raise InvalidArgumentError("kernels= were built over another weights arena")
+        self._keeper = WeightKeeper(graph, self.weights, weights_memo) if kernels is None \
+            else kernels.keeper
+        self._keep = self._keeper.keep
+        self.kernels = kernels = self._make_kernels(graph, allocator, kernels)
         # -- threads of the native kernels (row / channel blocks) ----------------
         self.threads = 1 if threads is None else int(threads)
         if self.threads < 1:
@@ -203,7 +195,7 @@ class Executor:
                     self.constants[name] = self._place(graph.tensors[name])
         # what kernel setup read of the files (setup-only weights) goes back
         release_files(t.data for t in graph.tensors.values() if t.role == "constant")
-        self._sources = {}
+        self._keeper.done()
         self.plan = None
         self.mode = "plan"
         if allocator is not None:
@@ -222,9 +214,10 @@ class Executor:
         self._bind(views)
 
     # -- helpers ------------------------------------------------------------
-    def _make_kernels(self, graph, allocator):
+    def _make_kernels(self, graph, allocator, prepared=None):
         """One kernel per op (a pool op's built per input signature at run
-        time); reports every unsupported op at once."""
+        time; ``prepared``'s where they still fit); reports every
+        unsupported op at once."""
         kernels, bad = [], []
         pool_ops = graph.pool_ops()
         if pool_ops and allocator is not None:
@@ -233,7 +226,11 @@ class Executor:
         self.pool_stats = PoolStats()
         self.pooled = {}        # the run's pool tensors, by name
         frees = _pool_frees(graph)
-        for op in graph.ops:
+        for i, op in enumerate(graph.ops):
+            k = prepared.take(graph, i, op) if prepared is not None else None
+            if k is not None:
+                kernels.append(k)
+                continue
             ins = [graph.tensors[t] if t else None for t in op.inputs]
             outs = [graph.tensors[t] for t in op.outputs if t]
             try:
@@ -249,6 +246,8 @@ class Executor:
         if bad:
             more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
             raise UnsupportedOpError("cannot run this graph: " + "; ".join(bad[:10]) + more)
+        if prepared is not None:
+            prepared.kernels = None     # bound by this executor: never handed on
         for op, k in zip(graph.ops, kernels):
             if k.scratch_bytes > op.scratch_bytes:
                 raise GraphError(
@@ -275,44 +274,6 @@ class Executor:
         arr = self.weights.asarray(src.astype(t.dtype, copy=False).reshape(t.shape))
         _share(t, arr)
         return arr
-
-    def _keep(self, arr):
-        """A kernel's setup keeps ``arr`` (weights in its own layout) in the
-        weights arena.  When ``arr`` holds exactly a graph constant's bytes
-        (a reshape of it), the constant then shares the arena copy, so the
-        weight is held once, not as the graph's array plus the kernel's."""
-        src = np.asarray(arr)
-        arr = np.ascontiguousarray(src).reshape(src.shape)   # a 0-d value stays 0-d
-        if self.weights.owns(arr):      # already in the weights arena: shared
-            return arr
-        kept = self._kept_before(arr)
-        if kept is None:
-            kept = self.weights.asarray(arr)
-            if self._memo is not None:
-                self._memo[_digest(arr)] = kept
-        t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
-        if t is not None and t.data is not None:
-            _share(t, kept)
-        return kept
-
-    def _kept_before(self, arr):
-        """The same bytes kept by an executor sharing ``weights_memo``, or None."""
-        if self._memo is None:
-            return None
-        prev = self._memo.get(_digest(arr))
-        return prev if prev is not None and np.array_equal(prev, arr) else None
-
-    def _constant_sources(self, graph):
-        """(address, bytes, dtype) -> constant tensor, for ``_keep``."""
-        out = {}
-        for t in graph.tensors.values():
-            d = t.data
-            if t.role != "constant" or not isinstance(d, np.ndarray):
-                continue
-            if d.flags.c_contiguous and d.dtype == np.dtype(t.dtype) and \
-                    not self.weights.owns(d):
-                out[_data_key(d)] = t
-        return out
 
     @property
     def weights_bytes(self):

@@ -4,6 +4,8 @@ weights shared across signatures, outputs equal to onnxruntime's."""
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from helpers.model_zoo import ort_run
@@ -296,3 +298,61 @@ def test_if_branches_are_never_taken_from_another_signature(tmp_path):
         feeds = {"x": _x((n, 3), n), "flag": np.array(flag)}
         (y,) = s.run(None, feeds)
         np.testing.assert_allclose(y, ort_run(path, feeds)["y"], rtol=1e-6)
+
+
+# -- a new signature re-sized from the last imported graph ------------------------
+def _graph_facts(g):
+    """What a plan and the kernels see of a graph: every op (with its
+    attributes, but not the slack planner's own) and tensor, and the
+    constants' values."""
+    ops = [(op.name, op.op_type, op.inputs, op.outputs, op.scratch_bytes,
+            sorted((k, repr(v)) for k, v in op.attrs.items() if k != "_scratch_budget"))
+           for op in g.ops]
+    tensors = {n: (tuple(t.shape), str(t.dtype), t.role,
+                   None if t.data is None else np.asarray(t.data).tobytes())
+               for n, t in g.tensors.items()}
+    return ops, tensors
+
+
+def _plan_facts(p):
+    return (p.arena_bytes, p.lower_bound_bytes, sorted(p.offsets.items()),
+            sorted(p.scratch.items()), p.slack)
+
+
+@pytest.fixture(scope="module")
+def width_models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("resize")
+    return {"width": (_width_model(str(d / "w.onnx")), _wx),
+            "shape": (_model(str(d / "m.onnx")), _x)}
+
+
+@settings(max_examples=12, deadline=None)
+@given(which=st.sampled_from(["width", "shape"]),
+       picks=st.lists(st.integers(0, 4), min_size=2, max_size=5))
+def test_a_resized_signature_is_a_fresh_import(width_models, which, picks):
+    """Every signature after the first is re-sized from the last imported
+    graph, and its graph, plan and outputs are those of a fresh import at
+    that shape."""
+    from unittest import mock
+
+    import pyarena.importers.session as session
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    from pyarena.runtime.slack import plan_in_slack
+    path, make = width_models[which]
+    shapes = [WIDTHS[i] if which == "width" else SHAPES[i % len(SHAPES)] for i in picks]
+    made, real = [], session.resize
+    with mock.patch.object(session, "resize", lambda *a: made.append(real(*a)) or made[-1]):
+        s = InferenceSession(path)
+        seen = set()
+        for shape in shapes:
+            x = make(shape, 3)
+            (y,) = s.run(None, {"x": x})
+            g, p = s._plans[next(reversed(s._plans))][:2]
+            fresh = load_model(path, inputs={"x": x.shape})
+            fp = plan_in_slack(fresh)
+            assert _graph_facts(g) == _graph_facts(fresh)
+            assert _plan_facts(p) == _plan_facts(fp)
+            np.testing.assert_array_equal(y, Executor(fresh, fp).run({"x": x})["y"])
+            seen.add(x.shape)
+    assert len(made) == len(seen) - 1 and all(g is not None for g in made)

@@ -145,9 +145,7 @@ class Kernel:
         #: skip laying out weights when that does not change the size
         self.sizing = keep is sizing_only
         # the op's own budget (runtime/slack.py sets it) before the graph's
-        own = op.attrs.get("_scratch_budget")
-        self.scratch_budget = int(own if own else SCRATCH_BUDGET if scratch_budget is None
-                                  else scratch_budget)
+        self.scratch_budget = kernel_budget(op, scratch_budget)
         #: False: NumPy / BLAS paths only (Graph.native)
         self.use_native = bool(native)
         self.scratch = []
@@ -254,6 +252,14 @@ def _fused_activation(kernel, attrs, dtype):
     if act == "TANH":
         return lambda y: np.tanh(y, out=y)
     raise UnsupportedOpError(f"operator {op.name!r}: fused activation {act!r} is not supported")
+
+
+def kernel_budget(op, scratch_budget=None):
+    """The workspace budget ``op``'s kernel is built with: the op's own
+    (``attrs["_scratch_budget"]``, set by the slack planner), else
+    ``scratch_budget`` (the graph's), else :data:`SCRATCH_BUDGET`."""
+    own = op.attrs.get("_scratch_budget")
+    return int(own if own else SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
 
 
 def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True):

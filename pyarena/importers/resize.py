@@ -1,0 +1,108 @@
+"""A new input-shape signature from the last one's graph, re-sized.
+
+An :class:`~pyarena.InferenceSession` sees a model again for other input
+shapes.  The graph the importer builds for them differs from the last
+signature's only in its tensors' shapes and in the shape arithmetic folded
+from them (a ``Reshape`` target computed from a ``Shape``): the nodes, the
+static folds, the fused convolutions and their attributes are the same.
+:func:`resize` therefore runs pyarena's shape rules once over the model
+without its static nodes (``ImportCache.reduced``, read, not copied;
+the rules prepared once, :class:`~.onnx_shapes.ShapeProgram`),
+takes the derived constants' new values from the rules' value propagation,
+and gives the last graph those shapes and values (:meth:`Graph.resized`):
+no protobuf copy, no folding passes, no graph building, no fusion.  The
+kernels, the scratch sizes and the plan are then made for the new shapes
+as for any graph.
+
+It declines -- returns None, and the caller imports in full -- whenever the
+new graph could differ in more than that: a last graph with pool tensors,
+control flow, ops built at run time or inputs fixed to values; the rules
+not covering an operator or failing (the full import then names the
+error); a tensor whose new shape one pass of the rules does not fix, or
+of another rank or element type; a derived constant whose new value the
+propagation does not give, or of another shape or type.  A derived
+constant read only by an op fused away (its value baked into the fusion)
+is not in the fused graph any more, and such a graph is not re-sized
+either (:func:`resizable`).
+"""
+from functools import partial
+
+import numpy as np
+
+from ..errors import PyArenaError
+from ..graph.binding import bind_shapes
+from ..runtime.slack import KEY as SLACK_KEY
+from .onnx import _CONTROL_FLOW, _attrs, _collect, _input_dims, _np_dtype
+from .onnx_shapes import NotCovered, ShapeProgram
+
+__all__ = ["Template", "resizable", "resize"]
+
+
+class Template:
+    """A signature's graph kept to re-size: ``graph`` and ``derived`` (its
+    constants computed from the input shapes, which change with them)."""
+
+    def __init__(self, graph, derived):
+        self.graph = graph
+        self.derived = frozenset(derived)
+        self.program = None     # the shape rules over the reduced model, prepared once
+
+
+def resizable(graph, derived):
+    """Whether ``graph`` (fused, as imported; ``derived`` the names of its
+    constants that are not static) can be re-sized for other shapes."""
+    ts = graph.tensors
+    if any(n not in ts for n in derived):       # baked into a fused op
+        return False
+    if any(t.dynamic or t.shape is None for t in ts.values()):
+        return False
+    return not any(op.op_type in _CONTROL_FLOW or "_infer" in op.attrs or
+                   "_values" in op.attrs for op in graph.ops)
+
+
+def resize(template, cache, onnx, path, inputs):
+    """The template's graph re-sized for the input shapes ``inputs`` (name
+    -> dims), or None when it cannot be (module docstring)."""
+    model = cache.reduced
+    g0 = template.graph
+    inits = cache.parsed[2]
+    declared = {vi.name: _input_dims(vi) for vi in model.graph.input if vi.name not in inits}
+    try:
+        bound, _ = bind_shapes(declared, dict(inputs or {}))
+    except PyArenaError:
+        return None
+    if any(d is None or any(type(x) is not int for x in d) for d in bound.values()):
+        return None
+
+    def collect(m):
+        shapes, types = _collect(m)
+        shapes.update((k, list(v)) for k, v in bound.items())
+        return shapes, types
+    values = {}
+    try:
+        if template.program is None:
+            opset = next((o.version for o in model.opset_import
+                          if o.domain in ("", "ai.onnx")), 1)
+            template.program = ShapeProgram(onnx, model, opset, path, cache.values,
+                                            partial(cache.attrs, partial(_attrs, onnx)))
+        shapes, types = template.program.run(collect(model), values)
+    except (NotCovered, PyArenaError):
+        return None
+    data = {}
+    for name in template.derived:
+        v, t = values.get(name), g0.tensors[name]
+        if v is None or tuple(v.shape) != tuple(t.shape) or v.dtype != np.dtype(t.dtype):
+            return None
+        data[name] = v
+    for name, t in g0.tensors.items():
+        if t.role != "constant":
+            et = types.get(name)
+            if et is None or _np_dtype(onnx, et, name) != np.dtype(t.dtype):
+                return None
+    try:
+        g = g0.resized(shapes, data)
+    except PyArenaError:
+        return None
+    for op in g.ops:        # the last plan's narrowed scratch is its own
+        op.attrs.pop(SLACK_KEY, None)
+    return g

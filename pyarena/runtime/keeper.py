@@ -1,0 +1,152 @@
+"""Where a graph's kernels keep what they lay out, and kernels built once.
+
+A kernel's setup may lay out weights of its own (a convolution's packed
+filter): :class:`WeightKeeper` puts such an array in the weights arena,
+takes an equal one an earlier executor over the same arena kept instead
+(``weights_memo``), and lets the graph constant the array copies share the
+arena copy (one copy of each weight).  An :class:`~pyarena.runtime.Executor`
+keeps its kernels' weights through one.
+
+:func:`build_kernels` builds a graph's kernels before it is planned and
+sets each op's ``scratch_bytes`` from them; an Executor given the result
+(``Executor(kernels=...)``) runs those same kernels instead of building
+them again, except where the plan changed an op's scratch budget (the slack
+planner narrows some).  One build per kernel instead of two (one for the
+scratch size, one to run): what an :class:`~pyarena.InferenceSession`
+does for a new input-shape signature.
+"""
+import numpy as np
+
+from ..errors import UnsupportedOpError
+from ..memory.mapped import release_pages
+from .kernels import KERNELS, make_kernel
+from .kernels.registry import kernel_budget
+
+__all__ = ["WeightKeeper", "Prepared", "build_kernels"]
+
+
+def _data_key(arr):
+    """(address, bytes, dtype): the same bytes seen through another array."""
+    return arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str
+
+
+def _digest(arr):
+    """A key of ``arr``'s (C-contiguous) content: shape, dtype and a sample
+    of 64 values spread over it.  Not a hash of every byte (that pass cost
+    more than packing the weights again): arrays of one key are told apart
+    by comparing them whole (:meth:`WeightKeeper.kept_before`)."""
+    flat = arr.reshape(-1).view(np.uint8)
+    step = max(1, flat.size // 64)
+    return arr.shape, arr.dtype.str, flat[::step][:64].tobytes()
+
+
+def share(t, copy):
+    """Constant ``t`` gives its file pages back and takes a read-only view
+    of ``copy`` (its copy in the weights arena) as its data."""
+    release_pages(t.data)
+    shared = copy.reshape(t.shape).view()
+    shared.flags.writeable = False
+    t.data = shared
+
+
+class WeightKeeper:
+    """``keep(arr)`` for the kernels of ``graph``: see the module docstring.
+    ``memo``: a dict shared by the keepers of one model over ``weights``
+    (a key -> the arrays kept under it)."""
+
+    def __init__(self, graph, weights, memo=None):
+        self.graph, self.weights, self.memo = graph, weights, memo
+        self._sources = None        # made when first needed (most keeps are shared)
+
+    def keep(self, arr):
+        """A kernel's setup keeps ``arr`` (weights in its own layout) in the
+        weights arena.  When ``arr`` holds exactly a graph constant's bytes
+        (a reshape of it), the constant then shares the arena copy, so the
+        weight is held once, not as the graph's array plus the kernel's."""
+        src = np.asarray(arr)
+        arr = np.ascontiguousarray(src).reshape(src.shape)   # a 0-d value stays 0-d
+        if self.weights.owns(arr):      # already in the weights arena: shared
+            return arr
+        kept = self.kept_before(arr)
+        if kept is not None:    # the keeper that stored it shared its graph's constant,
+            return kept         # which a session's next graphs read as they are
+        kept = self.weights.asarray(arr)
+        if self.memo is not None:
+            self.memo.setdefault(_digest(arr), []).append(kept)
+        if self._sources is None:
+            self._sources = self._constant_sources()
+        t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
+        if t is not None and t.data is not None and not self.weights.owns(t.data):
+            share(t, kept)
+        return kept
+
+    def kept_before(self, arr):
+        """The same bytes kept by a keeper sharing ``memo``, or None."""
+        if self.memo is None:
+            return None
+        for prev in self.memo.get(_digest(arr), ()):
+            if np.array_equal(prev, arr):
+                return prev
+        return None
+
+    def done(self):
+        """The kernels are built: no constant is looked up any more."""
+        self._sources = {}
+
+    def _constant_sources(self):
+        """(address, bytes, dtype) -> constant tensor, for ``keep`` (which
+        skips one already in the weights arena: asked only on a match)."""
+        out = {}
+        for t in self.graph.tensors.values():
+            d = t.data
+            if t.role != "constant" or not isinstance(d, np.ndarray):
+                continue
+            if d.flags.c_contiguous and d.dtype == np.dtype(t.dtype):
+                out[_data_key(d)] = t
+        return out
+
+
+class Prepared:
+    """Kernels built by :func:`build_kernels`: ``keeper`` and ``kernels``
+    (one per op of ``graph``), handed to one Executor (then None)."""
+
+    def __init__(self, graph, keeper, kernels):
+        self.graph, self.keeper, self.kernels = graph, keeper, kernels
+
+    def take(self, graph, i, op):
+        """The kernel built for ``op`` (index ``i``) if it still fits the op
+        (the same op object and scratch budget), else None."""
+        if self.kernels is None or graph is not self.graph:
+            return None
+        k = self.kernels[i]
+        if k.op is not op or k.scratch_budget != kernel_budget(op, graph.scratch_budget):
+            return None
+        return k
+
+
+def build_kernels(graph, weights, memo=None):
+    """A :class:`Prepared` of one kernel per op of ``graph`` (a graph
+    without pool tensors), their weights kept in ``weights``; every op's
+    ``scratch_bytes`` set from its kernel.  UnsupportedOpError naming every
+    op the executor cannot run."""
+    keeper = WeightKeeper(graph, weights, memo)
+    kernels, bad = [], []
+    budget, native = graph.scratch_budget, getattr(graph, "native", True)
+    tensors = graph.tensors
+    for op in graph.ops:
+        if op.op_type not in KERNELS:
+            bad.append(f"operator {op.name!r}: op type {op.op_type!r} is not supported")
+            continue
+        ins = [tensors[t] if t else None for t in op.inputs]
+        outs = [tensors[t] for t in op.outputs if t]
+        try:
+            k = make_kernel(op, ins, outs, keep=keeper.keep, scratch_budget=budget,
+                            native=native)
+        except UnsupportedOpError as exc:
+            bad.append(str(exc))
+            continue
+        op.scratch_bytes = k.scratch_bytes
+        kernels.append(k)
+    if bad:
+        raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]))
+    return Prepared(graph, keeper, kernels)

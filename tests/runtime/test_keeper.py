@@ -1,0 +1,97 @@
+"""Kernels built once before the plan (runtime/keeper.py): their scratch
+sizes are the kernels' own rules, the executor given them runs those very
+kernels and gets the same results, and only a kernel whose op the plan
+narrowed, or one bound already, is built again."""
+import numpy as np
+import pytest
+
+from pyarena.errors import InvalidArgumentError
+from pyarena.memory import Arena
+from pyarena.runtime import Executor, random_feeds
+from pyarena.runtime.keeper import build_kernels
+from pyarena.runtime.kernels import set_scratch
+from pyarena.runtime.kernels.registry import scratch_bytes_for
+from pyarena.runtime.models import mobilenet_v2, resnet
+from pyarena.runtime.slack import plan_in_slack
+
+
+@pytest.mark.parametrize("make, native", [(lambda: mobilenet_v2(64), True),
+                                          (lambda: resnet(18, resolution=64), False)])
+def test_kernels_built_once_size_run_and_match(make, native):
+    ref = set_scratch(make(), None, native)
+    g = make()
+    g.native = native
+    weights = Arena(alignment=64)
+    prepared = build_kernels(g, weights)
+    assert [op.scratch_bytes for op in g.ops] == [op.scratch_bytes for op in ref.ops]
+    assert any(op.scratch_bytes for op in g.ops)
+    built = list(prepared.kernels)
+    p = plan_in_slack(g)
+    ex = Executor(g, p, weights=weights, kernels=prepared)
+    narrowed = set(p.slack["narrowed"])
+    for op, k, b in zip(g.ops, ex.kernels, built):
+        assert (k is b) == (op.name not in narrowed)
+    feeds = random_feeds(g, seed=1)
+    got = ex.run(feeds)
+    want = Executor(ref, plan_in_slack(ref)).run(feeds)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5,
+                                   atol=1e-6 * np.abs(want[name]).max())
+
+
+def test_a_narrowed_op_gets_a_new_kernel_that_fits_its_scratch():
+    g = resnet(18, resolution=64)
+    g.native = False
+    weights = Arena(alignment=64)
+    prepared = build_kernels(g, weights)
+    op = max(g.ops, key=lambda o: o.scratch_bytes)
+    wide = op.scratch_bytes
+    op.attrs["_scratch_budget"] = max(1, wide // 4)
+    op.scratch_bytes = scratch_bytes_for(g, op)
+    assert op.scratch_bytes < wide
+    i = g.ops.index(op)
+    old = prepared.kernels[i]
+    ex = Executor(g, plan_in_slack(g), weights=weights, kernels=prepared)
+    assert ex.kernels[i] is not old and ex.kernels[i].scratch_bytes <= op.scratch_bytes
+    ex.run(random_feeds(g, seed=2))
+
+
+def test_bound_kernels_are_never_handed_to_a_second_executor():
+    g = mobilenet_v2(32)
+    weights = Arena(alignment=64)
+    prepared = build_kernels(g, weights)
+    p = plan_in_slack(g)
+    first = Executor(g, p, weights=weights, kernels=prepared)
+    second = Executor(g, p, weights=weights, kernels=prepared)
+    assert not any(a is b for a, b in zip(first.kernels, second.kernels))
+    feeds = random_feeds(g, seed=3)
+    a = {k: np.array(v) for k, v in first.run(feeds).items()}
+    b = second.run(feeds)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_kernels_over_another_weights_arena_are_refused():
+    g = mobilenet_v2(32)
+    prepared = build_kernels(g, Arena(alignment=64))
+    with pytest.raises(InvalidArgumentError, match="another weights arena"):
+        Executor(g, plan_in_slack(g), weights=Arena(alignment=64), kernels=prepared)
+
+
+def test_the_memo_tells_apart_arrays_its_key_samples_alike():
+    """The memo's key samples the bytes; arrays under one key are compared
+    whole, so each keeps its own copy and is found again by content."""
+    from pyarena.graph import Graph
+    from pyarena.runtime.keeper import WeightKeeper, _digest
+    weights, memo = Arena(alignment=64), {}
+    a = np.linspace(-1, 1, 1000).astype(np.float32)
+    b = a.copy()
+    b[1] += 1                                   # a value the key does not sample
+    assert _digest(a) == _digest(b)
+    first = WeightKeeper(Graph("g"), weights, memo)
+    ka, kb = first.keep(a), first.keep(b)
+    assert ka is not kb and np.array_equal(ka, a) and np.array_equal(kb, b)
+    used = weights.stats().used
+    later = WeightKeeper(Graph("h"), weights, memo)
+    assert later.keep(b.copy()) is kb and later.keep(a.copy()) is ka
+    assert weights.stats().used == used         # nothing stored again
