@@ -180,12 +180,15 @@ PA_INLINE void nhwc_tile(const nhwc_job_t *j, int64_t i0, int64_t jb, const int 
     const pa_nv8 hi = NV8_SPLAT(c->act.beta);
     const int64_t rn0 = nhwc_lanes(rn, 0), rn1 = nhwc_lanes(rn, 1);
     const int64_t yn0 = nhwc_lanes(nc, 0), yn1 = nhwc_lanes(nc, 1);
+    /* no residual: r stays NULL (no offset applied to it) */
+#define NHWC_R(off) (r ? r + (off) : r)
 #define NHWC_OUT(i)                                                                       \
-    nhwc_vec_out(&a##i##l, r + i * ri, rn0, y + i * ys, yn0, kind, &lo, &hi);             \
+    nhwc_vec_out(&a##i##l, NHWC_R(i * ri), rn0, y + i * ys, yn0, kind, &lo, &hi);         \
     if (NV == 2)                                                                          \
-        nhwc_vec_out(&a##i##h, r + i * ri + 8, rn1, y + i * ys + 8, yn1, kind, &lo, &hi);
+        nhwc_vec_out(&a##i##h, NHWC_R(i * ri + 8), rn1, y + i * ys + 8, yn1, kind, &lo, &hi);
     NHWC_ROWS(NHWC_OUT)
 #undef NHWC_OUT
+#undef NHWC_R
 }
 
 /* The tile at pixels i0.. x block jb; a last block of at most 8 channels
