@@ -25,7 +25,8 @@
  *     zero-filled past c_out); NCHW stores the tile transposed.  Small
  *     weights: pixel tile outer, so each output row is written whole;
  *     large ones (past PA_GEMM_L2 bytes): block outer, so each block's
- *     weights come from memory once.
+ *     weights come from memory once.  NHWC runs in kernels_gemm_nhwc.c
+ *     (this packing, its epilogue in registers).
  *   - NCHW strips (larger planes): rows are output channels from the
  *     packed weights ([c_in][PA_GEMM_MR] per block); columns are a strip
  *     of PA_GEMM_NR pixels, copied PA_GEMM_KC input channels at a time to
@@ -51,11 +52,7 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
-#define PA_GEMM_MR 6
-#define PA_GEMM_NV 2                     /* vectors of 8 floats per row   */
-#define PA_GEMM_NR (8 * PA_GEMM_NV)
 #define PA_GEMM_KC 256                   /* input channels per NCHW panel */
-#define PA_GEMM_L2 (128 * 1024)          /* NHWC: packed weights per pass */
 #ifndef PA_GEMM_PX_MAX
 #define PA_GEMM_PX_MAX 64
 #endif
@@ -74,8 +71,9 @@ int _pa_conv2d_is_pointwise(const pa_conv2d_t *c) {
            c->pad_left == 0 && c->h_out == c->h && c->w_out == c->w && c->groups == 1;
 }
 
-/* 1: tiles of pixels x output channels (NHWC, and NCHW planes of at
- * most PA_GEMM_PX_MAX pixels, stored transposed); 0: NCHW strips. */
+/* 1: tiles of pixels x output channels (NHWC: kernels_gemm_nhwc.c, and
+ * NCHW planes of at most PA_GEMM_PX_MAX pixels, stored transposed);
+ * 0: NCHW strips. */
 static int gemm_pixel_tiles(const pa_conv2d_t *c) {
     return c->layout == PA_LAYOUT_NHWC || c->h * c->w <= PA_GEMM_PX_MAX;
 }
@@ -115,10 +113,10 @@ typedef struct {
     const pa_conv2d_t *c;
     const float *packed, *x;
     float *y;
-    int64_t m, k;          /* NHWC: pixels of all images; NCHW: plane    */
-    int64_t mt, nt;        /* NHWC: pixel tiles, channel blocks;
-                              NCHW: channel blocks, pixel strips          */
-    int block_outer;       /* NHWC: channel block outer loop             */
+    int64_t m, k;          /* pixels of a plane, input channels          */
+    int64_t mt, nt;        /* pixel tiles: pixel tiles, channel blocks;
+                              strips: channel blocks, pixel strips        */
+    int block_outer;       /* pixel tiles: channel block outer loop      */
     int64_t xps, xks, yps, ycs, xis, yis; /* strides: pixel, channel, image */
     const float *r;        /* the residual added before the activation,  */
     int64_t c_res;         /* of c_res channels (NULL, 0: none)          */
@@ -197,8 +195,7 @@ PA_INLINE void gemm_reload(gemm_acc_t acc, int64_t mv, int64_t nv, const float *
     memcpy(acc, t, sizeof t);
 }
 
-/* Pixel tile: pixels i0.. of image img x output channels of block jb
- * (NHWC: the pixels of all images are one image). */
+/* Pixel tile: pixels i0.. of image img x output channels of block jb. */
 PA_INLINE void gemm_tile_px(const gemm_job_t *j, int64_t img, int64_t i0, int64_t jb) {
     const pa_conv2d_t *c = j->c;
     const float *pk = j->packed + jb * PA_GEMM_NR * (1 + j->k);
@@ -216,11 +213,6 @@ PA_INLINE void gemm_tile_px(const gemm_job_t *j, int64_t img, int64_t i0, int64_
                                                           : PA_GEMM_NR;
     float *y = j->y + img * j->yis + i0 * j->yps + jb * PA_GEMM_NR * j->ycs;
     const int64_t rn = j->r ? gemm_res_count(j->c_res, jb * PA_GEMM_NR, nv) : 0;
-    if (c->layout == PA_LAYOUT_NHWC) {    /* residual rows of c_res channels */
-        gemm_store(acc, &c->act, mv, nv, y, j->yps,
-                   rn ? j->r + i0 * j->c_res + jb * PA_GEMM_NR : NULL, j->c_res, mv, rn);
-        return;
-    }
     float t[PA_GEMM_MR][PA_GEMM_NR];
     memcpy(t, acc, sizeof t);
     if (rn)                               /* NCHW: residual planes */
@@ -299,16 +291,13 @@ pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float 
     const int64_t hw = c->h * c->w;
     pa_workers_t *w = _pa_workers_for(workers, (double)c->n * (double)hw *
                                                    (double)c->c_out * (double)c->c_in);
+    if (c->layout == PA_LAYOUT_NHWC)     /* kernels_gemm_nhwc.c */
+        return _pa_gemm_nhwc_run(c, packed, x, r, c_res, y, workers);
     if (gemm_pixel_tiles(c)) {
-        int64_t images = 1;
-        if (c->layout == PA_LAYOUT_NHWC) {
-            j.m = c->n * hw;
-            j.xps = c->c_in, j.xks = 1, j.yps = c->c_out, j.ycs = 1;
-        } else {
-            j.m = hw, images = c->n;
-            j.xps = 1, j.xks = hw, j.yps = 1, j.ycs = hw;
-            j.xis = c->c_in * hw, j.yis = c->c_out * hw;
-        }
+        const int64_t images = c->n;
+        j.m = hw;
+        j.xps = 1, j.xks = hw, j.yps = 1, j.ycs = hw;
+        j.xis = c->c_in * hw, j.yis = c->c_out * hw;
         j.mt = (j.m + PA_GEMM_MR - 1) / PA_GEMM_MR;
         j.nt = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
         j.block_outer = _pa_gemm_packed_size(c) * sizeof(float) > PA_GEMM_L2;

@@ -236,6 +236,13 @@ pa_status_t _pa_fewin_run(const pa_conv2d_t *c, const float *packed, const float
                           pa_workers_t *workers);
 
 /* kernels_gemm.c */
+/* The register tile: PA_GEMM_MR rows x PA_GEMM_NR columns (PA_GEMM_NV
+ * vectors of 8 floats); NHWC packed weights past PA_GEMM_L2 bytes run
+ * block by block. */
+#define PA_GEMM_MR 6
+#define PA_GEMM_NV 2
+#define PA_GEMM_NR (8 * PA_GEMM_NV)
+#define PA_GEMM_L2 (128 * 1024)
 /* 1 for 1x1 kernels, stride 1, no padding, groups 1 (output = input size). */
 int _pa_conv2d_is_pointwise(const pa_conv2d_t *c);
 size_t _pa_gemm_packed_size(const pa_conv2d_t *c);
@@ -244,6 +251,10 @@ pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float
 /* r: NULL, or a residual of c_res channels added before the activation. */
 pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
                          const float *r, int64_t c_res, float *y, pa_workers_t *workers);
+
+/* kernels_gemm_nhwc.c: _pa_gemm_run's NHWC case (same packing). */
+pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                              const float *r, int64_t c_res, float *y, pa_workers_t *workers);
 
 /* kernels_elementwise.c */
 /* Apply `act` to v[0..n) in place (PA_ACT_NONE: nothing). */
@@ -254,6 +265,16 @@ void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
 /* y[p, c] = act(x[p, c] + b[c]) for p < np, c < nc (rows of nc floats). */
 void _pa_bias_act_rows(const float *x, float *y, size_t np, size_t nc, const float *b,
                        const pa_act_params_t *act);
+
+/* kernels_pool.c: along axis 0 (rows) or 1 (columns), the taps
+ * [lo, hi) of output position o's window inside the image and its
+ * average's divisor along that axis. */
+void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int64_t *lo, int64_t *hi,
+                   int64_t *count);
+/* kernels_pool_nhwc.c: pa_maxpool2d / pa_avgpool2d in NHWC, output
+ * columns [ow_lo, ow_hi) interior (every tap inside the image). */
+void _pa_pool_nhwc_run(const pa_pool2d_t *p, const float *x, float *y, pa_workers_t *w,
+                       int is_max, int64_t ow_lo, int64_t ow_hi);
 
 /* workers.c */
 typedef void (*_pa_task_fn)(void *ctx, int64_t begin, int64_t end);

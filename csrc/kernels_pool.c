@@ -2,8 +2,9 @@
  * NHWC, no workspace.
  *
  * The same shape as the depthwise kernels (a pooling window is a depthwise
- * tap set with weights 1): NHWC reduces channel vectors, NCHW reduces
- * PA_VEC output columns of one plane at a time; rows outside the image are
+ * tap set with weights 1): NHWC reduces channel vectors
+ * (kernels_pool_nhwc.c), NCHW reduces PA_VEC output columns of one plane
+ * at a time; rows outside the image are
  * skipped per output row, interior columns run branch-free and border
  * columns skip their outside taps.  Padding never wins a maximum; the
  * average divides by the taps inside the image, or with
@@ -64,55 +65,6 @@ static int64_t axis_count(const pa_pool2d_t *p, int64_t o, int64_t s, int64_t pa
 
 PA_INLINE float reduce2(float a, float b, int is_max) {
     return is_max ? (b > a ? b : a) : a + b;
-}
-
-/* -- NHWC ------------------------------------------------------------------ */
-
-PA_INLINE void nhwc_pixel(const pool_job_t *j, const float *ximg, float *yp, int64_t oh,
-                          int64_t ow, int is_max) {
-    const pa_pool2d_t *p = j->p;
-    int64_t ilo, ihi, jlo, jhi;
-    taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
-    taps_in(ow, p->sw, p->pad_left, p->kw, p->w, &jlo, &jhi);
-    int64_t ih0 = oh * p->sh - p->pad_top, iw0 = ow * p->sw - p->pad_left;
-    float scale = 1.0f;
-    if (!is_max) {
-        int64_t cnt = axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
-                      axis_count(p, ow, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
-        scale = 1.0f / (float)(cnt > 0 ? cnt : 1);
-    }
-    const int64_t C = p->c;
-    for (int64_t c0 = 0; c0 < C; c0 += PA_VEC) {
-        int64_t nv = C - c0 < PA_VEC ? C - c0 : PA_VEC;
-        float acc[PA_VEC];
-        for (int v = 0; v < PA_VEC; v++)
-            acc[v] = is_max ? -__builtin_inff() : 0.0f;
-        for (int64_t i = ilo; i < ihi; i++)
-            for (int64_t jj = jlo; jj < jhi; jj++) {
-                const float *restrict xq = ximg + ((ih0 + i) * p->w + iw0 + jj) * C + c0;
-                for (int64_t v = 0; v < nv; v++)
-                    acc[v] = reduce2(acc[v], xq[v], is_max);
-            }
-        for (int64_t v = 0; v < nv; v++)
-            yp[c0 + v] = is_max ? acc[v] : acc[v] * scale;
-    }
-}
-
-PA_MULTIVERSION
-static void pool_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
-    const pool_job_t *j = ctx;
-    const pa_pool2d_t *p = j->p;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t img = r / p->h_out, oh = r % p->h_out;
-        const float *ximg = j->x + img * p->h * p->w * p->c;
-        for (int64_t ow = 0; ow < p->w_out; ow++) {
-            float *yp = j->y + (r * p->w_out + ow) * p->c;
-            if (j->is_max)
-                nhwc_pixel(j, ximg, yp, oh, ow, 1);
-            else
-                nhwc_pixel(j, ximg, yp, oh, ow, 0);
-        }
-    }
 }
 
 /* -- NCHW ------------------------------------------------------------------ */
@@ -326,8 +278,8 @@ static pa_status_t pool_run(const pa_pool2d_t *p, const float *x, float *y,
                   (double)(p->kh * p->kw);
     pa_workers_t *w = _pa_workers_for(workers, work);
     pool_band_job_t bj = {&j, is_max && p->layout == PA_LAYOUT_NCHW ? pool_band_rows(p) : 0, 0};
-    if (p->layout == PA_LAYOUT_NHWC) {
-        _pa_parallel(w, p->n * p->h_out, pool_nhwc_rows, &j);
+    if (p->layout == PA_LAYOUT_NHWC) {     /* kernels_pool_nhwc.c */
+        _pa_pool_nhwc_run(p, x, y, w, is_max, j.ow_lo, j.ow_hi);
     } else if (bj.band > 0) {
         bj.nbands = (p->h_out + bj.band - 1) / bj.band;
         _pa_parallel(w, p->n * p->c * bj.nbands, pool_nchw_max_bands, &bj);
@@ -344,4 +296,15 @@ pa_status_t pa_maxpool2d(const pa_pool2d_t *p, const float *x, float *y,
 pa_status_t pa_avgpool2d(const pa_pool2d_t *p, const float *x, float *y,
                          pa_workers_t *workers) {
     return pool_run(p, x, y, workers, 0);
+}
+
+void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int64_t *lo, int64_t *hi,
+                   int64_t *count) {
+    if (axis == 0) {
+        taps_in(o, p->sh, p->pad_top, p->kh, p->h, lo, hi);
+        *count = axis_count(p, o, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h);
+    } else {
+        taps_in(o, p->sw, p->pad_left, p->kw, p->w, lo, hi);
+        *count = axis_count(p, o, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
+    }
 }

@@ -306,10 +306,13 @@ def test_few_input_channels_on_the_stack_tile_kernel(tmp_path, cin, stride, padd
     _matches_interpreter(g, ex, path, seed=9)
 
 
-@pytest.mark.parametrize("hw,cin,cout", [(7, 150, 37), (5, 9, 16), (3, 200, 130)], ids=str)
+@pytest.mark.parametrize("hw,cin,cout", [(7, 150, 37), (5, 9, 16), (3, 200, 130), (5, 24, 3),
+                                         (6, 16, 24), (4, 12, 12), (3, 40, 29)], ids=str)
 def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
-    """NHWC CONV_2D 1x1 with RELU6 on the native packed SGEMM (the rule
-    picks it from 128 input channels; forced below that) vs the interpreter."""
+    """NHWC CONV_2D 1x1 with RELU6 runs the native packed SGEMM whatever
+    its input channels, and matches the interpreter: full blocks of 16
+    output channels, a last block of at most 8 (the half-width tile) and
+    blocks ending in a partial vector."""
     r = np.random.default_rng(3)
     B = TFLiteBuilder()
     x = B.tensor("x", (1, hw, hw + 2, cin))
@@ -321,8 +324,6 @@ def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
         DilationWFactor=1, DilationHFactor=1)))
     path = B.save(tmp_path / "pw.tflite", [x], [y])
     g = load_model(path)
-    if cin < 128:
-        g.ops[0].attrs["_path"] = "native"
     ex = Executor(g, plan(g))
     assert ex.kernels[0].path == "native-gemm"
     feeds = random_feeds(g, seed=2)
@@ -361,3 +362,26 @@ def test_a_residual_add_keeps_its_own_fused_activation(tmp_path, fused):
     out = Executor(g, plan(g)).run(feeds)["y"]
     assert (out.max() <= 6.0) == bool(fused) or not fused
     np.testing.assert_allclose(out, ref["y"], rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("op", ["MAX_POOL_2D", "AVERAGE_POOL_2D"])
+@pytest.mark.parametrize("c,k,stride,padding", [(5, 3, 2, 0), (12, 2, 2, 1), (28, 3, 1, 0),
+                                                (8, 2, 1, 0)], ids=str)
+def test_nhwc_pools_match_interpreter(tmp_path, op, c, k, stride, padding):
+    """NHWC max / average pools on the native kernel (channel vectors of 8,
+    the tail one overlapping vector; under 8 channels through the stack)
+    match the interpreter, SAME windows at the border included."""
+    B = TFLiteBuilder()
+    h, w_ = 11, 14
+    x = B.tensor("x", (1, h, w_, c))
+    ho, wo = ((h - 1) // stride + 1, (w_ - 1) // stride + 1) if padding == 0 else \
+        ((h - k) // stride + 1, (w_ - k) // stride + 1)
+    y = B.tensor("y", (1, ho, wo, c))
+    B.op(op, [x], [y], ("Pool2DOptions", dict(Padding=padding, StrideW=stride, StrideH=stride,
+                                              FilterWidth=k, FilterHeight=k,
+                                              FusedActivationFunction=0)))
+    path = B.save(tmp_path / "pool.tflite", [x], [y])
+    g = load_model(path)
+    ex = Executor(g, plan(g))
+    assert ex.kernels[0].path == "native"
+    _matches_interpreter(g, ex, path, seed=11)

@@ -17,9 +17,6 @@ from .native import NATIVE_DTYPE, Pointers, fused_activation, native_act
 from .registry import Kernel, const, register
 from .spatial import Spatial
 
-#: the fewest input channels with which a pointwise convolution runs the
-#: native packed SGEMM by default (Conv._gemm_wins)
-GEMM_MIN_CIN = 128
 #: NHWC convolutions with at most this many output channels run the native
 #: dot-product kernel (pa_conv2d_run picks it by the same rule: PA_CONV_DOT_MAX)
 FEW_COUT = 4
@@ -213,11 +210,13 @@ class Conv(Spatial):
 
     def _gemm_wins(self):
         """Where the packed SGEMM beat OpenBLAS + the epilogue pass
-        (benchmarks/bench_conv_paths.py, MobileNetV2's 1x1 layers): NHWC
-        with at least GEMM_MIN_CIN input channels (below that the
-        reduction is too short to pay for the register tile's epilogue).
-        With a fused residual it always runs (it saves the Add's pass)."""
-        return self.nhwc and self.c_in >= GEMM_MIN_CIN
+        (benchmarks/bench_conv_paths.py, MobileNetV2's 1x1 layers; the
+        NHWC layers of BlazeFace and the MediaPipe landmark models): every
+        NHWC one, since its tile's epilogue runs in registers (0.6-0.9x
+        BLAS's time on 16-192 input channels, docs/native-kernels.md).
+        NCHW stays on BLAS.  With a fused residual it always runs (it
+        saves the Add's pass)."""
+        return self.nhwc
 
     def _ohwi(self, w, g, cout):
         """The weights as [c_out][kh][kw][c_in / groups] and the groups."""
