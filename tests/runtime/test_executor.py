@@ -235,9 +235,8 @@ def test_profile_times_every_op_and_names_its_path():
     paths = {op.op_type: set() for op, _, _ in rows}
     for op, path, _ in rows:
         paths[op.op_type].add(path)
-    # 3x3 depthwise runs natively, the 1x1 convs (planes of at most 32x32)
-    # on the packed SGEMM
-    assert {"native-dw", "native-gemm"} <= paths["Conv"]
+    # 3x3 depthwise runs natively, the 1x1 convs stay on BLAS
+    assert {"native-dw", "1x1"} <= paths["Conv"]
     assert paths["Softmax"] == {"numpy"}
     g2 = mobilenet_v2(64, width=0.5, classes=10)
     g2.native = False

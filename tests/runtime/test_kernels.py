@@ -147,32 +147,6 @@ def test_pointwise_conv_on_the_packed_sgemm(tmp_path, x, cout):
                                rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("x,cout,path", [
-    ((1, 24, 56, 56), 40, "native-gemm"),     # GEMM_NCHW_MAX_PX pixels: the SGEMM
-    ((1, 24, 57, 56), 40, "1x1"),             # one row more: BLAS
-    ((1, 600, 7, 7), 436, "native-gemm"),     # GEMM_NCHW_MAX_WEIGHTS weights or fewer
-    ((1, 600, 7, 7), 437, "1x1"),             # more: BLAS
-], ids=str)
-def test_nchw_pointwise_dispatch_rule(tmp_path, x, cout, path):
-    """The default rule (Conv._gemm_wins) puts NCHW 1x1 convolutions on the
-    packed SGEMM up to 56x56 planes and 2^18 weights, on BLAS past either
-    bound; both paths match onnxruntime with bias + Clip fused."""
-    from helpers.model_zoo import ort_run
-    from helpers.onnx_util import make_model
-    from pyarena.importers import load_model
-    from pyarena.runtime import Executor
-    p = tmp_path / "r.onnx"
-    make_model([node("Conv", ["x", "w", "b"], ["c"]), node("Clip", ["c", "lo", "hi"])],
-               {"x": (list(x), np.float32)}, {"y": (None, np.float32)},
-               {"w": rnd(cout, x[1], 1, 1) * 0.1, "b": rnd(cout), "lo": np.float32(0),
-                "hi": np.float32(6)}, path=p)
-    ex = Executor(load_model(str(p)))
-    assert ex.kernels[0].path == path
-    feeds = {"x": rnd(*x)}
-    np.testing.assert_allclose(ex.run(feeds)["y"], ort_run(p, feeds)["y"],
-                               rtol=1e-4, atol=1e-4)
-
-
 def test_grouped_and_depthwise_conv_scratch_rules(tmp_path):
     """The rules of the conv module's docstring, worked by hand: grouped
     im2col -- C_in * kh * kw * H_out * W_out; depthwise -- the padded input

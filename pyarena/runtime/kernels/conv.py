@@ -20,11 +20,6 @@ from .spatial import Spatial
 #: the fewest input channels with which a pointwise convolution runs the
 #: native packed SGEMM by default (Conv._gemm_wins)
 GEMM_MIN_CIN = 128
-#: NCHW pointwise convolutions run the packed SGEMM on planes of at most
-#: this many pixels (56x56) with at most GEMM_NCHW_MAX_WEIGHTS weights
-#: (1 MiB: Conv._gemm_wins)
-GEMM_NCHW_MAX_PX = 56 * 56
-GEMM_NCHW_MAX_WEIGHTS = 1 << 18
 #: NHWC convolutions with at most this many output channels run the native
 #: dot-product kernel (pa_conv2d_run picks it by the same rule: PA_CONV_DOT_MAX)
 FEW_COUT = 4
@@ -218,18 +213,11 @@ class Conv(Spatial):
 
     def _gemm_wins(self):
         """Where the packed SGEMM beat OpenBLAS + the epilogue pass
-        (benchmarks/bench_conv_paths.py and in-model profiles, MobileNetV2's
-        1x1 layers, docs/native-kernels.md): NHWC with at least
-        GEMM_MIN_CIN input channels (below that the reduction is too short
-        to pay for the register tile's epilogue); NCHW on planes of at most
-        GEMM_NCHW_MAX_PX pixels with at most GEMM_NCHW_MAX_WEIGHTS weights
-        (112x112 planes: at par with BLAS; 7x7 planes with 960 -> 320 and
-        320 -> 1280 channels: slower).  With a fused residual it always
-        runs (it saves the Add's pass)."""
-        if self.nhwc:
-            return self.c_in >= GEMM_MIN_CIN
-        return (self.H * self.W <= GEMM_NCHW_MAX_PX
-                and self.c_in * self.cout <= GEMM_NCHW_MAX_WEIGHTS)
+        (benchmarks/bench_conv_paths.py, MobileNetV2's 1x1 layers): NHWC
+        with at least GEMM_MIN_CIN input channels (below that the
+        reduction is too short to pay for the register tile's epilogue).
+        With a fused residual it always runs (it saves the Add's pass)."""
+        return self.nhwc and self.c_in >= GEMM_MIN_CIN
 
     def _ohwi(self, w, g, cout):
         """The weights as [c_out][kh][kw][c_in / groups] and the groups."""
