@@ -29,10 +29,12 @@
  *     (this packing, its epilogue in registers).
  *   - NCHW strips (larger planes): rows are output channels from the
  *     packed weights ([c_in][PA_GEMM_MR] per block); columns are a strip
- *     of PA_GEMM_NR pixels, copied PA_GEMM_KC input channels at a time to
- *     a 16 KiB stack panel (zero-padded past the plane: no tail reads,
- *     contiguous loads) that every block of output channels then reuses;
- *     partial sums of a long reduction go through the output itself.
+ *     of pixels (PA_GEMM_NR, or up to PA_GEMM_STRIP_MAX times that when
+ *     the reduction is short), copied PA_GEMM_KC input channels at a time
+ *     to a 16 KiB stack panel of column tiles (zero-padded past the plane:
+ *     no tail reads, contiguous loads) that every block of output
+ *     channels then reuses; partial sums of a long reduction go through
+ *     the output itself.
  *
  * The accumulators are GNU C vectors of 8 floats (GCC and clang): with
  * plain arrays GCC keeps the tile in memory and reloads it every step.
@@ -53,6 +55,8 @@
 #endif
 
 #define PA_GEMM_KC 256                   /* input channels per NCHW panel */
+#define PA_GEMM_PANEL (PA_GEMM_KC * PA_GEMM_NR) /* NCHW panel: 16 KiB */
+#define PA_GEMM_STRIP_MAX 16             /* NCHW: column tiles per strip  */
 #ifndef PA_GEMM_PX_MAX
 #define PA_GEMM_PX_MAX 64
 #endif
@@ -120,6 +124,7 @@ typedef struct {
     int64_t xps, xks, yps, ycs, xis, yis; /* strides: pixel, channel, image */
     const float *r;        /* the residual added before the activation,  */
     int64_t c_res;         /* of c_res channels (NULL, 0: none)          */
+    int64_t strip;         /* NCHW strips: pixels per strip               */
 } gemm_job_t;
 
 /* acc[i][v] += sum over kk < kn of a_i[kk * as] * b[kk * bs + v], where
@@ -235,45 +240,76 @@ static void gemm_px(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-/* NCHW: one strip of pixels j0.. of image img, every output channel. */
-PA_INLINE void gemm_strip_nchw(const gemm_job_t *j, int64_t img, int64_t j0) {
-    const pa_conv2d_t *c = j->c;
-    const int64_t hw = j->m, k = j->k;
-    const int64_t nv = hw - j0 < PA_GEMM_NR ? hw - j0 : PA_GEMM_NR;
-    const float *x = j->x + img * k * hw + j0;
-    float *y = j->y + img * c->c_out * hw + j0;
-    float panel[PA_GEMM_KC][PA_GEMM_NR];
-    for (int64_t k0 = 0; k0 < k; k0 += PA_GEMM_KC) {
-        int64_t kn = k - k0 < PA_GEMM_KC ? k - k0 : PA_GEMM_KC;
+/* NCHW strip width in pixels: PA_GEMM_NR times as many column tiles as
+ * keep the panel (input channels of one pass x strip) within
+ * PA_GEMM_PANEL floats.  A short reduction gets a wide strip: on
+ * MobileNetV2's 112x112 planes (16 -> 96 channels) 16-pixel strips wrote
+ * each output row 64 bytes at a time, 96 rows 50 KB apart, and took twice
+ * OpenBLAS's time; 256-pixel strips write 1 KB runs. */
+static int64_t gemm_strip_px(const pa_conv2d_t *c) {
+    int64_t kc = c->c_in < PA_GEMM_KC ? c->c_in : PA_GEMM_KC;
+    int64_t tiles = PA_GEMM_PANEL / (kc * PA_GEMM_NR);
+    return PA_GEMM_NR * (tiles < 1 ? 1 : tiles > PA_GEMM_STRIP_MAX ? PA_GEMM_STRIP_MAX : tiles);
+}
+
+/* The panel of one pass: input channels [k0, k0 + kn) of pixels
+ * [j0, j0 + ns), as column tiles of [kn][PA_GEMM_NR] (zeros past ns). */
+PA_INLINE void gemm_fill_panel(float *panel, const float *x, int64_t hw, int64_t k0, int64_t kn,
+                               int64_t ns) {
+    for (int64_t s = 0; s * PA_GEMM_NR < ns; s++) {
+        float *p = panel + s * kn * PA_GEMM_NR;
+        const float *xs = x + s * PA_GEMM_NR;
+        int64_t nv = ns - s * PA_GEMM_NR < PA_GEMM_NR ? ns - s * PA_GEMM_NR : PA_GEMM_NR;
         if (nv == PA_GEMM_NR) {
             for (int64_t kk = 0; kk < kn; kk++)
-                memcpy(panel[kk], x + (k0 + kk) * hw, sizeof panel[kk]);
-        } else {
-            memset(panel, 0, (size_t)kn * sizeof panel[0]);
-            for (int64_t kk = 0; kk < kn; kk++)
-                for (int64_t v = 0; v < nv; v++)
-                    panel[kk][v] = x[(k0 + kk) * hw + v];
+                memcpy(p + kk * PA_GEMM_NR, xs + (k0 + kk) * hw, PA_GEMM_NR * sizeof(float));
+            continue;
         }
+        memset(p, 0, (size_t)(kn * PA_GEMM_NR) * sizeof(float));
+        for (int64_t kk = 0; kk < kn; kk++)
+            for (int64_t v = 0; v < nv; v++)
+                p[kk * PA_GEMM_NR + v] = xs[(k0 + kk) * hw + v];
+    }
+}
+
+/* NCHW: one strip of pixels j0.. of image img, every output channel:
+ * per pass of input channels, the panel, then per block of output
+ * channels its column tiles left to right (the block's weights stay in
+ * L1, each output row is written in runs of the strip's width). */
+PA_INLINE void gemm_strip_nchw(const gemm_job_t *j, int64_t img, int64_t j0) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t hw = j->m, k = j->k, sw = j->strip;
+    const int64_t ns = hw - j0 < sw ? hw - j0 : sw;
+    const float *x = j->x + img * k * hw + j0;
+    float *y = j->y + img * c->c_out * hw + j0;
+    float panel[PA_GEMM_PANEL];
+    for (int64_t k0 = 0; k0 < k; k0 += PA_GEMM_KC) {
+        int64_t kn = k - k0 < PA_GEMM_KC ? k - k0 : PA_GEMM_KC;
+        gemm_fill_panel(panel, x, hw, k0, kn, ns);
         const int last = k0 + kn == k;
         for (int64_t ib = 0; ib < j->mt; ib++) {
             const float *pk = j->packed + ib * PA_GEMM_MR * (1 + k);
             int64_t mv = c->c_out - ib * PA_GEMM_MR;
             mv = mv < PA_GEMM_MR ? mv : PA_GEMM_MR;
-            float *yb = y + ib * PA_GEMM_MR * hw;
-            gemm_acc_t acc;
-            if (k0 == 0) {
-                for (int i = 0; i < PA_GEMM_MR; i++)
-                    for (int v = 0; v < PA_GEMM_NV; v++)
-                        acc[i][v] = V8_SPLAT(pk[i]);
-            } else {
-                gemm_reload(acc, mv, nv, yb, hw);
-            }
-            gemm_micro(NULL, pk + PA_GEMM_MR * (1 + k0), PA_GEMM_MR, &panel[0][0], PA_GEMM_NR,
-                       kn, acc);
             const int64_t rm = last && j->r ? gemm_res_count(j->c_res, ib * PA_GEMM_MR, mv) : 0;
-            gemm_store(acc, last ? &c->act : NULL, mv, nv, yb, hw,
-                       rm ? j->r + (img * j->c_res + ib * PA_GEMM_MR) * hw + j0 : NULL, hw, rm,
-                       nv);
+            for (int64_t s = 0; s * PA_GEMM_NR < ns; s++) {
+                const int64_t js = s * PA_GEMM_NR;
+                const int64_t nv = ns - js < PA_GEMM_NR ? ns - js : PA_GEMM_NR;
+                float *yb = y + ib * PA_GEMM_MR * hw + js;
+                gemm_acc_t acc;
+                if (k0 == 0) {
+                    for (int i = 0; i < PA_GEMM_MR; i++)
+                        for (int v = 0; v < PA_GEMM_NV; v++)
+                            acc[i][v] = V8_SPLAT(pk[i]);
+                } else {
+                    gemm_reload(acc, mv, nv, yb, hw);
+                }
+                gemm_micro(NULL, pk + PA_GEMM_MR * (1 + k0), PA_GEMM_MR,
+                           panel + s * kn * PA_GEMM_NR, PA_GEMM_NR, kn, acc);
+                gemm_store(acc, last ? &c->act : NULL, mv, nv, yb, hw,
+                           rm ? j->r + (img * j->c_res + ib * PA_GEMM_MR) * hw + j0 + js : NULL,
+                           hw, rm, nv);
+            }
         }
     }
 }
@@ -282,12 +318,12 @@ PA_MULTIVERSION
 static void gemm_nchw(void *ctx, int64_t begin, int64_t end) {
     const gemm_job_t *j = ctx;
     for (int64_t t = begin; t < end; t++)
-        gemm_strip_nchw(j, t / j->nt, t % j->nt * PA_GEMM_NR);
+        gemm_strip_nchw(j, t / j->nt, t % j->nt * j->strip);
 }
 
 pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
                          const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
-    gemm_job_t j = {c, packed, x, y, 0, c->c_in, 0, 0, 0, 0, 0, 0, 0, 0, 0, r, c_res};
+    gemm_job_t j = {c, packed, x, y, 0, c->c_in, 0, 0, 0, 0, 0, 0, 0, 0, 0, r, c_res, 0};
     const int64_t hw = c->h * c->w;
     pa_workers_t *w = _pa_workers_for(workers, (double)c->n * (double)hw *
                                                    (double)c->c_out * (double)c->c_in);
@@ -305,7 +341,8 @@ pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float 
     } else {
         j.m = hw;
         j.mt = (c->c_out + PA_GEMM_MR - 1) / PA_GEMM_MR;
-        j.nt = (hw + PA_GEMM_NR - 1) / PA_GEMM_NR;
+        j.strip = gemm_strip_px(c);
+        j.nt = (hw + j.strip - 1) / j.strip;
         _pa_parallel(w, c->n * j.nt, gemm_nchw, &j);
     }
     return PA_OK;

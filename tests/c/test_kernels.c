@@ -172,6 +172,15 @@ static void test_conv_random(void) {
         c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
         run_conv_case(c, pool, &worst);
     }
+    for (int k = 0; k < 24; k++) {   /* NCHW rows under 16 columns: 4 rows per span + tail */
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.sh = rnd(1, 2), c.sw = rnd(1, 2);
+        c.h = rnd(9, 30), c.w = rnd(c.kw * c.dw, 15);
+        c.h_out = (c.h + c.pad_top - (c.kh - 1) * c.dh - 1) / c.sh + 1;
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
     for (int k = 0; k < 40; k++) {   /* NHWC, 1-4 output channels: the dot-product kernel */
         pa_conv2d_t c = random_conv(0);
         c.layout = PA_LAYOUT_NHWC;
@@ -197,7 +206,7 @@ static void test_conv_random(void) {
         run_conv_case(c, pool, &worst);
     }
     CHECK(worst < 1e-5);
-    printf("     conv: worst relative error %.3g over 580 geometries\n", worst);
+    printf("     conv: worst relative error %.3g over 604 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 
@@ -229,8 +238,9 @@ static void test_conv_pointwise(void) {
         run_conv_case(random_pointwise(), pool, &worst);
     /* the mobile shapes: 7x7 and 14x14 planes, many channels */
     static const int64_t shapes[][3] = {{960, 160, 7}, {160, 960, 7}, {576, 96, 14},
-                                        {32, 16, 112}, {3, 5, 1}, {200, 1, 1}};
-    for (int s = 0; s < 6; s++)
+                                        {32, 16, 112}, {16, 96, 20}, {40, 7, 13}, {3, 5, 1},
+                                        {200, 1, 1}};
+    for (int s = 0; s < 8; s++)
         for (int layout = 0; layout < 2; layout++) {
             pa_conv2d_t c = {layout ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, 1, shapes[s][0],
                              shapes[s][2], shapes[s][2], shapes[s][1], shapes[s][2],
@@ -238,7 +248,7 @@ static void test_conv_pointwise(void) {
             run_conv_case(c, pool, &worst);
         }
     CHECK(worst < 1e-5);
-    printf("     pointwise: worst relative error %.3g over 312 geometries\n", worst);
+    printf("     pointwise: worst relative error %.3g over 316 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 
