@@ -174,10 +174,10 @@ def _memory(ex, ex_plan, ex_pool, p, pool, npallocs):
 
 def _report(rows, p, diffs, ref):
     print()
-    print(f"{'memory for activations':<26}{'peak':>12}{'time/inference':>16}"
+    print(f"{'memory for activations':<32}{'peak':>12}{'time/inference':>16}"
           f"{'allocs/inference':>18}")
     for name, peak, allocs, note, t in rows:
-        print(f"{name:<26}{human_bytes(peak):>12}{t * 1e3:>13.1f} ms{allocs:>18,}   {note}")
+        print(f"{name:<32}{human_bytes(peak):>12}{t * 1e3:>13.1f} ms{allocs:>18,}   {note}")
     base = rows[0]
     plan_row = next(r for r in rows if r[0].startswith("(c)"))
     print(f"\nstatic plan vs np.empty: {base[1] / max(plan_row[1], 1):.1f}x less memory, "
