@@ -444,18 +444,8 @@ PA_INLINE void nchw_band(const dw_band_job_t *bj, int64_t item, int64_t S) {
     const int64_t rf = band_row_floats(c), half = rf / 2;
     const int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
     float tile[PA_DW_TILE_FLOATS];
-    const float *x = j->x + plane * c->h * c->w;
-    int64_t q0 = c->pad_left < wp ? c->pad_left : wp;
-    int64_t q1 = c->pad_left + c->w < wp ? c->pad_left + c->w : wp;
-    if (q1 < q0)
-        q1 = q0;
-    for (int64_t r = 0; r < in_rows; r++) {
-        int64_t ih = oh0 * c->sh + r - c->pad_top;
-        if (ih < 0 || ih >= c->h)
-            memset(tile + r * rf, 0, (size_t)rf * sizeof *tile);
-        else
-            _pa_band_copy_row(tile + r * rf, x + ih * c->w, q0, q1, c->pad_left, rf, S, 0.0f);
-    }
+    _pa_band_fill(tile, j->x + plane * c->h * c->w, oh0 * c->sh - c->pad_top, in_rows, c->h,
+                  c->w, c->pad_left, wp, rf, S, 0.0f);
     int64_t ch = plane % c->c_in;
     dw_taps_t t;
     float wt[PA_DW_MAX_TAPS];

@@ -169,7 +169,8 @@ typedef float pa_shuf_v8 __attribute__((vector_size(32)));
  * column pl) into tile row tr of rf floats: as is (S = 1), or split (S = 2)
  * into the even columns then the odd ones, rf / 2 floats each; fill
  * elsewhere (0 for a convolution, -inf for a max pool).  The band
- * kernels of kernels_dwconv.c and kernels_pool.c copy their input so. */
+ * kernels of kernels_dwconv.c and kernels_pool.c fill their tiles so
+ * (_pa_band_fill below), the few-input-channel kernel row by row. */
 PA_INLINE void _pa_band_copy_row(float *restrict tr, const float *restrict xr, int64_t q0,
                                  int64_t q1, int64_t pl, int64_t rf, int64_t S, float fill) {
     if (S == 1) {
@@ -213,6 +214,28 @@ PA_INLINE void _pa_band_copy_row(float *restrict tr, const float *restrict xr, i
         od[q] = xr[2 * q + 1 - pl];
     for (int64_t q = o1 > e0 ? o1 : e0; q < e1; q++)
         ev[q] = xr[2 * q - pl];
+}
+
+/* Input rows row0 .. row0 + rows - 1 of one plane x (h rows of w floats)
+ * into a band tile of rf floats per row, as _pa_band_copy_row lays them
+ * out for the padded width wp the tile covers; rows outside [0, h) are
+ * all `fill`.  The NCHW depthwise and max-pool bands fill their tiles so. */
+PA_INLINE void _pa_band_fill(float *restrict tile, const float *restrict x, int64_t row0,
+                             int64_t rows, int64_t h, int64_t w, int64_t pl, int64_t wp,
+                             int64_t rf, int64_t S, float fill) {
+    int64_t q0 = pl < wp ? pl : wp;
+    int64_t q1 = pl + w < wp ? pl + w : wp;
+    if (q1 < q0)
+        q1 = q0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t ih = row0 + r;
+        float *tr = tile + r * rf;
+        if (ih < 0 || ih >= h)
+            for (int64_t q = 0; q < rf; q++)
+                tr[q] = fill;
+        else
+            _pa_band_copy_row(tr, x + ih * w, q0, q1, pl, rf, S, fill);
+    }
 }
 
 /* kernels_dwconv.c */

@@ -210,21 +210,8 @@ PA_INLINE void max_band(const pool_band_job_t *bj, int64_t item, int64_t S) {
     const int64_t wp = (p->w_out - 1) * p->sw + p->kw, rf = pool_row_floats(p), half = rf / 2;
     const int64_t in_rows = (nr - 1) * p->sh + p->kh;
     float tile[PA_POOL_TILE_FLOATS];
-    const float *x = j->x + plane * p->h * p->w;
-    int64_t q0 = p->pad_left < wp ? p->pad_left : wp;
-    int64_t q1 = p->pad_left + p->w < wp ? p->pad_left + p->w : wp;
-    if (q1 < q0)
-        q1 = q0;
-    for (int64_t r = 0; r < in_rows; r++) {
-        int64_t ih = oh0 * p->sh + r - p->pad_top;
-        float *tr = tile + r * rf;
-        if (ih < 0 || ih >= p->h)
-            for (int64_t q = 0; q < rf; q++)
-                tr[q] = -__builtin_inff();
-        else
-            _pa_band_copy_row(tr, x + ih * p->w, q0, q1, p->pad_left, rf, S,
-                              -__builtin_inff());
-    }
+    _pa_band_fill(tile, j->x + plane * p->h * p->w, oh0 * p->sh - p->pad_top, in_rows, p->h,
+                  p->w, p->pad_left, wp, rf, S, -__builtin_inff());
     const int64_t W = p->w_out;
     for (int64_t r = 0; r < nr; r++) {
         const float *base = tile + r * p->sh * rf;
