@@ -40,7 +40,7 @@ from ..runtime.kernels import KERNELS
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
 from .onnx_control import resolve_bodies, take_branch
-from .onnx_data import check_initializer_data, read_model
+from .onnx_data import check_initializer_data, parse_model
 from .onnx_dqlstm import dequantize_lstms
 from .onnx_fold import (FOLD_MAX_BYTES, MAX_TENSOR_BYTES, _attrs, _check_dims, _fold_node,
                         _plain_dims)
@@ -86,41 +86,6 @@ def _np_dtype(onnx, elem_type, what, _known={}):
         return dt
     except Exception:
         raise ModelImportError(f"{what}: unsupported ONNX element type {elem_type}") from None
-
-
-def _parse(path):
-    onnx = _onnx()
-    try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        raise ModelImportError(f"{path}: {exc.strerror or exc}") from None
-    if size == 0:
-        raise ModelImportError(f"{path}: empty file")
-    try:
-        model, views = read_model(onnx, path)
-        _load_other_external(onnx, model, views, path)
-    except ModelImportError:
-        raise
-    except Exception as exc:
-        raise ModelImportError(f"{path}: not a readable ONNX model (truncated or not "
-                               f"ONNX?): {type(exc).__name__}: {exc}") from None
-    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
-        raise ModelImportError(f"{path}: the file holds no ONNX graph (wrong format?)")
-    return model, views
-
-
-def _load_other_external(onnx, model, views, path):
-    """External-data initializers that read_model does not map (an element
-    type with no plain NumPy form): loaded into the protobuf by onnx."""
-    rest = [i for i in model.graph.initializer if i.name not in views and
-            i.data_location == onnx.TensorProto.EXTERNAL and
-            any(e.key == "location" for e in i.external_data)]
-    if rest:
-        from onnx.external_data_helper import load_external_data_for_tensor
-        base = os.path.dirname(os.path.abspath(path))
-        for init in rest:
-            load_external_data_for_tensor(init, base)
-            init.data_location = onnx.TensorProto.DEFAULT
 
 
 def _dims(vi):
@@ -235,7 +200,8 @@ class _OnnxImport:
             self.static = set(static) | set(self.mapped)
             self.subgraph = False
         else:   # a body subgraph (onnx_loop.py) comes as a model already built
-            self.model, self.mapped = _parse(path) if model is None else (model, {})
+            self.model, self.mapped = (parse_model(self.onnx, path) if model is None
+                                       else (model, {}))
             self.subgraph = model is not None
         self.opset = 1
         for o in self.model.opset_import:

@@ -1,4 +1,5 @@
-"""ONNX initializer data read in place: the model's structure parsed
+"""ONNX files read: `parse_model` (clear errors for a missing, empty or
+non-ONNX file) over the initializer data read in place: the model's structure parsed
 without its weights, the weights as views of the file.
 
 ``onnx.load`` copies every initializer's bytes into protobuf objects, and
@@ -32,7 +33,7 @@ import numpy as np
 from ..errors import ModelImportError
 from ..memory.mapped import map_file
 
-__all__ = ["read_model", "INLINE_BYTES", "check_initializer_data"]
+__all__ = ["parse_model", "read_model", "INLINE_BYTES", "check_initializer_data"]
 
 #: initializers up to this many bytes stay in the protobuf
 INLINE_BYTES = 4096
@@ -286,6 +287,43 @@ class _Reader:
         if field == 7 and wt == 2:
             return _walk(self.buf, a, b, self.graph)
         return None
+
+
+def parse_model(onnx, path):
+    """``(ModelProto, views)`` of the ONNX file ``path`` (:func:`read_model`,
+    then external data read_model does not map); ModelImportError for a
+    missing, empty, truncated or non-ONNX file."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise ModelImportError(f"{path}: {exc.strerror or exc}") from None
+    if size == 0:
+        raise ModelImportError(f"{path}: empty file")
+    try:
+        model, views = read_model(onnx, path)
+        _load_other_external(onnx, model, views, path)
+    except ModelImportError:
+        raise
+    except Exception as exc:
+        raise ModelImportError(f"{path}: not a readable ONNX model (truncated or not "
+                               f"ONNX?): {type(exc).__name__}: {exc}") from None
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        raise ModelImportError(f"{path}: the file holds no ONNX graph (wrong format?)")
+    return model, views
+
+
+def _load_other_external(onnx, model, views, path):
+    """External-data initializers that read_model does not map (an element
+    type with no plain NumPy form): loaded into the protobuf by onnx."""
+    rest = [i for i in model.graph.initializer if i.name not in views and
+            i.data_location == onnx.TensorProto.EXTERNAL and
+            any(e.key == "location" for e in i.external_data)]
+    if rest:
+        from onnx.external_data_helper import load_external_data_for_tensor
+        base = os.path.dirname(os.path.abspath(path))
+        for init in rest:
+            load_external_data_for_tensor(init, base)
+            init.data_location = onnx.TensorProto.DEFAULT
 
 
 def read_model(onnx, path):

@@ -106,8 +106,8 @@ class InferenceSession:
             g = load_model(self.path, native=self.native)
             return ([_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.inputs],
                     [_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.outputs])
-        from .onnx import _dims, _input_dims, _np_dtype, _parse
-        model, _ = _parse(self.path)
+        from .onnx import _dims, _input_dims, _np_dtype, _onnx, parse_model
+        model, _ = parse_model(_onnx(), self.path)
         inits = {i.name for i in model.graph.initializer}
 
         def args(vis, dims):

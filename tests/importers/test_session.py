@@ -237,8 +237,9 @@ def test_the_file_is_parsed_once_per_session(tmp_path, monkeypatch):
     import pyarena.importers.onnx as onnx_importer
     path = _width_model(str(tmp_path / "w.onnx"))
     calls = []
-    real = onnx_importer._parse
-    monkeypatch.setattr(onnx_importer, "_parse", lambda p: calls.append(p) or real(p))
+    real = onnx_importer.parse_model
+    monkeypatch.setattr(onnx_importer, "parse_model",
+                        lambda o, p: calls.append(p) or real(o, p))
     s = InferenceSession(path)
     described = len(calls)
     for w in WIDTHS:
