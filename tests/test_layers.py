@@ -154,3 +154,27 @@ def test_top_level_names_keep_working():
         assert getattr(pyarena, name) is not None, name
     assert callable(pyarena.plan) and callable(pyarena.validate)
     assert set(pyarena.__all__) <= set(dir(pyarena))
+
+
+#: each file one idea: a module past this many lines is split by job
+MAX_FILE_LINES = 700
+#: ... and a function past this many lines into steps
+MAX_FUNCTION_LINES = 80
+
+
+def test_modules_and_functions_stay_small():
+    """No module of the package over MAX_FILE_LINES lines, no function or
+    method over MAX_FUNCTION_LINES (decorators not counted)."""
+    too_long = []
+    for path in sorted(PKG.rglob("*.py")):
+        src = path.read_text()
+        lines = src.count("\n")
+        if lines > MAX_FILE_LINES:
+            too_long.append(f"{path.relative_to(PKG)}: {lines} lines")
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    too_long.append(f"{path.relative_to(PKG)}:{node.lineno} "
+                                    f"{node.name}(): {n} lines")
+    assert not too_long, too_long
