@@ -117,14 +117,31 @@ def pyarena_forced(path, which):
     return ex, conv.path
 
 
+def time_layer(key, layout, path, repeat, warmup=2, clock="wall"):
+    """The one-layer model of ``key`` written to ``path`` (ONNX for "nchw",
+    TFLite for "nhwc") and timed with Conv forced native, forced NumPy and
+    against the reference runtime, interleaved: ``({"native", "numpy",
+    "ref"}: median seconds per run, the path the dispatch rule takes)``."""
+    from bench_edge import reference_session
+    from pyarena.runtime import median, random_feeds, time_calls
+    (onnx_layer if layout == "nchw" else tflite_layer)(key, path)
+    ex_n, _ = pyarena_forced(path, "native")
+    ex_p, _ = pyarena_forced(path, "numpy")
+    _, rule = pyarena_forced(path, None)
+    ref, _ = reference_session(path, 1)
+    feeds = random_feeds(ex_n.graph)
+    ts = time_calls({"native": lambda: ex_n.run(feeds), "numpy": lambda: ex_p.run(feeds),
+                     "ref": lambda: ref(feeds)}, repeat=repeat, warmup=warmup, clock=clock)
+    return {k: median(v) for k, v in ts.items()}, rule
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--layout", default="nchw,nhwc")
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    from bench_edge import reference_session
-    from pyarena.runtime import median, random_feeds, set_blas_threads, time_calls
+    from pyarena.runtime import set_blas_threads
     set_blas_threads(1)
     tmp = tempfile.mkdtemp(prefix="pyarena-convs-")
     hdr = (f"{'layer (c_in>c_out k s, HxW)':<34}{'n':>3}{'native ms':>11}{'numpy ms':>10}"
@@ -137,15 +154,7 @@ def main():
         for i, (key, n) in enumerate(layers()):
             c_in, c_out, k, s, group, h, act = key
             path = os.path.join(tmp, f"l{i}.{'onnx' if layout == 'nchw' else 'tflite'}")
-            (onnx_layer if layout == "nchw" else tflite_layer)(key, path)
-            ex_n, _ = pyarena_forced(path, "native")
-            ex_p, _ = pyarena_forced(path, "numpy")
-            _, rule = pyarena_forced(path, None)
-            ref, _ = reference_session(path, 1)
-            feeds = random_feeds(ex_n.graph)
-            ts = time_calls({"native": lambda: ex_n.run(feeds), "numpy": lambda: ex_p.run(feeds),
-                             "ref": lambda: ref(feeds)}, repeat=args.repeat, warmup=2)
-            m = {k_: median(v) for k_, v in ts.items()}
+            m, rule = time_layer(key, layout, path, args.repeat)
             chosen = m["native"] if rule.startswith("native") else m["numpy"]
             sums[kind(key)] += n * np.array([m["native"], m["numpy"], m["ref"], chosen])
             name = f"{c_in}>{c_out} {k}x{k} s{s}{' dw' if group > 1 else ''}, {h}x{h}"

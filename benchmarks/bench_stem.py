@@ -26,24 +26,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=101)
     args = ap.parse_args()
-    from bench_conv_paths import onnx_layer, pyarena_forced, tflite_layer
-    from bench_edge import reference_session
-    from pyarena.runtime import median, random_feeds, set_blas_threads, time_calls
+    from bench_conv_paths import time_layer
+    from pyarena.runtime import set_blas_threads
     set_blas_threads(1)
     tmp = tempfile.mkdtemp(prefix="pyarena-stems-")
     print(f"{'layer':<32}{'native us':>10}{'im2col us':>10}{'ref us':>9}"
           f"{'native/im2col':>15}{'native/ref':>12}{'im2col/ref':>12}{'rule':>9}")
     for i, (key, layout) in enumerate(STEMS):
         path = os.path.join(tmp, f"s{i}.{'onnx' if layout == 'nchw' else 'tflite'}")
-        (onnx_layer if layout == "nchw" else tflite_layer)(key, path)
-        ex_n, _ = pyarena_forced(path, "native")
-        ex_p, _ = pyarena_forced(path, "numpy")
-        _, rule = pyarena_forced(path, None)
-        ref, _ = reference_session(path, 1)
-        feeds = random_feeds(ex_n.graph)
-        ts = time_calls({"native": lambda: ex_n.run(feeds), "im2col": lambda: ex_p.run(feeds),
-                         "ref": lambda: ref(feeds)}, repeat=args.repeat, warmup=3, clock="cpu")
-        m = {k: median(v) * 1e6 for k, v in ts.items()}
+        t, rule = time_layer(key, layout, path, args.repeat, warmup=3, clock="cpu")
+        m = {"native": t["native"] * 1e6, "im2col": t["numpy"] * 1e6, "ref": t["ref"] * 1e6}
         c_in, c_out, k, s, _, h, _ = key
         name = f"{layout.upper()} {c_in}>{c_out} {k}x{k} s{s}, {h}x{h}"
         print(f"{name:<32}{m['native']:>10.0f}{m['im2col']:>10.0f}{m['ref']:>9.0f}"
