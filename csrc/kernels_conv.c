@@ -121,21 +121,11 @@ pa_status_t pa_conv2d_pack(const pa_conv2d_t *c, const float *weight, const floa
     if (_pa_fewin_fits(c))
         return _pa_fewin_pack(c, weight, bias, packed);
     int64_t cg = c->c_in / c->groups, cog = c->c_out / c->groups;
-    int64_t taps = c->kh * c->kw, nb = blocks_per_group(c);
+    int64_t k = c->kh * c->kw * cg; /* (tap, input channel) rows */
     float *p = packed;
     for (int64_t g = 0; g < c->groups; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            for (int64_t v = 0; v < PA_VEC; v++) {
-                int64_t co = b * PA_VEC + v;
-                *p++ = (co < cog && bias) ? bias[g * cog + co] : 0.0f;
-            }
-            for (int64_t t = 0; t < taps; t++)
-                for (int64_t ci = 0; ci < cg; ci++)
-                    for (int64_t v = 0; v < PA_VEC; v++) {
-                        int64_t co = b * PA_VEC + v;
-                        *p++ = co < cog ? weight[((g * cog + co) * taps + t) * cg + ci] : 0.0f;
-                    }
-        }
+        p = _pa_pack_blocks(p, weight + g * cog * k, bias ? bias + g * cog : NULL, cog, k,
+                            PA_VEC);
     *p = 0.0f; /* the value padded taps read */
     return PA_OK;
 }

@@ -95,19 +95,7 @@ size_t _pa_gemm_packed_size(const pa_conv2d_t *c) {
 /* Per block of output channels: its bias, then [c_in][block] weights. */
 pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
                           float *packed) {
-    int64_t bl = gemm_block(c), nb = (c->c_out + bl - 1) / bl, k = c->c_in;
-    float *p = packed;
-    for (int64_t b = 0; b < nb; b++) {
-        for (int64_t v = 0; v < bl; v++) {
-            int64_t co = b * bl + v;
-            *p++ = (co < c->c_out && bias) ? bias[co] : 0.0f;
-        }
-        for (int64_t ci = 0; ci < k; ci++)
-            for (int64_t v = 0; v < bl; v++) {
-                int64_t co = b * bl + v;
-                *p++ = co < c->c_out ? weight[co * k + ci] : 0.0f;
-            }
-    }
+    _pa_pack_blocks(packed, weight, bias, c->c_out, c->c_in, gemm_block(c));
     return PA_OK;
 }
 

@@ -238,6 +238,24 @@ PA_INLINE void _pa_band_fill(float *restrict tile, const float *restrict x, int6
     }
 }
 
+/* One group's output channels in blocks of bl, as the register tiles read
+ * them: per block its bias, then k rows of bl weights, weight[co * k + r]
+ * (channels past n_out are zeros).  Returns the float after the last one.
+ * The direct convolution (per group, k = taps * c_in/groups) and the
+ * packed SGEMM (k = c_in) pack their blocks so. */
+PA_INLINE float *_pa_pack_blocks(float *restrict p, const float *restrict weight,
+                                 const float *restrict bias, int64_t n_out, int64_t k,
+                                 int64_t bl) {
+    for (int64_t b0 = 0; b0 < n_out; b0 += bl) {
+        for (int64_t v = 0; v < bl; v++)
+            *p++ = (b0 + v < n_out && bias) ? bias[b0 + v] : 0.0f;
+        for (int64_t r = 0; r < k; r++)
+            for (int64_t v = 0; v < bl; v++)
+                *p++ = b0 + v < n_out ? weight[(b0 + v) * k + r] : 0.0f;
+    }
+    return p;
+}
+
 /* kernels_dwconv.c */
 size_t _pa_dwconv_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const float *bias,

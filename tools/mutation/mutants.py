@@ -1155,6 +1155,11 @@ MUTANTS = [
       "a band tile copies the row just below the plane instead of padding it (the bottom "
       "padding of a depthwise convolution or max pool reads the next plane)",
       ("c:test_kernels", "tests/native/test_conv_kernels.py")),
+    M("native-pack-blocks-bias-offset", "csrc/kernels_internal.h",
+      "            *p++ = (b0 + v < n_out && bias) ? bias[b0 + v] : 0.0f;",
+      "            *p++ = (b0 + v < n_out && bias) ? bias[v] : 0.0f;",
+      "every block of packed output channels takes the first block's biases",
+      ("c:test_kernels", "tests/native/test_conv_kernels.py")),
     M("native-dot-tile-pixel-stride", "csrc/kernels_conv.c",
       "    const int64_t C = c->c_in, ws = c->kh * c->kw * C, n = c->kw * C, ps = c->sw * C;",
       "    const int64_t C = c->c_in, ws = c->kh * c->kw * C, n = c->kw * C, ps = C;",
