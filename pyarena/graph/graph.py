@@ -126,6 +126,10 @@ class Graph:
         #: the NumPy / BLAS paths everywhere, with their scratch); recorded
         #: like the budget, since the scratch sizes depend on it
         self.native = True
+        #: inputs whose bytes must outlive their last reader, to the last
+        #: op: a Loop or Scan body's values from the enclosing graph, copied
+        #: in once per run of the op and read again by every iteration
+        self.held_inputs = frozenset()
         #: the weights arena (:class:`pyarena.Arena`) that holds the
         #: constants computed at load -- folded, fused, dequantized -- made
         #: on first use by :meth:`keep_constant`; an Executor places its
@@ -241,6 +245,7 @@ class Graph:
         The copy is ordered and valid as this graph was."""
         g = Graph(self.name)
         g.scratch_budget, g.native, g.weights = self.scratch_budget, self.native, self.weights
+        g.held_inputs = self.held_inputs
         data = data or {}
         tensors = g.tensors
         for name, t in self.tensors.items():
@@ -284,13 +289,14 @@ class Graph:
     def pool_ops(self):
         """Names of the ops that read or write a pool tensor
         (``Tensor.dynamic``), or need the value of an input computed at run
-        time (``attrs["_values"]``): their kernels are built when the shapes
-        and values are known, at run time."""
+        time (``attrs["_values"]``), or hold a body graph (Loop, Scan, If)
+        with such ops: their kernels are built when the shapes and values
+        are known, at run time, and run with the executor's pool."""
         dynamic = {n for n, t in self.tensors.items() if t.dynamic}
-        if not dynamic:                 # the common case: no pool tensor at all
-            return {op.name for op in self.ops if op.attrs.get("_values")}
         return {op.name for op in self.ops if op.attrs.get("_values") or
-                not dynamic.isdisjoint(op.inputs) or not dynamic.isdisjoint(op.outputs)}
+                (dynamic and (not dynamic.isdisjoint(op.inputs) or
+                              not dynamic.isdisjoint(op.outputs))) or
+                any(isinstance(v, Graph) and v.pool_ops() for v in op.attrs.values())}
 
     def producers(self):
         """tensor name -> index of the op that writes it."""

@@ -21,8 +21,10 @@ true; the scanned length for a Scan).  A Loop that may stop on data and
 has scan outputs has outputs whose length only a run can tell: they are
 marked (``Op.attrs["dynamic"]``) and served from the run's Pool
 (``runtime/dynamic.py``).  :func:`import_body` also imports the branches
-of an ``If`` on a run-time condition (``onnx_control.py``).  A body
-holding a tensor whose size depends on the data is refused by name.
+of an ``If`` on a run-time condition (``onnx_control.py``).  A body may
+hold tensors whose size depends on the data (served from the run's pool,
+``runtime/kernels/subgraph.py``); a body *output* of such a size is
+refused by name.
 """
 import numpy as np
 
@@ -140,12 +142,14 @@ def import_body(imp, node, body, formal, what="body"):
     except (ModelImportError, UnsupportedOpError) as exc:
         raise type(exc)(f"in the {what} of {node.op_type} {node.name!r}: {exc}",
                         exc.unbound_inputs) from None
-    pooled = [n for n, t in graph.tensors.items() if t.dynamic]
+    if what == "body":      # copied in once, read by every iteration
+        graph.held_inputs = frozenset(n for n in outer if n in graph.tensors)
+    pooled = [n for n in dict.fromkeys(out_names) if graph.tensors[n].dynamic]
     if pooled:
-        raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): tensor(s) "
+        raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): output(s) "
                                  f"{pooled[:4]} of the {what} have sizes that depend on the "
-                                 f"data; a body runs planned tensors only (pool tensors "
-                                 f"inside a Loop, Scan or If body are not supported)")
+                                 f"data; a body's outputs must have sizes known before it "
+                                 f"runs (pool tensors inside it are served from the pool)")
     names = [vi.name for vi in body.input] + outer
     return graph, names, out_names, outer, sub
 

@@ -1,8 +1,9 @@
 """Lifetimes and buffer sharing: which tensors may live in one buffer.
 
 1. Lifetimes (inclusive op indices).  An activation lives from the op that
-   produces it to the last op that reads it; a graph input from op 0; a
-   graph output to the last op; a tensor nobody reads only at its
+   produces it to the last op that reads it; a graph input from op 0 (to
+   the last op if it is one of ``Graph.held_inputs``); a graph output to
+   the last op; a tensor nobody reads only at its
    producer.  Constants belong to the weights arena and are not planned.
    An op's scratch (``Op.scratch_bytes``) is a virtual tensor
    ``"<op>::scratch"`` living exactly during its op.
@@ -49,11 +50,12 @@ def tensor_lifetimes(graph):
             if t:
                 prod[t] = i
     life = {}
+    held = graph.held_inputs
     for t in graph.tensors.values():
         if t.role == "constant":
             continue
         if t.role == "input":
-            life[t.name] = (0, max(last_read.get(t.name, 0), 0))
+            life[t.name] = (0, end if t.name in held else max(last_read.get(t.name, 0), 0))
         elif t.name in prod:
             p = prod[t.name]
             last = end if t.role == "output" else max(last_read.get(t.name, p), p)

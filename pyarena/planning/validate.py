@@ -133,7 +133,7 @@ def _graph_facts(graph):
         rd = readers.get(name, [])
         if t.role == "input":
             producer[name] = -1
-            lifetime[name] = (0, max(rd) if rd else 0)
+            lifetime[name] = (0, n - 1 if name in graph.held_inputs else max(rd) if rd else 0)
         elif name in producer:
             p = producer[name]
             if t.role == "output":

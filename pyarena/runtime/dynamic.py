@@ -24,13 +24,27 @@ from ..graph import Tensor
 from .kernels import KERNELS, make_kernel
 from .kernels.registry import _carve
 
-__all__ = ["PoolStep", "PoolStats"]
+__all__ = ["PoolStep", "PoolStats", "pool_frees"]
 
 #: kernels kept per operator, one per input signature
 MAX_SIGNATURES = 16
 #: a run-time integer input up to this many elements is read as a value
 #: when the kernel is built (a shape, a K, a Slice bound)
 VALUE_ELEMENTS = 64
+
+
+def pool_frees(graph):
+    """op name -> the pool tensors whose last reader it is (graph outputs
+    stay until the next run)."""
+    last = {}
+    for op in graph.ops:
+        for n in op.inputs:
+            if n and graph.tensors[n].dynamic and graph.tensors[n].role != "output":
+                last[n] = op.name
+    out = {}
+    for n, name in last.items():
+        out.setdefault(name, []).append(n)
+    return out
 
 
 class PoolStats:

@@ -40,7 +40,7 @@ from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
 from .slack import plan_in_slack
 from ..planning import validate as validate_plan
-from .dynamic import PoolStats, PoolStep, _Counted
+from .dynamic import PoolStats, PoolStep, _Counted, pool_frees
 from .keeper import WeightKeeper, share as _share
 from .kernels import make_kernel
 
@@ -97,20 +97,6 @@ def random_feeds(graph, seed=0):
         else:
             feeds[name] = rng.integers(0, 2, size=t.shape).astype(dt)
     return feeds
-
-
-def _pool_frees(graph):
-    """op name -> the pool tensors whose last reader it is (graph outputs
-    stay until the next run)."""
-    last = {}
-    for op in graph.ops:
-        for n in op.inputs:
-            if n and graph.tensors[n].dynamic and graph.tensors[n].role != "output":
-                last[n] = op.name
-    out = {}
-    for n, name in last.items():
-        out.setdefault(name, []).append(n)
-    return out
 
 
 class Executor:
@@ -225,7 +211,7 @@ class Executor:
                              "in the planned mode only, not with allocator=")
         self.pool_stats = PoolStats()
         self.pooled = {}        # the run's pool tensors, by name
-        frees = _pool_frees(graph)
+        frees = pool_frees(graph)
         for i, op in enumerate(graph.ops):
             k = prepared.take(graph, i, op) if prepared is not None else None
             if k is not None:

@@ -303,3 +303,33 @@ def test_a_loop_graph_saves_as_json_that_plans_the_same(tmp_path):
     j = Graph.load(str(tmp_path / "loop.json"))
     assert "body" not in j.ops[0].attrs
     assert plan(j).arena_bytes == plan(g).arena_bytes
+
+
+def test_an_outer_value_outlives_its_last_reader_in_the_body(tmp_path):
+    """x (outer scope) is copied into the body once per Loop run and read
+    only by the body's first op; the body's later tensors of x's size must
+    not take its bytes, or the next iteration reads them."""
+    nodes = [h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT),
+             h.make_node("Mul", ["x", "fi"], ["xi"]),
+             h.make_node("Add", ["acc", "xi"], ["a1"]),
+             h.make_node("Sigmoid", ["a1"], ["a2"]),
+             h.make_node("Mul", ["a2", "a1"], ["a3"]),
+             h.make_node("Sin", ["a3"], ["a4"]),
+             h.make_node("Add", ["a4", "a2"], ["acc2"]),
+             h.make_node("Identity", ["c"], ["c2"])]
+    body = h.make_graph(nodes, "body", [vi("i", T.INT64, []), vi("c", T.BOOL, []),
+                                        vi("acc", T.FLOAT)],
+                        [vi("c2", T.BOOL, []), vi("acc2", T.FLOAT)])
+    path = tmp_path / "held.onnx"
+    make_model([h.make_node("Loop", ["M", "", "a0"], ["af"], body=body)],
+               {"x": ([2, 3], F32), "a0": ([2, 3], F32)}, {"af": (None, F32)},
+               {"M": np.array(4, np.int64)}, path=path)
+    g = load_model(str(path))
+    bg = g.ops[0].attrs["body"]
+    assert bg.held_inputs == {"x"}
+    bp = plan(bg)
+    assert validate(bp) == []
+    (xb,) = [b for b in bp.buffers if "x" in b.tensors]
+    assert xb.last == len(bg.ops) - 1
+    fx = feeds(x=(2, 3), a0=(2, 3))
+    run_and_compare(path, fx)

@@ -145,18 +145,6 @@ def test_an_if_nested_in_a_loop_body(tmp_path):
             np.testing.assert_allclose(ours[k], ref[k], rtol=1e-6)
 
 
-def test_pool_tensors_inside_a_branch_are_refused_by_name(tmp_path):
-    path = if_model(tmp_path / "nz.onnx",
-                    [h.make_node("NonZero", ["x"], ["nz"]),
-                     h.make_node("Cast", ["nz"], ["f"], to=T.FLOAT),
-                     h.make_node("ReduceSum", ["f"], ["t"], keepdims=0)], "t",
-                    [h.make_node("ReduceSum", ["x"], ["e"], keepdims=0)], "e",
-                    {"x": ([2, 3], F32)})
-    with pytest.raises(UnsupportedOpError, match=r"'iff'.*\['nz', 'f'\].*then_branch.*"
-                                                 r"depend on the data"):
-        load_model(path)
-
-
 def test_branches_of_other_dtypes_are_refused(tmp_path):
     path = if_model(tmp_path / "dt.onnx", [h.make_node("Neg", ["x"], ["t"])], "t",
                     [h.make_node("Cast", ["x"], ["e"], to=T.INT32)], "e",

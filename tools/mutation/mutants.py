@@ -1591,8 +1591,20 @@ MUTANTS = [
     M("body-pool-tensors-not-refused", "pyarena/importers/onnx_loop.py",
       "    if pooled:\n        raise UnsupportedOpError(",
       "    if False:\n        raise UnsupportedOpError(",
-      "a body holding data-sized tensors is imported, and fails later without naming them",
-      ("tests/runtime/test_onnx_if.py",)),
+      "a body whose output has a data-sized shape is imported, and fails later without "
+      "naming it",
+      ("tests/runtime/test_pool_in_bodies.py",)),
+    M("body-outer-value-not-held", "pyarena/planning/sharing.py",
+      "            life[t.name] = (0, end if t.name in held else max(last_read.get(t.name, 0), 0))",
+      "            life[t.name] = (0, max(last_read.get(t.name, 0), 0))",
+      "a Loop body's value from the enclosing graph dies at its last reader, and a later "
+      "tensor of the iteration takes its bytes before the next iteration reads it",
+      ("tests/importers/test_onnx_loop.py", "tests/runtime/test_pool_in_bodies.py")),
+    M("body-pool-not-handed-over", "pyarena/runtime/kernels/subgraph.py",
+      "        for s in self.pool_steps:\n            s.pool = pool",
+      "        for s in self.pool_steps[1:]:\n            s.pool = pool",
+      "the first op of a body touching a pool tensor gets no pool",
+      ("tests/runtime/test_pool_in_bodies.py",)),
     # ---- Compress and Unique: pool tensors ------------------------------------------
     M("unique-unsorted-order-ignored", "pyarena/runtime/kernels/indexing.py",
       "        if not int(self.attrs.get(\"sorted\", 1)):",

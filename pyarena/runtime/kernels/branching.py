@@ -173,7 +173,11 @@ class If(Kernel):
 
     def produce(self, xs, ys, sc, pool):
         """Some outputs are pool tensors (None in ``ys``): made in the
-        shape of the branch that ran."""
+        shape of the branch that ran; a branch's own pool tensors come
+        from ``pool`` too."""
+        for b in self.parts:
+            if b is not None:
+                b.use_pool(pool)
         body = self.branch(xs, sc)
         out = list(ys)
         for j, k in self.where.items():

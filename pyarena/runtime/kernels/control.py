@@ -161,6 +161,7 @@ class Loop(_Control):
         grow (doubling) in ``pool`` buffers, then go to pool arrays of the
         exact length; ``ys`` holds the planned outputs (None: a pool one)."""
         n, grown = self.n, {}
+        self.body.use_pool(pool)
         shapes = [tuple(int(d) for d in self.attrs["body"].tensors[b].shape)
                   for b in self.attrs["body_outputs"][1 + n:]]
 
@@ -248,3 +249,10 @@ class Scan(_Control):
                 copy(y[t, ...], v)
             carry()
         self.finish(cur, ys)
+
+    def produce(self, xs, ys, sc, pool):
+        """The Scan whose body holds pool tensors: run with ``pool``; its
+        own outputs are planned."""
+        self.body.use_pool(pool)
+        self.run(xs, ys, sc)
+        return ys

@@ -15,6 +15,13 @@ views (native pointers kept) and those with nothing to do left out, so an
 iteration is one Python call per working kernel.
 Plans are kept per body graph and scratch setting, since a kernel's
 ``setup`` runs more than once (set_scratch, the executor).
+
+A body may hold pool tensors (sizes that depend on data: a NonZero, a
+TopK whose K is computed in the body): they are not planned, the ops
+touching them are :class:`~pyarena.runtime.dynamic.PoolStep` s drawing
+from the outer op's pool (the outer op is then a pool op itself, run
+through its ``produce``, which hands the pool over with ``use_pool``),
+and each is freed after its last reader in the iteration.
 """
 import weakref
 
@@ -52,7 +59,8 @@ class Body:
         self.graph, self.names_in, self.names_out = graph, list(inputs), list(outputs)
         self.plan = _body_plan(graph, None if budget is None else int(budget), native)
         self.nbytes = self.plan.arena_bytes + _ALIGN
-        self.kernels = [graph_kernel(graph, op, keep) for op in graph.ops]
+        self.pooled, self.pool_steps = {}, []
+        self.kernels = self._kernels(keep)
         self.constants = {}
         for op, k in zip(graph.ops, self.kernels):
             for i, name in enumerate(op.inputs):
@@ -68,6 +76,32 @@ class Body:
         self._addr = None
         self.steps, self.ins, self.outs, self.calls = [], [], [], []
 
+    def _kernels(self, keep):
+        """The body's kernels: a :class:`~pyarena.runtime.dynamic.PoolStep`
+        for an op reading or writing a pool tensor (its pool given by
+        ``use_pool`` before a run), the op's own kernel for the rest."""
+        g = self.graph
+        pool_ops = g.pool_ops()
+        if not pool_ops:
+            return [graph_kernel(g, op, keep) for op in g.ops]
+        from ..dynamic import PoolStep, pool_frees     # it imports the kernels
+        frees = pool_frees(g)
+        out = []
+        for op in g.ops:
+            if op.name in pool_ops:
+                self.pool_steps.append(PoolStep(g, op, keep, None, self.pooled,
+                                                frees.get(op.name, ())))
+                out.append(self.pool_steps[-1])
+            else:
+                out.append(graph_kernel(g, op, keep))
+        return out
+
+    def use_pool(self, pool):
+        """The pool (``empty`` / ``free``) the body's pool tensors come from
+        in the runs that follow: the outer op's, given to its ``produce``."""
+        for s in self.pool_steps:
+            s.pool = pool
+
     def bind(self, region, stable=False):
         """Bind the body's plan inside ``region`` (uint8, ``nbytes``);
         ``stable``: the region stays there for every run."""
@@ -78,13 +112,13 @@ class Body:
         g = self.graph
         arrays = dict(self.constants)
         for name, t in g.tensors.items():
-            if t.role != "constant" and name in views:
+            if t.role != "constant" and not t.dynamic and name in views:
                 arrays[name] = views[name].reshape(-1).view(np.uint8)[:t.nbytes] \
                     .view(t.dtype).reshape(t.shape)
         steps = []
         for op, k in zip(g.ops, self.kernels):
             xs = [arrays.get(n) if n else None for n in op.inputs]
-            ys = [arrays[n] for n in op.outputs if n]
+            ys = [arrays.get(n) for n in op.outputs if n]     # None: a pool tensor
             sc = views[f"{op.name}::scratch"].reshape(-1).view(np.uint8) \
                 if k.scratch_bytes else None
             steps.append((k, xs, ys, sc))
@@ -103,7 +137,7 @@ class Body:
                 k.bind(xs, ys)
                 if k.idle:
                     continue
-            if k._act is None:      # Kernel.__call__ without its per-call carving
+            if getattr(k, "_act", 0) is None:  # Kernel.__call__ without its carving
                 calls.append((k.run, xs, ys, _carve(sc, k.scratch) if k.scratch else ()))
             else:
                 calls.append((k, xs, ys, sc))
