@@ -7,44 +7,16 @@ with a size that follows) is not planned: the plan gives it 0 bytes, and
 the executor takes it from its :class:`~pyarena.Pool` when it is produced
 and frees it after its last reader.  Every other tensor stays planned.
 
-An operator that reads or writes a pool tensor is a :class:`PoolStep`:
-its kernel is built when it first runs with given input shapes (and the
-values of its small integer inputs computed at run time -- a shape, a K),
-and kept for those; its outputs' shapes come from the kernel's
-``produce`` (NonZero, Loop: only running tells) or from the op's shape
-rule ``attrs["_infer"]`` (set by the importer), its scratch from the
-pool too.  ``PoolStats`` counts the pool bytes of one run.
+An operator that reads or writes a pool tensor is a
+:class:`~pyarena.runtime.kernels.pool_step.PoolStep` (there, since a Loop,
+Scan or If body runs them too): its kernel is built at run time per input
+shape.  ``PoolStats`` counts the pool bytes of one run, ``_Counted`` is the
+pool as the steps see it.
 """
-from collections import OrderedDict
-
-import numpy as np
-
-from ..errors import GraphError, StateError, UnsupportedOpError
-from ..graph import Tensor
-from .kernels import KERNELS, make_kernel
-from .kernels.registry import _carve
+from ..errors import StateError
+from .kernels.pool_step import PoolStep, pool_frees
 
 __all__ = ["PoolStep", "PoolStats", "pool_frees"]
-
-#: kernels kept per operator, one per input signature
-MAX_SIGNATURES = 16
-#: a run-time integer input up to this many elements is read as a value
-#: when the kernel is built (a shape, a K, a Slice bound)
-VALUE_ELEMENTS = 64
-
-
-def pool_frees(graph):
-    """op name -> the pool tensors whose last reader it is (graph outputs
-    stay until the next run)."""
-    last = {}
-    for op in graph.ops:
-        for n in op.inputs:
-            if n and graph.tensors[n].dynamic and graph.tensors[n].role != "output":
-                last[n] = op.name
-    out = {}
-    for n, name in last.items():
-        out.setdefault(name, []).append(n)
-    return out
 
 
 class PoolStats:
@@ -78,100 +50,3 @@ class _Counted:
             self.pool.free(a)
         except StateError:  # still seen elsewhere: back when the last view goes
             pass
-
-
-def _value(a):
-    """The bytes of a run-time input read as a value (a small integer
-    tensor: a K, an axis, a shape), else None."""
-    if a is not None and a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS:
-        return a.tobytes()
-    return None
-
-
-class PoolStep:
-    """One operator touching pool tensors.  ``pooled``: the run's pool
-    tensors by name (shared by every step); ``frees``: the pool tensors
-    whose last reader this op is."""
-
-    path = "pool"
-    scratch_bytes = 0
-    runtime = None
-    stable = False
-    idle = False            # always called: its kernels are built at run time
-
-    def bind(self, xs, ys):
-        """The executor's planned views (the Kernel interface): this step
-        builds its kernels per shape at run time, so it keeps nothing."""
-        self.stable = True
-
-    def __init__(self, graph, op, keep, pool, pooled, frees):
-        if op.op_type not in KERNELS:
-            raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
-                                     f"supported by the executor")
-        self.graph, self.op, self.keep = graph, op, keep
-        self.pool, self.pooled, self.frees = pool, pooled, list(frees)
-        self.cache = OrderedDict()
-
-    def __call__(self, xs, ys, sc=None):
-        g, op, pooled = self.graph, self.op, self.pooled
-        ins = [pooled[n] if n and g.tensors[n].dynamic else x for n, x in zip(op.inputs, xs)]
-        sig = tuple(None if a is None else (a.shape, a.dtype.str, _value(a)) for a in ins)
-        k = self.cache.get(sig)
-        if k is None:
-            k = self.cache[sig] = self.build(ins)
-            while len(self.cache) > MAX_SIGNATURES:
-                self.cache.popitem(last=False)
-        self.cache.move_to_end(sig)
-        names = [n for n in op.outputs if n]
-        outs = [None if g.tensors[n].dynamic else y for n, y in zip(names, ys)]
-        scratch = self.pool.empty((k.scratch_bytes,), np.uint8) if k.scratch_bytes else None
-        carved = ()
-        try:
-            if hasattr(k, "produce"):
-                carved = _carve(scratch, k.scratch) if k.scratch else ()
-                outs = k.produce(ins, outs, carved, self.pool)
-            else:
-                for i, n in enumerate(names):
-                    if outs[i] is None:
-                        t = k.outs[i]
-                        outs[i] = self.pool.empty(t.shape, t.dtype)
-                k(ins, outs, scratch)
-        finally:
-            if scratch is not None:
-                del carved
-                self.pool.free(scratch)
-        for n, a in zip(names, outs):
-            if g.tensors[n].dynamic:
-                pooled[n] = a
-        del ins, outs
-        for n in self.frees:
-            a = pooled.pop(n, None)
-            if a is not None:
-                self.pool.free(a)
-
-    def build(self, ins):
-        """The kernel for these inputs: their shapes, and the values of the
-        small integer ones computed at run time."""
-        op, g = self.op, self.graph
-        tins = []
-        for n, a in zip(op.inputs, ins):
-            t = g.tensors[n] if n else None
-            if t is None or t.role == "constant":
-                tins.append(t)
-                continue
-            data = a.copy() if _value(a) is not None else None
-            tins.append(Tensor(n, a.shape, a.dtype.name, role="activation", data=data))
-        touts = [Tensor(n, None if g.tensors[n].dynamic else g.tensors[n].shape,
-                        g.tensors[n].dtype, nbytes_given=0) for n in op.outputs if n]
-        cls = KERNELS[op.op_type]
-        if not hasattr(cls, "produce"):
-            infer = op.attrs.get("_infer")
-            if infer is None:
-                raise GraphError(f"operator {op.name!r} ({op.op_type}) reads a pool tensor "
-                                 f"but has no shape rule")
-            shapes = infer(ins, {i for i, t in enumerate(tins)
-                                 if t is not None and t.data is not None})
-            for t, s in zip(touts, shapes):
-                t.shape = tuple(int(d) for d in s)
-        return make_kernel(op, tins, touts, self.keep, g.scratch_budget,
-                           getattr(g, "native", True))
