@@ -76,8 +76,8 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     ``layout`` (ONNX, with ``native``): which NCHW regions run in NHWC
     (:func:`pyarena.runtime.to_nhwc`): ``"auto"`` where it is measured
     faster, ``"nhwc"`` every region with a convolution, ``"keep"`` none
-    (the graph's ``relaid`` says what was converted).  Raises :class:`ModelImportError` for a missing,
-    corrupt or unknown file, :class:`UnsupportedOpError` naming every
+    (the graph's ``relaid`` says what was converted).  Raises
+    :class:`ModelImportError` for a missing, corrupt or unknown file, :class:`UnsupportedOpError` naming every
     operator the executor cannot run (both are GraphErrors), and
     :class:`MemoryBudgetError` when the weights plus the largest tensor
     exceed ``max_memory`` (bytes; None: the physical memory).  ``values``

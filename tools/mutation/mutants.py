@@ -1731,4 +1731,9 @@ MUTANTS = [
       "                ]",
       "Sum(a, b, a) may write over a, which it reads again after its first step",
       ("tests/planning/test_inplace.py", "tests/runtime/test_layout.py")),
+    M("transpose-planes-first-image", "pyarena/runtime/kernels/movement.py",
+      "                        av[i, :, k] = bv[i, k]",
+      "                        av[i, :, k] = bv[0, k]",
+      "an NCHW -> NHWC Transpose of a batch copies the first image's planes into every image",
+      ("tests/runtime/test_layout.py",)),
 ]
