@@ -98,15 +98,15 @@ def resize(template, cache, onnx, path, inputs):
         if v is None or tuple(v.shape) != tuple(t.shape) or v.dtype != np.dtype(t.dtype):
             return None
         data[name] = v
+    relaid = g0.relaid["shapes"] if g0.relaid is not None else {}
     for name, t in g0.tensors.items():
-        if t.role != "constant":
-            et = types.get(name)
+        if t.role != "constant":    # (a Transpose's NHWC copy: its source's type)
+            et = types.get(relaid[name][0] if name in relaid else name)
             if et is None or _np_dtype(onnx, et, name) != np.dtype(t.dtype):
                 return None
-    if g0.relaid is not None:       # the NHWC tensors: the NCHW rules' shapes, permuted
-        for name, (src, perm) in g0.relaid["shapes"].items():
-            d = shapes.get(src)
-            shapes[name] = None if d is None or len(d) != len(perm) else [d[p] for p in perm]
+    for name, (src, perm) in relaid.items():    # NHWC: the NCHW rules' shapes, permuted
+        d = shapes.get(src)
+        shapes[name] = None if d is None or len(d) != len(perm) else [d[p] for p in perm]
     try:
         g = g0.resized(shapes, data)
     except PyArenaError:

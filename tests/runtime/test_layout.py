@@ -2,6 +2,8 @@
 convolution regions run in NHWC; the converted graph matches onnxruntime
 and the unconverted run, keeps its inputs and outputs as they are, and is
 left alone where nothing converts or the rule declines."""
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -201,13 +203,24 @@ def test_session_resizes_a_converted_graph(tmp_path):
                inits, path=path)
     s = InferenceSession(str(path))
     off = InferenceSession(str(path), layout="keep")
-    for shape in [(1, 8, 10, 9), (2, 8, 7, 12), (1, 8, 10, 9)]:
-        x = rnd(*shape)
-        ref = ort_run(path, {"x": x})["y"]
-        got, = s.run(None, {"x": x})
-        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(got, off.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    made, real = [], InferenceSession._resized       # the second shape: re-sized
+
+    def resized(self, shapes):
+        got = real(self, shapes)
+        if self is s:
+            made.append(got)
+        return got
+    with mock.patch.object(InferenceSession, "_resized", resized):
+        for shape in [(1, 8, 10, 9), (2, 8, 7, 12), (1, 8, 10, 9)]:
+            x = rnd(*shape)
+            ref = ort_run(path, {"x": x})["y"]
+            got, = s.run(None, {"x": x})
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(got, off.run(None, {"x": x})[0], rtol=1e-4,
+                                       atol=1e-5)
+    assert len(made) == 2 and made[0][0] is None and made[1][0] is not None
     g = s._plans[(("x", (2, 8, 7, 12), None),)][0]
+    assert g is made[1][0]
     assert g.relaid is not None and g.tensors["e6"].shape == (2, 7, 12, 48)
 
 
