@@ -42,6 +42,11 @@ every runtime computes on the calling thread (onnxruntime with one
 intra-op thread, LiteRT / XNNPACK with one thread, pyarena and BLAS on
 one), so the figures stay comparable; rows of more threads are not.
 
+``--compare-layout`` adds pyarena with the layout pass off (``layout="keep"``:
+an ONNX graph stays NCHW; pyarena/runtime/layout.py) to the same rounds,
+each round starting one runtime later so that none always runs right after
+the NumPy path's cache-emptying run.
+
 ``--blas-threads 1`` keeps BLAS (pyarena's 1x1 and im2col products) on one
 thread whatever the row's thread count: OpenBLAS's threads wait for each
 other by spinning, which on a small machine shared with other processes
@@ -312,7 +317,7 @@ def time_row(label, path, T, args):
     if ex_keep is not None:
         calls["keep"] = lambda e=ex_keep: e.run(feeds)
     ts = time_calls(calls, repeat=args.repeat, warmup=2,
-                    clock="cpu" if args.cpu_time else "wall")
+                    clock="cpu" if args.cpu_time else "wall", rotate=args.compare_layout)
     m = {k: median(v) for k, v in ts.items()}
     kms = f"{m['keep'] * 1e3:>9.2f}" if ex_keep is not None else ""
     kr = f"{m['keep'] / m['ref']:>9.2f}x" if ex_keep is not None else ""
@@ -338,8 +343,8 @@ def main():
                          "(a machine shared with other jobs; 1-thread rows only)")
     ap.add_argument("--compare-layout", action="store_true",
                     help="also time pyarena with the layout pass off (layout=\"keep\": ONNX "
-                         "stays NCHW) in the same rounds: the 'keep ms' column and "
-                         "pyarena / keep")
+                         "stays NCHW) in the same rounds, each round starting one runtime "
+                         "later (time_calls(rotate=True)): the 'keep ms' column and keep/ref")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

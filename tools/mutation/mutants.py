@@ -1736,4 +1736,9 @@ MUTANTS = [
       "                        av[i, :, k] = bv[0, k]",
       "an NCHW -> NHWC Transpose of a batch copies the first image's planes into every image",
       ("tests/runtime/test_layout.py",)),
+    M("timing-rotate-ignored", "pyarena/runtime/timing.py",
+      "        k = r % len(items) if rotate and items else 0",
+      "        k = 0",
+      "time_calls(rotate=True) runs every round in the same order",
+      ("tests/runtime/test_timing.py",)),
 ]
