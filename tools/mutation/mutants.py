@@ -905,8 +905,9 @@ MUTANTS = [
       "        if abs(n) <= 1024 or unit == \"TiB\":",
       "1024 bytes print as '1,024 B' instead of '1.0 KiB'", ("tests/test_format.py",)),
     M("timing-rounds-not-interleaved", "pyarena/runtime/timing.py",
-      "    for _ in range(repeat):\n        for name, fn in calls.items():",
-      "    for name, fn in calls.items():\n        for _ in range(repeat):",
+      "    for r in range(repeat):\n        k = r % len(items) if rotate and items else 0\n"
+      "        for name, fn in items[k:] + items[:k]:",
+      "    for name, fn in items:\n        for r in range(repeat):",
       "each callable runs all its rounds in a row, so a drift of the machine's speed "
       "favours one", ("tests/runtime/test_timing.py",)),
     # ---- traces: recorder, format, replayer ------------------------------------------
