@@ -28,9 +28,10 @@ NCHW kernel.
   copy named ``<name>.nhwc``).  Graph inputs and outputs keep their names,
   shapes and layout.
 * Rules: ``"auto"`` (the default) converts a region holding a depthwise
-  or 1x1 convolution whose boundary Transposes copy few bytes next to
-  what its convolutions write (:func:`worth`) -- where it is measured
-  faster (docs/native-kernels.md); ``"nhwc"`` every region holding a
+  convolution, or a 1x1 one and at most MAX_WEIGHTS of convolution
+  weights, whose boundary Transposes copy few bytes next to what its
+  convolutions write (:func:`worth`) -- where it is measured faster
+  (docs/native-kernels.md); ``"nhwc"`` every region holding a
   convolution; ``"keep"`` none.
 
 ``graph.relaid`` records what was done (None when nothing converted): the
@@ -53,6 +54,13 @@ RULES = ("auto", "nhwc", "keep")
 #: 1/MOVED_SHARE of the bytes its convolutions write (MobileNetV2: its input
 #: image; ShuffleNet's channel shuffles, two full copies per unit, are not)
 MOVED_SHARE = 8
+#: ... and, without a depthwise convolution, at most this many bytes of
+#: convolution weights: the NHWC kernels keep a second copy of them (packed
+#: or transposed), and where they are large the large 1x1 layers are where
+#: BLAS beats the NHWC tile -- ResNet-50 (89.5 MiB) measured no faster
+#: (1.02x the NCHW time), Inception-v2 (38.7 MiB) and SqueezeNet (4.7 MiB)
+#: 0.87x (docs/native-kernels.md)
+MAX_WEIGHTS = 64 << 20
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 _AXIS = (0, 3, 1, 2)        # NCHW axis a is NHWC axis _AXIS[a]
@@ -232,14 +240,18 @@ def _moved_bytes(P, region):
 
 def worth(P, region, rule):
     """Whether ``rule`` converts ``region`` (module docstring): "auto" when
-    it holds a depthwise or 1x1 convolution and its boundary Transposes copy
-    at most 1/MOVED_SHARE of the bytes its convolutions write."""
+    it holds a depthwise convolution, or a 1x1 one and at most
+    MAX_WEIGHTS bytes of convolution weights, and its boundary Transposes
+    copy at most 1/MOVED_SHARE of the bytes its convolutions write."""
     convs = [op for op in region if op.op_type == "Conv"]
     if rule == "nhwc":
         return bool(convs)
-    if rule != "auto" or not any(_depthwise(P, op) or P.const(op.inputs[1]).shape[2:] == (1, 1)
-                                 for op in convs):
+    if rule != "auto":
         return False
+    if not any(_depthwise(P, op) for op in convs):
+        if not any(P.const(op.inputs[1]).shape[2:] == (1, 1) for op in convs) or \
+                sum(P.g.tensors[op.inputs[1]].nbytes for op in convs) > MAX_WEIGHTS:
+            return False
     written = sum(P.g.tensors[op.outputs[0]].nbytes for op in convs)
     return _moved_bytes(P, region) * MOVED_SHARE <= written
 

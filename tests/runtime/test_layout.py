@@ -288,3 +288,19 @@ def test_random_conv_chains_match_unconverted(tmp_path, kinds, batch, c, seed):
     x = rnd(batch, inits["w0"].shape[0], 5, 6)
     g, _ = _check(path, {"x": x}, ["y"], rule="nhwc")
     assert g.relaid is not None
+
+
+def test_auto_without_depthwise_declines_large_weights(tmp_path, monkeypatch):
+    # 1x1 convs only: converted while the conv weights are within
+    # MAX_WEIGHTS (the NHWC kernels keep a second copy of them), not above
+    from pyarena.runtime import layout
+    nodes = [node("Conv", ["x", "w1"], ["a"]), node("Relu", ["a"], ["r"]),
+             node("Conv", ["r", "w2"], ["b"]), node("GlobalAveragePool", ["b"], ["y"])]
+    path = tmp_path / "pw.onnx"
+    make_model(nodes, {"x": ([1, 4, 8, 8], np.float32)}, {"y": (None, np.float32)},
+               {"w1": rnd(32, 4, 1, 1), "w2": rnd(32, 32, 1, 1)}, path=path)
+    feeds = {"x": rnd(1, 4, 8, 8)}
+    assert _check(path, feeds, ["y"])[0].relaid["ops"] == 3
+    monkeypatch.setattr(layout, "MAX_WEIGHTS", 32 * 36 * 4 - 1)      # one byte short
+    assert _check(path, feeds, ["y"])[0].relaid is None
+    assert _check(path, feeds, ["y"], rule="nhwc")[0].relaid["ops"] == 3

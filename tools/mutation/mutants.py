@@ -1742,4 +1742,9 @@ MUTANTS = [
       "        k = 0",
       "time_calls(rotate=True) runs every round in the same order",
       ("tests/runtime/test_timing.py",)),
+    M("layout-weights-cap-ignored", "pyarena/runtime/layout.py",
+      "                sum(P.g.tensors[op.inputs[1]].nbytes for op in convs) > MAX_WEIGHTS:",
+      "                False:",
+      "a region without a depthwise conv is converted however large its weights",
+      ("tests/runtime/test_layout.py",)),
 ]
