@@ -42,6 +42,11 @@ every runtime computes on the calling thread (onnxruntime with one
 intra-op thread, LiteRT / XNNPACK with one thread, pyarena and BLAS on
 one), so the figures stay comparable; rows of more threads are not.
 
+``--compare-layout`` adds pyarena with the layout pass off (``layout="keep"``:
+an ONNX graph stays NCHW; pyarena/runtime/layout.py) to the same rounds,
+each round starting one runtime later so that none always runs right after
+the NumPy path's cache-emptying run.
+
 ``--blas-threads 1`` keeps BLAS (pyarena's 1x1 and im2col products) on one
 thread whatever the row's thread count: OpenBLAS's threads wait for each
 other by spinning, which on a small machine shared with other processes
@@ -230,11 +235,11 @@ def reference_session(path, threads, specs=None):
     return (lambda feeds: dict(zip(names, s.run(None, {n: feeds[n] for n in inputs})))), "ort"
 
 
-def pyarena_session(path, threads, native):
+def pyarena_session(path, threads, native, layout="auto"):
     from pyarena.importers import load_model
     from pyarena.planning import plan, validate
     from pyarena.runtime import Executor
-    g = load_model(path, native=native)
+    g = load_model(path, native=native, layout=layout)
     p = plan(g)
     validate(p)
     ex = Executor(g, p, threads=threads)
@@ -293,6 +298,36 @@ def mib(n):
     return "-" if n is None else f"{n / 2**20:.0f}"
 
 
+def time_row(label, path, T, args):
+    """One row of the table (False: the model cannot run here)."""
+    from pyarena.runtime import median, random_feeds, time_calls
+    try:
+        ex, p = pyarena_session(path, T, native=True)
+        ex_np, _ = pyarena_session(path, T, native=False)
+        ex_keep = pyarena_session(path, T, True, "keep")[0] if args.compare_layout else None
+        ref, ref_name = reference_session(path, T)
+    except Exception as exc:            # report and go on with the others
+        print(f"{label:<26}{T:>4}  cannot run: {type(exc).__name__}: {exc}"[:200])
+        return False
+    feeds = random_feeds(ex_np.graph)
+    out = {k: np.array(v) for k, v in ex.run(feeds).items()}
+    diff = max_diff(out, {k: np.asarray(v) for k, v in ref(feeds).items()})
+    calls = {"numpy": lambda e=ex_np: e.run(feeds), "pyarena": lambda e=ex: e.run(feeds),
+             "ref": lambda r=ref: r(feeds)}
+    if ex_keep is not None:
+        calls["keep"] = lambda e=ex_keep: e.run(feeds)
+    ts = time_calls(calls, repeat=args.repeat, warmup=2,
+                    clock="cpu" if args.cpu_time else "wall", rotate=args.compare_layout)
+    m = {k: median(v) for k, v in ts.items()}
+    kms = f"{m['keep'] * 1e3:>9.2f}" if ex_keep is not None else ""
+    kr = f"{m['keep'] / m['ref']:>9.2f}x" if ex_keep is not None else ""
+    print(f"{label:<26}{T:>4}{m['numpy'] * 1e3:>10.2f}{m['pyarena'] * 1e3:>12.2f}{kms}"
+          f"{m['ref'] * 1e3:>9.2f}{ref_name:>7}{m['pyarena'] / m['ref']:>12.2f}x{kr}"
+          f"{m['numpy'] / m['ref']:>10.2f}x{m['numpy'] / m['pyarena']:>9.2f}x"
+          f"{diff:>11.1e}{p.arena_bytes / max(p.lower_bound_bytes, 1):>12.3f}x", flush=True)
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=15, help="timed rounds (default 15)")
@@ -306,52 +341,40 @@ def main():
     ap.add_argument("--cpu-time", action="store_true",
                     help="time each call by the calling thread's CPU time, not the wall clock "
                          "(a machine shared with other jobs; 1-thread rows only)")
+    ap.add_argument("--compare-layout", action="store_true",
+                    help="also time pyarena with the layout pass off (layout=\"keep\": ONNX "
+                         "stays NCHW) in the same rounds, each round starting one runtime "
+                         "later (time_calls(rotate=True)): the 'keep ms' column and keep/ref")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
-    from pyarena.runtime import median, random_feeds, set_blas_threads, time_calls
+    from pyarena.runtime import set_blas_threads
     threads = [int(v) for v in args.threads.split(",")]
     tmp = tempfile.mkdtemp(prefix="pyarena-edge-")
     files = model_files([m for m in args.models.split(",") if m], args.dir, tmp)
-    hdr = (f"{'model':<26}{'thr':>4}{'numpy ms':>10}{'pyarena ms':>12}{'ref ms':>9}"
-           f"{'ref':>7}{'pyarena/ref':>13}{'numpy/ref':>11}{'speed-up':>10}"
-           f"{'max|diff|':>11}{'arena/bound':>13}")
+    keep = args.compare_layout
+    hdr = (f"{'model':<26}{'thr':>4}{'numpy ms':>10}{'pyarena ms':>12}"
+           + (f"{'keep ms':>9}" if keep else "") + f"{'ref ms':>9}"
+           f"{'ref':>7}{'pyarena/ref':>13}" + (f"{'keep/ref':>10}" if keep else "")
+           + f"{'numpy/ref':>11}{'speed-up':>10}{'max|diff|':>11}{'arena/bound':>13}")
     print(hdr)
     print("-" * len(hdr), flush=True)
     rss_rows = []
     for label, path in files:
         for T in threads:
             set_blas_threads(T if args.blas_threads is None else args.blas_threads)
-            try:
-                ex, p = pyarena_session(path, T, native=True)
-                ex_np, _ = pyarena_session(path, T, native=False)
-                ref, ref_name = reference_session(path, T)
-            except Exception as exc:            # report and go on with the others
-                print(f"{label:<26}{T:>4}  cannot run: {type(exc).__name__}: {exc}"[:200])
+            if not time_row(label, path, T, args):
                 break
-            feeds = random_feeds(ex_np.graph)
-            out = {k: np.array(v) for k, v in ex.run(feeds).items()}
-            diff = max_diff(out, {k: np.asarray(v) for k, v in ref(feeds).items()})
-            ts = time_calls({"numpy": lambda e=ex_np: e.run(feeds),
-                             "pyarena": lambda e=ex: e.run(feeds),
-                             "ref": lambda r=ref: r(feeds)}, repeat=args.repeat, warmup=2,
-                            clock="cpu" if args.cpu_time else "wall")
-            m = {k: median(v) for k, v in ts.items()}
-            print(f"{label:<26}{T:>4}{m['numpy'] * 1e3:>10.2f}{m['pyarena'] * 1e3:>12.2f}"
-                  f"{m['ref'] * 1e3:>9.2f}{ref_name:>7}{m['pyarena'] / m['ref']:>12.2f}x"
-                  f"{m['numpy'] / m['ref']:>10.2f}x{m['numpy'] / m['pyarena']:>9.2f}x"
-                  f"{diff:>11.1e}{p.arena_bytes / max(p.lower_bound_bytes, 1):>12.3f}x",
-                  flush=True)
-            del ex, ex_np, ref
         if not args.no_rss:
             rss_rows.append((label, peak_rss(path, "numpy"), peak_rss(path, "pyarena"),
                              peak_rss(path, "ref")))
     print("\nnumpy: pyarena's NumPy/BLAS kernels, no fusion (main's executor); pyarena: "
           "fusion + native kernels;\nref: onnxruntime (ort) or the TFLite interpreter "
           "(litert); median ms per inference of the same rounds;\nspeed-up = numpy / "
-          "pyarena; arena/bound: the plan's arena over the lower bound (1.000x: optimal).")
+          "pyarena; arena/bound: the plan's arena over the lower bound (1.000x: optimal)."
+          + ("\nkeep: pyarena with the layout pass off (ONNX stays NCHW)." if keep else ""))
     if rss_rows:
         print(f"\n{'peak RSS, MiB (1 thread)':<26}{'numpy':>8}{'pyarena':>9}{'ref':>8}")
         for label, a, b, c in rss_rows:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._format import human_bytes
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
-from ..planning.result import budget_text
+from ..planning.result import budget_text, layout_text
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from .args import parse_bytes, parse_feeds, parse_inputs, parse_values
 
@@ -60,6 +60,10 @@ def add_parser(sub):
                    help="print where the time goes: per op type and the slowest ops")
     p.add_argument("--no-native", action="store_true",
                    help="NumPy / BLAS kernels only (no native kernels, no fusion)")
+    p.add_argument("--layout", choices=("auto", "nhwc", "keep"), default="auto",
+                   help="ONNX: run NCHW regions in NHWC where measured faster (auto, the "
+                        "default), in every region with a convolution (nhwc), or never "
+                        "(keep)")
     p.add_argument("--max-memory", default=None, metavar="BYTES",
                    help="memory budget for weights + arena (e.g. 8G; default: the "
                         "physical memory); a larger model is refused before allocating")
@@ -93,7 +97,8 @@ def run(args):
     t0 = time.perf_counter()
     try:
         g = load_model(args.model, inputs=shapes or None, max_memory=max_memory,
-                       native=not args.no_native, values=values or None)
+                       native=not args.no_native, values=values or None,
+                       layout=args.layout)
     except GraphError as exc:
         name = getattr(exc, "unknown_input", None)
         if name in from_feeds:      # the shape came from --feed, not --input
@@ -128,8 +133,7 @@ def run(args):
     print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound "
           f"{human_bytes(p.lower_bound_bytes)}, naive {human_bytes(p.naive_bytes)}, "
           f"{'optimal' if p.optimal else 'not proven optimal'})")
-    if p.budget is not None:
-        print(f"budget     {budget_text(p.budget)}")
+    _notes(p, g)
     print(f"weights    {human_bytes(ex.weights_bytes)} in the weights arena "
           f"({format_by_dtype(wi['by_dtype']) or 'none'} of them the graph's constants; "
           f"{human_bytes(wi['mapped'])} more read from the file at setup only); "
@@ -149,6 +153,14 @@ def run(args):
         np.savez(args.save, **out)
         print(f"saved      {', '.join(out)} -> {args.save}")
     return 0
+
+
+def _notes(p, g):
+    """The budget the plan met and what the layout pass converted, if any."""
+    if p.budget is not None:
+        print(f"budget     {budget_text(p.budget)}")
+    if g.relaid:
+        print(f"layout     {layout_text(g.relaid)}")
 
 
 def _check_counts(args):

@@ -135,6 +135,9 @@ class Graph:
         #: on first use by :meth:`keep_constant`; an Executor places its
         #: weights in the same arena, so each is held once
         self.weights = None
+        #: what :func:`pyarena.runtime.to_nhwc` converted to NHWC (None:
+        #: nothing; see pyarena/runtime/layout.py)
+        self.relaid = None
 
     def keep_constant(self, value, dtype=None):
         """``value`` (converted to ``dtype`` if given) copied into the
@@ -245,7 +248,7 @@ class Graph:
         The copy is ordered and valid as this graph was."""
         g = Graph(self.name)
         g.scratch_budget, g.native, g.weights = self.scratch_budget, self.native, self.weights
-        g.held_inputs = self.held_inputs
+        g.held_inputs, g.relaid = self.held_inputs, self.relaid
         data = data or {}
         tensors = g.tensors
         for name, t in self.tensors.items():

@@ -17,12 +17,14 @@ layers below.
 """
 import os
 
-from ..errors import ModelImportError, PyArenaError, UnsupportedOpError
+from ..errors import InvalidArgumentError, ModelImportError, PyArenaError, UnsupportedOpError
 from ..graph import Graph, GraphError
 from ..memory.heap import trim_heap
 from ..memory.mapped import release_files
 from ..planning import check_graph_budget, resolve_max_memory
 from ..runtime.fusion import fuse
+from ..runtime.layout import RULES as LAYOUT_RULES
+from ..runtime.layout import to_nhwc
 from ..runtime.kernels import set_scratch
 from .import_cache import ImportCache
 
@@ -62,7 +64,7 @@ def sniff_format(path):
 
 
 def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=True,
-               values=None, cache=None):
+               values=None, cache=None, layout="auto"):
     """A validated :class:`Graph` for the model at ``path``.
 
     ``inputs`` maps graph-input names to the shapes that fix their unknown
@@ -70,8 +72,12 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     the kernels' default); ``native`` False keeps every op on its NumPy /
     BLAS path and the graph as imported (otherwise the C core's native
     kernels run the float32 ops they cover, and :func:`pyarena.runtime.fuse`
-    first folds batch norms and activations into the convolutions).  Raises :class:`ModelImportError` for a missing,
-    corrupt or unknown file, :class:`UnsupportedOpError` naming every
+    first folds batch norms and activations into the convolutions).
+    ``layout`` (ONNX, with ``native``): which NCHW regions run in NHWC
+    (:func:`pyarena.runtime.to_nhwc`): ``"auto"`` where it is measured
+    faster, ``"nhwc"`` every region with a convolution, ``"keep"`` none
+    (the graph's ``relaid`` says what was converted).  Raises
+    :class:`ModelImportError` for a missing, corrupt or unknown file, :class:`UnsupportedOpError` naming every
     operator the executor cannot run (both are GraphErrors), and
     :class:`MemoryBudgetError` when the weights plus the largest tensor
     exceed ``max_memory`` (bytes; None: the physical memory).  ``values``
@@ -82,8 +88,10 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     on the shapes is done once; :class:`InferenceSession` keeps one)."""
     budget = resolve_max_memory(max_memory)
     path = os.fspath(path)
+    if layout not in LAYOUT_RULES:
+        raise InvalidArgumentError(f"layout must be one of {LAYOUT_RULES}, not {layout!r}")
     try:
-        g = _load(path, inputs, scratch_budget, native, values, cache)
+        g = _load(path, inputs, scratch_budget, native, values, cache, layout)
     except GraphError as exc:
         raise _naming_file(exc, path) from None
     except PyArenaError:
@@ -109,7 +117,7 @@ def _naming_file(exc, path):
     return new
 
 
-def _load(path, inputs, scratch_budget, native, values=None, cache=None):
+def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout="auto"):
     if not os.path.exists(path):
         raise ModelImportError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -133,6 +141,8 @@ def _load(path, inputs, scratch_budget, native, values=None, cache=None):
         g = load_tflite(path, inputs)
     if native:
         fuse(g, memo=None if cache is None else cache.fused)
+        if fmt == "onnx":
+            to_nhwc(g, layout, memo=None if cache is None else cache.fused)
     g = set_scratch(g, scratch_budget, native)
     release_files(t.data for t in g.tensors.values() if t.role == "constant")
     trim_heap()         # what the parser and shape inference freed goes back

@@ -23,7 +23,9 @@ of another rank or element type; a derived constant whose new value the
 propagation does not give, or of another shape or type.  A derived
 constant read only by an op fused away (its value baked into the fusion)
 is not in the fused graph any more, and such a graph is not re-sized
-either (:func:`resizable`).
+either (:func:`resizable`); nor is one whose derived constant the layout
+pass re-laid out.  The tensors the layout pass made NHWC
+(``graph.relaid["shapes"]``) get the NCHW rules' shapes permuted.
 """
 from functools import partial
 
@@ -54,6 +56,8 @@ def resizable(graph, derived):
     ts = graph.tensors
     if any(n not in ts for n in derived):       # baked into a fused op
         return False
+    if graph.relaid is not None and graph.relaid["baked"] & frozenset(derived):
+        return False                            # re-laid out for NHWC
     if any(t.dynamic or t.shape is None for t in ts.values()):
         return False
     return not any(op.op_type in _CONTROL_FLOW or "_infer" in op.attrs or
@@ -94,11 +98,15 @@ def resize(template, cache, onnx, path, inputs):
         if v is None or tuple(v.shape) != tuple(t.shape) or v.dtype != np.dtype(t.dtype):
             return None
         data[name] = v
+    relaid = g0.relaid["shapes"] if g0.relaid is not None else {}
     for name, t in g0.tensors.items():
-        if t.role != "constant":
-            et = types.get(name)
+        if t.role != "constant":    # (a Transpose's NHWC copy: its source's type)
+            et = types.get(relaid[name][0] if name in relaid else name)
             if et is None or _np_dtype(onnx, et, name) != np.dtype(t.dtype):
                 return None
+    for name, (src, perm) in relaid.items():    # NHWC: the NCHW rules' shapes, permuted
+        d = shapes.get(src)
+        shapes[name] = None if d is None or len(d) != len(perm) else [d[p] for p in perm]
     try:
         g = g0.resized(shapes, data)
     except PyArenaError:

@@ -70,17 +70,19 @@ def _arg(name, shape, dtype):
 
 class InferenceSession:
     """See the module docstring.  ``max_plans``: signatures kept (LRU);
-    ``native``: the C core's kernels (see ``load_model``);
+    ``native``: the C core's kernels and ``layout``: which NCHW regions run
+    in NHWC (see ``load_model``);
     ``memory_budget``: bytes every signature's activation arena must fit
     (``plan(g, memory_budget=...)``: the fastest plan that fits, else
     PlanInfeasibleError when the signature is first seen)."""
 
-    def __init__(self, path, max_plans=8, native=True, memory_budget=None):
+    def __init__(self, path, max_plans=8, native=True, memory_budget=None, layout="auto"):
         if int(max_plans) < 1:
             raise InvalidArgumentError(f"max_plans must be >= 1, not {max_plans!r}")
         self.onnx = require_extra("onnx", "onnx", ".onnx files") \
             if sniff_format(path) == "onnx" else None
         self.path, self.max_plans, self.native = path, int(max_plans), native
+        self.layout = layout
         self.memory_budget = memory_budget
         self._first = None          # the first signature's graph: its weights are shared
         self._plans = OrderedDict()  # signature -> [graph, plan, executor or None]
@@ -188,7 +190,7 @@ class InferenceSession:
     def _prepare(self, shapes, values):
         g, kernels = self._resized(shapes) if not values else (None, None)
         if g is None:
-            g = load_model(self.path, inputs=shapes, native=self.native,
+            g = load_model(self.path, inputs=shapes, native=self.native, layout=self.layout,
                            values=values or None, cache=self._cache)
             derived = self._cache.derived if self._cache is not None else None
             self._template = Template(g, derived) if derived is not None and not values \

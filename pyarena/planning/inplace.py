@@ -266,6 +266,9 @@ def reuse_candidates(op, graph, rules=None):
         src = graph.tensors[op.inputs[0]]
         return [(0, "inplace")] if same_layout(src, out) else []
     if kind == "binary":
+        # an input read twice by a variadic op (Sum(a, b, a)) is not
+        # overwritten: the kernel reads it again after its first step
         return [(k, "inplace") for k, name in enumerate(op.inputs)
-                if name and same_layout(graph.tensors[name], out)]
+                if name and same_layout(graph.tensors[name], out)
+                and (len(op.inputs) <= 2 or op.inputs.count(name) == 1)]
     return []

@@ -146,6 +146,9 @@ class Plan:
             lines.append(f"  sharing      {n_inpl} in-place, {n_alias} alias, {n_cat} "
                          "Concat inputs in place"
                          + ("" if self.inplace else " (in-place disabled)"))
+        relaid = getattr(self.graph, "relaid", None)
+        if relaid:
+            lines.append(f"  layout       {layout_text(relaid)}")
         lines.append(f"  strategy     {self.strategy} (kept: {self.chosen_strategy}), "
                      f"{self.plan_seconds * 1e3:.1f} ms")
         if self.budget is not None:
@@ -331,6 +334,12 @@ class Plan:
 def budget_line(budget):
     """The summary line of ``Plan.budget``."""
     return f"  budget       {budget_text(budget)}"
+
+
+def layout_text(relaid):
+    """What the layout pass converted (``graph.relaid``), in one line."""
+    return (f"NHWC: {relaid['ops']} ops in {relaid['regions']} region(s) converted from "
+            f"NCHW, {relaid['transposes']} Transposes at their edges")
 
 
 def budget_text(budget):

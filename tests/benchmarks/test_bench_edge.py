@@ -36,3 +36,21 @@ def test_bench_edge_runs_and_agrees_with_the_references(repo_root):
         assert cols[3] == ("ort" if key[0].endswith(".onnx") else "litert"), cols
         assert float(cols[-2]) < 1e-3, (key, cols)
         assert cols[-1] == "1.000x", (key, cols)
+
+
+def test_bench_edge_compares_the_layout_pass(repo_root):
+    # --compare-layout: a "keep ms" column (the layout pass off) and its
+    # ratio, in the same rounds
+    r = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "bench_edge.py"),
+                        "--repeat", "1", "--threads", "1", "--blas-threads", "1", "--no-rss",
+                        "--models", "mobilenet_v2", "--compare-layout"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "keep ms" in r.stdout and "keep/ref" in r.stdout
+    rows = _rows(r.stdout)
+    assert set(rows) == {("mobilenet_v2.onnx", 1), ("mobilenet_v2.tflite", 1)}, r.stdout
+    for key, cols in rows.items():
+        # numpy, pyarena, keep, ref ms, ref, ratios..., max|diff|, arena/bound
+        assert cols[4] == ("ort" if key[0].endswith(".onnx") else "litert"), cols
+        assert cols[6].endswith("x") and float(cols[6][:-1]) > 0, cols
+        assert float(cols[-2]) < 1e-3 and cols[-1] == "1.000x", (key, cols)

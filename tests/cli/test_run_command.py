@@ -2,6 +2,7 @@
 import re
 
 import numpy as np
+import pytest
 from onnx import helper
 
 from helpers.model_zoo import ort_run
@@ -98,6 +99,25 @@ def test_run_profile_threads_and_no_native(tmp_path, capsys):
     assert "--threads" in capsys.readouterr().err
     assert main(args + ["--blas-threads", "-1"]) == 2
     assert "--blas-threads" in capsys.readouterr().err
+
+
+def test_run_layout_option(tmp_path, capsys):
+    # a 3x3 conv + pool: "auto" keeps NCHW (no depthwise / 1x1 conv),
+    # "nhwc" converts the region, both agree with onnxruntime
+    path = _model(tmp_path)
+    args = ["run", path, "--input", "x=2,3,8,8", "--repeat", "1"]
+    for rule, line in (("auto", None), ("keep", None),
+                       ("nhwc", r"^layout\s+NHWC: 2 ops in 1 region\(s\) converted from NCHW, "
+                                r"2 Transposes")):
+        assert main(args + ["--layout", rule]) == 0
+        text = capsys.readouterr().out
+        found = re.search(line or r"^layout\s", text, re.M)
+        assert bool(found) == (line is not None), text
+        diff = float(re.search(r"onnxruntime: max \|difference\| (\S+)", text).group(1))
+        assert diff < 1e-4
+    with pytest.raises(SystemExit) as exc:      # argparse: not one of the choices
+        main(args + ["--layout", "NHWC"])
+    assert exc.value.code == 2 and "--layout" in capsys.readouterr().err
 
 
 def test_run_value_specialises_an_if_model(tmp_path, capsys):

@@ -54,6 +54,16 @@ def test_binary_only_same_shape_inputs():
     assert reuse_candidates(op, g) == [(1, "inplace")]
 
 
+def test_variadic_op_never_overwrites_an_input_it_reads_twice():
+    # Sum(a, b, a): y = a + b then y += a; with y on a the second a is y
+    op, g = one_op("Sum", [(2, 3), (2, 3), (2, 3)], (2, 3))
+    op.inputs[2] = op.inputs[0]
+    assert reuse_candidates(op, g) == [(1, "inplace")]
+    op, g = one_op("Add", [(2, 3), (2, 3)], (2, 3))
+    op.inputs[1] = op.inputs[0]         # one ufunc call: a + a into a is fine
+    assert reuse_candidates(op, g) == [(0, "inplace"), (1, "inplace")]
+
+
 def test_multi_output_ops_never_overwrite():
     g = Graph("bn-train")
     g.add_tensor("x", (2, 3), role="input")

@@ -48,7 +48,9 @@ def test_builtin_models_same_outputs(name):
 
 def test_squeezenet_same_outputs(tmp_path):
     path = randomized_light_model("squeezenet", os.path.join(tmp_path, "sq.onnx"))
-    p0, p1, cats = _compare(lambda: load_model(path))
+    # NCHW: a channel Concat of batch 1 is contiguous slices (in NHWC it is
+    # not, so the layout pass is off here)
+    p0, p1, cats = _compare(lambda: load_model(path, layout="keep"))
     assert len(cats) == 8 and all(k.path == "in place" for k in cats)
 
 
@@ -57,7 +59,7 @@ def test_squeezenet_same_outputs(tmp_path):
                                   "shufflenet"])
 def test_light_models_same_outputs(tmp_path, name):
     path = randomized_light_model(name, os.path.join(tmp_path, f"{name}.onnx"))
-    p0, p1, cats = _compare(lambda: load_model(path))
+    p0, p1, cats = _compare(lambda: load_model(path, layout="keep"))
     assert any(k.path == "in place" for k in cats)
 
 

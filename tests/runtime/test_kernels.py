@@ -137,7 +137,7 @@ def test_pointwise_conv_on_the_packed_sgemm(tmp_path, x, cout):
                {"x": (list(x), np.float32)}, {"y": (None, np.float32)},
                {"w": rnd(cout, x[1], 1, 1), "b": rnd(cout), "lo": np.float32(-0.5),
                 "hi": np.float32(0.75)}, path=path)
-    g = load_model(str(path))
+    g = load_model(str(path), layout="keep")        # the NCHW SGEMM (not the NHWC tile)
     g.ops[0].attrs["_path"] = "native"
     set_scratch(g)
     ex = Executor(g)

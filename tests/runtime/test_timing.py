@@ -35,6 +35,22 @@ def test_rounds_interleave_and_each_sample_times_its_own_call(monkeypatch):
     assert times == {"a": [1.0, 1.0, 1.0], "b": [10.0, 10.0, 10.0]}
 
 
+def test_rotated_rounds_start_one_call_later(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock))
+    order = []
+
+    def make(name, cost):
+        def fn():
+            order.append(name)
+            clock.now += cost
+        return fn
+    times = timing.time_calls({"a": make("a", 1.0), "b": make("b", 2.0),
+                               "c": make("c", 4.0)}, repeat=4, warmup=1, rotate=True)
+    assert order == list("abc" "abc" "bca" "cab" "abc")
+    assert times == {"a": [1.0] * 4, "b": [2.0] * 4, "c": [4.0] * 4}
+
+
 def test_cpu_clock_reads_the_thread_time(monkeypatch):
     wall, cpu = FakeClock(), FakeClock()
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=wall,

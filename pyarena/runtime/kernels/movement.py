@@ -77,6 +77,10 @@ class ConstantOfShape(Kernel):
         ys[0].fill(self.value)
 
 
+#: NCHW <-> NHWC Transposes of at most this many channels copy plane by plane
+FEW_PLANES = 16
+
+
 @register
 class Transpose(Kernel):
     op_types = ('Transpose',)
@@ -91,11 +95,32 @@ class Transpose(Kernel):
             perm = self.const(1, "perm")
         self.perm = tuple(int(p) for p in perm) if perm is not None else \
             tuple(range(nd - 1, -1, -1))
+        # NCHW <-> NHWC of few channels (an image into an NHWC region): one
+        # copy per channel plane (contiguous on one side, a fixed stride on
+        # the other) instead of one copy of a view whose innermost axis is
+        # the channel's: 3 x 224 x 224 in 0.35 vs 1.8 ms (loaded machine)
+        xs = self.shape(0)
+        self.planes = None
+        if nd == 4 and self.perm in ((0, 2, 3, 1), (0, 3, 1, 2)) and not self.ins[0].dynamic:
+            c = xs[1] if self.perm == (0, 2, 3, 1) else xs[3]
+            if 1 < c <= FEW_PLANES:
+                self.planes = (xs[0], c, self.perm == (0, 2, 3, 1))
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
         if x.size and x.__array_interface__["data"][0] == y.__array_interface__["data"][0]:
             return   # the planner made it a view: only size-1 axes move
+        if self.planes is not None:
+            n, c, to_nhwc = self.planes
+            a, b = (y, x) if to_nhwc else (x, y)    # a: the NHWC side, b: the NCHW one
+            av, bv = a.reshape(n, -1, c), b.reshape(n, c, -1)
+            for i in range(n):
+                for k in range(c):
+                    if to_nhwc:
+                        av[i, :, k] = bv[i, k]
+                    else:
+                        bv[i, k] = av[i, :, k]
+            return
         np.copyto(y, x.transpose(self.perm))
 
 

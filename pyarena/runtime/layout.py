@@ -1,0 +1,396 @@
+"""The layout pass: the NCHW regions of an ONNX graph that the NHWC kernels
+cover run in NHWC.
+
+``to_nhwc(graph, rule="auto")`` rewrites a fused float32 graph in place,
+before it is planned (after :func:`pyarena.runtime.fuse`), so the planner
+plans exactly what runs.  The C core's NHWC convolutions are the fast ones
+(the packed 1x1 SGEMM with its epilogue in registers, the depthwise kernel
+over contiguous channels); an ONNX model is NCHW throughout, so its 1x1
+layers went to BLAS plus an epilogue pass and its depthwise layers to the
+NCHW kernel.
+
+* An op is **convertible** when it has an NHWC form and its tensors are
+  4-D: Conv (any groups; fused activation and residual input kept; weights
+  re-laid out once to ``OHWI``, depthwise to ``1HWC`` as TFLite stores
+  them), MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool, the
+  element-wise activations, Add / Sub / Mul / Div / Max / Min / Sum / Mean /
+  Pow (a constant operand of rank <= 4 re-laid out: ``(C, 1, 1)`` becomes
+  ``(C,)``), Concat (its axis remapped, negative axes included), Pad (its
+  pads permuted), PRelu, Dropout / Identity.
+* A **region** is a connected set of convertible ops (connected through
+  the tensors one writes and another reads).  A region is converted when
+  the rule takes it (:func:`worth`); its ops get ``layout="NHWC"`` where it
+  matters, the tensors they write become NHWC, and explicit ``Transpose``
+  ops go at its boundary: a tensor read from outside (a graph input, a
+  Reshape's output...) is transposed to NHWC before its first reader in
+  the region, a tensor read outside the region or a graph output is
+  transposed back to NCHW under its own name (the region writes an NHWC
+  copy named ``<name>.nhwc``).  Graph inputs and outputs keep their names,
+  shapes and layout.
+* Rules: ``"auto"`` (the default) converts a region holding a depthwise
+  convolution, or a 1x1 one and at most MAX_WEIGHTS of convolution
+  weights, whose boundary Transposes copy few bytes next to what its
+  convolutions write (:func:`worth`) -- where it is measured faster
+  (docs/native-kernels.md); ``"nhwc"`` every region holding a
+  convolution; ``"keep"`` none.
+
+``graph.relaid`` records what was done (None when nothing converted): the
+counts for reports (``regions``, ``ops``, ``transposes``), ``shapes``
+(tensor -> (the NCHW tensor whose shape it permutes, perm)) for re-sizing
+the graph to other input shapes (importers/resize.py), and ``baked`` (the
+constants whose values were re-laid out into new ones).  Returns the
+number of ops converted.
+"""
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..graph.graph import Op
+from ..memory.mapped import release_pages
+
+__all__ = ["to_nhwc", "worth", "RULES", "TO_NHWC", "TO_NCHW"]
+
+RULES = ("auto", "nhwc", "keep")
+#: the "auto" rule takes a region whose boundary Transposes copy at most
+#: 1/MOVED_SHARE of the bytes its convolutions write (MobileNetV2: its input
+#: image; ShuffleNet's channel shuffles, two full copies per unit, are not)
+MOVED_SHARE = 8
+#: ... and, without a depthwise convolution, at most this many bytes of
+#: convolution weights: the NHWC kernels keep a second copy of them (packed
+#: or transposed), and where they are large the large 1x1 layers are where
+#: BLAS beats the NHWC tile -- ResNet-50 (89.5 MiB) measured no faster
+#: (1.02x the NCHW time), Inception-v2 (38.7 MiB) and SqueezeNet (4.7 MiB)
+#: 0.87x (docs/native-kernels.md)
+MAX_WEIGHTS = 64 << 20
+TO_NHWC = (0, 2, 3, 1)
+TO_NCHW = (0, 3, 1, 2)
+_AXIS = (0, 3, 1, 2)        # NCHW axis a is NHWC axis _AXIS[a]
+
+_UNARY = frozenset((
+    "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Exp",
+    "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign",
+    "Round", "Elu", "Selu", "Softplus", "Softsign", "Erf", "Gelu", "Mish", "Celu",
+    "ThresholdedRelu", "Shrink", "Identity", "Dropout", "Cast"))
+_BINARY = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean"))
+_POOLS = frozenset(("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"))
+_F32 = np.dtype(np.float32)
+
+
+class _Pass:
+    """The graph, its readers and producers, and the new tensors' names."""
+
+    def __init__(self, graph, memo):
+        self.g = graph
+        self.memo = memo
+        self.outputs = set(graph.outputs)
+        self.readers, self.producer = {}, {}
+        for op in graph.ops:
+            for t in op.inputs:
+                if t:
+                    self.readers.setdefault(t, []).append(op)
+            for t in op.outputs:
+                if t:
+                    self.producer[t] = op
+        self.op_names = {op.name for op in graph.ops}
+        self.shapes = {}        # tensor -> (NCHW source tensor, perm)
+        self.baked = set()      # constants re-laid out into new ones
+
+    def const(self, name):
+        t = self.g.tensors.get(name) if name else None
+        if t is None or t.role != "constant" or t.data is None:
+            return None
+        return np.asarray(t.data)
+
+    def act4(self, name):
+        """Whether ``name`` is a planned 4-D activation of known shape."""
+        t = self.g.tensors.get(name) if name else None
+        return (t is not None and t.role != "constant" and not t.dynamic and
+                t.shape is not None and len(t.shape) == 4 and
+                all(isinstance(d, (int, np.integer)) for d in t.shape))
+
+    def fresh(self, base, names):
+        name, k = base, 0
+        while name in names:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
+    def new_const(self, op, index, value):
+        """``op``'s input ``index`` becomes a new constant ``value``; the old
+        one goes when nothing else reads it."""
+        old = op.inputs[index]
+        name = self.fresh(f"{old}.nhwc", self.g.tensors)
+        value = np.ascontiguousarray(value)
+        self.g.add_tensor(name, value.shape, value.dtype.name, role="constant",
+                          data=self.g.constant_data(value))
+        op.inputs[index] = name
+        self.readers[name] = [op]
+        self.baked.add(old)
+        rest = [o for o in self.readers.get(old, []) if o is not op]
+        self.readers[old] = rest
+        if not rest and old not in self.outputs:
+            gone = self.g.tensors.pop(old, None)
+            if gone is not None and gone.data is not None:
+                release_pages(gone.data)       # a weight still in its file
+
+
+# -- which ops convert ----------------------------------------------------------------
+
+def _conv_ok(P, op):
+    a = op.attrs
+    if a.get("layout", "NCHW") != "NCHW" or a.get("weight_layout") or len(op.inputs) > 4:
+        return False
+    w = P.const(op.inputs[1]) if len(op.inputs) > 1 else None
+    out = P.g.tensors.get(op.outputs[0]) if op.outputs else None
+    if w is None or w.ndim != 4 or out is None or np.dtype(out.dtype) != _F32:
+        return False
+    if len(op.inputs) > 2 and op.inputs[2] and P.const(op.inputs[2]) is None:
+        return False
+    return len(op.inputs) < 4 or not op.inputs[3] or P.act4(op.inputs[3])
+
+
+def _operand_ok(P, name):
+    """An element-wise operand: a 4-D activation or a constant of rank <= 4."""
+    if P.act4(name):
+        return True
+    c = P.const(name)
+    return c is not None and c.ndim <= 4
+
+
+def _pad_ok(P, op):
+    if len(op.inputs) > 3 and op.inputs[3]:          # axes: not remapped
+        return False
+    pads = P.const(op.inputs[1]) if len(op.inputs) > 1 and op.inputs[1] else \
+        op.attrs.get("pads")
+    return pads is not None and np.asarray(pads).size == 8 and \
+        not op.attrs.get("layout_pairs")
+
+
+def convertible(P, op):
+    """Whether ``op`` has an NHWC form here (module docstring)."""
+    outs = [t for t in op.outputs if t]
+    if len(outs) != 1 or not P.act4(outs[0]) or not op.inputs or not op.inputs[0]:
+        return False
+    t = op.op_type
+    if t == "Conv":
+        return _conv_ok(P, op)
+    if t in _POOLS:
+        return P.act4(op.inputs[0]) and op.attrs.get("layout", "NCHW") == "NCHW"
+    if t in _UNARY or t == "PRelu":
+        if not P.act4(op.inputs[0]):
+            return False
+        rest = [P.const(n) for n in op.inputs[1:] if n]
+        if t == "PRelu":
+            return len(rest) == 1 and rest[0] is not None and rest[0].ndim != 1 and \
+                rest[0].ndim <= 4
+        return all(c is not None and c.size == 1 for c in rest)
+    if t in _BINARY:
+        names = [n for n in op.inputs if n]
+        return all(_operand_ok(P, n) for n in names) and any(P.act4(n) for n in names)
+    if t == "Concat":
+        ax = int(op.attrs.get("axis", 0))
+        return -4 <= ax < 4 and all(P.act4(n) for n in op.inputs if n)
+    if t == "Pad":
+        return P.act4(op.inputs[0]) and _pad_ok(P, op)
+    return False
+
+
+def _regions(P):
+    """Connected sets of convertible ops, in graph order."""
+    ops = [op for op in P.g.ops if convertible(P, op)]
+    parent = {id(op): id(op) for op in ops}
+
+    def find(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+    for op in ops:
+        for t in op.inputs:
+            src = P.producer.get(t)
+            if src is not None and id(src) in parent:
+                parent[find(id(op))] = find(id(src))
+    groups = {}
+    for op in ops:
+        groups.setdefault(find(id(op)), []).append(op)
+    return list(groups.values())
+
+
+def _depthwise(P, op):
+    """groups = input channels (ONNX weights: C_in / groups = 1 per group)."""
+    return int(op.attrs.get("group", 1)) > 1 and P.const(op.inputs[1]).shape[1] == 1
+
+
+def _moved_bytes(P, region):
+    """Bytes the region's boundary Transposes copy (one moving only size-1
+    axes is a view: no copy)."""
+    inside = {id(op) for op in region}
+    edges = set()
+    for op in region:
+        for t in op.inputs:
+            src = P.producer.get(t)
+            if t and P.act4(t) and (src is None or id(src) not in inside):
+                edges.add(t)
+        for t in op.outputs:
+            if t and (t in P.outputs or
+                      any(id(r) not in inside for r in P.readers.get(t, []))):
+                edges.add(t)
+    shapes = [P.g.tensors[t] for t in edges]
+    return sum(t.nbytes for t in shapes if t.shape[1] > 1 and t.shape[2] * t.shape[3] > 1)
+
+
+def worth(P, region, rule):
+    """Whether ``rule`` converts ``region`` (module docstring): "auto" when
+    it holds a depthwise convolution, or a 1x1 one and at most
+    MAX_WEIGHTS bytes of convolution weights, and its boundary Transposes
+    copy at most 1/MOVED_SHARE of the bytes its convolutions write."""
+    convs = [op for op in region if op.op_type == "Conv"]
+    if rule == "nhwc":
+        return bool(convs)
+    if rule != "auto":
+        return False
+    if not any(_depthwise(P, op) for op in convs):
+        if not any(P.const(op.inputs[1]).shape[2:] == (1, 1) for op in convs) or \
+                sum(P.g.tensors[op.inputs[1]].nbytes for op in convs) > MAX_WEIGHTS:
+            return False
+    written = sum(P.g.tensors[op.outputs[0]].nbytes for op in convs)
+    return _moved_bytes(P, region) * MOVED_SHARE <= written
+
+
+# -- converting -----------------------------------------------------------------------
+
+def _relaid_const(c):
+    """A constant operand broadcast against NCHW, for NHWC: rank 4 by leading
+    ones, permuted, leading ones dropped ((C, 1, 1) -> (C,))."""
+    c4 = c.reshape((1,) * (4 - c.ndim) + c.shape).transpose(TO_NHWC)
+    shape = list(c4.shape)
+    while shape and shape[0] == 1:
+        shape.pop(0)
+    return c4.reshape(shape)
+
+
+def _conv_weights(P, op):
+    w = P.const(op.inputs[1])
+    dw = _depthwise(P, op)
+    key = None
+    if P.memo is not None:      # the same weights re-laid out for another input shape
+        src = P.g.tensors[op.inputs[1]].data
+        key = ("nhwc", id(src), dw)
+        hit = P.memo.get(key)
+        if hit is not None and hit[0] is src:
+            return hit[1], dw
+    if dw:                      # (C_out, 1, kh, kw) -> 1HWC
+        new = w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None]
+    else:                       # OIHW -> OHWI
+        new = w.transpose(0, 2, 3, 1)
+    new = P.g.keep_constant(np.ascontiguousarray(new))
+    if key is not None:
+        P.memo[key] = (P.g.tensors[op.inputs[1]].data, new)
+    return new, dw
+
+
+def _convert_op(P, op):
+    """``op``'s attributes and constants for NHWC (its tensors are done
+    by the caller)."""
+    t = op.op_type
+    if t == "Conv":
+        w, dw = _conv_weights(P, op)
+        P.new_const(op, 1, w)
+        op.attrs["layout"] = "NHWC"
+        if dw:
+            op.attrs["weight_layout"] = "1HWC"
+    elif t in _POOLS or t == "PRelu":
+        op.attrs["layout"] = "NHWC"
+        if t == "PRelu":
+            P.new_const(op, 1, _relaid_const(P.const(op.inputs[1])))
+    elif t in _BINARY:
+        for i, n in enumerate(op.inputs):
+            c = P.const(n)
+            if c is not None and c.size > 1:
+                P.new_const(op, i, _relaid_const(c))
+    elif t == "Concat":
+        ax = int(op.attrs.get("axis", 0))
+        op.attrs["axis"] = _AXIS[ax + 4 if ax < 0 else ax]
+    elif t == "Pad":
+        has = len(op.inputs) > 1 and op.inputs[1]
+        pads = [int(v) for v in np.asarray(P.const(op.inputs[1]) if has
+                                           else op.attrs["pads"]).reshape(-1)]
+        new = [pads[p] for p in TO_NHWC] + [pads[4 + p] for p in TO_NHWC]
+        if has:
+            P.new_const(op, 1, np.asarray(new, dtype=np.int64))
+        else:
+            op.attrs["pads"] = new
+
+
+def _transpose(P, src, dst, perm, ops):
+    """Append ``Transpose(src) -> dst`` (perm) to ``ops``."""
+    name = P.fresh(f"{dst}.transpose", P.op_names)
+    P.op_names.add(name)
+    ops.append(Op(name, "Transpose", [src], [dst], 0, {"perm": list(perm)}))
+
+
+def _nhwc_tensor(P, name, like):
+    """A new activation ``name`` with ``like``'s shape permuted to NHWC."""
+    t = P.g.tensors[like]
+    P.g.add_tensor(name, [t.shape[p] for p in TO_NHWC], t.dtype)
+    P.shapes[name] = (like, TO_NHWC)
+
+
+def _rewrite(P, regions):
+    """The regions' ops and tensors in NHWC, Transposes at their edges."""
+    inside = {id(op) for r in regions for op in r}
+    entry, renamed, new_ops, count = {}, {}, [], 0
+    for op in P.g.ops:
+        if id(op) not in inside:
+            new_ops.append(op)
+            continue
+        _convert_op(P, op)              # (reads the NCHW shapes: first)
+        for i, t in enumerate(op.inputs):
+            if not t or P.g.tensors[t].role == "constant":
+                continue
+            src = P.producer.get(t)
+            if src is not None and id(src) in inside:
+                op.inputs[i] = renamed.get(t, t)
+                continue
+            if t not in entry:          # from outside: one NHWC copy, made here
+                entry[t] = P.fresh(f"{t}.nhwc", P.g.tensors)
+                _nhwc_tensor(P, entry[t], t)
+                _transpose(P, t, entry[t], TO_NHWC, new_ops)
+                count += 1
+            op.inputs[i] = entry[t]
+        new_ops.append(op)
+        for j, t in enumerate(op.outputs):
+            if not t:
+                continue
+            if t in P.outputs or any(id(r) not in inside for r in P.readers.get(t, [])):
+                renamed[t] = op.outputs[j] = P.fresh(f"{t}.nhwc", P.g.tensors)
+                _nhwc_tensor(P, renamed[t], t)
+                _transpose(P, renamed[t], t, TO_NCHW, new_ops)
+                count += 1
+            else:
+                tt = P.g.tensors[t]
+                tt.shape = tuple(tt.shape[p] for p in TO_NHWC)
+                P.shapes[t] = (t, TO_NHWC)
+    P.g.ops = new_ops
+    return count
+
+
+def to_nhwc(graph, rule="auto", memo=None):
+    """Convert ``graph``'s NCHW regions to NHWC in place (module
+    docstring); returns the number of ops converted.  ``memo``: a dict kept
+    by the caller across imports of one model (re-laid out weights are
+    taken from it, as :func:`pyarena.runtime.fuse`'s)."""
+    if rule not in RULES:
+        raise InvalidArgumentError(f"layout rule must be one of {RULES}, not {rule!r}")
+    graph.relaid = None
+    if rule == "keep":
+        return 0
+    P = _Pass(graph, memo)
+    regions = [r for r in _regions(P) if worth(P, r, rule)]
+    if not regions:
+        return 0
+    n_transposes = _rewrite(P, regions)
+    n_ops = sum(len(r) for r in regions)
+    graph.relaid = {"regions": len(regions), "ops": n_ops, "transposes": n_transposes,
+                    "shapes": P.shapes, "baked": frozenset(P.baked)}
+    graph.validate()
+    return n_ops

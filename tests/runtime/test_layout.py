@@ -1,0 +1,306 @@
+"""The layout pass (pyarena.runtime.layout): small NCHW ONNX models whose
+convolution regions run in NHWC; the converted graph matches onnxruntime
+and the unconverted run, keeps its inputs and outputs as they are, and is
+left alone where nothing converts or the rule declines."""
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import helper
+
+from helpers.model_zoo import ort_run
+from helpers.onnx_util import make_model
+from pyarena import InferenceSession
+from pyarena.errors import InvalidArgumentError
+from pyarena.importers import load_model
+from pyarena.planning import plan
+from pyarena.runtime import Executor
+
+R = np.random.default_rng(11)
+
+
+def rnd(*shape, lo=-1.0, hi=1.0):
+    return R.uniform(lo, hi, shape).astype(np.float32)
+
+
+def node(op, ins, outs, **attrs):
+    return helper.make_node(op, list(ins), list(outs), **attrs)
+
+
+def _run(g, feeds):
+    return {k: np.array(v) for k, v in Executor(g, plan(g)).run(feeds).items()}
+
+
+def _check(path, feeds, outputs, rule="auto"):
+    """The graph imported with ``rule`` and with the pass off, both run,
+    compared with each other and with onnxruntime; returns the graphs."""
+    g = load_model(str(path), layout=rule)
+    kept = load_model(str(path), layout="keep")
+    assert kept.relaid is None
+    ours, plain, ref = _run(g, feeds), _run(kept, feeds), ort_run(path, feeds)
+    for o in outputs:
+        assert ours[o].shape == ref[o].shape == plain[o].shape
+        np.testing.assert_allclose(ours[o], plain[o], rtol=1e-4, atol=1e-5, err_msg=o)
+        np.testing.assert_allclose(ours[o], ref[o], rtol=1e-4, atol=1e-5, err_msg=o)
+    assert g.inputs == kept.inputs and g.outputs == kept.outputs
+    for n in g.inputs + g.outputs:
+        assert g.tensors[n].shape == kept.tensors[n].shape
+    return g, kept
+
+
+def _inverted_residual(n=1, c=8, h=10, w=9):
+    """MobileNetV2's block: 1x1 expand + Clip, depthwise 3x3 + Clip, 1x1
+    project, residual Add with the block input, then pool and classify."""
+    e = 6 * c
+    nodes = [node("Conv", ["x", "w1", "b1"], ["e"]),
+             node("Clip", ["e", "lo", "hi"], ["e6"]),
+             node("Conv", ["e6", "wd", "bd"], ["d"], group=e, pads=[1, 1, 1, 1]),
+             node("Clip", ["d", "lo", "hi"], ["d6"]),
+             node("Conv", ["d6", "w2", "b2"], ["p"]),
+             node("Add", ["p", "x"], ["r"]),
+             node("GlobalAveragePool", ["r"], ["gp"]),
+             node("Flatten", ["gp"], ["f"]),
+             node("Gemm", ["f", "wf"], ["y"], transB=1)]
+    inits = {"w1": rnd(e, c, 1, 1), "b1": rnd(e), "wd": rnd(e, 1, 3, 3), "bd": rnd(e),
+             "w2": rnd(c, e, 1, 1), "b2": rnd(c), "wf": rnd(5, c),
+             "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
+    return nodes, inits, {"x": ([n, c, h, w], np.float32)}
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_inverted_residual_runs_nhwc_and_matches(tmp_path, batch):
+    nodes, inits, inputs = _inverted_residual(n=batch)
+    path = tmp_path / "block.onnx"
+    make_model(nodes, inputs, {"y": (None, np.float32)}, inits, path=path)
+    x = rnd(batch, 8, 10, 9, lo=-3, hi=3)
+    g, kept = _check(path, {"x": x}, ["y"])
+    convs = [op for op in g.ops if op.op_type == "Conv"]
+    assert len(convs) == 3 and all(op.attrs.get("layout") == "NHWC" for op in convs)
+    dw = [op for op in convs if op.attrs.get("weight_layout") == "1HWC"]
+    assert len(dw) == 1 and g.tensors[dw[0].inputs[1]].shape == (1, 3, 3, 48)
+    assert g.tensors[convs[0].inputs[1]].shape == (48, 1, 1, 8)       # OHWI
+    assert g.relaid["regions"] == 1 and g.relaid["transposes"] == 2
+    # the input goes in once, transposed; the pool's output comes back
+    ts = [op for op in g.ops if op.op_type == "Transpose"]
+    assert [op.inputs[0] for op in ts][0] == "x"
+    assert ts[1].outputs == ["gp"] and ts[1].attrs["perm"] == [0, 3, 1, 2]
+    assert g.tensors["gp"].shape == kept.tensors["gp"].shape == (batch, 8, 1, 1)
+    assert "NHWC" in plan(g).summary()
+    assert "NHWC" not in plan(kept).summary()
+
+
+TAILS = {
+    # Concat on the channel axis (1, and the same as -3): axis 3 in NHWC
+    "concat": ([node("Concat", ["a", "b"], ["y"], axis=1)], {}),
+    "concat-negative-axis": ([node("Concat", ["a", "b"], ["y"], axis=-3)], {}),
+    "concat-height": ([node("Concat", ["a", "b"], ["y"], axis=2)], {}),
+    # broadcast constants (C, 1, 1) and (1, C, 1, 1), a scalar, a (W,) row
+    "mul-add-consts": ([node("Mul", ["a", "s"], ["m"]), node("Add", ["m", "t"], ["u"]),
+                        node("Sub", ["u", "k"], ["v"]), node("Add", ["v", "row"], ["y"])],
+                       {"s": rnd(8, 1, 1), "t": rnd(1, 8, 1, 1),
+                        "k": np.array(0.5, np.float32), "row": rnd(7)}),
+    "two-activations": ([node("Add", ["a", "b"], ["s"]), node("Relu", ["s"], ["y"])], {}),
+    "sum-of-three": ([node("Sum", ["a", "b", "a"], ["y"])], {}),
+    "pad-maxpool": ([node("Pad", ["a", "pads"], ["p"], mode="reflect"),
+                     node("MaxPool", ["p"], ["y"], kernel_shape=[3, 3], strides=[2, 2])],
+                    {"pads": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)}),
+    "avgpool-sigmoid": ([node("AveragePool", ["a"], ["q"], kernel_shape=[2, 2],
+                              pads=[1, 0, 0, 1], count_include_pad=0),
+                         node("Sigmoid", ["q"], ["y"])], {}),
+    "leaky-globalmax": ([node("LeakyRelu", ["b"], ["l"], alpha=0.2),
+                         node("GlobalMaxPool", ["l"], ["y"])], {}),
+}
+
+
+@pytest.mark.parametrize("tail", list(TAILS))
+def test_ops_after_the_convolutions_convert(tmp_path, tail):
+    # two branches off one input (a depthwise conv and a 1x1 conv), then
+    # the tail; "a" is also a graph output, read as NCHW
+    extra, more = TAILS[tail]
+    nodes = [node("Conv", ["x", "wd"], ["a"], group=8, pads=[1, 1, 1, 1]),
+             node("Conv", ["x", "w1", "b1"], ["b"])] + extra
+    inits = dict({"wd": rnd(8, 1, 3, 3), "w1": rnd(8, 8, 1, 1), "b1": rnd(8)}, **more)
+    path = tmp_path / f"{tail}.onnx"
+    make_model(nodes, {"x": ([2, 8, 6, 7], np.float32)},
+               {"y": (None, np.float32), "a": (None, np.float32)}, inits, path=path)
+    g, kept = _check(path, {"x": rnd(2, 8, 6, 7)}, ["y", "a"], rule="nhwc")
+    assert g.relaid is not None
+    converted = [op for op in g.ops if op.op_type != "Transpose"]
+    assert all(op.attrs.get("layout") == "NHWC" for op in converted
+               if op.op_type in ("Conv", "MaxPool", "AveragePool", "GlobalMaxPool"))
+    # "a" stays the NCHW graph output, written by a Transpose back
+    prod = {o: op for op in g.ops for o in op.outputs}
+    assert prod["a"].op_type == "Transpose" and prod["y"].op_type == "Transpose"
+    if tail.startswith("concat"):
+        cat = next(op for op in g.ops if op.op_type == "Concat")
+        assert cat.attrs["axis"] == (1 if tail == "concat-height" else 3)
+
+
+def test_nothing_converts_without_a_convolution(tmp_path):
+    nodes = [node("Relu", ["x"], ["r"]), node("MaxPool", ["r"], ["m"], kernel_shape=[2, 2]),
+             node("Flatten", ["m"], ["f"]), node("Gemm", ["f", "w"], ["y"], transB=1)]
+    path = tmp_path / "noconv.onnx"
+    make_model(nodes, {"x": ([1, 3, 4, 4], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(2, 27)}, path=path)
+    g, kept = _check(path, {"x": rnd(1, 3, 4, 4)}, ["y"], rule="nhwc")
+    assert g.relaid is None
+    assert [op.op_type for op in g.ops] == [op.op_type for op in kept.ops]
+    assert all(g.tensors[n].shape == kept.tensors[n].shape for n in g.tensors)
+
+
+def _split_by_reshapes(tmp_path):
+    """1x1 convs each between two Reshapes: every region would copy its
+    input and output through Transposes."""
+    nodes, inits = [], {"shape": np.array([1, 8, 6, 6], np.int64)}
+    src = "x"
+    for i in range(3):
+        inits[f"w{i}"] = rnd(8, 8, 1, 1)
+        nodes += [node("Conv", [src, f"w{i}"], [f"c{i}"]),
+                  node("Reshape", [f"c{i}", "shape"], [f"r{i}"])]
+        src = f"r{i}"
+    nodes.append(node("Relu", [src], ["y"]))
+    path = tmp_path / "split.onnx"
+    make_model(nodes, {"x": ([1, 8, 6, 6], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+    return path
+
+
+def test_auto_declines_regions_that_would_mostly_transpose(tmp_path):
+    path = _split_by_reshapes(tmp_path)
+    feeds = {"x": rnd(1, 8, 6, 6)}
+    g, _ = _check(path, feeds, ["y"], rule="auto")
+    assert g.relaid is None
+    forced, _ = _check(path, feeds, ["y"], rule="nhwc")
+    assert forced.relaid["regions"] == 3 and forced.relaid["transposes"] == 6
+
+
+def test_auto_declines_a_region_of_full_convolutions_only(tmp_path):
+    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), node("Relu", ["c"], ["y"])]
+    path = tmp_path / "full.onnx"
+    make_model(nodes, {"x": ([1, 4, 5, 5], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(6, 4, 3, 3)}, path=path)
+    feeds = {"x": rnd(1, 4, 5, 5)}
+    assert _check(path, feeds, ["y"])[0].relaid is None
+    assert _check(path, feeds, ["y"], rule="nhwc")[0].relaid["ops"] == 1   # Conv + Relu fused
+
+
+def test_layout_rule_is_checked(tmp_path):
+    nodes, inits, inputs = _inverted_residual()
+    path = tmp_path / "block.onnx"
+    make_model(nodes, inputs, {"y": (None, np.float32)}, inits, path=path)
+    with pytest.raises(InvalidArgumentError, match="layout"):
+        load_model(str(path), layout="NHWC")
+    # native=False keeps the graph as imported, whatever the rule
+    assert load_model(str(path), native=False, layout="nhwc").relaid is None
+
+
+def test_session_resizes_a_converted_graph(tmp_path):
+    nodes, inits, _ = _inverted_residual()
+    path = tmp_path / "block.onnx"
+    make_model(nodes, {"x": (["n", 8, "h", "w"], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+    s = InferenceSession(str(path))
+    off = InferenceSession(str(path), layout="keep")
+    made, real = [], InferenceSession._resized       # the second shape: re-sized
+
+    def resized(self, shapes):
+        got = real(self, shapes)
+        if self is s:
+            made.append(got)
+        return got
+    with mock.patch.object(InferenceSession, "_resized", resized):
+        for shape in [(1, 8, 10, 9), (2, 8, 7, 12), (1, 8, 10, 9)]:
+            x = rnd(*shape)
+            ref = ort_run(path, {"x": x})["y"]
+            got, = s.run(None, {"x": x})
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(got, off.run(None, {"x": x})[0], rtol=1e-4,
+                                       atol=1e-5)
+    assert len(made) == 2 and made[0][0] is None and made[1][0] is not None
+    g = s._plans[(("x", (2, 8, 7, 12), None),)][0]
+    assert g is made[1][0]
+    assert g.relaid is not None and g.tensors["e6"].shape == (2, 7, 12, 48)
+
+
+# -- random conv chains -----------------------------------------------------------------
+
+_LAYERS = ("dw", "1x1", "3x3", "group", "relu", "clip", "bias", "scale", "maxpool",
+           "avgpool", "pad", "concat", "add")
+
+
+def _layer(kind, i, src, c, prev):
+    """(nodes, inits, channels) of one random layer reading ``src`` (c
+    channels); ``prev``: an earlier tensor of the same shape, or None."""
+    o, w = f"t{i}", f"w{i}"
+    if kind == "dw":
+        return [node("Conv", [src, w], [o], group=c, pads=[1, 1, 1, 1])], \
+            {w: rnd(c, 1, 3, 3)}, c
+    if kind in ("1x1", "3x3", "group"):
+        g = 2 if kind == "group" and c % 2 == 0 else 1
+        k = 1 if kind == "1x1" else 3
+        co = c + 2 if g == 1 else c
+        return [node("Conv", [src, w, f"b{i}"], [o], group=g, pads=[k // 2] * 4)], \
+            {w: rnd(co, c // g, k, k), f"b{i}": rnd(co)}, co
+    if kind in ("relu", "clip"):
+        return ([node("Relu", [src], [o])] if kind == "relu" else
+                [node("Clip", [src, "lo", "hi"], [o])]), {}, c
+    if kind in ("bias", "scale"):
+        return [node("Add" if kind == "bias" else "Mul", [src, w], [o])], \
+            {w: rnd(c, 1, 1)}, c
+    if kind in ("maxpool", "avgpool"):
+        op = "MaxPool" if kind == "maxpool" else "AveragePool"
+        return [node(op, [src], [o], kernel_shape=[3, 3], pads=[1, 1, 1, 1])], {}, c
+    if kind == "pad":
+        return [node("Pad", [src, w], [o])], \
+            {w: np.array([0, 0, 0, 0, 0, 0, 0, 0], np.int64)}, c
+    if prev is None:
+        return [node("Relu", [src], [o])], {}, c
+    if kind == "concat":
+        return [node("Concat", [src, prev[0]], [o], axis=1)], {}, c + prev[1]
+    return ([node("Add", [src, prev[0]], [o])], {}, c) if prev[1] == c else \
+        ([node("Relu", [src], [o])], {}, c)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(_LAYERS), min_size=1, max_size=7),
+       batch=st.integers(1, 2), c=st.sampled_from([2, 3, 4]), seed=st.integers(0, 99))
+def test_random_conv_chains_match_unconverted(tmp_path, kinds, batch, c, seed):
+    global R
+    R = np.random.default_rng(seed)
+    nodes, inits = [node("Conv", ["x", "w0"], ["t0"], group=c, pads=[1, 1, 1, 1])], \
+        {"w0": rnd(c, 1, 3, 3), "lo": np.array(-0.5, np.float32),
+         "hi": np.array(0.5, np.float32)}
+    src, prev = "t0", None
+    for i, kind in enumerate(kinds, 1):
+        more, ini, c2 = _layer(kind, i, src, c, prev)
+        nodes += more
+        inits.update(ini)
+        if c2 == c:
+            prev = (src, c)
+        src, c = more[-1].output[0], c2
+    nodes.append(node("Identity", [src], ["y"]))
+    path = tmp_path / "chain.onnx"
+    make_model(nodes, {"x": ([batch, inits["w0"].shape[0], 5, 6], np.float32)},
+               {"y": (None, np.float32)}, inits, path=path)
+    x = rnd(batch, inits["w0"].shape[0], 5, 6)
+    g, _ = _check(path, {"x": x}, ["y"], rule="nhwc")
+    assert g.relaid is not None
+
+
+def test_auto_without_depthwise_declines_large_weights(tmp_path, monkeypatch):
+    # 1x1 convs only: converted while the conv weights are within
+    # MAX_WEIGHTS (the NHWC kernels keep a second copy of them), not above
+    from pyarena.runtime import layout
+    nodes = [node("Conv", ["x", "w1"], ["a"]), node("Relu", ["a"], ["r"]),
+             node("Conv", ["r", "w2"], ["b"]), node("GlobalAveragePool", ["b"], ["y"])]
+    path = tmp_path / "pw.onnx"
+    make_model(nodes, {"x": ([1, 4, 8, 8], np.float32)}, {"y": (None, np.float32)},
+               {"w1": rnd(32, 4, 1, 1), "w2": rnd(32, 32, 1, 1)}, path=path)
+    feeds = {"x": rnd(1, 4, 8, 8)}
+    assert _check(path, feeds, ["y"])[0].relaid["ops"] == 3
+    monkeypatch.setattr(layout, "MAX_WEIGHTS", 32 * 36 * 4 - 1)      # one byte short
+    assert _check(path, feeds, ["y"])[0].relaid is None
+    assert _check(path, feeds, ["y"], rule="nhwc")[0].relaid["ops"] == 3
