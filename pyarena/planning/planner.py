@@ -93,7 +93,8 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, 
     life = tensor_lifetimes(graph)
     tensors = graph.tensors
     nbytes = {name: tensors[name].nbytes for name in life}
-    buffers, reuses = share_buffers(graph, life, nbytes, table)
+    joins = []
+    buffers, reuses = share_buffers(graph, life, nbytes, table, record=joins)
     naive = sum(padded_size(v, alignment) for v in nbytes.values()) + \
         sum(padded_size(op.scratch_bytes, alignment) for op in graph.ops if op.scratch_bytes)
 
@@ -104,7 +105,7 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, 
     res = None
     if concat:
         res, buffers, reuses = _concat_in_place(graph, life, nbytes, table, buffers, reuses,
-                                                alignment, assign)
+                                                alignment, assign, joins)
     if res is None:
         res = assign(buffers)
     for b, off in zip(buffers, res["offsets"].tolist()):
@@ -119,14 +120,16 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, 
                 c_seconds=res["seconds"])
 
 
-def _concat_in_place(graph, life, nbytes, table, base, reuses, alignment, assign):
+def _concat_in_place(graph, life, nbytes, table, base, reuses, alignment, assign, joins):
     """``(offsets, buffers, reuses)`` with Concat inputs in their output's
     slices (:mod:`.concat`) when that arena is not larger than the plan's
-    without; else ``(None or the offsets of base, base, reuses)``."""
+    without; else ``(None or the offsets of base, base, reuses)``.  ``joins``:
+    the in-place decisions of the pass that made ``base``, replayed up to
+    the first Concat that moves an input."""
     placer = ConcatPlacer(graph, table, life, base, alignment)
     if not placer.any:
         return None, base, reuses
-    merged, with_concat = share_buffers(graph, life, nbytes, table, placer)
+    merged, with_concat = share_buffers(graph, life, nbytes, table, placer, replay=joins)
     if not any(r[3] == "concat" for r in with_concat):
         return None, base, reuses
     try:
