@@ -95,3 +95,40 @@ def test_the_memo_tells_apart_arrays_its_key_samples_alike():
     later = WeightKeeper(Graph("h"), weights, memo)
     assert later.keep(b.copy()) is kb and later.keep(a.copy()) is ka
     assert weights.stats().used == used         # nothing stored again
+
+
+def test_a_weight_is_sampled_once_when_it_is_kept_and_once_when_found(monkeypatch):
+    import pyarena.runtime.keeper as keeper_mod
+    from pyarena.graph import Graph
+    calls = []
+    real = keeper_mod._digest
+    monkeypatch.setattr(keeper_mod, "_digest", lambda a: calls.append(a.shape) or real(a))
+    weights, memo = Arena(alignment=64), {}
+    a = np.arange(300, dtype=np.float32).reshape(3, 100)
+    kept = keeper_mod.WeightKeeper(Graph("g"), weights, memo).keep(a)
+    assert calls == [(3, 100)]                  # a miss: one key, looked up and stored
+    assert keeper_mod.WeightKeeper(Graph("h"), weights, memo).keep(a.copy()) is kept
+    assert calls == [(3, 100)] * 2              # a hit: one key
+
+
+def test_build_kernels_and_the_executor_refuse_unsupported_ops_alike():
+    """Both build each op through one helper: the same error, naming every
+    op they cannot run."""
+    from pyarena.errors import UnsupportedOpError
+    from pyarena.graph import Graph
+    g = Graph("g")
+    g.add_tensor("x", (1, 4), role="input")
+    for name in ("a", "b", "c"):
+        g.add_tensor(name, (1, 4))
+    g.add_tensor("y", (1, 4), role="output")
+    g.add_op("Relu", ["x"], ["a"], name="fine")
+    g.add_op("NoSuchOp", ["a"], ["b"], name="odd")
+    g.add_op("Relu", ["b"], ["c"], name="fine2")
+    g.add_op("AlsoMissing", ["c"], ["y"], name="odder")
+    with pytest.raises(UnsupportedOpError) as built:
+        build_kernels(g, Arena(alignment=64))
+    with pytest.raises(UnsupportedOpError) as executed:
+        Executor(g)
+    assert str(built.value) == str(executed.value)
+    assert "'odd'" in str(built.value) and "'odder'" in str(built.value)
+    assert "'fine'" not in str(built.value)
