@@ -20,7 +20,7 @@ from ..errors import InvalidArgumentError, PlanInfeasibleError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
 from .concat import ConcatPlacer
-from .budget import check_graph_budget, check_plan_budget, resolve_max_memory
+from .budget import check_graph_budget, check_plan_budget, graph_weights, resolve_max_memory
 from .fit import check_memory_budget, fit_plan
 from .inplace import as_rule_table
 from .result import Buffer, Plan, padded_size, tensor_info
@@ -64,17 +64,18 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
             raise InvalidArgumentError("give capacity or memory_budget, not both "
                                        "(memory_budget plans with the capacity it needs)")
     graph.validate()
-    check_graph_budget(graph, budget)    # a tensor alone over the budget: no planning
+    weights = graph_weights(graph)      # (the constants do not change while planning)
+    check_graph_budget(graph, budget, weights)  # a tensor alone over the budget: no planning
     concat = bool(inplace) and bool(inplace_concat)
     if memory_budget is not None:
         def make(cap):
             with _NoGC():
                 return _plan(graph, strategy, alignment, inplace, time_limit, rules, cap,
-                             time.perf_counter(), concat)
+                             time.perf_counter(), concat, weights)
         result = fit_plan(graph, memory_budget, make, rescratch=rescratch,
                           schedule=schedule, alignment=alignment, time_limit=time_limit,
                           patch=patch)
-        check_plan_budget(result, graph, budget)
+        check_plan_budget(result, graph, budget, weights)
         return result
     order = None
     if schedule:
@@ -82,13 +83,14 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         graph.ops = [graph.ops[i] for i in order.order]
     with _NoGC():
         result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0,
-                       concat)
+                       concat, weights)
     result.schedule = order
-    check_plan_budget(result, graph, budget)
+    check_plan_budget(result, graph, budget, weights)
     return result
 
 
-def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, concat):
+def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, concat,
+          weights):
     table = as_rule_table(rules) if inplace else None
     life = tensor_lifetimes(graph)
     tensors = graph.tensors
@@ -110,7 +112,6 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, 
         res = assign(buffers)
     for b, off in zip(buffers, res["offsets"].tolist()):
         b.offset = off
-    weights = sum(t.nbytes for t in tensors.values() if t.role == "constant")
     return Plan(buffers, arena_bytes=res["arena"], lower_bound_bytes=res["bound"],
                 naive_bytes=naive, alignment=alignment, strategy=strategy,
                 chosen_strategy=res["chosen"], optimal=res["optimal"],

@@ -233,6 +233,21 @@ def test_new_widths_add_no_weight_bytes_and_share_the_folds(tmp_path):
         assert all(pick(g, c) is first for g, c in zip(graphs[1:], conv[1:]))
 
 
+def test_a_resized_signature_shares_the_shape_folds_equal_to_the_first(tmp_path):
+    """N folded from the input's shape: the re-sized signature with the
+    first's N reads the first's arrays, the other its own values."""
+    s = InferenceSession(_model(str(tmp_path / "m.onnx")))
+    for shape in SHAPES[:3]:                    # N = 1, 2, 1
+        s.run(None, {"x": _x(shape)})
+    graphs = [entry[0] for entry in s._plans.values()]
+    derived = sorted(s._template.derived)
+    assert derived
+    for name in derived:
+        first, other, again = (g.tensors[name].data for g in graphs)
+        assert again is first and other is not first
+        assert not np.array_equal(other, first)
+
+
 def test_the_file_is_parsed_once_per_session(tmp_path, monkeypatch):
     import pyarena.importers.onnx as onnx_importer
     path = _width_model(str(tmp_path / "w.onnx"))
