@@ -32,7 +32,8 @@ __all__ = ["plan", "plan_intervals"]
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
          rules=None, capacity=None, max_memory=None, schedule=False,
-         memory_budget=None, rescratch=None, inplace_concat=True, patch=True):
+         memory_budget=None, rescratch=None, inplace_concat=True, patch=True,
+         resized=False):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
@@ -51,7 +52,11 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     (None: the kernels' rules; False: keep the scratch), then (``patch``)
     a leading stage run in row bands (:mod:`.patch`) -- see :mod:`.fit`;
     ``plan.budget`` says what was done, PlanInfeasibleError (with
-    ``smallest_bytes``) when nothing fits.  Returns a :class:`Plan`."""
+    ``smallest_bytes``) when nothing fits.  ``resized``: the graph is a
+    :meth:`~pyarena.graph.Graph.resized` copy of a validated graph, its ops
+    and tensors not added, removed or reordered since (only their scratch
+    sizes set): valid as that one was, so not validated again (the re-size
+    checked every new shape).  Returns a :class:`Plan`."""
     t0 = time.perf_counter()
     if not isinstance(graph, Graph):
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
@@ -63,7 +68,8 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         if capacity is not None:
             raise InvalidArgumentError("give capacity or memory_budget, not both "
                                        "(memory_budget plans with the capacity it needs)")
-    graph.validate()
+    if not resized:
+        graph.validate()
     weights = graph_weights(graph)      # (the constants do not change while planning)
     check_graph_budget(graph, budget, weights)  # a tensor alone over the budget: no planning
     concat = bool(inplace) and bool(inplace_concat)
