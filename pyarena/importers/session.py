@@ -200,7 +200,7 @@ class InferenceSession:
             self._first = _Shared(g)
         else:
             self._first.adopt(g, fresh)
-        p = plan_in_slack(g) if self.memory_budget is None else \
+        p = plan_in_slack(g, resized=fresh is not None) if self.memory_budget is None else \
             plan(g, memory_budget=self.memory_budget)
         self._lower = max(self._lower, p.lower_bound_bytes)
         return [g, p, None, None, kernels]
@@ -215,8 +215,11 @@ class InferenceSession:
         g = resize(self._template, self._cache, self.onnx, self.path, shapes)
         if g is None:
             return None, None
+        # the last run's kernels (the same ops at other shapes) lend what
+        # does not depend on the shapes (a convolution's weights as laid out)
+        prior = self._last.kernels if self._last is not None else None
         try:    # (the budget is checked by the planner, before anything is allocated)
-            kernels = build_kernels(g, self._first.weights_arena, self._first.packed)
+            kernels = build_kernels(g, self._first.weights_arena, self._first.packed, prior)
         except PyArenaError:        # the full import names what does not fit
             return None, None
         return g, kernels

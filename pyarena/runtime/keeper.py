@@ -126,15 +126,22 @@ class Prepared:
         return k
 
 
-def build_kernels(graph, weights, memo=None):
+def build_kernels(graph, weights, memo=None, prior=None):
     """A :class:`Prepared` of one kernel per op of ``graph`` (a graph
     without pool tensors), their weights kept in ``weights``; every op's
     ``scratch_bytes`` set from its kernel.  UnsupportedOpError naming every
-    op the executor cannot run (:func:`refuse_unsupported`)."""
+    op the executor cannot run (:func:`refuse_unsupported`).  ``prior``:
+    the kernels of a graph with the same ops at other shapes (the last
+    signature's), which a kernel's setup may take its weights from
+    (:attr:`~pyarena.runtime.kernels.Kernel.prior`; an op of another name
+    at that place gets none)."""
     keeper = WeightKeeper(graph, weights, memo)
     kernels, bad = [], []
-    for op in graph.ops:
-        k = build_op(graph, op, keeper.keep, bad)
+    prior = list(prior or ())
+    for i, op in enumerate(graph.ops):
+        p = prior[i] if i < len(prior) else None
+        k = build_op(graph, op, keeper.keep, bad,
+                     prior=p if p is not None and p.op.name == op.name else None)
         if k is not None:
             op.scratch_bytes = k.scratch_bytes
             kernels.append(k)
@@ -142,11 +149,12 @@ def build_kernels(graph, weights, memo=None):
     return Prepared(graph, keeper, kernels)
 
 
-def build_op(graph, op, keep, bad, make=None):
+def build_op(graph, op, keep, bad, make=None, prior=None):
     """The kernel of ``op`` in ``graph`` (its weights through ``keep``; the
-    graph's scratch budget and native setting), or ``make()`` when given
-    (a kernel built another way); None, with the reason appended to
-    ``bad``, when the executor cannot run it."""
+    graph's scratch budget and native setting; ``prior`` as for
+    :func:`build_kernels`), or ``make()`` when given (a kernel built
+    another way); None, with the reason appended to ``bad``, when the
+    executor cannot run it."""
     try:
         if make is not None:
             return make()
@@ -154,7 +162,7 @@ def build_op(graph, op, keep, bad, make=None):
         return make_kernel(op, [tensors[t] if t else None for t in op.inputs],
                            [tensors[t] for t in op.outputs if t], keep=keep,
                            scratch_budget=graph.scratch_budget,
-                           native=getattr(graph, "native", True))
+                           native=getattr(graph, "native", True), prior=prior)
     except UnsupportedOpError as exc:
         bad.append(str(exc))
         return None

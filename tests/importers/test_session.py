@@ -330,6 +330,18 @@ def _graph_facts(g):
     return ops, tensors
 
 
+def _kernel_facts(ex):
+    """What the kernels of an executor are: type, path, scratch, bands and
+    the weights they laid out (the bytes)."""
+    out = []
+    for k in ex.kernels:
+        laid = [None if getattr(k, a, None) is None else np.asarray(getattr(k, a)).tobytes()
+                for a in ("wm", "wt", "packed", "bias")]
+        out.append((k.op.name, type(k).__name__, k.path, k.scratch_bytes,
+                    getattr(k, "bands", None), laid))
+    return out
+
+
 def _plan_facts(p):
     return (p.arena_bytes, p.lower_bound_bytes, sorted(p.offsets.items()),
             sorted(p.scratch.items()), p.slack)
@@ -347,28 +359,36 @@ def width_models(tmp_path_factory):
        picks=st.lists(st.integers(0, 4), min_size=2, max_size=5))
 def test_a_resized_signature_is_a_fresh_import(width_models, which, picks):
     """Every signature after the first is re-sized from the last imported
-    graph, and its graph, plan and outputs are those of a fresh import at
-    that shape."""
+    graph, and its graph, plan, kernels and outputs are those of a fresh
+    import at that shape -- its convolutions' weights as laid out taken
+    from the last signature's kernels (Conv._lender), the rest built anew."""
     from unittest import mock
 
     import pyarena.importers.session as session
     from pyarena.importers import load_model
     from pyarena.runtime import Executor
+    from pyarena.runtime.kernels.conv import Conv
     from pyarena.runtime.slack import plan_in_slack
     path, make = width_models[which]
     shapes = [WIDTHS[i] if which == "width" else SHAPES[i % len(SHAPES)] for i in picks]
     made, real = [], session.resize
-    with mock.patch.object(session, "resize", lambda *a: made.append(real(*a)) or made[-1]):
+    lent, lender = [], Conv._lender
+    with mock.patch.object(session, "resize", lambda *a: made.append(real(*a)) or made[-1]), \
+            mock.patch.object(Conv, "_lender",
+                              lambda self, mode: lent.append(lender(self, mode)) or lent[-1]):
         s = InferenceSession(path)
         seen = set()
         for shape in shapes:
             x = make(shape, 3)
             (y,) = s.run(None, {"x": x})
-            g, p = s._plans[next(reversed(s._plans))][:2]
+            g, p, ex = s._plans[next(reversed(s._plans))][:3]
             fresh = load_model(path, inputs={"x": x.shape})
             fp = plan_in_slack(fresh)
             assert _graph_facts(g) == _graph_facts(fresh)
             assert _plan_facts(p) == _plan_facts(fp)
-            np.testing.assert_array_equal(y, Executor(fresh, fp).run({"x": x})["y"])
+            fresh_ex = Executor(fresh, fp)
+            assert _kernel_facts(ex) == _kernel_facts(fresh_ex)
+            np.testing.assert_array_equal(y, fresh_ex.run({"x": x})["y"])
             seen.add(x.shape)
     assert len(made) == len(seen) - 1 and all(g is not None for g in made)
+    assert any(k is not None for k in lent) == (len(made) > 0)
