@@ -164,21 +164,26 @@ def side_by_side(args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child-signatures",
            "--input", args.input, "--dims", args.dims, "--widths", args.widths,
            "--sessions", str(args.sessions)] + (["--model", args.model] if args.model else [])
+    import statistics
     got = {k: [] for k in trees}
+    pairs = []
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):
+        pair = {}
         for name in (("this", "against") if r % 2 else ("against", "this")):
             env = dict(os.environ, PYTHONPATH=trees[name])
             res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-            got[name] += json.loads(res.stdout.strip().splitlines()[-1])
-    import statistics
+            pair[name] = json.loads(res.stdout.strip().splitlines()[-1])
+            got[name] += pair[name]
+        pairs.append(statistics.median(pair["this"]) / statistics.median(pair["against"]))
     m = {k: statistics.median(v) for k, v in got.items()}
     print(f"new signatures, CPU ms per signature (medians of {len(got['this'])} each; "
           f"{args.rounds} process pairs in alternating order; load average "
           f"{load0:.1f} -> {os.getloadavg()[0]:.1f}):")
     for k in trees:
         print(f"  {k:<8} {m[k]:8.2f}   ({trees[k]})")
-    print(f"  this / against: {m['this'] / m['against']:.3f}")
+    print(f"  this / against: {m['this'] / m['against']:.3f}  (the pairs' ratios: "
+          f"{', '.join(f'{x:.2f}' for x in pairs)})")
 
 
 #: (module, object, attribute, phase): what a new signature runs, timed
