@@ -132,7 +132,8 @@ def build_kernels(graph, weights, memo=None, prior=None):
     ``scratch_bytes`` set from its kernel.  UnsupportedOpError naming every
     op the executor cannot run (:func:`refuse_unsupported`).  ``prior``:
     the kernels of a graph with the same ops at other shapes (the last
-    signature's), which a kernel's setup may take its weights from
+    signature's, over the same ``weights``), which a kernel's setup may
+    take its weights from
     (:attr:`~pyarena.runtime.kernels.Kernel.prior`; an op of another name
     at that place gets none)."""
     keeper = WeightKeeper(graph, weights, memo)
