@@ -18,6 +18,13 @@ signature also parses the file; later ones reuse it).
     python benchmarks/bench_session.py --model rec.onnx --input x --dims 1,3,48,W \\
         --widths 160,240,320,480,640 [--repeat 7]
 
+``--against DIR`` (another checkout of pyarena, built in place: ``python
+setup.py build_ext --inplace``) times only the new signatures, side by
+side: ``--rounds`` pairs of processes, this checkout's and DIR's in
+alternating order, each a fresh session fed ``--widths`` ``--sessions``
+times (widths shifted by 8 per session, so every signature is new), the
+CPU time of each new signature after the first; medians and their ratio.
+
 Without --model: a small conv + reshape model made in code with a
 symbolic width (nothing downloaded).  One thread everywhere.
 """
@@ -54,7 +61,15 @@ def main():
                          "or wall clock")
     ap.add_argument("--phases-only", action="store_true",
                     help="only the time of a new signature, phase by phase")
+    ap.add_argument("--against", default=None, metavar="DIR",
+                    help="another pyarena checkout: new signatures' CPU ms side by side")
+    ap.add_argument("--rounds", type=int, default=5, help="process pairs for --against")
+    ap.add_argument("--child-signatures", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child_signatures:
+        return child_signatures(args)
+    if args.against:
+        return side_by_side(args)
     import onnxruntime as ort
     from pyarena import InferenceSession
     from pyarena.runtime import Executor, median, set_blas_threads, time_calls
@@ -106,6 +121,69 @@ def main():
           f"the largest lower bound ({max(bounds) / 1024:.1f} KiB; their sum "
           f"{sum(bounds) / 1024:.1f} KiB); weights {info['weights_bytes'] / 1024:.1f} KiB")
     phases(path, args, widths)
+
+
+def _dims(args, w):
+    return [w if d == "W" else int(d) for d in args.dims.split(",")]
+
+
+def child_signatures(args):
+    """(In a child process) a JSON list: the CPU ms of each new signature
+    (``InferenceSession._executor``: import or re-size, kernels, plan,
+    binding; not the inference) after each session's first."""
+    import gc
+    import json
+    from pyarena import InferenceSession
+    from pyarena.runtime import set_blas_threads
+    set_blas_threads(1)
+    path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
+    widths = [int(w) for w in args.widths.split(",")]
+    out = []
+    for k in range(args.sessions):
+        s = InferenceSession(path, max_plans=len(widths))
+        for i, w in enumerate(widths):
+            sig = ((args.input, tuple(_dims(args, w + 8 * k)), None),)
+            gc.collect()
+            gc.disable()        # as InferenceSession.run does around it
+            c0 = time.process_time()
+            s._executor(sig)
+            spent = time.process_time() - c0
+            gc.enable()
+            if i:
+                out.append(spent * 1e3)
+    print(json.dumps(out))
+
+
+def side_by_side(args):
+    """New signatures' CPU ms, this checkout against ``--against``: process
+    pairs in alternating order, medians and their ratio."""
+    import json
+    import subprocess
+    here = os.path.dirname(HERE)
+    trees = {"this": here, "against": os.path.abspath(args.against)}
+    cmd = [sys.executable, os.path.abspath(__file__), "--child-signatures",
+           "--input", args.input, "--dims", args.dims, "--widths", args.widths,
+           "--sessions", str(args.sessions)] + (["--model", args.model] if args.model else [])
+    import statistics
+    got = {k: [] for k in trees}
+    pairs = []
+    load0 = os.getloadavg()[0]
+    for r in range(args.rounds):
+        pair = {}
+        for name in (("this", "against") if r % 2 else ("against", "this")):
+            env = dict(os.environ, PYTHONPATH=trees[name])
+            res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+            pair[name] = json.loads(res.stdout.strip().splitlines()[-1])
+            got[name] += pair[name]
+        pairs.append(statistics.median(pair["this"]) / statistics.median(pair["against"]))
+    m = {k: statistics.median(v) for k, v in got.items()}
+    print(f"new signatures, CPU ms per signature (medians of {len(got['this'])} each; "
+          f"{args.rounds} process pairs in alternating order; load average "
+          f"{load0:.1f} -> {os.getloadavg()[0]:.1f}):")
+    for k in trees:
+        print(f"  {k:<8} {m[k]:8.2f}   ({trees[k]})")
+    print(f"  this / against: {m['this'] / m['against']:.3f}  (the pairs' ratios: "
+          f"{', '.join(f'{x:.2f}' for x in pairs)})")
 
 
 #: (module, object, attribute, phase): what a new signature runs, timed

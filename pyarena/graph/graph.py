@@ -242,8 +242,10 @@ class Graph:
         """A copy of this graph for other input shapes: the same ops (their
         attributes copied, ``scratch_bytes`` 0 until sized again), every
         non-constant tensor with its shape from ``shapes`` (name -> dims, all
-        plain ints >= 0), the constants named in ``data`` with that value (of
-        their old shape and dtype), the other constants shared as they are.
+        plain ints >= 0), the constants named in ``data`` new tensors with
+        that value (of their old shape and dtype), the other constants the
+        same Tensor objects (a value of the model: what changes a constant's
+        data -- an executor moving it to the weights arena -- keeps its value).
         GraphError for a shape missing, not concrete or of another rank.
         The copy is ordered and valid as this graph was."""
         g = Graph(self.name)
@@ -253,10 +255,11 @@ class Graph:
         tensors = g.tensors
         for name, t in self.tensors.items():
             if t.role == "constant":
-                v = data.get(name, t.data)
-                nt = Tensor(name, t.shape, t.dtype, t.nbytes_given, "constant", v)
-                nt._nb = t._nb
-                tensors[name] = nt
+                if name in data:
+                    nt = Tensor(name, t.shape, t.dtype, t.nbytes_given, "constant", data[name])
+                    nt._nb = t._nb
+                    t = nt
+                tensors[name] = t
                 continue
             shape = shapes.get(name)
             if shape is None or t.shape is None or len(shape) != len(t.shape) or \

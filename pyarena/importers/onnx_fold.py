@@ -66,11 +66,12 @@ def _attrs(onnx, node):
 
 
 # -- constant folding ---------------------------------------------------------
-def _fold_node(onnx, node, vals, shapes, opset):
+def _fold_node(onnx, node, vals, shapes, opset, attrs=None):
     """Value(s) of a node whose inputs are all known; None if it cannot be
-    folded (not deterministic, or not evaluable)."""
+    folded (not deterministic, or not evaluable).  ``attrs``: the node's
+    attributes, decoded already (None: decoded here)."""
     t = node.op_type
-    a = _attrs(onnx, node)
+    a = _attrs(onnx, node) if attrs is None else attrs
     x = [vals.get(i) if i else None for i in node.input]
     if t == "Constant":
         if "value" in a:

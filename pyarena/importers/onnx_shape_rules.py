@@ -27,6 +27,7 @@ class Node:
         self._op = node.op_type if op_type is None else op_type
         self._nout = nout
         self._shape, self._etype, self._value = shape, etype, value
+        self._ints = {}     # attribute -> its ints (the attributes never change)
 
     def s(self, i):
         return self._shape(self.ins[i]) if i < len(self.ins) and self.ins[i] else None
@@ -49,8 +50,13 @@ class Node:
         return len(self.node.output) if self._nout is None else self._nout
 
     def ints(self, key, default=None):
-        v = self.a.get(key, default)
-        return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+        got = self._ints.get(key)
+        if got is None:
+            v = self.a.get(key, default)
+            got = None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+            if default is None:
+                self._ints[key] = got
+        return None if got is None else list(got)
 
 
 def known(d):
@@ -71,6 +77,10 @@ def norm_axis(ax, rank):
 
 def broadcast(*shapes):
     """Multidirectional (NumPy) broadcast of shapes with unknown dims."""
+    if len(shapes) == 2 and shapes[0] is not None and shapes[1] is not None:
+        out = _broadcast_two(*shapes)
+        if out is not None:
+            return out
     if any(s is None for s in shapes):
         return None
     if shapes and all(list(s) == list(shapes[0]) for s in shapes[1:]) and \
@@ -94,6 +104,27 @@ def broadcast(*shapes):
             out.append(other[0])       # one symbol on every side
         else:
             out.append(None)
+    return out
+
+
+def _broadcast_two(a, b):
+    """:func:`broadcast` of two shapes of known dims (the common case of an
+    element-wise op), else None (the general path)."""
+    if len(a) != len(b):
+        if len(a) < len(b):
+            a = [1] * (len(b) - len(a)) + list(a)
+        else:
+            b = [1] * (len(a) - len(b)) + list(b)
+    out = []
+    for x, y in zip(a, b):
+        if type(x) is not int or type(y) is not int:
+            return None
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None         # the general path names the shapes
     return out
 
 
@@ -127,7 +158,8 @@ def _same_bool(n):
 
 
 def _bcast(n):
-    return [(broadcast(*[n.s(i) for i in range(len(n.ins)) if n.has(i)]), n.t(0))]
+    get = n._shape
+    return [(broadcast(*[get(x) for x in n.ins if x]), n.t(0))]
 
 
 def _compare(n):

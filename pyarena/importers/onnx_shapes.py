@@ -67,13 +67,28 @@ class ShapeProgram:
                        v if v.nbytes <= FOLD_MAX_BYTES and not v.dtype.hasobject else None)
                       for name, v in known.items()]
         self.steps = []
+        # the tensors whose values the propagation can ever know: a node
+        # none of whose inputs can be known never propagates (its check
+        # is left out of every run)
+        valued = set(self.values).union(name for name, _, _, v in self.known if v is not None)
         for node in model.graph.node:
             op, standard = node.op_type, node.domain in ("", "ai.onnx")
             rule = RULES.get(op) if standard and op not in ("If", "Constant") else None
-            outs = list(node.output)
-            self.steps.append((node, op, rule, list(node.input), outs,
-                               attrs(node) if rule is not None else None,
-                               standard and op in _PROPAGATE))
+            ins, outs = list(node.input), list(node.output)
+            prop = standard and op in _PROPAGATE and \
+                (op in ("Shape", "Size", "Constant") or all(i in valued for i in ins if i))
+            folded = None       # the attributes the propagation folds with
+            if prop:
+                valued.update(o for o in outs if o)
+                if op != "Constant":    # (its value is decoded only when small)
+                    try:
+                        folded = attrs(node)
+                    except Exception:   # decoded (and refused) by the folding
+                        folded = None
+            # a rule's view of the node, made once (its getters set per run)
+            view = None if rule is None else \
+                Node(node, attrs(node), opset, None, None, None, ins, op, len(outs))
+            self.steps.append((node, rule, view, ins, outs, prop, folded))
 
     def run(self, shapes_types, values_out=None):
         """(shapes, types) of every tensor, from ``shapes_types`` (what the
@@ -89,17 +104,24 @@ class ShapeProgram:
                 if v is not None:
                     values[name] = v
         sget, tget, vget = shapes.get, types.get, values.get
-        for node, op, rule, ins, outs, a, prop in self.steps:
+        for node, rule, n, ins, outs, prop, folded in self.steps:
             if rule is None:
                 res = _node_outputs(onnx, node, opset, shapes, types, values, where)
             else:
-                res = _apply(rule, Node(node, a, opset, sget, tget, vget, ins, op, len(outs)),
-                             node, where)
+                n._shape, n._etype, n._value = sget, tget, vget
+                res = _apply(rule, n, node, where)
             for name, (shp, et) in zip(outs, res):
-                if name:
+                if not name:
+                    continue
+                old = sget(name)
+                if old is None and shp is not None:     # nothing declared: the rule's
+                    shapes[name] = shp
+                    if et:
+                        types[name] = et
+                else:
                     _merge(name, shp, et, shapes, types)
             if prop:
-                _propagate(onnx, node, values, shapes, opset, ins)
+                _propagate(onnx, node, values, shapes, opset, ins, folded)
         if values_out is not None:
             values_out.update(values)
         return shapes, types
@@ -197,8 +219,9 @@ def _small_initializers(onnx, model, known):
     return out
 
 
-def _propagate(onnx, node, values, shapes, opset, ins):
-    """The node's value when its inputs (``ins``) are known small constants."""
+def _propagate(onnx, node, values, shapes, opset, ins, attrs=None):
+    """The node's value when its inputs (``ins``) are known small constants
+    (``attrs``: the node's, decoded already; None: decoded here)."""
     if node.op_type not in ("Shape", "Size", "Constant") and \
             not all(i in values for i in ins if i):
         return
@@ -207,7 +230,7 @@ def _propagate(onnx, node, values, shapes, opset, ins):
         if shp is None or math.prod(shp) * 8 > FOLD_MAX_BYTES:
             return              # large (and perhaps a view of the file): not read here
     try:
-        res = _fold_node(onnx, node, values, shapes, opset)
+        res = _fold_node(onnx, node, values, shapes, opset, attrs)
     except Exception:
         return                  # left to the importer's folding, which names errors
     for name, v in zip(node.output, res or ()):

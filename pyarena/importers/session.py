@@ -189,6 +189,9 @@ class InferenceSession:
 
     def _prepare(self, shapes, values):
         g, kernels = self._resized(shapes) if not values else (None, None)
+        # a re-sized graph shares the last import's constants but for the
+        # values computed from the shapes (which that import was adopted with)
+        fresh = None if g is None else self._template.derived
         if g is None:
             g = load_model(self.path, inputs=shapes, native=self.native, layout=self.layout,
                            values=values or None, cache=self._cache)
@@ -198,8 +201,8 @@ class InferenceSession:
         if self._first is None:
             self._first = _Shared(g)
         else:
-            self._first.adopt(g)
-        p = plan_in_slack(g) if self.memory_budget is None else \
+            self._first.adopt(g, fresh)
+        p = plan_in_slack(g, resized=fresh is not None) if self.memory_budget is None else \
             plan(g, memory_budget=self.memory_budget)
         self._lower = max(self._lower, p.lower_bound_bytes)
         return [g, p, None, None, kernels]
@@ -214,8 +217,11 @@ class InferenceSession:
         g = resize(self._template, self._cache, self.onnx, self.path, shapes)
         if g is None:
             return None, None
+        # the last run's kernels (the same ops at other shapes) lend what
+        # does not depend on the shapes (a convolution's weights as laid out)
+        prior = self._last.kernels if self._last is not None else None
         try:    # (the budget is checked by the planner, before anything is allocated)
-            kernels = build_kernels(g, self._first.weights_arena, self._first.packed)
+            kernels = build_kernels(g, self._first.weights_arena, self._first.packed, prior)
         except PyArenaError:        # the full import names what does not fit
             return None, None
         return g, kernels
@@ -265,9 +271,13 @@ class _Shared:
         self.packed = {}    # weights the kernels lay out: Executor(weights_memo=)
         g.weights = self.weights_arena
 
-    def adopt(self, g):
-        """``g`` (a later signature's graph) reads the shared constants."""
-        for name, t in g.tensors.items():
+    def adopt(self, g, names=None):
+        """``g`` (a later signature's graph) reads the shared constants.
+        ``names``: only those constants (a graph re-sized from one that was
+        adopted: the others hold its arrays already)."""
+        tensors = g.tensors
+        for name in tensors if names is None else names:
+            t = tensors[name]
             s = self.constants.get(name)
             if s is None or s.data is t.data:   # not shared, or shared already
                 continue

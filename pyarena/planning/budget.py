@@ -42,15 +42,17 @@ def _largest(items):
     return best
 
 
-def _weights(graph):
+def graph_weights(graph):
+    """Bytes of the constants of ``graph``."""
     return sum(t.nbytes for t in graph.tensors.values() if t.role == "constant")
 
 
-def check_graph_budget(graph, max_memory=None):
-    """Refuse ``graph`` if its weights plus its largest work tensor (or
-    operator scratch) exceed the budget.  Returns the budget."""
+def check_graph_budget(graph, max_memory=None, weights=None):
+    """Refuse ``graph`` if its weights (``weights``: their bytes, when the
+    caller has summed them) plus its largest work tensor (or operator
+    scratch) exceed the budget.  Returns the budget."""
     budget = resolve_max_memory(max_memory)
-    weights = _weights(graph)
+    weights = graph_weights(graph) if weights is None else weights
     work = [(n, t.nbytes) for n, t in graph.tensors.items() if t.role != "constant"]
     work += [(f"{op.name}::scratch", op.scratch_bytes or 0) for op in graph.ops]
     name, nbytes = _largest(work)
@@ -63,11 +65,14 @@ def check_graph_budget(graph, max_memory=None):
     return budget
 
 
-def check_plan_budget(plan, graph=None, max_memory=None):
+def check_plan_budget(plan, graph=None, max_memory=None, weights=None):
     """Refuse a plan whose weights plus arena exceed the budget, naming its
-    largest buffer's tensor.  Returns the budget."""
+    largest buffer's tensor.  ``weights``: the bytes of ``graph``'s
+    constants when the caller has them (None: summed here, or the plan's
+    own figure without a graph).  Returns the budget."""
     budget = resolve_max_memory(max_memory)
-    weights = _weights(graph) if graph is not None else int(plan.weights_bytes or 0)
+    if weights is None:
+        weights = graph_weights(graph) if graph is not None else int(plan.weights_bytes or 0)
     arena = int(plan.arena_bytes)
     if weights + arena > budget:
         bufs = [((b.tensors[0] if b.tensors else b.name), b.size) for b in plan.buffers]

@@ -115,24 +115,31 @@ class ConcatPlacer:
 
     def __init__(self, graph, table, life, base, alignment):
         self.graph = graph
-        self.profile = np.zeros(max(len(graph.ops), 1), dtype=np.int64)
+        steps = max(len(graph.ops), 1)
         self.block = {}
         tensors = graph.tensors
+        # the profile as the running sum of size changes (+size at a
+        # buffer's first step, -size after its last), summed at once
+        change = [0] * (steps + 1)
         for b in base:
             top = [t for t in b.tensors if t in tensors and tensors[t].nbytes == b.size]
             fed = any(t in tensors and tensors[t].role == "input" for t in b.tensors)
             blk = _Block(padded_size(b.size, alignment), b.first, b.last, list(b.tensors),
                          set(top), fed)
-            if blk.size:
-                self.profile[b.first:b.last + 1] += blk.size
+            change[b.first] += blk.size
+            change[b.last + 1] -= blk.size
             for t in b.tensors:
                 self.block[t] = blk
+        self.profile = np.cumsum(np.array(change[:steps], dtype=np.int64))
         self.base_peak = self.peak = int(self.profile.max())
         self.slices = {}
         steps = {}
+        kinds = {}
         for i, op in enumerate(graph.ops):
-            if table.kind(op.op_type) == "concat" and op.outputs and \
-                    op.outputs[0] in life:
+            kind = kinds.get(op.op_type)
+            if kind is None:
+                kind = kinds[op.op_type] = table.kind(op.op_type)
+            if kind == "concat" and op.outputs and op.outputs[0] in life:
                 s = concat_slices(op, graph)
                 if s:
                     self.slices[op.name] = s

@@ -54,7 +54,7 @@ from ..errors import InvalidArgumentError
 
 __all__ = ["KINDS", "RuleTable", "DEFAULT_RULES", "DECLARED_RULES", "register_rule",
            "declare", "add_declaration_source", "rule_for", "as_rule_table",
-           "reuse_candidates", "transpose_is_view", "same_layout"]
+           "reuse_candidates", "candidates_of_kind", "transpose_is_view", "same_layout"]
 
 KINDS = ("unary", "binary", "alias", "transpose", "concat", "none")
 
@@ -243,8 +243,12 @@ def reuse_candidates(op, graph, rules=None):
     """The structurally possible reuses of ``op``: a list of
     ``(input_index, mode)`` with mode "alias" or "inplace", best first.
     Liveness and roles are not checked here (the planner does that)."""
-    table = as_rule_table(rules)
-    kind = table.kind(op.op_type)
+    return candidates_of_kind(as_rule_table(rules).kind(op.op_type), op, graph)
+
+
+def candidates_of_kind(kind, op, graph):
+    """:func:`reuse_candidates` of ``op`` whose kind (``table.kind(op.op_type)``)
+    the caller has looked up already (the planner, once per op type)."""
     if callable(kind):
         return [(int(k), m) for k, m in kind(op, graph)]
     if kind == "none" or not op.outputs or not op.outputs[0] or not op.inputs or \

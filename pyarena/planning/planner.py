@@ -20,7 +20,7 @@ from ..errors import InvalidArgumentError, PlanInfeasibleError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
 from .concat import ConcatPlacer
-from .budget import check_graph_budget, check_plan_budget, resolve_max_memory
+from .budget import check_graph_budget, check_plan_budget, graph_weights, resolve_max_memory
 from .fit import check_memory_budget, fit_plan
 from .inplace import as_rule_table
 from .result import Buffer, Plan, padded_size, tensor_info
@@ -32,7 +32,8 @@ __all__ = ["plan", "plan_intervals"]
 
 def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
          rules=None, capacity=None, max_memory=None, schedule=False,
-         memory_budget=None, rescratch=None, inplace_concat=True, patch=True):
+         memory_budget=None, rescratch=None, inplace_concat=True, patch=True,
+         resized=False):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
     inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
@@ -51,7 +52,11 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     (None: the kernels' rules; False: keep the scratch), then (``patch``)
     a leading stage run in row bands (:mod:`.patch`) -- see :mod:`.fit`;
     ``plan.budget`` says what was done, PlanInfeasibleError (with
-    ``smallest_bytes``) when nothing fits.  Returns a :class:`Plan`."""
+    ``smallest_bytes``) when nothing fits.  ``resized``: the graph is a
+    :meth:`~pyarena.graph.Graph.resized` copy of a validated graph, its ops
+    and tensors not added, removed or reordered since (only their scratch
+    sizes set): valid as that one was, so not validated again (the re-size
+    checked every new shape).  Returns a :class:`Plan`."""
     t0 = time.perf_counter()
     if not isinstance(graph, Graph):
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
@@ -63,18 +68,20 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         if capacity is not None:
             raise InvalidArgumentError("give capacity or memory_budget, not both "
                                        "(memory_budget plans with the capacity it needs)")
-    graph.validate()
-    check_graph_budget(graph, budget)    # a tensor alone over the budget: no planning
+    if not resized:
+        graph.validate()
+    weights = graph_weights(graph)      # (the constants do not change while planning)
+    check_graph_budget(graph, budget, weights)  # a tensor alone over the budget: no planning
     concat = bool(inplace) and bool(inplace_concat)
     if memory_budget is not None:
         def make(cap):
             with _NoGC():
                 return _plan(graph, strategy, alignment, inplace, time_limit, rules, cap,
-                             time.perf_counter(), concat)
+                             time.perf_counter(), concat, weights)
         result = fit_plan(graph, memory_budget, make, rescratch=rescratch,
                           schedule=schedule, alignment=alignment, time_limit=time_limit,
                           patch=patch)
-        check_plan_budget(result, graph, budget)
+        check_plan_budget(result, graph, budget, weights)
         return result
     order = None
     if schedule:
@@ -82,18 +89,20 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
         graph.ops = [graph.ops[i] for i in order.order]
     with _NoGC():
         result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0,
-                       concat)
+                       concat, weights)
     result.schedule = order
-    check_plan_budget(result, graph, budget)
+    check_plan_budget(result, graph, budget, weights)
     return result
 
 
-def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, concat):
+def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, concat,
+          weights):
     table = as_rule_table(rules) if inplace else None
     life = tensor_lifetimes(graph)
     tensors = graph.tensors
     nbytes = {name: tensors[name].nbytes for name in life}
-    buffers, reuses = share_buffers(graph, life, nbytes, table)
+    joins = []
+    buffers, reuses = share_buffers(graph, life, nbytes, table, record=joins)
     naive = sum(padded_size(v, alignment) for v in nbytes.values()) + \
         sum(padded_size(op.scratch_bytes, alignment) for op in graph.ops if op.scratch_bytes)
 
@@ -104,12 +113,11 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, 
     res = None
     if concat:
         res, buffers, reuses = _concat_in_place(graph, life, nbytes, table, buffers, reuses,
-                                                alignment, assign)
+                                                alignment, assign, joins)
     if res is None:
         res = assign(buffers)
     for b, off in zip(buffers, res["offsets"].tolist()):
         b.offset = off
-    weights = sum(t.nbytes for t in tensors.values() if t.role == "constant")
     return Plan(buffers, arena_bytes=res["arena"], lower_bound_bytes=res["bound"],
                 naive_bytes=naive, alignment=alignment, strategy=strategy,
                 chosen_strategy=res["chosen"], optimal=res["optimal"],
@@ -119,14 +127,16 @@ def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, 
                 c_seconds=res["seconds"])
 
 
-def _concat_in_place(graph, life, nbytes, table, base, reuses, alignment, assign):
+def _concat_in_place(graph, life, nbytes, table, base, reuses, alignment, assign, joins):
     """``(offsets, buffers, reuses)`` with Concat inputs in their output's
     slices (:mod:`.concat`) when that arena is not larger than the plan's
-    without; else ``(None or the offsets of base, base, reuses)``."""
+    without; else ``(None or the offsets of base, base, reuses)``.  ``joins``:
+    the in-place decisions of the pass that made ``base``, replayed up to
+    the first Concat that moves an input."""
     placer = ConcatPlacer(graph, table, life, base, alignment)
     if not placer.any:
         return None, base, reuses
-    merged, with_concat = share_buffers(graph, life, nbytes, table, placer)
+    merged, with_concat = share_buffers(graph, life, nbytes, table, placer, replay=joins)
     if not any(r[3] == "concat" for r in with_concat):
         return None, base, reuses
     try:

@@ -282,15 +282,19 @@ class Plan:
         """
         raw = self._raw_block(buffer_or_arena_or_pool)
         views = {}
+        dtypes = {}
         for b in self.buffers:
             for t in b.tensors:
                 shape, dtype, nbytes, _ = self._info.get(t, (None, "uint8", b.size, False))
                 start = b.offset + b.at.get(t, 0)
-                region = raw[start:start + nbytes]
                 if shape is None:
-                    views[t] = region
-                else:
-                    views[t] = region.view(np.dtype(dtype)).reshape(shape)
+                    views[t] = raw[start:start + nbytes]
+                    continue
+                dt = dtypes.get(dtype)
+                if dt is None:
+                    dt = dtypes[dtype] = np.dtype(dtype)
+                # the tensor's view of its bytes, made in one step (a view of raw)
+                views[t] = np.ndarray(shape, dt, raw, start)
         return views
 
     def _raw_block(self, target):

@@ -28,7 +28,7 @@ still unset) and the reuses made.  The independent validator
 (:mod:`pyarena.planning.validate`) re-derives all of this on its own.
 """
 from ..errors import GraphError, InvalidArgumentError
-from .inplace import reuse_candidates, same_layout
+from .inplace import candidates_of_kind, same_layout
 from .result import Buffer, scratch_name
 
 __all__ = ["tensor_lifetimes", "share_buffers"]
@@ -102,13 +102,21 @@ class _Group:
         other.members = []
 
 
-def share_buffers(graph, life, nbytes, table, placer=None):
+def share_buffers(graph, life, nbytes, table, placer=None, record=None, replay=None):
     """The buffers of ``graph`` (a validated graph; ``life`` from
     :func:`tensor_lifetimes`, ``nbytes`` the byte size of each of those
     tensors) and the reuses ``(op, from_tensor, to_tensor, mode)``.  With
     ``table`` None every tensor gets its own buffer; ``placer`` (a
     :class:`~pyarena.planning.concat.ConcatPlacer`, or None) picks the
-    Concat inputs that move into their output's buffer."""
+    Concat inputs that move into their output's buffer.
+
+    ``record``: a list given gets each op's in-place decision (its reuse
+    or None).  ``replay``: such a record of a pass over the same graph,
+    ``life``, ``nbytes`` and ``table`` without a placer; its decisions are
+    taken as they are, without checking them again, up to the first op
+    whose Concat inputs the placer moves: until then both passes hold
+    the same buffers, so they decide the same (the plan with Concat in
+    place costs one sharing pass from that op on, not a whole one)."""
     tensors = graph.tensors
     group_of = {}
     groups = []
@@ -118,20 +126,36 @@ def share_buffers(graph, life, nbytes, table, placer=None):
         group_of[name] = g
         groups.append(g)
 
-    for op in graph.ops:
-        if op.scratch_bytes and scratch_name(op.name) in tensors:
-            raise GraphError(f"tensor {scratch_name(op.name)!r} clashes with the scratch "
-                             f"buffer name of operator {op.name!r}")
+    if replay is None:      # (a replayed pass runs after a pass that checked this)
+        for op in graph.ops:
+            if op.scratch_bytes and scratch_name(op.name) in tensors:
+                raise GraphError(f"tensor {scratch_name(op.name)!r} clashes with the "
+                                 f"scratch buffer name of operator {op.name!r}")
     for t in graph.inputs:
         first, last = life[t]
         new_group(t, first, last, nbytes[t], True, True)
     reuses = []
+    kinds = {}              # op type -> the table's kind, asked once per pass
     for i, op in enumerate(graph.ops):
-        joined = _join_input(op, i, graph, group_of, life, nbytes, table) \
-            if table is not None and op.outputs and op.outputs[0] else None
+        if replay is not None:
+            joined = replay[i]
+            if joined is not None:
+                _join(op, joined[1], group_of[joined[1]], graph, life, nbytes, group_of)
+        elif table is not None and op.outputs and op.outputs[0]:
+            kind = kinds.get(op.op_type)
+            if kind is None:
+                kind = kinds[op.op_type] = table.kind(op.op_type)
+            joined = None if kind in ("none", "concat") else \
+                _join_input(op, i, graph, group_of, life, nbytes, kind)
+        else:
+            joined = None
+        if record is not None:
+            record.append(joined)
         if joined is not None:
             reuses.append(joined)
         picks = placer.choose(op, group_of) if placer is not None else ()
+        if picks:           # the buffers differ from the replayed pass's from here on
+            replay = None
         for t in op.outputs:
             if (joined is None or t != joined[2]) and t in life:
                 first, last = life[t]
@@ -146,11 +170,20 @@ def share_buffers(graph, life, nbytes, table, placer=None):
     return buffers, reuses
 
 
-def _join_input(op, i, graph, group_of, life, nbytes, table):
-    """Put output 0 of op ``i`` into the buffer of the first input the rules
-    allow and liveness permits; returns the reuse or None."""
+def _join(op, src, g, graph, life, nbytes, group_of):
+    """Output 0 of ``op`` joins ``g``, the buffer of its input ``src``,
+    at ``src``'s offset there."""
     out = op.outputs[0]
-    for k, mode in reuse_candidates(op, graph, table):
+    g.join(out, life[out][1], nbytes[out], graph.tensors[out].role == "output",
+           g.at.get(src, 0))
+    group_of[out] = g
+
+
+def _join_input(op, i, graph, group_of, life, nbytes, kind):
+    """Put output 0 of op ``i`` into the buffer of the first input its
+    in-place ``kind`` allows and liveness permits; returns the reuse or None."""
+    out = op.outputs[0]
+    for k, mode in candidates_of_kind(kind, op, graph):
         src = op.inputs[k] if 0 <= k < len(op.inputs) else ""
         g = group_of.get(src)
         if g is None:       # constant or omitted input
@@ -163,9 +196,7 @@ def _join_input(op, i, graph, group_of, life, nbytes, table):
         elif mode != "alias":
             raise InvalidArgumentError(
                 f"in-place rule for {op.op_type!r} returned mode {mode!r}")
-        g.join(out, life[out][1], nbytes[out], graph.tensors[out].role == "output",
-               g.at.get(src, 0))
-        group_of[out] = g
+        _join(op, src, g, graph, life, nbytes, group_of)
         return (op.name, src, out, mode)
     return None
 

@@ -41,8 +41,7 @@ from ..planning import plan as make_plan
 from .slack import plan_in_slack
 from ..planning import validate as validate_plan
 from .dynamic import PoolStats, PoolStep, _Counted, pool_frees
-from .keeper import WeightKeeper, share as _share
-from .kernels import make_kernel
+from .keeper import WeightKeeper, build_op, refuse_unsupported, share as _share
 
 __all__ = ["Executor", "UnsupportedOpError", "random_feeds"]
 
@@ -132,7 +131,7 @@ class Executor:
                  plan_checked=False, kernels=None):
         checked = plan is not None and plan_checked
         if checked:     # the planner validated the graph; weights + arena bound the rest
-            budget = check_plan_budget(plan, graph, max_memory)
+            budget = check_plan_budget(plan, graph, max_memory, plan.weights_bytes)
         else:
             graph.validate()
             budget = check_graph_budget(graph, max_memory)
@@ -214,24 +213,14 @@ class Executor:
         frees = pool_frees(graph)
         for i, op in enumerate(graph.ops):
             k = prepared.take(graph, i, op) if prepared is not None else None
+            if k is None:
+                pool = None if op.name not in pool_ops else (
+                    lambda op=op: PoolStep(graph, op, self._keep, self._pool(), self.pooled,
+                                           frees.get(op.name, ())))
+                k = build_op(graph, op, self._keep, bad, pool)
             if k is not None:
                 kernels.append(k)
-                continue
-            ins = [graph.tensors[t] if t else None for t in op.inputs]
-            outs = [graph.tensors[t] for t in op.outputs if t]
-            try:
-                if op.name in pool_ops:
-                    kernels.append(PoolStep(graph, op, self._keep, self._pool(),
-                                            self.pooled, frees.get(op.name, ())))
-                    continue
-                kernels.append(make_kernel(op, ins, outs, keep=self._keep,
-                                           scratch_budget=graph.scratch_budget,
-                                           native=getattr(graph, "native", True)))
-            except UnsupportedOpError as exc:
-                bad.append(str(exc))
-        if bad:
-            more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
-            raise UnsupportedOpError("cannot run this graph: " + "; ".join(bad[:10]) + more)
+        refuse_unsupported(bad)
         if prepared is not None:
             prepared.kernels = None     # bound by this executor: never handed on
         for op, k in zip(graph.ops, kernels):

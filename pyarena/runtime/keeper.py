@@ -19,10 +19,10 @@ import numpy as np
 
 from ..errors import UnsupportedOpError
 from ..memory.mapped import release_pages
-from .kernels import KERNELS, make_kernel
+from .kernels import make_kernel
 from .kernels.registry import kernel_budget
 
-__all__ = ["WeightKeeper", "Prepared", "build_kernels"]
+__all__ = ["WeightKeeper", "Prepared", "build_kernels", "build_op", "refuse_unsupported"]
 
 
 def _data_key(arr):
@@ -67,12 +67,13 @@ class WeightKeeper:
         arr = np.ascontiguousarray(src).reshape(src.shape)   # a 0-d value stays 0-d
         if self.weights.owns(arr):      # already in the weights arena: shared
             return arr
-        kept = self.kept_before(arr)
+        key = _digest(arr) if self.memo is not None else None
+        kept = self.kept_before(arr, key)
         if kept is not None:    # the keeper that stored it shared its graph's constant,
             return kept         # which a session's next graphs read as they are
         kept = self.weights.asarray(arr)
-        if self.memo is not None:
-            self.memo.setdefault(_digest(arr), []).append(kept)
+        if key is not None:
+            self.memo.setdefault(key, []).append(kept)
         if self._sources is None:
             self._sources = self._constant_sources()
         t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
@@ -80,11 +81,12 @@ class WeightKeeper:
             share(t, kept)
         return kept
 
-    def kept_before(self, arr):
-        """The same bytes kept by a keeper sharing ``memo``, or None."""
+    def kept_before(self, arr, key=None):
+        """The same bytes kept by a keeper sharing ``memo``, or None.
+        ``key``: ``arr``'s digest when the caller has it."""
         if self.memo is None:
             return None
-        for prev in self.memo.get(_digest(arr), ()):
+        for prev in self.memo.get(_digest(arr) if key is None else key, ()):
             if np.array_equal(prev, arr):
                 return prev
         return None
@@ -124,29 +126,52 @@ class Prepared:
         return k
 
 
-def build_kernels(graph, weights, memo=None):
+def build_kernels(graph, weights, memo=None, prior=None):
     """A :class:`Prepared` of one kernel per op of ``graph`` (a graph
     without pool tensors), their weights kept in ``weights``; every op's
     ``scratch_bytes`` set from its kernel.  UnsupportedOpError naming every
-    op the executor cannot run."""
+    op the executor cannot run (:func:`refuse_unsupported`).  ``prior``:
+    the kernels of a graph with the same ops at other shapes (the last
+    signature's, over the same ``weights``), which a kernel's setup may
+    take its weights from
+    (:attr:`~pyarena.runtime.kernels.Kernel.prior`; an op of another name
+    at that place gets none)."""
     keeper = WeightKeeper(graph, weights, memo)
     kernels, bad = [], []
-    budget, native = graph.scratch_budget, getattr(graph, "native", True)
-    tensors = graph.tensors
-    for op in graph.ops:
-        if op.op_type not in KERNELS:
-            bad.append(f"operator {op.name!r}: op type {op.op_type!r} is not supported")
-            continue
-        ins = [tensors[t] if t else None for t in op.inputs]
-        outs = [tensors[t] for t in op.outputs if t]
-        try:
-            k = make_kernel(op, ins, outs, keep=keeper.keep, scratch_budget=budget,
-                            native=native)
-        except UnsupportedOpError as exc:
-            bad.append(str(exc))
-            continue
-        op.scratch_bytes = k.scratch_bytes
-        kernels.append(k)
-    if bad:
-        raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]))
+    prior = list(prior or ())
+    for i, op in enumerate(graph.ops):
+        p = prior[i] if i < len(prior) else None
+        k = build_op(graph, op, keeper.keep, bad,
+                     prior=p if p is not None and p.op.name == op.name else None)
+        if k is not None:
+            op.scratch_bytes = k.scratch_bytes
+            kernels.append(k)
+    refuse_unsupported(bad)
     return Prepared(graph, keeper, kernels)
+
+
+def build_op(graph, op, keep, bad, make=None, prior=None):
+    """The kernel of ``op`` in ``graph`` (its weights through ``keep``; the
+    graph's scratch budget and native setting; ``prior`` as for
+    :func:`build_kernels`), or ``make()`` when given (a kernel built
+    another way); None, with the reason appended to ``bad``, when the
+    executor cannot run it."""
+    try:
+        if make is not None:
+            return make()
+        tensors = graph.tensors
+        return make_kernel(op, [tensors[t] if t else None for t in op.inputs],
+                           [tensors[t] for t in op.outputs if t], keep=keep,
+                           scratch_budget=graph.scratch_budget,
+                           native=getattr(graph, "native", True), prior=prior)
+    except UnsupportedOpError as exc:
+        bad.append(str(exc))
+        return None
+
+
+def refuse_unsupported(bad):
+    """UnsupportedOpError listing the reasons ``bad`` gathered by
+    :func:`build_op` (the first ten), if any."""
+    if bad:
+        more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
+        raise UnsupportedOpError("cannot run this graph: " + "; ".join(bad[:10]) + more)

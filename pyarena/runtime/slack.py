@@ -12,6 +12,8 @@ and plans again.  Ops away from the peak keep their wide, fast bands.
 The arena reaches the activations-only bound unless a kernel's narrowest
 workspace (one output row) is still larger than its slack.
 """
+from itertools import accumulate
+
 from ..planning import plan as make_plan
 from ..planning.result import padded_size
 from .kernels.registry import scratch_bytes_for
@@ -24,13 +26,16 @@ KEY = "_scratch_budget"
 def activation_live(p, steps):
     """Bytes of planned activations (not scratch) live at each step of plan
     ``p`` (aligned sizes), and their maximum: the activations-only bound."""
-    live = [0] * steps
+    change = [0] * (steps + 1)      # +size at a buffer's first step, -size after its last
     for b in p.buffers:
         if any(t.endswith("::scratch") for t in b.tensors):
             continue
-        size = padded_size(b.size, p.alignment)
-        for i in range(max(b.first, 0), min(b.last, steps - 1) + 1):
-            live[i] += size
+        first, last = max(b.first, 0), min(b.last, steps - 1)
+        if first <= last:
+            size = padded_size(b.size, p.alignment)
+            change[first] += size
+            change[last + 1] -= size
+    live = list(accumulate(change[:steps]))
     return live, max(live, default=0)
 
 

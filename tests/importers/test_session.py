@@ -233,6 +233,21 @@ def test_new_widths_add_no_weight_bytes_and_share_the_folds(tmp_path):
         assert all(pick(g, c) is first for g, c in zip(graphs[1:], conv[1:]))
 
 
+def test_a_resized_signature_shares_the_shape_folds_equal_to_the_first(tmp_path):
+    """N folded from the input's shape: the re-sized signature with the
+    first's N reads the first's arrays, the other its own values."""
+    s = InferenceSession(_model(str(tmp_path / "m.onnx")))
+    for shape in SHAPES[:3]:                    # N = 1, 2, 1
+        s.run(None, {"x": _x(shape)})
+    graphs = [entry[0] for entry in s._plans.values()]
+    derived = sorted(s._template.derived)
+    assert derived
+    for name in derived:
+        first, other, again = (g.tensors[name].data for g in graphs)
+        assert again is first and other is not first
+        assert not np.array_equal(other, first)
+
+
 def test_the_file_is_parsed_once_per_session(tmp_path, monkeypatch):
     import pyarena.importers.onnx as onnx_importer
     path = _width_model(str(tmp_path / "w.onnx"))
@@ -315,6 +330,18 @@ def _graph_facts(g):
     return ops, tensors
 
 
+def _kernel_facts(ex):
+    """What the kernels of an executor are: type, path, scratch, bands and
+    the weights they laid out (the bytes)."""
+    out = []
+    for k in ex.kernels:
+        laid = [None if getattr(k, a, None) is None else np.asarray(getattr(k, a)).tobytes()
+                for a in ("wm", "wt", "packed", "bias")]
+        out.append((k.op.name, type(k).__name__, k.path, k.scratch_bytes,
+                    getattr(k, "bands", None), laid))
+    return out
+
+
 def _plan_facts(p):
     return (p.arena_bytes, p.lower_bound_bytes, sorted(p.offsets.items()),
             sorted(p.scratch.items()), p.slack)
@@ -332,28 +359,36 @@ def width_models(tmp_path_factory):
        picks=st.lists(st.integers(0, 4), min_size=2, max_size=5))
 def test_a_resized_signature_is_a_fresh_import(width_models, which, picks):
     """Every signature after the first is re-sized from the last imported
-    graph, and its graph, plan and outputs are those of a fresh import at
-    that shape."""
+    graph, and its graph, plan, kernels and outputs are those of a fresh
+    import at that shape -- its convolutions' weights as laid out taken
+    from the last signature's kernels (Conv._lender), the rest built anew."""
     from unittest import mock
 
     import pyarena.importers.session as session
     from pyarena.importers import load_model
     from pyarena.runtime import Executor
+    from pyarena.runtime.kernels.conv import Conv
     from pyarena.runtime.slack import plan_in_slack
     path, make = width_models[which]
     shapes = [WIDTHS[i] if which == "width" else SHAPES[i % len(SHAPES)] for i in picks]
     made, real = [], session.resize
-    with mock.patch.object(session, "resize", lambda *a: made.append(real(*a)) or made[-1]):
+    lent, lender = [], Conv._lender
+    with mock.patch.object(session, "resize", lambda *a: made.append(real(*a)) or made[-1]), \
+            mock.patch.object(Conv, "_lender",
+                              lambda self, mode: lent.append(lender(self, mode)) or lent[-1]):
         s = InferenceSession(path)
         seen = set()
         for shape in shapes:
             x = make(shape, 3)
             (y,) = s.run(None, {"x": x})
-            g, p = s._plans[next(reversed(s._plans))][:2]
+            g, p, ex = s._plans[next(reversed(s._plans))][:3]
             fresh = load_model(path, inputs={"x": x.shape})
             fp = plan_in_slack(fresh)
             assert _graph_facts(g) == _graph_facts(fresh)
             assert _plan_facts(p) == _plan_facts(fp)
-            np.testing.assert_array_equal(y, Executor(fresh, fp).run({"x": x})["y"])
+            fresh_ex = Executor(fresh, fp)
+            assert _kernel_facts(ex) == _kernel_facts(fresh_ex)
+            np.testing.assert_array_equal(y, fresh_ex.run({"x": x})["y"])
             seen.add(x.shape)
     assert len(made) == len(seen) - 1 and all(g is not None for g in made)
+    assert any(k is not None for k in lent) == (len(made) > 0)

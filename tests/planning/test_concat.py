@@ -433,3 +433,37 @@ def test_builtin_models_never_grow(name):
     assert p.arena_bytes <= off.arena_bytes
     if name == "unet":   # its peak is at the last Concat: the copy was the peak
         assert p.arena_bytes < off.arena_bytes
+
+
+def _sharing_facts(result):
+    buffers, reuses = result
+    return [(b.name, b.size, b.first, b.last, list(b.tensors), dict(b.at))
+            for b in buffers], list(reuses)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False), st.sampled_from([1, 8, 64]), st.booleans(),
+       st.booleans())
+def test_the_concat_pass_replays_the_first_passs_decisions(rnd, align, rich, everything):
+    """The pass with Concat in place takes the in-place decisions of the
+    pass without (``replay``) up to its first move, and gives what a pass
+    checking every decision again gives -- also when the placer takes every
+    input the rules allow (more moves, earlier)."""
+    from pyarena.planning.concat import ConcatPlacer
+    from pyarena.planning.inplace import as_rule_table
+    from pyarena.planning.sharing import share_buffers
+    g = concat_graph(rnd) if rich else random_graph(rnd)
+    life = tensor_lifetimes(g)
+    nbytes = {n: g.tensors[n].nbytes for n in life}
+    table = as_rule_table(None)
+    joins = []
+    base = share_buffers(g, life, nbytes, table, record=joins)
+    assert _sharing_facts(base) == _sharing_facts(share_buffers(g, life, nbytes, table))
+    assert len(joins) == len(g.ops)
+    assert [j for j in joins if j is not None] == base[1]
+    placer = ConcatPlacer(g, table, life, base[0], align)
+    if everything:
+        placer.picks = {name: {k for k, _, _ in s} for name, s in placer.slices.items()}
+    checked_again = share_buffers(g, life, nbytes, table, placer)
+    replayed = share_buffers(g, life, nbytes, table, placer, replay=joins)
+    assert _sharing_facts(replayed) == _sharing_facts(checked_again)

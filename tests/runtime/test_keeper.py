@@ -95,3 +95,92 @@ def test_the_memo_tells_apart_arrays_its_key_samples_alike():
     later = WeightKeeper(Graph("h"), weights, memo)
     assert later.keep(b.copy()) is kb and later.keep(a.copy()) is ka
     assert weights.stats().used == used         # nothing stored again
+
+
+def test_a_weight_is_sampled_once_when_it_is_kept_and_once_when_found(monkeypatch):
+    import pyarena.runtime.keeper as keeper_mod
+    from pyarena.graph import Graph
+    calls = []
+    real = keeper_mod._digest
+    monkeypatch.setattr(keeper_mod, "_digest", lambda a: calls.append(a.shape) or real(a))
+    weights, memo = Arena(alignment=64), {}
+    a = np.arange(300, dtype=np.float32).reshape(3, 100)
+    kept = keeper_mod.WeightKeeper(Graph("g"), weights, memo).keep(a)
+    assert calls == [(3, 100)]                  # a miss: one key, looked up and stored
+    assert keeper_mod.WeightKeeper(Graph("h"), weights, memo).keep(a.copy()) is kept
+    assert calls == [(3, 100)] * 2              # a hit: one key
+
+
+def test_build_kernels_and_the_executor_refuse_unsupported_ops_alike():
+    """Both build each op through one helper: the same error, naming every
+    op they cannot run."""
+    from pyarena.errors import UnsupportedOpError
+    from pyarena.graph import Graph
+    g = Graph("g")
+    g.add_tensor("x", (1, 4), role="input")
+    for name in ("a", "b", "c"):
+        g.add_tensor(name, (1, 4))
+    g.add_tensor("y", (1, 4), role="output")
+    g.add_op("Relu", ["x"], ["a"], name="fine")
+    g.add_op("NoSuchOp", ["a"], ["b"], name="odd")
+    g.add_op("Relu", ["b"], ["c"], name="fine2")
+    g.add_op("AlsoMissing", ["c"], ["y"], name="odder")
+    with pytest.raises(UnsupportedOpError) as built:
+        build_kernels(g, Arena(alignment=64))
+    with pytest.raises(UnsupportedOpError) as executed:
+        Executor(g)
+    assert str(built.value) == str(executed.value)
+    assert "'odd'" in str(built.value) and "'odder'" in str(built.value)
+    assert "'fine'" not in str(built.value)
+
+
+def _laid(k):
+    return [None if getattr(k, a, None) is None else np.asarray(getattr(k, a)).tobytes()
+            for a in ("wm", "wt", "packed", "bias")]
+
+
+@pytest.mark.parametrize("make, native", [(lambda r: mobilenet_v2(r), True),
+                                          (lambda r: mobilenet_v2(r), False),
+                                          (lambda r: resnet(18, resolution=r), False)])
+def test_kernels_built_from_a_prior_signature_are_those_built_anew(make, native):
+    """build_kernels(prior=): a convolution takes the weights its prior (the
+    same op at other shapes) laid out where their layout cannot differ --
+    NumPy modes, the native depthwise packing -- and is otherwise the kernel
+    built anew: the same path, scratch, bands and weights, the same outputs."""
+    small, large = make(32), make(64)
+    small.native = native
+    shapes = {n: t.shape for n, t in large.tensors.items() if t.role != "constant"}
+    weights = Arena(alignment=64)
+    before = build_kernels(small, weights, {})
+    g = small.resized(shapes)
+    lent = build_kernels(g, weights, {}, prior=before.kernels)
+    fresh, fresh_weights = small.resized(shapes), Arena(alignment=64)
+    anew = build_kernels(fresh, fresh_weights)
+    took = 0
+    for k, a, p in zip(lent.kernels, anew.kernels, before.kernels):
+        assert (type(k), k.path, k.scratch_bytes, getattr(k, "bands", None), _laid(k)) == \
+            (type(a), a.path, a.scratch_bytes, getattr(a, "bands", None), _laid(a))
+        shared = [getattr(k, n, None) is getattr(p, n) for n in ("wm", "wt", "packed")
+                  if getattr(k, n, None) is not None]
+        took += any(shared)
+        if k.path in ("native", "native-gemm"):
+            assert not any(shared)          # packed for the new output size
+    assert took >= 10
+    feeds = random_feeds(g, seed=4)
+    p = plan_in_slack(g)
+    got = Executor(g, p, weights=weights, kernels=lent).run(feeds)
+    want = Executor(fresh, plan_in_slack(fresh), weights=fresh_weights, kernels=anew).run(feeds)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5,
+                                   atol=1e-6 * np.abs(want[name]).max())
+
+
+def test_a_prior_of_other_weights_lends_nothing():
+    a, b = mobilenet_v2(32, seed=1), mobilenet_v2(32, seed=2)
+    weights = Arena(alignment=64)
+    prior = build_kernels(a, weights, {}).kernels
+    built = build_kernels(b, weights, {}, prior=prior).kernels
+    for k, p in zip(built, prior):
+        for n in ("wm", "wt", "packed", "bias"):
+            if getattr(k, n, None) is not None:
+                assert getattr(k, n) is not getattr(p, n, None)

@@ -84,40 +84,81 @@ class Conv(Spatial):
             dw_layout = False
         self.depthwise = dw_layout or (g == C and g > 1 and cout == C)
         if self.depthwise:
-            self._setup_depthwise(w, C)
+            lender = self._setup_depthwise(w, C)
         elif (self.kh == self.kw == 1 and self.sh == self.sw == 1 and not self.padded
               and (g == 1 or not self.nhwc)):
             # grouped NCHW too: group g reads channels [g*C/G, (g+1)*C/G), a
             # contiguous block, so one batched matmul over x as it is (no
             # im2col copy: ShuffleNet's 4-group 1x1 layers)
             self.mode = "1x1"
-            self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, C // g)
-                                                     if g > 1 else w.reshape(cout, C)))
+            lender = self._lender("1x1")
+            self.wm = lender.wm if lender is not None else self.keep(np.ascontiguousarray(
+                w.reshape(g, cout // g, C // g) if g > 1 else w.reshape(cout, C)))
         else:
-            self._setup_im2col(w, g, cout)
+            lender = self._setup_im2col(w, g, cout)
         self.bias = None
-        if self.has(2):
+        if lender is not None:
+            self.bias = lender.bias
+        elif self.has(2):
             b = self.const(2, "bias").astype(self.dtype, copy=False)
             self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
-        self._setup_epilogue()
+        self._setup_epilogue(lender)
+
+    def _lender(self, mode):
+        """The prior kernel (:attr:`Kernel.prior`, the same op at other
+        shapes) when its weights as laid out for ``mode`` are this one's: the
+        same mode, attributes, weight and bias arrays, dtype, native setting,
+        channels, groups and window.  Those layouts (every NumPy mode's, and
+        the native depthwise kernel's packing) depend on nothing else -- not
+        on the spatial size, which the geometry, bands and scratch follow
+        here as for a new kernel; the other native packings do (the C core
+        picks their tiling by the output size), so they are packed again."""
+        p = self.prior
+        if p is None or type(p) is not type(self) or getattr(p, "mode", None) != mode or \
+                mode in ("native", "native-gemm") or self.sizing:
+            return None
+        if (p.dtype, p.use_native, p.nhwc, p.c_in, p.cout, p.G, p.kh, p.kw) != \
+                (self.dtype, self.use_native, self.nhwc, self.c_in, self.cout, self.G,
+                 self.kh, self.kw):
+            return None
+        for i in (1, 2):
+            a, b = (p.ins[i] if p.has(i) else None), (self.ins[i] if self.has(i) else None)
+            if (a is None) != (b is None) or a is not None and a.data is not b.data:
+                return None
+        try:    # (the scratch budget the slack planner sets changes no weights)
+            same = len(p.attrs) - ("_scratch_budget" in p.attrs) == \
+                len(self.attrs) - ("_scratch_budget" in self.attrs) and \
+                all(k == "_scratch_budget" or k in p.attrs and (p.attrs[k] is v or
+                                                                 p.attrs[k] == v)
+                    for k, v in self.attrs.items())
+        except (TypeError, ValueError):     # array-valued attributes: not compared
+            same = False
+        return p if same else None
 
     def _setup_depthwise(self, w, C):
-        """Weights as (kh, kw, C) taps; scratch: padded rows + one product band."""
-        if self.nhwc:
-            wt = w.reshape(self.kh, self.kw, C)          # 1HWC
+        """Weights as (kh, kw, C) taps; scratch: padded rows + one product
+        band.  Returns the kernel it took the taps from (:meth:`_lender`)."""
+        lender = self._lender("dw")
+        if lender is not None:
+            self.wt = lender.wt
         else:
-            wt = w.reshape(C, self.kh, self.kw).transpose(1, 2, 0)
-        wt = np.ascontiguousarray(wt)
-        if not self.nhwc:
-            wt = wt.reshape(self.kh, self.kw, C, 1, 1)
-        self.wt = self.keep(wt)
+            if self.nhwc:
+                wt = w.reshape(self.kh, self.kw, C)          # 1HWC
+            else:
+                wt = w.reshape(C, self.kh, self.kw).transpose(1, 2, 0)
+            wt = np.ascontiguousarray(wt)
+            if not self.nhwc:
+                wt = wt.reshape(self.kh, self.kw, C, 1, 1)
+            self.wt = self.keep(wt)
         self.mode = "dw"
         nr = self.plan_bands(extra_per_row=C * self.Wo * self.dtype.itemsize)
         tshape = (nr, self.Wo, C) if self.nhwc else (C, nr, self.Wo)
         self.scratch = self.pad_spec() + [(tshape, self.dtype)]
+        return lender
 
     def _setup_im2col(self, w, g, cout):
-        """Weights as per-group matrices; scratch: padded rows + columns."""
+        """Weights as per-group matrices; scratch: padded rows + columns.
+        Returns the kernel it took the matrices from (:meth:`_lender`)."""
         C, K = self.c_in, self.K
         self.mode = "im2col"
         nr = self.plan_bands(extra_per_row=C * self.kh * self.kw * self.Wo *
@@ -129,7 +170,10 @@ class Conv(Spatial):
         # channel axis innermost is slow (32 groups of 2 channels at
         # 28x28: copy + matmul 1.2 ms vs 0.3 ms with this layout)
         self.kmajor = self.nhwc and g > 1 and C // g <= 8
-        if self.nhwc:
+        lender = self._lender("im2col")
+        if lender is not None:
+            self.wm = lender.wm
+        elif self.nhwc:
             # OHWI -> per group (K, Cout/G) matching the (kh, kw, C/G) column
             # order, or (Cout/G, K) for the K-major layout
             cog = cout // g
@@ -139,10 +183,18 @@ class Conv(Spatial):
             self.wm = self.keep(np.ascontiguousarray(wm if g > 1 else wm[0]))
         else:
             self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, K)))
+        return lender
 
-    def _setup_epilogue(self):
-        """float32: bias and activation in one native pass after the product."""
+    def _setup_epilogue(self, lender=None):
+        """float32: bias and activation in one native pass after the product
+        (``lender``'s, of the same bias and activation, when given)."""
         self.epilogue = None
+        if lender is not None:
+            if lender.epilogue is not None:
+                self.act_fused = True
+                self.ptrs = Pointers(self)
+                self.epilogue = lender.epilogue
+            return
         act = native_act(self.attrs) if self.dtype == NATIVE_DTYPE and self.use_native \
             else None
         if act is not None and (self.bias is not None or act.kind != 0):
@@ -236,24 +288,28 @@ class Conv(Spatial):
         # the NumPy path instead
         if self.pt < 0 or self.pl < 0:
             return False
+        mode = ("native-dw" if groups == self.c_in == cout and groups > 1 else
+                "native-gemm" if self._pointwise(groups) else "native")
         self.act_fused = True
         self.desc = nk.conv2d(
             nhwc=self.nhwc, n=self.N, c_in=self.c_in, h=self.H, w=self.W, c_out=cout,
             h_out=self.Ho, w_out=self.Wo, kh=self.kh, kw=self.kw, sh=self.sh, sw=self.sw,
             dh=self.dh, dw=self.dw, pad_top=self.pt, pad_left=self.pl, groups=groups,
             act=native_act(self.attrs))
-        bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
+        lender = self._lender(mode)
         if self.sizing:     # only the scratch is asked: the geometry checked, nothing packed
             nk.conv2d_packed_floats(self.desc)
             self.packed = self.packed_ptr = None
+        elif lender is not None and nk.conv2d_packed_floats(self.desc) == lender.packed.size:
+            self.packed, self.packed_ptr = lender.packed, lender.packed_ptr
         else:
+            bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
             packed = nk.pack_conv2d(self.desc, ohwi, bias,
                                     lambda n: np.empty(n, dtype=np.float32))
             self.packed = self.keep(packed)
             self.packed_ptr = nk.fptr(self.packed)
         self.ptrs = Pointers(self)
-        self.mode = ("native-dw" if groups == self.c_in == cout and groups > 1 else
-                     "native-gemm" if self._pointwise(groups) else "native")
+        self.mode = mode
         self.scratch = []
         self.bias = None
         return True

@@ -135,7 +135,14 @@ class Kernel:
     #: leaves out an output nothing reads (an LSTM's Y) instead of planning it
     outputs_by_position = False
 
-    def __init__(self, op, ins, outs, keep=None, scratch_budget=None, native=True):
+    #: while ``setup`` runs: a kernel of the same op built for other shapes
+    #: (the last signature's, when an InferenceSession re-sizes a graph), or
+    #: None; ``setup`` may take from it what does not depend on the shapes
+    #: (Conv: its weights as laid out), after checking that it still holds
+    prior = None
+
+    def __init__(self, op, ins, outs, keep=None, scratch_budget=None, native=True,
+                 prior=None):
         self.op = op
         self.ins = ins
         self.outs = outs
@@ -154,7 +161,9 @@ class Kernel:
         #: setup() sets it when its native path applies the op's
         #: ``activation`` attribute itself
         self.act_fused = False
+        self.prior = prior
         self.setup()
+        self.prior = None       # (kernels never hold on to the ones before them)
         act = self.attrs.get("activation")
         self._act = None
         if act not in (None, "", "NONE") and not self.act_fused:
@@ -262,16 +271,17 @@ def kernel_budget(op, scratch_budget=None):
     return int(own if own else SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
 
 
-def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True):
+def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True, prior=None):
     """The kernel object for ``op`` given its input and output Tensors;
     UnsupportedOpError if the op type or one of its attributes is not
-    supported.  ``native`` False keeps every op on its NumPy path."""
+    supported.  ``native`` False keeps every op on its NumPy path;
+    ``prior``: see :attr:`Kernel.prior`."""
     cls = KERNELS.get(op.op_type)
     if cls is None:
         raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                  f"supported by the executor")
     try:
-        return cls(op, ins, outs, keep, scratch_budget, native)
+        return cls(op, ins, outs, keep, scratch_budget, native, prior)
     except (PyArenaError, MemoryError):
         raise
     except Exception as exc:        # attributes of the wrong type or shape
