@@ -1123,6 +1123,17 @@ MUTANTS = [
       "    if (0) goto diverge;",
       "a request of another size than the plan's is served at the planned offset",
       ("c:test_pool_learn", "tests/memory/test_pool_learn.py")),
+    M("learn-first-block-not-shared", "csrc/pool_learn.c",
+      "                share_first(L, Q);\n",
+      "",
+      "plans with the same first size keep their own first-block offsets, so the first "
+      "block of such a step waits in the zones",
+      ("c:test_pool_learn",)),
+    M("learn-rechoose-drops-first", "csrc/pool_learn.c",
+      "        Q->cls_live[cq] = 1;",
+      "        Q->cls_live[cq] = 0;",
+      "the plan that takes over a guessed step does not take over its live first block",
+      ("c:test_pool_learn",)),
     # ---- native float32 kernels, their threads, the fusion rewrite -----------------
     M("native-relu-dropped", "csrc/kernels_elementwise.c",
       "        PA_MAP(y, n, i, _pa_act_relu(x[i] + b));",
