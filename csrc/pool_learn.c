@@ -456,7 +456,7 @@ static void share_first(pa_learn_t *L, pa_learn_plan_t *Q) {
             free(r);
             return;
         }
-    qsort(r, nr, sizeof(*r), cmp_range);
+    if (nr) qsort(r, nr, sizeof(*r), cmp_range);
     uint64_t y = lowest_gap(r, nr, fixed == PA_LEARN_GENERAL ? 0 : fixed, bs);
     free(r);
     if ((fixed != PA_LEARN_GENERAL && y != fixed) || y + bs > L->want) return;
