@@ -21,6 +21,9 @@ typedef struct pa_heap_chunk {
     int decommitted;          /* on the spare list (RELEASE_DECOMMIT)     */
     int is_reservation;       /* the reservation (heap->reservation)      */
     size_t address_space;     /* reservation: bytes of address space      */
+    uintptr_t huge_end;       /* reservation: 0 = not marked for huge
+                                 pages; else the segments below were
+                                 collapsed (or tried)                     */
 } pa_heap_chunk_t;
 
 typedef struct pa_page_heap {
