@@ -330,7 +330,10 @@ static void reservation_init(pa_page_heap_t *h) {
 /* Huge pages.  On random traffic over a large heap nearly every block
  * handed out lies on a page whose translation is not in the TLB (its
  * 4 KiB entries cover a few MiB), so the first touch of a block paid a
- * page walk on top of its cache misses.  Once the committed part of the
+ * page walk on top of its cache misses.  With `huge` (the pool's
+ * huge_pages option; off by default: the collapses cost a few ms per
+ * segment while the heap grows, and the footprint follows the committed
+ * rather than the touched bytes), once the committed part of the
  * reservation reaches HUGE_FROM, the whole reservation is marked for
  * transparent huge pages (a fault in a PA_HUGE_SIZE segment committed
  * whole maps a huge page), and every segment that growth completes is
@@ -344,7 +347,9 @@ static void reservation_init(pa_page_heap_t *h) {
 
 static void reservation_huge(pa_page_heap_t *h) {
     pa_heap_chunk_t *c = h->reservation;
-    if (c->size < HUGE_FROM || c->base % PA_HUGE_SIZE || c->address_space % PA_HUGE_SIZE) return;
+    if (!h->huge || c->size < HUGE_FROM || c->base % PA_HUGE_SIZE ||
+        c->address_space % PA_HUGE_SIZE)
+        return;
     if (!c->huge_end) {
         if (_pa_os_huge((void *)c->base, c->address_space, 0) != 0) return;
         c->huge_end = c->base;

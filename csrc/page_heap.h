@@ -33,6 +33,7 @@ typedef struct pa_page_heap {
     size_t chunk_size;        /* first chunk / growth unit                */
     size_t limit;             /* hard limit on `reserved`; 0 = none       */
     pa_backend_t backend;
+    int huge;                 /* huge pages past HUGE_FROM (page_heap.c)  */
 
     pa_page_map_t map;        /* address -> span                          */
 

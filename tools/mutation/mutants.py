@@ -1126,8 +1126,13 @@ MUTANTS = [
     M("heap-no-huge-pages", "csrc/page_heap.c",
       "    reservation_huge(h);\n",
       "",
-      "growth never marks or collapses the reservation's segments: a large heap stays in "
-      "4 KiB pages",
+      "growth never marks or collapses the reservation's segments: a large heap with "
+      "huge_pages stays in 4 KiB pages",
+      ("c:test_large",)),
+    M("heap-huge-ignores-option", "csrc/page_heap.c",
+      "    if (!h->huge || c->size < HUGE_FROM",
+      "    if (c->size < HUGE_FROM",
+      "every pool past 16 MiB gets huge pages, asked for or not",
       ("c:test_large",)),
     M("os-reserve-unaligned", "csrc/os.c",
       "    char *p = (char *)_pa_align_ptr((uintptr_t)raw, PA_HUGE_SIZE);",
