@@ -78,5 +78,13 @@ void *_pa_os_reserve(size_t size);
 /* Make [p, p+size) of a reservation usable (commit 1: read/write) or give
  * its pages and commit charge back (commit 0).  0 on success. */
 int _pa_os_commit(void *p, size_t size, int commit);
+/* Transparent huge pages for [p, p+size) of a reservation (PA_HUGE_SIZE
+ * aligned and sized).  collapse 0: page faults in it may map huge pages
+ * (madvise MADV_HUGEPAGE; a huge page is resident whole).  collapse 1:
+ * back it with huge pages now (MADV_COLLAPSE: present 4 KiB pages are
+ * copied, the rest zero-filled).  0 on success, -1 where the kernel
+ * cannot (no THP, before Linux 6.1, no page present yet, no memory). */
+int _pa_os_huge(void *p, size_t size, int collapse);
+#define PA_HUGE_SIZE ((size_t)2 << 20)
 
 #endif /* PYARENA_INTERNAL_H */

@@ -9,6 +9,9 @@
 #include "internal.h"
 
 #include <sys/mman.h>
+#if defined(__linux__) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25 /* Linux 6.1; older kernels answer EINVAL */
+#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -55,11 +58,30 @@ int _pa_backend_is_default(const pa_backend_t *b) {
 void *_pa_os_reserve(size_t size) {
     /* Address space only: PROT_NONE + MAP_NORESERVE takes no commit
      * charge (even under strict overcommit) and no memory; _pa_os_commit
-     * makes parts usable.  Released with the default backend's unmap. */
-    if (size == 0 || size % PA_PAGE_SIZE) return NULL;
-    void *p = mmap(NULL, size, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+     * makes parts usable.  Released with the default backend's unmap.
+     * Aligned to PA_HUGE_SIZE (over-reserved, the ends trimmed) so that
+     * its huge-page segments (_pa_os_huge) start at its base. */
+    if (size == 0 || size % PA_PAGE_SIZE || size > SIZE_MAX - PA_HUGE_SIZE) return NULL;
+    size_t span = size + PA_HUGE_SIZE;
+    char *raw = mmap(NULL, span, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    char *p = (char *)_pa_align_ptr((uintptr_t)raw, PA_HUGE_SIZE);
+    size_t head = (size_t)(p - raw), tail = span - head - size;
+    if (head) munmap(raw, head);
+    if (tail) munmap(p + size, tail);
+    return p;
+}
+
+int _pa_os_huge(void *p, size_t size, int collapse) {
+#if defined(MADV_HUGEPAGE) && defined(MADV_COLLAPSE)
+    return madvise(p, size, collapse ? MADV_COLLAPSE : MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)size;
+    (void)collapse;
+    return -1;
+#endif
 }
 
 int _pa_os_commit(void *p, size_t size, int commit) {

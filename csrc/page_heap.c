@@ -327,6 +327,38 @@ static void reservation_init(pa_page_heap_t *h) {
     h->reservation = c;
 }
 
+/* Huge pages.  On random traffic over a large heap nearly every block
+ * handed out lies on a page whose translation is not in the TLB (its
+ * 4 KiB entries cover a few MiB), so the first touch of a block paid a
+ * page walk on top of its cache misses.  With `huge` (the pool's
+ * huge_pages option; off by default: the collapses cost a few ms per
+ * segment while the heap grows, and the footprint follows the committed
+ * rather than the touched bytes), once the committed part of the
+ * reservation reaches HUGE_FROM, the whole reservation is marked for
+ * transparent huge pages (a fault in a PA_HUGE_SIZE segment committed
+ * whole maps a huge page), and every segment that growth completes is
+ * collapsed into one (it was usually touched in 4 KiB pages while it was
+ * the partial segment at the committed end).  A huge page is resident
+ * whole, so the footprint follows the committed bytes (the heap's spans,
+ * used or free) rather than the touched pages; the partial segment at
+ * the committed end stays in 4 KiB pages.  Failures (no THP, an old
+ * kernel, a segment never touched, no memory) only leave 4 KiB pages. */
+#define HUGE_FROM ((size_t)16 << 20)
+
+static void reservation_huge(pa_page_heap_t *h) {
+    pa_heap_chunk_t *c = h->reservation;
+    if (!h->huge || c->size < HUGE_FROM || c->base % PA_HUGE_SIZE ||
+        c->address_space % PA_HUGE_SIZE)
+        return;
+    if (!c->huge_end) {
+        if (_pa_os_huge((void *)c->base, c->address_space, 0) != 0) return;
+        c->huge_end = c->base;
+    }
+    uintptr_t end = (c->base + c->size) & ~(uintptr_t)(PA_HUGE_SIZE - 1);
+    for (; c->huge_end < end; c->huge_end += PA_HUGE_SIZE)
+        (void)_pa_os_huge((void *)c->huge_end, PA_HUGE_SIZE, 1);
+}
+
 /* The free span ending at the committed end of the reservation, or NULL. */
 static pa_span_t *reservation_free_tail(const pa_page_heap_t *h) {
     const pa_heap_chunk_t *c = h->reservation;
@@ -363,6 +395,7 @@ static int reservation_commit(pa_page_heap_t *h, size_t bytes) {
     h->reserved += bytes;
     track_peak_reserved(h);
     _pa_heap_free(h, s); /* coalesces with the old free tail */
+    reservation_huge(h);
     return 0;
 }
 
@@ -386,6 +419,8 @@ static size_t reservation_decommit_tail(pa_page_heap_t *h, size_t target) {
     }
     c->size -= rel;
     h->reserved -= rel;
+    if (c->huge_end > c->base + c->size) /* the cut segment is split now */
+        c->huge_end = (c->base + c->size) & ~(uintptr_t)(PA_HUGE_SIZE - 1);
     if (c->size == 0) {
         chunk_unlink(&h->chunks, c);
         h->nchunks--;

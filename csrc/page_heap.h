@@ -21,6 +21,9 @@ typedef struct pa_heap_chunk {
     int decommitted;          /* on the spare list (RELEASE_DECOMMIT)     */
     int is_reservation;       /* the reservation (heap->reservation)      */
     size_t address_space;     /* reservation: bytes of address space      */
+    uintptr_t huge_end;       /* reservation: 0 = not marked for huge
+                                 pages; else the segments below were
+                                 collapsed (or tried)                     */
 } pa_heap_chunk_t;
 
 typedef struct pa_page_heap {
@@ -30,6 +33,7 @@ typedef struct pa_page_heap {
     size_t chunk_size;        /* first chunk / growth unit                */
     size_t limit;             /* hard limit on `reserved`; 0 = none       */
     pa_backend_t backend;
+    int huge;                 /* huge pages past HUGE_FROM (page_heap.c)  */
 
     pa_page_map_t map;        /* address -> span                          */
 

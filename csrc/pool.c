@@ -502,6 +502,7 @@ static pa_status_t impl_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg, siz
     p->high_watermark = cfg->high_watermark;
     p->low_watermark = cfg->low_watermark;
     heap->growth = cfg->growth;
+    heap->huge = cfg->huge_pages != 0;
     heap->release = cfg->release;
     heap->chunk_size = cfg->chunk_size ? cfg->chunk_size
                        : (cfg->growth == PA_GROW_NONE ? cfg->limit : DEFAULT_CHUNK);

@@ -52,6 +52,8 @@
 #define UNPLANNABLE ((unsigned)-1)
 #define CHECK_PAIRS_MAX 2048
 #define NOVEL_QUIET 16
+#define DEFER_ZONES 1 /* ambiguous first size: first block from the zones */
+#define DEFER_GUESS 2 /* ...served at the offset the candidates share     */
 
 static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
 
@@ -172,7 +174,9 @@ static long cls_of(const pa_learn_plan_t *P, uint64_t off) {
     }
 }
 
-/* The class table: every distinct planned offset, and offset -> class. */
+/* The class table: every distinct planned offset, and offset -> class.
+ * Built aside and swapped in whole, so on failure (no memory) the plan
+ * keeps the table it had. */
 static int plan_classes(pa_learn_plan_t *P) {
     uint64_t *offs = malloc((2 * P->n + 1) * sizeof(*offs));
     if (!offs) return -1;
@@ -186,13 +190,26 @@ static int plan_classes(pa_learn_plan_t *P) {
         if (!d || offs[d - 1] != offs[i]) offs[d++] = offs[i];
     size_t cap = 8;
     while (cap < 2 * d) cap <<= 1;
+    uint32_t *index = calloc(cap, sizeof(*index));
+    uint32_t *live = calloc(d ? d : 1, sizeof(*live));
+    uint64_t *step = calloc(d ? d : 1, sizeof(*step));
+    if (!index || !live || !step) {
+        free(offs);
+        free(index);
+        free(live);
+        free(step);
+        return -1;
+    }
+    free(P->cls_off);
+    free(P->cls_index);
+    free(P->cls_live);
+    free(P->cls_step);
     P->cls_off = offs;
     P->ncls = d;
     P->cls_mask = cap - 1;
-    P->cls_index = calloc(cap, sizeof(*P->cls_index));
-    P->cls_live = calloc(d ? d : 1, sizeof(*P->cls_live));
-    P->cls_step = calloc(d ? d : 1, sizeof(*P->cls_step));
-    if (!P->cls_index || !P->cls_live || !P->cls_step) return -1;
+    P->cls_index = index;
+    P->cls_live = live;
+    P->cls_step = step;
     for (size_t c = 0; c < d; c++) {
         size_t i = mix(offs[c]) & P->cls_mask;
         while (P->cls_index[i]) i = (i + 1) & P->cls_mask;
@@ -347,6 +364,116 @@ static int add_plan(pa_learn_t *L, pa_learn_plan_t *P) {
     return 0;
 }
 
+/* A byte range [off, end) of a plan. */
+typedef struct {
+    uint64_t off, end;
+} range_t;
+
+static int cmp_range(const void *x, const void *y) {
+    const range_t *a = x, *b = y;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+/* ---- plans that start alike ---------------------------------------------------- */
+
+/* Plans with the same first size are told apart by the second request
+ * only.  So that the first block need not wait for it in the zones
+ * (warm-up memory kept committed beside the region: 5 % of the peak on the
+ * dynamic-shape trace, the input tensor), every such plan places its first
+ * block at one common offset, free in each of them for as long as that
+ * block lives: the block is served from the region at once, on the plan
+ * the predictor expects, and moves its record (not its bytes) to the plan
+ * the second request picks. */
+
+/* The first block of P, if it can share an offset: planned, freed within
+ * the step (not a carry). */
+static int first_movable(const pa_learn_plan_t *P) {
+    return P->n && !P->e[0].carry && P->e[0].off[0] != PA_LEARN_GENERAL;
+}
+
+/* Append to r[] the bytes P's other blocks occupy while its first block
+ * lives (lifetimes compared as check_plan does); -1 if out of memory. */
+static int first_busy(const pa_learn_t *L, const pa_learn_plan_t *P, range_t **r, size_t *nr,
+                      size_t *cap) {
+    size_t n;
+    life_t *l = lifetimes(P->ev, P->nev, &n);
+    if (!l || n != P->n) {
+        free(l);
+        return -1;
+    }
+    int64_t end = P->nev ? (int64_t)P->nev - 1 : 0, a0 = l[0].a, f0 = l[0].f;
+    for (size_t i = 1; i < n; i++) {
+        const pa_learn_entry_t *e = &P->e[i];
+        int64_t b0 = e->carry ? 0 : l[i].a, b1 = e->carry ? end : l[i].f;
+        if (b0 > f0 || a0 > b1) continue;
+        for (int par = 0; par < 2; par++) {
+            if (e->off[par] == PA_LEARN_GENERAL || (par && e->off[1] == e->off[0])) continue;
+            if (*nr == *cap) {
+                size_t c2 = *cap ? 2 * *cap : 64;
+                range_t *g = realloc(*r, c2 * sizeof(*g));
+                if (!g) {
+                    free(l);
+                    return -1;
+                }
+                *r = g;
+                *cap = c2;
+            }
+            (*r)[(*nr)++] = (range_t){e->off[par], e->off[par] + block_bytes(L, e->size)};
+        }
+    }
+    free(l);
+    return 0;
+}
+
+/* Lowest offset from `from` where `bytes` fit between the sorted ranges. */
+static uint64_t lowest_gap(const range_t *r, size_t nr, uint64_t from, uint64_t bytes) {
+    uint64_t y = from;
+    for (size_t i = 0; i < nr && r[i].off < y + bytes; i++)
+        if (r[i].end > y) y = r[i].end;
+    return y;
+}
+
+/* Give Q's first block and that of every plan starting with its size one
+ * offset, within the region the plans already need (L->want); nothing
+ * changes when no such offset exists (the first block then waits in the
+ * zones, as before).  A plan whose blocks are live keeps its offset. */
+static void share_first(pa_learn_t *L, pa_learn_plan_t *Q) {
+    if (!first_movable(Q)) return;
+    size_t s0 = Q->e[0].size, bs = block_bytes(L, s0), nfam = 0, nr = 0, cap = 0;
+    pa_learn_plan_t *fam[PA_LEARN_MAX_SEQUENCES];
+    range_t *r = NULL;
+    uint64_t fixed = PA_LEARN_GENERAL;
+    for (size_t i = 0; i < L->nplans; i++) {
+        pa_learn_plan_t *P = L->plans[i];
+        if (!P->n || P->e[0].size != s0) continue;
+        if (!first_movable(P)) return;
+        if (P == L->owner && L->live) fixed = P->e[0].off[0];
+        fam[nfam++] = P;
+    }
+    if (nfam < 2) return;
+    for (size_t i = 0; i < nfam; i++)
+        if (first_busy(L, fam[i], &r, &nr, &cap) != 0) {
+            free(r);
+            return;
+        }
+    if (nr) qsort(r, nr, sizeof(*r), cmp_range);
+    uint64_t y = lowest_gap(r, nr, fixed == PA_LEARN_GENERAL ? 0 : fixed, bs);
+    free(r);
+    if ((fixed != PA_LEARN_GENERAL && y != fixed) || y + bs > L->want) return;
+    for (size_t i = 0; i < nfam; i++) {
+        pa_learn_plan_t *P = fam[i];
+        uint64_t was = P->e[0].off[0];
+        size_t arena = P->arena;
+        if (was == y) continue;
+        P->e[0].off[0] = P->e[0].off[1] = y;
+        if (y + bs > P->arena) P->arena = y + bs;
+        if (plan_classes(P) != 0) { /* no memory: P keeps its own place */
+            P->e[0].off[0] = P->e[0].off[1] = was;
+            P->arena = arena;
+        }
+    }
+}
+
 /* ---- candidates ------------------------------------------------------------------- */
 
 static pa_learn_cand_t *see_candidate(pa_learn_t *L, uint64_t h) {
@@ -481,6 +608,7 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         if (c && c->count != UNPLANNABLE && c->count >= L->repeats) {
             pa_learn_plan_t *Q = build_plan(L, c->ev, c->nev, h);
             if (Q && add_plan(L, Q) == 0) {
+                share_first(L, Q);
                 matched = Q;
                 made = 1;
                 L->map_failed = 0;
@@ -517,18 +645,26 @@ static int usable(const pa_learn_t *L, const pa_learn_plan_t *P, size_t size0, s
 }
 
 /* The plan for a step starting with size0 (, size1); *count gets how many
- * plans qualify. */
-static pa_learn_plan_t *choose(const pa_learn_t *L, size_t size0, size_t size1, size_t *count) {
+ * plans qualify, *shared whether they all place the first block at one
+ * offset (share_first), so it can be served before the choice is final. */
+static pa_learn_plan_t *choose(const pa_learn_t *L, size_t size0, size_t size1, size_t *count,
+                               int *shared) {
     pa_learn_plan_t *best = NULL, *next = NULL;
     size_t k = 0;
+    uint64_t off0 = PA_LEARN_GENERAL;
+    int same = 1;
     for (size_t i = 0; i < L->nplans; i++) {
         pa_learn_plan_t *P = L->plans[i];
         if (!usable(L, P, size0, size1)) continue;
+        uint64_t o = first_movable(P) ? P->e[0].off[0] : PA_LEARN_GENERAL;
+        if (!k) off0 = o;
+        else if (o != off0) same = 0;
         k++;
         if (L->last && P->id == L->last->next_id) next = P;
         if (!best || P->last_used > best->last_used) best = P;
     }
     *count = k;
+    *shared = same && off0 != PA_LEARN_GENERAL;
     return next ? next : best;
 }
 
@@ -549,28 +685,61 @@ static void freed_in_step(pa_learn_t *L, uint32_t idx) {
     while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step) L->prefix++;
 }
 
+/* The second request of a step whose first block was served on a guess
+ * (DEFER_GUESS): if the guessed plan does not continue with `size1`, the
+ * plan that does takes over the first block's record (same offset). */
+static void rechoose(pa_learn_t *L, size_t size1) {
+    pa_learn_plan_t *P = L->cur;
+    if (P->n > 1 && P->e[1].size == size1) return;
+    size_t k, in = L->cur_in;
+    int shared;
+    L->cur_in = 0; /* the first block, where every candidate allows it */
+    pa_learn_plan_t *Q = choose(L, P->e[0].size, size1, &k, &shared);
+    L->cur_in = in;
+    if (!Q || Q == P) return; /* diverges below */
+    uint32_t c = P->e[0].cls[0], cq = Q->e[0].cls[0];
+    if (P->cls_live[c]) {
+        P->cls_live[c] = 0;
+        Q->cls_live[cq] = 1;
+        Q->cls_step[cq] = L->step;
+    } else {
+        Q->freed_at[0] = L->step;
+    }
+    start_serving(L, Q);
+    L->prefix = 0;
+    while (L->prefix < Q->nfree && Q->freed_at[Q->rank[L->prefix]] == L->step) L->prefix++;
+}
+
 void *_pa_learn_alloc_slow(pa_learn_t *L, size_t size, size_t *bsize) {
     if (pa_unlikely(!L->tried)) {
         L->tried = 1;
         size_t k = 0;
-        pa_learn_plan_t *P = L->base ? choose(L, size, SIZE_MAX, &k) : NULL;
-        if (k > 1) { /* ambiguous: this block from the zones, decide next */
-            L->defer = 1;
+        int shared = 0;
+        pa_learn_plan_t *P = L->base ? choose(L, size, SIZE_MAX, &k, &shared) : NULL;
+        if (k > 1 && !shared) { /* ambiguous: this block from the zones, decide next */
+            L->defer = DEFER_ZONES;
             L->size0 = size;
             L->ai = 1;
             return NULL;
         }
         if (P) {
             start_serving(L, P);
+            if (k > 1) L->defer = DEFER_GUESS;
             if (L->freed0) freed_in_step(L, 0);
         }
     } else if (pa_unlikely(L->defer)) {
+        int guess = L->defer == DEFER_GUESS;
         L->defer = 0;
-        size_t k;
-        pa_learn_plan_t *P = L->nalloc == 1 ? choose(L, L->size0, size, &k) : NULL;
-        if (P) {
-            start_serving(L, P);
-            if (L->freed0) freed_in_step(L, 0);
+        if (guess) {
+            if (L->serving && L->nalloc == 1 && L->ai == 1) rechoose(L, size);
+        } else {
+            size_t k;
+            int shared;
+            pa_learn_plan_t *P = L->nalloc == 1 ? choose(L, L->size0, size, &k, &shared) : NULL;
+            if (P) {
+                start_serving(L, P);
+                if (L->freed0) freed_in_step(L, 0);
+            }
         }
     }
     if (!L->serving) {
@@ -683,15 +852,6 @@ size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req, pa_sta
 }
 
 /* ---- inspection ------------------------------------------------------------------- */
-
-typedef struct {
-    uint64_t off, end;
-} range_t;
-
-static int cmp_range(const void *x, const void *y) {
-    const range_t *a = x, *b = y;
-    return (a->off > b->off) - (a->off < b->off);
-}
 
 /* Buffers of P whose lifetimes overlap must not overlap in bytes. */
 static size_t check_plan(const pa_learn_t *L, const pa_learn_plan_t *P) {

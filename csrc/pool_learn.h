@@ -109,8 +109,10 @@ typedef struct pa_learn {
     pa_learn_plan_t *cur;     /* plan chosen for this step                */
     int tried, serving, par;
     int defer;                /* several plans start with the step's first
-                                 size: it came from the zones, the second
-                                 request picks the plan                   */
+                                 size, the second request picks the plan:
+                                 1 = the first block came from the zones,
+                                 2 = from their shared offset, on the
+                                 predicted plan (moved if another wins)   */
     size_t size0;             /* the step's first size                    */
     int freed0;               /* ...and its block is already freed        */
     size_t ai, prefix;        /* next entry; in-step frees done in order  */

@@ -349,6 +349,13 @@ typedef struct pa_pool_config {
                               the step's starting level also marks a
                               step boundary; 0 (default): only
                               pa_pool_step()                            */
+    int huge_pages;        /* 1: once 16 MiB of the reserved range are
+                              committed, back it with transparent huge
+                              pages (fewer TLB misses on large random
+                              heaps; each 2 MiB segment is resident whole
+                              and collapsing costs a few ms per segment
+                              as the heap grows); 0 (default): 4 KiB
+                              pages only                                */
 } pa_pool_config_t;
 
 typedef struct pa_pool_zone_stats {

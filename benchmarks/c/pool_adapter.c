@@ -3,8 +3,9 @@
  * each a pool created with the library defaults except the mode, plus
  * variants with PA_GROW_REQUESTED growth ("-req"), without deferred
  * caches ("-nocache"), and "pool-learned": the library defaults told the
- * trace's step marks (pa_pool_step), so it learns repeated steps.  The
- * other rows are never told, so they never start learning. */
+ * trace's step marks (pa_pool_step), so it learns repeated steps; and
+ * "pool-huge": the defaults with huge_pages on.  The other rows are never
+ * told the step marks, so they never start learning. */
 #include "bench.h"
 #include "pyarena.h"
 
@@ -15,6 +16,7 @@
 #define VAR_REQ 0x100     /* growth PA_GROW_REQUESTED instead of POW2     */
 #define VAR_NOCACHE 0x200 /* cache_budget 1 byte: no deferred caching    */
 #define VAR_LEARN 0x400   /* told the step marks                         */
+#define VAR_HUGE 0x800    /* huge_pages on                               */
 
 static void *pool_alloc(void *ctx, size_t n) { return pa_pool_alloc(ctx, n, NULL); }
 static void pool_free(void *ctx, void *p) { pa_pool_free(ctx, p); }
@@ -33,6 +35,7 @@ static int pool_open(bench_alloc_t *a) {
     cfg.mode = a->mode & 0xff;
     if (a->mode & VAR_REQ) cfg.growth = PA_GROW_REQUESTED;
     if (a->mode & VAR_NOCACHE) cfg.cache_budget = 1;
+    if (a->mode & VAR_HUGE) cfg.huge_pages = 1;
     a->ctx = pa_pool_create(&cfg, &st);
     if (!a->ctx) {
         snprintf(a->note, sizeof a->note, "pa_pool_create failed: %s",
@@ -77,7 +80,8 @@ int bench_pool_adapters(bench_alloc_t *out, int max) {
         {"pool-slab", PA_POOL_SLAB_ONLY},
         {"pool-buddy", PA_POOL_BUDDY_ONLY},
         {"hybrid-req-nocache", PA_POOL_HYBRID | VAR_REQ | VAR_NOCACHE},
-        {"pool-learned", PA_POOL_HYBRID | VAR_LEARN}};
+        {"pool-learned", PA_POOL_HYBRID | VAR_LEARN},
+        {"pool-huge", PA_POOL_HYBRID | VAR_HUGE}};
     int n = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0] && n < max; i++) {
         bench_alloc_t *a = &out[n++];

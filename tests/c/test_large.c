@@ -1,10 +1,13 @@
 /* test_large.c -- the page heap and the large-block zone: best fit,
  * splitting, coalescing, growth policies, spares. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 #include "counting_backend.h"
 #include "testhelper.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define KB ((size_t)1 << 10)
 #define MB ((size_t)1 << 20)
@@ -311,6 +314,92 @@ static void test_reservation_contiguous(void) {
     pa_pool_destroy(p);
 }
 
+/* 1 if this kernel backs a touched, aligned anonymous range with a huge
+ * page on request (THP on, MADV_COLLAPSE known): a probe of our own. */
+static int thp_collapse_works(void) {
+    size_t span = 4 * MB;
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return 0;
+    char *p = (char *)(((uintptr_t)raw + 2 * MB - 1) & ~(uintptr_t)(2 * MB - 1));
+    memset(p, 1, 2 * MB);
+    int ok = madvise(p, 2 * MB, 25 /* MADV_COLLAPSE */) == 0;
+    munmap(raw, span);
+    return ok;
+}
+
+/* kB of huge pages in the mapping that holds `addr` (/proc/self/smaps). */
+static long huge_kb_at(const void *addr) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    int in = 0;
+    long kb = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+        } else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+/* A default-backend pool past 16 MiB committed, 600 KiB blocks b[0..n)
+ * each filled with its index + 1. */
+static pa_pool_t *grown_pool(int huge, unsigned char **b, int n) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.huge_pages = huge;
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    for (int i = 0; i < n; i++) {
+        b[i] = pa_pool_alloc(p, 600 * KB, NULL);
+        CHECK(b[i] != NULL);
+        memset(b[i], i + 1, 600 * KB);
+    }
+    return p;
+}
+
+static void test_reservation_huge_pages(void) {
+    /* with huge_pages, a heap past 16 MiB committed gets transparent huge
+     * pages: the range is 2 MiB aligned, the segments growth completes
+     * are collapsed (their contents kept), a trim that cuts one and the
+     * growth after it stay consistent; without it (the default), none */
+    enum { N = 48 };
+    unsigned char *b[N];
+    int thp = thp_collapse_works();
+    pa_pool_t *p = grown_pool(0, b, N);
+    CHECK((uintptr_t)b[0] % (2 * MB) == 0);
+    if (thp) CHECK_EQ(huge_kb_at(b[0]), 0);
+    pa_pool_destroy(p);
+    p = grown_pool(1, b, N);
+    CHECK((uintptr_t)b[0] % (2 * MB) == 0); /* the range's base */
+    int intact = 1;
+    for (int i = 0; i < N; i++)
+        if (b[i][0] != i + 1 || b[i][600 * KB - 1] != i + 1 || b[i][300 * KB] != i + 1) intact = 0;
+    CHECK(intact);
+    if (thp) CHECK(huge_kb_at(b[0]) >= 2048);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    for (int i = 10; i < N; i++) pa_pool_free(p, b[i]);
+    size_t rel = 0;
+    CHECK_EQ(pa_pool_trim(p, 6 * MB + 100 * KB, &rel), PA_OK); /* mid-segment */
+    CHECK(rel > 0);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    for (int i = 10; i < N; i++) {
+        b[i] = pa_pool_alloc(p, 600 * KB, NULL);
+        CHECK(b[i] != NULL);
+        memset(b[i], i + 1, 600 * KB);
+    }
+    intact = 1;
+    for (int i = 0; i < N; i++)
+        if (b[i][0] != i + 1 || b[i][600 * KB - 1] != i + 1) intact = 0;
+    CHECK(intact);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    for (int i = 0; i < N; i++) pa_pool_free(p, b[i]);
+    pa_pool_destroy(p);
+}
+
 static void test_reservation_pow2_and_limit(void) {
     /* POW2 inside the range: the committed size doubles, one chunk */
     pa_pool_t *p = make_default(PA_GROW_POW2, 0);
@@ -436,6 +525,7 @@ int main(void) {
     RUN(test_growth_policies);
     RUN(test_chunks_not_merged);
     RUN(test_reservation_contiguous);
+    RUN(test_reservation_huge_pages);
     RUN(test_reservation_pow2_and_limit);
     RUN(test_reservation_respects_a_lowered_limit);
     RUN(test_adjacent_chunks_never_merge);

@@ -65,6 +65,7 @@ def test_policy_is_a_frozen_dataclass():
     (dict(limit=1 << 20, chunk_size=2 << 20), ["chunk_size", str(2 << 20)]),
     (dict(learn=1), ["learn", "True or False", "1"]),
     (dict(auto_step="yes"), ["auto_step", "'yes'"]),
+    (dict(huge_pages=1), ["huge_pages", "True or False", "1"]),
     (dict(learn_repeats=0), ["learn_repeats", "0"]),
     (dict(learn_sequences=65), ["learn_sequences", "65"]),
     (dict(learn_sequences=0), ["learn_sequences", "0"]),
@@ -111,11 +112,12 @@ def test_fill_config_maps_every_field():
     assert cfg.release == lib.PA_RELEASE_DECOMMIT
     assert cfg.chunk_size == 2 << 20 and cfg.slab_size == 128 << 10
     assert cfg.buddy_region == 2 << 20
+    assert cfg.huge_pages == 0
     q = Policy(learn=False, learn_repeats=5, learn_sequences=3, learn_max_events=100,
-               auto_step=True)
+               auto_step=True, huge_pages=True)
     q.fill_config(cfg)
     assert (cfg.learn, cfg.learn_repeats, cfg.learn_sequences, cfg.learn_max_events,
-            cfg.auto_step) == (0, 5, 3, 100, 1)
+            cfg.auto_step, cfg.huge_pages) == (0, 5, 3, 100, 1, 1)
     cfg2 = ffi.new("pa_pool_config_t *")
     Policy(cache_budget=None).fill_config(cfg2)
     assert cfg2.cache_budget == ffi.cast("size_t", -1)
