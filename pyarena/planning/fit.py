@@ -48,6 +48,7 @@ from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
 from ..memory.args import as_size
 from ..graph import Graph
 from .patch import band_rows, patch_graph, stage_macs, stages
+from .patch_search import multi_stage
 from .schedule import schedule as find_schedule
 
 __all__ = ["fit_plan", "add_scratch_source", "check_memory_budget"]
@@ -121,6 +122,8 @@ def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
         found = search.run(knob, base)
         if found is None and patch and knob is not None:
             found = search.patched(knob)
+        if found is None and patch and knob is not None:
+            found = search.multi(knob)
     except BaseException:
         saved.restore()
         raise
@@ -132,7 +135,8 @@ def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
     p.budget = {"memory_budget": budget, "order_changed": sched is not None and
                 sched.reordered, "scratch_budget": scratch, "tried": search.tried,
                 "fixed_order_bound_bytes": search.tried[0]["lower_bound_bytes"],
-                "patch": search.patch}
+                "patch": search.patches[0] if search.patches else None,
+                "patches": search.patches}
     p.plan_seconds = time.perf_counter() - t0
     return p
 
@@ -161,7 +165,7 @@ class _Search:
         self.time_limit = 5.0 if time_limit is None else min(time_limit, 5.0)
         self.tried = []
         self.note = ""
-        self.patch = None     # the record of the stage patched (patch_graph)
+        self.patches = []     # the records of the stages patched (patch_graph)
 
     def run(self, knob, base):
         found = self.level(None)
@@ -234,7 +238,7 @@ class _Search:
         for extra, n, st, reuse in cands:
             p, record = self.patch_attempt(knob, level, st, n, reuse)
             if self.budget >= p.arena_bytes:
-                self.patch = record
+                self.patches = [record]
                 return p, None, level
         if not found:
             self.note += "; no stage of the graph can run in row bands"
@@ -243,16 +247,37 @@ class _Search:
     def patch_attempt(self, knob, level, st, n, reuse=True):
         """Plan with ``st`` patched into ``n`` row bands (recorded in
         ``tried``); (plan, patch record)."""
+        p, records = self.set_attempt(knob, level, [(st, n, reuse)])
+        return p, records[0]
+
+    def multi(self, knob):
+        """Step 5: more than one patched stage (:mod:`.patch_search`)."""
+        found = multi_stage(self, knob, self.saved.budget)
+        if found is None:
+            return None
+        self.patches = found[1]
+        return found[0], None, self.saved.budget
+
+    def set_attempt(self, knob, level, chosen):
+        """Plan with each ``(stage, bands, reuse)`` of ``chosen`` (disjoint
+        stages of the graph as given) patched, recorded in ``tried``;
+        (plan, the patch records in graph order)."""
         self.saved.restore()
-        record = patch_graph(self.graph, st, n, reuse)
-        self.size_patched(knob, level, record["op"])
+        records = [patch_graph(self.graph, st, n, reuse)
+                   for st, n, reuse in sorted(chosen, key=lambda c: -c[0].first)][::-1]
+        for record in records:
+            self.size_patched(knob, level, record["op"])
         p = self.attempt()
-        self.tried.append({"order": "given", "scratch_budget": level,
-                           "patch": {"op": record["op"], "grid": record["grid"],
-                                     "reuse": record["reuse"]},
-                           "arena_bytes": p.arena_bytes,
-                           "lower_bound_bytes": p.lower_bound_bytes})
-        return p, record
+        entry = {"order": "given", "scratch_budget": level}
+        marks = [{"op": r["op"], "grid": r["grid"], "reuse": r["reuse"]} for r in records]
+        if marks:
+            entry["patch"] = marks[0]
+        if len(marks) > 1:
+            entry["patches"] = marks
+        if marks:                       # without: the given plan, tried first
+            self.tried.append(dict(entry, arena_bytes=p.arena_bytes,
+                                   lower_bound_bytes=p.lower_bound_bytes))
+        return p, records
 
     def size_patched(self, knob, level, name):
         """The patched op's scratch from ``knob``, given a graph of that op
@@ -279,9 +304,9 @@ class _Search:
         best = min(self.tried, key=lambda t: t["arena_bytes"])
         scratch = ("scratch as given" if best["scratch_budget"] is None
                    else f"scratch budget {best['scratch_budget']:,} bytes")
-        if "patch" in best:
-            scratch += (f", {best['patch']['op']} in {best['patch']['grid'][0]} x "
-                        f"{best['patch']['grid'][1]} patches")
+        for mark in best.get("patches", [best["patch"]] if "patch" in best else []):
+            scratch += (f", {mark['op']} in {mark['grid'][0]} x "
+                        f"{mark['grid'][1]} patches")
         n = len(self.tried)
         return PlanInfeasibleError(
             f"no plan fits the memory budget of {self.budget:,} bytes: the smallest arena "
