@@ -47,11 +47,17 @@ import time
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
 from ..memory.args import as_size
 from ..graph import Graph
-from .patch import band_rows, patch_graph, stage_macs, stages
+from .patch import band_rows, patch_op, splice, stage_macs, stages
 from .patch_search import multi_stage
 from .schedule import schedule as find_schedule
 
 __all__ = ["fit_plan", "add_scratch_source", "check_memory_budget"]
+
+#: seconds of offset search per plan while more than one stage is chosen
+#: (the plan kept is made again with the caller's limit): a set of stages
+#: whose heuristics miss its lower bound would otherwise search for up to
+#: ``time_limit`` each -- 10 s and 20 s of pose landmark's 43 s search
+QUICK_LIMIT = 0.25
 
 # loaders returning (rescratch, default scratch budget); run once, on first use
 _SOURCES = []
@@ -108,7 +114,9 @@ def _scratch_levels(graph, base):
 def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
              alignment=64, time_limit=10.0, patch=True):
     """The first candidate plan (see the module docstring) whose arena is
-    at most ``memory_budget``.  ``make(capacity)`` plans ``graph`` as it
+    at most ``memory_budget``.  ``make(capacity, limit=None)`` plans
+    ``graph`` (``limit``: a time limit of the offset search other than the
+    caller's) as it
     stands with the caller's options.  ``schedule=True`` tries the
     scheduled order only; ``patch=False`` never patches a stage.  Sets
     ``plan.budget`` and ``plan.schedule``; raises PlanInfeasibleError
@@ -163,9 +171,12 @@ class _Search:
         self.alignment = alignment
         # the scheduler's share, as plan(schedule=True) gives it
         self.time_limit = 5.0 if time_limit is None else min(time_limit, 5.0)
+        self.limit = time_limit
         self.tried = []
         self.note = ""
         self.patches = []     # the records of the stages patched (patch_graph)
+        self.made = {}        # (stage, bands, reuse) -> (patched op, sized; record)
+        self.quick = None     # the offset search's time limit while screening stage sets
 
     def run(self, knob, base):
         found = self.level(None)
@@ -252,21 +263,31 @@ class _Search:
 
     def multi(self, knob):
         """Step 5: more than one patched stage (:mod:`.patch_search`)."""
-        found = multi_stage(self, knob, self.saved.budget)
+        self.quick = QUICK_LIMIT if self.limit is None else min(self.limit, QUICK_LIMIT)
+        try:
+            found = multi_stage(self, knob, self.saved.budget)
+        finally:
+            self.quick = None
         if found is None:
             return None
-        self.patches = found[1]
-        return found[0], None, self.saved.budget
+        p, self.patches = self.set_attempt(knob, self.saved.budget, found)   # full search
+        return p, None, self.saved.budget
 
     def set_attempt(self, knob, level, chosen):
         """Plan with each ``(stage, bands, reuse)`` of ``chosen`` (disjoint
         stages of the graph as given) patched, recorded in ``tried``;
         (plan, the patch records in graph order)."""
         self.saved.restore()
-        records = [patch_graph(self.graph, st, n, reuse)
-                   for st, n, reuse in sorted(chosen, key=lambda c: -c[0].first)][::-1]
-        for record in records:
-            self.size_patched(knob, level, record["op"])
+        records = []
+        for st, n, reuse in sorted(chosen, key=lambda c: -c[0].first):
+            key = (st.first, st.last, st.hoisted, n, bool(reuse), level)
+            if key not in self.made:      # built and sized once per search
+                op, record = patch_op(self.graph, st, n, reuse)
+                self.size_patched(knob, level, op)
+                self.made[key] = op, record
+            op, record = self.made[key]
+            splice(self.graph, st, op)
+            records.insert(0, record)
         p = self.attempt()
         entry = {"order": "given", "scratch_budget": level}
         marks = [{"op": r["op"], "grid": r["grid"], "reuse": r["reuse"]} for r in records]
@@ -279,11 +300,10 @@ class _Search:
                                    lower_bound_bytes=p.lower_bound_bytes))
         return p, records
 
-    def size_patched(self, knob, level, name):
+    def size_patched(self, knob, level, op):
         """The patched op's scratch from ``knob``, given a graph of that op
         alone (every other op keeps the scratch it had)."""
         g = self.graph
-        op = next(o for o in g.ops if o.name == name)
         one = Graph(g.name)
         one.tensors = {n: g.tensors[n] for n in op.inputs + op.outputs if n}
         one.ops = [op]
@@ -291,11 +311,17 @@ class _Search:
         one.scratch_budget = g.scratch_budget
         knob(one, level)
 
+    def plan_now(self, capacity):
+        """``make`` at ``capacity``, with the quick time limit while screening."""
+        if self.quick is None:
+            return self.make(capacity)
+        return self.make(capacity, self.quick)
+
     def attempt(self):
-        p = self.make(None)
+        p = self.plan_now(None)
         if p.lower_bound_bytes <= self.budget < p.arena_bytes:
             try:
-                return self.make(self.budget)
+                return self.plan_now(self.budget)
             except PlanInfeasibleError:
                 pass
         return p

@@ -47,6 +47,7 @@ from ..graph import Op
 from .resize_rows import resize_geometry, resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
+           "patch_op", "splice",
            "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows"]
 
 PATCH_OP = "PatchedStage"
@@ -557,9 +558,25 @@ def patch_graph(graph, stage, n_bands, reuse=True):
     ``n_bands`` row bands (``reuse``: rows two bands share are kept from the
     first, not computed again); the stage's intermediate tensors leave the
     graph.  Returns the record of what was done (for ``plan.budget``)."""
+    op, record = patch_op(graph, stage, n_bands, reuse)
+    splice(graph, stage, op)
+    return record
+
+
+def splice(graph, stage, op):
+    """Put ``op`` (from :func:`patch_op`) in place of ``stage``'s ops, after
+    its side branch; the stage's intermediate tensors leave the graph."""
+    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]
+    for o in stage.ops:
+        if o.outputs[0] != stage.y:
+            del graph.tensors[o.outputs[0]]
+
+
+def patch_op(graph, stage, n_bands, reuse=True):
+    """(the ``PatchedStage`` op of ``stage`` in ``n_bands`` bands, its
+    record); the graph is not changed."""
     bands = band_rows(stage.rows, n_bands)
     whole, banded = stage_macs(graph, stage, bands, reuse)
-    inner = [op.outputs[0] for op in stage.ops if op.outputs[0] != stage.y]
     consts = []
     for op in stage.ops:
         for n in op.inputs:
@@ -574,10 +591,7 @@ def patch_graph(graph, stage, n_bands, reuse=True):
                       for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
         "h_axis": stage.h_axis, "reuse": bool(reuse)})
-    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]
-    for n in inner:
-        del graph.tensors[n]
-    return {"op": name, "input": stage.x, "output": stage.y,
+    return op, {"op": name, "input": stage.x, "output": stage.y,
             "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
             "bands": [list(b) for b in bands], "reuse": bool(reuse), "macs": whole,
             "recompute_macs": max(0, banded - whole)}

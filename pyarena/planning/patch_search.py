@@ -16,8 +16,9 @@ of stages greedily and then thins their bands:
    arena smaller and it is still over the budget;
 2. *fewest bands*: then, stage by stage in graph order, the fewest bands
    (row reuse first, then recompute) with which the arena still fits,
-   the other stages at the bands chosen so far; every step is a real
-   plan, so the last one is the plan returned.
+   the other stages at the bands chosen so far -- found by bisection over
+   the band counts (a plan each step; fewer bands never need less
+   memory), so a stage costs a handful of plans, not one per count.
 
 Stages are disjoint runs of the graph as given; they are patched last
 first (``patch_graph`` replaces a run of ops by one, which leaves the
@@ -93,31 +94,34 @@ def _cover(search, knob, level, max_stages):
 
 def multi_stage(search, knob, level, max_stages=8):
     """The fastest set of patched stages found whose arena fits the
-    budget (see the module docstring): ``(plan, records)`` with the
-    ``patch_graph`` record of each stage in graph order, the graph left
-    patched; None when even every chosen stage at one row per band is
-    over the budget."""
+    budget (see the module docstring): ``[(stage, bands, reuse)]`` in
+    graph order (``search.set_attempt`` plans it); None when even every
+    chosen stage at one row per band is over the budget."""
     chosen, p = _cover(search, knob, level, max_stages)
     if not chosen or p.arena_bytes > search.budget:
         return None
     chosen.sort(key=lambda c: c[0].first)
     grid = [(st, st.rows, reuse) for st, reuse in chosen]
-    last = None
-    for k, (st, _, _) in enumerate(grid):
-        for n in band_counts(st.rows):
-            fit = None
-            for reuse in (True, False):
-                trial = grid[:k] + [(st, n, reuse)] + grid[k + 1:]
-                q, records = search.set_attempt(knob, level, trial)
-                if q.arena_bytes <= search.budget:
-                    fit = trial, (q, records)
-                    break
-            if fit is not None:
-                grid, last = fit
+    for k in range(len(grid)):
+        grid = _fewest(search, knob, level, grid, k)
+    return grid
+
+
+def _fewest(search, knob, level, grid, k):
+    """``grid`` with stage ``k`` in the fewest bands that fit (row reuse
+    first, then recompute), the others as they are: a bisection over the
+    band counts, as fewer bands never need less memory (their windows
+    only widen); ``grid`` itself, stage ``k`` at one row per band, fits."""
+    st = grid[k][0]
+    counts = band_counts(st.rows)
+    lo, hi, best = 0, len(counts) - 1, grid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        for reuse in (True, False):
+            trial = grid[:k] + [(st, counts[mid], reuse)] + grid[k + 1:]
+            if search.set_attempt(knob, level, trial)[0].arena_bytes <= search.budget:
+                best, hi = trial, mid
                 break
-    if last is None:
-        return None
-    # the last plan made is the one kept: make it again if a later stage's
-    # attempts (none fitting at fewer bands) came after it
-    q, records = search.set_attempt(knob, level, grid)
-    return q, records
+        else:
+            lo = mid + 1
+    return best

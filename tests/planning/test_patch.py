@@ -76,12 +76,13 @@ CTM = {1: "half_pixel", 2: "asymmetric", 3: "align_corners", 5: "pytorch_half_pi
 
 
 def resize_taps(op, hin, hout, o):
-    """The input rows output row ``o`` of a Resize reads (ONNX's formulas)."""
-    mode = op.attrs["coordinate_transformation_mode"]
+    """The input rows output row ``o`` of a Resize reads (ONNX's formulas,
+    dividing by the scale as they do)."""
+    mode, scale = op.attrs["coordinate_transformation_mode"], hout / hin
     if mode in ("half_pixel", "pytorch_half_pixel"):
-        c = (o + 0.5) * hin / hout - 0.5
+        c = (o + 0.5) / scale - 0.5
     elif mode == "asymmetric":
-        c = o * hin / hout
+        c = o / scale
     else:
         c = o * (hin - 1) / (hout - 1) if hout > 1 else 0.0
     c = min(max(c, 0.0), hin - 1)
