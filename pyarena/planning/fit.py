@@ -22,6 +22,8 @@ that fits wins:
    none with row reuse, where a band keeps the rows it shares with the
    next), with the graph's scratch; a stage whose finest banding does not
    fit (either way) is not tried further that way.
+5. more than one patched stage, wherever the plan peaks
+   (:mod:`.patch_search`): a decoder's upsampling chain, a later block.
 
 Each candidate is planned as usual; one whose arena is over ``B`` while
 its lower bound is not is planned again with ``capacity=B``, so the
