@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pyarena import PlanInfeasibleError, plan
 from pyarena.graph import GraphBuilder
 from pyarena.planning import Plan, plan_intervals, validate
-from pyarena.planning.patch import PATCH_OP, band_rows
+from pyarena.planning.patch import PATCH_OP, band_rows, stages
 from pyarena.planning.patch_search import band_counts, peak_op
 from pyarena.planning.plot import patch_marks
 from pyarena.runtime import Executor, random_feeds, set_scratch
@@ -121,3 +121,17 @@ def test_band_counts_are_every_distinct_grid_fewest_first(rows):
     counts = band_counts(rows)
     assert counts[0] == 1 and counts[-1] == rows and counts == sorted(set(counts))
     assert {len(band_rows(rows, n)) for n in range(1, rows + 1)} == set(counts)
+
+
+def test_stages_around_a_peak_contain_it_and_may_start_at_a_resize():
+    g = encoder_decoder()
+    types = [op.op_type for op in g.ops]
+    enc, dec = types.index("Conv", 1), len(types) - 3        # full-resolution depthwise convs
+    found = {(s.first, s.last) for s in stages(g, around=enc)}
+    assert all(a <= enc <= b for a, b in found)
+    # ends at the encoder's map, as large as the stage's inner tensors
+    assert (0, types.index("Conv", 4) - 1) in found
+    last_resize = len(types) - 1 - types[::-1].index("Resize")
+    found = {(s.first, s.last) for s in stages(g, around=dec)}
+    assert all(a <= dec <= b for a, b in found)
+    assert (last_resize, len(types) - 1) in found       # the decoder from its last Resize
