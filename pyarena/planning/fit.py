@@ -272,7 +272,10 @@ class _Search:
             self.quick = None
         if found is None:
             return None
-        p, self.patches = self.set_attempt(knob, self.saved.budget, found)   # full search
+        p, records = self.set_attempt(knob, self.saved.budget, found)   # the full search
+        if p.arena_bytes > self.budget:     # no worse than the quick one: kept as a guard
+            return None
+        self.patches = records
         return p, None, self.saved.budget
 
     def set_attempt(self, knob, level, chosen):
