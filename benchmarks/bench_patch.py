@@ -73,8 +73,8 @@ def row(name, budget, p0, g0, feeds, ref, repeat):
     ts = time_calls({"default": lambda: e0.run(feeds), "budget": lambda: e1.run(feeds),
                      "again": lambda: again.run(feeds)}, repeat=repeat, warmup=1)
     t0 = median(ts["default"])
-    rec = p.budget["patch"]
-    return {"budget": budget, "fits": True, "arena": p.arena_bytes, "patch": rec,
+    return {"budget": budget, "fits": True, "arena": p.arena_bytes,
+            "patches": p.budget["patches"],
             "search_s": p.plan_seconds, "t0": t0, "ratio": median(ts["budget"]) / t0,
             "noise": median(ts["again"]) / t0, "diff": diff}
 
@@ -82,12 +82,12 @@ def row(name, budget, p0, g0, feeds, ref, repeat):
 def describe(r):
     if not r["fits"]:
         return f"does not fit (smallest {r['smallest'] / 1024:,.0f} KiB)"
-    rec = r["patch"]
-    what = "no patch"
-    if rec:
-        what = (f"{len(rec['ops'])} ops -> {rec['output']} in {rec['grid'][0]}x"
-                f"{rec['grid'][1]}, +{rec['recompute_macs'] / 1e6:,.0f} MMAC "
-                f"({100 * rec['recompute_macs'] / max(rec['macs'], 1):.0f} %)")
+    what = "; ".join(
+        f"{len(rec['ops'])} ops -> {rec['output'][:24]} in {rec['grid'][0]}x"
+        f"{rec['grid'][1]}, " + ("reuse" if rec["reuse"] else
+                                 f"+{rec['recompute_macs'] / 1e6:,.0f} MMAC "
+                                 f"({100 * rec['recompute_macs'] / max(rec['macs'], 1):.0f} %)")
+        for rec in r["patches"]) or "no patch"
     return (f"arena {r['arena'] / 1024:,.0f} KiB, {what}, search {r['search_s']:.1f} s, "
             f"time {r['ratio']:.2f}x of {r['t0'] * 1e3:.1f} ms (control "
             f"{r['noise']:.2f}), max |diff| {r['diff']:.1e}")

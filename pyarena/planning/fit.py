@@ -22,6 +22,8 @@ that fits wins:
    none with row reuse, where a band keeps the rows it shares with the
    next), with the graph's scratch; a stage whose finest banding does not
    fit (either way) is not tried further that way.
+5. more than one patched stage, wherever the plan peaks
+   (:mod:`.patch_search`): a decoder's upsampling chain, a later block.
 
 Each candidate is planned as usual; one whose arena is over ``B`` while
 its lower bound is not is planned again with ``capacity=B``, so the
@@ -47,10 +49,17 @@ import time
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
 from ..memory.args import as_size
 from ..graph import Graph
-from .patch import band_rows, patch_graph, stage_macs, stages
+from .patch import band_rows, patch_op, splice, stage_macs, stages
+from .patch_search import multi_stage
 from .schedule import schedule as find_schedule
 
 __all__ = ["fit_plan", "add_scratch_source", "check_memory_budget"]
+
+#: seconds of offset search per plan while more than one stage is chosen
+#: (the plan kept is made again with the caller's limit): a set of stages
+#: whose heuristics miss its lower bound would otherwise search for up to
+#: ``time_limit`` each -- 10 s and 20 s of pose landmark's 43 s search
+QUICK_LIMIT = 0.25
 
 # loaders returning (rescratch, default scratch budget); run once, on first use
 _SOURCES = []
@@ -107,7 +116,9 @@ def _scratch_levels(graph, base):
 def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
              alignment=64, time_limit=10.0, patch=True):
     """The first candidate plan (see the module docstring) whose arena is
-    at most ``memory_budget``.  ``make(capacity)`` plans ``graph`` as it
+    at most ``memory_budget``.  ``make(capacity, limit=None)`` plans
+    ``graph`` (``limit``: a time limit of the offset search other than the
+    caller's) as it
     stands with the caller's options.  ``schedule=True`` tries the
     scheduled order only; ``patch=False`` never patches a stage.  Sets
     ``plan.budget`` and ``plan.schedule``; raises PlanInfeasibleError
@@ -121,6 +132,8 @@ def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
         found = search.run(knob, base)
         if found is None and patch and knob is not None:
             found = search.patched(knob)
+        if found is None and patch and knob is not None:
+            found = search.multi(knob)
     except BaseException:
         saved.restore()
         raise
@@ -132,7 +145,8 @@ def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
     p.budget = {"memory_budget": budget, "order_changed": sched is not None and
                 sched.reordered, "scratch_budget": scratch, "tried": search.tried,
                 "fixed_order_bound_bytes": search.tried[0]["lower_bound_bytes"],
-                "patch": search.patch}
+                "patch": search.patches[0] if search.patches else None,
+                "patches": search.patches}
     p.plan_seconds = time.perf_counter() - t0
     return p
 
@@ -159,9 +173,12 @@ class _Search:
         self.alignment = alignment
         # the scheduler's share, as plan(schedule=True) gives it
         self.time_limit = 5.0 if time_limit is None else min(time_limit, 5.0)
+        self.limit = time_limit
         self.tried = []
         self.note = ""
-        self.patch = None     # the record of the stage patched (patch_graph)
+        self.patches = []     # the records of the stages patched (patch_graph)
+        self.made = {}        # (stage, bands, reuse) -> (patched op, sized; record)
+        self.quick = None     # the offset search's time limit while screening stage sets
 
     def run(self, knob, base):
         found = self.level(None)
@@ -234,7 +251,7 @@ class _Search:
         for extra, n, st, reuse in cands:
             p, record = self.patch_attempt(knob, level, st, n, reuse)
             if self.budget >= p.arena_bytes:
-                self.patch = record
+                self.patches = [record]
                 return p, None, level
         if not found:
             self.note += "; no stage of the graph can run in row bands"
@@ -243,22 +260,55 @@ class _Search:
     def patch_attempt(self, knob, level, st, n, reuse=True):
         """Plan with ``st`` patched into ``n`` row bands (recorded in
         ``tried``); (plan, patch record)."""
-        self.saved.restore()
-        record = patch_graph(self.graph, st, n, reuse)
-        self.size_patched(knob, level, record["op"])
-        p = self.attempt()
-        self.tried.append({"order": "given", "scratch_budget": level,
-                           "patch": {"op": record["op"], "grid": record["grid"],
-                                     "reuse": record["reuse"]},
-                           "arena_bytes": p.arena_bytes,
-                           "lower_bound_bytes": p.lower_bound_bytes})
-        return p, record
+        p, records = self.set_attempt(knob, level, [(st, n, reuse)])
+        return p, records[0]
 
-    def size_patched(self, knob, level, name):
+    def multi(self, knob):
+        """Step 5: more than one patched stage (:mod:`.patch_search`)."""
+        self.quick = QUICK_LIMIT if self.limit is None else min(self.limit, QUICK_LIMIT)
+        try:
+            found = multi_stage(self, knob, self.saved.budget)
+        finally:
+            self.quick = None
+        if found is None:
+            return None
+        p, records = self.set_attempt(knob, self.saved.budget, found)   # the full search
+        if p.arena_bytes > self.budget:     # no worse than the quick one: kept as a guard
+            return None
+        self.patches = records
+        return p, None, self.saved.budget
+
+    def set_attempt(self, knob, level, chosen):
+        """Plan with each ``(stage, bands, reuse)`` of ``chosen`` (disjoint
+        stages of the graph as given) patched, recorded in ``tried``;
+        (plan, the patch records in graph order)."""
+        self.saved.restore()
+        records = []
+        for st, n, reuse in sorted(chosen, key=lambda c: -c[0].first):
+            key = (st.first, st.last, st.hoisted, n, bool(reuse), level)
+            if key not in self.made:      # built and sized once per search
+                op, record = patch_op(self.graph, st, n, reuse)
+                self.size_patched(knob, level, op)
+                self.made[key] = op, record
+            op, record = self.made[key]
+            splice(self.graph, st, op)
+            records.insert(0, record)
+        p = self.attempt()
+        entry = {"order": "given", "scratch_budget": level}
+        marks = [{"op": r["op"], "grid": r["grid"], "reuse": r["reuse"]} for r in records]
+        if marks:
+            entry["patch"] = marks[0]
+        if len(marks) > 1:
+            entry["patches"] = marks
+        if marks:                       # without: the given plan, tried first
+            self.tried.append(dict(entry, arena_bytes=p.arena_bytes,
+                                   lower_bound_bytes=p.lower_bound_bytes))
+        return p, records
+
+    def size_patched(self, knob, level, op):
         """The patched op's scratch from ``knob``, given a graph of that op
         alone (every other op keeps the scratch it had)."""
         g = self.graph
-        op = next(o for o in g.ops if o.name == name)
         one = Graph(g.name)
         one.tensors = {n: g.tensors[n] for n in op.inputs + op.outputs if n}
         one.ops = [op]
@@ -266,11 +316,17 @@ class _Search:
         one.scratch_budget = g.scratch_budget
         knob(one, level)
 
+    def plan_now(self, capacity):
+        """``make`` at ``capacity``, with the quick time limit while screening."""
+        if self.quick is None:
+            return self.make(capacity)
+        return self.make(capacity, self.quick)
+
     def attempt(self):
-        p = self.make(None)
+        p = self.plan_now(None)
         if p.lower_bound_bytes <= self.budget < p.arena_bytes:
             try:
-                return self.make(self.budget)
+                return self.plan_now(self.budget)
             except PlanInfeasibleError:
                 pass
         return p
@@ -279,9 +335,9 @@ class _Search:
         best = min(self.tried, key=lambda t: t["arena_bytes"])
         scratch = ("scratch as given" if best["scratch_budget"] is None
                    else f"scratch budget {best['scratch_budget']:,} bytes")
-        if "patch" in best:
-            scratch += (f", {best['patch']['op']} in {best['patch']['grid'][0]} x "
-                        f"{best['patch']['grid'][1]} patches")
+        for mark in best.get("patches", [best["patch"]] if "patch" in best else []):
+            scratch += (f", {mark['op']} in {mark['grid'][0]} x "
+                        f"{mark['grid'][1]} patches")
         n = len(self.tried)
         return PlanInfeasibleError(
             f"no plan fits the memory budget of {self.budget:,} bytes: the smallest arena "

@@ -44,8 +44,10 @@ import numpy as np
 
 from ..errors import GraphError
 from ..graph import Op
+from .resize_rows import resize_geometry, resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
+           "patch_op", "splice",
            "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows"]
 
 PATCH_OP = "PatchedStage"
@@ -58,8 +60,10 @@ UNARY = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardS
 #: constants broadcast along H)
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min"})
 POOLS = frozenset({"MaxPool", "AveragePool"})
+#: upsampling (a decoder's): rows from source coordinates (:mod:`.resize_rows`)
+RESIZE = frozenset({"Resize", "Upsample"})
 #: ops with a receptive field along H (a geometry from :func:`op_geometry`)
-SPATIAL = POOLS | {"Conv", "Pad"}
+SPATIAL = POOLS | RESIZE | {"Conv", "Pad"}
 
 
 def _pads(attrs, size, k, s, d):
@@ -106,6 +110,8 @@ def op_geometry(op, graph, h_axis):
     None if it is not a 2-D spatial op the stage can band."""
     if op.op_type == "Pad":
         return _pad_geometry(op, graph, h_axis)
+    if op.op_type in RESIZE:
+        return resize_geometry(op, graph, h_axis)
     x = graph.tensors[op.inputs[0]].shape
     attrs = op.attrs
     nhwc = attrs.get("layout", "NCHW") == "NHWC"
@@ -161,12 +167,13 @@ def _op_ok(op, graph, inside, h_axis):
         if not op.inputs or op.inputs[0] not in inside:
             return False
         extra = [n for n in op.inputs[1:] if n]
-        if op.op_type == "Pad":
+        if op.op_type == "Pad" or op.op_type in RESIZE:
             geo = op_geometry(op, graph, h_axis)
             xs = graph.tensors[op.inputs[0]].shape
             return geo is not None and all(
-                graph.tensors[n].role == "constant" for n in extra) and all(
-                int(y.shape[a]) == int(xs[a]) + geo[3][a] + geo[4][a] for a in range(4))
+                graph.tensors[n].role == "constant" for n in extra) and (
+                geo[0] == "resize" or all(int(y.shape[a]) == int(xs[a]) + geo[3][a] + geo[4][a]
+                                          for a in range(4)))
         if op.op_type == "Conv":
             extra = [n for i, n in enumerate(op.inputs[1:3], 1) if n]
             if any(graph.tensors[n].role != "constant" for n in extra):
@@ -222,20 +229,32 @@ def _uses(graph):
 
 
 def _h_axis(graph, op):
+    if op.op_type in RESIZE:       # no layout: the axis whose size changes with C kept
+        x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
+        nhwc = x is not None and y is not None and len(x) == len(y) == 4 and \
+            int(x[1]) != int(y[1]) and int(x[3]) == int(y[3])
+        return 1 if nhwc else 2
     return 1 if op.attrs.get("layout", "NCHW") == "NHWC" else 2
 
 
-def stages(graph, max_starts=3, side_starts=5):
+def stages(graph, max_starts=3, side_starts=5, around=None, back=16):
     """Candidate stages: from the first ``max_starts`` spatial ops reading a
     4-D tensor, every contiguous run of bandable ops after which exactly
     one of its tensors is read later and whose output is smaller (fewer
     rows) than its input; from the first ``side_starts``, those that need
     a side branch (reading only the stage input) run before them.
+    With ``around`` (an op index, where a plan peaks): the stages from the
+    spatial ops (Resize too) at most ``back`` ops before it that contain
+    it and have an inner tensor at least as large as the smaller of their
+    input and output; their input may be read after them (a decoder's
+    skip).
     Shortest first."""
     last = _uses(graph)
     found, starts = [], 0
-    for s, op0 in enumerate(graph.ops):
-        if op0.op_type not in POOLS and op0.op_type != "Conv" or not op0.inputs:
+    lo = 0 if around is None else max(0, around - back)
+    for s, op0 in enumerate(graph.ops[lo:around + 1 if around is not None else None], lo):
+        if op0.op_type not in POOLS | RESIZE and op0.op_type != "Conv" or not op0.inputs or \
+                around is None and op0.op_type in RESIZE:
             continue
         x = op0.inputs[0]
         tx = graph.tensors[x]
@@ -246,11 +265,12 @@ def stages(graph, max_starts=3, side_starts=5):
             continue
         starts += 1
         for hoist in (False, True):
-            if not hoist and starts > max_starts:
+            if not hoist and starts > max_starts and around is None:
                 continue
-            found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist), graph)
+            found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist,
+                                                      around), graph)
                       if not hoist or st.hoisted]
-        if starts >= max(max_starts, side_starts):
+        if starts >= max(max_starts, side_starts) and around is None:
             break
     return sorted(found, key=lambda st: (st.last - st.first, st.first))
 
@@ -271,7 +291,7 @@ def _ends(found, graph):
     return out
 
 
-def _stages_from(graph, s, x, h_axis, last, hoist):
+def _stages_from(graph, s, x, h_axis, last, hoist, around=None):
     inside, made, out = {x}, [], []
     side, hoisted = {x}, []         # a side branch from x: run before the stage
     hx = _h(graph.tensors[x].shape, h_axis)
@@ -287,7 +307,7 @@ def _stages_from(graph, s, x, h_axis, last, hoist):
             break
         inside.add(op.outputs[0])
         made.append(op.outputs[0])
-        if last.get(x, -1) > j:
+        if last.get(x, -1) > j and around is None or around is not None and j < around:
             continue
         live = [n for n in made if last.get(n, -1) > j]
         if len(live) != 1:
@@ -296,7 +316,12 @@ def _stages_from(graph, s, x, h_axis, last, hoist):
         if any(y in o.inputs for o in graph.ops[s:j + 1]):
             continue
         hy = _h(graph.tensors[y].shape, h_axis)
-        if 2 <= hy < hx:
+        if around is not None:     # an inner tensor as large as the smaller end
+            big = max((graph.tensors[n].nbytes for n in made if n != y), default=0)
+            ok = hy >= 2 and big >= min(graph.tensors[x].nbytes, graph.tensors[y].nbytes)
+        else:
+            ok = 2 <= hy < hx
+        if ok:
             out.append(Stage(graph, s, j, x, y, h_axis, hoisted))
     return out
 
@@ -315,6 +340,8 @@ def _in_rows(geo, a, b, size):
         top, bottom = min(b - a, max(0, -lo)), min(b - a, max(0, hi - size))
         r0 = min(max(0, lo), size)
         return (r0, r0 + (b - a) - top - bottom), (top, bottom)
+    if geo[0] == "resize":  # "pads": the band's coordinates (its kernel's key)
+        return resize_in_rows(geo, a, b, size)
     s, d, k, pt = geo[:4]
     lo, hi = a * s - pt, (b - 1) * s - pt + d * (k - 1) + 1
     r0, r1 = max(0, lo), min(size, hi)
@@ -398,6 +425,8 @@ def _ready(geo, have, size, out_size):
         return out_size
     if geo[0] == "pad":
         return min(out_size, have + geo[1])
+    if geo[0] == "resize":
+        return resize_ready(geo, have, out_size)
     s, d, k, pt = geo[:4]
     return min(out_size, max(0, (have - 1 + pt - d * (k - 1)) // s + 1))
 
@@ -529,9 +558,25 @@ def patch_graph(graph, stage, n_bands, reuse=True):
     ``n_bands`` row bands (``reuse``: rows two bands share are kept from the
     first, not computed again); the stage's intermediate tensors leave the
     graph.  Returns the record of what was done (for ``plan.budget``)."""
+    op, record = patch_op(graph, stage, n_bands, reuse)
+    splice(graph, stage, op)
+    return record
+
+
+def splice(graph, stage, op):
+    """Put ``op`` (from :func:`patch_op`) in place of ``stage``'s ops, after
+    its side branch; the stage's intermediate tensors leave the graph."""
+    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]
+    for o in stage.ops:
+        if o.outputs[0] != stage.y:
+            del graph.tensors[o.outputs[0]]
+
+
+def patch_op(graph, stage, n_bands, reuse=True):
+    """(the ``PatchedStage`` op of ``stage`` in ``n_bands`` bands, its
+    record); the graph is not changed."""
     bands = band_rows(stage.rows, n_bands)
     whole, banded = stage_macs(graph, stage, bands, reuse)
-    inner = [op.outputs[0] for op in stage.ops if op.outputs[0] != stage.y]
     consts = []
     for op in stage.ops:
         for n in op.inputs:
@@ -546,10 +591,7 @@ def patch_graph(graph, stage, n_bands, reuse=True):
                       for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
         "h_axis": stage.h_axis, "reuse": bool(reuse)})
-    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]
-    for n in inner:
-        del graph.tensors[n]
-    return {"op": name, "input": stage.x, "output": stage.y,
+    return op, {"op": name, "input": stage.x, "output": stage.y,
             "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
             "bands": [list(b) for b in bands], "reuse": bool(reuse), "macs": whole,
             "recompute_macs": max(0, banded - whole)}

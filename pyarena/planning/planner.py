@@ -74,9 +74,10 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     check_graph_budget(graph, budget, weights)  # a tensor alone over the budget: no planning
     concat = bool(inplace) and bool(inplace_concat)
     if memory_budget is not None:
-        def make(cap):
+        def make(cap, limit=None):
             with _NoGC():
-                return _plan(graph, strategy, alignment, inplace, time_limit, rules, cap,
+                return _plan(graph, strategy, alignment, inplace,
+                             time_limit if limit is None else limit, rules, cap,
                              time.perf_counter(), concat, weights)
         result = fit_plan(graph, memory_budget, make, rescratch=rescratch,
                           schedule=schedule, alignment=alignment, time_limit=time_limit,

@@ -13,16 +13,18 @@ __all__ = ["plot_plan", "patch_marks", "PlotUnavailableError"]
 
 
 def patch_marks(plan):
-    """[(op index, label)] for the patched stage of a budgeted plan (one
+    """[(op index, label)] for each patched stage of a budgeted plan (one
     op that runs a whole stage in bands; ``planning/patch.py``)."""
-    rec = (plan.budget or {}).get("patch")
-    if not rec or plan.graph is None:
+    budget = plan.budget or {}
+    recs = budget.get("patches")
+    if recs is None:                # a plan written when one stage was the most
+        recs = [budget["patch"]] if budget.get("patch") else []
+    if not recs or plan.graph is None:
         return []
     names = [op.name for op in plan.graph.ops]
-    if rec["op"] not in names:
-        return []
     return [(names.index(rec["op"]), f"patched stage: {len(rec['ops'])} ops, "
-             f"{rec['grid'][0]} x {rec['grid'][1]} patches")]
+             f"{rec['grid'][0]} x {rec['grid'][1]} patches")
+            for rec in recs if rec["op"] in names]
 
 
 def _pyplot():

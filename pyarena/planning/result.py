@@ -352,8 +352,17 @@ def budget_text(budget):
     return (f"{budget['memory_budget']:,} B: fits with the "
             f"{'scheduled' if budget.get('order_changed') else 'given'} order, scratch "
             + ("as given" if scratch is None else f"budget {scratch:,} B per op")
-            + _patch_text(budget.get("patch"))
+            + "".join(_patch_text(r) for r in _records(budget))
             + f" ({_plans(len(budget.get('tried', [])))} tried)")
+
+
+def _records(budget):
+    """The patch records of ``Plan.budget``: every stage patched (plans
+    written before more than one stage could be patched have only
+    ``patch``)."""
+    if budget.get("patches") is not None:
+        return budget["patches"]
+    return [budget["patch"]] if budget.get("patch") else []
 
 
 def _patch_text(patch):
@@ -382,15 +391,20 @@ def _budget_from_json(b):
     if isinstance(b["memory_budget"], bool) or not isinstance(b["memory_budget"], int):
         raise InvalidArgumentError(f"plan JSON: budget memory_budget must be an integer, "
                                    f"not {b['memory_budget']!r}")
-    patch = b.get("patch")
+    patch, patches = b.get("patch"), b.get("patches", [])
     if patch is not None and not isinstance(patch, dict):
         raise InvalidArgumentError(f"plan JSON: budget patch must be an object or null, "
                                    f"not {patch!r:.80}")
+    if not isinstance(patches, list) or not all(isinstance(r, dict) for r in patches):
+        raise InvalidArgumentError(f"plan JSON: budget patches must be a list of objects, "
+                                   f"not {patches!r:.80}")
     out = {"memory_budget": b["memory_budget"], "order_changed": bool(b["order_changed"]),
            "scratch_budget": b["scratch_budget"], "tried": [dict(t) for t in b["tried"]]}
     if "fixed_order_bound_bytes" in b:       # absent from plans made before patching
         out["fixed_order_bound_bytes"] = b["fixed_order_bound_bytes"]
         out["patch"] = None if patch is None else dict(patch)
+        out["patches"] = [dict(r) for r in patches] if "patches" in b else (
+            [] if patch is None else [dict(patch)])
     return out
 
 

@@ -8,7 +8,7 @@ import pytest
 from onnx import helper
 
 from helpers.onnx_util import make_model
-from pyarena import plan
+from pyarena import PlanInfeasibleError, plan
 from pyarena.cli import main
 from pyarena.importers import load_model
 from pyarena.runtime import set_scratch
@@ -65,7 +65,10 @@ def test_plan_shrinks_the_scratch_to_fit(tmp_path, capsys):
 
 def test_plan_over_an_impossible_budget_exits_3_naming_the_smallest(tmp_path, capsys):
     path = conv_model(tmp_path)
-    _, smallest = arenas(path)
+    with pytest.raises(PlanInfeasibleError) as info:     # the API's smallest, any knob
+        plan(load_model(path), memory_budget=1)
+    smallest = info.value.smallest_bytes
+    assert smallest < arenas(path)[1]    # the two convs in row bands: below scratch alone
     assert main(["plan", path, "--memory-budget", str(smallest - 64)]) == 3
     err = capsys.readouterr().err
     assert err.startswith("pyarena plan: infeasible: no plan fits the memory budget")
@@ -106,6 +109,9 @@ def test_run_within_a_budget_gives_the_same_outputs(tmp_path, capsys):
     assert f"budget     {budget:,} B: fits with the given order, scratch budget" in text
     a, b = np.load(base), np.load(small)
     np.testing.assert_allclose(b["y"], a["y"], rtol=1e-5, atol=1e-5)
+    with pytest.raises(PlanInfeasibleError) as info:
+        plan(load_model(path), memory_budget=1)
+    smallest = info.value.smallest_bytes           # patched: below scratch alone
     assert main(["run", path, "--memory-budget", str(smallest - 64)]) == 3
     err = capsys.readouterr().err
     assert err.startswith("pyarena run: infeasible:") and f"{smallest:,} bytes" in err

@@ -72,7 +72,8 @@ def test_a_budget_the_default_plan_meets_changes_nothing():
                         "tried": [{"order": "given", "scratch_budget": None,
                                    "arena_bytes": ref.arena_bytes,
                                    "lower_bound_bytes": ref.lower_bound_bytes}],
-                        "fixed_order_bound_bytes": ref.lower_bound_bytes, "patch": None}
+                        "fixed_order_bound_bytes": ref.lower_bound_bytes, "patch": None,
+                        "patches": []}
     assert "fits with the given order, scratch as given (1 plan tried)" in p.summary()
     assert validate(p) == []
 

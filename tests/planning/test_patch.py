@@ -3,6 +3,8 @@ against brute force: the rows of every tensor that an output band depends
 on, found by following each output row through each op's taps, lie in the
 rows the band computes (a dilated kernel's last gap may be computed too),
 and each band op's padding makes its output exactly its rows."""
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,7 +27,7 @@ def test_bands_cover_the_rows_once_in_order(rows, n):
     assert set(sizes[:-1]) <= {sizes[0]} and sizes[-1] <= sizes[0]
 
 
-SPATIAL = st.tuples(st.sampled_from(["Conv", "MaxPool", "Relu", "Add", "Pad"]),
+SPATIAL = st.tuples(st.sampled_from(["Conv", "MaxPool", "Relu", "Add", "Pad", "Resize"]),
                     st.sampled_from([1, 2, 3, 5]), st.sampled_from([1, 2]),
                     st.sampled_from([1, 2, 3]), st.integers(0, 3), st.integers(0, 3))
 
@@ -55,6 +57,10 @@ def build(layers, h):
         elif kind == "Pad":     # (pt, pb) rows of zeros, one column on the left
             ins, shape = [x], (1, 2, hh + pt + pb, 6)
             attrs = {"mode": "constant", "pads": [0, 0, pt, 1, 0, 0, pb, 0]}
+        elif kind == "Resize" and hh <= 40:  # x s rows (+ pt: a scale that is no integer)
+            ins, shape = [x], (1, 2, hh * s + pt, 6)
+            attrs = {"mode": "linear" if d != 2 else "nearest",
+                     "coordinate_transformation_mode": CTM[k]}
         elif kind == "Add" and len(names) > 1 and shapes[names[-2]] == shapes[x]:
             ins, attrs, shape = [x, names[-2]], {}, shapes[x]
         else:
@@ -64,6 +70,25 @@ def build(layers, h):
         names.append(y)
         shapes[y] = shape
     return g, shapes
+
+
+CTM = {1: "half_pixel", 2: "asymmetric", 3: "align_corners", 5: "pytorch_half_pixel"}
+
+
+def resize_taps(op, hin, hout, o):
+    """The input rows output row ``o`` of a Resize reads (ONNX's formulas,
+    dividing by the scale as they do)."""
+    mode, scale = op.attrs["coordinate_transformation_mode"], hout / hin
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        c = (o + 0.5) / scale - 0.5
+    elif mode == "asymmetric":
+        c = o / scale
+    else:
+        c = o * (hin - 1) / (hout - 1) if hout > 1 else 0.0
+    c = min(max(c, 0.0), hin - 1)
+    if op.attrs["mode"] == "nearest":        # round_prefer_floor
+        return {min(max(math.ceil(c - 0.5), 0), hin - 1)}
+    return {math.floor(c), min(math.floor(c) + 1, hin - 1)}
 
 
 def brute(g, y, band):
@@ -76,6 +101,10 @@ def brute(g, y, band):
             hin = g.tensors[op.inputs[0]].shape[2]
             deps.setdefault(op.inputs[0], set()).update(
                 o - pt for o in rows if 0 <= o - pt < hin)
+        elif op.op_type == "Resize":
+            hin, hout = g.tensors[op.inputs[0]].shape[2], g.tensors[op.outputs[0]].shape[2]
+            deps.setdefault(op.inputs[0], set()).update(
+                r for o in rows for r in resize_taps(op, hin, hout, o))
         elif op.op_type in ("Conv", "MaxPool"):
             s, d, k, pt = op_geometry(op, g, 2)[:4]
             hin = g.tensors[op.inputs[0]].shape[2]
@@ -97,7 +126,7 @@ def test_band_needs_are_the_hull_of_the_rows_each_band_depends_on(layers, h, dat
     rows = shapes[y][2]
     n = data.draw(st.integers(1, rows))
     geos = {i: op_geometry(op, g, 2) for i, op in enumerate(g.ops)
-            if op.op_type in ("Conv", "MaxPool", "Pad")}
+            if op.op_type in ("Conv", "MaxPool", "Pad", "Resize")}
     for band in band_rows(rows, n):
         need, per_op = band_needs(g.ops, shapes, y, band, 2, geos)
         deps = brute(g, y, band)
@@ -119,6 +148,10 @@ def test_band_needs_are_the_hull_of_the_rows_each_band_depends_on(layers, h, dat
                 assert set(range(r0, r1)) <= deps.get(op.inputs[0], set()) | set(
                     range(need.get(op.inputs[0], (0, 0))[0],
                           need.get(op.inputs[0], (0, 0))[1]))
+            elif op.op_type == "Resize":    # its band's coordinates, from its first row
+                r0, r1 = req[0]
+                assert len(pads) == need[op.outputs[0]][1] - need[op.outputs[0]][0]
+                assert 0 <= min(pads) and max(pads) <= r1 - r0 - 1
             elif i in geos:   # the band pads make the band conv's output exactly the band
                 s, d, k, _ = geos[i][:4]
                 r0, r1 = req[0]
@@ -140,7 +173,7 @@ def test_row_reuse_computes_each_needed_row_once_and_keeps_what_later_bands_read
     rows = shapes[y][2]
     bands = band_rows(rows, data.draw(st.integers(1, rows)))
     geos = {i: op_geometry(op, g, 2) for i, op in enumerate(g.ops)
-            if op.op_type in ("Conv", "MaxPool", "Pad")}
+            if op.op_type in ("Conv", "MaxPool", "Pad", "Resize")}
     x = g.ops[0].inputs[0]
     computed, window = {}, {}       # tensor -> rows made so far; its last window
     steps = stage_needs(g.ops, shapes, y, bands, 2, geos, reuse=True)
@@ -184,9 +217,14 @@ def test_no_stage_without_a_spatial_op_or_with_an_unknown_op():
 
 def test_budget_json_keeps_the_patch_record_and_refuses_a_bad_one():
     b = {"memory_budget": 10, "order_changed": False, "scratch_budget": None, "tried": [],
-         "fixed_order_bound_bytes": 40, "patch": {"op": "p", "grid": [4, 1]}}
+         "fixed_order_bound_bytes": 40, "patch": {"op": "p", "grid": [4, 1]},
+         "patches": [{"op": "p", "grid": [4, 1]}, {"op": "q", "grid": [8, 1]}]}
     assert _budget_from_json(b) == b
+    one = {k: v for k, v in b.items() if k != "patches"}   # before a second stage
+    assert _budget_from_json(one) == {**one, "patches": [b["patch"]]}
     old = {k: b[k] for k in ("memory_budget", "order_changed", "scratch_budget", "tried")}
     assert _budget_from_json(old) == old      # a plan made before patching
     with pytest.raises(InvalidArgumentError, match="patch"):
         _budget_from_json({**b, "patch": [1]})
+    with pytest.raises(InvalidArgumentError, match="patches"):
+        _budget_from_json({**b, "patches": [1]})

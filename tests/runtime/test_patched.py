@@ -30,9 +30,12 @@ def _conv(b, x, cout, k, stride, dil, pad, group):
 
 
 LAYER = st.tuples(st.sampled_from(["conv", "dw", "maxpool", "avgpool", "relu", "bn", "res",
-                                   "res2", "pad"]),
+                                   "res2", "pad", "up"]),
                   st.sampled_from([1, 3, 5]), st.sampled_from([1, 2]),
                   st.sampled_from([1, 2]), st.booleans())
+
+
+UP_MODES = {1: "half_pixel", 3: "asymmetric", 5: "align_corners"}
 
 
 def chain(layers, h, w, c=3):
@@ -66,6 +69,15 @@ def chain(layers, h, w, c=3):
                 ins.append(b.const(b._name("value"), np.array(0.5, np.float32)))
             y = b.tensor((n, c + d - 1, hh + top + bottom, ww + left + 1))
             b.g.add_op("Pad", ins, [y], name=b._name("pad"), mode="constant")
+            t = y
+        elif kind == "up":    # a decoder's Resize: x2, or by 1.5 and a row (no integer)
+            if hh > 24:
+                continue
+            shape = (n, c, hh * 2, ww * 2) if s == 2 else (n, c, hh + hh // 2 + 1, ww + 1)
+            y = b.tensor(shape)
+            b.g.add_op("Resize", [t], [y], name=b._name("resize"),
+                       mode="linear" if padded else "nearest",
+                       coordinate_transformation_mode=UP_MODES[k])
             t = y
         elif kind == "relu":
             t = b.relu(t)

@@ -265,6 +265,8 @@ class PatchedStage(Kernel):
             begin, end = list(self.geos[i][3]), list(self.geos[i][4])
             begin[self.h], end[self.h] = pads
             attrs["pads"] = begin + end
+        elif pads is not None and self.geos[i][0] == "resize":
+            attrs["_band_axis"], attrs["_band_coords"] = self.h, list(pads)
         elif pads is not None:
             geo = self.geos[i]
             attrs["pads"] = [pads[0], geo[4], pads[1], geo[6]]

@@ -8,28 +8,9 @@ import numpy as np
 
 from ..._native import check, lib
 from ..._native import kernels as nk
+from ...planning.resize_rows import resize_coords
 from .native import NATIVE_DTYPE, Pointers
 from .registry import Kernel, const, register
-
-
-def _coords(out_n, in_n, scale, mode):
-    o = np.arange(out_n, dtype=np.float64)
-    if mode == "half_pixel":
-        return (o + 0.5) / scale - 0.5
-    if mode == "pytorch_half_pixel":
-        return (o + 0.5) / scale - 0.5 if out_n > 1 else np.zeros(out_n)
-    if mode == "align_corners":
-        return o * (in_n - 1) / (out_n - 1) if out_n > 1 else np.zeros(out_n)
-    if mode == "asymmetric":
-        return o / scale
-    if mode == "tf_half_pixel_for_nn":
-        return (o + 0.5) / scale
-    if mode == "half_pixel_symmetric":
-        # centre of the implicit ROI onto the centre of the output (differs
-        # from half_pixel only when scale * in is not an integer)
-        adj = out_n / (scale * in_n)
-        return in_n / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
-    raise ValueError(mode)
 
 
 def _text(v):
@@ -83,6 +64,7 @@ class Resize(Kernel):
         axes = list(range(nd)) if axes is None else [int(v) + nd if int(v) < 0 else int(v)
                                                      for v in axes]
         scales = self._scales(xs, ys, axes)
+        band_axis = a.get("_band_axis")     # coordinates given, relative to the band
         crop = self._crop(nd, axes) if ctm == "tf_crop_and_resize" else None
         self.extrap = []
         self.plan = []
@@ -91,11 +73,13 @@ class Resize(Kernel):
                 c = self._crop_coords(ax, xs[ax], ys[ax], crop[ax])
                 if c is None:
                     continue
+            elif ax == band_axis:       # one band of a patched stage's rows
+                c = np.asarray(a["_band_coords"], dtype=np.float64)
             elif xs[ax] == ys[ax] and scales[ax] == 1.0:
                 continue
             else:
                 try:
-                    c = _coords(ys[ax], xs[ax], scales[ax], ctm)
+                    c = resize_coords(ys[ax], xs[ax], scales[ax], ctm)
                 except ValueError:
                     self.fail(f"coordinate_transformation_mode {ctm!r} is not supported")
             self.plan.append((ax, self._taps(mode, c, ax, xs, ys)))
