@@ -59,6 +59,8 @@ def main():
                     help="inference medians in the calling thread's CPU time (default: "
                          "steady on a shared machine; every runtime runs one thread) "
                          "or wall clock")
+    ap.add_argument("--layout", default="auto", choices=("auto", "nhwc", "keep"),
+                    help="the sessions' layout pass (InferenceSession(layout=))")
     ap.add_argument("--phases-only", action="store_true",
                     help="only the time of a new signature, phase by phase")
     ap.add_argument("--against", default=None, metavar="DIR",
@@ -81,7 +83,7 @@ def main():
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    s = InferenceSession(path)
+    s = InferenceSession(path, layout=args.layout)
     print(f"{'width':>6}{'first run ms':>14}{'cpu ms':>8}{'session ms':>12}"
           f"{'fixed ms':>10}"
           f"{'ort ms':>9}{'session/fixed':>15}{'session/ort':>13}{'max|diff|':>11}"
@@ -111,7 +113,7 @@ def main():
               f"{m['session'] / m['ort']:>13.2f}{diff:>11.1e}{p.arena_bytes / 1024:>11.1f}"
               f"{p.lower_bound_bytes / 1024:>11.1f}", flush=True)
         del fixed
-    s = InferenceSession(path)           # a session alone (no comparison executors)
+    s = InferenceSession(path, layout=args.layout)  # a session alone (no comparison executors)
     for w in widths + widths:            # the cycle twice: new, then cached signatures
         dims = [w if d == "W" else int(d) for d in args.dims.split(",")]
         s.run(None, {args.input: np.zeros(dims, np.float32)})
@@ -140,7 +142,7 @@ def child_signatures(args):
     widths = [int(w) for w in args.widths.split(",")]
     out = []
     for k in range(args.sessions):
-        s = InferenceSession(path, max_plans=len(widths))
+        s = InferenceSession(path, max_plans=len(widths), layout=args.layout)
         for i, w in enumerate(widths):
             sig = ((args.input, tuple(_dims(args, w + 8 * k)), None),)
             gc.collect()
@@ -236,7 +238,7 @@ def phases(path, args, widths):
             setattr(owner, attr, timed(getattr(owner, attr), phase))
     rounds = collections.defaultdict(list)
     for _ in range(args.sessions):
-        s = InferenceSession(path)
+        s = InferenceSession(path, layout=args.layout)
         for k, w in enumerate(widths):
             dims = [w if d == "W" else int(d) for d in args.dims.split(",")]
             spent.clear()

@@ -9,6 +9,7 @@ from pyarena.errors import InvalidArgumentError
 from pyarena.memory import Arena
 from pyarena.runtime import Executor, random_feeds
 from pyarena.runtime.keeper import build_kernels
+from pyarena.runtime.layout import to_nhwc
 from pyarena.runtime.kernels import set_scratch
 from pyarena.runtime.kernels.registry import scratch_bytes_for
 from pyarena.runtime.models import mobilenet_v2, resnet
@@ -139,14 +140,22 @@ def _laid(k):
             for a in ("wm", "wt", "packed", "bias")]
 
 
+def _nhwc_mobilenet_v2(r):
+    g = mobilenet_v2(r)
+    assert to_nhwc(g, "nhwc") > 0
+    return g
+
+
 @pytest.mark.parametrize("make, native", [(lambda r: mobilenet_v2(r), True),
                                           (lambda r: mobilenet_v2(r), False),
+                                          (_nhwc_mobilenet_v2, True),
                                           (lambda r: resnet(18, resolution=r), False)])
 def test_kernels_built_from_a_prior_signature_are_those_built_anew(make, native):
     """build_kernels(prior=): a convolution takes the weights its prior (the
     same op at other shapes) laid out where their layout cannot differ --
-    NumPy modes, the native depthwise packing -- and is otherwise the kernel
-    built anew: the same path, scratch, bands and weights, the same outputs."""
+    NumPy modes, the native depthwise and NHWC pointwise packings -- and is
+    otherwise the kernel built anew: the same path, scratch, bands and
+    weights, the same outputs."""
     small, large = make(32), make(64)
     small.native = native
     shapes = {n: t.shape for n, t in large.tensors.items() if t.role != "constant"}
@@ -156,16 +165,20 @@ def test_kernels_built_from_a_prior_signature_are_those_built_anew(make, native)
     lent = build_kernels(g, weights, {}, prior=before.kernels)
     fresh, fresh_weights = small.resized(shapes), Arena(alignment=64)
     anew = build_kernels(fresh, fresh_weights)
-    took = 0
+    took = nhwc_gemm = 0
     for k, a, p in zip(lent.kernels, anew.kernels, before.kernels):
         assert (type(k), k.path, k.scratch_bytes, getattr(k, "bands", None), _laid(k)) == \
             (type(a), a.path, a.scratch_bytes, getattr(a, "bands", None), _laid(a))
         shared = [getattr(k, n, None) is getattr(p, n) for n in ("wm", "wt", "packed")
                   if getattr(k, n, None) is not None]
         took += any(shared)
-        if k.path in ("native", "native-gemm"):
+        if k.path == "native" or (k.path == "native-gemm" and not k.nhwc):
             assert not any(shared)          # packed for the new output size
+        elif k.path == "native-gemm":
+            assert all(shared)              # NHWC: tiled by pixels at every size
+            nhwc_gemm += 1
     assert took >= 10
+    assert nhwc_gemm >= (10 if make is _nhwc_mobilenet_v2 else 0)
     feeds = random_feeds(g, seed=4)
     p = plan_in_slack(g)
     got = Executor(g, p, weights=weights, kernels=lent).run(feeds)

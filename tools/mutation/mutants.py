@@ -1292,6 +1292,12 @@ MUTANTS = [
       "        for (int v = 0; v < VW; v++)\n            acc[v] = xq[v] * wv[v];",
       "the depthwise kernel's channel tail keeps only the last tap",
       NATIVE),
+    M("conv-nhwc-gemm-packing-not-lent", "pyarena/runtime/kernels/conv.py",
+      "                mode == \"native\" or (mode == \"native-gemm\" and not self.nhwc) or self.sizing:",
+      "                mode in (\"native\", \"native-gemm\") or self.sizing:",
+      "a re-sized signature packs its NHWC pointwise weights again although their "
+      "packing does not depend on the output size",
+      ("tests/runtime/test_keeper.py",)),
     M("native-gemm-partial-sums-dropped", "csrc/kernels_gemm.c",
       "            if (k0 == 0) {",
       "            if (1) {",

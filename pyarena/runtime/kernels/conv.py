@@ -111,11 +111,13 @@ class Conv(Spatial):
         channels, groups and window.  Those layouts (every NumPy mode's, and
         the native depthwise kernel's packing) depend on nothing else -- not
         on the spatial size, which the geometry, bands and scratch follow
-        here as for a new kernel; the other native packings do (the C core
-        picks their tiling by the output size), so they are packed again."""
+        here as for a new kernel; so does the NHWC pointwise packing (the C
+        core always tiles NHWC by pixels).  The other native packings do not
+        (the C core picks their tiling by the output size: NCHW pointwise,
+        the few-input-channel kernel), so they are packed again."""
         p = self.prior
         if p is None or type(p) is not type(self) or getattr(p, "mode", None) != mode or \
-                mode in ("native", "native-gemm") or self.sizing:
+                mode == "native" or (mode == "native-gemm" and not self.nhwc) or self.sizing:
             return None
         if (p.dtype, p.use_native, p.nhwc, p.c_in, p.cout, p.G, p.kh, p.kw) != \
                 (self.dtype, self.use_native, self.nhwc, self.c_in, self.cout, self.G,
