@@ -133,6 +133,53 @@ PA_INLINE void nhwc_tile(const dw_taps_t *t, const float *x, int64_t ps, const f
     }
 }
 
+/* nhwc_tile for VW = PA_VEC (16 channels) with the tile in GNU C vectors
+ * of 8 floats: with plain arrays GCC keeps the 4 x 16 accumulators in
+ * memory and reloads them at every tap (as kernels_gemm.c notes). */
+typedef float pa_dw_v8 __attribute__((vector_size(32)));
+#define DW_LOAD(dst, p) memcpy(&(dst), (p), sizeof(pa_dw_v8))
+
+PA_INLINE void nhwc_tile16(const dw_taps_t *t, const float *x, int64_t ps, const float *w,
+                           const float *bias, float *y, int64_t C,
+                           const pa_act_params_t *act) {
+    pa_dw_v8 a0, a1, b0, b1, c0, c1, d0, d1, lo, hi, xv;
+    DW_LOAD(lo, bias);
+    DW_LOAD(hi, bias + 8);
+    a0 = b0 = c0 = d0 = lo;
+    a1 = b1 = c1 = d1 = hi;
+    for (int64_t k = 0; k < t->n; k++) {
+        const float *xq = x + t->xoff[k];
+        const float *wv = w + t->woff[k];
+        DW_LOAD(lo, wv);
+        DW_LOAD(hi, wv + 8);
+        DW_LOAD(xv, xq);
+        a0 += xv * lo;
+        DW_LOAD(xv, xq + 8);
+        a1 += xv * hi;
+        DW_LOAD(xv, xq + ps);
+        b0 += xv * lo;
+        DW_LOAD(xv, xq + ps + 8);
+        b1 += xv * hi;
+        DW_LOAD(xv, xq + 2 * ps);
+        c0 += xv * lo;
+        DW_LOAD(xv, xq + 2 * ps + 8);
+        c1 += xv * hi;
+        DW_LOAD(xv, xq + 3 * ps);
+        d0 += xv * lo;
+        DW_LOAD(xv, xq + 3 * ps + 8);
+        d1 += xv * hi;
+    }
+    float acc[PA_DW_MR][PA_VEC];
+    memcpy(acc[0], &a0, 32), memcpy(acc[0] + 8, &a1, 32);
+    memcpy(acc[1], &b0, 32), memcpy(acc[1] + 8, &b1, 32);
+    memcpy(acc[2], &c0, 32), memcpy(acc[2] + 8, &c1, 32);
+    memcpy(acc[3], &d0, 32), memcpy(acc[3] + 8, &d1, 32);
+    for (int p = 0; p < PA_DW_MR; p++) {
+        _pa_act_block(acc[p], (size_t)PA_VEC, act);
+        memcpy(y + p * C, acc[p], sizeof acc[p]);
+    }
+}
+
 /* One pixel anywhere (border columns skip the taps outside): iw0 is the
  * input column of its tap (0, 0), x points at that column (maybe outside)
  * of row 0 via offsets, so only in-range taps are dereferenced. */
@@ -165,7 +212,10 @@ PA_INLINE void nhwc_channels(const dw_job_t *j, const dw_taps_t *t, const float 
     int64_t c0 = 0;
 #define PA_DW_STEP(VW)                                                                 \
     for (; c0 + (VW) <= C; c0 += (VW)) {                                               \
-        if (tile)                                                                      \
+        if (tile && (VW) == PA_VEC)                                                    \
+            nhwc_tile16(t, xrow0 + iw0 * C + c0, c->sw * C, j->w + c0, j->bias + c0,   \
+                        y + c0, C, &c->act);                                           \
+        else if (tile)                                                                 \
             nhwc_tile(t, xrow0 + iw0 * C + c0, c->sw * C, j->w + c0, j->bias + c0,     \
                       y + c0, C, &c->act, (VW));                                       \
         else                                                                           \
@@ -551,7 +601,7 @@ PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
         float *orow = out + r * c->w_out * V;
         int64_t ow = 0;
         for (; ow + PA_DW_MR <= c->w_out; ow += PA_DW_MR)
-            nhwc_tile(&t, xrow + ow * ps, ps, w, bias, orow + ow * V, V, &c->act, PA_VEC);
+            nhwc_tile16(&t, xrow + ow * ps, ps, w, bias, orow + ow * V, V, &c->act);
         if (ow < c->w_out && c->w_out >= PA_DW_MR)      /* overlapping last tile */
             nhwc_tile(&t, xrow + (c->w_out - PA_DW_MR) * ps, ps, w, bias,
                       orow + (c->w_out - PA_DW_MR) * V, V, &c->act, PA_VEC);
