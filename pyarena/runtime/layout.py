@@ -46,6 +46,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..graph.graph import Op
 from ..memory.mapped import release_pages
+from .fusion import _Graph
 
 __all__ = ["to_nhwc", "worth", "RULES", "TO_NHWC", "TO_NCHW"]
 
@@ -75,30 +76,16 @@ _POOLS = frozenset(("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPoo
 _F32 = np.dtype(np.float32)
 
 
-class _Pass:
-    """The graph, its readers and producers, and the new tensors' names."""
+class _Pass(_Graph):
+    """The graph, its readers (and constants, as fusion sees them) and
+    producers, and the new tensors' names."""
 
     def __init__(self, graph, memo):
-        self.g = graph
-        self.memo = memo
-        self.outputs = set(graph.outputs)
-        self.readers, self.producer = {}, {}
-        for op in graph.ops:
-            for t in op.inputs:
-                if t:
-                    self.readers.setdefault(t, []).append(op)
-            for t in op.outputs:
-                if t:
-                    self.producer[t] = op
+        super().__init__(graph, memo)
+        self.producer = {t: op for op in graph.ops for t in op.outputs if t}
         self.op_names = {op.name for op in graph.ops}
         self.shapes = {}        # tensor -> (NCHW source tensor, perm)
         self.baked = set()      # constants re-laid out into new ones
-
-    def const(self, name):
-        t = self.g.tensors.get(name) if name else None
-        if t is None or t.role != "constant" or t.data is None:
-            return None
-        return np.asarray(t.data)
 
     def act4(self, name):
         """Whether ``name`` is a planned 4-D activation of known shape."""

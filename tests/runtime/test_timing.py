@@ -16,18 +16,23 @@ class FakeClock:
         return self.now
 
 
-def test_rounds_interleave_and_each_sample_times_its_own_call(monkeypatch):
-    clock = FakeClock()
-    # the module's own view of `time` only: nothing else sees the fake clock
-    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock))
-    order = []
-
+def _calls(clock, order):
+    """``make(name, cost)``: a call that records its name in ``order`` and
+    advances ``clock`` by ``cost`` seconds."""
     def make(name, cost):
         def fn():
             order.append(name)
             clock.now += cost
         return fn
+    return make
 
+
+def test_rounds_interleave_and_each_sample_times_its_own_call(monkeypatch):
+    clock = FakeClock()
+    # the module's own view of `time` only: nothing else sees the fake clock
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock))
+    order = []
+    make = _calls(clock, order)
     times = timing.time_calls({"a": make("a", 1.0), "b": make("b", 10.0)},
                               repeat=3, warmup=2)
     # two untimed warm-up rounds, then three timed rounds, a and b in turn
@@ -39,12 +44,7 @@ def test_rotated_rounds_start_one_call_later(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock))
     order = []
-
-    def make(name, cost):
-        def fn():
-            order.append(name)
-            clock.now += cost
-        return fn
+    make = _calls(clock, order)
     times = timing.time_calls({"a": make("a", 1.0), "b": make("b", 2.0),
                                "c": make("c", 4.0)}, repeat=4, warmup=1, rotate=True)
     assert order == list("abc" "abc" "bca" "cab" "abc")
