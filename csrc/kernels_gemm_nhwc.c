@@ -212,8 +212,8 @@ static void gemm_nhwc_tiles(void *ctx, int64_t begin, int64_t end) {
         nhwc_tile_at(j, t / j->nt * PA_GEMM_MR, t % j->nt);
 }
 
-pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                              const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
+pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                               const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
     nhwc_job_t j = {c, packed, x, r, y, c->n * c->h * c->w, c->c_in, c_res, 0, 0, 0};
     j.mt = (j.m + PA_GEMM_MR - 1) / PA_GEMM_MR;
     j.nt = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
@@ -221,4 +221,13 @@ pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const f
     pa_workers_t *w = _pa_workers_for(workers, (double)j.m * (double)c->c_out * (double)j.k);
     _pa_parallel(w, j.mt * j.nt, gemm_nhwc_tiles, &j);
     return PA_OK;
+}
+
+/* The AVX-512 tile where the processor has it (the same sums, bit for
+ * bit), else the portable one. */
+pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                              const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
+    if (_pa_gemm_nhwc512_usable())
+        return _pa_gemm_nhwc512_run(c, packed, x, r, c_res, y, workers);
+    return _pa_gemm_nhwc6_run(c, packed, x, r, c_res, y, workers);
 }

@@ -293,9 +293,21 @@ pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float
 pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
                          const float *r, int64_t c_res, float *y, pa_workers_t *workers);
 
-/* kernels_gemm_nhwc.c: _pa_gemm_run's NHWC case (same packing). */
+/* kernels_gemm_nhwc.c: _pa_gemm_run's NHWC case (same packing): the
+ * AVX-512 tile where usable, else _pa_gemm_nhwc6_run (the portable
+ * 6-pixel tile; the same sums). */
 pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
                               const float *r, int64_t c_res, float *y, pa_workers_t *workers);
+pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                               const float *r, int64_t c_res, float *y, pa_workers_t *workers);
+
+/* kernels_gemm_nhwc512.c: 1 where the AVX-512 tile is built and the
+ * processor has AVX-512F; its run is only called then (else
+ * PA_ERR_STATE). */
+int _pa_gemm_nhwc512_usable(void);
+pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                                 const float *r, int64_t c_res, float *y,
+                                 pa_workers_t *workers);
 
 /* kernels_elementwise.c */
 /* Apply `act` to v[0..n) in place (PA_ACT_NONE: nothing). */

@@ -4,7 +4,9 @@
  * element-wise chains, pooling and resize; one and three threads must give
  * the same bits; bad arguments are refused.  Run plain and under
  * ASan + UBSan (make -C csrc sanitize), which also catches any read past a
- * tensor's end. */
+ * tensor's end.  The NHWC pointwise tiles (AVX-512 where the processor
+ * has it, the portable one) must give the same bits. */
+#include "kernels_internal.h"
 #include "pyarena.h"
 #include "testhelper.h"
 
@@ -249,6 +251,61 @@ static void test_conv_pointwise(void) {
         }
     CHECK(worst < 1e-5);
     printf("     pointwise: worst relative error %.3g over 316 geometries\n", worst);
+    pa_workers_destroy(pool);
+}
+
+/* Equal bits where GCC built both tiles (its clones of the portable tile
+ * contract to FMA as the AVX-512 one does); clang's clone choice and
+ * contraction differ, so there within rounding (relative 1e-5). */
+static int same_floats(const float *a, const float *b, size_t n) {
+#if defined(__GNUC__) && !defined(__clang__)
+    return memcmp(a, b, n * sizeof *a) == 0;
+#else
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(a[i] - b[i]) > 1e-5f * (1.0f + fabsf(a[i])))
+            return 0;
+    return 1;
+#endif
+}
+
+/* The NHWC pointwise convolution's AVX-512 tile (8 pixels x 32 channels)
+ * against the portable 6 x 16 tile on the same packed weights: the same
+ * sums in the same order, so the same bits (GCC) -- any pixel count (last
+ * tiles of 1-11 pixels), c_out around the 16 / 32 channel blocks, a
+ * residual of c_res <= c_out channels or none, every activation, one and
+ * three threads.  Skipped where the processor has no AVX-512. */
+static void test_gemm_nhwc512(void) {
+    if (!_pa_gemm_nhwc512_usable()) {
+        printf("     (no AVX-512 here: the portable tile only)\n");
+        return;
+    }
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    for (int t = 0; t < 200; t++) {
+        pa_conv2d_t c = random_pointwise();
+        c.layout = PA_LAYOUT_NHWC;
+        c.dh = c.dw = 1;
+        if (t % 4 == 0)
+            c.c_out = 16 * rnd(1, 4) + rnd(-1, 1);
+        int64_t m = c.n * c.h * c.w, c_res = rnd(0, 2) ? 0 : rnd(1, c.c_out);
+        size_t np = _pa_gemm_packed_size(&c);
+        float *w = fbuf((size_t)(c.c_out * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *packed = fbuf(np), *x = fbuf((size_t)(m * c.c_in));
+        float *r = c_res ? fbuf((size_t)(m * c_res)) : NULL;
+        float *y0 = fbuf((size_t)(m * c.c_out)), *y1 = fbuf((size_t)(m * c.c_out));
+        CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+        pa_workers_t *wk = t % 2 ? pool : NULL;
+        CHECK_EQ(_pa_gemm_nhwc6_run(&c, packed, x, r, c_res, y0, wk), PA_OK);
+        CHECK_EQ(_pa_gemm_nhwc512_run(&c, packed, x, r, c_res, y1, wk), PA_OK);
+        if (!same_floats(y0, y1, (size_t)(m * c.c_out))) {
+            printf("     differs: m %lld c_in %lld c_out %lld c_res %lld act %d\n",
+                   (long long)m, (long long)c.c_in, (long long)c.c_out, (long long)c_res,
+                   (int)c.act.kind);
+            CHECK(0);
+            t = 200;
+        }
+        free(w), free(b), free(packed), free(x), free(r), free(y0), free(y1);
+    }
     pa_workers_destroy(pool);
 }
 
@@ -513,6 +570,7 @@ static void test_workers(void) {
 int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
+    RUN(test_gemm_nhwc512);
     RUN(test_conv_residual);
     RUN(test_conv_threads);
     RUN(test_conv_invalid);
