@@ -21,21 +21,13 @@
  * taps go to the direct convolution instead.  Packed weights: bias then
  * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
  */
-#include "kernels_internal.h"
+#include "kernels_dwconv.h"
 
 #define PA_DW_MR 4
 #ifndef PA_DW_ROWS
 #define PA_DW_ROWS 4                     /* NCHW: output rows per span    */
 #endif
 #define PA_DW_TILE_FLOATS 4096
-
-typedef struct {
-    const pa_conv2d_t *c;
-    const float *bias, *w, *x;
-    float *y;
-    int64_t cp;                 /* channels rounded up to PA_VEC (packed row) */
-    int64_t ow_lo, ow_hi;       /* interior output columns [lo, hi)          */
-} dw_job_t;
 
 static int64_t round_vec(int64_t c) { return (c + PA_VEC - 1) / PA_VEC * PA_VEC; }
 
@@ -78,20 +70,7 @@ static void interior(int64_t n_out, int64_t s, int64_t pad, int64_t k, int64_t d
         *hi = *lo;
 }
 
-/* The taps of one output row whose input row is inside the image: offsets
- * (in floats, from the input position of tap (0, 0)), weight rows, and
- * the column index j for the border check.  Built once per output row, so
- * the inner loops walk one flat list whatever the kernel size. */
-typedef struct {
-    int64_t n;
-    int64_t xoff[PA_DW_MAX_TAPS];
-    int64_t woff[PA_DW_MAX_TAPS];
-    int64_t col[PA_DW_MAX_TAPS];
-} dw_taps_t;
-
-/* px: floats between horizontally adjacent input pixels (C for NHWC, 1
- * for NCHW); wstep: floats between the packed rows of two taps. */
-static void row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep,
+void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep,
                      dw_taps_t *t) {
     int64_t ilo, ihi;
     valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
@@ -237,7 +216,7 @@ static void dw_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
     dw_taps_t t;
     for (int64_t r = begin; r < end; r++) {
         int64_t img = r / c->h_out, oh = r % c->h_out;
-        row_taps(c, oh, C, j->cp, &t);
+        _pa_dw_row_taps(c, oh, C, j->cp, &t);
         /* input row of tap row 0 (maybe outside: only offsets of inside
          * rows are added to it) */
         const float *xrow0 = j->x + img * c->h * c->w * C +
@@ -359,7 +338,7 @@ PA_INLINE void nchw_rows_sw(const dw_job_t *j, int64_t begin, int64_t end, int64
     for (int64_t r = begin; r < end; r++) {
         int64_t plane = r / c->h_out, oh = r % c->h_out;
         int64_t ch = plane % c->c_in;
-        row_taps(c, oh, 1, j->cp, &t);
+        _pa_dw_row_taps(c, oh, 1, j->cp, &t);
         for (int64_t k = 0; k < t.n; k++)
             wt[k] = j->w[t.woff[k] + ch];
         const float b = j->bias[ch];
@@ -638,6 +617,11 @@ static void dw_nchw_blocks(void *ctx, int64_t begin, int64_t end) {
 
 pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const float *x,
                            float *y, pa_workers_t *workers) {
+    return _pa_dwconv_run_isa(c, packed, x, y, workers, _pa_avx512_usable());
+}
+
+pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
+                               float *y, pa_workers_t *workers, int avx512) {
     dw_job_t j = {c, packed, NULL, x, y, round_vec(c->c_in), 0, 0};
     j.w = packed + j.cp;
     interior(c->w_out, c->sw, c->pad_left, c->kw, c->dw, c->w, &j.ow_lo, &j.ow_hi);
@@ -654,7 +638,9 @@ pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const floa
      * 56 -> 28: 228 vs 434 us) */
     if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && c->w_out <= PA_DW_BLOCK_MAX_W)
         bj.band = block_band_rows(c);
-    if (c->layout == PA_LAYOUT_NHWC) {
+    if (c->layout == PA_LAYOUT_NHWC && avx512 && _pa_avx512_usable()) {
+        _pa_parallel(w, c->n * c->h_out, _pa_dw_nhwc512_rows, &j);
+    } else if (c->layout == PA_LAYOUT_NHWC) {
         _pa_parallel(w, c->n * c->h_out, dw_nhwc_rows, &j);
     } else if (bj.band > 0) {
         bj.nbands = (c->h_out + bj.band - 1) / bj.band;

@@ -227,7 +227,7 @@ pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const 
  * bit), else the portable one. */
 pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
                               const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
-    if (_pa_gemm_nhwc512_usable())
+    if (_pa_avx512_usable())
         return _pa_gemm_nhwc512_run(c, packed, x, r, c_res, y, workers);
     return _pa_gemm_nhwc6_run(c, packed, x, r, c_res, y, workers);
 }

@@ -24,9 +24,9 @@
  *
  * Used when the compiler can build it (x86-64, GCC >= 11 or clang, as
  * PA_MULTIVERSION) and the processor has AVX-512F at run time
- * (_pa_gemm_nhwc512_usable) and the environment variable
- * PA_DISABLE_AVX512 is unset, empty or 0 (read once; for side-by-side
- * timings); otherwise the portable tile runs.  No workspace
+ * (_pa_avx512_usable, cpu.c: unless the environment variable
+ * PA_DISABLE_AVX512 is set to other than 0, for side-by-side timings);
+ * otherwise the portable tile runs.  No workspace
  * but the stack.
  */
 #include "kernels_internal.h"
@@ -35,7 +35,6 @@
     (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
 
 #include <immintrin.h>
-#include <stdlib.h>
 
 /* as kernels_gemm_nhwc.c: the spilled epilogue's activations contracted
  * alike (hard-sigmoid's x * alpha + beta one FMA there too) */
@@ -180,20 +179,10 @@ NHWC512 static void gemm_nhwc512_tiles(void *ctx, int64_t begin, int64_t end) {
         nhwc512_tile_at(j, t / j->nt * NHWC512_MR, t % j->nt);
 }
 
-int _pa_gemm_nhwc512_usable(void) {
-    static int usable = -1;     /* a race writes the same value */
-    if (usable < 0) {
-        const char *off = getenv("PA_DISABLE_AVX512");
-        __builtin_cpu_init();
-        usable = __builtin_cpu_supports("avx512f") && !(off && *off && *off != '0') ? 1 : 0;
-    }
-    return usable;
-}
-
 pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
                                  const float *r, int64_t c_res, float *y,
                                  pa_workers_t *workers) {
-    if (!_pa_gemm_nhwc512_usable())
+    if (!_pa_avx512_usable())
         return PA_ERR_STATE;
     nhwc512_job_t j = {c, packed, x, r, y, c->n * c->h * c->w, c->c_in, c_res, 0, 0, 0, 0};
     j.nb = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
@@ -206,8 +195,6 @@ pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, cons
 }
 
 #else
-
-int _pa_gemm_nhwc512_usable(void) { return 0; }
 
 pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
                                  const float *r, int64_t c_res, float *y,

@@ -148,6 +148,11 @@ PA_INLINE void _pa_act_block(float *restrict v, size_t n, const pa_act_params_t 
     }
 }
 
+/* cpu.c: 1 where the AVX-512 tiles are built (x86-64, GCC >= 11 or
+ * clang) and the processor has AVX-512F, unless the environment variable
+ * PA_DISABLE_AVX512 is set to other than 0 (read once). */
+int _pa_avx512_usable(void);
+
 /* kernels_conv.c */
 /* 1 if the geometry is usable (sizes positive, groups divide the channels,
  * element counts below 2^40, a known activation). */
@@ -262,6 +267,10 @@ pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const flo
                             float *packed);
 pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const float *x,
                            float *y, pa_workers_t *workers);
+/* _pa_dwconv_run with the AVX-512 NHWC rows allowed (where usable) or
+ * not: the same bits either way. */
+pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
+                               float *y, pa_workers_t *workers, int avx512);
 
 /* kernels_fewin.c: groups 1, at most PA_FEWIN_MAX_CIN input channels,
  * column stride 1 or 2, no column dilation, not pointwise, the c_in * kh
@@ -301,10 +310,8 @@ pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const f
 pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const float *x,
                                const float *r, int64_t c_res, float *y, pa_workers_t *workers);
 
-/* kernels_gemm_nhwc512.c: 1 where the AVX-512 tile is built and the
- * processor has AVX-512F; its run is only called then (else
+/* kernels_gemm_nhwc512.c: only called where _pa_avx512_usable() (else
  * PA_ERR_STATE). */
-int _pa_gemm_nhwc512_usable(void);
 pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
                                  const float *r, int64_t c_res, float *y,
                                  pa_workers_t *workers);

@@ -275,7 +275,7 @@ static int same_floats(const float *a, const float *b, size_t n) {
  * residual of c_res <= c_out channels or none, every activation, one and
  * three threads.  Skipped where the processor has no AVX-512. */
 static void test_gemm_nhwc512(void) {
-    if (!_pa_gemm_nhwc512_usable()) {
+    if (!_pa_avx512_usable()) {
         printf("     (no AVX-512 here: the portable tile only)\n");
         return;
     }
@@ -305,6 +305,45 @@ static void test_gemm_nhwc512(void) {
             t = 200;
         }
         free(w), free(b), free(packed), free(x), free(r), free(y0), free(y1);
+    }
+    pa_workers_destroy(pool);
+}
+
+/* The NHWC depthwise rows on AVX-512 (4 pixels x 32 channels, masked
+ * last blocks) against the portable rows on the same packed weights:
+ * random geometries (strides, dilations, pads, kernels up to 5x5) with
+ * 2-80 channels (around the 16 / 32 blocks), every activation, one and
+ * three threads: the same bits (GCC).  Skipped without AVX-512. */
+static void test_dwconv_nhwc512(void) {
+    if (!_pa_avx512_usable()) {
+        printf("     (no AVX-512 here: the portable rows only)\n");
+        return;
+    }
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    for (int t = 0; t < 300; t++) {
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NHWC;
+        if (t % 3 == 0)
+            c.groups = c.c_in = c.c_out = 16 * rnd(1, 4) + rnd(-1, 1);
+        int64_t taps = c.kh * c.kw, nx = c.n * c.h * c.w * c.c_in;
+        int64_t ny = c.n * c.h_out * c.w_out * c.c_out;
+        size_t np = _pa_dwconv_packed_size(&c);
+        float *w = fbuf((size_t)(c.c_in * taps)), *b = fbuf((size_t)c.c_in);
+        float *packed = fbuf(np), *x = fbuf((size_t)nx);
+        float *y0 = fbuf((size_t)ny), *y1 = fbuf((size_t)ny);
+        CHECK_EQ(_pa_dwconv_pack(&c, w, b, packed), PA_OK);
+        pa_workers_t *wk = t % 2 ? pool : NULL;
+        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y0, wk, 0), PA_OK);
+        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y1, wk, 1), PA_OK);
+        if (!same_floats(y0, y1, (size_t)ny)) {
+            printf("     differs: c %lld %lldx%lld k %lldx%lld s %lld,%lld act %d\n",
+                   (long long)c.c_in, (long long)c.h, (long long)c.w, (long long)c.kh,
+                   (long long)c.kw, (long long)c.sh, (long long)c.sw, (int)c.act.kind);
+            CHECK(0);
+            t = 300;
+        }
+        free(w), free(b), free(packed), free(x), free(y0), free(y1);
     }
     pa_workers_destroy(pool);
 }
@@ -571,6 +610,7 @@ int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
     RUN(test_gemm_nhwc512);
+    RUN(test_dwconv_nhwc512);
     RUN(test_conv_residual);
     RUN(test_conv_threads);
     RUN(test_conv_invalid);

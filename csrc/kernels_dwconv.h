@@ -1,0 +1,41 @@
+/* kernels_dwconv.h -- what the depthwise convolution's portable kernels
+ * (kernels_dwconv.c) share with its AVX-512 NHWC rows
+ * (kernels_dwconv512.c); not installed. */
+#ifndef PYARENA_KERNELS_DWCONV_H
+#define PYARENA_KERNELS_DWCONV_H
+
+#include "kernels_internal.h"
+
+/* One layer's run: packed bias and weights (rows of cp floats, one per
+ * tap), the tensors, and the interior columns (every tap inside). */
+typedef struct {
+    const pa_conv2d_t *c;
+    const float *bias, *w, *x;
+    float *y;
+    int64_t cp;                 /* channels rounded up to PA_VEC (packed row) */
+    int64_t ow_lo, ow_hi;       /* interior output columns [lo, hi)          */
+} dw_job_t;
+
+/* The taps of one output row whose input row is inside the image: offsets
+ * (in floats, from the input position of tap (0, 0)), weight rows, and
+ * the column index j for the border check.  Built once per output row, so
+ * the inner loops walk one flat list whatever the kernel size. */
+typedef struct {
+    int64_t n;
+    int64_t xoff[PA_DW_MAX_TAPS];
+    int64_t woff[PA_DW_MAX_TAPS];
+    int64_t col[PA_DW_MAX_TAPS];
+} dw_taps_t;
+
+/* The taps of output row oh; px: floats between horizontally adjacent
+ * input pixels (C for NHWC, 1 for NCHW); wstep: floats between the packed
+ * rows of two taps. */
+void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep,
+                     dw_taps_t *t);
+
+/* NHWC output rows [begin, end) of job ctx (a dw_job_t) on the AVX-512
+ * registers: the portable rows' sums (a product then an add per tap, in
+ * tap order), bit for bit.  Only where _pa_avx512_usable(). */
+void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end);
+
+#endif
