@@ -23,6 +23,9 @@ UNMUTATED = {
     "csrc/pool_internal.h": "declarations",
     "csrc/pool_learn.h": "declarations of the learned steps",
     "csrc/zone.h": "declarations",
+    "csrc/kernels_dwconv.h": "declarations shared by the depthwise files",
+    "csrc/cpu.c": "asks the processor once; which tile runs shows in timings only "
+                  "(the tiles agree bit for bit: tests/c/test_kernels.c)",
     "csrc/examples/embed_arena.c": "an example program (make check runs it)",
     "pyarena/__init__.py": "re-exports and lazy imports (tests/test_layers.py)",
     "pyarena/__main__.py": "calls pyarena.cli.main",

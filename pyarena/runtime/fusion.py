@@ -13,6 +13,10 @@ time, and the tensors between the fused ops no longer exist):
   (constant bounds), Sigmoid, HardSigmoid, HardSwish, SiLU written as
   ``Mul(x, Sigmoid(x))`` and hard-swish written as
   ``Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6)``;
+* a zero **Pad** of only the spatial axes before a Conv whose own
+  padding does not depend on the input size (VALID or explicit pads)
+  becomes part of the Conv's pads (TFLite's explicit padding before
+  stride-2 VALID convolutions: no padded copy, no Pad op);
 * the **residual Add** after a pointwise Conv (1x1, stride 1, unpadded,
   groups 1) without an activation: ``Add(conv, r)`` -- r computed before
   the Conv, of the output's shape, or a ``Pad`` of it that only appends
@@ -320,24 +324,68 @@ def _pointwise(G, conv):
             and sp(xt.shape) == sp(yt.shape))
 
 
-def _zero_channel_pad(G, pad, axis):
-    """True when ``pad`` only appends zeros on ``axis`` (constant mode)."""
+def _zero_pads(G, pad):
+    """(begins, ends) per axis of a 4-D ``pad`` that adds zeros (constant
+    mode, constant non-negative pads, value 0, no axes input); else None."""
     mode = pad.attrs.get("mode", "constant")
     if (mode.decode() if isinstance(mode, bytes) else mode) != "constant" or \
             (len(pad.inputs) > 3 and pad.inputs[3]):
-        return False
+        return None
     value = G.const(pad.inputs[2]) if len(pad.inputs) > 2 and pad.inputs[2] else \
         np.float32(pad.attrs.get("value", 0.0))
     pads = G.const(pad.inputs[1]) if len(pad.inputs) > 1 and pad.inputs[1] else \
         pad.attrs.get("pads")
     if value is None or np.any(np.asarray(value) != 0) or pads is None:
-        return False
+        return None
     pads = np.asarray(pads, dtype=np.int64).reshape(-1)
     if pad.attrs.get("layout_pairs"):              # TFLite: [[b, e], ...]
         pads = pads.reshape(-1, 2).T.reshape(-1)
-    nd = pads.size // 2
-    ends = [int(v) for v in pads[nd:]]
-    return nd == 4 and not pads[:nd].any() and not any(e for a, e in enumerate(ends) if a != axis)
+    if pads.size != 8 or (pads < 0).any():
+        return None
+    return [int(v) for v in pads[:4]], [int(v) for v in pads[4:]]
+
+
+def _zero_channel_pad(G, pad, axis):
+    """True when ``pad`` only appends zeros on ``axis`` (constant mode)."""
+    be = _zero_pads(G, pad)
+    return be is not None and not any(be[0]) and \
+        not any(e for a, e in enumerate(be[1]) if a != axis)
+
+
+def _fold_pad(G, conv):
+    """A zero ``Pad`` of only the spatial axes whose one reader is a 2-D
+    Conv with padding of its own that does not depend on the input size
+    (VALID or explicit pads): the Conv takes the Pad's input and the sum
+    of both paddings (TFLite models pad explicitly before their stride-2
+    VALID convolutions).  Returns ops removed."""
+    from .kernels.spatial import pads_for
+    x = conv.inputs[0]
+    pad = _producers(G).get(x, (0, None))[1]
+    auto = conv.attrs.get("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    xt, w = G.g.tensors.get(x), G.const(conv.inputs[1])
+    if pad is None or pad.op_type != "Pad" or G.only_reader(x) is not conv or \
+            auto not in ("NOTSET", "VALID") or xt is None or len(xt.shape) != 4 or \
+            w is None or w.ndim != 4:
+        return 0
+    be = _zero_pads(G, pad)
+    nhwc = conv.attrs.get("layout") == "NHWC"
+    sp = (1, 2) if nhwc else (2, 3)
+    if be is None or any(be[0][a] or be[1][a] for a in range(4) if a not in sp):
+        return 0
+    k_sp = w.shape[1:3] if nhwc else w.shape[2:]
+    if conv.attrs.get("weight_layout") == "1HWC":
+        k_sp = w.shape[1:3]
+    strides = [int(v) for v in conv.attrs.get("strides", [1, 1])]
+    dil = [int(v) for v in conv.attrs.get("dilations", [1, 1])]
+    own = pads_for(conv.attrs, [xt.shape[a] for a in sp], k_sp, strides, dil)
+    conv.attrs["auto_pad"] = "NOTSET"
+    conv.attrs["pads"] = [own[0] + be[0][sp[0]], own[1] + be[0][sp[1]],
+                          own[2] + be[1][sp[0]], own[3] + be[1][sp[1]]]
+    conv.inputs[0] = pad.inputs[0]
+    G.readers.setdefault(pad.inputs[0], []).append(conv)
+    G.drop([pad], [x])
+    return 1
 
 
 def _fuse_residual(G, conv):
@@ -388,6 +436,9 @@ def fuse(graph, memo=None):
     G = _Graph(graph, memo)
     removed = 0
     for conv in list(graph.ops):
+        if conv.op_type == "Conv" and len(conv.outputs) == 1 and \
+                np.dtype(graph.tensors[conv.outputs[0]].dtype) == _F32:
+            removed += _fold_pad(G, conv)
         if not _conv_ok(G, conv):
             continue
         removed += _fold_bn(G, conv)

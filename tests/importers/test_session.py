@@ -210,7 +210,11 @@ def test_a_width_cycle_matches_fresh_imports_and_onnxruntime(tmp_path):
             (y,) = s.run(None, {"x": x})
             fresh = Executor(load_model(path, inputs={"x": x.shape})).run({"x": x})["y"]
             np.testing.assert_allclose(y, fresh, rtol=1e-6, atol=1e-6)
-            np.testing.assert_allclose(y, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+            ref = ort_run(path, {"x": x})["y"]
+            # float32 sums in another order: a few ulps of the largest
+            # values (some hundreds here) apart
+            atol = max(1e-5, 1e-6 * float(np.abs(ref).max()))
+            np.testing.assert_allclose(y, ref, rtol=1e-4, atol=atol)
     assert s.memory_info()["plans"] == len(WIDTHS)
 
 

@@ -215,3 +215,72 @@ def test_a_memo_reuses_the_weights_folded_from_the_same_arrays(tmp_path, chain):
     x = rnd(2, 8, 6, 16, lo=-4, hi=4)
     np.testing.assert_allclose(Executor(b).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=2e-5)
+
+
+# -- a zero spatial Pad folded into the Conv after it ------------------------
+
+def _pad_conv_model(path, pads, conv_attrs, pad_value=None, mode="constant", wshape=(8, 8, 3, 3),
+                    group=1, second_reader=False):
+    """x -> Pad(pads) -> Conv(conv_attrs) -> y (and the padded tensor as an
+    output too when ``second_reader``)."""
+    ins = ["x", "p"] + (["v"] if pad_value is not None else [])
+    inits = {"p": np.array(pads, np.int64), "w": rnd(*wshape), "b": rnd(wshape[0])}
+    if pad_value is not None:
+        inits["v"] = np.array(pad_value, np.float32)
+    nodes = [node("Pad", ins, ["xp"], mode=mode),
+             node("Conv", ["xp", "w", "b"], ["y"], group=group, **conv_attrs)]
+    outs = {"y": (None, np.float32)}
+    if second_reader:
+        outs["xp"] = (None, np.float32)
+    make_model(nodes, {"x": ([1, 8, 11, 13], np.float32)}, outs, inits, path=path)
+    return path
+
+
+@pytest.mark.parametrize("pads, conv_attrs", [
+    ([0, 0, 1, 2, 0, 0, 3, 0], {}),                                       # no conv pads
+    ([0, 0, 2, 0, 0, 0, 1, 1], {"pads": [1, 0, 0, 2], "strides": [2, 2]}),  # both, stride 2
+    ([0, 0, 1, 1, 0, 0, 1, 1], {"auto_pad": "VALID", "strides": [2, 1], "dilations": [1, 2]}),
+    ([0, 0, 0, 3, 0, 0, 2, 0], {"kernel_shape": [3, 3], "strides": [1, 2]}),
+])
+def test_a_zero_spatial_pad_is_folded_into_the_conv(tmp_path, pads, conv_attrs):
+    path = _pad_conv_model(tmp_path / "pad.onnx", pads, conv_attrs)
+    x = rnd(1, 8, 11, 13, lo=-3, hi=3)
+    ref = ort_run(path, {"x": x})["y"]
+    for layout in ("auto", "keep"):
+        g = load_model(str(path), layout=layout)
+        assert "Pad" not in [op.op_type for op in g.ops]
+        conv = next(op for op in g.ops if op.op_type == "Conv")
+        assert conv.attrs["auto_pad"] == "NOTSET" and len(conv.attrs["pads"]) == 4
+        np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ref, rtol=1e-4, atol=2e-5)
+    kept = load_model(str(path), native=False)                # as imported: the Pad stays
+    assert [op.op_type for op in kept.ops] == ["Pad", "Conv"]
+    np.testing.assert_allclose(Executor(kept).run({"x": x})["y"], ref, rtol=1e-4, atol=2e-5)
+
+
+def test_a_folded_depthwise_pad_matches_and_the_arena_does_not_grow(tmp_path):
+    from pyarena.planning import plan
+    path = _pad_conv_model(tmp_path / "dw.onnx", [0, 0, 1, 0, 0, 0, 2, 1],
+                           {"strides": [2, 2]}, wshape=(8, 1, 3, 3), group=8)
+    x = rnd(1, 8, 11, 13)
+    g, kept = load_model(str(path)), load_model(str(path), native=False)
+    assert len(g.ops) == len(kept.ops) - 1
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+    assert plan(g).arena_bytes <= plan(kept).arena_bytes
+
+
+@pytest.mark.parametrize("case", ["value", "reflect", "channels", "second-reader", "same"])
+def test_a_pad_that_is_not_plain_zero_spatial_padding_stays(tmp_path, case):
+    kw = {"value": dict(pad_value=0.5), "reflect": dict(mode="reflect"),
+          "second-reader": dict(second_reader=True), "same": {}, "channels": {}}[case]
+    pads = [0, 1, 1, 1, 0, 0, 1, 1] if case == "channels" else [0, 0, 1, 1, 0, 0, 1, 1]
+    wshape = (8, 9, 3, 3) if case == "channels" else (8, 8, 3, 3)
+    conv_attrs = {"auto_pad": "SAME_UPPER"} if case == "same" else {}
+    path = _pad_conv_model(tmp_path / f"{case}.onnx", pads, conv_attrs, wshape=wshape, **kw)
+    g = load_model(str(path))
+    assert "Pad" in [op.op_type for op in g.ops]
+    x = rnd(1, 8, 11, 13)
+    ref = ort_run(path, {"x": x})
+    out = Executor(g).run({"x": x})
+    for name in ref:
+        np.testing.assert_allclose(out[name], ref[name], rtol=1e-4, atol=2e-5)

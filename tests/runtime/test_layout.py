@@ -42,8 +42,12 @@ def _check(path, feeds, outputs, rule="auto"):
     ours, plain, ref = _run(g, feeds), _run(kept, feeds), ort_run(path, feeds)
     for o in outputs:
         assert ours[o].shape == ref[o].shape == plain[o].shape
-        np.testing.assert_allclose(ours[o], plain[o], rtol=1e-4, atol=1e-5, err_msg=o)
-        np.testing.assert_allclose(ours[o], ref[o], rtol=1e-4, atol=1e-5, err_msg=o)
+        # float32 sums in another order differ by a few ulps of the
+        # largest values summed: an output near 0 among outputs of some
+        # hundreds is off by more than 1e-5 on some machines' BLAS
+        atol = max(1e-5, 1e-6 * float(np.abs(ref[o]).max(initial=0.0)))
+        np.testing.assert_allclose(ours[o], plain[o], rtol=1e-4, atol=atol, err_msg=o)
+        np.testing.assert_allclose(ours[o], ref[o], rtol=1e-4, atol=atol, err_msg=o)
     assert g.inputs == kept.inputs and g.outputs == kept.outputs
     for n in g.inputs + g.outputs:
         assert g.tensors[n].shape == kept.tensors[n].shape
