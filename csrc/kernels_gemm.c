@@ -75,6 +75,15 @@ int _pa_conv2d_is_pointwise(const pa_conv2d_t *c) {
            c->pad_left == 0 && c->h_out == c->h && c->w_out == c->w && c->groups == 1;
 }
 
+int _pa_conv2d_is_patch(const pa_conv2d_t *c) {
+    return c->layout == PA_LAYOUT_NHWC && c->groups == 1 && c->dh == 1 && c->dw == 1 &&
+           c->pad_top == 0 && c->pad_left == 0 && (c->h_out - 1) * c->sh + c->kh <= c->h &&
+           (c->w_out - 1) * c->sw + c->kw <= c->w && !_pa_conv2d_is_pointwise(c);
+}
+
+/* The reduction: kh * kw * c_in (c_in for a pointwise convolution). */
+static int64_t gemm_k(const pa_conv2d_t *c) { return c->kh * c->kw * c->c_in; }
+
 /* 1: tiles of pixels x output channels (NHWC: kernels_gemm_nhwc.c, and
  * NCHW planes of at most PA_GEMM_PX_MAX pixels, stored transposed);
  * 0: NCHW strips. */
@@ -89,13 +98,13 @@ static int64_t gemm_block(const pa_conv2d_t *c) {
 
 size_t _pa_gemm_packed_size(const pa_conv2d_t *c) {
     int64_t bl = gemm_block(c), nb = (c->c_out + bl - 1) / bl;
-    return (size_t)(nb * bl * (1 + c->c_in));
+    return (size_t)(nb * bl * (1 + gemm_k(c)));
 }
 
 /* Per block of output channels: its bias, then [c_in][block] weights. */
 pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
                           float *packed) {
-    _pa_pack_blocks(packed, weight, bias, c->c_out, c->c_in, gemm_block(c));
+    _pa_pack_blocks(packed, weight, bias, c->c_out, gemm_k(c), gemm_block(c));
     return PA_OK;
 }
 

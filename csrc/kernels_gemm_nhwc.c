@@ -45,9 +45,10 @@ typedef struct {
     const pa_conv2d_t *c;
     const float *packed, *x, *r;
     float *y;
-    int64_t m, k, c_res;   /* pixels of all images, c_in, residual channels */
+    int64_t m, k, c_res;   /* pixels of all images, reduction, residual channels */
     int64_t mt, nt;        /* pixel tiles, channel blocks                   */
     int block_outer;
+    pa_gemm_rows_t g;      /* where a pixel's input is                      */
 } nhwc_job_t;
 
 /* The tile's accumulators are named variables, row i's two vectors
@@ -142,28 +143,35 @@ PA_INLINE void nhwc_tile(const nhwc_job_t *j, int64_t i0, int64_t jb, const int 
     /* rows past the last pixel repeat it (computed, not stored) */
 #define NHWC_INIT(i) \
     pa_nv8 a##i##l = bl, a##i##h = bh; \
-    const float *p##i = j->x + (i < mv ? i0 + i : j->m - 1) * k;
+    const float *p##i = _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
     NHWC_ROWS(NHWC_INIT)
 #undef NHWC_INIT
     const float *w = pk + PA_GEMM_NR;
-    if (NV == 2) {
-        for (int64_t kk = 0; kk < k; kk++, w += PA_GEMM_NR) {
-            pa_nv8 w0, w1;
-            NV8_LOAD(w0, w);
-            NV8_LOAD(w1, w + 8);
+    const int64_t sl = j->g.sl, rs = j->g.rs;
+    (void)k;
+#define NHWC_NEXT(i) p##i += rs;
+    for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
+        if (NV == 2) {
+            for (int64_t kk = 0; kk < sl; kk++, w += PA_GEMM_NR) {
+                pa_nv8 w0, w1;
+                NV8_LOAD(w0, w);
+                NV8_LOAD(w1, w + 8);
 #define NHWC_FMA2(i) { pa_nv8 s = NV8_SPLAT(p##i[kk]); a##i##l += s * w0; a##i##h += s * w1; }
-            NHWC_ROWS(NHWC_FMA2)
+                NHWC_ROWS(NHWC_FMA2)
 #undef NHWC_FMA2
-        }
-    } else {
-        for (int64_t kk = 0; kk < k; kk++, w += PA_GEMM_NR) {
-            pa_nv8 w0;
-            NV8_LOAD(w0, w);
+            }
+        } else {
+            for (int64_t kk = 0; kk < sl; kk++, w += PA_GEMM_NR) {
+                pa_nv8 w0;
+                NV8_LOAD(w0, w);
 #define NHWC_FMA1(i) a##i##l += NV8_SPLAT(p##i[kk]) * w0;
-            NHWC_ROWS(NHWC_FMA1)
+                NHWC_ROWS(NHWC_FMA1)
 #undef NHWC_FMA1
+            }
         }
+        NHWC_ROWS(NHWC_NEXT)
     }
+#undef NHWC_NEXT
     const float *r = j->r ? j->r + i0 * ri + c0 : NULL;
     float *y = j->y + i0 * ys + c0;
     const pa_act_t kind = c->act.kind;
@@ -214,7 +222,9 @@ static void gemm_nhwc_tiles(void *ctx, int64_t begin, int64_t end) {
 
 pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const float *x,
                                const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
-    nhwc_job_t j = {c, packed, x, r, y, c->n * c->h * c->w, c->c_in, c_res, 0, 0, 0};
+    nhwc_job_t j = {c, packed, x, r, y, c->n * c->h_out * c->w_out, 0, c_res, 0, 0, 0, {0}};
+    _pa_gemm_rows_init(&j.g, c);
+    j.k = j.g.k;
     j.mt = (j.m + PA_GEMM_MR - 1) / PA_GEMM_MR;
     j.nt = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
     j.block_outer = _pa_gemm_packed_size(c) * sizeof(float) > PA_GEMM_L2;

@@ -54,9 +54,10 @@ typedef struct {
     const pa_conv2d_t *c;
     const float *packed, *x, *r;
     float *y;
-    int64_t m, k, c_res;   /* pixels of all images, c_in, residual channels  */
+    int64_t m, k, c_res;   /* pixels of all images, reduction, residual channels */
     int64_t nb, mt, nt;    /* channel blocks, pixel tiles, block pairs       */
     int block_outer;
+    pa_gemm_rows_t g;      /* where a pixel's input is                       */
 } nhwc512_job_t;
 
 /* The first n (0..16) lanes. */
@@ -102,28 +103,37 @@ NHWC512_INLINE void nhwc512_tile(const nhwc512_job_t *j, int64_t i0, int64_t jb,
     /* rows past the last pixel repeat it (computed, not stored) */
 #define NHWC512_INIT(i) \
     __m512 a##i##0 = b0, a##i##1 = b1; \
-    const float *p##i = j->x + (i < mv ? i0 + i : j->m - 1) * k;
+    const float *p##i = _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
     NHWC512_ROWS(NHWC512_INIT)
 #undef NHWC512_INIT
     w0 += PA_GEMM_NR;
     w1 += PA_GEMM_NR;
-    if (NB == 2) {
-        for (int64_t kk = 0; kk < k; kk++) {
-            const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);
-            const __m512 v1 = _mm512_loadu_ps(w1 + kk * PA_GEMM_NR);
+    const int64_t sl = j->g.sl, rs = j->g.rs;
+    (void)k;
+#define NHWC512_NEXT(i) p##i += rs;
+    for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
+        if (NB == 2) {
+            for (int64_t kk = 0; kk < sl; kk++) {
+                const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);
+                const __m512 v1 = _mm512_loadu_ps(w1 + kk * PA_GEMM_NR);
 #define NHWC512_FMA2(i) { const __m512 s = _mm512_set1_ps(p##i[kk]); \
-            a##i##0 = _mm512_fmadd_ps(s, v0, a##i##0); a##i##1 = _mm512_fmadd_ps(s, v1, a##i##1); }
-            NHWC512_ROWS(NHWC512_FMA2)
+                a##i##0 = _mm512_fmadd_ps(s, v0, a##i##0); a##i##1 = _mm512_fmadd_ps(s, v1, a##i##1); }
+                NHWC512_ROWS(NHWC512_FMA2)
 #undef NHWC512_FMA2
-        }
-    } else {
-        for (int64_t kk = 0; kk < k; kk++) {
-            const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);
+            }
+        } else {
+            for (int64_t kk = 0; kk < sl; kk++) {
+                const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);
 #define NHWC512_FMA1(i) a##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(p##i[kk]), v0, a##i##0);
-            NHWC512_ROWS(NHWC512_FMA1)
+                NHWC512_ROWS(NHWC512_FMA1)
 #undef NHWC512_FMA1
+            }
         }
+        w0 += sl * PA_GEMM_NR;
+        w1 += sl * PA_GEMM_NR;
+        NHWC512_ROWS(NHWC512_NEXT)
     }
+#undef NHWC512_NEXT
     const float *r = j->r ? j->r + i0 * ri + c0 : NULL;
     float *y = j->y + i0 * ys + c0;
     const pa_act_t kind = c->act.kind;
@@ -184,7 +194,10 @@ pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, cons
                                  pa_workers_t *workers) {
     if (!_pa_avx512_usable())
         return PA_ERR_STATE;
-    nhwc512_job_t j = {c, packed, x, r, y, c->n * c->h * c->w, c->c_in, c_res, 0, 0, 0, 0};
+    nhwc512_job_t j = {c, packed, x, r, y, c->n * c->h_out * c->w_out, 0, c_res, 0, 0, 0, 0,
+                       {0}};
+    _pa_gemm_rows_init(&j.g, c);
+    j.k = j.g.k;
     j.nb = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
     j.mt = (j.m + NHWC512_MR - 1) / NHWC512_MR;
     j.nt = (j.nb + 1) / 2;

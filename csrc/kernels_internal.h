@@ -295,12 +295,45 @@ pa_status_t _pa_fewin_run(const pa_conv2d_t *c, const float *packed, const float
 #define PA_GEMM_L2 (128 * 1024)
 /* 1 for 1x1 kernels, stride 1, no padding, groups 1 (output = input size). */
 int _pa_conv2d_is_pointwise(const pa_conv2d_t *c);
+/* 1 for an NHWC convolution, groups 1, no dilation, no padding (every
+ * window inside the input), not pointwise: the packed SGEMM reads each
+ * output pixel's window in place as kh runs of kw * c_in floats (an
+ * implicit im2col) -- e.g. 2x2 stride-2 patch convolutions. */
+int _pa_conv2d_is_patch(const pa_conv2d_t *c);
 size_t _pa_gemm_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
                           float *packed);
 /* r: NULL, or a residual of c_res channels added before the activation. */
 pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
                          const float *r, int64_t c_res, float *y, pa_workers_t *workers);
+
+/* Where the NHWC tiles find an output pixel's input: a pointwise
+ * convolution's pixel i is row i of k = c_in floats; a patch
+ * convolution's (_pa_conv2d_is_patch) is kh runs of sl = kw * c_in floats,
+ * rs floats apart, from its window's corner. */
+typedef struct {
+    int64_t k, segs, sl, rs;        /* reduction, runs, run length, run stride */
+    int64_t hw_out, w_out, h, w, sh, sw, c;
+    int patch;
+} pa_gemm_rows_t;
+
+PA_INLINE void _pa_gemm_rows_init(pa_gemm_rows_t *g, const pa_conv2d_t *c) {
+    g->patch = !_pa_conv2d_is_pointwise(c);
+    g->segs = g->patch ? c->kh : 1;
+    g->sl = g->patch ? c->kw * c->c_in : c->c_in;
+    g->k = g->segs * g->sl;
+    g->rs = c->w * c->c_in;
+    g->hw_out = c->h_out * c->w_out, g->w_out = c->w_out;
+    g->h = c->h, g->w = c->w, g->sh = c->sh, g->sw = c->sw, g->c = c->c_in;
+}
+
+/* The first input float of output pixel i (all images counted). */
+PA_INLINE const float *_pa_gemm_row(const float *x, const pa_gemm_rows_t *g, int64_t i) {
+    if (!g->patch)
+        return x + i * g->k;
+    int64_t n = i / g->hw_out, q = i % g->hw_out, oh = q / g->w_out, ow = q % g->w_out;
+    return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;
+}
 
 /* kernels_gemm_nhwc.c: _pa_gemm_run's NHWC case (same packing): the
  * AVX-512 tile where usable, else _pa_gemm_nhwc6_run (the portable

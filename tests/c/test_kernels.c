@@ -268,8 +268,9 @@ static int same_floats(const float *a, const float *b, size_t n) {
 #endif
 }
 
-/* The NHWC pointwise convolution's AVX-512 tile (8 pixels x 32 channels)
- * against the portable 6 x 16 tile on the same packed weights: the same
+/* The NHWC pointwise (and patch: unpadded windows read in place)
+ * convolution's AVX-512 tile (8 pixels x 32 channels) against the
+ * portable 6 x 16 tile on the same packed weights: the same
  * sums in the same order, so the same bits (GCC) -- any pixel count (last
  * tiles of 1-11 pixels), c_out around the 16 / 32 channel blocks, a
  * residual of c_res <= c_out channels or none, every activation, one and
@@ -287,10 +288,18 @@ static void test_gemm_nhwc512(void) {
         c.dh = c.dw = 1;
         if (t % 4 == 0)
             c.c_out = 16 * rnd(1, 4) + rnd(-1, 1);
-        int64_t m = c.n * c.h * c.w, c_res = rnd(0, 2) ? 0 : rnd(1, c.c_out);
+        if (t % 3 == 1) {       /* a patch convolution: windows read in place */
+            c.kh = rnd(1, 3), c.kw = rnd(1, 3), c.sh = rnd(1, 3), c.sw = rnd(1, 3);
+            c.h += c.kh, c.w += c.kw;
+            c.h_out = (c.h - c.kh) / c.sh + 1, c.w_out = (c.w - c.kw) / c.sw + 1;
+            c.c_in = rnd(1, 40);
+        }
+        CHECK(_pa_conv2d_is_pointwise(&c) || _pa_conv2d_is_patch(&c));
+        int64_t m = c.n * c.h_out * c.w_out, nx = c.n * c.h * c.w * c.c_in;
+        int64_t c_res = rnd(0, 2) || !_pa_conv2d_is_pointwise(&c) ? 0 : rnd(1, c.c_out);
         size_t np = _pa_gemm_packed_size(&c);
-        float *w = fbuf((size_t)(c.c_out * c.c_in)), *b = fbuf((size_t)c.c_out);
-        float *packed = fbuf(np), *x = fbuf((size_t)(m * c.c_in));
+        float *w = fbuf((size_t)(c.c_out * c.kh * c.kw * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *packed = fbuf(np), *x = fbuf((size_t)nx);
         float *r = c_res ? fbuf((size_t)(m * c_res)) : NULL;
         float *y0 = fbuf((size_t)(m * c.c_out)), *y1 = fbuf((size_t)(m * c.c_out));
         CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);

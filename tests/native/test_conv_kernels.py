@@ -140,3 +140,23 @@ def test_rgb_stem_matches_the_reference():
         for nhwc in (False, True):
             np.testing.assert_allclose(run_native(x, wt, b, *args, nhwc, 0.0, 6.0), want,
                                        rtol=1e-5, atol=2e-5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 2), st.integers(1, 70), st.integers(5, 70), st.integers(1, 12),
+       st.integers(1, 12), st.integers(1, 4), st.integers(1, 4), st.integers(1, 3),
+       st.integers(1, 3), st.integers(0, 2**31))
+def test_unpadded_nhwc_windows_read_in_place_match_the_reference(n, cin, cout, h, w, kh,
+                                                                   kw, sh, sw, seed):
+    """NHWC, groups 1, no padding, no dilation, more than a few output and
+    input channels: the packed SGEMM reads each output pixel's window in
+    place (kh runs of kw * c_in floats) -- patch convolutions (2x2 stride
+    2), overlapping windows, windows that leave the last rows unread."""
+    h, w = h + kh - 1, w + kw - 1
+    r = np.random.default_rng(seed)
+    x = r.standard_normal((n, cin, h, w)).astype(np.float32)
+    wt = r.standard_normal((cout, cin, kh, kw)).astype(np.float32)
+    b = r.standard_normal(cout).astype(np.float32)
+    args = ((sh, sw), (0, 0, 0, 0), (1, 1), 1)
+    y = run_native(x, wt, b, *args, True, -2.0, 3.0)
+    np.testing.assert_allclose(y, reference(x, wt, b, *args, -2.0, 3.0), rtol=1e-5, atol=5e-5)

@@ -332,6 +332,38 @@ def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
     np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("hw,k,s,cin,cout,path_", [
+    ((32, 32), 2, 2, 64, 64, "native-gemm"),     # iris landmark's 2x2 stride-2 layers
+    ((9, 11), 2, 2, 12, 21, "native-gemm"),      # odd sides: a last row / column unread
+    ((2, 2), 2, 1, 128, 40, "native-gemm"),      # one output pixel
+    ((8, 8), 3, 1, 16, 24, "im2col"),            # overlapping VALID windows: BLAS
+], ids=str)
+def test_patch_conv_nhwc_matches_interpreter(tmp_path, hw, k, s, cin, cout, path_):
+    """NHWC CONV_2D, VALID, windows that do not overlap (kernel <= stride)
+    or a single output pixel: the packed SGEMM reads each window in place
+    (no im2col scratch) and matches the interpreter; overlapping VALID
+    windows stay on im2col + BLAS."""
+    r = np.random.default_rng(5)
+    ho, wo = (hw[0] - k) // s + 1, (hw[1] - k) // s + 1
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, hw[0], hw[1], cin))
+    y = B.tensor("y", (1, ho, wo, cout))
+    w = B.const("w", r.standard_normal((cout, k, k, cin)) * 0.2)
+    b = B.const("b", r.standard_normal(cout))
+    B.op("CONV_2D", [x, w, b], [y], ("Conv2DOptions", dict(
+        Padding=1, StrideW=s, StrideH=s, FusedActivationFunction=1,
+        DilationWFactor=1, DilationHFactor=1)))
+    path = B.save(tmp_path / "patch.tflite", [x], [y])
+    g = load_model(path)
+    ex = Executor(g, plan(g))
+    assert ex.kernels[0].path == path_
+    assert (g.ops[0].scratch_bytes == 0) == (path_ != "im2col")
+    feeds = random_feeds(g, seed=4)
+    ref, why = reference_tflite(path, feeds)
+    assert ref is not None, why
+    np.testing.assert_allclose(ex.run(feeds)["y"], ref["y"], rtol=1e-4, atol=5e-5)
+
+
 @pytest.mark.parametrize("fused", [0, 3], ids=["none", "relu6"])
 def test_a_residual_add_keeps_its_own_fused_activation(tmp_path, fused):
     """CONV_2D 1x1 -> ADD(., r) with the ADD's own fused RELU6 (MediaPipe's

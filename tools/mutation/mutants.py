@@ -1337,6 +1337,17 @@ MUTANTS = [
       "a last block of exactly 9 channels runs the half-width tile (its 9th channel never "
       "computed)",
         NATIVE),
+    M("native-patch-run-stride", "csrc/kernels_internal.h",
+      "    g->rs = c->w * c->c_in;",
+      "    g->rs = c->w_out * c->c_in;",
+      "a patch convolution's window rows are taken an output row apart instead of an "
+      "input row",
+      ("c:test_kernels", "tests/native/test_conv_kernels.py")),
+    M("native-patch-corner-stride", "csrc/kernels_internal.h",
+      "    return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;",
+      "    return x + ((n * g->h + oh * g->sw) * g->w + ow * g->sh) * g->c;",
+      "a patch convolution's window corners swap the row and column strides",
+      ("c:test_kernels", "tests/native/test_conv_kernels.py")),
     M("native512-gemm-second-block-weights", "csrc/kernels_gemm_nhwc512.c",
       "    const float *w0 = j->packed + jb * bs, *w1 = NB == 2 ? w0 + bs : w0;",
       "    const float *w0 = j->packed + jb * bs, *w1 = NB == 2 ? w0 : w0;",

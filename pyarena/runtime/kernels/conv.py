@@ -234,7 +234,8 @@ class Conv(Spatial):
         if forced in ("native", "numpy"):
             return forced == "native"
         return ((g == self.c_in and g > 1) or self._few_outputs(g) or self._few_inputs(g) or
-                (self._pointwise(g) and (self.residual or self._gemm_wins())))
+                (self._pointwise(g) and (self.residual or self._gemm_wins())) or
+                self._patch(g))
 
     def _few_outputs(self, g):
         """NHWC, groups 1, at most FEW_COUT output channels, no column
@@ -261,6 +262,18 @@ class Conv(Spatial):
         """1x1, stride 1, unpadded, groups 1: the C core's packed SGEMM."""
         return (g == 1 and self.kh == self.kw == 1 and self.sh == self.sw == 1
                 and not self.padded and (self.Ho, self.Wo) == (self.H, self.W))
+
+    def _patch(self, g):
+        """NHWC, groups 1, no dilation, unpadded, windows that do not
+        overlap (kernel <= stride: 2x2 stride-2 patch convolutions) or one
+        output pixel: the C core's packed SGEMM reading each window in
+        place (``_pa_conv2d_is_patch``; MediaPipe iris landmark's 2x2
+        stride-2 layers: im2col + BLAS copied every input value once more
+        for a product of a few microseconds).  Overlapping unpadded
+        windows (a VALID 3x3) keep im2col + BLAS: not measured."""
+        return (self.nhwc and g == 1 and self.dh == self.dw == 1 and not self.padded
+                and not self._pointwise(g) and not self.residual
+                and ((self.kh <= self.sh and self.kw <= self.sw) or self.Ho * self.Wo == 1))
 
     def _gemm_wins(self):
         """Where the packed SGEMM beat OpenBLAS + the epilogue pass
@@ -290,8 +303,10 @@ class Conv(Spatial):
         # the NumPy path instead
         if self.pt < 0 or self.pl < 0:
             return False
+        gemm = self._pointwise(groups) or (self._patch(groups) and cout > FEW_COUT
+                                           and not self._few_inputs(groups))
         mode = ("native-dw" if groups == self.c_in == cout and groups > 1 else
-                "native-gemm" if self._pointwise(groups) else "native")
+                "native-gemm" if gemm else "native")
         self.act_fused = True
         self.desc = nk.conv2d(
             nhwc=self.nhwc, n=self.N, c_in=self.c_in, h=self.H, w=self.W, c_out=cout,
