@@ -5,9 +5,14 @@ For each width (one input-shape signature): the first run's time (import,
 plan, bind and run; wall clock and the process's CPU time), the
 median inference (``--clock``: the calling thread's CPU time by default)
 of the cached signature through the session, the median
-of a fixed-shape Executor of the same graph (the overhead of the session's
-lookup: session/fixed), onnxruntime's median, and the largest |difference|
-from onnxruntime.  Then the session's arena next to the largest and the
+of a fixed-shape Executor of the same graph (session/fixed: that executor
+has an arena of its own, so the ratio also carries where its memory
+lies), of the session's own executor called directly on the session's
+arena (session/own: the lookup alone), onnxruntime's median, and the
+largest |difference| from onnxruntime.  Then the lookup's own cost per
+cached call in microseconds: the session run with its executor's work
+left out (a stand-in returning the same outputs), over the narrowest
+width's inference time.  Then the session's arena next to the largest and the
 summed per-signature lower bounds, and where a new signature's time goes:
 the CPU time of each phase (shape inference, folding, building the graph,
 fusion, scratch sizes, planning, kernels + binding; "other": the model
@@ -44,6 +49,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 def builtin_model(path):
     from importers.test_session import _model
     return _model(path)
+
+
+def lookup_cost(s, feeds, calls=20000):
+    """Seconds per cached ``s.run`` with the executor's work left out: the
+    session's entry for these feeds is given a stand-in that returns the
+    outputs of one real run, then put back."""
+    entry = s._plans[next(reversed(s._plans))]
+    real, last = entry[2], s._last
+    out = real.run(feeds)
+
+    class StandIn:
+        def run(self, _feeds):
+            return out
+    entry[2] = StandIn()
+    try:
+        s.run(None, feeds, copy=False)
+        t0 = time.process_time()
+        for _ in range(calls):
+            s.run(None, feeds, copy=False)
+        return (time.process_time() - t0) / calls
+    finally:
+        entry[2], s._last = real, last
 
 
 def main():
@@ -86,8 +113,8 @@ def main():
     s = InferenceSession(path, layout=args.layout)
     print(f"{'width':>6}{'first run ms':>14}{'cpu ms':>8}{'session ms':>12}"
           f"{'fixed ms':>10}"
-          f"{'ort ms':>9}{'session/fixed':>15}{'session/ort':>13}{'max|diff|':>11}"
-          f"{'arena KiB':>11}{'bound KiB':>11}")
+          f"{'ort ms':>9}{'session/fixed':>15}{'session/own':>13}{'session/ort':>13}"
+          f"{'max|diff|':>11}{'arena KiB':>11}{'bound KiB':>11}")
     bounds = []
     for w in widths:
         dims = [w if d == "W" else int(d) for d in args.dims.split(",")]
@@ -99,8 +126,10 @@ def main():
         g, p = s._plans[next(reversed(s._plans))][:2]
         fixed = Executor(g, p)
         bounds.append(p.lower_bound_bytes)
+        own = s._last
         ts = time_calls({"session": lambda: s.run(None, feeds, copy=False),
                          "fixed": lambda: fixed.run(feeds),
+                         "own": lambda: own.run(feeds),
                          "ort": lambda: ref.run(None, feeds)}, repeat=args.repeat, warmup=1,
                         clock=args.clock)
         m = {k: median(v) for k, v in ts.items()}
@@ -110,9 +139,15 @@ def main():
         print(f"{w:>6}{first * 1e3:>14.1f}{first_cpu * 1e3:>8.1f}{m['session'] * 1e3:>12.2f}"
               f"{m['fixed'] * 1e3:>10.2f}"
               f"{m['ort'] * 1e3:>9.2f}{m['session'] / m['fixed']:>15.3f}"
+              f"{m['session'] / m['own']:>13.3f}"
               f"{m['session'] / m['ort']:>13.2f}{diff:>11.1e}{p.arena_bytes / 1024:>11.1f}"
               f"{p.lower_bound_bytes / 1024:>11.1f}", flush=True)
+        if w == widths[0]:
+            lookup = lookup_cost(s, feeds)
+            narrowest = m["session"]
         del fixed
+    print(f"\nthe lookup of a cached signature: {lookup * 1e6:.1f} us per run = "
+          f"{lookup / narrowest * 100:.3f} % of the narrowest width's inference")
     s = InferenceSession(path, layout=args.layout)  # a session alone (no comparison executors)
     for w in widths + widths:            # the cycle twice: new, then cached signatures
         dims = [w if d == "W" else int(d) for d in args.dims.split(",")]
