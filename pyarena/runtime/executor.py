@@ -35,6 +35,7 @@ import numpy as np
 from .._native.kernels import Workers
 from ..errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
 from ..memory import Arena
+from ..memory.heap import trim_heap
 from ..memory.mapped import release_files, release_pages
 from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
@@ -178,8 +179,11 @@ class Executor:
                     continue
                 if name not in self.constants:
                     self.constants[name] = self._place(graph.tensors[name])
-        # what kernel setup read of the files (setup-only weights) goes back
+        # what kernel setup read of the files (setup-only weights) goes back,
+        # and the heap its temporaries used (weights folded and re-laid out
+        # before they were packed)
         release_files(t.data for t in graph.tensors.values() if t.role == "constant")
+        trim_heap()
         self._keeper.done()
         self.plan = None
         self.mode = "plan"

@@ -289,3 +289,32 @@ def test_a_session_holds_each_weight_once_at_every_width(tmp_path):
     for name, t in g.constants.items():     # the file's weights, read at setup only
         if name.endswith(".w") and np.asarray(t.data).nbytes > BIG:
             assert is_mapped(np.asarray(t.data)), name
+
+
+def test_each_kernel_gives_back_the_file_pages_its_setup_read(tmp_path, monkeypatch):
+    # the bind's peak holds one layer's weights from the file at a time, not
+    # every layer's until the last kernel is built
+    from pyarena.runtime import keeper
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path)
+    g = load_model(path, inputs={"x": [1, 16, 12, 10]})
+    events, make, release = [], keeper.make_kernel, keeper.release_pages
+
+    def made(op, *a, **k):
+        events.append(("built", op.name))
+        return make(op, *a, **k)
+
+    def released(arr, *a, **k):
+        events.append(("released", arr.__array_interface__["data"][0]
+                       if isinstance(arr, np.ndarray) else None))
+        return release(arr, *a, **k)
+    monkeypatch.setattr(keeper, "make_kernel", made)
+    monkeypatch.setattr(keeper, "release_pages", released)
+    Executor(g)
+    convs = [op for op in g.ops if op.op_type == "Conv"]
+    for op, nxt in zip(convs, convs[1:]):
+        w = np.asarray(g.tensors[op.inputs[1]].data)
+        if not is_mapped(w):
+            continue
+        at = events.index(("released", w.__array_interface__["data"][0]))
+        assert events.index(("built", op.name)) < at < events.index(("built", nxt.name))
