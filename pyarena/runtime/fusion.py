@@ -163,13 +163,13 @@ def fold_scales(w, scales, axis=0):
     per = max(1, (1 << 20) // max(1, src[:1].size * 8))
     tail = (1,) * (src.ndim - 1)
     vs = [np.frombuffer(s, np.float64) for s in scales]
+    buf = np.empty((min(per, src.shape[0]),) + src.shape[1:], np.float64)
     for i in range(0, src.shape[0], per):
-        blk = src[i:i + per].astype(np.float64)
-        for k, v in enumerate(vs):
-            if k:
-                blk = blk.astype(np.float32).astype(np.float64)
-            blk *= v[i:i + per].reshape((-1,) + tail)
-        out[i:i + per] = blk
+        blk = buf[:len(src[i:i + per])]
+        for k, v in enumerate(vs):      # float32 x float64 in float64: exact products
+            np.multiply(src[i:i + per] if k == 0 else out[i:i + per],
+                        v[i:i + per].reshape((-1,) + tail), out=blk)
+            out[i:i + per] = blk        # rounded to float32 after each fold
     return np.moveaxis(out, 0, axis)
 
 

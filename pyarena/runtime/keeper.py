@@ -167,10 +167,13 @@ def build_op(graph, op, keep, bad, make=None, prior=None):
     except UnsupportedOpError as exc:
         bad.append(str(exc))
         return None
-    if k.runtime is not None:   # what setup alone read of the file goes back now,
-        for i, t in enumerate(ins):     # not once every kernel is built: one
+    if prior is None and k.runtime is not None:
+        # what setup alone read of the file goes back now, not once every
+        # kernel is built: one layer's weights resident at a time (a kernel
+        # with a prior mostly took its weights from it and read nothing)
+        for i, t in enumerate(ins):
             if t is not None and i not in k.runtime and t.role == "constant":
-                release_pages(t.data)   # layer's weights resident at a time
+                release_pages(t.data)
     return k
 
 

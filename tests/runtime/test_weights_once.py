@@ -318,3 +318,27 @@ def test_each_kernel_gives_back_the_file_pages_its_setup_read(tmp_path, monkeypa
             continue
         at = events.index(("released", w.__array_interface__["data"][0]))
         assert events.index(("built", op.name)) < at < events.index(("built", nxt.name))
+
+
+def test_a_signature_prepared_before_any_run_lends_its_weights_to_the_next(
+        tmp_path, monkeypatch):
+    # no run yet: the last built executor's kernels are the prior, so the next
+    # signature's convolutions take its layouts instead of folding the file's
+    # weights and packing them again
+    from pyarena.runtime.kernels import conv
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path, seed=6)
+    s = InferenceSession(path)
+    sigs = [(("x", (1, 16, 9, w), None),) for w in (10, 13)]
+    a = s._executor(sigs[0])
+    folds = []
+    monkeypatch.setattr(conv, "fold_scales", lambda *args: folds.append(args) or
+                        fold_scales(*args))
+    b = s._executor(sigs[1])
+    assert folds == []
+    lent = [(ka.path, kb.packed is ka.packed)
+            for ka, kb in zip(a.kernels, b.kernels) if ka.op.op_type == "Conv"]
+    assert lent == [("native-gemm", True), ("native-dw", True), ("native-gemm", True)]
+    x = np.random.default_rng(0).standard_normal((1, 16, 9, 13)).astype(np.float32)
+    fresh = Executor(load_model(path, inputs={"x": [1, 16, 9, 13]})).run({"x": x})["y"]
+    np.testing.assert_array_equal(s.run(None, {"x": x})[0], fresh)
