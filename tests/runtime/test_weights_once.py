@@ -342,3 +342,70 @@ def test_a_signature_prepared_before_any_run_lends_its_weights_to_the_next(
     x = np.random.default_rng(0).standard_normal((1, 16, 9, 13)).astype(np.float32)
     fresh = Executor(load_model(path, inputs={"x": [1, 16, 9, 13]})).run({"x": x})["y"]
     np.testing.assert_array_equal(s.run(None, {"x": x})[0], fresh)
+
+
+def _half_block(path, fp16, seed=0):
+    """NHWC: 1x1 conv 16 -> 64 (the packed SGEMM), depthwise 3x3 (the native
+    depthwise kernel), mean, fully connected; the conv weights float16
+    through DEQUANTIZE (``fp16``) or float32 of the same (rounded) values."""
+    from helpers.tflite_util import TFLiteBuilder
+    rng = np.random.default_rng(seed)
+    B = TFLiteBuilder()
+
+    def weight(name, shape):
+        w = (rng.standard_normal(shape) * 0.3).astype(np.float16)
+        if not fp16:
+            return B.const(name, w.astype(np.float32))
+        out = B.tensor(name, shape)
+        B.op("DEQUANTIZE", [B.const(name + "/f16", w, np.float16)], [out])
+        return out
+    f = (lambda *s: (rng.standard_normal(s) * 0.3).astype(np.float32))
+    x = B.tensor("x", (1, 8, 8, 16))
+    h1, h2 = B.tensor("h1", (1, 8, 8, 64)), B.tensor("h2", (1, 8, 8, 64))
+    B.op("CONV_2D", [x, weight("pw/w", (64, 1, 1, 16)), B.const("pw/b", f(64))], [h1],
+         ("Conv2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FusedActivationFunction=3,
+                                DilationWFactor=1, DilationHFactor=1)))
+    B.op("DEPTHWISE_CONV_2D", [h1, weight("dw/w", (1, 3, 3, 64)), B.const("dw/b", f(64))],
+         [h2], ("DepthwiseConv2DOptions", dict(
+             Padding=0, StrideW=1, StrideH=1, DepthMultiplier=1, FusedActivationFunction=1,
+             DilationWFactor=1, DilationHFactor=1)))
+    m = B.tensor("m", (1, 64))
+    B.op("MEAN", [h2, B.const("axes", np.array([1, 2], np.int32), np.int32)], [m],
+         ("ReducerOptions", dict(KeepDims=False)))
+    y = B.tensor("y", (1, 10))
+    B.op("FULLY_CONNECTED", [m, weight("fc/w", (10, 64)), B.const("fc/b", f(10))], [y],
+         ("FullyConnectedOptions", dict(FusedActivationFunction=0)))
+    return B.save(str(path), [x], [y])
+
+
+def test_tflite_float16_weights_are_read_from_the_file_once(tmp_path):
+    g = load_model(_half_block(tmp_path / "h.tflite", fp16=True))
+    for name in ("pw/w", "dw/w", "fc/w"):
+        t = g.tensors[name]       # float32 to the graph, the file's float16 view
+        assert t.dtype == "float32" and t.data.dtype == np.float16 and is_mapped(t.data)
+    ex = Executor(g)
+    assert [getattr(k, "path", None) for k in ex.kernels if k.op.op_type == "Conv"] == \
+        ["native-gemm", "native-dw"]
+    # the packed convolutions and the fully connected layer's float32 copy
+    # (read at run time): no float32 copy of a packed weight beside them
+    assert ex.weights_bytes == _held_bytes(ex)
+    fc = np.asarray(g.tensors["fc/w"].data)
+    assert fc.dtype == np.float32 and ex.weights.owns(fc)
+    for name in ("pw/w", "dw/w"):
+        assert is_mapped(g.tensors[name].data)
+    # the same values as float32 constants: the same bits out
+    g32 = load_model(_half_block(tmp_path / "f.tflite", fp16=False))
+    feeds = random_feeds(g, seed=4)
+    np.testing.assert_array_equal(ex.run(feeds)["y"], Executor(g32).run(feeds)["y"])
+    assert ex.weights_bytes <= Executor(load_model(str(tmp_path / "f.tflite"))).weights_bytes
+
+
+def test_a_kernel_reads_a_constant_held_in_another_dtype_in_its_own():
+    from pyarena.graph import Op, Tensor
+    from pyarena.runtime.kernels import make_kernel
+    half = np.linspace(-2, 2, 12, dtype=np.float16).reshape(3, 4)
+    ins = [Tensor("x", (3, 4)), Tensor("c", (3, 4), "float32", role="constant", data=half)]
+    k = make_kernel(Op("add", "Add", ["x", "c"], ["y"]), ins, [Tensor("y", (3, 4))])
+    c = k.const(1)
+    assert c.dtype == np.float32
+    np.testing.assert_array_equal(c, half.astype(np.float32))
