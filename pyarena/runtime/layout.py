@@ -14,10 +14,10 @@ NCHW kernel.
   weights constant stays ONNX's OIHW, marked ``attrs["_oihw"]``: the kernel
   reads it as ``OHWI``, depthwise as ``1HWC`` as TFLite stores them, when
   it lays its weights out -- so no re-laid out copy is held beside the
-  kernel's packed one), MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool, the
-  element-wise activations, Add / Sub / Mul / Div / Max / Min / Sum / Mean /
-  Pow (a constant operand of rank <= 4 re-laid out: ``(C, 1, 1)`` becomes
-  ``(C,)``), Concat (its axis remapped, negative axes included), Pad (its
+  kernel's packed one), MaxPool / AveragePool / GlobalAveragePool /
+  GlobalMaxPool, the element-wise activations, Add / Sub / Mul / Div / Max /
+  Min / Sum / Mean / Pow (a constant operand of rank <= 4 re-laid out:
+  ``(C, 1, 1)`` becomes ``(C,)``), Concat (its axis remapped, negative axes included), Pad (its
   pads permuted), PRelu, Dropout / Identity.
 * A **region** is a connected set of convertible ops (connected through
   the tensors one writes and another reads).  A region is converted when
@@ -67,7 +67,6 @@ MAX_WEIGHTS = 64 << 20
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 _AXIS = (0, 3, 1, 2)        # NCHW axis a is NHWC axis _AXIS[a]
-
 
 _UNARY = frozenset((
     "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Exp",

@@ -1897,7 +1897,7 @@ MUTANTS = [
       "a Concat on the channel axis converted to NHWC still joins along axis 1 (height)",
       ("tests/runtime/test_layout.py",)),
     M("layout-depthwise-as-ohwi", "pyarena/runtime/kernels/conv.py",
-      "            return w.reshape(stored[0], stored[2], stored[3]).transpose(1, 2, 0)[None]",
+      "            return w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None]",
       "            return w.transpose(0, 2, 3, 1)",
       "a depthwise conv's OIHW weights read as OHWI but taken for 1HWC",
       ("tests/runtime/test_layout.py",)),

@@ -14,7 +14,7 @@ import numpy as np
 from ..._native import check, lib
 from ..._native import kernels as nk
 from ..fusion import WSCALE, fold_scales
-from ...graph.graph import conv_weight_shape
+from ...graph.graph import CONV_OIHW
 from .native import NATIVE_DTYPE, Pointers, fused_activation, native_act
 from .registry import Kernel, const, register
 from .spatial import Spatial
@@ -114,11 +114,10 @@ class Conv(Spatial):
         is still OIHW (``attrs["_oihw"]``, pyarena/runtime/layout.py) and is
         re-laid out here, not in the graph."""
         w = self.const(1, "weight").astype(self.dtype, copy=False)
-        stored = w.shape
-        if conv_weight_shape(self.op, stored) is stored:
+        if not (self.nhwc and self.attrs.get(CONV_OIHW)) or w.ndim != 4:
             return w
         if self.attrs.get("weight_layout") == "1HWC":     # (C, 1, kh, kw) -> 1HWC
-            return w.reshape(stored[0], stored[2], stored[3]).transpose(1, 2, 0)[None]
+            return w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None]
         return w.transpose(0, 2, 3, 1)                    # OIHW -> OHWI
 
     def _fold(self, w, axis=0):
