@@ -17,8 +17,8 @@ NCHW kernel.
   kernel's packed one), MaxPool / AveragePool / GlobalAveragePool /
   GlobalMaxPool, the element-wise activations, Add / Sub / Mul / Div / Max /
   Min / Sum / Mean / Pow (a constant operand of rank <= 4 re-laid out:
-  ``(C, 1, 1)`` becomes ``(C,)``), Concat (its axis remapped, negative axes included), Pad (its
-  pads permuted), PRelu, Dropout / Identity.
+  ``(C, 1, 1)`` becomes ``(C,)``), Concat (its axis remapped, negative
+  axes included), Pad (its pads permuted), PRelu, Dropout / Identity.
 * A **region** is a connected set of convertible ops (connected through
   the tensors one writes and another reads).  A region is converted when
   the rule takes it (:func:`worth`); its ops get ``layout="NHWC"`` where it
