@@ -7,7 +7,8 @@ Imports only the errors below it (and NumPy).
 from ..errors import GraphError
 from .binding import bind_shapes
 from .builder import GraphBuilder
-from .graph import MAX_TENSOR_BYTES, ROLES, Graph, Op, Tensor, stable_toposort
+from .graph import (CONV_OIHW, MAX_TENSOR_BYTES, ROLES, Graph, Op, Tensor, conv_weight_shape,
+                    stable_toposort)
 
 __all__ = ["Graph", "Tensor", "Op", "GraphError", "GraphBuilder", "bind_shapes", "ROLES",
-           "MAX_TENSOR_BYTES", "stable_toposort"]
+           "MAX_TENSOR_BYTES", "stable_toposort", "CONV_OIHW", "conv_weight_shape"]

@@ -33,7 +33,7 @@ from ..memory.mapped import is_mapped
 from .binding import bind_shapes, unbound_message
 
 __all__ = ["Graph", "Tensor", "Op", "GraphError", "ROLES", "MAX_TENSOR_BYTES",
-           "stable_toposort"]
+           "stable_toposort", "CONV_OIHW", "conv_weight_shape"]
 
 ROLES = ("input", "output", "constant", "activation")
 # Beyond this a tensor cannot be real on any edge device: refuse it before
@@ -111,6 +111,25 @@ class Op:
     attrs: dict = field(default_factory=dict)
 
 
+#: a Conv's attribute: the op runs NHWC but its weights constant is still
+#: ONNX's OIHW -- the layout pass (pyarena/runtime/layout.py) leaves it as
+#: the file has it and the kernel reads it re-laid out
+CONV_OIHW = "_oihw"
+
+
+def conv_weight_shape(op, shape):
+    """The shape of Conv ``op``'s weights as its layout reads them, from
+    the constant's ``shape``: OHWI (or 1HWC, ``weight_layout``) for an NHWC
+    Conv whose constant is still OIHW (:data:`CONV_OIHW`), else ``shape``."""
+    if shape is None or len(shape) != 4 or not op.attrs.get(CONV_OIHW) or \
+            op.attrs.get("layout") != "NHWC":
+        return shape
+    o, i, kh, kw = shape
+    if op.attrs.get("weight_layout") == "1HWC":
+        return (i, kh, kw, o)
+    return (o, kh, kw, i)
+
+
 class Graph:
     """Operators in execution order and the tensors they use."""
 
@@ -131,7 +150,7 @@ class Graph:
         #: in once per run of the op and read again by every iteration
         self.held_inputs = frozenset()
         #: the weights arena (:class:`pyarena.Arena`) that holds the
-        #: constants computed at load -- folded, fused, dequantized -- made
+        #: constants computed at load -- folded, dequantized, fused biases -- made
         #: on first use by :meth:`keep_constant`; an Executor places its
         #: weights in the same arena, so each is held once
         self.weights = None

@@ -142,7 +142,7 @@ def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout=
     if native:
         fuse(g, memo=None if cache is None else cache.fused)
         if fmt == "onnx":
-            to_nhwc(g, layout, memo=None if cache is None else cache.fused)
+            to_nhwc(g, layout)
     g = set_scratch(g, scratch_budget, native)
     release_files(t.data for t in g.tensors.values() if t.role == "constant")
     trim_heap()         # what the parser and shape inference freed goes back

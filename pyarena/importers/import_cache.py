@@ -15,8 +15,9 @@ the first import for the next ones:
   node of an ``If`` branch (which branch is taken may depend on a value
   input), nor a graph input fixed by ``values=``.  A node whose inputs are
   all static is folded once and its result reused by name;
-* the **fused weights** (:func:`pyarena.runtime.fuse`'s ``memo``): a batch
-  norm folded into the same weight arrays is not computed again.
+* the **fused biases** (:func:`pyarena.runtime.fuse`'s ``memo``): a batch
+  norm folded into the same arrays is not computed again (the weights
+  themselves stay the file's: their kernels fold them as they lay them out).
 
 After the first signature's executor has put the constants in the shared
 weights arena, :meth:`ImportCache.remember` swaps the cached values for

@@ -89,6 +89,7 @@ class InferenceSession:
         self._arena = None          # the shared activation block
         self._lower = 0
         self._last = None           # the executor of the last run
+        self._built = None          # the executor built last (its kernels: the next prior)
         # what every signature's import shares (the parse, static folds, fused
         # weights); None until the first executor has placed the weights
         self._cache = ImportCache() if self.onnx is not None else None
@@ -182,6 +183,7 @@ class InferenceSession:
                           weights_memo=self._first.packed, plan_checked=True,
                           kernels=kernels)
             entry[2:] = [ex, current]
+            self._built = ex
             if self._cache is not None and not self._remembered:
                 self._cache.remember(g, self._first.weights_arena.owns)
                 self._remembered = True
@@ -218,8 +220,12 @@ class InferenceSession:
         if g is None:
             return None, None
         # the last run's kernels (the same ops at other shapes) lend what
-        # does not depend on the shapes (a convolution's weights as laid out)
-        prior = self._last.kernels if self._last is not None else None
+        # does not depend on the shapes (a convolution's weights as laid out);
+        # else the last built's (a signature prepared before any run): the
+        # weights the graph holds are the file's, so a kernel that cannot
+        # lend folds and re-lays them out again
+        last = self._last if self._last is not None else self._built
+        prior = last.kernels if last is not None else None
         try:    # (the budget is checked by the planner, before anything is allocated)
             kernels = build_kernels(g, self._first.weights_arena, self._first.packed, prior)
         except PyArenaError:        # the full import names what does not fit

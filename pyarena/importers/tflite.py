@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import MAX_TENSOR_BYTES, Graph
 from ..graph.binding import bind_shapes
-from ..memory.mapped import map_file
+from ..memory.mapped import is_mapped, map_file
 from ..runtime.kernels import TFLITE_OPS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
@@ -288,6 +288,10 @@ class _Tensors:
         if code == "DENSIFY" and list(v.shape) != list(self.shapes[outs[0]]):
             raise ModelImportError(f"operator {k} (DENSIFY): {self.names[src]!r} has shape "
                                    f"{list(v.shape)}, the output {self.shapes[outs[0]]}")
+        if v.dtype == np.float16 and is_mapped(v) and self.dtypes[outs[0]] == np.float32 \
+                and outs[0] not in self.uses:
+            self.data[outs[0]] = v      # float32 to the graph, float16 in the file:
+            return True                 # converted where a kernel reads it (declare)
         if v.dtype == np.float16:
             v = v.astype(np.float32)
         elif self.quant[src] is not None:
@@ -325,7 +329,13 @@ class _Tensors:
         nm = self.names[i]
         if nm in g.tensors:
             return nm
-        if self.data[i] is not None:     # float16 as float32, in the weights arena
+        if self.data[i] is not None and _half_view(self.data[i]):
+            # float16 in the file, float32 to the graph: the view stays (read
+            # at setup only where a kernel lays it out, Kernel.const converts;
+            # the executor places a float32 copy of one read at run time)
+            v = self.data[i]
+            g.add_tensor(nm, v.shape, np.float32, role="constant", data=v)
+        elif self.data[i] is not None:     # float16 as float32, in the weights arena
             v = self.data[i]
             v = g.constant_data(v, np.float32 if v.dtype == np.float16 else None)
             self.data[i] = v
@@ -334,6 +344,11 @@ class _Tensors:
             dt = np.float32 if self.dtypes[i] == np.float16 else self.dtypes[i]
             g.add_tensor(nm, self.shapes[i], dt, role=role)
         return nm
+
+
+def _half_view(v):
+    """A float16 constant still a view of the model file."""
+    return isinstance(v, np.ndarray) and v.dtype == np.float16 and is_mapped(v)
 
 
 class _Sparse:

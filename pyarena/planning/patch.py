@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from ..errors import GraphError
-from ..graph import Op
+from ..graph import Op, conv_weight_shape
 from .resize_rows import resize_geometry, resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
@@ -118,7 +118,7 @@ def op_geometry(op, graph, h_axis):
     if nhwc != (h_axis == 1) or len(x) != 4:
         return None
     if op.op_type == "Conv":
-        w = graph.tensors[op.inputs[1]].shape
+        w = conv_weight_shape(op, graph.tensors[op.inputs[1]].shape)
         if w is None or len(w) != 4:
             return None
         kh, kw = (int(w[1]), int(w[2])) if nhwc else (int(w[2]), int(w[3]))
@@ -515,7 +515,7 @@ def _macs_per_row(op, graph):
     if op.op_type != "Conv":
         return 0
     y = graph.tensors[op.outputs[0]].shape
-    w = graph.tensors[op.inputs[1]].shape
+    w = conv_weight_shape(op, graph.tensors[op.inputs[1]].shape)
     nhwc = op.attrs.get("layout", "NCHW") == "NHWC"
     n, c, wo = (int(y[0]), int(y[3]), int(y[2])) if nhwc else \
         (int(y[0]), int(y[1]), int(y[3]))

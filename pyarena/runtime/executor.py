@@ -35,6 +35,7 @@ import numpy as np
 from .._native.kernels import Workers
 from ..errors import GraphError, InvalidArgumentError, PyArenaError, UnsupportedOpError
 from ..memory import Arena
+from ..memory.heap import trim_heap
 from ..memory.mapped import release_files, release_pages
 from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
@@ -155,7 +156,9 @@ class Executor:
         self._keeper = WeightKeeper(graph, self.weights, weights_memo) if kernels is None \
             else kernels.keeper
         self._keep = self._keeper.keep
+        before = self.weights.stats().used
         self.kernels = kernels = self._make_kernels(graph, allocator, kernels)
+        packed = self.weights.stats().used > before
         # -- threads of the native kernels (row / channel blocks) ----------------
         self.threads = 1 if threads is None else int(threads)
         if self.threads < 1:
@@ -178,8 +181,13 @@ class Executor:
                     continue
                 if name not in self.constants:
                     self.constants[name] = self._place(graph.tensors[name])
-        # what kernel setup read of the files (setup-only weights) goes back
+        # what kernel setup read of the files (setup-only weights) goes back,
+        # and, if it laid weights out, the heap its temporaries used (weights
+        # folded and re-laid out before they were packed; not when every
+        # kernel took its prior's: the next signature would fault it back)
         release_files(t.data for t in graph.tensors.values() if t.role == "constant")
+        if packed:
+            trim_heap()
         self._keeper.done()
         self.plan = None
         self.mode = "plan"

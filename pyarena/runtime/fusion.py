@@ -5,7 +5,11 @@ the planner plans exactly what the executor runs (no op is skipped at run
 time, and the tensors between the fused ops no longer exist):
 
 * **BatchNormalization** after a Conv (NCHW, constant statistics) is folded
-  into the Conv's weights and bias;
+  into the Conv's weights and bias: the bias is computed here, the weights
+  keep their constant (a view of the model file) and the Conv records the
+  per-channel scale in ``attrs["_wscale"]``, which its kernel applies when
+  it lays its weights out (:func:`fold_scales`) -- so the folded weights
+  are held once, in the kernel's layout, not also as a graph constant;
 * a per-channel or scalar **affine** ``Mul(conv, a)`` then ``Add(., b)``
   (constants, e.g. PaddleOCR's learnable scales) is folded the same way;
 * the **activation** after a Conv becomes the Conv's ``activation``
@@ -36,7 +40,11 @@ import numpy as np
 
 from ..memory.mapped import release_pages
 
-__all__ = ["fuse"]
+__all__ = ["fuse", "fold_scales", "WSCALE"]
+
+#: a Conv's attribute: the per-output-channel scales folded into its
+#: weights, in order (float64 bytes; see :func:`fold_scales`)
+WSCALE = "_wscale"
 
 _F32 = np.dtype(np.float32)
 
@@ -142,32 +150,52 @@ def _channel_vector(v, cout):
     return None
 
 
+def fold_scales(w, scales, axis=0):
+    """``w`` (float32) with the ``scales`` (a Conv's ``attrs[WSCALE]``)
+    folded in along its output-channel ``axis``: each in float64, rounded
+    to float32 after each -- bit for bit what folding them into the graph's
+    weights one at a time gave.  A new array (a block of ~1 MiB of float64
+    at a time), or ``w`` itself when there are none."""
+    if not scales:
+        return w
+    src = np.moveaxis(np.asarray(w), axis, 0)
+    out = np.empty(src.shape, np.float32)
+    per = max(1, (1 << 20) // max(1, src[:1].size * 8))
+    tail = (1,) * (src.ndim - 1)
+    vs = [np.frombuffer(s, np.float64) for s in scales]
+    buf = np.empty((min(per, src.shape[0]),) + src.shape[1:], np.float64)
+    for i in range(0, src.shape[0], per):
+        blk = buf[:len(src[i:i + per])]
+        for k, v in enumerate(vs):      # float32 x float64 in float64: exact products
+            np.multiply(src[i:i + per] if k == 0 else out[i:i + per],
+                        v[i:i + per].reshape((-1,) + tail), out=blk)
+            out[i:i + per] = blk        # rounded to float32 after each fold
+    return np.moveaxis(out, 0, axis)
+
+
 def _scale_shift(G, conv, scale, shift):
     """conv' = scale * conv + shift per output channel (NCHW weights).
-    The new weights are computed in float64 a block of output channels at
-    a time, straight into the weights arena (no whole-tensor temporaries)."""
+    The new bias is computed now (into the weights arena); the weights
+    keep their constant and ``scale`` joins the conv's ``WSCALE`` (module
+    docstring)."""
     w = G.const(conv.inputs[1])
-    b = G.const(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
-    key = None
-    if G.memo is not None:      # the same weights folded for another input shape
-        wt, bt = (G.g.tensors[n].data if n else None for n in (conv.inputs + [""])[1:3])
-        key = (id(wt), id(bt), scale.tobytes(), np.asarray(shift).tobytes())
+    bn = conv.inputs[2] if len(conv.inputs) > 2 and conv.inputs[2] else ""
+    bt = G.g.tensors[bn].data if bn else None
+    scale = np.asarray(scale, dtype=np.float64).reshape(-1)
+    key = hit = None
+    if G.memo is not None:      # the same bias folded for another input shape
+        key = ("bias", id(bt), w.shape[0], scale.tobytes(), np.asarray(shift).tobytes())
         hit = G.memo.get(key)
-        if hit is not None and hit[0] is wt and hit[1] is bt:
-            G.set_param(conv, 1, "w", hit[2], kept=True)
-            G.set_param(conv, 2, "b", hit[3], kept=True)
-            return
-    b = np.zeros(w.shape[0]) if b is None else b.astype(np.float64).reshape(-1)
-    out = G.g.constant_buffer(w.shape, np.float32)
-    per = max(1, (1 << 20) // max(1, w[:1].size * 8))    # ~1 MiB of float64 a block
-    for i in range(0, w.shape[0], per):
-        blk = w[i:i + per].astype(np.float64)
-        blk *= scale[i:i + per].reshape((-1,) + (1,) * (w.ndim - 1))
-        out[i:i + per] = blk
-    G.set_param(conv, 1, "w", out)
+        if hit is not None and hit[0] is not bt:
+            hit = None
+    conv.attrs[WSCALE] = tuple(conv.attrs.get(WSCALE, ())) + (scale.tobytes(),)
+    if hit is not None:
+        G.set_param(conv, 2, "b", hit[1], kept=True)
+        return
+    b = np.zeros(w.shape[0]) if bt is None else np.asarray(bt).astype(np.float64).reshape(-1)
     G.set_param(conv, 2, "b", (b * scale + shift).astype(np.float32))
-    if key is not None:         # the sources held, so their ids stay theirs
-        G.memo[key] = (wt, bt, G.const(conv.inputs[1]), G.const(conv.inputs[2]))
+    if key is not None:         # the source held, so its id stays its own
+        G.memo[key] = (bt, G.const(conv.inputs[2]))
 
 
 def _take_output(G, conv, last, ops, tensors):
@@ -429,10 +457,11 @@ def _fuse_residual(G, conv):
 
 def fuse(graph, memo=None):
     """Rewrite ``graph`` in place (see the module doc); returns the number
-    of ops removed.  ``memo`` (a dict kept by the caller): weights folded
+    of ops removed.  ``memo`` (a dict kept by the caller): biases folded
     before from the same constant arrays (the same objects) are taken from
     it instead of being computed and stored again -- an InferenceSession
-    importing its model once per input shape shares them."""
+    importing its model once per input shape shares them (and its kernels
+    then lend each other their weights: the same arrays, the same scales)."""
     G = _Graph(graph, memo)
     removed = 0
     for conv in list(graph.ops):

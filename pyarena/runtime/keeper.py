@@ -160,13 +160,21 @@ def build_op(graph, op, keep, bad, make=None, prior=None):
         if make is not None:
             return make()
         tensors = graph.tensors
-        return make_kernel(op, [tensors[t] if t else None for t in op.inputs],
-                           [tensors[t] for t in op.outputs if t], keep=keep,
-                           scratch_budget=graph.scratch_budget,
-                           native=getattr(graph, "native", True), prior=prior)
+        ins = [tensors[t] if t else None for t in op.inputs]
+        k = make_kernel(op, ins, [tensors[t] for t in op.outputs if t], keep=keep,
+                        scratch_budget=graph.scratch_budget,
+                        native=getattr(graph, "native", True), prior=prior)
     except UnsupportedOpError as exc:
         bad.append(str(exc))
         return None
+    if prior is None and k.runtime is not None:
+        # what setup alone read of the file goes back now, not once every
+        # kernel is built: one layer's weights resident at a time (a kernel
+        # with a prior mostly took its weights from it and read nothing)
+        for i, t in enumerate(ins):
+            if t is not None and i not in k.runtime and t.role == "constant":
+                release_pages(t.data)
+    return k
 
 
 def refuse_unsupported(bad):

@@ -10,13 +10,15 @@ layers went to BLAS plus an epilogue pass and its depthwise layers to the
 NCHW kernel.
 
 * An op is **convertible** when it has an NHWC form and its tensors are
-  4-D: Conv (any groups; fused activation and residual input kept; weights
-  re-laid out once to ``OHWI``, depthwise to ``1HWC`` as TFLite stores
-  them), MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool, the
-  element-wise activations, Add / Sub / Mul / Div / Max / Min / Sum / Mean /
-  Pow (a constant operand of rank <= 4 re-laid out: ``(C, 1, 1)`` becomes
-  ``(C,)``), Concat (its axis remapped, negative axes included), Pad (its
-  pads permuted), PRelu, Dropout / Identity.
+  4-D: Conv (any groups; fused activation and residual input kept; its
+  weights constant stays ONNX's OIHW, marked ``attrs["_oihw"]``: the kernel
+  reads it as ``OHWI``, depthwise as ``1HWC`` as TFLite stores them, when
+  it lays its weights out -- so no re-laid out copy is held beside the
+  kernel's packed one), MaxPool / AveragePool / GlobalAveragePool /
+  GlobalMaxPool, the element-wise activations, Add / Sub / Mul / Div / Max /
+  Min / Sum / Mean / Pow (a constant operand of rank <= 4 re-laid out:
+  ``(C, 1, 1)`` becomes ``(C,)``), Concat (its axis remapped, negative
+  axes included), Pad (its pads permuted), PRelu, Dropout / Identity.
 * A **region** is a connected set of convertible ops (connected through
   the tensors one writes and another reads).  A region is converted when
   the rule takes it (:func:`worth`); its ops get ``layout="NHWC"`` where it
@@ -38,13 +40,14 @@ NCHW kernel.
 counts for reports (``regions``, ``ops``, ``transposes``), ``shapes``
 (tensor -> (the NCHW tensor whose shape it permutes, perm)) for re-sizing
 the graph to other input shapes (importers/resize.py), and ``baked`` (the
-constants whose values were re-laid out into new ones).  Returns the
-number of ops converted.
+constants whose values were re-laid out into new ones: the operands of
+element-wise ops, PRelu slopes, Pad's pads).  Returns the number of ops
+converted.
 """
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..graph.graph import Op
+from ..graph.graph import CONV_OIHW, Op
 from ..memory.mapped import release_pages
 from .fusion import _Graph
 
@@ -56,8 +59,7 @@ RULES = ("auto", "nhwc", "keep")
 #: image; ShuffleNet's channel shuffles, two full copies per unit, are not)
 MOVED_SHARE = 8
 #: ... and, without a depthwise convolution, at most this many bytes of
-#: convolution weights: the NHWC kernels keep a second copy of them (packed
-#: or transposed), and where they are large the large 1x1 layers are where
+#: convolution weights: where they are large the large 1x1 layers are where
 #: BLAS beats the NHWC tile -- ResNet-50 (89.5 MiB) measured no faster
 #: (1.02x the NCHW time), Inception-v2 (38.7 MiB) and SqueezeNet (4.7 MiB)
 #: 0.87x (docs/native-kernels.md)
@@ -80,8 +82,8 @@ class _Pass(_Graph):
     """The graph, its readers (and constants, as fusion sees them) and
     producers, and the new tensors' names."""
 
-    def __init__(self, graph, memo):
-        super().__init__(graph, memo)
+    def __init__(self, graph):
+        super().__init__(graph)
         self.producer = {t: op for op in graph.ops for t in op.outputs if t}
         self.op_names = {op.name for op in graph.ops}
         self.shapes = {}        # tensor -> (NCHW source tensor, perm)
@@ -255,35 +257,14 @@ def _relaid_const(c):
     return c4.reshape(shape)
 
 
-def _conv_weights(P, op):
-    w = P.const(op.inputs[1])
-    dw = _depthwise(P, op)
-    key = None
-    if P.memo is not None:      # the same weights re-laid out for another input shape
-        src = P.g.tensors[op.inputs[1]].data
-        key = ("nhwc", id(src), dw)
-        hit = P.memo.get(key)
-        if hit is not None and hit[0] is src:
-            return hit[1], dw
-    if dw:                      # (C_out, 1, kh, kw) -> 1HWC
-        new = w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None]
-    else:                       # OIHW -> OHWI
-        new = w.transpose(0, 2, 3, 1)
-    new = P.g.keep_constant(np.ascontiguousarray(new))
-    if key is not None:
-        P.memo[key] = (P.g.tensors[op.inputs[1]].data, new)
-    return new, dw
-
-
 def _convert_op(P, op):
     """``op``'s attributes and constants for NHWC (its tensors are done
     by the caller)."""
     t = op.op_type
     if t == "Conv":
-        w, dw = _conv_weights(P, op)
-        P.new_const(op, 1, w)
         op.attrs["layout"] = "NHWC"
-        if dw:
+        op.attrs[CONV_OIHW] = True
+        if _depthwise(P, op):
             op.attrs["weight_layout"] = "1HWC"
     elif t in _POOLS or t == "PRelu":
         op.attrs["layout"] = "NHWC"
@@ -361,17 +342,15 @@ def _rewrite(P, regions):
     return count
 
 
-def to_nhwc(graph, rule="auto", memo=None):
+def to_nhwc(graph, rule="auto"):
     """Convert ``graph``'s NCHW regions to NHWC in place (module
-    docstring); returns the number of ops converted.  ``memo``: a dict kept
-    by the caller across imports of one model (re-laid out weights are
-    taken from it, as :func:`pyarena.runtime.fuse`'s)."""
+    docstring); returns the number of ops converted."""
     if rule not in RULES:
         raise InvalidArgumentError(f"layout rule must be one of {RULES}, not {rule!r}")
     graph.relaid = None
     if rule == "keep":
         return 0
-    P = _Pass(graph, memo)
+    P = _Pass(graph)
     regions = [r for r in _regions(P) if worth(P, r, rule)]
     if not regions:
         return 0

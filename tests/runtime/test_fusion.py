@@ -10,6 +10,7 @@ from helpers.model_zoo import ort_run
 from helpers.onnx_util import make_model
 from pyarena.importers import load_model
 from pyarena.runtime import Executor, fuse
+from pyarena.runtime.fusion import WSCALE
 
 R = np.random.default_rng(7)
 
@@ -195,7 +196,7 @@ def test_residual_is_not_fused_after_a_3x3_conv_or_an_activation(tmp_path):
 
 
 @pytest.mark.parametrize("chain", ["batchnorm-relu", "affine-silu"])
-def test_a_memo_reuses_the_weights_folded_from_the_same_arrays(tmp_path, chain):
+def test_a_memo_reuses_the_biases_folded_from_the_same_arrays(tmp_path, chain):
     nodes, extra = CHAINS[chain]
     path = tmp_path / f"{chain}.onnx"
     make_model([_conv()] + nodes, {"x": (["N", 8, "H", "W"], np.float32)},
@@ -209,9 +210,14 @@ def test_a_memo_reuses_the_weights_folded_from_the_same_arrays(tmp_path, chain):
     memo = {}
     for g in (a, b, c):
         fuse(g, memo=memo)
-    wa, wb, wc = (g.tensors[g.ops[0].inputs[1]].data for g in (a, b, c))
-    assert wb is wa and wc is not wa
-    np.testing.assert_array_equal(wc, wa)
+    ba, bb, bc = (g.tensors[g.ops[0].inputs[2]].data for g in (a, b, c))
+    assert bb is ba and bc is not ba
+    np.testing.assert_array_equal(bc, ba)
+    # the weights keep their constants; the scales folded into them are
+    # recorded, equal (so a session's kernels lend each other their layouts)
+    wa, wb = (g.tensors[g.ops[0].inputs[1]].data for g in (a, b))
+    assert wb is wa and g.ops[0].inputs[1] == "w"
+    assert a.ops[0].attrs[WSCALE] == b.ops[0].attrs[WSCALE] == c.ops[0].attrs[WSCALE]
     x = rnd(2, 8, 6, 16, lo=-4, hi=4)
     np.testing.assert_allclose(Executor(b).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=2e-5)

@@ -1,18 +1,22 @@
 """Each weight held once: an ONNX model's weights stay views of the file
-until the executor places them; constants computed at load (fused batch
-norms) live in the graph's weights arena, which the executor shares; a
-kernel's copy of a weight replaces the graph's array instead of adding to
-it."""
+until the executor places them; a batch norm folded into a convolution and
+the layout pass's NHWC weights are not computed into graph constants but
+where the kernel lays its weights out (the graph's constant stays the
+file's, read at setup only); constants computed at load live in the
+graph's weights arena, which the executor shares; a kernel's copy of a
+weight replaces the graph's array instead of adding to it."""
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pyarena.graph import Graph
+from pyarena import InferenceSession
+from pyarena.graph import CONV_OIHW, Graph, conv_weight_shape
 from pyarena.importers import load_model
 from pyarena.memory import Arena
 from pyarena.memory.mapped import is_mapped
 from pyarena.runtime import Executor, fuse, random_feeds
+from pyarena.runtime.fusion import WSCALE, fold_scales
 from pyarena.runtime.models import resnet
 
 BIG = 4096
@@ -48,19 +52,18 @@ def _big_constants(g):
 
 
 @pytest.mark.parametrize("native", [True, False])
-def test_onnx_weights_are_file_views_or_in_the_graph_arena(tmp_path, native):
+def test_onnx_weights_stay_file_views_when_batch_norms_are_folded(tmp_path, native):
     path = str(tmp_path / "m.onnx")
     _conv_bn_model(path)
     g = load_model(path, native=native)
     big = _big_constants(g)
-    assert big
-    for t in big:
+    assert len(big) == 3
+    for t in big:       # as stored in the file: the fold is the kernel's
         d = np.asarray(t.data)
-        if native:     # batch norms folded into the weights: computed at load
-            assert g.weights is not None and g.weights.owns(d), t.name
-        else:          # as stored in the file
-            assert is_mapped(d), t.name
-        assert not d.flags.writeable
+        assert is_mapped(d) and not d.flags.writeable, t.name
+    convs = [op for op in g.ops if op.op_type == "Conv"]
+    assert all(bool(op.attrs.get(WSCALE)) == native for op in convs)
+    assert g.weights is None or g.weights.stats().used < BIG    # the folded biases
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -72,7 +75,10 @@ def test_after_the_executor_each_weight_lives_in_its_arena(tmp_path, native):
         random_feeds(g, seed=1))[out].copy()
     ex = Executor(g)
     for t in _big_constants(g):
-        assert ex.weights.owns(np.asarray(t.data)), t.name
+        # native: the kernels hold the folded weights, the graph the file's
+        # (read at setup only); else the kernels' copy is the graph's
+        d = np.asarray(t.data)
+        assert is_mapped(d) if native else ex.weights.owns(d), t.name
     big = sum(np.asarray(t.data).nbytes for t in _big_constants(g))
     assert ex.weights_bytes < 1.3 * big          # not the graph's copy + the kernels'
     np.testing.assert_array_equal(ex.run(random_feeds(g, seed=1))[out], ref)
@@ -128,4 +134,278 @@ def test_folded_batch_norm_weights_are_exact(tmp_path):
     want = (init["w0"] * s[:, None, None, None]).astype(np.float32)
     g = load_model(path)
     conv = next(op for op in g.ops if op.op_type == "Conv")
-    np.testing.assert_array_equal(np.asarray(g.tensors[conv.inputs[1]].data), want)
+    w = np.asarray(g.tensors[conv.inputs[1]].data)
+    np.testing.assert_array_equal(w, init["w0"].astype(np.float32))     # the file's
+    np.testing.assert_array_equal(fold_scales(w, conv.attrs[WSCALE]), want)
+    ex = Executor(g)
+    k = next(k for k in ex.kernels if k.op is conv)     # im2col: (1, C_out, K) matrices
+    assert k.path == "im2col" and ex.weights.owns(k.wm)
+    np.testing.assert_array_equal(k.wm.reshape(want.shape), want)
+
+
+# -- a weight a kernel packs is held once: the layout pass and folded batch norms --
+
+def _block_bn(path, c=16, e=96, seed=0):
+    """MobileNetV2's block with batch norms: 1x1 expand, depthwise 3x3,
+    1x1 project (each Conv -> BatchNormalization), residual Add, pool,
+    classifier; input [1, c, H, W].  The 1x1 weights are 6 KiB each."""
+    rng = np.random.default_rng(seed)
+    f = (lambda *s: rng.uniform(-1, 1, s).astype(np.float32))
+    inits, nodes = {}, []
+
+    def conv_bn(x, y, cin, cout, k, group=1):
+        inits[f"{y}.w"] = f(cout, cin // group, k, k)
+        inits.update({f"{y}.g": 1 + 0.1 * f(cout), f"{y}.b": f(cout), f"{y}.m": f(cout),
+                      f"{y}.v": rng.uniform(0.5, 2, cout).astype(np.float32)})
+        nodes.append(helper.make_node("Conv", [x, f"{y}.w"], [f"{y}.c"], group=group,
+                                      pads=[k // 2] * 4))
+        nodes.append(helper.make_node("BatchNormalization",
+                                      [f"{y}.c"] + [f"{y}.{p}" for p in "gbmv"], [y]))
+    conv_bn("x", "e", c, e, 1)
+    nodes.append(helper.make_node("Clip", ["e", "lo", "hi"], ["e6"]))
+    conv_bn("e6", "d", e, e, 3, group=e)
+    nodes.append(helper.make_node("Clip", ["d", "lo", "hi"], ["d6"]))
+    conv_bn("d6", "p", e, c, 1)
+    nodes += [helper.make_node("Add", ["p", "x"], ["r"]),
+              helper.make_node("GlobalAveragePool", ["r"], ["gp"]),
+              helper.make_node("Flatten", ["gp"], ["fl"]),
+              helper.make_node("Gemm", ["fl", "wf"], ["y"], transB=1)]
+    inits.update(lo=np.array(0, np.float32), hi=np.array(6, np.float32), wf=f(10, c))
+    g = helper.make_graph(
+        nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                       [1, c, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def _held_bytes(ex):
+    """The weights arena's bytes accounted for: the arrays the kernels keep
+    there, the constants placed for run time, and the graph's small
+    constants there (folded biases), each rounded to the arena's 64."""
+    seen = {}
+    for k in ex.kernels:
+        for v in vars(k).values():
+            if isinstance(v, np.ndarray) and ex.weights.owns(v):
+                seen[v.__array_interface__["data"][0]] = v.nbytes
+    for v in ex.constants.values():
+        seen[v.__array_interface__["data"][0]] = v.nbytes
+    for t in ex.graph.tensors.values():
+        d = np.asarray(t.data) if t.role == "constant" and t.data is not None else None
+        if d is not None and d.nbytes <= BIG and ex.weights.owns(d):
+            seen[d.__array_interface__["data"][0]] = d.nbytes
+    return sum(-(-n // 64) * 64 for n in seen.values())
+
+
+@pytest.mark.parametrize("layout", ["auto", "keep", "nhwc"])
+def test_the_weights_arena_holds_the_kernels_weights_and_nothing_else(tmp_path, layout):
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path)
+    g = load_model(path, inputs={"x": [1, 16, 12, 10]}, layout=layout)
+    assert (g.relaid is not None) == (layout != "keep")
+    ex = Executor(g)
+    # no folded or re-laid out copy beside the packed one: every byte of the
+    # arena is a kernel's array, a constant read at run time or a bias
+    assert ex.weights_bytes == _held_bytes(ex)
+    for op in g.ops:        # (the depthwise weights, 3.4 KiB, are read as small values)
+        d = np.asarray(g.tensors[op.inputs[1]].data) if op.op_type == "Conv" else None
+        if d is not None and d.nbytes > BIG:
+            assert is_mapped(d), op.name
+
+
+def test_the_layout_pass_costs_no_weight_bytes(tmp_path):
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path)
+    sizes = {}
+    for layout in ("auto", "keep"):
+        ex = Executor(load_model(path, inputs={"x": [1, 16, 12, 10]}, layout=layout))
+        modes = {getattr(k, "mode", None) for k in ex.kernels}
+        sizes[layout] = ex.weights_bytes
+        assert ("1x1" in modes) == (layout == "keep")        # NCHW 1x1: BLAS
+    # the NHWC kernels pack the 1x1 weights (with the bias: a little more
+    # than the BLAS path's copy of them) instead of keeping them twice
+    assert sizes["auto"] <= sizes["keep"] + 2 * 64
+
+
+def _materialized(g):
+    """``g`` as the graph held its weights before: folded and re-laid out
+    into new constants (what the kernels now do at setup)."""
+    for op in g.ops:
+        if op.op_type != "Conv" or not (op.attrs.get(WSCALE) or op.attrs.get(CONV_OIHW)):
+            continue
+        t = g.tensors[op.inputs[1]]
+        w = fold_scales(np.asarray(t.data), op.attrs.pop(WSCALE, ()))
+        shape = conv_weight_shape(op, w.shape)
+        if op.attrs.pop(CONV_OIHW, False):
+            w = w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None] \
+                if op.attrs.get("weight_layout") == "1HWC" else w.transpose(0, 2, 3, 1)
+        assert w.shape == shape
+        name = f"{t.name}.materialized"
+        g.add_tensor(name, w.shape, "float32", role="constant", data=np.ascontiguousarray(w))
+        op.inputs[1] = name
+    return g
+
+
+@pytest.mark.parametrize("layout", ["auto", "keep"])
+def test_weights_folded_by_the_kernels_give_the_same_bits(tmp_path, layout):
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path, seed=3)
+    shapes = {"x": [1, 16, 12, 10]}
+    g = load_model(path, inputs=shapes, layout=layout)
+    assert any(op.attrs.get(WSCALE) for op in g.ops)
+    old = _materialized(load_model(path, inputs=shapes, layout=layout))
+    feeds = random_feeds(g, seed=5)
+    np.testing.assert_array_equal(Executor(g).run(feeds)["y"], Executor(old).run(feeds)["y"])
+
+
+def test_fold_scales_rounds_after_each_fold_in_blocks():
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((300, 64, 3, 3)).astype(np.float32)    # 2 blocks of rows
+    s1, s2 = rng.uniform(0.5, 2, 300), rng.uniform(0.5, 2, 300)
+    once = (w.astype(np.float64) * s1[:, None, None, None]).astype(np.float32)
+    want = (once.astype(np.float64) * s2[:, None, None, None]).astype(np.float32)
+    got = fold_scales(w, (s1.tobytes(), s2.tobytes()))
+    np.testing.assert_array_equal(got, want)
+    taps = np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))       # (kh, kw, C): axis -1
+    np.testing.assert_array_equal(fold_scales(taps, (s1.tobytes(), s2.tobytes()), -1),
+                                  want[:, 0].transpose(1, 2, 0))
+    assert fold_scales(w, ()) is w
+
+
+def test_a_session_holds_each_weight_once_at_every_width(tmp_path):
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path, seed=2)
+    auto, keep = InferenceSession(path), InferenceSession(path, layout="keep")
+    for width in (10, 14, 10, 21, 7):
+        x = np.random.default_rng(width).standard_normal((1, 16, 9, width)).astype(np.float32)
+        (y,) = auto.run(None, {"x": x})
+        keep.run(None, {"x": x})
+        fresh = Executor(load_model(path, inputs={"x": list(x.shape)})).run({"x": x})["y"]
+        np.testing.assert_array_equal(y, fresh)
+        assert auto.memory_info()["weights_bytes"] <= keep.memory_info()["weights_bytes"]
+    g = auto._first
+    for name, t in g.constants.items():     # the file's weights, read at setup only
+        if name.endswith(".w") and np.asarray(t.data).nbytes > BIG:
+            assert is_mapped(np.asarray(t.data)), name
+
+
+def test_each_kernel_gives_back_the_file_pages_its_setup_read(tmp_path, monkeypatch):
+    # the bind's peak holds one layer's weights from the file at a time, not
+    # every layer's until the last kernel is built
+    from pyarena.runtime import keeper
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path)
+    g = load_model(path, inputs={"x": [1, 16, 12, 10]})
+    events, make, release = [], keeper.make_kernel, keeper.release_pages
+
+    def made(op, *a, **k):
+        events.append(("built", op.name))
+        return make(op, *a, **k)
+
+    def released(arr, *a, **k):
+        events.append(("released", arr.__array_interface__["data"][0]
+                       if isinstance(arr, np.ndarray) else None))
+        return release(arr, *a, **k)
+    monkeypatch.setattr(keeper, "make_kernel", made)
+    monkeypatch.setattr(keeper, "release_pages", released)
+    Executor(g)
+    convs = [op for op in g.ops if op.op_type == "Conv"]
+    for op, nxt in zip(convs, convs[1:]):
+        w = np.asarray(g.tensors[op.inputs[1]].data)
+        if not is_mapped(w):
+            continue
+        at = events.index(("released", w.__array_interface__["data"][0]))
+        assert events.index(("built", op.name)) < at < events.index(("built", nxt.name))
+
+
+def test_a_signature_prepared_before_any_run_lends_its_weights_to_the_next(
+        tmp_path, monkeypatch):
+    # no run yet: the last built executor's kernels are the prior, so the next
+    # signature's convolutions take its layouts instead of folding the file's
+    # weights and packing them again
+    from pyarena.runtime.kernels import conv
+    path = str(tmp_path / "b.onnx")
+    _block_bn(path, seed=6)
+    s = InferenceSession(path)
+    sigs = [(("x", (1, 16, 9, w), None),) for w in (10, 13)]
+    a = s._executor(sigs[0])
+    folds = []
+    monkeypatch.setattr(conv, "fold_scales", lambda *args: folds.append(args) or
+                        fold_scales(*args))
+    b = s._executor(sigs[1])
+    assert folds == []
+    lent = [(ka.path, kb.packed is ka.packed)
+            for ka, kb in zip(a.kernels, b.kernels) if ka.op.op_type == "Conv"]
+    assert lent == [("native-gemm", True), ("native-dw", True), ("native-gemm", True)]
+    x = np.random.default_rng(0).standard_normal((1, 16, 9, 13)).astype(np.float32)
+    fresh = Executor(load_model(path, inputs={"x": [1, 16, 9, 13]})).run({"x": x})["y"]
+    np.testing.assert_array_equal(s.run(None, {"x": x})[0], fresh)
+
+
+def _half_block(path, fp16, seed=0):
+    """NHWC: 1x1 conv 16 -> 64 (the packed SGEMM), depthwise 3x3 (the native
+    depthwise kernel), mean, fully connected; the conv weights float16
+    through DEQUANTIZE (``fp16``) or float32 of the same (rounded) values."""
+    from helpers.tflite_util import TFLiteBuilder
+    rng = np.random.default_rng(seed)
+    B = TFLiteBuilder()
+
+    def weight(name, shape):
+        w = (rng.standard_normal(shape) * 0.3).astype(np.float16)
+        if not fp16:
+            return B.const(name, w.astype(np.float32))
+        out = B.tensor(name, shape)
+        B.op("DEQUANTIZE", [B.const(name + "/f16", w, np.float16)], [out])
+        return out
+    f = (lambda *s: (rng.standard_normal(s) * 0.3).astype(np.float32))
+    x = B.tensor("x", (1, 8, 8, 16))
+    h1, h2 = B.tensor("h1", (1, 8, 8, 64)), B.tensor("h2", (1, 8, 8, 64))
+    B.op("CONV_2D", [x, weight("pw/w", (64, 1, 1, 16)), B.const("pw/b", f(64))], [h1],
+         ("Conv2DOptions", dict(Padding=0, StrideW=1, StrideH=1, FusedActivationFunction=3,
+                                DilationWFactor=1, DilationHFactor=1)))
+    B.op("DEPTHWISE_CONV_2D", [h1, weight("dw/w", (1, 3, 3, 64)), B.const("dw/b", f(64))],
+         [h2], ("DepthwiseConv2DOptions", dict(
+             Padding=0, StrideW=1, StrideH=1, DepthMultiplier=1, FusedActivationFunction=1,
+             DilationWFactor=1, DilationHFactor=1)))
+    m = B.tensor("m", (1, 64))
+    B.op("MEAN", [h2, B.const("axes", np.array([1, 2], np.int32), np.int32)], [m],
+         ("ReducerOptions", dict(KeepDims=False)))
+    y = B.tensor("y", (1, 10))
+    B.op("FULLY_CONNECTED", [m, weight("fc/w", (10, 64)), B.const("fc/b", f(10))], [y],
+         ("FullyConnectedOptions", dict(FusedActivationFunction=0)))
+    return B.save(str(path), [x], [y])
+
+
+def test_tflite_float16_weights_are_read_from_the_file_once(tmp_path):
+    g = load_model(_half_block(tmp_path / "h.tflite", fp16=True))
+    for name in ("pw/w", "dw/w", "fc/w"):
+        t = g.tensors[name]       # float32 to the graph, the file's float16 view
+        assert t.dtype == "float32" and t.data.dtype == np.float16 and is_mapped(t.data)
+    ex = Executor(g)
+    assert [getattr(k, "path", None) for k in ex.kernels if k.op.op_type == "Conv"] == \
+        ["native-gemm", "native-dw"]
+    # the packed convolutions and the fully connected layer's float32 copy
+    # (read at run time): no float32 copy of a packed weight beside them
+    assert ex.weights_bytes == _held_bytes(ex)
+    fc = np.asarray(g.tensors["fc/w"].data)
+    assert fc.dtype == np.float32 and ex.weights.owns(fc)
+    for name in ("pw/w", "dw/w"):
+        assert is_mapped(g.tensors[name].data)
+    # the same values as float32 constants: the same bits out
+    g32 = load_model(_half_block(tmp_path / "f.tflite", fp16=False))
+    feeds = random_feeds(g, seed=4)
+    np.testing.assert_array_equal(ex.run(feeds)["y"], Executor(g32).run(feeds)["y"])
+    assert ex.weights_bytes <= Executor(load_model(str(tmp_path / "f.tflite"))).weights_bytes
+
+
+def test_a_kernel_reads_a_constant_held_in_another_dtype_in_its_own():
+    from pyarena.graph import Op, Tensor
+    from pyarena.runtime.kernels import make_kernel
+    half = np.linspace(-2, 2, 12, dtype=np.float16).reshape(3, 4)
+    ins = [Tensor("x", (3, 4)), Tensor("c", (3, 4), "float32", role="constant", data=half)]
+    k = make_kernel(Op("add", "Add", ["x", "c"], ["y"]), ins, [Tensor("y", (3, 4))])
+    c = k.const(1)
+    assert c.dtype == np.float32
+    np.testing.assert_array_equal(c, half.astype(np.float32))

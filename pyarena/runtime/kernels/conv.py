@@ -13,6 +13,8 @@ import numpy as np
 
 from ..._native import check, lib
 from ..._native import kernels as nk
+from ..fusion import WSCALE, fold_scales
+from ...graph.graph import CONV_OIHW
 from .native import NATIVE_DTYPE, Pointers, fused_activation, native_act
 from .registry import Kernel, const, register
 from .spatial import Spatial
@@ -49,8 +51,11 @@ class Conv(Spatial):
         self.residual = self.has(3)     # fused Add (runtime/fusion.py)
         if self.residual:
             self.runtime = (0, 3)
-        wshape = self.shape(1)
         self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
+        # the weights as this layout reads them, their values as in the graph:
+        # what fusion folded in is applied where they are laid out (_fold)
+        w = self._weights()
+        wshape = w.shape
         g = int(self.attrs.get("group", 1))
         k_sp = wshape[1:-1] if self.nhwc else wshape[2:]   # OHWI / 1HWC vs OIHW
         self.geometry(k_sp)
@@ -60,7 +65,6 @@ class Conv(Spatial):
         self.cout = cout
         if C % g or cout % g:
             self.fail(f"group={g} does not divide channels {C} -> {cout}")
-        w = self.const(1, "weight").astype(self.dtype, copy=False)
         if self.residual:
             rs = self.shape(3)
             self.res_c = int(rs[-1] if self.nhwc else rs[1])
@@ -93,7 +97,7 @@ class Conv(Spatial):
             self.mode = "1x1"
             lender = self._lender("1x1")
             self.wm = lender.wm if lender is not None else self.keep(np.ascontiguousarray(
-                w.reshape(g, cout // g, C // g) if g > 1 else w.reshape(cout, C)))
+                self._fold(w).reshape((g, cout // g, C // g) if g > 1 else (cout, C))))
         else:
             lender = self._setup_im2col(w, g, cout)
         self.bias = None
@@ -103,6 +107,30 @@ class Conv(Spatial):
             b = self.const(2, "bias").astype(self.dtype, copy=False)
             self.bias = self.keep(b if self.nhwc else b.reshape(-1, 1, 1))
         self._setup_epilogue(lender)
+
+    def _weights(self):
+        """Input 1 as this op reads it, without copying: OIHW, or for NHWC
+        OHWI / 1HWC (``weight_layout``) -- a converted ONNX Conv's constant
+        is still OIHW (``attrs["_oihw"]``, pyarena/runtime/layout.py) and is
+        re-laid out here, not in the graph."""
+        w = self.const(1, "weight").astype(self.dtype, copy=False)
+        if not (self.nhwc and self.attrs.get(CONV_OIHW)) or w.ndim != 4:
+            return w
+        if self.attrs.get("weight_layout") == "1HWC":     # (C, 1, kh, kw) -> 1HWC
+            return w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None]
+        return w.transpose(0, 2, 3, 1)                    # OIHW -> OHWI
+
+    def _fold(self, w, axis=0):
+        """The weights ``w`` (output channels on ``axis``) with the scales
+        fusion folded into them (``attrs["_wscale"]``,
+        :func:`~pyarena.runtime.fusion.fold_scales`), where setup lays them
+        out: the graph keeps its constant as the file has it, and this op's
+        layout of them is the only folded copy.  Not when only the scratch
+        size is asked (the values do not matter there)."""
+        scales = self.attrs.get(WSCALE)
+        if not scales or self.sizing:
+            return w
+        return fold_scales(w, scales, axis)
 
     def _lender(self, mode):
         """The prior kernel (:attr:`Kernel.prior`, the same op at other
@@ -148,7 +176,7 @@ class Conv(Spatial):
                 wt = w.reshape(self.kh, self.kw, C)          # 1HWC
             else:
                 wt = w.reshape(C, self.kh, self.kw).transpose(1, 2, 0)
-            wt = np.ascontiguousarray(wt)
+            wt = np.ascontiguousarray(self._fold(wt, -1))
             if not self.nhwc:
                 wt = wt.reshape(self.kh, self.kw, C, 1, 1)
             self.wt = self.keep(wt)
@@ -179,12 +207,12 @@ class Conv(Spatial):
             # OHWI -> per group (K, Cout/G) matching the (kh, kw, C/G) column
             # order, or (Cout/G, K) for the K-major layout
             cog = cout // g
-            wm = w.reshape(g, cog, K)
+            wm = self._fold(w).reshape(g, cog, K)
             if not self.kmajor:
                 wm = wm.transpose(0, 2, 1)
             self.wm = self.keep(np.ascontiguousarray(wm if g > 1 else wm[0]))
         else:
-            self.wm = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, K)))
+            self.wm = self.keep(np.ascontiguousarray(self._fold(w).reshape(g, cout // g, K)))
         return lender
 
     def _setup_epilogue(self, lender=None):
@@ -321,7 +349,7 @@ class Conv(Spatial):
             self.packed, self.packed_ptr = lender.packed, lender.packed_ptr
         else:
             bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
-            packed = nk.pack_conv2d(self.desc, ohwi, bias,
+            packed = nk.pack_conv2d(self.desc, self._fold(ohwi), bias,
                                     lambda n: np.empty(n, dtype=np.float32))
             self.packed = self.keep(packed)
             self.packed_ptr = nk.fptr(self.packed)

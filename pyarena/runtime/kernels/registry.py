@@ -192,15 +192,19 @@ class Kernel:
         return tuple(int(d) for d in self.outs[i].shape)
 
     def const(self, i, what="input"):
-        """The constant value of input ``i`` (UnsupportedOpError if it is
-        computed at run time)."""
+        """The constant value of input ``i`` in its declared dtype
+        (UnsupportedOpError if it is computed at run time).  A value held
+        in another dtype -- a TFLite float16 weight declared float32, still
+        a view of the file -- is converted here (a temporary: what setup
+        keeps of it is the kernel's own layout)."""
         if i >= len(self.ins) or self.ins[i] is None:
             return None
         t = self.ins[i]
         if t.data is None:
             raise NeedsValueError(f"operator {self.op.name!r} ({self.op.op_type}): {what} "
                                   f"{t.name!r} must be a constant")
-        return np.asarray(t.data)
+        d = np.asarray(t.data)
+        return d if d.dtype == t.dtype else d.astype(t.dtype)
 
     def has(self, i):
         return i < len(self.ins) and self.ins[i] is not None
