@@ -182,12 +182,18 @@ def _merge(name, shp, et, shapes, types):
     declares: a declared dim fills one the rule leaves unknown, and where
     the two disagree the declared shape stays (as in ONNX's inference,
     which drops a node's result that contradicts the model; the kernel
-    then checks the shapes it is given)."""
+    then checks the shapes it is given) -- unless the rule's shape is
+    concrete and the declared one is not: a declaration that cannot size
+    the tensor and contradicts what the op computes is wrong (ddddocr's
+    CRNN declares its (T, 1, classes) output as [1, 'seqlen']; onnxruntime
+    warns and returns the computed shape)."""
     old = shapes.get(name)
     if shp is not None and old is not None:
         if len(old) != len(shp) or any(isinstance(d, int) and isinstance(o, int) and d != o
                                        for d, o in zip(shp, old)):
-            shp = old
+            if not (all(isinstance(d, int) for d in shp) and
+                    not all(isinstance(o, int) for o in old)):
+                shp = old
         else:
             shp = [d if isinstance(d, int) or not isinstance(o, int) and d else o
                    for d, o in zip(shp, old)]

@@ -235,6 +235,38 @@ def test_a_declared_shape_that_contradicts_the_op_stays(tmp_path, monkeypatch):
     assert own == ref
 
 
+@pytest.mark.parametrize("declared", [[1, "seqlen"], ["T", 1, 7], [1, 1, "n"]])
+def test_a_symbolic_declared_shape_gives_way_to_a_computed_one(tmp_path, declared):
+    """A graph output declared with a symbolic dim that contradicts the op's
+    concrete result (ddddocr's CRNN declares its (T, 1, classes) logits as
+    [1, 'seqlen']): the computed shape is taken -- the declaration could
+    not size the tensor anyway -- and the model runs as onnxruntime runs it
+    (which warns and returns the computed shape).  A computed Reshape
+    target from Shape -> Gather -> Concat, with a -1, as there."""
+    from helpers.model_zoo import ort_run
+    from pyarena import InferenceSession
+    from pyarena.runtime import Executor
+    path = tmp_path / "crnn_tail.onnx"
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i0"], ["d0"], axis=0),
+             helper.make_node("Gather", ["s", "i1"], ["d1"], axis=0),
+             helper.make_node("Concat", ["d0", "d1", "m1"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["y"])]
+    make_model(nodes, {"x": (["W", 1, 7], np.float32)}, {"y": (declared, np.float32)},
+               {"i0": np.array([0], np.int64), "i1": np.array([1], np.int64),
+                "m1": np.array([-1], np.int64)}, path=path)
+    x = np.random.default_rng(0).standard_normal((5, 1, 7)).astype(np.float32)
+    g = load_model(str(path), inputs={"x": [5, 1, 7]})
+    assert list(g.tensors["y"].shape) == [5, 1, 7]
+    ref = ort_run(path, {"x": x})["y"]
+    np.testing.assert_array_equal(Executor(g).run({"x": x})["y"], ref)
+    s = InferenceSession(str(path))
+    for w in (3, 9):
+        xw = np.random.default_rng(w).standard_normal((w, 1, 7)).astype(np.float32)
+        (y,) = s.run(None, {"x": xw})
+        np.testing.assert_array_equal(y, xw)
+
+
 def test_shapes_that_do_not_broadcast_are_named(tmp_path):
     path = tmp_path / "b.onnx"
     make_model([helper.make_node("Add", ["x", "z"], ["y"], name="the_add")],

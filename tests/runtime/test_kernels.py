@@ -59,6 +59,71 @@ def test_conv(tmp_path, case, budget, native):
     assert conv.scratch_bytes == scratch_bytes_for(g, conv)
 
 
+BAND_CASES = [
+    dict(x=(2, 6, 10, 11), w=(7, 6, 3, 3), attrs=dict(strides=[2, 2], pads=[1, 1, 1, 1])),
+    dict(x=(1, 8, 9, 9), w=(9, 8, 3, 3), attrs=dict(auto_pad="SAME_UPPER")),
+    dict(x=(1, 5, 7, 8), w=(6, 5, 2, 3), attrs=dict(pads=[0, 1, 2, 0])),
+    dict(x=(1, 6, 9, 9), w=(5, 6, 3, 3), attrs={}),                   # VALID: no padding
+    dict(x=(1, 5, 12, 7), w=(6, 5, 5, 3), attrs=dict(strides=[3, 1], pads=[2, 1, 2, 1])),
+]
+
+
+@pytest.mark.parametrize("case", BAND_CASES, ids=lambda c: f"{c['x']}-{c['w']}-{c['attrs']}")
+def test_full_nhwc_conv_runs_the_sgemm_band_by_band(tmp_path, case, budget):
+    """A full NHWC convolution (groups 1, no dilation, more than 4 input and
+    output channels) runs the packed SGEMM over each band of padded input
+    rows: its scratch is that band alone (none unpadded), one band or one
+    output row per band (``budget``: a shorter last band too), and it
+    matches onnxruntime and the NumPy path."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor
+    path = tmp_path / "band.onnx"
+    make_model([node("Conv", ["x", "w", "b"], **case["attrs"])], {"x": (case["x"], np.float32)},
+               {"y": (None, np.float32)}, {"w": rnd(*case["w"]), "b": rnd(case["w"][0])},
+               path=path)
+    x = rnd(*case["x"], lo=-3, hi=3)
+    g = load_model(str(path), layout="nhwc", scratch_budget=budget)
+    ex = Executor(g, plan(g))
+    conv = next(k for k in ex.kernels if k.op.op_type == "Conv")
+    assert conv.path == "native-band"
+    op = next(o for o in g.ops if o.op_type == "Conv")
+    padded = op.scratch_bytes > 0
+    assert padded == conv.padded
+    if budget is not None and padded:
+        assert conv.band_rows == 1 and len(conv.bands) == conv.Ho
+    ref = ort_run(path, {"x": x})["y"]
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+    numpy_path = load_model(str(path), native=False, scratch_budget=budget)
+    np.testing.assert_allclose(Executor(numpy_path, plan(numpy_path)).run({"x": x})["y"], ref,
+                               rtol=1e-4, atol=1e-4)
+    assert op.scratch_bytes < numpy_path.ops[0].scratch_bytes     # no im2col columns
+
+
+def test_a_shorter_last_band_has_its_own_geometry(tmp_path):
+    """11 output rows in bands of 2: five bands and a last one of 1 row."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor
+    path = tmp_path / "bands.onnx"
+    make_model([node("Conv", ["x", "w", "b"], pads=[1, 1, 1, 1])],
+               {"x": ([1, 6, 11, 9], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(7, 6, 3, 3), "b": rnd(7)}, path=path)
+    row = 11 * 6 * 4                          # a padded input row, NHWC
+    g = load_model(str(path), layout="nhwc", scratch_budget=4 * row + 8)
+    ex = Executor(g, plan(g))
+    conv = next(k for k in ex.kernels if k.op.op_type == "Conv")
+    assert conv.path == "native-band" and conv.band_rows == 2
+    assert conv.bands[-1] == (10, 11) and sorted(conv.descs) == [1, 2]
+    x = rnd(1, 6, 11, 9)
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_conv_scratch_is_the_im2col_rule(tmp_path):
     # 3x3 stride 1 pad 1 on 3x9x9: im2col 3*3*3 * 9*9 floats + padded 3*11*11
     g, _, _ = run_both(tmp_path, [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])],

@@ -70,7 +70,7 @@ class Conv(Spatial):
             self.res_c = int(rs[-1] if self.nhwc else rs[1])
             if not self._pointwise(g):
                 self.fail("a residual input needs a pointwise (1x1, stride 1) convolution")
-        if self._setup_native(w, g, cout):
+        if self._setup_native(w, g, cout) or self._setup_bands(w, g, cout):
             return
         K = C // g * self.kh * self.kw
         self.K = K
@@ -246,13 +246,14 @@ class Conv(Spatial):
         multiplier), few output channels (:meth:`_few_outputs`), few input
         channels (:meth:`_few_inputs`: first layers over RGB) or a
         pointwise one where the packed SGEMM beats BLAS
-        (:meth:`_gemm_wins`).  Every other convolution keeps im2col + BLAS
-        (with the native bias + activation epilogue), which the C direct
-        kernel does not beat on the models measured: full 3x3 convolutions
-        1.5x slower (SqueezeNet: 6.9 vs 4.7 ms), grouped 1x1 1.7x
-        (ShuffleNet: 5.1 vs 3.0 ms) -- whole models 13.2 -> 11.1 ms
-        (SqueezeNet), 9.0 -> 7.1 ms (ShuffleNet), the same arena (the
-        bounded im2col scratch fits the slack there).  The op attribute
+        (:meth:`_gemm_wins`).  Full NHWC convolutions of groups 1 then run
+        the packed SGEMM band by band (:meth:`_setup_bands`).  Every other
+        convolution keeps im2col + BLAS (with the native bias + activation
+        epilogue), which the C direct kernel does not beat on the models
+        measured: full 3x3 convolutions 1.5x slower (SqueezeNet: 6.9 vs 4.7
+        ms), grouped 1x1 1.7x (ShuffleNet: 5.1 vs 3.0 ms) -- whole models
+        13.2 -> 11.1 ms (SqueezeNet), 9.0 -> 7.1 ms (ShuffleNet), the same
+        arena (the bounded im2col scratch fits the slack there).  The op attribute
         ``_path`` ("native" / "numpy") overrides the rule (benchmarks and
         tests compare both paths)."""
         if (not self.use_native or self.dtype != NATIVE_DTYPE
@@ -359,6 +360,54 @@ class Conv(Spatial):
         self.bias = None
         return True
 
+    def _setup_bands(self, w, g, cout):
+        """NHWC, groups 1, no dilation, more than a few input and output
+        channels (3x3 and other full convolutions the rule above leaves to
+        im2col): the packed SGEMM of ``_pa_conv2d_is_patch`` over each band
+        of padded input rows -- the padded band is the only scratch, no
+        im2col columns (a YOLO-style detector's 3x3 layers: see
+        docs/native-kernels.md).  One geometry per band height."""
+        forced = self.attrs.get("_path")
+        if not (self.use_native and self.dtype == NATIVE_DTYPE and self.nhwc and g == 1
+                and self.dh == self.dw == 1 and self.c_in > FEW_CIN and cout > FEW_COUT
+                and forced not in ("native", "numpy") and not self.residual
+                and fused_activation(self.attrs) is not None and self.pt >= 0
+                and self.pl >= 0 and self.attrs.get("weight_layout") != "1HWC"):
+            return False
+        nr = self.plan_bands()
+        self.scratch = self.pad_spec()
+        act = native_act(self.attrs)
+        self.descs = {r: nk.conv2d(
+            nhwc=True, n=1, c_in=self.c_in, h=self.rows_in(r), w=self.Wp, c_out=cout,
+            h_out=r, w_out=self.Wo, kh=self.kh, kw=self.kw, sh=self.sh, sw=self.sw, dh=1,
+            dw=1, pad_top=0, pad_left=0, groups=1, act=act) for r in {nr, self.bands[-1][1] -
+                                                                      self.bands[-1][0]}}
+        desc = self.descs[nr]
+        lender = self._lender("native-band")
+        if self.sizing:
+            nk.conv2d_packed_floats(desc)
+            self.packed = self.packed_ptr = None
+        elif lender is not None and nk.conv2d_packed_floats(desc) == lender.packed.size:
+            self.packed, self.packed_ptr = lender.packed, lender.packed_ptr
+        else:
+            bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
+            self.packed = self.keep(nk.pack_conv2d(desc, self._fold(self._ohwi(w, 1, cout)[0]),
+                                                   bias, lambda n: np.empty(n, np.float32)))
+            self.packed_ptr = nk.fptr(self.packed)
+        self.mode, self.act_fused, self.bias = "native-band", True, None
+        return True
+
+    def _run_bands(self, xs, ys, sc):
+        x, y = self.x4(xs[0]), self.y4(ys[0])
+        pbuf = sc[0] if self.padded else None
+        for n in range(self.N):
+            for r0, r1 in self.bands:
+                src = self.band_src(x[n], pbuf, r0, r1)
+                st = lib.pa_conv2d_run(self.descs[r1 - r0], self.packed_ptr, nk.fptr(src),
+                                       nk.fptr(y[n, r0:r1]), self.workers)
+                if st:
+                    check(st, f"conv {self.op.name!r}")
+
     def _run_native(self, xs, ys):
         if self.residual:
             x, r, y = self.ptrs(xs[0], xs[3], ys[0])
@@ -371,6 +420,9 @@ class Conv(Spatial):
             check(st, f"conv {self.op.name!r}")
 
     def run(self, xs, ys, sc):
+        if self.mode == "native-band":
+            self._run_bands(xs, ys, sc)
+            return
         if self.mode[0] == "n":
             self._run_native(xs, ys)
             return
