@@ -396,3 +396,31 @@ def test_a_resized_signature_is_a_fresh_import(width_models, which, picks):
             seen.add(x.shape)
     assert len(made) == len(seen) - 1 and all(g is not None for g in made)
     assert any(k is not None for k in lent) == (len(made) > 0)
+
+
+def test_a_recurrent_layer_lends_its_laid_out_weights_to_new_lengths(tmp_path):
+    """A bidirectional LSTM over a sequence of symbolic length (a CRNN's
+    head): each new length builds its kernel from the last one's, which
+    lends its transposed W and R (the same arrays, not copied again, no
+    weight bytes added); outputs equal onnxruntime's at every length."""
+    from helpers.onnx_util import make_model
+    r = np.random.default_rng(3)
+    H, I = 8, 6
+    path = tmp_path / "lstm.onnx"
+    make_model([helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=H,
+                                 direction="bidirectional")],
+               {"x": (["S", 1, I], np.float32)}, {"y": (None, np.float32)},
+               {"W": r.standard_normal((2, 4 * H, I)).astype(np.float32) * 0.3,
+                "R": r.standard_normal((2, 4 * H, H)).astype(np.float32) * 0.3,
+                "B": r.standard_normal((2, 8 * H)).astype(np.float32) * 0.1}, path=path)
+    s = InferenceSession(str(path))
+    laid_out, weights = [], []
+    for n in (3, 5, 2, 7):
+        x = r.standard_normal((n, 1, I)).astype(np.float32)
+        (y,) = s.run(None, {"x": x})
+        np.testing.assert_allclose(y, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+        k = next(k for k in s._last.kernels if k.op.op_type == "LSTM")
+        laid_out.append((k.wt, k.rt))
+        weights.append(s.memory_info()["weights_bytes"])
+    assert all(w is laid_out[0][0] and rt is laid_out[0][1] for w, rt in laid_out)
+    assert len(set(weights)) == 1

@@ -1353,6 +1353,12 @@ MUTANTS = [
       "            dw=1, pad_top=self.pt, pad_left=0, groups=1, act=act) for r in",
       "a banded native convolution pads the already padded band's top again",
       ("tests/runtime/test_kernels.py",)),
+    M("recurrent-prior-not-lent", "pyarena/runtime/kernels/recurrent.py",
+      "                len(p.ins) > i and p.ins[i].data is data:",
+      "                len(p.ins) > i and p.ins[i].data is not data:",
+      "a recurrent layer at a new sequence length transposes its weights again instead of "
+      "taking the prior kernel's copy",
+      ("tests/importers/test_session.py",)),
     M("native-patch-run-stride", "csrc/kernels_internal.h",
       "    g->rs = c->w * c->c_in;",
       "    g->rs = c->w_out * c->c_in;",

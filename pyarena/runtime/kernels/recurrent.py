@@ -200,10 +200,23 @@ class _Recurrent(Kernel):
     def _transposed(self, i):
         """A constant W / R kept transposed, [dirs, in, G*H]: contiguous GEMM
         operands in the weights arena (None for one fed at run time, read
-        through a transposed view)."""
+        through a transposed view).  Only the scratch asked (sizing): the
+        constant as it is, nothing copied.  The same op at another input
+        shape (:attr:`Kernel.prior`, an InferenceSession's new signature)
+        lends its transposed copy of the same array: not copied again (35
+        ms of a new signature of ddddocr's CRNN, whose LSTM weights are 6
+        MiB)."""
         data = self.ins[i].data
         if data is None:
             return None
+        if self.sizing:
+            return data
+        p = self.prior
+        if p is not None and type(p) is type(self) and p.dtype == self.dtype and \
+                len(p.ins) > i and p.ins[i].data is data:
+            lent = p.wt if i == 1 else p.rt
+            if lent is not None:
+                return lent
         return self.keep(np.ascontiguousarray(
             np.asarray(data, dtype=self.dtype).transpose(0, 2, 1)))
 
