@@ -879,3 +879,51 @@ def test_mobilenet_stem_on_the_few_input_kernel(size):
     want = ex2.run(feeds)
     for k in got:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("trans_b,c_shape,beta,packed", [
+    (1, (9,), 1.0, True), (0, (1, 9), 0.5, True), (1, (), 2.0, True), (0, None, 1.0, True),
+    (1, (5, 9), 1.0, False),                       # C per element: not a bias
+], ids=str)
+def test_gemm_of_constant_weights_runs_the_packed_sgemm(tmp_path, trans_b, c_shape, beta,
+                                                      packed):
+    """Gemm with a constant B (alpha 1, A not transposed) and a constant C of
+    one value per output column (or none) packs B once for the C core's
+    SGEMM; other C's keep NumPy; both match onnxruntime."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    b = rnd(9, 7) if trans_b else rnd(7, 9)
+    inits, ins = {"b": b}, ["a", "b"]
+    if c_shape is not None:
+        inits["c"], ins = rnd(*c_shape), ins + ["c"]
+    path = tmp_path / "gemm.onnx"
+    make_model([node("Gemm", ins, transB=trans_b, beta=beta)], {"a": ([5, 7], np.float32)},
+               {"y": (None, np.float32)}, inits, path=path)
+    a = rnd(5, 7)
+    ex = Executor(load_model(str(path)))
+    assert (ex.kernels[0].packed is not None) == packed
+    np.testing.assert_allclose(ex.run({"a": a})["y"], ort_run(path, {"a": a})["y"],
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_packed_products_lend_their_weights_to_new_row_counts(tmp_path):
+    """A session's new signature (other rows of A) takes the prior Gemm's
+    packed B: the same array, no weight bytes added."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena import InferenceSession
+    path = tmp_path / "rows.onnx"
+    make_model([node("Gemm", ["a", "b", "c"], transB=1)], {"a": (["M", 16], np.float32)},
+               {"y": (None, np.float32)}, {"b": rnd(40, 16), "c": rnd(40)}, path=path)
+    s = InferenceSession(str(path))
+    packs, held = [], []
+    for m in (3, 8, 1):
+        a = rnd(m, 16)
+        (y,) = s.run(None, {"a": a})
+        np.testing.assert_allclose(y, ort_run(path, {"a": a})["y"], rtol=1e-5, atol=1e-5)
+        packs.append(s._last.kernels[0].packed)
+        held.append(s.memory_info()["weights_bytes"])
+    assert packs[0] is not None and all(p is packs[0] for p in packs)
+    assert len(set(held)) == 1

@@ -90,9 +90,11 @@ def test_built_in_model_weights_are_held_once():
     total = sum(np.asarray(t.data).nbytes for t in g.tensors.values() if t.role == "constant")
     ex = Executor(g)
     # all but the 3-channel stem's, which the few-input-channel kernel
-    # packs into a layout of its own at setup (the graph keeps its array)
-    kept = [t for t in _big_constants(g) if t.name != "conv_1.weight"]
-    assert len(kept) == len(_big_constants(g)) - 1
+    # packs into a layout of its own at setup, and the classifier's, which
+    # the Gemm packs for the C core's SGEMM (the graph keeps its arrays)
+    packed = ("conv_1.weight", "classifier.weight")
+    kept = [t for t in _big_constants(g) if t.name not in packed]
+    assert len(kept) == len(_big_constants(g)) - 2
     for t in kept:
         assert ex.weights.owns(np.asarray(t.data)), t.name
     assert ex.weights_bytes < 1.1 * total
@@ -386,12 +388,12 @@ def test_tflite_float16_weights_are_read_from_the_file_once(tmp_path):
     ex = Executor(g)
     assert [getattr(k, "path", None) for k in ex.kernels if k.op.op_type == "Conv"] == \
         ["native-gemm", "native-dw"]
-    # the packed convolutions and the fully connected layer's float32 copy
-    # (read at run time): no float32 copy of a packed weight beside them
+    # the packed convolutions and the fully connected layer's packed SGEMM
+    # weights: no float32 copy of a packed weight beside them
     assert ex.weights_bytes == _held_bytes(ex)
-    fc = np.asarray(g.tensors["fc/w"].data)
-    assert fc.dtype == np.float32 and ex.weights.owns(fc)
-    for name in ("pw/w", "dw/w"):
+    fc = next(k for k in ex.kernels if k.op.op_type == "FullyConnected")
+    assert fc.packed is not None and ex.weights.owns(fc.packed)
+    for name in ("pw/w", "dw/w", "fc/w"):
         assert is_mapped(g.tensors[name].data)
     # the same values as float32 constants: the same bits out
     g32 = load_model(_half_block(tmp_path / "f.tflite", fp16=False))

@@ -1359,6 +1359,11 @@ MUTANTS = [
       "a recurrent layer at a new sequence length transposes its weights again instead of "
       "taking the prior kernel's copy",
       ("tests/importers/test_session.py",)),
+    M("linalg-packed-bias-beta", "pyarena/runtime/kernels/linalg.py",
+      "            bias = (c.reshape(-1) * beta).astype(np.float32)",
+      "            bias = c.reshape(-1).astype(np.float32)",
+      "a Gemm on the packed SGEMM adds C without its beta",
+      ("tests/runtime/test_kernels.py",)),
     M("native-patch-run-stride", "csrc/kernels_internal.h",
       "    g->rs = c->w * c->c_in;",
       "    g->rs = c->w_out * c->c_in;",

@@ -1,12 +1,57 @@
 """Matrix products: MatMul, Gemm (alpha, beta, transposes; a constant C
 folded at build time) and TFLite's FullyConnected.  Gemm with a run-time
 C and beta != 1 takes one output-sized scratch buffer.
+
+A product with constant weights -- Gemm of a constant B (alpha 1, A not
+transposed, C constant per output column or absent) and FullyConnected of
+constant float32 weights -- runs the C core's packed SGEMM (the NHWC
+pointwise convolution's tile over the rows of A as pixels): B is packed
+once at setup, as onnxruntime prepacks it, where BLAS packs it again at
+every call (ddddocr's CRNN head, 24 x 512 by 512 x 8210: see
+docs/native-kernels.md).  A new input signature's kernel takes the
+prior one's packed copy of the same arrays.
 """
 import math
 
 import numpy as np
 
+from ..._native import check, lib
+from ..._native import kernels as nk
+from .native import NATIVE_DTYPE
 from .registry import Kernel, const, register
+
+
+_SCALARS = {}      # (beta, transB) -> one tuple object, compared by identity
+
+
+def _packed_product(k, b, bias, rows, n_in, n_out):
+    """Set up kernel ``k`` to run ``y[rows, n_out] = x[rows, n_in] @ b.T
+    + bias`` on the packed SGEMM (``b``: [n_out, n_in]); ``k.packed`` from
+    the prior kernel when it packed the same arrays (``k.packed_of``: the
+    objects the packing depends on, compared by identity)."""
+    k.desc = nk.conv2d(nhwc=True, n=1, c_in=n_in, h=1, w=rows, c_out=n_out, h_out=1,
+                       w_out=rows, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_top=0,
+                       pad_left=0, groups=1, act=nk.act_params("NONE"))
+    p = k.prior
+    if k.sizing:
+        nk.conv2d_packed_floats(k.desc)
+        k.packed = k.packed_ptr = None
+    elif p is not None and type(p) is type(k) and getattr(p, "packed", None) is not None \
+            and len(p.packed_of) == len(k.packed_of) and \
+            all(u is v for u, v in zip(p.packed_of, k.packed_of)) and \
+            nk.conv2d_packed_floats(k.desc) == p.packed.size:
+        k.packed, k.packed_ptr = p.packed, p.packed_ptr
+    else:
+        k.packed = k.keep(nk.pack_conv2d(k.desc, b.reshape(n_out, 1, 1, n_in), bias,
+                                         lambda n: np.empty(n, np.float32)))
+        k.packed_ptr = nk.fptr(k.packed)
+    k.runtime = (0,)
+
+
+def _run_packed(k, x, y):
+    st = lib.pa_conv2d_run(k.desc, k.packed_ptr, nk.fptr(x), nk.fptr(y), k.workers)
+    if st:
+        check(st, f"{k.op.op_type} {k.op.name!r}")
 
 
 @register
@@ -23,6 +68,8 @@ class Gemm(Kernel):
     op_types = ('Gemm',)
     inplace = 'none'
 
+    packed = None
+
     def setup(self):
         self.ta = int(self.attrs.get("transA", 0))
         self.tb = int(self.attrs.get("transB", 0))
@@ -31,6 +78,8 @@ class Gemm(Kernel):
         self.alpha = None if alpha == 1.0 else const(alpha, self.dtype)
         self.c = None
         self.beta = None
+        if self._setup_packed(beta):
+            return
         if self.has(2):
             if self.ins[2].data is not None:
                 c = np.asarray(self.ins[2].data, dtype=self.dtype) * beta
@@ -41,7 +90,36 @@ class Gemm(Kernel):
                 if self.beta is not None:
                     self.scratch = [(self.oshape(), self.dtype)]
 
+    def _setup_packed(self, beta):
+        b = self.ins[1].data
+        if not (self.use_native and self.dtype == NATIVE_DTYPE and not self.ta and
+                self.alpha is None and b is not None and len(self.shape(0)) == 2):
+            return False
+        rows, n_in = self.shape(0)
+        n_out = self.oshape()[1]
+        bias, cdata = None, None
+        if self.has(2):
+            cdata = self.ins[2].data
+            if cdata is None:
+                return False
+            c = np.asarray(cdata, dtype=np.float64)
+            if c.size == 1:
+                c = np.full(n_out, c.reshape(-1)[0])
+            elif c.shape not in ((n_out,), (1, n_out)):
+                return False        # one value per row or element: not a bias
+            bias = (c.reshape(-1) * beta).astype(np.float32)
+        self.packed_of = (b, cdata, _SCALARS.setdefault((beta, self.tb), (beta, self.tb)))
+        if self.sizing:
+            _packed_product(self, None, None, rows, n_in, n_out)
+        else:
+            w = np.asarray(b, dtype=np.float32)
+            _packed_product(self, w if self.tb else w.T, bias, rows, n_in, n_out)
+        return True
+
     def run(self, xs, ys, sc):
+        if self.packed is not None:
+            _run_packed(self, xs[0], ys[0])
+            return
         a, b, y = xs[0], xs[1], ys[0]
         if self.ta:
             a = a.T
@@ -68,14 +146,27 @@ class FullyConnected(Kernel):
     inplace = 'none'
     tflite = {'FULLY_CONNECTED': ('FullyConnected', {})}
 
+    packed = None
+
     def setup(self):
         self.units, self.k = self.shape(1)
         n = math.prod(self.shape(0))
         if n % self.k:
             self.fail(f"input size {n} is not a multiple of {self.k}")
         self.rows = n // self.k
+        w = self.ins[1].data
+        bias = self.ins[2].data if len(self.ins) > 2 and self.ins[2] is not None else None
+        if self.use_native and self.dtype == NATIVE_DTYPE and w is not None and \
+                (len(self.ins) < 3 or self.ins[2] is None or bias is not None):
+            self.packed_of = (w, bias)
+            _packed_product(self, None if self.sizing else np.asarray(w, np.float32),
+                            None if bias is None else np.asarray(bias, np.float32),
+                            self.rows, self.k, self.units)
 
     def run(self, xs, ys, sc):
+        if self.packed is not None:
+            _run_packed(self, xs[0], ys[0])
+            return
         x = xs[0].reshape(self.rows, self.k)
         y = ys[0].reshape(self.rows, self.units)
         np.matmul(x, xs[1].T, out=y)
