@@ -398,3 +398,39 @@ def test_a_constant_projection_is_kept_transposed_and_not_fed():
     y = ex.run(feeds)["Y0"]
     # all-ones projection: the three outputs are one sum, |o * tanh(C)| < 1 each
     assert np.allclose(y[..., 0], y[..., 2]) and np.abs(y).max() < H
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_a_prior_kernel_lends_its_transposed_weights(op):
+    """The same layer at another sequence length (``prior``): W and R are
+    not transposed again nor kept a second time; only the scratch asked
+    (sizing): nothing copied at all."""
+    from pyarena.graph import Op, Tensor
+    from pyarena.runtime.kernels import make_kernel
+    from pyarena.runtime.kernels.registry import sizing_only
+    g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    r = np.random.default_rng(1)
+    H, I = 5, 3
+    W = r.standard_normal((1, g * H, I)).astype(np.float32)
+    R = r.standard_normal((1, g * H, H)).astype(np.float32)
+
+    def build(seq, prior=None, keep=None):
+        ins = [Tensor("x", (seq, 2, I)), Tensor("W", W.shape, role="constant", data=W),
+               Tensor("R", R.shape, role="constant", data=R)]
+        kept = []
+        k = make_kernel(Op("rnn", op, ["x", "W", "R"], ["y"], attrs={"hidden_size": H}), ins,
+                        [Tensor("y", (seq, 1, 2, H))],
+                        keep=keep or (lambda a: kept.append(a) or a), prior=prior)
+        return k, kept
+
+    first, kept_first = build(3)
+    assert sum(a.shape[-1] == g * H for a in kept_first) == 2      # W and R, transposed
+    second, kept_second = build(6, prior=first)
+    assert second.wt is first.wt and second.rt is first.rt
+    assert not any(a.shape[-1] == g * H for a in kept_second)
+    sized = make_kernel(Op("rnn", op, ["x", "W", "R"], ["y"], attrs={"hidden_size": H}),
+                        [Tensor("x", (4, 2, I)),
+                         Tensor("W", W.shape, role="constant", data=W),
+                         Tensor("R", R.shape, role="constant", data=R)],
+                        [Tensor("y", (4, 1, 2, H))], keep=sizing_only)
+    assert sized.wt is W and sized.rt is R

@@ -1358,7 +1358,7 @@ MUTANTS = [
       "                len(p.ins) > i and p.ins[i].data is not data:",
       "a recurrent layer at a new sequence length transposes its weights again instead of "
       "taking the prior kernel's copy",
-      ("tests/importers/test_session.py",)),
+      ("tests/runtime/test_recurrent.py",)),
     M("linalg-packed-bias-beta", "pyarena/runtime/kernels/linalg.py",
       "            bias = (c.reshape(-1) * beta).astype(np.float32)",
       "            bias = c.reshape(-1).astype(np.float32)",
