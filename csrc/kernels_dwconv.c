@@ -517,24 +517,18 @@ static void dw_nchw_bands(void *ctx, int64_t begin, int64_t end) {
 #define PA_DW_BLOCK_MAX_W 12
 #endif
 
-/* Output rows per band so that input band + output band fit the tile; 0:
- * not even one row. */
-static int64_t block_band_rows(const pa_conv2d_t *c) {
+/* Output rows per band so that input band + output band fit tile_floats
+ * floats; 0: not even one row. */
+int64_t _pa_dw_block_band_rows(const pa_conv2d_t *c, int64_t tile_floats) {
     int64_t hp, wp;
     padded_extent(c, &hp, &wp);
     for (int64_t r = c->h_out; r >= 1; r--) {
         int64_t in_rows = (r - 1) * c->sh + (c->kh - 1) * c->dh + 1;
-        if ((in_rows * wp + r * c->w_out) * PA_VEC <= PA_DW_TILE_FLOATS)
+        if ((in_rows * wp + r * c->w_out) * PA_VEC <= tile_floats)
             return r;
     }
     return 0;
 }
-
-typedef struct {
-    const dw_job_t *j;
-    int64_t band;               /* output rows per band */
-    int64_t nbands, nblocks;    /* per image: bands, channel blocks */
-} dw_block_job_t;
 
 PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
     const dw_job_t *j = bj->j;
@@ -636,8 +630,15 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
      * faster than the bands); wider ones (14 columns on, either stride):
      * the bands (MobileNetV2's 28 -> 14 stride-2 rows: 181 vs 231 us,
      * 56 -> 28: 228 vs 434 us) */
-    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && c->w_out <= PA_DW_BLOCK_MAX_W)
-        bj.band = block_band_rows(c);
+    int nchw512 = 0;
+    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && avx512 && _pa_avx512_usable() &&
+        c->w_out <= PA_DW512_BLOCK_MAX_W) {
+        bj.band = _pa_dw_block_band_rows(c, PA_DW512_TILE_FLOATS);
+        nchw512 = bj.band > 0;
+    }
+    if (!nchw512 && c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC &&
+        c->w_out <= PA_DW_BLOCK_MAX_W)
+        bj.band = _pa_dw_block_band_rows(c, PA_DW_TILE_FLOATS);
     if (c->layout == PA_LAYOUT_NHWC && avx512 && _pa_avx512_usable()) {
         _pa_parallel(w, c->n * c->h_out, _pa_dw_nhwc512_rows, &j);
     } else if (c->layout == PA_LAYOUT_NHWC) {
@@ -645,7 +646,8 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
     } else if (bj.band > 0) {
         bj.nbands = (c->h_out + bj.band - 1) / bj.band;
         bj.nblocks = (c->c_in + PA_VEC - 1) / PA_VEC;
-        _pa_parallel(w, c->n * bj.nblocks * bj.nbands, dw_nchw_blocks, &bj);
+        _pa_parallel(w, c->n * bj.nblocks * bj.nbands,
+                     nchw512 ? _pa_dw_nchw512_blocks : dw_nchw_blocks, &bj);
     } else if (band.band > 0) {
         band.nbands = (c->h_out + band.band - 1) / band.band;
         _pa_parallel(w, c->n * c->c_in * band.nbands, dw_nchw_bands, &band);

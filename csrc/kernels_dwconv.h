@@ -33,6 +33,30 @@ typedef struct {
 void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep,
                      dw_taps_t *t);
 
+/* NCHW small planes by channel blocks: a band of output rows of PA_VEC
+ * channels per item (kernels_dwconv.c, "blocks of PA_VEC channels"). */
+typedef struct {
+    const dw_job_t *j;
+    int64_t band;               /* output rows per band */
+    int64_t nbands, nblocks;    /* per image: bands, channel blocks */
+} dw_block_job_t;
+
+/* The AVX-512 blocks' stack tile (input band + output band, pixel-major
+ * PA_VEC channels) and the widest output rows they take. */
+#define PA_DW512_TILE_FLOATS 8192
+#ifndef PA_DW512_BLOCK_MAX_W
+#define PA_DW512_BLOCK_MAX_W 28
+#endif
+
+/* Output rows per band of a block job whose input band and output band fit
+ * tile_floats floats; 0: not even one row. */
+int64_t _pa_dw_block_band_rows(const pa_conv2d_t *c, int64_t tile_floats);
+
+/* NCHW block items [begin, end) of job ctx (a dw_block_job_t whose band
+ * fits PA_DW512_TILE_FLOATS) on the AVX-512 registers: the portable
+ * blocks' sums, bit for bit.  Only where _pa_avx512_usable(). */
+void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end);
+
 /* NHWC output rows [begin, end) of job ctx (a dw_job_t) on the AVX-512
  * registers: the portable rows' sums (a product then an add per tap, in
  * tap order), bit for bit.  Only where _pa_avx512_usable(). */
