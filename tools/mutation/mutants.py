@@ -1376,6 +1376,30 @@ MUTANTS = [
       "the AVX-512 depthwise rows' last block of fewer than 16 channels writes one lane "
       "more: the next pixel's first channel",
       NATIVE),
+    M("native512-dwnchw-transpose-lanes", "csrc/kernels_dwconv512.c",
+      "        t[4 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);",
+      "        t[4 + j] = _mm512_shuffle_f32x4(u0, u2, 0x88);",
+      "the 16 x 16 transpose of the AVX-512 NCHW depthwise blocks takes the wrong 128-bit "
+      "lanes for columns 4-7 (they repeat columns 0-3)",
+      NATIVE),
+    M("native512-dwnchw-unread-columns", "csrc/kernels_dwconv512.c",
+      "            if (n > wp - c->pad_left - q)        /* columns no window reads */\n"
+      "                n = wp - c->pad_left - q;\n",
+      "",
+      "the AVX-512 NCHW depthwise gather also copies the image columns no window reads, "
+      "past the padded row: into the next row's left padding",
+      NATIVE),
+    M("native512-dwnchw-last-tile", "csrc/kernels_dwconv512.c",
+      "        if (p < npix)                           /* overlapping last tile */",
+      "        if (p + 8 < npix)                       /* overlapping last tile */",
+      "the AVX-512 NCHW depthwise blocks skip the overlapping last tile: the band's last "
+      "1-7 pixels are never computed",
+      NATIVE),
+    M("native512-dwnchw-pixel-stride", "csrc/kernels_dwconv512.c",
+      "            off[p++] = (int32_t)((r * c->sh * wp + ow * c->sw) * 16);",
+      "            off[p++] = (int32_t)((r * c->sh * wp + ow) * 16);",
+      "the AVX-512 NCHW depthwise blocks' pixel windows ignore the column stride",
+      NATIVE),
     M("fusion-pad-fold-axes-swapped", "pyarena/runtime/fusion.py",
       "    conv.attrs[\"pads\"] = [own[0] + be[0][sp[0]], own[1] + be[0][sp[1]],",
       "    conv.attrs[\"pads\"] = [own[0] + be[0][sp[1]], own[1] + be[0][sp[0]],",
