@@ -27,7 +27,6 @@
 #ifndef PA_DW_ROWS
 #define PA_DW_ROWS 4                     /* NCHW: output rows per span    */
 #endif
-#define PA_DW_TILE_FLOATS 4096
 
 static int64_t round_vec(int64_t c) { return (c + PA_VEC - 1) / PA_VEC * PA_VEC; }
 
@@ -458,11 +457,6 @@ static int64_t band_rows(const pa_conv2d_t *c) {
     return r < c->h_out ? r : c->h_out;
 }
 
-typedef struct {
-    const dw_job_t *j;
-    int64_t band, nbands;       /* output rows per band, bands per plane */
-} dw_band_job_t;
-
 PA_INLINE void nchw_band(const dw_band_job_t *bj, int64_t item, int64_t S) {
     const dw_job_t *j = bj->j;
     const pa_conv2d_t *c = j->c;
@@ -650,7 +644,9 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
                      nchw512 ? _pa_dw_nchw512_blocks : dw_nchw_blocks, &bj);
     } else if (band.band > 0) {
         band.nbands = (c->h_out + band.band - 1) / band.band;
-        _pa_parallel(w, c->n * c->c_in * band.nbands, dw_nchw_bands, &band);
+        _pa_parallel(w, c->n * c->c_in * band.nbands,
+                     avx512 && _pa_avx512_usable() ? _pa_dw_nchw512_bands : dw_nchw_bands,
+                     &band);
     } else if (hp * wp <= PA_DW_TILE_FLOATS) {
         _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
     } else {

@@ -6,6 +6,9 @@
 
 #include "kernels_internal.h"
 
+/* The NCHW stack tiles: 16 KiB per thread. */
+#define PA_DW_TILE_FLOATS 4096
+
 /* One layer's run: packed bias and weights (rows of cp floats, one per
  * tap), the tensors, and the interior columns (every tap inside). */
 typedef struct {
@@ -56,6 +59,18 @@ int64_t _pa_dw_block_band_rows(const pa_conv2d_t *c, int64_t tile_floats);
  * fits PA_DW512_TILE_FLOATS) on the AVX-512 registers: the portable
  * blocks' sums, bit for bit.  Only where _pa_avx512_usable(). */
 void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end);
+
+/* NCHW bands of a zero-padded plane, stride 1 or 2 (kernels_dwconv.c,
+ * "bands of a zero-padded plane"): item = plane * nbands + band. */
+typedef struct {
+    const dw_job_t *j;
+    int64_t band, nbands;       /* output rows per band, bands per plane */
+} dw_band_job_t;
+
+/* NCHW band items [begin, end) of job ctx (a dw_band_job_t) on the
+ * AVX-512 registers, 4 output rows at once: the portable bands' sums, bit
+ * for bit.  Only where _pa_avx512_usable(). */
+void _pa_dw_nchw512_bands(void *ctx, int64_t begin, int64_t end);
 
 /* NHWC output rows [begin, end) of job ctx (a dw_job_t) on the AVX-512
  * registers: the portable rows' sums (a product then an add per tap, in

@@ -357,6 +357,82 @@ DW512 void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end) {
         nchw512_block_band(ctx, item);
 }
 
+
+/* -- NCHW, stride 1 or 2: bands of a zero-padded plane --------------------- */
+
+/* The portable bands (kernels_dwconv.c) run rows of 16 columns or more one
+ * row at a time: one chain of dependent adds per span of 16.  Here 4
+ * output rows run at once (4 independent accumulators, a register each),
+ * each tap's weight broadcast once for the 4, and the last span of a row
+ * is masked instead of overlapping.  The tile is the portable bands'
+ * (_pa_band_fill, stride-2 rows split into even and odd columns). */
+
+/* Columns [0, wo) of R output rows (input rows xrs floats apart in the
+ * tile from x, output rows wo floats apart from y). */
+DW512_INLINE void nchw512_band_rows(const dw_taps_t *t, const float *wt, const float *x,
+                                    int64_t xrs, float *y, int64_t wo, float b,
+                                    const pa_act_params_t *act, const int R) {
+    for (int64_t ow = 0; ow < wo; ow += 16) {
+        const __mmask16 m = dw512_mask(wo - ow);
+        const int masked = wo - ow < 16;
+        __m512 a0 = _mm512_set1_ps(b), a1 = a0, a2 = a0, a3 = a0;
+        const float *xb = x + ow;
+        for (int64_t k = 0; k < t->n; k++) {
+            const __m512 wv = _mm512_set1_ps(wt[k]);
+            const float *xq = xb + t->xoff[k];
+            a0 = _mm512_add_ps(a0, _mm512_mul_ps(dw512_load(xq, m, masked), wv));
+            if (R > 1) {
+                a1 = _mm512_add_ps(a1, _mm512_mul_ps(dw512_load(xq + xrs, m, masked), wv));
+                a2 = _mm512_add_ps(a2, _mm512_mul_ps(dw512_load(xq + 2 * xrs, m, masked), wv));
+                a3 = _mm512_add_ps(a3, _mm512_mul_ps(dw512_load(xq + 3 * xrs, m, masked), wv));
+            }
+        }
+        dw512_out(a0, y + ow, m, masked, act);
+        if (R > 1) {
+            dw512_out(a1, y + wo + ow, m, masked, act);
+            dw512_out(a2, y + 2 * wo + ow, m, masked, act);
+            dw512_out(a3, y + 3 * wo + ow, m, masked, act);
+        }
+    }
+}
+
+DW512 static void nchw512_band(const dw_band_job_t *bj, int64_t item) {
+    const dw_job_t *j = bj->j;
+    const pa_conv2d_t *c = j->c;
+    const int64_t S = c->sw;
+    int64_t plane = item / bj->nbands, oh0 = item % bj->nbands * bj->band;
+    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
+    int64_t wp = (c->w_out - 1) * c->sw + (c->kw - 1) * c->dw + 1;
+    const int64_t rf = S == 2 ? 2 * ((wp + 1) / 2) : wp, half = rf / 2;
+    const int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    float tile[PA_DW_TILE_FLOATS];
+    _pa_band_fill(tile, j->x + plane * c->h * c->w, oh0 * c->sh - c->pad_top, in_rows, c->h,
+                  c->w, c->pad_left, wp, rf, S, 0.0f);
+    int64_t ch = plane % c->c_in;
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    t.n = c->kh * c->kw;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            int64_t k = i * c->kw + jj, col = jj * c->dw;
+            t.xoff[k] = i * c->dh * rf + (S == 2 ? (col & 1) * half + (col >> 1) : col);
+            wt[k] = j->w[k * j->cp + ch];
+        }
+    const float b = j->bias[ch];
+    const int64_t wo = c->w_out, xrs = c->sh * rf;
+    float *y = j->y + (plane * c->h_out + oh0) * wo;
+    int64_t r = 0;
+    for (; r + 4 <= nr; r += 4)
+        nchw512_band_rows(&t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 4);
+    for (; r < nr; r++)
+        nchw512_band_rows(&t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 1);
+}
+
+DW512 void _pa_dw_nchw512_bands(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; item++)
+        nchw512_band(ctx, item);
+}
+
 #else
 
 void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end) {
@@ -364,6 +440,10 @@ void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end) {
 }
 
 void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end) {
+    (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
+}
+
+void _pa_dw_nchw512_bands(void *ctx, int64_t begin, int64_t end) {
     (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
 }
 
