@@ -1,6 +1,6 @@
 /* kernels_dwconv.h -- what the depthwise convolution's portable kernels
- * (kernels_dwconv.c) share with its AVX-512 NHWC rows
- * (kernels_dwconv512.c); not installed. */
+ * (kernels_dwconv.c) share with its AVX-512 kernels (kernels_dwconv512.c);
+ * not installed. */
 #ifndef PYARENA_KERNELS_DWCONV_H
 #define PYARENA_KERNELS_DWCONV_H
 

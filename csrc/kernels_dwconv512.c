@@ -1,4 +1,6 @@
-/* kernels_dwconv512.c -- the NHWC depthwise convolution's AVX-512 rows.
+/* kernels_dwconv512.c -- the depthwise convolution's AVX-512 kernels: the
+ * NHWC rows, and for NCHW the channel blocks and the bands (sections at
+ * the end).
  *
  * The portable NHWC rows (kernels_dwconv.c) hold a tile of 4 output
  * pixels x 16 channels in pairs of 8-float vectors, and GCC's AVX-512
