@@ -18,7 +18,10 @@
  * one-pixel loop that skips the outside taps.  The taps of an output row
  * are one flat list built per row (offsets and weight rows), so the inner
  * loop is the same for 3x3 and 7x7; kernels of more than PA_DW_MAX_TAPS
- * taps go to the direct convolution instead.  Packed weights: bias then
+ * taps go to the direct convolution instead.  Where AVX-512 is usable,
+ * kernels_dwconv512.c runs the NHWC rows, the NCHW channel blocks (there
+ * up to PA_DW512_BLOCK_MAX_W columns) and the NCHW bands instead, with the
+ * same sums in the same order (the same bits).  Packed weights: bias then
  * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
  */
 #include "kernels_dwconv.h"
