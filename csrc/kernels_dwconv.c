@@ -18,7 +18,10 @@
  * one-pixel loop that skips the outside taps.  The taps of an output row
  * are one flat list built per row (offsets and weight rows), so the inner
  * loop is the same for 3x3 and 7x7; kernels of more than PA_DW_MAX_TAPS
- * taps go to the direct convolution instead.  Packed weights: bias then
+ * taps go to the direct convolution instead.  Where AVX-512 is usable,
+ * kernels_dwconv512.c runs the NHWC rows, the NCHW channel blocks (there
+ * up to PA_DW512_BLOCK_MAX_W columns) and the NCHW bands instead, with the
+ * same sums in the same order (the same bits).  Packed weights: bias then
  * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
  */
 #include "kernels_dwconv.h"
@@ -27,7 +30,6 @@
 #ifndef PA_DW_ROWS
 #define PA_DW_ROWS 4                     /* NCHW: output rows per span    */
 #endif
-#define PA_DW_TILE_FLOATS 4096
 
 static int64_t round_vec(int64_t c) { return (c + PA_VEC - 1) / PA_VEC * PA_VEC; }
 
@@ -458,11 +460,6 @@ static int64_t band_rows(const pa_conv2d_t *c) {
     return r < c->h_out ? r : c->h_out;
 }
 
-typedef struct {
-    const dw_job_t *j;
-    int64_t band, nbands;       /* output rows per band, bands per plane */
-} dw_band_job_t;
-
 PA_INLINE void nchw_band(const dw_band_job_t *bj, int64_t item, int64_t S) {
     const dw_job_t *j = bj->j;
     const pa_conv2d_t *c = j->c;
@@ -517,24 +514,18 @@ static void dw_nchw_bands(void *ctx, int64_t begin, int64_t end) {
 #define PA_DW_BLOCK_MAX_W 12
 #endif
 
-/* Output rows per band so that input band + output band fit the tile; 0:
- * not even one row. */
-static int64_t block_band_rows(const pa_conv2d_t *c) {
+/* Output rows per band so that input band + output band fit tile_floats
+ * floats; 0: not even one row. */
+int64_t _pa_dw_block_band_rows(const pa_conv2d_t *c, int64_t tile_floats) {
     int64_t hp, wp;
     padded_extent(c, &hp, &wp);
     for (int64_t r = c->h_out; r >= 1; r--) {
         int64_t in_rows = (r - 1) * c->sh + (c->kh - 1) * c->dh + 1;
-        if ((in_rows * wp + r * c->w_out) * PA_VEC <= PA_DW_TILE_FLOATS)
+        if ((in_rows * wp + r * c->w_out) * PA_VEC <= tile_floats)
             return r;
     }
     return 0;
 }
-
-typedef struct {
-    const dw_job_t *j;
-    int64_t band;               /* output rows per band */
-    int64_t nbands, nblocks;    /* per image: bands, channel blocks */
-} dw_block_job_t;
 
 PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
     const dw_job_t *j = bj->j;
@@ -635,9 +626,18 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
     /* rows of up to 12 columns: channel blocks (7 and 12 columns: 30-50%
      * faster than the bands); wider ones (14 columns on, either stride):
      * the bands (MobileNetV2's 28 -> 14 stride-2 rows: 181 vs 231 us,
-     * 56 -> 28: 228 vs 434 us) */
-    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && c->w_out <= PA_DW_BLOCK_MAX_W)
-        bj.band = block_band_rows(c);
+     * 56 -> 28: 228 vs 434 us).  On AVX-512 the blocks take rows up to
+     * PA_DW512_BLOCK_MAX_W (28) columns (MobileNetV2's 28-column rows:
+     * 87 vs 122 us on the AVX-512 bands; 56 columns: 346 vs 285 us) */
+    int nchw512 = 0;
+    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && avx512 && _pa_avx512_usable() &&
+        c->w_out <= PA_DW512_BLOCK_MAX_W) {
+        bj.band = _pa_dw_block_band_rows(c, PA_DW512_TILE_FLOATS);
+        nchw512 = bj.band > 0;
+    }
+    if (!nchw512 && c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC &&
+        c->w_out <= PA_DW_BLOCK_MAX_W)
+        bj.band = _pa_dw_block_band_rows(c, PA_DW_TILE_FLOATS);
     if (c->layout == PA_LAYOUT_NHWC && avx512 && _pa_avx512_usable()) {
         _pa_parallel(w, c->n * c->h_out, _pa_dw_nhwc512_rows, &j);
     } else if (c->layout == PA_LAYOUT_NHWC) {
@@ -645,10 +645,13 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
     } else if (bj.band > 0) {
         bj.nbands = (c->h_out + bj.band - 1) / bj.band;
         bj.nblocks = (c->c_in + PA_VEC - 1) / PA_VEC;
-        _pa_parallel(w, c->n * bj.nblocks * bj.nbands, dw_nchw_blocks, &bj);
+        _pa_parallel(w, c->n * bj.nblocks * bj.nbands,
+                     nchw512 ? _pa_dw_nchw512_blocks : dw_nchw_blocks, &bj);
     } else if (band.band > 0) {
         band.nbands = (c->h_out + band.band - 1) / band.band;
-        _pa_parallel(w, c->n * c->c_in * band.nbands, dw_nchw_bands, &band);
+        _pa_parallel(w, c->n * c->c_in * band.nbands,
+                     avx512 && _pa_avx512_usable() ? _pa_dw_nchw512_bands : dw_nchw_bands,
+                     &band);
     } else if (hp * wp <= PA_DW_TILE_FLOATS) {
         _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
     } else {

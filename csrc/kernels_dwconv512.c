@@ -1,4 +1,6 @@
-/* kernels_dwconv512.c -- the NHWC depthwise convolution's AVX-512 rows.
+/* kernels_dwconv512.c -- the depthwise convolution's AVX-512 kernels: the
+ * NHWC rows, and for NCHW the channel blocks and the bands (sections at
+ * the end).
  *
  * The portable NHWC rows (kernels_dwconv.c) hold a tile of 4 output
  * pixels x 16 channels in pairs of 8-float vectors, and GCC's AVX-512
@@ -176,9 +178,274 @@ DW512 void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+
+/* -- NCHW small planes: blocks of 16 channels ----------------------------- */
+
+/* The portable blocks (kernels_dwconv.c) move a band of 16 channel planes
+ * into a pixel-major tile and back one float at a time, and run the NHWC
+ * tile 8 floats wide.  Here both moves are 16 x 16 transposes in the
+ * registers (16 rows of one plane in, 16 pixel vectors out, and back),
+ * and the pixels of the whole band, row ends included, run 8 at a time,
+ * one 16-float register each (an offset table maps a pixel to its input
+ * window), so a 7-column row wastes no lanes; the last 8 overlap the
+ * previous ones.  The tile is PA_DW512_TILE_FLOATS floats (32 KiB). */
+
+/* r[0..15] transposed in place: r[i][k] becomes r[k][i]. */
+DW512_INLINE void dw512_transpose(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* t[i], t[i + 1]: rows i, i + 1 interleaved per 128-bit lane */
+#pragma GCC unroll 4
+    for (int i = 0; i < 16; i += 4) {
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    /* r[4g + j], lane k: column 4k + j of rows 4g .. 4g + 3 */
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44);
+        __m512 u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        __m512 u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        __m512 u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+/* in[r][q][v] = padded input row ih0 + r (in_rows of them), column q (wp
+ * of them), channel v of the nc planes from x (hw floats apart); zeros
+ * outside the image and past nc. */
+DW512_INLINE void nchw512_gather(const pa_conv2d_t *c, const float *x, int64_t ih0,
+                                 int64_t in_rows, int64_t wp, int64_t nc, float *in) {
+    const int64_t hw = c->h * c->w;
+    memset(in, 0, (size_t)(in_rows * wp * 16) * sizeof *in);
+    for (int64_t r = 0; r < in_rows; r++) {
+        int64_t ih = ih0 + r;
+        if (ih < 0 || ih >= c->h)
+            continue;
+        for (int64_t q = 0; q < c->w; q += 16) {
+            int64_t n = c->w - q < 16 ? c->w - q : 16;
+            if (n > wp - c->pad_left - q)        /* columns no window reads */
+                n = wp - c->pad_left - q;
+            if (n <= 0)
+                break;
+            const __mmask16 m = dw512_mask(n);
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                v[i] = i < nc ? _mm512_maskz_loadu_ps(m, x + i * hw + ih * c->w + q)
+                              : _mm512_setzero_ps();
+            dw512_transpose(v);
+            float *d = in + (r * wp + c->pad_left + q) * 16;
+            for (int64_t i = 0; i < n; i++)
+                _mm512_storeu_ps(d + i * 16, v[i]);
+        }
+    }
+}
+
+/* The npix pixels of out (16 channels each) back to the nc planes from y
+ * (plane floats apart). */
+DW512_INLINE void nchw512_scatter(const float *out, int64_t npix, int64_t nc, float *y,
+                                  int64_t plane) {
+    for (int64_t p = 0; p < npix; p += 16) {
+        int64_t n = npix - p < 16 ? npix - p : 16;
+        const __mmask16 m = dw512_mask(n);
+        __m512 v[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            v[i] = i < n ? _mm512_loadu_ps(out + (p + i) * 16) : _mm512_setzero_ps();
+        dw512_transpose(v);
+        for (int64_t i = 0; i < nc; i++)
+            _mm512_mask_storeu_ps(y + i * plane + p, m, v[i]);
+    }
+}
+
+/* Pixels p0 .. p0 + 7 of the band (input windows at in + off[p]) into out. */
+DW512_INLINE void nchw512_tile8(const dw_taps_t *t, const float *in, const int32_t *off,
+                                int64_t p0, const float *w, const float *bias, float *out,
+                                const pa_act_params_t *act) {
+    const __m512 b = _mm512_loadu_ps(bias);
+    __m512 a0 = b, a1 = b, a2 = b, a3 = b, a4 = b, a5 = b, a6 = b, a7 = b;
+    const float *x0 = in + off[p0], *x1 = in + off[p0 + 1], *x2 = in + off[p0 + 2];
+    const float *x3 = in + off[p0 + 3], *x4 = in + off[p0 + 4], *x5 = in + off[p0 + 5];
+    const float *x6 = in + off[p0 + 6], *x7 = in + off[p0 + 7];
+    for (int64_t k = 0; k < t->n; k++) {
+        const int64_t o = t->xoff[k];
+        const __m512 wv = _mm512_loadu_ps(w + t->woff[k]);
+        a0 = _mm512_add_ps(a0, _mm512_mul_ps(_mm512_loadu_ps(x0 + o), wv));
+        a1 = _mm512_add_ps(a1, _mm512_mul_ps(_mm512_loadu_ps(x1 + o), wv));
+        a2 = _mm512_add_ps(a2, _mm512_mul_ps(_mm512_loadu_ps(x2 + o), wv));
+        a3 = _mm512_add_ps(a3, _mm512_mul_ps(_mm512_loadu_ps(x3 + o), wv));
+        a4 = _mm512_add_ps(a4, _mm512_mul_ps(_mm512_loadu_ps(x4 + o), wv));
+        a5 = _mm512_add_ps(a5, _mm512_mul_ps(_mm512_loadu_ps(x5 + o), wv));
+        a6 = _mm512_add_ps(a6, _mm512_mul_ps(_mm512_loadu_ps(x6 + o), wv));
+        a7 = _mm512_add_ps(a7, _mm512_mul_ps(_mm512_loadu_ps(x7 + o), wv));
+    }
+    float *y = out + p0 * 16;
+    const __mmask16 all = (__mmask16)0xFFFF;
+    dw512_out(a0, y, all, 0, act), dw512_out(a1, y + 16, all, 0, act);
+    dw512_out(a2, y + 32, all, 0, act), dw512_out(a3, y + 48, all, 0, act);
+    dw512_out(a4, y + 64, all, 0, act), dw512_out(a5, y + 80, all, 0, act);
+    dw512_out(a6, y + 96, all, 0, act), dw512_out(a7, y + 112, all, 0, act);
+}
+
+/* One pixel of the band (fewer than 8 in all). */
+DW512_INLINE void nchw512_pixel(const dw_taps_t *t, const float *x, const float *w,
+                                const float *bias, float *y, const pa_act_params_t *act) {
+    __m512 acc = _mm512_loadu_ps(bias);
+    for (int64_t k = 0; k < t->n; k++)
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(x + t->xoff[k]),
+                                               _mm512_loadu_ps(w + t->woff[k])));
+    dw512_out(acc, y, (__mmask16)0xFFFF, 0, act);
+}
+
+DW512 static void nchw512_block_band(const dw_block_job_t *bj, int64_t item) {
+    const dw_job_t *j = bj->j;
+    const pa_conv2d_t *c = j->c;
+    int64_t img = item / (bj->nblocks * bj->nbands);
+    int64_t blk = item / bj->nbands % bj->nblocks, band = item % bj->nbands;
+    int64_t c0 = blk * 16, nc = c->c_in - c0 < 16 ? c->c_in - c0 : 16;
+    int64_t oh0 = band * bj->band;
+    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
+    int64_t wp = (c->w_out - 1) * c->sw + (c->kw - 1) * c->dw + 1;
+    int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    float tile[PA_DW512_TILE_FLOATS];
+    int32_t off[PA_DW512_TILE_FLOATS / 16];
+    float *in = tile, *out = tile + in_rows * wp * 16;
+    nchw512_gather(c, j->x + (img * c->c_in + c0) * c->h * c->w, oh0 * c->sh - c->pad_top,
+                   in_rows, wp, nc, in);
+    dw_taps_t t;
+    t.n = c->kh * c->kw;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            t.xoff[i * c->kw + jj] = (i * c->dh * wp + jj * c->dw) * 16;
+            t.woff[i * c->kw + jj] = (i * c->kw + jj) * j->cp;
+        }
+    const int64_t npix = nr * c->w_out;
+    for (int64_t r = 0, p = 0; r < nr; r++)
+        for (int64_t ow = 0; ow < c->w_out; ow++)
+            off[p++] = (int32_t)((r * c->sh * wp + ow * c->sw) * 16);
+    const float *w = j->w + c0, *bias = j->bias + c0;
+    if (npix >= 8) {
+        int64_t p = 0;
+        for (; p + 8 <= npix; p += 8)
+            nchw512_tile8(&t, in, off, p, w, bias, out, &c->act);
+        if (p < npix)                           /* overlapping last tile */
+            nchw512_tile8(&t, in, off, npix - 8, w, bias, out, &c->act);
+    } else {
+        for (int64_t p = 0; p < npix; p++)
+            nchw512_pixel(&t, in + off[p], w, bias, out + p * 16, &c->act);
+    }
+    nchw512_scatter(out, npix, nc,
+                    j->y + ((img * c->c_in + c0) * c->h_out + oh0) * c->w_out,
+                    c->h_out * c->w_out);
+}
+
+DW512 void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; item++)
+        nchw512_block_band(ctx, item);
+}
+
+
+/* -- NCHW, stride 1 or 2: bands of a zero-padded plane --------------------- */
+
+/* The portable bands (kernels_dwconv.c) run rows of 16 columns or more one
+ * row at a time: one chain of dependent adds per span of 16.  Here 4
+ * output rows run at once (4 independent accumulators, a register each),
+ * each tap's weight broadcast once for the 4, and the last span of a row
+ * is masked instead of overlapping.  The tile is the portable bands'
+ * (_pa_band_fill, stride-2 rows split into even and odd columns). */
+
+/* Columns [0, wo) of R output rows (input rows xrs floats apart in the
+ * tile from x, output rows wo floats apart from y). */
+DW512_INLINE void nchw512_band_rows(const dw_taps_t *t, const float *wt, const float *x,
+                                    int64_t xrs, float *y, int64_t wo, float b,
+                                    const pa_act_params_t *act, const int R) {
+    for (int64_t ow = 0; ow < wo; ow += 16) {
+        const __mmask16 m = dw512_mask(wo - ow);
+        const int masked = wo - ow < 16;
+        __m512 a0 = _mm512_set1_ps(b), a1 = a0, a2 = a0, a3 = a0;
+        const float *xb = x + ow;
+        for (int64_t k = 0; k < t->n; k++) {
+            const __m512 wv = _mm512_set1_ps(wt[k]);
+            const float *xq = xb + t->xoff[k];
+            a0 = _mm512_add_ps(a0, _mm512_mul_ps(dw512_load(xq, m, masked), wv));
+            if (R > 1) {
+                a1 = _mm512_add_ps(a1, _mm512_mul_ps(dw512_load(xq + xrs, m, masked), wv));
+                a2 = _mm512_add_ps(a2, _mm512_mul_ps(dw512_load(xq + 2 * xrs, m, masked), wv));
+                a3 = _mm512_add_ps(a3, _mm512_mul_ps(dw512_load(xq + 3 * xrs, m, masked), wv));
+            }
+        }
+        dw512_out(a0, y + ow, m, masked, act);
+        if (R > 1) {
+            dw512_out(a1, y + wo + ow, m, masked, act);
+            dw512_out(a2, y + 2 * wo + ow, m, masked, act);
+            dw512_out(a3, y + 3 * wo + ow, m, masked, act);
+        }
+    }
+}
+
+DW512 static void nchw512_band(const dw_band_job_t *bj, int64_t item) {
+    const dw_job_t *j = bj->j;
+    const pa_conv2d_t *c = j->c;
+    const int64_t S = c->sw;
+    int64_t plane = item / bj->nbands, oh0 = item % bj->nbands * bj->band;
+    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
+    int64_t wp = (c->w_out - 1) * c->sw + (c->kw - 1) * c->dw + 1;
+    const int64_t rf = S == 2 ? 2 * ((wp + 1) / 2) : wp, half = rf / 2;
+    const int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    float tile[PA_DW_TILE_FLOATS];
+    _pa_band_fill(tile, j->x + plane * c->h * c->w, oh0 * c->sh - c->pad_top, in_rows, c->h,
+                  c->w, c->pad_left, wp, rf, S, 0.0f);
+    int64_t ch = plane % c->c_in;
+    dw_taps_t t;
+    float wt[PA_DW_MAX_TAPS];
+    t.n = c->kh * c->kw;
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t jj = 0; jj < c->kw; jj++) {
+            int64_t k = i * c->kw + jj, col = jj * c->dw;
+            t.xoff[k] = i * c->dh * rf + (S == 2 ? (col & 1) * half + (col >> 1) : col);
+            wt[k] = j->w[k * j->cp + ch];
+        }
+    const float b = j->bias[ch];
+    const int64_t wo = c->w_out, xrs = c->sh * rf;
+    float *y = j->y + (plane * c->h_out + oh0) * wo;
+    int64_t r = 0;
+    for (; r + 4 <= nr; r += 4)
+        nchw512_band_rows(&t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 4);
+    for (; r < nr; r++)
+        nchw512_band_rows(&t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 1);
+}
+
+DW512 void _pa_dw_nchw512_bands(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; item++)
+        nchw512_band(ctx, item);
+}
+
 #else
 
 void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end) {
+    (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
+}
+
+void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end) {
+    (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
+}
+
+void _pa_dw_nchw512_bands(void *ctx, int64_t begin, int64_t end) {
     (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
 }
 

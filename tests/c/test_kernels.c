@@ -357,6 +357,55 @@ static void test_dwconv_nhwc512(void) {
     pa_workers_destroy(pool);
 }
 
+/* The NCHW depthwise channel blocks on AVX-512 (16 x 16 transposes in
+ * and out, 8 pixels a tile, rows up to PA_DW512_BLOCK_MAX_W columns)
+ * against the portable NCHW paths (blocks, bands or planes) on the same
+ * packed weights: random geometries (strides, dilations, pads, kernels up
+ * to 5x5, planes up to 19 x 37 and some 28 x 28 / 56 x 56 ones) with 15-80
+ * channels, every activation, one and three threads: the same bits.
+ * Skipped without AVX-512. */
+static void test_dwconv_nchw512(void) {
+    if (!_pa_avx512_usable()) {
+        printf("     (no AVX-512 here: the portable paths only)\n");
+        return;
+    }
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    for (int t = 0; t < 300; t++) {
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.groups = c.c_in = c.c_out = 16 * rnd(1, 5) + rnd(-1, 1);
+        if (t % 10 == 0) {      /* MobileNets' 3x3 layers, 28 and 56 columns in */
+            c.h = c.w = 28 * rnd(1, 2), c.kh = c.kw = 3, c.sh = c.sw = rnd(1, 2);
+            c.dh = c.dw = 1, c.pad_top = c.pad_left = 1;
+            c.h_out = (c.h + 1 - 3) / c.sh + 1 + (c.sh == 1);
+            c.w_out = c.h_out;
+        }
+        int64_t taps = c.kh * c.kw, nx = c.n * c.h * c.w * c.c_in;
+        int64_t ny = c.n * c.h_out * c.w_out * c.c_out;
+        size_t np = _pa_dwconv_packed_size(&c);
+        float *w = fbuf((size_t)(c.c_in * taps)), *b = fbuf((size_t)c.c_in);
+        float *packed = fbuf(np), *x = fbuf((size_t)nx);
+        float *y0 = fbuf((size_t)ny), *y1 = fbuf((size_t)ny);
+        CHECK_EQ(_pa_dwconv_pack(&c, w, b, packed), PA_OK);
+        pa_workers_t *wk = t % 2 ? pool : NULL;
+        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y0, wk, 0), PA_OK);
+        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y1, wk, 1), PA_OK);
+        if (!same_floats(y0, y1, (size_t)ny)) {
+            printf("     differs: c %lld %lldx%lld -> %lldx%lld k %lldx%lld s %lld,%lld "
+                   "d %lld,%lld p %lld,%lld act %d\n",
+                   (long long)c.c_in, (long long)c.h, (long long)c.w, (long long)c.h_out,
+                   (long long)c.w_out, (long long)c.kh, (long long)c.kw, (long long)c.sh,
+                   (long long)c.sw, (long long)c.dh, (long long)c.dw, (long long)c.pad_top,
+                   (long long)c.pad_left, (int)c.act.kind);
+            CHECK(0);
+            t = 300;
+        }
+        free(w), free(b), free(packed), free(x), free(y0), free(y1);
+    }
+    pa_workers_destroy(pool);
+}
+
 /* pa_conv2d_run_residual: act(conv + bias + r) against act(z + r) where z
  * is the plain run without activation (checked above), r of c_res <= c_out
  * channels (the rest zero-padded); one and three threads alike. */
@@ -620,6 +669,7 @@ int main(void) {
     RUN(test_conv_pointwise);
     RUN(test_gemm_nhwc512);
     RUN(test_dwconv_nhwc512);
+    RUN(test_dwconv_nchw512);
     RUN(test_conv_residual);
     RUN(test_conv_threads);
     RUN(test_conv_invalid);
