@@ -197,3 +197,37 @@ def test_a_prior_of_other_weights_lends_nothing():
         for n in ("wm", "wt", "packed", "bias"):
             if getattr(k, n, None) is not None:
                 assert getattr(k, n) is not getattr(p, n, None)
+
+
+def test_weights_laid_out_at_setup_are_written_into_the_arena_directly():
+    """Without a memo (one executor) a kernel's packed weights are written
+    straight into the weights arena (``Kernel.kept_empty``) and kept as
+    they are: no temporary of their size during bind (NumPy's allocations,
+    traced, stay far below it); with a session's memo they are first made
+    apart (equal bytes kept before are reused, and a block taken from the
+    arena could not be given back)."""
+    import tracemalloc
+    from pyarena.graph import Op, Tensor
+    from pyarena.runtime.keeper import WeightKeeper
+    from pyarena.runtime.kernels import make_kernel
+    g = mobilenet_v2(32, seed=3)
+    b = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
+
+    def gemm(keeper):
+        ins = [Tensor("a", (3, 512)), Tensor("b", b.shape, role="constant", data=b)]
+        tracemalloc.start()
+        try:
+            k = make_kernel(Op("fc", "Gemm", ["a", "b"], ["y"], attrs={"transB": 1}), ins,
+                            [Tensor("y", (3, 256))], keep=keeper.keep)
+            return k, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    arena = Arena(alignment=64)
+    k, peak = gemm(WeightKeeper(g, arena))
+    assert k.packed is not None and arena.owns(k.packed)
+    assert peak < k.packed.nbytes // 4
+    memo_arena = Arena(alignment=64)
+    k2, peak2 = gemm(WeightKeeper(g, memo_arena, memo={}))
+    assert memo_arena.owns(k2.packed) and peak2 >= k2.packed.nbytes
+    np.testing.assert_array_equal(k.packed, k2.packed)

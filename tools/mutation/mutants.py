@@ -1364,6 +1364,12 @@ MUTANTS = [
       "            bias = c.reshape(-1).astype(np.float32)",
       "a Gemm on the packed SGEMM adds C without its beta",
       ("tests/runtime/test_kernels.py",)),
+    M("kept-empty-always-apart", "pyarena/runtime/kernels/registry.py",
+      "        if arena is None or getattr(keeper, \"memo\", None) is not None or self.sizing:",
+      "        if arena is None or getattr(keeper, \"memo\", None) is None or self.sizing:",
+      "weights laid out at setup go through a temporary when there is no memo (and straight "
+      "into the arena in a session, where equal bytes could not be shared)",
+      ("tests/runtime/test_keeper.py",)),
     M("native-patch-run-stride", "csrc/kernels_internal.h",
       "    g->rs = c->w * c->c_in;",
       "    g->rs = c->w_out * c->c_in;",

@@ -350,8 +350,7 @@ class Conv(Spatial):
             self.packed, self.packed_ptr = lender.packed, lender.packed_ptr
         else:
             bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
-            packed = nk.pack_conv2d(self.desc, self._fold(ohwi), bias,
-                                    lambda n: np.empty(n, dtype=np.float32))
+            packed = nk.pack_conv2d(self.desc, self._fold(ohwi), bias, self.kept_empty)
             self.packed = self.keep(packed)
             self.packed_ptr = nk.fptr(self.packed)
         self.ptrs = Pointers(self)
@@ -392,7 +391,7 @@ class Conv(Spatial):
         else:
             bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
             self.packed = self.keep(nk.pack_conv2d(desc, self._fold(self._ohwi(w, 1, cout)[0]),
-                                                   bias, lambda n: np.empty(n, np.float32)))
+                                                   bias, self.kept_empty))
             self.packed_ptr = nk.fptr(self.packed)
         self.mode, self.act_fused, self.bias = "native-band", True, None
         return True

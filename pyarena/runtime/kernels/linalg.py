@@ -43,7 +43,7 @@ def _packed_product(k, b, bias, rows, n_in, n_out):
         k.packed, k.packed_ptr = p.packed, p.packed_ptr
     else:
         k.packed = k.keep(nk.pack_conv2d(k.desc, b.reshape(n_out, 1, 1, n_in), bias,
-                                         lambda n: np.empty(n, np.float32)))
+                                         k.kept_empty))
         k.packed_ptr = nk.fptr(k.packed)
     k.runtime = (0,)
 

@@ -217,8 +217,10 @@ class _Recurrent(Kernel):
             lent = p.wt if i == 1 else p.rt
             if lent is not None:
                 return lent
-        return self.keep(np.ascontiguousarray(
-            np.asarray(data, dtype=self.dtype).transpose(0, 2, 1)))
+        src = np.asarray(data).transpose(0, 2, 1)
+        out = self.kept_empty(src.size, self.dtype).reshape(src.shape)
+        np.copyto(out, src, casting="unsafe")       # transposed straight into the arena
+        return self.keep(out)
 
     def _check_shapes(self):
         """S, N, I, H from X and R; every other operand and output must agree."""
