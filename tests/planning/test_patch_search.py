@@ -135,3 +135,33 @@ def test_stages_around_a_peak_contain_it_and_may_start_at_a_resize():
     found = {(s.first, s.last) for s in stages(g, around=dec)}
     assert all(a <= dec <= b for a, b in found)
     assert (last_resize, len(types) - 1) in found       # the decoder from its last Resize
+
+
+def test_a_stage_with_a_fused_residual_recomputes_instead_of_reusing_rows():
+    """Row reuse is not tried for a stage with a fused residual (a Conv's
+    input 3): its reuse run gave wrong outputs on MediaPipe's pose landmark
+    model.  MobileNetV2 (fused: residual blocks) has stages of both kinds;
+    at its smallest patched arena no stage that holds a residual reuses
+    rows, and the outputs are the unpatched run's."""
+    from pyarena.planning.patch_search import _reuses
+    from pyarena.runtime import fuse
+    from pyarena.runtime.models import mobilenet_v2
+    g = mobilenet_v2(64)
+    fuse(g)
+    set_scratch(g)
+    has_residual = (lambda ops: any(len(op.inputs) > 3 and op.inputs[3] for op in ops))
+    candidates = list(stages(g))
+    assert any(has_residual(st.ops) for st in candidates)
+    assert any(not has_residual(st.ops) for st in candidates)
+    for st in candidates:
+        assert _reuses(st) == ((False,) if has_residual(st.ops) else (True, False))
+    ref = run(g, plan(g))
+    p = plan(g, memory_budget=smallest(g).smallest_bytes)
+    staged = [op for op in g.ops if op.op_type == PATCH_OP]
+    assert staged
+    for op in staged:
+        residual = any(len(d["inputs"]) > 3 and d["inputs"][3] for d in op.attrs["stage_ops"])
+        assert not (residual and op.attrs.get("reuse")), op.name
+    out = run(g, p)
+    for k in ref:
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, atol=1e-6)
