@@ -319,6 +319,31 @@ static void test_gemm_nhwc512(void) {
     pa_workers_destroy(pool);
 }
 
+/* One depthwise geometry run by _pa_dwconv_run_isa without and with the
+ * AVX-512 paths on the same packed weights and input: 1 if the outputs
+ * agree (same_floats), else 0 after printing the geometry. */
+static int dw_isa_agree(const pa_conv2d_t *c, pa_workers_t *wk) {
+    int64_t taps = c->kh * c->kw, nx = c->n * c->h * c->w * c->c_in;
+    int64_t ny = c->n * c->h_out * c->w_out * c->c_out;
+    float *w = fbuf((size_t)(c->c_in * taps)), *b = fbuf((size_t)c->c_in);
+    float *packed = fbuf(_pa_dwconv_packed_size(c)), *x = fbuf((size_t)nx);
+    float *y0 = fbuf((size_t)ny), *y1 = fbuf((size_t)ny);
+    CHECK_EQ(_pa_dwconv_pack(c, w, b, packed), PA_OK);
+    CHECK_EQ(_pa_dwconv_run_isa(c, packed, x, y0, wk, 0), PA_OK);
+    CHECK_EQ(_pa_dwconv_run_isa(c, packed, x, y1, wk, 1), PA_OK);
+    int same = same_floats(y0, y1, (size_t)ny);
+    if (!same)
+        printf("     differs: %s c %lld %lldx%lld -> %lldx%lld k %lldx%lld s %lld,%lld "
+               "d %lld,%lld p %lld,%lld act %d\n",
+               c->layout == PA_LAYOUT_NHWC ? "NHWC" : "NCHW", (long long)c->c_in,
+               (long long)c->h, (long long)c->w, (long long)c->h_out, (long long)c->w_out,
+               (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
+               (long long)c->dh, (long long)c->dw, (long long)c->pad_top,
+               (long long)c->pad_left, (int)c->act.kind);
+    free(w), free(b), free(packed), free(x), free(y0), free(y1);
+    return same;
+}
+
 /* The NHWC depthwise rows on AVX-512 (4 pixels x 32 channels, masked
  * last blocks) against the portable rows on the same packed weights:
  * random geometries (strides, dilations, pads, kernels up to 5x5) with
@@ -336,24 +361,10 @@ static void test_dwconv_nhwc512(void) {
         c.layout = PA_LAYOUT_NHWC;
         if (t % 3 == 0)
             c.groups = c.c_in = c.c_out = 16 * rnd(1, 4) + rnd(-1, 1);
-        int64_t taps = c.kh * c.kw, nx = c.n * c.h * c.w * c.c_in;
-        int64_t ny = c.n * c.h_out * c.w_out * c.c_out;
-        size_t np = _pa_dwconv_packed_size(&c);
-        float *w = fbuf((size_t)(c.c_in * taps)), *b = fbuf((size_t)c.c_in);
-        float *packed = fbuf(np), *x = fbuf((size_t)nx);
-        float *y0 = fbuf((size_t)ny), *y1 = fbuf((size_t)ny);
-        CHECK_EQ(_pa_dwconv_pack(&c, w, b, packed), PA_OK);
-        pa_workers_t *wk = t % 2 ? pool : NULL;
-        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y0, wk, 0), PA_OK);
-        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y1, wk, 1), PA_OK);
-        if (!same_floats(y0, y1, (size_t)ny)) {
-            printf("     differs: c %lld %lldx%lld k %lldx%lld s %lld,%lld act %d\n",
-                   (long long)c.c_in, (long long)c.h, (long long)c.w, (long long)c.kh,
-                   (long long)c.kw, (long long)c.sh, (long long)c.sw, (int)c.act.kind);
+        if (!dw_isa_agree(&c, t % 2 ? pool : NULL)) {
             CHECK(0);
             t = 300;
         }
-        free(w), free(b), free(packed), free(x), free(y0), free(y1);
     }
     pa_workers_destroy(pool);
 }
@@ -382,27 +393,10 @@ static void test_dwconv_nchw512(void) {
             c.h_out = (c.h + 1 - 3) / c.sh + 1 + (c.sh == 1);
             c.w_out = c.h_out;
         }
-        int64_t taps = c.kh * c.kw, nx = c.n * c.h * c.w * c.c_in;
-        int64_t ny = c.n * c.h_out * c.w_out * c.c_out;
-        size_t np = _pa_dwconv_packed_size(&c);
-        float *w = fbuf((size_t)(c.c_in * taps)), *b = fbuf((size_t)c.c_in);
-        float *packed = fbuf(np), *x = fbuf((size_t)nx);
-        float *y0 = fbuf((size_t)ny), *y1 = fbuf((size_t)ny);
-        CHECK_EQ(_pa_dwconv_pack(&c, w, b, packed), PA_OK);
-        pa_workers_t *wk = t % 2 ? pool : NULL;
-        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y0, wk, 0), PA_OK);
-        CHECK_EQ(_pa_dwconv_run_isa(&c, packed, x, y1, wk, 1), PA_OK);
-        if (!same_floats(y0, y1, (size_t)ny)) {
-            printf("     differs: c %lld %lldx%lld -> %lldx%lld k %lldx%lld s %lld,%lld "
-                   "d %lld,%lld p %lld,%lld act %d\n",
-                   (long long)c.c_in, (long long)c.h, (long long)c.w, (long long)c.h_out,
-                   (long long)c.w_out, (long long)c.kh, (long long)c.kw, (long long)c.sh,
-                   (long long)c.sw, (long long)c.dh, (long long)c.dw, (long long)c.pad_top,
-                   (long long)c.pad_left, (int)c.act.kind);
+        if (!dw_isa_agree(&c, t % 2 ? pool : NULL)) {
             CHECK(0);
             t = 300;
         }
-        free(w), free(b), free(packed), free(x), free(y0), free(y1);
     }
     pa_workers_destroy(pool);
 }

@@ -342,17 +342,7 @@ class Conv(Spatial):
             h_out=self.Ho, w_out=self.Wo, kh=self.kh, kw=self.kw, sh=self.sh, sw=self.sw,
             dh=self.dh, dw=self.dw, pad_top=self.pt, pad_left=self.pl, groups=groups,
             act=native_act(self.attrs))
-        lender = self._lender(mode)
-        if self.sizing:     # only the scratch is asked: the geometry checked, nothing packed
-            nk.conv2d_packed_floats(self.desc)
-            self.packed = self.packed_ptr = None
-        elif lender is not None and nk.conv2d_packed_floats(self.desc) == lender.packed.size:
-            self.packed, self.packed_ptr = lender.packed, lender.packed_ptr
-        else:
-            bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
-            packed = nk.pack_conv2d(self.desc, self._fold(ohwi), bias, self.kept_empty)
-            self.packed = self.keep(packed)
-            self.packed_ptr = nk.fptr(self.packed)
+        self._pack(self.desc, mode, ohwi)
         self.ptrs = Pointers(self)
         self.mode = mode
         self.scratch = []
@@ -381,20 +371,27 @@ class Conv(Spatial):
             h_out=r, w_out=self.Wo, kh=self.kh, kw=self.kw, sh=self.sh, sw=self.sw, dh=1,
             dw=1, pad_top=0, pad_left=0, groups=1, act=act) for r in {nr, self.bands[-1][1] -
                                                                       self.bands[-1][0]}}
-        desc = self.descs[nr]
-        lender = self._lender("native-band")
-        if self.sizing:
+        self._pack(self.descs[nr], "native-band", self._ohwi(w, 1, cout)[0])
+        self.mode, self.act_fused, self.bias = "native-band", True, None
+        return True
+
+    def _pack(self, desc, mode, ohwi):
+        """``self.packed`` / ``packed_ptr`` for ``desc``: the prior kernel's
+        (:meth:`_lender`) when it packed the same for ``mode``, else the
+        OHWI weights ``ohwi`` (folded, with the bias) packed into the
+        weights arena; nothing when only the scratch is asked (the
+        geometry checked)."""
+        lender = self._lender(mode)
+        if self.sizing:     # only the scratch is asked: the geometry checked, nothing packed
             nk.conv2d_packed_floats(desc)
             self.packed = self.packed_ptr = None
         elif lender is not None and nk.conv2d_packed_floats(desc) == lender.packed.size:
             self.packed, self.packed_ptr = lender.packed, lender.packed_ptr
         else:
             bias = self.const(2, "bias").astype(self.dtype).reshape(-1) if self.has(2) else None
-            self.packed = self.keep(nk.pack_conv2d(desc, self._fold(self._ohwi(w, 1, cout)[0]),
-                                                   bias, self.kept_empty))
+            self.packed = self.keep(nk.pack_conv2d(desc, self._fold(ohwi), bias,
+                                                   self.kept_empty))
             self.packed_ptr = nk.fptr(self.packed)
-        self.mode, self.act_fused, self.bias = "native-band", True, None
-        return True
 
     def _run_bands(self, xs, ys, sc):
         x, y = self.x4(xs[0]), self.y4(ys[0])
