@@ -58,18 +58,6 @@ def band_counts(rows):
     return sorted({len(band_rows(rows, -(-rows // r))) for r in range(1, rows + 1)})
 
 
-def _reuses(st):
-    """The row-reuse settings to try for stage ``st``: not reuse for a
-    stage with a fused residual (a Conv's input 3): its row-reuse run gave
-    wrong outputs on MediaPipe's pose landmark model (a 16-op stage of
-    residual blocks in 16 one-row bands, max |difference| 940 from the
-    unbudgeted run; the same stage recomputing is exact) -- not found yet,
-    so not tried."""
-    if any(len(op.inputs) > 3 and op.inputs[3] for op in st.ops):
-        return (False,)
-    return (True, False)
-
-
 def _disjoint(st, chosen):
     return all(st.last < o.first or o.last < st.first for o, _ in chosen)
 
@@ -89,7 +77,7 @@ def _cover(search, knob, level, max_stages):
         for st in stages(graph, around=at):
             if not _disjoint(st, chosen):
                 continue
-            for reuse in _reuses(st):
+            for reuse in (True, False):
                 q, _ = search.set_attempt(knob, level, [(o, o.rows, r) for o, r in chosen]
                                           + [(st, st.rows, reuse)])
                 live = live_bytes(q)
@@ -129,7 +117,7 @@ def _fewest(search, knob, level, grid, k):
     lo, hi, best = 0, len(counts) - 1, grid
     while lo < hi:
         mid = (lo + hi) // 2
-        for reuse in _reuses(st):
+        for reuse in (True, False):
             trial = grid[:k] + [(st, counts[mid], reuse)] + grid[k + 1:]
             if search.set_attempt(knob, level, trial)[0].arena_bytes <= search.budget:
                 best, hi = trial, mid

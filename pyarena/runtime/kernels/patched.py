@@ -110,22 +110,27 @@ class PatchedStage(Kernel):
 
     def _kept(self):
         """Row reuse: per band, ``{tensor: (rows down, rows kept)}`` -- the
-        rows of its window the bands before computed, moved to the start
-        of its buffer (they were ``rows down`` further in) before the band
-        runs.  A tensor that keeps rows (``self.held``) has a buffer of its
-        own for the whole stage."""
+        rows from its window's first on that the bands before computed,
+        moved to the start of its buffer (they were ``rows down`` further
+        in) before the band runs.  That is every computed row past the
+        window's start, not only those the band reads: a tensor read by two
+        ops at different depths (a residual skip read by the block's first
+        conv rows ahead of the Add) has its window shrink in the last bands,
+        once its far reader is done, while the rows computed ahead are still
+        to be read.  A tensor that keeps rows (``self.held``) has a buffer
+        of its own for the whole stage."""
         base, done, moves, self.held, self.cap = {}, {}, [], set(), {}
         if not self.reuse:              # every band computes its whole window
             return [{} for _ in self.needs]
         for need, per_op in self.needs:
             mine = {}
-            for n, (lo, hi) in need.items():
+            for n, (lo, _) in need.items():
                 if n in (self.x_name, self.y_name):
                     continue
                 if n in done and done[n] > lo:
                     if lo < base[n]:
                         self.malformed(f"the window of {n!r} moves up between bands")
-                    mine[n] = (lo - base[n], min(done[n], hi) - lo)
+                    mine[n] = (lo - base[n], done[n] - lo)
                     self.held.add(n)
                 base[n] = lo
             for i, op in enumerate(self.ops):
