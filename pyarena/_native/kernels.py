@@ -8,13 +8,15 @@ array alive and refuses a non-contiguous one), and :class:`Workers` owns a
 :func:`pyarena._native.check`.  Every call passes raw pointers into the
 caller's (planned) memory; nothing here allocates per call.
 """
+import math
+
 import numpy as np
 
 from ..errors import InvalidArgumentError
 from . import check, ffi, lib
 
 __all__ = ["ACTIVATIONS", "act_params", "conv2d", "pack_conv2d", "pool2d", "fptr", "iptr",
-           "Workers", "NULL"]
+           "Workers", "NULL", "Steps", "copy_step", "STEP"]
 
 NULL = ffi.NULL
 
@@ -84,6 +86,91 @@ def pool2d(*, nhwc, n, c, h, w, h_out, w_out, kh, kw, sh, sw, pads, count_includ
         "n": n, "c": c, "h": h, "w": w, "h_out": h_out, "w_out": w_out, "kh": kh, "kw": kw,
         "sh": sh, "sw": sw, "pad_top": pt, "pad_left": pl, "pad_bottom": pb,
         "pad_right": pr, "count_include_pad": int(count_include_pad)})
+
+
+#: step kind name -> pa_step_kind_t
+STEP = {"conv2d": lib.PA_STEP_CONV2D, "conv2d_residual": lib.PA_STEP_CONV2D_RESIDUAL,
+        "maxpool": lib.PA_STEP_MAXPOOL, "avgpool": lib.PA_STEP_AVGPOOL,
+        "prelu": lib.PA_STEP_PRELU, "act": lib.PA_STEP_ACT, "copy": lib.PA_STEP_COPY}
+
+
+def _inner_axis(a):
+    """The first axis of ``a``'s C-contiguous trailing part."""
+    inner, k = a.itemsize, a.ndim
+    while k and (a.shape[k - 1] == 1 or a.strides[k - 1] == inner):
+        inner *= a.shape[k - 1]
+        k -= 1
+    return k
+
+
+def _blocks(a, k=None):
+    """(count, bytes, stride) of ``a`` as equally spaced contiguous blocks
+    of its axes from ``k`` on (default: its whole C-contiguous trailing
+    part), the axes before them one constant stride; None when they are
+    not."""
+    k = _inner_axis(a) if k is None else k
+    inner = a.itemsize * math.prod(a.shape[k:])
+    outer = [(d, st) for d, st in zip(a.shape[:k], a.strides[:k]) if d != 1]
+    if not outer:
+        return 1, inner, 0
+    count, stride = outer[-1]
+    for d, st in reversed(outer[:-1]):
+        if st != stride * count:
+            return None
+        count *= d
+    return count, inner, stride
+
+
+def copy_step(dst, src):
+    """The ``pa_step_t`` record (see :class:`Steps`) of ``np.copyto(dst,
+    src)`` for two arrays of one shape and dtype that are equally spaced
+    blocks with one split (their common C-contiguous trailing axes); None
+    when they are not."""
+    if dst.shape != src.shape or dst.dtype != src.dtype:
+        return None
+    if dst.size == 0:
+        return ("copy", None, None, None, None, None, (0, 0, 0, 0))
+    k = max(_inner_axis(dst), _inner_axis(src))
+    d, s = _blocks(dst, k), _blocks(src, k)
+    if d is None or s is None or d[:2] != s[:2]:
+        return None
+    return ("copy", None, None, src, None, dst, (d[0], d[1], s[2], d[2]))
+
+
+def _address(p):
+    if p is None:
+        return NULL
+    if isinstance(p, np.ndarray):
+        return ffi.cast("void *", p.__array_interface__["data"][0])
+    return p
+
+
+class Steps:
+    """Native kernel calls run in order by one ``pa_steps_run``.  Each
+    record is ``(kind, params, w, a, b, y, sizes)``: a :data:`STEP` name,
+    the kernel's descriptor (a cffi pointer or None), its weights, input,
+    second input and output (cffi pointers, NumPy arrays -- their first
+    element, strided views too -- or None), and up to four sizes; the
+    records, and so what their pointers point into, are kept alive here."""
+
+    def __init__(self, records):
+        self.n = len(records)
+        self.arr = ffi.new("pa_step_t[]", max(self.n, 1))
+        self.keep = records
+        for step, (kind, params, w, a, b, y, sizes) in zip(self.arr, records):
+            step.kind = STEP[kind]
+            step.params = NULL if params is None else params
+            step.w = NULL if w is None else w
+            step.a, step.b, step.y = _address(a), _address(b), _address(y)
+            for j, v in enumerate(sizes):
+                step.i[j] = int(v)
+        self.failed = ffi.new("size_t *")
+
+    def run(self, workers, what):
+        st = lib.pa_steps_run(self.arr, self.n, NULL if workers is None else workers,
+                              self.failed)
+        if st:
+            check(st, f"{what}: step {self.failed[0]} ({self.keep[self.failed[0]][0]})")
 
 
 class Workers:

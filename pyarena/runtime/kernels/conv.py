@@ -415,6 +415,14 @@ class Conv(Spatial):
         if st:
             check(st, f"conv {self.op.name!r}")
 
+    def native_step(self, xs, ys):
+        if self.mode not in ("native", "native-dw", "native-gemm") or self._act is not None:
+            return None
+        if self.residual:
+            return ("conv2d_residual", self.desc, self.packed_ptr, nk.fptr(xs[0]),
+                    nk.fptr(xs[3]), nk.fptr(ys[0]), (self.res_c,))
+        return ("conv2d", self.desc, self.packed_ptr, nk.fptr(xs[0]), None, nk.fptr(ys[0]), ())
+
     def run(self, xs, ys, sc):
         if self.mode == "native-band":
             self._run_bands(xs, ys, sc)

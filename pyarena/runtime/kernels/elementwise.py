@@ -219,6 +219,12 @@ class LeakyRelu(Kernel):
         self.ptrs = Pointers(self)
         return spec + (nk.fptr(self.slope_native),)
 
+    def native_step(self, xs, ys):
+        if not self.native or self._act is not None:
+            return None
+        layout, n, c, sp, slope = self.native
+        return ("prelu", None, slope, nk.fptr(xs[0]), None, nk.fptr(ys[0]), (layout, n, c, sp))
+
     def run(self, xs, ys, sc):
         if self.native:
             x, y = self.ptrs(xs[0], ys[0])

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..._native.kernels import Steps, copy_step
 from ...graph import Graph, Op, Tensor
 from ...planning.patch import SPATIAL, op_geometry, op_rows, stage_needs
 from .registry import KERNELS, Kernel, make_kernel, register
@@ -384,15 +385,42 @@ class PatchedStage(Kernel):
                 moves = []
         return steps
 
+    def _program(self, steps):
+        """The steps as runs of C kernel calls, each run one ``Steps``
+        (``pa_steps_run``: no interpreter round trip per band and op), and
+        the steps between them that are not one C call each, as they are."""
+        out, run = [], []
+        for step in steps:
+            pre, k, ins, outs, ksc, post = step
+            recs = [copy_step(d, s) for d, s in pre] + [k.native_step(ins, outs)] + (
+                [] if post is None else [copy_step(*post)])
+            if self.batch_native and None not in recs:
+                run += recs
+                continue
+            if run:
+                out.append(Steps(run))
+                run = []
+            out.append(step)
+        if run:
+            out.append(Steps(run))
+        return out
+
+    #: False: every band's op is called from Python (for comparisons)
+    batch_native = True
+
     def run(self, xs, ys, sc):
         buf = sc[0] if sc else np.empty(0, np.uint8)
         key = (xs[0].__array_interface__["data"][0], ys[0].__array_interface__["data"][0],
                buf.__array_interface__["data"][0])
         if key != self._key:
-            self._all = self._steps(xs, ys[0], buf)
+            self._all = self._program(self._steps(xs, ys[0], buf))
             self._key = key
-        copyto = np.copyto
-        for pre, k, ins, outs, ksc, post in self._all:
+        copyto, workers, what = np.copyto, self.workers, f"patched stage {self.op.name!r}"
+        for step in self._all:
+            if type(step) is Steps:
+                step.run(workers, what)
+                continue
+            pre, k, ins, outs, ksc, post = step
             for dst, src in pre:
                 copyto(dst, src)
             k(ins, outs, ksc)

@@ -80,6 +80,12 @@ class WindowPool(Spatial):
         self.scratch = []
         return True
 
+    def native_step(self, xs, ys):
+        if self.native is None or self._act is not None:
+            return None
+        return ("maxpool" if self.is_max else "avgpool", self.native, None, nk.fptr(xs[0]),
+                None, nk.fptr(ys[0]), ())
+
     def run(self, xs, ys, sc):
         if self.native is not None:
             x, y = self.ptrs(xs[0], ys[0])

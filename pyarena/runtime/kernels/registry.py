@@ -253,6 +253,13 @@ class Kernel:
     def run(self, xs, ys, sc):
         raise NotImplementedError
 
+    def native_step(self, xs, ys):
+        """This call as one C kernel call, a ``pa_step_t`` record (see
+        ``pyarena._native.kernels.Steps``), or None when it is not one (a
+        NumPy path, scratch, an activation applied after).  A patched
+        stage runs the records of its bands in one ``pa_steps_run``."""
+        return None
+
 
 def _fused_activation(kernel, attrs, dtype):
     """y -> act(y) in place, for an op whose kernel does not fuse it."""
