@@ -1376,6 +1376,17 @@ MUTANTS = [
       "row reuse moves only the rows of a tensor's window, losing those a residual skip "
       "computed ahead once its window shrinks in the last bands (pose landmark 940 off)",
       ("tests/runtime/test_patched.py",)),
+    M("steps-copy-strides-swapped", "csrc/steps.c",
+      "memmove(dst + k * s->i[3], src + k * s->i[2], (size_t)bytes);",
+      "memmove(dst + k * s->i[2], src + k * s->i[3], (size_t)bytes);",
+      "a strided block copy of a step list steps the source by the destination's stride",
+      ("c:test_steps", "tests/native/test_steps.py")),
+    M("copy-step-split-too-coarse", "pyarena/_native/kernels.py",
+      "    k = max(_inner_axis(dst), _inner_axis(src))",
+      "    k = min(_inner_axis(dst), _inner_axis(src))",
+      "a copy between a contiguous and a strided view takes the contiguous side's "
+      "one block for both",
+      ("tests/native/test_steps.py", "tests/runtime/test_patched.py")),
     M("native-patch-run-stride", "csrc/kernels_internal.h",
       "    g->rs = c->w * c->c_in;",
       "    g->rs = c->w_out * c->c_in;",
