@@ -153,8 +153,9 @@ class Steps:
     element, strided views too -- or None), and up to four sizes; the
     records, and so what their pointers point into, are kept alive here."""
 
-    def __init__(self, records):
+    def __init__(self, records, names=None):
         self.n = len(records)
+        self.names = names
         self.arr = ffi.new("pa_step_t[]", max(self.n, 1))
         self.keep = records
         for step, (kind, params, w, a, b, y, sizes) in zip(self.arr, records):
@@ -170,7 +171,9 @@ class Steps:
         st = lib.pa_steps_run(self.arr, self.n, NULL if workers is None else workers,
                               self.failed)
         if st:
-            check(st, f"{what}: step {self.failed[0]} ({self.keep[self.failed[0]][0]})")
+            i = self.failed[0]
+            of = f" of {self.names[i]!r}" if self.names else ""
+            check(st, f"{what}: step {i} ({self.keep[i][0]}{of})")
 
 
 class Workers:

@@ -41,6 +41,7 @@ from ..planning import check_graph_budget, check_plan_budget
 from ..planning import plan as make_plan
 from .slack import plan_in_slack
 from ..planning import validate as validate_plan
+from .batch import Batch, batch_runs
 from .dynamic import PoolStats, PoolStep, _Counted, pool_frees
 from .keeper import WeightKeeper, build_op, refuse_unsupported, share as _share
 
@@ -73,11 +74,19 @@ def _feed(dst, val, name):
 
 
 def _kernel_failed(kernel, exc):
-    where = (f"operator {kernel.op.name!r} ({kernel.op.op_type})" if kernel is not None
-             else "an operator")
+    op = getattr(kernel, "op", None)
+    where = f"operator {op.name!r} ({op.op_type})" if op is not None else "an operator"
     return GraphError(f"{where} failed at run time ({type(exc).__name__}: "
                       f"{str(exc)[:200]}): the graph's shapes or attributes contradict "
                       f"each other")
+
+
+def _native_step(step):
+    """A bound step as one C kernel call ([(op name, record)]), or None."""
+    k, xs, ys, sc = step
+    native = getattr(k, "native_step", None)      # a pool op's PoolStep has none
+    rec = None if sc is not None or native is None else native(xs, ys)
+    return None if rec is None else [(k.op.name, rec)]
 
 
 def random_feeds(graph, seed=0):
@@ -312,9 +321,14 @@ class Executor:
             k.bind(xs, ys)      # the same views every run: native pointers may be kept
         self.arrays = arrays
         self.steps = steps
-        self._busy = [s for s in steps if not s[0].idle]    # what run() calls
+        # what run() calls: runs of C kernel calls as one call each
+        self._busy = batch_runs([s for s in steps if not s[0].idle], _native_step, self._batch)
         self._inputs = [(n, arrays[n]) for n in g.inputs]
         self._outputs = [(n, arrays.get(n)) for n in g.outputs]
+
+    def _batch(self, records, names):
+        workers = self.workers.handle if self.workers is not None else None
+        return (Batch(records, names, workers, "native kernels"), None, None, None)
 
     def _setup_dynamic(self):
         g = self.graph

@@ -1387,6 +1387,11 @@ MUTANTS = [
       "a copy between a contiguous and a strided view takes the contiguous side's "
       "one block for both",
       ("tests/native/test_steps.py", "tests/runtime/test_patched.py")),
+    M("batch-runs-last-run-dropped", "pyarena/runtime/batch.py",
+      "        run.append(item)\n        for name, rec in got:\n            recs.append(rec)\n            names.append(name)\n    flush()\n",
+      "        run.append(item)\n        for name, rec in got:\n            recs.append(rec)\n            names.append(name)\n",
+      "the last run of C kernel calls (the model's last ops) is never run",
+      ("tests/runtime/test_batch.py",)),
     M("native-patch-run-stride", "csrc/kernels_internal.h",
       "    g->rs = c->w * c->c_in;",
       "    g->rs = c->w_out * c->c_in;",

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..._native.kernels import Steps, copy_step
+from ..batch import batch_runs
 from ...graph import Graph, Op, Tensor
 from ...planning.patch import SPATIAL, op_geometry, op_rows, stage_needs
 from .registry import KERNELS, Kernel, make_kernel, register
@@ -389,21 +390,13 @@ class PatchedStage(Kernel):
         """The steps as runs of C kernel calls, each run one ``Steps``
         (``pa_steps_run``: no interpreter round trip per band and op), and
         the steps between them that are not one C call each, as they are."""
-        out, run = [], []
-        for step in steps:
-            pre, k, ins, outs, ksc, post = step
+        def records(step):
+            pre, k, ins, outs, _, post = step
             recs = [copy_step(d, s) for d, s in pre] + [k.native_step(ins, outs)] + (
                 [] if post is None else [copy_step(*post)])
-            if self.batch_native and None not in recs:
-                run += recs
-                continue
-            if run:
-                out.append(Steps(run))
-                run = []
-            out.append(step)
-        if run:
-            out.append(Steps(run))
-        return out
+            return None if None in recs or not self.batch_native else \
+                [(k.op.name, r) for r in recs]
+        return batch_runs(steps, records, lambda recs, names: Steps(recs, names), min_run=1)
 
     #: False: every band's op is called from Python (for comparisons)
     batch_native = True

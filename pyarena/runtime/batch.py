@@ -1,0 +1,56 @@
+"""Runs of C kernel calls made as one call.
+
+Calling a native kernel from Python costs a few microseconds (the
+kernel's ``__call__``, its pointers, the cffi call) -- as much as a small
+convolution's own work.  Where consecutive calls are each one C kernel
+call on fixed buffers (``Kernel.native_step``: the Executor's bound views,
+a patched stage's band buffers), :func:`batch_runs` replaces each run of
+them by one :class:`~pyarena._native.kernels.Steps` (``pa_steps_run``):
+the same calls in the same order, the same bits, one round trip.
+"""
+from .._native.kernels import Steps
+
+__all__ = ["batch_runs", "Batch"]
+
+
+class Batch:
+    """A run of kernel calls as one: called like a kernel (its arguments
+    are the bound ones, so ``xs``, ``ys`` and ``sc`` are ignored)."""
+
+    idle = False
+
+    def __init__(self, records, names, workers, what):
+        self.steps = Steps(records, names)
+        self.workers = workers
+        self.what = what
+
+    def __call__(self, xs=None, ys=None, sc=None):
+        self.steps.run(self.workers, self.what)
+
+
+def batch_runs(items, records_of, wrap, min_run=2):
+    """``items`` in order, each run of at least ``min_run`` consecutive
+    items whose ``records_of(item)`` is a list of ``(name, records)``
+    (not None) replaced by ``wrap(records, names)``; the other items as
+    they are."""
+    out, run, recs, names = [], [], [], []
+
+    def flush():
+        if len(run) >= min_run:
+            out.append(wrap(list(recs), list(names)))
+        else:
+            out.extend(run)
+        run.clear(), recs.clear(), names.clear()
+
+    for item in items:
+        got = records_of(item)
+        if got is None:
+            flush()
+            out.append(item)
+            continue
+        run.append(item)
+        for name, rec in got:
+            recs.append(rec)
+            names.append(name)
+    flush()
+    return out

@@ -1,0 +1,48 @@
+"""Runs of C kernel calls made as one call (runtime/batch.py): which items
+are grouped, and the Executor's batched runs giving the bits of the calls
+made one by one, on one thread and on three."""
+import numpy as np
+import pytest
+
+from pyarena import plan
+from pyarena.runtime import Executor, random_feeds, set_scratch
+from pyarena.runtime import batch as batch_mod
+from pyarena.runtime.batch import Batch, batch_runs
+from pyarena.runtime.fusion import fuse
+from pyarena.runtime.models import mobilenet_v2
+
+
+def test_runs_of_enough_native_items_become_one_and_order_is_kept():
+    items = ["a1", "a2", "p", "a3", "q", "a4", "a5", "a6"]
+
+    def records(item):
+        return [(item, (item, 0))] if item.startswith("a") else None
+    out = batch_runs(items, records, lambda recs, names: ("B", tuple(names)))
+    assert out == [("B", ("a1", "a2")), "p", "a3", "q", ("B", ("a4", "a5", "a6"))]
+    out = batch_runs(items, records, lambda recs, names: ("B", tuple(names)), min_run=1)
+    assert out == [("B", ("a1", "a2")), "p", ("B", ("a3",)), "q",
+                   ("B", ("a4", "a5", "a6"))]
+    # an item of several records (a band's copies and its kernel) keeps them all
+    out = batch_runs(["x"], lambda i: [("x", 1), ("x", 2)], lambda r, n: (r, n), min_run=1)
+    assert out == [([1, 2], ["x", "x"])]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_batched_runs_give_the_bits_of_one_call_per_kernel(threads, monkeypatch):
+    g = mobilenet_v2(96)
+    fuse(g)
+    set_scratch(g)
+    p = plan(g)
+    feeds = random_feeds(g, seed=4)
+    ex = Executor(g, p, threads=threads)
+    batches = [s[0] for s in ex._busy if isinstance(s[0], Batch)]
+    assert batches and all(b.steps.n >= 2 for b in batches)
+    got = {k: np.array(v) for k, v in ex.run(feeds).items()}
+    monkeypatch.setattr(batch_mod.Batch, "__init__", None)      # no batch may be made
+    monkeypatch.setattr("pyarena.runtime.executor.batch_runs",
+                        lambda items, records_of, wrap: list(items))
+    one = Executor(g, p, threads=threads)
+    assert not any(isinstance(s[0], Batch) for s in one._busy)
+    ref = {k: np.array(v) for k, v in one.run(feeds).items()}
+    for k in ref:
+        np.testing.assert_array_equal(got[k], ref[k])
