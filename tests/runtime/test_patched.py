@@ -466,4 +466,4 @@ def test_bands_run_as_one_native_call_list_give_the_same_bits(reuse, monkeypatch
         np.testing.assert_array_equal(outs[True][k], outs[False][k])
     assert not lists[False]
     kinds = [r[0] for s in lists[True] for r in s.keep]
-    assert {"conv2d", "maxpool", "copy"} <= set(kinds)
+    assert {"conv2d", "maxpool", "act", "copy"} <= set(kinds)

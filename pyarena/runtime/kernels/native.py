@@ -87,7 +87,8 @@ def unary(kernel, kind, alpha=0.0, beta=0.0):
     """``run(xs, ys)`` computing ``ys[0] = act(xs[0])`` natively for a
     float32 element-wise kernel (``pa_act``; the output may be the input's
     memory), or None when the op stays on NumPy (another dtype, or
-    ``Graph.native`` off)."""
+    ``Graph.native`` off).  ``run.step(xs, ys)`` is the same call as a
+    step record."""
     if not kernel.use_native or kernel.dtype != NATIVE_DTYPE:
         return None
     params = act_params(kind, alpha, beta)
@@ -101,4 +102,6 @@ def unary(kernel, kind, alpha=0.0, beta=0.0):
         st = lib.pa_act(params, x, y, n, kernel.workers)
         if st:
             check(st, f"{kernel.op.op_type} {kernel.op.name!r}")
+    # the same call as a pa_step_t record (Kernel.native_step)
+    run.step = lambda xs, ys: ("act", params, None, fptr(xs[0]), None, fptr(ys[0]), (n,))
     return run

@@ -257,8 +257,10 @@ class Kernel:
         """This call as one C kernel call, a ``pa_step_t`` record (see
         ``pyarena._native.kernels.Steps``), or None when it is not one (a
         NumPy path, scratch, an activation applied after).  A patched
-        stage runs the records of its bands in one ``pa_steps_run``."""
-        return None
+        stage runs the records of its bands in one ``pa_steps_run``.  Here:
+        an element-wise activation's native run (``native.unary``)."""
+        step = getattr(getattr(self, "native", None), "step", None)
+        return None if step is None or self._act is not None else step(xs, ys)
 
 
 def _fused_activation(kernel, attrs, dtype):
