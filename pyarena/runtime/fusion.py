@@ -50,7 +50,8 @@ _F32 = np.dtype(np.float32)
 
 
 class _Graph:
-    """Readers of each tensor and the graph outputs, kept up to date."""
+    """Readers and the producer of each tensor and the graph outputs, kept
+    up to date."""
 
     def __init__(self, graph, memo=None):
         self.g = graph
@@ -58,10 +59,16 @@ class _Graph:
         self.dead = set()       # ids of the ops fused away, still in g.ops
         self.outputs = set(graph.outputs)
         self.readers = {}
-        for op in graph.ops:
+        #: tensor -> (position in g.ops, op writing it); the positions hold
+        #: until sweep() (ops only leave, all at once)
+        self.producer = {}
+        for i, op in enumerate(graph.ops):
             for t in op.inputs:
                 if t:
                     self.readers.setdefault(t, []).append(op)
+            for t in op.outputs:
+                if t:
+                    self.producer[t] = (i, op)
 
     def only_reader(self, tensor):
         """The one op reading ``tensor`` (None if not exactly one, or if it
@@ -90,16 +97,22 @@ class _Graph:
         for t in tensors:
             self.g.tensors.pop(t, None)
             self.readers.pop(t, None)
+            self.producer.pop(t, None)
         for op in ops:
             for t in op.inputs:
                 if t and t in self.readers:
                     self.readers[t] = [o for o in self.readers[t] if id(o) not in dead]
+            for t in op.outputs:
+                if self.producer.get(t, (0, None))[1] is op:
+                    del self.producer[t]
 
     def sweep(self):
         """The ops fused away leave ``g.ops``, all at once."""
         if self.dead:
             self.g.ops = [op for op in self.g.ops if id(op) not in self.dead]
             self.dead = set()
+            self.producer = {t: (i, op) for i, op in enumerate(self.g.ops)
+                             for t in op.outputs if t}
 
     def set_param(self, conv, index, name, value, kept=False):
         """Give ``conv`` a new constant input ``index`` (weights or bias);
@@ -200,7 +213,9 @@ def _scale_shift(G, conv, scale, shift):
 
 def _take_output(G, conv, last, ops, tensors):
     """``conv`` now writes ``last``'s output; ``ops`` and ``tensors`` go."""
+    at = G.producer[conv.outputs[0]][0]
     conv.outputs = [last.outputs[0]]
+    G.producer[conv.outputs[0]] = (at, conv)
     G.drop(ops, tensors)
 
 
@@ -330,12 +345,6 @@ def _fuse_activation(G, conv):
     return 1
 
 
-def _producers(G):
-    """tensor -> (position, op) of the op writing it."""
-    return {t: (i, op) for i, op in enumerate(G.g.ops) if id(op) not in G.dead
-            for t in op.outputs if t}
-
-
 def _pointwise(G, conv):
     """1x1, stride 1, groups 1, 4-D, output pixels = input pixels (so no
     padding): what the packed SGEMM takes."""
@@ -388,7 +397,7 @@ def _fold_pad(G, conv):
     VALID convolutions).  Returns ops removed."""
     from .kernels.spatial import pads_for
     x = conv.inputs[0]
-    pad = _producers(G).get(x, (0, None))[1]
+    pad = G.producer.get(x, (0, None))[1]
     auto = conv.attrs.get("auto_pad", "NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
     xt, w = G.g.tensors.get(x), G.const(conv.inputs[1])
@@ -430,13 +439,13 @@ def _fuse_residual(G, conv):
             tuple(G.g.tensors[add.outputs[0]].shape) != tuple(yt.shape):
         return 0
     axis = 3 if conv.attrs.get("layout") == "NHWC" else 1
-    prod = _producers(G)
+    prod = G.producer
     ops, tensors, res = [add], [x], other
     pad = prod.get(other, (0, None))[1]
     if pad is not None and pad.op_type == "Pad" and G.only_reader(other) is add and \
             _zero_channel_pad(G, pad, axis):
         ops, tensors, res = [add, pad], [x, other], pad.inputs[0]
-    here = next(i for i, op in enumerate(G.g.ops) if op is conv)
+    here = prod[conv.outputs[0]][0]
     if prod.get(res, (-1, None))[0] >= here:      # r must exist before the conv
         return 0
     rs = list(G.g.tensors[res].shape)
