@@ -8,7 +8,9 @@ op's scratch filled from the kernels' rules -- ready for ``plan`` and
 * ``resnet(18 | 34 | 50)`` -- BatchNorm folded into biased convolutions,
   bottlenecks from 50 on;
 * ``densenet121`` -- dense blocks of pre-activation BN + concatenations;
-* ``unet`` -- long-lived skip connections concatenated on the way up.
+* ``unet`` -- long-lived skip connections concatenated on the way up;
+* ``randwire`` -- randomly wired stages (Xie et al. 2019): an irregular
+  graph, the kind memory-aware scheduling is for.
 
 :data:`MODELS` maps names to builders (the tests and benchmarks use it).
 """
@@ -16,7 +18,7 @@ from ..errors import InvalidArgumentError
 from ..graph import GraphBuilder
 from .kernels import set_scratch
 
-__all__ = ["mobilenet_v2", "resnet", "densenet121", "unet", "MODELS",
+__all__ = ["mobilenet_v2", "resnet", "densenet121", "unet", "randwire", "ws_dag", "MODELS",
            "MOBILENET_V2_BLOCKS"]
 
 # (expansion t, output channels c, repeats n, first stride s)
@@ -129,6 +131,69 @@ def unet(resolution=256, base=32, levels=4, seed=0, scratch_budget=None):
     return set_scratch(b.finish([y]), scratch_budget)
 
 
+def ws_dag(n, k, p, rng):
+    """A Watts-Strogatz graph WS(n, k, p) as a DAG (Xie et al. 2019): a ring
+    of ``n`` nodes each joined to its ``k / 2`` next neighbours, each such
+    edge rewired with probability ``p`` to a random node not yet joined,
+    every edge pointing from the lower index to the higher.  Returns the
+    sorted edge list."""
+    edges = {(i, (i + j) % n) for i in range(n) for j in range(1, k // 2 + 1)}
+    for j in range(1, k // 2 + 1):
+        for i in range(n):
+            e = (i, (i + j) % n)
+            if e not in edges or rng.random() >= p:
+                continue
+            free = [m for m in range(n)
+                    if m != i and (i, m) not in edges and (m, i) not in edges]
+            if free:
+                edges.discard(e)
+                edges.add((i, free[int(rng.integers(len(free)))]))
+    return sorted({(min(a, b), max(a, b)) for a, b in edges})
+
+
+def _randwire_stage(b, x, c, nodes, k, p):
+    """One randomly wired stage: each node sums its predecessors' outputs
+    (the stage input, at stride 2, for a node without any), then ReLU, a
+    3x3 depthwise and a 1x1 convolution to ``c`` channels and BatchNorm;
+    the stage output sums the nodes without successors."""
+    edges = ws_dag(nodes, k, p, b.rng)
+    preds = {i: [a for a, z in edges if z == i] for i in range(nodes)}
+    has_succ = {a for a, _ in edges}
+    out = {}
+    for i in range(nodes):
+        if preds[i]:
+            h = out[preds[i][0]]
+            for a in preds[i][1:]:
+                h = b.add(h, out[a])
+            stride = 1
+        else:
+            h, stride = x, 2
+        h = b.relu(h)
+        h = b.conv(h, b.shapes[h][1], 3, stride, group=b.shapes[h][1])
+        out[i] = b.bn(b.conv(h, c, 1))
+    ends = [out[i] for i in range(nodes) if i not in has_succ]
+    y = ends[0]
+    for e in ends[1:]:
+        y = b.add(y, e)
+    return y
+
+
+def randwire(resolution=224, channels=78, nodes=32, k=4, p=0.75, classes=1000, seed=0,
+             scratch_budget=None):
+    """RandWire-WS, the small regime of Xie et al. 2019 (the irregular
+    networks Serenity schedules): a 3x3 stride-2 stem, then four randomly
+    wired stages of ``nodes`` nodes (the first with half as many) at
+    ``channels`` x 1, 2, 4, 8, each halving the resolution, and a
+    classifier.  Each stage draws its own WS(nodes, k, p) graph."""
+    b = GraphBuilder("randwire", seed)
+    x = b.bn(b.conv(b.input((1, 3, resolution, resolution)), channels // 2, 3, 2))
+    for i, mult in enumerate([1, 2, 4, 8]):
+        x = _randwire_stage(b, x, channels * mult, nodes // 2 if i == 0 else nodes, k, p)
+    x = b.relu(b.bn(b.conv(b.relu(x), 1280, 1)))
+    b.classifier(x, classes, softmax=False, output="logits")
+    return set_scratch(b.finish(), scratch_budget)
+
+
 #: name -> builder with default arguments
 MODELS = {
     "mobilenet_v2": mobilenet_v2,
@@ -136,4 +201,5 @@ MODELS = {
     "resnet50": lambda **kw: resnet(50, **kw),
     "densenet121": densenet121,
     "unet": unet,
+    "randwire": randwire,
 }
