@@ -250,6 +250,32 @@ class _Segment:
             m = parent
         return order[::-1], peak, states
 
+    def beam(self, base, width, deadline):
+        """The dynamic programme of :meth:`exact` keeping only the ``width``
+        states of least (peak, live) at each level: an order (local
+        indices), not proven best; None past ``deadline``."""
+        level = {0: (0, base, ())}
+        for _ in range(len(self.seg)):
+            nxt = {}
+            for mask, (peak, live, order) in level.items():
+                for k in self.ready(mask):
+                    during, change = self.step(mask, k)
+                    cand = max(peak, live + during)
+                    m2 = mask | (1 << k)
+                    old = nxt.get(m2)
+                    if old is None or (cand, live + change) < old[:2]:
+                        nxt[m2] = (cand, live + change, (order, k))
+            if time.perf_counter() > deadline:
+                return None
+            if len(nxt) > width:
+                nxt = dict(sorted(nxt.items(), key=lambda kv: kv[1][:2])[:width])
+            level = nxt
+        chain, order = level[self.full][2], []
+        while chain:
+            chain, k = chain
+            order.append(k)
+        return order[::-1]
+
     def walk(self, order, base):
         """Peak and final live bytes of ``order`` (local indices)."""
         mask, live, peak = 0, base, 0
@@ -293,18 +319,23 @@ def schedule(graph, alignment=64, time_limit=2.0, max_states=200_000):
     order, done, exact, states, segments = [], set(), True, 0, 0
     # live bytes when a segment starts: walk the new order so far
     bounds = [-1] + cuts + [p.n]
+    left = p.n - len(cuts)          # ops of the segments not scheduled yet
     for a, b in zip(bounds, bounds[1:]):
         seg = list(range(a + 1, b))
         if seg:
             segments += 1
             base = _live_after(p, order)
             s = _Segment(p, seg, done)
-            got = s.exact(base, max_states, deadline) if len(seg) > 1 else ([0], 0, 1)
+            # this segment's share of the time left: half for the exact
+            # search, the rest (and what it leaves) for the beams
+            now = time.perf_counter()
+            share = max(0.0, deadline - now) * len(seg) / max(left, 1)
+            left -= len(seg)
+            got = s.exact(base, max_states, now + share / 2) if len(seg) > 1 else ([0], 0, 1)
             if got is None:
                 exact = False
-                mine = s.greedy(base)
-                local = mine if s.walk(mine, base)[0] < s.walk(list(range(len(seg))), base)[0] \
-                    else list(range(len(seg)))
+                local = _best_of(s, base, [list(range(len(seg))), s.greedy(base)] + [
+                    s.beam(base, w, now + share) for w in (16, 128)])
             else:
                 local, _, n_states = got
                 states += n_states
@@ -317,6 +348,12 @@ def schedule(graph, alignment=64, time_limit=2.0, max_states=200_000):
     if after > before:           # cannot happen when exact; keep the given order
         order, after = given, before
     return Schedule(order, before, after, exact, segments, states, time.perf_counter() - t0)
+
+
+def _best_of(s, base, orders):
+    """The order of least peak among ``orders`` (None: not found), the
+    first of equal ones."""
+    return min((o for o in orders if o is not None), key=lambda o: s.walk(o, base)[0])
 
 
 def _live_after(p, order):

@@ -100,6 +100,28 @@ def test_schedule_is_optimal_on_small_graphs(g):
     assert s.peak_after <= s.peak_before
 
 
+@settings(max_examples=100, deadline=None)
+@given(dags())
+def test_past_the_state_bound_beams_find_valid_orders_wide_ones_the_best(g):
+    """With the exact search cut off (one state), the beams' order is valid
+    and never worse than the given one or the greedy one; a beam wider
+    than the number of states is the exact programme: the least peak."""
+    import time
+    from pyarena.planning.schedule import _live_after, _Problem, _Segment
+    g.validate()
+    s = schedule(g, alignment=16, max_states=1)
+    orders = list(all_orders(g))
+    assert s.order in orders
+    assert s.peak_after == max(step_bytes(g, s.order, 16)) <= s.peak_before
+    p = _Problem(g, 16)
+    seg, base = _Segment(p, list(range(p.n)), set()), _live_after(p, [])
+    wide = seg.beam(base, 10 ** 6, time.perf_counter() + 60)
+    assert wide in orders
+    assert max(step_bytes(g, wide, 16)) == min(max(step_bytes(g, o, 16)) for o in orders)
+    narrow = seg.beam(base, 1, time.perf_counter() + 60)
+    assert narrow in orders
+
+
 def test_bounds_fall_back_to_a_heuristic_never_worse():
     g = branching_graph()
     s = schedule(g, alignment=1, max_states=1)
