@@ -11,8 +11,10 @@ irregular graphs of the Serenity paper; ``randwire@3``: its seed 3).
 ``--time-limit`` is ``plan``'s (the scheduler gets at most 5 s of it).  Columns: ops, segments between
 articulation ops, the fixed-order bound (largest bytes live at one step,
 64-byte padding, no in-place) of the given and the scheduled order, their
-ratio, the planner's arena (in-place on) for both orders, and the
-scheduler's time.
+ratio, the floor no order goes below (bytes live at the fullest
+articulation op: every other op runs before or after it, so its step is
+the same in every order), the planner's arena (in-place on) for both
+orders, and the scheduler's time.
 """
 import argparse
 import os
@@ -38,7 +40,7 @@ def main():
     from pyarena.runtime.models import MODELS as BUILTIN
     opts = {} if args.time_limit is None else {"time_limit": args.time_limit}
     print(f"{'model':<14}{'ops':>5}{'segs':>6}{'bound MiB':>11}{'sched MiB':>11}{'ratio':>7}"
-          f"{'arena MiB':>11}{'sched MiB':>11}{'ratio':>7}{'ms':>8}")
+          f"{'floor MiB':>11}{'arena MiB':>11}{'sched MiB':>11}{'ratio':>7}{'ms':>8}")
     with tempfile.TemporaryDirectory() as d:
         for name in args.models.split(","):
             base, _, seed = name.partition("@")
@@ -55,7 +57,8 @@ def main():
             s = p1.schedule
             print(f"{name:<14}{len(p1.graph.ops):>5}{s.segments:>6}"
                   f"{s.peak_before / 2**20:>11.2f}{s.peak_after / 2**20:>11.2f}"
-                  f"{s.peak_after / s.peak_before:>7.3f}{p0.arena_bytes / 2**20:>11.2f}"
+                  f"{s.peak_after / s.peak_before:>7.3f}{s.floor / 2**20:>11.2f}"
+                  f"{p0.arena_bytes / 2**20:>11.2f}"
                   f"{p1.arena_bytes / 2**20:>11.2f}{p1.arena_bytes / p0.arena_bytes:>7.3f}"
                   f"{s.seconds * 1e3:>8.0f}")
 

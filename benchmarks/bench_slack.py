@@ -30,7 +30,8 @@ def main():
     set_blas_threads(1)
     tmp = tempfile.mkdtemp()
     models = [(n, randomized_light_model(n, os.path.join(tmp, f"{n}.onnx")))
-              for n in ("squeezenet", "shufflenet", "inception_v2", "resnet50", "densenet121")]
+              for n in ("squeezenet", "shufflenet", "inception_v1", "inception_v2", "resnet50",
+                        "densenet121", "bvlc_alexnet", "zfnet512")]
     models.append(("face_detection", os.path.join(ROOT, "tests", "data",
                                                   "face_detection_short_range.tflite")))
     if args.dir:

@@ -37,9 +37,14 @@ class Schedule:
     """``order`` (indices into the given ``graph.ops``), the fixed-order
     bound ``peak_before`` of the given order and ``peak_after`` of the new
     one (bytes), ``exact`` (every segment solved exactly), ``segments``,
-    ``states`` explored and ``seconds``."""
+    ``states`` explored and ``seconds``.  ``floor``: the bytes live at the
+    fullest articulation op -- the same in every valid order (every other
+    op runs before it or after it), so no order's bound is below it; where
+    ``peak_before == floor`` no schedule can help."""
 
-    def __init__(self, order, peak_before, peak_after, exact, segments, states, seconds):
+    def __init__(self, order, peak_before, peak_after, exact, segments, states, seconds,
+                 floor=0):
+        self.floor = floor
         self.order = order
         self.peak_before = peak_before
         self.peak_after = peak_after
@@ -314,8 +319,10 @@ def schedule(graph, alignment=64, time_limit=2.0, max_states=200_000):
     graph.validate()
     p = _Problem(graph, alignment)
     given = list(range(p.n))
-    before = max(p.peaks(given), default=0)
+    steps = p.peaks(given)
+    before = max(steps, default=0)
     cuts = _articulations(p)
+    floor = max((steps[i] for i in cuts), default=0)
     order, done, exact, states, segments = [], set(), True, 0, 0
     # live bytes when a segment starts: walk the new order so far
     bounds = [-1] + cuts + [p.n]
@@ -347,7 +354,8 @@ def schedule(graph, alignment=64, time_limit=2.0, max_states=200_000):
     after = max(p.peaks(order), default=0)
     if after > before:           # cannot happen when exact; keep the given order
         order, after = given, before
-    return Schedule(order, before, after, exact, segments, states, time.perf_counter() - t0)
+    return Schedule(order, before, after, exact, segments, states, time.perf_counter() - t0,
+                    floor)
 
 
 def _best_of(s, base, orders):

@@ -98,6 +98,10 @@ def test_schedule_is_optimal_on_small_graphs(g):
     assert s.peak_before == max(step_bytes(g, None, 16))
     assert s.peak_after == min(max(step_bytes(g, o, 16)) for o in orders)
     assert s.peak_after <= s.peak_before
+    # the floor: the fullest articulation step, the same in every order
+    assert s.floor <= s.peak_after
+    if len(orders) == 1:        # a chain: every op is an articulation op
+        assert s.floor == s.peak_before
 
 
 @settings(max_examples=100, deadline=None)
