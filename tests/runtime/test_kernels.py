@@ -2,6 +2,8 @@
 planned arena, against onnxruntime."""
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from onnx import helper
 
 from helpers.onnx_util import run_both
@@ -927,3 +929,37 @@ def test_packed_products_lend_their_weights_to_new_row_counts(tmp_path):
         held.append(s.memory_info()["weights_bytes"])
     assert packs[0] is not None and all(p is packs[0] for p in packs)
     assert len(set(held)) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 2), st.integers(1, 9), st.integers(1, 6),
+       st.integers(1, 5), st.sampled_from([1, 200, None]))
+@example(3, 1, 3, 5, 5, 200)        # three-row bands, the last of two rows
+def test_lrn_in_row_bands_gives_the_whole_tensors_bits(size, n, c, h, w, budget):
+    """LRN's scratch is the window sums of a band of rows (a one-byte budget:
+    one row); any band gives the bits of the whole tensor at once, and both
+    the definition's values (a zero-padded channel window)."""
+    from pyarena import plan
+    from pyarena.graph import Graph
+    from pyarena.runtime import Executor, set_scratch
+
+    def graph(b):
+        g = Graph("lrn")
+        g.add_tensor("x", (n, c, h, w), "float32", role="input")
+        g.add_tensor("y", (n, c, h, w), "float32", role="output")
+        g.add_op("LRN", ["x"], ["y"], name="lrn", size=size, alpha=0.3, beta=0.75, bias=2.0)
+        if b is not None:
+            g.ops[0].attrs["_scratch_budget"] = b
+        return set_scratch(g)
+    x = np.random.default_rng(size * 100 + c).standard_normal((n, c, h, w)).astype(np.float32)
+    g_band, g_whole = graph(budget), graph(None)
+    if budget == 1:
+        assert g_band.ops[0].scratch_bytes == n * c * w * 4       # one row's sums
+    got = np.array(Executor(g_band, plan(g_band)).run({"x": x})["y"])
+    whole = np.array(Executor(g_whole, plan(g_whole)).run({"x": x})["y"])
+    np.testing.assert_array_equal(got, whole)
+    lo = (size - 1) // 2
+    sq = np.pad(x.astype(np.float64) ** 2, ((0, 0), (lo, size - 1 - lo), (0, 0), (0, 0)))
+    win = sum(sq[:, i:i + c] for i in range(size))
+    ref = x / (2.0 + 0.3 / size * win) ** 0.75
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)

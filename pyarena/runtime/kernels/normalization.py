@@ -202,8 +202,12 @@ class Softmax(Kernel):
 
 @register
 class LRN(Kernel):
-    """Local response normalisation across channels (NCHW).  Scratch: the
-    channel-padded squares and the denominator."""
+    """Local response normalisation across channels (NCHW).  The squares go
+    to the output's memory first; the scratch is the window sums of a band
+    of rows (the windows run across channels only, so rows are
+    independent): as many rows as the op's scratch budget holds, at least
+    one.  The sums add the window's squares in channel order, the padding
+    adding nothing, as a zero-padded copy would."""
 
     op_types = ('LRN',)
     inplace = 'none'
@@ -211,6 +215,8 @@ class LRN(Kernel):
     def setup(self):
         xs = self.shape(0)
         self.size = int(self.attrs["size"])
+        if self.size < 1:
+            self.malformed(f"LRN size must be >= 1, not {self.size}")
         self.alpha = float(self.attrs.get("alpha", 1e-4))
         self.beta = const(float(self.attrs.get("beta", 0.75)), self.dtype)
         self.bias = const(float(self.attrs.get("bias", 1.0)), self.dtype)
@@ -220,24 +226,43 @@ class LRN(Kernel):
         N, C = xs[:2]
         rest = xs[2:]
         self.C = C
-        self.scratch = [((N, C + self.size - 1) + rest, self.dtype), (xs, self.dtype)]
+        rows = rest[0] if rest else 1
+        per_row = N * C * math.prod(rest[1:]) * self.dtype.itemsize
+        if rest and per_row * rows > self.scratch_budget:
+            rows = max(1, min(rows, self.scratch_budget // max(per_row, 1)))
+        self.rows = rows
+        band = (rows,) + tuple(rest[1:]) if rest else ()
+        self.scratch = [((N, C) + band, self.dtype)]
 
-    def run(self, xs, ys, sc):
-        p, s = sc
-        x = xs[0]
-        lo, C = self.lo, self.C
-        if lo:
-            p[:, :lo].fill(0)
-        if self.hi:
-            p[:, lo + C:].fill(0)
-        np.square(x, out=p[:, lo:lo + C])
-        np.copyto(s, p[:, 0:C])
-        for i in range(1, self.size):
-            np.add(s, p[:, i:i + C], out=s)
+    def _band(self, x, y, s):
+        C = self.C
+        np.square(x, out=y)
+        for d in range(-self.lo, self.hi + 1):     # s[c] += y[c + d], in order
+            a, b = max(0, -d), min(C, C - d)
+            if a >= b:
+                if d == -self.lo:
+                    s.fill(0)
+                continue
+            if d == -self.lo:
+                s[:, :a].fill(0)
+                s[:, b:].fill(0)
+                np.copyto(s[:, a:b], y[:, a + d:b + d])
+            else:
+                np.add(s[:, a:b], y[:, a + d:b + d], out=s[:, a:b])
         np.multiply(s, self.scale, out=s)
         np.add(s, self.bias, out=s)
         np.power(s, self.beta, out=s)
-        np.divide(x, s, out=ys[0])
+        np.divide(x, s, out=y)
+
+    def run(self, xs, ys, sc):
+        s = sc[0]
+        x, y = xs[0], ys[0]
+        if x.ndim < 3 or self.rows >= x.shape[2]:
+            self._band(x, y, s)
+            return
+        for r0 in range(0, x.shape[2], self.rows):
+            r1 = min(r0 + self.rows, x.shape[2])
+            self._band(x[:, :, r0:r1], y[:, :, r0:r1], s[:, :, :r1 - r0])
 
 
 def _axis_attr(attrs, nd):
