@@ -963,3 +963,37 @@ def test_lrn_in_row_bands_gives_the_whole_tensors_bits(size, n, c, h, w, budget)
     win = sum(sq[:, i:i + c] for i in range(size))
     ref = x / (2.0 + 0.3 / size * win) ** 0.75
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 2), st.integers(1, 9), st.integers(1, 9), st.integers(1, 40),
+       st.booleans(), st.booleans())
+def test_plane_means_of_nhwc_tensors_run_natively_and_match_numpy(n, h, w, c, keep, glob):
+    """ReduceMean over axes 1 and 2 of a 4-D tensor (TFLite's MEAN of an
+    NHWC map) and an NHWC GlobalAveragePool take the C core's average
+    pooling over the whole plane; the NumPy path (native off) agrees."""
+    from pyarena import plan
+    from pyarena.graph import Graph
+    from pyarena.runtime import Executor, set_scratch
+
+    def graph(native):
+        g = Graph("mean")
+        g.native = native
+        g.add_tensor("x", (n, h, w, c), "float32", role="input")
+        if glob:
+            g.add_tensor("y", (n, 1, 1, c), "float32", role="output")
+            g.add_op("GlobalAveragePool", ["x"], ["y"], name="m", layout="NHWC")
+        else:
+            g.add_tensor("y", (n, 1, 1, c) if keep else (n, c), "float32", role="output")
+            g.add_op("ReduceMean", ["x"], ["y"], name="m", axes=[1, 2], keepdims=int(keep))
+        return set_scratch(g, None, native)
+    x = np.random.default_rng(h * 10 + w).standard_normal((n, h, w, c)).astype(np.float32)
+    outs = {}
+    for native in (True, False):
+        g = graph(native)
+        ex = Executor(g, plan(g))
+        assert ex.kernels[0].path == ("native" if native else "numpy")
+        outs[native] = np.array(ex.run({"x": x})["y"])
+    ref = x.astype(np.float64).mean(axis=(1, 2)).reshape(outs[False].shape)
+    np.testing.assert_allclose(outs[True], ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[False], ref, rtol=1e-5, atol=1e-6)

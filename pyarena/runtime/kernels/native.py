@@ -18,9 +18,10 @@ whatever geometry they do not cover, keeps the NumPy path.
 import numpy as np
 
 from ..._native import check, lib
-from ..._native.kernels import NULL, act_params, fptr
+from ..._native.kernels import NULL, act_params, fptr, pool2d
 
-__all__ = ["NATIVE_DTYPE", "fused_activation", "native_act", "Pointers", "NULL", "unary"]
+__all__ = ["NATIVE_DTYPE", "fused_activation", "native_act", "Pointers", "NULL", "unary",
+           "plane_mean"]
 
 NATIVE_DTYPE = np.dtype(np.float32)
 
@@ -81,6 +82,28 @@ class Pointers:
         self.key = arrays
         self.vals = tuple(NULL if a is None else fptr(a) for a in arrays)
         return self.vals
+
+
+def plane_mean(kernel, n, h, w, c):
+    """``(run, step)`` averaging each channel of a float32 NHWC tensor
+    (n, h, w, c) over its h x w plane with the C core's average pooling
+    (one window the size of the plane: 2-20x NumPy's reduce there, which
+    sums a few channels per inner loop), or None when the op stays on
+    NumPy.  Not for NCHW planes: the pooling kernel's per-row path is
+    slower than NumPy's contiguous reduce."""
+    if not kernel.use_native or kernel.dtype != NATIVE_DTYPE or min(n, h, w, c) < 1:
+        return None
+    desc = pool2d(nhwc=True, n=n, c=c, h=h, w=w, h_out=1, w_out=1, kh=h, kw=w, sh=1, sw=1,
+                  pads=(0, 0, 0, 0), count_include_pad=0)
+    ptrs = Pointers(kernel)
+
+    def run(xs, ys):
+        x, y = ptrs(xs[0], ys[0])
+        st = lib.pa_avgpool2d(desc, x, y, kernel.workers)
+        if st:
+            check(st, f"{kernel.op.op_type} {kernel.op.name!r}")
+    run.step = lambda xs, ys: ("avgpool", desc, None, fptr(xs[0]), None, fptr(ys[0]), ())
+    return run
 
 
 def unary(kernel, kind, alpha=0.0, beta=0.0):

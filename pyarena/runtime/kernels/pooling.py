@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._native import check, lib
 from ..._native import kernels as nk
-from .native import NATIVE_DTYPE, Pointers
+from .native import NATIVE_DTYPE, Pointers, plane_mean
 from .registry import Kernel, const, register
 from .spatial import Spatial
 
@@ -147,8 +147,13 @@ class GlobalPool(Kernel):
         self.sp = math.prod(xs[1:-1]) if self.nhwc else math.prod(xs[2:])
         self.inv = const(1.0 / max(self.sp, 1), self.dtype)
         self.f = np.add if self.op.op_type == "GlobalAveragePool" else np.maximum
+        self.native = plane_mean(self, n, xs[1], math.prod(xs[2:-1]), c) if \
+            self.nhwc and self.f is np.add and len(xs) >= 3 else None
 
     def run(self, xs, ys, sc):
+        if self.native is not None:
+            self.native(xs, ys)
+            return
         if self.nhwc:
             x = xs[0].reshape(self.n, self.sp, self.c)
             y = ys[0].reshape(self.n, 1, self.c)
