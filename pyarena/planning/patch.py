@@ -48,7 +48,7 @@ from .resize_rows import resize_geometry, resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
            "patch_op", "splice",
-           "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows"]
+           "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows", "slice_params"]
 
 PATCH_OP = "PatchedStage"
 
@@ -63,7 +63,7 @@ POOLS = frozenset({"MaxPool", "AveragePool"})
 #: upsampling (a decoder's): rows from source coordinates (:mod:`.resize_rows`)
 RESIZE = frozenset({"Resize", "Upsample"})
 #: ops with a receptive field along H (a geometry from :func:`op_geometry`)
-SPATIAL = POOLS | RESIZE | {"Conv", "Pad"}
+SPATIAL = POOLS | RESIZE | {"Conv", "Pad", "Slice"}
 
 
 def _pads(attrs, size, k, s, d):
@@ -104,12 +104,59 @@ def _pad_geometry(op, graph, h_axis):
     return "pad", begin[h_axis], end[h_axis], begin, end
 
 
+def slice_params(op, graph):
+    """(starts, ends, axes, steps) of a Slice whose inputs after the first
+    are constants (opset 10 form), axes made non-negative; or None."""
+    x = graph.tensors[op.inputs[0]].shape
+    vals = []
+    for i in range(1, 5):
+        n = op.inputs[i] if len(op.inputs) > i else ""
+        t = graph.tensors.get(n) if n else None
+        if n and (t is None or t.role != "constant" or t.data is None):
+            return None
+        vals.append(None if not n else [int(v) for v in np.asarray(t.data).reshape(-1)])
+    starts, ends, axes, steps = vals
+    if starts is None or ends is None or x is None:
+        return None
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        return None
+    return starts, ends, [a + len(x) if a < 0 else a for a in axes], steps
+
+
+def _slice_geometry(op, graph, h_axis):
+    """A Slice as a 1-row window: rows ``start + r * step`` of its input
+    along H (step >= 1), i.e. stride ``step`` and top pad ``-start``; the
+    identity where it does not slice H.  None for a negative step or a
+    slice not expressible so."""
+    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
+    params = slice_params(op, graph) if x is not None and len(x) == 4 else None
+    if params is None:
+        return None
+    size, start, step = int(x[h_axis]), 0, 1
+    for s_, e, a, st in zip(*params):
+        if a != h_axis:
+            continue
+        if st < 1:
+            return None
+        start = min(max(s_ + size if s_ < 0 else s_, 0), size)
+        step = st
+    rows = int(y[h_axis])
+    if rows < 1 or start + (rows - 1) * step >= size:
+        return None
+    return step, 1, 1, -start, 0, 0, 0
+
+
 def op_geometry(op, graph, h_axis):
     """(stride, dilation, kernel rows, top pad, left pad, bottom pad, right
-    pad) along H of a Conv / pool op (a Pad: see :func:`_pad_geometry`), or
-    None if it is not a 2-D spatial op the stage can band."""
+    pad) along H of a Conv / pool op (a Pad: see :func:`_pad_geometry`; a
+    Slice: :func:`_slice_geometry`), or None if it is not a 2-D spatial op
+    the stage can band."""
     if op.op_type == "Pad":
         return _pad_geometry(op, graph, h_axis)
+    if op.op_type == "Slice":
+        return _slice_geometry(op, graph, h_axis)
     if op.op_type in RESIZE:
         return resize_geometry(op, graph, h_axis)
     x = graph.tensors[op.inputs[0]].shape
@@ -155,6 +202,18 @@ def _row_local_const(t, out_shape, h_axis):
     return len(full) == len(out_shape) and full[h_axis] == 1
 
 
+def _concat_ok(op, graph, inside, h_axis, y):
+    """A Concat of stage tensors along an axis other than batch and H (the
+    channels of a CSP block, a Focus layer): row-local, each input's rows
+    are the output's."""
+    ins = [n for n in op.inputs if n]
+    ax = int(op.attrs.get("axis", 0))
+    ax = ax + 4 if ax < 0 else ax
+    return bool(ins) and ax not in (0, h_axis) and ax < 4 and all(
+        n in inside and len(graph.tensors[n].shape) == 4 and
+        int(graph.tensors[n].shape[h_axis]) == int(y.shape[h_axis]) for n in ins)
+
+
 def _op_ok(op, graph, inside, h_axis):
     """True when ``op`` can run banded, reading stage tensors ``inside``."""
     outs = [n for n in op.outputs if n]
@@ -180,9 +239,11 @@ def _op_ok(op, graph, inside, h_axis):
                 return False
             if len(op.inputs) > 3 and op.inputs[3] and op.inputs[3] not in inside:
                 return False
-        elif extra:
+        elif extra and op.op_type != "Slice":      # (a Slice's: checked as its geometry)
             return False
         return op_geometry(op, graph, h_axis) is not None
+    if op.op_type == "Concat":
+        return _concat_ok(op, graph, inside, h_axis, y)
     if op.op_type not in UNARY and op.op_type not in BINARY:
         return False
     ins = [n for n in op.inputs if n]
@@ -253,23 +314,26 @@ def stages(graph, max_starts=3, side_starts=5, around=None, back=16):
     found, starts = [], 0
     lo = 0 if around is None else max(0, around - back)
     for s, op0 in enumerate(graph.ops[lo:around + 1 if around is not None else None], lo):
-        if op0.op_type not in POOLS | RESIZE and op0.op_type != "Conv" or not op0.inputs or \
+        if op0.op_type not in POOLS | RESIZE | {"Conv", "Slice"} or not op0.inputs or \
                 around is None and op0.op_type in RESIZE:
             continue
         x = op0.inputs[0]
         tx = graph.tensors[x]
         if tx.role == "constant" or tx.shape is None or len(tx.shape) != 4:
             continue
-        h_axis = _h_axis(graph, op0)
-        if not _op_ok(op0, graph, {x}, h_axis):
+        # a Slice has no layout of its own: the convolutions after it decide
+        axes = (1, 2) if op0.op_type == "Slice" else (_h_axis(graph, op0),)
+        axes = [a for a in axes if _op_ok(op0, graph, {x}, a)]
+        if not axes:
             continue
         starts += 1
-        for hoist in (False, True):
-            if not hoist and starts > max_starts and around is None:
-                continue
-            found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist,
-                                                      around), graph)
-                      if not hoist or st.hoisted]
+        for h_axis in axes:
+            for hoist in (False, True):
+                if not hoist and starts > max_starts and around is None:
+                    continue
+                found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist,
+                                                          around), graph)
+                          if not hoist or st.hoisted]
         if starts >= max(max_starts, side_starts) and around is None:
             break
     return sorted(found, key=lambda st: (st.last - st.first, st.first))

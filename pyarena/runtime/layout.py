@@ -18,7 +18,8 @@ NCHW kernel.
   GlobalMaxPool, the element-wise activations, Add / Sub / Mul / Div / Max /
   Min / Sum / Mean / Pow (a constant operand of rank <= 4 re-laid out:
   ``(C, 1, 1)`` becomes ``(C,)``), Concat (its axis remapped, negative
-  axes included), Pad (its pads permuted), PRelu, Dropout / Identity.
+  axes included), Pad (its pads permuted), Slice of constant starts / ends
+  (its axes remapped), PRelu, Dropout / Identity.
 * A **region** is a connected set of convertible ops (connected through
   the tensors one writes and another reads).  A region is converted when
   the rule takes it (:func:`worth`); its ops get ``layout="NHWC"`` where it
@@ -80,11 +81,11 @@ _F32 = np.dtype(np.float32)
 
 class _Pass(_Graph):
     """The graph, its readers (and constants, as fusion sees them) and
-    producers, and the new tensors' names."""
+    writers (tensor -> op), and the new tensors' names."""
 
     def __init__(self, graph):
         super().__init__(graph)
-        self.producer = {t: op for op in graph.ops for t in op.outputs if t}
+        self.writer = {t: op for op in graph.ops for t in op.outputs if t}
         self.op_names = {op.name for op in graph.ops}
         self.shapes = {}        # tensor -> (NCHW source tensor, perm)
         self.baked = set()      # constants re-laid out into new ones
@@ -154,6 +155,16 @@ def _pad_ok(P, op):
         not op.attrs.get("layout_pairs")
 
 
+def _slice_ok(P, op):
+    """A Slice of constant starts / ends (axes, steps) in opset-10 form."""
+    if len(op.inputs) < 3 or any(P.const(n) is None for n in op.inputs[1:] if n):
+        return False
+    axes = P.const(op.inputs[3]) if len(op.inputs) > 3 and op.inputs[3] else None
+    n = np.asarray(P.const(op.inputs[1])).size
+    return axes is None or (np.asarray(axes).size == n and
+                            all(-4 <= int(a) < 4 for a in np.asarray(axes).reshape(-1)))
+
+
 def convertible(P, op):
     """Whether ``op`` has an NHWC form here (module docstring)."""
     outs = [t for t in op.outputs if t]
@@ -180,6 +191,8 @@ def convertible(P, op):
         return -4 <= ax < 4 and all(P.act4(n) for n in op.inputs if n)
     if t == "Pad":
         return P.act4(op.inputs[0]) and _pad_ok(P, op)
+    if t == "Slice":
+        return P.act4(op.inputs[0]) and _slice_ok(P, op)
     return False
 
 
@@ -195,7 +208,7 @@ def _regions(P):
         return k
     for op in ops:
         for t in op.inputs:
-            src = P.producer.get(t)
+            src = P.writer.get(t)
             if src is not None and id(src) in parent:
                 parent[find(id(op))] = find(id(src))
     groups = {}
@@ -216,7 +229,7 @@ def _moved_bytes(P, region):
     edges = set()
     for op in region:
         for t in op.inputs:
-            src = P.producer.get(t)
+            src = P.writer.get(t)
             if t and P.act4(t) and (src is None or id(src) not in inside):
                 edges.add(t)
         for t in op.outputs:
@@ -278,6 +291,19 @@ def _convert_op(P, op):
     elif t == "Concat":
         ax = int(op.attrs.get("axis", 0))
         op.attrs["axis"] = _AXIS[ax + 4 if ax < 0 else ax]
+    elif t == "Slice":
+        n = np.asarray(P.const(op.inputs[1])).size
+        axes = P.const(op.inputs[3]) if len(op.inputs) > 3 and op.inputs[3] else range(n)
+        new = np.asarray([_AXIS[int(a) % 4] for a in np.asarray(axes).reshape(-1)], np.int64)
+        if len(op.inputs) > 3 and op.inputs[3]:
+            P.new_const(op, 3, new)
+        else:
+            name = P.fresh(f"{op.name}.axes.nhwc", P.g.tensors)
+            P.g.add_tensor(name, new.shape, "int64", role="constant", data=new)
+            while len(op.inputs) < 4:
+                op.inputs.append("")
+            op.inputs[3] = name
+            P.readers[name] = [op]
     elif t == "Pad":
         has = len(op.inputs) > 1 and op.inputs[1]
         pads = [int(v) for v in np.asarray(P.const(op.inputs[1]) if has
@@ -315,7 +341,7 @@ def _rewrite(P, regions):
         for i, t in enumerate(op.inputs):
             if not t or P.g.tensors[t].role == "constant":
                 continue
-            src = P.producer.get(t)
+            src = P.writer.get(t)
             if src is not None and id(src) in inside:
                 op.inputs[i] = renamed.get(t, t)
                 continue

@@ -45,3 +45,39 @@ def run_both(tmp_path, nodes, feeds, inits=None, outputs=("y",), opset=17, atol=
         assert ours[o].shape == ref[o].shape, (o, ours[o].shape, ref[o].shape)
         np.testing.assert_allclose(ours[o], ref[o], atol=atol, rtol=rtol, err_msg=o)
     return g, ours, ref
+
+
+def focus_csp(path, h=32, w=24, c=8, rng=None):
+    """A YOLOv5-style head of a detector, as ONNX: the "Focus" layer (four
+    step-2 Slices of the NCHW image, their channels concatenated), a 3x3
+    conv, a stride-2 3x3 conv, and a CSP block (two 1x1 branches, one
+    through a residual 3x3, concatenated, then a 1x1 conv).  Returns the
+    path; input "images" (1, 3, h, w), output "y"."""
+    from onnx import helper
+    rng = np.random.default_rng(7) if rng is None else rng
+
+    def w_(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+    i64 = (lambda *v: np.array(v, np.int64))
+    nodes, inits = [], {"two": i64(2, 2), "big": i64(1 << 30, 1 << 30), "hw": i64(2, 3),
+                        "z": i64(0, 0), "o": i64(0, 1), "oo": i64(1, 0), "one": i64(1, 1)}
+    parts = []
+    for k, start in enumerate(("z", "oo", "o", "one")):
+        nodes.append(helper.make_node("Slice", ["images", start, "big", "hw", "two"],
+                                      [f"s{k}"]))
+        parts.append(f"s{k}")
+    nodes.append(helper.make_node("Concat", parts, ["f"], axis=1))
+    convs = [("f", "a", 12, c, 3, 1), ("a", "b", c, 2 * c, 3, 2), ("b", "p", 2 * c, c, 1, 1),
+             ("b", "q", 2 * c, c, 1, 1), ("p", "p2", c, c, 3, 1)]
+    for x, y, ci, co, k, s in convs:
+        inits[f"{y}.w"], inits[f"{y}.b"] = w_(co, ci, k, k), w_(co)
+        nodes.append(helper.make_node("Conv", [x, f"{y}.w", f"{y}.b"], [f"{y}.c"],
+                                      pads=[k // 2] * 4, strides=[s, s]))
+        nodes.append(helper.make_node("Relu", [f"{y}.c"], [y]))
+    nodes.append(helper.make_node("Add", ["p2", "p"], ["r"]))
+    nodes.append(helper.make_node("Concat", ["r", "q"], ["cat"], axis=1))
+    inits["y.w"], inits["y.b"] = w_(2 * c, 2 * c, 1, 1), w_(2 * c)
+    nodes.append(helper.make_node("Conv", ["cat", "y.w", "y.b"], ["y"]))
+    make_model(nodes, {"images": ([1, 3, h, w], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+    return path

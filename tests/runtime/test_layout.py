@@ -313,3 +313,20 @@ def test_auto_without_depthwise_declines_large_weights(tmp_path, monkeypatch):
     monkeypatch.setattr(layout, "MAX_WEIGHTS", 32 * 36 * 4 - 1)      # one byte short
     assert _check(path, feeds, ["y"])[0].relaid is None
     assert _check(path, feeds, ["y"], rule="nhwc")[0].relaid["ops"] == 3
+
+
+def test_a_focus_layer_slices_in_nhwc_after_one_transpose(tmp_path):
+    """YOLOv5's Focus: four step-2 Slices of the NCHW image.  The Slices
+    convert (their axes remapped), so the image is transposed once on its
+    way in, not each slice; outputs as unconverted and as onnxruntime."""
+    from helpers.onnx_util import focus_csp
+    path = focus_csp(tmp_path / "focus.onnx")
+    g, kept = _check(path, {"images": rnd(1, 3, 32, 24)}, ["y"], rule="nhwc")
+    ts = [op for op in g.ops if op.op_type == "Transpose"]
+    # in once (the image), out once (the graph output)
+    assert [op.inputs for op in ts] == [["images"], ["y.nhwc"]] and g.ops[0] is ts[0]
+    slices = [op for op in g.ops if op.op_type == "Slice"]
+    assert len(slices) == 4 and all(op.inputs[0] == ts[0].outputs[0] for op in slices)
+    for op in slices:       # H, W of NCHW are axes 1, 2 of NHWC
+        assert list(np.asarray(g.tensors[op.inputs[3]].data)) == [1, 2]
+        assert g.tensors[op.outputs[0]].shape == (1, 16, 12, 3)

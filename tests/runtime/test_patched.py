@@ -30,7 +30,7 @@ def _conv(b, x, cout, k, stride, dil, pad, group):
 
 
 LAYER = st.tuples(st.sampled_from(["conv", "dw", "maxpool", "avgpool", "relu", "bn", "res",
-                                   "res2", "block", "pad", "up"]),
+                                   "res2", "block", "pad", "up", "cat", "slice"]),
                   st.sampled_from([1, 3, 5]), st.sampled_from([1, 2]),
                   st.sampled_from([1, 2]), st.booleans())
 
@@ -78,6 +78,18 @@ def chain(layers, h, w, c=3):
             b.g.add_op("Resize", [t], [y], name=b._name("resize"),
                        mode="linear" if padded else "nearest",
                        coordinate_transformation_mode=UP_MODES[k])
+            t = y
+        elif kind == "cat":         # a CSP-like pair of branches, channels concatenated
+            t = b.concat([b.relu(t), _conv(b, t, 2, k, 1, 1, k // 2, 1)])
+        elif kind == "slice":       # rows from k // 2 with step s, every other column
+            if hh <= k // 2:
+                continue
+            rows = (hh - k // 2 - 1) // s + 1
+            names = [b._name("sl") for _ in range(4)]
+            for nm, v in zip(names, ([k // 2, 0], [1 << 30, 1 << 30], [2, 3], [s, 2])):
+                b.g.add_tensor(nm, (2,), "int64", role="constant", data=np.array(v, np.int64))
+            y = b.tensor((n, c, rows, (ww + 1) // 2))
+            b.g.add_op("Slice", [t] + names, [y], name=b._name("slice"))
             t = y
         elif kind == "relu":
             t = b.relu(t)
@@ -289,10 +301,12 @@ def test_a_stage_never_ends_where_two_of_its_tensors_are_read_later():
     b = GraphBuilder("two", seed=1)
     x = b.input((1, 3, 16, 16))
     a, c = b.conv(x, 4, 3, 2), b.conv(x, 4, 3, 2)
-    g = set_scratch(b.finish([b.concat([a, c])]))
-    # from the first conv: after it x is still read, after both a and c are live;
-    # the second conv alone is a stage
-    assert [(s.first, s.last, s.y) for s in stages(g)] == [(1, 1, c)]
+    cat = b.concat([a, c])
+    g = set_scratch(b.finish([cat]))
+    # from the first conv: after it x is still read, after both a and c are
+    # live (no stage ends there); the second conv alone is a stage, and so
+    # are both convs with their channel Concat (one tensor left)
+    assert [(s.first, s.last, s.y) for s in stages(g)] == [(1, 1, c), (0, 2, cat)]
 
 
 def test_an_impossible_budget_names_the_smallest_arena_and_leaves_the_graph():
@@ -467,3 +481,33 @@ def test_bands_run_as_one_native_call_list_give_the_same_bits(reuse, monkeypatch
     assert not lists[False]
     kinds = [r[0] for s in lists[True] for r in s.keep]
     assert {"conv2d", "maxpool", "act", "copy"} <= set(kinds)
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+@pytest.mark.parametrize("n_bands", [3, 16])
+def test_a_focus_layer_and_a_csp_block_run_in_bands(tmp_path, reuse, n_bands):
+    """YOLOv5's Focus (step-2 Slices of the image, concatenated) and a CSP
+    block (two branches concatenated on the channels) are stage ops: a
+    Slice is a 1-row window of stride ``step`` from row ``start``, a
+    channel Concat is row-local.  A stage from the first Slice to the
+    block's last conv, in bands, gives the unpatched outputs."""
+    pytest.importorskip("onnx")
+    from helpers.onnx_util import focus_csp
+    from pyarena.importers import load_model
+    path = str(focus_csp(tmp_path / "focus.onnx"))
+    g0 = load_model(path, layout="nhwc")
+    ref = run(g0)
+    g = load_model(path, layout="nhwc")
+    types = [op.op_type for op in g.ops]
+    first = types.index("Slice")
+    found = [st for st in stages(g) if st.first == first and st.y == g.ops[-2].outputs[0]]
+    assert found, [(st.first, st.last) for st in stages(g)]
+    st_ = found[0]
+    assert {"Slice", "Concat", "Conv"} <= {op.op_type for op in st_.ops}
+    record = patch_graph(g, st_, n_bands, reuse=reuse)
+    set_scratch(g)
+    assert [op.op_type for op in g.ops].count(PATCH_OP) == 1
+    got = run(g)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-5)
+    assert len(record["bands"]) == min(n_bands, st_.rows)

@@ -229,7 +229,7 @@ class Slice(Kernel):
         else:
             starts, ends = self.attrs["starts"], self.attrs["ends"]
             axes = self.attrs.get("axes", range(len(starts)))
-            steps = [1] * len(starts)
+            steps = self.attrs.get("steps", [1] * len(starts))
         sl = [slice(None)] * len(shp)
         for s, e, a, st in zip(starts, ends, axes, steps):
             a = int(a) + len(shp) if int(a) < 0 else int(a)

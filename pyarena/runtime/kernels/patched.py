@@ -22,7 +22,7 @@ import numpy as np
 from ..._native.kernels import Steps, copy_step
 from ..batch import batch_runs
 from ...graph import Graph, Op, Tensor
-from ...planning.patch import SPATIAL, op_geometry, op_rows, stage_needs
+from ...planning.patch import SPATIAL, op_geometry, op_rows, slice_params, stage_needs
 from .registry import KERNELS, Kernel, make_kernel, register
 
 _ALIGN = 64
@@ -87,7 +87,13 @@ class PatchedStage(Kernel):
         if any(v is None for v in self.geos.values()):
             self.malformed("a spatial op of the stage cannot be run in bands")
         for i, geo in self.geos.items():
-            if geo[0] == "pad":     # pads as attributes, so each band sets its own
+            op = self.ops[i]
+            if op.op_type == "Slice":   # as attributes, so each band sets its rows
+                starts, ends, axes, steps = slice_params(op, g)
+                self.ops[i] = Op(op.name, "Slice", [op.inputs[0]], op.outputs,
+                                 attrs={"starts": starts, "ends": ends, "axes": axes,
+                                        "steps": steps})
+            elif geo[0] == "pad":   # pads as attributes, so each band sets its own
                 op = self.ops[i]
                 value = op.inputs[2] if len(op.inputs) > 2 else ""
                 self.ops[i] = Op(op.name, "Pad", [op.inputs[0], "", value], op.outputs,
@@ -272,6 +278,16 @@ class PatchedStage(Kernel):
             begin, end = list(self.geos[i][3]), list(self.geos[i][4])
             begin[self.h], end[self.h] = pads
             attrs["pads"] = begin + end
+        elif pads is not None and op.op_type == "Slice":   # the band's window from its row 0
+            win = req[0][1] - req[0][0]
+            axes = list(attrs["axes"])
+            starts, ends, steps = list(attrs["starts"]), list(attrs["ends"]), list(attrs["steps"])
+            if self.h not in axes:
+                axes.append(self.h), starts.append(0), ends.append(win), steps.append(1)
+            else:
+                j = axes.index(self.h)
+                starts[j], ends[j] = 0, win
+            attrs.update(starts=starts, ends=ends, axes=axes, steps=steps)
         elif pads is not None and self.geos[i][0] == "resize":
             attrs["_band_axis"], attrs["_band_coords"] = self.h, list(pads)
         elif pads is not None:
