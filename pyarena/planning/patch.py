@@ -48,7 +48,8 @@ from .resize_rows import resize_geometry, resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
            "patch_op", "splice",
-           "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows", "slice_params"]
+           "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows", "slice_params",
+           "row_shapes"]
 
 PATCH_OP = "PatchedStage"
 
@@ -63,7 +64,10 @@ POOLS = frozenset({"MaxPool", "AveragePool"})
 #: upsampling (a decoder's): rows from source coordinates (:mod:`.resize_rows`)
 RESIZE = frozenset({"Resize", "Upsample"})
 #: ops with a receptive field along H (a geometry from :func:`op_geometry`)
-SPATIAL = POOLS | RESIZE | {"Conv", "Pad", "Slice"}
+SPATIAL = POOLS | RESIZE | {"Conv", "Pad", "Slice", "Transpose"}
+#: the stage input's NCHW -> NHWC Transpose (the layout pass's entry): H
+#: moves from axis 2 to axis 1, row for row
+TO_NHWC = [0, 2, 3, 1]
 
 
 def _pads(attrs, size, k, s, d):
@@ -157,6 +161,9 @@ def op_geometry(op, graph, h_axis):
         return _pad_geometry(op, graph, h_axis)
     if op.op_type == "Slice":
         return _slice_geometry(op, graph, h_axis)
+    if op.op_type == "Transpose":
+        perm = [int(v) for v in op.attrs.get("perm", ())]
+        return (1, 1, 1, 0, 0, 0, 0) if perm == TO_NHWC and h_axis == 1 else None
     if op.op_type in RESIZE:
         return resize_geometry(op, graph, h_axis)
     x = graph.tensors[op.inputs[0]].shape
@@ -241,6 +248,8 @@ def _op_ok(op, graph, inside, h_axis):
                 return False
         elif extra and op.op_type != "Slice":      # (a Slice's: checked as its geometry)
             return False
+        if op.op_type == "Transpose" and len(inside) != 1:   # the stage input's only
+            return False
         return op_geometry(op, graph, h_axis) is not None
     if op.op_type == "Concat":
         return _concat_ok(op, graph, inside, h_axis, y)
@@ -265,8 +274,10 @@ class Stage:
     nothing of the stage but ``x`` (and what the branch itself makes),
     run whole before the stage."""
 
-    def __init__(self, graph, first, last, x, y, h_axis, hoisted=()):
+    def __init__(self, graph, first, last, x, y, h_axis, hoisted=(), x_axis=None):
         self.first, self.last, self.x, self.y, self.h_axis = first, last, x, y, h_axis
+        #: H of the stage input: another axis when its first op transposes it
+        self.x_axis = h_axis if x_axis is None else x_axis
         self.hoisted = tuple(hoisted)
         self.ops = [op for i, op in enumerate(graph.ops[first:last + 1], first)
                     if i not in self.hoisted]
@@ -314,25 +325,27 @@ def stages(graph, max_starts=3, side_starts=5, around=None, back=16):
     found, starts = [], 0
     lo = 0 if around is None else max(0, around - back)
     for s, op0 in enumerate(graph.ops[lo:around + 1 if around is not None else None], lo):
-        if op0.op_type not in POOLS | RESIZE | {"Conv", "Slice"} or not op0.inputs or \
-                around is None and op0.op_type in RESIZE:
+        if op0.op_type not in POOLS | RESIZE | {"Conv", "Slice", "Transpose"} or \
+                not op0.inputs or around is None and op0.op_type in RESIZE:
             continue
         x = op0.inputs[0]
         tx = graph.tensors[x]
         if tx.role == "constant" or tx.shape is None or len(tx.shape) != 4:
             continue
         # a Slice has no layout of its own: the convolutions after it decide
-        axes = (1, 2) if op0.op_type == "Slice" else (_h_axis(graph, op0),)
+        axes = (1, 2) if op0.op_type == "Slice" else (_h_axis(graph, op0),) if \
+            op0.op_type != "Transpose" else (1,)
         axes = [a for a in axes if _op_ok(op0, graph, {x}, a)]
         if not axes:
             continue
         starts += 1
+        x_axis = 2 if op0.op_type == "Transpose" else None
         for h_axis in axes:
             for hoist in (False, True):
                 if not hoist and starts > max_starts and around is None:
                     continue
                 found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist,
-                                                          around), graph)
+                                                          around, x_axis), graph)
                           if not hoist or st.hoisted]
         if starts >= max(max_starts, side_starts) and around is None:
             break
@@ -355,10 +368,10 @@ def _ends(found, graph):
     return out
 
 
-def _stages_from(graph, s, x, h_axis, last, hoist, around=None):
+def _stages_from(graph, s, x, h_axis, last, hoist, around=None, x_axis=None):
     inside, made, out = {x}, [], []
     side, hoisted = {x}, []         # a side branch from x: run before the stage
-    hx = _h(graph.tensors[x].shape, h_axis)
+    hx = _h(graph.tensors[x].shape, h_axis if x_axis is None else x_axis)
     for j in range(s, len(graph.ops)):
         op = graph.ops[j]
         ins = [n for n in op.inputs if n and graph.tensors[n].role != "constant"]
@@ -386,7 +399,7 @@ def _stages_from(graph, s, x, h_axis, last, hoist, around=None):
         else:
             ok = 2 <= hy < hx
         if ok:
-            out.append(Stage(graph, s, j, x, y, h_axis, hoisted))
+            out.append(Stage(graph, s, j, x, y, h_axis, hoisted, x_axis))
     return out
 
 
@@ -592,7 +605,8 @@ def stage_macs(graph, stage, bands, reuse=False):
     """(MACs of the stage run whole, MACs of the banded run).  The banded
     run may compute fewer: rows no band needs (the last rows under a
     stride) are not computed at all; with ``reuse`` no row twice."""
-    tensors = {n: graph.tensors[n].shape for n in _stage_tensors(stage)}
+    tensors = row_shapes({n: graph.tensors[n].shape for n in _stage_tensors(stage)},
+                         stage.x, stage.x_axis, stage.h_axis)
     geos = _geos(graph, stage)
     per_row = [_macs_per_row(op, graph) for op in stage.ops]
     whole = sum(r * _h(graph.tensors[op.outputs[0]].shape, stage.h_axis)
@@ -603,6 +617,16 @@ def stage_macs(graph, stage, bands, reuse=False):
         banded += sum(r * (per_op[i][2][1] - per_op[i][2][0])
                       for i, r in enumerate(per_row) if per_op[i] is not None)
     return whole, banded
+
+
+def row_shapes(shapes, x, x_axis, h_axis):
+    """``shapes`` (tensor -> shape) for the row arithmetic, which reads H at
+    ``h_axis``: the stage input's H moved there from ``x_axis``."""
+    if x_axis == h_axis:
+        return shapes
+    s = list(shapes[x])
+    s.insert(h_axis, s.pop(x_axis))
+    return {**shapes, x: tuple(s)}
 
 
 def _stage_tensors(stage):
@@ -654,7 +678,7 @@ def patch_op(graph, stage, n_bands, reuse=True):
                        "outputs": list(o.outputs), "attrs": dict(o.attrs)}
                       for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
-        "h_axis": stage.h_axis, "reuse": bool(reuse)})
+        "h_axis": stage.h_axis, "x_axis": stage.x_axis, "reuse": bool(reuse)})
     return op, {"op": name, "input": stage.x, "output": stage.y,
             "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
             "bands": [list(b) for b in bands], "reuse": bool(reuse), "macs": whole,

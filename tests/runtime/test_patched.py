@@ -485,12 +485,15 @@ def test_bands_run_as_one_native_call_list_give_the_same_bits(reuse, monkeypatch
 
 @pytest.mark.parametrize("reuse", [True, False])
 @pytest.mark.parametrize("n_bands", [3, 16])
-def test_a_focus_layer_and_a_csp_block_run_in_bands(tmp_path, reuse, n_bands):
+@pytest.mark.parametrize("start", ["Slice", "Transpose"])
+def test_a_focus_layer_and_a_csp_block_run_in_bands(tmp_path, reuse, n_bands, start):
     """YOLOv5's Focus (step-2 Slices of the image, concatenated) and a CSP
     block (two branches concatenated on the channels) are stage ops: a
     Slice is a 1-row window of stride ``step`` from row ``start``, a
-    channel Concat is row-local.  A stage from the first Slice to the
-    block's last conv, in bands, gives the unpatched outputs."""
+    channel Concat is row-local.  A stage from the first Slice -- or from
+    the layout pass's Transpose of the NCHW image before it: the stage
+    input's H is its axis 2, the others' axis 1 -- to the block's last
+    conv, in bands, gives the unpatched outputs."""
     pytest.importorskip("onnx")
     from helpers.onnx_util import focus_csp
     from pyarena.importers import load_model
@@ -499,10 +502,12 @@ def test_a_focus_layer_and_a_csp_block_run_in_bands(tmp_path, reuse, n_bands):
     ref = run(g0)
     g = load_model(path, layout="nhwc")
     types = [op.op_type for op in g.ops]
-    first = types.index("Slice")
+    first = types.index(start)
     found = [st for st in stages(g) if st.first == first and st.y == g.ops[-2].outputs[0]]
     assert found, [(st.first, st.last) for st in stages(g)]
     st_ = found[0]
+    assert (st_.x, st_.x_axis) == (("images", 2) if start == "Transpose" else
+                                   (g.ops[0].outputs[0], 1))
     assert {"Slice", "Concat", "Conv"} <= {op.op_type for op in st_.ops}
     record = patch_graph(g, st_, n_bands, reuse=reuse)
     set_scratch(g)

@@ -22,7 +22,8 @@ import numpy as np
 from ..._native.kernels import Steps, copy_step
 from ..batch import batch_runs
 from ...graph import Graph, Op, Tensor
-from ...planning.patch import SPATIAL, op_geometry, op_rows, slice_params, stage_needs
+from ...planning.patch import (SPATIAL, op_geometry, op_rows, row_shapes, slice_params,
+                               stage_needs)
 from .registry import KERNELS, Kernel, make_kernel, register
 
 _ALIGN = 64
@@ -71,6 +72,9 @@ class PatchedStage(Kernel):
     def setup(self):
         a = self.attrs
         self.h = h = int(a["h_axis"])
+        #: H of the stage input (another axis when the stage's first op is
+        #: its NCHW -> NHWC Transpose)
+        self.xh = int(a.get("x_axis", h))
         self.shapes = {n: (tuple(int(d) for d in v["shape"]), np.dtype(v["dtype"]))
                        for n, v in a["stage_tensors"].items()}
         self.x_name, self.y_name = self.op.inputs[0], self.op.outputs[0]
@@ -99,7 +103,8 @@ class PatchedStage(Kernel):
                 self.ops[i] = Op(op.name, "Pad", [op.inputs[0], "", value], op.outputs,
                                  attrs={"mode": "constant", "pads": geo[3] + geo[4],
                                         "value": float(op.attrs.get("value", 0.0))})
-        shapes = {n: s for n, (s, _) in self.shapes.items()}
+        shapes = row_shapes({n: s for n, (s, _) in self.shapes.items()}, self.x_name,
+                            self.xh, h)
         self.bands = [tuple(b) for b in a["bands"]]
         self.reuse = bool(a.get("reuse", False))
         self.needs = stage_needs(self.ops, shapes, self.y_name, self.bands, h, self.geos,
@@ -233,11 +238,12 @@ class PatchedStage(Kernel):
                 n = op.inputs[j]
                 if r[0] == r[1]:
                     continue
-                src = _rows(self.shapes[n][0], self.h,
-                            (0, self.shapes[n][0][self.h]) if n == self.x_name else
+                ax = self._ax(n)
+                src = _rows(self.shapes[n][0], ax,
+                            (0, self.shapes[n][0][ax]) if n == self.x_name else
                             self._layout(n, need))
                 rel = r if n == self.x_name else (r[0] - need[n][0], r[1] - need[n][0])
-                if not _contiguous(src, self.h, rel):
+                if not _contiguous(src, ax, rel):
                     self._slot(("in", i, j), self._bytes(n, r), i, i)
             if out == self.y_name:
                 if not _contiguous(self.shapes[out][0], self.h, rows):
@@ -257,9 +263,13 @@ class PatchedStage(Kernel):
         """Rows of ``n`` are single blocks (NHWC or one channel, batch 1)."""
         return math.prod(self.shapes[n][0][:self.h]) == 1
 
+    def _ax(self, n):
+        """The H axis of tensor ``n`` (the stage input's may differ)."""
+        return self.xh if n == self.x_name else self.h
+
     def _bytes(self, n, r):
         shape, dt = self.shapes[n]
-        return math.prod(_rows(shape, self.h, r)) * dt.itemsize
+        return math.prod(_rows(shape, self._ax(n), r)) * dt.itemsize
 
     def _slot(self, key, size, first, last):
         old = self.slots.get(key)
@@ -300,7 +310,7 @@ class PatchedStage(Kernel):
             if not n:
                 ins.append(None)
             elif j in req:
-                ins.append(Tensor(n, _rows(self.shapes[n][0], self.h, req[j]),
+                ins.append(Tensor(n, _rows(self.shapes[n][0], self._ax(n), req[j]),
                                   self.shapes[n][1].name))
             else:
                 ins.append(self.ins[self.consts[n]])
@@ -323,7 +333,7 @@ class PatchedStage(Kernel):
 
     def _view(self, sc, key, n, r):
         shape, dt = self.shapes[n]
-        shape = _rows(shape, self.h, r)
+        shape = _rows(shape, self._ax(n), r)
         off = self.offsets[key]
         nb = math.prod(shape) * dt.itemsize
         return sc[off:off + nb].view(dt).reshape(shape)
@@ -355,10 +365,10 @@ class PatchedStage(Kernel):
             elif j not in req:
                 ins.append(xs[self.consts[n]])
             elif req[j][0] == req[j][1]:    # a band of padding alone
-                ins.append(np.empty(_rows(self.shapes[n][0], self.h, req[j]),
+                ins.append(np.empty(_rows(self.shapes[n][0], self._ax(n), req[j]),
                                     self.shapes[n][1]))
             else:
-                src = _cut(x, self.h, req[j]) if n == self.x_name else _cut(
+                src = _cut(x, self.xh, req[j]) if n == self.x_name else _cut(
                     self._window(sc, n, need), self.h,
                     (req[j][0] - need[n][0], req[j][1] - need[n][0]))
                 if ("in", i, j) in self.offsets and not src.flags.c_contiguous:
