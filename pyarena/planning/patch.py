@@ -5,9 +5,13 @@ feature maps of hundreds of kilobytes live together while the rest of the
 network needs far less.  A *patched stage* runs a contiguous run of spatial
 ops -- Conv (depthwise and grouped too, with a fused activation or residual),
 MaxPool / AveragePool, per-element activations, BatchNormalization and
-element-wise Add / Sub / Mul / Div / Max / Min, and constant-mode Pad
+element-wise Add / Sub / Mul / Div / Max / Min, constant-mode Pad
 of H, W and the channels (TFLite models write one before a stride-2 conv,
-and one of the channels in a skip branch) -- one band of output rows at
+and one of the channels in a skip branch), Resize, Slices of constant
+bounds (a step-2 Slice of rows is a 1-row window of stride 2: YOLOv5's
+Focus), channel Concats (row-local: a CSP block's branches), and, as its
+first op, the NCHW -> NHWC Transpose of the stage input (which keeps its
+own H axis) -- one band of output rows at
 a time: for each band of the stage output, the receptive-field arithmetic
 below gives the rows of every tensor of the stage that band needs, the ops
 compute just those rows into small band buffers, and the band is written
