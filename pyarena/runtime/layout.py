@@ -19,7 +19,8 @@ NCHW kernel.
   Min / Sum / Mean / Pow (a constant operand of rank <= 4 re-laid out:
   ``(C, 1, 1)`` becomes ``(C,)``), Concat (its axis remapped, negative
   axes included), Pad (its pads permuted), Slice of constant starts / ends
-  (its axes remapped), PRelu, Dropout / Identity.
+  (its axes remapped), Resize / Upsample of constant scales or sizes (the
+  four values permuted), PRelu, Dropout / Identity.
 * A **region** is a connected set of convertible ops (connected through
   the tensors one writes and another reads).  A region is converted when
   the rule takes it (:func:`worth`); its ops get ``layout="NHWC"`` where it
@@ -165,6 +166,25 @@ def _slice_ok(P, op):
                             all(-4 <= int(a) < 4 for a in np.asarray(axes).reshape(-1)))
 
 
+def _resize_index(P, op):
+    """The input index of a Resize's constant 4-D scales or sizes (the one
+    given), or None: opset-18 axes, crop-and-resize (a roi) and sizes
+    computed at run time stay NCHW."""
+    ctm = op.attrs.get("coordinate_transformation_mode", "half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    if op.attrs.get("axes") is not None or ctm == "tf_crop_and_resize":
+        return None
+    old = op.op_type == "Upsample" or len(op.inputs) == 2
+    for i in ((1,) if old else (2, 3)):
+        n = op.inputs[i] if len(op.inputs) > i else ""
+        c = P.const(n) if n else None
+        if c is not None and c.size == 4:
+            return i
+        if n and c is None:
+            return None
+    return None
+
+
 def convertible(P, op):
     """Whether ``op`` has an NHWC form here (module docstring)."""
     outs = [t for t in op.outputs if t]
@@ -193,6 +213,8 @@ def convertible(P, op):
         return P.act4(op.inputs[0]) and _pad_ok(P, op)
     if t == "Slice":
         return P.act4(op.inputs[0]) and _slice_ok(P, op)
+    if t in ("Resize", "Upsample"):
+        return P.act4(op.inputs[0]) and _resize_index(P, op) is not None
     return False
 
 
@@ -291,6 +313,10 @@ def _convert_op(P, op):
     elif t == "Concat":
         ax = int(op.attrs.get("axis", 0))
         op.attrs["axis"] = _AXIS[ax + 4 if ax < 0 else ax]
+    elif t in ("Resize", "Upsample"):       # scales or sizes per axis, permuted
+        i = _resize_index(P, op)
+        c = np.asarray(P.const(op.inputs[i])).reshape(-1)
+        P.new_const(op, i, c[list(TO_NHWC)])
     elif t == "Slice":
         n = np.asarray(P.const(op.inputs[1])).size
         axes = P.const(op.inputs[3]) if len(op.inputs) > 3 and op.inputs[3] else range(n)
