@@ -76,7 +76,12 @@ void _pa_lock_exclusive(pa_lock_t *l);
 void _pa_lock_release_exclusive(pa_lock_t *l);
 
 /* This thread's token: the address of a thread-local byte (pool_lock.c),
- * unique among live threads, never 0. */
+ * unique among live threads, never 0.  A thread that exits while biased
+ * leaves its token in `bias` (and owner_in 0); a later thread given the
+ * same thread-local block enters as the owner, which is safe: the only
+ * holder since the bias was granted was the dead thread, whose writes
+ * reach the new one through the thread library (its stack cache lock,
+ * or the join) before the new thread starts. */
 extern _Thread_local char _pa_lock_anchor __attribute__((visibility("hidden")));
 static inline uintptr_t _pa_lock_self(void) {
     return (uintptr_t)&_pa_lock_anchor;
