@@ -80,8 +80,10 @@ void _pa_lock_release_exclusive(pa_lock_t *l);
  * leaves its token in `bias` (and owner_in 0); a later thread given the
  * same thread-local block enters as the owner, which is safe: the only
  * holder since the bias was granted was the dead thread, whose writes
- * reach the new one through the thread library (its stack cache lock,
- * or the join) before the new thread starts. */
+ * reach the new one through the C library before the block is handed out
+ * again (the thread stack cache's lock, the kernel clearing the dead
+ * thread's id, or malloc's lock for a dynamically loaded library's
+ * thread-local block). */
 extern _Thread_local char _pa_lock_anchor __attribute__((visibility("hidden")));
 static inline uintptr_t _pa_lock_self(void) {
     return (uintptr_t)&_pa_lock_anchor;
