@@ -16,23 +16,26 @@
  *  - The zones never call back into this file: they get their spans from
  *    a span source (zone.h) installed at create, so the policy above
  *    stays here and the dependencies run one way.
- *  - One lock per pool, a test-and-set spinlock that yields the CPU after
- *    a short spin.  Every public call holds it for O(1) work on the fast
- *    path (a table lookup and a stack push or pop); cffi releases the GIL
- *    around calls, so Python threads really contend.  Finer locks (per
- *    class) were weighed and rejected: the pool-wide peaks need one
- *    serialisation point, and one uncontended atomic exchange per call is
- *    cheaper than the two or three a split design needs.
+ *  - One lock per pool (pool_lock.h): a test-and-set spinlock that yields
+ *    the CPU after a short spin, biased to the thread that keeps taking
+ *    it (that thread enters with plain loads and stores; another thread
+ *    revokes the bias first, with membarrier).  Every public call holds it
+ *    for O(1) work on the fast path (a table lookup and a stack push or
+ *    pop); cffi releases the GIL around calls, so Python threads really
+ *    contend.  Finer locks (per class) were weighed and rejected: the
+ *    pool-wide peaks need one serialisation point, and one uncontended
+ *    lock per call is cheaper than the two or three a split design needs.
  *  - Use after destroy: the handle (struct pa_pool: the lock and a pointer
  *    to the pool proper) is never freed.  pa_pool_destroy() frees the pool
  *    proper, clears the pointer under the lock and keeps the handle on a
  *    global list of tombstones (reachable, so leak checkers stay quiet);
- *    every later call sees the NULL and returns PA_ERR_STATE.  Cost: 32
+ *    every later call sees the NULL and returns PA_ERR_STATE.  Cost: 72
  *    bytes per destroyed pool for the life of the process.
  *  - fork(): a child has only the thread that forked, so a pool lock held
  *    by any other thread at that moment would stay locked in the child for
  *    ever.  Every live handle is on a registry; pthread_atfork handlers
- *    take the registry mutex and then every pool lock before the fork
+ *    take the registry mutex and then every pool lock (revoking its bias)
+ *    before the fork
  *    (each holder finishes its O(1)..O(pool) call first) and release them
  *    in the parent and the child, so the child's pools are consistent and
  *    unlocked whatever the other threads were doing.  Lock order, here and
@@ -43,10 +46,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pool_internal.h"
+#include "pool_lock.h"
 
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,40 +58,8 @@
 
 /* ---- lock and handle ------------------------------------------------------ */
 
-typedef struct {
-    atomic_int v;
-} spin_t;
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("pause");
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static void spin_lock_slow(spin_t *l) {
-    unsigned n = 0;
-    for (;;) {
-        while (atomic_load_explicit(&l->v, memory_order_relaxed)) {
-            if (++n < 100) cpu_relax();
-            else sched_yield();
-        }
-        if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)) return;
-    }
-}
-
-static inline void spin_lock(spin_t *l) {
-    if (pa_likely(!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))) return;
-    spin_lock_slow(l);
-}
-
-static inline void spin_unlock(spin_t *l) {
-    atomic_store_explicit(&l->v, 0, memory_order_release);
-}
-
 struct pa_pool {
-    spin_t lock;              /* guards everything reachable from `p`   */
+    pa_lock_t lock;           /* guards everything reachable from `p`   */
     pa_pool_impl_t *p;        /* NULL once destroyed (read under lock)  */
     /* Links guarded by registry_lock: on the live list while p != NULL,
        then on the tombstone list (next only). */
@@ -108,18 +78,26 @@ static int atfork_status; /* pthread_atfork's result, set once */
 /* Before fork(): hold every pool, so no pool is mid-update in the child. */
 static void fork_prepare(void) {
     pthread_mutex_lock(&registry_lock);
-    for (struct pa_pool *h = live_pools; h; h = h->next) spin_lock(&h->lock);
+    for (struct pa_pool *h = live_pools; h; h = h->next) _pa_lock_exclusive(&h->lock);
 }
 
 static void fork_release(void) {
-    for (struct pa_pool *h = live_pools; h; h = h->next) spin_unlock(&h->lock);
+    for (struct pa_pool *h = live_pools; h; h = h->next) _pa_lock_release_exclusive(&h->lock);
     pthread_mutex_unlock(&registry_lock);
+}
+
+/* The child may have to register membarrier again before it grants a
+ * bias (pool_lock.c). */
+static void fork_child(void) {
+    _pa_lock_setup();
+    fork_release();
 }
 
 /* In the child the forking thread owns every lock taken in prepare (the
  * other threads are gone): releasing them is all it takes. */
 static void register_atfork(void) {
-    atfork_status = pthread_atfork(fork_prepare, fork_release, fork_release);
+    _pa_lock_setup();
+    atfork_status = pthread_atfork(fork_prepare, fork_release, fork_child);
 }
 
 /* Lock `h` and return its pool, or NULL (unlocked) with *st set. */
@@ -128,10 +106,10 @@ static inline pa_pool_impl_t *enter(pa_pool_t *h, pa_status_t *st) {
         *st = PA_ERR_INVALID;
         return NULL;
     }
-    spin_lock(&h->lock);
+    _pa_lock_acquire(&h->lock);
     pa_pool_impl_t *p = h->p;
     if (pa_unlikely(!p)) {
-        spin_unlock(&h->lock);
+        _pa_lock_release(&h->lock);
         *st = PA_ERR_STATE;
     }
     return p;
@@ -548,6 +526,7 @@ pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg, pa_status_t *status) {
         free(h);
         return NULL;
     }
+    _pa_lock_init(&h->lock);
     h->p = p;
     pthread_mutex_lock(&registry_lock);
     h->next = live_pools;
@@ -560,10 +539,10 @@ pa_pool_t *pa_pool_create(const pa_pool_config_t *cfg, pa_status_t *status) {
 pa_status_t pa_pool_destroy(pa_pool_t *h) {
     if (!h) return PA_ERR_INVALID;
     pthread_mutex_lock(&registry_lock);
-    spin_lock(&h->lock);
+    _pa_lock_exclusive(&h->lock);
     pa_pool_impl_t *p = h->p;
     h->p = NULL;
-    spin_unlock(&h->lock);
+    _pa_lock_release_exclusive(&h->lock);
     if (p) { /* live -> tombstone; a second destroy finds p NULL */
         if (h->prev) h->prev->next = h->next;
         else live_pools = h->next;
@@ -588,7 +567,7 @@ void *pa_pool_alloc(pa_pool_t *h, size_t size, pa_status_t *status) {
     void *r = slab_pop_locked(p, size);
     if (pa_likely(r != NULL)) *status = PA_OK;
     else r = alloc_locked(p, size, status);
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return r;
 }
 
@@ -648,14 +627,14 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
             memcpy(out, ptr, req < size ? req : size);
             free_locked(p, ptr);
         }
-        spin_unlock(&h->lock);
+        _pa_lock_release(&h->lock);
         *status = s;
         return out;
     }
     s = find_live(p, ptr, &b);
     if (s == PA_OK) out = realloc_locked(p, ptr, &b, size, &s);
     else p->failures++;
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     *status = s;
     return out;
 }
@@ -671,7 +650,7 @@ pa_status_t pa_pool_free(pa_pool_t *h, void *ptr) {
         st = (ent & PA_MAP_TAG_SLAB) && slab_push_locked(p, ptr, ent)
                  ? PA_OK : free_locked_at(p, ptr, ent);
     }
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return st;
 }
 
@@ -682,7 +661,7 @@ size_t pa_pool_block_size(pa_pool_t *h, const void *ptr) {
     pa_block_ref_t b;
     size_t r = _pa_learn_owns(&p->learn, ptr) ? _pa_learn_block(&p->learn, ptr, NULL, NULL)
                : find_live(p, ptr, &b) == PA_OK ? b.bsize : 0;
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return r;
 }
 
@@ -692,7 +671,7 @@ pa_status_t pa_pool_reclaim(pa_pool_t *h) {
     if (!p) return st;
     _pa_cache_flush_all(&p->cache);
     drop_spares(p);
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return PA_OK;
 }
 
@@ -702,7 +681,7 @@ pa_status_t pa_pool_trim(pa_pool_t *h, size_t target, size_t *released) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     size_t r = trim_locked(p, target);
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     if (released) *released = r;
     return PA_OK;
 }
@@ -713,7 +692,7 @@ pa_status_t pa_pool_free_all(pa_pool_t *h) {
     if (!p) return st;
     trim_locked(p, 0);
     _pa_learn_map_region(&p->learn, 1); /* an empty region too (the plans stay) */
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return PA_OK;
 }
 
@@ -725,7 +704,7 @@ pa_status_t pa_pool_set_limit(pa_pool_t *h, size_t limit) {
     if (limit && p->heap.reserved > limit) trim_locked(p, limit);
     if (limit && p->heap.reserved > limit) st = PA_ERR_INVALID;
     else p->heap.limit = limit;
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return st;
 }
 
@@ -741,7 +720,7 @@ pa_status_t pa_pool_set_watermarks(pa_pool_t *h, size_t high, size_t low) {
         if (high && p->heap.reserved > high) trim_locked(p, low);
         st = PA_OK;
     }
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return st;
 }
 
@@ -750,7 +729,7 @@ pa_status_t pa_pool_step(pa_pool_t *h) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     step_locked(p);
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return PA_OK;
 }
 
@@ -760,7 +739,7 @@ pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     _pa_pool_stats_locked(p, out);
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     /* the ratios need no lock: computed from the snapshot */
     if (out->allocated)
         out->frag_internal = 1.0 - (double)out->requested / (double)out->allocated;
@@ -782,7 +761,7 @@ pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
         p->zone[z].peak_requested = p->zone[z].requested;
         p->zone[z].peak_allocated = p->zone[z].allocated;
     }
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return PA_OK;
 }
 
@@ -791,7 +770,7 @@ size_t pa_pool_check(pa_pool_t *h) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return 1;
     size_t r = _pa_pool_check_locked(p);
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return r;
 }
 
@@ -801,6 +780,6 @@ pa_status_t pa_pool_walk(pa_pool_t *h, pa_pool_walker_t fn, void *ctx) {
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
     _pa_pool_walk_locked(p, fn, ctx);
-    spin_unlock(&h->lock);
+    _pa_lock_release(&h->lock);
     return PA_OK;
 }
