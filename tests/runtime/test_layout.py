@@ -330,3 +330,26 @@ def test_a_focus_layer_slices_in_nhwc_after_one_transpose(tmp_path):
     for op in slices:       # H, W of NCHW are axes 1, 2 of NHWC
         assert list(np.asarray(g.tensors[op.inputs[3]].data)) == [1, 2]
         assert g.tensors[op.outputs[0]].shape == (1, 16, 12, 3)
+
+
+@pytest.mark.parametrize("by", ["scales", "sizes"])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_a_resize_between_convolutions_runs_nhwc(tmp_path, by, mode):
+    """An FPN's upsampling: Conv -> Resize (constant scales, or sizes) ->
+    Conv.  The Resize converts (its four values permuted), so no Transpose
+    pair surrounds it; outputs as unconverted and as onnxruntime."""
+    scales = np.array([1, 1, 2, 2], np.float32)
+    sizes = np.array([1, 6, 12, 10], np.int64)
+    ins = ["c1", "", "scales"] if by == "scales" else ["c1", "", "", "sizes"]
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             node("Resize", ins, ["up"], mode=mode),
+             node("Conv", ["up", "w2", "b2"], ["y"], pads=[1, 1, 1, 1])]
+    inits = {"w1": rnd(6, 4, 3, 3), "b1": rnd(6), "w2": rnd(5, 6, 3, 3), "b2": rnd(5)}
+    inits.update({"scales": scales} if by == "scales" else {"sizes": sizes})
+    path = tmp_path / "up.onnx"
+    make_model(nodes, {"x": ([1, 4, 6, 5], np.float32)}, {"y": (None, np.float32)}, inits,
+               path=path)
+    g, kept = _check(path, {"x": rnd(1, 4, 6, 5)}, ["y"], rule="nhwc")
+    resize = next(op for op in g.ops if op.op_type == "Resize")
+    assert g.tensors[resize.outputs[0]].shape == (1, 12, 10, 6)
+    assert [op.op_type for op in g.ops].count("Transpose") == 2     # in and out only
