@@ -11,7 +11,9 @@ and one of the channels in a skip branch), Resize, Slices of constant
 bounds (a step-2 Slice of rows is a 1-row window of stride 2: YOLOv5's
 Focus), channel Concats (row-local: a CSP block's branches), and, as its
 first op, the NCHW -> NHWC Transpose of the stage input (which keeps its
-own H axis) -- one band of output rows at
+own H axis); around a peak, a row-local op may also read a second
+tensor whole from before the stage (a feature pyramid's lateral map:
+``Stage.extra``) -- one band of output rows at
 a time: for each band of the stage output, the receptive-field arithmetic
 below gives the rows of every tensor of the stage that band needs, the ops
 compute just those rows into small band buffers, and the band is written
@@ -48,7 +50,9 @@ import numpy as np
 
 from ..errors import GraphError
 from ..graph import Op, conv_weight_shape
-from .resize_rows import resize_geometry, resize_in_rows, resize_ready
+from .geometry import (BINARY, POOLS, RESIZE, SPATIAL, UNARY, op_geometry,  # noqa: F401
+                       slice_params)
+from .resize_rows import resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
            "patch_op", "splice",
@@ -56,151 +60,6 @@ __all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", 
            "row_shapes"]
 
 PATCH_OP = "PatchedStage"
-
-#: per-element ops of one stage tensor (other inputs: constants)
-UNARY = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish",
-                   "Tanh", "Elu", "Selu", "Gelu", "Exp", "Neg", "Abs", "Softplus",
-                   "BatchNormalization", "PRelu", "Identity"})
-#: per-element ops of two operands (stage tensors of the output's shape, or
-#: constants broadcast along H)
-BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min"})
-POOLS = frozenset({"MaxPool", "AveragePool"})
-#: upsampling (a decoder's): rows from source coordinates (:mod:`.resize_rows`)
-RESIZE = frozenset({"Resize", "Upsample"})
-#: ops with a receptive field along H (a geometry from :func:`op_geometry`)
-SPATIAL = POOLS | RESIZE | {"Conv", "Pad", "Slice", "Transpose"}
-#: the stage input's NCHW -> NHWC Transpose (the layout pass's entry): H
-#: moves from axis 2 to axis 1, row for row
-TO_NHWC = [0, 2, 3, 1]
-
-
-def _pads(attrs, size, k, s, d):
-    """(begin, end) padding along one axis of ``size`` (ONNX pads or auto_pad)."""
-    auto = attrs.get("auto_pad", "NOTSET")
-    if isinstance(auto, bytes):
-        auto = auto.decode()
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        o = -(-size // s)
-        total = max(0, (o - 1) * s + (k - 1) * d + 1 - size)
-        small, big = total // 2, total - total // 2
-        return (small, big) if auto == "SAME_UPPER" else (big, small)
-    return None
-
-
-def _pad_geometry(op, graph, h_axis):
-    """("pad", top, bottom, begins, ends) of a constant-mode Pad of the H,
-    W and channel axes (begins / ends per axis; a channel pad is what a
-    BlazeBlock's skip branch writes to widen it), or None."""
-    x = graph.tensors[op.inputs[0]].shape
-    mode = op.attrs.get("mode", "constant")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
-    ins = op.inputs
-    if x is None or len(x) != 4 or mode != "constant" or len(ins) > 3 and ins[3]:
-        return None
-    pads = op.attrs.get("pads")
-    if len(ins) > 1 and ins[1]:
-        t = graph.tensors[ins[1]]
-        pads = t.data if t.role == "constant" else None
-    if pads is None or np.asarray(pads).size != 8:
-        return None
-    pads = np.asarray(pads, dtype=np.int64).reshape(-1)
-    if op.attrs.get("layout_pairs"):                  # TFLite: [[begin, end], ...]
-        pads = pads.reshape(-1, 2).T.reshape(-1)
-    begin, end = [int(v) for v in pads[:4]], [int(v) for v in pads[4:]]
-    if min(begin + end) < 0 or begin[0] or end[0]:
-        return None
-    return "pad", begin[h_axis], end[h_axis], begin, end
-
-
-def slice_params(op, graph):
-    """(starts, ends, axes, steps) of a Slice whose inputs after the first
-    are constants (opset 10 form), axes made non-negative; or None."""
-    x = graph.tensors[op.inputs[0]].shape
-    vals = []
-    for i in range(1, 5):
-        n = op.inputs[i] if len(op.inputs) > i else ""
-        t = graph.tensors.get(n) if n else None
-        if n and (t is None or t.role != "constant" or t.data is None):
-            return None
-        vals.append(None if not n else [int(v) for v in np.asarray(t.data).reshape(-1)])
-    starts, ends, axes, steps = vals
-    if starts is None or ends is None or x is None:
-        return None
-    axes = list(range(len(starts))) if axes is None else axes
-    steps = [1] * len(starts) if steps is None else steps
-    if not len(starts) == len(ends) == len(axes) == len(steps):
-        return None
-    return starts, ends, [a + len(x) if a < 0 else a for a in axes], steps
-
-
-def _slice_geometry(op, graph, h_axis):
-    """A Slice as a 1-row window: rows ``start + r * step`` of its input
-    along H (step >= 1), i.e. stride ``step`` and top pad ``-start``; the
-    identity where it does not slice H.  None for a negative step or a
-    slice not expressible so."""
-    x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
-    params = slice_params(op, graph) if x is not None and len(x) == 4 else None
-    if params is None:
-        return None
-    size, start, step = int(x[h_axis]), 0, 1
-    for s_, e, a, st in zip(*params):
-        if a != h_axis:
-            continue
-        if st < 1:
-            return None
-        start = min(max(s_ + size if s_ < 0 else s_, 0), size)
-        step = st
-    rows = int(y[h_axis])
-    if rows < 1 or start + (rows - 1) * step >= size:
-        return None
-    return step, 1, 1, -start, 0, 0, 0
-
-
-def op_geometry(op, graph, h_axis):
-    """(stride, dilation, kernel rows, top pad, left pad, bottom pad, right
-    pad) along H of a Conv / pool op (a Pad: see :func:`_pad_geometry`; a
-    Slice: :func:`_slice_geometry`), or None if it is not a 2-D spatial op
-    the stage can band."""
-    if op.op_type == "Pad":
-        return _pad_geometry(op, graph, h_axis)
-    if op.op_type == "Slice":
-        return _slice_geometry(op, graph, h_axis)
-    if op.op_type == "Transpose":
-        perm = [int(v) for v in op.attrs.get("perm", ())]
-        return (1, 1, 1, 0, 0, 0, 0) if perm == TO_NHWC and h_axis == 1 else None
-    if op.op_type in RESIZE:
-        return resize_geometry(op, graph, h_axis)
-    x = graph.tensors[op.inputs[0]].shape
-    attrs = op.attrs
-    nhwc = attrs.get("layout", "NCHW") == "NHWC"
-    if nhwc != (h_axis == 1) or len(x) != 4:
-        return None
-    if op.op_type == "Conv":
-        w = conv_weight_shape(op, graph.tensors[op.inputs[1]].shape)
-        if w is None or len(w) != 4:
-            return None
-        kh, kw = (int(w[1]), int(w[2])) if nhwc else (int(w[2]), int(w[3]))
-    else:
-        kh, kw = (int(v) for v in attrs.get("kernel_shape", (0, 0)))
-        if int(attrs.get("ceil_mode", 0)) or len(op.outputs) > 1 and op.outputs[1]:
-            return None
-    sh, sw = (int(v) for v in attrs.get("strides", (1, 1)))
-    dh, dw = (int(v) for v in attrs.get("dilations", (1, 1)))
-    H, W = (int(x[1]), int(x[2])) if nhwc else (int(x[2]), int(x[3]))
-    ph, pw = _pads(attrs, H, kh, sh, dh), _pads(attrs, W, kw, sw, dw)
-    if ph is None:
-        p = [int(v) for v in attrs.get("pads", (0, 0, 0, 0))]
-        if len(p) != 4:
-            return None
-        ph, pw = (p[0], p[2]), (p[1], p[3])
-    if max(ph) >= dh * (kh - 1) + 1:
-        return None                       # rows made of padding alone: not banded
-    y = graph.tensors[op.outputs[0]].shape
-    ho = int(y[1] if nhwc else y[2])
-    if ho != (H + ph[0] + ph[1] - dh * (kh - 1) - 1) // sh + 1:
-        return None                       # overhang (ceil mode): not banded
-    return sh, dh, kh, ph[0], pw[0], ph[1], pw[1]
-
 
 def _h(shape, h_axis):
     return int(shape[h_axis])
@@ -278,10 +137,13 @@ class Stage:
     nothing of the stage but ``x`` (and what the branch itself makes),
     run whole before the stage."""
 
-    def __init__(self, graph, first, last, x, y, h_axis, hoisted=(), x_axis=None):
+    def __init__(self, graph, first, last, x, y, h_axis, hoisted=(), x_axis=None, extra=()):
         self.first, self.last, self.x, self.y, self.h_axis = first, last, x, y, h_axis
         #: H of the stage input: another axis when its first op transposes it
         self.x_axis = h_axis if x_axis is None else x_axis
+        #: other whole inputs, made before the stage and read by its row-local
+        #: ops (a feature pyramid's lateral map joining an upsampled one)
+        self.extra = tuple(extra)
         self.hoisted = tuple(hoisted)
         self.ops = [op for i, op in enumerate(graph.ops[first:last + 1], first)
                     if i not in self.hoisted]
@@ -372,8 +234,30 @@ def _ends(found, graph):
     return out
 
 
+def _outer(graph, op, inside, s, h_axis, pos):
+    """The tensors a row-local op (Concat, element-wise) of a stage from op
+    ``s`` may read whole from outside: 4-D activations made before op ``s``
+    (or graph inputs) with the output's rows; None if it reads another."""
+    if op.op_type != "Concat" and op.op_type not in BINARY:
+        return None
+    y = graph.tensors[op.outputs[0]] if op.outputs and op.outputs[0] else None
+    out = []
+    for n in op.inputs:
+        if not n or n in inside:
+            continue
+        t = graph.tensors[n]
+        if t.role == "constant":
+            continue
+        if y is None or t.shape is None or len(t.shape) != 4 or t.dynamic or \
+                pos.get(n, -1) >= s or _h(t.shape, h_axis) != _h(y.shape, h_axis):
+            return None
+        out.append(n)
+    return out
+
+
 def _stages_from(graph, s, x, h_axis, last, hoist, around=None, x_axis=None):
-    inside, made, out = {x}, [], []
+    inside, made, out, extra = {x}, [], [], []
+    pos = {n: i for i, o in enumerate(graph.ops) for n in o.outputs if n}
     side, hoisted = {x}, []         # a side branch from x: run before the stage
     hx = _h(graph.tensors[x].shape, h_axis if x_axis is None else x_axis)
     for j in range(s, len(graph.ops)):
@@ -384,8 +268,15 @@ def _stages_from(graph, s, x, h_axis, last, hoist, around=None, x_axis=None):
             side.update(n for n in op.outputs if n)
             hoisted.append(j)
             continue
-        if not _op_ok(op, graph, inside, h_axis) or any(n not in inside for n in ins):
+        outer = _outer(graph, op, inside, s, h_axis, pos) if around is not None and \
+            any(n not in inside for n in ins) else []
+        if outer is None or not _op_ok(op, graph, inside | set(outer), h_axis) or \
+                any(n not in inside and n not in outer for n in ins):
             break
+        for n in outer:
+            if n not in extra:
+                extra.append(n)
+        inside.update(outer)
         inside.add(op.outputs[0])
         made.append(op.outputs[0])
         if last.get(x, -1) > j and around is None or around is not None and j < around:
@@ -403,7 +294,7 @@ def _stages_from(graph, s, x, h_axis, last, hoist, around=None, x_axis=None):
         else:
             ok = 2 <= hy < hx
         if ok:
-            out.append(Stage(graph, s, j, x, y, h_axis, hoisted, x_axis))
+            out.append(Stage(graph, s, j, x, y, h_axis, hoisted, x_axis, extra))
     return out
 
 
@@ -634,7 +525,7 @@ def row_shapes(shapes, x, x_axis, h_axis):
 
 
 def _stage_tensors(stage):
-    out = [stage.x]
+    out = [stage.x] + list(stage.extra)
     for op in stage.ops:
         out.append(op.outputs[0])
     return out
@@ -666,7 +557,9 @@ def splice(graph, stage, op):
 
 def patch_op(graph, stage, n_bands, reuse=True):
     """(the ``PatchedStage`` op of ``stage`` in ``n_bands`` bands, its
-    record); the graph is not changed."""
+    record); the graph is not changed.  A stage with other whole inputs
+    recomputes its band edges (no row reuse)."""
+    reuse = reuse and not stage.extra
     bands = band_rows(stage.rows, n_bands)
     whole, banded = stage_macs(graph, stage, bands, reuse)
     consts = []
@@ -677,12 +570,13 @@ def patch_op(graph, stage, n_bands, reuse=True):
     shapes = {n: {"shape": [int(d) for d in graph.tensors[n].shape],
                   "dtype": graph.tensors[n].dtype} for n in _stage_tensors(stage)}
     name = f"patched[{stage.key}]"
-    op = Op(name, PATCH_OP, [stage.x] + consts, [stage.y], attrs={
+    op = Op(name, PATCH_OP, [stage.x] + list(stage.extra) + consts, [stage.y], attrs={
         "stage_ops": [{"name": o.name, "type": o.op_type, "inputs": list(o.inputs),
                        "outputs": list(o.outputs), "attrs": dict(o.attrs)}
                       for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
-        "h_axis": stage.h_axis, "x_axis": stage.x_axis, "reuse": bool(reuse)})
+        "h_axis": stage.h_axis, "x_axis": stage.x_axis, "extra_inputs": list(stage.extra),
+        "reuse": bool(reuse)})
     return op, {"op": name, "input": stage.x, "output": stage.y,
             "ops": [o.name for o in stage.ops], "grid": [len(bands), 1],
             "bands": [list(b) for b in bands], "reuse": bool(reuse), "macs": whole,

@@ -82,7 +82,7 @@ def _cover(search, knob, level, max_stages):
                                           + [(st, st.rows, reuse)])
                 live = live_bytes(q)
                 names = [op.name for op in graph.ops]
-                key = (q.arena_bytes, live[names.index(f"patched[{st.key}]")])
+                key = (q.arena_bytes, sorted(live, reverse=True))
                 if best is None or key < best[0]:
                     best = (key, q, st, reuse, names[live.index(max(live))])
         if best is None or best[1].arena_bytes >= p.arena_bytes:

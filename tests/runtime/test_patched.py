@@ -516,3 +516,42 @@ def test_a_focus_layer_and_a_csp_block_run_in_bands(tmp_path, reuse, n_bands, st
     for k in ref:
         np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-5)
     assert len(record["bands"]) == min(n_bands, st_.rows)
+
+
+@pytest.mark.parametrize("n_bands", [1, 3, 12])
+def test_a_feature_pyramid_join_runs_in_bands_with_its_lateral_map_whole(n_bands):
+    """A neck: a lateral map made early and a deep map upsampled to its size
+    are concatenated, then convolved.  A stage from the Resize reads the
+    lateral map whole as a second input (``Stage.extra``); in bands (band
+    edges recomputed: no row reuse with a second input) it gives the
+    unpatched outputs, and it is found around the join."""
+    def build():
+        b = GraphBuilder("neck", seed=4)
+        x = b.input((1, 3, 24, 20))
+        lat = b.relu(b.conv(x, 6, 3, 1, bias=True))          # the lateral map
+        deep = b.relu(b.conv(b.pool(lat, 2, 2, pad=0), 8, 3, 1, bias=True))
+        up = b.tensor((1, 8, 24, 20))
+        b.g.add_op("Resize", [deep], [up], name="up", mode="nearest",
+                   coordinate_transformation_mode="asymmetric")
+        y = b.conv(b.relu(b.conv(b.concat([up, lat]), 6, 3, 1, bias=True)), 4, 1)
+        return set_scratch(b.finish([y]))
+    g0 = build()
+    ref = run(g0)
+    g = build()
+    at = [op.op_type for op in g.ops].index("Concat")
+    found = [st for st in stages(g, around=at)
+             if st.extra and g.ops[st.first].op_type == "Resize"]
+    assert found
+    st_ = max(found, key=lambda st: st.last)
+    lat = next(n for n in g.ops[at].inputs if n not in [o for op in st_.ops for o in op.outputs])
+    assert st_.extra == (lat,)
+    record = patch_graph(g, st_, n_bands, reuse=True)
+    assert record["reuse"] is False
+    op = next(op for op in g.ops if op.op_type == PATCH_OP)
+    assert op.inputs[:2] == [st_.x, lat]
+    set_scratch(g)
+    p = plan(g)
+    assert validate(p) == []
+    got = run(g, p)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-5)

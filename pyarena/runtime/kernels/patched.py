@@ -78,10 +78,14 @@ class PatchedStage(Kernel):
         self.shapes = {n: (tuple(int(d) for d in v["shape"]), np.dtype(v["dtype"]))
                        for n, v in a["stage_tensors"].items()}
         self.x_name, self.y_name = self.op.inputs[0], self.op.outputs[0]
+        #: the inputs read whole: the stage input and the others (input k)
+        extra = list(a.get("extra_inputs", ()))
+        self.whole = {n: k for k, n in enumerate([self.x_name] + extra)}
         g = Graph("stage")
         for n, (shape, dt) in self.shapes.items():
             g.tensors[n] = Tensor(n, shape, dt.name)
-        self.consts = {t.name: i for i, t in enumerate(self.ins) if i and t is not None}
+        self.consts = {t.name: i for i, t in enumerate(self.ins)
+                       if i >= len(self.whole) and t is not None}
         for n, i in self.consts.items():
             g.tensors[n] = self.ins[i]
         self.ops = [Op(d["name"], d["type"], list(d["inputs"]), list(d["outputs"]),
@@ -138,7 +142,7 @@ class PatchedStage(Kernel):
         for need, per_op in self.needs:
             mine = {}
             for n, (lo, _) in need.items():
-                if n in (self.x_name, self.y_name):
+                if n in self.whole or n == self.y_name:
                     continue
                 if n in done and done[n] > lo:
                     if lo < base[n]:
@@ -183,7 +187,7 @@ class PatchedStage(Kernel):
                 continue
             out = op.outputs[0]
             for j, n in enumerate(op.inputs[:1 if kind == "unary" else 2]):
-                if n in (self.x_name, self.y_name) or n not in self.shapes or \
+                if n in self.whole or n == self.y_name or n not in self.shapes or \
                         last.get(n) != i or out == self.y_name or \
                         self.shapes[n] != self.shapes[out] or {n, out} & self.held:
                     continue
@@ -240,9 +244,9 @@ class PatchedStage(Kernel):
                     continue
                 ax = self._ax(n)
                 src = _rows(self.shapes[n][0], ax,
-                            (0, self.shapes[n][0][ax]) if n == self.x_name else
+                            (0, self.shapes[n][0][ax]) if n in self.whole else
                             self._layout(n, need))
-                rel = r if n == self.x_name else (r[0] - need[n][0], r[1] - need[n][0])
+                rel = r if n in self.whole else (r[0] - need[n][0], r[1] - need[n][0])
                 if not _contiguous(src, ax, rel):
                     self._slot(("in", i, j), self._bytes(n, r), i, i)
             if out == self.y_name:
@@ -322,8 +326,9 @@ class PatchedStage(Kernel):
         return k
 
     def _runtime_inputs(self):
-        """Input 0 and the constants some band kernel reads at run time."""
-        used = {0}
+        """The whole inputs and the constants some band kernel reads at run
+        time."""
+        used = set(range(len(self.whole)))
         for (i, *_), k in self.subs.items():
             op = self.ops[i]
             for j, n in enumerate(op.inputs):
@@ -368,7 +373,7 @@ class PatchedStage(Kernel):
                 ins.append(np.empty(_rows(self.shapes[n][0], self._ax(n), req[j]),
                                     self.shapes[n][1]))
             else:
-                src = _cut(x, self.xh, req[j]) if n == self.x_name else _cut(
+                src = _cut(xs[self.whole[n]], self._ax(n), req[j]) if n in self.whole else _cut(
                     self._window(sc, n, need), self.h,
                     (req[j][0] - need[n][0], req[j][1] - need[n][0]))
                 if ("in", i, j) in self.offsets and not src.flags.c_contiguous:
@@ -429,8 +434,8 @@ class PatchedStage(Kernel):
 
     def run(self, xs, ys, sc):
         buf = sc[0] if sc else np.empty(0, np.uint8)
-        key = (xs[0].__array_interface__["data"][0], ys[0].__array_interface__["data"][0],
-               buf.__array_interface__["data"][0])
+        key = tuple(xs[k].__array_interface__["data"][0] for k in range(len(self.whole))) + (
+            ys[0].__array_interface__["data"][0], buf.__array_interface__["data"][0])
         if key != self._key:
             self._all = self._program(self._steps(xs, ys[0], buf))
             self._key = key
