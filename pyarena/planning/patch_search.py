@@ -62,8 +62,11 @@ def _disjoint(st, chosen):
     return all(st.last < o.first or o.last < st.first for o, _ in chosen)
 
 
-def _cover(search, knob, level, max_stages):
-    """Step 1: [(stage, reuse)] at one row per band, the plan of that set."""
+def _cover(search, knob, level, max_stages, profile=False):
+    """Step 1: [(stage, reuse)] at one row per band, the plan of that set.
+    Of the candidate stages around the peak, the one giving the smallest
+    arena; of equal ones, the one leaving the least live at its own op
+    (``profile``: the lowest steps, all of them sorted highest first)."""
     graph, chosen = search.graph, []
     p, _ = search.set_attempt(knob, level, [])
     peak = graph.ops[peak_op(p)].name        # named now: the next attempt changes the graph
@@ -82,7 +85,8 @@ def _cover(search, knob, level, max_stages):
                                           + [(st, st.rows, reuse)])
                 live = live_bytes(q)
                 names = [op.name for op in graph.ops]
-                key = (q.arena_bytes, sorted(live, reverse=True))
+                key = (q.arena_bytes, sorted(live, reverse=True) if profile else
+                       live[names.index(f"patched[{st.key}]")])
                 if best is None or key < best[0]:
                     best = (key, q, st, reuse, names[live.index(max(live))])
         if best is None or best[1].arena_bytes >= p.arena_bytes:
@@ -97,8 +101,11 @@ def multi_stage(search, knob, level, max_stages=8):
     budget (see the module docstring): ``[(stage, bands, reuse)]`` in
     graph order (``search.set_attempt`` plans it); None when even every
     chosen stage at one row per band is over the budget."""
-    chosen, p = _cover(search, knob, level, max_stages)
-    if not chosen or p.arena_bytes > search.budget:
+    for profile in (False, True):       # the second tie-break where the first falls short
+        chosen, p = _cover(search, knob, level, max_stages, profile)
+        if chosen and p.arena_bytes <= search.budget:
+            break
+    else:
         return None
     chosen.sort(key=lambda c: c[0].first)
     grid = [(st, st.rows, reuse) for st, reuse in chosen]

@@ -1136,10 +1136,11 @@ MUTANTS = [
       "the patched candidates are tried most bands first: more bands than the "
       "budget needs", ("tests/runtime/test_patched.py",)),
     M("patch-search-no-tiebreak", "pyarena/planning/patch_search.py",
-      "                key = (q.arena_bytes, sorted(live, reverse=True))\n",
+      "                key = (q.arena_bytes, sorted(live, reverse=True) if profile else\n"
+      "                       live[names.index(f\"patched[{st.key}]\")])\n",
       "                key = (q.arena_bytes, 0)\n",
       "of stages with the same arena the first is kept, not the one that leaves the "
-      "lowest steps", ("tests/planning/test_patch_search.py",)),
+      "least live (at its op, or over all steps)", ("tests/planning/test_patch_search.py",)),
     M("patch-search-finest-only", "pyarena/planning/patch_search.py",
       "                best, hi = trial, mid\n",
       "                hi = mid\n",
