@@ -182,8 +182,10 @@ def test_row_reuse_computes_each_needed_row_once_and_keeps_what_later_bands_read
     for k, (need, per_op) in enumerate(steps):
         for name, (lo, hi) in need.items():
             # the window starts no higher than the last one: the rows it
-            # keeps are still in the buffer
-            assert window.get(name, (0, 0))[0] <= lo
+            # keeps are still in the buffer (the stage input is whole: its
+            # window is only where a band reads, and may move up -- a
+            # Resize's reader and an Add's of the same input)
+            assert name == x or window.get(name, (0, 0))[0] <= lo
             window[name] = (lo, hi)
         for i, op in enumerate(g.ops):
             if per_op[i] is None:
@@ -228,3 +230,21 @@ def test_budget_json_keeps_the_patch_record_and_refuses_a_bad_one():
         _budget_from_json({**b, "patch": [1]})
     with pytest.raises(InvalidArgumentError, match="patches"):
         _budget_from_json({**b, "patches": [1]})
+
+
+def test_only_the_stage_inputs_window_moves_up_between_reuse_steps():
+    """Resize then Add(resized, input): the input is read at one row for
+    the Resize and at the band's rows for the Add, so its window (a cut of
+    the whole input, never held) moves up between steps; the held tensors'
+    windows never do."""
+    g, shapes = build([("Resize", 1, 1, 1, 0, 0), ("Add", 1, 1, 1, 0, 0)], 4)
+    y, x = g.ops[-1].outputs[0], g.ops[0].inputs[0]
+    geos = {0: op_geometry(g.ops[0], g, 2)}
+    window, moved = {}, set()
+    for need, _ in stage_needs(g.ops, shapes, y, band_rows(shapes[y][2], 2), 2, geos,
+                               reuse=True):
+        for name, (lo, hi) in need.items():
+            if window.get(name, (0, 0))[0] > lo:
+                moved.add(name)
+            window[name] = (lo, hi)
+    assert moved == {x}
