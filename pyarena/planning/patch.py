@@ -188,6 +188,7 @@ def stages(graph, max_starts=3, side_starts=5, around=None, back=16):
     skip).
     Shortest first."""
     last = _uses(graph)
+    pos = {n: i for i, o in enumerate(graph.ops) for n in o.outputs if n}  # tensor -> writer
     found, starts = [], 0
     lo = 0 if around is None else max(0, around - back)
     for s, op0 in enumerate(graph.ops[lo:around + 1 if around is not None else None], lo):
@@ -211,7 +212,7 @@ def stages(graph, max_starts=3, side_starts=5, around=None, back=16):
                 if not hoist and starts > max_starts and around is None:
                     continue
                 found += [st for st in _ends(_stages_from(graph, s, x, h_axis, last, hoist,
-                                                          around, x_axis), graph)
+                                                          around, x_axis, pos), graph)
                           if not hoist or st.hoisted]
         if starts >= max(max_starts, side_starts) and around is None:
             break
@@ -255,9 +256,8 @@ def _outer(graph, op, inside, s, h_axis, pos):
     return out
 
 
-def _stages_from(graph, s, x, h_axis, last, hoist, around=None, x_axis=None):
+def _stages_from(graph, s, x, h_axis, last, hoist, around=None, x_axis=None, pos=None):
     inside, made, out, extra = {x}, [], [], []
-    pos = {n: i for i, o in enumerate(graph.ops) for n in o.outputs if n}
     side, hoisted = {x}, []         # a side branch from x: run before the stage
     hx = _h(graph.tensors[x].shape, h_axis if x_axis is None else x_axis)
     for j in range(s, len(graph.ops)):

@@ -70,6 +70,10 @@ class _Graph:
                 if t:
                     self.producer[t] = (i, op)
 
+    def writer(self, tensor):
+        """The op writing ``tensor`` (None: an input, a constant)."""
+        return self.producer.get(tensor, (0, None))[1]
+
     def only_reader(self, tensor):
         """The one op reading ``tensor`` (None if not exactly one, or if it
         is a graph output)."""
@@ -397,7 +401,7 @@ def _fold_pad(G, conv):
     VALID convolutions).  Returns ops removed."""
     from .kernels.spatial import pads_for
     x = conv.inputs[0]
-    pad = G.producer.get(x, (0, None))[1]
+    pad = G.writer(x)
     auto = conv.attrs.get("auto_pad", "NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
     xt, w = G.g.tensors.get(x), G.const(conv.inputs[1])
@@ -441,7 +445,7 @@ def _fuse_residual(G, conv):
     axis = 3 if conv.attrs.get("layout") == "NHWC" else 1
     prod = G.producer
     ops, tensors, res = [add], [x], other
-    pad = prod.get(other, (0, None))[1]
+    pad = G.writer(other)
     if pad is not None and pad.op_type == "Pad" and G.only_reader(other) is add and \
             _zero_channel_pad(G, pad, axis):
         ops, tensors, res = [add, pad], [x, other], pad.inputs[0]

@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..graph.graph import CONV_OIHW, Op
 from ..memory.mapped import release_pages
+from ..planning.geometry import slice_params
 from .fusion import _Graph
 
 __all__ = ["to_nhwc", "worth", "RULES", "TO_NHWC", "TO_NCHW"]
@@ -82,11 +83,11 @@ _F32 = np.dtype(np.float32)
 
 class _Pass(_Graph):
     """The graph, its readers (and constants, as fusion sees them) and
-    writers (tensor -> op), and the new tensors' names."""
+    writers (``writer``, from fusion's graph view), and the new tensors'
+    names."""
 
     def __init__(self, graph):
         super().__init__(graph)
-        self.writer = {t: op for op in graph.ops for t in op.outputs if t}
         self.op_names = {op.name for op in graph.ops}
         self.shapes = {}        # tensor -> (NCHW source tensor, perm)
         self.baked = set()      # constants re-laid out into new ones
@@ -158,12 +159,8 @@ def _pad_ok(P, op):
 
 def _slice_ok(P, op):
     """A Slice of constant starts / ends (axes, steps) in opset-10 form."""
-    if len(op.inputs) < 3 or any(P.const(n) is None for n in op.inputs[1:] if n):
-        return False
-    axes = P.const(op.inputs[3]) if len(op.inputs) > 3 and op.inputs[3] else None
-    n = np.asarray(P.const(op.inputs[1])).size
-    return axes is None or (np.asarray(axes).size == n and
-                            all(-4 <= int(a) < 4 for a in np.asarray(axes).reshape(-1)))
+    params = slice_params(op, P.g)
+    return params is not None and all(0 <= a < 4 for a in params[2])
 
 
 def _resize_index(P, op):
@@ -230,7 +227,7 @@ def _regions(P):
         return k
     for op in ops:
         for t in op.inputs:
-            src = P.writer.get(t)
+            src = P.writer(t)
             if src is not None and id(src) in parent:
                 parent[find(id(op))] = find(id(src))
     groups = {}
@@ -251,7 +248,7 @@ def _moved_bytes(P, region):
     edges = set()
     for op in region:
         for t in op.inputs:
-            src = P.writer.get(t)
+            src = P.writer(t)
             if t and P.act4(t) and (src is None or id(src) not in inside):
                 edges.add(t)
         for t in op.outputs:
@@ -318,9 +315,7 @@ def _convert_op(P, op):
         c = np.asarray(P.const(op.inputs[i])).reshape(-1)
         P.new_const(op, i, c[list(TO_NHWC)])
     elif t == "Slice":
-        n = np.asarray(P.const(op.inputs[1])).size
-        axes = P.const(op.inputs[3]) if len(op.inputs) > 3 and op.inputs[3] else range(n)
-        new = np.asarray([_AXIS[int(a) % 4] for a in np.asarray(axes).reshape(-1)], np.int64)
+        new = np.asarray([_AXIS[a] for a in slice_params(op, P.g)[2]], np.int64)
         if len(op.inputs) > 3 and op.inputs[3]:
             P.new_const(op, 3, new)
         else:
@@ -367,7 +362,7 @@ def _rewrite(P, regions):
         for i, t in enumerate(op.inputs):
             if not t or P.g.tensors[t].role == "constant":
                 continue
-            src = P.writer.get(t)
+            src = P.writer(t)
             if src is not None and id(src) in inside:
                 op.inputs[i] = renamed.get(t, t)
                 continue

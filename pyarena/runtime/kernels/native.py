@@ -85,12 +85,13 @@ class Pointers:
 
 
 def plane_mean(kernel, n, h, w, c):
-    """``(run, step)`` averaging each channel of a float32 NHWC tensor
+    """``run(xs, ys)`` averaging each channel of a float32 NHWC tensor
     (n, h, w, c) over its h x w plane with the C core's average pooling
     (one window the size of the plane: 2-20x NumPy's reduce there, which
     sums a few channels per inner loop), or None when the op stays on
     NumPy.  Not for NCHW planes: the pooling kernel's per-row path is
-    slower than NumPy's contiguous reduce."""
+    slower than NumPy's contiguous reduce.  ``run.step(xs, ys)`` is the
+    same call as a step record."""
     if not kernel.use_native or kernel.dtype != NATIVE_DTYPE or min(n, h, w, c) < 1:
         return None
     desc = pool2d(nhwc=True, n=n, c=c, h=h, w=w, h_out=1, w_out=1, kh=h, kw=w, sh=1, sw=1,

@@ -102,7 +102,6 @@ class PatchedStage(Kernel):
                                  attrs={"starts": starts, "ends": ends, "axes": axes,
                                         "steps": steps})
             elif geo[0] == "pad":   # pads as attributes, so each band sets its own
-                op = self.ops[i]
                 value = op.inputs[2] if len(op.inputs) > 2 else ""
                 self.ops[i] = Op(op.name, "Pad", [op.inputs[0], "", value], op.outputs,
                                  attrs={"mode": "constant", "pads": geo[3] + geo[4],
@@ -124,6 +123,7 @@ class PatchedStage(Kernel):
         self.scratch = [((total,), np.uint8)] if total else []
         self._runtime_inputs()
         self._key = None
+        self._what = f"patched stage {self.op.name!r}"
 
     def _kept(self):
         """Row reuse: per band, ``{tensor: (rows down, rows kept)}`` -- the
@@ -360,7 +360,7 @@ class PatchedStage(Kernel):
                 pre += [(via, src), (dst, via)]
         return pre
 
-    def _band_inputs(self, sc, x, xs, i, op, req, need):
+    def _band_inputs(self, sc, xs, i, op, req, need):
         """The input views of op ``i`` in one band and the staging copies
         that make them single blocks."""
         pre, ins = [], []
@@ -407,7 +407,7 @@ class PatchedStage(Kernel):
         for band, (need, per_op) in enumerate(self.needs):
             moves = self._moves(sc, band, need)
             for i, op, req, rows, k in self._band_ops(need, per_op):
-                pre, ins = self._band_inputs(sc, x, xs, i, op, req, need)
+                pre, ins = self._band_inputs(sc, xs, i, op, req, need)
                 dst, post = self._band_output(sc, y, i, op.outputs[0], rows, need)
                 ksc = None
                 if k.scratch_bytes:
@@ -421,12 +421,14 @@ class PatchedStage(Kernel):
         """The steps as runs of C kernel calls, each run one ``Steps``
         (``pa_steps_run``: no interpreter round trip per band and op), and
         the steps between them that are not one C call each, as they are."""
+        if not self.batch_native:
+            return steps
+
         def records(step):
             pre, k, ins, outs, _, post = step
             recs = [copy_step(d, s) for d, s in pre] + [k.native_step(ins, outs)] + (
                 [] if post is None else [copy_step(*post)])
-            return None if None in recs or not self.batch_native else \
-                [(k.op.name, r) for r in recs]
+            return None if None in recs else [(k.op.name, r) for r in recs]
         return batch_runs(steps, records, lambda recs, names: Steps(recs, names), min_run=1)
 
     #: False: every band's op is called from Python (for comparisons)
@@ -439,10 +441,10 @@ class PatchedStage(Kernel):
         if key != self._key:
             self._all = self._program(self._steps(xs, ys[0], buf))
             self._key = key
-        copyto, workers, what = np.copyto, self.workers, f"patched stage {self.op.name!r}"
+        copyto, workers = np.copyto, self.workers
         for step in self._all:
             if type(step) is Steps:
-                step.run(workers, what)
+                step.run(workers, self._what)
                 continue
             pre, k, ins, outs, ksc, post = step
             for dst, src in pre:
