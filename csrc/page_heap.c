@@ -42,74 +42,113 @@
 
 #define DESC_BLOCK 256
 
+/* The paths every large block takes (take a span, split it, coalesce on
+ * free) are inlined into their two callers and store as little as they
+ * can: on random traffic each store queues behind the caller's stores to
+ * cold blocks (stores retire in order), so every store saved counts. */
+#define HOT static inline __attribute__((always_inline))
+
 /* A free or large span registers its first and last page as itself. */
-static void register_span(pa_page_heap_t *h, pa_span_t *s) {
+HOT void register_span(pa_page_heap_t *h, pa_span_t *s) {
     _pa_page_map_register(&h->map, s, (uintptr_t)s, 0);
+}
+
+/* Point the last page of `s` at it (its first page already does). */
+HOT void register_last(pa_page_heap_t *h, pa_span_t *s) {
+    const uintptr_t low = ((uintptr_t)1 << PA_MAP_L2_BITS) - 1;
+    uintptr_t last = (s->start >> PA_PAGE_SHIFT) + s->npages - 1;
+    h->map.leaves[last >> PA_MAP_L2_BITS][last & low] = s;
 }
 
 /* ---- span descriptors ---------------------------------------------------- */
 
-static pa_span_t *span_desc_new(pa_page_heap_t *h) {
-    if (!h->unused_descs) {
-        if (h->ndesc_arrays == h->desc_arrays_cap) {
-            size_t nc = h->desc_arrays_cap ? h->desc_arrays_cap * 2 : 16;
-            void **nb = realloc(h->desc_arrays, nc * sizeof(void *));
-            if (!nb) return NULL;
-            h->desc_arrays = nb;
-            h->desc_arrays_cap = nc;
-        }
-        pa_span_t *blk = calloc(DESC_BLOCK, sizeof(pa_span_t));
-        if (!blk) return NULL;
-        h->desc_arrays[h->ndesc_arrays++] = blk;
-        for (size_t i = 0; i < DESC_BLOCK; i++) {
-            blk[i].next = h->unused_descs;
-            h->unused_descs = &blk[i];
-        }
+static __attribute__((noinline)) int span_desc_refill(pa_page_heap_t *h) {
+    if (h->ndesc_arrays == h->desc_arrays_cap) {
+        size_t nc = h->desc_arrays_cap ? h->desc_arrays_cap * 2 : 16;
+        void **nb = realloc(h->desc_arrays, nc * sizeof(void *));
+        if (!nb) return -1;
+        h->desc_arrays = nb;
+        h->desc_arrays_cap = nc;
     }
+    pa_span_t *blk = calloc(DESC_BLOCK, sizeof(pa_span_t));
+    if (!blk) return -1;
+    h->desc_arrays[h->ndesc_arrays++] = blk;
+    for (size_t i = 0; i < DESC_BLOCK; i++) {
+        blk[i].next = h->unused_descs;
+        h->unused_descs = &blk[i];
+    }
+    return 0;
+}
+
+/* A descriptor whose fields are the caller's to set (an unused one has
+ * npages 0 and kind UNUSED; the rest is stale). */
+HOT pa_span_t *span_desc_pop(pa_page_heap_t *h) {
+    if (pa_unlikely(!h->unused_descs) && span_desc_refill(h) != 0) return NULL;
     pa_span_t *s = h->unused_descs;
     h->unused_descs = s->next;
-    memset(s, 0, sizeof(*s));
     return s;
 }
 
-static void span_desc_release(pa_page_heap_t *h, pa_span_t *s) {
-    s->start = 0;
+/* A zeroed descriptor. */
+static pa_span_t *span_desc_new(pa_page_heap_t *h) {
+    pa_span_t *s = span_desc_pop(h);
+    if (s) memset(s, 0, sizeof(*s));
+    return s;
+}
+
+/* Back to the unused list.  npages 0 makes every range check fail for a
+ * stale page-map entry that still names it; kind UNUSED keeps coalescing
+ * away from it. */
+HOT void span_desc_release(pa_page_heap_t *h, pa_span_t *s) {
     s->npages = 0;
     s->kind = PA_SPAN_UNUSED;
-    s->owner = NULL;
     s->next = h->unused_descs;
     h->unused_descs = s;
 }
 
 /* ---- free lists ----------------------------------------------------------- */
 
-static pa_span_t **free_list_for(pa_page_heap_t *h, size_t np) {
+HOT pa_span_t **free_list_for(pa_page_heap_t *h, size_t np) {
     return np < PA_HEAP_EXACT_PAGES ? &h->free_by_pages[np] : &h->free_big;
 }
 
-static void free_span_insert(pa_page_heap_t *h, pa_span_t *s) {
+/* File / unfile `s` on its free list; free_bytes is the caller's. */
+HOT void free_span_link(pa_page_heap_t *h, pa_span_t *s) {
     pa_span_t **head = free_list_for(h, s->npages);
+    pa_span_t *first = *head;
     s->kind = PA_SPAN_FREE;
     s->prev = NULL;
-    s->next = *head;
-    if (*head) (*head)->prev = s;
+    s->next = first;
+    if (first) first->prev = s;
+    else if (s->npages < PA_HEAP_EXACT_PAGES)
+        h->free_by_pages_mask[s->npages >> 6] |= 1ull << (s->npages & 63);
     *head = s;
-    if (s->npages < PA_HEAP_EXACT_PAGES) h->free_by_pages_mask[s->npages >> 6] |= 1ull << (s->npages & 63);
+}
+
+HOT void free_span_unlink(pa_page_heap_t *h, pa_span_t *s) {
+    pa_span_t *next = s->next;
+    if (s->prev) {
+        s->prev->next = next;
+    } else {
+        pa_span_t **head = free_list_for(h, s->npages);
+        *head = next;
+        if (!next && s->npages < PA_HEAP_EXACT_PAGES)
+            h->free_by_pages_mask[s->npages >> 6] &= ~(1ull << (s->npages & 63));
+    }
+    if (next) next->prev = s->prev;
+}
+
+HOT void free_span_insert(pa_page_heap_t *h, pa_span_t *s) {
+    free_span_link(h, s);
     h->free_bytes += s->npages << PA_PAGE_SHIFT;
 }
 
-static void free_span_remove(pa_page_heap_t *h, pa_span_t *s) {
-    pa_span_t **head = free_list_for(h, s->npages);
-    if (s->prev) s->prev->next = s->next;
-    else *head = s->next;
-    if (s->next) s->next->prev = s->prev;
-    s->next = s->prev = NULL;
-    if (s->npages < PA_HEAP_EXACT_PAGES && !*head)
-        h->free_by_pages_mask[s->npages >> 6] &= ~(1ull << (s->npages & 63));
+HOT void free_span_remove(pa_page_heap_t *h, pa_span_t *s) {
+    free_span_unlink(h, s);
     h->free_bytes -= s->npages << PA_PAGE_SHIFT;
 }
 
-static pa_span_t *best_fit(pa_page_heap_t *h, size_t np) {
+HOT pa_span_t *best_fit(pa_page_heap_t *h, size_t np) {
     if (np < PA_HEAP_EXACT_PAGES) {
         for (size_t w = np >> 6; w < PA_HEAP_EXACT_PAGES / 64; w++) {
             uint64_t m = h->free_by_pages_mask[w];
@@ -137,7 +176,7 @@ size_t _pa_heap_fit_pages(pa_page_heap_t *h, size_t np) {
 
 /* Keep the first `np` pages in `s`; `tail` (a fresh descriptor) describes
  * the rest.  The caller registers and files both. */
-static void cut_tail(pa_span_t *s, size_t np, pa_span_t *tail) {
+HOT void cut_tail(pa_span_t *s, size_t np, pa_span_t *tail) {
     tail->start = s->start + (np << PA_PAGE_SHIFT);
     tail->npages = s->npages - np;
     tail->chunk = s->chunk;
@@ -150,39 +189,37 @@ pa_span_t *_pa_heap_alloc(pa_page_heap_t *h, size_t np, pa_status_t *st) {
         *st = PA_ERR_NOMEM;
         return NULL;
     }
-    pa_span_t *tail = NULL;
     if (s->npages > np) {
-        tail = span_desc_new(h);
+        pa_span_t *tail = span_desc_pop(h);
         if (!tail) {
             *st = PA_ERR_NOMEM;
             return NULL;
         }
-    }
-    free_span_remove(h, s);
-    if (tail) {
+        free_span_unlink(h, s);
         cut_tail(s, np, tail);
         register_span(h, tail);
-        free_span_insert(h, tail);
+        free_span_link(h, tail);
+        register_last(h, s); /* its first page names it already */
+    } else {
+        free_span_unlink(h, s); /* a free span registers both ends */
     }
-    register_span(h, s);
-    s->kind = PA_SPAN_UNUSED; /* the caller sets the kind */
-    s->owner = NULL;
-    s->requested = 0;
-    s->state = 0;
+    h->free_bytes -= np << PA_PAGE_SHIFT;
+    /* the caller sets the kind and what that kind uses (owner, state,
+       requested) */
+    s->kind = PA_SPAN_UNUSED;
     return s;
 }
 
+/* A span given back: FREE, coalesced with free neighbours of its chunk.
+ * Only kind, npages and the list links matter for a free span. */
 void _pa_heap_free(pa_page_heap_t *h, pa_span_t *s) {
-    s->owner = NULL;
-    s->requested = 0;
-    s->state = 0;
-    s->kind = PA_SPAN_FREE;
     pa_heap_chunk_t *c = s->chunk;
+    size_t gained = s->npages << PA_PAGE_SHIFT;
     if (s->start > c->base) {
         pa_span_t *l = _pa_page_map_span_at(&h->map, s->start - 1);
         if (l && l->kind == PA_SPAN_FREE && l->chunk == c &&
             l->start + (l->npages << PA_PAGE_SHIFT) == s->start) {
-            free_span_remove(h, l);
+            free_span_unlink(h, l);
             l->npages += s->npages;
             span_desc_release(h, s);
             s = l;
@@ -192,13 +229,14 @@ void _pa_heap_free(pa_page_heap_t *h, pa_span_t *s) {
     if (end < c->base + c->size) {
         pa_span_t *r = _pa_page_map_span_at(&h->map, end);
         if (r && r->kind == PA_SPAN_FREE && r->chunk == c && r->start == end) {
-            free_span_remove(h, r);
+            free_span_unlink(h, r);
             s->npages += r->npages;
             span_desc_release(h, r);
         }
     }
     register_span(h, s);
-    free_span_insert(h, s);
+    free_span_link(h, s);
+    h->free_bytes += gained;
 }
 
 void _pa_heap_shrink(pa_page_heap_t *h, pa_span_t *s, size_t np) {

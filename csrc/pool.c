@@ -124,6 +124,11 @@ typedef struct {
     size_t idx;     /* slab class, buddy order or page count             */
 } route_t;
 
+/* The pages of a large block of `size` bytes. */
+static inline size_t pages_of(size_t size) {
+    return (size + PA_PAGE_SIZE - 1) >> PA_PAGE_SHIFT;
+}
+
 static inline pa_status_t route(const pa_pool_impl_t *p, size_t size, route_t *r) {
     if (size == 0) size = 1;
     if (pa_likely(size <= p->slab.max_size)) {
@@ -144,7 +149,7 @@ static inline pa_status_t route(const pa_pool_impl_t *p, size_t size, route_t *r
         return PA_OK;
     }
     if (size > MAX_REQUEST) return PA_ERR_OVERFLOW;
-    size_t np = (size + PA_PAGE_SIZE - 1) >> PA_PAGE_SHIFT;
+    size_t np = pages_of(size);
     r->zone = PA_ZONE_LARGE;
     r->bin = _pa_cache_large_bin(&p->cache, np);
     r->idx = np;
@@ -169,6 +174,14 @@ static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
 
 /* The zones' span source: a span of `np` pages from the heap, else after
  * a flush of the caches, else after dropping the spares, else by growing. */
+/* Must caches go back to the heap before it places a span?  (get_span) */
+static inline int flush_due(const pa_pool_impl_t *p) {
+    const pa_cache_t *c = &p->cache;
+    return c->zone_cached[PA_ZONE_LARGE] ||
+           (p->mode == PA_POOL_HYBRID &&
+            c->zone_cached[PA_ZONE_BUDDY] >= ((size_t)1 << p->buddy.region_order));
+}
+
 static pa_span_t *get_span(void *ctx, size_t np, pa_status_t *st) {
     pa_pool_impl_t *p = ctx;
     pa_cache_t *c = &p->cache;
@@ -187,9 +200,7 @@ static pa_span_t *get_span(void *ctx, size_t np, pa_status_t *st) {
      * (log-uniform: ~6 % of the instructions per pair; peak reserved /
      * requested 1.133 -> 1.135).  The slab caches are flushed only if the
      * heap still cannot serve (flushing them costs their hot blocks). */
-    if (c->zone_cached[PA_ZONE_LARGE] ||
-        (p->mode == PA_POOL_HYBRID &&
-         c->zone_cached[PA_ZONE_BUDDY] >= ((size_t)1 << p->buddy.region_order)))
+    if (flush_due(p))
         _pa_cache_flush_from(c, p->mode == PA_POOL_HYBRID ? c->first_buddy_bin
                                                           : c->first_large_bin);
     pa_span_t *s = _pa_heap_alloc(&p->heap, np, st);
@@ -385,7 +396,7 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
  * pair); anything else (learning on, a miss, a full bin, the budget, a
  * bad pointer) returns NULL / 0 and the general path runs from the start,
  * so every check and status stays in one place. */
-static inline void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
+static inline __attribute__((always_inline)) void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
     const pa_slab_zone_t *z = &p->slab;
     if (size - 1 >= z->max_size || pa_unlikely(p->learn.hot)) return NULL; /* size 0 too */
     size_t i = (size - 1) >> z->granularity_shift;
@@ -406,7 +417,7 @@ static inline void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
 
 /* 1 if `ptr` (page-map entry `ent`, tagged as a slab's) was a live slab
  * block and is now cached, else 0 (nothing changed). */
-static inline int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
+static inline __attribute__((always_inline)) int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     /* learning records frees while hot -- always, with auto_step (which
      * ends steps in free_locked_at): the general path then */
     if (pa_unlikely(p->learn.hot) || _pa_learn_owns(&p->learn, ptr)) return 0;
@@ -421,8 +432,97 @@ static inline int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) 
     account_free(p, PA_ZONE_SLAB, b.requested, b.bsize);
     c->cached += b.bsize;
     c->zone_cached[PA_ZONE_SLAB] += b.bsize;
-    _pa_cache_mark_nonempty(c, bin_index);
+    if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
     bin->entries[bin->count++] = (pa_cache_entry_t){ptr, slab, b.bsize};
+    return 1;
+}
+
+/* ---- the buddy fast paths ------------------------------------------------------------ */
+
+/* A buddy-order request (slab max < size <= buddy max) served from its
+ * cache bin, as zone_alloc_locked does, minus the routing record and the
+ * calls; NULL (nothing changed) when the bin is empty or the pool learns. */
+static inline __attribute__((always_inline)) void *buddy_pop_locked(pa_pool_impl_t *p,
+                                                                    size_t size) {
+    if (pa_unlikely(p->learn.hot)) return NULL;
+    unsigned k = _pa_log2_ceil(size);
+    if (k < p->buddy.min_order) k = p->buddy.min_order;
+    pa_cache_t *c = &p->cache;
+    size_t b = _pa_cache_buddy_bin(c, k);
+    pa_cache_bin_t *bin = &c->bins[b];
+    if (!bin->count) return NULL;
+    pa_cache_entry_t e = bin->entries[--bin->count];
+    if (!bin->count) _pa_cache_mark_empty(c, b);
+    _pa_buddy_reuse_cached(e.owner, e.ptr, k, size);
+    c->cached -= e.size;
+    c->zone_cached[PA_ZONE_BUDDY] -= e.size;
+    c->zone_hits[PA_ZONE_BUDDY]++;
+    account_alloc(p, PA_ZONE_BUDDY, size, e.size);
+    return e.ptr;
+}
+
+/* 1 if `ptr` (page-map entry `ent`, tagged as a region's) was a live
+ * buddy block and is now cached, else 0 (nothing changed). */
+static inline __attribute__((always_inline)) int buddy_push_locked(pa_pool_impl_t *p, void *ptr,
+                                                                   uintptr_t ent) {
+    if (pa_unlikely(p->learn.hot || p->learn.auto_step) || _pa_learn_owns(&p->learn, ptr))
+        return 0;
+    pa_block_ref_t b;
+    pa_buddy_region_t *r = _pa_page_map_owner(ent);
+    if (_pa_buddy_find_live(r, (uintptr_t)ptr, &b) != PA_OK) return 0;
+    pa_cache_t *c = &p->cache;
+    size_t bin_index = _pa_cache_buddy_bin(c, PA_TAG_ORDER(r->tags[b.unit]));
+    pa_cache_bin_t *bin = &c->bins[bin_index];
+    if (pa_unlikely(bin->count == bin->cap || c->cached + b.bsize > c->budget)) return 0;
+    _pa_buddy_mark_cached(r, b.unit);
+    account_free(p, PA_ZONE_BUDDY, b.requested, b.bsize);
+    c->cached += b.bsize;
+    c->zone_cached[PA_ZONE_BUDDY] += b.bsize;
+    if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
+    bin->entries[bin->count++] = (pa_cache_entry_t){ptr, r, b.bsize};
+    return 1;
+}
+
+/* ---- the large fast paths ------------------------------------------------------------ */
+
+/* A large request served by the page heap directly, as get_span would
+ * with nothing to flush first: nothing large cached, the buddy caches
+ * under a region, no limit, no learning.  NULL (nothing changed) sends it
+ * down the general path, which flushes, grows, trims and reports. */
+static inline __attribute__((always_inline)) void *large_take_locked(pa_pool_impl_t *p,
+                                                                     size_t size) {
+    if (size > MAX_REQUEST || p->heap.limit || pa_unlikely(p->learn.hot) || flush_due(p))
+        return NULL;
+    size_t np = pages_of(size);
+    pa_status_t st;
+    pa_span_t *s = _pa_heap_alloc(&p->heap, np, &st);
+    if (!s) return NULL;
+    s->kind = PA_SPAN_LARGE;
+    s->state = PA_BLOCK_LIVE;
+    s->requested = size;
+    p->large.reserved += np << PA_PAGE_SHIFT;
+    account_alloc(p, PA_ZONE_LARGE, size, np << PA_PAGE_SHIFT);
+    return (void *)s->start;
+}
+
+/* 1 if `ptr` (page-map entry `ent`, untagged) was a live large block and
+ * went straight back to the page heap, as free_locked_at does while large
+ * requests keep missing the caches; else 0, nothing changed. */
+static inline __attribute__((always_inline)) int large_give_locked(pa_pool_impl_t *p, void *ptr,
+                                                                   uintptr_t ent) {
+    pa_span_t *s = (pa_span_t *)ent;
+    pa_cache_t *c = &p->cache;
+    if (!s || s->start != (uintptr_t)ptr || s->kind != PA_SPAN_LARGE ||
+        s->state != PA_BLOCK_LIVE || pa_unlikely(p->learn.hot || p->learn.auto_step) ||
+        _pa_learn_owns(&p->learn, ptr) ||
+        c->large_credit || ((c->large_probe + 1) & (PA_LARGE_PROBE - 1)) == 0)
+        return 0; /* a probe, a cache, learning or an error: the general path */
+    c->large_probe++;
+    c->large_bypassed++;
+    size_t bytes = s->npages << PA_PAGE_SHIFT;
+    account_free(p, PA_ZONE_LARGE, s->requested, bytes);
+    p->large.reserved -= bytes;
+    _pa_heap_free(&p->heap, s);
     return 1;
 }
 
@@ -559,16 +659,40 @@ pa_status_t pa_pool_destroy(pa_pool_t *h) {
 
 /* ---- public API --------------------------------------------------------------------- */
 
-void *pa_pool_alloc(pa_pool_t *h, size_t size, pa_status_t *status) {
+/* pa_pool_alloc past its fast path (the lock already held if `held`). */
+static __attribute__((noinline)) void *alloc_general(pa_pool_t *h, size_t size,
+                                                     pa_status_t *status, int held) {
     pa_status_t dummy;
     if (!status) status = &dummy;
-    pa_pool_impl_t *p = enter(h, status);
+    pa_pool_impl_t *p = held ? h->p : enter(h, status);
     if (!p) return NULL;
     void *r = slab_pop_locked(p, size);
+    if (!r && size > p->slab.max_size)
+        r = size <= p->buddy.max_size ? buddy_pop_locked(p, size) : large_take_locked(p, size);
     if (pa_likely(r != NULL)) *status = PA_OK;
     else r = alloc_locked(p, size, status);
     _pa_lock_release(&h->lock);
     return r;
+}
+
+/* The fast path makes no call but a tail call, so it saves no registers:
+ * on random traffic its stores queue behind the caller's stores to cold
+ * blocks. */
+void *pa_pool_alloc(pa_pool_t *h, size_t size, pa_status_t *status) {
+    if (pa_likely(h != NULL) && _pa_lock_enter_biased(&h->lock)) {
+        pa_pool_impl_t *p = h->p;
+        if (pa_likely(p != NULL)) {
+            void *r = slab_pop_locked(p, size);
+            if (pa_likely(r != NULL)) {
+                _pa_lock_leave_biased(&h->lock);
+                if (status) *status = PA_OK;
+                return r;
+            }
+            return alloc_general(h, size, status, 1);
+        }
+        _pa_lock_leave_biased(&h->lock);
+    }
+    return alloc_general(h, size, status, 0);
 }
 
 void *pa_pool_calloc(pa_pool_t *h, size_t count, size_t size, pa_status_t *status) {
@@ -639,19 +763,37 @@ void *pa_pool_realloc(pa_pool_t *h, void *ptr, size_t size, pa_status_t *status)
     return out;
 }
 
-pa_status_t pa_pool_free(pa_pool_t *h, void *ptr) {
-    pa_status_t st;
-    pa_pool_impl_t *p = enter(h, &st);
+/* pa_pool_free past its fast path (the lock already held if `held`). */
+static __attribute__((noinline)) pa_status_t free_general(pa_pool_t *h, void *ptr, int held) {
+    pa_status_t st = PA_OK;
+    pa_pool_impl_t *p = held ? h->p : enter(h, &st);
     if (!p) return st;
     if (!ptr) {
         st = PA_OK;
     } else {
         uintptr_t ent = _pa_page_map_entry(&p->heap.map, (uintptr_t)ptr);
-        st = (ent & PA_MAP_TAG_SLAB) && slab_push_locked(p, ptr, ent)
-                 ? PA_OK : free_locked_at(p, ptr, ent);
+        int done = (ent & PA_MAP_TAG_MASK) == 0 ? large_give_locked(p, ptr, ent)
+                   : (ent & PA_MAP_TAG_SLAB) ? slab_push_locked(p, ptr, ent)
+                                             : buddy_push_locked(p, ptr, ent);
+        st = done ? PA_OK : free_locked_at(p, ptr, ent);
     }
     _pa_lock_release(&h->lock);
     return st;
+}
+
+pa_status_t pa_pool_free(pa_pool_t *h, void *ptr) {
+    if (pa_likely(h != NULL && ptr != NULL) && _pa_lock_enter_biased(&h->lock)) {
+        pa_pool_impl_t *p = h->p;
+        if (pa_likely(p != NULL)) {
+            uintptr_t ent = _pa_page_map_entry(&p->heap.map, (uintptr_t)ptr);
+            if ((ent & PA_MAP_TAG_SLAB) && slab_push_locked(p, ptr, ent)) {
+                _pa_lock_leave_biased(&h->lock);
+                return PA_OK;
+            }
+        }
+        return free_general(h, ptr, 1);
+    }
+    return free_general(h, ptr, 0);
 }
 
 size_t pa_pool_block_size(pa_pool_t *h, const void *ptr) {

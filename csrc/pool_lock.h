@@ -85,24 +85,50 @@ void _pa_lock_release_exclusive(pa_lock_t *l);
  * thread's id, or malloc's lock for a dynamically loaded library's
  * thread-local block). */
 extern _Thread_local char _pa_lock_anchor __attribute__((visibility("hidden")));
+/* The calling thread's token.  On Linux the thread pointer (x86-64:
+ * %fs:0, which holds itself; AArch64: TPIDR_EL0) is one register read,
+ * where the address of a thread-local variable in a shared library (how
+ * Python loads this one) is a call to __tls_get_addr -- a call makes the
+ * lock's callers save registers on every entry. */
 static inline uintptr_t _pa_lock_self(void) {
+#if defined(__linux__) && defined(__x86_64__)
+    uintptr_t t;
+    __asm__("mov %%fs:0, %0" : "=r"(t));
+    return t;
+#elif defined(__linux__) && defined(__aarch64__)
+    uintptr_t t;
+    __asm__("mrs %0, tpidr_el0" : "=r"(t));
+    return t;
+#else
     return (uintptr_t)&_pa_lock_anchor;
+#endif
+}
+
+/* Enter as the biased owner: 1 if in (release with _pa_lock_release), 0
+ * if this thread holds no bias (nothing taken then). */
+static inline int _pa_lock_enter_biased(pa_lock_t *l) {
+    uintptr_t me = _pa_lock_self();
+    if (atomic_load_explicit(&l->bias, memory_order_relaxed) != me) return 0;
+#ifdef PA_LOCK_TSAN
+    atomic_store_explicit(&l->owner_in, 1, memory_order_seq_cst);
+    if (pa_likely(atomic_load_explicit(&l->bias, memory_order_seq_cst) == me)) return 1;
+#else
+    atomic_store_explicit(&l->owner_in, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* the revoker's membarrier does the rest */
+    if (pa_likely(atomic_load_explicit(&l->bias, memory_order_relaxed) == me)) return 1;
+#endif
+    atomic_store_explicit(&l->owner_in, 0, memory_order_release); /* revoked */
+    return 0;
+}
+
+/* Leave after _pa_lock_enter_biased returned 1 (the bias cannot move
+ * while its owner is in: a revoker waits for owner_in to drop). */
+static inline void _pa_lock_leave_biased(pa_lock_t *l) {
+    atomic_store_explicit(&l->owner_in, 0, memory_order_release);
 }
 
 static inline void _pa_lock_acquire(pa_lock_t *l) {
-    uintptr_t me = _pa_lock_self();
-    if (atomic_load_explicit(&l->bias, memory_order_relaxed) == me) {
-#ifdef PA_LOCK_TSAN
-        atomic_store_explicit(&l->owner_in, 1, memory_order_seq_cst);
-        if (pa_likely(atomic_load_explicit(&l->bias, memory_order_seq_cst) == me)) return;
-#else
-        atomic_store_explicit(&l->owner_in, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst); /* the revoker's membarrier does the rest */
-        if (pa_likely(atomic_load_explicit(&l->bias, memory_order_relaxed) == me)) return;
-#endif
-        atomic_store_explicit(&l->owner_in, 0, memory_order_release); /* revoked */
-    }
-    _pa_lock_acquire_slow(l, me);
+    if (!_pa_lock_enter_biased(l)) _pa_lock_acquire_slow(l, _pa_lock_self());
 }
 
 static inline void _pa_lock_release(pa_lock_t *l) {
