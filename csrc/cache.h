@@ -50,7 +50,6 @@ typedef struct pa_cache {
      * to notice when repeats come back. */
     uint32_t large_credit;    /* 0 .. PA_LARGE_CREDIT_MAX                 */
     uint32_t large_probe;     /* large frees while the credit was 0       */
-    uint64_t large_bypassed;  /* large frees that skipped the caches      */
     /* where flushed blocks go */
     pa_slab_zone_t *slab;
     pa_buddy_zone_t *buddy;
@@ -88,9 +87,7 @@ size_t _pa_cache_check(const pa_cache_t *c, const pa_page_map_t *map,
  * the next span request has nothing to flush first. */
 static inline int _pa_cache_wants_large(pa_cache_t *c) {
     if (pa_likely(c->large_credit)) return 1;
-    if ((++c->large_probe & (PA_LARGE_PROBE - 1)) == 0) return 1;
-    c->large_bypassed++;
-    return 0;
+    return (++c->large_probe & (PA_LARGE_PROBE - 1)) == 0;
 }
 
 /* Slow paths of _pa_cache_put(). */

@@ -19,7 +19,6 @@
 #include "large.h"
 
 void _pa_large_init(pa_large_zone_t *z, pa_page_heap_t *heap, pa_span_source_t source) {
-    z->reserved = 0;
     z->heap = heap;
     z->source = source;
 }
@@ -30,22 +29,18 @@ void *_pa_large_alloc(pa_large_zone_t *z, size_t npages, size_t req, pa_status_t
     s->kind = PA_SPAN_LARGE;
     s->state = PA_BLOCK_LIVE;
     s->requested = req;
-    z->reserved += npages << PA_PAGE_SHIFT;
     return (void *)s->start;
 }
 
 size_t _pa_large_reuse(pa_large_zone_t *z, pa_span_t *s, size_t npages, size_t req) {
-    size_t before = s->npages << PA_PAGE_SHIFT;
     /* cut only a tail worth a heap operation: > 1/8 of the request */
     if ((s->npages - npages) * 8 > npages) _pa_heap_shrink(z->heap, s, npages);
-    z->reserved -= before - (s->npages << PA_PAGE_SHIFT);
     s->state = PA_BLOCK_LIVE;
     s->requested = req;
     return s->npages << PA_PAGE_SHIFT;
 }
 
 void _pa_large_release(pa_large_zone_t *z, pa_span_t *s) {
-    z->reserved -= s->npages << PA_PAGE_SHIFT;
     _pa_heap_free(z->heap, s);
 }
 

@@ -14,7 +14,6 @@
 #define PA_LARGE_BINS 192 /* cache bins: 4 per doubling of the page count */
 
 typedef struct pa_large_zone {
-    size_t reserved;          /* bytes of large spans, live and cached    */
     pa_page_heap_t *heap;     /* where released blocks go back            */
     pa_span_source_t source;  /* where new blocks come from               */
 } pa_large_zone_t;

@@ -35,34 +35,21 @@
  *    committed memory) and a refused or exhausted range fall back to
  *    separate chunks.
  */
-#include "page_heap.h"
+#include "page_heap_ops.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define DESC_BLOCK 256
 
-/* The paths every large block takes (take a span, split it, coalesce on
- * free) are inlined into their two callers and store as little as they
- * can: on random traffic each store queues behind the caller's stores to
- * cold blocks (stores retire in order), so every store saved counts. */
-#define HOT static inline __attribute__((always_inline))
-
-/* A free or large span registers its first and last page as itself. */
-HOT void register_span(pa_page_heap_t *h, pa_span_t *s) {
-    _pa_page_map_register(&h->map, s, (uintptr_t)s, 0);
+/* A zeroed descriptor (cold paths: chunks, the reservation). */
+static pa_span_t *span_desc_new(pa_page_heap_t *h) {
+    pa_span_t *s = _pa_heap_desc_pop(h);
+    if (s) memset(s, 0, sizeof(*s));
+    return s;
 }
 
-/* Point the last page of `s` at it (its first page already does). */
-HOT void register_last(pa_page_heap_t *h, pa_span_t *s) {
-    const uintptr_t low = ((uintptr_t)1 << PA_MAP_L2_BITS) - 1;
-    uintptr_t last = (s->start >> PA_PAGE_SHIFT) + s->npages - 1;
-    h->map.leaves[last >> PA_MAP_L2_BITS][last & low] = s;
-}
-
-/* ---- span descriptors ---------------------------------------------------- */
-
-static __attribute__((noinline)) int span_desc_refill(pa_page_heap_t *h) {
+int _pa_heap_desc_refill(pa_page_heap_t *h) {
     if (h->ndesc_arrays == h->desc_arrays_cap) {
         size_t nc = h->desc_arrays_cap ? h->desc_arrays_cap * 2 : 16;
         void **nb = realloc(h->desc_arrays, nc * sizeof(void *));
@@ -80,171 +67,27 @@ static __attribute__((noinline)) int span_desc_refill(pa_page_heap_t *h) {
     return 0;
 }
 
-/* A descriptor whose fields are the caller's to set (an unused one has
- * npages 0 and kind UNUSED; the rest is stale). */
-HOT pa_span_t *span_desc_pop(pa_page_heap_t *h) {
-    if (pa_unlikely(!h->unused_descs) && span_desc_refill(h) != 0) return NULL;
-    pa_span_t *s = h->unused_descs;
-    h->unused_descs = s->next;
-    return s;
-}
-
-/* A zeroed descriptor. */
-static pa_span_t *span_desc_new(pa_page_heap_t *h) {
-    pa_span_t *s = span_desc_pop(h);
-    if (s) memset(s, 0, sizeof(*s));
-    return s;
-}
-
-/* Back to the unused list.  npages 0 makes every range check fail for a
- * stale page-map entry that still names it; kind UNUSED keeps coalescing
- * away from it. */
-HOT void span_desc_release(pa_page_heap_t *h, pa_span_t *s) {
-    s->npages = 0;
-    s->kind = PA_SPAN_UNUSED;
-    s->next = h->unused_descs;
-    h->unused_descs = s;
-}
-
-/* ---- free lists ----------------------------------------------------------- */
-
-HOT pa_span_t **free_list_for(pa_page_heap_t *h, size_t np) {
-    return np < PA_HEAP_EXACT_PAGES ? &h->free_by_pages[np] : &h->free_big;
-}
-
-/* File / unfile `s` on its free list; free_bytes is the caller's. */
-HOT void free_span_link(pa_page_heap_t *h, pa_span_t *s) {
-    pa_span_t **head = free_list_for(h, s->npages);
-    pa_span_t *first = *head;
-    s->kind = PA_SPAN_FREE;
-    s->prev = NULL;
-    s->next = first;
-    if (first) first->prev = s;
-    else if (s->npages < PA_HEAP_EXACT_PAGES)
-        h->free_by_pages_mask[s->npages >> 6] |= 1ull << (s->npages & 63);
-    *head = s;
-}
-
-HOT void free_span_unlink(pa_page_heap_t *h, pa_span_t *s) {
-    pa_span_t *next = s->next;
-    if (s->prev) {
-        s->prev->next = next;
-    } else {
-        pa_span_t **head = free_list_for(h, s->npages);
-        *head = next;
-        if (!next && s->npages < PA_HEAP_EXACT_PAGES)
-            h->free_by_pages_mask[s->npages >> 6] &= ~(1ull << (s->npages & 63));
-    }
-    if (next) next->prev = s->prev;
-}
-
-HOT void free_span_insert(pa_page_heap_t *h, pa_span_t *s) {
-    free_span_link(h, s);
-    h->free_bytes += s->npages << PA_PAGE_SHIFT;
-}
-
-HOT void free_span_remove(pa_page_heap_t *h, pa_span_t *s) {
-    free_span_unlink(h, s);
-    h->free_bytes -= s->npages << PA_PAGE_SHIFT;
-}
-
-HOT pa_span_t *best_fit(pa_page_heap_t *h, size_t np) {
-    if (np < PA_HEAP_EXACT_PAGES) {
-        for (size_t w = np >> 6; w < PA_HEAP_EXACT_PAGES / 64; w++) {
-            uint64_t m = h->free_by_pages_mask[w];
-            if (w == (np >> 6)) m &= ~0ull << (np & 63);
-            if (m) return h->free_by_pages[w * 64 + (size_t)__builtin_ctzll(m)];
-        }
-    }
-    pa_span_t *best = NULL;
-    for (pa_span_t *s = h->free_big; s; s = s->next) {
-        if (s->npages < np) continue;
-        if (!best || s->npages < best->npages ||
-            (s->npages == best->npages && s->start < best->start))
-            best = s;
-        if (best->npages == np) break;
-    }
-    return best;
-}
-
 size_t _pa_heap_fit_pages(pa_page_heap_t *h, size_t np) {
-    pa_span_t *s = best_fit(h, np);
+    pa_span_t *s = _pa_heap_best_fit(h, np);
     return s ? s->npages : 0;
 }
 
 /* ---- heap ------------------------------------------------------------------ */
 
-/* Keep the first `np` pages in `s`; `tail` (a fresh descriptor) describes
- * the rest.  The caller registers and files both. */
-HOT void cut_tail(pa_span_t *s, size_t np, pa_span_t *tail) {
-    tail->start = s->start + (np << PA_PAGE_SHIFT);
-    tail->npages = s->npages - np;
-    tail->chunk = s->chunk;
-    s->npages = np;
-}
-
 pa_span_t *_pa_heap_alloc(pa_page_heap_t *h, size_t np, pa_status_t *st) {
-    pa_span_t *s = best_fit(h, np);
-    if (!s) {
-        *st = PA_ERR_NOMEM;
-        return NULL;
-    }
-    if (s->npages > np) {
-        pa_span_t *tail = span_desc_pop(h);
-        if (!tail) {
-            *st = PA_ERR_NOMEM;
-            return NULL;
-        }
-        free_span_unlink(h, s);
-        cut_tail(s, np, tail);
-        register_span(h, tail);
-        free_span_link(h, tail);
-        register_last(h, s); /* its first page names it already */
-    } else {
-        free_span_unlink(h, s); /* a free span registers both ends */
-    }
-    h->free_bytes -= np << PA_PAGE_SHIFT;
-    /* the caller sets the kind and what that kind uses (owner, state,
-       requested) */
-    s->kind = PA_SPAN_UNUSED;
-    return s;
+    return _pa_heap_take(h, np, st);
 }
 
-/* A span given back: FREE, coalesced with free neighbours of its chunk.
- * Only kind, npages and the list links matter for a free span. */
 void _pa_heap_free(pa_page_heap_t *h, pa_span_t *s) {
-    pa_heap_chunk_t *c = s->chunk;
-    size_t gained = s->npages << PA_PAGE_SHIFT;
-    if (s->start > c->base) {
-        pa_span_t *l = _pa_page_map_span_at(&h->map, s->start - 1);
-        if (l && l->kind == PA_SPAN_FREE && l->chunk == c &&
-            l->start + (l->npages << PA_PAGE_SHIFT) == s->start) {
-            free_span_unlink(h, l);
-            l->npages += s->npages;
-            span_desc_release(h, s);
-            s = l;
-        }
-    }
-    uintptr_t end = s->start + (s->npages << PA_PAGE_SHIFT);
-    if (end < c->base + c->size) {
-        pa_span_t *r = _pa_page_map_span_at(&h->map, end);
-        if (r && r->kind == PA_SPAN_FREE && r->chunk == c && r->start == end) {
-            free_span_unlink(h, r);
-            s->npages += r->npages;
-            span_desc_release(h, r);
-        }
-    }
-    register_span(h, s);
-    free_span_link(h, s);
-    h->free_bytes += gained;
+    _pa_heap_give(h, s);
 }
 
 void _pa_heap_shrink(pa_page_heap_t *h, pa_span_t *s, size_t np) {
     if (s->npages <= np) return;
     pa_span_t *t = span_desc_new(h);
     if (!t) return; /* keep it whole: still correct, just larger */
-    cut_tail(s, np, t);
-    register_span(h, s);
+    _pa_heap_cut_tail(s, np, t);
+    _pa_heap_register(h, s);
     _pa_heap_free(h, t);
 }
 
@@ -269,8 +112,8 @@ static int chunk_add_span(pa_page_heap_t *h, pa_heap_chunk_t *c) {
     s->start = c->base;
     s->npages = c->size >> PA_PAGE_SHIFT;
     s->chunk = c;
-    register_span(h, s);
-    free_span_insert(h, s);
+    _pa_heap_register(h, s);
+    _pa_heap_insert(h, s);
     return 0;
 }
 
@@ -419,7 +262,7 @@ static int reservation_commit(pa_page_heap_t *h, size_t bytes) {
     pa_span_t *s = span_desc_new(h);
     if (!s) return -1;
     if (_pa_os_commit((void *)at, bytes, 1) != 0) {
-        span_desc_release(h, s);
+        _pa_heap_desc_release(h, s);
         return -1;
     }
     if (c->size == 0) {
@@ -447,13 +290,13 @@ static size_t reservation_decommit_tail(pa_page_heap_t *h, size_t target) {
     if (!_pa_align_up(rel, PA_PAGE_SIZE, &rel) || rel > bytes) rel = bytes;
     uintptr_t at = c->base + c->size - rel;
     if (_pa_os_commit((void *)at, rel, 0) != 0) return 0;
-    free_span_remove(h, t);
+    _pa_heap_remove(h, t);
     if (rel == bytes) {
-        span_desc_release(h, t);
+        _pa_heap_desc_release(h, t);
     } else {
         t->npages -= rel >> PA_PAGE_SHIFT;
-        register_span(h, t);
-        free_span_insert(h, t);
+        _pa_heap_register(h, t);
+        _pa_heap_insert(h, t);
     }
     c->size -= rel;
     h->reserved -= rel;
@@ -539,8 +382,8 @@ size_t _pa_heap_release(pa_page_heap_t *h, size_t target) {
         pa_heap_chunk_t *next = c->next;
         pa_span_t *s = c->is_reservation ? NULL : chunk_free_span(h, c);
         if (s) {
-            free_span_remove(h, s);
-            span_desc_release(h, s);
+            _pa_heap_remove(h, s);
+            _pa_heap_desc_release(h, s);
             chunk_unlink(&h->chunks, c);
             h->nchunks--;
             h->reserved -= c->size;

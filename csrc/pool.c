@@ -46,6 +46,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pool_internal.h"
+#include "page_heap_ops.h"
 #include "pool_lock.h"
 
 #include <pthread.h>
@@ -396,7 +397,7 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
  * pair); anything else (learning on, a miss, a full bin, the budget, a
  * bad pointer) returns NULL / 0 and the general path runs from the start,
  * so every check and status stays in one place. */
-static inline __attribute__((always_inline)) void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
+PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
     const pa_slab_zone_t *z = &p->slab;
     if (size - 1 >= z->max_size || pa_unlikely(p->learn.hot)) return NULL; /* size 0 too */
     size_t i = (size - 1) >> z->granularity_shift;
@@ -417,7 +418,7 @@ static inline __attribute__((always_inline)) void *slab_pop_locked(pa_pool_impl_
 
 /* 1 if `ptr` (page-map entry `ent`, tagged as a slab's) was a live slab
  * block and is now cached, else 0 (nothing changed). */
-static inline __attribute__((always_inline)) int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
+PA_HOT int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     /* learning records frees while hot -- always, with auto_step (which
      * ends steps in free_locked_at): the general path then */
     if (pa_unlikely(p->learn.hot) || _pa_learn_owns(&p->learn, ptr)) return 0;
@@ -442,7 +443,7 @@ static inline __attribute__((always_inline)) int slab_push_locked(pa_pool_impl_t
 /* A buddy-order request (slab max < size <= buddy max) served from its
  * cache bin, as zone_alloc_locked does, minus the routing record and the
  * calls; NULL (nothing changed) when the bin is empty or the pool learns. */
-static inline __attribute__((always_inline)) void *buddy_pop_locked(pa_pool_impl_t *p,
+PA_HOT void *buddy_pop_locked(pa_pool_impl_t *p,
                                                                     size_t size) {
     if (pa_unlikely(p->learn.hot)) return NULL;
     unsigned k = _pa_log2_ceil(size);
@@ -463,7 +464,7 @@ static inline __attribute__((always_inline)) void *buddy_pop_locked(pa_pool_impl
 
 /* 1 if `ptr` (page-map entry `ent`, tagged as a region's) was a live
  * buddy block and is now cached, else 0 (nothing changed). */
-static inline __attribute__((always_inline)) int buddy_push_locked(pa_pool_impl_t *p, void *ptr,
+PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr,
                                                                    uintptr_t ent) {
     if (pa_unlikely(p->learn.hot || p->learn.auto_step) || _pa_learn_owns(&p->learn, ptr))
         return 0;
@@ -489,18 +490,17 @@ static inline __attribute__((always_inline)) int buddy_push_locked(pa_pool_impl_
  * with nothing to flush first: nothing large cached, the buddy caches
  * under a region, no limit, no learning.  NULL (nothing changed) sends it
  * down the general path, which flushes, grows, trims and reports. */
-static inline __attribute__((always_inline)) void *large_take_locked(pa_pool_impl_t *p,
+PA_HOT void *large_take_locked(pa_pool_impl_t *p,
                                                                      size_t size) {
     if (size > MAX_REQUEST || p->heap.limit || pa_unlikely(p->learn.hot) || flush_due(p))
         return NULL;
     size_t np = pages_of(size);
     pa_status_t st;
-    pa_span_t *s = _pa_heap_alloc(&p->heap, np, &st);
+    pa_span_t *s = _pa_heap_take(&p->heap, np, &st);
     if (!s) return NULL;
     s->kind = PA_SPAN_LARGE;
     s->state = PA_BLOCK_LIVE;
     s->requested = size;
-    p->large.reserved += np << PA_PAGE_SHIFT;
     account_alloc(p, PA_ZONE_LARGE, size, np << PA_PAGE_SHIFT);
     return (void *)s->start;
 }
@@ -508,7 +508,7 @@ static inline __attribute__((always_inline)) void *large_take_locked(pa_pool_imp
 /* 1 if `ptr` (page-map entry `ent`, untagged) was a live large block and
  * went straight back to the page heap, as free_locked_at does while large
  * requests keep missing the caches; else 0, nothing changed. */
-static inline __attribute__((always_inline)) int large_give_locked(pa_pool_impl_t *p, void *ptr,
+PA_HOT int large_give_locked(pa_pool_impl_t *p, void *ptr,
                                                                    uintptr_t ent) {
     pa_span_t *s = (pa_span_t *)ent;
     pa_cache_t *c = &p->cache;
@@ -518,11 +518,9 @@ static inline __attribute__((always_inline)) int large_give_locked(pa_pool_impl_
         c->large_credit || ((c->large_probe + 1) & (PA_LARGE_PROBE - 1)) == 0)
         return 0; /* a probe, a cache, learning or an error: the general path */
     c->large_probe++;
-    c->large_bypassed++;
     size_t bytes = s->npages << PA_PAGE_SHIFT;
     account_free(p, PA_ZONE_LARGE, s->requested, bytes);
-    p->large.reserved -= bytes;
-    _pa_heap_free(&p->heap, s);
+    _pa_heap_give(&p->heap, s);
     return 1;
 }
 

@@ -18,8 +18,10 @@
 #include <string.h>
 
 static size_t zone_reserved(const pa_pool_impl_t *p, int zone) {
+    /* large spans are whole blocks, live or cached */
     return zone == PA_ZONE_SLAB ? p->slab.reserved
-           : zone == PA_ZONE_BUDDY ? p->buddy.reserved : p->large.reserved;
+           : zone == PA_ZONE_BUDDY ? p->buddy.reserved
+           : p->zone[PA_ZONE_LARGE].allocated + p->cache.zone_cached[PA_ZONE_LARGE];
 }
 
 /* The largest block servable without growing: a free span, a free buddy

@@ -299,6 +299,22 @@ static void test_cache_budget_slab(void) {
     pa_pool_destroy(p);
 }
 
+static void test_cache_budget_buddy(void) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.cache_budget = 64 << 10;
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    void *v[200];
+    for (int i = 0; i < 200; i++) v[i] = pa_pool_alloc(p, 6000, NULL); /* 8 KiB buddy blocks */
+    for (int i = 0; i < 200; i++) {
+        CHECK_EQ(pa_pool_free(p, v[i]), PA_OK);
+        CHECK(stats(p).cached <= (64u << 10));
+    }
+    CHECK(stats(p).zone[PA_ZONE_BUDDY].cached > 0);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 static void test_limit(void) {
     counting_t cnt;
     pa_backend_t be = counting_backend(&cnt);
@@ -599,6 +615,7 @@ int main(void) {
     RUN(test_cache_lifo);
     RUN(test_cache_budget);
     RUN(test_cache_budget_slab);
+    RUN(test_cache_budget_buddy);
     RUN(test_limit);
     RUN(test_backend_failures);
     RUN(test_watermarks);
