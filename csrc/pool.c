@@ -657,6 +657,25 @@ pa_status_t pa_pool_destroy(pa_pool_t *h) {
 
 /* ---- public API --------------------------------------------------------------------- */
 
+/* pa_pool_alloc while the pool learns a step (the lock held): a planned
+ * block, or a zone block recorded; the lock is released here. */
+static __attribute__((noinline)) void *alloc_learning(pa_pool_t *h, pa_pool_impl_t *p,
+                                                      size_t size, pa_status_t *status) {
+    pa_status_t dummy;
+    if (!status) status = &dummy;
+    void *r = learn_alloc_locked(p, size, status);
+    _pa_lock_release(&h->lock);
+    return r;
+}
+
+/* pa_pool_free of a block in the learned region (the lock held). */
+static __attribute__((noinline)) pa_status_t free_learned(pa_pool_t *h, pa_pool_impl_t *p,
+                                                          void *ptr) {
+    pa_status_t st = free_locked_at(p, ptr, 0);
+    _pa_lock_release(&h->lock);
+    return st;
+}
+
 /* pa_pool_alloc past its fast path (the lock already held if `held`). */
 static __attribute__((noinline)) void *alloc_general(pa_pool_t *h, size_t size,
                                                      pa_status_t *status, int held) {
@@ -680,6 +699,7 @@ void *pa_pool_alloc(pa_pool_t *h, size_t size, pa_status_t *status) {
     if (pa_likely(h != NULL) && _pa_lock_enter_biased(&h->lock)) {
         pa_pool_impl_t *p = h->p;
         if (pa_likely(p != NULL)) {
+            if (pa_unlikely(p->learn.hot)) return alloc_learning(h, p, size, status);
             void *r = slab_pop_locked(p, size);
             if (pa_likely(r != NULL)) {
                 _pa_lock_leave_biased(&h->lock);
@@ -783,6 +803,7 @@ pa_status_t pa_pool_free(pa_pool_t *h, void *ptr) {
     if (pa_likely(h != NULL && ptr != NULL) && _pa_lock_enter_biased(&h->lock)) {
         pa_pool_impl_t *p = h->p;
         if (pa_likely(p != NULL)) {
+            if (_pa_learn_owns(&p->learn, ptr)) return free_learned(h, p, ptr);
             uintptr_t ent = _pa_page_map_entry(&p->heap.map, (uintptr_t)ptr);
             if ((ent & PA_MAP_TAG_SLAB) && slab_push_locked(p, ptr, ent)) {
                 _pa_lock_leave_biased(&h->lock);
