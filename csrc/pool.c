@@ -228,6 +228,13 @@ static pa_span_t *get_span(void *ctx, size_t np, pa_status_t *st) {
 
 /* ---- accounting ------------------------------------------------------------------ */
 
+/* The pool's peaks after its live bytes grew. */
+static inline void track_peaks(pa_pool_impl_t *p) {
+    size_t req = _pa_pool_requested(p), alloc = _pa_pool_allocated(p);
+    if (req > p->peak_requested) p->peak_requested = req;
+    if (alloc > p->peak_allocated) p->peak_allocated = alloc;
+}
+
 static inline void account_alloc(pa_pool_impl_t *p, pa_zone_t zone, size_t req, size_t bsize) {
     pa_zone_counters_t *z = &p->zone[zone];
     z->requested += req;
@@ -235,10 +242,7 @@ static inline void account_alloc(pa_pool_impl_t *p, pa_zone_t zone, size_t req, 
     z->allocs++;
     if (z->requested > z->peak_requested) z->peak_requested = z->requested;
     if (z->allocated > z->peak_allocated) z->peak_allocated = z->allocated;
-    p->requested += req;
-    p->allocated += bsize;
-    if (p->requested > p->peak_requested) p->peak_requested = p->requested;
-    if (p->allocated > p->peak_allocated) p->peak_allocated = p->allocated;
+    track_peaks(p);
 }
 
 static inline void account_free(pa_pool_impl_t *p, pa_zone_t zone, size_t req, size_t bsize) {
@@ -246,17 +250,14 @@ static inline void account_free(pa_pool_impl_t *p, pa_zone_t zone, size_t req, s
     z->requested -= req;
     z->allocated -= bsize;
     z->frees++;
-    p->requested -= req;
-    p->allocated -= bsize;
 }
 
 /* A live block resized in place: only its requested bytes change. */
 static void account_resize(pa_pool_impl_t *p, pa_zone_t zone, size_t old_req, size_t req) {
     pa_zone_counters_t *z = &p->zone[zone];
-    p->requested = p->requested - old_req + req;
     z->requested = z->requested - old_req + req;
-    if (p->requested > p->peak_requested) p->peak_requested = p->requested;
     if (z->requested > z->peak_requested) z->peak_requested = z->requested;
+    track_peaks(p);
 }
 
 /* ---- allocation and free --------------------------------------------------------- */
@@ -306,11 +307,9 @@ static void *zone_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) 
 static void *learn_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
     size_t bsize;
     void *ptr = _pa_learn_alloc(&p->learn, size, &bsize);
-    if (ptr) {
-        p->requested += size;
-        p->allocated += bsize;
-        if (p->requested > p->peak_requested) p->peak_requested = p->requested;
-        if (p->allocated > p->peak_allocated) p->peak_allocated = p->allocated;
+    if (ptr) { /* counted by the learned region (live_req, live_bytes) */
+        (void)bsize;
+        track_peaks(p);
         *st = PA_OK;
         return ptr;
     }
@@ -327,7 +326,7 @@ static inline void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st
 /* End a step: learn from it; a new plan gives the warm-up memory back
  * (and the region grows if the plan needs it). */
 static void step_locked(pa_pool_impl_t *p) {
-    if (_pa_learn_step(&p->learn, p->requested)) {
+    if (_pa_learn_step(&p->learn, _pa_pool_requested(p))) {
         trim_locked(p, 0);
         _pa_learn_map_region(&p->learn, 0);
     }
@@ -354,9 +353,7 @@ static pa_status_t free_locked_at(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     if (pa_unlikely(_pa_learn_owns(&p->learn, ptr))) {
         s = _pa_learn_free(&p->learn, ptr, &b.requested, &b.bsize);
         if (s != PA_OK) return s;
-        p->requested -= b.requested;
-        p->allocated -= b.bsize;
-        goto done;
+        goto done; /* counted by the learned region */
     }
     s = find_live_at(ent, ptr, &b);
     if (s != PA_OK) return s;
@@ -377,7 +374,7 @@ static pa_status_t free_locked_at(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     account_free(p, b.zone, b.requested, b.bsize);
     _pa_cache_put(&p->cache, b.zone, bin, ptr, b.owner, b.bsize);
 done:
-    if (pa_unlikely(p->learn.auto_step) && p->requested == p->learn.base_requested &&
+    if (pa_unlikely(p->learn.auto_step) && _pa_pool_requested(p) == p->learn.base_requested &&
         p->learn.nalloc)
         step_locked(p);
     return PA_OK;
@@ -915,8 +912,8 @@ pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
     pa_status_t st;
     pa_pool_impl_t *p = enter(h, &st);
     if (!p) return st;
-    p->peak_requested = p->requested;
-    p->peak_allocated = p->allocated;
+    p->peak_requested = _pa_pool_requested(p);
+    p->peak_allocated = _pa_pool_allocated(p);
     p->heap.peak_reserved = p->heap.reserved + p->heap.outside;
     for (int z = 0; z < PA_ZONE_COUNT; z++) {
         p->zone[z].peak_requested = p->zone[z].requested;

@@ -39,14 +39,14 @@ static size_t largest_free(const pa_pool_impl_t *p) {
 
 void _pa_pool_stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out) {
     memset(out, 0, sizeof(*out));
-    out->requested = p->requested;
-    out->allocated = p->allocated;
+    out->requested = _pa_pool_requested(p);
+    out->allocated = _pa_pool_allocated(p);
     out->reserved = p->heap.reserved + p->heap.outside;
     out->cached = p->cache.cached;
     out->peak_requested = p->peak_requested;
     out->peak_allocated = p->peak_allocated;
     out->peak_reserved = p->heap.peak_reserved;
-    out->total_free = out->reserved >= p->allocated ? out->reserved - p->allocated : 0;
+    out->total_free = out->reserved >= out->allocated ? out->reserved - out->allocated : 0;
     out->largest_free = largest_free(p);
     out->chunks = p->heap.nchunks;
     out->limit = p->heap.limit;
@@ -124,11 +124,12 @@ static size_t check_totals(const pa_pool_impl_t *p, const pa_check_tally_t t[PA_
         if (c->peak_requested < c->requested || c->peak_allocated < c->allocated) broken++;
     }
     if (tn != nentries || tc != cached || cached != p->cache.cached) broken++;
-    if (alloc != p->allocated || req != p->requested) broken++;
+    size_t p_req = _pa_pool_requested(p), p_alloc = _pa_pool_allocated(p);
+    if (alloc != p_alloc || req != p_req) broken++;
     if (zone_bytes[0] + zone_bytes[1] + zone_bytes[2] + p->heap.free_bytes != p->heap.reserved)
         broken++;
-    if (p->peak_requested < p->requested || p->peak_allocated < p->allocated) broken++;
-    if (p->requested > p->allocated) broken++;
+    if (p->peak_requested < p_req || p->peak_allocated < p_alloc) broken++;
+    if (p_req > p_alloc) broken++;
     return broken;
 }
 

@@ -47,11 +47,24 @@ typedef struct pa_pool_impl {
 
     /* statistics */
     pa_zone_counters_t zone[PA_ZONE_COUNT];
-    size_t requested, allocated;      /* zones + learned region; live/
-                                         allocs/frees: sums of both    */
+    /* the pool's requested / allocated bytes are not kept: they are the
+       zones' plus the learned region's (_pa_pool_requested); one counter
+       less to store on every alloc and free.  live / allocs / frees: sums
+       of both too */
     size_t peak_requested, peak_allocated;
     uint64_t failures, trims;
 } pa_pool_impl_t;
+
+/* Requested / allocated bytes of every live block: zones + learned region. */
+static inline size_t _pa_pool_requested(const pa_pool_impl_t *p) {
+    return p->zone[PA_ZONE_SLAB].requested + p->zone[PA_ZONE_BUDDY].requested +
+           p->zone[PA_ZONE_LARGE].requested + p->learn.live_req;
+}
+
+static inline size_t _pa_pool_allocated(const pa_pool_impl_t *p) {
+    return p->zone[PA_ZONE_SLAB].allocated + p->zone[PA_ZONE_BUDDY].allocated +
+           p->zone[PA_ZONE_LARGE].allocated + p->learn.live_bytes;
+}
 
 /* pool_inspect.c: read-only views, called with the lock held. */
 void _pa_pool_stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out);

@@ -20,7 +20,6 @@ UNMUTATED = {
     "csrc/pyarena.h": "the public header: declarations and constants",
     "csrc/page_heap.h": "declarations; its one inline function builds an iterator",
     "csrc/plan_internal.h": "declarations",
-    "csrc/pool_internal.h": "declarations",
     "csrc/pool_learn.h": "declarations of the learned steps",
     "csrc/zone.h": "declarations",
     "csrc/kernels_dwconv.h": "declarations shared by the depthwise files",
