@@ -58,7 +58,6 @@ int _pa_cache_grow_bin(pa_cache_bin_t *bin) {
 
 /* Give a cached block back to its zone. */
 void _pa_cache_release_entry(pa_cache_t *c, pa_zone_t zone, const pa_cache_entry_t *e) {
-    c->cached -= e->size;
     c->zone_cached[zone] -= e->size;
     if (zone == PA_ZONE_SLAB) _pa_slab_release(c->slab, e->owner, (uintptr_t)e->ptr);
     else if (zone == PA_ZONE_BUDDY) _pa_buddy_release(c->buddy, e->owner, (uintptr_t)e->ptr);
@@ -122,7 +121,6 @@ static void *pop_large(pa_cache_t *c, size_t b0, size_t npages, size_t req, size
         memmove(bin->entries + pick, bin->entries + pick + 1,
                 (bin->count - pick - 1) * sizeof(pa_cache_entry_t));
         if (!--bin->count) _pa_cache_mark_empty(c, b);
-        c->cached -= e.size;
         c->zone_cached[PA_ZONE_LARGE] -= e.size;
         c->zone_hits[PA_ZONE_LARGE]++;
         *bsize = _pa_large_reuse(c->large, e.owner, npages, req);

@@ -39,7 +39,6 @@ typedef struct pa_cache {
     size_t nbins, first_buddy_bin, first_large_bin;
     uint64_t *nonempty_bins;  /* bit b set: bins[b] holds entries         */
     size_t budget;            /* flush when `cached` exceeds it           */
-    size_t cached;            /* bytes in all bins                        */
     size_t zone_cached[PA_ZONE_COUNT]; /* ...per zone                     */
     uint64_t zone_hits[PA_ZONE_COUNT]; /* allocations served from a bin   */
     uint64_t full_flushes;    /* _pa_cache_flush_all() calls              */
@@ -55,6 +54,12 @@ typedef struct pa_cache {
     pa_buddy_zone_t *buddy;
     pa_large_zone_t *large;
 } pa_cache_t;
+
+/* Bytes in all bins (the zones' sum: one counter less to store per
+ * cached block). */
+static inline size_t _pa_cache_total(const pa_cache_t *c) {
+    return c->zone_cached[0] + c->zone_cached[1] + c->zone_cached[2];
+}
 
 /* Allocate the bins (after the slab classes are known); -1 when out of
  * memory.  Call _pa_cache_destroy() either way. */
@@ -133,7 +138,6 @@ static inline void *_pa_cache_pop(pa_cache_t *c, pa_zone_t zone, size_t b, size_
     if (!bin->count) _pa_cache_mark_empty(c, b);
     if (zone == PA_ZONE_SLAB) _pa_slab_reuse_cached(e.owner, e.ptr, req);
     else _pa_buddy_reuse_cached(e.owner, e.ptr, (unsigned)order_or_npages, req);
-    c->cached -= e.size;
     c->zone_cached[zone] -= e.size;
     c->zone_hits[zone]++;
     *bsize = e.size;
@@ -146,7 +150,6 @@ static inline void _pa_cache_put(pa_cache_t *c, pa_zone_t zone, size_t b, void *
                                  void *owner, size_t bsize) {
     pa_cache_entry_t e = {ptr, owner, bsize};
     pa_cache_bin_t *bin = &c->bins[b];
-    c->cached += bsize;
     c->zone_cached[zone] += bsize;
     if (pa_unlikely(bin->count == bin->cap) && _pa_cache_grow_bin(bin) != 0) {
         _pa_cache_release_entry(c, zone, &e); /* no room to cache: release now */
@@ -154,9 +157,9 @@ static inline void _pa_cache_put(pa_cache_t *c, pa_zone_t zone, size_t b, void *
     }
     _pa_cache_mark_nonempty(c, b);
     bin->entries[bin->count++] = e;
-    if (pa_unlikely(c->cached > c->budget)) {
+    if (pa_unlikely(_pa_cache_total(c) > c->budget)) {
         _pa_cache_flush_bin(c, b, (bin->count + 1) / 2);
-        if (c->cached > c->budget) _pa_cache_flush_all(c);
+        if (_pa_cache_total(c) > c->budget) _pa_cache_flush_all(c);
     }
 }
 

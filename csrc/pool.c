@@ -206,7 +206,7 @@ static pa_span_t *get_span(void *ctx, size_t np, pa_status_t *st) {
                                                           : c->first_large_bin);
     pa_span_t *s = _pa_heap_alloc(&p->heap, np, st);
     if (s) return s;
-    if (c->cached) {
+    if (_pa_cache_total(c)) {
         _pa_cache_flush_all(c);
         s = _pa_heap_alloc(&p->heap, np, st);
         if (s) return s;
@@ -406,7 +406,6 @@ PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
     pa_cache_entry_t e = bin->entries[--bin->count];
     if (!bin->count) _pa_cache_mark_empty(c, cl);
     _pa_slab_reuse_cached(e.owner, e.ptr, size);
-    c->cached -= e.size;
     c->zone_cached[PA_ZONE_SLAB] -= e.size;
     c->zone_hits[PA_ZONE_SLAB]++;
     account_alloc(p, PA_ZONE_SLAB, size, e.size);
@@ -425,10 +424,9 @@ PA_HOT int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     pa_slab_t *slab = b.owner;
     size_t bin_index = _pa_cache_slab_bin(c, slab->class_index);
     pa_cache_bin_t *bin = &c->bins[bin_index];
-    if (pa_unlikely(bin->count == bin->cap || c->cached + b.bsize > c->budget)) return 0;
+    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;
     _pa_slab_mark_cached(slab, b.unit);
     account_free(p, PA_ZONE_SLAB, b.requested, b.bsize);
-    c->cached += b.bsize;
     c->zone_cached[PA_ZONE_SLAB] += b.bsize;
     if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
     bin->entries[bin->count++] = (pa_cache_entry_t){ptr, slab, b.bsize};
@@ -452,7 +450,6 @@ PA_HOT void *buddy_pop_locked(pa_pool_impl_t *p,
     pa_cache_entry_t e = bin->entries[--bin->count];
     if (!bin->count) _pa_cache_mark_empty(c, b);
     _pa_buddy_reuse_cached(e.owner, e.ptr, k, size);
-    c->cached -= e.size;
     c->zone_cached[PA_ZONE_BUDDY] -= e.size;
     c->zone_hits[PA_ZONE_BUDDY]++;
     account_alloc(p, PA_ZONE_BUDDY, size, e.size);
@@ -471,10 +468,9 @@ PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr,
     pa_cache_t *c = &p->cache;
     size_t bin_index = _pa_cache_buddy_bin(c, PA_TAG_ORDER(r->tags[b.unit]));
     pa_cache_bin_t *bin = &c->bins[bin_index];
-    if (pa_unlikely(bin->count == bin->cap || c->cached + b.bsize > c->budget)) return 0;
+    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;
     _pa_buddy_mark_cached(r, b.unit);
     account_free(p, PA_ZONE_BUDDY, b.requested, b.bsize);
-    c->cached += b.bsize;
     c->zone_cached[PA_ZONE_BUDDY] += b.bsize;
     if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
     bin->entries[bin->count++] = (pa_cache_entry_t){ptr, r, b.bsize};
@@ -689,6 +685,43 @@ static __attribute__((noinline)) void *alloc_general(pa_pool_t *h, size_t size,
     return r;
 }
 
+/* The buddy and large fast paths, each behind one small call from the
+ * biased fast path of pa_pool_alloc / pa_pool_free (fewer registers to
+ * save than the general entry's); a miss goes on to the general entry. */
+static __attribute__((noinline)) void *alloc_buddy(pa_pool_t *h, pa_pool_impl_t *p, size_t size,
+                                                   pa_status_t *status) {
+    void *r = buddy_pop_locked(p, size);
+    if (!r) return alloc_general(h, size, status, 1);
+    _pa_lock_leave_biased(&h->lock);
+    if (status) *status = PA_OK;
+    return r;
+}
+
+static __attribute__((noinline)) void *alloc_large(pa_pool_t *h, pa_pool_impl_t *p, size_t size,
+                                                   pa_status_t *status) {
+    void *r = large_take_locked(p, size);
+    if (!r) return alloc_general(h, size, status, 1);
+    _pa_lock_leave_biased(&h->lock);
+    if (status) *status = PA_OK;
+    return r;
+}
+
+static __attribute__((noinline)) pa_status_t free_general(pa_pool_t *h, void *ptr, int held);
+
+static __attribute__((noinline)) pa_status_t free_buddy(pa_pool_t *h, pa_pool_impl_t *p, void *ptr,
+                                                        uintptr_t ent) {
+    if (!buddy_push_locked(p, ptr, ent)) return free_general(h, ptr, 1);
+    _pa_lock_leave_biased(&h->lock);
+    return PA_OK;
+}
+
+static __attribute__((noinline)) pa_status_t free_large(pa_pool_t *h, pa_pool_impl_t *p, void *ptr,
+                                                        uintptr_t ent) {
+    if (!large_give_locked(p, ptr, ent)) return free_general(h, ptr, 1);
+    _pa_lock_leave_biased(&h->lock);
+    return PA_OK;
+}
+
 /* The fast path makes no call but a tail call, so it saves no registers:
  * on random traffic its stores queue behind the caller's stores to cold
  * blocks. */
@@ -703,6 +736,9 @@ void *pa_pool_alloc(pa_pool_t *h, size_t size, pa_status_t *status) {
                 if (status) *status = PA_OK;
                 return r;
             }
+            if (size > p->slab.max_size)
+                return size <= p->buddy.max_size ? alloc_buddy(h, p, size, status)
+                                                 : alloc_large(h, p, size, status);
             return alloc_general(h, size, status, 1);
         }
         _pa_lock_leave_biased(&h->lock);
@@ -802,9 +838,14 @@ pa_status_t pa_pool_free(pa_pool_t *h, void *ptr) {
         if (pa_likely(p != NULL)) {
             if (_pa_learn_owns(&p->learn, ptr)) return free_learned(h, p, ptr);
             uintptr_t ent = _pa_page_map_entry(&p->heap.map, (uintptr_t)ptr);
-            if ((ent & PA_MAP_TAG_SLAB) && slab_push_locked(p, ptr, ent)) {
-                _pa_lock_leave_biased(&h->lock);
-                return PA_OK;
+            if (ent & PA_MAP_TAG_SLAB) {
+                if (slab_push_locked(p, ptr, ent)) {
+                    _pa_lock_leave_biased(&h->lock);
+                    return PA_OK;
+                }
+            } else {
+                return ent & PA_MAP_TAG_REGION ? free_buddy(h, p, ptr, ent)
+                                               : free_large(h, p, ptr, ent);
             }
         }
         return free_general(h, ptr, 1);

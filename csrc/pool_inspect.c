@@ -42,7 +42,7 @@ void _pa_pool_stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out) {
     out->requested = _pa_pool_requested(p);
     out->allocated = _pa_pool_allocated(p);
     out->reserved = p->heap.reserved + p->heap.outside;
-    out->cached = p->cache.cached;
+    out->cached = _pa_cache_total(&p->cache);
     out->peak_requested = p->peak_requested;
     out->peak_allocated = p->peak_allocated;
     out->peak_reserved = p->heap.peak_reserved;
@@ -123,7 +123,7 @@ static size_t check_totals(const pa_pool_impl_t *p, const pa_check_tally_t t[PA_
             broken++;
         if (c->peak_requested < c->requested || c->peak_allocated < c->allocated) broken++;
     }
-    if (tn != nentries || tc != cached || cached != p->cache.cached) broken++;
+    if (tn != nentries || tc != cached || cached != _pa_cache_total(&p->cache)) broken++;
     size_t p_req = _pa_pool_requested(p), p_alloc = _pa_pool_allocated(p);
     if (alloc != p_alloc || req != p_req) broken++;
     if (zone_bytes[0] + zone_bytes[1] + zone_bytes[2] + p->heap.free_bytes != p->heap.reserved)

@@ -70,8 +70,8 @@ MUTANTS = [
       "the large-block cache hands out a cached block of another size, smaller ones "
       "included", POOL),
     M("cache-release-keeps-bytes", "csrc/cache.c",
-      "    c->cached -= e->size;\n",
-      "",
+      "    c->zone_cached[zone] -= e->size;\n    if (zone == PA_ZONE_SLAB) _pa_slab_release(",
+      "    if (zone == PA_ZONE_SLAB) _pa_slab_release(",
       "flushing a cached block forgets to take it off the cached byte count", POOL),
     M("cache-large-never-bypassed", "csrc/cache.h",
       "    if (pa_likely(c->large_credit)) return 1;",
@@ -198,12 +198,12 @@ MUTANTS = [
       "",
       "the slab fast path pops a bin's last entry and leaves it marked nonempty", POOL),
     M("pool-fast-push-budget", "csrc/pool.c",
-      "    if (pa_unlikely(bin->count == bin->cap || c->cached + b.bsize > c->budget)) return 0;\n"
+      "    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;\n"
       "    _pa_slab_mark_cached(",
       "    if (pa_unlikely(bin->count == bin->cap)) return 0;\n    _pa_slab_mark_cached(",
       "slab frees on the fast path ignore the cache budget", POOL),
     M("pool-buddy-fast-push-budget", "csrc/pool.c",
-      "    if (pa_unlikely(bin->count == bin->cap || c->cached + b.bsize > c->budget)) return 0;\n"
+      "    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;\n"
       "    _pa_buddy_mark_cached(",
       "    if (pa_unlikely(bin->count == bin->cap)) return 0;\n    _pa_buddy_mark_cached(",
       "buddy frees on the fast path ignore the cache budget", POOL),
