@@ -302,6 +302,19 @@ static void *zone_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) 
     return ptr;
 }
 
+/* The zones' fast paths (below): a cached slab or buddy block, or a large
+ * span placed directly; NULL leaves the request to zone_alloc_locked. */
+PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size);
+PA_HOT void *buddy_pop_locked(pa_pool_impl_t *p, size_t size);
+PA_HOT void *large_take_locked(pa_pool_impl_t *p, size_t size);
+
+PA_HOT void *zone_fast_locked(pa_pool_impl_t *p, size_t size) {
+    void *r = slab_pop_locked(p, size);
+    if (!r && size > p->slab.max_size)
+        r = size <= p->buddy.max_size ? buddy_pop_locked(p, size) : large_take_locked(p, size);
+    return r;
+}
+
 /* A learned plan's block (pool_learn.c) when the step repeats one, else a
  * zone block, recorded for learning. */
 static void *learn_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st) {
@@ -313,7 +326,9 @@ static void *learn_alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st)
         *st = PA_OK;
         return ptr;
     }
-    ptr = zone_alloc_locked(p, size, st);
+    ptr = zone_fast_locked(p, size); /* the zones' fast paths, then the general one */
+    if (ptr) *st = PA_OK;
+    else ptr = zone_alloc_locked(p, size, st);
     if (ptr) _pa_learn_note_alloc(&p->learn, ptr, size);
     return ptr;
 }
@@ -391,12 +406,15 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
  * freed into its bin.  They do what zone_alloc_locked / free_locked do for
  * that case, minus the routing record, the zone switches and the calls
  * (callgrind, log-uniform 64 B .. 4 KiB: ~330 -> ~250 instructions per
- * pair); anything else (learning on, a miss, a full bin, the budget, a
- * bad pointer) returns NULL / 0 and the general path runs from the start,
- * so every check and status stays in one place. */
+ * pair); anything else (a miss, a full bin, the budget, a bad pointer;
+ * on the free side also learning, which must record the free) returns
+ * NULL / 0 and the general path runs from the start, so every check and
+ * status stays in one place.  A step being learned allocates through
+ * learn_alloc_locked, which tries these pops itself and records the
+ * block. */
 PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
     const pa_slab_zone_t *z = &p->slab;
-    if (size - 1 >= z->max_size || pa_unlikely(p->learn.hot)) return NULL; /* size 0 too */
+    if (size - 1 >= z->max_size) return NULL; /* size 0 too */
     size_t i = (size - 1) >> z->granularity_shift;
     if (pa_unlikely(i >= z->class_of_len)) return NULL;
     size_t cl = z->class_of[i];
@@ -437,10 +455,9 @@ PA_HOT int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
 
 /* A buddy-order request (slab max < size <= buddy max) served from its
  * cache bin, as zone_alloc_locked does, minus the routing record and the
- * calls; NULL (nothing changed) when the bin is empty or the pool learns. */
+ * calls; NULL (nothing changed) when the bin is empty. */
 PA_HOT void *buddy_pop_locked(pa_pool_impl_t *p,
                                                                     size_t size) {
-    if (pa_unlikely(p->learn.hot)) return NULL;
     unsigned k = _pa_log2_ceil(size);
     if (k < p->buddy.min_order) k = p->buddy.min_order;
     pa_cache_t *c = &p->cache;
@@ -485,7 +502,7 @@ PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr,
  * down the general path, which flushes, grows, trims and reports. */
 PA_HOT void *large_take_locked(pa_pool_impl_t *p,
                                                                      size_t size) {
-    if (size > MAX_REQUEST || p->heap.limit || pa_unlikely(p->learn.hot) || flush_due(p))
+    if (size > MAX_REQUEST || p->heap.limit || flush_due(p))
         return NULL;
     size_t np = pages_of(size);
     pa_status_t st;
@@ -676,9 +693,7 @@ static __attribute__((noinline)) void *alloc_general(pa_pool_t *h, size_t size,
     if (!status) status = &dummy;
     pa_pool_impl_t *p = held ? h->p : enter(h, status);
     if (!p) return NULL;
-    void *r = slab_pop_locked(p, size);
-    if (!r && size > p->slab.max_size)
-        r = size <= p->buddy.max_size ? buddy_pop_locked(p, size) : large_take_locked(p, size);
+    void *r = pa_likely(!p->learn.hot) ? zone_fast_locked(p, size) : NULL;
     if (pa_likely(r != NULL)) *status = PA_OK;
     else r = alloc_locked(p, size, status);
     _pa_lock_release(&h->lock);

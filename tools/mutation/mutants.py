@@ -110,8 +110,8 @@ MUTANTS = [
       "        pa_unlikely(p->learn.hot || p->learn.auto_step) ||",
       "the large fast free takes a cached large block as live", POOL),
     M("pool-large-fast-alloc-past-cache", "csrc/pool.c",
-      "    if (size > MAX_REQUEST || p->heap.limit || pa_unlikely(p->learn.hot) || flush_due(p))",
-      "    if (size > MAX_REQUEST || p->heap.limit || pa_unlikely(p->learn.hot))",
+      "    if (size > MAX_REQUEST || p->heap.limit || flush_due(p))",
+      "    if (size > MAX_REQUEST || p->heap.limit)",
       "the large fast path places spans while large blocks sit in the caches", POOL),
     M("cache-pop-bitmap", "csrc/cache.h",
       "    pa_cache_entry_t e = bin->entries[--bin->count];\n"
