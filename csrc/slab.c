@@ -166,7 +166,6 @@ static pa_slab_t *slab_new(pa_slab_zone_t *z, size_t class_index, pa_status_t *s
     s->size = c->size;
     s->nblocks = (uint32_t)nb;
     s->nfree = (uint32_t)nb;
-    s->nlive = 0;
     sp->kind = PA_SPAN_SLAB;
     sp->owner = s;
     /* a one-slot slab needs only its first page (the block start) and
@@ -196,7 +195,6 @@ void *_pa_slab_alloc(pa_slab_zone_t *z, size_t class_index, size_t req, pa_slab_
     }
     uint32_t idx = s->free_stack[--s->nfree];
     s->slot[idx] = PA_SLOT(PA_BLOCK_LIVE, req);
-    s->nlive++;
     if (s->nfree == 0) partial_remove(c, s);
     *slab = s;
     return (void *)(s->start + (size_t)idx * c->size);
@@ -285,7 +283,7 @@ size_t _pa_slab_check_slab(const pa_slab_zone_t *z, const pa_slab_t *s, pa_check
         if ((s->nblocks > 1 || pg == 0 || pg + 1 == s->span->npages) &&
             _pa_page_map_entry(&z->heap->map, s->start + (pg << PA_PAGE_SHIFT)) != ((uintptr_t)s | PA_MAP_TAG_SLAB))
             broken++;
-    size_t nfree = 0, nlive = 0;
+    size_t nfree = 0;
     for (uint32_t i = 0; i < s->nblocks; i++) {
         uint32_t req = PA_SLOT_REQ(s->slot[i]);
         switch (PA_SLOT_STATE(s->slot[i])) {
@@ -294,7 +292,6 @@ size_t _pa_slab_check_slab(const pa_slab_zone_t *z, const pa_slab_t *s, pa_check
             if (req) broken++;
             break;
         case PA_BLOCK_LIVE:
-            nlive++;
             t->live++;
             t->allocated += c->size;
             t->requested += req;
@@ -309,7 +306,7 @@ size_t _pa_slab_check_slab(const pa_slab_zone_t *z, const pa_slab_t *s, pa_check
     }
     t->free_bytes += nfree * c->size;
     if (nfree && c->size > t->largest_free) t->largest_free = c->size;
-    if (nfree != s->nfree || nlive != s->nlive) broken++;
+    if (nfree != s->nfree) broken++; /* LIVE slots: the zone's counters (pool_inspect.c) */
     if (s->nfree == s->nblocks) { /* empty slabs are released, but one */
         if (c->spare != s || s->in_partial) broken++;
     } else if (c->spare == s || !!s->in_partial != (s->nfree > 0)) {

@@ -21,7 +21,6 @@ typedef struct pa_slab {
     uint32_t class_index;
     uint32_t nblocks;         /* 0 while the metadata is recycled         */
     uint32_t nfree;           /* FREE slots == entries on `free_stack`    */
-    uint32_t nlive;           /* LIVE slots (CACHED = the rest)           */
     int in_partial;
     uint64_t div_magic;       /* == the class's div_magic / size: no      */
     size_t size;              /* class load on the free path              */
@@ -129,7 +128,6 @@ static inline pa_status_t _pa_slab_find_live(pa_slab_t *s, uintptr_t addr,
 /* A freed LIVE slot goes to the caches: CACHED; returns its class. */
 static inline size_t _pa_slab_mark_cached(pa_slab_t *s, size_t idx) {
     s->slot[idx] = PA_SLOT(PA_BLOCK_CACHED, 0);
-    s->nlive--;
     return s->class_index;
 }
 
@@ -138,7 +136,6 @@ static inline void _pa_slab_reuse_cached(pa_slab_t *s, const void *ptr, size_t r
     int exact;
     uint32_t idx = _pa_slab_index(s, (uintptr_t)ptr, &exact);
     s->slot[idx] = PA_SLOT(PA_BLOCK_LIVE, req);
-    s->nlive++;
 }
 
 /* A LIVE slot resized in place (realloc to the same class). */
