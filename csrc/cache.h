@@ -45,10 +45,10 @@ typedef struct pa_cache {
     /* Large blocks are cached only while caching them pays: a large
      * request that finds the large bins nonempty adds PA_LARGE_CREDIT_HIT
      * on a hit and takes 1 on a miss; at 0 a freed large block goes
-     * straight back to the heap, except every PA_LARGE_PROBE-th, cached
-     * to notice when repeats come back. */
+     * straight back to the heap, except every PA_LARGE_PROBE-th large
+     * free (counted by the zone), cached to notice when repeats come
+     * back. */
     uint32_t large_credit;    /* 0 .. PA_LARGE_CREDIT_MAX                 */
-    uint32_t large_probe;     /* large frees while the credit was 0       */
     /* where flushed blocks go */
     pa_slab_zone_t *slab;
     pa_buddy_zone_t *buddy;
@@ -87,12 +87,12 @@ size_t _pa_cache_largest(const pa_cache_t *c);
 size_t _pa_cache_check(const pa_cache_t *c, const pa_page_map_t *map,
                        size_t zone_bytes[PA_ZONE_COUNT], size_t *nentries);
 
-/* Cache the large block just freed?  No while large requests keep
+/* Cache the large block just freed (the zone's `nth_free` large free)?
+ * No while large requests keep
  * missing the large bins (random sizes): the heap takes it at once, so
  * the next span request has nothing to flush first. */
-static inline int _pa_cache_wants_large(pa_cache_t *c) {
-    if (pa_likely(c->large_credit)) return 1;
-    return (++c->large_probe & (PA_LARGE_PROBE - 1)) == 0;
+static inline int _pa_cache_wants_large(const pa_cache_t *c, uint64_t nth_free) {
+    return c->large_credit || (nth_free & (PA_LARGE_PROBE - 1)) == 0;
 }
 
 /* Slow paths of _pa_cache_put(). */

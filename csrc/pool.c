@@ -378,7 +378,7 @@ static pa_status_t free_locked_at(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
         bin = _pa_cache_slab_bin(&p->cache, _pa_slab_mark_cached(b.owner, b.unit));
     } else if (b.zone == PA_ZONE_BUDDY) {
         bin = _pa_cache_buddy_bin(&p->cache, _pa_buddy_mark_cached(b.owner, b.unit));
-    } else if (_pa_cache_wants_large(&p->cache)) {
+    } else if (_pa_cache_wants_large(&p->cache, p->zone[PA_ZONE_LARGE].frees + 1)) {
         _pa_large_mark_cached(b.owner);
         bin = _pa_cache_large_bin(&p->cache, ((pa_span_t *)b.owner)->npages);
     } else { /* large requests keep missing the caches: the heap takes it */
@@ -525,9 +525,8 @@ PA_HOT int large_give_locked(pa_pool_impl_t *p, void *ptr,
     if (!s || s->start != (uintptr_t)ptr || s->kind != PA_SPAN_LARGE ||
         s->state != PA_BLOCK_LIVE || pa_unlikely(p->learn.hot || p->learn.auto_step) ||
         _pa_learn_owns(&p->learn, ptr) ||
-        c->large_credit || ((c->large_probe + 1) & (PA_LARGE_PROBE - 1)) == 0)
+        _pa_cache_wants_large(c, p->zone[PA_ZONE_LARGE].frees + 1))
         return 0; /* a probe, a cache, learning or an error: the general path */
-    c->large_probe++;
     size_t bytes = s->npages << PA_PAGE_SHIFT;
     account_free(p, PA_ZONE_LARGE, s->requested, bytes);
     _pa_heap_give(&p->heap, s);
