@@ -26,9 +26,7 @@ void _pa_large_init(pa_large_zone_t *z, pa_page_heap_t *heap, pa_span_source_t s
 void *_pa_large_alloc(pa_large_zone_t *z, size_t npages, size_t req, pa_status_t *st) {
     pa_span_t *s = z->source.get(z->source.ctx, npages, st);
     if (!s) return NULL;
-    s->kind = PA_SPAN_LARGE;
-    s->state = PA_BLOCK_LIVE;
-    s->requested = req;
+    _pa_large_set_live(s, req);
     return (void *)s->start;
 }
 

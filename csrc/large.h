@@ -71,6 +71,14 @@ static inline pa_status_t _pa_large_find_live(pa_span_t *s, uintptr_t addr,
     }
 }
 
+/* A span just taken from the heap becomes a LIVE large block of `req`
+ * bytes. */
+static inline void _pa_large_set_live(pa_span_t *s, size_t req) {
+    s->kind = PA_SPAN_LARGE;
+    s->state = PA_BLOCK_LIVE;
+    s->requested = req;
+}
+
 /* A freed LIVE block goes to the caches: CACHED. */
 static inline void _pa_large_mark_cached(pa_span_t *s) {
     s->state = PA_BLOCK_CACHED;

@@ -173,8 +173,6 @@ static size_t trim_locked(pa_pool_impl_t *p, size_t target) {
     return _pa_heap_release(&p->heap, target);
 }
 
-/* The zones' span source: a span of `np` pages from the heap, else after
- * a flush of the caches, else after dropping the spares, else by growing. */
 /* Must caches go back to the heap before it places a span?  (get_span) */
 static inline int flush_due(const pa_pool_impl_t *p) {
     const pa_cache_t *c = &p->cache;
@@ -183,6 +181,8 @@ static inline int flush_due(const pa_pool_impl_t *p) {
             c->zone_cached[PA_ZONE_BUDDY] >= ((size_t)1 << p->buddy.region_order));
 }
 
+/* The zones' span source: a span of `np` pages from the heap, else after
+ * a flush of the caches, else after dropping the spares, else by growing. */
 static pa_span_t *get_span(void *ctx, size_t np, pa_status_t *st) {
     pa_pool_impl_t *p = ctx;
     pa_cache_t *c = &p->cache;
@@ -417,17 +417,28 @@ PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
     if (size - 1 >= z->max_size) return NULL; /* size 0 too */
     size_t i = (size - 1) >> z->granularity_shift;
     if (pa_unlikely(i >= z->class_of_len)) return NULL;
-    size_t cl = z->class_of[i];
+    size_t cl = z->class_of[i], bsize;
+    void *ptr = _pa_cache_pop(&p->cache, PA_ZONE_SLAB, _pa_cache_slab_bin(&p->cache, cl), cl,
+                              size, &bsize);
+    if (ptr) account_alloc(p, PA_ZONE_SLAB, size, bsize);
+    return ptr;
+}
+
+/* The live slab or buddy block `b` at `ptr` goes on cache bin `bin_index`
+ * as free_locked_at would put it there: 1, or 0 (nothing changed) when the
+ * bin is full or the budget would be passed (free_locked_at then flushes). */
+PA_HOT int cache_push_locked(pa_pool_impl_t *p, const pa_block_ref_t *b, size_t bin_index,
+                             void *ptr) {
     pa_cache_t *c = &p->cache;
-    pa_cache_bin_t *bin = &c->bins[_pa_cache_slab_bin(c, cl)];
-    if (pa_unlikely(!bin->count)) return NULL;
-    pa_cache_entry_t e = bin->entries[--bin->count];
-    if (!bin->count) _pa_cache_mark_empty(c, cl);
-    _pa_slab_reuse_cached(e.owner, e.ptr, size);
-    c->zone_cached[PA_ZONE_SLAB] -= e.size;
-    c->zone_hits[PA_ZONE_SLAB]++;
-    account_alloc(p, PA_ZONE_SLAB, size, e.size);
-    return e.ptr;
+    pa_cache_bin_t *bin = &c->bins[bin_index];
+    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b->bsize > c->budget)) return 0;
+    if (b->zone == PA_ZONE_SLAB) _pa_slab_mark_cached(b->owner, b->unit);
+    else _pa_buddy_mark_cached(b->owner, b->unit);
+    account_free(p, b->zone, b->requested, b->bsize);
+    c->zone_cached[b->zone] += b->bsize;
+    if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
+    bin->entries[bin->count++] = (pa_cache_entry_t){ptr, b->owner, b->bsize};
+    return 1;
 }
 
 /* 1 if `ptr` (page-map entry `ent`, tagged as a slab's) was a live slab
@@ -438,17 +449,8 @@ PA_HOT int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     if (pa_unlikely(p->learn.hot) || _pa_learn_owns(&p->learn, ptr)) return 0;
     pa_block_ref_t b;
     if (_pa_slab_find_live(_pa_page_map_owner(ent), (uintptr_t)ptr, &b) != PA_OK) return 0;
-    pa_cache_t *c = &p->cache;
     pa_slab_t *slab = b.owner;
-    size_t bin_index = _pa_cache_slab_bin(c, slab->class_index);
-    pa_cache_bin_t *bin = &c->bins[bin_index];
-    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;
-    _pa_slab_mark_cached(slab, b.unit);
-    account_free(p, PA_ZONE_SLAB, b.requested, b.bsize);
-    c->zone_cached[PA_ZONE_SLAB] += b.bsize;
-    if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
-    bin->entries[bin->count++] = (pa_cache_entry_t){ptr, slab, b.bsize};
-    return 1;
+    return cache_push_locked(p, &b, _pa_cache_slab_bin(&p->cache, slab->class_index), ptr);
 }
 
 /* ---- the buddy fast paths ------------------------------------------------------------ */
@@ -456,42 +458,26 @@ PA_HOT int slab_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
 /* A buddy-order request (slab max < size <= buddy max) served from its
  * cache bin, as zone_alloc_locked does, minus the routing record and the
  * calls; NULL (nothing changed) when the bin is empty. */
-PA_HOT void *buddy_pop_locked(pa_pool_impl_t *p,
-                                                                    size_t size) {
+PA_HOT void *buddy_pop_locked(pa_pool_impl_t *p, size_t size) {
     unsigned k = _pa_log2_ceil(size);
     if (k < p->buddy.min_order) k = p->buddy.min_order;
-    pa_cache_t *c = &p->cache;
-    size_t b = _pa_cache_buddy_bin(c, k);
-    pa_cache_bin_t *bin = &c->bins[b];
-    if (!bin->count) return NULL;
-    pa_cache_entry_t e = bin->entries[--bin->count];
-    if (!bin->count) _pa_cache_mark_empty(c, b);
-    _pa_buddy_reuse_cached(e.owner, e.ptr, k, size);
-    c->zone_cached[PA_ZONE_BUDDY] -= e.size;
-    c->zone_hits[PA_ZONE_BUDDY]++;
-    account_alloc(p, PA_ZONE_BUDDY, size, e.size);
-    return e.ptr;
+    size_t bsize;
+    void *ptr = _pa_cache_pop(&p->cache, PA_ZONE_BUDDY, _pa_cache_buddy_bin(&p->cache, k), k,
+                              size, &bsize);
+    if (ptr) account_alloc(p, PA_ZONE_BUDDY, size, bsize);
+    return ptr;
 }
 
 /* 1 if `ptr` (page-map entry `ent`, tagged as a region's) was a live
  * buddy block and is now cached, else 0 (nothing changed). */
-PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr,
-                                                                   uintptr_t ent) {
+PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     if (pa_unlikely(p->learn.hot || p->learn.auto_step) || _pa_learn_owns(&p->learn, ptr))
         return 0;
     pa_block_ref_t b;
     pa_buddy_region_t *r = _pa_page_map_owner(ent);
     if (_pa_buddy_find_live(r, (uintptr_t)ptr, &b) != PA_OK) return 0;
-    pa_cache_t *c = &p->cache;
-    size_t bin_index = _pa_cache_buddy_bin(c, PA_TAG_ORDER(r->tags[b.unit]));
-    pa_cache_bin_t *bin = &c->bins[bin_index];
-    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;
-    _pa_buddy_mark_cached(r, b.unit);
-    account_free(p, PA_ZONE_BUDDY, b.requested, b.bsize);
-    c->zone_cached[PA_ZONE_BUDDY] += b.bsize;
-    if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
-    bin->entries[bin->count++] = (pa_cache_entry_t){ptr, r, b.bsize};
-    return 1;
+    return cache_push_locked(p, &b, _pa_cache_buddy_bin(&p->cache, PA_TAG_ORDER(r->tags[b.unit])),
+                             ptr);
 }
 
 /* ---- the large fast paths ------------------------------------------------------------ */
@@ -500,17 +486,14 @@ PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr,
  * with nothing to flush first: nothing large cached, the buddy caches
  * under a region, no limit, no learning.  NULL (nothing changed) sends it
  * down the general path, which flushes, grows, trims and reports. */
-PA_HOT void *large_take_locked(pa_pool_impl_t *p,
-                                                                     size_t size) {
+PA_HOT void *large_take_locked(pa_pool_impl_t *p, size_t size) {
     if (size > MAX_REQUEST || p->heap.limit || flush_due(p))
         return NULL;
     size_t np = pages_of(size);
     pa_status_t st;
     pa_span_t *s = _pa_heap_take(&p->heap, np, &st);
     if (!s) return NULL;
-    s->kind = PA_SPAN_LARGE;
-    s->state = PA_BLOCK_LIVE;
-    s->requested = size;
+    _pa_large_set_live(s, size);
     account_alloc(p, PA_ZONE_LARGE, size, np << PA_PAGE_SHIFT);
     return (void *)s->start;
 }

@@ -198,20 +198,10 @@ MUTANTS = [
       "    if (r.zone == b->zone) {",
       "realloc stays in place whenever the zone is the same, even when growing past the "
       "block", POOL),
-    M("pool-fast-pop-bitmap", "csrc/pool.c",
-      "    if (!bin->count) _pa_cache_mark_empty(c, cl);\n",
-      "",
-      "the slab fast path pops a bin's last entry and leaves it marked nonempty", POOL),
     M("pool-fast-push-budget", "csrc/pool.c",
-      "    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;\n"
-      "    _pa_slab_mark_cached(",
-      "    if (pa_unlikely(bin->count == bin->cap)) return 0;\n    _pa_slab_mark_cached(",
-      "slab frees on the fast path ignore the cache budget", POOL),
-    M("pool-buddy-fast-push-budget", "csrc/pool.c",
-      "    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b.bsize > c->budget)) return 0;\n"
-      "    _pa_buddy_mark_cached(",
-      "    if (pa_unlikely(bin->count == bin->cap)) return 0;\n    _pa_buddy_mark_cached(",
-      "buddy frees on the fast path ignore the cache budget", POOL),
+      "    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b->bsize > c->budget)) return 0;",
+      "    if (pa_unlikely(bin->count == bin->cap)) return 0;",
+      "slab and buddy frees on the fast path ignore the cache budget", POOL),
     M("pool-buddy-fast-push-while-learning", "csrc/pool.c",
       "    if (pa_unlikely(p->learn.hot || p->learn.auto_step) || _pa_learn_owns(&p->learn, ptr))\n"
       "        return 0;\n    pa_block_ref_t b;\n    pa_buddy_region_t",
