@@ -528,7 +528,7 @@ pa_status_t pa_pool_config_default(pa_pool_config_t *cfg) {
     cfg->cache_budget = DEFAULT_BUDGET;
     cfg->release = PA_RELEASE_UNMAP;
     cfg->classes_per_doubling = 4;
-    cfg->slab_max = 4096;
+    cfg->slab_max = 16384;
     cfg->slab_size = (size_t)64 << 10;
     cfg->buddy_region = (size_t)1 << 20;
     cfg->large_threshold = (size_t)16 << 10;

@@ -322,7 +322,7 @@ typedef struct pa_pool_config {
     pa_release_t release;  /* PA_RELEASE_UNMAP (default) / _DECOMMIT     */
     unsigned classes_per_doubling; /* slab class spacing: 1, 2, 4 or 8
                               classes per power of two; 0 = 4            */
-    size_t slab_max;       /* hybrid: largest slab class; 0 = 4 KiB      */
+    size_t slab_max;       /* hybrid: largest slab class; 0 = 16 KiB     */
     size_t slab_size;      /* bytes per slab (multiple of 4 KiB); 0 = 64 KiB */
     size_t num_classes;    /* > 0: use classes[0..num_classes) (strictly
                               increasing multiples of the granularity)

@@ -65,7 +65,7 @@ int _pa_slab_init(pa_slab_zone_t *z, const pa_pool_config_t *cfg, pa_pool_mode_t
         unsigned per = cfg->classes_per_doubling ? cfg->classes_per_doubling : 4;
         if (per != 1 && per != 2 && per != 4 && per != 8) return -1;
         size_t max = mode == PA_POOL_SLAB_ONLY ? (size_t)PA_SLOT_MAX_REQ / 2 + 1
-                     : (cfg->slab_max ? cfg->slab_max : 4096);
+                     : (cfg->slab_max ? cfg->slab_max : (size_t)16 << 10);
         if (max < z->granularity) max = z->granularity;
         for (size_t pw = z->granularity; pw <= max; pw *= 2) {
             size_t step = pw / per < z->granularity ? z->granularity : pw / per;

@@ -62,15 +62,16 @@ def _pow2(policy, name, low, high):
 class Policy:
     """Pool policy.  All fields are keyword arguments with C defaults.
 
-    * ``mode`` -- "hybrid" (slab classes for small blocks, buddy blocks for
-      medium ones, a page-run zone above ``large_threshold``), "slab-only"
-      or "buddy-only".
+    * ``mode`` -- "hybrid" (slab classes up to ``slab_max``, buddy blocks
+      between ``slab_max`` and ``large_threshold`` -- none with the
+      defaults, both 16 KiB -- and a page-run zone above), "slab-only" or
+      "buddy-only".
     * ``alignment`` -- granularity of every block: a power of two in
       [8, 4096].
     * ``size_classes`` -- custom slab classes (strictly increasing
       multiples of ``alignment``, at most 48), or None for generated ones:
       ``fine_classes`` classes per power of two (1, 2, 4 or 8) up to
-      ``slab_max``.
+      ``slab_max`` (None = 16 KiB).
     * ``large_threshold`` -- hybrid: blocks above it go to the large zone
       (None = 16 KiB, at most ``buddy_region``).
     * ``high_watermark`` / ``low_watermark`` -- when reserved bytes exceed
@@ -201,15 +202,15 @@ class Policy:
     def _check_fits(self):
         """With growth='none' the pool's only chunk must hold one buddy
         region (hybrid with a buddy zone, buddy-only) and one slab: else
-        every request they serve fails, e.g. every one above 4 KiB in a
-        hybrid pool of one 64 KiB chunk."""
+        every request they serve fails, e.g. every one in (slab_max,
+        large_threshold] in a hybrid pool of one 64 KiB chunk."""
         if self.growth != "none":
             return
         cap = self.chunk_size or self.limit
         need, field = self.slab_size or 64 * KiB, "slab_size"
         if self.mode != "slab-only":
             threshold = self.large_threshold or 16 * KiB
-            if self.mode == "buddy-only" or threshold > (self.slab_max or 4096):
+            if self.mode == "buddy-only" or threshold > (self.slab_max or 16 * KiB):
                 region = self.buddy_region or _DEFAULT_REGION
                 if region > need:
                     need, field = region, "buddy_region"

@@ -34,8 +34,19 @@ static bw_t walk(pa_pool_t *p) {
     return w;
 }
 
+/* A hybrid pool whose buddy zone serves (4 KiB, large_threshold]: the
+ * default slab_max (16 KiB) equals the default threshold, which leaves the
+ * buddy zone empty. */
+static pa_pool_t *buddy_hybrid(size_t large_threshold) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.slab_max = 4096;
+    if (large_threshold) cfg.large_threshold = large_threshold;
+    return pa_pool_create(&cfg, NULL);
+}
+
 static void test_split_and_coalesce(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL); /* hybrid: buddy 8 KiB .. 256 KiB */
+    pa_pool_t *p = buddy_hybrid(0); /* buddy 8 KiB .. 16 KiB */
     /* one 8 KiB block splits a 1 MiB region into 8K,8K,16K,...,512K */
     char *a = pa_pool_alloc(p, 5000, NULL);
     CHECK_EQ(pa_pool_block_size(p, a), 8192u);
@@ -63,10 +74,7 @@ static void test_split_and_coalesce(void) {
 }
 
 static void test_orders(void) {
-    pa_pool_config_t cfg;
-    pa_pool_config_default(&cfg);
-    cfg.large_threshold = (size_t)256 << 10; /* every order up to 256 KiB */
-    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    pa_pool_t *p = buddy_hybrid((size_t)256 << 10); /* every order up to 256 KiB */
     size_t sizes[] = {4097, 8193, 16385, 40000, 65537, 131072, 200000, 262144};
     size_t expect[] = {8192, 16384, 32768, 65536, 131072, 131072, 262144, 262144};
     for (int i = 0; i < 8; i++) {
@@ -88,17 +96,21 @@ static void test_orders(void) {
     pa_pool_destroy(p);
 }
 
-/* The default threshold is 16 KiB: above it, whole pages (log-uniform
- * sizes then need less than a power-of-two block's rounding). */
+/* The defaults: slab classes up to 16 KiB, whole pages above (log-uniform
+ * sizes then need less than a power-of-two block's rounding); the buddy
+ * zone serves nothing unless large_threshold is raised over slab_max. */
 static void test_default_threshold(void) {
     pa_pool_t *p = pa_pool_create(NULL, NULL);
     void *b = pa_pool_alloc(p, 16384, NULL);
+    void *m = pa_pool_alloc(p, 9000, NULL);
     void *l = pa_pool_alloc(p, 16385, NULL);
     pa_pool_stats_t st;
     pa_pool_stats(p, &st);
-    CHECK_EQ(st.zone[PA_ZONE_BUDDY].live, 1u);
+    CHECK_EQ(st.zone[PA_ZONE_SLAB].live, 2u);
+    CHECK_EQ(st.zone[PA_ZONE_BUDDY].live, 0u);
     CHECK_EQ(st.zone[PA_ZONE_LARGE].live, 1u);
     CHECK_EQ(pa_pool_block_size(p, b), 16384u);
+    CHECK_EQ(pa_pool_block_size(p, m), 10240u); /* 4 classes per doubling */
     CHECK_EQ(pa_pool_block_size(p, l), 20480u);
     CHECK_EQ(pa_pool_check(p), 0u);
     pa_pool_destroy(p);
@@ -107,7 +119,7 @@ static void test_default_threshold(void) {
 static void test_many_random(void) {
     /* fill regions with mixed orders, free in a scrambled order with
      * reclaims in between: everything merges back to nothing */
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = buddy_hybrid((size_t)256 << 10);
     enum { N = 300 };
     static char *v[N];
     unsigned long long r = 42;
@@ -217,7 +229,7 @@ static void test_spare_region_and_dedicated(void) {
  * region's worth (1 MiB by default): a few cached 8 KiB blocks stay for
  * reuse, many are merged so the heap can place the span among them. */
 static void test_buddy_cache_kept_below_a_region(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = buddy_hybrid(0);
     /* free heap room first: a span request the heap cannot serve flushes
      * every cache before the pool grows */
     CHECK_EQ(pa_pool_free(p, pa_pool_alloc(p, 4 << 20, NULL)), PA_OK);

@@ -285,10 +285,11 @@ static void test_cache_budget(void) {
  * leave more than cache_budget bytes cached. */
 /* 200 blocks of `size` bytes freed one by one into a 64 KiB cache budget:
  * the caches never pass it, and `zone` keeps some. */
-static void check_cache_budget(size_t size, pa_zone_t zone) {
+static void check_cache_budget(size_t size, pa_zone_t zone, size_t slab_max) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);
     cfg.cache_budget = 64 << 10;
+    if (slab_max) cfg.slab_max = slab_max;
     pa_pool_t *p = pa_pool_create(&cfg, NULL);
     void *v[200];
     for (int i = 0; i < 200; i++) v[i] = pa_pool_alloc(p, size, NULL);
@@ -302,11 +303,11 @@ static void check_cache_budget(size_t size, pa_zone_t zone) {
 }
 
 static void test_cache_budget_slab(void) {
-    check_cache_budget(1000, PA_ZONE_SLAB); /* 1 KiB class */
+    check_cache_budget(1000, PA_ZONE_SLAB, 0); /* 1 KiB class */
 }
 
 static void test_cache_budget_buddy(void) {
-    check_cache_budget(6000, PA_ZONE_BUDDY); /* 8 KiB buddy blocks */
+    check_cache_budget(6000, PA_ZONE_BUDDY, 4096); /* 8 KiB buddy blocks */
 }
 
 static void test_limit(void) {
@@ -499,7 +500,10 @@ static void test_grow_none(void) {
 }
 
 static void test_stats_fragmentation(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.slab_max = 4096; /* a buddy zone from 4 KiB: every zone in use */
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     pa_pool_stats_t st = stats(p);
     CHECK(st.frag_internal == 0.0 && st.frag_external == 0.0);
     void *a = pa_pool_alloc(p, 65, NULL);   /* 80-byte class */

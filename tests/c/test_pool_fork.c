@@ -180,7 +180,10 @@ static void test_fork_while_threads_use_pools(void) {
  * consistent, gets the cached blocks back, and the parent's pool is
  * untouched by what the child did. */
 static void test_fork_with_cached_blocks(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.slab_max = 4096; /* a buddy zone from 4 KiB: every zone in use */
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     CHECK(p != NULL);
     for (int i = 0; i < 300; i++) { /* growing sizes: large caching off */
         void *a = pa_pool_alloc(p, ((size_t)20 << 10) + ((size_t)i << 12), NULL);

@@ -51,7 +51,10 @@ static void test_class_spacing(void) {
     CHECK_EQ(bsize(p, 513), 640u);
     CHECK_EQ(bsize(p, 3073), 3584u);
     CHECK_EQ(bsize(p, 4096), 4096u);
-    CHECK_EQ(bsize(p, 4097), 8192u); /* buddy */
+    CHECK_EQ(bsize(p, 4097), 5120u);
+    CHECK_EQ(bsize(p, 12289), 14336u);
+    CHECK_EQ(bsize(p, 16384), 16384u); /* the default slab_max */
+    CHECK_EQ(bsize(p, 16385), 20480u); /* large: whole pages */
     pa_pool_destroy(p);
 }
 

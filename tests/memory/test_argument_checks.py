@@ -56,15 +56,22 @@ def test_alignment_messages_state_one_range_in_one_wording():
 
 
 def test_fixed_pool_too_small_for_a_buddy_region_is_refused_at_creation():
-    # every allocation above 4 KiB used to fail later with OutOfMemoryError
+    # with a buddy zone (slab_max under large_threshold) every allocation
+    # it serves used to fail later with OutOfMemoryError
     with pytest.raises(InvalidArgumentError,
                        match=r"growth='none' with a 65,536-byte chunk cannot hold one buddy "
                              r"region \(1,048,576 bytes\)"):
-        pyarena.Pool(growth="none", chunk_size=1 << 16)
+        pyarena.Pool(growth="none", chunk_size=1 << 16, slab_max=4096)
     # the same chunk with a region that fits works above 4 KiB
-    pool = pyarena.Pool(growth="none", chunk_size=1 << 16, buddy_region=1 << 16,
-                        large_threshold=1 << 15)
-    assert pool.empty(5000, np.uint8).nbytes == 5000
+    pool = pyarena.Pool(growth="none", chunk_size=1 << 16, slab_max=4096,
+                        buddy_region=1 << 16, large_threshold=1 << 15)
+    a = pool.empty(5000, np.uint8)
+    assert a.nbytes == 5000 and pool.stats().zone("buddy").live == 1
+    # the defaults have no buddy zone (slabs up to 16 KiB, pages above):
+    # one slab fits the chunk
+    pool = pyarena.Pool(growth="none", chunk_size=1 << 16)
+    b = pool.empty(9000, np.uint8)
+    assert b.nbytes == 9000 and pool.stats().zone("slab").live == 1
     # slab-only needs a slab to fit
     with pytest.raises(InvalidArgumentError, match="slab size"):
         pyarena.Pool(mode="slab-only", growth="none", chunk_size=8192)
