@@ -79,7 +79,7 @@ pa_span_t *_pa_heap_alloc(pa_page_heap_t *h, size_t np, pa_status_t *st) {
 }
 
 void _pa_heap_free(pa_page_heap_t *h, pa_span_t *s) {
-    _pa_heap_give(h, s);
+    _pa_heap_give(h, s, 0);
 }
 
 void _pa_heap_shrink(pa_page_heap_t *h, pa_span_t *s, size_t np) {

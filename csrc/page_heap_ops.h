@@ -149,10 +149,16 @@ PA_HOT pa_span_t *_pa_heap_take(pa_page_heap_t *h, size_t np, pa_status_t *st) {
 }
 
 /* _pa_heap_free, inline.  A span given back: FREE, coalesced with free neighbours of its chunk.
- * Only kind, npages and the list links matter for a free span. */
-PA_HOT void _pa_heap_give(pa_page_heap_t *h, pa_span_t *s) {
+ * Only kind, npages and the list links matter for a free span.
+ * `ends_named`: the span's first and last page already name it (a large
+ * span's do), so only a merge changes what its ends must say: the merged
+ * span's first page is its left part's (which names it already), its
+ * last page is registered again.  Else (a slab's or a region's tagged
+ * pages, a new span) both ends are registered. */
+PA_HOT void _pa_heap_give(pa_page_heap_t *h, pa_span_t *s, int ends_named) {
     pa_heap_chunk_t *c = s->chunk;
     size_t gained = s->npages << PA_PAGE_SHIFT;
+    int merged = 0;
     if (s->start > c->base) {
         pa_span_t *l = _pa_page_map_span_at(&h->map, s->start - 1);
         if (l && l->kind == PA_SPAN_FREE && l->chunk == c &&
@@ -161,6 +167,7 @@ PA_HOT void _pa_heap_give(pa_page_heap_t *h, pa_span_t *s) {
             l->npages += s->npages;
             _pa_heap_desc_release(h, s);
             s = l;
+            merged = 1;
         }
     }
     uintptr_t end = s->start + (s->npages << PA_PAGE_SHIFT);
@@ -170,9 +177,11 @@ PA_HOT void _pa_heap_give(pa_page_heap_t *h, pa_span_t *s) {
             _pa_heap_unlink(h, r);
             s->npages += r->npages;
             _pa_heap_desc_release(h, r);
+            merged = 1;
         }
     }
-    _pa_heap_register(h, s);
+    if (!ends_named) _pa_heap_register(h, s);
+    else if (merged) _pa_heap_register_last(h, s);
     _pa_heap_link(h, s);
     h->free_bytes += gained;
 }

@@ -512,7 +512,7 @@ PA_HOT int large_give_locked(pa_pool_impl_t *p, void *ptr,
         return 0; /* a probe, a cache, learning or an error: the general path */
     size_t bytes = s->npages << PA_PAGE_SHIFT;
     account_free(p, PA_ZONE_LARGE, s->requested, bytes);
-    _pa_heap_give(&p->heap, s);
+    _pa_heap_give(&p->heap, s, 1); /* a large span: its ends name it */
     return 1;
 }
 

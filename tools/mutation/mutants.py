@@ -851,6 +851,11 @@ MUTANTS = [
       "        return;",
       "a span registered by its ends records its first page only: the right neighbour "
       "cannot find it to coalesce", POOL),
+    M("heap-give-merge-last-page-stale", "csrc/page_heap_ops.h",
+      "    else if (merged) _pa_heap_register_last(h, s);",
+      "    else if (0) _pa_heap_register_last(h, s);",
+      "a large span given back and merged with a free neighbour leaves its last page "
+      "naming the old span: the next coalescing cannot find the merged span", POOL),
     M("internal-log2-ceil-of-pow2", "csrc/internal.h",
       "    return x <= 1 ? 0 : _pa_log2_floor(x - 1) + 1;",
       "    return x <= 1 ? 0 : _pa_log2_floor(x) + 1;",
