@@ -145,6 +145,39 @@ static void test_learn_and_hit(void) {
     pa_pool_destroy(p);
 }
 
+/* The same model with buddy blocks (slab_max 4 KiB: its 6000 and 8000
+ * byte blocks are 8 KiB buddy blocks): their frees, taken by the buddy
+ * fast path, are recorded while a step is learned, so the step is planned
+ * and then served by the plan. */
+static void test_learn_buddy_blocks(void) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.slab_max = 4096;
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
+    world_t w;
+    world_init(&w, p);
+    CHECK_EQ(pa_pool_step(p), PA_OK);
+    for (int r = 0; r < 2; r++) {
+        model(&w, 2);
+        CHECK_EQ(pa_pool_step(p), PA_OK);
+    }
+    pa_pool_stats_t s = stats(p);
+    CHECK_EQ(s.learned_sequences, 1u);
+    uint64_t buddy = s.zone[PA_ZONE_BUDDY].allocs;
+    CHECK_EQ(buddy, 4u); /* two per step */
+    for (int r = 0; r < 5; r++) {
+        model(&w, 2);
+        CHECK_EQ(pa_pool_step(p), PA_OK);
+        world_ok(&w);
+    }
+    s = stats(p);
+    CHECK_EQ(s.plan_hits, 25u);
+    CHECK_EQ(s.plan_misses, 0u);
+    CHECK_EQ(s.zone[PA_ZONE_BUDDY].allocs, buddy); /* the plan serves them now */
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_destroy(p);
+}
+
 /* The planned blocks are where the plan says: inside one region, and the
  * same addresses every step. */
 static void test_same_addresses(void) {
@@ -816,6 +849,7 @@ static void test_fuzz(void) {
 
 int main(void) {
     RUN(test_learn_and_hit);
+    RUN(test_learn_buddy_blocks);
     RUN(test_same_addresses);
     RUN(test_divergence_size);
     RUN(test_divergence_order);
