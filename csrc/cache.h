@@ -124,6 +124,28 @@ static inline void _pa_cache_mark_empty(pa_cache_t *c, size_t b) {
     c->nonempty_bins[b >> 6] &= ~(1ull << (b & 63));
 }
 
+/* The newest entry of slab or buddy bin `b` off its bin: its block and
+ * owner in *ptr / *owner (still CACHED in its zone and in the cached
+ * bytes: the caller makes it live, then calls _pa_cache_hit); 0 if the
+ * bin is empty.  Split so that a caller can finish the hit in a second
+ * function with fewer values live (pool.c, alloc_slab_hit). */
+static inline int _pa_cache_take(pa_cache_t *c, size_t b, void **ptr, void **owner) {
+    pa_cache_bin_t *bin = &c->bins[b];
+    if (!bin->count) return 0;
+    const pa_cache_entry_t *e = &bin->entries[--bin->count];
+    *ptr = e->ptr;
+    *owner = e->owner;
+    if (!bin->count) _pa_cache_mark_empty(c, b);
+    return 1;
+}
+
+/* A block of `bytes` taken off a bin of `zone` (_pa_cache_take) is no
+ * longer cached: a hit. */
+static inline void _pa_cache_hit(pa_cache_t *c, pa_zone_t zone, size_t bytes) {
+    c->zone_cached[zone] -= bytes;
+    c->zone_hits[zone]++;
+}
+
 /* The newest cached block of bin `b` (zone `zone`; `order` is the buddy
  * order, `npages` the large page count), LIVE again with `req` bytes and
  * its block bytes in *bsize; NULL if the bin is empty. */
@@ -134,14 +156,14 @@ static inline void *_pa_cache_pop(pa_cache_t *c, pa_zone_t zone, size_t b, size_
                    ? _pa_cache_pop_large(c, b, order_or_npages, req, bsize) : NULL;
     pa_cache_bin_t *bin = &c->bins[b];
     if (!bin->count) return NULL;
-    pa_cache_entry_t e = bin->entries[--bin->count];
-    if (!bin->count) _pa_cache_mark_empty(c, b);
-    if (zone == PA_ZONE_SLAB) _pa_slab_reuse_cached(e.owner, e.ptr, req);
-    else _pa_buddy_reuse_cached(e.owner, e.ptr, (unsigned)order_or_npages, req);
-    c->zone_cached[zone] -= e.size;
-    c->zone_hits[zone]++;
-    *bsize = e.size;
-    return e.ptr;
+    size_t bytes = bin->entries[bin->count - 1].size;
+    void *ptr, *owner;
+    _pa_cache_take(c, b, &ptr, &owner);
+    if (zone == PA_ZONE_SLAB) _pa_slab_reuse_cached(owner, ptr, req);
+    else _pa_buddy_reuse_cached(owner, ptr, (unsigned)order_or_npages, req);
+    _pa_cache_hit(c, zone, bytes);
+    *bsize = bytes;
+    return ptr;
 }
 
 /* Cache a freed block (already marked CACHED by its zone) on bin `b`; when

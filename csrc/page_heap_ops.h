@@ -94,11 +94,12 @@ PA_HOT void _pa_heap_remove(pa_page_heap_t *h, pa_span_t *s) {
 
 PA_HOT pa_span_t *_pa_heap_best_fit(pa_page_heap_t *h, size_t np) {
     if (np < PA_HEAP_EXACT_PAGES) {
-        for (size_t w = np >> 6; w < PA_HEAP_EXACT_PAGES / 64; w++) {
-            uint64_t m = h->free_by_pages_mask[w];
-            if (w == (np >> 6)) m &= ~0ull << (np & 63);
-            if (m) return h->free_by_pages[w * 64 + (size_t)__builtin_ctzll(m)];
-        }
+        /* the sizes below np masked off in the first word only: no mask
+           kept live through the loop (one register less, pool.c) */
+        size_t w = np >> 6;
+        uint64_t m = h->free_by_pages_mask[w] & (~0ull << (np & 63));
+        while (!m && ++w < PA_HEAP_EXACT_PAGES / 64) m = h->free_by_pages_mask[w];
+        if (m) return h->free_by_pages[w * 64 + (size_t)__builtin_ctzll(m)];
     }
     pa_span_t *best = NULL;
     for (pa_span_t *s = h->free_big; s; s = s->next) {
@@ -120,70 +121,121 @@ PA_HOT void _pa_heap_cut_tail(pa_span_t *s, size_t np, pa_span_t *tail) {
     s->npages = np;
 }
 
-/* _pa_heap_alloc, inline (the pool's large fast path takes spans here). */
-PA_HOT pa_span_t *_pa_heap_take(pa_page_heap_t *h, size_t np, pa_status_t *st) {
+/* _pa_heap_take with an unused descriptor at hand (h->unused_descs not
+ * NULL): no call, so a caller that makes none either (the pool's large
+ * fast path) saves no registers.  NULL: nothing fits. */
+PA_HOT void _pa_heap_take_rest(pa_page_heap_t *h, pa_span_t *s, size_t np);
+
+/* Split a taken span: `s` keeps its first `np` pages, the unused
+ * descriptor at hand describes the rest (returned). */
+PA_HOT pa_span_t *_pa_heap_cut_off(pa_page_heap_t *h, pa_span_t *s, size_t np) {
+    pa_span_t *tail = h->unused_descs;
+    h->unused_descs = tail->next;
+    _pa_heap_cut_tail(s, np, tail);
+    return tail;
+}
+
+/* The rest cut off `s` becomes a free span; `s`'s new last page names it
+ * (its first page does already). */
+PA_HOT void _pa_heap_file_tail(pa_page_heap_t *h, pa_span_t *s, pa_span_t *tail) {
+    _pa_heap_register(h, tail);
+    _pa_heap_link(h, tail);
+    _pa_heap_register_last(h, s);
+}
+
+PA_HOT pa_span_t *_pa_heap_take_ready(pa_page_heap_t *h, size_t np) {
     pa_span_t *s = _pa_heap_best_fit(h, np);
-    if (!s) {
-        *st = PA_ERR_NOMEM;
-        return NULL;
-    }
+    if (!s) return NULL;
+    _pa_heap_unlink(h, s);
+    _pa_heap_take_rest(h, s, np);
+    return s;
+}
+
+/* The rest of a take once the free span `s` (at least `np` pages) is off
+ * its list: its first `np` pages are the caller's, the others a free span
+ * of their own (an unused descriptor at hand).  A free span registers both
+ * ends, so an exact fit registers nothing. */
+PA_HOT void _pa_heap_take_rest(pa_page_heap_t *h, pa_span_t *s, size_t np) {
     if (s->npages > np) {
-        pa_span_t *tail = _pa_heap_desc_pop(h);
-        if (!tail) {
-            *st = PA_ERR_NOMEM;
-            return NULL;
-        }
-        _pa_heap_unlink(h, s);
-        _pa_heap_cut_tail(s, np, tail);
-        _pa_heap_register(h, tail);
-        _pa_heap_link(h, tail);
-        _pa_heap_register_last(h, s); /* its first page names it already */
-    } else {
-        _pa_heap_unlink(h, s); /* a free span registers both ends */
+        pa_span_t *tail = _pa_heap_cut_off(h, s, np);
+        _pa_heap_file_tail(h, s, tail);
     }
     h->free_bytes -= np << PA_PAGE_SHIFT;
     /* the caller sets the kind and what that kind uses (owner, state,
        requested) */
     s->kind = PA_SPAN_UNUSED;
+}
+
+/* _pa_heap_alloc, inline. */
+PA_HOT pa_span_t *_pa_heap_take(pa_page_heap_t *h, size_t np, pa_status_t *st) {
+    pa_span_t *s = NULL;
+    if (pa_likely(h->unused_descs) || _pa_heap_desc_refill(h) == 0) s = _pa_heap_take_ready(h, np);
+    if (!s) *st = PA_ERR_NOMEM;
     return s;
 }
 
-/* _pa_heap_free, inline.  A span given back: FREE, coalesced with free neighbours of its chunk.
- * Only kind, npages and the list links matter for a free span.
+/* ---- coalescing ----------------------------------------------------------- */
+
+/* The free span right before `s` in its chunk, or NULL. */
+PA_HOT pa_span_t *_pa_heap_free_left(pa_page_heap_t *h, const pa_span_t *s) {
+    const pa_heap_chunk_t *c = s->chunk;
+    if (s->start <= c->base) return NULL;
+    pa_span_t *l = _pa_page_map_span_at(&h->map, s->start - 1);
+    return l && l->kind == PA_SPAN_FREE && l->chunk == c &&
+                   l->start + (l->npages << PA_PAGE_SHIFT) == s->start
+               ? l
+               : NULL;
+}
+
+/* The free span right after `s` in its chunk, or NULL. */
+PA_HOT pa_span_t *_pa_heap_free_right(pa_page_heap_t *h, const pa_span_t *s) {
+    const pa_heap_chunk_t *c = s->chunk;
+    uintptr_t end = s->start + (s->npages << PA_PAGE_SHIFT);
+    if (end >= c->base + c->size) return NULL;
+    pa_span_t *r = _pa_page_map_span_at(&h->map, end);
+    return r && r->kind == PA_SPAN_FREE && r->chunk == c && r->start == end ? r : NULL;
+}
+
+/* `s` joins its free left neighbour `l` (off its list), which is the span
+ * from now on. */
+PA_HOT pa_span_t *_pa_heap_merge_left(pa_page_heap_t *h, pa_span_t *l, pa_span_t *s) {
+    _pa_heap_unlink(h, l);
+    l->npages += s->npages;
+    _pa_heap_desc_release(h, s);
+    return l;
+}
+
+/* `s` takes in its free right neighbour `r` (off its list). */
+PA_HOT void _pa_heap_merge_right(pa_page_heap_t *h, pa_span_t *s, pa_span_t *r) {
+    _pa_heap_unlink(h, r);
+    s->npages += r->npages;
+    _pa_heap_desc_release(h, r);
+}
+
+/* _pa_heap_free, inline.  A span given back: FREE, coalesced with free
+ * neighbours of its chunk.  Only kind, npages and the list links matter
+ * for a free span.
  * `ends_named`: the span's first and last page already name it (a large
  * span's do), so only a merge changes what its ends must say: the merged
  * span's first page is its left part's (which names it already), its
  * last page is registered again.  Else (a slab's or a region's tagged
  * pages, a new span) both ends are registered. */
 PA_HOT void _pa_heap_give(pa_page_heap_t *h, pa_span_t *s, int ends_named) {
-    pa_heap_chunk_t *c = s->chunk;
-    size_t gained = s->npages << PA_PAGE_SHIFT;
     int merged = 0;
-    if (s->start > c->base) {
-        pa_span_t *l = _pa_page_map_span_at(&h->map, s->start - 1);
-        if (l && l->kind == PA_SPAN_FREE && l->chunk == c &&
-            l->start + (l->npages << PA_PAGE_SHIFT) == s->start) {
-            _pa_heap_unlink(h, l);
-            l->npages += s->npages;
-            _pa_heap_desc_release(h, s);
-            s = l;
-            merged = 1;
-        }
+    h->free_bytes += s->npages << PA_PAGE_SHIFT;
+    pa_span_t *n = _pa_heap_free_left(h, s);
+    if (n) {
+        s = _pa_heap_merge_left(h, n, s);
+        merged = 1;
     }
-    uintptr_t end = s->start + (s->npages << PA_PAGE_SHIFT);
-    if (end < c->base + c->size) {
-        pa_span_t *r = _pa_page_map_span_at(&h->map, end);
-        if (r && r->kind == PA_SPAN_FREE && r->chunk == c && r->start == end) {
-            _pa_heap_unlink(h, r);
-            s->npages += r->npages;
-            _pa_heap_desc_release(h, r);
-            merged = 1;
-        }
+    n = _pa_heap_free_right(h, s);
+    if (n) {
+        _pa_heap_merge_right(h, s, n);
+        merged = 1;
     }
     if (!ends_named) _pa_heap_register(h, s);
     else if (merged) _pa_heap_register_last(h, s);
     _pa_heap_link(h, s);
-    h->free_bytes += gained;
 }
 
 #endif /* PA_PAGE_HEAP_OPS_H */

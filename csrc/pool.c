@@ -412,32 +412,68 @@ static pa_status_t free_locked(pa_pool_impl_t *p, void *ptr) {
  * status stays in one place.  A step being learned allocates through
  * learn_alloc_locked, which tries these pops itself and records the
  * block. */
-PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
+/* A slab-class request's cached block off its bin (*ptr, its slab in
+ * *slab; *status, if given, PA_OK): 1, else 0 (not a slab class, or the
+ * bin is empty; nothing changed). */
+PA_HOT int slab_take_locked(pa_pool_impl_t *p, size_t size, void **ptr, void **slab,
+                            pa_status_t *status) {
     const pa_slab_zone_t *z = &p->slab;
-    if (size - 1 >= z->max_size) return NULL; /* size 0 too */
+    if (size - 1 >= z->max_size) return 0; /* size 0 too */
     size_t i = (size - 1) >> z->granularity_shift;
-    if (pa_unlikely(i >= z->class_of_len)) return NULL;
-    size_t cl = z->class_of[i], bsize;
-    void *ptr = _pa_cache_pop(&p->cache, PA_ZONE_SLAB, _pa_cache_slab_bin(&p->cache, cl), cl,
-                              size, &bsize);
-    if (ptr) account_alloc(p, PA_ZONE_SLAB, size, bsize);
+    if (pa_unlikely(i >= z->class_of_len)) return 0;
+    size_t b = _pa_cache_slab_bin(&p->cache, z->class_of[i]);
+    if (!p->cache.bins[b].count) return 0;
+    if (status) *status = PA_OK; /* a hit cannot fail: one value less live */
+    return _pa_cache_take(&p->cache, b, ptr, slab);
+}
+
+/* The block slab_take_locked took, live and counted (a cache hit). */
+PA_HOT void slab_reuse_locked(pa_pool_impl_t *p, void *ptr, pa_slab_t *slab, size_t size) {
+    _pa_cache_hit(&p->cache, PA_ZONE_SLAB, slab->size);
+    _pa_slab_reuse_cached(slab, ptr, size);
+    account_alloc(p, PA_ZONE_SLAB, size, slab->size);
+}
+
+PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
+    void *ptr, *slab;
+    if (!slab_take_locked(p, size, &ptr, &slab, NULL)) return NULL;
+    slab_reuse_locked(p, ptr, slab, size);
     return ptr;
 }
 
 /* The live slab or buddy block `b` at `ptr` goes on cache bin `bin_index`
  * as free_locked_at would put it there: 1, or 0 (nothing changed) when the
  * bin is full or the budget would be passed (free_locked_at then flushes). */
-PA_HOT int cache_push_locked(pa_pool_impl_t *p, const pa_block_ref_t *b, size_t bin_index,
+PA_HOT int cache_room_locked(pa_pool_impl_t *p, size_t bin_index, size_t bsize) {
+    pa_cache_t *c = &p->cache;
+    const pa_cache_bin_t *bin = &c->bins[bin_index];
+    return pa_likely(bin->count != bin->cap && _pa_cache_total(c) + bsize <= c->budget);
+}
+
+/* Bin `bin_index` about to receive a block (cache_room_locked said yes):
+ * in the nonempty bitmap. */
+PA_HOT void cache_mark_locked(pa_pool_impl_t *p, size_t bin_index) {
+    if (!p->cache.bins[bin_index].count) _pa_cache_mark_nonempty(&p->cache, bin_index);
+}
+
+/* cache_push_locked once cache_room_locked said yes and cache_mark_locked
+ * ran. */
+PA_HOT void cache_put_locked(pa_pool_impl_t *p, const pa_block_ref_t *b, size_t bin_index,
                              void *ptr) {
     pa_cache_t *c = &p->cache;
     pa_cache_bin_t *bin = &c->bins[bin_index];
-    if (pa_unlikely(bin->count == bin->cap || _pa_cache_total(c) + b->bsize > c->budget)) return 0;
     if (b->zone == PA_ZONE_SLAB) _pa_slab_mark_cached(b->owner, b->unit);
     else _pa_buddy_mark_cached(b->owner, b->unit);
     account_free(p, b->zone, b->requested, b->bsize);
     c->zone_cached[b->zone] += b->bsize;
-    if (!bin->count) _pa_cache_mark_nonempty(c, bin_index);
     bin->entries[bin->count++] = (pa_cache_entry_t){ptr, b->owner, b->bsize};
+}
+
+PA_HOT int cache_push_locked(pa_pool_impl_t *p, const pa_block_ref_t *b, size_t bin_index,
+                             void *ptr) {
+    if (!cache_room_locked(p, bin_index, b->bsize)) return 0;
+    cache_put_locked(p, b, bin_index, ptr);
+    if (p->cache.bins[bin_index].count == 1) _pa_cache_mark_nonempty(&p->cache, bin_index);
     return 1;
 }
 
@@ -484,34 +520,48 @@ PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
 
 /* A large request served by the page heap directly, as get_span would
  * with nothing to flush first: nothing large cached, the buddy caches
- * under a region, no limit, no learning.  NULL (nothing changed) sends it
+ * under a region, no limit, no learning, an unused span descriptor at
+ * hand (no refill call: the path saves no registers).  NULL (nothing
+ * changed) sends it
  * down the general path, which flushes, grows, trims and reports. */
-PA_HOT void *large_take_locked(pa_pool_impl_t *p, size_t size) {
-    if (size > MAX_REQUEST || p->heap.limit || flush_due(p))
-        return NULL;
-    size_t np = pages_of(size);
-    pa_status_t st;
-    pa_span_t *s = _pa_heap_take(&p->heap, np, &st);
-    if (!s) return NULL;
+PA_HOT int large_fast_ok(pa_pool_impl_t *p, size_t size) {
+    return size <= MAX_REQUEST && !p->heap.limit && !flush_due(p) && p->heap.unused_descs;
+}
+
+/* The span large_take_locked placed for `size` bytes, live and counted. */
+PA_HOT void large_set_live_locked(pa_pool_impl_t *p, pa_span_t *s, size_t size) {
     _pa_large_set_live(s, size);
-    account_alloc(p, PA_ZONE_LARGE, size, np << PA_PAGE_SHIFT);
+    account_alloc(p, PA_ZONE_LARGE, size, s->npages << PA_PAGE_SHIFT);
+}
+
+PA_HOT void *large_take_locked(pa_pool_impl_t *p, size_t size) {
+    if (!large_fast_ok(p, size)) return NULL;
+    pa_span_t *s = _pa_heap_take_ready(&p->heap, pages_of(size));
+    if (!s) return NULL;
+    large_set_live_locked(p, s, size);
     return (void *)s->start;
 }
 
-/* 1 if `ptr` (page-map entry `ent`, untagged) was a live large block and
- * went straight back to the page heap, as free_locked_at does while large
- * requests keep missing the caches; else 0, nothing changed. */
-PA_HOT int large_give_locked(pa_pool_impl_t *p, void *ptr,
-                                                                   uintptr_t ent) {
+/* The live large span `ptr` starts (page-map entry `ent`, untagged), now
+ * counted as freed, if it may go straight back to the page heap, as
+ * free_locked_at gives it while large requests keep missing the caches;
+ * else NULL, nothing changed. */
+PA_HOT pa_span_t *large_give_begin(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
     pa_span_t *s = (pa_span_t *)ent;
-    pa_cache_t *c = &p->cache;
     if (!s || s->start != (uintptr_t)ptr || s->kind != PA_SPAN_LARGE ||
         s->state != PA_BLOCK_LIVE || pa_unlikely(p->learn.hot || p->learn.auto_step) ||
         _pa_learn_owns(&p->learn, ptr) ||
-        _pa_cache_wants_large(c, p->zone[PA_ZONE_LARGE].frees + 1))
-        return 0; /* a probe, a cache, learning or an error: the general path */
-    size_t bytes = s->npages << PA_PAGE_SHIFT;
-    account_free(p, PA_ZONE_LARGE, s->requested, bytes);
+        _pa_cache_wants_large(&p->cache, p->zone[PA_ZONE_LARGE].frees + 1))
+        return NULL; /* a probe, a cache, learning or an error: the general path */
+    account_free(p, PA_ZONE_LARGE, s->requested, s->npages << PA_PAGE_SHIFT);
+    return s;
+}
+
+/* 1 if `ptr` (page-map entry `ent`, untagged) was a live large block and
+ * went straight back to the page heap; else 0, nothing changed. */
+PA_HOT int large_give_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
+    pa_span_t *s = large_give_begin(p, ptr, ent);
+    if (!s) return 0;
     _pa_heap_give(&p->heap, s, 1); /* a large span: its ends name it */
     return 1;
 }
@@ -694,16 +744,102 @@ static __attribute__((noinline)) void *alloc_buddy(pa_pool_t *h, pa_pool_impl_t 
     return r;
 }
 
+/* A slab cache hit, its second stage (as free_large is split, see there):
+ * the block live and counted, the lock left. */
+static __attribute__((noinline)) void *alloc_slab_hit(pa_pool_t *h, pa_pool_impl_t *p, void *ptr,
+                                                      pa_slab_t *slab, size_t size) {
+    slab_reuse_locked(p, ptr, slab, size);
+    _pa_lock_leave_biased(&h->lock);
+    return ptr;
+}
+
+/* alloc_large is large_take_locked in stages joined by tail calls (see
+ * free_large): the best fit; the split; filing the rest; the accounting
+ * and the lock.  None can fail once the span is chosen, so the status is
+ * set first: one argument less to carry. */
+static __attribute__((noinline)) void *alloc_large_live(pa_pool_t *h, pa_pool_impl_t *p,
+                                                        pa_span_t *s, size_t size) {
+    p->heap.free_bytes -= s->npages << PA_PAGE_SHIFT;
+    s->kind = PA_SPAN_UNUSED;
+    large_set_live_locked(p, s, size);
+    _pa_lock_leave_biased(&h->lock);
+    return (void *)s->start;
+}
+
+static __attribute__((noinline)) void *alloc_large_last(pa_pool_t *h, pa_pool_impl_t *p,
+                                                        pa_span_t *s, size_t size) {
+    _pa_heap_register_last(&p->heap, s); /* its first page names it already */
+    return alloc_large_live(h, p, s, size);
+}
+
+static __attribute__((noinline)) void *alloc_large_link(pa_pool_t *h, pa_pool_impl_t *p,
+                                                        pa_span_t *s, size_t size,
+                                                        pa_span_t *tail) {
+    _pa_heap_link(&p->heap, tail);
+    return alloc_large_last(h, p, s, size);
+}
+
+static __attribute__((noinline)) void *alloc_large_file(pa_pool_t *h, pa_pool_impl_t *p,
+                                                        pa_span_t *s, size_t size,
+                                                        pa_span_t *tail) {
+    _pa_heap_register(&p->heap, tail); /* the rest: a free span */
+    return alloc_large_link(h, p, s, size, tail);
+}
+
+static __attribute__((noinline)) void *alloc_large_rest(pa_pool_t *h, pa_pool_impl_t *p,
+                                                        pa_span_t *s, size_t size) {
+    size_t np = pages_of(size);
+    if (s->npages == np) return alloc_large_live(h, p, s, size);
+    return alloc_large_file(h, p, s, size, _pa_heap_cut_off(&p->heap, s, np));
+}
+
 static __attribute__((noinline)) void *alloc_large(pa_pool_t *h, pa_pool_impl_t *p, size_t size,
                                                    pa_status_t *status) {
-    void *r = large_take_locked(p, size);
-    if (!r) return alloc_general(h, size, status, 1);
-    _pa_lock_leave_biased(&h->lock);
+    pa_span_t *s = large_fast_ok(p, size) ? _pa_heap_best_fit(&p->heap, pages_of(size)) : NULL;
+    if (!s) return alloc_general(h, size, status, 1);
+    _pa_heap_unlink(&p->heap, s);
     if (status) *status = PA_OK;
-    return r;
+    return alloc_large_rest(h, p, s, size);
 }
 
 static __attribute__((noinline)) pa_status_t free_general(pa_pool_t *h, void *ptr, int held);
+
+/* free_slab is slab_push_locked in stages joined by tail calls (see
+ * free_large): the live slot; room in its bin; caching it. */
+static __attribute__((noinline)) pa_status_t free_slab_put(pa_pool_t *h, pa_pool_impl_t *p,
+                                                           void *ptr, pa_slab_t *slab,
+                                                           size_t unit) {
+    pa_block_ref_t b = {PA_ZONE_SLAB, slab, slab->size, PA_SLOT_REQ(slab->slot[unit]), unit};
+    cache_put_locked(p, &b, _pa_cache_slab_bin(&p->cache, slab->class_index), ptr);
+    _pa_lock_leave_biased(&h->lock);
+    return PA_OK;
+}
+
+/* The first block of an empty bin: the bin into the nonempty bitmap. */
+static __attribute__((noinline)) pa_status_t free_slab_first(pa_pool_t *h, pa_pool_impl_t *p,
+                                                             void *ptr, pa_slab_t *slab,
+                                                             size_t unit) {
+    cache_mark_locked(p, _pa_cache_slab_bin(&p->cache, slab->class_index));
+    return free_slab_put(h, p, ptr, slab, unit);
+}
+
+static __attribute__((noinline)) pa_status_t free_slab_push(pa_pool_t *h, pa_pool_impl_t *p,
+                                                            void *ptr, pa_slab_t *slab,
+                                                            size_t unit) {
+    size_t bin = _pa_cache_slab_bin(&p->cache, slab->class_index);
+    if (!cache_room_locked(p, bin, slab->size)) return free_general(h, ptr, 1);
+    if (pa_unlikely(!p->cache.bins[bin].count)) return free_slab_first(h, p, ptr, slab, unit);
+    return free_slab_put(h, p, ptr, slab, unit);
+}
+
+static __attribute__((noinline)) pa_status_t free_slab(pa_pool_t *h, pa_pool_impl_t *p, void *ptr,
+                                                       uintptr_t ent) {
+    pa_block_ref_t b;
+    if (pa_unlikely(p->learn.hot) ||
+        _pa_slab_find_live(_pa_page_map_owner(ent), (uintptr_t)ptr, &b) != PA_OK)
+        return free_general(h, ptr, 1); /* learning records frees; errors */
+    return free_slab_push(h, p, ptr, b.owner, b.unit);
+}
 
 static __attribute__((noinline)) pa_status_t free_buddy(pa_pool_t *h, pa_pool_impl_t *p, void *ptr,
                                                         uintptr_t ent) {
@@ -712,11 +848,46 @@ static __attribute__((noinline)) pa_status_t free_buddy(pa_pool_t *h, pa_pool_im
     return PA_OK;
 }
 
-static __attribute__((noinline)) pa_status_t free_large(pa_pool_t *h, pa_pool_impl_t *p, void *ptr,
-                                                        uintptr_t ent) {
-    if (!large_give_locked(p, ptr, ent)) return free_general(h, ptr, 1);
+/* free_large is large_give_locked in stages joined by tail calls: the
+ * coalescing keeps more values live than the registers a function may use
+ * without saving any, and saved registers are stores (see pa_pool_alloc).
+ * The stages: checks and counts; the left neighbour; the right one; filing
+ * the free span and leaving the lock. */
+static __attribute__((noinline)) pa_status_t free_large_file(pa_pool_t *h, pa_page_heap_t *heap,
+                                                             pa_span_t *s, int merged) {
+    if (merged) _pa_heap_register_last(heap, s); /* its first page names it */
+    _pa_heap_link(heap, s);
     _pa_lock_leave_biased(&h->lock);
     return PA_OK;
+}
+
+static __attribute__((noinline)) pa_status_t free_large_absorb(pa_pool_t *h, pa_page_heap_t *heap,
+                                                               pa_span_t *s, pa_span_t *r) {
+    _pa_heap_merge_right(heap, s, r);
+    return free_large_file(h, heap, s, 1);
+}
+
+static __attribute__((noinline)) pa_status_t free_large_right(pa_pool_t *h, pa_page_heap_t *heap,
+                                                              pa_span_t *s, int merged) {
+    pa_span_t *r = _pa_heap_free_right(heap, s);
+    if (r) return free_large_absorb(h, heap, s, r);
+    return free_large_file(h, heap, s, merged);
+}
+
+static __attribute__((noinline)) pa_status_t free_large_join(pa_pool_t *h, pa_page_heap_t *heap,
+                                                             pa_span_t *s, pa_span_t *l) {
+    return free_large_right(h, heap, _pa_heap_merge_left(heap, l, s), 1);
+}
+
+static __attribute__((noinline)) pa_status_t free_large(pa_pool_t *h, pa_pool_impl_t *p, void *ptr,
+                                                        uintptr_t ent) {
+    pa_span_t *s = large_give_begin(p, ptr, ent);
+    if (!s) return free_general(h, ptr, 1);
+    pa_page_heap_t *heap = &p->heap;
+    heap->free_bytes += s->npages << PA_PAGE_SHIFT;
+    pa_span_t *l = _pa_heap_free_left(heap, s);
+    if (l) return free_large_join(h, heap, s, l);
+    return free_large_right(h, heap, s, 0);
 }
 
 /* The fast path makes no call but a tail call, so it saves no registers:
@@ -727,12 +898,9 @@ void *pa_pool_alloc(pa_pool_t *h, size_t size, pa_status_t *status) {
         pa_pool_impl_t *p = h->p;
         if (pa_likely(p != NULL)) {
             if (pa_unlikely(p->learn.hot)) return alloc_learning(h, p, size, status);
-            void *r = slab_pop_locked(p, size);
-            if (pa_likely(r != NULL)) {
-                _pa_lock_leave_biased(&h->lock);
-                if (status) *status = PA_OK;
-                return r;
-            }
+            void *ptr, *slab;
+            if (pa_likely(slab_take_locked(p, size, &ptr, &slab, status)))
+                return alloc_slab_hit(h, p, ptr, slab, size);
             if (size > p->slab.max_size)
                 return size <= p->buddy.max_size ? alloc_buddy(h, p, size, status)
                                                  : alloc_large(h, p, size, status);
@@ -835,15 +1003,9 @@ pa_status_t pa_pool_free(pa_pool_t *h, void *ptr) {
         if (pa_likely(p != NULL)) {
             if (_pa_learn_owns(&p->learn, ptr)) return free_learned(h, p, ptr);
             uintptr_t ent = _pa_page_map_entry(&p->heap.map, (uintptr_t)ptr);
-            if (ent & PA_MAP_TAG_SLAB) {
-                if (slab_push_locked(p, ptr, ent)) {
-                    _pa_lock_leave_biased(&h->lock);
-                    return PA_OK;
-                }
-            } else {
-                return ent & PA_MAP_TAG_REGION ? free_buddy(h, p, ptr, ent)
-                                               : free_large(h, p, ptr, ent);
-            }
+            if (ent & PA_MAP_TAG_SLAB) return free_slab(h, p, ptr, ent);
+            return ent & PA_MAP_TAG_REGION ? free_buddy(h, p, ptr, ent)
+                                           : free_large(h, p, ptr, ent);
         }
         return free_general(h, ptr, 1);
     }

@@ -520,6 +520,43 @@ static void test_large_cache_bypass_and_return(void) {
  * to the general one (a pool ending steps on its own; a large block that
  * a probe left cached, freed again) keep the counts exact and still tell
  * a double free. */
+/* A large block the page heap places (no cache hit) is exactly its pages,
+ * also when the best fit is a free span one page larger (split, not handed
+ * out whole): random sizes and frees, so that the large caches go quiet
+ * and the fast paths place most blocks. */
+static void test_large_heap_blocks_exact(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    enum { N = 64 };
+    void *v[N] = {0};
+    unsigned long long r = 7;
+    size_t wrong = 0, broken = 0, placed = 0;
+    pa_pool_stats_t st;
+    for (int i = 0; i < 4000; i++) {
+        int k = (int)(pa_rand(&r) % N);
+        if (v[k]) CHECK_EQ(pa_pool_free(p, v[k]), PA_OK);
+        size_t n = 16 * KB + 1 + pa_rand(&r) % (1000 * KB);
+        pa_pool_stats(p, &st);
+        uint64_t hits = st.zone[PA_ZONE_LARGE].cache_hits;
+        v[k] = pa_pool_alloc(p, n, NULL);
+        CHECK(v[k] != NULL);
+        pa_pool_stats(p, &st);
+        if (st.zone[PA_ZONE_LARGE].cache_hits == hits) {
+            placed++;
+            wrong += pa_pool_block_size(p, v[k]) != ((n + 4095) & ~(size_t)4095);
+        }
+        if (i % 400 == 0) broken += pa_pool_check(p);
+    }
+    CHECK(placed > 3000);
+    CHECK_EQ(wrong, 0u);
+    for (int k = 0; k < N; k++)
+        if (v[k]) CHECK_EQ(pa_pool_free(p, v[k]), PA_OK);
+    CHECK_EQ(broken, 0u);
+    CHECK_EQ(pa_pool_check(p), 0u);
+    pa_pool_stats(p, &st);
+    CHECK_EQ(st.requested, 0u);
+    pa_pool_destroy(p);
+}
+
 static void test_large_bypass_general_paths(void) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);
@@ -582,5 +619,6 @@ int main(void) {
     RUN(test_reservation_full_then_chunks);
     RUN(test_large_cache_bypass_and_return);
     RUN(test_large_bypass_general_paths);
+    RUN(test_large_heap_blocks_exact);
     return pa_test_report();
 }
