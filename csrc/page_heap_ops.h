@@ -126,6 +126,14 @@ PA_HOT void _pa_heap_cut_tail(pa_span_t *s, size_t np, pa_span_t *tail) {
  * fast path) saves no registers.  NULL: nothing fits. */
 PA_HOT void _pa_heap_take_rest(pa_page_heap_t *h, pa_span_t *s, size_t np);
 
+/* A span off the free lists (split to size) is the caller's: out of the
+ * free bytes; the caller sets the kind and what that kind uses (owner,
+ * state, requested). */
+PA_HOT void _pa_heap_taken(pa_page_heap_t *h, pa_span_t *s) {
+    h->free_bytes -= s->npages << PA_PAGE_SHIFT;
+    s->kind = PA_SPAN_UNUSED;
+}
+
 /* Split a taken span: `s` keeps its first `np` pages, the unused
  * descriptor at hand describes the rest (returned). */
 PA_HOT pa_span_t *_pa_heap_cut_off(pa_page_heap_t *h, pa_span_t *s, size_t np) {
@@ -160,10 +168,7 @@ PA_HOT void _pa_heap_take_rest(pa_page_heap_t *h, pa_span_t *s, size_t np) {
         pa_span_t *tail = _pa_heap_cut_off(h, s, np);
         _pa_heap_file_tail(h, s, tail);
     }
-    h->free_bytes -= np << PA_PAGE_SHIFT;
-    /* the caller sets the kind and what that kind uses (owner, state,
-       requested) */
-    s->kind = PA_SPAN_UNUSED;
+    _pa_heap_taken(h, s);
 }
 
 /* _pa_heap_alloc, inline. */

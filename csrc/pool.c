@@ -759,8 +759,7 @@ static __attribute__((noinline)) void *alloc_slab_hit(pa_pool_t *h, pa_pool_impl
  * set first: one argument less to carry. */
 static __attribute__((noinline)) void *alloc_large_live(pa_pool_t *h, pa_pool_impl_t *p,
                                                         pa_span_t *s, size_t size) {
-    p->heap.free_bytes -= s->npages << PA_PAGE_SHIFT;
-    s->kind = PA_SPAN_UNUSED;
+    _pa_heap_taken(&p->heap, s);
     large_set_live_locked(p, s, size);
     _pa_lock_leave_biased(&h->lock);
     return (void *)s->start;
