@@ -34,8 +34,10 @@
  * used one evicted).  Zone blocks are tracked by pointer in two small
  * tables (this step's and the previous step's) to name their frees.
  * Traffic that never repeats (NOVEL_QUIET new sequences in a row) is
- * recorded one step in 8 only, so learning costs little where it cannot
- * help.
+ * recorded one step in 8 only, then in 16, 32 and 64 after every 16 more
+ * recorded steps that come out new (quiet_period), so learning costs
+ * little where it cannot help; a sequence that starts to repeat is still
+ * learned within two periods.
  */
 #include "pool_learn.h"
 
@@ -539,11 +541,18 @@ void _pa_learn_destroy(pa_learn_t *L) {
     memset(L, 0, sizeof(*L));
 }
 
+/* Record one step in this many (see the top). */
+static unsigned quiet_period(unsigned novel) {
+    if (novel < NOVEL_QUIET) return 1;
+    unsigned k = (novel - NOVEL_QUIET) / 16;
+    return 8u << (k < 3 ? k : 3);
+}
+
 static void start_step(pa_learn_t *L, size_t requested) {
     L->hot = 1;
     L->step++;
     L->nev = 0;
-    L->overflow = L->novel >= NOVEL_QUIET && L->step % 8 != 0;
+    L->overflow = L->step % quiet_period(L->novel) != 0;
     L->nalloc = 0;
     L->cur = NULL;
     L->tried = L->serving = L->defer = L->freed0 = 0;

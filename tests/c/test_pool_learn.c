@@ -805,6 +805,36 @@ static void test_quiet_then_learn(void) {
     pa_pool_destroy(p);
 }
 
+/* Long random traffic is recorded ever more rarely (one step in 64 at
+ * last), yet a sequence that starts to repeat is learned within two such
+ * periods and then served. */
+static void test_long_quiet_then_learn(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    world_t w;
+    world_init(&w, p);
+    unsigned long long seed = 7;
+    pa_pool_step(p);
+    for (int r = 0; r < 2600; r++) {
+        for (int i = 0; i < 3; i++) A(&w, i, 64 + pa_rand(&seed) % 50000);
+        for (int i = 0; i < 3; i++) F(&w, i);
+        pa_pool_step(p);
+    }
+    CHECK_EQ(stats(p).learned_sequences, 0u);
+    int r = 0;
+    while (stats(p).learned_sequences == 0 && r < 300) {
+        model(&w, 1);
+        pa_pool_step(p);
+        r++;
+    }
+    CHECK(r > 17);  /* the period did grow past 8 */
+    CHECK(r <= 129); /* within two periods of 64 */
+    uint64_t hits = stats(p).plan_hits;
+    warm(&w, model, 1, 3);
+    CHECK_EQ(stats(p).plan_hits - hits, 15u);
+    world_ok(&w);
+    pa_pool_destroy(p);
+}
+
 /* Random steps: a few step shapes repeated with random divergences
  * (another size, a skipped or extra block, a block kept), pool checked
  * and data verified after every step. */
@@ -868,6 +898,7 @@ int main(void) {
     RUN(test_limit);
     RUN(test_auto_step);
     RUN(test_quiet_then_learn);
+    RUN(test_long_quiet_then_learn);
     RUN(test_fuzz);
     return pa_test_report();
 }

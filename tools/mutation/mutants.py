@@ -202,6 +202,17 @@ MUTANTS = [
       "    return pa_likely(bin->count != bin->cap && _pa_cache_total(c) + bsize <= c->budget);",
       "    return pa_likely(bin->count != bin->cap);",
       "slab and buddy frees on the fast path ignore the cache budget", POOL),
+    M("learn-quiet-period-uncapped", "csrc/pool_learn.c",
+      "    return 8u << (k < 3 ? k : 3);",
+      "    return 8u << k;",
+      "random traffic is recorded ever more rarely, without the one-in-64 floor: a "
+      "sequence that starts to repeat after a long random phase is learned late",
+      ("c:test_pool_learn", "tests/memory/test_pool_learn.py")),
+    M("learn-quiet-period-fixed", "csrc/pool_learn.c",
+      "    unsigned k = (novel - NOVEL_QUIET) / 16;",
+      "    unsigned k = 0 * novel;",
+      "random traffic stays recorded one step in 8 however long it lasts",
+      ("c:test_pool_learn", "tests/memory/test_pool_learn.py")),
     M("pool-buddy-fast-push-while-learning", "csrc/pool.c",
       "    if (pa_unlikely(p->learn.hot || p->learn.auto_step) || _pa_learn_owns(&p->learn, ptr))\n"
       "        return 0;\n    pa_block_ref_t b;\n    pa_buddy_region_t",
