@@ -10,9 +10,13 @@
 #include "page_heap.h"
 
 /* The paths every large block takes (take a span, split it, coalesce on
- * free) are inlined into their two callers and store as little as they
- * can: on random traffic each store queues behind the caller's stores to
- * cold blocks (stores retire in order), so every store saved counts. */
+ * free) are inlined into their callers and store as little as they can:
+ * on random traffic each store queues behind the caller's stores to cold
+ * blocks (stores retire in order), so every store saved counts.  They come
+ * in small steps (best fit, unlink, cut off, file the rest; free left /
+ * right neighbour, merge) so that the pool's fast paths can run them in
+ * stages that save no registers; _pa_heap_take / _pa_heap_give compose
+ * them for everyone else. */
 
 /* A free or large span registers its first and last page as itself. */
 PA_HOT void _pa_heap_register(pa_page_heap_t *h, pa_span_t *s) {
@@ -121,11 +125,6 @@ PA_HOT void _pa_heap_cut_tail(pa_span_t *s, size_t np, pa_span_t *tail) {
     s->npages = np;
 }
 
-/* _pa_heap_take with an unused descriptor at hand (h->unused_descs not
- * NULL): no call, so a caller that makes none either (the pool's large
- * fast path) saves no registers.  NULL: nothing fits. */
-PA_HOT void _pa_heap_take_rest(pa_page_heap_t *h, pa_span_t *s, size_t np);
-
 /* A span off the free lists (split to size) is the caller's: out of the
  * free bytes; the caller sets the kind and what that kind uses (owner,
  * state, requested). */
@@ -151,14 +150,6 @@ PA_HOT void _pa_heap_file_tail(pa_page_heap_t *h, pa_span_t *s, pa_span_t *tail)
     _pa_heap_register_last(h, s);
 }
 
-PA_HOT pa_span_t *_pa_heap_take_ready(pa_page_heap_t *h, size_t np) {
-    pa_span_t *s = _pa_heap_best_fit(h, np);
-    if (!s) return NULL;
-    _pa_heap_unlink(h, s);
-    _pa_heap_take_rest(h, s, np);
-    return s;
-}
-
 /* The rest of a take once the free span `s` (at least `np` pages) is off
  * its list: its first `np` pages are the caller's, the others a free span
  * of their own (an unused descriptor at hand).  A free span registers both
@@ -169,6 +160,17 @@ PA_HOT void _pa_heap_take_rest(pa_page_heap_t *h, pa_span_t *s, size_t np) {
         _pa_heap_file_tail(h, s, tail);
     }
     _pa_heap_taken(h, s);
+}
+
+/* _pa_heap_take with an unused descriptor at hand (h->unused_descs not
+ * NULL): no call, so a caller that makes none either (the pool's large
+ * fast path) saves no registers.  NULL: nothing fits. */
+PA_HOT pa_span_t *_pa_heap_take_ready(pa_page_heap_t *h, size_t np) {
+    pa_span_t *s = _pa_heap_best_fit(h, np);
+    if (!s) return NULL;
+    _pa_heap_unlink(h, s);
+    _pa_heap_take_rest(h, s, np);
+    return s;
 }
 
 /* _pa_heap_alloc, inline. */
