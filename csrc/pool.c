@@ -441,23 +441,22 @@ PA_HOT void *slab_pop_locked(pa_pool_impl_t *p, size_t size) {
     return ptr;
 }
 
-/* The live slab or buddy block `b` at `ptr` goes on cache bin `bin_index`
- * as free_locked_at would put it there: 1, or 0 (nothing changed) when the
- * bin is full or the budget would be passed (free_locked_at then flushes). */
+/* Room on cache bin `bin_index` for a block of `bsize` bytes: the bin not
+ * full and the budget not passed (else free_locked_at flushes). */
 PA_HOT int cache_room_locked(pa_pool_impl_t *p, size_t bin_index, size_t bsize) {
     pa_cache_t *c = &p->cache;
     const pa_cache_bin_t *bin = &c->bins[bin_index];
     return pa_likely(bin->count != bin->cap && _pa_cache_total(c) + bsize <= c->budget);
 }
 
-/* Bin `bin_index` about to receive a block (cache_room_locked said yes):
- * in the nonempty bitmap. */
+/* Bin `bin_index`, about to receive its first block, in the nonempty
+ * bitmap. */
 PA_HOT void cache_mark_locked(pa_pool_impl_t *p, size_t bin_index) {
     if (!p->cache.bins[bin_index].count) _pa_cache_mark_nonempty(&p->cache, bin_index);
 }
 
-/* cache_push_locked once cache_room_locked said yes and cache_mark_locked
- * ran. */
+/* The live slab or buddy block `b` at `ptr` onto bin `bin_index` (with
+ * room: cache_room_locked); the caller keeps the nonempty bitmap. */
 PA_HOT void cache_put_locked(pa_pool_impl_t *p, const pa_block_ref_t *b, size_t bin_index,
                              void *ptr) {
     pa_cache_t *c = &p->cache;
@@ -469,6 +468,9 @@ PA_HOT void cache_put_locked(pa_pool_impl_t *p, const pa_block_ref_t *b, size_t 
     bin->entries[bin->count++] = (pa_cache_entry_t){ptr, b->owner, b->bsize};
 }
 
+/* The live slab or buddy block `b` at `ptr` goes on cache bin `bin_index`
+ * as free_locked_at would put it there: 1, or 0 (nothing changed) when the
+ * bin is full or the budget would be passed (free_locked_at then flushes). */
 PA_HOT int cache_push_locked(pa_pool_impl_t *p, const pa_block_ref_t *b, size_t bin_index,
                              void *ptr) {
     if (!cache_room_locked(p, bin_index, b->bsize)) return 0;
@@ -518,12 +520,10 @@ PA_HOT int buddy_push_locked(pa_pool_impl_t *p, void *ptr, uintptr_t ent) {
 
 /* ---- the large fast paths ------------------------------------------------------------ */
 
-/* A large request served by the page heap directly, as get_span would
- * with nothing to flush first: nothing large cached, the buddy caches
- * under a region, no limit, no learning, an unused span descriptor at
- * hand (no refill call: the path saves no registers).  NULL (nothing
- * changed) sends it
- * down the general path, which flushes, grows, trims and reports. */
+/* May the page heap place a large request directly, as get_span would
+ * with nothing to flush first?  Nothing large cached, the buddy caches
+ * under a region, no limit, an unused span descriptor at hand (no refill
+ * call: the fast path saves no registers). */
 PA_HOT int large_fast_ok(pa_pool_impl_t *p, size_t size) {
     return size <= MAX_REQUEST && !p->heap.limit && !flush_due(p) && p->heap.unused_descs;
 }
@@ -534,6 +534,9 @@ PA_HOT void large_set_live_locked(pa_pool_impl_t *p, pa_span_t *s, size_t size) 
     account_alloc(p, PA_ZONE_LARGE, size, s->npages << PA_PAGE_SHIFT);
 }
 
+/* A large request served by the page heap directly (large_fast_ok; the
+ * callers check learning).  NULL (nothing changed) sends it down the
+ * general path, which flushes, grows, trims and reports. */
 PA_HOT void *large_take_locked(pa_pool_impl_t *p, size_t size) {
     if (!large_fast_ok(p, size)) return NULL;
     pa_span_t *s = _pa_heap_take_ready(&p->heap, pages_of(size));
