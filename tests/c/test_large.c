@@ -516,10 +516,6 @@ static void test_large_cache_bypass_and_return(void) {
     pa_pool_destroy(p);
 }
 
-/* The paths around the large fast ones: frees that the fast path leaves
- * to the general one (a pool ending steps on its own; a large block that
- * a probe left cached, freed again) keep the counts exact and still tell
- * a double free. */
 /* A large block the page heap places (no cache hit) is exactly its pages,
  * also when the best fit is a free span one page larger (split, not handed
  * out whole): random sizes and frees, so that the large caches go quiet
@@ -557,6 +553,10 @@ static void test_large_heap_blocks_exact(void) {
     pa_pool_destroy(p);
 }
 
+/* The paths around the large fast ones: frees that the fast path leaves
+ * to the general one (a pool ending steps on its own; a large block that
+ * a probe left cached, freed again) keep the counts exact and still tell
+ * a double free. */
 static void test_large_bypass_general_paths(void) {
     pa_pool_config_t cfg;
     pa_pool_config_default(&cfg);

@@ -777,62 +777,47 @@ static void test_auto_step(void) {
     pa_pool_destroy(p);
 }
 
-/* Traffic that never repeats makes the pool record only some steps; a
- * loop that starts repeating afterwards is still learned, and served. */
-static void test_quiet_then_learn(void) {
+/* `quiet` steps that never repeat (`nblk` random blocks each), then the
+ * model until the pool has learned it (at most `limit` steps), which is
+ * then served; returns the model steps the learning took. */
+static int learn_after_noise(int quiet, int nblk, unsigned long long seed, int limit) {
     pa_pool_t *p = pa_pool_create(NULL, NULL);
     world_t w;
     world_init(&w, p);
-    unsigned long long seed = 99;
     pa_pool_step(p);
-    for (int r = 0; r < 40; r++) {          /* 40 different steps */
-        for (int i = 0; i < 6; i++) A(&w, i, 64 + pa_rand(&seed) % 50000);
-        for (int i = 0; i < 6; i++) F(&w, i);
+    for (int r = 0; r < quiet; r++) {
+        for (int i = 0; i < nblk; i++) A(&w, i, 64 + pa_rand(&seed) % 50000);
+        for (int i = 0; i < nblk; i++) F(&w, i);
         pa_pool_step(p);
     }
     CHECK_EQ(stats(p).learned_sequences, 0u);
     int r = 0;
-    while (stats(p).learned_sequences == 0 && r < 40) {
+    while (stats(p).learned_sequences == 0 && r < limit) {
         model(&w, 1);
         pa_pool_step(p);
         r++;
     }
-    CHECK(r <= 17);                          /* within two recorded steps */
     uint64_t hits = stats(p).plan_hits;
     warm(&w, model, 1, 3);
     CHECK_EQ(stats(p).plan_hits - hits, 15u);
     world_ok(&w);
     pa_pool_destroy(p);
+    return r;
+}
+
+/* Traffic that never repeats makes the pool record only some steps; a
+ * loop that starts repeating afterwards is still learned, and served. */
+static void test_quiet_then_learn(void) {
+    CHECK(learn_after_noise(40, 6, 99, 40) <= 17); /* within two recorded steps */
 }
 
 /* Long random traffic is recorded ever more rarely (one step in 64 at
  * last), yet a sequence that starts to repeat is learned within two such
  * periods and then served. */
 static void test_long_quiet_then_learn(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
-    world_t w;
-    world_init(&w, p);
-    unsigned long long seed = 7;
-    pa_pool_step(p);
-    for (int r = 0; r < 2600; r++) {
-        for (int i = 0; i < 3; i++) A(&w, i, 64 + pa_rand(&seed) % 50000);
-        for (int i = 0; i < 3; i++) F(&w, i);
-        pa_pool_step(p);
-    }
-    CHECK_EQ(stats(p).learned_sequences, 0u);
-    int r = 0;
-    while (stats(p).learned_sequences == 0 && r < 300) {
-        model(&w, 1);
-        pa_pool_step(p);
-        r++;
-    }
-    CHECK(r > 17);  /* the period did grow past 8 */
+    int r = learn_after_noise(2600, 3, 7, 300);
+    CHECK(r > 17);   /* the period did grow past 8 */
     CHECK(r <= 129); /* within two periods of 64 */
-    uint64_t hits = stats(p).plan_hits;
-    warm(&w, model, 1, 3);
-    CHECK_EQ(stats(p).plan_hits - hits, 15u);
-    world_ok(&w);
-    pa_pool_destroy(p);
 }
 
 /* Random steps: a few step shapes repeated with random divergences
