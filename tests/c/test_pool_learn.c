@@ -107,6 +107,15 @@ static void model(world_t *w, size_t scale) {
     F(w, 4);
 }
 
+/* `times` steps of `fn`, each ended with a mark and its data checked. */
+static void steps_ok(world_t *w, void (*fn)(world_t *, size_t), size_t scale, int times) {
+    for (int r = 0; r < times; r++) {
+        fn(w, scale);
+        CHECK_EQ(pa_pool_step(w->pool), PA_OK);
+        world_ok(w);
+    }
+}
+
 static void test_learn_and_hit(void) {
     pa_pool_t *p = pa_pool_create(NULL, NULL);
     world_t w;
@@ -123,11 +132,7 @@ static void test_learn_and_hit(void) {
     CHECK(s.planned_bytes < 10500);          /* not the naive sum */
     CHECK_EQ(s.plan_hits, 0u);
     uint64_t allocs = s.allocs;
-    for (int r = 0; r < 5; r++) {
-        model(&w, 1);
-        CHECK_EQ(pa_pool_step(p), PA_OK);
-        world_ok(&w);
-    }
+    steps_ok(&w, model, 1, 5);
     s = stats(p);
     CHECK_EQ(s.plan_hits, 25u);
     CHECK_EQ(s.plan_steps, 5u);
@@ -157,19 +162,12 @@ static void test_learn_buddy_blocks(void) {
     world_t w;
     world_init(&w, p);
     CHECK_EQ(pa_pool_step(p), PA_OK);
-    for (int r = 0; r < 2; r++) {
-        model(&w, 2);
-        CHECK_EQ(pa_pool_step(p), PA_OK);
-    }
+    steps_ok(&w, model, 2, 2);
     pa_pool_stats_t s = stats(p);
     CHECK_EQ(s.learned_sequences, 1u);
     uint64_t buddy = s.zone[PA_ZONE_BUDDY].allocs;
     CHECK_EQ(buddy, 4u); /* two per step */
-    for (int r = 0; r < 5; r++) {
-        model(&w, 2);
-        CHECK_EQ(pa_pool_step(p), PA_OK);
-        world_ok(&w);
-    }
+    steps_ok(&w, model, 2, 5);
     s = stats(p);
     CHECK_EQ(s.plan_hits, 25u);
     CHECK_EQ(s.plan_misses, 0u);
