@@ -110,7 +110,7 @@ def pyarena_forced(path, which):
     g = load_model(path)
     for op in g.ops:
         if op.op_type == "Conv" and which:
-            op.attrs["_path"] = which
+            op.notes.kernel_path = which
     set_scratch(g)
     ex = Executor(g)
     conv = [k for op, k in zip(g.ops, ex.kernels) if op.op_type == "Conv"][0]

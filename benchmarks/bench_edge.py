@@ -116,10 +116,10 @@ def mobilenet_tflite(path):
     RELU6 fused, SAME padding, MEAN + FULLY_CONNECTED + SOFTMAX head."""
     from helpers.tflite_util import TFLiteBuilder
     from pyarena.runtime import fuse
-    from pyarena.runtime.fusion import WSCALE, fold_scales
+    from pyarena.runtime.kernels.weight_scales import fold_scales
     from pyarena.runtime.models import mobilenet_v2
     g = mobilenet_v2(224)
-    fuse(g)     # (the folded batch norms' scales stay in attrs[WSCALE]: applied below)
+    fuse(g)     # (the folded batch norms' scales stay in notes.weight_scales: applied below)
     B = TFLiteBuilder()
     ids = {}
 
@@ -135,7 +135,7 @@ def mobilenet_tflite(path):
     for op in g.ops:
         a = op.attrs
         if op.op_type == "Conv":
-            w = fold_scales(np.asarray(g.tensors[op.inputs[1]].data), a.get(WSCALE))
+            w = fold_scales(np.asarray(g.tensors[op.inputs[1]].data), op.notes.weight_scales)
             b = np.asarray(g.tensors[op.inputs[2]].data)
             act = {None: 0, "CLIP": 3, "RELU": 1}[a.get("activation")]
             s = a["strides"]

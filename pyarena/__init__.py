@@ -76,21 +76,11 @@ def __dir__():
 
 
 def _load_kernel_registry():
-    # Each kernel declares its in-place kind when it registers; the
-    # planning layer cannot import the runtime, so the package root (the
-    # one place above every layer) hands it this loader, run on first use
-    # of the default rule table.
+    # Each kernel declares its operators' facts when it registers and
+    # pushes down those the planner reads (pyarena/planning/op_facts.py);
+    # the planning layer cannot import the runtime, so the package root
+    # (the one place above every layer) names this loader, run on first use.
     from .runtime import kernels  # noqa: F401
 
 
-_planning.inplace.add_declaration_source(_load_kernel_registry)
-
-
-def _scratch_knob():
-    # plan(memory_budget=...) shrinks operator scratch through the kernels'
-    # rules (runtime layer); handed down the same way, loaded on first use.
-    from .runtime.kernels import SCRATCH_BUDGET, set_scratch
-    return set_scratch, SCRATCH_BUDGET
-
-
-_planning.fit.add_scratch_source(_scratch_knob)
+_planning.op_facts.add_source(_load_kernel_registry)

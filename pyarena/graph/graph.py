@@ -31,9 +31,10 @@ from ..errors import GraphError
 from ..memory import Arena
 from ..memory.mapped import is_mapped
 from .binding import bind_shapes, unbound_message
+from .notes import OpNotes
 
 __all__ = ["Graph", "Tensor", "Op", "GraphError", "ROLES", "MAX_TENSOR_BYTES",
-           "stable_toposort", "CONV_OIHW", "conv_weight_shape"]
+           "stable_toposort", "conv_weight_shape"]
 
 ROLES = ("input", "output", "constant", "activation")
 # Beyond this a tensor cannot be real on any edge device: refuse it before
@@ -108,20 +109,18 @@ class Op:
     inputs: list
     outputs: list
     scratch_bytes: int = 0
+    #: the operator's own attributes, as the model states them
     attrs: dict = field(default_factory=dict)
-
-
-#: a Conv's attribute: the op runs NHWC but its weights constant is still
-#: ONNX's OIHW -- the layout pass (pyarena/runtime/layout.py) leaves it as
-#: the file has it and the kernel reads it re-laid out
-CONV_OIHW = "_oihw"
+    #: what the passes recorded about it for later ones (:mod:`.notes`)
+    notes: OpNotes = field(default_factory=OpNotes)
 
 
 def conv_weight_shape(op, shape):
     """The shape of Conv ``op``'s weights as its layout reads them, from
     the constant's ``shape``: OHWI (or 1HWC, ``weight_layout``) for an NHWC
-    Conv whose constant is still OIHW (:data:`CONV_OIHW`), else ``shape``."""
-    if shape is None or len(shape) != 4 or not op.attrs.get(CONV_OIHW) or \
+    Conv whose constant is still OIHW (``op.notes.weights_oihw``), else
+    ``shape``."""
+    if shape is None or len(shape) != 4 or not op.notes.weights_oihw or \
             op.attrs.get("layout") != "NHWC":
         return shape
     o, i, kh, kw = shape
@@ -239,11 +238,18 @@ class Graph:
         return t
 
     def add_op(self, op_type, inputs, outputs, name=None, scratch_bytes=0, **attrs):
-        """Append an operator (execution order is the order of calls)."""
+        """Append an operator (execution order is the order of calls);
+        ``attrs`` are its own attributes -- what a pass records about it
+        goes in ``op.notes`` (:class:`OpNotes`), so a name starting with
+        ``_`` is refused."""
         name = name or f"{op_type}_{len(self.ops)}"
         if not isinstance(name, str) or not isinstance(op_type, str):
             raise GraphError(f"operator {name!r}: name and type must be strings, "
                              f"not {name!r} / {op_type!r}")
+        private = sorted(k for k in attrs if k.startswith("_"))
+        if private:
+            raise GraphError(f"operator {name!r}: attribute(s) {private} start with '_': "
+                             f"what a pass records about an op goes in op.notes")
         for what, names in (("inputs", inputs), ("outputs", outputs)):
             if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)) or \
                     not all(isinstance(x, str) for x in names):
@@ -291,8 +297,8 @@ class Graph:
             nt._nb = (shape, t.dtype, n)
             _check_size(nt, n)
             tensors[name] = nt
-        g.ops = [Op(op.name, op.op_type, list(op.inputs), list(op.outputs), 0, dict(op.attrs))
-                 for op in self.ops]
+        g.ops = [Op(op.name, op.op_type, list(op.inputs), list(op.outputs), 0, dict(op.attrs),
+                    op.notes.copy()) for op in self.ops]
         return g
 
     # -- queries -------------------------------------------------------------
@@ -314,11 +320,11 @@ class Graph:
     def pool_ops(self):
         """Names of the ops that read or write a pool tensor
         (``Tensor.dynamic``), or need the value of an input computed at run
-        time (``attrs["_values"]``), or hold a body graph (Loop, Scan, If)
+        time (``notes.reads_values``), or hold a body graph (Loop, Scan, If)
         with such ops: their kernels are built when the shapes and values
         are known, at run time, and run with the executor's pool."""
         dynamic = {n for n, t in self.tensors.items() if t.dynamic}
-        return {op.name for op in self.ops if op.attrs.get("_values") or
+        return {op.name for op in self.ops if op.notes.reads_values or
                 (dynamic and (not dynamic.isdisjoint(op.inputs) or
                               not dynamic.isdisjoint(op.outputs))) or
                 any(isinstance(v, Graph) and v.pool_ops() for v in op.attrs.values())}
@@ -466,11 +472,16 @@ class Graph:
             tensors.append(d)
         # a Loop's body graph and a shape rule are not data: left out (a
         # JSON graph plans, it does not run control flow)
-        ops = [{"name": o.name, "type": o.op_type, "inputs": o.inputs,
-                "outputs": o.outputs, "scratch_bytes": o.scratch_bytes,
-                "attrs": _jsonable({k: v for k, v in o.attrs.items()
-                                    if not callable(v) and not isinstance(v, Graph)})}
-               for o in self.ops]
+        ops = []
+        for o in self.ops:
+            d = {"name": o.name, "type": o.op_type, "inputs": o.inputs,
+                 "outputs": o.outputs, "scratch_bytes": o.scratch_bytes,
+                 "attrs": _jsonable({k: v for k, v in o.attrs.items()
+                                     if not callable(v) and not isinstance(v, Graph)})}
+            notes = o.notes.to_json()
+            if notes:
+                d["notes"] = notes
+            ops.append(d)
         d = {"name": self.name, "tensors": tensors, "ops": ops}
         if self.scratch_budget is not None:
             d["scratch_budget"] = int(self.scratch_budget)
@@ -495,8 +506,17 @@ class Graph:
             attrs = o.get("attrs", {})
             if not isinstance(attrs, dict):
                 raise GraphError(f"ops[{i}]: 'attrs' must be an object, not {attrs!r:.60}")
-            g.add_op(o["type"], o.get("inputs", []), o.get("outputs", []),
-                     name=o.get("name"), scratch_bytes=o.get("scratch_bytes", 0), **attrs)
+            attrs, legacy = _legacy_notes(attrs)
+            op = g.add_op(o["type"], o.get("inputs", []), o.get("outputs", []),
+                          name=o.get("name"), scratch_bytes=o.get("scratch_bytes", 0), **attrs)
+            notes = o.get("notes", {})
+            if legacy and isinstance(notes, dict):
+                notes = {**legacy, **notes}
+            if notes or "notes" in o:
+                try:
+                    op.notes = OpNotes.from_json(notes)
+                except (TypeError, ValueError) as exc:
+                    raise GraphError(f"ops[{i}]: {exc}") from None
         budget = d.get("scratch_budget")
         if budget is not None:
             g.scratch_budget = _int_dim("graph", budget, what="scratch_budget")
@@ -592,7 +612,23 @@ def _check_size(t, n=None):
                          f"{list(t.shape) if t.shape else '?'}): refusing an absurd size")
 
 
+#: attributes graphs saved before ``Op.notes`` held notes in -> their notes
+_LEGACY_NOTES = {"_opset": "opset", "_oihw": "weights_oihw",
+                 "_scratch_budget": "scratch_budget", "_path": "kernel_path"}
+
+
+def _legacy_notes(attrs):
+    """(attributes, notes) of a saved op whose attributes may hold notes
+    under their old names (graphs saved before ``Op.notes``)."""
+    if not any(k in _LEGACY_NOTES for k in attrs):
+        return attrs, {}
+    return ({k: v for k, v in attrs.items() if k not in _LEGACY_NOTES},
+            {_LEGACY_NOTES[k]: v for k, v in attrs.items() if k in _LEGACY_NOTES})
+
+
 def _jsonable(x):
+    if isinstance(x, OpNotes):      # (a patched stage's ops)
+        return x.to_json()
     if isinstance(x, dict):
         return {k: _jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import Graph, stable_toposort
 from ..graph.binding import bind_shapes, unbound_message
-from ..runtime.kernels import KERNELS
+from ..runtime.kernels import KERNELS, op_fact
 from . import require_extra
 from .onnx_contrib import infer_with_contrib, runs_in_domain
 from .onnx_control import resolve_bodies, take_branch
@@ -52,12 +52,6 @@ from .onnx_shapes import NotCovered, infer_shapes
 __all__ = ["load_onnx", "ModelImportError"]
 
 
-_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                     "RandomUniformLike", "Multinomial", "Bernoulli"}
-_CONTROL_FLOW = {"If", "Loop", "Scan"}
-#: never folded: the ONNX reference evaluator ignores their direction,
-#: activations, clip and sequence_lens; the kernels run them
-_RECURRENT = {"LSTM", "GRU", "RNN"}
 #: ... or this many times the bytes of the constants it reads
 FOLD_GROWTH = 8
 #: pyarena's own shape inference (onnx_shapes.py) first; False: always
@@ -66,11 +60,12 @@ OWN_SHAPE_INFERENCE = True
 #: rounds of shape inference + folding after the first (each may fix
 #: shapes that let more fold)
 MAX_FOLD_ROUNDS = 8
-#: ops whose output can be far larger than their inputs: folded only when
-#: the output's size is known beforehand
-_EXPANDING = {"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize", "Upsample",
-              "OneHot", "EyeLike", "MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose",
-              "Col2Im", "CumSum", "Trilu", "Where", "NonZero", "Compress", "Unique"}
+
+
+def _fold_kind(op_type):
+    """How the importer folds ``op_type`` on constant inputs (its kernel's
+    ``fold``; an op nothing declares: "capped")."""
+    return op_fact(op_type, "fold") or "capped"
 
 
 def _onnx():
@@ -388,9 +383,9 @@ class _OnnxImport:
                 self.changes += 1
                 remaining.extend(self.fold_pass(sub, fold))
                 continue
-            can = fold and n.op_type not in _NONDETERMINISTIC and \
-                n.op_type not in _CONTROL_FLOW and n.op_type not in _RECURRENT
-            if can and n.op_type in ("Shape", "Size"):
+            kind = _fold_kind(n.op_type)
+            can = fold and kind != "never"
+            if can and op_fact(n.op_type, "needs_values") is False:
                 ok = True
             else:
                 ok = can and all((not i) or i in vals for i in n.input)
@@ -407,8 +402,7 @@ class _OnnxImport:
                 raise ModelImportError(
                     f"operator {n.name!r} ({n.op_type}): cannot be evaluated from its "
                     f"constant inputs ({type(exc).__name__}: {str(exc)[:120]})") from None
-            if res is not None and n.op_type not in ("Constant", "Shape", "Size",
-                                                     "ConstantOfShape", "Identity") and \
+            if res is not None and kind != "free" and \
                     sum(_stored_nbytes(v) for v in res) > max(
                         FOLD_MAX_BYTES, FOLD_GROWTH * sum(_stored_nbytes(vals[i])
                                                           for i in n.input if i in vals)):
@@ -431,7 +425,8 @@ class _OnnxImport:
         size is known and within max(FOLD_MAX_BYTES, FOLD_GROWTH x the bytes
         it reads); an op whose output size is unknown is folded only if it
         cannot expand its inputs.  ConstantOfShape checks its own size."""
-        if n.op_type in ("Constant", "Shape", "Size", "ConstantOfShape", "Identity"):
+        kind = _fold_kind(n.op_type)
+        if kind == "free":
             return True
         read = sum(_stored_nbytes(self.vals[i]) for i in n.input if i and i in self.vals)
         cap = max(FOLD_MAX_BYTES, FOLD_GROWTH * read)
@@ -451,7 +446,7 @@ class _OnnxImport:
             sizes.append(math.prod(shp) * itemsize)
         if sizes is not None:
             return sum(sizes) <= cap
-        return n.op_type not in _EXPANDING
+        return kind != "expanding"
 
     def reinfer(self, remaining):
         """Shape inference again over the remaining nodes: the folded
@@ -520,7 +515,6 @@ class _OnnxImport:
                                        f"output folds away); nothing to run")
         tensors = self.g.tensors
         for n, n_in, n_out in io:
-            self.check_runs(n)
             for i in n_in:
                 if i and i not in tensors:
                     self.declare(i, "constant" if i in self.vals else "activation")
@@ -543,25 +537,19 @@ class _OnnxImport:
                 for i in extra:
                     self.declare(i, "constant" if i in self.vals else "activation")
                 ins = ins + list(extra)
-                attrs = dict(attrs, _opset=self.opset)
+                attrs = dict(attrs)
             attrs = attrs or self.attrs(n, n_out)
+            op = self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
+            op.notes.opset = self.opset
             if self.dependent and any(i in self.dependent for i in ins + outs if i):
-                attrs["_infer"] = shape_rule(self.onnx, n, self.model.opset_import,
-                                             self.opset, _collect)
-            self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
+                op.notes.infer = shape_rule(self.onnx, n, self.model.opset_import,
+                                            self.opset, _collect)
         self.g.validate()
         self.weights_of_shape()
         value_ops(self.g, {n.name: n for n in remaining},
                   lambda n: shape_rule(self.onnx, n, self.model.opset_import,
                                              self.opset, _collect))
         return self.g
-
-    def check_runs(self, n):
-        """A control-flow operator no kernel runs is named before its
-        outputs are sized: shape inference leaves them unknown."""
-        if n.op_type in _CONTROL_FLOW and n.op_type not in KERNELS:
-            raise UnsupportedOpError(f"unsupported operator(s): operator {n.name!r}: op "
-                                     f"type {n.op_type!r} is not supported by the executor")
 
     def weights_of_shape(self):
         """A large ConstantOfShape left as a run-time op whose consumer can
@@ -603,7 +591,6 @@ class _OnnxImport:
             attrs = self.cache.attrs(self.decode, n, outputs)
         else:
             attrs = _attrs(self.onnx, n)
-        attrs["_opset"] = self.opset
         if n.op_type in ("Softmax", "LogSoftmax", "Hardmax"):
             if self.opset < 13:
                 attrs.setdefault("axis", 1)

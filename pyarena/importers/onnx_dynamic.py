@@ -10,7 +10,7 @@ becomes a pool tensor (``Tensor.dynamic``), taken from the executor's
 Pool at run time.  A tensor of unknown size that depends on no source is
 still an error naming it (an input dimension left unbound is not data).
 
-An operator reading or writing a pool tensor gets ``attrs["_infer"]``:
+An operator reading or writing a pool tensor gets ``notes.infer``:
 its output shapes for given inputs, by shape inference on that one node
 (pyarena's own rules, ONNX's for an op they do not cover; the small
 integer inputs computed at run time given as values, so a Reshape to a
@@ -19,6 +19,7 @@ computed shape or a TopK's K are known).
 import numpy as np
 
 from ..errors import GraphError
+from ..runtime.kernels import op_fact
 from .onnx_shapes import NotCovered, infer_shapes
 
 __all__ = ["dependent_tensors", "shape_rule", "value_ops"]
@@ -27,7 +28,7 @@ __all__ = ["dependent_tensors", "shape_rule", "value_ops"]
 def _is_source(imp, n):
     if n.domain not in ("", "ai.onnx"):
         return False
-    if n.op_type in ("NonZero", "Compress", "Unique"):
+    if op_fact(n.op_type, "data_sized"):
         return True
     if n.op_type == "TopK" and len(n.input) > 1:
         return n.input[1] not in imp.vals
@@ -60,7 +61,7 @@ def _small_runtime(t):
 
 def value_ops(graph, nodes, rule):
     """Mark the ops whose kernel needs as a constant an input computed at
-    run time (TopK's K, CumSum's axis fed as inputs): ``attrs["_values"]``,
+    run time (TopK's K, CumSum's axis fed as inputs): ``notes.reads_values``,
     with the shape rule ``rule(node)``; the executor builds their kernels
     per value.  Only ops reading a small run-time input are probed."""
     from ..errors import NeedsValueError
@@ -73,8 +74,8 @@ def value_ops(graph, nodes, rule):
         try:
             graph_kernel(graph, op)
         except NeedsValueError:
-            op.attrs["_values"] = True
-            op.attrs["_infer"] = rule(nodes[op.name])
+            op.notes.reads_values = True
+            op.notes.infer = rule(nodes[op.name])
         except Exception:       # reported with the others by set_scratch
             continue
 

@@ -10,36 +10,39 @@ come from DQ nodes (constant scales and zero points, per tensor) and whose
 only reader is a Q node with the integer operator onnxruntime itself
 would run:
 
-* ``Conv`` / ``MatMul`` with a DQ'd constant int8/uint8 weight (per
-  tensor or per output channel) and, for Conv, a DQ'd int32 bias of scale
-  ``x_scale * w_scale`` -> ``QLinearConv`` / ``QLinearMatMul``;
-* ``Add``, ``Mul``, ``Sigmoid``, ``LeakyRelu``, ``GlobalAveragePool``,
-  ``Softmax`` (last axis), ``Concat`` -> the ``com.microsoft`` QLinear op;
-* ``MaxPool``, ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``,
-  ``Unsqueeze`` whose input and output quantization are the same -> the
-  op itself on the integer tensor (exact: these only move or select);
-* an element-wise function of one 8-bit input (``HardSigmoid``,
-  ``HardSwish``, ``Relu``, ``Clip``, ``Tanh``, ``Exp``, ``Neg``, ``Abs``,
-  and ``Add`` / ``Sub`` / ``Mul`` / ``Div`` / ``Pow`` with a constant scalar)
-  -> ``QLinearLookup`` (domain ``ai.pyarena``): its 256 results, worked
-  out at import in float32 and quantized, looked up per element.
+* an op whose integer form a kernel declares (``Kernel.qdq_form``):
+  ``Conv`` / ``MatMul`` with a DQ'd constant int8/uint8 weight (per tensor
+  or per output channel) and, for Conv, a DQ'd int32 bias of scale
+  ``x_scale * w_scale`` -> ``QLinearConv`` / ``QLinearMatMul``; an
+  element-wise or pooling op (Add, Mul, Sigmoid, LeakyRelu,
+  GlobalAveragePool, Softmax on the last axis, Concat) -> its
+  ``com.microsoft`` QLinear op;
+* an op that only moves or selects (``Kernel.qdq`` = ``"same_scale"``:
+  MaxPool, Reshape, Transpose ...) whose input and output quantization
+  are the same -> the op itself on the integer tensor (exact);
+* an element-wise function of one 8-bit input (``Kernel.qdq`` =
+  ``"lookup"``: Relu, HardSwish, Tanh ..., and the arithmetic ops with a
+  constant scalar) -> ``QLinearLookup`` (domain ``ai.pyarena``): its 256
+  results, worked out at import in float32 by the op's own evaluator
+  (``Kernel.evaluate``) and quantized, looked up per element.
 
 The weights stay in their file dtype and the activations between such ops
 stay 8-bit.  Anything else runs op by op; a DQ still read elsewhere stays.
 """
 import numpy as np
 
+from ..runtime.kernels import OPS, op_fact, op_table
 from ..runtime.kernels.quantization import dequantize
+from ..runtime.kernels.shape_rules import Node
 
 __all__ = ["fuse_qdq"]
 
-_LOOKUP = {"HardSigmoid", "HardSwish", "Relu", "Clip", "Tanh", "Exp", "Neg", "Abs", "Add",
-           "Sub", "Mul", "Div", "Pow"}
 LOOKUP_DOMAIN = "ai.pyarena"
-_SAME_SCALE = ("MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
-_CONTRIB = {"Add": "QLinearAdd", "Mul": "QLinearMul", "Sigmoid": "QLinearSigmoid",
-            "LeakyRelu": "QLinearLeakyRelu", "GlobalAveragePool": "QLinearGlobalAveragePool",
-            "Softmax": "QLinearSoftmax", "Concat": "QLinearConcat"}
+
+
+def _integer_forms():
+    """float op type -> (its integer op type, that op's domain)."""
+    return {t: (q, OPS[q].onnx_domain) for q, t in op_table("qdq_form").items()}
 
 
 class _Graph:
@@ -127,13 +130,12 @@ def _conv_matmul(G, n, q):
             return None
         ins.append(db.input[0])
         used.append(db)
-    op = "QLinearConv" if n.op_type == "Conv" else "QLinearMatMul"
-    return op, "", ins, G.attrs(n), used
+    return _integer_forms()[n.op_type][0], "", ins, G.attrs(n), used
 
 
 def _contrib(G, n, q):
     """The com.microsoft QLinear op for an element-wise / pooling op."""
-    op = _CONTRIB[n.op_type]
+    op = _integer_forms()[n.op_type][0]
     attrs = G.attrs(n)
     data = [i for i in n.input if i]
     dqs = [G.dq(i, False) or G.dq(i, True) for i in data]
@@ -168,28 +170,24 @@ def _same_scale(G, n, q):
     return n.op_type, "", [dx.input[0]] + list(n.input[1:]), G.attrs(n), [dx]
 
 
-def _unary(op, attrs, x, c, c_first):
-    """``op`` on the float32 array ``x`` (``c``: the constant operand of a
-    binary op, first if ``c_first``), or None if not a function we know."""
-    f32 = np.float32
-    if op == "HardSigmoid":
-        return np.clip(x * f32(attrs.get("alpha", 0.2)) + f32(attrs.get("beta", 0.5)), 0, 1)
-    if op == "HardSwish":
-        return x * np.clip(x * f32(1 / 6) + f32(0.5), 0, 1)
-    if op == "Relu":
-        return np.maximum(x, f32(0))
-    if op == "Clip":
-        lo, hi = c if c is not None else (attrs.get("min", -np.inf), attrs.get("max", np.inf))
-        return np.clip(x, f32(lo), f32(hi))
-    if op in ("Tanh", "Exp", "Neg", "Abs"):
-        return getattr(np, {"Tanh": "tanh", "Exp": "exp", "Neg": "negative",
-                            "Abs": "abs"}[op])(x)
-    fn = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
-          "Pow": np.power}.get(op)
-    if fn is None or c is None:
+def _float_function(op, attrs, x, c, c_first):
+    """``op`` on the float32 array ``x`` by its own evaluator (``c``: the
+    constant operand of a binary op, first if ``c_first``; Clip's (lo, hi)),
+    or None if it has none or needs an operand it was not given."""
+    evaluate = op_fact(op, "evaluate")
+    if evaluate is None:
         return None
-    c = f32(c)
-    return fn(c, x) if c_first else fn(x, c)
+    if op_fact(op, "family") == "binary":
+        if c is None:
+            return None
+        c = np.float32(c)
+        values = [c, x] if c_first else [x, c]
+    elif op == "Clip":
+        lo, hi = c if c is not None else (attrs.get("min", -np.inf), attrs.get("max", np.inf))
+        values, attrs = [x], {"min": lo, "max": hi}
+    else:
+        values = [x]
+    return evaluate(Node.on_values(op, attrs, values))[0]
 
 
 def _lookup(G, n, q):
@@ -223,7 +221,7 @@ def _lookup(G, n, q):
     # float32 like onnxruntime's; (q - zp) * s is exact in float64, then rounded once
     x = dequantize(u.view(in_dt), G.value(dx.input[1]), G.value(dx.input[2])).astype(np.float32)
     with np.errstate(all="ignore"):
-        y = _unary(n.op_type, G.attrs(n), x, c, k == 1)
+        y = _float_function(n.op_type, G.attrs(n), x, c, k == 1)
     if y is None or not np.isfinite(y).all():
         return None
     lo, hi = (-128, 127) if out_dt == np.int8 else (0, 255)
@@ -239,20 +237,12 @@ def fuse_qdq(onnx, model, views=None):
     ``views``: initializer name -> data read in place (not in the protobuf)."""
     g = model.graph
     G = _Graph(onnx, g, views)
+    forms = _integer_forms()
     new_nodes, replaced, dqs = {}, set(), {}
     for n in g.node:
         if n.domain not in ("", "ai.onnx") or not n.output or not n.output[0]:
             continue
-        if n.op_type in ("Conv", "MatMul"):
-            rules = [_conv_matmul]
-        elif n.op_type in _CONTRIB:
-            rules = [_contrib]
-        elif n.op_type in _SAME_SCALE:
-            rules = [_same_scale]
-        else:
-            rules = []
-        if n.op_type in _LOOKUP:
-            rules.append(_lookup)
+        rules = _rules(n.op_type, forms)
         if not rules or n.op_type == "Softmax" and _opset(model) < 13:
             continue
         q = G.only_q(n.output[0])
@@ -296,6 +286,20 @@ def fuse_qdq(onnx, model, views=None):
                 o.domain == domain for o in model.opset_import):
             model.opset_import.append(onnx.helper.make_opsetid(domain, 1))
     return len(new_nodes)
+
+
+def _rules(op_type, forms):
+    """The rewrites tried for a QDQ chain around ``op_type``, in order."""
+    rules = []
+    form = forms.get(op_type)
+    if form is not None:        # the integer op: a standard one takes a weight
+        rules.append(_contrib if form[1] else _conv_matmul)
+    kind = op_fact(op_type, "qdq")
+    if kind == "same_scale":
+        rules.append(_same_scale)
+    elif kind == "lookup":
+        rules.append(_lookup)
+    return rules
 
 
 def _opset(model):

@@ -4,9 +4,10 @@ ONNX's shape inference needs its operator-schema registry, which the onnx
 package builds on first use: about 7 MiB of resident memory that stays for
 the life of the process, more than a small model's weights and arena
 together.  :func:`infer_shapes` derives every output's shape and element
-type from the rules of the operators pyarena runs (:mod:`.onnx_shape_rules`,
-:mod:`.onnx_layout_rules`), propagating the values of small constant
-tensors as it goes (a ``Shape -> Gather -> Concat`` chain that makes a
+type from the shape rules the operators' kernels declare
+(``Kernel.shape_rule``, :mod:`pyarena.runtime.kernels.shape_rules`),
+propagating the values of small constant tensors as it goes (each op's
+own evaluator, ``Kernel.evaluate``) (a ``Shape -> Gather -> Concat`` chain that makes a
 ``Reshape`` target), as ONNX's data propagation does.  A model with an
 operator the rules do not cover raises :class:`NotCovered`, and the
 importer uses ONNX's inference for it instead.  The model's own
@@ -18,19 +19,24 @@ import math
 import numpy as np
 
 from ..errors import ModelImportError, UnsupportedOpError
-from .onnx_contrib import CONTRIB_DOMAINS, contrib_rule
+from ..runtime.kernels import op_fact, op_table
+from ..runtime.kernels.shape_rules import Node
+from .onnx_contrib import CONTRIB_DOMAINS, full_shapes, rule_of
 from .onnx_fold import FOLD_MAX_BYTES, _attrs, _fold_node
-from .onnx_layout_rules import RULES
-from .onnx_shape_rules import Node
 
 __all__ = ["NotCovered", "ShapeProgram", "infer_shapes"]
 
-#: ops whose small constant outputs are computed on the way (all folded by
-#: NumPy in onnx_fold, never by the ONNX reference evaluator)
-_PROPAGATE = {"Constant", "Shape", "Size", "Cast", "Unsqueeze", "Squeeze", "Concat",
-              "Gather", "Reshape", "Slice", "Identity", "Add", "Sub", "Mul", "Div",
-              "Transpose", "Range", "Equal", "Less", "Greater", "Not", "Where", "Neg",
-              "Abs", "Floor", "Ceil", "Sqrt", "Min", "Max", "Expand", "ConstantOfShape"}
+
+def _propagates(op):
+    """Whether ``op``'s small constant outputs are computed on the way:
+    it has a NumPy evaluator (never the ONNX reference evaluator here)."""
+    return op in op_table("evaluate")
+
+
+def _reads_values(op):
+    """False for an op whose value needs no input's value (Shape, Size,
+    Constant: shapes or attributes only)."""
+    return op_fact(op, "needs_values") is not False
 
 
 class NotCovered(Exception):
@@ -73,10 +79,10 @@ class ShapeProgram:
         valued = set(self.values).union(name for name, _, _, v in self.known if v is not None)
         for node in model.graph.node:
             op, standard = node.op_type, node.domain in ("", "ai.onnx")
-            rule = RULES.get(op) if standard and op not in ("If", "Constant") else None
+            rule = rule_of(op, node.domain) if standard else None
             ins, outs = list(node.input), list(node.output)
-            prop = standard and op in _PROPAGATE and \
-                (op in ("Shape", "Size", "Constant") or all(i in valued for i in ins if i))
+            prop = standard and _propagates(op) and \
+                (not _reads_values(op) or all(i in valued for i in ins if i))
             folded = None       # the attributes the propagation folds with
             if prop:
                 valued.update(o for o in outs if o)
@@ -132,7 +138,9 @@ def _node_outputs(onnx, node, opset, shapes, types, values, where):
     (sized from its branches later), a Constant; NotCovered for the rest."""
     if node.domain in CONTRIB_DOMAINS:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        shp, et = contrib_rule(node, attrs, _full(shapes), types.get)
+        rule = rule_of(node.op_type, node.domain)
+        shp, et = rule(Node(node, attrs, opset, full_shapes(shapes.get), types.get,
+                            lambda k: None))[0] if rule is not None else (None, None)
         return [(shp, et)] + [(None, None)] * (len(node.output) - 1)
     standard = node.domain in ("", "ai.onnx")
     if standard and node.op_type == "If":         # folded, or sized from its branches
@@ -166,15 +174,6 @@ def _constant(onnx, node):
         if a.name in ("value_floats", "value_ints"):
             return [len(a.floats) + len(a.ints)], 1 if a.name == "value_floats" else 7
     raise NotCovered("Constant without a numeric value")
-
-
-def _full(shapes):
-    """Shape lookup that answers only fully known shapes (the contrib rules
-    take ints)."""
-    def get(k):
-        s = shapes.get(k)
-        return s if s is not None and all(isinstance(d, int) for d in s) else None
-    return get
 
 
 def _merge(name, shp, et, shapes, types):
@@ -228,8 +227,7 @@ def _small_initializers(onnx, model, known):
 def _propagate(onnx, node, values, shapes, opset, ins, attrs=None):
     """The node's value when its inputs (``ins``) are known small constants
     (``attrs``: the node's, decoded already; None: decoded here)."""
-    if node.op_type not in ("Shape", "Size", "Constant") and \
-            not all(i in values for i in ins if i):
+    if _reads_values(node.op_type) and not all(i in values for i in ins if i):
         return
     if node.op_type == "Constant":
         shp = shapes.get(node.output[0])

@@ -33,8 +33,8 @@ import numpy as np
 
 from ..errors import PyArenaError
 from ..graph.binding import bind_shapes
-from ..runtime.slack import KEY as SLACK_KEY
-from .onnx import _CONTROL_FLOW, _attrs, _collect, _input_dims, _np_dtype
+from ..runtime.kernels import op_fact
+from .onnx import _attrs, _collect, _input_dims, _np_dtype
 from .onnx_shapes import NotCovered, ShapeProgram
 
 __all__ = ["Template", "resizable", "resize"]
@@ -60,8 +60,8 @@ def resizable(graph, derived):
         return False                            # re-laid out for NHWC
     if any(t.dynamic or t.shape is None for t in ts.values()):
         return False
-    return not any(op.op_type in _CONTROL_FLOW or "_infer" in op.attrs or
-                   "_values" in op.attrs for op in graph.ops)
+    return not any(op_fact(op.op_type, "family") == "control" or op.notes.infer is not None
+                   or op.notes.reads_values for op in graph.ops)
 
 
 def resize(template, cache, onnx, path, inputs):
@@ -112,5 +112,5 @@ def resize(template, cache, onnx, path, inputs):
     except PyArenaError:
         return None
     for op in g.ops:        # the last plan's narrowed scratch is its own
-        op.attrs.pop(SLACK_KEY, None)
+        op.notes.scratch_budget = None
     return g

@@ -35,7 +35,7 @@ from ..memory.mapped import is_mapped, map_file
 from ..runtime.kernels import TFLITE_OPS
 from ..runtime.kernels.quantization import dequantize
 from . import require_extra
-from .tflite_control import CONTROL_OPS, convert_control, inline_branch
+from .tflite_control import convert_control, inline_branch
 from .tflite_lstm import convert_bidirectional_lstm, convert_sequence_lstm
 from .tflite_options import OpContext, convert_options
 from .tflite_quant import convert_quantized, is_quantized
@@ -47,10 +47,18 @@ _TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6
           7: np.int16, 9: np.int8, 10: np.float64}
 
 
-#: sequence ops onto the recurrent kernels (their own converters)
-_SEQUENCE = {"UNIDIRECTIONAL_SEQUENCE_LSTM": convert_sequence_lstm,
-             "BIDIRECTIONAL_SEQUENCE_LSTM": convert_bidirectional_lstm,
-             "UNIDIRECTIONAL_SEQUENCE_RNN": convert_sequence_rnn}
+#: the converters of the builtins a kernel declares lowered
+#: (``Kernel.tflite``: a lowering's name): sequence ops onto the recurrent
+#: kernels, IF / WHILE onto the branching ones (their subgraphs imported)
+_LOWERINGS = {
+    "sequence_lstm": lambda tfl, t, code, op, ins, outs, name, sub:
+        convert_sequence_lstm(tfl, t, op, ins, outs, name),
+    "bidirectional_lstm": lambda tfl, t, code, op, ins, outs, name, sub:
+        convert_bidirectional_lstm(tfl, t, op, ins, outs, name),
+    "sequence_rnn": lambda tfl, t, code, op, ins, outs, name, sub:
+        convert_sequence_rnn(tfl, t, op, ins, outs, name),
+    "control": convert_control,
+}
 
 #: ops of a constant folded at import
 _FOLDED = ("DEQUANTIZE", "DENSIFY")
@@ -137,14 +145,13 @@ def _add_ops(tflite, t, g, remaining, outset, sub):
     bad = []
     for k, code, op, ins, outs in remaining:
         opname = f"{code.lower()}_{k}"
+        lowering = getattr(TFLITE_OPS.get(code), "lowering", None)
         try:
             if is_quantized(t, ins, outs):      # full-integer: the quantized kernels
                 op_type, attrs, ins = convert_quantized(tflite, t, code, op, ins, outs, opname)
-            elif code in _SEQUENCE:
-                op_type, attrs, ins = _SEQUENCE[code](tflite, t, op, ins, outs, opname)
-            elif code in CONTROL_OPS:
-                op_type, attrs, ins = convert_control(tflite, t, code, op, ins, outs, opname,
-                                                      sub)
+            elif lowering is not None:
+                op_type, attrs, ins = _LOWERINGS[lowering](tflite, t, code, op, ins, outs,
+                                                           opname, sub)
             else:
                 op_type, attrs, ins = _convert(tflite, code, op, ins, outs, t.shapes, t.data,
                                                t.quant, t.dtypes, opname)

@@ -22,9 +22,7 @@ import numpy as np
 
 from ..errors import UnsupportedOpError
 
-__all__ = ["CONTROL_OPS", "convert_control", "inline_branch"]
-
-CONTROL_OPS = ("IF", "WHILE")
+__all__ = ["convert_control", "inline_branch"]
 
 
 def convert_control(tflite, t, code, op, ins, outs, opname, sub):

@@ -7,17 +7,18 @@ scales and zero points become small constant inputs, its weights stay
 int8 in TFLite's own layout (OHWI, depthwise 1HWC, fully connected
 (out, in)), per-channel scales along ``quantized_dimension``.  A fused
 activation becomes a clamp of the quantized output (``qmin`` / ``qmax``),
-as TFLite applies it.  Anything else is refused by name.
+as TFLite applies it.  Which builtins run in 8 bits, and how each is
+wired, is declared by the integer kernel that runs it
+(``Kernel.tflite_int8``); anything else is refused by name.
 """
 import numpy as np
 
+from ..runtime.kernels import TFLITE_INT8
 from .tflite_options import OpContext, convert_options
 
 __all__ = ["is_quantized", "convert_quantized"]
 
 _INT = (np.dtype(np.int8), np.dtype(np.uint8))
-_SAME = {"RESHAPE": "Reshape", "SQUEEZE": "Reshape", "EXPAND_DIMS": "Reshape",
-         "MAX_POOL_2D": "MaxPool"}
 
 
 def is_quantized(t, ins, outs):
@@ -27,78 +28,123 @@ def is_quantized(t, ins, outs):
 
 
 def convert_quantized(tflite, t, code, op, ins, outs, opname):
-    """(op type, attrs, input indices) of one quantized TFLite operator;
+    """(op type, attrs, input indices) of one quantized TFLite operator, as
+    the kernel that declares the builtin (``Kernel.tflite_int8``) wires it;
     constants for scales and zero points are added to ``t``."""
     def fail(why):
         from ..errors import UnsupportedOpError
         raise UnsupportedOpError(f"operator {opname!r} ({code}, int8): {why}")
 
+    rec = TFLITE_INT8.get(code)
+    if rec is None:
+        fail("no integer kernel for this builtin")
+    op_type, wiring = rec
     c = OpContext(tflite, code, op, ins, outs, t.shapes, t.data, {}, fail)
-    if code in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL",
-                "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION", "SOFTMAX", "MEAN",
-                "RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
-        convert_options(c)
-    a = c.attrs
-    q = _Q(t, opname, fail)
-    x, y = c.ins[0] if c.ins else -1, outs[0] if outs else -1
-    act = a.pop("activation", None)
-    if act is not None:
-        a.update(q.clamp(y, act))
-    if code in ("CONV_2D", "DEPTHWISE_CONV_2D"):
-        if code == "DEPTHWISE_CONV_2D":
-            a["weight_layout"] = "1HWC"
-        w = c.ins[1]
-        ins_q = [x] + q.params(x) + [w] + q.params(w, per_axis=True) + q.params(y)
-        if len(c.ins) > 2 and c.ins[2] >= 0:
-            ins_q.append(c.ins[2])
-        return "QLinearConv", a, ins_q
-    if code == "FULLY_CONNECTED":
-        a["transB"] = 1
-        w = c.ins[1]
-        ins_q = [x] + q.params(x) + [w] + q.params(w, per_axis=True)
-        bias = c.ins[2] if len(c.ins) > 2 and c.ins[2] >= 0 else q.const("none", np.zeros(
-            t.shapes[w][0], np.int32))
-        return "QGemm", a, ins_q + [bias] + q.params(y)
-    if code in ("ADD", "MUL"):
-        b = c.ins[1]
-        return ("QLinearAdd" if code == "ADD" else "QLinearMul"), a, \
-            [x] + q.params(x) + [b] + q.params(b) + q.params(y)
-    if code == "LOGISTIC":
-        return "QLinearSigmoid", a, [x] + q.params(x) + q.params(y)
-    if code == "AVERAGE_POOL_2D":
-        a.pop("layout", None)
-        a["channels_last"] = 1
-        return "QLinearAveragePool", a, [x] + q.params(x) + q.params(y)
-    if code == "MEAN":
-        axes = sorted(int(v) % 4 for v in np.asarray(t.data[c.ins[1]]).reshape(-1))
-        if len(t.shapes[x]) != 4 or axes != [1, 2]:
-            fail(f"a mean over axes {axes} (only the spatial axes 1, 2 of NHWC)")
-        return "QLinearGlobalAveragePool", {"channels_last": 1}, [x] + q.params(x) + q.params(y)
-    if code == "SOFTMAX":
-        if abs(a.get("beta", 1.0) - 1.0) > 1e-6:
-            fail(f"beta={a['beta']} (only 1)")
-        return "QLinearSoftmax", {"axis": -1, "opset": 13}, [x] + q.params(x) + q.params(y)
-    if code == "CONCATENATION":
-        ins_q = q.params(y)
-        for i in c.ins:
-            ins_q += [i] + q.params(i)
-        return "QLinearConcat", a, ins_q
-    if code in ("RELU", "RELU6", "RELU_N1_TO_1"):   # requantized, clamped
-        a = dict(axis=0, **q.clamp(y, code))
-        return "QLinearConcat", a, q.params(y) + [x] + q.params(x)
-    if code == "QUANTIZE":
-        if t.dtypes[x] in _INT:       # int8 -> int8 requantization
-            return "QLinearConcat", {"axis": 0}, q.params(y) + [x] + q.params(x)
-        return "QuantizeLinear", {}, [x] + q.params(y)
-    if code == "DEQUANTIZE":
-        return "DequantizeLinear", {}, [x] + q.params(x)
-    if code in _SAME:
-        if act is not None:
-            fail(f"fused activation {act}")
-        if code == "MAX_POOL_2D" and not q.same(x, y):
-            fail("input and output quantization differ")
-        return _SAME[code], a, c.ins[:1]
-    fail("no integer kernel for this builtin")
+    convert_options(c)
+    w = _Wire(c, _Q(t, opname, fail), t, outs)
+    if w.act is not None:
+        w.a.update(w.q.clamp(w.y, w.act))
+    return _WIRINGS[wiring](w, op_type)
+
+
+class _Wire:
+    """What a wiring reads: the options' context ``c``, its attributes
+    ``a`` (the fused activation ``act`` taken out), the quantization
+    constants ``q``, the tensors ``t``, the data input ``x`` and output ``y``."""
+
+    def __init__(self, c, q, t, outs):
+        self.c, self.q, self.t, self.a = c, q, t, c.attrs
+        self.x, self.y = c.ins[0] if c.ins else -1, outs[0] if outs else -1
+        self.act = self.a.pop("activation", None)
+        self.code, self.fail = c.code, c.fail
+
+
+def _conv(w, op_type):
+    if w.code == "DEPTHWISE_CONV_2D":
+        w.a["weight_layout"] = "1HWC"
+    q, x, c = w.q, w.x, w.c
+    wt = c.ins[1]
+    ins_q = [x] + q.params(x) + [wt] + q.params(wt, per_axis=True) + q.params(w.y)
+    if len(c.ins) > 2 and c.ins[2] >= 0:
+        ins_q.append(c.ins[2])
+    return op_type, w.a, ins_q
+
+
+def _fully_connected(w, op_type):
+    w.a["transB"] = 1
+    q, x, c = w.q, w.x, w.c
+    wt = c.ins[1]
+    ins_q = [x] + q.params(x) + [wt] + q.params(wt, per_axis=True)
+    bias = c.ins[2] if len(c.ins) > 2 and c.ins[2] >= 0 else q.const("none", np.zeros(
+        w.t.shapes[wt][0], np.int32))
+    return op_type, w.a, ins_q + [bias] + q.params(w.y)
+
+
+def _add_mul(w, op_type):
+    q, b = w.q, w.c.ins[1]
+    return op_type, w.a, [w.x] + q.params(w.x) + [b] + q.params(b) + q.params(w.y)
+
+
+def _activation(w, op_type):
+    return op_type, w.a, [w.x] + w.q.params(w.x) + w.q.params(w.y)
+
+
+def _average_pool(w, op_type):
+    w.a.pop("layout", None)
+    w.a["channels_last"] = 1
+    return op_type, w.a, [w.x] + w.q.params(w.x) + w.q.params(w.y)
+
+
+def _mean(w, op_type):
+    axes = sorted(int(v) % 4 for v in np.asarray(w.t.data[w.c.ins[1]]).reshape(-1))
+    if len(w.t.shapes[w.x]) != 4 or axes != [1, 2]:
+        w.fail(f"a mean over axes {axes} (only the spatial axes 1, 2 of NHWC)")
+    return op_type, {"channels_last": 1}, [w.x] + w.q.params(w.x) + w.q.params(w.y)
+
+
+def _softmax(w, op_type):
+    if abs(w.a.get("beta", 1.0) - 1.0) > 1e-6:
+        w.fail(f"beta={w.a['beta']} (only 1)")
+    return op_type, {"axis": -1, "opset": 13}, [w.x] + w.q.params(w.x) + w.q.params(w.y)
+
+
+def _concat(w, op_type):
+    ins_q = w.q.params(w.y)
+    for i in w.c.ins:
+        ins_q += [i] + w.q.params(i)
+    return op_type, w.a, ins_q
+
+
+def _clamp(w, op_type):
+    """RELU / RELU6 / RELU_N1_TO_1: requantized and clamped."""
+    a = dict(axis=0, **w.q.clamp(w.y, w.code))
+    return op_type, a, w.q.params(w.y) + [w.x] + w.q.params(w.x)
+
+
+def _quantize(w, op_type):
+    if w.t.dtypes[w.x] in _INT:       # int8 -> int8 requantization
+        return "QLinearConcat", {"axis": 0}, w.q.params(w.y) + [w.x] + w.q.params(w.x)
+    return op_type, {}, [w.x] + w.q.params(w.y)
+
+
+def _dequantize(w, op_type):
+    return op_type, {}, [w.x] + w.q.params(w.x)
+
+
+def _same(w, op_type):
+    """The op itself on the integer tensor (it only moves or selects)."""
+    if w.act is not None:
+        w.fail(f"fused activation {w.act}")
+    if w.code == "MAX_POOL_2D" and not w.q.same(w.x, w.y):
+        w.fail("input and output quantization differ")
+    return op_type, w.a, w.c.ins[:1]
+
+
+#: wiring (``Kernel.tflite_int8``) -> the function that wires the op
+_WIRINGS = {"conv": _conv, "fully_connected": _fully_connected, "add_mul": _add_mul,
+            "activation": _activation, "average_pool": _average_pool, "mean": _mean,
+            "softmax": _softmax, "concat": _concat, "clamp": _clamp, "quantize": _quantize,
+            "dequantize": _dequantize, "same": _same}
 
 
 class _Q:

@@ -20,7 +20,7 @@ importers or CLI above.
 """
 from ..errors import PlanInfeasibleError, PlanValidationError
 from .assign import STRATEGIES
-from . import fit
+from . import fit, op_facts
 from .budget import (check_graph_budget, check_plan_budget, physical_memory,
                      resolve_max_memory)
 from .inplace import DEFAULT_RULES, KINDS, RuleTable, register_rule

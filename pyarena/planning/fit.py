@@ -38,8 +38,8 @@ order, scratch sizes and ``graph.scratch_budget`` from the chosen budget
 Layering: scratch sizes come from the kernels (the runtime layer, above
 this one), so the scratch knob is a callable ``rescratch(graph,
 scratch_budget)`` that refills ``Op.scratch_bytes`` and records the
-budget.  The package root installs the runtime's ``set_scratch`` (with
-``SCRATCH_BUDGET``) as the default through :func:`add_scratch_source`;
+budget.  The kernel registry declares the runtime's ``set_scratch`` (with
+``SCRATCH_BUDGET``) as the default (:func:`.op_facts.scratch_rule`);
 ``plan(..., rescratch=False)`` searches the order only.  A graph whose
 ops the runtime cannot size (custom op types in a JSON graph) keeps its
 scratch; the error then says so.
@@ -49,11 +49,12 @@ import time
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
 from ..memory.args import as_size
 from ..graph import Graph
+from . import op_facts
 from .patch import band_rows, patch_op, splice, stage_macs, stages
 from .patch_search import multi_stage
 from .schedule import schedule as find_schedule
 
-__all__ = ["fit_plan", "add_scratch_source", "check_memory_budget"]
+__all__ = ["fit_plan", "check_memory_budget"]
 
 #: seconds of offset search per plan while more than one stage is chosen
 #: (the plan kept is made again with the caller's limit): a set of stages
@@ -61,22 +62,8 @@ __all__ = ["fit_plan", "add_scratch_source", "check_memory_budget"]
 #: ``time_limit`` each -- 10 s and 20 s of pose landmark's 43 s search
 QUICK_LIMIT = 0.25
 
-# loaders returning (rescratch, default scratch budget); run once, on first use
-_SOURCES = []
-_KNOB = []
-
-
-def add_scratch_source(load):
-    """Have ``load()`` -- returning ``(rescratch, default_scratch_budget)``
-    -- provide the default scratch knob on first use (the package root
-    hands the runtime's ``set_scratch`` down this way)."""
-    _SOURCES.append(load)
-
-
 def _default_knob():
-    while _SOURCES:
-        _KNOB[:] = [_SOURCES.pop(0)()]
-    return _KNOB[0] if _KNOB else (None, None)
+    return op_facts.scratch_rule() or (None, None)
 
 
 def check_memory_budget(memory_budget):

@@ -1,5 +1,6 @@
 """The row geometry of the ops a patched stage runs (planning/patch.py):
-which ops are row-local or spatial along H, and for a spatial op the input
+which ops are row-local or spatial along H (each op's row kind, declared
+by its kernel: :mod:`.op_facts`), and for a spatial op the input
 rows each output row reads -- a Conv or pool's window (stride, dilation,
 kernel rows, pads), a Pad's rows of padding, a Slice's 1-row window of
 stride ``step`` from row ``start``, the stage input's NCHW -> NHWC
@@ -8,23 +9,25 @@ Transpose (row for row), a Resize's source coordinates
 import numpy as np
 
 from ..graph import conv_weight_shape
+from . import op_facts
 from .resize_rows import resize_geometry
 
-__all__ = ["UNARY", "BINARY", "POOLS", "RESIZE", "SPATIAL", "TO_NHWC", "op_geometry",
+__all__ = ["row_kind", "is_spatial", "TO_NHWC", "op_geometry",
            "slice_params"]
 
-#: per-element ops of one stage tensor (other inputs: constants)
-UNARY = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish",
-                   "Tanh", "Elu", "Selu", "Gelu", "Exp", "Neg", "Abs", "Softplus",
-                   "BatchNormalization", "PRelu", "Identity"})
-#: per-element ops of two operands (stage tensors of the output's shape, or
-#: constants broadcast along H)
-BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min"})
-POOLS = frozenset({"MaxPool", "AveragePool"})
-#: upsampling (a decoder's): rows from source coordinates (:mod:`.resize_rows`)
-RESIZE = frozenset({"Resize", "Upsample"})
-#: ops with a receptive field along H (a geometry from :func:`op_geometry`)
-SPATIAL = POOLS | RESIZE | {"Conv", "Pad", "Slice", "Transpose"}
+
+
+def row_kind(op):
+    """How a patched stage bands ``op`` (:data:`.op_facts.ROW_KINDS`), or
+    None when it cannot."""
+    return op_facts.rows_kind(op.op_type)
+
+
+def is_spatial(op):
+    """Whether ``op`` has a receptive field along H (a geometry from
+    :func:`op_geometry`)."""
+    return op_facts.rows_kind(op.op_type) in op_facts.SPATIAL_ROWS
+
 #: the stage input's NCHW -> NHWC Transpose (the layout pass's entry): H
 #: moves from axis 2 to axis 1, row for row
 TO_NHWC = [0, 2, 3, 1]
@@ -117,21 +120,22 @@ def op_geometry(op, graph, h_axis):
     pad) along H of a Conv / pool op (a Pad: see :func:`_pad_geometry`; a
     Slice: :func:`_slice_geometry`), or None if it is not a 2-D spatial op
     the stage can band."""
-    if op.op_type == "Pad":
+    kind = row_kind(op)
+    if kind == "pad":
         return _pad_geometry(op, graph, h_axis)
-    if op.op_type == "Slice":
+    if kind == "slice":
         return _slice_geometry(op, graph, h_axis)
-    if op.op_type == "Transpose":
+    if kind == "transpose":
         perm = [int(v) for v in op.attrs.get("perm", ())]
         return (1, 1, 1, 0, 0, 0, 0) if perm == TO_NHWC and h_axis == 1 else None
-    if op.op_type in RESIZE:
+    if kind == "resize":
         return resize_geometry(op, graph, h_axis)
     x = graph.tensors[op.inputs[0]].shape
     attrs = op.attrs
     nhwc = attrs.get("layout", "NCHW") == "NHWC"
     if nhwc != (h_axis == 1) or len(x) != 4:
         return None
-    if op.op_type == "Conv":
+    if kind == "conv":
         w = conv_weight_shape(op, graph.tensors[op.inputs[1]].shape)
         if w is None or len(w) != 4:
             return None

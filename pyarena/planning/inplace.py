@@ -51,9 +51,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from . import op_facts
 
 __all__ = ["KINDS", "RuleTable", "DEFAULT_RULES", "DECLARED_RULES", "register_rule",
-           "declare", "add_declaration_source", "rule_for", "as_rule_table",
+           "declare", "rule_for", "as_rule_table",
            "reuse_candidates", "candidates_of_kind", "transpose_is_view", "same_layout"]
 
 KINDS = ("unary", "binary", "alias", "transpose", "concat", "none")
@@ -123,30 +124,19 @@ class RuleTable:
 class _DeclaredRules(RuleTable):
     """The kinds operators declare on their kernels.  The runtime's kernel
     registry fills it (:func:`declare`) -- this layer never imports the
-    runtime: the package root registers a *source* (a callable that loads
-    the kernel registry) and the table runs it on first use."""
-
-    def __init__(self):
-        super().__init__()
-        self._sources = []
-
-    def _load(self):
-        while self._sources:
-            self._sources.pop(0)()
+    runtime: the registry loads on first use through the loader the
+    package root names (:func:`.op_facts.add_source`)."""
 
     def kind(self, op_type):
-        if self._sources:
-            self._load()
+        op_facts.load()
         return super().kind(op_type)
 
     def _merged(self):
-        if self._sources:
-            self._load()
+        op_facts.load()
         return super()._merged()
 
     def __contains__(self, op_type):
-        if self._sources:
-            self._load()
+        op_facts.load()
         return super().__contains__(op_type)
 
 
@@ -165,12 +155,6 @@ def declare(op_type, kind):
     the kernel registry; users call :func:`register_rule`)."""
     _check_rule(op_type, kind)
     DECLARED_RULES._rules[op_type] = kind
-
-
-def add_declaration_source(load):
-    """Have ``load()`` run (once) before the declared kinds are first read:
-    the package root uses it to load the kernel registry on demand."""
-    DECLARED_RULES._sources.append(load)
 
 
 def register_rule(op_type, kind, table=None):

@@ -50,11 +50,10 @@ import numpy as np
 
 from ..errors import GraphError
 from ..graph import Op, conv_weight_shape
-from .geometry import (BINARY, POOLS, RESIZE, SPATIAL, UNARY, op_geometry,  # noqa: F401
-                       slice_params)
+from .geometry import is_spatial, op_geometry, row_kind, slice_params
 from .resize_rows import resize_in_rows, resize_ready
 
-__all__ = ["PATCH_OP", "SPATIAL", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
+__all__ = ["PATCH_OP", "is_spatial", "row_kind", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
            "patch_op", "splice",
            "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows", "slice_params",
            "row_shapes"]
@@ -92,34 +91,35 @@ def _op_ok(op, graph, inside, h_axis):
     y = graph.tensors[outs[0]]
     if y.shape is None or len(y.shape) != 4 or y.dynamic or np.dtype(y.dtype).kind != "f":
         return False
-    if op.op_type in SPATIAL:
+    kind = row_kind(op)
+    if is_spatial(op):
         if not op.inputs or op.inputs[0] not in inside:
             return False
         extra = [n for n in op.inputs[1:] if n]
-        if op.op_type == "Pad" or op.op_type in RESIZE:
+        if kind in ("pad", "resize"):
             geo = op_geometry(op, graph, h_axis)
             xs = graph.tensors[op.inputs[0]].shape
             return geo is not None and all(
                 graph.tensors[n].role == "constant" for n in extra) and (
                 geo[0] == "resize" or all(int(y.shape[a]) == int(xs[a]) + geo[3][a] + geo[4][a]
                                           for a in range(4)))
-        if op.op_type == "Conv":
+        if kind == "conv":
             extra = [n for i, n in enumerate(op.inputs[1:3], 1) if n]
             if any(graph.tensors[n].role != "constant" for n in extra):
                 return False
             if len(op.inputs) > 3 and op.inputs[3] and op.inputs[3] not in inside:
                 return False
-        elif extra and op.op_type != "Slice":      # (a Slice's: checked as its geometry)
+        elif extra and kind != "slice":      # (a Slice's: checked as its geometry)
             return False
-        if op.op_type == "Transpose" and len(inside) != 1:   # the stage input's only
+        if kind == "transpose" and len(inside) != 1:   # the stage input's only
             return False
         return op_geometry(op, graph, h_axis) is not None
-    if op.op_type == "Concat":
+    if kind == "concat":
         return _concat_ok(op, graph, inside, h_axis, y)
-    if op.op_type not in UNARY and op.op_type not in BINARY:
+    if kind not in ("local", "broadcast"):
         return False
     ins = [n for n in op.inputs if n]
-    if not ins or ins[0] not in inside and op.op_type in UNARY:
+    if not ins or ins[0] not in inside and kind == "local":
         return False
     for n in ins:
         t = graph.tensors[n]
@@ -167,7 +167,7 @@ def _uses(graph):
 
 
 def _h_axis(graph, op):
-    if op.op_type in RESIZE:       # no layout: the axis whose size changes with C kept
+    if row_kind(op) == "resize":   # no layout: the axis whose size changes with C kept
         x, y = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
         nhwc = x is not None and y is not None and len(x) == len(y) == 4 and \
             int(x[1]) != int(y[1]) and int(x[3]) == int(y[3])
@@ -192,21 +192,22 @@ def stages(graph, max_starts=3, side_starts=5, around=None, back=16):
     found, starts = [], 0
     lo = 0 if around is None else max(0, around - back)
     for s, op0 in enumerate(graph.ops[lo:around + 1 if around is not None else None], lo):
-        if op0.op_type not in POOLS | RESIZE | {"Conv", "Slice", "Transpose"} or \
-                not op0.inputs or around is None and op0.op_type in RESIZE:
+        kind0 = row_kind(op0)
+        if kind0 not in ("pool", "resize", "conv", "slice", "transpose") or \
+                not op0.inputs or around is None and kind0 == "resize":
             continue
         x = op0.inputs[0]
         tx = graph.tensors[x]
         if tx.role == "constant" or tx.shape is None or len(tx.shape) != 4:
             continue
         # a Slice has no layout of its own: the convolutions after it decide
-        axes = (1, 2) if op0.op_type == "Slice" else (_h_axis(graph, op0),) if \
-            op0.op_type != "Transpose" else (1,)
+        axes = (1, 2) if kind0 == "slice" else (_h_axis(graph, op0),) if \
+            kind0 != "transpose" else (1,)
         axes = [a for a in axes if _op_ok(op0, graph, {x}, a)]
         if not axes:
             continue
         starts += 1
-        x_axis = 2 if op0.op_type == "Transpose" else None
+        x_axis = 2 if kind0 == "transpose" else None
         for h_axis in axes:
             for hoist in (False, True):
                 if not hoist and starts > max_starts and around is None:
@@ -239,7 +240,7 @@ def _outer(graph, op, inside, s, h_axis, pos):
     """The tensors a row-local op (Concat, element-wise) of a stage from op
     ``s`` may read whole from outside: 4-D activations made before op ``s``
     (or graph inputs) with the output's rows; None if it reads another."""
-    if op.op_type != "Concat" and op.op_type not in BINARY:
+    if row_kind(op) not in ("concat", "broadcast"):
         return None
     y = graph.tensors[op.outputs[0]] if op.outputs and op.outputs[0] else None
     out = []
@@ -533,7 +534,7 @@ def _stage_tensors(stage):
 
 def _geos(graph, stage):
     return {i: op_geometry(op, graph, stage.h_axis) for i, op in enumerate(stage.ops)
-            if op.op_type in SPATIAL}
+            if is_spatial(op)}
 
 
 def patch_graph(graph, stage, n_bands, reuse=True):
@@ -572,8 +573,8 @@ def patch_op(graph, stage, n_bands, reuse=True):
     name = f"patched[{stage.key}]"
     op = Op(name, PATCH_OP, [stage.x] + list(stage.extra) + consts, [stage.y], attrs={
         "stage_ops": [{"name": o.name, "type": o.op_type, "inputs": list(o.inputs),
-                       "outputs": list(o.outputs), "attrs": dict(o.attrs)}
-                      for o in stage.ops],
+                       "outputs": list(o.outputs), "attrs": dict(o.attrs),
+                       "notes": o.notes.copy()} for o in stage.ops],
         "stage_tensors": shapes, "bands": [list(b) for b in bands],
         "h_axis": stage.h_axis, "x_axis": stage.x_axis, "extra_inputs": list(stage.extra),
         "reuse": bool(reuse)})

@@ -50,7 +50,7 @@ def _text(v):
 
 def _scale(op, graph, h_axis, x, y):
     """The H scale the kernel uses: a constant ``scales`` input, else out / in."""
-    old = op.op_type == "Upsample" or op.attrs.get("_opset", 11) < 11
+    old = op.op_type == "Upsample" or (op.notes.opset or 11) < 11
     k = 1 if old else 2
     if len(op.inputs) > k and op.inputs[k]:
         t = graph.tensors[op.inputs[k]]
@@ -86,7 +86,7 @@ def resize_geometry(op, graph, h_axis):
         return None
     ctm = _text(a.get("coordinate_transformation_mode"))
     if ctm is None:
-        ctm = "asymmetric" if op.op_type == "Upsample" or a.get("_opset", 11) < 11 \
+        ctm = "asymmetric" if op.op_type == "Upsample" or (op.notes.opset or 11) < 11 \
             else "half_pixel"
     scale = _scale(op, graph, h_axis, [int(v) for v in x], [int(v) for v in y])
     if ctm not in MODES or not scale or scale <= 0:

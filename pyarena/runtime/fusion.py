@@ -7,8 +7,8 @@ time, and the tensors between the fused ops no longer exist):
 * **BatchNormalization** after a Conv (NCHW, constant statistics) is folded
   into the Conv's weights and bias: the bias is computed here, the weights
   keep their constant (a view of the model file) and the Conv records the
-  per-channel scale in ``attrs["_wscale"]``, which its kernel applies when
-  it lays its weights out (:func:`fold_scales`) -- so the folded weights
+  per-channel scale in ``notes.weight_scales``, which its kernel applies
+  when it lays its weights out (``kernels/weight_scales.py``) -- so the folded weights
   are held once, in the kernel's layout, not also as a graph constant;
 * a per-channel or scalar **affine** ``Mul(conv, a)`` then ``Add(., b)``
   (constants, e.g. PaddleOCR's learnable scales) is folded the same way;
@@ -39,12 +39,9 @@ graph as imported.
 import numpy as np
 
 from ..memory.mapped import release_pages
+from .kernels import op_fact
 
-__all__ = ["fuse", "fold_scales", "WSCALE"]
-
-#: a Conv's attribute: the per-output-channel scales folded into its
-#: weights, in order (float64 bytes; see :func:`fold_scales`)
-WSCALE = "_wscale"
+__all__ = ["fuse"]
 
 _F32 = np.dtype(np.float32)
 
@@ -167,34 +164,11 @@ def _channel_vector(v, cout):
     return None
 
 
-def fold_scales(w, scales, axis=0):
-    """``w`` (float32) with the ``scales`` (a Conv's ``attrs[WSCALE]``)
-    folded in along its output-channel ``axis``: each in float64, rounded
-    to float32 after each -- bit for bit what folding them into the graph's
-    weights one at a time gave.  A new array (a block of ~1 MiB of float64
-    at a time), or ``w`` itself when there are none."""
-    if not scales:
-        return w
-    src = np.moveaxis(np.asarray(w), axis, 0)
-    out = np.empty(src.shape, np.float32)
-    per = max(1, (1 << 20) // max(1, src[:1].size * 8))
-    tail = (1,) * (src.ndim - 1)
-    vs = [np.frombuffer(s, np.float64) for s in scales]
-    buf = np.empty((min(per, src.shape[0]),) + src.shape[1:], np.float64)
-    for i in range(0, src.shape[0], per):
-        blk = buf[:len(src[i:i + per])]
-        for k, v in enumerate(vs):      # float32 x float64 in float64: exact products
-            np.multiply(src[i:i + per] if k == 0 else out[i:i + per],
-                        v[i:i + per].reshape((-1,) + tail), out=blk)
-            out[i:i + per] = blk        # rounded to float32 after each fold
-    return np.moveaxis(out, 0, axis)
-
-
 def _scale_shift(G, conv, scale, shift):
     """conv' = scale * conv + shift per output channel (NCHW weights).
     The new bias is computed now (into the weights arena); the weights
-    keep their constant and ``scale`` joins the conv's ``WSCALE`` (module
-    docstring)."""
+    keep their constant and ``scale`` joins the conv's ``notes.weight_scales``
+    (module docstring)."""
     w = G.const(conv.inputs[1])
     bn = conv.inputs[2] if len(conv.inputs) > 2 and conv.inputs[2] else ""
     bt = G.g.tensors[bn].data if bn else None
@@ -205,7 +179,7 @@ def _scale_shift(G, conv, scale, shift):
         hit = G.memo.get(key)
         if hit is not None and hit[0] is not bt:
             hit = None
-    conv.attrs[WSCALE] = tuple(conv.attrs.get(WSCALE, ())) + (scale.tobytes(),)
+    conv.notes.weight_scales = tuple(conv.notes.weight_scales) + (scale.tobytes(),)
     if hit is not None:
         G.set_param(conv, 2, "b", hit[1], kept=True)
         return
@@ -331,18 +305,18 @@ def _fuse_activation(G, conv):
     if len(readers) != 1:
         return 0
     act = readers[0]
-    kinds = {"Relu": "RELU", "Sigmoid": "SIGMOID", "HardSwish": "HARDSWISH"}
-    if act.op_type in kinds:
-        conv.attrs["activation"] = kinds[act.op_type]
-    elif act.op_type == "Clip":
+    kind = op_fact(act.op_type, "conv_act")     # (declared by the activation's kernel)
+    if kind == "CLIP":
         lo, hi = _clip_bounds(G, act)
         if any(n and G.const(n) is None for n in act.inputs[1:]):
             return 0
         conv.attrs.update(activation="CLIP", activation_min=lo, activation_max=hi)
-    elif act.op_type == "HardSigmoid":
+    elif kind == "HARDSIGMOID":
         conv.attrs.update(activation="HARDSIGMOID",
                           activation_alpha=float(act.attrs.get("alpha", 0.2)),
                           activation_beta=float(act.attrs.get("beta", 0.5)))
+    elif kind is not None:
+        conv.attrs["activation"] = kind
     else:
         return 0
     _take_output(G, conv, act, [act], [x])

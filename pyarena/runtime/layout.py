@@ -9,9 +9,10 @@ over contiguous channels); an ONNX model is NCHW throughout, so its 1x1
 layers went to BLAS plus an epilogue pass and its depthwise layers to the
 NCHW kernel.
 
-* An op is **convertible** when it has an NHWC form and its tensors are
+* An op is **convertible** when it has an NHWC form -- its kernel's
+  ``nhwc`` fact (pyarena/runtime/kernels/facts.py) -- and its tensors are
   4-D: Conv (any groups; fused activation and residual input kept; its
-  weights constant stays ONNX's OIHW, marked ``attrs["_oihw"]``: the kernel
+  weights constant stays ONNX's OIHW, noted ``notes.weights_oihw``: the kernel
   reads it as ``OHWI``, depthwise as ``1HWC`` as TFLite stores them, when
   it lays its weights out -- so no re-laid out copy is held beside the
   kernel's packed one), MaxPool / AveragePool / GlobalAveragePool /
@@ -49,10 +50,11 @@ converted.
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..graph.graph import CONV_OIHW, Op
+from ..graph.graph import Op
 from ..memory.mapped import release_pages
 from ..planning.geometry import slice_params
 from .fusion import _Graph
+from .kernels import op_fact
 
 __all__ = ["to_nhwc", "worth", "RULES", "TO_NHWC", "TO_NCHW"]
 
@@ -71,13 +73,6 @@ TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 _AXIS = (0, 3, 1, 2)        # NCHW axis a is NHWC axis _AXIS[a]
 
-_UNARY = frozenset((
-    "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Exp",
-    "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign",
-    "Round", "Elu", "Selu", "Softplus", "Softsign", "Erf", "Gelu", "Mish", "Celu",
-    "ThresholdedRelu", "Shrink", "Identity", "Dropout", "Cast"))
-_BINARY = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean"))
-_POOLS = frozenset(("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"))
 _F32 = np.dtype(np.float32)
 
 
@@ -187,30 +182,30 @@ def convertible(P, op):
     outs = [t for t in op.outputs if t]
     if len(outs) != 1 or not P.act4(outs[0]) or not op.inputs or not op.inputs[0]:
         return False
-    t = op.op_type
-    if t == "Conv":
+    kind = op_fact(op.op_type, "nhwc")
+    if kind == "conv":
         return _conv_ok(P, op)
-    if t in _POOLS:
+    if kind == "attr":
         return P.act4(op.inputs[0]) and op.attrs.get("layout", "NCHW") == "NCHW"
-    if t in _UNARY or t == "PRelu":
+    if kind in ("elementwise", "prelu"):
         if not P.act4(op.inputs[0]):
             return False
         rest = [P.const(n) for n in op.inputs[1:] if n]
-        if t == "PRelu":
+        if kind == "prelu":
             return len(rest) == 1 and rest[0] is not None and rest[0].ndim != 1 and \
                 rest[0].ndim <= 4
         return all(c is not None and c.size == 1 for c in rest)
-    if t in _BINARY:
+    if kind == "broadcast":
         names = [n for n in op.inputs if n]
         return all(_operand_ok(P, n) for n in names) and any(P.act4(n) for n in names)
-    if t == "Concat":
+    if kind == "concat":
         ax = int(op.attrs.get("axis", 0))
         return -4 <= ax < 4 and all(P.act4(n) for n in op.inputs if n)
-    if t == "Pad":
+    if kind == "pad":
         return P.act4(op.inputs[0]) and _pad_ok(P, op)
-    if t == "Slice":
+    if kind == "slice":
         return P.act4(op.inputs[0]) and _slice_ok(P, op)
-    if t in ("Resize", "Upsample"):
+    if kind == "resize":
         return P.act4(op.inputs[0]) and _resize_index(P, op) is not None
     return False
 
@@ -292,29 +287,29 @@ def _relaid_const(c):
 def _convert_op(P, op):
     """``op``'s attributes and constants for NHWC (its tensors are done
     by the caller)."""
-    t = op.op_type
-    if t == "Conv":
+    kind = op_fact(op.op_type, "nhwc")
+    if kind == "conv":
         op.attrs["layout"] = "NHWC"
-        op.attrs[CONV_OIHW] = True
+        op.notes.weights_oihw = True
         if _depthwise(P, op):
             op.attrs["weight_layout"] = "1HWC"
-    elif t in _POOLS or t == "PRelu":
+    elif kind in ("attr", "prelu"):
         op.attrs["layout"] = "NHWC"
-        if t == "PRelu":
+        if kind == "prelu":
             P.new_const(op, 1, _relaid_const(P.const(op.inputs[1])))
-    elif t in _BINARY:
+    elif kind == "broadcast":
         for i, n in enumerate(op.inputs):
             c = P.const(n)
             if c is not None and c.size > 1:
                 P.new_const(op, i, _relaid_const(c))
-    elif t == "Concat":
+    elif kind == "concat":
         ax = int(op.attrs.get("axis", 0))
         op.attrs["axis"] = _AXIS[ax + 4 if ax < 0 else ax]
-    elif t in ("Resize", "Upsample"):       # scales or sizes per axis, permuted
+    elif kind == "resize":       # scales or sizes per axis, permuted
         i = _resize_index(P, op)
         c = np.asarray(P.const(op.inputs[i])).reshape(-1)
         P.new_const(op, i, c[list(TO_NHWC)])
-    elif t == "Slice":
+    elif kind == "slice":
         new = np.asarray([_AXIS[a] for a in slice_params(op, P.g)[2]], np.int64)
         if len(op.inputs) > 3 and op.inputs[3]:
             P.new_const(op, 3, new)
@@ -325,7 +320,7 @@ def _convert_op(P, op):
                 op.inputs.append("")
             op.inputs[3] = name
             P.readers[name] = [op]
-    elif t == "Pad":
+    elif kind == "pad":
         has = len(op.inputs) > 1 and op.inputs[1]
         pads = [int(v) for v in np.asarray(P.const(op.inputs[1]) if has
                                            else op.attrs["pads"]).reshape(-1)]

@@ -7,7 +7,7 @@ bound (the largest sum of activation bytes live at one step, with the
 planned in-place reuse).  :func:`plan_in_slack` plans once, measures for
 every op the slack at its step (that bound minus the activations live
 then), narrows the workspace of each op whose scratch does not fit its
-slack (the op's own ``_scratch_budget``: narrower bands, same results),
+slack (the op's own ``notes.scratch_budget``: narrower bands, same results),
 and plans again.  Ops away from the peak keep their wide, fast bands.
 The arena reaches the activations-only bound unless a kernel's narrowest
 workspace (one output row) is still larger than its slack.
@@ -19,9 +19,6 @@ from ..planning.result import padded_size
 from .kernels.registry import scratch_bytes_for
 
 __all__ = ["plan_in_slack", "activation_live"]
-
-KEY = "_scratch_budget"
-
 
 def activation_live(p, steps):
     """Bytes of planned activations (not scratch) live at each step of plan
@@ -40,16 +37,13 @@ def activation_live(p, steps):
 
 
 def _restore(op, budget):
-    if budget is None:
-        op.attrs.pop(KEY, None)
-    else:
-        op.attrs[KEY] = budget
+    op.notes.scratch_budget = budget
 
 
 def plan_in_slack(graph, **plan_options):
     """A plan of ``graph`` whose operators' scratch fits the slack at their
     steps (see the module docstring).  ``plan_options`` go to
-    :func:`pyarena.plan`.  Ops narrowed get ``attrs["_scratch_budget"]``
+    :func:`pyarena.plan`.  Ops narrowed get ``notes.scratch_budget``
     (the executor builds the same kernels); ``plan.slack`` records
     ``{"activation_bound": bytes, "narrowed": {op name: budget}}``."""
     p = make_plan(graph, **plan_options)
@@ -60,10 +54,10 @@ def plan_in_slack(graph, **plan_options):
         if s and live[i] + s > bound:
             narrowed[op.name] = max(1, bound - live[i])
     if narrowed:
-        old = {op.name: op.attrs.get(KEY) for op in graph.ops if op.name in narrowed}
+        old = {op.name: op.notes.scratch_budget for op in graph.ops if op.name in narrowed}
         for op in graph.ops:
             if op.name in narrowed:
-                op.attrs[KEY] = narrowed[op.name]
+                op.notes.scratch_budget = narrowed[op.name]
                 new = scratch_bytes_for(graph, op)        # only these change
                 if new < op.scratch_bytes:
                     op.scratch_bytes = new

@@ -140,3 +140,18 @@ def test_unsizable_model_fails_cleanly_in_one_gib(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "cannot size tensor 'y'" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_random_op_is_never_folded_even_on_constant_inputs(tmp_path):
+    """A random generator's kernel record says ``fold = "never"`` (each run
+    draws anew): a RandomUniformLike of a constant stays a run-time op --
+    here one no kernel runs, so the import names it -- instead of becoming
+    one frozen draw."""
+    from pyarena.errors import UnsupportedOpError
+    path = str(tmp_path / "random.onnx")
+    make_model([helper.make_node("RandomUniformLike", ["c"], ["r"]),
+                helper.make_node("Add", ["r", "x"], ["y"])],
+               {"x": ([4], np.float32)}, {"y": ([4], np.float32)},
+               {"c": np.zeros(4, np.float32)}, path=path)
+    with pytest.raises(UnsupportedOpError, match="RandomUniformLike"):
+        load_model(path)

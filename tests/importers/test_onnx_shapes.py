@@ -16,8 +16,8 @@ from helpers.model_zoo import randomized_light_model
 from helpers.onnx_util import make_model
 from pyarena.errors import GraphError, ModelImportError
 from pyarena.importers import load_model
-from pyarena.importers.onnx_layout_rules import RULES
-from pyarena.importers.onnx_shape_rules import broadcast
+from pyarena.runtime.kernels import op_table
+from pyarena.runtime.kernels.shape_rules import broadcast
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
@@ -98,7 +98,7 @@ def node_cases():
     from helpers.node_cases import generated_cases
     found = generated_cases(re.compile(r"test_\w+"), _MODULES)
     return {name: c for name, c in found.items()
-            if all(n.op_type in RULES or n.op_type == "Constant"
+            if all(n.op_type in op_table("shape_rule") or n.op_type == "Constant"
                    for n in c.model.graph.node)}
 
 

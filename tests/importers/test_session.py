@@ -1,6 +1,8 @@
 """InferenceSession: inputs with symbolic dims, one plan per input-shape
 signature (LRU), one activation arena that grows to the largest plan,
 weights shared across signatures, outputs equal to onnxruntime's."""
+from dataclasses import replace
+
 import numpy as np
 import onnx
 import pytest
@@ -323,10 +325,11 @@ def test_if_branches_are_never_taken_from_another_signature(tmp_path):
 # -- a new signature re-sized from the last imported graph ------------------------
 def _graph_facts(g):
     """What a plan and the kernels see of a graph: every op (with its
-    attributes, but not the slack planner's own) and tensor, and the
-    constants' values."""
+    attributes and notes, but not the slack planner's own) and tensor, and
+    the constants' values."""
     ops = [(op.name, op.op_type, op.inputs, op.outputs, op.scratch_bytes,
-            sorted((k, repr(v)) for k, v in op.attrs.items() if k != "_scratch_budget"))
+            sorted((k, repr(v)) for k, v in op.attrs.items()),
+            repr(replace(op.notes, scratch_budget=None, infer=None)))
            for op in g.ops]
     tensors = {n: (tuple(t.shape), str(t.dtype), t.role,
                    None if t.data is None else np.asarray(t.data).tobytes())

@@ -130,7 +130,7 @@ def test_unsupported_ops_are_reported_by_name_before_running():
 def test_undeclared_scratch_is_refused(tmp_path):
     g = load_model(_residual(tmp_path))
     conv = g.ops[0]
-    conv.attrs["_path"] = "numpy"           # im2col: a padded band + columns
+    conv.notes.kernel_path = "numpy"           # im2col: a padded band + columns
     set_scratch(g)
     assert conv.scratch_bytes > 0
     conv.scratch_bytes = 16
@@ -178,7 +178,8 @@ def test_dynamic_mode_peak_counts_each_buffer_while_it_is_held():
     g.add_tensor("c", (1, 3, 8, 8))
     g.add_tensor("y", (1, 12, 8, 8), role="output")
     # im2col + BLAS forced: the native few-input-channel kernel takes no scratch
-    g.add_op("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], _path="numpy")
+    g.add_op("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]).notes.kernel_path = \
+        "numpy"
     g.add_op("Conv", ["c", "w2"], ["y"], name="expand")
     set_scratch(g)
     s = g.ops[0].scratch_bytes

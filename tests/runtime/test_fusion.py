@@ -10,7 +10,6 @@ from helpers.model_zoo import ort_run
 from helpers.onnx_util import make_model
 from pyarena.importers import load_model
 from pyarena.runtime import Executor, fuse
-from pyarena.runtime.fusion import WSCALE
 
 R = np.random.default_rng(7)
 
@@ -163,7 +162,7 @@ def test_residual_add_is_fused_into_a_pointwise_conv(tmp_path, cin, cout, hw, pa
     conv = g.ops[-1]
     assert conv.inputs[3] == "r1" and conv.attrs["residual_channels"] == cout - pad
     assert conv.attrs["activation"] == "RELU" and conv.outputs == ["y"]
-    conv.attrs["_path"] = path_
+    conv.notes.kernel_path = path_
     ex = Executor(g)
     assert ex.kernels[-1].path == ("native-gemm" if path_ == "native" else "1x1")
     x = rnd(2, cin, hw, hw)
@@ -217,7 +216,8 @@ def test_a_memo_reuses_the_biases_folded_from_the_same_arrays(tmp_path, chain):
     # recorded, equal (so a session's kernels lend each other their layouts)
     wa, wb = (g.tensors[g.ops[0].inputs[1]].data for g in (a, b))
     assert wb is wa and g.ops[0].inputs[1] == "w"
-    assert a.ops[0].attrs[WSCALE] == b.ops[0].attrs[WSCALE] == c.ops[0].attrs[WSCALE]
+    assert a.ops[0].notes.weight_scales == b.ops[0].notes.weight_scales == \
+        c.ops[0].notes.weight_scales
     x = rnd(2, 8, 6, 16, lo=-4, hi=4)
     np.testing.assert_allclose(Executor(b).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=2e-5)

@@ -47,7 +47,7 @@ def test_a_narrowed_op_gets_a_new_kernel_that_fits_its_scratch():
     prepared = build_kernels(g, weights)
     op = max(g.ops, key=lambda o: o.scratch_bytes)
     wide = op.scratch_bytes
-    op.attrs["_scratch_budget"] = max(1, wide // 4)
+    op.notes.scratch_budget = max(1, wide // 4)
     op.scratch_bytes = scratch_bytes_for(g, op)
     assert op.scratch_bytes < wide
     i = g.ops.index(op)

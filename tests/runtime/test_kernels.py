@@ -180,7 +180,7 @@ def test_conv_forced_onto_the_native_direct_kernel(tmp_path, case):
                {"y": (None, np.float32)}, {"w": rnd(*case["w"]), "b": rnd(cout)}, path=path)
     g = load_model(str(path))
     assert [op.op_type for op in g.ops] == ["Conv"]        # Relu fused
-    g.ops[0].attrs["_path"] = "native"
+    g.ops[0].notes.kernel_path = "native"
     set_scratch(g)
     ex = Executor(g)
     assert ex.kernels[0].path.startswith("native") and g.ops[0].scratch_bytes == 0
@@ -205,7 +205,7 @@ def test_pointwise_conv_on_the_packed_sgemm(tmp_path, x, cout):
                {"w": rnd(cout, x[1], 1, 1), "b": rnd(cout), "lo": np.float32(-0.5),
                 "hi": np.float32(0.75)}, path=path)
     g = load_model(str(path), layout="keep")        # the NCHW SGEMM (not the NHWC tile)
-    g.ops[0].attrs["_path"] = "native"
+    g.ops[0].notes.kernel_path = "native"
     set_scratch(g)
     ex = Executor(g)
     assert ex.kernels[0].path == "native-gemm" and g.ops[0].scratch_bytes == 0
@@ -874,7 +874,7 @@ def test_mobilenet_stem_on_the_few_input_kernel(size):
     stem = [k for op, k in zip(g.ops, ex.kernels) if op.op_type == "Conv"][0]
     assert stem.c_in == 3 and stem.path == "native" and stem.op.scratch_bytes == 0
     got = {k: v.copy() for k, v in ex.run(feeds).items()}
-    stem.op.attrs["_path"] = "numpy"
+    stem.op.notes.kernel_path = "numpy"
     set_scratch(g)
     ex2 = Executor(g)
     assert [k for op, k in zip(g.ops, ex2.kernels) if op.op_type == "Conv"][0].path == "im2col"
@@ -949,7 +949,7 @@ def test_lrn_in_row_bands_gives_the_whole_tensors_bits(size, n, c, h, w, budget)
         g.add_tensor("y", (n, c, h, w), "float32", role="output")
         g.add_op("LRN", ["x"], ["y"], name="lrn", size=size, alpha=0.3, beta=0.75, bias=2.0)
         if b is not None:
-            g.ops[0].attrs["_scratch_budget"] = b
+            g.ops[0].notes.scratch_budget = b
         return set_scratch(g)
     x = np.random.default_rng(size * 100 + c).standard_normal((n, c, h, w)).astype(np.float32)
     g_band, g_whole = graph(budget), graph(None)

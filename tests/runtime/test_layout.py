@@ -14,7 +14,7 @@ from helpers.model_zoo import ort_run
 from helpers.onnx_util import make_model
 from pyarena import InferenceSession
 from pyarena.errors import InvalidArgumentError
-from pyarena.graph import CONV_OIHW, conv_weight_shape
+from pyarena.graph import conv_weight_shape
 from pyarena.importers import load_model
 from pyarena.planning import plan
 from pyarena.runtime import Executor
@@ -87,7 +87,7 @@ def test_inverted_residual_runs_nhwc_and_matches(tmp_path, batch):
     # the constants stay OIHW (no re-laid out copy); the kernels read them
     # as 1HWC / OHWI
     assert len(dw) == 1 and g.tensors[dw[0].inputs[1]].shape == (48, 1, 3, 3)
-    assert all(op.attrs.get(CONV_OIHW) for op in convs)
+    assert all(op.notes.weights_oihw for op in convs)
     assert conv_weight_shape(dw[0], g.tensors[dw[0].inputs[1]].shape) == (1, 3, 3, 48)
     assert conv_weight_shape(convs[0], g.tensors[convs[0].inputs[1]].shape) == (48, 1, 1, 8)
     assert g.relaid["regions"] == 1 and g.relaid["transposes"] == 2

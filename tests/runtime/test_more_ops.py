@@ -355,7 +355,7 @@ def test_run_time_k_and_depth_build_the_kernel_per_value(tmp_path):
     path = _one(tmp_path, "OneHot", {"i": ([3], np.int64), "d": ([], np.int64)},
                 ([3, 4], np.float32), {"v": np.array([0, 1], np.float32)})
     g = load_model(path)
-    assert g.ops[0].attrs.get("_values")
+    assert g.ops[0].notes.reads_values
     ex = Executor(g, plan(g))
     fx = {"i": np.array([0, 3, 1], np.int64), "d": np.array(4, np.int64)}
     np.testing.assert_array_equal(ex.run(fx)["y"], ort_run(path, fx)["y"])

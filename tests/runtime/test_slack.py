@@ -28,7 +28,7 @@ def test_the_arena_comes_down_to_the_activations_and_results_stay(make, native):
     if native:
         assert p1.arena_bytes == bound
     assert p1.slack["activation_bound"] == bound and p1.slack["narrowed"]
-    narrowed = [op for op in g1.ops if "_scratch_budget" in op.attrs]
+    narrowed = [op for op in g1.ops if op.notes.scratch_budget is not None]
     assert {op.name for op in narrowed} == set(p1.slack["narrowed"])
     wide = {op.name: op.scratch_bytes for op in g0.ops}
     assert all(op.scratch_bytes < wide[op.name] for op in narrowed)
@@ -47,7 +47,7 @@ def test_nothing_changes_where_the_workspace_fits():
     p0 = plan(g)
     p1 = plan_in_slack(g)
     assert p1.arena_bytes == p0.arena_bytes and p1.slack["narrowed"] == {}
-    assert not any("_scratch_budget" in op.attrs for op in g.ops)
+    assert not any(op.notes.scratch_budget is not None for op in g.ops)
 
 
 def test_an_executor_without_a_plan_plans_in_the_slack():

@@ -11,12 +11,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pyarena import InferenceSession
-from pyarena.graph import CONV_OIHW, Graph, conv_weight_shape
+from pyarena.graph import Graph, conv_weight_shape
 from pyarena.importers import load_model
 from pyarena.memory import Arena
 from pyarena.memory.mapped import is_mapped
 from pyarena.runtime import Executor, fuse, random_feeds
-from pyarena.runtime.fusion import WSCALE, fold_scales
+from pyarena.runtime.kernels.weight_scales import fold_scales
 from pyarena.runtime.models import resnet
 
 BIG = 4096
@@ -62,7 +62,7 @@ def test_onnx_weights_stay_file_views_when_batch_norms_are_folded(tmp_path, nati
         d = np.asarray(t.data)
         assert is_mapped(d) and not d.flags.writeable, t.name
     convs = [op for op in g.ops if op.op_type == "Conv"]
-    assert all(bool(op.attrs.get(WSCALE)) == native for op in convs)
+    assert all(bool(op.notes.weight_scales) == native for op in convs)
     assert g.weights is None or g.weights.stats().used < BIG    # the folded biases
 
 
@@ -138,7 +138,7 @@ def test_folded_batch_norm_weights_are_exact(tmp_path):
     conv = next(op for op in g.ops if op.op_type == "Conv")
     w = np.asarray(g.tensors[conv.inputs[1]].data)
     np.testing.assert_array_equal(w, init["w0"].astype(np.float32))     # the file's
-    np.testing.assert_array_equal(fold_scales(w, conv.attrs[WSCALE]), want)
+    np.testing.assert_array_equal(fold_scales(w, conv.notes.weight_scales), want)
     ex = Executor(g)
     k = next(k for k in ex.kernels if k.op is conv)     # im2col: (1, C_out, K) matrices
     assert k.path == "im2col" and ex.weights.owns(k.wm)
@@ -235,12 +235,14 @@ def _materialized(g):
     """``g`` as the graph held its weights before: folded and re-laid out
     into new constants (what the kernels now do at setup)."""
     for op in g.ops:
-        if op.op_type != "Conv" or not (op.attrs.get(WSCALE) or op.attrs.get(CONV_OIHW)):
+        if op.op_type != "Conv" or not (op.notes.weight_scales or op.notes.weights_oihw):
             continue
         t = g.tensors[op.inputs[1]]
-        w = fold_scales(np.asarray(t.data), op.attrs.pop(WSCALE, ()))
+        w = fold_scales(np.asarray(t.data), op.notes.weight_scales)
+        op.notes.weight_scales = ()
         shape = conv_weight_shape(op, w.shape)
-        if op.attrs.pop(CONV_OIHW, False):
+        if op.notes.weights_oihw:
+            op.notes.weights_oihw = False
             w = w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None] \
                 if op.attrs.get("weight_layout") == "1HWC" else w.transpose(0, 2, 3, 1)
         assert w.shape == shape
@@ -256,7 +258,7 @@ def test_weights_folded_by_the_kernels_give_the_same_bits(tmp_path, layout):
     _block_bn(path, seed=3)
     shapes = {"x": [1, 16, 12, 10]}
     g = load_model(path, inputs=shapes, layout=layout)
-    assert any(op.attrs.get(WSCALE) for op in g.ops)
+    assert any(op.notes.weight_scales for op in g.ops)
     old = _materialized(load_model(path, inputs=shapes, layout=layout))
     feeds = random_feeds(g, seed=5)
     np.testing.assert_array_equal(Executor(g).run(feeds)["y"], Executor(old).run(feeds)["y"])

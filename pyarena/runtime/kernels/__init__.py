@@ -3,9 +3,11 @@
 Importing this package registers every kernel family; the registry
 (:mod:`.registry`) is the API: :func:`make_kernel`, :func:`set_scratch`,
 :data:`KERNELS` (op type -> class), :data:`TFLITE_OPS` (TFLite builtin ->
-op type and fixed attributes).  To add an operator, write one
-:class:`Kernel` subclass with ``@register`` in the family file it belongs
-to (docs/architecture.md).
+op type and fixed attributes), and the operators' facts every pass reads
+(:func:`op_fact`, :func:`op_table`, :func:`ops_where`; :mod:`.facts`).
+To add an operator, write one :class:`Kernel` subclass with ``@register``
+in the family file it belongs to, its facts on the class
+(docs/architecture.md).
 
 Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 ``layout="NHWC"``) and TFLite weight layouts (conv ``OHWI``, depthwise
@@ -13,13 +15,14 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import (branching, control, conv, elementwise, indexing, linalg, logic,  # noqa: F401
-               movement, normalization, patched, pooling, quantized, quantized_contrib, quantized_conv,
-               quantized_matmul, recurrent, resize, tflite)  # (register)
-from .registry import (KERNELS, SCRATCH_BUDGET, TFLITE_OPS, Kernel, graph_kernel,
-                       make_kernel, register, scratch_bytes_for, set_scratch,
-                       supported_ops)
+from . import (branching, control, conv, elementwise, fold_only, indexing,  # noqa: F401
+               linalg, logic, movement, normalization, patched, pooling, quantized,
+               quantized_contrib, quantized_conv, quantized_matmul, recurrent, resize,
+               tflite)  # (register)
+from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
+                       graph_kernel, make_kernel, op_fact, op_table, ops_where, register,
+                       scratch_bytes_for, set_scratch, supported_ops)
 
-__all__ = ["Kernel", "register", "KERNELS", "TFLITE_OPS", "SCRATCH_BUDGET", "make_kernel",
-           "graph_kernel", "scratch_bytes_for", "set_scratch", "supported_ops",
-           "UnsupportedOpError"]
+__all__ = ["Kernel", "register", "KERNELS", "OPS", "TFLITE_OPS", "TFLITE_INT8",
+           "SCRATCH_BUDGET", "make_kernel", "graph_kernel", "scratch_bytes_for", "set_scratch",
+           "supported_ops", "op_fact", "op_table", "ops_where", "UnsupportedOpError"]

@@ -70,6 +70,9 @@ class IfElse(_Branching):
     """``then`` / ``else`` bodies; input 0 the condition."""
 
     op_types = ("IfElse",)
+    family = "control"
+    fold = "never"
+    tflite = {"IF": ("IfElse", {}, "control")}      # (inlined on a constant condition)
     bodies = ("then", "else")
 
     def setup(self):
@@ -95,6 +98,9 @@ class While(_Branching):
     """``cond`` and ``body`` bodies over the carried values."""
 
     op_types = ("While",)
+    family = "control"
+    fold = "never"
+    tflite = {"WHILE": ("While", {}, "control")}
     bodies = ("cond", "body")
 
     def extra(self):
@@ -126,6 +132,8 @@ class If(Kernel):
     region for both; input 0 the condition."""
 
     op_types = ("If",)
+    family = "control"
+    fold = "never"
     outputs_by_position = True
 
     def setup(self):

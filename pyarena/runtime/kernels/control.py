@@ -115,6 +115,8 @@ class Loop(_Control):
     are planned with the trip count fixed at import (``attrs["trip"]``)."""
 
     op_types = ("Loop",)
+    family = "control"
+    fold = "never"
     lead = 2
     out_at = 1
 
@@ -218,6 +220,8 @@ class Scan(_Control):
     ``scan_output_axes`` (in reverse where ``scan_output_directions`` says 1)."""
 
     op_types = ("Scan",)
+    family = "control"
+    fold = "never"
     out_at = 0
 
     def carried_count(self):

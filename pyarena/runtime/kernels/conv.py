@@ -9,15 +9,18 @@ band when there is padding; 1x1 / stride 1 / unpadded -- none; depthwise
 ``C_out * kh * kw * rows * W_in`` columns.  ``rows`` is the most rows that
 fit the scratch budget (at least one).
 """
+from dataclasses import replace
+
 import numpy as np
 
 from ..._native import check, lib
 from ..._native import kernels as nk
-from ..fusion import WSCALE, fold_scales
-from ...graph.graph import CONV_OIHW
 from .native import NATIVE_DTYPE, Pointers, fused_activation, native_act
+from . import shape_rules as rules
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
 from .spatial import Spatial
+from .weight_scales import fold_scales
 
 #: NHWC convolutions with at most this many output channels run the native
 #: dot-product kernel (pa_conv2d_run picks it by the same rule: PA_CONV_DOT_MAX)
@@ -41,10 +44,15 @@ class Conv(Spatial):
     unpadded conv needs no scratch at all."""
 
     op_types = ('Conv',)
+    family = 'conv'
     inplace = 'none'
+    shape_rule = rules.conv
+    fold = 'expanding'
+    nhwc = 'conv'
+    rows = 'conv'
     tflite = {
-        'CONV_2D': ('Conv', {}),
-        'DEPTHWISE_CONV_2D': ('Conv', {'weight_layout': '1HWC'})}
+        'CONV_2D': ('Conv', {}, tfl.conv_2d),
+        'DEPTHWISE_CONV_2D': ('Conv', {'weight_layout': '1HWC'}, tfl.depthwise_conv_2d)}
 
     def setup(self):
         self.runtime = (0,)
@@ -111,10 +119,10 @@ class Conv(Spatial):
     def _weights(self):
         """Input 1 as this op reads it, without copying: OIHW, or for NHWC
         OHWI / 1HWC (``weight_layout``) -- a converted ONNX Conv's constant
-        is still OIHW (``attrs["_oihw"]``, pyarena/runtime/layout.py) and is
+        is still OIHW (``notes.weights_oihw``, pyarena/runtime/layout.py) and is
         re-laid out here, not in the graph."""
         w = self.const(1, "weight").astype(self.dtype, copy=False)
-        if not (self.nhwc and self.attrs.get(CONV_OIHW)) or w.ndim != 4:
+        if not (self.nhwc and self.op.notes.weights_oihw) or w.ndim != 4:
             return w
         if self.attrs.get("weight_layout") == "1HWC":     # (C, 1, kh, kw) -> 1HWC
             return w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None]
@@ -122,12 +130,12 @@ class Conv(Spatial):
 
     def _fold(self, w, axis=0):
         """The weights ``w`` (output channels on ``axis``) with the scales
-        fusion folded into them (``attrs["_wscale"]``,
-        :func:`~pyarena.runtime.fusion.fold_scales`), where setup lays them
+        fusion folded into them (``notes.weight_scales``,
+        :func:`.weight_scales.fold_scales`), where setup lays them
         out: the graph keeps its constant as the file has it, and this op's
         layout of them is the only folded copy.  Not when only the scratch
         size is asked (the values do not matter there)."""
-        scales = self.attrs.get(WSCALE)
+        scales = self.op.notes.weight_scales
         if not scales or self.sizing:
             return w
         return fold_scales(w, scales, axis)
@@ -156,11 +164,11 @@ class Conv(Spatial):
             if (a is None) != (b is None) or a is not None and a.data is not b.data:
                 return None
         try:    # (the scratch budget the slack planner sets changes no weights)
-            same = len(p.attrs) - ("_scratch_budget" in p.attrs) == \
-                len(self.attrs) - ("_scratch_budget" in self.attrs) and \
-                all(k == "_scratch_budget" or k in p.attrs and (p.attrs[k] is v or
-                                                                 p.attrs[k] == v)
-                    for k, v in self.attrs.items())
+            same = len(p.attrs) == len(self.attrs) and \
+                all(k in p.attrs and (p.attrs[k] is v or p.attrs[k] == v)
+                    for k, v in self.attrs.items()) and \
+                replace(p.op.notes, scratch_budget=None) == \
+                replace(self.op.notes, scratch_budget=None)
         except (TypeError, ValueError):     # array-valued attributes: not compared
             same = False
         return p if same else None
@@ -254,12 +262,12 @@ class Conv(Spatial):
         ms), grouped 1x1 1.7x (ShuffleNet: 5.1 vs 3.0 ms) -- whole models
         13.2 -> 11.1 ms (SqueezeNet), 9.0 -> 7.1 ms (ShuffleNet), the same
         arena (the bounded im2col scratch fits the slack there).  The op attribute
-        ``_path`` ("native" / "numpy") overrides the rule (benchmarks and
+        ``notes.kernel_path`` ("native" / "numpy") overrides the rule (benchmarks and
         tests compare both paths)."""
         if (not self.use_native or self.dtype != NATIVE_DTYPE
                 or fused_activation(self.attrs) is None):
             return False
-        forced = self.attrs.get("_path")
+        forced = self.op.notes.kernel_path
         if forced in ("native", "numpy"):
             return forced == "native"
         return ((g == self.c_in and g > 1) or self._few_outputs(g) or self._few_inputs(g) or
@@ -356,7 +364,7 @@ class Conv(Spatial):
         of padded input rows -- the padded band is the only scratch, no
         im2col columns (a YOLO-style detector's 3x3 layers: see
         docs/native-kernels.md).  One geometry per band height."""
-        forced = self.attrs.get("_path")
+        forced = self.op.notes.kernel_path
         if not (self.use_native and self.dtype == NATIVE_DTYPE and self.nhwc and g == 1
                 and self.dh == self.dw == 1 and self.c_in > FEW_CIN and cout > FEW_COUT
                 and forced not in ("native", "numpy") and not self.residual
@@ -548,10 +556,13 @@ class ConvTranspose(Kernel):
     with ``rows`` the most input rows that fit SCRATCH_BUDGET (at least 1)."""
 
     op_types = ('ConvTranspose',)
+    family = 'conv'
     inplace = 'none'
+    shape_rule = rules.conv_transpose
+    fold = 'expanding'
     tflite = {
-        'TRANSPOSE_CONV': ('ConvTranspose', {}),
-        'CUSTOM:Convolution2DTransposeBias': ('ConvTranspose', {})}
+        'TRANSPOSE_CONV': ('ConvTranspose', {}, tfl.transpose_conv),
+        'CUSTOM:Convolution2DTransposeBias': ('ConvTranspose', {}, tfl.transpose_conv_bias)}
 
     def setup(self):
         self.runtime = (0,)

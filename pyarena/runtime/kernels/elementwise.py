@@ -16,14 +16,48 @@ import numpy as np
 
 from ..._native import check, lib
 from ..._native import kernels as nk
+from . import evaluators as ev
+from . import shape_rules as rules
 from .native import NATIVE_DTYPE, Pointers, unary
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
+
+
+def _relu_value(n):
+    x = n.v(0)
+    return [np.maximum(x, x.dtype.type(0))]
+
+
+def _clip_value(n):
+    """Clip: bounds from the inputs (opset 11) or the attributes."""
+    x = n.v(0)
+    lo = n.v(1) if n.has(1) else n.a.get("min")
+    hi = n.v(2) if n.has(2) else n.a.get("max")
+    t = x.dtype.type
+    return [np.clip(x, -np.inf if lo is None else t(lo), np.inf if hi is None else t(hi))]
+
+
+def _hard_sigmoid_value(n):
+    x = n.v(0)
+    t = x.dtype.type
+    return [np.clip(x * t(n.a.get("alpha", 0.2)) + t(n.a.get("beta", 0.5)), 0, 1)]
+
+
+def _hard_swish_value(n):
+    x = n.v(0)
+    t = x.dtype.type
+    return [x * np.clip(x * t(1 / 6) + t(0.5), 0, 1)]
 
 
 @register
 class Relu(Kernel):
     op_types = ('Relu',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
+    evaluate = _relu_value
+    qdq = 'lookup'
+    conv_act = 'RELU'
     tflite = {'RELU': ('Relu', {})}
 
     def setup(self):
@@ -40,7 +74,12 @@ class Relu(Kernel):
 @register
 class Clip(Kernel):
     op_types = ('Clip', 'Relu6')
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = {'Clip': rules.same}
+    evaluate = {'Clip': _clip_value}
+    qdq = {'Clip': 'lookup'}
+    conv_act = {'Clip': 'CLIP'}
     tflite = {
         'RELU6': ('Clip', {'min': 0.0, 'max': 6.0}),
         'RELU_N1_TO_1': ('Clip', {'min': -1.0, 'max': 1.0})}
@@ -74,32 +113,39 @@ class Clip(Kernel):
             np.copyto(y, x)
 
 
-def _unary(name, fn, tflite=None):
-    """Declare a one-ufunc element-wise kernel ``y = fn(x)`` (in place safe)."""
+def _unary(name, fn, tflite=None, onnx=True, qdq=None):
+    """Declare a one-ufunc element-wise kernel ``y = fn(x)`` (in place safe);
+    ``onnx`` False: a TFLite-only op type (no ONNX shape rule)."""
     def run(self, xs, ys, sc):
         fn(xs[0], out=ys[0])
     cls = type(name, (Kernel,), {
         "__doc__": f"{name}: ``numpy.{fn.__name__}`` in one pass.",
-        "__module__": __name__, "op_types": (name,), "inplace": "unary",
+        "__module__": __name__, "op_types": (name,), "family": "unary", "inplace": "unary",
+        "shape_rule": rules.same if onnx else None, "evaluate": ev.ufunc(fn), "qdq": qdq,
         "tflite": {tflite: (name, {})} if tflite else {}, "run": run})
     return register(cls)
 
 
-for _n, _f, _t in (("Tanh", np.tanh, "TANH"), ("Exp", np.exp, "EXP"), ("Log", np.log, "LOG"),
-                   ("Sqrt", np.sqrt, "SQRT"), ("Neg", np.negative, "NEG"),
-                   ("Abs", np.abs, "ABS"), ("Reciprocal", np.reciprocal, None),
+for _n, _f, _t in (("Log", np.log, "LOG"), ("Sqrt", np.sqrt, "SQRT"),
+                   ("Reciprocal", np.reciprocal, None),
                    ("Floor", np.floor, "FLOOR"), ("Ceil", np.ceil, "CEIL"),
                    ("Sin", np.sin, "SIN"), ("Cos", np.cos, "COS"),
                    ("Sign", np.sign, None),
-                   ("Round", np.rint, "ROUND"),       # ONNX Round: half to even, like rint
-                   ("Square", np.square, "SQUARE")):  # TFLite SQUARE
+                   ("Round", np.rint, "ROUND")):       # ONNX Round: half to even, like rint
     _unary(_n, _f, _t)
+for _n, _f, _t in (("Tanh", np.tanh, "TANH"), ("Exp", np.exp, "EXP"),
+                   ("Neg", np.negative, "NEG"), ("Abs", np.abs, "ABS")):
+    _unary(_n, _f, _t, qdq="lookup")      # 8-bit in QDQ models: a lookup table
+_unary("Square", np.square, "SQUARE", onnx=False)      # TFLite SQUARE
 
 
 @register
 class Sigmoid(Kernel):
     op_types = ('Sigmoid', 'Logistic')
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = {'Sigmoid': rules.same}
+    conv_act = {'Sigmoid': 'SIGMOID'}
     tflite = {'LOGISTIC': ('Sigmoid', {})}
 
     def setup(self):
@@ -120,7 +166,12 @@ class Sigmoid(Kernel):
 @register
 class HardSigmoid(Kernel):
     op_types = ('HardSigmoid',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
+    evaluate = _hard_sigmoid_value
+    qdq = 'lookup'
+    conv_act = 'HARDSIGMOID'
 
     def setup(self):
         self.a = const(self.attrs.get("alpha", 0.2), self.dtype)
@@ -143,7 +194,12 @@ class HardSigmoid(Kernel):
 @register
 class HardSwish(Kernel):
     op_types = ('HardSwish',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
+    evaluate = _hard_swish_value
+    qdq = 'lookup'
+    conv_act = 'HARDSWISH'
     tflite = {'HARD_SWISH': ('HardSwish', {})}
 
     def setup(self):
@@ -170,8 +226,12 @@ class LeakyRelu(Kernel):
     first so ``y`` may be ``x``."""
 
     op_types = ('LeakyRelu', 'PRelu')
+    family = 'unary'
     inplace = 'unary'
-    tflite = {'LEAKY_RELU': ('LeakyRelu', {}), 'PRELU': ('PRelu', {})}
+    shape_rule = rules.same         # (PRelu's slope broadcasts to X)
+    nhwc = {'PRelu': 'prelu'}
+    tflite = {'LEAKY_RELU': ('LeakyRelu', {}, tfl.leaky_relu),
+              'PRELU': ('PRelu', {}, tfl.prelu)}
 
     def setup(self):
         self.runtime = (0,)
@@ -243,7 +303,9 @@ class LeakyRelu(Kernel):
 @register
 class Softplus(Kernel):
     op_types = ('Softplus',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
 
     def setup(self):
         self.zero = const(0, self.dtype)
@@ -258,7 +320,9 @@ class Elu(Kernel):
     part is built in scratch first so ``y`` may be ``x``."""
 
     op_types = ('Elu', 'Selu')
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
     tflite = {'ELU': ('Elu', {})}
 
     def setup(self):
@@ -284,7 +348,9 @@ class Elu(Kernel):
 @register
 class Softsign(Kernel):
     op_types = ('Softsign',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
 
     def setup(self):
         self.one = const(1, self.dtype)
@@ -371,7 +437,9 @@ class _ErfMixin:
 @register
 class Erf(_ErfMixin, _Chunked):
     op_types = ('Erf',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
 
     nbuf = 2
 
@@ -390,8 +458,10 @@ class Gelu(_ErfMixin, _Chunked):
     "tanh" 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
 
     op_types = ('Gelu',)
+    family = 'unary'
     inplace = 'unary'
-    tflite = {'GELU': ('Gelu', {})}
+    shape_rule = rules.same
+    tflite = {'GELU': ('Gelu', {}, tfl.gelu)}
 
     def consts(self):
         ap = self.attrs.get("approximate", "none")
@@ -429,7 +499,9 @@ class Mish(_Chunked):
     """x tanh(softplus(x))."""
 
     op_types = ('Mish',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
 
     def consts(self):
         self.zero = const(0, self.dtype)
@@ -446,7 +518,9 @@ class Celu(_Chunked):
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
 
     op_types = ('Celu',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
 
     def consts(self):
         a = float(self.attrs.get("alpha", 1.0))
@@ -468,7 +542,9 @@ class ThresholdedRelu(_Chunked):
     """x where x > alpha, else 0."""
 
     op_types = ('ThresholdedRelu',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
 
     def consts(self):
         self.alpha = const(float(self.attrs.get("alpha", 1.0)), self.dtype)
@@ -485,7 +561,9 @@ class Shrink(_Chunked):
     with m = [x > lambd] - [x < -lambd], y = (x - bias m) |m|."""
 
     op_types = ('Shrink',)
+    family = 'unary'
     inplace = 'unary'
+    shape_rule = rules.same
 
     nbuf = 2
     floats_only = False
@@ -511,6 +589,7 @@ class Rsqrt(Kernel):
     """TFLite RSQRT: 1 / sqrt(x), two in-place passes."""
 
     op_types = ('Rsqrt',)
+    family = 'unary'
     inplace = 'unary'
     tflite = {'RSQRT': ('Rsqrt', {})}
 
@@ -525,6 +604,7 @@ class SquaredDifference(Kernel):
     be a same-shaped input (each element is read before it is written)."""
 
     op_types = ('SquaredDifference',)
+    family = 'binary'
     inplace = 'binary'
     tflite = {'SQUARED_DIFFERENCE': ('SquaredDifference', {})}
 
@@ -544,12 +624,19 @@ class Elementwise(Kernel):
     input before writing it."""
 
     op_types = (*_BINARY, "Mean")
+    family = 'binary'
     inplace = 'binary'
+    shape_rule = rules.bcast
+    evaluate = {'Add': ev.arith(np.add), 'Sub': ev.arith(np.subtract),
+                'Mul': ev.arith(np.multiply), 'Div': ev.arith(np.divide), 'Pow': ev.power,
+                'Max': ev.extreme(np.maximum), 'Min': ev.extreme(np.minimum)}
+    # with a constant scalar operand, 8-bit in QDQ models: a lookup table
+    qdq = {t: 'lookup' for t in ('Add', 'Sub', 'Mul', 'Div', 'Pow')}
     tflite = {
-        'ADD': ('Add', {}),
-        'SUB': ('Sub', {}),
-        'MUL': ('Mul', {}),
-        'DIV': ('Div', {}),
+        'ADD': ('Add', {}, tfl.arithmetic),
+        'SUB': ('Sub', {}, tfl.arithmetic),
+        'MUL': ('Mul', {}, tfl.arithmetic),
+        'DIV': ('Div', {}, tfl.arithmetic),
         'MAXIMUM': ('Max', {}),
         'MINIMUM': ('Min', {})}
 
@@ -595,7 +682,10 @@ class Elementwise(Kernel):
 @register
 class Cast(Kernel):
     op_types = ('Cast',)
+    family = 'unary'
     inplace = 'none'
+    shape_rule = rules.cast
+    evaluate = ev.cast
 
     def run(self, xs, ys, sc):
         np.copyto(ys[0], xs[0], casting="unsafe")

@@ -20,6 +20,10 @@ import math
 
 import numpy as np
 
+from . import evaluators as ev
+from . import shape_rules as rules
+from . import shape_rules_movement as moves
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
 
 
@@ -72,6 +76,8 @@ class _Elements(Kernel):
 @register
 class GatherElements(_Elements):
     op_types = ("GatherElements",)
+    family = "indexing"
+    shape_rule = moves.gather_elements
 
     def run(self, xs, ys, sc):
         np.take(xs[0].reshape(-1), self.flat(xs, sc), out=ys[0], mode="wrap")
@@ -93,6 +99,8 @@ class ScatterElements(_Elements):
     ``numpy.put`` writes in order), add, mul, max or min (``ufunc.at``)."""
 
     op_types = ("ScatterElements", "Scatter")
+    family = "indexing"
+    shape_rule = rules.same
 
     def setup(self):
         super().setup()
@@ -154,6 +162,8 @@ class _ND(Kernel):
 @register
 class GatherND(_ND):
     op_types = ("GatherND",)
+    family = "indexing"
+    shape_rule = moves.gather_nd
     tflite = {"GATHER_ND": ("GatherND", {})}
 
     def run(self, xs, ys, sc):
@@ -168,6 +178,8 @@ class ScatterND(_ND):
     indices are undefined in ONNX (here the last wins)."""
 
     op_types = ("ScatterND",)
+    family = "indexing"
+    shape_rule = rules.same
 
     def setup(self):
         super().setup()
@@ -193,6 +205,9 @@ class OneHot(Kernel):
     row of ``off`` values."""
 
     op_types = ("OneHot",)
+    family = "indexing"
+    shape_rule = moves.one_hot
+    fold = "expanding"
 
     def setup(self):
         self.runtime = (0,)
@@ -235,7 +250,9 @@ class ArgMax(Kernel):
     written through an int64 scratch (``numpy.argmax`` writes intp only)."""
 
     op_types = ("ArgMax", "ArgMin")
-    tflite = {"ARG_MAX": ("ArgMax", {}), "ARG_MIN": ("ArgMin", {})}
+    family = "reduce"
+    shape_rule = moves.arg_reduce
+    tflite = {"ARG_MAX": ("ArgMax", {}, tfl.arg_max), "ARG_MIN": ("ArgMin", {}, tfl.arg_max)}
 
     def setup(self):
         self.runtime = (0,)
@@ -275,6 +292,10 @@ class NonZero(Kernel):
     ``produce`` (runtime/dynamic.py); the kernel has no planned form."""
 
     op_types = ("NonZero",)
+    family = "indexing"
+    shape_rule = moves.nonzero
+    fold = "expanding"
+    data_sized = True
 
     def produce(self, xs, ys, sc, pool):
         x = xs[0]
@@ -340,6 +361,9 @@ class Compress(_DataSized):
     the rest out, a longer one may only be false beyond it."""
 
     op_types = ("Compress",)
+    family = "indexing"
+    fold = "expanding"
+    data_sized = True
 
     def produce(self, xs, ys, sc, pool):
         x, c = xs[0], xs[1].reshape(-1)
@@ -368,6 +392,9 @@ class Unique(_DataSized):
     (allocates), then the outputs go to the pool."""
 
     op_types = ("Unique",)
+    family = "indexing"
+    fold = "expanding"
+    data_sized = True
 
     def produce(self, xs, ys, sc, pool):
         x, axis = xs[0], self.attrs.get("axis")
@@ -394,6 +421,8 @@ class TopK(Kernel):
     Allocates: ``numpy.argsort`` returns a new array."""
 
     op_types = ("TopK",)
+    family = "indexing"
+    shape_rule = moves.topk
     outputs_by_position = True
 
     def setup(self):
@@ -433,7 +462,10 @@ class CumSum(Kernel):
     (its first slice 0), ``reverse`` works on reversed views."""
 
     op_types = ("CumSum",)
-    tflite = {"CUMSUM": ("CumSum", {})}
+    family = "indexing"
+    shape_rule = rules.same
+    fold = "expanding"
+    tflite = {"CUMSUM": ("CumSum", {}, tfl.cumsum)}
 
     def setup(self):
         self.runtime = (0,)
@@ -465,7 +497,10 @@ class Trilu(Kernel):
     """k constant (default 0); the elements outside the band set to 0."""
 
     op_types = ("Trilu",)
+    family = "indexing"
     inplace = "unary"
+    shape_rule = rules.same
+    fold = "expanding"
 
     def setup(self):
         self.runtime = (0,)
@@ -489,6 +524,10 @@ class Range(Kernel):
     depends on data the output is a pool tensor, made by ``produce``."""
 
     op_types = ("Range",)
+    family = "indexing"
+    shape_rule = moves.arange
+    evaluate = ev.arange
+    fold = "expanding"
 
     def setup(self):
         self.runtime = (0, 2)
@@ -518,6 +557,11 @@ class Shape(Kernel):
     ONNX; Size its element count.  Normally folded at import."""
 
     op_types = ("Shape", "Size")
+    family = "indexing"
+    shape_rule = {"Shape": moves.shape_of, "Size": moves.size_of}
+    evaluate = {"Shape": ev.shape, "Size": ev.size}
+    fold = "free"
+    needs_values = False        # the input's shape only
 
     def setup(self):
         self.runtime = ()

@@ -18,6 +18,9 @@ import numpy as np
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .native import NATIVE_DTYPE
+from . import shape_rules as rules
+from . import shape_rules_movement as moves
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
 
 
@@ -57,7 +60,10 @@ def _run_packed(k, x, y):
 @register
 class MatMul(Kernel):
     op_types = ('MatMul',)
+    family = 'linalg'
     inplace = 'none'
+    shape_rule = rules.matmul
+    fold = 'expanding'
 
     def run(self, xs, ys, sc):
         np.matmul(xs[0], xs[1], out=ys[0])
@@ -66,7 +72,10 @@ class MatMul(Kernel):
 @register
 class Gemm(Kernel):
     op_types = ('Gemm',)
+    family = 'linalg'
     inplace = 'none'
+    shape_rule = rules.gemm
+    fold = 'expanding'
 
     packed = None
 
@@ -143,8 +152,9 @@ class FullyConnected(Kernel):
     """TFLite FULLY_CONNECTED: y = x.reshape(-1, K) @ W.T + b, W (units, K)."""
 
     op_types = ('FullyConnected',)
+    family = 'linalg'
     inplace = 'none'
-    tflite = {'FULLY_CONNECTED': ('FullyConnected', {})}
+    tflite = {'FULLY_CONNECTED': ('FullyConnected', {}, tfl.fully_connected)}
 
     packed = None
 
@@ -182,7 +192,10 @@ class Einsum(Kernel):
     float32 copies of the operands and the result (scratch)."""
 
     op_types = ('Einsum',)
+    family = 'linalg'
     inplace = 'none'
+    shape_rule = moves.einsum
+    fold = 'expanding'
 
     def setup(self):
         self.eq = str(self.attrs["equation"]).replace(" ", "")

@@ -13,6 +13,8 @@ not share memory with an input ("none").
 """
 import numpy as np
 
+from . import evaluators as ev
+from . import shape_rules as rules
 from .registry import Kernel, const, register
 
 _BINARY = {"Equal": np.equal, "Less": np.less, "Greater": np.greater,
@@ -26,7 +28,11 @@ class Compare(Kernel):
     output."""
 
     op_types = tuple(_BINARY)
+    family = "logic"
     inplace = "binary"
+    shape_rule = {**{t: rules.compare for t in _BINARY if t not in ("And", "Or", "Xor")},
+                  "And": rules.bcast, "Or": rules.bcast, "Xor": rules.bcast}
+    evaluate = {t: ev.logical(f, 2) for t, f in _BINARY.items()}
     tflite = {"EQUAL": ("Equal", {}), "LESS": ("Less", {}), "LESS_EQUAL": ("LessOrEqual", {}),
               "GREATER": ("Greater", {}), "GREATER_EQUAL": ("GreaterOrEqual", {}),
               "LOGICAL_AND": ("And", {}), "LOGICAL_OR": ("Or", {})}
@@ -41,7 +47,10 @@ class Compare(Kernel):
 @register
 class Not(Kernel):
     op_types = ("Not",)
+    family = "logic"
     inplace = "unary"
+    shape_rule = rules.same
+    evaluate = ev.logical(np.logical_not, 1)
     tflite = {"LOGICAL_NOT": ("Not", {})}
 
     def run(self, xs, ys, sc):
@@ -51,7 +60,9 @@ class Not(Kernel):
 @register
 class IsNaN(Kernel):
     op_types = ("IsNaN",)
+    family = "logic"
     inplace = "unary"
+    shape_rule = rules.same_bool
 
     def run(self, xs, ys, sc):
         np.isnan(xs[0], out=ys[0])
@@ -63,7 +74,9 @@ class IsInf(Kernel):
     comparison with +inf or -inf, or ``isinf`` for both."""
 
     op_types = ("IsInf",)
+    family = "logic"
     inplace = "unary"
+    shape_rule = rules.same_bool
 
     def setup(self):
         pos = int(self.attrs.get("detect_positive", 1))
@@ -87,7 +100,11 @@ class Where(Kernel):
     ``x`` copied over it where ``cond`` holds."""
 
     op_types = ("Where",)
+    family = "logic"
     inplace = "none"
+    shape_rule = rules.where
+    evaluate = ev.where
+    fold = "expanding"
     tflite = {"SELECT_V2": ("Where", {})}
 
     def run(self, xs, ys, sc):
@@ -102,7 +119,9 @@ class Mod(Kernel):
     ONNX); 1: the sign of the dividend (``numpy.fmod``, C's fmod)."""
 
     op_types = ("Mod",)
+    family = "logic"
     inplace = "binary"
+    shape_rule = rules.bcast
     tflite = {"FLOOR_MOD": ("Mod", {"fmod": 0})}
 
     def setup(self):

@@ -5,6 +5,10 @@ planner made the output the input's memory.
 """
 import numpy as np
 
+from . import evaluators as ev
+from . import shape_rules as rules
+from . import shape_rules_movement as moves
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
 
 
@@ -13,11 +17,23 @@ class Alias(Kernel):
     """Copies nothing when the planner made the output the input's memory."""
 
     op_types = ('Reshape', 'Flatten', 'Squeeze', 'Unsqueeze', 'Identity', 'Dropout')
+    family = 'movement'
     inplace = 'alias'
+    shape_rule = {'Reshape': moves.reshape, 'Flatten': moves.flatten,
+                  'Squeeze': moves.squeeze, 'Unsqueeze': moves.unsqueeze,
+                  'Identity': rules.same, 'Dropout': rules.dropout}
+    evaluate = {'Reshape': ev.reshape, 'Squeeze': ev.squeeze, 'Unsqueeze': ev.unsqueeze,
+                'Identity': ev.identity, 'Dropout': ev.identity}
+    fold = {'Identity': 'free'}
+    # Identity and (inference) Dropout are element-wise in any layout, row for row
+    nhwc = {'Identity': 'elementwise', 'Dropout': 'elementwise'}
+    rows = {'Identity': 'local', 'Dropout': 'local'}
+    qdq = {t: 'same_scale' for t in ('Reshape', 'Flatten', 'Squeeze', 'Unsqueeze')}
+    tflite_int8 = {'RESHAPE': 'same', 'SQUEEZE': 'same', 'EXPAND_DIMS': 'same'}
     tflite = {
-        'RESHAPE': ('Reshape', {}),
-        'SQUEEZE': ('Squeeze', {}),
-        'EXPAND_DIMS': ('Unsqueeze', {})}
+        'RESHAPE': ('Reshape', {}, tfl.shape_only),
+        'SQUEEZE': ('Squeeze', {}, tfl.shape_only),
+        'EXPAND_DIMS': ('Unsqueeze', {}, tfl.shape_only)}
 
     def setup(self):
         self.runtime = (0,)
@@ -50,7 +66,11 @@ class Alias(Kernel):
 @register
 class Expand(Kernel):
     op_types = ('Expand',)
+    family = 'movement'
     inplace = 'none'
+    shape_rule = moves.expand
+    evaluate = ev.expand
+    fold = 'expanding'
 
     def setup(self):
         self.runtime = (0,)
@@ -65,7 +85,11 @@ class ConstantOfShape(Kernel):
     shape-sized values): filled at run time, planned like any tensor."""
 
     op_types = ('ConstantOfShape',)
+    family = 'movement'
     inplace = 'none'
+    shape_rule = moves.constant_of_shape
+    evaluate = ev.constant_of_shape
+    fold = 'free'           # (it checks its own size)
 
     def setup(self):
         self.runtime = ()
@@ -84,7 +108,12 @@ FEW_PLANES = 16
 @register
 class Transpose(Kernel):
     op_types = ('Transpose',)
+    family = 'movement'
     inplace = 'transpose'
+    shape_rule = moves.transpose
+    evaluate = ev.transpose
+    rows = 'transpose'
+    qdq = 'same_scale'
     tflite = {'TRANSPOSE': ('Transpose', {})}
 
     def setup(self):
@@ -131,8 +160,13 @@ class Concat(Kernel):
     pyarena.planning.concat); with every input in place it does nothing."""
 
     op_types = ('Concat', 'Concatenation')
+    family = 'movement'
     inplace = 'concat'
-    tflite = {'CONCATENATION': ('Concat', {})}
+    shape_rule = {'Concat': moves.concat}
+    evaluate = {'Concat': ev.concat}
+    nhwc = {'Concat': 'concat'}
+    rows = {'Concat': 'concat'}
+    tflite = {'CONCATENATION': ('Concat', {}, tfl.concatenation)}
 
     def setup(self):
         nd = len(self.oshape())
@@ -192,8 +226,10 @@ class Concat(Kernel):
 @register
 class Split(Kernel):
     op_types = ('Split',)
+    family = 'movement'
     inplace = 'none'
-    tflite = {'SPLIT': ('Split', {})}
+    shape_rule = moves.split
+    tflite = {'SPLIT': ('Split', {}, tfl.split)}
 
     def setup(self):
         self.runtime = (0,)
@@ -216,7 +252,12 @@ class Split(Kernel):
 @register
 class Slice(Kernel):
     op_types = ('Slice',)
+    family = 'movement'
     inplace = 'none'
+    shape_rule = moves.sliced
+    evaluate = ev.slice_values
+    nhwc = 'slice'
+    rows = 'slice'
 
     def setup(self):
         self.runtime = (0,)
@@ -247,7 +288,10 @@ class Slice(Kernel):
 @register
 class Gather(Kernel):
     op_types = ('Gather',)
+    family = 'movement'
     inplace = 'none'
+    shape_rule = moves.gather
+    evaluate = ev.gather
 
     def setup(self):
         nd = len(self.shape(0))
@@ -268,7 +312,10 @@ class Tile(Kernel):
     """y viewed as (r0, d0, r1, d1, ...) gets x broadcast over the r axes."""
 
     op_types = ('Tile',)
+    family = 'movement'
     inplace = 'none'
+    shape_rule = moves.tile
+    fold = 'expanding'
 
     def setup(self):
         self.runtime = (0,)
@@ -283,8 +330,14 @@ class Tile(Kernel):
 @register
 class Pad(Kernel):
     op_types = ('Pad',)
+    family = 'movement'
     inplace = 'none'
-    tflite = {'PAD': ('Pad', {}), 'PADV2': ('Pad', {}), 'MIRROR_PAD': ('Pad', {})}
+    shape_rule = moves.pad
+    fold = 'expanding'
+    nhwc = 'pad'
+    rows = 'pad'
+    tflite = {'PAD': ('Pad', {}, tfl.pad), 'PADV2': ('Pad', {}, tfl.pad),
+              'MIRROR_PAD': ('Pad', {}, tfl.pad)}
 
     def setup(self):
         self.runtime = (0,)

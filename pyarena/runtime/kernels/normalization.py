@@ -12,6 +12,9 @@ import math
 import numpy as np
 
 from .native import plane_mean
+from . import shape_rules as rules
+from . import shape_rules_movement as moves
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
 
 
@@ -21,7 +24,10 @@ class BatchNorm(Kernel):
     (per channel, axis 1); two in-place-safe ufunc passes."""
 
     op_types = ('BatchNormalization',)
+    family = 'reduce'
     inplace = 'unary'
+    shape_rule = rules.batch_norm
+    rows = 'local'          # a per-channel affine map: row for row
 
     def setup(self):
         self.runtime = (0,)
@@ -50,7 +56,9 @@ class InstanceNorm(Kernel):
     the two statistics and one centred copy."""
 
     op_types = ('InstanceNormalization',)
+    family = 'reduce'
     inplace = 'none'
+    shape_rule = rules.same
 
     def setup(self):
         self.runtime = (0,)
@@ -84,11 +92,13 @@ class Reduce(Kernel):
 
     op_types = ('ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceL1', 'ReduceL2',
                 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp')
+    family = 'reduce'
     inplace = 'none'
+    shape_rule = moves.reduce
     tflite = {
-        'MEAN': ('ReduceMean', {}),
-        'SUM': ('ReduceSum', {}),
-        'REDUCE_MAX': ('ReduceMax', {})}
+        'MEAN': ('ReduceMean', {}, tfl.reducer),
+        'SUM': ('ReduceSum', {}, tfl.reducer),
+        'REDUCE_MAX': ('ReduceMax', {}, tfl.reducer)}
 
     def setup(self):
         self.runtime = (0,)
@@ -165,8 +175,10 @@ class Softmax(Kernel):
     Scratch: one reduced row statistic per row."""
 
     op_types = ('Softmax', 'LogSoftmax')
+    family = 'reduce'
     inplace = 'none'
-    tflite = {'SOFTMAX': ('Softmax', {})}
+    shape_rule = rules.same
+    tflite = {'SOFTMAX': ('Softmax', {}, tfl.softmax)}
 
     def setup(self):
         self.runtime = (0,)
@@ -217,7 +229,9 @@ class LRN(Kernel):
     adding nothing, as a zero-padded copy would."""
 
     op_types = ('LRN',)
+    family = 'reduce'
     inplace = 'none'
+    shape_rule = rules.same
 
     def setup(self):
         xs = self.shape(0)
@@ -308,7 +322,9 @@ class LayerNorm(Kernel):
     reads them."""
 
     op_types = ('LayerNormalization',)
+    family = 'reduce'
     inplace = 'none'
+    shape_rule = rules.layer_norm
 
     def setup(self):
         self.runtime = (0,)
@@ -350,7 +366,9 @@ class GroupNorm(Kernel):
     two statistics."""
 
     op_types = ('GroupNormalization',)
+    family = 'reduce'
     inplace = 'none'
+    shape_rule = rules.same
 
     def setup(self):
         self.runtime = (0,)
@@ -393,7 +411,9 @@ class Hardmax(Kernel):
     (outer, inner, axis)."""
 
     op_types = ('Hardmax',)
+    family = 'reduce'
     inplace = 'none'
+    shape_rule = rules.same
 
     def setup(self):
         self.runtime = (0,)

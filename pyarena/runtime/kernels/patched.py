@@ -22,7 +22,7 @@ import numpy as np
 from ..._native.kernels import Steps, copy_step
 from ..batch import batch_runs
 from ...graph import Graph, Op, Tensor
-from ...planning.patch import (SPATIAL, op_geometry, op_rows, row_shapes, slice_params,
+from ...planning.patch import (is_spatial, op_geometry, op_rows, row_shapes, slice_params,
                                stage_needs)
 from .registry import KERNELS, Kernel, make_kernel, register
 
@@ -89,9 +89,10 @@ class PatchedStage(Kernel):
         for n, i in self.consts.items():
             g.tensors[n] = self.ins[i]
         self.ops = [Op(d["name"], d["type"], list(d["inputs"]), list(d["outputs"]),
-                       attrs=dict(d["attrs"])) for d in a["stage_ops"]]
+                       attrs=dict(d["attrs"]), notes=d["notes"].copy())
+                    for d in a["stage_ops"]]
         self.geos = {i: op_geometry(op, g, h) for i, op in enumerate(self.ops)
-                     if op.op_type in SPATIAL}
+                     if is_spatial(op)}
         if any(v is None for v in self.geos.values()):
             self.malformed("a spatial op of the stage cannot be run in bands")
         for i, geo in self.geos.items():
@@ -287,7 +288,7 @@ class PatchedStage(Kernel):
         k = self.subs.get(key)
         if k is not None:
             return k
-        attrs = dict(op.attrs)
+        attrs, notes = dict(op.attrs), op.notes.copy()
         if pads is not None and self.geos[i][0] == "pad":
             begin, end = list(self.geos[i][3]), list(self.geos[i][4])
             begin[self.h], end[self.h] = pads
@@ -303,12 +304,13 @@ class PatchedStage(Kernel):
                 starts[j], ends[j] = 0, win
             attrs.update(starts=starts, ends=ends, axes=axes, steps=steps)
         elif pads is not None and self.geos[i][0] == "resize":
-            attrs["_band_axis"], attrs["_band_coords"] = self.h, list(pads)
+            notes.band = (self.h, list(pads))
         elif pads is not None:
             geo = self.geos[i]
             attrs["pads"] = [pads[0], geo[4], pads[1], geo[6]]
             attrs["auto_pad"] = "NOTSET"
-        sub = Op(f"{self.op.name}/{op.name}", op.op_type, op.inputs, op.outputs, attrs=attrs)
+        sub = Op(f"{self.op.name}/{op.name}", op.op_type, op.inputs, op.outputs, attrs=attrs,
+                 notes=notes)
         ins = []
         for j, n in enumerate(op.inputs):
             if not n:

@@ -4,7 +4,7 @@ Scan or If body (:mod:`.subgraph`).  Its kernel is built when it first
 runs with given input shapes (and the values of its small integer inputs
 computed at run time -- a shape, a K), and kept for those; its outputs'
 shapes come from the kernel's ``produce`` (NonZero, Loop: only running
-tells) or from the op's shape rule ``attrs["_infer"]`` (set by the
+tells) or from the op's shape rule ``notes.infer`` (set by the
 importer), its scratch from the pool too.
 """
 from collections import OrderedDict
@@ -123,7 +123,7 @@ class PoolStep:
                         g.tensors[n].dtype, nbytes_given=0) for n in op.outputs if n]
         cls = KERNELS[op.op_type]
         if not hasattr(cls, "produce"):
-            infer = op.attrs.get("_infer")
+            infer = op.notes.infer
             if infer is None:
                 raise GraphError(f"operator {op.name!r} ({op.op_type}) reads a pool tensor "
                                  f"but has no shape rule")

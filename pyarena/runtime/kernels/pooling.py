@@ -10,6 +10,8 @@ import numpy as np
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .native import NATIVE_DTYPE, Pointers, plane_mean
+from . import shape_rules as rules
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
 from .spatial import Spatial
 
@@ -22,8 +24,15 @@ class WindowPool(Spatial):
     value -inf for max, 0 for average), within SCRATCH_BUDGET."""
 
     op_types = ('MaxPool', 'AveragePool')
+    family = 'pool'
     inplace = 'none'
-    tflite = {'AVERAGE_POOL_2D': ('AveragePool', {}), 'MAX_POOL_2D': ('MaxPool', {})}
+    shape_rule = rules.pool
+    nhwc = 'attr'
+    rows = 'pool'
+    qdq = {'MaxPool': 'same_scale'}
+    tflite_int8 = {'MAX_POOL_2D': 'same'}
+    tflite = {'AVERAGE_POOL_2D': ('AveragePool', {}, tfl.pool_2d),
+              'MAX_POOL_2D': ('MaxPool', {}, tfl.pool_2d)}
 
     def setup(self):
         if len([o for o in self.op.outputs if o]) > 1:
@@ -137,7 +146,10 @@ class WindowPool(Spatial):
 @register
 class GlobalPool(Kernel):
     op_types = ('GlobalAveragePool', 'GlobalMaxPool')
+    family = 'pool'
     inplace = 'none'
+    shape_rule = rules.global_pool
+    nhwc = 'attr'
 
     def setup(self):
         xs = self.shape(0)

@@ -4,8 +4,19 @@ tensor or per axis, 8, 16 or 32-bit integers) and ``DynamicQuantizeLinear``
 semantics (see :mod:`.quantization`)."""
 import numpy as np
 
-from .quantization import QuantKernel, axis_vector, requantize
+from . import shape_rules as rules
+from .quantization import QuantKernel, axis_vector, dequantize, requantize
 from .registry import register
+
+
+def _dequantize_value(n):
+    """A constant's dequantization, folded at import (blocked: left to the
+    ONNX reference evaluator)."""
+    if n.a.get("block_size"):
+        return NotImplemented
+    x = [n.v(i) for i in range(len(n.ins))]
+    return [dequantize(x[0], x[1], x[2] if len(x) > 2 else None,
+                       n.a.get("axis", 1)).astype(np.asarray(x[1]).dtype)]
 
 
 def _scale_zero_point(k, name, dtype):
@@ -30,6 +41,9 @@ class QuantizeLinear(QuantKernel):
     per ``axis``; y's type is the zero point's (uint8 when omitted)."""
 
     op_types = ("QuantizeLinear",)
+    family = "quantized"
+    shape_rule = rules.quantize
+    tflite_int8 = {"QUANTIZE": "quantize"}     # (int8 -> int8: a QLinearConcat)
 
     def setup(self):
         self.integer_types(self.outs[0])
@@ -59,6 +73,10 @@ class DequantizeLinear(QuantKernel):
     """``y = (x - x_zero_point) * x_scale``, per tensor or per ``axis``."""
 
     op_types = ("DequantizeLinear",)
+    family = "quantized"
+    shape_rule = rules.dequantize
+    tflite_int8 = {"DEQUANTIZE": "dequantize"}
+    evaluate = _dequantize_value
 
     def setup(self):
         self.integer_types(self.ins[0])
@@ -76,6 +94,8 @@ class DynamicQuantizeLinear(QuantKernel):
     data: the range [min(0, min x), max(0, max x)] onto 0..255."""
 
     op_types = ("DynamicQuantizeLinear",)
+    family = "quantized"
+    shape_rule = rules.dynamic_quantize
 
     def setup(self):
         self.shrink_budget()

@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ...graph import Op
+from . import shape_rules_quantized as qrules
 from .quantization import QuantKernel, requantize
 from .registry import KERNELS, register
 
@@ -21,6 +23,8 @@ class _QElementwise(QuantKernel):
     output's size.  Constant operands are dequantized once, at build."""
 
     onnx_domain = "com.microsoft"
+    family = "quantized"
+    shape_rule = qrules.qlinear_unary
     #: (input index, scale index, zero point index) of each operand
     operands = ()
     #: (scale index, zero point index) of the output
@@ -96,6 +100,9 @@ class QLinearAdd(_QElementwise):
     """com.microsoft QLinearAdd: ``C = quantize(dequant(A) + dequant(B))``."""
 
     op_types = ("QLinearAdd",)
+    shape_rule = qrules.qlinear_binary
+    qdq_form = "Add"
+    tflite_int8 = {"ADD": "add_mul"}
     operands = ((0, 1, 2), (3, 4, 5))
     output = (6, 7)
 
@@ -108,6 +115,9 @@ class QLinearMul(_QElementwise):
     """com.microsoft QLinearMul: ``C = quantize(dequant(A) * dequant(B))``."""
 
     op_types = ("QLinearMul",)
+    shape_rule = qrules.qlinear_binary
+    qdq_form = "Mul"
+    tflite_int8 = {"MUL": "add_mul"}
     operands = ((0, 1, 2), (3, 4, 5))
     output = (6, 7)
 
@@ -120,6 +130,8 @@ class QLinearSigmoid(_QElementwise):
     """com.microsoft QLinearSigmoid."""
 
     op_types = ("QLinearSigmoid",)
+    qdq_form = "Sigmoid"
+    tflite_int8 = {"LOGISTIC": "activation"}
     operands = ((0, 1, 2),)
     output = (3, 4)
 
@@ -135,6 +147,7 @@ class QLinearLeakyRelu(_QElementwise):
     """com.microsoft QLinearLeakyRelu (``alpha``, default 0.01)."""
 
     op_types = ("QLinearLeakyRelu",)
+    qdq_form = "LeakyRelu"
     operands = ((0, 1, 2),)
     output = (3, 4)
 
@@ -151,6 +164,10 @@ class QLinearGlobalAveragePool(QuantKernel):
 
     op_types = ("QLinearGlobalAveragePool",)
     onnx_domain = "com.microsoft"
+    family = "quantized"
+    shape_rule = qrules.qlinear_global_average_pool
+    qdq_form = "GlobalAveragePool"
+    tflite_int8 = {"MEAN": "mean"}
 
     def setup(self):
         self.shrink_budget()
@@ -186,6 +203,12 @@ class QLinearConcat(QuantKernel):
 
     op_types = ("QLinearConcat",)
     onnx_domain = "com.microsoft"
+    family = "quantized"
+    shape_rule = qrules.qlinear_concat
+    qdq_form = "Concat"
+    # also TFLite's int8 RELU / RELU6 / RELU_N1_TO_1: a clamped requantization
+    tflite_int8 = {"CONCATENATION": "concat", "RELU": "clamp", "RELU6": "clamp",
+                   "RELU_N1_TO_1": "clamp"}
 
     def setup(self):
         self.shrink_budget()
@@ -232,6 +255,10 @@ class QLinearSoftmax(QuantKernel):
 
     op_types = ("QLinearSoftmax",)
     onnx_domain = "com.microsoft"
+    family = "quantized"
+    shape_rule = qrules.qlinear_unary
+    qdq_form = "Softmax"
+    tflite_int8 = {"SOFTMAX": "softmax"}
 
     def setup(self):
         self.shrink_budget()
@@ -281,6 +308,8 @@ class QLinearLookup(QuantKernel):
 
     op_types = ("QLinearLookup",)
     onnx_domain = "ai.pyarena"
+    family = "quantized"
+    shape_rule = qrules.qlinear_lookup
 
     def setup(self):
         self.shrink_budget()
@@ -311,6 +340,9 @@ class QLinearAveragePool(QuantKernel):
 
     op_types = ("QLinearAveragePool",)
     onnx_domain = "com.microsoft"
+    family = "quantized"
+    shape_rule = qrules.qlinear_average_pool
+    tflite_int8 = {"AVERAGE_POOL_2D": "average_pool"}
 
     def setup(self):
         self.runtime = (0,)
@@ -321,8 +353,8 @@ class QLinearAveragePool(QuantKernel):
                              data=None)
         fy = SimpleNamespace(name=self.outs[0].name, shape=self.oshape(), dtype=np.float32,
                              data=None)
-        op = SimpleNamespace(name=self.op.name, op_type="AveragePool", attrs=attrs,
-                             outputs=[fy.name], inputs=[fx.name])
+        op = Op(self.op.name, "AveragePool", [fx.name], [fy.name], attrs=attrs,
+                notes=self.op.notes.copy())
         self.inner = KERNELS["AveragePool"](op, [fx], [fy], self.keep, self.scratch_budget)
         self.x_scale = np.float32(self.qparam(1, "x_scale").reshape(-1)[0])
         self.x_zp = np.float32(self.qparam(2, "x_zero_point").reshape(-1)[0])

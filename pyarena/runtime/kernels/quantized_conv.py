@@ -7,6 +7,7 @@ go through im2col and chunks of output channels of the weights."""
 import numpy as np
 
 from .quantization import QuantKernel, requantize
+from . import shape_rules as rules
 from .registry import register
 from .spatial import Spatial
 
@@ -182,6 +183,9 @@ class ConvInteger(_QConv):
     (the weight zero point per tensor or per output channel)."""
 
     op_types = ("ConvInteger",)
+    family = "quantized"
+    shape_rule = rules.conv_integer
+    fold = "expanding"
     layout = (0, 1, 2, 3, None)
 
 
@@ -192,6 +196,10 @@ class QLinearConv(_QConv):
     weight scale and zero point per tensor or per output channel)."""
 
     op_types = ("QLinearConv",)
+    family = "quantized"
+    shape_rule = rules.qlinear_conv
+    qdq_form = "Conv"
+    tflite_int8 = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "conv"}
     layout = (0, 3, 2, 5, 8)
     integer = False
 

@@ -7,6 +7,8 @@ import math
 import numpy as np
 
 from .quantization import QuantKernel, requantize
+from . import shape_rules as rules
+from . import shape_rules_quantized as qrules
 from .registry import register
 
 
@@ -76,6 +78,9 @@ class MatMulInteger(_QMatMul):
     zero point per tensor or per column)."""
 
     op_types = ("MatMulInteger",)
+    family = "quantized"
+    shape_rule = rules.matmul_integer
+    fold = "expanding"
     layout = (0, 1, 2, 3)
 
 
@@ -86,6 +91,9 @@ class QLinearMatMul(_QMatMul):
     per column)."""
 
     op_types = ("QLinearMatMul",)
+    family = "quantized"
+    shape_rule = rules.qlinear_matmul
+    qdq_form = "MatMul"
     layout = (0, 3, 2, 5)
     integer = False
 
@@ -114,6 +122,9 @@ class QGemm(QLinearMatMul):
 
     op_types = ("QGemm",)
     onnx_domain = "com.microsoft"
+    shape_rule = qrules.qgemm
+    qdq_form = None
+    tflite_int8 = {"FULLY_CONNECTED": "fully_connected"}
     layout = (0, 3, 2, 5)
 
     def b_matrix(self, b):

@@ -37,6 +37,7 @@ import math
 import numpy as np
 
 from .normalization import moments
+from . import shape_rules_movement as moves
 from .registry import Kernel, const, register
 
 
@@ -165,7 +166,12 @@ class _Recurrent(Kernel):
     A subclass sets ``gates``, ``default_acts``, ``n_state`` (1: h, 2: h and
     c) and implements ``cell``."""
 
+    family = "recurrent"
     inplace = "none"
+    shape_rule = moves.recurrent
+    #: never folded: the ONNX reference evaluator ignores their direction,
+    #: activations, clip and sequence_lens; the kernels run them
+    fold = "never"
     outputs_by_position = True
     gates = 1
     default_acts = ("Tanh",)
@@ -479,6 +485,7 @@ class RNN(_Recurrent):
     """H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb)."""
 
     op_types = ("RNN",)
+    tflite = {"UNIDIRECTIONAL_SEQUENCE_RNN": ("RNN", {}, "sequence_rnn")}
     gates = 1
     default_acts = ("Tanh",)
 
@@ -552,6 +559,8 @@ class LSTM(_Recurrent):
     bias (``late_bias``), as TFLite's lstm_eval does."""
 
     op_types = ("LSTM",)
+    tflite = {"UNIDIRECTIONAL_SEQUENCE_LSTM": ("LSTM", {}, "sequence_lstm"),
+              "BIDIRECTIONAL_SEQUENCE_LSTM": ("LSTM", {}, "bidirectional_lstm")}
     gates = 4
     default_acts = ("Sigmoid", "Tanh", "Tanh")
     n_state = 2

@@ -1,23 +1,20 @@
 """The kernel registry: where each operator is declared, once.
 
-A kernel class carries every fact about the operators it runs:
+A kernel class carries every fact about the operators it runs (the list,
+with the vocabulary of each fact, is in :mod:`.facts`): its ONNX op types
+and TFLite builtins, its family, its in-place kind, its shape rule, how it
+folds, its NHWC form, how a patched stage bands it, its QDQ form, the
+activation a convolution absorbs it as -- and its scratch rule: ``setup()``
+works out the workspace it will touch (``self.scratch``: a list of
+``(shape, dtype)``, 64-byte aligned parts) from the tensor shapes, within
+the op's scratch budget.
 
-* ``op_types`` -- the ONNX op types it runs (the canonical vocabulary of
-  the graph, the planner and the importers);
-* ``tflite`` -- the TFLite builtins it runs: ``{BUILTIN: (op_type,
-  fixed attributes)}`` (``CONV_2D`` is a ``Conv``, ``RELU6`` a ``Clip``
-  with min 0 and max 6 ...);
-* ``inplace`` -- its in-place kind for the planner (``"unary"``,
-  ``"binary"``, ``"alias"``, ``"transpose"``, ``"none"`` or a callable
-  rule; see :mod:`pyarena.planning.inplace`): a promise that the kernel
-  stays correct when its output is the memory of that input;
-* its scratch rule -- ``setup()`` works out the workspace it will touch
-  (``self.scratch``: a list of ``(shape, dtype)``, 64-byte aligned parts)
-  from the tensor shapes, within the op's scratch budget.
-
-:func:`register` files the class under its names and pushes its in-place
-kind down into the planner's table (the planning layer never imports the
-runtime).  :func:`set_scratch` copies each kernel's workspace into
+:func:`register` checks the class's facts, files it under its names and
+pushes the facts the planner reads (in-place kind, row kind, the scratch
+rule) down into :mod:`pyarena.planning.op_facts` (the planning layer never
+imports the runtime).  Every pass builds its table of operators from here
+(:func:`op_table`, :func:`ops_where`), never from a list of its own.
+:func:`set_scratch` copies each kernel's workspace into
 ``Op.scratch_bytes``, so the planner reserves exactly what the executor
 touches.
 
@@ -27,9 +24,10 @@ with ``out=`` arguments, ``np.copyto`` and views, so a steady-state
 inference performs no NumPy data allocation.  The kernel families
 (elementwise, logic, indexing, movement, linalg, conv, pooling,
 normalization, recurrent, resize, tflite, quantized*) import only this
-module (conv and pooling also share the spatial geometry in
-``spatial.py``, the quantized families the integer helpers in
-``quantization.py``), never each other.
+module and the shared declarations (:mod:`.shape_rules`,
+:mod:`.evaluators`, :mod:`.tflite_attrs`; conv and pooling also share the
+spatial geometry in ``spatial.py``, the quantized families the integer
+helpers in ``quantization.py``), never each other.
 """
 import math
 
@@ -39,11 +37,14 @@ from ...errors import (GraphError, InvalidArgumentError, NeedsValueError, PyAren
                        UnsupportedOpError)
 from ..._native import lib
 from ..._native.kernels import NULL
+from ...planning import op_facts
 from ...planning.inplace import declare
+from . import facts
 from .native import NATIVE_DTYPE, Pointers, native_act
 
-__all__ = ["Kernel", "register", "KERNELS", "TFLITE_OPS", "SCRATCH_BUDGET", "make_kernel",
-           "graph_kernel", "scratch_bytes_for", "set_scratch", "supported_ops", "const"]
+__all__ = ["Kernel", "register", "fold_only", "KERNELS", "OPS", "TFLITE_OPS", "TFLITE_INT8", "SCRATCH_BUDGET",
+           "make_kernel", "graph_kernel", "scratch_bytes_for", "set_scratch",
+           "supported_ops", "const", "op_fact", "op_table", "ops_where", "TfliteOp"]
 
 _ALIGN = 64
 
@@ -55,29 +56,99 @@ _ALIGN = 64
 #: with another budget records it (``Graph.scratch_budget``).
 SCRATCH_BUDGET = 1 << 20
 
-#: op type -> kernel class
+#: op type -> kernel class (the operators the executor runs)
 KERNELS = {}
-#: TFLite builtin name -> (op type, fixed attributes)
+#: op type -> the class holding its facts: the kernels, and the operators
+#: that only ever fold (:func:`fold_only`)
+OPS = {}
+
+
+class TfliteOp(tuple):
+    """A float TFLite builtin as a kernel declares it: ``op_type``, the
+    fixed ``attrs``, and ``options`` (a function reading the builtin's
+    options into attributes, None) or ``lowering`` (the name of one of the
+    importer's converters, None).  Unpacks as ``(op_type, attrs)``."""
+
+    def __new__(cls, op_type, attrs, extra=None):
+        self = super().__new__(cls, (op_type, dict(attrs)))
+        self.options = extra if callable(extra) else None
+        self.lowering = extra if isinstance(extra, str) else None
+        return self
+
+    @property
+    def op_type(self):
+        return self[0]
+
+    @property
+    def attrs(self):
+        return self[1]
+
+
+#: TFLite builtin name -> :class:`TfliteOp`
 TFLITE_OPS = {}
+#: full-integer TFLite builtin -> (op type, wiring) (``Kernel.tflite_int8``)
+TFLITE_INT8 = {}
 
 
 def register(cls):
-    """Class decorator: file ``cls`` under its ``op_types`` and ``tflite``
-    builtins and declare its in-place kind to the planner."""
+    """Class decorator: check ``cls``'s facts (:func:`.facts.check`), file
+    it under its ``op_types`` and TFLite builtins, and push the facts the
+    planner reads down to it (in-place kind, row kind)."""
     if not cls.op_types:
         raise TypeError(f"kernel {cls.__name__} declares no op_types")
+    _file(cls)
     for name in cls.op_types:
-        if name in KERNELS:
-            raise TypeError(f"op type {name!r} is declared by both "
-                            f"{KERNELS[name].__name__} and {cls.__name__}")
         KERNELS[name] = cls
         declare(name, cls.inplace)
-    for builtin, (op_type, attrs) in cls.tflite.items():
-        if op_type not in cls.op_types:
+        rows = facts.fact(cls, "rows", name)
+        if rows is not None:
+            op_facts.declare_rows(name, rows)
+    for builtin, rec in cls.tflite.items():
+        if rec[0] not in cls.op_types:
             raise TypeError(f"kernel {cls.__name__}: TFLite {builtin} maps to "
-                            f"{op_type!r}, which it does not run")
-        TFLITE_OPS[builtin] = (op_type, dict(attrs))
+                            f"{rec[0]!r}, which it does not run")
+        TFLITE_OPS[builtin] = TfliteOp(*rec)
+    for builtin, wiring in cls.tflite_int8.items():
+        TFLITE_INT8[builtin] = (cls.op_types[0], wiring)
+    facts.clear()
     return cls
+
+
+def fold_only(cls):
+    """Class decorator for the record of operators no kernel runs but the
+    importer knows (a shape rule, an evaluator, its fold kind): an op that
+    only ever folds, or one that must never fold.  Files its facts only."""
+    _file(cls)
+    facts.clear()
+    return cls
+
+
+def _file(cls):
+    facts.check(cls)
+    for name in cls.op_types:
+        if name in OPS:
+            raise TypeError(f"op type {name!r} is declared by both "
+                            f"{OPS[name].__name__} and {cls.__name__}")
+        OPS[name] = cls
+
+
+def op_fact(op_type, name):
+    """Fact ``name`` (:mod:`.facts`) of ``op_type``; None for an op type
+    nothing declares."""
+    cls = OPS.get(op_type)
+    return None if cls is None else facts.fact(cls, name, op_type)
+
+
+def op_table(name):
+    """``{op_type: value}`` of fact ``name`` for every declared op type
+    that has one."""
+    return facts.table(name, OPS)
+
+
+def ops_where(name, value):
+    """The op types whose fact ``name`` is ``value`` (or one of a tuple of
+    values), as a frozenset."""
+    return facts.ops_where(name, value, OPS)
 
 
 def supported_ops():
@@ -109,7 +180,7 @@ def _carve(scratch, specs):
     return out
 
 
-class Kernel:
+class Kernel(facts.Operator):
     """Base class: ``self.op``, ``self.ins`` / ``self.outs`` (graph Tensors,
     None for an omitted optional input), ``self.attrs``,
     ``self.scratch_budget``; subclasses set ``self.scratch`` (list of
@@ -118,12 +189,6 @@ class Kernel:
     indices read at run time (None: all); the others are folded at build
     time and need not be in the weights arena."""
 
-    #: ONNX op types this class runs
-    op_types = ()
-    #: TFLite builtin -> (op type, fixed attributes)
-    tflite = {}
-    #: in-place kind (see pyarena.planning.inplace.KINDS)
-    inplace = "none"
     #: the C core's thread pool handle for native kernels (a ``pa_workers_t
     #: *``); NULL runs them on the calling thread.  Set by the Executor.
     workers = NULL
@@ -293,9 +358,9 @@ def _fused_activation(kernel, attrs, dtype):
 
 def kernel_budget(op, scratch_budget=None):
     """The workspace budget ``op``'s kernel is built with: the op's own
-    (``attrs["_scratch_budget"]``, set by the slack planner), else
+    (``notes.scratch_budget``, set by the slack planner), else
     ``scratch_budget`` (the graph's), else :data:`SCRATCH_BUDGET`."""
-    own = op.attrs.get("_scratch_budget")
+    own = op.notes.scratch_budget
     return int(own if own else SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
 
 
@@ -372,3 +437,7 @@ def set_scratch(graph, scratch_budget=None, native=None):
         more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
         raise UnsupportedOpError("unsupported operator(s): " + "; ".join(bad[:10]) + more)
     return graph
+
+
+# the planner narrows operator scratch through the kernels' rules (fit.py)
+op_facts.declare_scratch(set_scratch, SCRATCH_BUDGET)

@@ -10,6 +10,8 @@ from ..._native import check, lib
 from ..._native import kernels as nk
 from ...planning.resize_rows import resize_coords
 from .native import NATIVE_DTYPE, Pointers
+from . import shape_rules_movement as moves
+from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
 
 
@@ -46,10 +48,15 @@ class Resize(Kernel):
     for linear / cubic, the second operand of each blend."""
 
     op_types = ('Resize', 'Upsample')
+    family = 'resize'
     inplace = 'none'
+    shape_rule = moves.resize
+    fold = 'expanding'
+    nhwc = 'resize'
+    rows = 'resize'
     tflite = {
-        'RESIZE_BILINEAR': ('Resize', {'mode': 'linear'}),
-        'RESIZE_NEAREST_NEIGHBOR': ('Resize', {'mode': 'nearest'})}
+        'RESIZE_BILINEAR': ('Resize', {'mode': 'linear'}, tfl.resize),
+        'RESIZE_NEAREST_NEIGHBOR': ('Resize', {'mode': 'nearest'}, tfl.resize)}
 
     def setup(self):
         self.runtime = (0,)
@@ -64,7 +71,8 @@ class Resize(Kernel):
         axes = list(range(nd)) if axes is None else [int(v) + nd if int(v) < 0 else int(v)
                                                      for v in axes]
         scales = self._scales(xs, ys, axes)
-        band_axis = a.get("_band_axis")     # coordinates given, relative to the band
+        band = self.op.notes.band   # (axis, coordinates relative to the band) or None
+        band_axis = None if band is None else band[0]
         crop = self._crop(nd, axes) if ctm == "tf_crop_and_resize" else None
         self.extrap = []
         self.plan = []
@@ -74,7 +82,7 @@ class Resize(Kernel):
                 if c is None:
                     continue
             elif ax == band_axis:       # one band of a patched stage's rows
-                c = np.asarray(a["_band_coords"], dtype=np.float64)
+                c = np.asarray(band[1], dtype=np.float64)
             elif xs[ax] == ys[ax] and scales[ax] == 1.0:
                 continue
             else:
@@ -144,7 +152,7 @@ class Resize(Kernel):
 
     def _old_style(self):
         """Upsample, or Resize before opset 11: (X, scales) and asymmetric."""
-        return self.op.op_type == "Upsample" or self.attrs.get("_opset", 11) < 11
+        return self.op.op_type == "Upsample" or (self.op.notes.opset or 11) < 11
 
     def _mode(self):
         a = self.attrs

@@ -18,6 +18,8 @@ tuple and checks the shape it yields against the declared output shape.
 """
 import numpy as np
 
+from . import shape_rules_movement as moves
+from . import tflite_attrs as tfl
 from .registry import Kernel, register
 
 
@@ -62,7 +64,8 @@ def strided_slice_index(shape, begin, end, strides, begin_mask=0, end_mask=0,
 @register
 class StridedSlice(Kernel):
     op_types = ("StridedSlice",)
-    tflite = {"STRIDED_SLICE": ("StridedSlice", {})}
+    family = "movement"
+    tflite = {"STRIDED_SLICE": ("StridedSlice", {}, tfl.strided_slice)}
 
     def setup(self):
         self.runtime = (0,)
@@ -90,7 +93,10 @@ class StridedSlice(Kernel):
 @register
 class DepthToSpace(Kernel):
     op_types = ("DepthToSpace",)
-    tflite = {"DEPTH_TO_SPACE": ("DepthToSpace", {"layout": "NHWC", "mode": "DCR"})}
+    family = "resize"
+    shape_rule = moves.depth_space
+    tflite = {"DEPTH_TO_SPACE": ("DepthToSpace", {"layout": "NHWC", "mode": "DCR"},
+                                 tfl.depth_to_space)}
 
     def setup(self):
         self.runtime = (0,)
@@ -139,6 +145,8 @@ class SpaceToDepth(Kernel):
     or last (CRD); DepthToSpace's inverse, one strided copy."""
 
     op_types = ("SpaceToDepth",)
+    family = "resize"
+    shape_rule = moves.depth_space
 
     def setup(self):
         self.runtime = (0,)

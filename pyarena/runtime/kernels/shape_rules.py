@@ -1,5 +1,8 @@
-"""Output shapes and element types of the ONNX operators pyarena runs, one
-rule per operator family (used by :mod:`.onnx_shapes`).
+"""Output shapes and element types of ONNX operators, one rule per
+operator family: the element-wise, convolution, pooling and matrix-product
+rules (the rest: :mod:`.shape_rules_movement`).  Each kernel names its
+rule (``Kernel.shape_rule``); the ONNX importer's shape inference
+(:mod:`pyarena.importers.onnx_shapes`) runs them.
 
 A rule takes a :class:`Node` view (input shapes, element types, the values
 of small constant inputs, attributes) and returns one ``(shape, elem_type)``
@@ -11,13 +14,25 @@ names the operator).
 """
 import numpy as np
 
-__all__ = ["ELEMENTWISE_RULES", "Node", "broadcast"]
+__all__ = ["Node", "broadcast", "known", "dims_op", "norm_axis", "FLOAT", "UINT8", "INT32",
+           "INT64", "BOOL"]
 
 FLOAT, UINT8, INT32, INT64, BOOL = 1, 2, 6, 7, 9     # ONNX TensorProto element types
+_NUMPY_TYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16,
+                6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64,
+                12: np.uint32, 13: np.uint64}
 
 
 class Node:
-    """What a rule sees of one node."""
+    """What a rule (or an evaluator, :mod:`.evaluators`) sees of one node:
+    ``s(i)`` / ``t(i)`` / ``v(i)`` the shape, element type and known value
+    of input ``i`` (None: unknown or omitted), ``a`` the attributes,
+    ``opset``, and ``dtype_of(elem_type)`` the NumPy dtype of an ONNX
+    element type (set by the importer that folds)."""
+
+    #: ONNX element type -> NumPy dtype (the folding importer sets onnx's,
+    #: which knows every type; this one, the standard numeric types)
+    dtype_of = staticmethod(lambda t: np.dtype(_NUMPY_TYPES[int(t)]))
 
     def __init__(self, node, attrs, opset, shape, etype, value, ins=None, op_type=None,
                  nout=None):
@@ -28,6 +43,16 @@ class Node:
         self._nout = nout
         self._shape, self._etype, self._value = shape, etype, value
         self._ints = {}     # attribute -> its ints (the attributes never change)
+
+    @classmethod
+    def on_values(cls, op_type, attrs, values, opset=None):
+        """A view of an op of ``op_type`` whose inputs are ``values`` (arrays,
+        None for an omitted one): an evaluator run on them."""
+        names = [f"#{i}" if v is not None else "" for i, v in enumerate(values)]
+        known = {f"#{i}": v for i, v in enumerate(values) if v is not None}
+        return cls(_Values(names), attrs, opset,
+                   lambda k: None if k not in known else list(known[k].shape),
+                   lambda k: None, known.get, names, op_type, 1)
 
     def s(self, i):
         return self._shape(self.ins[i]) if i < len(self.ins) and self.ins[i] else None
@@ -57,6 +82,13 @@ class Node:
             if default is None:
                 self._ints[key] = got
         return None if got is None else list(got)
+
+
+class _Values:
+    """The stand-in proto of :meth:`Node.on_values` (inputs and one output)."""
+
+    def __init__(self, names):
+        self.input, self.output, self.name = names, ["#out"], ""
 
 
 def known(d):
@@ -144,54 +176,54 @@ def _broadcast_ints(shapes):
 
 
 # -- element-wise -------------------------------------------------------------
-def _same(n):
+def same(n):
     return [(n.s(0), n.t(0))] + [(n.s(0), n.t(0))] * (n.nout - 1)
 
 
-def _batch_norm(n):
+def batch_norm(n):
     """Y like X; training mode's running mean and variance like the scale."""
     return [(n.s(0), n.t(0))] + [(n.s(1), n.t(1))] * (n.nout - 1)
 
 
-def _same_bool(n):
+def same_bool(n):
     return [(n.s(0), BOOL)]
 
 
-def _bcast(n):
+def bcast(n):
     get = n._shape
     return [(broadcast(*[get(x) for x in n.ins if x]), n.t(0))]
 
 
-def _compare(n):
+def compare(n):
     return [(broadcast(n.s(0), n.s(1)), BOOL)]
 
 
-def _where(n):
+def where(n):
     return [(broadcast(n.s(0), n.s(1), n.s(2)), n.t(1))]
 
 
-def _cast(n):
+def cast(n):
     return [(n.s(0), int(n.a["to"]))]
 
 
-def _dropout(n):
+def dropout(n):
     return [(n.s(0), n.t(0)), (n.s(0), BOOL)][:n.nout]
 
 
-def _dequantize(n):
+def dequantize(n):
     return [(n.s(0), int(n.a.get("output_dtype", 0)) or n.t(1))]
 
 
-def _quantize(n):
+def quantize(n):
     t = int(n.a.get("output_dtype", 0)) or (n.t(2) if n.has(2) else UINT8)
     return [(n.s(0), t)]
 
 
-def _dynamic_quantize(n):
+def dynamic_quantize(n):
     return [(n.s(0), UINT8), ([], FLOAT), ([], UINT8)]
 
 
-def _layer_norm(n):
+def layer_norm(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0)), (None, FLOAT), (None, FLOAT)][:n.nout]
@@ -237,7 +269,7 @@ def _spatial(n, x_sp, k, dilations=None, ceil=False):
     return out
 
 
-def _conv(n, x_i=0, w_i=1, out_type=None):
+def conv(n, x_i=0, w_i=1, out_type=None):
     x, w = n.s(x_i), n.s(w_i)
     t = out_type if out_type is not None else n.t(x_i)
     if x is None or w is None:
@@ -248,7 +280,7 @@ def _conv(n, x_i=0, w_i=1, out_type=None):
     return [([x[0], w[0]] + _spatial(n, x[2:], k), t)]
 
 
-def _conv_transpose(n):
+def conv_transpose(n):
     x, w = n.s(0), n.s(1)
     if x is None or w is None:
         return [(None, n.t(0))]
@@ -273,7 +305,7 @@ def _conv_transpose(n):
     return [([x[0], chans] + out, n.t(0))]
 
 
-def _pool(n):
+def pool(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0)), (None, INT64)][:n.nout]
@@ -284,12 +316,12 @@ def _pool(n):
     return [(y, n.t(0)), (y, INT64)][:n.nout]
 
 
-def _global_pool(n):
+def global_pool(n):
     x = n.s(0)
     return [(None if x is None else list(x[:2]) + [1] * (len(x) - 2), n.t(0))]
 
 
-def _gemm(n):
+def gemm(n):
     a, b = n.s(0), n.s(1)
     if a is None or b is None:
         return [(None, n.t(0))]
@@ -317,38 +349,25 @@ def _matmul_shape(a, b):
     return out
 
 
-def _matmul(n, out_type=None):
+def matmul(n, out_type=None):
     return [(_matmul_shape(n.s(0), n.s(1)), out_type if out_type is not None else n.t(0))]
 
 
-def _qlinear_matmul(n):
+def qlinear_matmul(n):
     return [(_matmul_shape(n.s(0), n.s(3)), n.t(7))]
 
 
-_SAME = ("Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh",
-         "Ceil", "Celu", "Clip", "Cos", "Cosh", "CumSum", "Elu", "Erf", "Exp", "Floor",
-         "Gelu", "GroupNormalization", "HardSigmoid", "HardSwish", "Hardmax", "Identity",
-         "InstanceNormalization", "LRN", "LeakyRelu", "Log", "LogSoftmax", "Mish", "Neg",
-         "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
-         "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
-         "Trilu", "ScatterND", "Scatter", "ScatterElements", "Not")
-_BCAST = ("Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Mean", "Sum",
-          "BitShift", "And", "Or", "Xor")
-_COMPARE = ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")
+def cast_like(n):
+    return [(n.s(0), n.t(1))]
 
-#: op type -> rule: element-wise ops, windows and products
-ELEMENTWISE_RULES = {
-    **{t: _same for t in _SAME}, **{t: _bcast for t in _BCAST},
-    **{t: _compare for t in _COMPARE},
-    "BatchNormalization": _batch_norm, "PRelu": _same,    # the slope broadcasts to X
-    "IsInf": _same_bool, "IsNaN": _same_bool, "Where": _where, "Cast": _cast,
-    "CastLike": lambda n: [(n.s(0), n.t(1))], "Dropout": _dropout,
-    "DequantizeLinear": _dequantize, "QuantizeLinear": _quantize,
-    "DynamicQuantizeLinear": _dynamic_quantize, "LayerNormalization": _layer_norm,
-    "Conv": _conv, "ConvInteger": lambda n: _conv(n, out_type=INT32),
-    "QLinearConv": lambda n: _conv(n, 0, 3, out_type=n.t(7)),
-    "ConvTranspose": _conv_transpose, "MaxPool": _pool, "AveragePool": _pool,
-    "LpPool": _pool, "GlobalAveragePool": _global_pool, "GlobalMaxPool": _global_pool,
-    "GlobalLpPool": _global_pool, "Gemm": _gemm, "MatMul": _matmul,
-    "MatMulInteger": lambda n: _matmul(n, INT32), "QLinearMatMul": _qlinear_matmul,
-}
+
+def conv_integer(n):
+    return conv(n, out_type=INT32)
+
+
+def qlinear_conv(n):
+    return conv(n, 0, 3, out_type=n.t(7))
+
+
+def matmul_integer(n):
+    return matmul(n, INT32)

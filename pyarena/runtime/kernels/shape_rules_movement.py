@@ -1,16 +1,12 @@
 """Output shapes of the ONNX operators that move, reshape, index, reduce or
-make tensors (the rest of :mod:`.onnx_shape_rules`; same conventions), and
-:data:`RULES`, every rule by op type."""
+make tensors (the rest of :mod:`.shape_rules`; same conventions)."""
 import math
 
 import numpy as np
 
-from .onnx_shape_rules import (ELEMENTWISE_RULES, FLOAT, INT64, broadcast, dims_op,
-                               known, norm_axis)
+from .shape_rules import FLOAT, INT64, broadcast, dims_op, known, norm_axis
 
-__all__ = ["RULES"]
-
-def _reshape(n):
+def reshape(n):
     x, target = n.s(0), n.v(1)
     if target is None:
         return [(None, n.t(0))]
@@ -35,7 +31,7 @@ def _reshape(n):
     return [(shp, n.t(0))]
 
 
-def _flatten(n):
+def flatten(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0))]
@@ -59,7 +55,7 @@ def _axes_of(n, attr_before):
     return [int(d) for d in np.asarray(v).reshape(-1)]
 
 
-def _squeeze(n):
+def squeeze(n):
     x = n.s(0)
     try:
         axes = _axes_of(n, 13)
@@ -75,7 +71,7 @@ def _squeeze(n):
     return [([d for i, d in enumerate(x) if i not in axes], n.t(0))]
 
 
-def _unsqueeze(n):
+def unsqueeze(n):
     x = n.s(0)
     try:
         axes = _axes_of(n, 13)
@@ -91,7 +87,7 @@ def _unsqueeze(n):
     return [(out, n.t(0))]
 
 
-def _transpose(n):
+def transpose(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0))]
@@ -101,7 +97,7 @@ def _transpose(n):
     return [([x[p] for p in perm], n.t(0))]
 
 
-def _concat(n):
+def concat(n):
     xs = [n.s(i) for i in range(len(n.ins)) if n.has(i)]
     if any(x is None for x in xs) or not xs:
         return [(None, n.t(0))]
@@ -120,7 +116,7 @@ def _concat(n):
     return [(out, n.t(0))]
 
 
-def _split(n):
+def split(n):
     x = n.s(0)
     k = n.nout
     if x is None:
@@ -147,7 +143,7 @@ def _split(n):
     return [(list(x[:ax]) + [p] + list(x[ax + 1:]), n.t(0)) for p in parts]
 
 
-def _slice(n):
+def sliced(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0))]
@@ -171,7 +167,7 @@ def _slice(n):
     return [(out, n.t(0))]
 
 
-def _gather(n):
+def gather(n):
     x, idx = n.s(0), n.s(1)
     if x is None or idx is None:
         return [(None, n.t(0))]
@@ -179,7 +175,7 @@ def _gather(n):
     return [(list(x[:ax]) + list(idx) + list(x[ax + 1:]), n.t(0))]
 
 
-def _gather_nd(n):
+def gather_nd(n):
     x, idx = n.s(0), n.s(1)
     b = int(n.a.get("batch_dims", 0))
     if x is None or idx is None or not known(idx[-1]):
@@ -192,12 +188,12 @@ def _values(n, i):
     return None if v is None else [int(d) for d in np.asarray(v).reshape(-1)]
 
 
-def _expand(n):
+def expand(n):
     shp = _values(n, 1)
     return [(None if shp is None else broadcast(n.s(0), shp), n.t(0))]
 
 
-def _tile(n):
+def tile(n):
     x, reps = n.s(0), _values(n, 1)
     if x is None or reps is None:
         return [(None, n.t(0))]
@@ -206,7 +202,7 @@ def _tile(n):
     return [([dims_op(lambda d, r=r: d * r, d) for d, r in zip(x, reps)], n.t(0))]
 
 
-def _pad(n):
+def pad(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0))]
@@ -225,7 +221,7 @@ def _pad(n):
     return [(out, n.t(0))]
 
 
-def _resize(n):
+def resize(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0))]
@@ -253,7 +249,7 @@ def _resize(n):
               for d, s in zip(x, sc)], n.t(0))]
 
 
-def _depth_space(n):
+def depth_space(n):
     x, b = n.s(0), int(n.a["blocksize"])
     if x is None:
         return [(None, n.t(0))]
@@ -265,7 +261,7 @@ def _depth_space(n):
 
 
 # -- reductions, indices, sequences --------------------------------------------------
-def _reduce(n):
+def reduce(n):
     x = n.s(0)
     if x is None:
         return [(None, n.t(0))]
@@ -285,7 +281,7 @@ def _reduce(n):
     return [(out, n.t(0))]
 
 
-def _arg(n):
+def arg_reduce(n):
     x = n.s(0)
     if x is None:
         return [(None, INT64)]
@@ -296,7 +292,7 @@ def _arg(n):
     return [(out, INT64)]
 
 
-def _topk(n):
+def topk(n):
     x = n.s(0)
     k = _values(n, 1) if n.opset >= 10 else n.ints("k")
     if x is None:
@@ -307,7 +303,7 @@ def _topk(n):
     return [(out, n.t(0)), (out, INT64)]
 
 
-def _shape(n):
+def shape_of(n):
     x = n.s(0)
     if x is None:
         return [(None, INT64)]
@@ -317,11 +313,11 @@ def _shape(n):
     return [([len(idx)], INT64)]
 
 
-def _size(n):
+def size_of(n):
     return [([], INT64)]
 
 
-def _constant_of_shape(n):
+def constant_of_shape(n):
     shp = _values(n, 0)
     val = n.a.get("value")
     from onnx.helper import np_dtype_to_tensor_dtype
@@ -332,7 +328,7 @@ def _constant_of_shape(n):
     return [(shp, t)]
 
 
-def _range(n):
+def arange(n):
     v = [n.v(i) for i in range(3)]
     if any(x is None for x in v):
         return [([None], n.t(0))]
@@ -342,7 +338,7 @@ def _range(n):
     return [([max(int(math.ceil((limit - start) / delta)), 0)], n.t(0))]
 
 
-def _one_hot(n):
+def one_hot(n):
     x, depth = n.s(0), n.v(1)
     if x is None:
         return [(None, n.t(2))]
@@ -352,16 +348,16 @@ def _one_hot(n):
     return [(list(x[:ax]) + [d] + list(x[ax:]), n.t(2))]
 
 
-def _nonzero(n):
+def nonzero(n):
     x = n.s(0)
     return [(None if x is None else [len(x), None], INT64)]
 
 
-def _eye_like(n):
+def eye_like(n):
     return [(n.s(0), int(n.a.get("dtype", 0)) or n.t(0))]
 
 
-def _recurrent(n):
+def recurrent(n):
     x, w = n.s(0), n.s(1)
     h = int(n.a["hidden_size"]) if "hidden_size" in n.a else (
         None if w is None else dims_op(lambda g: g // {"LSTM": 4, "GRU": 3}.get(
@@ -377,7 +373,7 @@ def _recurrent(n):
     return [(y, t), (state, t), (state, t)][:n.nout]
 
 
-def _einsum(n):
+def einsum(n):
     eq = str(n.a["equation"]).replace(" ", "")
     if "." in eq:
         raise NotImplementedError       # an ellipsis: ONNX's inference instead
@@ -397,20 +393,5 @@ def _einsum(n):
     return [([dims[c] for c in rhs], n.t(0))]
 
 
-
-#: op type -> rule (standard domain; Constant and If are onnx_shapes.py's own)
-RULES = {
-    **ELEMENTWISE_RULES,
-    "Reshape": _reshape, "Flatten": _flatten, "Squeeze": _squeeze,
-    "Unsqueeze": _unsqueeze, "Transpose": _transpose, "Concat": _concat, "Split": _split,
-    "Slice": _slice, "Gather": _gather, "GatherElements": lambda n: [(n.s(1), n.t(0))],
-    "GatherND": _gather_nd, "Expand": _expand, "Tile": _tile, "Pad": _pad,
-    "Resize": _resize, "Upsample": _resize, "DepthToSpace": _depth_space,
-    "SpaceToDepth": _depth_space, "ReduceL1": _reduce, "ReduceL2": _reduce,
-    "ReduceLogSum": _reduce, "ReduceLogSumExp": _reduce, "ReduceMax": _reduce,
-    "ReduceMean": _reduce, "ReduceMin": _reduce, "ReduceProd": _reduce,
-    "ReduceSum": _reduce, "ReduceSumSquare": _reduce, "ArgMax": _arg, "ArgMin": _arg,
-    "TopK": _topk, "Shape": _shape, "Size": _size, "ConstantOfShape": _constant_of_shape,
-    "Range": _range, "OneHot": _one_hot, "NonZero": _nonzero, "EyeLike": _eye_like,
-    "LSTM": _recurrent, "GRU": _recurrent, "RNN": _recurrent, "Einsum": _einsum,
-}
+def gather_elements(n):
+    return [(n.s(1), n.t(0))]

@@ -1,0 +1,73 @@
+"""Operators no kernel runs that the ONNX importer still knows: their
+facts, declared once like a kernel's (:mod:`.facts`).
+
+* ``Constant`` -- always folded (its value is the attribute);
+* ops whose shape rule lets a model that computes them only from constants
+  keep pyarena's own shape inference (LpPool, GlobalLpPool: folded by the
+  ONNX reference evaluator);
+* the random generators, which must never fold (each run draws anew).
+"""
+import numpy as np
+
+from . import shape_rules as rules
+from . import shape_rules_movement as moves
+from .facts import Operator
+from .registry import fold_only
+
+
+def _constant(n):
+    a = n.a
+    if "value" in a:
+        return [np.asarray(a["value"])]
+    for k, dt in (("value_float", np.float32), ("value_floats", np.float32),
+                  ("value_int", np.int64), ("value_ints", np.int64)):
+        if k in a:
+            return [np.asarray(a[k], dtype=dt)]
+    return None
+
+
+@fold_only
+class Constant(Operator):
+    op_types = ("Constant",)
+    family = "movement"
+    evaluate = _constant
+    fold = "free"
+    needs_values = False
+
+
+@fold_only
+class LpPool(Operator):
+    op_types = ("LpPool",)
+    family = "pool"
+    shape_rule = rules.pool
+
+
+@fold_only
+class GlobalLpPool(Operator):
+    op_types = ("GlobalLpPool",)
+    family = "pool"
+    shape_rule = rules.global_pool
+
+
+@fold_only
+class Random(Operator):
+    """Not deterministic: never folded."""
+
+    op_types = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                "Multinomial", "Bernoulli")
+    fold = "never"
+
+
+@fold_only
+class EyeLike(Operator):
+    op_types = ("EyeLike",)
+    family = "indexing"
+    shape_rule = moves.eye_like
+    fold = "expanding"
+
+
+@fold_only
+class Col2Im(Operator):
+    op_types = ("Col2Im",)
+    family = "movement"
+    fold = "expanding"
