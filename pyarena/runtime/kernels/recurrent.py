@@ -12,18 +12,12 @@ weights arena, ``[dirs, in, G*H]``, the GEMMs' contiguous right operand
 ``W[d].T``, which BLAS takes as it is.  The other constants reach the
 weights arena as the executor copies them.
 
-Per step: ``gates = H_{t-1} @ R^T + (X_t @ W^T + Wb + Rb)``, clip, the
-gate activations, the state update.  The bracketed term does not depend on
-the state: it is computed for a block of steps at once, one GEMM, into
-scratch -- the whole sequence when it fits the op's scratch budget, else
-as many steps as fit (at least one).
-
-``sequence_lens`` (as onnxruntime runs it): batch entry ``b`` takes steps
-``t < L[b]`` only; its state stays put at the other steps and Y is zero
-there (Y_h and Y_c too when ``L[b]`` is 0).  Walking ``t`` backwards from
-``S - 1`` with that mask is exactly the reverse direction over the entry's
-own ``L[b]`` steps (the state waits at its initial value until ``t = L[b] -
-1``), so no gather is needed.
+The driver is built from one part per job: this file holds what an op
+asks for (its attributes, weights, activations and scratch) and the
+cells; the checks of its operand and output shapes are in
+:mod:`.recurrent_shapes`, the time loop (the projection of a block of
+steps, ``sequence_lens``, the directions) in :mod:`.recurrent_loop`, the
+activation functions by name in :mod:`.recurrent_activations`.
 
 Scratch rule (all of the op's dtype; ``G`` gates of ``H``, batch ``N``):
 the gates ``(N, G*H)``; the input projection for ``n`` steps ``(n*N,
@@ -38,133 +32,19 @@ import numpy as np
 
 from .normalization import moments
 from . import shape_rules_movement as moves
+from .recurrent_activations import ACTIVATIONS
+from .recurrent_loop import TimeLoop
+from .recurrent_shapes import RecurrentShapes
 from .registry import Kernel, const, register
-
-
-# -- activations: f(x, t) in place on x, t a temporary of x's shape ----------
-def _sigmoid(a, b, c):
-    half = c(0.5)
-
-    def f(x, t):            # 0.5 * tanh(x / 2) + 0.5: no overflow, no temporary
-        np.multiply(x, half, out=x)
-        np.tanh(x, out=x)
-        np.multiply(x, half, out=x)
-        np.add(x, half, out=x)
-    return f
-
-
-def _tanh(a, b, c):
-    return lambda x, t: np.tanh(x, out=x)
-
-
-def _relu(a, b, c):
-    zero = c(0)
-    return lambda x, t: np.maximum(x, zero, out=x)
-
-
-def _affine(a, b, c):
-    alpha, beta = c(a), c(b)
-    return lambda x, t: (np.multiply(x, alpha, out=x), np.add(x, beta, out=x))
-
-
-def _leaky_relu(a, b, c):
-    zero, k = c(0), c(a - 1.0)
-
-    def f(x, t):            # x + (alpha - 1) * min(x, 0)
-        np.minimum(x, zero, out=t)
-        np.multiply(t, k, out=t)
-        np.add(x, t, out=x)
-    return f
-
-
-def _thresholded_relu(a, b, c):
-    alpha = c(a)
-
-    def f(x, t):
-        np.greater(x, alpha, out=t)
-        np.multiply(x, t, out=x)
-    return f
-
-
-def _scaled_tanh(a, b, c):
-    alpha, beta = c(a), c(b)
-
-    def f(x, t):
-        np.multiply(x, beta, out=x)
-        np.tanh(x, out=x)
-        np.multiply(x, alpha, out=x)
-    return f
-
-
-def _hard_sigmoid(a, b, c):
-    alpha, beta, zero, one = c(a), c(b), c(0), c(1)
-
-    def f(x, t):
-        np.multiply(x, alpha, out=x)
-        np.add(x, beta, out=x)
-        np.maximum(x, zero, out=x)
-        np.minimum(x, one, out=x)
-    return f
-
-
-def _elu(a, b, c):
-    alpha, zero = c(a), c(0)
-
-    def f(x, t):            # max(x, 0) + alpha * expm1(min(x, 0))
-        np.minimum(x, zero, out=t)
-        np.expm1(t, out=t)
-        np.multiply(t, alpha, out=t)
-        np.maximum(x, zero, out=x)
-        np.add(x, t, out=x)
-    return f
-
-
-def _softsign(a, b, c):
-    one = c(1)
-
-    def f(x, t):
-        np.abs(x, out=t)
-        np.add(t, one, out=t)
-        np.divide(x, t, out=x)
-    return f
-
-
-def _softplus(a, b, c):
-    zero = c(0)
-
-    def f(x, t):            # max(x, 0) + log1p(exp(-|x|)): no overflow
-        np.abs(x, out=t)
-        np.negative(t, out=t)
-        np.exp(t, out=t)
-        np.log1p(t, out=t)
-        np.maximum(x, zero, out=x)
-        np.add(x, t, out=x)
-    return f
-
-
-#: lower-case name -> (maker, alpha default or None if it takes no alpha,
-#: beta default or None); defaults of the ONNX operators of the same name
-ACTIVATIONS = {
-    "sigmoid": (_sigmoid, None, None),
-    "tanh": (_tanh, None, None),
-    "relu": (_relu, None, None),
-    "affine": (_affine, 1.0, 0.0),
-    "leakyrelu": (_leaky_relu, 0.01, None),
-    "thresholdedrelu": (_thresholded_relu, 1.0, None),
-    "scaledtanh": (_scaled_tanh, 1.0, 1.0),
-    "hardsigmoid": (_hard_sigmoid, 0.2, 0.5),
-    "elu": (_elu, 1.0, None),
-    "softsign": (_softsign, None, None),
-    "softplus": (_softplus, None, None),
-}
 
 _DIRECTIONS = {"forward": (False,), "reverse": (True,), "bidirectional": (False, True)}
 
 
-class _Recurrent(Kernel):
-    """The driver shared by LSTM, GRU and RNN (see the module docstring).
-    A subclass sets ``gates``, ``default_acts``, ``n_state`` (1: h, 2: h and
-    c) and implements ``cell``."""
+class _Recurrent(RecurrentShapes, TimeLoop, Kernel):
+    """The driver shared by LSTM, GRU and RNN (see the module docstring):
+    setup here, the shape checks from :class:`RecurrentShapes`, ``run``
+    from :class:`TimeLoop`.  A subclass sets ``gates``, ``default_acts``,
+    ``n_state`` (1: h, 2: h and c) and implements ``cell``."""
 
     family = "recurrent"
     inplace = "none"
@@ -228,83 +108,9 @@ class _Recurrent(Kernel):
         np.copyto(out, src, casting="unsafe")       # transposed straight into the arena
         return self.keep(out)
 
-    def _check_shapes(self):
-        """S, N, I, H from X and R; every other operand and output must agree."""
-        xs = self.shape(0)
-        if len(xs) != 3:
-            self.malformed(f"X has shape {list(xs)}; [seq, batch, input] expected")
-        self.S, self.N, self.I = xs if self.layout == 0 else (xs[1], xs[0], xs[2])
-        nd, G = len(self.dirs), self.gates
-        rs = self.shape(2)
-        self.H = int(self.attrs.get("hidden_size", rs[-1] if len(rs) == 3 else 0))
-        H, N = self.H, self.N
-        self.P = P = self._out_size()      # h's size: H, or an LSTM's projection
-        state = (nd, N, H) if self.layout == 0 else (N, nd, H)
-        hstate = state[:2] + (P,)
-        want = {1: ("W", (nd, G * H, self.I)), 2: ("R", (nd, G * H, P)),
-                3: ("B", (nd, 2 * G * H)), 4: ("sequence_lens", (N,)),
-                5: ("initial_h", hstate), 6: ("initial_c", state), 7: ("P", (nd, 3 * H))}
-        want.update(self._extra_inputs(nd))
-        for i, (what, shape) in want.items():
-            if self.has(i) and self.shape(i) != shape:
-                self.malformed(f"{what} has shape {list(self.shape(i))}; {list(shape)} "
-                               f"expected (direction {len(self.dirs)}, hidden_size {H})")
-            if self.has(i) and i != 4 and np.dtype(self.ins[i].dtype) != self.dtype:
-                self.malformed(f"{what} is {self.ins[i].dtype}, X is {self.dtype}")
-        shapes = self._output_shapes(hstate, state)
-        for t, s in zip(self.outs, shapes):
-            if tuple(int(d) for d in t.shape) != s:
-                self.malformed(f"output {t.name!r} has shape {list(t.shape)}; {list(s)} "
-                               f"expected")
-        self.lens = None
-        if self.has(4):
-            if np.dtype(self.ins[4].dtype).kind not in "iu":
-                self.malformed(f"sequence_lens is {self.ins[4].dtype}, not integer")
-            self.lens = self._static_lens()
-
-    def _output_shapes(self, hstate, state):
-        """Which outputs are asked for (``self.present``) and their shapes.
-        TFLite's sequence ops give Y without its direction axis:
-        ``squeeze_y``, the directions side by side on the last axis (a
-        bidirectional LSTM's merged output), or ``split_y``, one Y per
-        direction and no final states."""
-        nd, N, P = len(self.dirs), self.N, self.P
-        y = (self.S, nd, N, P) if self.layout == 0 else (N, self.S, nd, P)
-        self.squeeze = bool(int(self.attrs.get("squeeze_y", 0)))
-        self.split = bool(int(self.attrs.get("split_y", 0)))
-        if self.squeeze and self.split:
-            self.malformed("squeeze_y and split_y together")
-        if self.squeeze or self.split:
-            y = y[:2] + (nd * P,) if self.layout == 1 else (y[0], y[2], nd * P)
-        shapes = (y[:2] + (P,),) * nd if self.split else (y, hstate, state)
-        names = list(self.op.outputs) + [""] * 3
-        self.present = [bool(k) for k in names[:len(shapes)]]
-        if any(names[len(shapes):]):
-            self.malformed(f"{len([k for k in names if k])} outputs; at most {len(shapes)} "
-                           f"expected")
-        return [s for s, p in zip(shapes, self.present) if p]
-
-    def _out_size(self):
-        """The size of h (and of Y's last axis)."""
-        return self.H
-
-    def _extra_inputs(self, nd):
-        """index -> (what, shape) of a subclass's further inputs."""
-        return {}
-
     def _extra_scratch(self):
         """(name, shape, dtype) of a subclass's further scratch parts."""
         return []
-
-    def _static_lens(self):
-        """"runtime" when sequence_lens is read at run time; None when it is a
-        constant that keeps every entry's full length (no mask needed)."""
-        if self.ins[4].data is None:
-            return "runtime"
-        lens = np.asarray(self.ins[4].data)
-        if lens.min(initial=0) < 0 or lens.max(initial=0) > self.S:
-            self.malformed(f"sequence_lens {lens.tolist()} outside [0, {self.S}]")
-        return None if (lens == self.S).all() else "runtime"
 
     def _activations(self):
         """Per direction, the tuple of activation functions (f[, g[, h]])."""
@@ -355,118 +161,7 @@ class _Recurrent(Kernel):
             lens_dt = np.dtype(self.ins[4].dtype)
             self.step_ids = np.arange(self.S, dtype=lens_dt).reshape(self.S, 1, 1)
 
-    # -- run ---------------------------------------------------------------------
-    def run(self, xs, ys, sc):
-        s = dict(zip(self.part_names, sc))
-        xs = list(xs) + [None] * (11 - len(xs))
-        ydir, yh, yc = self._y_views(ys)
-        if self.layout == 1:        # the same [dir, batch, hidden] order for both
-            yh = None if yh is None else yh.swapaxes(0, 1)
-            yc = None if yc is None else yc.swapaxes(0, 1)
-            xs[5] = None if xs[5] is None else xs[5].swapaxes(0, 1)
-            xs[6] = None if xs[6] is None else xs[6].swapaxes(0, 1)
-        bias = self._bias(xs[3], s)
-        mask = None
-        if self.lens is not None:
-            mask = s["mask"]
-            np.less(self.step_ids, xs[4].reshape(1, self.N, 1), out=mask)
-        for d, rev in enumerate(self.dirs):
-            state = self._initial_state(xs, d, s)
-            state = self._direction(xs, d, rev, bias, mask, ydir[d], state, s)
-            for out, st in zip((yh, yc), state[::2]):
-                if out is None:
-                    continue
-                if mask is None:
-                    np.copyto(out[d], st)
-                else:               # as onnxruntime: 0 for an empty sequence
-                    out[d].fill(0)
-                    np.copyto(out[d], st, where=mask[0])
-
-    def _y_views(self, ys):
-        """Y of each direction as a [seq, batch, hidden] view (None when Y
-        is not asked for), Y_h, Y_c."""
-        it = iter(ys)
-        if self.split:              # one output per direction
-            ydir = [next(it) if p else None for p in self.present]
-            return [y if y is None or self.layout == 0 else y.swapaxes(0, 1)
-                    for y in ydir], None, None
-        y, yh, yc = (next(it) if p else None for p in (self.present + [False])[:3])
-        P, nd = self.P, len(self.dirs)
-        if y is None:
-            return [None] * nd, yh, yc
-        if self.squeeze:            # [seq, batch, dirs * P] (batch first in layout 1)
-            y = y if self.layout == 0 else y.swapaxes(0, 1)
-            return [y[:, :, d * P:(d + 1) * P] for d in range(nd)], yh, yc
-        y = y if self.layout == 0 else y.transpose(1, 2, 0, 3)     # [seq, dir, batch, P]
-        return [y[:, d] for d in range(nd)], yh, yc
-
-    def _bias(self, b, s):
-        """Wb + Rb per direction (the bias added to the input projection)."""
-        if b is None:
-            return None
-        GH = self.gates * self.H
-        bias = s["bias"]
-        np.add(b[:, :GH], b[:, GH:], out=bias)
-        return bias
-
-    def _initial_state(self, xs, d, s):
-        """[h, h_next] (+ [c, c_next] for LSTM), h and c set to their initial values."""
-        state = [s[n] for n in ("h", "hn", "c", "cn")[:2 * self.n_state]]
-        for k, i in enumerate((5, 6)[:self.n_state]):
-            if xs[i] is None:
-                state[2 * k].fill(0)
-            else:
-                np.copyto(state[2 * k], xs[i][d])
-        return state
-
-    def _chunks(self, rev):
-        """(t0, t1) blocks of steps the projection covers, in walking order."""
-        blocks = [(t, min(t + self.steps, self.S)) for t in range(0, self.S, self.steps)]
-        return blocks[::-1] if rev else blocks
-
-    def _project(self, x, wt, b, t0, t1, xw):
-        """X[t0:t1] @ W^T (+ b) into xw; returns the step -> view function."""
-        n, N, GH = t1 - t0, self.N, self.gates * self.H
-        if self.layout == 0:
-            out = xw[:n * N]
-            np.matmul(x[t0:t1].reshape(n * N, self.I), wt, out=out)
-            view = lambda t: out[(t - t0) * N:(t - t0 + 1) * N]    # noqa: E731
-        else:
-            out = xw[:n * N].reshape(N, n, GH)
-            np.matmul(x[:, t0:t1], wt, out=out)
-            view = lambda t: out[:, t - t0]                         # noqa: E731
-        if b is not None:
-            np.add(out, b, out=out)
-        return view
-
-    def _direction(self, xs, d, rev, bias, mask, y, state, s):
-        """Every step of direction ``d`` (``y``: its Y, [seq, batch, hidden]);
-        returns the final state list."""
-        x = xs[0]
-        wt = xs[1][d].T if self.wt is None else self.wt[d]
-        rt = xs[2][d].T if self.rt is None else self.rt[d]
-        b = None if bias is None or self.late_bias else bias[d]
-        for t0, t1 in self._chunks(rev):
-            view = self._project(x, wt, b, t0, t1, s["xw"])
-            for t in (range(t1 - 1, t0 - 1, -1) if rev else range(t0, t1)):
-                self.cell(d, view(t), rt, xs, state, s)
-                m = None if mask is None else mask[t]
-                if m is None:       # the next state becomes the state
-                    state[0], state[1] = state[1], state[0]
-                    if self.n_state == 2:
-                        state[2], state[3] = state[3], state[2]
-                else:
-                    np.copyto(state[0], state[1], where=m)
-                    if self.n_state == 2:
-                        np.copyto(state[2], state[3], where=m)
-                if y is not None:
-                    if m is None:
-                        np.copyto(y[t], state[0])
-                    else:
-                        y[t].fill(0)
-                        np.copyto(y[t], state[1], where=m)
-        return state
-
+    # -- what the cells share ----------------------------------------------------
     def clipped(self, x, act, t):
         """Clip (if asked) then apply an activation, in place."""
         if self.clip is not None:
