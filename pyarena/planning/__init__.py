@@ -1,8 +1,9 @@
 """The planning layer: static memory plans for whole graphs.
 
 * :func:`plan` -- a graph's work arena: lifetimes, in-place sharing,
-  offsets from the C core (:mod:`.planner`, :mod:`.sharing`, :mod:`.assign`);
-  its options as one :class:`PlanOptions` (:mod:`.options`).
+  offsets from the C core (:mod:`.planner`; one plan as the graph stands:
+  :mod:`.single`, :mod:`.sharing`, :mod:`.assign`), with its options as
+  one :class:`PlanOptions` (:mod:`.options`).
 * :func:`plan_intervals` -- bare intervals; :mod:`.intervals` reads and
   writes MiniMalloc CSV.
 * :class:`Plan` / :class:`Buffer` -- the result, JSON, ``bind()``, ``plot()``.

@@ -1,6 +1,7 @@
 """PlanOptions: the options of ``plan()`` as one value, checked once.
 
-A bad value raises the error ``plan()`` raises for it."""
+``plan(g, options)`` and ``plan(g, **kw)`` are the same plan; a bad value
+raises the error ``plan()`` raises for it, whichever way it is given."""
 import dataclasses
 
 import numpy as np
@@ -108,3 +109,31 @@ def test_of_takes_options_a_mapping_or_nothing():
 def test_concat_needs_inplace():
     assert PlanOptions().concat and not PlanOptions(inplace=False).concat
     assert not PlanOptions(inplace_concat=False).concat
+
+
+@pytest.mark.parametrize("kw", [
+    dict(),
+    dict(strategy="greedy-by-size", alignment=128),
+    dict(inplace=False),
+    dict(inplace_concat=False, time_limit=0.5),
+    dict(rules={"Relu": "none"}),
+    dict(schedule=True),
+    dict(memory_budget=700_000),
+    dict(memory_budget=1_100_000, patch=False, rescratch=False),
+])
+def test_plan_with_options_equals_plan_with_keywords(kw):
+    p = plan(mobilenet(), **kw)
+    q = plan(mobilenet(), PlanOptions(**kw))
+    assert same_plan(p, q)
+    if kw:      # the keywords change the options given
+        key, value = next(iter(kw.items()))
+        other = {"strategy": "first-fit"} if key != "strategy" else {"inplace": False}
+        r = plan(mobilenet(), PlanOptions(**other), **kw)
+        assert same_plan(r, plan(mobilenet(), **{**other, **kw}))
+
+
+def test_plan_refuses_options_of_another_type():
+    with pytest.raises(TypeError, match="PlanOptions"):
+        plan(small(), "greedy-by-size")
+    with pytest.raises(TypeError):
+        plan(small(), colour="red")
