@@ -29,6 +29,7 @@ Unsupported operators are reported together, by name, when the executor is
 built -- nothing is skipped silently.
 """
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -37,10 +38,9 @@ from ..errors import GraphError, InvalidArgumentError, PyArenaError, Unsupported
 from ..memory import Arena
 from ..memory.heap import trim_heap
 from ..memory.mapped import release_files, release_pages
-from ..planning import check_graph_budget, check_plan_budget
-from ..planning import plan as make_plan
-from .slack import plan_in_slack
+from ..planning import PlanOptions, check_graph_budget, check_plan_budget
 from ..planning import validate as validate_plan
+from .slack import plan_to_run
 from .batch import Batch, batch_runs
 from .dynamic import PoolStats, PoolStep, _Counted, pool_frees
 from .keeper import WeightKeeper, build_op, refuse_unsupported, share as _share
@@ -89,6 +89,16 @@ def _native_step(step):
     return None if rec is None else [(k.op.name, rec)]
 
 
+def _plan_options(given, max_memory):
+    """The PlanOptions of an executor's own plan: ``given`` (PlanOptions,
+    or a dict of :func:`pyarena.plan`'s keywords), with the executor's
+    ``max_memory`` unless they set one."""
+    if given is None or isinstance(given, Mapping):
+        return PlanOptions(**{"max_memory": max_memory, **(given or {})})
+    given = PlanOptions.of(given)
+    return given if given.max_memory is not None else given.replace(max_memory=max_memory)
+
+
 def random_feeds(graph, seed=0):
     """Seeded random arrays for every graph input (normal floats, small
     non-negative ints)."""
@@ -112,7 +122,9 @@ class Executor:
     """Executes ``graph`` with NumPy kernels.
 
     Parameters: ``plan`` -- a plan from :func:`pyarena.plan.plan` (made with
-    ``plan_options`` if omitted); ``threads`` -- threads the native
+    ``plan_options``, a :class:`~pyarena.planning.PlanOptions` or a dict of
+    its fields, if omitted: see :func:`~pyarena.runtime.slack.plan_to_run`);
+    ``threads`` -- threads the native
     kernels run on (row or channel blocks; None or 1: the calling thread
     only); ``views`` -- a dict tensor name (and
     ``"<op>::scratch"``) -> array to use instead of ``plan.bind()`` (tests
@@ -149,10 +161,8 @@ class Executor:
             validate_plan(plan, graph, raise_errors=True)
             check_plan_budget(plan, graph, budget)
         elif views is None and allocator is None:
-            opts = {"max_memory": budget, **(plan_options or {})}
             # scratch within the slack at each step (a memory budget fits its own)
-            plan = make_plan(graph, **opts) if opts.get("memory_budget") is not None \
-                else plan_in_slack(graph, **opts)
+            plan = plan_to_run(graph, _plan_options(plan_options, budget))
         self.graph = graph
         if weights is None:     # the graph's own weights arena, else a new one
             weights = getattr(graph, "weights", None)
@@ -209,8 +219,6 @@ class Executor:
             self._setup_dynamic()
             return
         if views is None:
-            if plan is None:
-                plan = make_plan(graph, **(plan_options or {}))
             self.plan = plan
             views = plan.bind()
         self._bind(views)
