@@ -71,7 +71,7 @@ def _checked_plan(graph, plan, plan_checked, max_memory, plan_options, unplanned
     if plan is not None and not checked:
         validate_plan(plan, graph, raise_errors=True)
         check_plan_budget(plan, graph, budget)
-    elif not unplanned:
+    elif plan is None and not unplanned:
         # scratch within the slack at each step (a memory budget fits its own)
         plan = plan_to_run(graph, _plan_options(plan_options, budget))
     return plan
