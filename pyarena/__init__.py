@@ -10,9 +10,9 @@ The package is built in layers, each importing only the ones below it
   :func:`numpy_allocator` (NumPy's allocator routed to a pool),
   :mod:`trace` (record a program's allocations: ``pyarena.trace.record``).
 * graph: :class:`Graph`, :class:`GraphBuilder`.
-* planning: :func:`plan` (a static memory plan for a whole graph),
-  :func:`plan_intervals`, :class:`Plan`, :func:`validate`,
-  :func:`register_rule`.
+* planning: :func:`plan` (a static memory plan for a whole graph; its
+  options as one :class:`PlanOptions`), :func:`plan_intervals`,
+  :class:`Plan`, :func:`validate`, :func:`register_rule`.
 * runtime: :class:`Executor` (run a planned graph with NumPy kernels).
 * importers: :func:`load_model` (ONNX, TFLite, JSON graphs).
 * :func:`get_include`, :func:`get_library` -- the C core for C programs.
@@ -29,8 +29,8 @@ from .errors import (AlignmentError, DoubleFreeError, ForeignPointerError, Graph
 from .graph import Graph, GraphBuilder, Op, Tensor
 from .memory import (Arena, ArenaStats, Block, Mark, NumpyAllocator, Policy, Pool,
                      PoolStatistics, PoolStats, ZoneStats, numpy_allocator)
-from .planning import (Buffer, Plan, RuleTable, load_intervals_csv, plan, plan_intervals,
-                       register_rule, validate, write_intervals_csv)
+from .planning import (Buffer, Plan, PlanOptions, RuleTable, load_intervals_csv, plan,
+                       plan_intervals, register_rule, validate, write_intervals_csv)
 from .planning import inplace
 
 __version__ = "0.1.0"
@@ -51,8 +51,8 @@ __all__ = [
     "Arena", "Mark", "ArenaStats", "Pool", "Block", "Policy", "PoolStats", "ZoneStats",
     "PoolStatistics", "NumpyAllocator", "numpy_allocator",
     "Graph", "GraphBuilder", "Op", "Tensor",
-    "plan", "plan_intervals", "Plan", "Buffer", "validate", "register_rule", "RuleTable",
-    "inplace", "load_intervals_csv", "write_intervals_csv",
+    "plan", "plan_intervals", "PlanOptions", "Plan", "Buffer", "validate", "register_rule",
+    "RuleTable", "inplace", "load_intervals_csv", "write_intervals_csv",
     "PyArenaError", "InvalidArgumentError", "AlignmentError", "StateError",
     "DoubleFreeError", "ForeignPointerError", "OutOfMemoryError", "PlanInfeasibleError",
     "PlanValidationError", "GraphError", "ModelImportError", "UnsupportedOpError",

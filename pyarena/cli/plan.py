@@ -17,8 +17,8 @@ import sys
 from ..errors import InvalidArgumentError, PlanInfeasibleError
 from ..importers import load_model
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
-from ..planning import (STRATEGIES, load_intervals_csv, plan, plan_intervals, validate,
-                        write_intervals_csv)
+from ..planning import (STRATEGIES, PlanOptions, load_intervals_csv, plan, plan_intervals,
+                        validate, write_intervals_csv)
 from .args import parse_bytes, parse_inputs
 
 
@@ -60,33 +60,43 @@ def add_parser(sub):
     return p
 
 
-def make_plan(args):
-    """The plan the arguments ask for (shared with tools wrapping the CLI)."""
+def plan_options(args, csv=False):
+    """The :class:`PlanOptions` the arguments ask for (``csv``: for a CSV
+    of intervals, whose default alignment is 1); InvalidArgumentError
+    naming the flag for a bad byte count, time limit or combination."""
     capacity = parse_bytes(args.capacity, "--capacity")
     max_memory = parse_bytes(args.max_memory, "--max-memory")
     memory_budget = parse_bytes(args.memory_budget, "--memory-budget")
     if memory_budget is not None and capacity is not None:
         raise InvalidArgumentError("give --capacity or --memory-budget, not both")
-    strategy = args.strategy or ("exact" if capacity is not None else "best")
     if not args.time_limit > 0:
         raise InvalidArgumentError(f"--time-limit must be > 0, not {args.time_limit}")
+    if csv and args.input:
+        raise InvalidArgumentError("--input does not apply to a CSV of intervals")
+    for flag, given in (("--schedule", args.schedule),
+                        ("--memory-budget", memory_budget is not None)):
+        if csv and given:
+            raise InvalidArgumentError(f"{flag} does not apply to a CSV of intervals "
+                                       "(it changes a graph's ops)")
+    return PlanOptions(
+        strategy=args.strategy or ("exact" if capacity is not None else "best"),
+        alignment=(1 if csv else 64) if args.align is None else args.align,
+        inplace=not args.no_inplace, inplace_concat=not args.no_inplace_concat,
+        time_limit=args.time_limit, capacity=capacity, max_memory=max_memory,
+        schedule=args.schedule, memory_budget=memory_budget)
+
+
+def make_plan(args):
+    """The plan the arguments ask for (shared with tools wrapping the CLI)."""
     if os.path.splitext(args.graph)[1].lower() == ".csv":
-        if args.input:
-            raise InvalidArgumentError("--input does not apply to a CSV of intervals")
-        for flag, given in (("--schedule", args.schedule),
-                            ("--memory-budget", memory_budget is not None)):
-            if given:
-                raise InvalidArgumentError(f"{flag} does not apply to a CSV of intervals "
-                                           "(it changes a graph's ops)")
-        bufs = load_intervals_csv(args.graph)
-        return plan_intervals(bufs, strategy=strategy,
-                              alignment=1 if args.align is None else args.align,
-                              time_limit=args.time_limit, capacity=capacity)
-    g = load_model(args.graph, parse_inputs(args.input) or None, max_memory=max_memory)
-    return plan(g, strategy=strategy, alignment=64 if args.align is None else args.align,
-                inplace=not args.no_inplace, time_limit=args.time_limit,
-                capacity=capacity, max_memory=max_memory, schedule=args.schedule,
-                memory_budget=memory_budget, inplace_concat=not args.no_inplace_concat)
+        o = plan_options(args, csv=True)
+        return plan_intervals(load_intervals_csv(args.graph), strategy=o.strategy,
+                              alignment=o.alignment, time_limit=o.time_limit,
+                              capacity=o.capacity)
+    options = plan_options(args)
+    g = load_model(args.graph, parse_inputs(args.input) or None,
+                   max_memory=options.max_memory)
+    return plan(g, options)
 
 
 def run(args):

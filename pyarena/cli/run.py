@@ -22,6 +22,7 @@ import numpy as np
 
 from .._format import human_bytes
 from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
+from ..planning import PlanOptions
 from ..planning.result import budget_text, layout_text
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from .args import parse_bytes, parse_feeds, parse_inputs, parse_values
@@ -80,11 +81,12 @@ def run(args):
     from ..importers.reference import reference_outputs
     from ..runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     from ..runtime.footprint import Footprint, weights_info
+    from ..runtime.slack import plan_to_run
     _check_counts(args)
     if args.blas_threads:
         set_blas_threads(args.blas_threads)
-    max_memory = parse_bytes(args.max_memory, "--max-memory")
-    memory_budget = parse_bytes(args.memory_budget, "--memory-budget")
+    options = plan_options(args)
+    max_memory = options.max_memory
     shapes = parse_inputs(args.input)
     values = parse_values(args.value)
     given = parse_feeds(args.feed)
@@ -108,8 +110,8 @@ def run(args):
     t_load = time.perf_counter() - t0
     fp.mark("load", g.weights.stats().used if g.weights is not None else 0)
     _check_feeds(g, given)
-    try:
-        p = _plan(args, g, max_memory, memory_budget)
+    try:    # scratch within the slack unless --wide-scratch (a budget sizes its own)
+        p = plan_to_run(g, options, slack=not args.wide_scratch)
     except PlanInfeasibleError as exc:
         print(f"pyarena run: infeasible: {exc}", file=sys.stderr)
         return 3
@@ -172,17 +174,12 @@ def _check_counts(args):
         raise InvalidArgumentError(f"--blas-threads must be >= 0, not {args.blas_threads}")
 
 
-def _plan(args, g, max_memory, memory_budget):
-    """The plan ``run`` executes: scratch within the slack by default, the
-    budget search with --memory-budget, the kernels' own workspaces with
-    --wide-scratch."""
-    from ..planning import plan
-    from ..runtime.slack import plan_in_slack
-    if memory_budget is None and not args.wide_scratch:
-        return plan_in_slack(g, inplace=not args.no_inplace, max_memory=max_memory,
-                             inplace_concat=not args.no_inplace_concat)
-    return plan(g, inplace=not args.no_inplace, max_memory=max_memory,
-                memory_budget=memory_budget, inplace_concat=not args.no_inplace_concat)
+def plan_options(args):
+    """The :class:`PlanOptions` of ``run``'s flags (--no-inplace,
+    --no-inplace-concat, --max-memory, --memory-budget)."""
+    return PlanOptions(inplace=not args.no_inplace, inplace_concat=not args.no_inplace_concat,
+                       max_memory=parse_bytes(args.max_memory, "--max-memory"),
+                       memory_budget=parse_bytes(args.memory_budget, "--memory-budget"))
 
 
 def _import_format(path):

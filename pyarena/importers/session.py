@@ -38,10 +38,10 @@ import numpy as np
 
 from ..errors import InvalidArgumentError, PyArenaError
 from ..memory import Arena
-from ..planning import plan
+from ..planning import PlanOptions
 from ..runtime import Executor
 from ..runtime.keeper import build_kernels
-from ..runtime.slack import plan_in_slack
+from ..runtime.slack import plan_to_run
 from . import load_model, require_extra, sniff_format
 from .import_cache import ImportCache
 from .resize import Template, resizable, resize
@@ -84,6 +84,7 @@ class InferenceSession:
         self.path, self.max_plans, self.native = path, int(max_plans), native
         self.layout = layout
         self.memory_budget = memory_budget
+        self._plan_options = PlanOptions(memory_budget=memory_budget)   # checked here
         self._first = None          # the first signature's graph: its weights are shared
         self._plans = OrderedDict()  # signature -> [graph, plan, executor or None]
         self._arena = None          # the shared activation block
@@ -204,8 +205,8 @@ class InferenceSession:
             self._first = _Shared(g)
         else:
             self._first.adopt(g, fresh)
-        p = plan_in_slack(g, resized=fresh is not None) if self.memory_budget is None else \
-            plan(g, memory_budget=self.memory_budget)
+        # (a graph re-sized from a validated one is not validated again)
+        p = plan_to_run(g, self._plan_options.replace(resized=fresh is not None))
         self._lower = max(self._lower, p.lower_bound_bytes)
         return [g, p, None, None, kernels]
 

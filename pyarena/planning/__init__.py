@@ -1,7 +1,9 @@
 """The planning layer: static memory plans for whole graphs.
 
 * :func:`plan` -- a graph's work arena: lifetimes, in-place sharing,
-  offsets from the C core (:mod:`.planner`, :mod:`.sharing`, :mod:`.assign`).
+  offsets from the C core (:mod:`.planner`; one plan as the graph stands:
+  :mod:`.single`, :mod:`.sharing`, :mod:`.assign`), with its options as
+  one :class:`PlanOptions` (:mod:`.options`).
 * :func:`plan_intervals` -- bare intervals; :mod:`.intervals` reads and
   writes MiniMalloc CSV.
 * :class:`Plan` / :class:`Buffer` -- the result, JSON, ``bind()``, ``plot()``.
@@ -25,13 +27,14 @@ from .budget import (check_graph_budget, check_plan_budget, physical_memory,
                      resolve_max_memory)
 from .inplace import DEFAULT_RULES, KINDS, RuleTable, register_rule
 from .intervals import load_intervals_csv, write_intervals_csv
+from .options import PlanOptions
 from .result import Buffer, Plan, scratch_name
 from .planner import plan, plan_intervals
 from .schedule import Schedule, schedule, step_bytes
 from .sharing import tensor_lifetimes
 from .validate import validate
 
-__all__ = ["plan", "plan_intervals", "Plan", "Buffer", "validate", "STRATEGIES",
+__all__ = ["plan", "plan_intervals", "PlanOptions", "Plan", "Buffer", "validate", "STRATEGIES",
            "RuleTable", "DEFAULT_RULES", "KINDS", "register_rule", "load_intervals_csv",
            "write_intervals_csv", "scratch_name", "tensor_lifetimes",
            "PlanInfeasibleError", "PlanValidationError", "schedule", "Schedule", "step_bytes",

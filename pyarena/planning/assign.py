@@ -12,7 +12,8 @@ from .._native import check, ffi, lib
 from ..errors import InvalidArgumentError, PlanInfeasibleError
 from ..memory.args import pow2_range
 
-__all__ = ["STRATEGIES", "assign_offsets", "check_alignment", "check_strategy"]
+__all__ = ["STRATEGIES", "assign_offsets", "check_alignment", "check_strategy",
+           "check_time_limit", "check_capacity"]
 
 STRATEGIES = {
     "first-fit": lib.PA_PLAN_FIRST_FIT,
@@ -49,6 +50,31 @@ def check_strategy(strategy):
     return STRATEGIES[strategy]
 
 
+def check_time_limit(time_limit):
+    """Seconds of search as a float > 0 (None: 10); InvalidArgumentError
+    otherwise."""
+    if time_limit is None:
+        return 10.0
+    try:
+        seconds = float(time_limit)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"time_limit must be a number of seconds, "
+                                   f"not {time_limit!r}") from None
+    if not seconds > 0:
+        raise InvalidArgumentError(f"time_limit must be > 0 seconds, not {time_limit!r}")
+    return seconds
+
+
+def check_capacity(capacity):
+    """None or a positive whole number of bytes; InvalidArgumentError
+    otherwise."""
+    if capacity is not None and (isinstance(capacity, bool) or int(capacity) != capacity
+                                 or capacity <= 0):
+        raise InvalidArgumentError(f"capacity must be a positive number of bytes, "
+                                   f"not {capacity!r}")
+    return capacity
+
+
 def assign_offsets(sizes, firsts, lasts, strategy, alignment, time_limit, capacity):
     """pa_plan_assign over parallel size/first/last sequences.  Returns a
     dict: ``arena``, ``bound`` (lower bound), ``optimal``, ``chosen`` (the
@@ -56,19 +82,8 @@ def assign_offsets(sizes, firsts, lasts, strategy, alignment, time_limit, capaci
     (a uint64 array in input order)."""
     code = check_strategy(strategy)
     n = len(sizes)
-    if time_limit is None:
-        time_limit = 10.0
-    try:
-        time_limit = float(time_limit)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"time_limit must be a number of seconds, "
-                                   f"not {time_limit!r}") from None
-    if not time_limit > 0:
-        raise InvalidArgumentError(f"time_limit must be > 0 seconds, not {time_limit!r}")
-    if capacity is not None and (isinstance(capacity, bool) or int(capacity) != capacity
-                                 or capacity <= 0):
-        raise InvalidArgumentError(f"capacity must be a positive number of bytes, "
-                                   f"not {capacity!r}")
+    time_limit = check_time_limit(time_limit)
+    check_capacity(capacity)
     if n == 0:
         return {"arena": 0, "bound": 0, "optimal": True, "chosen": strategy,
                 "seconds": 0.0, "offsets": np.zeros(0, np.uint64)}

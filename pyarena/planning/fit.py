@@ -25,7 +25,8 @@ that fits wins:
 5. more than one patched stage, wherever the plan peaks
    (:mod:`.patch_search`): a decoder's upsampling chain, a later block.
 
-Each candidate is planned as usual; one whose arena is over ``B`` while
+Each candidate is planned as usual (:func:`~.single.plan_once`, with the
+caller's :class:`~.options.PlanOptions`); one whose arena is over ``B`` while
 its lower bound is not is planned again with ``capacity=B``, so the
 planner's search aims at the target.  When none fits,
 :class:`~pyarena.errors.PlanInfeasibleError` names the smallest arena any
@@ -46,13 +47,14 @@ scratch; the error then says so.
 """
 import time
 
-from ..errors import GraphError, InvalidArgumentError, PlanInfeasibleError
-from ..memory.args import as_size
+from ..errors import GraphError, PlanInfeasibleError
 from ..graph import Graph
 from . import op_facts
+from .options import check_memory_budget
 from .patch import band_rows, patch_op, splice, stage_macs, stages
 from .patch_search import multi_stage
 from .schedule import schedule as find_schedule
+from .single import plan_once
 
 __all__ = ["fit_plan", "check_memory_budget"]
 
@@ -64,12 +66,6 @@ QUICK_LIMIT = 0.25
 
 def _default_knob():
     return op_facts.scratch_rule() or (None, None)
-
-
-def check_memory_budget(memory_budget):
-    """``memory_budget`` as a positive int of bytes; InvalidArgumentError
-    otherwise."""
-    return as_size(memory_budget, "memory_budget", 1)
 
 
 class _Saved:
@@ -100,26 +96,26 @@ def _scratch_levels(graph, base):
     return out
 
 
-def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
-             alignment=64, time_limit=10.0, patch=True):
+def fit_plan(graph, options, weights=None):
     """The first candidate plan (see the module docstring) whose arena is
-    at most ``memory_budget``.  ``make(capacity, limit=None)`` plans
-    ``graph`` (``limit``: a time limit of the offset search other than the
-    caller's) as it
-    stands with the caller's options.  ``schedule=True`` tries the
-    scheduled order only; ``patch=False`` never patches a stage.  Sets
-    ``plan.budget`` and ``plan.schedule``; raises PlanInfeasibleError
+    at most ``options.memory_budget`` (a :class:`~.options.PlanOptions`;
+    the graph validated and its budget checked by the caller).  Each
+    candidate is planned as the graph then stands by
+    :func:`~.single.plan_once` with ``options`` (``weights``: the bytes of
+    the graph's constants, if summed).  ``options.schedule`` tries the
+    scheduled order only; ``options.patch=False`` never patches a stage.
+    Sets ``plan.budget`` and ``plan.schedule``; raises PlanInfeasibleError
     (graph restored) when nothing fits."""
     t0 = time.perf_counter()
-    budget = check_memory_budget(memory_budget)
-    knob, base = _knob(rescratch)
+    budget = options.memory_budget
+    knob, base = _knob(options.rescratch)
     saved = _Saved(graph)
-    search = _Search(graph, saved, budget, make, schedule, alignment, time_limit)
+    search = _Search(graph, saved, options, weights)
     try:
         found = search.run(knob, base)
-        if found is None and patch and knob is not None:
+        if found is None and options.patch and knob is not None:
             found = search.patched(knob)
-        if found is None and patch and knob is not None:
+        if found is None and options.patch and knob is not None:
             found = search.multi(knob)
     except BaseException:
         saved.restore()
@@ -139,14 +135,13 @@ def fit_plan(graph, memory_budget, make, *, rescratch=None, schedule=False,
 
 
 def _knob(rescratch):
+    """(scratch knob, default scratch budget) for ``rescratch`` as
+    PlanOptions checked it."""
     if rescratch is False:
         return None, None
     default, base = _default_knob()
     if rescratch is None:
         return default, base
-    if not callable(rescratch):
-        raise InvalidArgumentError(f"rescratch must be a callable (graph, scratch_budget), "
-                                   f"False or None, not {rescratch!r}")
     return rescratch, base
 
 
@@ -154,10 +149,14 @@ class _Search:
     """The candidates in order, each recorded in ``tried``; the graph is
     changed in place (``_Saved`` puts it back)."""
 
-    def __init__(self, graph, saved, budget, make, schedule, alignment, time_limit):
-        self.graph, self.saved, self.budget, self.make = graph, saved, budget, make
-        self.orders = ("scheduled",) if schedule else ("given", "scheduled")
-        self.alignment = alignment
+    def __init__(self, graph, saved, options, weights=None):
+        self.graph, self.saved, self.budget = graph, saved, options.memory_budget
+        # what each candidate is planned with: the caller's options, no budget
+        self.options = options.replace(memory_budget=None)
+        self.weights = weights
+        self.orders = ("scheduled",) if options.schedule else ("given", "scheduled")
+        self.alignment = options.alignment
+        time_limit = options.time_limit
         # the scheduler's share, as plan(schedule=True) gives it
         self.time_limit = 5.0 if time_limit is None else min(time_limit, 5.0)
         self.limit = time_limit
@@ -304,10 +303,12 @@ class _Search:
         knob(one, level)
 
     def plan_now(self, capacity):
-        """``make`` at ``capacity``, with the quick time limit while screening."""
-        if self.quick is None:
-            return self.make(capacity)
-        return self.make(capacity, self.quick)
+        """The graph as it stands planned at ``capacity``, with the quick
+        time limit while screening."""
+        options = self.options.replace(capacity=capacity)
+        if self.quick is not None:
+            options = options.replace(time_limit=self.quick)
+        return plan_once(self.graph, options, self.weights)
 
     def attempt(self):
         p = self.plan_now(None)

@@ -5,37 +5,40 @@
 (:mod:`pyarena.planning.sharing`, using the in-place rule table; Concat
 inputs written into their slices, :mod:`pyarena.planning.concat`), then
 aligned offsets from the C core (:mod:`pyarena.planning.assign`), so that
-buffers live at the same time never overlap in bytes.
+buffers live at the same time never overlap in bytes.  Here the options
+(:class:`~pyarena.planning.options.PlanOptions`) are read, the graph is
+validated and checked against ``max_memory``, and the plan is made once
+(:mod:`pyarena.planning.single`, after scheduling if asked) or by the
+budget search (:mod:`pyarena.planning.fit`, which plans with the same
+module).
 
 ``plan_intervals`` plans bare intervals (e.g. a MiniMalloc CSV read by
 :func:`~pyarena.planning.intervals.load_intervals_csv`);
 :mod:`pyarena.planning.validate` re-checks any plan independently.
 """
-import gc
 import time
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, PlanInfeasibleError
+from ..errors import InvalidArgumentError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
-from .concat import ConcatPlacer
 from .budget import check_graph_budget, check_plan_budget, graph_weights, resolve_max_memory
-from .fit import check_memory_budget, fit_plan
-from .inplace import as_rule_table
-from .result import Buffer, Plan, padded_size, tensor_info
+from .fit import fit_plan
+from .options import PlanOptions
+from .result import Buffer, Plan, padded_size
 from .schedule import schedule as find_schedule
-from .sharing import share_buffers, tensor_lifetimes
+from .single import NoGC, plan_once
 
 __all__ = ["plan", "plan_intervals"]
 
 
-def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
-         rules=None, capacity=None, max_memory=None, schedule=False,
-         memory_budget=None, rescratch=None, inplace_concat=True, patch=True,
-         resized=False):
+def plan(graph, options=None, **kw):
     """Plan the work arena of ``graph`` (validated, and reordered if needed,
-    inside).  ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
+    inside) with ``options``, a :class:`~.options.PlanOptions` (None: the
+    defaults), changed by the keywords ``kw`` (its fields: ``plan(g,
+    strategy="greedy-by-size")`` is ``plan(g, PlanOptions(strategy=...))``).
+    ``strategy`` is one of :data:`~pyarena.planning.assign.STRATEGIES`;
     ``inplace`` allows buffer sharing under ``rules`` (the default table:
     what the kernels declare, plus :func:`register_rule`); with it,
     ``inplace_concat`` lets the producers of a Concat's inputs write into
@@ -60,114 +63,32 @@ def plan(graph, strategy="best", alignment=64, inplace=True, time_limit=10.0,
     t0 = time.perf_counter()
     if not isinstance(graph, Graph):
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
-    check_strategy(strategy)
-    alignment = check_alignment(alignment)
-    budget = resolve_max_memory(max_memory)
-    if memory_budget is not None:
-        check_memory_budget(memory_budget)
-        if capacity is not None:
-            raise InvalidArgumentError("give capacity or memory_budget, not both "
-                                       "(memory_budget plans with the capacity it needs)")
-    if not resized:
+    options = PlanOptions.of(options, **kw)
+    budget = resolve_max_memory(options.max_memory)
+    if not options.resized:
         graph.validate()
     weights = graph_weights(graph)      # (the constants do not change while planning)
     check_graph_budget(graph, budget, weights)  # a tensor alone over the budget: no planning
-    concat = bool(inplace) and bool(inplace_concat)
-    if memory_budget is not None:
-        def make(cap, limit=None):
-            with _NoGC():
-                return _plan(graph, strategy, alignment, inplace,
-                             time_limit if limit is None else limit, rules, cap,
-                             time.perf_counter(), concat, weights)
-        result = fit_plan(graph, memory_budget, make, rescratch=rescratch,
-                          schedule=schedule, alignment=alignment, time_limit=time_limit,
-                          patch=patch)
-        check_plan_budget(result, graph, budget, weights)
-        return result
-    order = None
-    if schedule:
-        order = find_schedule(graph, alignment, time_limit=min(time_limit, 5.0))
-        graph.ops = [graph.ops[i] for i in order.order]
-    with _NoGC():
-        result = _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0,
-                       concat, weights)
-    result.schedule = order
+    if options.memory_budget is not None:
+        result = fit_plan(graph, options, weights)
+    else:
+        result = _plan_in_order(graph, options, weights, t0)
     check_plan_budget(result, graph, budget, weights)
     return result
 
 
-def _plan(graph, strategy, alignment, inplace, time_limit, rules, capacity, t0, concat,
-          weights):
-    table = as_rule_table(rules) if inplace else None
-    life = tensor_lifetimes(graph)
-    tensors = graph.tensors
-    nbytes = {name: tensors[name].nbytes for name in life}
-    joins = []
-    buffers, reuses = share_buffers(graph, life, nbytes, table, record=joins)
-    naive = sum(padded_size(v, alignment) for v in nbytes.values()) + \
-        sum(padded_size(op.scratch_bytes, alignment) for op in graph.ops if op.scratch_bytes)
-
-    def assign(bufs):
-        return assign_offsets([b.size for b in bufs], [b.first for b in bufs],
-                              [b.last for b in bufs], strategy, alignment, time_limit,
-                              capacity)
-    res = None
-    if concat:
-        res, buffers, reuses = _concat_in_place(graph, life, nbytes, table, buffers, reuses,
-                                                alignment, assign, joins)
-    if res is None:
-        res = assign(buffers)
-    for b, off in zip(buffers, res["offsets"].tolist()):
-        b.offset = off
-    return Plan(buffers, arena_bytes=res["arena"], lower_bound_bytes=res["bound"],
-                naive_bytes=naive, alignment=alignment, strategy=strategy,
-                chosen_strategy=res["chosen"], optimal=res["optimal"],
-                plan_seconds=time.perf_counter() - t0, num_ops=len(graph.ops),
-                weights_bytes=weights, graph=graph, inplace=inplace, reuses=reuses,
-                tensor_info=tensor_info(graph, nbytes), rules=table,
-                c_seconds=res["seconds"])
-
-
-def _concat_in_place(graph, life, nbytes, table, base, reuses, alignment, assign, joins):
-    """``(offsets, buffers, reuses)`` with Concat inputs in their output's
-    slices (:mod:`.concat`) when that arena is not larger than the plan's
-    without; else ``(None or the offsets of base, base, reuses)``.  ``joins``:
-    the in-place decisions of the pass that made ``base``, replayed up to
-    the first Concat that moves an input."""
-    placer = ConcatPlacer(graph, table, life, base, alignment)
-    if not placer.any:
-        return None, base, reuses
-    merged, with_concat = share_buffers(graph, life, nbytes, table, placer, replay=joins)
-    if not any(r[3] == "concat" for r in with_concat):
-        return None, base, reuses
-    try:
-        res = assign(merged)
-    except PlanInfeasibleError:     # within the capacity only without: try that
-        return None, base, reuses
-    if res["arena"] <= placer.base_peak:    # no plan of base can be smaller
-        return res, merged, with_concat
-    try:
-        alt = assign(base)
-    except PlanInfeasibleError:     # within the capacity only with it
-        return res, merged, with_concat
-    if alt["arena"] < res["arena"]:
-        return alt, base, reuses
-    return res, merged, with_concat
-
-
-class _NoGC:
-    """Pause the cyclic GC while building many small objects (it would
-    rescan them all again and again: half the front end's time at 100,000
-    buffers); nothing built here forms cycles."""
-
-    def __enter__(self):
-        self.was = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc):
-        if self.was:
-            gc.enable()
-        return False
+def _plan_in_order(graph, options, weights, t0):
+    """The plan without a memory budget: the graph scheduled first if
+    asked, then planned once."""
+    order = None
+    if options.schedule:
+        order = find_schedule(graph, options.alignment,
+                              time_limit=min(options.time_limit, 5.0))
+        graph.ops = [graph.ops[i] for i in order.order]
+    result = plan_once(graph, options, weights)
+    result.schedule = order
+    result.plan_seconds = time.perf_counter() - t0
+    return result
 
 
 def plan_intervals(buffers, strategy="best", alignment=1, time_limit=10.0,
@@ -175,7 +96,7 @@ def plan_intervals(buffers, strategy="best", alignment=1, time_limit=10.0,
     """Plan bare buffers (``Buffer`` objects, or ``(name, size, first, last)``
     tuples; lifetimes inclusive).  Returns a :class:`Plan` without a graph;
     the given Buffer objects are copied, not modified."""
-    with _NoGC():
+    with NoGC():
         return _plan_intervals(buffers, strategy, alignment, time_limit, capacity)
 
 

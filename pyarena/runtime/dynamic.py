@@ -11,12 +11,13 @@ An operator that reads or writes a pool tensor is a
 :class:`~pyarena.runtime.kernels.pool_step.PoolStep` (there, since a Loop,
 Scan or If body runs them too): its kernel is built at run time per input
 shape.  ``PoolStats`` counts the pool bytes of one run, ``_Counted`` is the
-pool as the steps see it.
+pool as the steps see it, and ``PoolTensors`` is what an executor keeps
+of them: the pool, its counts and the run's pool tensors.
 """
 from ..errors import StateError
 from .kernels.pool_step import PoolStep, pool_frees
 
-__all__ = ["PoolStep", "PoolStats", "pool_frees"]
+__all__ = ["PoolStep", "PoolStats", "PoolTensors", "pool_frees"]
 
 
 class PoolStats:
@@ -50,3 +51,27 @@ class _Counted:
             self.pool.free(a)
         except StateError:  # still seen elsewhere: back when the last view goes
             pass
+
+
+class PoolTensors:
+    """An executor's pool tensors: ``stats`` (:class:`PoolStats` of the
+    last run), ``live`` (that run's pool tensors, by name) and
+    :meth:`pool`, the counted Pool serving them (made on first use)."""
+
+    def __init__(self):
+        self.stats = PoolStats()
+        self.live = {}
+        self._pool = None
+
+    def pool(self):
+        """The Pool that serves pool tensors, counted in ``stats``."""
+        if self._pool is None:
+            from ..memory import Pool
+            self._pool = _Counted(Pool(), self.stats)
+        return self._pool
+
+    def clear(self):
+        """Before a run: the last run's pool tensors and counts go."""
+        if self.live or self.stats.bytes:
+            self.live.clear()
+            self.stats.reset()

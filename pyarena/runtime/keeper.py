@@ -13,16 +13,19 @@ sets each op's ``scratch_bytes`` from them; an Executor given the result
 them again, except where the plan changed an op's scratch budget (the slack
 planner narrows some).  One build per kernel instead of two (one for the
 scratch size, one to run): what an :class:`~pyarena.InferenceSession`
-does for a new input-shape signature.
+does for a new input-shape signature.  :func:`executor_kernels` is the
+executor's own build: those kernels where they fit, the rest built anew.
 """
 import numpy as np
 
-from ..errors import UnsupportedOpError
+from ..errors import GraphError, UnsupportedOpError
 from ..memory.mapped import release_pages
+from .dynamic import PoolStep, pool_frees
 from .kernels import make_kernel
 from .kernels.registry import kernel_budget
 
-__all__ = ["WeightKeeper", "Prepared", "build_kernels", "build_op", "refuse_unsupported"]
+__all__ = ["WeightKeeper", "Prepared", "build_kernels", "build_op", "refuse_unsupported",
+           "executor_kernels"]
 
 
 def _data_key(arr):
@@ -148,6 +151,41 @@ def build_kernels(graph, weights, memo=None, prior=None):
             kernels.append(k)
     refuse_unsupported(bad)
     return Prepared(graph, keeper, kernels)
+
+
+def executor_kernels(graph, keep, pool, prepared=None, allocator=None):
+    """An executor's kernels, one per op of ``graph`` (weights through
+    ``keep``): ``prepared``'s (a :class:`Prepared`) where they still fit,
+    the others built; a pool op's a PoolStep taking its tensors from
+    ``pool`` (:class:`~pyarena.runtime.dynamic.PoolTensors`), its kernel
+    built per input signature at run time.  Reports every unsupported op
+    at once; GraphError for pool tensors with an ``allocator`` mode, or a
+    kernel needing more scratch than its op declares."""
+    kernels, bad = [], []
+    pool_ops = graph.pool_ops()
+    if pool_ops and allocator is not None:
+        raise GraphError("a graph with pool tensors (sizes that depend on data) runs "
+                         "in the planned mode only, not with allocator=")
+    frees = pool_frees(graph)
+    for i, op in enumerate(graph.ops):
+        k = prepared.take(graph, i, op) if prepared is not None else None
+        if k is None:
+            make = None if op.name not in pool_ops else (
+                lambda op=op: PoolStep(graph, op, keep, pool.pool(), pool.live,
+                                       frees.get(op.name, ())))
+            k = build_op(graph, op, keep, bad, make)
+        if k is not None:
+            kernels.append(k)
+    refuse_unsupported(bad)
+    if prepared is not None:
+        prepared.kernels = None     # bound by this executor: never handed on
+    for op, k in zip(graph.ops, kernels):
+        if k.scratch_bytes > op.scratch_bytes:
+            raise GraphError(
+                f"operator {op.name!r} needs {k.scratch_bytes} scratch bytes but the "
+                f"graph declares {op.scratch_bytes}; fill Op.scratch_bytes with "
+                f"pyarena.runtime.kernels.set_scratch(graph) before planning")
+    return kernels
 
 
 def build_op(graph, op, keep, bad, make=None, prior=None):

@@ -11,14 +11,19 @@ slack (the op's own ``notes.scratch_budget``: narrower bands, same results),
 and plans again.  Ops away from the peak keep their wide, fast bands.
 The arena reaches the activations-only bound unless a kernel's narrowest
 workspace (one output row) is still larger than its slack.
+
+:func:`plan_to_run` is the one choice of the plan an executor runs when
+it is not given one (``Executor``, ``pyarena run``, ``InferenceSession``):
+the budget search for a memory budget, else the scratch within the slack.
 """
 from itertools import accumulate
 
+from ..planning import PlanOptions
 from ..planning import plan as make_plan
 from ..planning.result import padded_size
 from .kernels.registry import scratch_bytes_for
 
-__all__ = ["plan_in_slack", "activation_live"]
+__all__ = ["plan_in_slack", "plan_to_run", "activation_live"]
 
 def activation_live(p, steps):
     """Bytes of planned activations (not scratch) live at each step of plan
@@ -40,13 +45,28 @@ def _restore(op, budget):
     op.notes.scratch_budget = budget
 
 
-def plan_in_slack(graph, **plan_options):
+def plan_to_run(graph, options=None, slack=True, **kw):
+    """The plan an executor runs, with ``options`` (a
+    :class:`~pyarena.planning.PlanOptions`, changed by ``kw``): the
+    fastest that fits ``options.memory_budget`` when there is one
+    (:func:`pyarena.plan`, which sizes the scratch itself), else the
+    scratch within the slack (:func:`plan_in_slack`; ``slack=False``: the
+    kernels' own workspaces, a plain :func:`pyarena.plan`)."""
+    options = PlanOptions.of(options, **kw)
+    if options.memory_budget is None and slack:
+        return plan_in_slack(graph, options)
+    return make_plan(graph, options)
+
+
+def plan_in_slack(graph, options=None, **kw):
     """A plan of ``graph`` whose operators' scratch fits the slack at their
-    steps (see the module docstring).  ``plan_options`` go to
+    steps (see the module docstring).  ``options`` (a
+    :class:`~pyarena.planning.PlanOptions`, changed by ``kw``) go to each
     :func:`pyarena.plan`.  Ops narrowed get ``notes.scratch_budget``
     (the executor builds the same kernels); ``plan.slack`` records
     ``{"activation_bound": bytes, "narrowed": {op name: budget}}``."""
-    p = make_plan(graph, **plan_options)
+    options = PlanOptions.of(options, **kw)
+    p = make_plan(graph, options)
     live, bound = activation_live(p, len(graph.ops))
     narrowed = {}
     for i, op in enumerate(graph.ops):
@@ -64,7 +84,7 @@ def plan_in_slack(graph, **plan_options):
                 else:                     # no narrower form: left as declared
                     _restore(op, old[op.name])
                     del narrowed[op.name]
-        p2 = make_plan(graph, **plan_options) if narrowed else p
+        p2 = make_plan(graph, options) if narrowed else p
         if p2.arena_bytes <= p.arena_bytes:
             p = p2
         else:                            # never worse than the plan without it
@@ -72,7 +92,7 @@ def plan_in_slack(graph, **plan_options):
                 if op.name in narrowed:
                     _restore(op, old[op.name])
                     op.scratch_bytes = scratch_bytes_for(graph, op)
-            p = make_plan(graph, **plan_options)
+            p = make_plan(graph, options)
             narrowed = {}
     p.slack = {"activation_bound": int(bound), "narrowed": narrowed}
     return p

@@ -14,7 +14,7 @@ import pyarena
 from pyarena import GraphBuilder, plan, validate
 from pyarena.errors import InvalidArgumentError, PlanInfeasibleError, PlanValidationError
 from pyarena.graph import Graph
-from pyarena.planning import Plan
+from pyarena.planning import Plan, PlanOptions, fit
 from pyarena.planning.fit import fit_plan
 from pyarena.runtime import Executor, random_feeds, set_scratch
 from pyarena.runtime.kernels import SCRATCH_BUDGET
@@ -222,26 +222,31 @@ class _FakePlan:
         self.arena_bytes, self.lower_bound_bytes = arena, bound
 
 
-def test_a_candidate_over_the_budget_above_its_bound_is_planned_with_capacity():
+def test_a_candidate_over_the_budget_above_its_bound_is_planned_with_capacity(monkeypatch):
     g = branches()
     asked = []
 
-    def make(capacity):
+    def plan_once(graph, options, weights=None):
+        capacity = options.capacity
         asked.append(capacity)
         if capacity is None:
             return _FakePlan(1000, 600)        # the heuristics' answer
         if capacity >= 800:
             return _FakePlan(capacity, 600)     # the search reaches the target
         raise PlanInfeasibleError("no plan fits")
-    p = fit_plan(g, 900, make, rescratch=False)
+    monkeypatch.setattr(fit, "plan_once", plan_once)
+
+    def fit_to(budget):
+        return fit_plan(g, PlanOptions(memory_budget=budget, rescratch=False))
+    p = fit_to(900)
     assert asked == [None, 900] and p.arena_bytes == 900
     asked.clear()
     with pytest.raises(PlanInfeasibleError) as info:
-        fit_plan(g, 700, make, rescratch=False)
+        fit_to(700)
     assert asked[:2] == [None, 700] and info.value.smallest_bytes == 1000
     asked.clear()
     with pytest.raises(PlanInfeasibleError):
-        fit_plan(g, 500, make, rescratch=False)     # below the bound: no search
+        fit_to(500)     # below the bound: no search
     assert None in asked and 500 not in asked
 
 

@@ -35,14 +35,14 @@ def test_batched_runs_give_the_bits_of_one_call_per_kernel(threads, monkeypatch)
     p = plan(g)
     feeds = random_feeds(g, seed=4)
     ex = Executor(g, p, threads=threads)
-    batches = [s[0] for s in ex._busy if isinstance(s[0], Batch)]
+    batches = [s[0] for s in ex._runner.busy if isinstance(s[0], Batch)]
     assert batches and all(b.steps.n >= 2 for b in batches)
     got = {k: np.array(v) for k, v in ex.run(feeds).items()}
     monkeypatch.setattr(batch_mod.Batch, "__init__", None)      # no batch may be made
-    monkeypatch.setattr("pyarena.runtime.executor.batch_runs",
+    monkeypatch.setattr("pyarena.runtime.modes.batch_runs",
                         lambda items, records_of, wrap: list(items))
     one = Executor(g, p, threads=threads)
-    assert not any(isinstance(s[0], Batch) for s in one._busy)
+    assert not any(isinstance(s[0], Batch) for s in one._runner.busy)
     ref = {k: np.array(v) for k, v in one.run(feeds).items()}
     for k in ref:
         np.testing.assert_array_equal(got[k], ref[k])

@@ -325,9 +325,9 @@ def test_a_plan_is_validated_unless_the_caller_just_made_it(monkeypatch):
     x = np.arange(-8, 8, dtype=np.float32).reshape(4, 4)
     assert np.array_equal(Executor(g, p).run({"x": x})["y"], np.maximum(x, 0))
     assert checked == [1]
-    assert np.array_equal(Executor(g, p, plan_checked=True).run({"x": x})["y"],
-                          np.maximum(x, 0))
-    assert checked == [1]                       # taken as it is
+    ex = Executor(g, p, plan_checked=True)
+    assert np.array_equal(ex.run({"x": x})["y"], np.maximum(x, 0))
+    assert checked == [1] and ex.plan is p      # taken as it is
     p.buffers[0].tensors.clear()                # a broken plan: still refused by default
     with pytest.raises(PlanValidationError):
         Executor(g, p)

@@ -4,11 +4,12 @@ workspace raised the arena are narrowed."""
 import numpy as np
 import pytest
 
-from pyarena.planning import plan, validate
+from pyarena.errors import MemoryBudgetError
+from pyarena.planning import PlanOptions, plan, validate
 from pyarena.runtime import Executor, random_feeds
 from pyarena.runtime.kernels import set_scratch
 from pyarena.runtime.models import mobilenet_v2, resnet
-from pyarena.runtime.slack import activation_live, plan_in_slack
+from pyarena.runtime.slack import activation_live, plan_in_slack, plan_to_run
 
 
 @pytest.mark.parametrize("make, native", [(lambda: resnet(18, resolution=224), True),
@@ -65,3 +66,43 @@ def test_an_executor_without_a_plan_plans_in_the_slack():
     ref = Executor(g2, plan(g2)).run(feeds)
     for k in ref:
         np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, atol=1e-6 * np.abs(ref[k]).max())
+
+
+def _same(p, q):
+    a, b = p.to_json(), q.to_json()
+    a.pop("plan_seconds"), b.pop("plan_seconds")
+    return a == b and getattr(p, "slack", None) == getattr(q, "slack", None)
+
+
+def test_the_slack_planner_takes_plan_options_or_keywords():
+    def make():
+        return set_scratch(resnet(18, resolution=64), None, False)
+    opts = PlanOptions(inplace_concat=False, alignment=128)
+    assert _same(plan_in_slack(make(), opts),
+                 plan_in_slack(make(), inplace_concat=False, alignment=128))
+    assert _same(plan_in_slack(make(), opts, alignment=256),
+                 plan_in_slack(make(), inplace_concat=False, alignment=256))
+
+
+def test_the_plan_to_run_is_the_slacks_unless_a_budget_or_wide_scratch():
+    def make():
+        return set_scratch(resnet(18, resolution=64), None, False)
+    assert plan_to_run(make()).slack["narrowed"]
+    wide = plan_to_run(make(), slack=False)
+    assert getattr(wide, "slack", None) is None and wide.budget is None
+    fit = plan_to_run(make(), PlanOptions(memory_budget=wide.arena_bytes))
+    assert getattr(fit, "slack", None) is None and fit.budget is not None
+
+
+def test_an_executor_takes_plan_options_as_options_or_a_dict():
+    g1, g2 = mobilenet_v2(64), mobilenet_v2(64)
+    a = Executor(g1, plan_options=PlanOptions(memory_budget=10**8, strategy="first-fit"))
+    b = Executor(g2, plan_options={"memory_budget": 10**8, "strategy": "first-fit"})
+    assert a.plan.strategy == "first-fit" and _same(a.plan, b.plan)
+    # the plan keeps to the executor's max_memory unless the options name one
+    need = plan_in_slack(mobilenet_v2(64))
+    tight = need.weights_bytes + need.arena_bytes - 1     # over the largest tensor alone
+    for opts in (PlanOptions(), {}):
+        with pytest.raises(MemoryBudgetError, match="arena"):
+            Executor(mobilenet_v2(64), plan_options=opts, max_memory=tight)
+    Executor(mobilenet_v2(64), plan_options=PlanOptions(max_memory=tight + 1), max_memory=tight)

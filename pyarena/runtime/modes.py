@@ -1,0 +1,246 @@
+"""How an :class:`~pyarena.runtime.Executor`'s runs get their memory.
+
+* :class:`PlannedRun` -- the planned mode: every tensor and scratch
+  buffer is a view into the plan's arena, bound to the kernels once;
+  ``run(feeds)`` copies the feeds into their views and calls the kernels
+  (runs of native kernel calls as one C call each, :mod:`.batch`), so
+  after the first inference a run allocates nothing.
+* :class:`AllocatingRun` -- the two modes kept for comparison: one
+  ``alloc(shape, dtype)`` per output and scratch buffer when its operator
+  runs, ``free(array)`` after its last reader (a ``pyarena.Pool``), or a
+  fresh ``np.empty`` for each and no reuse at all (``free`` None: what
+  plain NumPy code does).
+"""
+import time
+
+import numpy as np
+
+from ..errors import GraphError, InvalidArgumentError, PyArenaError
+from .batch import Batch, batch_runs
+
+__all__ = ["PlannedRun", "AllocatingRun", "copy_feed"]
+
+
+def copy_feed(dst, val, name):
+    """Copy a feed into its view; InvalidArgumentError naming the input."""
+    try:
+        val = np.asarray(val)
+        if val.dtype.kind == "c" and dst.dtype.kind != "c":
+            raise TypeError("complex values would lose their imaginary part")
+        np.copyto(dst, val, casting="same_kind")
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"feed {name!r}: {exc} (the input is "
+                                   f"{dst.dtype} {list(dst.shape)})") from None
+
+
+def _kernel_failed(kernel, exc):
+    op = getattr(kernel, "op", None)
+    where = f"operator {op.name!r} ({op.op_type})" if op is not None else "an operator"
+    return GraphError(f"{where} failed at run time ({type(exc).__name__}: "
+                      f"{str(exc)[:200]}): the graph's shapes or attributes contradict "
+                      f"each other")
+
+
+def _as_tensor_view(arr, shape, dtype, name):
+    """``arr`` (a planned view, maybe raw bytes) seen as ``shape``/``dtype``."""
+    dtype = np.dtype(dtype)
+    if arr.shape == tuple(shape) and arr.dtype == dtype:
+        return arr
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    flat = arr.reshape(-1).view(np.uint8) if arr.flags.c_contiguous else None
+    if flat is None or flat.size < nbytes:
+        raise GraphError(f"planned view for tensor {name!r} has {arr.nbytes} bytes, "
+                         f"{nbytes} needed for shape {list(shape)} {dtype}")
+    return flat[:nbytes].view(dtype).reshape(shape)
+
+
+def _native_step(step):
+    """A bound step as one C kernel call ([(op name, record)]), or None."""
+    k, xs, ys, sc = step
+    native = getattr(k, "native_step", None)      # a pool op's PoolStep has none
+    rec = None if sc is not None or native is None else native(xs, ys)
+    return None if rec is None else [(k.op.name, rec)]
+
+
+class PlannedRun:
+    """The kernels of ``graph`` bound to ``views`` (tensor name, and
+    ``"<op>::scratch"`` -> array) and ``constants`` (name -> array in the
+    weights arena): ``arrays`` (every tensor's view), ``steps`` (kernel,
+    input views, output views, scratch view) per op.  ``workers``: the
+    native kernels' thread pool, or None; ``pool``: the executor's
+    :class:`~pyarena.runtime.dynamic.PoolTensors`."""
+
+    def __init__(self, graph, kernels, constants, views, workers, pool):
+        self.graph, self.kernels, self.workers, self.pool = graph, kernels, workers, pool
+        self._bind(constants, views)
+
+    def _bind(self, constants, views):
+        g = self.graph
+        arrays = dict(constants)
+        for name, t in g.tensors.items():
+            if t.role == "constant" or t.dynamic:   # pool tensors: taken at run time
+                continue
+            v = views.get(name)
+            if v is None:
+                used = any(name in op.inputs or name in op.outputs for op in g.ops)
+                if not used and t.role != "input":
+                    continue
+                raise GraphError(f"no planned view for tensor {name!r}")
+            arrays[name] = _as_tensor_view(np.asarray(v), t.shape, t.dtype, name)
+        steps = []
+        for op, k in zip(g.ops, self.kernels):
+            xs = [arrays.get(n) if n else None for n in op.inputs]
+            ys = [arrays.get(n) for n in op.outputs if n]     # None: a pool tensor
+            steps.append((k, xs, ys, self._scratch(views, op, k)))
+            k.bind(xs, ys)      # the same views every run: native pointers may be kept
+        self.arrays = arrays
+        self.steps = steps
+        # what run() calls: runs of C kernel calls as one call each
+        self.busy = batch_runs([s for s in steps if not s[0].idle], _native_step, self._batch)
+        self._inputs = [(n, arrays[n]) for n in g.inputs]
+        self._outputs = [(n, arrays.get(n)) for n in g.outputs]
+
+    @staticmethod
+    def _scratch(views, op, k):
+        """The scratch view of ``op`` (bytes), or None if its kernel needs none."""
+        if not k.scratch_bytes:
+            return None
+        s = views.get(f"{op.name}::scratch")
+        if s is None:
+            raise GraphError(f"no planned scratch buffer for operator {op.name!r}")
+        sc = np.asarray(s).reshape(-1).view(np.uint8)
+        if sc.size < k.scratch_bytes:
+            raise GraphError(f"scratch of {op.name!r} has {sc.size} bytes, "
+                             f"{k.scratch_bytes} needed")
+        return sc
+
+    def _batch(self, records, names):
+        workers = self.workers.handle if self.workers is not None else None
+        return (Batch(records, names, workers, "native kernels"), None, None, None)
+
+    def run(self, feeds=None):
+        """One inference (see :meth:`pyarena.runtime.Executor.run`)."""
+        arrays = self.arrays
+        if feeds:
+            for name, val in feeds.items():
+                dst = arrays.get(name)
+                if dst is None or self.graph.tensors[name].role != "input":
+                    raise GraphError(f"feed {name!r} is not a graph input; inputs are "
+                                     f"{self.graph.inputs}")
+                copy_feed(dst, val, name)
+        k = None
+        pooled = self.pool.live
+        self.pool.clear()       # the last run's pool outputs
+        try:
+            with np.errstate(all="ignore"):
+                for k, xs, ys, sc in self.busy:
+                    k(xs, ys, sc)
+        except (PyArenaError, MemoryError):
+            raise
+        except Exception as exc:    # a graph whose shapes contradict each other
+            raise _kernel_failed(k, exc) from exc
+        return {n: pooled[n] if a is None else a for n, a in self._outputs}
+
+    def profile(self, feeds, repeat):
+        """(op, kernel path, median seconds) per op over ``repeat`` timed
+        inferences after one warm-up (see :meth:`pyarena.runtime.Executor.profile`)."""
+        self.run(feeds)
+        times = [[] for _ in self.steps]
+        clock = time.perf_counter
+        with np.errstate(all="ignore"):
+            for _ in range(int(repeat)):
+                for i, (k, xs, ys, sc) in enumerate(self.steps):
+                    t0 = clock()
+                    k(xs, ys, sc)
+                    times[i].append(clock() - t0)
+        return [(op, k.path, float(np.median(t)))
+                for op, k, t in zip(self.graph.ops, self.kernels, times)]
+
+
+class AllocatingRun:
+    """Runs of ``graph``'s ``kernels`` with every activation and scratch
+    buffer allocated when made: ``allocator`` is ``"numpy"`` (``np.empty``,
+    nothing freed) or ``(alloc, free)``.  ``last_peak_bytes`` /
+    ``last_allocations``: the bytes held at the worst moment of the last
+    run and the buffers it allocated."""
+
+    def __init__(self, graph, kernels, constants, allocator):
+        self.graph, self.kernels, self.constants = graph, kernels, constants
+        if allocator == "numpy":
+            self._alloc, self._free = np.empty, None
+        else:
+            self._alloc, self._free = allocator
+        self._frees = self._last_reads()
+
+    def _last_reads(self):
+        """Per op: the activations and inputs it is the last to read (not
+        graph outputs): freed after it."""
+        g = self.graph
+        last = {}
+        for i, op in enumerate(g.ops):
+            for n in op.inputs:
+                if n:
+                    last[n] = i
+        outs = set(g.outputs)
+        frees = [[] for _ in g.ops]
+        for n, i in last.items():
+            if g.tensors[n].role in ("activation", "input") and n not in outs:
+                frees[i].append(n)
+        return frees
+
+    def run(self, feeds=None):
+        """One inference; the outputs are the arrays allocated for them."""
+        try:
+            return self._run_steps(feeds or {})
+        except (PyArenaError, MemoryError):
+            raise
+        except Exception as exc:
+            raise _kernel_failed(None, exc) from exc
+
+    def _run_steps(self, feeds):
+        g = self.graph
+        alloc, free = self._alloc, self._free
+        live = dict(self.constants)
+        held = 0        # bytes of activations + scratch held right now
+        peak = 0
+        count = 0
+        for name in g.inputs:
+            t = g.tensors[name]
+            a = alloc(t.shape, t.dtype)
+            count += 1
+            held += a.nbytes
+            if name in feeds:
+                copy_feed(a, feeds[name], name)
+            live[name] = a
+        peak = held
+        with np.errstate(all="ignore"):
+            for i, (op, k) in enumerate(zip(g.ops, self.kernels)):
+                xs = [live.get(n) if n else None for n in op.inputs]
+                ys = []
+                for n in op.outputs:
+                    if n:
+                        t = g.tensors[n]
+                        a = alloc(t.shape, t.dtype)
+                        held += a.nbytes
+                        count += 1
+                        live[n] = a
+                        ys.append(a)
+                sc = None
+                if k.scratch_bytes:
+                    sc = alloc((k.scratch_bytes,), np.uint8)
+                    held += sc.nbytes
+                    count += 1
+                peak = max(peak, held)
+                k(xs, ys, sc)
+                if free is not None:
+                    if sc is not None:
+                        held -= sc.nbytes
+                        free(sc)
+                    del xs, ys, sc
+                    for n in self._frees[i]:
+                        a = live.pop(n)
+                        held -= a.nbytes
+                        free(a)
+        self.last_peak_bytes = peak
+        self.last_allocations = count
+        return {n: live[n] for n in g.outputs}
