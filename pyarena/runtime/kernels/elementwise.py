@@ -131,7 +131,12 @@ for _n, _f, _t in (("Log", np.log, "LOG"), ("Sqrt", np.sqrt, "SQRT"),
                    ("Floor", np.floor, "FLOOR"), ("Ceil", np.ceil, "CEIL"),
                    ("Sin", np.sin, "SIN"), ("Cos", np.cos, "COS"),
                    ("Sign", np.sign, None),
-                   ("Round", np.rint, "ROUND")):       # ONNX Round: half to even, like rint
+                   ("Round", np.rint, "ROUND"),        # ONNX Round: half to even, like rint
+                   ("Tan", np.tan, None), ("Asin", np.arcsin, None),
+                   ("Acos", np.arccos, None), ("Atan", np.arctan, None),
+                   ("Sinh", np.sinh, None), ("Cosh", np.cosh, None),
+                   ("Asinh", np.arcsinh, None), ("Acosh", np.arccosh, None),
+                   ("Atanh", np.arctanh, None)):
     _unary(_n, _f, _t)
 for _n, _f, _t in (("Tanh", np.tanh, "TANH"), ("Exp", np.exp, "EXP"),
                    ("Neg", np.negative, "NEG"), ("Abs", np.abs, "ABS")):
