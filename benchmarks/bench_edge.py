@@ -42,8 +42,8 @@ every runtime computes on the calling thread (onnxruntime with one
 intra-op thread, LiteRT / XNNPACK with one thread, pyarena and BLAS on
 one), so the figures stay comparable; rows of more threads are not.
 
-``--compare-layout`` adds pyarena with the layout pass off (``layout="keep"``:
-an ONNX graph stays NCHW; pyarena/runtime/layout.py) to the same rounds,
+``--compare-layout`` adds pyarena with the NHWC pass off (``layout="keep"``:
+an ONNX graph stays NCHW; pyarena/runtime/nhwc.py) to the same rounds,
 each round starting one runtime later so that none always runs right after
 the NumPy path's cache-emptying run.
 
@@ -343,7 +343,7 @@ def main():
                     help="time each call by the calling thread's CPU time, not the wall clock "
                          "(a machine shared with other jobs; 1-thread rows only)")
     ap.add_argument("--compare-layout", action="store_true",
-                    help="also time pyarena with the layout pass off (layout=\"keep\": ONNX "
+                    help="also time pyarena with the NHWC pass off (layout=\"keep\": ONNX "
                          "stays NCHW) in the same rounds, each round starting one runtime "
                          "later (time_calls(rotate=True)): the 'keep ms' column and keep/ref")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
@@ -375,7 +375,7 @@ def main():
           "fusion + native kernels;\nref: onnxruntime (ort) or the TFLite interpreter "
           "(litert); median ms per inference of the same rounds;\nspeed-up = numpy / "
           "pyarena; arena/bound: the plan's arena over the lower bound (1.000x: optimal)."
-          + ("\nkeep: pyarena with the layout pass off (ONNX stays NCHW)." if keep else ""))
+          + ("\nkeep: pyarena with the NHWC pass off (ONNX stays NCHW)." if keep else ""))
     if rss_rows:
         print(f"\n{'peak RSS, MiB (1 thread)':<26}{'numpy':>8}{'pyarena':>9}{'ref':>8}")
         for label, a, b, c in rss_rows:

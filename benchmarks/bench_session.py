@@ -87,7 +87,7 @@ def main():
                          "steady on a shared machine; every runtime runs one thread) "
                          "or wall clock")
     ap.add_argument("--layout", default="auto", choices=("auto", "nhwc", "keep"),
-                    help="the sessions' layout pass (InferenceSession(layout=))")
+                    help="the sessions' NHWC pass (InferenceSession(layout=))")
     ap.add_argument("--phases-only", action="store_true",
                     help="only the time of a new signature, phase by phase")
     ap.add_argument("--against", default=None, metavar="DIR",
@@ -166,7 +166,7 @@ def _dims(args, w):
 
 def child_signatures(args):
     """(In a child process) a JSON list: the CPU ms of each new signature
-    (``InferenceSession._executor``: import or re-size, kernels, plan,
+    (``InferenceSession._executor``: import or retarget, kernels, plan,
     binding; not the inference) after each session's first."""
     import gc
     import json
@@ -225,15 +225,15 @@ def side_by_side(args):
 
 #: (module, object, attribute, phase): what a new signature runs, timed
 #: by wrapping (a module or attribute missing in this version is skipped;
-#: a signature re-sized from the last graph (importers/resize.py) runs the
-#: prepared shape rules, Graph.resized and build_kernels instead of the
+#: a signature retargeted from the last graph (importers/retarget.py) runs the
+#: prepared shape rules, Graph.retargeted and build_kernels instead of the
 #: import's inference, folding, building, fusion and scratch sizing)
 PHASES = [("pyarena.importers.onnx", "_OnnxImport", "infer", "shape inference"),
           ("pyarena.importers.onnx", "_OnnxImport", "fold_pass", "folding"),
           ("pyarena.importers.onnx", "_OnnxImport", "build", "graph"),
           ("pyarena.importers", None, "fuse", "fusion"),
           ("pyarena.importers", None, "set_scratch", "scratch sizes"),
-          ("pyarena.importers.resize", "ShapeProgram", "run", "shape inference"),
+          ("pyarena.importers.retarget", "ShapeProgram", "run", "shape inference"),
           ("pyarena.graph.graph", "Graph", "resized", "graph"),
           ("pyarena.importers.session", None, "build_kernels", "scratch sizes"),
           ("pyarena.importers.session", None, "plan_in_slack", "plan"),

@@ -23,8 +23,8 @@ when first used.
 """
 from . import planning as _planning
 from .errors import (AlignmentError, DoubleFreeError, ForeignPointerError, GraphError,
-                     InvalidArgumentError, MemoryBudgetError, ModelImportError,
-                     OutOfMemoryError, PlanInfeasibleError, PlanValidationError,
+                     InvalidArgumentError, MemoryBudgetError, MemoryLimitError,
+                     ModelImportError, OutOfMemoryError, PlanInfeasibleError, PlanValidationError,
                      PlotUnavailableError, PyArenaError, StateError, UnsupportedOpError)
 from .graph import Graph, GraphBuilder, Op, Tensor
 from .memory import (Arena, ArenaStats, Block, Mark, NumpyAllocator, Policy, Pool,
@@ -56,7 +56,7 @@ __all__ = [
     "PyArenaError", "InvalidArgumentError", "AlignmentError", "StateError",
     "DoubleFreeError", "ForeignPointerError", "OutOfMemoryError", "PlanInfeasibleError",
     "PlanValidationError", "GraphError", "ModelImportError", "UnsupportedOpError",
-    "PlotUnavailableError", "MemoryBudgetError", *_LAZY,
+    "PlotUnavailableError", "MemoryLimitError", "MemoryBudgetError", *_LAZY,
 ]
 
 

@@ -16,7 +16,7 @@ keep working::
     +-- StateError (RuntimeError)           not valid now: stale mark, closed handle
     |   +-- DoubleFreeError                  a block freed twice
     +-- OutOfMemoryError (MemoryError)      an allocation could not be served
-    +-- MemoryBudgetError (MemoryError)     a model needs more than max_memory
+    +-- MemoryLimitError (MemoryError)     a model needs more than max_memory
     +-- PlanInfeasibleError                 no plan within the capacity (or time)
     +-- PlanValidationError                 a plan that breaks a rule
     +-- PlotUnavailableError (ImportError)  matplotlib is not installed
@@ -28,7 +28,7 @@ __all__ = [
     "PyArenaError", "InvalidArgumentError", "AlignmentError", "ForeignPointerError",
     "StateError", "DoubleFreeError", "OutOfMemoryError", "PlanInfeasibleError",
     "GraphError", "ModelImportError", "UnsupportedOpError", "PlanValidationError",
-    "PlotUnavailableError", "MemoryBudgetError",
+    "PlotUnavailableError", "MemoryLimitError", "MemoryBudgetError",
 ]
 
 
@@ -124,34 +124,42 @@ def _rebuild_oom(size, used, reserved, limit, fragmentation, what):
                             fragmentation=fragmentation, what=what)
 
 
-class MemoryBudgetError(PyArenaError, MemoryError):
-    """A model (weights + work arena) needs more than the memory budget
+class MemoryLimitError(PyArenaError, MemoryError):
+    """A model (weights + work arena) needs more than the memory limit
     (``max_memory``: the machine's physical memory unless raised), found
     before anything is allocated.  ``tensor`` names the largest tensor,
     ``tensor_bytes`` its size, ``needed`` the bytes the model needs (at
     least: before planning only weights + the largest tensor are known),
-    ``budget`` the budget."""
+    ``limit`` the limit (also readable as ``budget``, its former name)."""
 
-    def __init__(self, tensor, tensor_bytes, needed, budget, detail="", lower_bound=False):
+    def __init__(self, tensor, tensor_bytes, needed, limit, detail="", lower_bound=False):
         self.tensor = tensor
         self.tensor_bytes = tensor_bytes
         self.needed = needed
-        self.budget = budget
+        self.limit = limit
         super().__init__(
-            f"over the memory budget: tensor {tensor!r} needs {tensor_bytes:,} bytes"
+            f"over the memory limit: tensor {tensor!r} needs {tensor_bytes:,} bytes"
             f"{detail}; the model needs {'at least ' if lower_bound else ''}{needed:,} "
-            f"bytes, max_memory is {budget:,} "
+            f"bytes, max_memory is {limit:,} "
             f"bytes (raise it with max_memory= / --max-memory)")
 
+    @property
+    def budget(self):
+        return self.limit
+
     def __reduce__(self):
-        return (_rebuild_budget, (self.tensor, self.tensor_bytes, self.needed, self.budget,
-                                  str(self)))
+        return (_rebuild_limit, (self.tensor, self.tensor_bytes, self.needed, self.limit,
+                                 str(self)))
 
 
-def _rebuild_budget(tensor, tensor_bytes, needed, budget, message):
-    e = MemoryBudgetError(tensor, tensor_bytes, needed, budget)
+def _rebuild_limit(tensor, tensor_bytes, needed, limit, message):
+    e = MemoryLimitError(tensor, tensor_bytes, needed, limit)
     e.args = (message,)
     return e
+
+
+#: the former name of :class:`MemoryLimitError` (the same class)
+MemoryBudgetError = MemoryLimitError
 
 
 class GraphError(InvalidArgumentError):

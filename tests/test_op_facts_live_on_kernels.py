@@ -79,7 +79,7 @@ def test_no_private_key_in_an_operators_attributes():
 def test_the_checks_see_what_they_look_for():
     """The scanners themselves, on planted code: a list of five op names
     and a private attrs key are found, a list of three and a plain key not."""
-    path = PKG / "runtime" / "layout.py"
+    path = PKG / "runtime" / "nhwc.py"
     text = path.read_text() + ('\n\n_X = ("Relu", "Sigmoid", "Tanh", "Exp", "Log")\n'
                                '_Y = {"Add", "Sub", "Mul"}\n'
                                'def _z(op):\n    return op.attrs.get("_hidden"), '

@@ -50,7 +50,7 @@ def add_parser(sub):
                         "order, then the scheduled one, then smaller operator scratch "
                         "(exit 3 if none)")
     p.add_argument("--max-memory", default=None, metavar="BYTES",
-                   help="memory budget for weights + arena (e.g. 8G; default: the "
+                   help="memory limit for weights + arena (e.g. 8G; default: the "
                         "physical memory); a larger model is refused (exit 2)")
     p.add_argument("--json", metavar="PATH|-", help="write the plan as JSON")
     p.add_argument("--plot", metavar="PATH", help="draw the plan (.png or .svg)")

@@ -66,7 +66,7 @@ def add_parser(sub):
                         "default), in every region with a convolution (nhwc), or never "
                         "(keep)")
     p.add_argument("--max-memory", default=None, metavar="BYTES",
-                   help="memory budget for weights + arena (e.g. 8G; default: the "
+                   help="memory limit for weights + arena (e.g. 8G; default: the "
                         "physical memory); a larger model is refused before allocating")
     p.add_argument("--memory-budget", default=None, metavar="BYTES",
                    help="run the fastest plan whose arena fits BYTES (e.g. 512K): the "
@@ -158,7 +158,7 @@ def run(args):
 
 
 def _notes(p, g):
-    """The budget the plan met and what the layout pass converted, if any."""
+    """The budget the plan met and what the NHWC pass converted, if any."""
     if p.budget is not None:
         print(f"budget     {budget_text(p.budget)}")
     if g.relaid:

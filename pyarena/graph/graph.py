@@ -27,7 +27,7 @@ from ..errors import GraphError
 from .binding import bind_shapes
 from .json_io import JsonIO
 from .tensor import (MAX_TENSOR_BYTES, ROLES, Tensor, _check_size, _dtype, _int_dim,
-                     resized_tensors)
+                     retargeted_tensors)
 from .notes import OpNotes
 from .validation import Validation, stable_toposort
 from .weights import SMALL_CONSTANT_BYTES, WeightsArena  # noqa: F401 (re-exported)
@@ -95,7 +95,7 @@ class Graph(WeightsArena, Validation, JsonIO):
         #: weights in the same arena, so each is held once
         self.weights = None
         #: what :func:`pyarena.runtime.to_nhwc` converted to NHWC (None:
-        #: nothing; see pyarena/runtime/layout.py)
+        #: nothing; see pyarena/runtime/nhwc.py)
         self.relaid = None
 
     # -- building ----------------------------------------------------------
@@ -167,7 +167,7 @@ class Graph(WeightsArena, Validation, JsonIO):
         self.ops.append(op)
         return op
 
-    def resized(self, shapes, data=None):
+    def retargeted(self, shapes, data=None):
         """A copy of this graph for other input shapes: the same ops (their
         attributes copied, ``scratch_bytes`` 0 until sized again), every
         non-constant tensor with its shape from ``shapes`` (name -> dims, all
@@ -180,7 +180,7 @@ class Graph(WeightsArena, Validation, JsonIO):
         g = Graph(self.name)
         g.scratch_budget, g.native, g.weights = self.scratch_budget, self.native, self.weights
         g.held_inputs, g.relaid = self.held_inputs, self.relaid
-        g.tensors = resized_tensors(self.tensors, shapes, data or {})
+        g.tensors = retargeted_tensors(self.tensors, shapes, data or {})
         g.ops = [Op(op.name, op.op_type, list(op.inputs), list(op.outputs), 0, dict(op.attrs),
                     op.notes.copy()) for op in self.ops]
         return g

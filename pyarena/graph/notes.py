@@ -12,7 +12,7 @@ note                 written by                    read by
                                                    coordinate rules of opsets
                                                    before 11), Loop / Scan
                                                    bodies
-``weights_oihw``     the NHWC layout pass          the NHWC Conv kernel (reads
+``weights_oihw``     the NHWC NHWC pass          the NHWC Conv kernel (reads
                                                    OIHW weights as OHWI / 1HWC
                                                    when it lays them out),
                                                    ``conv_weight_shape``

@@ -1,10 +1,10 @@
 """A graph's tensors: :class:`Tensor` (a shape and dtype, or just a byte
 size, and a role), the roles, the size no tensor may pass, and a graph's
-tensors re-sized to other input shapes (:func:`resized_tensors`, for
-:meth:`Graph.resized`).
+tensors retargeted to other input shapes (:func:`retargeted_tensors`, for
+:meth:`Graph.retargeted`).
 
 The underscored helpers are the checks of dimensions, sizes and dtypes
-that building, validating, re-sizing and reading a graph share (a
+that building, validating, retargeting and reading a graph share (a
 GraphError naming the tensor or op); only the graph package uses them.
 """
 import functools
@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import GraphError
 
-__all__ = ["Tensor", "ROLES", "MAX_TENSOR_BYTES", "resized_tensors"]
+__all__ = ["Tensor", "ROLES", "MAX_TENSOR_BYTES", "retargeted_tensors"]
 
 ROLES = ("input", "output", "constant", "activation")
 # Beyond this a tensor cannot be real on any edge device: refuse it before
@@ -118,9 +118,9 @@ def _check_size(t, n=None):
                          f"{list(t.shape) if t.shape else '?'}): refusing an absurd size")
 
 
-def resized_tensors(tensors, shapes, data):
+def retargeted_tensors(tensors, shapes, data):
     """``tensors`` (name -> Tensor) for other input shapes, as
-    :meth:`Graph.resized` gives them to its copy: every non-constant tensor
+    :meth:`Graph.retargeted` gives them to its copy: every non-constant tensor
     new, with its shape from ``shapes``; the constants named in ``data`` new
     with that value; the other constants the same objects.  GraphError for a
     shape missing, not concrete or of another rank."""

@@ -21,10 +21,10 @@ from ..errors import InvalidArgumentError, ModelImportError, PyArenaError, Unsup
 from ..graph import Graph, GraphError
 from ..memory.heap import trim_heap
 from ..memory.mapped import release_files
-from ..planning import check_graph_budget, resolve_max_memory
+from ..planning import check_graph_limit, resolve_max_memory
 from ..runtime.fusion import fuse
-from ..runtime.layout import RULES as LAYOUT_RULES
-from ..runtime.layout import to_nhwc
+from ..runtime.nhwc import RULES as LAYOUT_RULES
+from ..runtime.nhwc import to_nhwc
 from ..runtime.kernels import set_scratch
 from .import_cache import ImportCache
 
@@ -79,7 +79,7 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     (the graph's ``relaid`` says what was converted).  Raises
     :class:`ModelImportError` for a missing, corrupt or unknown file, :class:`UnsupportedOpError` naming every
     operator the executor cannot run (both are GraphErrors), and
-    :class:`MemoryBudgetError` when the weights plus the largest tensor
+    :class:`MemoryLimitError` when the weights plus the largest tensor
     exceed ``max_memory`` (bytes; None: the physical memory).  ``values``
     (ONNX): graph inputs fixed to a value -- e.g. a sample rate -- become
     constants, so what is computed from them folds and an ``If`` on them
@@ -104,7 +104,7 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     except Exception as exc:   # a dependency choking on a corrupt file
         raise ModelImportError(f"{path}: cannot read the model ({type(exc).__name__}: "
                                f"{str(exc)[:200]})") from None
-    check_graph_budget(g, budget)
+    check_graph_limit(g, budget)
     return g
 
 

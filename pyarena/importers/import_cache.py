@@ -40,7 +40,7 @@ class ImportCache:
         self._kept = {}         # id -> array: values already in the shared arena
         self._attrs = {}        # (op type, outputs) -> attributes decoded
         #: the last import's constants that are not static (computed from
-        #: the input shapes or values): a re-sized graph computes them again
+        #: the input shapes or values): a retargeted graph computes them again
         self.derived = frozenset()
 
     def static_node(self, n, static, unstable):

@@ -228,7 +228,7 @@ class _OnnxImport:
             remaining = self.fold_rounds(remaining, fold, force=True)
         resolve_bodies(self, remaining, strict=True)
         g = self.build(remaining)
-        if self.cache is not None:      # what a re-sized graph must compute again
+        if self.cache is not None:      # what a retargeted graph must compute again
             self.cache.derived = frozenset(n for n, t in g.tensors.items()
                                            if t.role == "constant" and n not in self.static)
         return g

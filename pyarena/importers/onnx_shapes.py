@@ -61,7 +61,7 @@ class ShapeProgram:
     """:func:`infer_shapes` over one model, prepared: each node's rule,
     inputs, outputs and attributes read from protobuf once, and the
     constants ``known``; :meth:`run` then infers for the graph inputs'
-    shapes given (an InferenceSession's re-sized signatures run one program
+    shapes given (an InferenceSession's retargeted signatures run one program
     many times).  The model and ``known`` must not change meanwhile."""
 
     def __init__(self, onnx, model, opset, where, known=None, attrs=None):

@@ -19,8 +19,8 @@ without allocating.  Plans are cached least-recently-used
 ``memory_info()`` reports the arena, the largest lower bound, the cached
 signatures and the weights.  What cannot run (an unsupported operator, a
 dimension no feed fixes) is refused by name when the signature is first
-seen.  A signature after the first re-sizes the last imported graph for
-its shapes (:mod:`.resize`) and builds its kernels once, before the plan
+seen.  A signature after the first retargets the last imported graph for
+its shapes (:mod:`.retarget`) and builds its kernels once, before the plan
 (:func:`pyarena.runtime.keeper.build_kernels`); where that cannot be
 done the model is imported again, as for the first.
 
@@ -44,7 +44,7 @@ from ..runtime.keeper import build_kernels
 from ..runtime.slack import plan_to_run
 from . import load_model, require_extra, sniff_format
 from .import_cache import ImportCache
-from .resize import Template, resizable, resize
+from .retarget import Template, retarget, retargetable
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -95,7 +95,7 @@ class InferenceSession:
         # weights); None until the first executor has placed the weights
         self._cache = ImportCache() if self.onnx is not None else None
         self._remembered = False
-        self._template = None       # the last imported graph, re-sized for new shapes
+        self._template = None       # the last imported graph, retargeted for new shapes
         self._inputs, self._outputs = self._describe()
         # 0-d integer / bool inputs (a sample rate, a flag): their value is
         # part of the signature, and the model is specialised on it
@@ -191,8 +191,8 @@ class InferenceSession:
         return ex
 
     def _prepare(self, shapes, values):
-        g, kernels = self._resized(shapes) if not values else (None, None)
-        # a re-sized graph shares the last import's constants but for the
+        g, kernels = self._retargeted(shapes) if not values else (None, None)
+        # a retargeted graph shares the last import's constants but for the
         # values computed from the shapes (which that import was adopted with)
         fresh = None if g is None else self._template.derived
         if g is None:
@@ -200,24 +200,24 @@ class InferenceSession:
                            values=values or None, cache=self._cache)
             derived = self._cache.derived if self._cache is not None else None
             self._template = Template(g, derived) if derived is not None and not values \
-                and self.memory_budget is None and resizable(g, derived) else None
+                and self.memory_budget is None and retargetable(g, derived) else None
         if self._first is None:
             self._first = _Shared(g)
         else:
             self._first.adopt(g, fresh)
-        # (a graph re-sized from a validated one is not validated again)
-        p = plan_to_run(g, self._plan_options.replace(resized=fresh is not None))
+        # (a graph retargeted from a validated one is not validated again)
+        p = plan_to_run(g, self._plan_options.replace(retargeted=fresh is not None))
         self._lower = max(self._lower, p.lower_bound_bytes)
         return [g, p, None, None, kernels]
 
-    def _resized(self, shapes):
-        """(graph, kernels): the last imported signature's graph re-sized
-        for ``shapes`` (``importers/resize.py``) and its kernels, built once
+    def _retargeted(self, shapes):
+        """(graph, kernels): the last imported signature's graph retargeted
+        for ``shapes`` (``importers/retarget.py``) and its kernels, built once
         (their scratch sizes set the ops'); (None, None) when it cannot be
         (the caller imports in full)."""
         if self._template is None:
             return None, None
-        g = resize(self._template, self._cache, self.onnx, self.path, shapes)
+        g = retarget(self._template, self._cache, self.onnx, self.path, shapes)
         if g is None:
             return None, None
         # the last run's kernels (the same ops at other shapes) lend what
@@ -280,7 +280,7 @@ class _Shared:
 
     def adopt(self, g, names=None):
         """``g`` (a later signature's graph) reads the shared constants.
-        ``names``: only those constants (a graph re-sized from one that was
+        ``names``: only those constants (a graph retargeted from one that was
         adopted: the others hold its arrays already)."""
         tensors = g.tensors
         for name in tensors if names is None else names:

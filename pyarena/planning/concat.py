@@ -1,7 +1,7 @@
 """Concat in place: the producers of a Concat's inputs write straight into
 their slices of its output.
 
-A Concat copies every input into its slice of the output, so at that step
+A Concat copies every input into its slice of the output, so at that position
 the inputs and the output are all live: twice the output's bytes.  When
 an input's slice is one contiguous block of the output -- concatenation
 along axis 0, or along an axis after only size-1 dims (the channels of a
@@ -33,12 +33,12 @@ move, the sharing rules see one buffer: an in-place overwrite of any
 member needs every member dead, so an input read after the Concat is
 never clobbered through the output, nor the output through the input.
 
-The estimate: the bytes live at each step (padded, as the offset planner
+The estimate: the bytes live at each position (padded, as the offset planner
 counts them) of the plan without Concat in place; merging a Concat's
 buffers holds the whole output from its first input's birth instead of
-each input from its own, so at some steps it costs bytes and at the
-Concat's own step it saves the inputs.  A Concat is merged only when the
-largest sum of live bytes over the steps it changes stays at or below the
+each input from its own, so at some positions it costs bytes and at the
+Concat's own position it saves the inputs.  A Concat is merged only when the
+largest sum of live bytes over the positions it changes stays at or below the
 current peak (merges are tried in op order, each on the profile left by
 the ones before).  :func:`pyarena.plan` then keeps the plan without Concat
 in place when that one has the smaller arena, so the option never makes
@@ -110,17 +110,17 @@ class ConcatPlacer:
     buffer (see the module docstring), on the buffers planned without
     Concat in place (``base``); :meth:`choose` hands the decisions to
     :func:`~pyarena.planning.sharing.share_buffers`.  ``base_peak`` is the
-    largest sum of padded bytes live at one step of ``base`` (that plan's
+    largest sum of padded bytes live at one position of ``base`` (that plan's
     lower bound), ``peak`` the estimate with the decisions taken."""
 
     def __init__(self, graph, table, life, base, alignment):
         self.graph = graph
-        steps = max(len(graph.ops), 1)
+        positions = max(len(graph.ops), 1)
         self.block = {}
         tensors = graph.tensors
         # the profile as the running sum of size changes (+size at a
-        # buffer's first step, -size after its last), summed at once
-        change = [0] * (steps + 1)
+        # buffer's first position, -size after its last), summed at once
+        change = [0] * (positions + 1)
         for b in base:
             top = [t for t in b.tensors if t in tensors and tensors[t].nbytes == b.size]
             fed = any(t in tensors and tensors[t].role == "input" for t in b.tensors)
@@ -130,10 +130,10 @@ class ConcatPlacer:
             change[b.last + 1] -= blk.size
             for t in b.tensors:
                 self.block[t] = blk
-        self.profile = np.cumsum(np.array(change[:steps], dtype=np.int64))
+        self.profile = np.cumsum(np.array(change[:positions], dtype=np.int64))
         self.base_peak = self.peak = int(self.profile.max())
         self.slices = {}
-        steps = {}
+        positions = {}
         kinds = {}
         for i, op in enumerate(graph.ops):
             kind = kinds.get(op.op_type)
@@ -143,11 +143,11 @@ class ConcatPlacer:
                 s = concat_slices(op, graph)
                 if s:
                     self.slices[op.name] = s
-                    steps[op.name] = i
+                    positions[op.name] = i
         self.picks = {}
-        # the Concats at the highest steps first: they decide the peak
-        for name in sorted(steps, key=lambda n: (-int(self.profile[steps[n]]), steps[n])):
-            op = graph.ops[steps[name]]
+        # the Concats at the highest positions first: they decide the peak
+        for name in sorted(positions, key=lambda n: (-int(self.profile[positions[n]]), positions[n])):
+            op = graph.ops[positions[name]]
             self.picks[name] = self._decide(op, self.slices[name])
 
     @property

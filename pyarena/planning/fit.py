@@ -184,7 +184,7 @@ class _Search:
             except GraphError as exc:    # op types the runtime cannot size
                 self.saved.restore()
                 why = str(exc) if len(str(exc)) <= 160 else str(exc)[:157] + "..."
-                self.note = f"; the operator scratch cannot be resized ({why})"
+                self.note = f"; the operator scratch cannot be narrowed ({why})"
                 return None
             sizes = [op.scratch_bytes for op in self.graph.ops]
             if sizes == last:            # the same plan as the level before
@@ -215,7 +215,7 @@ class _Search:
         return None
 
     def patched(self, knob, max_stages=24):
-        """Step 4: the patched candidates, fewest bands first (each band
+        """Attempt 4: the patched candidates, fewest bands first (each band
         runs every op of the stage once: thin bands are slow), then least
         recompute (row reuse: none); (plan, None, scratch budget) for the
         first that fits, else None."""
@@ -250,7 +250,7 @@ class _Search:
         return p, records[0]
 
     def multi(self, knob):
-        """Step 5: more than one patched stage (:mod:`.patch_search`)."""
+        """Attempt 5: more than one patched stage (:mod:`.patch_search`)."""
         self.quick = QUICK_LIMIT if self.limit is None else min(self.limit, QUICK_LIMIT)
         try:
             found = multi_stage(self, knob, self.saved.budget)

@@ -28,7 +28,7 @@ def is_spatial(op):
     :func:`op_geometry`)."""
     return op_facts.rows_kind(op.op_type) in op_facts.SPATIAL_ROWS
 
-#: the stage input's NCHW -> NHWC Transpose (the layout pass's entry): H
+#: the stage input's NCHW -> NHWC Transpose (the NHWC pass's entry): H
 #: moves from axis 2 to axis 1, row for row
 TO_NHWC = [0, 2, 3, 1]
 

@@ -42,7 +42,7 @@ class PlanOptions:
     * ``memory_budget`` -- the fastest plan whose arena fits (:mod:`.fit`),
       with ``rescratch`` (None: the kernels' rules; False: keep the
       scratch; a callable ``(graph, scratch_budget)``) and ``patch``.
-    * ``resized`` -- the graph is a re-sized copy of a validated one: not
+    * ``retargeted`` -- the graph is a retargeted copy of a validated one: not
       validated again.
 
     Not with both ``capacity`` and ``memory_budget``.
@@ -60,7 +60,7 @@ class PlanOptions:
     memory_budget: Optional[int] = None
     rescratch: Union[None, bool, Callable] = None
     patch: bool = True
-    resized: bool = False
+    retargeted: bool = False
 
     def __post_init__(self):
         # in the order plan() has always checked them

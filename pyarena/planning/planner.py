@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..graph import Graph
 from .assign import assign_offsets, check_alignment, check_strategy
-from .budget import check_graph_budget, check_plan_budget, graph_weights, resolve_max_memory
+from .limit import check_graph_limit, check_plan_limit, graph_weights, resolve_max_memory
 from .fit import fit_plan
 from .options import PlanOptions
 from .result import Buffer, Plan, padded_size
@@ -46,7 +46,7 @@ def plan(graph, options=None, **kw):
     is not larger than without).  ``capacity`` (bytes)
     asks for a plan within that size (PlanInfeasibleError if none is found).
     ``max_memory`` (bytes; None: the physical memory) bounds weights + arena:
-    a plan over it raises MemoryBudgetError (:mod:`.budget`).
+    a plan over it raises MemoryLimitError (:mod:`.limit`).
     ``schedule=True`` first puts the graph's ops in the order of least peak
     (:func:`pyarena.planning.schedule.schedule`; ``graph.ops`` is reordered,
     and ``plan.schedule`` says what was done).  ``memory_budget`` (bytes)
@@ -55,25 +55,25 @@ def plan(graph, options=None, **kw):
     (None: the kernels' rules; False: keep the scratch), then (``patch``)
     a leading stage run in row bands (:mod:`.patch`) -- see :mod:`.fit`;
     ``plan.budget`` says what was done, PlanInfeasibleError (with
-    ``smallest_bytes``) when nothing fits.  ``resized``: the graph is a
-    :meth:`~pyarena.graph.Graph.resized` copy of a validated graph, its ops
+    ``smallest_bytes``) when nothing fits.  ``retargeted``: the graph is a
+    :meth:`~pyarena.graph.Graph.retargeted` copy of a validated graph, its ops
     and tensors not added, removed or reordered since (only their scratch
-    sizes set): valid as that one was, so not validated again (the re-size
+    sizes set): valid as that one was, so not validated again (the retarget
     checked every new shape).  Returns a :class:`Plan`."""
     t0 = time.perf_counter()
     if not isinstance(graph, Graph):
         raise TypeError(f"plan() needs a pyarena.graph.Graph, not {type(graph).__name__}")
     options = PlanOptions.of(options, **kw)
     budget = resolve_max_memory(options.max_memory)
-    if not options.resized:
+    if not options.retargeted:
         graph.validate()
     weights = graph_weights(graph)      # (the constants do not change while planning)
-    check_graph_budget(graph, budget, weights)  # a tensor alone over the budget: no planning
+    check_graph_limit(graph, budget, weights)  # a tensor alone over the budget: no planning
     if options.memory_budget is not None:
         result = fit_plan(graph, options, weights)
     else:
         result = _plan_in_order(graph, options, weights, t0)
-    check_plan_budget(result, graph, budget, weights)
+    check_plan_limit(result, graph, budget, weights)
     return result
 
 

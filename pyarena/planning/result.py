@@ -130,7 +130,7 @@ class Plan:
         name = f" {self.graph.name!r}" if self.graph is not None else ""
         head = (f"plan{name}: {self.num_ops} ops, {len(self.buffers)} buffers "
                 f"({len(self.scratch)} scratch)" if self.graph is not None else
-                f"plan: {len(self.buffers)} intervals over {self.num_ops} steps")
+                f"plan: {len(self.buffers)} intervals over {self.num_ops} op positions")
         lines = [
             f"{head}, alignment {self.alignment}",
             f"  arena        {self.arena_bytes:>14,} B  ({human_bytes(self.arena_bytes)})",
@@ -293,7 +293,7 @@ class Plan:
                 dt = dtypes.get(dtype)
                 if dt is None:
                     dt = dtypes[dtype] = np.dtype(dtype)
-                # the tensor's view of its bytes, made in one step (a view of raw)
+                # the tensor's view of its bytes, made at once (a view of raw)
                 views[t] = np.ndarray(shape, dt, raw, start)
         return views
 
@@ -341,7 +341,7 @@ def budget_line(budget):
 
 
 def layout_text(relaid):
-    """What the layout pass converted (``graph.relaid``), in one line."""
+    """What the NHWC pass converted (``graph.relaid``), in one line."""
     return (f"NHWC: {relaid['ops']} ops in {relaid['regions']} region(s) converted from "
             f"NCHW, {relaid['transposes']} Transposes at their edges")
 

@@ -1,7 +1,7 @@
 """Memory-aware operator scheduling: the op order with the smallest peak.
 
 A static plan can get no lower than the largest sum of bytes live at one
-step of the op order it is given (the fixed-order bound).  For graphs with
+position of the op order it is given (the fixed-order bound).  For graphs with
 branches -- Inception modules, DenseNet blocks, detector necks, multi-head
 outputs -- another valid order often has a lower peak: finish a branch
 whose output is small before starting one that holds a large tensor, free
@@ -15,14 +15,14 @@ that order (Serenity, MLSys 2020, in spirit):
    executed-op sets (a state determines which tensors are live, so its
    bytes are known); each state keeps the smallest peak of any path to it.
    Bounded by ``max_states`` per segment and ``time_limit`` overall.
-3. **Beyond the bounds**, a greedy order (the ready op whose step needs the
+3. **Beyond the bounds**, a greedy order (the ready op whose run needs the
    fewest bytes, then the one leaving the fewest live) is tried and kept
    only if it beats the given order on that segment.
 
 Bytes are counted as the planner counts them: every planned tensor padded
-to ``alignment``, graph inputs live from the first step to their last
+to ``alignment``, graph inputs live from the first position to their last
 reader, graph outputs from their producer to the end, an op's scratch
-during its step.  The result never has a higher peak than the given
+while it runs.  The result never has a higher peak than the given
 order.  :func:`pyarena.plan` applies it with ``schedule=True``.
 """
 import time
@@ -30,7 +30,7 @@ import time
 from ..errors import InvalidArgumentError
 from .result import padded_size
 
-__all__ = ["schedule", "Schedule", "step_bytes"]
+__all__ = ["schedule", "Schedule", "live_bytes"]
 
 
 class Schedule:
@@ -111,7 +111,7 @@ class _Problem:
                     self.pred[i] |= 1 << p
 
     def peaks(self, order):
-        """Live bytes at each step of ``order`` (a permutation of op indices)."""
+        """Live bytes at each position of ``order`` (a permutation of op indices)."""
         pos = [0] * self.n
         for k, i in enumerate(order):
             pos[i] = k
@@ -135,8 +135,8 @@ class _Problem:
         return out
 
 
-def step_bytes(graph, order=None, alignment=64):
-    """Bytes live at each step of ``graph`` run in ``order`` (default: the
+def live_bytes(graph, order=None, alignment=64):
+    """Bytes live at each position of ``graph`` run in ``order`` (default: the
     graph's own), as the planner counts them; ``max()`` of it is the
     fixed-order lower bound of that order."""
     p = _Problem(graph, alignment)
@@ -202,7 +202,7 @@ class _Segment:
                 self.cons[t] = m
                 self.keep[t] = later
 
-    def step(self, mask, k):
+    def advance(self, mask, k):
         """(bytes during op k, change of the live bytes after it) from state
         ``mask``."""
         p, op = self.p, self.seg[k]
@@ -213,7 +213,7 @@ class _Segment:
             if self.keep[t] or self.cons[t]:
                 new += p.size[t]
             else:
-                transient += p.size[t]         # nobody reads it: lives one step
+                transient += p.size[t]         # nobody reads it: lives one position
         freed = 0
         for t in p.ins[op]:
             if not self.keep[t] and self.cons[t] & ~done == 0:
@@ -235,7 +235,7 @@ class _Segment:
             nxt = {}
             for mask, (peak, live, _, _) in level.items():
                 for k in self.ready(mask):
-                    during, change = self.step(mask, k)
+                    during, change = self.advance(mask, k)
                     cand = max(peak, live + during)
                     m2 = mask | (1 << k)
                     old = nxt.get(m2)
@@ -264,7 +264,7 @@ class _Segment:
             nxt = {}
             for mask, (peak, live, order) in level.items():
                 for k in self.ready(mask):
-                    during, change = self.step(mask, k)
+                    during, change = self.advance(mask, k)
                     cand = max(peak, live + during)
                     m2 = mask | (1 << k)
                     old = nxt.get(m2)
@@ -285,7 +285,7 @@ class _Segment:
         """Peak and final live bytes of ``order`` (local indices)."""
         mask, live, peak = 0, base, 0
         for k in order:
-            during, change = self.step(mask, k)
+            during, change = self.advance(mask, k)
             peak = max(peak, live + during)
             live += change
             mask |= 1 << k
@@ -296,7 +296,7 @@ class _Segment:
         while mask != self.full:
             best = None
             for k in self.ready(mask):
-                during, change = self.step(mask, k)
+                during, change = self.advance(mask, k)
                 key = (live + during, change, k)
                 if best is None or key < best:
                     best = key
@@ -319,10 +319,10 @@ def schedule(graph, alignment=64, time_limit=2.0, max_states=200_000):
     graph.validate()
     p = _Problem(graph, alignment)
     given = list(range(p.n))
-    steps = p.peaks(given)
-    before = max(steps, default=0)
+    positions = p.peaks(given)
+    before = max(positions, default=0)
     cuts = _articulations(p)
-    floor = max((steps[i] for i in cuts), default=0)
+    floor = max((positions[i] for i in cuts), default=0)
     order, done, exact, states, segments = [], set(), True, 0, 0
     # live bytes when a segment starts: walk the new order so far
     bounds = [-1] + cuts + [p.n]

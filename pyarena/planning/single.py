@@ -14,7 +14,7 @@ import time
 
 from ..errors import PlanInfeasibleError
 from .assign import assign_offsets
-from .budget import graph_weights
+from .limit import graph_weights
 from .concat import ConcatPlacer
 from .inplace import as_rule_table
 from .result import Plan, padded_size, tensor_info

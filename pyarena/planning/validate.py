@@ -61,7 +61,7 @@ def _geometry(bufs, align, arena, bound, problems):
                             f"ends beyond the arena of {arena} bytes")
     good = [b for b in bufs if b.offset is not None and b.offset >= 0
             and b.first <= b.last and b.size > 0]
-    # Sweep: at each step drop the buffers that died, then add the ones born,
+    # Sweep: at each position drop the buffers that died, then add the ones born,
     # checking each newcomer against its neighbours in offset order.  As long
     # as the live set is disjoint, neighbours are the only candidates.  Events
     # and live keys are packed into single ints (fast to sort and bisect).
@@ -143,7 +143,7 @@ def _graph_facts(graph):
     return producer, readers, lifetime
 
 
-def _layout_equal(a, b):
+def _same_dtype_and_shape(a, b):
     if a.dtype != b.dtype:
         return False
     if a.shape is not None and b.shape is not None:
@@ -254,7 +254,7 @@ def _check_reuse(b, m, op, p, older, graph, readers, table, problems):
         return
 
     def same(k):
-        return _layout_equal(tensors[op.inputs[k]], out) and \
+        return _same_dtype_and_shape(tensors[op.inputs[k]], out) and \
             b.at.get(op.inputs[k], 0) == at
     usable = [k for k in src if (kind == "binary" or k == 0) and same(k)]
     if not usable:

@@ -5,7 +5,7 @@
   declared once), weights in an :class:`~pyarena.Arena`.
 * :func:`fuse` -- the graph rewrite folding batch norms and activations
   into convolutions (:mod:`.fusion`), run by ``load_model``;
-  :func:`to_nhwc` -- the layout pass that runs an ONNX graph's NCHW
+  :func:`to_nhwc` -- the NHWC pass that runs an ONNX graph's NCHW
   regions in NHWC (:mod:`.layout`), run by ``load_model`` after it.
 * :mod:`.models` -- built-in networks made in code.
 * :func:`time_calls` -- the one timing loop (:mod:`.timing`);
@@ -18,7 +18,7 @@ from .blas import set_blas_threads
 from .executor import Executor, random_feeds
 from .fusion import fuse
 from .kernels import make_kernel, set_scratch
-from .layout import to_nhwc
+from .nhwc import to_nhwc
 from .timing import median, time_calls
 
 __all__ = ["Executor", "random_feeds", "UnsupportedOpError", "make_kernel", "set_scratch",

@@ -8,16 +8,16 @@ the executor takes it from its :class:`~pyarena.Pool` when it is produced
 and frees it after its last reader.  Every other tensor stays planned.
 
 An operator that reads or writes a pool tensor is a
-:class:`~pyarena.runtime.kernels.pool_step.PoolStep` (there, since a Loop,
+:class:`~pyarena.runtime.kernels.pool_op.PoolOp` (there, since a Loop,
 Scan or If body runs them too): its kernel is built at run time per input
 shape.  ``PoolStats`` counts the pool bytes of one run, ``_Counted`` is the
 pool as the steps see it, and ``PoolTensors`` is what an executor keeps
 of them: the pool, its counts and the run's pool tensors.
 """
 from ..errors import StateError
-from .kernels.pool_step import PoolStep, pool_frees
+from .kernels.pool_op import PoolOp, pool_frees
 
-__all__ = ["PoolStep", "PoolStats", "PoolTensors", "pool_frees"]
+__all__ = ["PoolOp", "PoolStats", "PoolTensors", "pool_frees"]
 
 
 class PoolStats:

@@ -29,7 +29,7 @@ Unsupported operators are reported together, by name, when the executor is
 built -- nothing is skipped silently.
 
 Building one takes named steps, each a function or module of its own:
-the graph and a given plan checked against the memory budget, or a plan
+the graph and a given plan checked against the memory limit, or a plan
 made (:func:`_checked_plan`, :func:`~.slack.plan_to_run`); the weights
 arena chosen (:meth:`Executor._use_weights`); the kernels built
 (:func:`~.keeper.executor_kernels`); their threads started
@@ -45,7 +45,7 @@ import numpy as np
 from .._native.kernels import Workers
 from ..errors import GraphError, InvalidArgumentError, UnsupportedOpError
 from ..memory import Arena
-from ..planning import PlanOptions, check_graph_budget, check_plan_budget
+from ..planning import PlanOptions, check_graph_limit, check_plan_limit
 from ..planning import validate as validate_plan
 from .dynamic import PoolTensors
 from .keeper import WeightKeeper, executor_kernels
@@ -60,17 +60,17 @@ def _checked_plan(graph, plan, plan_checked, max_memory, plan_options, unplanned
     """The plan to run: ``plan`` checked against ``graph`` and the memory
     budget (only its budget when ``plan_checked``: see the Executor), or
     one made with ``plan_options`` (None in an ``unplanned`` mode: given
-    views or an allocator).  MemoryBudgetError before anything is
+    views or an allocator).  MemoryLimitError before anything is
     allocated; PlanValidationError for a plan that breaks a rule."""
     checked = plan is not None and plan_checked
     if checked:     # the planner validated the graph; weights + arena bound the rest
-        budget = check_plan_budget(plan, graph, max_memory, plan.weights_bytes)
+        budget = check_plan_limit(plan, graph, max_memory, plan.weights_bytes)
     else:
         graph.validate()
-        budget = check_graph_budget(graph, max_memory)
+        budget = check_graph_limit(graph, max_memory)
     if plan is not None and not checked:
         validate_plan(plan, graph, raise_errors=True)
-        check_plan_budget(plan, graph, budget)
+        check_plan_limit(plan, graph, budget)
     elif plan is None and not unplanned:
         # scratch within the slack at each step (a memory budget fits its own)
         plan = plan_to_run(graph, _plan_options(plan_options, budget))
@@ -135,9 +135,9 @@ class Executor:
     constants in (a new one by default); ``weights_memo`` -- a dict shared by
     executors of one model over the same ``weights`` arena (another input
     shape): weights a kernel lays out (packs) that equal, byte for byte,
-    ones an earlier executor kept are taken from it, not stored again; ``max_memory`` -- the memory budget
+    ones an earlier executor kept are taken from it, not stored again; ``max_memory`` -- the memory limit
     in bytes (None: the physical memory): a graph or plan whose weights +
-    arena exceed it raises MemoryBudgetError before anything is allocated.
+    arena exceed it raises MemoryLimitError before anything is allocated.
     A ``plan`` given is validated against ``graph`` first
     (PlanValidationError naming every problem), unless ``plan_checked``:
     the caller has just made it from this graph, unchanged since, with

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import GraphError, UnsupportedOpError
 from ..memory.mapped import release_pages
-from .dynamic import PoolStep, pool_frees
+from .dynamic import PoolOp, pool_frees
 from .kernels import make_kernel
 from .kernels.registry import kernel_budget
 
@@ -156,7 +156,7 @@ def build_kernels(graph, weights, memo=None, prior=None):
 def executor_kernels(graph, keep, pool, prepared=None, allocator=None):
     """An executor's kernels, one per op of ``graph`` (weights through
     ``keep``): ``prepared``'s (a :class:`Prepared`) where they still fit,
-    the others built; a pool op's a PoolStep taking its tensors from
+    the others built; a pool op's a PoolOp taking its tensors from
     ``pool`` (:class:`~pyarena.runtime.dynamic.PoolTensors`), its kernel
     built per input signature at run time.  Reports every unsupported op
     at once; GraphError for pool tensors with an ``allocator`` mode, or a
@@ -171,7 +171,7 @@ def executor_kernels(graph, keep, pool, prepared=None, allocator=None):
         k = prepared.take(graph, i, op) if prepared is not None else None
         if k is None:
             make = None if op.name not in pool_ops else (
-                lambda op=op: PoolStep(graph, op, keep, pool.pool(), pool.live,
+                lambda op=op: PoolOp(graph, op, keep, pool.pool(), pool.live,
                                        frees.get(op.name, ())))
             k = build_op(graph, op, keep, bad, make)
         if k is not None:

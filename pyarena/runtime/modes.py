@@ -57,7 +57,7 @@ def _as_tensor_view(arr, shape, dtype, name):
 def _native_step(step):
     """A bound step as one C kernel call ([(op name, record)]), or None."""
     k, xs, ys, sc = step
-    native = getattr(k, "native_step", None)      # a pool op's PoolStep has none
+    native = getattr(k, "native_step", None)      # a pool op's PoolOp has none
     rec = None if sc is not None or native is None else native(xs, ys)
     return None if rec is None else [(k.op.name, rec)]
 

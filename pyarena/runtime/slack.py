@@ -1,11 +1,11 @@
-"""Operator scratch sized from the slack at its step.
+"""Operator scratch sized from the slack at its position.
 
 A kernel's workspace (im2col bands, pooling bands) lives only while its
-op runs, but at the step where the activations peak, any workspace adds
+op runs, but at the position where the activations peak, any workspace adds
 to the arena: the plan's arena is then above the *activations-only*
-bound (the largest sum of activation bytes live at one step, with the
+bound (the largest sum of activation bytes live at one position, with the
 planned in-place reuse).  :func:`plan_in_slack` plans once, measures for
-every op the slack at its step (that bound minus the activations live
+every op the slack at its position (that bound minus the activations live
 then), narrows the workspace of each op whose scratch does not fit its
 slack (the op's own ``notes.scratch_budget``: narrower bands, same results),
 and plans again.  Ops away from the peak keep their wide, fast bands.
@@ -25,19 +25,19 @@ from .kernels.registry import scratch_bytes_for
 
 __all__ = ["plan_in_slack", "plan_to_run", "activation_live"]
 
-def activation_live(p, steps):
-    """Bytes of planned activations (not scratch) live at each step of plan
+def activation_live(p, positions):
+    """Bytes of planned activations (not scratch) live at each position of plan
     ``p`` (aligned sizes), and their maximum: the activations-only bound."""
-    change = [0] * (steps + 1)      # +size at a buffer's first step, -size after its last
+    change = [0] * (positions + 1)      # +size at a buffer's first position, -size after its last
     for b in p.buffers:
         if any(t.endswith("::scratch") for t in b.tensors):
             continue
-        first, last = max(b.first, 0), min(b.last, steps - 1)
+        first, last = max(b.first, 0), min(b.last, positions - 1)
         if first <= last:
             size = padded_size(b.size, p.alignment)
             change[first] += size
             change[last + 1] -= size
-    live = list(accumulate(change[:steps]))
+    live = list(accumulate(change[:positions]))
     return live, max(live, default=0)
 
 
@@ -60,7 +60,7 @@ def plan_to_run(graph, options=None, slack=True, **kw):
 
 def plan_in_slack(graph, options=None, **kw):
     """A plan of ``graph`` whose operators' scratch fits the slack at their
-    steps (see the module docstring).  ``options`` (a
+    positions (see the module docstring).  ``options`` (a
     :class:`~pyarena.planning.PlanOptions`, changed by ``kw``) go to each
     :func:`pyarena.plan`.  Ops narrowed get ``notes.scratch_budget``
     (the executor builds the same kernels); ``plan.slack`` records

@@ -39,7 +39,7 @@ def test_bench_edge_runs_and_agrees_with_the_references(repo_root):
 
 
 def test_bench_edge_compares_the_layout_pass(repo_root):
-    # --compare-layout: a "keep ms" column (the layout pass off) and its
+    # --compare-layout: a "keep ms" column (the NHWC pass off) and its
     # ratio, in the same rounds
     r = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "bench_edge.py"),
                         "--repeat", "1", "--threads", "1", "--blas-threads", "1", "--no-rss",

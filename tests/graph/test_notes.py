@@ -66,11 +66,11 @@ def test_notes_that_are_not_data_are_refused_in_a_json_graph(notes):
 
 def test_a_resized_copy_has_notes_of_its_own():
     """The slack planner narrows one signature's scratch: the graph it was
-    re-sized from keeps its own."""
+    retargeted from keeps its own."""
     g, op = _graph()
     op.notes.scratch_budget = 1000
     op.notes.opset = 13
-    g2 = g.resized({"x": (2, 4, 8, 8), "y": (2, 4, 8, 8)})
+    g2 = g.retargeted({"x": (2, 4, 8, 8), "y": (2, 4, 8, 8)})
     assert g2.ops[0].notes == op.notes and g2.ops[0].notes is not op.notes
     g2.ops[0].notes.scratch_budget = 10
     assert op.notes.scratch_budget == 1000

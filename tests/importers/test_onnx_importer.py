@@ -100,7 +100,7 @@ def test_light_model_roles_and_scratch():
     per_row = w[1] * w[2] * w[3] * out[3] * 4
     rows = min(out[2], SCRATCH_BUDGET // per_row)
     assert conv.scratch_bytes == per_row * rows <= SCRATCH_BUDGET
-    # on the native path (the layout pass runs SqueezeNet in NHWC) the first
+    # on the native path (the NHWC pass runs SqueezeNet in NHWC) the first
     # conv (3 input channels: the few-input-channel kernel) and the 1x1 ones
     # (the packed SGEMM) need no scratch, and the padded 3x3 ones only their
     # band of padded input rows (the packed SGEMM over each band): never

@@ -239,8 +239,8 @@ def test_new_widths_add_no_weight_bytes_and_share_the_folds(tmp_path):
         assert all(pick(g, c) is first for g, c in zip(graphs[1:], conv[1:]))
 
 
-def test_a_resized_signature_shares_the_shape_folds_equal_to_the_first(tmp_path):
-    """N folded from the input's shape: the re-sized signature with the
+def test_a_retargeted_signature_shares_the_shape_folds_equal_to_the_first(tmp_path):
+    """N folded from the input's shape: the retargeted signature with the
     first's N reads the first's arrays, the other its own values."""
     s = InferenceSession(_model(str(tmp_path / "m.onnx")))
     for shape in SHAPES[:3]:                    # N = 1, 2, 1
@@ -322,7 +322,7 @@ def test_if_branches_are_never_taken_from_another_signature(tmp_path):
         np.testing.assert_allclose(y, ort_run(path, feeds)["y"], rtol=1e-6)
 
 
-# -- a new signature re-sized from the last imported graph ------------------------
+# -- a new signature retargeted from the last imported graph ------------------------
 def _graph_facts(g):
     """What a plan and the kernels see of a graph: every op (with its
     attributes and notes, but not the slack planner's own) and tensor, and
@@ -364,8 +364,8 @@ def width_models(tmp_path_factory):
 @settings(max_examples=12, deadline=None)
 @given(which=st.sampled_from(["width", "shape"]),
        picks=st.lists(st.integers(0, 4), min_size=2, max_size=5))
-def test_a_resized_signature_is_a_fresh_import(width_models, which, picks):
-    """Every signature after the first is re-sized from the last imported
+def test_a_retargeted_signature_is_a_fresh_import(width_models, which, picks):
+    """Every signature after the first is retargeted from the last imported
     graph, and its graph, plan, kernels and outputs are those of a fresh
     import at that shape -- its convolutions' weights as laid out taken
     from the last signature's kernels (Conv._lender), the rest built anew."""
@@ -378,9 +378,9 @@ def test_a_resized_signature_is_a_fresh_import(width_models, which, picks):
     from pyarena.runtime.slack import plan_in_slack
     path, make = width_models[which]
     shapes = [WIDTHS[i] if which == "width" else SHAPES[i % len(SHAPES)] for i in picks]
-    made, real = [], session.resize
+    made, real = [], session.retarget
     lent, lender = [], Conv._lender
-    with mock.patch.object(session, "resize", lambda *a: made.append(real(*a)) or made[-1]), \
+    with mock.patch.object(session, "retarget", lambda *a: made.append(real(*a)) or made[-1]), \
             mock.patch.object(Conv, "_lender",
                               lambda self, mode: lent.append(lender(self, mode)) or lent[-1]):
         s = InferenceSession(path)

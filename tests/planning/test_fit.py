@@ -181,7 +181,7 @@ def test_op_types_the_runtime_cannot_size_keep_their_scratch():
     g.add_tensor("y", nbytes=256, role="output")
     g.add_op("MyOp", ["x"], ["y"], name="m", scratch_bytes=4096)
     before = state(g)
-    with pytest.raises(PlanInfeasibleError, match="cannot be resized") as info:
+    with pytest.raises(PlanInfeasibleError, match="cannot be narrowed") as info:
         plan(g, memory_budget=1024)
     assert info.value.smallest_bytes == plan(g).arena_bytes
     assert state(g) == before

@@ -40,7 +40,7 @@ def test_the_defaults_are_plans_defaults():
     assert (o.strategy, o.alignment, o.inplace, o.inplace_concat, o.time_limit) == \
         ("best", 64, True, True, 10.0)
     assert (o.rules, o.capacity, o.max_memory, o.memory_budget, o.rescratch) == (None,) * 5
-    assert (o.schedule, o.patch, o.resized) == (False, True, False)
+    assert (o.schedule, o.patch, o.retargeted) == (False, True, False)
     assert pyarena.PlanOptions is PlanOptions and "PlanOptions" in pyarena.__all__
 
 

@@ -640,12 +640,12 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, mod, None)
     with pytest.raises(ImportError, match=r"pyarena\[plot\]"):
         p.plot(str(tmp_path / "x.png"))
-    assert "intervals over 1 steps" in p.summary()
+    assert "intervals over 1 op positions" in p.summary()
 
 
 def test_plan_validates_a_graph_but_not_a_resized_copy_again():
-    """plan() checks (and orders) the graph it is given; ``resized=True``
-    (a Graph.resized copy of a valid graph) plans the same without."""
+    """plan() checks (and orders) the graph it is given; ``retargeted=True``
+    (a Graph.retargeted copy of a valid graph) plans the same without."""
     g = Graph("g")
     g.add_tensor("x", (1, 4, 2, 2), role="input")
     g.add_tensor("y", (1, 4, 2, 2), role="output")
@@ -654,11 +654,11 @@ def test_plan_validates_a_graph_but_not_a_resized_copy_again():
     g.add_op("Sigmoid", ["x"], ["a"], name="first")
     p = plan(g, time_limit=0.2)
     assert [op.name for op in g.ops] == ["first", "second"]
-    copy = g.resized({"x": (1, 4, 3, 3), "a": (1, 4, 3, 3), "y": (1, 4, 3, 3)})
-    assert plan(copy, time_limit=0.2, resized=True).offsets == \
-        plan(g.resized({"x": (1, 4, 3, 3), "a": (1, 4, 3, 3), "y": (1, 4, 3, 3)}),
+    copy = g.retargeted({"x": (1, 4, 3, 3), "a": (1, 4, 3, 3), "y": (1, 4, 3, 3)})
+    assert plan(copy, time_limit=0.2, retargeted=True).offsets == \
+        plan(g.retargeted({"x": (1, 4, 3, 3), "a": (1, 4, 3, 3), "y": (1, 4, 3, 3)}),
              time_limit=0.2).offsets
-    assert p.arena_bytes < plan(copy, time_limit=0.2, resized=True).arena_bytes
+    assert p.arena_bytes < plan(copy, time_limit=0.2, retargeted=True).arena_bytes
     g.add_op("Relu", ["nowhere"], ["a"], name="bad")
     with pytest.raises(GraphError, match="unknown tensor 'nowhere'"):
         plan(g, time_limit=0.2)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pyarena import plan, validate
 from pyarena.errors import InvalidArgumentError
 from pyarena.graph import Graph
-from pyarena.planning import schedule, step_bytes
+from pyarena.planning import schedule, live_bytes
 
 
 def all_orders(g):
@@ -46,8 +46,8 @@ def test_finishing_a_branch_first_lowers_the_peak():
     g = branching_graph()
     s = schedule(g, alignment=1)
     assert s.peak_before == 64 + 4096 + 4096          # a, b and x live at B
-    assert s.peak_after == max(step_bytes(g, s.order, 1))
-    assert s.peak_after == min(max(step_bytes(g, o, 1)) for o in all_orders(g))
+    assert s.peak_after == max(live_bytes(g, s.order, 1))
+    assert s.peak_after == min(max(live_bytes(g, o, 1)) for o in all_orders(g))
     assert s.peak_after == 64 + 4096 + 64     # x, b, a2 while B runs (= b, a2, b2 at B2)
     assert s.reordered and s.exact
     names = [g.ops[i].name for i in s.order]
@@ -94,9 +94,9 @@ def test_schedule_is_optimal_on_small_graphs(g):
     s = schedule(g, alignment=16)
     orders = list(all_orders(g))
     assert s.order in orders                           # a valid order
-    assert s.peak_after == max(step_bytes(g, s.order, 16))
-    assert s.peak_before == max(step_bytes(g, None, 16))
-    assert s.peak_after == min(max(step_bytes(g, o, 16)) for o in orders)
+    assert s.peak_after == max(live_bytes(g, s.order, 16))
+    assert s.peak_before == max(live_bytes(g, None, 16))
+    assert s.peak_after == min(max(live_bytes(g, o, 16)) for o in orders)
     assert s.peak_after <= s.peak_before
     # the floor: the fullest articulation step, the same in every order
     assert s.floor <= s.peak_after
@@ -116,12 +116,12 @@ def test_past_the_state_bound_beams_find_valid_orders_wide_ones_the_best(g):
     s = schedule(g, alignment=16, max_states=1)
     orders = list(all_orders(g))
     assert s.order in orders
-    assert s.peak_after == max(step_bytes(g, s.order, 16)) <= s.peak_before
+    assert s.peak_after == max(live_bytes(g, s.order, 16)) <= s.peak_before
     p = _Problem(g, 16)
     seg, base = _Segment(p, list(range(p.n)), set()), _live_after(p, [])
     wide = seg.beam(base, 10 ** 6, time.perf_counter() + 60)
     assert wide in orders
-    assert max(step_bytes(g, wide, 16)) == min(max(step_bytes(g, o, 16)) for o in orders)
+    assert max(live_bytes(g, wide, 16)) == min(max(live_bytes(g, o, 16)) for o in orders)
     narrow = seg.beam(base, 1, time.perf_counter() + 60)
     assert narrow in orders
 

@@ -49,7 +49,7 @@ def test_builtin_models_same_outputs(name):
 def test_squeezenet_same_outputs(tmp_path):
     path = randomized_light_model("squeezenet", os.path.join(tmp_path, "sq.onnx"))
     # NCHW: a channel Concat of batch 1 is contiguous slices (in NHWC it is
-    # not, so the layout pass is off here)
+    # not, so the NHWC pass is off here)
     p0, p1, cats = _compare(lambda: load_model(path, layout="keep"))
     assert len(cats) == 8 and all(k.path == "in place" for k in cats)
 

@@ -9,7 +9,7 @@ from pyarena.errors import InvalidArgumentError
 from pyarena.memory import Arena
 from pyarena.runtime import Executor, random_feeds
 from pyarena.runtime.keeper import build_kernels
-from pyarena.runtime.layout import to_nhwc
+from pyarena.runtime.nhwc import to_nhwc
 from pyarena.runtime.kernels import set_scratch
 from pyarena.runtime.kernels.registry import scratch_bytes_for
 from pyarena.runtime.models import mobilenet_v2, resnet
@@ -161,9 +161,9 @@ def test_kernels_built_from_a_prior_signature_are_those_built_anew(make, native)
     shapes = {n: t.shape for n, t in large.tensors.items() if t.role != "constant"}
     weights = Arena(alignment=64)
     before = build_kernels(small, weights, {})
-    g = small.resized(shapes)
+    g = small.retargeted(shapes)
     lent = build_kernels(g, weights, {}, prior=before.kernels)
-    fresh, fresh_weights = small.resized(shapes), Arena(alignment=64)
+    fresh, fresh_weights = small.retargeted(shapes), Arena(alignment=64)
     anew = build_kernels(fresh, fresh_weights)
     took = nhwc_gemm = 0
     for k, a, p in zip(lent.kernels, anew.kernels, before.kernels):

@@ -491,7 +491,7 @@ def test_a_focus_layer_and_a_csp_block_run_in_bands(tmp_path, reuse, n_bands, st
     block (two branches concatenated on the channels) are stage ops: a
     Slice is a 1-row window of stride ``step`` from row ``start``, a
     channel Concat is row-local.  A stage from the first Slice -- or from
-    the layout pass's Transpose of the NCHW image before it: the stage
+    the NHWC pass's Transpose of the NCHW image before it: the stage
     input's H is its axis 2, the others' axis 1 -- to the block's last
     conv, in bands, gives the unpatched outputs."""
     pytest.importorskip("onnx")

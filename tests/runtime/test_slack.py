@@ -4,7 +4,7 @@ workspace raised the arena are narrowed."""
 import numpy as np
 import pytest
 
-from pyarena.errors import MemoryBudgetError
+from pyarena.errors import MemoryLimitError
 from pyarena.planning import PlanOptions, plan, validate
 from pyarena.runtime import Executor, random_feeds
 from pyarena.runtime.kernels import set_scratch
@@ -103,6 +103,6 @@ def test_an_executor_takes_plan_options_as_options_or_a_dict():
     need = plan_in_slack(mobilenet_v2(64))
     tight = need.weights_bytes + need.arena_bytes - 1     # over the largest tensor alone
     for opts in (PlanOptions(), {}):
-        with pytest.raises(MemoryBudgetError, match="arena"):
+        with pytest.raises(MemoryLimitError, match="arena"):
             Executor(mobilenet_v2(64), plan_options=opts, max_memory=tight)
     Executor(mobilenet_v2(64), plan_options=PlanOptions(max_memory=tight + 1), max_memory=tight)

@@ -1,6 +1,6 @@
 """Each weight held once: an ONNX model's weights stay views of the file
 until the executor places them; a batch norm folded into a convolution and
-the layout pass's NHWC weights are not computed into graph constants but
+the NHWC pass's NHWC weights are not computed into graph constants but
 where the kernel lays its weights out (the graph's constant stays the
 file's, read at setup only); constants computed at load live in the
 graph's weights arena, which the executor shares; a kernel's copy of a
@@ -145,7 +145,7 @@ def test_folded_batch_norm_weights_are_exact(tmp_path):
     np.testing.assert_array_equal(k.wm.reshape(want.shape), want)
 
 
-# -- a weight a kernel packs is held once: the layout pass and folded batch norms --
+# -- a weight a kernel packs is held once: the NHWC pass and folded batch norms --
 
 def _block_bn(path, c=16, e=96, seed=0):
     """MobileNetV2's block with batch norms: 1x1 expand, depthwise 3x3,

@@ -21,7 +21,7 @@ on :class:`~pyarena.runtime.kernels.registry.Kernel`):
 ``fold``            one of :data:`FOLD_KINDS`: whether and when the
                     importer folds it on constant inputs
 ``nhwc``            one of :data:`NHWC_KINDS`: its NHWC form
-                    (:mod:`pyarena.runtime.layout`); None: stays NCHW
+                    (:mod:`pyarena.runtime.nhwc`); None: stays NCHW
 ``rows``            its row kind for patched stages
                     (:data:`pyarena.planning.op_facts.ROW_KINDS`)
 ``qdq``             one of :data:`QDQ_KINDS`: what a ``DequantizeLinear ->
@@ -88,7 +88,7 @@ FOLD_KINDS = ("free", "capped", "expanding", "never")
 #: constant operands are re-laid out; ``"attr"``: an NHWC kernel picked by
 #: ``layout="NHWC"``; ``"prelu"``: that, with its slope re-laid out;
 #: ``"conv"``, ``"concat"``, ``"pad"``, ``"slice"``, ``"resize"``: axes,
-#: pads, scales or weights remapped (runtime/layout.py).
+#: pads, scales or weights remapped (runtime/nhwc.py).
 NHWC_KINDS = ("elementwise", "broadcast", "attr", "prelu", "conv", "concat", "pad", "slice",
               "resize")
 #: ``"same_scale"``: the op itself on the integer tensor when input and

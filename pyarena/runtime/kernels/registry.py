@@ -160,7 +160,7 @@ def const(value, dtype=np.float32):
     return np.array(value, dtype=dtype)
 
 
-def _layout_size(specs):
+def _parts_size(specs):
     off = 0
     for shape, dtype in specs:
         off = -(-off // _ALIGN) * _ALIGN
@@ -201,7 +201,7 @@ class Kernel(facts.Operator):
     outputs_by_position = False
 
     #: while ``setup`` runs: a kernel of the same op built for other shapes
-    #: (the last signature's, when an InferenceSession re-sizes a graph), or
+    #: (the last signature's, when an InferenceSession retargets a graph), or
     #: None; ``setup`` may take from it what does not depend on the shapes
     #: (Conv: its weights as laid out), after checking that it still holds
     prior = None
@@ -291,7 +291,7 @@ class Kernel(facts.Operator):
 
     @property
     def scratch_bytes(self):
-        return _layout_size(self.scratch) if self.scratch else 0
+        return _parts_size(self.scratch) if self.scratch else 0
 
     def setup(self):
         pass

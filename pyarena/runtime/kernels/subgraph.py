@@ -18,7 +18,7 @@ Plans are kept per body graph and scratch setting, since a kernel's
 
 A body may hold pool tensors (sizes that depend on data: a NonZero, a
 TopK whose K is computed in the body): they are not planned, the ops
-touching them are :class:`~.pool_step.PoolStep` s drawing
+touching them are :class:`~.pool_op.PoolOp` s drawing
 from the outer op's pool (the outer op is then a pool op itself, run
 through its ``produce``, which hands the pool over with ``use_pool``),
 and each is freed after its last reader in the iteration.
@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 
 from ...planning import plan as make_plan
-from .pool_step import PoolStep, pool_frees
+from .pool_op import PoolOp, pool_frees
 from .registry import _carve, graph_kernel, set_scratch
 
 __all__ = ["Body"]
@@ -78,7 +78,7 @@ class Body:
         self.steps, self.ins, self.outs, self.calls = [], [], [], []
 
     def _kernels(self, keep):
-        """The body's kernels: a :class:`~.pool_step.PoolStep`
+        """The body's kernels: a :class:`~.pool_op.PoolOp`
         for an op reading or writing a pool tensor (its pool given by
         ``use_pool`` before a run), the op's own kernel for the rest."""
         g = self.graph
@@ -89,7 +89,7 @@ class Body:
         out = []
         for op in g.ops:
             if op.name in pool_ops:
-                self.pool_steps.append(PoolStep(g, op, keep, None, self.pooled,
+                self.pool_steps.append(PoolOp(g, op, keep, None, self.pooled,
                                                 frees.get(op.name, ())))
                 out.append(self.pool_steps[-1])
             else:

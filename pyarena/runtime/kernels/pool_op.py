@@ -15,7 +15,7 @@ from ...errors import GraphError, UnsupportedOpError
 from ...graph import Tensor
 from .registry import KERNELS, _carve, make_kernel
 
-__all__ = ["PoolStep", "pool_frees"]
+__all__ = ["PoolOp", "pool_frees"]
 
 #: kernels kept per operator, one per input signature
 MAX_SIGNATURES = 16
@@ -46,7 +46,7 @@ def _value(a):
     return None
 
 
-class PoolStep:
+class PoolOp:
     """One operator touching pool tensors.  ``pooled``: the run's pool
     tensors by name (shared by every step); ``frees``: the pool tensors
     whose last reader this op is."""

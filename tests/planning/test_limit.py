@@ -7,7 +7,7 @@ import pytest
 from onnx import helper
 
 from helpers.onnx_util import make_model
-from pyarena import MemoryBudgetError, plan
+from pyarena import MemoryLimitError, plan
 from pyarena.cli import main
 from pyarena.graph import Graph
 from pyarena.importers import load_model
@@ -38,7 +38,7 @@ def test_absurd_onnx_input_is_refused_by_default(tmp_path):
     path = _huge_input_model(tmp_path)
     need = 3 * 100000 * 100000 * 4
     assert need > physical_memory()        # the default budget
-    with pytest.raises(MemoryBudgetError) as e:
+    with pytest.raises(MemoryLimitError) as e:
         load_model(str(path))
     assert e.value.tensor in ("x", "y")
     assert e.value.tensor_bytes == need
@@ -54,13 +54,13 @@ def test_plan_and_executor_check_weights_plus_arena():
     p = plan(g)
     need = p.arena_bytes + 4000
     assert plan(g, max_memory=need).arena_bytes == p.arena_bytes
-    with pytest.raises(MemoryBudgetError) as e:
+    with pytest.raises(MemoryLimitError) as e:
         plan(g, max_memory=need - 1)
     assert e.value.needed == need and e.value.budget == need - 1
     assert f"needs {need:,} bytes" in str(e.value)          # weights + arena: exact
-    with pytest.raises(MemoryBudgetError):
+    with pytest.raises(MemoryLimitError):
         Executor(g, p, max_memory=need - 1)
-    with pytest.raises(MemoryBudgetError):
+    with pytest.raises(MemoryLimitError):
         Executor(g, max_memory=need - 1)
     ex = Executor(g, p, max_memory=need)
     out = ex.run({"x": np.full(1000, -3.0, np.float32)})["y"]
@@ -69,7 +69,7 @@ def test_plan_and_executor_check_weights_plus_arena():
 
 def test_one_tensor_over_the_budget_is_named_before_planning():
     g = _graph(n=1 << 20)
-    with pytest.raises(MemoryBudgetError, match="tensor '(x|a|y)' needs 4,194,304 bytes"):
+    with pytest.raises(MemoryLimitError, match="tensor '(x|a|y)' needs 4,194,304 bytes"):
         plan(g, max_memory=1 << 20)
 
 
@@ -86,7 +86,7 @@ def test_budget_accepts_numpy_integers():
 
 def test_budget_error_pickles():
     import pickle
-    e = MemoryBudgetError("t", 10, 20, 5)
+    e = MemoryLimitError("t", 10, 20, 5)
     f = pickle.loads(pickle.dumps(e))
     assert (f.tensor, f.tensor_bytes, f.needed, f.budget) == ("t", 10, 20, 5)
     assert str(f) == str(e) and isinstance(f, MemoryError)

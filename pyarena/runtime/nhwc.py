@@ -1,4 +1,4 @@
-"""The layout pass: the NCHW regions of an ONNX graph that the NHWC kernels
+"""The NHWC pass: the NCHW regions of an ONNX graph that the NHWC kernels
 cover run in NHWC.
 
 ``to_nhwc(graph, rule="auto")`` rewrites a fused float32 graph in place,
@@ -41,8 +41,8 @@ NCHW kernel.
 
 ``graph.relaid`` records what was done (None when nothing converted): the
 counts for reports (``regions``, ``ops``, ``transposes``), ``shapes``
-(tensor -> (the NCHW tensor whose shape it permutes, perm)) for re-sizing
-the graph to other input shapes (importers/resize.py), and ``baked`` (the
+(tensor -> (the NCHW tensor whose shape it permutes, perm)) for retargeting
+the graph to other input shapes (importers/retarget.py), and ``baked`` (the
 constants whose values were re-laid out into new ones: the operands of
 element-wise ops, PRelu slopes, Pad's pads).  Returns the number of ops
 converted.

@@ -1,4 +1,4 @@
-"""The layout pass (pyarena.runtime.layout): small NCHW ONNX models whose
+"""The NHWC pass (pyarena.runtime.nhwc): small NCHW ONNX models whose
 convolution regions run in NHWC; the converted graph matches onnxruntime
 and the unconverted run, keeps its inputs and outputs as they are, and is
 left alone where nothing converts or the rule declines."""
@@ -205,21 +205,21 @@ def test_layout_rule_is_checked(tmp_path):
     assert load_model(str(path), native=False, layout="nhwc").relaid is None
 
 
-def test_session_resizes_a_converted_graph(tmp_path):
+def test_session_retargets_a_converted_graph(tmp_path):
     nodes, inits, _ = _inverted_residual()
     path = tmp_path / "block.onnx"
     make_model(nodes, {"x": (["n", 8, "h", "w"], np.float32)}, {"y": (None, np.float32)},
                inits, path=path)
     s = InferenceSession(str(path))
     off = InferenceSession(str(path), layout="keep")
-    made, real = [], InferenceSession._resized       # the second shape: re-sized
+    made, real = [], InferenceSession._retargeted       # the second shape: retargeted
 
-    def resized(self, shapes):
+    def retargeted(self, shapes):
         got = real(self, shapes)
         if self is s:
             made.append(got)
         return got
-    with mock.patch.object(InferenceSession, "_resized", resized):
+    with mock.patch.object(InferenceSession, "_retargeted", retargeted):
         for shape in [(1, 8, 10, 9), (2, 8, 7, 12), (1, 8, 10, 9)]:
             x = rnd(*shape)
             ref = ort_run(path, {"x": x})["y"]
@@ -302,7 +302,7 @@ def test_random_conv_chains_match_unconverted(tmp_path, kinds, batch, c, seed):
 def test_auto_without_depthwise_declines_large_weights(tmp_path, monkeypatch):
     # 1x1 convs only: converted while the conv weights are within
     # MAX_WEIGHTS (the NHWC kernels keep a second copy of them), not above
-    from pyarena.runtime import layout
+    from pyarena.runtime import nhwc
     nodes = [node("Conv", ["x", "w1"], ["a"]), node("Relu", ["a"], ["r"]),
              node("Conv", ["r", "w2"], ["b"]), node("GlobalAveragePool", ["b"], ["y"])]
     path = tmp_path / "pw.onnx"
@@ -310,7 +310,7 @@ def test_auto_without_depthwise_declines_large_weights(tmp_path, monkeypatch):
                {"w1": rnd(32, 4, 1, 1), "w2": rnd(32, 32, 1, 1)}, path=path)
     feeds = {"x": rnd(1, 4, 8, 8)}
     assert _check(path, feeds, ["y"])[0].relaid["ops"] == 3
-    monkeypatch.setattr(layout, "MAX_WEIGHTS", 32 * 36 * 4 - 1)      # one byte short
+    monkeypatch.setattr(nhwc, "MAX_WEIGHTS", 32 * 36 * 4 - 1)      # one byte short
     assert _check(path, feeds, ["y"])[0].relaid is None
     assert _check(path, feeds, ["y"], rule="nhwc")[0].relaid["ops"] == 3
 

@@ -1,15 +1,15 @@
-"""A new input-shape signature from the last one's graph, re-sized.
+"""A new input-shape signature from the last one's graph, retargeted.
 
 An :class:`~pyarena.InferenceSession` sees a model again for other input
 shapes.  The graph the importer builds for them differs from the last
 signature's only in its tensors' shapes and in the shape arithmetic folded
 from them (a ``Reshape`` target computed from a ``Shape``): the nodes, the
 static folds, the fused convolutions and their attributes are the same.
-:func:`resize` therefore runs pyarena's shape rules once over the model
+:func:`retarget` therefore runs pyarena's shape rules once over the model
 without its static nodes (``ImportCache.reduced``, read, not copied;
 the rules prepared once, :class:`~.onnx_shapes.ShapeProgram`),
 takes the derived constants' new values from the rules' value propagation,
-and gives the last graph those shapes and values (:meth:`Graph.resized`):
+and gives the last graph those shapes and values (:meth:`Graph.retargeted`):
 no protobuf copy, no folding passes, no graph building, no fusion.  The
 kernels, the scratch sizes and the plan are then made for the new shapes
 as for any graph.
@@ -22,9 +22,9 @@ error); a tensor whose new shape one pass of the rules does not fix, or
 of another rank or element type; a derived constant whose new value the
 propagation does not give, or of another shape or type.  A derived
 constant read only by an op fused away (its value baked into the fusion)
-is not in the fused graph any more, and such a graph is not re-sized
-either (:func:`resizable`); nor is one whose derived constant the layout
-pass re-laid out.  The tensors the layout pass made NHWC
+is not in the fused graph any more, and such a graph is not retargeted
+either (:func:`retargetable`); nor is one whose derived constant the layout
+pass re-laid out.  The tensors the NHWC pass made NHWC
 (``graph.relaid["shapes"]``) get the NCHW rules' shapes permuted.
 """
 from functools import partial
@@ -37,11 +37,11 @@ from ..runtime.kernels import op_fact
 from .onnx import _attrs, _collect, _input_dims, _np_dtype
 from .onnx_shapes import NotCovered, ShapeProgram
 
-__all__ = ["Template", "resizable", "resize"]
+__all__ = ["Template", "retargetable", "retarget"]
 
 
 class Template:
-    """A signature's graph kept to re-size: ``graph`` and ``derived`` (its
+    """A signature's graph kept to retarget: ``graph`` and ``derived`` (its
     constants computed from the input shapes, which change with them)."""
 
     def __init__(self, graph, derived):
@@ -50,9 +50,9 @@ class Template:
         self.program = None     # the shape rules over the reduced model, prepared once
 
 
-def resizable(graph, derived):
+def retargetable(graph, derived):
     """Whether ``graph`` (fused, as imported; ``derived`` the names of its
-    constants that are not static) can be re-sized for other shapes."""
+    constants that are not static) can be retargeted for other shapes."""
     ts = graph.tensors
     if any(n not in ts for n in derived):       # baked into a fused op
         return False
@@ -64,8 +64,8 @@ def resizable(graph, derived):
                    or op.notes.reads_values for op in graph.ops)
 
 
-def resize(template, cache, onnx, path, inputs):
-    """The template's graph re-sized for the input shapes ``inputs`` (name
+def retarget(template, cache, onnx, path, inputs):
+    """The template's graph retargeted for the input shapes ``inputs`` (name
     -> dims), or None when it cannot be (module docstring)."""
     model = cache.reduced
     g0 = template.graph
@@ -108,7 +108,7 @@ def resize(template, cache, onnx, path, inputs):
         d = shapes.get(src)
         shapes[name] = None if d is None or len(d) != len(perm) else [d[p] for p in perm]
     try:
-        g = g0.resized(shapes, data)
+        g = g0.retargeted(shapes, data)
     except PyArenaError:
         return None
     for op in g.ops:        # the last plan's narrowed scratch is its own
