@@ -48,65 +48,51 @@ def _values(n):
     return [n.v(i) for i in range(len(n.ins))]
 
 
+def _known(compute, name):
+    """The evaluator of ``compute(values)`` (its result as an array):
+    ``NotImplemented`` -- the reference evaluator folds it -- while an input
+    value is unknown."""
+    def evaluate(n):
+        x = _values(n)
+        if not x or any(v is None for v in x):
+            return NotImplemented
+        return [np.asarray(compute(x))]
+    evaluate.__name__ = f"evaluate_{name}"
+    return evaluate
+
+
 def ufunc(fn):
     """The evaluator of ``y = fn(x)`` (one operand)."""
-    def evaluate(n):
-        x = n.v(0)
-        return NotImplemented if x is None else [np.asarray(fn(x))]
-    evaluate.__name__ = f"evaluate_{fn.__name__}"
-    return evaluate
+    return _known(lambda x: fn(x[0]), fn.__name__)
 
 
 def arith(fn):
     """The evaluator of a binary arithmetic op: NumPy's result in the
     operands' common type, an integer Div truncated (ONNX) not floored."""
-    def evaluate(n):
-        x = _values(n)
-        if any(v is None for v in x):
-            return NotImplemented
+    def compute(x):
         r = fn(x[0], x[1])
         if fn is np.divide and x[0].dtype.kind in "iu":
             r = np.trunc(r)
-        return [np.asarray(r).astype(np.result_type(x[0], x[1]))]
-    evaluate.__name__ = f"evaluate_{fn.__name__}"
-    return evaluate
+        return np.asarray(r).astype(np.result_type(x[0], x[1]))
+    return _known(compute, fn.__name__)
 
 
-def power(n):
-    """Pow: the base's type (ONNX)."""
-    x = _values(n)
-    if any(v is None for v in x):
-        return NotImplemented
-    return [np.asarray(np.power(x[0], x[1])).astype(np.asarray(x[0]).dtype)]
+#: Pow: the base's type (ONNX)
+power = _known(lambda x: np.asarray(np.power(x[0], x[1])).astype(np.asarray(x[0]).dtype),
+               "power")
 
 
 def extreme(fn):
     """Min / Max of any number of broadcast operands."""
-    def evaluate(n):
-        x = _values(n)
-        if not x or any(v is None for v in x):
-            return NotImplemented
-        return [np.asarray(fn.reduce(np.broadcast_arrays(*x)))]
-    evaluate.__name__ = f"evaluate_{fn.__name__}"
-    return evaluate
+    return _known(lambda x: fn.reduce(np.broadcast_arrays(*x)), fn.__name__)
 
 
 def logical(fn, arity):
     """A comparison or boolean op of ``arity`` operands."""
-    def evaluate(n):
-        x = _values(n)
-        if any(v is None for v in x):
-            return NotImplemented
-        return [np.asarray(fn(*x[:arity]))]
-    evaluate.__name__ = f"evaluate_{fn.__name__}"
-    return evaluate
+    return _known(lambda x: fn(*x[:arity]), fn.__name__)
 
 
-def where(n):
-    x = _values(n)
-    if any(v is None for v in x):
-        return NotImplemented
-    return [np.asarray(np.where(x[0], x[1], x[2]))]
+where = _known(lambda x: np.where(x[0], x[1], x[2]), "where")
 
 
 def identity(n):
@@ -204,18 +190,14 @@ def transpose(n):
     return NotImplemented if x is None else [np.asarray(np.transpose(x, n.a.get("perm")))]
 
 
-def arange(n):
-    x = _values(n)
-    if any(v is None for v in x):
-        return NotImplemented
+def _arange(x):
     start, limit, delta = (v.reshape(()) for v in x)
     count = max(int(np.ceil((limit - start) / delta)), 0)
-    return [np.asarray((start + delta * np.arange(count)).astype(x[0].dtype))]
+    return (start + delta * np.arange(count)).astype(x[0].dtype)
 
 
-def expand(n):
-    x = _values(n)
-    if any(v is None for v in x):
-        return NotImplemented
-    return [np.asarray(np.broadcast_to(
-        x[0], np.broadcast_shapes(x[0].shape, tuple(int(d) for d in x[1]))).copy())]
+arange = _known(_arange, "arange")
+
+
+expand = _known(lambda x: np.broadcast_to(
+    x[0], np.broadcast_shapes(x[0].shape, tuple(int(d) for d in x[1]))).copy(), "expand")
