@@ -309,3 +309,43 @@ def test_a_computed_reshape_target_is_followed_in_one_pass(allowzero):
         return
     shapes, _ = infer_shapes(onnx, m, 17, _collect, "m")
     assert shapes["t"] == [3] and shapes["y"] == [2, 3, 4]
+
+
+@pytest.mark.parametrize("fmt", ["QOperator", "QDQ"])
+def test_quantized_models_get_the_same_graph_from_onnxs_inference(tmp_path, monkeypatch, fmt):
+    """onnxruntime's quantized model (its com.microsoft QLinear ops; QDQ
+    chains fused into them): ONNX's inference leaves contrib ops unsized,
+    the contrib ops' own shape rules size them -- the same graph as
+    pyarena's own inference."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    from importers.test_quantized_models import Calibration, float_cnn
+    f, q = tmp_path / "float.onnx", tmp_path / f"{fmt}.onnx"
+    float_cnn(f)
+    quantization.quantize_static(str(f), str(q), Calibration(),
+                                 quant_format=getattr(quantization.QuantFormat, fmt))
+    own, ref, fell_back = _both(monkeypatch, q)
+    assert not fell_back
+    assert isinstance(own, tuple) and own == ref
+    assert any(t.startswith("QLinear") for t, _, _ in own[1])
+
+
+def test_a_constant_cast_to_bfloat16_folds_as_onnxruntime_computes(tmp_path):
+    """Folding a Cast takes the target dtype from onnx (bfloat16 too, which
+    NumPy does not know): the constant rounds through bfloat16 as it does
+    in onnxruntime."""
+    pytest.importorskip("onnxruntime")
+    from helpers.model_zoo import ort_run
+    c = np.array([1.0, 1.00390625, 3.14159, -2.71828], np.float32)
+    nodes = [helper.make_node("Cast", ["c"], ["b"], to=onnx.TensorProto.BFLOAT16),
+             helper.make_node("Cast", ["b"], ["f"], to=onnx.TensorProto.FLOAT),
+             helper.make_node("Add", ["f", "x"], ["y"])]
+    path = str(tmp_path / "bf16.onnx")
+    make_model(nodes, {"x": ([4], np.float32)}, {"y": ([4], np.float32)}, {"c": c},
+               opset=17, path=path)
+    g = load_model(path)
+    assert [op.op_type for op in g.ops] == ["Add"]          # the casts folded
+    from pyarena.runtime import Executor
+    x = np.zeros(4, np.float32)
+    got = np.array(Executor(g).run({"x": x})["y"])
+    np.testing.assert_array_equal(got, ort_run(path, {"x": x})["y"])
+    assert not np.array_equal(got, c)                       # it did round

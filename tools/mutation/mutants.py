@@ -2254,11 +2254,10 @@ MUTANTS = [
       "a retargeted graph shares its ops' notes: one signature's narrowed scratch leaks to "
       "the other", ("tests/graph/test_notes.py",)),
     M("fold-dtype-unknown", "pyarena/importers/onnx_fold.py",
-      "        n.dtype_of = onnx.helper.tensor_dtype_to_np_dtype\n",
-      "",
-      "folding a Cast knows only the standard numeric types (a float16 or bfloat16 "
-      "target is refused)", ("tests/importers/test_onnx_dims_and_slices.py",
-                            "tests/importers/test_onnx_importer.py")),
+      '        n.dtype_of = onnx.helper.tensor_dtype_to_np_dtype\n',
+      '',
+      'folding a Cast knows only the standard numeric types (a float16 or bfloat16 target is refused)',
+      ("tests/importers/test_onnx_shapes.py", "tests/importers/test_onnx_importer.py")),
     M("tflite-options-not-read", "pyarena/importers/tflite_options.py",
       "    if rec is not None and rec.options is not None:",
       "    if False:",
