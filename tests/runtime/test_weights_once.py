@@ -184,12 +184,13 @@ def _block_bn(path, c=16, e=96, seed=0):
 
 
 def _held_bytes(ex):
-    """The weights arena's bytes accounted for: the arrays the kernels keep
-    there, the constants placed for run time, and the graph's small
-    constants there (folded biases), each rounded to the arena's 64."""
+    """The weights arena's bytes accounted for: the arrays the kernels (and
+    a Conv's path, ``impl``) keep there, the constants placed for run time,
+    and the graph's small constants there (folded biases), each rounded to
+    the arena's 64."""
     seen = {}
     for k in ex.kernels:
-        for v in vars(k).values():
+        for v in [*vars(k).values(), *vars(getattr(k, "impl", k)).values()]:
             if isinstance(v, np.ndarray) and ex.weights.owns(v):
                 seen[v.__array_interface__["data"][0]] = v.nbytes
     for v in ex.constants.values():
@@ -329,14 +330,14 @@ def test_a_signature_prepared_before_any_run_lends_its_weights_to_the_next(
     # no run yet: the last built executor's kernels are the prior, so the next
     # signature's convolutions take its layouts instead of folding the file's
     # weights and packing them again
-    from pyarena.runtime.kernels import conv
+    from pyarena.runtime.kernels import conv_weights
     path = str(tmp_path / "b.onnx")
     _block_bn(path, seed=6)
     s = InferenceSession(path)
     sigs = [(("x", (1, 16, 9, w), None),) for w in (10, 13)]
     a = s._executor(sigs[0])
     folds = []
-    monkeypatch.setattr(conv, "fold_scales", lambda *args: folds.append(args) or
+    monkeypatch.setattr(conv_weights, "fold_scales", lambda *args: folds.append(args) or
                         fold_scales(*args))
     b = s._executor(sigs[1])
     assert folds == []
