@@ -228,7 +228,11 @@ def side_by_side(args):
 #: a signature retargeted from the last graph (importers/retarget.py) runs the
 #: prepared shape rules, Graph.retargeted and build_kernels instead of the
 #: import's inference, folding, building, fusion and scratch sizing)
-PHASES = [("pyarena.importers.onnx", "_OnnxImport", "infer", "shape inference"),
+PHASES = [("pyarena.importers.onnx_inference", "ShapeInference", "infer", "shape inference"),
+          ("pyarena.importers.onnx_constants", "ConstantFolding", "fold_pass", "folding"),
+          ("pyarena.importers.onnx_build", "GraphBuild", "build", "graph"),
+          # the same steps before they had modules of their own
+          ("pyarena.importers.onnx", "_OnnxImport", "infer", "shape inference"),
           ("pyarena.importers.onnx", "_OnnxImport", "fold_pass", "folding"),
           ("pyarena.importers.onnx", "_OnnxImport", "build", "graph"),
           ("pyarena.importers", None, "fuse", "fusion"),

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper
 
 from helpers.onnx_util import make_model
 from pyarena.importers import load_model
-from pyarena.importers.onnx import FOLD_MAX_BYTES
+from pyarena.importers.onnx_fold import FOLD_MAX_BYTES
 from pyarena.runtime import Executor
 
 AS_LIMIT = 1 << 30          # the old import needed 2 GiB for the first model

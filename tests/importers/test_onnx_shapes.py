@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pyarena.importers.onnx as onnx_importer
+import pyarena.importers.onnx_inference as inference
 from helpers.model_zoo import randomized_light_model
 from helpers.onnx_util import make_model
 from pyarena.errors import GraphError, ModelImportError
@@ -23,7 +23,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
-_ONNX_INFER = onnx_importer.infer_with_contrib     # ONNX's, counted in _both
+_ONNX_INFER = inference.infer_with_contrib     # ONNX's, counted in _both
 
 
 def _summary(g):
@@ -37,11 +37,11 @@ def _both(monkeypatch, path, **kw):
     """(own, onnx's, whether the own pass fell back) -- each a graph
     summary or the error's class name."""
     calls = []
-    monkeypatch.setattr(onnx_importer, "infer_with_contrib",
+    monkeypatch.setattr(inference, "infer_with_contrib",
                         lambda *a: calls.append(1) or _ONNX_INFER(*a))
     out = []
     for own in (True, False):
-        monkeypatch.setattr(onnx_importer, "OWN_SHAPE_INFERENCE", own)
+        monkeypatch.setattr(inference, "OWN_SHAPE_INFERENCE", own)
         calls.clear()
         try:
             out.append(_summary(load_model(str(path), **kw)))

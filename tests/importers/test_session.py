@@ -254,6 +254,26 @@ def test_a_retargeted_signature_shares_the_shape_folds_equal_to_the_first(tmp_pa
         assert not np.array_equal(other, first)
 
 
+def test_a_signature_imported_in_full_again_takes_the_static_folds(tmp_path):
+    """Under a memory budget a new signature is imported in full (not
+    re-sized), from the model without its static nodes: the transposed
+    weight that the first import folded is read from the cache -- the same
+    array -- and the outputs are those of a fresh import."""
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    path = _width_model(str(tmp_path / "w.onnx"))
+    s = InferenceSession(path, memory_budget=1 << 30)
+    for w in WIDTHS[:2]:
+        x = _wx(w, w)
+        (y,) = s.run(None, {"x": x})
+        fresh = Executor(load_model(path, inputs={"x": x.shape})).run({"x": x})["y"]
+        np.testing.assert_allclose(y, fresh, rtol=1e-6, atol=1e-6)
+    assert s._template is None and s._cache.reduced is not None    # no re-sizing
+    first, second = (entry[0] for entry in s._plans.values())
+    assert "wm" not in [o for op in second.ops for o in op.outputs]
+    assert second.tensors["wm"].data is first.tensors["wm"].data
+
+
 def test_the_file_is_parsed_once_per_session(tmp_path, monkeypatch):
     import pyarena.importers.onnx as onnx_importer
     path = _width_model(str(tmp_path / "w.onnx"))

@@ -425,8 +425,9 @@ def test_softmax_family_default_axis_per_opset(tmp_path, op, opset, axis, coerce
     make_model([node(op, ["x"])], {"x": ([2, 3, 4], np.float32)},
                {"y": (None, np.float32)}, opset=opset, path=path)
     from pyarena.importers.onnx import _OnnxImport
+    from pyarena.importers.onnx_build import GraphBuild
     imp = _OnnxImport(str(path))
-    attrs = imp.attrs(imp.model.graph.node[0])
+    attrs = GraphBuild(imp).attrs(imp.model.graph.node[0])
     assert attrs["axis"] == axis
     assert bool(attrs.get("coerce_2d", 0)) == coerced
     assert load_model(str(path)).ops[0].attrs["axis"] == axis

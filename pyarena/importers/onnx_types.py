@@ -1,0 +1,65 @@
+"""What an ONNX model declares of its tensors, in pyarena's terms: element
+types as NumPy dtypes, a ValueInfo's dims (ints, symbols, None for
+unknown), and the shapes and types a model's ValueInfos and initializers
+name (``_collect``).  Every step of the ONNX import reads them, and so do
+the session and the re-sizing of a graph (through ``onnx.py``).
+"""
+import numpy as np
+
+from ..errors import ModelImportError
+
+
+def _np_dtype(onnx, elem_type, what, _known={}):
+    dt = _known.get(elem_type)
+    if dt is not None:
+        return dt
+    try:
+        dt = _known[elem_type] = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+        return dt
+    except Exception:
+        raise ModelImportError(f"{what}: unsupported ONNX element type {elem_type}") from None
+
+
+def _dims(vi):
+    """Shape of a ValueInfo: ints, symbol strings, None for unknown; or None
+    if the rank is unknown."""
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    out = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value") and d.dim_value >= 0:
+            out.append(int(d.dim_value))
+        elif d.HasField("dim_value"):     # -1: "any size", as some exporters write
+            out.append(None)
+        elif d.HasField("dim_param") and d.dim_param:
+            out.append(d.dim_param)
+        else:
+            out.append(None)
+    return out
+
+
+def _input_dims(vi):
+    """A graph input's dims, the symbol ``?`` (each one its own unknown,
+    not one symbol shared) as unknown, to be bound."""
+    dims = _dims(vi)
+    if dims is None:
+        return None
+    return [None if d == "?" else d for d in dims]
+
+
+def _collect(model):
+    shapes, types = {}, {}
+    g = model.graph
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if vi.type.HasField("tensor_type"):
+            tt = vi.type.tensor_type
+            if tt.elem_type:
+                types[vi.name] = tt.elem_type
+            d = _dims(vi)
+            if d is not None or vi.name not in shapes:
+                shapes[vi.name] = d
+    for init in g.initializer:
+        shapes[init.name] = list(init.dims)
+        types[init.name] = init.data_type
+    return shapes, types
