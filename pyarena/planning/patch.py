@@ -55,7 +55,7 @@ from .resize_rows import resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "is_spatial", "row_kind", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
            "patch_op", "splice",
-           "stage_macs", "stage_needs", "fill_steps", "op_geometry", "op_rows", "slice_params",
+           "stage_macs", "stage_needs", "fill_rounds", "op_geometry", "op_rows", "slice_params",
            "row_shapes"]
 
 PATCH_OP = "PatchedStage"
@@ -382,13 +382,13 @@ def stage_needs(ops, tensors, y, bands, h_axis, geos, reuse=False):
     """:func:`band_needs` of every band in order.  With row reuse each band
     computes only the rows the bands before did not, and the rows the first
     band needs (the stage's whole receptive field) are made first by
-    :func:`fill_steps`, whose steps come before the bands' in the list."""
+    :func:`fill_rounds`, whose rounds come before the bands' in the list."""
     if not reuse:
         return [band_needs(ops, tensors, y, b, h_axis, geos) for b in bands]
     first, _ = band_needs(ops, tensors, y, bands[0], h_axis, geos)
     done = {}
-    steps = fill_steps(ops, tensors, y, h_axis, geos, first, bands, done)
-    return steps + [band_needs(ops, tensors, y, b, h_axis, geos, done) for b in bands]
+    rounds = fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done)
+    return rounds + [band_needs(ops, tensors, y, b, h_axis, geos, done) for b in bands]
 
 
 def _ready(geo, have, size, out_size):
@@ -405,7 +405,7 @@ def _ready(geo, have, size, out_size):
 
 
 def _frontier(ops, tensors, y, h_axis, geos, first, x_rows):
-    """tensor -> the rows [0, n) of it a fill step makes from the stage
+    """tensor -> the rows [0, n) of it a fill round makes from the stage
     input's first ``x_rows`` rows, capped by the first band's windows."""
     x = ops[0].inputs[0]
     have = {x: min(x_rows, _h(tensors[x], h_axis))}
@@ -433,24 +433,24 @@ def _next_read(ops, tensors, h_axis, geos, i, j, done):
     return r[0]
 
 
-def fill_steps(ops, tensors, y, h_axis, geos, first, bands, done):
-    """Row reuse: the steps that make the rows ``first`` (the first band's
+def fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done):
+    """Row reuse: the rounds that make the rows ``first`` (the first band's
     windows) lists, a few input rows at a time (as many as a band reads),
-    every op as far as its inputs allow.  Each step is ``(need,
+    every op as far as its inputs allow.  Each round is ``(need,
     per_op)`` as :func:`band_needs` gives; the windows hold the rows read
-    in the step and those a reader still needs later; ``done`` gets the
+    in the round and those a reader still needs later; ``done`` gets the
     end of the rows made."""
     x = ops[0].inputs[0]
-    step = max(1, -(-_h(tensors[x], h_axis) // len(bands)))
+    grow = max(1, -(-_h(tensors[x], h_axis) // len(bands)))
     readers = {}
     for i, op in enumerate(ops):
         for j, n in enumerate(op.inputs):
             if n in tensors:
                 readers.setdefault(n, []).append((i, j))
-    steps, r = [], step
+    rounds, r = [], grow
     while any(done.get(n, 0) < first[n][1] for n in first if n not in (x, y)):
         have = _frontier(ops, tensors, y, h_axis, geos, first, r)
-        r += step
+        r += grow
         per_op, lo = {}, {}
         for i, op in enumerate(ops):
             out = op.outputs[0]
@@ -479,8 +479,8 @@ def fill_steps(ops, tensors, y, h_axis, geos, first, bands, done):
             a = min(([lo[n]] if n in lo else []) + later, default=None)
             if a is not None and a < done.get(n, 0):
                 need[n] = (max(0, a), done[n])
-        steps.append((need, per_op))
-    return steps
+        rounds.append((need, per_op))
+    return rounds
 
 
 def _macs_per_row(op, graph):

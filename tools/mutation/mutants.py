@@ -1220,7 +1220,7 @@ MUTANTS = [
     M("patch-fill-reads-ahead", "pyarena/planning/patch.py",
       "    return min(out_size, max(0, (have - 1 + pt - d * (k - 1)) // s + 1))\n",
       "    return min(out_size, max(0, (have - 1 + pt) // s + 1))\n",
-      "a fill step computes output rows whose kernel window reaches input rows not made "
+      "a fill round computes output rows whose kernel window reaches input rows not made "
       "yet", ("tests/planning/test_patch.py", "tests/runtime/test_patched.py")),
     M("patch-side-branch-dropped", "pyarena/planning/patch.py",
       "    graph.ops[stage.first:stage.last + 1] = [graph.ops[i] for i in stage.hoisted] + [op]\n",
