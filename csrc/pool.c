@@ -4,7 +4,8 @@
  * classes, buddy orders, large spans: slab.c, buddy.c, large.c), serves it
  * from the deferred caches first (cache.c), keeps the per-zone counters
  * and decides where a zone's new span comes from (the span source).
- * Statistics, the consistency check and the walk are in pool_inspect.c;
+ * Statistics, the consistency check and the walk are in pool_inspect.c
+ * (which takes the lock through _pa_pool_enter / _pa_pool_leave);
  * learned steps (pa_pool_step, planned offsets) in pool_learn.c, reached
  * from here through three hooks: alloc, free and the step.
  *
@@ -115,6 +116,11 @@ static inline pa_pool_impl_t *enter(pa_pool_t *h, pa_status_t *st) {
     }
     return p;
 }
+
+/* enter / the lock's release for the read-only views (pool_inspect.c). */
+pa_pool_impl_t *_pa_pool_enter(pa_pool_t *h, pa_status_t *st) { return enter(h, st); }
+
+void _pa_pool_leave(pa_pool_t *h) { _pa_lock_release(&h->lock); }
 
 /* ---- routing ------------------------------------------------------------------ */
 
@@ -1093,23 +1099,6 @@ pa_status_t pa_pool_step(pa_pool_t *h) {
     return PA_OK;
 }
 
-pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
-    pa_status_t st;
-    if (!out) return PA_ERR_INVALID;
-    pa_pool_impl_t *p = enter(h, &st);
-    if (!p) return st;
-    _pa_pool_stats_locked(p, out);
-    _pa_lock_release(&h->lock);
-    /* the ratios need no lock: computed from the snapshot */
-    if (out->allocated)
-        out->frag_internal = 1.0 - (double)out->requested / (double)out->allocated;
-    if (out->total_free)
-        out->frag_external = 1.0 - (double)out->largest_free / (double)out->total_free;
-    if (out->reserved)
-        out->frag_overall = 1.0 - (double)out->requested / (double)out->reserved;
-    return PA_OK;
-}
-
 pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
     pa_status_t st;
     pa_pool_impl_t *p = enter(h, &st);
@@ -1121,25 +1110,6 @@ pa_status_t pa_pool_reset_peak(pa_pool_t *h) {
         p->zone[z].peak_requested = p->zone[z].requested;
         p->zone[z].peak_allocated = p->zone[z].allocated;
     }
-    _pa_lock_release(&h->lock);
-    return PA_OK;
-}
-
-size_t pa_pool_check(pa_pool_t *h) {
-    pa_status_t st;
-    pa_pool_impl_t *p = enter(h, &st);
-    if (!p) return 1;
-    size_t r = _pa_pool_check_locked(p);
-    _pa_lock_release(&h->lock);
-    return r;
-}
-
-pa_status_t pa_pool_walk(pa_pool_t *h, pa_pool_walker_t fn, void *ctx) {
-    pa_status_t st;
-    if (!fn) return PA_ERR_INVALID;
-    pa_pool_impl_t *p = enter(h, &st);
-    if (!p) return st;
-    _pa_pool_walk_locked(p, fn, ctx);
     _pa_lock_release(&h->lock);
     return PA_OK;
 }

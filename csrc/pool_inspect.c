@@ -1,7 +1,9 @@
 /* pool_inspect.c -- read-only views of a work pool: the statistics
  * snapshot, the consistency check and the block walk.
  *
- * pool.c takes the lock and calls in here; nothing here changes the pool.
+ * The public views (pa_pool_stats, pa_pool_check, pa_pool_walk) take the
+ * pool's lock through pool.c (_pa_pool_enter / _pa_pool_leave) and read
+ * under it; nothing here changes the pool, and pool.c calls nothing here.
  * Each view asks every layer for its own part (the heap for chunks and
  * free spans, each zone for its blocks, the caches for their entries, the
  * learned region for its plans and live blocks) and only adds the parts
@@ -37,7 +39,7 @@ static size_t largest_free(const pa_pool_impl_t *p) {
     return best;
 }
 
-void _pa_pool_stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out) {
+static void stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out) {
     memset(out, 0, sizeof(*out));
     out->requested = _pa_pool_requested(p);
     out->allocated = _pa_pool_allocated(p);
@@ -133,7 +135,7 @@ static size_t check_totals(const pa_pool_impl_t *p, const pa_check_tally_t t[PA_
     return broken;
 }
 
-size_t _pa_pool_check_locked(const pa_pool_impl_t *p) {
+static size_t check_locked(const pa_pool_impl_t *p) {
     pa_check_tally_t t[PA_ZONE_COUNT];
     memset(t, 0, sizeof(t));
     size_t zone_bytes[PA_ZONE_COUNT] = {0, 0, 0}, cached_bytes[PA_ZONE_COUNT] = {0, 0, 0};
@@ -148,7 +150,7 @@ size_t _pa_pool_check_locked(const pa_pool_impl_t *p) {
     return broken + check_totals(p, t, zone_bytes, cached_bytes, nentries, pbytes, preq);
 }
 
-void _pa_pool_walk_locked(const pa_pool_impl_t *p, pa_pool_walker_t fn, void *ctx) {
+static void walk_locked(const pa_pool_impl_t *p, pa_pool_walker_t fn, void *ctx) {
     pa_span_iter_t it = _pa_heap_span_iter(&p->heap);
     int stop = 0;
     for (pa_span_t *sp; !stop && (sp = _pa_heap_next_span(&p->heap, &it, NULL)) != NULL;) {
@@ -156,4 +158,42 @@ void _pa_pool_walk_locked(const pa_pool_impl_t *p, pa_pool_walker_t fn, void *ct
         else if (sp->kind == PA_SPAN_BUDDY) stop = _pa_buddy_walk(sp->owner, fn, ctx);
         else stop = _pa_large_walk_span(sp, fn, ctx);
     }
+}
+
+/* ---- public API --------------------------------------------------------------------- */
+
+pa_status_t pa_pool_stats(pa_pool_t *h, pa_pool_stats_t *out) {
+    pa_status_t st;
+    if (!out) return PA_ERR_INVALID;
+    pa_pool_impl_t *p = _pa_pool_enter(h, &st);
+    if (!p) return st;
+    stats_locked(p, out);
+    _pa_pool_leave(h);
+    /* the ratios need no lock: computed from the snapshot */
+    if (out->allocated)
+        out->frag_internal = 1.0 - (double)out->requested / (double)out->allocated;
+    if (out->total_free)
+        out->frag_external = 1.0 - (double)out->largest_free / (double)out->total_free;
+    if (out->reserved)
+        out->frag_overall = 1.0 - (double)out->requested / (double)out->reserved;
+    return PA_OK;
+}
+
+size_t pa_pool_check(pa_pool_t *h) {
+    pa_status_t st;
+    pa_pool_impl_t *p = _pa_pool_enter(h, &st);
+    if (!p) return 1;
+    size_t r = check_locked(p);
+    _pa_pool_leave(h);
+    return r;
+}
+
+pa_status_t pa_pool_walk(pa_pool_t *h, pa_pool_walker_t fn, void *ctx) {
+    pa_status_t st;
+    if (!fn) return PA_ERR_INVALID;
+    pa_pool_impl_t *p = _pa_pool_enter(h, &st);
+    if (!p) return st;
+    walk_locked(p, fn, ctx);
+    _pa_pool_leave(h);
+    return PA_OK;
 }

@@ -1,6 +1,7 @@
 /* pool_internal.h -- the pool proper behind a pa_pool_t handle, shared by
  * pool.c (lock, routing, public API) and pool_inspect.c (statistics,
- * check, walk).  Not installed; names start with _pa_.
+ * check, walk: it takes the lock through pool.c, pool.c calls nothing
+ * there).  Not installed; names start with _pa_.
  *
  * The layers below, each with its own header:
  *   cache.h      deferred-reclamation bins (cache.c)
@@ -30,7 +31,8 @@ typedef struct pa_zone_counters {
  * heap and its chunks, spans and page map, the zones, the caches), belongs
  * to one pool and is guarded by that pool's lock (struct pa_pool.lock in
  * pool.c, the handle that points here).  Every _pa_ function of the pool's
- * files is called with the lock held and never takes it. */
+ * files is called with the lock held and never takes it, but for
+ * _pa_pool_enter, which takes it for the views. */
 typedef struct pa_pool_impl {
     /* configuration (fixed after create except the watermarks and
        heap.limit) */
@@ -66,9 +68,10 @@ static inline size_t _pa_pool_allocated(const pa_pool_impl_t *p) {
            p->zone[PA_ZONE_LARGE].allocated + p->learn.live_bytes;
 }
 
-/* pool_inspect.c: read-only views, called with the lock held. */
-void _pa_pool_stats_locked(const pa_pool_impl_t *p, pa_pool_stats_t *out);
-size_t _pa_pool_check_locked(const pa_pool_impl_t *p);
-void _pa_pool_walk_locked(const pa_pool_impl_t *p, pa_pool_walker_t fn, void *ctx);
+/* pool.c: lock `h` and return its pool, or NULL (unlocked) with *st set
+ * (PA_ERR_INVALID for NULL, PA_ERR_STATE once destroyed); _pa_pool_leave
+ * releases it.  For the read-only views of pool_inspect.c. */
+pa_pool_impl_t *_pa_pool_enter(pa_pool_t *h, pa_status_t *st);
+void _pa_pool_leave(pa_pool_t *h);
 
 #endif /* PA_POOL_INTERNAL_H */
