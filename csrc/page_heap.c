@@ -40,31 +40,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DESC_BLOCK 256
-
 /* A zeroed descriptor (cold paths: chunks, the reservation). */
 static pa_span_t *span_desc_new(pa_page_heap_t *h) {
     pa_span_t *s = _pa_heap_desc_pop(h);
     if (s) memset(s, 0, sizeof(*s));
     return s;
-}
-
-int _pa_heap_desc_refill(pa_page_heap_t *h) {
-    if (h->ndesc_arrays == h->desc_arrays_cap) {
-        size_t nc = h->desc_arrays_cap ? h->desc_arrays_cap * 2 : 16;
-        void **nb = realloc(h->desc_arrays, nc * sizeof(void *));
-        if (!nb) return -1;
-        h->desc_arrays = nb;
-        h->desc_arrays_cap = nc;
-    }
-    pa_span_t *blk = calloc(DESC_BLOCK, sizeof(pa_span_t));
-    if (!blk) return -1;
-    h->desc_arrays[h->ndesc_arrays++] = blk;
-    for (size_t i = 0; i < DESC_BLOCK; i++) {
-        blk[i].next = h->unused_descs;
-        h->unused_descs = &blk[i];
-    }
-    return 0;
 }
 
 size_t _pa_heap_fit_pages(pa_page_heap_t *h, size_t np) {
@@ -450,10 +430,7 @@ void _pa_heap_destroy(pa_page_heap_t *h) {
         h->reservation = NULL;
     }
     _pa_page_map_destroy(&h->map);
-    for (size_t i = 0; i < h->ndesc_arrays; i++) free(h->desc_arrays[i]);
-    free(h->desc_arrays);
-    h->desc_arrays = NULL;
-    h->ndesc_arrays = 0;
+    _pa_heap_desc_destroy(h);
     h->reserved = 0;
 }
 

@@ -88,6 +88,12 @@ size_t _pa_heap_largest_free(const pa_page_heap_t *h);
 /* Number of broken invariants of chunks, spans and free lists. */
 size_t _pa_heap_check(const pa_page_heap_t *h);
 
+/* Span descriptors (span_desc.c): more unused ones on h->unused_descs
+ * (DESC_BLOCK at a time), -1 when out of memory; _pa_heap_desc_destroy
+ * frees every one (the heap's last step at destroy). */
+int _pa_heap_desc_refill(pa_page_heap_t *h);
+void _pa_heap_desc_destroy(pa_page_heap_t *h);
+
 /* Visiting every span of the committed chunks, in address order within a
  * chunk: start with {h->chunks, 0} (or _pa_heap_span_iter()). */
 typedef struct pa_span_iter {

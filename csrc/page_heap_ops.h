@@ -1,5 +1,6 @@
 /* page_heap_ops.h -- the page heap's hot operations, inline: best fit,
- * split, the free lists, coalescing (page_heap.c has the rest).  The
+ * split, the free lists, coalescing (page_heap.c has the rest; new span
+ * descriptors come from span_desc.c).  The
  * pool's large fast paths (pool.c) take and give spans here directly.
  * Not installed; names start with _pa_ (helpers are static to each
  * includer).  Lock rule as page_heap.h.
@@ -31,9 +32,6 @@ PA_HOT void _pa_heap_register_last(pa_page_heap_t *h, pa_span_t *s) {
 }
 
 /* ---- span descriptors ---------------------------------------------------- */
-
-/* More unused descriptors (DESC_BLOCK at a time); -1 when out of memory. */
-int _pa_heap_desc_refill(pa_page_heap_t *h);
 
 /* A descriptor whose fields are the caller's to set (an unused one has
  * npages 0 and kind UNUSED; the rest is stale). */

@@ -173,6 +173,11 @@ MUTANTS = [
       "    if (!bytes || bytes > c->address_space - c->size || bytes > room_under_limit(h)) return -1;",
       "    if (!bytes || bytes > c->address_space - c->size) return -1;",
       "growth inside the reserved range ignores the limit", POOL),
+    M("span-desc-list-full-check", "csrc/span_desc.c",
+      "    if (h->ndesc_arrays == h->desc_arrays_cap) {",
+      "    if (h->ndesc_arrays > h->desc_arrays_cap) {",
+      "the list of descriptor arrays grows only once it is past full: the first refill "
+      "writes through the empty list", POOL),
     M("heap-mask-cleared-early", "csrc/page_heap_ops.h",
       "        if (!next && s->npages < PA_HEAP_EXACT_PAGES)\n",
       "        if (s->npages < PA_HEAP_EXACT_PAGES)\n",
