@@ -359,11 +359,44 @@ void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
 void _pa_bias_act_rows(const float *x, float *y, size_t np, size_t nc, const float *b,
                        const pa_act_params_t *act);
 
-/* kernels_pool.c: along axis 0 (rows) or 1 (columns), the taps
- * [lo, hi) of output position o's window inside the image and its
- * average's divisor along that axis. */
-void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int64_t *lo, int64_t *hi,
-                   int64_t *count);
+/* Pooling windows (kernels_pool.c: NCHW, kernels_pool_nhwc.c: NHWC). */
+/* Taps [lo, hi) of a window starting at o * s - pad inside [0, n). */
+static inline void _pa_pool_taps_in(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t n,
+                                    int64_t *lo, int64_t *hi) {
+    int64_t i0 = o * s - pad;
+    *lo = i0 >= 0 ? 0 : (-i0 < k ? -i0 : k);
+    int64_t b = n - i0;
+    *hi = b < 0 ? 0 : (b < k ? b : k);
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* The divisor of an average along one axis: taps inside the image, or
+ * inside [-pad_lo, n + pad_hi) with count_include_pad. */
+static inline int64_t _pa_pool_axis_count(const pa_pool2d_t *p, int64_t o, int64_t s,
+                                          int64_t pad_lo, int64_t pad_hi, int64_t k, int64_t n) {
+    int64_t lo, hi;
+    if (p->count_include_pad)
+        _pa_pool_taps_in(o, s, 0, k, n + pad_lo + pad_hi, &lo, &hi);
+    else
+        _pa_pool_taps_in(o, s, pad_lo, k, n, &lo, &hi);
+    return hi - lo;
+}
+
+/* Along axis 0 (rows) or 1 (columns), the taps [lo, hi) of output
+ * position o's window inside the image and its average's divisor along
+ * that axis. */
+static inline void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int64_t *lo,
+                                 int64_t *hi, int64_t *count) {
+    if (axis == 0) {
+        _pa_pool_taps_in(o, p->sh, p->pad_top, p->kh, p->h, lo, hi);
+        *count = _pa_pool_axis_count(p, o, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h);
+    } else {
+        _pa_pool_taps_in(o, p->sw, p->pad_left, p->kw, p->w, lo, hi);
+        *count = _pa_pool_axis_count(p, o, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
+    }
+}
+
 /* kernels_pool_nhwc.c: pa_maxpool2d / pa_avgpool2d in NHWC, output
  * columns [ow_lo, ow_hi) interior (every tap inside the image). */
 void _pa_pool_nhwc_run(const pa_pool2d_t *p, const float *x, float *y, pa_workers_t *w,

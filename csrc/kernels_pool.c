@@ -40,29 +40,6 @@ static int pool_valid(const pa_pool2d_t *p) {
            p->pad_top < lim && p->pad_left < lim;
 }
 
-/* Taps [lo, hi) of a window starting at o * s - pad inside [0, n). */
-static void taps_in(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t *lo,
-                    int64_t *hi) {
-    int64_t i0 = o * s - pad;
-    *lo = i0 >= 0 ? 0 : (-i0 < k ? -i0 : k);
-    int64_t b = n - i0;
-    *hi = b < 0 ? 0 : (b < k ? b : k);
-    if (*hi < *lo)
-        *hi = *lo;
-}
-
-/* The divisor of an average along one axis: taps inside the image, or
- * inside [-pad_lo, n + pad_hi) with count_include_pad. */
-static int64_t axis_count(const pa_pool2d_t *p, int64_t o, int64_t s, int64_t pad_lo,
-                          int64_t pad_hi, int64_t k, int64_t n) {
-    int64_t lo, hi;
-    if (p->count_include_pad)
-        taps_in(o, s, 0, k, n + pad_lo + pad_hi, &lo, &hi);
-    else
-        taps_in(o, s, pad_lo, k, n, &lo, &hi);
-    return hi - lo;
-}
-
 PA_INLINE float reduce2(float a, float b, int is_max) {
     return is_max ? (b > a ? b : a) : a + b;
 }
@@ -74,7 +51,7 @@ PA_INLINE void nchw_span(const pool_job_t *j, const float *plane, float *yrow, i
                          int64_t ow0, int64_t nv, int64_t SW, int is_max) {
     const pa_pool2d_t *p = j->p;
     int64_t ilo, ihi;
-    taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
+    _pa_pool_taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
     float acc[PA_VEC];
     for (int v = 0; v < PA_VEC; v++)
         acc[v] = is_max ? -__builtin_inff() : 0.0f;
@@ -88,8 +65,8 @@ PA_INLINE void nchw_span(const pool_job_t *j, const float *plane, float *yrow, i
     }
     float scale = 1.0f;
     if (!is_max) {
-        int64_t cnt = axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
-                      axis_count(p, ow0, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
+        int64_t cnt = _pa_pool_axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
+                      _pa_pool_axis_count(p, ow0, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
         scale = 1.0f / (float)(cnt > 0 ? cnt : 1);
     }
     for (int64_t v = 0; v < nv; v++)
@@ -101,16 +78,16 @@ static void nchw_border(const pool_job_t *j, const float *plane, float *yrow, in
                         int64_t ow, int is_max) {
     const pa_pool2d_t *p = j->p;
     int64_t ilo, ihi, jlo, jhi;
-    taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
-    taps_in(ow, p->sw, p->pad_left, p->kw, p->w, &jlo, &jhi);
+    _pa_pool_taps_in(oh, p->sh, p->pad_top, p->kh, p->h, &ilo, &ihi);
+    _pa_pool_taps_in(ow, p->sw, p->pad_left, p->kw, p->w, &jlo, &jhi);
     int64_t ih0 = oh * p->sh - p->pad_top, iw0 = ow * p->sw - p->pad_left;
     float acc = is_max ? -__builtin_inff() : 0.0f;
     for (int64_t i = ilo; i < ihi; i++)
         for (int64_t jj = jlo; jj < jhi; jj++)
             acc = reduce2(acc, plane[(ih0 + i) * p->w + iw0 + jj], is_max);
     if (!is_max) {
-        int64_t cnt = axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
-                      axis_count(p, ow, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
+        int64_t cnt = _pa_pool_axis_count(p, oh, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h) *
+                      _pa_pool_axis_count(p, ow, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
         acc *= 1.0f / (float)(cnt > 0 ? cnt : 1);
     }
     yrow[ow] = acc;
@@ -283,15 +260,4 @@ pa_status_t pa_maxpool2d(const pa_pool2d_t *p, const float *x, float *y,
 pa_status_t pa_avgpool2d(const pa_pool2d_t *p, const float *x, float *y,
                          pa_workers_t *workers) {
     return pool_run(p, x, y, workers, 0);
-}
-
-void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int64_t *lo, int64_t *hi,
-                   int64_t *count) {
-    if (axis == 0) {
-        taps_in(o, p->sh, p->pad_top, p->kh, p->h, lo, hi);
-        *count = axis_count(p, o, p->sh, p->pad_top, p->pad_bottom, p->kh, p->h);
-    } else {
-        taps_in(o, p->sw, p->pad_left, p->kw, p->w, lo, hi);
-        *count = axis_count(p, o, p->sw, p->pad_left, p->pad_right, p->kw, p->w);
-    }
 }

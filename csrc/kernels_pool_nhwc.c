@@ -9,9 +9,9 @@
  * BlazeFace's 2x2 stride-2 max pools over 28-88 channels took 2.1-2.3x
  * the TFLite interpreter's time with a loop over a run-time channel
  * count, which GCC leaves scalar at -O2.  Window geometry (taps inside
- * the image, the divisor of an average) comes from kernels_pool.c:
- * interior columns use all kw taps, border columns ask
- * _pa_pool_axis().  Threads split the output rows.  No workspace.
+ * the image, the divisor of an average) is the NCHW kernels' (inline in
+ * kernels_internal.h): interior columns use all kw taps, border columns
+ * ask _pa_pool_axis().  Threads split the output rows.  No workspace.
  */
 #include "kernels_internal.h"
 
