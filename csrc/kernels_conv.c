@@ -17,8 +17,9 @@
  *
  * Depthwise convolutions take the kernels of kernels_dwconv.c and
  * pointwise ones (1x1, stride 1, unpadded, groups 1) the packed SGEMM of
- * kernels_gemm.c, which pack their own way; the dispatch and the geometry
- * checks live here.
+ * kernels_gemm.c (NCHW) or kernels_gemm_nhwc.c (NHWC), which pack their
+ * own way; the dispatch and the geometry checks live here (the pointwise
+ * and patch tests inline in kernels_internal.h, as the kernels ask too).
  */
 #include "kernels_internal.h"
 
@@ -385,6 +386,16 @@ static void conv_dot_rows(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* The packed SGEMM (pointwise and patch convolutions) of either layout:
+ * kernels_gemm_nhwc.c's pixel tiles for NHWC, kernels_gemm.c's for NCHW,
+ * both over kernels_gemm.c's packing. */
+static pa_status_t gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                            const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
+    if (c->layout == PA_LAYOUT_NHWC)
+        return _pa_gemm_nhwc_run(c, packed, x, r, c_res, y, workers);
+    return _pa_gemm_nchw_run(c, packed, x, r, c_res, y, workers);
+}
+
 pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float *x, float *y,
                           pa_workers_t *workers) {
     if (!_pa_conv2d_valid(c) || !packed || !x || !y)
@@ -392,7 +403,7 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float
     if (_pa_conv2d_is_depthwise(c))
         return _pa_dwconv_run(c, packed, x, y, workers);
     if (_pa_conv2d_is_pointwise(c))
-        return _pa_gemm_run(c, packed, x, NULL, 0, y, workers);
+        return gemm_run(c, packed, x, NULL, 0, y, workers);
     int64_t rows = c->n * c->h_out;
     double macs = (double)rows * (double)c->w_out * (double)c->c_out * (double)c->kh *
                   (double)c->kw * (double)(c->c_in / c->groups);
@@ -404,7 +415,7 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float
     if (_pa_fewin_fits(c))
         return _pa_fewin_run(c, packed, x, y, workers);
     if (_pa_conv2d_is_patch(c))
-        return _pa_gemm_run(c, packed, x, NULL, 0, y, workers);
+        return gemm_run(c, packed, x, NULL, 0, y, workers);
     conv_job_t j = {c, packed, x, y, 0, 0, 0, 0, 0, NULL, 0};
     if (c->layout == PA_LAYOUT_NHWC) {
         j.cs = 1, j.ps = c->c_in, j.rs = c->w * c->c_in;
@@ -425,5 +436,5 @@ pa_status_t pa_conv2d_run_residual(const pa_conv2d_t *c, const float *packed, co
     if (!_pa_conv2d_valid(c) || !_pa_conv2d_is_pointwise(c) || !packed || !x || !r || !y ||
         c_res < 1 || c_res > c->c_out)
         return PA_ERR_INVALID;
-    return _pa_gemm_run(c, packed, x, r, c_res, y, workers);
+    return gemm_run(c, packed, x, r, c_res, y, workers);
 }

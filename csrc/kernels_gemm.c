@@ -26,7 +26,8 @@
  *     weights: pixel tile outer, so each output row is written whole;
  *     large ones (past PA_GEMM_L2 bytes): block outer, so each block's
  *     weights come from memory once.  NHWC runs in kernels_gemm_nhwc.c
- *     (this packing, its epilogue in registers).
+ *     (this packing, its epilogue in registers; kernels_conv.c picks the
+ *     file by layout).
  *   - NCHW strips (larger planes): rows are output channels from the
  *     packed weights ([c_in][PA_GEMM_MR] per block); columns are a strip
  *     of pixels (PA_GEMM_NR, or up to PA_GEMM_STRIP_MAX times that when
@@ -69,17 +70,6 @@ typedef float pa_v8 __attribute__((vector_size(32)));
 #define V8_SPLAT(a) ((pa_v8){(a), (a), (a), (a), (a), (a), (a), (a)})
 
 typedef pa_v8 gemm_acc_t[PA_GEMM_MR][PA_GEMM_NV];
-
-int _pa_conv2d_is_pointwise(const pa_conv2d_t *c) {
-    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pad_top == 0 &&
-           c->pad_left == 0 && c->h_out == c->h && c->w_out == c->w && c->groups == 1;
-}
-
-int _pa_conv2d_is_patch(const pa_conv2d_t *c) {
-    return c->layout == PA_LAYOUT_NHWC && c->groups == 1 && c->dh == 1 && c->dw == 1 &&
-           c->pad_top == 0 && c->pad_left == 0 && (c->h_out - 1) * c->sh + c->kh <= c->h &&
-           (c->w_out - 1) * c->sw + c->kw <= c->w && !_pa_conv2d_is_pointwise(c);
-}
 
 /* The reduction: kh * kw * c_in (c_in for a pointwise convolution). */
 static int64_t gemm_k(const pa_conv2d_t *c) { return c->kh * c->kw * c->c_in; }
@@ -318,14 +308,12 @@ static void gemm_nchw(void *ctx, int64_t begin, int64_t end) {
         gemm_strip_nchw(j, t / j->nt, t % j->nt * j->strip);
 }
 
-pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                         const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
+pa_status_t _pa_gemm_nchw_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                              const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
     gemm_job_t j = {c, packed, x, y, 0, c->c_in, 0, 0, 0, 0, 0, 0, 0, 0, 0, r, c_res, 0};
     const int64_t hw = c->h * c->w;
     pa_workers_t *w = _pa_workers_for(workers, (double)c->n * (double)hw *
                                                    (double)c->c_out * (double)c->c_in);
-    if (c->layout == PA_LAYOUT_NHWC)     /* kernels_gemm_nhwc.c */
-        return _pa_gemm_nhwc_run(c, packed, x, r, c_res, y, workers);
     if (gemm_pixel_tiles(c)) {
         const int64_t images = c->n;
         j.m = hw;

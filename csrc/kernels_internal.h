@@ -159,6 +159,22 @@ int _pa_avx512_usable(void);
 int _pa_conv2d_valid(const pa_conv2d_t *c);
 /* 1 for groups = c_in = c_out > 1 and at most PA_DW_MAX_TAPS taps. */
 int _pa_conv2d_is_depthwise(const pa_conv2d_t *c);
+/* Inline here, not in kernels_conv.c: the kernels it dispatches to ask
+ * too (kernels_fewin.c, the SGEMM's row geometry below).
+ * 1 for 1x1 kernels, stride 1, no padding, groups 1 (output = input size). */
+static inline int _pa_conv2d_is_pointwise(const pa_conv2d_t *c) {
+    return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pad_top == 0 &&
+           c->pad_left == 0 && c->h_out == c->h && c->w_out == c->w && c->groups == 1;
+}
+/* 1 for an NHWC convolution, groups 1, no dilation, no padding (every
+ * window inside the input), not pointwise: the packed SGEMM reads each
+ * output pixel's window in place as kh runs of kw * c_in floats (an
+ * implicit im2col) -- e.g. 2x2 stride-2 patch convolutions. */
+static inline int _pa_conv2d_is_patch(const pa_conv2d_t *c) {
+    return c->layout == PA_LAYOUT_NHWC && c->groups == 1 && c->dh == 1 && c->dw == 1 &&
+           c->pad_top == 0 && c->pad_left == 0 && (c->h_out - 1) * c->sh + c->kh <= c->h &&
+           (c->w_out - 1) * c->sw + c->kw <= c->w && !_pa_conv2d_is_pointwise(c);
+}
 
 /* The stride-2 split deinterleaves 16 floats into 8 even and 8 odd with
  * two shuffles (GCC >= 12, clang); GCC's own vectoriser leaves the
@@ -293,19 +309,13 @@ pa_status_t _pa_fewin_run(const pa_conv2d_t *c, const float *packed, const float
 #define PA_GEMM_NV 2
 #define PA_GEMM_NR (8 * PA_GEMM_NV)
 #define PA_GEMM_L2 (128 * 1024)
-/* 1 for 1x1 kernels, stride 1, no padding, groups 1 (output = input size). */
-int _pa_conv2d_is_pointwise(const pa_conv2d_t *c);
-/* 1 for an NHWC convolution, groups 1, no dilation, no padding (every
- * window inside the input), not pointwise: the packed SGEMM reads each
- * output pixel's window in place as kh runs of kw * c_in floats (an
- * implicit im2col) -- e.g. 2x2 stride-2 patch convolutions. */
-int _pa_conv2d_is_patch(const pa_conv2d_t *c);
 size_t _pa_gemm_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
                           float *packed);
-/* r: NULL, or a residual of c_res channels added before the activation. */
-pa_status_t _pa_gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                         const float *r, int64_t c_res, float *y, pa_workers_t *workers);
+/* The NCHW case; r: NULL, or a residual of c_res channels added before
+ * the activation.  (kernels_conv.c runs NHWC on kernels_gemm_nhwc.c.) */
+pa_status_t _pa_gemm_nchw_run(const pa_conv2d_t *c, const float *packed, const float *x,
+                              const float *r, int64_t c_res, float *y, pa_workers_t *workers);
 
 /* Where the NHWC tiles find an output pixel's input: a pointwise
  * convolution's pixel i is row i of k = c_in floats; a patch
@@ -335,7 +345,7 @@ PA_INLINE const float *_pa_gemm_row(const float *x, const pa_gemm_rows_t *g, int
     return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;
 }
 
-/* kernels_gemm_nhwc.c: _pa_gemm_run's NHWC case (same packing): the
+/* kernels_gemm_nhwc.c: the NHWC case of the packed SGEMM (the same packing): the
  * AVX-512 tile where usable, else _pa_gemm_nhwc6_run (the portable
  * 6-pixel tile; the same sums). */
 pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
