@@ -14,8 +14,8 @@
 #if defined(__GNUC__)
 #define pa_likely(x) __builtin_expect(!!(x), 1)
 #define pa_unlikely(x) __builtin_expect(!!(x), 0)
-/* For the few hot helpers whose callers must not pay a call (pool.c's
- * fast paths save no registers; page_heap_ops.h). */
+/* For the few hot helpers whose callers must not pay a call (alloc/pool.c's
+ * fast paths save no registers; alloc/page_heap_ops.h). */
 #define PA_HOT static inline __attribute__((always_inline))
 #else
 #define pa_likely(x) (x)

@@ -1,4 +1,4 @@
-/* arena.c -- the bump arena for long-lived data (the "global pool").
+/* alloc/arena.c -- the bump arena for long-lived data (the "global pool").
  *
  * Weights and constants are allocated once at model load and never freed
  * one by one, so the cheapest allocator wins: bump a pointer inside the

@@ -1,4 +1,4 @@
-/* buddy.c -- the buddy allocator for medium blocks.
+/* alloc/buddy.c -- the buddy allocator for medium blocks.
  *
  * Medium requests are rounded up to a power of two and served from buddy
  * regions: spans of 2^order bytes (default 1 MiB) taken from the page

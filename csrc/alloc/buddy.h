@@ -1,4 +1,4 @@
-/* buddy.h -- the buddy zone of the work pool: power-of-two blocks for
+/* alloc/buddy.h -- the buddy zone of the work pool: power-of-two blocks for
  * medium sizes (buddy.c).  Not installed; names start with _pa_.
  *
  * The block tags and the free lists are this zone's alone: the pool and

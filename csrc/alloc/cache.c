@@ -1,4 +1,4 @@
-/* cache.c -- the work pool's deferred-reclamation caches.
+/* alloc/cache.c -- the work pool's deferred-reclamation caches.
  *
  * A freed block is not merged at once: it is pushed on the LIFO bin of its
  * size class (slab class, buddy order, or a large size class) and the next

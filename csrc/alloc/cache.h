@@ -1,4 +1,4 @@
-/* cache.h -- the work pool's deferred-reclamation caches (cache.c): a LIFO
+/* alloc/cache.h -- the work pool's deferred-reclamation caches (cache.c): a LIFO
  * bin per slab class, per buddy order and per large size class.
  * Not installed; names start with _pa_.
  *

@@ -1,4 +1,4 @@
-/* large.c -- the large zone: blocks above the large threshold, each a
+/* alloc/large.c -- the large zone: blocks above the large threshold, each a
  * span of its own.
  *
  * A large block is a run of whole pages taken from the page heap

@@ -1,4 +1,4 @@
-/* large.h -- the large zone of the work pool: blocks that are whole spans
+/* alloc/large.h -- the large zone of the work pool: blocks that are whole spans
  * (large.c).  Not installed; names start with _pa_.
  *
  * A large block's state lives in its span descriptor (kind PA_SPAN_LARGE,

@@ -1,4 +1,4 @@
-/* os.c -- the default OS-memory backend: mmap, munmap and madvise.
+/* alloc/os.c -- the default OS-memory backend: mmap, munmap and madvise.
  *
  * Allocators never call the OS directly; they go through a pa_backend_t so
  * that an embedding runtime can hand in its own memory and tests can force

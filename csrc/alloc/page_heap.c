@@ -1,4 +1,4 @@
-/* page_heap.c -- the page heap under every zone of the work pool.
+/* alloc/page_heap.c -- the page heap under every zone of the work pool.
  *
  * All OS memory of a pool comes in chunks from its pa_backend_t.  Chunks
  * are cut into spans: runs of 4 KiB pages described by pa_span_t records

@@ -1,4 +1,4 @@
-/* page_heap.h -- the page heap under every zone of the work pool: chunks,
+/* alloc/page_heap.h -- the page heap under every zone of the work pool: chunks,
  * the reservation, spans of 4 KiB pages, best fit (page_heap.c).
  * Not installed; names start with _pa_.
  *

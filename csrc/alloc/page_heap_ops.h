@@ -1,4 +1,4 @@
-/* page_heap_ops.h -- the page heap's hot operations, inline: best fit,
+/* alloc/page_heap_ops.h -- the page heap's hot operations, inline: best fit,
  * split, the free lists, coalescing (page_heap.c has the rest; new span
  * descriptors come from span_desc.c).  The
  * pool's large fast paths (pool.c) take and give spans here directly.

@@ -1,4 +1,4 @@
-/* page_map.h -- the work pool's page map: address -> span, in two loads.
+/* alloc/page_map.h -- the work pool's page map: address -> span, in two loads.
  * Not installed; names start with _pa_.  Everything here is inline: the
  * lookups sit on the free path of every zone.
  *

@@ -1,4 +1,4 @@
-/* pool.c -- the dynamic work pool: front end.
+/* alloc/pool.c -- the dynamic work pool: front end.
  *
  * Owns the lock and the handle, routes each request to a zone (slab
  * classes, buddy orders, large spans: slab.c, buddy.c, large.c), serves it

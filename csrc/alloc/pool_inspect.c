@@ -1,4 +1,4 @@
-/* pool_inspect.c -- read-only views of a work pool: the statistics
+/* alloc/pool_inspect.c -- read-only views of a work pool: the statistics
  * snapshot, the consistency check and the block walk.
  *
  * The public views (pa_pool_stats, pa_pool_check, pa_pool_walk) take the

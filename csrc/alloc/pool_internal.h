@@ -1,4 +1,4 @@
-/* pool_internal.h -- the pool proper behind a pa_pool_t handle, shared by
+/* alloc/pool_internal.h -- the pool proper behind a pa_pool_t handle, shared by
  * pool.c (lock, routing, public API) and pool_inspect.c (statistics,
  * check, walk: it takes the lock through pool.c, pool.c calls nothing
  * there).  Not installed; names start with _pa_.

@@ -1,4 +1,4 @@
-/* pool_learn.c -- a work pool that learns its inference loop.
+/* alloc/pool_learn.c -- a work pool that learns its inference loop.
  *
  * An inference loop makes the same allocations and frees every step.
  * Once the caller marks step ends (pa_pool_step), the pool records each

@@ -1,4 +1,4 @@
-/* pool_learn.h -- the work pool's learned steps (pool_learn.c): record
+/* alloc/pool_learn.h -- the work pool's learned steps (pool_learn.c): record
  * each step's alloc/free sequence, plan a repeated one, serve it at
  * planned offsets in one region.  Not installed; names start with _pa_.
  *

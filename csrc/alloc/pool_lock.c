@@ -1,4 +1,4 @@
-/* pool_lock.c -- the slow halves of the work pool's biased lock
+/* alloc/pool_lock.c -- the slow halves of the work pool's biased lock
  * (pool_lock.h: the design and the handshake). */
 #define _GNU_SOURCE
 #include "pool_lock.h"

@@ -1,4 +1,4 @@
-/* pool_lock.h -- the work pool's lock: a test-and-set spinlock, biased to
+/* alloc/pool_lock.h -- the work pool's lock: a test-and-set spinlock, biased to
  * the thread that keeps taking it (pool_lock.c).  Not installed; names
  * start with _pa_.
  *

@@ -1,4 +1,4 @@
-/* slab.c -- size classes for small blocks.
+/* alloc/slab.c -- size classes for small blocks.
  *
  * Small requests are rounded up to a size class; each class carves slabs
  * (spans of `slab_size` bytes from the page heap) into equal slots.  The

@@ -1,4 +1,4 @@
-/* slab.h -- the slab zone of the work pool: size classes for small blocks
+/* alloc/slab.h -- the slab zone of the work pool: size classes for small blocks
  * (slab.c).  Not installed; names start with _pa_.
  *
  * The slot words and the slab counters are this zone's alone: the pool

@@ -1,4 +1,4 @@
-/* span_desc.c -- the page heap's span descriptors: where a pa_span_t
+/* alloc/span_desc.c -- the page heap's span descriptors: where a pa_span_t
  * comes from and where it goes at the end.
  *
  * Descriptors live OUTSIDE the pool memory (page_heap.c says why), in

@@ -1,4 +1,4 @@
-/* zone.h -- what the work pool's three zones (slab.c, buddy.c, large.c)
+/* alloc/zone.h -- what the work pool's three zones (slab.c, buddy.c, large.c)
  * have in common: where their spans come from, how a live block found by
  * address is described, and the tallies the consistency check gathers.
  * Not installed; names start with _pa_.

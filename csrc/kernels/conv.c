@@ -1,4 +1,4 @@
-/* kernels_conv.c -- direct 2-D convolution (any stride, padding, dilation,
+/* kernels/conv.c -- direct 2-D convolution (any stride, padding, dilation,
  * groups; NCHW or NHWC) with the bias and activation fused, no workspace.
  *
  * The kernel is an implicit GEMM: a tile of PA_CONV_MR output pixels of one
@@ -15,11 +15,11 @@
  * block of PA_VEC output channels, the block's bias then its weights
  * [kh][kw][c_in / groups][PA_VEC], zero-filled past the group's channels.
  *
- * Depthwise convolutions take the kernels of kernels_dwconv.c and
+ * Depthwise convolutions take the kernels of dwconv.c and
  * pointwise ones (1x1, stride 1, unpadded, groups 1) the packed SGEMM of
- * kernels_gemm.c (NCHW) or kernels_gemm_nhwc.c (NHWC), which pack their
+ * gemm.c (NCHW) or gemm_nhwc.c (NHWC), which pack their
  * own way; the dispatch and the geometry checks live here (the pointwise
- * and patch tests inline in kernels_internal.h, as the kernels ask too).
+ * and patch tests inline in internal.h, as the kernels ask too).
  */
 #include "internal.h"
 
@@ -387,8 +387,8 @@ static void conv_dot_rows(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* The packed SGEMM (pointwise and patch convolutions) of either layout:
- * kernels_gemm_nhwc.c's pixel tiles for NHWC, kernels_gemm.c's for NCHW,
- * both over kernels_gemm.c's packing. */
+ * gemm_nhwc.c's pixel tiles for NHWC, gemm.c's for NCHW,
+ * both over gemm.c's packing. */
 static pa_status_t gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
                             const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
     if (c->layout == PA_LAYOUT_NHWC)

@@ -1,4 +1,4 @@
-/* cpu.c -- what the processor can do, asked once: the kernels with a
+/* kernels/cpu.c -- what the processor can do, asked once: the kernels with a
  * tile of their own for a wider instruction set dispatch on it. */
 #include "internal.h"
 

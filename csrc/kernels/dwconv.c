@@ -1,4 +1,4 @@
-/* kernels_dwconv.c -- depthwise 2-D convolution (groups = c_in = c_out),
+/* kernels/dwconv.c -- depthwise 2-D convolution (groups = c_in = c_out),
  * any stride, padding and dilation, bias and activation fused, no
  * workspace.
  *
@@ -19,7 +19,7 @@
  * are one flat list built per row (offsets and weight rows), so the inner
  * loop is the same for 3x3 and 7x7; kernels of more than PA_DW_MAX_TAPS
  * taps go to the direct convolution instead.  Where AVX-512 is usable,
- * kernels_dwconv512.c runs the NHWC rows, the NCHW channel blocks (there
+ * dwconv_avx512.c runs the NHWC rows, the NCHW channel blocks (there
  * up to PA_DW512_BLOCK_MAX_W columns) and the NCHW bands instead, with the
  * same sums in the same order (the same bits).  Packed weights: bias then
  * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
@@ -116,7 +116,7 @@ PA_INLINE void nhwc_tile(const dw_taps_t *t, const float *x, int64_t ps, const f
 
 /* nhwc_tile for VW = PA_VEC (16 channels) with the tile in GNU C vectors
  * of 8 floats: with plain arrays GCC keeps the 4 x 16 accumulators in
- * memory and reloads them at every tap (as kernels_gemm.c notes). */
+ * memory and reloads them at every tap (as gemm.c notes). */
 typedef float pa_dw_v8 __attribute__((vector_size(32)));
 #define DW_LOAD(dst, p) memcpy(&(dst), (p), sizeof(pa_dw_v8))
 

@@ -1,5 +1,5 @@
-/* kernels_dwconv.h -- what the depthwise convolution's portable kernels
- * (kernels_dwconv.c) share with its AVX-512 kernels (kernels_dwconv512.c);
+/* kernels/dwconv.h -- what the depthwise convolution's portable kernels
+ * (dwconv.c) share with its AVX-512 kernels (dwconv_avx512.c);
  * not installed. */
 #ifndef PYARENA_KERNELS_DWCONV_H
 #define PYARENA_KERNELS_DWCONV_H
@@ -37,7 +37,7 @@ void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep
                      dw_taps_t *t);
 
 /* NCHW small planes by channel blocks: a band of output rows of PA_VEC
- * channels per item (kernels_dwconv.c, "blocks of PA_VEC channels"). */
+ * channels per item (dwconv.c, "blocks of PA_VEC channels"). */
 typedef struct {
     const dw_job_t *j;
     int64_t band;               /* output rows per band */
@@ -60,7 +60,7 @@ int64_t _pa_dw_block_band_rows(const pa_conv2d_t *c, int64_t tile_floats);
  * blocks' sums, bit for bit.  Only where _pa_avx512_usable(). */
 void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end);
 
-/* NCHW bands of a zero-padded plane, stride 1 or 2 (kernels_dwconv.c,
+/* NCHW bands of a zero-padded plane, stride 1 or 2 (dwconv.c,
  * "bands of a zero-padded plane"): item = plane * nbands + band. */
 typedef struct {
     const dw_job_t *j;

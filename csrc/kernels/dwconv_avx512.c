@@ -1,8 +1,8 @@
-/* kernels_dwconv512.c -- the depthwise convolution's AVX-512 kernels: the
+/* kernels/dwconv_avx512.c -- the depthwise convolution's AVX-512 kernels: the
  * NHWC rows, and for NCHW the channel blocks and the bands (sections at
  * the end).
  *
- * The portable NHWC rows (kernels_dwconv.c) hold a tile of 4 output
+ * The portable NHWC rows (dwconv.c) hold a tile of 4 output
  * pixels x 16 channels in pairs of 8-float vectors, and GCC's AVX-512
  * clone of them still computes 8 floats per instruction.  Here a channel
  * block is one 16-float register and a tile is 4 pixels x 32 channels (8
@@ -181,7 +181,7 @@ DW512 void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end) {
 
 /* -- NCHW small planes: blocks of 16 channels ----------------------------- */
 
-/* The portable blocks (kernels_dwconv.c) move a band of 16 channel planes
+/* The portable blocks (dwconv.c) move a band of 16 channel planes
  * into a pixel-major tile and back one float at a time, and run the NHWC
  * tile 8 floats wide.  Here both moves are 16 x 16 transposes in the
  * registers (16 rows of one plane in, 16 pixel vectors out, and back),
@@ -362,7 +362,7 @@ DW512 void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end) {
 
 /* -- NCHW, stride 1 or 2: bands of a zero-padded plane --------------------- */
 
-/* The portable bands (kernels_dwconv.c) run rows of 16 columns or more one
+/* The portable bands (dwconv.c) run rows of 16 columns or more one
  * row at a time: one chain of dependent adds per span of 16.  Here 4
  * output rows run at once (4 independent accumulators, a register each),
  * each tap's weight broadcast once for the 4, and the last span of a row

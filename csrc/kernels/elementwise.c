@@ -1,10 +1,10 @@
-/* kernels_elementwise.c -- activations and fused bias + activation chains
+/* kernels/elementwise.c -- activations and fused bias + activation chains
  * in one pass over memory.
  *
  * NumPy spends one full pass per ufunc: a sigmoid is four (negate, exp,
  * add, reciprocal), x * sigmoid(x) five, a bias then ReLU6 three.  These
  * kernels read each value once and write it once, with the activation
- * computed in registers (the branch-free exp of kernels_internal.h, so the
+ * computed in registers (the branch-free exp of internal.h, so the
  * loops vectorise).  The work is cut into blocks of PA_EW_BLOCK floats
  * that the worker pool shares out.
  */

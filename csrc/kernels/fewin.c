@@ -1,4 +1,4 @@
-/* kernels_fewin.c -- direct 2-D convolution over few input channels (the
+/* kernels/fewin.c -- direct 2-D convolution over few input channels (the
  * first layer over RGB: 3 -> 32 channels, 3x3, stride 2), groups 1, column
  * stride 1 or 2, no column dilation; NCHW and NHWC; bias and activation
  * fused; no workspace but a stack tile.
@@ -17,7 +17,7 @@
  * channels (one weight vector per tap, the tile's values broadcast).
  * Packed weights: per block of PA_FI_CO output channels its bias, then one
  * row of PA_FI_CO weights per tap (ci, i, jj), zero-filled past c_out.
- * Like kernels_gemm.c, products and sums may be contracted into FMA where
+ * Like gemm.c, products and sums may be contracted into FMA where
  * the clone has it (the baseline build differs by rounding only).
  */
 #include "internal.h"

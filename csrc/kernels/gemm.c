@@ -1,4 +1,4 @@
-/* kernels_gemm.c -- pointwise convolution (1x1, stride 1, unpadded,
+/* kernels/gemm.c -- pointwise convolution (1x1, stride 1, unpadded,
  * groups 1) as a packed SGEMM with the bias, a residual and the
  * activation fused.
  *
@@ -25,8 +25,8 @@
  *     zero-filled past c_out); NCHW stores the tile transposed.  Small
  *     weights: pixel tile outer, so each output row is written whole;
  *     large ones (past PA_GEMM_L2 bytes): block outer, so each block's
- *     weights come from memory once.  NHWC runs in kernels_gemm_nhwc.c
- *     (this packing, its epilogue in registers; kernels_conv.c picks the
+ *     weights come from memory once.  NHWC runs in gemm_nhwc.c
+ *     (this packing, its epilogue in registers; conv.c picks the
  *     file by layout).
  *   - NCHW strips (larger planes): rows are output channels from the
  *     packed weights ([c_in][PA_GEMM_MR] per block); columns are a strip
@@ -74,7 +74,7 @@ typedef pa_v8 gemm_acc_t[PA_GEMM_MR][PA_GEMM_NV];
 /* The reduction: kh * kw * c_in (c_in for a pointwise convolution). */
 static int64_t gemm_k(const pa_conv2d_t *c) { return c->kh * c->kw * c->c_in; }
 
-/* 1: tiles of pixels x output channels (NHWC: kernels_gemm_nhwc.c, and
+/* 1: tiles of pixels x output channels (NHWC: gemm_nhwc.c, and
  * NCHW planes of at most PA_GEMM_PX_MAX pixels, stored transposed);
  * 0: NCHW strips. */
 static int gemm_pixel_tiles(const pa_conv2d_t *c) {

@@ -1,11 +1,11 @@
-/* kernels_gemm_nhwc.c -- the NHWC pointwise convolution's register tile
+/* kernels/gemm_nhwc.c -- the NHWC pointwise convolution's register tile
  * with its epilogue in registers.
  *
  * NHWC out[HW, C_out] = in[HW, C_in] x W^T over the weights packed by
- * kernels_gemm.c (per block of PA_GEMM_NR output channels: the bias,
+ * gemm.c (per block of PA_GEMM_NR output channels: the bias,
  * then [c_in][PA_GEMM_NR]).  A tile is PA_GEMM_MR pixels x one block,
  * each reduction step broadcasting one input value per pixel against the
- * block's two 8-float weight vectors, as in kernels_gemm.c.  What differs
+ * block's two 8-float weight vectors, as in gemm.c.  What differs
  * is the end of the tile.  Mobile networks' NHWC 1x1 layers are mostly
  * short reductions (16-96 input channels, BlazeFace's 24-96): there the
  * tile's epilogue -- the accumulators spilled to a stack array, the

@@ -1,7 +1,7 @@
-/* kernels_gemm_nhwc512.c -- the NHWC pointwise convolution's AVX-512 tile.
+/* kernels/gemm_nhwc_avx512.c -- the NHWC pointwise convolution's AVX-512 tile.
  *
- * The same product as kernels_gemm_nhwc.c (out[HW, C_out] = in[HW, C_in]
- * x W^T over the weights packed by kernels_gemm.c: per block of
+ * The same product as gemm_nhwc.c (out[HW, C_out] = in[HW, C_in]
+ * x W^T over the weights packed by gemm.c: per block of
  * PA_GEMM_NR = 16 output channels its bias, then [c_in][16]), for a
  * machine with AVX-512.  There a block is one 16-float register, and the
  * portable tile (6 pixels x one block in pairs of 8-float vectors: 12
@@ -16,7 +16,7 @@
  * there are zeros).
  *
  * Each output is its bias plus the products in reduction order, one
- * fused multiply-add each: the additions of kernels_gemm_nhwc.c's AVX2
+ * fused multiply-add each: the additions of gemm_nhwc.c's AVX2
  * and AVX-512 clones (FMA contracted there), in the same order, so the
  * results are theirs bit for bit.  The epilogue (a residual of c_res
  * channels, ReLU / clip, the store) runs from the registers; the other
@@ -36,7 +36,7 @@
 
 #include <immintrin.h>
 
-/* as kernels_gemm_nhwc.c: the spilled epilogue's activations contracted
+/* as gemm_nhwc.c: the spilled epilogue's activations contracted
  * alike (hard-sigmoid's x * alpha + beta one FMA there too) */
 #if defined(__clang__)
 #pragma clang fp contract(fast)

@@ -1,4 +1,4 @@
-/* kernels_internal.h -- what the native float32 kernels share; not installed.
+/* kernels/internal.h -- what the native float32 kernels share; not installed.
  *
  * Vectorisation: the kernels are plain C whose innermost loops run over a
  * contiguous dimension with a trip count the compiler knows (a tile of
@@ -12,7 +12,7 @@
  * unique in the library, static or not: clang 14 emits its resolver as a
  * global symbol.)  FMA contraction stays off (-std=c11): a clone
  * gives bit-for-bit the results of the baseline -- except in
- * kernels_gemm.c, whose products are contracted where the clone has FMA
+ * gemm.c, whose products are contracted where the clone has FMA
  * (AVX2, AVX-512: 10-20% faster there; results differ from the SSE2
  * build by rounding only).
  *
@@ -67,7 +67,8 @@ PA_INLINE uint32_t _pa_float_bits(float f) {
  * float-to-int conversion), Cephes' degree-6 polynomial on
  * |r| <= ln2 / 2, 2^n from the exponent bits.  Inputs are clamped to
  * [-87.3, 88.7] (results stay normal and finite); NaN stays NaN.  Within
- * 2 ulp of expf over that range (tests/c/test_kernels.c checks it). */
+ * 2 ulp of expf over that range (tests/c/kernels/test_kernels.c checks
+ * it). */
 PA_INLINE float _pa_expf(float x) {
     const float hi = 88.7f, lo = -87.3f;
     x = x > hi ? hi : x;
@@ -153,14 +154,14 @@ PA_INLINE void _pa_act_block(float *restrict v, size_t n, const pa_act_params_t 
  * PA_DISABLE_AVX512 is set to other than 0 (read once). */
 int _pa_avx512_usable(void);
 
-/* kernels_conv.c */
+/* conv.c */
 /* 1 if the geometry is usable (sizes positive, groups divide the channels,
  * element counts below 2^40, a known activation). */
 int _pa_conv2d_valid(const pa_conv2d_t *c);
 /* 1 for groups = c_in = c_out > 1 and at most PA_DW_MAX_TAPS taps. */
 int _pa_conv2d_is_depthwise(const pa_conv2d_t *c);
-/* Inline here, not in kernels_conv.c: the kernels it dispatches to ask
- * too (kernels_fewin.c, the SGEMM's row geometry below).
+/* Inline here, not in conv.c: the kernels it dispatches to ask
+ * too (fewin.c, the SGEMM's row geometry below).
  * 1 for 1x1 kernels, stride 1, no padding, groups 1 (output = input size). */
 static inline int _pa_conv2d_is_pointwise(const pa_conv2d_t *c) {
     return c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pad_top == 0 &&
@@ -190,7 +191,7 @@ typedef float pa_shuf_v8 __attribute__((vector_size(32)));
  * column pl) into tile row tr of rf floats: as is (S = 1), or split (S = 2)
  * into the even columns then the odd ones, rf / 2 floats each; fill
  * elsewhere (0 for a convolution, -inf for a max pool).  The band
- * kernels of kernels_dwconv.c and kernels_pool.c fill their tiles so
+ * kernels of dwconv.c and pooling.c fill their tiles so
  * (_pa_band_fill below), the few-input-channel kernel row by row. */
 PA_INLINE void _pa_band_copy_row(float *restrict tr, const float *restrict xr, int64_t q0,
                                  int64_t q1, int64_t pl, int64_t rf, int64_t S, float fill) {
@@ -277,7 +278,7 @@ PA_INLINE float *_pa_pack_blocks(float *restrict p, const float *restrict weight
     return p;
 }
 
-/* kernels_dwconv.c */
+/* dwconv.c */
 size_t _pa_dwconv_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
                             float *packed);
@@ -288,7 +289,7 @@ pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const floa
 pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
                                float *y, pa_workers_t *workers, int avx512);
 
-/* kernels_fewin.c: groups 1, at most PA_FEWIN_MAX_CIN input channels,
+/* fewin.c: groups 1, at most PA_FEWIN_MAX_CIN input channels,
  * column stride 1 or 2, no column dilation, not pointwise, the c_in * kh
  * input rows of an output row (padded, PA_FI_PX-column rounded) within a
  * stack tile of PA_FEWIN_TILE_FLOATS floats. */
@@ -301,7 +302,7 @@ pa_status_t _pa_fewin_pack(const pa_conv2d_t *c, const float *weight, const floa
 pa_status_t _pa_fewin_run(const pa_conv2d_t *c, const float *packed, const float *x, float *y,
                           pa_workers_t *workers);
 
-/* kernels_gemm.c */
+/* gemm.c */
 /* The register tile: PA_GEMM_MR rows x PA_GEMM_NR columns (PA_GEMM_NV
  * vectors of 8 floats); NHWC packed weights past PA_GEMM_L2 bytes run
  * block by block. */
@@ -313,7 +314,7 @@ size_t _pa_gemm_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
                           float *packed);
 /* The NCHW case; r: NULL, or a residual of c_res channels added before
- * the activation.  (kernels_conv.c runs NHWC on kernels_gemm_nhwc.c.) */
+ * the activation.  (conv.c runs NHWC on gemm_nhwc.c.) */
 pa_status_t _pa_gemm_nchw_run(const pa_conv2d_t *c, const float *packed, const float *x,
                               const float *r, int64_t c_res, float *y, pa_workers_t *workers);
 
@@ -345,7 +346,7 @@ PA_INLINE const float *_pa_gemm_row(const float *x, const pa_gemm_rows_t *g, int
     return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;
 }
 
-/* kernels_gemm_nhwc.c: the NHWC case of the packed SGEMM (the same packing): the
+/* gemm_nhwc.c: the NHWC case of the packed SGEMM (the same packing): the
  * AVX-512 tile where usable, else _pa_gemm_nhwc6_run (the portable
  * 6-pixel tile; the same sums). */
 pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
@@ -353,13 +354,13 @@ pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const f
 pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const float *x,
                                const float *r, int64_t c_res, float *y, pa_workers_t *workers);
 
-/* kernels_gemm_nhwc512.c: only called where _pa_avx512_usable() (else
+/* gemm_nhwc_avx512.c: only called where _pa_avx512_usable() (else
  * PA_ERR_STATE). */
 pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
                                  const float *r, int64_t c_res, float *y,
                                  pa_workers_t *workers);
 
-/* kernels_elementwise.c */
+/* elementwise.c */
 /* Apply `act` to v[0..n) in place (PA_ACT_NONE: nothing). */
 void _pa_act_inplace(float *v, size_t n, const pa_act_params_t *act);
 /* y[i] = act(x[i] + b) for i < n: one bias value for a whole plane. */
@@ -369,7 +370,7 @@ void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
 void _pa_bias_act_rows(const float *x, float *y, size_t np, size_t nc, const float *b,
                        const pa_act_params_t *act);
 
-/* Pooling windows (kernels_pool.c: NCHW, kernels_pool_nhwc.c: NHWC). */
+/* Pooling windows (pooling.c: NCHW, pooling_nhwc.c: NHWC). */
 /* Taps [lo, hi) of a window starting at o * s - pad inside [0, n). */
 static inline void _pa_pool_taps_in(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t n,
                                     int64_t *lo, int64_t *hi) {
@@ -407,7 +408,7 @@ static inline void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int6
     }
 }
 
-/* kernels_pool_nhwc.c: pa_maxpool2d / pa_avgpool2d in NHWC, output
+/* pooling_nhwc.c: pa_maxpool2d / pa_avgpool2d in NHWC, output
  * columns [ow_lo, ow_hi) interior (every tap inside the image). */
 void _pa_pool_nhwc_run(const pa_pool2d_t *p, const float *x, float *y, pa_workers_t *w,
                        int is_max, int64_t ow_lo, int64_t ow_hi);

@@ -1,9 +1,9 @@
-/* kernels_pool.c -- max and average pooling over 2-D windows, NCHW or
+/* kernels/pooling.c -- max and average pooling over 2-D windows, NCHW or
  * NHWC, no workspace.
  *
  * The same shape as the depthwise kernels (a pooling window is a depthwise
  * tap set with weights 1): NHWC reduces channel vectors
- * (kernels_pool_nhwc.c), NCHW reduces PA_VEC output columns of one plane
+ * (pooling_nhwc.c), NCHW reduces PA_VEC output columns of one plane
  * at a time; rows outside the image are
  * skipped per output row, interior columns run branch-free and border
  * columns skip their outside taps.  Padding never wins a maximum; the
@@ -132,7 +132,7 @@ static void pool_nchw_rows(void *ctx, int64_t begin, int64_t end) {
 
 /* -- NCHW max pool, stride 1 or 2: bands of a -inf-padded plane ------------ */
 
-/* As the depthwise bands of kernels_dwconv.c: a band of input rows is
+/* As the depthwise bands of dwconv.c: a band of input rows is
  * copied once into a stack tile, padded with -inf (which never wins a
  * maximum), stride-2 rows split into even and odd columns, so every
  * output column is interior and every tap a contiguous load (ShuffleNet's
@@ -242,7 +242,7 @@ static pa_status_t pool_run(const pa_pool2d_t *p, const float *x, float *y,
                   (double)(p->kh * p->kw);
     pa_workers_t *w = _pa_workers_for(workers, work);
     pool_band_job_t bj = {&j, is_max && p->layout == PA_LAYOUT_NCHW ? pool_band_rows(p) : 0, 0};
-    if (p->layout == PA_LAYOUT_NHWC) {     /* kernels_pool_nhwc.c */
+    if (p->layout == PA_LAYOUT_NHWC) {     /* pooling_nhwc.c */
         _pa_pool_nhwc_run(p, x, y, w, is_max, j.ow_lo, j.ow_hi);
     } else if (bj.band > 0) {
         bj.nbands = (p->h_out + bj.band - 1) / bj.band;

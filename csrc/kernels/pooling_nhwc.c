@@ -1,4 +1,4 @@
-/* kernels_pool_nhwc.c -- max and average pooling in NHWC: channel
+/* kernels/pooling_nhwc.c -- max and average pooling in NHWC: channel
  * vectors of 8 floats reduced over the window.
  *
  * A pixel's channels are contiguous, so each tap is one vector load per
@@ -10,7 +10,7 @@
  * the TFLite interpreter's time with a loop over a run-time channel
  * count, which GCC leaves scalar at -O2.  Window geometry (taps inside
  * the image, the divisor of an average) is the NCHW kernels' (inline in
- * kernels_internal.h): interior columns use all kw taps, border columns
+ * internal.h): interior columns use all kw taps, border columns
  * ask _pa_pool_axis().  Threads split the output rows.  No workspace.
  */
 #include "internal.h"
@@ -29,7 +29,7 @@ typedef struct {
     int64_t ow_lo, ow_hi;   /* interior output columns */
 } pool_nhwc_job_t;
 
-/* a = max(a, b) lane by lane, b where a is NaN (kernels_pool.c's
+/* a = max(a, b) lane by lane, b where a is NaN (pooling.c's
  * `b > a ? b : a` on one value).  A macro: a vector returned by value
  * from a function compiled without AVX changes the ABI (-Wpsabi). */
 #define PV8_MAX_INTO(a, b)                                                  \

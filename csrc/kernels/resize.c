@@ -1,4 +1,4 @@
-/* kernels_resize.c -- separable 2-D nearest / bilinear resampling in one
+/* kernels/resize.c -- separable 2-D nearest / bilinear resampling in one
  * pass, no intermediate.
  *
  * The coordinate rules (ONNX's half_pixel, align_corners, asymmetric ...,

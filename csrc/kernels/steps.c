@@ -1,4 +1,4 @@
-/* steps.c -- a list of native kernel calls run in one call.
+/* kernels/steps.c -- a list of native kernel calls run in one call.
  *
  * A patched stage runs its ops band by band: hundreds of small kernel
  * calls, each of which would otherwise cost an interpreter round trip

@@ -1,4 +1,4 @@
-/* workers.c -- a small fixed pool of threads for the native kernels.
+/* kernels/workers.c -- a small fixed pool of threads for the native kernels.
  *
  * One inference runs dozens of short kernels back to back, so a thread per
  * call (tens of microseconds to create and join) would cost more than many

@@ -1,4 +1,4 @@
-/* plan_exact.c -- the planner's exact solver: does an assignment with
+/* plan/exact.c -- the planner's exact solver: does an assignment with
  * max(offset + size) <= capacity exist?  Modelled on MiniMalloc (Moffitt,
  * "MiniMalloc: A Lightweight Memory Allocator for Hardware-Accelerated
  * Machine Learning", ASPLOS 2023); written from the paper's ideas in C.

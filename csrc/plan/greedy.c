@@ -1,4 +1,4 @@
-/* plan_greedy.c -- the planner's heuristics: first fit, greedy by size,
+/* plan/greedy.c -- the planner's heuristics: first fit, greedy by size,
  * greedy by breadth, and placement in an arbitrary order.
  *
  * First fit works in execution order, so it is an online allocator: a sweep

@@ -1,11 +1,11 @@
-/* plan_instance.c -- what every planner back end shares about an instance:
+/* plan/instance.c -- what every planner back end shares about an instance:
  * the clock the time limits are read from, and time compression.
  *
- * plan.c builds the normalised instance (_pa_plan_inst_t, plan_internal.h)
- * and calls the back ends; the back ends (plan_greedy.c, plan_exact.c)
+ * plan.c builds the normalised instance (_pa_plan_inst_t, internal.h)
+ * and calls the back ends; the back ends (greedy.c, exact.c)
  * need these two services and nothing else from the front.  Keeping them
  * here, below both, makes the planner's dependencies one-way:
- * plan.c -> plan_greedy.c / plan_exact.c -> plan_instance.c.
+ * plan.c -> greedy.c / exact.c -> instance.c.
  *
  * Design choice: time is compressed to the ranks of the distinct endpoint
  * values (T <= 2n points), so the back ends index arrays and segment trees

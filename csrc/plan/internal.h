@@ -1,11 +1,11 @@
-/* plan_internal.h -- shared by plan.c, plan_greedy.c, plan_exact.c and
- * plan_instance.c; declarations grouped by the file that defines them.
+/* plan/internal.h -- shared by plan.c, greedy.c, exact.c and
+ * instance.c; declarations grouped by the file that defines them.
  *
  * The front end (plan.c) validates the buffers once and hands the back
  * ends a normalised instance: sizes already padded to the alignment, the
  * padded total known to fit in int64, lifetimes inclusive and valid.
- * Calls go one way: plan.c -> plan_greedy.c, plan_exact.c ->
- * plan_instance.c (plan_exact.c also calls nothing in plan_greedy.c). */
+ * Calls go one way: plan.c -> greedy.c, exact.c ->
+ * instance.c (exact.c also calls nothing in greedy.c). */
 #ifndef PYARENA_PLAN_INTERNAL_H
 #define PYARENA_PLAN_INTERNAL_H
 
@@ -21,7 +21,7 @@ typedef struct _pa_plan_inst {
     uint64_t total;        /* sum of padded sizes (<= INT64_MAX)          */
 } _pa_plan_inst_t;
 
-/* plan_instance.c: the clock every time limit is read from
+/* instance.c: the clock every time limit is read from
  * (CLOCK_MONOTONIC, seconds), and time compression: a[i], b[i] = ranks of
  * first[i] and last[i] among the distinct endpoint values, *T = their
  * number.  Two lifetimes overlap iff their ranked ranges do.  false when
@@ -30,7 +30,7 @@ double _pa_plan_now(void);
 bool _pa_plan_compress(const _pa_plan_inst_t *in, uint32_t *a, uint32_t *b,
                        size_t *T);
 
-/* Heuristics (plan_greedy.c).  Each writes off[0..n) and *arena and
+/* Heuristics (greedy.c).  Each writes off[0..n) and *arena and
  * returns PA_OK or PA_ERR_NOMEM. */
 pa_status_t _pa_plan_first_fit(const _pa_plan_inst_t *in, uint64_t *off,
                                uint64_t *arena);
@@ -45,7 +45,7 @@ pa_status_t _pa_plan_place_order(const _pa_plan_inst_t *in,
                                  const uint32_t *order, int best_fit,
                                  uint64_t *off, uint64_t *arena);
 
-/* Exact search (plan_exact.c): find offsets with max(off + size) <=
+/* Exact search (exact.c): find offsets with max(off + size) <=
  * capacity.  PA_OK (off written), PA_ERR_INFEASIBLE (proven impossible),
  * PA_ERR_TIMEOUT (deadline, a CLOCK_MONOTONIC time in seconds, passed) or
  * PA_ERR_NOMEM.  *nodes (may be NULL) gets the search nodes visited. */

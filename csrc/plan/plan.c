@@ -1,6 +1,6 @@
-/* plan.c -- the static planner's front: options, validation, the lower
- * bound, dispatch to the heuristics (plan_greedy.c) and the exact solver
- * (plan_exact.c), and the BEST strategy that combines them.
+/* plan/plan.c -- the static planner's front: options, validation, the lower
+ * bound, dispatch to the heuristics (greedy.c) and the exact solver
+ * (exact.c), and the BEST strategy that combines them.
  *
  * Design choice: validate once, then hand the back ends a normalised
  * instance (padded sizes, total checked to fit in int64) so none of them

@@ -7,7 +7,7 @@
  * the same run; each pool runs the trace once untimed first, as malloc
  * is warm after its first repetition.  LD_PRELOAD a tcmalloc or mimalloc
  * to compare with those.
- *   make -C csrc && cc -O2 -Icsrc tests/c/bench_pool_sanity.c csrc/build/libpyarena.a -lpthread -lm
+ *   make -C csrc && cc -O2 -Icsrc tests/c/alloc/bench_pool_sanity.c csrc/build/libpyarena.a -lpthread -lm
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pyarena.h"

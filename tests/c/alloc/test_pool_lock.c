@@ -1,4 +1,4 @@
-/* test_pool_lock.c -- the work pool's biased lock (csrc/pool_lock.h):
+/* test_pool_lock.c -- the work pool's biased lock (csrc/alloc/pool_lock.h):
  * the bias is granted after PA_BIAS_AFTER acquisitions in a row, revoked
  * by another thread (which then waits for the owner to leave), granted
  * again only after more acquisitions; mutual exclusion between an owner

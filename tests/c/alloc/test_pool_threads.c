@@ -1,7 +1,7 @@
 /* test_pool_threads.c -- several threads allocating, writing, verifying
  * and freeing concurrently in one pool (and reclaiming, trimming, reading
- * stats and checking from another thread).  Run it under TSan too:
- *   clang -fsanitize=thread -Icsrc tests/c/test_pool_threads.c csrc/ *.c */
+ * stats and checking from another thread).  Run under TSan too by
+ * `make -C csrc tsan`. */
 #include "pyarena.h"
 #include "../testhelper.h"
 
