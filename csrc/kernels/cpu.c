@@ -1,11 +1,11 @@
 /* kernels/cpu.c -- what the processor can do, asked once: the kernels with a
- * tile of their own for a wider instruction set dispatch on it. */
-#include "internal.h"
+ * tile of their own for a wider instruction set pick their variant on it
+ * (isa.h). */
+#include "isa.h"
 
 #include <stdlib.h>
 
-#if defined(__x86_64__) && !defined(PA_NO_MULTIVERSION) && \
-    (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
+#if PA_AVX512_BUILT
 
 int _pa_avx512_usable(void) {
     static int usable = -1;     /* a race writes the same value */

@@ -25,6 +25,7 @@
  * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
  */
 #include "dwconv.h"
+#include "isa.h"
 
 #define PA_DW_MR 4
 #ifndef PA_DW_ROWS

@@ -19,12 +19,15 @@
  * channels (c_out = 24, 40, 72, 88 ...) runs a half-width tile instead of
  * multiplying zeros.
  *
- * Order: pixel tile outer, every block of it inner (the tile's input rows
- * stay in L1) unless the packed weights pass PA_GEMM_L2 bytes; then block
- * outer, so each block's weights come from memory once.  Threads split
- * the tiles.  No workspace but the stack.
+ * Order (the walk of gemm_nhwc.h, which the AVX-512 tile of
+ * gemm_nhwc_avx512.c runs under too): pixel tile outer, every block of it
+ * inner (the tile's input rows stay in L1) unless the packed weights pass
+ * PA_GEMM_L2 bytes; then block outer, so each block's weights come from
+ * memory once.  Threads split the tiles.  The run below picks the variant
+ * (isa.h).  No workspace but the stack.
  */
-#include "internal.h"
+#include "gemm_nhwc.h"
+#include "isa.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(fast)
@@ -40,16 +43,6 @@ typedef int32_t pa_ni8 __attribute__((vector_size(32)));
 #define NV8_SPLAT(a) ((pa_nv8){(a), (a), (a), (a), (a), (a), (a), (a)})
 /* lanes of a where m (all bits set), else b */
 #define NV8_SELECT(m, a, b) ((pa_nv8)(((pa_ni8)(a) & (m)) | ((pa_ni8)(b) & ~(m))))
-
-typedef struct {
-    const pa_conv2d_t *c;
-    const float *packed, *x, *r;
-    float *y;
-    int64_t m, k, c_res;   /* pixels of all images, reduction, residual channels */
-    int64_t mt, nt;        /* pixel tiles, channel blocks                   */
-    int block_outer;
-    pa_gemm_rows_t g;      /* where a pixel's input is                      */
-} nhwc_job_t;
 
 /* The tile's accumulators are named variables, row i's two vectors
  * a<i>l (channels 0-7 of the block) and a<i>h (8-15), not an array: with
@@ -129,7 +122,7 @@ PA_INLINE void nhwc_store_spilled(float t[PA_GEMM_MR][PA_GEMM_NR], const pa_act_
 
 /* Pixels i0.. x block jb, NV vectors of it (2, or 1 for a last block
  * of at most 8 channels): products, residual, activation, store. */
-PA_INLINE void nhwc_tile(const nhwc_job_t *j, int64_t i0, int64_t jb, const int NV) {
+PA_INLINE void nhwc_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb, const int NV) {
     const pa_conv2d_t *c = j->c;
     const int64_t c0 = jb * PA_GEMM_NR, ys = c->c_out, k = j->k, ri = j->c_res;
     const int64_t nc = c->c_out - c0 < PA_GEMM_NR ? c->c_out - c0 : PA_GEMM_NR;
@@ -201,7 +194,7 @@ PA_INLINE void nhwc_tile(const nhwc_job_t *j, int64_t i0, int64_t jb, const int 
 
 /* The tile at pixels i0.. x block jb; a last block of at most 8 channels
  * runs the half-width tile. */
-PA_INLINE void nhwc_tile_at(const nhwc_job_t *j, int64_t i0, int64_t jb) {
+PA_INLINE void nhwc_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb) {
     if (j->c->c_out - jb * PA_GEMM_NR > 8)
         nhwc_tile(j, i0, jb, 2);
     else
@@ -210,34 +203,31 @@ PA_INLINE void nhwc_tile_at(const nhwc_job_t *j, int64_t i0, int64_t jb) {
 
 PA_MULTIVERSION
 static void gemm_nhwc_tiles(void *ctx, int64_t begin, int64_t end) {
-    const nhwc_job_t *j = ctx;
-    if (j->block_outer) {
-        for (int64_t t = begin; t < end; t++)
-            nhwc_tile_at(j, t % j->mt * PA_GEMM_MR, t / j->mt);
-        return;
-    }
-    for (int64_t t = begin; t < end; t++)
-        nhwc_tile_at(j, t / j->nt * PA_GEMM_MR, t % j->nt);
+    _pa_gemm_nhwc_walk(ctx, begin, end, PA_GEMM_MR, nhwc_tile_at);
 }
 
-pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                               const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
-    nhwc_job_t j = {c, packed, x, r, y, c->n * c->h_out * c->w_out, 0, c_res, 0, 0, 0, {0}};
+/* The portable variant: PA_GEMM_MR pixels x one block per tile. */
+static const pa_gemm_nhwc_isa_t nhwc_portable = {gemm_nhwc_tiles, PA_GEMM_MR, 1};
+
+pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
+                                  const float *r, int64_t c_res, float *y,
+                                  pa_workers_t *workers, int avx512) {
+    const pa_gemm_nhwc_isa_t *isa =
+        avx512 && _pa_avx512_usable() ? &_pa_gemm_nhwc_avx512 : &nhwc_portable;
+    pa_gemm_nhwc_job_t j = {c, packed, x, r, y, c->n * c->h_out * c->w_out, 0, c_res, 0, 0, 0, 0,
+                            {0}};
     _pa_gemm_rows_init(&j.g, c);
     j.k = j.g.k;
-    j.mt = (j.m + PA_GEMM_MR - 1) / PA_GEMM_MR;
-    j.nt = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
+    j.nb = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
+    j.mt = (j.m + isa->mr - 1) / isa->mr;
+    j.nt = (j.nb + isa->nb - 1) / isa->nb;
     j.block_outer = _pa_gemm_packed_size(c) * sizeof(float) > PA_GEMM_L2;
     pa_workers_t *w = _pa_workers_for(workers, (double)j.m * (double)c->c_out * (double)j.k);
-    _pa_parallel(w, j.mt * j.nt, gemm_nhwc_tiles, &j);
+    _pa_parallel(w, j.mt * j.nt, isa->tiles, &j);
     return PA_OK;
 }
 
-/* The AVX-512 tile where the processor has it (the same sums, bit for
- * bit), else the portable one. */
 pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
                               const float *r, int64_t c_res, float *y, pa_workers_t *workers) {
-    if (_pa_avx512_usable())
-        return _pa_gemm_nhwc512_run(c, packed, x, r, c_res, y, workers);
-    return _pa_gemm_nhwc6_run(c, packed, x, r, c_res, y, workers);
+    return _pa_gemm_nhwc_run_isa(c, packed, x, r, c_res, y, workers, 1);
 }

@@ -22,17 +22,18 @@
  * channels, ReLU / clip, the store) runs from the registers; the other
  * activations go through a stack array and _pa_act_block.
  *
- * Used when the compiler can build it (x86-64, GCC >= 11 or clang, as
- * PA_MULTIVERSION) and the processor has AVX-512F at run time
- * (_pa_avx512_usable, cpu.c: unless the environment variable
- * PA_DISABLE_AVX512 is set to other than 0, for side-by-side timings);
- * otherwise the portable tile runs.  No workspace
- * but the stack.
+ * Only the tile is here: the walk over the tiles and the run are
+ * gemm_nhwc.c's (gemm_nhwc.h, isa.h), which take this file's table where
+ * the compiler can build it (PA_AVX512_BUILT: x86-64, GCC >= 11 or
+ * clang) and the processor has AVX-512F at run time (_pa_avx512_usable,
+ * cpu.c: unless the environment variable PA_DISABLE_AVX512 is set to other
+ * than 0, for side-by-side timings); otherwise the portable tile runs.  No
+ * workspace but the stack.
  */
-#include "internal.h"
+#include "gemm_nhwc.h"
+#include "isa.h"
 
-#if defined(__x86_64__) && !defined(PA_NO_MULTIVERSION) && \
-    (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
+#if PA_AVX512_BUILT
 
 #include <immintrin.h>
 
@@ -49,16 +50,6 @@
 #define NHWC512_MR 8
 #define NHWC512_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 _Static_assert(PA_GEMM_NR == 16, "one AVX-512 register per packed block");
-
-typedef struct {
-    const pa_conv2d_t *c;
-    const float *packed, *x, *r;
-    float *y;
-    int64_t m, k, c_res;   /* pixels of all images, reduction, residual channels */
-    int64_t nb, mt, nt;    /* channel blocks, pixel tiles, block pairs       */
-    int block_outer;
-    pa_gemm_rows_t g;      /* where a pixel's input is                       */
-} nhwc512_job_t;
 
 /* The first n (0..16) lanes. */
 static inline __mmask16 nhwc512_mask(int64_t n) {
@@ -90,7 +81,7 @@ NHWC512_INLINE void nhwc512_out(__m512 acc, const float *r, __mmask16 rm, float 
 
 /* Pixels i0.. x blocks jb.. (NB of them: 2, or 1 for a last block):
  * products, residual, activation, store. */
-NHWC512_INLINE void nhwc512_tile(const nhwc512_job_t *j, int64_t i0, int64_t jb, const int NB) {
+NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb, const int NB) {
     const pa_conv2d_t *c = j->c;
     const int64_t c0 = jb * PA_GEMM_NR, ys = c->c_out, k = j->k, ri = j->c_res;
     const int64_t nc = c->c_out - c0 < NB * PA_GEMM_NR ? c->c_out - c0 : NB * PA_GEMM_NR;
@@ -171,7 +162,7 @@ NHWC512_INLINE void nhwc512_tile(const nhwc512_job_t *j, int64_t i0, int64_t jb,
 }
 
 /* The tile at pixels i0.. x block pair jp: two blocks, or the last one. */
-NHWC512_INLINE void nhwc512_tile_at(const nhwc512_job_t *j, int64_t i0, int64_t jp) {
+NHWC512_INLINE void nhwc512_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jp) {
     if (2 * jp + 1 < j->nb)
         nhwc512_tile(j, i0, 2 * jp, 2);
     else
@@ -179,41 +170,13 @@ NHWC512_INLINE void nhwc512_tile_at(const nhwc512_job_t *j, int64_t i0, int64_t 
 }
 
 NHWC512 static void gemm_nhwc512_tiles(void *ctx, int64_t begin, int64_t end) {
-    const nhwc512_job_t *j = ctx;
-    if (j->block_outer) {
-        for (int64_t t = begin; t < end; t++)
-            nhwc512_tile_at(j, t % j->mt * NHWC512_MR, t / j->mt);
-        return;
-    }
-    for (int64_t t = begin; t < end; t++)
-        nhwc512_tile_at(j, t / j->nt * NHWC512_MR, t % j->nt);
+    _pa_gemm_nhwc_walk(ctx, begin, end, NHWC512_MR, nhwc512_tile_at);
 }
 
-pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                                 const float *r, int64_t c_res, float *y,
-                                 pa_workers_t *workers) {
-    if (!_pa_avx512_usable())
-        return PA_ERR_STATE;
-    nhwc512_job_t j = {c, packed, x, r, y, c->n * c->h_out * c->w_out, 0, c_res, 0, 0, 0, 0,
-                       {0}};
-    _pa_gemm_rows_init(&j.g, c);
-    j.k = j.g.k;
-    j.nb = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
-    j.mt = (j.m + NHWC512_MR - 1) / NHWC512_MR;
-    j.nt = (j.nb + 1) / 2;
-    j.block_outer = _pa_gemm_packed_size(c) * sizeof(float) > PA_GEMM_L2;
-    pa_workers_t *w = _pa_workers_for(workers, (double)j.m * (double)c->c_out * (double)j.k);
-    _pa_parallel(w, j.mt * j.nt, gemm_nhwc512_tiles, &j);
-    return PA_OK;
-}
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 2};
 
 #else
 
-pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                                 const float *r, int64_t c_res, float *y,
-                                 pa_workers_t *workers) {
-    (void)c, (void)packed, (void)x, (void)r, (void)c_res, (void)y, (void)workers;
-    return PA_ERR_STATE;
-}
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {NULL, 0, 0};
 
 #endif

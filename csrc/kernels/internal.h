@@ -149,11 +149,6 @@ PA_INLINE void _pa_act_block(float *restrict v, size_t n, const pa_act_params_t 
     }
 }
 
-/* cpu.c: 1 where the AVX-512 tiles are built (x86-64, GCC >= 11 or
- * clang) and the processor has AVX-512F, unless the environment variable
- * PA_DISABLE_AVX512 is set to other than 0 (read once). */
-int _pa_avx512_usable(void);
-
 /* conv.c */
 /* 1 if the geometry is usable (sizes positive, groups divide the channels,
  * element counts below 2^40, a known activation). */
@@ -318,47 +313,15 @@ pa_status_t _pa_gemm_pack(const pa_conv2d_t *c, const float *weight, const float
 pa_status_t _pa_gemm_nchw_run(const pa_conv2d_t *c, const float *packed, const float *x,
                               const float *r, int64_t c_res, float *y, pa_workers_t *workers);
 
-/* Where the NHWC tiles find an output pixel's input: a pointwise
- * convolution's pixel i is row i of k = c_in floats; a patch
- * convolution's (_pa_conv2d_is_patch) is kh runs of sl = kw * c_in floats,
- * rs floats apart, from its window's corner. */
-typedef struct {
-    int64_t k, segs, sl, rs;        /* reduction, runs, run length, run stride */
-    int64_t hw_out, w_out, h, w, sh, sw, c;
-    int patch;
-} pa_gemm_rows_t;
-
-PA_INLINE void _pa_gemm_rows_init(pa_gemm_rows_t *g, const pa_conv2d_t *c) {
-    g->patch = !_pa_conv2d_is_pointwise(c);
-    g->segs = g->patch ? c->kh : 1;
-    g->sl = g->patch ? c->kw * c->c_in : c->c_in;
-    g->k = g->segs * g->sl;
-    g->rs = c->w * c->c_in;
-    g->hw_out = c->h_out * c->w_out, g->w_out = c->w_out;
-    g->h = c->h, g->w = c->w, g->sh = c->sh, g->sw = c->sw, g->c = c->c_in;
-}
-
-/* The first input float of output pixel i (all images counted). */
-PA_INLINE const float *_pa_gemm_row(const float *x, const pa_gemm_rows_t *g, int64_t i) {
-    if (!g->patch)
-        return x + i * g->k;
-    int64_t n = i / g->hw_out, q = i % g->hw_out, oh = q / g->w_out, ow = q % g->w_out;
-    return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;
-}
-
-/* gemm_nhwc.c: the NHWC case of the packed SGEMM (the same packing): the
- * AVX-512 tile where usable, else _pa_gemm_nhwc6_run (the portable
- * 6-pixel tile; the same sums). */
+/* gemm_nhwc.c: the NHWC case of the packed SGEMM (the same packing), on
+ * the AVX-512 tile where usable, else the portable one (the same sums).
+ * _pa_gemm_nhwc_run_isa: with the AVX-512 tile allowed (avx512 1, where
+ * usable) or not (0); the same bits either way. */
 pa_status_t _pa_gemm_nhwc_run(const pa_conv2d_t *c, const float *packed, const float *x,
                               const float *r, int64_t c_res, float *y, pa_workers_t *workers);
-pa_status_t _pa_gemm_nhwc6_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                               const float *r, int64_t c_res, float *y, pa_workers_t *workers);
-
-/* gemm_nhwc_avx512.c: only called where _pa_avx512_usable() (else
- * PA_ERR_STATE). */
-pa_status_t _pa_gemm_nhwc512_run(const pa_conv2d_t *c, const float *packed, const float *x,
-                                 const float *r, int64_t c_res, float *y,
-                                 pa_workers_t *workers);
+pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
+                                  const float *r, int64_t c_res, float *y,
+                                  pa_workers_t *workers, int avx512);
 
 /* elementwise.c */
 /* Apply `act` to v[0..n) in place (PA_ACT_NONE: nothing). */

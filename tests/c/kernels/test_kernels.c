@@ -7,6 +7,7 @@
  * tensor's end.  The NHWC pointwise tiles (AVX-512 where the processor
  * has it, the portable one) must give the same bits. */
 #include "kernels/internal.h"
+#include "kernels/isa.h"
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -305,8 +306,8 @@ static void test_gemm_nhwc512(void) {
         float *y0 = fbuf((size_t)(m * c.c_out)), *y1 = fbuf((size_t)(m * c.c_out));
         CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
         pa_workers_t *wk = t % 2 ? pool : NULL;
-        CHECK_EQ(_pa_gemm_nhwc6_run(&c, packed, x, r, c_res, y0, wk), PA_OK);
-        CHECK_EQ(_pa_gemm_nhwc512_run(&c, packed, x, r, c_res, y1, wk), PA_OK);
+        CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y0, wk, 0), PA_OK);
+        CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y1, wk, 1), PA_OK);
         if (!same_floats(y0, y1, (size_t)(m * c.c_out))) {
             printf("     differs: m %lld c_in %lld c_out %lld c_res %lld act %d\n",
                    (long long)m, (long long)c.c_in, (long long)c.c_out, (long long)c_res,
