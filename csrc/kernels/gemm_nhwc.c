@@ -202,9 +202,7 @@ PA_INLINE void nhwc_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb)
 }
 
 PA_MULTIVERSION
-static void gemm_nhwc_tiles(void *ctx, int64_t begin, int64_t end) {
-    _pa_gemm_nhwc_walk(ctx, begin, end, PA_GEMM_MR, nhwc_tile_at);
-}
+PA_GEMM_NHWC_TASK(gemm_nhwc_tiles, PA_GEMM_MR, nhwc_tile_at)
 
 /* The portable variant: PA_GEMM_MR pixels x one block per tile. */
 static const pa_gemm_nhwc_isa_t nhwc_portable = {gemm_nhwc_tiles, PA_GEMM_MR, 1};

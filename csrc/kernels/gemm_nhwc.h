@@ -49,24 +49,28 @@ typedef struct {
     pa_gemm_rows_t g;      /* where a pixel's input is                           */
 } pa_gemm_nhwc_job_t;
 
-/* A variant's tile: pixels i0.. (its mr of them; past the last pixel
- * computed, not stored) x its jt-th tile of channel blocks -- products,
- * residual, activation, store. */
-typedef void (*pa_gemm_nhwc_tile_fn)(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jt);
-
-/* The walk: tiles [begin, end) of job j in the order of j->block_outer --
+/* Defines the task NAME (a _pa_task_fn over a pa_gemm_nhwc_job_t): the
+ * walk over tiles [begin, end) in the order of the job's block_outer --
  * pixel tile outer and every channel tile of it inner (the tile's input
  * rows stay in L1), or channel tile outer (each block's weights come from
- * memory once) -- each computed by `tile` (a constant: it is inlined). */
-PA_INLINE void _pa_gemm_nhwc_walk(const pa_gemm_nhwc_job_t *j, int64_t begin, int64_t end,
-                                  const int64_t mr, pa_gemm_nhwc_tile_fn tile) {
-    if (j->block_outer) {
-        for (int64_t t = begin; t < end; t++)
-            tile(j, t % j->mt * mr, t / j->mt);
-        return;
+ * memory once) -- each computed by the variant's tile
+ *   void TILE(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jt)
+ * pixels i0.. (MR of them; past the last pixel computed, not stored) x the
+ * jt-th tile of channel blocks: products, residual, activation, store.
+ * The variant puts its target attribute before it.  A macro, as dwconv.h's
+ * walks: the tile is called by name, so it is inlined as a direct call is
+ * (a tile passed as a function pointer, even a constant one, compiles to
+ * other code). */
+#define PA_GEMM_NHWC_TASK(NAME, MR, TILE)                                                 \
+    static void NAME(void *ctx, int64_t begin, int64_t end) {                             \
+        const pa_gemm_nhwc_job_t *j = ctx;                                                \
+        if (j->block_outer) {                                                             \
+            for (int64_t t = begin; t < end; t++)                                         \
+                TILE(j, t % j->mt * (MR), t / j->mt);                                     \
+            return;                                                                       \
+        }                                                                                 \
+        for (int64_t t = begin; t < end; t++)                                             \
+            TILE(j, t / j->nt * (MR), t % j->nt);                                         \
     }
-    for (int64_t t = begin; t < end; t++)
-        tile(j, t / j->nt * mr, t % j->nt);
-}
 
 #endif /* PYARENA_KERNELS_GEMM_NHWC_H */

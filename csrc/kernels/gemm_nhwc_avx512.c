@@ -81,7 +81,8 @@ NHWC512_INLINE void nhwc512_out(__m512 acc, const float *r, __mmask16 rm, float 
 
 /* Pixels i0.. x blocks jb.. (NB of them: 2, or 1 for a last block):
  * products, residual, activation, store. */
-NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb, const int NB) {
+NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb,
+                                const int NB) {
     const pa_conv2d_t *c = j->c;
     const int64_t c0 = jb * PA_GEMM_NR, ys = c->c_out, k = j->k, ri = j->c_res;
     const int64_t nc = c->c_out - c0 < NB * PA_GEMM_NR ? c->c_out - c0 : NB * PA_GEMM_NR;
@@ -169,9 +170,7 @@ NHWC512_INLINE void nhwc512_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int
         nhwc512_tile(j, i0, 2 * jp, 1);
 }
 
-NHWC512 static void gemm_nhwc512_tiles(void *ctx, int64_t begin, int64_t end) {
-    _pa_gemm_nhwc_walk(ctx, begin, end, NHWC512_MR, nhwc512_tile_at);
-}
+NHWC512 PA_GEMM_NHWC_TASK(gemm_nhwc512_tiles, NHWC512_MR, nhwc512_tile_at)
 
 const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 2};
 

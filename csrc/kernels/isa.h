@@ -2,18 +2,21 @@
  * instruction-set variant of its tiles; not installed.
  *
  * A kernel is a driver around a register tile.  The driver decides which
- * rows, bands or pixel tiles there are, in what order, on which threads,
- * and prepares what a tile reads (a row's tap table, a band copied to the
- * stack); the tile computes a block of outputs in registers.  The drivers
- * are written once, as inline walks in the kernel's header (dwconv.h,
- * gemm_nhwc.h) that take the tile as a parameter.  A variant for a wider
- * instruction set (dwconv_avx512.c, gemm_nhwc_avx512.c: intrinsics under
- * a target attribute) supplies only its tiles, and makes each task the
- * workers run by handing its tile to the walk -- one line under its
- * target, as the portable files hand theirs under PA_MULTIVERSION -- so
- * the tile is inlined into the walk as before (no call per tile) and the
- * walk is compiled for the variant's registers.  A variant never copies a
- * walk.  The tiles' signatures are the walks' parameters.
+ * rows, bands or pixel tiles there are, in what order, and prepares what
+ * a tile reads (a row's tap table, a band copied to the stack); the tile
+ * computes a block of outputs in registers.  Each driver is written once,
+ * in the kernel's header (gemm_nhwc.h), as a walk that defines a task for
+ * the workers (a _pa_task_fn) around a tile named by the caller:
+ * PA_GEMM_NHWC_TASK(name, mr, tile).  A variant for a wider instruction
+ * set (gemm_nhwc_avx512.c: intrinsics under a target attribute) supplies only
+ * its tiles and makes its tasks in one line each, its target attribute in
+ * front, as the portable files make theirs under PA_MULTIVERSION; it never
+ * copies a walk.  The walks are macros, not functions taking the tile as a
+ * function pointer: the tile is called by name, so the compiler inlines it
+ * as before and each task compiles to the code the copies compiled to (a
+ * constant function pointer, inlined too, gave GCC and clang other code:
+ * other registers and block order in the AVX-512 task).  The tiles'
+ * signatures are written at the walks.
  *
  * Each variant describes itself to a kernel in one table (below): its
  * tasks and the geometry its tiles need.  The kernel's run takes the
@@ -47,7 +50,7 @@ int _pa_avx512_usable(void);
 /* What a variant supplies to the NHWC pointwise / patch SGEMM
  * (gemm_nhwc.c runs it; the job and the walk: gemm_nhwc.h). */
 typedef struct pa_gemm_nhwc_isa {
-    _pa_task_fn tiles;  /* items of a pa_gemm_nhwc_job_t: the walk over its tile */
+    _pa_task_fn tiles;  /* items of a pa_gemm_nhwc_job_t: PA_GEMM_NHWC_TASK      */
     int64_t mr;         /* pixels per tile                                      */
     int64_t nb;         /* blocks of PA_GEMM_NR channels per tile (the last
                            tile of a row may take fewer)                        */
