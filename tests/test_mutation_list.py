@@ -23,7 +23,6 @@ UNMUTATED = {
     "csrc/plan/internal.h": "declarations",
     "csrc/alloc/pool_learn.h": "declarations of the learned steps",
     "csrc/alloc/zone.h": "declarations",
-    "csrc/kernels/dwconv.h": "declarations shared by the depthwise files",
     "csrc/kernels/isa.h": "the variants' contract: declarations and the build condition "
                           "(either way the tests compare the variants bit for bit)",
     "csrc/kernels/cpu.c": "asks the processor once; which tile runs shows in timings only "

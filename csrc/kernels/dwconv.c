@@ -18,16 +18,19 @@
  * one-pixel loop that skips the outside taps.  The taps of an output row
  * are one flat list built per row (offsets and weight rows), so the inner
  * loop is the same for 3x3 and 7x7; kernels of more than PA_DW_MAX_TAPS
- * taps go to the direct convolution instead.  Where AVX-512 is usable,
- * dwconv_avx512.c runs the NHWC rows, the NCHW channel blocks (there
- * up to PA_DW512_BLOCK_MAX_W columns) and the NCHW bands instead, with the
- * same sums in the same order (the same bits).  Packed weights: bias then
+ * taps go to the direct convolution instead.  Packed weights: bias then
  * one row per tap, each c_in rounded up to PA_VEC floats, zero-filled.
+ *
+ * The NHWC rows, the NCHW channel blocks and the NCHW bands are walks
+ * written once in dwconv.h; this file gives them the portable tiles, and
+ * the run at the end takes dwconv_avx512.c's tiles instead where AVX-512
+ * is usable (isa.h: there the blocks take rows of up to 28 columns), with
+ * the same sums in the same order (the same bits).  Whole planes and
+ * single rows (the other NCHW cases) are portable only.
  */
 #include "dwconv.h"
 #include "isa.h"
 
-#define PA_DW_MR 4
 #ifndef PA_DW_ROWS
 #define PA_DW_ROWS 4                     /* NCHW: output rows per span    */
 #endif
@@ -49,18 +52,6 @@ pa_status_t _pa_dwconv_pack(const pa_conv2d_t *c, const float *weight, const flo
     return PA_OK;
 }
 
-/* Taps i in [*lo, *hi) whose input row oh * sh - pad + i * dh is inside. */
-static void valid_taps(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t d, int64_t n,
-                       int64_t *lo, int64_t *hi) {
-    int64_t i0 = o * s - pad;
-    int64_t a = i0 >= 0 ? 0 : (-i0 + d - 1) / d;
-    int64_t b = i0 > n - 1 ? 0 : (n - 1 - i0) / d + 1;
-    *lo = a < k ? a : k;
-    *hi = b < k ? b : k;
-    if (*hi < *lo)
-        *hi = *lo;
-}
-
 /* Output columns whose every tap column is inside: [lo, hi), maybe empty. */
 static void interior(int64_t n_out, int64_t s, int64_t pad, int64_t k, int64_t d, int64_t n,
                      int64_t *lo, int64_t *hi) {
@@ -71,20 +62,6 @@ static void interior(int64_t n_out, int64_t s, int64_t pad, int64_t k, int64_t d
     *hi = b < n_out ? b : n_out;
     if (*hi < *lo)
         *hi = *lo;
-}
-
-void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep,
-                     dw_taps_t *t) {
-    int64_t ilo, ihi;
-    valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
-    t->n = 0;
-    for (int64_t i = ilo; i < ihi; i++)
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            t->xoff[t->n] = (i * c->dh * c->w + jj * c->dw) * px;
-            t->woff[t->n] = (i * c->kw + jj) * wstep;
-            t->col[t->n] = jj * c->dw;
-            t->n++;
-        }
 }
 
 /* -- NHWC: channel vectors ------------------------------------------------- */
@@ -212,33 +189,7 @@ PA_INLINE void nhwc_channels(const dw_job_t *j, const dw_taps_t *t, const float 
 }
 
 PA_MULTIVERSION
-static void dw_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
-    const dw_job_t *j = ctx;
-    const pa_conv2d_t *c = j->c;
-    const int64_t C = c->c_in;
-    dw_taps_t t;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t img = r / c->h_out, oh = r % c->h_out;
-        _pa_dw_row_taps(c, oh, C, j->cp, &t);
-        /* input row of tap row 0 (maybe outside: only offsets of inside
-         * rows are added to it) */
-        const float *xrow0 = j->x + img * c->h * c->w * C +
-                             (oh * c->sh - c->pad_top) * c->w * C;
-        float *yrow = j->y + r * c->w_out * C;
-        int64_t ow = 0;
-        for (; ow < j->ow_lo; ow++)
-            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
-        for (; ow + PA_DW_MR <= j->ow_hi; ow += PA_DW_MR)
-            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 1);
-        if (ow < j->ow_hi && j->ow_hi - j->ow_lo >= PA_DW_MR) {  /* overlapping tile */
-            nhwc_channels(j, &t, xrow0, yrow + (j->ow_hi - PA_DW_MR) * C,
-                          j->ow_hi - PA_DW_MR, 1);
-            ow = j->ow_hi;
-        }
-        for (; ow < c->w_out; ow++)
-            nhwc_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
-    }
-}
+PA_DW_NHWC_TASK(dw_nhwc_rows, nhwc_channels)
 
 /* -- NCHW: row vectors ------------------------------------------------------ */
 
@@ -461,43 +412,14 @@ static int64_t band_rows(const pa_conv2d_t *c) {
     return r < c->h_out ? r : c->h_out;
 }
 
-PA_INLINE void nchw_band(const dw_band_job_t *bj, int64_t item, int64_t S) {
-    const dw_job_t *j = bj->j;
-    const pa_conv2d_t *c = j->c;
-    int64_t plane = item / bj->nbands, oh0 = item % bj->nbands * bj->band;
-    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
-    int64_t hp, wp;
-    padded_extent(c, &hp, &wp);
-    const int64_t rf = band_row_floats(c), half = rf / 2;
-    const int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
-    float tile[PA_DW_TILE_FLOATS];
-    _pa_band_fill(tile, j->x + plane * c->h * c->w, oh0 * c->sh - c->pad_top, in_rows, c->h,
-                  c->w, c->pad_left, wp, rf, S, 0.0f);
-    int64_t ch = plane % c->c_in;
-    dw_taps_t t;
-    float wt[PA_DW_MAX_TAPS];
-    t.n = c->kh * c->kw;
-    for (int64_t i = 0; i < c->kh; i++)
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            int64_t k = i * c->kw + jj, col = jj * c->dw;
-            t.xoff[k] = i * c->dh * rf + (S == 2 ? (col & 1) * half + (col >> 1) : col);
-            wt[k] = j->w[k * j->cp + ch];
-        }
-    const float b = j->bias[ch];
-    float *y = j->y + (plane * c->h_out + oh0) * c->w_out;
-    nchw_tile_rows(&t, wt, tile, c->sh * rf, y, nr, b, 1, c);
+/* The band rows of the walk (dwconv.h): the tile's rows as above. */
+PA_INLINE void band_tile_rows(const dw_taps_t *t, const float *wt, const float *tile,
+                              int64_t xrs, float *y, int64_t nr, float b, const pa_conv2d_t *c) {
+    nchw_tile_rows(t, wt, tile, xrs, y, nr, b, 1, c);
 }
 
 PA_MULTIVERSION
-static void dw_nchw_bands(void *ctx, int64_t begin, int64_t end) {
-    const dw_band_job_t *bj = ctx;
-    for (int64_t item = begin; item < end; item++) {
-        if (bj->j->c->sw == 1)
-            nchw_band(bj, item, 1);
-        else
-            nchw_band(bj, item, 2);
-    }
-}
+PA_DW_BANDS_TASK(dw_nchw_bands, band_tile_rows)
 
 /* -- NCHW, small planes with many channels: blocks of PA_VEC channels ------- */
 
@@ -517,7 +439,7 @@ static void dw_nchw_bands(void *ctx, int64_t begin, int64_t end) {
 
 /* Output rows per band so that input band + output band fit tile_floats
  * floats; 0: not even one row. */
-int64_t _pa_dw_block_band_rows(const pa_conv2d_t *c, int64_t tile_floats) {
+static int64_t block_band_rows(const pa_conv2d_t *c, int64_t tile_floats) {
     int64_t hp, wp;
     padded_extent(c, &hp, &wp);
     for (int64_t r = c->h_out; r >= 1; r--) {
@@ -528,18 +450,13 @@ int64_t _pa_dw_block_band_rows(const pa_conv2d_t *c, int64_t tile_floats) {
     return 0;
 }
 
-PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
+/* One item of the walk (dwconv.h): the band in, the tiles, the band out. */
+PA_INLINE void nchw_block_band(const dw_block_job_t *bj, const dw_block_t *b,
+                               const dw_taps_t *t) {
     const dw_job_t *j = bj->j;
     const pa_conv2d_t *c = j->c;
-    const int64_t V = PA_VEC;
-    int64_t img = item / (bj->nblocks * bj->nbands);
-    int64_t blk = item / bj->nbands % bj->nblocks, band = item % bj->nbands;
-    int64_t c0 = blk * V, nc = c->c_in - c0 < V ? c->c_in - c0 : V;
-    int64_t oh0 = band * bj->band;
-    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
-    int64_t hp, wp;
-    padded_extent(c, &hp, &wp);
-    int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    const int64_t V = PA_VEC, wp = bj->wp, img = b->img, c0 = b->c0, nc = b->nc;
+    const int64_t oh0 = b->oh0, nr = b->nr, in_rows = b->in_rows;
     float tile[PA_DW_TILE_FLOATS];
     float *in = tile, *out = tile + in_rows * wp * V;
     /* in[r][q][v] = padded input row oh0 * sh + r, column q, channel c0 + v */
@@ -558,13 +475,6 @@ PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
                 d[q * V] = xr[q];
         }
     }
-    dw_taps_t t;
-    t.n = c->kh * c->kw;
-    for (int64_t i = 0; i < c->kh; i++)
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            t.xoff[i * c->kw + jj] = (i * c->dh * wp + jj * c->dw) * V;
-            t.woff[i * c->kw + jj] = (i * c->kw + jj) * j->cp;
-        }
     const float *w = j->w + c0, *bias = j->bias + c0;
     const int64_t ps = c->sw * V;
     for (int64_t r = 0; r < nr; r++) {
@@ -572,18 +482,18 @@ PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
         float *orow = out + r * c->w_out * V;
         int64_t ow = 0;
         for (; ow + PA_DW_MR <= c->w_out; ow += PA_DW_MR)
-            nhwc_tile16(&t, xrow + ow * ps, ps, w, bias, orow + ow * V, V, &c->act);
+            nhwc_tile16(t, xrow + ow * ps, ps, w, bias, orow + ow * V, V, &c->act);
         if (ow < c->w_out && c->w_out >= PA_DW_MR)      /* overlapping last tile */
-            nhwc_tile(&t, xrow + (c->w_out - PA_DW_MR) * ps, ps, w, bias,
+            nhwc_tile(t, xrow + (c->w_out - PA_DW_MR) * ps, ps, w, bias,
                       orow + (c->w_out - PA_DW_MR) * V, V, &c->act, PA_VEC);
         else
             for (; ow < c->w_out; ow++) {
                 float acc[PA_VEC];
                 for (int64_t v = 0; v < V; v++)
                     acc[v] = bias[v];
-                for (int64_t k = 0; k < t.n; k++) {
-                    const float *restrict xq = xrow + ow * ps + t.xoff[k];
-                    const float *restrict wv = w + t.woff[k];
+                for (int64_t k = 0; k < t->n; k++) {
+                    const float *restrict xq = xrow + ow * ps + t->xoff[k];
+                    const float *restrict wv = w + t->woff[k];
                     for (int64_t v = 0; v < V; v++)
                         acc[v] += xq[v] * wv[v];
                 }
@@ -602,10 +512,11 @@ PA_INLINE void nchw_block_band(const dw_block_job_t *bj, int64_t item) {
 }
 
 PA_MULTIVERSION
-static void dw_nchw_blocks(void *ctx, int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; item++)
-        nchw_block_band(ctx, item);
-}
+PA_DW_BLOCKS_TASK(dw_nchw_blocks, nchw_block_band)
+
+/* The portable variant (isa.h). */
+static const pa_dw_isa_t dw_portable = {dw_nhwc_rows, dw_nchw_blocks, PA_DW_TILE_FLOATS,
+                                        PA_DW_BLOCK_MAX_W, dw_nchw_bands};
 
 pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const float *x,
                            float *y, pa_workers_t *workers) {
@@ -614,6 +525,7 @@ pa_status_t _pa_dwconv_run(const pa_conv2d_t *c, const float *packed, const floa
 
 pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
                                float *y, pa_workers_t *workers, int avx512) {
+    const pa_dw_isa_t *isa = avx512 && _pa_avx512_usable() ? &_pa_dw_avx512 : &dw_portable;
     dw_job_t j = {c, packed, NULL, x, y, round_vec(c->c_in), 0, 0};
     j.w = packed + j.cp;
     interior(c->w_out, c->sw, c->pad_left, c->kw, c->dw, c->w, &j.ow_lo, &j.ow_hi);
@@ -622,37 +534,25 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
     pa_workers_t *w = _pa_workers_for(workers, work);
     int64_t hp, wp;
     padded_extent(c, &hp, &wp);
-    dw_block_job_t bj = {&j, 0, 0, 0};
-    dw_band_job_t band = {&j, band_rows(c), 0};
+    dw_block_job_t bj = {&j, 0, 0, 0, wp};
+    dw_band_job_t band = {&j, band_rows(c), 0, wp, band_row_floats(c)};
     /* rows of up to 12 columns: channel blocks (7 and 12 columns: 30-50%
      * faster than the bands); wider ones (14 columns on, either stride):
      * the bands (MobileNetV2's 28 -> 14 stride-2 rows: 181 vs 231 us,
      * 56 -> 28: 228 vs 434 us).  On AVX-512 the blocks take rows up to
-     * PA_DW512_BLOCK_MAX_W (28) columns (MobileNetV2's 28-column rows:
+     * 28 columns (the variant's block_max_w; MobileNetV2's 28-column rows:
      * 87 vs 122 us on the AVX-512 bands; 56 columns: 346 vs 285 us) */
-    int nchw512 = 0;
-    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && avx512 && _pa_avx512_usable() &&
-        c->w_out <= PA_DW512_BLOCK_MAX_W) {
-        bj.band = _pa_dw_block_band_rows(c, PA_DW512_TILE_FLOATS);
-        nchw512 = bj.band > 0;
-    }
-    if (!nchw512 && c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC &&
-        c->w_out <= PA_DW_BLOCK_MAX_W)
-        bj.band = _pa_dw_block_band_rows(c, PA_DW_TILE_FLOATS);
-    if (c->layout == PA_LAYOUT_NHWC && avx512 && _pa_avx512_usable()) {
-        _pa_parallel(w, c->n * c->h_out, _pa_dw_nhwc512_rows, &j);
-    } else if (c->layout == PA_LAYOUT_NHWC) {
-        _pa_parallel(w, c->n * c->h_out, dw_nhwc_rows, &j);
+    if (c->layout == PA_LAYOUT_NCHW && c->c_in >= PA_VEC && c->w_out <= isa->block_max_w)
+        bj.band = block_band_rows(c, isa->block_tile_floats);
+    if (c->layout == PA_LAYOUT_NHWC) {
+        _pa_parallel(w, c->n * c->h_out, isa->nhwc_rows, &j);
     } else if (bj.band > 0) {
         bj.nbands = (c->h_out + bj.band - 1) / bj.band;
         bj.nblocks = (c->c_in + PA_VEC - 1) / PA_VEC;
-        _pa_parallel(w, c->n * bj.nblocks * bj.nbands,
-                     nchw512 ? _pa_dw_nchw512_blocks : dw_nchw_blocks, &bj);
+        _pa_parallel(w, c->n * bj.nblocks * bj.nbands, isa->nchw_blocks, &bj);
     } else if (band.band > 0) {
         band.nbands = (c->h_out + band.band - 1) / band.band;
-        _pa_parallel(w, c->n * c->c_in * band.nbands,
-                     avx512 && _pa_avx512_usable() ? _pa_dw_nchw512_bands : dw_nchw_bands,
-                     &band);
+        _pa_parallel(w, c->n * c->c_in * band.nbands, isa->nchw_bands, &band);
     } else if (hp * wp <= PA_DW_TILE_FLOATS) {
         _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
     } else {

@@ -1,6 +1,12 @@
-/* kernels/dwconv_avx512.c -- the depthwise convolution's AVX-512 kernels: the
- * NHWC rows, and for NCHW the channel blocks and the bands (sections at
- * the end).
+/* kernels/dwconv_avx512.c -- the depthwise convolution's AVX-512 tiles:
+ * for the NHWC rows, and for NCHW the channel blocks and the bands
+ * (sections at the end).
+ *
+ * Only the tiles are here: the walks that call them (which rows, bands
+ * and blocks, their tap tables and band copies) are dwconv.h's, shared
+ * with the portable tiles, and dwconv.c picks this file's table where
+ * the compiler built it (PA_AVX512_BUILT) and the processor has AVX-512F
+ * (_pa_avx512_usable, isa.h).
  *
  * The portable NHWC rows (dwconv.c) hold a tile of 4 output
  * pixels x 16 channels in pairs of 8-float vectors, and GCC's AVX-512
@@ -20,15 +26,22 @@
  * _pa_act_block.  No workspace but the stack.
  */
 #include "dwconv.h"
+#include "isa.h"
 
-#if defined(__x86_64__) && !defined(PA_NO_MULTIVERSION) && \
-    (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11))
+#if PA_AVX512_BUILT
 
 #include <immintrin.h>
 
 #define DW512 __attribute__((target("avx512f")))
 #define DW512_INLINE static inline __attribute__((always_inline, target("avx512f")))
-#define DW512_MR 4          /* pixels per tile, as the portable PA_DW_MR */
+_Static_assert(PA_DW_MR == 4, "dw512_tile holds PA_DW_MR = 4 pixels");
+
+/* The blocks' stack tile (input band + output band, pixel-major PA_VEC
+ * channels) and the widest output rows they take. */
+#define PA_DW512_TILE_FLOATS 8192
+#ifndef PA_DW512_BLOCK_MAX_W
+#define PA_DW512_BLOCK_MAX_W 28
+#endif
 
 static inline __mmask16 dw512_mask(int64_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
@@ -65,7 +78,7 @@ DW512_INLINE void dw512_out(__m512 acc, float *y, __mmask16 m, int masked,
         _mm512_storeu_ps(y, acc);
 }
 
-/* DW512_MR interior pixels (ps floats apart) x NV blocks of 16 channels
+/* PA_DW_MR interior pixels (ps floats apart) x NV blocks of 16 channels
  * from channel c0: x and y at the first pixel's channel c0, w and bias
  * at channel c0 (packed rows: no mask needed); the last block's lanes
  * under m where masked. */
@@ -122,7 +135,7 @@ DW512_INLINE void dw512_pixel(const dw_taps_t *t, const float *xrow0, int64_t iw
     dw512_out(acc, y, m, masked, act);
 }
 
-/* Every channel of one pixel (tile = 0) or of a tile of DW512_MR pixels
+/* Every channel of one pixel (tile = 0) or of a tile of PA_DW_MR pixels
  * at output column ow. */
 DW512_INLINE void dw512_channels(const dw_job_t *j, const dw_taps_t *t, const float *xrow0,
                                  float *y, int64_t ow, int tile) {
@@ -150,33 +163,7 @@ DW512_INLINE void dw512_channels(const dw_job_t *j, const dw_taps_t *t, const fl
                     m, 1);
 }
 
-DW512 void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end) {
-    const dw_job_t *j = ctx;
-    const pa_conv2d_t *c = j->c;
-    const int64_t C = c->c_in;
-    dw_taps_t t;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t img = r / c->h_out, oh = r % c->h_out;
-        _pa_dw_row_taps(c, oh, C, j->cp, &t);
-        /* input row of tap row 0 (maybe outside: only offsets of inside
-         * rows are added to it) */
-        const float *xrow0 = j->x + img * c->h * c->w * C +
-                             (oh * c->sh - c->pad_top) * c->w * C;
-        float *yrow = j->y + r * c->w_out * C;
-        int64_t ow = 0;
-        for (; ow < j->ow_lo; ow++)
-            dw512_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
-        for (; ow + DW512_MR <= j->ow_hi; ow += DW512_MR)
-            dw512_channels(j, &t, xrow0, yrow + ow * C, ow, 1);
-        if (ow < j->ow_hi && j->ow_hi - j->ow_lo >= DW512_MR) {  /* overlapping tile */
-            dw512_channels(j, &t, xrow0, yrow + (j->ow_hi - DW512_MR) * C,
-                           j->ow_hi - DW512_MR, 1);
-            ow = j->ow_hi;
-        }
-        for (; ow < c->w_out; ow++)
-            dw512_channels(j, &t, xrow0, yrow + ow * C, ow, 0);
-    }
-}
+DW512 PA_DW_NHWC_TASK(dw512_nhwc_rows, dw512_channels)
 
 
 /* -- NCHW small planes: blocks of 16 channels ----------------------------- */
@@ -312,28 +299,18 @@ DW512_INLINE void nchw512_pixel(const dw_taps_t *t, const float *x, const float 
     dw512_out(acc, y, (__mmask16)0xFFFF, 0, act);
 }
 
-DW512 static void nchw512_block_band(const dw_block_job_t *bj, int64_t item) {
+/* One item of the blocks' walk (dwconv.h). */
+DW512 static void nchw512_block_band(const dw_block_job_t *bj, const dw_block_t *b,
+                                     const dw_taps_t *t) {
     const dw_job_t *j = bj->j;
     const pa_conv2d_t *c = j->c;
-    int64_t img = item / (bj->nblocks * bj->nbands);
-    int64_t blk = item / bj->nbands % bj->nblocks, band = item % bj->nbands;
-    int64_t c0 = blk * 16, nc = c->c_in - c0 < 16 ? c->c_in - c0 : 16;
-    int64_t oh0 = band * bj->band;
-    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
-    int64_t wp = (c->w_out - 1) * c->sw + (c->kw - 1) * c->dw + 1;
-    int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    const int64_t wp = bj->wp, img = b->img, c0 = b->c0, nc = b->nc, oh0 = b->oh0;
+    const int64_t nr = b->nr, in_rows = b->in_rows;
     float tile[PA_DW512_TILE_FLOATS];
     int32_t off[PA_DW512_TILE_FLOATS / 16];
     float *in = tile, *out = tile + in_rows * wp * 16;
     nchw512_gather(c, j->x + (img * c->c_in + c0) * c->h * c->w, oh0 * c->sh - c->pad_top,
                    in_rows, wp, nc, in);
-    dw_taps_t t;
-    t.n = c->kh * c->kw;
-    for (int64_t i = 0; i < c->kh; i++)
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            t.xoff[i * c->kw + jj] = (i * c->dh * wp + jj * c->dw) * 16;
-            t.woff[i * c->kw + jj] = (i * c->kw + jj) * j->cp;
-        }
     const int64_t npix = nr * c->w_out;
     for (int64_t r = 0, p = 0; r < nr; r++)
         for (int64_t ow = 0; ow < c->w_out; ow++)
@@ -342,22 +319,19 @@ DW512 static void nchw512_block_band(const dw_block_job_t *bj, int64_t item) {
     if (npix >= 8) {
         int64_t p = 0;
         for (; p + 8 <= npix; p += 8)
-            nchw512_tile8(&t, in, off, p, w, bias, out, &c->act);
+            nchw512_tile8(t, in, off, p, w, bias, out, &c->act);
         if (p < npix)                           /* overlapping last tile */
-            nchw512_tile8(&t, in, off, npix - 8, w, bias, out, &c->act);
+            nchw512_tile8(t, in, off, npix - 8, w, bias, out, &c->act);
     } else {
         for (int64_t p = 0; p < npix; p++)
-            nchw512_pixel(&t, in + off[p], w, bias, out + p * 16, &c->act);
+            nchw512_pixel(t, in + off[p], w, bias, out + p * 16, &c->act);
     }
     nchw512_scatter(out, npix, nc,
                     j->y + ((img * c->c_in + c0) * c->h_out + oh0) * c->w_out,
                     c->h_out * c->w_out);
 }
 
-DW512 void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; item++)
-        nchw512_block_band(ctx, item);
-}
+DW512 PA_DW_BLOCKS_TASK(dw512_nchw_blocks, nchw512_block_band)
 
 
 /* -- NCHW, stride 1 or 2: bands of a zero-padded plane --------------------- */
@@ -398,55 +372,25 @@ DW512_INLINE void nchw512_band_rows(const dw_taps_t *t, const float *wt, const f
     }
 }
 
-DW512 static void nchw512_band(const dw_band_job_t *bj, int64_t item) {
-    const dw_job_t *j = bj->j;
-    const pa_conv2d_t *c = j->c;
-    const int64_t S = c->sw;
-    int64_t plane = item / bj->nbands, oh0 = item % bj->nbands * bj->band;
-    int64_t nr = c->h_out - oh0 < bj->band ? c->h_out - oh0 : bj->band;
-    int64_t wp = (c->w_out - 1) * c->sw + (c->kw - 1) * c->dw + 1;
-    const int64_t rf = S == 2 ? 2 * ((wp + 1) / 2) : wp, half = rf / 2;
-    const int64_t in_rows = (nr - 1) * c->sh + (c->kh - 1) * c->dh + 1;
-    float tile[PA_DW_TILE_FLOATS];
-    _pa_band_fill(tile, j->x + plane * c->h * c->w, oh0 * c->sh - c->pad_top, in_rows, c->h,
-                  c->w, c->pad_left, wp, rf, S, 0.0f);
-    int64_t ch = plane % c->c_in;
-    dw_taps_t t;
-    float wt[PA_DW_MAX_TAPS];
-    t.n = c->kh * c->kw;
-    for (int64_t i = 0; i < c->kh; i++)
-        for (int64_t jj = 0; jj < c->kw; jj++) {
-            int64_t k = i * c->kw + jj, col = jj * c->dw;
-            t.xoff[k] = i * c->dh * rf + (S == 2 ? (col & 1) * half + (col >> 1) : col);
-            wt[k] = j->w[k * j->cp + ch];
-        }
-    const float b = j->bias[ch];
-    const int64_t wo = c->w_out, xrs = c->sh * rf;
-    float *y = j->y + (plane * c->h_out + oh0) * wo;
+/* The band rows of the walk (dwconv.h): 4 at a time, then one by one. */
+DW512_INLINE void nchw512_band_tile_rows(const dw_taps_t *t, const float *wt,
+                                         const float *tile, int64_t xrs, float *y, int64_t nr,
+                                         float b, const pa_conv2d_t *c) {
+    const int64_t wo = c->w_out;
     int64_t r = 0;
     for (; r + 4 <= nr; r += 4)
-        nchw512_band_rows(&t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 4);
+        nchw512_band_rows(t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 4);
     for (; r < nr; r++)
-        nchw512_band_rows(&t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 1);
+        nchw512_band_rows(t, wt, tile + r * xrs, xrs, y + r * wo, wo, b, &c->act, 1);
 }
 
-DW512 void _pa_dw_nchw512_bands(void *ctx, int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; item++)
-        nchw512_band(ctx, item);
-}
+DW512 PA_DW_BANDS_TASK(dw512_nchw_bands, nchw512_band_tile_rows)
+
+const pa_dw_isa_t _pa_dw_avx512 = {dw512_nhwc_rows, dw512_nchw_blocks, PA_DW512_TILE_FLOATS,
+                                   PA_DW512_BLOCK_MAX_W, dw512_nchw_bands};
 
 #else
 
-void _pa_dw_nhwc512_rows(void *ctx, int64_t begin, int64_t end) {
-    (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
-}
-
-void _pa_dw_nchw512_blocks(void *ctx, int64_t begin, int64_t end) {
-    (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
-}
-
-void _pa_dw_nchw512_bands(void *ctx, int64_t begin, int64_t end) {
-    (void)ctx, (void)begin, (void)end;      /* never called: no AVX-512 build */
-}
+const pa_dw_isa_t _pa_dw_avx512 = {NULL, NULL, 0, 0, NULL};
 
 #endif
