@@ -5,7 +5,8 @@ swapped operands, a wrong default -- never a syntax error.
 Each entry: ``id``, ``file`` (relative to the checkout), ``original`` (an
 exact snippet that must occur exactly once in the file), ``replacement``,
 ``why`` (the mistake it stands for) and ``tests`` (what should kill it, run
-in order: C test binaries as ``c:test_x``, then pytest paths; all part of
+in order: C test binaries as ``c:alloc/test_x`` -- tests/c/alloc/test_x.c,
+built by make as csrc/build/alloc/test_x --, then pytest paths; all part of
 the default run).  When the code moves, update the snippet here: the runner
 (and tests/test_mutation_list.py in the default run) refuses a snippet that
 no longer matches exactly once.
