@@ -4,13 +4,15 @@
 usage: .ci/check_flags.py BUILD_LOG
 
 BUILD_LOG is the output of `pip install -v .` (or `python setup.py
-build_ext`).  pyarena/_native/build.py prints every command it compiles csrc/*.c
-with, prefixed "pyarena core: ".  This script asks make for its commands
-(`make -n -B`, same environment) and compares them source by source, with
-only the output path left out.  It also fails when a csrc/*.c source is
-compiled by anything else in the log (e.g. as a source of the cffi
-extension, with Python's flags), when a source is missing from either
-build, or when the wheel's core compile printed a warning.
+build_ext`).  pyarena/_native/build.py prints every command it compiles a
+core source with (the *.c of the folders csrc/flags.mk's PA_SRC_DIRS names),
+prefixed "pyarena core: ".  This script asks make for its commands
+(`make -n -B`, same environment) and compares them source by source (by
+path relative to csrc/: `-c alloc/pool.c`), with only the output path left
+out.  It also fails when a core source is compiled by anything else in the
+log (e.g. as a source of the cffi extension, with Python's flags), when a
+source is missing from either build, or when the wheel's core compile
+printed a warning.
 """
 import os
 import re
@@ -25,7 +27,8 @@ PREFIX = "pyarena core: "
 
 
 def normalise(cmd):
-    """(source basename, the command without its output path)."""
+    """(source as compiled, relative to csrc/; the command without its
+    output path)."""
     args = shlex.split(cmd)
     if "-o" in args:
         i = args.index("-o")
@@ -33,7 +36,23 @@ def normalise(cmd):
     if "-c" not in args:
         return None, args
     src = args[args.index("-c") + 1]
-    return os.path.basename(src), args
+    return os.path.normpath(src), args
+
+
+def core_sources():
+    """The core's sources relative to csrc/: the *.c of the folders that
+    csrc/flags.mk's PA_SRC_DIRS names (read here, not through build.py,
+    whose result is what is being checked)."""
+    dirs = []
+    with open(os.path.join(CSRC, "flags.mk")) as f:
+        for line in f:
+            m = re.match(r"PA_SRC_DIRS\s*:?=\s*(.*)", line.split("#", 1)[0].strip())
+            if m:
+                dirs = m.group(1).split()
+    if not dirs:
+        sys.exit(f"{CSRC}/flags.mk: no PA_SRC_DIRS line")
+    return sorted(os.path.normpath(os.path.join(d, p)) for d in dirs
+                  for p in os.listdir(os.path.join(CSRC, d)) if p.endswith(".c"))
 
 
 def make_commands():
@@ -50,9 +69,8 @@ def make_commands():
     return cmds
 
 
-def wheel_commands(log_lines):
+def wheel_commands(log_lines, sources):
     cmds, foreign = {}, []
-    sources = {os.path.basename(p) for p in os.listdir(CSRC) if p.endswith(".c")}
     for line in log_lines:
         text = line.strip()
         if text.startswith(PREFIX):
@@ -62,8 +80,8 @@ def wheel_commands(log_lines):
             cmds[src] = args
         elif " -c " in f" {text} ":
             for tok in text.split():
-                if tok.endswith(".c") and os.path.basename(tok) in sources and (
-                        "csrc" in tok or "/" not in tok):
+                if tok.endswith(".c") and any(tok == s or tok.endswith("csrc/" + s)
+                                              for s in sources):
                     foreign.append(f"{tok} compiled outside the core build: {text[:200]}")
     return cmds, foreign
 
@@ -75,8 +93,8 @@ def main(argv):
     with open(argv[1], errors="replace") as f:
         lines = f.read().splitlines()
     expect = make_commands()
-    got, problems = wheel_commands(lines)
-    sources = sorted(p for p in os.listdir(CSRC) if p.endswith(".c"))
+    sources = core_sources()
+    got, problems = wheel_commands(lines, sources)
     for src in sources:
         if src not in expect:
             problems.append(f"{src}: make does not compile it")
@@ -85,7 +103,8 @@ def main(argv):
         elif got[src] != expect[src]:
             problems.append(f"{src}: flags differ\n  make : {shlex.join(expect[src])}\n"
                             f"  wheel: {shlex.join(got[src])}")
-    warn = re.compile(r"(?:^|[\s/])(" + "|".join(map(re.escape, sources))
+    names = sorted({os.path.basename(s) for s in sources})
+    warn = re.compile(r"(?:^|[\s/])(" + "|".join(map(re.escape, names))
                       + r"|[\w.]+\.h):\d+(?::\d+)?: warning:")
     problems += [f"warning in the core build: {ln.strip()}" for ln in lines if warn.search(ln)]
     if problems:

@@ -1,5 +1,7 @@
-/* internal.h -- helpers shared by the pyarena C sources; not installed.
- * Grouped by the file that defines them.  Names start with _pa_. */
+/* internal.h -- helpers shared by the C core's folders: branch hints,
+ * graded debug assertions, power-of-two arithmetic; not installed.  Each
+ * folder has its own internal.h for what only its files share
+ * (alloc/internal.h includes this one).  Names start with _pa_. */
 #ifndef PYARENA_INTERNAL_H
 #define PYARENA_INTERNAL_H
 
@@ -9,14 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PA_PAGE_SHIFT 12
-#define PA_PAGE_SIZE ((size_t)1 << PA_PAGE_SHIFT)
-
 #if defined(__GNUC__)
 #define pa_likely(x) __builtin_expect(!!(x), 1)
 #define pa_unlikely(x) __builtin_expect(!!(x), 0)
-/* For the few hot helpers whose callers must not pay a call (pool.c's
- * fast paths save no registers; page_heap_ops.h). */
+/* For the few hot helpers whose callers must not pay a call (alloc/pool.c's
+ * fast paths save no registers; alloc/page_heap_ops.h). */
 #define PA_HOT static inline __attribute__((always_inline))
 #else
 #define pa_likely(x) (x)
@@ -69,26 +68,5 @@ static inline unsigned _pa_log2_floor(size_t x) {
 static inline unsigned _pa_log2_ceil(size_t x) {
     return x <= 1 ? 0 : _pa_log2_floor(x - 1) + 1;
 }
-
-/* os.c */
-void *_pa_backend_map(const pa_backend_t *b, size_t size, size_t align);
-void _pa_backend_unmap(const pa_backend_t *b, void *p, size_t size);
-/* 1 if `b` is pa_backend_default()'s mmap/munmap/madvise. */
-int _pa_backend_is_default(const pa_backend_t *b);
-/* Reserve `size` bytes (page multiple) of address space (PROT_NONE,
- * MAP_NORESERVE: no memory, no commit charge); NULL if the OS refuses.
- * Give it back with the default backend's unmap. */
-void *_pa_os_reserve(size_t size);
-/* Make [p, p+size) of a reservation usable (commit 1: read/write) or give
- * its pages and commit charge back (commit 0).  0 on success. */
-int _pa_os_commit(void *p, size_t size, int commit);
-/* Transparent huge pages for [p, p+size) of a reservation (PA_HUGE_SIZE
- * aligned and sized).  collapse 0: page faults in it may map huge pages
- * (madvise MADV_HUGEPAGE; a huge page is resident whole).  collapse 1:
- * back it with huge pages now (MADV_COLLAPSE: present 4 KiB pages are
- * copied, the rest zero-filled).  0 on success, -1 where the kernel
- * cannot (no THP, before Linux 6.1, no page present yet, no memory). */
-int _pa_os_huge(void *p, size_t size, int collapse);
-#define PA_HUGE_SIZE ((size_t)2 << 20)
 
 #endif /* PYARENA_INTERNAL_H */

@@ -224,7 +224,7 @@ pa_status_t pa_arena_find(const pa_arena_t *arena, const void *ptr,
 size_t pa_arena_check(const pa_arena_t *arena);
 
 /* ------------------------------------------------------------------ */
-/* Work pool (pool.c and the files under it, see docs/pool.md)        */
+/* Work pool (alloc/pool.c and the files under it, see docs/pool.md) */
 /* ------------------------------------------------------------------ */
 /* A general-purpose pool for short-lived tensors (activations, scratch):
  * slab size classes for small blocks, a buddy allocator for medium
@@ -333,7 +333,7 @@ typedef struct pa_pool_config {
     size_t large_threshold; /* hybrid: blocks above go to the large zone;
                               0 = 16 KiB (at most buddy_region)         */
     const pa_backend_t *backend; /* NULL = pa_backend_default()         */
-    /* Learning the step (pa_pool_step(), pool_learn.c, docs/pool.md): */
+    /* Learning the step (pa_pool_step(), alloc/pool_learn.c, docs/pool.md): */
     int learn;             /* 1 (default): record each step's alloc/free
                               sequence once pa_pool_step() has been called,
                               plan a sequence seen `learn_repeats` times

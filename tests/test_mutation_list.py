@@ -18,13 +18,15 @@ from run import stale_mutants  # noqa: E402
 UNMUTATED = {
     "csrc/status.c": "a table of status strings",
     "csrc/pyarena.h": "the public header: declarations and constants",
-    "csrc/page_heap.h": "declarations; its one inline function builds an iterator",
-    "csrc/plan_internal.h": "declarations",
-    "csrc/pool_learn.h": "declarations of the learned steps",
-    "csrc/zone.h": "declarations",
-    "csrc/kernels_dwconv.h": "declarations shared by the depthwise files",
-    "csrc/cpu.c": "asks the processor once; which tile runs shows in timings only "
-                  "(the tiles agree bit for bit: tests/c/test_kernels.c)",
+    "csrc/alloc/internal.h": "the page size and the OS layer's declarations",
+    "csrc/alloc/page_heap.h": "declarations; its one inline function builds an iterator",
+    "csrc/plan/internal.h": "declarations",
+    "csrc/alloc/pool_learn.h": "declarations of the learned steps",
+    "csrc/alloc/zone.h": "declarations",
+    "csrc/kernels/isa.h": "the variants' contract: declarations and the build condition "
+                          "(either way the tests compare the variants bit for bit)",
+    "csrc/kernels/cpu.c": "asks the processor once; which tile runs shows in timings only "
+                  "(the tiles agree bit for bit: tests/c/kernels/test_kernels.c)",
     "csrc/examples/embed_arena.c": "an example program (make check runs it)",
     "pyarena/__init__.py": "re-exports and lazy imports (tests/test_layers.py)",
     "pyarena/__main__.py": "calls pyarena.cli.main",
@@ -64,7 +66,7 @@ def test_every_snippet_matches_exactly_once():
 def test_every_source_file_has_a_mutant_or_a_reason():
     mutated = {m.file for m in MUTANTS}
     sources = _sources()
-    assert "csrc/arena.c" in sources and "pyarena/planning/planner.py" in sources
+    assert "csrc/alloc/arena.c" in sources and "pyarena/planning/planner.py" in sources
     missing = [f for f in sources if f not in mutated and f not in UNMUTATED]
     assert missing == [], "give each a mutant or a reason in UNMUTATED"
     assert sorted(set(UNMUTATED) - set(sources)) == [], "UNMUTATED names a file that is gone"

@@ -5,10 +5,11 @@ Named in setup.py's ``cffi_modules``.  The cdef is the region of the public
 header between ``PA_CDEF_BEGIN`` and ``PA_CDEF_END``, so the header stays
 the single source of truth for the C API.
 
-The C core (csrc/*.c) is compiled once, by :func:`build_core`, with exactly
-the command ``make -C csrc`` uses: the flags come from ``csrc/flags.mk``,
-which the Makefile includes (one source of truth; ``.ci/check_flags.py``
-compares the two builds' compile lines).  The objects make
+The C core (the *.c files of csrc/ and its folders alloc/, plan/, kernels/)
+is compiled once, by :func:`build_core`, with exactly the command
+``make -C csrc`` uses: the flags and the folders come from
+``csrc/flags.mk``, which the Makefile includes (one source of truth;
+``.ci/check_flags.py`` compares the two builds' compile lines).  The objects make
 ``libpyarena.a`` and ``libpyarena.so``; the cffi extension compiles only its
 generated wrapper (with relaxed warnings: cffi's code is not ours) and links
 ``libpyarena.a``, which setup.py's build_ext adds to it.  Standalone:
@@ -64,8 +65,15 @@ def read_cdef(header_path):
     return m.group(1)
 
 
-def c_sources():
-    return sorted(glob.glob(os.path.join(CSRC, "*.c")))
+def c_sources(flags=None):
+    """The core's sources, relative to csrc/: every *.c of the folders
+    csrc/flags.mk's PA_SRC_DIRS names, as csrc/Makefile finds them."""
+    flags = read_flags() if flags is None else flags
+    out = []
+    for d in flags["PA_SRC_DIRS"]:
+        found = glob.glob(os.path.join(CSRC, d, "*.c"))
+        out += sorted(os.path.relpath(f, CSRC) for f in found)
+    return out
 
 
 def read_flags(path=FLAGS_FILE):
@@ -102,16 +110,17 @@ def compile_command(src, obj, flags):
 
 
 def build_core(objdir, libdir):
-    """Compile csrc/*.c (in csrc/, like make) into `objdir` and write
-    libpyarena.a and libpyarena.so into `libdir`; returns the .a's path."""
+    """Compile the core's sources (in csrc/, like make: `-c alloc/pool.c`)
+    into `objdir` (the folders mirrored) and write libpyarena.a and
+    libpyarena.so into `libdir`; returns the .a's path."""
     flags = read_flags()
     os.makedirs(objdir, exist_ok=True)
     os.makedirs(libdir, exist_ok=True)
     objects = []
-    for src in c_sources():
-        name = os.path.basename(src)
-        obj = os.path.abspath(os.path.join(objdir, name[:-2] + ".o"))
-        cmd = compile_command(name, obj, flags)
+    for src in c_sources(flags):
+        obj = os.path.abspath(os.path.join(objdir, src[:-2] + ".o"))
+        os.makedirs(os.path.dirname(obj), exist_ok=True)
+        cmd = compile_command(src, obj, flags)
         print(CORE_LOG_PREFIX + shlex.join(cmd), flush=True)
         subprocess.run(cmd, check=True, cwd=CSRC)
         objects.append(obj)

@@ -1,0 +1,950 @@
+/* alloc/pool_learn.c -- a work pool that learns its inference loop.
+ *
+ * An inference loop makes the same allocations and frees every step.
+ * Once the caller marks step ends (pa_pool_step), the pool records each
+ * step as a list of events -- "alloc of n bytes", "free of this step's
+ * k-th block", "free of the previous step's k-th block" -- and keeps the
+ * lists it saw recently as candidates.  When one list has been seen
+ * `repeats` times it is planned with the static planner (pa_plan_assign:
+ * offsets at or near the lower bound): a block freed within its step lives
+ * from its alloc to its free; a block freed during the next step (a loop
+ * variable rebound in the next iteration) is a carry and gets a slot for
+ * the whole step -- two slots, used on alternate steps, when the next
+ * step's copy is made before the old one dies; a block living longer is
+ * left to the zones.  Every plan lives in ONE region sized to the largest
+ * plan (not their sum), mapped beside the page heap.
+ *
+ * Serving is a compare and an add: the step's first request picks a plan
+ * (when several plans start with that size, the first block comes from
+ * the zones and the second request decides; ties go to the plan that
+ * followed the previous step's plan last time, else to the most recently
+ * used one); the i-th request must
+ * have the plan's i-th size and the in-step frees the plan counted before
+ * it must have happened (`need` against `prefix`, the frees done in the
+ * plan's order), else the step diverges: the zones serve the rest of it,
+ * and blocks already handed out stay where they are until freed.  The
+ * region is reused at a step start only when nothing but the previous
+ * step's carries of the same plan still lives in it, so no planned block
+ * is ever placed over a live one.  Frees are recognised by address (one
+ * compare with the region) and found by offset in the plan's class table.
+ *
+ * Recording continues while a plan serves (an array store per event), so
+ * a step that diverges is still recorded whole and a new sequence repeated
+ * `repeats` times is learned too (up to `max_plans`, the least recently
+ * used one evicted).  Zone blocks are tracked by pointer in two small
+ * tables (this step's and the previous step's) to name their frees.
+ * Traffic that never repeats (NOVEL_QUIET new sequences in a row) is
+ * recorded one step in 8 only, then in 16, 32 and 64 after every 16 more
+ * recorded steps that come out new (quiet_period), so learning costs
+ * little where it cannot help; a sequence that starts to repeat is still
+ * learned within two periods.
+ */
+#include "pool_learn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EV_ALLOC 0u
+#define EV_FREE 1u  /* a block of this step                              */
+#define EV_PREV 2u  /* a block of the previous step                       */
+#define DEFAULT_REPEATS 2u
+#define DEFAULT_PLANS 16u
+#define DEFAULT_EVENTS ((size_t)65536)
+#define PLAN_SECONDS 0.005
+#define UNPLANNABLE ((unsigned)-1)
+#define CHECK_PAIRS_MAX 2048
+#define NOVEL_QUIET 16
+#define DEFER_ZONES 1 /* ambiguous first size: first block from the zones */
+#define DEFER_GUESS 2 /* ...served at the offset the candidates share     */
+
+static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
+
+static inline size_t block_bytes(const pa_learn_t *L, size_t size) {
+    return _pa_learn_block_bytes(L, size);
+}
+
+/* ---- event list ------------------------------------------------------------ */
+
+void _pa_learn_record(pa_learn_t *L, uint64_t ev) {
+    if (L->overflow) return;
+    if (L->nev == L->evcap) {
+        if (L->nev >= L->max_events) {
+            L->overflow = 1;
+            return;
+        }
+        size_t cap = L->evcap ? 2 * L->evcap : 256;
+        if (cap > L->max_events) cap = L->max_events;
+        uint64_t *n = realloc(L->ev, cap * sizeof(*n));
+        if (!n) {
+            L->overflow = 1;
+            return;
+        }
+        L->ev = n;
+        L->evcap = cap;
+    }
+    L->ev[L->nev++] = ev;
+}
+
+static uint64_t hash_events(const uint64_t *ev, size_t n) {
+    uint64_t h = 1469598103934665603ull ^ n;
+    for (size_t i = 0; i < n; i++) h = (h ^ ev[i]) * 1099511628211ull;
+    return h;
+}
+
+/* ---- pointer tables ------------------------------------------------------------ */
+
+static int tab_grow(pa_ptr_table_t *t) {
+    size_t cap = t->s ? 2 * (t->mask + 1) : 64;
+    pa_ptr_slot_t *s = calloc(cap, sizeof(*s));
+    if (!s) return -1;
+    if (t->s) {
+        for (size_t i = 0; i <= t->mask; i++) {
+            if (t->s[i].stamp != t->stamp) continue;
+            size_t j = mix(t->s[i].key) & (cap - 1);
+            while (s[j].stamp == t->stamp) j = (j + 1) & (cap - 1);
+            s[j] = t->s[i];
+        }
+        free(t->s);
+    }
+    t->s = s;
+    t->mask = cap - 1;
+    return 0;
+}
+
+/* A lost entry (no memory) only makes that block's free unrecorded. */
+static void tab_put(pa_ptr_table_t *t, uintptr_t key, uint32_t idx) {
+    if ((t->n + 1) * 2 > (t->s ? t->mask + 1 : 0) && tab_grow(t) != 0) return;
+    size_t i = mix(key) & t->mask;
+    while (t->s[i].stamp == t->stamp) i = (i + 1) & t->mask;
+    t->s[i].key = key;
+    t->s[i].stamp = t->stamp;
+    t->s[i].idx = idx;
+    t->n++;
+}
+
+static int tab_take(pa_ptr_table_t *t, uintptr_t key, uint32_t *idx) {
+    if (!t->n) return 0;
+    pa_ptr_slot_t *s = t->s;
+    size_t m = t->mask, i = mix(key) & m;
+    for (;; i = (i + 1) & m) {
+        if (s[i].stamp != t->stamp) return 0;
+        if (s[i].key == key) break;
+    }
+    *idx = s[i].idx;
+    /* backward-shift deletion keeps every probe chain unbroken */
+    for (size_t j = i;;) {
+        j = (j + 1) & m;
+        if (s[j].stamp != t->stamp) break;
+        size_t h = mix(s[j].key) & m;
+        int stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+        if (!stays) {
+            s[i] = s[j];
+            i = j;
+        }
+    }
+    s[i].stamp = 0;
+    t->n--;
+    return 1;
+}
+
+/* ---- plans ------------------------------------------------------------------------ */
+
+static void plan_free(pa_learn_plan_t *P) {
+    if (!P) return;
+    free(P->ev);
+    free(P->e);
+    free(P->rank);
+    free(P->cls_off);
+    free(P->cls_live);
+    free(P->cls_step);
+    free(P->cls_index);
+    free(P->freed_at);
+    free(P);
+}
+
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static long cls_of(const pa_learn_plan_t *P, uint64_t off) {
+    if (!P->cls_index) return -1;
+    for (size_t i = mix(off) & P->cls_mask;; i = (i + 1) & P->cls_mask) {
+        uint32_t c = P->cls_index[i];
+        if (!c) return -1;
+        if (P->cls_off[c - 1] == off) return (long)c - 1;
+    }
+}
+
+/* The class table: every distinct planned offset, and offset -> class.
+ * Built aside and swapped in whole, so on failure (no memory) the plan
+ * keeps the table it had. */
+static int plan_classes(pa_learn_plan_t *P) {
+    uint64_t *offs = malloc((2 * P->n + 1) * sizeof(*offs));
+    if (!offs) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < P->n; i++)
+        for (int par = 0; par < 2; par++)
+            if (P->e[i].off[par] != PA_LEARN_GENERAL) offs[k++] = P->e[i].off[par];
+    qsort(offs, k, sizeof(*offs), cmp_u64);
+    size_t d = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!d || offs[d - 1] != offs[i]) offs[d++] = offs[i];
+    size_t cap = 8;
+    while (cap < 2 * d) cap <<= 1;
+    uint32_t *index = calloc(cap, sizeof(*index));
+    uint32_t *live = calloc(d ? d : 1, sizeof(*live));
+    uint64_t *step = calloc(d ? d : 1, sizeof(*step));
+    if (!index || !live || !step) {
+        free(offs);
+        free(index);
+        free(live);
+        free(step);
+        return -1;
+    }
+    free(P->cls_off);
+    free(P->cls_index);
+    free(P->cls_live);
+    free(P->cls_step);
+    P->cls_off = offs;
+    P->ncls = d;
+    P->cls_mask = cap - 1;
+    P->cls_index = index;
+    P->cls_live = live;
+    P->cls_step = step;
+    for (size_t c = 0; c < d; c++) {
+        size_t i = mix(offs[c]) & P->cls_mask;
+        while (P->cls_index[i]) i = (i + 1) & P->cls_mask;
+        P->cls_index[i] = (uint32_t)(c + 1);
+    }
+    for (size_t i = 0; i < P->n; i++)
+        for (int par = 0; par < 2; par++)
+            P->e[i].cls[par] = P->e[i].off[par] == PA_LEARN_GENERAL
+                                   ? 0 : (uint32_t)cls_of(P, P->e[i].off[par]);
+    return 0;
+}
+
+/* Lifetimes of a recorded sequence: alloc time, own free time, free time
+ * of the previous step's copy (-1 = none), per allocation. */
+typedef struct {
+    int64_t a, f, pf;
+    size_t size;
+} life_t;
+
+static life_t *lifetimes(const uint64_t *ev, size_t nev, size_t *n_out) {
+    size_t n = 0;
+    for (size_t t = 0; t < nev; t++) n += (ev[t] & 3) == EV_ALLOC;
+    life_t *l = malloc((n ? n : 1) * sizeof(*l));
+    if (!l) return NULL;
+    size_t k = 0;
+    for (size_t t = 0; t < nev; t++) {
+        uint64_t v = ev[t] >> 2;
+        switch (ev[t] & 3) {
+        case EV_ALLOC:
+            l[k] = (life_t){(int64_t)t, -1, -1, (size_t)v};
+            k++;
+            break;
+        case EV_FREE:
+            if (v < k) l[v].f = (int64_t)t;
+            break;
+        default:
+            if (v < n) l[v].pf = (int64_t)t;
+            break;
+        }
+    }
+    *n_out = n;
+    return l;
+}
+
+/* Plan a recorded sequence; NULL if nothing in it can be planned (or no
+ * memory, or the planner failed). */
+static pa_learn_plan_t *build_plan(pa_learn_t *L, const uint64_t *ev, size_t nev, uint64_t hash) {
+    size_t n;
+    life_t *l = lifetimes(ev, nev, &n);
+    pa_learn_plan_t *P = calloc(1, sizeof(*P));
+    pa_plan_buffer_t *b = malloc((2 * n + 1) * sizeof(*b));
+    size_t *slot = malloc((2 * n + 1) * sizeof(*slot)); /* buffer -> entry*2+par */
+    if (!l || !P || !b || !slot) goto fail;
+    P->n = n;
+    P->nev = nev;
+    P->hash = hash;
+    P->ev = malloc((nev ? nev : 1) * sizeof(*P->ev));
+    P->e = calloc(n ? n : 1, sizeof(*P->e));
+    P->rank = malloc((n ? n : 1) * sizeof(*P->rank));
+    P->freed_at = calloc(n ? n : 1, sizeof(*P->freed_at));
+    if (!P->ev || !P->e || !P->rank || !P->freed_at) goto fail;
+    memcpy(P->ev, ev, nev * sizeof(*ev));
+    size_t nb = 0;
+    int64_t end = nev ? (int64_t)nev - 1 : 0;
+    for (size_t i = 0; i < n; i++) {
+        pa_learn_entry_t *e = &P->e[i];
+        e->size = l[i].size;
+        e->off[0] = e->off[1] = PA_LEARN_GENERAL;
+        uint64_t sz = l[i].size ? l[i].size : 1;
+        if (l[i].f >= 0) {                  /* freed within the step */
+            b[nb] = (pa_plan_buffer_t){sz, l[i].a, l[i].f, 0};
+            slot[nb++] = 2 * i;
+        } else if (l[i].pf >= 0) {          /* freed in the next step */
+            e->carry = 1;
+            b[nb] = (pa_plan_buffer_t){sz, 0, end, 0};
+            slot[nb++] = 2 * i;
+            if (l[i].pf > l[i].a) {         /* both copies live at once */
+                b[nb] = (pa_plan_buffer_t){sz, 0, end, 0};
+                slot[nb++] = 2 * i + 1;
+            }
+        }
+    }
+    if (!nb) goto fail;
+    pa_plan_options_t opt;
+    pa_plan_options_default(&opt);
+    opt.alignment = L->gran;
+    opt.time_limit = PLAN_SECONDS;
+    pa_plan_result_t res;
+    if (pa_plan_assign(b, nb, &opt, &res) != PA_OK) goto fail;
+    for (size_t k = 0; k < nb; k++) {
+        pa_learn_entry_t *e = &P->e[slot[k] / 2];
+        e->off[slot[k] % 2] = b[k].offset;
+        if (slot[k] % 2 == 0) e->off[1] = b[k].offset; /* until a second slot */
+    }
+    /* need: in-step frees before each alloc; rank: their order */
+    uint32_t done = 0, k = 0;
+    for (size_t t = 0; t < nev; t++) {
+        uint64_t v = ev[t] >> 2;
+        if ((ev[t] & 3) == EV_ALLOC) P->e[k++].need = done;
+        else if ((ev[t] & 3) == EV_FREE && v < n) P->rank[done++] = (uint32_t)v;
+    }
+    P->nfree = done;
+    P->arena = (size_t)res.arena_bytes;
+    if (plan_classes(P) != 0) goto fail;
+    free(l);
+    free(b);
+    free(slot);
+    return P;
+fail:
+    free(l);
+    free(b);
+    free(slot);
+    plan_free(P);
+    return NULL;
+}
+
+static pa_learn_plan_t *find_plan(const pa_learn_t *L, const uint64_t *ev, size_t nev, uint64_t h) {
+    for (size_t i = 0; i < L->nplans; i++) {
+        pa_learn_plan_t *P = L->plans[i];
+        if (P->hash == h && P->nev == nev && !memcmp(P->ev, ev, nev * sizeof(*ev))) return P;
+    }
+    return NULL;
+}
+
+static void update_want(pa_learn_t *L) {
+    L->want = 0;
+    for (size_t i = 0; i < L->nplans; i++)
+        if (L->plans[i]->arena > L->want) L->want = L->plans[i]->arena;
+}
+
+/* Keep P, evicting the least recently used plan with nothing live when
+ * full; 0 if kept. */
+static int add_plan(pa_learn_t *L, pa_learn_plan_t *P) {
+    if (L->nplans == L->max_plans) {
+        size_t victim = SIZE_MAX;
+        for (size_t i = 0; i < L->nplans; i++) {
+            pa_learn_plan_t *Q = L->plans[i];
+            if (Q == L->owner && L->live) continue;
+            if (victim == SIZE_MAX || Q->last_used < L->plans[victim]->last_used) victim = i;
+        }
+        if (victim == SIZE_MAX) return -1;
+        pa_learn_plan_t *Q = L->plans[victim];
+        if (L->owner == Q) L->owner = NULL;
+        if (L->last == Q) L->last = NULL;
+        if (L->cur == Q) L->cur = NULL;
+        plan_free(Q);
+        L->plans[victim] = L->plans[--L->nplans];
+    }
+    P->id = ++L->next_plan_id;
+    L->plans[L->nplans++] = P;
+    update_want(L);
+    return 0;
+}
+
+/* A byte range [off, end) of a plan. */
+typedef struct {
+    uint64_t off, end;
+} range_t;
+
+static int cmp_range(const void *x, const void *y) {
+    const range_t *a = x, *b = y;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+/* ---- plans that start alike ---------------------------------------------------- */
+
+/* Plans with the same first size are told apart by the second request
+ * only.  So that the first block need not wait for it in the zones
+ * (warm-up memory kept committed beside the region: 5 % of the peak on the
+ * dynamic-shape trace, the input tensor), every such plan places its first
+ * block at one common offset, free in each of them for as long as that
+ * block lives: the block is served from the region at once, on the plan
+ * the predictor expects, and moves its record (not its bytes) to the plan
+ * the second request picks. */
+
+/* The first block of P, if it can share an offset: planned, freed within
+ * the step (not a carry). */
+static int first_movable(const pa_learn_plan_t *P) {
+    return P->n && !P->e[0].carry && P->e[0].off[0] != PA_LEARN_GENERAL;
+}
+
+/* Append to r[] the bytes P's other blocks occupy while its first block
+ * lives (lifetimes compared as check_plan does); -1 if out of memory. */
+static int first_busy(const pa_learn_t *L, const pa_learn_plan_t *P, range_t **r, size_t *nr,
+                      size_t *cap) {
+    size_t n;
+    life_t *l = lifetimes(P->ev, P->nev, &n);
+    if (!l || n != P->n) {
+        free(l);
+        return -1;
+    }
+    int64_t end = P->nev ? (int64_t)P->nev - 1 : 0, a0 = l[0].a, f0 = l[0].f;
+    for (size_t i = 1; i < n; i++) {
+        const pa_learn_entry_t *e = &P->e[i];
+        int64_t b0 = e->carry ? 0 : l[i].a, b1 = e->carry ? end : l[i].f;
+        if (b0 > f0 || a0 > b1) continue;
+        for (int par = 0; par < 2; par++) {
+            if (e->off[par] == PA_LEARN_GENERAL || (par && e->off[1] == e->off[0])) continue;
+            if (*nr == *cap) {
+                size_t c2 = *cap ? 2 * *cap : 64;
+                range_t *g = realloc(*r, c2 * sizeof(*g));
+                if (!g) {
+                    free(l);
+                    return -1;
+                }
+                *r = g;
+                *cap = c2;
+            }
+            (*r)[(*nr)++] = (range_t){e->off[par], e->off[par] + block_bytes(L, e->size)};
+        }
+    }
+    free(l);
+    return 0;
+}
+
+/* Lowest offset from `from` where `bytes` fit between the sorted ranges. */
+static uint64_t lowest_gap(const range_t *r, size_t nr, uint64_t from, uint64_t bytes) {
+    uint64_t y = from;
+    for (size_t i = 0; i < nr && r[i].off < y + bytes; i++)
+        if (r[i].end > y) y = r[i].end;
+    return y;
+}
+
+/* Give Q's first block and that of every plan starting with its size one
+ * offset, within the region the plans already need (L->want); nothing
+ * changes when no such offset exists (the first block then waits in the
+ * zones, as before).  A plan whose blocks are live keeps its offset. */
+static void share_first(pa_learn_t *L, pa_learn_plan_t *Q) {
+    if (!first_movable(Q)) return;
+    size_t s0 = Q->e[0].size, bs = block_bytes(L, s0), nfam = 0, nr = 0, cap = 0;
+    pa_learn_plan_t *fam[PA_LEARN_MAX_SEQUENCES];
+    range_t *r = NULL;
+    uint64_t fixed = PA_LEARN_GENERAL;
+    for (size_t i = 0; i < L->nplans; i++) {
+        pa_learn_plan_t *P = L->plans[i];
+        if (!P->n || P->e[0].size != s0) continue;
+        if (!first_movable(P)) return;
+        if (P == L->owner && L->live) fixed = P->e[0].off[0];
+        fam[nfam++] = P;
+    }
+    if (nfam < 2) return;
+    for (size_t i = 0; i < nfam; i++)
+        if (first_busy(L, fam[i], &r, &nr, &cap) != 0) {
+            free(r);
+            return;
+        }
+    if (nr) qsort(r, nr, sizeof(*r), cmp_range);
+    uint64_t y = lowest_gap(r, nr, fixed == PA_LEARN_GENERAL ? 0 : fixed, bs);
+    free(r);
+    if ((fixed != PA_LEARN_GENERAL && y != fixed) || y + bs > L->want) return;
+    for (size_t i = 0; i < nfam; i++) {
+        pa_learn_plan_t *P = fam[i];
+        uint64_t was = P->e[0].off[0];
+        size_t arena = P->arena;
+        if (was == y) continue;
+        P->e[0].off[0] = P->e[0].off[1] = y;
+        if (y + bs > P->arena) P->arena = y + bs;
+        if (plan_classes(P) != 0) { /* no memory: P keeps its own place */
+            P->e[0].off[0] = P->e[0].off[1] = was;
+            P->arena = arena;
+        }
+    }
+}
+
+/* ---- candidates ------------------------------------------------------------------- */
+
+static pa_learn_cand_t *see_candidate(pa_learn_t *L, uint64_t h) {
+    pa_learn_cand_t *free_slot = NULL, *oldest = NULL;
+    for (int i = 0; i < PA_LEARN_CANDIDATES; i++) {
+        pa_learn_cand_t *c = &L->cand[i];
+        if (!c->count) {
+            if (!free_slot) free_slot = c;
+            continue;
+        }
+        if (c->hash == h && c->nev == L->nev && !memcmp(c->ev, L->ev, L->nev * sizeof(*c->ev))) {
+            if (c->count != UNPLANNABLE) c->count++;
+            c->last = L->step;
+            return c;
+        }
+        if (!oldest || c->last < oldest->last) oldest = c;
+    }
+    pa_learn_cand_t *c = free_slot ? free_slot : oldest;
+    if (c->cap < L->nev) {
+        uint64_t *n = realloc(c->ev, L->nev * sizeof(*n));
+        if (!n) return NULL;
+        c->ev = n;
+        c->cap = L->nev;
+    }
+    memcpy(c->ev, L->ev, L->nev * sizeof(*c->ev));
+    c->nev = L->nev;
+    c->hash = h;
+    c->count = 1;
+    c->last = L->step;
+    return c;
+}
+
+static void start_step(pa_learn_t *L, size_t requested);
+
+/* ---- life cycle --------------------------------------------------------------------- */
+
+void _pa_learn_init(pa_learn_t *L, const pa_pool_config_t *cfg, size_t gran,
+                    pa_page_heap_t *heap) {
+    memset(L, 0, sizeof(*L));
+    L->on = cfg->learn != 0;
+    L->auto_step = cfg->auto_step != 0;
+    L->repeats = cfg->learn_repeats ? cfg->learn_repeats : DEFAULT_REPEATS;
+    L->max_plans = cfg->learn_sequences ? cfg->learn_sequences : DEFAULT_PLANS;
+    if (L->max_plans > PA_LEARN_MAX_SEQUENCES) L->max_plans = PA_LEARN_MAX_SEQUENCES;
+    L->max_events = cfg->learn_max_events ? cfg->learn_max_events : DEFAULT_EVENTS;
+    L->gran = gran;
+    L->heap = heap;
+    L->step = 1;
+    if (L->on && L->auto_step) { /* boundaries come by themselves */
+        L->started = 1;
+        start_step(L, 0);
+    }
+}
+
+void _pa_learn_destroy(pa_learn_t *L) {
+    for (size_t i = 0; i < L->nplans; i++) plan_free(L->plans[i]);
+    for (int i = 0; i < PA_LEARN_CANDIDATES; i++) free(L->cand[i].ev);
+    free(L->ev);
+    free(L->tab[0].s);
+    free(L->tab[1].s);
+    if (L->base) _pa_backend_unmap(&L->heap->backend, (void *)L->base, L->size);
+    L->heap->outside = 0;
+    memset(L, 0, sizeof(*L));
+}
+
+/* Record one step in this many (see the top). */
+static unsigned quiet_period(unsigned novel) {
+    if (novel < NOVEL_QUIET) return 1;
+    unsigned k = (novel - NOVEL_QUIET) / 16;
+    return 8u << (k < 3 ? k : 3);
+}
+
+static void start_step(pa_learn_t *L, size_t requested) {
+    L->hot = 1;
+    L->step++;
+    L->nev = 0;
+    L->overflow = L->step % quiet_period(L->novel) != 0;
+    L->nalloc = 0;
+    L->cur = NULL;
+    L->tried = L->serving = L->defer = L->freed0 = 0;
+    L->ai = L->prefix = 0;
+    L->tcur ^= 1;
+    L->tab[L->tcur].stamp = L->step;
+    L->tab[L->tcur].n = 0;
+    L->base_requested = requested;
+}
+
+void _pa_learn_map_region(pa_learn_t *L, int release) {
+    pa_page_heap_t *h = L->heap;
+    if (L->live) return;
+    if (release) L->map_failed = 0;
+    if (release || L->want > L->size) {
+        if (L->base) _pa_backend_unmap(&h->backend, (void *)L->base, L->size);
+        L->base = 0;
+        L->size = 0;
+        h->outside = 0;
+    }
+    if (release || !L->want || L->base) return;
+    size_t want;
+    if (!_pa_align_up(L->want, PA_PAGE_SIZE, &want)) return;
+    if (h->limit && (h->reserved > h->limit || want > h->limit - h->reserved)) {
+        L->map_failed = 1;
+        return;
+    }
+    void *m = _pa_backend_map(&h->backend, want, PA_PAGE_SIZE);
+    if (!m) {
+        L->map_failed = 1;
+        return;
+    }
+    L->base = (uintptr_t)m;
+    L->size = want;
+    h->outside = want;
+    if (h->reserved + want > h->peak_reserved) h->peak_reserved = h->reserved + want;
+}
+
+/* ---- the step ---------------------------------------------------------------------- */
+
+int _pa_learn_step(pa_learn_t *L, size_t requested) {
+    L->steps++;
+    if (!L->on) return 0;
+    if (!L->started) {
+        L->started = 1;
+        start_step(L, requested);
+        return 0;
+    }
+    pa_learn_plan_t *P = L->cur, *matched = NULL;
+    int made = 0;
+    int full = L->serving && P && L->ai == P->n && L->ai == L->nalloc;
+    if (L->serving && !full) L->misses++; /* fewer requests than planned */
+    if (full) {
+        matched = P;
+        L->plan_steps++;
+        L->novel = 0;
+    } else if (!L->overflow && L->nev) {
+        uint64_t h = hash_events(L->ev, L->nev);
+        matched = find_plan(L, L->ev, L->nev, h);
+        pa_learn_cand_t *c = matched ? NULL : see_candidate(L, h);
+        L->novel = matched || (c && c->count != 1) ? 0 : L->novel + 1;
+        if (c && c->count != UNPLANNABLE && c->count >= L->repeats) {
+            pa_learn_plan_t *Q = build_plan(L, c->ev, c->nev, h);
+            if (Q && add_plan(L, Q) == 0) {
+                share_first(L, Q);
+                matched = Q;
+                made = 1;
+                L->map_failed = 0;
+                c->count = 0; /* the slot is free again */
+            } else if (Q) { /* no plan could make room: try again later */
+                plan_free(Q);
+            } else {
+                c->count = UNPLANNABLE;
+            }
+        }
+    }
+    if (matched) matched->last_used = L->step;
+    if (L->last) L->last->next_id = matched ? matched->id : 0;
+    L->last = matched;
+    /* the region's live blocks age by one step */
+    L->older += L->prev_in + L->prev_carry;
+    L->prev_in = L->cur_in;
+    L->prev_carry = L->cur_carry;
+    L->cur_in = L->cur_carry = 0;
+    start_step(L, requested);
+    return made || (L->want > L->size && !L->live && !L->map_failed);
+}
+
+/* ---- serving ------------------------------------------------------------------------ */
+
+/* P can serve this step: it starts with `size0` (and has `size1` next,
+ * unless size1 is SIZE_MAX), fits the region, and nothing of another
+ * step lives where it would place blocks. */
+static int usable(const pa_learn_t *L, const pa_learn_plan_t *P, size_t size0, size_t size1) {
+    if (!P->n || P->e[0].size != size0 || P->arena > L->size) return 0;
+    if (size1 != SIZE_MAX && (P->n < 2 || P->e[1].size != size1)) return 0;
+    if (L->older || L->prev_in || L->cur_in || L->cur_carry) return 0;
+    return !L->prev_carry || L->owner == P;
+}
+
+/* The plan for a step starting with size0 (, size1); *count gets how many
+ * plans qualify, *shared whether they all place the first block at one
+ * offset (share_first), so it can be served before the choice is final. */
+static pa_learn_plan_t *choose(const pa_learn_t *L, size_t size0, size_t size1, size_t *count,
+                               int *shared) {
+    pa_learn_plan_t *best = NULL, *next = NULL;
+    size_t k = 0;
+    uint64_t off0 = PA_LEARN_GENERAL;
+    int same = 1;
+    for (size_t i = 0; i < L->nplans; i++) {
+        pa_learn_plan_t *P = L->plans[i];
+        if (!usable(L, P, size0, size1)) continue;
+        uint64_t o = first_movable(P) ? P->e[0].off[0] : PA_LEARN_GENERAL;
+        if (!k) off0 = o;
+        else if (o != off0) same = 0;
+        k++;
+        if (L->last && P->id == L->last->next_id) next = P;
+        if (!best || P->last_used > best->last_used) best = P;
+    }
+    *count = k;
+    *shared = same && off0 != PA_LEARN_GENERAL;
+    return next ? next : best;
+}
+
+static void start_serving(pa_learn_t *L, pa_learn_plan_t *P) {
+    L->par = L->prev_carry ? !P->par : 0;
+    P->par = L->par;
+    P->last_used = L->step;
+    L->cur = P;
+    L->owner = P;
+    L->serving = 1;
+}
+
+/* Entry idx of this step was freed: in-step frees done in plan order. */
+static void freed_in_step(pa_learn_t *L, uint32_t idx) {
+    pa_learn_plan_t *P = L->cur;
+    if (!P || idx >= P->n || P->e[idx].carry) return;
+    P->freed_at[idx] = L->step;
+    while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step) L->prefix++;
+}
+
+/* The second request of a step whose first block was served on a guess
+ * (DEFER_GUESS): if the guessed plan does not continue with `size1`, the
+ * plan that does takes over the first block's record (same offset). */
+static void rechoose(pa_learn_t *L, size_t size1) {
+    pa_learn_plan_t *P = L->cur;
+    if (P->n > 1 && P->e[1].size == size1) return;
+    size_t k, in = L->cur_in;
+    int shared;
+    L->cur_in = 0; /* the first block, where every candidate allows it */
+    pa_learn_plan_t *Q = choose(L, P->e[0].size, size1, &k, &shared);
+    L->cur_in = in;
+    if (!Q || Q == P) return; /* diverges below */
+    uint32_t c = P->e[0].cls[0], cq = Q->e[0].cls[0];
+    if (P->cls_live[c]) {
+        P->cls_live[c] = 0;
+        Q->cls_live[cq] = 1;
+        Q->cls_step[cq] = L->step;
+    } else {
+        Q->freed_at[0] = L->step;
+    }
+    start_serving(L, Q);
+    L->prefix = 0;
+    while (L->prefix < Q->nfree && Q->freed_at[Q->rank[L->prefix]] == L->step) L->prefix++;
+}
+
+void *_pa_learn_alloc_slow(pa_learn_t *L, size_t size, size_t *bsize) {
+    if (pa_unlikely(!L->tried)) {
+        L->tried = 1;
+        size_t k = 0;
+        int shared = 0;
+        pa_learn_plan_t *P = L->base ? choose(L, size, SIZE_MAX, &k, &shared) : NULL;
+        if (k > 1 && !shared) { /* ambiguous: this block from the zones, decide next */
+            L->defer = DEFER_ZONES;
+            L->size0 = size;
+            L->ai = 1;
+            return NULL;
+        }
+        if (P) {
+            start_serving(L, P);
+            if (k > 1) L->defer = DEFER_GUESS;
+            if (L->freed0) freed_in_step(L, 0);
+        }
+    } else if (pa_unlikely(L->defer)) {
+        int guess = L->defer == DEFER_GUESS;
+        L->defer = 0;
+        if (guess) {
+            if (L->serving && L->nalloc == 1 && L->ai == 1) rechoose(L, size);
+        } else {
+            size_t k;
+            int shared;
+            pa_learn_plan_t *P = L->nalloc == 1 ? choose(L, L->size0, size, &k, &shared) : NULL;
+            if (P) {
+                start_serving(L, P);
+                if (L->freed0) freed_in_step(L, 0);
+            }
+        }
+    }
+    if (!L->serving) {
+        /* a quiet step no plan serves: nothing to do until its end */
+        if (L->overflow && !L->defer && !L->auto_step) L->hot = 0;
+        return NULL;
+    }
+    pa_learn_plan_t *P = L->cur;
+    if (pa_unlikely(L->ai >= P->n || L->ai != L->nalloc)) goto diverge;
+    const pa_learn_entry_t *e = &P->e[L->ai];
+    if (pa_unlikely(e->size != size)) goto diverge;
+    uint64_t off = e->off[L->par];
+    if (off == PA_LEARN_GENERAL) { /* a long-lived block: the zones' */
+        L->ai++;
+        return NULL;
+    }
+    uint32_t c = e->cls[L->par];
+    if (pa_unlikely(e->need > L->prefix || P->cls_live[c])) goto diverge;
+    P->cls_live[c] = (uint32_t)L->ai + 1;
+    P->cls_step[c] = L->step;
+    if (e->carry) L->cur_carry++;
+    else L->cur_in++;
+    size_t bs = block_bytes(L, size);
+    L->live++;
+    L->live_bytes += bs;
+    L->live_req += size;
+    L->hits++;
+    L->ai++;
+    L->nalloc++;
+    _pa_learn_record(L, (uint64_t)size << 2 | EV_ALLOC);
+    *bsize = bs;
+    return (void *)(L->base + off);
+diverge:
+    L->serving = 0;
+    L->misses++;
+    return NULL;
+}
+
+void _pa_learn_note_alloc(pa_learn_t *L, void *ptr, size_t size) {
+    uint32_t idx = (uint32_t)L->nalloc++;
+    _pa_learn_record(L, (uint64_t)size << 2 | EV_ALLOC);
+    if (!L->overflow || L->serving) tab_put(&L->tab[L->tcur], (uintptr_t)ptr, idx);
+}
+
+void _pa_learn_note_free(pa_learn_t *L, const void *ptr) {
+    uint32_t idx;
+    if (tab_take(&L->tab[L->tcur], (uintptr_t)ptr, &idx)) {
+        _pa_learn_record(L, (uint64_t)idx << 2 | EV_FREE);
+        freed_in_step(L, idx); /* a zone block the plan counts (deferred) */
+        if (idx == 0 && !L->cur) L->freed0 = 1;
+    } else if (tab_take(&L->tab[!L->tcur], (uintptr_t)ptr, &idx))
+        _pa_learn_record(L, (uint64_t)idx << 2 | EV_PREV);
+}
+
+/* The class of the live block starting at `ptr`, or why there is none. */
+static pa_status_t find_planned(const pa_learn_t *L, const void *ptr, long *cls) {
+    const pa_learn_plan_t *P = L->owner;
+    if (!P) return PA_ERR_FOREIGN;
+    long c = cls_of(P, (uint64_t)((uintptr_t)ptr - L->base));
+    if (c < 0) return PA_ERR_FOREIGN;
+    if (!P->cls_live[c]) return PA_ERR_DOUBLE_FREE;
+    *cls = c;
+    return PA_OK;
+}
+
+pa_status_t _pa_learn_free_slow(pa_learn_t *L, const void *ptr, size_t *req, size_t *bsize) {
+    long c;
+    pa_status_t st = find_planned(L, ptr, &c);
+    if (st != PA_OK) return st;
+    pa_learn_plan_t *P = L->owner;
+    uint32_t idx = P->cls_live[c] - 1;
+    const pa_learn_entry_t *e = &P->e[idx];
+    uint64_t age = L->step - P->cls_step[c];
+    P->cls_live[c] = 0;
+    if (age == 0) {
+        if (e->carry) L->cur_carry--;
+        else L->cur_in--;
+    } else if (age == 1) {
+        if (e->carry) L->prev_carry--;
+        else L->prev_in--;
+    } else {
+        L->older--;
+    }
+    size_t bs = block_bytes(L, e->size);
+    L->live--;
+    L->live_bytes -= bs;
+    L->live_req -= e->size;
+    L->frees++;
+    *req = e->size;
+    *bsize = bs;
+    if (L->hot) {
+        if (age == 0) {
+            _pa_learn_record(L, (uint64_t)idx << 2 | EV_FREE);
+            if (P == L->cur) freed_in_step(L, idx);
+        } else if (age == 1) {
+            _pa_learn_record(L, (uint64_t)idx << 2 | EV_PREV);
+        }
+    }
+    return PA_OK;
+}
+
+size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req, pa_status_t *st) {
+    long c;
+    pa_status_t s = find_planned(L, ptr, &c);
+    if (st) *st = s;
+    if (s != PA_OK) return 0;
+    const pa_learn_entry_t *e = &L->owner->e[L->owner->cls_live[c] - 1];
+    if (req) *req = e->size;
+    return block_bytes(L, e->size);
+}
+
+/* ---- inspection ------------------------------------------------------------------- */
+
+/* Buffers of P whose lifetimes overlap must not overlap in bytes. */
+static size_t check_plan(const pa_learn_t *L, const pa_learn_plan_t *P) {
+    size_t broken = 0, n;
+    if (P->n > CHECK_PAIRS_MAX) return 0;
+    life_t *l = lifetimes(P->ev, P->nev, &n);
+    if (!l) return 0;
+    if (n != P->n) broken++;
+    int64_t end = P->nev ? (int64_t)P->nev - 1 : 0;
+    for (size_t i = 0; i < n && n == P->n; i++) {
+        const pa_learn_entry_t *a = &P->e[i];
+        for (int pa = 0; pa < 2; pa++) {
+            if (a->off[pa] == PA_LEARN_GENERAL) continue;
+            if (a->off[pa] + block_bytes(L, a->size) > P->arena) broken++;
+            if (a->off[pa] % L->gran) broken++;
+            int64_t a0 = a->carry ? 0 : l[i].a, a1 = a->carry ? end : l[i].f;
+            for (size_t j = i; j < n; j++) {
+                const pa_learn_entry_t *b = &P->e[j];
+                int64_t b0 = b->carry ? 0 : l[j].a, b1 = b->carry ? end : l[j].f;
+                if (b0 > a1 || a0 > b1) continue;
+                for (int pb = 0; pb < 2; pb++) {
+                    if (b->off[pb] == PA_LEARN_GENERAL || (j == i && pb == pa)) continue;
+                    if (j == i && a->off[0] == a->off[1]) continue;
+                    uint64_t ae = a->off[pa] + block_bytes(L, a->size);
+                    uint64_t be = b->off[pb] + block_bytes(L, b->size);
+                    if (a->off[pa] < be && b->off[pb] < ae) broken++;
+                }
+            }
+        }
+    }
+    free(l);
+    return broken;
+}
+
+size_t _pa_learn_check(const pa_learn_t *L, size_t *live, size_t *bytes, size_t *req) {
+    size_t broken = 0, count = 0, total = 0, treq = 0;
+    if (L->heap->outside != L->size || (L->base == 0) != (L->size == 0)) broken++;
+    if (L->base % PA_PAGE_SIZE) broken++;
+    range_t *r = NULL;
+    size_t nr = 0;
+    for (size_t k = 0; k < L->nplans; k++) {
+        const pa_learn_plan_t *P = L->plans[k];
+        broken += check_plan(L, P);
+        if (P == L->owner && L->live) r = malloc(L->live * sizeof(*r));
+        for (size_t c = 0; c < P->ncls; c++) {
+            if (cls_of(P, P->cls_off[c]) != (long)c) broken++;
+            if (!P->cls_live[c]) continue;
+            uint32_t idx = P->cls_live[c] - 1;
+            if (P != L->owner || idx >= P->n) {
+                broken++;
+                continue;
+            }
+            const pa_learn_entry_t *e = &P->e[idx];
+            if (e->off[0] != P->cls_off[c] && e->off[1] != P->cls_off[c]) broken++;
+            size_t bs = block_bytes(L, e->size);
+            if (P->cls_off[c] + bs > L->size) broken++;
+            if (r && nr < L->live) r[nr++] = (range_t){P->cls_off[c], P->cls_off[c] + bs};
+            count++;
+            total += bs;
+            treq += e->size;
+        }
+        if (P == L->owner && r) {
+            qsort(r, nr, sizeof(*r), cmp_range);
+            for (size_t i = 1; i < nr; i++)
+                if (r[i].off < r[i - 1].end) broken++;
+            free(r);
+            r = NULL;
+        }
+    }
+    if (count != L->live || total != L->live_bytes || treq != L->live_req) broken++;
+    if (L->cur_in + L->cur_carry + L->prev_in + L->prev_carry + L->older != L->live) broken++;
+    if (L->want > 0 && L->nplans == 0) broken++;
+    *live = count;
+    *bytes = total;
+    *req = treq;
+    return broken;
+}
+
+void _pa_learn_stats(const pa_learn_t *L, pa_pool_stats_t *out) {
+    out->learned_sequences = L->nplans;
+    out->planned_bytes = L->size;
+    out->planned_live = L->live_bytes;
+    out->plan_hits = L->hits;
+    out->plan_misses = L->misses;
+    out->plan_steps = L->plan_steps;
+    out->steps = L->steps;
+}

@@ -1,0 +1,24 @@
+/* kernels/cpu.c -- what the processor can do, asked once: the kernels with a
+ * tile of their own for a wider instruction set pick their variant on it
+ * (isa.h). */
+#include "isa.h"
+
+#include <stdlib.h>
+
+#if PA_AVX512_BUILT
+
+int _pa_avx512_usable(void) {
+    static int usable = -1;     /* a race writes the same value */
+    if (usable < 0) {
+        const char *off = getenv("PA_DISABLE_AVX512");
+        __builtin_cpu_init();
+        usable = __builtin_cpu_supports("avx512f") && !(off && *off && *off != '0') ? 1 : 0;
+    }
+    return usable;
+}
+
+#else
+
+int _pa_avx512_usable(void) { return 0; }
+
+#endif

@@ -1,0 +1,677 @@
+/* test_kernels.c -- the native float32 kernels against naive references
+ * (no Python): convolution over many random geometries (strides, pads,
+ * dilations, groups, depthwise, both layouts, every activation), the
+ * element-wise chains, pooling and resize; one and three threads must give
+ * the same bits; bad arguments are refused.  Run plain and under
+ * ASan + UBSan (make -C csrc sanitize), which also catches any read past a
+ * tensor's end.  The NHWC pointwise tiles (AVX-512 where the processor
+ * has it, the portable one) must give the same bits. */
+#include "kernels/internal.h"
+#include "kernels/isa.h"
+#include "pyarena.h"
+#include "../testhelper.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long seed = 0x9E3779B97F4A7C15ULL;
+
+static int64_t rnd(int64_t lo, int64_t hi) { /* inclusive */
+    return lo + (int64_t)(pa_rand(&seed) % (unsigned long long)(hi - lo + 1));
+}
+
+static float frand(void) { return (float)((double)(pa_rand(&seed) >> 11) / 9007199254740992.0 * 2 - 1); }
+
+/* a malloc'ed buffer of exactly n floats, so ASan sees any overrun */
+static float *fbuf(size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand();
+    return p;
+}
+
+static double act_ref(double v, const pa_act_params_t *a) {
+    switch (a->kind) {
+    case PA_ACT_RELU: return v < 0 ? 0 : v;
+    case PA_ACT_CLIP: return v < a->alpha ? a->alpha : (v > a->beta ? a->beta : v);
+    case PA_ACT_SIGMOID: return 1 / (1 + exp(-v));
+    case PA_ACT_SILU: return v / (1 + exp(-v));
+    case PA_ACT_HARDSWISH: return v * fmin(fmax(v + 3, 0), 6) / 6;
+    case PA_ACT_HARDSIGMOID: return fmin(fmax(a->alpha * v + a->beta, 0), 1);
+    default: return v;
+    }
+}
+
+static pa_act_params_t random_act(void) {
+    pa_act_params_t a = {(pa_act_t)rnd(0, 6), 0.0f, 6.0f};
+    if (a.kind == PA_ACT_CLIP)
+        a.alpha = -0.5f, a.beta = 0.75f;
+    if (a.kind == PA_ACT_HARDSIGMOID)
+        a.alpha = 0.2f, a.beta = 0.5f;
+    return a;
+}
+
+static int64_t xidx(const pa_conv2d_t *c, int64_t n, int64_t ch, int64_t h, int64_t w) {
+    return c->layout == PA_LAYOUT_NHWC ? ((n * c->h + h) * c->w + w) * c->c_in + ch
+                                       : ((n * c->c_in + ch) * c->h + h) * c->w + w;
+}
+
+static int64_t yidx(const pa_conv2d_t *c, int64_t n, int64_t ch, int64_t h, int64_t w) {
+    return c->layout == PA_LAYOUT_NHWC ? ((n * c->h_out + h) * c->w_out + w) * c->c_out + ch
+                                       : ((n * c->c_out + ch) * c->h_out + h) * c->w_out + w;
+}
+
+/* Naive convolution in double; weight OHWI per group. Returns max |err|
+ * relative to the magnitude of the terms. */
+static double conv_check(const pa_conv2d_t *c, const float *x, const float *wt,
+                         const float *b, const float *y) {
+    int64_t cg = c->c_in / c->groups, cog = c->c_out / c->groups;
+    double worst = 0;
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t co = 0; co < c->c_out; co++)
+            for (int64_t oh = 0; oh < c->h_out; oh++)
+                for (int64_t ow = 0; ow < c->w_out; ow++) {
+                    double s = b ? b[co] : 0, mag = fabs(s);
+                    int64_t g = co / cog;
+                    for (int64_t i = 0; i < c->kh; i++)
+                        for (int64_t j = 0; j < c->kw; j++)
+                            for (int64_t ci = 0; ci < cg; ci++) {
+                                int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
+                                int64_t iw = ow * c->sw - c->pad_left + j * c->dw;
+                                if (ih < 0 || ih >= c->h || iw < 0 || iw >= c->w)
+                                    continue;
+                                double t = (double)x[xidx(c, n, g * cg + ci, ih, iw)] *
+                                           wt[((co * c->kh + i) * c->kw + j) * cg + ci];
+                                s += t;
+                                mag += fabs(t);
+                            }
+                    double want = act_ref(s, &c->act);
+                    double err = fabs(want - y[yidx(c, n, co, oh, ow)]) / (mag + 1.0);
+                    if (err > worst)
+                        worst = err;
+                }
+    return worst;
+}
+
+static pa_conv2d_t random_conv(int depthwise) {
+    pa_conv2d_t c;
+    memset(&c, 0, sizeof c);
+    c.layout = rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW;
+    c.n = rnd(1, 2);
+    c.groups = depthwise ? rnd(2, 40) : (rnd(0, 3) ? 1 : rnd(2, 4));
+    c.c_in = depthwise ? c.groups : c.groups * rnd(1, 9);
+    c.c_out = depthwise ? c.groups : c.groups * rnd(1, 20);
+    c.kh = rnd(1, 5), c.kw = rnd(1, 5);
+    c.sh = rnd(1, 3), c.sw = rnd(1, 3);
+    c.dh = rnd(1, 2), c.dw = rnd(1, 2);
+    c.h = rnd(1, 19), c.w = rnd(1, 37);
+    c.pad_top = rnd(0, 2), c.pad_left = rnd(0, 2);
+    int64_t pb = rnd(0, 2), pr = rnd(0, 2);
+    int64_t eh = c.h + c.pad_top + pb - (c.kh - 1) * c.dh - 1;
+    int64_t ew = c.w + c.pad_left + pr - (c.kw - 1) * c.dw - 1;
+    if (eh < 0)
+        c.h += -eh, eh = 0;
+    if (ew < 0)
+        c.w += -ew, ew = 0;
+    c.h_out = eh / c.sh + 1, c.w_out = ew / c.sw + 1;
+    c.act = random_act();
+    return c;
+}
+
+static void run_conv_case(pa_conv2d_t c, pa_workers_t *pool, double *worst) {
+    size_t nx = (size_t)(c.n * c.c_in * c.h * c.w), ny = (size_t)(c.n * c.c_out * c.h_out * c.w_out);
+    size_t nw = (size_t)(c.c_out * c.kh * c.kw * (c.c_in / c.groups));
+    float *x = fbuf(nx), *wt = fbuf(nw), *b = rnd(0, 3) ? fbuf((size_t)c.c_out) : NULL;
+    float *y = fbuf(ny), *y2 = fbuf(ny);
+    size_t np = pa_conv2d_packed_size(&c);
+    CHECK(np > 0);
+    float *pk = fbuf(np);
+    CHECK_EQ(pa_conv2d_pack(&c, wt, b, pk, np), PA_OK);
+    CHECK_EQ(pa_conv2d_run(&c, pk, x, y, NULL), PA_OK);
+    double e = conv_check(&c, x, wt, b, y);
+    if (e > *worst)
+        *worst = e;
+    if (e > 1e-5)
+        fprintf(stderr, "conv %s n%lld c%lld->%lld g%lld %lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld "
+                "%lldx%lld->%lldx%lld act %d: err %g\n",
+                c.layout ? "NHWC" : "NCHW", (long long)c.n, (long long)c.c_in,
+                (long long)c.c_out, (long long)c.groups, (long long)c.kh, (long long)c.kw,
+                (long long)c.sh, (long long)c.sw, (long long)c.dh, (long long)c.dw,
+                (long long)c.pad_top, (long long)c.pad_left, (long long)c.h, (long long)c.w,
+                (long long)c.h_out, (long long)c.w_out, (int)c.act.kind, e);
+    CHECK_EQ(pa_conv2d_run(&c, pk, x, y2, pool), PA_OK);
+    CHECK(memcmp(y, y2, ny * sizeof *y) == 0);
+    free(x), free(wt), free(b), free(y), free(y2), free(pk);
+}
+
+static void test_conv_random(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    double worst = 0;
+    for (int k = 0; k < 400; k++)
+        run_conv_case(random_conv(k % 2), pool, &worst);
+    for (int k = 0; k < 40; k++) {   /* wide rows: the per-row depthwise paths */
+        pa_conv2d_t c = random_conv(1);
+        c.w = rnd(70, 150);
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
+    for (int k = 0; k < 16; k++) {   /* NCHW stride 2: split rows, and too wide to split */
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.sw = 2;
+        c.w = k % 2 ? rnd(1500, 2100) : rnd(40, 300);
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
+    for (int k = 0; k < 24; k++) {   /* NCHW many channels, short rows: channel blocks, bands */
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.groups = c.c_in = c.c_out = rnd(16, 70);
+        c.h = rnd(20, 60), c.w = rnd(9, 34);
+        c.h_out = (c.h + c.pad_top - (c.kh - 1) * c.dh - 1) / c.sh + 1;
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
+    for (int k = 0; k < 24; k++) {   /* NCHW rows under 16 columns: 4 rows per span + tail */
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.sh = rnd(1, 2), c.sw = rnd(1, 2);
+        c.h = rnd(9, 30), c.w = rnd(c.kw * c.dw, 15);
+        c.h_out = (c.h + c.pad_top - (c.kh - 1) * c.dh - 1) / c.sh + 1;
+        c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
+    for (int k = 0; k < 40; k++) {   /* NHWC, 1-4 output channels: the dot-product kernel */
+        pa_conv2d_t c = random_conv(0);
+        c.layout = PA_LAYOUT_NHWC;
+        c.groups = 1, c.dw = 1;
+        c.c_out = rnd(1, 4);
+        c.w = rnd(1, 60);
+        int64_t ew = c.w + c.pad_left - (c.kw - 1) - 1;
+        if (ew < 0)
+            c.w += -ew, ew = 0;
+        c.w_out = ew / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
+    for (int k = 0; k < 60; k++) {   /* 1-4 input channels: the stack-tile kernel */
+        pa_conv2d_t c = random_conv(0);
+        c.groups = 1, c.dw = 1;
+        c.c_in = rnd(1, 4), c.c_out = rnd(1, 40);
+        c.sw = rnd(1, 2);
+        c.w = k % 3 ? rnd(1, 60) : rnd(100, 250);
+        int64_t ew = c.w + c.pad_left + rnd(0, 2) - (c.kw - 1) - 1;
+        if (ew < 0)
+            c.w += -ew, ew = 0;
+        c.w_out = ew / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
+    CHECK(worst < 1e-5);
+    printf("     conv: worst relative error %.3g over 604 geometries\n", worst);
+    pa_workers_destroy(pool);
+}
+
+/* A pointwise convolution (1x1, stride 1, unpadded, groups 1: the packed
+ * SGEMM) of random sizes: row and column tails of every length, planes
+ * narrower than a column tile (NCHW reads past a row only inside the
+ * input), reductions past the tail panel's rows, dilations (ignored). */
+static pa_conv2d_t random_pointwise(void) {
+    pa_conv2d_t c;
+    memset(&c, 0, sizeof c);
+    c.layout = rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW;
+    c.n = rnd(1, 3);
+    c.c_in = rnd(0, 4) ? rnd(1, 40) : rnd(60, 200);
+    c.c_out = rnd(1, 50);
+    c.h = rnd(1, 9), c.w = rnd(1, 21);
+    c.h_out = c.h, c.w_out = c.w;
+    c.kh = c.kw = c.sh = c.sw = 1;
+    c.dh = rnd(1, 2), c.dw = rnd(1, 2);
+    c.groups = 1;
+    c.act = random_act();
+    return c;
+}
+
+static void test_conv_pointwise(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    double worst = 0;
+    for (int k = 0; k < 300; k++)
+        run_conv_case(random_pointwise(), pool, &worst);
+    /* the mobile shapes: 7x7 and 14x14 planes, many channels */
+    static const int64_t shapes[][3] = {{960, 160, 7}, {160, 960, 7}, {576, 96, 14},
+                                        {32, 16, 112}, {16, 96, 20}, {40, 7, 13}, {3, 5, 1},
+                                        {200, 1, 1}};
+    for (int s = 0; s < 8; s++)
+        for (int layout = 0; layout < 2; layout++) {
+            pa_conv2d_t c = {layout ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, 1, shapes[s][0],
+                             shapes[s][2], shapes[s][2], shapes[s][1], shapes[s][2],
+                             shapes[s][2], 1, 1, 1, 1, 1, 1, 0, 0, 1, {PA_ACT_CLIP, 0, 6}};
+            run_conv_case(c, pool, &worst);
+        }
+    CHECK(worst < 1e-5);
+    printf("     pointwise: worst relative error %.3g over 316 geometries\n", worst);
+    pa_workers_destroy(pool);
+}
+
+/* Equal bits where GCC built both tiles with optimisation (its clones of
+ * the portable tile contract to FMA as the AVX-512 one does; at -O0 GCC
+ * contracts nothing); clang's clone choice and contraction differ, so
+ * there within rounding (relative 1e-5). */
+static int same_floats(const float *a, const float *b, size_t n) {
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
+    return memcmp(a, b, n * sizeof *a) == 0;
+#else
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(a[i] - b[i]) > 1e-5f * (1.0f + fabsf(a[i])))
+            return 0;
+    return 1;
+#endif
+}
+
+/* The NHWC pointwise (and patch: unpadded windows read in place)
+ * convolution's AVX-512 tile (8 pixels x 32 channels) against the
+ * portable 6 x 16 tile on the same packed weights: the same
+ * sums in the same order, so the same bits (GCC) -- any pixel count (last
+ * tiles of 1-11 pixels), c_out around the 16 / 32 channel blocks, a
+ * residual of c_res <= c_out channels or none, every activation, one and
+ * three threads.  Skipped where the processor has no AVX-512. */
+static void test_gemm_nhwc512(void) {
+    if (!_pa_avx512_usable()) {
+        printf("     (no AVX-512 here: the portable tile only)\n");
+        return;
+    }
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    for (int t = 0; t < 200; t++) {
+        pa_conv2d_t c = random_pointwise();
+        c.layout = PA_LAYOUT_NHWC;
+        c.dh = c.dw = 1;
+        if (t % 4 == 0)
+            c.c_out = 16 * rnd(1, 4) + rnd(-1, 1);
+        if (t % 3 == 1) {       /* a patch convolution: windows read in place */
+            c.kh = rnd(1, 3), c.kw = rnd(1, 3), c.sh = rnd(1, 3), c.sw = rnd(1, 3);
+            c.h += c.kh, c.w += c.kw;
+            c.h_out = (c.h - c.kh) / c.sh + 1, c.w_out = (c.w - c.kw) / c.sw + 1;
+            c.c_in = rnd(1, 40);
+        }
+        CHECK(_pa_conv2d_is_pointwise(&c) || _pa_conv2d_is_patch(&c));
+        int64_t m = c.n * c.h_out * c.w_out, nx = c.n * c.h * c.w * c.c_in;
+        int64_t c_res = rnd(0, 2) || !_pa_conv2d_is_pointwise(&c) ? 0 : rnd(1, c.c_out);
+        size_t np = _pa_gemm_packed_size(&c);
+        float *w = fbuf((size_t)(c.c_out * c.kh * c.kw * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *packed = fbuf(np), *x = fbuf((size_t)nx);
+        float *r = c_res ? fbuf((size_t)(m * c_res)) : NULL;
+        float *y0 = fbuf((size_t)(m * c.c_out)), *y1 = fbuf((size_t)(m * c.c_out));
+        CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+        pa_workers_t *wk = t % 2 ? pool : NULL;
+        CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y0, wk, 0), PA_OK);
+        CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y1, wk, 1), PA_OK);
+        if (!same_floats(y0, y1, (size_t)(m * c.c_out))) {
+            printf("     differs: m %lld c_in %lld c_out %lld c_res %lld act %d\n",
+                   (long long)m, (long long)c.c_in, (long long)c.c_out, (long long)c_res,
+                   (int)c.act.kind);
+            CHECK(0);
+            t = 200;
+        }
+        free(w), free(b), free(packed), free(x), free(r), free(y0), free(y1);
+    }
+    pa_workers_destroy(pool);
+}
+
+/* One depthwise geometry run by _pa_dwconv_run_isa without and with the
+ * AVX-512 paths on the same packed weights and input: 1 if the outputs
+ * agree (same_floats), else 0 after printing the geometry. */
+static int dw_isa_agree(const pa_conv2d_t *c, pa_workers_t *wk) {
+    int64_t taps = c->kh * c->kw, nx = c->n * c->h * c->w * c->c_in;
+    int64_t ny = c->n * c->h_out * c->w_out * c->c_out;
+    float *w = fbuf((size_t)(c->c_in * taps)), *b = fbuf((size_t)c->c_in);
+    float *packed = fbuf(_pa_dwconv_packed_size(c)), *x = fbuf((size_t)nx);
+    float *y0 = fbuf((size_t)ny), *y1 = fbuf((size_t)ny);
+    CHECK_EQ(_pa_dwconv_pack(c, w, b, packed), PA_OK);
+    CHECK_EQ(_pa_dwconv_run_isa(c, packed, x, y0, wk, 0), PA_OK);
+    CHECK_EQ(_pa_dwconv_run_isa(c, packed, x, y1, wk, 1), PA_OK);
+    int same = same_floats(y0, y1, (size_t)ny);
+    if (!same)
+        printf("     differs: %s c %lld %lldx%lld -> %lldx%lld k %lldx%lld s %lld,%lld "
+               "d %lld,%lld p %lld,%lld act %d\n",
+               c->layout == PA_LAYOUT_NHWC ? "NHWC" : "NCHW", (long long)c->c_in,
+               (long long)c->h, (long long)c->w, (long long)c->h_out, (long long)c->w_out,
+               (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
+               (long long)c->dh, (long long)c->dw, (long long)c->pad_top,
+               (long long)c->pad_left, (int)c->act.kind);
+    free(w), free(b), free(packed), free(x), free(y0), free(y1);
+    return same;
+}
+
+/* The NHWC depthwise rows on AVX-512 (4 pixels x 32 channels, masked
+ * last blocks) against the portable rows on the same packed weights:
+ * random geometries (strides, dilations, pads, kernels up to 5x5) with
+ * 2-80 channels (around the 16 / 32 blocks), every activation, one and
+ * three threads: the same bits (GCC).  Skipped without AVX-512. */
+static void test_dwconv_nhwc512(void) {
+    if (!_pa_avx512_usable()) {
+        printf("     (no AVX-512 here: the portable rows only)\n");
+        return;
+    }
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    for (int t = 0; t < 300; t++) {
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NHWC;
+        if (t % 3 == 0)
+            c.groups = c.c_in = c.c_out = 16 * rnd(1, 4) + rnd(-1, 1);
+        if (!dw_isa_agree(&c, t % 2 ? pool : NULL)) {
+            CHECK(0);
+            t = 300;
+        }
+    }
+    pa_workers_destroy(pool);
+}
+
+/* The NCHW depthwise channel blocks on AVX-512 (16 x 16 transposes in
+ * and out, 8 pixels a tile, rows up to PA_DW512_BLOCK_MAX_W columns)
+ * against the portable NCHW paths (blocks, bands or planes) on the same
+ * packed weights: random geometries (strides, dilations, pads, kernels up
+ * to 5x5, planes up to 19 x 37 and some 28 x 28 / 56 x 56 ones) with 15-80
+ * channels, every activation, one and three threads: the same bits.
+ * Skipped without AVX-512. */
+static void test_dwconv_nchw512(void) {
+    if (!_pa_avx512_usable()) {
+        printf("     (no AVX-512 here: the portable paths only)\n");
+        return;
+    }
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    for (int t = 0; t < 300; t++) {
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.groups = c.c_in = c.c_out = 16 * rnd(1, 5) + rnd(-1, 1);
+        if (t % 10 == 0) {      /* MobileNets' 3x3 layers, 28 and 56 columns in */
+            c.h = c.w = 28 * rnd(1, 2), c.kh = c.kw = 3, c.sh = c.sw = rnd(1, 2);
+            c.dh = c.dw = 1, c.pad_top = c.pad_left = 1;
+            c.h_out = (c.h + 1 - 3) / c.sh + 1 + (c.sh == 1);
+            c.w_out = c.h_out;
+        }
+        if (!dw_isa_agree(&c, t % 2 ? pool : NULL)) {
+            CHECK(0);
+            t = 300;
+        }
+    }
+    pa_workers_destroy(pool);
+}
+
+/* pa_conv2d_run_residual: act(conv + bias + r) against act(z + r) where z
+ * is the plain run without activation (checked above), r of c_res <= c_out
+ * channels (the rest zero-padded); one and three threads alike. */
+static void test_conv_residual(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    double worst = 0;
+    for (int k = 0; k < 200; k++) {
+        pa_conv2d_t c = random_pointwise();
+        if (k % 4 == 0)        /* NCHW planes past the pixel tiles: strips */
+            c.layout = PA_LAYOUT_NCHW, c.h = rnd(9, 14), c.w = rnd(8, 19), c.h_out = c.h,
+            c.w_out = c.w;
+        pa_act_params_t act = c.act;
+        int64_t c_res = rnd(1, c.c_out), hw = c.h * c.w;
+        size_t nx = (size_t)(c.n * c.c_in * hw), ny = (size_t)(c.n * c.c_out * hw);
+        size_t nr = (size_t)(c.n * c_res * hw);
+        float *x = fbuf(nx), *wt = fbuf((size_t)(c.c_out * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *r = fbuf(nr), *z = fbuf(ny), *y = fbuf(ny), *y2 = fbuf(ny);
+        size_t np = pa_conv2d_packed_size(&c);
+        float *pk = fbuf(np);
+        c.act.kind = PA_ACT_NONE;
+        CHECK_EQ(pa_conv2d_pack(&c, wt, b, pk, np), PA_OK);
+        CHECK_EQ(pa_conv2d_run(&c, pk, x, z, NULL), PA_OK);
+        c.act = act;
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c_res, y, NULL), PA_OK);
+        for (int64_t n = 0; n < c.n; n++)
+            for (int64_t co = 0; co < c.c_out; co++)
+                for (int64_t p = 0; p < hw; p++) {
+                    int64_t yi = c.layout == PA_LAYOUT_NHWC ? (n * hw + p) * c.c_out + co
+                                                            : (n * c.c_out + co) * hw + p;
+                    int64_t ri = c.layout == PA_LAYOUT_NHWC ? (n * hw + p) * c_res + co
+                                                            : (n * c_res + co) * hw + p;
+                    double want = act_ref((double)z[yi] + (co < c_res ? r[ri] : 0.0), &act);
+                    double e = fabs(want - y[yi]) / (fabs(want) + 1.0);
+                    worst = e > worst ? e : worst;
+                }
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c_res, y2, pool), PA_OK);
+        CHECK(memcmp(y, y2, ny * sizeof *y) == 0);
+        /* bad residuals; not pointwise */
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, 0, y, NULL), PA_ERR_INVALID);
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c.c_out + 1, y, NULL), PA_ERR_INVALID);
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, NULL, c_res, y, NULL), PA_ERR_INVALID);
+        c.kh = 3;
+        CHECK_EQ(pa_conv2d_run_residual(&c, pk, x, r, c_res, y, NULL), PA_ERR_INVALID);
+        free(x), free(wt), free(b), free(r), free(z), free(y), free(y2), free(pk);
+    }
+    CHECK(worst < 1e-5);
+    printf("     residual: worst relative error %.3g over 200 geometries\n", worst);
+    pa_workers_destroy(pool);
+}
+
+/* Big enough that the pool really splits the work. */
+static void test_conv_threads(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    double worst = 0;
+    for (int dw = 0; dw < 2; dw++)
+        for (int layout = 0; layout < 2; layout++) {
+            pa_conv2d_t c = {layout ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, 1, 32, 40, 40, 32, 40, 40,
+                             3, 3, 1, 1, 1, 1, 1, 1, dw ? 32 : 1, {PA_ACT_SILU, 0, 0}};
+            run_conv_case(c, pool, &worst);
+        }
+    CHECK(worst < 1e-5);
+    pa_workers_destroy(pool);
+}
+
+static void test_conv_invalid(void) {
+    pa_conv2d_t c = {PA_LAYOUT_NCHW, 1, 4, 5, 5, 6, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0}};
+    float buf[1024] = {0};
+    CHECK(pa_conv2d_packed_size(&c) > 0);
+    CHECK_EQ(pa_conv2d_packed_size(NULL), 0u);
+    pa_conv2d_t bad = c;
+    bad.groups = 3;                       /* does not divide 4 */
+    CHECK_EQ(pa_conv2d_packed_size(&bad), 0u);
+    CHECK_EQ(pa_conv2d_run(&bad, buf, buf, buf, NULL), PA_ERR_INVALID);
+    bad = c, bad.sh = 0;
+    CHECK_EQ(pa_conv2d_run(&bad, buf, buf, buf, NULL), PA_ERR_INVALID);
+    bad = c, bad.act.kind = (pa_act_t)99;
+    CHECK_EQ(pa_conv2d_run(&bad, buf, buf, buf, NULL), PA_ERR_INVALID);
+    bad = c, bad.h = (int64_t)1 << 62;
+    CHECK_EQ(pa_conv2d_packed_size(&bad), 0u);
+    CHECK_EQ(pa_conv2d_pack(&c, buf, NULL, buf, 3), PA_ERR_INVALID);  /* too small */
+    CHECK_EQ(pa_conv2d_pack(&c, NULL, NULL, buf, 1024), PA_ERR_INVALID);
+    CHECK_EQ(pa_conv2d_run(&c, buf, NULL, buf, NULL), PA_ERR_INVALID);
+}
+
+static void test_act(void) {
+    size_t n = 50000;
+    float *x = fbuf(n), *y = fbuf(n);
+    for (size_t i = 0; i < n; i++)
+        x[i] *= 30.0f;            /* exp's whole useful range and beyond */
+    x[0] = 200.0f, x[1] = -200.0f, x[2] = 0.0f;
+    pa_workers_t *pool = pa_workers_create(2, NULL);
+    for (int k = 0; k <= 6; k++) {
+        pa_act_params_t a = {(pa_act_t)k, -0.5f, 0.75f};
+        if (k == PA_ACT_HARDSIGMOID)
+            a.alpha = 0.2f, a.beta = 0.5f;
+        CHECK_EQ(pa_act(&a, x, y, n, k % 2 ? pool : NULL), PA_OK);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++) {
+            double want = act_ref(x[i], &a);
+            /* a few ulp of the result, or of the input where the result
+             * cancels (hardsigmoid near its zero) */
+            double err = fabs(want - y[i]) / (fabs(want) + 0.15 * (1 + fabs(x[i])));
+            if (err > worst)
+                worst = err;
+        }
+        if (worst > 4e-7)
+            fprintf(stderr, "act %d: relative error %g\n", k, worst);
+        CHECK(worst <= 4e-7);   /* a few ulp */
+        if (k == PA_ACT_SIGMOID)   /* exp(200) clamps: sigmoid(-200) is a tiny positive */
+            CHECK(y[1] >= 0.0f && y[1] < 1e-30f && y[0] == 1.0f);
+    }
+    /* in place, with a bias per channel in both layouts */
+    float bias[3] = {1.0f, -2.0f, 0.5f};
+    pa_act_params_t relu = {PA_ACT_RELU, 0, 0};
+    float v[2 * 3 * 4], w[2 * 3 * 4];
+    for (int i = 0; i < 24; i++)
+        v[i] = w[i] = (float)(i % 7) - 3.0f;
+    CHECK_EQ(pa_bias_act(PA_LAYOUT_NCHW, 2, 3, 4, v, bias, v, &relu, NULL), PA_OK);
+    CHECK_EQ(pa_bias_act(PA_LAYOUT_NHWC, 2, 3, 4, w, bias, w, &relu, pool), PA_OK);
+    int ok = 1;
+    for (int i = 0; i < 24; i++) {
+        float in = (float)(i % 7) - 3.0f;
+        ok &= v[i] == fmaxf(in + bias[(i / 4) % 3], 0.0f);
+        ok &= w[i] == fmaxf(in + bias[i % 3], 0.0f);
+    }
+    CHECK(ok);
+    /* PRelu: a slope per channel, both layouts, in place and not */
+    float sl[3] = {0.5f, -1.0f, 2.0f}, pv[24], pw[24], pz[24];
+    for (int i = 0; i < 24; i++)
+        pv[i] = pw[i] = (float)(i % 5) - 2.0f;
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NCHW, 2, 3, 4, pv, sl, pz, pool), PA_OK);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NCHW, 2, 3, 4, pv, sl, pv, NULL), PA_OK);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NHWC, 2, 3, 4, pw, sl, pw, pool), PA_OK);
+    ok = 1;
+    for (int i = 0; i < 24; i++) {
+        float in = (float)(i % 5) - 2.0f;
+        ok &= pv[i] == (in < 0 ? in * sl[(i / 4) % 3] : in) && pz[i] == pv[i];
+        ok &= pw[i] == (in < 0 ? in * sl[i % 3] : in);
+    }
+    CHECK(ok);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NHWC, 1, 0, 3, pw, sl, pw, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NHWC, 1, 3, 3, pw, NULL, pw, NULL), PA_ERR_INVALID);
+    pa_act_params_t bad = {(pa_act_t)7, 0, 0};
+    CHECK_EQ(pa_act(&bad, x, y, n, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_act(&relu, NULL, y, n, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_act(&relu, NULL, NULL, 0, NULL), PA_OK);
+    CHECK_EQ(pa_bias_act(PA_LAYOUT_NCHW, 1, 0, 4, v, NULL, v, &relu, NULL), PA_ERR_INVALID);
+    pa_workers_destroy(pool);
+    free(x), free(y);
+}
+
+static void test_pool_random(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    int bad = 0;
+    for (int k = 0; k < 300; k++) {
+        pa_pool2d_t p = {rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, rnd(1, 2), rnd(1, 20),
+                         rnd(1, 17), rnd(1, 40), 0, 0, rnd(1, 5), rnd(1, 5), rnd(1, 3), rnd(1, 3),
+                         0, 0, 0, 0, (int)rnd(0, 1)};
+        p.pad_top = rnd(0, p.kh - 1), p.pad_left = rnd(0, p.kw - 1);
+        p.pad_bottom = rnd(0, p.kh - 1), p.pad_right = rnd(0, p.kw - 1);
+        if (k % 6 >= 4)     /* tall and wide: NCHW max pools in several bands */
+            p.h = rnd(40, 90), p.w = rnd(60, 300);
+        if (p.h + p.pad_top + p.pad_bottom < p.kh) p.h = p.kh;
+        if (p.w + p.pad_left + p.pad_right < p.kw) p.w = p.kw;
+        p.h_out = (p.h + p.pad_top + p.pad_bottom - p.kh) / p.sh + 1;
+        p.w_out = (p.w + p.pad_left + p.pad_right - p.kw) / p.sw + 1;
+        int nhwc = p.layout == PA_LAYOUT_NHWC;
+        size_t nx = (size_t)(p.n * p.c * p.h * p.w), ny = (size_t)(p.n * p.c * p.h_out * p.w_out);
+        float *x = fbuf(nx), *y = fbuf(ny), *y2 = fbuf(ny);
+        int is_max = k % 2;
+        CHECK_EQ((is_max ? pa_maxpool2d : pa_avgpool2d)(&p, x, y, NULL), PA_OK);
+        CHECK_EQ((is_max ? pa_maxpool2d : pa_avgpool2d)(&p, x, y2, pool), PA_OK);
+        CHECK(memcmp(y, y2, ny * sizeof *y) == 0);
+        for (int64_t n = 0; n < p.n; n++)
+            for (int64_t c = 0; c < p.c; c++)
+                for (int64_t oh = 0; oh < p.h_out; oh++)
+                    for (int64_t ow = 0; ow < p.w_out; ow++) {
+                        double s = is_max ? -INFINITY : 0;
+                        int64_t cnt = 0, cntp = 0;
+                        for (int64_t i = 0; i < p.kh; i++)
+                            for (int64_t j = 0; j < p.kw; j++) {
+                                int64_t ih = oh * p.sh - p.pad_top + i, iw = ow * p.sw - p.pad_left + j;
+                                if (ih < p.h + p.pad_bottom && iw < p.w + p.pad_right)
+                                    cntp++;
+                                if (ih < 0 || iw < 0 || ih >= p.h || iw >= p.w)
+                                    continue;
+                                float v = x[nhwc ? ((n * p.h + ih) * p.w + iw) * p.c + c
+                                                 : ((n * p.c + c) * p.h + ih) * p.w + iw];
+                                s = is_max ? fmax(s, v) : s + v;
+                                cnt++;
+                            }
+                        if (!is_max)
+                            s /= (p.count_include_pad ? cntp : cnt) ? (p.count_include_pad ? cntp : cnt) : 1;
+                        float got = y[nhwc ? ((n * p.h_out + oh) * p.w_out + ow) * p.c + c
+                                           : ((n * p.c + c) * p.h_out + oh) * p.w_out + ow];
+                        bad += fabs(got - s) > 1e-6 * (1 + fabs(s));
+                    }
+        free(x), free(y), free(y2);
+    }
+    CHECK_EQ(bad, 0);
+    pa_pool2d_t p = {PA_LAYOUT_NCHW, 1, 1, 4, 4, 2, 2, 2, 2, 0, 2, 0, 0, 0, 0, 0};
+    float buf[16];
+    CHECK_EQ(pa_maxpool2d(&p, buf, buf, NULL), PA_ERR_INVALID);   /* stride 0 */
+    pa_workers_destroy(pool);
+}
+
+static void test_resize(void) {
+    int bad = 0;
+    for (int k = 0; k < 100; k++) {
+        int nhwc = (int)rnd(0, 1);
+        int64_t n = rnd(1, 2), c = rnd(1, 19), h = rnd(1, 9), w = rnd(1, 9);
+        int64_t ho = rnd(1, 20), wo = rnd(1, 20);
+        int32_t *r0 = malloc(ho * sizeof *r0), *r1 = malloc(ho * sizeof *r1);
+        int32_t *c0 = malloc(wo * sizeof *c0), *c1 = malloc(wo * sizeof *c1);
+        float *rw = fbuf((size_t)ho), *cw = fbuf((size_t)wo);
+        for (int64_t i = 0; i < ho; i++)
+            r0[i] = (int32_t)rnd(0, h - 1), r1[i] = (int32_t)rnd(0, h - 1), rw[i] = fabsf(rw[i]);
+        for (int64_t i = 0; i < wo; i++)
+            c0[i] = (int32_t)rnd(0, w - 1), c1[i] = (int32_t)rnd(0, w - 1), cw[i] = fabsf(cw[i]);
+        float *x = fbuf((size_t)(n * c * h * w)), *y = fbuf((size_t)(n * c * ho * wo));
+        CHECK_EQ(pa_resize2d(nhwc, n, c, h, w, ho, wo, r0, r1, rw, c0, c1, cw, x, y, NULL), PA_OK);
+#define X(nn, cc, hh, ww) x[nhwc ? (((nn) * h + (hh)) * w + (ww)) * c + (cc) : (((nn) * c + (cc)) * h + (hh)) * w + (ww)]
+        for (int64_t a = 0; a < n; a++)
+            for (int64_t ch = 0; ch < c; ch++)
+                for (int64_t i = 0; i < ho; i++)
+                    for (int64_t j = 0; j < wo; j++) {
+                        double top = X(a, ch, r0[i], c0[j]) * (1 - cw[j]) + X(a, ch, r0[i], c1[j]) * cw[j];
+                        double bot = X(a, ch, r1[i], c0[j]) * (1 - cw[j]) + X(a, ch, r1[i], c1[j]) * cw[j];
+                        double want = top * (1 - rw[i]) + bot * rw[i];
+                        float got = y[nhwc ? ((a * ho + i) * wo + j) * c + ch : ((a * c + ch) * ho + i) * wo + j];
+                        bad += fabs(got - want) > 1e-5;
+                    }
+#undef X
+        r0[0] = (int32_t)h;   /* out of range: refused */
+        CHECK_EQ(pa_resize2d(nhwc, n, c, h, w, ho, wo, r0, r1, rw, c0, c1, cw, x, y, NULL),
+                 PA_ERR_INVALID);
+        free(r0), free(r1), free(c0), free(c1), free(rw), free(cw), free(x), free(y);
+    }
+    CHECK_EQ(bad, 0);
+}
+
+static void test_workers(void) {
+    pa_status_t st = PA_OK;
+    CHECK_EQ(pa_workers_create(0, &st), NULL);
+    CHECK_EQ(st, PA_ERR_INVALID);
+    CHECK_EQ(pa_workers_create(100000, &st), NULL);
+    pa_workers_t *w = pa_workers_create(1, &st);
+    CHECK(w && st == PA_OK);
+    CHECK_EQ(pa_workers_count(w), 1);
+    CHECK_EQ(pa_workers_count(NULL), 1);
+    CHECK_EQ(pa_workers_destroy(w), PA_OK);
+    CHECK_EQ(pa_workers_destroy(NULL), PA_ERR_INVALID);
+    w = pa_workers_create(4, &st);
+    CHECK_EQ(pa_workers_count(w), 4);
+    CHECK_EQ(pa_workers_destroy(w), PA_OK);
+}
+
+int main(void) {
+    RUN(test_conv_random);
+    RUN(test_conv_pointwise);
+    RUN(test_gemm_nhwc512);
+    RUN(test_dwconv_nhwc512);
+    RUN(test_dwconv_nchw512);
+    RUN(test_conv_residual);
+    RUN(test_conv_threads);
+    RUN(test_conv_invalid);
+    RUN(test_act);
+    RUN(test_pool_random);
+    RUN(test_resize);
+    RUN(test_workers);
+    return pa_test_report();
+}

@@ -1,0 +1,199 @@
+/* test_steps.c -- pa_steps_run: a list of kernel calls run in one call
+ * gives the bits of the same calls one by one (a small NHWC block: a
+ * pointwise conv, a depthwise conv, a conv with a residual, PRelu, an
+ * activation, max and average pooling, and strided block copies between
+ * them), stops at the first failing step with its index and leaves the
+ * steps after it unrun, and refuses bad lists. */
+#include "pyarena.h"
+#include "../testhelper.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long seed = 0x243F6A8885A308D3ULL;
+
+static float frand(void) {
+    return (float)((double)(pa_rand(&seed) >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+static float *fbuf(size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand();
+    return p;
+}
+
+enum { H = 6, W = 5, C = 8, HO = 3, WO = 3, NT = 8 };
+
+/* the geometry of the block: x (H x W x C) -> pw (C) -> dw 3x3 -> res conv
+ * (+ x) -> prelu -> clip -> max pool 2x2 s2 -> avg pool 3x3 s1 */
+typedef struct {
+    pa_conv2d_t pw, dw;
+    pa_pool2d_t maxp, avgp;
+    pa_act_params_t clip;
+    float *pw_w, *dw_w, *slope;
+} block_t;
+
+static float *pack(const pa_conv2d_t *c) {
+    size_t n = pa_conv2d_packed_size(c);
+    int64_t cin = c->c_in / c->groups;
+    float *w = fbuf((size_t)(c->c_out * c->kh * c->kw * cin)), *b = fbuf((size_t)c->c_out);
+    float *p = malloc(n * sizeof *p);
+    CHECK_EQ(pa_conv2d_pack(c, w, b, p, n), PA_OK);
+    free(w);
+    free(b);
+    return p;
+}
+
+static void block_init(block_t *b) {
+    pa_act_params_t none = {PA_ACT_NONE, 0, 0};
+    b->pw = (pa_conv2d_t){PA_LAYOUT_NHWC, 1, C, H, W, C, H, W, 1, 1, 1, 1, 1, 1, 0, 0, 1, none};
+    b->dw = (pa_conv2d_t){PA_LAYOUT_NHWC, 1, C, H, W, C, H, W, 3, 3, 1, 1, 1, 1, 1, 1, C, none};
+    b->dw.act = (pa_act_params_t){PA_ACT_RELU, 0, 0};
+    b->maxp = (pa_pool2d_t){PA_LAYOUT_NHWC, 1, C, H, W, HO, WO, 2, 2, 2, 2, 0, 0, 0, 1, 0};
+    b->avgp = (pa_pool2d_t){PA_LAYOUT_NHWC, 1, C, HO, WO, HO, WO, 3, 3, 1, 1, 1, 1, 1, 1, 0};
+    b->clip = (pa_act_params_t){PA_ACT_CLIP, -0.25f, 0.5f};
+    b->pw_w = pack(&b->pw);
+    b->dw_w = pack(&b->dw);
+    b->slope = fbuf(C);
+}
+
+static void block_free(block_t *b) {
+    free(b->pw_w);
+    free(b->dw_w);
+    free(b->slope);
+}
+
+/* t[0] = x; t[1] = pw(x); t[2] = dw(t1); t[3] = pw(t2) + x; t[4] = prelu(t3);
+ * t[4] = clip(t4) (in place); t[5] = maxpool(t4); t[6] = avgpool(t5);
+ * t[7] rows 1..3 of t[6]'s columns 1..2 as blocks (a strided copy) */
+static size_t block_steps(const block_t *b, float **t, pa_step_t *s) {
+    size_t n = 0;
+    s[n++] = (pa_step_t){PA_STEP_CONV2D, &b->pw, b->pw_w, t[0], NULL, t[1], {0}};
+    s[n++] = (pa_step_t){PA_STEP_CONV2D, &b->dw, b->dw_w, t[1], NULL, t[2], {0}};
+    s[n++] = (pa_step_t){PA_STEP_CONV2D_RESIDUAL, &b->pw, b->pw_w, t[2], t[0], t[3], {C}};
+    s[n++] = (pa_step_t){PA_STEP_PRELU, NULL, b->slope, t[3], NULL, t[4],
+                         {PA_LAYOUT_NHWC, 1, C, H * W}};
+    s[n++] = (pa_step_t){PA_STEP_ACT, &b->clip, NULL, t[4], NULL, t[4], {H * W * C}};
+    s[n++] = (pa_step_t){PA_STEP_MAXPOOL, &b->maxp, NULL, t[4], NULL, t[5], {0}};
+    s[n++] = (pa_step_t){PA_STEP_AVGPOOL, &b->avgp, NULL, t[5], NULL, t[6], {0}};
+    /* HO rows of 2 pixels (columns 1..2) of C floats: src stride one row */
+    s[n++] = (pa_step_t){PA_STEP_COPY, NULL, NULL, t[6] + C, NULL, t[7],
+                         {HO, 2 * C * (int64_t)sizeof(float), WO * C * (int64_t)sizeof(float),
+                          2 * C * (int64_t)sizeof(float)}};
+    return n;
+}
+
+static const size_t sizes[NT] = {H * W * C, H * W * C, H * W * C, H * W * C,
+                                 H * W * C, HO * WO * C, HO * WO * C, HO * 2 * C};
+
+static void alloc_tensors(float **t) {
+    for (int k = 0; k < NT; k++) {
+        t[k] = malloc(sizes[k] * sizeof(float));
+        memset(t[k], 0, sizes[k] * sizeof(float));
+    }
+}
+
+static void one_by_one(const block_t *b, float **t, pa_workers_t *w) {
+    CHECK_EQ(pa_conv2d_run(&b->pw, b->pw_w, t[0], t[1], w), PA_OK);
+    CHECK_EQ(pa_conv2d_run(&b->dw, b->dw_w, t[1], t[2], w), PA_OK);
+    CHECK_EQ(pa_conv2d_run_residual(&b->pw, b->pw_w, t[2], t[0], C, t[3], w), PA_OK);
+    CHECK_EQ(pa_prelu(PA_LAYOUT_NHWC, 1, C, H * W, t[3], b->slope, t[4], w), PA_OK);
+    CHECK_EQ(pa_act(&b->clip, t[4], t[4], H * W * C, w), PA_OK);
+    CHECK_EQ(pa_maxpool2d(&b->maxp, t[4], t[5], w), PA_OK);
+    CHECK_EQ(pa_avgpool2d(&b->avgp, t[5], t[6], w), PA_OK);
+    for (int r = 0; r < HO; r++)
+        memcpy(t[7] + r * 2 * C, t[6] + (r * WO + 1) * C, 2 * C * sizeof(float));
+}
+
+static void test_steps_equal_calls(void) {
+    pa_status_t st;
+    pa_workers_t *pool = pa_workers_create(3, &st);
+    for (int threads = 0; threads < 2; threads++) {
+        block_t b;
+        block_init(&b);
+        float *ref[NT], *got[NT];
+        alloc_tensors(ref);
+        alloc_tensors(got);
+        for (size_t i = 0; i < sizes[0]; i++)
+            ref[0][i] = got[0][i] = frand();
+        pa_workers_t *w = threads ? pool : NULL;
+        one_by_one(&b, ref, w);
+        pa_step_t steps[16];
+        size_t n = block_steps(&b, got, steps), failed = 99;
+        CHECK_EQ(pa_steps_run(steps, n, w, &failed), PA_OK);
+        CHECK_EQ(failed, n);
+        for (int k = 1; k < NT; k++)
+            CHECK(memcmp(ref[k], got[k], sizes[k] * sizeof(float)) == 0);
+        for (int k = 0; k < NT; k++) {
+            free(ref[k]);
+            free(got[k]);
+        }
+        block_free(&b);
+    }
+    pa_workers_destroy(pool);
+}
+
+static void test_steps_stop_at_the_first_failure(void) {
+    block_t b;
+    block_init(&b);
+    float *t[NT];
+    alloc_tensors(t);
+    pa_step_t steps[16];
+    size_t n = block_steps(&b, t, steps), failed = 99;
+    /* step 3 (PRelu) gets a NULL input: steps 0..2 run, 4.. do not */
+    steps[3].a = NULL;
+    for (size_t i = 0; i < sizes[4]; i++)
+        t[4][i] = 7.0f;
+    CHECK_EQ(pa_steps_run(steps, n, NULL, &failed), PA_ERR_INVALID);
+    CHECK_EQ(failed, 3);
+    int untouched = 1;
+    for (size_t i = 0; i < sizes[4]; i++)
+        untouched &= t[4][i] == 7.0f;
+    CHECK(untouched);
+    /* an unknown kind, a bad PRelu layout, negative sizes */
+    steps[3].a = t[3];
+    pa_step_t bad = steps[0];
+    bad.kind = (pa_step_kind_t)99;
+    CHECK_EQ(pa_steps_run(&bad, 1, NULL, &failed), PA_ERR_INVALID);
+    CHECK_EQ(failed, 0);
+    bad = steps[3];
+    bad.i[0] = 7;
+    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad = steps[4];
+    bad.i[0] = -1;
+    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad = steps[7];
+    bad.i[1] = -4;
+    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad.i[1] = 4;
+    bad.a = NULL;
+    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad.i[0] = 0;      /* no blocks: nothing to read */
+    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_OK);
+    CHECK_EQ(pa_steps_run(NULL, 1, NULL, &failed), PA_ERR_INVALID);
+    CHECK_EQ(pa_steps_run(NULL, 0, NULL, &failed), PA_OK);
+    CHECK_EQ(failed, 0);
+    for (int k = 0; k < NT; k++)
+        free(t[k]);
+    block_free(&b);
+}
+
+static void test_copy_overlapping_blocks(void) {
+    /* a move of kept rows down within one buffer (as memmove) */
+    float buf[24], ref[24];
+    for (int i = 0; i < 24; i++)
+        buf[i] = ref[i] = (float)i;
+    memmove(ref, ref + 4, 16 * sizeof(float));
+    pa_step_t s = {PA_STEP_COPY, NULL, NULL, buf + 4, NULL, buf, {1, 16 * sizeof(float), 0, 0}};
+    CHECK_EQ(pa_steps_run(&s, 1, NULL, NULL), PA_OK);
+    CHECK(memcmp(buf, ref, sizeof buf) == 0);
+}
+
+int main(void) {
+    RUN(test_steps_equal_calls);
+    RUN(test_steps_stop_at_the_first_failure);
+    RUN(test_copy_overlapping_blocks);
+    return pa_test_report();
+}
