@@ -726,38 +726,38 @@ pa_status_t pa_resize2d(pa_layout_t layout, int64_t n, int64_t c, int64_t h, int
 
 /* A list of native kernel calls run in order by one call: a patched
  * stage's bands (tens of ops in tens of bands) with no return to the
- * caller's interpreter between two of them.  Each step names a kernel
+ * caller's interpreter between two of them.  Each call names a kernel
  * above and that kernel's arguments; every buffer is the caller's.
  * `i` holds the sizes a kind needs (unused entries are ignored). */
-typedef enum pa_step_kind {
-    PA_STEP_CONV2D = 0,          /* pa_conv2d_run(params, w, a, y)          */
-    PA_STEP_CONV2D_RESIDUAL = 1, /* pa_conv2d_run_residual(params, w, a,
+typedef enum pa_call_kind {
+    PA_CALL_CONV2D = 0,          /* pa_conv2d_run(params, w, a, y)          */
+    PA_CALL_CONV2D_RESIDUAL = 1, /* pa_conv2d_run_residual(params, w, a,
                                     b, i[0] = c_res, y)                     */
-    PA_STEP_MAXPOOL = 2,         /* pa_maxpool2d(params, a, y)              */
-    PA_STEP_AVGPOOL = 3,         /* pa_avgpool2d(params, a, y)              */
-    PA_STEP_PRELU = 4,           /* pa_prelu(i[0] = layout, i[1] = n,
+    PA_CALL_MAXPOOL = 2,         /* pa_maxpool2d(params, a, y)              */
+    PA_CALL_AVGPOOL = 3,         /* pa_avgpool2d(params, a, y)              */
+    PA_CALL_PRELU = 4,           /* pa_prelu(i[0] = layout, i[1] = n,
                                     i[2] = c, i[3] = spatial, a, w, y)      */
-    PA_STEP_ACT = 5,             /* pa_act(params, a, y, i[0] floats)       */
-    PA_STEP_COPY = 6             /* i[0] blocks of i[1] bytes, block k from
+    PA_CALL_ACT = 5,             /* pa_act(params, a, y, i[0] floats)       */
+    PA_CALL_COPY = 6             /* i[0] blocks of i[1] bytes, block k from
                                     a + k * i[2] to y + k * i[3] (bytes;
                                     the two may overlap, as memmove)       */
-} pa_step_kind_t;
+} pa_call_kind_t;
 
-typedef struct pa_step {
-    pa_step_kind_t kind;
+typedef struct pa_call {
+    pa_call_kind_t kind;
     const void *params;     /* pa_conv2d_t, pa_pool2d_t or pa_act_params_t */
     const float *w;         /* packed weights (CONV2D*), slopes (PRELU)    */
     const void *a, *b;      /* the input; b: the residual                  */
     void *y;                /* the output                                  */
     int64_t i[4];
-} pa_step_t;
+} pa_call_t;
 
-/* Run steps[0 .. n) in order, each as its kernel would run alone.  Stops
- * at the first step that fails and returns that kernel's status (an
+/* Run calls[0 .. n) in order, each as its kernel would run alone.  Stops
+ * at the first call that fails and returns that kernel's status (an
  * unknown kind, a negative copy size or NULL pointers: PA_ERR_INVALID),
- * its index in *failed (may be NULL; n when every step ran).
- * PA_ERR_INVALID for NULL steps with n > 0. */
-pa_status_t pa_steps_run(const pa_step_t *steps, size_t n, pa_workers_t *workers,
+ * its index in *failed (may be NULL; n when every call ran).
+ * PA_ERR_INVALID for NULL calls with n > 0. */
+pa_status_t pa_calls_run(const pa_call_t *calls, size_t n, pa_workers_t *workers,
                          size_t *failed);
 
 /* PA_CDEF_END */

@@ -16,7 +16,7 @@ from ..errors import InvalidArgumentError
 from . import check, ffi, lib
 
 __all__ = ["ACTIVATIONS", "act_params", "conv2d", "pack_conv2d", "pool2d", "fptr", "iptr",
-           "Workers", "NULL", "Steps", "copy_step", "STEP"]
+           "Workers", "NULL", "CallList", "copy_call", "CALL"]
 
 NULL = ffi.NULL
 
@@ -88,10 +88,10 @@ def pool2d(*, nhwc, n, c, h, w, h_out, w_out, kh, kw, sh, sw, pads, count_includ
         "pad_right": pr, "count_include_pad": int(count_include_pad)})
 
 
-#: step kind name -> pa_step_kind_t
-STEP = {"conv2d": lib.PA_STEP_CONV2D, "conv2d_residual": lib.PA_STEP_CONV2D_RESIDUAL,
-        "maxpool": lib.PA_STEP_MAXPOOL, "avgpool": lib.PA_STEP_AVGPOOL,
-        "prelu": lib.PA_STEP_PRELU, "act": lib.PA_STEP_ACT, "copy": lib.PA_STEP_COPY}
+#: call kind name -> pa_call_kind_t
+CALL = {"conv2d": lib.PA_CALL_CONV2D, "conv2d_residual": lib.PA_CALL_CONV2D_RESIDUAL,
+        "maxpool": lib.PA_CALL_MAXPOOL, "avgpool": lib.PA_CALL_AVGPOOL,
+        "prelu": lib.PA_CALL_PRELU, "act": lib.PA_CALL_ACT, "copy": lib.PA_CALL_COPY}
 
 
 def _inner_axis(a):
@@ -121,8 +121,8 @@ def _blocks(a, k=None):
     return count, inner, stride
 
 
-def copy_step(dst, src):
-    """The ``pa_step_t`` record (see :class:`Steps`) of ``np.copyto(dst,
+def copy_call(dst, src):
+    """The ``pa_call_t`` record (see :class:`CallList`) of ``np.copyto(dst,
     src)`` for two arrays of one shape and dtype that are equally spaced
     blocks with one split (their common C-contiguous trailing axes); None
     when they are not."""
@@ -145,9 +145,9 @@ def _address(p):
     return p
 
 
-class Steps:
-    """Native kernel calls run in order by one ``pa_steps_run``.  Each
-    record is ``(kind, params, w, a, b, y, sizes)``: a :data:`STEP` name,
+class CallList:
+    """Native kernel calls run in order by one ``pa_calls_run``.  Each
+    record is ``(kind, params, w, a, b, y, sizes)``: a :data:`CALL` name,
     the kernel's descriptor (a cffi pointer or None), its weights, input,
     second input and output (cffi pointers, NumPy arrays -- their first
     element, strided views too -- or None), and up to four sizes; the
@@ -156,24 +156,24 @@ class Steps:
     def __init__(self, records, names=None):
         self.n = len(records)
         self.names = names
-        self.arr = ffi.new("pa_step_t[]", max(self.n, 1))
+        self.arr = ffi.new("pa_call_t[]", max(self.n, 1))
         self.keep = records
-        for step, (kind, params, w, a, b, y, sizes) in zip(self.arr, records):
-            step.kind = STEP[kind]
-            step.params = NULL if params is None else params
-            step.w = NULL if w is None else w
-            step.a, step.b, step.y = _address(a), _address(b), _address(y)
+        for call, (kind, params, w, a, b, y, sizes) in zip(self.arr, records):
+            call.kind = CALL[kind]
+            call.params = NULL if params is None else params
+            call.w = NULL if w is None else w
+            call.a, call.b, call.y = _address(a), _address(b), _address(y)
             for j, v in enumerate(sizes):
-                step.i[j] = int(v)
+                call.i[j] = int(v)
         self.failed = ffi.new("size_t *")
 
     def run(self, workers, what):
-        st = lib.pa_steps_run(self.arr, self.n, NULL if workers is None else workers,
+        st = lib.pa_calls_run(self.arr, self.n, NULL if workers is None else workers,
                               self.failed)
         if st:
             i = self.failed[0]
             of = f" of {self.names[i]!r}" if self.names else ""
-            check(st, f"{what}: step {i} ({self.keep[i][0]}{of})")
+            check(st, f"{what}: call {i} ({self.keep[i][0]}{of})")
 
 
 class Workers:

@@ -72,7 +72,7 @@ class ShapeProgram:
         self.known = [(name, list(v.shape), _elem_type(onnx, v.dtype),
                        v if v.nbytes <= FOLD_MAX_BYTES and not v.dtype.hasobject else None)
                       for name, v in known.items()]
-        self.steps = []
+        self.nodes = []
         # the tensors whose values the propagation can ever know: a node
         # none of whose inputs can be known never propagates (its check
         # is left out of every run)
@@ -94,7 +94,7 @@ class ShapeProgram:
             # a rule's view of the node, made once (its getters set per run)
             view = None if rule is None else \
                 Node(node, attrs(node), opset, None, None, None, ins, op, len(outs))
-            self.steps.append((node, rule, view, ins, outs, prop, folded))
+            self.nodes.append((node, rule, view, ins, outs, prop, folded))
 
     def run(self, shapes_types, values_out=None):
         """(shapes, types) of every tensor, from ``shapes_types`` (what the
@@ -110,7 +110,7 @@ class ShapeProgram:
                 if v is not None:
                     values[name] = v
         sget, tget, vget = shapes.get, types.get, values.get
-        for node, rule, n, ins, outs, prop, folded in self.steps:
+        for node, rule, n, ins, outs, prop, folded in self.nodes:
             if rule is None:
                 res = _node_outputs(onnx, node, opset, shapes, types, values, where)
             else:

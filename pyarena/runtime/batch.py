@@ -3,12 +3,12 @@
 Calling a native kernel from Python costs a few microseconds (the
 kernel's ``__call__``, its pointers, the cffi call) -- as much as a small
 convolution's own work.  Where consecutive calls are each one C kernel
-call on fixed buffers (``Kernel.native_step``: the Executor's bound views,
+call on fixed buffers (``Kernel.native_call``: the Executor's bound views,
 a patched stage's band buffers), :func:`batch_runs` replaces each run of
-them by one :class:`~pyarena._native.kernels.Steps` (``pa_steps_run``):
+them by one :class:`~pyarena._native.kernels.CallList` (``pa_calls_run``):
 the same calls in the same order, the same bits, one round trip.
 """
-from .._native.kernels import Steps
+from .._native.kernels import CallList
 
 __all__ = ["batch_runs", "Batch"]
 
@@ -20,12 +20,12 @@ class Batch:
     idle = False
 
     def __init__(self, records, names, workers, what):
-        self.steps = Steps(records, names)
+        self.calls = CallList(records, names)
         self.workers = workers
         self.what = what
 
     def __call__(self, xs=None, ys=None, sc=None):
-        self.steps.run(self.workers, self.what)
+        self.calls.run(self.workers, self.what)
 
 
 def batch_runs(items, records_of, wrap, min_run=2):

@@ -199,7 +199,7 @@ class Executor:
             views = plan.bind()
         self._runner = PlannedRun(self.graph, self.kernels, self.constants, views,
                                   self.workers, self._pool_tensors)
-        self.arrays, self.steps = self._runner.arrays, self._runner.steps
+        self.arrays, self.bound = self._runner.arrays, self._runner.bound
 
     # -- what it holds --------------------------------------------------------
     @property

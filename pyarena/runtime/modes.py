@@ -54,10 +54,10 @@ def _as_tensor_view(arr, shape, dtype, name):
     return flat[:nbytes].view(dtype).reshape(shape)
 
 
-def _native_step(step):
-    """A bound step as one C kernel call ([(op name, record)]), or None."""
-    k, xs, ys, sc = step
-    native = getattr(k, "native_step", None)      # a pool op's PoolOp has none
+def _native_call(bound):
+    """A bound op as one C kernel call ([(op name, record)]), or None."""
+    k, xs, ys, sc = bound
+    native = getattr(k, "native_call", None)      # a pool op's PoolOp has none
     rec = None if sc is not None or native is None else native(xs, ys)
     return None if rec is None else [(k.op.name, rec)]
 
@@ -65,7 +65,7 @@ def _native_step(step):
 class PlannedRun:
     """The kernels of ``graph`` bound to ``views`` (tensor name, and
     ``"<op>::scratch"`` -> array) and ``constants`` (name -> array in the
-    weights arena): ``arrays`` (every tensor's view), ``steps`` (kernel,
+    weights arena): ``arrays`` (every tensor's view), ``bound`` (kernel,
     input views, output views, scratch view) per op.  ``workers``: the
     native kernels' thread pool, or None; ``pool``: the executor's
     :class:`~pyarena.runtime.dynamic.PoolTensors`."""
@@ -87,16 +87,16 @@ class PlannedRun:
                     continue
                 raise GraphError(f"no planned view for tensor {name!r}")
             arrays[name] = _as_tensor_view(np.asarray(v), t.shape, t.dtype, name)
-        steps = []
+        bound = []
         for op, k in zip(g.ops, self.kernels):
             xs = [arrays.get(n) if n else None for n in op.inputs]
             ys = [arrays.get(n) for n in op.outputs if n]     # None: a pool tensor
-            steps.append((k, xs, ys, self._scratch(views, op, k)))
+            bound.append((k, xs, ys, self._scratch(views, op, k)))
             k.bind(xs, ys)      # the same views every run: native pointers may be kept
         self.arrays = arrays
-        self.steps = steps
+        self.bound = bound
         # what run() calls: runs of C kernel calls as one call each
-        self.busy = batch_runs([s for s in steps if not s[0].idle], _native_step, self._batch)
+        self.busy = batch_runs([s for s in bound if not s[0].idle], _native_call, self._batch)
         self._inputs = [(n, arrays[n]) for n in g.inputs]
         self._outputs = [(n, arrays.get(n)) for n in g.outputs]
 
@@ -145,11 +145,11 @@ class PlannedRun:
         """(op, kernel path, median seconds) per op over ``repeat`` timed
         inferences after one warm-up (see :meth:`pyarena.runtime.Executor.profile`)."""
         self.run(feeds)
-        times = [[] for _ in self.steps]
+        times = [[] for _ in self.bound]
         clock = time.perf_counter
         with np.errstate(all="ignore"):
             for _ in range(int(repeat)):
-                for i, (k, xs, ys, sc) in enumerate(self.steps):
+                for i, (k, xs, ys, sc) in enumerate(self.bound):
                     t0 = clock()
                     k(xs, ys, sc)
                     times[i].append(clock() - t0)
@@ -191,13 +191,13 @@ class AllocatingRun:
     def run(self, feeds=None):
         """One inference; the outputs are the arrays allocated for them."""
         try:
-            return self._run_steps(feeds or {})
+            return self._run_bound(feeds or {})
         except (PyArenaError, MemoryError):
             raise
         except Exception as exc:
             raise _kernel_failed(None, exc) from exc
 
-    def _run_steps(self, feeds):
+    def _run_bound(self, feeds):
         g = self.graph
         alloc, free = self._alloc, self._free
         live = dict(self.constants)

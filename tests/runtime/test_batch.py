@@ -36,7 +36,7 @@ def test_batched_runs_give_the_bits_of_one_call_per_kernel(threads, monkeypatch)
     feeds = random_feeds(g, seed=4)
     ex = Executor(g, p, threads=threads)
     batches = [s[0] for s in ex._runner.busy if isinstance(s[0], Batch)]
-    assert batches and all(b.steps.n >= 2 for b in batches)
+    assert batches and all(b.calls.n >= 2 for b in batches)
     got = {k: np.array(v) for k, v in ex.run(feeds).items()}
     monkeypatch.setattr(batch_mod.Batch, "__init__", None)      # no batch may be made
     monkeypatch.setattr("pyarena.runtime.modes.batch_runs",

@@ -457,11 +457,11 @@ def test_an_nhwc_stage_with_an_explicit_pad_runs_patched_under_half_its_bound():
 @pytest.mark.parametrize("reuse", [True, False])
 def test_bands_run_as_one_native_call_list_give_the_same_bits(reuse, monkeypatch):
     """The bands' C kernel calls and the copies between them run as lists
-    (``pa_steps_run``), with no interpreter round trip per op and band: the
+    (``pa_calls_run``), with no interpreter round trip per op and band: the
     outputs are bit for bit those of the same calls made one by one from
     Python; NCHW row slices (several channels) are strided copies in the
     lists."""
-    from pyarena._native.kernels import Steps
+    from pyarena._native.kernels import CallList
     from pyarena.runtime.kernels.patched import PatchedStage
     layers = [("conv", 3, 1, 1, True), ("dw", 3, 2, 1, True), ("maxpool", 3, 1, 1, True),
               ("block", 3, 1, 1, True), ("relu", 1, 1, 1, True)]
@@ -475,7 +475,7 @@ def test_bands_run_as_one_native_call_list_give_the_same_bits(reuse, monkeypatch
         ex = Executor(g, plan(g))
         outs[batch] = {k: np.array(v) for k, v in ex.run(random_feeds(g, seed=1)).items()}
         stage = next(k for k in ex.kernels if isinstance(k, PatchedStage))
-        lists[batch] = [s for s in stage._all if isinstance(s, Steps)]
+        lists[batch] = [s for s in stage._all if isinstance(s, CallList)]
     for k in outs[True]:
         np.testing.assert_array_equal(outs[True][k], outs[False][k])
     assert not lists[False]

@@ -141,9 +141,9 @@ class Conv(ConvWeights, Spatial):
     wm = property(lambda self: self.impl.wm, doc="weight matrices (1x1, im2col)")
     descs = property(lambda self: self.impl.descs, doc="band height -> geometry (native-band)")
 
-    def native_step(self, xs, ys):
-        step = self.impl.native_step
-        return None if step is None or self._act is not None else step(xs, ys)
+    def native_call(self, xs, ys):
+        call = self.impl.native_call
+        return None if call is None or self._act is not None else call(xs, ys)
 
     # -- the rule ---------------------------------------------------------------
     def _native_rule(self, g):

@@ -49,7 +49,7 @@ def pack_weights(k, desc, mode, weights):
 
 class NativeConv:
     """The whole tensor in one ``pa_conv2d_run`` call, bias and activation
-    fused; also one ``pa_step_t`` record (:meth:`native_step`)."""
+    fused; also one ``pa_call_t`` record (:meth:`native_call`)."""
 
     act_fused = True
 
@@ -69,7 +69,7 @@ class NativeConv:
         if st:
             check(st, f"conv {self.kernel.op.name!r}")
 
-    def native_step(self, xs, ys):
+    def native_call(self, xs, ys):
         return ("conv2d", self.desc, self.packed_ptr, nk.fptr(xs[0]), None, nk.fptr(ys[0]), ())
 
 
@@ -85,7 +85,7 @@ class NativeResidual(NativeConv):
         if st:
             check(st, f"conv {k.op.name!r}")
 
-    def native_step(self, xs, ys):
+    def native_call(self, xs, ys):
         return ("conv2d_residual", self.desc, self.packed_ptr, nk.fptr(xs[0]),
                 nk.fptr(xs[3]), nk.fptr(ys[0]), (self.kernel.res_c,))
 
@@ -100,7 +100,7 @@ class NativeBands:
 
     mode = "native-band"
     act_fused = True
-    native_step = None
+    native_call = None
 
     def __init__(self, k, weights):
         self.kernel = k

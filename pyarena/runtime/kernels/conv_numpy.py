@@ -30,7 +30,7 @@ class NumpyPath:
     image, the residual and the bias, then the epilogue over the output."""
 
     act_fused = False
-    native_step = None
+    native_call = None
     mode = None
 
     def __init__(self, k, w):

@@ -284,7 +284,7 @@ class LeakyRelu(Kernel):
         self.ptrs = Pointers(self)
         return spec + (nk.fptr(self.slope_native),)
 
-    def native_step(self, xs, ys):
+    def native_call(self, xs, ys):
         if not self.native or self._act is not None:
             return None
         layout, n, c, sp, slope = self.native
@@ -374,7 +374,7 @@ class Softsign(Kernel):
 # may be the input's memory: "unary" in the in-place table).
 class _Chunked(Kernel):
     """``nbuf`` chunk-sized scratch buffers; subclasses implement
-    ``step(x, y, bufs)`` on matching flat slices."""
+    ``on_chunk(x, y, bufs)`` on matching flat slices."""
     nbuf = 1
 
     floats_only = True
@@ -396,11 +396,11 @@ class _Chunked(Kernel):
         x, y = xs[0].reshape(-1), ys[0].reshape(-1)
         n, ch = self.n, self.chunk
         if n <= ch:
-            self.step(x, y, sc)
+            self.on_chunk(x, y, sc)
             return
         for a in range(0, n, ch):
             b = min(a + ch, n)
-            self.step(x[a:b], y[a:b], [s[:b - a] for s in sc])
+            self.on_chunk(x[a:b], y[a:b], [s[:b - a] for s in sc])
 
 
 # erf(x) = x P(x^2) / Q(x^2) on x clamped to [-4, 4] (outside, erf is +-1 in
@@ -451,7 +451,7 @@ class Erf(_ErfMixin, _Chunked):
     def consts(self):
         self.erf_consts()
 
-    def step(self, x, y, sc):
+    def on_chunk(self, x, y, sc):
         u, t = sc
         np.copyto(u, x)
         self.erf(u, y, t)
@@ -481,7 +481,7 @@ class Gelu(_ErfMixin, _Chunked):
         self.nbuf = 1 if self.tanh else 3
         self.erf_consts()
 
-    def step(self, x, y, sc):
+    def on_chunk(self, x, y, sc):
         e = sc[0]
         if self.tanh:
             np.multiply(x, x, out=e)
@@ -511,7 +511,7 @@ class Mish(_Chunked):
     def consts(self):
         self.zero = const(0, self.dtype)
 
-    def step(self, x, y, sc):
+    def on_chunk(self, x, y, sc):
         s = sc[0]
         np.logaddexp(x, self.zero, out=s)
         np.tanh(s, out=s)
@@ -532,7 +532,7 @@ class Celu(_Chunked):
         self.alpha, self.inv = const(a, self.dtype), const(1 / a, self.dtype)
         self.zero = const(0, self.dtype)
 
-    def step(self, x, y, sc):
+    def on_chunk(self, x, y, sc):
         s = sc[0]
         np.minimum(x, self.zero, out=s)
         np.multiply(s, self.inv, out=s)
@@ -554,7 +554,7 @@ class ThresholdedRelu(_Chunked):
     def consts(self):
         self.alpha = const(float(self.attrs.get("alpha", 1.0)), self.dtype)
 
-    def step(self, x, y, sc):
+    def on_chunk(self, x, y, sc):
         s = sc[0]
         np.greater(x, self.alpha, out=s)
         np.multiply(x, s, out=y)
@@ -578,7 +578,7 @@ class Shrink(_Chunked):
         self.lam, self.mlam = const(lam, self.dtype), const(-lam, self.dtype)
         self.bias = const(float(self.attrs.get("bias", 0.0)), self.dtype)
 
-    def step(self, x, y, sc):
+    def on_chunk(self, x, y, sc):
         m, t = sc
         np.greater(x, self.lam, out=m)
         np.less(x, self.mlam, out=t)

@@ -90,8 +90,8 @@ def plane_mean(kernel, n, h, w, c):
     (one window the size of the plane: 2-20x NumPy's reduce there, which
     sums a few channels per inner loop), or None when the op stays on
     NumPy.  Not for NCHW planes: the pooling kernel's per-row path is
-    slower than NumPy's contiguous reduce.  ``run.step(xs, ys)`` is the
-    same call as a step record."""
+    slower than NumPy's contiguous reduce.  ``run.call(xs, ys)`` is the
+    same call as a call record."""
     if not kernel.use_native or kernel.dtype != NATIVE_DTYPE or min(n, h, w, c) < 1:
         return None
     desc = pool2d(nhwc=True, n=n, c=c, h=h, w=w, h_out=1, w_out=1, kh=h, kw=w, sh=1, sw=1,
@@ -103,7 +103,7 @@ def plane_mean(kernel, n, h, w, c):
         st = lib.pa_avgpool2d(desc, x, y, kernel.workers)
         if st:
             check(st, f"{kernel.op.op_type} {kernel.op.name!r}")
-    run.step = lambda xs, ys: ("avgpool", desc, None, fptr(xs[0]), None, fptr(ys[0]), ())
+    run.call = lambda xs, ys: ("avgpool", desc, None, fptr(xs[0]), None, fptr(ys[0]), ())
     return run
 
 
@@ -111,8 +111,8 @@ def unary(kernel, kind, alpha=0.0, beta=0.0):
     """``run(xs, ys)`` computing ``ys[0] = act(xs[0])`` natively for a
     float32 element-wise kernel (``pa_act``; the output may be the input's
     memory), or None when the op stays on NumPy (another dtype, or
-    ``Graph.native`` off).  ``run.step(xs, ys)`` is the same call as a
-    step record."""
+    ``Graph.native`` off).  ``run.call(xs, ys)`` is the same call as a
+    call record."""
     if not kernel.use_native or kernel.dtype != NATIVE_DTYPE:
         return None
     params = act_params(kind, alpha, beta)
@@ -126,6 +126,6 @@ def unary(kernel, kind, alpha=0.0, beta=0.0):
         st = lib.pa_act(params, x, y, n, kernel.workers)
         if st:
             check(st, f"{kernel.op.op_type} {kernel.op.name!r}")
-    # the same call as a pa_step_t record (Kernel.native_step)
-    run.step = lambda xs, ys: ("act", params, None, fptr(xs[0]), None, fptr(ys[0]), (n,))
+    # the same call as a pa_call_t record (Kernel.native_call)
+    run.call = lambda xs, ys: ("act", params, None, fptr(xs[0]), None, fptr(ys[0]), (n,))
     return run

@@ -8,13 +8,13 @@ registry's ordinary kernels, and lays the band buffers out in the op's
 workspace (``patched_buffers.py``: buffers whose lifetimes do not overlap
 share bytes; staging where a row slice is not one block).  A run walks
 the bands: per band and op, the copies before it, the kernel on its views,
-the copy after it -- runs of C kernel calls as one ``Steps`` list.  A
+the copy after it -- runs of C kernel calls as one ``CallList`` list.  A
 steady-state run allocates nothing: the views are made once for the
 workspace, input and output it is given.
 """
 import numpy as np
 
-from ..._native.kernels import Steps, copy_step
+from ..._native.kernels import CallList, copy_call
 from ..batch import batch_runs
 from ...graph import Op, Tensor
 from .patched_bands import BandPlan, _rows
@@ -108,12 +108,12 @@ class PatchedStage(Kernel):
                     used.add(plan.consts[n])
         self.runtime = tuple(sorted(used))
 
-    def _steps(self, xs, y, sc):
+    def _calls(self, xs, y, sc):
         """Per band: (copies before, kernel, inputs, outputs, scratch, copy after)."""
         for k in self.subs.values():
             k.workers = self.workers
         plan, buffers = self.plan, self.buffers
-        steps = []
+        calls = []
         for band, (need, per_op) in enumerate(plan.needs):
             moves = buffers.moves(sc, band, need)
             for i, op, req, rows, k in plan.band_ops(need, per_op, self._kernel):
@@ -123,23 +123,23 @@ class PatchedStage(Kernel):
                 if k.scratch_bytes:
                     o = buffers.offsets[("sc", i)]
                     ksc = sc[o:o + k.scratch_bytes]
-                steps.append((moves + pre, k, ins, [dst], ksc, post))
+                calls.append((moves + pre, k, ins, [dst], ksc, post))
                 moves = []
-        return steps
+        return calls
 
-    def _program(self, steps):
-        """The steps as runs of C kernel calls, each run one ``Steps``
-        (``pa_steps_run``: no interpreter round trip per band and op), and
-        the steps between them that are not one C call each, as they are."""
+    def _program(self, calls):
+        """The calls as runs of C kernel calls, each run one ``CallList``
+        (``pa_calls_run``: no interpreter round trip per band and op), and
+        the calls between them that are not one C call each, as they are."""
         if not self.batch_native:
-            return steps
+            return calls
 
-        def records(step):
-            pre, k, ins, outs, _, post = step
-            recs = [copy_step(d, s) for d, s in pre] + [k.native_step(ins, outs)] + (
-                [] if post is None else [copy_step(*post)])
+        def records(call):
+            pre, k, ins, outs, _, post = call
+            recs = [copy_call(d, s) for d, s in pre] + [k.native_call(ins, outs)] + (
+                [] if post is None else [copy_call(*post)])
             return None if None in recs else [(k.op.name, r) for r in recs]
-        return batch_runs(steps, records, lambda recs, names: Steps(recs, names), min_run=1)
+        return batch_runs(calls, records, lambda recs, names: CallList(recs, names), min_run=1)
 
     #: False: every band's op is called from Python (for comparisons)
     batch_native = True
@@ -149,14 +149,14 @@ class PatchedStage(Kernel):
         key = tuple(xs[k].__array_interface__["data"][0] for k in range(self._n_whole)) + (
             ys[0].__array_interface__["data"][0], buf.__array_interface__["data"][0])
         if key != self._key:
-            self._all = self._program(self._steps(xs, ys[0], buf))
+            self._all = self._program(self._calls(xs, ys[0], buf))
             self._key = key
         copyto, workers = np.copyto, self.workers
-        for step in self._all:
-            if type(step) is Steps:
-                step.run(workers, self._what)
+        for call in self._all:
+            if type(call) is CallList:
+                call.run(workers, self._what)
                 continue
-            pre, k, ins, outs, ksc, post = step
+            pre, k, ins, outs, ksc, post = call
             for dst, src in pre:
                 copyto(dst, src)
             k(ins, outs, ksc)

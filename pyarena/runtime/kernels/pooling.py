@@ -89,7 +89,7 @@ class WindowPool(Spatial):
         self.scratch = []
         return True
 
-    def native_step(self, xs, ys):
+    def native_call(self, xs, ys):
         if self.native is None or self._act is not None:
             return None
         return ("maxpool" if self.is_max else "avgpool", self.native, None, nk.fptr(xs[0]),

@@ -318,14 +318,14 @@ class Kernel(facts.Operator):
     def run(self, xs, ys, sc):
         raise NotImplementedError
 
-    def native_step(self, xs, ys):
-        """This call as one C kernel call, a ``pa_step_t`` record (see
-        ``pyarena._native.kernels.Steps``), or None when it is not one (a
+    def native_call(self, xs, ys):
+        """This call as one C kernel call, a ``pa_call_t`` record (see
+        ``pyarena._native.kernels.CallList``), or None when it is not one (a
         NumPy path, scratch, an activation applied after).  A patched
-        stage runs the records of its bands in one ``pa_steps_run``.  Here:
+        stage runs the records of its bands in one ``pa_calls_run``.  Here:
         an element-wise activation's native run (``native.unary``)."""
-        step = getattr(getattr(self, "native", None), "step", None)
-        return None if step is None or self._act is not None else step(xs, ys)
+        call = getattr(getattr(self, "native", None), "call", None)
+        return None if call is None or self._act is not None else call(xs, ys)
 
 
 def _fused_activation(kernel, attrs, dtype):

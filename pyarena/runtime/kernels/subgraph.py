@@ -60,7 +60,7 @@ class Body:
         self.graph, self.names_in, self.names_out = graph, list(inputs), list(outputs)
         self.plan = _body_plan(graph, None if budget is None else int(budget), native)
         self.nbytes = self.plan.arena_bytes + _ALIGN
-        self.pooled, self.pool_steps = {}, []
+        self.pooled, self.pool_ops = {}, []
         self.kernels = self._kernels(keep)
         self.constants = {}
         for op, k in zip(graph.ops, self.kernels):
@@ -75,7 +75,7 @@ class Body:
             if t.role == "constant" and name not in self.constants:
                 self.constants[name] = np.asarray(t.data, dtype=t.dtype).reshape(t.shape)
         self._addr = None
-        self.steps, self.ins, self.outs, self.calls = [], [], [], []
+        self.bound, self.ins, self.outs, self.calls = [], [], [], []
 
     def _kernels(self, keep):
         """The body's kernels: a :class:`~.pool_op.PoolOp`
@@ -89,9 +89,9 @@ class Body:
         out = []
         for op in g.ops:
             if op.name in pool_ops:
-                self.pool_steps.append(PoolOp(g, op, keep, None, self.pooled,
+                self.pool_ops.append(PoolOp(g, op, keep, None, self.pooled,
                                                 frees.get(op.name, ())))
-                out.append(self.pool_steps[-1])
+                out.append(self.pool_ops[-1])
             else:
                 out.append(graph_kernel(g, op, keep))
         return out
@@ -99,7 +99,7 @@ class Body:
     def use_pool(self, pool):
         """The pool (``empty`` / ``free``) the body's pool tensors come from
         in the runs that follow: the outer op's, given to its ``produce``."""
-        for s in self.pool_steps:
+        for s in self.pool_ops:
             s.pool = pool
 
     def bind(self, region, stable=False):
@@ -115,24 +115,24 @@ class Body:
             if t.role != "constant" and not t.dynamic and name in views:
                 arrays[name] = views[name].reshape(-1).view(np.uint8)[:t.nbytes] \
                     .view(t.dtype).reshape(t.shape)
-        steps = []
+        bound = []
         for op, k in zip(g.ops, self.kernels):
             xs = [arrays.get(n) if n else None for n in op.inputs]
             ys = [arrays.get(n) for n in op.outputs if n]     # None: a pool tensor
             sc = views[f"{op.name}::scratch"].reshape(-1).view(np.uint8) \
                 if k.scratch_bytes else None
-            steps.append((k, xs, ys, sc))
-        self.steps = steps
-        self.calls = self.prepare(steps, stable)
+            bound.append((k, xs, ys, sc))
+        self.bound = bound
+        self.calls = self.prepare(bound, stable)
         self.ins = [arrays.get(n) for n in self.names_in]
         self.outs = [arrays[n] for n in self.names_out]
         self._addr = addr
 
     @staticmethod
-    def prepare(steps, stable):
+    def prepare(bound, stable):
         """(function, xs, ys, scratch views) per kernel an iteration runs."""
         calls = []
-        for k, xs, ys, sc in steps:
+        for k, xs, ys, sc in bound:
             if stable:
                 k.bind(xs, ys)
                 if k.idle:
@@ -147,7 +147,7 @@ class Body:
         """Drop every view of the region (it is freed after the op when the
         executor allocates scratch per run)."""
         self._addr = None
-        self.steps, self.ins, self.outs, self.calls = [], [], [], []
+        self.bound, self.ins, self.outs, self.calls = [], [], [], []
 
     def run(self):
         for f, xs, ys, sc in self.calls:

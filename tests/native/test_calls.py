@@ -1,13 +1,13 @@
-"""``Steps`` (``pa_steps_run``): block copies between NumPy views of any
+"""``CallList`` (``pa_calls_run``): block copies between NumPy views of any
 layout give ``np.copyto``'s result, views that are no equally spaced
 blocks are refused (None: the caller copies them itself), and a failing
-step raises an error naming the step and leaves the steps after it
+call raises an error naming the call and leaves the calls after it
 unrun."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pyarena._native.kernels import Steps, _blocks, act_params, copy_step, fptr
+from pyarena._native.kernels import CallList, _blocks, act_params, copy_call, fptr
 from pyarena.errors import InvalidArgumentError
 
 
@@ -22,19 +22,19 @@ def _slice(draw, shape):
 
 @settings(max_examples=200, deadline=None)
 @given(st.data())
-def test_a_copy_step_gives_copyto(data):
+def test_a_copy_call_gives_copyto(data):
     shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=4)))
     src_base = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     dst_base = np.full(shape, -1.0, np.float32)
     sl = _slice(data.draw, shape)
     src = src_base[sl]
     dst = dst_base[sl] if data.draw(st.booleans()) else np.full(src.shape, -1.0, np.float32)
-    rec = copy_step(dst, src)
+    rec = copy_call(dst, src)
     expect = dst_base.copy() if dst.base is dst_base else None
     if rec is None:     # refused only where a slice has two strides
         assert any(s.start or s.stop < d for s, d in zip(sl[:-1], shape[:-1]))
         return
-    Steps([rec]).run(None, "copy")
+    CallList([rec]).run(None, "copy")
     np.testing.assert_array_equal(dst, src)
     if expect is not None:      # nothing outside the slice was written
         expect[sl] = src
@@ -49,20 +49,20 @@ def test_row_slices_of_nchw_are_one_strided_copy():
     assert _blocks(x[..., 1:3]) == (60, 8, 16)
     assert _blocks(x[:, :, 2:5, 1:3]) is None       # two strides: not one call
     # a contiguous side is split as the other side is: rows x W per channel
-    rec = copy_step(np.empty((1, 6, 3, 4), np.float32), x[:, :, 2:5])
+    rec = copy_call(np.empty((1, 6, 3, 4), np.float32), x[:, :, 2:5])
     assert rec[-1] == (6, 3 * 4 * 4, 10 * 4 * 4, 3 * 4 * 4)
-    assert copy_step(np.empty((2, 2), np.float32), np.empty((2, 3), np.float32)) is None
-    assert copy_step(np.empty(3, np.float64), np.empty(3, np.float32)) is None
+    assert copy_call(np.empty((2, 2), np.float32), np.empty((2, 3), np.float32)) is None
+    assert copy_call(np.empty(3, np.float64), np.empty(3, np.float32)) is None
 
 
-def test_a_failing_step_raises_and_stops_the_list():
+def test_a_failing_call_raises_and_stops_the_list():
     x = np.linspace(-1, 1, 16, dtype=np.float32)
     y, z = np.zeros_like(x), np.full_like(x, 5.0)
     relu = act_params("RELU")
     ok = ("act", relu, None, fptr(x), None, fptr(y), (16,))
     bad = ("act", relu, None, None, None, fptr(y), (16,))       # NULL input
     after = ("act", relu, None, fptr(x), None, fptr(z), (16,))
-    with pytest.raises(InvalidArgumentError, match=r"step 1 \(act\)"):
-        Steps([ok, bad, after]).run(None, "the list")
+    with pytest.raises(InvalidArgumentError, match=r"call 1 \(act\)"):
+        CallList([ok, bad, after]).run(None, "the list")
     np.testing.assert_array_equal(y, np.maximum(x, 0))
     np.testing.assert_array_equal(z, 5.0)

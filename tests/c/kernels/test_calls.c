@@ -1,9 +1,9 @@
-/* test_steps.c -- pa_steps_run: a list of kernel calls run in one call
+/* test_calls.c -- pa_calls_run: a list of kernel calls run in one call
  * gives the bits of the same calls one by one (a small NHWC block: a
  * pointwise conv, a depthwise conv, a conv with a residual, PRelu, an
  * activation, max and average pooling, and strided block copies between
- * them), stops at the first failing step with its index and leaves the
- * steps after it unrun, and refuses bad lists. */
+ * them), stops at the first failing call with its index and leaves the
+ * calls after it unrun, and refuses bad lists. */
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -68,18 +68,18 @@ static void block_free(block_t *b) {
 /* t[0] = x; t[1] = pw(x); t[2] = dw(t1); t[3] = pw(t2) + x; t[4] = prelu(t3);
  * t[4] = clip(t4) (in place); t[5] = maxpool(t4); t[6] = avgpool(t5);
  * t[7] rows 1..3 of t[6]'s columns 1..2 as blocks (a strided copy) */
-static size_t block_steps(const block_t *b, float **t, pa_step_t *s) {
+static size_t block_calls(const block_t *b, float **t, pa_call_t *s) {
     size_t n = 0;
-    s[n++] = (pa_step_t){PA_STEP_CONV2D, &b->pw, b->pw_w, t[0], NULL, t[1], {0}};
-    s[n++] = (pa_step_t){PA_STEP_CONV2D, &b->dw, b->dw_w, t[1], NULL, t[2], {0}};
-    s[n++] = (pa_step_t){PA_STEP_CONV2D_RESIDUAL, &b->pw, b->pw_w, t[2], t[0], t[3], {C}};
-    s[n++] = (pa_step_t){PA_STEP_PRELU, NULL, b->slope, t[3], NULL, t[4],
+    s[n++] = (pa_call_t){PA_CALL_CONV2D, &b->pw, b->pw_w, t[0], NULL, t[1], {0}};
+    s[n++] = (pa_call_t){PA_CALL_CONV2D, &b->dw, b->dw_w, t[1], NULL, t[2], {0}};
+    s[n++] = (pa_call_t){PA_CALL_CONV2D_RESIDUAL, &b->pw, b->pw_w, t[2], t[0], t[3], {C}};
+    s[n++] = (pa_call_t){PA_CALL_PRELU, NULL, b->slope, t[3], NULL, t[4],
                          {PA_LAYOUT_NHWC, 1, C, H * W}};
-    s[n++] = (pa_step_t){PA_STEP_ACT, &b->clip, NULL, t[4], NULL, t[4], {H * W * C}};
-    s[n++] = (pa_step_t){PA_STEP_MAXPOOL, &b->maxp, NULL, t[4], NULL, t[5], {0}};
-    s[n++] = (pa_step_t){PA_STEP_AVGPOOL, &b->avgp, NULL, t[5], NULL, t[6], {0}};
+    s[n++] = (pa_call_t){PA_CALL_ACT, &b->clip, NULL, t[4], NULL, t[4], {H * W * C}};
+    s[n++] = (pa_call_t){PA_CALL_MAXPOOL, &b->maxp, NULL, t[4], NULL, t[5], {0}};
+    s[n++] = (pa_call_t){PA_CALL_AVGPOOL, &b->avgp, NULL, t[5], NULL, t[6], {0}};
     /* HO rows of 2 pixels (columns 1..2) of C floats: src stride one row */
-    s[n++] = (pa_step_t){PA_STEP_COPY, NULL, NULL, t[6] + C, NULL, t[7],
+    s[n++] = (pa_call_t){PA_CALL_COPY, NULL, NULL, t[6] + C, NULL, t[7],
                          {HO, 2 * C * (int64_t)sizeof(float), WO * C * (int64_t)sizeof(float),
                           2 * C * (int64_t)sizeof(float)}};
     return n;
@@ -107,7 +107,7 @@ static void one_by_one(const block_t *b, float **t, pa_workers_t *w) {
         memcpy(t[7] + r * 2 * C, t[6] + (r * WO + 1) * C, 2 * C * sizeof(float));
 }
 
-static void test_steps_equal_calls(void) {
+static void test_calls_equal_one_by_one(void) {
     pa_status_t st;
     pa_workers_t *pool = pa_workers_create(3, &st);
     for (int threads = 0; threads < 2; threads++) {
@@ -120,9 +120,9 @@ static void test_steps_equal_calls(void) {
             ref[0][i] = got[0][i] = frand();
         pa_workers_t *w = threads ? pool : NULL;
         one_by_one(&b, ref, w);
-        pa_step_t steps[16];
-        size_t n = block_steps(&b, got, steps), failed = 99;
-        CHECK_EQ(pa_steps_run(steps, n, w, &failed), PA_OK);
+        pa_call_t calls[16];
+        size_t n = block_calls(&b, got, calls), failed = 99;
+        CHECK_EQ(pa_calls_run(calls, n, w, &failed), PA_OK);
         CHECK_EQ(failed, n);
         for (int k = 1; k < NT; k++)
             CHECK(memcmp(ref[k], got[k], sizes[k] * sizeof(float)) == 0);
@@ -135,45 +135,45 @@ static void test_steps_equal_calls(void) {
     pa_workers_destroy(pool);
 }
 
-static void test_steps_stop_at_the_first_failure(void) {
+static void test_calls_stop_at_the_first_failure(void) {
     block_t b;
     block_init(&b);
     float *t[NT];
     alloc_tensors(t);
-    pa_step_t steps[16];
-    size_t n = block_steps(&b, t, steps), failed = 99;
-    /* step 3 (PRelu) gets a NULL input: steps 0..2 run, 4.. do not */
-    steps[3].a = NULL;
+    pa_call_t calls[16];
+    size_t n = block_calls(&b, t, calls), failed = 99;
+    /* call 3 (PRelu) gets a NULL input: calls 0..2 run, 4.. do not */
+    calls[3].a = NULL;
     for (size_t i = 0; i < sizes[4]; i++)
         t[4][i] = 7.0f;
-    CHECK_EQ(pa_steps_run(steps, n, NULL, &failed), PA_ERR_INVALID);
+    CHECK_EQ(pa_calls_run(calls, n, NULL, &failed), PA_ERR_INVALID);
     CHECK_EQ(failed, 3);
     int untouched = 1;
     for (size_t i = 0; i < sizes[4]; i++)
         untouched &= t[4][i] == 7.0f;
     CHECK(untouched);
     /* an unknown kind, a bad PRelu layout, negative sizes */
-    steps[3].a = t[3];
-    pa_step_t bad = steps[0];
-    bad.kind = (pa_step_kind_t)99;
-    CHECK_EQ(pa_steps_run(&bad, 1, NULL, &failed), PA_ERR_INVALID);
+    calls[3].a = t[3];
+    pa_call_t bad = calls[0];
+    bad.kind = (pa_call_kind_t)99;
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, &failed), PA_ERR_INVALID);
     CHECK_EQ(failed, 0);
-    bad = steps[3];
+    bad = calls[3];
     bad.i[0] = 7;
-    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
-    bad = steps[4];
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad = calls[4];
     bad.i[0] = -1;
-    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
-    bad = steps[7];
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad = calls[7];
     bad.i[1] = -4;
-    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
     bad.i[1] = 4;
     bad.a = NULL;
-    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
     bad.i[0] = 0;      /* no blocks: nothing to read */
-    CHECK_EQ(pa_steps_run(&bad, 1, NULL, NULL), PA_OK);
-    CHECK_EQ(pa_steps_run(NULL, 1, NULL, &failed), PA_ERR_INVALID);
-    CHECK_EQ(pa_steps_run(NULL, 0, NULL, &failed), PA_OK);
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_OK);
+    CHECK_EQ(pa_calls_run(NULL, 1, NULL, &failed), PA_ERR_INVALID);
+    CHECK_EQ(pa_calls_run(NULL, 0, NULL, &failed), PA_OK);
     CHECK_EQ(failed, 0);
     for (int k = 0; k < NT; k++)
         free(t[k]);
@@ -186,14 +186,14 @@ static void test_copy_overlapping_blocks(void) {
     for (int i = 0; i < 24; i++)
         buf[i] = ref[i] = (float)i;
     memmove(ref, ref + 4, 16 * sizeof(float));
-    pa_step_t s = {PA_STEP_COPY, NULL, NULL, buf + 4, NULL, buf, {1, 16 * sizeof(float), 0, 0}};
-    CHECK_EQ(pa_steps_run(&s, 1, NULL, NULL), PA_OK);
+    pa_call_t s = {PA_CALL_COPY, NULL, NULL, buf + 4, NULL, buf, {1, 16 * sizeof(float), 0, 0}};
+    CHECK_EQ(pa_calls_run(&s, 1, NULL, NULL), PA_OK);
     CHECK(memcmp(buf, ref, sizeof buf) == 0);
 }
 
 int main(void) {
-    RUN(test_steps_equal_calls);
-    RUN(test_steps_stop_at_the_first_failure);
+    RUN(test_calls_equal_one_by_one);
+    RUN(test_calls_stop_at_the_first_failure);
     RUN(test_copy_overlapping_blocks);
     return pa_test_report();
 }

@@ -1,17 +1,17 @@
-/* kernels/steps.c -- a list of native kernel calls run in one call.
+/* kernels/calls.c -- a list of native kernel calls run in one call.
  *
  * A patched stage runs its ops band by band: hundreds of small kernel
  * calls, each of which would otherwise cost an interpreter round trip
  * (argument conversion, dispatch) comparable to its own work.  The caller
- * lays the calls out once as pa_step_t records (pointers into its planned
- * buffers) and runs them all here; a step is exactly the public kernel it
+ * lays the calls out once as pa_call_t records (pointers into its planned
+ * buffers) and runs them all here; a call is exactly the public kernel it
  * names, so a list gives bit for bit what the calls one by one give.
  */
 #include "internal.h"
 
 #include <string.h>
 
-static pa_status_t copy_blocks(const pa_step_t *s) {
+static pa_status_t copy_blocks(const pa_call_t *s) {
     const int64_t count = s->i[0], bytes = s->i[1];
     if (count < 0 || bytes < 0 || (count && bytes && (!s->a || !s->y)))
         return PA_ERR_INVALID;
@@ -22,39 +22,39 @@ static pa_status_t copy_blocks(const pa_step_t *s) {
     return PA_OK;
 }
 
-static pa_status_t run_step(const pa_step_t *s, pa_workers_t *workers) {
+static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
     switch (s->kind) {
-    case PA_STEP_CONV2D:
+    case PA_CALL_CONV2D:
         return pa_conv2d_run(s->params, s->w, s->a, s->y, workers);
-    case PA_STEP_CONV2D_RESIDUAL:
+    case PA_CALL_CONV2D_RESIDUAL:
         return pa_conv2d_run_residual(s->params, s->w, s->a, s->b, s->i[0], s->y, workers);
-    case PA_STEP_MAXPOOL:
+    case PA_CALL_MAXPOOL:
         return pa_maxpool2d(s->params, s->a, s->y, workers);
-    case PA_STEP_AVGPOOL:
+    case PA_CALL_AVGPOOL:
         return pa_avgpool2d(s->params, s->a, s->y, workers);
-    case PA_STEP_PRELU:
+    case PA_CALL_PRELU:
         if (s->i[0] != PA_LAYOUT_NCHW && s->i[0] != PA_LAYOUT_NHWC)
             return PA_ERR_INVALID;
         return pa_prelu((pa_layout_t)s->i[0], s->i[1], s->i[2], s->i[3], s->a, s->w, s->y,
                         workers);
-    case PA_STEP_ACT:
+    case PA_CALL_ACT:
         if (s->i[0] < 0)
             return PA_ERR_INVALID;
         return pa_act(s->params, s->a, s->y, (size_t)s->i[0], workers);
-    case PA_STEP_COPY:
+    case PA_CALL_COPY:
         return copy_blocks(s);
     }
     return PA_ERR_INVALID;
 }
 
-pa_status_t pa_steps_run(const pa_step_t *steps, size_t n, pa_workers_t *workers,
+pa_status_t pa_calls_run(const pa_call_t *calls, size_t n, pa_workers_t *workers,
                          size_t *failed) {
     if (failed)
         *failed = 0;
-    if (!steps && n)
+    if (!calls && n)
         return PA_ERR_INVALID;
     for (size_t k = 0; k < n; k++) {
-        pa_status_t st = run_step(&steps[k], workers);
+        pa_status_t st = run_call(&calls[k], workers);
         if (st != PA_OK) {
             if (failed)
                 *failed = k;
