@@ -241,17 +241,21 @@ _LAYERS = ("dw", "1x1", "3x3", "group", "relu", "clip", "bias", "scale", "maxpoo
 
 def _layer(kind, i, src, c, prev):
     """(nodes, inits, channels) of one random layer reading ``src`` (c
-    channels); ``prev``: an earlier tensor of the same shape, or None."""
+    channels); ``prev``: an earlier tensor of the same shape, or None.
+    Convolution weights are scaled by 1 / sqrt(fan-in), so values stay
+    near 1 along a chain: unscaled, three 3x3 layers summed values in the
+    hundreds before a final Clip, and float32's rounding of those (summed
+    in another order by the two layouts) exceeded the tolerance."""
     o, w = f"t{i}", f"w{i}"
     if kind == "dw":
         return [node("Conv", [src, w], [o], group=c, pads=[1, 1, 1, 1])], \
-            {w: rnd(c, 1, 3, 3)}, c
+            {w: rnd(c, 1, 3, 3) / np.float32(3.0)}, c
     if kind in ("1x1", "3x3", "group"):
         g = 2 if kind == "group" and c % 2 == 0 else 1
         k = 1 if kind == "1x1" else 3
         co = c + 2 if g == 1 else c
         return [node("Conv", [src, w, f"b{i}"], [o], group=g, pads=[k // 2] * 4)], \
-            {w: rnd(co, c // g, k, k), f"b{i}": rnd(co)}, co
+            {w: rnd(co, c // g, k, k) / np.float32(np.sqrt(c // g * k * k)), f"b{i}": rnd(co)}, co
     if kind in ("relu", "clip"):
         return ([node("Relu", [src], [o])] if kind == "relu" else
                 [node("Clip", [src, "lo", "hi"], [o])]), {}, c
