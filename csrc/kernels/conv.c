@@ -19,7 +19,7 @@
  * pointwise ones (1x1, stride 1, unpadded, groups 1) the packed SGEMM of
  * gemm.c (NCHW) or gemm_nhwc.c (NHWC), which pack their
  * own way; the dispatch and the geometry checks live here (the pointwise
- * and patch tests inline in internal.h, as the kernels ask too).
+ * and disjoint-window tests inline in internal.h, as the kernels ask too).
  */
 #include "internal.h"
 
@@ -98,7 +98,7 @@ size_t pa_conv2d_packed_size(const pa_conv2d_t *c) {
         return (size_t)(c->c_out * (1 + c->kh * c->kw * c->c_in));
     if (_pa_fewin_fits(c))
         return _pa_fewin_packed_size(c);
-    if (_pa_conv2d_is_patch(c))
+    if (_pa_conv2d_is_disjoint(c))
         return _pa_gemm_packed_size(c);
     int64_t cg = c->c_in / c->groups;
     int64_t per_block = PA_VEC * (1 + c->kh * c->kw * cg);
@@ -123,7 +123,7 @@ pa_status_t pa_conv2d_pack(const pa_conv2d_t *c, const float *weight, const floa
     }
     if (_pa_fewin_fits(c))
         return _pa_fewin_pack(c, weight, bias, packed);
-    if (_pa_conv2d_is_patch(c))
+    if (_pa_conv2d_is_disjoint(c))
         return _pa_gemm_pack(c, weight, bias, packed);
     int64_t cg = c->c_in / c->groups, cog = c->c_out / c->groups;
     int64_t k = c->kh * c->kw * cg; /* (tap, input channel) rows */
@@ -386,7 +386,7 @@ static void conv_dot_rows(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-/* The packed SGEMM (pointwise and patch convolutions) of either layout:
+/* The packed SGEMM (pointwise and disjoint-window convolutions) of either layout:
  * gemm_nhwc.c's pixel tiles for NHWC, gemm.c's for NCHW,
  * both over gemm.c's packing. */
 static pa_status_t gemm_run(const pa_conv2d_t *c, const float *packed, const float *x,
@@ -414,7 +414,7 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float
     }
     if (_pa_fewin_fits(c))
         return _pa_fewin_run(c, packed, x, y, workers);
-    if (_pa_conv2d_is_patch(c))
+    if (_pa_conv2d_is_disjoint(c))
         return gemm_run(c, packed, x, NULL, 0, y, workers);
     conv_job_t j = {c, packed, x, y, 0, 0, 0, 0, 0, NULL, 0};
     if (c->layout == PA_LAYOUT_NHWC) {

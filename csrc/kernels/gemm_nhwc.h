@@ -1,4 +1,4 @@
-/* kernels/gemm_nhwc.h -- the NHWC pointwise / patch SGEMM's driver, shared
+/* kernels/gemm_nhwc.h -- the NHWC pointwise / disjoint-window SGEMM's driver, shared
  * by its portable tile (gemm_nhwc.c) and its AVX-512 tile
  * (gemm_nhwc_avx512.c); not installed.  isa.h says how they divide the
  * work. */
@@ -8,19 +8,19 @@
 #include "internal.h"
 
 /* Where the tiles find an output pixel's input: a pointwise
- * convolution's pixel i is row i of k = c_in floats; a patch
- * convolution's (_pa_conv2d_is_patch) is kh runs of sl = kw * c_in floats,
+ * convolution's pixel i is row i of k = c_in floats; a disjoint-window
+ * convolution's (_pa_conv2d_is_disjoint) is kh runs of sl = kw * c_in floats,
  * rs floats apart, from its window's corner. */
 typedef struct {
     int64_t k, segs, sl, rs;        /* reduction, runs, run length, run stride */
     int64_t hw_out, w_out, h, w, sh, sw, c;
-    int patch;
+    int disjoint;
 } pa_gemm_rows_t;
 
 PA_INLINE void _pa_gemm_rows_init(pa_gemm_rows_t *g, const pa_conv2d_t *c) {
-    g->patch = !_pa_conv2d_is_pointwise(c);
-    g->segs = g->patch ? c->kh : 1;
-    g->sl = g->patch ? c->kw * c->c_in : c->c_in;
+    g->disjoint = !_pa_conv2d_is_pointwise(c);
+    g->segs = g->disjoint ? c->kh : 1;
+    g->sl = g->disjoint ? c->kw * c->c_in : c->c_in;
     g->k = g->segs * g->sl;
     g->rs = c->w * c->c_in;
     g->hw_out = c->h_out * c->w_out, g->w_out = c->w_out;
@@ -29,7 +29,7 @@ PA_INLINE void _pa_gemm_rows_init(pa_gemm_rows_t *g, const pa_conv2d_t *c) {
 
 /* The first input float of output pixel i (all images counted). */
 PA_INLINE const float *_pa_gemm_row(const float *x, const pa_gemm_rows_t *g, int64_t i) {
-    if (!g->patch)
+    if (!g->disjoint)
         return x + i * g->k;
     int64_t n = i / g->hw_out, q = i % g->hw_out, oh = q / g->w_out, ow = q % g->w_out;
     return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;

@@ -165,8 +165,8 @@ static inline int _pa_conv2d_is_pointwise(const pa_conv2d_t *c) {
 /* 1 for an NHWC convolution, groups 1, no dilation, no padding (every
  * window inside the input), not pointwise: the packed SGEMM reads each
  * output pixel's window in place as kh runs of kw * c_in floats (an
- * implicit im2col) -- e.g. 2x2 stride-2 patch convolutions. */
-static inline int _pa_conv2d_is_patch(const pa_conv2d_t *c) {
+ * implicit im2col) -- e.g. 2x2 stride-2 disjoint-window convolutions. */
+static inline int _pa_conv2d_is_disjoint(const pa_conv2d_t *c) {
     return c->layout == PA_LAYOUT_NHWC && c->groups == 1 && c->dh == 1 && c->dw == 1 &&
            c->pad_top == 0 && c->pad_left == 0 && (c->h_out - 1) * c->sh + c->kh <= c->h &&
            (c->w_out - 1) * c->sw + c->kw <= c->w && !_pa_conv2d_is_pointwise(c);

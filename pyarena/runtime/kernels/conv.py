@@ -100,7 +100,7 @@ class Conv(ConvWeights, Spatial):
             # geometry the C kernel cannot take (e.g. a pad beyond its range):
             # the NumPy path instead
             if weights.shape[-1] * groups == self.c_in and self.pt >= 0 and self.pl >= 0:
-                gemm = self._pointwise(groups) or (self._patch(groups) and self.cout > FEW_COUT
+                gemm = self._pointwise(groups) or (self._disjoint(groups) and self.cout > FEW_COUT
                                                    and not self._few_inputs(groups))
                 mode = ("native-dw" if groups == self.c_in == self.cout and groups > 1 else
                         "native-gemm" if gemm else "native")
@@ -170,7 +170,7 @@ class Conv(ConvWeights, Spatial):
             return forced == "native"
         return ((g == self.c_in and g > 1) or self._few_outputs(g) or self._few_inputs(g) or
                 (self._pointwise(g) and (self.residual or self._gemm_wins())) or
-                self._patch(g))
+                self._disjoint(g))
 
     def _few_outputs(self, g):
         """NHWC, groups 1, at most FEW_COUT output channels, no column
@@ -198,11 +198,11 @@ class Conv(ConvWeights, Spatial):
         return (g == 1 and self.kh == self.kw == 1 and self.sh == self.sw == 1
                 and not self.padded and (self.Ho, self.Wo) == (self.H, self.W))
 
-    def _patch(self, g):
+    def _disjoint(self, g):
         """NHWC, groups 1, no dilation, unpadded, windows that do not
-        overlap (kernel <= stride: 2x2 stride-2 patch convolutions) or one
+        overlap (kernel <= stride: 2x2 stride-2 disjoint-window convolutions) or one
         output pixel: the C core's packed SGEMM reading each window in
-        place (``_pa_conv2d_is_patch``; MediaPipe iris landmark's 2x2
+        place (``_pa_conv2d_is_disjoint``; MediaPipe iris landmark's 2x2
         stride-2 layers: im2col + BLAS copied every input value once more
         for a product of a few microseconds).  Overlapping unpadded
         windows (a VALID 3x3) keep im2col + BLAS: not measured."""

@@ -2,7 +2,7 @@
 :meth:`.conv.Conv._choose`.
 
 * :class:`NativeConv` -- the whole tensor in one call: the depthwise
-  kernel ("native-dw"), the packed SGEMM of a pointwise or patch
+  kernel ("native-dw"), the packed SGEMM of a pointwise or disjoint-window
   convolution ("native-gemm"), the few-output / few-input / direct
   kernels ("native"); the C core picks the kernel by the geometry, so one
   class runs all three.  :class:`NativeResidual` adds a fused residual.
@@ -92,8 +92,8 @@ class NativeResidual(NativeConv):
 
 class NativeBands:
     """NHWC, groups 1, no dilation (the full convolutions the rule leaves to
-    im2col otherwise): the packed SGEMM of ``_pa_conv2d_is_patch`` over each
-    band of padded input rows -- an unpadded patch convolution per band, the
+    im2col otherwise): the packed SGEMM of ``_pa_conv2d_is_disjoint`` over each
+    band of padded input rows -- an unpadded disjoint-window convolution per band, the
     padded band the only scratch, no im2col columns (a YOLO-style
     detector's 3x3 layers: see docs/native-kernels.md).  One geometry per
     band height (``descs``); no step record (the band is copied first)."""

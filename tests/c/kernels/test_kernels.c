@@ -296,7 +296,7 @@ static void test_gemm_nhwc512(void) {
             c.h_out = (c.h - c.kh) / c.sh + 1, c.w_out = (c.w - c.kw) / c.sw + 1;
             c.c_in = rnd(1, 40);
         }
-        CHECK(_pa_conv2d_is_pointwise(&c) || _pa_conv2d_is_patch(&c));
+        CHECK(_pa_conv2d_is_pointwise(&c) || _pa_conv2d_is_disjoint(&c));
         int64_t m = c.n * c.h_out * c.w_out, nx = c.n * c.h * c.w * c.c_in;
         int64_t c_res = rnd(0, 2) || !_pa_conv2d_is_pointwise(&c) ? 0 : rnd(1, c.c_out);
         size_t np = _pa_gemm_packed_size(&c);
