@@ -101,15 +101,19 @@ static void *owner_thread(void *arg) {
 
 /* Take the lock now and then until the owner is done; keep the threshold
  * low (it is guarded by the spinlock, held here) so the owner is biased
- * and revoked over and over. */
+ * and revoked over and over.  The exclusive take: this thread must never
+ * be biased itself -- a biased thread enters without the spinlock, and its
+ * write of the threshold would race the owner's slow path (seen under
+ * TSan on a loaded machine, where the owner sleeps long enough for eight
+ * revoker takes in a row). */
 static void *revoker_thread(void *arg) {
     shared_t *s = arg;
     long n = 0;
     while (!atomic_load(&s->done)) {
-        _pa_lock_acquire(&s->l);
+        _pa_lock_exclusive(&s->l);
         section(s);
         s->l.threshold = 8;
-        _pa_lock_release(&s->l);
+        _pa_lock_release_exclusive(&s->l);
         n++;
         struct timespec ts = {0, 20000};
         nanosleep(&ts, NULL);
