@@ -8,6 +8,7 @@ from onnx import helper
 
 from helpers.model_zoo import ort_run
 from helpers.onnx_util import make_model
+from pyarena.errors import GraphError
 from pyarena.importers import load_model
 from pyarena.runtime import Executor, fuse
 
@@ -168,6 +169,35 @@ def test_residual_add_is_fused_into_a_pointwise_conv(tmp_path, cin, cout, hw, pa
     x = rnd(2, cin, hw, hw)
     np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("path_", ["native", "numpy"])
+@pytest.mark.parametrize("shape", [(1, 9, 3, 3), (2, 9, 3, 1), (2, 10, 3, 3), (9, 3, 3),
+                                   (2, 9, 3, 3, 1)], ids=str)
+def test_a_residual_not_of_the_outputs_shape_is_refused_at_setup(tmp_path, shape, path_):
+    """The kernels read a fused residual as a tensor of the output's shape
+    (channels may be fewer): any other shape -- a residual of batch 1 under
+    an output of batch 2, other pixels, more channels, another rank -- is
+    refused when the kernel is built, never read past its end."""
+    path = _residual_model(tmp_path / "res.onnx", 5, 9, 3)
+    g = load_model(str(path))
+    conv = g.ops[-1]
+    g.add_tensor("bad", shape, "float32", role="constant", data=rnd(*shape))
+    conv.inputs[3] = "bad"
+    conv.notes.kernel_path = path_
+    with pytest.raises(GraphError, match=r"residual input 'bad' of shape \[.*\] does not "
+                                         r"match the output's \[2, 9, 3, 3\]"):
+        Executor(g)
+
+
+def test_a_residual_of_another_dtype_is_refused_at_setup(tmp_path):
+    path = _residual_model(tmp_path / "res.onnx", 5, 9, 3)
+    g = load_model(str(path))
+    g.add_tensor("half", (2, 9, 3, 3), "float16", role="constant",
+                 data=rnd(2, 9, 3, 3).astype(np.float16))
+    g.ops[-1].inputs[3] = "half"
+    with pytest.raises(GraphError, match="residual input 'half' is float16"):
+        Executor(g)
 
 
 def test_residual_is_not_fused_when_it_is_computed_after_the_conv(tmp_path):
