@@ -97,6 +97,9 @@ class Graph(WeightsArena, Validation, JsonIO):
         #: what :func:`pyarena.runtime.to_nhwc` converted to NHWC (None:
         #: nothing; see pyarena/runtime/nhwc.py)
         self.relaid = None
+        #: the choices the passes made from these shapes, which a retarget
+        #: to other shapes must find made again (:mod:`.decisions`)
+        self.shape_decisions = []
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,
@@ -180,6 +183,7 @@ class Graph(WeightsArena, Validation, JsonIO):
         g = Graph(self.name)
         g.scratch_budget, g.native, g.weights = self.scratch_budget, self.native, self.weights
         g.held_inputs, g.relaid = self.held_inputs, self.relaid
+        g.shape_decisions = list(self.shape_decisions)   # (what made this graph)
         g.tensors = retargeted_tensors(self.tensors, shapes, data or {})
         g.ops = [Op(op.name, op.op_type, list(op.inputs), list(op.outputs), 0, dict(op.attrs),
                     op.notes.copy()) for op in self.ops]
