@@ -346,19 +346,18 @@ def _fuse_activation(G, conv):
 
 
 def _pointwise(G, conv):
-    """1x1, stride 1, groups 1, 4-D, output pixels = input pixels (so no
-    padding): what the packed SGEMM takes."""
+    """1x1, stride 1, groups 1, 4-D: what the packed SGEMM takes (with
+    output pixels = input pixels, so no padding: a test of the shapes,
+    :func:`_residual_rule`'s)."""
     w = G.const(conv.inputs[1])
-    xt, yt = G.g.tensors.get(conv.inputs[0]), G.g.tensors.get(conv.outputs[0])
+    xt = G.g.tensors.get(conv.inputs[0])
     nhwc = conv.attrs.get("layout") == "NHWC"
     if w is None or w.ndim != 4 or xt is None or len(xt.shape) != 4 or \
             conv.attrs.get("weight_layout") == "1HWC":
         return False
     k = w.shape[1:3] if nhwc else w.shape[2:]
-    sp = (lambda s: tuple(s[1:3]) if nhwc else tuple(s[2:]))
     return (tuple(k) == (1, 1) and int(conv.attrs.get("group", 1)) == 1
-            and all(int(v) == 1 for v in conv.attrs.get("strides", [1, 1]))
-            and sp(xt.shape) == sp(yt.shape))
+            and all(int(v) == 1 for v in conv.attrs.get("strides", [1, 1])))
 
 
 def _zero_pads(G, pad):
@@ -426,15 +425,19 @@ def _fold_pad(G, conv):
 
 
 def _residual_rule(axis):
-    """Whether an ``Add(y, other)`` after a pointwise conv writing ``y`` can
-    be its residual, by the shapes (other, y, the sum, r): ``other`` has
-    y's shape (so does the sum), and r -- ``other``, or what a Pad of it
-    appends zero channels to -- differs from y only by fewer channels on
-    ``axis``.  (:func:`~pyarena.graph.decisions.decide` records it: the
-    same shapes at every signature the graph is retargeted to.)"""
-    def fits(other, y, total, r):
-        return (other == y and total == y and len(r) == len(y) and 1 <= r[axis] <= y[axis]
-                and all(a == b for i, (a, b) in enumerate(zip(r, y)) if i != axis))
+    """Whether an ``Add(y, other)`` after a pointwise conv from ``x`` to
+    ``y`` can be its residual, by the shapes (other, y, the sum, r, x): the
+    conv keeps x's pixels (it is unpadded), ``other`` has y's shape (so does
+    the sum), and r -- ``other``, or what a Pad of it appends zero channels
+    to -- differs from y only by fewer channels on ``axis``.
+    (:func:`~pyarena.graph.decisions.decide` records it: a retarget needs the
+    same answer at its shapes.)"""
+    pixels = (1, 2) if axis == 3 else (2, 3)
+
+    def fits(other, y, total, r, x):
+        return (all(x[i] == y[i] for i in pixels) and other == y and total == y and
+                len(r) == len(y) and 1 <= r[axis] <= y[axis] and
+                all(a == b for i, (a, b) in enumerate(zip(r, y)) if i != axis))
     return fits
 
 
@@ -464,7 +467,7 @@ def _fuse_residual(G, conv):
     if prod.get(res, (-1, None))[0] >= here or G.g.tensors[res].role == "constant":
         return 0            # r must exist before the conv
     if not decide(G.g, f"fusion: {add.name!r} the residual of {conv.name!r}",
-                  (other, x, add.outputs[0], res), _residual_rule(axis)):
+                  (other, x, add.outputs[0], res, conv.inputs[0]), _residual_rule(axis)):
         return 0
     while len(conv.inputs) < 3:
         conv.inputs.append("")

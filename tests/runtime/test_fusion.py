@@ -253,7 +253,7 @@ def test_a_residual_fused_by_its_shapes_is_recorded_as_a_shape_decision(tmp_path
     path = _residual_model(tmp_path / "res.onnx", 5, 9, 3)
     g = load_model(str(path))
     (d,) = [d for d in g.shape_decisions if d.what.startswith("fusion")]
-    assert d.choice is True and d.tensors == ("r1", "c", "a", "r1")
+    assert d.choice is True and d.tensors == ("r1", "c", "a", "r1", "x")
     shapes = {n: g.tensors[n].shape if n in g.tensors else (2, 9, 3, 3) for n in d.tensors}
     assert d.holds(shapes)
     assert d.holds({n: (5, 9, 4, 7) for n in d.tensors})       # another batch and size
