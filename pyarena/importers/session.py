@@ -168,7 +168,7 @@ class InferenceSession:
             entry = self._plans.get(signature)
             if entry is not None:
                 self._plans.move_to_end(signature)
-        if bound is not None and bound[0] is entry and bound[2] is ctx.arena:
+        if bound is not None and bound[0] is entry:
             ex = bound[1]                                # the cached fast path
         else:
             known = {a.name for a in self._inputs}
@@ -222,7 +222,7 @@ class InferenceSession:
         g, p = entry.graph, entry.plan
         current = ctx.block(p.arena_bytes)          # grown if this plan needs more
         bound = ctx.executors.get(signature)
-        if bound is not None and bound[0] is entry and bound[2] is current:
+        if bound is not None and bound[0] is entry:
             return bound[1]
         # the kernels built for the new plan's scratch sizes go to its first
         # executor (once bound, an executor's kernels are its own: another
@@ -235,7 +235,7 @@ class InferenceSession:
             stale = [k for k, b in ctx.executors.items() if self._plans.get(k) is not b[0]]
         for k in stale:
             del ctx.executors[k]
-        ctx.executors[signature] = (entry, ex, current)
+        ctx.executors[signature] = (entry, ex)
         self._built = ex
         if self._cache is not None and not self._remembered:
             self._cache.remember(g, self._first.weights_arena.owns)
@@ -333,9 +333,9 @@ class _Plan:
 class _Context:
     """One thread's execution state: ``arena``, its activation block (as
     large as the largest plan it ran), ``executors`` bound to that block
-    (signature -> (its _Plan, the executor, the block it is bound to)) and
-    ``last``, the executor of its last run.  Only its thread touches it;
-    it goes when the thread ends (``threading.local``)."""
+    (signature -> (its _Plan, the executor)) and ``last``, the executor of
+    its last run.  Only its thread touches it; it goes when the thread
+    ends (``threading.local``)."""
 
     __slots__ = ("arena", "executors", "last", "__weakref__")
 
@@ -344,9 +344,10 @@ class _Context:
 
     def block(self, need):
         """The activation block, grown (replaced) if ``need`` is more: the
-        executors bound to the old one are bound again when next used."""
+        executors bound to the old one go (their views would hold it), and
+        are bound to the new one when next used."""
         if self.arena is None or self.arena.size < need:
-            self.executors.clear()      # their views hold the old block
+            self.executors.clear()
             self.arena = None
             self.arena = Arena(alignment=64).empty((max(need, 64),), np.uint8)
         return self.arena

@@ -454,7 +454,7 @@ def _fuse_residual(G, conv):
         return 0
     other = add.inputs[1] if add.inputs[0] == x else add.inputs[0]
     ot = G.g.tensors.get(other)
-    if ot is None or ot.role == "constant" or np.dtype(ot.dtype) != _F32:
+    if ot is None or np.dtype(ot.dtype) != _F32:
         return 0
     axis = 3 if conv.attrs.get("layout") == "NHWC" else 1
     prod = G.producer
@@ -464,8 +464,10 @@ def _fuse_residual(G, conv):
             _zero_channel_pad(G, pad, axis):
         ops, tensors, res = [add, pad], [x, other], pad.inputs[0]
     here = prod[conv.outputs[0]][0]
-    if prod.get(res, (-1, None))[0] >= here or G.g.tensors[res].role == "constant":
-        return 0            # r must exist before the conv
+    if prod.get(res, (-1, None))[0] >= here:      # r must exist before the conv
+        return 0
+    if G.g.tensors[res].role == "constant":     # (a Pad of one too)
+        return 0
     if not decide(G.g, f"fusion: {add.name!r} the residual of {conv.name!r}",
                   (other, x, add.outputs[0], res, conv.inputs[0]), _residual_rule(axis)):
         return 0

@@ -5,8 +5,10 @@ same time in several threads, plans evicted under them); a thread's
 ``copy=False`` outputs stay as they are until its own next run; a
 thread's execution state goes when the thread does.  No run may hang:
 every join has a timeout."""
+import gc
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -102,6 +104,47 @@ def test_eight_threads_sharing_a_session_get_the_single_threaded_results_slow(tm
     assert _in_threads(work, 8) == [] and wrong == []
 
 
+def test_what_threads_share_is_made_once_and_one_at_a_time(models, monkeypatch):
+    """8 threads meeting two new signatures at once: each signature is
+    prepared (imported, planned) once, and no two preparations or executor
+    builds -- which change the caches, the weights arena and the packed
+    memo the threads share -- run at the same time, though each is slowed
+    here to let the other threads in.  Each thread gets its own executor."""
+    import pyarena.importers.session as session
+    path = models["se"]
+    sigs = [(2, 5, 6), (1, 3, 4)]
+    xs = _inputs("se", sigs, 2, seed=5)
+    want = _reference(path, xs)
+    s = InferenceSession(path)
+    busy, overlaps, prepared, built = [0], [], [], []
+
+    def slowed(fn, log):
+        def call(*a, **k):
+            busy[0] += 1
+            if busy[0] > 1:
+                overlaps.append(fn.__name__)
+            time.sleep(0.005)           # the other threads run meanwhile
+            try:
+                out = fn(*a, **k)
+            finally:
+                busy[0] -= 1
+            log.append(threading.get_ident())
+            return out
+        return call
+    monkeypatch.setattr(InferenceSession, "_prepare", slowed(InferenceSession._prepare,
+                                                             prepared))
+    monkeypatch.setattr(session, "Executor", slowed(session.Executor, built))
+    wrong = []
+
+    def work(t):
+        for i in (t % 2, 1 - t % 2):
+            if not np.array_equal(s.run(None, {"x": xs[i]})[0], want[i][0]):
+                wrong.append((t, i))
+    assert _in_threads(work, 8) == [] and wrong == []
+    assert overlaps == [] and len(prepared) == 2
+    assert len(built) == 16 and len(set(built)) == 8
+
+
 def test_copy_false_outputs_stay_until_the_same_threads_next_run(models):
     """A view returned with copy=False lies in the calling thread's own
     activation block: the other threads' runs -- of the same signature and
@@ -172,3 +215,22 @@ def test_a_threads_execution_state_goes_with_the_thread(models):
     assert (one["threads"], during["threads"], after["threads"]) == (1, 4, 1)
     assert during["arena_bytes"] == 4 * one["arena_bytes"] and after == one
     assert during["weights_bytes"] == one["weights_bytes"]
+
+
+def test_a_threads_arena_grown_for_a_larger_plan_lets_the_old_one_go(models):
+    """A larger signature replaces the thread's arena: the executors bound
+    to the old one go with it (bound again when their signature comes
+    back), so the old block is freed, not kept by them."""
+    path = models["se"]
+    small, large = _inputs("se", [(1, 3, 4), (5, 9, 9)], 2, seed=4)
+    want = _reference(path, [small, large, small])
+    s = InferenceSession(path)
+    got = [s.run(None, {"x": small})]
+    old = weakref.ref(s._context().arena)
+    got.append(s.run(None, {"x": large}))
+    gc.collect()
+    assert old() is None
+    got.append(s.run(None, {"x": small}))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a[0], b[0])
+    assert s.memory_info()["arena_bytes"] == s._context().arena.size
