@@ -33,9 +33,10 @@ CPU time of each new signature after the first; medians and their ratio.
 ``--threads N``: one session shared by N threads against one thread
 (onnxruntime's too, one intra-op thread each): ``--calls`` runs of the
 first width's signature, split between the threads, a new input each;
-the wall time per run in each, the throughput of N threads over one's,
-and the session's activation blocks (one per thread).  Every result is
-checked against a single-threaded run of the same input.
+``--repeat`` rounds of one thread then N, the median wall time per run
+of each, the throughput of N threads over one's, and the session's
+activation blocks (one per thread).  Every result is checked against a
+single-threaded run of the same input.
 
 Without --model: a small conv + reshape model made in code with a
 symbolic width (nothing downloaded).  One thread everywhere (but for
@@ -179,12 +180,13 @@ def main():
 
 def shared_by_threads(args):
     """``--threads N`` (module docstring): wall ms per run and throughput,
-    one thread against N sharing one session, pyarena and onnxruntime."""
+    one thread against N sharing one session, pyarena and onnxruntime;
+    ``--repeat`` rounds, one thread and N threads in turn in each, medians."""
     import threading
 
     import onnxruntime as ort
     from pyarena import InferenceSession
-    from pyarena.runtime import set_blas_threads
+    from pyarena.runtime import median, set_blas_threads
     set_blas_threads(1)
     path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
     dims = _dims(args, int(args.widths.split(",")[0]))
@@ -197,17 +199,16 @@ def shared_by_threads(args):
     want = [s.run(None, {args.input: x})[0] for x in xs]      # one thread: the reference
     runs = {"pyarena": lambda x: s.run(None, {args.input: x})[0],
             "onnxruntime": lambda x: ref.run(None, {args.input: x})[0]}
+    blocks, wrong = {}, [0]
 
-    blocks = {}
-
-    def timed(run, n):
-        wrong = [0]
+    def timed(name, n):
+        run = runs[name]
         done = threading.Barrier(n + 1)     # the workers wait there, alive
 
         def work(t):
             for i in range(t, len(xs), n):
                 y = run(xs[i])
-                if run is runs["pyarena"] and not np.array_equal(y, want[i]):
+                if name == "pyarena" and not np.array_equal(y, want[i]):
                     wrong[0] += 1
             done.wait()
         threads = [threading.Thread(target=work, args=(t,)) for t in range(n)]
@@ -217,19 +218,29 @@ def shared_by_threads(args):
         while done.n_waiting < n:
             time.sleep(1e-4)
         spent = time.perf_counter() - t0
-        if run is runs["pyarena"]:
+        if name == "pyarena":
             blocks[n] = s.memory_info()
         done.wait()
         for t in threads:
             t.join()
-        return spent / len(xs), wrong[0]
-    print(f"{'runtime':<12}{'threads':>8}{'ms per run':>12}{'throughput':>12}{'wrong':>7}")
-    for name, run in runs.items():
-        run(xs[0])
-        one, _ = timed(run, 1)
-        for n in (1, args.threads):
-            t, wrong = timed(run, n)
-            print(f"{name:<12}{n:>8}{t * 1e3:>12.3f}{one / t:>11.2f}x{wrong:>7}")
+        return spent / len(xs)
+    counts = (1, args.threads)
+    ms = {(name, n): [] for name in runs for n in counts}
+    for name in runs:
+        timed(name, 1)                      # warm-up: every thread's first run
+        timed(name, args.threads)
+    for _ in range(args.repeat):
+        for name in runs:
+            for n in counts:
+                ms[name, n].append(timed(name, n) * 1e3)
+    print(f"{args.calls} runs of {dims}, {args.repeat} rounds (medians), every pyarena "
+          f"result checked: {wrong[0]} wrong")
+    print(f"{'runtime':<12}{'threads':>8}{'ms per run':>12}{'throughput':>12}")
+    for name in runs:
+        one = median(ms[name, 1])
+        for n in counts:
+            m = median(ms[name, n])
+            print(f"{name:<12}{n:>8}{m:>12.3f}{one / m:>11.2f}x")
     for n, info in blocks.items():
         print(f"session, {n} worker thread(s) alive: {info['threads']} activation blocks "
               f"(the main thread's too), {info['arena_bytes'] / 1024:.1f} KiB in all")
