@@ -179,7 +179,9 @@ class Graph(WeightsArena, Validation, JsonIO):
         same Tensor objects (a value of the model: what changes a constant's
         data -- an executor moving it to the weights arena -- keeps its value).
         GraphError for a shape missing, not concrete or of another rank.
-        The copy is ordered and valid as this graph was."""
+        The copy is ordered and valid as this graph was, and keeps the
+        passes' ``shape_decisions`` (the caller checks they hold at the new
+        shapes: importers/retarget.py)."""
         g = Graph(self.name)
         g.scratch_budget, g.native, g.weights = self.scratch_budget, self.native, self.weights
         g.held_inputs, g.relaid = self.held_inputs, self.relaid
