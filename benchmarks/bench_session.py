@@ -30,8 +30,17 @@ alternating order, each a fresh session fed ``--widths`` ``--sessions``
 times (widths shifted by 8 per session, so every signature is new), the
 CPU time of each new signature after the first; medians and their ratio.
 
+``--threads N``: one session shared by N threads against one thread
+(onnxruntime's too, one intra-op thread each): ``--calls`` runs of the
+first width's signature, split between the threads, a new input each;
+``--repeat`` rounds of one thread then N, the median wall time per run
+of each, the throughput of N threads over one's, and the session's
+activation blocks (one per thread).  Every result is checked against a
+single-threaded run of the same input.
+
 Without --model: a small conv + reshape model made in code with a
-symbolic width (nothing downloaded).  One thread everywhere.
+symbolic width (nothing downloaded).  One thread everywhere (but for
+``--threads``).
 """
 import argparse
 import os
@@ -55,14 +64,16 @@ def lookup_cost(s, feeds, calls=20000):
     """Seconds per cached ``s.run`` with the executor's work left out: the
     session's entry for these feeds is given a stand-in that returns the
     outputs of one real run, then put back."""
-    entry = s._plans[next(reversed(s._plans))]
-    real, last = entry[2], s._last
+    ctx = s._context()
+    signature = next(reversed(s._plans))
+    bound = ctx.executors[signature]
+    real, last = bound[1], ctx.last
     out = real.run(feeds)
 
     class StandIn:
         def run(self, _feeds):
             return out
-    entry[2] = StandIn()
+    ctx.executors[signature] = (bound[0], StandIn())
     try:
         s.run(None, feeds, copy=False)
         t0 = time.process_time()
@@ -70,7 +81,7 @@ def lookup_cost(s, feeds, calls=20000):
             s.run(None, feeds, copy=False)
         return (time.process_time() - t0) / calls
     finally:
-        entry[2], s._last = real, last
+        ctx.executors[signature], ctx.last = bound, last
 
 
 def main():
@@ -93,10 +104,16 @@ def main():
     ap.add_argument("--against", default=None, metavar="DIR",
                     help="another pyarena checkout: new signatures' CPU ms side by side")
     ap.add_argument("--rounds", type=int, default=5, help="process pairs for --against")
+    ap.add_argument("--threads", type=int, default=None, metavar="N",
+                    help="only runs of one signature from N threads sharing a session "
+                         "against one thread")
+    ap.add_argument("--calls", type=int, default=400, help="runs for --threads")
     ap.add_argument("--child-signatures", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_signatures:
         return child_signatures(args)
+    if args.threads:
+        return shared_by_threads(args)
     if args.against:
         return side_by_side(args)
     import onnxruntime as ort
@@ -123,7 +140,8 @@ def main():
         t0, c0 = time.perf_counter(), time.process_time()
         s.run(None, feeds, copy=False)
         first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
-        g, p = s._plans[next(reversed(s._plans))][:2]
+        entry = s._plans[next(reversed(s._plans))]
+        g, p = entry.graph, entry.plan
         fixed = Executor(g, p)
         bounds.append(p.lower_bound_bytes)
         own = s._last
@@ -160,6 +178,74 @@ def main():
     phases(path, args, widths)
 
 
+def shared_by_threads(args):
+    """``--threads N`` (module docstring): wall ms per run and throughput,
+    one thread against N sharing one session, pyarena and onnxruntime;
+    ``--repeat`` rounds, one thread and N threads in turn in each, medians."""
+    import threading
+
+    import onnxruntime as ort
+    from pyarena import InferenceSession
+    from pyarena.runtime import median, set_blas_threads
+    set_blas_threads(1)
+    path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
+    dims = _dims(args, int(args.widths.split(",")[0]))
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(dims).astype(np.float32) for _ in range(args.calls)]
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    s = InferenceSession(path, layout=args.layout)
+    want = [s.run(None, {args.input: x})[0] for x in xs]      # one thread: the reference
+    runs = {"pyarena": lambda x: s.run(None, {args.input: x})[0],
+            "onnxruntime": lambda x: ref.run(None, {args.input: x})[0]}
+    blocks, wrong = {}, [0]
+
+    def timed(name, n):
+        run = runs[name]
+        done = threading.Barrier(n + 1)     # the workers wait there, alive
+
+        def work(t):
+            for i in range(t, len(xs), n):
+                y = run(xs[i])
+                if name == "pyarena" and not np.array_equal(y, want[i]):
+                    wrong[0] += 1
+            done.wait()
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(n)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        while done.n_waiting < n:
+            time.sleep(1e-4)
+        spent = time.perf_counter() - t0
+        if name == "pyarena":
+            blocks[n] = s.memory_info()
+        done.wait()
+        for t in threads:
+            t.join()
+        return spent / len(xs)
+    counts = (1, args.threads)
+    ms = {(name, n): [] for name in runs for n in counts}
+    for name in runs:
+        timed(name, 1)                      # warm-up: every thread's first run
+        timed(name, args.threads)
+    for _ in range(args.repeat):
+        for name in runs:
+            for n in counts:
+                ms[name, n].append(timed(name, n) * 1e3)
+    print(f"{args.calls} runs of {dims}, {args.repeat} rounds (medians), every pyarena "
+          f"result checked: {wrong[0]} wrong")
+    print(f"{'runtime':<12}{'threads':>8}{'ms per run':>12}{'throughput':>12}")
+    for name in runs:
+        one = median(ms[name, 1])
+        for n in counts:
+            m = median(ms[name, n])
+            print(f"{name:<12}{n:>8}{m:>12.3f}{one / m:>11.2f}x")
+    for n, info in blocks.items():
+        print(f"session, {n} worker thread(s) alive: {info['threads']} activation blocks "
+              f"(the main thread's too), {info['arena_bytes'] / 1024:.1f} KiB in all")
+
+
 def _dims(args, w):
     return [w if d == "W" else int(d) for d in args.dims.split(",")]
 
@@ -178,12 +264,14 @@ def child_signatures(args):
     out = []
     for k in range(args.sessions):
         s = InferenceSession(path, max_plans=len(widths), layout=args.layout)
+        # (a checkout before per-thread contexts: _executor(signature))
+        at = (s._context(),) if hasattr(s, "_context") else ()
         for i, w in enumerate(widths):
             sig = ((args.input, tuple(_dims(args, w + 8 * k)), None),)
             gc.collect()
             gc.disable()        # as InferenceSession.run does around it
             c0 = time.process_time()
-            s._executor(sig)
+            s._executor(*at, sig)
             spent = time.process_time() - c0
             gc.enable()
             if i:
@@ -285,7 +373,7 @@ def phases(path, args, widths):
             if k:                       # the first signature also parses the file
                 for phase, sec in spent.items():
                     rounds[phase].append(sec)
-    ops = len(s._plans[next(reversed(s._plans))][0].ops)
+    ops = len(s._plans[next(reversed(s._plans))].graph.ops)
     total = median(rounds.pop("total"))
     print(f"\na new signature, CPU ms (medians of {len(widths) - 1} widths x "
           f"{args.sessions} sessions; {ops} ops after fusion):")

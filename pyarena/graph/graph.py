@@ -97,6 +97,9 @@ class Graph(WeightsArena, Validation, JsonIO):
         #: what :func:`pyarena.runtime.to_nhwc` converted to NHWC (None:
         #: nothing; see pyarena/runtime/nhwc.py)
         self.relaid = None
+        #: the choices the passes made from these shapes, which a retarget
+        #: to other shapes must find made again (:mod:`.decisions`)
+        self.shape_decisions = []
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,
@@ -176,10 +179,13 @@ class Graph(WeightsArena, Validation, JsonIO):
         same Tensor objects (a value of the model: what changes a constant's
         data -- an executor moving it to the weights arena -- keeps its value).
         GraphError for a shape missing, not concrete or of another rank.
-        The copy is ordered and valid as this graph was."""
+        The copy is ordered and valid as this graph was, and keeps the
+        passes' ``shape_decisions`` (the caller checks they hold at the new
+        shapes: importers/retarget.py)."""
         g = Graph(self.name)
         g.scratch_budget, g.native, g.weights = self.scratch_budget, self.native, self.weights
         g.held_inputs, g.relaid = self.held_inputs, self.relaid
+        g.shape_decisions = list(self.shape_decisions)   # (what made this graph)
         g.tensors = retargeted_tensors(self.tensors, shapes, data or {})
         g.ops = [Op(op.name, op.op_type, list(op.inputs), list(op.outputs), 0, dict(op.attrs),
                     op.notes.copy()) for op in self.ops]

@@ -24,8 +24,13 @@ propagation does not give, or of another shape or type.  A derived
 constant read only by an op fused away (its value baked into the fusion)
 is not in the fused graph any more, and such a graph is not retargeted
 either (:func:`retargetable`); nor is one whose derived constant the layout
-pass re-laid out.  The tensors the NHWC pass made NHWC
-(``graph.relaid["shapes"]``) get the NCHW rules' shapes permuted.
+pass re-laid out.  Nor is it retargeted to shapes for which a pass would
+have chosen otherwise: every choice the passes made from the last
+signature's shapes (fusion's residuals, the NHWC pass's regions) is
+recorded with its rule (``graph.shape_decisions``,
+:mod:`pyarena.graph.decisions`) and asked again of the new shapes.  The
+tensors the NHWC pass made NHWC (``graph.relaid["shapes"]``) get the NCHW
+rules' shapes permuted.
 """
 from functools import partial
 
@@ -92,6 +97,9 @@ def retarget(template, cache, onnx, path, inputs):
         shapes, types = template.program.run(collect(model), values)
     except (NotCovered, PyArenaError):
         return None
+    for d in g0.shape_decisions:    # a pass would choose otherwise at these shapes
+        if not d.holds(shapes):
+            return None
     data = {}
     for name in template.derived:
         v, t = values.get(name), g0.tensors[name]

@@ -16,6 +16,14 @@ without allocating.  Plans are cached least-recently-used
   signature's constants (views of the model file, or the weights arena),
   so a new signature adds no weight bytes.
 
+**Threads**: ``run`` may be called from several threads at once, as
+onnxruntime's ``Run``.  What a signature needs once -- its import, plan and
+the kernels' packed weights -- is made once, under a lock, and shared; what
+a run writes is each thread's own (:class:`_Context`): its activation block
+and the executors bound to it.  So runs of different threads go on at the
+same time, and a ``copy=False`` output stays valid until the same thread's
+next run; each thread that runs the session holds a block of its own.
+
 ``memory_info()`` reports the arena, the largest lower bound, the cached
 signatures and the weights.  What cannot run (an unsupported operator, a
 dimension no feed fixes) is refused by name when the signature is first
@@ -30,6 +38,8 @@ fixed (``load_model(values=...)``), so what is computed from it folds and
 an ``If`` on it takes its branch (Silero VAD's ``sr``).
 """
 import gc
+import threading
+import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,11 +95,21 @@ class InferenceSession:
         self.layout = layout
         self.memory_budget = memory_budget
         self._plan_options = PlanOptions(memory_budget=memory_budget)   # checked here
+        # Locks.  _lock guards _plans (its entries and their order) and
+        # _contexts, and is held only for dictionary operations: a cached
+        # run takes it once.  _prepare_lock guards everything a new
+        # signature or a new executor changes -- _first, _template, _cache,
+        # _lower, _built, _remembered, the weights arena and the packed memo
+        # -- and is held while a signature is imported, planned and bound
+        # (runs of cached signatures go on meanwhile).  Order: _prepare_lock,
+        # then _lock.  A thread's _Context is its own: no lock.
+        self._lock = threading.Lock()
+        self._prepare_lock = threading.Lock()
         self._first = None          # the first signature's graph: its weights are shared
-        self._plans = OrderedDict()  # signature -> [graph, plan, executor or None]
-        self._arena = None          # the shared activation block
+        self._plans = OrderedDict()  # signature -> _Plan, least recently used first
+        self._local = threading.local()     # .ctx: the calling thread's _Context
+        self._contexts = weakref.WeakSet()  # every live thread's _Context
         self._lower = 0
-        self._last = None           # the executor of the last run
         self._built = None          # the executor built last (its kernels: the next prior)
         # what every signature's import shares (the parse, static folds, fused
         # weights); None until the first executor has placed the weights
@@ -134,16 +154,22 @@ class InferenceSession:
     def run(self, output_names, feeds, copy=True):
         """The outputs named (None: all, in the model's order) for
         ``feeds`` (input name -> array): new arrays, or with ``copy=False``
-        views into the shared arena, valid until the next run (then a
-        cached signature allocates nothing)."""
+        views into the calling thread's activation block, valid until that
+        thread's next run of this session (then a cached signature
+        allocates nothing).  Safe to call from several threads at once
+        (module docstring)."""
         feeds = {k: np.asarray(v) for k, v in dict(feeds).items()}
         vi = self._value_inputs
         signature = tuple((k, v.shape, v.item() if k in vi and v.ndim == 0 else None)
                           for k, v in feeds.items())
-        entry = self._plans.get(signature)
-        if entry is not None and entry[2] is not None and entry[3] is self._arena:
-            self._plans.move_to_end(signature)          # the cached fast path
-            ex = entry[2]
+        ctx = self._context()
+        bound = ctx.executors.get(signature)
+        with self._lock:
+            entry = self._plans.get(signature)
+            if entry is not None:
+                self._plans.move_to_end(signature)
+        if bound is not None and bound[0] is entry:
+            ex = bound[1]                                # the cached fast path
         else:
             known = {a.name for a in self._inputs}
             for name in feeds:
@@ -153,10 +179,10 @@ class InferenceSession:
             missing = sorted(known - set(feeds))
             if missing:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
-            with _no_gc():
-                ex = self._executor(signature)
+            with self._prepare_lock, _no_gc():
+                ex = self._executor(ctx, signature)
         out = ex.run({k: v for k, v in feeds.items() if k not in vi} if vi else feeds)
-        self._last = ex
+        ctx.last = ex
         names = [a.name for a in self._outputs] if output_names is None else list(output_names)
         for n in names:
             if n not in out:
@@ -164,30 +190,56 @@ class InferenceSession:
                                            f"{[a.name for a in self._outputs]}")
         return [np.array(out[n]) if copy else out[n] for n in names]
 
-    def _executor(self, signature):
-        entry = self._plans.get(signature)
+    def _context(self):
+        """The calling thread's :class:`_Context` (made on its first run)."""
+        ctx = getattr(self._local, "ctx", None)
+        if ctx is None:
+            ctx = self._local.ctx = _Context()
+            with self._lock:
+                self._contexts.add(ctx)
+        return ctx
+
+    @property
+    def _last(self):
+        """The executor of the calling thread's last run (None before)."""
+        ctx = getattr(self._local, "ctx", None)
+        return None if ctx is None else ctx.last
+
+    def _executor(self, ctx, signature):
+        """The executor of ``signature`` bound to ``ctx``'s block: the
+        signature prepared if new (:meth:`_prepare`), the block grown if
+        its plan needs more.  Under ``_prepare_lock``."""
+        with self._lock:
+            entry = self._plans.get(signature)
         if entry is None:
-            entry = self._plans[signature] = self._prepare(
+            entry = self._prepare(
                 {k: shape for k, shape, value in signature if value is None},
                 {k: value for k, shape, value in signature if value is not None})
-            while len(self._plans) > self.max_plans:
-                self._plans.popitem(last=False)
-        self._plans.move_to_end(signature)
-        g, p, ex, block = entry[:4]
-        # the kernels built for the new plan's scratch sizes, not bound yet
-        # (once bound, an executor's kernels are its own: a re-binding builds anew)
-        kernels = entry[4] if len(entry) > 4 else None
-        current = self._block(p.arena_bytes)        # grown if this plan needs more
-        if ex is None or block is not current:      # (re)bound to the shared block
-            # the plan was made from g by the planner in _prepare: not validated again
-            ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
-                          weights_memo=self._first.packed, plan_checked=True,
-                          kernels=kernels)
-            entry[2:] = [ex, current]
-            self._built = ex
-            if self._cache is not None and not self._remembered:
-                self._cache.remember(g, self._first.weights_arena.owns)
-                self._remembered = True
+            with self._lock:
+                self._plans[signature] = entry
+                while len(self._plans) > self.max_plans:
+                    self._plans.popitem(last=False)
+        g, p = entry.graph, entry.plan
+        current = ctx.block(p.arena_bytes)          # grown if this plan needs more
+        bound = ctx.executors.get(signature)
+        if bound is not None and bound[0] is entry:
+            return bound[1]
+        # the kernels built for the new plan's scratch sizes go to its first
+        # executor (once bound, an executor's kernels are its own: another
+        # thread's, or a re-binding, builds anew)
+        kernels, entry.kernels = entry.kernels, None
+        # the plan was made from g by the planner in _prepare: not validated again
+        ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
+                      weights_memo=self._first.packed, plan_checked=True, kernels=kernels)
+        with self._lock:    # executors of evicted signatures go
+            stale = [k for k, b in ctx.executors.items() if self._plans.get(k) is not b[0]]
+        for k in stale:
+            del ctx.executors[k]
+        ctx.executors[signature] = (entry, ex)
+        self._built = ex
+        if self._cache is not None and not self._remembered:
+            self._cache.remember(g, self._first.weights_arena.owns)
+            self._remembered = True
         return ex
 
     def _prepare(self, shapes, values):
@@ -208,7 +260,7 @@ class InferenceSession:
         # (a graph retargeted from a validated one is not validated again)
         p = plan_to_run(g, self._plan_options.replace(retargeted=fresh is not None))
         self._lower = max(self._lower, p.lower_bound_bytes)
-        return [g, p, None, None, kernels]
+        return _Plan(g, p, kernels)
 
     def _retargeted(self, shapes):
         """(graph, kernels): the last imported signature's graph retargeted
@@ -233,25 +285,23 @@ class InferenceSession:
             return None, None
         return g, kernels
 
-    def _block(self, need):
-        """The shared activation block, grown (replaced) if ``need`` is more."""
-        if self._arena is None or self._arena.size < need:
-            for entry in self._plans.values():   # their views hold the old block:
-                entry[2:] = [None, None]         # bound again when next used
-            self._arena = None
-            self._arena = Arena(alignment=64).empty((max(need, 64),), np.uint8)
-        return self._arena
-
     def memory_info(self):
-        """``arena_bytes`` (the activation block now), ``max_lower_bound_bytes``,
-        ``plans`` (signatures cached), ``weights_bytes``, ``pool_bytes`` (the
-        pool tensors of the last run, whose sizes depend on data: peak bytes;
-        0 when every tensor is planned)."""
-        return {"arena_bytes": 0 if self._arena is None else int(self._arena.size),
+        """``arena_bytes`` (the activation blocks now: one per thread that
+        has run the session and is alive, ``threads`` of them),
+        ``max_lower_bound_bytes``, ``plans`` (signatures cached),
+        ``weights_bytes``, ``pool_bytes`` (the pool tensors of the calling
+        thread's last run, whose sizes depend on data: peak bytes; 0 when
+        every tensor is planned)."""
+        with self._lock:
+            blocks = [c.arena for c in self._contexts if c.arena is not None]
+            plans = len(self._plans)
+        last = self._last
+        return {"arena_bytes": sum(int(b.size) for b in blocks),
+                "threads": len(blocks),
                 "max_lower_bound_bytes": int(self._lower),
-                "plans": len(self._plans),
+                "plans": plans,
                 "weights_bytes": 0 if self._first is None else self._first.weights_bytes(),
-                "pool_bytes": 0 if self._last is None else self._last.pool_stats.peak}
+                "pool_bytes": 0 if last is None else last.pool_stats.peak}
 
 
 @contextmanager
@@ -267,6 +317,40 @@ def _no_gc():
     finally:
         if was:
             gc.enable()
+
+
+class _Plan:
+    """A signature's graph and plan, shared by every thread; ``kernels``:
+    those built for the plan (``build_kernels``), until its first executor
+    takes them."""
+
+    __slots__ = ("graph", "plan", "kernels")
+
+    def __init__(self, graph, plan, kernels):
+        self.graph, self.plan, self.kernels = graph, plan, kernels
+
+
+class _Context:
+    """One thread's execution state: ``arena``, its activation block (as
+    large as the largest plan it ran), ``executors`` bound to that block
+    (signature -> (its _Plan, the executor)) and ``last``, the executor of
+    its last run.  Only its thread touches it; it goes when the thread
+    ends (``threading.local``)."""
+
+    __slots__ = ("arena", "executors", "last", "__weakref__")
+
+    def __init__(self):
+        self.arena, self.executors, self.last = None, {}, None
+
+    def block(self, need):
+        """The activation block, grown (replaced) if ``need`` is more: the
+        executors bound to the old one go (their views would hold it), and
+        are bound to the new one when next used."""
+        if self.arena is None or self.arena.size < need:
+            self.executors.clear()
+            self.arena = None
+            self.arena = Arena(alignment=64).empty((max(need, 64),), np.uint8)
+        return self.arena
 
 
 class _Shared:

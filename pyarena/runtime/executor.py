@@ -241,7 +241,9 @@ class Executor:
         """One inference.  ``feeds``: dict input name -> array (converted to
         the input's dtype; missing inputs keep their previous content).
         Returns a dict output name -> array (views into the plan's arena:
-        valid until the next run)."""
+        valid until the next run).  One run at a time: every run writes
+        the same arena, so threads need an executor each (an
+        InferenceSession keeps one per thread)."""
         return self._runner.run(feeds)
 
     def profile(self, feeds=None, repeat=5):

@@ -10,8 +10,9 @@ time, and the tensors between the fused ops no longer exist):
   per-channel scale in ``notes.weight_scales``, which its kernel applies
   when it lays its weights out (``kernels/weight_scales.py``) -- so the folded weights
   are held once, in the kernel's layout, not also as a graph constant;
-* a per-channel or scalar **affine** ``Mul(conv, a)`` then ``Add(., b)``
-  (constants, e.g. PaddleOCR's learnable scales) is folded the same way;
+* a per-channel or scalar **affine** ``Mul(conv, a)`` then ``Add(., b)``,
+  or either alone (constants, e.g. PaddleOCR's learnable scales, or a
+  bias exported as a constant Add) is folded the same way;
 * the **activation** after a Conv becomes the Conv's ``activation``
   attribute, applied by the native kernel in registers: Relu, Clip
   (constant bounds), Sigmoid, HardSigmoid, HardSwish, SiLU written as
@@ -23,11 +24,14 @@ time, and the tensors between the fused ops no longer exist):
   stride-2 VALID convolutions: no padded copy, no Pad op);
 * the **residual Add** after a pointwise Conv (1x1, stride 1, unpadded,
   groups 1) without an activation: ``Add(conv, r)`` -- r computed before
-  the Conv, of the output's shape, or a ``Pad`` of it that only appends
-  zero channels (BlazeFace's channel padding) -- becomes the Conv's input
-  3 (``residual_channels`` the channels r has), then the activation after
-  the Add is fused as above: the packed SGEMM adds r in registers before
-  the activation (pyarena/runtime/kernels/conv.py).
+  the Conv (never a constant), of the output's shape, or a ``Pad`` of it
+  that only appends zero channels (BlazeFace's channel padding) -- becomes
+  the Conv's input 3 (``residual_channels`` the channels r has), then the
+  activation after the Add is fused as above: the packed SGEMM adds r in
+  registers before the activation (pyarena/runtime/kernels/conv.py).  The
+  shape test is a shape decision (:mod:`pyarena.graph.decisions`): an
+  InferenceSession retargeting the graph to shapes where r would not
+  match imports those in full.
 
 A chain is fused only when every tensor inside it has that one reader and
 is not a graph output, and only for float32 Convs without an activation
@@ -38,6 +42,7 @@ graph as imported.
 """
 import numpy as np
 
+from ..graph.decisions import decide
 from ..memory.mapped import release_pages
 from .kernels import op_fact
 
@@ -165,26 +170,29 @@ def _channel_vector(v, cout):
 
 
 def _scale_shift(G, conv, scale, shift):
-    """conv' = scale * conv + shift per output channel (NCHW weights).
-    The new bias is computed now (into the weights arena); the weights
-    keep their constant and ``scale`` joins the conv's ``notes.weight_scales``
-    (module docstring)."""
+    """conv' = scale * conv + shift per output channel (NCHW weights;
+    ``scale`` None: 1, a shift alone).  The new bias is computed now (into
+    the weights arena); the weights keep their constant and ``scale`` joins
+    the conv's ``notes.weight_scales`` (module docstring)."""
     w = G.const(conv.inputs[1])
     bn = conv.inputs[2] if len(conv.inputs) > 2 and conv.inputs[2] else ""
     bt = G.g.tensors[bn].data if bn else None
-    scale = np.asarray(scale, dtype=np.float64).reshape(-1)
+    if scale is not None:
+        scale = np.asarray(scale, dtype=np.float64).reshape(-1)
     key = hit = None
     if G.memo is not None:      # the same bias folded for another input shape
-        key = ("bias", id(bt), w.shape[0], scale.tobytes(), np.asarray(shift).tobytes())
+        key = ("bias", id(bt), w.shape[0], None if scale is None else scale.tobytes(),
+               np.asarray(shift).tobytes())
         hit = G.memo.get(key)
         if hit is not None and hit[0] is not bt:
             hit = None
-    conv.notes.weight_scales = tuple(conv.notes.weight_scales) + (scale.tobytes(),)
+    if scale is not None:
+        conv.notes.weight_scales = tuple(conv.notes.weight_scales) + (scale.tobytes(),)
     if hit is not None:
         G.set_param(conv, 2, "b", hit[1], kept=True)
         return
     b = np.zeros(w.shape[0]) if bt is None else np.asarray(bt).astype(np.float64).reshape(-1)
-    G.set_param(conv, 2, "b", (b * scale + shift).astype(np.float32))
+    G.set_param(conv, 2, "b", ((b if scale is None else b * scale) + shift).astype(np.float32))
     if key is not None:         # the source held, so its id stays its own
         G.memo[key] = (bt, G.const(conv.inputs[2]))
 
@@ -215,30 +223,44 @@ def _fold_bn(G, conv):
 
 
 def _fold_affine(G, conv):
-    """Mul(conv, a) [then Add(., b)] with constant a, b: into the weights."""
+    """Mul(conv, a) [then Add(., b)], or Add(conv, b) alone, with constant
+    per-channel or scalar a, b: into the weights and the bias.  (An Add of
+    a constant is a shift of the bias, never a residual: a constant has
+    one shape, the conv's output another at each batch size.)"""
     if conv.attrs.get("layout") == "NHWC":
         return 0
     cout = G.const(conv.inputs[1]).shape[0]
-    mul = G.only_reader(conv.outputs[0])
-    if mul is None or mul.op_type != "Mul":
+    first = G.only_reader(conv.outputs[0])
+    if first is None or first.op_type not in ("Mul", "Add"):
         return 0
-    other = [t for t in mul.inputs if t != conv.outputs[0]]
-    a = _channel_vector(G.const(other[0]) if len(other) == 1 else None, cout)
-    if a is None:
-        return 0
-    add = G.only_reader(mul.outputs[0])
+    a, add, ops, tensors, last = None, first, [], [conv.outputs[0]], conv
+    if first.op_type == "Mul":
+        a = _channel_vector(_other_const(G, first, conv.outputs[0]), cout)
+        if a is None:
+            return 0
+        ops, last = [first], first
+        add = G.only_reader(first.outputs[0])
     b = np.zeros(cout)
-    ops, tensors, last = [mul], [conv.outputs[0]], mul
-    if add is not None and add.op_type == "Add":
-        other = [t for t in add.inputs if t != mul.outputs[0]]
-        bb = _channel_vector(G.const(other[0]) if len(other) == 1 else None, cout)
+    if add is not None and add.op_type == "Add" and \
+            add.attrs.get("activation") in (None, "", "NONE"):
+        bb = _channel_vector(_other_const(G, add, last.outputs[0]), cout)
         if bb is not None:
-            b, last = bb, add
+            b = bb
+            if ops:
+                tensors.append(last.outputs[0])
             ops.append(add)
-            tensors.append(mul.outputs[0])
+            last = add
+    if not ops:
+        return 0
     _scale_shift(G, conv, a, b)
     _take_output(G, conv, last, ops, tensors)
     return len(ops)
+
+
+def _other_const(G, op, x):
+    """The value of binary ``op``'s constant operand other than ``x``, or None."""
+    other = [t for t in op.inputs if t != x]
+    return G.const(other[0]) if len(other) == 1 and len(op.inputs) == 2 else None
 
 
 def _hardswish_chain(G, x, add):
@@ -324,19 +346,18 @@ def _fuse_activation(G, conv):
 
 
 def _pointwise(G, conv):
-    """1x1, stride 1, groups 1, 4-D, output pixels = input pixels (so no
-    padding): what the packed SGEMM takes."""
+    """1x1, stride 1, groups 1, 4-D: what the packed SGEMM takes (with
+    output pixels = input pixels, so no padding: a test of the shapes,
+    :func:`_residual_rule`'s)."""
     w = G.const(conv.inputs[1])
-    xt, yt = G.g.tensors.get(conv.inputs[0]), G.g.tensors.get(conv.outputs[0])
+    xt = G.g.tensors.get(conv.inputs[0])
     nhwc = conv.attrs.get("layout") == "NHWC"
     if w is None or w.ndim != 4 or xt is None or len(xt.shape) != 4 or \
             conv.attrs.get("weight_layout") == "1HWC":
         return False
     k = w.shape[1:3] if nhwc else w.shape[2:]
-    sp = (lambda s: tuple(s[1:3]) if nhwc else tuple(s[2:]))
     return (tuple(k) == (1, 1) and int(conv.attrs.get("group", 1)) == 1
-            and all(int(v) == 1 for v in conv.attrs.get("strides", [1, 1]))
-            and sp(xt.shape) == sp(yt.shape))
+            and all(int(v) == 1 for v in conv.attrs.get("strides", [1, 1])))
 
 
 def _zero_pads(G, pad):
@@ -403,18 +424,37 @@ def _fold_pad(G, conv):
     return 1
 
 
+def _residual_rule(axis):
+    """Whether an ``Add(y, other)`` after a pointwise conv from ``x`` to
+    ``y`` can be its residual, by the shapes (other, y, the sum, r, x): the
+    conv keeps x's pixels (it is unpadded), ``other`` has y's shape (so does
+    the sum), and r -- ``other``, or what a Pad of it appends zero channels
+    to -- differs from y only by fewer channels on ``axis``.
+    (:func:`~pyarena.graph.decisions.decide` records it: a retarget needs the
+    same answer at its shapes.)"""
+    pixels = (1, 2) if axis == 3 else (2, 3)
+
+    def fits(other, y, total, r, x):
+        return (all(x[i] == y[i] for i in pixels) and other == y and total == y and
+                len(r) == len(y) and 1 <= r[axis] <= y[axis] and
+                all(a == b for i, (a, b) in enumerate(zip(r, y)) if i != axis))
+    return fits
+
+
 def _fuse_residual(G, conv):
     """Add(conv, r) (r maybe a zero channel Pad of a tensor) after a
-    pointwise conv: r becomes the conv's input 3.  Returns ops removed."""
+    pointwise conv: r becomes the conv's input 3.  Never a constant r:
+    its shape is one, the output's changes with the batch (a constant
+    per-channel one was folded into the bias, :func:`_fold_affine`).
+    Returns ops removed."""
     x = conv.outputs[0]
     add = G.only_reader(x)
     if add is None or add.op_type != "Add" or len(add.inputs) != 2 or \
             add.inputs[0] == add.inputs[1] or not _pointwise(G, conv):
         return 0
     other = add.inputs[1] if add.inputs[0] == x else add.inputs[0]
-    yt, ot = G.g.tensors[x], G.g.tensors.get(other)
-    if ot is None or tuple(ot.shape) != tuple(yt.shape) or np.dtype(ot.dtype) != _F32 or \
-            tuple(G.g.tensors[add.outputs[0]].shape) != tuple(yt.shape):
+    ot = G.g.tensors.get(other)
+    if ot is None or np.dtype(ot.dtype) != _F32:
         return 0
     axis = 3 if conv.attrs.get("layout") == "NHWC" else 1
     prod = G.producer
@@ -426,15 +466,16 @@ def _fuse_residual(G, conv):
     here = prod[conv.outputs[0]][0]
     if prod.get(res, (-1, None))[0] >= here:      # r must exist before the conv
         return 0
-    rs = list(G.g.tensors[res].shape)
-    c_res, rs[axis] = int(rs[axis]), yt.shape[axis]
-    if tuple(rs) != tuple(yt.shape) or not 1 <= c_res <= yt.shape[axis]:
+    if G.g.tensors[res].role == "constant":     # (a Pad of one too)
+        return 0
+    if not decide(G.g, f"fusion: {add.name!r} the residual of {conv.name!r}",
+                  (other, x, add.outputs[0], res, conv.inputs[0]), _residual_rule(axis)):
         return 0
     while len(conv.inputs) < 3:
         conv.inputs.append("")
     conv.inputs[3:] = [res]
     G.readers.setdefault(res, []).append(conv)
-    conv.attrs["residual_channels"] = c_res
+    conv.attrs["residual_channels"] = int(G.g.tensors[res].shape[axis])
     act = add.attrs.get("activation")       # a TFLite ADD's own fused activation
     if act not in (None, "", "NONE"):
         conv.attrs["activation"] = act

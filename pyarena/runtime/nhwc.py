@@ -47,9 +47,12 @@ constants whose values were re-laid out into new ones: the operands of
 element-wise ops, PRelu slopes, Pad's pads).  Returns the number of ops
 converted.
 """
+import math
+
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..graph.decisions import decide
 from ..graph.graph import Op
 from ..memory.mapped import release_pages
 from ..planning.geometry import slice_params
@@ -236,9 +239,10 @@ def _depthwise(P, op):
     return int(op.attrs.get("group", 1)) > 1 and P.const(op.inputs[1]).shape[1] == 1
 
 
-def _moved_bytes(P, region):
-    """Bytes the region's boundary Transposes copy (one moving only size-1
-    axes is a view: no copy)."""
+def _edges(P, region):
+    """The tensors at the region's boundary, sorted: 4-D activations read
+    from outside it, and what it writes that is read outside or is a
+    graph output (each gets a Transpose)."""
     inside = {id(op) for op in region}
     edges = set()
     for op in region:
@@ -250,15 +254,30 @@ def _moved_bytes(P, region):
             if t and (t in P.outputs or
                       any(id(r) not in inside for r in P.readers.get(t, []))):
                 edges.add(t)
-    shapes = [P.g.tensors[t] for t in edges]
-    return sum(t.nbytes for t in shapes if t.shape[1] > 1 and t.shape[2] * t.shape[3] > 1)
+    return sorted(edges)
+
+
+def _cheap_rule(n_edges, itemsizes):
+    """The byte test of "auto" over the shapes of the region's ``n_edges``
+    boundary tensors, then its convolutions' outputs (``itemsizes``: each
+    one's): the boundary Transposes copy at most 1/MOVED_SHARE of the bytes
+    the convolutions write.  One moving only size-1 axes is a view: no
+    copy."""
+    def cheap(*shapes):
+        size = [math.prod(s) * z for s, z in zip(shapes, itemsizes)]
+        moved = sum(n for n, s in zip(size[:n_edges], shapes) if s[1] > 1 and s[2] * s[3] > 1)
+        return moved * MOVED_SHARE <= sum(size[n_edges:])
+    return cheap
 
 
 def worth(P, region, rule):
     """Whether ``rule`` converts ``region`` (module docstring): "auto" when
     it holds a depthwise convolution, or a 1x1 one and at most
     MAX_WEIGHTS bytes of convolution weights, and its boundary Transposes
-    copy at most 1/MOVED_SHARE of the bytes its convolutions write."""
+    copy at most 1/MOVED_SHARE of the bytes its convolutions write -- a
+    test of the shapes, recorded with the graph
+    (:func:`~pyarena.graph.decisions.decide`: a retarget to shapes that
+    would choose otherwise declines)."""
     convs = [op for op in region if op.op_type == "Conv"]
     if rule == "nhwc":
         return bool(convs)
@@ -268,8 +287,11 @@ def worth(P, region, rule):
         if not any(P.const(op.inputs[1]).shape[2:] == (1, 1) for op in convs) or \
                 sum(P.g.tensors[op.inputs[1]].nbytes for op in convs) > MAX_WEIGHTS:
             return False
-    written = sum(P.g.tensors[op.outputs[0]].nbytes for op in convs)
-    return _moved_bytes(P, region) * MOVED_SHARE <= written
+    edges = _edges(P, region)
+    names = edges + [op.outputs[0] for op in convs]
+    sizes = [np.dtype(P.g.tensors[n].dtype).itemsize for n in names]
+    return decide(P.g, f"the NHWC pass: the region of {convs[0].name!r}", names,
+                  _cheap_rule(len(edges), sizes))
 
 
 # -- converting -----------------------------------------------------------------------

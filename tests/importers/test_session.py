@@ -70,7 +70,7 @@ def test_signatures_in_a_cycle_match_onnxruntime_in_one_arena(tmp_path):
             np.testing.assert_allclose(y, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
             info = s.memory_info()
             if rnd == 0:
-                arenas.append(s._plans[next(reversed(s._plans))][1].arena_bytes)
+                arenas.append(s._plans[next(reversed(s._plans))].plan.arena_bytes)
                 bounds.append(info["max_lower_bound_bytes"])
                 weights = weights or info["weights_bytes"]
             # the weights are shared; each signature adds only its folded shape values
@@ -228,7 +228,7 @@ def test_new_widths_add_no_weight_bytes_and_share_the_folds(tmp_path):
     for w in WIDTHS[1:] + WIDTHS:
         s.run(None, {"x": _wx(w)})
         assert s.memory_info()["weights_bytes"] == weights
-    graphs = [entry[0] for entry in s._plans.values()]
+    graphs = [entry.graph for entry in s._plans.values()]
     conv = [[op for op in g.ops if op.op_type == "Conv"][0] for g in graphs]
     assert all(c.attrs.get("activation") for c in conv)     # BN and Relu fused
     # the fused weights, the folded Transpose and the Constant: one array each
@@ -245,7 +245,7 @@ def test_a_retargeted_signature_shares_the_shape_folds_equal_to_the_first(tmp_pa
     s = InferenceSession(_model(str(tmp_path / "m.onnx")))
     for shape in SHAPES[:3]:                    # N = 1, 2, 1
         s.run(None, {"x": _x(shape)})
-    graphs = [entry[0] for entry in s._plans.values()]
+    graphs = [entry.graph for entry in s._plans.values()]
     derived = sorted(s._template.derived)
     assert derived
     for name in derived:
@@ -269,7 +269,7 @@ def test_a_signature_imported_in_full_again_takes_the_static_folds(tmp_path):
         fresh = Executor(load_model(path, inputs={"x": x.shape})).run({"x": x})["y"]
         np.testing.assert_allclose(y, fresh, rtol=1e-6, atol=1e-6)
     assert s._template is None and s._cache.reduced is not None    # no re-sizing
-    first, second = (entry[0] for entry in s._plans.values())
+    first, second = (entry.graph for entry in s._plans.values())
     assert "wm" not in [o for op in second.ops for o in op.outputs]
     assert second.tensors["wm"].data is first.tensors["wm"].data
 
@@ -408,7 +408,8 @@ def test_a_retargeted_signature_is_a_fresh_import(width_models, which, picks):
         for shape in shapes:
             x = make(shape, 3)
             (y,) = s.run(None, {"x": x})
-            g, p, ex = s._plans[next(reversed(s._plans))][:3]
+            entry, ex = s._plans[next(reversed(s._plans))], s._last
+            g, p = entry.graph, entry.plan
             fresh = load_model(path, inputs={"x": x.shape})
             fp = plan_in_slack(fresh)
             assert _graph_facts(g) == _graph_facts(fresh)

@@ -8,6 +8,7 @@ from onnx import helper
 
 from helpers.model_zoo import ort_run
 from helpers.onnx_util import make_model
+from pyarena.errors import GraphError
 from pyarena.importers import load_model
 from pyarena.runtime import Executor, fuse
 
@@ -168,6 +169,96 @@ def test_residual_add_is_fused_into_a_pointwise_conv(tmp_path, cin, cout, hw, pa
     x = rnd(2, cin, hw, hw)
     np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("path_", ["native", "numpy"])
+@pytest.mark.parametrize("shape", [(1, 9, 3, 3), (2, 9, 3, 1), (2, 10, 3, 3), (9, 3, 3),
+                                   (2, 9, 3, 3, 1)], ids=str)
+def test_a_residual_not_of_the_outputs_shape_is_refused_at_setup(tmp_path, shape, path_):
+    """The kernels read a fused residual as a tensor of the output's shape
+    (channels may be fewer): any other shape -- a residual of batch 1 under
+    an output of batch 2, other pixels, more channels, another rank -- is
+    refused when the kernel is built, never read past its end."""
+    path = _residual_model(tmp_path / "res.onnx", 5, 9, 3)
+    g = load_model(str(path))
+    conv = g.ops[-1]
+    g.add_tensor("bad", shape, "float32", role="constant", data=rnd(*shape))
+    conv.inputs[3] = "bad"
+    conv.notes.kernel_path = path_
+    with pytest.raises(GraphError, match=r"residual input 'bad' of shape \[.*\] does not "
+                                         r"match the output's \[2, 9, 3, 3\]"):
+        Executor(g)
+
+
+def test_a_residual_of_another_dtype_is_refused_at_setup(tmp_path):
+    path = _residual_model(tmp_path / "res.onnx", 5, 9, 3)
+    g = load_model(str(path))
+    g.add_tensor("half", (2, 9, 3, 3), "float16", role="constant",
+                 data=rnd(2, 9, 3, 3).astype(np.float16))
+    g.ops[-1].inputs[3] = "half"
+    with pytest.raises(GraphError, match="residual input 'half' is float16"):
+        Executor(g)
+
+
+def _squeeze_excitation(path, shift_shape=(1, 8, 1, 1), batch=1):
+    """x (N, 8, 5, 5) -> GlobalAveragePool -> Conv 1x1 (no bias) -> Add(.,
+    a constant ``shift_shape``) -> Relu -> Conv 1x1 -> Sigmoid -> Mul(x, .):
+    PP-LCNet's squeeze-excitation, whose bias Paddle exports as a
+    reshaped constant; at batch 1 the constant has the first conv's
+    output shape."""
+    make_model([node("GlobalAveragePool", ["x"], ["p"]), node("Conv", ["p", "w1"], ["c1"]),
+                node("Add", ["c1", "shift"], ["a"]), node("Relu", ["a"], ["r"]),
+                node("Conv", ["r", "w2", "b2"], ["c2"]), node("Sigmoid", ["c2"], ["s"]),
+                node("Mul", ["x", "s"], ["y"])],
+               {"x": ([batch, 8, 5, 5], np.float32)}, {"y": (None, np.float32)},
+               {"w1": rnd(8, 8, 1, 1), "shift": rnd(*shift_shape), "w2": rnd(8, 8, 1, 1),
+                "b2": rnd(8)}, path=path)
+    return path
+
+
+@pytest.mark.parametrize("shift_shape", [(1, 8, 1, 1), (8, 1, 1), (1,)], ids=str)
+def test_a_constant_per_channel_add_after_a_conv_is_a_bias_shift(tmp_path, shift_shape):
+    """An Add of a constant per-channel (or scalar) value after a Conv is
+    folded into its bias -- never made its residual, though at batch 1 the
+    constant has the output's shape -- and its Relu is fused after it."""
+    path = _squeeze_excitation(tmp_path / "se.onnx", shift_shape)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["GlobalAveragePool", "Conv", "Conv", "Mul"]
+    conv = g.ops[1]
+    assert len(conv.inputs) == 3 and conv.inputs[2] and conv.attrs["activation"] == "RELU"
+    assert conv.notes.weight_scales == ()       # a shift alone: the weights as they are
+    x = rnd(1, 8, 5, 5)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_a_constant_of_the_outputs_shape_is_never_a_residual(tmp_path):
+    """A constant that is not per channel stays an Add: a residual's shape
+    must follow the output's at every batch size, a constant's cannot."""
+    path = tmp_path / "c.onnx"
+    make_model([node("Conv", ["x", "w"], ["c"]), node("Add", ["c", "k"], ["y"])],
+               {"x": ([1, 8, 4, 4], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(8, 8, 1, 1), "k": rnd(1, 8, 4, 4)}, path=path)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["Conv", "Add"]
+    # refused before any shape was compared
+    assert not [d for d in g.shape_decisions if d.what.startswith("fusion")]
+
+
+def test_a_residual_fused_by_its_shapes_is_recorded_as_a_shape_decision(tmp_path):
+    """The residual test compares shapes, so fusion records it
+    (``graph.shape_decisions``) with what it chose; the rule asked again of
+    other shapes says whether it would still fuse (a retarget declines
+    where not)."""
+    path = _residual_model(tmp_path / "res.onnx", 5, 9, 3)
+    g = load_model(str(path))
+    (d,) = [d for d in g.shape_decisions if d.what.startswith("fusion")]
+    assert d.choice is True and d.tensors == ("r1", "c", "a", "r1", "x")
+    shapes = {n: g.tensors[n].shape if n in g.tensors else (2, 9, 3, 3) for n in d.tensors}
+    assert d.holds(shapes)
+    assert d.holds({n: (5, 9, 4, 7) for n in d.tensors})       # another batch and size
+    assert not d.holds(dict(shapes, r1=(1, 9, 3, 3)))           # r would broadcast
+    assert not d.holds(dict(shapes, r1=None))                   # unknown: not the same
 
 
 def test_residual_is_not_fused_when_it_is_computed_after_the_conv(tmp_path):

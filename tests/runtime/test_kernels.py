@@ -451,6 +451,58 @@ def test_softmax_kernel_without_axis_is_over_the_last_axis(shape):
     np.testing.assert_allclose(y, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("op_type,attrs", [("Conv", {}), ("MaxPool", {"kernel_shape": [1, 1]}),
+                                            ("AveragePool", {"kernel_shape": [1, 1]})])
+@pytest.mark.parametrize("native", [True, False])
+def test_a_spatial_kernel_refuses_an_output_of_other_images(op_type, attrs, native):
+    """The spatial kernels walk the input's images into the output: an
+    output of fewer (a shape no rule gives, e.g. a graph retargeted
+    wrongly) is refused when the kernel is built, never written past."""
+    from pyarena.errors import GraphError
+    from pyarena.graph import Graph
+    from pyarena.runtime.kernels import make_kernel
+    g = Graph("images")
+    g.add_tensor("x", (3, 4, 5, 5), role="input")
+    g.add_tensor("y", (1, 4, 5, 5), role="output")
+    ins = ["x"]
+    if op_type == "Conv":
+        g.add_tensor("w", (4, 4, 1, 1), role="constant", data=rnd(4, 4, 1, 1))
+        ins.append("w")
+    op = g.add_op(op_type, ins, ["y"], **attrs)
+    with pytest.raises(GraphError, match=r"output \[1, 4, 5, 5\] does not have the images "
+                                         r"of input \[3, 4, 5, 5\]"):
+        make_kernel(op, [g.tensors[n] for n in ins], [g.tensors["y"]], native=native)
+
+
+@pytest.mark.parametrize("op_type,x,y,consts,attrs,msg", [
+    ("Relu", (2, 8), (1, 8), {}, {}, "differ in size"),
+    ("Sigmoid", (2, 3, 4), (2, 3, 5), {}, {}, "differ in size"),
+    ("PRelu", (2, 4, 3), (1, 4, 3), {"s": (4, 1, 1)}, {}, "differ"),
+    ("Gemm", (3, 5), (1, 6), {"b": (5, 6)}, {}, "does not have the 3 rows"),
+    ("FullyConnected", (3, 5), (1, 6), {"w": (6, 5)}, {}, "does not hold 3 rows"),
+    ("GlobalAveragePool", (2, 3, 3, 8), (1, 1, 1, 8), {}, {"layout": "NHWC"},
+     "does not hold the 2 x 8 means")], ids=lambda v: v if isinstance(v, str) else None)
+def test_a_native_kernel_refuses_an_output_its_call_would_overrun(op_type, x, y, consts, attrs,
+                                                                  msg):
+    """A native kernel's C call takes one count for its input and its
+    output (an activation's elements, PRelu's planes, the SGEMM's rows, a
+    plane mean's channels): where the tensors disagree -- a graph that
+    contradicts itself -- it is refused when the kernel is built, never run
+    past either."""
+    from pyarena.errors import GraphError
+    from pyarena.graph import Graph
+    from pyarena.runtime.kernels import make_kernel
+    g = Graph("overrun")
+    g.add_tensor("x", x, role="input")
+    g.add_tensor("y", y, role="output")
+    for name, shape in consts.items():
+        g.add_tensor(name, shape, role="constant", data=rnd(*shape))
+    ins = ["x", *consts]
+    op = g.add_op(op_type, ins, ["y"], **attrs)
+    with pytest.raises(GraphError, match=msg):
+        make_kernel(op, [g.tensors[n] for n in ins], [g.tensors["y"]])
+
+
 def resize_inputs(scales, sizes):
     """Resize's node inputs and initializers for either ``scales`` or
     ``sizes`` (the other one left empty, as ONNX requires)."""

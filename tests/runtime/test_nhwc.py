@@ -228,7 +228,7 @@ def test_session_retargets_a_converted_graph(tmp_path):
             np.testing.assert_allclose(got, off.run(None, {"x": x})[0], rtol=1e-4,
                                        atol=1e-5)
     assert len(made) == 2 and made[0][0] is None and made[1][0] is not None
-    g = s._plans[(("x", (2, 8, 7, 12), None),)][0]
+    g = s._plans[(("x", (2, 8, 7, 12), None),)].graph
     assert g is made[1][0]
     assert g.relaid is not None and g.tensors["e6"].shape == (2, 7, 12, 48)
 

@@ -335,11 +335,12 @@ def test_a_signature_prepared_before_any_run_lends_its_weights_to_the_next(
     _block_bn(path, seed=6)
     s = InferenceSession(path)
     sigs = [(("x", (1, 16, 9, w), None),) for w in (10, 13)]
-    a = s._executor(sigs[0])
+    ctx = s._context()
+    a = s._executor(ctx, sigs[0])
     folds = []
     monkeypatch.setattr(conv_weights, "fold_scales", lambda *args: folds.append(args) or
                         fold_scales(*args))
-    b = s._executor(sigs[1])
+    b = s._executor(ctx, sigs[1])
     assert folds == []
     lent = [(ka.path, kb.packed is ka.packed)
             for ka, kb in zip(a.kernels, b.kernels) if ka.op.op_type == "Conv"]

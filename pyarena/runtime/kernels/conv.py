@@ -82,13 +82,29 @@ class Conv(ConvWeights, Spatial):
         if C % g or cout % g:
             self.fail(f"group={g} does not divide channels {C} -> {cout}")
         if self.residual:
-            rs = self.shape(3)
-            self.res_c = int(rs[-1] if self.nhwc else rs[1])
+            self._check_residual()
             if not self._pointwise(g):
                 self.fail("a residual input needs a pointwise (1x1, stride 1) convolution")
         self.impl = impl = self._choose(w, g)
         self.mode, self.scratch, self.act_fused = impl.mode, impl.scratch, impl.act_fused
         self.run = impl.run     # bound once: no dispatch per call
+
+    def _check_residual(self):
+        """``res_c``, the channels of the fused residual (input 3), whose
+        shape must be the output's but for fewer channels (the rest add
+        nothing): every path reads it as a tensor of the output's rows and
+        pixels, so anything else -- a residual of batch 1 under an output
+        of batch 3 -- would be read past its end.  GraphError otherwise."""
+        rs, ys = self.shape(3), self.oshape()
+        axis = len(ys) - 1 if self.nhwc else 1
+        self.res_c = c = int(rs[axis]) if len(rs) == len(ys) else 0
+        if len(rs) != len(ys) or not 1 <= c <= ys[axis] or \
+                any(r != y for a, (r, y) in enumerate(zip(rs, ys)) if a != axis):
+            self.malformed(f"residual input {self.op.inputs[3]!r} of shape {list(rs)} "
+                           f"does not match the output's {list(ys)} (channels may be fewer)")
+        if np.dtype(self.ins[3].dtype) != np.dtype(self.outs[0].dtype):
+            self.malformed(f"residual input {self.op.inputs[3]!r} is {self.ins[3].dtype}, "
+                           f"the output {self.outs[0].dtype}")
 
     def _choose(self, w, g):
         """The path this op takes, set up -- the one place that decides:

@@ -261,6 +261,8 @@ class LeakyRelu(Kernel):
         if not self.use_native or self.dtype != NATIVE_DTYPE:
             return None
         shape = self.oshape()
+        if self.shape(0) != shape:      # pa_prelu reads the input as the output's shape
+            self.malformed(f"input {list(self.shape(0))} and output {list(shape)} differ")
         slope = np.asarray(self.slope, dtype=np.float32)
         total = int(np.prod(shape))
         # the slope's shape aligned to the output's: one value, or one per

@@ -106,6 +106,9 @@ class Gemm(Kernel):
             return False
         rows, n_in = self.shape(0)
         n_out = self.oshape()[1]
+        if self.oshape()[0] != rows:    # the SGEMM writes a row per row of x
+            self.malformed(f"output {list(self.oshape())} does not have the {rows} rows "
+                           f"of input {list(self.shape(0))}")
         bias, cdata = None, None
         if self.has(2):
             cdata = self.ins[2].data
@@ -164,6 +167,9 @@ class FullyConnected(Kernel):
         if n % self.k:
             self.fail(f"input size {n} is not a multiple of {self.k}")
         self.rows = n // self.k
+        if math.prod(self.oshape()) != self.rows * self.units:
+            self.malformed(f"output {list(self.oshape())} does not hold {self.rows} rows of "
+                           f"{self.units} units")
         w = self.ins[1].data
         bias = self.ins[2].data if len(self.ins) > 2 and self.ins[2] is not None else None
         if self.use_native and self.dtype == NATIVE_DTYPE and w is not None and \

@@ -15,6 +15,8 @@ whatever geometry they do not cover, keeps the NumPy path.
   dynamic allocation modes) they are made per call and nothing holds on to
   the arrays, which go back to their allocator after the call.
 """
+import math
+
 import numpy as np
 
 from ..._native import check, lib
@@ -94,6 +96,9 @@ def plane_mean(kernel, n, h, w, c):
     same call as a call record."""
     if not kernel.use_native or kernel.dtype != NATIVE_DTYPE or min(n, h, w, c) < 1:
         return None
+    if math.prod(kernel.oshape()) != n * c:     # the C call writes n * c means
+        kernel.malformed(f"output {list(kernel.oshape())} does not hold the {n} x {c} "
+                         f"means of its input")
     desc = pool2d(nhwc=True, n=n, c=c, h=h, w=w, h_out=1, w_out=1, kh=h, kw=w, sh=1, sw=1,
                   pads=(0, 0, 0, 0), count_include_pad=0)
     ptrs = Pointers(kernel)
@@ -117,9 +122,10 @@ def unary(kernel, kind, alpha=0.0, beta=0.0):
         return None
     params = act_params(kind, alpha, beta)
     ptrs = Pointers(kernel)
-    n = 1
-    for d in kernel.oshape():
-        n *= int(d)
+    n = math.prod(kernel.oshape())
+    if math.prod(kernel.shape(0)) != n:        # the C call reads n values of the input
+        kernel.malformed(f"input {list(kernel.shape(0))} and output "
+                         f"{list(kernel.oshape())} differ in size")
 
     def run(xs, ys):
         x, y = ptrs(xs[0], ys[0])

@@ -41,6 +41,10 @@ class Spatial(Kernel):
         nsp = len(xs) - 2
         if nsp not in (1, 2):
             self.fail(f"{nsp}-D spatial input {list(xs)} is not supported (1-D or 2-D)")
+        if len(ys) != len(xs) or ys[0] != xs[0]:
+            # the kernels walk the input's images into the output's: never
+            # more than it holds
+            self.malformed(f"output {list(ys)} does not have the images of input {list(xs)}")
         if self.nhwc:
             sp_in, sp_out = list(xs[1:-1]), list(ys[1:-1])
             self.c_in = xs[-1]
