@@ -184,7 +184,7 @@ def test_bad_feeds_raise_onnxruntimes_kinds(ort, model, case):
     assert isinstance(mine.value, ValueError) == isinstance(theirs.value, ValueError) or \
         kind.__name__ == "InvalidArgument"      # pyarena's is also an InvalidArgumentError
     assert isinstance(mine.value, RuntimeError) == isinstance(theirs.value, RuntimeError)
-    assert str(mine.value).split(":")[:3] == str(theirs.value).split(":")[:3]
+    assert str(mine.value) == str(theirs.value)     # onnxruntime's very message
 
 
 def test_an_unknown_output_name_is_invalid_argument(ort, model):

@@ -156,3 +156,15 @@ def test_an_input_nothing_reads_takes_a_feed_and_no_names_mean_all(tmp_path):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(Exception, match="nope.onnx"):
         InferenceSession(pathlib.Path(tmp_path / "nope.onnx"))
+
+
+def test_tflite_bytes_are_known_by_their_magic():
+    path = pathlib.Path(__file__).resolve().parent.parent / "data" / \
+        "face_detection_short_range.tflite"
+    s = InferenceSession(path.read_bytes())
+    assert s.path.endswith(".tflite")
+    (i,) = s.get_inputs()
+    out = s.run(None, {i.name: np.zeros(i.shape, np.float32)})
+    want = InferenceSession(path).run(None, {i.name: np.zeros(i.shape, np.float32)})
+    for a, b in zip(out, want):
+        np.testing.assert_array_equal(a, b)
