@@ -135,6 +135,34 @@ def test_session_options_have_onnxruntimes_fields_and_defaults(ort):
     port.set_default_logger_severity(3)
 
 
+def test_an_op_of_another_domain_no_kernel_runs_is_refused_in_the_constructor(tmp_path):
+    import importlib
+    dq = importlib.import_module("importers.test_onnx_dqlstm")
+    qpath, _, feeds = dq._models(tmp_path, "forward", False)
+    s = port.InferenceSession(qpath)        # com.microsoft, but imported as an LSTM
+    assert [a.shape for a in s.run(None, feeds)][0][0] == feeds["x"].shape[0]
+    m = onnx.load(str(qpath))
+    m.graph.node[0].op_type = "FusedConv"   # one of onnxruntime's optimizer's own
+    with pytest.raises(port.NotImplemented, match=r"FusedConv \(com.microsoft\)") as e:
+        port.InferenceSession(m.SerializeToString())
+    assert isinstance(e.value, pyarena.UnsupportedOpError)
+
+
+def test_the_optimized_model_file_is_the_model_as_given(tmp_path, model):
+    so = port.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "cache" / "m.optimized.onnx")
+    (tmp_path / "cache").mkdir()
+    port.InferenceSession(model, so)
+    cached = tmp_path / "cache" / "m.optimized.onnx"
+    assert cached.read_bytes() == model.read_bytes()
+    s = port.InferenceSession(str(cached))          # what a caching library does next
+    np.testing.assert_allclose(s.run(None, _feeds())[0],
+                               port.InferenceSession(model).run(None, _feeds())[0])
+    so.optimized_model_filepath = str(tmp_path / "m.ort")
+    port.InferenceSession(model, so)
+    assert not (tmp_path / "m.ort").exists()
+
+
 # -- running ------------------------------------------------------------------------
 def test_outputs_and_run_options_as_onnxruntime(ort, model):
     ref, s = _both(ort, model)

@@ -177,7 +177,8 @@ class SessionOptions(_Options):
     native kernels' threads; 0 = pyarena's default, 1) and
     ``graph_optimization_level`` (ORT_DISABLE_ALL: the graph as imported,
     NumPy kernels; ORT_ENABLE_BASIC / _EXTENDED: fusion without the NHWC
-    pass; ORT_ENABLE_LAYOUT / _ALL: both); the others are accepted and
+    pass; ORT_ENABLE_LAYOUT / _ALL: both) and ``optimized_model_filepath``
+    (the model is written there as given); the others are accepted and
     kept (see docs/models.md)."""
     _FIELDS = {
         "intra_op_num_threads": (int, 0),

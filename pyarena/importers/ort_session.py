@@ -22,6 +22,7 @@ per input-shape signature, one shared arena) with onnxruntime's face:
   (each also still the pyarena error it was: :mod:`.ort_capi`).
 """
 import os
+import shutil
 import threading
 import time
 
@@ -115,6 +116,7 @@ def describe_onnx(path):
     onnx = _onnx()
     model, _ = parse_model(onnx, path)
     g = model.graph
+    _refuse_unknown_domains(path, g)
     inits = {i.name for i in g.initializer}
 
     def arg(vi):
@@ -132,6 +134,21 @@ def describe_onnx(path):
                          model.model_version if model.HasField("model_version")
                          else (1 << 63) - 1)
     return inputs, outputs, overridable, meta
+
+
+def _refuse_unknown_domains(path, graph):
+    """NotImplemented in the constructor, as onnxruntime, for an op of a
+    non-standard domain no kernel runs (onnxruntime's own fused ops in a
+    model it optimized, a custom op); other ops pyarena cannot run are
+    named when a signature is first imported."""
+    from .onnx_contrib import runs_in_domain
+    from .onnx_dqlstm import rewrites
+    bad = sorted({f"{n.op_type} ({n.domain})" for n in graph.node
+                  if n.domain not in ("", "ai.onnx") and not runs_in_domain(n.op_type, n.domain)
+                  and not rewrites(n.op_type, n.domain)})
+    if bad:
+        raise NotImplemented.make(f"{path}: Could not find an implementation for the "
+                                  f"op(s) {', '.join(bad)}")
 
 
 def _infer_outputs(onnx, model, outputs):
@@ -214,6 +231,7 @@ class InferenceSession(_PyArenaSession):
             raise InvalidProtobuf.make(str(exc)) from exc
         self._ort_inputs, self._ort_outputs, self._overridable, self._meta = described
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        _write_model(self.path, getattr(sess_options, "optimized_model_filepath", ""))
         self._profiling_start = time.monotonic_ns()
 
     # -- the model as onnxruntime describes it ---------------------------------
@@ -348,6 +366,16 @@ def _checked_feed(arg, value):
                                    f"following indices\n{''.join(bad)} Please fix either "
                                    f"the inputs/outputs or the model.")
     return value
+
+
+def _write_model(path, target):
+    """``SessionOptions.optimized_model_filepath``: the model is written there
+    as it was given (pyarena's rewrites are its own graph, not ONNX), so code
+    that caches the file and loads it next time finds it; the ORT format
+    (a ``.ort`` name) is not written."""
+    if target and not str(target).lower().endswith(".ort") and \
+            os.path.abspath(target) != os.path.abspath(path):
+        shutil.copyfile(path, target)
 
 
 def _node_arg(arg):
