@@ -100,6 +100,9 @@ def test_providers_and_options_as_onnxruntime_reports_them(ort, model):
     ref, s = _both(ort, model)
     assert s.get_providers() == ref.get_providers() == ["CPUExecutionProvider"]
     assert s.get_provider_options() == ref.get_provider_options()
+    given = [("CPUExecutionProvider", {"arena_extend_strategy": "kSameAsRequested"})]
+    assert port.InferenceSession(model, providers=given).get_provider_options() == \
+        ort.InferenceSession(str(model), providers=given).get_provider_options()
     s.set_providers(["CPUExecutionProvider"])
     s.disable_fallback()
     s.enable_fallback()

@@ -212,8 +212,7 @@ class InferenceSession(_PyArenaSession):
                  provider_options=None, **kwargs):
         own = {k: kwargs[k] for k in PYARENA_ARGUMENTS if k in kwargs}
         self._enable_fallback = int(kwargs.get("enable_fallback", 1)) == 1
-        names, options = normalize_providers(providers, provider_options)
-        self._provider_options = {CPU_PROVIDER: dict(zip(names, options)).get(CPU_PROVIDER, {})}
+        normalize_providers(providers, provider_options)
         if isinstance(path_or_bytes, (str, os.PathLike)) and \
                 not os.path.exists(path_or_bytes):
             p = os.fspath(path_or_bytes)
@@ -254,12 +253,13 @@ class InferenceSession(_PyArenaSession):
         return [CPU_PROVIDER]
 
     def get_provider_options(self):
-        return {k: dict(v) for k, v in self._provider_options.items()}
+        """``{"CPUExecutionProvider": {}}``, as onnxruntime reports its CPU
+        provider whatever options it was given."""
+        return {CPU_PROVIDER: {}}
 
     def set_providers(self, providers=None, provider_options=None):
         """Checked as onnxruntime checks them; the CPU kernels keep running."""
-        names, options = normalize_providers(providers, provider_options)
-        self._provider_options = {CPU_PROVIDER: dict(zip(names, options)).get(CPU_PROVIDER, {})}
+        normalize_providers(providers, provider_options)
 
     def disable_fallback(self):
         self._enable_fallback = False
