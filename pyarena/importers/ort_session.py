@@ -41,8 +41,6 @@ __all__ = ["InferenceSession", "NodeArg", "ModelMetadata"]
 #: keyword arguments that are pyarena's own (the others onnxruntime's)
 PYARENA_ARGUMENTS = ("max_plans", "native", "memory_budget", "layout", "threads",
                      "blas_threads")
-#: keyword arguments onnxruntime reads; accepted, not used
-ORT_ARGUMENTS = ("enable_fallback", "read_config_from_model", "disabled_optimizers")
 
 
 class NodeArg:
