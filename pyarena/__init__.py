@@ -14,7 +14,10 @@ The package is built in layers, each importing only the ones below it
   options as one :class:`PlanOptions`), :func:`plan_intervals`,
   :class:`Plan`, :func:`validate`, :func:`register_rule`.
 * runtime: :class:`Executor` (run a planned graph with NumPy kernels).
-* importers: :func:`load_model` (ONNX, TFLite, JSON graphs).
+* importers: :func:`load_model` (ONNX, TFLite, JSON graphs),
+  :class:`InferenceSession`.
+* :mod:`pyarena.onnxruntime`: onnxruntime's Python API run by pyarena;
+  :func:`patch_onnxruntime` installs it as ``onnxruntime``.
 * :func:`get_include`, :func:`get_library` -- the C core for C programs.
 
 ``import pyarena`` loads the errors, memory, graph and planning layers;
@@ -45,6 +48,7 @@ _LAZY = {
     "get_include": ("pyarena._native.paths", "get_include"),
     "get_library": ("pyarena._native.paths", "get_library"),
     "trace": ("pyarena.memory.trace", None),             # the module
+    "patch_onnxruntime": ("pyarena.onnxruntime", "patch"),
 }
 
 __all__ = [

@@ -6,8 +6,9 @@ light.
     errors, _format -> _native -> memory -> graph -> planning -> runtime
         -> importers -> cli
 
-The package root (``pyarena/__init__.py``, ``__main__.py``) is the facade
-above every layer.
+The package root (``pyarena/__init__.py``, ``__main__.py``) and
+``pyarena/onnxruntime.py`` (onnxruntime's API over the importers) are the
+facades above every layer.
 """
 import ast
 import pathlib
@@ -22,6 +23,7 @@ PKG = pathlib.Path(pyarena.__file__).resolve().parent
 
 LAYERS = ["errors", "_format", "_native", "memory", "graph", "planning", "runtime",
           "importers", "cli"]
+FACADES = ("__main__", "onnxruntime")
 RANK = {"errors": 0, "_format": 0, "_native": 1, "memory": 2, "graph": 3, "planning": 4,
         "runtime": 5, "importers": 6, "cli": 7}
 
@@ -36,8 +38,8 @@ def module_name(path):
 
 def layer_of(module):
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] == "__main__":
-        return None          # the facade
+    if len(parts) == 1 or parts[1] in FACADES:
+        return None          # a facade
     return parts[1]
 
 
@@ -134,7 +136,8 @@ def test_the_checker_sees_an_upward_import():
 
 @pytest.mark.parametrize("code, absent", [
     ("import pyarena", ["pyarena.runtime", "pyarena.runtime.kernels", "pyarena.importers",
-                        "pyarena.cli", "onnx", "tflite", "matplotlib", "onnxruntime"]),
+                        "pyarena.cli", "pyarena.onnxruntime", "onnx", "tflite",
+                        "matplotlib", "onnxruntime"]),
     ("from pyarena.planning import plan", ["pyarena.runtime.kernels", "pyarena.importers"]),
 ])
 def test_import_stays_light(code, absent):

@@ -20,6 +20,7 @@ from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from ..planning import (STRATEGIES, PlanOptions, load_intervals_csv, plan, plan_intervals,
                         validate, write_intervals_csv)
 from .args import parse_bytes, parse_inputs
+from .shapes import load_filling
 
 
 def add_parser(sub):
@@ -94,8 +95,8 @@ def make_plan(args):
                               alignment=o.alignment, time_limit=o.time_limit,
                               capacity=o.capacity)
     options = plan_options(args)
-    g = load_model(args.graph, parse_inputs(args.input) or None,
-                   max_memory=options.max_memory)
+    g = load_filling(args.graph, parse_inputs(args.input), lambda inputs: load_model(
+        args.graph, inputs or None, max_memory=options.max_memory), "plan")
     return plan(g, options)
 
 

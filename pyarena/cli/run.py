@@ -5,7 +5,9 @@ the native kernels on N threads, ``--blas-threads M`` BLAS on M (both 1 by
 default); ``--profile`` prints the time per op type and kernel path and the
 slowest ops.  Inputs are random
 (seeded) unless given with ``--feed NAME=FILE.npy``; symbolic input
-dimensions are fixed with ``--input NAME=D0,D1,...``.  Prints the time per
+dimensions are fixed with ``--input NAME=D0,D1,...`` (without it, batch
+dimensions take 1 and others the model's declared size: one line says
+what was chosen, :mod:`.shapes`).  Prints the time per
 inference (median of ``--repeat``), the arena size, its lower bound, the
 weights size, the peak RSS and -- when a reference runtime is installed
 (onnxruntime for ONNX, ai-edge-litert / tflite-runtime for TFLite) -- the
@@ -26,6 +28,7 @@ from ..planning import PlanOptions
 from ..planning.result import budget_text, layout_text
 from ..graph.dtypes import bytes_by_dtype, format_by_dtype
 from .args import parse_bytes, parse_feeds, parse_inputs, parse_values
+from .shapes import load_filling
 
 
 def add_parser(sub):
@@ -98,9 +101,9 @@ def run(args):
     fp.mark("base")
     t0 = time.perf_counter()
     try:
-        g = load_model(args.model, inputs=shapes or None, max_memory=max_memory,
-                       native=not args.no_native, values=values or None,
-                       layout=args.layout)
+        g = load_filling(args.model, shapes, lambda inputs: load_model(
+            args.model, inputs=inputs or None, max_memory=max_memory,
+            native=not args.no_native, values=values or None, layout=args.layout), "run")
     except GraphError as exc:
         name = getattr(exc, "unknown_input", None)
         if name in from_feeds:      # the shape came from --feed, not --input

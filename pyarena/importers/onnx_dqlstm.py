@@ -21,6 +21,11 @@ __all__ = ["dequantize_lstms"]
 _OP, _DOMAIN = "DynamicQuantizeLSTM", "com.microsoft"
 
 
+def rewrites(op_type, domain):
+    """Whether the import runs ``op_type`` of ``domain`` as an LSTM."""
+    return op_type == _OP and domain == _DOMAIN
+
+
 def _float_weight(q, scale, zero):
     """[dirs, in, 4H] integers, per-direction or per-column scale and zero
     point -> [dirs, 4H, in] float32."""

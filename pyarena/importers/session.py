@@ -46,14 +46,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, PyArenaError
+from ..errors import InvalidArgumentError, PyArenaError, StateError
 from ..memory import Arena
 from ..planning import PlanOptions
-from ..runtime import Executor
+from ..runtime import Executor, set_blas_threads
 from ..runtime.keeper import build_kernels
 from ..runtime.slack import plan_to_run
 from . import load_model, require_extra, sniff_format
 from .import_cache import ImportCache
+from .model_bytes import model_path
+from .ort_capi import session_settings
 from .retarget import Template, retarget, retargetable
 
 __all__ = ["InferenceSession", "NodeArg"]
@@ -79,16 +81,34 @@ def _arg(name, shape, dtype):
 
 
 class InferenceSession:
-    """See the module docstring.  ``max_plans``: signatures kept (LRU);
+    """See the module docstring.  The first arguments are onnxruntime's:
+    ``path_or_bytes`` a file name (str or path-like) or the model's bytes;
+    ``sess_options`` an onnxruntime-style ``SessionOptions`` (pyarena's
+    :class:`pyarena.onnxruntime.SessionOptions` or onnxruntime's own: its
+    ``intra_op_num_threads`` and ``graph_optimization_level`` are honoured,
+    see :func:`.ort_capi.session_settings`); ``providers`` /
+    ``provider_options`` checked as onnxruntime checks them (pyarena's CPU
+    kernels run whatever they name).  pyarena's own arguments are
+    keyword-only: ``max_plans``: signatures kept (LRU);
     ``native``: the C core's kernels and ``layout``: which NCHW regions run
-    in NHWC (see ``load_model``);
+    in NHWC (see ``load_model``; None: from ``sess_options``, else True and
+    "auto"); ``threads``: the native kernels' threads (None: the options'
+    ``intra_op_num_threads``, else 1); ``blas_threads``: BLAS threads set
+    for the process, as ``pyarena run`` does (default 1; None leaves them);
     ``memory_budget``: bytes every signature's activation arena must fit
     (``plan(g, memory_budget=...)``: the fastest plan that fits, else
     PlanInfeasibleError when the signature is first seen)."""
 
-    def __init__(self, path, max_plans=8, native=True, memory_budget=None, layout="auto"):
+    def __init__(self, path_or_bytes, sess_options=None, providers=None,
+                 provider_options=None, *, max_plans=8, native=None, memory_budget=None,
+                 layout=None, threads=None, blas_threads=1):
+        native, layout, self.threads = session_settings(
+            sess_options, providers, provider_options, native, layout, threads)
         if int(max_plans) < 1:
             raise InvalidArgumentError(f"max_plans must be >= 1, not {max_plans!r}")
+        path, self._model_file = model_path(path_or_bytes)
+        if blas_threads:
+            set_blas_threads(blas_threads)
         self.onnx = require_extra("onnx", "onnx", ".onnx files") \
             if sniff_format(path) == "onnx" else None
         self.path, self.max_plans, self.native = path, int(max_plans), native
@@ -151,13 +171,21 @@ class InferenceSession:
         return list(self._outputs)
 
     # -- running ---------------------------------------------------------------
-    def run(self, output_names, feeds, copy=True):
-        """The outputs named (None: all, in the model's order) for
+    def run(self, output_names, feeds, run_options=None, *, copy=True):
+        """The outputs named (None or empty: all, in the model's order) for
         ``feeds`` (input name -> array): new arrays, or with ``copy=False``
         views into the calling thread's activation block, valid until that
         thread's next run of this session (then a cached signature
         allocates nothing).  Safe to call from several threads at once
-        (module docstring)."""
+        (module docstring).  ``run_options``: an onnxruntime-style
+        ``RunOptions``, accepted (its ``terminate`` set refuses the run)."""
+        if run_options is not None:
+            if not hasattr(run_options, "terminate"):
+                raise TypeError(f"run_options must be a RunOptions, not "
+                                f"{type(run_options).__name__} (copy is a keyword argument: "
+                                f"copy=False)")
+            if run_options.terminate:
+                raise StateError("run_options.terminate is set: the run is not started")
         feeds = {k: np.asarray(v) for k, v in dict(feeds).items()}
         vi = self._value_inputs
         signature = tuple((k, v.shape, v.item() if k in vi and v.ndim == 0 else None)
@@ -181,9 +209,12 @@ class InferenceSession:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
             with self._prepare_lock, _no_gc():
                 ex = self._executor(ctx, signature)
-        out = ex.run({k: v for k, v in feeds.items() if k not in vi} if vi else feeds)
+        # (an input nothing reads -- unused, or read only for a shape that
+        # folded -- is not in the imported graph: its feed is not copied)
+        arrays = ex.arrays
+        out = ex.run({k: v for k, v in feeds.items() if k not in vi and k in arrays})
         ctx.last = ex
-        names = [a.name for a in self._outputs] if output_names is None else list(output_names)
+        names = list(output_names) if output_names else [a.name for a in self._outputs]
         for n in names:
             if n not in out:
                 raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
@@ -230,7 +261,8 @@ class InferenceSession:
         kernels, entry.kernels = entry.kernels, None
         # the plan was made from g by the planner in _prepare: not validated again
         ex = Executor(g, p, views=p.bind(current), weights=self._first.weights_arena,
-                      weights_memo=self._first.packed, plan_checked=True, kernels=kernels)
+                      weights_memo=self._first.packed, plan_checked=True, kernels=kernels,
+                      threads=self.threads)
         with self._lock:    # executors of evicted signatures go
             stale = [k for k, b in ctx.executors.items() if self._plans.get(k) is not b[0]]
         for k in stale:

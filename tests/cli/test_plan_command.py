@@ -91,7 +91,6 @@ def test_csv_input_output_and_capacity(tmp_path, capsys):
 @pytest.mark.parametrize("args,needle", [
     (["plan", "{dir}/missing.json"], "no such file"),
     (["plan", "{dir}/g.txt"], "unknown model format"),
-    (["plan", "{graph}"], "unknown dimension"),
     (["plan", "{graph}", "--input", "x=1,3"], "rank"),
     (["plan", "{graph}", "--input", "x1,3,8,8"], "NAME=D0"),
     (["plan", "{graph}", "--input", "x=1,a,8,8"], "integers"),

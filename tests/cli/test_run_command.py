@@ -50,11 +50,13 @@ def test_run_onnx_with_feed_and_save(tmp_path, capsys):
 
 def test_run_binds_symbols_with_input(tmp_path, capsys):
     path = _model(tmp_path)
-    assert main(["run", path]) == 2
-    err = capsys.readouterr().err
-    assert "--input x=<N>,3,8,8" in err
+    assert main(["run", path, "--repeat", "1"]) == 0       # N: a batch of 1, said so
+    out, err = capsys.readouterr()
+    assert "chosen: N=1 (batch) (as --input x=1,3,8,8)" in err
+    assert "y [1, 5] float32" in out
     assert main(["run", path, "--input", "x=3,3,8,8", "--repeat", "1"]) == 0
-    assert "y [3, 5] float32" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "y [3, 5] float32" in out and "chosen" not in err
 
 
 def test_run_tflite_against_interpreter(tmp_path, capsys):
