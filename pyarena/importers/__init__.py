@@ -91,7 +91,7 @@ def load_model(path, inputs=None, scratch_budget=None, max_memory=None, native=T
     if layout not in LAYOUT_RULES:
         raise InvalidArgumentError(f"layout must be one of {LAYOUT_RULES}, not {layout!r}")
     try:
-        g = _load(path, inputs, scratch_budget, native, values, cache, layout)
+        g = _load(path, inputs, scratch_budget, native, values, cache, layout, budget)
     except GraphError as exc:
         raise _naming_file(exc, path) from None
     except PyArenaError:
@@ -117,11 +117,14 @@ def _naming_file(exc, path):
     return new
 
 
-def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout="auto"):
+def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout="auto",
+          budget=None):
     if not os.path.exists(path):
         raise ModelImportError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ModelImportError(f"{path}: is a directory, not a model file")
+    if not os.path.isfile(path):     # reading a FIFO or a device would block
+        raise ModelImportError(f"{path}: not a regular file (a FIFO, device or socket?)")
     fmt = sniff_format(path)
     if values and fmt != "onnx":
         raise ModelImportError(f"{path}: values= fixes inputs of ONNX models only")
@@ -139,6 +142,10 @@ def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout=
     else:
         from .tflite import load_tflite
         g = load_tflite(path, inputs)
+    # before the kernels are built: setting scratch sizes builds each op's
+    # kernel, and some lay out constants as large as their tensors (a
+    # Range's ramp, a Gather's offsets)
+    check_graph_limit(g, budget)
     if native:
         fuse(g, memo=None if cache is None else cache.fused)
         if fmt == "onnx":

@@ -16,8 +16,10 @@ memory map).  Multi-byte values are read in the file's byte order: the
 importers pass little-endian dtypes, which :meth:`MappedFile.array`
 converts (one copy) only on a big-endian machine.
 """
+import errno
 import mmap
 import os
+import stat
 
 import numpy as np
 
@@ -34,11 +36,18 @@ class MappedFile:
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        with open(self.path, "rb") as f:
-            self.size = os.fstat(f.fileno()).st_size
+        # not blocking: opening a FIFO for reading would wait for a writer
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket?)",
+                              self.path)
+            self.size = st.st_size
             # an empty file cannot be mapped: keep an empty buffer instead
-            self.buffer = (mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                           if self.size else b"")
+            self.buffer = (mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self.size else b"")
+        finally:
+            os.close(fd)
         if self.size and hasattr(self.buffer, "madvise"):
             # pages are read where they are used, not ahead: reading one
             # header must not make its neighbours resident

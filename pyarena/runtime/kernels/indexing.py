@@ -9,7 +9,9 @@ with ``numpy.mod``, plus the offsets of the other axes, a constant made at
 setup and kept in the weights arena), then move the data with
 ``numpy.take`` / ``numpy.put`` (``mode="wrap"``: no bounds-check buffer)
 or ``ufunc.at`` for a scatter's reduction.  An index outside its axis
-(which ONNX leaves undefined) is wrapped, never read out of bounds.
+(which ONNX leaves undefined) is refused, as onnxruntime refuses it
+(``Kernel.check_indices``: a GraphError for constant indices, an
+InvalidArgumentError at run time).
 Constant indices are turned into offsets once, at setup (no scratch).
 Nothing here allocates at run time but TopK and Unique, which sort
 (``numpy.argsort`` returns a new array), and the data-sized ops.  None may write in place
@@ -58,12 +60,16 @@ class _Elements(Kernel):
         self.fixed = None
         if self.ins[1].data is not None:        # constant indices: offsets once
             flat = np.empty(ishape, np.int64)
+            self.check_indices(self.ins[1].data, ds[self.axis], constant=True)
             self.fixed = self.keep(self.offsets(np.asarray(self.ins[1].data), flat))
             self.scratch = []
             self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
 
     def flat(self, xs, sc):
-        return self.fixed if self.fixed is not None else self.offsets(xs[1], sc[0])
+        if self.fixed is not None:
+            return self.fixed
+        self.check_indices(xs[1], int(self.dim))
+        return self.offsets(xs[1], sc[0])
 
     def offsets(self, idx, flat):
         np.copyto(flat, idx, casting="unsafe")
@@ -139,12 +145,21 @@ class _ND(Kernel):
         self.fixed = None
         if self.ins[1].data is not None:        # constant indices: rows once
             tmp = [np.empty(lead, np.int64), np.empty(lead, np.int64)]
+            self.check_tuples(np.asarray(self.ins[1].data), constant=True)
             self.fixed = self.keep(self.row_of(np.asarray(self.ins[1].data), tmp))
             self.scratch = []
             self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
 
     def rows_for(self, xs, sc):
-        return self.fixed if self.fixed is not None else self.row_of(xs[1], sc)
+        if self.fixed is not None:
+            return self.fixed
+        self.check_tuples(xs[1])
+        return self.row_of(xs[1], sc)
+
+    def check_tuples(self, idx, constant=False):
+        """Each index tuple's j-th entry within axis j's size."""
+        for j, d in enumerate(self.dims):
+            self.check_indices(idx[..., j], int(d), f"indexed axis {j}", constant)
 
     def row_of(self, idx, sc):
         rows, col = sc
@@ -531,7 +546,7 @@ class Range(Kernel):
 
     def setup(self):
         self.runtime = (0, 2)
-        if self.outs[0].shape is None:      # a pool tensor: see produce
+        if self.outs[0].shape is None or self.sizing:   # a pool tensor: see produce
             return
         (n,) = self.oshape()
         self.ramp = self.keep(np.arange(n, dtype=self.dtype))

@@ -297,14 +297,20 @@ class Gather(Kernel):
         nd = len(self.shape(0))
         ax = int(self.attrs.get("axis", 0))
         self.axis = ax + nd if ax < 0 else ax
+        self.n = self.shape(0)[self.axis]
         if self.ins[1].data is not None:
+            self.check_indices(self.ins[1].data, self.n, constant=True)
             self.idx = self.keep(np.asarray(self.ins[1].data).astype(np.intp))
             self.runtime = (0,)
         else:
             self.idx = None
 
     def run(self, xs, ys, sc):
-        idx = self.idx if self.idx is not None else xs[1]
+        idx = self.idx
+        if idx is None:
+            idx = xs[1]
+            self.check_indices(idx, self.n)
+        # (within [-n, n-1]: "wrap" maps a negative index in one step)
         xs[0].take(idx, axis=self.axis, out=ys[0], mode="wrap")
 
 @register

@@ -249,6 +249,30 @@ class Kernel(facts.Operator):
         together): GraphError naming the op."""
         raise GraphError(f"operator {self.op.name!r} ({self.op.op_type}): {why}")
 
+    def check_indices(self, idx, n, what="axis", constant=False):
+        """Refuse an index of ``idx`` outside [-n, n-1] (onnxruntime refuses
+        them too; ONNX leaves them undefined): InvalidArgumentError naming
+        the op, for run-time indices; GraphError for constant ones (the
+        model contradicts itself).  Before any offset is computed from
+        them: an index of -2**62 would otherwise be wrapped one ``n`` at a
+        time by ``numpy.take(mode="wrap")``."""
+        idx = np.asarray(idx)
+        if not idx.size:
+            return
+        ends = self.__dict__.get("_index_ends")
+        if ends is None:        # made once: later runs allocate nothing here
+            ends = self._index_ends = (np.empty((), np.int64), np.empty((), np.int64))
+        np.min(idx, out=ends[0])
+        np.max(idx, out=ends[1])
+        lo, hi = int(ends[0]), int(ends[1])
+        if lo >= -n and hi < n:
+            return
+        why = (f"index {lo if lo < -n else hi} is out of range [{-n}, {n - 1}] of its "
+               f"{what} (size {n})")
+        if constant:
+            self.malformed(why)
+        raise InvalidArgumentError(f"operator {self.op.name!r} ({self.op.op_type}): {why}")
+
     def shape(self, i):
         t = self.ins[i]
         return tuple(int(d) for d in t.shape)
