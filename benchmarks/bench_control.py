@@ -18,9 +18,10 @@ arena and the pool bytes of a run.  One thread everywhere.
 """
 import argparse
 import os
-import tempfile
 
 import numpy as np
+
+from scratch import scratch_dir
 
 
 def _models(d, steps, n):
@@ -92,7 +93,7 @@ def main():
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     print(f"{'model':>8}{'pyarena ms':>12}{'ort ms':>9}{'pyarena/ort':>13}"
           f"{'us/iter':>9}{'ort us/iter':>13}{'max|diff|':>11}{'arena B':>10}{'pool B':>9}")
-    for name, (path, feeds) in _models(tempfile.mkdtemp(), args.steps, args.n).items():
+    for name, (path, feeds) in _models(scratch_dir(), args.steps, args.n).items():
         g = load_model(path)
         ex = Executor(g, plan(g))
         ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])

@@ -25,9 +25,10 @@ import argparse
 import collections
 import os
 import sys
-import tempfile
 
 import numpy as np
+
+from scratch import scratch_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -143,7 +144,7 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     from pyarena.runtime import set_blas_threads
     set_blas_threads(1)
-    tmp = tempfile.mkdtemp(prefix="pyarena-convs-")
+    tmp = scratch_dir("pyarena-convs-")
     hdr = (f"{'layer (c_in>c_out k s, HxW)':<34}{'n':>3}{'native ms':>11}{'numpy ms':>10}"
            f"{'ref ms':>9}{'native/ref':>12}{'numpy/ref':>11}{'rule':>11}")
     for layout in args.layout.split(","):

@@ -353,24 +353,25 @@ def main():
         return
     from pyarena.runtime import set_blas_threads
     threads = [int(v) for v in args.threads.split(",")]
-    tmp = tempfile.mkdtemp(prefix="pyarena-edge-")
-    files = model_files([m for m in args.models.split(",") if m], args.dir, tmp)
-    keep = args.compare_layout
-    hdr = (f"{'model':<26}{'thr':>4}{'numpy ms':>10}{'pyarena ms':>12}"
-           + (f"{'keep ms':>9}" if keep else "") + f"{'ref ms':>9}"
-           f"{'ref':>7}{'pyarena/ref':>13}" + (f"{'keep/ref':>10}" if keep else "")
-           + f"{'numpy/ref':>11}{'speed-up':>10}{'max|diff|':>11}{'arena/bound':>13}")
-    print(hdr)
-    print("-" * len(hdr), flush=True)
-    rss_rows = []
-    for label, path in files:
-        for T in threads:
-            set_blas_threads(T if args.blas_threads is None else args.blas_threads)
-            if not time_row(label, path, T, args):
-                break
-        if not args.no_rss:
-            rss_rows.append((label, peak_rss(path, "numpy"), peak_rss(path, "pyarena"),
-                             peak_rss(path, "ref")))
+    # the models written here go when the run ends
+    with tempfile.TemporaryDirectory(prefix="pyarena-edge-") as tmp:
+        files = model_files([m for m in args.models.split(",") if m], args.dir, tmp)
+        keep = args.compare_layout
+        hdr = (f"{'model':<26}{'thr':>4}{'numpy ms':>10}{'pyarena ms':>12}"
+               + (f"{'keep ms':>9}" if keep else "") + f"{'ref ms':>9}"
+               f"{'ref':>7}{'pyarena/ref':>13}" + (f"{'keep/ref':>10}" if keep else "")
+               + f"{'numpy/ref':>11}{'speed-up':>10}{'max|diff|':>11}{'arena/bound':>13}")
+        print(hdr)
+        print("-" * len(hdr), flush=True)
+        rss_rows = []
+        for label, path in files:
+            for T in threads:
+                set_blas_threads(T if args.blas_threads is None else args.blas_threads)
+                if not time_row(label, path, T, args):
+                    break
+            if not args.no_rss:
+                rss_rows.append((label, peak_rss(path, "numpy"), peak_rss(path, "pyarena"),
+                                 peak_rss(path, "ref")))
     print("\nnumpy: pyarena's NumPy/BLAS kernels, no fusion (main's executor); pyarena: "
           "fusion + native kernels;\nref: onnxruntime (ort) or the TFLite interpreter "
           "(litert); median ms per inference of the same rounds;\nspeed-up = numpy / "

@@ -33,9 +33,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+from scratch import scratch_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -166,7 +167,7 @@ def main():
         return
     shapes = parse_inputs(args.input)
     import bench_edge
-    tmp = tempfile.mkdtemp(prefix="pyarena-memory-")
+    tmp = scratch_dir("pyarena-memory-")
     files = bench_edge.model_files([m for m in args.models.split(",") if m], args.dir, tmp)
     hdr = (f"{'model':<36}{'base':>7}{'load':>7}{'ready':>7}{'peak':>7}{'inputs':>7}"
            f"{'weights':>9}"

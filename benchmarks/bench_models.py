@@ -24,9 +24,10 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+from scratch import scratch_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -121,7 +122,7 @@ def main():
     names = ["mobilenet_v2"] + LIGHT + (HEAVY if args.heavy else [])
     if args.models:
         names = args.models.split(",")
-    tmp = tempfile.mkdtemp(prefix="pyarena-bench-")
+    tmp = scratch_dir("pyarena-bench-")
     hdr = (f"{'model':<14}{'ops':>5}{'arena MiB':>11}{'bound MiB':>11}{'naive MiB':>11}"
            f"{'saved':>7}{'plan ms':>9}{'t plan ms':>11}{'t np.empty':>12}{'ratio':>7}"
            f"{'RSS plan':>10}{'RSS np':>9}{'dRSS plan':>11}{'dRSS np':>9}")

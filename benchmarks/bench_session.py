@@ -45,10 +45,11 @@ symbolic width (nothing downloaded).  One thread everywhere (but for
 import argparse
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
+
+from scratch import scratch_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -120,7 +121,7 @@ def main():
     from pyarena import InferenceSession
     from pyarena.runtime import Executor, median, set_blas_threads, time_calls
     set_blas_threads(1)
-    path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
+    path = args.model or builtin_model(os.path.join(scratch_dir(), "dyn.onnx"))
     widths = [int(w) for w in args.widths.split(",")]
     if args.phases_only:
         return phases(path, args, widths)
@@ -188,7 +189,7 @@ def shared_by_threads(args):
     from pyarena import InferenceSession
     from pyarena.runtime import median, set_blas_threads
     set_blas_threads(1)
-    path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
+    path = args.model or builtin_model(os.path.join(scratch_dir(), "dyn.onnx"))
     dims = _dims(args, int(args.widths.split(",")[0]))
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(dims).astype(np.float32) for _ in range(args.calls)]
@@ -259,7 +260,7 @@ def child_signatures(args):
     from pyarena import InferenceSession
     from pyarena.runtime import set_blas_threads
     set_blas_threads(1)
-    path = args.model or builtin_model(os.path.join(tempfile.mkdtemp(), "dyn.onnx"))
+    path = args.model or builtin_model(os.path.join(scratch_dir(), "dyn.onnx"))
     widths = [int(w) for w in args.widths.split(",")]
     out = []
     for k in range(args.sessions):

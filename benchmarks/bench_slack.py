@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from scratch import scratch_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
@@ -21,14 +23,13 @@ def main():
     ap.add_argument("--dir", default=None, help="also every .onnx / .tflite file under DIR "
                                                 "whose inputs are all fixed")
     args = ap.parse_args()
-    import tempfile
     from helpers.model_zoo import randomized_light_model
     from pyarena.importers import load_model
     from pyarena.planning import plan
     from pyarena.runtime import Executor, median, random_feeds, set_blas_threads, time_calls
     from pyarena.runtime.slack import activation_live, plan_in_slack
     set_blas_threads(1)
-    tmp = tempfile.mkdtemp()
+    tmp = scratch_dir()
     models = [(n, randomized_light_model(n, os.path.join(tmp, f"{n}.onnx")))
               for n in ("squeezenet", "shufflenet", "inception_v1", "inception_v2", "resnet50",
                         "densenet121", "bvlc_alexnet", "zfnet512")]

@@ -9,7 +9,8 @@ calling thread, medians of interleaved rounds, one thread.
 import argparse
 import os
 import sys
-import tempfile
+
+from scratch import scratch_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -29,7 +30,7 @@ def main():
     from bench_conv_paths import time_layer
     from pyarena.runtime import set_blas_threads
     set_blas_threads(1)
-    tmp = tempfile.mkdtemp(prefix="pyarena-stems-")
+    tmp = scratch_dir("pyarena-stems-")
     print(f"{'layer':<32}{'native us':>10}{'im2col us':>10}{'ref us':>9}"
           f"{'native/im2col':>15}{'native/ref':>12}{'im2col/ref':>12}{'rule':>9}")
     for i, (key, layout) in enumerate(STEMS):

@@ -9,18 +9,60 @@ from pyarena._native import ffi, lib
 from pyarena.errors import AlignmentError
 
 
+def _poisoned():
+    """A pa_pool_config_t of 0xab bytes: a field fill_config leaves shows."""
+    cfg = ffi.new("pa_pool_config_t *")
+    ffi.memmove(cfg, b"\xab" * ffi.sizeof("pa_pool_config_t"), ffi.sizeof("pa_pool_config_t"))
+    return cfg
+
+
 def test_defaults_match_the_c_defaults():
+    """Policy() writes the C defaults into every field it always owns,
+    whatever the struct held before (a poisoned one, not the defaults)."""
     cfg = ffi.new("pa_pool_config_t *")
     lib.pa_pool_config_default(cfg)
-    mine = ffi.new("pa_pool_config_t *")
-    lib.pa_pool_config_default(mine)
-    Policy().fill_config(mine)
-    for name in ("alignment", "mode", "growth", "limit", "high_watermark",
-                 "low_watermark", "release", "classes_per_doubling", "num_classes",
-                 "learn", "auto_step"):
+    mine = Policy().fill_config(_poisoned())
+    for name in ("alignment", "mode", "growth", "limit", "release", "classes_per_doubling",
+                 "learn", "auto_step", "huge_pages"):
         assert getattr(mine, name) == getattr(cfg, name), name
     # the Python default budget is the C default, spelled out
     assert mine.cache_budget == 16 << 20
+    # C's 0 means "the default" for these: Python spells the defaults out
+    assert (mine.learn_repeats, mine.learn_sequences, mine.learn_max_events) == (2, 16, 65536)
+
+
+@pytest.mark.parametrize("kw, fields", [
+    (dict(alignment=128), dict(alignment=128)),
+    (dict(mode="buddy-only"), dict(mode=2)),
+    (dict(mode="slab-only"), dict(mode=1)),
+    (dict(growth="pow2"), dict(growth=0)),
+    (dict(growth="none", limit=1 << 24), dict(growth=2, limit=1 << 24)),
+    (dict(release="decommit"), dict(release=1)),
+    (dict(fine_classes=2), dict(classes_per_doubling=2)),
+    (dict(limit=3 << 20), dict(limit=3 << 20)),
+    (dict(high_watermark=4 << 20), dict(high_watermark=4 << 20, low_watermark=4 << 20)),
+    (dict(high_watermark=4 << 20, low_watermark=1 << 20),
+     dict(high_watermark=4 << 20, low_watermark=1 << 20)),
+    (dict(slab_max=4096, slab_size=1 << 17, buddy_region=1 << 21, large_threshold=1 << 16,
+          chunk_size=1 << 22),
+     dict(slab_max=4096, slab_size=1 << 17, buddy_region=1 << 21, large_threshold=1 << 16,
+          chunk_size=1 << 22)),
+    (dict(size_classes=(64, 192, 1024)), dict(num_classes=3)),
+    (dict(learn=False, auto_step=True), dict(learn=0, auto_step=1)),
+    (dict(learn_repeats=3, learn_sequences=4, learn_max_events=100),
+     dict(learn_repeats=3, learn_sequences=4, learn_max_events=100)),
+    (dict(cache_budget=None), dict(cache_budget=ffi.cast("size_t", -1))),
+    (dict(cache_budget=0), dict(cache_budget=1)),
+])
+def test_fill_config_writes_what_the_policy_says(kw, fields):
+    """Each non-default setting lands in its C field (from the C defaults)."""
+    cfg = ffi.new("pa_pool_config_t *")
+    lib.pa_pool_config_default(cfg)
+    Policy(**kw).fill_config(cfg)
+    for name, want in fields.items():
+        assert getattr(cfg, name) == want, name
+    if "size_classes" in kw:
+        assert list(cfg.classes[0:3]) == [64, 192, 1024]
 
 
 def test_policy_is_a_frozen_dataclass():

@@ -205,6 +205,9 @@ def test_bad_arguments():
     ("f 1 2\n", "bad event"),
     ("s 3\n", "bad event"),
     ("a 4294967296 8\n", "bad event"),
+    ("a -1 8\n", "bad event"),          # ids are unsigned 32-bit: one below the range
+    ("a 4294967295 8\nf -1\n", "bad event"),
+    ("a 1 9223372036854775808\n", "bad event"),   # sizes below 2**63
     ("a 1 8\na 1 8\n", "allocated again while live"),
     ("a 1 8\nf 2\n", "freed but not live"),
 ])

@@ -79,9 +79,17 @@ def test_budget_must_be_a_positive_integral(bad):
         plan(_graph(), max_memory=bad)
 
 
-def test_budget_accepts_numpy_integers():
-    p = plan(_graph(), max_memory=np.int64(1 << 30))
-    assert p.arena_bytes > 0
+@pytest.mark.parametrize("kind", [np.int64, np.uint32, np.int32])
+def test_budget_accepts_numpy_integers(kind):
+    """A NumPy integer is the same limit as the Python int: the same plan
+    where it fits, the same refusal one byte below the need."""
+    g = _graph()
+    p = plan(g)
+    need = p.arena_bytes + 4000                     # weights + arena
+    assert plan(g, max_memory=kind(need)).arena_bytes == p.arena_bytes
+    with pytest.raises(MemoryLimitError) as e:
+        plan(g, max_memory=kind(need - 1))
+    assert e.value.budget == need - 1 and type(e.value.budget) is int
 
 
 def test_budget_error_pickles():
@@ -113,3 +121,15 @@ def test_cli_max_memory_must_be_a_byte_count(tmp_path, capsys, text):
                {"y": (None, np.float32)}, path=path)
     assert main(["plan", str(path), "--max-memory", text]) == 2
     assert "--max-memory" in capsys.readouterr().err
+
+
+def test_graph_limit_is_inclusive():
+    """A need exactly equal to the limit fits: weights (4,000 bytes) plus
+    the largest work tensor (4,000 bytes) under max_memory=8,000 is
+    accepted, 7,999 is refused (the check before planning)."""
+    from pyarena.planning import check_graph_limit
+    g = _graph()
+    assert check_graph_limit(g, max_memory=8000) == 8000
+    with pytest.raises(MemoryLimitError) as e:
+        check_graph_limit(g, max_memory=7999)
+    assert e.value.needed == 8000 and e.value.budget == 7999

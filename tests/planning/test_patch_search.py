@@ -2,6 +2,8 @@
 stem and a decoder's upsampling chain, each of whose high-resolution maps
 set the peak in turn, both run in row bands under one budget; the plans
 never overlap live tensors and the outputs are those of the unpatched run."""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -118,9 +120,22 @@ def test_the_peak_op_is_the_first_with_the_most_bytes_live(rows):
 
 @given(st.integers(1, 300))
 def test_band_counts_are_every_distinct_grid_fewest_first(rows):
+    """One count per band height h: ceil(rows / h) bands, fewest first."""
     counts = band_counts(rows)
-    assert counts[0] == 1 and counts[-1] == rows and counts == sorted(set(counts))
-    assert {len(band_rows(rows, n)) for n in range(1, rows + 1)} == set(counts)
+    assert counts == sorted({math.ceil(rows / h) for h in range(1, rows + 1)})
+    assert counts[0] == 1 and counts[-1] == rows
+
+
+@given(st.integers(1, 300), st.integers(1, 400))
+def test_band_rows_cut_the_rows_into_equal_bands(rows, n):
+    """At most n bands, contiguous, covering every row once, all of the
+    height ceil(rows / n) but a shorter last one."""
+    bands = band_rows(rows, n)
+    h = math.ceil(rows / min(n, rows))
+    assert bands[0][0] == 0 and bands[-1][1] == rows
+    assert all(a == b for (_, a), (b, _) in zip(bands, bands[1:]))
+    assert all(b - a == h for a, b in bands[:-1]) and 0 < bands[-1][1] - bands[-1][0] <= h
+    assert len(bands) == math.ceil(rows / h) <= n
 
 
 def test_stages_around_a_peak_contain_it_and_may_start_at_a_resize():

@@ -165,10 +165,16 @@ def test_a_randomly_wired_network_is_scheduled_below_its_given_order():
     def build():
         return randwire(resolution=32, channels=64, nodes=12, seed=0)
     g0, g1 = build(), build()
-    p0, p1 = plan(g0), plan(g1, schedule=True)
-    s = p1.schedule
+    # exactness is a matter of states, not of the clock: a generous time
+    # limit, so a loaded machine cannot turn the search heuristic
+    s = schedule(build(), time_limit=600)
     assert s.exact and s.reordered and s.peak_after < s.peak_before
+    g1.ops = [g1.ops[i] for i in s.order]
+    p0, p1 = plan(g0), plan(g1)
     assert p1.arena_bytes < p0.arena_bytes and validate(p1) == []
+    # plan(schedule=True) has a few seconds: never below the exact order
+    q = plan(build(), schedule=True).schedule
+    assert q.peak_after >= s.peak_after and (not q.exact or q.peak_after == s.peak_after)
     feeds = random_feeds(g0, seed=3)
     a = {k: np.array(v) for k, v in Executor(g0, p0).run(feeds).items()}
     b = {k: np.array(v) for k, v in Executor(g1, p1).run(feeds).items()}

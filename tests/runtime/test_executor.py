@@ -213,9 +213,22 @@ def test_native_threads_give_the_same_outputs():
     # row / channel blocks change who computes an element, not how
     for k in one:
         np.testing.assert_array_equal(one[k], two[k])
-    ref = Executor(g, allocator="numpy").run(feeds)
-    for k in one:
-        np.testing.assert_allclose(two[k], ref[k], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_native_threads_match_onnxruntime(tmp_path, threads):
+    """The threaded native kernels against an independent reference
+    (onnxruntime on the same ONNX file), not another executor of pyarena's
+    own kernels."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import focus_csp
+    from pyarena.importers import load_model
+    path = focus_csp(tmp_path / "m.onnx", h=48, w=40, c=16)
+    x = np.random.default_rng(3).standard_normal((1, 3, 48, 40)).astype(np.float32)
+    ex = Executor(load_model(str(path)), threads=threads)
+    assert threads == 1 or ex.workers.n == threads
+    got = ex.run({"images": x})["y"]
+    np.testing.assert_allclose(got, ort_run(path, {"images": x})["y"], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("bad", [0, -2])

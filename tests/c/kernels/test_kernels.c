@@ -263,11 +263,28 @@ static int same_floats(const float *a, const float *b, size_t n) {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
     return memcmp(a, b, n * sizeof *a) == 0;
 #else
-    for (size_t i = 0; i < n; i++)
-        if (fabsf(a[i] - b[i]) > 1e-5f * (1.0f + fabsf(a[i])))
+    /* a NaN only where the other has one, infinities of the same sign */
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i])) {
+            if (!(isnan(a[i]) && isnan(b[i])))
+                return 0;
+        } else if (isinf(a[i]) || isinf(b[i])) {
+            if (a[i] != b[i])
+                return 0;
+        } else if (fabsf(a[i] - b[i]) > 1e-5f * (1.0f + fabsf(a[i]))) {
             return 0;
+        }
+    }
     return 1;
 #endif
+}
+
+/* A NaN, +Inf and -Inf at random places of x[0..n): what an activation
+ * must pass through (ReLU / clip keep a NaN, as NumPy and onnxruntime do). */
+static void plant_specials(float *x, int64_t n) {
+    x[rnd(0, n - 1)] = NAN;
+    x[rnd(0, n - 1)] = INFINITY;
+    x[rnd(0, n - 1)] = -INFINITY;
 }
 
 /* The NHWC pointwise (and patch: unpadded windows read in place)
@@ -305,6 +322,8 @@ static void test_gemm_nhwc512(void) {
         float *r = c_res ? fbuf((size_t)(m * c_res)) : NULL;
         float *y0 = fbuf((size_t)(m * c.c_out)), *y1 = fbuf((size_t)(m * c.c_out));
         CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+        if (t % 5 == 2)
+            plant_specials(x, nx);
         pa_workers_t *wk = t % 2 ? pool : NULL;
         CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y0, wk, 0), PA_OK);
         CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y1, wk, 1), PA_OK);
