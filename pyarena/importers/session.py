@@ -41,6 +41,7 @@ import gc
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -186,7 +187,13 @@ class InferenceSession:
                                 f"copy=False)")
             if run_options.terminate:
                 raise StateError("run_options.terminate is set: the run is not started")
-        feeds = {k: np.asarray(v) for k, v in dict(feeds).items()}
+        if not isinstance(feeds, Mapping):
+            raise InvalidArgumentError(f"feeds must be a dict of input name -> array, not "
+                                       f"{type(feeds).__name__}")
+        if isinstance(output_names, (str, bytes)):
+            raise InvalidArgumentError(f"output_names must be a list of names (or None), "
+                                       f"not the string {output_names!r}")
+        feeds = {k: np.asarray(v) for k, v in feeds.items()}
         vi = self._value_inputs
         signature = tuple((k, v.shape, v.item() if k in vi and v.ndim == 0 else None)
                           for k, v in feeds.items())

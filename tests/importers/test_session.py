@@ -115,6 +115,12 @@ def test_bad_feeds_and_names_are_refused_by_name(tmp_path):
         InferenceSession(tmp_path / "m.onnx", max_plans=0)
     with pytest.raises(Exception, match="dimension 1"):
         s.run(None, {"x": _x((1, 7, 8, 8))})      # the model fixes 8 channels
+    for feeds in (None, [("x", _x(SHAPES[0]))], _x(SHAPES[0])):
+        with pytest.raises(InvalidArgumentError, match="feeds must be a dict"):
+            s.run(None, feeds)
+    with pytest.raises(InvalidArgumentError, match="output_names must be a list"):
+        s.run("y", {"x": _x(SHAPES[0])})
+    assert len(s.run(None, {"x": _x(SHAPES[0])})) == len(s.get_outputs())
 
 
 def test_unsupported_operators_are_refused_when_first_seen(tmp_path):

@@ -2636,4 +2636,9 @@ MUTANTS += [
       "            if False:",
       "an external data file that is not a regular file is mapped anyway",
       ("tests/importers/test_hostile_sizes.py",)),
+    M("session-feeds-not-checked", "pyarena/importers/session.py",
+      "        if not isinstance(feeds, Mapping):",
+      "        if feeds is not None and not isinstance(feeds, Mapping):",
+      "run(None, None) raises a raw TypeError instead of naming the argument",
+      ("tests/importers/test_session.py",)),
 ]
