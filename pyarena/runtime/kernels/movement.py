@@ -389,23 +389,23 @@ class Pad(Kernel):
             np.copyto(y[self.inner], xs[0])
             return
         np.copyto(y[self.inner], xs[0])
-        # fill axis by axis from the already-valid region
+        # fill axis by axis from the already-valid region: each border is one
+        # strided copy (reflect: the rows after the border, mirrored; edge:
+        # the first / last row, broadcast)
         cur = list(self.inner)
+        reflect = self.mode == "reflect"
         for a, (b, e) in enumerate(zip(self.begin, self.end)):
             n = self.xs[a]
-            for i in range(b):
-                src = b + (b - i) if self.mode == "reflect" else b
-                dst = list(cur)
-                dst[a] = slice(i, i + 1)
-                sl = list(cur)
-                sl[a] = slice(src, src + 1)
-                np.copyto(y[tuple(dst)], y[tuple(sl)])
-            for i in range(e):
-                pos = b + n + i
-                src = b + n - 2 - i if self.mode == "reflect" else b + n - 1
-                dst = list(cur)
-                dst[a] = slice(pos, pos + 1)
-                sl = list(cur)
-                sl[a] = slice(src, src + 1)
-                np.copyto(y[tuple(dst)], y[tuple(sl)])
+            if b:
+                dst, src = list(cur), list(cur)
+                dst[a] = slice(0, b)
+                src[a] = slice(2 * b, b, -1) if reflect else slice(b, b + 1)
+                np.copyto(y[tuple(dst)], y[tuple(src)])
+            if e:
+                dst, src = list(cur), list(cur)
+                dst[a] = slice(b + n, b + n + e)
+                last = b + n - 2
+                src[a] = slice(last, last - e if last - e >= 0 else None, -1) if reflect \
+                    else slice(b + n - 1, b + n)
+                np.copyto(y[tuple(dst)], y[tuple(src)])
             cur[a] = slice(None)
