@@ -100,3 +100,44 @@ def test_split_input_from_opset_13(tmp_path):
     ours = _both(tmp_path, [node], {"x": x}, {"s": np.array([4, 1], np.int64)}, opset=13,
                  outputs=("a", "b"))
     assert ours["a"].shape == (4, 2) and ours["b"].shape == (1, 2)
+
+
+# -- attributes that contradict the tensors they describe ---------------------------
+
+def _conv_model(tmp_path, name, w_shape, **attrs):
+    from helpers.onnx_util import make_model
+    w = np.random.default_rng(0).standard_normal(w_shape).astype(np.float32)
+    path = tmp_path / f"{name}.onnx"
+    make_model([helper.make_node("Conv", ["x", "w"], ["y"], **attrs)],
+               {"x": ([1, w_shape[1], 8, 8], np.float32)}, {"y": (None, np.float32)},
+               {"w": w}, path=path)
+    return path
+
+
+@pytest.mark.parametrize("name, w_shape, attrs", [
+    ("kernel-vs-weight", (4, 3, 3, 3), dict(kernel_shape=[5, 5])),
+    ("kernel-one-axis", (4, 3, 3, 3), dict(kernel_shape=[3, 1])),
+    ("zero-stride", (4, 3, 3, 3), dict(strides=[0, 1])),
+    ("negative-dilation", (4, 3, 3, 3), dict(dilations=[1, -1])),
+    ("strides-rank", (4, 3, 3, 3), dict(strides=[1, 1, 1])),
+])
+def test_contradicting_conv_attributes_are_refused_as_onnxruntime_refuses_them(
+        tmp_path, name, w_shape, attrs):
+    from helpers.model_zoo import ort_run
+    from pyarena import InferenceSession
+    from pyarena.errors import GraphError
+    path = _conv_model(tmp_path, name, w_shape, **attrs)
+    x = np.ones((1, w_shape[1], 8, 8), np.float32)
+    with pytest.raises(Exception):
+        ort_run(path, {"x": x})
+    with pytest.raises(GraphError):
+        InferenceSession(path).run(None, {"x": x})
+
+
+def test_a_kernel_shape_that_agrees_is_accepted(tmp_path):
+    from helpers.model_zoo import ort_run
+    from pyarena import InferenceSession
+    path = _conv_model(tmp_path, "ok", (4, 3, 3, 3), kernel_shape=[3, 3], strides=[2, 1])
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(InferenceSession(path).run(None, {"x": x})[0],
+                               ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)

@@ -53,6 +53,15 @@ class Spatial(Kernel):
             self.c_in = xs[1]
         strides = [int(s) for s in self.attrs.get("strides", [1] * nsp)]
         dil = [int(d) for d in self.attrs.get("dilations", [1] * nsp)]
+        if len(strides) != nsp or len(dil) != nsp or min(strides + dil) < 1:
+            self.malformed(f"strides {strides} and dilations {dil} must be {nsp} positive "
+                           f"integers each (input {list(xs)})")
+        ks = self.attrs.get("kernel_shape")
+        if ks is not None and [int(k) for k in ks] != [int(k) for k in k_sp]:
+            # onnxruntime refuses this too: the weight would be read as
+            # another window than the one the output's shape was made for
+            self.malformed(f"kernel_shape {[int(k) for k in ks]} contradicts the window "
+                           f"{[int(k) for k in k_sp]} (the weight's spatial shape)")
         pads = pads_for(self.attrs, sp_in, k_sp, strides, dil)
         if nsp == 1:   # treat 1-D as 2-D with H = 1
             sp_in, sp_out, k_sp = [1] + sp_in, [1] + sp_out, [1] + list(k_sp)
