@@ -179,7 +179,7 @@ def weights_of_shape(g, vals):
     weights arena under the memory budget.  The consumers' kernels are
     probed with the tensor still an activation, so no data is made.
     ``vals``: the import's folded values (the op's shape among them)."""
-    from ..runtime.kernels import graph_kernel
+    from ..runtime.kernels import scratch_bytes_for
     for op in [o for o in g.ops if o.op_type == "ConstantOfShape"]:
         out = op.outputs[0] if op.outputs else ""
         src = op.inputs[0] if op.inputs else ""
@@ -191,7 +191,7 @@ def weights_of_shape(g, vals):
         for user in g.ops:
             if out in user.inputs and user.name not in pool_ops:
                 try:
-                    graph_kernel(g, user)
+                    scratch_bytes_for(g, user)      # built for its size: nothing laid out
                 except UnsupportedOpError:
                     needs_const = True
                     break

@@ -29,6 +29,24 @@ CASES = {
                            helper.make_node("Cast", ["k"], ["kf"], to=1),
                            helper.make_node("Add", ["kf", "x"], ["y"])],
                           {"shp": i64(40000, 40000)}, "k"),
+    # the indices' offsets are a constant of their shape, laid out when the
+    # kernel is built: only a check before that refuses the model unharmed
+    "gather_elements": ([helper.make_node("ConstantOfShape", ["shp"], ["idx"],
+                                          value=helper.make_tensor("v", 7, [1], [0])),
+                         helper.make_node("Expand", ["c", "row"], ["data"]),
+                         helper.make_node("GatherElements", ["data", "idx"], ["g"], axis=0),
+                         helper.make_node("Add", ["g", "x"], ["y"])],
+                        {"shp": i64(40000, 40000), "c": np.ones((1, 1), np.float32),
+                         "row": i64(1, 40000)}, "idx"),
+    # a dilated average pool's divisors are laid out when its kernel is
+    # built (for its scratch size too): the limit must come first
+    "avg_pool": ([helper.make_node("ConstantOfShape", ["shp"], ["k"],
+                                   value=helper.make_tensor("v", 1, [1], [1.0])),
+                  helper.make_node("AveragePool", ["k"], ["p"], kernel_shape=[3, 3],
+                                   pads=[2, 2, 2, 2], dilations=[2, 2]),
+                  helper.make_node("ReduceMean", ["p"], ["m"], keepdims=0),
+                  helper.make_node("Add", ["m", "x"], ["y"])],
+                 {"shp": i64(1, 1, 40000, 40000)}, "k"),
     "tile": ([helper.make_node("Tile", ["c", "reps"], ["t"]),
               helper.make_node("Add", ["t", "x"], ["y"])],
              {"c": np.ones((1, 4), np.float32), "reps": i64(100000, 10000)}, "t"),

@@ -2602,11 +2602,17 @@ MUTANTS += [
       "        if not ident < 2**32 or not 0 <= size < 2**63:",
       "a negative block id is read (a raw OverflowError later)",
       ("tests/memory/test_trace.py",)),
-    M("import-limit-after-kernels", "pyarena/importers/__init__.py",
-      "    check_graph_limit(g, budget)\n    if native:",
-      "    if native:",
-      "the memory limit is checked only after the kernels are built (a Range's ramp of "
-      "2e9 values allocated first)", ("tests/importers/test_hostile_sizes.py",)),
+    M("pool-divisors-while-sizing", "pyarena/runtime/kernels/pooling.py",
+      "        if not self.is_max and not self.sizing:   # (divisors: as large as the output)",
+      "        if not self.is_max:   # (divisors: as large as the output)",
+      "an average pool built only for its scratch size lays out its divisors (before the "
+      "memory limit is checked)", ("tests/importers/test_hostile_sizes.py",)),
+    M("elements-offsets-while-sizing", "pyarena/runtime/kernels/indexing.py",
+      "        if self.sizing:     # only the scratch is asked: no offsets (as large as the indices)\n"
+      "            self.base = None\n        else:\n",
+      "        if False:\n            self.base = None\n        else:\n",
+      "GatherElements built only for its scratch size lays out offsets as large as its "
+      "indices", ("tests/importers/test_hostile_sizes.py",)),
     M("gather-runtime-index-unchecked", "pyarena/runtime/kernels/movement.py",
       "            idx = xs[1]\n            self.check_indices(idx, self.n)",
       "            idx = xs[1]",

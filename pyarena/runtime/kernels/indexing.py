@@ -55,13 +55,17 @@ class _Elements(Kernel):
         self.axis = _axis(self.attrs.get("axis", 0), len(ds))
         self.dim = const(ds[self.axis], np.int64)
         self.stride = const(math.prod(ds[self.axis + 1:]), np.int64)
-        self.base = self.keep(_other_offsets(ishape, ds, self.axis))
         self.scratch = [(ishape, np.int64)]
         self.fixed = None
+        if self.sizing:     # only the scratch is asked: no offsets (as large as the indices)
+            self.base = None
+        else:
+            self.base = self.keep(_other_offsets(ishape, ds, self.axis))
         if self.ins[1].data is not None:        # constant indices: offsets once
-            flat = np.empty(ishape, np.int64)
             self.check_indices(self.ins[1].data, ds[self.axis], constant=True)
-            self.fixed = self.keep(self.offsets(np.asarray(self.ins[1].data), flat))
+            if not self.sizing:
+                flat = np.empty(ishape, np.int64)
+                self.fixed = self.keep(self.offsets(np.asarray(self.ins[1].data), flat))
             self.scratch = []
             self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
 
@@ -144,9 +148,10 @@ class _ND(Kernel):
         self.scratch = [(lead, np.int64), (lead, np.int64)]
         self.fixed = None
         if self.ins[1].data is not None:        # constant indices: rows once
-            tmp = [np.empty(lead, np.int64), np.empty(lead, np.int64)]
             self.check_tuples(np.asarray(self.ins[1].data), constant=True)
-            self.fixed = self.keep(self.row_of(np.asarray(self.ins[1].data), tmp))
+            if not self.sizing:
+                tmp = [np.empty(lead, np.int64), np.empty(lead, np.int64)]
+                self.fixed = self.keep(self.row_of(np.asarray(self.ins[1].data), tmp))
             self.scratch = []
             self.runtime = tuple(i for i in range(len(self.ins)) if i != 1)
 

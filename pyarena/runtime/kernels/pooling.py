@@ -53,7 +53,7 @@ class WindowPool(Spatial):
         self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
                        self.dh == self.dw == 1 and self.kh * self.kw >= 4)
         self.div = None
-        if not self.is_max:
+        if not self.is_max and not self.sizing:   # (divisors: as large as the output)
             cip = int(self.attrs.get("count_include_pad", 0))
             # count of the window elements that lie in the image (or in
             # the explicit pads if count_include_pad), per output position
