@@ -29,6 +29,7 @@ import gzip
 import os
 import shutil
 import sys
+import zlib
 
 import numpy as np
 
@@ -256,9 +257,18 @@ def _open(path, mode):
     return open(path, mode, encoding="utf-8", errors="replace")
 
 
-def read_trace(path):
+#: events read_trace reads at most by default (each costs ~100 bytes while read)
+MAX_EVENTS = 10_000_000
+
+
+def read_trace(path, max_events=MAX_EVENTS):
     """A :class:`Trace` from a trace file (``.gz`` read transparently);
-    InvalidArgumentError naming the file and line for a malformed event."""
+    InvalidArgumentError naming the file and line for a malformed event,
+    or for more than ``max_events`` events (a small ``.gz`` may unpack to
+    hundreds of millions: raise it for a trace that long)."""
+    if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
+        raise InvalidArgumentError(f"max_events must be a positive integer, not "
+                                   f"{max_events!r}")
     kinds, ids, sizes, header, sites, lines = [], [], [], {}, [], []
     any_site = False
     try:
@@ -284,6 +294,10 @@ def read_trace(path):
                     raise InvalidArgumentError(
                         f"{path}:{lineno}: bad event {line.strip()!r} (expected 'a ID SIZE', "
                         f"'f ID' or 's')") from None
+                if len(kinds) == max_events:
+                    raise InvalidArgumentError(
+                        f"{path}:{lineno}: more than {max_events:,} events (read_trace's "
+                        f"max_events)")
                 kinds.append(kind[0])
                 lines.append(lineno)
                 ids.append(kind[1])
@@ -291,7 +305,7 @@ def read_trace(path):
                 if kind[0] == ALLOC:
                     sites.append(site)
                     any_site = any_site or site is not None
-    except (OSError, EOFError) as exc:   # a damaged .gz
+    except (OSError, EOFError, zlib.error) as exc:   # a damaged .gz
         raise InvalidArgumentError(f"{path}: not a readable trace ({exc})") from None
     trace = Trace(kinds, ids, sizes, header, sites if any_site else None)
     try:

@@ -228,6 +228,31 @@ def test_damaged_gz_and_missing_file(tmp_path):
         read_trace(tmp_path / "none.trace")
 
 
+def test_damaged_gz_body_is_a_clear_error(tmp_path):
+    """A gzip stream whose compressed body is corrupted (zlib's own error,
+    not an OSError) is refused like a truncated one."""
+    data = bytearray(gzip.compress(b"a 0 8\nf 0\n" * 5000))
+    for i in range(20, len(data) - 20, 7):
+        data[i] ^= 0x5A
+    path = tmp_path / "bad2.trace.gz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InvalidArgumentError, match="not a readable trace"):
+        read_trace(path)
+
+
+def test_event_count_is_capped(tmp_path):
+    """A small .gz that unpacks to many events is refused at the cap, with
+    the line named; the cap can be raised."""
+    path = tmp_path / "long.trace.gz"
+    path.write_bytes(gzip.compress(b"# pyarena-trace/1\n" + b"a 0 8\nf 0\n" * 600))
+    with pytest.raises(InvalidArgumentError, match=r"more than 1,000 events.*max_events") as e:
+        read_trace(path, max_events=1000)
+    assert ":1002:" in str(e.value)                  # the header, then event 1,001
+    assert len(read_trace(path, max_events=1200)) == 1200
+    with pytest.raises(InvalidArgumentError, match="max_events"):
+        read_trace(path, max_events=0)
+
+
 # -- the C replayer -------------------------------------------------------------
 def hand_trace():
     """Blocks of 1, 4 and 2 MiB; 5 MiB live at most (worked by hand), with
