@@ -333,3 +333,49 @@ def test_an_outer_value_outlives_its_last_reader_in_the_body(tmp_path):
     assert xb.last == len(bg.ops) - 1
     fx = feeds(x=(2, 3), a0=(2, 3))
     run_and_compare(path, fx)
+
+
+# -- the iteration cap -------------------------------------------------------------
+def test_an_absurd_trip_count_is_refused_before_it_runs(tmp_path, monkeypatch):
+    """M = 2**62 (a 4-byte edit away from a real model) would hang the
+    caller: refused at once, naming the op and Loop.max_iterations; a trip
+    count at the cap still runs (onnxruntime's result)."""
+    from pyarena import InferenceSession
+    from pyarena.errors import InvalidArgumentError
+    from pyarena.runtime.kernels.control import Loop
+    path = tmp_path / "huge.onnx"
+    loop_model(path, trip=2 ** 62, scan=False)
+    fx = feeds(x=(2, 3), a0=(2, 3))
+    with pytest.raises(InvalidArgumentError, match=r"trip count 4,611,686,018,427,387,904 "
+                                                   r"is over Loop.max_iterations"):
+        InferenceSession(path).run(None, fx)
+    monkeypatch.setattr(Loop, "max_iterations", 7)
+    ok = tmp_path / "seven.onnx"
+    loop_model(ok, trip=7, scan=False)
+    np.testing.assert_allclose(InferenceSession(ok).run(None, fx)[0], ort_run(ok, fx)["af"],
+                               rtol=1e-5, atol=1e-5)
+    over = tmp_path / "eight.onnx"
+    loop_model(over, trip=8, scan=False)
+    with pytest.raises(InvalidArgumentError, match="max_iterations"):
+        InferenceSession(over).run(None, fx)
+
+
+def test_a_condition_that_never_turns_false_stops_at_the_cap(tmp_path, monkeypatch):
+    from pyarena import InferenceSession
+    from pyarena.errors import InvalidArgumentError
+    from pyarena.runtime.kernels.control import Loop
+    body = h.make_graph([h.make_node("Identity", ["c"], ["c2"]),
+                         h.make_node("Add", ["acc", "x"], ["acc2"])], "body",
+                        [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("acc", T.FLOAT)],
+                        [vi("c2", T.BOOL, []), vi("acc2", T.FLOAT)])
+    path = tmp_path / "forever.onnx"
+    make_model([h.make_node("Loop", ["", "go", "a0"], ["af"], body=body)],
+               {"x": ([2, 3], F32), "a0": ([2, 3], F32), "go": ([], np.bool_)},
+               {"af": (None, F32)}, path=path)
+    monkeypatch.setattr(Loop, "max_iterations", 50)
+    fx = feeds(x=(2, 3), a0=(2, 3))
+    s = InferenceSession(path)
+    with pytest.raises(InvalidArgumentError, match="50 iterations run and its condition is "
+                                                   "still true"):
+        s.run(None, {**fx, "go": np.array(True)})
+    np.testing.assert_array_equal(s.run(None, {**fx, "go": np.array(False)})[0], fx["a0"])

@@ -13,6 +13,7 @@ run time is run by :mod:`pyarena.runtime.dynamic` through ``run_dynamic``.
 """
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from .registry import Kernel, register
 from .subgraph import Body
 
@@ -119,6 +120,10 @@ class Loop(_Control):
     fold = "never"
     lead = 2
     out_at = 1
+    #: iterations a Loop may run (a trip count of 2**62, or a condition
+    #: that never turns false, would hang the caller): InvalidArgumentError
+    #: beyond it.  A class attribute: raise it for a model that needs more.
+    max_iterations = 10_000_000
 
     def carried_count(self):
         return int(self.attrs["n_carried"])
@@ -142,6 +147,11 @@ class Loop(_Control):
         body = self.body
         m = None if xs[0] is None else int(xs[0].reshape(-1)[0])
         cond = True if len(xs) < 2 or xs[1] is None else bool(xs[1].reshape(-1)[0])
+        cap = self.max_iterations
+        if m is not None and m > cap and cond:
+            raise InvalidArgumentError(
+                f"operator {self.op.name!r} (Loop): trip count {m:,} is over "
+                f"Loop.max_iterations ({cap:,}); raise it for a model that needs more")
         self.cur = self.start(xs, sc, 2)
         it, cin, cout = body.ins[0], body.ins[1], body.outs[0]
         each, carry, run = make_each(body.outs), self.carry, body.run
@@ -156,6 +166,10 @@ class Loop(_Control):
             each(i)         # before the carry: an output may alias an input
             carry()
             i += 1
+            if i == cap and cond and (m is None or i < m):
+                raise InvalidArgumentError(
+                    f"operator {self.op.name!r} (Loop): {cap:,} iterations run and its "
+                    f"condition is still true (Loop.max_iterations)")
         self.done = i
 
     def produce(self, xs, ys, sc, pool):
