@@ -8,7 +8,8 @@ before it is written).  Kernels that would otherwise overwrite an input
 they still read take a scratch buffer (LeakyRelu, PRelu, HardSwish, Elu,
 Softsign: one output-sized buffer); the ones that need temporaries
 (Erf, Gelu, Mish, Celu, ThresholdedRelu, Shrink) work in flat chunks, 1-3
-chunk-sized buffers within the scratch budget.
+chunk-sized buffers within the scratch budget (a chunk never smaller than
+``MIN_STEP_ELEMENTS``: no loop per element, however small the budget).
 """
 import math
 
@@ -20,7 +21,7 @@ from . import evaluators as ev
 from . import shape_rules as rules
 from .native import NATIVE_DTYPE, Pointers, unary
 from . import tflite_attrs as tfl
-from .registry import Kernel, const, register
+from .registry import Kernel, const, items_per_step, register
 
 
 def _relu_value(n):
@@ -390,7 +391,7 @@ class _Chunked(Kernel):
             self.fail(f"dtype {self.dtype} is not supported (floating point only)")
         self.consts()
         n = math.prod(self.oshape())
-        ch = max(1, min(n, self.scratch_budget // max(1, self.nbuf * self.dtype.itemsize)))
+        ch = items_per_step(self.scratch_budget, self.nbuf * self.dtype.itemsize, n)
         self.n, self.chunk = n, ch
         self.scratch = [((ch,), self.dtype)] * self.nbuf
 

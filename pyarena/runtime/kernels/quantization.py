@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .registry import Kernel
+from .registry import Kernel, items_per_step
 
 __all__ = ["MIN_SCRATCH", "QRANGES", "axis_vector", "requantize", "dequantize", "QuantKernel"]
 
@@ -104,7 +104,7 @@ class QuantKernel(Kernel):
 
     def rows_per_chunk(self, shape, per_elem_bytes):
         """Outer-axis rows per chunk so a chunk's float scratch fits the
-        budget (at least one row)."""
+        budget (at least one row, and MIN_STEP_ELEMENTS elements)."""
         row = math.prod(shape[1:]) if len(shape) > 1 else 1
-        rows = self.scratch_budget // max(1, row * per_elem_bytes)
-        return int(max(1, min(shape[0] if shape else 1, rows)))
+        return items_per_step(self.scratch_budget, row * per_elem_bytes,
+                              shape[0] if shape else 1, row)
