@@ -343,13 +343,19 @@ def baseline(elems, mac, reductions=()):
     return both
 
 
+#: a kernel this many times slower than its baseline after one call is not timed again
+HOPELESS = 200
+
+
 def ratio(steps, repeat=5):
     """(kernel seconds, baseline seconds): minima over ``repeat``
-    alternating calls."""
+    alternating calls (one, when the first is :data:`HOPELESS`)."""
     base = baseline(*work(steps))
     base()
     tk, tb = [], []
-    for _ in range(repeat):
+    for i in range(repeat):
+        if i == 1 and tk[0] > HOPELESS * tb[0]:
+            break
         t0 = time.perf_counter()
         for k, xs, ys, sc in steps:
             k(xs, ys, sc)

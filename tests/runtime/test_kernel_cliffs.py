@@ -55,9 +55,11 @@ def test_no_kernel_is_more_than_20x_its_vectorised_baseline(survey, tmp_path):
     timed, _ = survey
     assert len(timed) >= 100, sorted(timed)
     slow = {op: res for op, res in timed.items() if _worst(res) > LIMIT}
-    if slow:        # once more, longer, before calling it a cliff (a busy moment)
-        again, _ = kt.survey(tmp_path, ops=slow, repeat=15)
-        slow = {op: res for op, res in again.items() if _worst(res) > LIMIT}
+    close = [op for op, res in slow.items() if _worst(res) < 3 * LIMIT]
+    if close:       # once more, longer, before calling it a cliff (a busy moment)
+        again, _ = kt.survey(tmp_path, ops=close, repeat=15)
+        slow.update(again)
+        slow = {op: res for op, res in slow.items() if _worst(res) > LIMIT}
     assert not slow, {op: {b: f"{t * 1e3:.3f} ms, {t / base:.0f}x" for b, (t, base) in r.items()}
                       for op, r in slow.items()}
 
