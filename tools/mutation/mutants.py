@@ -2548,7 +2548,7 @@ MUTANTS += [
       "imgsz's width is taken for the height too", CLI_SHAPES),
     # ---- kernels: the least work per Python step (no per-element loops) --------
     M("step-floor-dropped", "pyarena/runtime/kernels/registry.py",
-      "    floor = -(-MIN_STEP_ELEMENTS // max(1, int(item_elements)))",
+      "    floor = -(-least // max(1, int(item_elements)))",
       "    floor = 1",
       "a kernel takes as few elements per step as its budget says, down to one (the "
       "per-element cliff)", ("tests/runtime/test_kernels.py", CLIFFS)),
@@ -2568,12 +2568,11 @@ MUTANTS += [
       "a chunk sized for one buffer when the kernel holds nbuf of them",
       ("tests/runtime/test_kernels.py",)),
     M("qlinear-chunk-unfloored", "pyarena/runtime/kernels/quantized_contrib.py",
-      "        self.chunk = items_per_step(self.scratch_budget, 8, self.total) if flat else \\",
+      "        self.chunk = self.step_items(8, self.total) if flat else \\",
       "        self.chunk = int(max(1, min(self.total, self.scratch_budget // 8))) if flat else \\",
       "QLinearAdd / Mul take one element per step under a one-byte budget", (CLIFFS,)),
     M("qlinear-softmax-rows-unfloored", "pyarena/runtime/kernels/quantized_contrib.py",
-      "        self.rows = items_per_step(self.scratch_budget, 4 * self.inner, self.outer, "
-      "self.inner)",
+      "        self.rows = self.step_items(4 * self.inner, self.outer, self.inner)",
       "        self.rows = int(max(1, min(self.outer, self.scratch_budget // "
       "max(1, 4 * self.inner))))",
       "QLinearSoftmax takes one row per step under a one-byte budget", (CLIFFS,)),

@@ -165,14 +165,15 @@ def supported_ops():
     return sorted(KERNELS)
 
 
-def items_per_step(budget, item_bytes, total, item_elements=1):
+def items_per_step(budget, item_bytes, total, item_elements=1, least=None):
     """How many items (elements, rows, columns: ``item_bytes`` of scratch
     and ``item_elements`` elements of work each) one step of a kernel that
     works in pieces takes: as many as ``budget`` bytes hold, but at least
-    enough for :data:`MIN_STEP_ELEMENTS` elements; at least 1, at most
-    ``total``."""
+    enough for ``least`` elements (None: :data:`MIN_STEP_ELEMENTS`); at
+    least 1, at most ``total``."""
     fit = int(budget) // max(1, int(item_bytes))
-    floor = -(-MIN_STEP_ELEMENTS // max(1, int(item_elements)))
+    least = MIN_STEP_ELEMENTS if least is None else least
+    floor = -(-least // max(1, int(item_elements)))
     return int(max(1, min(int(total), max(fit, floor))))
 
 
