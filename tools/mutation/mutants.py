@@ -2581,7 +2581,7 @@ MUTANTS += [
       "        np.copyto(s, x)",
       "Mish's e^x taken of x itself: n overflows to inf and inf / inf is NaN above x = 44",
       ("tests/runtime/test_kernels.py",)),
-    M("erf-evaluator-unevaluated", "pyarena/runtime/kernels/elementwise.py",
+    M("erf-evaluator-unevaluated", "pyarena/runtime/kernels/erf.py",
       "    k.erf(u, e, t)\n    return e.reshape(x.shape)",
       "    np.copyto(e, u)\n    return e.reshape(x.shape)",
       "Erf folds to its input", ("tests/runtime/test_facts.py",)),

@@ -25,7 +25,7 @@ inference performs no NumPy data allocation.  The kernel families
 (elementwise, logic, indexing, movement, linalg, conv, pooling,
 normalization, recurrent, resize, tflite, quantized*) import only this
 module and the shared declarations (:mod:`.shape_rules`,
-:mod:`.evaluators`, :mod:`.tflite_attrs`; conv and pooling also share the
+:mod:`.evaluators`, :mod:`.tflite_attrs`, :mod:`.erf`; conv and pooling also share the
 spatial geometry in ``spatial.py``, the quantized families the integer
 helpers in ``quantization.py``), never each other.
 """
