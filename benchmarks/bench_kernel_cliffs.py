@@ -12,9 +12,10 @@ Three tables, every figure measured in this run:
    ``pyarena.InferenceSession`` and onnxruntime (one thread,
    ``intra_op_num_threads=1``) at each sequence length: medians per
    inference and the ratio.  "before" is the same session with
-   ``MIN_STEP_ELEMENTS`` set to 1 while its kernels are built, which is the
-   code before the floor (a kernel took as many elements per step as the
-   scratch budget the slack planner left it, down to one).
+   ``MIN_STEP_ELEMENTS`` (and the quantized kernels' ``STEP_ELEMENTS``) set
+   to 1 while its kernels are built, which is the code before the floor (a
+   kernel took as many elements per step as the scratch budget the slack
+   planner left it, down to one).
 2. The same for a model of two com.microsoft ``QLinearMul`` on 1x64x56x56
    uint8 tensors.
 3. (``--ops``) every kernel the guard of tests/runtime/test_kernel_cliffs.py
@@ -22,6 +23,7 @@ Three tables, every figure measured in this run:
    and after, and the ratio to its vectorised baseline.
 """
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -124,12 +126,16 @@ def qlinear_mul(shape=(1, 64, 56, 56)):
     return m
 
 
+@contextlib.contextmanager
 def one_step_per_budget():
-    """A context in which kernels are built as before the floor."""
+    """A context in which kernels are built as before the floor (the
+    quantized kernels' floor too)."""
     from unittest import mock
 
-    from pyarena.runtime.kernels import registry
-    return mock.patch.object(registry, "MIN_STEP_ELEMENTS", 1)
+    from pyarena.runtime.kernels import quantization, registry
+    with mock.patch.object(registry, "MIN_STEP_ELEMENTS", 1), \
+            mock.patch.object(quantization, "STEP_ELEMENTS", 1):
+        yield
 
 
 def medians(runs, repeat):
