@@ -2585,4 +2585,10 @@ MUTANTS += [
       "    k.erf(u, e, t)\n    return e.reshape(x.shape)",
       "    np.copyto(e, u)\n    return e.reshape(x.shape)",
       "Erf folds to its input", ("tests/runtime/test_facts.py",)),
+    M("quantized-step-floor-generic", "pyarena/runtime/kernels/quantization.py",
+      "        return items_per_step(self.scratch_budget, item_bytes, total, item_elements,\n"
+      "                              STEP_ELEMENTS)",
+      "        return items_per_step(self.scratch_budget, item_bytes, total, item_elements)",
+      "the quantized kernels take the float kernels' floor: their scratch sets a small int8 "
+      "model's arena", ("tests/importers/test_quantized_models.py",)),
 ]
