@@ -42,6 +42,15 @@ def data_dir():
     return DATA
 
 
+@pytest.fixture
+def single_steps(monkeypatch):
+    """Kernels that work in pieces take pieces as small as their scratch
+    budget says, one element or one row (MIN_STEP_ELEMENTS lowered to 1):
+    for the tests of their piece-by-piece paths on small tensors."""
+    from pyarena.runtime.kernels import registry
+    monkeypatch.setattr(registry, "MIN_STEP_ELEMENTS", 1)
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     """The checkout (for tests that build C code or run its scripts)."""

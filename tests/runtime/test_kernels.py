@@ -41,8 +41,13 @@ CONV_CASES = [
 @pytest.fixture(params=["whole", "row-bands"])
 def budget(request):
     """Run with the default scratch budget (one band) and with a budget so
-    small that every band is one output row: the scratch_budget to give."""
-    return None if request.param == "whole" else 1
+    small that every band is one output row (the least work per step,
+    MIN_STEP_ELEMENTS, lowered to one element for it): the scratch_budget
+    to give."""
+    if request.param == "whole":
+        return None
+    request.getfixturevalue("single_steps")
+    return 1
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
@@ -711,7 +716,31 @@ def test_erf_accuracy_against_math_erf():
     assert np.all(np.abs(y[small] - ref[small]) <= 1e-6 * np.abs(ref[small]) + 1e-37)
 
 
-def test_chunked_elementwise_scratch_is_bounded(tmp_path):
+def test_mish_accuracy_against_float64():
+    """Mish as x n / (n + 2), n = e^x (e^x + 2): within 1e-6 relative of
+    x tanh(softplus(x)) in float64 over [-100, 100] (tails: -x e^x and x),
+    exact at 0, x itself far right, NaN in, NaN out."""
+    from pyarena.graph import Graph
+    from pyarena.runtime.kernels import make_kernel
+    x = np.concatenate([np.linspace(-100, 100, 200001), [0.0, 1e30, -1e30, np.nan]]
+                       ).astype(np.float32)
+    g = Graph("m")
+    g.add_tensor("x", x.shape, role="input")
+    g.add_tensor("y", x.shape, role="output")
+    op = g.add_op("Mish", ["x"], ["y"])
+    k = make_kernel(op, [g.tensors["x"]], [g.tensors["y"]])
+    y = np.empty_like(x)
+    k([x], [y], np.empty(k.scratch_bytes, np.uint8))
+    xd = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref = xd * np.tanh(np.logaddexp(xd, 0))
+    ref[-3:-1] = [1e30, -0.0]
+    tiny = np.abs(ref) < 1e-37          # subnormal results: absolute error only
+    assert np.all(np.abs(y[:-1] - ref[:-1]) <= 1e-6 * np.abs(ref[:-1]) + tiny[:-1] * 1e-37)
+    assert y[-4] == 0 and np.isnan(y[-1])
+
+
+def test_chunked_elementwise_scratch_is_bounded(tmp_path, single_steps):
     g, _, _ = run_both(tmp_path, [node("Gelu", ["x"])], {"x": rnd(4, 64, 64, lo=-4, hi=4)},
                        opset=20, name="big")
     # three whole-tensor temporaries (64-byte aligned) with the default budget
@@ -720,6 +749,22 @@ def test_chunked_elementwise_scratch_is_bounded(tmp_path):
                        opset=20, name="banded", scratch_budget=3 * 4 * 1000)
     # 1000-element chunks: 17 chunks, the last one partial
     assert g.ops[0].scratch_bytes == 2 * 4032 + 4000
+
+
+@pytest.mark.parametrize("op, attrs, nbuf, per_elem", [
+    ("Gelu", {}, 3, 4), ("Erf", {}, 2, 4), ("Mish", {}, 2, 4)])
+def test_a_one_byte_budget_still_takes_min_step_elements_per_step(tmp_path, op, attrs, nbuf,
+                                                                   per_elem):
+    """However small the budget (the slack planner may leave an op one
+    byte), a chunked kernel's step covers MIN_STEP_ELEMENTS elements: its
+    scratch is that many per buffer, and it still matches onnxruntime."""
+    from pyarena.runtime.kernels import registry
+    n = registry.MIN_STEP_ELEMENTS
+    g, _, _ = run_both(tmp_path, [node(op, ["x"], **attrs)], {"x": rnd(3, n, lo=-4, hi=4)},
+                       opset=20, name="tiny", scratch_budget=1)
+    assert g.ops[0].scratch_bytes == (nbuf - 1) * (-(-n * per_elem // 64) * 64) + n * per_elem
+    k = registry.graph_kernel(g, g.ops[0])
+    assert k.chunk == n and k.n == 3 * n
 
 
 NEW_ELEMENTWISE = [("Erf", {}), ("Gelu", {}), ("Gelu", dict(approximate="tanh")),
@@ -758,7 +803,7 @@ def test_new_elementwise_in_place_and_allocation_free(tmp_path):
     assert counter.allocations == 0
 
 
-def test_conv_transpose_scratch_is_banded(tmp_path):
+def test_conv_transpose_scratch_is_banded(tmp_path, single_steps):
     case = dict(strides=[2, 2], pads=[1, 1, 1, 1])
     inits = {"w": rnd(4, 3, 3, 3), "b": rnd(3)}
     g, _, _ = run_both(tmp_path, [node("ConvTranspose", ["x", "w", "b"], **case)],
@@ -992,9 +1037,14 @@ def test_lrn_in_row_bands_gives_the_whole_tensors_bits(size, n, c, h, w, budget)
     """LRN's scratch is the window sums of a band of rows (a one-byte budget:
     one row); any band gives the bits of the whole tensor at once, and both
     the definition's values (a zero-padded channel window)."""
+    from unittest import mock
+
     from pyarena import plan
     from pyarena.graph import Graph
     from pyarena.runtime import Executor, set_scratch
+    from pyarena.runtime.kernels import registry
+    rows = mock.patch.object(registry, "MIN_STEP_ELEMENTS", 1)     # a row per band
+    rows.start()
 
     def graph(b):
         g = Graph("lrn")
@@ -1005,11 +1055,14 @@ def test_lrn_in_row_bands_gives_the_whole_tensors_bits(size, n, c, h, w, budget)
             g.ops[0].notes.scratch_budget = b
         return set_scratch(g)
     x = np.random.default_rng(size * 100 + c).standard_normal((n, c, h, w)).astype(np.float32)
-    g_band, g_whole = graph(budget), graph(None)
-    if budget == 1:
-        assert g_band.ops[0].scratch_bytes == n * c * w * 4       # one row's sums
-    got = np.array(Executor(g_band, plan(g_band)).run({"x": x})["y"])
-    whole = np.array(Executor(g_whole, plan(g_whole)).run({"x": x})["y"])
+    try:
+        g_band, g_whole = graph(budget), graph(None)
+        if budget == 1:
+            assert g_band.ops[0].scratch_bytes == n * c * w * 4       # one row's sums
+        got = np.array(Executor(g_band, plan(g_band)).run({"x": x})["y"])
+        whole = np.array(Executor(g_whole, plan(g_whole)).run({"x": x})["y"])
+    finally:
+        rows.stop()
     np.testing.assert_array_equal(got, whole)
     lo = (size - 1) // 2
     sq = np.pad(x.astype(np.float64) ** 2, ((0, 0), (lo, size - 1 - lo), (0, 0), (0, 0)))

@@ -42,6 +42,7 @@ SEQ_LSTM = ("tests/importers/test_tflite_sequence_lstm.py",)
 SEQ_RNN = ("tests/importers/test_tflite_sequence_rnn.py",)
 TFL_CONTROL = ("tests/importers/test_tflite_control.py",)
 MORE_OPS = ("tests/runtime/test_more_ops.py",)
+CLIFFS = "tests/runtime/test_kernel_cliffs.py"
 TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_kernels.py",
           "tests/importers/test_real_tflite.py")
 
@@ -2683,4 +2684,49 @@ MUTANTS += [
       "            if False:",
       "a Loop whose condition never turns false runs forever",
       ("tests/importers/test_onnx_loop.py",)),
+    # ---- kernels: the least work per Python step (no per-element loops) --------
+    M("step-floor-dropped", "pyarena/runtime/kernels/registry.py",
+      "    floor = -(-least // max(1, int(item_elements)))",
+      "    floor = 1",
+      "a kernel takes as few elements per step as its budget says, down to one (the "
+      "per-element cliff)", ("tests/runtime/test_kernels.py", CLIFFS)),
+    M("step-budget-ignored", "pyarena/runtime/kernels/registry.py",
+      "    fit = int(budget) // max(1, int(item_bytes))",
+      "    fit = 0",
+      "a kernel takes the floor's elements per step whatever room its budget leaves",
+      ("tests/runtime/test_kernels.py",)),
+    M("step-beyond-total", "pyarena/runtime/kernels/registry.py",
+      "    return int(max(1, min(int(total), max(fit, floor))))",
+      "    return int(max(1, max(fit, floor)))",
+      "a step sized by the budget alone, past the tensor's end (scratch larger than the "
+      "tensor)", ("tests/runtime/test_kernels.py",)),
+    M("chunked-ignores-buffers", "pyarena/runtime/kernels/elementwise.py",
+      "        ch = items_per_step(self.scratch_budget, self.nbuf * self.dtype.itemsize, n)",
+      "        ch = items_per_step(self.scratch_budget, self.dtype.itemsize, n)",
+      "a chunk sized for one buffer when the kernel holds nbuf of them",
+      ("tests/runtime/test_kernels.py",)),
+    M("qlinear-chunk-unfloored", "pyarena/runtime/kernels/quantized_contrib.py",
+      "        self.chunk = self.step_items(8, self.total) if flat else \\",
+      "        self.chunk = int(max(1, min(self.total, self.scratch_budget // 8))) if flat else \\",
+      "QLinearAdd / Mul take one element per step under a one-byte budget", (CLIFFS,)),
+    M("qlinear-softmax-rows-unfloored", "pyarena/runtime/kernels/quantized_contrib.py",
+      "        self.rows = self.step_items(4 * self.inner, self.outer, self.inner)",
+      "        self.rows = int(max(1, min(self.outer, self.scratch_budget // "
+      "max(1, 4 * self.inner))))",
+      "QLinearSoftmax takes one row per step under a one-byte budget", (CLIFFS,)),
+    M("mish-unclamped", "pyarena/runtime/kernels/elementwise.py",
+      "        np.minimum(x, self.top, out=s)",
+      "        np.copyto(s, x)",
+      "Mish's e^x taken of x itself: n overflows to inf and inf / inf is NaN above x = 44",
+      ("tests/runtime/test_kernels.py",)),
+    M("erf-evaluator-unevaluated", "pyarena/runtime/kernels/erf.py",
+      "    k.erf(u, e, t)\n    return e.reshape(x.shape)",
+      "    np.copyto(e, u)\n    return e.reshape(x.shape)",
+      "Erf folds to its input", ("tests/runtime/test_facts.py",)),
+    M("quantized-step-floor-generic", "pyarena/runtime/kernels/quantization.py",
+      "        return items_per_step(self.scratch_budget, item_bytes, total, item_elements,\n"
+      "                              STEP_ELEMENTS)",
+      "        return items_per_step(self.scratch_budget, item_bytes, total, item_elements)",
+      "the quantized kernels take the float kernels' floor: their scratch sets a small int8 "
+      "model's arena", ("tests/importers/test_quantized_models.py",)),
 ]

@@ -17,7 +17,8 @@ band when there is padding; 1x1 / stride 1 / unpadded -- none; depthwise
 -- the padded rows + one band-sized product buffer; the native paths --
 none, or the padded rows of a band when run band by band; ConvTranspose --
 ``C_out * kh * kw * rows * W_in`` columns.  ``rows`` is the most rows that
-fit the scratch budget (at least one).
+fit the scratch budget (at least one, and enough rows for MIN_STEP_ELEMENTS
+elements: no loop per short row).
 """
 import numpy as np
 
@@ -27,7 +28,7 @@ from .conv_weights import ConvWeights
 from .native import NATIVE_DTYPE, fused_activation
 from . import shape_rules as rules
 from . import tflite_attrs as tfl
-from .registry import Kernel, const, register
+from .registry import Kernel, const, items_per_step, register
 from .spatial import Spatial
 
 #: NHWC convolutions with at most this many output channels run the native
@@ -340,7 +341,7 @@ class ConvTranspose(Kernel):
             self.wm = self.keep(np.ascontiguousarray(
                 w.reshape(g, C // g, cog * kh * kw).transpose(0, 2, 1)))
         per_row = cout * kh * kw * W * self.dtype.itemsize
-        nh = int(max(1, min(H, self.scratch_budget // max(per_row, 1))))
+        nh = items_per_step(self.scratch_budget, per_row, H, per_row // self.dtype.itemsize)
         self.band_rows = nh
         self.scratch = [((cout * kh * kw * nh * W,), self.dtype)]
         cw = _tap_slices(Wo, kw, s[1], d[1], pl, 0, W)

@@ -15,7 +15,7 @@ from .native import plane_mean
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
 from . import tflite_attrs as tfl
-from .registry import Kernel, const, register
+from .registry import Kernel, const, items_per_step, register
 
 
 @register
@@ -250,7 +250,7 @@ class LRN(Kernel):
         rows = rest[0] if rest else 1
         per_row = N * C * math.prod(rest[1:]) * self.dtype.itemsize
         if rest and per_row * rows > self.scratch_budget:
-            rows = max(1, min(rows, self.scratch_budget // max(per_row, 1)))
+            rows = items_per_step(self.scratch_budget, per_row, rows, per_row // self.dtype.itemsize)
         self.rows = rows
         band = (rows,) + tuple(rest[1:]) if rest else ()
         self.scratch = [((N, C) + band, self.dtype)]

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .registry import Kernel
+from .registry import Kernel, items_per_step
 
 __all__ = ["MIN_SCRATCH", "QRANGES", "axis_vector", "requantize", "dequantize", "QuantKernel"]
 
@@ -56,6 +56,10 @@ def requantize(acc, out, zero_point, lo, hi):
 
 #: the least workspace a quantized op is given (see QuantKernel.shrink_budget)
 MIN_SCRATCH = 16 << 10
+#: the least elements one step of a quantized op takes, whatever its budget:
+#: its least workspace in float32 operand pairs (not MIN_STEP_ELEMENTS, whose
+#: larger scratch would set the arena of a small int8 model)
+STEP_ELEMENTS = MIN_SCRATCH // 8
 
 _INTEGER = tuple(QRANGES)
 
@@ -75,12 +79,19 @@ class QuantKernel(Kernel):
         """Float workspace at most a quarter of the bytes of the op's
         tensors (its 8-bit activations are 4x smaller than the float ones
         its scratch holds), so the scratch does not set the arena of an
-        int8 model; at least MIN_SCRATCH, at most the op's budget."""
+        int8 model; at least MIN_SCRATCH, at most the op's budget (its
+        steps then still take STEP_ELEMENTS elements: :meth:`step_items`)."""
         def nbytes(t):
             return math.prod(int(d) for d in t.shape) * np.dtype(t.dtype).itemsize
         own = sum(nbytes(t) for t in list(self.ins) + list(self.outs)
                   if t is not None and t.data is None)
         self.scratch_budget = int(min(self.scratch_budget, max(MIN_SCRATCH, own // 4)))
+
+    def step_items(self, item_bytes, total, item_elements=1):
+        """Items per step within the budget, at least STEP_ELEMENTS
+        elements' worth (``registry.items_per_step``)."""
+        return items_per_step(self.scratch_budget, item_bytes, total, item_elements,
+                              STEP_ELEMENTS)
 
     def qparam(self, i, what, default=0.0):
         """A scale or zero point: the constant of input ``i`` (``default``
@@ -104,7 +115,6 @@ class QuantKernel(Kernel):
 
     def rows_per_chunk(self, shape, per_elem_bytes):
         """Outer-axis rows per chunk so a chunk's float scratch fits the
-        budget (at least one row)."""
+        budget (at least one row, and STEP_ELEMENTS elements)."""
         row = math.prod(shape[1:]) if len(shape) > 1 else 1
-        rows = self.scratch_budget // max(1, row * per_elem_bytes)
-        return int(max(1, min(shape[0] if shape else 1, rows)))
+        return self.step_items(row * per_elem_bytes, shape[0] if shape else 1, row)

@@ -56,7 +56,7 @@ class _QElementwise(QuantKernel):
                 whole += math.prod(shape)
         self.runtime = tuple(runtime)
         self.flat = flat
-        self.chunk = int(max(1, min(self.total, self.scratch_budget // 8))) if flat else \
+        self.chunk = self.step_items(8, self.total) if flat else \
             self.total
         self.scratch = [((self.chunk,), np.float32), ((self.chunk,), np.float32)]
         if whole:
@@ -279,7 +279,7 @@ class QLinearSoftmax(QuantKernel):
         self.inv_y = np.float32(1.0 / float(self.qparam(3, "y_scale").reshape(-1)[0]))
         self.y_zp = float(self.qparam(4, "y_zero_point").reshape(-1)[0])
         self.lo, self.hi = self.out_range()
-        self.rows = int(max(1, min(self.outer, self.scratch_budget // max(1, 4 * self.inner))))
+        self.rows = self.step_items(4 * self.inner, self.outer, self.inner)
         self.scratch = [((self.rows, self.inner), np.float32), ((self.rows, 1), np.float32)]
 
     def run(self, xs, ys, sc):
@@ -319,7 +319,7 @@ class QLinearLookup(QuantKernel):
             self.fail("needs an 8-bit input and a table of 256 entries")
         self.table = self.keep(np.ascontiguousarray(table.astype(self.outs[0].dtype)))
         total = math.prod(self.shape(0))
-        self.chunk = int(max(1, min(total, self.scratch_budget // 8)))
+        self.chunk = self.step_items(8, total)
         self.scratch = [((self.chunk,), np.intp)]
 
     def run(self, xs, ys, sc):

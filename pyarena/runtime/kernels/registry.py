@@ -25,7 +25,7 @@ inference performs no NumPy data allocation.  The kernel families
 (elementwise, logic, indexing, movement, linalg, conv, pooling,
 normalization, recurrent, resize, tflite, quantized*) import only this
 module and the shared declarations (:mod:`.shape_rules`,
-:mod:`.evaluators`, :mod:`.tflite_attrs`; conv and pooling also share the
+:mod:`.evaluators`, :mod:`.tflite_attrs`, :mod:`.erf`; conv and pooling also share the
 spatial geometry in ``spatial.py``, the quantized families the integer
 helpers in ``quantization.py``), never each other.
 """
@@ -43,7 +43,7 @@ from . import facts
 from .native import NATIVE_DTYPE, Pointers, native_act
 
 __all__ = ["Kernel", "register", "fold_only", "KERNELS", "OPS", "TFLITE_OPS", "TFLITE_INT8", "SCRATCH_BUDGET",
-           "make_kernel", "graph_kernel", "scratch_bytes_for", "set_scratch",
+           "MIN_STEP_ELEMENTS", "items_per_step", "make_kernel", "graph_kernel", "scratch_bytes_for", "set_scratch",
            "supported_ops", "const", "op_fact", "op_table", "ops_where", "TfliteOp"]
 
 _ALIGN = 64
@@ -55,6 +55,16 @@ _ALIGN = 64
 #: MobileNet-class nets' scratch below their activations.  A graph planned
 #: with another budget records it (``Graph.scratch_budget``).
 SCRATCH_BUDGET = 1 << 20
+
+#: The least work one Python-level step of a kernel covers when it works
+#: in chunks, rows, bands or column blocks to keep its scratch within its
+#: budget: however small that budget (the slack planner may leave an op a
+#: few bytes), each step takes at least this many elements, so no kernel
+#: loops per element or per short row and the interpreter's cost per step
+#: (a few microseconds) stays small beside the step's arithmetic.  Its
+#: scratch may then exceed the budget (by at most this many elements per
+#: buffer): a budget is what an op is asked to keep within, not a limit.
+MIN_STEP_ELEMENTS = 1 << 12
 
 #: op type -> kernel class (the operators the executor runs)
 KERNELS = {}
@@ -153,6 +163,18 @@ def ops_where(name, value):
 
 def supported_ops():
     return sorted(KERNELS)
+
+
+def items_per_step(budget, item_bytes, total, item_elements=1, least=None):
+    """How many items (elements, rows, columns: ``item_bytes`` of scratch
+    and ``item_elements`` elements of work each) one step of a kernel that
+    works in pieces takes: as many as ``budget`` bytes hold, but at least
+    enough for ``least`` elements (None: :data:`MIN_STEP_ELEMENTS`); at
+    least 1, at most ``total``."""
+    fit = int(budget) // max(1, int(item_bytes))
+    least = MIN_STEP_ELEMENTS if least is None else least
+    floor = -(-least // max(1, int(item_elements)))
+    return int(max(1, min(int(total), max(fit, floor))))
 
 
 def const(value, dtype=np.float32):
