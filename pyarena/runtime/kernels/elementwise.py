@@ -656,10 +656,14 @@ class Elementwise(Kernel):
         if t in ("Add", "Sub", "Mul", "Div", "Pow") and n != 2:
             self.fail(f"expects 2 inputs, got {n}")
         self.mean = const(1.0 / n, self.dtype) if t == "Mean" else None
-        if np.issubdtype(self.dtype, np.integer) and t == "Div":
-            self.f = np.floor_divide  # ONNX integer division (positive operands)
+        if self.dtype.kind == "u" and t == "Div":
+            self.f = np.floor_divide    # (unsigned: floor is truncation)
+        elif self.dtype.kind == "i" and t == "Div":
+            # ONNX divides signed integers toward zero: -7 / 2 = -3, not -4
+            self.scratch = [(self.oshape(), self.dtype)]
+        self.trunc = bool(self.scratch)
         # two operands, none omitted: one ufunc call (the common case, first)
-        self.binary = n == 2 and len(self.ins) == 2 and self.mean is None
+        self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and not self.trunc
 
     def run(self, xs, ys, sc):
         if self.binary:
@@ -667,6 +671,9 @@ class Elementwise(Kernel):
             return
         y = ys[0]
         xs = [x for x in xs if x is not None]
+        if self.trunc:
+            ev.trunc_divide(xs[0], xs[1], y, sc[0])
+            return
         f = self.f
         if len(xs) == 1:
             np.copyto(y, xs[0])
@@ -694,5 +701,23 @@ class Cast(Kernel):
     shape_rule = rules.cast
     evaluate = ev.cast
 
+    def setup(self):
+        # to a float8 type, ``saturate`` (default 1) clamps what is out of its
+        # range, infinities too, to its largest value (NumPy's cast: NaN)
+        self.bound = None
+        to, src = self.dtype, self.ins[0].dtype
+        if "float8" in to.name and np.dtype(src).kind == "f":
+            if "e8m0" in to.name:
+                self.fail(f"a cast to {to.name} is not supported")
+            if int(self.attrs.get("saturate", 1)):
+                import ml_dtypes
+                hi = float(ml_dtypes.finfo(to).max)
+                self.bound = (const(-hi, src), const(hi, src))
+                self.scratch = [(self.shape(0), src)]
+
     def run(self, xs, ys, sc):
+        if self.bound is not None:
+            np.clip(xs[0], *self.bound, out=sc[0])
+            np.copyto(ys[0], sc[0], casting="unsafe")
+            return
         np.copyto(ys[0], xs[0], casting="unsafe")

@@ -19,11 +19,11 @@ import math
 
 import numpy as np
 
-from ...errors import ModelImportError
+from ...errors import ModelImportError, UnsupportedOpError
 from ...graph import MAX_TENSOR_BYTES
 
 __all__ = ["FOLD_MAX_BYTES", "check_dims", "ufunc", "arith", "power", "extreme",
-           "identity", "cast", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
+           "identity", "dropout", "dropout_trains", "DROPOUT_TRAINING", "cast", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
            "concat", "gather", "reshape", "slice_values", "transpose", "arange", "expand"]
 
 #: the largest value constant folding computes (bytes): shape arithmetic
@@ -66,14 +66,32 @@ def ufunc(fn):
     return _known(lambda x: fn(x[0]), fn.__name__)
 
 
+def trunc_divide(a, b, out, scratch):
+    """``out = a / b`` for signed integers, rounded toward zero as ONNX (and
+    C) divide -- NumPy's ``//`` floors.  ``a - fmod(a, b)`` is a multiple of
+    ``b`` (computed in ``scratch``, the output's shape), so flooring its
+    quotient is exact; no float round trip, so int64 keeps every bit.
+    ``out`` may be ``a`` or ``b`` (each element is read before it is
+    written)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.fmod(a, b, out=scratch)
+        np.subtract(a, scratch, out=scratch)
+        np.floor_divide(scratch, b, out=out)
+    return out
+
+
 def arith(fn):
     """The evaluator of a binary arithmetic op: NumPy's result in the
     operands' common type, an integer Div truncated (ONNX) not floored."""
     def compute(x):
-        r = fn(x[0], x[1])
-        if fn is np.divide and x[0].dtype.kind in "iu":
-            r = np.trunc(r)
-        return np.asarray(r).astype(np.result_type(x[0], x[1]))
+        a, b = np.asarray(x[0]), np.asarray(x[1])
+        t = np.result_type(a, b)
+        if fn is np.divide and t.kind in "iu":
+            shape = np.broadcast_shapes(a.shape, b.shape)
+            if t.kind == "u":
+                return np.floor_divide(a, b).astype(t)
+            return trunc_divide(a, b, np.empty(shape, t), np.empty(shape, t))
+        return np.asarray(fn(a, b)).astype(t)
     return _known(compute, fn.__name__)
 
 
@@ -96,8 +114,34 @@ where = _known(lambda x: np.where(x[0], x[1], x[2]), "where")
 
 
 def identity(n):
-    """Identity, Dropout (inference): the input."""
+    """Identity: the input."""
     return [n.v(0)]
+
+
+#: why a Dropout in training mode is refused (its output is random)
+DROPOUT_TRAINING = "training mode (training_mode true, ratio > 0) is not supported"
+
+
+def dropout_trains(ratio, training):
+    """True when a Dropout with these input values (None: omitted) drops
+    elements: training mode on and a ratio that is not 0."""
+    if training is None or not bool(np.asarray(training)):
+        return False
+    return ratio is None or float(np.asarray(ratio)) != 0.0
+
+
+def dropout(n):
+    """Dropout in inference mode: the input (and an all-true mask);
+    refused in training mode, which is random."""
+    if n.has(2):
+        if n.v(2) is None or (n.has(1) and n.v(1) is None):
+            return NotImplemented
+        if dropout_trains(n.v(1) if n.has(1) else 0.5, n.v(2)):
+            raise UnsupportedOpError(f"Dropout: {DROPOUT_TRAINING}")
+    x = n.v(0)
+    if x is None:
+        return NotImplemented
+    return [x, np.ones(np.shape(x), np.bool_)][:max(1, n.nout)]
 
 
 def cast(n):
