@@ -52,11 +52,11 @@ def dependent_tensors(imp, nodes, io=None):
 
 
 def _small_runtime(t):
-    """A run-time tensor a kernel could want as a value: a small integer
-    one (a K, an axis, a shape)."""
+    """A run-time tensor a kernel could want as a value: a small one (a K,
+    an axis, a shape; Resize's scales, Clip's bounds, a Pad value)."""
     if t is None or t.role == "constant" or t.dynamic or t.shape is None:
         return False
-    return np.dtype(t.dtype).kind in "iub" and int(np.prod(t.shape, dtype=np.int64)) <= 64
+    return np.dtype(t.dtype).kind in "iubf" and int(np.prod(t.shape, dtype=np.int64)) <= 64
 
 
 def value_ops(graph, nodes, rule):

@@ -19,8 +19,8 @@ __all__ = ["PoolOp", "pool_frees"]
 
 #: kernels kept per operator, one per input signature
 MAX_SIGNATURES = 16
-#: a run-time integer input up to this many elements is read as a value
-#: when the kernel is built (a shape, a K, a Slice bound)
+#: a run-time integer or float input up to this many elements is read as a
+#: value when the kernel is built (a shape, a K, a Slice bound, a scale)
 VALUE_ELEMENTS = 64
 
 
@@ -39,9 +39,9 @@ def pool_frees(graph):
 
 
 def _value(a):
-    """The bytes of a run-time input read as a value (a small integer
-    tensor: a K, an axis, a shape), else None."""
-    if a is not None and a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS:
+    """The bytes of a run-time input read as a value (a small tensor: a K,
+    an axis, a shape, a scale, a bound), else None."""
+    if a is not None and a.dtype.kind in "iubf" and a.size <= VALUE_ELEMENTS:
         return a.tobytes()
     return None
 

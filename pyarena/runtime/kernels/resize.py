@@ -177,8 +177,13 @@ class Resize(Kernel):
         if self._old_style():
             if self.has(1):
                 scales = self.const(1, "scales")
-        elif self.has(2) and self.ins[2].data is not None and np.size(self.ins[2].data):
+        elif self.has(2) and (self.ins[2].data is not None or self.ins[2].shape is None
+                              or int(np.prod(self.ins[2].shape))):
+            # (a run-time scales input is read as a value: the coordinates
+            # follow the scale given, not output / input)
             scales = self.const(2, "scales")
+            if not np.size(scales):
+                scales = None
         if scales is not None and len(np.atleast_1d(scales)) == len(axes) != nd:
             full = [1.0] * nd
             for ax, v in zip(axes, np.atleast_1d(scales)):
@@ -230,7 +235,13 @@ class Resize(Kernel):
     def _taps(self, mode, c, ax, xs, ys):
         """[(indices, weights or None)] of one resized axis at coordinates c."""
         if mode == "nearest":
-            nm = _text(self.attrs.get("nearest_mode", "round_prefer_floor"))
+            nm = _text(self.attrs.get("nearest_mode"))
+            if nm is None and self._old_style():
+                # before nearest_mode (Upsample, Resize-10) the nearest pixel is
+                # the floor up and the ceiling down (onnxruntime's; the ONNX
+                # reference repeats each pixel for an integer scale: the floor)
+                nm = "floor" if ys[ax] >= xs[ax] else "ceil"
+            nm = nm or "round_prefer_floor"
             rounding = {"round_prefer_floor": lambda v: np.ceil(v - 0.5),
                         "round_prefer_ceil": lambda v: np.floor(v + 0.5),
                         "floor": np.floor, "ceil": np.ceil}.get(nm)
