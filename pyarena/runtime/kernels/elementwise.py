@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ...errors import UnsupportedOpError
 from ..._native import check, lib
 from ..._native import kernels as nk
 from . import evaluators as ev
@@ -695,25 +696,28 @@ class Elementwise(Kernel):
 
 @register
 class Cast(Kernel):
-    op_types = ('Cast',)
+    """Cast, and CastLike (to the type of its second input, whose values
+    are not read)."""
+
+    op_types = ('Cast', 'CastLike')
     family = 'unary'
     inplace = 'none'
-    shape_rule = rules.cast
-    evaluate = ev.cast
+    shape_rule = {'Cast': rules.cast, 'CastLike': rules.cast_like}
+    evaluate = {'Cast': ev.cast, 'CastLike': ev.cast_like}
 
     def setup(self):
+        self.runtime = (0,)
         # to a float8 type, ``saturate`` (default 1) clamps what is out of its
         # range, infinities too, to its largest value (NumPy's cast: NaN)
         self.bound = None
-        to, src = self.dtype, self.ins[0].dtype
-        if "float8" in to.name and np.dtype(src).kind == "f":
-            if "e8m0" in to.name:
-                self.fail(f"a cast to {to.name} is not supported")
-            if int(self.attrs.get("saturate", 1)):
-                import ml_dtypes
-                hi = float(ml_dtypes.finfo(to).max)
-                self.bound = (const(-hi, src), const(hi, src))
-                self.scratch = [(self.shape(0), src)]
+        src = self.ins[0].dtype
+        try:
+            hi = ev.saturation(src, self.dtype, self.attrs.get("saturate", 1))
+        except UnsupportedOpError as e:
+            self.fail(str(e))
+        if hi is not None:
+            self.bound = (const(-hi, src), const(hi, src))
+            self.scratch = [(self.shape(0), src)]
 
     def run(self, xs, ys, sc):
         if self.bound is not None:

@@ -23,7 +23,8 @@ from ...errors import ModelImportError, UnsupportedOpError
 from ...graph import MAX_TENSOR_BYTES
 
 __all__ = ["FOLD_MAX_BYTES", "check_dims", "ufunc", "arith", "power", "extreme",
-           "identity", "dropout", "dropout_trains", "DROPOUT_TRAINING", "cast", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
+           "identity", "dropout", "dropout_trains", "DROPOUT_TRAINING", "cast",
+           "cast_like", "saturation", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
            "concat", "gather", "reshape", "slice_values", "transpose", "arange", "expand"]
 
 #: the largest value constant folding computes (bytes): shape arithmetic
@@ -144,8 +145,35 @@ def dropout(n):
     return [x, np.ones(np.shape(x), np.bool_)][:max(1, n.nout)]
 
 
+def saturation(src, to, saturate=1):
+    """The largest value a cast from float ``src`` to ``to`` clamps to: a
+    float8 type's largest finite value when ``saturate`` (ONNX's default);
+    else None (NumPy's cast: what is out of range becomes NaN or inf)."""
+    to = np.dtype(to)
+    if "float8" not in to.name or np.dtype(src).kind != "f" or not int(saturate):
+        return None
+    if "e8m0" in to.name:
+        raise UnsupportedOpError(f"a cast to {to.name} is not supported")
+    import ml_dtypes
+    return float(ml_dtypes.finfo(to).max)
+
+
+def _cast(x, to, saturate):
+    hi = saturation(x.dtype, to, saturate)
+    return (x if hi is None else np.clip(x, -hi, hi)).astype(to)
+
+
 def cast(n):
-    return [n.v(0).astype(n.dtype_of(n.a["to"]))]
+    return [_cast(n.v(0), n.dtype_of(n.a["to"]), n.a.get("saturate", 1))]
+
+
+def cast_like(n):
+    """CastLike: to the type of the second input (only its type is read)."""
+    x, like = n.v(0), n.v(1)
+    to = n.dtype_of(n.t(1)) if n.t(1) is not None else None if like is None else like.dtype
+    if x is None or to is None:
+        return NotImplemented
+    return [_cast(x, to, n.a.get("saturate", 1))]
 
 
 def shape(n):
