@@ -26,7 +26,11 @@ FIXED = ("test_div_int32_trunc",
          "test_cast_FLOAT16_to_FLOAT8E5M2",
          # CastLike (every function body's casts), depthwise float16 taps
          "test_castlike_FLOAT_to_DOUBLE", "test_castlike_FLOAT_to_FLOAT8E4M3FN_expanded",
-         "test_causal_conv_with_state_silu_fp16_expanded")
+         "test_causal_conv_with_state_silu_fp16_expanded",
+         # were wrapped NumPy errors: an int base to a float exponent, the
+         # maximum / minimum over an empty axis
+         "test_pow_types_int32_float32", "test_pow_types_int64_float32",
+         "test_reduce_max_empty_set", "test_reduce_min_empty_set")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,7 @@ def cases():
         warnings.simplefilter("ignore")
         return generated_cases(re.compile("|".join(FIXED + ("test_training_dropout", "test_training_dropout_default"))),
                                ["div", "resize", "upsample", "cast", "castlike", "dropout",
-                                "causal_conv_with_state"])
+                                "causal_conv_with_state", "pow", "reducemax", "reducemin"])
 
 
 def _arrays(vals):

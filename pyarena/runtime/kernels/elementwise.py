@@ -663,8 +663,15 @@ class Elementwise(Kernel):
             # ONNX divides signed integers toward zero: -7 / 2 = -3, not -4
             self.scratch = [(self.oshape(), self.dtype)]
         self.trunc = bool(self.scratch)
+        # an integer base to a float exponent: computed in float64, the
+        # result cast to the base's type (ONNX's Pow keeps the base's type)
+        self.wide = t == "Pow" and self.dtype.kind in "iu" and \
+            np.dtype(self.ins[1].dtype).kind == "f"
+        if self.wide:
+            self.scratch = [(self.oshape(), np.float64)]
         # two operands, none omitted: one ufunc call (the common case, first)
-        self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and not self.trunc
+        self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and \
+            not self.trunc and not self.wide
 
     def run(self, xs, ys, sc):
         if self.binary:
@@ -674,6 +681,10 @@ class Elementwise(Kernel):
         xs = [x for x in xs if x is not None]
         if self.trunc:
             ev.trunc_divide(xs[0], xs[1], y, sc[0])
+            return
+        if self.wide:
+            np.power(xs[0], xs[1], out=sc[0])
+            np.copyto(y, sc[0], casting="unsafe")
             return
         f = self.f
         if len(xs) == 1:
