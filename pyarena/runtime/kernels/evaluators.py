@@ -170,9 +170,9 @@ def cast(n):
 def cast_like(n):
     """CastLike: to the type of the second input (only its type is read)."""
     x, like = n.v(0), n.v(1)
-    to = n.dtype_of(n.t(1)) if n.t(1) is not None else None if like is None else like.dtype
-    if x is None or to is None:
+    if x is None or like is None:
         return NotImplemented
+    to = np.asarray(like).dtype
     return [_cast(x, to, n.a.get("saturate", 1))]
 
 
