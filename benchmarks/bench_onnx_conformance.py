@@ -94,6 +94,7 @@ def op_of(case, by_name):
 def value(v):
     """A case's input or reference output as arrays: some are stored as
     protos (TensorProto, SequenceProto, OptionalProto)."""
+    import numpy as np
     import onnx
     from onnx import numpy_helper
     if isinstance(v, onnx.TensorProto):
@@ -102,6 +103,8 @@ def value(v):
         return numpy_helper.to_list(v)
     if isinstance(v, onnx.OptionalProto):
         return numpy_helper.to_optional(v)
+    if isinstance(v, np.generic):       # a NumPy scalar: a 0-d array (onnxruntime
+        return np.asarray(v)            # takes no scalar)
     return v
 
 

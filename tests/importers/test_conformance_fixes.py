@@ -210,17 +210,17 @@ def test_float16_depthwise_taps_sum_in_float32():
 
 def test_castlike_of_constants_folds_at_import():
     """CastLike(constant, constant) folds (the casts of a function body):
-    to the second constant's type."""
+    to the second constant's type (1.7 -> 1 as int32)."""
     from onnx import TensorProto, helper, numpy_helper
-    c = numpy_helper.from_array(np.array([1.5, -2.25], np.float32), "c")
-    like = numpy_helper.from_array(np.zeros(1, np.float16), "like")
+    c = numpy_helper.from_array(np.array([1.7, -2.5], np.float32), "c")
+    like = numpy_helper.from_array(np.zeros(1, np.int32), "like")
     g = helper.make_graph(
         [helper.make_node("CastLike", ["c", "like"], ["h"]),
-         helper.make_node("Add", ["x", "h"], ["y"])], "cl",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2])], initializer=[c, like])
+         helper.make_node("Mul", ["x", "h"], ["y"])], "cl",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2])], initializer=[c, like])
     sess = pyarena.InferenceSession(helper.make_model(
         g, opset_imports=[helper.make_opsetid("", 19)]).SerializeToString())
-    y = sess.run(None, {"x": np.array([1, 1], np.float16)})[0]
-    assert y.dtype == np.float16
-    np.testing.assert_array_equal(y, np.array([2.5, -1.25], np.float16))
+    y = sess.run(None, {"x": np.array([3, 3], np.int32)})[0]
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, [3, -6])

@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from ...errors import UnsupportedOpError
 from ..._native import check, lib
 from ..._native import kernels as nk
 from . import evaluators as ev
@@ -704,35 +703,3 @@ class Elementwise(Kernel):
                 f(y, x, out=y)
         if self.mean is not None:
             np.multiply(y, self.mean, out=y)
-
-@register
-class Cast(Kernel):
-    """Cast, and CastLike (to the type of its second input, whose values
-    are not read)."""
-
-    op_types = ('Cast', 'CastLike')
-    family = 'unary'
-    inplace = 'none'
-    shape_rule = {'Cast': rules.cast, 'CastLike': rules.cast_like}
-    evaluate = {'Cast': ev.cast, 'CastLike': ev.cast_like}
-
-    def setup(self):
-        self.runtime = (0,)
-        # to a float8 type, ``saturate`` (default 1) clamps what is out of its
-        # range, infinities too, to its largest value (NumPy's cast: NaN)
-        self.bound = None
-        src = self.ins[0].dtype
-        try:
-            hi = ev.saturation(src, self.dtype, self.attrs.get("saturate", 1))
-        except UnsupportedOpError as e:
-            self.fail(str(e))
-        if hi is not None:
-            self.bound = (const(-hi, src), const(hi, src))
-            self.scratch = [(self.shape(0), src)]
-
-    def run(self, xs, ys, sc):
-        if self.bound is not None:
-            np.clip(xs[0], *self.bound, out=sc[0])
-            np.copyto(ys[0], sc[0], casting="unsafe")
-            return
-        np.copyto(ys[0], xs[0], casting="unsafe")
