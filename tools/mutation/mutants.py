@@ -46,6 +46,8 @@ TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_
           "tests/importers/test_real_tflite.py")
 
 CONFORMANCE = ("tests/importers/test_conformance_fixes.py",)
+RUNTIME_PARAMS = ("tests/importers/test_runtime_parameters.py",
+                  "tests/importers/test_conformance_fixes.py")
 
 M = Mutant
 MUTANTS = [
@@ -1994,8 +1996,8 @@ MUTANTS = [
       "a pool tensor is kept after its last reader",
       ("tests/runtime/test_dynamic.py",)),
     M("pool-kernel-cache-ignores-values", "pyarena/runtime/kernels/pool_op.py",
-      "        sig = tuple(None if a is None else (a.shape, a.dtype.str, _value(a)) for a in ins)",
-      "        sig = tuple(None if a is None else (a.shape, a.dtype.str) for a in ins)",
+      "a.tobytes() if n in named else _value(a))",
+      "a.tobytes() if n in named else None)",
       "a kernel built for one K is reused for another of the same shape",
       ("tests/runtime/test_more_ops.py",)),
     M("dependent-not-propagated", "pyarena/importers/onnx_dynamic.py",
@@ -2575,15 +2577,30 @@ MUTANTS += [
       "                              or int(np.prod(self.ins[2].shape))):",
       "        elif self.has(2) and self.ins[2].data is not None and np.size(self.ins[2].data):",
       "a run-time scales input is replaced by output / input", CONFORMANCE),
-    M("value-inputs-integers-only", "pyarena/runtime/kernels/pool_op.py",
-      'a.dtype.kind in "iubf" and a.size <= VALUE_ELEMENTS',
-      'a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS',
-      "a small float input is not read as a value when the kernel is built", CONFORMANCE),
+    M("value-inputs-not-named", "pyarena/importers/onnx_dynamic.py",
+      "            op.notes.value_inputs = frozenset(t.name for t in named)",
+      "            op.notes.value_inputs = frozenset()",
+      "a weight fed at run time is not read as a value: its kernel cannot be built",
+      RUNTIME_PARAMS),
+    M("value-probe-stops-at-first", "pyarena/importers/onnx_dynamic.py",
+      "                    named.append(t)\n",
+      "                    named.append(t)\n                    break\n",
+      "only the first input a kernel asks for is read as a value (Conv's weight, not "
+      "its bias)", RUNTIME_PARAMS),
+    M("pool-op-named-value-not-keyed", "pyarena/runtime/kernels/pool_op.py",
+      "(a.shape, a.dtype.str, a.tobytes() if n in named else",
+      "(a.shape, a.dtype.str, None if n in named else",
+      "a kernel built for one weight value is reused for another", RUNTIME_PARAMS),
+    M("pool-op-named-keeps-in-arena", "pyarena/runtime/kernels/pool_op.py",
+      "        keep = None if op.notes.value_inputs else self.keep",
+      "        keep = self.keep",
+      "every new weight value fed adds its layout to the weights arena, which only grows",
+      RUNTIME_PARAMS),
     M("value-ops-integers-only", "pyarena/importers/onnx_dynamic.py",
       'return np.dtype(t.dtype).kind in "iubf" and',
       'return np.dtype(t.dtype).kind in "iub" and',
       "an op reading a small run-time float input is not probed for a value read",
-      CONFORMANCE),
+      RUNTIME_PARAMS),
     M("cast-kernel-float8-unbounded", "pyarena/runtime/kernels/cast.py",
       "        if hi is not None:\n            self.bound",
       "        if False:\n            self.bound",
