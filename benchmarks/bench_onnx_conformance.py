@@ -1,7 +1,7 @@
 """ONNX's own operator conformance cases, run through pyarena and onnxruntime
 in the same run.
 
-    python benchmarks/bench_onnx_conformance.py [--cases REGEX] [--markdown FILE]
+    python benchmarks/bench_onnx_conformance.py [--cases REGEX] [--markdown FILE] [--no-ops]
                                                 [--json FILE] [--batch 100]
 
 The cases are the ones the ONNX authors wrote for every operator
@@ -397,7 +397,7 @@ def main(argv=None):
                     help="seconds a case may run before its child is killed")
     ap.add_argument("--markdown", help="write the summary and the refused list here")
     ap.add_argument("--json", help="write every case's outcome here")
-    ap.add_argument("--ops", action="store_true", help="print the table per operator")
+    ap.add_argument("--no-ops", action="store_true", help="leave out the table per operator")
     ap.add_argument("--abort-on", help=argparse.SUPPRESS)  # tests: the child aborts on it
     args = ap.parse_args(argv)
 
@@ -423,7 +423,7 @@ def main(argv=None):
 
     print(f"{len(cases)} ONNX node cases (onnx {onnx.__version__}), {took:.0f} s")
     print("\n".join(summary_table(results, label)))
-    if args.ops:
+    if not args.no_ops:
         print("\n| operator | cases | pyarena " + " / ".join(STATUSES)
               + " | onnxruntime " + " / ".join(STATUSES) + " |")
         print("|---|---|---|---|")
