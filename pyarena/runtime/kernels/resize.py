@@ -47,9 +47,8 @@ def _antialias_taps(mode, c, n, scale, A, exclude_outside):
     weights normalised to sum 1; taps past the edges read the edge pixel
     (or, with exclude_outside, are dropped and the rest renormalised)."""
     s = min(float(scale), 1.0)
-    t = c - np.floor(c)
-    t[t == 0] = 1.0             # ratio in (0, 1]: an exact position's taps sit left
-    left = c - t                # the tap offsets count from here
+    left = np.floor(c)          # the tap offsets count from here
+    t = c - left
     start = int(np.floor((-1.0 if mode == "linear" else -2.0) / s) + 1)
     offsets = range(start, 2 - start)
     idx, ws = [], []
