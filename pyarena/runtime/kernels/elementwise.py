@@ -658,19 +658,14 @@ class Elementwise(Kernel):
         self.mean = const(1.0 / n, self.dtype) if t == "Mean" else None
         if self.dtype.kind == "u" and t == "Div":
             self.f = np.floor_divide    # (unsigned: floor is truncation)
-        elif self.dtype.kind == "i" and t == "Div":
-            # ONNX divides signed integers toward zero: -7 / 2 = -3, not -4
-            self.scratch = [(self.oshape(), self.dtype)]
-        self.trunc = bool(self.scratch)
-        # an integer base to a float exponent: computed in float64, the
-        # result cast to the base's type (ONNX's Pow keeps the base's type)
-        self.wide = t == "Pow" and self.dtype.kind in "iu" and \
-            np.dtype(self.ins[1].dtype).kind == "f"
-        if self.wide:
-            self.scratch = [(self.oshape(), np.float64)]
+        self.special = None             # special(a, b, y, scratch)
+        if self.dtype.kind == "i" and t == "Div":   # toward zero (ONNX): -7 / 2 = -3
+            self.special, self.scratch = ev.trunc_divide, [(self.oshape(), self.dtype)]
+        elif t == "Pow" and self.dtype.kind in "iu" and np.dtype(self.ins[1].dtype).kind == "f":
+            self.special, self.scratch = ev.wide_power, [(self.oshape(), np.float64)]
         # two operands, none omitted: one ufunc call (the common case, first)
         self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and \
-            not self.trunc and not self.wide
+            self.special is None
 
     def run(self, xs, ys, sc):
         if self.binary:
@@ -678,12 +673,8 @@ class Elementwise(Kernel):
             return
         y = ys[0]
         xs = [x for x in xs if x is not None]
-        if self.trunc:
-            ev.trunc_divide(xs[0], xs[1], y, sc[0])
-            return
-        if self.wide:
-            np.power(xs[0], xs[1], out=sc[0])
-            np.copyto(y, sc[0], casting="unsafe")
+        if self.special is not None:
+            self.special(xs[0], xs[1], y, sc[0])
             return
         f = self.f
         if len(xs) == 1:

@@ -81,6 +81,14 @@ def trunc_divide(a, b, out, scratch):
     return out
 
 
+def wide_power(a, b, out, scratch):
+    """An integer base to a float exponent: in float64 (``scratch``), cast
+    back to the base's type (ONNX's Pow keeps it), as :data:`power` folds."""
+    np.power(a, b, out=scratch)
+    np.copyto(out, scratch, casting="unsafe")
+    return out
+
+
 def arith(fn):
     """The evaluator of a binary arithmetic op: NumPy's result in the
     operands' common type, an integer Div truncated (ONNX) not floored."""
