@@ -26,7 +26,8 @@ onnxruntime's outputs there.
 
 Cases run in child processes, ``--batch`` at a time, one child after the
 other; when a child dies, the cases it had not reported are run again one
-per child, so a crash is pinned to its case.
+per child, and a case that still kills its child runs once per runtime,
+each in a child of its own, so a crash is pinned to its case and runtime.
 
 Output: the summary (counts for both runtimes), a table per operator and
 the list of pyarena's wrong / raw / crash cases with what was wrong.
@@ -302,31 +303,38 @@ def run_all(cases, batch=100, timeout=120.0, abort_on=None, progress=None):
         indices = list(range(start, min(start + batch, len(cases))))
         left, _ = _run_child(cases, indices, timeout, abort_on, done)
         for i in left:      # the child died: one child per case left
-            still, ended = _run_child(cases, [i], timeout, abort_on, done)
-            if still:
-                # a crash is pyarena's when onnxruntime alone survives it
-                ort = run_ort_alone(cases, i, timeout)
-                done[i] = {"pyarena": ("crash", ended), "onnxruntime": ort}
+            still, _ = _run_child(cases, [i], timeout, abort_on, done)
+            if still:       # each runtime alone, so the crash is pinned to its runtime
+                done[i] = {rt: run_alone(cases, i, rt, timeout, abort_on) for rt in RUNTIMES}
         if progress:
             progress(len(done), len(cases))
     return [done[i] for i in range(len(cases))]
 
 
-def _child_ort(cases, i, conn):
+def _child_alone(cases, i, runtime, conn, abort_on):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        conn.send(run_onnxruntime(cases[i]))
+        case = cases[i]
+        if runtime == "onnxruntime":
+            out = run_onnxruntime(case)
+        elif case.name in ORT_INSTEAD:
+            out = run_case(case, abort_on)["pyarena"]
+        else:
+            if case.name == abort_on:
+                os.abort()
+            out = run_pyarena(case)
+        conn.send(out)
     conn.close()
 
 
-def run_ort_alone(cases, i, timeout):
-    """onnxruntime's outcome of a case whose child died, in a child of its own."""
+def run_alone(cases, i, runtime, timeout, abort_on=None):
+    """One runtime's outcome of a case whose child died, in a child of its own."""
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child_ort, args=(cases, i, send), daemon=True)
+    p = ctx.Process(target=_child_alone, args=(cases, i, runtime, send, abort_on), daemon=True)
     p.start()
     send.close()
-    out = ("crash", "killed")
+    out = None
     if recv.poll(timeout):
         try:
             out = tuple(recv.recv())
@@ -334,9 +342,12 @@ def run_ort_alone(cases, i, timeout):
             pass
     else:
         p.kill()
+        out = ("crash", f"no answer within {timeout:g} s (killed)")
     p.join()
-    if out == ("crash", "killed") and p.exitcode is not None and p.exitcode < 0:
-        out = ("crash", f"killed by signal {-p.exitcode}")
+    if out is None:
+        code = p.exitcode
+        out = ("crash", f"killed by signal {-code}" if code is not None and code < 0
+               else f"exit status {code}")
     return out
 
 
