@@ -180,7 +180,7 @@ def reason(message):
         m = _PREFIX.sub("", m, count=1)
     m = re.sub(r"op type '(\w+)'", r"op type \1", m)
     m = re.sub(r"'[^']*'", "'…'", m)
-    m = re.sub(r"\b\d+(\.\d+)?\b", "N", m)
+    m = re.sub(r"\b\d+(\.\d+)?\b(?!-D|-bit)", "N", m)     # (a "2-D" kept)
     m = m.split("; ")[0]
     return m.rstrip(" .:")
 
