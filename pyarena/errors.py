@@ -187,9 +187,14 @@ class UnsupportedOpError(GraphError):
 
 
 class NeedsValueError(UnsupportedOpError):
-    """An operator needs as a constant (a K, an axis, a shape) an input
-    computed at run time: the importer then has its kernel built when the
-    value is known (``runtime/dynamic.py``)."""
+    """An operator needs as a constant (a K, an axis, a shape, a weight) an
+    input computed at run time: the importer then has its kernel built when
+    the value is known (``runtime/dynamic.py``).  ``tensor``: that input's
+    name (None when not told)."""
+
+    def __init__(self, message="", tensor=None):
+        super().__init__(message)
+        self.tensor = tensor
 
 
 class PlanValidationError(PyArenaError):

@@ -30,6 +30,11 @@ note                 written by                    read by
                                                    run-time input is needed
                                                    as a constant (built per
                                                    value); a pool op
+``value_inputs``     the ONNX importer             that pool op: the run-time
+                                                   inputs read as values
+                                                   whatever their size (a
+                                                   weight, a scale fed as an
+                                                   input)
 ``infer``            the ONNX importer             pool steps: output shapes
                                                    for given inputs
 ===================  ============================  ==========================
@@ -57,6 +62,8 @@ class OpNotes:
     band: tuple = None
     #: the kernel needs small run-time inputs as values (built per value)
     reads_values: bool = False
+    #: names of the run-time inputs its kernel reads as values, any size
+    value_inputs: frozenset = frozenset()
     #: ``infer(arrays, use_values) -> output shapes``, for pool tensors
     infer: object = None
 

@@ -52,32 +52,60 @@ def dependent_tensors(imp, nodes, io=None):
 
 
 def _small_runtime(t):
-    """A run-time tensor a kernel could want as a value: a small integer
-    one (a K, an axis, a shape)."""
+    """A run-time tensor a kernel could want as a value: a small one (a K,
+    an axis, a shape; Resize's scales, Clip's bounds, a Pad value)."""
     if t is None or t.role == "constant" or t.dynamic or t.shape is None:
         return False
-    return np.dtype(t.dtype).kind in "iub" and int(np.prod(t.shape, dtype=np.int64)) <= 64
+    return np.dtype(t.dtype).kind in "iubf" and int(np.prod(t.shape, dtype=np.int64)) <= 64
+
+
+def _parameter(t, k):
+    """Input ``k`` of an op, ``t``, might be a parameter fed at run time: a
+    small run-time tensor, or a graph input after the op's first input (a
+    weight, a scale, a bound fed as an input)."""
+    return _small_runtime(t) or (k > 0 and t is not None and t.role == "input" and
+                                 not t.dynamic and t.shape is not None)
 
 
 def value_ops(graph, nodes, rule):
     """Mark the ops whose kernel needs as a constant an input computed at
-    run time (TopK's K, CumSum's axis fed as inputs): ``notes.reads_values``,
-    with the shape rule ``rule(node)``; the executor builds their kernels
-    per value.  Only ops reading a small run-time input are probed."""
+    run time (TopK's K, CumSum's axis, Resize's scales, a Conv's weights fed
+    as inputs): ``notes.reads_values``, with the shape rule
+    ``rule(node)`` and the inputs to read as values, ``notes.value_inputs``
+    (each one the kernel asks for -- ``NeedsValueError.tensor`` -- probed
+    again with a stand-in value until it builds); the executor builds their
+    kernels per value.  Only ops reading a possible parameter are probed."""
     from ..errors import NeedsValueError
     from ..runtime.kernels import graph_kernel
     pool_ops = graph.pool_ops()
+    tensors = graph.tensors
     for op in graph.ops:
         if op.name in pool_ops or op.name not in nodes or not any(
-                _small_runtime(graph.tensors[i]) for i in op.inputs if i):
+                _parameter(tensors[i], k) for k, i in enumerate(op.inputs) if i):
             continue
+        named, needs = [], False
         try:
-            graph_kernel(graph, op)
-        except NeedsValueError:
+            for _ in op.inputs:
+                try:
+                    graph_kernel(graph, op)
+                    break
+                except NeedsValueError as e:
+                    needs = True
+                    t = tensors.get(e.tensor) if e.tensor in op.inputs else None
+                    if t is None or t.data is not None or t.role == "constant" or \
+                            t.dynamic or t.shape is None:
+                        break
+                    named.append(t)
+                    t.data = np.ones(tuple(int(d) for d in t.shape), t.dtype)  # a stand-in
+                except Exception:       # reported with the others by set_scratch
+                    break
+        finally:
+            for t in named:
+                t.data = None
+        if needs:
             op.notes.reads_values = True
+            op.notes.value_inputs = frozenset(t.name for t in named)
             op.notes.infer = rule(nodes[op.name])
-        except Exception:       # reported with the others by set_scratch
-            continue
 
 
 def shape_rule(onnx, node, opset_import, opset, collect):

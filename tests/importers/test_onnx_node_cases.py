@@ -14,11 +14,7 @@ RUN = r"test_(gelu_(tanh|default)_\d|erf|mish|celu|shrink_(hard|soft)|thresholde
       r"|round|resize_(?!\w*expanded)\w+|convtranspose\w*|softplus(_example)?|elu(_example|_default)?" \
       r"|selu(_example|_default)?|(tan|asin|acos|atan|sinh|cosh|asinh|acosh|atanh)(_example)?)"
 # cases that must be refused, by name, with this reason
-REFUSED = {"test_convtranspose_3d": "1-D and 2-D",
-           "test_resize_downsample_scales_cubic_antialias": "antialias",
-           "test_resize_downsample_sizes_cubic_antialias": "antialias",
-           "test_resize_downsample_scales_linear_antialias": "antialias",
-           "test_resize_downsample_sizes_linear_antialias": "antialias"}
+REFUSED = {"test_convtranspose_3d": "1-D and 2-D"}
 
 
 # cases whose reference output onnxruntime does not reproduce either; they

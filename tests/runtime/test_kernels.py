@@ -852,16 +852,26 @@ def test_resize_cubic_allocation_free(tmp_path):
     assert counter.allocations == 0
 
 
-def test_resize_antialias_is_refused_by_name(tmp_path):
-    from pyarena.importers import UnsupportedOpError, load_model
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_antialias_matches_onnxruntime(tmp_path, mode):
+    """Antialiased downsampling by 0.4 and 0.5 (several taps per output
+    pixel), planned and run: onnxruntime's values."""
+    from pyarena.importers import load_model
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor
+    from helpers.model_zoo import ort_run
     from helpers.onnx_util import make_model
     path = tmp_path / "aa.onnx"
-    make_model([node("Resize", ["x", "roi", "s"], mode="cubic", antialias=1, name="aa_rs")],
-               {"x": ([1, 3, 6, 7], np.float32)}, {"y": (None, np.float32)},
-               {"roi": np.zeros(0, np.float32), "s": np.array([1, 1, 0.5, 0.5], np.float32)},
+    make_model([node("Resize", ["x", "roi", "s"], mode=mode, antialias=1, name="aa_rs")],
+               {"x": ([1, 3, 10, 8], np.float32)}, {"y": (None, np.float32)},
+               {"roi": np.zeros(0, np.float32), "s": np.array([1, 1, 0.4, 0.5], np.float32)},
                opset=18, path=path)
-    with pytest.raises(UnsupportedOpError, match="aa_rs.*antialias"):
-        load_model(str(path))
+    x = np.random.default_rng(5).standard_normal((1, 3, 10, 8)).astype(np.float32)
+    g = load_model(str(path))
+    got = Executor(g, plan(g)).run({"x": x})["y"]
+    want = ort_run(path, {"x": x})["y"]
+    assert got.shape == want.shape == (1, 3, 4, 4)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("budget_bytes", [None, 1])

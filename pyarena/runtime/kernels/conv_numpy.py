@@ -139,9 +139,15 @@ class DepthwiseTaps(NumpyPath):
             if not k.nhwc:
                 wt = wt.reshape(k.kh, k.kw, C, 1, 1)
             self.wt = k.keep(wt)
-        nr = k.plan_bands(extra_per_row=C * k.Wo * k.dtype.itemsize)
+        # float16: the taps summed in float32 and rounded once, as a matmul
+        # (and onnxruntime) would; summed in float16 they drift by ulps
+        self.wide = k.dtype.kind == "f" and k.dtype.itemsize < 4
+        if self.wide:
+            self.wt32 = k.keep(np.asarray(self.wt, np.float32))
+        nr = k.plan_bands(extra_per_row=C * k.Wo * (8 if self.wide else k.dtype.itemsize))
         tshape = (nr, k.Wo, C) if k.nhwc else (C, nr, k.Wo)
-        self.scratch = k.pad_spec() + [(tshape, k.dtype)]
+        self.scratch = k.pad_spec() + ([(tshape, np.float32)] * 2 if self.wide
+                                       else [(tshape, k.dtype)])
         return lender
 
     def image(self, xn, yn, pbuf, sc):
@@ -151,16 +157,21 @@ class DepthwiseTaps(NumpyPath):
             src = k.band_src(xn, pbuf, r0, r1)
             yb = k.out_rows(yn, r0, r1)
             tmp = sc[-1][:nr] if k.nhwc else sc[-1][:, :nr]
+            acc, wt = yb, self.wt
+            if self.wide:
+                acc, wt = (sc[-2][:nr] if k.nhwc else sc[-2][:, :nr]), self.wt32
             first = True
             for i in range(k.kh):
                 for j in range(k.kw):
                     win = k.tap(src, i, j, nr)
                     if first:
-                        np.multiply(win, self.wt[i, j], out=yb)
+                        np.multiply(win, wt[i, j], out=acc)
                         first = False
                     else:
-                        np.multiply(win, self.wt[i, j], out=tmp)
-                        np.add(yb, tmp, out=yb)
+                        np.multiply(win, wt[i, j], out=tmp)
+                        np.add(acc, tmp, out=acc)
+            if acc is not yb:
+                np.copyto(yb, acc)
 
 
 class Im2col(NumpyPath):

@@ -631,10 +631,16 @@ class Elementwise(Kernel):
         if t in ("Add", "Sub", "Mul", "Div", "Pow") and n != 2:
             self.fail(f"expects 2 inputs, got {n}")
         self.mean = const(1.0 / n, self.dtype) if t == "Mean" else None
-        if np.issubdtype(self.dtype, np.integer) and t == "Div":
-            self.f = np.floor_divide  # ONNX integer division (positive operands)
+        if self.dtype.kind == "u" and t == "Div":
+            self.f = np.floor_divide    # (unsigned: floor is truncation)
+        self.special = None             # special(a, b, y, scratch)
+        if self.dtype.kind == "i" and t == "Div":   # toward zero (ONNX): -7 / 2 = -3
+            self.special, self.scratch = ev.trunc_divide, [(self.oshape(), self.dtype)]
+        elif t == "Pow" and self.dtype.kind in "iu" and np.dtype(self.ins[1].dtype).kind == "f":
+            self.special, self.scratch = ev.wide_power, [(self.oshape(), np.float64)]
         # two operands, none omitted: one ufunc call (the common case, first)
-        self.binary = n == 2 and len(self.ins) == 2 and self.mean is None
+        self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and \
+            self.special is None
 
     def run(self, xs, ys, sc):
         if self.binary:
@@ -642,6 +648,9 @@ class Elementwise(Kernel):
             return
         y = ys[0]
         xs = [x for x in xs if x is not None]
+        if self.special is not None:
+            self.special(xs[0], xs[1], y, sc[0])
+            return
         f = self.f
         if len(xs) == 1:
             np.copyto(y, xs[0])
@@ -660,14 +669,3 @@ class Elementwise(Kernel):
                 f(y, x, out=y)
         if self.mean is not None:
             np.multiply(y, self.mean, out=y)
-
-@register
-class Cast(Kernel):
-    op_types = ('Cast',)
-    family = 'unary'
-    inplace = 'none'
-    shape_rule = rules.cast
-    evaluate = ev.cast
-
-    def run(self, xs, ys, sc):
-        np.copyto(ys[0], xs[0], casting="unsafe")

@@ -19,11 +19,12 @@ import math
 
 import numpy as np
 
-from ...errors import ModelImportError
+from ...errors import ModelImportError, UnsupportedOpError
 from ...graph import MAX_TENSOR_BYTES
 
 __all__ = ["FOLD_MAX_BYTES", "check_dims", "ufunc", "arith", "power", "extreme",
-           "identity", "cast", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
+           "identity", "dropout", "dropout_trains", "DROPOUT_TRAINING", "cast",
+           "cast_like", "saturation", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
            "concat", "gather", "reshape", "slice_values", "transpose", "arange", "expand"]
 
 #: the largest value constant folding computes (bytes): shape arithmetic
@@ -66,14 +67,40 @@ def ufunc(fn):
     return _known(lambda x: fn(x[0]), fn.__name__)
 
 
+def trunc_divide(a, b, out, scratch):
+    """``out = a / b`` for signed integers, rounded toward zero as ONNX (and
+    C) divide -- NumPy's ``//`` floors.  ``a - fmod(a, b)`` is a multiple of
+    ``b`` (computed in ``scratch``, the output's shape), so flooring its
+    quotient is exact; no float round trip, so int64 keeps every bit.
+    ``out`` may be ``a`` or ``b`` (each element is read before it is
+    written)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.fmod(a, b, out=scratch)
+        np.subtract(a, scratch, out=scratch)
+        np.floor_divide(scratch, b, out=out)
+    return out
+
+
+def wide_power(a, b, out, scratch):
+    """An integer base to a float exponent: in float64 (``scratch``), cast
+    back to the base's type (ONNX's Pow keeps it), as :data:`power` folds."""
+    np.power(a, b, out=scratch)
+    np.copyto(out, scratch, casting="unsafe")
+    return out
+
+
 def arith(fn):
     """The evaluator of a binary arithmetic op: NumPy's result in the
     operands' common type, an integer Div truncated (ONNX) not floored."""
     def compute(x):
-        r = fn(x[0], x[1])
-        if fn is np.divide and x[0].dtype.kind in "iu":
-            r = np.trunc(r)
-        return np.asarray(r).astype(np.result_type(x[0], x[1]))
+        a, b = np.asarray(x[0]), np.asarray(x[1])
+        t = np.result_type(a, b)
+        if fn is np.divide and t.kind in "iu":
+            shape = np.broadcast_shapes(a.shape, b.shape)
+            if t.kind == "u":
+                return np.floor_divide(a, b).astype(t)
+            return trunc_divide(a, b, np.empty(shape, t), np.empty(shape, t))
+        return np.asarray(fn(a, b)).astype(t)
     return _known(compute, fn.__name__)
 
 
@@ -96,12 +123,65 @@ where = _known(lambda x: np.where(x[0], x[1], x[2]), "where")
 
 
 def identity(n):
-    """Identity, Dropout (inference): the input."""
+    """Identity: the input."""
     return [n.v(0)]
 
 
+#: why a Dropout in training mode is refused (its output is random)
+DROPOUT_TRAINING = "training mode (training_mode true, ratio > 0) is not supported"
+
+
+def dropout_trains(ratio, training):
+    """True when a Dropout with these input values (None: omitted) drops
+    elements: training mode on and a ratio that is not 0."""
+    if training is None or not bool(np.asarray(training)):
+        return False
+    return ratio is None or float(np.asarray(ratio)) != 0.0
+
+
+def dropout(n):
+    """Dropout in inference mode: the input (and an all-true mask);
+    refused in training mode, which is random."""
+    if n.has(2):
+        if n.v(2) is None or (n.has(1) and n.v(1) is None):
+            return NotImplemented
+        if dropout_trains(n.v(1) if n.has(1) else 0.5, n.v(2)):
+            raise UnsupportedOpError(f"Dropout: {DROPOUT_TRAINING}")
+    x = n.v(0)
+    if x is None:
+        return NotImplemented
+    return [x, np.ones(np.shape(x), np.bool_)][:max(1, n.nout)]
+
+
+def saturation(src, to, saturate=1):
+    """The largest value a cast from float ``src`` to ``to`` clamps to: a
+    float8 type's largest finite value when ``saturate`` (ONNX's default);
+    else None (NumPy's cast: what is out of range becomes NaN or inf)."""
+    to = np.dtype(to)
+    if "float8" not in to.name or np.dtype(src).kind != "f" or not int(saturate):
+        return None
+    if "e8m0" in to.name:
+        raise UnsupportedOpError(f"a cast to {to.name} is not supported")
+    import ml_dtypes
+    return float(ml_dtypes.finfo(to).max)
+
+
+def _cast(x, to, saturate):
+    hi = saturation(x.dtype, to, saturate)
+    return (x if hi is None else np.clip(x, -hi, hi)).astype(to)
+
+
 def cast(n):
-    return [n.v(0).astype(n.dtype_of(n.a["to"]))]
+    return [_cast(n.v(0), n.dtype_of(n.a["to"]), n.a.get("saturate", 1))]
+
+
+def cast_like(n):
+    """CastLike: to the type of the second input (only its type is read)."""
+    x, like = n.v(0), n.v(1)
+    if x is None or like is None:
+        return NotImplemented
+    to = np.asarray(like).dtype
+    return [_cast(x, to, n.a.get("saturate", 1))]
 
 
 def shape(n):

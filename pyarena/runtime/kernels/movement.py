@@ -23,7 +23,7 @@ class Alias(Kernel):
                   'Squeeze': moves.squeeze, 'Unsqueeze': moves.unsqueeze,
                   'Identity': rules.same, 'Dropout': rules.dropout}
     evaluate = {'Reshape': ev.reshape, 'Squeeze': ev.squeeze, 'Unsqueeze': ev.unsqueeze,
-                'Identity': ev.identity, 'Dropout': ev.identity}
+                'Identity': ev.identity, 'Dropout': ev.dropout}
     fold = {'Identity': 'free'}
     # Identity and (inference) Dropout are element-wise in any layout, row for row
     nhwc = {'Identity': 'elementwise', 'Dropout': 'elementwise'}
@@ -41,6 +41,11 @@ class Alias(Kernel):
         outs = [o for o in self.op.outputs if o]
         if len(outs) > 1:
             self.fail("the mask output is not supported")
+        if self.op.op_type == "Dropout" and self.has(2):
+            training = self.const(2, "training_mode")
+            if ev.dropout_trains(0.5, training) and ev.dropout_trains(
+                    self.const(1, "ratio") if self.has(1) else 0.5, training):
+                self.fail(ev.DROPOUT_TRAINING)
         x, y = self.ins[0], self.outs[0]
         if x is not None and x.nbytes != y.nbytes:
             self.malformed(f"input {x.name!r} {list(x.shape)} and output {y.name!r} "

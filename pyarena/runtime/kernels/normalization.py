@@ -126,6 +126,14 @@ class Reduce(Kernel):
                      "ReduceLogSumExp": np.log}.get(t)
         if not math.prod(xs):
             self.pre = None             # an empty input: nothing to transform
+        # the maximum / minimum over nothing: the identity of the reduction
+        # (ONNX: -inf / +inf, an integer type's extremes); NumPy refuses
+        self.empty = None
+        if t in ("ReduceMax", "ReduceMin") and axes and not math.prod(xs[a] for a in axes):
+            lo = t == "ReduceMax"
+            dt = self.dtype
+            self.empty = (not lo) if dt.kind == "b" else (-np.inf if lo else np.inf) \
+                if dt.kind == "f" else (np.iinfo(dt).min if lo else np.iinfo(dt).max)
         if (self.pre or self.lse) and axes and math.prod(xs):
             self.scratch = [(xs, self.dtype)]
             if self.lse:
@@ -142,6 +150,9 @@ class Reduce(Kernel):
         x = xs[0]
         if not self.axes:
             np.copyto(y, x)
+            return
+        if self.empty is not None:
+            y.fill(self.empty)
             return
         if self.lse:
             if x.size:

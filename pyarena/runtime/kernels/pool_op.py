@@ -19,8 +19,10 @@ __all__ = ["PoolOp", "pool_frees"]
 
 #: kernels kept per operator, one per input signature
 MAX_SIGNATURES = 16
-#: a run-time integer input up to this many elements is read as a value
-#: when the kernel is built (a shape, a K, a Slice bound)
+#: a run-time integer input up to this many elements is read as a value when
+#: the kernel is built (a shape, a K, a Slice bound); the inputs the importer
+#: names (``notes.value_inputs``: a scale, a weight fed as an input) whatever
+#: their type and size
 VALUE_ELEMENTS = 64
 
 
@@ -73,7 +75,10 @@ class PoolOp:
     def __call__(self, xs, ys, sc=None):
         g, op, pooled = self.graph, self.op, self.pooled
         ins = [pooled[n] if n and g.tensors[n].dynamic else x for n, x in zip(op.inputs, xs)]
-        sig = tuple(None if a is None else (a.shape, a.dtype.str, _value(a)) for a in ins)
+        named = op.notes.value_inputs
+        sig = tuple(None if a is None else
+                    (a.shape, a.dtype.str, a.tobytes() if n in named else _value(a))
+                    for n, a in zip(op.inputs, ins))
         k = self.cache.get(sig)
         if k is None:
             k = self.cache[sig] = self.build(ins)
@@ -109,7 +114,8 @@ class PoolOp:
 
     def build(self, ins):
         """The kernel for these inputs: their shapes, and the values of the
-        small integer ones computed at run time."""
+        small integer ones computed at run time and of those the importer
+        named (``notes.value_inputs``)."""
         op, g = self.op, self.graph
         tins = []
         for n, a in zip(op.inputs, ins):
@@ -117,7 +123,7 @@ class PoolOp:
             if t is None or t.role == "constant":
                 tins.append(t)
                 continue
-            data = a.copy() if _value(a) is not None else None
+            data = a.copy() if n in op.notes.value_inputs or _value(a) is not None else None
             tins.append(Tensor(n, a.shape, a.dtype.name, role="activation", data=data))
         touts = [Tensor(n, None if g.tensors[n].dynamic else g.tensors[n].shape,
                         g.tensors[n].dtype, nbytes_given=0) for n in op.outputs if n]
@@ -131,5 +137,9 @@ class PoolOp:
                                  if t is not None and t.data is not None})
             for t, s in zip(touts, shapes):
                 t.shape = tuple(int(d) for d in s)
-        return make_kernel(op, tins, touts, self.keep, g.scratch_budget,
+        # a kernel built per value of a named input (a weight fed at run time)
+        # keeps what it derives in its own arrays, not the weights arena: they
+        # go when the kernel leaves the cache, where the arena would only grow
+        keep = None if op.notes.value_inputs else self.keep
+        return make_kernel(op, tins, touts, keep, g.scratch_budget,
                            getattr(g, "native", True))

@@ -313,7 +313,7 @@ class Kernel(facts.Operator):
         t = self.ins[i]
         if t.data is None:
             raise NeedsValueError(f"operator {self.op.name!r} ({self.op.op_type}): {what} "
-                                  f"{t.name!r} must be a constant")
+                                  f"{t.name!r} must be a constant", tensor=t.name)
         d = np.asarray(t.data)
         return d if d.dtype == t.dtype else d.astype(t.dtype)
 

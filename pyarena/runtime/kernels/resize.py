@@ -1,6 +1,7 @@
 """Resize / Upsample: nearest, (bi)linear and (bi)cubic resize of up to
 two axes, every ONNX coordinate mode, opset-18 axes and aspect-ratio
-policies, TFLite's RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR.  Scratch:
+policies, antialiased downsampling, TFLite's RESIZE_BILINEAR /
+RESIZE_NEAREST_NEIGHBOR.  Scratch:
 the intermediate after the first resized axis and, for linear / cubic,
 the second operand of each blend.
 """
@@ -36,6 +37,34 @@ def _cubic_taps(c, n, A, exclude_outside):
         tot = sum(ws)
         ws = [w / tot for w in ws]
     return idx, ws
+
+
+def _antialias_taps(mode, c, n, scale, A, exclude_outside):
+    """Indices and weights of an antialiased linear / cubic resize at
+    coordinates c on an axis of n (ONNX's reference): the filter stretched
+    by 1 / scale when downsampling -- 2 / scale taps (linear: a triangle of
+    half-width 1 / scale; cubic: Keys of half-width 2 / scale), the
+    weights normalised to sum 1; taps past the edges read the edge pixel
+    (or, with exclude_outside, are dropped and the rest renormalised)."""
+    s = min(float(scale), 1.0)
+    left = np.floor(c)          # the tap offsets count from here
+    t = c - left
+    start = int(np.floor((-1.0 if mode == "linear" else -2.0) / s) + 1)
+    offsets = range(start, 2 - start)
+    idx, ws = [], []
+    for i in offsets:
+        d = np.abs((i - t) * s)
+        if mode == "linear":
+            w = np.clip(1 - d, 0, 1)
+        else:
+            w = np.where(d <= 1, ((A + 2) * d - (A + 3)) * d * d + 1,
+                         np.where(d < 2, ((A * d - 5 * A) * d + 8 * A) * d - 4 * A, 0.0))
+        idx.append((left + i).astype(np.int64))
+        ws.append(w)
+    if exclude_outside:
+        ws = [np.where((i < 0) | (i >= n), 0.0, w) for i, w in zip(idx, ws)]
+    tot = sum(ws)
+    return idx, [w / tot for w in ws]
 
 
 @register
@@ -90,7 +119,7 @@ class Resize(Kernel):
                     c = resize_coords(ys[ax], xs[ax], scales[ax], ctm)
                 except ValueError:
                     self.fail(f"coordinate_transformation_mode {ctm!r} is not supported")
-            self.plan.append((ax, self._taps(mode, c, ax, xs, ys)))
+            self.plan.append((ax, self._taps(mode, c, ax, xs, ys, scales[ax])))
         if len(self.plan) > 2:
             self.fail("resizing more than two axes is not supported")
         shape = list(xs)
@@ -116,7 +145,7 @@ class Resize(Kernel):
         pa_resize2d with this plan's index and weight tables; None
         otherwise (cubic, crop-and-resize, other axes)."""
         if not self.use_native or self.dtype != NATIVE_DTYPE or len(xs) != 4 or \
-                mode == "cubic" or self.extrap or not self.plan:
+                mode == "cubic" or self.antialias or self.extrap or not self.plan:
             return None
         axes = {ax for ax, _ in self.plan}
         if axes <= {2, 3}:
@@ -160,8 +189,8 @@ class Resize(Kernel):
         mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
         if mode not in ("nearest", "linear", "cubic"):
             self.fail(f"mode {mode!r} is not supported (nearest, linear, cubic)")
-        if mode != "nearest" and int(a.get("antialias", 0)):
-            self.fail("antialias=1 is not supported")
+        # antialias: a downsampling linear / cubic filter stretched by 1 / scale
+        self.antialias = mode != "nearest" and bool(int(a.get("antialias", 0)))
         if mode == "cubic" and self.op.op_type == "Upsample":
             self.fail("cubic Upsample is not supported")
         return mode
@@ -177,8 +206,13 @@ class Resize(Kernel):
         if self._old_style():
             if self.has(1):
                 scales = self.const(1, "scales")
-        elif self.has(2) and self.ins[2].data is not None and np.size(self.ins[2].data):
+        elif self.has(2) and (self.ins[2].data is not None or self.ins[2].shape is None
+                              or int(np.prod(self.ins[2].shape))):
+            # (a run-time scales input is read as a value: the coordinates
+            # follow the scale given, not output / input)
             scales = self.const(2, "scales")
+            if not np.size(scales):
+                scales = None
         if scales is not None and len(np.atleast_1d(scales)) == len(axes) != nd:
             full = [1.0] * nd
             for ax, v in zip(axes, np.atleast_1d(scales)):
@@ -227,10 +261,16 @@ class Resize(Kernel):
             self.extrap.append((ax, pre, len(out) - suf))
         return c
 
-    def _taps(self, mode, c, ax, xs, ys):
+    def _taps(self, mode, c, ax, xs, ys, scale=1.0):
         """[(indices, weights or None)] of one resized axis at coordinates c."""
         if mode == "nearest":
-            nm = _text(self.attrs.get("nearest_mode", "round_prefer_floor"))
+            nm = _text(self.attrs.get("nearest_mode"))
+            if nm is None and self._old_style():
+                # before nearest_mode (Upsample, Resize-10) the nearest pixel is
+                # the floor up and the ceiling down (onnxruntime's; the ONNX
+                # reference repeats each pixel for an integer scale: the floor)
+                nm = "floor" if scale >= 1 else "ceil"
+            nm = nm or "round_prefer_floor"
             rounding = {"round_prefer_floor": lambda v: np.ceil(v - 0.5),
                         "round_prefer_ceil": lambda v: np.floor(v + 0.5),
                         "floor": np.floor, "ceil": np.ceil}.get(nm)
@@ -240,7 +280,11 @@ class Resize(Kernel):
             return [(self.keep(i), None)]
         bshape = [1] * len(xs)
         bshape[ax] = ys[ax]
-        if mode == "cubic":
+        if self.antialias:
+            idx, ws = _antialias_taps(mode, c, xs[ax], scale,
+                                      float(self.attrs.get("cubic_coeff_a", -0.75)),
+                                      int(self.attrs.get("exclude_outside", 0)))
+        elif mode == "cubic":
             idx, ws = _cubic_taps(c, xs[ax], float(self.attrs.get("cubic_coeff_a", -0.75)),
                                   int(self.attrs.get("exclude_outside", 0)))
         else:
