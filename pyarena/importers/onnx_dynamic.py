@@ -3,6 +3,7 @@ the operators that touch them (see ``runtime/dynamic.py``).
 
 A *source* makes a tensor whose size depends on data: NonZero, Compress,
 Unique, a TopK whose K is not a constant, a Range whose bounds are not, a
+reduction whose axes are not, a
 Loop whose scan outputs have a length only a run tells, an If whose
 branches make an output of different shapes.  Everything computed from a source is
 *dependent*; a dependent tensor whose shape shape inference cannot fix
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..runtime.kernels import op_fact
+from ..runtime.kernels.shape_rules_movement import reduce as _reduce_rule
 from .onnx_shapes import NotCovered, infer_shapes
 
 __all__ = ["dependent_tensors", "shape_rule", "value_ops"]
@@ -34,6 +36,8 @@ def _is_source(imp, n):
         return n.input[1] not in imp.vals
     if n.op_type == "Range":
         return any(i not in imp.vals for i in n.input)
+    if len(n.input) > 1 and n.input[1] and op_fact(n.op_type, "shape_rule") is _reduce_rule:
+        return n.input[1] not in imp.vals       # the axes: the output's rank follows them
     if n.op_type in ("Loop", "If"):
         return bool(imp.bodies.get(n.name, ((), {}))[1].get("dynamic"))
     return False

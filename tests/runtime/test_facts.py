@@ -107,6 +107,8 @@ def _case(op_type, rng):
         return [_special(shape, rng), np.float32(-1.5), np.float32(2.0)], {}
     if op_type == "Cast":
         return [_special(shape, rng)], {"to": 6}            # float32 -> int32
+    if op_type == "CastLike":
+        return [_special(shape, rng), np.zeros(2, np.int32)], {}    # float32 -> int32
     if op_type == "HardSigmoid":
         return [_special(shape, rng)], {"alpha": 0.3, "beta": 0.4}
     if fam == "unary":

@@ -2546,3 +2546,28 @@ MUTANTS += [
       "            return hw[0], ",
       "imgsz's width is taken for the height too", CLI_SHAPES),
 ]
+
+# ---- the operator families of the node conformance cases ------------------------------
+REDUCE_CASES = ("tests/importers/test_onnx_node_cases_reduce.py",)
+MUTANTS += [
+    M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
+      "    return -np.inf if dtype.kind == \"f\" else",
+      "    return 0.0 if dtype.kind == \"f\" else",
+      "ReduceMax over an empty set gives 0 instead of -inf", REDUCE_CASES),
+    M("reduce-prod-sums", "pyarena/runtime/kernels/normalization.py",
+      "                  \"ReduceProd\": np.multiply}.get(t, np.add)",
+      "                  \"ReduceProd\": np.add}.get(t, np.add)",
+      "ReduceProd adds its elements", REDUCE_CASES),
+    M("cumprod-exclusive-starts-at-zero", "pyarena/runtime/kernels/indexing.py",
+      "self.f, self.start = (np.cumprod, 1) if prod",
+      "self.f, self.start = (np.cumprod, 0) if prod",
+      "an exclusive CumProd starts from 0, as CumSum does", REDUCE_CASES),
+    M("reduce-runtime-axes-not-a-source", "pyarena/importers/onnx_dynamic.py",
+      "        return n.input[1] not in imp.vals       # the axes",
+      "        return False       # the axes",
+      "a reduction whose axes are fed at run time is sized at import", REDUCE_CASES),
+    M("castlike-evaluator-first-type", "pyarena/runtime/kernels/evaluators.py",
+      "        return [x.astype(like.dtype)]",
+      "        return [x]",
+      "CastLike folds to the first input's own type", ("tests/runtime/test_facts.py",)),
+]

@@ -696,3 +696,21 @@ class Cast(Kernel):
 
     def run(self, xs, ys, sc):
         np.copyto(ys[0], xs[0], casting="unsafe")
+
+
+@register
+class CastLike(Kernel):
+    """Cast to the element type of the second input (only its type is
+    read, never its values)."""
+
+    op_types = ('CastLike',)
+    family = 'unary'
+    inplace = 'none'
+    shape_rule = rules.cast_like
+    evaluate = ev.cast_like
+
+    def setup(self):
+        self.runtime = (0,)
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], xs[0], casting="unsafe")

@@ -23,7 +23,7 @@ from ...errors import ModelImportError
 from ...graph import MAX_TENSOR_BYTES
 
 __all__ = ["FOLD_MAX_BYTES", "check_dims", "ufunc", "arith", "power", "extreme",
-           "identity", "cast", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
+           "identity", "cast", "cast_like", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
            "concat", "gather", "reshape", "slice_values", "transpose", "arange", "expand"]
 
 #: the largest value constant folding computes (bytes): shape arithmetic
@@ -102,6 +102,18 @@ def identity(n):
 
 def cast(n):
     return [n.v(0).astype(n.dtype_of(n.a["to"]))]
+
+
+def cast_like(n):
+    """CastLike: the first input in the second's element type (its value
+    unread: the type comes from the value when known, else from the graph)."""
+    x, like = n.v(0), n.v(1)
+    if x is None:
+        return NotImplemented
+    if like is not None:
+        return [x.astype(like.dtype)]
+    t = n.t(1)
+    return NotImplemented if t is None else [x.astype(n.dtype_of(t))]
 
 
 def shape(n):

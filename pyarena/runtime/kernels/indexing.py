@@ -458,10 +458,11 @@ class TopK(Kernel):
 
 @register
 class CumSum(Kernel):
-    """axis constant; ``exclusive`` sums into the output shifted by one
-    (its first slice 0), ``reverse`` works on reversed views."""
+    """CumSum, CumProd (opset 26): axis constant; ``exclusive`` sums
+    (multiplies) into the output shifted by one (its first slice 0, 1),
+    ``reverse`` works on reversed views."""
 
-    op_types = ("CumSum",)
+    op_types = ("CumSum", "CumProd")
     family = "indexing"
     shape_rule = rules.same
     fold = "expanding"
@@ -473,6 +474,8 @@ class CumSum(Kernel):
         self.axis = _axis(np.asarray(self.const(1, "axis")).reshape(-1)[0], nd)
         self.exclusive = bool(int(self.attrs.get("exclusive", 0)))
         self.reverse = bool(int(self.attrs.get("reverse", 0)))
+        prod = self.op.op_type == "CumProd"
+        self.f, self.start = (np.cumprod, 1) if prod else (np.cumsum, 0)
         cut = [slice(None)] * nd
         self.head, self.tail, self.first = list(cut), list(cut), list(cut)
         self.head[self.axis] = slice(0, -1)
@@ -486,10 +489,10 @@ class CumSum(Kernel):
             x, y = np.flip(x, ax), np.flip(y, ax)
         if self.exclusive:
             if y.shape[ax]:
-                y[self.first].fill(0)
-                np.cumsum(x[self.head], axis=ax, out=y[self.tail])
+                y[self.first].fill(self.start)
+                self.f(x[self.head], axis=ax, out=y[self.tail])
         else:
-            np.cumsum(x, axis=ax, out=y)
+            self.f(x, axis=ax, out=y)
 
 
 @register

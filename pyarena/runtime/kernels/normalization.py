@@ -85,13 +85,15 @@ _PRE = {"ReduceL1": np.abs, "ReduceL2": np.square, "ReduceSumSquare": np.square}
 
 @register
 class Reduce(Kernel):
-    """ReduceMean/Sum/Max/Min in one ``ufunc.reduce``; ReduceL1, ReduceL2,
+    """ReduceMean/Sum/Max/Min/Prod in one ``ufunc.reduce``; ReduceL1, ReduceL2,
     ReduceSumSquare, ReduceLogSum and ReduceLogSumExp sum a transformed
     copy (scratch: one input-sized buffer; LogSumExp also the maximum)
-    and finish on the output."""
+    and finish on the output.  Over an empty set each gives the identity
+    of its reduction (0, 1, -inf / the type's least value for Max, +inf /
+    its greatest for Min)."""
 
-    op_types = ('ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceL1', 'ReduceL2',
-                'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp')
+    op_types = ('ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1',
+                'ReduceL2', 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp')
     family = 'reduce'
     inplace = 'none'
     shape_rule = moves.reduce
@@ -116,7 +118,11 @@ class Reduce(Kernel):
         self.axes = axes
         self.kshape = tuple(1 if i in axes else d for i, d in enumerate(xs))
         t = self.op.op_type
-        self.f = {"ReduceMax": np.maximum, "ReduceMin": np.minimum}.get(t, np.add)
+        self.f = {"ReduceMax": np.maximum, "ReduceMin": np.minimum,
+                  "ReduceProd": np.multiply}.get(t, np.add)
+        # what a reduction over nothing gives (np.maximum / minimum have no identity)
+        self.empty = _lowest(self.dtype) if t == "ReduceMax" else \
+            _highest(self.dtype) if t == "ReduceMin" else None
         cnt = math.prod(xs[a] for a in axes) if axes else 1
         self.inv = const(1.0 / max(cnt, 1), self.dtype) if t == "ReduceMean" \
             else None
@@ -149,6 +155,9 @@ class Reduce(Kernel):
             else:
                 y.fill(-np.inf)         # log(0): the sum over nothing
             return
+        if self.empty is not None and not x.size:
+            y.fill(self.empty)
+            return
         if self.pre is not None:
             x = self.pre(x, out=sc[0])
         self.f.reduce(x, axis=self.axes, out=y, keepdims=True)
@@ -166,6 +175,17 @@ class Reduce(Kernel):
         np.add.reduce(e, axis=self.axes, out=y, keepdims=True)
         np.log(y, out=y)
         np.add(y, m, out=y)
+
+
+def _lowest(dtype):
+    dtype = np.dtype(dtype)
+    return -np.inf if dtype.kind == "f" else False if dtype.kind == "b" else \
+        np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    dtype = np.dtype(dtype)
+    return np.inf if dtype.kind == "f" else True if dtype.kind == "b" else np.iinfo(dtype).max
 
 
 @register
