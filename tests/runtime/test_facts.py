@@ -89,6 +89,15 @@ def _case(op_type, rng):
     """(inputs, attrs) of one op of ``op_type`` for the comparison, or None."""
     fam = op_fact(op_type, "family")
     shape = (2, 3, 4)
+    if op_type.startswith("Bitwise"):
+        ints = [rng.integers(-2**31, 2**31, shape).astype(np.int32),
+                rng.integers(-2**31, 2**31, (3, 4)).astype(np.int32)]
+        return ints[:1 if op_type == "BitwiseNot" else 2], {}
+    if op_type == "BitShift":      # amounts in range, out of it and negative
+        return [rng.integers(-128, 128, shape).astype(np.int8),
+                rng.integers(-20, 20, (3, 4)).astype(np.int8)], {"direction": "RIGHT"}
+    if op_type == "BitCast":
+        return [_special(shape, rng)], {"to": 6}            # float32 bits as int32
     if fam == "logic":
         if op_type in ("And", "Or", "Xor"):
             return [rng.integers(0, 2, shape).astype(bool),

@@ -2549,6 +2549,7 @@ MUTANTS += [
 
 # ---- the operator families of the node conformance cases ------------------------------
 REDUCE_CASES = ("tests/importers/test_onnx_node_cases_reduce.py",)
+BIT_CASES = ("tests/importers/test_onnx_node_cases_bits.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2570,4 +2571,16 @@ MUTANTS += [
       "        return [x.astype(like.dtype)]",
       "        return [x]",
       "CastLike folds to the first input's own type", ("tests/runtime/test_facts.py",)),
+    M("bitshift-no-zeroing", "pyarena/runtime/kernels/logic.py",
+      "        if self.zero_bad:\n",
+      "        if False:\n",
+      "a left shift by the width or more keeps the clamped shift's bits", BIT_CASES),
+    M("bitshift-signed-amount", "pyarena/runtime/kernels/logic.py",
+      "        s = s.view(self.unsigned)           # a negative amount: a huge one\n",
+      "",
+      "a negative shift amount is clamped as a signed number", BIT_CASES),
+    M("bitshift-right-unsigned-sign", "pyarena/runtime/kernels/logic.py",
+      "        self.zero_bad = self.left or dt.kind == \"u\"",
+      "        self.zero_bad = self.left",
+      "an unsigned right shift by the width or more keeps the top bit", BIT_CASES),
 ]

@@ -699,6 +699,27 @@ class Cast(Kernel):
 
 
 @register
+class BitCast(Kernel):
+    """The input's bytes read as the type ``to`` (opset 26): the same width
+    only, so a copy of a view."""
+
+    op_types = ('BitCast',)
+    family = 'unary'
+    inplace = 'none'
+    shape_rule = rules.cast
+    evaluate = ev.bit_cast
+
+    def setup(self):
+        src, dst = np.dtype(self.ins[0].dtype), self.dtype
+        if src.itemsize != dst.itemsize:
+            self.fail(f"reads {src.name} as {dst.name}: BitCast needs types of the same "
+                      f"width")
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], xs[0].view(ys[0].dtype))
+
+
+@register
 class CastLike(Kernel):
     """Cast to the element type of the second input (only its type is
     read, never its values)."""
