@@ -2550,6 +2550,7 @@ MUTANTS += [
 # ---- the operator families of the node conformance cases ------------------------------
 REDUCE_CASES = ("tests/importers/test_onnx_node_cases_reduce.py",)
 BIT_CASES = ("tests/importers/test_onnx_node_cases_bits.py",)
+FOLDED_CASES = ("tests/importers/test_onnx_node_cases_folded.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2583,4 +2584,8 @@ MUTANTS += [
       "        self.zero_bad = self.left or dt.kind == \"u\"",
       "        self.zero_bad = self.left",
       "an unsigned right shift by the width or more keeps the top bit", BIT_CASES),
+    M("constant-output-not-copied", "pyarena/importers/onnx_build.py",
+      "                self.g.add_op(\"Identity\", [held], [name], name=f\"{name}:copy\")",
+      "                pass",
+      "a graph output that folds whole has no op writing it", FOLDED_CASES),
 ]
