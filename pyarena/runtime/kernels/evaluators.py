@@ -99,7 +99,7 @@ def _bit_shift(x, s, left):
     """ONNX BitShift (opset 28): the amount read as unsigned; a shift by the
     width or more gives 0 (a right shift of a signed integer: its sign)."""
     bits = x.dtype.itemsize * 8
-    s = np.asarray(s).astype(x.dtype).view(f"u{x.dtype.itemsize}").astype(np.int64)
+    s = np.ascontiguousarray(s, dtype=x.dtype).view(f"u{x.dtype.itemsize}")
     out_of_range = s >= bits
     amount = np.minimum(s, bits - 1).astype(x.dtype)
     if left:

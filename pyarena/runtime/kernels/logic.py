@@ -168,17 +168,16 @@ class BitwiseNot(Kernel):
 
 @register
 class BitShift(Kernel):
-    """x << s or x >> s (``direction`` LEFT / RIGHT), s read as unsigned
-    (opset 28): a shift by the width or more -- a negative one too -- gives
-    0, or the sign (0 / -1) for a right shift of a signed integer.  The
-    amount is clamped to width - 1 in the scratch (an arithmetic right
-    shift by width - 1 is the sign), then the left shifts and the unsigned
-    right shifts are zeroed where it was out of range.  Scratch: the
-    clamped amount and the out-of-range mask, the shift's shape."""
+    """x << s or x >> s (``direction`` LEFT / RIGHT) in one ufunc.  ONNX
+    (opset 28) reads the amount as unsigned: a shift by the width or more
+    -- a negative one too -- gives 0, or the sign (0 / -1) for a right
+    shift of a signed integer.  NumPy's shifts define exactly that (they
+    compare the amount, cast to size_t, with the width) instead of C's
+    undefined behaviour."""
 
     op_types = ("BitShift",)
     family = "logic"
-    inplace = "none"
+    inplace = "binary"
     shape_rule = rules.bcast
     evaluate = ev.bit_shift
 
@@ -191,19 +190,7 @@ class BitShift(Kernel):
         direction = direction.decode() if isinstance(direction, bytes) else str(direction)
         if direction not in ("LEFT", "RIGHT"):
             self.fail(f"direction must be LEFT or RIGHT, not {direction!r}")
-        self.left = direction == "LEFT"
-        self.unsigned = np.dtype(f"u{dt.itemsize}")
-        self.width = const(dt.itemsize * 8, self.unsigned)
-        self.top = const(dt.itemsize * 8 - 1, self.unsigned)
-        self.zero_bad = self.left or dt.kind == "u"
-        self.scratch = [(self.shape(1), dt), (self.shape(1), np.bool_)]
+        self.f = np.left_shift if direction == "LEFT" else np.right_shift
 
     def run(self, xs, ys, sc):
-        x, s = xs
-        amount, bad = sc
-        s = s.view(self.unsigned)           # a negative amount: a huge one
-        np.minimum(s, self.top, out=amount, casting="unsafe")
-        (np.left_shift if self.left else np.right_shift)(x, amount, out=ys[0])
-        if self.zero_bad:
-            np.greater_equal(s, self.width, out=bad)
-            np.copyto(ys[0], 0, where=bad)
+        self.f(xs[0], xs[1], out=ys[0])
