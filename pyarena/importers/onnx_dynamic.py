@@ -57,10 +57,13 @@ def dependent_tensors(imp, nodes, io=None):
 
 def _small_runtime(t):
     """A run-time tensor a kernel could want as a value: a small integer
-    one (a K, an axis, a shape)."""
+    one (a K, an axis, a shape) or a float scalar (a Clip bound, a OneHot
+    depth, a quantization scale)."""
     if t is None or t.role == "constant" or t.dynamic or t.shape is None:
         return False
-    return np.dtype(t.dtype).kind in "iub" and int(np.prod(t.shape, dtype=np.int64)) <= 64
+    kind = np.dtype(t.dtype).kind
+    return kind in "iub" and int(np.prod(t.shape, dtype=np.int64)) <= 64 or \
+        kind == "f" and len(t.shape) == 0
 
 
 def value_ops(graph, nodes, rule):

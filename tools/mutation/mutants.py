@@ -718,8 +718,8 @@ MUTANTS = [
       "            x = np.flip(x, ax)",
       "a reverse CumSum reverses its input but not its output", MORE_OPS),
     M("indexing-onehot-out-of-range-on", "pyarena/runtime/kernels/indexing.py",
-      "        np.copyto(vals, self.on, where=ok)",
-      "        np.copyto(vals, self.on)",
+      "        np.copyto(vals, on, where=ok)",
+      "        np.copyto(vals, on)",
       "OneHot sets a 1 for an index outside [-depth, depth) (wrapped) instead of none",
       MORE_OPS),
     M("layernorm-variance-not-averaged", "pyarena/runtime/kernels/normalization.py",
@@ -2551,6 +2551,7 @@ MUTANTS += [
 REDUCE_CASES = ("tests/importers/test_onnx_node_cases_reduce.py",)
 BIT_CASES = ("tests/importers/test_onnx_node_cases_bits.py",)
 FOLDED_CASES = ("tests/importers/test_onnx_node_cases_folded.py",)
+SCALAR_CASES = ("tests/importers/test_onnx_node_cases_scalars.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2580,4 +2581,13 @@ MUTANTS += [
       "                self.g.add_op(\"Identity\", [held], [name], name=f\"{name}:copy\")",
       "                pass",
       "a graph output that folds whole has no op writing it", FOLDED_CASES),
+    M("scalar-float-not-a-value", "pyarena/runtime/kernels/pool_op.py",
+      "                          a.dtype.kind == \"f\" and a.ndim == 0):",
+      "                          False):",
+      "a float scalar fed at run time is not read as a value when a kernel needs one",
+      SCALAR_CASES),
+    M("onehot-values-swapped", "pyarena/runtime/kernels/indexing.py",
+      "        off, on = pair[:1], pair[1:]",
+      "        on, off = pair[:1], pair[1:]",
+      "OneHot takes its values as (on, off)", SCALAR_CASES),
 ]

@@ -201,8 +201,9 @@ class ScatterND(_ND):
 
 @register
 class OneHot(Kernel):
-    """depth and values constant; indices outside [-depth, depth) give a
-    row of ``off`` values."""
+    """depth constant (or a run-time value the kernel is built for);
+    values (off, on) read at run time; indices outside [-depth, depth)
+    give a row of ``off`` values."""
 
     op_types = ("OneHot",)
     family = "indexing"
@@ -210,13 +211,14 @@ class OneHot(Kernel):
     fold = "expanding"
 
     def setup(self):
-        self.runtime = (0,)
+        self.runtime = (0, 2)
         depth = int(np.asarray(self.const(1, "depth")).reshape(-1)[0])
-        off, on = np.asarray(self.const(2, "values")).reshape(-1)[:2]
+        if math.prod(self.shape(2)) != 2:
+            self.malformed(f"values must hold two elements (off, on), not "
+                           f"{list(self.shape(2))}")
         ishape = self.shape(0)
         ax = _axis(self.attrs.get("axis", -1), len(ishape) + 1)
         inner = math.prod(ishape[ax:])
-        self.off, self.on = const(off, self.dtype), const(on, self.dtype)
         self.depth, self.inner = const(depth, np.int64), const(inner, np.int64)
         self.lo = const(-depth, np.int64)
         outer = np.arange(math.prod(ishape[:ax]), dtype=np.int64) * depth * inner
@@ -227,16 +229,18 @@ class OneHot(Kernel):
 
     def run(self, xs, ys, sc):
         flat, ok, hi, vals = sc
+        pair = xs[2].reshape(-1)
+        off, on = pair[:1], pair[1:]            # views: copyto broadcasts them
         np.copyto(flat, xs[0], casting="unsafe")
         np.greater_equal(flat, self.lo, out=ok)
         np.less(flat, self.depth, out=hi)
         np.logical_and(ok, hi, out=ok)
-        np.copyto(vals, self.off)
-        np.copyto(vals, self.on, where=ok)
+        np.copyto(vals, off)
+        np.copyto(vals, on, where=ok)
         np.mod(flat, self.depth, out=flat)       # an invalid index writes off in its own row
         np.multiply(flat, self.inner, out=flat)
         np.add(flat, self.base, out=flat)
-        ys[0].fill(self.off)
+        np.copyto(ys[0], off)
         np.put(ys[0].reshape(-1), flat, vals, mode="wrap")
 
 
