@@ -2552,6 +2552,7 @@ REDUCE_CASES = ("tests/importers/test_onnx_node_cases_reduce.py",)
 BIT_CASES = ("tests/importers/test_onnx_node_cases_bits.py",)
 FOLDED_CASES = ("tests/importers/test_onnx_node_cases_folded.py",)
 SCALAR_CASES = ("tests/importers/test_onnx_node_cases_scalars.py",)
+MISC_CASES = ("tests/importers/test_onnx_node_cases_misc.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2590,4 +2591,20 @@ MUTANTS += [
       "        off, on = pair[:1], pair[1:]",
       "        on, off = pair[:1], pair[1:]",
       "OneHot takes its values as (on, off)", SCALAR_CASES),
+    M("eyelike-k-ignored", "pyarena/runtime/kernels/indexing.py",
+      "        k = int(self.attrs.get(\"k\", 0))\n        count",
+      "        k = 0\n        count",
+      "EyeLike puts its ones on the main diagonal whatever k", MISC_CASES),
+    M("lpnorm-zero-vector-nan", "pyarena/runtime/kernels/normalization.py",
+      "        np.add(norm, zero, out=norm)        # a zero vector stays zero (0 / 1)\n",
+      "",
+      "LpNormalization of a zero vector gives NaN (0 / 0)", MISC_CASES),
+    M("reversesequence-tail-reversed", "pyarena/runtime/kernels/movement.py",
+      "        np.copyto(idx, self.t, where=after)\n",
+      "",
+      "ReverseSequence reads the steps after the length from a negative index", MISC_CASES),
+    M("reversesequence-lengths-unchecked", "pyarena/runtime/kernels/movement.py",
+      "lens.max() > self.steps):",
+      "lens.max() > self.steps + 1):",
+      "a length one past the time axis is taken", MISC_CASES),
 ]

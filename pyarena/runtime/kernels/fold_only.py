@@ -59,14 +59,6 @@ class Random(Operator):
 
 
 @fold_only
-class EyeLike(Operator):
-    op_types = ("EyeLike",)
-    family = "indexing"
-    shape_rule = moves.eye_like
-    fold = "expanding"
-
-
-@fold_only
 class Col2Im(Operator):
     op_types = ("Col2Im",)
     family = "movement"

@@ -461,6 +461,36 @@ class TopK(Kernel):
 
 
 @register
+class EyeLike(Kernel):
+    """Ones on the k-th diagonal of a 2-D output shaped like the input (of
+    its type or ``dtype``), zeros elsewhere: a fill, then the diagonal
+    written through one strided view of the flat output."""
+
+    op_types = ("EyeLike",)
+    family = "indexing"
+    shape_rule = moves.eye_like
+    fold = "expanding"
+
+    def setup(self):
+        self.runtime = ()
+        shp = self.oshape()
+        if len(shp) != 2:
+            self.fail(f"takes a 2-D input, not shape {list(shp)}")
+        n, m = shp
+        k = int(self.attrs.get("k", 0))
+        count = min(n, m - k) if k >= 0 else min(n + k, m)
+        start = k if k >= 0 else -k * m
+        self.diag = slice(start, start + max(count, 0) * (m + 1), m + 1) if count > 0 \
+            else None
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        y.fill(0)
+        if self.diag is not None:
+            y.reshape(-1)[self.diag] = 1
+
+
+@register
 class CumSum(Kernel):
     """CumSum, CumProd (opset 26): axis constant; ``exclusive`` sums
     (multiplies) into the output shifted by one (its first slice 0, 1),

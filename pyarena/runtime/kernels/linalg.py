@@ -191,6 +191,25 @@ class FullyConnected(Kernel):
 
 
 @register
+class Det(Kernel):
+    """The determinants of a batch of square matrices (LU, ``numpy.linalg``)."""
+
+    op_types = ("Det",)
+    family = "linalg"
+    shape_rule = moves.det
+
+    def setup(self):
+        shp = self.shape(0)
+        if len(shp) < 2 or shp[-1] != shp[-2]:
+            self.malformed(f"takes square matrices, not shape {list(shp)}")
+        if np.dtype(self.ins[0].dtype).kind != "f":
+            self.fail(f"takes floats, not {np.dtype(self.ins[0].dtype).name}")
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], np.linalg.det(xs[0]), casting="unsafe")
+
+
+@register
 class Einsum(Kernel):
     """``numpy.einsum`` of the equation straight into the output (no path
     optimisation: ``optimize=True`` would allocate intermediates).  A

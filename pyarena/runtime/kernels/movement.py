@@ -5,6 +5,7 @@ planner made the output the input's memory.
 """
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from . import evaluators as ev
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
@@ -403,3 +404,43 @@ class Pad(Kernel):
                 sl[a] = slice(src, src + 1)
                 np.copyto(y[tuple(dst)], y[tuple(sl)])
             cur[a] = slice(None)
+
+
+@register
+class ReverseSequence(Kernel):
+    """Each batch entry's first ``sequence_lens[b]`` time steps reversed,
+    the rest kept: one gather along the time axis, its source index (L - 1
+    - t before L, t after) worked out in the scratch for the lengths fed."""
+
+    op_types = ("ReverseSequence",)
+    family = "movement"
+    shape_rule = rules.same
+
+    def setup(self):
+        shp = self.shape(0)
+        nd = len(shp)
+        t_ax = int(self.attrs.get("time_axis", 0))
+        b_ax = int(self.attrs.get("batch_axis", 1))
+        if nd < 2 or {t_ax, b_ax} != {0, 1}:
+            self.malformed(f"time_axis {t_ax} and batch_axis {b_ax} must be 0 and 1 of a "
+                           f"tensor of rank >= 2 (shape {list(shp)})")
+        self.t_ax, self.steps = t_ax, shp[t_ax]
+        tshape, bshape = [1] * nd, [1] * nd
+        tshape[t_ax], bshape[b_ax] = shp[t_ax], shp[b_ax]
+        self.bshape = tuple(bshape)
+        self.t = self.keep(np.arange(shp[t_ax], dtype=np.int64).reshape(tshape))
+        self.t1 = self.keep(self.t + 1)
+        both = tuple(max(a, b) for a, b in zip(tshape, bshape))
+        self.scratch = [(both, np.int64), (both, np.bool_)]
+
+    def run(self, xs, ys, sc):
+        idx, after = sc
+        lens = xs[1].reshape(self.bshape)
+        if lens.size and (lens.min() < 0 or lens.max() > self.steps):
+            raise InvalidArgumentError(
+                f"operator {self.op.name!r} (ReverseSequence): sequence_lens "
+                f"{lens.reshape(-1).tolist()} must lie in [0, {self.steps}]")
+        np.subtract(lens, self.t1, out=idx)                 # L - 1 - t
+        np.greater_equal(self.t, lens, out=after)
+        np.copyto(idx, self.t, where=after)
+        np.copyto(ys[0], np.take_along_axis(xs[0], idx, axis=self.t_ax))

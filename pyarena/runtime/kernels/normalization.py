@@ -189,6 +189,35 @@ def _highest(dtype):
 
 
 @register
+class LpNormalization(Kernel):
+    """x / ||x||_p along ``axis`` (p 1 or 2), a zero vector left zero:
+    the norm and its zero mask in the scratch."""
+
+    op_types = ('LpNormalization',)
+    family = 'reduce'
+    shape_rule = rules.same
+
+    def setup(self):
+        xs = self.shape(0)
+        self.p = int(self.attrs.get("p", 2))
+        if self.p not in (1, 2):
+            self.fail(f"p must be 1 or 2, not {self.p}")
+        self.axis = rules.norm_axis(self.attrs.get("axis", -1), len(xs))
+        red = tuple(1 if i == self.axis else d for i, d in enumerate(xs))
+        self.scratch = [(red, self.dtype), (red, np.bool_)]
+
+    def run(self, xs, ys, sc):
+        x, y, (norm, zero) = xs[0], ys[0], sc
+        (np.abs if self.p == 1 else np.square)(x, out=y)
+        np.add.reduce(y, axis=self.axis, out=norm, keepdims=True)
+        if self.p == 2:
+            np.sqrt(norm, out=norm)
+        np.equal(norm, 0, out=zero)
+        np.add(norm, zero, out=norm)        # a zero vector stays zero (0 / 1)
+        np.divide(x, norm, out=y)
+
+
+@register
 class Softmax(Kernel):
     """Softmax over one axis (ONNX opset >= 13, TFLite) or over the
     flattened trailing axes (ONNX opset < 13: attribute ``coerce_2d``).

@@ -357,6 +357,14 @@ def eye_like(n):
     return [(n.s(0), int(n.a.get("dtype", 0)) or n.t(0))]
 
 
+def det(n):
+    """Det: the batch dims of square matrices."""
+    x = n.s(0)
+    if x is not None and len(x) < 2:
+        raise ValueError(f"Det takes matrices, got shape {x}")
+    return [(None if x is None else list(x[:-2]), n.t(0))]
+
+
 def recurrent(n):
     x, w = n.s(0), n.s(1)
     h = int(n.a["hidden_size"]) if "hidden_size" in n.a else (
