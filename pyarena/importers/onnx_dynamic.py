@@ -40,6 +40,29 @@ def _is_source(imp, n):
         return n.input[1] not in imp.vals       # the axes: the output's rank follows them
     if n.op_type in ("Loop", "If"):
         return bool(imp.bodies.get(n.name, ((), {}))[1].get("dynamic"))
+    return _sized_by_a_value(imp, n)
+
+
+_INTEGER_TYPES = frozenset((2, 3, 4, 5, 6, 7, 12, 13))    # ONNX's integer element types
+
+
+def _sized_by_a_value(imp, n):
+    """An op whose output shape inference could not fix although its data
+    input's shape is known, and which reads a small integer tensor computed
+    at run time (a Pad's pads, a Reshape's shape, a Slice's bounds): the
+    value sizes the output."""
+    shapes = imp.shapes
+
+    def fixed(name):
+        dims = shapes.get(name)
+        return dims is not None and all(isinstance(d, int) for d in dims)
+    if not n.input or not n.input[0] or not fixed(n.input[0]) or \
+            all(fixed(o) for o in n.output if o):
+        return False
+    for i in n.input[1:]:
+        if i and i not in imp.vals and imp.types.get(i) in _INTEGER_TYPES and fixed(i) and \
+                int(np.prod(shapes[i], dtype=np.int64)) <= 64:
+            return True
     return False
 
 

@@ -2553,6 +2553,7 @@ BIT_CASES = ("tests/importers/test_onnx_node_cases_bits.py",)
 FOLDED_CASES = ("tests/importers/test_onnx_node_cases_folded.py",)
 SCALAR_CASES = ("tests/importers/test_onnx_node_cases_scalars.py",)
 MISC_CASES = ("tests/importers/test_onnx_node_cases_misc.py",)
+POOL_CROP_CASES = ("tests/importers/test_onnx_node_cases_pool_crop.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2607,4 +2608,20 @@ MUTANTS += [
       "lens.max() > self.steps):",
       "lens.max() > self.steps + 1):",
       "a length one past the time axis is taken", MISC_CASES),
+    M("lppool-no-root", "pyarena/runtime/kernels/pooling.py",
+      "            np.power(ys[0], self.root, out=ys[0])",
+      "            pass",
+      "LpPool returns the sum of |x|^p without its p-th root", POOL_CROP_CASES),
+    M("centercroppad-crop-from-start", "pyarena/runtime/kernels/movement.py",
+      "                src[a] = slice((d - s) // 2, (d - s) // 2 + s)",
+      "                src[a] = slice(0, s)",
+      "CenterCropPad crops from the start instead of about the centre", POOL_CROP_CASES),
+    M("centercroppad-pad-rounds-up", "pyarena/runtime/kernels/movement.py",
+      "                dst[a] = slice((s - d) // 2, (s - d) // 2 + d)",
+      "                dst[a] = slice((s - d + 1) // 2, (s - d + 1) // 2 + d)",
+      "CenterCropPad puts the odd padding element before the input", POOL_CROP_CASES),
+    M("sized-by-value-not-a-source", "pyarena/importers/onnx_dynamic.py",
+      "    return _sized_by_a_value(imp, n)",
+      "    return False",
+      "an op sized by a run-time value (a Pad's pads) is sized at import", POOL_CROP_CASES),
 ]

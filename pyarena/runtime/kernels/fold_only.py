@@ -3,8 +3,8 @@ facts, declared once like a kernel's (:mod:`.facts`).
 
 * ``Constant`` -- always folded (its value is the attribute);
 * ops whose shape rule lets a model that computes them only from constants
-  keep pyarena's own shape inference (LpPool, GlobalLpPool: folded by the
-  ONNX reference evaluator);
+  keep pyarena's own shape inference (GlobalLpPool: folded by the ONNX
+  reference evaluator);
 * the random generators, which must never fold (each run draws anew).
 """
 import numpy as np
@@ -33,13 +33,6 @@ class Constant(Operator):
     evaluate = _constant
     fold = "free"
     needs_values = False
-
-
-@fold_only
-class LpPool(Operator):
-    op_types = ("LpPool",)
-    family = "pool"
-    shape_rule = rules.pool
 
 
 @fold_only

@@ -444,3 +444,37 @@ class ReverseSequence(Kernel):
         np.greater_equal(self.t, lens, out=after)
         np.copyto(idx, self.t, where=after)
         np.copyto(ys[0], np.take_along_axis(xs[0], idx, axis=self.t_ax))
+
+
+@register
+class CenterCropPad(Kernel):
+    """Each of ``axes`` cropped or zero-padded about its centre to the
+    target size (input 1: a constant or a value the kernel is built for):
+    a fill and one copy between the overlapping slices."""
+
+    op_types = ("CenterCropPad",)
+    family = "movement"
+    shape_rule = moves.center_crop_pad
+    fold = "expanding"
+
+    def setup(self):
+        self.runtime = (0,)
+        xs, ys = self.shape(0), self.oshape()
+        src, dst = [slice(None)] * len(xs), [slice(None)] * len(xs)
+        for a, (d, s) in enumerate(zip(xs, ys)):
+            if s < d:       # crop: the centre, the odd element off the end
+                src[a] = slice((d - s) // 2, (d - s) // 2 + s)
+            elif s > d:     # pad: the input at the centre
+                dst[a] = slice((s - d) // 2, (s - d) // 2 + d)
+        target = [int(v) for v in np.asarray(self.const(1, "shape")).reshape(-1)]
+        axes = [int(a) % len(xs) for a in self.attrs.get("axes", range(len(xs)))]
+        if len(target) != len(axes) or any(ys[a] != t for a, t in zip(axes, target)):
+            self.malformed(f"output {list(ys)} is not input {list(xs)} with axes {axes} "
+                           f"sized {target}")
+        self.src, self.dst = tuple(src), tuple(dst)
+        self.padded = any(s > d for d, s in zip(xs, ys))
+
+    def run(self, xs, ys, sc):
+        if self.padded:
+            ys[0].fill(0)
+        np.copyto(ys[0][self.dst], xs[0][self.src])

@@ -1,6 +1,6 @@
 """Pooling kernels: MaxPool / AveragePool (a loop over kernel taps, or one
-reduction over a window view when windows do not overlap) and
-GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
+reduction over a window view when windows do not overlap), LpPool (the
+same sum over |x|^p), and GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
 band when there is padding or ceil-mode overhang, within the budget.
 """
 import math
@@ -141,6 +141,44 @@ class WindowPool(Spatial):
                 if not self.is_max:
                     np.multiply(yb, self.div[r0:r1] if self.div is not None else self.inv,
                                 out=yb)
+
+
+@register
+class LpPool(WindowPool):
+    """(sum over the window of |x|^p)^(1/p), 1-D or 2-D: |x|^p into the
+    scratch, summed by the window pool's tap loop (zero padding adds
+    nothing), then the root in place.  NumPy path only."""
+
+    op_types = ('LpPool',)
+    nhwc = False
+    rows = None
+    qdq = None
+    tflite = {}
+    tflite_int8 = {}
+
+    def setup(self):
+        k = [int(v) for v in self.attrs["kernel_shape"]]
+        self.p = float(self.attrs.get("p", 2))
+        if self.p <= 0:
+            self.fail(f"p must be positive, not {self.p:g}")
+        self.is_max = False
+        self.geometry(k, 0.0)
+        self.native = None
+        self.plan_bands()
+        self.scratch = self.pad_spec() + [(self.shape(0), self.dtype)]
+        self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
+                       self.dh == self.dw == 1 and self.kh * self.kw >= 4)
+        self.div, self.inv = None, const(1.0, self.dtype)
+        self.root = const(1.0 / self.p, self.dtype)
+
+    def run(self, xs, ys, sc):
+        powered = sc[-1]
+        np.abs(xs[0], out=powered)
+        if self.p != 1:
+            np.power(powered, self.p, out=powered)
+        WindowPool.run(self, [powered], ys, sc[:-1])
+        if self.p != 1:
+            np.power(ys[0], self.root, out=ys[0])
 
 
 @register

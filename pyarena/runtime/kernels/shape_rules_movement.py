@@ -193,6 +193,22 @@ def expand(n):
     return [(None if shp is None else broadcast(n.s(0), shp), n.t(0))]
 
 
+def center_crop_pad(n):
+    """CenterCropPad: the input's shape with the ``axes`` (all by default)
+    given the target sizes of input 1."""
+    x, target = n.s(0), _values(n, 1)
+    if x is None:
+        return [(None, n.t(0))]
+    axes = n.ints("axes") or list(range(len(x)))
+    axes = [norm_axis(a, len(x)) for a in axes]
+    out = list(x)
+    for i, a in enumerate(axes):
+        out[a] = None if target is None else target[i]
+    if target is not None and len(target) != len(axes):
+        raise ValueError(f"shape {target} does not give one size per axis {axes}")
+    return [(out, n.t(0))]
+
+
 def tile(n):
     x, reps = n.s(0), _values(n, 1)
     if x is None or reps is None:
