@@ -2554,6 +2554,7 @@ FOLDED_CASES = ("tests/importers/test_onnx_node_cases_folded.py",)
 SCALAR_CASES = ("tests/importers/test_onnx_node_cases_scalars.py",)
 MISC_CASES = ("tests/importers/test_onnx_node_cases_misc.py",)
 POOL_CROP_CASES = ("tests/importers/test_onnx_node_cases_pool_crop.py",)
+NORM_CASES = ("tests/importers/test_onnx_node_cases_norm.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2624,4 +2625,20 @@ MUTANTS += [
       "    return _sized_by_a_value(imp, n)",
       "    return False",
       "an op sized by a run-time value (a Pad's pads) is sized at import", POOL_CROP_CASES),
+    M("layernorm-runtime-scale-unread", "pyarena/runtime/kernels/normalization.py",
+      "            np.multiply(yf, xs[1], out=yf)\n",
+      "",
+      "a LayerNormalization scale fed at run time is not applied", NORM_CASES),
+    M("rmsnorm-centred", "pyarena/runtime/kernels/normalization.py",
+      "        np.square(x, out=d)\n        np.add.reduce(d, axis=-1, out=v, keepdims=True)",
+      "        moments(x, d, v, d, self.inv, self.eps)\n        return",
+      "RMSNormalization subtracts the mean, as LayerNormalization does", NORM_CASES),
+    M("swish-alpha-sign", "pyarena/runtime/kernels/elementwise.py",
+      "        self.malpha = const(-float(self.attrs.get(\"alpha\", 1.0)), self.dtype)",
+      "        self.malpha = const(float(self.attrs.get(\"alpha\", 1.0)), self.dtype)",
+      "Swish multiplies by sigmoid(-alpha x)", NORM_CASES),
+    M("mvn-default-axes", "pyarena/runtime/kernels/normalization.py",
+      "        axes = self.attrs.get(\"axes\", [0, 2, 3])",
+      "        axes = self.attrs.get(\"axes\", [2, 3])",
+      "MeanVarianceNormalization's statistics are per image by default", NORM_CASES),
 ]

@@ -521,6 +521,28 @@ class Mish(_Chunked):
 
 
 @register
+class Swish(_Chunked):
+    """x sigmoid(alpha x) (opset 24), as x / (1 + exp(-alpha x))."""
+
+    op_types = ('Swish',)
+    family = 'unary'
+    inplace = 'unary'
+    shape_rule = rules.same
+
+    def consts(self):
+        self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
+        self.one = const(1, self.dtype)
+
+    def on_chunk(self, x, y, sc):
+        s = sc[0]
+        np.multiply(x, self.malpha, out=s)
+        with np.errstate(over="ignore"):
+            np.exp(s, out=s)
+        np.add(s, self.one, out=s)
+        np.divide(x, s, out=y)
+
+
+@register
 class Celu(_Chunked):
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
 

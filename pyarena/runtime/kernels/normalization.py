@@ -189,6 +189,40 @@ def _highest(dtype):
 
 
 @register
+class MeanVarianceNorm(Kernel):
+    """MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over
+    ``axes`` (default 0, 2, 3), as ONNX's function body computes it.
+    Scratch: the two statistics and the squares."""
+
+    op_types = ('MeanVarianceNormalization',)
+    family = 'reduce'
+    inplace = 'none'
+    shape_rule = rules.same
+
+    def setup(self):
+        xs = self.shape(0)
+        axes = self.attrs.get("axes", [0, 2, 3])
+        self.axes = tuple(sorted({rules.norm_axis(a, len(xs)) for a in axes}))
+        red = tuple(1 if i in self.axes else d for i, d in enumerate(xs))
+        self.inv = const(1.0 / max(math.prod(xs[a] for a in self.axes), 1), self.dtype)
+        self.eps = const(1e-9, self.dtype)
+        self.scratch = [(red, self.dtype), (red, self.dtype), (xs, self.dtype)]
+
+    def run(self, xs, ys, sc):
+        m, v, sq = sc
+        x, y = xs[0], ys[0]
+        np.add.reduce(x, axis=self.axes, out=m, keepdims=True)
+        np.multiply(m, self.inv, out=m)
+        np.subtract(x, m, out=y)
+        np.square(y, out=sq)
+        np.add.reduce(sq, axis=self.axes, out=v, keepdims=True)
+        np.multiply(v, self.inv, out=v)
+        np.sqrt(v, out=v)
+        np.add(v, self.eps, out=v)
+        np.divide(y, v, out=y)
+
+
+@register
 class LpNormalization(Kernel):
     """x / ||x||_p along ``axis`` (p 1 or 2), a zero vector left zero:
     the norm and its zero mask in the scratch."""
@@ -364,11 +398,11 @@ def moments(x, m, v, d, inv, eps, sq=None):
 @register
 class LayerNorm(Kernel):
     """LayerNormalization (opset 17): statistics over the axes from ``axis``
-    on, then scale and bias (constants, broadcast over those axes).  A
-    float16 input has its statistics and centred copy in float32
-    (``stash_type`` 1, the default).  Scratch: the centred copy and the two
-    statistics, copied to the Mean and InvStdDev outputs when the graph
-    reads them."""
+    on, then scale and bias (broadcast over those axes: constants laid out
+    once, or read at run time).  A float16 input has its statistics and
+    centred copy in float32 (``stash_type`` 1, the default).  Scratch: the
+    centred copy and the two statistics, copied to the Mean and InvStdDev
+    outputs when the graph reads them."""
 
     op_types = ('LayerNormalization',)
     family = 'reduce'
@@ -376,20 +410,22 @@ class LayerNorm(Kernel):
     shape_rule = rules.layer_norm
 
     def setup(self):
-        self.runtime = (0,)
         xs = self.shape(0)
         ax = _axis_attr(self.attrs, len(xs))
         outer, inner = math.prod(xs[:ax]), math.prod(xs[ax:])
         self.view = (outer, inner)
+        tail = xs[ax:]
+        self.full = (outer,) + tuple(tail)      # y as the run-time scale broadcasts to it
         wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 1
         st = np.dtype(np.float32) if wide else self.dtype
         self.inv = const(1.0 / max(inner, 1), st)
         self.eps = const(float(self.attrs.get("epsilon", 1e-5)), st)
-        tail = xs[ax:]
-        self.g = self.keep(np.broadcast_to(self.const(1, "scale"), tail).astype(
-            self.dtype).reshape(1, inner))
-        self.b = None if not self.has(2) else self.keep(np.broadcast_to(
-            self.const(2, "bias"), tail).astype(self.dtype).reshape(1, inner))
+        self.runtime = (0,) + tuple(i for i in (1, 2) if self.has(i) and
+                                    self.ins[i].data is None)
+        self.g = None if 1 in self.runtime else self.keep(np.broadcast_to(
+            self.const(1, "scale"), tail).astype(self.dtype).reshape(1, inner))
+        self.b = None if not self.has(2) or 2 in self.runtime else self.keep(
+            np.broadcast_to(self.const(2, "bias"), tail).astype(self.dtype).reshape(1, inner))
         named = list(self.op.outputs) + [""] * 3
         self.slots = [k for k in range(3) if named[k]]     # ys[i] is output slots[i]
         self.scratch = [(self.view, st), ((outer, 1), st), ((outer, 1), st)]
@@ -398,13 +434,46 @@ class LayerNorm(Kernel):
         d, m, v = sc
         x = xs[0].reshape(self.view)
         y = ys[0].reshape(self.view)
-        moments(x, m, v, d, self.inv, self.eps)
+        self.statistics(x, m, v, d)
         np.multiply(d, v, out=y)
-        np.multiply(y, self.g, out=y)
-        if self.b is not None:
-            np.add(y, self.b, out=y)
+        self.affine(xs, y)
         for k, out in zip(self.slots[1:], ys[1:]):
             np.copyto(out.reshape(-1, 1), m if k == 1 else v)
+
+    def statistics(self, x, m, v, d):
+        moments(x, m, v, d, self.inv, self.eps)
+
+    def affine(self, xs, y):
+        """y * scale + bias, the constants' layout or the run-time values'."""
+        if self.g is not None:
+            np.multiply(y, self.g, out=y)
+        else:
+            yf = y.reshape(self.full)
+            np.multiply(yf, xs[1], out=yf)
+        if self.b is not None:
+            np.add(y, self.b, out=y)
+        elif 2 in self.runtime:
+            yf = y.reshape(self.full)
+            np.add(yf, xs[2], out=yf)
+
+
+@register
+class RMSNorm(LayerNorm):
+    """RMSNormalization (opset 23): x / sqrt(mean(x^2) + eps) over the axes
+    from ``axis`` on, times the scale; statistics in float32 for a float16
+    input (``stash_type`` 1).  Scratch: the squares and the statistic."""
+
+    op_types = ('RMSNormalization',)
+    shape_rule = rules.same
+
+    def statistics(self, x, m, v, d):
+        np.square(x, out=d)
+        np.add.reduce(d, axis=-1, out=v, keepdims=True)
+        np.multiply(v, self.inv, out=v)
+        np.add(v, self.eps, out=v)
+        np.sqrt(v, out=v)
+        np.reciprocal(v, out=v)
+        np.copyto(d, x)
 
 
 @register
