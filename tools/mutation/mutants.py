@@ -2555,6 +2555,7 @@ SCALAR_CASES = ("tests/importers/test_onnx_node_cases_scalars.py",)
 MISC_CASES = ("tests/importers/test_onnx_node_cases_misc.py",)
 POOL_CROP_CASES = ("tests/importers/test_onnx_node_cases_pool_crop.py",)
 NORM_CASES = ("tests/importers/test_onnx_node_cases_norm.py",)
+LOSS_CASES = ("tests/importers/test_onnx_node_cases_loss.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2641,4 +2642,17 @@ MUTANTS += [
       "        axes = self.attrs.get(\"axes\", [0, 2, 3])",
       "        axes = self.attrs.get(\"axes\", [2, 3])",
       "MeanVarianceNormalization's statistics are per image by default", NORM_CASES),
+    M("nll-mean-by-count", "pyarena/runtime/kernels/normalization.py",
+      "                np.copyto(ys[0], loss.sum() / w.sum())",
+      "                np.copyto(ys[0], loss.sum() / kept.sum())",
+      "a weighted mean loss is divided by the number of targets, not their weights",
+      LOSS_CASES),
+    M("nll-ignored-weighted", "pyarena/runtime/kernels/normalization.py",
+      "        w = xs[2][t] * kept if self.weighted else kept.astype(x.dtype)",
+      "        w = xs[2][t] if self.weighted else kept.astype(x.dtype)",
+      "a target equal to ignore_index still counts with its class weight", LOSS_CASES),
+    M("sce-no-max-shift", "pyarena/runtime/kernels/normalization.py",
+      "            np.subtract(lp, np.max(x, axis=1, keepdims=True), out=lp)\n",
+      "",
+      "the log-softmax forgets the maximum it shifted the scores by", LOSS_CASES),
 ]

@@ -1,6 +1,7 @@
 """Normalisation and reduction kernels: BatchNormalization (folded into
 a per-channel scale and shift), InstanceNormalization, LRN, the Reduce*
-family and Softmax / LogSoftmax.
+family, Softmax / LogSoftmax and the losses over them
+(NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
 
 Scratch rules: InstanceNorm -- the two statistics and one centred copy
 (the squares go to the output);
@@ -11,6 +12,7 @@ import math
 
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from .native import plane_mean
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
@@ -563,3 +565,68 @@ class Hardmax(Kernel):
         np.add(i, self.base, out=i)
         ys[0].fill(0)
         np.put(ys[0].reshape(-1), i, self.one, mode="wrap")
+
+
+@register
+class NllLoss(Kernel):
+    """NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (the NLL of
+    the log-softmax over axis 1, which is also its optional second
+    output): -input[n, target[n, ...], ...] times the target's class
+    weight, 0 where the target is ``ignore_index``; reduction "none", "sum"
+    or "mean" (the weighted mean: divided by the weights of the targets
+    kept).  One gather along the class axis; the log-softmax in the
+    scratch (or the second output)."""
+
+    op_types = ('NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss')
+    family = 'reduce'
+    inplace = 'none'
+    shape_rule = {'NegativeLogLikelihoodLoss': rules.nll_loss,
+                  'SoftmaxCrossEntropyLoss': rules.softmax_cross_entropy}
+
+    def setup(self):
+        xs, ts = self.shape(0), self.shape(1)
+        if len(xs) < 2 or ts != xs[:1] + xs[2:]:
+            self.malformed(f"target {list(ts)} does not fit input {list(xs)} (N, C, d1...)")
+        red = self.attrs.get("reduction", "mean")
+        self.reduction = red.decode() if isinstance(red, bytes) else str(red)
+        if self.reduction not in ("none", "sum", "mean"):
+            self.fail(f"reduction must be none, sum or mean, not {self.reduction!r}")
+        ignore = self.attrs.get("ignore_index")
+        self.ignore = None if ignore is None else int(ignore)
+        self.softmax = self.op.op_type == 'SoftmaxCrossEntropyLoss'
+        self.classes = xs[1]
+        self.weighted = self.has(2)
+        self.lp_out = self.softmax and len(self.outs) > 1
+        self.scratch = [(xs, self.dtype)] if self.softmax and not self.lp_out else []
+        if self.softmax:
+            self.scratch.append((xs[:1] + (1,) + xs[2:], self.dtype))
+
+    def run(self, xs, ys, sc):
+        x, target = xs[0], xs[1].astype(np.int64, copy=False)
+        if self.softmax:        # log_softmax over the classes
+            lp = ys[1] if self.lp_out else sc[0]
+            m = sc[-1]
+            np.maximum.reduce(x, axis=1, out=m, keepdims=True)
+            np.subtract(x, m, out=lp)
+            np.exp(lp, out=lp)
+            np.add.reduce(lp, axis=1, out=m, keepdims=True)
+            np.log(m, out=m)
+            np.subtract(x, m, out=lp)
+            np.subtract(lp, np.max(x, axis=1, keepdims=True), out=lp)
+            x = lp
+        kept = np.ones(target.shape, bool) if self.ignore is None else target != self.ignore
+        t = np.where(kept, target, 0)
+        if t.size and (t.min() < 0 or t.max() >= self.classes):
+            raise InvalidArgumentError(
+                f"operator {self.op.name!r} ({self.op.op_type}): target classes must lie in "
+                f"[0, {self.classes}) (or be ignore_index), got {int(t.min())}..{int(t.max())}")
+        loss = -np.take_along_axis(x, t[:, None], axis=1)[:, 0]
+        w = xs[2][t] * kept if self.weighted else kept.astype(x.dtype)
+        loss = loss * w
+        if self.reduction == "none":
+            np.copyto(ys[0], loss)
+        elif self.reduction == "sum":
+            np.copyto(ys[0], loss.sum())
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.copyto(ys[0], loss.sum() / w.sum())

@@ -233,6 +233,24 @@ def layer_norm(n):
     return [(x, n.t(0)), (stat, stash), (stat, stash)][:n.nout]
 
 
+def _reduction(n):
+    r = n.a.get("reduction", "mean")
+    return r.decode() if isinstance(r, bytes) else str(r)
+
+
+def nll_loss(n):
+    """NegativeLogLikelihoodLoss: the target's shape (reduction "none") or
+    a scalar."""
+    return [(n.s(1) if _reduction(n) == "none" else [], n.t(0))]
+
+
+def softmax_cross_entropy(n):
+    """SoftmaxCrossEntropyLoss: the loss (as NLL's), then log_prob shaped
+    like the scores."""
+    out = [(n.s(1) if _reduction(n) == "none" else [], n.t(0)), (n.s(0), n.t(0))]
+    return out[:n.nout]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""
