@@ -80,13 +80,13 @@ def dependent_tensors(imp, nodes, io=None):
 
 def _small_runtime(t):
     """A run-time tensor a kernel could want as a value: a small integer
-    one (a K, an axis, a shape) or a float scalar (a Clip bound, a OneHot
-    depth, a quantization scale)."""
+    one (a K, an axis, a shape) or a single float (a Clip bound, a OneHot
+    depth, a Pad value, a quantization scale)."""
     if t is None or t.role == "constant" or t.dynamic or t.shape is None:
         return False
     kind = np.dtype(t.dtype).kind
     return kind in "iub" and int(np.prod(t.shape, dtype=np.int64)) <= 64 or \
-        kind == "f" and len(t.shape) == 0
+        kind == "f" and int(np.prod(t.shape, dtype=np.int64)) == 1
 
 
 def value_ops(graph, nodes, rule):

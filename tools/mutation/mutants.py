@@ -2556,6 +2556,7 @@ MISC_CASES = ("tests/importers/test_onnx_node_cases_misc.py",)
 POOL_CROP_CASES = ("tests/importers/test_onnx_node_cases_pool_crop.py",)
 NORM_CASES = ("tests/importers/test_onnx_node_cases_norm.py",)
 LOSS_CASES = ("tests/importers/test_onnx_node_cases_loss.py",)
+ATTENTION_CASES = ("tests/importers/test_onnx_node_cases_attention.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2586,7 +2587,7 @@ MUTANTS += [
       "                pass",
       "a graph output that folds whole has no op writing it", FOLDED_CASES),
     M("scalar-float-not-a-value", "pyarena/runtime/kernels/pool_op.py",
-      "                          a.dtype.kind == \"f\" and a.ndim == 0):",
+      "                          a.dtype.kind == \"f\" and a.size == 1):",
       "                          False):",
       "a float scalar fed at run time is not read as a value when a kernel needs one",
       SCALAR_CASES),
@@ -2655,4 +2656,23 @@ MUTANTS += [
       "            np.subtract(lp, np.max(x, axis=1, keepdims=True), out=lp)\n",
       "",
       "the log-softmax forgets the maximum it shifted the scores by", LOSS_CASES),
+    M("attention-causal-ignores-cache", "pyarena/runtime/kernels/linalg.py",
+      "        offset = past_k.shape[2] if past_k is not None else \\",
+      "        offset = 0 if past_k is not None else \\",
+      "the causal mask is aligned to the first key, not after the past cache",
+      ATTENTION_CASES),
+    M("attention-gqa-tiled", "pyarena/runtime/kernels/linalg.py",
+      "            k, v = np.repeat(k, hq // hk, axis=1), np.repeat(v, hq // hk, axis=1)",
+      "            k, v = np.tile(k, (1, hq // hk, 1, 1)), np.tile(v, (1, hq // hk, 1, 1))",
+      "grouped-query heads repeat the key heads in turn instead of each in place",
+      ATTENTION_CASES),
+    M("attention-masked-rows-nan", "pyarena/runtime/kernels/linalg.py",
+      "        p = np.where(empty, 0, p)\n",
+      "",
+      "a query that can attend no key gives NaN instead of 0", ATTENTION_CASES),
+    M("attention-softcap-after-mask", "pyarena/runtime/kernels/linalg.py",
+      "        scores = qk + bias\n",
+      "        scores = qk + bias if self.softcap <= 0 else \\\n"
+      "            np.tanh((qk + bias) / dt.type(self.softcap)) * dt.type(self.softcap)\n",
+      "softcap applied after the mask, so masked keys keep some weight", ATTENTION_CASES),
 ]

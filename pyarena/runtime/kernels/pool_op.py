@@ -41,10 +41,10 @@ def pool_frees(graph):
 
 def _value(a):
     """The bytes of a run-time input read as a value (a small integer
-    tensor: a K, an axis, a shape; or a float scalar: a Clip bound, a
+    tensor: a K, an axis, a shape; or a single float: a Clip bound, a
     OneHot depth, a quantization scale), else None."""
     if a is not None and (a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS or
-                          a.dtype.kind == "f" and a.ndim == 0):
+                          a.dtype.kind == "f" and a.size == 1):
         return a.tobytes()
     return None
 

@@ -251,6 +251,31 @@ def softmax_cross_entropy(n):
     return out[:n.nout]
 
 
+def attention(n):
+    """Attention (opsets 23-25): Y, present_key, present_value and
+    qk_matmul_output, from 3-D (batch, seq, heads * size) or 4-D (batch,
+    heads, seq, size) Q, K, V and the past cache."""
+    q, k, v = n.s(0), n.s(1), n.s(2)
+    t = n.t(0)
+    if q is None or k is None or v is None:
+        return [(None, t)] * n.nout
+    past = n.s(4) if n.has(4) else None
+    if len(q) == 3:
+        hq, hkv = int(n.a["q_num_heads"]), int(n.a["kv_num_heads"])
+        b, sq, skv = q[0], q[1], k[1]
+        dk = dims_op(lambda d: d // hkv, k[2])
+        dv = dims_op(lambda d: d // hkv, v[2])
+        y = [b, sq, dims_op(lambda d: d * hq, dv)]
+    else:
+        b, hq, sq = q[0], q[1], q[2]
+        hkv, skv, dk, dv = k[1], k[2], k[3], v[3]
+        y = [b, hq, sq, dv]
+    total = skv if past is None else dims_op(lambda a, c: a + c, past[2], skv)
+    outs = [(y, t), ([b, hkv, total, dk], t), ([b, hkv, total, dv], t),
+            ([b, hq, sq, total], t)]
+    return outs[:n.nout]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""
