@@ -2557,6 +2557,7 @@ POOL_CROP_CASES = ("tests/importers/test_onnx_node_cases_pool_crop.py",)
 NORM_CASES = ("tests/importers/test_onnx_node_cases_norm.py",)
 LOSS_CASES = ("tests/importers/test_onnx_node_cases_loss.py",)
 ATTENTION_CASES = ("tests/importers/test_onnx_node_cases_attention.py",)
+ROTARY_CASES = ("tests/importers/test_onnx_node_cases_rotary.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2675,4 +2676,13 @@ MUTANTS += [
       "        scores = qk + bias if self.softcap <= 0 else \\\n"
       "            np.tanh((qk + bias) / dt.type(self.softcap)) * dt.type(self.softcap)\n",
       "softcap applied after the mask, so masked keys keep some weight", ATTENTION_CASES),
+    M("rotary-pairs-not-interleaved", "pyarena/runtime/kernels/linalg.py",
+      "        self.parts = (slice(0, rot, 2), slice(1, rot, 2)) if inter else \\",
+      "        self.parts = (slice(0, half), slice(half, rot)) if inter else \\",
+      "interleaved RotaryEmbedding rotates the halves instead of even / odd pairs",
+      ROTARY_CASES),
+    M("rotary-sign", "pyarena/runtime/kernels/linalg.py",
+      "        np.subtract(y1, t, out=y1)",
+      "        np.add(y1, t, out=y1)",
+      "the rotation's real part adds sin x2 instead of subtracting it", ROTARY_CASES),
 ]

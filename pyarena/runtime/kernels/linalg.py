@@ -316,6 +316,61 @@ class Attention(Kernel):
 
 
 @register
+class RotaryEmbedding(Kernel):
+    """RotaryEmbedding (opset 23): the first ``rotary_embedding_dim`` of each
+    head's features rotated pairwise -- halves, or even / odd features
+    when ``interleaved`` -- by the cos / sin caches, gathered by
+    position_ids when given; the rest copied.  Works on (batch, seq, heads,
+    size) views of input and output; scratch: one product."""
+
+    op_types = ("RotaryEmbedding",)
+    family = "linalg"
+    inplace = "none"
+    shape_rule = rules.same
+
+    def setup(self):
+        xs = self.shape(0)
+        if len(xs) == 4:
+            b, h, s, d = xs
+            self.to4 = lambda a: a.transpose(0, 2, 1, 3)
+        elif len(xs) == 3:
+            heads = int(self.attrs.get("num_heads", 0))
+            if heads < 1 or xs[2] % heads:
+                self.malformed(f"a 3-D input {list(xs)} needs num_heads dividing its last dim")
+            b, s, h, d = xs[0], xs[1], heads, xs[2] // heads
+            self.to4 = lambda a: a.reshape(b, s, h, d)
+        else:
+            self.malformed(f"input must be 3-D or 4-D, not {list(xs)}")
+        rot = int(self.attrs.get("rotary_embedding_dim", 0)) or d
+        if rot % 2 or rot > d:
+            self.malformed(f"rotary_embedding_dim {rot} must be even and at most {d}")
+        half = rot // 2
+        if self.shape(1)[-1] != half or self.shape(2)[-1] != half:
+            self.malformed(f"the caches' last dim must be rotary_embedding_dim / 2 = {half}")
+        inter = bool(int(self.attrs.get("interleaved", 0)))
+        self.parts = (slice(0, rot, 2), slice(1, rot, 2)) if inter else \
+            (slice(0, half), slice(half, rot))
+        self.scratch = [((b, s, h, half), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        x, y, t = self.to4(xs[0]), self.to4(ys[0]), sc[0]
+        cos, sin = xs[1], xs[2]
+        if self.has(3):
+            pos = xs[3].astype(np.int64, copy=False)
+            cos, sin = cos[pos], sin[pos]
+        cos, sin = cos[:, :, None], sin[:, :, None]
+        a, b = self.parts
+        x1, x2, y1, y2 = x[..., a], x[..., b], y[..., a], y[..., b]
+        np.copyto(y, x)
+        np.multiply(cos, x1, out=y1)
+        np.multiply(sin, x2, out=t)
+        np.subtract(y1, t, out=y1)
+        np.multiply(sin, x1, out=y2)
+        np.multiply(cos, x2, out=t)
+        np.add(y2, t, out=y2)
+
+
+@register
 class Det(Kernel):
     """The determinants of a batch of square matrices (LU, ``numpy.linalg``)."""
 
