@@ -15,7 +15,7 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import (branching, control, conv, elementwise, fold_only, indexing,  # noqa: F401
+from . import (branching, control, conv, conversions, elementwise, fold_only, indexing,  # noqa: F401
                linalg, logic, movement, normalization, patched, pooling, quantized,
                quantized_contrib, quantized_conv, quantized_matmul, recurrent, resize,
                tflite)  # (register)

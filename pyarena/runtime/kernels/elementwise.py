@@ -1,5 +1,5 @@
 """Element-wise kernels: activations, maths on one tensor, binary and
-variadic arithmetic with broadcasting, Cast.
+variadic arithmetic with broadcasting (the casts: conversions.py).
 
 Aliasing contract (the in-place kinds declared here): "unary" kernels
 stay correct when ``ys[0]`` is the very memory of ``xs[0]``; "binary"
@@ -146,22 +146,35 @@ _unary("Square", np.square, "SQUARE", onnx=False)      # TFLite SQUARE
 
 @register
 class Sigmoid(Kernel):
-    op_types = ('Sigmoid', 'Logistic')
+    """1 / (1 + exp(-x)); Swish (opset 24): x / (1 + exp(-alpha x)) (scratch)."""
+
+    op_types = ('Sigmoid', 'Logistic', 'Swish')
     family = 'unary'
     inplace = 'unary'
-    shape_rule = {'Sigmoid': rules.same}
+    shape_rule = {'Sigmoid': rules.same, 'Swish': rules.same}
     conv_act = {'Sigmoid': 'SIGMOID'}
     tflite = {'LOGISTIC': ('Sigmoid', {})}
 
     def setup(self):
         self.one = const(1, self.dtype)
-        self.native = unary(self, "SIGMOID")
+        self.swish = self.op.op_type == "Swish"
+        self.native = None if self.swish else unary(self, "SIGMOID")
+        if self.swish:
+            self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
+            self.scratch = [(self.oshape(), self.dtype)]
 
     def run(self, xs, ys, sc):
         if self.native:
             self.native(xs, ys)
             return
         y = ys[0]
+        if self.swish:
+            d = np.multiply(xs[0], self.malpha, out=sc[0])
+            with np.errstate(over="ignore"):
+                np.exp(d, out=d)
+            np.add(d, self.one, out=d)
+            np.divide(xs[0], d, out=y)
+            return
         np.negative(xs[0], out=y)
         np.exp(y, out=y)
         np.add(y, self.one, out=y)
@@ -521,28 +534,6 @@ class Mish(_Chunked):
 
 
 @register
-class Swish(_Chunked):
-    """x sigmoid(alpha x) (opset 24), as x / (1 + exp(-alpha x))."""
-
-    op_types = ('Swish',)
-    family = 'unary'
-    inplace = 'unary'
-    shape_rule = rules.same
-
-    def consts(self):
-        self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
-        self.one = const(1, self.dtype)
-
-    def on_chunk(self, x, y, sc):
-        s = sc[0]
-        np.multiply(x, self.malpha, out=s)
-        with np.errstate(over="ignore"):
-            np.exp(s, out=s)
-        np.add(s, self.one, out=s)
-        np.divide(x, s, out=y)
-
-
-@register
 class Celu(_Chunked):
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
 
@@ -707,53 +698,3 @@ class Elementwise(Kernel):
                 f(y, x, out=y)
         if self.mean is not None:
             np.multiply(y, self.mean, out=y)
-
-@register
-class Cast(Kernel):
-    op_types = ('Cast',)
-    family = 'unary'
-    inplace = 'none'
-    shape_rule = rules.cast
-    evaluate = ev.cast
-
-    def run(self, xs, ys, sc):
-        np.copyto(ys[0], xs[0], casting="unsafe")
-
-
-@register
-class BitCast(Kernel):
-    """The input's bytes read as the type ``to`` (opset 26): the same width
-    only, so a copy of a view."""
-
-    op_types = ('BitCast',)
-    family = 'unary'
-    inplace = 'none'
-    shape_rule = rules.cast
-    evaluate = ev.bit_cast
-
-    def setup(self):
-        src, dst = np.dtype(self.ins[0].dtype), self.dtype
-        if src.itemsize != dst.itemsize:
-            self.fail(f"reads {src.name} as {dst.name}: BitCast needs types of the same "
-                      f"width")
-
-    def run(self, xs, ys, sc):
-        np.copyto(ys[0], xs[0].view(ys[0].dtype))
-
-
-@register
-class CastLike(Kernel):
-    """Cast to the element type of the second input (only its type is
-    read, never its values)."""
-
-    op_types = ('CastLike',)
-    family = 'unary'
-    inplace = 'none'
-    shape_rule = rules.cast_like
-    evaluate = ev.cast_like
-
-    def setup(self):
-        self.runtime = (0,)
-
-    def run(self, xs, ys, sc):
-        np.copyto(ys[0], xs[0], casting="unsafe")
