@@ -47,19 +47,19 @@ _INTEGER_TYPES = frozenset((2, 3, 4, 5, 6, 7, 12, 13))    # ONNX's integer eleme
 
 
 def _sized_by_a_value(imp, n):
-    """An op whose output shape inference could not fix although its data
-    input's shape is known, and which reads a small integer tensor computed
-    at run time (a Pad's pads, a Reshape's shape, a Slice's bounds): the
-    value sizes the output."""
+    """An op whose output shape inference could not fix although its
+    inputs' shapes are known, and which reads a small integer tensor
+    computed at run time (a Pad's pads, a Reshape's shape, a Slice's
+    bounds, a ConstantOfShape's shape): the value sizes the output."""
     shapes = imp.shapes
 
     def fixed(name):
         dims = shapes.get(name)
         return dims is not None and all(isinstance(d, int) for d in dims)
-    if not n.input or not n.input[0] or not fixed(n.input[0]) or \
+    if not n.input or not all(fixed(i) for i in n.input if i) or \
             all(fixed(o) for o in n.output if o):
         return False
-    for i in n.input[1:]:
+    for i in n.input:
         if i and i not in imp.vals and imp.types.get(i) in _INTEGER_TYPES and fixed(i) and \
                 int(np.prod(shapes[i], dtype=np.int64)) <= 64:
             return True

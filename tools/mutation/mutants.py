@@ -2558,6 +2558,7 @@ NORM_CASES = ("tests/importers/test_onnx_node_cases_norm.py",)
 LOSS_CASES = ("tests/importers/test_onnx_node_cases_loss.py",)
 ATTENTION_CASES = ("tests/importers/test_onnx_node_cases_attention.py",)
 ROTARY_CASES = ("tests/importers/test_onnx_node_cases_rotary.py",)
+SAMPLING_CASES = ("tests/importers/test_onnx_node_cases_sampling.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2685,4 +2686,25 @@ MUTANTS += [
       "        np.subtract(y1, t, out=y1)",
       "        np.add(y1, t, out=y1)",
       "the rotation's real part adds sin x2 instead of subtracting it", ROTARY_CASES),
+    M("gridsample-reflect-even-odd", "pyarena/runtime/kernels/sampling.py",
+      "    even = n % 2 == 0\n",
+      "    even = n % 2 == 1\n",
+      "a point reflected an odd number of times lands on the wrong side", SAMPLING_CASES),
+    M("gridsample-border-no-clamp", "pyarena/runtime/kernels/sampling.py",
+      "            return np.clip(idx, 0, d - 1), None\n        lo, hi",
+      "            return np.clip(idx, -1, d - 1), None\n        lo, hi",
+      "border padding reads the last element for a tap before the first", SAMPLING_CASES),
+    M("gridsample-nearest-floor", "pyarena/runtime/kernels/sampling.py",
+      "                v = np.rint(v)",
+      "                v = np.floor(v)",
+      "nearest sampling rounds down instead of to the nearest", SAMPLING_CASES),
+    M("gridsample-cubic-a", "pyarena/runtime/kernels/sampling.py",
+      "_CUBIC_A = -0.75",
+      "_CUBIC_A = -0.5",
+      "cubic sampling with Keys' a = -0.5 instead of ONNX's -0.75", SAMPLING_CASES),
+    M("affinegrid-align-centres", "pyarena/runtime/kernels/sampling.py",
+      "                axes.append((np.arange(d) * 2 + 1) / d - 1)",
+      "                axes.append(np.linspace(-1, 1, d))",
+      "without align_corners the grid runs corner to corner, not centre to centre",
+      SAMPLING_CASES),
 ]

@@ -276,6 +276,23 @@ def attention(n):
     return outs[:n.nout]
 
 
+def grid_sample(n):
+    """GridSample: (N, C) of the input, the grid's spatial dims."""
+    x, g = n.s(0), n.s(1)
+    if x is None or g is None:
+        return [(None, n.t(0))]
+    return [([x[0], x[1]] + list(g[1:-1]), n.t(0))]
+
+
+def affine_grid(n):
+    """AffineGrid: (N, [D,] H, W, 2 or 3) from the size input's value."""
+    size = n.v(1)
+    if size is None:
+        return [(None, n.t(0))]
+    size = [int(d) for d in np.asarray(size).reshape(-1)]
+    return [([size[0]] + size[2:] + [len(size) - 2], n.t(0))]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""
