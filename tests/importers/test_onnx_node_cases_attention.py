@@ -31,3 +31,32 @@ def test_the_forms_are_covered():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_node_case(name, tmp_path):
     check_case(CASES[name], tmp_path, ort=name not in NOT_ORT | NOT_IN_ORT)
+
+
+def test_a_fully_masked_row_is_zero_even_when_its_scores_are_infinite(tmp_path):
+    """Row 0 may attend no key and its raw scores are +inf (inf + -inf is
+    NaN before the softmax): its output is 0, as in ONNX's reference."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    import pyarena
+    q = np.array([[[[np.inf, 1.0], [0.5, -1.0]]]], np.float32)
+    k = np.array([[[[1.0, 0.0], [2.0, 1.0], [0.5, 0.5]]]], np.float32)
+    v = np.arange(6, dtype=np.float32).reshape(1, 1, 3, 2)
+    mask = np.array([[False, False, False], [True, False, True]])
+    info = helper.make_tensor_value_info
+    g = helper.make_graph(
+        [helper.make_node("Attention", ["q", "k", "v", "m"], ["y"])], "g",
+        [info("q", TensorProto.FLOAT, q.shape), info("k", TensorProto.FLOAT, k.shape),
+         info("v", TensorProto.FLOAT, v.shape), info("m", TensorProto.BOOL, mask.shape)],
+        [info("y", TensorProto.FLOAT, [1, 1, 2, 2])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    path = tmp_path / "att.onnx"
+    onnx.save(model, str(path))
+    feeds = {"q": q, "k": k, "v": v, "m": mask}
+    y, = pyarena.InferenceSession(str(path)).run(None, feeds)
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    assert np.isfinite(y).all() and not y[0, 0, 0].any()
+    np.testing.assert_allclose(y, want, rtol=1e-5)
