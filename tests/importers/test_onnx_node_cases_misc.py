@@ -1,5 +1,6 @@
 """The ONNX node cases of EyeLike, Det, ReverseSequence (lengths fed at
-run time) and LpNormalization, run through an InferenceSession with every
+run time), LpNormalization and Col2Im (image and block shapes fed at run
+time), run through an InferenceSession with every
 input fed at run time, against the reference outputs and onnxruntime; and
 their bad inputs, refused with pyarena's errors."""
 import numpy as np
@@ -10,16 +11,17 @@ from onnx import TensorProto, helper
 import pyarena
 from helpers.node_session import cases, check_case
 
-MODULES = ("eyelike", "det", "reversesequence", "lpnormalization")
+MODULES = ("eyelike", "det", "reversesequence", "lpnormalization", "col2im")
 # test_reversesequence_bfloat16: onnxruntime has no bfloat16 ReverseSequence
 CASES = cases(r"test_(eyelike\w*|det\w*|reversesequence_(time|batch)"
-              r"|l[p12]normalization\w*)", MODULES)
+              r"|l[p12]normalization\w*|col2im\w*)", MODULES)
 
 
 def test_the_forms_are_covered():
     assert {"test_eyelike_populate_off_main_diagonal", "test_eyelike_with_dtype", "test_det_nd",
             "test_reversesequence_time", "test_reversesequence_batch",
-            "test_l2normalization_axis_0", "test_l1normalization_axis_last"} <= set(CASES)
+            "test_l2normalization_axis_0", "test_l1normalization_axis_last", "test_col2im_pads",
+            "test_col2im_dilations", "test_col2im_strides", "test_col2im_5d"} <= set(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -2559,6 +2559,7 @@ LOSS_CASES = ("tests/importers/test_onnx_node_cases_loss.py",)
 ATTENTION_CASES = ("tests/importers/test_onnx_node_cases_attention.py",)
 ROTARY_CASES = ("tests/importers/test_onnx_node_cases_rotary.py",)
 SAMPLING_CASES = ("tests/importers/test_onnx_node_cases_sampling.py",)
+NMS_CASES = ("tests/importers/test_onnx_node_cases_nms.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2707,4 +2708,20 @@ MUTANTS += [
       "                axes.append(np.linspace(-1, 1, d))",
       "without align_corners the grid runs corner to corner, not centre to centre",
       SAMPLING_CASES),
+    M("nms-ties-by-higher-index", "pyarena/runtime/kernels/indexing.py",
+      "                order = np.lexsort((np.arange(s.size), -s))",
+      "                order = np.lexsort((-np.arange(s.size), -s))",
+      "boxes of equal score are taken highest index first", NMS_CASES),
+    M("nms-iou-suppresses-equal", "pyarena/runtime/kernels/indexing.py",
+      "                    alive &= iou[i, order] <= iou_max",
+      "                    alive &= iou[i, order] < iou_max",
+      "a box whose IoU equals the threshold is suppressed", NMS_CASES),
+    M("nms-center-format-ignored", "pyarena/runtime/kernels/indexing.py",
+      "        self.center = bool(int(self.attrs.get(\"center_point_box\", 0)))",
+      "        self.center = False",
+      "center_point_box boxes read as corners", NMS_CASES),
+    M("col2im-dilation-ignored", "pyarena/runtime/kernels/movement.py",
+      "        self.taps = [(k, tuple(slice(i * d, i * d + s * (m - 1) + 1, s) for i, d, s, m in",
+      "        self.taps = [(k, tuple(slice(i, i + s * (m - 1) + 1, s) for i, d, s, m in",
+      "Col2Im places the blocks' taps without their dilation", MISC_CASES),
 ]

@@ -49,10 +49,3 @@ class Random(Operator):
     op_types = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                 "Multinomial", "Bernoulli")
     fold = "never"
-
-
-@fold_only
-class Col2Im(Operator):
-    op_types = ("Col2Im",)
-    family = "movement"
-    fold = "expanding"

@@ -1,8 +1,12 @@
 """Data-movement kernels: views (Reshape, Flatten, Squeeze, Unsqueeze,
-Identity, Dropout), Expand, Transpose, Concat, Split, Slice, Gather, Tile
-and Pad.  None needs scratch; the "alias" kinds copy nothing when the
-planner made the output the input's memory.
+Identity, Dropout), Expand, Transpose, Concat, Split, Slice, Gather, Tile,
+Pad, ReverseSequence, CenterCropPad and Col2Im.  The "alias" kinds copy
+nothing when the planner made the output the input's memory; scratch:
+ReverseSequence's gather index, a padded Col2Im's image.
 """
+import itertools
+import math
+
 import numpy as np
 
 from ...errors import InvalidArgumentError
@@ -478,3 +482,55 @@ class CenterCropPad(Kernel):
         if self.padded:
             ys[0].fill(0)
         np.copyto(ys[0][self.dst], xs[0][self.src])
+
+
+@register
+class Col2Im(Kernel):
+    """The columns (N, C * prod(block), L) summed back into an image (N, C,
+    *image_shape): one strided add per block position (strides,
+    dilations, pads), into a padded image in the scratch when there are
+    pads.  image_shape and block_shape are constants or values the kernel
+    is built for."""
+
+    op_types = ("Col2Im",)
+    family = "movement"
+    shape_rule = moves.col2im
+    fold = "expanding"
+
+    def setup(self):
+        self.runtime = (0,)
+        image = [int(v) for v in np.asarray(self.const(1, "image_shape")).reshape(-1)]
+        block = [int(v) for v in np.asarray(self.const(2, "block_shape")).reshape(-1)]
+        r = len(image)
+        dil = [int(v) for v in self.attrs.get("dilations", [1] * r)]
+        st = [int(v) for v in self.attrs.get("strides", [1] * r)]
+        pads = [int(v) for v in self.attrs.get("pads", [0] * (2 * r))]
+        xs = self.shape(0)
+        if len(block) != r or len(dil) != r or len(st) != r or len(pads) != 2 * r or \
+                min(block + st + dil) < 1 or len(xs) != 3 or xs[1] % math.prod(block):
+            self.malformed(f"image_shape {image}, block_shape {block}, strides {st}, "
+                           f"dilations {dil}, pads {pads} do not fit columns {list(xs)}")
+        padded = [d + pads[i] + pads[i + r] for i, d in enumerate(image)]
+        counts = [(p - (b - 1) * d - 1) // s + 1 for p, b, d, s in zip(padded, block, dil, st)]
+        if math.prod(counts) != xs[2] or min(counts) < 1:
+            self.malformed(f"{xs[2]} columns, but the blocks fit {counts} times in the padded "
+                           f"image {padded}")
+        n, c = xs[0], xs[1] // math.prod(block)
+        self.cols = (n, c) + tuple(block) + tuple(counts)
+        self.taps = [(k, tuple(slice(i * d, i * d + s * (m - 1) + 1, s) for i, d, s, m in
+                               zip(k, dil, st, counts)))
+                     for k in itertools.product(*(range(b) for b in block))]
+        self.inner = tuple(slice(pads[i], pads[i] + image[i]) for i in range(r))
+        self.padded = any(pads)
+        self.scratch = [((n, c) + tuple(padded), self.dtype)] if self.padded else []
+
+    def run(self, xs, ys, sc):
+        cols = xs[0].reshape(self.cols)
+        img = sc[0] if self.padded else ys[0]
+        img.fill(0)
+        lead = (slice(None), slice(None))
+        for k, where in self.taps:
+            part = img[lead + where]
+            np.add(part, cols[lead + k], out=part)
+        if self.padded:
+            np.copyto(ys[0], img[lead + self.inner])

@@ -293,6 +293,11 @@ def affine_grid(n):
     return [([size[0]] + size[2:] + [len(size) - 2], n.t(0))]
 
 
+def non_max_suppression(n):
+    """NonMaxSuppression: (selected, 3) indices, their count the data's."""
+    return [([None, 3], INT64)]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""

@@ -209,6 +209,15 @@ def center_crop_pad(n):
     return [(out, n.t(0))]
 
 
+def col2im(n):
+    """Col2Im: (N, C, *image_shape), C the columns' rows over the block size."""
+    x, image, block = n.s(0), _values(n, 1), _values(n, 2)
+    if x is None or image is None or block is None:
+        return [(None, n.t(0))]
+    size = int(np.prod(block))
+    return [([x[0], dims_op(lambda c: c // size, x[1])] + image, n.t(0))]
+
+
 def tile(n):
     x, reps = n.s(0), _values(n, 1)
     if x is None or reps is None:
