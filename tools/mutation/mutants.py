@@ -728,8 +728,8 @@ MUTANTS = [
       "LayerNormalization / GroupNormalization use the sum of squares, not its mean",
       MORE_OPS),
     M("groupnorm-scale-per-group", "pyarena/runtime/kernels/normalization.py",
-      "        if g.size == c:",
-      "        if g.size != c:",
+      "        if math.prod(self.shape(1)) == c:",
+      "        if math.prod(self.shape(1)) != c:",
       "GroupNormalization applies a per-channel scale per group", MORE_OPS),
     M("reduce-logsumexp-max-not-added", "pyarena/runtime/kernels/normalization.py",
       "        np.add(y, m, out=y)\n",
@@ -2560,6 +2560,7 @@ ATTENTION_CASES = ("tests/importers/test_onnx_node_cases_attention.py",)
 ROTARY_CASES = ("tests/importers/test_onnx_node_cases_rotary.py",)
 SAMPLING_CASES = ("tests/importers/test_onnx_node_cases_sampling.py",)
 NMS_CASES = ("tests/importers/test_onnx_node_cases_nms.py",)
+NORM_INPUT_CASES = ("tests/importers/test_onnx_node_cases_norm_inputs.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2724,4 +2725,13 @@ MUTANTS += [
       "        self.taps = [(k, tuple(slice(i * d, i * d + s * (m - 1) + 1, s) for i, d, s, m in",
       "        self.taps = [(k, tuple(slice(i, i + s * (m - 1) + 1, s) for i, d, s, m in",
       "Col2Im places the blocks' taps without their dilation", MISC_CASES),
+    M("batchnorm-live-shift-sign", "pyarena/runtime/kernels/normalization.py",
+      "            np.subtract(xs[2], shift, out=shift)",
+      "            np.add(xs[2], shift, out=shift)",
+      "a BatchNormalization folded at run time adds mean * scale to the bias",
+      NORM_INPUT_CASES),
+    M("affine-term-reads-scale", "pyarena/runtime/kernels/normalization.py",
+      "        return kept if kept is not None else xs[i].reshape(self.shapes[i])",
+      "        return kept if kept is not None else xs[1].reshape(self.shapes[i])",
+      "a bias fed at run time is read from the scale's input", NORM_INPUT_CASES),
 ]

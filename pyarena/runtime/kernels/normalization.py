@@ -23,7 +23,9 @@ from .registry import Kernel, const, register
 @register
 class BatchNorm(Kernel):
     """Inference BatchNorm folded at build time into y = x * scale + shift
-    (per channel, axis 1); two in-place-safe ufunc passes."""
+    (per channel, axis 1); two in-place-safe ufunc passes.  With a scale,
+    bias, mean or variance fed at run time the fold happens every run, into
+    the scratch."""
 
     op_types = ('BatchNormalization',)
     family = 'reduce'
@@ -35,6 +37,14 @@ class BatchNorm(Kernel):
         self.runtime = (0,)
         if len([o for o in self.op.outputs if o]) > 1:
             self.fail("training-mode outputs (running mean/var) are not supported")
+        nd = len(self.shape(0))
+        self.live = any(self.ins[i].data is None for i in range(1, 5))
+        if self.live:       # folded every run
+            self.runtime = None
+            self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
+            self.bshape = (-1,) + (1,) * (nd - 2)
+            self.scratch = [(self.shape(1), self.dtype)] * 2
+            return
         g = self.const(1, "scale").astype(np.float64)
         b = self.const(2, "bias").astype(np.float64)
         m = self.const(3, "mean").astype(np.float64)
@@ -42,18 +52,45 @@ class BatchNorm(Kernel):
         eps = float(self.attrs.get("epsilon", 1e-5))
         scale = g / np.sqrt(v + eps)
         shift = b - m * scale
-        nd = len(self.shape(0))
         bshape = (-1,) + (1,) * (nd - 2)
         self.scale = self.keep(scale.astype(self.dtype).reshape(bshape))
         self.shift = self.keep(shift.astype(self.dtype).reshape(bshape))
 
     def run(self, xs, ys, sc):
         y = ys[0]
-        np.multiply(xs[0], self.scale, out=y)
-        np.add(y, self.shift, out=y)
+        if not self.live:
+            scale, shift = self.scale, self.shift
+        else:
+            scale, shift = sc
+            np.add(xs[4], self.eps, out=scale)
+            np.sqrt(scale, out=scale)
+            np.divide(xs[1], scale, out=scale)
+            np.multiply(xs[3], scale, out=shift)
+            np.subtract(xs[2], shift, out=shift)
+            scale, shift = scale.reshape(self.bshape), shift.reshape(self.bshape)
+        np.multiply(xs[0], scale, out=y)
+        np.add(y, shift, out=y)
+
+class _Affine:
+    """A scale or bias input that is a constant (laid out once) or fed at
+    run time (reshaped each run)."""
+
+    def affine_term(self, i, what, shape):
+        """Input ``i`` laid out as ``shape`` once (a constant), or None: read
+        at run time (``self.runtime`` then includes it)."""
+        if self.ins[i].data is None:
+            self.runtime = tuple(self.runtime) + (i,)
+            self.shapes = getattr(self, "shapes", {})
+            self.shapes[i] = shape
+            return None
+        return self.keep(self.const(i, what).astype(self.dtype).reshape(shape))
+
+    def term(self, xs, i, kept):
+        return kept if kept is not None else xs[i].reshape(self.shapes[i])
+
 
 @register
-class InstanceNorm(Kernel):
+class InstanceNorm(_Affine, Kernel):
     """Per (image, channel) mean/variance over the spatial axes; scratch:
     the two statistics and one centred copy."""
 
@@ -69,18 +106,19 @@ class InstanceNorm(Kernel):
         self.view = (n, c, math.prod(xs[2:]))
         self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
         self.inv = const(1.0 / max(self.view[2], 1), self.dtype)
-        self.g = self.keep(self.const(1, "scale").astype(self.dtype).reshape(1, c, 1))
-        self.b = self.keep(self.const(2, "bias").astype(self.dtype).reshape(1, c, 1))
+        self.g, self.b = (self.affine_term(i, what, (1, c, 1))
+                          for i, what in ((1, "scale"), (2, "bias")))
         self.scratch = [((n, c, 1), self.dtype), ((n, c, 1), self.dtype),
                         (self.view, self.dtype)]
+
 
     def run(self, xs, ys, sc):
         m, v, d = sc
         y = ys[0].reshape(self.view)
         moments(xs[0].reshape(self.view), m, v, d, self.inv, self.eps, sq=y)
         np.multiply(d, v, out=y)
-        np.multiply(y, self.g, out=y)
-        np.add(y, self.b, out=y)
+        np.multiply(y, self.term(xs, 1, self.g), out=y)
+        np.add(y, self.term(xs, 2, self.b), out=y)
 
 _PRE = {"ReduceL1": np.abs, "ReduceL2": np.square, "ReduceSumSquare": np.square}
 
@@ -479,7 +517,7 @@ class RMSNorm(LayerNorm):
 
 
 @register
-class GroupNorm(Kernel):
+class GroupNorm(_Affine, Kernel):
     """GroupNormalization: statistics per (image, group of channels), then
     a per-channel scale and bias (opset 21) or per group (opset 18: scale
     and bias of ``num_groups`` values).  Scratch: the centred copy and the
@@ -500,15 +538,14 @@ class GroupNorm(Kernel):
         self.view = (n, grp, (c // grp) * math.prod(xs[2:]))
         self.inv = const(1.0 / max(self.view[-1], 1), self.dtype)
         self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
-        g = self.const(1, "scale").reshape(-1).astype(self.dtype)
-        b = self.const(2, "bias").reshape(-1).astype(self.dtype)
-        if g.size == c:
+        if math.prod(self.shape(1)) == c:
             self.aview = (n, c, math.prod(xs[2:]))
             shp = (1, c, 1)
         else:
             self.aview = self.view
             shp = (1, grp, 1)
-        self.g, self.b = self.keep(g.reshape(shp)), self.keep(b.reshape(shp))
+        self.g, self.b = (self.affine_term(i, what, shp)
+                          for i, what in ((1, "scale"), (2, "bias")))
         self.scratch = [(self.view, self.dtype), ((n, grp, 1), self.dtype),
                         ((n, grp, 1), self.dtype)]
 
@@ -518,8 +555,8 @@ class GroupNorm(Kernel):
         y = ys[0].reshape(self.view)
         np.multiply(d, v, out=y)
         y = ys[0].reshape(self.aview)
-        np.multiply(y, self.g, out=y)
-        np.add(y, self.b, out=y)
+        np.multiply(y, self.term(xs, 1, self.g), out=y)
+        np.add(y, self.term(xs, 2, self.b), out=y)
 
 
 @register
