@@ -2561,6 +2561,7 @@ ROTARY_CASES = ("tests/importers/test_onnx_node_cases_rotary.py",)
 SAMPLING_CASES = ("tests/importers/test_onnx_node_cases_sampling.py",)
 NMS_CASES = ("tests/importers/test_onnx_node_cases_nms.py",)
 NORM_INPUT_CASES = ("tests/importers/test_onnx_node_cases_norm_inputs.py",)
+CAUSAL_CASES = ("tests/importers/test_onnx_node_cases_causal_conv.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2734,4 +2735,12 @@ MUTANTS += [
       "        return kept if kept is not None else xs[i].reshape(self.shapes[i])",
       "        return kept if kept is not None else xs[1].reshape(self.shapes[i])",
       "a bias fed at run time is read from the scale's input", NORM_INPUT_CASES),
+    M("causalconv-state-from-input", "pyarena/runtime/kernels/conv.py",
+      "            np.copyto(ys[-1], padded[:, :, length:])",
+      "            np.copyto(ys[-1], padded[:, :, :k - 1])",
+      "present_state keeps the first k - 1 steps instead of the last", CAUSAL_CASES),
+    M("causalconv-past-ignored", "pyarena/runtime/kernels/conv.py",
+      "        if self.has(3):\n            np.copyto(padded[:, :, :k - 1], xs[3])",
+      "        if False:\n            np.copyto(padded[:, :, :k - 1], xs[3])",
+      "the past state is replaced by zeros", CAUSAL_CASES),
 ]

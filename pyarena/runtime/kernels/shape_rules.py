@@ -298,6 +298,14 @@ def non_max_suppression(n):
     return [([None, 3], INT64)]
 
 
+def causal_conv_with_state(n):
+    """CausalConvWithState: the output like the input, the state (N, C, k - 1)."""
+    x, w = n.s(0), n.s(1)
+    state = None if x is None or w is None else \
+        [x[0], x[1], dims_op(lambda k: k - 1, w[2])]
+    return [(x, n.t(0)), (state, n.t(0))][:n.nout]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""
