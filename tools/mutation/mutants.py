@@ -2562,6 +2562,7 @@ SAMPLING_CASES = ("tests/importers/test_onnx_node_cases_sampling.py",)
 NMS_CASES = ("tests/importers/test_onnx_node_cases_nms.py",)
 NORM_INPUT_CASES = ("tests/importers/test_onnx_node_cases_norm_inputs.py",)
 CAUSAL_CASES = ("tests/importers/test_onnx_node_cases_causal_conv.py",)
+LINATTN_CASES = ("tests/importers/test_onnx_node_cases_linear_attention.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2743,4 +2744,18 @@ MUTANTS += [
       "        if self.has(3):\n            np.copyto(padded[:, :, :k - 1], xs[3])",
       "        if False:\n            np.copyto(padded[:, :, :k - 1], xs[3])",
       "the past state is replaced by zeros", CAUSAL_CASES),
+    M("linattn-delta-uncorrected", "pyarena/runtime/kernels/recurrent.py",
+      "                vt = beta[:, :, i] * (vt - seen)",
+      "                vt = beta[:, :, i] * vt",
+      "the delta rule adds beta v without taking off what the state retrieves",
+      LINATTN_CASES),
+    M("linattn-decay-not-exponentiated", "pyarena/runtime/kernels/recurrent.py",
+      "            g = np.exp(g)[..., None]",
+      "            g = g[..., None]",
+      "the gated rules scale the state by decay itself instead of exp(decay)",
+      LINATTN_CASES),
+    M("linattn-gqa-tiled", "pyarena/runtime/kernels/recurrent.py",
+      "            read = state if group == 1 else np.repeat(state, group, axis=1)",
+      "            read = state if group == 1 else np.tile(state, (1, group, 1, 1))",
+      "query heads read the key heads' states in turn instead of by group", LINATTN_CASES),
 ]

@@ -306,6 +306,20 @@ def causal_conv_with_state(n):
     return [(x, n.t(0)), (state, n.t(0))][:n.nout]
 
 
+def linear_attention(n):
+    """LinearAttention: (B, T, q_heads * d_v) and the state (B, kv_heads,
+    d_k, d_v)."""
+    q, v = n.s(0), n.s(2)
+    hq, hkv = int(n.a.get("q_num_heads", 0)), int(n.a.get("kv_num_heads", 0))
+    if q is None or v is None or not hq or not hkv:
+        return [(None, n.t(0)), (None, n.t(0))][:n.nout]
+    dk = dims_op(lambda d: d // hq, q[2])
+    dv = dims_op(lambda d: d // hkv, v[2])
+    st = n.t(3) if n.has(3) else n.t(0)
+    return [([q[0], q[1], dims_op(lambda d: d * hq, dv)], n.t(0)),
+            ([q[0], hkv, dk, dv], st)][:n.nout]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""
