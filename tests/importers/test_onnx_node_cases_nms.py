@@ -27,12 +27,14 @@ def test_node_case(name, tmp_path):
     check_case(CASES[name], tmp_path)
 
 
-def test_random_boxes_match_onnxruntime_run_after_run(tmp_path):
+@pytest.mark.parametrize("center", [0, 1])
+def test_random_boxes_match_onnxruntime_run_after_run(tmp_path, center):
     """Many overlapping boxes, two classes; new boxes every run (the count
-    selected changes), ties in the scores included."""
+    selected changes), ties in the scores included; corners or centres."""
     info = helper.make_tensor_value_info
     g = helper.make_graph(
-        [helper.make_node("NonMaxSuppression", ["b", "s", "m", "iou", "th"], ["y"])], "g",
+        [helper.make_node("NonMaxSuppression", ["b", "s", "m", "iou", "th"], ["y"],
+                          center_point_box=center)], "g",
         [info("b", TensorProto.FLOAT, [1, 40, 4]), info("s", TensorProto.FLOAT, [1, 2, 40]),
          info("m", TensorProto.INT64, [1]), info("iou", TensorProto.FLOAT, [1]),
          info("th", TensorProto.FLOAT, [1])],
