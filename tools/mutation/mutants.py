@@ -2758,4 +2758,9 @@ MUTANTS += [
       "            read = state if group == 1 else np.repeat(state, group, axis=1)",
       "            read = state if group == 1 else np.tile(state, (1, group, 1, 1))",
       "query heads read the key heads' states in turn instead of by group", LINATTN_CASES),
+    M("tensorscatter-no-wrap", "pyarena/runtime/kernels/movement.py",
+      "            where = where % self.size",
+      "            where = np.minimum(where, self.size - 1)",
+      "a circular write clamps at the cache's end instead of wrapping round",
+      ("tests/importers/test_onnx_node_cases_tensorscatter.py",)),
 ]

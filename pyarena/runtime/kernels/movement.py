@@ -1,6 +1,6 @@
 """Data-movement kernels: views (Reshape, Flatten, Squeeze, Unsqueeze,
 Identity, Dropout), Expand, Transpose, Concat, Split, Slice, Gather, Tile,
-Pad, ReverseSequence, CenterCropPad and Col2Im.  The "alias" kinds copy
+Pad, ReverseSequence, CenterCropPad, Col2Im and TensorScatter.  The "alias" kinds copy
 nothing when the planner made the output the input's memory; scratch:
 ReverseSequence's gather index, a padded Col2Im's image.
 """
@@ -534,3 +534,46 @@ class Col2Im(Kernel):
             np.add(part, cols[lead + k], out=part)
         if self.padded:
             np.copyto(ys[0], img[lead + self.inner])
+
+
+@register
+class TensorScatter(Kernel):
+    """TensorScatter (opset 24): the past cache with each batch entry's
+    update written along ``axis`` (default -2) from its write index (0
+    when omitted), wrapping round in ``circular`` mode: a copy, then one
+    fancy-indexed assignment through views with that axis second."""
+
+    op_types = ("TensorScatter",)
+    family = "movement"
+    shape_rule = rules.same
+    fold = "expanding"
+
+    def setup(self):
+        cs, us = self.shape(0), self.shape(1)
+        self.axis = int(self.attrs.get("axis", -2)) % max(len(cs), 1)
+        mode = self.attrs.get("mode", "linear")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if mode not in ("linear", "circular"):
+            self.fail(f"mode {mode!r} is not linear or circular")
+        if self.axis == 0 or len(us) != len(cs) or us[self.axis] > cs[self.axis] or any(
+                u != c for i, (u, c) in enumerate(zip(us, cs)) if i != self.axis):
+            self.malformed(f"update {list(us)} does not fit cache {list(cs)} along axis "
+                           f"{self.axis} (not the batch axis)")
+        self.circular = mode == "circular"
+        self.size = cs[self.axis]
+        self.steps = self.keep(np.arange(us[self.axis], dtype=np.int64)[None, :])
+        self.rows = self.keep(np.arange(cs[0], dtype=np.int64)[:, None])
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        np.copyto(y, xs[0])
+        start = xs[2].astype(np.int64).reshape(-1, 1) if self.has(2) else 0
+        where = start + self.steps
+        if self.circular:
+            where = where % self.size
+        elif where.size and (where.min() < 0 or where.max() >= self.size):
+            raise InvalidArgumentError(
+                f"operator {self.op.name!r} (TensorScatter): write indices "
+                f"{np.ravel(start).tolist()} put the update past the cache's {self.size} "
+                f"positions")
+        np.moveaxis(y, self.axis, 1)[self.rows, where] = np.moveaxis(xs[1], self.axis, 1)
