@@ -2563,6 +2563,7 @@ NMS_CASES = ("tests/importers/test_onnx_node_cases_nms.py",)
 NORM_INPUT_CASES = ("tests/importers/test_onnx_node_cases_norm_inputs.py",)
 CAUSAL_CASES = ("tests/importers/test_onnx_node_cases_causal_conv.py",)
 LINATTN_CASES = ("tests/importers/test_onnx_node_cases_linear_attention.py",)
+MEL_CASES = ("tests/importers/test_onnx_node_cases_mel.py",)
 MUTANTS += [
     M("reduce-empty-max-zero", "pyarena/runtime/kernels/normalization.py",
       "    return -np.inf if dtype.kind == \"f\" else",
@@ -2763,4 +2764,14 @@ MUTANTS += [
       "            where = np.minimum(where, self.size - 1)",
       "a circular write clamps at the cache's end instead of wrapping round",
       ("tests/importers/test_onnx_node_cases_tensorscatter.py",)),
+    M("mel-step-over-mels", "pyarena/runtime/kernels/spectral.py",
+      "    edges = np.arange(mels + 2) * ((hi_mel - lo_mel) / (mels + 2)) + lo_mel",
+      "    edges = np.arange(mels + 2) * ((hi_mel - lo_mel) / (mels + 1)) + lo_mel",
+      "the mel edges span the range exactly (the reference steps by range / (mels + 2))",
+      MEL_CASES),
+    M("mel-fall-includes-edge", "pyarena/runtime/kernels/spectral.py",
+      "    return np.where((j >= mid) & (j < hi) & (hi > mid), fall, out)",
+      "    return np.where((j >= mid) & (j <= hi) & (hi > mid), fall, out)",
+      "a filter's falling edge writes its right edge too (0 there, overwriting the next rise)",
+      MEL_CASES),
 ]

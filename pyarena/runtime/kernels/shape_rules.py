@@ -320,6 +320,16 @@ def linear_attention(n):
             ([q[0], hkv, dk, dv], st)][:n.nout]
 
 
+def mel_weight_matrix(n):
+    """MelWeightMatrix: (dft_length // 2 + 1, num_mel_bins) from the values."""
+    mels, dft = n.v(0), n.v(1)
+    t = int(n.a.get("output_datatype", FLOAT))
+    if mels is None or dft is None:
+        return [(None, t)]
+    return [([int(np.asarray(dft).reshape(-1)[0]) // 2 + 1,
+              int(np.asarray(mels).reshape(-1)[0])], t)]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""
