@@ -2774,4 +2774,9 @@ MUTANTS += [
       "    return np.where((j >= mid) & (j <= hi) & (hi > mid), fall, out)",
       "a filter's falling edge writes its right edge too (0 there, overwriting the next rise)",
       MEL_CASES),
+    M("maxunpool-no-zero-fill", "pyarena/runtime/kernels/pooling.py",
+      "        ys[0].fill(0)\n        np.put(",
+      "        np.put(",
+      "MaxUnpool leaves the last run's values where nothing is written",
+      ("tests/importers/test_onnx_node_cases_maxunpool.py",)),
 ]

@@ -1,12 +1,13 @@
 """Pooling kernels: MaxPool / AveragePool (a loop over kernel taps, or one
 reduction over a window view when windows do not overlap), LpPool (the
-same sum over |x|^p), and GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
+same sum over |x|^p), MaxUnpool, and GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
 band when there is padding or ceil-mode overhang, within the budget.
 """
 import math
 
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .native import NATIVE_DTYPE, Pointers, plane_mean
@@ -214,3 +215,30 @@ class GlobalPool(Kernel):
             self.f.reduce(x, axis=2, out=y, keepdims=True)
         if self.f is np.add:
             np.multiply(y, self.inv, out=y)
+
+
+@register
+class MaxUnpool(Kernel):
+    """Each value written back at its index (MaxPool's Indices: flat over
+    the whole output) in an output of zeros: one fill, one ``put``.
+    Indices outside the output are refused."""
+
+    op_types = ('MaxUnpool',)
+    family = 'pool'
+    inplace = 'none'
+    shape_rule = rules.max_unpool
+
+    def setup(self):
+        self.runtime = (0, 1)
+        if self.shape(0) != self.shape(1):
+            self.malformed(f"values {list(self.shape(0))} and indices {list(self.shape(1))} "
+                           f"differ in shape")
+        self.size = math.prod(self.oshape())
+
+    def run(self, xs, ys, sc):
+        idx = xs[1]
+        if idx.size and (idx.min() < 0 or idx.max() >= self.size):
+            raise InvalidArgumentError(f"operator {self.op.name!r} (MaxUnpool): indices "
+                                       f"outside the output's {self.size} elements")
+        ys[0].fill(0)
+        np.put(ys[0].reshape(-1), idx, xs[0])

@@ -330,6 +330,23 @@ def mel_weight_matrix(n):
               int(np.asarray(mels).reshape(-1)[0])], t)]
 
 
+def max_unpool(n):
+    """MaxUnpool: output_shape's value, else (in - 1) * stride + kernel - pads."""
+    shape = n.v(2) if n.has(2) else None
+    if shape is not None:
+        return [([int(d) for d in np.asarray(shape).reshape(-1)], n.t(0))]
+    x = n.s(0)
+    if x is None:
+        return [(None, n.t(0))]
+    k = n.ints("kernel_shape")
+    r = len(k)
+    st = n.ints("strides") or [1] * r
+    pads = n.ints("pads") or [0] * (2 * r)
+    sp = [dims_op(lambda d, i=i: (d - 1) * st[i] + k[i] - pads[i] - pads[i + r], x[2 + i])
+          for i in range(r)]
+    return [(list(x[:2]) + sp, n.t(0))]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""
