@@ -332,9 +332,10 @@ def mel_weight_matrix(n):
 
 def max_unpool(n):
     """MaxUnpool: output_shape's value, else (in - 1) * stride + kernel - pads."""
-    shape = n.v(2) if n.has(2) else None
-    if shape is not None:
-        return [([int(d) for d in np.asarray(shape).reshape(-1)], n.t(0))]
+    if n.has(2):        # output_shape: its value, unknown until it is known
+        shape = n.v(2)
+        return [(None if shape is None else [int(d) for d in np.asarray(shape).reshape(-1)],
+                 n.t(0))]
     x = n.s(0)
     if x is None:
         return [(None, n.t(0))]
