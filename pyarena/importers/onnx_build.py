@@ -100,7 +100,9 @@ class GraphBuild:
 
     def _declare_graph_io(self, consumers, graph_outputs):
         """The graph inputs something reads or outputs; the graph outputs
-        that are constants (a body's may be; a model's is an error)."""
+        that are constants: a body's is one, a model's is copied from one
+        by an Identity (a Shape or a window function folded whole: the
+        run returns the value)."""
         imp = self.imp
         for vi in imp.model.graph.input:
             if vi.name in imp.init_names or vi.name in self.vals:
@@ -111,8 +113,10 @@ class GraphBuild:
             if name in self.vals and imp.subgraph:      # a body may output a constant
                 self.declare(name, "constant")
             elif name in self.vals:
-                raise ModelImportError(f"graph output {name!r} is a constant (the whole "
-                                       f"output folds away); nothing to run")
+                held = f"{name}:folded"
+                self.declare(held, "constant", self.vals[name])
+                self.declare(name, "output", self.vals[name])
+                self.g.add_op("Identity", [held], [name], name=f"{name}:copy")
 
     def attrs(self, n, outputs=None):
         """``n``'s attributes decoded (``outputs``: ``list(n.output)``, if read already)."""
@@ -134,12 +138,18 @@ class GraphBuild:
     def decode(self, n):
         return _attrs(self.onnx, n)
 
-    def declare(self, name, role):
+    def declare(self, name, role, value=None):
+        """Tensor ``name`` in the graph (``value``: a folded value of
+        another name, for a constant output's copy)."""
         g = self.g
         if name in g.tensors:
             return
+        if value is not None and role == "output":
+            v = np.asarray(value)
+            g.add_tensor(name, v.shape, v.dtype, role=role)
+            return
         if role == "constant":     # folded values > 4 KiB go to the weights arena
-            v = self.vals[name]
+            v = self.vals[name] if value is None else value
             if self.cache is None or not self.cache.is_kept(v):     # else shared as is
                 v = g.constant_data(v)
             self.vals[name] = v

@@ -3,6 +3,7 @@ the operators that touch them (see ``runtime/dynamic.py``).
 
 A *source* makes a tensor whose size depends on data: NonZero, Compress,
 Unique, a TopK whose K is not a constant, a Range whose bounds are not, a
+reduction whose axes are not, a
 Loop whose scan outputs have a length only a run tells, an If whose
 branches make an output of different shapes.  Everything computed from a source is
 *dependent*; a dependent tensor whose shape shape inference cannot fix
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..runtime.kernels import op_fact
+from ..runtime.kernels.shape_rules_movement import reduce as _reduce_rule
 from .onnx_shapes import NotCovered, infer_shapes
 
 __all__ = ["dependent_tensors", "shape_rule", "value_ops"]
@@ -34,8 +36,33 @@ def _is_source(imp, n):
         return n.input[1] not in imp.vals
     if n.op_type == "Range":
         return any(i not in imp.vals for i in n.input)
+    if len(n.input) > 1 and n.input[1] and op_fact(n.op_type, "shape_rule") is _reduce_rule:
+        return n.input[1] not in imp.vals       # the axes: the output's rank follows them
     if n.op_type in ("Loop", "If"):
         return bool(imp.bodies.get(n.name, ((), {}))[1].get("dynamic"))
+    return _sized_by_a_value(imp, n)
+
+
+_INTEGER_TYPES = frozenset((2, 3, 4, 5, 6, 7, 12, 13))    # ONNX's integer element types
+
+
+def _sized_by_a_value(imp, n):
+    """An op whose output shape inference could not fix although its
+    inputs' shapes are known, and which reads a small integer tensor
+    computed at run time (a Pad's pads, a Reshape's shape, a Slice's
+    bounds, a ConstantOfShape's shape): the value sizes the output."""
+    shapes = imp.shapes
+
+    def fixed(name):
+        dims = shapes.get(name)
+        return dims is not None and all(isinstance(d, int) for d in dims)
+    if not n.input or not all(fixed(i) for i in n.input if i) or \
+            all(fixed(o) for o in n.output if o):
+        return False
+    for i in n.input:
+        if i and i not in imp.vals and imp.types.get(i) in _INTEGER_TYPES and fixed(i) and \
+                int(np.prod(shapes[i], dtype=np.int64)) <= 64:
+            return True
     return False
 
 

@@ -115,6 +115,9 @@ def test_onnx_operator_cases_get_the_same_graph(tmp_path, monkeypatch, node_case
         own, ref, fell_back = _both(monkeypatch, path)
         if isinstance(own, str) and isinstance(ref, str):
             continue        # refused both ways (an op pyarena lacks ...), by name either way
+        if isinstance(ref, str) and "cannot size tensor" in ref:
+            continue        # ONNX's inference cannot size it (MeanVarianceNormalization:
+            #                 its cases are here when another test module recorded them)
         assert own == ref, (name, own, ref)
         # ONNX's inference for function expansions, Resize with axes or an
         # aspect-ratio policy and Einsum with an ellipsis: no rule of ours

@@ -124,13 +124,13 @@ def test_bad_feeds_and_names_are_refused_by_name(tmp_path):
 
 
 def test_unsupported_operators_are_refused_when_first_seen(tmp_path):
-    g = helper.make_graph([helper.make_node("Det", ["x"], ["y"])], "g",
+    g = helper.make_graph([helper.make_node("Bernoulli", ["x"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 3])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N"])])
-    path = str(tmp_path / "det.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 3])])
+    path = str(tmp_path / "bernoulli.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)]), path)
     s = InferenceSession(path)
-    with pytest.raises(UnsupportedOpError, match="Det"):
+    with pytest.raises(UnsupportedOpError, match="Bernoulli"):
         s.run(None, {"x": np.eye(3, dtype=np.float32)[None]})
 
 

@@ -89,6 +89,15 @@ def _case(op_type, rng):
     """(inputs, attrs) of one op of ``op_type`` for the comparison, or None."""
     fam = op_fact(op_type, "family")
     shape = (2, 3, 4)
+    if op_type.startswith("Bitwise"):
+        ints = [rng.integers(-2**31, 2**31, shape).astype(np.int32),
+                rng.integers(-2**31, 2**31, (3, 4)).astype(np.int32)]
+        return ints[:1 if op_type == "BitwiseNot" else 2], {}
+    if op_type == "BitShift":      # amounts in range, out of it and negative
+        return [rng.integers(-128, 128, shape).astype(np.int8),
+                rng.integers(-20, 20, (3, 4)).astype(np.int8)], {"direction": "RIGHT"}
+    if op_type == "BitCast":
+        return [_special(shape, rng)], {"to": 6}            # float32 bits as int32
     if fam == "logic":
         if op_type in ("And", "Or", "Xor"):
             return [rng.integers(0, 2, shape).astype(bool),
@@ -108,7 +117,7 @@ def _case(op_type, rng):
     if op_type == "Cast":
         return [_special(shape, rng)], {"to": 6}            # float32 -> int32
     if op_type == "CastLike":
-        return [_special(shape, rng), np.zeros(2, np.int32)], {}
+        return [_special(shape, rng), np.zeros(2, np.int32)], {}    # float32 -> int32
     if op_type == "HardSigmoid":
         return [_special(shape, rng)], {"alpha": 0.3, "beta": 0.4}
     if fam == "unary":
@@ -154,6 +163,8 @@ def test_an_evaluator_computes_what_its_kernel_computes(op_type):
     with np.errstate(all="ignore"):
         got, want = _run_kernel(op_type, inputs, attrs, native=False)
     assert got.dtype == want.dtype and got.shape == want.shape
+    if op_type in ("Cast", "CastLike", "BitCast"):      # the type it was asked for
+        assert want.dtype == np.int32
     np.testing.assert_array_equal(got, want)
     with np.errstate(all="ignore"):
         got, want = _run_kernel(op_type, inputs, attrs, native=True)

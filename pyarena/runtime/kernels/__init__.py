@@ -18,7 +18,7 @@ from ...errors import UnsupportedOpError
 from . import (branching, cast, control, conv, elementwise, fold_only, indexing,  # noqa: F401
                linalg, logic, movement, normalization, patched, pooling, quantized,
                quantized_contrib, quantized_conv, quantized_matmul, recurrent, resize,
-               tflite)  # (register)
+               sampling, spectral, tflite)  # (register)
 from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
                        graph_kernel, make_kernel, op_fact, op_table, ops_where, register,
                        scratch_bytes_for, set_scratch, supported_ops)

@@ -1,6 +1,7 @@
-"""Cast and CastLike: a copy into the output's type (NumPy's unsafe
-casting, as ONNX's), saturating into a float8 type's range unless
-``saturate`` is 0."""
+"""Type conversions.  Cast and CastLike: a copy into the output's type
+(NumPy's unsafe casting, as ONNX's), saturating into a float8 type's
+range unless ``saturate`` is 0; BitCast: the bytes read as another type of
+the same width."""
 import numpy as np
 
 from ...errors import UnsupportedOpError
@@ -40,3 +41,24 @@ class Cast(Kernel):
             np.copyto(ys[0], sc[0], casting="unsafe")
             return
         np.copyto(ys[0], xs[0], casting="unsafe")
+
+
+@register
+class BitCast(Kernel):
+    """The input's bytes read as the type ``to`` (opset 26): the same width
+    only, so a copy of a view."""
+
+    op_types = ('BitCast',)
+    family = 'unary'
+    inplace = 'none'
+    shape_rule = rules.cast
+    evaluate = ev.bit_cast
+
+    def setup(self):
+        src, dst = np.dtype(self.ins[0].dtype), self.dtype
+        if src.itemsize != dst.itemsize:
+            self.fail(f"reads {src.name} as {dst.name}: BitCast needs types of the same "
+                      f"width")
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], xs[0].view(ys[0].dtype))

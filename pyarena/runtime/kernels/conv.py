@@ -416,3 +416,69 @@ class ConvTranspose(Kernel):
                     for i, j, sh, sw, dh, dw in steps:
                         dst = yn[:, dh, dw]
                         np.add(dst, c6[:, i, j, sh, sw], out=dst)
+
+
+@register
+class CausalConvWithState(Kernel):
+    """A depthwise causal 1-D convolution carrying its state: the past
+    state (N, C, k - 1; zeros when omitted) and the input side by side in
+    the scratch, one multiply-add per tap of the (C, 1, k) weight, the
+    bias, then SiLU (``activation`` silu / swish); a float16 input is
+    summed and activated in float32 temporaries, as the reference does.
+    present_state is the last k - 1 steps of the buffer."""
+
+    op_types = ("CausalConvWithState",)
+    family = "conv"
+    inplace = "none"
+    shape_rule = rules.causal_conv_with_state
+    outputs_by_position = True
+
+    def setup(self):
+        xs, ws = self.shape(0), self.shape(1)
+        if len(xs) != 3 or len(ws) != 3 or ws[0] != xs[1] or ws[1] != 1 or ws[2] < 1:
+            self.malformed(f"input {list(xs)} and weight {list(ws)} must be (N, C, L) and "
+                           f"(C, 1, k)")
+        act = self.attrs.get("activation", "none")
+        act = act.decode() if isinstance(act, bytes) else str(act)
+        if act not in ("none", "silu", "swish"):
+            self.fail(f"activation {act!r} is not none, silu or swish")
+        self.silu = act != "none"
+        self.act_fused = True           # (the activation is applied here)
+        n, c, length = xs
+        self.k = ws[2]
+        self.length = length
+        self.slots = [i for i, o in enumerate(self.op.outputs) if o]
+        self.scratch = [((n, c, length + self.k - 1), self.dtype), (xs, self.dtype)]
+        self.one = const(1, np.float32 if self.dtype.itemsize < 4 else self.dtype)
+
+    def run(self, xs, ys, sc):
+        padded, t = sc
+        x, w = xs[0], xs[1]
+        k, length = self.k, self.length
+        if self.has(3):
+            np.copyto(padded[:, :, :k - 1], xs[3])
+        else:
+            padded[:, :, :k - 1].fill(0)
+        np.copyto(padded[:, :, k - 1:], x)
+        if self.slots[-1] == 1:
+            np.copyto(ys[-1], padded[:, :, length:])
+        if self.slots[0] != 0:
+            return                      # only the state is read
+        y = ys[0]
+        if self.dtype.itemsize < 4:     # float16: summed and activated in float32
+            padded, w = padded.astype(np.float32), w.astype(np.float32)
+            y, t = np.empty(y.shape, np.float32), np.empty(y.shape, np.float32)
+        np.multiply(padded[:, :, :length], w[None, :, 0, :1], out=y)
+        for j in range(1, k):
+            np.multiply(padded[:, :, j:j + length], w[None, :, 0, j:j + 1], out=t)
+            np.add(y, t, out=y)
+        if self.has(2):
+            np.add(y, xs[2][None, :, None], out=y)
+        if self.silu:
+            np.negative(y, out=t)
+            with np.errstate(over="ignore"):
+                np.exp(t, out=t)
+            np.add(t, self.one, out=t)
+            np.divide(y, t, out=y)
+        if y is not ys[0]:
+            np.copyto(ys[0], y, casting="unsafe")

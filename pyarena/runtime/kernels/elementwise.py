@@ -1,5 +1,5 @@
 """Element-wise kernels: activations, maths on one tensor, binary and
-variadic arithmetic with broadcasting, Cast.
+variadic arithmetic with broadcasting (the casts: cast.py).
 
 Aliasing contract (the in-place kinds declared here): "unary" kernels
 stay correct when ``ys[0]`` is the very memory of ``xs[0]``; "binary"
@@ -148,22 +148,35 @@ _unary("Square", np.square, "SQUARE", onnx=False)      # TFLite SQUARE
 
 @register
 class Sigmoid(Kernel):
-    op_types = ('Sigmoid', 'Logistic')
+    """1 / (1 + exp(-x)); Swish (opset 24): x / (1 + exp(-alpha x)) (scratch)."""
+
+    op_types = ('Sigmoid', 'Logistic', 'Swish')
     family = 'unary'
     inplace = 'unary'
-    shape_rule = {'Sigmoid': rules.same}
+    shape_rule = {'Sigmoid': rules.same, 'Swish': rules.same}
     conv_act = {'Sigmoid': 'SIGMOID'}
     tflite = {'LOGISTIC': ('Sigmoid', {})}
 
     def setup(self):
         self.one = const(1, self.dtype)
-        self.native = unary(self, "SIGMOID")
+        self.swish = self.op.op_type == "Swish"
+        self.native = None if self.swish else unary(self, "SIGMOID")
+        if self.swish:
+            self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
+            self.scratch = [(self.oshape(), self.dtype)]
 
     def run(self, xs, ys, sc):
         if self.native:
             self.native(xs, ys)
             return
         y = ys[0]
+        if self.swish:
+            d = np.multiply(xs[0], self.malpha, out=sc[0])
+            with np.errstate(over="ignore"):
+                np.exp(d, out=d)
+            np.add(d, self.one, out=d)
+            np.divide(xs[0], d, out=y)
+            return
         np.negative(xs[0], out=y)
         np.exp(y, out=y)
         np.add(y, self.one, out=y)

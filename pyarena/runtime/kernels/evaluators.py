@@ -24,7 +24,8 @@ from ...graph import MAX_TENSOR_BYTES
 
 __all__ = ["FOLD_MAX_BYTES", "check_dims", "ufunc", "arith", "power", "extreme",
            "identity", "dropout", "dropout_trains", "DROPOUT_TRAINING", "cast",
-           "cast_like", "saturation", "shape", "size", "constant_of_shape", "unsqueeze", "squeeze",
+           "cast_like", "saturation", "bit_shift", "bit_cast", "shape", "size",
+           "constant_of_shape", "unsqueeze", "squeeze",
            "concat", "gather", "reshape", "slice_values", "transpose", "arange", "expand"]
 
 #: the largest value constant folding computes (bytes): shape arithmetic
@@ -122,6 +123,33 @@ def logical(fn, arity):
 where = _known(lambda x: np.where(x[0], x[1], x[2]), "where")
 
 
+def _bit_shift(x, s, left):
+    """ONNX BitShift (opset 28): the amount read as unsigned; a shift by the
+    width or more gives 0 (a right shift of a signed integer: its sign)."""
+    bits = x.dtype.itemsize * 8
+    s = np.ascontiguousarray(s, dtype=x.dtype).view(f"u{x.dtype.itemsize}")
+    out_of_range = s >= bits
+    amount = np.minimum(s, bits - 1).astype(x.dtype)
+    if left:
+        return np.where(out_of_range, 0, np.left_shift(x, amount)).astype(x.dtype)
+    fill = (x < 0).astype(x.dtype) * -1 if x.dtype.kind == "i" else np.zeros_like(x)
+    return np.where(out_of_range, fill, np.right_shift(x, amount)).astype(x.dtype)
+
+
+def bit_shift(n):
+    x, s = n.v(0), n.v(1)
+    if x is None or s is None:
+        return NotImplemented
+    d = n.a.get("direction", "")
+    return [_bit_shift(x, s, (d.decode() if isinstance(d, bytes) else d) == "LEFT")]
+
+
+def bit_cast(n):
+    """BitCast: the input's bytes read as the type ``to``."""
+    x = n.v(0)
+    return NotImplemented if x is None else [np.ascontiguousarray(x).view(n.dtype_of(n.a["to"]))]
+
+
 def identity(n):
     """Identity: the input."""
     return [n.v(0)]
@@ -176,11 +204,19 @@ def cast(n):
 
 
 def cast_like(n):
-    """CastLike: to the type of the second input (only its type is read)."""
+    """CastLike: the first input in the second's element type (its value
+    unread: the type comes from the value when known, else from the
+    graph), saturating into a float8 type as Cast does."""
     x, like = n.v(0), n.v(1)
-    if x is None or like is None:
+    if x is None:
         return NotImplemented
-    to = np.asarray(like).dtype
+    if like is not None:
+        to = np.asarray(like).dtype
+    else:
+        t = n.t(1)
+        if t is None:
+            return NotImplemented
+        to = n.dtype_of(t)
     return [_cast(x, to, n.a.get("saturate", 1))]
 
 

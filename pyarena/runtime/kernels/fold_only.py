@@ -3,8 +3,8 @@ facts, declared once like a kernel's (:mod:`.facts`).
 
 * ``Constant`` -- always folded (its value is the attribute);
 * ops whose shape rule lets a model that computes them only from constants
-  keep pyarena's own shape inference (LpPool, GlobalLpPool: folded by the
-  ONNX reference evaluator);
+  keep pyarena's own shape inference (GlobalLpPool: folded by the ONNX
+  reference evaluator);
 * the random generators, which must never fold (each run draws anew).
 """
 import numpy as np
@@ -36,13 +36,6 @@ class Constant(Operator):
 
 
 @fold_only
-class LpPool(Operator):
-    op_types = ("LpPool",)
-    family = "pool"
-    shape_rule = rules.pool
-
-
-@fold_only
 class GlobalLpPool(Operator):
     op_types = ("GlobalLpPool",)
     family = "pool"
@@ -56,18 +49,3 @@ class Random(Operator):
     op_types = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                 "Multinomial", "Bernoulli")
     fold = "never"
-
-
-@fold_only
-class EyeLike(Operator):
-    op_types = ("EyeLike",)
-    family = "indexing"
-    shape_rule = moves.eye_like
-    fold = "expanding"
-
-
-@fold_only
-class Col2Im(Operator):
-    op_types = ("Col2Im",)
-    family = "movement"
-    fold = "expanding"

@@ -221,8 +221,9 @@ class ScatterND(_ND):
 
 @register
 class OneHot(Kernel):
-    """depth and values constant; indices outside [-depth, depth) give a
-    row of ``off`` values."""
+    """depth constant (or a run-time value the kernel is built for);
+    values (off, on) read at run time; indices outside [-depth, depth)
+    give a row of ``off`` values."""
 
     op_types = ("OneHot",)
     family = "indexing"
@@ -230,13 +231,14 @@ class OneHot(Kernel):
     fold = "expanding"
 
     def setup(self):
-        self.runtime = (0,)
+        self.runtime = (0, 2)
         depth = int(np.asarray(self.const(1, "depth")).reshape(-1)[0])
-        off, on = np.asarray(self.const(2, "values")).reshape(-1)[:2]
+        if math.prod(self.shape(2)) != 2:
+            self.malformed(f"values must hold two elements (off, on), not "
+                           f"{list(self.shape(2))}")
         ishape = self.shape(0)
         ax = _axis(self.attrs.get("axis", -1), len(ishape) + 1)
         inner = math.prod(ishape[ax:])
-        self.off, self.on = const(off, self.dtype), const(on, self.dtype)
         self.depth, self.inner = const(depth, np.int64), const(inner, np.int64)
         self.lo = const(-depth, np.int64)
         outer = np.arange(math.prod(ishape[:ax]), dtype=np.int64) * depth * inner
@@ -247,16 +249,18 @@ class OneHot(Kernel):
 
     def run(self, xs, ys, sc):
         flat, ok, hi, vals = sc
+        pair = xs[2].reshape(-1)
+        off, on = pair[:1], pair[1:]            # views: copyto broadcasts them
         np.copyto(flat, xs[0], casting="unsafe")
         np.greater_equal(flat, self.lo, out=ok)
         np.less(flat, self.depth, out=hi)
         np.logical_and(ok, hi, out=ok)
-        np.copyto(vals, self.off)
-        np.copyto(vals, self.on, where=ok)
+        np.copyto(vals, off)
+        np.copyto(vals, on, where=ok)
         np.mod(flat, self.depth, out=flat)       # an invalid index writes off in its own row
         np.multiply(flat, self.inner, out=flat)
         np.add(flat, self.base, out=flat)
-        ys[0].fill(self.off)
+        np.copyto(ys[0], off)
         np.put(ys[0].reshape(-1), flat, vals, mode="wrap")
 
 
@@ -332,6 +336,93 @@ class NonZero(Kernel):
         if y.shape != ys[0].shape:
             self.malformed(f"the data has {y.shape[1]} non-zero elements, the model "
                            f"declares {ys[0].shape[1]}")
+        np.copyto(ys[0], y)
+
+
+def _corners(boxes, center):
+    """(y1, x1, y2, x2) with y1 <= y2, x1 <= x2 from ONNX's two box formats."""
+    if center:
+        x, y, w, h = (boxes[..., i] for i in range(4))
+        return y - h / 2, x - w / 2, y + h / 2, x + w / 2
+    a, b, c, d = (boxes[..., i] for i in range(4))
+    return np.minimum(a, c), np.minimum(b, d), np.maximum(a, c), np.maximum(b, d)
+
+
+def _iou(boxes, center):
+    """The IoU of every pair of ``boxes`` (0 where they do not overlap or
+    a box has no area)."""
+    y1, x1, y2, x2 = _corners(boxes, center)
+    ih = np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None])
+    iw = np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None])
+    inter = np.where((ih > 0) & (iw > 0), ih * iw, 0)
+    area = (y2 - y1) * (x2 - x1)
+    union = area[:, None] + area[None] - inter
+    ok = (inter > 0) & (area[:, None] > 0) & (area[None] > 0) & (union > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ok, inter / np.where(ok, union, 1), 0)
+
+
+@register
+class NonMaxSuppression(Kernel):
+    """Per batch and class: the boxes above ``score_threshold`` by score
+    (ties: the lower index first), each kept unless its IoU with one kept
+    before exceeds ``iou_threshold``, at most ``max_output_boxes_per_class``
+    (0 when omitted).  The IoUs of a class in one array operation; the
+    greedy pass steps once per box kept.  Output (selected, 3): batch,
+    class, box -- a pool tensor made by ``produce``."""
+
+    op_types = ("NonMaxSuppression",)
+    family = "indexing"
+    shape_rule = rules.non_max_suppression
+    fold = "never"
+    data_sized = True
+
+    def setup(self):
+        b, s = self.shape(0), self.shape(1)
+        if len(b) != 3 or b[2] != 4 or len(s) != 3 or s[0] != b[0] or s[2] != b[1]:
+            self.malformed(f"boxes {list(b)} and scores {list(s)} must be (N, boxes, 4) and "
+                           f"(N, classes, boxes)")
+        self.center = bool(int(self.attrs.get("center_point_box", 0)))
+
+    def produce(self, xs, ys, sc, pool):
+        def scalar(i, default):
+            v = xs[i] if i < len(xs) and xs[i] is not None else None
+            return default if v is None or v.size == 0 else v.reshape(-1)[0]
+        boxes, scores = xs[0], xs[1]
+        most = max(int(scalar(2, 0)), 0)
+        iou_max = float(scalar(3, 0.0))
+        floor = scalar(4, None)
+        picked = []
+        for n in range(boxes.shape[0]):
+            iou = _iou(boxes[n], self.center) if most else None
+            for c in range(scores.shape[1]):
+                s = scores[n, c]
+                order = np.lexsort((np.arange(s.size), -s))
+                if floor is not None:
+                    order = order[s[order] > floor]
+                alive = np.ones(order.size, bool)
+                kept = 0
+                while kept < most:
+                    rest = np.flatnonzero(alive)
+                    if not rest.size:
+                        break
+                    i = order[rest[0]]
+                    picked.append((n, c, i))
+                    kept += 1
+                    alive &= iou[i, order] <= iou_max
+                    alive[rest[0]] = False
+        y = pool.empty((len(picked), 3), np.int64)
+        if picked:
+            y[...] = picked
+        return [y]
+
+    def run(self, xs, ys, sc):
+        """The output's shape declared by the model (a promise the data
+        must keep)."""
+        y = self.produce(xs, ys, sc, _NumpyPool())[0]
+        if y.shape != ys[0].shape:
+            self.malformed(f"the data selects {y.shape[0]} boxes, the model declares "
+                           f"{ys[0].shape[0]}")
         np.copyto(ys[0], y)
 
 
@@ -477,11 +568,42 @@ class TopK(Kernel):
 
 
 @register
-class CumSum(Kernel):
-    """axis constant; ``exclusive`` sums into the output shifted by one
-    (its first slice 0), ``reverse`` works on reversed views."""
+class EyeLike(Kernel):
+    """Ones on the k-th diagonal of a 2-D output shaped like the input (of
+    its type or ``dtype``), zeros elsewhere: a fill, then the diagonal
+    written through one strided view of the flat output."""
 
-    op_types = ("CumSum",)
+    op_types = ("EyeLike",)
+    family = "indexing"
+    shape_rule = moves.eye_like
+    fold = "expanding"
+
+    def setup(self):
+        self.runtime = ()
+        shp = self.oshape()
+        if len(shp) != 2:
+            self.fail(f"takes a 2-D input, not shape {list(shp)}")
+        n, m = shp
+        k = int(self.attrs.get("k", 0))
+        count = min(n, m - k) if k >= 0 else min(n + k, m)
+        start = k if k >= 0 else -k * m
+        self.diag = slice(start, start + max(count, 0) * (m + 1), m + 1) if count > 0 \
+            else None
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        y.fill(0)
+        if self.diag is not None:
+            y.reshape(-1)[self.diag] = 1
+
+
+@register
+class CumSum(Kernel):
+    """CumSum, CumProd (opset 26): axis constant; ``exclusive`` sums
+    (multiplies) into the output shifted by one (its first slice 0, 1),
+    ``reverse`` works on reversed views."""
+
+    op_types = ("CumSum", "CumProd")
     family = "indexing"
     shape_rule = rules.same
     fold = "expanding"
@@ -493,6 +615,8 @@ class CumSum(Kernel):
         self.axis = _axis(np.asarray(self.const(1, "axis")).reshape(-1)[0], nd)
         self.exclusive = bool(int(self.attrs.get("exclusive", 0)))
         self.reverse = bool(int(self.attrs.get("reverse", 0)))
+        prod = self.op.op_type == "CumProd"
+        self.f, self.start = (np.cumprod, 1) if prod else (np.cumsum, 0)
         cut = [slice(None)] * nd
         self.head, self.tail, self.first = list(cut), list(cut), list(cut)
         self.head[self.axis] = slice(0, -1)
@@ -506,10 +630,10 @@ class CumSum(Kernel):
             x, y = np.flip(x, ax), np.flip(y, ax)
         if self.exclusive:
             if y.shape[ax]:
-                y[self.first].fill(0)
-                np.cumsum(x[self.head], axis=ax, out=y[self.tail])
+                y[self.first].fill(self.start)
+                self.f(x[self.head], axis=ax, out=y[self.tail])
         else:
-            np.cumsum(x, axis=ax, out=y)
+            self.f(x, axis=ax, out=y)
 
 
 @register

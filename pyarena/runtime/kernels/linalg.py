@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .native import NATIVE_DTYPE
@@ -188,6 +189,204 @@ class FullyConnected(Kernel):
         np.matmul(x, xs[1].T, out=y)
         if len(xs) > 2 and xs[2] is not None:
             np.add(y, xs[2], out=y)
+
+
+def _heads(x, heads):
+    """(batch, seq, heads * size) -> (batch, heads, seq, size)."""
+    b, s, h = x.shape
+    return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+
+
+def _masked(allowed, dtype):
+    """0 where ``allowed``, -inf elsewhere: an additive bias."""
+    return np.where(allowed, dtype.type(0), dtype.type(-np.inf))
+
+
+@register
+class Attention(Kernel):
+    """Attention (opsets 23-25): softmax(Q K^T * scale + bias) V per head,
+    with 3-D inputs split into heads, the past cache concatenated before
+    the new keys and values (present_key / present_value), grouped-query
+    heads repeated, a boolean or additive attn_mask (padded with "masked"
+    to the keys' length), is_causal (aligned to the last query, after the
+    cache), a sliding window, nonpad_kv_seqlen, softcap, softmax_precision
+    and the qk_matmul_output modes 0-3.  A query row that can attend no key
+    gives 0.  Batched NumPy matrix products; temporaries per run."""
+
+    op_types = ("Attention",)
+    family = "linalg"
+    shape_rule = rules.attention
+    fold = "never"
+
+    def setup(self):
+        a = self.attrs
+        self.slots = [k for k, o in enumerate(self.op.outputs) if o]
+        self.is_causal = bool(int(a.get("is_causal", 0)))
+        self.scale = a.get("scale")
+        self.softcap = float(a.get("softcap", 0.0))
+        self.mode = int(a.get("qk_matmul_output_mode", 0))
+        if self.mode not in (0, 1, 2, 3):
+            self.fail(f"qk_matmul_output_mode must be 0-3, not {self.mode}")
+        prec = int(a.get("softmax_precision", 0))
+        self.precision = None if not prec else rules.Node.dtype_of(prec)
+        self.left = int(a.get("left_window_size", -1))
+        self.right = int(a.get("right_window_size", -1))
+        q = self.shape(0)
+        if len(q) == 3:
+            if "q_num_heads" not in a or "kv_num_heads" not in a:
+                self.malformed("3-D inputs need q_num_heads and kv_num_heads")
+            self.heads = (int(a["q_num_heads"]), int(a["kv_num_heads"]))
+        elif len(q) == 4:
+            self.heads = None
+        else:
+            self.malformed(f"Q must be 3-D or 4-D, not {list(q)}")
+        if self.has(4) != self.has(5):
+            self.malformed("past_key and past_value go together")
+
+    def run(self, xs, ys, sc):
+        x = list(xs) + [None] * (7 - len(xs))
+        q, k, v, mask, past_k, past_v, nonpad = x[:7]
+        dt = q.dtype
+        if self.heads is not None:
+            q, k, v = _heads(q, self.heads[0]), _heads(k, self.heads[1]), _heads(v, self.heads[1])
+        scale = self.scale if self.scale is not None else 1 / np.sqrt(q.shape[3])
+        root = dt.type(np.sqrt(scale))      # applied to Q and K, as ONNX's function does
+        if past_k is not None:
+            k = np.concatenate((past_k, k), axis=2)
+            v = np.concatenate((past_v, v), axis=2)
+        present_k, present_v = k, v
+        sq, skv = q.shape[2], k.shape[2]
+        bias = self.bias(mask, past_k, nonpad, sq, skv, q.shape[0], dt)
+        hq, hk = q.shape[1], k.shape[1]
+        if hq != hk:
+            if hq % hk:
+                raise InvalidArgumentError(f"operator {self.op.name!r} (Attention): {hq} "
+                                           f"query heads do not group over {hk} key heads")
+            k, v = np.repeat(k, hq // hk, axis=1), np.repeat(v, hq // hk, axis=1)
+        qk = np.matmul(q * root, np.swapaxes(k * root, 2, 3))
+        if self.softcap > 0:
+            qk = np.tanh(qk / dt.type(self.softcap)) * dt.type(self.softcap)
+        scores = qk + bias
+        qk_out = scores if self.mode == 2 else qk
+        if self.precision is not None:
+            scores = scores.astype(self.precision)
+        top = np.max(scores, axis=-1, keepdims=True)
+        empty = np.isneginf(np.max(bias, axis=-1, keepdims=True))
+        with np.errstate(invalid="ignore"):
+            p = np.exp(scores - np.where(np.isneginf(top), 0, top))
+            total = np.sum(p, axis=-1, keepdims=True)
+            p = p / np.where(total == 0, 1, total)
+        p = np.where(empty, 0, p)
+        if self.mode == 3:
+            qk_out = p
+        y = np.matmul(p.astype(dt), v)
+        if self.heads is not None:
+            y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
+        got = (y, present_k, present_v, qk_out)
+        for slot, out in zip(self.slots, ys):
+            np.copyto(out, np.broadcast_to(got[slot], out.shape), casting="unsafe")
+
+    def bias(self, mask, past_k, nonpad, sq, skv, batch, dt):
+        """The additive bias: attn_mask, causal, window and padding terms."""
+        bias = np.zeros((sq, skv), dt)
+        if mask is not None:
+            pad = skv - mask.shape[-1]
+            if pad > 0:
+                mask = np.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, pad)],
+                              constant_values=False if mask.dtype == np.bool_ else -np.inf)
+            bias = bias + (_masked(mask, dt) if mask.dtype == np.bool_ else mask.astype(dt))
+        offset = past_k.shape[2] if past_k is not None else \
+            (nonpad.reshape(-1, 1, 1, 1).astype(np.int64) - sq) if nonpad is not None else 0
+        i = np.arange(sq).reshape(sq, 1)
+        j = np.arange(skv).reshape(1, skv)
+        if self.is_causal:
+            bias = bias + _masked(j <= i + offset, dt)
+        if self.left >= 0 or self.right >= 0:
+            diff = i + offset - j
+            allowed = np.ones_like(diff, dtype=bool)
+            if self.left >= 0:
+                allowed &= diff <= self.left
+            if self.right >= 0:
+                allowed &= -diff <= self.right
+            bias = bias + _masked(allowed, dt)
+        if nonpad is not None:
+            keep = np.arange(skv) < nonpad.reshape(-1, 1).astype(np.int64)
+            bias = bias + _masked(keep.reshape(batch, 1, 1, skv), dt)
+        return bias
+
+
+@register
+class RotaryEmbedding(Kernel):
+    """RotaryEmbedding (opset 23): the first ``rotary_embedding_dim`` of each
+    head's features rotated pairwise -- halves, or even / odd features
+    when ``interleaved`` -- by the cos / sin caches, gathered by
+    position_ids when given; the rest copied.  Works on (batch, seq, heads,
+    size) views of input and output; scratch: one product."""
+
+    op_types = ("RotaryEmbedding",)
+    family = "linalg"
+    inplace = "none"
+    shape_rule = rules.same
+
+    def setup(self):
+        xs = self.shape(0)
+        if len(xs) == 4:
+            b, h, s, d = xs
+            self.to4 = lambda a: a.transpose(0, 2, 1, 3)
+        elif len(xs) == 3:
+            heads = int(self.attrs.get("num_heads", 0))
+            if heads < 1 or xs[2] % heads:
+                self.malformed(f"a 3-D input {list(xs)} needs num_heads dividing its last dim")
+            b, s, h, d = xs[0], xs[1], heads, xs[2] // heads
+            self.to4 = lambda a: a.reshape(b, s, h, d)
+        else:
+            self.malformed(f"input must be 3-D or 4-D, not {list(xs)}")
+        rot = int(self.attrs.get("rotary_embedding_dim", 0)) or d
+        if rot % 2 or rot > d:
+            self.malformed(f"rotary_embedding_dim {rot} must be even and at most {d}")
+        half = rot // 2
+        if self.shape(1)[-1] != half or self.shape(2)[-1] != half:
+            self.malformed(f"the caches' last dim must be rotary_embedding_dim / 2 = {half}")
+        inter = bool(int(self.attrs.get("interleaved", 0)))
+        self.parts = (slice(0, rot, 2), slice(1, rot, 2)) if inter else \
+            (slice(0, half), slice(half, rot))
+        self.scratch = [((b, s, h, half), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        x, y, t = self.to4(xs[0]), self.to4(ys[0]), sc[0]
+        cos, sin = xs[1], xs[2]
+        if self.has(3):
+            pos = xs[3].astype(np.int64, copy=False)
+            cos, sin = cos[pos], sin[pos]
+        cos, sin = cos[:, :, None], sin[:, :, None]
+        a, b = self.parts
+        x1, x2, y1, y2 = x[..., a], x[..., b], y[..., a], y[..., b]
+        np.copyto(y, x)
+        np.multiply(cos, x1, out=y1)
+        np.multiply(sin, x2, out=t)
+        np.subtract(y1, t, out=y1)
+        np.multiply(sin, x1, out=y2)
+        np.multiply(cos, x2, out=t)
+        np.add(y2, t, out=y2)
+
+
+@register
+class Det(Kernel):
+    """The determinants of a batch of square matrices (LU, ``numpy.linalg``)."""
+
+    op_types = ("Det",)
+    family = "linalg"
+    shape_rule = moves.det
+
+    def setup(self):
+        shp = self.shape(0)
+        if len(shp) < 2 or shp[-1] != shp[-2]:
+            self.malformed(f"takes square matrices, not shape {list(shp)}")
+        if np.dtype(self.ins[0].dtype).kind != "f":
+            self.fail(f"takes floats, not {np.dtype(self.ins[0].dtype).name}")
+
+    def run(self, xs, ys, sc):
+        np.copyto(ys[0], np.linalg.det(xs[0]), casting="unsafe")
 
 
 @register

@@ -1,5 +1,6 @@
 """Comparison and logic kernels: Equal, Less, Greater, LessOrEqual,
-GreaterOrEqual, And, Or, Xor, Not, IsNaN, IsInf, Where, and Mod.
+GreaterOrEqual, And, Or, Xor, Not, IsNaN, IsInf, Where, and Mod; the
+bitwise ops on integers: BitwiseAnd / Or / Xor / Not and BitShift.
 
 Each is one or two ufunc passes with ``out=`` into the planned output
 (bool for the comparisons and tests), so none allocates at run time and
@@ -130,3 +131,66 @@ class Mod(Kernel):
     def run(self, xs, ys, sc):
         with np.errstate(divide="ignore", invalid="ignore"):
             self.f(xs[0], xs[1], out=ys[0])
+
+
+_BITWISE = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or,
+            "BitwiseXor": np.bitwise_xor}
+
+
+@register
+class Bitwise(Kernel):
+    """BitwiseAnd / Or / Xor of broadcast integer operands: one ufunc."""
+
+    op_types = tuple(_BITWISE)
+    family = "logic"
+    inplace = "binary"
+    shape_rule = rules.bcast
+    evaluate = {t: ev.logical(f, 2) for t, f in _BITWISE.items()}
+
+    def setup(self):
+        self.f = _BITWISE[self.op.op_type]
+
+    def run(self, xs, ys, sc):
+        self.f(xs[0], xs[1], out=ys[0])
+
+
+@register
+class BitwiseNot(Kernel):
+    op_types = ("BitwiseNot",)
+    family = "logic"
+    inplace = "unary"
+    shape_rule = rules.same
+    evaluate = ev.logical(np.invert, 1)
+
+    def run(self, xs, ys, sc):
+        np.invert(xs[0], out=ys[0])
+
+
+@register
+class BitShift(Kernel):
+    """x << s or x >> s (``direction`` LEFT / RIGHT) in one ufunc.  ONNX
+    (opset 28) reads the amount as unsigned: a shift by the width or more
+    -- a negative one too -- gives 0, or the sign (0 / -1) for a right
+    shift of a signed integer.  NumPy's shifts define exactly that (they
+    compare the amount, cast to size_t, with the width) instead of C's
+    undefined behaviour."""
+
+    op_types = ("BitShift",)
+    family = "logic"
+    inplace = "binary"
+    shape_rule = rules.bcast
+    evaluate = ev.bit_shift
+
+    def setup(self):
+        dt = np.dtype(self.ins[0].dtype)
+        if dt.kind not in "iu" or np.dtype(self.ins[1].dtype) != dt:
+            self.fail(f"shifts integers by an amount of the same type, not "
+                      f"{dt.name} by {np.dtype(self.ins[1].dtype).name}")
+        direction = self.attrs.get("direction", "")
+        direction = direction.decode() if isinstance(direction, bytes) else str(direction)
+        if direction not in ("LEFT", "RIGHT"):
+            self.fail(f"direction must be LEFT or RIGHT, not {direction!r}")
+        self.f = np.left_shift if direction == "LEFT" else np.right_shift
+
+    def run(self, xs, ys, sc):
+        self.f(xs[0], xs[1], out=ys[0])

@@ -1,10 +1,15 @@
 """Data-movement kernels: views (Reshape, Flatten, Squeeze, Unsqueeze,
-Identity, Dropout), Expand, Transpose, Concat, Split, Slice, Gather, Tile
-and Pad.  None needs scratch; the "alias" kinds copy nothing when the
-planner made the output the input's memory.
+Identity, Dropout), Expand, Transpose, Concat, Split, Slice, Gather, Tile,
+Pad, ReverseSequence, CenterCropPad, Col2Im and TensorScatter.  The "alias" kinds copy
+nothing when the planner made the output the input's memory; scratch:
+ReverseSequence's gather index, a padded Col2Im's image.
 """
+import itertools
+import math
+
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from . import evaluators as ev
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
@@ -414,3 +419,172 @@ class Pad(Kernel):
                     else slice(b + n - 1, b + n)
                 np.copyto(y[tuple(dst)], y[tuple(src)])
             cur[a] = slice(None)
+
+
+@register
+class ReverseSequence(Kernel):
+    """Each batch entry's first ``sequence_lens[b]`` time steps reversed,
+    the rest kept: one gather along the time axis, its source index (L - 1
+    - t before L, t after) worked out in the scratch for the lengths fed."""
+
+    op_types = ("ReverseSequence",)
+    family = "movement"
+    shape_rule = rules.same
+
+    def setup(self):
+        shp = self.shape(0)
+        nd = len(shp)
+        t_ax = int(self.attrs.get("time_axis", 0))
+        b_ax = int(self.attrs.get("batch_axis", 1))
+        if nd < 2 or {t_ax, b_ax} != {0, 1}:
+            self.malformed(f"time_axis {t_ax} and batch_axis {b_ax} must be 0 and 1 of a "
+                           f"tensor of rank >= 2 (shape {list(shp)})")
+        self.t_ax, self.steps = t_ax, shp[t_ax]
+        tshape, bshape = [1] * nd, [1] * nd
+        tshape[t_ax], bshape[b_ax] = shp[t_ax], shp[b_ax]
+        self.bshape = tuple(bshape)
+        self.t = self.keep(np.arange(shp[t_ax], dtype=np.int64).reshape(tshape))
+        self.t1 = self.keep(self.t + 1)
+        both = tuple(max(a, b) for a, b in zip(tshape, bshape))
+        self.scratch = [(both, np.int64), (both, np.bool_)]
+
+    def run(self, xs, ys, sc):
+        idx, after = sc
+        lens = xs[1].reshape(self.bshape)
+        if lens.size and (lens.min() < 0 or lens.max() > self.steps):
+            raise InvalidArgumentError(
+                f"operator {self.op.name!r} (ReverseSequence): sequence_lens "
+                f"{lens.reshape(-1).tolist()} must lie in [0, {self.steps}]")
+        np.subtract(lens, self.t1, out=idx)                 # L - 1 - t
+        np.greater_equal(self.t, lens, out=after)
+        np.copyto(idx, self.t, where=after)
+        np.copyto(ys[0], np.take_along_axis(xs[0], idx, axis=self.t_ax))
+
+
+@register
+class CenterCropPad(Kernel):
+    """Each of ``axes`` cropped or zero-padded about its centre to the
+    target size (input 1: a constant or a value the kernel is built for):
+    a fill and one copy between the overlapping slices."""
+
+    op_types = ("CenterCropPad",)
+    family = "movement"
+    shape_rule = moves.center_crop_pad
+    fold = "expanding"
+
+    def setup(self):
+        self.runtime = (0,)
+        xs, ys = self.shape(0), self.oshape()
+        src, dst = [slice(None)] * len(xs), [slice(None)] * len(xs)
+        for a, (d, s) in enumerate(zip(xs, ys)):
+            if s < d:       # crop: the centre, the odd element off the end
+                src[a] = slice((d - s) // 2, (d - s) // 2 + s)
+            elif s > d:     # pad: the input at the centre
+                dst[a] = slice((s - d) // 2, (s - d) // 2 + d)
+        target = [int(v) for v in np.asarray(self.const(1, "shape")).reshape(-1)]
+        axes = [int(a) % len(xs) for a in self.attrs.get("axes", range(len(xs)))]
+        if len(target) != len(axes) or any(ys[a] != t for a, t in zip(axes, target)):
+            self.malformed(f"output {list(ys)} is not input {list(xs)} with axes {axes} "
+                           f"sized {target}")
+        self.src, self.dst = tuple(src), tuple(dst)
+        self.padded = any(s > d for d, s in zip(xs, ys))
+
+    def run(self, xs, ys, sc):
+        if self.padded:
+            ys[0].fill(0)
+        np.copyto(ys[0][self.dst], xs[0][self.src])
+
+
+@register
+class Col2Im(Kernel):
+    """The columns (N, C * prod(block), L) summed back into an image (N, C,
+    *image_shape): one strided add per block position (strides,
+    dilations, pads), into a padded image in the scratch when there are
+    pads.  image_shape and block_shape are constants or values the kernel
+    is built for."""
+
+    op_types = ("Col2Im",)
+    family = "movement"
+    shape_rule = moves.col2im
+    fold = "expanding"
+
+    def setup(self):
+        self.runtime = (0,)
+        image = [int(v) for v in np.asarray(self.const(1, "image_shape")).reshape(-1)]
+        block = [int(v) for v in np.asarray(self.const(2, "block_shape")).reshape(-1)]
+        r = len(image)
+        dil = [int(v) for v in self.attrs.get("dilations", [1] * r)]
+        st = [int(v) for v in self.attrs.get("strides", [1] * r)]
+        pads = [int(v) for v in self.attrs.get("pads", [0] * (2 * r))]
+        xs = self.shape(0)
+        if len(block) != r or len(dil) != r or len(st) != r or len(pads) != 2 * r or \
+                min(block + st + dil) < 1 or len(xs) != 3 or xs[1] % math.prod(block):
+            self.malformed(f"image_shape {image}, block_shape {block}, strides {st}, "
+                           f"dilations {dil}, pads {pads} do not fit columns {list(xs)}")
+        padded = [d + pads[i] + pads[i + r] for i, d in enumerate(image)]
+        counts = [(p - (b - 1) * d - 1) // s + 1 for p, b, d, s in zip(padded, block, dil, st)]
+        if math.prod(counts) != xs[2] or min(counts) < 1:
+            self.malformed(f"{xs[2]} columns, but the blocks fit {counts} times in the padded "
+                           f"image {padded}")
+        n, c = xs[0], xs[1] // math.prod(block)
+        self.cols = (n, c) + tuple(block) + tuple(counts)
+        self.taps = [(k, tuple(slice(i * d, i * d + s * (m - 1) + 1, s) for i, d, s, m in
+                               zip(k, dil, st, counts)))
+                     for k in itertools.product(*(range(b) for b in block))]
+        self.inner = tuple(slice(pads[i], pads[i] + image[i]) for i in range(r))
+        self.padded = any(pads)
+        self.scratch = [((n, c) + tuple(padded), self.dtype)] if self.padded else []
+
+    def run(self, xs, ys, sc):
+        cols = xs[0].reshape(self.cols)
+        img = sc[0] if self.padded else ys[0]
+        img.fill(0)
+        lead = (slice(None), slice(None))
+        for k, where in self.taps:
+            part = img[lead + where]
+            np.add(part, cols[lead + k], out=part)
+        if self.padded:
+            np.copyto(ys[0], img[lead + self.inner])
+
+
+@register
+class TensorScatter(Kernel):
+    """TensorScatter (opset 24): the past cache with each batch entry's
+    update written along ``axis`` (default -2) from its write index (0
+    when omitted), wrapping round in ``circular`` mode: a copy, then one
+    fancy-indexed assignment through views with that axis second."""
+
+    op_types = ("TensorScatter",)
+    family = "movement"
+    shape_rule = rules.same
+    fold = "expanding"
+
+    def setup(self):
+        cs, us = self.shape(0), self.shape(1)
+        self.axis = int(self.attrs.get("axis", -2)) % max(len(cs), 1)
+        mode = self.attrs.get("mode", "linear")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if mode not in ("linear", "circular"):
+            self.fail(f"mode {mode!r} is not linear or circular")
+        if self.axis == 0 or len(us) != len(cs) or us[self.axis] > cs[self.axis] or any(
+                u != c for i, (u, c) in enumerate(zip(us, cs)) if i != self.axis):
+            self.malformed(f"update {list(us)} does not fit cache {list(cs)} along axis "
+                           f"{self.axis} (not the batch axis)")
+        self.circular = mode == "circular"
+        self.size = cs[self.axis]
+        self.steps = self.keep(np.arange(us[self.axis], dtype=np.int64)[None, :])
+        self.rows = self.keep(np.arange(cs[0], dtype=np.int64)[:, None])
+
+    def run(self, xs, ys, sc):
+        y = ys[0]
+        np.copyto(y, xs[0])
+        start = xs[2].astype(np.int64).reshape(-1, 1) if self.has(2) else 0
+        where = start + self.steps
+        if self.circular:
+            where = where % self.size
+        elif where.size and (where.min() < 0 or where.max() >= self.size):
+            raise InvalidArgumentError(
+                f"operator {self.op.name!r} (TensorScatter): write indices "
+                f"{np.ravel(start).tolist()} put the update past the cache's {self.size} "
+                f"positions")
+        np.moveaxis(y, self.axis, 1)[self.rows, where] = np.moveaxis(xs[1], self.axis, 1)

@@ -1,6 +1,7 @@
 """Normalisation and reduction kernels: BatchNormalization (folded into
 a per-channel scale and shift), InstanceNormalization, LRN, the Reduce*
-family and Softmax / LogSoftmax.
+family, Softmax / LogSoftmax and the losses over them
+(NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
 
 Scratch rules: InstanceNorm -- the two statistics and one centred copy
 (the squares go to the output);
@@ -11,6 +12,7 @@ import math
 
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from .native import plane_mean
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
@@ -21,7 +23,9 @@ from .registry import Kernel, const, items_per_step, register
 @register
 class BatchNorm(Kernel):
     """Inference BatchNorm folded at build time into y = x * scale + shift
-    (per channel, axis 1); two in-place-safe ufunc passes."""
+    (per channel, axis 1); two in-place-safe ufunc passes.  With a scale,
+    bias, mean or variance fed at run time the fold happens every run, into
+    the scratch."""
 
     op_types = ('BatchNormalization',)
     family = 'reduce'
@@ -33,6 +37,14 @@ class BatchNorm(Kernel):
         self.runtime = (0,)
         if len([o for o in self.op.outputs if o]) > 1:
             self.fail("training-mode outputs (running mean/var) are not supported")
+        nd = len(self.shape(0))
+        self.live = any(self.ins[i].data is None for i in range(1, 5))
+        if self.live:       # folded every run
+            self.runtime = None
+            self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
+            self.bshape = (-1,) + (1,) * (nd - 2)
+            self.scratch = [(self.shape(1), self.dtype)] * 2
+            return
         g = self.const(1, "scale").astype(np.float64)
         b = self.const(2, "bias").astype(np.float64)
         m = self.const(3, "mean").astype(np.float64)
@@ -40,18 +52,45 @@ class BatchNorm(Kernel):
         eps = float(self.attrs.get("epsilon", 1e-5))
         scale = g / np.sqrt(v + eps)
         shift = b - m * scale
-        nd = len(self.shape(0))
         bshape = (-1,) + (1,) * (nd - 2)
         self.scale = self.keep(scale.astype(self.dtype).reshape(bshape))
         self.shift = self.keep(shift.astype(self.dtype).reshape(bshape))
 
     def run(self, xs, ys, sc):
         y = ys[0]
-        np.multiply(xs[0], self.scale, out=y)
-        np.add(y, self.shift, out=y)
+        if not self.live:
+            scale, shift = self.scale, self.shift
+        else:
+            scale, shift = sc
+            np.add(xs[4], self.eps, out=scale)
+            np.sqrt(scale, out=scale)
+            np.divide(xs[1], scale, out=scale)
+            np.multiply(xs[3], scale, out=shift)
+            np.subtract(xs[2], shift, out=shift)
+            scale, shift = scale.reshape(self.bshape), shift.reshape(self.bshape)
+        np.multiply(xs[0], scale, out=y)
+        np.add(y, shift, out=y)
+
+class _Affine:
+    """A scale or bias input that is a constant (laid out once) or fed at
+    run time (reshaped each run)."""
+
+    def affine_term(self, i, what, shape):
+        """Input ``i`` laid out as ``shape`` once (a constant), or None: read
+        at run time (``self.runtime`` then includes it)."""
+        if self.ins[i].data is None:
+            self.runtime = tuple(self.runtime) + (i,)
+            self.shapes = getattr(self, "shapes", {})
+            self.shapes[i] = shape
+            return None
+        return self.keep(self.const(i, what).astype(self.dtype).reshape(shape))
+
+    def term(self, xs, i, kept):
+        return kept if kept is not None else xs[i].reshape(self.shapes[i])
+
 
 @register
-class InstanceNorm(Kernel):
+class InstanceNorm(_Affine, Kernel):
     """Per (image, channel) mean/variance over the spatial axes; scratch:
     the two statistics and one centred copy."""
 
@@ -67,31 +106,34 @@ class InstanceNorm(Kernel):
         self.view = (n, c, math.prod(xs[2:]))
         self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
         self.inv = const(1.0 / max(self.view[2], 1), self.dtype)
-        self.g = self.keep(self.const(1, "scale").astype(self.dtype).reshape(1, c, 1))
-        self.b = self.keep(self.const(2, "bias").astype(self.dtype).reshape(1, c, 1))
+        self.g, self.b = (self.affine_term(i, what, (1, c, 1))
+                          for i, what in ((1, "scale"), (2, "bias")))
         self.scratch = [((n, c, 1), self.dtype), ((n, c, 1), self.dtype),
                         (self.view, self.dtype)]
+
 
     def run(self, xs, ys, sc):
         m, v, d = sc
         y = ys[0].reshape(self.view)
         moments(xs[0].reshape(self.view), m, v, d, self.inv, self.eps, sq=y)
         np.multiply(d, v, out=y)
-        np.multiply(y, self.g, out=y)
-        np.add(y, self.b, out=y)
+        np.multiply(y, self.term(xs, 1, self.g), out=y)
+        np.add(y, self.term(xs, 2, self.b), out=y)
 
 _PRE = {"ReduceL1": np.abs, "ReduceL2": np.square, "ReduceSumSquare": np.square}
 
 
 @register
 class Reduce(Kernel):
-    """ReduceMean/Sum/Max/Min in one ``ufunc.reduce``; ReduceL1, ReduceL2,
+    """ReduceMean/Sum/Max/Min/Prod in one ``ufunc.reduce``; ReduceL1, ReduceL2,
     ReduceSumSquare, ReduceLogSum and ReduceLogSumExp sum a transformed
     copy (scratch: one input-sized buffer; LogSumExp also the maximum)
-    and finish on the output."""
+    and finish on the output.  Over an empty set each gives the identity
+    of its reduction (0, 1, -inf / the type's least value for Max, +inf /
+    its greatest for Min)."""
 
-    op_types = ('ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceL1', 'ReduceL2',
-                'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp')
+    op_types = ('ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1',
+                'ReduceL2', 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp')
     family = 'reduce'
     inplace = 'none'
     shape_rule = moves.reduce
@@ -116,7 +158,11 @@ class Reduce(Kernel):
         self.axes = axes
         self.kshape = tuple(1 if i in axes else d for i, d in enumerate(xs))
         t = self.op.op_type
-        self.f = {"ReduceMax": np.maximum, "ReduceMin": np.minimum}.get(t, np.add)
+        self.f = {"ReduceMax": np.maximum, "ReduceMin": np.minimum,
+                  "ReduceProd": np.multiply}.get(t, np.add)
+        # what a reduction over nothing gives (np.maximum / minimum have no identity)
+        self.empty = _lowest(self.dtype) if t == "ReduceMax" else \
+            _highest(self.dtype) if t == "ReduceMin" else None
         cnt = math.prod(xs[a] for a in axes) if axes else 1
         self.inv = const(1.0 / max(cnt, 1), self.dtype) if t == "ReduceMean" \
             else None
@@ -160,6 +206,9 @@ class Reduce(Kernel):
             else:
                 y.fill(-np.inf)         # log(0): the sum over nothing
             return
+        if self.empty is not None and not x.size:
+            y.fill(self.empty)
+            return
         if self.pre is not None:
             x = self.pre(x, out=sc[0])
         self.f.reduce(x, axis=self.axes, out=y, keepdims=True)
@@ -177,6 +226,80 @@ class Reduce(Kernel):
         np.add.reduce(e, axis=self.axes, out=y, keepdims=True)
         np.log(y, out=y)
         np.add(y, m, out=y)
+
+
+def _lowest(dtype):
+    dtype = np.dtype(dtype)
+    return -np.inf if dtype.kind == "f" else False if dtype.kind == "b" else \
+        np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    dtype = np.dtype(dtype)
+    return np.inf if dtype.kind == "f" else True if dtype.kind == "b" else np.iinfo(dtype).max
+
+
+@register
+class MeanVarianceNorm(Kernel):
+    """MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over
+    ``axes`` (default 0, 2, 3), as ONNX's function body computes it.
+    Scratch: the two statistics and the squares."""
+
+    op_types = ('MeanVarianceNormalization',)
+    family = 'reduce'
+    inplace = 'none'
+    shape_rule = rules.same
+
+    def setup(self):
+        xs = self.shape(0)
+        axes = self.attrs.get("axes", [0, 2, 3])
+        self.axes = tuple(sorted({rules.norm_axis(a, len(xs)) for a in axes}))
+        red = tuple(1 if i in self.axes else d for i, d in enumerate(xs))
+        self.inv = const(1.0 / max(math.prod(xs[a] for a in self.axes), 1), self.dtype)
+        self.eps = const(1e-9, self.dtype)
+        self.scratch = [(red, self.dtype), (red, self.dtype), (xs, self.dtype)]
+
+    def run(self, xs, ys, sc):
+        m, v, sq = sc
+        x, y = xs[0], ys[0]
+        np.add.reduce(x, axis=self.axes, out=m, keepdims=True)
+        np.multiply(m, self.inv, out=m)
+        np.subtract(x, m, out=y)
+        np.square(y, out=sq)
+        np.add.reduce(sq, axis=self.axes, out=v, keepdims=True)
+        np.multiply(v, self.inv, out=v)
+        np.sqrt(v, out=v)
+        np.add(v, self.eps, out=v)
+        np.divide(y, v, out=y)
+
+
+@register
+class LpNormalization(Kernel):
+    """x / ||x||_p along ``axis`` (p 1 or 2), a zero vector left zero:
+    the norm and its zero mask in the scratch."""
+
+    op_types = ('LpNormalization',)
+    family = 'reduce'
+    shape_rule = rules.same
+
+    def setup(self):
+        xs = self.shape(0)
+        self.p = int(self.attrs.get("p", 2))
+        if self.p not in (1, 2):
+            self.fail(f"p must be 1 or 2, not {self.p}")
+        self.axis = rules.norm_axis(self.attrs.get("axis", -1), len(xs))
+        red = tuple(1 if i == self.axis else d for i, d in enumerate(xs))
+        self.scratch = [(red, self.dtype), (red, np.bool_)]
+
+    def run(self, xs, ys, sc):
+        x, y, (norm, zero) = xs[0], ys[0], sc
+        (np.abs if self.p == 1 else np.square)(x, out=y)
+        np.add.reduce(y, axis=self.axis, out=norm, keepdims=True)
+        if self.p == 2:
+            np.sqrt(norm, out=norm)
+        np.equal(norm, 0, out=zero)
+        np.add(norm, zero, out=norm)        # a zero vector stays zero (0 / 1)
+        np.divide(x, norm, out=y)
 
 
 @register
@@ -326,11 +449,11 @@ def moments(x, m, v, d, inv, eps, sq=None):
 @register
 class LayerNorm(Kernel):
     """LayerNormalization (opset 17): statistics over the axes from ``axis``
-    on, then scale and bias (constants, broadcast over those axes).  A
-    float16 input has its statistics and centred copy in float32
-    (``stash_type`` 1, the default).  Scratch: the centred copy and the two
-    statistics, copied to the Mean and InvStdDev outputs when the graph
-    reads them."""
+    on, then scale and bias (broadcast over those axes: constants laid out
+    once, or read at run time).  A float16 input has its statistics and
+    centred copy in float32 (``stash_type`` 1, the default).  Scratch: the
+    centred copy and the two statistics, copied to the Mean and InvStdDev
+    outputs when the graph reads them."""
 
     op_types = ('LayerNormalization',)
     family = 'reduce'
@@ -338,20 +461,22 @@ class LayerNorm(Kernel):
     shape_rule = rules.layer_norm
 
     def setup(self):
-        self.runtime = (0,)
         xs = self.shape(0)
         ax = _axis_attr(self.attrs, len(xs))
         outer, inner = math.prod(xs[:ax]), math.prod(xs[ax:])
         self.view = (outer, inner)
+        tail = xs[ax:]
+        self.full = (outer,) + tuple(tail)      # y as the run-time scale broadcasts to it
         wide = self.dtype == np.float16 and int(self.attrs.get("stash_type", 1)) == 1
         st = np.dtype(np.float32) if wide else self.dtype
         self.inv = const(1.0 / max(inner, 1), st)
         self.eps = const(float(self.attrs.get("epsilon", 1e-5)), st)
-        tail = xs[ax:]
-        self.g = self.keep(np.broadcast_to(self.const(1, "scale"), tail).astype(
-            self.dtype).reshape(1, inner))
-        self.b = None if not self.has(2) else self.keep(np.broadcast_to(
-            self.const(2, "bias"), tail).astype(self.dtype).reshape(1, inner))
+        self.runtime = (0,) + tuple(i for i in (1, 2) if self.has(i) and
+                                    self.ins[i].data is None)
+        self.g = None if 1 in self.runtime else self.keep(np.broadcast_to(
+            self.const(1, "scale"), tail).astype(self.dtype).reshape(1, inner))
+        self.b = None if not self.has(2) or 2 in self.runtime else self.keep(
+            np.broadcast_to(self.const(2, "bias"), tail).astype(self.dtype).reshape(1, inner))
         named = list(self.op.outputs) + [""] * 3
         self.slots = [k for k in range(3) if named[k]]     # ys[i] is output slots[i]
         self.scratch = [(self.view, st), ((outer, 1), st), ((outer, 1), st)]
@@ -360,17 +485,50 @@ class LayerNorm(Kernel):
         d, m, v = sc
         x = xs[0].reshape(self.view)
         y = ys[0].reshape(self.view)
-        moments(x, m, v, d, self.inv, self.eps)
+        self.statistics(x, m, v, d)
         np.multiply(d, v, out=y)
-        np.multiply(y, self.g, out=y)
-        if self.b is not None:
-            np.add(y, self.b, out=y)
+        self.affine(xs, y)
         for k, out in zip(self.slots[1:], ys[1:]):
             np.copyto(out.reshape(-1, 1), m if k == 1 else v)
 
+    def statistics(self, x, m, v, d):
+        moments(x, m, v, d, self.inv, self.eps)
+
+    def affine(self, xs, y):
+        """y * scale + bias, the constants' layout or the run-time values'."""
+        if self.g is not None:
+            np.multiply(y, self.g, out=y)
+        else:
+            yf = y.reshape(self.full)
+            np.multiply(yf, xs[1], out=yf)
+        if self.b is not None:
+            np.add(y, self.b, out=y)
+        elif 2 in self.runtime:
+            yf = y.reshape(self.full)
+            np.add(yf, xs[2], out=yf)
+
 
 @register
-class GroupNorm(Kernel):
+class RMSNorm(LayerNorm):
+    """RMSNormalization (opset 23): x / sqrt(mean(x^2) + eps) over the axes
+    from ``axis`` on, times the scale; statistics in float32 for a float16
+    input (``stash_type`` 1).  Scratch: the squares and the statistic."""
+
+    op_types = ('RMSNormalization',)
+    shape_rule = rules.same
+
+    def statistics(self, x, m, v, d):
+        np.square(x, out=d)
+        np.add.reduce(d, axis=-1, out=v, keepdims=True)
+        np.multiply(v, self.inv, out=v)
+        np.add(v, self.eps, out=v)
+        np.sqrt(v, out=v)
+        np.reciprocal(v, out=v)
+        np.copyto(d, x)
+
+
+@register
+class GroupNorm(_Affine, Kernel):
     """GroupNormalization: statistics per (image, group of channels), then
     a per-channel scale and bias (opset 21) or per group (opset 18: scale
     and bias of ``num_groups`` values).  Scratch: the centred copy and the
@@ -391,15 +549,14 @@ class GroupNorm(Kernel):
         self.view = (n, grp, (c // grp) * math.prod(xs[2:]))
         self.inv = const(1.0 / max(self.view[-1], 1), self.dtype)
         self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
-        g = self.const(1, "scale").reshape(-1).astype(self.dtype)
-        b = self.const(2, "bias").reshape(-1).astype(self.dtype)
-        if g.size == c:
+        if math.prod(self.shape(1)) == c:
             self.aview = (n, c, math.prod(xs[2:]))
             shp = (1, c, 1)
         else:
             self.aview = self.view
             shp = (1, grp, 1)
-        self.g, self.b = self.keep(g.reshape(shp)), self.keep(b.reshape(shp))
+        self.g, self.b = (self.affine_term(i, what, shp)
+                          for i, what in ((1, "scale"), (2, "bias")))
         self.scratch = [(self.view, self.dtype), ((n, grp, 1), self.dtype),
                         ((n, grp, 1), self.dtype)]
 
@@ -409,8 +566,8 @@ class GroupNorm(Kernel):
         y = ys[0].reshape(self.view)
         np.multiply(d, v, out=y)
         y = ys[0].reshape(self.aview)
-        np.multiply(y, self.g, out=y)
-        np.add(y, self.b, out=y)
+        np.multiply(y, self.term(xs, 1, self.g), out=y)
+        np.add(y, self.term(xs, 2, self.b), out=y)
 
 
 @register
@@ -456,3 +613,68 @@ class Hardmax(Kernel):
         np.add(i, self.base, out=i)
         ys[0].fill(0)
         np.put(ys[0].reshape(-1), i, self.one, mode="wrap")
+
+
+@register
+class NllLoss(Kernel):
+    """NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (the NLL of
+    the log-softmax over axis 1, which is also its optional second
+    output): -input[n, target[n, ...], ...] times the target's class
+    weight, 0 where the target is ``ignore_index``; reduction "none", "sum"
+    or "mean" (the weighted mean: divided by the weights of the targets
+    kept).  One gather along the class axis; the log-softmax in the
+    scratch (or the second output)."""
+
+    op_types = ('NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss')
+    family = 'reduce'
+    inplace = 'none'
+    shape_rule = {'NegativeLogLikelihoodLoss': rules.nll_loss,
+                  'SoftmaxCrossEntropyLoss': rules.softmax_cross_entropy}
+
+    def setup(self):
+        xs, ts = self.shape(0), self.shape(1)
+        if len(xs) < 2 or ts != xs[:1] + xs[2:]:
+            self.malformed(f"target {list(ts)} does not fit input {list(xs)} (N, C, d1...)")
+        red = self.attrs.get("reduction", "mean")
+        self.reduction = red.decode() if isinstance(red, bytes) else str(red)
+        if self.reduction not in ("none", "sum", "mean"):
+            self.fail(f"reduction must be none, sum or mean, not {self.reduction!r}")
+        ignore = self.attrs.get("ignore_index")
+        self.ignore = None if ignore is None else int(ignore)
+        self.softmax = self.op.op_type == 'SoftmaxCrossEntropyLoss'
+        self.classes = xs[1]
+        self.weighted = self.has(2)
+        self.lp_out = self.softmax and len(self.outs) > 1
+        self.scratch = [(xs, self.dtype)] if self.softmax and not self.lp_out else []
+        if self.softmax:
+            self.scratch.append((xs[:1] + (1,) + xs[2:], self.dtype))
+
+    def run(self, xs, ys, sc):
+        x, target = xs[0], xs[1].astype(np.int64, copy=False)
+        if self.softmax:        # log_softmax over the classes
+            lp = ys[1] if self.lp_out else sc[0]
+            m = sc[-1]
+            np.maximum.reduce(x, axis=1, out=m, keepdims=True)
+            np.subtract(x, m, out=lp)
+            np.exp(lp, out=lp)
+            np.add.reduce(lp, axis=1, out=m, keepdims=True)
+            np.log(m, out=m)
+            np.subtract(x, m, out=lp)
+            np.subtract(lp, np.max(x, axis=1, keepdims=True), out=lp)
+            x = lp
+        kept = np.ones(target.shape, bool) if self.ignore is None else target != self.ignore
+        t = np.where(kept, target, 0)
+        if t.size and (t.min() < 0 or t.max() >= self.classes):
+            raise InvalidArgumentError(
+                f"operator {self.op.name!r} ({self.op.op_type}): target classes must lie in "
+                f"[0, {self.classes}) (or be ignore_index), got {int(t.min())}..{int(t.max())}")
+        loss = -np.take_along_axis(x, t[:, None], axis=1)[:, 0]
+        w = xs[2][t] * kept if self.weighted else kept.astype(x.dtype)
+        loss = loss * w
+        if self.reduction == "none":
+            np.copyto(ys[0], loss)
+        elif self.reduction == "sum":
+            np.copyto(ys[0], loss.sum())
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.copyto(ys[0], loss.sum() / w.sum())

@@ -2,7 +2,8 @@
 :mod:`pyarena.runtime.dynamic` runs it: in the outer graph or in a Loop,
 Scan or If body (:mod:`.subgraph`).  Its kernel is built when it first
 runs with given input shapes (and the values of its small integer inputs
-computed at run time -- a shape, a K), and kept for those; its outputs'
+computed at run time -- a shape, a K -- and of its float scalars: a Clip
+bound, a OneHot depth), and kept for those; its outputs'
 shapes come from the kernel's ``produce`` (NonZero, Loop: only running
 tells) or from the op's shape rule ``notes.infer`` (set by the
 importer), its scratch from the pool too.
@@ -42,8 +43,10 @@ def pool_frees(graph):
 
 def _value(a):
     """The bytes of a run-time input read as a value (a small integer
-    tensor: a K, an axis, a shape), else None."""
-    if a is not None and a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS:
+    tensor: a K, an axis, a shape; or a single float: a Clip bound, a
+    OneHot depth, a quantization scale), else None."""
+    if a is not None and (a.dtype.kind in "iub" and a.size <= VALUE_ELEMENTS or
+                          a.dtype.kind == "f" and a.size == 1):
         return a.tobytes()
     return None
 

@@ -1,12 +1,13 @@
 """Pooling kernels: MaxPool / AveragePool (a loop over kernel taps, or one
-reduction over a window view when windows do not overlap) and
-GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
+reduction over a window view when windows do not overlap), LpPool (the
+same sum over |x|^p), MaxUnpool, and GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
 band when there is padding or ceil-mode overhang, within the budget.
 """
 import math
 
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .native import NATIVE_DTYPE, Pointers, plane_mean
@@ -144,6 +145,44 @@ class WindowPool(Spatial):
 
 
 @register
+class LpPool(WindowPool):
+    """(sum over the window of |x|^p)^(1/p), 1-D or 2-D: |x|^p into the
+    scratch, summed by the window pool's tap loop (zero padding adds
+    nothing), then the root in place.  NumPy path only."""
+
+    op_types = ('LpPool',)
+    nhwc = False
+    rows = None
+    qdq = None
+    tflite = {}
+    tflite_int8 = {}
+
+    def setup(self):
+        k = [int(v) for v in self.attrs["kernel_shape"]]
+        self.p = float(self.attrs.get("p", 2))
+        if self.p <= 0:
+            self.fail(f"p must be positive, not {self.p:g}")
+        self.is_max = False
+        self.geometry(k, 0.0)
+        self.native = None
+        self.plan_bands()
+        self.scratch = self.pad_spec() + [(self.shape(0), self.dtype)]
+        self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
+                       self.dh == self.dw == 1 and self.kh * self.kw >= 4)
+        self.div, self.inv = None, const(1.0, self.dtype)
+        self.root = const(1.0 / self.p, self.dtype)
+
+    def run(self, xs, ys, sc):
+        powered = sc[-1]
+        np.abs(xs[0], out=powered)
+        if self.p != 1:
+            np.power(powered, self.p, out=powered)
+        WindowPool.run(self, [powered], ys, sc[:-1])
+        if self.p != 1:
+            np.power(ys[0], self.root, out=ys[0])
+
+
+@register
 class GlobalPool(Kernel):
     op_types = ('GlobalAveragePool', 'GlobalMaxPool')
     family = 'pool'
@@ -176,3 +215,30 @@ class GlobalPool(Kernel):
             self.f.reduce(x, axis=2, out=y, keepdims=True)
         if self.f is np.add:
             np.multiply(y, self.inv, out=y)
+
+
+@register
+class MaxUnpool(Kernel):
+    """Each value written back at its index (MaxPool's Indices: flat over
+    the whole output) in an output of zeros: one fill, one ``put``.
+    Indices outside the output are refused."""
+
+    op_types = ('MaxUnpool',)
+    family = 'pool'
+    inplace = 'none'
+    shape_rule = rules.max_unpool
+
+    def setup(self):
+        self.runtime = (0, 1)
+        if self.shape(0) != self.shape(1):
+            self.malformed(f"values {list(self.shape(0))} and indices {list(self.shape(1))} "
+                           f"differ in shape")
+        self.size = math.prod(self.oshape())
+
+    def run(self, xs, ys, sc):
+        idx = xs[1]
+        if idx.size and (idx.min() < 0 or idx.max() >= self.size):
+            raise InvalidArgumentError(f"operator {self.op.name!r} (MaxUnpool): indices "
+                                       f"outside the output's {self.size} elements")
+        ys[0].fill(0)
+        np.put(ys[0].reshape(-1), idx, xs[0])

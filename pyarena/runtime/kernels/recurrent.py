@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from .normalization import moments
+from . import shape_rules as rules
 from . import shape_rules_movement as moves
 from .recurrent_activations import ACTIVATIONS
 from .recurrent_loop import TimeLoop
@@ -366,3 +367,74 @@ class LSTM(_Recurrent):
     def _peep(gate, c, p, t):
         np.multiply(c, p, out=t)
         np.add(gate, t, out=gate)
+
+
+def _heads4(x, heads):
+    """(B, T, H * D) -> (B, H, T, D) in float32."""
+    b, t, hd = x.shape
+    return x.reshape(b, t, heads, hd // heads).transpose(0, 2, 1, 3).astype(np.float32)
+
+
+@register
+class LinearAttention(Kernel):
+    """LinearAttention: a (d_k, d_v) state per key head updated each time
+    step -- decayed by exp(decay) (gated rules), the value corrected by
+    what the state already retrieves for the key, times beta (delta
+    rules), plus k v^T -- and read by the query heads of its group, times
+    ``scale`` (1 / sqrt(d_k) by default).  float32 throughout; one batched
+    step per time step."""
+
+    op_types = ("LinearAttention",)
+    family = "recurrent"
+    inplace = "none"
+    shape_rule = rules.linear_attention
+    outputs_by_position = True
+
+    def setup(self):
+        a = self.attrs
+        rule = a.get("update_rule", "gated_delta")
+        rule = rule.decode() if isinstance(rule, bytes) else str(rule)
+        if rule not in ("linear", "gated", "delta", "gated_delta"):
+            self.fail(f"update_rule {rule!r} is not linear, gated, delta or gated_delta")
+        self.hq, self.hkv = int(a.get("q_num_heads", 0)), int(a.get("kv_num_heads", 0))
+        if self.hq < 1 or self.hkv < 1 or self.hq % self.hkv:
+            self.malformed(f"q_num_heads {self.hq} must be a positive multiple of "
+                           f"kv_num_heads {self.hkv}")
+        self.gated, self.delta = "gated" in rule, "delta" in rule
+        if self.gated != self.has(4) or self.delta != self.has(5):
+            self.malformed(f"update_rule {rule!r} takes decay: {self.gated}, beta: "
+                           f"{self.delta}")
+        q = self.shape(0)
+        if len(q) != 3 or len(self.shape(1)) != 3 or len(self.shape(2)) != 3:
+            self.malformed("query, key and value must be (B, T, heads * size)")
+        scale = float(a.get("scale", 0.0))
+        self.scale = scale if scale else 1 / math.sqrt(q[2] // self.hq)
+        self.slots = [i for i, o in enumerate(self.op.outputs) if o]
+
+    def run(self, xs, ys, sc):
+        q, k, v = (_heads4(x, h) for x, h in zip(xs[:3], (self.hq, self.hkv, self.hkv)))
+        b, _, t, dk = k.shape
+        dv = v.shape[3]
+        state = np.zeros((b, self.hkv, dk, dv), np.float32) if not self.has(3) else \
+            xs[3].astype(np.float32)
+        if self.gated:
+            g = xs[4]
+            g = g.reshape(b, t, self.hkv, -1).transpose(0, 2, 1, 3).astype(np.float32)
+            g = np.exp(g)[..., None]                        # (B, H, T, 1 or d_k, 1)
+        if self.delta:
+            beta = xs[5].reshape(b, t, -1, 1).transpose(0, 2, 1, 3).astype(np.float32)
+        group = self.hq // self.hkv
+        out = np.empty((b, self.hq, t, dv), np.float32)
+        for i in range(t):
+            kt, vt = k[:, :, i], v[:, :, i]
+            if self.gated:
+                state = state * g[:, :, i]
+            if self.delta:
+                seen = np.einsum("bhdm,bhd->bhm", state, kt)
+                vt = beta[:, :, i] * (vt - seen)
+            state = state + kt[..., :, None] * vt[..., None, :]
+            read = state if group == 1 else np.repeat(state, group, axis=1)
+            out[:, :, i] = self.scale * np.einsum("bhd,bhdm->bhm", q[:, :, i], read)
+        got = (out.transpose(0, 2, 1, 3).reshape(b, t, -1), state)
+        for slot, y in zip(self.slots, ys):
+            np.copyto(y, got[slot], casting="unsafe")

@@ -233,6 +233,121 @@ def layer_norm(n):
     return [(x, n.t(0)), (stat, stash), (stat, stash)][:n.nout]
 
 
+def _reduction(n):
+    r = n.a.get("reduction", "mean")
+    return r.decode() if isinstance(r, bytes) else str(r)
+
+
+def nll_loss(n):
+    """NegativeLogLikelihoodLoss: the target's shape (reduction "none") or
+    a scalar."""
+    return [(n.s(1) if _reduction(n) == "none" else [], n.t(0))]
+
+
+def softmax_cross_entropy(n):
+    """SoftmaxCrossEntropyLoss: the loss (as NLL's), then log_prob shaped
+    like the scores."""
+    out = [(n.s(1) if _reduction(n) == "none" else [], n.t(0)), (n.s(0), n.t(0))]
+    return out[:n.nout]
+
+
+def attention(n):
+    """Attention (opsets 23-25): Y, present_key, present_value and
+    qk_matmul_output, from 3-D (batch, seq, heads * size) or 4-D (batch,
+    heads, seq, size) Q, K, V and the past cache."""
+    q, k, v = n.s(0), n.s(1), n.s(2)
+    t = n.t(0)
+    if q is None or k is None or v is None:
+        return [(None, t)] * n.nout
+    past = n.s(4) if n.has(4) else None
+    if len(q) == 3:
+        hq, hkv = int(n.a["q_num_heads"]), int(n.a["kv_num_heads"])
+        b, sq, skv = q[0], q[1], k[1]
+        dk = dims_op(lambda d: d // hkv, k[2])
+        dv = dims_op(lambda d: d // hkv, v[2])
+        y = [b, sq, dims_op(lambda d: d * hq, dv)]
+    else:
+        b, hq, sq = q[0], q[1], q[2]
+        hkv, skv, dk, dv = k[1], k[2], k[3], v[3]
+        y = [b, hq, sq, dv]
+    total = skv if past is None else dims_op(lambda a, c: a + c, past[2], skv)
+    outs = [(y, t), ([b, hkv, total, dk], t), ([b, hkv, total, dv], t),
+            ([b, hq, sq, total], t)]
+    return outs[:n.nout]
+
+
+def grid_sample(n):
+    """GridSample: (N, C) of the input, the grid's spatial dims."""
+    x, g = n.s(0), n.s(1)
+    if x is None or g is None:
+        return [(None, n.t(0))]
+    return [([x[0], x[1]] + list(g[1:-1]), n.t(0))]
+
+
+def affine_grid(n):
+    """AffineGrid: (N, [D,] H, W, 2 or 3) from the size input's value."""
+    size = n.v(1)
+    if size is None:
+        return [(None, n.t(0))]
+    size = [int(d) for d in np.asarray(size).reshape(-1)]
+    return [([size[0]] + size[2:] + [len(size) - 2], n.t(0))]
+
+
+def non_max_suppression(n):
+    """NonMaxSuppression: (selected, 3) indices, their count the data's."""
+    return [([None, 3], INT64)]
+
+
+def causal_conv_with_state(n):
+    """CausalConvWithState: the output like the input, the state (N, C, k - 1)."""
+    x, w = n.s(0), n.s(1)
+    state = None if x is None or w is None else \
+        [x[0], x[1], dims_op(lambda k: k - 1, w[2])]
+    return [(x, n.t(0)), (state, n.t(0))][:n.nout]
+
+
+def linear_attention(n):
+    """LinearAttention: (B, T, q_heads * d_v) and the state (B, kv_heads,
+    d_k, d_v)."""
+    q, v = n.s(0), n.s(2)
+    hq, hkv = int(n.a.get("q_num_heads", 0)), int(n.a.get("kv_num_heads", 0))
+    if q is None or v is None or not hq or not hkv:
+        return [(None, n.t(0)), (None, n.t(0))][:n.nout]
+    dk = dims_op(lambda d: d // hq, q[2])
+    dv = dims_op(lambda d: d // hkv, v[2])
+    st = n.t(3) if n.has(3) else n.t(0)
+    return [([q[0], q[1], dims_op(lambda d: d * hq, dv)], n.t(0)),
+            ([q[0], hkv, dk, dv], st)][:n.nout]
+
+
+def mel_weight_matrix(n):
+    """MelWeightMatrix: (dft_length // 2 + 1, num_mel_bins) from the values."""
+    mels, dft = n.v(0), n.v(1)
+    t = int(n.a.get("output_datatype", FLOAT))
+    if mels is None or dft is None:
+        return [(None, t)]
+    return [([int(np.asarray(dft).reshape(-1)[0]) // 2 + 1,
+              int(np.asarray(mels).reshape(-1)[0])], t)]
+
+
+def max_unpool(n):
+    """MaxUnpool: output_shape's value, else (in - 1) * stride + kernel - pads."""
+    if n.has(2):        # output_shape: its value, unknown until it is known
+        shape = n.v(2)
+        return [(None if shape is None else [int(d) for d in np.asarray(shape).reshape(-1)],
+                 n.t(0))]
+    x = n.s(0)
+    if x is None:
+        return [(None, n.t(0))]
+    k = n.ints("kernel_shape")
+    r = len(k)
+    st = n.ints("strides") or [1] * r
+    pads = n.ints("pads") or [0] * (2 * r)
+    sp = [dims_op(lambda d, i=i: (d - 1) * st[i] + k[i] - pads[i] - pads[i + r], x[2 + i])
+          for i in range(r)]
+    return [(list(x[:2]) + sp, n.t(0))]
+
+
 # -- convolution, pooling, matrix products ----------------------------------------
 def _spatial(n, x_sp, k, dilations=None, ceil=False):
     """Output spatial dims of a convolution or pooling window."""

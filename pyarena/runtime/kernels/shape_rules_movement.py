@@ -193,6 +193,31 @@ def expand(n):
     return [(None if shp is None else broadcast(n.s(0), shp), n.t(0))]
 
 
+def center_crop_pad(n):
+    """CenterCropPad: the input's shape with the ``axes`` (all by default)
+    given the target sizes of input 1."""
+    x, target = n.s(0), _values(n, 1)
+    if x is None:
+        return [(None, n.t(0))]
+    axes = n.ints("axes") or list(range(len(x)))
+    axes = [norm_axis(a, len(x)) for a in axes]
+    out = list(x)
+    for i, a in enumerate(axes):
+        out[a] = None if target is None else target[i]
+    if target is not None and len(target) != len(axes):
+        raise ValueError(f"shape {target} does not give one size per axis {axes}")
+    return [(out, n.t(0))]
+
+
+def col2im(n):
+    """Col2Im: (N, C, *image_shape), C the columns' rows over the block size."""
+    x, image, block = n.s(0), _values(n, 1), _values(n, 2)
+    if x is None or image is None or block is None:
+        return [(None, n.t(0))]
+    size = int(np.prod(block))
+    return [([x[0], dims_op(lambda c: c // size, x[1])] + image, n.t(0))]
+
+
 def tile(n):
     x, reps = n.s(0), _values(n, 1)
     if x is None or reps is None:
@@ -355,6 +380,14 @@ def nonzero(n):
 
 def eye_like(n):
     return [(n.s(0), int(n.a.get("dtype", 0)) or n.t(0))]
+
+
+def det(n):
+    """Det: the batch dims of square matrices."""
+    x = n.s(0)
+    if x is not None and len(x) < 2:
+        raise ValueError(f"Det takes matrices, got shape {x}")
+    return [(None if x is None else list(x[:-2]), n.t(0))]
 
 
 def recurrent(n):
