@@ -10,6 +10,7 @@ block go back to the pool whenever they die.
 import threading
 
 from .._native import glue
+from ..errors import StateError
 from .pool import Pool
 
 __all__ = ["NumpyAllocator", "numpy_allocator"]
@@ -40,7 +41,17 @@ class NumpyAllocator:
         return self
 
     def __exit__(self, *exc):
-        _glue_set_handler(self._saved.stack.pop())
+        stack = getattr(self._saved, "stack", None)
+        # the handler in force must be this one: exiting an outer block while
+        # an inner one is active would restore what the outer one saw, and the
+        # inner one's exit would then put this pool back for good
+        current = _glue_set_handler(self._handler)
+        if not stack or current is not self._handler:
+            _glue_set_handler(current)
+            raise StateError("numpy_allocator: blocks must exit in the reverse order of "
+                             "entering (an inner numpy_allocator is still active here)"
+                             if stack else "numpy_allocator: exit without enter")
+        _glue_set_handler(stack.pop())
         return False
 
     def _counts(self):

@@ -1,11 +1,11 @@
 """The ONNX node cases of CausalConvWithState (bias, past state, SiLU /
 swish, a decode step, kernel size 1, float16), run through an
 InferenceSession with every input fed at run time, against the reference
-outputs and onnxruntime.  Their function bodies run a Conv whose weight
-is fed at run time, which pyarena refuses by name."""
+outputs and onnxruntime; and their function bodies, whose Conv takes its
+weight fed at run time (a kernel per weight value)."""
 import pytest
 
-from helpers.node_session import cases, check_case, check_refused
+from helpers.node_session import cases, check_case
 
 CASES = cases(r"test_causal_conv_with_state\w*", ("causal_conv_with_state",))
 OWN = sorted(n for n in CASES if not n.endswith("_expanded"))
@@ -24,6 +24,6 @@ def test_node_case(name, tmp_path):
     check_case(CASES[name], tmp_path)
 
 
-@pytest.mark.parametrize("name", EXPANDED[:2])
-def test_function_body_refused(name, tmp_path):
-    check_refused(CASES[name], tmp_path, "weight 'weight' must be a constant")
+@pytest.mark.parametrize("name", EXPANDED)
+def test_function_body(name, tmp_path):
+    check_case(CASES[name], tmp_path)

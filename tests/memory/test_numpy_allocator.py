@@ -326,3 +326,31 @@ def test_numpys_own_tests_pass_with_every_allocation_in_a_pool(tmp_path):
     routed = int(proc.stdout.split("ROUTED")[1].split()[0])
     assert routed > 100_000
     assert "CHECK 0" in proc.stdout
+
+
+def test_exiting_out_of_order_is_refused_and_changes_nothing():
+    """An outer block exited while an inner one is active: StateError, the
+    inner pool still in force; after both exit in order NumPy is back on
+    its own allocator (nothing more comes from either pool)."""
+    import numpy as np
+
+    from pyarena import Pool, numpy_allocator
+    from pyarena.errors import StateError
+    p1, p2 = Pool(), Pool()
+    a, b = numpy_allocator(p1), numpy_allocator(p2)
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(StateError, match="reverse order"):
+        a.__exit__(None, None, None)
+    before = b.allocations
+    x = np.empty(1000)
+    assert b.allocations == before + 1               # still the inner pool
+    del x
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    n1, n2 = a.allocations, b.allocations
+    y = np.empty(1000)
+    assert (a.allocations, b.allocations) == (n1, n2)
+    del y
+    with pytest.raises(StateError, match="exit without enter"):
+        a.__exit__(None, None, None)

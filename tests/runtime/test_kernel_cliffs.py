@@ -39,6 +39,27 @@ NOT_COVERED = {
     "QGemm": "com.microsoft QGemm: no recipe yet",
     **{t: _TFLITE for t in ("Concatenation", "FullyConnected", "Logistic", "Relu6", "Rsqrt",
                             "Square", "SquaredDifference", "StridedSlice")},
+    "NonMaxSuppression": _POOL,
+    "CastLike": "its cases cast a scalar: Cast, the same kernel, is covered",
+    "MelWeightMatrix": "its inputs are scalars: nothing to tile",
+    "AffineGrid": "tiling theta does not make a larger grid (the size is an input): no "
+                  "recipe yet",
+    "CausalConvWithState": "tiling the input breaks its agreement with the weight and the "
+                           "state: no recipe yet",
+    "RotaryEmbedding": "tiling the input breaks its agreement with the cos / sin caches: no "
+                       "recipe yet",
+    "TensorScatter": "tiling the cache breaks its agreement with the update: no recipe yet",
+}
+
+#: op type -> (its own limit, why its work is not the baseline's): ops whose
+#: cost per element is inherently higher than an element-wise baseline's,
+#: with no per-element Python loop (checked by reading them)
+ALLOWED = {
+    "Det": (100.0, "an LU factorisation per matrix (LAPACK): n**3 work per n**2 elements"),
+    "LinearAttention": (150.0, "a recurrence over time steps: one small matrix product "
+                               "per step, as LSTM / GRU"),
+    "ReverseSequence": (50.0, "a gather along time (take_along_axis) with its index "
+                              "worked out per run"),
 }
 
 
@@ -51,15 +72,19 @@ def _worst(res):
     return max(t / max(b, 1e-9) for t, b in res.values())
 
 
+def _limit(op):
+    return ALLOWED[op][0] if op in ALLOWED else LIMIT
+
+
 def test_no_kernel_is_more_than_20x_its_vectorised_baseline(survey, tmp_path):
     timed, _ = survey
     assert len(timed) >= 100, sorted(timed)
-    slow = {op: res for op, res in timed.items() if _worst(res) > LIMIT}
-    close = [op for op, res in slow.items() if _worst(res) < 3 * LIMIT]
+    slow = {op: res for op, res in timed.items() if _worst(res) > _limit(op)}
+    close = list(slow)
     if close:       # once more, longer, before calling it a cliff (a busy moment)
         again, _ = kt.survey(tmp_path, ops=close, repeat=15)
         slow.update(again)
-        slow = {op: res for op, res in slow.items() if _worst(res) > LIMIT}
+        slow = {op: res for op, res in slow.items() if _worst(res) > _limit(op)}
     assert not slow, {op: {b: f"{t * 1e3:.3f} ms, {t / base:.0f}x" for b, (t, base) in r.items()}
                       for op, r in slow.items()}
 

@@ -15,8 +15,8 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import (branching, cast, control, conv, elementwise, fold_only, indexing,  # noqa: F401
-               linalg, logic, movement, normalization, patched, pooling, quantized,
+from . import (branching, cast, control, conv, detection, elementwise, fold_only,  # noqa: F401
+               indexing, linalg, logic, movement, normalization, patched, pooling, quantized,
                quantized_contrib, quantized_conv, quantized_matmul, recurrent, resize,
                sampling, spectral, tflite)  # (register)
 from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
