@@ -60,3 +60,14 @@ def test_a_fully_masked_row_is_zero_even_when_its_scores_are_infinite(tmp_path):
     want = ReferenceEvaluator(model).run(None, feeds)[0]
     assert np.isfinite(y).all() and not y[0, 0, 0].any()
     np.testing.assert_allclose(y, want, rtol=1e-5)
+
+
+BF16 = cases(r"test_attention\w*_bf16", ("attention",))
+
+
+@pytest.mark.parametrize("name", sorted(BF16))
+def test_bfloat16_attention_is_refused_by_name(name, tmp_path):
+    """The fused bfloat16 op rounds otherwise than ONNX's reference (as
+    onnxruntime, it refuses it); its function body, in separate ops, runs."""
+    from helpers.node_session import check_refused
+    check_refused(BF16[name], tmp_path, "bfloat16 Attention is not supported")

@@ -1,9 +1,10 @@
 """MaxUnpool: the ONNX node case through an InferenceSession, against the
 reference output and onnxruntime, and a MaxPool's values and indices
 unpooled again (onnxruntime's MaxPool makes them); indices outside the
-output are refused with pyarena's error.  (test_maxunpool_export_with_output_shape
-is left out: onnxruntime does not reproduce its reference output
-either.)"""
+output are refused with pyarena's error.  test_maxunpool_export_with_output_shape
+(an output_shape larger than the unpooled shape: the unpooled block at the
+origin, zeros around it) is checked against the reference only:
+onnxruntime does not reproduce it.)"""
 import numpy as np
 import onnx
 import pytest
@@ -14,10 +15,15 @@ from helpers.model_zoo import ort_run
 from helpers.node_session import cases, check_case
 
 CASES = cases(r"test_maxunpool_export_without_output_shape", ("maxunpool",))
+WITH_SHAPE = cases(r"test_maxunpool_export_with_output_shape", ("maxunpool",))
 
 
 def test_the_case_is_there():
-    assert len(CASES) == 1
+    assert len(CASES) == 1 and len(WITH_SHAPE) == 1
+
+
+def test_an_output_shape_larger_than_the_unpooled_one(tmp_path):
+    check_case(WITH_SHAPE["test_maxunpool_export_with_output_shape"], tmp_path, ort=False)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -233,12 +233,34 @@ class MaxUnpool(Kernel):
         if self.shape(0) != self.shape(1):
             self.malformed(f"values {list(self.shape(0))} and indices {list(self.shape(1))} "
                            f"differ in shape")
-        self.size = math.prod(self.oshape())
+        # the indices count in the shape MaxPool's input would have had (the
+        # inferred one); a larger output_shape gets that block at its origin,
+        # zeros around it (ONNX's reference)
+        xs_, a = self.shape(0), self.attrs
+        ks = [int(k) for k in a.get("kernel_shape", [])]
+        nsp = len(ks)
+        st = [int(v) for v in a.get("strides", [1] * nsp)]
+        pd = [int(v) for v in a.get("pads", [0] * 2 * nsp)]
+        inferred = tuple(xs_[:2]) + tuple(
+            (xs_[2 + d] - 1) * st[d] - (pd[d] + pd[nsp + d]) + ks[d] for d in range(nsp))
+        out = tuple(self.oshape())
+        if len(inferred) != len(out) or any(i > o for i, o in zip(inferred, out)):
+            self.malformed(f"output shape {list(out)} is smaller than the unpooled "
+                           f"{list(inferred)}")
+        self.block = None if inferred == out else tuple(slice(0, i) for i in inferred)
+        if self.block is not None:
+            self.scratch = [(inferred, self.dtype)]
+        self.size = math.prod(inferred)
 
     def run(self, xs, ys, sc):
         idx = xs[1]
         if idx.size and (idx.min() < 0 or idx.max() >= self.size):
             raise InvalidArgumentError(f"operator {self.op.name!r} (MaxUnpool): indices "
-                                       f"outside the output's {self.size} elements")
+                                       f"outside the unpooled {self.size} elements")
         ys[0].fill(0)
-        np.put(ys[0].reshape(-1), idx, xs[0])
+        if self.block is None:
+            np.put(ys[0].reshape(-1), idx, xs[0])
+            return
+        sc[0].fill(0)
+        np.put(sc[0].reshape(-1), idx, xs[0])
+        np.copyto(ys[0][self.block], sc[0])
