@@ -104,3 +104,32 @@ def test_a_span_request_keeps_the_slab_caches():
     assert s.zones[0].cached == slab_cached
     assert pool.total_bytes() <= (3 << 20) + (1 << 20)   # no growth for y
     del y
+
+
+def _learned_with_a_hole(limit):
+    """A learning pool whose heap cannot shrink: a 1.5 MiB hole under a
+    2 MiB block live throughout, then a repeating step of 1.5 MiB (three
+    512 KiB blocks) that the hole serves."""
+    pool = Pool(limit=limit, learn=True)
+    first = pool.empty(3 * (512 << 10), np.uint8)
+    keep = pool.empty(2 << 20, np.uint8)
+    del first
+    for _ in range(10):
+        xs = [pool.empty(512 << 10, np.uint8) for _ in range(3)]
+        del xs
+        pool.step()
+    return pool, keep
+
+
+def test_a_learned_region_never_takes_the_pool_past_its_limit():
+    """The learned step's region (1.5 MiB) is mapped beside the heap (3.5
+    MiB it cannot give back): under a 4 MiB limit it must not be (the
+    steps then run from the heap), without a limit it is."""
+    pool, keep = _learned_with_a_hole(4 << 20)
+    s = pool.stats()
+    assert s.peak_reserved <= 4 << 20
+    assert s.planned_bytes == 0 and keep.nbytes == 2 << 20
+    pool, keep = _learned_with_a_hole(100 << 20)
+    s = pool.stats()
+    assert s.planned_bytes >= 3 * (512 << 10) and s.plan_hits > 0
+    assert s.peak_reserved > 4 << 20

@@ -3077,4 +3077,9 @@ MUTANTS += [
       "        if False:",
       "bfloat16 Attention runs, rounding otherwise than ONNX's reference",
       ("tests/importers/test_onnx_node_cases_attention.py",)),
+    M("learn-region-limit-and", "csrc/alloc/pool_learn.c",
+      "    if (h->limit && (h->reserved > h->limit || want > h->limit - h->reserved)) {",
+      "    if (h->limit && (h->reserved > h->limit && want > h->limit - h->reserved)) {",
+      "the learned region is mapped past the pool's limit (a survivor of the first generated "
+      "sample)", POOL + ("tests/memory/test_pool_bytes.py",)),
 ]
