@@ -6,7 +6,8 @@
  * (pooling_nhwc.c), NCHW reduces PA_VEC output columns of one plane
  * at a time; rows outside the image are
  * skipped per output row, interior columns run branch-free and border
- * columns skip their outside taps.  Padding never wins a maximum; the
+ * columns skip their outside taps.  Padding never wins a maximum, a NaN
+ * tap always does (the result is NaN, on every path); the
  * average divides by the taps inside the image, or with
  * count_include_pad by those inside the explicitly padded image (ONNX:
  * the ceil-mode overhang never counts).
@@ -40,8 +41,12 @@ static int pool_valid(const pa_pool2d_t *p) {
            p->pad_top < lim && p->pad_left < lim;
 }
 
+/* NaN propagates through a maximum: a NaN tap makes the window's result
+ * NaN wherever it sits (a NaN accumulator stays, as `b > NaN` is false),
+ * as the NumPy path's np.max and onnxruntime's Max / Relu / Clip do --
+ * a NaN is never hidden behind the window's other taps. */
 PA_INLINE float reduce2(float a, float b, int is_max) {
-    return is_max ? (b > a ? b : a) : a + b;
+    return is_max ? (b > a || b != b ? b : a) : a + b;
 }
 
 /* -- NCHW ------------------------------------------------------------------ */

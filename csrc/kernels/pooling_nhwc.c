@@ -29,12 +29,13 @@ typedef struct {
     int64_t ow_lo, ow_hi;   /* interior output columns */
 } pool_nhwc_job_t;
 
-/* a = max(a, b) lane by lane, b where a is NaN (pooling.c's
- * `b > a ? b : a` on one value).  A macro: a vector returned by value
- * from a function compiled without AVX changes the ABI (-Wpsabi). */
+/* a = max(a, b) lane by lane, NaN propagating: b where b is NaN, a
+ * where a is (pooling.c's `b > a || b != b ? b : a` on one value).  A
+ * macro: a vector returned by value from a function compiled without AVX
+ * changes the ABI (-Wpsabi). */
 #define PV8_MAX_INTO(a, b)                                                  \
     do {                                                                    \
-        pa_pi8 m_ = (b) > (a);                                              \
+        pa_pi8 m_ = ((b) > (a)) | ((b) != (b));                             \
         (a) = (pa_pv8)(((pa_pi8)(b) & m_) | ((pa_pi8)(a) & ~m_));           \
     } while (0)
 /* acc = reduce(acc, v): the maximum, or the sum */

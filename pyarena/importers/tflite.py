@@ -407,6 +407,6 @@ def _convert(tflite, code, op, ins, outs, shapes, data, quant, dtypes, opname):
     if code not in TFLITE_OPS:
         fail("not supported by the executor")
     op_type, fixed = TFLITE_OPS[code]
-    c = OpContext(tflite, code, op, ins, outs, shapes, data, dict(fixed), fail)
+    c = OpContext(tflite, code, op, ins, outs, shapes, data, dict(fixed), fail, name=opname)
     convert_options(c)
     return op_type, c.attrs, c.ins

@@ -8,6 +8,7 @@ such a reader sees of one operator; :func:`convert_options` runs it.  A
 value the kernels cannot run is refused through ``OpContext.fail`` with
 the operator's name.
 """
+from ..errors import ModelImportError
 from ..runtime.kernels import TFLITE_OPS
 
 __all__ = ["OpContext", "convert_options"]
@@ -18,10 +19,12 @@ _ACT = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_B
 class OpContext:
     """One operator being converted: its builtin ``code``, flatbuffer
     ``op``, input / output tensor indices, the subgraph's ``shapes`` and
-    constant ``data``, the ``attrs`` being filled and ``fail(why)``."""
+    constant ``data``, the ``attrs`` being filled and ``fail(why)``
+    (a value the kernels cannot run) or ``contradicts(why)`` (options that
+    disagree with the file's own shapes)."""
 
-    def __init__(self, tflite, code, op, ins, outs, shapes, data, attrs, fail):
-        self.tflite, self.code, self.op = tflite, code, op
+    def __init__(self, tflite, code, op, ins, outs, shapes, data, attrs, fail, name=None):
+        self.tflite, self.code, self.op, self.name = tflite, code, op, name
         self.ins, self.outs = list(ins), list(outs)
         self.shapes, self.data = shapes, data
         self.attrs = attrs
@@ -43,6 +46,13 @@ class OpContext:
             self.fail(f"fused activation {f} is not supported")
         if f:
             self.attrs["activation"] = f
+
+    def contradicts(self, why):
+        """Refuse a file whose options and stored shapes disagree: a
+        ModelImportError (a GraphError) naming the operator, raised at
+        import, before any kernel runs."""
+        raise ModelImportError(f"operator {self.name!r} ({self.code}): {why}; the file "
+                               f"contradicts itself, refusing it")
 
     def const(self, i, what):
         v = self.data[i]

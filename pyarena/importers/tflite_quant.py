@@ -39,7 +39,8 @@ def convert_quantized(tflite, t, code, op, ins, outs, opname):
     if rec is None:
         fail("no integer kernel for this builtin")
     op_type, wiring = rec
-    c = OpContext(tflite, code, op, ins, outs, t.shapes, t.data, {}, fail)
+    c = OpContext(tflite, code, op, ins, outs, t.shapes, t.data, {}, fail,
+                  name=opname)
     convert_options(c)
     w = _Wire(c, _Q(t, opname, fail), t, outs)
     if w.act is not None:

@@ -47,6 +47,8 @@ TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_
           "tests/importers/test_real_tflite.py")
 
 CONFORMANCE = ("tests/importers/test_conformance_fixes.py",)
+HOSTILE_TFLITE = ("tests/importers/test_tflite_hostile_options.py",)
+NAN_POLICY = ("tests/runtime/test_nan_policy.py",)
 RUNTIME_PARAMS = ("tests/importers/test_runtime_parameters.py",
                   "tests/importers/test_conformance_fixes.py")
 
@@ -3082,4 +3084,51 @@ MUTANTS += [
       "    if (h->limit && (h->reserved > h->limit && want > h->limit - h->reserved)) {",
       "the learned region is mapped past the pool's limit (a survivor of the first generated "
       "sample)", POOL + ("tests/memory/test_pool_bytes.py",)),
+    # ---- hostile input: TFLite options vs stored shapes, one NaN policy --------------
+    M("tflite-spatial-size-unchecked", "pyarena/runtime/kernels/tflite_attrs.py",
+      "    if min(want) < 1 or want != got or ys[3] != cout:",
+      "    if min(want) < 1 or ys[3] != cout:",
+      "a conv / pool whose stride, filter or padding contradicts the stored output shape "
+      "runs with the file's shape", HOSTILE_TFLITE),
+    M("tflite-spatial-channels-unchecked", "pyarena/runtime/kernels/tflite_attrs.py",
+      "    if min(want) < 1 or want != got or ys[3] != cout:",
+      "    if min(want) < 1 or want != got:",
+      "a conv whose filter's output channels differ from the stored output is accepted",
+      HOSTILE_TFLITE),
+    M("tflite-valid-size-no-dilation", "pyarena/runtime/kernels/tflite_attrs.py",
+      "    return (n + stride - ((k - 1) * dilation + 1)) // stride",
+      "    return (n + stride - k) // stride",
+      "TFLite's VALID output size ignores the dilation (the effective filter size)",
+      HOSTILE_TFLITE),
+    M("tflite-same-size-floor", "pyarena/runtime/kernels/tflite_attrs.py",
+      "        return (n + stride - 1) // stride",
+      "        return n // stride",
+      "TFLite's SAME output size rounds down instead of up", HOSTILE_TFLITE),
+    M("tflite-stride-zero-accepted", "pyarena/runtime/kernels/tflite_attrs.py",
+      "    if min(list(strides) + list(dilations) + list(kernel)) < 1:",
+      "    if min(list(strides) + list(dilations) + list(kernel)) < 0:",
+      "a stride, dilation or filter of 0 passes the option check", HOSTILE_TFLITE),
+    M("tflite-transpose-conv-unchecked", "pyarena/runtime/kernels/tflite_attrs.py",
+      "    _check_transposed(c, o.Padding() == 0)\n",
+      "\n",
+      "TRANSPOSE_CONV's strides are not checked against its input and output shapes",
+      HOSTILE_TFLITE),
+    M("native-maxpool-drops-nan", "csrc/kernels/pooling.c",
+      "    return is_max ? (b > a || b != b ? b : a) : a + b;",
+      "    return is_max ? (b > a ? b : a) : a + b;",
+      "the native NCHW max pool skips a NaN tap (the NumPy path and onnxruntime's Max "
+      "give NaN)", NAN_POLICY),
+    M("native-maxpool-nhwc-drops-nan", "csrc/kernels/pooling_nhwc.c",
+      "        pa_pi8 m_ = ((b) > (a)) | ((b) != (b));",
+      "        pa_pi8 m_ = (b) > (a);",
+      "the native NHWC max pool skips a NaN tap", NAN_POLICY),
+    M("numpy-maxpool-fmax", "pyarena/runtime/kernels/pooling.py",
+      "        f = np.maximum if self.is_max else np.add",
+      "        f = np.fmax if self.is_max else np.add",
+      "the NumPy max pool ignores NaN (np.fmax) while the native path propagates it",
+      NAN_POLICY),
+    M("numpy-globalmaxpool-fmax", "pyarena/runtime/kernels/pooling.py",
+      '        self.f = np.add if self.op.op_type == "GlobalAveragePool" else np.maximum',
+      '        self.f = np.add if self.op.op_type == "GlobalAveragePool" else np.fmax',
+      "GlobalMaxPool ignores NaN (np.fmax)", NAN_POLICY),
 ]

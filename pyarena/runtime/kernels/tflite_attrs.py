@@ -17,6 +17,40 @@ def _padding(code):
     return "SAME_UPPER" if code == 0 else "VALID"
 
 
+def tflite_out_size(n, k, stride, dilation, same):
+    """TFLite's output size along one spatial axis (``ComputeOutSize``):
+    SAME ceil(n / stride), VALID ceil((n - (k - 1) * dilation) / stride)."""
+    if same:
+        return (n + stride - 1) // stride
+    return (n + stride - ((k - 1) * dilation + 1)) // stride
+
+
+def _check_spatial(c, kernel, strides, dilations, same, cout, x, y, transposed=False):
+    """The stored output shape against what the options imply (checked
+    before any kernel runs): strides, dilations and filter sizes >= 1, NHWC
+    input and output, batch kept, ``cout`` channels out and, per spatial
+    axis, TFLite's SAME / VALID size.  A transposed conv runs the formula
+    backwards: its stored output, convolved with the same options, must
+    give its input."""
+    xs, ys = list(c.shapes[x]), list(c.shapes[y])
+    what = (f"strides {list(strides)}, filter {list(kernel)}, dilations {list(dilations)}, "
+            f"{'SAME' if same else 'VALID'} padding")
+    if min(list(strides) + list(dilations) + list(kernel)) < 1:
+        c.contradicts(f"{what}: every stride, dilation and filter size must be >= 1")
+    if len(xs) != 4 or len(ys) != 4:
+        c.contradicts(f"input {xs} and output {ys} must both be NHWC (rank 4)")
+    src, dst = (ys, xs) if transposed else (xs, ys)
+    want = [src[0]] + [tflite_out_size(src[1 + i], kernel[i], strides[i], dilations[i], same)
+                       for i in range(2)]
+    got = [dst[0], dst[1], dst[2]]
+    if min(want) < 1 or want != got or ys[3] != cout:
+        if transposed:
+            c.contradicts(f"{what} on the output {ys} give an input of {want[1:]} "
+                          f"(height, width), the input is {xs} with {cout} channels out")
+        c.contradicts(f"{what} on the input {xs} give an output of "
+                      f"{want + [cout]}, the file stores {ys}")
+
+
 def conv_2d(c):
     o = c.options("Conv2DOptions")
     c.attrs.update(layout="NHWC", strides=[o.StrideH(), o.StrideW()],
@@ -25,6 +59,10 @@ def conv_2d(c):
     c.activation(o)
     w = c.shapes[c.ins[1]]
     cin = c.shapes[c.ins[0]][-1]
+    if len(w) != 4:
+        c.contradicts(f"filter {w} is not OHWI (rank 4)")
+    _check_spatial(c, w[1:3], c.attrs["strides"], c.attrs["dilations"], o.Padding() == 0,
+                   w[0], c.ins[0], c.outs[0])
     if w[-1] != cin:
         if cin % w[-1]:
             c.fail(f"filter {w} does not match {cin} input channels")
@@ -38,8 +76,13 @@ def depthwise_conv_2d(c):
                    dilations=[o.DilationHFactor(), o.DilationWFactor()],
                    auto_pad=_padding(o.Padding()), group=cin)
     c.activation(o)
-    if c.shapes[c.ins[1]][-1] % max(cin, 1):
-        c.fail(f"filter {c.shapes[c.ins[1]]} is not a multiple of {cin} input channels")
+    w = c.shapes[c.ins[1]]
+    if len(w) != 4:
+        c.contradicts(f"filter {w} is not 1HWC (rank 4)")
+    _check_spatial(c, w[1:3], c.attrs["strides"], c.attrs["dilations"], o.Padding() == 0,
+                   w[3], c.ins[0], c.outs[0])
+    if w[-1] % max(cin, 1):
+        c.fail(f"filter {w} is not a multiple of {cin} input channels")
 
 
 def transpose_conv(c):
@@ -54,6 +97,15 @@ def transpose_conv(c):
                f"{c.shapes[c.outs[0]]}")
     # (output_shape, weights OHWI, input[, bias]) -> (input, weights[, bias])
     c.ins = [ins[2], ins[1]] + ([ins[3]] if len(ins) > 3 and ins[3] >= 0 else [])
+    _check_transposed(c, o.Padding() == 0)
+
+
+def _check_transposed(c, same):
+    w = c.shapes[c.ins[1]]
+    if len(w) != 4:
+        c.contradicts(f"filter {w} is not OHWI (rank 4)")
+    _check_spatial(c, w[1:3], c.attrs["strides"], (1, 1), same, w[0], c.ins[0], c.outs[0],
+                   transposed=True)
 
 
 def transpose_conv_bias(c):
@@ -70,6 +122,7 @@ def transpose_conv_bias(c):
         c.fail(f"bad options padding={pad} strides=({sh}, {sw})")
     c.attrs.update(layout="NHWC", strides=[sh, sw],
                    auto_pad="SAME_UPPER" if pad == 1 else "VALID")
+    _check_transposed(c, pad == 1)
 
 
 def fully_connected(c):
@@ -92,6 +145,9 @@ def pool_2d(c):
                    strides=[o.StrideH(), o.StrideW()], auto_pad=_padding(o.Padding()),
                    count_include_pad=0)
     c.activation(o)
+    x = c.ins[0]
+    _check_spatial(c, c.attrs["kernel_shape"], c.attrs["strides"], (1, 1), o.Padding() == 0,
+                   c.shapes[x][-1] if c.shapes[x] else -1, x, c.outs[0])
 
 
 def concatenation(c):

@@ -1,0 +1,157 @@
+"""One NaN policy per op, on every path (native C kernels NCHW and NHWC, the
+NumPy path), compared with onnxruntime on inputs holding NaN and +-Inf.
+
+What onnxruntime does (CPU provider, measured):
+- Relu, Clip, Max (element-wise), AveragePool, Softmax: a NaN in, NaN out.
+- MaxPool, GlobalMaxPool, ReduceMax: the result depends on where the NaN
+  sits in the window (a vectorised max keeps whichever operand its
+  instruction keeps: [1, 2, 3, NaN] gives NaN, [NaN, 2, 3, 4] gives 4).
+pyarena's policy is NaN propagation on every op and path: a window or
+reduction holding a NaN gives NaN, as the element-wise ops do in both.  So
+the max reductions equal onnxruntime on every window without a NaN (+-Inf
+included), give NaN on every window with one, and are NaN wherever
+onnxruntime is; the other ops equal onnxruntime everywhere.  One more
+difference is kept on purpose: onnxruntime's MaxPool / GlobalMaxPool start
+from the lowest finite float, so a window of -Inf gives -3.4e38 there; its
+maximum is -Inf here (as ReduceMax gives in both).
+"""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from pyarena.importers import load_model  # noqa: E402
+from pyarena.planning import plan  # noqa: E402
+from pyarena.runtime import Executor  # noqa: E402
+
+PATHS = [(True, "keep"), (True, "nhwc"), (False, "keep")]
+PATH_IDS = ["native-nchw", "native-nhwc", "numpy"]
+
+#: name -> (op, attributes, constant inputs, a max reduction (window policy))
+CASES = {
+    "maxpool-2x2-s2": ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2]), (), True),
+    "maxpool-3x3-s1-pad": ("MaxPool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]), (), True),
+    "maxpool-3x2-s2-ceil": ("MaxPool", dict(kernel_shape=[3, 2], strides=[2, 2], ceil_mode=1),
+                            (), True),
+    "globalmaxpool": ("GlobalMaxPool", {}, (), True),
+    "reducemax-w": ("ReduceMax", dict(keepdims=1), (("axes", np.array([3], np.int64)),), True),
+    "averagepool": ("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2]), (), False),
+    "max": ("Max", {}, (("m", np.linspace(-1, 1, 16, dtype=np.float32)
+                         .reshape(1, 16, 1, 1)),), False),
+    "relu": ("Relu", {}, (), False),
+    "clip-0-6": ("Clip", {}, (("lo", np.array(0, np.float32)), ("hi", np.array(6, np.float32))),
+                 False),
+    "clip-0-1": ("Clip", {}, (("lo", np.array(0, np.float32)), ("hi", np.array(1, np.float32))),
+                 False),
+    "softmax": ("Softmax", dict(axis=-1), (), False),
+}
+C = 16
+
+
+def _model(tmp_path, name, op, attrs, consts):
+    """x -> a depthwise 1x1 conv of weight 1 (the identity, so the op sits in
+    a region the NHWC pass converts, NaN staying in its channel) -> op."""
+    inits = [numpy_helper.from_array(np.ones((C, 1, 1, 1), np.float32), "w")]
+    inits += [numpy_helper.from_array(v, k) for k, v in consts]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=C, kernel_shape=[1, 1]),
+             helper.make_node(op, ["c"] + [k for k, _ in consts], ["y"], **attrs)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, C, 7, 9])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    path = str(tmp_path / f"{name}.onnx")
+    onnx.save(m, path)
+    return path
+
+
+def _ort(path, x):
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return s.run(None, {"x": x})[0]
+
+
+def _pyarena(path, x, native, layout):
+    g = load_model(path, native=native, layout=layout)
+    return Executor(g, plan(g)).run({"x": x})["y"]
+
+
+def _hostile(seed):
+    r = np.random.default_rng(seed)
+    x = r.standard_normal((1, C, 7, 9)).astype(np.float32)
+    flat = x.reshape(-1)
+    k = r.choice(flat.size, 160, replace=False)
+    flat[k[:50]] = np.nan
+    flat[k[50:100]] = np.inf
+    flat[k[100:]] = -np.inf
+    x[0, 3] = np.nan            # a whole channel NaN, one all +Inf, one all -Inf
+    x[0, 4] = np.inf
+    x[0, 5] = -np.inf
+    x[0, 6, :, -1] = np.nan     # NaN only in the last column / first row:
+    x[0, 7, 0, :] = np.nan      # the border taps of a window
+    return x
+
+
+def _same(a, b, where=None):
+    if where is not None:
+        a, b = a[where], b[where]
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    ok = ~np.isnan(a)
+    np.testing.assert_allclose(a[ok], b[ok], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("native,layout", PATHS, ids=PATH_IDS)
+@pytest.mark.parametrize("case", list(CASES))
+def test_nan_and_inf_every_path_as_onnxruntime(tmp_path, case, native, layout):
+    op, attrs, consts, window = CASES[case]
+    path = _model(tmp_path, case, op, attrs, consts)
+    for seed in range(3):
+        x = _hostile(seed)
+        ref = _ort(path, x)
+        got = _pyarena(path, x, native, layout)
+        assert got.shape == ref.shape
+        if not window:
+            _same(got, ref)
+            continue
+        # which outputs read a NaN: the same op in onnxruntime over the NaN mask
+        nan_in = _ort(path, np.isnan(x).astype(np.float32)) > 0
+        assert nan_in.any() and (~nan_in).any()
+        assert np.isnan(got[nan_in]).all(), "a window holding a NaN must give NaN"
+        lowest = ref == np.finfo(np.float32).min       # a window of -Inf in onnxruntime
+        assert (got[lowest] == -np.inf).all()
+        _same(got, ref, ~nan_in & ~lowest)
+        assert not (np.isnan(ref) & ~np.isnan(got)).any()
+
+
+@pytest.mark.parametrize("native,layout", PATHS, ids=PATH_IDS)
+@pytest.mark.parametrize("tail", [["Relu", "MaxPool"], ["Relu", "MaxPool", "GlobalAveragePool"],
+                                  ["Relu", "GlobalMaxPool"], ["Clip", "GlobalAveragePool"]])
+def test_batchnorm_bias_nan_reaches_softmax(tmp_path, tail, native, layout):
+    """A NaN in one BatchNorm bias (folded into the conv on the native
+    path): every class probability NaN, as onnxruntime gives -- not a
+    softmax over the channels the max pool let through."""
+    r = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(v, k) for k, v in [
+        ("w", r.standard_normal((4, 3, 3, 3)).astype(np.float32)),
+        ("s", np.ones(4, np.float32)), ("b", np.array([0, np.nan, 0, 0], np.float32)),
+        ("m", np.zeros(4, np.float32)), ("v", np.ones(4, np.float32))]]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["t"])]
+    prev = "t"
+    for i, op in enumerate(tail):
+        attrs = dict(kernel_shape=[2, 2], strides=[2, 2]) if op == "MaxPool" else {}
+        if op == "MaxPool" and len(tail) == 2:
+            attrs = dict(kernel_shape=[8, 8])
+        nodes.append(helper.make_node(op, [prev], [f"t{i}"], **attrs))
+        prev = f"t{i}"
+    nodes += [helper.make_node("Flatten", [prev], ["f"]),
+              helper.make_node("Softmax", ["f"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 3, 8, 8])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], inits)
+    path = str(tmp_path / "bn.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
+    x = r.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    ref = _ort(path, x)
+    assert np.isnan(ref).all()
+    _same(_pyarena(path, x, native, layout), ref)
