@@ -679,6 +679,21 @@ static void test_workers(void) {
     CHECK_EQ(pa_workers_destroy(w), PA_OK);
 }
 
+/* Hostile geometry (tests/c/kernels/test_kernels_hostile.c found it): an
+ * empty tensor of 2^60 images returns at once, it does not walk 2^62
+ * empty planes (a hang). */
+static void test_empty_bias_act_prelu(void) {
+    float v[4] = {1, -1, 2, -2}, s[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+    pa_act_params_t relu = {PA_ACT_RELU, 0, 0};
+    const int64_t many = (int64_t)1 << 60;  /* x 4 channels: 2^62 planes */
+    for (int lay = 0; lay < 2; lay++) {
+        CHECK(pa_bias_act((pa_layout_t)lay, many, 4, 0, v, s, v, &relu, NULL) == PA_OK);
+        CHECK(pa_prelu((pa_layout_t)lay, many, 4, 0, v, s, v, NULL) == PA_OK);
+        CHECK(pa_prelu((pa_layout_t)lay, 0, many, 4, v, s, v, NULL) == PA_OK);
+    }
+    CHECK(v[0] == 1 && v[1] == -1);
+}
+
 int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
@@ -692,5 +707,6 @@ int main(void) {
     RUN(test_pool_random);
     RUN(test_resize);
     RUN(test_workers);
+    RUN(test_empty_bias_act_prelu);
     return pa_test_report();
 }
