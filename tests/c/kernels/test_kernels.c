@@ -694,6 +694,24 @@ static void test_empty_bias_act_prelu(void) {
     CHECK(v[0] == 1 && v[1] == -1);
 }
 
+/* Weights of 2^80 floats (2^40 input and output channels of one pixel,
+ * each count allowed alone): refused, their packed size is 0 (it
+ * overflowed int64 before). */
+static void test_conv_weights_past_2_40(void) {
+    pa_act_params_t none = {PA_ACT_NONE, 0, 0};
+    const int64_t big = (int64_t)1 << 40;
+    float t[16] = {0};
+    pa_conv2d_t pw = {PA_LAYOUT_NHWC, 1, big, 1, 1, big, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, none};
+    pa_conv2d_t tall = {PA_LAYOUT_NHWC, 1, 13, 11, 10, INT32_MAX, 11, 10, (int64_t)1 << 32, 1,
+                        1, 1, 1, 1, 0, 0, 1, none};
+    for (int k = 0; k < 2; k++) {
+        const pa_conv2d_t *c = k ? &tall : &pw;
+        CHECK_EQ(pa_conv2d_packed_size(c), 0);
+        CHECK(pa_conv2d_pack(c, t, t, t, 16) == PA_ERR_INVALID);
+        CHECK(pa_conv2d_run(c, t, t, t, NULL) == PA_ERR_INVALID);
+    }
+}
+
 int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
@@ -708,5 +726,6 @@ int main(void) {
     RUN(test_resize);
     RUN(test_workers);
     RUN(test_empty_bias_act_prelu);
+    RUN(test_conv_weights_past_2_40);
     return pa_test_report();
 }
