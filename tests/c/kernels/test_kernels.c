@@ -712,6 +712,43 @@ static void test_conv_weights_past_2_40(void) {
     }
 }
 
+/* Depthwise geometry 2^40 pads or 2^31 dilations away from the image
+ * (every tap outside: each output is its bias): no pointer is formed
+ * outside the image and no padded-plane size overflows (UBSan reported
+ * both). */
+static void test_dwconv_far_taps(void) {
+    pa_act_params_t none = {PA_ACT_NONE, 0, 0};
+    pa_conv2d_t cases[] = {
+        /* NHWC, the top pad 2^40 rows */
+        {PA_LAYOUT_NHWC, 1, 13, 4, 9, 13, 9, 5, 2, 1, 1, 2, 1, 1, (int64_t)1 << 40, 0, 13, none},
+        /* NCHW, a row dilation of 2^31 and a column stride near 2^31.5:
+         * the padded plane's rows x columns pass 2^63 */
+        {PA_LAYOUT_NCHW, 2, 6, 1, 1, 6, 3, 3, 5, 1, 1, 3037000500LL, (int64_t)1 << 31, 1, 3, 3,
+         6, none},
+        /* NCHW, 16 channels (the channel blocks) and the same */
+        {PA_LAYOUT_NCHW, 1, 16, 1, 1, 16, 2, 2, 2, 2, 1, 1, (int64_t)1 << 39,
+         (int64_t)1 << 39, 5, 5, 16, none},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const pa_conv2d_t *c = &cases[k];
+        size_t nx = (size_t)(c->n * c->c_in * c->h * c->w), ny = (size_t)(c->n * c->c_out * c->h_out * c->w_out);
+        size_t np = pa_conv2d_packed_size(c);
+        CHECK(np > 0);
+        float *w = fbuf((size_t)(c->c_out * c->kh * c->kw)), *b = fbuf((size_t)c->c_out);
+        float *pk = fbuf(np), *x = fbuf(nx), *y = fbuf(ny);
+        CHECK(pa_conv2d_pack(c, w, b, pk, np) == PA_OK);
+        CHECK(pa_conv2d_run(c, pk, x, y, NULL) == PA_OK);
+        int same = 1;
+        for (size_t i = 0; i < ny; i++) {
+            int64_t ch = c->layout == PA_LAYOUT_NHWC ? (int64_t)i % c->c_out
+                                                     : (int64_t)i / (c->h_out * c->w_out) % c->c_out;
+            same &= y[i] == b[ch];
+        }
+        CHECK(same);
+        free(w), free(b), free(pk), free(x), free(y);
+    }
+}
+
 int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
@@ -727,5 +764,6 @@ int main(void) {
     RUN(test_workers);
     RUN(test_empty_bias_act_prelu);
     RUN(test_conv_weights_past_2_40);
+    RUN(test_dwconv_far_taps);
     return pa_test_report();
 }
