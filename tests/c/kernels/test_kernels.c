@@ -749,6 +749,32 @@ static void test_dwconv_far_taps(void) {
     }
 }
 
+/* Pooling windows 2^40 - 1 pads from the image (NHWC: no pointer formed
+ * out there; every window empty: -inf for the maximum, 0 for the mean)
+ * and bottom / right pads past 2^40 (refused: the divisor's padded extent
+ * overflowed before). */
+static void test_pool_far_pads(void) {
+    const int64_t far = ((int64_t)1 << 40) - 1;
+    pa_pool2d_t p = {PA_LAYOUT_NHWC, 1, 5, 3, 3, 2, 2, 2, 2, 1, 1, far, far, 0, 0, 0};
+    float *x = fbuf(45), *y = fbuf(20);
+    CHECK(pa_maxpool2d(&p, x, y, NULL) == PA_OK);
+    CHECK(y[0] == -__builtin_inff() && y[19] == -__builtin_inff());
+    CHECK(pa_avgpool2d(&p, x, y, NULL) == PA_OK);
+    CHECK(y[0] == 0.0f && y[19] == 0.0f);
+    p.pad_top = p.pad_left = 0;
+    p.count_include_pad = 1;
+    for (int k = 0; k < 2; k++) {
+        pa_pool2d_t q = p;
+        if (k)
+            q.pad_right = INT64_MAX - 1;
+        else
+            q.pad_bottom = INT64_MAX - 1;
+        CHECK(pa_avgpool2d(&q, x, y, NULL) == PA_ERR_INVALID);
+        CHECK(pa_maxpool2d(&q, x, y, NULL) == PA_ERR_INVALID);
+    }
+    free(x), free(y);
+}
+
 int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
@@ -765,5 +791,6 @@ int main(void) {
     RUN(test_empty_bias_act_prelu);
     RUN(test_conv_weights_past_2_40);
     RUN(test_dwconv_far_taps);
+    RUN(test_pool_far_pads);
     return pa_test_report();
 }
