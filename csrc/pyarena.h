@@ -754,7 +754,8 @@ typedef struct pa_call {
 
 /* Run calls[0 .. n) in order, each as its kernel would run alone.  Stops
  * at the first call that fails and returns that kernel's status (an
- * unknown kind, a negative copy size or NULL pointers: PA_ERR_INVALID),
+ * unknown kind, a negative copy size, copy blocks spanning more than
+ * INT64_MAX bytes or NULL pointers: PA_ERR_INVALID),
  * its index in *failed (may be NULL; n when every call ran).
  * PA_ERR_INVALID for NULL calls with n > 0. */
 pa_status_t pa_calls_run(const pa_call_t *calls, size_t n, pa_workers_t *workers,

@@ -11,9 +11,20 @@
 
 #include <string.h>
 
+/* 1 if count blocks of `bytes`, `stride` bytes apart, span at most
+ * INT64_MAX bytes (no object is larger, and k * stride cannot overflow). */
+static int span_ok(int64_t count, int64_t bytes, int64_t stride) {
+    int64_t span;
+    return stride != INT64_MIN &&
+           !__builtin_mul_overflow(count - 1, stride < 0 ? -stride : stride, &span) &&
+           !__builtin_add_overflow(span, bytes, &span);
+}
+
 static pa_status_t copy_blocks(const pa_call_t *s) {
     const int64_t count = s->i[0], bytes = s->i[1];
     if (count < 0 || bytes < 0 || (count && bytes && (!s->a || !s->y)))
+        return PA_ERR_INVALID;
+    if (count && bytes && (!span_ok(count, bytes, s->i[2]) || !span_ok(count, bytes, s->i[3])))
         return PA_ERR_INVALID;
     const char *src = s->a;
     char *dst = s->y;

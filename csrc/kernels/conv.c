@@ -51,6 +51,9 @@ int _pa_conv2d_valid(const pa_conv2d_t *c) {
         return 0;
     if (!mul_ok(c->kh, c->kw, &t) || !mul_ok(t, c->c_in, &t) || t > lim)
         return 0;
+    /* the weights too: every packed size is about their count */
+    if (!mul_ok(c->kh * c->kw, c->c_in / c->groups, &t) || !mul_ok(t, c->c_out, &t) || t > lim)
+        return 0;
     /* the first and last taps' coordinates stay representable */
     if (c->h_out > lim / c->sh || c->kh > lim / c->dh || c->w_out > lim / c->sw ||
         c->kw > lim / c->dw || c->pad_top > lim || c->pad_left > lim)

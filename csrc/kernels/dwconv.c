@@ -66,8 +66,8 @@ static void interior(int64_t n_out, int64_t s, int64_t pad, int64_t k, int64_t d
 
 /* -- NHWC: channel vectors ------------------------------------------------- */
 
-/* PA_DW_MR interior pixels times VW channels: x at the tile's first pixel,
- * tap (0, 0), channel c0; w and bias at channel c0; y at the first pixel. */
+/* PA_DW_MR interior pixels times VW channels: x at the tile's first pixel's
+ * window column 0 in input row t->row0, channel c0; w and bias at channel c0; y at the first pixel. */
 PA_INLINE void nhwc_tile(const dw_taps_t *t, const float *x, int64_t ps, const float *w,
                          const float *bias, float *y, int64_t C, const pa_act_params_t *act,
                          int VW) {
@@ -140,8 +140,9 @@ PA_INLINE void nhwc_tile16(const dw_taps_t *t, const float *x, int64_t ps, const
 }
 
 /* One pixel anywhere (border columns skip the taps outside): iw0 is the
- * input column of its tap (0, 0), x points at that column (maybe outside)
- * of row 0 via offsets, so only in-range taps are dereferenced. */
+ * input column of its window's column 0 (maybe outside), added to the
+ * offsets of the taps inside before a pointer is formed from xrow0 (input
+ * row t->row0), so only in-range taps are dereferenced. */
 PA_INLINE void nhwc_pixel(const dw_taps_t *t, const float *xrow0, int64_t iw0, int64_t W,
                           const float *w, const float *bias, float *y,
                           const pa_act_params_t *act, int64_t C, int VW) {
@@ -152,7 +153,7 @@ PA_INLINE void nhwc_pixel(const dw_taps_t *t, const float *xrow0, int64_t iw0, i
         int64_t iw = iw0 + t->col[k];
         if (iw < 0 || iw >= W)
             continue;
-        const float *restrict xq = xrow0 + t->xoff[k] + iw0 * C;
+        const float *restrict xq = xrow0 + (t->xoff[k] + iw0 * C);
         const float *restrict wv = w + t->woff[k];
         for (int v = 0; v < VW; v++)
             acc[v] += xq[v] * wv[v];
@@ -296,7 +297,7 @@ PA_INLINE void nchw_rows_sw(const dw_job_t *j, int64_t begin, int64_t end, int64
         for (int64_t k = 0; k < t.n; k++)
             wt[k] = j->w[t.woff[k] + ch];
         const float b = j->bias[ch];
-        const float *xrow0 = j->x + plane * c->h * c->w + (oh * c->sh - c->pad_top) * c->w;
+        const float *xrow0 = j->x + (plane * c->h + t.row0) * c->w;
         float *yrow = j->y + r * c->w_out;
         for (int64_t ow = 0; ow < j->ow_lo; ow++)
             nchw_pixel(&t, wt, xrow0, yrow, b, ow, c);
@@ -442,6 +443,8 @@ PA_DW_BANDS_TASK(dw_nchw_bands, band_tile_rows)
 static int64_t block_band_rows(const pa_conv2d_t *c, int64_t tile_floats) {
     int64_t hp, wp;
     padded_extent(c, &hp, &wp);
+    if (wp > tile_floats / PA_VEC)      /* (and in_rows * wp cannot overflow) */
+        return 0;
     for (int64_t r = c->h_out; r >= 1; r--) {
         int64_t in_rows = (r - 1) * c->sh + (c->kh - 1) * c->dh + 1;
         if ((in_rows * wp + r * c->w_out) * PA_VEC <= tile_floats)
@@ -553,7 +556,7 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
     } else if (band.band > 0) {
         band.nbands = (c->h_out + band.band - 1) / band.band;
         _pa_parallel(w, c->n * c->c_in * band.nbands, isa->nchw_bands, &band);
-    } else if (hp * wp <= PA_DW_TILE_FLOATS) {
+    } else if (hp <= PA_DW_TILE_FLOATS / wp) {    /* hp * wp: up to 2^82 */
         _pa_parallel(w, c->n * c->c_in, dw_nchw_planes, &j);
     } else {
         _pa_parallel(w, c->n * c->c_in * c->h_out, dw_nchw_rows, &j);

@@ -24,11 +24,14 @@ typedef struct {
 } dw_job_t;
 
 /* The taps of one output row whose input row is inside the image: offsets
- * (in floats, from the input position of tap (0, 0)), weight rows, and
+ * (in floats, from column 0 of input row row0), weight rows, and
  * the column index j for the border check.  Built once per output row, so
  * the inner loops walk one flat list whatever the kernel size. */
 typedef struct {
     int64_t n;
+    int64_t row0;               /* the input row the offsets count from: the
+                                   first one inside (0 when none is), so no
+                                   pointer is formed outside the image */
     int64_t xoff[PA_DW_MAX_TAPS];
     int64_t woff[PA_DW_MAX_TAPS];
     int64_t col[PA_DW_MAX_TAPS];
@@ -51,8 +54,8 @@ void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep
  *               float *y, int64_t ow, int tile)
  * every channel of one pixel anywhere (tile 0: the taps whose column is
  * outside the row skipped) or of PA_DW_MR interior pixels (tile 1) at
- * output column ow (xrow0: the input row of tap row 0, maybe outside the
- * image; y: the output at column ow).  The variant puts its target
+ * output column ow (xrow0: input row t->row0, inside the image; y: the
+ * output at column ow).  The variant puts its target
  * attribute before it.  A macro, as the walks below: the tile is called
  * by name, so it is inlined as a direct call is (a tile passed as a
  * function pointer, even a constant one, compiles to other code: the
@@ -66,10 +69,9 @@ void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep
         for (int64_t r_ = begin; r_ < end; r_++) {                                        \
             int64_t img_ = r_ / c_->h_out, oh_ = r_ % c_->h_out;                          \
             _pa_dw_row_taps(c_, oh_, C_, j_->cp, &t_);                                    \
-            /* input row of tap row 0 (maybe outside: only offsets of inside rows are    \
-             * added to it) */                                                            \
-            const float *xrow0_ = j_->x + img_ * c_->h * c_->w * C_ +                     \
-                                  (oh_ * c_->sh - c_->pad_top) * c_->w * C_;              \
+            /* the row the taps count from (inside: a pad of 2^40 rows above the     \
+             * image would put a pointer to tap row 0 outside the address space) */    \
+            const float *xrow0_ = j_->x + (img_ * c_->h + t_.row0) * c_->w * C_;          \
             float *yrow_ = j_->y + r_ * c_->w_out * C_;                                   \
             int64_t ow_ = 0;                                                              \
             for (; ow_ < j_->ow_lo; ow_++)                                                \

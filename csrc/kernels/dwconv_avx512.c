@@ -128,7 +128,7 @@ DW512_INLINE void dw512_pixel(const dw_taps_t *t, const float *xrow0, int64_t iw
         int64_t iw = iw0 + t->col[k];
         if (iw < 0 || iw >= W)
             continue;
-        const float *xq = xrow0 + t->xoff[k] + iw0 * C;
+        const float *xq = xrow0 + (t->xoff[k] + iw0 * C);
         acc = _mm512_add_ps(acc, _mm512_mul_ps(dw512_load(xq, m, masked),
                                                _mm512_loadu_ps(w + t->woff[k])));
     }

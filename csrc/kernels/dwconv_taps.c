@@ -27,9 +27,10 @@ void _pa_dw_row_taps(const pa_conv2d_t *c, int64_t oh, int64_t px, int64_t wstep
     int64_t ilo, ihi;
     valid_taps(oh, c->sh, c->pad_top, c->kh, c->dh, c->h, &ilo, &ihi);
     t->n = 0;
+    t->row0 = ihi > ilo ? oh * c->sh - c->pad_top + ilo * c->dh : 0;
     for (int64_t i = ilo; i < ihi; i++)
         for (int64_t jj = 0; jj < c->kw; jj++) {
-            t->xoff[t->n] = (i * c->dh * c->w + jj * c->dw) * px;
+            t->xoff[t->n] = ((i - ilo) * c->dh * c->w + jj * c->dw) * px;
             t->woff[t->n] = (i * c->kw + jj) * wstep;
             t->col[t->n] = jj * c->dw;
             t->n++;

@@ -157,6 +157,8 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
     if (__builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, spatial, &total) ||
         total > ((int64_t)1 << 50))
         return PA_ERR_INVALID;
+    if (total == 0)     /* no values: not n * c empty planes to walk */
+        return PA_OK;
     ew_job_t j = {act, x, bias, y, n, c, spatial};
     pa_workers_t *w = _pa_workers_for(workers, (double)total * 4);
     if (layout == PA_LAYOUT_NCHW) {
@@ -224,6 +226,8 @@ pa_status_t pa_prelu(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
         __builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, spatial, &total) ||
         total > ((int64_t)1 << 50))
         return PA_ERR_INVALID;
+    if (total == 0)     /* no values: not n * c empty planes to walk */
+        return PA_OK;
     pa_act_params_t none = {PA_ACT_NONE, 0.0f, 0.0f};
     ew_job_t j = {&none, x, slope, y, n, c, spatial};
     pa_workers_t *w = _pa_workers_for(workers, (double)total * 2);

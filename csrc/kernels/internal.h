@@ -151,7 +151,8 @@ PA_INLINE void _pa_act_block(float *restrict v, size_t n, const pa_act_params_t 
 
 /* conv.c */
 /* 1 if the geometry is usable (sizes positive, groups divide the channels,
- * element counts below 2^40, a known activation). */
+ * element counts -- input, output, weights -- below 2^40, a known
+ * activation). */
 int _pa_conv2d_valid(const pa_conv2d_t *c);
 /* 1 for groups = c_in = c_out > 1 and at most PA_DW_MAX_TAPS taps. */
 int _pa_conv2d_is_depthwise(const pa_conv2d_t *c);

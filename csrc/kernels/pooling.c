@@ -37,8 +37,10 @@ static int pool_valid(const pa_pool2d_t *p) {
     if (__builtin_mul_overflow(p->n * p->c, p->h_out, &t) ||
         __builtin_mul_overflow(t, p->w_out, &t) || t > lim)
         return 0;
+    /* the bottom and right pads too: an average's divisor counts up to
+     * h + pad_top + pad_bottom */
     return p->kh < lim && p->kw < lim && p->h_out < lim / p->sh && p->w_out < lim / p->sw &&
-           p->pad_top < lim && p->pad_left < lim;
+           p->pad_top < lim && p->pad_left < lim && p->pad_bottom < lim && p->pad_right < lim;
 }
 
 /* NaN propagates through a maximum: a NaN tap makes the window's result
@@ -244,7 +246,7 @@ static pa_status_t pool_run(const pa_pool2d_t *p, const float *x, float *y,
     if (j.ow_hi < j.ow_lo)
         j.ow_hi = j.ow_lo;
     double work = (double)p->n * (double)p->c * (double)p->h_out * (double)p->w_out *
-                  (double)(p->kh * p->kw);
+                  (double)p->kh * (double)p->kw;
     pa_workers_t *w = _pa_workers_for(workers, work);
     pool_band_job_t bj = {&j, is_max && p->layout == PA_LAYOUT_NCHW ? pool_band_rows(p) : 0, 0};
     if (p->layout == PA_LAYOUT_NHWC) {     /* pooling_nhwc.c */

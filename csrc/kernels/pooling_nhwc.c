@@ -91,7 +91,9 @@ PA_INLINE void pool_nhwc_row(const pool_nhwc_job_t *j, int64_t r, int is_max) {
     const int64_t img = r / p->h_out, oh = r % p->h_out;
     int64_t ilo, ihi, hcnt, jlo, jhi, wcnt;
     _pa_pool_axis(p, 0, oh, &ilo, &ihi, &hcnt);
-    const float *xrow = j->x + (img * p->h + oh * p->sh - p->pad_top) * rs;
+    /* pointers start at the window's first tap inside the image (a window
+     * row or column 2^40 pads away is no address) */
+    const float *xrow = j->x + (img * p->h + (ihi > ilo ? oh * p->sh - p->pad_top + ilo : 0)) * rs;
     float *yrow = j->y + r * p->w_out * C;
     for (int64_t ow = 0; ow < p->w_out; ow++) {
         if (ow >= j->ow_lo && ow < j->ow_hi) {
@@ -100,8 +102,9 @@ PA_INLINE void pool_nhwc_row(const pool_nhwc_job_t *j, int64_t r, int is_max) {
             _pa_pool_axis(p, 1, ow, &jlo, &jhi, &wcnt);
         }
         const int64_t cnt = hcnt * wcnt;
-        pool_pixel(xrow + (ow * p->sw - p->pad_left) * C, rs, C, ilo, ihi, jlo, jhi,
-                   yrow + ow * C, is_max, 1.0f / (float)(cnt > 0 ? cnt : 1));
+        const float *xw = jhi > jlo ? xrow + (ow * p->sw - p->pad_left + jlo) * C : xrow;
+        pool_pixel(xw, rs, C, 0, ihi - ilo, 0, jhi - jlo, yrow + ow * C, is_max,
+                   1.0f / (float)(cnt > 0 ? cnt : 1));
     }
 }
 

@@ -1483,6 +1483,26 @@ MUTANTS = [
       "        if (kind == PA_ACT_CLIP)\n            acc = NV8_SELECT(acc > *hi, acc, acc);",
       "the NHWC tile's in-register clip keeps values above its upper bound (ReLU6 as ReLU)",
       NATIVE),
+    M("native-conv-weights-unbounded", "csrc/kernels/conv.c",
+      "    if (!mul_ok(c->kh * c->kw, c->c_in / c->groups, &t) || !mul_ok(t, c->c_out, &t) || t > lim)\n"
+      "        return 0;",
+      "    if (!mul_ok(c->kh * c->kw, c->c_in / c->groups, &t) || t > lim)\n"
+      "        return 0;",
+      "the convolution's geometry check bounds the input and output counts but not the "
+      "weights (c_out times kh * kw * c_in / groups), whose packed size then overflows",
+      ("c:kernels/test_kernels", "c:kernels/test_kernels_hostile")),
+    M("native-pool-far-pads-unbounded", "csrc/kernels/pooling.c",
+      "           p->pad_top < lim && p->pad_left < lim && p->pad_bottom < lim && p->pad_right < lim;",
+      "           p->pad_top < lim && p->pad_left < lim;",
+      "the pooling geometry check bounds the top and left pads only: a bottom pad near "
+      "INT64_MAX overflows an average's count_include_pad divisor",
+      ("c:kernels/test_kernels", "c:kernels/test_kernels_hostile")),
+    M("native-calls-copy-span-unchecked", "csrc/kernels/calls.c",
+      "    if (count && bytes && (!span_ok(count, bytes, s->i[2]) || !span_ok(count, bytes, s->i[3])))",
+      "    if (count && bytes && !span_ok(count, bytes, s->i[2]))",
+      "a block copy checks its source stride's span but not its destination's: k * stride "
+      "overflows and the second block is written anywhere",
+      ("c:kernels/test_calls", "c:kernels/test_kernels_hostile")),
     M("native-pool-nhwc-border-count", "csrc/kernels/pooling_nhwc.c",
       "            jlo = 0, jhi = p->kw, wcnt = p->kw;",
       "            jlo = 0, jhi = p->kw, wcnt = p->kw + 1;",

@@ -191,9 +191,25 @@ static void test_copy_overlapping_blocks(void) {
     CHECK(memcmp(buf, ref, sizeof buf) == 0);
 }
 
+/* A copy whose blocks would span more than INT64_MAX bytes (k * stride
+ * overflowed, and the first step already left any buffer): refused. */
+static void test_calls_copy_span_overflow(void) {
+    char a[16] = {0}, y[16] = {0};
+    pa_call_t c = {PA_CALL_COPY, NULL, NULL, a, NULL, y, {3, 4, INT64_MAX, 0}};
+    size_t failed = 9;
+    CHECK(pa_calls_run(&c, 1, NULL, &failed) == PA_ERR_INVALID && failed == 0);
+    c.i[2] = 0, c.i[3] = INT64_MIN;
+    CHECK(pa_calls_run(&c, 1, NULL, &failed) == PA_ERR_INVALID);
+    c.i[3] = (INT64_MAX - 4) / 2 + 1;   /* 2 strides + 4 bytes: one past INT64_MAX */
+    CHECK(pa_calls_run(&c, 1, NULL, &failed) == PA_ERR_INVALID);
+    c.i[0] = 1, c.i[3] = INT64_MAX;     /* one block: no stride is taken */
+    CHECK(pa_calls_run(&c, 1, NULL, &failed) == PA_OK && failed == 1);
+}
+
 int main(void) {
     RUN(test_calls_equal_one_by_one);
     RUN(test_calls_stop_at_the_first_failure);
     RUN(test_copy_overlapping_blocks);
+    RUN(test_calls_copy_span_overflow);
     return pa_test_report();
 }

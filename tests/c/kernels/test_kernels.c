@@ -688,6 +688,102 @@ static void test_workers(void) {
     CHECK_EQ(pa_workers_destroy(w), PA_OK);
 }
 
+/* Hostile geometry (tests/c/kernels/test_kernels_hostile.c found it): an
+ * empty tensor of 2^60 images returns at once, it does not walk 2^62
+ * empty planes (a hang). */
+static void test_empty_bias_act_prelu(void) {
+    float v[4] = {1, -1, 2, -2}, s[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+    pa_act_params_t relu = {PA_ACT_RELU, 0, 0};
+    const int64_t many = (int64_t)1 << 60;  /* x 4 channels: 2^62 planes */
+    for (int lay = 0; lay < 2; lay++) {
+        CHECK(pa_bias_act((pa_layout_t)lay, many, 4, 0, v, s, v, &relu, NULL) == PA_OK);
+        CHECK(pa_prelu((pa_layout_t)lay, many, 4, 0, v, s, v, NULL) == PA_OK);
+        CHECK(pa_prelu((pa_layout_t)lay, 0, many, 4, v, s, v, NULL) == PA_OK);
+    }
+    CHECK(v[0] == 1 && v[1] == -1);
+}
+
+/* Weights of 2^80 floats (2^40 input and output channels of one pixel,
+ * each count allowed alone): refused, their packed size is 0 (it
+ * overflowed int64 before). */
+static void test_conv_weights_past_2_40(void) {
+    pa_act_params_t none = {PA_ACT_NONE, 0, 0};
+    const int64_t big = (int64_t)1 << 40;
+    float t[16] = {0};
+    pa_conv2d_t pw = {PA_LAYOUT_NHWC, 1, big, 1, 1, big, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, none};
+    pa_conv2d_t tall = {PA_LAYOUT_NHWC, 1, 13, 11, 10, INT32_MAX, 11, 10, (int64_t)1 << 32, 1,
+                        1, 1, 1, 1, 0, 0, 1, none};
+    for (int k = 0; k < 2; k++) {
+        const pa_conv2d_t *c = k ? &tall : &pw;
+        CHECK_EQ(pa_conv2d_packed_size(c), 0);
+        CHECK(pa_conv2d_pack(c, t, t, t, 16) == PA_ERR_INVALID);
+        CHECK(pa_conv2d_run(c, t, t, t, NULL) == PA_ERR_INVALID);
+    }
+}
+
+/* Depthwise geometry 2^40 pads or 2^31 dilations away from the image
+ * (every tap outside: each output is its bias): no pointer is formed
+ * outside the image and no padded-plane size overflows (UBSan reported
+ * both). */
+static void test_dwconv_far_taps(void) {
+    pa_act_params_t none = {PA_ACT_NONE, 0, 0};
+    pa_conv2d_t cases[] = {
+        /* NHWC, the top pad 2^40 rows */
+        {PA_LAYOUT_NHWC, 1, 13, 4, 9, 13, 9, 5, 2, 1, 1, 2, 1, 1, (int64_t)1 << 40, 0, 13, none},
+        /* NCHW, a row dilation of 2^31 and a column stride near 2^31.5:
+         * the padded plane's rows x columns pass 2^63 */
+        {PA_LAYOUT_NCHW, 2, 6, 1, 1, 6, 3, 3, 5, 1, 1, 3037000500LL, (int64_t)1 << 31, 1, 3, 3,
+         6, none},
+        /* NCHW, 16 channels (the channel blocks) and the same */
+        {PA_LAYOUT_NCHW, 1, 16, 1, 1, 16, 2, 2, 2, 2, 1, 1, (int64_t)1 << 39,
+         (int64_t)1 << 39, 5, 5, 16, none},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const pa_conv2d_t *c = &cases[k];
+        size_t nx = (size_t)(c->n * c->c_in * c->h * c->w), ny = (size_t)(c->n * c->c_out * c->h_out * c->w_out);
+        size_t np = pa_conv2d_packed_size(c);
+        CHECK(np > 0);
+        float *w = fbuf((size_t)(c->c_out * c->kh * c->kw)), *b = fbuf((size_t)c->c_out);
+        float *pk = fbuf(np), *x = fbuf(nx), *y = fbuf(ny);
+        CHECK(pa_conv2d_pack(c, w, b, pk, np) == PA_OK);
+        CHECK(pa_conv2d_run(c, pk, x, y, NULL) == PA_OK);
+        int same = 1;
+        for (size_t i = 0; i < ny; i++) {
+            int64_t ch = c->layout == PA_LAYOUT_NHWC ? (int64_t)i % c->c_out
+                                                     : (int64_t)i / (c->h_out * c->w_out) % c->c_out;
+            same &= y[i] == b[ch];
+        }
+        CHECK(same);
+        free(w), free(b), free(pk), free(x), free(y);
+    }
+}
+
+/* Pooling windows 2^40 - 1 pads from the image (NHWC: no pointer formed
+ * out there; every window empty: -inf for the maximum, 0 for the mean)
+ * and bottom / right pads past 2^40 (refused: the divisor's padded extent
+ * overflowed before). */
+static void test_pool_far_pads(void) {
+    const int64_t far = ((int64_t)1 << 40) - 1;
+    pa_pool2d_t p = {PA_LAYOUT_NHWC, 1, 5, 3, 3, 2, 2, 2, 2, 1, 1, far, far, 0, 0, 0};
+    float *x = fbuf(45), *y = fbuf(20);
+    CHECK(pa_maxpool2d(&p, x, y, NULL) == PA_OK);
+    CHECK(y[0] == -__builtin_inff() && y[19] == -__builtin_inff());
+    CHECK(pa_avgpool2d(&p, x, y, NULL) == PA_OK);
+    CHECK(y[0] == 0.0f && y[19] == 0.0f);
+    p.pad_top = p.pad_left = 0;
+    p.count_include_pad = 1;
+    for (int k = 0; k < 2; k++) {
+        pa_pool2d_t q = p;
+        if (k)
+            q.pad_right = INT64_MAX - 1;
+        else
+            q.pad_bottom = INT64_MAX - 1;
+        CHECK(pa_avgpool2d(&q, x, y, NULL) == PA_ERR_INVALID);
+        CHECK(pa_maxpool2d(&q, x, y, NULL) == PA_ERR_INVALID);
+    }
+    free(x), free(y);
+}
+
 int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
@@ -701,5 +797,9 @@ int main(void) {
     RUN(test_pool_random);
     RUN(test_resize);
     RUN(test_workers);
+    RUN(test_empty_bias_act_prelu);
+    RUN(test_conv_weights_past_2_40);
+    RUN(test_dwconv_far_taps);
+    RUN(test_pool_far_pads);
     return pa_test_report();
 }
