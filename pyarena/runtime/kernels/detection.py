@@ -3,8 +3,8 @@ the data decides (a pool tensor, see runtime/dynamic.py)."""
 import numpy as np
 
 from . import shape_rules as rules
-from .indexing import _NumpyPool
-from .registry import Kernel, register
+from .indexing import _Declared
+from .registry import register
 
 
 def _corners(boxes, center):
@@ -31,7 +31,7 @@ def _iou(boxes, center):
 
 
 @register
-class NonMaxSuppression(Kernel):
+class NonMaxSuppression(_Declared):
     """Per batch and class: the boxes above ``score_threshold`` by score
     (ties: the lower index first), each kept unless its IoU with one kept
     before exceeds ``iou_threshold``, at most ``max_output_boxes_per_class``
@@ -83,12 +83,3 @@ class NonMaxSuppression(Kernel):
         if picked:
             y[...] = picked
         return [y]
-
-    def run(self, xs, ys, sc):
-        """The output's shape declared by the model (a promise the data
-        must keep)."""
-        y = self.produce(xs, ys, sc, _NumpyPool())[0]
-        if y.shape != ys[0].shape:
-            self.malformed(f"the data selects {y.shape[0]} boxes, the model declares "
-                           f"{ys[0].shape[0]}")
-        np.copyto(ys[0], y)

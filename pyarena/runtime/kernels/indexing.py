@@ -309,8 +309,29 @@ class ArgMax(Kernel):
             np.copyto(ys[0].reshape(outer, inner), y, casting="unsafe")
 
 
+class _NumpyPool:
+    """``empty`` from NumPy (an output size the model declares)."""
+
+    @staticmethod
+    def empty(shape, dtype):
+        return np.empty(shape, dtype)
+
+
+class _Declared(Kernel):
+    """A one-output op whose output's length the data decides (``produce``
+    makes it from a pool: a pool tensor, runtime/dynamic.py), run where the
+    model declares that length: ``run`` holds the data to it."""
+
+    def run(self, xs, ys, sc):
+        y = self.produce(xs, ys, sc, _NumpyPool())[0]
+        if y.shape != ys[0].shape:
+            self.malformed(f"the data makes an output of shape {list(y.shape)}, the model "
+                           f"declares {list(ys[0].shape)}")
+        np.copyto(ys[0], y)
+
+
 @register
-class NonZero(Kernel):
+class NonZero(_Declared):
     """The indices of the non-zero elements, (rank, count): the count is
     known only once the data is, so the output is a pool tensor, made by
     ``produce`` (runtime/dynamic.py); the kernel has no planned form."""
@@ -328,23 +349,6 @@ class NonZero(Kernel):
         for i, row in enumerate(idx):
             y[i] = row
         return [y]
-
-    def run(self, xs, ys, sc):
-        """The output's shape declared by the model (a promise the data
-        must keep)."""
-        y = self.produce(xs, ys, sc, _NumpyPool())[0]
-        if y.shape != ys[0].shape:
-            self.malformed(f"the data has {y.shape[1]} non-zero elements, the model "
-                           f"declares {ys[0].shape[1]}")
-        np.copyto(ys[0], y)
-
-
-class _NumpyPool:
-    """``empty`` from NumPy (an output size the model declares)."""
-
-    @staticmethod
-    def empty(shape, dtype):
-        return np.empty(shape, dtype)
 
 
 class _DataSized(Kernel):
