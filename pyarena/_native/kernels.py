@@ -20,10 +20,8 @@ __all__ = ["ACTIVATIONS", "act_params", "conv2d", "pack_conv2d", "pool2d", "fptr
 
 NULL = ffi.NULL
 
-#: activation name -> pa_act_t
-ACTIVATIONS = {"NONE": lib.PA_ACT_NONE, "RELU": lib.PA_ACT_RELU, "CLIP": lib.PA_ACT_CLIP,
-               "SIGMOID": lib.PA_ACT_SIGMOID, "SILU": lib.PA_ACT_SILU,
-               "HARDSWISH": lib.PA_ACT_HARDSWISH, "HARDSIGMOID": lib.PA_ACT_HARDSIGMOID}
+#: activation name -> pa_act_t: the header's PA_ACT_* enum, read from it
+ACTIVATIONS = {n[len("PA_ACT_"):]: getattr(lib, n) for n in dir(lib) if n.startswith("PA_ACT_")}
 
 _LAYOUT = {"NCHW": lib.PA_LAYOUT_NCHW, "NHWC": lib.PA_LAYOUT_NHWC}
 

@@ -263,6 +263,8 @@ class RunOptions(_Options):
 # -- module functions -------------------------------------------------------------
 _LOGGING = {"severity": 2, "verbosity": 0}
 
+#: onnxruntime.get_all_providers() as onnxruntime 1.32 answers it (execution
+#: providers, not operators: the names a library may ask about)
 _ALL_PROVIDERS = [
     "TensorrtExecutionProvider", "CUDAExecutionProvider", "MIGraphXExecutionProvider",
     "OpenVINOExecutionProvider", "DnnlExecutionProvider", "VitisAIExecutionProvider",

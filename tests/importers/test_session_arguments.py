@@ -125,7 +125,11 @@ def test_providers_are_checked_as_onnxruntime_checks_them(tmp_path):
 def test_blas_runs_on_one_thread_unless_told(tmp_path):
     path = _model(tmp_path / "m.onnx")
     if set_blas_threads(2) is None:
-        pytest.skip("the BLAS library is not OpenBLAS")
+        # no OpenBLAS (NumPy's wheels ship it): nothing to set, and a session
+        # must not fail for that
+        InferenceSession(path)
+        assert set_blas_threads(1) is None
+        return
     InferenceSession(path)
     assert set_blas_threads(2) == 1
     InferenceSession(path, blas_threads=None)      # left as it is
