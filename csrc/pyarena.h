@@ -713,6 +713,62 @@ pa_status_t pa_maxpool2d(const pa_pool2d_t *pool, const float *x, float *y,
 pa_status_t pa_avgpool2d(const pa_pool2d_t *pool, const float *x, float *y,
                          pa_workers_t *workers);
 
+/* -- 8-bit quantized convolution (kernels/qconv.c) ------------------------
+ * ONNX QLinearConv / ConvInteger (and QLinearMatMul / MatMulInteger as
+ * 1x1 convolutions), TFLite's int8 CONV_2D / DEPTHWISE_CONV_2D.  With x
+ * and w the 8-bit values and their zero points:
+ *     acc = bias[o] + sum over taps and channels (x - x_zp) * (w - w_zp[o])
+ * exactly in int32 (padding reads as x_zp, so it adds nothing); then for an
+ * 8-bit output, as onnxruntime's MlasRequantizeOutput
+ * (onnxruntime/core/mlas/lib/quantize.cpp):
+ *     y = clamp(nearbyint(float(acc) * scale[o]), y_lo - y_zp, y_hi - y_zp) + y_zp
+ * (float32 product, rounding half to even), or y = acc for PA_Q_S32.
+ * Weights are packed once (pa_qconv2d_pack); a run needs a workspace of
+ * pa_qconv2d_scratch_size() bytes (im2col blocks, or none). */
+typedef enum pa_qtype {
+    PA_Q_U8 = 0,
+    PA_Q_S8 = 1,
+    PA_Q_S32 = 2            /* outputs only: the int32 accumulators        */
+} pa_qtype_t;
+
+typedef struct pa_qconv2d {
+    pa_conv2d_t conv;       /* the geometry; conv.act must be PA_ACT_NONE  */
+    pa_qtype_t x_type, w_type, y_type; /* x, w: U8 or S8; y: U8, S8 or S32 */
+    int32_t x_zp;           /* may change between runs (a zero point computed
+                               at run time): the packed weights do not hold it */
+    int32_t y_zp, y_lo, y_hi; /* output zero point and clamp (within the type) */
+} pa_qconv2d_t;
+
+/* Bytes of the packed weights pa_qconv2d_pack() writes; 0 for a bad
+ * descriptor (the geometry of pa_conv2d_packed_size, types out of range,
+ * y_lo > y_hi or either outside the output type, a zero point outside its
+ * type). */
+size_t pa_qconv2d_packed_size(const pa_qconv2d_t *q);
+
+/* Bytes of the workspace pa_qconv2d_run() takes (0: none); (size_t)-1 for
+ * a bad descriptor. */
+size_t pa_qconv2d_scratch_size(const pa_qconv2d_t *q);
+
+/* Pack `weight` (OHWI: [c_out][kh][kw][c_in / groups] 8-bit values of
+ * w_type), the weight zero points `w_zp` (c_out values, or NULL: all 0),
+ * `bias` (c_out int32, or NULL) and `scale` (c_out multipliers
+ * x_scale * w_scale[o] / y_scale as float32, or NULL for PA_Q_S32) into
+ * `packed` (packed_size bytes, 64-byte aligned).  PA_ERR_INVALID for a bad
+ * descriptor, NULL pointers, a zero point outside w_type, a non-finite or
+ * negative scale, or packed_size below pa_qconv2d_packed_size(). */
+pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
+                            const int32_t *bias, const float *scale, void *packed,
+                            size_t packed_size);
+
+/* y = the quantized convolution of x (n images, conv.layout) with the
+ * weights packed for the same descriptor (x_zp may differ).  x and y must
+ * not overlap; `scratch` holds scratch_size >= pa_qconv2d_scratch_size()
+ * bytes (NULL when that is 0).  Deterministic: the same bits on every
+ * machine and instruction set.  PA_ERR_INVALID for a bad descriptor, NULL
+ * pointers or a short scratch. */
+pa_status_t pa_qconv2d_run(const pa_qconv2d_t *q, const void *packed, const void *x, void *y,
+                           void *scratch, size_t scratch_size, pa_workers_t *workers);
+
 /* Separable 2-D resampling of the last two spatial axes: output row i
  * blends input rows r0[i] and r1[i] with weights 1 - rw[i] and rw[i],
  * output column j columns c0[j], c1[j] with 1 - cw[j], cw[j] (nearest:

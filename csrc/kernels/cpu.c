@@ -2,6 +2,7 @@
  * tile of their own for a wider instruction set pick their variant on it
  * (isa.h). */
 #include "isa.h"
+#include "qconv.h"
 
 #include <stdlib.h>
 
@@ -17,8 +18,20 @@ int _pa_avx512_usable(void) {
     return usable;
 }
 
+int _pa_avx512vnni_usable(void) {
+    static int usable = -1;
+    if (usable < 0) {
+        __builtin_cpu_init();
+        usable = _pa_avx512_usable() && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vnni") ? 1 : 0;
+    }
+    return usable;
+}
+
 #else
 
 int _pa_avx512_usable(void) { return 0; }
+
+int _pa_avx512vnni_usable(void) { return 0; }
 
 #endif

@@ -7,6 +7,7 @@ go through im2col and chunks of output channels of the weights."""
 import numpy as np
 
 from .quantization import QuantKernel, requantize
+from .quantized_conv_native import try_native
 from . import shape_rules as rules
 from .registry import register
 from .spatial import Spatial
@@ -59,15 +60,21 @@ class _QConv(Spatial, QuantKernel):
             self.fail(f"group={g} does not fit channels {C} -> {cout} and weight "
                       f"{list(w.shape)}")
         self.G, self.cout, self.K = g, cout, (C // g) * self.kh * self.kw
-        self.w = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, self.K)))
         wzp = np.broadcast_to(self.qparam(iwz, "w_zero_point").reshape(-1), (cout,))
+        bias = self.qparam(ib, "bias").reshape(-1) if ib is not None and self.has(ib) else 0.0
+        bias = np.broadcast_to(bias, (cout,)).astype(np.float64)
+        self.native = try_native(self, w, wzp, bias,
+                                 None if self.xzp_input is not None else xzp[0])
+        if self.native is not None:
+            self.scratch = self.native.scratch
+            self.runtime = (ix,) if self.xzp_input is None else (ix, ixz)
+            return
+        self.w = self.keep(np.ascontiguousarray(w.reshape(g, cout // g, self.K)))
         # one value (symmetric weights: 0) when every channel has the same
         self.wzp_uniform = not np.ptp(wzp)
         self.wzp = self.keep(np.full((1, 1, 1), wzp[0], self.ct) if self.wzp_uniform else
                              wzp.astype(self.ct).reshape(g, cout // g, 1))
         wsum = (w.reshape(cout, -1).astype(np.float64) - wzp[:, None]).sum(axis=1)
-        bias = self.qparam(ib, "bias").reshape(-1) if ib is not None and self.has(ib) else 0.0
-        bias = np.broadcast_to(bias, (cout,)).astype(np.float64)
         shape3 = (g, cout // g, 1)
         if self.xzp_input is None:
             self.bias = self.keep((bias - float(xzp[0]) * wsum).astype(self.ct).reshape(shape3))
@@ -105,7 +112,15 @@ class _QConv(Spatial, QuantKernel):
     def finish_setup(self):
         pass
 
+    def requant_params(self):
+        """(multiplier per output channel as float32, y zero point, lo, hi)
+        of an 8-bit output; None for int32 accumulators."""
+        return None
+
     def run(self, xs, ys, sc):
+        if self.native is not None:
+            z = None if self.xzp_input is None else xs[self.xzp_input].reshape(-1)[0]
+            return self.native.run(xs, ys, sc, z)
         x, y = self.x4(xs[0]), self.y4(ys[0])
         pbuf, cols, wf, acc = sc[:4]
         G, K, Wo, cog = self.G, self.K, self.Wo, self.cout // self.G
@@ -203,16 +218,22 @@ class QLinearConv(_QConv):
     layout = (0, 3, 2, 5, 8)
     integer = False
 
-    def finish_setup(self):
+    def requant_params(self):
         xs = self.qparam(1, "x_scale").reshape(-1)
         ws = np.broadcast_to(self.qparam(4, "w_scale").reshape(-1), (self.cout,))
         ys = self.qparam(6, "y_scale").reshape(-1)
         if xs.size != 1 or ys.size != 1:
             self.fail("per-channel x or y scales are not supported")
-        cog = self.cout // self.G
-        self.mult = self.keep((xs[0] * ws / ys[0]).astype(np.float32).reshape(self.G, cog, 1))
-        self.yzp = float(self.qparam(7, "y_zero_point").reshape(-1)[0])
-        self.lo, self.hi = self.out_range()
+        lo, hi = self.out_range()
+        # in float32, in onnxruntime's order (qlinearconv.cc:
+        # X_scale * W_scale[i] / Y_scale)
+        f = np.float32
+        return (f(xs[0]) * ws.astype(f) / f(ys[0]),
+                float(self.qparam(7, "y_zero_point").reshape(-1)[0]), lo, hi)
+
+    def finish_setup(self):
+        mult, self.yzp, self.lo, self.hi = self.requant_params()
+        self.mult = self.keep(mult.reshape(self.G, self.cout // self.G, 1))
 
     def store(self, acc, y, c0, c1):
         np.multiply(acc, self.mult[:, c0:c1], out=acc)

@@ -1,0 +1,629 @@
+/* kernels/qconv.c -- the 8-bit quantized convolution (pa_qconv2d_*): an
+ * integer GEMM over im2col blocks with onnxruntime's requantization, and a
+ * direct depthwise kernel.
+ *
+ * GEMM path.  Per image, group and block of output pixels, the block's
+ * windows are copied (im2col) as rows of K = kh * kw * c_in / groups bytes
+ * in (kh, kw, channel) order -- signed inputs flipped to unsigned, padding
+ * written as the input zero point -- unless the convolution reads its rows
+ * straight from the input (NHWC, 1x1, no top/left padding and windows
+ * inside the image, one group: each pixel's channels are its row).  The
+ * tile (qconv.h) multiplies QC_MR rows by two blocks of QC_NR output
+ * channels of the weights packed by pa_qconv2d_pack.  With u the unsigned
+ * row bytes, zu their zero point, s the stored weights and sz theirs:
+ *     acc = bias - zu * sum_k s + K * zu * sz - sz * sum_k u + sum_k u * s
+ * (the first three per channel and run, the fourth per pixel and only
+ * where a weight zero point is not 0), all in int32 modulo 2^32, which is
+ * exact while |acc| < 2^31 (K <= QC_MAX_K keeps every sum inside).
+ *
+ * Depthwise path (groups = c_in = c_out > 1, at most PA_DW_MAX_TAPS taps):
+ * the packed weights are the centred int16 values w - w_zp, and each
+ * output accumulates (x - x_zp) * (w - w_zp) over the taps inside the
+ * image (a tap in the padding adds 0): per pixel over the channels
+ * (NHWC) or per output row over the pixels (NCHW).
+ *
+ * The requantization is onnxruntime's MlasRequantizeOutput
+ * (onnxruntime/core/mlas/lib/quantize.cpp): float(acc) * scale, clamped
+ * to [lo - zp, hi - zp], rounded half to even by adding and taking off
+ * 1.5 * 2^23 (MLAS_ROUNDING_BIAS_MAGIC), plus zp.  The tiles only
+ * accumulate integers, so every instruction set gives the same bits.
+ * Runs on the calling thread (`workers` is accepted for the API's sake).
+ */
+#include "qconv.h"
+
+/* The largest K: 255 * 255 * K (and the zero-point terms) below 2^31. */
+#define QC_MAX_K 32768
+/* Bytes of one im2col block (rows of K bytes): about L1's size. */
+#define QC_BLOCK_BYTES 32768
+/* The most pixels of a block (their row sums). */
+#define QC_MAX_BLOCK 1536
+
+/* -- the descriptor ------------------------------------------------------ */
+
+static int type_range(pa_qtype_t t, int32_t *lo, int32_t *hi) {
+    switch (t) {
+    case PA_Q_U8: *lo = 0; *hi = 255; return 1;
+    case PA_Q_S8: *lo = -128; *hi = 127; return 1;
+    case PA_Q_S32: *lo = INT32_MIN; *hi = INT32_MAX; return 1;
+    default: return 0;
+    }
+}
+
+static int64_t qc_k(const pa_qconv2d_t *q) {
+    return q->conv.kh * q->conv.kw * (q->conv.c_in / q->conv.groups);
+}
+
+static int qc_valid(const pa_qconv2d_t *q) {
+    int32_t lo = 0, hi = 0, xl = 0, xh = 0;
+    if (!q || !_pa_conv2d_valid(&q->conv) || q->conv.act.kind != PA_ACT_NONE)
+        return 0;
+    if ((q->x_type != PA_Q_U8 && q->x_type != PA_Q_S8) ||
+        (q->w_type != PA_Q_U8 && q->w_type != PA_Q_S8) || !type_range(q->y_type, &lo, &hi))
+        return 0;
+    type_range(q->x_type, &xl, &xh);
+    if (q->x_zp < xl || q->x_zp > xh)
+        return 0;
+    if (q->y_type != PA_Q_S32 && (q->y_lo > q->y_hi || q->y_lo < lo || q->y_hi > hi ||
+                                  q->y_zp < lo || q->y_zp > hi))
+        return 0;
+    return qc_k(q) <= QC_MAX_K;
+}
+
+static int qc_depthwise(const pa_qconv2d_t *q) {
+    return _pa_conv2d_is_depthwise(&q->conv);
+}
+
+/* The GEMM path's counts: output channels per group, weight blocks per
+ * group, groups of 4 of K. */
+typedef struct qc_dims {
+    int64_t K, kq, G, cog, nbk, hwo;
+} qc_dims_t;
+
+static qc_dims_t qc_dims(const pa_qconv2d_t *q) {
+    qc_dims_t d;
+    d.K = qc_k(q);
+    d.kq = (d.K + 3) / 4;
+    d.G = q->conv.groups;
+    d.cog = q->conv.c_out / d.G;
+    d.nbk = (d.cog + QC_NR - 1) / QC_NR;
+    d.hwo = q->conv.h_out * q->conv.w_out;
+    return d;
+}
+
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static size_t nchw_copy_bytes(const pa_qconv2d_t *q);
+
+/* Packed GEMM weights: per group and block [kq][QC_NR][4] bytes, then four
+ * arrays of G * nbk * QC_NR lanes (bias, column sums, weight zero points:
+ * int32; scales: float). */
+static size_t gemm_weight_bytes(const qc_dims_t *d) {
+    return round64((size_t)(d->G * d->nbk * d->kq) * QC_NR * 4);
+}
+
+static size_t lanes(const qc_dims_t *d) { return (size_t)(d->G * d->nbk) * QC_NR; }
+
+size_t pa_qconv2d_packed_size(const pa_qconv2d_t *q) {
+    if (!qc_valid(q))
+        return 0;
+    if (qc_depthwise(q)) {
+        size_t c = (size_t)q->conv.c_in, taps = (size_t)(q->conv.kh * q->conv.kw);
+        return round64(c * taps * 2) + round64(c * 4) * 2;
+    }
+    qc_dims_t d = qc_dims(q);
+    return gemm_weight_bytes(&d) + 4 * round64(lanes(&d) * 4);
+}
+
+/* Whether the rows are the image's own pixels, no im2col (the input, or the
+ * NHWC copy of an NCHW one): 1x1, one group, no top/left padding and the
+ * windows inside the image. */
+static int qc_direct(const pa_qconv2d_t *q) {
+    const pa_conv2d_t *c = &q->conv;
+    return c->kh == 1 && c->kw == 1 && c->groups == 1 &&
+           c->pad_top == 0 && c->pad_left == 0 && (c->h_out - 1) * c->sh < c->h &&
+           (c->w_out - 1) * c->sw < c->w;
+}
+
+static int64_t qc_block(const pa_qconv2d_t *q, const qc_dims_t *d) {
+    int64_t mb = QC_BLOCK_BYTES / d->K;
+    mb = mb < QC_MR ? QC_MR : mb > QC_MAX_BLOCK ? QC_MAX_BLOCK : mb / QC_MR * QC_MR;
+    (void)q;
+    return mb < d->hwo ? mb : d->hwo;
+}
+
+size_t pa_qconv2d_scratch_size(const pa_qconv2d_t *q) {
+    if (!qc_valid(q))
+        return (size_t)-1;
+    if (qc_depthwise(q)) {
+        int64_t n = q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out;
+        return (size_t)n * 4;
+    }
+    qc_dims_t d = qc_dims(q);
+    int64_t mb = qc_block(q, &d);
+    size_t sums = round64((size_t)mb * 4) + nchw_copy_bytes(q);
+    return qc_direct(q) ? sums : sums + (size_t)(mb * d.K);
+}
+
+/* -- packing ------------------------------------------------------------- */
+
+static int32_t weight_at(const pa_qconv2d_t *q, const void *w, int64_t i) {
+    return q->w_type == PA_Q_S8 ? (int32_t)((const int8_t *)w)[i]
+                                : (int32_t)((const uint8_t *)w)[i];
+}
+
+pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
+                            const int32_t *bias, const float *scale, void *packed,
+                            size_t packed_size) {
+    size_t need = pa_qconv2d_packed_size(q);
+    if (!need || !weight || !packed || packed_size < need ||
+        (q->y_type != PA_Q_S32 && !scale))
+        return PA_ERR_INVALID;
+    int32_t wl = q->w_type == PA_Q_S8 ? -128 : 0, wh = wl + 255;
+    const int64_t cout = q->conv.c_out;
+    for (int64_t o = 0; o < cout; o++) {
+        if (w_zp && (w_zp[o] < wl || w_zp[o] > wh))
+            return PA_ERR_INVALID;
+        /* finite and not negative (NaN fails both) */
+        if (q->y_type != PA_Q_S32 && !(scale[o] >= 0.0f && scale[o] <= 3.4e38f))
+            return PA_ERR_INVALID;
+    }
+    memset(packed, 0, need);
+    if (qc_depthwise(q)) {
+        const int64_t C = q->conv.c_in, taps = q->conv.kh * q->conv.kw;
+        int16_t *wc = (int16_t *)packed;
+        int32_t *b = (int32_t *)((char *)packed + round64((size_t)(C * taps) * 2));
+        float *s = (float *)(b + round64((size_t)C * 4) / 4);
+        int nhwc = q->conv.layout == PA_LAYOUT_NHWC;
+        for (int64_t c = 0; c < C; c++) {
+            int32_t z = w_zp ? w_zp[c] : 0;
+            for (int64_t t = 0; t < taps; t++)        /* OHWI: [c][t][0] */
+                wc[nhwc ? t * C + c : c * taps + t] = (int16_t)(weight_at(q, weight, c * taps + t) - z);
+            b[c] = bias ? bias[c] : 0;
+            s[c] = scale ? scale[c] : 0.0f;
+        }
+        return PA_OK;
+    }
+    qc_dims_t d = qc_dims(q);
+    const int32_t off = q->w_type == PA_Q_U8 ? 128 : 0;
+    int8_t *wp = (int8_t *)packed;
+    int32_t *bias_p = (int32_t *)((char *)packed + gemm_weight_bytes(&d));
+    size_t arr = round64(lanes(&d) * 4) / 4;
+    int32_t *colsum = bias_p + arr, *zp = colsum + arr;
+    float *sc = (float *)(zp + arr);
+    for (int64_t g = 0; g < d.G; g++)
+        for (int64_t o = 0; o < d.cog; o++) {
+            int64_t oc = g * d.cog + o, b = o / QC_NR, l = o % QC_NR;
+            int8_t *blk = wp + ((g * d.nbk + b) * d.kq) * QC_NR * 4;
+            int32_t sum = 0;
+            for (int64_t k = 0; k < d.K; k++) {
+                int32_t v = weight_at(q, weight, oc * d.K + k) - off;
+                blk[((k / 4) * QC_NR + l) * 4 + k % 4] = (int8_t)v;
+                sum += v;
+            }
+            size_t lane = (size_t)((g * d.nbk + b) * QC_NR + l);
+            bias_p[lane] = bias ? bias[oc] : 0;
+            colsum[lane] = sum;
+            zp[lane] = (w_zp ? w_zp[oc] : 0) - off;
+            sc[lane] = scale ? scale[oc] : 0.0f;
+        }
+    return PA_OK;
+}
+
+/* -- requantization -------------------------------------------------------- */
+
+typedef struct qc_out {
+    pa_qtype_t type;
+    float lo, hi;           /* the clamp, zero point taken off */
+    int32_t zp;
+} qc_out_t;
+
+static qc_out_t qc_out(const pa_qconv2d_t *q) {
+    qc_out_t o = {q->y_type, (float)(q->y_lo - q->y_zp), (float)(q->y_hi - q->y_zp), q->y_zp};
+    return o;
+}
+
+/* MlasRequantizeOutput's arithmetic for one value (see the top). */
+PA_INLINE int32_t qc_requant(int32_t acc, float scale, const qc_out_t *o) {
+    float f = (float)acc * scale;
+    f = f < o->lo ? o->lo : f;
+    f = f > o->hi ? o->hi : f;
+    return (int32_t)(_pa_float_bits(f + 12582912.0f) - 0x4B400000u) + o->zp;
+}
+
+PA_INLINE void qc_store(void *y, int64_t i, int32_t acc, float scale, const qc_out_t *o) {
+    if (o->type == PA_Q_S32)
+        ((int32_t *)y)[i] = acc;
+    else if (o->type == PA_Q_U8)
+        ((uint8_t *)y)[i] = (uint8_t)qc_requant(acc, scale, o);
+    else
+        ((int8_t *)y)[i] = (int8_t)qc_requant(acc, scale, o);
+}
+
+/* y[base + i] = the requantized acc[i], i < n, one scale (tiles of
+ * QC_NR: vectorised). */
+PA_MULTIVERSION
+static void dw_store(void *y, int64_t base, const int32_t *restrict acc, int64_t n, float scale,
+                     const qc_out_t *o) {
+    const qc_out_t oo = *o;
+    if (oo.type == PA_Q_S32) {
+        memcpy((int32_t *)y + base, acc, (size_t)n * 4);
+        return;
+    }
+    uint8_t *d = (uint8_t *)y + base;
+    int64_t i = 0;
+    for (; i + QC_NR <= n; i += QC_NR) {
+        uint8_t t[QC_NR];
+        for (int l = 0; l < QC_NR; l++)
+            t[l] = (uint8_t)qc_requant(acc[i + l], scale, &oo);
+        memcpy(d + i, t, QC_NR);
+    }
+    for (; i < n; i++)
+        d[i] = (uint8_t)qc_requant(acc[i], scale, &oo);
+}
+
+/* -- the portable tile ------------------------------------------------------ */
+
+static void qc_tile_portable(const uint8_t *const *rows, int mr, int64_t k, const int8_t *w,
+                             int64_t kq, int nb, uint8_t xo, int32_t acc[QC_MR][2 * QC_NR]) {
+    memset(acc, 0, sizeof(int32_t) * QC_MR * 2 * QC_NR);
+    for (int r = 0; r < mr; r++) {
+        const uint8_t *a = rows[r];
+        for (int64_t g = 0; g < kq; g++) {
+            uint8_t u[4] = {0, 0, 0, 0};
+            int64_t n = k - 4 * g < 4 ? k - 4 * g : 4;
+            for (int64_t t = 0; t < n; t++)
+                u[t] = (uint8_t)(a[4 * g + t] ^ xo);
+            for (int b = 0; b < nb; b++) {
+                const int8_t *wb = w + ((int64_t)b * kq + g) * QC_NR * 4;
+                int32_t *ac = acc[r] + b * QC_NR;
+                for (int l = 0; l < QC_NR; l++)
+                    ac[l] += u[0] * wb[4 * l] + u[1] * wb[4 * l + 1] + u[2] * wb[4 * l + 2] +
+                             u[3] * wb[4 * l + 3];
+            }
+        }
+    }
+}
+
+/* -- the GEMM path ---------------------------------------------------------- */
+
+typedef struct qc_run {
+    const pa_qconv2d_t *q;
+    qc_dims_t d;
+    _pa_qc_tile_fn tile;
+    const int8_t *w;
+    const int32_t *bias, *colsum, *zp;
+    const float *scale;
+    uint8_t xo, zu;         /* XOR flipping x to unsigned; its zero point */
+    qc_out_t out;
+    int need_rs;            /* a weight zero point is not 0 */
+    int direct;             /* rows read from the (NHWC) image itself */
+} qc_run_t;
+
+/* An NCHW image (c planes of hw bytes) as NHWC, flipped by xo, into dst. */
+static void to_nhwc(const uint8_t *restrict src, uint8_t *restrict dst, int64_t c, int64_t hw,
+                    uint8_t xo) {
+    enum { T = 32 };
+    for (int64_t p0 = 0; p0 < hw; p0 += T) {
+        int64_t p1 = p0 + T < hw ? p0 + T : hw;
+        for (int64_t c0 = 0; c0 < c; c0 += T) {
+            int64_t c1 = c0 + T < c ? c0 + T : c;
+            for (int64_t ch = c0; ch < c1; ch++)
+                for (int64_t p = p0; p < p1; p++)
+                    dst[p * c + ch] = (uint8_t)(src[ch * hw + p] ^ xo);
+        }
+    }
+}
+
+/* Output pixel p's row of image `img` (NHWC, flipped by xo), group g,
+ * into dst (K bytes in (kh, kw, channel) order, padding as zu); returns
+ * the sum of its bytes. */
+static int32_t im2col_row(const qc_run_t *R, const uint8_t *img, uint8_t xo, int64_t g,
+                          int64_t p, uint8_t *dst) {
+    const pa_conv2d_t *c = &R->q->conv;
+    const int64_t cg = c->c_in / c->groups, oh = p / c->w_out, ow = p % c->w_out;
+    int32_t sum = 0;
+    for (int64_t i = 0; i < c->kh; i++) {
+        int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
+        for (int64_t j = 0; j < c->kw; j++, dst += cg) {
+            int64_t iw = ow * c->sw - c->pad_left + j * c->dw;
+            if (ih < 0 || ih >= c->h || iw < 0 || iw >= c->w) {
+                memset(dst, R->zu, (size_t)cg);
+                sum += (int32_t)R->zu * (int32_t)cg;
+                continue;
+            }
+            const uint8_t *s = img + (ih * c->w + iw) * c->c_in + g * cg;
+            if (xo)
+                for (int64_t ch = 0; ch < cg; ch++)
+                    dst[ch] = (uint8_t)(s[ch] ^ xo);
+            else
+                memcpy(dst, s, (size_t)cg);
+            if (R->need_rs)
+                for (int64_t ch = 0; ch < cg; ch++)
+                    sum += dst[ch];
+        }
+    }
+    return sum;
+}
+
+/* Where output pixel p's row starts in the image (direct rows). */
+PA_INLINE int64_t direct_offset(const pa_conv2d_t *c, int64_t p) {
+    if (c->sh == 1 && c->sw == 1 && c->w_out == c->w)  /* the pixels in order */
+        return p * c->c_in;
+    int64_t oh = p / c->w_out, ow = p % c->w_out;
+    return (oh * c->sh * c->w + ow * c->sw) * c->c_in;
+}
+
+static int32_t row_sum(const uint8_t *a, int64_t k, uint8_t xo) {
+    int32_t s = 0;
+    for (int64_t i = 0; i < k; i++)
+        s += (uint8_t)(a[i] ^ xo);
+    return s;
+}
+
+/* dst[l] (l < n, of the output type) = the requantized
+ * acc[l] + corr[l] - zp[l] * rs; computed over nb whole blocks of QC_NR
+ * lanes (fixed trip counts: vectorised), n of them stored. */
+PA_MULTIVERSION
+static void qc_epilogue(const int32_t *restrict acc, const int32_t *restrict corr,
+                        const int32_t *restrict zp, uint32_t rs, const float *restrict scale,
+                        int nb, int n, const qc_out_t *o, void *dst) {
+    int32_t v[2 * QC_NR];
+    uint8_t b8[2 * QC_NR];
+    const qc_out_t oo = *o;
+    for (int b = 0; b < nb; b++) {
+        const int k = b * QC_NR;
+        for (int l = 0; l < QC_NR; l++)
+            v[k + l] = (int32_t)((uint32_t)acc[k + l] + (uint32_t)corr[k + l] -
+                                 (uint32_t)zp[k + l] * rs);
+        if (oo.type != PA_Q_S32)
+            for (int l = 0; l < QC_NR; l++)
+                b8[k + l] = (uint8_t)qc_requant(v[k + l], scale[k + l], &oo);
+    }
+    if (oo.type == PA_Q_S32)
+        memcpy(dst, v, (size_t)n * 4);
+    else
+        memcpy(dst, b8, (size_t)n);
+}
+
+/* One block of pb output pixels from p0 of image n, group g; `img` is
+ * the image as NHWC bytes flipped by xo. */
+static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *y, int64_t n,
+                       int64_t g, int64_t p0, int64_t pb, uint8_t *cols, int32_t *rs) {
+    const pa_conv2d_t *c = &R->q->conv;
+    const qc_dims_t *d = &R->d;
+    const int64_t esize = R->out.type == PA_Q_S32 ? 4 : 1;
+    const uint8_t *rowp[QC_MR];
+    for (int64_t r = 0; r < pb; r++) {
+        int64_t p = p0 + r;
+        if (R->direct) {
+            if (R->need_rs)
+                rs[r] = row_sum(img + direct_offset(c, p), d->K, xo);
+        } else {
+            rs[r] = im2col_row(R, img, xo, g, p, cols + r * d->K);
+        }
+    }
+    const uint8_t txo = R->direct ? xo : 0;
+    const int nhwc = c->layout == PA_LAYOUT_NHWC;
+    for (int64_t b = 0; b < d->nbk; b += 2) {
+        int nb = d->nbk - b >= 2 ? 2 : 1;
+        int64_t lane0 = (g * d->nbk + b) * QC_NR, o0 = g * d->cog + b * QC_NR;
+        int nvalid = (int)(d->cog - b * QC_NR < nb * QC_NR ? d->cog - b * QC_NR : nb * QC_NR);
+        int32_t corr[2 * QC_NR] = {0};
+        for (int l = 0; l < nvalid; l++) {
+            uint32_t v = (uint32_t)R->bias[lane0 + l] -
+                         (uint32_t)R->zu * (uint32_t)R->colsum[lane0 + l] +
+                         (uint32_t)d->K * (uint32_t)R->zu * (uint32_t)R->zp[lane0 + l];
+            corr[l] = (int32_t)v;
+        }
+        const int8_t *wb = R->w + (g * d->nbk + b) * d->kq * QC_NR * 4;
+        for (int64_t t0 = 0; t0 < pb; t0 += QC_MR) {
+            int mr = (int)(pb - t0 < QC_MR ? pb - t0 : QC_MR);
+            for (int r = 0; r < mr; r++) {
+                int64_t p = p0 + t0 + r;
+                if (R->direct) {
+                    rowp[r] = img + direct_offset(c, p);
+                } else {
+                    rowp[r] = cols + (t0 + r) * d->K;
+                }
+            }
+            int32_t acc[QC_MR][2 * QC_NR];
+            R->tile(rowp, mr, d->K, wb, d->kq, nb, txo, acc);
+            int32_t out[QC_MR][2 * QC_NR];      /* a tile's outputs, any type */
+            for (int r = 0; r < mr; r++) {
+                int64_t p = p0 + t0 + r;
+                uint32_t srs = R->need_rs ? (uint32_t)rs[t0 + r] : 0;
+                void *dst = nhwc ? (char *)y + ((n * d->hwo + p) * c->c_out + o0) * esize
+                                 : (void *)out[r];
+                qc_epilogue(acc[r], corr, R->zp + lane0, srs, R->scale + lane0, nb, nvalid,
+                            &R->out, dst);
+            }
+            if (!nhwc)                          /* channel l: mr consecutive pixels */
+                for (int l = 0; l < nvalid; l++) {
+                    char *yo = (char *)y + ((n * c->c_out + o0 + l) * d->hwo + p0 + t0) * esize;
+                    for (int r = 0; r < mr; r++)
+                        memcpy(yo + r * esize, (const char *)out[r] + l * esize, (size_t)esize);
+                }
+        }
+    }
+}
+
+/* Bytes of the NHWC copy an NCHW input takes (one image). */
+static size_t nchw_copy_bytes(const pa_qconv2d_t *q) {
+    const pa_conv2d_t *c = &q->conv;
+    return c->layout == PA_LAYOUT_NCHW ? round64((size_t)(c->c_in * c->h * c->w)) : 0;
+}
+
+static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
+                     void *scratch, _pa_qc_tile_fn tile) {
+    qc_run_t R;
+    R.q = q;
+    R.d = qc_dims(q);
+    R.tile = tile;
+    R.w = (const int8_t *)packed;
+    size_t arr = round64(lanes(&R.d) * 4) / 4;
+    R.bias = (const int32_t *)((const char *)packed + gemm_weight_bytes(&R.d));
+    R.colsum = R.bias + arr;
+    R.zp = R.colsum + arr;
+    R.scale = (const float *)(R.zp + arr);
+    R.xo = q->x_type == PA_Q_S8 ? 0x80 : 0;
+    R.zu = (uint8_t)(q->x_zp + (q->x_type == PA_Q_S8 ? 128 : 0));
+    R.out = qc_out(q);
+    R.need_rs = 0;
+    for (size_t l = 0; l < lanes(&R.d); l++)
+        R.need_rs |= R.zp[l] != 0;
+    R.direct = qc_direct(q);
+    const pa_conv2d_t *c = &q->conv;
+    int64_t mb = qc_block(q, &R.d), plane = c->h * c->w;
+    int32_t *rs = (int32_t *)scratch;
+    uint8_t *copy = (uint8_t *)scratch + round64((size_t)mb * 4);
+    uint8_t *cols = R.direct ? NULL : copy + nchw_copy_bytes(q);
+    for (int64_t n = 0; n < c->n; n++) {
+        const uint8_t *img = x + n * plane * c->c_in;
+        uint8_t xo = R.xo;
+        if (c->layout == PA_LAYOUT_NCHW) {
+            to_nhwc(img, copy, c->c_in, plane, xo);
+            img = copy;
+            xo = 0;
+        }
+        for (int64_t g = 0; g < R.d.G; g++)
+            for (int64_t p0 = 0; p0 < R.d.hwo; p0 += mb) {
+                int64_t pb = R.d.hwo - p0 < mb ? R.d.hwo - p0 : mb;
+                gemm_block(&R, img, xo, y, n, g, p0, pb, cols, rs);
+            }
+    }
+}
+
+/* -- the depthwise path ------------------------------------------------------ */
+
+
+PA_MULTIVERSION
+static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
+                    const float *scale, const uint8_t *x, void *y, int32_t *acc) {
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in;
+    const int sgn = q->x_type == PA_Q_S8;
+    const int32_t zp = q->x_zp;
+    qc_out_t o = qc_out(q);
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t oh = 0; oh < c->h_out; oh++)
+            for (int64_t ow = 0; ow < c->w_out; ow++) {
+                memcpy(acc, bias, (size_t)C * 4);
+                for (int64_t i = 0; i < c->kh; i++) {
+                    int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
+                    if (ih < 0 || ih >= c->h)
+                        continue;
+                    for (int64_t j = 0; j < c->kw; j++) {
+                        int64_t iw = ow * c->sw - c->pad_left + j * c->dw;
+                        if (iw < 0 || iw >= c->w)
+                            continue;
+                        const uint8_t *s = x + ((n * c->h + ih) * c->w + iw) * C;
+                        const int16_t *wt = wc + (i * c->kw + j) * C;
+                        if (sgn)
+                            for (int64_t ch = 0; ch < C; ch++)
+                                acc[ch] += ((int32_t)(int8_t)s[ch] - zp) * wt[ch];
+                        else
+                            for (int64_t ch = 0; ch < C; ch++)
+                                acc[ch] += ((int32_t)s[ch] - zp) * wt[ch];
+                    }
+                }
+                int64_t base = ((n * c->h_out + oh) * c->w_out + ow) * C;
+                for (int64_t ch = 0; ch < C; ch++)
+                    qc_store(y, base + ch, acc[ch], scale[ch], &o);
+            }
+}
+
+/* One output row's accumulators plus the taps of one input row:
+ * acc[ow] += (x[ow * sw + shift] - zp) * wv for ow in [lo, hi), in tiles
+ * of QC_NR (a trip count the compiler knows: vectorised at -O2). */
+#define QC_DW_ROW(NAME, T)                                                               \
+    PA_MULTIVERSION                                                                      \
+    static void NAME(int32_t *restrict acc, const T *restrict row, int64_t lo, int64_t hi, \
+                     int64_t sw, int64_t shift, int32_t zp, int32_t wv) {                 \
+        int64_t ow = lo;                                                                 \
+        if (sw == 1)                                                                     \
+            for (; ow + QC_NR <= hi; ow += QC_NR) {                                      \
+                const T *r = row + ow + shift;                                           \
+                for (int t = 0; t < QC_NR; t++)                                          \
+                    acc[ow + t] += ((int32_t)r[t] - zp) * wv;                            \
+            }                                                                            \
+        for (; ow < hi; ow++)                                                            \
+            acc[ow] += ((int32_t)row[ow * sw + shift] - zp) * wv;                        \
+    }
+QC_DW_ROW(dw_row_u8, uint8_t)
+QC_DW_ROW(dw_row_s8, int8_t)
+#undef QC_DW_ROW
+
+static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
+                    const float *scale, const uint8_t *x, void *y, int32_t *acc) {
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in, taps = c->kh * c->kw, Wo = c->w_out;
+    const int sgn = q->x_type == PA_Q_S8;
+    const int32_t zp = q->x_zp;
+    qc_out_t o = qc_out(q);
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            const uint8_t *plane = x + (n * C + ch) * c->h * c->w;
+            for (int64_t oh = 0; oh < c->h_out; oh++) {
+                for (int64_t ow = 0; ow < Wo; ow++)
+                    acc[ow] = bias[ch];
+                for (int64_t i = 0; i < c->kh; i++) {
+                    int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
+                    if (ih < 0 || ih >= c->h)
+                        continue;
+                    const uint8_t *row = plane + ih * c->w;
+                    for (int64_t j = 0; j < c->kw; j++) {
+                        int32_t wv = wc[ch * taps + i * c->kw + j];
+                        int64_t shift = j * c->dw - c->pad_left;   /* iw = ow * sw + shift */
+                        int64_t lo = shift >= 0 ? 0 : (-shift + c->sw - 1) / c->sw;
+                        int64_t hi = c->w - 1 - shift < 0 ? 0 : (c->w - 1 - shift) / c->sw + 1;
+                        hi = hi < Wo ? hi : Wo;
+                        if (lo >= hi)
+                            continue;
+                        if (sgn)
+                            dw_row_s8(acc, (const int8_t *)row, lo, hi, c->sw, shift, zp, wv);
+                        else
+                            dw_row_u8(acc, row, lo, hi, c->sw, shift, zp, wv);
+                    }
+                }
+                int64_t base = ((n * C + ch) * c->h_out + oh) * Wo;
+                dw_store(y, base, acc, Wo, scale[ch], &o);
+            }
+        }
+}
+
+static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
+                   void *scratch) {
+    const int64_t C = q->conv.c_in, taps = q->conv.kh * q->conv.kw;
+    const int16_t *wc = (const int16_t *)packed;
+    const int32_t *bias = (const int32_t *)((const char *)packed + round64((size_t)(C * taps) * 2));
+    const float *scale = (const float *)(bias + round64((size_t)C * 4) / 4);
+    if (q->conv.layout == PA_LAYOUT_NHWC)
+        dw_nhwc(q, wc, bias, scale, x, y, (int32_t *)scratch);
+    else
+        dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch);
+}
+
+/* -- runs ----------------------------------------------------------------- */
+
+pa_status_t _pa_qconv2d_run_isa(const pa_qconv2d_t *q, const void *packed, const void *x,
+                                void *y, void *scratch, size_t scratch_size, int isa) {
+    size_t need = pa_qconv2d_scratch_size(q);
+    if (need == (size_t)-1 || !packed || !x || !y || scratch_size < need ||
+        (need && !scratch) || (isa != 0 && isa != 1))
+        return PA_ERR_INVALID;
+    if (isa == 1 && !_pa_avx512vnni_usable())
+        return PA_ERR_STATE;
+    if (qc_depthwise(q))
+        dw_run(q, packed, (const uint8_t *)x, y, scratch);
+    else
+        gemm_run(q, packed, (const uint8_t *)x, y, scratch,
+                 isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable);
+    return PA_OK;
+}
+
+pa_status_t pa_qconv2d_run(const pa_qconv2d_t *q, const void *packed, const void *x, void *y,
+                           void *scratch, size_t scratch_size, pa_workers_t *workers) {
+    (void)workers;
+    return _pa_qconv2d_run_isa(q, packed, x, y, scratch, scratch_size,
+                               _pa_avx512vnni_usable() ? 1 : 0);
+}

@@ -1,0 +1,85 @@
+/* kernels/qconv_vnni.c -- the 8-bit convolution's AVX-512 VNNI tile.
+ *
+ * The product of qconv.h's tile: QC_MR = 6 rows of activations (unsigned
+ * bytes after the XOR) times one or two blocks of 16 output channels of
+ * packed signed weights, 12 accumulators of 16 int32.  Each step of 4
+ * bytes of K broadcasts a row's 4 bytes (one 32-bit load) and adds their
+ * four products with each channel's 4 weights in one vpdpbusd per
+ * register; a last partial group of K reads only the bytes that are
+ * there (the weights past K are zeros).  Integer sums: the same bits as
+ * the portable tile (qconv.c), which tests/c/kernels/test_qconv.c checks.
+ * Picked by pa_qconv2d_run where the processor has AVX512-VNNI
+ * (_pa_avx512vnni_usable, cpu.c: not with PA_DISABLE_AVX512 set).
+ */
+#include "qconv.h"
+#include "isa.h"
+
+#if PA_AVX512_BUILT
+
+#include <immintrin.h>
+
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+VNNI static inline uint32_t load4(const uint8_t *p, int64_t n) {
+    uint32_t v = 0;
+    memcpy(&v, p, (size_t)n);
+    return v;
+}
+
+VNNI static void tile_vnni(const uint8_t *const *rows, int mr, int64_t k, const int8_t *w,
+                           int64_t kq, int nb, uint8_t xo, int32_t acc[QC_MR][2 * QC_NR]) {
+    __m512i c[QC_MR][2];
+    const uint8_t *a[QC_MR];
+    for (int r = 0; r < QC_MR; r++) {
+        c[r][0] = _mm512_setzero_si512();
+        c[r][1] = _mm512_setzero_si512();
+        a[r] = rows[r < mr ? r : 0];        /* rows past mr: computed, not kept */
+    }
+    const uint32_t x4 = 0x01010101u * xo;
+    const int8_t *w1 = w + kq * QC_NR * 4;
+    const int64_t full = k / 4;
+#define QC_STEP(R, V)                                                            \
+    do {                                                                         \
+        __m512i b = _mm512_set1_epi32((int)(V));                                 \
+        c[R][0] = _mm512_dpbusd_epi32(c[R][0], b, w0v);                          \
+        if (nb == 2)                                                             \
+            c[R][1] = _mm512_dpbusd_epi32(c[R][1], b, w1v);                      \
+    } while (0)
+    for (int64_t g = 0; g < full; g++) {
+        __m512i w0v = _mm512_loadu_si512((const void *)(w + g * 64));
+        __m512i w1v = nb == 2 ? _mm512_loadu_si512((const void *)(w1 + g * 64))
+                              : _mm512_setzero_si512();
+        uint32_t v[QC_MR];
+        for (int r = 0; r < QC_MR; r++) {
+            memcpy(&v[r], a[r] + 4 * g, 4);
+            v[r] ^= x4;
+        }
+        QC_STEP(0, v[0]); QC_STEP(1, v[1]); QC_STEP(2, v[2]);
+        QC_STEP(3, v[3]); QC_STEP(4, v[4]); QC_STEP(5, v[5]);
+    }
+    if (full < kq) {                        /* the last 1-3 bytes of K */
+        int64_t g = full, n = k - 4 * g;
+        uint32_t xn = x4 & (0xFFFFFFFFu >> (8 * (4 - n)));
+        __m512i w0v = _mm512_loadu_si512((const void *)(w + g * 64));
+        __m512i w1v = nb == 2 ? _mm512_loadu_si512((const void *)(w1 + g * 64))
+                              : _mm512_setzero_si512();
+        uint32_t v[QC_MR];
+        for (int r = 0; r < QC_MR; r++)
+            v[r] = load4(a[r] + 4 * g, n) ^ xn;
+        QC_STEP(0, v[0]); QC_STEP(1, v[1]); QC_STEP(2, v[2]);
+        QC_STEP(3, v[3]); QC_STEP(4, v[4]); QC_STEP(5, v[5]);
+    }
+#undef QC_STEP
+    for (int r = 0; r < mr; r++) {
+        _mm512_storeu_si512((void *)acc[r], c[r][0]);
+        _mm512_storeu_si512((void *)(acc[r] + QC_NR), c[r][1]);
+    }
+}
+
+const _pa_qc_tile_fn _pa_qc_tile_vnni = tile_vnni;
+
+#else
+
+const _pa_qc_tile_fn _pa_qc_tile_vnni = 0;
+
+#endif

@@ -1,0 +1,78 @@
+"""The 8-bit convolutions' native path (``pa_qconv2d_run``, the C core's
+integer GEMM over im2col blocks and its depthwise kernel), chosen by
+:meth:`.quantized_conv._QConv.setup` when the C kernel takes the op:
+8-bit input and weights, a per-tensor input zero point (constant or
+computed at run time), int32 (ConvInteger) or 8-bit (QLinearConv) output.
+The arithmetic is onnxruntime's (exact int32 accumulators, float32
+requantization rounded half to even); the NumPy path computes the same
+values in floating point (tests/runtime/test_quantized_conv_native.py
+compares the two bit for bit)."""
+import numpy as np
+
+from ..._native import qconv as nq
+from ...errors import InvalidArgumentError
+from .native import Pointers
+
+__all__ = ["QConvNative", "try_native"]
+
+_BYTES = (np.dtype(np.uint8), np.dtype(np.int8))
+
+
+def _ohwi(k, w):
+    """Conv ``k``'s 8-bit weights as [c_out][kh][kw][c_in / groups]
+    (``w``: OIHW / OIW as ONNX has them, or OHWI for NHWC layouts)."""
+    if k.nhwc:
+        return w.reshape(k.cout, k.kh, k.kw, -1)
+    return w.reshape(k.cout, -1, k.kh, k.kw).transpose(0, 2, 3, 1)
+
+
+def try_native(k, w, wzp, bias, xzp):
+    """A :class:`QConvNative` for kernel ``k`` (geometry set, ``w`` its
+    weights, ``wzp`` / ``bias`` per output channel, ``xzp`` the constant
+    input zero point or None when read per run), or None when the op stays
+    on the NumPy path."""
+    xdt, ydt = np.dtype(k.ins[0].dtype), np.dtype(k.outs[0].dtype)
+    if not k.use_native or xdt not in _BYTES or np.dtype(w.dtype) not in _BYTES:
+        return None
+    req = k.requant_params()
+    if (req is None) != (ydt == np.dtype(np.int32)) or (req is not None and ydt not in _BYTES):
+        return None
+    if np.any(np.asarray(bias) != np.rint(bias)) or np.abs(bias).max(initial=0) >= 2**31:
+        return None
+    mult, yzp, lo, hi = req if req is not None else (None, 0, 0, 0)
+    try:
+        desc = nq.qconv2d(
+            nhwc=k.nhwc, n=k.N, c_in=k.c_in, h=k.H, w=k.W, c_out=k.cout, h_out=k.Ho,
+            w_out=k.Wo, kh=k.kh, kw=k.kw, sh=k.sh, sw=k.sw, dh=k.dh, dw=k.dw, pad_top=k.pt,
+            pad_left=k.pl, groups=k.G, x_dtype=xdt, w_dtype=w.dtype, y_dtype=ydt,
+            x_zp=0 if xzp is None else int(xzp), y_zp=int(yzp), y_lo=int(lo), y_hi=int(hi))
+        size, scratch = nq.packed_size(desc), nq.scratch_size(desc)
+    except (InvalidArgumentError, OverflowError):
+        return None
+    return QConvNative(k, desc, size, scratch, _ohwi(k, w), wzp, bias, mult)
+
+
+class QConvNative:
+    """One ``pa_qconv2d_run`` call per run over the whole tensor; the
+    weights packed once into the weights arena."""
+
+    def __init__(self, k, desc, size, scratch, w, wzp, bias, mult):
+        self.kernel, self.desc, self.scratch_bytes = k, desc, scratch
+        self.scratch = [((scratch,), np.uint8)] if scratch else []
+        self.packed = None
+        if not k.sizing:
+            packed = k.kept_empty(size, np.uint8)
+            nq.pack(desc, w, np.asarray(wzp, np.int64).astype(np.int32),
+                    np.asarray(bias).astype(np.int64).astype(np.int32), mult, packed)
+            self.packed = k.keep(packed)
+            self.packed_ptr = nq.ptr(self.packed)
+        self.ptrs = Pointers(k)
+
+    def run(self, xs, ys, sc, x_zp=None):
+        k = self.kernel
+        if x_zp is not None:
+            self.desc.x_zp = int(x_zp)
+        x, y = k.x4(xs[0]), k.y4(ys[0])
+        s = sc[0] if sc else None
+        xp, yp, sp = self.ptrs(x, y, s)
+        nq.run(self.desc, self.packed_ptr, xp, yp, sp, self.scratch_bytes, k.workers)

@@ -1,0 +1,127 @@
+"""The 8-bit convolutions' native path (``pa_qconv2d_run``) against their
+NumPy path and onnxruntime, bit for bit: QLinearConv and ConvInteger of
+random geometry, types and zero points (hypothesis)."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+import onnx  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
+
+from helpers.model_zoo import ort_run  # noqa: E402
+from pyarena.importers import load_model  # noqa: E402
+from pyarena.runtime import Executor  # noqa: E402
+
+
+def _tp(dt):
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+
+
+def _save(path, node, x, inits, y_dtype):
+    g = helper.make_graph(
+        [node], "q", [helper.make_tensor_value_info("x", _tp(x.dtype), list(x.shape))],
+        [helper.make_tensor_value_info("y", _tp(y_dtype), None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+def _run(path, x, native):
+    ex = Executor(load_model(str(path), native=native))
+    paths = {k.op.op_type: k.path for k in ex.kernels}
+    return np.array(ex.run({"x": x})["y"]), paths
+
+
+@st.composite
+def conv_case(draw):
+    depthwise = draw(st.booleans())
+    g = draw(st.sampled_from([1, 1, 2, 3]))
+    cg = draw(st.integers(1, 9))
+    cog = draw(st.integers(1, 40))
+    if depthwise:
+        g = draw(st.integers(2, 24))
+        cg, cog = 1, 1
+    k = draw(st.sampled_from([1, 2, 3, 5]))
+    stride, dil = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pads = [draw(st.integers(0, k - 1)) for _ in range(4)]
+    span = (k - 1) * dil + 1
+    h = draw(st.integers(max(1, span - pads[0] - pads[2]), 12))
+    w = draw(st.integers(max(1, span - pads[1] - pads[3]), 12))
+    return dict(
+        qlinear=draw(st.booleans()), g=g, cin=g * cg, cout=g * cog, k=k, stride=stride,
+        dil=dil, pads=pads, h=h, w=w, n=draw(st.integers(1, 2)),
+        xdt=draw(st.sampled_from([np.uint8, np.int8])),
+        wdt=draw(st.sampled_from([np.uint8, np.int8])),
+        wzp_per_channel=draw(st.booleans()), seed=draw(st.integers(0, 2**31)))
+
+
+def _model(c, tmp_path):
+    rng = np.random.default_rng(c["seed"])
+    xi, wi = np.iinfo(c["xdt"]), np.iinfo(c["wdt"])
+    x = rng.integers(xi.min, xi.max + 1, (c["n"], c["cin"], c["h"], c["w"])).astype(c["xdt"])
+    w = rng.integers(wi.min, wi.max + 1,
+                     (c["cout"], c["cin"] // c["g"], c["k"], c["k"])).astype(c["wdt"])
+    xz = np.array(rng.integers(xi.min, xi.max + 1), c["xdt"])
+    wz = (rng.integers(wi.min, wi.max + 1, c["cout"]) if c["wzp_per_channel"] else
+          np.zeros(c["cout"])).astype(c["wdt"])
+    attrs = dict(group=c["g"], strides=[c["stride"]] * 2, dilations=[c["dil"]] * 2,
+                 pads=c["pads"], kernel_shape=[c["k"]] * 2)
+    if c["qlinear"]:
+        y_dt = c["xdt"]
+        inits = {"xs": np.array(0.02, np.float32), "xz": xz, "w": w,
+                 "ws": rng.uniform(0.0005, 0.01, c["cout"]).astype(np.float32), "wz": wz,
+                 "ys": np.array(rng.uniform(0.05, 2.0), np.float32),
+                 "yz": np.array(rng.integers(np.iinfo(y_dt).min, np.iinfo(y_dt).max + 1), y_dt),
+                 "b": rng.integers(-20000, 20000, c["cout"]).astype(np.int32)}
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz",
+                                                "b"], ["y"], **attrs)
+    else:
+        y_dt = np.int32
+        inits = {"w": w, "xz": xz, "wz": wz if c["wzp_per_channel"] else wz[:1].reshape(())}
+        node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)
+    path = tmp_path / "qconv.onnx"
+    _save(path, node, x, inits, y_dt)
+    return path, x
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c=conv_case())
+def test_native_path_is_the_numpy_path_bit_for_bit(tmp_path, c):
+    path, x = _model(c, tmp_path)
+    native, paths = _run(path, x, True)
+    numpy_, numpy_paths = _run(path, x, False)
+    op = "QLinearConv" if c["qlinear"] else "ConvInteger"
+    assert paths[op] == "native" and numpy_paths[op] == "numpy"
+    assert native.dtype == numpy_.dtype
+    np.testing.assert_array_equal(native, numpy_)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c=conv_case())
+def test_native_path_is_onnxruntime_bit_for_bit(tmp_path, c):
+    # onnxruntime's u8 x s8 kernels without VNNI add pairs of products in
+    # saturating 16-bit lanes: full-range weights under uint8 activations
+    # are compared where that cannot saturate (7-bit weights) only
+    # onnxruntime's kernels take uint8 x uint8 ConvInteger (one weight zero
+    # point) and QLinearConv of int8 inputs with int8 weights only
+    if not c["qlinear"]:
+        c = dict(c, xdt=np.uint8, wdt=np.uint8)
+    elif c["xdt"] == np.int8:
+        c = dict(c, wdt=np.int8)
+    if (c["xdt"] == np.uint8 and c["wdt"] == np.int8) or not c["qlinear"]:
+        c = dict(c, wzp_per_channel=False)
+    path, x = _model(c, tmp_path)
+    if c["xdt"] == np.uint8 and c["wdt"] == np.int8:
+        m = onnx.load(str(path))
+        for t in m.graph.initializer:
+            if t.name == "w":
+                t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) // 2, "w"))
+        onnx.save(m, str(path))
+    ours, _ = _run(path, x, True)
+    ref = ort_run(path, {"x": x})["y"]
+    np.testing.assert_array_equal(ours, ref)
