@@ -120,7 +120,7 @@ class _QConv(Spatial, QuantKernel):
     def run(self, xs, ys, sc):
         if self.native is not None:
             z = None if self.xzp_input is None else xs[self.xzp_input].reshape(-1)[0]
-            return self.native.run(xs, ys, sc, z)
+            return self.native.run(self.x4(xs[0]), self.y4(ys[0]), sc, z)
         x, y = self.x4(xs[0]), self.y4(ys[0])
         pbuf, cols, wf, acc = sc[:4]
         G, K, Wo, cog = self.G, self.K, self.Wo, self.cout // self.G

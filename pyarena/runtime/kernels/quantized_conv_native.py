@@ -1,4 +1,4 @@
-"""The 8-bit convolutions' native path (``pa_qconv2d_run``, the C core's
+"""The 8-bit convolutions' and matrix products' native path (``pa_qconv2d_run``, the C core's
 integer GEMM over im2col blocks and its depthwise kernel), chosen by
 :meth:`.quantized_conv._QConv.setup` when the C kernel takes the op:
 8-bit input and weights, a per-tensor input zero point (constant or
@@ -13,7 +13,7 @@ from ..._native import qconv as nq
 from ...errors import InvalidArgumentError
 from .native import Pointers
 
-__all__ = ["QConvNative", "try_native"]
+__all__ = ["QConvNative", "try_native", "try_native_matmul"]
 
 _BYTES = (np.dtype(np.uint8), np.dtype(np.int8))
 
@@ -26,30 +26,50 @@ def _ohwi(k, w):
     return w.reshape(k.cout, -1, k.kh, k.kw).transpose(0, 2, 3, 1)
 
 
-def try_native(k, w, wzp, bias, xzp):
-    """A :class:`QConvNative` for kernel ``k`` (geometry set, ``w`` its
-    weights, ``wzp`` / ``bias`` per output channel, ``xzp`` the constant
-    input zero point or None when read per run), or None when the op stays
-    on the NumPy path."""
-    xdt, ydt = np.dtype(k.ins[0].dtype), np.dtype(k.outs[0].dtype)
-    if not k.use_native or xdt not in _BYTES or np.dtype(w.dtype) not in _BYTES:
+def _make(k, geometry, w_ohwi, wzp, bias, xzp, x_dtype):
+    """A QConvNative for ``geometry`` (the pa_conv2d_t fields), or None."""
+    ydt = np.dtype(k.outs[0].dtype)
+    if not k.use_native or np.dtype(x_dtype) not in _BYTES or \
+            np.dtype(w_ohwi.dtype) not in _BYTES:
         return None
     req = k.requant_params()
+    if req is NotImplemented:
+        return None
     if (req is None) != (ydt == np.dtype(np.int32)) or (req is not None and ydt not in _BYTES):
         return None
-    if np.any(np.asarray(bias) != np.rint(bias)) or np.abs(bias).max(initial=0) >= 2**31:
+    bias = np.asarray(bias, np.float64)
+    if np.any(bias != np.rint(bias)) or np.abs(bias).max(initial=0) >= 2**31:
         return None
     mult, yzp, lo, hi = req if req is not None else (None, 0, 0, 0)
     try:
-        desc = nq.qconv2d(
-            nhwc=k.nhwc, n=k.N, c_in=k.c_in, h=k.H, w=k.W, c_out=k.cout, h_out=k.Ho,
-            w_out=k.Wo, kh=k.kh, kw=k.kw, sh=k.sh, sw=k.sw, dh=k.dh, dw=k.dw, pad_top=k.pt,
-            pad_left=k.pl, groups=k.G, x_dtype=xdt, w_dtype=w.dtype, y_dtype=ydt,
-            x_zp=0 if xzp is None else int(xzp), y_zp=int(yzp), y_lo=int(lo), y_hi=int(hi))
+        desc = nq.qconv2d(**geometry, x_dtype=x_dtype, w_dtype=w_ohwi.dtype, y_dtype=ydt,
+                          x_zp=0 if xzp is None else int(xzp), y_zp=int(yzp), y_lo=int(lo),
+                          y_hi=int(hi))
         size, scratch = nq.packed_size(desc), nq.scratch_size(desc)
     except (InvalidArgumentError, OverflowError):
         return None
-    return QConvNative(k, desc, size, scratch, _ohwi(k, w), wzp, bias, mult)
+    return QConvNative(k, desc, size, scratch, w_ohwi, wzp, bias, mult)
+
+
+def try_native_matmul(k, b, bzp, azp, m):
+    """The native path of an integer matrix product ``A (m, K) @ b (K, N)``
+    (an NHWC 1x1 convolution of m pixels), or None."""
+    K, N = b.shape
+    geometry = dict(nhwc=True, n=1, c_in=K, h=m, w=1, c_out=N, h_out=m, w_out=1, kh=1, kw=1,
+                    sh=1, sw=1, dh=1, dw=1, pad_top=0, pad_left=0, groups=1)
+    w = np.ascontiguousarray(b.T).reshape(N, 1, 1, K)
+    return _make(k, geometry, w, bzp, np.zeros(N), azp, k.ins[k.layout[0]].dtype)
+
+
+def try_native(k, w, wzp, bias, xzp):
+    """A :class:`QConvNative` for convolution kernel ``k`` (geometry set,
+    ``w`` its weights, ``wzp`` / ``bias`` per output channel, ``xzp`` the
+    constant input zero point or None when read per run), or None when the
+    op stays on the NumPy path."""
+    geometry = dict(nhwc=k.nhwc, n=k.N, c_in=k.c_in, h=k.H, w=k.W, c_out=k.cout, h_out=k.Ho,
+                    w_out=k.Wo, kh=k.kh, kw=k.kw, sh=k.sh, sw=k.sw, dh=k.dh, dw=k.dw,
+                    pad_top=k.pt, pad_left=k.pl, groups=k.G)
+    return _make(k, geometry, _ohwi(k, w), wzp, bias, xzp, k.ins[0].dtype)
 
 
 class QConvNative:
@@ -68,11 +88,12 @@ class QConvNative:
             self.packed_ptr = nq.ptr(self.packed)
         self.ptrs = Pointers(k)
 
-    def run(self, xs, ys, sc, x_zp=None):
+    def run(self, x, y, sc, x_zp=None):
+        """The op on input ``x`` into ``y`` (contiguous, the descriptor's
+        layout), ``x_zp`` the input zero point when it is read per run."""
         k = self.kernel
         if x_zp is not None:
             self.desc.x_zp = int(x_zp)
-        x, y = k.x4(xs[0]), k.y4(ys[0])
         s = sc[0] if sc else None
         xp, yp, sp = self.ptrs(x, y, s)
         nq.run(self.desc, self.packed_ptr, xp, yp, sp, self.scratch_bytes, k.workers)

@@ -10,6 +10,7 @@ from .quantization import QuantKernel, requantize
 from . import shape_rules as rules
 from . import shape_rules_quantized as qrules
 from .registry import register
+from .quantized_conv_native import try_native_matmul
 
 
 class _QMatMul(QuantKernel):
@@ -30,7 +31,6 @@ class _QMatMul(QuantKernel):
             self.fail(f"A {list(a_shape)} and B {list(b.shape)} do not chain")
         self.K, self.N = b.shape
         self.M = math.prod(a_shape[:-1]) if len(a_shape) > 1 else 1
-        self.b = self.keep(np.ascontiguousarray(b))        # the file's integer dtype
         self.ct = np.dtype(np.float64 if self.integer else np.float32)
         self.azp_input = iaz if self.runtime_param(iaz) else None
         azp = np.zeros(1) if self.azp_input is not None else self.qparam(iaz, "a_zero_point")
@@ -39,8 +39,14 @@ class _QMatMul(QuantKernel):
         self.azp = float(azp.reshape(()))
         if self.azp_input is not None:
             self.runtime = (ia, iaz)
-        bzp = self.qparam(ibz, "b_zero_point").reshape(-1)
-        self.bzp = self.keep(np.broadcast_to(bzp, (self.N,)).astype(self.ct))
+        bzp = np.broadcast_to(self.qparam(ibz, "b_zero_point").reshape(-1), (self.N,))
+        self.native = try_native_matmul(self, b, bzp, None if self.azp_input is not None
+                                        else self.azp, self.M)
+        if self.native is not None:
+            self.scratch = self.native.scratch
+            return
+        self.b = self.keep(np.ascontiguousarray(b))        # the file's integer dtype
+        self.bzp = self.keep(bzp.astype(self.ct))
         isz = self.ct.itemsize
         room = max(self.scratch_budget - self.M * self.K * isz, 0)
         self.nc = int(max(1, min(self.N, room // max(1, (self.K + self.M) * isz))))
@@ -51,10 +57,19 @@ class _QMatMul(QuantKernel):
     def finish_setup(self):
         pass
 
+    def requant_params(self):
+        """(multiplier per column as float32, y zero point, lo, hi) of an
+        8-bit output; None for int32 accumulators."""
+        return None
+
     def b_matrix(self, b):
         return b
 
     def run(self, xs, ys, sc):
+        if self.native is not None:
+            z = None if self.azp_input is None else xs[self.azp_input].reshape(-1)[0]
+            return self.native.run(xs[self.layout[0]].reshape(self.M, self.K),
+                                   ys[0].reshape(self.M, self.N), sc, z)
         a = xs[self.layout[0]].reshape(self.M, self.K)
         y = ys[0].reshape(self.M, self.N)
         af, wf, acc = sc
@@ -97,16 +112,22 @@ class QLinearMatMul(_QMatMul):
     layout = (0, 3, 2, 5)
     integer = False
 
-    def finish_setup(self):
+    def requant_params(self):
         a_s = self.qparam(1, "a_scale").reshape(-1)
         b_s = self.qparam(4, "b_scale").reshape(-1)
         y_s = self.qparam(6, "y_scale").reshape(-1)
         if a_s.size != 1 or y_s.size != 1:
             self.fail("per-row scales of a or y are not supported")
-        mult = np.broadcast_to(a_s[0] * b_s / y_s[0], (self.N,))
-        self.mult = self.keep(mult.astype(np.float32))
-        self.yzp = float(self.qparam(7, "y_zero_point").reshape(-1)[0])
-        self.lo, self.hi = self.out_range()
+        # float32, in onnxruntime's order (qlinearmatmul.cc:
+        # a_scale * b_scale[i] / y_scale)
+        f = np.float32
+        mult = np.broadcast_to(f(a_s[0]) * b_s.astype(f) / f(y_s[0]), (self.N,))
+        lo, hi = self.out_range()
+        return mult, float(self.qparam(7, "y_zero_point").reshape(-1)[0]), lo, hi
+
+    def finish_setup(self):
+        mult, self.yzp, self.lo, self.hi = self.requant_params()
+        self.mult = self.keep(np.ascontiguousarray(mult))
 
     def store(self, acc, y, c0, c1):
         np.multiply(acc, self.mult[c0:c1], out=acc)
@@ -126,6 +147,9 @@ class QGemm(QLinearMatMul):
     qdq_form = None
     tflite_int8 = {"FULLY_CONNECTED": "fully_connected"}
     layout = (0, 3, 2, 5)
+
+    def requant_params(self):
+        return NotImplemented       # alpha and C: the NumPy path's store
 
     def b_matrix(self, b):
         if int(self.attrs.get("transA", 0)):
