@@ -661,6 +661,71 @@ static void test_calls_run(void) {
 
 /* -- the worker pool ------------------------------------------------------------- */
 
+/* -- the 8-bit convolution ---------------------------------------------------- */
+
+/* rand_conv's geometry with random (sometimes hostile) 8-bit types, zero
+ * points and clamps: refused where the descriptor is impossible, else run
+ * in buffers of exactly the bytes it implies. */
+static void test_qconv2d(void) {
+    long ran = 0;
+    uint8_t b[64] = {0};
+    CHECK(pa_qconv2d_run(NULL, b, b, b, b, sizeof b, NULL) == PA_ERR_INVALID);
+    CHECK(pa_qconv2d_pack(NULL, b, NULL, NULL, NULL, b, sizeof b) == PA_ERR_INVALID);
+    for (long it = 0; it < fuzz_n; it++) {
+        pa_qconv2d_t q;
+        q.conv = rand_conv();
+        if (!one_in(8))
+            q.conv.act.kind = PA_ACT_NONE;
+        q.x_type = (pa_qtype_t)(one_in(16) ? upto(5) - 1 : upto(2));
+        q.w_type = (pa_qtype_t)(one_in(16) ? upto(5) - 1 : upto(2));
+        q.y_type = (pa_qtype_t)(one_in(16) ? upto(5) - 1 : upto(3));
+        q.x_zp = one_in(16) ? (int32_t)hval() : (int32_t)upto(256) - (q.x_type == PA_Q_S8) * 128;
+        q.y_zp = one_in(16) ? (int32_t)hval() : (int32_t)upto(256) - (q.y_type == PA_Q_S8) * 128;
+        q.y_lo = (q.y_type == PA_Q_S8 ? -128 : 0) + (int32_t)upto(20);
+        q.y_hi = q.y_lo + (int32_t)upto(240);
+        if (one_in(16))
+            q.y_lo = (int32_t)hval();
+        size_t need = pa_qconv2d_packed_size(&q), ss = pa_qconv2d_scratch_size(&q);
+        CHECK((need == 0) == (ss == (size_t)-1));
+        int types_ok = (q.x_type == PA_Q_U8 || q.x_type == PA_Q_S8) &&
+                       (q.w_type == PA_Q_U8 || q.w_type == PA_Q_S8) &&
+                       (unsigned)q.y_type <= (unsigned)PA_Q_S32;
+        if (conv_impossible(&q.conv) || q.conv.act.kind != PA_ACT_NONE || !types_ok) {
+            CHECK_EQ(need, 0);
+            CHECK(pa_qconv2d_run(&q, b, b, b, b, sizeof b, NULL) == PA_ERR_INVALID);
+            CHECK(pa_qconv2d_pack(&q, b, NULL, NULL, NULL, b, sizeof b) == PA_ERR_INVALID);
+            continue;
+        }
+        int64_t nx, ny, nw;
+        if (!need || !conv_small(&q.conv, &nx, &ny, &nw))
+            continue;
+        size_t es = q.y_type == PA_Q_S32 ? 4 : 1;
+        uint8_t *w = malloc((size_t)nw), *x = malloc((size_t)nx), *y = malloc((size_t)ny * es);
+        uint8_t *pk = malloc(need), *sc = malloc(ss ? ss : 1);
+        int32_t *zp = calloc((size_t)q.conv.c_out, 4), *bias = calloc((size_t)q.conv.c_out, 4);
+        float *scale = malloc((size_t)q.conv.c_out * 4);
+        for (int64_t i = 0; i < nw; i++) w[i] = (uint8_t)upto(256);
+        for (int64_t i = 0; i < nx; i++) x[i] = (uint8_t)upto(256);
+        for (int64_t o = 0; o < q.conv.c_out; o++) {
+            scale[o] = one_in(50) ? -1.0f : 0.01f;
+            bias[o] = (int32_t)hval();
+        }
+        pa_status_t st = pa_qconv2d_pack(&q, w, zp, bias, scale, pk, need);
+        int bad_scale = 0;
+        for (int64_t o = 0; o < q.conv.c_out; o++)
+            bad_scale |= scale[o] < 0 && q.y_type != PA_Q_S32;
+        CHECK(st == (bad_scale ? PA_ERR_INVALID : PA_OK));
+        if (st == PA_OK) {
+            CHECK(pa_qconv2d_run(&q, pk, x, y, ss ? sc : NULL, ss, NULL) == PA_OK);
+            if (ss)
+                CHECK(pa_qconv2d_run(&q, pk, x, y, sc, ss - 1, NULL) == PA_ERR_INVALID);
+            ran++;
+        }
+        free(w), free(x), free(y), free(pk), free(sc), free(zp), free(bias), free(scale);
+    }
+    CHECK(ran > fuzz_n / 8);
+}
+
 static void test_workers(void) {
     static const int counts[] = {0, -1, INT32_MIN, INT32_MAX, 257, 1000, 1, 2};
     CHECK(pa_workers_destroy(NULL) == PA_ERR_INVALID);
@@ -702,6 +767,7 @@ int main(void) {
     RUN(test_maxpool2d);
     RUN(test_avgpool2d);
     RUN(test_resize2d);
+    RUN(test_qconv2d);
     RUN(test_calls_run);
     RUN(test_workers);
     return pa_test_report();
