@@ -14,7 +14,8 @@
  *     acc = bias - zu * sum_k s + K * zu * sz - sz * sum_k u + sum_k u * s
  * (the first three per channel and run, the fourth per pixel and only
  * where a weight zero point is not 0), all in int32 modulo 2^32, which is
- * exact while |acc| < 2^31 (K <= QC_MAX_K keeps every sum inside).
+ * exact while |acc| < 2^31 (K <= QC_MAX_K keeps every sum inside; a bias
+ * near the int32 limits wraps, as in onnxruntime, rather than overflowing).
  *
  * Depthwise path (groups = c_in = c_out > 1, at most PA_DW_MAX_TAPS taps):
  * the packed weights are the centred int16 values w - w_zp, and each
@@ -218,7 +219,9 @@ typedef struct qc_out {
 } qc_out_t;
 
 static qc_out_t qc_out(const pa_qconv2d_t *q) {
-    qc_out_t o = {q->y_type, (float)(q->y_lo - q->y_zp), (float)(q->y_hi - q->y_zp), q->y_zp};
+    /* (int64: for int32 outputs the clamp fields are not read, nor checked) */
+    qc_out_t o = {q->y_type, (float)((int64_t)q->y_lo - q->y_zp),
+                  (float)((int64_t)q->y_hi - q->y_zp), q->y_zp};
     return o;
 }
 
@@ -520,10 +523,12 @@ static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
                         const int16_t *wt = wc + (i * c->kw + j) * C;
                         if (sgn)
                             for (int64_t ch = 0; ch < C; ch++)
-                                acc[ch] += ((int32_t)(int8_t)s[ch] - zp) * wt[ch];
+                                acc[ch] = (int32_t)((uint32_t)acc[ch] +
+                                                    (uint32_t)(((int32_t)(int8_t)s[ch] - zp) * wt[ch]));
                         else
                             for (int64_t ch = 0; ch < C; ch++)
-                                acc[ch] += ((int32_t)s[ch] - zp) * wt[ch];
+                                acc[ch] = (int32_t)((uint32_t)acc[ch] +
+                                                    (uint32_t)(((int32_t)s[ch] - zp) * wt[ch]));
                     }
                 }
                 int64_t base = ((n * c->h_out + oh) * c->w_out + ow) * C;
@@ -544,10 +549,12 @@ static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
             for (; ow + QC_NR <= hi; ow += QC_NR) {                                      \
                 const T *r = row + ow + shift;                                           \
                 for (int t = 0; t < QC_NR; t++)                                          \
-                    acc[ow + t] += ((int32_t)r[t] - zp) * wv;                            \
+                    acc[ow + t] = (int32_t)((uint32_t)acc[ow + t] +                      \
+                                            (uint32_t)(((int32_t)r[t] - zp) * wv));      \
             }                                                                            \
         for (; ow < hi; ow++)                                                            \
-            acc[ow] += ((int32_t)row[ow * sw + shift] - zp) * wv;                        \
+            acc[ow] = (int32_t)((uint32_t)acc[ow] +                                      \
+                                (uint32_t)(((int32_t)row[ow * sw + shift] - zp) * wv));  \
     }
 QC_DW_ROW(dw_row_u8, uint8_t)
 QC_DW_ROW(dw_row_s8, int8_t)
