@@ -769,6 +769,16 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
 pa_status_t pa_qconv2d_run(const pa_qconv2d_t *q, const void *packed, const void *x, void *y,
                            void *scratch, size_t scratch_size, pa_workers_t *workers);
 
+/* ONNX DynamicQuantizeLinear (kernels/qdynamic.c), as onnxruntime's
+ * GetQuantizationParameter and MlasQuantizeLinear compute it
+ * (onnxruntime/core/util/qmath.h): the range [min(0, min x), max(0, max x)]
+ * (a NaN anywhere makes it [0, 0]); *scale = (max - min) / 255 in float32,
+ * 1 when max == min; *zero_point = round_half_even(clamp(0 - min / scale,
+ * 0, 255)); y[i] = clamp(round_half_even(x[i] / scale) + zero_point, 0, 255)
+ * (NaN: 0).  PA_ERR_INVALID for NULL pointers (with n > 0 for x and y). */
+pa_status_t pa_dynamic_quantize(const float *x, size_t n, uint8_t *y, float *scale,
+                                uint8_t *zero_point);
+
 /* Separable 2-D resampling of the last two spatial axes: output row i
  * blends input rows r0[i] and r1[i] with weights 1 - rw[i] and rw[i],
  * output column j columns c0[j], c1[j] with 1 - cw[j], cw[j] (nearest:

@@ -4,6 +4,7 @@ tensor or per axis, 8, 16 or 32-bit integers) and ``DynamicQuantizeLinear``
 semantics (see :mod:`.quantization`)."""
 import numpy as np
 
+from ..._native.qdynamic import dynamic_quantize
 from . import shape_rules as rules
 from .quantization import QuantKernel, axis_vector, dequantize, requantize
 from .registry import register
@@ -101,10 +102,24 @@ class DynamicQuantizeLinear(QuantKernel):
         self.shrink_budget()
         self.runtime = (0,)
         shape = self.shape(0) or (1,)
+        # the C core's two passes (no scratch) for float32 data
+        self.native = True if self.use_native and \
+            np.dtype(self.ins[0].dtype) == np.float32 else None
+        if self.native:
+            self.params = (np.empty(1, np.float32), np.empty(1, np.uint8))
+            return
         self.rows = self.rows_per_chunk(shape, 4)
         self.scratch = [((self.rows,) + tuple(shape[1:]), np.float32)]
 
     def run(self, xs, ys, sc):
+        if self.native:
+            s, z = self.params
+            dynamic_quantize(xs[0], ys[0], s, z)
+            if len(ys) > 1:
+                ys[1][...] = s[0]
+            if len(ys) > 2:
+                ys[2][...] = z[0]
+            return
         x = xs[0] if xs[0].ndim else xs[0].reshape(1)
         y = ys[0] if ys[0].ndim else ys[0].reshape(1)
         f = np.float32
