@@ -176,3 +176,43 @@ def test_native_matmul_is_the_numpy_path_and_onnxruntime(tmp_path, qlinear, m, k
         assert "NOT_IMPLEMENTED" in str(e) or "Could not find an implementation" in str(e)
         return
     np.testing.assert_array_equal(native, ref)
+
+
+def _multiplier_case():
+    """Scales whose multiplier x_scale * w_scale / y_scale differs in
+    float32 arithmetic (onnxruntime's) from the float64 value rounded once,
+    and an accumulator whose requantized value differs between the two."""
+    f = np.float32
+    rng = np.random.default_rng(5)
+    accs = np.arange(-30000, 30001, dtype=np.int64)
+    for _ in range(20000):
+        xs, ws, ys = (f(v) for v in rng.uniform(0.001, 0.1, 3))
+        m32 = xs * ws / ys
+        m64 = f(float(xs) * float(ws) / float(ys))
+        if m32 == m64:
+            continue
+        a = accs.astype(np.int32).astype(f)
+        r32, r64 = np.rint(a * m32), np.rint(a * m64)
+        diff = np.nonzero((r32 != r64) & (np.abs(r32) < 100))[0]    # not clamped
+        if diff.size:
+            return xs, ws, ys, int(accs[diff[0]])
+    raise AssertionError("no case found")
+
+
+def test_multiplier_is_float32_as_onnxruntime(tmp_path):
+    """An accumulator on a rounding boundary that only the float32
+    multiplier puts on the right side: with x = x_zero_point the
+    accumulator is the bias."""
+    xs, ws, ys, acc = _multiplier_case()
+    x = np.full((1, 1, 2, 2), 7, np.uint8)
+    inits = {"xs": np.array(xs, np.float32), "xz": np.array(7, np.uint8),
+             "w": np.ones((1, 1, 1, 1), np.uint8), "ws": np.array([ws], np.float32),
+             "wz": np.array([0], np.uint8), "ys": np.array(ys, np.float32),
+             "yz": np.array(128, np.uint8), "b": np.array([acc], np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                            ["y"])
+    path = tmp_path / "mult.onnx"
+    _save(path, node, x, inits, np.uint8)
+    ref = ort_run(path, {"x": x})["y"]
+    for native in (True, False):
+        np.testing.assert_array_equal(_run(path, x, native)[0], ref)
