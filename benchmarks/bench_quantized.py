@@ -12,9 +12,11 @@ random inputs; and dynamic).  For each file the table gives pyarena's
 planned arena and the bytes of the weights it holds (and the file's
 initializer bytes), the median time per inference of pyarena and of
 onnxruntime (one thread, graph optimisations off -- the same file run as
-written -- and on), and the largest difference between the two outputs in
-units of the output's quantum (the scale of its last DequantizeLinear; 0
-for float outputs).  ``--file`` adds a real float model (its input
+written -- and on), the largest difference between pyarena's output and
+each of theirs in units of the output's quantum (the scale of its last
+DequantizeLinear; an absolute difference for float outputs), and the peak
+RSS of a fresh process that loads the file and runs it 5 times (pyarena's
+InferenceSession; onnxruntime on one thread).  ``--file`` adds a real float model (its input
 dimensions fixed as given, then onnxruntime's ``quant_pre_process`` --
 BatchNormalization folded -- before quantizing), e.g. the text-direction
 classifier ``ch_ppocr_mobile_v2.0_cls_infer.onnx`` shipped in the
@@ -22,7 +24,9 @@ classifier ``ch_ppocr_mobile_v2.0_cls_infer.onnx`` shipped in the
 """
 import argparse
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -121,6 +125,36 @@ def quantum(path):
     return 0.0
 
 
+def rss_child(runtime, path, feed_name, dims):
+    """In a process of its own: load ``path`` with ``runtime`` (pyarena's
+    InferenceSession, or onnxruntime on one thread with its default
+    optimisations), run it 5 times, print the peak RSS in KiB."""
+    shape = [int(d) for d in dims.split(",")]
+    x = np.random.default_rng(5).uniform(-1, 1, shape).astype(np.float32)
+    if runtime == "pyarena":
+        import pyarena
+        s = pyarena.InferenceSession(path)
+    else:
+        s = ort_session(path, True)
+    for _ in range(5):
+        s.run(None, {feed_name: x})
+    # VmHWM: this process image's own peak (ru_maxrss keeps the parent's
+    # peak across fork + exec on Linux)
+    with open("/proc/self/status") as f:
+        hwm = [line for line in f if line.startswith("VmHWM:")]
+    print(int(hwm[0].split()[1]) if hwm else
+          resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def peak_rss_mib(runtime, path, feed_name, shape):
+    """Peak RSS (MiB) of a fresh process that loads and runs the model."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", runtime,
+                          path, feed_name, ",".join(str(d) for d in shape)],
+                         capture_output=True, text=True, check=True,
+                         env=dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1"))
+    return int(out.stdout.split()[-1]) / 1024
+
+
 def row(name, tag, path, feed_name, x, repeat):
     import onnx
     from onnx import numpy_helper
@@ -139,19 +173,25 @@ def row(name, tag, path, feed_name, x, repeat):
     ours = np.asarray(list(ex.run(feeds).values())[0])
     plain, opt = ort_session(path, False), ort_session(path, True)
     ref = plain.run(None, feeds)[0]
+    ref_opt = opt.run(None, feeds)[0]
     q = quantum(path)
-    diff = np.abs(ours.astype(np.float64) - ref).max()
-    diff_s = f"{diff / q:.2f} q" if q else f"{diff:.1e}"
+
+    def apart(r):
+        d = np.abs(ours.astype(np.float64) - r).max()
+        return f"{d / q:.0f} q" if q else f"{d:.0e}"
     file_w = sum(numpy_helper.to_array(i).nbytes for i in onnx.load(path).graph.initializer)
     t_ours = median_ms(lambda: ex.run(feeds), repeat)
     t_plain = median_ms(lambda: plain.run(None, feeds), repeat)
     t_opt = median_ms(lambda: opt.run(None, feeds), repeat)
+    rss = [peak_rss_mib(r, path, feed_name, x.shape) for r in ("pyarena", "onnxruntime")]
     print(f"{name[:16]:<17}{tag:<10}{p.arena_bytes / 2**20:>9.2f}{ex.weights_bytes / 2**20:>9.2f}"
           f"{file_w / 2**20:>9.2f}{t_ours:>10.2f}{t_plain:>10.2f}{t_opt:>10.2f}"
-          f"{t_ours / t_opt:>8.2f}{diff_s:>10}")
+          f"{t_ours / t_opt:>8.2f}{apart(ref):>9}{apart(ref_opt):>9}{rss[0]:>8.1f}{rss[1]:>8.1f}")
 
 
 def main():
+    if sys.argv[1:2] == ["--rss-child"]:
+        return rss_child(*sys.argv[2:6])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="squeezenet,shufflenet,resnet50")
     ap.add_argument("--repeat", type=int, default=9)
@@ -159,8 +199,10 @@ def main():
                     help="a real float model and its input dims")
     args = ap.parse_args()
     print(f"{'model':<17}{'format':<10}{'arena':>9}{'weights':>9}{'file w.':>9}"
-          f"{'pyarena':>10}{'ort -O0':>10}{'ort':>10}{'vs ort':>8}{'max diff':>10}")
-    print(f"{'':<27}{'MiB':>9}{'MiB':>9}{'MiB':>9}{'ms':>10}{'ms':>10}{'ms':>10}")
+          f"{'pyarena':>10}{'ort -O0':>10}{'ort':>10}{'vs ort':>8}{'vs -O0':>9}{'vs ort':>9}"
+          f"{'RSS pa':>8}{'RSS ort':>8}")
+    print(f"{'':<27}{'MiB':>9}{'MiB':>9}{'MiB':>9}{'ms':>10}{'ms':>10}{'ms':>10}{'':>8}"
+          f"{'max diff':>9}{'max diff':>9}{'MiB':>8}{'MiB':>8}")
     with tempfile.TemporaryDirectory() as d:
         jobs = [(name, None) for name in args.models.split(",") if name]
         jobs += [prepare_file(spec, d) for spec in args.file]
