@@ -325,8 +325,24 @@ static int32_t im2col_row(const qc_run_t *R, const uint8_t *img, uint8_t xo, int
     const pa_conv2d_t *c = &R->q->conv;
     const int64_t cg = c->c_in / c->groups, oh = p / c->w_out, ow = p % c->w_out;
     int32_t sum = 0;
+    const int64_t iw0 = ow * c->sw - c->pad_left, run = c->kw * cg;
+    const int whole_rows = c->groups == 1 && c->dw == 1 && iw0 >= 0 && iw0 + c->kw <= c->w;
     for (int64_t i = 0; i < c->kh; i++) {
         int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
+        if (whole_rows && ih >= 0 && ih < c->h) {
+            /* the window's row: kw pixels of all channels, one run */
+            const uint8_t *s = img + (ih * c->w + iw0) * c->c_in;
+            if (xo || run < 16)
+                for (int64_t t = 0; t < run; t++)
+                    dst[t] = (uint8_t)(s[t] ^ xo);
+            else
+                memcpy(dst, s, (size_t)run);
+            if (R->need_rs)
+                for (int64_t t = 0; t < run; t++)
+                    sum += dst[t];
+            dst += run;
+            continue;
+        }
         for (int64_t j = 0; j < c->kw; j++, dst += cg) {
             int64_t iw = ow * c->sw - c->pad_left + j * c->dw;
             if (ih < 0 || ih >= c->h || iw < 0 || iw >= c->w) {
@@ -335,7 +351,7 @@ static int32_t im2col_row(const qc_run_t *R, const uint8_t *img, uint8_t xo, int
                 continue;
             }
             const uint8_t *s = img + (ih * c->w + iw) * c->c_in + g * cg;
-            if (xo)
+            if (xo || cg < 16)      /* (a call costs more than a few bytes) */
                 for (int64_t ch = 0; ch < cg; ch++)
                     dst[ch] = (uint8_t)(s[ch] ^ xo);
             else
