@@ -150,3 +150,30 @@ def test_native_and_numpy_paths_agree(case):
         slow, kind = ours(path, feeds, False, budget=64)
     assert kind == "numpy"
     assert np.array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("dt", [np.uint8, np.int8])
+def test_a_product_past_int32_is_the_lowest_value_as_in_onnxruntime(tmp_path, dt):
+    """onnxruntime's float -> int32 conversion gives INT32_MIN for 2^31 and
+    above, so a huge product saturates to the type's lowest value, not its
+    highest."""
+    lo, hi = RANGE[dt]
+    q = {"as": 1.0, "bs": 1.0, "cs": 1e-30, "az": 0, "bz": 0, "cz": 0}
+    save_model(tmp_path / "m.onnx", "QLinearMul", (4,), (4,), dt, q)
+    feeds = {"a": np.array([hi, 1, 0, 1], dt), "b": np.array([hi, 1, 5, 0], dt)}
+    ref = ort_run(tmp_path / "m.onnx", feeds)["y"]
+    assert ref.tolist() == [lo, lo, 0, 0]
+    for native in (True, False):
+        assert np.array_equal(ours(tmp_path / "m.onnx", feeds, native)[0], ref)
+
+
+def test_the_fused_constant_part_of_onnxruntime(tmp_path):
+    """onnxruntime's Add computes zy - fma(rA, za, rB * zb) in one rounding:
+    with two roundings this element would be 27 (found by search)."""
+    q = {"as": 0.0709, "bs": 0.0155, "cs": 0.06, "az": 231, "bz": 69, "cz": 92}
+    save_model(tmp_path / "m.onnx", "QLinearAdd", (2,), (2,), np.uint8, q)
+    feeds = {"a": np.array([141, 141], np.uint8), "b": np.array([231, 231], np.uint8)}
+    ref = ort_run(tmp_path / "m.onnx", feeds)["y"]
+    assert ref.tolist() == [28, 28]
+    for native in (True, False):
+        assert ours(tmp_path / "m.onnx", feeds, native)[0].tolist() == [28, 28]

@@ -49,6 +49,7 @@ TFLITE = ("tests/importers/test_tflite_importer.py", "tests/runtime/test_tflite_
 CONFORMANCE = ("tests/importers/test_conformance_fixes.py",)
 HOSTILE_TFLITE = ("tests/importers/test_tflite_hostile_options.py",)
 NAN_POLICY = ("tests/runtime/test_nan_policy.py",)
+QBIN_C = ("c:kernels/test_qelementwise", "tests/runtime/test_quantized_binary.py")
 RUNTIME_PARAMS = ("tests/importers/test_runtime_parameters.py",
                   "tests/importers/test_conformance_fixes.py")
 
@@ -2731,10 +2732,11 @@ MUTANTS += [
       "        ch = items_per_step(self.scratch_budget, self.dtype.itemsize, n)",
       "a chunk sized for one buffer when the kernel holds nbuf of them",
       ("tests/runtime/test_kernels.py",)),
-    M("qlinear-chunk-unfloored", "pyarena/runtime/kernels/quantized_contrib.py",
-      "        self.chunk = self.step_items(8, self.total) if flat else \\",
-      "        self.chunk = int(max(1, min(self.total, self.scratch_budget // 8))) if flat else \\",
-      "QLinearAdd / Mul take one element per step under a one-byte budget", (CLIFFS,)),
+    M("qlinear-chunk-unfloored", "pyarena/runtime/kernels/quantized_binary.py",
+      "            self.rows = self.step_items(12 * row, rows, row)",
+      "            self.rows = int(max(1, min(rows, self.scratch_budget // (12 * row))))",
+      "QLinearAdd / Mul's NumPy path takes one row per step under a one-byte budget",
+      (CLIFFS, "tests/runtime/test_quantized_binary.py")),
     M("qlinear-softmax-rows-unfloored", "pyarena/runtime/kernels/quantized_contrib.py",
       "        self.rows = self.step_items(4 * self.inner, self.outer, self.inner)",
       "        self.rows = int(max(1, min(self.outer, self.scratch_budget // "
@@ -3151,4 +3153,48 @@ MUTANTS += [
       '        self.f = np.add if self.op.op_type == "GlobalAveragePool" else np.maximum',
       '        self.f = np.add if self.op.op_type == "GlobalAveragePool" else np.fmax',
       "GlobalMaxPool ignores NaN (np.fmax)", NAN_POLICY),
+    # ---- 8-bit quantized element-wise kernels: onnxruntime's bits, native and NumPy ------
+    M("qadd-fixed-part-unfused", "csrc/kernels/qelementwise.c",
+      "    k.f = (float)p->y_zero_point - fmaf(k.rv, (float)k.zv, prod);",
+      "    k.f = (float)p->y_zero_point - (k.rv * (float)k.zv + prod);",
+      "QLinearAdd's constant part rounded twice where onnxruntime fuses it (off by one "
+      "quantum on some inputs)", QBIN_C),
+    M("qadd-roles-not-swapped", "csrc/kernels/qelementwise.c",
+      "    const int swap = p->a_inner == 0;",
+      "    const int swap = 0;",
+      "a scalar A read as onnxruntime's vector operand", QBIN_C),
+    M("qcvt-past-int32-saturates-high", "csrc/kernels/qelementwise.c",
+      "    return t < 2147483648.0f ? i : lo;",
+      "    return i;",
+      "a value past int32 saturates to the highest value (onnxruntime's conversion gives "
+      "INT32_MIN, the lowest)", QBIN_C),
+    M("qbinary-inner-stride-unchecked", "csrc/kernels/qelementwise.c",
+      "        (p->b_inner != 0 && p->b_inner != 1))",
+      "        0)",
+      "an inner stride the row kernels do not read (2) accepted", QBIN_C),
+    M("qbinary-numpy-roles-not-swapped", "pyarena/runtime/kernels/quantized_binary.py",
+      "        v, s = (b, a) if self.swap else (a, b)",
+      "        v, s = (a, b)",
+      "the NumPy QLinearAdd takes A as the vector operand when it is the scalar one",
+      ("tests/runtime/test_quantized_binary.py",)),
+    M("qbinary-numpy-past-int32-dropped", "pyarena/runtime/kernels/quantized_binary.py",
+      "        np.copyto(t, F32(self.lo), where=big)\n",
+      "",
+      "the NumPy path saturates a value past int32 to the highest value",
+      ("tests/runtime/test_quantized_binary.py",)),
+    M("qbinary-binding-b-strides-swapped", "pyarena/_native/qelementwise.py",
+      '"b_outer": b_strides[0], "b_middle": b_strides[1]',
+      '"b_outer": b_strides[1], "b_middle": b_strides[0]',
+      "B's outer and middle strides swapped in the descriptor",
+      ("tests/runtime/test_quantized_binary.py",)),
+    M("qconcat-table-y-stride", "pyarena/runtime/kernels/quantized_contrib.py",
+      "(blocks, width * inner, width * inner, out[self.axis] * inner)",
+      "(blocks, width * inner, width * inner, width * inner)",
+      "the native QLinearConcat steps through y by the input's width, not y's",
+      ("tests/runtime/test_quantized_native.py",)),
+    M("quantize-native-zero-point-dropped", "pyarena/runtime/kernels/quantized.py",
+      "                                    int(self.zp), self.lo, self.hi)",
+      "                                    0, self.lo, self.hi)",
+      "the native QuantizeLinear forgets the zero point",
+      ("tests/runtime/test_quantized_native.py", "tests/runtime/test_quantized_kernels.py")),
 ]

@@ -149,6 +149,15 @@ static void test_qbinary_by_hand(void) {
     p.a_scale = 1e30f;
     CHECK_EQ(pa_qbinary(&p, a, b, y), PA_OK);
     CHECK(y[0] == 0 && y[2] == 0);
+    /* onnxruntime's constant part is fused: zy - fma(rA, za, rB * zb); rounded
+     * twice it would give 27 here (found by search, checked against onnxruntime) */
+    uint8_t fa = 141, fb = 231, fy = 0;
+    pa_qbinary_t r = {.op = PA_QBINARY_ADD, .type = PA_QTYPE_U8, .a_scale = 0.0709f,
+                      .b_scale = 0.0155f, .y_scale = 0.06f, .a_zero_point = 231,
+                      .b_zero_point = 69, .y_zero_point = 92, .y_min = 0, .y_max = 255,
+                      .outer = 1, .middle = 1, .inner = 1, .a_inner = 1, .b_inner = 1};
+    CHECK_EQ(pa_qbinary(&r, &fa, &fb, &fy), PA_OK);
+    CHECK_EQ(fy, 28);
     int8_t sa[2] = {-128, 127}, sb[2] = {-128, 127}, sy[2];
     pa_qbinary_t q = {.op = PA_QBINARY_ADD, .type = PA_QTYPE_S8, .a_scale = 1,
                       .b_scale = 1, .y_scale = 1, .y_min = -128, .y_max = 127,
