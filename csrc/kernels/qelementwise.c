@@ -148,6 +148,39 @@ PA_INLINE float mul_t(int32_t p, float ratio, float zy) {
 PA_QB_ROWS(uint8_t, u8)
 PA_QB_ROWS(int8_t, s8)
 
+/* The 256 bytes 0..255: every value of an 8-bit type, by its byte. */
+static const uint8_t all_bytes[256] = {
+#define PA_B4(i) (i), (i) + 1, (i) + 2, (i) + 3
+#define PA_B16(i) PA_B4(i), PA_B4((i) + 4), PA_B4((i) + 8), PA_B4((i) + 12)
+#define PA_B64(i) PA_B16(i), PA_B16((i) + 16), PA_B16((i) + 32), PA_B16((i) + 48)
+    PA_B64(0), PA_B64(64), PA_B64(128), PA_B64(192)
+#undef PA_B64
+#undef PA_B16
+#undef PA_B4
+};
+
+/* Runs at least this long with one value of s go through a table: with s
+ * fixed the result is a function of v's byte, so the row kernel computes
+ * its 256 results (on all_bytes: the same function, the same bits) and
+ * the run is a lookup (about twice as fast as the arithmetic). */
+#define PA_QB_TABLE_MIN 1024
+
+#define PA_QB_TABLE(T, NAME)                                                         \
+    PA_INLINE void vs_table_##NAME(const T *restrict v, int32_t s, T *restrict y,    \
+                                   int64_t n, const qb_consts_t *k, int mul) {       \
+        T table[256];                                                                \
+        if (mul)                                                                     \
+            mul_vs_##NAME((const T *)all_bytes, s, table, 256, k);                   \
+        else                                                                         \
+            add_vs_##NAME((const T *)all_bytes, s, table, 256, k);                   \
+        const uint8_t *vb = (const uint8_t *)v;                                      \
+        for (int64_t i = 0; i < n; i++)                                              \
+            y[i] = table[vb[i]];                                                     \
+    }
+
+PA_QB_TABLE(uint8_t, u8)
+PA_QB_TABLE(int8_t, s8)
+
 /* The walk: outer x middle runs of `inner`; s_vector says whether s
  * varies along a run (else one value of s per run). */
 #define PA_QB_WALK(T, NAME)                                                         \
@@ -165,6 +198,8 @@ PA_QB_ROWS(int8_t, s8)
                     mul_vv_##NAME(vr, sr, yr, inner, k);                            \
                 else if (s_vector)                                                  \
                     add_vv_##NAME(vr, sr, yr, inner, k);                            \
+                else if (inner >= PA_QB_TABLE_MIN)                                  \
+                    vs_table_##NAME(vr, sr[0], yr, inner, k, mul);                  \
                 else if (mul)                                                       \
                     mul_vs_##NAME(vr, sr[0], yr, inner, k);                         \
                 else                                                                \
@@ -252,22 +287,38 @@ pa_status_t pa_qlookup(const uint8_t *table, const void *x, void *y, int64_t blo
 
 /* -- QuantizeLinear / DequantizeLinear ------------------------------- */
 
-PA_INLINE void quantize_body(const float *restrict x, void *restrict y, int64_t n, float scale,
-                             float zp, int32_t lo, int32_t hi, int s8) {
-    for (int64_t i = 0; i < n; i++) {
-        float q = x[i] / scale;
-        int32_t v = requant(q, zp, lo, hi);
-        store8(y, i, q == q ? v : 0, s8);
+/* Typed bodies (PA_MAP: -O2 vectorises them).  A NaN quantizes to 0. */
+#define PA_QUANT_BODIES(T, NAME)                                                       \
+    PA_INLINE void quantize_##NAME(const float *restrict x, T *restrict y, int64_t n,  \
+                                   float scale, float zp, int32_t lo, int32_t hi) {    \
+        PA_MAP(y, (size_t)n, i, (T)quant_one(x[i], scale, zp, lo, hi));                \
+    }                                                                                  \
+    PA_INLINE void dequantize_##NAME(const T *restrict x, float *restrict y, int64_t n,\
+                                     float scale, float zp) {                          \
+        PA_MAP(y, (size_t)n, i, dequant_one((int32_t)x[i], scale, zp));                \
     }
+
+PA_INLINE int32_t quant_one(float x, float scale, float zp, int32_t lo, int32_t hi) {
+    float q = x / scale;
+    int32_t v = requant(q, zp, lo, hi);
+    return q == q ? v : 0;
 }
+
+PA_INLINE float dequant_one(int32_t x, float scale, float zp) {
+    float d = (float)x - zp;
+    return d * scale;
+}
+
+PA_QUANT_BODIES(uint8_t, u8)
+PA_QUANT_BODIES(int8_t, s8)
 
 PA_MULTIVERSION
 static void quantize_run(int s8, const float *x, void *y, int64_t n, float scale, float zp,
                          int32_t lo, int32_t hi) {
     if (s8)
-        quantize_body(x, y, n, scale, zp, lo, hi, 1);
+        quantize_s8(x, y, n, scale, zp, lo, hi);
     else
-        quantize_body(x, y, n, scale, zp, lo, hi, 0);
+        quantize_u8(x, y, n, scale, zp, lo, hi);
 }
 
 pa_status_t pa_quantize_linear(pa_qtype_t type, const float *x, void *y, int64_t n,
@@ -278,21 +329,13 @@ pa_status_t pa_quantize_linear(pa_qtype_t type, const float *x, void *y, int64_t
     return PA_OK;
 }
 
-PA_INLINE void dequantize_body(const void *restrict x, float *restrict y, int64_t n,
-                               float scale, float zp, int s8) {
-    for (int64_t i = 0; i < n; i++) {
-        float d = (float)load8(x, i, s8) - zp;
-        y[i] = d * scale;
-    }
-}
-
 PA_MULTIVERSION
 static void dequantize_run(int s8, const void *x, float *y, int64_t n, float scale,
                            float zp) {
     if (s8)
-        dequantize_body(x, y, n, scale, zp, 1);
+        dequantize_s8(x, y, n, scale, zp);
     else
-        dequantize_body(x, y, n, scale, zp, 0);
+        dequantize_u8(x, y, n, scale, zp);
 }
 
 pa_status_t pa_dequantize_linear(pa_qtype_t type, const void *x, float *y, int64_t n,
@@ -314,6 +357,18 @@ PA_INLINE int32_t pool_out(int64_t sum, int64_t spatial, float xzp, float mult, 
     return requant(t, yzp, lo, hi);
 }
 
+/* The sum of a row of n <= 2^16 values: int32 lanes (no overflow at that
+ * length), so -O2 vectorises it. */
+#define PA_ROW_SUM(T, NAME)                                                 \
+    PA_INLINE int64_t row_sum_##NAME(const T *restrict row, int64_t n) {    \
+        int32_t sum = 0;                                                    \
+        for (int64_t i = 0; i < n; i++)                                     \
+            sum += row[i];                                                  \
+        return sum;                                                         \
+    }
+PA_ROW_SUM(uint8_t, u8)
+PA_ROW_SUM(int8_t, s8)
+
 /* Channels at a time of the NHWC sums (their int64 sums on the stack). */
 #define PA_GAP_CHANNELS 256
 
@@ -327,9 +382,8 @@ static void gap_run(int s8, int nhwc, int64_t n, int64_t c, int64_t spatial,
         if (!nhwc) {
             for (int64_t ch = 0; ch < c; ch++) {
                 const uint8_t *row = xi + ch * spatial;
-                int64_t sum = 0;
-                for (int64_t i = 0; i < spatial; i++)
-                    sum += load8(row, i, s8);
+                int64_t sum = s8 ? row_sum_s8((const int8_t *)row, spatial)
+                                 : row_sum_u8(row, spatial);
                 store8(yi, ch, pool_out(sum, spatial, xzp, mult, yzp, lo, hi), s8);
             }
             continue;

@@ -117,6 +117,46 @@ static void test_qbinary_matches_reference(void) {
     CHECK_EQ(failures, 0);
 }
 
+/* Long runs with one value of the scalar operand (looked up in a table
+ * of the run's 256 results) give the reference's bytes too. */
+static void test_qbinary_long_scalar_runs(void) {
+    enum { M = 3, I = 1500 };
+    static uint8_t a[M * I], b[M * I], y[M * I];
+    int failures = 0;
+    for (int trial = 0; trial < 16; trial++) {
+        const int s8 = trial & 1, swap = (trial >> 1) & 1;
+        int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+        pa_qbinary_t p = {
+            .op = (trial >> 2) & 1 ? PA_QBINARY_MUL : PA_QBINARY_ADD,
+            .type = s8 ? PA_QTYPE_S8 : PA_QTYPE_U8,
+            .a_scale = srand_scale(), .b_scale = srand_scale(), .y_scale = srand_scale(),
+            .a_zero_point = irand(lo, hi), .b_zero_point = irand(lo, hi),
+            .y_zero_point = irand(lo, hi), .y_min = lo, .y_max = (trial >> 3) ? hi - 9 : hi,
+            .outer = 1, .middle = M, .inner = I};
+        if (p.op == PA_QBINARY_MUL)
+            p.y_scale = p.a_scale * p.b_scale * (float)irand(10, 300);
+        /* the scalar operand is one value per run: (1, M, 1) */
+        if (swap) {
+            p.a_middle = 1;
+            p.b_middle = I, p.b_inner = 1;
+        } else {
+            p.a_middle = I, p.a_inner = 1;
+            p.b_middle = 1;
+        }
+        fill(a, M * I, s8);
+        fill(b, M * I, s8);
+        CHECK_EQ(pa_qbinary(&p, a, b, y), PA_OK);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t i = 0; i < I; i++) {
+                int32_t av = get(a, m * p.a_middle + i * p.a_inner, s8);
+                int32_t bv = get(b, m * p.b_middle + i * p.b_inner, s8);
+                if (get(y, m * I + i, s8) != ref_elem(&p, av, bv))
+                    failures++;
+            }
+    }
+    CHECK_EQ(failures, 0);
+}
+
 /* In place (y is a, read at the same strides) gives the out-of-place bytes. */
 static void test_qbinary_in_place(void) {
     enum { N = 100 };
@@ -278,6 +318,7 @@ static void test_global_avgpool_layouts(void) {
 
 int main(void) {
     RUN(test_qbinary_matches_reference);
+    RUN(test_qbinary_long_scalar_runs);
     RUN(test_qbinary_in_place);
     RUN(test_qbinary_by_hand);
     RUN(test_qbinary_refuses_bad_input);
