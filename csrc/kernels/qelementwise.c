@@ -105,28 +105,41 @@ typedef struct qb_consts {
     int32_t lo, hi;
 } qb_consts_t;
 
+/* PA_MAP's blocks of 32 elements: one 256-bit register of bytes (16, a
+ * PA_VEC, held the loops to 128-bit registers). */
+#define PA_QB_BLOCK 32
+#define PA_QMAP(dst, n, i, EXPR)                                         \
+    do {                                                                 \
+        size_t i##_0 = 0;                                                \
+        for (; i##_0 + PA_QB_BLOCK <= (n); i##_0 += PA_QB_BLOCK)         \
+            for (size_t i = i##_0; i < i##_0 + PA_QB_BLOCK; i++)         \
+                (dst)[i] = (EXPR);                                       \
+        for (size_t i = i##_0; i < (n); i++)                             \
+            (dst)[i] = (EXPR);                                           \
+    } while (0)
+
 /* The row kernels, one per element type T (a fixed-length inner loop,
- * PA_MAP, so -O2 vectorises them).  vv: both operands vectors (v = a,
+ * PA_QMAP, so -O2 vectorises them).  vv: both operands vectors (v = a,
  * s = b); vs: s one value for the run. */
 #define PA_QB_ROWS(T, NAME)                                                        \
     PA_INLINE void add_vv_##NAME(const T *restrict v, const T *restrict s,         \
                                  T *restrict y, int64_t n, const qb_consts_t *k) { \
         const float rv = k->rv, rs = k->rs, f = k->f;                              \
         const int32_t lo = k->lo, hi = k->hi;                                      \
-        PA_MAP(y, (size_t)n, i,                                                    \
+        PA_QMAP(y, (size_t)n, i,                                                    \
                (T)cvt_sat(fmaf((float)v[i], rv, fmaf((float)s[i], rs, f)), lo, hi)); \
     }                                                                              \
     PA_INLINE void add_vs_##NAME(const T *restrict v, int32_t s, T *restrict y,    \
                                  int64_t n, const qb_consts_t *k) {                \
         const float rv = k->rv, fs = fmaf((float)s, k->rs, k->f);                  \
         const int32_t lo = k->lo, hi = k->hi;                                      \
-        PA_MAP(y, (size_t)n, i, (T)cvt_sat(fmaf((float)v[i], rv, fs), lo, hi));    \
+        PA_QMAP(y, (size_t)n, i, (T)cvt_sat(fmaf((float)v[i], rv, fs), lo, hi));    \
     }                                                                              \
     PA_INLINE void mul_vv_##NAME(const T *restrict v, const T *restrict s,         \
                                  T *restrict y, int64_t n, const qb_consts_t *k) { \
         const float ratio = k->ratio, zy = k->zy;                                  \
         const int32_t zv = k->zv, zs = k->zs, lo = k->lo, hi = k->hi;              \
-        PA_MAP(y, (size_t)n, i,                                                    \
+        PA_QMAP(y, (size_t)n, i,                                                    \
                (T)cvt_sat(mul_t(((int32_t)v[i] - zv) * ((int32_t)s[i] - zs), ratio, zy), \
                           lo, hi));                                                \
     }                                                                              \
@@ -134,7 +147,7 @@ typedef struct qb_consts {
                                  int64_t n, const qb_consts_t *k) {                \
         const float ratio = k->ratio, zy = k->zy;                                  \
         const int32_t zv = k->zv, ds = s - k->zs, lo = k->lo, hi = k->hi;          \
-        PA_MAP(y, (size_t)n, i,                                                    \
+        PA_QMAP(y, (size_t)n, i,                                                    \
                (T)cvt_sat(mul_t(((int32_t)v[i] - zv) * ds, ratio, zy), lo, hi));   \
     }
 
