@@ -116,6 +116,18 @@ def test_numpy_steps_within_budget_but_not_below_the_floor(tmp_path):
     assert k.rows < 64                    # (and in pieces: 64 rows are the whole)
 
 
+def test_numpy_steps_take_the_quantized_floor(tmp_path):
+    """A budget of a quarter of the op's bytes (16 KiB here) fits 10 rows
+    of 128; the quantized floor (STEP_ELEMENTS) raises that to 16, not to the
+    float kernels' larger floor, whose scratch would set a small int8 model's
+    arena."""
+    q = {"as": 0.1, "bs": 0.1, "cs": 0.2, "az": 1, "bz": 2, "cz": 3}
+    save_model(tmp_path / "m.onnx", "QLinearAdd", (64, 128), (64, 128), np.uint8, q)
+    graph = load_model(str(tmp_path / "m.onnx"), native=False)
+    k = graph_kernel(graph, graph.ops[0])
+    assert k.rows == -(-STEP_ELEMENTS // 128) == 16
+
+
 @st.composite
 def cases(draw):
     nd = draw(st.integers(1, 4))

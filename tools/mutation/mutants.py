@@ -2756,7 +2756,8 @@ MUTANTS += [
       "                              STEP_ELEMENTS)",
       "        return items_per_step(self.scratch_budget, item_bytes, total, item_elements)",
       "the quantized kernels take the float kernels' floor: their scratch sets a small int8 "
-      "model's arena", ("tests/importers/test_quantized_models.py",)),
+      "model's arena", ("tests/importers/test_quantized_models.py",
+                        "tests/runtime/test_quantized_binary.py")),
     # ---- ONNX conformance fixes (tests/importers/test_conformance_fixes.py) ------------
     M("div-trunc-floors", "pyarena/runtime/kernels/evaluators.py",
       "        np.fmod(a, b, out=scratch)\n",
