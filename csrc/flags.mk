@@ -23,4 +23,4 @@ PA_CFLAGS_OPT = -O2 -g
 PA_CFLAGS_STD = -std=c11 -fno-trapping-math
 PA_CFLAGS_WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror=implicit-function-declaration
 PA_CFLAGS_PIC = -fPIC
-PA_LDLIBS = -lpthread
+PA_LDLIBS = -lpthread -lm

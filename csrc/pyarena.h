@@ -790,6 +790,77 @@ pa_status_t pa_resize2d(pa_layout_t layout, int64_t n, int64_t c, int64_t h, int
                         const int32_t *c0, const int32_t *c1, const float *cw,
                         const float *x, float *y, pa_workers_t *workers);
 
+/* ------------------------------------------------------------------ */
+/* 8-bit quantized element-wise kernels (onnxruntime's QOperator ops)  */
+/* ------------------------------------------------------------------ */
+
+/* The element type of an 8-bit quantized tensor: pa_qtype_t above,
+ * PA_Q_U8 or PA_Q_S8 (PA_Q_S32 is refused here). */
+
+typedef enum pa_qbinary_op {
+    PA_QBINARY_ADD = 0,
+    PA_QBINARY_MUL = 1
+} pa_qbinary_op_t;
+
+/* A quantized Add or Mul, y = quantize(dequantize(a) op dequantize(b)),
+ * with onnxruntime's arithmetic on x86-64 (MLAS; kernels/qelementwise.c
+ * gives the formulas), so the results are its bits.  y holds
+ * outer x middle x inner elements, C-contiguous; operand element
+ * (o, m, i) is at o * *_outer + m * *_middle + i * *_inner elements from
+ * its base.  An operand whose inner stride is 0 is one value per inner
+ * run (onnxruntime's "scalar" span, which it computes otherwise: when a's
+ * inner stride is 0, b is the vector operand).  y_min / y_max clamp the
+ * output (a fused activation) within the type's range. */
+typedef struct pa_qbinary {
+    pa_qbinary_op_t op;
+    pa_qtype_t type;
+    float a_scale, b_scale, y_scale;
+    int32_t a_zero_point, b_zero_point, y_zero_point;
+    int32_t y_min, y_max;
+    int64_t outer, middle, inner;
+    int64_t a_outer, a_middle, a_inner;     /* strides in elements; inner 0 or 1 */
+    int64_t b_outer, b_middle, b_inner;
+} pa_qbinary_t;
+
+/* y = a op b as described by `p`.  PA_ERR_INVALID for a NULL pointer, a
+ * negative size or stride, an inner stride other than 0 or 1, a scale
+ * that is not finite and > 0, a zero point outside the type's range or
+ * y_min > y_max outside it.  y must not overlap a or b unless it is the
+ * same array read at the same strides (in-place). */
+pa_status_t pa_qbinary(const pa_qbinary_t *p, const void *a, const void *b, void *y);
+
+/* y = table[x] for 8-bit x and y (the byte of x read as unsigned): any
+ * element-wise function of one 8-bit value as its 256 results (QLinearLookup,
+ * sigmoid or leaky ReLU tables, a requantization into a concatenation).
+ * `blocks` runs of `block_len` bytes, the k-th at x + k * x_stride and
+ * y + k * y_stride (bytes).  PA_ERR_INVALID for NULL or negative sizes. */
+pa_status_t pa_qlookup(const uint8_t *table, const void *x, void *y, int64_t blocks,
+                       int64_t block_len, int64_t x_stride, int64_t y_stride);
+
+/* QuantizeLinear per tensor: y = clamp(rint(x / scale) + zero_point,
+ * y_min, y_max) in float32 (ONNX: round half to even, saturation), NaN to 0
+ * (what the NumPy cast gives on x86-64).  PA_ERR_INVALID for NULL, n < 0,
+ * a bad type or an empty / out-of-type clamp range. */
+pa_status_t pa_quantize_linear(pa_qtype_t type, const float *x, void *y, int64_t n,
+                               float scale, int32_t zero_point, int32_t y_min, int32_t y_max);
+
+/* DequantizeLinear per tensor: y = (x - zero_point) * scale in float32.
+ * PA_ERR_INVALID for NULL, n < 0 or a bad type. */
+pa_status_t pa_dequantize_linear(pa_qtype_t type, const void *x, float *y, int64_t n,
+                                 float scale, int32_t zero_point);
+
+/* QLinearGlobalAveragePool: for each of n images and c channels the mean
+ * of `spatial` values, mean = (float)((double)sum / spatial), then
+ * y = clamp(rint((mean - x_zero_point) * multiplier) + y_zero_point,
+ * y_min, y_max), float32 steps in that order.  x is (n, c, spatial) in
+ * NCHW, (n, spatial, c) in NHWC; y is (n, c).  PA_ERR_INVALID for NULL,
+ * a negative or too large size (spatial * 256 must stay below 2^24, where
+ * float32 sums are still exact) or a bad clamp range. */
+pa_status_t pa_qglobal_avgpool(pa_qtype_t type, pa_layout_t layout, int64_t n, int64_t c,
+                               int64_t spatial, const void *x, void *y, float x_zero_point,
+                               float multiplier, float y_zero_point, int32_t y_min,
+                               int32_t y_max);
+
 /* A list of native kernel calls run in order by one call: a patched
  * stage's bands (tens of ops in tens of bands) with no return to the
  * caller's interpreter between two of them.  Each call names a kernel

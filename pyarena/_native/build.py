@@ -162,7 +162,7 @@ def make_ffibuilder(extra_objects=()):
         # the generated wrapper, not the core: cffi's code has unused
         # parameters by design
         extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        libraries=["pthread"],
+        libraries=["pthread", "m"],
     )
     return ffi
 

@@ -144,6 +144,14 @@ def test_activations_planned_at_int8_size(models, name):
     assert big and all(np.dtype(t.dtype).itemsize == 1 for t in big)
 
 
+@pytest.mark.parametrize("name", ["qop", "qdq"])
+def test_numpy_paths_keep_the_arena_at_its_lower_bound(models, name):
+    """The NumPy paths' float scratch (the element-wise ops' too, which run
+    natively by default) does not set the int8 model's arena."""
+    p = plan(load_model(str(models[name]), native=False))
+    assert p.arena_bytes == p.lower_bound_bytes
+
+
 def test_element_wise_float_islands_become_lookups(tmp_path):
     """QDQ around HardSwish, HardSigmoid, Tanh and a Mul / Div by a
     constant: each becomes a 256-entry lookup on the 8-bit tensor, and the

@@ -16,9 +16,9 @@ rng = np.random.default_rng(11)
 
 
 def run_node(tmp_path, node, feeds, inits, outputs, opset=13, contrib=False,
-             scratch_budget=None):
-    """Run one node with pyarena (planned arena) and onnxruntime; returns
-    (ours, ref) dicts of the outputs."""
+             scratch_budget=None, native=True):
+    """Run one node with pyarena (planned arena; ``native`` False: the
+    NumPy paths) and onnxruntime; returns (ours, ref) dicts of the outputs."""
     tp = lambda dt: helper.np_dtype_to_tensor_dtype(np.dtype(dt))  # noqa: E731
     ins = [helper.make_tensor_value_info(k, tp(v.dtype), list(v.shape)) for k, v in feeds.items()]
     outs = [helper.make_tensor_value_info(k, tp(dt), None) for k, dt in outputs.items()]
@@ -32,7 +32,7 @@ def run_node(tmp_path, node, feeds, inits, outputs, opset=13, contrib=False,
     path = tmp_path / "q.onnx"
     import onnx
     onnx.save(m, str(path))
-    graph = load_model(str(path), scratch_budget=scratch_budget)
+    graph = load_model(str(path), scratch_budget=scratch_budget, native=native)
     ours = {k: np.array(v) for k, v in Executor(graph).run(feeds).items()}
     return ours, ort_run(path, feeds)
 
@@ -229,13 +229,15 @@ def test_qlinear_unary(tmp_path, op, attrs):
     assert_within_quantum(ours, ref, ["y"])
 
 
+@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("channels_last", [0, 1])
-def test_qlinear_global_average_pool(tmp_path, channels_last):
+def test_qlinear_global_average_pool(tmp_path, channels_last, native):
     x = u8(2, 7, 6, 5)
     inits = {**qparams("x", np.uint8, 0.03, 128), **qparams("y", np.uint8, 0.01, 120)}
     node = helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"],
                             domain="com.microsoft", channels_last=channels_last)
-    ours, ref = run_node(tmp_path, node, {"x": x}, inits, {"y": np.uint8}, contrib=True)
+    ours, ref = run_node(tmp_path, node, {"x": x}, inits, {"y": np.uint8}, contrib=True,
+                         native=native)
     assert_within_quantum(ours, ref, ["y"])
 
 

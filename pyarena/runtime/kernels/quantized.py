@@ -1,9 +1,15 @@
 """Quantize and dequantize: ``QuantizeLinear``, ``DequantizeLinear`` (per
 tensor or per axis, 8, 16 or 32-bit integers) and ``DynamicQuantizeLinear``
 (uint8 with the scale and zero point computed from the data), with ONNX's
-semantics (see :mod:`.quantization`)."""
+semantics (see :mod:`.quantization`).  Per-tensor float32 <-> 8-bit
+quantization runs natively (``pa_quantize_linear``, ``pa_dequantize_linear``:
+NumPy's float32 steps, the same bits)."""
+import math
+
 import numpy as np
 
+from ..._native import qelementwise as qnative
+from ..._native.kernels import fptr
 from ..._native.qdynamic import dynamic_quantize
 from . import shape_rules as rules
 from .quantization import QuantKernel, axis_vector, dequantize, requantize
@@ -18,6 +24,13 @@ def _dequantize_value(n):
     x = [n.v(i) for i in range(len(n.ins))]
     return [dequantize(x[0], x[1], x[2] if len(x) > 2 else None,
                        n.a.get("axis", 1)).astype(np.asarray(x[1]).dtype)]
+
+
+def _native_8bit(k, q_dtype, f_dtype):
+    """Whether Quantize / DequantizeLinear ``k`` runs natively: per tensor,
+    float32 on one side and an 8-bit type on the other."""
+    return k.use_native and k.scale.ndim == 0 and k.zp.ndim == 0 and \
+        np.dtype(q_dtype) in qnative.QTYPES and np.dtype(f_dtype) == np.float32
 
 
 def _scale_zero_point(k, name, dtype):
@@ -53,11 +66,20 @@ class QuantizeLinear(QuantKernel):
         self.lo, self.hi = self.out_range()
         self.per_axis_rows = axis == 0 and self.scale.ndim > 0
         shape = xs if xs else (1,)
+        self.native = _native_8bit(self, self.outs[0].dtype, self.ins[0].dtype) or None
+        if self.native:
+            self.n = math.prod(xs)
+            self.scratch = []
+            return
         self.rows = self.rows_per_chunk(shape, 4)
         self.scratch = [((self.rows,) + tuple(shape[1:]), np.float32)]
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
+        if self.native:
+            qnative.quantize_linear(y.dtype, fptr(x), qnative.bptr(y), self.n, float(self.scale),
+                                    int(self.zp), self.lo, self.hi)
+            return
         if x.ndim == 0:
             x, y = x.reshape(1), y.reshape(1)
         for r0 in range(0, x.shape[0], self.rows):
@@ -82,9 +104,15 @@ class DequantizeLinear(QuantKernel):
     def setup(self):
         self.integer_types(self.ins[0])
         _scale_zero_point(self, "x", self.dtype)
+        self.native = _native_8bit(self, self.ins[0].dtype, self.dtype) or None
+        self.n = math.prod(self.shape(0))
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
+        if self.native:
+            qnative.dequantize_linear(x.dtype, qnative.bptr(x), fptr(y), self.n,
+                                      float(self.scale), int(self.zp))
+            return
         np.subtract(x, self.zp, out=y)
         np.multiply(y, self.scale, out=y)
 

@@ -2,12 +2,17 @@
 ``Sigmoid``, ``LeakyRelu``, ``GlobalAveragePool``, ``AveragePool``,
 ``Concat``, ``Softmax``) and pyarena's own ``QLinearLookup`` (an
 element-wise function of an 8-bit tensor as a 256-entry table): float
-arithmetic on chunks of the dequantized operands, requantized."""
+arithmetic on chunks of the dequantized operands, requantized.  Functions
+of one 8-bit value (Sigmoid, LeakyRelu, a Concat input's requantization)
+run as 256-entry tables worked out with those float steps, looked up
+natively (``pa_qlookup``) or with NumPy; the global average pool runs
+natively with NumPy's steps (``pa_qglobal_avgpool``)."""
 import math
 from types import SimpleNamespace
 
 import numpy as np
 
+from ..._native import qelementwise as qnative
 from ...graph import Op
 from . import shape_rules_quantized as qrules
 from .quantization import QuantKernel, requantize
@@ -15,125 +20,89 @@ from .registry import KERNELS, register
 
 
 # -- com.microsoft: the QOperator ops onnxruntime's quantizer emits ------------
-class _QElementwise(QuantKernel):
-    """Element-wise quantized ops on float scratch: each operand
-    dequantized, the float op, the result requantized into y.  When every
-    operand has the output's shape the work goes in flat chunks (scratch
-    within the budget); a broadcast operand makes it one piece of the
-    output's size.  Constant operands are dequantized once, at build."""
+# (QLinearAdd / QLinearMul: quantized_binary.py)
+def table_lookup(kernel, table, x, y, blocks=None):
+    """y = table[x's byte] for 8-bit x and y (C-contiguous, one size), or
+    ``blocks`` = (count, length, x stride, y stride) in bytes: natively
+    (``pa_qlookup``) unless ``kernel.use_native`` is off, else with NumPy
+    through the kernel's intp scratch ``kernel.idx``."""
+    if blocks is None:
+        blocks = (1, x.size, 0, 0)
+    if kernel.use_native:
+        qnative.lookup(qnative.bptr(table), qnative.bptr(x), qnative.bptr(y), *blocks)
+        return
+    xf, yf = x.reshape(-1).view(np.uint8), y.reshape(-1)
+    count, length, xs, ys = blocks
+    for k in range(count):
+        xr, yr = xf[k * xs:k * xs + length], yf[k * ys:k * ys + length]
+        for c0 in range(0, length, kernel.chunk):
+            c1 = min(c0 + kernel.chunk, length)
+            idx = kernel.idx[:c1 - c0]
+            np.copyto(idx, xr[c0:c1])
+            np.take(table, idx, out=yr[c0:c1])
+
+
+def lookup_scratch(kernel, total):
+    """The NumPy lookup's intp scratch (none on the native path):
+    ``kernel.chunk`` indices at a time."""
+    kernel.native = kernel.use_native or None
+    if kernel.native:
+        return []
+    kernel.chunk = kernel.step_items(8, total)
+    return [((kernel.chunk,), np.intp)]
+
+
+def requant_table(kernel, x_dtype, fn, x_scale, x_zp, y_scale, y_zp, out_dtype):
+    """The 256 results of an element-wise op of one 8-bit input, with the
+    float steps of the per-element path: ``(x - x_zp) * x_scale``, ``fn``
+    (in place, float32), ``* (1 / y_scale)``, requantized; indexed by the
+    input's byte."""
+    q = np.arange(256, dtype=np.uint8).view(x_dtype)
+    a = (q.astype(np.float32) - np.float32(x_zp)) * np.float32(x_scale)
+    with np.errstate(over="ignore"):        # exp(-x) of a large x: inf, sigmoid 0
+        fn(a, np.empty_like(a))
+    np.multiply(a, np.float32(1.0 / float(y_scale)), out=a)
+    table = np.empty(256, out_dtype)
+    lo, hi = kernel.out_range()
+    requantize(a, table, float(y_zp), lo, hi)
+    return table
+
+
+class _QTable(QuantKernel):
+    """An element-wise function of one 8-bit input (QLinearSigmoid,
+    QLinearLeakyRelu) run as a 256-entry table: the table is worked out at
+    build with the float steps of :meth:`compute` on the 256 possible
+    inputs, so it gives the per-element path's results by construction."""
 
     onnx_domain = "com.microsoft"
     family = "quantized"
     shape_rule = qrules.qlinear_unary
-    #: (input index, scale index, zero point index) of each operand
-    operands = ()
-    #: (scale index, zero point index) of the output
-    output = ()
 
     def setup(self):
         self.shrink_budget()
-        out = self.oshape()
-        self.total = math.prod(out)
-        self.lo, self.hi = self.out_range()
-        ys, yzp = self.output
-        self.inv_y_scale = np.float32(1.0 / float(self.qparam(ys, "y_scale").reshape(-1)[0]))
-        self.y_zp = float(self.qparam(yzp, "y_zero_point").reshape(-1)[0])
-        self.ops, runtime, whole, flat = [], [], 0, True
-        for i, si, zi in self.operands:
-            s = np.float32(self.qparam(si, "scale").reshape(-1)[0])
-            z = np.float32(self.qparam(zi, "zero_point").reshape(-1)[0])
-            shape = self.shape(i)
-            flat = flat and shape == out
-            if self.ins[i].data is not None:
-                v = (np.asarray(self.ins[i].data, np.float32) - z) * s
-                self.ops.append(("const", self.keep(v.astype(np.float32)), None, None, None))
-            elif shape == out:
-                runtime.append(i)
-                self.ops.append(("chunk", i, s, z, None))
-            else:
-                runtime.append(i)
-                self.ops.append(("whole", i, s, z, whole))
-                whole += math.prod(shape)
-        self.runtime = tuple(runtime)
-        self.flat = flat
-        self.chunk = self.step_items(8, self.total) if flat else \
-            self.total
-        self.scratch = [((self.chunk,), np.float32), ((self.chunk,), np.float32)]
-        if whole:
-            self.scratch.append(((whole,), np.float32))
-
-    def operand(self, xs, sc, k, c0, c1, buf):
-        """Operand ``k`` as float over output elements [c0, c1), in ``buf``."""
-        kind, i, s, z, at = self.ops[k]
-        if kind == "chunk":
-            np.subtract(xs[i].reshape(-1)[c0:c1], z, out=buf)
-            np.multiply(buf, s, out=buf)
-            return buf
-        if kind == "const":
-            full = i
-        else:
-            x = xs[i]
-            full = sc[2][at:at + x.size].reshape(x.shape)
-            np.subtract(x, z, out=full)
-            np.multiply(full, s, out=full)
-        if self.flat:
-            np.copyto(buf, full.reshape(-1)[c0:c1])
-        else:                                   # one piece: broadcast into it
-            np.copyto(buf.reshape(self.oshape()), full)
-        return buf
+        self.runtime = (0,)
+        xt, yt = np.dtype(self.ins[0].dtype), np.dtype(self.outs[0].dtype)
+        if xt not in (np.dtype(np.uint8), np.dtype(np.int8)) or yt.itemsize != 1:
+            self.fail(f"needs 8-bit input and output, not {xt.name} -> {yt.name}")
+        table = requant_table(self, xt, self.compute, self.qparam(1, "x_scale").reshape(-1)[0],
+                              self.qparam(2, "x_zero_point").reshape(-1)[0],
+                              self.qparam(3, "y_scale").reshape(-1)[0],
+                              self.qparam(4, "y_zero_point").reshape(-1)[0], yt)
+        self.table = self.keep(table.view(np.uint8))
+        self.scratch = lookup_scratch(self, math.prod(self.shape(0)))
 
     def run(self, xs, ys, sc):
-        y = ys[0].reshape(-1)
-        for c0 in range(0, self.total, self.chunk):
-            c1 = min(c0 + self.chunk, self.total)
-            a = self.operand(xs, sc, 0, c0, c1, sc[0][:c1 - c0])
-            b = sc[1][:c1 - c0]
-            if len(self.ops) > 1:
-                self.operand(xs, sc, 1, c0, c1, b)
-            self.compute(a, b)
-            np.multiply(a, self.inv_y_scale, out=a)
-            requantize(a, y[c0:c1], self.y_zp, self.lo, self.hi)
+        self.idx = sc[0] if sc else None
+        table_lookup(self, self.table, xs[0], ys[0].view(np.uint8))
 
 
 @register
-class QLinearAdd(_QElementwise):
-    """com.microsoft QLinearAdd: ``C = quantize(dequant(A) + dequant(B))``."""
-
-    op_types = ("QLinearAdd",)
-    shape_rule = qrules.qlinear_binary
-    qdq_form = "Add"
-    tflite_int8 = {"ADD": "add_mul"}
-    operands = ((0, 1, 2), (3, 4, 5))
-    output = (6, 7)
-
-    def compute(self, a, b):
-        np.add(a, b, out=a)
-
-
-@register
-class QLinearMul(_QElementwise):
-    """com.microsoft QLinearMul: ``C = quantize(dequant(A) * dequant(B))``."""
-
-    op_types = ("QLinearMul",)
-    shape_rule = qrules.qlinear_binary
-    qdq_form = "Mul"
-    tflite_int8 = {"MUL": "add_mul"}
-    operands = ((0, 1, 2), (3, 4, 5))
-    output = (6, 7)
-
-    def compute(self, a, b):
-        np.multiply(a, b, out=a)
-
-
-@register
-class QLinearSigmoid(_QElementwise):
+class QLinearSigmoid(_QTable):
     """com.microsoft QLinearSigmoid."""
 
     op_types = ("QLinearSigmoid",)
     qdq_form = "Sigmoid"
     tflite_int8 = {"LOGISTIC": "activation"}
-    operands = ((0, 1, 2),)
-    output = (3, 4)
 
     def compute(self, a, b):
         np.negative(a, out=a)
@@ -143,13 +112,11 @@ class QLinearSigmoid(_QElementwise):
 
 
 @register
-class QLinearLeakyRelu(_QElementwise):
+class QLinearLeakyRelu(_QTable):
     """com.microsoft QLinearLeakyRelu (``alpha``, default 0.01)."""
 
     op_types = ("QLinearLeakyRelu",)
     qdq_form = "LeakyRelu"
-    operands = ((0, 1, 2),)
-    output = (3, 4)
 
     def compute(self, a, b):
         alpha = np.float32(self.attrs.get("alpha", 0.01))
@@ -181,9 +148,20 @@ class QLinearGlobalAveragePool(QuantKernel):
         self.y_scale = float(self.qparam(3, "y_scale").reshape(-1)[0])
         self.y_zp = float(self.qparam(4, "y_zero_point").reshape(-1)[0])
         self.lo, self.hi = self.out_range()
-        self.scratch = [((self.C,), np.float32)]
+        self.spatial = math.prod(xs) // max(1, self.N * self.C)
+        dt = np.dtype(self.ins[0].dtype)
+        # native where NumPy's float32 sums are exact (pa_qglobal_avgpool)
+        self.native = self.use_native and dt in qnative.QTYPES and \
+            np.dtype(self.outs[0].dtype) == dt and 1 <= self.spatial < (1 << 16) or None
+        self.scratch = [] if self.native else [((self.C,), np.float32)]
 
     def run(self, xs, ys, sc):
+        if self.native:
+            qnative.global_avgpool(
+                self.ins[0].dtype, self.last, self.N, self.C, self.spatial,
+                qnative.bptr(xs[0]), qnative.bptr(ys[0]), np.float32(self.x_zp),
+                np.float32(self.x_scale / self.y_scale), np.float32(self.y_zp), self.lo, self.hi)
+            return
         acc = sc[0]
         for n in range(self.N):
             x = xs[0][n]
@@ -231,11 +209,39 @@ class QLinearConcat(QuantKernel):
             self.parts.append((i, np.float32(z), np.float32(s / y_scale), off, width))
             off += width
         self.runtime = tuple(p[0] for p in self.parts)
+        self.native = self.native_tables(out) or None
         biggest = max(math.prod(self.shape(p[0])) for p in self.parts)
-        self.scratch = [((biggest,), np.float32)]
+        self.scratch = [] if self.native else [((biggest,), np.float32)]
+
+    def native_tables(self, out):
+        """Each 8-bit input's requantization as a 256-entry table with the
+        float steps of :meth:`run` and its (blocks, length, x stride, y
+        stride) in y, for ``pa_qlookup``; None when the op stays on NumPy."""
+        yt = np.dtype(self.outs[0].dtype)
+        if not self.use_native or yt not in qnative.QTYPES or \
+                any(np.dtype(self.ins[p[0]].dtype) not in qnative.QTYPES for p in self.parts):
+            return None
+        inner = math.prod(out[self.axis + 1:])
+        blocks = math.prod(out[:self.axis])
+        tables = []
+        for i, z, m, off, width in self.parts:
+            q = np.arange(256, dtype=np.uint8).view(self.ins[i].dtype)
+            f = np.subtract(q, z, dtype=np.float32)
+            np.multiply(f, m, out=f)
+            table = np.empty(256, yt)
+            requantize(f, table, self.y_zp, self.lo, self.hi)
+            tables.append((i, self.keep(table.view(np.uint8)), off * inner,
+                           (blocks, width * inner, width * inner, out[self.axis] * inner)))
+        return tables
 
     def run(self, xs, ys, sc):
         y = ys[0]
+        if self.native:
+            yb = y.reshape(-1).view(np.uint8)
+            for i, table, start, blocks in self.native:
+                qnative.lookup(qnative.bptr(table), qnative.bptr(xs[i]),
+                               qnative.bptr(yb[start:]), *blocks)
+            return
         for i, z, m, off, width in self.parts:
             x = xs[i]
             f = sc[0][:x.size].reshape(x.shape)
@@ -319,10 +325,15 @@ class QLinearLookup(QuantKernel):
             self.fail("needs an 8-bit input and a table of 256 entries")
         self.table = self.keep(np.ascontiguousarray(table.astype(self.outs[0].dtype)))
         total = math.prod(self.shape(0))
+        self.native = self.use_native and np.dtype(self.outs[0].dtype).itemsize == 1 or None
         self.chunk = self.step_items(8, total)
-        self.scratch = [((self.chunk,), np.intp)]
+        self.scratch = [] if self.native else [((self.chunk,), np.intp)]
 
     def run(self, xs, ys, sc):
+        if self.native:
+            qnative.lookup(qnative.bptr(self.table), qnative.bptr(xs[0]),
+                           qnative.bptr(ys[0]), 1, xs[0].size, 0, 0)
+            return
         x, y = xs[0].reshape(-1).view(np.uint8), ys[0].reshape(-1)
         for c0 in range(0, x.size, self.chunk):
             c1 = min(c0 + self.chunk, x.size)

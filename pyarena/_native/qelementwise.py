@@ -1,0 +1,71 @@
+"""The 8-bit quantized element-wise kernels of the C core
+(``kernels/qelementwise.c``), as the runtime calls them.
+
+Thin on purpose, one function per C call: arrays become ``void *`` with
+:func:`bptr` (``ffi.from_buffer``, which keeps the array alive and refuses a
+non-contiguous one), status codes exceptions through :func:`check`.  The
+descriptor of a binary op (:func:`qbinary`) is a cffi struct built once per
+operator.  Nothing here allocates per call.
+"""
+import numpy as np
+
+from . import check, ffi, lib
+
+__all__ = ["QTYPES", "ADD", "MUL", "bptr", "qbinary", "run_qbinary", "lookup",
+           "quantize_linear", "dequantize_linear", "global_avgpool"]
+
+#: 8-bit dtype -> pa_qtype_t
+QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8}
+ADD, MUL = lib.PA_QBINARY_ADD, lib.PA_QBINARY_MUL
+
+
+def bptr(arr):
+    """``char *`` (passed as ``void *``) into a C-contiguous array."""
+    return ffi.from_buffer("char[]", arr)
+
+
+def qbinary(*, op, dtype, scales, zero_points, clamp, loops, a_strides, b_strides):
+    """A ``pa_qbinary_t *``: ``scales`` / ``zero_points`` (a, b, y),
+    ``clamp`` (y_min, y_max), ``loops`` (outer, middle, inner) and each
+    operand's strides over them in elements."""
+    (sa, sb, sy), (za, zb, zy) = scales, zero_points
+    return ffi.new("pa_qbinary_t *", {
+        "op": op, "type": QTYPES[np.dtype(dtype)],
+        "a_scale": float(sa), "b_scale": float(sb), "y_scale": float(sy),
+        "a_zero_point": int(za), "b_zero_point": int(zb), "y_zero_point": int(zy),
+        "y_min": int(clamp[0]), "y_max": int(clamp[1]),
+        "outer": loops[0], "middle": loops[1], "inner": loops[2],
+        "a_outer": a_strides[0], "a_middle": a_strides[1], "a_inner": a_strides[2],
+        "b_outer": b_strides[0], "b_middle": b_strides[1], "b_inner": b_strides[2]})
+
+
+def run_qbinary(desc, a, b, y):
+    """``pa_qbinary`` on the ``void *`` of a, b and y."""
+    check(lib.pa_qbinary(desc, a, b, y), "pa_qbinary")
+
+
+def lookup(table, x, y, blocks, block_len, x_stride, y_stride):
+    """``pa_qlookup``: ``table`` a ``uint8_t *`` (256 entries), x and y
+    ``void *``; strides in bytes."""
+    check(lib.pa_qlookup(table, x, y, blocks, block_len, x_stride, y_stride), "pa_qlookup")
+
+
+def quantize_linear(dtype, x, y, n, scale, zero_point, y_min, y_max):
+    """``pa_quantize_linear`` (x a ``float *``, y a ``void *``)."""
+    check(lib.pa_quantize_linear(QTYPES[np.dtype(dtype)], x, y, n, scale, zero_point,
+                                 y_min, y_max), "pa_quantize_linear")
+
+
+def dequantize_linear(dtype, x, y, n, scale, zero_point):
+    """``pa_dequantize_linear`` (x a ``void *``, y a ``float *``)."""
+    check(lib.pa_dequantize_linear(QTYPES[np.dtype(dtype)], x, y, n, scale, zero_point),
+          "pa_dequantize_linear")
+
+
+def global_avgpool(dtype, nhwc, n, c, spatial, x, y, x_zero_point, multiplier,
+                   y_zero_point, y_min, y_max):
+    """``pa_qglobal_avgpool`` (x and y ``void *``)."""
+    layout = lib.PA_LAYOUT_NHWC if nhwc else lib.PA_LAYOUT_NCHW
+    check(lib.pa_qglobal_avgpool(QTYPES[np.dtype(dtype)], layout, n, c, spatial, x, y,
+                                 x_zero_point, multiplier, y_zero_point, y_min, y_max),
+          "pa_qglobal_avgpool")
