@@ -260,6 +260,28 @@ def test_qlinear_softmax(tmp_path):
     assert_within_quantum(ours, ref, ["y"])
 
 
+@pytest.mark.parametrize("axis", [0, 1, -2])
+def test_qlinear_softmax_over_a_middle_axis(tmp_path, axis):
+    """Softmax over an axis that is not the last (YOLOv8's DFL head: axis 1
+    of (1, 16, 4, N))."""
+    x = u8(2, 16, 4, 9)
+    inits = {**qparams("x", np.uint8, 0.1, 128), **qparams("y", np.uint8, 1 / 256, 0)}
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                            domain="com.microsoft", axis=axis, opset=13)
+    ours, ref = run_node(tmp_path, node, {"x": x}, inits, {"y": np.uint8}, contrib=True,
+                         scratch_budget=1024)
+    assert_within_quantum(ours, ref, ["y"])
+
+
+def test_qlinear_softmax_axis_out_of_range_is_malformed(tmp_path):
+    from pyarena.errors import GraphError
+    inits = {**qparams("x", np.uint8, 0.1, 128), **qparams("y", np.uint8, 1 / 256, 0)}
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                            domain="com.microsoft", axis=3, opset=13)
+    with pytest.raises(GraphError, match="axis 3"):
+        run_node(tmp_path, node, {"x": u8(2, 3, 4)}, inits, {"y": np.uint8}, contrib=True)
+
+
 def test_max_pool_on_int8_pads_with_the_lowest_value(tmp_path):
     x = i8(1, 2, 5, 5) // 2 - 64          # every value negative: padding must not win
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])

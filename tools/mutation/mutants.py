@@ -3265,4 +3265,9 @@ MUTANTS += [
       "    check(lib.pa_dynamic_quantize(ffi.from_buffer(\"float[]\", x), x.size - 1,",
       "the binding leaves the last value unquantized",
       ("tests/runtime/test_dynamic_quantize_native.py",)),
+    M("qsoftmax-middle-axis-flattened", "pyarena/runtime/kernels/quantized_contrib.py",
+      "            self.inner = math.prod(shape[axis + 1:])",
+      "            self.inner = 1",
+      "QLinearSoftmax over a middle axis reduces the wrong elements",
+      ("tests/runtime/test_quantized_kernels.py",)),
 ]

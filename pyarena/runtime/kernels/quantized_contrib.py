@@ -256,8 +256,10 @@ class QLinearConcat(QuantKernel):
 class QLinearSoftmax(QuantKernel):
     """com.microsoft QLinearSoftmax: the softmax of the dequantized input,
     requantized; ``opset`` < 13 semantics flatten from ``axis`` on (2-D
-    coercion), 13 and later take the one ``axis``.  Rows of the softmax
-    go through float scratch a chunk at a time."""
+    coercion), 13 and later take the one ``axis`` (any axis: the tensor as
+    (outer, n, inner), reduced over n -- YOLOv8's DFL head softmaxes axis
+    1 of (1, 16, 4, 8400)).  Rows of the softmax go through float scratch
+    a chunk at a time."""
 
     op_types = ("QLinearSoftmax",)
     onnx_domain = "com.microsoft"
@@ -272,25 +274,28 @@ class QLinearSoftmax(QuantKernel):
         shape = self.shape(0)
         nd = len(shape)
         axis = int(self.attrs.get("axis", -1))
+        if nd and not -nd <= axis < nd:
+            self.malformed(f"axis {axis} is out of range for a {nd}-D input")
         axis = axis + nd if axis < 0 else axis
         if int(self.attrs.get("opset", 13)) < 13:
-            self.inner = math.prod(shape[axis:])
-        elif axis == nd - 1:
-            self.inner = shape[-1] if shape else 1
+            self.n, self.inner = math.prod(shape[axis:]), 1
         else:
-            self.fail(f"softmax over axis {axis} of {nd} (not the last) is not supported")
-        self.outer = math.prod(shape) // max(1, self.inner)
+            self.n = shape[axis] if shape else 1
+            self.inner = math.prod(shape[axis + 1:])
+        self.outer = math.prod(shape) // max(1, self.n * self.inner)
         self.x_scale = np.float32(self.qparam(1, "x_scale").reshape(-1)[0])
         self.x_zp = np.float32(self.qparam(2, "x_zero_point").reshape(-1)[0])
         self.inv_y = np.float32(1.0 / float(self.qparam(3, "y_scale").reshape(-1)[0]))
         self.y_zp = float(self.qparam(4, "y_zero_point").reshape(-1)[0])
         self.lo, self.hi = self.out_range()
-        self.rows = self.step_items(4 * self.inner, self.outer, self.inner)
-        self.scratch = [((self.rows, self.inner), np.float32), ((self.rows, 1), np.float32)]
+        row = self.n * self.inner
+        self.rows = self.step_items(4 * row, self.outer, row)
+        self.scratch = [((self.rows, self.n, self.inner), np.float32),
+                        ((self.rows, 1, self.inner), np.float32)]
 
     def run(self, xs, ys, sc):
-        x = xs[0].reshape(self.outer, self.inner)
-        y = ys[0].reshape(self.outer, self.inner)
+        x = xs[0].reshape(self.outer, self.n, self.inner)
+        y = ys[0].reshape(self.outer, self.n, self.inner)
         for r0 in range(0, self.outer, self.rows):
             r1 = min(r0 + self.rows, self.outer)
             f, m = sc[0][:r1 - r0], sc[1][:r1 - r0]
