@@ -2739,9 +2739,9 @@ MUTANTS += [
       "QLinearAdd / Mul's NumPy path takes one row per step under a one-byte budget",
       (CLIFFS, "tests/runtime/test_quantized_binary.py")),
     M("qlinear-softmax-rows-unfloored", "pyarena/runtime/kernels/quantized_contrib.py",
-      "        self.rows = self.step_items(4 * self.inner, self.outer, self.inner)",
+      "        self.rows = self.step_items(4 * row, self.outer, row)",
       "        self.rows = int(max(1, min(self.outer, self.scratch_budget // "
-      "max(1, 4 * self.inner))))",
+      "max(1, 4 * row))))",
       "QLinearSoftmax takes one row per step under a one-byte budget", (CLIFFS,)),
     M("mish-unclamped", "pyarena/runtime/kernels/elementwise.py",
       "        np.minimum(x, self.top, out=s)",
