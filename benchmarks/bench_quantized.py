@@ -20,7 +20,9 @@ InferenceSession; onnxruntime on one thread).  ``--file`` adds a real float mode
 dimensions fixed as given, then onnxruntime's ``quant_pre_process`` --
 BatchNormalization folded -- before quantizing), e.g. the text-direction
 classifier ``ch_ppocr_mobile_v2.0_cls_infer.onnx`` shipped in the
-``rapidocr-onnxruntime`` wheel.
+``rapidocr-onnxruntime`` wheel; ``--int8`` a model its library ships
+already quantized (run as it is: e.g. ``common_old.onnx`` of the
+``ddddocr`` wheel, a dynamic-quantized CRNN, at 1,1,64,160).
 """
 import argparse
 import os
@@ -163,7 +165,7 @@ def row(name, tag, path, feed_name, x, repeat):
     from pyarena.importers import load_model
     from pyarena.runtime import Executor
     try:
-        g = load_model(path)
+        g = load_model(path, inputs={feed_name: list(x.shape)})
         p = plan(g)
         ex = Executor(g, p)
     except Exception as exc:          # a model pyarena cannot run: say why
@@ -197,6 +199,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--file", action="append", default=[], metavar="MODEL.onnx:DIMS",
                     help="a real float model and its input dims")
+    ap.add_argument("--int8", action="append", default=[], metavar="MODEL.onnx:DIMS",
+                    help="a model shipped quantized (run as it is) and its input dims")
     args = ap.parse_args()
     print(f"{'model':<17}{'format':<10}{'arena':>9}{'weights':>9}{'file w.':>9}"
           f"{'pyarena':>10}{'ort -O0':>10}{'ort':>10}{'vs ort':>8}{'vs -O0':>9}{'vs ort':>9}"
@@ -211,6 +215,16 @@ def main():
             x = np.random.default_rng(5).uniform(-1, 1, shape).astype(np.float32)
             for tag, path in files.items():
                 row(name, tag, path, feed_name, x, args.repeat)
+        for spec in args.int8:
+            path, dims = spec.rsplit(":", 1)
+            import onnx
+            m = onnx.load(path)
+            inits = {i.name for i in m.graph.initializer}
+            feed_name = [i.name for i in m.graph.input if i.name not in inits][0]
+            shape = [int(v) for v in dims.split(",")]
+            x = np.random.default_rng(5).uniform(0, 1, shape).astype(np.float32)
+            name = os.path.splitext(os.path.basename(path))[0]
+            row(name, "shipped", path, feed_name, x, args.repeat)
 
 
 if __name__ == "__main__":
