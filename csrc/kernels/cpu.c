@@ -23,7 +23,8 @@ int _pa_avx512vnni_usable(void) {
     if (usable < 0) {
         __builtin_cpu_init();
         usable = _pa_avx512_usable() && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vnni") ? 1 : 0;
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")
+                     ? 1 : 0;
     }
     return usable;
 }

@@ -576,38 +576,65 @@ QC_DW_ROW(dw_row_u8, uint8_t)
 QC_DW_ROW(dw_row_s8, int8_t)
 #undef QC_DW_ROW
 
+static void dw_row(int32_t *acc, const uint8_t *row, int64_t lo, int64_t hi, int64_t sw,
+                   int64_t shift, int32_t zp, int32_t wv, int sgn) {
+    if (sgn)
+        dw_row_s8(acc, (const int8_t *)row, lo, hi, sw, shift, zp, wv);
+    else
+        dw_row_u8(acc, row, lo, hi, sw, shift, zp, wv);
+}
+
 static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
-                    const float *scale, const uint8_t *x, void *y, int32_t *acc) {
+                    const float *scale, const uint8_t *x, void *y, int32_t *acc,
+                    _pa_qc_dw_fn interior) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in, taps = c->kh * c->kw, Wo = c->w_out;
     const int sgn = q->x_type == PA_Q_S8;
     const int32_t zp = q->x_zp;
     qc_out_t o = qc_out(q);
+    /* the interior columns (every tap inside the row: the first tap's left
+     * edge, the last one's right edge), all taps at once where a variant
+     * has a kernel for them; the others tap by tap */
+    const int64_t last = (c->kw - 1) * c->dw - c->pad_left;
+    int64_t ilo = (c->pad_left + c->sw - 1) / c->sw;
+    int64_t ihi = c->w - 1 - last < 0 ? 0 : (c->w - 1 - last) / c->sw + 1;
+    ihi = ihi < Wo ? ihi : Wo;
+    if (!interior || c->sw > 2 || ilo >= ihi)
+        ilo = ihi = 0;
     for (int64_t n = 0; n < c->n; n++)
         for (int64_t ch = 0; ch < C; ch++) {
             const uint8_t *plane = x + (n * C + ch) * c->h * c->w;
             for (int64_t oh = 0; oh < c->h_out; oh++) {
                 for (int64_t ow = 0; ow < Wo; ow++)
                     acc[ow] = bias[ch];
+                const uint8_t *rows[PA_DW_MAX_TAPS];
+                int32_t wr[PA_DW_MAX_TAPS];
+                int64_t nr = 0;
                 for (int64_t i = 0; i < c->kh; i++) {
                     int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
                     if (ih < 0 || ih >= c->h)
                         continue;
                     const uint8_t *row = plane + ih * c->w;
+                    rows[nr] = row;
                     for (int64_t j = 0; j < c->kw; j++) {
                         int32_t wv = wc[ch * taps + i * c->kw + j];
+                        wr[nr * c->kw + j] = wv;
                         int64_t shift = j * c->dw - c->pad_left;   /* iw = ow * sw + shift */
                         int64_t lo = shift >= 0 ? 0 : (-shift + c->sw - 1) / c->sw;
                         int64_t hi = c->w - 1 - shift < 0 ? 0 : (c->w - 1 - shift) / c->sw + 1;
                         hi = hi < Wo ? hi : Wo;
-                        if (lo >= hi)
-                            continue;
-                        if (sgn)
-                            dw_row_s8(acc, (const int8_t *)row, lo, hi, c->sw, shift, zp, wv);
-                        else
-                            dw_row_u8(acc, row, lo, hi, c->sw, shift, zp, wv);
+                        /* the columns outside the interior [ilo, ihi) */
+                        int64_t e0 = hi < ilo ? hi : ilo, e1 = lo > ihi ? lo : ihi;
+                        if (lo < e0)
+                            dw_row(acc, row, lo, e0, c->sw, shift, zp, wv, sgn);
+                        if (e1 < hi)
+                            dw_row(acc, row, e1, hi, c->sw, shift, zp, wv, sgn);
                     }
+                    nr++;
                 }
+                if (ilo < ihi && nr)
+                    interior(acc, rows, wr, nr, c->kw, c->dw, c->sw, -c->pad_left, ilo, ihi, zp,
+                             sgn);
                 int64_t base = ((n * C + ch) * c->h_out + oh) * Wo;
                 dw_store(y, base, acc, Wo, scale[ch], &o);
             }
@@ -615,7 +642,7 @@ static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
 }
 
 static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
-                   void *scratch) {
+                   void *scratch, _pa_qc_dw_fn interior) {
     const int64_t C = q->conv.c_in, taps = q->conv.kh * q->conv.kw;
     const int16_t *wc = (const int16_t *)packed;
     const int32_t *bias = (const int32_t *)((const char *)packed + round64((size_t)(C * taps) * 2));
@@ -623,7 +650,7 @@ static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, 
     if (q->conv.layout == PA_LAYOUT_NHWC)
         dw_nhwc(q, wc, bias, scale, x, y, (int32_t *)scratch);
     else
-        dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch);
+        dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch, interior);
 }
 
 /* -- runs ----------------------------------------------------------------- */
@@ -637,7 +664,7 @@ pa_status_t _pa_qconv2d_run_isa(const pa_qconv2d_t *q, const void *packed, const
     if (isa == 1 && !_pa_avx512vnni_usable())
         return PA_ERR_STATE;
     if (qc_depthwise(q))
-        dw_run(q, packed, (const uint8_t *)x, y, scratch);
+        dw_run(q, packed, (const uint8_t *)x, y, scratch, isa == 1 ? _pa_qc_dw_vnni : NULL);
     else
         gemm_run(q, packed, (const uint8_t *)x, y, scratch,
                  isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable);

@@ -28,8 +28,18 @@ typedef void (*_pa_qc_tile_fn)(const uint8_t *const *rows, int mr, int64_t k,
                                const int8_t *w, int64_t kq, int nb, uint8_t xo,
                                int32_t acc[QC_MR][2 * QC_NR]);
 
-/* qconv_vnni.c: the AVX-512 VNNI tile (NULL where not built). */
+/* acc[ow] += sum over r < nr, j < kw of (x - zp) * w[r * kw + j], x the
+ * byte (signed where sgn) at rows[r][ow * sw + shift + j * dw], for the
+ * interior columns ow in [lo, hi) of an NCHW depthwise output row (every
+ * byte read inside its row); sw 1 or 2.  Sums modulo 2^32. */
+typedef void (*_pa_qc_dw_fn)(int32_t *acc, const uint8_t *const *rows, const int32_t *w,
+                             int64_t nr, int64_t kw, int64_t dw, int64_t sw, int64_t shift,
+                             int64_t lo, int64_t hi, int32_t zp, int sgn);
+
+/* qconv_vnni.c: the AVX-512 VNNI tile and depthwise interior (NULL where
+ * not built). */
 extern const _pa_qc_tile_fn _pa_qc_tile_vnni;
+extern const _pa_qc_dw_fn _pa_qc_dw_vnni;
 
 /* cpu.c: 1 where the AVX-512 variants are usable (_pa_avx512_usable) and
  * the processor has AVX512-VNNI. */

@@ -8,6 +8,9 @@
  * register; a last partial group of K reads only the bytes that are
  * there (the weights past K are zeros).  Integer sums: the same bits as
  * the portable tile (qconv.c), which tests/c/kernels/test_qconv.c checks.
+ * Also the NCHW depthwise kernel's interior columns at stride 1 or 2:
+ * 16 output columns in one register while every tap of the window goes by
+ * (16 bytes widened to int32, the zero point off, times the tap's weight).
  * Picked by pa_qconv2d_run where the processor has AVX512-VNNI
  * (_pa_avx512vnni_usable, cpu.c: not with PA_DISABLE_AVX512 set).
  */
@@ -18,7 +21,7 @@
 
 #include <immintrin.h>
 
-#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 VNNI static inline uint32_t load4(const uint8_t *p, int64_t n) {
     uint32_t v = 0;
@@ -78,8 +81,45 @@ VNNI static void tile_vnni(const uint8_t *const *rows, int mr, int64_t k, const 
 
 const _pa_qc_tile_fn _pa_qc_tile_vnni = tile_vnni;
 
+/* The first n (1..16) of 16 input bytes at column stride sw (1 or 2)
+ * from p, widened to int32 (signed or not); the lanes past n are 0.  Masked
+ * loads: nothing past the last byte used is read (stride 2 keeps the even
+ * bytes of 2n - 1). */
+VNNI static inline __m512i dw_load16(const uint8_t *p, int64_t sw, int sgn, int64_t n) {
+    if (sw == 1) {
+        __m128i b = _mm_maskz_loadu_epi8((__mmask16)((1u << n) - 1u), p);
+        return sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+    }
+    __m256i b = _mm256_maskz_loadu_epi8((__mmask32)((1ull << (2 * n - 1)) - 1u), p);
+    __m256i even = sgn ? _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8)
+                       : _mm256_and_si256(b, _mm256_set1_epi16(0xFF));
+    return sgn ? _mm512_cvtepi16_epi32(even) : _mm512_cvtepu16_epi32(even);
+}
+
+VNNI static void dw_interior_vnni(int32_t *acc, const uint8_t *const *rows, const int32_t *w,
+                                  int64_t nr, int64_t kw, int64_t dw, int64_t sw, int64_t shift,
+                                  int64_t lo, int64_t hi, int32_t zp, int sgn) {
+    const __m512i z = _mm512_set1_epi32(zp);
+    for (int64_t ow = lo; ow < hi; ow += 16) {
+        int64_t n = hi - ow < 16 ? hi - ow : 16;      /* a last tile: masked */
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        __m512i a = _mm512_maskz_loadu_epi32(m, (const void *)(acc + ow));
+        for (int64_t r = 0; r < nr; r++) {
+            const uint8_t *row = rows[r] + ow * sw + shift;
+            for (int64_t j = 0; j < kw; j++) {
+                __m512i v = _mm512_sub_epi32(dw_load16(row + j * dw, sw, sgn, n), z);
+                a = _mm512_add_epi32(a, _mm512_mullo_epi32(v, _mm512_set1_epi32(w[r * kw + j])));
+            }
+        }
+        _mm512_mask_storeu_epi32((void *)(acc + ow), m, a);
+    }
+}
+
+const _pa_qc_dw_fn _pa_qc_dw_vnni = dw_interior_vnni;
+
 #else
 
 const _pa_qc_tile_fn _pa_qc_tile_vnni = 0;
+const _pa_qc_dw_fn _pa_qc_dw_vnni = 0;
 
 #endif

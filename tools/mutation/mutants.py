@@ -3270,4 +3270,12 @@ MUTANTS += [
       "            self.inner = 1",
       "QLinearSoftmax over a middle axis reduces the wrong elements",
       ("tests/runtime/test_quantized_kernels.py",)),
+    M("qconv-dw-vnni-tail-mask-short", "csrc/kernels/qconv_vnni.c",
+      "        __mmask16 m = (__mmask16)((1u << n) - 1u);",
+      "        __mmask16 m = (__mmask16)((1u << n) - 2u);",
+      "the VNNI depthwise interior drops the first column of every tile", QCONV),
+    M("qconv-dw-vnni-stride2-odd", "csrc/kernels/qconv_vnni.c",
+      "                       : _mm256_and_si256(b, _mm256_set1_epi16(0xFF));",
+      "                       : _mm256_srli_epi16(b, 8);",
+      "stride-2 depthwise reads the odd columns of uint8 rows", QCONV),
 ]
