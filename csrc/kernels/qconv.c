@@ -456,12 +456,21 @@ static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *
                 qc_epilogue(acc[r], corr, R->zp + lane0, srs, R->scale + lane0, nb, nvalid,
                             &R->out, dst);
             }
-            if (!nhwc)                          /* channel l: mr consecutive pixels */
-                for (int l = 0; l < nvalid; l++) {
-                    char *yo = (char *)y + ((n * c->c_out + o0 + l) * d->hwo + p0 + t0) * esize;
-                    for (int r = 0; r < mr; r++)
-                        memcpy(yo + r * esize, (const char *)out[r] + l * esize, (size_t)esize);
-                }
+            if (!nhwc) {                        /* channel l: mr consecutive pixels */
+                int64_t at = (n * c->c_out + o0) * d->hwo + p0 + t0;
+                if (esize == 1)
+                    for (int l = 0; l < nvalid; l++) {
+                        uint8_t *yo = (uint8_t *)y + at + l * d->hwo;
+                        for (int r = 0; r < mr; r++)
+                            yo[r] = ((const uint8_t *)out[r])[l];
+                    }
+                else
+                    for (int l = 0; l < nvalid; l++) {
+                        int32_t *yo = (int32_t *)y + at + l * d->hwo;
+                        for (int r = 0; r < mr; r++)
+                            yo[r] = out[r][l];
+                    }
+            }
         }
     }
 }
