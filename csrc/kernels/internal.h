@@ -108,6 +108,14 @@ PA_INLINE float _pa_act_hardsigmoid(float x, float a, float b) {
     return _pa_clampf(x * a + b, 0.0f, 1.0f);
 }
 
+/* round(f) half to even, as an int32, for |f| <= 2^22: 1.5 * 2^23 added
+ * (the add rounds under the default mode) and its bits taken off -- the
+ * 8-bit kernels' requantization, onnxruntime's MLAS_ROUNDING_BIAS_MAGIC
+ * trick; branch-free, so it vectorises. */
+PA_INLINE int32_t _pa_round_half_even(float f) {
+    return (int32_t)(_pa_float_bits(f + 12582912.0f) - 0x4B400000u);
+}
+
 /* dst[i] = EXPR for i < n, where EXPR reads index i: blocks of PA_VEC
  * with a fixed trip count (which GCC vectorises even at -O2, whose cheap
  * cost model leaves loops of unknown length scalar), then the tail. */

@@ -230,7 +230,7 @@ PA_INLINE int32_t qc_requant(int32_t acc, float scale, const qc_out_t *o) {
     float f = (float)acc * scale;
     f = f < o->lo ? o->lo : f;
     f = f > o->hi ? o->hi : f;
-    return (int32_t)(_pa_float_bits(f + 12582912.0f) - 0x4B400000u) + o->zp;
+    return _pa_round_half_even(f) + o->zp;
 }
 
 PA_INLINE void qc_store(void *y, int64_t i, int32_t acc, float scale, const qc_out_t *o) {
@@ -317,6 +317,21 @@ static void to_nhwc(const uint8_t *restrict src, uint8_t *restrict dst, int64_t 
     }
 }
 
+/* dst[0 .. n) = s[0 .. n) flipped by xo; returns their sum where `sum`,
+ * else 0. */
+static int32_t copy_run(uint8_t *dst, const uint8_t *s, int64_t n, uint8_t xo, int sum) {
+    if (xo || n < 16)       /* (a call costs more than a few bytes) */
+        for (int64_t t = 0; t < n; t++)
+            dst[t] = (uint8_t)(s[t] ^ xo);
+    else
+        memcpy(dst, s, (size_t)n);
+    int32_t total = 0;
+    if (sum)
+        for (int64_t t = 0; t < n; t++)
+            total += dst[t];
+    return total;
+}
+
 /* Output pixel p's row of image `img` (NHWC, flipped by xo), group g,
  * into dst (K bytes in (kh, kw, channel) order, padding as zu); returns
  * the sum of its bytes. */
@@ -331,15 +346,7 @@ static int32_t im2col_row(const qc_run_t *R, const uint8_t *img, uint8_t xo, int
         int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
         if (whole_rows && ih >= 0 && ih < c->h) {
             /* the window's row: kw pixels of all channels, one run */
-            const uint8_t *s = img + (ih * c->w + iw0) * c->c_in;
-            if (xo || run < 16)
-                for (int64_t t = 0; t < run; t++)
-                    dst[t] = (uint8_t)(s[t] ^ xo);
-            else
-                memcpy(dst, s, (size_t)run);
-            if (R->need_rs)
-                for (int64_t t = 0; t < run; t++)
-                    sum += dst[t];
+            sum += copy_run(dst, img + (ih * c->w + iw0) * c->c_in, run, xo, R->need_rs);
             dst += run;
             continue;
         }
@@ -350,15 +357,7 @@ static int32_t im2col_row(const qc_run_t *R, const uint8_t *img, uint8_t xo, int
                 sum += (int32_t)R->zu * (int32_t)cg;
                 continue;
             }
-            const uint8_t *s = img + (ih * c->w + iw) * c->c_in + g * cg;
-            if (xo || cg < 16)      /* (a call costs more than a few bytes) */
-                for (int64_t ch = 0; ch < cg; ch++)
-                    dst[ch] = (uint8_t)(s[ch] ^ xo);
-            else
-                memcpy(dst, s, (size_t)cg);
-            if (R->need_rs)
-                for (int64_t ch = 0; ch < cg; ch++)
-                    sum += dst[ch];
+            sum += copy_run(dst, img + (ih * c->w + iw) * c->c_in + g * cg, cg, xo, R->need_rs);
         }
     }
     return sum;

@@ -1,9 +1,9 @@
 /* kernels/qdynamic.c -- DynamicQuantizeLinear (pa_dynamic_quantize): the
  * range of the data, its uint8 scale and zero point, and the data
  * quantized with them, in two vectorised passes (pyarena.h gives the
- * arithmetic, onnxruntime's).  The rounding is the 1.5 * 2^23 trick of
- * kernels/qconv.c (MLAS_ROUNDING_BIAS_MAGIC): exact for |v| < 2^22, and
- * values are clamped to [-zero_point, 255 - zero_point] before it. */
+ * arithmetic, onnxruntime's).  The rounding is _pa_round_half_even
+ * (internal.h): exact for |v| <= 2^22, and values are clamped to
+ * [-zero_point, 255 - zero_point] before it. */
 #include "internal.h"
 
 #define QD_TILE 16
@@ -44,7 +44,7 @@ PA_INLINE uint8_t qd_one(float v, float scale, float lo, float hi, float zp) {
     f = f < lo ? lo : f;        /* a NaN fails both tests and stays NaN */
     f = f > hi ? hi : f;
     f = f == f ? f : lo;        /* NaN -> the lowest code, 0 */
-    return (uint8_t)((int32_t)(_pa_float_bits(f + 12582912.0f) - 0x4B400000u) + (int32_t)zp);
+    return (uint8_t)(_pa_round_half_even(f) + (int32_t)zp);
 }
 
 PA_MULTIVERSION
@@ -75,7 +75,7 @@ pa_status_t pa_dynamic_quantize(const float *x, size_t n, uint8_t *y, float *sca
     float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
     float z = (0.0f - lo) / s;
     z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
-    z = (float)(int32_t)(_pa_float_bits(z + 12582912.0f) - 0x4B400000u);
+    z = (float)_pa_round_half_even(z);
     *scale = s;
     *zero_point = (uint8_t)z;
     if (n)

@@ -68,11 +68,7 @@ PA_INLINE void store8(void *p, int64_t i, int32_t v, int s8) {
 }
 
 /* rint(t) for |t| <= 2^22 (round half to even). */
-PA_INLINE float round_even(float t) {
-    const float magic = 12582912.0f;       /* 1.5 * 2^23 */
-    float u = t + magic;
-    return u - magic;
-}
+PA_INLINE float round_even(float t) { return (float)_pa_round_half_even(t); }
 
 /* The SSE conversion of t, saturated to [lo, hi] (see the banner). */
 PA_INLINE int32_t cvt_sat(float t, int32_t lo, int32_t hi) {

@@ -3164,7 +3164,7 @@ MUTANTS += [
       "                         (uint32_t)R->zu * (uint32_t)R->zp[lane0 + l];",
       "the K * x_zp * w_zp term is counted once instead of K times", QCONV),
     M("qconv-round-truncates", "csrc/kernels/qconv.c",
-      "    return (int32_t)(_pa_float_bits(f + 12582912.0f) - 0x4B400000u) + o->zp;",
+      "    return _pa_round_half_even(f) + o->zp;",
       "    return (int32_t)f + o->zp;",
       "requantization truncates instead of rounding half to even", QCONV),
     M("qconv-clamp-before-zp", "csrc/kernels/qconv.c",
