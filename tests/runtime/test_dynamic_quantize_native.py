@@ -67,3 +67,17 @@ def test_dynamic_quantize_nan_gives_the_unit_range(tmp_path):
     y, s, z = _run(path, x, True)
     assert float(s) == 1.0 and int(z) == 0
     np.testing.assert_array_equal(y, [1, 0, 0, 2])
+
+
+def test_dynamic_quantize_empty_tensor(tmp_path):
+    """No data: both paths and onnxruntime give the unit scale and zero
+    point 0, and an empty y."""
+    x = np.zeros((0, 4), np.float32)
+    path = tmp_path / "dq.onnx"
+    _model(path, x.shape)
+    ref = ort_run(path, {"x": x})
+    for native in (True, False):
+        y, s, z = _run(path, x, native)
+        assert y.shape == (0, 4) and y.dtype == np.uint8
+        np.testing.assert_array_equal(s, ref["s"])
+        np.testing.assert_array_equal(z, ref["z"])
