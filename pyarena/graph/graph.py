@@ -100,6 +100,11 @@ class Graph(WeightsArena, Validation, JsonIO):
         #: the choices the passes made from these shapes, which a retarget
         #: to other shapes must find made again (:mod:`.decisions`)
         self.shape_decisions = []
+        #: graph inputs whose values decide tensor shapes (a fed Reshape
+        #: target, Resize's scales: small inputs a shape rule asked the value
+        #: of): a session keys its signatures by their values and imports
+        #: the model with them fixed (set by the ONNX importer)
+        self.deciding_inputs = frozenset()
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,

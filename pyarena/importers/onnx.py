@@ -40,6 +40,7 @@ from .onnx_constants import ConstantFolding
 from .onnx_control import resolve_bodies
 from .onnx_data import check_initializer_data, parse_model
 from .onnx_dqlstm import dequantize_lstms
+from .onnx_dynamic import deciding_inputs
 from .onnx_fold import _attrs, _check_dims  # noqa: F401 (_attrs: resize.py reads it here)
 from .onnx_inference import ShapeInference
 from .onnx_qdq import fuse_qdq
@@ -125,6 +126,7 @@ class _OnnxImport:
         self.used_onnx_inference = False
         self.bodies = {}        # Loop / Scan / If node name -> (outer inputs, attrs)
         self.forced = {}        # output shapes set from a body: kept for inference
+        self.wanted = set()     # values shape rules asked for and lacked (onnx_shapes.py)
 
     def rewrite(self):
         """The shape-independent rewrites of the model."""
@@ -145,7 +147,12 @@ class _OnnxImport:
                 break
             remaining = self.fold_rounds(inference, folding, remaining, force=True)
         resolve_bodies(self, remaining, strict=True)
-        g = GraphBuild(self).build(remaining)
+        try:
+            g = GraphBuild(self).build(remaining)
+        except ModelImportError as exc:     # a session retries with these fixed
+            exc.deciding_inputs = deciding_inputs(self)
+            raise
+        g.deciding_inputs = deciding_inputs(self)
         if self.cache is not None:      # what a retargeted graph must compute again
             self.cache.derived = frozenset(n for n, t in g.tensors.items()
                                            if t.role == "constant" and n not in self.static)

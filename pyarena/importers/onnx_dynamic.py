@@ -24,7 +24,11 @@ from ..runtime.kernels import op_fact
 from ..runtime.kernels.shape_rules_movement import reduce as _reduce_rule
 from .onnx_shapes import NotCovered, infer_shapes
 
-__all__ = ["dependent_tensors", "shape_rule", "value_ops"]
+__all__ = ["VALUE_MAX_ELEMENTS", "deciding_inputs", "dependent_tensors", "shape_rule",
+           "value_ops"]
+
+#: the most elements a tensor read as a value (a shape, a K, scales) has
+VALUE_MAX_ELEMENTS = 64
 
 
 def _is_source(imp, n):
@@ -61,9 +65,45 @@ def _sized_by_a_value(imp, n):
         return False
     for i in n.input:
         if i and i not in imp.vals and imp.types.get(i) in _INTEGER_TYPES and fixed(i) and \
-                int(np.prod(shapes[i], dtype=np.int64)) <= 64:
+                int(np.prod(shapes[i], dtype=np.int64)) <= VALUE_MAX_ELEMENTS:
             return True
     return False
+
+
+def deciding_inputs(imp):
+    """The graph inputs of import ``imp`` whose values decide shapes: the
+    small numeric inputs (at most :data:`VALUE_MAX_ELEMENTS` elements) from
+    which a value that a shape rule asked for and lacked is computed
+    (``imp.wanted``: a fed Reshape target, Resize's scales, TopK's K, the
+    pads or bounds of a Pad or Slice), traced back through the ops that
+    read values (not through a Shape: the shape of a tensor is known)."""
+    if not imp.wanted:
+        return frozenset()
+    known = imp.vals
+    inputs = {vi.name for vi in imp.model.graph.input
+              if vi.name not in imp.init_names and vi.name not in known}
+    producer = {o: n for n in imp.model.graph.node for o in n.output if o}
+    found, seen, todo = set(), set(), list(imp.wanted)
+    while todo:
+        name = todo.pop()
+        if name in seen or name in known:
+            continue
+        seen.add(name)
+        if name in inputs:
+            dims = imp.shapes.get(name)
+            if dims is not None and all(isinstance(d, int) for d in dims) and \
+                    int(np.prod(dims, dtype=np.int64)) <= VALUE_MAX_ELEMENTS and \
+                    imp.types.get(name) in _NUMERIC_TYPES:
+                found.add(name)
+            continue
+        n = producer.get(name)
+        if n is not None and op_fact(n.op_type, "needs_values") is not False:
+            todo.extend(i for i in n.input if i)
+    return frozenset(found)
+
+
+#: ONNX's numeric element types but float8 / 4-bit (bool included)
+_NUMERIC_TYPES = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16))
 
 
 def dependent_tensors(imp, nodes, io=None):

@@ -42,7 +42,7 @@ class ShapeInference:
                 return infer_shapes(imp.onnx, m, imp.opset, _collect, imp.path,
                                     imp.cache.values if cached else None,
                                     partial(imp.cache.attrs, partial(_attrs, imp.onnx))
-                                    if cached else None)
+                                    if cached else None, wanted_out=imp.wanted)
             except NotCovered:
                 pass
         imp.used_onnx_inference = True

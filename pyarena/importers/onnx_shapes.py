@@ -44,7 +44,7 @@ class NotCovered(Exception):
 
 
 def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None,
-                 values_out=None):
+                 values_out=None, wanted_out=None):
     """(shapes, types) of every tensor of ``model``, as ``collect`` returns
     them for a model ONNX's inference annotated.  Raises NotCovered, or
     ModelImportError naming ``where`` and the operator for inputs that do
@@ -52,9 +52,12 @@ def infer_shapes(onnx, model, opset, collect, where, known=None, attrs=None,
     model reads but does not compute (folded before), and of its
     initializers (not decoded again); ``attrs``: node -> its attributes
     (a cache of them; default: decoded here); ``values_out``: a dict given
-    gets the small constant values propagated (shape arithmetic)."""
+    gets the small constant values propagated (shape arithmetic);
+    ``wanted_out``: a set given gets the tensors whose value a rule asked
+    for and did not have, where the node's outputs stayed unsized (the
+    values that decide shapes: a fed Reshape target, Resize's scales)."""
     return ShapeProgram(onnx, model, opset, where, known, attrs).run(collect(model),
-                                                                     values_out)
+                                                                     values_out, wanted_out)
 
 
 class ShapeProgram:
@@ -96,10 +99,11 @@ class ShapeProgram:
                 Node(node, attrs(node), opset, None, None, None, ins, op, len(outs))
             self.nodes.append((node, rule, view, ins, outs, prop, folded))
 
-    def run(self, shapes_types, values_out=None):
+    def run(self, shapes_types, values_out=None, wanted_out=None):
         """(shapes, types) of every tensor, from ``shapes_types`` (what the
         model declares, the graph inputs bound: ``collect``'s result, which
-        is updated); ``values_out`` as for :func:`infer_shapes`."""
+        is updated); ``values_out`` and ``wanted_out`` as for
+        :func:`infer_shapes`."""
         shapes, types = shapes_types
         onnx, opset, where = self.onnx, self.opset, self.where
         values = dict(self.values)
@@ -110,6 +114,13 @@ class ShapeProgram:
                 if v is not None:
                     values[name] = v
         sget, tget, vget = shapes.get, types.get, values.get
+        asked = []
+        if wanted_out is not None:
+            def vget(k, _get=values.get):
+                v = _get(k)
+                if v is None:
+                    asked.append(k)
+                return v
         for node, rule, n, ins, outs, prop, folded in self.nodes:
             if rule is None:
                 res = _node_outputs(onnx, node, opset, shapes, types, values, where)
@@ -126,11 +137,19 @@ class ShapeProgram:
                         types[name] = et
                 else:
                     _merge(name, shp, et, shapes, types)
+            if asked:       # a value asked for, and an output left unsized
+                if any(o and not _sized(sget(o)) for o in outs):
+                    wanted_out.update(asked)
+                asked.clear()
             if prop:
                 _propagate(onnx, node, values, shapes, opset, ins, folded)
         if values_out is not None:
             values_out.update(values)
         return shapes, types
+
+
+def _sized(shape):
+    return shape is not None and all(type(d) is int for d in shape)
 
 
 def _node_outputs(onnx, node, opset, shapes, types, values, where):

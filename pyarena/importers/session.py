@@ -35,7 +35,9 @@ done the model is imported again, as for the first.
 A 0-d integer or boolean input (a sample rate, a flag) is taken by value:
 its value is part of the signature and the model is imported with it
 fixed (``load_model(values=...)``), so what is computed from it folds and
-an ``If`` on it takes its branch (Silero VAD's ``sr``).
+an ``If`` on it takes its branch (Silero VAD's ``sr``).  So is an input
+found to decide tensor shapes (a fed Reshape target, Resize's scales):
+every tensor is then planned for its value (:mod:`.session_keys`).
 """
 import gc
 import threading
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, PyArenaError, StateError
+from ..errors import InvalidArgumentError, ModelImportError, PyArenaError, StateError
 from ..memory import Arena
 from ..planning import PlanOptions
 from ..runtime import Executor, set_blas_threads
@@ -58,6 +60,7 @@ from .import_cache import ImportCache
 from .model_bytes import model_path
 from .ort_capi import session_settings
 from .retarget import Template, retarget, retargetable
+from .session_keys import SignatureKeys, value_of
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -138,10 +141,10 @@ class InferenceSession:
         self._remembered = False
         self._template = None       # the last imported graph, retargeted for new shapes
         self._inputs, self._outputs = self._describe()
-        # 0-d integer / bool inputs (a sample rate, a flag): their value is
-        # part of the signature, and the model is specialised on it
-        self._value_inputs = {a.name for a in self._inputs if a.shape == () and
-                              a.type in ("tensor(int64)", "tensor(int32)", "tensor(bool)")}
+        # the inputs whose value is part of the signature (the model is
+        # imported with it fixed): 0-d integer / bool inputs, and those
+        # found to decide shapes (session_keys.py)
+        self._keys = SignatureKeys(self._inputs)
 
     # -- the model's interface -------------------------------------------------
     def _describe(self):
@@ -194,9 +197,7 @@ class InferenceSession:
             raise InvalidArgumentError(f"output_names must be a list of names (or None), "
                                        f"not the string {output_names!r}")
         feeds = {k: np.asarray(v) for k, v in feeds.items()}
-        vi = self._value_inputs
-        signature = tuple((k, v.shape, v.item() if k in vi and v.ndim == 0 else None)
-                          for k, v in feeds.items())
+        signature = self._keys.signature(feeds)
         ctx = self._context()
         bound = ctx.executors.get(signature)
         with self._lock:
@@ -216,10 +217,15 @@ class InferenceSession:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
             with self._prepare_lock, _no_gc():
                 ex = self._executor(ctx, signature)
+                while ex is None:       # inputs found to decide shapes: keyed now
+                    signature = self._keys.signature(feeds)
+                    ex = self._executor(ctx, signature)
         # (an input nothing reads -- unused, or read only for a shape that
-        # folded -- is not in the imported graph: its feed is not copied)
+        # folded -- is not in the imported graph, nor is one fixed to its
+        # value: its feed is not copied)
         arrays = ex.arrays
-        out = ex.run({k: v for k, v in feeds.items() if k not in vi and k in arrays})
+        out = ex.run({k: v for (k, v), (_, _, fixed) in zip(feeds.items(), signature)
+                      if fixed is None and k in arrays})
         ctx.last = ex
         names = list(output_names) if output_names else [a.name for a in self._outputs]
         for n in names:
@@ -246,13 +252,25 @@ class InferenceSession:
     def _executor(self, ctx, signature):
         """The executor of ``signature`` bound to ``ctx``'s block: the
         signature prepared if new (:meth:`_prepare`), the block grown if
-        its plan needs more.  Under ``_prepare_lock``."""
+        its plan needs more; None when the import found inputs that decide
+        shapes and are now keyed by value (the caller keys the signature
+        again).  Under ``_prepare_lock``."""
         with self._lock:
             entry = self._plans.get(signature)
         if entry is None:
-            entry = self._prepare(
-                {k: shape for k, shape, value in signature if value is None},
-                {k: value for k, shape, value in signature if value is not None})
+            keys = self._keys
+            try:
+                entry = self._prepare(
+                    {k: shape for k, shape, value in signature if value is None},
+                    {k: value_of(value, shape) for k, shape, value in signature
+                     if value is not None})
+            except ModelImportError as exc:     # a shape only a value decides
+                if keys.found(getattr(exc, "deciding_inputs", ()), required=True):
+                    return None
+                raise
+            if keys.found(entry.graph.deciding_inputs, required=False):
+                return None
+            keys.seen(signature)
             with self._lock:
                 self._plans[signature] = entry
                 while len(self._plans) > self.max_plans:
