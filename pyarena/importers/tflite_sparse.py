@@ -49,14 +49,25 @@ def densify(values, shape, traversal_order, block_map, dims):
     bsize = [int(dims[order.index(n + i)][1]) for i in range(len(bmap))]
     if any(b < 1 for b in bsize):
         raise ValueError(f"block sizes {bsize} must be >= 1")
+    # each expanded dim's size: an original dim divided by its block size,
+    # a block dim its block size; a DENSE level must visit exactly that
+    # many indices (checked before its paths are laid out: an edited
+    # dense_size would otherwise expand into gigabytes of positions)
+    expanded = list(shape) + bsize
+    for i, d in enumerate(bmap):
+        if shape[d] % bsize[i]:
+            raise ValueError(f"block size {bsize[i]} does not divide dim {d} of size "
+                             f"{shape[d]}")
+        expanded[d] //= bsize[i]
     values = np.asarray(values).reshape(-1)
     pos = np.zeros(1, np.int64)     # position of each partial path at this level
     cols = []                       # index of each partial path, per level
     for level, (fmt, size, segs, inds) in enumerate(dims):
         if fmt == DENSE:
             size = int(size)
-            if size < 0:
-                raise ValueError(f"dim_metadata[{level}]: dense_size {size} < 0")
+            if size != expanded[order[level]]:
+                raise ValueError(f"dim_metadata[{level}]: dense_size {size}, the dim it "
+                                 f"visits has size {expanded[order[level]]}")
             cols = [np.repeat(c, size) for c in cols]
             cols.append(np.tile(np.arange(size, dtype=np.int64), pos.size))
             pos = (pos[:, None] * size + np.arange(size, dtype=np.int64)).reshape(-1)

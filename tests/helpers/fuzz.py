@@ -6,7 +6,9 @@ test module).
 truncations, seeded); :func:`run_cases` runs them and returns a
 :class:`Report`: per-case outcome ``ok`` / ``clean`` (a pyarena error) /
 ``foreign`` (another exception) / ``signal`` (the worker died) / ``hang``
-(no answer within the time limit).  A worker that dies or hangs is
+(no answer within the time limit) / ``over`` (the worker's peak resident
+set rose above its start-up level by more than the memory limit given to
+pyarena + :data:`RSS_SLACK`: something allocated before it checked).  A worker that dies or hangs is
 replaced and the run goes on with the next case.
 """
 import os
@@ -19,6 +21,7 @@ import numpy as np
 
 AS_LIMIT = 4 << 30          # address space of a worker
 BUDGET = 1 << 30            # max_memory the worker passes to pyarena
+RSS_SLACK = 64 << 20        # what a case may hold above the memory limit
 
 
 def mutations(blob, n, seed):
@@ -47,24 +50,26 @@ def mutations(blob, n, seed):
 @dataclass
 class Report:
     outcomes: dict = field(default_factory=dict)    # path -> (outcome, detail)
+    peak_rss: int = 0       # bytes: the most a worker's peak rose above its start-up
 
     def count(self, outcome):
         return sum(1 for o, _ in self.outcomes.values() if o == outcome)
 
     def bad(self):
         return {p: v for p, v in self.outcomes.items()
-                if v[0] in ("foreign", "signal", "hang")}
+                if v[0] in ("foreign", "signal", "hang", "over")}
 
     def summary(self):
-        return ", ".join(f"{k} {self.count(k)}"
-                         for k in ("ok", "clean", "foreign", "signal", "hang"))
+        return ", ".join([f"{k} {self.count(k)}" for k in
+                          ("ok", "clean", "foreign", "signal", "hang", "over")] +
+                         [f"peak RSS +{self.peak_rss / 2**20:.1f} MiB"])
 
 
-def _start(tests_dir):
+def _start(tests_dir, budget):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1", PYTHONPATH=tests_dir + os.pathsep +
                os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "helpers.fuzz_worker", str(BUDGET),
+    return subprocess.Popen([sys.executable, "-m", "helpers.fuzz_worker", str(budget),
                              str(AS_LIMIT)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=env, cwd=tests_dir)
@@ -75,26 +80,35 @@ def _readline(proc, timeout):
     return proc.stdout.readline() if r else None
 
 
-def run_cases(paths, case_seconds=60.0, start_seconds=120.0):
-    """Run every path through a worker; returns a :class:`Report`."""
+def run_cases(paths, case_seconds=60.0, start_seconds=120.0, budget=BUDGET):
+    """Run every path through a worker whose pyarena calls get
+    ``max_memory=budget``; returns a :class:`Report`."""
     tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     report = Report()
     todo = list(paths)
     while todo:
-        proc = _start(tests_dir)
+        proc = _start(tests_dir, budget)
         batch, todo = todo, []
         proc.stdin.write("".join(p + "\n" for p in batch))
         proc.stdin.close()
-        if _readline(proc, start_seconds) != "ready\n":   # start-up: not a case's time
+        ready = _readline(proc, start_seconds)      # start-up: not a case's time
+        if not ready or not ready.startswith("ready "):
             proc.kill()
             proc.wait()
             raise RuntimeError("a fuzz worker did not start")
+        base = int(ready.split()[1]) << 10
         for i, path in enumerate(batch):
             line = _readline(proc, case_seconds)
             if line and line.startswith("start"):
                 line = _readline(proc, case_seconds)
                 if line and line.startswith("done"):
-                    _, _, outcome, *detail = line.rstrip("\n").split(" ", 3)
+                    _, _, outcome, hwm, *detail = line.rstrip("\n").split(" ", 4)
+                    rise = (int(hwm) << 10) - base
+                    if rise > report.peak_rss:
+                        report.peak_rss = rise
+                        if rise > budget + RSS_SLACK:   # the first case to go over
+                            outcome = "over"
+                            detail = [f"peak RSS +{rise >> 20} MiB above start-up"] + detail
                     report.outcomes[path] = (outcome, " ".join(detail))
                     continue
             if line is None:                # no answer in time

@@ -1,11 +1,12 @@
 """Test helper: the child process of the hostile-file fuzz tests (not a
 test module).  ``python -m helpers.fuzz_worker BUDGET AS_LIMIT`` limits its
 address space to AS_LIMIT bytes, loads what
-the cases need and prints ``ready``, then reads model paths from stdin,
+the cases need and prints ``ready HWM``, then reads model paths from stdin,
 one per line, and for each prints ``start N`` and then
-``done N OUTCOME DETAIL`` where OUTCOME is ``ok`` (imported, planned and
+``done N OUTCOME HWM DETAIL`` where OUTCOME is ``ok`` (imported, planned and
 run), ``clean`` (a pyarena error) or ``foreign`` (any other exception:
-a bug); BUDGET is the max_memory it passes to pyarena.  The parent watches
+a bug) and HWM the process's peak resident set so far (KiB, VmHWM);
+BUDGET is the max_memory it passes to pyarena.  The parent watches
 for signals and hangs (a ``start`` with no ``done`` in time)."""
 import sys
 
@@ -20,7 +21,23 @@ def _selftest(path):
         os.abort()
     if kind == "hang":
         time.sleep(3600)
+    if kind == "grow":      # 96 MiB touched, then the case goes on
+        import numpy as np
+        _selftest.held = np.ones(96 << 20, np.uint8)
+        return
     raise KeyError(kind)
+
+
+def _hwm_kib():
+    """The process's peak resident set so far, in KiB (0 where /proc has none)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _case(path, budget):
@@ -53,7 +70,7 @@ def main():
             __import__(extra)
         except ImportError:
             pass
-    print("ready", flush=True)
+    print(f"ready {_hwm_kib()}", flush=True)
     for n, line in enumerate(sys.stdin):
         path = line.strip()
         print(f"start {n}", flush=True)
@@ -67,7 +84,7 @@ def main():
                                                               if net else "")
         except BaseException as exc:        # noqa: BLE001 -- a bug, reported
             outcome, detail = "foreign", f"{type(exc).__name__}: {exc}"[:300]
-        print(f"done {n} {outcome} {detail}".replace("\n", " "), flush=True)
+        print(f"done {n} {outcome} {_hwm_kib()} {detail}".replace("\n", " "), flush=True)
 
 
 if __name__ == "__main__":

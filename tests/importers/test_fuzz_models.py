@@ -2,18 +2,22 @@
 truncated copies of the vendored TFLite model and of small ONNX models made
 here are imported, planned and run in worker processes under a 4 GiB
 address-space limit and a per-case time limit.  Every case must end in
-success or a pyarena error: no signal, no hang, no other exception.
+success or a pyarena error: no signal, no hang, no other exception, and no
+peak resident set above the memory limit given to pyarena + 64 MiB.
 
 The default run tries a few dozen files per format; ``pytest -m slow``
-tries 520 per format."""
+tries 1,000 per format under a 256 MiB limit."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from helpers.fuzz import mutations, run_cases
+from helpers.fuzz import BUDGET, mutations, run_cases
 from helpers.onnx_util import make_model
 
-FAST, SLOW = 24, 520
+FAST, SLOW = 24, 1000
+#: the memory limit of the slow runs: every case's peak resident set must
+#: stay within it + RSS_SLACK above the worker's start-up
+SLOW_BUDGET = 256 << 20
 
 
 def _onnx_models(tmp_path):
@@ -68,25 +72,25 @@ def _check(report, n):
     assert report.count("clean") > 0          # the mutations do break files
 
 
-def _onnx(tmp_path, n, seed):
+def _onnx(tmp_path, n, seed, budget=BUDGET):
     paths = _files(tmp_path, _onnx_models(tmp_path), n, seed)
-    report = run_cases(paths)
+    report = run_cases(paths, budget=budget)
     _check(report, n)
     return report
 
 
-def _tflite(tmp_path, data_dir, n, seed):
+def _tflite(tmp_path, data_dir, n, seed, budget=BUDGET):
     paths = _files(tmp_path, [data_dir / "face_detection_short_range.tflite"], n, seed)
-    report = run_cases(paths)
+    report = run_cases(paths, budget=budget)
     _check(report, n)
     return report
 
 
-def _selftest(tmp_path, names, case_seconds):
+def _selftest(tmp_path, names, case_seconds, **kw):
     paths = [str(tmp_path / n) for n in names]
     for p in paths:
         open(p, "wb").close()
-    report = run_cases(paths, case_seconds=case_seconds)
+    report = run_cases(paths, case_seconds=case_seconds, **kw)
     return [report.outcomes[p][0] for p in paths], report
 
 
@@ -95,6 +99,16 @@ def test_the_harness_reports_signals_and_foreign_errors(tmp_path):
                                        "d.onnx"], case_seconds=60.0)
     assert got == ["clean", "signal", "foreign", "clean"]
     assert len(report.bad()) == 2
+
+
+def test_the_harness_reports_a_case_over_the_memory_limit(tmp_path):
+    """A case whose resident set rises past the limit + RSS_SLACK is
+    reported, once, whatever its own outcome (here a clean error)."""
+    got, report = _selftest(tmp_path, ["a.onnx", "b.selftest-grow", "c.onnx"],
+                            case_seconds=60.0, budget=8 << 20)
+    assert got == ["clean", "over", "clean"]
+    assert report.peak_rss >= 96 << 20
+    assert "peak RSS" in report.outcomes[str(tmp_path / "b.selftest-grow")][1]
 
 
 @pytest.mark.slow
@@ -115,10 +129,10 @@ def test_mutated_tflite_files_fail_cleanly(tmp_path, data_dir):
 
 @pytest.mark.slow
 def test_many_mutated_onnx_files_fail_cleanly(tmp_path):
-    print(_onnx(tmp_path, SLOW, seed=1000).summary())
+    print(_onnx(tmp_path, SLOW, seed=1000, budget=SLOW_BUDGET).summary())
 
 
 @pytest.mark.slow
 def test_many_mutated_tflite_files_fail_cleanly(tmp_path, data_dir):
     pytest.importorskip("tflite")
-    print(_tflite(tmp_path, data_dir, SLOW, seed=1000).summary())
+    print(_tflite(tmp_path, data_dir, SLOW, seed=1000, budget=SLOW_BUDGET).summary())

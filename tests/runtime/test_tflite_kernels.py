@@ -126,6 +126,19 @@ def test_densify_block_sparse_and_column_major_traversal():
      "outside its size 2"),
     (([1], [2, 2], [0, 1], [], [(DENSE, 2, None, None), (5, 0, None, None)]),
      "unknown format 5"),
+    # an edited dense_size: refused before its positions are laid out
+    (([1, 2, 3, 4], [4, 4], [0, 1], [],
+      [(DENSE, 1 << 40, None, None), (SPARSE_CSR, 0, [0, 1, 2, 2, 4], [0, 2, 0, 3])]),
+     r"dense_size 1099511627776, the dim it visits has size 4"),
+    (([1, 2, 3, 4], [4, 4], [0, 1], [],
+      [(DENSE, 3, None, None), (SPARSE_CSR, 0, [0, 1, 2, 4], [0, 2, 0, 3])]),
+     "dense_size 3, the dim it visits has size 4"),
+    (([1, 2, 3, 4], [2, 2], [0, 1], [], [(DENSE, 2, None, None), (DENSE, -1, None, None)]),
+     "dense_size -1"),
+    # a block dim's dense size must divide the dim it splits
+    ((np.arange(8), [4, 4], [0, 1, 2, 3], [0, 1],
+      [(DENSE, 2, None, None), (SPARSE_CSR, 0, [0, 1, 2], [1, 0]),
+       (DENSE, 3, None, None), (DENSE, 2, None, None)]), "block size 3 does not divide"),
 ])
 def test_densify_rejects_bad_descriptions(args, match):
     with pytest.raises(ValueError, match=match):

@@ -3308,4 +3308,9 @@ MUTANTS += [
       "              if k in arrays})",
       "a feed fixed as a constant is also fed to the executor",
       ("tests/importers/test_session_value_keys.py",)),
+    M("densify-dense-size-unchecked", "pyarena/importers/tflite_sparse.py",
+      "            if size != expanded[order[level]]:",
+      "            if size < 0:",
+      "an edited dense_size lays out its positions before anything is checked",
+      ("tests/runtime/test_tflite_kernels.py",)),
 ]
