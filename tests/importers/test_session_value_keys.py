@@ -122,6 +122,23 @@ def test_a_shape_read_through_shape_is_not_keyed(tmp_path):
     assert sess.memory_info()["plans"] == 1
 
 
+def test_a_value_sized_by_data_is_not_traced_through_shape(tmp_path):
+    """ConstantOfShape(Shape(NonZero(z))): the shape lacked is NonZero's,
+    which only the data tells; tracing stops at the Shape, so z (small,
+    fed) is not keyed and the pool sizes the tensors for every z."""
+    nodes = [h.make_node("NonZero", ["z"], ["nz"]), h.make_node("Shape", ["nz"], ["s"]),
+             h.make_node("ConstantOfShape", ["s"], ["y"],
+                         value=h.make_tensor("v", T.FLOAT, [1], [2.0]))]
+    path = _save(tmp_path / "nz.onnx", nodes, [_vi("z", [2, 3])])
+    sess = InferenceSession(path)
+    for z in ([[1, 0, 2], [0, 0, 3]], [[1, 1, 1], [1, 0, 1]], [[0, 0, 0], [0, 0, 0]]):
+        z = np.array(z, np.float32)
+        got = sess.run(None, {"z": z})[0]
+        np.testing.assert_array_equal(got, ort_run(path, {"z": z})["y"])
+    assert sess._keys.keyed == frozenset()
+    assert sess.memory_info()["plans"] == 1
+
+
 def test_past_the_cap_the_pool_path_gives_the_same_results(tmp_path):
     """An input the pool can size (a Tile's repeats) keys the signature for
     MAX_SPECIALISED distinct values, then no more: later values run the
