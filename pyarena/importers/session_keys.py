@@ -30,6 +30,7 @@ __all__ = ["MAX_SPECIALISED", "SignatureKeys"]
 MAX_SPECIALISED = 8
 
 _FIXED_TYPES = ("tensor(int64)", "tensor(int32)", "tensor(bool)")
+_FLOAT_TYPES = ("tensor(float)", "tensor(float16)", "tensor(double)", "tensor(bfloat16)")
 
 
 def _value_key(v):
@@ -56,6 +57,7 @@ class SignatureKeys:
 
     def __init__(self, inputs):
         self.fixed = frozenset(a.name for a in inputs if a.shape == () and a.type in _FIXED_TYPES)
+        self._floats = frozenset(a.name for a in inputs if a.type in _FLOAT_TYPES)
         self.required = frozenset()     # deciding inputs without which an import fails
         self.optional = frozenset()     # deciding inputs the pool could also size
         self.keyed = self.fixed
@@ -71,11 +73,18 @@ class SignatureKeys:
         """``names`` decide shapes (``required``: the import failed without
         their values).  True when that adds a keyed input (the caller keys
         the signature again); False when they are keyed already, or were
-        given up (:data:`MAX_SPECIALISED`) and need not be."""
+        given up (:data:`MAX_SPECIALISED`) and need not be.  Of the inputs
+        of a failed import, the float ones are the required ones where
+        there are any (the pool sizes tensors by small integer values, not
+        by float scales); the others stay optional."""
+        names = frozenset(names)
         if required:
-            self.required |= frozenset(names)
+            floats = names & self._floats
+            must = floats or names
+            self.required |= must
+            self.optional |= names - must
         else:
-            self.optional |= frozenset(names)
+            self.optional |= names
         before = self.keyed
         self._rekey()
         return self.keyed != before

@@ -174,6 +174,22 @@ def test_a_required_value_is_never_given_up(tmp_path):
     assert "scales" in sess._keys.keyed and "scales" in sess._keys.required
 
 
+def test_giving_up_an_optional_input_keeps_the_required_one(tmp_path):
+    """Resize by float scales (required) then Tile by fed repeats
+    (optional): past the cap the repeats stop being keyed, the scales do
+    not, and every call still gives onnxruntime's result."""
+    nodes = [h.make_node("Resize", ["x", "", "scales"], ["r"], mode="nearest"),
+             h.make_node("Tile", ["r", "rep"], ["y"])]
+    path = _save(tmp_path / "both.onnx", nodes,
+                 [_vi("x", [1, 2, 6, 8]), _vi("scales", [4]), _vi("rep", [4], T.INT64)])
+    sess = InferenceSession(path)
+    scales = np.array([1, 1, 0.5, 2], np.float32)
+    for i in range(MAX_SPECIALISED + 3):
+        feeds = {"x": X4, "scales": scales, "rep": np.array([1, 1, 1 + i % 4, 1 + i // 4])}
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], ort_run(path, feeds)["y"])
+    assert sess._keys.keyed == {"scales"}
+
+
 def test_threads_with_different_values(paths):
     """Two threads feeding different targets to one session, at once."""
     sess = InferenceSession(paths["reshape"])

@@ -3313,4 +3313,9 @@ MUTANTS += [
       "            if size < 0:",
       "an edited dense_size lays out its positions before anything is checked",
       ("tests/runtime/test_tflite_kernels.py",)),
+    M("value-keys-failure-all-required", "pyarena/importers/session_keys.py",
+      "            must = floats or names",
+      "            must = names",
+      "every input of a failed import is required: integer ones the pool could size are never given up",
+      ("tests/importers/test_session_value_keys.py",)),
 ]

@@ -16,6 +16,10 @@
  * write past them and UBSan any overflow on the way.  Accepted geometry
  * too large to allocate is only called with NULL pointers.
  *
+ * Half of the calls that run get a team of two workers (the kernels' splits
+ * across threads), and `make check` runs the binary a second time with
+ * PA_DISABLE_AVX512=1 (the portable tiles).
+ *
  * Deterministic (one seed); the environment's FUZZ_N changes the count,
  * FUZZ_SEED the seed (to search further than the default run); FUZZ_TRACE
  * prints each convolution before it runs (the last one names a crash). */
@@ -34,6 +38,12 @@ static long fuzz_n = 10000;
 #define CAP_WORK 40000.0
 
 static uint64_t rnd(void) { return pa_rand(&seed); }
+
+/* Two workers, given to half of the calls that run (the others run on the
+ * caller alone): the kernels' parallel splits stay inside the buffers too.
+ * Which call gets them is drawn from the same seed, so a run replays. */
+static pa_workers_t *team;
+#define TEAM (one_in(2) ? team : NULL)
 static int64_t upto(int64_t n) { return (int64_t)(rnd() % (uint64_t)n); }
 static int one_in(int n) { return upto(n) == 0; }
 
@@ -109,7 +119,7 @@ static void test_act(void) {
             continue;
         }
         fbuf_t x = fbuf((int64_t)n), y = fbuf((int64_t)n);
-        pa_status_t st = pa_act(&act, x.p, one_in(3) ? x.p : y.p, n, NULL);
+        pa_status_t st = pa_act(&act, x.p, one_in(3) ? x.p : y.p, n, TEAM);
         CHECK(st == (ok ? PA_OK : PA_ERR_INVALID));
         free(x.base);
         free(y.base);
@@ -287,7 +297,7 @@ static int conv_case(const pa_conv2d_t *c, int residual) {
     if (getenv("FUZZ_TRACE"))
         dump_conv("run", c);
     if (!residual) {
-        CHECK(pa_conv2d_run(c, pk.p, x.p, y.p, NULL) == PA_OK);
+        CHECK(pa_conv2d_run(c, pk.p, x.p, y.p, TEAM) == PA_OK);
     } else {
         int64_t c_res = one_in(4) ? hval() : 1 + upto(c->c_out + 1);
         int pw = c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->pad_top == 0 &&
@@ -295,7 +305,7 @@ static int conv_case(const pa_conv2d_t *c, int residual) {
         int ok = pw && c_res >= 1 && c_res <= c->c_out;
         int64_t nr = ok ? c->n * c_res * c->h * c->w : 0;
         fbuf_t r = fbuf(nr);
-        CHECK(pa_conv2d_run_residual(c, pk.p, x.p, ok ? r.p : tiny, c_res, y.p, NULL) ==
+        CHECK(pa_conv2d_run_residual(c, pk.p, x.p, ok ? r.p : tiny, c_res, y.p, TEAM) ==
               (ok ? PA_OK : PA_ERR_INVALID));
         free(r.base);
     }
@@ -407,7 +417,7 @@ static void test_pool(int is_max) {
                    p.pad_bottom >= far || p.pad_right >= far || p.h_out >= far / p.sh ||
                    p.w_out >= far / p.sw;
         fbuf_t x = fbuf(nx), y = fbuf(ny);
-        pa_status_t st = fn(&p, x.p, y.p, NULL);
+        pa_status_t st = fn(&p, x.p, y.p, TEAM);
         CHECK(st == PA_OK || (edge && st == PA_ERR_INVALID));
         free(x.base), free(y.base);
         ran += st == PA_OK;
@@ -469,7 +479,7 @@ static void test_resize2d(void) {
         if (drop < 4)
             t[drop] = NULL;
         pa_status_t st = pa_resize2d(lay, n, c, h, w, ho, wo, t[0], t[1], drop == 4 ? NULL : rw.p,
-                                     t[2], t[3], drop == 5 ? NULL : cw.p, x.p, y.p, NULL);
+                                     t[2], t[3], drop == 5 ? NULL : cw.p, x.p, y.p, TEAM);
         CHECK(st == (spoiled || drop < 6 ? PA_ERR_INVALID : PA_OK));
         ran += st == PA_OK;
         free(r0), free(r1), free(c0), free(c1);
@@ -635,7 +645,7 @@ static void test_calls_run(void) {
         }
         /* the call alone, then after a good one and before one that fails */
         size_t failed = 99;
-        pa_status_t st = pa_calls_run(&call, 1, NULL, &failed);
+        pa_status_t st = pa_calls_run(&call, 1, TEAM, &failed);
         if (expect_ok) {
             if (st != PA_OK)
                 fprintf(stderr, "call kind %d: status %d\n", kind, (int)st);
@@ -716,7 +726,7 @@ static void test_qconv2d(void) {
             bad_scale |= scale[o] < 0 && q.y_type != PA_Q_S32;
         CHECK(st == (bad_scale ? PA_ERR_INVALID : PA_OK));
         if (st == PA_OK) {
-            CHECK(pa_qconv2d_run(&q, pk, x, y, ss ? sc : NULL, ss, NULL) == PA_OK);
+            CHECK(pa_qconv2d_run(&q, pk, x, y, ss ? sc : NULL, ss, TEAM) == PA_OK);
             if (ss)
                 CHECK(pa_qconv2d_run(&q, pk, x, y, sc, ss - 1, NULL) == PA_ERR_INVALID);
             ran++;
@@ -758,6 +768,8 @@ int main(void) {
     env = getenv("FUZZ_SEED");
     if (env && *env)
         seed = 0x9E3779B97F4A7C15ULL * (strtoull(env, NULL, 0) + 1) | 1;
+    team = pa_workers_create(2, NULL);
+    CHECK(team != NULL);
     RUN(test_act);
     RUN(test_bias_act);
     RUN(test_prelu);
@@ -770,5 +782,6 @@ int main(void) {
     RUN(test_qconv2d);
     RUN(test_calls_run);
     RUN(test_workers);
+    pa_workers_destroy(team);
     return pa_test_report();
 }
