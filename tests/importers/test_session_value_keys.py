@@ -190,6 +190,24 @@ def test_giving_up_an_optional_input_keeps_the_required_one(tmp_path):
     assert sess._keys.keyed == {"scales"}
 
 
+def test_a_keyed_input_that_is_also_an_output(tmp_path):
+    """The fed Reshape target is also a graph output: fixed as a constant,
+    it is returned as fed (and not fed to the executor as an input)."""
+    g = h.make_graph([h.make_node("Reshape", ["x", "s"], ["y"])], "g",
+                     [_vi("x", [2, 3, 4]), _vi("s", [3], T.INT64)],
+                     [_vi("y", None), _vi("s", [3], T.INT64)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "out.onnx"))
+    sess = InferenceSession(str(tmp_path / "out.onnx"))
+    for target in ([4, 3, 2], [2, 12, 1]):
+        s = np.array(target, np.int64)
+        y, s_out = sess.run(None, {"x": X3, "s": s})
+        np.testing.assert_array_equal(y, X3.reshape(target))
+        np.testing.assert_array_equal(s_out, s)
+    assert "s" in sess._keys.keyed
+
+
 def test_threads_with_different_values(paths):
     """Two threads feeding different targets to one session, at once."""
     sess = InferenceSession(paths["reshape"])
