@@ -78,6 +78,7 @@ class GraphBuild:
             attrs = attrs or self.attrs(n, n_out)
             op = self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
             op.notes.opset = imp.opset
+            op.notes.over_fold_cap = imp.over_cap.get(n.name)
             if self.dependent and any(i in self.dependent for i in ins + outs if i):
                 op.notes.infer = shape_rule(self.onnx, n, imp.model.opset_import,
                                             imp.opset, _collect)
