@@ -134,6 +134,7 @@ class _OnnxImport:
         self.wanted = set()     # values shape rules asked for and lacked (onnx_shapes.py)
         self.max_memory = None  # the memory limit weight folding keeps within
         self.over_cap = {}      # node name -> bytes of a constant result left to run time
+        self.weight_views = set()   # weights folded as broadcast views (kept as such)
 
     def rewrite(self):
         """The shape-independent rewrites of the model."""

@@ -151,7 +151,13 @@ class GraphBuild:
             return
         if role == "constant":     # folded values > 4 KiB go to the weights arena
             v = self.vals[name] if value is None else value
-            if self.cache is None or not self.cache.is_kept(v):     # else shared as is
+            if name in self.imp.weight_views:
+                # a weight folded from one value, as a read-only broadcast: a
+                # kernel lays it out at setup or the executor places it in
+                # its weights arena -- never a second resident copy here
+                v = np.asarray(v).view()
+                v.flags.writeable = False
+            elif self.cache is None or not self.cache.is_kept(v):   # else shared as is
                 v = g.constant_data(v)
             self.vals[name] = v
             g.add_tensor(name, v.shape, v.dtype, role="constant", data=v)

@@ -28,10 +28,12 @@ inference before anything is computed, and the import folds at most
 (``max_memory``) leaves beside the model's own constants.  A result over
 that cap stays a run-time op, planned like any tensor, and the import says
 so once (:class:`FoldingCapWarning`; the op's ``notes.over_fold_cap``).
-``ConstantOfShape`` and ``Expand`` fold to broadcast views, filled into
-the weights arena when the graph is built, and an intermediate nothing
-else reads is dropped as soon as its last reader folds: the import holds
-one node's result at a time beside the weights.
+``ConstantOfShape`` and ``Expand`` fold to broadcast views that stay so
+in the graph (``imp.weight_views``): a kernel lays one out at setup, or
+the executor places it in its weights arena, once -- never a resident
+copy in the graph beside the kernel's.  An intermediate nothing else
+reads is dropped as soon as its last reader folds: the import holds one
+node's result at a time beside the weights.
 """
 import math
 import warnings
@@ -119,7 +121,7 @@ class ConstantFolding:
         self.changes = 0        # nodes folded or inlined so far
         self.readers = {}       # tensor -> nodes still to fold that read it
         self.kept_names = set()     # read by a body or the model's output: never dropped
-        self.weights = set()    # folded values over FOLD_MAX_BYTES (dropped once unread)
+        self.large = set()      # folded values over FOLD_MAX_BYTES (dropped once unread)
         self.room = None        # bytes weight folding may still add (None: not yet known)
         self.over_cap = {}      # node name -> bytes of its result, over the cap
 
@@ -228,7 +230,7 @@ class ConstantFolding:
                     vals[name] = v
                     imp.shapes[name] = list(v.shape)
                     if np.asarray(v).nbytes > FOLD_MAX_BYTES:
-                        self.weights.add(name)
+                        self.large.add(name)
             self.drop_unread(n)
         return remaining
 
@@ -299,6 +301,8 @@ class ConstantFolding:
             return None     # not what shape inference said: run it instead
         self.room -= size
         self.over_cap.pop(n.name, None)
+        if n.op_type in ("ConstantOfShape", "Expand"):
+            self.imp.weight_views.update(o for o in n.output if o)
         return res
 
     def weight_room(self):
@@ -339,7 +343,7 @@ class ConstantFolding:
         for i in n.input:
             if i in self.readers:
                 self.readers[i] -= 1
-                if self.readers[i] <= 0 and i in self.weights and i not in self.kept_names:
+                if self.readers[i] <= 0 and i in self.large and i not in self.kept_names:
                     self.imp.vals.pop(i, None)
 
 

@@ -86,8 +86,10 @@ def test_large_constant_of_shape_within_the_cap_folds_into_the_weights_arena(tmp
     g = load_model(str(path))
     assert [op.op_type for op in g.ops] == ["Add", "Reshape"]
     c = g.tensors["c"]
-    assert c.role == "constant" and g.weights.owns(np.asarray(c.data))
-    out = Executor(g).run({"x": np.array([2.0], np.float32)})["y"]
+    assert c.role == "constant" and 0 in c.data.strides     # no bytes until placed
+    ex = Executor(g)
+    assert ex.weights.owns(np.asarray(c.data))              # once, in the weights arena
+    out = ex.run({"x": np.array([2.0], np.float32)})["y"]
     assert out.shape == (8192 * 8192,)
     assert np.all(out == 3.0)
 
@@ -140,8 +142,9 @@ def test_expanding_ops_of_small_constants_fold_only_within_the_cap(tmp_path, nod
                {"x": ([1], np.float32)}, {"y": (None, np.float32)}, inits, path=path)
     g = load_model(str(path))           # 64 MiB: a weight folded at load
     assert g.tensors["big"].role == "constant"
-    assert g.weights.owns(np.asarray(g.tensors["big"].data))
     assert node.op_type not in [op.op_type for op in g.ops]
+    ex = Executor(g)                    # (an Expand's broadcast placed now)
+    assert ex.weights.owns(np.asarray(g.tensors["big"].data))
     monkeypatch.setattr(onnx_constants, "WEIGHT_FOLD_MAX_BYTES", 32 << 20)
     with pytest.warns(FoldingCapWarning):
         g = load_model(str(path))

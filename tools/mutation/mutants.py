@@ -3339,4 +3339,9 @@ MUTANTS += [
       "        return max(0, min(WEIGHT_FOLD_MAX_BYTES, limit - held))",
       "weight folding leaves no room for the work arena's largest tensor",
       ("tests/importers/test_weight_folding.py",)),
+    M("weight-fold-intermediates-kept", "pyarena/importers/onnx_constants.py",
+      "                if self.readers[i] <= 0 and i in self.large and i not in self.kept_names:",
+      "                if self.readers[i] < 0 and i in self.large and i not in self.kept_names:",
+      "a folded chain's intermediates stay held to the end of the import",
+      ("tests/importers/test_weight_folding.py",)),
 ]
