@@ -17,7 +17,7 @@ it reports the planned work arena, the weights, the load time, the
 process peak (VmHWM after one inference) and the outputs' largest
 difference from the ``after`` run; ``bound`` is the arena of the same
 model with its weights as plain initializers (the activations-only
-bound).
+bound), and ``peak plain`` that model's process peak.
 
     python benchmarks/bench_constant_folding.py [--models a,b] [--small]
 """
@@ -162,11 +162,12 @@ def main():
     d = scratch_dir()
     print(f"{'model':16} {'bound MiB':>10} {'arena before':>13} {'arena after':>12} "
           f"{'after/bound':>11} {'weights b->a':>15} {'load s b->a':>13} "
-          f"{'peak MiB b->a':>15} {'max|diff|':>9}")
+          f"{'peak MiB b->a':>15} {'peak plain':>11} {'max|diff|':>9}")
     for name in a.models.split(","):
         path = build(name, os.path.join(d, f"{name}.onnx"), False, a.small)
         twin = build(name, os.path.join(d, f"{name}.plain.onnx"), True, a.small)
         lo = bound(twin)
+        plain = run_child(twin, "after")
         os.remove(twin)
         out_b, out_a = os.path.join(d, f"{name}.b.npy"), os.path.join(d, f"{name}.a.npy")
         b = run_child(path, "before", out_b)
@@ -181,7 +182,8 @@ def main():
               f"{af['arena'] / max(lo, 1):10.3f}x "
               f"{weights_b:>6}->{af['weights'] / mib:6.1f} "
               f"{load_b:>5}->{af['load_s']:5.2f} "
-              f"{peak_b:>6}->{af['peak'] / mib:6.1f} {diff:>9}", flush=True)
+              f"{peak_b:>6}->{af['peak'] / mib:6.1f} {plain['peak'] / mib:11.1f} "
+              f"{diff:>9}", flush=True)
 
 if __name__ == "__main__":
     main()

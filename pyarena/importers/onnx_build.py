@@ -151,7 +151,7 @@ class GraphBuild:
             return
         if role == "constant":     # folded values > 4 KiB go to the weights arena
             v = self.vals[name] if value is None else value
-            if name in self.imp.weight_views:
+            if name in self.imp.weight_views or (self.cache is not None and _is_view(v)):
                 # a weight folded from one value, as a read-only broadcast: a
                 # kernel lays it out at setup or the executor places it in
                 # its weights arena -- never a second resident copy here
@@ -186,6 +186,13 @@ class GraphBuild:
         dt = _np_dtype(self.onnx, et, f"tensor {name!r}")
         _check_dims(name, shp, dt.itemsize)
         g.add_tensor(name, shp, dt, role=role)
+
+
+def _is_view(v):
+    """Whether ``v`` is a broadcast of fewer values (a weight folded from
+    one value, kept by an import cache as such)."""
+    v = np.asarray(v)
+    return v.size > 1 and 0 in v.strides
 
 
 def weights_of_shape(g, vals):

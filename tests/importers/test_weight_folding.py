@@ -204,3 +204,24 @@ def test_a_folded_chain_holds_one_intermediate_at_a_time(tmp_path):
     assert peak < 4 * n * 8, peak         # two intermediates and change, not eight
     y = Executor(g).run({"x": np.ones((1, 1024), np.float32)})["y"]
     np.testing.assert_array_equal(y, np.full((1, 2048), 1024, np.float32))
+
+
+def test_a_session_folds_the_weight_once_for_every_input_shape(tmp_path):
+    """An InferenceSession imports the model again for a new batch size:
+    the folded weight is reused from its import cache (a broadcast view,
+    laid out by the Gemm), and each signature's outputs are right."""
+    from pyarena import InferenceSession
+    path = tmp_path / "session.onnx"
+    make_model([helper.make_node("ConstantOfShape", ["s"], ["w"],
+                                 value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+                helper.make_node("Gemm", ["x", "w"], ["y"])],
+               {"x": (["N", 512], np.float32)}, {"y": (None, np.float32)},
+               {"s": np.array([512, 256], np.int64)}, path=path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FoldingCapWarning)
+        sess = InferenceSession(str(path))
+        for n in (1, 3, 1):
+            x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float32)
+            y = sess.run(None, {"x": x})[0]
+            np.testing.assert_allclose(y, np.repeat(x.sum(1, keepdims=True) * 0.5, 256, 1),
+                                       rtol=1e-4, atol=1e-4)
