@@ -10,22 +10,22 @@ known condition is replaced by the branch it takes.  With an
 :class:`~.import_cache.ImportCache`, a node computed from static values
 alone is folded once per session and its values reused.
 
-Folding never amplifies: a node is folded when its output is known (from
-shape inference, or from its inputs for ConstantOfShape) to hold at most
-``FOLD_MAX_BYTES`` (shape arithmetic) or at most ``FOLD_GROWTH`` times the
-constant bytes it reads (a weight transposed, cast or dequantized).  A
-constant-producing node that would be larger (a ConstantOfShape of
-8192 x 8192 from a 16-byte shape, a Tile or Expand of a small constant)
-is folded too when it is a weight (below).
+Plain folding never amplifies: a node is folded when its output is known
+(from shape inference, or from its inputs for ConstantOfShape) to hold at
+most ``FOLD_MAX_BYTES`` (shape arithmetic) or at most ``FOLD_GROWTH``
+times the constant bytes it reads (a weight transposed, cast or
+dequantized).  A larger result (a ConstantOfShape of 8192 x 8192 from a
+16-byte shape, a Tile or Expand of a small constant) is a weight fold:
 
 Weight folding: a larger result of a deterministic op whose inputs are all
 constants -- a Conv weight made by ``ConstantOfShape`` / ``Expand`` /
-``Tile``, a classifier's ``Cast`` chain -- is folded once at load and
-becomes a constant of the graph's weights arena, instead of an op every
-inference runs into the work arena.  Its size is known from shape
-inference before anything is computed, and the import folds at most
-``WEIGHT_FOLD_MAX_BYTES`` so, and never more than the memory limit
-(``max_memory``) leaves beside the model's own constants.  A result over
+``Tile``, a classifier's weight made by ``ConstantOfShape`` -- is folded
+once at load and becomes a constant (in the graph's weights arena),
+instead of an op every inference runs into the work arena.  Its size is
+known from shape inference before anything is computed, and the import
+folds at most ``WEIGHT_FOLD_MAX_BYTES`` so, and never more than the
+memory limit (``max_memory``) leaves beside the model's own constants and
+its largest tensor.  A result over
 that cap stays a run-time op, planned like any tensor, and the import says
 so once (:class:`FoldingCapWarning`; the op's ``notes.over_fold_cap``).
 ``ConstantOfShape`` and ``Expand`` fold to broadcast views that stay so
