@@ -37,6 +37,10 @@ note                 written by                    read by
                                                    input)
 ``infer``            the ONNX importer             pool steps: output shapes
                                                    for given inputs
+``over_fold_cap``    the ONNX importer             the user: a constant
+                                                   result over the weight-
+                                                   folding cap, computed at
+                                                   every run (its bytes)
 ===================  ============================  ==========================
 """
 from dataclasses import dataclass, fields, replace
@@ -66,6 +70,9 @@ class OpNotes:
     value_inputs: frozenset = frozenset()
     #: ``infer(arrays, use_values) -> output shapes``, for pool tensors
     infer: object = None
+    #: bytes of this op's constant result, left to run time: over the
+    #: weight-folding cap (importers/onnx_constants.py)
+    over_fold_cap: int = None
 
     def copy(self):
         return replace(self)

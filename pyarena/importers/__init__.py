@@ -133,7 +133,7 @@ def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout=
     if fmt == "onnx":
         from .onnx import load_onnx
         try:
-            g = load_onnx(path, inputs, values=values, cache=cache)
+            g = load_onnx(path, inputs, values=values, cache=cache, max_memory=budget)
         except ModelImportError as exc:
             if os.path.splitext(path)[1].lower() in _EXTENSIONS or exc.unbound_inputs:
                 raise

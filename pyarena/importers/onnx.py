@@ -25,18 +25,19 @@ Loops, Scans and Ifs):
    by name together with the graph inputs whose shapes would fix it
    (``GraphError.unbound_inputs``).
 
-Folding never amplifies (see ``onnx_constants.py``): a large constant
-(a ConstantOfShape, Tile or Expand of a small one) stays a run-time op
-planned like any tensor, so the import never materialises it and the
-memory budget sees it.  With an :class:`~.import_cache.ImportCache` the
-parse and the static folds are done once for the imports of one file at
-other input shapes.
+Folding never amplifies (see ``onnx_constants.py``) unless the result is
+a weight: a large constant (a ConstantOfShape, Tile or Expand of a small
+one) is folded once into the weights arena within a cap and the memory
+limit, and past them stays a run-time op planned like any tensor (one
+warning says so), so the import never materialises more than the limit.
+With an :class:`~.import_cache.ImportCache` the parse and the static folds
+are done once for the imports of one file at other input shapes.
 """
 from ..errors import ModelImportError
 from . import require_extra
 from .onnx_binding import bind_inputs, fix_values
 from .onnx_build import GraphBuild
-from .onnx_constants import ConstantFolding
+from .onnx_constants import ConstantFolding, warn_over_cap
 from .onnx_control import resolve_bodies
 from .onnx_data import check_initializer_data, parse_model
 from .onnx_dqlstm import dequantize_lstms
@@ -59,17 +60,20 @@ def _onnx():
     return require_extra("onnx", "onnx", ".onnx files")
 
 
-def load_onnx(path, inputs=None, fold=True, values=None, cache=None):
+def load_onnx(path, inputs=None, fold=True, values=None, cache=None, max_memory=None):
     """Import ``path``.  ``inputs``: dict graph-input name -> dims that fix
     its symbolic dimensions; ``values``: dict graph-input name -> a value
     the input takes (it becomes a constant: conditions and shapes computed
     from it fold, an ``If`` on it takes its branch); ``cache``: an
     :class:`~.import_cache.ImportCache` shared by the imports of this file
-    for other input shapes (the parse, the static folds).  Raises
+    for other input shapes (the parse, the static folds); ``max_memory``:
+    the memory limit (bytes; None: the physical memory), which bounds the
+    weights folded at load (``onnx_constants.py``).  Raises
     ModelImportError / UnsupportedOpError (both GraphErrors) with the
     tensor or operator at fault."""
     if cache is None:
         imp = _OnnxImport(path)
+        imp.max_memory = max_memory
         fix_values(imp, values)
         bind_inputs(imp, inputs)
         imp.rewrite()
@@ -80,6 +84,7 @@ def load_onnx(path, inputs=None, fold=True, values=None, cache=None):
             cache.parsed = (first.model, first.mapped,
                             frozenset(i.name for i in first.model.graph.initializer))
         imp = _OnnxImport(path, cache=cache)
+        imp.max_memory = max_memory
         fix_values(imp, values)
         bind_inputs(imp, inputs)
         if cache.reduced is None:
@@ -127,6 +132,9 @@ class _OnnxImport:
         self.bodies = {}        # Loop / Scan / If node name -> (outer inputs, attrs)
         self.forced = {}        # output shapes set from a body: kept for inference
         self.wanted = set()     # values shape rules asked for and lacked (onnx_shapes.py)
+        self.max_memory = None  # the memory limit weight folding keeps within
+        self.over_cap = {}      # node name -> bytes of a constant result left to run time
+        self.weight_views = set()   # weights folded as broadcast views (kept as such)
 
     def rewrite(self):
         """The shape-independent rewrites of the model."""
@@ -147,12 +155,16 @@ class _OnnxImport:
                 break
             remaining = self.fold_rounds(inference, folding, remaining, force=True)
         resolve_bodies(self, remaining, strict=True)
+        self.over_cap = folding.over_cap
         try:
             g = GraphBuild(self).build(remaining)
         except ModelImportError as exc:     # a session retries with these fixed
             exc.deciding_inputs = deciding_inputs(self)
             raise
         g.deciding_inputs = deciding_inputs(self)
+        if not self.subgraph:       # the ops still there (a Conv weight may be a broadcast)
+            warn_over_cap({op.name: op.notes.over_fold_cap for op in g.ops
+                           if op.notes.over_fold_cap})
         if self.cache is not None:      # what a retargeted graph must compute again
             self.cache.derived = frozenset(n for n, t in g.tensors.items()
                                            if t.role == "constant" and n not in self.static)

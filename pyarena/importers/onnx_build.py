@@ -78,6 +78,7 @@ class GraphBuild:
             attrs = attrs or self.attrs(n, n_out)
             op = self.g.add_op(n.op_type, ins, outs, name=n.name, **attrs)
             op.notes.opset = imp.opset
+            op.notes.over_fold_cap = imp.over_cap.get(n.name)
             if self.dependent and any(i in self.dependent for i in ins + outs if i):
                 op.notes.infer = shape_rule(self.onnx, n, imp.model.opset_import,
                                             imp.opset, _collect)
@@ -150,7 +151,13 @@ class GraphBuild:
             return
         if role == "constant":     # folded values > 4 KiB go to the weights arena
             v = self.vals[name] if value is None else value
-            if self.cache is None or not self.cache.is_kept(v):     # else shared as is
+            if name in self.imp.weight_views or (self.cache is not None and _is_view(v)):
+                # a weight folded from one value, as a read-only broadcast: a
+                # kernel lays it out at setup or the executor places it in
+                # its weights arena -- never a second resident copy here
+                v = np.asarray(v).view()
+                v.flags.writeable = False
+            elif self.cache is None or not self.cache.is_kept(v):   # else shared as is
                 v = g.constant_data(v)
             self.vals[name] = v
             g.add_tensor(name, v.shape, v.dtype, role="constant", data=v)
@@ -179,6 +186,13 @@ class GraphBuild:
         dt = _np_dtype(self.onnx, et, f"tensor {name!r}")
         _check_dims(name, shp, dt.itemsize)
         g.add_tensor(name, shp, dt, role=role)
+
+
+def _is_view(v):
+    """Whether ``v`` is a broadcast of fewer values (a weight folded from
+    one value, kept by an import cache as such)."""
+    v = np.asarray(v)
+    return v.size > 1 and 0 in v.strides
 
 
 def weights_of_shape(g, vals):

@@ -10,29 +10,56 @@ known condition is replaced by the branch it takes.  With an
 :class:`~.import_cache.ImportCache`, a node computed from static values
 alone is folded once per session and its values reused.
 
-Folding never amplifies: a node is folded when its output is known (from
-shape inference, or from its inputs for ConstantOfShape) to hold at most
-``FOLD_MAX_BYTES`` (shape arithmetic) or at most ``FOLD_GROWTH`` times the
-constant bytes it reads (a weight transposed, cast or dequantized).  A
-constant-producing node that would be larger (a ConstantOfShape of
-8192 x 8192 from a 16-byte shape, a Tile or Expand of a small constant)
-stays a run-time op whose output is planned like any tensor.
+Plain folding never amplifies: a node is folded when its output is known
+(from shape inference, or from its inputs for ConstantOfShape) to hold at
+most ``FOLD_MAX_BYTES`` (shape arithmetic) or at most ``FOLD_GROWTH``
+times the constant bytes it reads (a weight transposed, cast or
+dequantized).  A larger result (a ConstantOfShape of 8192 x 8192 from a
+16-byte shape, a Tile or Expand of a small constant) is a weight fold:
+
+Weight folding: a larger result of a deterministic op whose inputs are all
+constants -- a Conv weight made by ``ConstantOfShape`` / ``Expand`` /
+``Tile``, a classifier's weight made by ``ConstantOfShape`` -- is folded
+once at load and becomes a constant (in the graph's weights arena),
+instead of an op every inference runs into the work arena.  Its size is
+known from shape inference before anything is computed, and the import
+folds at most ``WEIGHT_FOLD_MAX_BYTES`` so, and never more than the
+memory limit (``max_memory``) leaves beside the model's own constants and
+its largest tensor.  A result over
+that cap stays a run-time op, planned like any tensor, and the import says
+so once (:class:`FoldingCapWarning`; the op's ``notes.over_fold_cap``).
+``ConstantOfShape`` and ``Expand`` fold to broadcast views that stay so
+in the graph (``imp.weight_views``): a kernel lays one out at setup, or
+the executor places it in its weights arena, once -- never a resident
+copy in the graph beside the kernel's.  An intermediate nothing else
+reads is dropped as soon as its last reader folds: the import holds one
+node's result at a time beside the weights.
 """
 import math
+import warnings
 
 import numpy as np
 
 from ..errors import ModelImportError, UnsupportedOpError
 from ..graph import stable_toposort
+from ..planning import resolve_max_memory
 from ..runtime.kernels import op_fact
 from .onnx_contrib import runs_in_domain
 from .onnx_control import take_branch
-from .onnx_fold import FOLD_MAX_BYTES, _fold_node
+from .onnx_fold import FOLD_MAX_BYTES, _attrs, _fold_node
 
-__all__ = ["FOLD_GROWTH", "ConstantFolding"]
+__all__ = ["FOLD_GROWTH", "WEIGHT_FOLD_MAX_BYTES", "ConstantFolding", "FoldingCapWarning",
+           "warn_over_cap"]
 
 #: ... or this many times the bytes of the constants it reads
 FOLD_GROWTH = 8
+#: the bytes one import folds into the weights arena beyond those caps
+#: (weights made by ops on constants), at most; the memory limit may leave less
+WEIGHT_FOLD_MAX_BYTES = 1 << 30
+
+
+class FoldingCapWarning(UserWarning):
+    """Constant results over the weight-folding cap: computed at every run."""
 
 
 def _fold_kind(op_type):
@@ -45,6 +72,14 @@ def _stored_nbytes(v):
     """Bytes ``v`` really holds: a broadcast (stride 0) axis costs nothing."""
     v = np.asarray(v)
     return v.itemsize * math.prod(d for d, st in zip(v.shape, v.strides) if st)
+
+
+def _itemsize(onnx, et):
+    """Bytes of one element of ONNX element type ``et`` (8 if unknown)."""
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(et)).itemsize
+    except Exception:
+        return 8
 
 
 def _toposort(nodes, produced_outside):
@@ -84,6 +119,11 @@ class ConstantFolding:
         self.imp = imp
         self.fold = fold
         self.changes = 0        # nodes folded or inlined so far
+        self.readers = {}       # tensor -> nodes still to fold that read it
+        self.kept_names = set()     # read by a body or the model's output: never dropped
+        self.large = set()      # folded values over FOLD_MAX_BYTES (dropped once unread)
+        self.room = None        # bytes weight folding may still add (None: not yet known)
+        self.over_cap = {}      # node name -> bytes of its result, over the cap
 
     def first_pass(self):
         """Evaluate every node computable from constants into ``imp.vals``;
@@ -99,6 +139,11 @@ class ConstantFolding:
             if n.domain not in ("", "ai.onnx") and not runs_in_domain(n.op_type, n.domain):
                 raise UnsupportedOpError(f"operator {n.name!r}: op {n.op_type!r} from "
                                          f"domain {n.domain!r} is not supported")
+        for n in nodes:
+            for i in n.input:
+                if i:
+                    self.readers[i] = self.readers.get(i, 0) + 1
+        self.kept_names = _body_reads(imp.onnx, nodes) | {o.name for o in imp.model.graph.output}
         return self.fold_pass(nodes)
 
     def _initializers(self):
@@ -160,19 +205,19 @@ class ConstantFolding:
                 imp.cache.static_node(n, imp.static, imp.unstable)
             try:
                 res = imp.cache.lookup(n) if static else None
-                if res is None:
-                    res = _fold_node(onnx, n, vals, imp.shapes, imp.opset) if ok else None
+                if res is None and ok:
+                    res = self.within_growth(n, kind, _fold_node(onnx, n, vals, imp.shapes,
+                                                                 imp.opset))
+                if res is None and fold:
+                    res = self.fold_weight(n)
+                    static = res is not None and imp.cache is not None and \
+                        imp.cache.static_node(n, imp.static, imp.unstable)
             except (ModelImportError, UnsupportedOpError):
                 raise
             except Exception as exc:    # attributes or inputs that do not go together
                 raise ModelImportError(
                     f"operator {n.name!r} ({n.op_type}): cannot be evaluated from its "
                     f"constant inputs ({type(exc).__name__}: {str(exc)[:120]})") from None
-            if res is not None and kind != "free" and \
-                    sum(_stored_nbytes(v) for v in res) > max(
-                        FOLD_MAX_BYTES, FOLD_GROWTH * sum(_stored_nbytes(vals[i])
-                                                          for i in n.input if i in vals)):
-                res = None        # larger than predicted: run it instead
             if res is None:
                 remaining.append(n)
                 continue
@@ -184,7 +229,20 @@ class ConstantFolding:
                 if name:
                     vals[name] = v
                     imp.shapes[name] = list(v.shape)
+                    if np.asarray(v).nbytes > FOLD_MAX_BYTES:
+                        self.large.add(name)
+            self.drop_unread(n)
         return remaining
+
+    def within_growth(self, n, kind, res):
+        """``res`` (``n``'s evaluated outputs), or None when it is larger
+        than the growth rule predicted: run it instead."""
+        if res is not None and kind != "free" and \
+                sum(_stored_nbytes(v) for v in res) > max(
+                    FOLD_MAX_BYTES, FOLD_GROWTH * sum(_stored_nbytes(self.imp.vals[i])
+                                                      for i in n.input if i in self.imp.vals)):
+            return None
+        return res
 
     def small_enough(self, n):
         """Whether folding ``n`` amplifies nothing: every output's inferred
@@ -196,21 +254,123 @@ class ConstantFolding:
             return True
         imp = self.imp
         read = sum(_stored_nbytes(imp.vals[i]) for i in n.input if i and i in imp.vals)
-        cap = max(FOLD_MAX_BYTES, FOLD_GROWTH * read)
-        sizes = []
+        size = self.output_bytes(n)
+        if size is not None:
+            return size <= max(FOLD_MAX_BYTES, FOLD_GROWTH * read)
+        return kind != "expanding"
+
+    def output_bytes(self, n):
+        """Bytes of ``n``'s outputs from the inferred shapes and types, or
+        None while one is unknown (nothing computed)."""
+        imp = self.imp
+        total = 0
         for o in n.output:
             if not o:
                 continue
             shp, et = imp.shapes.get(o), imp.types.get(o)
             if shp is None or et is None or not all(isinstance(d, int) and d >= 0
                                                     for d in shp):
-                sizes = None
-                break
-            try:
-                itemsize = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(et)).itemsize
-            except Exception:
-                itemsize = 8
-            sizes.append(math.prod(shp) * itemsize)
-        if sizes is not None:
-            return sum(sizes) <= cap
-        return kind != "expanding"
+                return None
+            total += math.prod(shp) * _itemsize(imp.onnx, et)
+        return total
+
+    # -- weight folding ----------------------------------------------------
+    def weight_bytes(self, n):
+        """Bytes of ``n``'s outputs if it may fold as a weight: a
+        deterministic standard op whose inputs are all constants and whose
+        outputs' sizes are known; else None."""
+        if n.domain not in ("", "ai.onnx") or _fold_kind(n.op_type) == "never":
+            return None
+        if not all(i in self.imp.vals for i in n.input if i):
+            return None
+        return self.output_bytes(n)
+
+    def fold_weight(self, n):
+        """``n``'s outputs folded as weights (module docstring), or None:
+        not a weight, or over the cap (noted once per node)."""
+        size = self.weight_bytes(n)
+        if size is None or size <= FOLD_MAX_BYTES:
+            return None
+        if self.room is None:
+            self.room = self.weight_room()
+        if size > self.room:
+            self.over_cap[n.name] = size
+            return None
+        res = self._evaluate_weight(n)
+        if res is None or sum(np.asarray(v).nbytes for v in res) != size:
+            return None     # not what shape inference said: run it instead
+        self.room -= size
+        self.over_cap.pop(n.name, None)
+        if n.op_type in ("ConstantOfShape", "Expand"):
+            self.imp.weight_views.update(o for o in n.output if o)
+        return res
+
+    def weight_room(self):
+        """Bytes weight folding may add: WEIGHT_FOLD_MAX_BYTES, or less when
+        the memory limit leaves less beside the constants the model holds
+        and its largest tensor (which the work arena holds at least, as
+        ``check_graph_limit`` counts)."""
+        imp = self.imp
+        held = sum(np.asarray(v).nbytes for v in imp.vals.values())
+        largest = 0
+        for name, shp in imp.shapes.items():
+            et = imp.types.get(name)
+            if name in imp.vals or et is None or shp is None or \
+                    not all(isinstance(d, int) for d in shp):
+                continue
+            largest = max(largest, math.prod(shp) * _itemsize(imp.onnx, et))
+        limit = resolve_max_memory(imp.max_memory)
+        return max(0, min(WEIGHT_FOLD_MAX_BYTES, limit - held - largest))
+
+    def _evaluate_weight(self, n):
+        """``n``'s outputs; a ConstantOfShape or Expand as a broadcast view
+        (no bytes until the graph's weights arena holds it)."""
+        imp = self.imp
+        if n.op_type == "ConstantOfShape":
+            val = _attrs(imp.onnx, n).get("value")
+            val = np.asarray(np.float32(0) if val is None else val).reshape(-1)[:1]
+            shp = [int(d) for d in np.asarray(imp.vals[n.input[0]]).reshape(-1)]
+            return [np.broadcast_to(val.reshape(()), shp)]
+        if n.op_type == "Expand":
+            x, shp = np.asarray(imp.vals[n.input[0]]), imp.vals[n.input[1]]
+            return [np.broadcast_to(x, np.broadcast_shapes(
+                x.shape, tuple(int(d) for d in np.asarray(shp).reshape(-1))))]
+        return _fold_node(imp.onnx, n, imp.vals, imp.shapes, imp.opset)
+
+    def drop_unread(self, n):
+        """A weight-sized value that ``n`` (just folded) was the last to read
+        is dropped: the import holds no intermediate of a folded chain."""
+        for i in n.input:
+            if i in self.readers:
+                self.readers[i] -= 1
+                if self.readers[i] <= 0 and i in self.large and i not in self.kept_names:
+                    self.imp.vals.pop(i, None)
+
+
+def warn_over_cap(over_cap):
+    """One warning naming the constant results left to run time because
+    they are over the weight-folding cap (``over_cap``: op name -> bytes)."""
+    if over_cap:
+        names = ", ".join(sorted(over_cap)[:5])
+        more = f" and {len(over_cap) - 5} more" if len(over_cap) > 5 else ""
+        warnings.warn(
+            f"{len(over_cap)} constant result(s) of {sum(over_cap.values()):,} bytes are over "
+            f"the weight-folding cap (WEIGHT_FOLD_MAX_BYTES = {WEIGHT_FOLD_MAX_BYTES:,}, and "
+            f"what max_memory leaves beside the weights): computed at every run instead of "
+            f"once at load ({names}{more})", FoldingCapWarning, stacklevel=4)
+
+
+def _body_reads(onnx, nodes):
+    """Names the bodies of ``nodes`` (If / Loop / Scan subgraphs) read."""
+    out = set()
+    graphs = [a.g for n in nodes for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    graphs += [g for n in nodes for a in n.attribute if a.type == onnx.AttributeProto.GRAPHS
+               for g in a.graphs]
+    while graphs:
+        g = graphs.pop()
+        for m in g.node:
+            out.update(i for i in m.input if i)
+            graphs.extend(a.g for a in m.attribute if a.type == onnx.AttributeProto.GRAPH)
+            graphs.extend(x for a in m.attribute if a.type == onnx.AttributeProto.GRAPHS
+                          for x in a.graphs)
+    return out

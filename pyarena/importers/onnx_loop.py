@@ -136,6 +136,7 @@ def import_body(imp, node, body, formal, what="body"):
                           ir_version=imp.model.ir_version)
     sub = type(imp)(f"{imp.path}: {node.op_type} {node.name!r} {what}", model=m)
     sub.vals.update(preset)
+    sub.max_memory = imp.max_memory     # weights folded in the body stay within it too
     sub.init_names = {t.name for t in inits}
     try:
         graph = sub.run(True)

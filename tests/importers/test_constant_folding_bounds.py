@@ -7,6 +7,12 @@ constant-producing op stays a run-time op, planned like any tensor, and
 re-inference gets no tensor data but shape arithmetic.  The subprocess
 tests run ``pyarena plan`` under an address-space limit the old import
 could not live in.
+
+Since then (issue "The memory you set is the memory you pay", item 2) a
+large constant that is a weight -- within the weight-folding cap and the
+memory limit -- is folded once at load into the weights arena, from a
+broadcast view, never through protobuf; over the cap it is the run-time op
+above, with one warning.
 """
 import os
 import resource
@@ -19,6 +25,8 @@ from onnx import TensorProto, helper
 
 from helpers.onnx_util import make_model
 from pyarena.importers import load_model
+from pyarena.importers import onnx_constants
+from pyarena.importers.onnx_constants import FoldingCapWarning
 from pyarena.importers.onnx_fold import FOLD_MAX_BYTES
 from pyarena.runtime import Executor
 
@@ -49,15 +57,39 @@ def _unsizable_model(path):
                path=path)
 
 
-def test_large_constant_of_shape_is_a_planned_run_time_op(tmp_path):
+@pytest.fixture
+def no_weight_folding(monkeypatch):
+    """The weight-folding cap lowered to shape arithmetic's: what the
+    import did before weights were folded."""
+    monkeypatch.setattr(onnx_constants, "WEIGHT_FOLD_MAX_BYTES", FOLD_MAX_BYTES)
+
+
+def test_large_constant_of_shape_over_the_cap_is_a_planned_run_time_op(tmp_path,
+                                                                        no_weight_folding):
     path = tmp_path / "cos.onnx"
     _big_constant_model(path)
-    g = load_model(str(path))
+    with pytest.warns(FoldingCapWarning, match="1 constant result"):
+        g = load_model(str(path))
     assert [op.op_type for op in g.ops] == ["ConstantOfShape", "Add", "Reshape"]
+    assert g.ops[0].notes.over_fold_cap == 8192 * 8192 * 4
     assert g.tensors["c"].role == "activation"
     weights = sum(t.nbytes for t in g.by_role("constant"))
     assert weights < 64                     # the two shape vectors, not 256 MiB
     out = Executor(g).run({"x": np.array([2.0], np.float32)})["y"]
+    assert out.shape == (8192 * 8192,)
+    assert np.all(out == 3.0)
+
+
+def test_large_constant_of_shape_within_the_cap_folds_into_the_weights_arena(tmp_path):
+    path = tmp_path / "cos.onnx"
+    _big_constant_model(path)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["Add", "Reshape"]
+    c = g.tensors["c"]
+    assert c.role == "constant" and 0 in c.data.strides     # no bytes until placed
+    ex = Executor(g)
+    assert ex.weights.owns(np.asarray(c.data))              # once, in the weights arena
+    out = ex.run({"x": np.array([2.0], np.float32)})["y"]
     assert out.shape == (8192 * 8192,)
     assert np.all(out == 3.0)
 
@@ -73,10 +105,11 @@ def test_small_constant_of_shape_is_still_folded(tmp_path):
     np.testing.assert_array_equal(g.tensors["c"].data, np.full((4, 4), 2.0, np.float32))
 
 
-def test_constant_of_shape_weight_becomes_a_broadcast_constant(tmp_path):
-    # a Conv weight made by ConstantOfShape (ONNX's "light" models): the Conv
-    # kernel needs it at build time, so it is a constant -- held as a
-    # read-only broadcast until the executor copies it into the weights arena
+def test_constant_of_shape_weight_becomes_a_broadcast_constant(tmp_path, no_weight_folding):
+    # a Conv weight made by ConstantOfShape (ONNX's "light" models) over the
+    # weight-folding cap: the Conv kernel needs it at build time, so it is a
+    # constant -- held as a read-only broadcast until the executor copies it
+    # into the weights arena
     path = tmp_path / "w.onnx"
     make_model([helper.make_node("ConstantOfShape", ["ws"], ["w"],
                                  value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
@@ -102,11 +135,19 @@ def test_constant_of_shape_weight_becomes_a_broadcast_constant(tmp_path):
     (helper.make_node("Tile", ["k", "s"], ["big"]),
      {"k": np.ones((2, 2), np.float32), "s": np.array([2048, 2048], np.int64)}),
 ])
-def test_expanding_ops_of_small_constants_are_not_folded(tmp_path, node, inits):
+def test_expanding_ops_of_small_constants_fold_only_within_the_cap(tmp_path, node, inits,
+                                                                   monkeypatch):
     path = tmp_path / "e.onnx"
     make_model([node, helper.make_node("Add", ["big", "x"], ["y"])],
                {"x": ([1], np.float32)}, {"y": (None, np.float32)}, inits, path=path)
-    g = load_model(str(path))
+    g = load_model(str(path))           # 64 MiB: a weight folded at load
+    assert g.tensors["big"].role == "constant"
+    assert node.op_type not in [op.op_type for op in g.ops]
+    ex = Executor(g)                    # (an Expand's broadcast placed now)
+    assert ex.weights.owns(np.asarray(g.tensors["big"].data))
+    monkeypatch.setattr(onnx_constants, "WEIGHT_FOLD_MAX_BYTES", 32 << 20)
+    with pytest.warns(FoldingCapWarning):
+        g = load_model(str(path))
     assert g.tensors["big"].role == "activation"
     assert node.op_type in [op.op_type for op in g.ops]
     assert sum(t.nbytes for t in g.by_role("constant")) <= 64
