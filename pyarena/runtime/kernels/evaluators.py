@@ -25,7 +25,7 @@ from ...graph import MAX_TENSOR_BYTES
 __all__ = ["FOLD_MAX_BYTES", "check_dims", "ufunc", "arith", "power", "extreme",
            "identity", "dropout", "dropout_trains", "DROPOUT_TRAINING", "cast",
            "cast_like", "saturation", "bit_shift", "bit_cast", "shape", "size",
-           "constant_of_shape", "unsqueeze", "squeeze",
+           "constant_of_shape", "unsqueeze", "squeeze", "tile",
            "concat", "gather", "reshape", "slice_values", "transpose", "arange", "expand"]
 
 #: the largest value constant folding computes (bytes): shape arithmetic
@@ -299,6 +299,19 @@ def slice_values(n):
         index[ax] = slice(r.start, r.stop if r.stop >= 0 else None, r.step) if len(r) \
             else slice(0, 0)
     return [data[tuple(index)]]
+
+
+def tile(n):
+    """Tile of known values (NotImplemented for repeats that do not match
+    the rank: the reference evaluator says what is wrong)."""
+    x, reps = n.v(0), n.v(1)
+    if x is None or reps is None:
+        return NotImplemented
+    reps = [int(r) for r in np.asarray(reps).reshape(-1)]
+    if len(reps) != x.ndim or any(r < 0 for r in reps):
+        return NotImplemented
+    check_dims(n.node.output[0], [d * r for d, r in zip(x.shape, reps)], x.dtype.itemsize)
+    return [np.tile(x, reps)]
 
 
 def transpose(n):

@@ -331,6 +331,7 @@ class Tile(Kernel):
     family = 'movement'
     inplace = 'none'
     shape_rule = moves.tile
+    evaluate = ev.tile
     fold = 'expanding'
 
     def setup(self):
