@@ -43,9 +43,11 @@ class Alias(Kernel):
     def setup(self):
         self.runtime = (0,)
         self.aliased = False        # bound to views of the same memory
-        outs = [o for o in self.op.outputs if o]
-        if len(outs) > 1:
-            self.fail("the mask output is not supported")
+        #: Dropout's mask output (all true: nothing is dropped), or False
+        self.mask = self.op.op_type == "Dropout" and len(self.op.outputs) > 1 and \
+            bool(self.op.outputs[1])
+        if self.mask and not self.op.outputs[0]:
+            self.fail("the mask output without the output is not supported")
         if self.op.op_type == "Dropout" and self.has(2):
             training = self.const(2, "training_mode")
             if ev.dropout_trains(0.5, training) and ev.dropout_trains(
@@ -64,10 +66,12 @@ class Alias(Kernel):
 
     @property
     def idle(self):
-        return self.aliased and self._act is None
+        return self.aliased and self._act is None and not self.mask
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
+        if self.mask:
+            ys[1].fill(True)
         if x.size and y.size and x.__array_interface__["data"][0] == \
                 y.__array_interface__["data"][0]:
             return
