@@ -384,11 +384,13 @@ class Pad(Kernel):
         mode = self.attrs.get("mode", "constant")
         if isinstance(mode, bytes):
             mode = mode.decode()
-        if mode not in ("constant", "reflect", "edge"):
+        if mode not in ("constant", "reflect", "edge", "wrap"):
             self.fail(f"mode {mode!r} is not supported")
         self.mode, self.value = mode, const(value, self.dtype)
         self.begin, self.end, self.xs = begin, end, xs
         self.inner = tuple(slice(b, b + d) for b, d in zip(begin, xs))
+        if mode == "wrap" and any(d == 0 and (b or e) for d, b, e in zip(xs, begin, end)):
+            self.malformed(f"cannot wrap-pad an empty axis (input {list(xs)})")
 
     def run(self, xs, ys, sc):
         y = ys[0]
@@ -410,6 +412,18 @@ class Pad(Kernel):
         reflect = self.mode == "reflect"
         for a, (b, e) in enumerate(zip(self.begin, self.end)):
             n = self.xs[a]
+            if self.mode == "wrap":     # output i reads input (i - b) mod n
+                src = list(cur)
+                src[a] = slice(b, b + n)
+                inner = y[tuple(src)]
+                for lo, hi in ((0, b), (b + n, b + n + e)):
+                    if hi > lo:
+                        dst = list(cur)
+                        dst[a] = slice(lo, hi)
+                        np.copyto(y[tuple(dst)], inner.take(
+                            (np.arange(lo, hi) - b) % n, axis=a))
+                cur[a] = slice(None)
+                continue
             if b:
                 dst, src = list(cur), list(cur)
                 dst[a] = slice(0, b)
