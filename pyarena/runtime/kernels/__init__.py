@@ -15,7 +15,7 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import (branching, cast, control, conv, detection, elementwise, fold_only,  # noqa: F401
+from . import (branching, cast, control, conv, deform_conv, detection, elementwise, fold_only,  # noqa: F401
                indexing, linalg, logic, ml, movement, normalization, patched, pooling, quantized,
                quantized_binary, quantized_contrib, quantized_conv, quantized_matmul, recurrent, resize,
                sampling, spectral, tfidf, tflite)  # (register)
