@@ -100,3 +100,28 @@ def test_malformed_pools_are_refused(attrs, match):
     with pytest.raises(pyarena.PyArenaError, match=match):
         pyarena.InferenceSession(m.SerializeToString()).run(
             None, {"x": np.zeros((2, 4), np.int64)})
+
+
+def test_a_wide_token_range_and_a_large_vocabulary_match_onnxruntime(tmp_path):
+    """Tokens spread over 10**12 and 300 of them in the pool: the lookups
+    by ``searchsorted``, not the dense tables."""
+    import pyarena
+    rng = np.random.default_rng(7)
+    vocab = rng.choice(10 ** 12, 300, replace=False)
+    uni = vocab[:280]
+    bi = rng.choice(vocab, (40, 2))
+    bi = np.unique(bi, axis=0)
+    pool = np.concatenate([uni, bi.reshape(-1)])
+    n_grams = uni.size + bi.shape[0]
+    attrs = dict(mode="TFIDF", min_gram_length=1, max_gram_length=2, max_skip_count=2,
+                 ngram_counts=[0, int(uni.size)], ngram_indexes=list(range(n_grams)),
+                 pool_int64s=pool.tolist(), weights=rng.uniform(0.5, 2, n_grams).tolist())
+    path = tmp_path / "t.onnx"
+    onnx.save(_model((4, 50), **attrs), str(path))
+    x = np.where(rng.random((4, 50)) < 0.8, rng.choice(vocab, (4, 50)),
+                 rng.integers(0, 10 ** 12, (4, 50))).astype(np.int64)
+    x[:, 10:12] = bi[0]                     # a bigram of the pool, surely
+    got = pyarena.InferenceSession(str(path)).run(None, {"x": x})[0]
+    want = list(ort_run(path, {"x": x}).values())[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got.any()

@@ -164,39 +164,65 @@ class TreeEnsemble(Kernel):
         row = np.zeros(n_nodes, np.int64)
         row[is_member] = np.arange(int(is_member.sum()))
         self.t = dict(feat=feat, modes=modes, splits=splits, tn=tn, fn=fn, tl=tl, fl=fl,
-                      miss=miss, targets=targets, weights=weights, roots=roots, table=table,
-                      row=row)
+                      miss=miss, targets=targets, weights=weights, roots=roots,
+                      columns=[np.ascontiguousarray(c) for c in table.T], row=row)
         self.steps = n_nodes + 1               # a walk never visits more nodes
+        self.modes_used = [int(v) for v in np.unique(modes)] or [LEQ]
+        self.any_missing = bool(miss.any())
+
+    #: node mode -> its comparison of the feature value with the split
+    COMPARE = {LEQ: np.less_equal, LT: np.less, GTE: np.greater_equal, GT: np.greater,
+               EQ: np.equal, NEQ: np.not_equal}
+
+    def compare(self, v, cur):
+        """Each visited node's condition: its mode's comparison (one pass per
+        mode the ensemble uses), a missing value going where it says."""
+        t = self.t
+        sp = t["splits"].take(cur)
+        m = t["modes"].take(cur) if len(self.modes_used) > 1 else None
+        cond = None
+        for mode in self.modes_used:            # (the few modes in use)
+            got = self.COMPARE[mode](v, sp) if mode != MEMBER else self.member(v, cur)
+            cond = got if cond is None else np.where(m == mode, got, cond)
+        if self.any_missing:
+            cond |= np.isnan(v) & t["miss"].take(cur)
+        return cond
+
+    def member(self, v, cur):
+        """Whether each value is in its node's set: one comparison per
+        column of the sets' table (as wide as the largest set)."""
+        row = self.t["row"].take(cur)
+        got = None
+        for col in self.t["columns"]:           # (the largest set's size)
+            hit = col.take(row) == v
+            got = hit if got is None else got | hit
+        return got
 
     def run(self, xs, ys, sc):
         t = self.t
         x = xs[0].astype(np.float64)
         n, trees = x.shape[0], t["roots"].size
+        # every (sample, tree) pair at its node; one level of every tree per
+        # step, all pairs at once (those at a leaf already: recomputed, kept)
         cur = np.broadcast_to(t["roots"], (n, trees)).copy()
         leaf = np.zeros((n, trees), np.int64)
-        live = np.ones((n, trees), bool)
-        sample = np.broadcast_to(np.arange(n)[:, None], (n, trees))
-        for _ in range(self.steps):             # one level of every tree per step
-            if not live.any():
+        done = np.zeros((n, trees), bool)
+        first = (np.arange(n) * x.shape[1])[:, None]     # each sample's first feature
+        flat = x.reshape(-1)
+        for _ in range(self.steps):
+            v = flat.take(first + t["feat"].take(cur))
+            cond = self.compare(v, cur)
+            nxt = np.where(cond, t["tn"].take(cur), t["fn"].take(cur))
+            at_leaf = np.where(cond, t["tl"].take(cur), t["fl"].take(cur))
+            np.copyto(leaf, nxt, where=at_leaf & ~done)
+            done |= at_leaf
+            if done.all():
                 break
-            s, c = sample[live], cur[live]
-            v = x[s, t["feat"][c]]
-            sp, m = t["splits"][c], t["modes"][c]
-            cond = np.select(
-                [m == LEQ, m == LT, m == GTE, m == GT, m == EQ, m == NEQ],
-                [v <= sp, v < sp, v >= sp, v > sp, v == sp, v != sp],
-                default=(t["table"][t["row"][c]] == v[:, None]).any(axis=1))
-            cond |= np.isnan(v) & t["miss"][c]
-            nxt = np.where(cond, t["tn"][c], t["fn"][c])
-            is_leaf = np.where(cond, t["tl"][c], t["fl"][c])
-            idx = np.flatnonzero(live)
-            done = idx[is_leaf]
-            leaf.reshape(-1)[done] = nxt[is_leaf]
-            live.reshape(-1)[done] = False
-            cur.reshape(-1)[idx[~is_leaf]] = nxt[~is_leaf]
-        if live.any():
+            np.copyto(cur, nxt, where=~at_leaf)
+        else:
             raise InvalidArgumentError(f"operator {self.op.name!r} (TreeEnsemble): a tree "
                                        f"has a cycle")
+        sample = np.broadcast_to(np.arange(n)[:, None], (n, trees))
         y = ys[0]
         if self.agg in (SUM, AVERAGE):
             acc = np.zeros((n, self.n_targets))

@@ -8,10 +8,12 @@ into the output slot ``ngram_indexes`` gives them; TF mode keeps the counts,
 IDF the weight where the count is not 0, TFIDF the count times the weight.
 
 Vectorised per (length, skip) pair -- a handful -- never per token: the
-tokens become ids in the pool's vocabulary (``searchsorted``; an unknown
-token gets an id no pool n-gram holds), an n-gram becomes one integer
-``sum id_j * V**j``, and the row's n-gram keys are looked up among the
-pool's sorted keys at once; the hits are counted by one ``bincount``.
+tokens become ids in the pool's vocabulary (an unknown token gets an id no
+pool n-gram holds), an n-gram becomes one integer ``sum id_j * V**j``, and
+the n-gram keys of every row are looked up at once -- in dense tables
+when the pool's token range and key count are small, else by
+``searchsorted`` among the sorted ones; the hits are counted by one
+``bincount`` per pair.
 """
 import numpy as np
 
@@ -21,6 +23,9 @@ from .registry import Kernel, register
 __all__ = ["TfIdfVectorizer"]
 
 MODES = ("TF", "IDF", "TFIDF")
+#: the largest token range / n-gram key count looked up in a dense table
+#: (an array index); beyond it, ``searchsorted`` over the sorted pool
+DENSE = 1 << 16
 
 
 def _text(v):
@@ -97,7 +102,17 @@ class TfIdfVectorizer(Kernel):
             self.weights = self.keep(slot)
         self.vocab = np.unique(pool)
         base = self.vocab.size + 1           # ids 0 .. V-1, V: not in the pool
-        # per length present: the pool's sorted n-gram keys and their slots
+        # token -> id: a dense table over the pool's range when it is small
+        self.lut = None
+        if self.vocab.size and int(self.vocab[-1]) - int(self.vocab[0]) < DENSE:
+            # entry t - lo + 1 for token t; the first and the last: below
+            # and above the pool's range (a token is clipped onto them)
+            self.lo = int(self.vocab[0])
+            self.lut = np.full(int(self.vocab[-1]) - self.lo + 3, self.vocab.size, np.int64)
+            self.lut[self.vocab - self.lo + 1] = np.arange(self.vocab.size)
+        # per length present: n-gram key -> output slot, a dense table (slot
+        # ``width``, one past the output's: not in the pool) when the keys
+        # are few, else sorted keys and slots
         self.tables = {}
         for n in range(lo, min(hi, len(counts)) + 1):
             rows, f = grams[n]
@@ -107,8 +122,14 @@ class TfIdfVectorizer(Kernel):
                 self.fail(f"{n}-grams over a vocabulary of {base - 1} tokens do not fit "
                           f"a 64-bit key")
             key = self._keys(np.searchsorted(self.vocab, rows), base)
-            order = np.argsort(key, kind="stable")
-            self.tables[n] = (key[order], index[f:f + rows.shape[0]][order])
+            slots = index[f:f + rows.shape[0]]
+            if base ** n <= DENSE:
+                dense = np.full(base ** n, width, np.int64)     # width: no slot
+                dense[key] = slots
+                self.tables[n] = (dense, None)
+            else:
+                order = np.argsort(key, kind="stable")
+                self.tables[n] = (key[order], slots[order])
         self.skips, self.base, self.width = skip, base, width
         xs = self.shape(0)
         if len(xs) not in (1, 2):
@@ -125,32 +146,44 @@ class TfIdfVectorizer(Kernel):
         return key
 
     def run(self, xs, ys, sc):
-        x = xs[0].reshape(self.rows, self.cols).astype(np.int64)
+        x = xs[0].reshape(self.rows, self.cols)
         y = ys[0].reshape(self.rows, self.width)
         v = self.vocab
-        if v.size:
+        if self.lut is not None:
+            at = x.astype(np.int64)
+            at -= self.lo - 1
+            np.clip(at, 0, self.lut.size - 1, out=at)
+            ids = np.take(self.lut, at)
+        elif v.size:
             ids = np.searchsorted(v, x)
             np.minimum(ids, v.size - 1, out=ids)
             ids[v[ids] != x] = v.size
         else:
-            ids = np.full(x.shape, 0, np.int64)
-        hits = []
+            ids = np.zeros(x.shape, np.int64)
+        # each (row, slot) counted at row * (width + 1) + slot; slot width:
+        # an n-gram not in the pool, dropped at the end
+        wide = self.width + 1
+        first = (np.arange(self.rows) * wide)[:, None]
+        counts = np.zeros(self.rows * wide, np.int64)
         for n, (keys, slots) in self.tables.items():
             for d in range(1, (self.skips + 2) if n > 1 else 2):   # a 1-gram: once
                 span = (n - 1) * d
                 if span >= self.cols:
                     break
                 starts = self.cols - span
-                grams = np.stack([ids[:, j * d:j * d + starts] for j in range(n)], axis=-1)
-                k = self._keys(grams, self.base)
-                at = np.searchsorted(keys, k)
-                np.minimum(at, keys.size - 1, out=at)
-                found = keys[at] == k
-                row = np.broadcast_to(np.arange(self.rows)[:, None], k.shape)[found]
-                hits.append(row * self.width + slots[at[found]])
-        flat = np.concatenate(hits) if hits else np.zeros(0, np.int64)
-        counts = np.bincount(flat, minlength=self.rows * self.width)
-        y.reshape(-1)[:] = counts[:self.rows * self.width]
+                k = ids[:, :starts].copy()
+                for j in range(1, n):                   # (the n-gram's tokens)
+                    k += ids[:, j * d:j * d + starts] * self.base ** j
+                if slots is None:                       # a dense table
+                    s = np.take(keys, k)
+                else:
+                    at = np.searchsorted(keys, k)
+                    np.minimum(at, keys.size - 1, out=at)
+                    s = np.where(keys[at] == k, slots[at], self.width)
+                if self.rows > 1:
+                    s += first
+                counts += np.bincount(s.reshape(-1), minlength=counts.size)
+        np.copyto(y, counts.reshape(self.rows, wide)[:, :self.width], casting="unsafe")
         if self.mode == "IDF":
             np.minimum(y, 1, out=y)
         if self.mode != "TF" and self.weights is not None:
