@@ -69,6 +69,19 @@ class TfIdfVectorizer(Kernel):
         pool = np.asarray(a.get("pool_int64s", []), np.int64).reshape(-1)
         counts = [int(c) for c in a.get("ngram_counts", [])]
         index = np.asarray(a.get("ngram_indexes", []), np.int64).reshape(-1)
+        grams, width = self._pool(pool, counts, index)
+        self._lookups(pool, grams, index, range(lo, min(hi, len(counts)) + 1), width)
+        self.skips, self.width = skip, width
+        xs = self.shape(0)
+        if len(xs) not in (1, 2):
+            self.malformed(f"input {list(xs)}: TfIdfVectorizer takes [C] or [N, C]")
+        self.rows, self.cols = (1, xs[0]) if len(xs) == 1 else xs
+
+    def _pool(self, pool, counts, index):
+        """The pool's n-grams per length, {n: (rows of n tokens, the index
+        of the first in ngram_indexes)}, checked against the indexes and
+        the weights (kept per output slot), and the output's width."""
+        a = self.attrs
         # the pool's n-grams of each length: pool[counts[n-1]:counts[n]] in n-token rows
         bounds = counts + [pool.size]
         if counts and counts[0] != 0 or any(b1 < b0 for b0, b1 in zip(bounds, bounds[1:])) \
@@ -100,6 +113,10 @@ class TfIdfVectorizer(Kernel):
             slot = np.zeros(width, np.float32)
             slot[index] = w
             self.weights = self.keep(slot)
+        return grams, width
+
+    def _lookups(self, pool, grams, index, lengths, width):
+        """Token -> id, and per n-gram length asked for, key -> slot."""
         self.vocab = np.unique(pool)
         base = self.vocab.size + 1           # ids 0 .. V-1, V: not in the pool
         # token -> id: a dense table over the pool's range when it is small
@@ -114,7 +131,7 @@ class TfIdfVectorizer(Kernel):
         # ``width``, one past the output's: not in the pool) when the keys
         # are few, else sorted keys and slots
         self.tables = {}
-        for n in range(lo, min(hi, len(counts)) + 1):
+        for n in lengths:
             rows, f = grams[n]
             if not rows.size:
                 continue
@@ -130,11 +147,7 @@ class TfIdfVectorizer(Kernel):
             else:
                 order = np.argsort(key, kind="stable")
                 self.tables[n] = (key[order], slots[order])
-        self.skips, self.base, self.width = skip, base, width
-        xs = self.shape(0)
-        if len(xs) not in (1, 2):
-            self.malformed(f"input {list(xs)}: TfIdfVectorizer takes [C] or [N, C]")
-        self.rows, self.cols = (1, xs[0]) if len(xs) == 1 else xs
+        self.base = base
 
     @staticmethod
     def _keys(ids, base):
