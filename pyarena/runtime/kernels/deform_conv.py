@@ -3,12 +3,13 @@ at its own offset per output position, bilinearly interpolated (corners
 outside the image read 0, as ONNX's reference does through GridSample with
 align_corners), optionally scaled by a mask.
 
-Per image and per kernel tap -- a handful -- never per element: the
-sampling positions of every output position and every offset group at
-once, the four corners gathered for all the group's channels by one
-``take_along_axis`` each, weighted and summed into the columns of that tap;
-then one grouped matmul of the weight with the columns, plus the bias.
-Coordinates and interpolation weights in float64 (the reference's).
+Per image, never per element or per tap: the sampling points of every
+kernel tap, output position and offset group at once, the four corners
+gathered for all the group's channels by one ``take`` per offset group,
+weighted and summed into the columns; then one grouped matmul of the
+weight with the columns, plus the bias.
+Sampling coordinates in float64 (the reference's); the samples, their
+weights and the product in the input's type.
 """
 import numpy as np
 
@@ -59,49 +60,57 @@ class DeformConv(Kernel):
                            f"({ws[0]})")
         self.geo = (N, C, H, W, g, og, kh, kw, st, dl, pads[:2], oh, ow, ws[0])
         p = oh * ow
-        # the columns (C * kh * kw, P) of one image, and the grouped product
-        self.scratch = [((C * kh * kw, p), np.float64), ((ws[0], p), np.float64)]
+        # the columns (C * kh * kw, P) of one image (the grouped product is
+        # NumPy's own array: a matmul into a view of the same scratch as its
+        # operand leaves BLAS for NumPy's slow loop)
+        self.scratch = [((C * kh * kw, p), self.dtype)]
 
     def run(self, xs, ys, sc):
         N, C, H, W, g, og, kh, kw, st, dl, (pt, pl), oh, ow, oc = self.geo
-        cols, acc = sc
+        cols, = sc
         p = oh * ow
         cg = C // og
         # each output position's window origin, (P,)
         base_h = np.repeat((np.arange(oh) * st[0] - pt).astype(np.float64), ow)
         base_w = np.tile((np.arange(ow) * st[1] - pl).astype(np.float64), oh)
-        w = xs[1].reshape(g, oc // g, (C // g) * kh * kw).astype(np.float64)
-        c5 = cols.reshape(og, cg, kh, kw, p)
+        w = xs[1].reshape(g, oc // g, (C // g) * kh * kw)
+        taps = kh * kw
+        # each tap's offset from the window origin, (kh, kw, 1)
+        tap_h = (np.arange(kh) * dl[0]).astype(np.float64)[:, None, None]
+        tap_w = (np.arange(kw) * dl[1]).astype(np.float64)[None, :, None]
         for n in range(N):
             x = xs[0][n].reshape(og, cg, H * W)
             off = xs[2][n].reshape(og, kh, kw, 2, p)
-            mask = xs[4][n].reshape(og, kh, kw, p) if self.has(4) else None
-            for i in range(kh):
-                for j in range(kw):
-                    hh = (base_h + i * dl[0]) + off[:, i, j, 0]
-                    ww = (base_w + j * dl[1]) + off[:, i, j, 1]
-                    v = _bilinear(x, hh, ww, H, W)          # (og, cg, P)
-                    if mask is not None:
-                        v *= mask[:, i, j][:, None, :]
-                    c5[:, :, i, j] = v
-            np.matmul(w, cols.reshape(g, (C // g) * kh * kw, p),
-                      out=acc.reshape(g, oc // g, p))
+            # every tap's sampling point for every output position, (og, taps * P)
+            hh = (base_h + tap_h + off[:, :, :, 0]).reshape(og, taps * p)
+            ww = (base_w + tap_w + off[:, :, :, 1]).reshape(og, taps * p)
+            v = _bilinear(x, hh, ww, H, W)              # (og, cg, taps * P)
+            if self.has(4):
+                v *= xs[4][n].reshape(og, 1, taps * p)
+            np.copyto(cols.reshape(og, cg, taps * p), v)
+            acc = np.matmul(w, cols.reshape(g, (C // g) * kh * kw, p)).reshape(oc, p)
             if self.has(3):
                 acc += xs[3].reshape(-1, 1)
             np.copyto(ys[0][n].reshape(oc, p), acc, casting="unsafe")
 
 
 def _bilinear(x, hh, ww, H, W):
-    """x (og, cg, H*W) sampled at (hh, ww) (og, P): corners outside read 0."""
+    """x (og, cg, H*W) sampled at (hh, ww) (og, Q), in x's type: the four
+    corners gathered by one ``take`` per offset group (og, cg, 4, Q),
+    weighted (0 outside the image) and summed."""
     h0, w0 = np.floor(hh), np.floor(ww)
     fh, fw = hh - h0, ww - w0
-    h0, w0 = h0.astype(np.int64), w0.astype(np.int64)
-    out = 0.0
-    for dh, dw, wt in ((0, 0, (1 - fh) * (1 - fw)), (0, 1, (1 - fh) * fw),
-                       (1, 0, fh * (1 - fw)), (1, 1, fh * fw)):     # (the four corners)
-        r, c = h0 + dh, w0 + dw
-        inside = (r >= 0) & (r < H) & (c >= 0) & (c < W)
-        flat = np.where(inside, r * W + c, 0)
-        got = np.take_along_axis(x, flat[:, None, :], axis=2).astype(np.float64)
-        out = out + got * (wt * inside)[:, None, :]
-    return out
+    r = h0.astype(np.int64)[:, None, :] + np.array([0, 0, 1, 1])[None, :, None]
+    c = w0.astype(np.int64)[:, None, :] + np.array([0, 1, 0, 1])[None, :, None]
+    gh, gw = fh[:, None, :], fw[:, None, :]
+    # (og, 4, Q): the corners' weights, (1 - fh)(1 - fw), (1 - fh) fw, fh (1 - fw), fh fw
+    wt = np.concatenate([(1 - gh) * (1 - gw), (1 - gh) * gw, gh * (1 - gw), gh * gw], axis=1)
+    inside = (r >= 0) & (r < H) & (c >= 0) & (c < W)
+    wt = (wt * inside).astype(x.dtype)
+    flat = np.where(inside, r * W + c, 0).reshape(x.shape[0], -1)
+    got = np.empty(x.shape[:2] + flat.shape[1:], x.dtype)
+    for i in range(x.shape[0]):                 # (the offset groups: a few)
+        np.take(x[i], flat[i], axis=1, out=got[i], mode="clip")   # (all in range)
+    got = got.reshape(x.shape[:2] + wt.shape[1:])
+    got *= wt[:, None]
+    return got.sum(axis=2)
