@@ -163,7 +163,12 @@ class TreeEnsemble(Kernel):
             table[i, :s.size] = s
         row = np.zeros(n_nodes, np.int64)
         row[is_member] = np.arange(int(is_member.sum()))
-        self.t = dict(feat=feat, modes=modes, splits=splits, tn=tn, fn=fn, tl=tl, fl=fl,
+        # node i's children at 2i (false) and 2i + 1 (true): a node's id, or
+        # -(leaf + 1) for a leaf
+        child = np.empty(2 * n_nodes, np.int64)
+        child[0::2] = np.where(fl, -fn - 1, fn)
+        child[1::2] = np.where(tl, -tn - 1, tn)
+        self.t = dict(feat=feat, modes=modes, splits=splits, child=child,
                       miss=miss, targets=targets, weights=weights, roots=roots,
                       columns=[np.ascontiguousarray(c) for c in table.T], row=row)
         self.steps = n_nodes + 1               # a walk never visits more nodes
@@ -212,9 +217,9 @@ class TreeEnsemble(Kernel):
         for _ in range(self.steps):
             v = flat.take(first + t["feat"].take(cur))
             cond = self.compare(v, cur)
-            nxt = np.where(cond, t["tn"].take(cur), t["fn"].take(cur))
-            at_leaf = np.where(cond, t["tl"].take(cur), t["fl"].take(cur))
-            np.copyto(leaf, nxt, where=at_leaf & ~done)
+            nxt = t["child"].take(2 * cur + cond)
+            at_leaf = nxt < 0
+            np.copyto(leaf, -1 - nxt, where=at_leaf & ~done)
             done |= at_leaf
             if done.all():
                 break
@@ -225,8 +230,9 @@ class TreeEnsemble(Kernel):
         sample = np.broadcast_to(np.arange(n)[:, None], (n, trees))
         y = ys[0]
         if self.agg in (SUM, AVERAGE):
-            acc = np.zeros((n, self.n_targets))
-            np.add.at(acc, (sample, t["targets"][leaf]), t["weights"][leaf])
+            at = (sample * self.n_targets + t["targets"].take(leaf)).reshape(-1)
+            acc = np.bincount(at, weights=t["weights"].take(leaf).reshape(-1),
+                              minlength=n * self.n_targets).reshape(n, self.n_targets)
             if self.agg == AVERAGE:
                 acc /= trees
         else:
