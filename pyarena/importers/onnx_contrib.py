@@ -1,4 +1,5 @@
-"""Shapes for the ``com.microsoft`` operators pyarena runs.
+"""Shapes for the ``com.microsoft`` (and ``ai.onnx.ml``) operators pyarena
+runs.
 
 ONNX shape inference skips operators outside the standard domains, so
 everything downstream of onnxruntime's quantized ``QLinear*`` contrib ops
@@ -16,7 +17,8 @@ from ..runtime.kernels.shape_rules import Node
 __all__ = ["CONTRIB_DOMAINS", "runs_in_domain", "rule_of", "infer_with_contrib",
            "full_shapes"]
 
-CONTRIB_DOMAINS = ("com.microsoft", "ai.pyarena")
+#: (ai.onnx.ml: ONNX sizes some of its ops, not a TreeEnsemble's output)
+CONTRIB_DOMAINS = ("com.microsoft", "ai.pyarena", "ai.onnx.ml")
 #: standard ops ONNX shape inference leaves unsized; output 0 is input 0's shape
 _UNSIZED_STANDARD = ("GroupNormalization",)
 

@@ -82,6 +82,14 @@ class ShapeInference:
         # declaration is what inference reads for it)
         known = {k: onnx.helper.make_tensor_value_info(k, imp.types[k], imp.shapes[k])
                  for k in imp.forced}
+        # their outputs whose size only a run tells (an If whose branches
+        # differ in shape): the type the bodies give, no shape -- else what
+        # reads them gets no type either and cannot even be a pool tensor
+        for n in remaining:
+            if any(a.type == onnx.AttributeProto.GRAPH for a in n.attribute):
+                for o in n.output:
+                    if o and o not in known and imp.types.get(o):
+                        known[o] = onnx.helper.make_tensor_value_info(o, imp.types[o], None)
         outs = [known.pop(o.name, o) for o in g.output]
         g2 = onnx.helper.make_graph(list(remaining), g.name or "reinfer", ins, outs,
                                     initializer=small, value_info=list(known.values()))

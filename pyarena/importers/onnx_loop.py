@@ -222,8 +222,7 @@ def import_scan(imp, node):
     a = {x.name: imp.onnx.helper.get_attribute_value(x) for x in node.attribute
          if x.name != "body"}
     if imp.opset < 9:
-        raise UnsupportedOpError(f"operator {node.name!r} (Scan): the opset-8 Scan (batch "
-                                 f"axis, sequence_lens) is not supported; opset >= 9 is")
+        return _import_scan8(imp, node, a)
     body = subgraph_attr(node, "body")
     n_scan = int(a["num_scan_inputs"])
     n_state = len(node.input) - n_scan
@@ -258,4 +257,47 @@ def import_scan(imp, node):
              "scan_input_axes": in_axes, "scan_output_axes": out_axes,
              "scan_input_directions": list(a.get("scan_input_directions", [0] * n_scan)),
              "scan_output_directions": list(a.get("scan_output_directions", [0] * n_out))}
+    return outer, attrs
+
+
+def _import_scan8(imp, node, a):
+    """The opset-8 Scan: input 0 is sequence_lens (only omitted is run:
+    every sequence full length), then the states and the scan inputs, each
+    with a leading batch axis; the body sees one batch entry, its scan
+    inputs sliced along axis 1 (the sequence).  Run as the opset-9 Scan once
+    per batch entry (``batch`` attribute: the kernel's loop over entries)."""
+    if node.input and node.input[0]:
+        raise UnsupportedOpError(f"operator {node.name!r} (Scan): the opset-8 Scan's "
+                                 f"sequence_lens is not supported (omit it: every sequence "
+                                 f"full length)")
+    body = subgraph_attr(node, "body")
+    n_scan = int(a["num_scan_inputs"])
+    n_state = len(node.input) - 1 - n_scan
+    n_out = len(body.output) - n_state
+    if n_state < 0 or n_out < 0:
+        raise ModelImportError(f"operator {node.name!r} (Scan): {len(node.input)} inputs "
+                               f"and {n_scan} scan inputs do not match its body")
+    typed = [_typed(imp, x, node) for x in node.input[1:]]
+    batch = {shp[0] for _, shp in typed if shp}
+    lengths = {shp[1] for _, shp in typed[n_state:] if len(shp) > 1}
+    if len(batch) != 1 or len(lengths) != 1 or any(
+            len(shp) < 2 for _, shp in typed[n_state:]):
+        raise ModelImportError(f"operator {node.name!r} (Scan): the states and scan inputs "
+                               f"{[shp for _, shp in typed]} do not share a batch axis "
+                               f"(and a sequence length)")
+    (b,), (length,) = batch, lengths
+    formal = [(et, shp[1:]) for et, shp in typed[:n_state]] + \
+        [(et, shp[2:]) for et, shp in typed[n_state:]]
+    graph, bin_, bout, outer, sub = import_body(imp, node, body, formal)
+    for j, name in enumerate(node.output):
+        src = bout[j]
+        shp, dt = list(shape_of(graph, src)), graph.tensors[src].dtype
+        if j < n_state and tuple(shp) != tuple(formal[j][1]):
+            raise UnsupportedOpError(f"operator {node.name!r} (Scan): state {src!r} "
+                                     f"changes shape from {formal[j][1]} to {shp}")
+        set_shape(imp, name, [b] + ([] if j < n_state else [length]) + shp, dt)
+    attrs = {"body": graph, "body_inputs": bin_, "body_outputs": bout, "n_state": n_state,
+             "batch": b, "scan_input_axes": [0] * n_scan, "scan_output_axes": [0] * n_out,
+             "scan_input_directions": list(a.get("directions", [0] * n_scan)),
+             "scan_output_directions": [0] * n_out}
     return outer, attrs

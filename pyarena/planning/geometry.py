@@ -19,7 +19,11 @@ __all__ = ["row_kind", "is_spatial", "TO_NHWC", "op_geometry",
 
 def row_kind(op):
     """How a patched stage bands ``op`` (:data:`.op_facts.ROW_KINDS`), or
-    None when it cannot."""
+    None when it cannot: also for an op in training mode (a
+    BatchNormalization with ``training_mode=1`` reads statistics of the
+    whole tensor)."""
+    if int(op.attrs.get("training_mode", 0) or 0):
+        return None
     return op_facts.rows_kind(op.op_type)
 
 

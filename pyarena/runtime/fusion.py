@@ -209,7 +209,8 @@ def _fold_bn(G, conv):
     bn = G.only_reader(conv.outputs[0])
     if bn is None or bn.op_type != "BatchNormalization" or conv.attrs.get("layout") == "NHWC":
         return 0
-    if bn.inputs[0] != conv.outputs[0] or len([o for o in bn.outputs if o]) != 1:
+    if bn.inputs[0] != conv.outputs[0] or len([o for o in bn.outputs if o]) != 1 or \
+            int(bn.attrs.get("training_mode", 0)):      # (batch statistics: not a fold)
         return 0
     p = [G.const(n) for n in bn.inputs[1:5]]
     cout = G.const(conv.inputs[1]).shape[0]

@@ -121,8 +121,57 @@ def _unary(op, opset=17):
     return lambda: _model(op, [("x", _f32(64, 512))], opset=opset)
 
 
+def _tree_ensemble(trees=8, depth=4, features=16):
+    """A TreeEnsemble (ai.onnx.ml opset 5) of full trees of ``depth``
+    LEQ / GT / MEMBER splits over a (1024, features) input."""
+    rng = np.random.default_rng(5)
+    feat, modes, splits, tn, fn, tl, fl, members, roots = [], [], [], [], [], [], [], [], []
+    leaves = 0
+    for _ in range(trees):
+        roots.append(len(feat))
+        first = len(feat)
+        inner = 2 ** depth - 1
+        for i in range(inner):          # node i's children: 2i+1, 2i+2 (leaves below)
+            feat.append(int(rng.integers(0, features)))
+            mode = (0, 3, 6)[i % 3]
+            modes.append(mode)
+            splits.append(float(rng.standard_normal()))
+            if mode == 6:
+                members.extend([-1.0, 0.0, 1.0, np.nan])
+            for c, ids, leaf in ((2 * i + 1, tn, tl), (2 * i + 2, fn, fl)):
+                if c < inner:
+                    ids.append(first + c)
+                    leaf.append(0)
+                else:
+                    ids.append(leaves)
+                    leaf.append(1)
+                    leaves += 1
+    m, ins, _ = _model("TreeEnsemble", [("x", np.round(_f32(1024, features)))], dict(
+        nodes_featureids=feat, nodes_modes=numpy_helper.from_array(np.array(modes, np.uint8)),
+        nodes_splits=numpy_helper.from_array(np.array(splits, np.float32)),
+        nodes_truenodeids=tn, nodes_falsenodeids=fn, nodes_trueleafs=tl, nodes_falseleafs=fl,
+        leaf_targetids=[int(v) for v in rng.integers(0, 2, leaves)],
+        leaf_weights=numpy_helper.from_array(_f32(leaves, seed=6)), tree_roots=roots,
+        n_targets=2, membership_values=numpy_helper.from_array(np.array(members, np.float32))),
+        domain="ai.onnx.ml")
+    m.opset_import[1].version = 5
+    return m, ins, True
+
+
 #: op type -> () -> (model, inputs, scaled): a mid-sized input built by hand
 RECIPES = {
+    "Binarizer": lambda: _model("Binarizer", [("x", _f32(64, 512))], {"threshold": 0.1},
+                                domain="ai.onnx.ml"),
+    "ArrayFeatureExtractor": lambda: _model(
+        "ArrayFeatureExtractor", [("x", _f32(64, 512)),
+                                  ("i", np.arange(0, 512, 2, dtype=np.int64))],
+        domain="ai.onnx.ml"),
+    "TreeEnsemble": _tree_ensemble,
+    # a conformance case's offsets agree with its input's size: not tiled
+    "DeformConv": lambda: _model(
+        "DeformConv", [("x", _f32(1, 16, 24, 24)), ("w", _f32(16, 16, 3, 3, seed=1)),
+                       ("o", 2 * _f32(1, 18, 24, 24, seed=2)), ("b", _f32(16, seed=3))],
+        {"pads": [1, 1, 1, 1]}, opset=22),
     "AveragePool": _pool("AveragePool", pads=[1, 1, 1, 1]),
     "MaxPool": _pool("MaxPool", strides=[2, 2]),
     "QLinearAdd": _qbinary("QLinearAdd"),
@@ -188,7 +237,7 @@ def macs(op_type, ins, outs, attrs):
         a = ins[0]
         k = a[0] if op_type == "Gemm" and attrs.get("transA", 0) else a[-1]
         return math.prod(outs[0]) * k
-    if op_type in ("Conv", "ConvInteger", "QLinearConv"):
+    if op_type in ("Conv", "ConvInteger", "QLinearConv", "DeformConv"):
         w = ins[3] if op_type == "QLinearConv" else ins[1]
         return math.prod(outs[0]) * math.prod(w[1:])
     if op_type == "ConvTranspose":

@@ -103,3 +103,34 @@ def test_the_session_takes_scalar_inputs_by_value(tmp_path):
         (y,) = s.run(None, feeds)
         np.testing.assert_allclose(y, ort_run(path, feeds)["y"], rtol=1e-6)
     assert s.memory_info()["plans"] == 3
+
+
+@pytest.mark.parametrize("flag", [0, 3])
+def test_what_reads_an_if_sized_by_its_branch_gets_the_branch_type(tmp_path, flag):
+    """An If on data whose branches give a scalar and a 1-element tensor
+    (AffineGrid's function body: a step of 0, or 2 / (D - 1)): its output
+    is a pool tensor, and an op reading it -- an Identity here, its output
+    typed by nothing else -- takes its element type from the branches, so
+    it is a pool tensor too, not a tensor nobody can size."""
+    then = helper.make_graph([helper.make_node("Identity", ["zero"], ["a"])], "t", [],
+                             [helper.make_tensor_value_info("a", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Div", ["two", "df"], ["b"])], "e", [],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+    g = helper.make_graph(
+        [helper.make_node("Cast", ["d"], ["df"], to=TensorProto.FLOAT),
+         helper.make_node("Equal", ["d", "one"], ["c"]),
+         helper.make_node("If", ["c"], ["s"], then_branch=then, else_branch=other),
+         helper.make_node("Identity", ["s"], ["s2"]),
+         helper.make_node("Add", ["s2", "two"], ["y"])], "m",
+        [helper.make_tensor_value_info("d", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+         numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+         numpy_helper.from_array(np.array([1], np.int64), "one")])
+    path = tmp_path / "if.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    d = np.array([1 if flag == 0 else flag], np.int64)
+    got = InferenceSession(str(path)).run(None, {"d": d})[0]
+    want = list(ort_run(path, {"d": d}).values())[0]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

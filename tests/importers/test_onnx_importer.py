@@ -195,11 +195,9 @@ def test_plan_cli_reads_onnx(tmp_path):
 # Models the executor does not run yet, and why (kept explicit so that a
 # regression, or a newly supported model, shows up here).
 NOT_SUPPORTED = {
-    "3-D": ["test_AvgPool3d", "test_AvgPool3d_stride", "test_AvgPool3d_stride1_pad0_gpu_input",
-            "test_Conv3d", "test_Conv3d_dilated", "test_Conv3d_dilated_strided",
+    "3-D": ["test_Conv3d", "test_Conv3d_dilated", "test_Conv3d_dilated_strided",
             "test_Conv3d_groups", "test_Conv3d_no_bias", "test_Conv3d_stride",
-            "test_Conv3d_stride_padding", "test_MaxPool3d", "test_MaxPool3d_stride",
-            "test_MaxPool3d_stride_padding"],
+            "test_Conv3d_stride_padding"],
     "Gradient": ["test_gradient_of_add", "test_gradient_of_add_and_mul"],
     "StringNormalizer": ["test_strnorm_model_monday_casesensintive_lower",
                          "test_strnorm_model_monday_casesensintive_nochangecase",

@@ -214,7 +214,6 @@ NODE_MODULES = ["loop", "scan", "rangeop"]
 # refused, by name, with this reason
 NODE_REFUSED = {
     "test_loop11": r"\(Loop\): output.* of the body have sizes that depend on the data",
-    "test_scan_sum": "opset-8 Scan",
 }
 
 
@@ -239,7 +238,7 @@ def test_onnx_node_cases_of_loop_scan_and_range(tmp_path):
         for (oname, ref), gname in zip(outs, g.outputs):
             np.testing.assert_allclose(res[gname], ref, rtol=1e-6, err_msg=name)
         ran.append(name)
-    assert {"test_scan9_sum", "test_scan9_scalar", "test_scan9_multi_state",
+    assert {"test_scan9_sum", "test_scan9_scalar", "test_scan9_multi_state", "test_scan_sum",
             "test_range_float_type_positive_delta_expanded",
             "test_range_int32_type_negative_delta_expanded"} <= set(ran)
 
@@ -379,3 +378,42 @@ def test_a_condition_that_never_turns_false_stops_at_the_cap(tmp_path, monkeypat
                                                    "still true"):
         s.run(None, {**fx, "go": np.array(True)})
     np.testing.assert_array_equal(s.run(None, {**fx, "go": np.array(False)})[0], fx["a0"])
+
+
+def _scan8(path, directions=None, seq_lens=False):
+    """Opset-8 Scan, batch 3, sequence 4: a running sum (state) and its
+    doubled value per step (scan output), reading an outer scale."""
+    body = h.make_graph([h.make_node("Add", ["s", "x"], ["s2"]),
+                         h.make_node("Mul", ["s2", "k"], ["o"])], "body",
+                        [vi("s", T.FLOAT, [2]), vi("x", T.FLOAT, [2])],
+                        [vi("s2", T.FLOAT, [2]), vi("o", T.FLOAT, [2])])
+    attrs = dict(num_scan_inputs=1, body=body)
+    if directions is not None:
+        attrs["directions"] = directions
+    node = h.make_node("Scan", ["L" if seq_lens else "", "s0", "xs"], ["sf", "os"], **attrs)
+    g = h.make_graph([node], "m", [vi("s0", T.FLOAT, [3, 2]), vi("xs", T.FLOAT, [3, 4, 2])]
+                     + ([vi("L", T.INT32, [3])] if seq_lens else []),
+                     [vi("sf", T.FLOAT, [3, 2]), vi("os", T.FLOAT, [3, 4, 2])],
+                     [h.make_tensor("k", T.FLOAT, [], [2.0])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 8)], ir_version=8), str(path))
+
+
+@pytest.mark.parametrize("directions", [None, [1]])
+def test_opset8_scan_runs_each_batch_entry_like_onnxruntime(tmp_path, directions):
+    import pyarena
+    path = tmp_path / "scan8.onnx"
+    _scan8(path, directions)
+    rng = np.random.default_rng(0)
+    feeds = {"s0": rng.standard_normal((3, 2)).astype(F32),
+             "xs": rng.standard_normal((3, 4, 2)).astype(F32)}
+    got = pyarena.InferenceSession(str(path)).run(None, feeds)
+    want = list(ort_run(path, feeds).values())
+    for g_, w in zip(got, want):
+        np.testing.assert_allclose(g_, w, rtol=1e-6)
+
+
+def test_opset8_scan_with_sequence_lens_is_refused(tmp_path):
+    path = tmp_path / "scan8.onnx"
+    _scan8(path, seq_lens=True)
+    with pytest.raises(UnsupportedOpError, match="sequence_lens"):
+        load_model(str(path))

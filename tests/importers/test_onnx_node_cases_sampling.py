@@ -10,13 +10,10 @@ from onnx import TensorProto, helper
 
 import pyarena
 from helpers.model_zoo import ort_run
-from helpers.node_session import cases, check_case, check_refused
+from helpers.node_session import cases, check_case
 
 MODULES = ("gridsample", "affinegrid")
 CASES = cases(r"test_(gridsample\w*|affine_grid\w*)", MODULES)
-# its function body builds a tensor whose shape pyarena's inference leaves
-# unknown (the Range step of an If branch)
-REFUSED_EXPANDED = {"test_affine_grid_3d_align_corners_expanded"}
 
 
 def test_the_forms_are_covered():
@@ -24,17 +21,13 @@ def test_the_forms_are_covered():
             "test_gridsample_reflection_padding", "test_gridsample_border_padding",
             "test_gridsample_volumetric_bilinear_align_corners_0",
             "test_gridsample_nearest_align_corners_0_additional_1", "test_affine_grid_3d",
-            "test_affine_grid_2d_align_corners_expanded"} <= set(CASES)
+            "test_affine_grid_2d_align_corners_expanded",
+            "test_affine_grid_3d_align_corners_expanded"} <= set(CASES)
 
 
-@pytest.mark.parametrize("name", sorted(set(CASES) - REFUSED_EXPANDED))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_node_case(name, tmp_path):
     check_case(CASES[name], tmp_path)
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED_EXPANDED))
-def test_refused_case(name, tmp_path):
-    check_refused(CASES[name], tmp_path, "cannot size tensor")
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])

@@ -61,6 +61,13 @@ ALLOWED = {
     "Det": (100.0, "an LU factorisation per matrix (LAPACK): n**3 work per n**2 elements"),
     "LinearAttention": (150.0, "a recurrence over time steps: one small matrix product "
                                "per step, as LSTM / GRU"),
+    "DeformConv": (50.0, "bilinear sampling before the product: four corner gathers, weights "
+                         "and sums per kernel tap, channel and output position, work the "
+                         "baseline (the product and one pass) does not count"),
+    "TreeEnsemble": (200.0, "every (sample, tree) pair walked down its tree, one level per "
+                            "step: a dozen gathers, comparisons and selects per node visited, "
+                            "trees x depth visits per sample where the baseline makes one "
+                            "pass over the input"),
     "ReverseSequence": (50.0, "a gather along time (take_along_axis) with its index "
                               "worked out per run"),
 }

@@ -231,7 +231,8 @@ class Scan(_Control):
     """Opset >= 9: state values carried from one iteration to the next,
     scan inputs sliced along ``scan_input_axes`` (backwards where
     ``scan_input_directions`` says 1), scan outputs stacked along
-    ``scan_output_axes`` (in reverse where ``scan_output_directions`` says 1)."""
+    ``scan_output_axes`` (in reverse where ``scan_output_directions`` says 1).
+    Opset 8 (``batch``): the same once per entry of the batch axis."""
 
     op_types = ("Scan",)
     family = "control"
@@ -246,6 +247,16 @@ class Scan(_Control):
         return self.n + len(self.attrs["scan_input_axes"])
 
     def run(self, xs, ys, sc):
+        if "batch" not in self.attrs:
+            self.scan(xs, ys, sc)
+            return
+        # opset 8: input 0 is sequence_lens (omitted), then the states and
+        # scan inputs with a batch axis first: one scan per batch entry
+        n_in = self.outer_at + 1
+        for b in range(int(self.attrs["batch"])):
+            self.scan([x[b] for x in xs[1:n_in]] + list(xs[n_in:]), [y[b] for y in ys], sc)
+
+    def scan(self, xs, ys, sc):
         a, body, n = self.attrs, self.body, self.n
         cur = self.start(xs, sc, 0)
         ins, outs, length = [], [], 0

@@ -22,6 +22,7 @@ elements: no loop per short row).
 """
 import numpy as np
 
+from .conv_transpose_nd import run_transpose_nd, setup_transpose_nd, tap_slices, transpose_pads
 from .conv_native import NativeBands, NativeConv, NativeResidual, ohwi
 from .conv_numpy import DepthwiseTaps, Im2col, Pointwise
 from .conv_weights import ConvWeights
@@ -250,46 +251,10 @@ class Conv(ConvWeights, Spatial):
                 and self.pl >= 0 and self.attrs.get("weight_layout") != "1HWC")
 
 
-def _transpose_pads(at, hw, out_hw, k, s, d):
-    """(top, left) crop of a transposed convolution: explicit pads, or what
-    auto_pad / output_shape / output_padding imply."""
-    auto = at.get("auto_pad", "NOTSET")
-    if isinstance(auto, bytes):
-        auto = auto.decode()
-    pads = at.get("pads")
-    if auto == "VALID":
-        return 0, 0
-    if pads is not None and auto not in ("SAME_UPPER", "SAME_LOWER") and \
-            "output_shape" not in at:
-        return int(pads[0]), int(pads[1])
-    opad = [int(v) for v in at.get("output_padding", [0, 0])]
-    tot = [max(0, (n - 1) * st + (kk - 1) * dl + 1 + op - o)
-           for n, o, kk, st, dl, op in zip(hw, out_hw, k, s, d, opad)]
-    if auto == "SAME_UPPER":
-        return tot[0] // 2, tot[1] // 2
-    return tot[0] - tot[0] // 2, tot[1] - tot[1] // 2
-
-
-def _tap_slices(n_out, k, st, dl, p, lo, hi):
-    """Per kernel tap along one axis: (input slice, output slice) of the
-    input positions [lo, hi) whose contributions land inside the cropped
-    output of n_out, or None when none does."""
-    out = []
-    for i in range(k):
-        a = max(lo, -(-(p - i * dl) // st))
-        b = min(hi - 1, (n_out - 1 + p - i * dl) // st)
-        if a > b:
-            out.append(None)
-            continue
-        o0 = a * st + i * dl - p
-        out.append((slice(a - lo, b - lo + 1), slice(o0, o0 + (b - a) * st + 1, st)))
-    return out
-
-
 @register
 class ConvTranspose(Kernel):
-    """Transposed convolution, 2-D, NCHW (ONNX, groups) or NHWC (TFLite
-    TRANSPOSE_CONV, weights ``OHWI``).  Per image and per band of input rows:
+    """Transposed convolution, 1-D or 2-D (3-D and more: conv_transpose_nd.py),
+    NCHW (ONNX, groups) or NHWC (TFLite TRANSPOSE_CONV, weights ``OHWI``).  Per image and per band of input rows:
     columns = W^T x for the band by one (batched) matmul into scratch, then
     each kernel tap's columns are added straight into the output rows and
     columns they land on (cropping by the pads is a choice of slices, so no
@@ -309,6 +274,10 @@ class ConvTranspose(Kernel):
     def setup(self):
         self.runtime = (0,)
         self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
+        self.nd = None
+        if len(self.shape(0)) > 4:      # 3-D and more: conv_transpose_nd.py
+            setup_transpose_nd(self, self.const(1, "weight").astype(self.dtype), self.attrs)
+            return
         xs, ys, w, at = self._as_2d(self.shape(0), self.oshape(),
                                     self.const(1, "weight").astype(self.dtype), self.attrs)
         g = int(at.get("group", 1))
@@ -328,7 +297,7 @@ class ConvTranspose(Kernel):
             self.fail(f"group={g} does not divide {C} input channels")
         s = [int(v) for v in at.get("strides", [1, 1])]
         d = [int(v) for v in at.get("dilations", [1, 1])]
-        pt, pl = _transpose_pads(at, (H, W), (Ho, Wo), (kh, kw), s, d)
+        pt, pl = transpose_pads(at, (H, W), (Ho, Wo), (kh, kw), s, d)
         self.N, self.C, self.H, self.W, self.G = N, C, H, W, g
         self.kh, self.kw, self.cog, self.cout = kh, kw, cog, cout
         self.Ho, self.Wo = Ho, Wo
@@ -344,12 +313,12 @@ class ConvTranspose(Kernel):
         nh = items_per_step(self.scratch_budget, per_row, H, per_row // self.dtype.itemsize)
         self.band_rows = nh
         self.scratch = [((cout * kh * kw * nh * W,), self.dtype)]
-        cw = _tap_slices(Wo, kw, s[1], d[1], pl, 0, W)
+        cw = tap_slices(Wo, kw, s[1], d[1], pl, 0, W)
         self.bands = []
         for h0 in range(0, H, nh):
             h1 = min(h0 + nh, H)
             steps = []
-            for i, rh in enumerate(_tap_slices(Ho, kh, s[0], d[0], pt, h0, h1)):
+            for i, rh in enumerate(tap_slices(Ho, kh, s[0], d[0], pt, h0, h1)):
                 if rh is None:
                     continue
                 for j, rw in enumerate(cw):
@@ -383,10 +352,13 @@ class ConvTranspose(Kernel):
             self.x4 = xs
             self.y4 = ys
         if len(xs) != 4:
-            self.fail(f"only 1-D and 2-D ConvTranspose are supported (input {list(xs)})")
+            self.malformed(f"ConvTranspose input {list(xs)} has no spatial axis")
         return xs, ys, w, at
 
     def run(self, xs, ys, sc):
+        if self.nd is not None:
+            run_transpose_nd(self, xs, ys, sc)
+            return
         buf = sc[0]
         x, y = xs[0], ys[0]
         if self.one_d:

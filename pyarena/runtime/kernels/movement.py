@@ -43,9 +43,11 @@ class Alias(Kernel):
     def setup(self):
         self.runtime = (0,)
         self.aliased = False        # bound to views of the same memory
-        outs = [o for o in self.op.outputs if o]
-        if len(outs) > 1:
-            self.fail("the mask output is not supported")
+        #: Dropout's mask output (all true: nothing is dropped), or False
+        self.mask = self.op.op_type == "Dropout" and len(self.op.outputs) > 1 and \
+            bool(self.op.outputs[1])
+        if self.mask and not self.op.outputs[0]:
+            self.fail("the mask output without the output is not supported")
         if self.op.op_type == "Dropout" and self.has(2):
             training = self.const(2, "training_mode")
             if ev.dropout_trains(0.5, training) and ev.dropout_trains(
@@ -64,10 +66,12 @@ class Alias(Kernel):
 
     @property
     def idle(self):
-        return self.aliased and self._act is None
+        return self.aliased and self._act is None and not self.mask
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
+        if self.mask:
+            ys[1].fill(True)
         if x.size and y.size and x.__array_interface__["data"][0] == \
                 y.__array_interface__["data"][0]:
             return
@@ -381,11 +385,13 @@ class Pad(Kernel):
         mode = self.attrs.get("mode", "constant")
         if isinstance(mode, bytes):
             mode = mode.decode()
-        if mode not in ("constant", "reflect", "edge"):
+        if mode not in ("constant", "reflect", "edge", "wrap"):
             self.fail(f"mode {mode!r} is not supported")
         self.mode, self.value = mode, const(value, self.dtype)
         self.begin, self.end, self.xs = begin, end, xs
         self.inner = tuple(slice(b, b + d) for b, d in zip(begin, xs))
+        if mode == "wrap" and any(d == 0 and (b or e) for d, b, e in zip(xs, begin, end)):
+            self.malformed(f"cannot wrap-pad an empty axis (input {list(xs)})")
 
     def run(self, xs, ys, sc):
         y = ys[0]
@@ -407,6 +413,18 @@ class Pad(Kernel):
         reflect = self.mode == "reflect"
         for a, (b, e) in enumerate(zip(self.begin, self.end)):
             n = self.xs[a]
+            if self.mode == "wrap":     # output i reads input (i - b) mod n
+                src = list(cur)
+                src[a] = slice(b, b + n)
+                inner = y[tuple(src)]
+                for lo, hi in ((0, b), (b + n, b + n + e)):
+                    if hi > lo:
+                        dst = list(cur)
+                        dst[a] = slice(lo, hi)
+                        np.copyto(y[tuple(dst)], inner.take(
+                            (np.arange(lo, hi) - b) % n, axis=a))
+                cur[a] = slice(None)
+                continue
             if b:
                 dst, src = list(cur), list(cur)
                 dst[a] = slice(0, b)

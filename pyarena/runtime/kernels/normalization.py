@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ...errors import InvalidArgumentError
+from .batch_norm_training import run_training, setup_training
 from .native import plane_mean
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
@@ -35,8 +36,12 @@ class BatchNorm(Kernel):
 
     def setup(self):
         self.runtime = (0,)
+        self.training = False
+        if int(self.attrs.get("training_mode", 0)):
+            setup_training(self)        # (batch statistics: batch_norm_training.py)
+            return
         if len([o for o in self.op.outputs if o]) > 1:
-            self.fail("training-mode outputs (running mean/var) are not supported")
+            self.fail("running mean/var outputs need training_mode=1")
         nd = len(self.shape(0))
         self.live = any(self.ins[i].data is None for i in range(1, 5))
         if self.live:       # folded every run
@@ -57,6 +62,9 @@ class BatchNorm(Kernel):
         self.shift = self.keep(shift.astype(self.dtype).reshape(bshape))
 
     def run(self, xs, ys, sc):
+        if self.training:
+            run_training(self, xs, ys, sc)
+            return
         y = ys[0]
         if not self.live:
             scale, shift = self.scale, self.shift

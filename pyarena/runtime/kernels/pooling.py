@@ -1,5 +1,6 @@
 """Pooling kernels: MaxPool / AveragePool (a loop over kernel taps, or one
-reduction over a window view when windows do not overlap), LpPool (the
+reduction over a window view when windows do not overlap; 3-D inputs and
+MaxPool's Indices output in :mod:`.pool_nd`), LpPool (the
 same sum over |x|^p), MaxUnpool, and GlobalAveragePool / GlobalMaxPool.  Scratch: the padded input rows of a
 band when there is padding or ceil-mode overhang, within the budget.
 """
@@ -14,6 +15,7 @@ from .native import NATIVE_DTYPE, Pointers, plane_mean
 from . import shape_rules as rules
 from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
+from .pool_nd import run_nd, setup_nd, wants_nd
 from .spatial import Spatial
 
 
@@ -35,14 +37,16 @@ class WindowPool(Spatial):
     tflite = {'AVERAGE_POOL_2D': ('AveragePool', {}, tfl.pool_2d),
               'MAX_POOL_2D': ('MaxPool', {}, tfl.pool_2d)}
 
+    nd = None
+
     def setup(self):
-        if len([o for o in self.op.outputs if o]) > 1:
-            self.fail("the Indices output is not supported")
-        if int(self.attrs.get("storage_order", 0)):
-            self.fail("storage_order=1 is not supported")
         k = [int(v) for v in self.attrs["kernel_shape"]]
         self.is_max = self.op.op_type == "MaxPool"
         lowest = -np.inf if self.dtype.kind == "f" else np.iinfo(self.dtype).min
+        if wants_nd(self):      # 3-D and more, or Indices: pool_nd.py
+            setup_nd(self, lowest if self.is_max else 0.0)
+            return
+        # (storage_order only orders the Indices output: nothing here)
         self.geometry(k, lowest if self.is_max else 0.0)   # max pools int8 as they are
         if self._setup_native():
             return
@@ -97,6 +101,9 @@ class WindowPool(Spatial):
                 None, nk.fptr(ys[0]), ())
 
     def run(self, xs, ys, sc):
+        if self.nd is not None:
+            run_nd(self, xs, ys, sc)
+            return
         if self.native is not None:
             x, y = self.ptrs(xs[0], ys[0])
             st = self.native_fn(self.native, x, y, self.workers)
@@ -163,6 +170,11 @@ class LpPool(WindowPool):
         if self.p <= 0:
             self.fail(f"p must be positive, not {self.p:g}")
         self.is_max = False
+        if wants_nd(self):
+            setup_nd(self, 0.0, average=False)
+            self.scratch = self.scratch + [(self.shape(0), self.dtype)]
+            self.root = const(1.0 / self.p, self.dtype)
+            return
         self.geometry(k, 0.0)
         self.native = None
         self.plan_bands()

@@ -15,7 +15,9 @@ from .quantized_conv_native import try_native_matmul
 
 class _QMatMul(QuantKernel):
     """A (..., M, K) @ B (K, N) on integers with zero points, B constant;
-    N in column chunks so the converted weights stay within the budget."""
+    N in column chunks so the converted weights stay within the budget.  A
+    B of more than two axes (..., K, N): one batched matmul of the whole
+    (broadcast) batch, B converted once at setup (:meth:`setup_batched`)."""
 
     integer = True   # int32 accumulators out (MatMulInteger) or requantized
 
@@ -24,8 +26,12 @@ class _QMatMul(QuantKernel):
         self.runtime = (0,)
         ia, ib, iaz, ibz = self.layout
         b = self.b_matrix(self.const(ib, "B"))
+        if b.ndim > 2 and self.batched_b:
+            self.setup_batched(b)
+            return
         if b.ndim != 2:
             self.fail(f"B of shape {list(b.shape)} is not supported (a 2-D constant)")
+        self.batched = False
         a_shape = self.shape(ia)
         if not a_shape or a_shape[-1] != b.shape[0]:
             self.fail(f"A {list(a_shape)} and B {list(b.shape)} do not chain")
@@ -54,6 +60,48 @@ class _QMatMul(QuantKernel):
                         ((self.M * self.nc,), self.ct)]
         self.finish_setup()
 
+    #: whether a B of more than two axes runs (batched); QGemm's B is a matrix
+    batched_b = True
+
+    def setup_batched(self, b):
+        """A (..., M, K) @ B (..., K, N), batch axes broadcast: B less its
+        zero point (per tensor or per column) kept in the accumulator type,
+        A converted into the scratch each run, one matmul into the scratch,
+        then the store (requantization) of the whole output."""
+        ia, ib, iaz, ibz = self.layout
+        a_shape, ys = self.shape(ia), self.oshape()
+        if len(a_shape) < 2 or a_shape[-1] != b.shape[-2]:
+            self.malformed(f"A {list(a_shape)} and B {list(b.shape)} do not chain")
+        self.batched = True
+        self.native = None
+        self.K, self.N = b.shape[-2:]
+        self.ct = np.dtype(np.float64 if self.integer else np.float32)
+        self.azp_input = iaz if self.runtime_param(iaz) else None
+        azp = np.zeros(1) if self.azp_input is not None else self.qparam(iaz, "a_zero_point")
+        if azp.size != 1:
+            self.fail("a per-row zero point of A is not supported")
+        self.azp = float(azp.reshape(()))
+        if self.azp_input is not None:
+            self.runtime = (ia, iaz)
+        bzp = self.b_param(self.qparam(ibz, "b_zero_point"), b.shape, "b_zero_point")
+        self.b = self.keep(np.subtract(b, bzp.astype(self.ct), dtype=self.ct))
+        self.scratch = [(a_shape, self.ct), (ys, self.ct)]
+        self.finish_setup()
+
+    def b_param(self, v, b_shape, what):
+        """A zero point or scale of a batched B: per tensor, per column (N,),
+        or per column of each matrix (..., 1, N), onnxruntime's form."""
+        v = np.asarray(v)
+        if v.ndim <= 1 and v.size in (1, self.N):
+            return v.reshape(-1)
+        if v.ndim >= 2 and v.shape[-2] == 1 and v.shape[-1] in (1, self.N):
+            try:
+                if np.broadcast_shapes(v.shape, b_shape) == tuple(b_shape):
+                    return v
+            except ValueError:
+                pass
+        self.malformed(f"{what} of shape {list(v.shape)} does not fit B {list(b_shape)}")
+
     def finish_setup(self):
         pass
 
@@ -70,10 +118,16 @@ class _QMatMul(QuantKernel):
             z = None if self.azp_input is None else xs[self.azp_input].reshape(-1)[0]
             return self.native.run(xs[self.layout[0]].reshape(self.M, self.K),
                                    ys[0].reshape(self.M, self.N), sc, z)
+        azp = self.azp if self.azp_input is None else float(xs[self.azp_input].reshape(-1)[0])
+        if self.batched:
+            af, acc = sc
+            np.subtract(xs[self.layout[0]], azp, out=af)
+            np.matmul(af, self.b, out=acc)
+            self.store(acc, ys[0], 0, self.N)
+            return
         a = xs[self.layout[0]].reshape(self.M, self.K)
         y = ys[0].reshape(self.M, self.N)
         af, wf, acc = sc
-        azp = self.azp if self.azp_input is None else float(xs[self.azp_input].reshape(-1)[0])
         np.subtract(a, azp, out=af)
         for c0 in range(0, self.N, self.nc):
             c1 = min(c0 + self.nc, self.N)
@@ -114,14 +168,17 @@ class QLinearMatMul(_QMatMul):
 
     def requant_params(self):
         a_s = self.qparam(1, "a_scale").reshape(-1)
-        b_s = self.qparam(4, "b_scale").reshape(-1)
+        b_s = self.qparam(4, "b_scale")
+        b_s = self.b_param(b_s, self.b.shape, "b_scale") if self.batched else b_s.reshape(-1)
         y_s = self.qparam(6, "y_scale").reshape(-1)
         if a_s.size != 1 or y_s.size != 1:
             self.fail("per-row scales of a or y are not supported")
         # float32, in onnxruntime's order (qlinearmatmul.cc:
         # a_scale * b_scale[i] / y_scale)
         f = np.float32
-        mult = np.broadcast_to(f(a_s[0]) * b_s.astype(f) / f(y_s[0]), (self.N,))
+        mult = f(a_s[0]) * b_s.astype(f) / f(y_s[0])
+        if mult.ndim <= 1:
+            mult = np.broadcast_to(mult, (self.N,))
         lo, hi = self.out_range()
         return mult, float(self.qparam(7, "y_zero_point").reshape(-1)[0]), lo, hi
 
@@ -130,7 +187,7 @@ class QLinearMatMul(_QMatMul):
         self.mult = self.keep(np.ascontiguousarray(mult))
 
     def store(self, acc, y, c0, c1):
-        np.multiply(acc, self.mult[c0:c1], out=acc)
+        np.multiply(acc, self.mult[..., c0:c1], out=acc)
         requantize(acc, y, self.yzp, self.lo, self.hi)
 
 
@@ -147,6 +204,8 @@ class QGemm(QLinearMatMul):
     qdq_form = None
     tflite_int8 = {"FULLY_CONNECTED": "fully_connected"}
     layout = (0, 3, 2, 5)
+
+    batched_b = False
 
     def requant_params(self):
         return NotImplemented       # alpha and C: the NumPy path's store
