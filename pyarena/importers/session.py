@@ -73,7 +73,7 @@ class NodeArg:
 
 _TYPES = {"float32": "float", "float16": "float16", "float64": "double", "int8": "int8",
           "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64",
-          "bool": "bool"}
+          "bool": "bool", "object": "string"}
 
 
 def _arg(name, shape, dtype):
@@ -218,8 +218,9 @@ class InferenceSession:
                 ex = self._executor(ctx, signature)
         # (an input nothing reads -- unused, or read only for a shape that
         # folded -- is not in the imported graph: its feed is not copied)
-        arrays = ex.arrays
-        out = ex.run({k: v for k, v in feeds.items() if k not in vi and k in arrays})
+        arrays, held = ex.arrays, ex.host_inputs
+        out = ex.run({k: v for k, v in feeds.items()
+                      if k not in vi and (k in arrays or k in held)})
         ctx.last = ex
         names = list(output_names) if output_names else [a.name for a in self._outputs]
         for n in names:

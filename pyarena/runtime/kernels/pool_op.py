@@ -72,7 +72,9 @@ class PoolOp:
             raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                      f"supported by the executor")
         self.graph, self.op, self.keep = graph, op, keep
-        self.pool, self.pooled, self.frees = pool, pooled, list(frees)
+        self.pool, self.pooled = pool, pooled
+        # (a value held outside the arena -- strings -- is only dropped)
+        self.frees = [(n, graph.tensors[n].host is None) for n in frees]
         self.cache = OrderedDict()
 
     def __call__(self, xs, ys, sc=None):
@@ -110,9 +112,9 @@ class PoolOp:
             if g.tensors[n].dynamic:
                 pooled[n] = a
         del ins, outs
-        for n in self.frees:
+        for n, pool_owned in self.frees:
             a = pooled.pop(n, None)
-            if a is not None:
+            if a is not None and pool_owned:
                 self.pool.free(a)
 
     def build(self, ins):
@@ -127,9 +129,11 @@ class PoolOp:
                 tins.append(t)
                 continue
             data = a.copy() if n in op.notes.value_inputs or _value(a) is not None else None
-            tins.append(Tensor(n, a.shape, a.dtype.name, role="activation", data=data))
+            tins.append(Tensor(n, a.shape, a.dtype.name, role="activation", data=data,
+                               host=t.host))
         touts = [Tensor(n, None if g.tensors[n].dynamic else g.tensors[n].shape,
-                        g.tensors[n].dtype, nbytes_given=0) for n in op.outputs if n]
+                        g.tensors[n].dtype, nbytes_given=0, host=g.tensors[n].host)
+                 for n in op.outputs if n]
         cls = KERNELS[op.op_type]
         if not hasattr(cls, "produce"):
             infer = op.notes.infer
