@@ -27,6 +27,10 @@ _TFLITE = ("a TFLite builtin's op type with no ONNX schema, so no one-node ONNX 
 _POOL = "its output is sized by the data (a pool tensor: its kernel is built per run)"
 _BODY = "runs a body graph: the body's ops are covered one by one"
 _FOLDS = "folds away at import (its output follows from the shapes)"
+_STRINGS = ("reads strings, held outside the arena (a pool op: its kernel is built per run); "
+            "vectorised with NumPy (np.add / np.strings / np.isin / searchsorted)")
+_STRING_LOOP = ("reads strings, held outside the arena; HELD: a Python loop over the strings "
+                "(NumPy has no vectorised split or regular expression)")
 
 #: op type -> why the guard does not time it
 NOT_COVERED = {
@@ -49,6 +53,9 @@ NOT_COVERED = {
     "RotaryEmbedding": "tiling the input breaks its agreement with the cos / sin caches: no "
                        "recipe yet",
     "TensorScatter": "tiling the cache breaks its agreement with the update: no recipe yet",
+    "StringConcat": _STRINGS, "StringNormalizer": _STRINGS,
+    "LabelEncoder": _STRINGS + "; its numeric form has no conformance case",
+    "StringSplit": _STRING_LOOP, "RegexFullMatch": _STRING_LOOP,
 }
 
 #: op type -> (its own limit, why its work is not the baseline's): ops whose
