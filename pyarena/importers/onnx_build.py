@@ -90,21 +90,24 @@ class GraphBuild:
         return self.g
 
     def _host_tensors(self, io):
-        """The tensors of the remaining nodes that hold strings: they live
-        outside the arena (``Graph.add_host_tensor``), and whatever a node
-        reading them makes is sized by the run, as a pool tensor's."""
-        strings = self.onnx.TensorProto.STRING
+        """The tensors of the remaining nodes that hold strings, sequences or
+        optionals: they live outside the arena (``Graph.add_host_tensor``),
+        and whatever a node reading them makes is sized by the run, as a
+        pool tensor's."""
+        kinds = {self.onnx.TensorProto.STRING: "string", "sequence": "sequence",
+                 "optional": "optional"}
         types = self.types
         host = {}
         for n, n_in, n_out in io:
             for name in n_in + n_out:
-                if name and types.get(name) == strings:
+                kind = kinds.get(types.get(name)) if name else None
+                if kind is not None:
                     if name in self.vals:
                         raise UnsupportedOpError(
                             f"operator {n.name!r} ({n.op_type}): tensor {name!r} is a "
-                            f"constant of strings; pyarena holds strings computed or fed "
+                            f"constant {kind}; pyarena holds {kind}s computed or fed "
                             f"at run time only")
-                    host[name] = "string"
+                    host[name] = kind
         return host
 
     def _declare_graph_io(self, consumers, graph_outputs):

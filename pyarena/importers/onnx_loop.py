@@ -70,6 +70,10 @@ def _typed(imp, name, node):
         v = np.asarray(imp.vals[name])
         return imp.onnx.helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)
     shp, et = imp.shapes.get(name), imp.types.get(name)
+    if et in ("sequence", "optional"):
+        raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): input {name!r} "
+                                 f"is a {et}; a body reading a sequence or optional value "
+                                 f"is not supported (bodies run tensors only)")
     if shp is None or et is None or not all(isinstance(d, int) for d in shp):
         what = "its shape" if et is not None else \
             "its element type (a sequence or optional value is not supported)"

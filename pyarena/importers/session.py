@@ -81,6 +81,33 @@ def _arg(name, shape, dtype):
     return NodeArg(name, tuple(shape), f"tensor({_TYPES.get(dt, dt)})")
 
 
+def _held_type(onnx, tp):
+    """onnxruntime's name of a sequence or optional type: ``seq(tensor(float))``."""
+    which = tp.WhichOneof("value")
+    if which == "sequence_type":
+        return f"seq({_held_type(onnx, tp.sequence_type.elem_type)})"
+    if which == "optional_type":
+        return f"optional({_held_type(onnx, tp.optional_type.elem_type)})"
+    if which == "tensor_type":
+        name = onnx.TensorProto.DataType.Name(tp.tensor_type.elem_type).lower()
+        return f"tensor({name})"
+    return "unknown"
+
+
+def _is_held(arg):
+    """A sequence or an optional input: fed as a list / None, not an array."""
+    return arg.type.startswith(("seq(", "optional("))
+
+
+def _copied(v):
+    """An output as the caller keeps it: arrays copied, a sequence's too."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [np.array(a) for a in v]
+    return np.array(v)
+
+
 class InferenceSession:
     """See the module docstring.  The first arguments are onnxruntime's:
     ``path_or_bytes`` a file name (str or path-like) or the model's bytes;
@@ -140,6 +167,10 @@ class InferenceSession:
         self._inputs, self._outputs = self._describe()
         # 0-d integer / bool inputs (a sample rate, a flag): their value is
         # part of the signature, and the model is specialised on it
+        # sequences and optionals: fed as lists / None, held outside the arena
+        self._held_inputs = {a.name for a in self._inputs if _is_held(a)}
+        self._optional_inputs = {a.name for a in self._inputs
+                                 if a.type.startswith("optional(")}
         self._value_inputs = {a.name for a in self._inputs if a.shape == () and
                               a.type in ("tensor(int64)", "tensor(int32)", "tensor(bool)")}
 
@@ -158,6 +189,9 @@ class InferenceSession:
         def args(vis, dims):
             out = []
             for vi in vis:
+                if vi.type.WhichOneof("value") != "tensor_type":    # a sequence, an optional
+                    out.append(NodeArg(vi.name, None, _held_type(self.onnx, vi.type)))
+                    continue
                 tt = vi.type.tensor_type
                 dt = _np_dtype(self.onnx, tt.elem_type, f"tensor {vi.name!r}")
                 out.append(_arg(vi.name, tuple(dims(vi) or ()), dt))
@@ -193,9 +227,11 @@ class InferenceSession:
         if isinstance(output_names, (str, bytes)):
             raise InvalidArgumentError(f"output_names must be a list of names (or None), "
                                        f"not the string {output_names!r}")
-        feeds = {k: np.asarray(v) for k, v in feeds.items()}
+        held = self._held_inputs
+        feeds = {k: v if k in held else np.asarray(v) for k, v in feeds.items()}
         vi = self._value_inputs
-        signature = tuple((k, v.shape, v.item() if k in vi and v.ndim == 0 else None)
+        signature = tuple((k, None, None) if k in held else
+                          (k, v.shape, v.item() if k in vi and v.ndim == 0 else None)
                           for k, v in feeds.items())
         ctx = self._context()
         bound = ctx.executors.get(signature)
@@ -211,7 +247,7 @@ class InferenceSession:
                 if name not in known:
                     raise InvalidArgumentError(f"feed {name!r} is not an input of "
                                                f"{self.path}; inputs: {sorted(known)}")
-            missing = sorted(known - set(feeds))
+            missing = sorted(known - set(feeds) - self._optional_inputs)
             if missing:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
             with self._prepare_lock, _no_gc():
@@ -227,7 +263,7 @@ class InferenceSession:
             if n not in out:
                 raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
                                            f"{[a.name for a in self._outputs]}")
-        return [np.array(out[n]) if copy else out[n] for n in names]
+        return [_copied(out[n]) if copy else out[n] for n in names]
 
     def _context(self):
         """The calling thread's :class:`_Context` (made on its first run)."""
@@ -252,7 +288,8 @@ class InferenceSession:
             entry = self._plans.get(signature)
         if entry is None:
             entry = self._prepare(
-                {k: shape for k, shape, value in signature if value is None},
+                {k: shape for k, shape, value in signature
+                 if value is None and shape is not None},
                 {k: value for k, shape, value in signature if value is not None})
             with self._lock:
                 self._plans[signature] = entry

@@ -1,6 +1,10 @@
 """Values that live outside the arena (``Tensor.host``): what a feed of one
 must be, and how it is taken.
 
+A sequence is a Python list of NumPy arrays (a list or tuple fed; each
+element taken with ``np.asarray``); an optional is None or its value (a
+list: a sequence, else an array); an optional input may be left unfed (None).
+
 A string tensor is a NumPy object array of Python ``str``, as onnxruntime
 takes and returns them: a feed may be an object array of ``str`` (or of
 UTF-8 ``bytes``), a NumPy unicode array (``dtype "<U..."``) or UTF-8 bytes
@@ -13,7 +17,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["host_feed", "as_strings"]
+__all__ = ["host_feed", "as_strings", "as_sequence"]
 
 
 def _bad(name, kind, why):
@@ -53,8 +57,34 @@ def as_strings(val, name):
     return out
 
 
+def as_sequence(val, name):
+    """``val`` (a list or tuple of arrays) as a list of arrays;
+    InvalidArgumentError naming ``name`` for anything else."""
+    if not isinstance(val, (list, tuple)):
+        raise _bad(name, "sequence", f"a list of arrays is expected, not a "
+                                     f"{type(val).__name__}")
+    out = []
+    for i, v in enumerate(val):
+        if isinstance(v, (list, tuple)) or v is None:
+            raise _bad(name, "sequence", f"element {i} is a {type(v).__name__}, not an array")
+        a = np.asarray(v)
+        if a.dtype.kind not in "biufc":
+            a = as_strings(a, f"{name}[{i}]")
+        out.append(a)
+    return out
+
+
 def host_feed(t, val, name):
-    """The value a feed ``val`` of host tensor ``t`` is held as."""
+    """The value a feed ``val`` of host tensor ``t`` is held as: strings as
+    an object array of str, a sequence as a list of arrays, an optional as
+    None or its value (a list: a sequence; else a tensor)."""
     if t.host == "string":
         return as_strings(val, name)
-    raise InvalidArgumentError(f"feed {name!r}: inputs holding a {t.host} are not supported")
+    if t.host == "sequence":
+        return as_sequence(val, name)
+    if val is None:
+        return None
+    if isinstance(val, (list, tuple)):
+        return as_sequence(val, name)
+    a = np.asarray(val)
+    return a if a.dtype.kind in "biufc" else as_strings(a, name)

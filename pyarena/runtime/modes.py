@@ -152,11 +152,13 @@ class PlannedRun:
 
     def _take_host_feeds(self, pooled):
         """The host inputs' feeds among the run's pool tensors."""
-        missing = sorted(set(self.host_inputs) - set(self._host_fed))
+        missing = sorted(n for n, t in self.host_inputs.items()
+                         if n not in self._host_fed and t.host != "optional")
         if missing:
             raise InvalidArgumentError(f"no feed for input(s) {missing}: an input held "
                                        f"outside the arena (strings...) has no previous value")
-        pooled.update(self._host_fed)
+        for n, t in self.host_inputs.items():
+            pooled[n] = self._host_fed.get(n)     # (an optional left unfed: None)
 
     def profile(self, feeds, repeat):
         """(op, kernel path, median seconds) per op over ``repeat`` timed

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import GraphError, UnsupportedOpError
 from ...graph import Tensor
-from .registry import KERNELS, _carve, make_kernel
+from .registry import HELD_FORMS, KERNELS, _carve, make_kernel
 
 __all__ = ["PoolOp", "pool_frees"]
 
@@ -25,6 +25,8 @@ MAX_SIGNATURES = 16
 #: names (``notes.value_inputs``: a scale, a weight fed as an input) whatever
 #: their type and size
 VALUE_ELEMENTS = 64
+#: a sequence's place in a kernel's signature: built for any sequence
+_HELD = ("sequence",)
 
 
 def pool_frees(graph):
@@ -81,7 +83,7 @@ class PoolOp:
         g, op, pooled = self.graph, self.op, self.pooled
         ins = [pooled[n] if n and g.tensors[n].dynamic else x for n, x in zip(op.inputs, xs)]
         named = op.notes.value_inputs
-        sig = tuple(None if a is None else
+        sig = tuple(None if a is None else _HELD if type(a) is list else
                     (a.shape, a.dtype.str, a.tobytes() if n in named else _value(a))
                     for n, a in zip(op.inputs, ins))
         k = self.cache.get(sig)
@@ -125,8 +127,8 @@ class PoolOp:
         tins = []
         for n, a in zip(op.inputs, ins):
             t = g.tensors[n] if n else None
-            if t is None or t.role == "constant":
-                tins.append(t)
+            if t is None or t.role == "constant" or (t.host and t.host != "string"):
+                tins.append(t)      # (a sequence or an optional: as declared)
                 continue
             data = a.copy() if n in op.notes.value_inputs or _value(a) is not None else None
             tins.append(Tensor(n, a.shape, a.dtype.name, role="activation", data=data,
@@ -135,6 +137,9 @@ class PoolOp:
                         g.tensors[n].dtype, nbytes_given=0, host=g.tensors[n].host)
                  for n in op.outputs if n]
         cls = KERNELS[op.op_type]
+        if op.op_type in HELD_FORMS and any(t is not None and t.host in ("sequence", "optional")
+                                            for t in tins + touts):
+            cls = HELD_FORMS[op.op_type]    # (Identity of a sequence ...)
         if not hasattr(cls, "produce"):
             infer = op.notes.infer
             if infer is None:
@@ -149,4 +154,4 @@ class PoolOp:
         # go when the kernel leaves the cache, where the arena would only grow
         keep = None if op.notes.value_inputs else self.keep
         return make_kernel(op, tins, touts, keep, g.scratch_budget,
-                           getattr(g, "native", True))
+                           getattr(g, "native", True), cls=cls)

@@ -23,7 +23,8 @@ import re
 
 import numpy as np
 
-from .registry import Kernel, register
+from .held import HeldValues
+from .registry import register
 
 __all__ = ["StringConcat", "StringSplit", "StringNormalizer", "RegexFullMatch",
            "LabelEncoder"]
@@ -37,39 +38,8 @@ def _strings(shape, values=None):
     return out
 
 
-class _Strings(Kernel):
-    """An op reading or writing strings: ``compute(xs)`` gives its outputs'
-    values (by position in ``op.outputs``); ``produce`` hands string
-    values over as they are and copies numeric ones into their planned
-    views (or pool arrays, when ``ys`` has None: their size follows the
-    data).  ``run`` is ``produce`` with every numeric output planned."""
-
-    family = "other"
-    fold = "never"       # a folded value would be a string constant
-
-    def run(self, xs, ys, sc):
-        self.produce(xs, ys, sc, None)
-
-    def produce(self, xs, ys, sc, pool):
-        values = self.compute(xs)
-        out = []
-        for name, v in zip(self.op.outputs, values):
-            if not name:
-                continue
-            k = len(out)
-            t = self.outs[k]
-            if t.host:
-                out.append(v)
-                continue
-            y = ys[k]
-            if y is None:
-                y = pool.empty(v.shape, t.dtype)
-            elif y.shape != v.shape:
-                self.malformed(f"the data makes output {name!r} of shape {list(v.shape)}, "
-                               f"the model declares {list(y.shape)}")
-            np.copyto(y, v, casting="unsafe")
-            out.append(y)
-        return out
+class _Strings(HeldValues):
+    """An op reading or writing strings (kernels/held.py)."""
 
 
 @register
