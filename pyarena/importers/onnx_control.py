@@ -26,8 +26,10 @@ run-time ``If`` of a graph.
 import numpy as np
 
 from ..errors import ModelImportError, UnsupportedOpError
+from ..runtime.kernels import op_fact
 from .onnx_loop import (Unknown, import_body, import_loop, import_scan, set_shape, shape_of,
                         subgraph_attr)
+from .onnx_seqmap import import_sequence_map
 
 __all__ = ["resolve_bodies", "take_branch"]
 
@@ -121,7 +123,9 @@ def import_if(imp, node):
     return extra, attrs
 
 
-_IMPORTERS = {"Loop": import_loop, "Scan": import_scan, "If": import_if}
+#: the importer of each body kind (the kernels' ``body`` fact)
+_IMPORTERS = {"loop": import_loop, "scan": import_scan, "if": import_if,
+              "sequence_map": import_sequence_map}
 
 
 def resolve_bodies(imp, nodes, strict):
@@ -133,11 +137,12 @@ def resolve_bodies(imp, nodes, strict):
     shape inference.  Returns how many were imported."""
     count = 0
     for n in nodes:
-        if n.op_type not in _IMPORTERS or n.domain not in ("", "ai.onnx") or \
-                n.name in imp.bodies or (n.op_type == "If" and n.input and n.input[0] in imp.vals):
+        kind = op_fact(n.op_type, "body") if n.domain in ("", "ai.onnx") else None
+        if kind is None or n.name in imp.bodies or \
+                (kind == "if" and n.input and n.input[0] in imp.vals):
             continue
         try:
-            imp.bodies[n.name] = _IMPORTERS[n.op_type](imp, n)
+            imp.bodies[n.name] = _IMPORTERS[kind](imp, n)
         except Unknown:
             if strict:
                 raise

@@ -54,6 +54,7 @@ from ..runtime import Executor, set_blas_threads
 from ..runtime.keeper import build_kernels
 from ..runtime.slack import plan_to_run
 from . import load_model, require_extra, sniff_format
+from . import onnx_seqmap
 from .import_cache import ImportCache
 from .model_bytes import model_path
 from .ort_capi import session_settings
@@ -379,6 +380,9 @@ class InferenceSession:
                 "plans": plans,
                 "weights_bytes": 0 if self._first is None else self._first.weights_bytes(),
                 "pool_bytes": 0 if last is None else last.pool_stats.peak}
+
+
+onnx_seqmap.SESSION[:] = [InferenceSession]     # runs SequenceMap bodies
 
 
 @contextmanager

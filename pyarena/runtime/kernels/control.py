@@ -116,6 +116,7 @@ class Loop(_Control):
     are planned with the trip count fixed at import (``attrs["trip"]``)."""
 
     op_types = ("Loop",)
+    body = "loop"
     family = "control"
     fold = "never"
     lead = 2
@@ -234,6 +235,7 @@ class Scan(_Control):
     ``scan_output_axes`` (in reverse where ``scan_output_directions`` says 1)."""
 
     op_types = ("Scan",)
+    body = "scan"
     family = "control"
     fold = "never"
     out_at = 0

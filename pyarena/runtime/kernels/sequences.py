@@ -225,3 +225,38 @@ class OptionalGetElement(_Sequence):
             raise InvalidArgumentError(f"operator {self.op.name!r} (OptionalGetElement): "
                                        f"the optional is empty")
         return [xs[0]]
+
+
+@register
+class SequenceMap(_Sequence):
+    """The body run once per position of the sequence inputs (the tensor
+    inputs given whole each time), each body output collected into a
+    sequence.  The importer gives the body as ``run_body`` (a model of its
+    own, planned per shape signature: importers/onnx_seqmap.py)."""
+
+    op_types = ("SequenceMap",)
+    body = "sequence_map"
+    fold = "never"
+
+    def setup(self):
+        self.run_body = self.attrs.get("run_body")
+        if self.run_body is None:
+            self.fail("its body was not imported (run_body missing)")
+        self.names = list(self.attrs["body_inputs"])
+
+    def compute(self, xs):
+        seqs = [i for i, x in enumerate(xs) if isinstance(x, list)]
+        if not seqs:
+            self.malformed("input 0 must be a sequence")
+        n = len(xs[seqs[0]])
+        if any(len(xs[i]) != n for i in seqs):
+            raise InvalidArgumentError(f"operator {self.op.name!r} (SequenceMap): its "
+                                       f"sequences have lengths "
+                                       f"{[len(xs[i]) for i in seqs]}")
+        outs = [[] for _ in self.outs]
+        for p in range(n):
+            feeds = {name: x[p] if isinstance(x, list) else x
+                     for name, x in zip(self.names, xs) if x is not None}
+            for seq, y in zip(outs, self.run_body(feeds)):
+                seq.append(y)
+        return outs
