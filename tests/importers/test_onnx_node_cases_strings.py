@@ -202,3 +202,11 @@ def test_the_onnxruntime_facade_takes_and_returns_strings_as_onnxruntime(tmp_pat
     with pytest.raises(Exception, match=r"expected: \(tensor\(string\)\)") as e:
         ours.run(None, {"x": np.zeros(2)})
     assert isinstance(e.value, pyarena.PyArenaError)
+
+
+def test_an_output_the_model_declares_smaller_than_the_data_is_refused_by_name(tmp_path):
+    path = _save(tmp_path, [helper.make_node("RegexFullMatch", ["x"], ["y"], pattern="a")],
+                 [_s("x", [None])], [helper.make_tensor_value_info("y", TensorProto.BOOL, [1])])
+    with pytest.raises(pyarena.GraphError, match=r"the data makes output 'y' of shape \[3\], "
+                                                 r"the model declares \[1\]"):
+        pyarena.InferenceSession(path).run(None, {"x": np.array(["a", "b", "a"])})
