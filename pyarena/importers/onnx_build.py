@@ -98,13 +98,16 @@ class GraphBuild:
                  "optional": "optional"}
         types = self.types
         host = {}
-        for n, n_in, n_out in io:
+        extras = [e for e, _ in self.imp.bodies.values()]     # what bodies read outside
+        for n, n_in, n_out in io + [(None, list(e), []) for e in extras]:
             for name in n_in + n_out:
                 kind = kinds.get(types.get(name)) if name else None
                 if kind is not None:
                     if name in self.vals:
+                        where = f"operator {n.name!r} ({n.op_type})" if n is not None \
+                            else "a body"
                         raise UnsupportedOpError(
-                            f"operator {n.name!r} ({n.op_type}): tensor {name!r} is a "
+                            f"{where}: tensor {name!r} is a "
                             f"constant {kind}; pyarena holds {kind}s computed or fed "
                             f"at run time only")
                     host[name] = kind

@@ -29,6 +29,7 @@ from ..errors import ModelImportError, UnsupportedOpError
 from ..runtime.kernels import op_fact
 from .onnx_loop import (Unknown, import_body, import_loop, import_scan, set_shape, shape_of,
                         subgraph_attr)
+from .onnx_held_bodies import branches_held, carries_held, import_held_if, import_held_loop
 from .onnx_seqmap import import_sequence_map
 
 __all__ = ["resolve_bodies", "take_branch"]
@@ -94,6 +95,8 @@ def import_if(imp, node):
     raised if the condition ever picks it; both failing is an error now."""
     if not node.input or not node.input[0]:
         raise ModelImportError(f"operator {node.name!r} (If): no condition input")
+    if branches_held(imp, node):        # branches run as models of their own
+        return import_held_if(imp, node)
     attrs, extra, errors = {}, [], []
     for which in ("then", "else"):
         (graph, names, outs), err = _branch(imp, node, which)
@@ -123,8 +126,16 @@ def import_if(imp, node):
     return extra, attrs
 
 
+def _import_loop(imp, node):
+    """A Loop over tensors (its body planned with the outer graph) or over
+    sequences / optionals (its body a model of its own)."""
+    if carries_held(imp, node):
+        return import_held_loop(imp, node)
+    return import_loop(imp, node)
+
+
 #: the importer of each body kind (the kernels' ``body`` fact)
-_IMPORTERS = {"loop": import_loop, "scan": import_scan, "if": import_if,
+_IMPORTERS = {"loop": _import_loop, "scan": import_scan, "if": import_if,
               "sequence_map": import_sequence_map}
 
 

@@ -33,8 +33,11 @@ class BodyRunner:
     One run at a time per runner (the session allows more, the order of
     sequence positions does not need them)."""
 
-    def __init__(self, model_bytes, name):
+    def __init__(self, model_bytes, name, by_value=True):
         self.model_bytes, self.name = model_bytes, name
+        #: False: no 0-d input is taken by value (a Loop's iteration number
+        #: would make every iteration a signature of its own)
+        self.by_value = by_value
         self._session = None
         self._lock = threading.Lock()
 
@@ -42,6 +45,8 @@ class BodyRunner:
         with self._lock:
             if self._session is None:
                 self._session = SESSION[0](self.model_bytes, blas_threads=None)
+                if not self.by_value:
+                    self._session._value_inputs = frozenset()
             return self._session.run(None, feeds)
 
     def __repr__(self):

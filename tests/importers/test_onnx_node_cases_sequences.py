@@ -136,16 +136,27 @@ def test_sequence_map_body_reading_the_outer_graph_is_refused_by_name(tmp_path):
                                                   "v": np.ones(1, np.float32)})
 
 
-def test_a_loop_carrying_a_sequence_is_refused_by_name(tmp_path):
-    from helpers.node_cases import generated_cases
-    import re
-    case = generated_cases(re.compile("test_loop13_seq"), ["loop"])["test_loop13_seq"]
-    path = tmp_path / "l.onnx"
-    onnx.save(case.model, str(path))
-    with pytest.raises(UnsupportedOpError, match="'seq_empty' is a sequence"):
-        pyarena.InferenceSession(str(path)).run(
-            None, {"trip_count": np.array(5, np.int64), "cond": np.array(True),
-                   "seq_empty": []})
+def test_a_loop_over_a_sequence_with_outer_values_and_an_empty_trip(tmp_path):
+    """A Loop carrying a sequence whose body reads a tensor of the outer
+    graph; no iteration gives the initial sequence back."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c2"]),
+         helper.make_node("Add", ["w", "w"], ["w2"]),
+         helper.make_node("SequenceInsert", ["s", "w2"], ["s2"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []), _seq("s")],
+        [helper.make_tensor_value_info("c2", TensorProto.BOOL, []), _seq("s2")])
+    path = _save(tmp_path, [helper.make_node("Relu", ["v"], ["w"]),
+                            helper.make_node("SequenceEmpty", [], ["e"]),
+                            helper.make_node("Loop", ["m", "", "e"], ["out"], body=body)],
+                 [helper.make_tensor_value_info("v", TensorProto.FLOAT, [2]),
+                  helper.make_tensor_value_info("m", TensorProto.INT64, [])], [_seq("out")])
+    sess = pyarena.InferenceSession(path)
+    v = np.array([1, -1], np.float32)
+    (out,) = sess.run(None, {"v": v, "m": np.array(3, np.int64)})
+    assert [a.tolist() for a in out] == [[2, 0]] * 3
+    (out,) = sess.run(None, {"v": v, "m": np.array(0, np.int64)})
+    assert out == []
 
 
 def test_an_optional_input_may_be_left_unfed(tmp_path):
@@ -168,3 +179,20 @@ def test_numeric_graphs_hold_nothing_aside(tmp_path):
     ex = sess._last
     assert ex.host_inputs == {} and not ex.graph.pool_ops()
     assert not any(t.host for t in ex.graph.tensors.values())
+
+
+def test_erase_and_at_count_negative_positions_from_the_back(tmp_path):
+    path = _save(tmp_path, [helper.make_node("SequenceErase", ["s", "p"], ["o"]),
+                            helper.make_node("SequenceAt", ["s", "p"], ["a"])],
+                 [_seq("s"), helper.make_tensor_value_info("p", TensorProto.INT64, [])],
+                 [_seq("o"), helper.make_tensor_value_info("a", TensorProto.FLOAT, None)])
+    sess = pyarena.InferenceSession(path)
+    s = [np.full(k + 1, k, np.float32) for k in range(4)]
+    for p in range(-4, 4):
+        o, a = sess.run(None, {"s": s, "p": np.array(p, np.int64)})
+        want = list(s)
+        del want[p]
+        assert [v.tolist() for v in o] == [v.tolist() for v in want], p
+        assert a.tolist() == s[p].tolist(), p
+    with pytest.raises(InvalidArgumentError, match="position 4 is out of range"):
+        sess.run(None, {"s": s, "p": np.array(4, np.int64)})

@@ -29,6 +29,10 @@ _BODY = "runs a body graph: the body's ops are covered one by one"
 _FOLDS = "folds away at import (its output follows from the shapes)"
 _STRINGS = ("reads strings, held outside the arena (a pool op: its kernel is built per run); "
             "vectorised with NumPy (np.add / np.strings / np.isin / searchsorted)")
+_HELD = ("reads or writes a sequence or an optional, held outside the arena (a pool op): "
+         "list operations, one array copy per element, no per-element loop")
+_HELD_BODY = ("runs a body as a model of its own per sequence position (SequenceMap): the "
+              "body's ops are covered one by one")
 _STRING_LOOP = ("reads strings, held outside the arena; HELD: a Python loop over the strings "
                 "(NumPy has no vectorised split or regular expression)")
 
@@ -56,6 +60,10 @@ NOT_COVERED = {
     "StringConcat": _STRINGS, "StringNormalizer": _STRINGS,
     "LabelEncoder": _STRINGS + "; its numeric form has no conformance case",
     "StringSplit": _STRING_LOOP, "RegexFullMatch": _STRING_LOOP,
+    **{t: _HELD for t in ("SequenceEmpty", "SequenceConstruct", "SequenceInsert")},
+    **{t: _HELD for t in ("SequenceErase", "SequenceAt", "SequenceLength")},
+    **{t: _HELD for t in ("SplitToSequence", "ConcatFromSequence", "Optional")},
+    "SequenceMap": _HELD_BODY,
 }
 
 #: op type -> (its own limit, why its work is not the baseline's): ops whose

@@ -16,7 +16,7 @@ activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
 from . import (branching, cast, control, conv, detection, elementwise, fold_only,  # noqa: F401
-               indexing, linalg, logic, movement, normalization, patched, pooling, quantized,
+               held_loop, indexing, linalg, logic, movement, normalization, patched, pooling, quantized,
                quantized_binary, quantized_contrib, quantized_conv, quantized_matmul, recurrent, resize,
                sampling, sequences, spectral, strings, tflite)  # (register)
 from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
