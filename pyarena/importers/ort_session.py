@@ -338,6 +338,8 @@ class InferenceSession(_PyArenaSession):
 
 
 def _checked_feed(arg, value):
+    if arg.type.startswith(("seq(", "optional(")):      # a list / None: as it is
+        return value
     want = _DTYPES.get(arg.type)
     if isinstance(value, OrtValue):
         value = value.numpy()

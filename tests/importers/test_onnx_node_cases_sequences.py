@@ -196,3 +196,20 @@ def test_erase_and_at_count_negative_positions_from_the_back(tmp_path):
         assert a.tolist() == s[p].tolist(), p
     with pytest.raises(InvalidArgumentError, match="position 4 is out of range"):
         sess.run(None, {"s": s, "p": np.array(4, np.int64)})
+
+
+def test_the_onnxruntime_facade_takes_and_returns_sequences_as_onnxruntime(tmp_path):
+    import onnxruntime as ort
+
+    import pyarena.onnxruntime as pa
+    path = _save(tmp_path, [helper.make_node("SequenceInsert", ["s", "t"], ["o"])],
+                 [_seq("s"), helper.make_tensor_value_info("t", TensorProto.FLOAT, [None])],
+                 [_seq("o")])
+    ours = pa.InferenceSession(path, providers=["CPUExecutionProvider"])
+    theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert [a.type for a in ours.get_inputs()] == [a.type for a in theirs.get_inputs()]
+    assert [a.type for a in ours.get_outputs()] == [a.type for a in theirs.get_outputs()]
+    feeds = {"s": [np.ones(2, np.float32), np.zeros(3, np.float32)],
+             "t": np.full(1, 7, np.float32)}
+    (got,), (want,) = ours.run(None, feeds), theirs.run(None, feeds)
+    assert isinstance(got, list) and [a.tolist() for a in got] == [a.tolist() for a in want]
