@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import GraphError, UnsupportedOpError
 from ...graph import Tensor
-from .registry import HELD_FORMS, KERNELS, _carve, make_kernel
+from .registry import KERNELS, _carve, held_form_of, make_kernel
 
 __all__ = ["PoolOp", "pool_frees"]
 
@@ -136,10 +136,7 @@ class PoolOp:
         touts = [Tensor(n, None if g.tensors[n].dynamic else g.tensors[n].shape,
                         g.tensors[n].dtype, nbytes_given=0, host=g.tensors[n].host)
                  for n in op.outputs if n]
-        cls = KERNELS[op.op_type]
-        if op.op_type in HELD_FORMS and any(t is not None and t.host in ("sequence", "optional")
-                                            for t in tins + touts):
-            cls = HELD_FORMS[op.op_type]    # (Identity of a sequence ...)
+        cls = held_form_of(op, tins, touts) or KERNELS[op.op_type]    # (Identity of a sequence)
         if not hasattr(cls, "produce"):
             infer = op.notes.infer
             if infer is None:

@@ -42,7 +42,7 @@ from ...planning.inplace import declare
 from . import facts
 from .native import NATIVE_DTYPE, Pointers, native_act
 
-__all__ = ["Kernel", "register", "fold_only", "held_form", "HELD_FORMS", "KERNELS", "OPS", "TFLITE_OPS", "TFLITE_INT8", "SCRATCH_BUDGET",
+__all__ = ["Kernel", "register", "fold_only", "held_form", "held_form_of", "HELD_FORMS", "KERNELS", "OPS", "TFLITE_OPS", "TFLITE_INT8", "SCRATCH_BUDGET",
            "MIN_STEP_ELEMENTS", "items_per_step", "make_kernel", "graph_kernel", "scratch_bytes_for", "set_scratch",
            "supported_ops", "const", "op_fact", "op_table", "ops_where", "TfliteOp"]
 
@@ -423,6 +423,19 @@ def kernel_budget(op, scratch_budget=None):
     return int(own if own else SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
 
 
+def held_form_of(op, ins, outs):
+    """The :data:`HELD_FORMS` class of ``op`` when it reads or writes a
+    sequence or an optional, or the importer gave it a body run as a model
+    of its own (``run_body``, ``then_run``); else None."""
+    cls = HELD_FORMS.get(op.op_type)
+    if cls is None:
+        return None
+    if "run_body" in op.attrs or "then_run" in op.attrs or \
+            any(t is not None and t.host in ("sequence", "optional") for t in list(ins) + outs):
+        return cls
+    return None
+
+
 def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True, prior=None,
                 cls=None):
     """The kernel object for ``op`` given its input and output Tensors;
@@ -430,7 +443,7 @@ def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True, prio
     supported.  ``native`` False keeps every op on its NumPy path;
     ``prior``: see :attr:`Kernel.prior`; ``cls``: the kernel class, when not
     the op type's own (a :data:`HELD_FORMS` one)."""
-    cls = cls or KERNELS.get(op.op_type)
+    cls = cls or held_form_of(op, ins, outs) or KERNELS.get(op.op_type)
     if cls is None:
         raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                  f"supported by the executor")
