@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..errors import GraphError
 from .binding import bind_shapes
+from .dtypes import HOST_DTYPE, HOST_KINDS
 from .json_io import JsonIO
 from .tensor import (MAX_TENSOR_BYTES, ROLES, Tensor, _check_size, _dtype, _int_dim,
                      retargeted_tensors)
@@ -195,6 +196,21 @@ class Graph(WeightsArena, Validation, JsonIO):
         g.ops = [Op(op.name, op.op_type, list(op.inputs), list(op.outputs), 0, dict(op.attrs),
                     op.notes.copy()) for op in self.ops]
         return g
+
+    def add_host_tensor(self, name, kind, role="activation"):
+        """Declare a tensor whose value lives outside the arena (``kind``
+        one of :data:`~.dtypes.HOST_KINDS`: strings, a sequence, an
+        optional); returns it.  It has no shape and 0 bytes in the plan
+        and is a pool tensor (``dynamic``): the executor holds it aside."""
+        if kind not in HOST_KINDS:
+            raise GraphError(f"tensor {name!r}: held value kind must be one of "
+                             f"{HOST_KINDS}, not {kind!r}")
+        if role == "constant":
+            raise GraphError(f"tensor {name!r}: a {kind} cannot be a constant of the "
+                             f"weights arena")
+        t = self.add_tensor(name, None, "uint8", nbytes=0, role=role)
+        t.dtype, t.host, t.dynamic = HOST_DTYPE, kind, True
+        return t
 
     # -- queries -------------------------------------------------------------
     def by_role(self, role):

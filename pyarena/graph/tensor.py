@@ -37,6 +37,12 @@ class Tensor:
     #: bytes in the plan); the executor takes it from its Pool when it is
     #: produced and frees it after its last reader
     dynamic: bool = False
+    #: a value that lives outside the arena (:data:`~.dtypes.HOST_KINDS`):
+    #: ``"string"`` (a NumPy object array of str), ``"sequence"`` (a list of
+    #: arrays), ``"optional"`` (None or a value); None for an arena tensor.
+    #: Such a tensor is also ``dynamic`` (0 bytes in the plan): the
+    #: executor holds it aside with the pool tensors
+    host: str = None
     #: (shape, dtype, bytes) of the last ``nbytes`` of a tuple shape: the
     #: planner asks thousands of times; a new shape or dtype object recomputes
     _nb: tuple = field(default=None, repr=False, compare=False)

@@ -37,6 +37,7 @@ class GraphBuild:
         self.vals, self.shapes, self.types = imp.vals, imp.shapes, imp.types
         self.g = None
         self.dependent = set()  # tensors computed from a data-sized one
+        self.host = {}          # tensor name -> kind: values held outside the arena
 
     def build(self, remaining):
         """The Graph: one Op per remaining node, constants with their data."""
@@ -44,9 +45,9 @@ class GraphBuild:
         graph_outputs = [o.name for o in imp.model.graph.output]
         # each node's inputs and outputs read from protobuf once
         io = [(n, list(n.input), list(n.output)) for n in remaining]
-        self._refuse_strings(io)
+        self.host = self._host_tensors(io)
         self.g = Graph(os.path.splitext(os.path.basename(str(imp.path)))[0])
-        self.dependent = dependent_tensors(imp, remaining, io)     # may be pool tensors
+        self.dependent = dependent_tensors(imp, remaining, io, self.host)  # may be pool tensors
         consumers = {i for _, n_in, _ in io for i in n_in if i}
         consumers.update(i for extra, _ in imp.bodies.values() for i in extra)
         self._declare_graph_io(consumers, graph_outputs)
@@ -89,15 +90,29 @@ class GraphBuild:
                                              imp.opset, _collect))
         return self.g
 
-    def _refuse_strings(self, io):
-        """Before any tensor: an op reading or writing strings, named."""
-        strings = self.onnx.TensorProto.STRING
-        for n, n_in, n_out in io:
+    def _host_tensors(self, io):
+        """The tensors of the remaining nodes that hold strings, sequences or
+        optionals: they live outside the arena (``Graph.add_host_tensor``),
+        and whatever a node reading them makes is sized by the run, as a
+        pool tensor's."""
+        kinds = {self.onnx.TensorProto.STRING: "string", "sequence": "sequence",
+                 "optional": "optional"}
+        types = self.types
+        host = {}
+        extras = [e for e, _ in self.imp.bodies.values()]     # what bodies read outside
+        for n, n_in, n_out in io + [(None, list(e), []) for e in extras]:
             for name in n_in + n_out:
-                if name and self.types.get(name) == strings:
-                    raise UnsupportedOpError(
-                        f"operator {n.name!r} ({n.op_type}): tensor {name!r} holds "
-                        f"strings; pyarena plans and runs numeric tensors only")
+                kind = kinds.get(types.get(name)) if name else None
+                if kind is not None:
+                    if name in self.vals:
+                        where = f"operator {n.name!r} ({n.op_type})" if n is not None \
+                            else "a body"
+                        raise UnsupportedOpError(
+                            f"{where}: tensor {name!r} is a "
+                            f"constant {kind}; pyarena holds {kind}s computed or fed "
+                            f"at run time only")
+                    host[name] = kind
+        return host
 
     def _declare_graph_io(self, consumers, graph_outputs):
         """The graph inputs something reads or outputs; the graph outputs
@@ -161,6 +176,9 @@ class GraphBuild:
                 v = g.constant_data(v)
             self.vals[name] = v
             g.add_tensor(name, v.shape, v.dtype, role="constant", data=v)
+            return
+        if name in self.host:
+            g.add_host_tensor(name, self.host[name], role)
             return
         shp = self.shapes.get(name)
         et = self.types.get(name)

@@ -26,8 +26,11 @@ run-time ``If`` of a graph.
 import numpy as np
 
 from ..errors import ModelImportError, UnsupportedOpError
+from ..runtime.kernels import op_fact
 from .onnx_loop import (Unknown, import_body, import_loop, import_scan, set_shape, shape_of,
                         subgraph_attr)
+from .onnx_held_bodies import branches_held, carries_held, import_held_if, import_held_loop
+from .onnx_seqmap import import_sequence_map
 
 __all__ = ["resolve_bodies", "take_branch"]
 
@@ -92,6 +95,8 @@ def import_if(imp, node):
     raised if the condition ever picks it; both failing is an error now."""
     if not node.input or not node.input[0]:
         raise ModelImportError(f"operator {node.name!r} (If): no condition input")
+    if branches_held(imp, node):        # branches run as models of their own
+        return import_held_if(imp, node)
     attrs, extra, errors = {}, [], []
     for which in ("then", "else"):
         (graph, names, outs), err = _branch(imp, node, which)
@@ -121,7 +126,17 @@ def import_if(imp, node):
     return extra, attrs
 
 
-_IMPORTERS = {"Loop": import_loop, "Scan": import_scan, "If": import_if}
+def _import_loop(imp, node):
+    """A Loop over tensors (its body planned with the outer graph) or over
+    sequences / optionals (its body a model of its own)."""
+    if carries_held(imp, node):
+        return import_held_loop(imp, node)
+    return import_loop(imp, node)
+
+
+#: the importer of each body kind (the kernels' ``body`` fact)
+_IMPORTERS = {"loop": _import_loop, "scan": import_scan, "if": import_if,
+              "sequence_map": import_sequence_map}
 
 
 def resolve_bodies(imp, nodes, strict):
@@ -133,11 +148,12 @@ def resolve_bodies(imp, nodes, strict):
     shape inference.  Returns how many were imported."""
     count = 0
     for n in nodes:
-        if n.op_type not in _IMPORTERS or n.domain not in ("", "ai.onnx") or \
-                n.name in imp.bodies or (n.op_type == "If" and n.input and n.input[0] in imp.vals):
+        kind = op_fact(n.op_type, "body") if n.domain in ("", "ai.onnx") else None
+        if kind is None or n.name in imp.bodies or \
+                (kind == "if" and n.input and n.input[0] in imp.vals):
             continue
         try:
-            imp.bodies[n.name] = _IMPORTERS[n.op_type](imp, n)
+            imp.bodies[n.name] = _IMPORTERS[kind](imp, n)
         except Unknown:
             if strict:
                 raise

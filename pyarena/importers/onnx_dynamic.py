@@ -106,10 +106,12 @@ def deciding_inputs(imp):
 _NUMERIC_TYPES = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16))
 
 
-def dependent_tensors(imp, nodes, io=None):
+def dependent_tensors(imp, nodes, io=None, host=()):
     """Names of the tensors computed from a source (``nodes`` in order;
-    ``io``: their ``(node, inputs, outputs)`` read already, if given)."""
-    dep = set()
+    ``io``: their ``(node, inputs, outputs)`` read already, if given).
+    ``host``: the tensors held outside the arena (strings...): each is a
+    source, and so is every node reading one."""
+    dep = set(host)
     bodies = imp.bodies
     for n, n_in, n_out in io or [(n, list(n.input), list(n.output)) for n in nodes]:
         extra = bodies[n.name][0] if bodies and n.name in bodies else ()

@@ -88,7 +88,8 @@ class ShapeInference:
         for n in remaining:
             if any(a.type == onnx.AttributeProto.GRAPH for a in n.attribute):
                 for o in n.output:
-                    if o and o not in known and imp.types.get(o):
+                    # (a sequence / optional, typed by name, is not a tensor)
+                    if o and o not in known and isinstance(imp.types.get(o), int):
                         known[o] = onnx.helper.make_tensor_value_info(o, imp.types[o], None)
         outs = [known.pop(o.name, o) for o in g.output]
         g2 = onnx.helper.make_graph(list(remaining), g.name or "reinfer", ins, outs,

@@ -70,6 +70,10 @@ def _typed(imp, name, node):
         v = np.asarray(imp.vals[name])
         return imp.onnx.helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)
     shp, et = imp.shapes.get(name), imp.types.get(name)
+    if et in ("sequence", "optional"):
+        raise UnsupportedOpError(f"operator {node.name!r} ({node.op_type}): input {name!r} "
+                                 f"is a {et}; a body reading a sequence or optional value "
+                                 f"is not supported (bodies run tensors only)")
     if shp is None or et is None or not all(isinstance(d, int) for d in shp):
         what = "its shape" if et is not None else \
             "its element type (a sequence or optional value is not supported)"
@@ -128,7 +132,12 @@ def import_body(imp, node, body, formal, what="body"):
             if name not in out_names:
                 nodes.append(helper.make_node("Identity", [o.name], [name], name=name))
         out_names.append(name)
-    outs = [helper.make_tensor_value_info(n, o.type.tensor_type.elem_type, None)
+    # a body output keeps the shape the body declares when every dimension
+    # is a number: one computed from the iteration number (a Slice at i) is
+    # then planned at that shape (and checked when made), not refused as
+    # sized by the data
+    outs = [helper.make_tensor_value_info(n, o.type.tensor_type.elem_type,
+                                          _static_dims(o))
             for n, o in zip(out_names, body.output)]
     outs = list({o.name: o for o in outs}.values())
     g = helper.make_graph(nodes, f"{node.name}.{what}", ins, outs, initializer=inits)
@@ -153,6 +162,15 @@ def import_body(imp, node, body, formal, what="body"):
                                  f"runs (pool tensors inside it are served from the pool)")
     names = [vi.name for vi in body.input] + outer
     return graph, names, out_names, outer, sub
+
+
+def _static_dims(vi):
+    """A ValueInfo's dims when all are numbers, else None."""
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+    return dims if all(d is not None and d >= 0 for d in dims) else None
 
 
 def shape_of(graph, name):

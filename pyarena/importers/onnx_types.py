@@ -48,11 +48,25 @@ def _input_dims(vi):
     return [None if d == "?" else d for d in dims]
 
 
+#: a ValueInfo's type that is not a tensor -> the kind of value pyarena holds
+#: outside the arena for it (``Tensor.host``): in ``types`` in place of an
+#: element type
+HOST_TYPES = {"sequence_type": "sequence", "optional_type": "optional"}
+
+
 def _collect(model):
+    """(shapes, types) of the model's ValueInfos and initializers: dims and
+    ONNX element types; a sequence or an optional typed ``"sequence"`` /
+    ``"optional"`` (:data:`HOST_TYPES`), with no shape."""
     shapes, types = {}, {}
     g = model.graph
     for vi in list(g.input) + list(g.value_info) + list(g.output):
-        if vi.type.HasField("tensor_type"):
+        which = vi.type.WhichOneof("value")
+        if which in HOST_TYPES:
+            types[vi.name] = HOST_TYPES[which]
+            shapes.setdefault(vi.name, None)
+            continue
+        if which == "tensor_type":
             tt = vi.type.tensor_type
             if tt.elem_type:
                 types[vi.name] = tt.elem_type

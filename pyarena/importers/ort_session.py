@@ -338,6 +338,8 @@ class InferenceSession(_PyArenaSession):
 
 
 def _checked_feed(arg, value):
+    if arg.type.startswith(("seq(", "optional(")):      # a list / None: as it is
+        return value
     want = _DTYPES.get(arg.type)
     if isinstance(value, OrtValue):
         value = value.numpy()
@@ -347,7 +349,8 @@ def _checked_feed(arg, value):
         value = np.asarray(value)
     elif not isinstance(value, np.ndarray):
         raise RuntimeException(f"Unable to handle object of type {type(value)}")
-    if want is not None and value.dtype != want:
+    if (want is not None and value.dtype != want) or \
+            (arg.type == "tensor(string)" and value.dtype.kind not in "OUS"):
         raise InvalidArgument.make(f"Unexpected input data type. Actual: "
                                    f"({onnx_type_of(value.dtype)}) , expected: ({arg.type})")
     shape = arg.shape

@@ -56,6 +56,7 @@ from ..runtime import Executor, set_blas_threads
 from ..runtime.keeper import build_kernels
 from ..runtime.slack import plan_to_run
 from . import load_model, require_extra, sniff_format
+from . import onnx_seqmap
 from .import_cache import ImportCache
 from .model_bytes import model_path
 from .ort_capi import session_settings
@@ -76,12 +77,39 @@ class NodeArg:
 
 _TYPES = {"float32": "float", "float16": "float16", "float64": "double", "int8": "int8",
           "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64",
-          "bool": "bool"}
+          "bool": "bool", "object": "string"}
 
 
 def _arg(name, shape, dtype):
     dt = np.dtype(dtype).name
     return NodeArg(name, tuple(shape), f"tensor({_TYPES.get(dt, dt)})")
+
+
+def _held_type(onnx, tp):
+    """onnxruntime's name of a sequence or optional type: ``seq(tensor(float))``."""
+    which = tp.WhichOneof("value")
+    if which == "sequence_type":
+        return f"seq({_held_type(onnx, tp.sequence_type.elem_type)})"
+    if which == "optional_type":
+        return f"optional({_held_type(onnx, tp.optional_type.elem_type)})"
+    if which == "tensor_type":
+        name = onnx.TensorProto.DataType.Name(tp.tensor_type.elem_type).lower()
+        return f"tensor({name})"
+    return "unknown"
+
+
+def _is_held(arg):
+    """A sequence or an optional input: fed as a list / None, not an array."""
+    return arg.type.startswith(("seq(", "optional("))
+
+
+def _copied(v):
+    """An output as the caller keeps it: arrays copied, a sequence's too."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [np.array(a) for a in v]
+    return np.array(v)
 
 
 class InferenceSession:
@@ -141,10 +169,14 @@ class InferenceSession:
         self._remembered = False
         self._template = None       # the last imported graph, retargeted for new shapes
         self._inputs, self._outputs = self._describe()
+        # sequences and optionals: fed as lists / None, held outside the arena
+        self._held_inputs = {a.name for a in self._inputs if _is_held(a)}
+        self._optional_inputs = {a.name for a in self._inputs
+                                 if a.type.startswith("optional(")}
         # the inputs whose value is part of the signature (the model is
         # imported with it fixed): 0-d integer / bool inputs, and those
         # found to decide shapes (session_keys.py)
-        self._keys = SignatureKeys(self._inputs)
+        self._keys = SignatureKeys(self._inputs, self._held_inputs)
 
     # -- the model's interface -------------------------------------------------
     def _describe(self):
@@ -161,6 +193,9 @@ class InferenceSession:
         def args(vis, dims):
             out = []
             for vi in vis:
+                if vi.type.WhichOneof("value") != "tensor_type":    # a sequence, an optional
+                    out.append(NodeArg(vi.name, None, _held_type(self.onnx, vi.type)))
+                    continue
                 tt = vi.type.tensor_type
                 dt = _np_dtype(self.onnx, tt.elem_type, f"tensor {vi.name!r}")
                 out.append(_arg(vi.name, tuple(dims(vi) or ()), dt))
@@ -196,7 +231,8 @@ class InferenceSession:
         if isinstance(output_names, (str, bytes)):
             raise InvalidArgumentError(f"output_names must be a list of names (or None), "
                                        f"not the string {output_names!r}")
-        feeds = {k: np.asarray(v) for k, v in feeds.items()}
+        held = self._held_inputs
+        feeds = {k: v if k in held else np.asarray(v) for k, v in feeds.items()}
         signature = self._keys.signature(feeds)
         ctx = self._context()
         bound = ctx.executors.get(signature)
@@ -212,7 +248,7 @@ class InferenceSession:
                 if name not in known:
                     raise InvalidArgumentError(f"feed {name!r} is not an input of "
                                                f"{self.path}; inputs: {sorted(known)}")
-            missing = sorted(known - set(feeds))
+            missing = sorted(known - set(feeds) - self._optional_inputs)
             if missing:
                 raise InvalidArgumentError(f"no feed for input(s) {missing}")
             with self._prepare_lock, _no_gc():
@@ -223,16 +259,16 @@ class InferenceSession:
         # (an input nothing reads -- unused, or read only for a shape that
         # folded -- is not in the imported graph, nor is one fixed to its
         # value: its feed is not copied)
-        arrays = ex.arrays
+        arrays, held = ex.arrays, ex.host_inputs
         out = ex.run({k: v for (k, v), (_, _, fixed) in zip(feeds.items(), signature)
-                      if fixed is None and k in arrays})
+                      if fixed is None and (k in arrays or k in held)})
         ctx.last = ex
         names = list(output_names) if output_names else [a.name for a in self._outputs]
         for n in names:
             if n not in out:
                 raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
                                            f"{[a.name for a in self._outputs]}")
-        return [np.array(out[n]) if copy else out[n] for n in names]
+        return [_copied(out[n]) if copy else out[n] for n in names]
 
     def _context(self):
         """The calling thread's :class:`_Context` (made on its first run)."""
@@ -261,7 +297,8 @@ class InferenceSession:
             keys = self._keys
             try:
                 entry = self._prepare(
-                    {k: shape for k, shape, value in signature if value is None},
+                    {k: shape for k, shape, value in signature
+                     if value is None and shape is not None},
                     {k: value_of(value, shape) for k, shape, value in signature
                      if value is not None})
             except ModelImportError as exc:     # a shape only a value decides
@@ -359,6 +396,9 @@ class InferenceSession:
                 "plans": plans,
                 "weights_bytes": 0 if self._first is None else self._first.weights_bytes(),
                 "pool_bytes": 0 if last is None else last.pool_stats.peak}
+
+
+onnx_seqmap.SESSION[:] = [InferenceSession]     # runs SequenceMap bodies
 
 
 @contextmanager

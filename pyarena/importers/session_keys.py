@@ -55,19 +55,31 @@ class SignatureKeys:
     ``keyed`` is replaced, never changed in place, so that a run reading it
     without the session's lock sees one set or the other."""
 
-    def __init__(self, inputs):
+    def __init__(self, inputs, held=frozenset()):
+        self.held = frozenset(held)     # sequences / optionals: keyed by name only
         self.fixed = frozenset(a.name for a in inputs if a.shape == () and a.type in _FIXED_TYPES)
         self._floats = frozenset(a.name for a in inputs if a.type in _FLOAT_TYPES)
         self.required = frozenset()     # deciding inputs without which an import fails
         self.optional = frozenset()     # deciding inputs the pool could also size
         self.keyed = self.fixed
         self._seen = set()              # the optional inputs' distinct value tuples
+        self._shapes_only = False
 
     def signature(self, feeds):
-        """``((name, shape, value key or None), ...)`` of ``feeds``."""
-        keyed = self.keyed
-        return tuple((k, v.shape, _value_key(v) if k in keyed else None)
+        """``((name, shape, value key or None), ...)`` of ``feeds`` (a
+        sequence or optional: ``(name, None, None)``)."""
+        keyed, held = self.keyed, self.held
+        return tuple((k, None, None) if k in held else
+                     (k, v.shape, _value_key(v) if k in keyed else None)
                      for k, v in feeds.items())
+
+    def shapes_only(self):
+        """Key by shapes alone from now on, but where an import cannot do
+        without a value: a Loop body's session, whose iteration number would
+        otherwise make every iteration a signature of its own."""
+        self.fixed = frozenset()
+        self._shapes_only = True
+        self._rekey()
 
     def found(self, names, required):
         """``names`` decide shapes (``required``: the import failed without
@@ -90,7 +102,7 @@ class SignatureKeys:
         return self.keyed != before
 
     def _rekey(self):
-        given_up = len(self._seen) > MAX_SPECIALISED
+        given_up = self._shapes_only or len(self._seen) > MAX_SPECIALISED
         self.keyed = self.fixed | self.required | (frozenset() if given_up else self.optional)
 
     def seen(self, signature):

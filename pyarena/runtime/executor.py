@@ -189,6 +189,7 @@ class Executor:
         """``mode`` "dynamic" (an ``allocator``) or "plan": the kernels bound
         to ``views``, else to the plan's own arena (then ``self.plan``)."""
         self.plan = None
+        self.host_inputs = {}
         if allocator is not None:
             self.mode = "dynamic"
             self._runner = AllocatingRun(self.graph, self.kernels, self.constants, allocator)
@@ -200,6 +201,8 @@ class Executor:
         self._runner = PlannedRun(self.graph, self.kernels, self.constants, views,
                                   self.workers, self._pool_tensors)
         self.arrays, self.bound = self._runner.arrays, self._runner.bound
+        #: the inputs held outside the arena (strings...): fed, not in ``arrays``
+        self.host_inputs = self._runner.host_inputs
 
     # -- what it holds --------------------------------------------------------
     @property

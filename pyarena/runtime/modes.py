@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import GraphError, InvalidArgumentError, PyArenaError
 from .batch import Batch, batch_runs
+from .host_values import host_feed
 
 __all__ = ["PlannedRun", "AllocatingRun", "copy_feed"]
 
@@ -97,8 +98,11 @@ class PlannedRun:
         self.bound = bound
         # what run() calls: runs of C kernel calls as one call each
         self.busy = batch_runs([s for s in bound if not s[0].idle], _native_call, self._batch)
-        self._inputs = [(n, arrays[n]) for n in g.inputs]
         self._outputs = [(n, arrays.get(n)) for n in g.outputs]
+        #: inputs held outside the arena (strings...): name -> Tensor, and
+        #: their last feeds (kept, as a planned input keeps its view)
+        self.host_inputs = {n: g.tensors[n] for n in g.inputs if g.tensors[n].host}
+        self._host_fed = {}
 
     @staticmethod
     def _scratch(views, op, k):
@@ -124,6 +128,9 @@ class PlannedRun:
         if feeds:
             for name, val in feeds.items():
                 dst = arrays.get(name)
+                if dst is None and name in self.host_inputs:
+                    self._host_fed[name] = host_feed(self.host_inputs[name], val, name)
+                    continue
                 if dst is None or self.graph.tensors[name].role != "input":
                     raise GraphError(f"feed {name!r} is not a graph input; inputs are "
                                      f"{self.graph.inputs}")
@@ -131,6 +138,8 @@ class PlannedRun:
         k = None
         pooled = self.pool.live
         self.pool.clear()       # the last run's pool outputs
+        if self.host_inputs:
+            self._take_host_feeds(pooled)
         try:
             with np.errstate(all="ignore"):
                 for k, xs, ys, sc in self.busy:
@@ -140,6 +149,16 @@ class PlannedRun:
         except Exception as exc:    # a graph whose shapes contradict each other
             raise _kernel_failed(k, exc) from exc
         return {n: pooled[n] if a is None else a for n, a in self._outputs}
+
+    def _take_host_feeds(self, pooled):
+        """The host inputs' feeds among the run's pool tensors."""
+        missing = sorted(n for n, t in self.host_inputs.items()
+                         if n not in self._host_fed and t.host != "optional")
+        if missing:
+            raise InvalidArgumentError(f"no feed for input(s) {missing}: an input held "
+                                       f"outside the arena (strings...) has no previous value")
+        for n, t in self.host_inputs.items():
+            pooled[n] = self._host_fed.get(n)     # (an optional left unfed: None)
 
     def profile(self, feeds, repeat):
         """(op, kernel path, median seconds) per op over ``repeat`` timed

@@ -21,7 +21,23 @@ def cases(pattern, modules):
     return dict(sorted(generated_cases(re.compile(pattern), modules).items()))
 
 
+def _feed(v):
+    """A case's input as fed: a sequence as a list of arrays, an array."""
+    return [np.asarray(a) for a in v] if isinstance(v, list) else np.asarray(v)
+
+
 def _close(got, want, what):
+    """``got`` equals ``want``: arrays (floats within RTOL / ATOL, strings
+    exactly), sequences (lists) element by element, an empty optional (None)."""
+    if want is None or got is None:
+        assert got is None and want is None, f"{what}: {got!r} != {want!r}"
+        return
+    if isinstance(want, list):
+        assert isinstance(got, list), f"{what}: a sequence expected, got {type(got).__name__}"
+        assert len(got) == len(want), f"{what}: length {len(got)} != {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            _close(g, w, f"{what}[{i}]")
+        return
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     if want.dtype.kind in "fc":
@@ -42,7 +58,7 @@ def check_case(case, tmp_path, ort=True):
     sess = pyarena.InferenceSession(str(path))
     names = [vi.name for vi in case.model.graph.input]
     for ins, refs in case.data_sets:
-        feeds = {n: np.asarray(v) for n, v in zip(names, ins)}
+        feeds = {n: _feed(v) for n, v in zip(names, ins) if v is not None}
         got = sess.run(None, feeds)
         assert len(got) == len(refs), case.name
         for i, (g, r) in enumerate(zip(got, refs)):
@@ -60,6 +76,6 @@ def check_refused(case, tmp_path, match):
     path = tmp_path / f"{case.name}.onnx"
     onnx.save(case.model, str(path))
     names = [vi.name for vi in case.model.graph.input]
-    feeds = {n: np.asarray(v) for n, v in zip(names, case.data_sets[0][0])}
+    feeds = {n: _feed(v) for n, v in zip(names, case.data_sets[0][0]) if v is not None}
     with pytest.raises(pyarena.PyArenaError, match=match):
         pyarena.InferenceSession(str(path)).run(None, feeds)

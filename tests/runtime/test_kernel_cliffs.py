@@ -27,6 +27,14 @@ _TFLITE = ("a TFLite builtin's op type with no ONNX schema, so no one-node ONNX 
 _POOL = "its output is sized by the data (a pool tensor: its kernel is built per run)"
 _BODY = "runs a body graph: the body's ops are covered one by one"
 _FOLDS = "folds away at import (its output follows from the shapes)"
+_STRINGS = ("reads strings, held outside the arena (a pool op: its kernel is built per run); "
+            "vectorised with NumPy (np.add / np.strings / np.isin / searchsorted)")
+_HELD = ("reads or writes a sequence or an optional, held outside the arena (a pool op): "
+         "list operations, one array copy per element, no per-element loop")
+_HELD_BODY = ("runs a body as a model of its own per sequence position (SequenceMap): the "
+              "body's ops are covered one by one")
+_STRING_LOOP = ("reads strings, held outside the arena; HELD: a Python loop over the strings "
+                "(NumPy has no vectorised split or regular expression)")
 
 #: op type -> why the guard does not time it
 NOT_COVERED = {
@@ -49,6 +57,13 @@ NOT_COVERED = {
     "RotaryEmbedding": "tiling the input breaks its agreement with the cos / sin caches: no "
                        "recipe yet",
     "TensorScatter": "tiling the cache breaks its agreement with the update: no recipe yet",
+    "StringConcat": _STRINGS, "StringNormalizer": _STRINGS,
+    "LabelEncoder": _STRINGS + "; its numeric form has no conformance case",
+    "StringSplit": _STRING_LOOP, "RegexFullMatch": _STRING_LOOP,
+    **{t: _HELD for t in ("SequenceEmpty", "SequenceConstruct", "SequenceInsert")},
+    **{t: _HELD for t in ("SequenceErase", "SequenceAt", "SequenceLength")},
+    **{t: _HELD for t in ("SplitToSequence", "ConcatFromSequence", "Optional")},
+    "SequenceMap": _HELD_BODY,
 }
 
 #: op type -> (its own limit, why its work is not the baseline's): ops whose

@@ -45,10 +45,7 @@ CONSTANT = {"TopK": (1,), "OneHot": (1, 2), "CumSum": (1,), "Trilu": (1,),
             "ReduceSumSquare": (1,)}
 
 #: cases refused, by name, with (the op named, the reason)
-REFUSED = {
-    "test_equal_string": ("Equal", "strings"),
-    "test_equal_string_broadcast": ("Equal", "strings"),
-}
+REFUSED = {}
 
 
 def _node_model(name, tmp_path):

@@ -16,9 +16,9 @@ activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
 from . import (branching, cast, control, conv, deform_conv, detection, elementwise, fold_only,  # noqa: F401
-               indexing, linalg, logic, ml, movement, normalization, patched, pooling, quantized,
-               quantized_binary, quantized_contrib, quantized_conv, quantized_matmul, recurrent, resize,
-               sampling, spectral, tfidf, tflite)  # (register)
+               held_loop, indexing, linalg, logic, ml, movement, normalization, patched, pooling,
+               quantized, quantized_binary, quantized_contrib, quantized_conv, quantized_matmul,
+               recurrent, resize, sampling, sequences, spectral, strings, tfidf, tflite)  # (register)
 from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
                        graph_kernel, make_kernel, op_fact, op_table, ops_where, register,
                        scratch_bytes_for, set_scratch, supported_ops)

@@ -132,6 +132,7 @@ class If(Kernel):
     region for both; input 0 the condition."""
 
     op_types = ("If",)
+    body = "if"
     family = "control"
     fold = "never"
     outputs_by_position = True

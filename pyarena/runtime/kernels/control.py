@@ -116,6 +116,7 @@ class Loop(_Control):
     are planned with the trip count fixed at import (``attrs["trip"]``)."""
 
     op_types = ("Loop",)
+    body = "loop"
     family = "control"
     fold = "never"
     lead = 2
@@ -235,6 +236,7 @@ class Scan(_Control):
     Opset 8 (``batch``): the same once per entry of the batch axis."""
 
     op_types = ("Scan",)
+    body = "scan"
     family = "control"
     fold = "never"
     out_at = 0

@@ -33,6 +33,9 @@ on :class:`~pyarena.runtime.kernels.registry.Kernel`):
                     (:mod:`pyarena.runtime.fusion`)
 ``data_sized``      True when its output's size depends on the input
                     values (a pool tensor, :mod:`pyarena.runtime.dynamic`)
+``body``            one of :data:`BODY_KINDS`: how the ONNX importer reads
+                    its subgraph attributes (:mod:`pyarena.importers.onnx_control`);
+                    None: it has none
 ``needs_values``    False when its evaluator reads no input's value, only
                     shapes or attributes (Shape, Size, Constant): it folds
                     whatever its inputs
@@ -56,7 +59,7 @@ when the class registers, so a typo fails at import, not in a pass.
 from ...planning.inplace import KINDS
 from ...planning.op_facts import ROW_KINDS
 
-__all__ = ["Operator", "FAMILIES", "FOLD_KINDS", "NHWC_KINDS", "QDQ_KINDS", "TFLITE_LOWERINGS",
+__all__ = ["Operator", "FAMILIES", "FOLD_KINDS", "BODY_KINDS", "NHWC_KINDS", "QDQ_KINDS", "TFLITE_LOWERINGS",
            "TFLITE_INT8_WIRINGS", "FAMILY_DEFAULTS", "check", "fact", "table", "ops_where"]
 
 #: operator families (what the passes may ask of a family)
@@ -95,6 +98,11 @@ NHWC_KINDS = ("elementwise", "broadcast", "attr", "prelu", "conv", "concat", "pa
 #: output quantization agree (it only moves or selects); ``"lookup"``: a
 #: 256-entry table of its float function (:attr:`evaluate`).
 QDQ_KINDS = ("same_scale", "lookup")
+#: how the ONNX importer reads an operator's body (subgraph attributes):
+#: ``"loop"``, ``"scan"``, ``"if"`` (a body planned with the outer graph,
+#: importers/onnx_loop.py, onnx_control.py) or ``"sequence_map"`` (a model of
+#: its own, planned per shape signature: importers/onnx_seqmap.py)
+BODY_KINDS = ("loop", "scan", "if", "sequence_map")
 #: TFLite builtins the importer lowers with a converter of its own
 TFLITE_LOWERINGS = ("sequence_lstm", "bidirectional_lstm", "sequence_rnn", "control")
 #: how the importer wires a full-integer builtin's scales and zero points
@@ -134,6 +142,8 @@ class Operator:
     conv_act = None
     #: True: its output's size depends on the input values (a pool tensor)
     data_sized = False
+    #: how the ONNX importer reads its subgraph attributes (BODY_KINDS); None: none
+    body = None
     #: False: its evaluator reads no input's value (only shapes, attributes)
     needs_values = True
     #: TFLite builtin -> (op type, fixed attributes[, options reader or lowering])
@@ -148,7 +158,8 @@ FAMILY_DEFAULTS = {
     "rows": {"unary": "local", "binary": "broadcast"},
 }
 
-_CHOICES = {"family": FAMILIES, "fold": FOLD_KINDS, "nhwc": NHWC_KINDS, "qdq": QDQ_KINDS}
+_CHOICES = {"family": FAMILIES, "fold": FOLD_KINDS, "nhwc": NHWC_KINDS, "qdq": QDQ_KINDS,
+            "body": BODY_KINDS}
 
 
 def fact(cls, name, op_type):
@@ -169,7 +180,7 @@ def check(cls):
     one the passes know, or a per-op dict names an op type the class does
     not run."""
     choices = dict(_CHOICES, rows=ROW_KINDS)
-    for name in ("family", "fold", "nhwc", "qdq", "rows", "inplace", "shape_rule", "evaluate",
+    for name in ("family", "fold", "nhwc", "qdq", "body", "rows", "inplace", "shape_rule", "evaluate",
                  "qdq_form", "conv_act"):
         v = getattr(cls, name, None)
         per_op = v if isinstance(v, dict) else {t: v for t in cls.op_types}

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import GraphError, UnsupportedOpError
 from ...graph import Tensor
-from .registry import KERNELS, _carve, make_kernel
+from .registry import KERNELS, _carve, held_form_of, make_kernel
 
 __all__ = ["PoolOp", "pool_frees"]
 
@@ -25,6 +25,8 @@ MAX_SIGNATURES = 16
 #: names (``notes.value_inputs``: a scale, a weight fed as an input) whatever
 #: their type and size
 VALUE_ELEMENTS = 64
+#: a sequence's place in a kernel's signature: built for any sequence
+_HELD = ("sequence",)
 
 
 def pool_frees(graph):
@@ -72,14 +74,16 @@ class PoolOp:
             raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                      f"supported by the executor")
         self.graph, self.op, self.keep = graph, op, keep
-        self.pool, self.pooled, self.frees = pool, pooled, list(frees)
+        self.pool, self.pooled = pool, pooled
+        # (a value held outside the arena -- strings -- is only dropped)
+        self.frees = [(n, graph.tensors[n].host is None) for n in frees]
         self.cache = OrderedDict()
 
     def __call__(self, xs, ys, sc=None):
         g, op, pooled = self.graph, self.op, self.pooled
         ins = [pooled[n] if n and g.tensors[n].dynamic else x for n, x in zip(op.inputs, xs)]
         named = op.notes.value_inputs
-        sig = tuple(None if a is None else
+        sig = tuple(None if a is None else _HELD if type(a) is list else
                     (a.shape, a.dtype.str, a.tobytes() if n in named else _value(a))
                     for n, a in zip(op.inputs, ins))
         k = self.cache.get(sig)
@@ -110,9 +114,9 @@ class PoolOp:
             if g.tensors[n].dynamic:
                 pooled[n] = a
         del ins, outs
-        for n in self.frees:
+        for n, pool_owned in self.frees:
             a = pooled.pop(n, None)
-            if a is not None:
+            if a is not None and pool_owned:
                 self.pool.free(a)
 
     def build(self, ins):
@@ -123,14 +127,16 @@ class PoolOp:
         tins = []
         for n, a in zip(op.inputs, ins):
             t = g.tensors[n] if n else None
-            if t is None or t.role == "constant":
-                tins.append(t)
+            if t is None or t.role == "constant" or (t.host and t.host != "string"):
+                tins.append(t)      # (a sequence or an optional: as declared)
                 continue
             data = a.copy() if n in op.notes.value_inputs or _value(a) is not None else None
-            tins.append(Tensor(n, a.shape, a.dtype.name, role="activation", data=data))
+            tins.append(Tensor(n, a.shape, a.dtype.name, role="activation", data=data,
+                               host=t.host))
         touts = [Tensor(n, None if g.tensors[n].dynamic else g.tensors[n].shape,
-                        g.tensors[n].dtype, nbytes_given=0) for n in op.outputs if n]
-        cls = KERNELS[op.op_type]
+                        g.tensors[n].dtype, nbytes_given=0, host=g.tensors[n].host)
+                 for n in op.outputs if n]
+        cls = held_form_of(op, tins, touts) or KERNELS[op.op_type]    # (Identity of a sequence)
         if not hasattr(cls, "produce"):
             infer = op.notes.infer
             if infer is None:
@@ -145,4 +151,4 @@ class PoolOp:
         # go when the kernel leaves the cache, where the arena would only grow
         keep = None if op.notes.value_inputs else self.keep
         return make_kernel(op, tins, touts, keep, g.scratch_budget,
-                           getattr(g, "native", True))
+                           getattr(g, "native", True), cls=cls)

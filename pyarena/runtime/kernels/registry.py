@@ -42,7 +42,7 @@ from ...planning.inplace import declare
 from . import facts
 from .native import NATIVE_DTYPE, Pointers, native_act
 
-__all__ = ["Kernel", "register", "fold_only", "KERNELS", "OPS", "TFLITE_OPS", "TFLITE_INT8", "SCRATCH_BUDGET",
+__all__ = ["Kernel", "register", "fold_only", "held_form", "held_form_of", "HELD_FORMS", "KERNELS", "OPS", "TFLITE_OPS", "TFLITE_INT8", "SCRATCH_BUDGET",
            "MIN_STEP_ELEMENTS", "items_per_step", "make_kernel", "graph_kernel", "scratch_bytes_for", "set_scratch",
            "supported_ops", "const", "op_fact", "op_table", "ops_where", "TfliteOp"]
 
@@ -71,6 +71,10 @@ KERNELS = {}
 #: op type -> the class holding its facts: the kernels, and the operators
 #: that only ever fold (:func:`fold_only`)
 OPS = {}
+#: op type -> the kernel class that runs it on sequences or optionals (values
+#: held outside the arena: Identity of a sequence), registered with
+#: :func:`held_form`; the op's own kernel runs its tensors
+HELD_FORMS = {}
 
 
 class TfliteOp(tuple):
@@ -121,6 +125,15 @@ def register(cls):
     for builtin, wiring in cls.tflite_int8.items():
         TFLITE_INT8[builtin] = (cls.op_types[0], wiring)
     facts.clear()
+    return cls
+
+
+def held_form(cls):
+    """Class decorator: ``cls`` runs its ``op_types`` when they read or
+    write a sequence or an optional (:data:`HELD_FORMS`); their facts stay
+    their own kernel's."""
+    for name in cls.op_types:
+        HELD_FORMS[name] = cls
     return cls
 
 
@@ -410,12 +423,27 @@ def kernel_budget(op, scratch_budget=None):
     return int(own if own else SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
 
 
-def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True, prior=None):
+def held_form_of(op, ins, outs):
+    """The :data:`HELD_FORMS` class of ``op`` when it reads or writes a
+    sequence or an optional, or the importer gave it a body run as a model
+    of its own (``run_body``, ``then_run``); else None."""
+    cls = HELD_FORMS.get(op.op_type)
+    if cls is None:
+        return None
+    if "run_body" in op.attrs or "then_run" in op.attrs or \
+            any(t is not None and t.host in ("sequence", "optional") for t in list(ins) + outs):
+        return cls
+    return None
+
+
+def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True, prior=None,
+                cls=None):
     """The kernel object for ``op`` given its input and output Tensors;
     UnsupportedOpError if the op type or one of its attributes is not
     supported.  ``native`` False keeps every op on its NumPy path;
-    ``prior``: see :attr:`Kernel.prior`."""
-    cls = KERNELS.get(op.op_type)
+    ``prior``: see :attr:`Kernel.prior`; ``cls``: the kernel class, when not
+    the op type's own (a :data:`HELD_FORMS` one)."""
+    cls = cls or held_form_of(op, ins, outs) or KERNELS.get(op.op_type)
     if cls is None:
         raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                  f"supported by the executor")
