@@ -345,11 +345,12 @@ static inline void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st
 }
 
 /* End a step: learn from it; a new plan gives the warm-up memory back
- * (and the region grows if the plan needs it). */
+ * (and the region grows if the plan needs it); learning that does not pay
+ * gives the region back. */
 static void step_locked(pa_pool_impl_t *p) {
     if (_pa_learn_step(&p->learn, _pa_pool_requested(p))) {
         trim_locked(p, 0);
-        _pa_learn_map_region(&p->learn, 0);
+        _pa_learn_map_region(&p->learn, p->learn.rest != 0); /* fallen back: give it back */
     }
 }
 

@@ -16,6 +16,7 @@
 #define PA_LEARN_MAX_SEQUENCES 64
 #define PA_LEARN_CANDIDATES 16     /* sequences seen, not yet planned     */
 #define PA_LEARN_GENERAL UINT64_MAX /* entry offset: served by the zones   */
+#define PA_LEARN_JUDGE 64          /* steps per judgement of the plans      */
 
 /* One allocation of a learned sequence. */
 typedef struct pa_learn_entry {
@@ -126,8 +127,18 @@ typedef struct pa_learn {
     size_t cur_in, cur_carry, prev_in, prev_carry, older;
     size_t live, live_bytes, live_req;
 
+    /* does learning pay? (judged every PA_LEARN_JUDGE steps, see
+       judge() in pool_learn.c) */
+    uint64_t j_paid, j_lost;  /* plan_steps and misses + built when the
+                                 window began                             */
+    uint64_t w_steps;         /* step marks in this window                */
+    uint64_t built;           /* plans made                               */
+    uint64_t rest;            /* marks left before learning resumes (0 =
+                                 learning)                                */
+    unsigned fallbacks_in_row; /* backs the rest off: 2^k windows         */
+
     /* statistics */
-    uint64_t hits, misses, plan_steps, steps, frees;
+    uint64_t hits, misses, plan_steps, steps, frees, fallbacks;
     int map_failed;           /* the region could not grow: no retry
                                  until a new plan or a release            */
 } pa_learn_t;
