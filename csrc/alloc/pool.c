@@ -220,6 +220,7 @@ static pa_span_t *get_span(void *ctx, size_t np, pa_status_t *st) {
     drop_spares(p);
     s = _pa_heap_alloc(&p->heap, np, st);
     if (s) return s;
+    _pa_learn_yield_region(&p->learn); /* an idle region makes room first */
     if (_pa_heap_grow(&p->heap, np) != 0) {
         *st = PA_ERR_NOMEM;
         return NULL;

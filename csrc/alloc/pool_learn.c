@@ -605,6 +605,20 @@ void _pa_learn_map_region(pa_learn_t *L, int release) {
     if (h->reserved + want > h->peak_reserved) h->peak_reserved = h->reserved + want;
 }
 
+/* The region and the zones share one footprint: a step that no plan
+ * serves gets its memory from the zones while the region idles, and
+ * without this the two peaks add up (the batch-varying loop's warm pass:
+ * 1.57x the peak live bytes against the plain pool's 1.16x). */
+int _pa_learn_yield_region(pa_learn_t *L) {
+    if (!L->base || L->live || L->serving || L->step < L->next_yield) return 0;
+    _pa_backend_unmap(&L->heap->backend, (void *)L->base, L->size);
+    L->base = 0;
+    L->size = 0;
+    L->heap->outside = 0;
+    L->next_yield = L->step + PA_LEARN_JUDGE;
+    return 1;
+}
+
 /* ---- the step ---------------------------------------------------------------------- */
 
 /* The region's live blocks age by one step. */
@@ -692,6 +706,12 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         matched = P;
         L->plan_steps++;
         L->novel = 0;
+        if (L->heap->grows != L->heap_grows && L->step >= L->next_trim) {
+            /* served again after the zones grew: the growth goes back */
+            L->heap_grows = L->heap->grows;
+            L->next_trim = L->step + PA_LEARN_JUDGE;
+            made = 1;
+        }
     } else if (!L->overflow && L->nev) {
         uint64_t h = hash_events(L->ev, L->nev);
         matched = find_plan(L, L->ev, L->nev, h);

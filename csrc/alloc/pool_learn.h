@@ -133,6 +133,10 @@ typedef struct pa_learn {
                                  window began                             */
     uint64_t w_steps;         /* step marks in this window                */
     uint64_t built;           /* plans made                               */
+    uint64_t next_yield;      /* first step the region may be given to the
+                                 zones again (_pa_learn_yield_region)     */
+    uint64_t next_trim;       /* ...the zones trimmed after a served step */
+    uint64_t heap_grows;      /* the heap's grows at the last such trim   */
     uint64_t rest;            /* marks left before learning resumes (0 =
                                  learning)                                */
     unsigned fallbacks_in_row; /* backs the rest off: 2^k windows         */
@@ -249,13 +253,22 @@ static inline pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t 
 size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req, pa_status_t *st);
 
 /* End the step: learn from it, start the next.  Returns 1 when a new
- * plan was made (the warm-up memory can go back) or the region must grow
- * (the caller trims, then calls _pa_learn_map_region), else 0. */
+ * plan was made (the warm-up memory can go back), a step was served
+ * whole after the zones grew (what they grew by can go back; at most
+ * once per PA_LEARN_JUDGE steps), the region must grow, or learning
+ * fell back (the caller trims, then calls _pa_learn_map_region), else
+ * 0. */
 int _pa_learn_step(pa_learn_t *L, size_t requested);
 /* (Re)map the region to L->want bytes if nothing lives in it and it is
  * smaller; within the heap's limit.  Gives an empty region back when
  * `release` (free_all).  */
 void _pa_learn_map_region(pa_learn_t *L, int release);
+
+/* The zones must grow during a step no plan serves: give the empty
+ * region back first (it is mapped again at the step's end, when the
+ * caller trims the zones), at most once per PA_LEARN_JUDGE steps, so
+ * that the zones' peak and the region's do not add up.  1 if given. */
+int _pa_learn_yield_region(pa_learn_t *L);
 
 /* Number of broken invariants of the region and the plans; *live,
  * *bytes and *req get the live planned blocks, block and requested bytes
