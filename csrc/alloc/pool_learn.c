@@ -39,6 +39,11 @@
  * little where it cannot help; a sequence that starts to repeat is still
  * learned within two periods.
  *
+ * The region and the zones share one footprint: when the zones must grow
+ * during a step no plan serves, an empty region is given back first and
+ * mapped again at the step's end (_pa_learn_yield_region), and a step
+ * served whole after the zones grew lets the pool trim that growth.
+ *
  * Learning must never cost more than it gives.  Every PA_LEARN_JUDGE step
  * marks the pool weighs the window: steps served from a plan to their end
  * against steps that diverged plus plans made (each a planner run and a
