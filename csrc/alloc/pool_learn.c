@@ -543,6 +543,7 @@ void _pa_learn_init(pa_learn_t *L, const pa_pool_config_t *cfg, size_t gran,
     L->gran = gran;
     L->heap = heap;
     L->step = 1;
+    L->yield_gap = L->trim_gap = PA_LEARN_JUDGE;
     if (L->on && L->auto_step) { /* boundaries come by themselves */
         L->started = 1;
         start_step(L, 0);
@@ -614,13 +615,21 @@ void _pa_learn_map_region(pa_learn_t *L, int release) {
  * serves gets its memory from the zones while the region idles, and
  * without this the two peaks add up (the batch-varying loop's warm pass:
  * 1.57x the peak live bytes against the plain pool's 1.16x). */
+/* The next gap between two region yields (or two trims after growth):
+ * a need that keeps coming back is periodic, and its memory is better
+ * kept than mapped and faulted every period. */
+static uint64_t back_off(uint64_t gap) {
+    return gap < ((uint64_t)PA_LEARN_JUDGE << REST_SHIFT_MAX) ? 2 * gap : gap;
+}
+
 int _pa_learn_yield_region(pa_learn_t *L) {
     if (!L->base || L->live || L->serving || L->step < L->next_yield) return 0;
     _pa_backend_unmap(&L->heap->backend, (void *)L->base, L->size);
     L->base = 0;
     L->size = 0;
     L->heap->outside = 0;
-    L->next_yield = L->step + PA_LEARN_JUDGE;
+    L->next_yield = L->step + L->yield_gap;
+    L->yield_gap = back_off(L->yield_gap);
     return 1;
 }
 
@@ -714,7 +723,8 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         if (L->heap->grows != L->heap_grows && L->step >= L->next_trim) {
             /* served again after the zones grew: the growth goes back */
             L->heap_grows = L->heap->grows;
-            L->next_trim = L->step + PA_LEARN_JUDGE;
+            L->next_trim = L->step + L->trim_gap;
+            L->trim_gap = back_off(L->trim_gap);
             made = 1;
         }
     } else if (!L->overflow && L->nev) {

@@ -136,6 +136,9 @@ typedef struct pa_learn {
     uint64_t next_yield;      /* first step the region may be given to the
                                  zones again (_pa_learn_yield_region)     */
     uint64_t next_trim;       /* ...the zones trimmed after a served step */
+    uint64_t yield_gap, trim_gap; /* steps until the next of each: doubled
+                                 each time (a periodic need keeps its
+                                 memory, as the plain pool would)         */
     uint64_t heap_grows;      /* the heap's grows at the last such trim   */
     uint64_t rest;            /* marks left before learning resumes (0 =
                                  learning)                                */
@@ -266,8 +269,9 @@ void _pa_learn_map_region(pa_learn_t *L, int release);
 
 /* The zones must grow during a step no plan serves: give the empty
  * region back first (it is mapped again at the step's end, when the
- * caller trims the zones), at most once per PA_LEARN_JUDGE steps, so
- * that the zones' peak and the region's do not add up.  1 if given. */
+ * caller trims the zones), so that the zones' peak and the region's do
+ * not add up; PA_LEARN_JUDGE steps before the next time, then twice as
+ * many after each (at most PA_LEARN_JUDGE << 6).  1 if given. */
 int _pa_learn_yield_region(pa_learn_t *L);
 
 /* Number of broken invariants of the region and the plans; *live,
