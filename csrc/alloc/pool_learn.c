@@ -46,8 +46,9 @@
  *
  * Learning must never cost more than it gives.  Every PA_LEARN_JUDGE step
  * marks the pool weighs the window: steps served from a plan to their end
- * against steps that diverged plus plans made (each a planner run and a
- * step served by the zones).  When at least LOST_MIN steps were lost and
+ * against steps lost -- each step that diverged, and twice each plan made
+ * (a planner run, and a step served by the zones; plans evicted and made
+ * again, 28 step kinds for 16 plans, must count against learning).  When at least LOST_MIN steps were lost and
  * more than twice as many as were served (a loop of 16 step signatures
  * still learns in its first window; a plan made just before the window
  * closes has not had its chance yet), every plan is dropped (the region goes back once nothing
@@ -674,10 +675,10 @@ static void fall_back(pa_learn_t *L) {
 /* One step mark of the window; 1 if learning falls back. */
 static int judge(pa_learn_t *L) {
     if (++L->w_steps < PA_LEARN_JUDGE) return 0;
-    uint64_t paid = L->plan_steps - L->j_paid, lost = L->misses + L->built - L->j_lost;
+    uint64_t paid = L->plan_steps - L->j_paid, lost = L->misses + 2 * L->built - L->j_lost;
     L->w_steps = 0;
     L->j_paid = L->plan_steps;
-    L->j_lost = L->misses + L->built;
+    L->j_lost = L->misses + 2 * L->built;
     if (lost >= LOST_MIN && 2 * paid < lost) {
         fall_back(L);
         return 1;
@@ -693,7 +694,7 @@ static int rest_step(pa_learn_t *L, size_t requested) {
     age_region(L);
     if (--L->rest == 0) {
         L->j_paid = L->plan_steps;
-        L->j_lost = L->misses + L->built;
+        L->j_lost = L->misses + 2 * L->built;
         L->w_steps = 0;
         start_step(L, requested);
     } else {

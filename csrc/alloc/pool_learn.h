@@ -129,8 +129,8 @@ typedef struct pa_learn {
 
     /* does learning pay? (judged every PA_LEARN_JUDGE steps, see
        judge() in pool_learn.c) */
-    uint64_t j_paid, j_lost;  /* plan_steps and misses + built when the
-                                 window began                             */
+    uint64_t j_paid, j_lost;  /* plan_steps and misses + 2 * built when
+                                 the window began                         */
     uint64_t w_steps;         /* step marks in this window                */
     uint64_t built;           /* plans made                               */
     uint64_t next_yield;      /* first step the region may be given to the

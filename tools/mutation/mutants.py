@@ -3327,7 +3327,7 @@ MUTANTS += [
       "    if (lost >= LOST_MIN && 2 * paid < lost) {",
       "    if (lost && 2 * paid < lost) {",
       "a plan made just before the window closes (nothing served yet) makes the pool fall back",
-      ("c:alloc/test_pool_learn",)),
+      ("c:alloc/test_pool_fallback", "c:alloc/test_pool_learn")),
     M("learn-fallback-never", "csrc/alloc/pool_learn.c",
       "        fall_back(L);",
       "        (void)0;",

@@ -126,6 +126,27 @@ static void test_fallback_on_misses(void) {
     pa_pool_destroy(p);
 }
 
+/* A plan made at the last mark of a window has served nothing yet: the
+ * judgement does not count it against learning (the floor of lost
+ * steps), and the plan serves the steps after it. */
+static void test_new_plan_at_window_end(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    world_t w = {.pool = p};
+    pa_pool_step(p);                      /* learning starts */
+    for (int i = 0; i < JUDGE - 2; i++) pa_pool_step(p); /* empty steps */
+    step3(&w, 5000);
+    step3(&w, 5000);                      /* planned at the window's last mark */
+    pa_pool_stats_t s = stats(p);
+    CHECK_EQ(s.learned_sequences, 1u);
+    CHECK_EQ(s.learn_fallbacks, 0u);
+    for (int i = 0; i < 4; i++) step3(&w, 5000);
+    s = stats(p);
+    CHECK_EQ(s.plan_steps, 4u);
+    CHECK_EQ(s.learn_fallbacks, 0u);
+    world_ok(&w);
+    pa_pool_destroy(p);
+}
+
 /* A loop of eight signatures (batch 1..8): eight plans made and a miss at
  * most per new signature, then every step served -- it never falls back,
  * and the one region is the largest plan's, not the sum. */
@@ -236,6 +257,7 @@ static void test_region_yields(void) {
 int main(void) {
     RUN(test_region_yields);
     RUN(test_fallback_on_misses);
+    RUN(test_new_plan_at_window_end);
     RUN(test_no_fallback_when_paying);
     RUN(test_fallback_fuzz);
     return pa_test_report();
