@@ -408,6 +408,14 @@ typedef struct pa_pool_stats {
     uint64_t plan_misses;  /* steps that diverged from their plan        */
     uint64_t plan_steps;   /* steps served from a plan to their end      */
     uint64_t steps;        /* step boundaries seen                       */
+    uint64_t learn_fallbacks; /* times learning did not pay (over 64
+                              step marks, steps that missed plus twice
+                              the plans made at least 8 and more than
+                              twice the steps served from a plan): the
+                              plans were
+                              dropped and the pool ran as the plain pool
+                              for a while (64 << k steps, k the
+                              fallbacks in a row, at most 6)           */
 } pa_pool_stats_t;
 
 typedef struct pa_pool_block {

@@ -220,6 +220,7 @@ static pa_span_t *get_span(void *ctx, size_t np, pa_status_t *st) {
     drop_spares(p);
     s = _pa_heap_alloc(&p->heap, np, st);
     if (s) return s;
+    _pa_learn_yield_region(&p->learn); /* an idle region makes room first */
     if (_pa_heap_grow(&p->heap, np) != 0) {
         *st = PA_ERR_NOMEM;
         return NULL;
@@ -345,11 +346,12 @@ static inline void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st
 }
 
 /* End a step: learn from it; a new plan gives the warm-up memory back
- * (and the region grows if the plan needs it). */
+ * (and the region grows if the plan needs it); learning that does not pay
+ * gives the region back. */
 static void step_locked(pa_pool_impl_t *p) {
     if (_pa_learn_step(&p->learn, _pa_pool_requested(p))) {
         trim_locked(p, 0);
-        _pa_learn_map_region(&p->learn, 0);
+        _pa_learn_map_region(&p->learn, p->learn.rest != 0); /* fallen back: give it back */
     }
 }
 

@@ -38,6 +38,24 @@
  * recorded steps that come out new (quiet_period), so learning costs
  * little where it cannot help; a sequence that starts to repeat is still
  * learned within two periods.
+ *
+ * The region and the zones share one footprint: when the zones must grow
+ * during a step no plan serves, an empty region is given back first and
+ * mapped again at the step's end (_pa_learn_yield_region), and a step
+ * served whole after the zones grew lets the pool trim that growth.
+ *
+ * Learning must never cost more than it gives.  Every PA_LEARN_JUDGE step
+ * marks the pool weighs the window: steps served from a plan to their end
+ * against steps lost -- each step that diverged, and twice each plan made
+ * (a planner run, and a step served by the zones; plans evicted and made
+ * again, 28 step kinds for 16 plans, must count against learning).  When at least LOST_MIN steps were lost and
+ * more than twice as many as were served (a loop of 16 step signatures
+ * still learns in its first window; a plan made just before the window
+ * closes has not had its chance yet), every plan is dropped (the region goes back once nothing
+ * lives in it) and the pool runs as the plain pool -- no recording, no
+ * planned offsets -- for PA_LEARN_JUDGE << k marks (k the fallbacks in a
+ * row, at most 6), then learns afresh.  The judgement counts events, not
+ * time, so the same program falls back at the same step every run.
  */
 #include "pool_learn.h"
 
@@ -56,6 +74,8 @@
 #define NOVEL_QUIET 16
 #define DEFER_ZONES 1 /* ambiguous first size: first block from the zones */
 #define DEFER_GUESS 2 /* ...served at the offset the candidates share     */
+#define REST_SHIFT_MAX 6 /* the plain pool's turn: at most JUDGE << 6 marks */
+#define LOST_MIN 8      /* lost steps a window needs before it can fall back */
 
 static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
 
@@ -524,6 +544,7 @@ void _pa_learn_init(pa_learn_t *L, const pa_pool_config_t *cfg, size_t gran,
     L->gran = gran;
     L->heap = heap;
     L->step = 1;
+    L->yield_gap = L->trim_gap = PA_LEARN_JUDGE;
     if (L->on && L->auto_step) { /* boundaries come by themselves */
         L->started = 1;
         start_step(L, 0);
@@ -591,11 +612,102 @@ void _pa_learn_map_region(pa_learn_t *L, int release) {
     if (h->reserved + want > h->peak_reserved) h->peak_reserved = h->reserved + want;
 }
 
+/* The region and the zones share one footprint: a step that no plan
+ * serves gets its memory from the zones while the region idles, and
+ * without this the two peaks add up (the batch-varying loop's warm pass:
+ * 1.57x the peak live bytes against the plain pool's 1.16x). */
+/* The next gap between two region yields (or two trims after growth):
+ * a need that keeps coming back is periodic, and its memory is better
+ * kept than mapped and faulted every period. */
+static uint64_t back_off(uint64_t gap) {
+    return gap < ((uint64_t)PA_LEARN_JUDGE << REST_SHIFT_MAX) ? 2 * gap : gap;
+}
+
+int _pa_learn_yield_region(pa_learn_t *L) {
+    if (!L->base || L->live || L->serving || L->step < L->next_yield) return 0;
+    _pa_backend_unmap(&L->heap->backend, (void *)L->base, L->size);
+    L->base = 0;
+    L->size = 0;
+    L->heap->outside = 0;
+    L->next_yield = L->step + L->yield_gap;
+    L->yield_gap = back_off(L->yield_gap);
+    return 1;
+}
+
 /* ---- the step ---------------------------------------------------------------------- */
+
+/* The region's live blocks age by one step. */
+static void age_region(pa_learn_t *L) {
+    L->older += L->prev_in + L->prev_carry;
+    L->prev_in = L->cur_in;
+    L->prev_carry = L->cur_carry;
+    L->cur_in = L->cur_carry = 0;
+}
+
+/* Drop every plan but the one whose blocks still live in the region. */
+static void drop_plans(pa_learn_t *L) {
+    size_t keep = 0;
+    for (size_t i = 0; i < L->nplans; i++) {
+        pa_learn_plan_t *P = L->plans[i];
+        if (P == L->owner && L->live) L->plans[keep++] = P;
+        else plan_free(P);
+    }
+    L->nplans = keep;
+    if (!keep) L->owner = NULL;
+    L->cur = L->last = NULL;
+    update_want(L);
+}
+
+/* Learning did not pay over the window: the plain pool's turn (see the
+ * top). */
+static void fall_back(pa_learn_t *L) {
+    unsigned k = L->fallbacks_in_row < REST_SHIFT_MAX ? L->fallbacks_in_row : REST_SHIFT_MAX;
+    L->fallbacks++;
+    L->fallbacks_in_row++;
+    L->rest = (uint64_t)PA_LEARN_JUDGE << k;
+    drop_plans(L);
+    for (int i = 0; i < PA_LEARN_CANDIDATES; i++) L->cand[i].count = 0;
+    L->novel = 0;
+    L->hot = L->serving = L->defer = L->tried = 0;
+    L->nalloc = L->nev = 0;
+}
+
+/* One step mark of the window; 1 if learning falls back. */
+static int judge(pa_learn_t *L) {
+    if (++L->w_steps < PA_LEARN_JUDGE) return 0;
+    uint64_t paid = L->plan_steps - L->j_paid, lost = L->misses + 2 * L->built - L->j_lost;
+    L->w_steps = 0;
+    L->j_paid = L->plan_steps;
+    L->j_lost = L->misses + 2 * L->built;
+    if (lost >= LOST_MIN && 2 * paid < lost) {
+        fall_back(L);
+        return 1;
+    }
+    if (paid) L->fallbacks_in_row = 0;
+    return 0;
+}
+
+/* A step mark while the plain pool has its turn: the region's blocks age;
+ * once none lives the last plan goes too (1: the caller gives the region
+ * back); the last mark of the turn starts learning afresh. */
+static int rest_step(pa_learn_t *L, size_t requested) {
+    age_region(L);
+    if (--L->rest == 0) {
+        L->j_paid = L->plan_steps;
+        L->j_lost = L->misses + 2 * L->built;
+        L->w_steps = 0;
+        start_step(L, requested);
+    } else {
+        L->step++;
+    }
+    if (!L->live && L->nplans) drop_plans(L);
+    return L->base && !L->live;
+}
 
 int _pa_learn_step(pa_learn_t *L, size_t requested) {
     L->steps++;
     if (!L->on) return 0;
+    if (L->rest) return rest_step(L, requested);
     if (!L->started) {
         L->started = 1;
         start_step(L, requested);
@@ -609,6 +721,13 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         matched = P;
         L->plan_steps++;
         L->novel = 0;
+        if (L->heap->grows != L->heap_grows && L->step >= L->next_trim) {
+            /* served again after the zones grew: the growth goes back */
+            L->heap_grows = L->heap->grows;
+            L->next_trim = L->step + L->trim_gap;
+            L->trim_gap = back_off(L->trim_gap);
+            made = 1;
+        }
     } else if (!L->overflow && L->nev) {
         uint64_t h = hash_events(L->ev, L->nev);
         matched = find_plan(L, L->ev, L->nev, h);
@@ -616,6 +735,7 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         L->novel = matched || (c && c->count != 1) ? 0 : L->novel + 1;
         if (c && c->count != UNPLANNABLE && c->count >= L->repeats) {
             pa_learn_plan_t *Q = build_plan(L, c->ev, c->nev, h);
+            if (Q) L->built++;
             if (Q && add_plan(L, Q) == 0) {
                 share_first(L, Q);
                 matched = Q;
@@ -632,11 +752,11 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
     if (matched) matched->last_used = L->step;
     if (L->last) L->last->next_id = matched ? matched->id : 0;
     L->last = matched;
-    /* the region's live blocks age by one step */
-    L->older += L->prev_in + L->prev_carry;
-    L->prev_in = L->cur_in;
-    L->prev_carry = L->cur_carry;
-    L->cur_in = L->cur_carry = 0;
+    age_region(L);
+    if (judge(L)) { /* the plain pool's turn begins with this mark */
+        L->step++;
+        return 1;   /* the caller trims; an empty region goes back */
+    }
     start_step(L, requested);
     return made || (L->want > L->size && !L->live && !L->map_failed);
 }
@@ -947,4 +1067,5 @@ void _pa_learn_stats(const pa_learn_t *L, pa_pool_stats_t *out) {
     out->plan_misses = L->misses;
     out->plan_steps = L->plan_steps;
     out->steps = L->steps;
+    out->learn_fallbacks = L->fallbacks;
 }

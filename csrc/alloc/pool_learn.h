@@ -16,6 +16,7 @@
 #define PA_LEARN_MAX_SEQUENCES 64
 #define PA_LEARN_CANDIDATES 16     /* sequences seen, not yet planned     */
 #define PA_LEARN_GENERAL UINT64_MAX /* entry offset: served by the zones   */
+#define PA_LEARN_JUDGE 64          /* steps per judgement of the plans      */
 
 /* One allocation of a learned sequence. */
 typedef struct pa_learn_entry {
@@ -126,8 +127,25 @@ typedef struct pa_learn {
     size_t cur_in, cur_carry, prev_in, prev_carry, older;
     size_t live, live_bytes, live_req;
 
+    /* does learning pay? (judged every PA_LEARN_JUDGE steps, see
+       judge() in pool_learn.c) */
+    uint64_t j_paid, j_lost;  /* plan_steps and misses + 2 * built when
+                                 the window began                         */
+    uint64_t w_steps;         /* step marks in this window                */
+    uint64_t built;           /* plans made                               */
+    uint64_t next_yield;      /* first step the region may be given to the
+                                 zones again (_pa_learn_yield_region)     */
+    uint64_t next_trim;       /* ...the zones trimmed after a served step */
+    uint64_t yield_gap, trim_gap; /* steps until the next of each: doubled
+                                 each time (a periodic need keeps its
+                                 memory, as the plain pool would)         */
+    uint64_t heap_grows;      /* the heap's grows at the last such trim   */
+    uint64_t rest;            /* marks left before learning resumes (0 =
+                                 learning)                                */
+    unsigned fallbacks_in_row; /* backs the rest off: 2^k windows         */
+
     /* statistics */
-    uint64_t hits, misses, plan_steps, steps, frees;
+    uint64_t hits, misses, plan_steps, steps, frees, fallbacks;
     int map_failed;           /* the region could not grow: no retry
                                  until a new plan or a release            */
 } pa_learn_t;
@@ -238,13 +256,23 @@ static inline pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t 
 size_t _pa_learn_block(const pa_learn_t *L, const void *ptr, size_t *req, pa_status_t *st);
 
 /* End the step: learn from it, start the next.  Returns 1 when a new
- * plan was made (the warm-up memory can go back) or the region must grow
- * (the caller trims, then calls _pa_learn_map_region), else 0. */
+ * plan was made (the warm-up memory can go back), a step was served
+ * whole after the zones grew (what they grew by can go back; at most
+ * once per PA_LEARN_JUDGE steps), the region must grow, or learning
+ * fell back (the caller trims, then calls _pa_learn_map_region), else
+ * 0. */
 int _pa_learn_step(pa_learn_t *L, size_t requested);
 /* (Re)map the region to L->want bytes if nothing lives in it and it is
  * smaller; within the heap's limit.  Gives an empty region back when
  * `release` (free_all).  */
 void _pa_learn_map_region(pa_learn_t *L, int release);
+
+/* The zones must grow during a step no plan serves: give the empty
+ * region back first (it is mapped again at the step's end, when the
+ * caller trims the zones), so that the zones' peak and the region's do
+ * not add up; PA_LEARN_JUDGE steps before the next time, then twice as
+ * many after each (at most PA_LEARN_JUDGE << 6).  1 if given. */
+int _pa_learn_yield_region(pa_learn_t *L);
 
 /* Number of broken invariants of the region and the plans; *live,
  * *bytes and *req get the live planned blocks, block and requested bytes

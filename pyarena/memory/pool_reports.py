@@ -51,6 +51,7 @@ class Reports:
             "learned.hits": s.plan_hits,
             "learned.misses": s.plan_misses,
             "learned.steps_served": s.plan_steps,
+            "learned.fallbacks": s.learn_fallbacks,
             "num_steps": s.steps,
         }
         for name, z in zip(ZONES, s.zones):
@@ -105,5 +106,6 @@ class Reports:
         if s.steps:
             out.append(f"steps {s.steps}: {s.learned_sequences} learned, region "
                        f"{b(s.planned_bytes)}, {s.plan_steps} served from a plan, "
-                       f"hits {s.plan_hits}, misses {s.plan_misses}")
+                       f"hits {s.plan_hits}, misses {s.plan_misses}, "
+                       f"fallbacks {s.learn_fallbacks}")
         return "\n".join(out)

@@ -102,6 +102,7 @@ class PoolStats:
     plan_misses: int = 0        #: steps that diverged from their plan
     plan_steps: int = 0         #: steps served from a plan to their end
     steps: int = 0              #: step ends marked
+    learn_fallbacks: int = 0    #: times learning did not pay and the pool ran plain
 
     @classmethod
     def from_c(cls, st, alloc_retries=0, ooms=0):

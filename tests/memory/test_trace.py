@@ -155,6 +155,36 @@ def test_automatic_steps_mark_the_ends_of_loop_iterations(tmp_path):
     assert keep.sum() == 3
 
 
+def test_automatic_steps_do_not_depend_on_what_came_before(tmp_path):
+    """A few more allocations before the loop (an import, a cache) used to
+    move every later mark (the window moved in half-windows counted from
+    the first event): now the marks past the first window fall on the same
+    loop allocations."""
+    marks = []
+    for extra in (0, 1, 3, 7):
+        path = tmp_path / f"t{extra}.trace"
+        with trace.record(path, steps="auto"):
+            pre = [np.ones(10 + i) for i in range(extra)]
+            base = np.empty(500)
+            for i in range(400):
+                a = np.ones(40 + i % 5)
+                b = a + 1
+                if i % 7 == 0:
+                    c = b * a
+                    d = c + b
+                    del c, d
+                del a, b
+            del base, pre
+        t = read_trace(path)
+        kinds, sizes = np.asarray(t.kinds), np.asarray(t.sizes)
+        start = np.nonzero((kinds == ALLOC) & (sizes == 500 * 8))[0][0]   # `base`
+        allocs = np.cumsum(kinds == ALLOC)
+        at = (allocs - allocs[start])[(kinds == STEP) & (np.arange(len(kinds)) > start)]
+        marks.append(at[at > 600].tolist())            # past the first window
+    assert len(marks[0]) > 200
+    assert all(m == marks[0] for m in marks)
+
+
 def test_no_automatic_steps_unless_asked(tmp_path):
     path = tmp_path / "t.trace"
     with trace.record(path, steps="none"):
