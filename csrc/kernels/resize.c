@@ -20,7 +20,15 @@ typedef struct {
     int nhwc;
 } resize_job_t;
 
-PA_INLINE float blend(float a, float b, float t) { return a + (b - a) * t; }
+/* a + (b - a) t, but exactly a at t = 0 and b at t = 1: nearest (every
+ * weight 0) copies, and an infinity on the side weighted 0 does not turn
+ * the output into (inf - a) * 0 = NaN (onnxruntime and the NumPy path
+ * copy it). */
+PA_INLINE float blend(float a, float b, float t) {
+    float m = a + (b - a) * t;
+    m = t == 1.0f ? b : m;
+    return t == 0.0f ? a : m;
+}
 
 PA_MULTIVERSION
 static void resize_nhwc_rows(void *ctx, int64_t begin, int64_t end) {

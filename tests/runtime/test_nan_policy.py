@@ -3,6 +3,7 @@ NumPy path), compared with onnxruntime on inputs holding NaN and +-Inf.
 
 What onnxruntime does (CPU provider, measured):
 - Relu, Clip, Max (element-wise), AveragePool, Softmax: a NaN in, NaN out.
+- Resize, nearest: a copy (NaN and +-Inf where their source is).
 - MaxPool, GlobalMaxPool, ReduceMax: the result depends on where the NaN
   sits in the window (a vectorised max keeps whichever operand its
   instruction keeps: [1, 2, 3, NaN] gives NaN, [NaN, 2, 3, 4] gives 4).
@@ -46,6 +47,14 @@ CASES = {
     "clip-0-1": ("Clip", {}, (("lo", np.array(0, np.float32)), ("hi", np.array(1, np.float32))),
                  False),
     "softmax": ("Softmax", dict(axis=-1), (), False),
+    # nearest copies: an infinity stays one (the native blend gave NaN for
+    # (inf - a) * 0 before)
+    "resize-nearest-up": ("Resize", dict(mode="nearest"), (
+        ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 2, 1.5], np.float32))),
+        False),
+    "resize-nearest-down": ("Resize", dict(mode="nearest"), (
+        ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 0.5, 0.6], np.float32))),
+        False),
 }
 C = 16
 

@@ -3473,4 +3473,9 @@ MUTANTS += [
       "    /* the region stays while the zones grow */",
       "an idle learned region and the zones' growth add up",
       ("c:alloc/test_pool_fallback",)),
+    M("resize-blend-zero-weight-inf", "csrc/kernels/resize.c",
+      "    return t == 0.0f ? a : m;",
+      "    return m;",
+      "native nearest Resize turns an infinity into NaN ((inf - a) * 0)",
+      ("tests/runtime/test_nan_policy.py",)),
 ]
