@@ -395,18 +395,22 @@ def baseline(elems, mac, reductions=()):
 
 #: a kernel this many times slower than its baseline after one call is not timed again
 HOPELESS = 200
+#: ... and at least this long (s): a single slow call of a fast kernel is a
+#: busy machine, not a cliff, so it is timed again
+HOPELESS_SECONDS = 0.05
 
 
 def ratio(steps, repeat=5):
     """(kernel seconds, baseline seconds): minima over ``repeat``
-    alternating calls (one, when the first is :data:`HOPELESS`)."""
+    alternating calls (one, when the first is :data:`HOPELESS` times the
+    baseline's and over :data:`HOPELESS_SECONDS`)."""
     base = baseline(*work(steps))
     base()
     for k, xs, ys, sc in steps:         # warm: first touches and lazy set-up untimed
         k(xs, ys, sc)
     tk, tb = [], []
     for i in range(repeat):
-        if i == 1 and tk[0] > HOPELESS * tb[0]:
+        if i == 1 and tk[0] > HOPELESS * tb[0] and tk[0] > HOPELESS_SECONDS:
             break
         t0 = time.perf_counter()
         for k, xs, ys, sc in steps:
