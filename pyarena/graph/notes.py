@@ -66,6 +66,10 @@ class OpNotes:
     value_inputs: frozenset = frozenset()
     #: ``infer(arrays, use_values) -> output shapes``, for pool tensors
     infer: object = None
+    #: bytes its kernel lays out beyond the constants it reads (packed
+    #: weights of every band geometry of a patched stage, tables): set
+    #: with ``scratch_bytes`` from the kernel's rules, None until then
+    state_bytes: int = None
 
     def copy(self):
         return replace(self)

@@ -58,6 +58,11 @@ def band_counts(rows):
     return sorted({len(band_rows(rows, -(-rows // r))) for r in range(1, rows + 1)})
 
 
+def _total(p):
+    """A candidate's arena and the state its kernels lay out."""
+    return p.arena_bytes + p.kernel_state_bytes
+
+
 def _disjoint(st, chosen):
     return all(st.last < o.first or o.last < st.first for o, _ in chosen)
 
@@ -71,7 +76,7 @@ def _cover(search, knob, level, max_stages, profile=False):
     p, _ = search.set_attempt(knob, level, [])
     peak = graph.ops[peak_op(p)].name        # named now: the next attempt changes the graph
     index = {op.name: i for i, op in enumerate(search.saved.ops)}
-    while p.arena_bytes > search.budget and len(chosen) < max_stages:
+    while not search.fits(p) and len(chosen) < max_stages:
         at = index.get(peak)
         if at is None or not all(at < o.first or o.last < at for o, _ in chosen):
             break                   # the peak is at a patched stage: nothing more here
@@ -85,11 +90,11 @@ def _cover(search, knob, level, max_stages, profile=False):
                                           + [(st, st.rows, reuse)])
                 live = live_bytes(q)
                 names = [op.name for op in graph.ops]
-                key = (q.arena_bytes, sorted(live, reverse=True) if profile else
+                key = (_total(q), sorted(live, reverse=True) if profile else
                        live[names.index(f"patched[{st.key}]")])
                 if best is None or key < best[0]:
                     best = (key, q, st, reuse, names[live.index(max(live))])
-        if best is None or best[1].arena_bytes >= p.arena_bytes:
+        if best is None or _total(best[1]) >= _total(p):
             break
         p, peak = best[1], best[4]
         chosen.append(best[2:4])
@@ -103,7 +108,7 @@ def multi_stage(search, knob, level, max_stages=8):
     chosen stage at one row per band is over the budget."""
     for profile in (False, True):       # the second tie-break where the first falls short
         chosen, p = _cover(search, knob, level, max_stages, profile)
-        if chosen and p.arena_bytes <= search.budget:
+        if chosen and search.fits(p):
             break
     else:
         return None
@@ -126,7 +131,7 @@ def _fewest(search, knob, level, grid, k):
         mid = (lo + hi) // 2
         for reuse in (True, False):
             trial = grid[:k] + [(st, counts[mid], reuse)] + grid[k + 1:]
-            if search.set_attempt(knob, level, trial)[0].arena_bytes <= search.budget:
+            if search.fits(search.set_attempt(knob, level, trial)[0]):
                 best, hi = trial, mid
                 break
         else:
