@@ -49,6 +49,9 @@ class PatchedStage(Kernel):
         self.subs = {}          # (op index, band geometry) -> its kernel
         self._lenders = {}      # op index -> its last kernel built (setup only)
         self.buffers = BandBuffers(self.plan, self._kernel)
+        if self.sizing:
+            for k in self._lenders.values():
+                k.discard()
         self._lenders = {}
         total = self.buffers.total
         self.scratch = [((total,), np.uint8)] if total else []
@@ -90,8 +93,10 @@ class PatchedStage(Kernel):
         # depend on the rows (packed weights, a PReLU's slopes): one copy
         k = make_kernel(sub, ins, outs, self.keep, self.scratch_budget, self.use_native,
                         prior=self._lenders.get(i))
-        self._lenders[i] = k
+        old, self._lenders[i] = self._lenders.get(i), k
         if self.sizing:     # only its workspace is asked: the kernel is not kept
+            if old is not None:
+                old.discard()
             k = _Sized(k.scratch_bytes, k.runtime, k.keep.kept)
         self.subs[key] = k
         return k

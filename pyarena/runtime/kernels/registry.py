@@ -386,6 +386,13 @@ class Kernel(facts.Operator):
     def setup(self):
         pass
 
+    def discard(self):
+        """Drop what this kernel holds, now: one built only for its sizes
+        is done with.  Its native parts refer back to it (a cycle), so it
+        would otherwise wait for the cycle collector -- and a budget
+        search sizes thousands, whose heap then outlives the search."""
+        self.__dict__.clear()
+
     def bind(self, xs, ys):
         """The executor hands over the planned views it will pass every run
         (``stable`` from now on); a kernel may decide here what depends only
@@ -486,8 +493,9 @@ def scratch_bytes_for(graph, op):
     UnsupportedOpError for an op the executor cannot run.  Sets
     ``op.notes.state_bytes`` (:attr:`Kernel.state_bytes`) on the way."""
     k = graph_kernel(graph, op, keep=sizing_only)
-    op.notes.state_bytes = k.state_bytes
-    return k.scratch_bytes
+    op.notes.state_bytes, n = k.state_bytes, k.scratch_bytes
+    k.discard()
+    return n
 
 
 def sizing_only(arr):
