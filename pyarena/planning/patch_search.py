@@ -58,11 +58,6 @@ def band_counts(rows):
     return sorted({len(band_rows(rows, -(-rows // r))) for r in range(1, rows + 1)})
 
 
-def _total(p):
-    """A candidate's arena and the state its kernels lay out."""
-    return p.arena_bytes + p.kernel_state_bytes
-
-
 def _disjoint(st, chosen):
     return all(st.last < o.first or o.last < st.first for o, _ in chosen)
 
@@ -90,11 +85,11 @@ def _cover(search, knob, level, max_stages, profile=False):
                                           + [(st, st.rows, reuse)])
                 live = live_bytes(q)
                 names = [op.name for op in graph.ops]
-                key = (_total(q), sorted(live, reverse=True) if profile else
+                key = (q.arena_bytes, sorted(live, reverse=True) if profile else
                        live[names.index(f"patched[{st.key}]")])
                 if best is None or key < best[0]:
                     best = (key, q, st, reuse, names[live.index(max(live))])
-        if best is None or _total(best[1]) >= _total(p):
+        if best is None or best[1].arena_bytes >= p.arena_bytes:
             break
         p, peak = best[1], best[4]
         chosen.append(best[2:4])

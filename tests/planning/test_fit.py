@@ -147,21 +147,12 @@ def test_an_impossible_budget_names_the_smallest_arena_and_restores_the_graph():
     assert p.arena_bytes == smallest and validate(p) == []
     assert p.budget["scratch_budget"] is not None and p.budget["order_changed"]
     # with patching the whole graph (both branches and their Concat) runs in
-    # bands: its arena goes below that, but each band geometry of its convs
-    # packs their weights again, more bytes than the arena saves -- refused
-    # when the kernels' state is counted, taken when it is not
-    with pytest.raises(PlanInfeasibleError) as info:
-        plan(branches(), memory_budget=smallest - 1)
-    best = min(info.value.tried, key=lambda t: t["arena_bytes"])
-    assert best["arena_bytes"] < smallest < best["total_bytes"]
-    assert best["total_bytes"] == best["arena_bytes"] + best["kernel_state_bytes"]
-
-    def arena_only(g, budget):
-        set_scratch(g, budget)
-        for op in g.ops:
-            op.notes.state_bytes = 0
-    assert plan(branches(), memory_budget=smallest - 1,
-                rescratch=arena_only).arena_bytes < smallest
+    # bands, below that: its arena and the weights its band kernels lay out
+    # again (the bands' convs share one packing) together
+    p = plan(branches(), memory_budget=smallest - 1)
+    b = p.budget
+    assert b["patches"]
+    assert p.arena_bytes + b["kernel_state_bytes"] == b["total_bytes"] <= smallest - 1
 
 
 def test_the_smallest_arena_of_mobilenet_is_the_one_byte_scratch_plan():

@@ -16,6 +16,9 @@ from .weight_scales import fold_scales
 
 __all__ = ["ConvWeights"]
 
+#: attributes that place the window, not the weights (a lender may differ in them)
+_GEOMETRY = ("pads", "auto_pad")
+
 
 class ConvWeights:
     """Conv's weights, shared by its paths (``conv_native.py``,
@@ -85,10 +88,12 @@ class ConvWeights:
             a, b = (p.ins[i] if p.has(i) else None), (self.ins[i] if self.has(i) else None)
             if (a is None) != (b is None) or a is not None and a.data is not b.data:
                 return None
-        try:    # (the scratch budget the slack planner sets changes no weights)
+        try:    # (the scratch budget the slack planner sets changes no weights, nor
+            # do the pads -- a patched stage's first and last bands pad
+            # their own rows -- in these layouts, which are of the weights alone)
             same = len(p.attrs) == len(self.attrs) and \
                 all(k in p.attrs and (p.attrs[k] is v or p.attrs[k] == v)
-                    for k, v in self.attrs.items()) and \
+                    for k, v in self.attrs.items() if k not in _GEOMETRY) and \
                 replace(p.op.notes, scratch_budget=None, state_bytes=None) == \
                 replace(self.op.notes, scratch_budget=None, state_bytes=None)
         except (TypeError, ValueError):     # array-valued attributes: not compared
