@@ -45,6 +45,8 @@ budget.  The kernel registry declares the runtime's ``set_scratch`` (with
 ops the runtime cannot size (custom op types in a JSON graph) keeps its
 scratch; the error then says so.
 """
+import ctypes
+import gc
 import time
 
 from ..errors import GraphError, PlanInfeasibleError
@@ -133,8 +135,34 @@ def fit_plan(graph, options, weights=None):
                 "patch": search.patches[0] if search.patches else None,
                 "patches": search.patches, "arena_bytes": p.arena_bytes,
                 "kernel_state_bytes": state, "total_bytes": p.arena_bytes + state}
+    _give_back()
     p.plan_seconds = time.perf_counter() - t0
     return p
+
+
+def _give_back():
+    """Return the heap the search freed to the system: its candidates
+    and sized kernels are gone, but the pages they used stay resident
+    until trimmed -- on a budget set because memory is short, a search
+    that leaves them would cost more than the arena it saved.  (glibc's
+    ``malloc_trim``; elsewhere the collector only.)"""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _malloc_trim():
+    global _TRIM
+    if _TRIM is False:
+        try:
+            _TRIM = ctypes.CDLL(None).malloc_trim      # the process's own libc
+        except (OSError, AttributeError, TypeError):
+            _TRIM = None
+    return _TRIM
+
+
+_TRIM = False       # libc's malloc_trim, looked up on first use (None: none)
 
 
 def kernel_state(graph):

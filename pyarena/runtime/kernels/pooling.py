@@ -54,7 +54,8 @@ class WindowPool(Spatial):
         self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
                        self.dh == self.dw == 1 and self.kh * self.kw >= 4)
         self.div = None
-        if not self.is_max and not self.sizing:   # (divisors: as large as the output)
+        if not self.is_max:     # (divisors: as large as the output; sized too, as the
+            # kernel's state counts them: a patched stage's bands each have theirs)
             cip = int(self.attrs.get("count_include_pad", 0))
             # count of the window elements that lie in the image (or in
             # the explicit pads if count_include_pad), per output position
