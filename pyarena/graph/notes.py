@@ -39,7 +39,7 @@ note                 written by                    read by
                                                    for given inputs
 ===================  ============================  ==========================
 """
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 __all__ = ["OpNotes", "JSON_NOTES"]
 
@@ -68,8 +68,9 @@ class OpNotes:
     infer: object = None
     #: bytes its kernel lays out beyond the constants it reads (packed
     #: weights of every band geometry of a patched stage, tables): set
-    #: with ``scratch_bytes`` from the kernel's rules, None until then
-    state_bytes: int = None
+    #: with ``scratch_bytes`` from the kernel's rules, None until then (a
+    #: derived size, like ``scratch_bytes``: not part of what the op is)
+    state_bytes: int = field(default=None, compare=False, repr=False)
 
     def copy(self):
         return replace(self)

@@ -114,7 +114,7 @@ def fit_plan(graph, options, weights=None):
     saved = _Saved(graph)
     search = _Search(graph, saved, options, weights)
     try:
-        _size_state(graph, knob, saved)
+        _size_state(graph, saved)
         found = search.run(knob, base)
         if found is None and options.patch and knob is not None:
             found = search.patched(knob)
@@ -172,12 +172,14 @@ def kernel_state(graph):
     return sum(op.notes.state_bytes or 0 for op in graph.ops)
 
 
-def _size_state(graph, knob, saved):
-    """Record each op's kernel state where it is not yet known, by
-    sizing the graph once with its own scratch budget; the scratch sizes
-    stay as given (a graph of op types the runtime cannot size counts
-    no state)."""
-    if knob is None or all(op.notes.state_bytes is not None for op in graph.ops):
+def _size_state(graph, saved):
+    """Record each op's kernel state by sizing the graph once by the
+    kernels' rules with its own scratch budget (what an earlier sizing
+    recorded may be of other shapes: a retargeted graph's); the scratch
+    sizes stay as given (a graph of op types the runtime cannot size
+    counts no state, and so does one without the runtime's rules)."""
+    knob = _default_knob()[0]
+    if knob is None:
         return
     try:
         knob(graph, graph.scratch_budget)
