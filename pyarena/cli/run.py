@@ -139,9 +139,7 @@ def run(args):
     print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound "
           f"{human_bytes(p.lower_bound_bytes)}, naive {human_bytes(p.naive_bytes)}, "
           f"{'optimal' if p.optimal else 'not proven optimal'})")
-    _notes(p, g)
-    print(f"kernels    state {ex.kernel_state_bytes:,} B (what the kernels lay out beyond the "
-          f"weights: packed weights of each band geometry, tables)")
+    _notes(p, g, ex)
     print(f"weights    {human_bytes(ex.weights_bytes)} in the weights arena "
           f"({format_by_dtype(wi['by_dtype']) or 'none'} of them the graph's constants; "
           f"{human_bytes(wi['mapped'])} more read from the file at setup only); "
@@ -163,10 +161,13 @@ def run(args):
     return 0
 
 
-def _notes(p, g):
-    """The budget the plan met and what the NHWC pass converted, if any."""
+def _notes(p, g, ex):
+    """The budget the plan met (arena + kernel state), the state the bound
+    kernels hold, and what the NHWC pass converted, if any."""
     if p.budget is not None:
         print(f"budget     {budget_text(p.budget)}")
+    print(f"kernels    state {ex.kernel_state_bytes:,} B (what the kernels lay out beyond the "
+          f"weights: packed weights of each band geometry, tables)")
     if g.relaid:
         print(f"layout     {layout_text(g.relaid)}")
 
