@@ -149,13 +149,18 @@ class CallList:
     the kernel's descriptor (a cffi pointer or None), its weights, input,
     second input and output (cffi pointers, NumPy arrays -- their first
     element, strided views too -- or None), and up to four sizes; the
-    records, and so what their pointers point into, are kept alive here."""
+    records, and so what their pointers point into, are kept alive here --
+    unless ``hold`` is given: then only ``hold`` is, and the caller keeps
+    alive everything else the pointers point into (a patched stage's
+    thousands of band views and pointers held for nothing but that cost
+    more than the arena its bands saved)."""
 
-    def __init__(self, records, names=None):
+    def __init__(self, records, names=None, hold=None):
         self.n = len(records)
         self.names = names
         self.arr = ffi.new("pa_call_t[]", max(self.n, 1))
-        self.keep = records
+        self.kinds = [r[0] for r in records]
+        self.keep = records if hold is None else hold
         for call, (kind, params, w, a, b, y, sizes) in zip(self.arr, records):
             call.kind = CALL[kind]
             call.params = NULL if params is None else params
@@ -171,7 +176,7 @@ class CallList:
         if st:
             i = self.failed[0]
             of = f" of {self.names[i]!r}" if self.names else ""
-            check(st, f"{what}: call {i} ({self.keep[i][0]}{of})")
+            check(st, f"{what}: call {i} ({self.kinds[i]}{of})")
 
 
 class Workers:

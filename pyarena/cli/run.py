@@ -72,9 +72,10 @@ def add_parser(sub):
                    help="memory limit for weights + arena (e.g. 8G; default: the "
                         "physical memory); a larger model is refused before allocating")
     p.add_argument("--memory-budget", default=None, metavar="BYTES",
-                   help="run the fastest plan whose arena fits BYTES (e.g. 512K): the "
-                        "given op order, then the scheduled one, then smaller operator "
-                        "scratch (exit 3 if none)")
+                   help="run the fastest plan whose arena and kernel state together fit "
+                        "BYTES (e.g. 512K): the given op order, then the scheduled one, "
+                        "then smaller operator scratch, then stages in row bands (exit 3 "
+                        "if none)")
     p.set_defaults(run=run)
     return p
 
@@ -138,7 +139,7 @@ def run(args):
     print(f"arena      {human_bytes(p.arena_bytes)}  (lower bound "
           f"{human_bytes(p.lower_bound_bytes)}, naive {human_bytes(p.naive_bytes)}, "
           f"{'optimal' if p.optimal else 'not proven optimal'})")
-    _notes(p, g)
+    _notes(p, g, ex)
     print(f"weights    {human_bytes(ex.weights_bytes)} in the weights arena "
           f"({format_by_dtype(wi['by_dtype']) or 'none'} of them the graph's constants; "
           f"{human_bytes(wi['mapped'])} more read from the file at setup only); "
@@ -160,10 +161,13 @@ def run(args):
     return 0
 
 
-def _notes(p, g):
-    """The budget the plan met and what the NHWC pass converted, if any."""
+def _notes(p, g, ex):
+    """The budget the plan met (arena + kernel state), the state the bound
+    kernels hold, and what the NHWC pass converted, if any."""
     if p.budget is not None:
         print(f"budget     {budget_text(p.budget)}")
+    print(f"kernels    state {ex.kernel_state_bytes:,} B (what the kernels lay out beyond the "
+          f"weights: packed weights of each band geometry, tables)")
     if g.relaid:
         print(f"layout     {layout_text(g.relaid)}")
 

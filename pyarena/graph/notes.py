@@ -43,7 +43,7 @@ note                 written by                    read by
                                                    every run (its bytes)
 ===================  ============================  ==========================
 """
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 __all__ = ["OpNotes", "JSON_NOTES"]
 
@@ -73,6 +73,11 @@ class OpNotes:
     #: bytes of this op's constant result, left to run time: over the
     #: weight-folding cap (importers/onnx_constants.py)
     over_fold_cap: int = None
+    #: bytes its kernel lays out beyond the constants it reads (packed
+    #: weights of every band geometry of a patched stage, tables): set
+    #: with ``scratch_bytes`` from the kernel's rules, None until then (a
+    #: derived size, like ``scratch_bytes``: not part of what the op is)
+    state_bytes: int = field(default=None, compare=False, repr=False)
 
     def copy(self):
         return replace(self)

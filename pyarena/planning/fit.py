@@ -45,6 +45,8 @@ budget.  The kernel registry declares the runtime's ``set_scratch`` (with
 ops the runtime cannot size (custom op types in a JSON graph) keeps its
 scratch; the error then says so.
 """
+import ctypes
+import gc
 import time
 
 from ..errors import GraphError, PlanInfeasibleError
@@ -112,6 +114,7 @@ def fit_plan(graph, options, weights=None):
     saved = _Saved(graph)
     search = _Search(graph, saved, options, weights)
     try:
+        _size_state(graph, saved)
         found = search.run(knob, base)
         if found is None and options.patch and knob is not None:
             found = search.patched(knob)
@@ -125,13 +128,66 @@ def fit_plan(graph, options, weights=None):
         raise search.infeasible()
     p, sched, scratch = found
     p.schedule = sched
+    state = p.kernel_state_bytes
     p.budget = {"memory_budget": budget, "order_changed": sched is not None and
                 sched.reordered, "scratch_budget": scratch, "tried": search.tried,
                 "fixed_order_bound_bytes": search.tried[0]["lower_bound_bytes"],
                 "patch": search.patches[0] if search.patches else None,
-                "patches": search.patches}
+                "patches": search.patches, "arena_bytes": p.arena_bytes,
+                "kernel_state_bytes": state, "total_bytes": p.arena_bytes + state}
+    _give_back()
     p.plan_seconds = time.perf_counter() - t0
     return p
+
+
+def _give_back():
+    """Return the heap the search freed to the system: its candidates
+    and sized kernels are gone, but the pages they used stay resident
+    until trimmed -- on a budget set because memory is short, a search
+    that leaves them would cost more than the arena it saved.  (glibc's
+    ``malloc_trim``; elsewhere the collector only.)"""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _malloc_trim():
+    global _TRIM
+    if _TRIM is False:
+        try:
+            _TRIM = ctypes.CDLL(None).malloc_trim      # the process's own libc
+        except (OSError, AttributeError, TypeError):
+            _TRIM = None
+    return _TRIM
+
+
+_TRIM = False       # libc's malloc_trim, looked up on first use (None: none)
+
+
+def kernel_state(graph):
+    """Bytes the kernels of ``graph`` lay out beyond its constants, as
+    their scratch sizing recorded it (``op.notes.state_bytes``; an op not
+    sized counts 0): what a memory budget counts besides the arena."""
+    return sum(op.notes.state_bytes or 0 for op in graph.ops)
+
+
+def _size_state(graph, saved):
+    """Record each op's kernel state by sizing the graph once by the
+    kernels' rules with its own scratch budget (what an earlier sizing
+    recorded may be of other shapes: a retargeted graph's); the scratch
+    sizes stay as given (a graph of op types the runtime cannot size
+    counts no state, and so does one without the runtime's rules)."""
+    knob = _default_knob()[0]
+    if knob is None:
+        return
+    try:
+        knob(graph, graph.scratch_budget)
+    except GraphError:
+        pass
+    for op, n in zip(saved.ops, saved.scratch):
+        op.scratch_bytes = n
+    graph.scratch_budget = saved.budget
 
 
 def _knob(rescratch):
@@ -207,10 +263,8 @@ class _Search:
                     continue             # the given order again: planned already
                 self.graph.ops = [self.saved.ops[i] for i in sched.order]
             p = self.attempt()
-            self.tried.append({"order": order, "scratch_budget": scratch,
-                               "arena_bytes": p.arena_bytes,
-                               "lower_bound_bytes": p.lower_bound_bytes})
-            if p.arena_bytes <= self.budget:
+            self.tried.append(self.entry({"order": order, "scratch_budget": scratch}, p))
+            if self.fits(p):
                 return p, sched, scratch
         return None
 
@@ -231,12 +285,12 @@ class _Search:
                     whole, banded = stage_macs(self.graph, st, band_rows(st.rows, n), reuse)
                     mine.append((banded - whole, n, st, reuse))
                 finest = self.patch_attempt(knob, level, st, st.rows, reuse)[0]
-                if finest.arena_bytes <= self.budget:
+                if self.fits(finest):
                     cands += mine
         cands.sort(key=lambda c: (c[1], c[0], c[2].last - c[2].first, not c[3]))
         for extra, n, st, reuse in cands:
             p, record = self.patch_attempt(knob, level, st, n, reuse)
-            if self.budget >= p.arena_bytes:
+            if self.fits(p):
                 self.patches = [record]
                 return p, None, level
         if not found:
@@ -259,7 +313,7 @@ class _Search:
         if found is None:
             return None
         p, records = self.set_attempt(knob, self.saved.budget, found)   # the full search
-        if p.arena_bytes > self.budget:     # no worse than the quick one: kept as a guard
+        if not self.fits(p):     # no worse than the quick one: kept as a guard
             return None
         self.patches = records
         return p, None, self.saved.budget
@@ -272,11 +326,11 @@ class _Search:
         records = []
         for st, n, reuse in sorted(chosen, key=lambda c: -c[0].first):
             key = (st.first, st.last, st.hoisted, n, bool(reuse), level)
-            if key not in self.made:      # built and sized once per search
-                op, record = patch_op(self.graph, st, n, reuse)
-                self.size_patched(knob, level, op)
-                self.made[key] = op, record
-            op, record = self.made[key]
+            op, record = patch_op(self.graph, st, n, reuse)
+            if key not in self.made:      # sized once per search (the op made again:
+                self.size_patched(knob, level, op)      # kept, hundreds hold megabytes)
+                self.made[key] = op.scratch_bytes, op.notes.state_bytes
+            op.scratch_bytes, op.notes.state_bytes = self.made[key]
             splice(self.graph, st, op)
             records.insert(0, record)
         p = self.attempt()
@@ -287,9 +341,20 @@ class _Search:
         if len(marks) > 1:
             entry["patches"] = marks
         if marks:                       # without: the given plan, tried first
-            self.tried.append(dict(entry, arena_bytes=p.arena_bytes,
-                                   lower_bound_bytes=p.lower_bound_bytes))
+            self.tried.append(self.entry(entry, p))
         return p, records
+
+    def entry(self, what, p):
+        """The record in ``tried`` of plan ``p`` of the graph as it stands."""
+        state = p.kernel_state_bytes
+        return dict(what, arena_bytes=p.arena_bytes, lower_bound_bytes=p.lower_bound_bytes,
+                    kernel_state_bytes=state, total_bytes=p.arena_bytes + state)
+
+    def fits(self, p):
+        """Plan ``p`` meets the budget: its arena and the state its
+        kernels lay out (``p.kernel_state_bytes``, set when planned)
+        together."""
+        return p.arena_bytes + p.kernel_state_bytes <= self.budget
 
     def size_patched(self, knob, level, op):
         """The patched op's scratch from ``knob``, given a graph of that op
@@ -308,19 +373,22 @@ class _Search:
         options = self.options.replace(capacity=capacity)
         if self.quick is not None:
             options = options.replace(time_limit=self.quick)
-        return plan_once(self.graph, options, self.weights)
+        p = plan_once(self.graph, options, self.weights)
+        p.kernel_state_bytes = kernel_state(self.graph)
+        return p
 
     def attempt(self):
         p = self.plan_now(None)
-        if p.lower_bound_bytes <= self.budget < p.arena_bytes:
+        room = self.budget - kernel_state(self.graph)     # what the arena may take
+        if 0 < room and p.lower_bound_bytes <= room < p.arena_bytes:
             try:
-                return self.plan_now(self.budget)
+                return self.plan_now(room)
             except PlanInfeasibleError:
                 pass
         return p
 
     def infeasible(self):
-        best = min(self.tried, key=lambda t: t["arena_bytes"])
+        best = min(self.tried, key=lambda t: t["total_bytes"])
         scratch = ("scratch as given" if best["scratch_budget"] is None
                    else f"scratch budget {best['scratch_budget']:,} bytes")
         for mark in best.get("patches", [best["patch"]] if "patch" in best else []):
@@ -328,8 +396,9 @@ class _Search:
                         f"{mark['grid'][1]} patches")
         n = len(self.tried)
         return PlanInfeasibleError(
-            f"no plan fits the memory budget of {self.budget:,} bytes: the smallest arena "
-            f"reached is {best['arena_bytes']:,} bytes ({best['order']} order, {scratch}; "
-            f"lower bound {best['lower_bound_bytes']:,} bytes; {n} plan{'s' * (n != 1)} "
-            f"tried{self.note})", smallest_bytes=best["arena_bytes"], limit=self.budget,
-            tried=self.tried)
+            f"no plan fits the memory budget of {self.budget:,} bytes: the smallest total "
+            f"reached is {best['total_bytes']:,} bytes (arena {best['arena_bytes']:,} + "
+            f"kernel state {best['kernel_state_bytes']:,}; {best['order']} order, {scratch}; "
+            f"arena lower bound {best['lower_bound_bytes']:,} bytes; {n} plan"
+            f"{'s' * (n != 1)} tried{self.note})", smallest_bytes=best["total_bytes"],
+            limit=self.budget, tried=self.tried)

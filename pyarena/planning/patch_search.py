@@ -71,7 +71,7 @@ def _cover(search, knob, level, max_stages, profile=False):
     p, _ = search.set_attempt(knob, level, [])
     peak = graph.ops[peak_op(p)].name        # named now: the next attempt changes the graph
     index = {op.name: i for i, op in enumerate(search.saved.ops)}
-    while p.arena_bytes > search.budget and len(chosen) < max_stages:
+    while not search.fits(p) and len(chosen) < max_stages:
         at = index.get(peak)
         if at is None or not all(at < o.first or o.last < at for o, _ in chosen):
             break                   # the peak is at a patched stage: nothing more here
@@ -103,7 +103,7 @@ def multi_stage(search, knob, level, max_stages=8):
     chosen stage at one row per band is over the budget."""
     for profile in (False, True):       # the second tie-break where the first falls short
         chosen, p = _cover(search, knob, level, max_stages, profile)
-        if chosen and p.arena_bytes <= search.budget:
+        if chosen and search.fits(p):
             break
     else:
         return None
@@ -126,7 +126,7 @@ def _fewest(search, knob, level, grid, k):
         mid = (lo + hi) // 2
         for reuse in (True, False):
             trial = grid[:k] + [(st, counts[mid], reuse)] + grid[k + 1:]
-            if search.set_attempt(knob, level, trial)[0].arena_bytes <= search.budget:
+            if search.fits(search.set_attempt(knob, level, trial)[0]):
                 best, hi = trial, mid
                 break
         else:

@@ -347,9 +347,13 @@ def layout_text(relaid):
 
 
 def budget_text(budget):
-    """``Plan.budget`` in words: the budget, the order and scratch chosen."""
+    """``Plan.budget`` in words: the budget, what it holds (arena + the
+    kernels' state), the order and scratch chosen."""
     scratch = budget.get("scratch_budget")
-    return (f"{budget['memory_budget']:,} B: fits with the "
+    split = "" if "total_bytes" not in budget else (
+        f" holds {budget['total_bytes']:,} B = arena {budget['arena_bytes']:,} B + kernel "
+        f"state {budget['kernel_state_bytes']:,} B;")
+    return (f"{budget['memory_budget']:,} B:{split} fits with the "
             f"{'scheduled' if budget.get('order_changed') else 'given'} order, scratch "
             + ("as given" if scratch is None else f"budget {scratch:,} B per op")
             + "".join(_patch_text(r) for r in _records(budget))
@@ -405,7 +409,17 @@ def _budget_from_json(b):
         out["patch"] = None if patch is None else dict(patch)
         out["patches"] = [dict(r) for r in patches] if "patches" in b else (
             [] if patch is None else [dict(patch)])
+    for k in ("arena_bytes", "kernel_state_bytes", "total_bytes"):   # the split
+        if k in b:
+            out[k] = _nonneg_int(b[k], f"budget {k}")
     return out
+
+
+def _nonneg_int(v, what):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise InvalidArgumentError(f"plan JSON: {what} must be a non-negative integer, "
+                                   f"not {v!r:.40}")
+    return v
 
 
 def tensor_info(graph, nbytes=None):

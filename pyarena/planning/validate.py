@@ -351,6 +351,14 @@ def validate(plan, graph=None, rules=None, raise_errors=False):
     if budget is not None and plan.arena_bytes > budget.get("memory_budget", 0):
         problems.append(f"arena of {plan.arena_bytes} bytes is over the memory budget of "
                         f"{budget.get('memory_budget')} bytes the plan says it fits")
+    if budget is not None and "total_bytes" in budget:    # the split it records
+        total, state = budget["total_bytes"], budget.get("kernel_state_bytes", 0)
+        if budget.get("arena_bytes") != plan.arena_bytes or total != plan.arena_bytes + state:
+            problems.append(f"budget total of {total} bytes is not the arena "
+                            f"({plan.arena_bytes}) + kernel state ({state})")
+        elif total > budget.get("memory_budget", 0):
+            problems.append(f"arena + kernel state of {total} bytes is over the memory "
+                            f"budget of {budget.get('memory_budget')} bytes")
     home = {}
     for b in bufs:
         if not b.tensors:

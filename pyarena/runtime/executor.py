@@ -210,6 +210,15 @@ class Executor:
         return self.weights.stats().used
 
     @property
+    def kernel_state_bytes(self):
+        """Bytes the kernels laid out beyond the constants they read
+        (:attr:`~pyarena.runtime.kernels.Kernel.state_bytes`: packed weights
+        of every band geometry of a patched stage, tables), counted from
+        what their setups kept: what ``plan.budget["kernel_state_bytes"]``
+        predicts for a plan made under a memory budget."""
+        return sum(getattr(k, "state_bytes", 0) for k in self.kernels)
+
+    @property
     def last_peak_bytes(self):
         """Allocator modes: the bytes held at the worst moment of the last run."""
         return self._runner.last_peak_bytes

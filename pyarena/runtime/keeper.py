@@ -148,6 +148,7 @@ def build_kernels(graph, weights, memo=None, prior=None):
                      prior=p if p is not None and p.op.name == op.name else None)
         if k is not None:
             op.scratch_bytes = k.scratch_bytes
+            op.notes.state_bytes = k.state_bytes
             kernels.append(k)
     refuse_unsupported(bad)
     return Prepared(graph, keeper, kernels)

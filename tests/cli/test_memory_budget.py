@@ -72,7 +72,7 @@ def test_plan_over_an_impossible_budget_exits_3_naming_the_smallest(tmp_path, ca
     assert main(["plan", path, "--memory-budget", str(smallest - 64)]) == 3
     err = capsys.readouterr().err
     assert err.startswith("pyarena plan: infeasible: no plan fits the memory budget")
-    assert f"smallest arena reached is {smallest:,} bytes" in err
+    assert f"smallest total reached is {smallest:,} bytes" in err
     assert main(["plan", path, "--memory-budget", str(smallest)]) == 0
 
 
@@ -106,7 +106,15 @@ def test_run_within_a_budget_gives_the_same_outputs(tmp_path, capsys):
     assert main(["run", path, "--repeat", "1", "--no-reference", "--save", str(small),
                  "--memory-budget", str(budget)]) == 0
     text = capsys.readouterr().out
-    assert f"budget     {budget:,} B: fits with the given order, scratch budget" in text
+    line = next(s for s in text.splitlines() if s.startswith("budget     "))
+    assert line.startswith(f"budget     {budget:,} B: holds ")
+    assert "; fits with the given order, scratch budget" in line
+    # the split: total = arena + kernel state, within the budget, and the
+    # state the bound kernels measured is the one the plan counted
+    total, arena, state = (int(line.split(w, 1)[1].split(" B")[0].replace(",", ""))
+                           for w in (" holds ", "= arena ", "+ kernel state "))
+    assert total == arena + state <= budget
+    assert f"kernels    state {state:,} B" in text
     a, b = np.load(base), np.load(small)
     np.testing.assert_allclose(b["y"], a["y"], rtol=1e-5, atol=1e-5)
     with pytest.raises(PlanInfeasibleError) as info:

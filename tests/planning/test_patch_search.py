@@ -54,17 +54,26 @@ def smallest(g, **kw):
     return info.value
 
 
+def arena_only(g, budget):
+    """The kernels' scratch rule with no kernel state counted: this tiny
+    model's band kernels lay out more weights than its arena saves, so the
+    search's steps are tested on the arena alone."""
+    set_scratch(g, budget)
+    for op in g.ops:
+        op.notes.state_bytes = 0
+
+
 def test_two_stages_go_below_what_one_stage_reaches(tmp_path):
     g0 = encoder_decoder()
     p0 = plan(g0)
     ref = run(g0, p0)
-    exc = smallest(encoder_decoder())
-    one = min(t["arena_bytes"] for t in exc.tried if "patch" in t and "patches" not in t)
+    exc = smallest(encoder_decoder(), rescratch=arena_only)
+    one = min(t["total_bytes"] for t in exc.tried if "patch" in t and "patches" not in t)
     two = exc.smallest_bytes
     assert two < one < p0.arena_bytes
     budget = (one + two) // 2        # out of reach of any one stage
     g = encoder_decoder()
-    p = plan(g, memory_budget=budget)
+    p = plan(g, memory_budget=budget, rescratch=arena_only)
     recs = p.budget["patches"]
     assert p.arena_bytes <= budget and len(recs) >= 2 and p.budget["patch"] == recs[0]
     # above the smallest arena: some stage in fewer bands than one row each

@@ -37,11 +37,12 @@ def pack_weights(k, desc, mode, weights):
     arena; (None, None) when only the scratch is asked (the geometry
     checked)."""
     lender = k._lender(mode)
+    n = nk.conv2d_packed_floats(desc)
+    if lender is not None and n == getattr(lender, "packed_floats", None):
+        return lender.packed, lender.packed_ptr     # shared: nothing kept
     if k.sizing:     # only the scratch is asked: the geometry checked, nothing packed
-        nk.conv2d_packed_floats(desc)
+        k.keep.count(n * 4)     # (what packing would keep)
         return None, None
-    if lender is not None and nk.conv2d_packed_floats(desc) == lender.packed.size:
-        return lender.packed, lender.packed_ptr
     bias = k.const(2, "bias").astype(k.dtype).reshape(-1) if k.has(2) else None
     packed = k.keep(nk.pack_conv2d(desc, k._fold(weights), bias, k.kept_empty))
     return packed, nk.fptr(packed)
@@ -61,6 +62,7 @@ class NativeConv:
             dh=k.dh, dw=k.dw, pad_top=k.pt, pad_left=k.pl, groups=groups,
             act=native_act(k.attrs))
         self.packed, self.packed_ptr = pack_weights(k, self.desc, mode, weights)
+        self.packed_floats = nk.conv2d_packed_floats(self.desc)
         self.ptrs = Pointers(k)
 
     def run(self, xs, ys, sc):
@@ -113,6 +115,7 @@ class NativeBands:
             dw=1, pad_top=0, pad_left=0, groups=1, act=act) for r in {nr, k.bands[-1][1] -
                                                                       k.bands[-1][0]}}
         self.packed, self.packed_ptr = pack_weights(k, self.descs[nr], self.mode, weights)
+        self.packed_floats = nk.conv2d_packed_floats(self.descs[nr])
 
     def run(self, xs, ys, sc):
         k = self.kernel

@@ -10,9 +10,14 @@ constant; a path's layout is the only folded copy.
 """
 from dataclasses import replace
 
+import numpy as np
+
 from .weight_scales import fold_scales
 
 __all__ = ["ConvWeights"]
+
+#: attributes that place the window, not the weights (a lender may differ in them)
+_GEOMETRY = ("pads", "auto_pad")
 
 
 class ConvWeights:
@@ -24,12 +29,28 @@ class ConvWeights:
         OHWI / 1HWC (``weight_layout``) -- a converted ONNX Conv's constant
         is still OIHW (``notes.weights_oihw``, the NHWC pass: pyarena/runtime/nhwc.py) and is
         re-laid out here, not in the graph."""
-        w = self.const(1, "weight").astype(self.dtype, copy=False)
+        w = self._stand_in() if self.sizing else None
+        if w is None:
+            w = self.const(1, "weight").astype(self.dtype, copy=False)
         if not (self.nhwc and self.op.notes.weights_oihw) or w.ndim != 4:
             return w
         if self.attrs.get("weight_layout") == "1HWC":     # (C, 1, kh, kw) -> 1HWC
             return w.reshape(w.shape[0], w.shape[2], w.shape[3]).transpose(1, 2, 0)[None]
         return w.transpose(0, 2, 3, 1)                    # OIHW -> OHWI
+
+    def _stand_in(self):
+        """For a kernel built only for its scratch size: zeros of the
+        weight's shape and this op's dtype that take no memory, where
+        reading the weight would convert it (a TFLite float16 weight
+        declared float32, still a view of the file): the conversion would
+        read every page of it from the file and copy it, and a budget
+        search sizes each convolution many times.  None otherwise (the
+        weight as it is costs nothing)."""
+        t = self.ins[1] if len(self.ins) > 1 else None
+        d = None if t is None else t.data
+        if d is None or (getattr(d, "dtype", None) == np.dtype(t.dtype) == self.dtype):
+            return None
+        return np.broadcast_to(np.zeros((), self.dtype), np.shape(d))
 
     def _fold(self, w, axis=0):
         """The weights ``w`` (output channels on ``axis``) with the scales
@@ -56,7 +77,8 @@ class ConvWeights:
         the few-input-channel kernel), so they are packed again."""
         p = self.prior
         if p is None or type(p) is not type(self) or getattr(p, "mode", None) != mode or \
-                mode == "native" or (mode == "native-gemm" and not self.nhwc) or self.sizing:
+                mode == "native" or (mode == "native-gemm" and not self.nhwc) or \
+                self.sizing != p.sizing:
             return None
         if (p.dtype, p.use_native, p.nhwc, p.c_in, p.cout, p.G, p.kh, p.kw) != \
                 (self.dtype, self.use_native, self.nhwc, self.c_in, self.cout, self.G,
@@ -66,12 +88,14 @@ class ConvWeights:
             a, b = (p.ins[i] if p.has(i) else None), (self.ins[i] if self.has(i) else None)
             if (a is None) != (b is None) or a is not None and a.data is not b.data:
                 return None
-        try:    # (the scratch budget the slack planner sets changes no weights)
+        try:    # (the scratch budget the slack planner sets changes no weights, nor
+            # do the pads -- a patched stage's first and last bands pad
+            # their own rows -- in these layouts, which are of the weights alone)
             same = len(p.attrs) == len(self.attrs) and \
                 all(k in p.attrs and (p.attrs[k] is v or p.attrs[k] == v)
-                    for k, v in self.attrs.items()) and \
-                replace(p.op.notes, scratch_budget=None) == \
-                replace(self.op.notes, scratch_budget=None)
+                    for k, v in self.attrs.items() if k not in _GEOMETRY) and \
+                replace(p.op.notes, scratch_budget=None, state_bytes=None) == \
+                replace(self.op.notes, scratch_budget=None, state_bytes=None)
         except (TypeError, ValueError):     # array-valued attributes: not compared
             same = False
         return p.impl if same else None

@@ -37,8 +37,8 @@ def _packed_product(k, b, bias, rows, n_in, n_out):
                        w_out=rows, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_top=0,
                        pad_left=0, groups=1, act=nk.act_params("NONE"))
     p = k.prior
-    if k.sizing:
-        nk.conv2d_packed_floats(k.desc)
+    if k.sizing:        # nothing packed; what packing would keep counted
+        k.keep.count(nk.conv2d_packed_floats(k.desc) * 4)
         k.packed = k.packed_ptr = None
     elif p is not None and type(p) is type(k) and getattr(p, "packed", None) is not None \
             and len(p.packed_of) == len(k.packed_of) and \

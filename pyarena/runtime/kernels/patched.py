@@ -22,6 +22,19 @@ from .patched_buffers import BandBuffers
 from .registry import Kernel, make_kernel, register
 
 
+class _Sized:
+    """What sizing a patched stage keeps of a band kernel: its workspace
+    and the inputs it reads at run time.  A budget search sizes many
+    stages at many band counts (hundreds of band kernels each): holding
+    them all until the stage is sized made the search's peak -- and the
+    heap it leaves behind -- megabytes larger than the plan it returns."""
+
+    __slots__ = ("scratch_bytes", "runtime", "kept")
+
+    def __init__(self, scratch_bytes, runtime, kept):
+        self.scratch_bytes, self.runtime, self.kept = scratch_bytes, runtime, kept
+
+
 @register
 class PatchedStage(Kernel):
     """The stage's ops run band by band, writing the stage output in place."""
@@ -34,13 +47,25 @@ class PatchedStage(Kernel):
                              self.malformed)
         self.bands = self.plan.bands
         self.subs = {}          # (op index, band geometry) -> its kernel
+        self._lenders = {}      # op index -> its last kernel built (setup only)
         self.buffers = BandBuffers(self.plan, self._kernel)
+        if self.sizing:
+            for k in self._lenders.values():
+                k.discard()
+        self._lenders = {}
         total = self.buffers.total
         self.scratch = [((total,), np.uint8)] if total else []
         self._runtime_inputs()
         self._n_whole = len(self.plan.whole)     # the inputs whose addresses key the views
         self._key = None
         self._what = f"patched stage {self.op.name!r}"
+
+    @property
+    def state_bytes(self):
+        """What every band kernel kept (each band geometry of an op lays
+        its weights out again) less the stage's constants, once."""
+        kept = sum(k.kept if type(k) is _Sized else k.keep.kept for k in self.subs.values())
+        return max(0, kept + self.keep.kept - self._const_bytes())
 
     def _kernel(self, i, op, req, pads, out_rows):
         """The kernel of op ``i`` for one band geometry (built once)."""
@@ -64,7 +89,15 @@ class PatchedStage(Kernel):
         out = op.outputs[0]
         outs = [Tensor(out, _rows(plan.shapes[out][0], plan.h, out_rows),
                        plan.shapes[out][1].name)]
-        k = make_kernel(sub, ins, outs, self.keep, self.scratch_budget, self.use_native)
+        # the op's kernel of another band geometry lends what does not
+        # depend on the rows (packed weights, a PReLU's slopes): one copy
+        k = make_kernel(sub, ins, outs, self.keep, self.scratch_budget, self.use_native,
+                        prior=self._lenders.get(i))
+        old, self._lenders[i] = self._lenders.get(i), k
+        if self.sizing:     # only its workspace is asked: the kernel is not kept
+            if old is not None:
+                old.discard()
+            k = _Sized(k.scratch_bytes, k.runtime, k.keep.kept)
         self.subs[key] = k
         return k
 
@@ -127,19 +160,24 @@ class PatchedStage(Kernel):
                 moves = []
         return calls
 
-    def _program(self, calls):
+    def _program(self, calls, hold=None):
         """The calls as runs of C kernel calls, each run one ``CallList``
         (``pa_calls_run``: no interpreter round trip per band and op), and
         the calls between them that are not one C call each, as they are."""
         if not self.batch_native:
             return calls
 
+        owners = []
+
         def records(call):
             pre, k, ins, outs, _, post = call
+            # an array of its own (a band of padding alone): held too
+            owners.extend(a for a in ins if isinstance(a, np.ndarray) and a.base is None)
             recs = [copy_call(d, s) for d, s in pre] + [k.native_call(ins, outs)] + (
                 [] if post is None else [copy_call(*post)])
             return None if None in recs else [(k.op.name, r) for r in recs]
-        return batch_runs(calls, records, lambda recs, names: CallList(recs, names), min_run=1)
+        return batch_runs(calls, records, lambda recs, names: CallList(
+            recs, names, None if hold is None else (hold, owners)), min_run=1)
 
     #: False: every band's op is called from Python (for comparisons)
     batch_native = True
@@ -149,7 +187,9 @@ class PatchedStage(Kernel):
         key = tuple(xs[k].__array_interface__["data"][0] for k in range(self._n_whole)) + (
             ys[0].__array_interface__["data"][0], buf.__array_interface__["data"][0])
         if key != self._key:
-            self._all = self._program(self._calls(xs, ys[0], buf))
+            # the records point into the inputs, the output and the workspace
+            # (held below) and the band kernels' weights (held in subs)
+            self._all = self._program(self._calls(xs, ys[0], buf), (tuple(xs), ys[0], buf))
             self._key = key
         copyto, workers = np.copyto, self.workers
         for call in self._all:

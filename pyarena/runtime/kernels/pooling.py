@@ -58,6 +58,10 @@ class WindowPool(Spatial):
         self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
                        self.dh == self.dw == 1 and self.kh * self.kw >= 4)
         self.div = None
+        if not self.is_max and self.sizing and self._divisors_vary():
+            # not laid out (as large as the output), but counted: the kernel's
+            # state holds them (a patched stage's bands each have theirs)
+            self.keep.count(self.Ho * self.Wo * self.dtype.itemsize)
         if not self.is_max and not self.sizing:   # (divisors: as large as the output)
             cip = int(self.attrs.get("count_include_pad", 0))
             # count of the window elements that lie in the image (or in
@@ -78,6 +82,15 @@ class WindowPool(Spatial):
             else:
                 d = (1.0 / cnt).astype(self.dtype)
                 self.div = self.keep(d[..., None] if self.nhwc else d)
+
+    def _divisors_vary(self):
+        """Some window of this average pool holds fewer counted elements
+        than kh x kw (padding not counted, or a window past the padded
+        image): it keeps one divisor per output position."""
+        if int(self.attrs.get("count_include_pad", 0)):
+            return self.Hp > self.H + self.pt + self.pb or self.Wp > self.W + self.pl + self.pr
+        return bool(self.pt or self.pb or self.pl or self.pr) or \
+            self.Hp > self.H or self.Wp > self.W
 
     def _setup_native(self):
         """float32 without dilation: the C core's pooling, no scratch."""

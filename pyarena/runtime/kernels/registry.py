@@ -215,6 +215,31 @@ def _carve(scratch, specs):
     return out
 
 
+class _Counted:
+    """A kernel's ``keep``: the keeper's (or :func:`sizing_only`), counting
+    the bytes of the layouts the kernel's setup keeps (``kept``) -- the
+    same count whether the arrays are stored or the kernel is only sized,
+    so the budget search and the bound executor agree on it."""
+
+    __slots__ = ("raw", "kept")
+
+    def __init__(self, raw):
+        self.raw, self.kept = raw, 0
+
+    def __call__(self, arr):
+        self.kept += int(np.asarray(arr).nbytes)
+        return self.raw(arr)
+
+    def count(self, nbytes):
+        """``nbytes`` the kernel would keep, counted where sizing skips
+        laying them out (a convolution's packing)."""
+        self.kept += int(nbytes)
+
+
+def _raw_keep(keep):
+    return keep.raw if isinstance(keep, _Counted) else keep
+
+
 class Kernel(facts.Operator):
     """Base class: ``self.op``, ``self.ins`` / ``self.outs`` (graph Tensors,
     None for an omitted optional input), ``self.attrs``,
@@ -247,7 +272,9 @@ class Kernel(facts.Operator):
         self.ins = ins
         self.outs = outs
         self.attrs = op.attrs
-        self.keep = keep or (lambda a: a)   # puts derived constants in the weights arena
+        keep = _raw_keep(keep)      # a kernel built inside another counts its own
+        # puts derived constants in the weights arena, counting their bytes
+        self.keep = _Counted(keep or (lambda a: a))
         #: built only for its scratch size (scratch_bytes_for): setup may
         #: skip laying out weights when that does not change the size
         self.sizing = keep is sizing_only
@@ -339,7 +366,7 @@ class Kernel(facts.Operator):
         for a keeper with a memo (an InferenceSession's): there ``keep``
         looks for the same bytes kept by an earlier signature, and a block
         already taken from the arena could not be given back."""
-        keeper = getattr(self.keep, "__self__", None)
+        keeper = getattr(self.keep.raw, "__self__", None)
         arena = getattr(keeper, "weights", None)
         if arena is None or getattr(keeper, "memo", None) is not None or self.sizing:
             return np.empty(n, dtype)
@@ -352,8 +379,32 @@ class Kernel(facts.Operator):
     def scratch_bytes(self):
         return _parts_size(self.scratch) if self.scratch else 0
 
+    @property
+    def state_bytes(self):
+        """Bytes this kernel lays out beyond the constants it reads: what
+        its setup kept (packed weights, tables, copies) less the bytes of
+        its constant inputs, which those layouts stand for (the file's
+        pages are given back once the kernels are built); never below 0.
+        The same whether built to run or only sized."""
+        return max(0, self.keep.kept - self._const_bytes())
+
+    def _const_bytes(self):
+        seen, n = set(), 0
+        for t in self.ins:
+            if t is not None and t.role == "constant" and t.name not in seen:
+                seen.add(t.name)
+                n += math.prod(int(d) for d in t.shape) * np.dtype(t.dtype).itemsize
+        return n
+
     def setup(self):
         pass
+
+    def discard(self):
+        """Drop what this kernel holds, now: one built only for its sizes
+        is done with.  Its native parts refer back to it (a cycle), so it
+        would otherwise wait for the cycle collector -- and a budget
+        search sizes thousands, whose heap then outlives the search."""
+        self.__dict__.clear()
 
     def bind(self, xs, ys):
         """The executor hands over the planned views it will pass every run
@@ -467,8 +518,12 @@ def graph_kernel(graph, op, keep=None):
 
 def scratch_bytes_for(graph, op):
     """Workspace bytes ``op`` needs while it runs (0 if none); raises
-    UnsupportedOpError for an op the executor cannot run."""
-    return graph_kernel(graph, op, keep=sizing_only).scratch_bytes
+    UnsupportedOpError for an op the executor cannot run.  Sets
+    ``op.notes.state_bytes`` (:attr:`Kernel.state_bytes`) on the way."""
+    k = graph_kernel(graph, op, keep=sizing_only)
+    op.notes.state_bytes, n = k.state_bytes, k.scratch_bytes
+    k.discard()
+    return n
 
 
 def sizing_only(arr):
