@@ -77,3 +77,19 @@ def _collect(model):
         shapes[init.name] = list(init.dims)
         types[init.name] = init.data_type
     return shapes, types
+
+
+def type_string(onnx, type_proto):
+    """onnxruntime's name of a value's type: ``tensor(float)``, ``seq(...)``."""
+    which = type_proto.WhichOneof("value")
+    if which == "tensor_type":
+        name = onnx.TensorProto.DataType.Name(type_proto.tensor_type.elem_type)
+        return f"tensor({name.lower()})"
+    if which == "sequence_type":
+        return f"seq({type_string(onnx, type_proto.sequence_type.elem_type)})"
+    if which == "optional_type":
+        return f"optional({type_string(onnx, type_proto.optional_type.elem_type)})"
+    if which == "map_type":
+        key = onnx.TensorProto.DataType.Name(type_proto.map_type.key_type).lower()
+        return f"map({key},{type_string(onnx, type_proto.map_type.value_type)})"
+    return "unknown"

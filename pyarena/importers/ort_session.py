@@ -33,6 +33,7 @@ from . import sniff_format
 from .ort_capi import (CPU_PROVIDER, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf,
                        NoSuchFile, NotImplemented, RuntimeException,
                        SessionOptions, _OrtError, normalize_providers)
+from .onnx_types import type_string
 from .ort_values import IOBinding, OrtValue, onnx_type_of
 from .session import InferenceSession as _PyArenaSession
 
@@ -91,22 +92,6 @@ _DTYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64,
            "tensor(bool)": np.bool_}
 
 
-def _type_string(onnx, type_proto):
-    """onnxruntime's name of a value's type: ``tensor(float)``, ``seq(...)``."""
-    which = type_proto.WhichOneof("value")
-    if which == "tensor_type":
-        name = onnx.TensorProto.DataType.Name(type_proto.tensor_type.elem_type)
-        return f"tensor({name.lower()})"
-    if which == "sequence_type":
-        return f"seq({_type_string(onnx, type_proto.sequence_type.elem_type)})"
-    if which == "optional_type":
-        return f"optional({_type_string(onnx, type_proto.optional_type.elem_type)})"
-    if which == "map_type":
-        key = onnx.TensorProto.DataType.Name(type_proto.map_type.key_type).lower()
-        return f"map({key},{_type_string(onnx, type_proto.map_type.value_type)})"
-    return "unknown"
-
-
 def describe_onnx(path):
     """``(inputs, outputs, overridable initializers, metadata)`` of an
     ONNX file as onnxruntime reports them (outputs: :func:`_infer_outputs`)."""
@@ -118,7 +103,7 @@ def describe_onnx(path):
     inits = {i.name for i in g.initializer}
 
     def arg(vi):
-        return NodeArg(vi.name, _dims(vi), _type_string(onnx, vi.type))
+        return NodeArg(vi.name, _dims(vi), type_string(onnx, vi.type))
     inputs = [arg(vi) for vi in g.input if vi.name not in inits]
     overridable = [arg(vi) for vi in g.input if vi.name in inits]
     outputs = [arg(vi) for vi in g.output]
@@ -177,7 +162,7 @@ def _infer_outputs(onnx, model, outputs):
             elif len(dims) == len(a.shape):
                 a.shape = [i if isinstance(i, int) else d for d, i in zip(a.shape, dims)]
         if a.type == "unknown":
-            a.type = _type_string(onnx, vi.type)
+            a.type = type_string(onnx, vi.type)
 
 
 def _translated(exc):

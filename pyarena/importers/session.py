@@ -59,6 +59,7 @@ from . import load_model, require_extra, sniff_format
 from . import onnx_seqmap
 from .import_cache import ImportCache
 from .model_bytes import model_path
+from .onnx_types import type_string
 from .ort_capi import session_settings
 from .retarget import Template, retarget, retargetable
 from .session_keys import SignatureKeys, value_of
@@ -83,19 +84,6 @@ _TYPES = {"float32": "float", "float16": "float16", "float64": "double", "int8":
 def _arg(name, shape, dtype):
     dt = np.dtype(dtype).name
     return NodeArg(name, tuple(shape), f"tensor({_TYPES.get(dt, dt)})")
-
-
-def _held_type(onnx, tp):
-    """onnxruntime's name of a sequence or optional type: ``seq(tensor(float))``."""
-    which = tp.WhichOneof("value")
-    if which == "sequence_type":
-        return f"seq({_held_type(onnx, tp.sequence_type.elem_type)})"
-    if which == "optional_type":
-        return f"optional({_held_type(onnx, tp.optional_type.elem_type)})"
-    if which == "tensor_type":
-        name = onnx.TensorProto.DataType.Name(tp.tensor_type.elem_type).lower()
-        return f"tensor({name})"
-    return "unknown"
 
 
 def _is_held(arg):
@@ -194,7 +182,7 @@ class InferenceSession:
             out = []
             for vi in vis:
                 if vi.type.WhichOneof("value") != "tensor_type":    # a sequence, an optional
-                    out.append(NodeArg(vi.name, None, _held_type(self.onnx, vi.type)))
+                    out.append(NodeArg(vi.name, None, type_string(self.onnx, vi.type)))
                     continue
                 tt = vi.type.tensor_type
                 dt = _np_dtype(self.onnx, tt.elem_type, f"tensor {vi.name!r}")
