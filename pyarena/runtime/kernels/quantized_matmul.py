@@ -37,14 +37,7 @@ class _QMatMul(QuantKernel):
             self.fail(f"A {list(a_shape)} and B {list(b.shape)} do not chain")
         self.K, self.N = b.shape
         self.M = math.prod(a_shape[:-1]) if len(a_shape) > 1 else 1
-        self.ct = np.dtype(np.float64 if self.integer else np.float32)
-        self.azp_input = iaz if self.runtime_param(iaz) else None
-        azp = np.zeros(1) if self.azp_input is not None else self.qparam(iaz, "a_zero_point")
-        if azp.size != 1:
-            self.fail("a per-row zero point of A is not supported")
-        self.azp = float(azp.reshape(()))
-        if self.azp_input is not None:
-            self.runtime = (ia, iaz)
+        self.setup_a(ia, iaz)
         bzp = np.broadcast_to(self.qparam(ibz, "b_zero_point").reshape(-1), (self.N,))
         self.native = try_native_matmul(self, b, bzp, None if self.azp_input is not None
                                         else self.azp, self.M)
@@ -59,6 +52,18 @@ class _QMatMul(QuantKernel):
         self.scratch = [((self.M, self.K), self.ct), ((self.K * self.nc,), self.ct),
                         ((self.M * self.nc,), self.ct)]
         self.finish_setup()
+
+    def setup_a(self, ia, iaz):
+        """The accumulator type and A's zero point: one value, a constant
+        or fed at run time (then A and it are read each run)."""
+        self.ct = np.dtype(np.float64 if self.integer else np.float32)
+        self.azp_input = iaz if self.runtime_param(iaz) else None
+        azp = np.zeros(1) if self.azp_input is not None else self.qparam(iaz, "a_zero_point")
+        if azp.size != 1:
+            self.fail("a per-row zero point of A is not supported")
+        self.azp = float(azp.reshape(()))
+        if self.azp_input is not None:
+            self.runtime = (ia, iaz)
 
     #: whether a B of more than two axes runs (batched); QGemm's B is a matrix
     batched_b = True
@@ -75,14 +80,7 @@ class _QMatMul(QuantKernel):
         self.batched = True
         self.native = None
         self.K, self.N = b.shape[-2:]
-        self.ct = np.dtype(np.float64 if self.integer else np.float32)
-        self.azp_input = iaz if self.runtime_param(iaz) else None
-        azp = np.zeros(1) if self.azp_input is not None else self.qparam(iaz, "a_zero_point")
-        if azp.size != 1:
-            self.fail("a per-row zero point of A is not supported")
-        self.azp = float(azp.reshape(()))
-        if self.azp_input is not None:
-            self.runtime = (ia, iaz)
+        self.setup_a(ia, iaz)
         bzp = self.b_param(self.qparam(ibz, "b_zero_point"), b.shape, "b_zero_point")
         self.b = self.keep(np.subtract(b, bzp.astype(self.ct), dtype=self.ct))
         self.scratch = [(a_shape, self.ct), (ys, self.ct)]
