@@ -8,11 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyarena
+from helpers.pool_world import World, addr
 from pyarena import Policy, Pool
-
-
-def addr(a):
-    return a.__array_interface__["data"][0]
 
 
 def step_of(pool, sizes, keep=()):
@@ -221,34 +218,6 @@ def programs(draw):
                   st.integers(0, 7)),
         min_size=4, max_size=24))
     return shapes, steps
-
-
-class World:
-    def __init__(self, pool):
-        self.pool = pool
-        self.live = {}     # id -> (array, tag)
-        self.tag = 0
-
-    def alloc(self, n):
-        a = self.pool.empty(n, np.uint8)
-        assert addr(a) % self.pool.alignment == 0
-        self.tag = (self.tag + 37) & 0xFF
-        a.fill(self.tag)
-        self.live[id(a)] = (a, self.tag)
-        return id(a)
-
-    def free(self, key):
-        a, tag = self.live.pop(key)
-        assert (a == tag).all(), "data changed before the free"
-        self.pool.free(a)
-
-    def invariants(self):
-        spans = sorted((addr(a), max(a.nbytes, 1)) for a, _ in self.live.values())
-        for (a0, n0), (a1, _) in zip(spans, spans[1:]):
-            assert a0 + n0 <= a1, "two live blocks overlap"
-        for a, tag in self.live.values():
-            assert (a == tag).all(), "a live block's data changed"
-        assert self.pool.check() == 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
