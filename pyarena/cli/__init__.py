@@ -3,7 +3,8 @@
 Each command lives in its own module with ``add_parser(subparsers)`` and
 ``run(args) -> int``: ``demo`` (MobileNetV2 three ways), ``plan`` (a
 static plan for a graph, model or CSV of intervals), ``run`` (plan, bind
-and execute a model), ``trace`` (record a program's NumPy allocations)
+and execute a model), ``compile`` (a model to a file that loads by
+mmap), ``trace`` (record a program's NumPy allocations)
 and ``alloc-bench`` (replay traces against each allocator).  This file only wires them up and turns
 pyarena errors into a one-line message and a non-zero exit; the
 command-line wording (``--input``) is added here, never in the library.
@@ -17,12 +18,12 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser():
-    from . import alloc_bench, demo, plan, run, trace
+    from . import alloc_bench, compile, demo, plan, run, trace
     parser = argparse.ArgumentParser(
         prog="pyarena", description="Tensor memory management for edge inference.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for cmd in (demo, plan, run, trace, alloc_bench):
+    for cmd in (demo, plan, run, compile, trace, alloc_bench):
         cmd.add_parser(sub)
     return parser
 

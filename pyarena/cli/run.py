@@ -1,6 +1,7 @@
 """``pyarena run MODEL``: plan a model, bind it into one arena and run it.
 
-MODEL is an .onnx or .tflite file (or a JSON graph).  ``--threads N`` runs
+MODEL is an .onnx or .tflite file, a compiled model (``pyarena compile``) or
+a JSON graph.  ``--threads N`` runs
 the native kernels on N threads, ``--blas-threads M`` BLAS on M (both 1 by
 default); ``--profile`` prints the time per op type and kernel path and the
 slowest ops.  Inputs are random
@@ -115,7 +116,8 @@ def run(args):
     fp.mark("load", g.weights.stats().used if g.weights is not None else 0)
     _check_feeds(g, given)
     try:    # scratch within the slack unless --wide-scratch (a budget sizes its own)
-        p = plan_to_run(g, options, slack=not args.wide_scratch)
+        p = g.stored_plan if g.stored_plan is not None else \
+            plan_to_run(g, options, slack=not args.wide_scratch)
     except PlanInfeasibleError as exc:
         print(f"pyarena run: infeasible: {exc}", file=sys.stderr)
         return 3
@@ -145,7 +147,7 @@ def run(args):
           f"{human_bytes(wi['mapped'])} more read from the file at setup only); "
           f"file constants: {format_by_dtype(bytes_by_dtype(g, True)) or 'none'}")
     print(f"tensors    {format_by_dtype(bytes_by_dtype(g, False))} (planned, before reuse)")
-    print(fp.format(ex.weights_bytes, p.arena_bytes, sum(v.nbytes for v in feeds.values())))
+    print(_memory(fp, args.model, g, ex, p, feeds, wi))
     for name, v in out.items():
         print(f"output     {name} {list(v.shape)} {v.dtype}  "
               f"[min {v.min() if v.size else 0:.4g}, max {v.max() if v.size else 0:.4g}]")
@@ -159,6 +161,17 @@ def run(args):
         np.savez(args.save, **out)
         print(f"saved      {', '.join(out)} -> {args.save}")
     return 0
+
+
+def _memory(fp, path, g, ex, p, feeds, wi):
+    """The memory report: the peak split into its parts; a compiled model's
+    constants, read where they lie in its file, as mapped weights."""
+    mapped = None
+    if g.stored_plan is not None:
+        from ..runtime.footprint import file_resident
+        mapped = (file_resident(path) or 0, wi["mapped"])
+    return fp.format(ex.weights_bytes, p.arena_bytes, sum(v.nbytes for v in feeds.values()),
+                     mapped)
 
 
 def _notes(p, g, ex):
@@ -179,6 +192,29 @@ def _check_counts(args):
         raise InvalidArgumentError(f"--threads must be >= 1, not {args.threads}")
     if args.blas_threads < 0:
         raise InvalidArgumentError(f"--blas-threads must be >= 0, not {args.blas_threads}")
+    _check_compiled(args)
+
+
+def _check_compiled(args):
+    """A compiled model runs its own plans: the flags that would plan it
+    otherwise are refused (compile it again with them)."""
+    from ..importers import sniff_format
+    try:
+        if sniff_format(args.model) != "compiled":
+            return
+    except GraphError:      # (a missing file: load_model says so)
+        return
+    given = [flag for flag, on in (("--memory-budget", args.memory_budget is not None),
+                                   ("--no-inplace", args.no_inplace),
+                                   ("--no-inplace-concat", args.no_inplace_concat),
+                                   ("--wide-scratch", args.wide_scratch),
+                                   ("--no-native", args.no_native),
+                                   ("--value", bool(args.value)),
+                                   ("--layout", args.layout != "auto")) if on]
+    if given:
+        raise InvalidArgumentError(f"{args.model} is compiled: its plans and layout are made; "
+                                   f"{', '.join(given)} would change them (give them to "
+                                   f"pyarena compile)")
 
 
 def plan_options(args):

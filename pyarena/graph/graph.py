@@ -106,6 +106,9 @@ class Graph(WeightsArena, Validation, JsonIO):
         #: of): a session keys its signatures by their values and imports
         #: the model with them fixed (set by the ONNX importer)
         self.deciding_inputs = frozenset()
+        #: the plan that came with the graph (a compiled model's,
+        #: importers/compiled.py), else None: a plan is made for it
+        self.stored_plan = None
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,

@@ -32,6 +32,7 @@ __all__ = ["load_model", "ModelImportError", "UnsupportedOpError", "sniff_format
            "require_extra", "ImportCache"]
 
 _EXTENSIONS = (".onnx", ".tflite", ".json")
+_COMPILED_EXTENSION = ".pa"
 
 
 def require_extra(module, extra, what):
@@ -46,16 +47,22 @@ def require_extra(module, extra, what):
 
 
 def sniff_format(path):
-    """'onnx', 'tflite' or 'json' from the extension or the file's magic;
-    a file with neither is taken for ONNX (protobuf has no magic)."""
+    """'onnx', 'tflite', 'json' or 'compiled' (a compiled pyarena model,
+    :mod:`.compiled`) from the extension or the file's magic; a file with
+    neither is taken for ONNX (protobuf has no magic)."""
     ext = os.path.splitext(str(path))[1].lower()
     if ext in _EXTENSIONS:
         return ext[1:]
+    if ext == _COMPILED_EXTENSION:
+        return "compiled"
     try:
         with open(path, "rb") as f:
-            head = f.read(8)
+            head = f.read(16)
     except OSError as exc:
         raise ModelImportError(f"{path}: {exc.strerror or exc}") from None
+    from .compiled_format import is_compiled
+    if is_compiled(head):
+        return "compiled"
     if len(head) >= 8 and head[4:8] == b"TFL3":
         return "tflite"
     if head[:1] in (b"{", b"["):
@@ -130,6 +137,8 @@ def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout=
         raise ModelImportError(f"{path}: values= fixes inputs of ONNX models only")
     if fmt == "json":      # a JSON graph carries its own scratch sizes
         return _load_json(path, inputs)
+    if fmt == "compiled":   # the graph as it runs, with its plan (g.stored_plan)
+        return _load_compiled(path, inputs)
     if fmt == "onnx":
         from .onnx import load_onnx
         try:
@@ -153,6 +162,20 @@ def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout=
     g = set_scratch(g, scratch_budget, native)
     release_files(t.data for t in g.tensors.values() if t.role == "constant")
     trim_heap()         # what the parser and shape inference freed goes back
+    return g
+
+
+def _load_compiled(path, inputs):
+    """The graph of the compiled signature for ``inputs`` (the first one
+    without), its stored plan as ``g.stored_plan``."""
+    from .compiled import CompiledModel
+    m = CompiledModel(path)
+    i = m.index(inputs or {})
+    if i is None:
+        raise ModelImportError(f"{path}: compiled for the input shapes {m.signatures}, not "
+                               f"{dict(inputs)}: compile it for them (pyarena compile --input)")
+    g, p = m.load(i)
+    g.stored_plan = p
     return g
 
 

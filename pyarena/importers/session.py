@@ -122,15 +122,19 @@ class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None,
                  provider_options=None, *, max_plans=8, native=None, memory_budget=None,
                  layout=None, threads=None, blas_threads=1):
+        path, self._model_file = model_path(path_or_bytes)
+        fmt = sniff_format(path)
+        # a compiled model: its graphs and plans as compiled (compiled.py)
+        self._compiled = _open_compiled(path, memory_budget) if fmt == "compiled" else None
+        if self._compiled is not None and threads is None and sess_options is None:
+            threads = self._compiled.threads
         native, layout, self.threads = session_settings(
             sess_options, providers, provider_options, native, layout, threads)
         if int(max_plans) < 1:
             raise InvalidArgumentError(f"max_plans must be >= 1, not {max_plans!r}")
-        path, self._model_file = model_path(path_or_bytes)
         if blas_threads:
             set_blas_threads(blas_threads)
-        self.onnx = require_extra("onnx", "onnx", ".onnx files") \
-            if sniff_format(path) == "onnx" else None
+        self.onnx = require_extra("onnx", "onnx", ".onnx files") if fmt == "onnx" else None
         self.path, self.max_plans, self.native = path, int(max_plans), native
         self.layout = layout
         self.memory_budget = memory_budget
@@ -169,7 +173,11 @@ class InferenceSession:
     # -- the model's interface -------------------------------------------------
     def _describe(self):
         """(inputs, outputs) as NodeArgs: ONNX from the model's own
-        declarations (symbolic dims kept), TFLite / JSON from an import."""
+        declarations (symbolic dims kept), a compiled model as compiled,
+        TFLite / JSON from an import."""
+        if self._compiled is not None:
+            return ([NodeArg(*a) for a in self._compiled.inputs],
+                    [NodeArg(*a) for a in self._compiled.outputs])
         if sniff_format(self.path) != "onnx":
             g = load_model(self.path, native=self.native)
             return ([_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.inputs],
@@ -325,6 +333,8 @@ class InferenceSession:
         return ex
 
     def _prepare(self, shapes, values):
+        if self._compiled is not None:
+            return self._prepare_compiled(shapes)
         g, kernels = self._retargeted(shapes) if not values else (None, None)
         # a retargeted graph shares the last import's constants but for the
         # values computed from the shapes (which that import was adopted with)
@@ -343,6 +353,23 @@ class InferenceSession:
         p = plan_to_run(g, self._plan_options.replace(retargeted=fresh is not None))
         self._lower = max(self._lower, p.lower_bound_bytes)
         return _Plan(g, p, kernels)
+
+    def _prepare_compiled(self, shapes):
+        """A compiled signature's graph and plan, as stored (not planned
+        again); InvalidArgumentError for shapes it was not compiled for."""
+        m = self._compiled
+        i = m.index(shapes)
+        if i is None:
+            raise InvalidArgumentError(
+                f"{self.path} is compiled for the input shapes {m.signatures}, not "
+                f"{shapes}: compile it for these too (pyarena compile --input ...)")
+        g, p = m.load(i)
+        if self._first is None:
+            self._first = _Shared(g)
+        else:
+            self._first.adopt(g)
+        self._lower = max(self._lower, p.lower_bound_bytes)
+        return _Plan(g, p, None)
 
     def _retargeted(self, shapes):
         """(graph, kernels): the last imported signature's graph retargeted
@@ -387,6 +414,18 @@ class InferenceSession:
 
 
 onnx_seqmap.SESSION[:] = [InferenceSession]     # runs SequenceMap bodies
+
+
+def _open_compiled(path, memory_budget):
+    """The :class:`CompiledModel` at ``path``; a ``memory_budget`` other
+    than the one it was compiled with is refused (its plans are made)."""
+    from .compiled import CompiledModel
+    m = CompiledModel(path)
+    if memory_budget is not None and memory_budget != m.memory_budget:
+        raise InvalidArgumentError(
+            f"{path} was compiled with memory_budget={m.memory_budget}: its plans are "
+            f"made; compile it again for memory_budget={memory_budget}")
+    return m
 
 
 @contextmanager

@@ -26,15 +26,21 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 __all__ = ["MappedFile", "map_file", "release_pages", "release_files", "is_mapped",
-           "mapped_buffer"]
+           "mapped_buffer", "read_in_place"]
 
 _PAGE = mmap.PAGESIZE
 
 
-class MappedFile:
-    """One read-only mapping of a whole file (see :func:`map_file`)."""
+class _InPlaceMap(mmap.mmap):
+    """The mapping of a file laid out to be read where it lies (a compiled
+    model: every array aligned, :func:`read_in_place`)."""
 
-    def __init__(self, path):
+
+class MappedFile:
+    """One read-only mapping of a whole file (see :func:`map_file`);
+    ``in_place``: its arrays are laid out to be read where they lie."""
+
+    def __init__(self, path, in_place=False):
         self.path = os.fspath(path)
         # not blocking: opening a FIFO for reading would wait for a writer
         fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -45,7 +51,8 @@ class MappedFile:
                               self.path)
             self.size = st.st_size
             # an empty file cannot be mapped: keep an empty buffer instead
-            self.buffer = (mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self.size else b"")
+            kind = _InPlaceMap if in_place else mmap.mmap
+            self.buffer = (kind(fd, 0, access=mmap.ACCESS_READ) if self.size else b"")
         finally:
             os.close(fd)
         if self.size and hasattr(self.buffer, "madvise"):
@@ -83,9 +90,9 @@ class MappedFile:
         return v
 
 
-def map_file(path):
+def map_file(path, in_place=False):
     """A :class:`MappedFile` of ``path`` (OSError if it cannot be read)."""
-    return MappedFile(path)
+    return MappedFile(path, in_place)
 
 
 def _mapping(arr):
@@ -101,6 +108,14 @@ def _mapping(arr):
 def mapped_buffer(arr):
     """The mmap object under a mapped-file view (None for other arrays)."""
     return _mapping(arr) if isinstance(arr, np.ndarray) else None
+
+
+def read_in_place(arr, alignment=64):
+    """True if ``arr`` is a C-contiguous, ``alignment``-aligned view of a
+    file mapped to be read in place (a compiled model's constant): used
+    where it lies, not copied."""
+    return isinstance(arr, np.ndarray) and isinstance(_mapping(arr), _InPlaceMap) and \
+        arr.flags.c_contiguous and arr.__array_interface__["data"][0] % alignment == 0
 
 
 def is_mapped(arr):

@@ -31,7 +31,7 @@ import numpy as np
 from .._format import human_bytes
 from ..memory.mapped import is_mapped
 
-__all__ = ["resident", "reset_peak", "weights_info", "Footprint"]
+__all__ = ["resident", "reset_peak", "weights_info", "file_resident", "Footprint"]
 
 
 def resident():
@@ -50,6 +50,27 @@ def resident():
     if peak is None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return now, peak
+
+
+def file_resident(path):
+    """Bytes of the file ``path`` that this process's mappings of it hold
+    resident (the sum of their ``Rss`` in ``/proc/self/smaps``: a compiled
+    model's constants, read where they lie); None where there is no
+    ``/proc``."""
+    import os
+    target = os.path.realpath(path)
+    total, inside = 0, False
+    try:
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split(None, 5)
+                if len(head) >= 5 and "-" in head[0] and not head[0].endswith(":"):
+                    inside = len(head) == 6 and head[5].strip() == target
+                elif inside and line.startswith("Rss:"):
+                    total += int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return total
 
 
 def reset_peak():
@@ -94,7 +115,7 @@ class Footprint:
         self.readings[phase] = resident()
         self.placed[phase] = int(weights_placed)
 
-    def split(self, weights, arena, inputs=0):
+    def split(self, weights, arena, inputs=0, mapped=0):
         """{"peak", "base", "inputs", "weights", "arena", "other", "load",
         "bind", "inference", "transient", "transient_phase"}: the peak and
         its parts.  ``inputs``: the bytes of the caller's input arrays, made
@@ -103,7 +124,9 @@ class Footprint:
         the weights, the inputs and the arena; ``transient`` is
         the peak above what stays resident at the end, reached during
         ``transient_phase``; the four add up to ``other`` (a phase that
-        gave memory back counts negative)."""
+        gave memory back counts negative).  ``mapped``: the bytes of a
+        compiled model's file resident at the end (constants read where
+        they lie, touched by the inferences), a part of their own."""
         r = self.readings
         base = r["base"][0] or 0
         peak = r["run"][1]
@@ -113,22 +136,26 @@ class Footprint:
         at_load = self.placed.get("load", 0)
         load = after_load - base - at_load
         bind = after_bind - after_load - (weights - at_load) - inputs
-        inference = after_run - after_bind - arena
+        inference = after_run - after_bind - arena - mapped
         phase = next((p for p in ("base", "load", "bind", "run")
                       if p in r and r[p][1] >= peak), "run")
         return {"peak": peak, "base": base, "inputs": inputs, "weights": weights,
-                "arena": arena, "other": peak - base - inputs - weights - arena,
+                "mapped": mapped,
+                "arena": arena, "other": peak - base - inputs - weights - arena - mapped,
                 "load": load, "bind": bind,
                 "inference": inference, "transient": peak - after_run,
                 "transient_phase": phase}
 
-    def format(self, weights, arena, inputs=0):
-        """The report lines for ``pyarena run``."""
-        s = self.split(weights, arena, inputs)
+    def format(self, weights, arena, inputs=0, mapped=None):
+        """The report lines for ``pyarena run``; ``mapped``: None, or
+        (resident, mapped) bytes of a compiled model's file."""
+        s = self.split(weights, arena, inputs, mapped[0] if mapped else 0)
         m = human_bytes
         ins = f" + inputs {m(s['inputs'])}" if inputs else ""
+        mp = f" + mapped weights {m(mapped[0])} resident (of {m(mapped[1])} mapped)" \
+            if mapped else ""
         return (f"memory     peak RSS {m(s['peak'])} = baseline {m(s['base'])}{ins} + weights "
-                f"{m(s['weights'])} + arena {m(s['arena'])} + other {m(s['other'])}\n"
+                f"{m(s['weights'])}{mp} + arena {m(s['arena'])} + other {m(s['other'])}\n"
                 f"           other: load {m(s['load'])} (parser, shape inference, graph), "
                 f"bind {m(s['bind'])} (kernels), inference "
                 f"{m(s['inference'])} (BLAS buffers, output copies), transient "

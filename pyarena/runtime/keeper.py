@@ -19,7 +19,7 @@ executor's own build: those kernels where they fit, the rest built anew.
 import numpy as np
 
 from ..errors import GraphError, UnsupportedOpError
-from ..memory.mapped import release_pages
+from ..memory.mapped import read_in_place, release_pages
 from .dynamic import PoolOp, pool_frees
 from .kernels import make_kernel
 from .kernels.registry import kernel_budget
@@ -68,8 +68,8 @@ class WeightKeeper:
         weight is held once, not as the graph's array plus the kernel's."""
         src = np.asarray(arr)
         arr = np.ascontiguousarray(src).reshape(src.shape)   # a 0-d value stays 0-d
-        if self.weights.owns(arr):      # already in the weights arena: shared
-            return arr
+        if self.weights.owns(arr) or read_in_place(arr):   # in the weights arena, or a
+            return arr      # compiled model's constant read where it lies: shared
         key = _digest(arr) if self.memo is not None else None
         kept = self.kept_before(arr, key)
         if kept is not None:    # the keeper that stored it shared its graph's constant,

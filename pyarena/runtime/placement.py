@@ -3,14 +3,15 @@
 The constants a kernel reads at run time are copied into the weights
 :class:`~pyarena.Arena` once (:func:`place_constants`); the graph's tensor
 then shares that copy (a read-only view), and a weight still in its model
-file gives its pages back.  What kernel setup alone read of the files
+file gives its pages back.  A compiled model's constants are read where
+they lie in its mapped file (aligned for the kernels): not copied.  What kernel setup alone read of the files
 goes back afterwards (:func:`release_setup_reads`).
 """
 import numpy as np
 
 from ..errors import GraphError
 from ..memory.heap import trim_heap
-from ..memory.mapped import release_files
+from ..memory.mapped import read_in_place, release_files
 from .keeper import share
 
 __all__ = ["place_constant", "place_constants", "release_setup_reads"]
@@ -22,7 +23,8 @@ def place_constant(weights, t):
     if t.data is None:
         raise GraphError(f"constant tensor {t.name!r} has no data")
     src = np.asarray(t.data)
-    if weights.owns(src) and src.dtype == t.dtype and src.flags.c_contiguous:
+    if (weights.owns(src) or read_in_place(src)) and src.dtype == t.dtype and \
+            src.flags.c_contiguous:     # (a compiled model's constant: used where it lies)
         return src.reshape(t.shape)
     arr = weights.asarray(src.astype(t.dtype, copy=False).reshape(t.shape))
     share(t, arr)

@@ -1,0 +1,162 @@
+"""Compiling a model: ``compile_model`` once, then load the file by
+``mmap`` in milliseconds (:mod:`.compiled`), without onnx, tflite or
+onnxruntime.
+
+:func:`compile_model` imports a model for each input-shape signature asked
+for, exactly as an :class:`~pyarena.InferenceSession` does (the parse,
+shape inference, constant folding, fusion, the NHWC layout, the plan --
+under a memory budget if one is given), and writes one file
+(:mod:`.compiled_format`): the graphs as they run (:mod:`.compiled_codec`),
+their plans, and the constants once, aligned, in a blob the loader maps.
+What the kernels lay out of the constants (a convolution's packed filter)
+is not stored: it is laid out again at load, per process.
+
+What is not compiled yet, refused with :class:`CompileError` naming it:
+control flow (Loop / If / Scan bodies), ops whose output shapes depend on
+data, values held outside the arena (strings, sequences), and inputs taken
+by value (a 0-d integer input, an input that decides shapes).
+"""
+import os
+import time
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, ModelImportError
+from ..graph import Graph
+from ..planning import PlanOptions
+from . import compiled_format
+from .compiled import KIND
+from .compiled_codec import CompileError, encode_graph, encode_value
+
+__all__ = ["compile_model", "CompileError", "COMPILED_SUFFIX"]
+
+COMPILED_SUFFIX = ".pa"
+
+
+def _signatures(inputs):
+    """``inputs`` as a list of {name: shape} (None: one, the declared shapes)."""
+    if inputs is None:
+        return [{}]
+    if isinstance(inputs, dict):
+        return [inputs]
+    if isinstance(inputs, (list, tuple)) and all(isinstance(s, dict) for s in inputs) \
+            and inputs:
+        return list(inputs)
+    raise InvalidArgumentError(f"inputs must be a dict of input name -> shape or a list of "
+                               f"them (one per signature), not {inputs!r:.80}")
+
+
+def _concrete(args, given):
+    """Every input's shape for one signature: ``given``, else the declared
+    one when it has no symbolic dimension."""
+    known = {a.name for a in args}
+    for name in given:
+        if name not in known:
+            raise InvalidArgumentError(f"{name!r} is not an input; inputs: {sorted(known)}")
+    shapes, open_ = {}, []
+    for a in args:
+        if a.shape is None:
+            raise CompileError(f"input {a.name!r} is a {a.type}: values held outside the "
+                               f"arena are not compiled yet")
+        if len(a.shape) == 0 and a.type in ("tensor(int32)", "tensor(int64)", "tensor(bool)"):
+            raise CompileError(f"input {a.name!r} is a 0-d {a.type}, taken by value: such "
+                               f"models are not compiled yet")
+        s = given.get(a.name, a.shape)
+        if any(not isinstance(d, (int, np.integer)) for d in s):
+            open_.append(f"{a.name} {list(s)}")
+        shapes[a.name] = tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in s)
+    if open_:
+        raise InvalidArgumentError(f"input shapes with symbolic dimensions: {'; '.join(open_)}: "
+                                   f"give them (inputs={{name: shape}})")
+    return shapes
+
+
+def _arg(a):
+    return [a.name, None if a.shape is None else list(a.shape), a.type]
+
+
+def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
+                  native=True, layout="auto"):
+    """Compile ``model`` (an .onnx / .tflite file, a JSON graph, or a
+    :class:`~pyarena.Graph` with its constants) to ``path``.
+
+    ``inputs``: the input shapes of one signature (name -> shape), or a
+    list of them, one per signature to compile (None: the declared shapes,
+    which must then have no symbolic dimension); ``memory_budget``: bytes
+    each signature's plan must fit (the fastest plan that fits, as
+    ``InferenceSession(memory_budget=)``); ``threads``: the native kernels'
+    threads a session of the file uses unless told otherwise; ``native`` /
+    ``layout``: as for :func:`~pyarena.importers.load_model`.  Returns a
+    dict: ``path``, ``file_bytes``, ``weights_bytes`` (the constants' bytes
+    in the blob), ``document_bytes``, ``signatures`` and ``seconds``."""
+    from .session import InferenceSession
+    t0 = time.perf_counter()
+    if threads is not None and (isinstance(threads, bool) or int(threads) < 1):
+        raise InvalidArgumentError(f"threads must be >= 1, not {threads!r}")
+    blob = compiled_format.Blob()
+    sigs = []
+    if isinstance(model, Graph):
+        from ..runtime.slack import plan_to_run
+        g = model.validate()
+        source, fmt = g.name, "graph"
+        args = [_Arg(n, g.tensors[n].shape, f"tensor({g.tensors[n].dtype})") for n in g.inputs]
+        outs = [_Arg(n, g.tensors[n].shape, f"tensor({g.tensors[n].dtype})") for n in g.outputs]
+        for given in _signatures(inputs):
+            if given:
+                raise InvalidArgumentError("a Graph is compiled for the shapes it has: "
+                                           "inputs= is for model files")
+            p = plan_to_run(g, PlanOptions(memory_budget=memory_budget))
+            sigs.append(_signature(_concrete(args, {}), g, p, blob))
+    else:
+        from . import sniff_format
+        source, fmt = os.path.basename(os.fspath(model)), sniff_format(model)
+        if fmt == "compiled":
+            raise InvalidArgumentError(f"{model}: already a compiled model")
+        sess = InferenceSession(model, native=native, layout=layout,
+                                memory_budget=memory_budget, blas_threads=None)
+        args, outs = sess.get_inputs(), sess.get_outputs()
+        for given in _signatures(inputs):
+            shapes = _concrete(args, given)
+            try:
+                entry = sess._prepare(shapes, {})
+            except ModelImportError as exc:
+                if getattr(exc, "deciding_inputs", ()):
+                    raise CompileError(f"{model}: input(s) {sorted(exc.deciding_inputs)} "
+                                       f"decide tensor shapes by value: such models are not "
+                                       f"compiled yet") from None
+                raise
+            if entry.graph.deciding_inputs:
+                raise CompileError(f"{model}: input(s) {sorted(entry.graph.deciding_inputs)} "
+                                   f"decide tensor shapes by value: such models are not "
+                                   f"compiled yet")
+            sigs.append(_signature(shapes, entry.graph, entry.plan, blob))
+    doc = {"kind": KIND, "pyarena": _version(), "source": source, "source_format": fmt,
+           "inputs": [_arg(a) for a in args], "outputs": [_arg(a) for a in outs],
+           "threads": None if threads is None else int(threads),
+           "memory_budget": None if memory_budget is None else int(memory_budget),
+           "signatures": sigs}
+    size = compiled_format.write(path, doc, blob)
+    return {"path": os.fspath(path), "file_bytes": size, "weights_bytes": blob.nbytes,
+            "document_bytes": size - blob.nbytes, "signatures": len(sigs),
+            "seconds": time.perf_counter() - t0}
+
+
+class _Arg:
+    """An input / output as ``compile_model`` reads it from a Graph."""
+
+    def __init__(self, name, shape, type_):
+        self.name, self.shape, self.type = name, tuple(shape), type_.replace("float32", "float")
+
+
+def _signature(shapes, g, p, blob):
+    if p.graph is not None and p.graph is not g:
+        g = p.graph
+    return {"shapes": {k: list(v) for k, v in shapes.items()},
+            "graph": encode_graph(g, blob), "plan": encode_value(p.to_json(), blob, "the plan")}
+
+
+def _version():
+    from .. import __version__
+    return __version__
+
+
