@@ -39,3 +39,22 @@ def get_tool(name):
             return path
     raise FileNotFoundError(f"{name} is not installed next to the package (rebuild "
                             "pyarena: pip install .)")
+
+
+_DIGEST = []
+
+
+def core_digest():
+    """A CRC-32 of the C core this process runs (the cffi extension's
+    file), read once in 1 MiB pieces: what a compiled model records with
+    the layouts the kernels packed, so that a file packed by another build
+    of the core is packed again rather than read as if it were this one's."""
+    if not _DIGEST:
+        import zlib
+        from . import _cffi
+        crc = 0
+        with open(_cffi.__file__, "rb") as f:
+            for piece in iter(lambda: f.read(1 << 20), b""):
+                crc = zlib.crc32(piece, crc)
+        _DIGEST.append(crc & 0xFFFFFFFF)
+    return _DIGEST[0]

@@ -18,7 +18,7 @@ import os
 from ..errors import ModelImportError, PyArenaError
 from ..planning.result import Plan
 from . import compiled_format
-from .compiled_codec import ArrayViews, decode_graph, decode_value
+from .compiled_codec import ArrayViews, blob_array, decode_graph, decode_value
 
 __all__ = ["CompiledModel", "KIND"]
 
@@ -48,6 +48,7 @@ class CompiledModel:
                                 for k, v in s["shapes"].items()} for s in self._sigs]
             self.threads, self.memory_budget = doc.get("threads"), doc.get("memory_budget")
             self.source, self.compiled_by = doc.get("source"), doc.get("pyarena")
+            self._core = doc.get("core")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise self._bad(exc) from None
         self._loaded = {}
@@ -80,6 +81,21 @@ class CompiledModel:
                 raise self._bad(exc) from None
             got = self._loaded[i] = (g, p)
         return got
+
+    def layouts(self, i):
+        """The stored layouts of signature ``i`` (views of the file, in the
+        order the kernels keep them), or None when the file was compiled
+        by another pyarena or another build of the C core (the kernels
+        then lay their weights out again)."""
+        from .. import __version__
+        from .._native.paths import core_digest
+        if self.compiled_by != __version__ or self._core != core_digest():
+            return None
+        try:
+            return [blob_array(self._arrays, ref, dt, shape)
+                    for dt, shape, ref in self._sigs[i].get("layouts", ())]
+        except (TypeError, ValueError) as exc:
+            raise self._bad(exc) from None
 
     @property
     def weights_bytes(self):

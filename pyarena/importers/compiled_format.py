@@ -22,8 +22,8 @@ so that a read-only ``mmap`` of the file gives NumPy views the kernels read
 as they are (aligned for the C core's vector loads, shared between the
 processes that map the same file, resident only once touched).  The
 document lists the arrays as ``[offset in the blob, nbytes, crc32]``; every array's
-checksum is verified when the file is opened (:func:`read`), a stretch at
-a time, giving back the pages it read, unless ``verify=False``.
+checksum is verified when the file is opened (:func:`read`; read through
+one small buffer, not the mapping), unless ``verify=False``.
 
 :func:`write` and :func:`read` know nothing of graphs: :mod:`.compiled`
 puts a model into the document.  Anything wrong with a file -- another
@@ -40,7 +40,7 @@ import zlib
 import numpy as np
 
 from ..errors import ModelImportError
-from ..memory.mapped import map_file, release_pages
+from ..memory.mapped import map_file
 
 __all__ = ["MAGIC", "FORMAT_VERSION", "BLOB_ALIGN", "HEADER_BYTES", "is_compiled",
            "write", "read", "Blob"]
@@ -50,7 +50,7 @@ FORMAT_VERSION = 1
 BLOB_ALIGN = 64
 HEADER_BYTES = 64
 _HEADER = struct.Struct("<16sIIQQQQII")     # 64 bytes
-_VERIFY_CHUNK = 4 << 20     # pages checked, then given back, a stretch at a time
+_VERIFY_CHUNK = 1 << 20     # the buffer the checksums read the file through
 
 
 def is_compiled(head):
@@ -162,7 +162,7 @@ def read(path, verify=True):
     table = doc.get("arrays") if isinstance(doc, dict) else None
     if not isinstance(table, list):
         raise _bad(path, "no array table")
-    views = []
+    views, checks = [], []
     for i, row in enumerate(table):
         if not (isinstance(row, list) and len(row) == 3 and
                 all(type(v) is int and v >= 0 for v in row)):
@@ -171,19 +171,35 @@ def read(path, verify=True):
         if off % BLOB_ALIGN or off + n > blob_len:
             raise _bad(path, f"array #{i} at [{off:,}, {off + n:,}) of the blob is outside "
                              f"it ({blob_len:,} bytes) or unaligned")
-        v = mf.array(blob_off + off, np.uint8, (n,))
-        if verify and _crc(v) != crc:
-            raise _bad(path, f"array #{i} is damaged (checksum)")
-        views.append(v)
+        views.append(mf.array(blob_off + off, np.uint8, (n,)))
+        checks.append((blob_off + off, n, crc))
+    if verify:
+        bad = _damaged(path, checks)
+        if bad is not None:
+            raise _bad(path, f"array #{bad} is damaged (checksum)")
     return doc, views
 
 
-def _crc(view):
-    """CRC-32 of a mapped view, its pages given back a stretch at a time
-    (checking a file does not leave it resident)."""
-    crc = 0
-    for lo in range(0, view.size, _VERIFY_CHUNK):
-        part = view[lo:lo + _VERIFY_CHUNK]
-        crc = zlib.crc32(part, crc)
-        release_pages(part)
-    return crc & 0xFFFFFFFF
+def _damaged(path, checks):
+    """The index of the first array whose CRC-32 is not the one stated, or
+    None.  Read with ``readinto`` through one reused buffer, not through
+    the mapping: checking the file neither faults its pages into the
+    process nor holds more than the buffer."""
+    buf = bytearray(min(_VERIFY_CHUNK, max((n for _, n, _ in checks), default=0)) or 1)
+    view = memoryview(buf)
+    try:
+        with open(path, "rb", buffering=0) as f:
+            for i, (off, n, want) in enumerate(checks):
+                f.seek(off)
+                crc, left = 0, n
+                while left:
+                    got = f.readinto(view[:min(left, len(buf))])
+                    if not got:
+                        return i
+                    crc = zlib.crc32(view[:got], crc)
+                    left -= got
+                if crc & 0xFFFFFFFF != want:
+                    return i
+    except OSError as exc:
+        raise ModelImportError(f"{path}: {exc.strerror or exc}") from None
+    return None

@@ -8,8 +8,10 @@ shape inference, constant folding, fusion, the NHWC layout, the plan --
 under a memory budget if one is given), and writes one file
 (:mod:`.compiled_format`): the graphs as they run (:mod:`.compiled_codec`),
 their plans, and the constants once, aligned, in a blob the loader maps.
-What the kernels lay out of the constants (a convolution's packed filter)
-is not stored: it is laid out again at load, per process.
+What the kernels lay out of the constants (a convolution's packed filter,
+tables) is stored too, in the order they keep it: a session of the file
+hands those layouts out again, read where they lie (nothing packed, no
+copy), when the file was compiled by the same pyarena and C core.
 
 What is not compiled yet, refused with :class:`CompileError` naming it:
 control flow (Loop / If / Scan bodies), ops whose output shapes depend on
@@ -130,7 +132,9 @@ def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
                                    f"decide tensor shapes by value: such models are not "
                                    f"compiled yet")
             sigs.append(_signature(shapes, entry.graph, entry.plan, blob))
-    doc = {"kind": KIND, "pyarena": _version(), "source": source, "source_format": fmt,
+    from .._native.paths import core_digest
+    doc = {"kind": KIND, "pyarena": _version(), "core": core_digest(),
+           "source": source, "source_format": fmt,
            "inputs": [_arg(a) for a in args], "outputs": [_arg(a) for a in outs],
            "threads": None if threads is None else int(threads),
            "memory_budget": None if memory_budget is None else int(memory_budget),
@@ -149,10 +153,20 @@ class _Arg:
 
 
 def _signature(shapes, g, p, blob):
+    """One signature's document: its graph and plan, then what its kernels
+    lay out of the constants (packed weights, tables), in the order they
+    keep them (``WeightKeeper``: a session of the file hands them out
+    again instead of packing)."""
+    from ..memory import Arena
+    from ..runtime.keeper import build_kernels
     if p.graph is not None and p.graph is not g:
         g = p.graph
-    return {"shapes": {k: list(v) for k, v in shapes.items()},
-            "graph": encode_graph(g, blob), "plan": encode_value(p.to_json(), blob, "the plan")}
+    doc = {"shapes": {k: list(v) for k, v in shapes.items()},
+           "graph": encode_graph(g, blob), "plan": encode_value(p.to_json(), blob, "the plan")}
+    journal = []
+    build_kernels(g, Arena(alignment=64), journal=journal)
+    doc["layouts"] = [[a.dtype.str, list(a.shape), blob.add(a)] for a in journal]
+    return doc
 
 
 def _version():

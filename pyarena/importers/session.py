@@ -369,7 +369,10 @@ class InferenceSession:
         else:
             self._first.adopt(g)
         self._lower = max(self._lower, p.lower_bound_bytes)
-        return _Plan(g, p, None)
+        # the kernels take the layouts the file stores (read where they lie)
+        kernels = build_kernels(g, self._first.weights_arena, self._first.packed,
+                                layouts=m.layouts(i))
+        return _Plan(g, p, kernels)
 
     def _retargeted(self, shapes):
         """(graph, kernels): the last imported signature's graph retargeted

@@ -55,11 +55,22 @@ def share(t, copy):
 class WeightKeeper:
     """``keep(arr)`` for the kernels of ``graph``: see the module docstring.
     ``memo``: a dict shared by the keepers of one model over ``weights``
-    (a key -> the arrays kept under it)."""
+    (a key -> the arrays kept under it).
 
-    def __init__(self, graph, weights, memo=None):
+    A compiled model's layouts: ``journal`` (a list) records every array
+    kept, in the order the kernels keep them (``pyarena.compile`` stores
+    them); ``layouts`` (those arrays, read back from the file) are handed
+    out again in that order instead of being stored -- by :meth:`keep`
+    when the array given has the same shape, dtype and sampled content,
+    by :meth:`stored_layout` (a packing not computed at all) when the next
+    one has the shape and dtype asked.  The first that differs (the build
+    went another way) ends the replay: what follows is laid out afresh."""
+
+    def __init__(self, graph, weights, memo=None, layouts=None):
         self.graph, self.weights, self.memo = graph, weights, memo
         self._sources = None        # made when first needed (most keeps are shared)
+        self.journal = None
+        self._layouts, self._next = (None if layouts is None else list(layouts)), 0
 
     def keep(self, arr):
         """A kernel's setup keeps ``arr`` (weights in its own layout) in the
@@ -68,12 +79,15 @@ class WeightKeeper:
         weight is held once, not as the graph's array plus the kernel's."""
         src = np.asarray(arr)
         arr = np.ascontiguousarray(src).reshape(src.shape)   # a 0-d value stays 0-d
+        stored = self._stored(arr.shape, arr.dtype, arr)
+        if stored is not None:
+            return self._noted(stored)
         if self.weights.owns(arr) or read_in_place(arr):   # in the weights arena, or a
-            return arr      # compiled model's constant read where it lies: shared
+            return self._noted(arr)   # compiled model's constant read where it lies
         key = _digest(arr) if self.memo is not None else None
         kept = self.kept_before(arr, key)
         if kept is not None:    # the keeper that stored it shared its graph's constant,
-            return kept         # which a session's next graphs read as they are
+            return self._noted(kept)    # which a session's next graphs read as they are
         kept = self.weights.asarray(arr)
         if key is not None:
             self.memo.setdefault(key, []).append(kept)
@@ -82,7 +96,35 @@ class WeightKeeper:
         t = self._sources.pop(_data_key(arr), None) if arr.nbytes else None
         if t is not None and t.data is not None and not self.weights.owns(t.data):
             share(t, kept)
+        return self._noted(kept)
+
+    def stored_layout(self, shape, dtype):
+        """The next stored layout (a compiled model's) when it is ``shape``
+        of ``dtype``, else None (the caller lays it out and keeps it)."""
+        stored = self._stored(tuple(shape), np.dtype(dtype), None)
+        return None if stored is None else self._noted(stored)
+
+    def _stored(self, shape, dtype, arr):
+        layouts = self._layouts
+        if layouts is None:
+            return None
+        v = layouts[self._next] if self._next < len(layouts) else None
+        if v is None or v.shape != shape or v.dtype != dtype or \
+                (arr is not None and _digest(v) != _digest(arr)):
+            self._layouts = None        # the build went another way: afresh from here
+            return None
+        self._next += 1
+        return v
+
+    def _noted(self, kept):
+        if self.journal is not None:
+            self.journal.append(kept)
         return kept
+
+    @property
+    def replayed(self):
+        """Stored layouts handed out so far (those of a compiled model)."""
+        return self._next
 
     def kept_before(self, arr, key=None):
         """The same bytes kept by a keeper sharing ``memo``, or None.
@@ -129,7 +171,7 @@ class Prepared:
         return k
 
 
-def build_kernels(graph, weights, memo=None, prior=None):
+def build_kernels(graph, weights, memo=None, prior=None, layouts=None, journal=None):
     """A :class:`Prepared` of one kernel per op of ``graph`` (a graph
     without pool tensors), their weights kept in ``weights``; every op's
     ``scratch_bytes`` set from its kernel.  UnsupportedOpError naming every
@@ -138,8 +180,11 @@ def build_kernels(graph, weights, memo=None, prior=None):
     signature's, over the same ``weights``), which a kernel's setup may
     take its weights from
     (:attr:`~pyarena.runtime.kernels.Kernel.prior`; an op of another name
-    at that place gets none)."""
-    keeper = WeightKeeper(graph, weights, memo)
+    at that place gets none).  ``layouts`` / ``journal``: a compiled
+    model's stored layouts to hand out, a list recording what is kept
+    (:class:`WeightKeeper`)."""
+    keeper = WeightKeeper(graph, weights, memo, layouts)
+    keeper.journal = journal
     kernels, bad = [], []
     prior = list(prior or ())
     for i, op in enumerate(graph.ops):

@@ -434,3 +434,82 @@ def test_constants_read_at_run_time_are_not_copied_and_are_counted_as_mapped(tmp
     held = file_resident(out)
     assert w.nbytes <= held <= os.path.getsize(out) + 4096
     assert file_resident(__file__) == 0              # a file this process has not mapped
+
+
+# -- the kernels' layouts -------------------------------------------------------
+def _rewrite_document(data, edit):
+    """``data`` (a compiled file's bytes) with its document changed by
+    ``edit(doc)``, laid out again with valid checksums."""
+    meta_len, blob_off = struct.unpack_from("<QQ", data, 32)
+    doc = json.loads(data[HEADER_BYTES:HEADER_BYTES + meta_len])
+    edit(doc)
+    meta = json.dumps(doc, separators=(",", ":")).encode()
+    assert len(meta) <= blob_off - HEADER_BYTES
+    b = bytearray(data)
+    b[HEADER_BYTES:blob_off] = meta + b" " * (blob_off - HEADER_BYTES - len(meta))
+    struct.pack_into("<Q", b, 32, blob_off - HEADER_BYTES)
+    struct.pack_into("<I", b, 56, zlib.crc32(bytes(b[HEADER_BYTES:blob_off])))
+    struct.pack_into("<I", b, 60, zlib.crc32(bytes(b[:60])))
+    return bytes(b)
+
+
+def test_the_kernels_take_their_packed_weights_from_the_file(tmp_path):
+    """A conv net's packed filters are stored: a session of the file packs
+    nothing (its weights arena stays empty) and gives the same outputs; a
+    file from another build of the C core is packed again, same outputs."""
+    src = str(tmp_path / "sq.onnx")
+    randomized_light_model("squeezenet", src, seed=4)
+    out = str(tmp_path / "sq.pa")
+    compile_model(src, out)
+    feeds = _feeds(src, seed=5)
+    s_src = pyarena.InferenceSession(src)
+    want = s_src.run(None, feeds)
+    assert s_src.memory_info()["weights_bytes"] > 0      # the model file's kernels pack
+    s = pyarena.InferenceSession(out)
+    got = s.run(None, feeds)
+    assert np.array_equal(want[0], got[0])
+    assert s.memory_info()["weights_bytes"] == 0
+    assert CompiledModel(out).layouts(0)                 # there were layouts to take
+    with open(out, "rb") as f:
+        data = f.read()
+    other = _write(tmp_path, _rewrite_document(data, lambda d: d.update(core=d["core"] ^ 1)),
+                   "other_core.pa")
+    assert CompiledModel(other).layouts(0) is None
+    s2 = pyarena.InferenceSession(other)
+    assert np.array_equal(s2.run(None, feeds)[0], want[0])
+    assert s2.memory_info()["weights_bytes"] > 0         # packed again, in this process
+
+
+def test_a_keeper_replays_layouts_in_order_and_stops_at_the_first_difference():
+    from pyarena.memory import Arena
+    from pyarena.runtime.keeper import WeightKeeper
+    from pyarena.graph import Graph
+    a = np.arange(64, dtype=np.float32)
+    b = np.arange(64, 128, dtype=np.float32)
+    stored = [a.copy(), b.copy(), np.zeros(8, np.float32)]
+    k = WeightKeeper(Graph(), Arena(alignment=64), layouts=stored)
+    assert k.keep(a) is stored[0]                        # the same content: the stored one
+    assert k.stored_layout((64,), np.float32) is stored[1]   # taken without computing
+    c = np.ones(8, np.float32)                           # differs from stored[2]...
+    kept = k.keep(c)
+    assert kept is not stored[2] and np.array_equal(kept, c)
+    assert k.stored_layout((8,), np.float32) is None     # ...and the replay is over
+    assert k.replayed == 2
+    k2 = WeightKeeper(Graph(), Arena(alignment=64), layouts=[a.copy()])
+    assert k2.stored_layout((32,), np.float32) is None   # another shape: not handed out
+    assert k2.keep(a) is not None and k2.replayed == 0
+
+
+def test_a_keeper_records_every_keep_in_order():
+    from pyarena.memory import Arena
+    from pyarena.runtime.keeper import WeightKeeper
+    from pyarena.graph import Graph
+    arena = Arena(alignment=64)
+    k = WeightKeeper(Graph(), arena)
+    k.journal = []
+    x = np.arange(10, dtype=np.float32)
+    first = k.keep(x)
+    again = k.keep(first)                                # already in the arena: shared
+    addr = lambda v: v.__array_interface__["data"][0]    # noqa: E731
+    assert addr(again) == addr(first) and arena.owns(first) and len(k.journal) == 2
+    assert [addr(v) for v in k.journal] == [addr(first)] * 2

@@ -13,6 +13,8 @@ Each packs its weights once (:func:`pack_weights`: the prior kernel's
 packing when it is the same, :meth:`.conv.Conv._lender`), fuses the bias
 and the activation, and needs no workspace beyond the padded band.
 """
+import numpy as np
+
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .native import Pointers, native_act
@@ -43,8 +45,9 @@ def pack_weights(k, desc, mode, weights):
     if k.sizing:     # only the scratch is asked: the geometry checked, nothing packed
         k.keep.count(n * 4)     # (what packing would keep)
         return None, None
-    bias = k.const(2, "bias").astype(k.dtype).reshape(-1) if k.has(2) else None
-    packed = k.keep(nk.pack_conv2d(desc, k._fold(weights), bias, k.kept_empty))
+    packed = k.kept_layout((n,), np.float32, lambda: nk.pack_conv2d(
+        desc, k._fold(weights),
+        k.const(2, "bias").astype(k.dtype).reshape(-1) if k.has(2) else None, k.kept_empty))
     return packed, nk.fptr(packed)
 
 

@@ -46,8 +46,9 @@ def _packed_product(k, b, bias, rows, n_in, n_out):
             nk.conv2d_packed_floats(k.desc) == p.packed.size:
         k.packed, k.packed_ptr = p.packed, p.packed_ptr
     else:
-        k.packed = k.keep(nk.pack_conv2d(k.desc, b.reshape(n_out, 1, 1, n_in), bias,
-                                         k.kept_empty))
+        k.packed = k.kept_layout((nk.conv2d_packed_floats(k.desc),), np.float32,
+                                 lambda: nk.pack_conv2d(k.desc, b.reshape(n_out, 1, 1, n_in),
+                                                        bias, k.kept_empty))
         k.packed_ptr = nk.fptr(k.packed)
     k.runtime = (0,)
 

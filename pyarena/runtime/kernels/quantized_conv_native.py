@@ -81,10 +81,12 @@ class QConvNative:
         self.scratch = [((scratch,), np.uint8)] if scratch else []
         self.packed = None
         if not k.sizing:
-            packed = k.kept_empty(size, np.uint8)
-            nq.pack(desc, w, np.asarray(wzp, np.int64).astype(np.int32),
-                    np.asarray(bias).astype(np.int64).astype(np.int32), mult, packed)
-            self.packed = k.keep(packed)
+            def pack():
+                packed = k.kept_empty(size, np.uint8)
+                nq.pack(desc, w, np.asarray(wzp, np.int64).astype(np.int32),
+                        np.asarray(bias).astype(np.int64).astype(np.int32), mult, packed)
+                return packed
+            self.packed = k.kept_layout((size,), np.uint8, pack)
             self.packed_ptr = nq.ptr(self.packed)
         self.ptrs = Pointers(k)
 

@@ -357,6 +357,18 @@ class Kernel(facts.Operator):
         d = np.asarray(t.data)
         return d if d.dtype == t.dtype else d.astype(t.dtype)
 
+    def kept_layout(self, shape, dtype, make):
+        """A layout of ``shape`` and ``dtype`` that ``make()`` computes, kept:
+        a compiled model's stored copy when its keeper hands one out (then
+        ``make`` is not called: the weights are neither read nor packed
+        again), else ``keep(make())``."""
+        stored = getattr(getattr(self.keep.raw, "__self__", None), "stored_layout", None)
+        got = stored(shape, dtype) if stored is not None and not self.sizing else None
+        if got is None:
+            return self.keep(make())
+        self.keep.count(got.nbytes)
+        return got
+
     def kept_empty(self, n, dtype=np.float32):
         """``n`` elements for setup to fill and then :meth:`keep`: in the
         weights arena when the keeper has one (``keep`` then takes them as
