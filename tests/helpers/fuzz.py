@@ -47,6 +47,38 @@ def mutations(blob, n, seed):
     return out
 
 
+def reseal(blob):
+    """A compiled model's bytes (``.pa``) with every checksum made right
+    again over what they cover -- the header, the document, each array --
+    so that damage reaches the decoder and the validators behind them (a
+    hostile file, not an accident).  Bytes that do not parse that far are
+    returned as they are."""
+    import json
+    import struct
+    import zlib
+    if len(blob) < 64:
+        return blob
+    b = bytearray(blob)
+    meta_len, blob_off, blob_len = struct.unpack_from("<QQQ", b, 32)
+    if 64 + meta_len > len(b) or blob_off > len(b) or blob_off < 64 + meta_len:
+        return blob
+    try:
+        doc = json.loads(bytes(b[64:64 + meta_len]))
+        for row in doc["arrays"]:
+            off, n = int(row[0]), int(row[1])
+            row[2] = zlib.crc32(bytes(b[blob_off + off:blob_off + off + n]))
+        meta = json.dumps(doc, separators=(",", ":")).encode()
+    except Exception:       # not JSON any more, or no array table: the document as is
+        meta = bytes(b[64:64 + meta_len])
+    if len(meta) > blob_off - 64:
+        return blob
+    b[64:blob_off] = meta + b" " * (blob_off - 64 - len(meta))
+    struct.pack_into("<Q", b, 32, blob_off - 64)
+    struct.pack_into("<I", b, 56, zlib.crc32(bytes(b[64:blob_off])))
+    struct.pack_into("<I", b, 60, zlib.crc32(bytes(b[:60])))
+    return bytes(b)
+
+
 @dataclass
 class Report:
     outcomes: dict = field(default_factory=dict)    # path -> (outcome, detail)

@@ -46,6 +46,13 @@ def _case(path, budget):
     import numpy as np
     import pyarena
     from pyarena.runtime import Executor, random_feeds
+    if path.endswith(".pa"):    # a compiled model: its session, its stored layouts
+        s = pyarena.InferenceSession(path)
+        feeds = {a.name: np.ones([d if isinstance(d, int) else 1 for d in a.shape],
+                                 np.float32) for a in s.get_inputs()}
+        out = s.run(None, feeds)
+        assert all(isinstance(v, np.ndarray) for v in out)
+        return
     g = pyarena.load_model(path, max_memory=budget)
     p = pyarena.plan(g, time_limit=0.2, max_memory=budget)
     ex = Executor(g, p, max_memory=budget)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from helpers.fuzz import BUDGET, mutations, run_cases
+from helpers.fuzz import BUDGET, mutations, reseal, run_cases
 from helpers.onnx_util import make_model
 
 FAST, SLOW = 24, 1000
@@ -86,6 +86,29 @@ def _tflite(tmp_path, data_dir, n, seed, budget=BUDGET):
     return report
 
 
+def _compiled(tmp_path, data_dir, n, seed, budget=BUDGET):
+    """Compiled models (the small ONNX models and the vendored TFLite one),
+    mutated; every other file resealed (its checksums made right again, so
+    the damage reaches the decoder and the validators)."""
+    from pyarena.importers.compiler import compile_model
+    sources = []
+    for src in _onnx_models(tmp_path) + [data_dir / "face_detection_short_range.tflite"]:
+        out = tmp_path / f"{src.stem}-c.pa"
+        compile_model(str(src), str(out))
+        sources.append(out)
+    paths = _files(tmp_path, sources, n, seed)
+    for i, p in enumerate(paths):
+        if i % 2:
+            with open(p, "r+b") as f:
+                data = reseal(f.read())
+                f.seek(0)
+                f.truncate()
+                f.write(data)
+    report = run_cases(paths, budget=budget)
+    _check(report, n)
+    return report
+
+
 def _selftest(tmp_path, names, case_seconds, **kw):
     paths = [str(tmp_path / n) for n in names]
     for p in paths:
@@ -125,6 +148,15 @@ def test_mutated_onnx_files_fail_cleanly(tmp_path):
 def test_mutated_tflite_files_fail_cleanly(tmp_path, data_dir):
     pytest.importorskip("tflite")
     _tflite(tmp_path, data_dir, FAST, seed=1)
+
+
+def test_mutated_compiled_files_fail_cleanly(tmp_path, data_dir):
+    _compiled(tmp_path, data_dir, FAST, seed=1)
+
+
+@pytest.mark.slow
+def test_many_mutated_compiled_files_fail_cleanly(tmp_path, data_dir):
+    print(_compiled(tmp_path, data_dir, SLOW, seed=1000, budget=SLOW_BUDGET).summary())
 
 
 @pytest.mark.slow
