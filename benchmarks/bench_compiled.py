@@ -57,8 +57,9 @@ MODELS = {      # name -> (path, input shapes or None)
 CHILD = r"""
 import json, sys, time
 kind, path, shapes, repeat = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
-import numpy as np, pyarena
+import numpy as np, numpy.random, pyarena
 import pyarena.importers.session      # pyarena's own runtime: part of the baseline in every mode
+feeds_rng = np.random.default_rng(0)  # (numpy.random's code too: 5 MiB, the caller's)
 from pyarena.runtime.footprint import resident, file_resident
 if kind == "reference":
     if path.endswith(".onnx"):

@@ -51,7 +51,7 @@ class CompiledModel:
             self._core = doc.get("core")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise self._bad(exc) from None
-        self._loaded = {}
+        self._loaded, self._layouts = {}, {}
 
     def _bad(self, exc):
         return ModelImportError(f"{self.path}: not a usable compiled pyarena model: "
@@ -75,11 +75,15 @@ class CompiledModel:
                 d = self._sigs[i]
                 g = decode_graph(d["graph"], self._arrays)
                 p = Plan.from_json(decode_value(d["plan"], self._arrays), graph=g)
+                layouts = [blob_array(self._arrays, ref, dt, shape)
+                           for dt, shape, ref in d.get("layouts", ())]
             except PyArenaError as exc:
                 raise ModelImportError(f"{self.path}: signature {i}: {exc}") from None
             except (KeyError, TypeError, ValueError, IndexError, RecursionError) as exc:
                 raise self._bad(exc) from None
             got = self._loaded[i] = (g, p)
+            self._layouts[i] = layouts
+            self._sigs[i] = None        # its document decoded: not held twice
         return got
 
     def layouts(self, i):
@@ -91,11 +95,8 @@ class CompiledModel:
         from .._native.paths import core_digest
         if self.compiled_by != __version__ or self._core != core_digest():
             return None
-        try:
-            return [blob_array(self._arrays, ref, dt, shape)
-                    for dt, shape, ref in self._sigs[i].get("layouts", ())]
-        except (TypeError, ValueError) as exc:
-            raise self._bad(exc) from None
+        self.load(i)
+        return self._layouts[i]
 
     @property
     def weights_bytes(self):
