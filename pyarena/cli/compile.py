@@ -31,6 +31,9 @@ def add_parser(sub):
                         "default")
     p.add_argument("--no-native", action="store_true",
                    help="NumPy / BLAS kernels only (no native kernels, no fusion)")
+    p.add_argument("--portable", action="store_true",
+                   help="keep the weights the stored packed layouts are made of, so that "
+                        "another pyarena build runs the file too (it packs them again)")
     p.add_argument("--layout", choices=("auto", "nhwc", "keep"), default="auto",
                    help="ONNX: which NCHW regions run in NHWC (as pyarena run)")
     p.set_defaults(run=run)
@@ -60,7 +63,8 @@ def run(args):
         raise InvalidArgumentError(f"-o {out!r} would overwrite the model")
     r = compile_model(args.model, out, signatures(args.input),
                       memory_budget=parse_bytes(args.memory_budget, "--memory-budget"),
-                      threads=args.threads, native=not args.no_native, layout=args.layout)
+                      threads=args.threads, native=not args.no_native, layout=args.layout,
+                      portable=args.portable)
     print(f"compiled   {args.model} -> {r['path']}: {human_bytes(r['file_bytes'])} "
           f"({human_bytes(r['weights_bytes'])} constants, {human_bytes(r['document_bytes'])} "
           f"graph and plans; {r['signatures']} signature(s)) in {r['seconds']:.2f} s")

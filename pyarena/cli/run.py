@@ -165,11 +165,13 @@ def run(args):
 
 def _memory(fp, path, g, ex, p, feeds, wi):
     """The memory report: the peak split into its parts; a compiled model's
-    constants, read where they lie in its file, as mapped weights."""
+    constants and layouts, read where they lie in its file, as mapped
+    weights (resident, of the file's size)."""
     mapped = None
     if g.stored_plan is not None:
+        import os
         from ..runtime.footprint import file_resident
-        mapped = (file_resident(path) or 0, wi["mapped"])
+        mapped = (file_resident(path) or 0, os.path.getsize(path))
     return fp.format(ex.weights_bytes, p.arena_bytes, sum(v.nbytes for v in feeds.values()),
                      mapped)
 

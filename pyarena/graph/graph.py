@@ -106,9 +106,15 @@ class Graph(WeightsArena, Validation, JsonIO):
         #: of): a session keys its signatures by their values and imports
         #: the model with them fixed (set by the ONNX importer)
         self.deciding_inputs = frozenset()
-        #: the plan that came with the graph (a compiled model's,
-        #: importers/compiled.py), else None: a plan is made for it
+        #: what a compiled model stores with the graph (importers/compiled.py):
+        #: its plan (else None: a plan is made for it), and the arrays its
+        #: kernels lay out, in the order they keep them (handed out again by
+        #: runtime/keeper.py; None: laid out at load).  ``layouts_required``:
+        #: the constants read only to lay those out are not stored
+        #: (placeholders), so the kernels must take every stored layout
         self.stored_plan = None
+        self.stored_layouts = None
+        self.layouts_required = False
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,

@@ -167,16 +167,15 @@ def _load(path, inputs, scratch_budget, native, values=None, cache=None, layout=
 
 def _load_compiled(path, inputs):
     """The graph of the compiled signature for ``inputs`` (the first one
-    without), its stored plan as ``g.stored_plan``."""
+    without), its stored plan and layouts with it (``g.stored_plan``,
+    ``g.stored_layouts``: an Executor of it takes them)."""
     from .compiled import CompiledModel
     m = CompiledModel(path)
     i = m.index(inputs or {})
     if i is None:
         raise ModelImportError(f"{path}: compiled for the input shapes {m.signatures}, not "
                                f"{dict(inputs)}: compile it for them (pyarena compile --input)")
-    g, p = m.load(i)
-    g.stored_plan = p
-    return g
+    return m.load(i)[0]
 
 
 def _load_json(path, inputs):

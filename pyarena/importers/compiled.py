@@ -51,7 +51,7 @@ class CompiledModel:
             self._core = doc.get("core")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise self._bad(exc) from None
-        self._loaded, self._layouts = {}, {}
+        self._loaded = {}
 
     def _bad(self, exc):
         return ModelImportError(f"{self.path}: not a usable compiled pyarena model: "
@@ -81,22 +81,32 @@ class CompiledModel:
                 raise ModelImportError(f"{self.path}: signature {i}: {exc}") from None
             except (KeyError, TypeError, ValueError, IndexError, RecursionError) as exc:
                 raise self._bad(exc) from None
+            required = bool(d.get("layouts_required", False))
+            if not self._same_build():
+                if required:
+                    raise ModelImportError(
+                        f"{self.path}: compiled by pyarena {self.compiled_by} with its kernels' "
+                        f"layouts but not the weights they are made of; this pyarena or its "
+                        f"C core is another build: compile the model again")
+                layouts = None      # the kernels lay their weights out again
+            g.stored_plan, g.stored_layouts, g.layouts_required = p, layouts, required
             got = self._loaded[i] = (g, p)
-            self._layouts[i] = layouts
             self._sigs[i] = None        # its document decoded: not held twice
         return got
+
+    def _same_build(self):
+        """Whether this pyarena and its C core compiled the file (then its
+        layouts are the ones the kernels would make)."""
+        from .. import __version__
+        from .._native.paths import core_digest
+        return self.compiled_by == __version__ and self._core == core_digest()
 
     def layouts(self, i):
         """The stored layouts of signature ``i`` (views of the file, in the
         order the kernels keep them), or None when the file was compiled
         by another pyarena or another build of the C core (the kernels
         then lay their weights out again)."""
-        from .. import __version__
-        from .._native.paths import core_digest
-        if self.compiled_by != __version__ or self._core != core_digest():
-            return None
-        self.load(i)
-        return self._layouts[i]
+        return self.load(i)[0].stored_layouts
 
     @property
     def weights_bytes(self):

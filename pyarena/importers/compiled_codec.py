@@ -26,7 +26,7 @@ from ..graph.notes import OpNotes
 from ..graph.tensor import ROLES, Tensor
 
 __all__ = ["CompileError", "encode_graph", "decode_graph", "encode_value", "decode_value",
-           "ArrayViews"]
+           "ArrayViews", "placeholder", "blob_array"]
 
 #: the notes written (every OpNotes field but ``infer``, a callable)
 _NOTES = tuple(f.name for f in fields(OpNotes) if f.name != "infer")
@@ -163,8 +163,22 @@ class ArrayViews(list):
 
 
 # -- graphs ---------------------------------------------------------------------
-def encode_graph(g, blob):
-    """``g`` as a JSON-able dict; its constants' bytes added to ``blob``."""
+def placeholder(shape, dtype):
+    """What stands for a constant a compiled file leaves out (read only to
+    lay out what the file stores instead): a read-only array of the
+    constant's shape and dtype, one poison value broadcast (NaN, or the
+    integer maximum) -- no memory, and a value no result could come from
+    unnoticed (the compiler checks that none does, ``compiler.py``)."""
+    dt = np.dtype(dtype)
+    v = np.array(np.nan if dt.kind in "fc" else True if dt.kind == "b" else
+                 np.iinfo(dt).max, dtype=dt)
+    return np.broadcast_to(v, tuple(shape))
+
+
+def encode_graph(g, blob, left_out=()):
+    """``g`` as a JSON-able dict; its constants' bytes added to ``blob``,
+    but for those named in ``left_out`` (their shape and dtype only: a
+    :func:`placeholder` when read back)."""
     tensors = []
     for t in g.tensors.values():
         if t.host is not None:
@@ -177,7 +191,9 @@ def encode_graph(g, blob):
             d["nbytes"] = int(t.nbytes_given)
         if t.dynamic:
             d["dynamic"] = True
-        if t.data is not None:
+        if t.name in left_out:
+            d["placeholder"] = True
+        elif t.data is not None:
             data = np.asarray(t.data)
             if data.dtype.hasobject:
                 raise CompileError(f"constant {t.name!r} holds Python objects")
@@ -218,6 +234,10 @@ def decode_graph(d, arrays):
             data = blob_array(arrays, ref, dt, shp)
         # checked as any graph's tensor is (sizes, dtype), then given its data
         t = g.add_tensor(name, shape, _str(td.get("dtype", "float32")), td.get("nbytes"), role)
+        if td.get("placeholder") is True:
+            if role != "constant" or t.is_symbolic or t.shape is None:
+                raise ValueError(f"tensor {name!r}: only a sized constant is left out")
+            data = placeholder(t.shape, t.dtype)
         t.data, t.dynamic = data, bool(td.get("dynamic", False))
     for od in d["ops"]:
         if not isinstance(od, dict):

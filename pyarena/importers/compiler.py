@@ -78,7 +78,7 @@ def _arg(a):
 
 
 def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
-                  native=True, layout="auto"):
+                  native=True, layout="auto", portable=False):
     """Compile ``model`` (an .onnx / .tflite file, a JSON graph, or a
     :class:`~pyarena.Graph` with its constants) to ``path``.
 
@@ -88,7 +88,11 @@ def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
     each signature's plan must fit (the fastest plan that fits, as
     ``InferenceSession(memory_budget=)``); ``threads``: the native kernels'
     threads a session of the file uses unless told otherwise; ``native`` /
-    ``layout``: as for :func:`~pyarena.importers.load_model`.  Returns a
+    ``layout``: as for :func:`~pyarena.importers.load_model`; ``portable``:
+    keep every constant, also those only read to make the kernels' stored
+    layouts, so that another pyarena or build of the C core (which lays
+    them out again) runs the file too -- by default those constants are
+    left out and such a build refuses the file.  Returns a
     dict: ``path``, ``file_bytes``, ``weights_bytes`` (the constants' bytes
     in the blob), ``document_bytes``, ``signatures`` and ``seconds``."""
     from .session import InferenceSession
@@ -108,7 +112,7 @@ def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
                 raise InvalidArgumentError("a Graph is compiled for the shapes it has: "
                                            "inputs= is for model files")
             p = plan_to_run(g, PlanOptions(memory_budget=memory_budget))
-            sigs.append(_signature(_concrete(args, {}), g, p, blob))
+            sigs.append(_signature(_concrete(args, {}), g, p, blob, portable))
     else:
         from . import sniff_format
         source, fmt = os.path.basename(os.fspath(model)), sniff_format(model)
@@ -131,7 +135,7 @@ def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
                 raise CompileError(f"{model}: input(s) {sorted(entry.graph.deciding_inputs)} "
                                    f"decide tensor shapes by value: such models are not "
                                    f"compiled yet")
-            sigs.append(_signature(shapes, entry.graph, entry.plan, blob))
+            sigs.append(_signature(shapes, entry.graph, entry.plan, blob, portable))
     from .._native.paths import core_digest
     doc = {"kind": KIND, "pyarena": _version(), "core": core_digest(),
            "source": source, "source_format": fmt,
@@ -152,21 +156,68 @@ class _Arg:
         self.name, self.shape, self.type = name, tuple(shape), type_.replace("float32", "float")
 
 
-def _signature(shapes, g, p, blob):
-    """One signature's document: its graph and plan, then what its kernels
+def _signature(shapes, g, p, blob, portable=False):
+    """One signature's document: its graph and plan, and what its kernels
     lay out of the constants (packed weights, tables), in the order they
-    keep them (``WeightKeeper``: a session of the file hands them out
-    again instead of packing)."""
+    keep them (``WeightKeeper``: a session of the file hands them out again
+    instead of packing).  The constants read only to make those layouts
+    are left out (:func:`_left_out`) unless ``portable``."""
     from ..memory import Arena
     from ..runtime.keeper import build_kernels
     if p.graph is not None and p.graph is not g:
         g = p.graph
-    doc = {"shapes": {k: list(v) for k, v in shapes.items()},
-           "graph": encode_graph(g, blob), "plan": encode_value(p.to_json(), blob, "the plan")}
     journal = []
-    build_kernels(g, Arena(alignment=64), journal=journal)
-    doc["layouts"] = [[a.dtype.str, list(a.shape), blob.add(a)] for a in journal]
-    return doc
+    prepared = build_kernels(g, Arena(alignment=64), journal=journal)
+    left_out = set() if portable else _left_out(g, p, prepared, journal)
+    return {"shapes": {k: list(v) for k, v in shapes.items()},
+            "graph": encode_graph(g, blob, left_out),
+            "plan": encode_value(p.to_json(), blob, "the plan"),
+            "layouts": [[a.dtype.str, list(a.shape), blob.add(a)] for a in journal],
+            "layouts_required": bool(left_out)}
+
+
+#: a constant smaller than this is stored even when only its layout is read
+LEAVE_OUT_MIN_BYTES = 4096
+
+
+def _left_out(g, p, prepared, journal, seeds=(0, 1)):
+    """The constants the file need not hold: those only kernel setup reads
+    (not at run time) to make the layouts stored beside them -- when a
+    graph with every one of them replaced by a poison placeholder
+    (``compiled_codec.placeholder``), its kernels handed the stored layouts,
+    gives the same bits as ``g`` on seeded random inputs.  Else none (the
+    file then keeps every constant and runs on another build too)."""
+    from ..errors import PyArenaError
+    from ..planning.result import Plan
+    from ..runtime import Executor, random_feeds
+    from .compiled_codec import ArrayViews, decode_graph
+    read_at_run, read_at_setup = set(), set()
+    for op, k in zip(g.ops, prepared.kernels):
+        for i, name in enumerate(op.inputs):
+            if name and g.tensors[name].role == "constant":
+                (read_at_run if k.runtime is None or i in k.runtime else read_at_setup).add(name)
+    candidates = {n for n in read_at_setup - read_at_run
+                  if np.asarray(g.tensors[n].data).nbytes >= LEAVE_OUT_MIN_BYTES}
+    if not candidates or not journal:
+        return set()
+    scratch = compiled_format.Blob()
+    try:
+        poisoned = decode_graph(encode_graph(g, scratch, candidates),
+                                ArrayViews([a for a in scratch.arrays]))
+        poisoned.stored_layouts, poisoned.layouts_required = list(journal), True
+        ex2 = Executor(poisoned, Plan.from_json(p.to_json(), graph=poisoned),
+                       plan_checked=True)
+        ex1 = Executor(g, p, kernels=prepared, weights=prepared.keeper.weights,
+                       plan_checked=True)
+        for seed in seeds:
+            feeds = random_feeds(g, seed=seed)
+            want = {k: np.array(v) for k, v in ex1.run(feeds).items()}
+            got = ex2.run(feeds)
+            if any(want[k].tobytes() != np.ascontiguousarray(got[k]).tobytes() for k in want):
+                return set()
+    except PyArenaError:        # the kernels did not take every layout: keep them all
+        return set()
+    return candidates
 
 
 def _version():

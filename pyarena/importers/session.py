@@ -369,9 +369,9 @@ class InferenceSession:
         else:
             self._first.adopt(g)
         self._lower = max(self._lower, p.lower_bound_bytes)
-        # the kernels take the layouts the file stores (read where they lie)
-        kernels = build_kernels(g, self._first.weights_arena, self._first.packed,
-                                layouts=m.layouts(i))
+        # the kernels take the layouts the file stores (g.stored_layouts: read
+        # where they lie)
+        kernels = build_kernels(g, self._first.weights_arena, self._first.packed)
         return _Plan(g, p, kernels)
 
     def _retargeted(self, shapes):

@@ -18,7 +18,7 @@ executor's own build: those kernels where they fit, the rest built anew.
 """
 import numpy as np
 
-from ..errors import GraphError, UnsupportedOpError
+from ..errors import GraphError, ModelImportError, UnsupportedOpError
 from ..memory.mapped import read_in_place, release_pages
 from .dynamic import PoolOp, pool_frees
 from .kernels import make_kernel
@@ -70,7 +70,10 @@ class WeightKeeper:
         self.graph, self.weights, self.memo = graph, weights, memo
         self._sources = None        # made when first needed (most keeps are shared)
         self.journal = None
+        if layouts is None:         # a compiled model's graph brings its own
+            layouts = getattr(graph, "stored_layouts", None)
         self._layouts, self._next = (None if layouts is None else list(layouts)), 0
+        self._stored_count = 0 if layouts is None else len(self._layouts)
 
     def keep(self, arr):
         """A kernel's setup keeps ``arr`` (weights in its own layout) in the
@@ -137,8 +140,18 @@ class WeightKeeper:
         return None
 
     def done(self):
-        """The kernels are built: no constant is looked up any more."""
+        """The kernels are built: no constant is looked up any more.
+        ModelImportError when the graph needed every stored layout
+        (``graph.layouts_required``: a compiled model without the constants
+        they are made of) and the kernels took fewer."""
         self._sources = {}
+        if getattr(self.graph, "layouts_required", False) and \
+                (self._layouts is None or self._next < self._stored_count):
+            raise ModelImportError(
+                f"{self.graph.name}: the compiled model holds its kernels' layouts but not "
+                f"the weights they are made of, and this pyarena's kernels took "
+                f"{self._next if self._layouts is not None else 'not all'} of its "
+                f"{self._stored_count}: compile the model again with this pyarena")
 
     def _constant_sources(self):
         """(address, bytes, dtype) -> constant tensor, for ``keep`` (which
@@ -196,6 +209,8 @@ def build_kernels(graph, weights, memo=None, prior=None, layouts=None, journal=N
             op.notes.state_bytes = k.state_bytes
             kernels.append(k)
     refuse_unsupported(bad)
+    if getattr(graph, "layouts_required", False):
+        keeper.done()       # (every stored layout taken, or a clear error now)
     return Prepared(graph, keeper, kernels)
 
 

@@ -454,30 +454,54 @@ def _rewrite_document(data, edit):
 
 
 def test_the_kernels_take_their_packed_weights_from_the_file(tmp_path):
-    """A conv net's packed filters are stored: a session of the file packs
-    nothing (its weights arena stays empty) and gives the same outputs; a
-    file from another build of the C core is packed again, same outputs."""
+    """A conv net's packed filters are stored and the filters they are made
+    of left out: a session of the file packs nothing (its weights arena
+    stays empty), gives the same outputs, and the file is smaller than the
+    constants + layouts; a file from another build of the C core is
+    refused by name -- unless compiled portable (then packed again)."""
     src = str(tmp_path / "sq.onnx")
     randomized_light_model("squeezenet", src, seed=4)
-    out = str(tmp_path / "sq.pa")
-    compile_model(src, out)
+    out, port = str(tmp_path / "sq.pa"), str(tmp_path / "sq_portable.pa")
+    small = compile_model(src, out)
+    big = compile_model(src, port, portable=True)
+    assert small["file_bytes"] < big["file_bytes"]
     feeds = _feeds(src, seed=5)
     s_src = pyarena.InferenceSession(src)
     want = s_src.run(None, feeds)
     assert s_src.memory_info()["weights_bytes"] > 0      # the model file's kernels pack
-    s = pyarena.InferenceSession(out)
-    got = s.run(None, feeds)
-    assert np.array_equal(want[0], got[0])
-    assert s.memory_info()["weights_bytes"] == 0
-    assert CompiledModel(out).layouts(0)                 # there were layouts to take
-    with open(out, "rb") as f:
-        data = f.read()
-    other = _write(tmp_path, _rewrite_document(data, lambda d: d.update(core=d["core"] ^ 1)),
-                   "other_core.pa")
-    assert CompiledModel(other).layouts(0) is None
-    s2 = pyarena.InferenceSession(other)
-    assert np.array_equal(s2.run(None, feeds)[0], want[0])
-    assert s2.memory_info()["weights_bytes"] > 0         # packed again, in this process
+    for path in (out, port):
+        s = pyarena.InferenceSession(path)
+        assert np.array_equal(want[0], s.run(None, feeds)[0])
+        assert s.memory_info()["weights_bytes"] == 0
+        assert CompiledModel(path).layouts(0)            # there were layouts to take
+    for path, name in ((out, "other_core.pa"), (port, "other_core_portable.pa")):
+        with open(path, "rb") as f:
+            data = f.read()
+        other = _write(tmp_path, _rewrite_document(data, lambda d: d.update(core=d["core"] ^ 1)),
+                       name)
+        if path == out:
+            with pytest.raises(ModelImportError, match="compile the model again"):
+                pyarena.InferenceSession(other).run(None, feeds)
+            continue
+        assert CompiledModel(other).layouts(0) is None
+        s2 = pyarena.InferenceSession(other)
+        assert np.array_equal(s2.run(None, feeds)[0], want[0])
+        assert s2.memory_info()["weights_bytes"] > 0     # packed again, in this process
+
+
+def test_a_graph_that_needs_every_layout_refuses_a_build_that_takes_fewer(tmp_path):
+    """The guard behind leaving constants out: kernels that stop taking the
+    stored layouts part way (another build laying out otherwise) would
+    pack placeholders; the keeper refuses before anything runs."""
+    src = str(tmp_path / "sq.onnx")
+    randomized_light_model("squeezenet", src, seed=4)
+    out = str(tmp_path / "sq.pa")
+    compile_model(src, out)
+    g = load_model(out)
+    assert g.layouts_required and g.stored_layouts
+    g.stored_layouts = g.stored_layouts[:-1] + [np.zeros(3, np.float32)]   # the last differs
+    with pytest.raises(ModelImportError, match="compile the model again"):
+        Executor(g, g.stored_plan)
 
 
 def test_a_keeper_replays_layouts_in_order_and_stops_at_the_first_difference():
@@ -513,3 +537,26 @@ def test_a_keeper_records_every_keep_in_order():
     addr = lambda v: v.__array_interface__["data"][0]    # noqa: E731
     assert addr(again) == addr(first) and arena.owns(first) and len(k.journal) == 2
     assert [addr(v) for v in k.journal] == [addr(first)] * 2
+
+
+def test_constants_stay_when_the_graph_without_them_computes_other_bits(tmp_path, monkeypatch):
+    """Leaving a constant out is checked by running: a graph with
+    placeholders for them that gives other outputs (here made so) keeps
+    every constant."""
+    import pyarena.runtime as rt
+    src = str(tmp_path / "sq.onnx")
+    randomized_light_model("squeezenet", src, seed=4)
+    ref = compile_model(src, str(tmp_path / "ref.pa"), portable=True)["file_bytes"]
+    real = rt.Executor
+
+    class Perturbed(real):
+        def run(self, feeds=None):
+            out = super().run(feeds)
+            if self.graph.layouts_required:         # the graph without the constants
+                out = {k: np.asarray(v) + 1 for k, v in out.items()}
+            return out
+
+    monkeypatch.setattr(rt, "Executor", Perturbed)
+    got = compile_model(src, str(tmp_path / "kept.pa"))
+    assert got["file_bytes"] == ref
+    assert not load_model(str(tmp_path / "kept.pa")).layouts_required
