@@ -15,6 +15,7 @@ the op.  Reading checks every tag and refuses what does not decode
 (:class:`~pyarena.errors.ModelImportError` from the caller).
 """
 import base64
+import math
 from dataclasses import fields
 
 import numpy as np
@@ -144,7 +145,7 @@ def blob_array(arrays, ref, dtype, shape):
     if cache is not None and key in cache:     # one view object per array: sessions
         return cache[key]                      # share a constant by identity
     raw = arrays[ref["$blob"]]
-    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize if shape else dt.itemsize
+    n = math.prod(shape) * dt.itemsize
     if n != raw.size:
         raise ValueError(f"{raw.size} bytes hold no {dt} array of shape {shape}")
     v = raw.view(dt).reshape(shape)

@@ -163,6 +163,7 @@ def read(path, verify=True):
     if not isinstance(table, list):
         raise _bad(path, "no array table")
     views, checks = [], []
+    whole = mf.array(0, np.uint8, (size,))
     for i, row in enumerate(table):
         if not (isinstance(row, list) and len(row) == 3 and
                 all(type(v) is int and v >= 0 for v in row)):
@@ -171,7 +172,7 @@ def read(path, verify=True):
         if off % BLOB_ALIGN or off + n > blob_len:
             raise _bad(path, f"array #{i} at [{off:,}, {off + n:,}) of the blob is outside "
                              f"it ({blob_len:,} bytes) or unaligned")
-        views.append(mf.array(blob_off + off, np.uint8, (n,)))
+        views.append(whole[blob_off + off:blob_off + off + n])   # (read-only: the mapping's)
         checks.append((blob_off + off, n, crc))
     if verify:
         bad = _damaged(path, checks)
