@@ -357,3 +357,64 @@ def test_a_resize_between_convolutions_runs_nhwc(tmp_path, by, mode):
     resize = next(op for op in g.ops if op.op_type == "Resize")
     assert g.tensors[resize.outputs[0]].shape == (1, 12, 10, 6)
     assert [op.op_type for op in g.ops].count("Transpose") == 2     # in and out only
+
+
+def _c2f(path, opset=17, axis=1, sizes=(4, 4), form="input"):
+    """A YOLOv8 C2f block: a 1x1 conv, Split of its channels, a 3x3
+    bottleneck on the second half, Concat of all three, a 1x1 conv."""
+    c = sum(sizes)
+    split_ins, attrs, inits = ["h"], {"axis": axis}, {
+        "w0": rnd(c, 6, 1, 1), "w1": rnd(sizes[1], sizes[1], 3, 3), "w2": rnd(5, c + sizes[1], 1, 1)}
+    if form == "input":
+        inits["sizes"] = np.array(sizes, np.int64)
+        split_ins.append("sizes")
+    elif form == "attr":
+        attrs["split"] = list(sizes)
+    elif form == "num_outputs":
+        attrs["num_outputs"] = 2
+    nodes = [node("Conv", ["x", "w0"], ["h0"]), node("Sigmoid", ["h0"], ["s0"]),
+             node("Mul", ["h0", "s0"], ["h"]),
+             node("Split", split_ins, ["p", "q"], **attrs),
+             node("Conv", ["q", "w1"], ["r0"], pads=[1, 1, 1, 1]), node("Relu", ["r0"], ["r"]),
+             node("Concat", ["p", "q", "r"], ["cat"], axis=1),
+             node("Conv", ["cat", "w2"], ["y"])]
+    make_model(nodes, {"x": ([1, 6, 9, 8], np.float32)}, {"y": (None, np.float32)}, inits,
+               opset=opset, path=path)
+
+
+@pytest.mark.parametrize("opset, axis, sizes, form", [
+    (17, 1, (4, 4), "input"), (17, -3, (3, 5), "input"), (11, 1, (2, 6), "attr"),
+    (18, 1, (4, 4), "num_outputs")])
+def test_a_c2f_block_splits_its_channels_in_nhwc(tmp_path, opset, axis, sizes, form):
+    """Split is convertible (its axis remapped): the block is one region,
+    transposed once in and once out, and matches onnxruntime and NCHW."""
+    path = tmp_path / "c2f.onnx"
+    _c2f(path, opset, axis, sizes, form)
+    g, _ = _check(path, {"x": rnd(1, 6, 9, 8)}, ["y"], rule="nhwc")
+    assert g.relaid["regions"] == 1 and g.relaid["transposes"] == 2
+    split = next(op for op in g.ops if op.op_type == "Split")
+    assert split.attrs["axis"] == 3
+    assert all(g.tensors[t].shape[3] == s for t, s in zip(split.outputs, sizes))
+
+
+def test_a_split_along_height_stays_a_split_along_height(tmp_path):
+    nodes = [node("Conv", ["x", "w"], ["h"]), node("Split", ["h", "sizes"], ["a", "b"], axis=2),
+             node("Add", ["a", "b"], ["y"])]
+    path = tmp_path / "hsplit.onnx"
+    make_model(nodes, {"x": ([1, 3, 8, 5], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(4, 3, 1, 1), "sizes": np.array([4, 4], np.int64)}, path=path)
+    g, _ = _check(path, {"x": rnd(1, 3, 8, 5)}, ["y"], rule="nhwc")
+    split = next(op for op in g.ops if op.op_type == "Split")
+    assert split.attrs["axis"] == 1
+
+
+def test_auto_takes_a_region_whose_edges_copy_a_fifth_of_what_its_convolutions_write():
+    """The bar of the byte test (MOVED_SHARE): YOLOv8n's region, whose edges
+    copy 1/7.5 of its convolutions' output, measured 1.77x faster in NHWC;
+    Inception-v1's (1/2.5) and ShuffleNet's (1/1.2) are not taken."""
+    from pyarena.runtime.nhwc import _cheap_rule
+    cheap = _cheap_rule(1, (4, 4))
+    assert cheap((1, 4, 8, 8), (1, 24, 8, 8))        # edges 1/6 of the output
+    assert cheap((1, 4, 8, 8), (1, 20, 8, 8))        # 1/5: at the bar
+    assert not cheap((1, 4, 8, 8), (1, 16, 8, 8))    # 1/4
+    assert cheap((1, 64, 1, 1), (1, 8, 8, 8))        # a 1x1-pixel edge is a view: free

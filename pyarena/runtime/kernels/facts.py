@@ -90,10 +90,10 @@ FOLD_KINDS = ("free", "capped", "expanding", "never")
 #: ``"elementwise"``: runs on any layout as it is; ``"broadcast"``: its
 #: constant operands are re-laid out; ``"attr"``: an NHWC kernel picked by
 #: ``layout="NHWC"``; ``"prelu"``: that, with its slope re-laid out;
-#: ``"conv"``, ``"concat"``, ``"pad"``, ``"slice"``, ``"resize"``: axes,
-#: pads, scales or weights remapped (runtime/nhwc.py).
-NHWC_KINDS = ("elementwise", "broadcast", "attr", "prelu", "conv", "concat", "pad", "slice",
-              "resize")
+#: ``"conv"``, ``"concat"``, ``"split"``, ``"pad"``, ``"slice"``, ``"resize"``:
+#: axes, pads, scales or weights remapped (runtime/nhwc.py).
+NHWC_KINDS = ("elementwise", "broadcast", "attr", "prelu", "conv", "concat", "split", "pad",
+              "slice", "resize")
 #: ``"same_scale"``: the op itself on the integer tensor when input and
 #: output quantization agree (it only moves or selects); ``"lookup"``: a
 #: 256-entry table of its float function (:attr:`evaluate`).

@@ -242,6 +242,7 @@ class Split(Kernel):
     op_types = ('Split',)
     family = 'movement'
     inplace = 'none'
+    nhwc = 'split'
     shape_rule = moves.split
     tflite = {'SPLIT': ('Split', {}, tfl.split)}
 
