@@ -44,9 +44,8 @@ class BodyRunner:
     def __call__(self, feeds):
         with self._lock:
             if self._session is None:
-                self._session = SESSION[0](self.model_bytes, blas_threads=None)
-                if not self.by_value:
-                    self._session._keys.shapes_only()
+                self._session = SESSION[0](self.model_bytes, blas_threads=None,
+                                           by_value=self.by_value)
             return self._session.run(None, feeds)
 
     def __repr__(self):

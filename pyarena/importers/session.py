@@ -117,11 +117,14 @@ class InferenceSession:
     for the process, as ``pyarena run`` does (default 1; None leaves them);
     ``memory_budget``: bytes every signature's activation arena must fit
     (``plan(g, memory_budget=...)``: the fastest plan that fits, else
-    PlanInfeasibleError when the signature is first seen)."""
+    PlanInfeasibleError when the signature is first seen); ``by_value``:
+    False keys signatures by shapes alone, but where an import cannot do
+    without a value (a Loop body's session, whose iteration number would
+    make every iteration a signature of its own)."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None,
                  provider_options=None, *, max_plans=8, native=None, memory_budget=None,
-                 layout=None, threads=None, blas_threads=1):
+                 layout=None, threads=None, blas_threads=1, by_value=True):
         path, self._model_file = model_path(path_or_bytes)
         fmt = sniff_format(path)
         # a compiled model: its graphs and plans as compiled (compiled.py)
@@ -169,6 +172,8 @@ class InferenceSession:
         # imported with it fixed): 0-d integer / bool inputs, and those
         # found to decide shapes (session_keys.py)
         self._keys = SignatureKeys(self._inputs, self._held_inputs)
+        if not by_value:
+            self._keys.shapes_only()
 
     # -- the model's interface -------------------------------------------------
     def _describe(self):

@@ -3603,4 +3603,10 @@ MUTANTS += [
       "MOVED_SHARE = 8",
       "YOLOv8n's region (edges 1/7.5 of its convolutions' output) stays NCHW, 1.77x slower",
       ("tests/runtime/test_nhwc.py",)),
+    M("session-by-value-ignored", "pyarena/importers/session.py",
+      "        if not by_value:\n            self._keys.shapes_only()",
+      "        if False:\n            self._keys.shapes_only()",
+      "a Loop body's session keys every iteration number as a signature of its own",
+      ("tests/importers/test_onnx_node_cases_sequences.py", "tests/importers/test_onnx_loop.py",
+       "tests/importers/test_session_value_keys.py")),
 ]
