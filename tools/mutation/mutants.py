@@ -3609,4 +3609,14 @@ MUTANTS += [
       "a Loop body's session keys every iteration number as a signature of its own",
       ("tests/importers/test_onnx_node_cases_sequences.py", "tests/importers/test_onnx_loop.py",
        "tests/importers/test_session_value_keys.py")),
+    M("workers-caller-idle", "csrc/kernels/workers.c",
+      "    run_chunks(w, job);\n    for (int i = 0;",
+      "    for (int i = 0;",
+      "the caller waits for the helpers to run every chunk: a helper the system runs "
+      "late holds every kernel up", ("c:kernels/test_workers",)),
+    M("workers-one-chunk-each", "csrc/kernels/workers.c",
+      "#define PA_CHUNKS_PER_THREAD 4",
+      "#define PA_CHUNKS_PER_THREAD 1",
+      "one fixed part per thread: a 2-thread session on two busy cores ran 60x slower",
+      ("c:kernels/test_workers",)),
 ]
