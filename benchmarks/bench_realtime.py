@@ -91,10 +91,13 @@ class _LiteRT:
         return out
 
     def run(self, names, feeds):
+        """Outputs in the order of ``names`` (by tensor name), else LiteRT's."""
         for d in self.ins:
             self.it.set_tensor(d["index"], np.asarray(feeds[d["name"]], dtype=d["dtype"]))
         self.it.invoke()
-        return [self.it.get_tensor(d["index"]) for d in self.outs]
+        by_name = {d["name"]: d["index"] for d in self.outs}
+        order = [by_name[n] for n in names] if names else [d["index"] for d in self.outs]
+        return [self.it.get_tensor(i) for i in order]
 
 
 def _feeds(sess, shapes, seed=0):
@@ -145,7 +148,8 @@ def row(name, threads, repeat):
     else:
         feeds = _feeds(ours, shapes)
         a = lambda: ours.run(None, feeds, copy=False)      # noqa: E731
-        b = lambda: ref.run(None, feeds)                    # noqa: E731
+        names = [o.name for o in ours.get_outputs()] if isinstance(ref, _LiteRT) else None
+        b = lambda: ref.run(names, feeds)                   # noqa: E731
     diff = max(float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
                if np.asarray(x).size else 0.0 for x, y in zip(a(), b()))
     t = time_calls({"pyarena": a, "ref": b}, repeat=repeat, warmup=1, rotate=True)
