@@ -8,69 +8,10 @@
  * across the fallback.  Every block is filled with a pattern when handed
  * out and verified when freed; live blocks are checked for overlap after
  * every step. */
-#include "pyarena.h"
-#include "../testhelper.h"
+#define PA_WORLD_SLOTS 16
+#include "pool_world.h"
 
-#include <stdint.h>
-#include <string.h>
-
-#define SLOTS 16
 #define JUDGE 64 /* PA_LEARN_JUDGE */
-
-typedef struct {
-    pa_pool_t *pool;
-    unsigned char *ptr[SLOTS];
-    size_t size[SLOTS];
-    unsigned char tag[SLOTS], next_tag;
-    int corrupt, overlap, bad;
-} world_t;
-
-static void fill(unsigned char *b, size_t n, unsigned char tag) {
-    for (size_t k = 0; k < n; k++) b[k] = (unsigned char)(tag + k * 7);
-}
-
-static int intact(const unsigned char *b, size_t n, unsigned char tag) {
-    for (size_t k = 0; k < n; k++)
-        if (b[k] != (unsigned char)(tag + k * 7)) return 0;
-    return 1;
-}
-
-static void A(world_t *w, int slot, size_t size) {
-    pa_status_t st;
-    unsigned char *b = pa_pool_alloc(w->pool, size, &st);
-    if (!b || st != PA_OK || (uintptr_t)b % 64) {
-        w->bad++;
-        return;
-    }
-    for (int j = 0; j < SLOTS; j++)
-        if (w->ptr[j] && b < w->ptr[j] + w->size[j] && w->ptr[j] < b + size) w->overlap++;
-    w->ptr[slot] = b;
-    w->size[slot] = size;
-    w->tag[slot] = w->next_tag++;
-    fill(b, size, w->tag[slot]);
-}
-
-static void F(world_t *w, int slot) {
-    if (!w->ptr[slot]) return;
-    if (!intact(w->ptr[slot], w->size[slot], w->tag[slot])) w->corrupt++;
-    if (pa_pool_free(w->pool, w->ptr[slot]) != PA_OK) w->bad++;
-    w->ptr[slot] = NULL;
-}
-
-static void world_ok(world_t *w) {
-    for (int i = 0; i < SLOTS; i++)
-        if (w->ptr[i] && !intact(w->ptr[i], w->size[i], w->tag[i])) w->corrupt++;
-    CHECK_EQ(w->corrupt, 0);
-    CHECK_EQ(w->overlap, 0);
-    CHECK_EQ(w->bad, 0);
-    CHECK_EQ(pa_pool_check(w->pool), 0u);
-}
-
-static pa_pool_stats_t stats(pa_pool_t *p) {
-    pa_pool_stats_t s;
-    pa_pool_stats(p, &s);
-    return s;
-}
 
 /* One step: three blocks, the third `last` bytes; all freed. */
 static void step3(world_t *w, size_t last) {
@@ -89,7 +30,8 @@ static void step3(world_t *w, size_t last) {
  * nothing from a plan during its turn. */
 static void test_fallback_on_misses(void) {
     pa_pool_t *p = pa_pool_create(NULL, NULL);
-    world_t w = {.pool = p};
+    world_t w;
+    world_init(&w, p);
     pa_pool_step(p);
     step3(&w, 5000);
     step3(&w, 5000);
@@ -131,7 +73,8 @@ static void test_fallback_on_misses(void) {
  * steps), and the plan serves the steps after it. */
 static void test_new_plan_at_window_end(void) {
     pa_pool_t *p = pa_pool_create(NULL, NULL);
-    world_t w = {.pool = p};
+    world_t w;
+    world_init(&w, p);
     pa_pool_step(p);                      /* learning starts */
     for (int i = 0; i < JUDGE - 2; i++) pa_pool_step(p); /* empty steps */
     step3(&w, 5000);
@@ -152,7 +95,8 @@ static void test_new_plan_at_window_end(void) {
  * and the one region is the largest plan's, not the sum. */
 static void test_no_fallback_when_paying(void) {
     pa_pool_t *p = pa_pool_create(NULL, NULL);
-    world_t w = {.pool = p};
+    world_t w;
+    world_init(&w, p);
     pa_pool_step(p);
     for (int i = 0; i < 8 * JUDGE; i++) {
         size_t b = 1 + (size_t)(i % 8);
@@ -182,7 +126,8 @@ static void test_no_fallback_when_paying(void) {
 static void test_fallback_fuzz(void) {
     unsigned long long seed = 0xFA11BACCull;
     pa_pool_t *p = pa_pool_create(NULL, NULL);
-    world_t w = {.pool = p};
+    world_t w;
+    world_init(&w, p);
     pa_pool_step(p);
     for (int step = 0; step < 40 * JUDGE; step++) {
         int phase = (step / (4 * JUDGE)) % 2; /* 0: chaos, 1: a loop */
@@ -218,7 +163,8 @@ static void test_fallback_fuzz(void) {
  * not their sum; the next step end maps it again and the loop is served. */
 static void test_region_yields(void) {
     pa_pool_t *p = pa_pool_create(NULL, NULL);
-    world_t w = {.pool = p};
+    world_t w;
+    world_init(&w, p);
     pa_pool_step(p);
     for (int i = 0; i < 6; i++) {
         A(&w, 0, 1 << 20);
