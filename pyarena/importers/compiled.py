@@ -16,6 +16,7 @@ graph with its plan (``graph.stored_plan``).
 import os
 
 from ..errors import ModelImportError, PyArenaError
+from ..memory.heap import trim_heap
 from ..planning.result import Plan
 from . import compiled_format
 from .compiled_codec import ArrayViews, blob_array, decode_graph, decode_value
@@ -92,6 +93,7 @@ class CompiledModel:
             g.stored_plan, g.stored_layouts, g.layouts_required = p, layouts, required
             got = self._loaded[i] = (g, p)
             self._sigs[i] = None        # its document decoded: not held twice
+            trim_heap()                 # ...and what decoding it freed goes back
         return got
 
     def _same_build(self):
