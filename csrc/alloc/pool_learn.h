@@ -280,4 +280,46 @@ int _pa_learn_yield_region(pa_learn_t *L);
 size_t _pa_learn_check(const pa_learn_t *L, size_t *live, size_t *bytes, size_t *req);
 void _pa_learn_stats(const pa_learn_t *L, pa_pool_stats_t *out);
 
+/* ---- plans (pool_learn_plans.c) ------------------------------------------- */
+
+/* Event kinds of a recorded step (the low two bits of an event). */
+#define EV_ALLOC 0u
+#define EV_FREE 1u  /* a block of this step                              */
+#define EV_PREV 2u  /* a block of the previous step                       */
+
+/* Lifetimes of a recorded sequence: alloc time, own free time, free time
+ * of the previous step's copy (-1 = none), per allocation. */
+typedef struct {
+    int64_t a, f, pf;
+    size_t size;
+} _pa_learn_life_t;
+
+/* A byte range [off, end) of a plan, and their order by start (qsort). */
+typedef struct {
+    uint64_t off, end;
+} _pa_learn_range_t;
+int _pa_learn_cmp_range(const void *x, const void *y);
+
+/* The lifetimes of the allocations of events ev[0..nev) (*n_out of
+ * them; malloc'd, NULL without memory). */
+_pa_learn_life_t *_pa_learn_lifetimes(const uint64_t *ev, size_t nev, size_t *n_out);
+/* A plan of the recorded step ev[0..nev) (its hash `hash`): offsets from
+ * pa_plan_assign, carries, the class table; NULL if it cannot be made. */
+pa_learn_plan_t *_pa_learn_build_plan(pa_learn_t *L, const uint64_t *ev, size_t nev,
+                                      uint64_t hash);
+/* The plan of exactly these events, or NULL. */
+pa_learn_plan_t *_pa_learn_find_plan(const pa_learn_t *L, const uint64_t *ev, size_t nev,
+                                     uint64_t h);
+/* Keep plan P (the least recently used one evicted at max_plans); 0 or -1. */
+int _pa_learn_add_plan(pa_learn_t *L, pa_learn_plan_t *P);
+void _pa_learn_plan_free(pa_learn_plan_t *P);
+/* The region size every plan needs: the largest plan's (L->want). */
+void _pa_learn_update_want(pa_learn_t *L);
+/* The class of planned offset `off` in P, or -1. */
+long _pa_learn_cls_of(const pa_learn_plan_t *P, uint64_t off);
+/* Whether P's first block can share an offset with the plans that start
+ * with the same size, and placing Q's first block at that offset. */
+int _pa_learn_first_movable(const pa_learn_plan_t *P);
+void _pa_learn_share_first(pa_learn_t *L, pa_learn_plan_t *Q);
+
 #endif /* PA_POOL_LEARN_H */

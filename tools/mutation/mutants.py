@@ -1354,7 +1354,7 @@ MUTANTS = [
       "the reservation is not aligned to a huge page, so no segment of it can be one",
       ("c:alloc/test_large",)),
     M("learn-first-block-not-shared", "csrc/alloc/pool_learn.c",
-      "                share_first(L, Q);\n",
+      "                _pa_learn_share_first(L, Q);\n",
       "",
       "plans with the same first size keep their own first-block offsets, so the first "
       "block of such a step waits in the zones",
@@ -3448,7 +3448,7 @@ MUTANTS += [
       "    COMPARE = {LEQ: np.less, LT: np.less, GTE: np.greater_equal, GT: np.greater,",
       "a BRANCH_LEQ node sends a value equal to its split down the false branch",
       ("tests/importers/test_onnx_node_cases_ml.py",)),
-    M("learn-region-sum-of-plans", "csrc/alloc/pool_learn.c",
+    M("learn-region-sum-of-plans", "csrc/alloc/pool_learn_plans.c",
       "        if (L->plans[i]->arena > L->want) L->want = L->plans[i]->arena;",
       "        L->want += L->plans[i]->arena;",
       "the learned region is sized to the sum of the plans, not the largest",
