@@ -1,0 +1,59 @@
+"""The scaled dot-product attention the attention kernels share: the
+standard Attention (linalg.py) and onnxruntime's com.microsoft Attention,
+MultiHeadAttention and GroupQueryAttention (attention_contrib.py) differ
+in how they lay out Q, K and V and build the additive bias, not in
+softmax(Q K^T * scale + bias) V.  Batched NumPy matrix products on
+(batch, heads, seq, size) arrays; temporaries per call."""
+import numpy as np
+
+from ...errors import InvalidArgumentError
+
+__all__ = ["heads", "masked", "attend"]
+
+
+def heads(x, count):
+    """(batch, seq, count * size) -> (batch, count, seq, size), a view."""
+    b, s, h = x.shape
+    return x.reshape(b, s, count, h // count).transpose(0, 2, 1, 3)
+
+
+def masked(allowed, dtype):
+    """0 where ``allowed``, -inf elsewhere: an additive bias."""
+    return np.where(allowed, dtype.type(0), dtype.type(-np.inf))
+
+
+def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
+           what="Attention"):
+    """softmax(Q K^T * scale [softcapped] + bias) V over (batch, heads,
+    seq, size) arrays; K and V with fewer heads than Q are repeated over
+    the groups of query heads.  ``split_scale``: sqrt(scale) applied to Q
+    and to K (ONNX's function) instead of scale to the product
+    (onnxruntime's contrib kernels).  ``precision``: the dtype the softmax
+    runs in.  A query row whose bias is -inf everywhere gives 0.  Returns
+    (y, the scores before the bias, the probabilities)."""
+    dt = q.dtype
+    hq, hk = q.shape[1], k.shape[1]
+    if hq != hk:
+        if hq % hk:
+            raise InvalidArgumentError(f"{what}: {hq} query heads do not group over {hk} "
+                                       f"key heads")
+        k, v = np.repeat(k, hq // hk, axis=1), np.repeat(v, hq // hk, axis=1)
+    if split_scale:
+        root = dt.type(np.sqrt(scale))
+        qk = np.matmul(q * root, np.swapaxes(k * root, 2, 3))
+    else:
+        qk = np.matmul(q, np.swapaxes(k, 2, 3))
+        qk *= dt.type(scale)
+    if softcap > 0:
+        qk = np.tanh(qk / dt.type(softcap)) * dt.type(softcap)
+    scores = qk + bias
+    if precision is not None:
+        scores = scores.astype(precision)
+    top = np.max(scores, axis=-1, keepdims=True)
+    empty = np.isneginf(np.max(bias, axis=-1, keepdims=True))
+    with np.errstate(invalid="ignore"):
+        p = np.exp(scores - np.where(np.isneginf(top), 0, top))
+        total = np.sum(p, axis=-1, keepdims=True)
+        p = p / np.where(total == 0, 1, total)
+    p = np.where(empty, 0, p)
+    return np.matmul(p.astype(dt), v), qk, p
