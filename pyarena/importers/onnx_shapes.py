@@ -159,7 +159,7 @@ def _node_outputs(onnx, node, opset, shapes, types, values, where):
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         rule = rule_of(node.op_type, node.domain)
         got = rule(Node(node, attrs, opset, full_shapes(shapes.get), types.get,
-                        lambda k: None)) if rule is not None else []
+                        values.get)) if rule is not None else []
         got = list(got)[:len(node.output)]
         return got + [(None, None)] * (len(node.output) - len(got))
     standard = node.domain in ("", "ai.onnx")
