@@ -8,7 +8,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 
-__all__ = ["heads", "masked", "attend"]
+__all__ = ["heads", "masked", "attend", "rotary_parts", "rotate"]
 
 
 def heads(x, count):
@@ -57,3 +57,27 @@ def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
         p = p / np.where(total == 0, 1, total)
     p = np.where(empty, 0, p)
     return np.matmul(p.astype(dt), v), qk, p
+
+
+def rotary_parts(rot, interleaved):
+    """The two feature slices a rotary embedding of the first ``rot``
+    features turns into each other: even / odd ones (``interleaved``) or
+    the two halves."""
+    half = rot // 2
+    return (slice(0, rot, 2), slice(1, rot, 2)) if interleaved else \
+        (slice(0, half), slice(half, rot))
+
+
+def rotate(x, y, cos, sin, parts, t):
+    """y = x with its feature pairs ``parts`` rotated: y1 = cos x1 - sin x2,
+    y2 = sin x1 + cos x2 (cos, sin broadcast to the pairs' shape; ``t``: a
+    temporary of that shape); the features past them copied."""
+    a, b = parts
+    x1, x2, y1, y2 = x[..., a], x[..., b], y[..., a], y[..., b]
+    np.copyto(y, x)
+    np.multiply(cos, x1, out=y1)
+    np.multiply(sin, x2, out=t)
+    np.subtract(y1, t, out=y1)
+    np.multiply(sin, x1, out=y2)
+    np.multiply(cos, x2, out=t)
+    np.add(y2, t, out=y2)

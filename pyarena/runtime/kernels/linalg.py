@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
-from .attention_core import attend, heads as _heads, masked as _masked
+from .attention_core import attend, heads as _heads, masked as _masked, rotary_parts, rotate
 from .native import NATIVE_DTYPE
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
@@ -325,27 +325,16 @@ class RotaryEmbedding(Kernel):
         half = rot // 2
         if self.shape(1)[-1] != half or self.shape(2)[-1] != half:
             self.malformed(f"the caches' last dim must be rotary_embedding_dim / 2 = {half}")
-        inter = bool(int(self.attrs.get("interleaved", 0)))
-        self.parts = (slice(0, rot, 2), slice(1, rot, 2)) if inter else \
-            (slice(0, half), slice(half, rot))
+        self.parts = rotary_parts(rot, bool(int(self.attrs.get("interleaved", 0))))
         self.scratch = [((b, s, h, half), self.dtype)]
 
     def run(self, xs, ys, sc):
-        x, y, t = self.to4(xs[0]), self.to4(ys[0]), sc[0]
         cos, sin = xs[1], xs[2]
         if self.has(3):
             pos = xs[3].astype(np.int64, copy=False)
             cos, sin = cos[pos], sin[pos]
-        cos, sin = cos[:, :, None], sin[:, :, None]
-        a, b = self.parts
-        x1, x2, y1, y2 = x[..., a], x[..., b], y[..., a], y[..., b]
-        np.copyto(y, x)
-        np.multiply(cos, x1, out=y1)
-        np.multiply(sin, x2, out=t)
-        np.subtract(y1, t, out=y1)
-        np.multiply(sin, x1, out=y2)
-        np.multiply(cos, x2, out=t)
-        np.add(y2, t, out=y2)
+        rotate(self.to4(xs[0]), self.to4(ys[0]), cos[:, :, None], sin[:, :, None], self.parts,
+               sc[0])
 
 
 @register

@@ -59,13 +59,7 @@ def _mha_geometry(n):
     heads = int(n.a["num_heads"])
     if q is None:
         return None
-    if len(q) == 5:         # packed (batch, seq, heads, 3, size)
-        return q[0], q[1], heads, q[1], q[4], q[4]
-    if len(q) != 3 or k is None:
-        return None
-    if len(k) == 5:         # packed key and value (batch, len, heads, 2, size)
-        return q[0], q[1], heads, k[1], k[4], k[4]
-    if v is None:
+    if len(q) != 3 or k is None or v is None:
         return None
     if len(k) == 4:         # (batch, heads, len, size)
         return q[0], q[1], heads, k[2], k[3], v[3]
