@@ -23,13 +23,15 @@ def masked(allowed, dtype):
 
 
 def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
-           what="Attention"):
+           smooth=False, what="Attention"):
     """softmax(Q K^T * scale [softcapped] + bias) V over (batch, heads,
     seq, size) arrays; K and V with fewer heads than Q are repeated over
     the groups of query heads.  ``split_scale``: sqrt(scale) applied to Q
     and to K (ONNX's function) instead of scale to the product
     (onnxruntime's contrib kernels).  ``precision``: the dtype the softmax
-    runs in.  A query row whose bias is -inf everywhere gives 0.  Returns
+    runs in.  ``smooth``: one more logit, 0, in each row's denominator
+    (onnxruntime's smooth softmax).  A query row whose bias is -inf
+    everywhere gives 0.  Returns
     (y, the scores before the bias, the probabilities)."""
     dt = q.dtype
     hq, hk = q.shape[1], k.shape[1]
@@ -50,10 +52,14 @@ def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
     if precision is not None:
         scores = scores.astype(precision)
     top = np.max(scores, axis=-1, keepdims=True)
+    if smooth:
+        top = np.maximum(top, 0)
     empty = np.isneginf(np.max(bias, axis=-1, keepdims=True))
     with np.errstate(invalid="ignore"):
         p = np.exp(scores - np.where(np.isneginf(top), 0, top))
         total = np.sum(p, axis=-1, keepdims=True)
+        if smooth:
+            total += np.exp(-top)
         p = p / np.where(total == 0, 1, total)
     p = np.where(empty, 0, p)
     return np.matmul(p.astype(dt), v), qk, p
