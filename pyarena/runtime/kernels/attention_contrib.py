@@ -88,9 +88,9 @@ class _ContribAttention(Kernel):
         """y (batch, seq, heads * v size) of Q, K, V (batch, heads, len,
         size) under ``mask`` (key_mask's form) + ``bias``."""
         b, _, sq, size = q.shape
-        add = key_mask(mask, b, sq, past, k.shape[2], self.causal, self.fill, q.dtype)
-        if bias is not None:
-            add = add + bias
+        add = [key_mask(mask, b, sq, past, k.shape[2], self.causal, self.fill, q.dtype)]
+        if bias is not None:        # (onnxruntime adds attention_bias first)
+            add.insert(0, bias)
         scale = self.scale if self.scale else 1 / np.sqrt(size)
         y, _, _ = attend(q, k, v, add, scale, what=f"operator {self.op.name!r}")
         return y.transpose(0, 2, 1, 3).reshape(b, sq, -1)

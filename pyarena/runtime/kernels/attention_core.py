@@ -28,7 +28,9 @@ def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
     seq, size) arrays; K and V with fewer heads than Q are repeated over
     the groups of query heads.  ``split_scale``: sqrt(scale) applied to Q
     and to K (ONNX's function) instead of scale to the product
-    (onnxruntime's contrib kernels).  ``precision``: the dtype the softmax
+    (onnxruntime's contrib kernels).  ``bias``: an additive term, or a
+    list of them added to the scores in order (onnxruntime adds
+    attention_bias, then its mask: the rounding differs).  ``precision``: the dtype the softmax
     runs in.  ``smooth``: one more logit, 0, in each row's denominator
     (onnxruntime's smooth softmax).  A query row whose bias is -inf
     everywhere gives 0.  Returns
@@ -48,7 +50,11 @@ def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
         qk *= dt.type(scale)
     if softcap > 0:
         qk = np.tanh(qk / dt.type(softcap)) * dt.type(softcap)
-    scores = qk + bias
+    terms = list(bias) if isinstance(bias, (list, tuple)) else [bias]
+    scores = qk
+    for t in terms:
+        scores = scores + t
+    bias = sum(terms[1:], terms[0])
     if precision is not None:
         scores = scores.astype(precision)
     top = np.max(scores, axis=-1, keepdims=True)

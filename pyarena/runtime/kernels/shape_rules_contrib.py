@@ -59,6 +59,10 @@ def _mha_geometry(n):
     heads = int(n.a["num_heads"])
     if q is None:
         return None
+    if len(q) == 5:         # packed (batch, seq, heads, 3, size)
+        return q[0], q[1], heads, q[1], q[4], q[4]
+    if k is not None and len(k) == 5:       # packed key and value
+        return q[0], q[1], heads, k[1], k[4], k[4]
     if len(q) != 3 or k is None or v is None:
         return None
     if len(k) == 4:         # (batch, heads, len, size)
