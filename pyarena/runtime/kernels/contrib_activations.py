@@ -23,8 +23,6 @@ class _BiasedUnary(ErfMixin, Kernel):
     family = "unary"
     inplace = "unary"
     shape_rule = rules.same
-    nhwc = False        # the bias runs along the last axis: no layout change
-    rows = False
     bias_at = None
     nbuf = 3
 
@@ -93,6 +91,7 @@ class BiasGelu(MsGelu):
     """BiasGelu(A, B): Gelu of A + B."""
 
     op_types = ("BiasGelu",)
+    family = "other"        # the bias runs along the last axis: no NHWC, no row bands
     bias_at = 1
 
 
@@ -102,6 +101,7 @@ class FastGelu(_BiasedUnary):
     u = X + bias."""
 
     op_types = ("FastGelu",)
+    family = "other"        # (as BiasGelu)
     bias_at = 1
     nbuf = 2
 
