@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .attention_core import attend, heads as _heads, masked as _masked, rotary_parts, rotate
