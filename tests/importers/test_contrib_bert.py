@@ -19,12 +19,16 @@ pytest.importorskip("sympy")        # (the optimizer's shape inference needs it)
 
 
 def _fused(model, approximate_gelu=False):
+    """The optimizer's fused form of a copy of ``model`` (it rewrites the
+    ModelProto it is given in place)."""
     from onnxruntime.transformers.fusion_options import FusionOptions
+    copy = type(model)()
+    copy.CopyFrom(model)
     options = FusionOptions("bert")
     options.enable_gelu_approximation = approximate_gelu
     logging.disable(logging.WARNING)
     try:
-        out = optimizer.optimize_model(model, model_type="bert", num_heads=4, hidden_size=32,
+        out = optimizer.optimize_model(copy, model_type="bert", num_heads=4, hidden_size=32,
                                        opt_level=0, optimization_options=options)
     finally:
         logging.disable(logging.NOTSET)
@@ -47,6 +51,7 @@ def test_the_optimizer_fused_encoder_matches_onnxruntime(approximate_gelu):
     fused = _fused(model, approximate_gelu)
     ops = _ops(fused)
     ms = "com.microsoft"
+    assert not [op for op in _ops(model) if op[0] == ms]        # the input stays unfused
     # the fused form is what this test is about: the contrib ops are there
     assert ops[(ms, "EmbedLayerNormalization")] == 1
     assert ops[(ms, "Attention")] == 2
@@ -57,5 +62,6 @@ def test_the_optimizer_fused_encoder_matches_onnxruntime(approximate_gelu):
         feeds = bert_feeds(np.random.default_rng(seed), batch, seq)
         got, ref = both(fused.SerializeToString(), feeds)
         assert_close(got, ref, atol=1e-5)
-        unfused, = pyarena.InferenceSession(model.SerializeToString()).run(None, feeds)
-        np.testing.assert_allclose(got[0], unfused, rtol=1e-4, atol=1e-4)
+        if not approximate_gelu:        # (FastGelu computes another function than erf)
+            unfused, = pyarena.InferenceSession(model.SerializeToString()).run(None, feeds)
+            np.testing.assert_allclose(got[0], unfused, rtol=1e-4, atol=1e-4)
