@@ -5,8 +5,9 @@ ONNX shape inference skips operators outside the standard domains, so
 everything downstream of onnxruntime's quantized ``QLinear*`` contrib ops
 would stay unsized.  :func:`infer_with_contrib` runs the standard
 inference, then derives each contrib op's output shape and type from its
-inputs by the op's own rule (its kernel's ``shape_rule``,
-:mod:`pyarena.runtime.kernels.shape_rules_quantized`), records them as
+inputs by the op's own rule (its kernel's ``shape_rule``:
+:mod:`pyarena.runtime.kernels.shape_rules_quantized`, ``shape_rules_contrib``
+for the transformer ops; every output the rule sizes), records them as
 ``value_info`` and infers again, until nothing new is learnt.  The same fills the standard ops ONNX
 leaves unsized (GroupNormalization, a function op in opset 18: its output
 has its input's shape and type).
