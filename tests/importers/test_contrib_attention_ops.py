@@ -214,3 +214,34 @@ def test_packed_multi_head_attention_is_refused_as_onnxruntime_cpu_refuses_it():
         both(model, feeds)
     with pytest.raises(UnsupportedOpError, match="packed"):
         pyarena.InferenceSession(model).run(None, feeds)
+
+
+def test_a_contrib_op_in_an_if_branch_runs_its_own_kernel():
+    """The renaming reaches the bodies: com.microsoft RotaryEmbedding in a
+    branch taken at run time is not run as the standard op."""
+    import onnx
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(8)
+    shape = [1, 3, 8]
+    branch = helper.make_graph(
+        [helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["yt"],
+                          domain="com.microsoft", num_heads=2)], "then", [],
+        [helper.make_tensor_value_info("yt", TensorProto.FLOAT, shape)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["ye"])], "else", [],
+                              [helper.make_tensor_value_info("ye", TensorProto.FLOAT, shape)])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)], "g",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info("pos", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        [onnx.numpy_helper.from_array(_rand(rng, 8, 2), "cos"),
+         onnx.numpy_helper.from_array(_rand(rng, 8, 2), "sin")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    x = _rand(rng, *shape)
+    for cond in (True, False):
+        feeds = {"c": np.array(cond), "x": x, "pos": np.array([2], np.int64)}
+        got, ref = both(model.SerializeToString(), feeds)
+        assert_close(got, ref)
+        assert np.array_equal(got[0], x) != cond

@@ -3583,4 +3583,9 @@ MUTANTS += [
       "    shifts = (np.arange(per, dtype=np.uint8) * bits).reshape(1, per)",
       "    shifts = (np.arange(per, dtype=np.uint8)[::-1] * bits).reshape(1, per)",
       "MatMulNBits reads a byte's values from its high bits down", ("tests/importers/test_contrib_transformer_ops.py",)),
+    M("contrib-names-not-in-bodies", "pyarena/importers/onnx_contrib.py",
+      "                renamed += name_contrib_ops(onnx, a.g)",
+      "                pass",
+      "a contrib op in an If branch keeps its name and runs the standard op's kernel",
+      ("tests/importers/test_contrib_attention_ops.py",)),
 ]
