@@ -11,6 +11,7 @@ import pyarena
 ort.set_default_logger_severity(3)      # (the refusals tests provoke are expected)
 
 _TYPES = {np.dtype(np.float32): onnx.TensorProto.FLOAT, np.dtype(np.int32): onnx.TensorProto.INT32,
+          np.dtype(np.float16): onnx.TensorProto.FLOAT16,
           np.dtype(np.int64): onnx.TensorProto.INT64, np.dtype(np.uint8): onnx.TensorProto.UINT8}
 
 

@@ -245,3 +245,30 @@ def test_a_contrib_op_in_an_if_branch_runs_its_own_kernel():
         got, ref = both(model.SerializeToString(), feeds)
         assert_close(got, ref)
         assert np.array_equal(got[0], x) != cond
+
+
+@pytest.mark.parametrize("op", ["SkipLayerNormalization", "BiasGelu", "FastGelu",
+                                "MultiHeadAttention", "GroupQueryAttention"])
+def test_float16_models_match_onnxruntime_within_float16_rounding(op):
+    """The kernels run float16 too (onnxruntime's CPU kernels have float16
+    forms): within a few float16 ulps of its results."""
+    from onnx import TensorProto
+    rng = np.random.default_rng(9)
+    h = lambda *s: rng.standard_normal(s).astype(np.float16)      # noqa: E731
+    feeds, ins, attrs = {
+        "SkipLayerNormalization": (dict(x=h(2, 3, 16), s=h(2, 3, 16), g=h(16), b=h(16)),
+                                   ["x", "s", "g", "b"], {}),
+        "BiasGelu": (dict(x=h(2, 3, 16), b=h(16)), ["x", "b"], {}),
+        "FastGelu": (dict(x=h(2, 3, 16), b=h(16)), ["x", "b"], {}),
+        "MultiHeadAttention": (dict(q=h(2, 4, 32), k=h(2, 5, 32), v=h(2, 5, 32)),
+                               ["q", "k", "v"], {"num_heads": 4}),
+        "GroupQueryAttention": (dict(q=h(1, 4, 32), k=h(1, 4, 16), v=h(1, 4, 16),
+                                     sl=np.array([3], np.int32), t=np.array(4, np.int32)),
+                                ["q", "k", "v", "", "", "sl", "t"],
+                                {"num_heads": 4, "kv_num_heads": 2}),
+    }[op]
+    got, ref = both(one_node(op, feeds, ["y"], inputs=ins,
+                             out_types={"y": TensorProto.FLOAT16}, **attrs), feeds)
+    assert got[0].dtype == ref[0].dtype == np.float16
+    np.testing.assert_allclose(got[0].astype(np.float32), ref[0].astype(np.float32),
+                               rtol=4e-3, atol=4e-3)

@@ -36,13 +36,16 @@ class _BiasedUnary(ErfMixin, Kernel):
                 self.shape(self.bias_at)[-1:] != (self.hidden,):
             self.malformed(f"bias {list(self.shape(self.bias_at))} is not one per unit of "
                            f"the last axis ({self.hidden})")
-        d = self.dtype
+        # float16 runs in float32 (as onnxruntime's kernels do): its erf
+        # polynomial in float16 is off by far more than an ulp
+        d = self.work = np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
         self.half, self.one = const(0.5, d), const(1, d)
-        self.erf_consts()
+        self.erf_consts(d)
         self.consts(d)
-        row = self.hidden * d.itemsize * self.nbuf
+        nbuf = self.nbuf + (d != self.dtype)    # (a temporary y cannot be)
+        row = self.hidden * d.itemsize * nbuf
         self.step = items_per_step(self.scratch_budget, row, self.rows, self.hidden)
-        self.scratch = [((self.step, self.hidden), d)] * self.nbuf
+        self.scratch = [((self.step, self.hidden), d)] * nbuf
 
     def consts(self, d):
         pass
@@ -56,18 +59,18 @@ class _BiasedUnary(ErfMixin, Kernel):
             r1 = min(r0 + self.step, self.rows)
             bufs = [b[:r1 - r0] for b in sc]
             u = bufs[0]
-            if bias is None:
-                np.copyto(u, x[r0:r1])
-            else:
-                np.add(x[r0:r1], bias, out=u)
+            np.copyto(u, x[r0:r1])
+            if bias is not None:
+                np.add(u, bias, out=u)
             with np.errstate(over="ignore"):     # exp of a large -alpha x: inf, y -0
                 self.apply(u, y[r0:r1], bufs[1:])
 
     def gelu_erf(self, u, y, bufs):
-        """y = 0.5 u (1 + erf(u / sqrt 2)); ``u`` kept."""
-        w, e = bufs
+        """y = 0.5 u (1 + erf(u / sqrt 2)); ``u`` kept; y the erf's
+        temporary unless ``bufs`` has one (float16)."""
+        w, e = bufs[:2]
         np.multiply(u, self.rs2, out=w)
-        self.erf(w, e, y)
+        self.erf(w, e, bufs[2] if len(bufs) > 2 else y)
         np.add(e, self.one, out=e)
         np.multiply(e, u, out=e)
         np.multiply(e, self.half, out=y)
