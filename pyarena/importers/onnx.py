@@ -38,6 +38,7 @@ from . import require_extra
 from .onnx_binding import bind_inputs, fix_values
 from .onnx_build import GraphBuild
 from .onnx_constants import ConstantFolding, warn_over_cap
+from .onnx_contrib import name_contrib_ops
 from .onnx_control import resolve_bodies
 from .onnx_data import check_initializer_data, parse_model
 from .onnx_dqlstm import dequantize_lstms
@@ -140,6 +141,7 @@ class _OnnxImport:
         """The shape-independent rewrites of the model."""
         fuse_qdq(self.onnx, self.model, self.mapped)   # QDQ chains -> integer operators
         dequantize_lstms(self.onnx, self.model, self.mapped, self.init_names)
+        name_contrib_ops(self.onnx, self.model.graph)  # com.microsoft.Attention ...
 
     def run(self, fold):
         """Everything after binding: infer, fold, import the Loop / Scan

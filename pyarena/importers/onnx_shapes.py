@@ -158,9 +158,10 @@ def _node_outputs(onnx, node, opset, shapes, types, values, where):
     if node.domain in CONTRIB_DOMAINS:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         rule = rule_of(node.op_type, node.domain)
-        shp, et = rule(Node(node, attrs, opset, full_shapes(shapes.get), types.get,
-                            lambda k: None))[0] if rule is not None else (None, None)
-        return [(shp, et)] + [(None, None)] * (len(node.output) - 1)
+        got = rule(Node(node, attrs, opset, full_shapes(shapes.get), types.get,
+                        values.get)) if rule is not None else []
+        got = list(got)[:len(node.output)]
+        return got + [(None, None)] * (len(node.output) - len(got))
     standard = node.domain in ("", "ai.onnx")
     if standard and node.op_type == "If":         # folded, or sized from its branches
         return [(None, None)] * len(node.output)

@@ -77,12 +77,14 @@ def _u8(*shape, seed=0):
 
 
 def _model(op, inputs, attrs=None, domain="", n_out=1, opset=17, first=0):
-    """A one-node model of ``op`` over ``inputs`` ([(name, array)]): input
-    ``first`` a graph input, the others constants."""
+    """A one-node model of ``op`` over ``inputs`` ([(name, array)], None
+    for an omitted one): input ``first`` a graph input, the others
+    constants."""
     n0, x0 = inputs[first]
-    rest = inputs[:first] + inputs[first + 1:]
+    rest = [(n, a) for n, a in inputs[:first] + inputs[first + 1:] if a is not None]
     outs = [f"y{i}" for i in range(n_out)]
-    node = helper.make_node(op, [n for n, _ in inputs], outs, domain=domain, **(attrs or {}))
+    node = helper.make_node(op, [n if a is not None else "" for n, a in inputs], outs,
+                            domain=domain, **(attrs or {}))
     ty = helper.np_dtype_to_tensor_dtype(x0.dtype)
     g = helper.make_graph([node], op, [helper.make_tensor_value_info(n0, ty, list(x0.shape))],
                           [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None)
@@ -228,13 +230,43 @@ RECIPES = {
     "Logistic": _unary("Logistic"),
     "SquaredDifference": lambda: _model("SquaredDifference", [("a", _f32(64, 512)),
                                                               ("b", _f32(512, seed=1))]),
+    # onnxruntime's transformer ops: (batch, seq, hidden) activations
+    "SkipLayerNormalization": lambda: _model(
+        "SkipLayerNormalization", [("x", _f32(8, 64, 256)), ("s", _f32(8, 64, 256, seed=1)),
+                                   ("g", _f32(256, seed=2)), ("b", _f32(256, seed=3))],
+        domain="com.microsoft"),
+    "SkipSimplifiedLayerNormalization": lambda: _model(
+        "SkipSimplifiedLayerNormalization", [("x", _f32(8, 64, 256)),
+                                             ("s", _f32(8, 64, 256, seed=1)),
+                                             ("g", _f32(256, seed=2))], domain="com.microsoft"),
+    "SimplifiedLayerNormalization": lambda: _model(
+        "SimplifiedLayerNormalization", [("x", _f32(8, 64, 256)), ("g", _f32(256, seed=2))]),
+    "EmbedLayerNormalization": lambda: _model(
+        "EmbedLayerNormalization", [("ids", _u8(8, 64).astype(np.int32)), ("seg", None),
+                                    ("w", _f32(256, 256, seed=1)), ("p", _f32(64, 256, seed=2)),
+                                    ("se", None), ("g", _f32(256, seed=3)),
+                                    ("b", _f32(256, seed=4))], domain="com.microsoft"),
+    "com.microsoft.Gelu": lambda: _model("Gelu", [("x", _f32(64, 512))], domain="com.microsoft"),
+    "QuickGelu": lambda: _model("QuickGelu", [("x", _f32(64, 512))], domain="com.microsoft"),
+    "BiasGelu": lambda: _model("BiasGelu", [("x", _f32(64, 512)), ("b", _f32(512, seed=1))],
+                               domain="com.microsoft"),
+    "FastGelu": lambda: _model("FastGelu", [("x", _f32(64, 512)), ("b", _f32(512, seed=1))],
+                               domain="com.microsoft"),
+    "BiasAdd": lambda: _model("BiasAdd", [("x", _f32(8, 64, 256)), ("b", _f32(256, seed=1)),
+                                          ("s", _f32(8, 64, 256, seed=2))],
+                              domain="com.microsoft"),
+    "MatMulNBits": lambda: _model(
+        "MatMulNBits", [("a", _f32(64, 256)), ("w", _u8(256, 8, 16, seed=1)),
+                        ("s", np.abs(_f32(256 * 8, seed=2)))],
+        {"K": 256, "N": 256, "bits": 4, "block_size": 32}, domain="com.microsoft"),
 }
 
 
 def macs(op_type, ins, outs, attrs):
     """Multiply-adds of the op (0 for ops without a product): ``ins`` /
     ``outs`` the shapes, ``attrs`` the op's attributes."""
-    if op_type in ("MatMul", "MatMulInteger", "QLinearMatMul", "Gemm", "FullyConnected"):
+    if op_type in ("MatMul", "MatMulInteger", "QLinearMatMul", "Gemm", "FullyConnected",
+                   "MatMulNBits"):
         a = ins[0]
         k = a[0] if op_type == "Gemm" and attrs.get("transA", 0) else a[-1]
         return math.prod(outs[0]) * k

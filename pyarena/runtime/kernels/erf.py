@@ -19,8 +19,9 @@ _ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
 
 
 class ErfMixin:
-    def erf_consts(self):
-        d = self.dtype
+    def erf_consts(self, dtype=None):
+        """The approximation's constants in ``dtype`` (None: the kernel's)."""
+        d = self.dtype if dtype is None else np.dtype(dtype)
         self.ep = [const(v, d) for v in _ERF_P]
         self.eq = [const(v, d) for v in _ERF_Q]
         self.four, self.mfour = const(4, d), const(-4, d)

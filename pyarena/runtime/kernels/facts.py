@@ -6,7 +6,9 @@ runs them (``setup`` / ``run``) it declares, as class attributes (defaults
 on :class:`~pyarena.runtime.kernels.registry.Kernel`):
 
 ==================  ==========================================================
-``op_types``        the ONNX op types it runs (the graph's vocabulary)
+``op_types``        the ONNX op types it runs (the graph's vocabulary); a
+                    contrib op named like a standard one as
+                    ``domain.name`` (``com.microsoft.Attention``)
 ``onnx_domain``     ``""`` (ai.onnx) or the contrib domain of its op types
 ``family``          one of :data:`FAMILIES`
 ``inplace``         its in-place kind for the planner

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
+from .attention_core import attend, heads as _heads, masked as _masked, rotary_parts, rotate
 from .native import NATIVE_DTYPE
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
@@ -192,17 +192,6 @@ class FullyConnected(Kernel):
             np.add(y, xs[2], out=y)
 
 
-def _heads(x, heads):
-    """(batch, seq, heads * size) -> (batch, heads, seq, size)."""
-    b, s, h = x.shape
-    return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
-
-
-def _masked(allowed, dtype):
-    """0 where ``allowed``, -inf elsewhere: an additive bias."""
-    return np.where(allowed, dtype.type(0), dtype.type(-np.inf))
-
-
 @register
 class Attention(Kernel):
     """Attention (opsets 23-25): softmax(Q K^T * scale + bias) V per head,
@@ -256,36 +245,19 @@ class Attention(Kernel):
         if self.heads is not None:
             q, k, v = _heads(q, self.heads[0]), _heads(k, self.heads[1]), _heads(v, self.heads[1])
         scale = self.scale if self.scale is not None else 1 / np.sqrt(q.shape[3])
-        root = dt.type(np.sqrt(scale))      # applied to Q and K, as ONNX's function does
         if past_k is not None:
             k = np.concatenate((past_k, k), axis=2)
             v = np.concatenate((past_v, v), axis=2)
         present_k, present_v = k, v
         sq, skv = q.shape[2], k.shape[2]
         bias = self.bias(mask, past_k, nonpad, sq, skv, q.shape[0], dt)
-        hq, hk = q.shape[1], k.shape[1]
-        if hq != hk:
-            if hq % hk:
-                raise InvalidArgumentError(f"operator {self.op.name!r} (Attention): {hq} "
-                                           f"query heads do not group over {hk} key heads")
-            k, v = np.repeat(k, hq // hk, axis=1), np.repeat(v, hq // hk, axis=1)
-        qk = np.matmul(q * root, np.swapaxes(k * root, 2, 3))
-        if self.softcap > 0:
-            qk = np.tanh(qk / dt.type(self.softcap)) * dt.type(self.softcap)
-        scores = qk + bias
-        qk_out = scores if self.mode == 2 else qk
-        if self.precision is not None:
-            scores = scores.astype(self.precision)
-        top = np.max(scores, axis=-1, keepdims=True)
-        empty = np.isneginf(np.max(bias, axis=-1, keepdims=True))
-        with np.errstate(invalid="ignore"):
-            p = np.exp(scores - np.where(np.isneginf(top), 0, top))
-            total = np.sum(p, axis=-1, keepdims=True)
-            p = p / np.where(total == 0, 1, total)
-        p = np.where(empty, 0, p)
-        if self.mode == 3:
+        y, qk_out, p = attend(q, k, v, bias, scale, softcap=self.softcap,
+                              precision=self.precision, split_scale=True,
+                              what=f"operator {self.op.name!r} (Attention)")
+        if self.mode == 2:
+            qk_out = qk_out + bias
+        elif self.mode == 3:
             qk_out = p
-        y = np.matmul(p.astype(dt), v)
         if self.heads is not None:
             y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
         got = (y, present_k, present_v, qk_out)
@@ -353,27 +325,16 @@ class RotaryEmbedding(Kernel):
         half = rot // 2
         if self.shape(1)[-1] != half or self.shape(2)[-1] != half:
             self.malformed(f"the caches' last dim must be rotary_embedding_dim / 2 = {half}")
-        inter = bool(int(self.attrs.get("interleaved", 0)))
-        self.parts = (slice(0, rot, 2), slice(1, rot, 2)) if inter else \
-            (slice(0, half), slice(half, rot))
+        self.parts = rotary_parts(rot, bool(int(self.attrs.get("interleaved", 0))))
         self.scratch = [((b, s, h, half), self.dtype)]
 
     def run(self, xs, ys, sc):
-        x, y, t = self.to4(xs[0]), self.to4(ys[0]), sc[0]
         cos, sin = xs[1], xs[2]
         if self.has(3):
             pos = xs[3].astype(np.int64, copy=False)
             cos, sin = cos[pos], sin[pos]
-        cos, sin = cos[:, :, None], sin[:, :, None]
-        a, b = self.parts
-        x1, x2, y1, y2 = x[..., a], x[..., b], y[..., a], y[..., b]
-        np.copyto(y, x)
-        np.multiply(cos, x1, out=y1)
-        np.multiply(sin, x2, out=t)
-        np.subtract(y1, t, out=y1)
-        np.multiply(sin, x1, out=y2)
-        np.multiply(cos, x2, out=t)
-        np.add(y2, t, out=y2)
+        rotate(self.to4(xs[0]), self.to4(ys[0]), cos[:, :, None], sin[:, :, None], self.parts,
+               sc[0])
 
 
 @register
