@@ -345,3 +345,30 @@ def test_a_plan_is_validated_unless_the_caller_just_made_it(monkeypatch):
     p.buffers[0].tensors.clear()                # a broken plan: still refused by default
     with pytest.raises(PlanValidationError):
         Executor(g, p)
+
+
+@pytest.mark.parametrize("spatial, pads, group, budget", [
+    ((12, 10), [1, 1, 1, 1], 1, None), ((12, 10), [0, 0, 0, 0], 2, None),
+    ((12, 10), [1, 2, 1, 0], 1, 2048), ((64,), [3, 3], 1, None), ((64,), [0, 0], 2, 1024)])
+def test_an_im2col_convolution_reads_each_runs_inputs(tmp_path, spatial, pads, group, budget):
+    """The views an im2col convolution copies and multiplies through are
+    made once on the planned buffers: each run must still read that run's
+    input (padded, in bands, grouped, 1-D), as onnxruntime does."""
+    from onnx import helper
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    rng = np.random.default_rng(3)
+    k = (3,) * len(spatial)
+    path = tmp_path / "conv.onnx"
+    make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=pads, group=group,
+                                 strides=[2] + [1] * (len(spatial) - 1))],
+               {"x": ([1, 4, *spatial], np.float32)}, {"y": (None, np.float32)},
+               {"w": rng.standard_normal((6, 4 // group, *k)).astype(np.float32)}, path=path)
+    g = load_model(str(path), native=False, scratch_budget=budget)
+    ex = Executor(g)
+    assert next(kk for kk in ex.kernels if kk.op.op_type == "Conv").path == "im2col"
+    for _ in range(3):
+        x = rng.standard_normal((1, 4, *spatial)).astype(np.float32)
+        got = np.array(ex.run({"x": x})["y"])
+        np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)

@@ -3709,4 +3709,9 @@ MUTANTS += [
       "                pass",
       "a contrib op in an If branch keeps its name and runs the standard op's kernel",
       ("tests/importers/test_contrib_attention_ops.py",)),
+    M("im2col-padded-rows-stale", "pyarena/runtime/kernels/conv_numpy.py",
+      "            if pbuf is not None:        # (the padded rows of this band, afresh)",
+      "            if False:",
+      "an im2col convolution's padded rows keep its first run's input",
+      ("tests/runtime/test_executor.py",)),
 ]

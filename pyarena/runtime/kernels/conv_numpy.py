@@ -21,6 +21,10 @@ from ..._native import check, lib
 from ..._native import kernels as nk
 from .native import NATIVE_DTYPE, Pointers, native_act
 
+
+def _addr(a):
+    return None if a is None else a.__array_interface__["data"][0]
+
 __all__ = ["NumpyPath", "Pointwise", "DepthwiseTaps", "Im2col"]
 
 
@@ -179,6 +183,7 @@ class Im2col(NumpyPath):
     columns and one (batched) matmul into the output rows."""
 
     mode = "im2col"
+    _ops = None     # {buffers' addresses: each band's views}, stable buffers only
 
     def lay_out(self, k, w):
         g, C, cout = k.G, k.c_in, k.cout
@@ -206,28 +211,45 @@ class Im2col(NumpyPath):
         return lender
 
     def image(self, xn, yn, pbuf, sc):
+        """Per band: the padded rows refreshed, the windows copied into the
+        columns, one (batched) matmul.  The views each band reads and
+        writes depend on the buffers alone: on stable (planned) buffers
+        they are made once and kept (a small convolution's Python cost was
+        mostly making them: a Silero VAD step's five)."""
+        k = self.kernel
+        key = (_addr(xn), _addr(yn), _addr(pbuf), _addr(sc[-1]))
+        ops = self._ops.get(key) if self._ops else None
+        if ops is None:
+            ops = [self._band_ops(xn, yn, pbuf, sc, r0, r1) for r0, r1 in k.bands]
+            self._ops = {key: ops} if k.stable else None
+        for (r0, r1), (cols, win, a, b, out) in zip(k.bands, ops):
+            if pbuf is not None:        # (the padded rows of this band, afresh)
+                k.band_src(xn, pbuf, r0, r1)
+            np.copyto(cols, win)
+            np.matmul(a, b, out=out)
+
+    def _band_ops(self, xn, yn, pbuf, sc, r0, r1):
+        """(columns, windows, a, b, out) of band [r0, r1): copy the
+        windows into the columns, then ``out = a @ b``."""
         k = self.kernel
         G, K, Wo, cout, kh, kw = k.G, self.K, k.Wo, k.cout, k.kh, k.kw
-        for r0, r1 in k.bands:
-            nr = r1 - r0
-            src = k.band_src(xn, pbuf, r0, r1)
-            yb = k.out_rows(yn, r0, r1)
-            cols = sc[-1][:K * G * nr * Wo]
-            if self.kmajor:
-                cg = k.c_in // G
-                np.copyto(cols.reshape(G, kh, kw, cg, nr, Wo),
-                          k.windows(src, nr, G, kmajor=True))
-                np.matmul(self.wm, cols.reshape(G, K, nr * Wo),
-                          out=yb.reshape(nr * Wo, G, cout // G).transpose(1, 2, 0))
-            elif k.nhwc and G > 1:
-                cg = k.c_in // G
-                np.copyto(cols.reshape(G, nr, Wo, kh, kw, cg), k.windows(src, nr, G))
-                np.matmul(cols.reshape(G, nr * Wo, K), self.wm,
-                          out=yb.reshape(nr * Wo, G, cout // G).transpose(1, 0, 2))
-            elif k.nhwc:
-                np.copyto(cols.reshape(nr, Wo, kh, kw, k.c_in), k.windows(src, nr))
-                np.matmul(cols.reshape(nr * Wo, K), self.wm, out=yb.reshape(nr * Wo, cout))
-            else:
-                np.copyto(cols.reshape(k.c_in, kh, kw, nr, Wo), k.windows(src, nr))
-                out = yn.reshape(G, cout // G, k.Ho * Wo)
-                np.matmul(self.wm, cols.reshape(G, K, nr * Wo), out=out[:, :, r0 * Wo:r1 * Wo])
+        nr = r1 - r0
+        src = k.band_src(xn, pbuf, r0, r1)
+        yb = k.out_rows(yn, r0, r1)
+        cols = sc[-1][:K * G * nr * Wo]
+        if self.kmajor:
+            cg = k.c_in // G
+            return (cols.reshape(G, kh, kw, cg, nr, Wo), k.windows(src, nr, G, kmajor=True),
+                    self.wm, cols.reshape(G, K, nr * Wo),
+                    yb.reshape(nr * Wo, G, cout // G).transpose(1, 2, 0))
+        if k.nhwc and G > 1:
+            cg = k.c_in // G
+            return (cols.reshape(G, nr, Wo, kh, kw, cg), k.windows(src, nr, G),
+                    cols.reshape(G, nr * Wo, K), self.wm,
+                    yb.reshape(nr * Wo, G, cout // G).transpose(1, 0, 2))
+        if k.nhwc:
+            return (cols.reshape(nr, Wo, kh, kw, k.c_in), k.windows(src, nr),
+                    cols.reshape(nr * Wo, K), self.wm, yb.reshape(nr * Wo, cout))
+        out = yn.reshape(G, cout // G, k.Ho * Wo)
+        return (cols.reshape(k.c_in, kh, kw, nr, Wo), k.windows(src, nr),
+                self.wm, cols.reshape(G, K, nr * Wo), out[:, :, r0 * Wo:r1 * Wo])
