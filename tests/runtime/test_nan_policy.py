@@ -4,6 +4,16 @@ NumPy path), compared with onnxruntime on inputs holding NaN and +-Inf.
 What onnxruntime does (CPU provider, measured):
 - Relu, Clip, Max (element-wise), AveragePool, Softmax: a NaN in, NaN out.
 - Resize, nearest: a copy (NaN and +-Inf where their source is).
+- Resize, linear / cubic: a weighted sum of the taps (upsample.cc), so an
+  Inf weighted 0 gives NaN and an Inf beside finite values stays Inf; a
+  pixel paired with itself (the clamped edge) weighs 0.5 and 0.5 in its
+  NCHW kernel.  pyarena computes the same sums (a pair on one pixel is a
+  copy) and its native kernel the NumPy path's bits.  Two differences are
+  kept on purpose: an axis not resized is copied here, where onnxruntime's
+  bilinear blends it with weights 1 and 0 (an Inf in the next row makes
+  NaN); and onnxruntime's NHWC bilinear (its layout pass after a Conv)
+  weighs a pixel paired with itself 1 and 0, so these cases are compared
+  with its unoptimised graph.
 - MaxPool, GlobalMaxPool, ReduceMax: the result depends on where the NaN
   sits in the window (a vectorised max keeps whichever operand its
   instruction keeps: [1, 2, 3, NaN] gives NaN, [NaN, 2, 3, 4] gives 4).
@@ -29,6 +39,7 @@ from pyarena.runtime import Executor  # noqa: E402
 
 PATHS = [(True, "keep"), (True, "nhwc"), (False, "keep")]
 PATH_IDS = ["native-nchw", "native-nhwc", "numpy"]
+C = 16
 
 #: name -> (op, attributes, constant inputs, a max reduction (window policy))
 CASES = {
@@ -55,15 +66,51 @@ CASES = {
     "resize-nearest-down": ("Resize", dict(mode="nearest"), (
         ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 0.5, 0.6], np.float32))),
         False),
+    # linear / cubic: a weighted sum, as onnxruntime's (0 * Inf is NaN, Inf
+    # next to a finite value stays Inf); both axes resized, at scales whose
+    # source coordinates float32 and float64 both hold exactly
+    "resize-linear-up": ("Resize", dict(mode="linear"), (
+        ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 2, 1.5], np.float32))),
+        False),
+    "resize-linear-down": ("Resize", dict(mode="linear"), (
+        ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 0.5, 0.5], np.float32))),
+        False),
+    "resize-linear-align-corners": ("Resize", dict(
+        mode="linear", coordinate_transformation_mode="align_corners"), (
+        ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 2, 2], np.float32))),
+        False),
+    "resize-linear-asymmetric": ("Resize", dict(
+        mode="linear", coordinate_transformation_mode="asymmetric"), (
+        ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 2, 2], np.float32))),
+        False),
+    # (sizes: onnxruntime copies the input when every scale is 1, roi or not)
+    "resize-crop": ("Resize", dict(
+        mode="linear", coordinate_transformation_mode="tf_crop_and_resize"), (
+        ("roi", np.array([0, 0, 0, 0.25, 1, 1, 0.5, 0.75], np.float32)), ("", None),
+        ("sizes", np.array([1, C, 13, 17], np.int64))), False),
+    "resize-crop-extrapolate": ("Resize", dict(
+        mode="linear", coordinate_transformation_mode="tf_crop_and_resize"), (
+        ("roi", np.array([0, 0, 0, -0.25, 1, 1, 0.5, 1.25], np.float32)), ("", None),
+        ("sizes", np.array([1, C, 13, 17], np.int64))), False),
+    "resize-cubic": ("Resize", dict(mode="cubic"), (
+        ("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 2, 1.5], np.float32))),
+        False),
 }
-C = 16
+#: op -> (rtol, atol) where the arithmetic differs from onnxruntime's (its
+#: bilinear weighs the four taps by dx * dy, here one axis after the other)
+TOLERANCE = {"Resize": (1e-5, 1e-6)}
+#: ops compared with onnxruntime's graph unoptimised: after a Conv its layout
+#: pass picks an NHWC bilinear that weighs a pixel paired with itself (the
+#: clamped edge) 1 and 0, where its NCHW kernel weighs it 0.5 and 0.5 -- an
+#: Inf there is NaN in one, Inf in the other; pyarena follows the NCHW one
+UNOPTIMISED = {"Resize"}
 
 
 def _model(tmp_path, name, op, attrs, consts):
     """x -> a depthwise 1x1 conv of weight 1 (the identity, so the op sits in
     a region the NHWC pass converts, NaN staying in its channel) -> op."""
     inits = [numpy_helper.from_array(np.ones((C, 1, 1, 1), np.float32), "w")]
-    inits += [numpy_helper.from_array(v, k) for k, v in consts]
+    inits += [numpy_helper.from_array(v, k) for k, v in consts if k]
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=C, kernel_shape=[1, 1]),
              helper.make_node(op, ["c"] + [k for k, _ in consts], ["y"], **attrs)]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
@@ -75,8 +122,11 @@ def _model(tmp_path, name, op, attrs, consts):
     return path
 
 
-def _ort(path, x):
-    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+def _ort(path, x, optimised=True):
+    so = ort.SessionOptions()
+    if not optimised:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     return s.run(None, {"x": x})[0]
 
 
@@ -101,12 +151,13 @@ def _hostile(seed):
     return x
 
 
-def _same(a, b, where=None):
+def _same(a, b, where=None, tol=(1e-6, 1e-7)):
     if where is not None:
         a, b = a[where], b[where]
     np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
     ok = ~np.isnan(a)
-    np.testing.assert_allclose(a[ok], b[ok], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(np.isinf(a[ok]), np.isinf(b[ok]))
+    np.testing.assert_allclose(a[ok], b[ok], rtol=tol[0], atol=tol[1])
 
 
 @pytest.mark.parametrize("native,layout", PATHS, ids=PATH_IDS)
@@ -116,11 +167,11 @@ def test_nan_and_inf_every_path_as_onnxruntime(tmp_path, case, native, layout):
     path = _model(tmp_path, case, op, attrs, consts)
     for seed in range(3):
         x = _hostile(seed)
-        ref = _ort(path, x)
+        ref = _ort(path, x, op not in UNOPTIMISED)
         got = _pyarena(path, x, native, layout)
         assert got.shape == ref.shape
         if not window:
-            _same(got, ref)
+            _same(got, ref, tol=TOLERANCE.get(op, (1e-6, 1e-7)))
             continue
         # which outputs read a NaN: the same op in onnxruntime over the NaN mask
         nan_in = _ort(path, np.isnan(x).astype(np.float32)) > 0
@@ -130,6 +181,48 @@ def test_nan_and_inf_every_path_as_onnxruntime(tmp_path, case, native, layout):
         assert (got[lowest] == -np.inf).all()
         _same(got, ref, ~nan_in & ~lowest)
         assert not (np.isnan(ref) & ~np.isnan(got)).any()
+
+
+@pytest.mark.parametrize("native,layout", PATHS[:2], ids=PATH_IDS[:2])
+@pytest.mark.parametrize("case", [c for c in CASES if CASES[c][0] == "Resize"])
+def test_resize_native_gives_the_numpy_paths_bits(tmp_path, case, native, layout):
+    """The native blend does the NumPy path's operations in its order, so
+    the two agree to the bit on every value but NaN (whose sign and payload
+    IEEE leaves to the instruction), NaN in the same places."""
+    op, attrs, consts, _ = CASES[case]
+    path = _model(tmp_path, case, op, attrs, consts)
+    for seed in range(3):
+        x = _hostile(seed)
+        want = _pyarena(path, x, False, "keep")
+        got = _pyarena(path, x, native, layout)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+
+
+@pytest.mark.parametrize("native,layout", PATHS, ids=PATH_IDS)
+def test_resize_copies_an_axis_it_does_not_resize(tmp_path, native, layout):
+    """W doubled (align_corners, 3 -> 5: source columns 0, 0.5, 1, 1.5, 2),
+    H kept: each row blends its own columns only, worked by hand -- an Inf
+    beside a finite value stays Inf, one weighted 0 gives NaN (column 2
+    reads columns 1 and 2 at 1 and 0), one paired with itself (the last
+    column) is copied; onnxruntime's
+    bilinear blends row 0 with row 1 at weight 0 and gives NaN in row 0."""
+    attrs = dict(mode="linear", coordinate_transformation_mode="align_corners")
+    consts = (("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, 1, 5 / 3],
+                                                                     np.float32)))
+    g = helper.make_graph([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], **attrs)],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in consts])
+    path = str(tmp_path / "w.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
+    inf = np.inf
+    x = np.array([[[[1, 3, 5], [inf, 2, -inf]]]], np.float32)
+    want = np.array([[[[1, 2, 3, 4, 5], [inf, inf, np.nan, -inf, -inf]]]], np.float32)
+    got = _pyarena(path, x, native, layout)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(_ort(path, x)[0, 0, 0]).any()      # the difference kept
 
 
 @pytest.mark.parametrize("native,layout", PATHS, ids=PATH_IDS)
