@@ -257,3 +257,48 @@ def test_batchnorm_bias_nan_reaches_softmax(tmp_path, tail, native, layout):
     ref = _ort(path, x)
     assert np.isnan(ref).all()
     _same(_pyarena(path, x, native, layout), ref)
+
+
+#: rows and the index onnxruntime's scan picks (reduction_ops.h: from
+#: element 0, move on v > best, >= with select_last_index; a NaN compares
+#: false): (row, argmax, argmax last, argmin, argmin last), worked by hand
+ARG_ROWS = [([1, np.nan, 3, 2], 2, 2, 0, 0),
+            ([np.nan, 1, 3, 2], 0, 0, 0, 0),        # NaN first: no move ever
+            ([1, 2, 3, np.nan], 2, 2, 0, 0),
+            ([3, np.nan, 3, 1], 0, 2, 3, 3),
+            ([-np.inf, np.nan, -np.inf, 1], 3, 3, 0, 2),
+            ([np.inf, np.nan, np.inf, 1], 0, 2, 3, 3),
+            ([np.nan] * 4, 0, 0, 0, 0)]
+
+
+def _arg_model(tmp_path, op, axis, last, shape):
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], axis=axis, keepdims=0,
+                                            select_last_index=last)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    path = str(tmp_path / f"{op}{axis}{last}.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("last", [0, 1])
+def test_argmax_argmin_skip_nan_as_onnxruntime(tmp_path, native, op, last):
+    col = {("ArgMax", 0): 1, ("ArgMax", 1): 2, ("ArgMin", 0): 3, ("ArgMin", 1): 4}[op, last]
+    x = np.array([r[0] for r in ARG_ROWS], np.float32)
+    want = np.array([r[col] for r in ARG_ROWS], np.int64)
+    for axis, xin in ((1, x), (0, np.ascontiguousarray(x.T))):   # the axis last and not
+        path = _arg_model(tmp_path, op, axis, last, xin.shape)
+        g = load_model(path, native=native)
+        np.testing.assert_array_equal(Executor(g, plan(g)).run({"x": xin})["y"], want)
+        np.testing.assert_array_equal(_ort(path, xin), want)
+    r = np.random.default_rng(last)         # small integers: ties; NaN and +-Inf
+    x = r.integers(-3, 3, (5, 6, 7)).astype(np.float32)
+    flat = x.reshape(-1)
+    k = r.choice(flat.size, 90, replace=False)
+    flat[k[:30]], flat[k[30:60]], flat[k[60:]] = np.nan, np.inf, -np.inf
+    for axis in (0, 1, 2):
+        path = _arg_model(tmp_path, op, axis, last, x.shape)
+        g = load_model(path, native=native)
+        np.testing.assert_array_equal(Executor(g, plan(g)).run({"x": x})["y"], _ort(path, x))
