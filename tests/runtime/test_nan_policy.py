@@ -41,7 +41,7 @@ PATHS = [(True, "keep"), (True, "nhwc"), (False, "keep")]
 PATH_IDS = ["native-nchw", "native-nhwc", "numpy"]
 C = 16
 
-#: name -> (op, attributes, constant inputs, a max reduction (window policy))
+#: name -> (op, attributes, constant inputs, a max / "min" reduction (window policy))
 CASES = {
     "maxpool-2x2-s2": ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2]), (), True),
     "maxpool-3x3-s1-pad": ("MaxPool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]), (), True),
@@ -52,6 +52,18 @@ CASES = {
     "averagepool": ("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2]), (), False),
     "max": ("Max", {}, (("m", np.linspace(-1, 1, 16, dtype=np.float32)
                          .reshape(1, 16, 1, 1)),), False),
+    "min": ("Min", {}, (("m", np.linspace(-1, 1, 16, dtype=np.float32)
+                         .reshape(1, 16, 1, 1)),), False),
+    "reducemin-w": ("ReduceMin", dict(keepdims=1), (("axes", np.array([3], np.int64)),),
+                    "min"),
+    # the shift over the finite values: an Inf gives +-Inf, not inf - inf
+    "reducelogsumexp-w": ("ReduceLogSumExp", dict(keepdims=1), (
+        ("axes", np.array([3], np.int64)),), False),
+    "reducelogsumexp-c": ("ReduceLogSumExp", dict(keepdims=1), (
+        ("axes", np.array([1], np.int64)),), False),
+    # selects: NaN (and for ThresholdedRelu -Inf) gives 0, not NaN * 0
+    "shrink": ("Shrink", dict(lambd=0.5, bias=0.25), (), False),
+    "thresholdedrelu": ("ThresholdedRelu", dict(alpha=0.5), (), False),
     "relu": ("Relu", {}, (), False),
     "clip-0-6": ("Clip", {}, (("lo", np.array(0, np.float32)), ("hi", np.array(6, np.float32))),
                  False),
@@ -174,7 +186,10 @@ def test_nan_and_inf_every_path_as_onnxruntime(tmp_path, case, native, layout):
             _same(got, ref, tol=TOLERANCE.get(op, (1e-6, 1e-7)))
             continue
         # which outputs read a NaN: the same op in onnxruntime over the NaN mask
-        nan_in = _ort(path, np.isnan(x).astype(np.float32)) > 0
+        if window == "min":
+            nan_in = _ort(path, (~np.isnan(x)).astype(np.float32)) == 0
+        else:
+            nan_in = _ort(path, np.isnan(x).astype(np.float32)) > 0
         assert nan_in.any() and (~nan_in).any()
         assert np.isnan(got[nan_in]).all(), "a window holding a NaN must give NaN"
         lowest = ref == np.finfo(np.float32).min       # a window of -Inf in onnxruntime
@@ -302,3 +317,53 @@ def test_argmax_argmin_skip_nan_as_onnxruntime(tmp_path, native, op, last):
         path = _arg_model(tmp_path, op, axis, last, x.shape)
         g = load_model(path, native=native)
         np.testing.assert_array_equal(Executor(g, plan(g)).run({"x": x})["y"], _ort(path, x))
+
+
+def _one_op(tmp_path, op, shape, opset=18, **attrs):
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = str(tmp_path / f"{op}.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    return path
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_hardmax_row_holding_nan_is_all_zero(tmp_path, native, axis):
+    """onnxruntime's Hardmax takes the row maximum, then puts 1 at the first
+    element equal to it (hardmax.cc); here the maximum of a row holding a
+    NaN is NaN (as ReduceMax gives), so the row is all 0.  onnxruntime's own
+    maximum depends on where the NaN sits, so rows holding one are checked
+    against this rule, the others against onnxruntime."""
+    x = _hostile(2)[0, :, :6, :]                     # (16, 6, 9)
+    x[:, :, 0] = np.where(np.isnan(x[:, :, 0]), 0, x[:, :, 0])    # rows without NaN too
+    x[1, 2, :] = np.nan
+    path = _one_op(tmp_path, "Hardmax", x.shape, axis=axis)
+    g = load_model(path, native=native)
+    got = Executor(g, plan(g)).run({"x": x})["y"]
+    ref = _ort(path, x)
+    nan_row = np.isnan(x).any(axis=axis, keepdims=True)
+    assert nan_row.any() and (~nan_row).any()
+    np.testing.assert_array_equal(got * ~nan_row, ref * ~nan_row)
+    assert not (got * nan_row).any()
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_lrn_nan_stays_in_its_windows_as_the_spec_says(tmp_path, native):
+    """A NaN or Inf reaches only the windows holding it: the ONNX spec's
+    sum of squares over channels [c - 1, c + 1] (size 3), in NumPy here
+    (onnx.reference's LRN loops over the batch axis, not the channels);
+    onnxruntime's running sum of squares carries it (inf - inf) into every
+    later channel."""
+    x = np.random.default_rng(4).standard_normal((1, 8, 3, 4)).astype(np.float32)
+    x[0, 2, 0, 0], x[0, 1, 1, 1], x[0, 5, 2, 3] = np.nan, np.inf, -np.inf
+    path = _one_op(tmp_path, "LRN", x.shape, size=3)
+    g = load_model(path, native=native)
+    got = Executor(g, plan(g)).run({"x": x})["y"]
+    sq = np.square(x.astype(np.float64))
+    win = np.stack([sq[:, max(0, c - 1):c + 2].sum(axis=1) for c in range(8)], axis=1)
+    with np.errstate(invalid="ignore"):
+        want = (x / (1.0 + 1e-4 / 3 * win) ** 0.75).astype(np.float32)
+    assert np.isnan(want[0, 1:4, 0, 0]).all() and not np.isnan(want[0, 4:, 0, 0]).any()
+    _same(got, want, tol=(1e-5, 1e-6))
