@@ -367,3 +367,56 @@ def test_lrn_nan_stays_in_its_windows_as_the_spec_says(tmp_path, native):
         want = (x / (1.0 + 1e-4 / 3 * win) ** 0.75).astype(np.float32)
     assert np.isnan(want[0, 1:4, 0, 0]).all() and not np.isnan(want[0, 4:, 0, 0]).any()
     _same(got, want, tol=(1e-5, 1e-6))
+
+
+def _attention(tmp_path, mask):
+    ins = ["q", "k", "v"] + (["m"] if mask is not None else [])
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 4, 8]) for n in "qkv"]
+    if mask is not None:
+        vi.append(helper.make_tensor_value_info("m", helper.np_dtype_to_tensor_dtype(
+            mask.dtype), list(mask.shape)))
+    g = helper.make_graph([helper.make_node("Attention", ins, ["y"])], "g", vi,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = str(tmp_path / "att.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]), path)
+    return path
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+@pytest.mark.parametrize("mask", ["none", "float", "bool"])
+def test_attention_nan_and_inf_as_onnxruntime(tmp_path, native, mask):
+    """NaN and +-Inf in Q, K or V; a query row the mask empties gives 0, one
+    whose scores are all -inf by Q and K gives NaN (0 / 0), both as
+    onnxruntime.  (With is_causal, onnxruntime sometimes drops a masked
+    +Inf score and sometimes adds -inf to it; pyarena adds, as the ONNX
+    function body does, so that case is left out.)"""
+    r = np.random.default_rng(7)
+    m = None
+    if mask == "float":
+        m = r.standard_normal((4, 4)).astype(np.float32)
+        m[1, :] = -np.inf                           # row 1 attends nothing
+    elif mask == "bool":
+        m = r.random((4, 4)) > 0.3
+        m[1, :] = False
+    path = _attention(tmp_path, m)
+    g = load_model(path, native=native)
+    ex = Executor(g, plan(g))
+    for seed in range(9):
+        r = np.random.default_rng(seed)
+        feeds = {n: r.standard_normal((1, 2, 4, 8)).astype(np.float32) for n in "qkv"}
+        flat = feeds["qkv"[seed % 3]].reshape(-1)
+        k = r.choice(flat.size, 2, replace=False)
+        flat[k] = [(np.nan, np.inf), (np.inf, -np.inf), (-np.inf, np.nan)][seed // 3]
+        if seed == 0:       # query 2 of head 0: every score -inf by the data
+            feeds["q"][0, 0, 2] = 0
+            feeds["q"][0, 0, 2, 0] = np.inf
+            feeds["k"][0, 0, :, 0] = -1
+        if m is not None:
+            feeds["m"] = m
+        got, ref = ex.run(feeds)["y"], ort.InferenceSession(
+            path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        if seed == 0:
+            assert np.isnan(got[0, 0, 2]).all()
+        if m is not None and seed % 3 != 2:     # (0 * a NaN or Inf of V is NaN)
+            assert (got[0, :, 1] == 0).all()
+        _same(got, ref, tol=(1e-5, 1e-6))

@@ -211,7 +211,9 @@ class Attention(Kernel):
     to the keys' length), is_causal (aligned to the last query, after the
     cache), a sliding window, nonpad_kv_seqlen, softcap, softmax_precision
     and the qk_matmul_output modes 0-3.  A query row that can attend no key
-    gives 0.  Batched NumPy matrix products; temporaries per run."""
+    (the mask, causality, the window, padding) gives 0, as onnxruntime; a
+    row whose scores are all -inf by Q and K themselves gives NaN (0 / 0),
+    as onnxruntime.  Batched NumPy matrix products; temporaries per run."""
 
     op_types = ("Attention",)
     family = "linalg"
@@ -278,7 +280,9 @@ class Attention(Kernel):
         top = np.max(scores, axis=-1, keepdims=True)
         empty = np.isneginf(np.max(bias, axis=-1, keepdims=True))
         with np.errstate(invalid="ignore"):
-            p = np.exp(scores - np.where(np.isneginf(top), 0, top))
+            # a row the mask empties is 0 (below); one whose scores are all
+            # -inf by the data is 0 / 0 = NaN, as onnxruntime gives
+            p = np.exp(scores - top)
             total = np.sum(p, axis=-1, keepdims=True)
             p = p / np.where(total == 0, 1, total)
         p = np.where(empty, 0, p)
