@@ -176,10 +176,8 @@ class Reduce(Kernel):
             else None
         self.pre = _PRE.get(t)
         self.lse = t == "ReduceLogSumExp"
-        # the shift ignores +-Inf (clamped to the largest finite value)
-        self.big = (const(-np.finfo(self.dtype).max, self.dtype),
-                    const(np.finfo(self.dtype).max, self.dtype)) \
-            if self.lse and self.dtype.kind == "f" else None
+        big = np.finfo(self.dtype).max if self.lse and self.dtype.kind == "f" else None
+        self.big = None if big is None else (const(-big, self.dtype), const(big, self.dtype))
         self.post = {"ReduceL2": np.sqrt, "ReduceLogSum": np.log,
                      "ReduceLogSumExp": np.log}.get(t)
         if not math.prod(xs):
@@ -231,11 +229,9 @@ class Reduce(Kernel):
                 self.post(y, out=y)
 
     def log_sum_exp(self, x, y, e, m):
-        """log(sum(exp(x - max))) + max: no overflow for large x.  As
-        onnxruntime's (ReduceAggregatorLogSumExp, reduction_ops.h), the
-        shift is taken over the finite values: an Inf in the sum gives
-        +-Inf (log(inf) or log(0)) where an Inf shift gave inf - inf = NaN;
-        a NaN gives NaN."""
+        """log(sum(exp(x - max))) + max: no overflow for large x.  The max
+        of the finite values, as onnxruntime's (ReduceAggregatorLogSumExp,
+        reduction_ops.h): an Inf gives +-Inf, not inf - inf = NaN."""
         if self.big is None:
             np.maximum.reduce(x, axis=self.axes, out=m, keepdims=True)
         else:
@@ -596,12 +592,9 @@ class Hardmax(Kernel):
     input flattened to 2-D from ``axis``), 0 elsewhere.  Scratch: the
     index of each row's maximum, as a flat offset, its value, and, when
     the axis is not the last (``numpy.argmax`` would copy), the input laid
-    out (outer, inner, axis).
-
-    A row holding a NaN is all 0: its maximum is NaN (as ReduceMax and
-    the max pools give) and no element equals it -- onnxruntime's rule
-    (hardmax.cc: the row maximum, then 1 at the first element == it),
-    whose maximum depends on where the NaN sits."""
+    out (outer, inner, axis).  A row holding a NaN is all 0: its maximum
+    is NaN (as ReduceMax gives) and no element equals it -- onnxruntime's
+    rule (hardmax.cc), whose maximum depends on where the NaN sits."""
 
     op_types = ('Hardmax',)
     family = 'reduce'
@@ -635,8 +628,7 @@ class Hardmax(Kernel):
             np.argmax(xs[0].reshape(outer, n), axis=1, out=i.reshape(outer))
         np.multiply(i, self.stride, out=i)
         np.add(i, self.base, out=i)
-        # numpy.argmax picks a row's first NaN: there the row writes 0, else 1
-        np.take(xs[0].reshape(-1), i, out=v, mode="wrap")
+        np.take(xs[0].reshape(-1), i, out=v, mode="wrap")     # a NaN row: 0
         np.equal(v, v, out=v)
         ys[0].fill(0)
         np.put(ys[0].reshape(-1), i, v, mode="wrap")
