@@ -70,6 +70,14 @@ CASES = {
     "clip-0-1": ("Clip", {}, (("lo", np.array(0, np.float32)), ("hi", np.array(1, np.float32))),
                  False),
     "softmax": ("Softmax", dict(axis=-1), (), False),
+    "logsoftmax": ("LogSoftmax", dict(axis=-1), (), False),
+    "layernorm": ("LayerNormalization", dict(axis=-1), (
+        ("s", np.linspace(0.5, 2, 9, dtype=np.float32)), ("b", np.full(9, 0.1, np.float32))),
+        False),
+    "instancenorm": ("InstanceNormalization", {}, (
+        ("s", np.linspace(0.5, 2, C, dtype=np.float32)), ("b", np.full(C, 0.1, np.float32))),
+        False),
+    "meanvariancenorm": ("MeanVarianceNormalization", {}, (), False),
     # nearest copies: an infinity stays one (the native blend gave NaN for
     # (inf - a) * 0 before)
     "resize-nearest-up": ("Resize", dict(mode="nearest"), (
