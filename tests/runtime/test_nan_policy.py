@@ -14,7 +14,9 @@ What onnxruntime does (CPU provider, measured):
   NaN); and onnxruntime's NHWC bilinear (its layout pass after a Conv)
   weighs a pixel paired with itself 1 and 0, so these cases are compared
   with its unoptimised graph.
-- MaxPool, GlobalMaxPool, ReduceMax: the result depends on where the NaN
+- ArgMax / ArgMin, Hardmax, Shrink, ThresholdedRelu, ReduceLogSumExp,
+  Attention, LRN: see their tests below and docs/models.md.
+- MaxPool, GlobalMaxPool, ReduceMax, ReduceMin: the result depends on where the NaN
   sits in the window (a vectorised max keeps whichever operand its
   instruction keeps: [1, 2, 3, NaN] gives NaN, [NaN, 2, 3, 4] gives 4).
 pyarena's policy is NaN propagation on every op and path: a window or
