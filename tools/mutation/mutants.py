@@ -3523,7 +3523,8 @@ MUTANTS += [
       "            runs[-1][1] = p + 1",
       "            runs[-1][1] = p",
       "a run of one-pixel outputs stops short: its last outputs keep the 1-and-0 blend",
-      ("tests/runtime/test_nan_policy.py::test_resize_copies_an_axis_it_does_not_resize",)),
+      ("tests/runtime/test_nan_policy.py::test_nan_and_inf_every_path_as_onnxruntime"
+       "[resize-linear-asymmetric-numpy]",)),
     M("argmax-nan-first-not-zero", "pyarena/runtime/kernels/indexing.py",
       "    idx[np.isnan(rows[:, start])] = rows.shape[1] - 1 if reversed_ else 0",
       "    pass",
