@@ -788,9 +788,10 @@ pa_status_t pa_dynamic_quantize(const float *x, size_t n, uint8_t *y, float *sca
                                 uint8_t *zero_point);
 
 /* Separable 2-D resampling of the last two spatial axes: output row i
- * blends input rows r0[i] and r1[i] with weights 1 - rw[i] and rw[i],
- * output column j columns c0[j], c1[j] with 1 - cw[j], cw[j] (nearest:
- * r1 = r0, rw = 0).  The tables hold h_out / w_out entries, indices in
+ * blends input rows r0[i] and r1[i] as x0 (1 - rw[i]) + x1 rw[i] in
+ * float32, then output column j columns c0[j], c1[j] likewise with cw[j]
+ * (0 * Inf is NaN); a pair with r0 == r1 (or c0 == c1) copies that pixel
+ * (nearest, an axis not resized).  The tables hold h_out / w_out entries, indices in
  * range.  PA_ERR_INVALID for bad sizes, an index out of range or NULL. */
 pa_status_t pa_resize2d(pa_layout_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
                         int64_t h_out, int64_t w_out,

@@ -9,6 +9,15 @@
  * take / multiply / add chain wrote the whole tensor several times and
  * needed the intermediate as scratch.  NHWC blends channel vectors; NCHW
  * blends along output rows.
+ *
+ * The blend is the NumPy path's, operation for operation, so both give the
+ * same bits (Inf and NaN included): rows first, then columns, each
+ * a * (1 - t) + b * t in float32 with no contraction.  That weighted sum is
+ * onnxruntime's (UpsampleBilinear, onnxruntime/core/providers/cpu/tensor/
+ * upsample.cc, sums dx * dy * X over the four taps): an Inf on a tap of
+ * weight 0 gives 0 * Inf = NaN, and an Inf blended with a finite value
+ * stays Inf, where a + (b - a) t made NaN of both.  A tap pair on one
+ * pixel (nearest, an axis not resized, the clamped edge) is a copy.
  */
 #include "internal.h"
 
@@ -20,14 +29,14 @@ typedef struct {
     int nhwc;
 } resize_job_t;
 
-/* a + (b - a) t, but exactly a at t = 0 and b at t = 1: nearest (every
- * weight 0) copies, and an infinity on the side weighted 0 does not turn
- * the output into (inf - a) * 0 = NaN (onnxruntime and the NumPy path
- * copy it). */
-PA_INLINE float blend(float a, float b, float t) {
-    float m = a + (b - a) * t;
-    m = t == 1.0f ? b : m;
-    return t == 0.0f ? a : m;
+/* a (1 - t) + b t, or a when both taps are one pixel (`same`).  Two
+ * statements: clang contracts a * w + p within one expression only, and
+ * GCC not at all in ISO C, so no FMA changes the bits NumPy gets. */
+PA_INLINE float blend(float a, float b, float t, int same) {
+    float p = a * (1.0f - t);
+    float q = b * t;
+    float m = p + q;
+    return same ? a : m;
 }
 
 PA_MULTIVERSION
@@ -39,13 +48,16 @@ static void resize_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
         const float *xa = j->x + (img * j->h + j->r0[oh]) * j->w * C;
         const float *xb = j->x + (img * j->h + j->r1[oh]) * j->w * C;
         const float t = j->rw[oh];
+        const int sr = j->r0[oh] == j->r1[oh];
         float *restrict yr = j->y + r * j->w_out * C;
         for (int64_t ow = 0; ow < j->w_out; ow++) {
             const float *a0 = xa + j->c0[ow] * C, *a1 = xa + j->c1[ow] * C;
             const float *b0 = xb + j->c0[ow] * C, *b1 = xb + j->c1[ow] * C;
             const float u = j->cw[ow];
+            const int sc = j->c0[ow] == j->c1[ow];
             float *restrict yp = yr + ow * C;
-            PA_MAP(yp, (size_t)C, ch, blend(blend(a0[ch], a1[ch], u), blend(b0[ch], b1[ch], u), t));
+            PA_MAP(yp, (size_t)C, ch,
+                   blend(blend(a0[ch], b0[ch], t, sr), blend(a1[ch], b1[ch], t, sr), u, sc));
         }
     }
 }
@@ -58,11 +70,12 @@ static void resize_nchw_rows(void *ctx, int64_t begin, int64_t end) {
         const float *xa = j->x + (plane * j->h + j->r0[oh]) * j->w;
         const float *xb = j->x + (plane * j->h + j->r1[oh]) * j->w;
         const float t = j->rw[oh];
+        const int sr = j->r0[oh] == j->r1[oh];
         float *restrict yr = j->y + r * j->w_out;
         for (int64_t ow = 0; ow < j->w_out; ow++) {
             int32_t i0 = j->c0[ow], i1 = j->c1[ow];
             const float u = j->cw[ow];
-            yr[ow] = blend(blend(xa[i0], xa[i1], u), blend(xb[i0], xb[i1], u), t);
+            yr[ow] = blend(blend(xa[i0], xb[i0], t, sr), blend(xa[i1], xb[i1], t, sr), u, i0 == i1);
         }
     }
 }

@@ -33,7 +33,8 @@ def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
     attention_bias, then its mask: the rounding differs).  ``precision``: the dtype the softmax
     runs in.  ``smooth``: one more logit, 0, in each row's denominator
     (onnxruntime's smooth softmax).  A query row whose bias is -inf
-    everywhere gives 0.  Returns
+    everywhere gives 0; one whose scores are all -inf by Q and K gives NaN,
+    as onnxruntime.  Returns
     (y, the scores before the bias, the probabilities)."""
     dt = q.dtype
     hq, hk = q.shape[1], k.shape[1]
@@ -62,7 +63,9 @@ def attend(q, k, v, bias, scale, softcap=0.0, precision=None, split_scale=False,
         top = np.maximum(top, 0)
     empty = np.isneginf(np.max(bias, axis=-1, keepdims=True))
     with np.errstate(invalid="ignore"):
-        p = np.exp(scores - np.where(np.isneginf(top), 0, top))
+        # a row the mask empties is 0 (below); one whose scores are all
+        # -inf by the data is 0 / 0 = NaN, as onnxruntime gives
+        p = np.exp(scores - top)
         total = np.sum(p, axis=-1, keepdims=True)
         if smooth:
             total += np.exp(-top)

@@ -538,7 +538,9 @@ class Celu(_Chunked):
 
 @register
 class ThresholdedRelu(_Chunked):
-    """x where x > alpha, else 0."""
+    """x where x > alpha, else 0 -- a select, not x * [x > alpha]: NaN and
+    -Inf give 0 (as onnxruntime and the ONNX reference; the product gave
+    NaN), a negative x +0."""
 
     op_types = ('ThresholdedRelu',)
     family = 'unary'
@@ -547,17 +549,22 @@ class ThresholdedRelu(_Chunked):
 
     def consts(self):
         self.alpha = const(float(self.attrs.get("alpha", 1.0)), self.dtype)
+        self.zero = const(0, self.dtype)
 
     def on_chunk(self, x, y, sc):
-        s = sc[0]
-        np.greater(x, self.alpha, out=s)
-        np.multiply(x, s, out=y)
+        drop = sc[0].view(np.bool_)[:x.size]
+        np.greater(x, self.alpha, out=drop)
+        np.logical_not(drop, out=drop)
+        np.copyto(y, x)
+        np.copyto(y, self.zero, where=drop)
 
 
 @register
 class Shrink(_Chunked):
     """x - bias where x > lambd, x + bias where x < -lambd, else 0:
-    with m = [x > lambd] - [x < -lambd], y = (x - bias m) |m|."""
+    with m = [x > lambd] - [x < -lambd], y = x - bias m, then 0 where
+    m = 0 -- a select, so NaN gives 0 (neither comparison holds; as
+    onnxruntime and the ONNX reference) and a small negative x +0."""
 
     op_types = ('Shrink',)
     family = 'unary'
@@ -571,6 +578,7 @@ class Shrink(_Chunked):
         lam = float(self.attrs.get("lambd", 0.5))
         self.lam, self.mlam = const(lam, self.dtype), const(-lam, self.dtype)
         self.bias = const(float(self.attrs.get("bias", 0.0)), self.dtype)
+        self.zero = const(0, self.dtype)
 
     def on_chunk(self, x, y, sc):
         m, t = sc
@@ -578,9 +586,10 @@ class Shrink(_Chunked):
         np.less(x, self.mlam, out=t)
         np.subtract(m, t, out=m)
         np.multiply(m, self.bias, out=t)
-        np.subtract(x, t, out=t)
-        np.abs(m, out=m)
-        np.multiply(t, m, out=y)
+        np.subtract(x, t, out=y)
+        inside = t.view(np.bool_)[:x.size]
+        np.equal(m, self.zero, out=inside)
+        np.copyto(y, self.zero, where=inside)
 
 
 @register

@@ -271,7 +271,14 @@ class ArgMax(Kernel):
     axis is not the last, contiguous one: unless the axis is already that,
     the input is first copied (reversed if need be) into scratch laid out
     (outer, inner, axis).  An int32 output (TFLite ``output_type``) is
-    written through an int64 scratch (``numpy.argmax`` writes intp only)."""
+    written through an int64 scratch (``numpy.argmax`` writes intp only).
+
+    NaN as onnxruntime (ReduceAggregatorArgMax / ArgMin,
+    onnxruntime/core/providers/cpu/reduction/reduction_ops.h): a scan from
+    element 0 that moves on ``v > best`` (``>=`` with select_last_index), so
+    a NaN is never chosen, except that a NaN at index 0 stops every move (the
+    answer is 0).  ``numpy.argmax`` picks the first NaN instead; the rows
+    where it did are answered again (:func:`_nan_rows`)."""
 
     op_types = ("ArgMax", "ArgMin")
     family = "reduce"
@@ -293,20 +300,51 @@ class ArgMax(Kernel):
         self.narrow = self.dtype != np.intp
         if self.narrow:
             self.scratch.append(((self.view[0], self.view[2]), np.intp))
+        self.floating = np.issubdtype(self.ins[0].dtype, np.floating)
+        if self.floating:   # the chosen values' flat index, value, is-NaN (+ any)
+            rows = self.view[0] * self.view[2]
+            self.flat = self.keep(np.arange(rows, dtype=np.intp) * n)
+            self.nan_sc = len(self.scratch)
+            self.scratch += [((rows,), np.intp), ((rows,), self.ins[0].dtype),
+                             ((rows + 1,), np.bool_)]
 
     def run(self, xs, ys, sc):
         outer, n, inner = self.view
-        y = sc[-1] if self.narrow else ys[0].reshape(outer, inner)
+        y = sc[0 if self.direct else 1] if self.narrow else ys[0].reshape(outer, inner)
         if self.direct:
-            self.f(xs[0].reshape(outer, n), axis=1, out=y.reshape(outer))
+            a, y = xs[0].reshape(outer, n), y.reshape(outer)
         else:
             src = xs[0].reshape(self.view).transpose(0, 2, 1)
             np.copyto(sc[0], src[..., ::-1] if self.last else src)
-            self.f(sc[0], axis=2, out=y)
+            a = sc[0]
+        self.f(a, axis=-1, out=y)
+        if self.floating:       # did numpy choose a NaN anywhere?  (no allocation)
+            i, v, hit = sc[self.nan_sc:self.nan_sc + 3]
+            np.add(self.flat, y.reshape(-1), out=i)
+            np.take(a.reshape(-1), i, out=v, mode="clip")
+            np.isnan(v, out=hit[:-1])
+            np.logical_or.reduce(hit[:-1], axis=0, keepdims=True, out=hit[-1:])
+            if hit[-1]:
+                _nan_rows(a, y, hit[:-1].reshape(y.shape), self.f is np.argmax, self.last)
         if self.last:
             np.subtract(self.n1, y, out=y)
         if self.narrow:
             np.copyto(ys[0].reshape(outer, inner), y, casting="unsafe")
+
+
+def _nan_rows(a, y, bad, is_max, reversed_):
+    """Answer again, as onnxruntime's scan does, the rows ``bad`` of ``a``
+    (the axis last; reversed for select_last_index, so the scan's first
+    element is the row's last) where ``numpy.argmax`` / ``argmin`` chose a
+    NaN: the first index of the extreme of the non-NaN values, or the
+    scan's first element when that is a NaN (no comparison with it is ever
+    true)."""
+    rows = a[bad]
+    best = (np.fmax if is_max else np.fmin).reduce(rows, axis=-1)   # NaN ignored
+    idx = np.argmax(rows == best[:, None], axis=-1)
+    start = -1 if reversed_ else 0
+    idx[np.isnan(rows[:, start])] = rows.shape[1] - 1 if reversed_ else 0
+    y[bad] = idx
 
 
 class _NumpyPool:

@@ -201,7 +201,9 @@ class Attention(Kernel):
     to the keys' length), is_causal (aligned to the last query, after the
     cache), a sliding window, nonpad_kv_seqlen, softcap, softmax_precision
     and the qk_matmul_output modes 0-3.  A query row that can attend no key
-    gives 0.  Batched NumPy matrix products; temporaries per run."""
+    (the mask, causality, the window, padding) gives 0, as onnxruntime; a
+    row whose scores are all -inf by Q and K themselves gives NaN (0 / 0),
+    as onnxruntime.  Batched NumPy matrix products; temporaries per run."""
 
     op_types = ("Attention",)
     family = "linalg"

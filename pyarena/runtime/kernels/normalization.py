@@ -176,6 +176,8 @@ class Reduce(Kernel):
             else None
         self.pre = _PRE.get(t)
         self.lse = t == "ReduceLogSumExp"
+        big = np.finfo(self.dtype).max if self.lse and self.dtype.kind == "f" else None
+        self.big = None if big is None else (const(-big, self.dtype), const(big, self.dtype))
         self.post = {"ReduceL2": np.sqrt, "ReduceLogSum": np.log,
                      "ReduceLogSumExp": np.log}.get(t)
         if not math.prod(xs):
@@ -227,8 +229,14 @@ class Reduce(Kernel):
                 self.post(y, out=y)
 
     def log_sum_exp(self, x, y, e, m):
-        """log(sum(exp(x - max))) + max: no overflow for large x."""
-        np.maximum.reduce(x, axis=self.axes, out=m, keepdims=True)
+        """log(sum(exp(x - max))) + max: no overflow for large x.  The max
+        of the finite values, as onnxruntime's (ReduceAggregatorLogSumExp,
+        reduction_ops.h): an Inf gives +-Inf, not inf - inf = NaN."""
+        if self.big is None:
+            np.maximum.reduce(x, axis=self.axes, out=m, keepdims=True)
+        else:
+            np.clip(x, *self.big, out=e)
+            np.fmax.reduce(e, axis=self.axes, out=m, keepdims=True)    # NaN skipped
         np.subtract(x, m, out=e)
         np.exp(e, out=e)
         np.add.reduce(e, axis=self.axes, out=y, keepdims=True)
@@ -582,9 +590,11 @@ class GroupNorm(_Affine, Kernel):
 class Hardmax(Kernel):
     """1 at the first maximum along ``axis`` (opset >= 13; before, of the
     input flattened to 2-D from ``axis``), 0 elsewhere.  Scratch: the
-    index of each row's maximum, as a flat offset, and, when the axis is
-    not the last (``numpy.argmax`` would copy), the input laid out
-    (outer, inner, axis)."""
+    index of each row's maximum, as a flat offset, its value, and, when
+    the axis is not the last (``numpy.argmax`` would copy), the input laid
+    out (outer, inner, axis).  A row holding a NaN is all 0: its maximum
+    is NaN (as ReduceMax gives) and no element equals it -- onnxruntime's
+    rule (hardmax.cc), whose maximum depends on where the NaN sits."""
 
     op_types = ('Hardmax',)
     family = 'reduce'
@@ -604,23 +614,24 @@ class Hardmax(Kernel):
         base = (np.arange(outer, dtype=np.int64) * n * inner).reshape(-1, 1) + \
             np.arange(inner, dtype=np.int64)
         self.base = self.keep(base)
-        self.one = const(1, self.dtype)
-        self.scratch = [((outer, inner), np.int64)]
+        self.scratch = [((outer, inner), np.int64), ((outer, inner), self.dtype)]
         if inner > 1:
             self.scratch.append(((outer, inner, n), self.dtype))
 
     def run(self, xs, ys, sc):
-        i = sc[0]
+        i, v = sc[0], sc[1]
         outer, n, inner = self.view
         if inner > 1:
-            np.copyto(sc[1], xs[0].reshape(self.view).transpose(0, 2, 1))
-            np.argmax(sc[1], axis=2, out=i)
+            np.copyto(sc[2], xs[0].reshape(self.view).transpose(0, 2, 1))
+            np.argmax(sc[2], axis=2, out=i)
         else:
             np.argmax(xs[0].reshape(outer, n), axis=1, out=i.reshape(outer))
         np.multiply(i, self.stride, out=i)
         np.add(i, self.base, out=i)
+        np.take(xs[0].reshape(-1), i, out=v, mode="wrap")     # a NaN row: 0
+        np.equal(v, v, out=v)
         ys[0].fill(0)
-        np.put(ys[0].reshape(-1), i, self.one, mode="wrap")
+        np.put(ys[0].reshape(-1), i, v, mode="wrap")
 
 
 @register

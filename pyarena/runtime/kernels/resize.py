@@ -67,6 +67,19 @@ def _antialias_taps(mode, c, n, scale, A, exclude_outside):
     return idx, [w / tot for w in ws]
 
 
+def _runs(pos, src):
+    """[(start, stop, source index)]: the outputs at the sorted positions
+    pos, grouped into runs of consecutive outputs reading one source index."""
+    runs = []
+    for p in pos.tolist():
+        i = int(src[p])
+        if runs and runs[-1][1] == p and runs[-1][2] == i:
+            runs[-1][1] = p + 1
+        else:
+            runs.append([p, p + 1, i])
+    return [tuple(r) for r in runs]
+
+
 @register
 class Resize(Kernel):
     """Nearest, (bi)linear and (bi)cubic resize of up to two axes.  Each
@@ -74,7 +87,13 @@ class Resize(Kernel):
     linear / cubic, a weighted sum of two / four takes with precomputed
     weights: cubic_coeff_a, exclude_outside, edge-clamped indices as in the
     ONNX reference).  Scratch: the intermediate after the first axis and,
-    for linear / cubic, the second operand of each blend."""
+    for linear / cubic, the second operand of each blend.
+
+    Linear blends as onnxruntime's weighted sum (upsample.cc,
+    UpsampleBilinear): x0 (1 - f) + x1 f per axis, so 0 * Inf is NaN and
+    Inf with a finite neighbour stays Inf; two taps on one pixel (the
+    clamped edge) copy it.  The native kernel does the same operations in
+    the same order (rows, then columns), so both paths give the same bits."""
 
     op_types = ('Resize', 'Upsample')
     family = 'resize'
@@ -105,6 +124,7 @@ class Resize(Kernel):
         crop = self._crop(nd, axes) if ctm == "tf_crop_and_resize" else None
         self.extrap = []
         self.plan = []
+        self.copies = {}    # linear axis -> runs of outputs whose two taps are one pixel
         for ax in range(nd):
             if crop is not None:
                 c = self._crop_coords(ax, xs[ax], ys[ax], crop[ax])
@@ -290,8 +310,12 @@ class Resize(Kernel):
         else:
             c = np.clip(c, 0, xs[ax] - 1)
             i0 = np.floor(c).astype(np.intp)
-            f = c - i0
-            idx, ws = [i0, np.minimum(i0 + 1, xs[ax] - 1)], [1 - f, f]
+            i1 = np.minimum(i0 + 1, xs[ax] - 1)
+            # the weights as the C core forms them: f rounded, 1 - f in the
+            # tensor's type (so both paths give the same bits)
+            f = (c - i0).astype(self.dtype)
+            idx, ws = [i0, i1], [np.subtract(1, f, dtype=self.dtype), f]
+            self.copies[ax] = _runs(np.flatnonzero(i0 == i1), i0)
         return [(self.keep(np.clip(i, 0, xs[ax] - 1).astype(np.intp)),
                  self.keep(w.astype(self.dtype).reshape(bshape))) for i, w in zip(idx, ws)]
 
@@ -320,6 +344,9 @@ class Resize(Kernel):
                     np.take(src, i1, axis=ax, out=t, mode="clip")
                     np.multiply(t, w1, out=t)
                     np.add(dst, t, out=dst)
+                pre = (slice(None),) * ax
+                for lo, hi, i in self.copies.get(ax, ()):     # one pixel: a copy
+                    np.copyto(dst[pre + (slice(lo, hi),)], src[pre + (slice(i, i + 1),)])
             src = dst
             k += 1
         y = ys[0]

@@ -672,6 +672,22 @@ static void test_resize(void) {
     CHECK_EQ(bad, 0);
 }
 
+/* Inf in the blend, worked by hand: x (1 - t) + y t, so an Inf beside a
+ * finite value stays Inf and one weighted 0 gives NaN (0 * Inf, as
+ * onnxruntime's bilinear); a pair on one pixel copies it, whatever t. */
+static void test_resize_inf(void) {
+    const float inf = INFINITY;
+    const float x[3] = {inf, 2.0f, -inf};
+    const int32_t r[1] = {0}, c0[5] = {0, 0, 1, 2, 1}, c1[5] = {1, 1, 2, 2, 1};
+    const float rw[1] = {0.5f}, cw[5] = {0.5f, 0.0f, 0.0f, 0.7f, 0.25f};
+    for (int nhwc = 0; nhwc < 2; nhwc++) {
+        float y[5];
+        CHECK_EQ(pa_resize2d(nhwc ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, 1, 1, 1, 3, 1, 5, r, r, rw,
+                             c0, c1, cw, x, y, NULL), PA_OK);
+        CHECK(y[0] == inf && y[1] == inf && isnan(y[2]) && y[3] == -inf && y[4] == 2.0f);
+    }
+}
+
 static void test_workers(void) {
     pa_status_t st = PA_OK;
     CHECK_EQ(pa_workers_create(0, &st), NULL);
@@ -796,6 +812,7 @@ int main(void) {
     RUN(test_act);
     RUN(test_pool_random);
     RUN(test_resize);
+    RUN(test_resize_inf);
     RUN(test_workers);
     RUN(test_empty_bias_act_prelu);
     RUN(test_conv_weights_past_2_40);
