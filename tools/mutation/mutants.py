@@ -22,6 +22,7 @@ class Mutant:
     replacement: str
     why: str
     tests: tuple
+    first: tuple = ()   # run before ``tests``, which then skip them (generated mutants)
 
 
 # the tests each part of the code answers to
