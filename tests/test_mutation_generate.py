@@ -51,3 +51,12 @@ def test_the_rest_of_the_layer_leaves_out_what_ran_first():
     rest, ignore = rest_of(m)
     assert rest == ["c:alloc/test_slab", "tests/memory"]
     assert ignore == ["tests/memory/test_trace.py"]
+
+
+def test_a_swap_exchanges_whole_operands_and_never_makes_a_non_program():
+    def swaps(line):
+        return [m.group(0) for m in generate._SWAP.finditer(line)]
+    assert swaps("h = ((uintptr_t)m + total - sizeof(pa_chunk_t)) & ~63;") == []
+    assert swaps("x = a.b - c[i]") == []
+    assert swaps("int64_t iw0 = ow * c->sw - c->pad_left;") == ["c->sw - c->pad_left"]
+    assert swaps("n = self.hi - self.lo") == ["self.hi - self.lo"]

@@ -42,7 +42,10 @@ _C_RULES = [r for r in _PY_RULES if r[0] in ("rel", "off")] + [
     ("bool", re.compile(r"(?<= )(&&)(?= )"), "||"),
     ("bool", re.compile(r"(?<= )(\|\|)(?= )"), "&&"),
 ]
-_SWAP = re.compile(r"\b([A-Za-z_][\w.]*) - ([A-Za-z_][\w.]*)\b")
+# whole operands: a name, a field (a.b, a->b); never a call or an index
+# (``total - sizeof(x)`` swapped is not code, ``a - b[i]`` is not a swap)
+_OPERAND = r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*"
+_SWAP = re.compile(rf"(?<![\w.>])({_OPERAND}) - ({_OPERAND})(?![\w(\[]|\s*[(\[])")
 _PY_IF = re.compile(r"^(\s*)(el)?if (.+):\s*$")
 _C_IF = re.compile(r"^(\s*)if \((.+)\)\s*$")
 _ERROR_BODY = re.compile(r"^\s*(raise |return PA_ERR|return -1;|return NULL;|"
