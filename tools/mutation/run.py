@@ -166,6 +166,33 @@ class Worker:
                         "setup.py build_ext --inplace")
             self.py_built = True
 
+    # the extension built from the unmutated sources, put back after a C
+    # mutant instead of rebuilding it (build_ext compiles the whole core)
+    _PRODUCTS = ("pyarena/lib", "pyarena/include", "pyarena/_native")
+
+    def _products(self, top):
+        for rel in self._PRODUCTS:
+            for d, _, names in os.walk(os.path.join(top, rel)):
+                for n in names:
+                    if rel != "pyarena/_native" or n.endswith(".so"):
+                        yield os.path.relpath(os.path.join(d, n), top)
+
+    def keep_pristine(self):
+        """Save the built extension and core of the unmutated sources."""
+        self.pristine = self.dir + ".pristine"
+        for rel in self._products(self.dir):
+            dst = os.path.join(self.pristine, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(os.path.join(self.dir, rel), dst)
+
+    def restore_pristine(self):
+        """Put the saved build back: True when there was one."""
+        if not getattr(self, "pristine", None):
+            return False
+        for rel in self._products(self.pristine):
+            shutil.copy2(os.path.join(self.pristine, rel), os.path.join(self.dir, rel))
+        return True
+
     def check_import(self):
         code = "import pyarena, sys; sys.stdout.write(pyarena.__file__)"
         p = subprocess.run([sys.executable, "-c", code], cwd=self.dir, env=self.env,
@@ -254,6 +281,8 @@ class Worker:
         timeouts = []
         c_tests = [t[2:] for t in tests if t.startswith("c:")]
         py_tests = [t for t in tests if not t.startswith("c:")]
+        if c_tests:
+            self.build(c=True, py=False)
         for b in c_tests:
             verdict, detail = self.run_c(b)
             if verdict == "killed":
@@ -261,6 +290,7 @@ class Worker:
             if verdict == "timeout":
                 timeouts.append(detail)
         if py_tests:
+            self.build(c=False, py=True)     # only once the C tests passed
             verdict, detail = self.run_pytest(py_tests, ignore=ignore)
             if verdict == "killed":
                 return verdict, detail
@@ -293,10 +323,10 @@ class Worker:
         path = os.path.join(self.dir, m.file)
         with open(path, encoding="utf-8") as f:
             original = f.read()
-        # C: the core (make, and build_ext links it) or the glue (build_ext)
+        # C: the core (make, and build_ext links it) or the glue (build_ext),
+        # rebuilt when a test needs it (run_tests): the C tests first, so a
+        # mutant they kill never waits for the extension
         is_c = m.file.endswith((".c", ".h"))
-        has_py = any(not t.startswith("c:") for t in m.tests + m.first)
-        has_c = any(t.startswith("c:") for t in m.tests + m.first)
         t0 = time.monotonic()
         try:
             with open(path, "w", encoding="utf-8") as f:
@@ -304,16 +334,16 @@ class Worker:
             if is_c:
                 self.c_built = self.py_built = False
             try:
-                self.build(c=has_c, py=has_py)
+                verdict, detail = self.run_staged(m)
             except BuildError as exc:
                 return Result(m, "error", f"the mutant does not build: {exc}"[:300],
                               time.monotonic() - t0)
-            verdict, detail = self.run_staged(m)
         finally:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(original)
             if is_c:
-                self.c_built = self.py_built = False
+                self.c_built = False                    # make rebuilds one file
+                self.py_built = self.restore_pristine()
         verdict = {"pass": "SURVIVED", "timeout": "TIMEOUT-ONLY"}.get(verdict, verdict)
         return Result(m, verdict, detail, time.monotonic() - t0)
 
@@ -488,6 +518,7 @@ def run(mutants, args, results_out=None):
         for w in workers:
             w.build(c=need_c, py=True)
             w.check_import()
+            w.keep_pristine()
         tb = time.monotonic()
         verdict, detail = workers[0].run_tests(c_tests + py_tests)
         if verdict != "pass":
