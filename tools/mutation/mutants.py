@@ -3499,4 +3499,10 @@ MUTANTS += [
       "        kept = sum(k.kept if type(k) is _Sized else k.keep.kept for k in list(self.subs.values())[:1])",
       "a patched stage counts one band kernel's layouts, not every geometry's",
       ("tests/runtime/test_kernel_state.py",)),
+    # ---- survivors of the 100-mutant generated sample (seed 20261206) ---------------
+    M("learn-judge-one-mark-late", "csrc/alloc/pool_learn.c",
+      "    if (++L->w_steps < PA_LEARN_JUDGE) return 0;",
+      "    if (++L->w_steps <= PA_LEARN_JUDGE) return 0;",
+      "learning is judged after 65 step marks instead of 64",
+      ("c:alloc/test_pool_fallback",)),
 ]

