@@ -3505,4 +3505,10 @@ MUTANTS += [
       "    if (++L->w_steps <= PA_LEARN_JUDGE) return 0;",
       "learning is judged after 65 step marks instead of 64",
       ("c:alloc/test_pool_fallback",)),
+    M("dwconv-border-tap-past-row", "csrc/kernels/dwconv.c",
+      "        if (iw >= 0 && iw < c->w)\n            acc += xrow0[t->xoff[k] + iw0] * wt[k];",
+      "        if (iw >= 0 && iw <= c->w)\n            acc += xrow0[t->xoff[k] + iw0] * wt[k];",
+      "an NCHW depthwise border pixel reads the column just past the row (the next row's "
+      "first) where the right padding's zero belongs",
+      ("c:kernels/test_kernels",)),
 ]
