@@ -3511,4 +3511,15 @@ MUTANTS += [
       "an NCHW depthwise border pixel reads the column just past the row (the next row's "
       "first) where the right padding's zero belongs",
       ("c:kernels/test_kernels",)),
+    M("weights-keep-only-empty", "pyarena/graph/weights.py",
+      "        if dt.hasobject or v.size == 0:",
+      "        if dt.hasobject or v.size != 0:",
+      "a constant kept at load stays a writable NumPy array outside the weights arena",
+      ("tests/graph/test_weights.py",)),
+    M("weights-keep-owned-wrong-dtype", "pyarena/graph/weights.py",
+      "                and v.dtype == dt:",
+      "                and v.dtype != dt:",
+      "an array already in the weights arena is kept as it is even when another dtype is "
+      "asked for (and copied when it is not)",
+      ("tests/graph/test_weights.py",)),
 ]

@@ -35,4 +35,10 @@ EQUIVALENT = {
         "only n = 2^50 tells them apart: the mutant refuses it, the original accepts it and "
         "reads 2^50 floats (4 PiB) from x -- no buffer of that size can exist, so every "
         "valid call behaves the same",
+    "gen:csrc/plan/exact.c:213:rel":
+        "no section is ever marked affected, so apply() never raises a section's floor "
+        "from its unplaced buffers' minimum offsets; floor[] is read only by check(), a "
+        "pruning bound, so the solver explores more nodes but proves the same feasibility "
+        "and arena size (which of several equally good assignments the node-limited round "
+        "robin reaches first may change; no test may pin one of them)",
 }
