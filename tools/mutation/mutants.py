@@ -3522,4 +3522,9 @@ MUTANTS += [
       "an array already in the weights arena is kept as it is even when another dtype is "
       "asked for (and copied when it is not)",
       ("tests/graph/test_weights.py",)),
+    M("plan-optimal-above-bound", "csrc/plan/plan.c",
+      "    optimal = c.best_arena == c.lb || c.best_arena <= c.proven_lo;",
+      "    optimal = c.best_arena != c.lb || c.best_arena <= c.proven_lo;",
+      "a heuristic plan above the lower bound is reported proven minimal",
+      ("c:plan/test_plan",)),
 ]
