@@ -3527,4 +3527,9 @@ MUTANTS += [
       "    optimal = c.best_arena != c.lb || c.best_arena <= c.proven_lo;",
       "a heuristic plan above the lower bound is reported proven minimal",
       ("c:plan/test_plan",)),
+    M("scan8-rank1-scan-input", "pyarena/importers/onnx_loop.py",
+      "    lengths = {shp[1] for _, shp in typed[n_state:] if len(shp) > 1}",
+      "    lengths = {shp[1] for _, shp in typed[n_state:] if len(shp) >= 1}",
+      "an opset-8 Scan input of rank 1 fails with an IndexError, not a model error",
+      ("tests/importers/test_onnx_loop.py",)),
 ]

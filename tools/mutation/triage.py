@@ -41,4 +41,14 @@ EQUIVALENT = {
         "pruning bound, so the solver explores more nodes but proves the same feasibility "
         "and arena size (which of several equally good assignments the node-limited round "
         "robin reaches first may change; no test may pin one of them)",
+    "gen:csrc/plan/exact.c:264:rel":
+        "the roll-back of cuts[] when the split stack cannot grow: R_NOMEM ends the whole "
+        "solve (PA_ERR_NOMEM, every array freed), so the cuts of the last section are "
+        "never read again",
+    "gen:csrc/plan/exact.c:480:rel":
+        "cuts[s] also counts a buffer's last section, as if it crossed into the next: "
+        "boundaries where a buffer ends look crossed, so the solver splits less often "
+        "(top-level partitions and decompose); a split is only an optimisation -- the "
+        "unsplit search is complete -- so feasibility and arena size are the same, at "
+        "the cost of more nodes",
 }
