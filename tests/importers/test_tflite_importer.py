@@ -67,6 +67,17 @@ def test_truncated_and_wrong_magic(tmp_path):
         assert str(p) in str(e.value)
 
 
+def test_a_sound_flatbuffer_without_the_tflite_identifier_is_refused(tmp_path):
+    # the schema's file_identifier "TFL3" sits at bytes 4..8; a flatbuffer
+    # reader does not check it, so the importer must
+    good = open(small_cnn(tmp_path / "m.tflite"), "rb").read()
+    assert good[4:8] == b"TFL3"
+    p = tmp_path / "other.tflite"
+    p.write_bytes(good[:4] + b"TFL2" + good[8:])
+    with pytest.raises(ModelImportError, match="no 'TFL3' identifier"):
+        load_model(str(p))
+
+
 def test_absurd_and_negative_dimensions(tmp_path):
     for shape, what in [((1 << 20, 1 << 20, 1 << 20), "absurd"), ((1, -3, 4), "negative")]:
         B = TFLiteBuilder()
