@@ -3542,4 +3542,9 @@ MUTANTS += [
       '    if str(device_type).lower() != "cpu" or int(device_id) == 0:',
       "the facade refuses the CPU's device 0 and takes any other device id",
       ("tests/importers/test_ort_values.py",)),
+    M("tflite-external-buffer-at-eof", "pyarena/importers/tflite.py",
+      "        if off + size > len(buf) or (size != n and sp is None):",
+      "        if off + size >= len(buf) or (size != n and sp is None):",
+      "an external buffer that ends at the file's last byte is refused as outside the file",
+      ("tests/importers/test_tflite_importer.py",)),
 ]
