@@ -3547,4 +3547,9 @@ MUTANTS += [
       "        if off + size >= len(buf) or (size != n and sp is None):",
       "an external buffer that ends at the file's last byte is refused as outside the file",
       ("tests/importers/test_tflite_importer.py",)),
+    M("policy-classes-one-short", "pyarena/memory/policy.py",
+      "        if len(classes) > MAX_CLASSES:",
+      "        if len(classes) >= MAX_CLASSES:",
+      "a policy refuses size classes that fill every entry of the C table",
+      ("tests/memory/test_policy.py",)),
 ]
