@@ -3552,4 +3552,9 @@ MUTANTS += [
       "        if len(classes) >= MAX_CLASSES:",
       "a policy refuses size classes that fill every entry of the C table",
       ("tests/memory/test_policy.py",)),
+    M("sparse-index-check-or", "pyarena/importers/tflite_sparse.py",
+      "        if ix.size and (ix.min() < 0 or ix.max() >= s):",
+      "        if ix.size or (ix.min() < 0 or ix.max() >= s):",
+      "every sparse tensor with a stored value is refused as out of range",
+      ("tests/importers/test_tflite_sparse.py",)),
 ]
