@@ -55,4 +55,10 @@ EQUIVALENT = {
         "a contrib op's outputs get one (None, None) pair too many; the one caller reads "
         "them only through zip(outs, res) with outs = node.output, which stops at the "
         "node's last output",
+    "gen:pyarena/planning/result.py:327:rel":
+        "a 1-D buffer of 1-byte items takes the other branch, np.asarray(target)."
+        "reshape(-1).view(np.uint8): for a C-contiguous writable buffer (the only kind that "
+        "gets here) both wrap its memory without a copy, at the same address, size and "
+        "writability (checked for bytearray, mmap, array.array, ctypes arrays, memoryview "
+        "slices and NumPy arrays)",
 }
