@@ -171,6 +171,25 @@ def test_residual_add_is_fused_into_a_pointwise_conv(tmp_path, cin, cout, hw, pa
                                rtol=1e-4, atol=2e-5)
 
 
+def test_a_residual_padded_by_an_opset_10_pad_matches_onnxruntime(tmp_path):
+    """Opset 10's Pad takes its pads as an attribute (one input): the
+    channel-padded residual is fused as with opset 11's pads input."""
+    cin, cout, hw, pad = 7, 20, 5, 6
+    nodes = [node("Conv", ["x", "w1"], ["r0"]), node("Neg", ["r0"], ["r1"]),
+             node("Conv", ["x", "w", "b"], ["c"]),
+             node("Pad", ["r1"], ["rp"], pads=[0, 0, 0, 0, 0, pad, 0, 0]),
+             node("Add", ["rp", "c"], ["a"]), node("Relu", ["a"], ["y"])]
+    inits = {"w": rnd(cout, cin, 1, 1), "b": rnd(cout), "w1": rnd(cout - pad, cin, 1, 1)}
+    path = tmp_path / "pad10.onnx"
+    make_model(nodes, {"x": ([2, cin, hw, hw], np.float32)}, {"y": (None, np.float32)},
+               inits, opset=10, path=path)
+    g = load_model(str(path))
+    assert "Pad" not in [op.op_type for op in g.ops]
+    x = rnd(2, cin, hw, hw)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+
+
 @pytest.mark.parametrize("path_", ["native", "numpy"])
 @pytest.mark.parametrize("shape", [(1, 9, 3, 3), (2, 9, 3, 1), (2, 10, 3, 3), (9, 3, 3),
                                    (2, 9, 3, 3, 1)], ids=str)

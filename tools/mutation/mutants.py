@@ -3557,4 +3557,10 @@ MUTANTS += [
       "        if ix.size or (ix.min() < 0 or ix.max() >= s):",
       "every sparse tensor with a stored value is refused as out of range",
       ("tests/importers/test_tflite_sparse.py",)),
+    M("residual-pad-one-input", "pyarena/runtime/fusion.py",
+      "    pads = G.const(pad.inputs[1]) if len(pad.inputs) > 1 and pad.inputs[1] else \\",
+      "    pads = G.const(pad.inputs[1]) if len(pad.inputs) >= 1 and pad.inputs[1] else \\",
+      "an opset-10 Pad (pads as an attribute, one input) before a residual Add fails fusion "
+      "with an IndexError",
+      ("tests/runtime/test_fusion.py",)),
 ]
