@@ -3563,4 +3563,9 @@ MUTANTS += [
       "an opset-10 Pad (pads as an attribute, one input) before a residual Add fails fusion "
       "with an IndexError",
       ("tests/runtime/test_fusion.py",)),
+    M("residual-fused-twice", "pyarena/runtime/fusion.py",
+      "        if not n and len(conv.inputs) < 4:",
+      "        if not n and len(conv.inputs) <= 4:",
+      "fusing a fused graph again replaces a conv's residual by the next Add's operand",
+      ("tests/runtime/test_fusion.py",)),
 ]
