@@ -195,6 +195,23 @@ def test_fusing_again_leaves_a_conv_with_its_residual_as_it_is(tmp_path):
                                rtol=1e-4, atol=2e-5)
 
 
+def test_a_zero_pad_of_the_convs_own_output_is_not_its_residual(tmp_path):
+    """Conv 1x1 -> c; Add(Pad(c, zeros), c): the residual would be the
+    conv's own output, which does not exist before the conv runs."""
+    cin, cout, hw = 5, 8, 4
+    nodes = [node("Conv", ["x", "w", "b"], ["c"]), node("Pad", ["c", "pads"], ["p"]),
+             node("Add", ["p", "c"], ["y"])]
+    inits = {"w": rnd(cout, cin, 1, 1), "b": rnd(cout), "pads": np.zeros(8, np.int64)}
+    path = tmp_path / "own.onnx"
+    make_model(nodes, {"x": ([1, cin, hw, hw], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+    g = load_model(str(path))
+    assert all(len(op.inputs) < 4 for op in g.ops if op.op_type == "Conv")
+    x = rnd(1, cin, hw, hw)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+
+
 def test_a_residual_padded_by_an_opset_10_pad_matches_onnxruntime(tmp_path):
     """Opset 10's Pad takes its pads as an attribute (one input): the
     channel-padded residual is fused as with opset 11's pads input."""

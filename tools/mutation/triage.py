@@ -61,4 +61,9 @@ EQUIVALENT = {
         "gets here) both wrap its memory without a copy, at the same address, size and "
         "writability (checked for bytearray, mmap, array.array, ctypes arrays, memoryview "
         "slices and NumPy arrays)",
+    "gen:pyarena/runtime/fusion.py:468:rel":
+        "r produced by the conv itself (index == here) would be the conv's own output, "
+        "which needs Add(x, x) or Pad(x) beside the Add as x's readers; _fuse_residual "
+        "has already returned 0 for both (identical Add inputs; x not read by the Add "
+        "alone), so the equal case never reaches this line",
 }
