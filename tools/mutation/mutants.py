@@ -3568,4 +3568,10 @@ MUTANTS += [
       "        if not n and len(conv.inputs) <= 4:",
       "fusing a fused graph again replaces a conv's residual by the next Add's operand",
       ("tests/runtime/test_fusion.py",)),
+    M("bn-training-running-mean-slot", "pyarena/runtime/kernels/batch_norm_training.py",
+      "        if pos == 1:",
+      "        if pos != 1:",
+      "BatchNormalization in training mode writes the running mean into the running "
+      "variance's output (and the output's slot)",
+      ("tests/runtime/test_batch_norm_training.py",)),
 ]
