@@ -3574,4 +3574,10 @@ MUTANTS += [
       "BatchNormalization in training mode writes the running mean into the running "
       "variance's output (and the output's slot)",
       ("tests/runtime/test_batch_norm_training.py",)),
+    M("tflite-depth-multiplier-regroup", "pyarena/runtime/kernels/conv.py",
+      "        if dw_layout and cout != C:",
+      "        if dw_layout and cout == C:",
+      "the NumPy path regroups 1HWC depthwise weights when the depth multiplier is 1 and "
+      "not when it is larger",
+      ("tests/runtime/test_tflite_kernels.py",)),
 ]
