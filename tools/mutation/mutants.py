@@ -3580,4 +3580,9 @@ MUTANTS += [
       "the NumPy path regroups 1HWC depthwise weights when the depth multiplier is 1 and "
       "not when it is larger",
       ("tests/runtime/test_tflite_kernels.py",)),
+    M("nms-trailing-input-index", "pyarena/runtime/kernels/detection.py",
+      "            v = xs[i] if i < len(xs) and xs[i] is not None else None",
+      "            v = xs[i] if i <= len(xs) and xs[i] is not None else None",
+      "NonMaxSuppression without its last optional inputs fails with an IndexError",
+      ("tests/runtime/test_detection.py",)),
 ]
