@@ -3585,4 +3585,9 @@ MUTANTS += [
       "            v = xs[i] if i <= len(xs) and xs[i] is not None else None",
       "NonMaxSuppression without its last optional inputs fails with an IndexError",
       ("tests/runtime/test_detection.py",)),
+    M("convtranspose-nd-group-unchecked", "pyarena/runtime/kernels/conv_transpose_nd.py",
+      "    if w.ndim != nsp + 2 or w.shape[0] != C or g < 1 or C % g:",
+      "    if w.ndim != nsp + 2 or w.shape[0] != C or g < 1 and C % g:",
+      "a 3-D ConvTranspose whose group does not divide the channels is accepted",
+      ("tests/runtime/test_conv_transpose_nd.py",)),
 ]
