@@ -3595,4 +3595,9 @@ MUTANTS += [
       "ws[1] != 1 or ws[2] <= 1:",
       "CausalConvWithState refuses a kernel of one step",
       ("tests/runtime/test_conv_causal.py",)),
+    M("unsigned-floor-divide-for-all", "pyarena/runtime/kernels/elementwise.py",
+      '        if self.dtype.kind == "u" and t == "Div":',
+      '        if self.dtype.kind == "u" and t != "Div":',
+      "unsigned Add, Mul, Max ... floor-divide and unsigned Div divides as floats",
+      ("tests/runtime/test_elementwise.py",)),
 ]

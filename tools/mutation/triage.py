@@ -66,4 +66,7 @@ EQUIVALENT = {
         "which needs Add(x, x) or Pad(x) beside the Add as x's readers; _fuse_residual "
         "has already returned 0 for both (identical Add inputs; x not read by the Add "
         "alone), so the equal case never reaches this line",
+    "gen:pyarena/runtime/kernels/elementwise.py:419:rel":
+        "when n == ch the loop runs once, on x[0:n], y[0:n] and scratch[:n] -- the whole "
+        "arrays (the scratch holds ch = n items) -- the same call as the shortcut",
 }
