@@ -3610,4 +3610,9 @@ MUTANTS += [
       "        if False:\n",
       "FULLY_CONNECTED takes an input whose size is not a multiple of the weights' depth",
       ("tests/runtime/test_linalg.py",)),
+    M("tree-ensemble-average-flipped", "pyarena/runtime/kernels/ml.py",
+      "            if self.agg == AVERAGE:",
+      "            if self.agg != AVERAGE:",
+      "TreeEnsemble divides a SUM by the tree count and leaves an AVERAGE undivided",
+      ("tests/runtime/test_ml.py",)),
 ]
