@@ -69,4 +69,7 @@ EQUIVALENT = {
     "gen:pyarena/runtime/kernels/elementwise.py:419:rel":
         "when n == ch the loop runs once, on x[0:n], y[0:n] and scratch[:n] -- the whole "
         "arrays (the scratch holds ch = n items) -- the same call as the shortcut",
+    "gen:pyarena/runtime/kernels/movement.py:501:rel":
+        "when the target size equals the input's, the pad branch writes dst[a] = "
+        "slice(0, d), the whole axis of d items: the same as the slice(None) it replaces",
 }
