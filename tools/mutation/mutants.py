@@ -3615,9 +3615,4 @@ MUTANTS += [
       "            if self.agg != AVERAGE:",
       "TreeEnsemble divides a SUM by the tree count and leaves an AVERAGE undivided",
       ("tests/runtime/test_ml.py",)),
-    M("reduce-empty-identity-flipped", "pyarena/runtime/kernels/normalization.py",
-      '        self.empty = _lowest(self.dtype) if t == "ReduceMax" else \\',
-      '        self.empty = _lowest(self.dtype) if t != "ReduceMax" else \\',
-      "reductions over an empty axis give the wrong identity (ReduceMin the lowest value)",
-      ("tests/runtime/test_normalization.py",)),
 ]
