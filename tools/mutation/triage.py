@@ -72,4 +72,8 @@ EQUIVALENT = {
     "gen:pyarena/runtime/kernels/movement.py:501:rel":
         "when the target size equals the input's, the pad branch writes dst[a] = "
         "slice(0, d), the whole axis of d items: the same as the slice(None) it replaces",
+    "gen:pyarena/runtime/kernels/normalization.py:172:rel":
+        "dead store: setup() sets self.empty again (self.empty = None, then the "
+        "max/min identity over an empty axis) before anything reads it, so the value "
+        "assigned on this line is never used",
 }
