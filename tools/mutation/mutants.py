@@ -3615,4 +3615,15 @@ MUTANTS += [
       "            if self.agg != AVERAGE:",
       "TreeEnsemble divides a SUM by the tree count and leaves an AVERAGE undivided",
       ("tests/runtime/test_ml.py",)),
+    M("sce-log-prob-with-one-output", "pyarena/runtime/kernels/normalization.py",
+      "        self.lp_out = self.softmax and len(self.outs) > 1",
+      "        self.lp_out = self.softmax and len(self.outs) >= 1",
+      "SoftmaxCrossEntropyLoss with only its loss output writes the log-probabilities to an "
+      "output that does not exist",
+      ("tests/runtime/test_normalization.py",)),
+    M("dequantize-fold-zero-point-index", "pyarena/runtime/kernels/quantized.py",
+      "    return [dequantize(x[0], x[1], x[2] if len(x) > 2 else None,",
+      "    return [dequantize(x[0], x[1], x[2] if len(x) >= 2 else None,",
+      "folding a constant DequantizeLinear without a zero point fails with an IndexError",
+      ("tests/runtime/test_quantized.py",)),
 ]
