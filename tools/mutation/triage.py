@@ -76,4 +76,7 @@ EQUIVALENT = {
         "dead store: setup() sets self.empty again (self.empty = None, then the "
         "max/min identity over an empty axis) before anything reads it, so the value "
         "assigned on this line is never used",
+    "gen:pyarena/runtime/kernels/resize.py:56:swap":
+        "d = np.abs((t - i) * s) is np.abs(-((i - t) * s)): the absolute value of a "
+        "negated number, the same in floating point (negation is exact)",
 }
