@@ -3626,4 +3626,9 @@ MUTANTS += [
       "    return [dequantize(x[0], x[1], x[2] if len(x) >= 2 else None,",
       "folding a constant DequantizeLinear without a zero point fails with an IndexError",
       ("tests/runtime/test_quantized.py",)),
+    M("grid-sample-batch-or-width", "pyarena/runtime/kernels/sampling.py",
+      "len(gs) != nd + 2 or gs[-1] != nd or gs[0] != xs[0]:",
+      "len(gs) != nd + 2 or gs[-1] != nd and gs[0] != xs[0]:",
+      "GridSample takes a grid of another batch, or with the wrong coordinate count",
+      ("tests/runtime/test_sampling.py",)),
 ]
