@@ -3589,7 +3589,7 @@ MUTANTS += [
       "    if w.ndim != nsp + 2 or w.shape[0] != C or g < 1 or C % g:",
       "    if w.ndim != nsp + 2 or w.shape[0] != C or g < 1 and C % g:",
       "a 3-D ConvTranspose whose group does not divide the channels is accepted",
-      ("tests/runtime/test_conv_transpose_nd.py",)),
+      ("tests/runtime/test_conv_transpose_nd_group.py",)),
     M("causal-conv-kernel-one-refused", "pyarena/runtime/kernels/conv.py",
       "ws[1] != 1 or ws[2] < 1:",
       "ws[1] != 1 or ws[2] <= 1:",
