@@ -28,7 +28,7 @@ def test_a_module_without_a_namesake_falls_back_to_its_first_word_then_its_packa
     first = generate.mirrored_tests("pyarena/importers/session_keys.py",
                                     ("tests/importers",), str(ROOT))
     assert list(first) == _py_tests("tests/importers", "test_session")
-    first = generate.mirrored_tests("pyarena/runtime/kernels/ml.py", ("tests/runtime",),
+    first = generate.mirrored_tests("pyarena/runtime/kernels/spatial.py", ("tests/runtime",),
                                     str(ROOT))
     assert list(first) == _py_tests("tests/runtime", "test_kernels")
 

@@ -179,7 +179,7 @@ def mirrored_tests(rel, tests, root=_ROOT):
     if not stem or stem == "init":
         return ()
     # the file's name, else its first word (onnx_constants -> test_onnx*),
-    # else its package's (pyarena/runtime/kernels/ml.py -> test_kernels*)
+    # else its package's (pyarena/runtime/kernels/spatial.py -> test_kernels*)
     names = [stem]
     if "_" in stem:
         names.append(stem.split("_")[0])
