@@ -19,14 +19,16 @@ class TFLiteBuilder:
         self.ops = []
 
     def tensor(self, name, shape, dtype=np.float32, data=None, quant=None, sparsity=None,
-               variable=False):
+               variable=False, external=False):
         """``sparsity``: (traversal_order, block_map, [(format, dense_size,
         segments, indices)]) -- ``data`` then holds only the stored values.
-        ``variable``: a TFLite variable tensor (an LSTM's state)."""
+        ``variable``: a TFLite variable tensor (an LSTM's state).
+        ``external``: the data after the flatbuffer, located by the buffer's
+        offset and size (the schema's large-model layout; :meth:`save`)."""
         self.tensors.append(dict(name=name, shape=list(shape), dtype=np.dtype(dtype),
                                  data=None if data is None else
                                  np.ascontiguousarray(data, dtype=dtype), quant=quant,
-                                 sparsity=sparsity, variable=variable))
+                                 sparsity=sparsity, variable=variable, external=external))
         return len(self.tensors) - 1
 
     def const(self, name, arr, dtype=np.float32):
@@ -60,11 +62,21 @@ class TFLiteBuilder:
         buf_offsets.append(tflite.BufferEnd(b))
         graphs = [(self, list(inputs), list(outputs))] + list(getattr(self, "subs", []))
         tbuf = []
+        external = self.external = []
         for t in [t for gb, _, _ in graphs for t in gb.tensors]:
             if t["data"] is None:
                 tbuf.append(0)
                 continue
             raw = t["data"].astype(t["data"].dtype.newbyteorder("<")).tobytes()
+            if t.get("external"):
+                base = getattr(self, "external_base", 1)   # 1: a first pass to size
+                tflite.BufferStart(b)
+                tflite.BufferAddOffset(b, base + sum(len(r) for r in external))
+                tflite.BufferAddSize(b, len(raw))
+                external.append(raw)
+                buf_offsets.append(tflite.BufferEnd(b))
+                tbuf.append(len(buf_offsets) - 1)
+                continue
             # one copy into the builder (CreateNumpyVector's way, with the
             # 16-byte alignment the interpreter wants for buffers); a byte
             # per Prepend call takes minutes on a MobileNet's weights
@@ -216,6 +228,10 @@ class TFLiteBuilder:
 
     def save(self, path, inputs, outputs):
         data = self.build(inputs, outputs)
+        if self.external:   # the external data after the flatbuffer, 16-aligned
+            self.external_base = -(-len(data) // 16) * 16
+            data = self.build(inputs, outputs)
+            data = data.ljust(self.external_base, b"\0") + b"".join(self.external)
         with open(path, "wb") as f:
             f.write(data)
         return str(path)

@@ -415,3 +415,20 @@ def test_opset8_scan_with_sequence_lens_is_refused(tmp_path):
     _scan8(path, seq_lens=True)
     with pytest.raises(UnsupportedOpError, match="sequence_lens"):
         load_model(str(path))
+
+
+@pytest.mark.parametrize("xs_shape", [[3], []])
+def test_opset8_scan_input_without_a_sequence_axis_is_a_model_error(tmp_path, xs_shape):
+    # the opset-8 Scan's scan inputs are [batch, sequence, ...] (ONNX spec):
+    # one of rank 1 or 0 has no sequence axis
+    path = tmp_path / "scan8.onnx"
+    body = h.make_graph([h.make_node("Add", ["s", "x"], ["s2"]),
+                         h.make_node("Identity", ["s2"], ["o"])], "body",
+                        [vi("s", T.FLOAT, []), vi("x", T.FLOAT, [])],
+                        [vi("s2", T.FLOAT, []), vi("o", T.FLOAT, [])])
+    node = h.make_node("Scan", ["", "s0", "xs"], ["sf", "os"], num_scan_inputs=1, body=body)
+    g = h.make_graph([node], "m", [vi("s0", T.FLOAT, [3]), vi("xs", T.FLOAT, xs_shape)],
+                     [vi("sf", T.FLOAT, [3]), vi("os", T.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 8)], ir_version=8), str(path))
+    with pytest.raises(ModelImportError, match="do not share a batch axis"):
+        load_model(str(path))

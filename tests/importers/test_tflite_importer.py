@@ -67,6 +67,37 @@ def test_truncated_and_wrong_magic(tmp_path):
         assert str(p) in str(e.value)
 
 
+def test_a_sound_flatbuffer_without_the_tflite_identifier_is_refused(tmp_path):
+    # the schema's file_identifier "TFL3" sits at bytes 4..8; a flatbuffer
+    # reader does not check it, so the importer must
+    good = open(small_cnn(tmp_path / "m.tflite"), "rb").read()
+    assert good[4:8] == b"TFL3"
+    p = tmp_path / "other.tflite"
+    p.write_bytes(good[:4] + b"TFL2" + good[8:])
+    with pytest.raises(ModelImportError, match="no 'TFL3' identifier"):
+        load_model(str(p))
+
+
+def test_an_external_buffer_ending_at_the_end_of_the_file_is_read(tmp_path):
+    # the schema's Buffer.offset / size: data after the flatbuffer, here the
+    # file's last bytes; one byte short of them is a truncated file
+    c = np.array([[1.5, -2.0, 0.25, 8.0]], np.float32)
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 4))
+    k = B.tensor("k", (1, 4), data=c, external=True)
+    y = B.tensor("y", (1, 4))
+    B.op("ADD", [x, k], [y])
+    path = B.save(tmp_path / "ext.tflite", [x], [y])
+    blob = open(path, "rb").read()
+    assert blob[-16:] == c.tobytes() and B.external_base == len(blob) - 16
+    xv = np.array([[1, 2, 3, 4]], np.float32)
+    g = load_model(path)
+    np.testing.assert_array_equal(Executor(g, plan(g)).run({"x": xv})["y"], xv + c)
+    (tmp_path / "short.tflite").write_bytes(blob[:-1])
+    with pytest.raises(ModelImportError, match="outside the file"):
+        load_model(str(tmp_path / "short.tflite"))
+
+
 def test_absurd_and_negative_dimensions(tmp_path):
     for shape, what in [((1 << 20, 1 << 20, 1 << 20), "absurd"), ((1, -3, 4), "negative")]:
         B = TFLiteBuilder()

@@ -65,6 +65,19 @@ def test_fill_config_writes_what_the_policy_says(kw, fields):
         assert list(cfg.classes[0:3]) == [64, 192, 1024]
 
 
+def test_size_classes_fill_every_entry_of_the_c_table():
+    # pa_pool_config_t.classes has PA_POOL_MAX_CLASSES entries: all usable
+    n = len(ffi.new("pa_pool_config_t *").classes)
+    assert n == lib.PA_POOL_MAX_CLASSES
+    classes = [64 * (i + 1) for i in range(n)]
+    cfg = ffi.new("pa_pool_config_t *")
+    lib.pa_pool_config_default(cfg)
+    Policy(size_classes=classes).fill_config(cfg)
+    assert cfg.num_classes == n and list(cfg.classes[0:n]) == classes
+    with pytest.raises(InvalidArgumentError, match=f"{n + 1} classes"):
+        Policy(size_classes=classes + [64 * (n + 1)])
+
+
 def test_policy_is_a_frozen_dataclass():
     p = Policy(limit=1 << 20)
     assert dataclasses.is_dataclass(p)

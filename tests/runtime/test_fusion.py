@@ -171,6 +171,66 @@ def test_residual_add_is_fused_into_a_pointwise_conv(tmp_path, cin, cout, hw, pa
                                rtol=1e-4, atol=2e-5)
 
 
+def test_fusing_again_leaves_a_conv_with_its_residual_as_it_is(tmp_path):
+    """Conv 1x1 -> Add(r1) -> Add(r2): the first Add is fused (input 3);
+    fuse() run again on the fused graph keeps r1 and the second Add, and
+    the result still matches onnxruntime."""
+    cin, cout, hw = 5, 8, 4
+    nodes = [node("Conv", ["x", "w1"], ["q1"]), node("Neg", ["q1"], ["r1"]),
+             node("Conv", ["x", "w2"], ["q2"]), node("Neg", ["q2"], ["r2"]),
+             node("Conv", ["x", "w", "b"], ["c"]),
+             node("Add", ["r1", "c"], ["a"]), node("Add", ["r2", "a"], ["y"])]
+    inits = {"w": rnd(cout, cin, 1, 1), "b": rnd(cout), "w1": rnd(cout, cin, 1, 1),
+             "w2": rnd(cout, cin, 1, 1)}
+    path = tmp_path / "two.onnx"
+    make_model(nodes, {"x": ([1, cin, hw, hw], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+    g = load_model(str(path))
+    conv = [op for op in g.ops if op.op_type == "Conv"][-1]
+    assert conv.inputs[3] == "r1"
+    fuse(g)
+    assert conv.inputs[3] == "r1" and [op.op_type for op in g.ops].count("Add") == 1
+    x = rnd(1, cin, hw, hw)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+
+
+def test_a_zero_pad_of_the_convs_own_output_is_not_its_residual(tmp_path):
+    """Conv 1x1 -> c; Add(Pad(c, zeros), c): the residual would be the
+    conv's own output, which does not exist before the conv runs."""
+    cin, cout, hw = 5, 8, 4
+    nodes = [node("Conv", ["x", "w", "b"], ["c"]), node("Pad", ["c", "pads"], ["p"]),
+             node("Add", ["p", "c"], ["y"])]
+    inits = {"w": rnd(cout, cin, 1, 1), "b": rnd(cout), "pads": np.zeros(8, np.int64)}
+    path = tmp_path / "own.onnx"
+    make_model(nodes, {"x": ([1, cin, hw, hw], np.float32)}, {"y": (None, np.float32)},
+               inits, path=path)
+    g = load_model(str(path))
+    assert all(len(op.inputs) < 4 for op in g.ops if op.op_type == "Conv")
+    x = rnd(1, cin, hw, hw)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+
+
+def test_a_residual_padded_by_an_opset_10_pad_matches_onnxruntime(tmp_path):
+    """Opset 10's Pad takes its pads as an attribute (one input): the
+    channel-padded residual is fused as with opset 11's pads input."""
+    cin, cout, hw, pad = 7, 20, 5, 6
+    nodes = [node("Conv", ["x", "w1"], ["r0"]), node("Neg", ["r0"], ["r1"]),
+             node("Conv", ["x", "w", "b"], ["c"]),
+             node("Pad", ["r1"], ["rp"], pads=[0, 0, 0, 0, 0, pad, 0, 0]),
+             node("Add", ["rp", "c"], ["a"]), node("Relu", ["a"], ["y"])]
+    inits = {"w": rnd(cout, cin, 1, 1), "b": rnd(cout), "w1": rnd(cout - pad, cin, 1, 1)}
+    path = tmp_path / "pad10.onnx"
+    make_model(nodes, {"x": ([2, cin, hw, hw], np.float32)}, {"y": (None, np.float32)},
+               inits, opset=10, path=path)
+    g = load_model(str(path))
+    assert "Pad" not in [op.op_type for op in g.ops]
+    x = rnd(2, cin, hw, hw)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=2e-5)
+
+
 @pytest.mark.parametrize("path_", ["native", "numpy"])
 @pytest.mark.parametrize("shape", [(1, 9, 3, 3), (2, 9, 3, 1), (2, 10, 3, 3), (9, 3, 3),
                                    (2, 9, 3, 3, 1)], ids=str)

@@ -432,3 +432,23 @@ def test_nhwc_pools_match_interpreter(tmp_path, op, c, k, stride, padding):
     ex = Executor(g, plan(g))
     assert ex.kernels[0].path == "native"
     _matches_interpreter(g, ex, path, seed=11)
+
+
+@pytest.mark.parametrize("mult", [1, 2, 3])
+def test_depthwise_conv_with_a_depth_multiplier_matches_interpreter(tmp_path, mult):
+    """DEPTHWISE_CONV_2D, 1HWC weights: output channel c * M + m reads input
+    channel c (TFLite's depth multiplier M)."""
+    r = np.random.default_rng(mult)
+    cin = 4
+    B = TFLiteBuilder()
+    x = B.tensor("x", (1, 6, 7, cin))
+    y = B.tensor("y", (1, 6, 7, cin * mult))
+    w = B.const("w", r.standard_normal((1, 3, 3, cin * mult)) * 0.3)
+    b = B.const("b", r.standard_normal(cin * mult))
+    B.op("DEPTHWISE_CONV_2D", [x, w, b], [y], ("DepthwiseConv2DOptions", dict(
+        Padding=0, StrideW=1, StrideH=1, DepthMultiplier=mult, FusedActivationFunction=0,
+        DilationWFactor=1, DilationHFactor=1)))
+    path = B.save(tmp_path / f"dw{mult}.tflite", [x], [y])
+    for native in (True, False):
+        g = load_model(path, native=native)
+        _matches_interpreter(g, Executor(g, plan(g)), path, seed=mult)

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pyarena import InferenceSession
-from pyarena.graph import Graph, conv_weight_shape
+from pyarena.graph import conv_weight_shape
 from pyarena.importers import load_model
 from pyarena.memory import Arena
 from pyarena.memory.mapped import is_mapped
@@ -110,21 +110,6 @@ def test_a_second_executor_on_the_same_graph_gives_the_same_outputs(tmp_path):
     c = Executor(g).run(feeds)[out]
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
-
-
-def test_keep_constant_puts_values_once_in_the_graph_arena():
-    g = Graph("g")
-    assert g.weights is None
-    v = np.arange(12, dtype=np.float32).reshape(3, 4)
-    k = g.keep_constant(v)
-    assert g.weights is not None and g.weights.owns(k) and not k.flags.writeable
-    np.testing.assert_array_equal(k, v)
-    used = g.weights.stats().used
-    again = g.keep_constant(k)
-    assert g.weights.stats().used == used and np.shares_memory(again, k)
-    buf = g.constant_buffer((5,), np.int8)
-    assert buf.flags.writeable and g.weights.owns(buf)
-    assert g.keep_constant(np.zeros(0)).size == 0
 
 
 def test_folded_batch_norm_weights_are_exact(tmp_path):

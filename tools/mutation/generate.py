@@ -42,7 +42,10 @@ _C_RULES = [r for r in _PY_RULES if r[0] in ("rel", "off")] + [
     ("bool", re.compile(r"(?<= )(&&)(?= )"), "||"),
     ("bool", re.compile(r"(?<= )(\|\|)(?= )"), "&&"),
 ]
-_SWAP = re.compile(r"\b([A-Za-z_][\w.]*) - ([A-Za-z_][\w.]*)\b")
+# whole operands: a name, a field (a.b, a->b); never a call or an index
+# (``total - sizeof(x)`` swapped is not code, ``a - b[i]`` is not a swap)
+_OPERAND = r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*"
+_SWAP = re.compile(rf"(?<![\w.>])({_OPERAND}) - ({_OPERAND})(?![\w(\[]|\s*[(\[])")
 _PY_IF = re.compile(r"^(\s*)(el)?if (.+):\s*$")
 _C_IF = re.compile(r"^(\s*)if \((.+)\)\s*$")
 _ERROR_BODY = re.compile(r"^\s*(raise |return PA_ERR|return -1;|return NULL;|"
@@ -131,26 +134,83 @@ def source_files(root):
     return sorted(files)
 
 
-def tests_for(rel):
-    """The tests a mutant of ``rel`` answers to: its layer's."""
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def c_tests(root, folder):
+    """Every C test binary of ``tests/c/<folder>`` (all part of ``make check``)."""
+    d = os.path.join(root, "tests", "c", folder)
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    return tuple(f"c:{folder}/{n[:-2]}" for n in names
+                 if n.startswith("test_") and n.endswith(".c"))
+
+
+def tests_for(rel, root=_ROOT):
+    """The tests a mutant of ``rel`` answers to: its layer's (for C, every
+    test binary of its folder)."""
     parts = rel.split("/")
     if parts[0] == "csrc":
         layer = parts[1] if len(parts) > 2 else "alloc"
         if layer == "alloc":
-            return ("c:alloc/test_pool", "c:alloc/test_slab", "c:alloc/test_buddy",
-                    "c:alloc/test_large", "c:alloc/test_arena", "c:alloc/test_zones",
-                    "c:alloc/test_pool_learn", "tests/memory")
+            return c_tests(root, "alloc") + ("tests/memory",)
         if layer == "plan":
-            return ("c:plan/test_plan", "tests/planning")
+            return c_tests(root, "plan") + ("tests/planning",)
         if layer == "kernels":
-            return ("c:kernels/test_kernels", "tests/runtime/test_kernels.py",
-                    "tests/runtime/test_fusion.py", "tests/runtime/test_nhwc.py")
+            return c_tests(root, "kernels") + ("tests/runtime/test_kernels.py",
+                                               "tests/runtime/test_fusion.py",
+                                               "tests/runtime/test_nhwc.py")
         return ("tests/memory", "tests/runtime/test_kernels.py")
     layer = parts[1] if len(parts) > 2 else None
     mirror = {"memory": "tests/memory", "graph": "tests/graph", "planning": "tests/planning",
               "runtime": "tests/runtime", "importers": "tests/importers", "cli": "tests/cli",
               "_native": "tests/memory"}
     return (mirror.get(layer, "tests"),)
+
+
+def mirrored_tests(rel, tests, root=_ROOT):
+    """The tests named after ``rel``, run first: the tests mirror the
+    package (pyarena/runtime/kernels/resize.py -> tests/runtime/**/
+    test_resize*.py; csrc/kernels/qconv.c -> c:kernels/test_qconv*, and
+    test_qconv*.py beside the layer's Python tests).  Found by name among
+    ``tests`` (the layer's) and in the folders of its Python tests: the
+    mirrored tests are the likeliest to kill, so they run first and the
+    rest of the layer only when they all pass."""
+    stem = os.path.splitext(os.path.basename(rel))[0].strip("_")
+    if not stem or stem == "init":
+        return ()
+    # the file's name, else its first word (onnx_constants -> test_onnx*),
+    # else its package's (pyarena/runtime/kernels/spatial.py -> test_kernels*)
+    names = [stem]
+    if "_" in stem:
+        names.append(stem.split("_")[0])
+    parts = rel.split("/")
+    if len(parts) > 3:
+        names.append(parts[-2].strip("_"))
+    for name in names:
+        out = _named(root, "test_" + name, tests)
+        if out:
+            return out
+    return ()
+
+
+def _named(root, prefix, tests):
+    out = [t for t in tests if t.startswith("c:") and
+           os.path.basename(t[2:]).startswith(prefix)]
+    dirs = []
+    for t in tests:
+        if not t.startswith("c:"):
+            d = t if os.path.isdir(os.path.join(root, t)) else os.path.dirname(t)
+            if d not in dirs:
+                dirs.append(d)
+    for d in dirs:
+        for top, subs, names in os.walk(os.path.join(root, d)):
+            subs[:] = sorted(x for x in subs if x not in ("__pycache__", "data"))
+            for n in sorted(names):
+                if n.startswith(prefix) and n.endswith(".py"):
+                    f = os.path.relpath(os.path.join(top, n), root).replace(os.sep, "/")
+                    if f not in out:
+                        out.append(f)
+    return tuple(out)
 
 
 def layer_of(rel):
@@ -169,7 +229,8 @@ def sample(root, n, seed):
     picked = rng.sample(pool, min(n, len(pool)))
     out = []
     for rel, rule, i, line, new in sorted(picked):
+        tests = tests_for(rel, root)
         out.append(Mutant(id=f"gen:{rel}:{i + 1}:{rule}", file=rel, original=line,
                           replacement=new, why=f"generated ({rule}) at line {i + 1}",
-                          tests=tests_for(rel)))
+                          tests=tests, first=mirrored_tests(rel, tests, root)))
     return out, len(pool)

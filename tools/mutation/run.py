@@ -7,6 +7,8 @@ scratch copy of the checkout, run the tests meant to kill it, report.
     python tools/mutation/run.py --list        # the mutants, one line each
     python tools/mutation/run.py -k arena -j 2 # ids containing "arena", 2 workers
     python tools/mutation/run.py --random 100  # 100 generated mutants (generate.py)
+    python tools/mutation/run.py --random 100 --seed 7 -k gen:pyarena/x.py:12:rel
+                                               # one of that sample again
 
 A mutant is one small plausible bug: ``original`` replaced by
 ``replacement`` in ``file``, where ``original`` must occur exactly once
@@ -164,6 +166,33 @@ class Worker:
                         "setup.py build_ext --inplace")
             self.py_built = True
 
+    # the extension built from the unmutated sources, put back after a C
+    # mutant instead of rebuilding it (build_ext compiles the whole core)
+    _PRODUCTS = ("pyarena/lib", "pyarena/include", "pyarena/_native")
+
+    def _products(self, top):
+        for rel in self._PRODUCTS:
+            for d, _, names in os.walk(os.path.join(top, rel)):
+                for n in names:
+                    if rel != "pyarena/_native" or n.endswith(".so"):
+                        yield os.path.relpath(os.path.join(d, n), top)
+
+    def keep_pristine(self):
+        """Save the built extension and core of the unmutated sources."""
+        self.pristine = self.dir + ".pristine"
+        for rel in self._products(self.dir):
+            dst = os.path.join(self.pristine, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(os.path.join(self.dir, rel), dst)
+
+    def restore_pristine(self):
+        """Put the saved build back: True when there was one."""
+        if not getattr(self, "pristine", None):
+            return False
+        for rel in self._products(self.pristine):
+            shutil.copy2(os.path.join(self.pristine, rel), os.path.join(self.dir, rel))
+        return True
+
     def check_import(self):
         code = "import pyarena, sys; sys.stdout.write(pyarena.__file__)"
         p = subprocess.run([sys.executable, "-c", code], cwd=self.dir, env=self.env,
@@ -195,13 +224,13 @@ class Worker:
         line = f" (line {check.group(1)}: {check.group(2)[:60]})" if check else ""
         return "killed", f"c:{binary}:{what}{line}"
 
-    def run_pytest(self, targets, retries=3):
+    def run_pytest(self, targets, retries=3, ignore=()):
         """Run the targets with -x; a timeout is set aside (deselected) and
         the rest run again, up to ``retries`` times: a mutant is "killed"
         only by a failure that is not a timeout."""
         deselect, timeouts = [], []
         for _ in range(retries + 1):
-            verdict, detail, nodeid = self._pytest_once(targets, deselect)
+            verdict, detail, nodeid = self._pytest_once(targets, deselect, ignore)
             if verdict != "timeout":
                 if verdict == "pass" and timeouts:
                     return "timeout", "; ".join(timeouts)
@@ -212,9 +241,10 @@ class Worker:
             deselect.append(nodeid)
         return "timeout", "; ".join(timeouts)
 
-    def _pytest_once(self, targets, deselect):
+    def _pytest_once(self, targets, deselect, ignore=()):
         cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                "--hypothesis-profile=mutation", f"--timeout={self.timeout:g}", *targets]
+        cmd += [f"--ignore={f}" for f in ignore]
         for d in deselect:
             cmd += ["--deselect", d] if "::" in d else ["-k", f"not {d}"]
         limit = 60 * self.timeout + 600
@@ -245,11 +275,14 @@ class Worker:
         tail = " | ".join(out.strip().splitlines()[-3:])[:120]
         return "killed", f"pytest status {p.returncode}: {tail}", None
 
-    def run_tests(self, tests):
-        """Run the tests in order and stop at the first kill: (verdict, detail)."""
+    def run_tests(self, tests, ignore=()):
+        """Run the tests in order and stop at the first kill: (verdict, detail).
+        ``ignore``: test files pytest leaves out of the folders it is given."""
         timeouts = []
         c_tests = [t[2:] for t in tests if t.startswith("c:")]
         py_tests = [t for t in tests if not t.startswith("c:")]
+        if c_tests:
+            self.build(c=True, py=False)
         for b in c_tests:
             verdict, detail = self.run_c(b)
             if verdict == "killed":
@@ -257,7 +290,8 @@ class Worker:
             if verdict == "timeout":
                 timeouts.append(detail)
         if py_tests:
-            verdict, detail = self.run_pytest(py_tests)
+            self.build(c=False, py=True)     # only once the C tests passed
+            verdict, detail = self.run_pytest(py_tests, ignore=ignore)
             if verdict == "killed":
                 return verdict, detail
             if verdict == "timeout":
@@ -266,15 +300,33 @@ class Worker:
             return "timeout", "; ".join(timeouts)
         return "pass", ""
 
+    def run_staged(self, m):
+        """``m.first`` (the tests named after the mutated file), then the
+        rest of ``m.tests`` without them: the same verdict as running all
+        of them, sooner when a mirrored test kills."""
+        if not m.first:
+            return self.run_tests(m.tests)
+        verdict, detail = self.run_tests(m.first)
+        if verdict == "killed":
+            return verdict, detail
+        rest, ignore = rest_of(m)
+        if rest:
+            v2, d2 = self.run_tests(rest, ignore)
+            if v2 == "killed":
+                return v2, d2
+            if v2 == "timeout":
+                return "timeout", "; ".join(x for x in (detail, d2) if x)
+        return verdict, detail
+
     # a mutant -------------------------------------------------------------------
     def run_mutant(self, m):
         path = os.path.join(self.dir, m.file)
         with open(path, encoding="utf-8") as f:
             original = f.read()
-        # C: the core (make, and build_ext links it) or the glue (build_ext)
+        # C: the core (make, and build_ext links it) or the glue (build_ext),
+        # rebuilt when a test needs it (run_tests): the C tests first, so a
+        # mutant they kill never waits for the extension
         is_c = m.file.endswith((".c", ".h"))
-        has_py = any(not t.startswith("c:") for t in m.tests)
-        has_c = any(t.startswith("c:") for t in m.tests)
         t0 = time.monotonic()
         try:
             with open(path, "w", encoding="utf-8") as f:
@@ -282,22 +334,31 @@ class Worker:
             if is_c:
                 self.c_built = self.py_built = False
             try:
-                self.build(c=has_c, py=has_py)
+                verdict, detail = self.run_staged(m)
             except BuildError as exc:
                 return Result(m, "error", f"the mutant does not build: {exc}"[:300],
                               time.monotonic() - t0)
-            verdict, detail = self.run_tests(m.tests)
         finally:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(original)
             if is_c:
-                self.c_built = self.py_built = False
+                self.c_built = False                    # make rebuilds one file
+                self.py_built = self.restore_pristine()
         verdict = {"pass": "SURVIVED", "timeout": "TIMEOUT-ONLY"}.get(verdict, verdict)
         return Result(m, verdict, detail, time.monotonic() - t0)
 
 
 class BuildError(Exception):
     pass
+
+
+def rest_of(m):
+    """(tests, ignore): ``m.tests`` without ``m.first`` -- a listed file
+    dropped, a mirrored file inside a listed folder ignored there."""
+    rest = [t for t in m.tests if t not in m.first]
+    ignore = [f for f in m.first if not f.startswith("c:") and
+              any(f.startswith(t.rstrip("/") + "/") for t in rest)]
+    return rest, ignore
 
 
 @dataclasses.dataclass
@@ -399,6 +460,12 @@ def run_random(args):
         return 2
     seed = args.seed if args.seed is not None else _random.SystemRandom().randrange(1 << 30)
     mutants, pool = generate.sample(ROOT, args.random, seed)
+    if args.select:     # one mutant of a sample again: --random N --seed S -k ID
+        try:
+            mutants = select(mutants, args.select)
+        except CheckError as exc:
+            sys.stderr.write(f"mutation check: {exc}\n")
+            return 2
     print(f"generated mutants: {len(mutants)} of {pool} candidates, seed {seed} "
           f"(--seed {seed} draws them again)", flush=True)
     args.json = args.json or None
@@ -444,12 +511,14 @@ def run(mutants, args, results_out=None):
         log(f"mutation check: {len(mutants)} mutants, {jobs} worker(s), scratch {base}")
         workers = [Worker(ROOT, base, f"w{i}", args.timeout, log) for i in range(jobs)]
         # baseline: the unmutated copy passes everything the mutants use
-        need_c = any(t.startswith("c:") for m in mutants for t in m.tests)
-        c_tests = sorted({t for m in mutants for t in m.tests if t.startswith("c:")})
-        py_tests = sorted({t for m in mutants for t in m.tests if not t.startswith("c:")})
+        used = {t for m in mutants for t in m.tests + m.first}
+        need_c = any(t.startswith("c:") for t in used)
+        c_tests = sorted(t for t in used if t.startswith("c:"))
+        py_tests = sorted(t for t in used if not t.startswith("c:"))
         for w in workers:
             w.build(c=need_c, py=True)
             w.check_import()
+            w.keep_pristine()
         tb = time.monotonic()
         verdict, detail = workers[0].run_tests(c_tests + py_tests)
         if verdict != "pass":

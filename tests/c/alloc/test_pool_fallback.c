@@ -68,6 +68,28 @@ static void test_fallback_on_misses(void) {
     pa_pool_destroy(p);
 }
 
+/* The window is PA_LEARN_JUDGE step marks (pyarena.h, learn_fallbacks:
+ * "over 64 step marks") counted after the mark that starts learning: with
+ * every step after the plan diverging from it, mark 1 + JUDGE falls back
+ * and none before it does. */
+static void test_fallback_at_the_end_of_the_window(void) {
+    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    world_t w;
+    world_init(&w, p);
+    pa_pool_step(p); /* mark 1: learning starts */
+    step3(&w, 5000); /* marks 2 and 3: the plan */
+    step3(&w, 5000);
+    CHECK_EQ(stats(p).learned_sequences, 1u);
+    for (int mark = 4; mark < 1 + JUDGE; mark++) {
+        step3(&w, 6000 + 64 * (size_t)mark);
+        CHECK_EQ(stats(p).learn_fallbacks, 0u);
+    }
+    step3(&w, 5000 + 64 * (size_t)(1 + JUDGE)); /* mark 1 + JUDGE */
+    CHECK_EQ(stats(p).learn_fallbacks, 1u);
+    world_ok(&w);
+    pa_pool_destroy(p);
+}
+
 /* A plan made at the last mark of a window has served nothing yet: the
  * judgement does not count it against learning (the floor of lost
  * steps), and the plan serves the steps after it. */
@@ -203,6 +225,7 @@ static void test_region_yields(void) {
 int main(void) {
     RUN(test_region_yields);
     RUN(test_fallback_on_misses);
+    RUN(test_fallback_at_the_end_of_the_window);
     RUN(test_new_plan_at_window_end);
     RUN(test_no_fallback_when_paying);
     RUN(test_fallback_fuzz);

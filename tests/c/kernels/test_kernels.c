@@ -166,6 +166,14 @@ static void test_conv_random(void) {
         c.w_out = (c.w + c.pad_left - (c.kw - 1) * c.dw - 1) / c.sw + 1;
         run_conv_case(c, pool, &worst);
     }
+    for (int k = 0; k < 16; k++) {   /* NCHW wide rows padded on the right: border taps past w */
+        pa_conv2d_t c = random_conv(1);
+        c.layout = PA_LAYOUT_NCHW;
+        c.sw = 1 + k % 2;
+        c.w = k % 4 < 2 ? rnd(40, 300) : rnd(1500, 2100);
+        c.w_out = (c.w + c.pad_left + rnd(1, 2) - (c.kw - 1) * c.dw - 1) / c.sw + 1;
+        run_conv_case(c, pool, &worst);
+    }
     for (int k = 0; k < 24; k++) {   /* NCHW many channels, short rows: channel blocks, bands */
         pa_conv2d_t c = random_conv(1);
         c.layout = PA_LAYOUT_NCHW;
@@ -209,7 +217,7 @@ static void test_conv_random(void) {
         run_conv_case(c, pool, &worst);
     }
     CHECK(worst < 1e-5);
-    printf("     conv: worst relative error %.3g over 604 geometries\n", worst);
+    printf("     conv: worst relative error %.3g over 620 geometries\n", worst);
     pa_workers_destroy(pool);
 }
 
