@@ -163,7 +163,8 @@ class InferenceSession:
         self._cache = ImportCache() if self.onnx is not None else None
         self._remembered = False
         self._template = None       # the last imported graph, retargeted for new shapes
-        self._inputs, self._outputs = self._describe()
+        self._inputs, self._outputs = _describe(self.path, self._compiled, self.onnx,
+                                                self.native)
         # sequences and optionals: fed as lists / None, held outside the arena
         self._held_inputs = {a.name for a in self._inputs if _is_held(a)}
         self._optional_inputs = {a.name for a in self._inputs
@@ -176,34 +177,6 @@ class InferenceSession:
             self._keys.shapes_only()
 
     # -- the model's interface -------------------------------------------------
-    def _describe(self):
-        """(inputs, outputs) as NodeArgs: ONNX from the model's own
-        declarations (symbolic dims kept), a compiled model as compiled,
-        TFLite / JSON from an import."""
-        if self._compiled is not None:
-            return ([NodeArg(*a) for a in self._compiled.inputs],
-                    [NodeArg(*a) for a in self._compiled.outputs])
-        if sniff_format(self.path) != "onnx":
-            g = load_model(self.path, native=self.native)
-            return ([_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.inputs],
-                    [_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.outputs])
-        from .onnx import _dims, _input_dims, _np_dtype, _onnx, parse_model
-        model, _ = parse_model(_onnx(), self.path)
-        inits = {i.name for i in model.graph.initializer}
-
-        def args(vis, dims):
-            out = []
-            for vi in vis:
-                if vi.type.WhichOneof("value") != "tensor_type":    # a sequence, an optional
-                    out.append(NodeArg(vi.name, None, type_string(self.onnx, vi.type)))
-                    continue
-                tt = vi.type.tensor_type
-                dt = _np_dtype(self.onnx, tt.elem_type, f"tensor {vi.name!r}")
-                out.append(_arg(vi.name, tuple(dims(vi) or ()), dt))
-            return out
-        return (args([v for v in model.graph.input if v.name not in inits], _input_dims),
-                args(model.graph.output, _dims))
-
     def get_inputs(self):
         return list(self._inputs)
 
@@ -422,6 +395,35 @@ class InferenceSession:
 
 
 onnx_seqmap.SESSION[:] = [InferenceSession]     # runs SequenceMap bodies
+
+
+def _describe(path, compiled, onnx, native):
+    """A session's (inputs, outputs) as NodeArgs: ONNX from the model's own
+    declarations (symbolic dims kept), a compiled model as compiled,
+    TFLite / JSON from an import (``onnx``: the module, for an ONNX model)."""
+    if compiled is not None:
+        return ([NodeArg(*a) for a in compiled.inputs],
+                [NodeArg(*a) for a in compiled.outputs])
+    if sniff_format(path) != "onnx":
+        g = load_model(path, native=native)
+        return ([_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.inputs],
+                [_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.outputs])
+    from .onnx import _dims, _input_dims, _np_dtype, _onnx, parse_model
+    model, _ = parse_model(_onnx(), path)
+    inits = {i.name for i in model.graph.initializer}
+
+    def args(vis, dims):
+        out = []
+        for vi in vis:
+            if vi.type.WhichOneof("value") != "tensor_type":    # a sequence, an optional
+                out.append(NodeArg(vi.name, None, type_string(onnx, vi.type)))
+                continue
+            tt = vi.type.tensor_type
+            dt = _np_dtype(onnx, tt.elem_type, f"tensor {vi.name!r}")
+            out.append(_arg(vi.name, tuple(dims(vi) or ()), dt))
+        return out
+    return (args([v for v in model.graph.input if v.name not in inits], _input_dims),
+            args(model.graph.output, _dims))
 
 
 def _open_compiled(path, memory_budget):
