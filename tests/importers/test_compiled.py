@@ -127,7 +127,7 @@ def test_a_memory_budget_is_compiled_into_the_plans_and_another_is_refused(tmp_p
     g = mobilenet_v2(resolution=64, width=0.5, classes=10)
     free = pyarena.plan(g).arena_bytes
     out = str(tmp_path / "budget.pa")
-    budget = int(free * 0.75)
+    budget = int(free * 0.9)
     compile_model(g, out, memory_budget=budget)
     m = CompiledModel(out)
     assert m.memory_budget == budget

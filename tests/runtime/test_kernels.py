@@ -991,15 +991,54 @@ def test_mobilenet_stem_on_the_few_input_kernel(size):
         np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("trans_b,c_shape,beta,packed", [
-    (1, (9,), 1.0, True), (0, (1, 9), 0.5, True), (1, (), 2.0, True), (0, None, 1.0, True),
-    (1, (5, 9), 1.0, False),                       # C per element: not a bias
+@pytest.mark.parametrize("cin, cout, k, stride, pad, length, path", [
+    (1, 258, 256, 128, 0, 640, "im2col"),     # a streaming STFT: 1 input channel
+    (8, 16, 5, 1, 2, 16, "native"),
+    (129, 128, 3, 1, 1, 4, "native"),         # a VAD encoder layer
+    (64, 64, 3, 2, 1, 8, "native"),
+    (64, 64, 3, 1, 1, 17, "im2col"),          # 17 output samples: past FEW_PIXELS
+    (256, 256, 3, 1, 1, 16, "im2col"),        # 3.1 M multiply-adds: past FEW_PIXELS_MACS
+])
+def test_convolutions_of_few_output_pixels_run_the_direct_kernel(tmp_path, cin, cout, k, stride,
+                                                                 pad, length, path):
+    """A convolution of at most 16 output pixels and 2^20 multiply-adds
+    takes the C core's direct kernel (no im2col columns); its outputs match
+    onnxruntime's and the NumPy path's on three new inputs."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    rng = np.random.default_rng(cin + cout + length)
+    p = tmp_path / "conv1d.onnx"
+    make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[pad, pad],
+                                 strides=[stride])],
+               {"x": ([1, cin, length], np.float32)}, {"y": (None, np.float32)},
+               {"w": rng.standard_normal((cout, cin, k)).astype(np.float32),
+                "b": rng.standard_normal(cout).astype(np.float32)}, path=p)
+    ex = Executor(load_model(str(p)))
+    ex_numpy = Executor(load_model(str(p), native=False))
+    conv = next(kk for kk in ex.kernels if kk.op.op_type == "Conv")
+    assert conv.path == path
+    for _ in range(3):
+        x = rng.standard_normal((1, cin, length)).astype(np.float32)
+        got = np.array(ex.run({"x": x})["y"])
+        want = ort_run(p, {"x": x})["y"]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got, ex_numpy.run({"x": x})["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("trans_b,c_shape,beta,packed,rows", [
+    (1, (9,), 1.0, True, 5), (0, (1, 9), 0.5, True, 5), (1, (), 2.0, True, 5),
+    (0, None, 1.0, True, 5),
+    (1, (5, 9), 1.0, False, 5),                    # C per element: not a bias
+    (1, (9,), 1.0, False, 1), (0, (1, 9), 0.5, False, 1),   # one row: BLAS's gemv
 ], ids=str)
 def test_gemm_of_constant_weights_runs_the_packed_sgemm(tmp_path, trans_b, c_shape, beta,
-                                                      packed):
+                                                      packed, rows):
     """Gemm with a constant B (alpha 1, A not transposed) and a constant C of
     one value per output column (or none) packs B once for the C core's
-    SGEMM; other C's keep NumPy; both match onnxruntime."""
+    SGEMM, for more than one row of A; other C's and one row keep NumPy;
+    both match onnxruntime."""
     from helpers.model_zoo import ort_run
     from helpers.onnx_util import make_model
     from pyarena.importers import load_model
@@ -1009,18 +1048,21 @@ def test_gemm_of_constant_weights_runs_the_packed_sgemm(tmp_path, trans_b, c_sha
     if c_shape is not None:
         inits["c"], ins = rnd(*c_shape), ins + ["c"]
     path = tmp_path / "gemm.onnx"
-    make_model([node("Gemm", ins, transB=trans_b, beta=beta)], {"a": ([5, 7], np.float32)},
+    make_model([node("Gemm", ins, transB=trans_b, beta=beta)], {"a": ([rows, 7], np.float32)},
                {"y": (None, np.float32)}, inits, path=path)
-    a = rnd(5, 7)
+    a = rnd(rows, 7)
     ex = Executor(load_model(str(path)))
     assert (ex.kernels[0].packed is not None) == packed
+    assert ex.kernels[0].path == ("native" if packed else "numpy")
     np.testing.assert_allclose(ex.run({"a": a})["y"], ort_run(path, {"a": a})["y"],
                                rtol=1e-5, atol=1e-5)
 
 
 def test_packed_products_lend_their_weights_to_new_row_counts(tmp_path):
     """A session's new signature (other rows of A) takes the prior Gemm's
-    packed B: the same array, no weight bytes added."""
+    packed B: the same array, no weight bytes added, one row too; a session
+    whose first signature has one row runs BLAS's gemv on B as the file
+    holds it: nothing packed."""
     from helpers.model_zoo import ort_run
     from helpers.onnx_util import make_model
     from pyarena import InferenceSession
@@ -1029,7 +1071,7 @@ def test_packed_products_lend_their_weights_to_new_row_counts(tmp_path):
                {"y": (None, np.float32)}, {"b": rnd(40, 16), "c": rnd(40)}, path=path)
     s = InferenceSession(str(path))
     packs, held = [], []
-    for m in (3, 8, 1):
+    for m in (3, 8, 2, 1):
         a = rnd(m, 16)
         (y,) = s.run(None, {"a": a})
         np.testing.assert_allclose(y, ort_run(path, {"a": a})["y"], rtol=1e-5, atol=1e-5)
@@ -1037,6 +1079,11 @@ def test_packed_products_lend_their_weights_to_new_row_counts(tmp_path):
         held.append(s.memory_info()["weights_bytes"])
     assert packs[0] is not None and all(p is packs[0] for p in packs)
     assert len(set(held)) == 1
+    s1 = InferenceSession(str(path))
+    a = rnd(1, 16)
+    np.testing.assert_allclose(s1.run(None, {"a": a})[0], ort_run(path, {"a": a})["y"],
+                               rtol=1e-5, atol=1e-5)
+    assert s1._last.kernels[0].packed is None
 
 
 @settings(max_examples=40, deadline=None)

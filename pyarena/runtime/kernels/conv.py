@@ -41,6 +41,12 @@ FEW_COUT = 4
 #: PA_FEWIN_TILE_FLOATS)
 FEW_CIN = 4
 FEW_CIN_TILE = 4096
+#: convolutions (groups 1) of at most FEW_PIXELS output pixels and
+#: FEW_PIXELS_MACS multiply-adds over at least FEW_PIXELS_CIN input channels
+#: run the native direct kernel (Conv._few_pixels)
+FEW_PIXELS = 16
+FEW_PIXELS_MACS = 1 << 20
+FEW_PIXELS_CIN = 8
 
 
 @register
@@ -188,7 +194,20 @@ class Conv(ConvWeights, Spatial):
             return forced == "native"
         return ((g == self.c_in and g > 1) or self._few_outputs(g) or self._few_inputs(g) or
                 (self._pointwise(g) and (self.residual or self._gemm_wins())) or
-                self._disjoint(g))
+                self._disjoint(g) or self._few_pixels(g))
+
+    def _few_pixels(self, g):
+        """Groups 1, at most FEW_PIXELS output pixels per image and at most
+        FEW_PIXELS_MACS multiply-adds: the C core's direct kernel.  For
+        such an op (the 1-D convolutions of a streaming model's step: a
+        Silero VAD step's five of 4 output samples) im2col's column copy and
+        BLAS's call cost more than the products themselves (a VAD step 267
+        -> 205 us, docs/native-kernels.md).  At least FEW_PIXELS_CIN input
+        channels: the kernel's inner loop runs over them, once per tap (a
+        1-channel STFT of 256 taps took 62 us there, 31 on im2col)."""
+        return (g == 1 and self.Ho * self.Wo <= FEW_PIXELS and self.c_in >= FEW_PIXELS_CIN
+                and self.cout * self.c_in * self.kh * self.kw * self.Ho * self.Wo
+                <= FEW_PIXELS_MACS)
 
     def _few_outputs(self, g):
         """NHWC, groups 1, at most FEW_COUT output channels, no column
