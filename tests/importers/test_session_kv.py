@@ -264,3 +264,37 @@ def test_a_model_without_the_concat_is_refused():
     s = pyarena.InferenceSession(m.SerializeToString(), kv_cache=pyarena.MaxContext(8))
     with pytest.raises(UnsupportedOpError, match="no past/present pair.*Sum"):
         s.run(None, _feeds(np.array([[1]]), 0, empty_past(m)))
+
+
+def test_a_past_at_the_cache_address_laid_out_otherwise_is_copied():
+    """A past that starts where the cache does but reads it with other
+    strides (a contiguous (1, heads, past, size) over the cache's memory)
+    holds other values than the cache's rows: it is copied in."""
+    kv = _session(model_bytes := MODEL.SerializeToString(), 16)
+    runs = _loop(kv, np.array([[6, 1, 5]]), 2)
+    feeds, outs = runs[-1]
+    past = {}
+    for k, v in _pasts(outs).items():
+        flat = np.lib.stride_tricks.as_strided(v, shape=v.shape,
+                                               strides=np.zeros(v.shape).astype(v.dtype).strides)
+        assert flat.__array_interface__["data"][0] == v.__array_interface__["data"][0]
+        past[k] = flat
+    want_past = {k: np.array(v) for k, v in past.items()}    # the values it reads
+    assert not all(np.array_equal(want_past[k], v) for k, v in _pasts(outs).items())
+    f = _feeds(np.array([[3]]), 4, past)
+    got = dict(zip(outs, kv.run(None, f)))
+    ref = _ort(model_bytes)
+    want = dict(zip([o.name for o in ref.get_outputs()], ref.run(None, dict(f, **want_past))))
+    np.testing.assert_allclose(got["logits"], want["logits"], rtol=0, atol=1e-5)
+    assert kv.memory_info()["kv_past_copies"] == 2 * LAYERS
+
+
+def test_a_transposed_present_read_by_other_ops_is_refused():
+    m = decoder_model(layers=1, hidden=16, heads=2, vocab=16, seed=1)
+    m.graph.node.extend([
+        helper.make_node("Transpose", ["present.0.key"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("Add", ["kt", "kt"], ["twice"])])
+    m.graph.output.append(helper.make_tensor_value_info("twice", TensorProto.FLOAT, None))
+    s = pyarena.InferenceSession(m.SerializeToString(), kv_cache=pyarena.MaxContext(8))
+    with pytest.raises(UnsupportedOpError, match="'present.0.key' is read by Transpose"):
+        s.run(None, _feeds(np.array([[1]]), 0, empty_past(m)))
