@@ -236,11 +236,15 @@ class KvCache:
                            kv_past_copies=0, kv_past_copied_bytes=0)
 
     # -- a step's plan -----------------------------------------------------------
-    def _import(self, shapes):
+    def _import(self, shapes, share=True):
+        """The model imported for ``shapes``; ``share``: reading the
+        session's shared weights (a probe's graph is dropped unrun: the
+        weights it would lend were never placed)."""
         s = self.session
         g = load_model(s.path, inputs=shapes, native=s.native, layout=s.layout,
                        cache=s._cache)
-        s._share(g)
+        if share:
+            s._share(g)
         return g
 
     def _prepare(self, feeds):
@@ -248,7 +252,7 @@ class KvCache:
         length finds the pairs and how many rows a step adds; the step
         graph is imported with the past at ``context - rows``."""
         shapes = {k: v.shape for k, v in feeds.items()}
-        probe = self._import(shapes)
+        probe = self._import(shapes, share=False)
         pairs = find_pairs(probe)
         if self._pairs is None:
             self._pairs = pairs
@@ -257,6 +261,7 @@ class KvCache:
                                      f"ones {self._pairs}")
         past, present, _ = pairs[0]
         rows = probe.tensors[present].shape[2] - self._past_length(feeds)
+        del probe
         if rows < 1 or rows > self.context:
             raise InvalidArgumentError(f"kv_cache: a step adds {rows} rows, the cache holds "
                                        f"{self.context}")
