@@ -298,3 +298,19 @@ def test_a_transposed_present_read_by_other_ops_is_refused():
     s = pyarena.InferenceSession(m.SerializeToString(), kv_cache=pyarena.MaxContext(8))
     with pytest.raises(UnsupportedOpError, match="'present.0.key' is read by Transpose"):
         s.run(None, _feeds(np.array([[1]]), 0, empty_past(m)))
+
+
+def test_weights_held_once(model_bytes):
+    """Four imports (a probe and a step graph for the prompt, then for a
+    decode step) hold the weights as a plain session's two signatures do."""
+    kv = _session(model_bytes, 16)
+    runs = _loop(kv, np.array([[4, 2, 9]]), 3)
+    plain = pyarena.InferenceSession(model_bytes)
+    plain.run(None, runs[0][0])
+    plain.run(None, dict(runs[1][0], **{k: np.array(v) for k, v in
+                                         _pasts(runs[0][1]).items()}))
+    file_bytes = sum(np.prod(t.dims) * 4 for t in MODEL.graph.initializer
+                     if t.data_type == TensorProto.FLOAT)
+    # (small folds differ: the causal mask's shape is the step's)
+    assert kv.memory_info()["weights_bytes"] <= 1.05 * plain.memory_info()["weights_bytes"]
+    assert kv.memory_info()["weights_bytes"] < 1.5 * file_bytes

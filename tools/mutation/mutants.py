@@ -3967,4 +3967,10 @@ MUTANTS += [
       "a present transposed for another reader than a MatMul (which would count the dead "
       "rows) is accepted",
       ("tests/importers/test_session_kv.py",)),
+    M("kv-probe-shares-weights", "pyarena/importers/session_kv.py",
+      "        if share:\n            s._share(g)",
+      "        if True:\n            s._share(g)",
+      "the probe graph (never run) becomes the weights every step graph adopts: they are "
+      "placed twice",
+      ("tests/importers/test_session_kv.py",)),
 ]
