@@ -178,9 +178,16 @@ def to_step_graph(g, pairs, rows, context):
             op.op_type, op.inputs, op.attrs = "pyarena.KvCacheAppend", [new, POSITION], {}
             del g.tensors[past]
     softmaxes = _attention_softmaxes(g, [p for _, p, _ in pairs])
+    if not softmaxes:
+        raise UnsupportedOpError(f"kv_cache: no attention over the presents "
+                                 f"{[p for _, p, _ in pairs]} (MatMul of the queries with "
+                                 f"the transposed keys, then a Softmax) found to mask")
     mask_shape = None
     for soft, scores in softmaxes:
         shape = tuple(g.tensors[scores].shape)
+        if np.dtype(g.tensors[scores].dtype) != np.float32:
+            raise UnsupportedOpError(f"kv_cache: Softmax {soft.name!r} is over "
+                                     f"{g.tensors[scores].dtype} scores: float32 only")
         if shape[-2:] != (rows, context):
             raise UnsupportedOpError(f"kv_cache: Softmax {soft.name!r} is over scores "
                                      f"{list(shape)}, not (..., {rows}, {context})")

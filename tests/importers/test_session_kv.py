@@ -314,3 +314,17 @@ def test_weights_held_once(model_bytes):
     # (small folds differ: the causal mask's shape is the step's)
     assert kv.memory_info()["weights_bytes"] <= 1.05 * plain.memory_info()["weights_bytes"]
     assert kv.memory_info()["weights_bytes"] < 1.5 * file_bytes
+
+
+
+def test_presents_no_attention_reads_are_refused():
+    """The attention reads the new keys and values, not the presents:
+    no scores over the cache to mask, so the mode refuses."""
+    m = decoder_model(layers=1, hidden=16, heads=2, vocab=16, seed=1)
+    new = {n.output[0]: n.input[1] for n in m.graph.node if n.op_type == "Concat"}
+    for node in m.graph.node:
+        if node.op_type != "Concat":
+            node.input[:] = [new.get(x, x) for x in node.input]
+    s = pyarena.InferenceSession(m.SerializeToString(), kv_cache=pyarena.MaxContext(8))
+    with pytest.raises(UnsupportedOpError, match="no attention over the presents"):
+        s.run(None, _feeds(np.array([[1]]), 0, empty_past(m)))

@@ -3973,4 +3973,9 @@ MUTANTS += [
       "the probe graph (never run) becomes the weights every step graph adopts: they are "
       "placed twice",
       ("tests/importers/test_session_kv.py",)),
+    M("kv-unmasked-graph-accepted", "pyarena/importers/session_kv.py",
+      "    if not softmaxes:\n        raise UnsupportedOpError(f\"kv_cache: no attention",
+      "    if False:\n        raise UnsupportedOpError(f\"kv_cache: no attention",
+      "a graph whose presents no attention reads (nothing masks the dead rows) is accepted",
+      ("tests/importers/test_session_kv.py",)),
 ]
