@@ -15,7 +15,8 @@ The package is built in layers, each importing only the ones below it
   :class:`Plan`, :func:`validate`, :func:`register_rule`.
 * runtime: :class:`Executor` (run a planned graph with NumPy kernels).
 * importers: :func:`load_model` (ONNX, TFLite, JSON graphs, compiled
-  models), :class:`InferenceSession`, :func:`compile` (a model to a file
+  models), :class:`InferenceSession` (``kv_cache=MaxContext(n)``: a
+  decoder's KV cache held in place), :func:`compile` (a model to a file
   that loads by mmap without the model-format packages).
 * :mod:`pyarena.onnxruntime`: onnxruntime's Python API run by pyarena;
   :func:`patch_onnxruntime` installs it as ``onnxruntime``.
@@ -45,6 +46,7 @@ _LAZY = {
     "random_feeds": ("pyarena.runtime", "random_feeds"),
     "load_model": ("pyarena.importers", "load_model"),
     "InferenceSession": ("pyarena.importers.session", "InferenceSession"),
+    "MaxContext": ("pyarena.importers.session_kv", "MaxContext"),
     "compile": ("pyarena.importers.compiler", "compile_model"),
     "load_graph": ("pyarena.importers", "load_model"),   # the former name
     "get_include": ("pyarena._native.paths", "get_include"),

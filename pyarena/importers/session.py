@@ -63,6 +63,7 @@ from .onnx_types import type_string
 from .ort_capi import session_settings
 from .retarget import Template, retarget, retargetable
 from .session_keys import SignatureKeys, value_of
+from .session_kv import KvCache
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -120,11 +121,14 @@ class InferenceSession:
     PlanInfeasibleError when the signature is first seen); ``by_value``:
     False keys signatures by shapes alone, but where an import cannot do
     without a value (a Loop body's session, whose iteration number would
-    make every iteration a signature of its own)."""
+    make every iteration a signature of its own); ``kv_cache``:
+    ``MaxContext(n)`` holds a decoder's past/present keys and values in
+    caches of ``n`` positions reserved once, written in place, the
+    presents handed back as views of them (:mod:`.session_kv`)."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None,
                  provider_options=None, *, max_plans=8, native=None, memory_budget=None,
-                 layout=None, threads=None, blas_threads=1, by_value=True):
+                 layout=None, threads=None, blas_threads=1, by_value=True, kv_cache=None):
         path, self._model_file = model_path(path_or_bytes)
         fmt = sniff_format(path)
         # a compiled model: its graphs and plans as compiled (compiled.py)
@@ -175,6 +179,8 @@ class InferenceSession:
         self._keys = SignatureKeys(self._inputs, self._held_inputs)
         if not by_value:
             self._keys.shapes_only()
+        # a decoder's past/present held in caches reserved once (session_kv.py)
+        self._kv = None if kv_cache is None else KvCache(self, kv_cache)
 
     # -- the model's interface -------------------------------------------------
     def get_inputs(self):
@@ -207,6 +213,8 @@ class InferenceSession:
                                        f"not the string {output_names!r}")
         held = self._held_inputs
         feeds = {k: v if k in held else np.asarray(v) for k, v in feeds.items()}
+        if self._kv is not None:
+            return self._kv.run(self._output_names(output_names), self._checked(feeds), copy)
         signature = self._keys.signature(feeds)
         ctx = self._context()
         bound = ctx.executors.get(signature)
@@ -217,14 +225,7 @@ class InferenceSession:
         if bound is not None and bound[0] is entry:
             ex = bound[1]                                # the cached fast path
         else:
-            known = {a.name for a in self._inputs}
-            for name in feeds:
-                if name not in known:
-                    raise InvalidArgumentError(f"feed {name!r} is not an input of "
-                                               f"{self.path}; inputs: {sorted(known)}")
-            missing = sorted(known - set(feeds) - self._optional_inputs)
-            if missing:
-                raise InvalidArgumentError(f"no feed for input(s) {missing}")
+            self._checked(feeds)
             with self._prepare_lock, _no_gc():
                 ex = self._executor(ctx, signature)
                 while ex is None:       # inputs found to decide shapes: keyed now
@@ -237,12 +238,31 @@ class InferenceSession:
         out = ex.run({k: v for (k, v), (_, _, fixed) in zip(feeds.items(), signature)
                       if fixed is None and (k in arrays or k in held)})
         ctx.last = ex
-        names = list(output_names) if output_names else [a.name for a in self._outputs]
-        for n in names:
-            if n not in out:
-                raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
-                                           f"{[a.name for a in self._outputs]}")
+        names = self._output_names(output_names)
         return [_copied(out[n]) if copy else out[n] for n in names]
+
+    def _checked(self, feeds):
+        """``feeds``, InvalidArgumentError unless they name every input
+        (but optionals) and nothing else."""
+        known = {a.name for a in self._inputs}
+        for name in feeds:
+            if name not in known:
+                raise InvalidArgumentError(f"feed {name!r} is not an input of "
+                                           f"{self.path}; inputs: {sorted(known)}")
+        missing = sorted(known - set(feeds) - self._optional_inputs)
+        if missing:
+            raise InvalidArgumentError(f"no feed for input(s) {missing}")
+        return feeds
+
+    def _output_names(self, output_names):
+        """The outputs asked for (None or empty: all, in the model's order)."""
+        all_names = [a.name for a in self._outputs]
+        names = list(output_names) if output_names else all_names
+        for n in names:
+            if n not in all_names:
+                raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
+                                           f"{all_names}")
+        return names
 
     def _context(self):
         """The calling thread's :class:`_Context` (made on its first run)."""
@@ -305,10 +325,21 @@ class InferenceSession:
             del ctx.executors[k]
         ctx.executors[signature] = (entry, ex)
         self._built = ex
+        self._remember(g)
+        return ex
+
+    def _share(self, g, names=None):
+        """``g`` reads the first import's constants: the weights held once."""
+        if self._first is None:
+            self._first = _Shared(g)
+        else:
+            self._first.adopt(g, names)
+
+    def _remember(self, g):
+        """Once an executor has placed the weights: what later imports share."""
         if self._cache is not None and not self._remembered:
             self._cache.remember(g, self._first.weights_arena.owns)
             self._remembered = True
-        return ex
 
     def _prepare(self, shapes, values):
         if self._compiled is not None:
@@ -323,10 +354,7 @@ class InferenceSession:
             derived = self._cache.derived if self._cache is not None else None
             self._template = Template(g, derived) if derived is not None and not values \
                 and self.memory_budget is None and retargetable(g, derived) else None
-        if self._first is None:
-            self._first = _Shared(g)
-        else:
-            self._first.adopt(g, fresh)
+        self._share(g, fresh)
         # (a graph retargeted from a validated one is not validated again)
         p = plan_to_run(g, self._plan_options.replace(retargeted=fresh is not None))
         self._lower = max(self._lower, p.lower_bound_bytes)
@@ -391,7 +419,8 @@ class InferenceSession:
                 "max_lower_bound_bytes": int(self._lower),
                 "plans": plans,
                 "weights_bytes": 0 if self._first is None else self._first.weights_bytes(),
-                "pool_bytes": 0 if last is None else last.pool_stats.peak}
+                "pool_bytes": 0 if last is None else last.pool_stats.peak,
+                **({} if self._kv is None else self._kv.info())}
 
 
 onnx_seqmap.SESSION[:] = [InferenceSession]     # runs SequenceMap bodies

@@ -17,7 +17,7 @@ activation is transposed at import time.
 from ...errors import UnsupportedOpError
 from . import (attention_contrib, attention_gqa, branching, cast, contrib_activations, contrib_norms,  # noqa: F401
                control, conv, deform_conv, detection, elementwise, fold_only, matmul_nbits,
-               held_loop, indexing, linalg, logic, ml, movement, normalization, patched, pooling,
+               held_loop, indexing, kv_cache, linalg, logic, ml, movement, normalization, patched, pooling,
                quantized, quantized_binary, quantized_contrib, quantized_conv, quantized_matmul,
                recurrent, resize, sampling, sequences, spectral, strings, tfidf, tflite)  # (register)
 from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
