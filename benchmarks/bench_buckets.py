@@ -1,0 +1,96 @@
+"""Sequence-length dynamic sessions: one plan per bucket against one per
+length.
+
+A 4-layer, hidden-256 encoder built in code (tests/helpers/encoder_models.py:
+MatMul / Softmax attention with 4 heads, LayerNormalization, a ReLU
+feed-forward of 1024; dynamic batch and sequence) is fed ``--calls``
+inputs of batch 1 and random sequence lengths 1..``--max-len`` (seeded),
+the same lengths to each of
+
+* ``InferenceSession(path)``: a plan per length, ``max_plans`` (8) of them
+  kept; and with ``max_plans=64``, as many as the bucketed session keeps
+  bound;
+* ``InferenceSession(path, buckets="pow2")``: a plan per power-of-two
+  bucket, the last ``max_shapes`` (64) lengths kept bound;
+* onnxruntime, one thread.
+
+Printed per runtime: plans made per 1,000 calls (``memory_info()["replans"]``
+scaled), the median and mean wall time per call (new lengths included: the
+point), the activation arena and the largest |difference| from
+onnxruntime; and the bucketed session's outputs are checked bit for bit
+against the unbucketed one's.  One thread everywhere.
+
+    python benchmarks/bench_buckets.py [--calls 1000] [--max-len 512] [--seed 0]
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from scratch import scratch_dir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+
+def timed(run, xs):
+    """(outputs, seconds per call) of ``run`` over the inputs ``xs``."""
+    outs, times = [], []
+    for x in xs:
+        t0 = time.perf_counter()
+        outs.append(run(x))
+        times.append(time.perf_counter() - t0)
+    return outs, np.array(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--max-len", type=int, default=512)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=256)
+    args = ap.parse_args()
+    import onnxruntime as ort
+    from helpers.encoder_models import encoder, save
+    from pyarena import InferenceSession
+    from pyarena.runtime import set_blas_threads
+    set_blas_threads(1)
+    path = save(encoder(layers=args.layers, hidden=args.hidden, heads=4,
+                        ffn=4 * args.hidden), os.path.join(scratch_dir(), "encoder.onnx"))
+    rng = np.random.default_rng(args.seed)
+    lengths = rng.integers(1, args.max_len + 1, args.calls)
+    xs = [rng.standard_normal((1, int(n), args.hidden)).astype(np.float32) for n in lengths]
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    want, t_ort = timed(lambda x: ref.run(None, {"x": x})[0], xs)
+    rows, got = [], {}
+    for name, kw in (("per length", {}), ("per len, 64", {"max_plans": 64}),
+                     ("buckets=pow2", {"buckets": "pow2"})):
+        s = InferenceSession(path, **kw)
+        got[name], t = timed(lambda x: s.run(None, {"x": x})[0], xs)
+        info = s.memory_info()
+        diff = max(float(np.abs(a - b).max()) for a, b in zip(got[name], want))
+        rows.append((name, info["replans"] * 1000 / args.calls, t, info["arena_bytes"], diff,
+                     info.get("exact_plans", "-")))
+    rows.append(("onnxruntime", "-", t_ort, "-", 0.0, "-"))
+    same = all(np.array_equal(a, b) for a, b in zip(got["per length"], got["buckets=pow2"]))
+    print(f"{args.calls} calls, batch 1, lengths 1..{args.max_len} (seed {args.seed}), "
+          f"{len(set(lengths.tolist()))} distinct; encoder {args.layers} layers, hidden "
+          f"{args.hidden}; one thread")
+    print(f"{'runtime':<14}{'plans/1000':>11}{'median ms':>11}{'mean ms':>9}"
+          f"{'arena KiB':>11}{'max|diff|':>11}{'exact':>7}")
+    for name, replans, t, arena, diff, exact in rows:
+        r = f"{replans:.0f}" if not isinstance(replans, str) else replans
+        a = f"{arena / 1024:,.0f}" if not isinstance(arena, str) else arena
+        print(f"{name:<14}{r:>11}{np.median(t) * 1e3:>11.2f}{t.mean() * 1e3:>9.2f}"
+              f"{a:>11}{diff:>11.1e}{exact!s:>7}")
+    print(f"bucketed outputs bit-identical to per-length: {same}")
+
+
+if __name__ == "__main__":
+    main()
