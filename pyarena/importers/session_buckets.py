@@ -88,8 +88,9 @@ class BucketPlans:
 
     def __init__(self, policy, inputs, max_plans):
         self.policy, self.max_plans = policy, max_plans
-        # input name -> the axes it declares symbolic
-        self.axes = {a.name: tuple(i for i, d in enumerate(a.shape) if not isinstance(d, int))
+        # input name -> (its declared rank, the axes it declares symbolic)
+        self.axes = {a.name: (len(a.shape), tuple(i for i, d in enumerate(a.shape)
+                                                  if not isinstance(d, int)))
                      for a in inputs if a.shape is not None}
         self.plans = OrderedDict()  # bucket key -> its Plan, or None (cannot be planned)
         self.rebound = 0            # lengths run with a bucket's offsets
@@ -100,9 +101,9 @@ class BucketPlans:
         dims, or None when one of its lengths is past the bounds."""
         out = {}
         for name, dims in shapes.items():
-            axes = self.axes.get(name, ())
+            rank, axes = self.axes.get(name, (None, ()))
             dims = list(dims)
-            if len(axes) and max(axes) >= len(dims):
+            if rank != len(dims):
                 axes = ()           # not the rank declared: fed as it is
             for i in axes:
                 b = self.policy(int(dims[i]))
