@@ -194,3 +194,22 @@ def test_without_buckets_replans_counts_every_signature(two_layers):
         s.run(None, {"x": _x(1, length, 32, 0)})
     assert s.memory_info()["replans"] == 4      # 3 evicted by 4 and 5
     assert "exact_plans" not in s.memory_info()
+
+
+def _concat_tail(op, const, x):
+    """x and relu(x) concatenated along the sequence, then halved back by
+    a MatMul over positions: a Concat whose slices move with the length."""
+    both = op("Concat", [x, op("Relu", [x])], axis=1)
+    return op("Add", [x, op("ReduceMean", [both], axes=[1], keepdims=1)])
+
+
+def test_a_concat_along_the_sequence_runs_with_its_bucket_offsets(tmp_path):
+    path = save(encoder(layers=1, hidden=16, heads=2, extra=_concat_tail), tmp_path / "c.onnx")
+    s = InferenceSession(path, buckets="pow2")
+    ref = _ort(path)
+    for length in (20, 32, 17):
+        x = _x(1, length, 16, length)
+        np.testing.assert_allclose(s.run(None, {"x": x})[0], ref.run(None, {"x": x})[0],
+                                   rtol=0, atol=1e-5)
+    info = s.memory_info()
+    assert (info["bucket_plans"], info["rebound"], info["exact_plans"]) == (1, 3, 0)

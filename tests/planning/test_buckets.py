@@ -111,6 +111,15 @@ def test_concat_inputs_in_their_slices_are_refused_and_kept_apart_they_rebind(tm
     inplace = plan(big)
     assert any(r[3] == "concat" for r in inplace.reuses)
     p, why = rebind(inplace, small)
-    assert p is None and "Concat" in why
+    assert p is None and "Concat" in why and "into its slice" in why
     p, why = rebind(plan(big, inplace_concat=False), small)
     assert why is None and validate(p, small) == []
+
+
+def test_a_tensor_of_another_element_type_is_refused(tmp_path):
+    path = save(encoder(layers=1, hidden=16, heads=2), tmp_path / "m.onnx")
+    big, small = _graphs(path, 16, 8)
+    name = next(n for n, t in small.tensors.items() if t.role == "activation")
+    small.tensors[name].dtype = "int32"     # as many bytes as float32
+    p, why = rebind(plan(big, inplace_concat=False), small)
+    assert p is None and why.startswith(f"{name!r} is int32 here, float32 in")
