@@ -15,8 +15,8 @@ the same lengths to each of
 * onnxruntime, one thread.
 
 Printed per runtime: plans made per 1,000 calls (``memory_info()["replans"]``
-scaled), the median and mean wall time per call (new lengths included: the
-point), the activation arena and the largest |difference| from
+scaled), the median and mean CPU time per call (new lengths included: the
+point; each input is run by every runtime in turn), the activation arena and the largest |difference| from
 onnxruntime; and the bucketed session's outputs are checked bit for bit
 against the unbucketed one's.  One thread everywhere.
 
@@ -36,14 +36,18 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 
-def timed(run, xs):
-    """(outputs, seconds per call) of ``run`` over the inputs ``xs``."""
-    outs, times = [], []
-    for x in xs:
-        t0 = time.perf_counter()
-        outs.append(run(x))
-        times.append(time.perf_counter() - t0)
-    return outs, np.array(times)
+def timed(runs, xs):
+    """(outputs, seconds per call) of each of ``runs`` over the inputs
+    ``xs``, taken in turn for each input (so that the machine's other load
+    falls on all alike); CPU time of the process (one thread everywhere)."""
+    outs = [[] for _ in runs]
+    times = np.zeros((len(runs), len(xs)))
+    for i, x in enumerate(xs):
+        for j, run in enumerate(runs):
+            t0 = time.process_time()
+            outs[j].append(run(x))
+            times[j, i] = time.process_time() - t0
+    return outs, times
 
 
 def main():
@@ -67,17 +71,19 @@ def main():
     so = ort.SessionOptions()
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    want, t_ort = timed(lambda x: ref.run(None, {"x": x})[0], xs)
-    rows, got = [], {}
-    for name, kw in (("per length", {}), ("per len, 64", {"max_plans": 64}),
-                     ("buckets=pow2", {"buckets": "pow2"})):
-        s = InferenceSession(path, **kw)
-        got[name], t = timed(lambda x: s.run(None, {"x": x})[0], xs)
+    configs = (("per length", {}), ("per len, 64", {"max_plans": 64}),
+               ("buckets=pow2", {"buckets": "pow2"}))
+    sessions = [InferenceSession(path, **kw) for _, kw in configs]
+    runs = [lambda x, s=s: s.run(None, {"x": x})[0] for s in sessions]
+    outs, times = timed(runs + [lambda x: ref.run(None, {"x": x})[0]], xs)
+    want, rows, got = outs[-1], [], {}
+    for (name, _), s, out, t in zip(configs, sessions, outs, times):
+        got[name] = out
         info = s.memory_info()
-        diff = max(float(np.abs(a - b).max()) for a, b in zip(got[name], want))
+        diff = max(float(np.abs(a - b).max()) for a, b in zip(out, want))
         rows.append((name, info["replans"] * 1000 / args.calls, t, info["arena_bytes"], diff,
                      info.get("exact_plans", "-")))
-    rows.append(("onnxruntime", "-", t_ort, "-", 0.0, "-"))
+    rows.append(("onnxruntime", "-", times[-1], "-", 0.0, "-"))
     same = all(np.array_equal(a, b) for a, b in zip(got["per length"], got["buckets=pow2"]))
     print(f"{args.calls} calls, batch 1, lengths 1..{args.max_len} (seed {args.seed}), "
           f"{len(set(lengths.tolist()))} distinct; encoder {args.layers} layers, hidden "
