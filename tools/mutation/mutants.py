@@ -3981,4 +3981,10 @@ MUTANTS += [
       "        self._replans += 0",
       "memory_info's replans stays 0 whatever is planned",
       ("tests/importers/test_session_buckets.py",)),
+    M("bucket-narrowed-to-its-budget", "pyarena/importers/session_buckets.py",
+      "        kept = _narrow(graph, {op: base.scratch[op].size for op in narrowed",
+      "        kept = _narrow(graph, {op: narrowed[op] for op in narrowed",
+      "a length's narrowed op takes the bucket's budget, picks wider bands than the bucket's "
+      "buffer holds, and the length is planned exactly",
+      ("tests/importers/test_session_buckets.py",)),
 ]
