@@ -251,3 +251,29 @@ def test_narrowed_scratch_takes_the_buckets_buffer_as_its_budget(tmp_path, nativ
     assert any(p.slack["narrowed"] for p in s._buckets.plans.values())
     # every length ran with its bucket's offsets: none needed more scratch
     assert s.memory_info()["exact_plans"] == 0
+
+
+def test_threads_sharing_a_bucketed_session_get_single_threaded_results(two_layers):
+    import threading
+    s = InferenceSession(two_layers, buckets="pow2")
+    exact = InferenceSession(two_layers)
+    lengths = [5, 17, 64, 3, 33, 9, 40, 1]
+    want = {n: exact.run(None, {"x": _x(2, n, 32, n)})[0] for n in lengths}
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(12):
+                n = lengths[(i + k) % len(lengths)]
+                np.testing.assert_array_equal(s.run(None, {"x": _x(2, n, 32, n)})[0], want[n])
+        except Exception as exc:        # noqa: BLE001 -- reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and not any(t.is_alive() for t in threads)
+    info = s.memory_info()
+    assert info["exact_plans"] == 0
+    assert info["replans"] == info["bucket_plans"] == 5     # 8, 32, 64, 4, 1
