@@ -12,6 +12,7 @@ the same lengths to each of
   bound;
 * ``InferenceSession(path, buckets="pow2")``: a plan per power-of-two
   bucket, the last ``max_shapes`` (64) lengths kept bound;
+* the same with ``buckets="pow2/4"`` (four buckets per octave);
 * onnxruntime, one thread.
 
 Printed per runtime: plans made per 1,000 calls (``memory_info()["replans"]``
@@ -72,7 +73,7 @@ def main():
     so.intra_op_num_threads = so.inter_op_num_threads = 1
     ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     configs = (("per length", {}), ("per len, 64", {"max_plans": 64}),
-               ("buckets=pow2", {"buckets": "pow2"}))
+               ("buckets=pow2", {"buckets": "pow2"}), ("pow2/4", {"buckets": "pow2/4"}))
     sessions = [InferenceSession(path, **kw) for _, kw in configs]
     runs = [lambda x, s=s: s.run(None, {"x": x})[0] for s in sessions]
     outs, times = timed(runs + [lambda x: ref.run(None, {"x": x})[0]], xs)
@@ -84,7 +85,8 @@ def main():
         rows.append((name, info["replans"] * 1000 / args.calls, t, info["arena_bytes"], diff,
                      info.get("exact_plans", "-")))
     rows.append(("onnxruntime", "-", times[-1], "-", 0.0, "-"))
-    same = all(np.array_equal(a, b) for a, b in zip(got["per length"], got["buckets=pow2"]))
+    same = all(np.array_equal(a, b) for name in ("buckets=pow2", "pow2/4")
+               for a, b in zip(got["per length"], got[name]))
     print(f"{args.calls} calls, batch 1, lengths 1..{args.max_len} (seed {args.seed}), "
           f"{len(set(lengths.tolist()))} distinct; encoder {args.layers} layers, hidden "
           f"{args.hidden}; one thread")

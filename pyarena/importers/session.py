@@ -123,7 +123,7 @@ class InferenceSession:
     without a value (a Loop body's session, whose iteration number would
     make every iteration a signature of its own); ``buckets``: one plan per
     bucket of input lengths instead of one per length (None, off; "pow2";
-    or increasing bounds: :mod:`.session_buckets`); ``max_shapes``: with
+    "pow2/N"; or increasing bounds: :mod:`.session_buckets`); ``max_shapes``: with
     buckets, the bucket plans and the input shapes kept bound (LRU, each),
     in place of ``max_plans``."""
 

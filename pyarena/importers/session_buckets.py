@@ -21,6 +21,11 @@ The option (:func:`bucket_policy`):
 * ``"pow2"``: every dimension the model declares symbolic (a name or
   unknown) is rounded up to a power of two: lengths 1..512 make 10
   buckets per symbolic dimension;
+* ``"pow2/N"`` (N a power of two, 2 or more): N buckets per octave, evenly
+  spaced (``"pow2/4"``: 8 10 12 14 16 20 24 28 32 40 ...; lengths up to 2N
+  are their own): a tensor quadratic in the length (attention scores) is
+  then at most 1.25^2 times its size at L, not 4 times as with ``"pow2"``,
+  for four times as many buckets;
 * a sequence of increasing positive ints, the bucket bounds: a length is
   rounded up to the first bound not below it; a length past the last
   bound is planned exactly.
@@ -59,6 +64,23 @@ def _pow2(n):
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
+def _octave_steps(steps):
+    """``n`` rounded up to one of ``steps`` (a power of two) evenly spaced
+    bounds between consecutive powers of two: with 4, 8 10 12 14 16 20 24
+    28 32 40 ...; lengths up to ``2 * steps`` stay as they are."""
+    shift = steps.bit_length() - 1
+
+    def round_up(n):
+        if n <= 2 * steps:
+            return n
+        step = 1 << ((n - 1).bit_length() - 1 - shift)    # the octave's length / steps
+        return -(-n // step) * step
+    return round_up
+
+
+_HOW = "None, 'pow2', 'pow2/N' (N a power of two) or increasing lengths such as [16, 64, 256]"
+
+
 def bucket_policy(buckets):
     """The rounding of ``buckets`` (a function of one length, None for a
     length planned exactly), or None when bucketing is off (module
@@ -68,11 +90,13 @@ def bucket_policy(buckets):
     if isinstance(buckets, str):
         if buckets == "pow2":
             return _pow2
-        raise InvalidArgumentError(f"buckets must be None, 'pow2' or increasing lengths "
-                                   f"such as [16, 64, 256], not {buckets!r}")
+        head, _, steps = buckets.partition("/")
+        if head == "pow2" and steps.isdigit() and int(steps) >= 2 and \
+                int(steps) & (int(steps) - 1) == 0:
+            return _octave_steps(int(steps))
+        raise InvalidArgumentError(f"buckets must be {_HOW}, not {buckets!r}")
     if not isinstance(buckets, Sequence) or isinstance(buckets, bytes):
-        raise InvalidArgumentError(f"buckets must be None, 'pow2' or increasing lengths "
-                                   f"such as [16, 64, 256], not {type(buckets).__name__} "
+        raise InvalidArgumentError(f"buckets must be {_HOW}, not {type(buckets).__name__} "
                                    f"{buckets!r:.60}")
     bounds = list(buckets)
     if not bounds or any(isinstance(b, bool) or not isinstance(b, int) or b < 1

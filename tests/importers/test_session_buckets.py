@@ -154,7 +154,8 @@ def test_every_step_of_a_random_length_sequence_keeps_live_tensors_apart(tmp_pat
 
 
 @pytest.mark.parametrize("bad, match", [
-    ("fast", "'pow2'"), ("", "'pow2'"), (True, "bool"), (3.5, "float"), ([], "positive"),
+    ("fast", "'pow2'"), ("", "'pow2'"), ("pow2/3", "power of two"), ("pow2/1", "pow2/N"),
+    ("pow2/", "pow2/N"), ("pow2/x", "pow2/N"), (True, "bool"), (3.5, "float"), ([], "positive"),
     ([0, 8], "positive"), ([8, 4], "increasing"), ([4, 4], "increasing"), ([2.0], "positive"),
     (b"pow2", "bytes")])
 def test_nonsense_buckets_are_refused_by_name(two_layers, bad, match):
@@ -173,6 +174,11 @@ def test_the_policies_round_as_documented():
     pow2 = bucket_policy("pow2")
     assert [pow2(n) for n in (0, 1, 2, 3, 4, 5, 255, 256, 257)] == \
         [0, 1, 2, 4, 4, 8, 256, 256, 512]
+    quarters = bucket_policy("pow2/4")
+    assert [quarters(n) for n in (1, 7, 8, 9, 11, 16, 17, 21, 33, 300, 512, 513)] == \
+        [1, 7, 8, 10, 12, 16, 20, 24, 40, 320, 512, 640]
+    halves = bucket_policy("pow2/2")
+    assert [halves(n) for n in (3, 4, 5, 7, 9, 13, 300)] == [3, 4, 6, 8, 12, 16, 384]
     bounds = bucket_policy((16, 64))
     assert [bounds(n) for n in (1, 16, 17, 64, 65)] == [16, 16, 64, 64, None]
     assert bucket_policy(None) is None
@@ -277,3 +283,13 @@ def test_threads_sharing_a_bucketed_session_get_single_threaded_results(two_laye
     info = s.memory_info()
     assert info["exact_plans"] == 0
     assert info["replans"] == info["bucket_plans"] == 6     # 8, 32, 64, 4, 16, 1
+
+
+def test_quarter_octave_buckets_match_an_exact_session(two_layers):
+    s = InferenceSession(two_layers, buckets="pow2/4")
+    exact = InferenceSession(two_layers)
+    for n in (33, 40, 35, 64, 50, 9):      # buckets 40, 40, 40, 64, 56, 10
+        x = _x(1, n, 32, n)
+        np.testing.assert_array_equal(s.run(None, {"x": x})[0], exact.run(None, {"x": x})[0])
+    info = s.memory_info()
+    assert (info["bucket_plans"], info["rebound"], info["exact_plans"]) == (4, 6, 0)

@@ -3987,4 +3987,9 @@ MUTANTS += [
       "a length's narrowed op takes the bucket's budget, picks wider bands than the bucket's "
       "buffer holds, and the length is planned exactly",
       ("tests/importers/test_session_buckets.py",)),
+    M("bucket-octave-rounded-down", "pyarena/importers/session_buckets.py",
+      "        return -(-n // step) * step",
+      "        return n // step * step",
+      "pow2/N rounds a length down, to a bucket smaller than its tensors",
+      ("tests/importers/test_session_buckets.py",)),
 ]
