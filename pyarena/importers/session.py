@@ -124,13 +124,12 @@ class InferenceSession:
     make every iteration a signature of its own); ``buckets``: one plan per
     bucket of input lengths instead of one per length (None, off; "pow2";
     "pow2/N"; or increasing bounds: :mod:`.session_buckets`); ``max_shapes``: with
-    buckets, the bucket plans and the input shapes kept bound (LRU, each),
-    in place of ``max_plans``."""
+    buckets, the input shapes kept bound (LRU), in place of ``max_plans``."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None,
                  provider_options=None, *, max_plans=8, native=None, memory_budget=None,
                  layout=None, threads=None, blas_threads=1, by_value=True, buckets=None,
-                 max_shapes=64):
+                 max_shapes=16):
         path, self._model_file = model_path(path_or_bytes)
         fmt = sniff_format(path)
         # a compiled model: its graphs and plans as compiled (compiled.py)
@@ -185,7 +184,7 @@ class InferenceSession:
         self._buckets = _buckets(buckets, self._inputs, max_shapes, self._compiled,
                                  memory_budget)
         # signatures kept: with buckets, the lengths kept bound (max_shapes)
-        self._max_entries = self.max_plans if self._buckets is None else self._buckets.max_plans
+        self._max_entries = self.max_plans if self._buckets is None else max_shapes
 
     # -- the model's interface -------------------------------------------------
     def get_inputs(self):
@@ -470,7 +469,7 @@ def _buckets(buckets, inputs, max_shapes, compiled, memory_budget):
             f"buckets={buckets!r} cannot be used with "
             + ("a compiled model (its plans are made)" if compiled is not None else
                "a memory_budget (its plans may rewrite the graph per length)"))
-    return BucketPlans(policy, inputs, max_shapes)
+    return BucketPlans(policy, inputs)
 
 
 def _open_compiled(path, memory_budget):

@@ -5,8 +5,9 @@ input dimensions are a sequence length (or batch x sequence): fed lengths
 1..512 in any order, a plain session imports, plans and binds every new
 length (and, past ``max_plans``, evicts).  With buckets, each length is
 rounded up to its bucket and the model is planned once per bucket, with
-the bucket's shapes (``max_shapes`` bucket plans kept, and as many input
-shapes kept bound); a run of length L keeps what it needs per shape --
+the bucket's shapes (at most :data:`MAX_BUCKET_PLANS` kept; the session's
+``max_shapes`` bounds the input shapes kept bound, each some 300 KiB of
+graph, kernels and views for a 4-layer encoder); a run of length L keeps what it needs per shape --
 the model's graph at L (retargeted, :mod:`.retarget`: shape arithmetic
 folded at L) and its kernels -- but takes its offsets from the bucket's
 plan (:func:`pyarena.planning.buckets.rebind`), so the kernels run at the
@@ -56,7 +57,11 @@ from ..errors import InvalidArgumentError, PyArenaError
 from ..planning.buckets import rebind
 from ..runtime.kernels.registry import scratch_bytes_for
 
-__all__ = ["bucket_policy", "BucketPlans"]
+__all__ = ["bucket_policy", "BucketPlans", "MAX_BUCKET_PLANS"]
+
+#: bucket plans a session keeps (least recently used first): "pow2/4" over
+#: lengths 1..512 makes 32 buckets
+MAX_BUCKET_PLANS = 64
 
 
 def _pow2(n):
@@ -112,11 +117,9 @@ def bucket_policy(buckets):
 
 class BucketPlans:
     """One session's bucket plans (least recently used first, at most
-    ``max_plans``: the session's ``max_shapes``, which also bounds the
-    input shapes it keeps bound) and what became of the lengths planned
-    through them."""
+    ``max_plans``) and what became of the lengths planned through them."""
 
-    def __init__(self, policy, inputs, max_plans):
+    def __init__(self, policy, inputs, max_plans=MAX_BUCKET_PLANS):
         self.policy, self.max_plans = policy, max_plans
         # input name -> (its declared rank, the axes it declares symbolic)
         self.axes = {a.name: (len(a.shape), tuple(i for i, d in enumerate(a.shape)

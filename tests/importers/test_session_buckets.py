@@ -43,7 +43,7 @@ def two_layers(tmp_path_factory):
 
 
 def test_random_lengths_match_onnxruntime_and_an_exact_session_bit_for_bit(two_layers):
-    bucketed = InferenceSession(two_layers, buckets="pow2")
+    bucketed = InferenceSession(two_layers, buckets="pow2", max_shapes=64)
     exact = InferenceSession(two_layers)
     ref = _ort(two_layers)
     rng = np.random.default_rng(0)
@@ -293,3 +293,12 @@ def test_quarter_octave_buckets_match_an_exact_session(two_layers):
         np.testing.assert_array_equal(s.run(None, {"x": x})[0], exact.run(None, {"x": x})[0])
     info = s.memory_info()
     assert (info["bucket_plans"], info["rebound"], info["exact_plans"]) == (4, 6, 0)
+
+
+def test_max_shapes_bounds_the_lengths_kept_bound_not_the_bucket_plans(two_layers):
+    s = InferenceSession(two_layers, buckets="pow2", max_shapes=2)
+    for n in (5, 6, 7, 5, 20):     # 5 evicted by 7, bound again from bucket 8's plan
+        s.run(None, {"x": _x(1, n, 32, n)})
+    info = s.memory_info()
+    assert info["plans"] == 2
+    assert (info["replans"], info["bucket_plans"], info["rebound"]) == (2, 2, 5)

@@ -3992,4 +3992,9 @@ MUTANTS += [
       "        return n // step * step",
       "pow2/N rounds a length down, to a bucket smaller than its tensors",
       ("tests/importers/test_session_buckets.py",)),
+    M("bucket-lengths-bounded-by-max-plans", "pyarena/importers/session.py",
+      "        self._max_entries = self.max_plans if self._buckets is None else max_shapes",
+      "        self._max_entries = self.max_plans",
+      "a bucketed session keeps max_plans lengths bound, not max_shapes",
+      ("tests/importers/test_session_buckets.py",)),
 ]
