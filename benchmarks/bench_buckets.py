@@ -17,11 +17,17 @@ the same lengths to each of
 
 Printed per runtime: plans made per 1,000 calls (``memory_info()["replans"]``
 scaled), the median and mean CPU time per call (new lengths included: the
-point; each input is run by every runtime in turn), the activation arena and the largest |difference| from
-onnxruntime; and the bucketed session's outputs are checked bit for bit
-against the unbucketed one's.  One thread everywhere.
+point; each input is run by every runtime in turn), the activation arena
+and the largest |difference| from onnxruntime; and the bucketed sessions'
+outputs are checked bit for bit against the unbucketed one's.  One thread
+everywhere.
 
     python benchmarks/bench_buckets.py [--calls 1000] [--max-len 512] [--seed 0]
+
+``--phases``: instead, where a new length's time goes, with and without
+buckets: the CPU ms per new length of retargeting the graph, building its
+kernels, planning (or rebinding the bucket's plan) and making the executor,
+over 120 new lengths after every bucket was planned.
 """
 import argparse
 import os
@@ -51,6 +57,41 @@ def timed(runs, xs):
     return outs, times
 
 
+def phases(path, hidden):
+    """CPU ms per new length by phase (module docstring), per session kind."""
+    import collections
+
+    import pyarena.importers.session as session
+    import pyarena.importers.session_buckets as buckets
+    from pyarena import InferenceSession
+    spent = collections.Counter()
+
+    def timer(module, name):
+        f = getattr(module, name)
+
+        def timed_call(*a, **kw):
+            t0 = time.process_time()
+            try:
+                return f(*a, **kw)
+            finally:
+                spent[name] += time.process_time() - t0
+        setattr(module, name, timed_call)
+    for name in ("retarget", "build_kernels", "plan_to_run", "Executor"):
+        timer(session, name)
+    timer(buckets, "rebind")
+    lengths = np.random.default_rng(1).permutation(np.arange(1, 513))[:120]
+    print("CPU ms per new length, by phase (120 new lengths, every bucket planned before)")
+    for label, kw in (("per length", {}), ("buckets=pow2", {"buckets": "pow2"})):
+        s = InferenceSession(path, **kw)
+        for n in (512, 256, 128, 64, 32, 16, 8, 4, 2, 1):
+            s.run(None, {"x": np.zeros((1, n, hidden), np.float32)})
+        spent.clear()
+        for n in lengths:
+            s.run(None, {"x": np.zeros((1, int(n), hidden), np.float32)})
+        print(f"  {label:<13}" + "  ".join(f"{k} {v / len(lengths) * 1e3:.2f}"
+                                           for k, v in spent.items()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=1000)
@@ -58,6 +99,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--phases", action="store_true",
+                    help="only where a new length's time goes, by phase")
     args = ap.parse_args()
     import onnxruntime as ort
     from helpers.encoder_models import encoder, save
@@ -66,6 +109,8 @@ def main():
     set_blas_threads(1)
     path = save(encoder(layers=args.layers, hidden=args.hidden, heads=4,
                         ffn=4 * args.hidden), os.path.join(scratch_dir(), "encoder.onnx"))
+    if args.phases:
+        return phases(path, args.hidden)
     rng = np.random.default_rng(args.seed)
     lengths = rng.integers(1, args.max_len + 1, args.calls)
     xs = [rng.standard_normal((1, int(n), args.hidden)).astype(np.float32) for n in lengths]

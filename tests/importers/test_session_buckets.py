@@ -126,8 +126,8 @@ def test_a_tensor_larger_at_the_length_than_at_its_bucket_is_planned_exactly(tmp
     assert info["replans"] == 5
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 40)), min_size=1, max_size=10))
 def test_every_step_of_a_random_length_sequence_keeps_live_tensors_apart(tmp_path, calls):
     path = tmp_path / "h.onnx"
