@@ -62,6 +62,7 @@ from .model_bytes import model_path
 from .onnx_types import type_string
 from .ort_capi import session_settings
 from .retarget import Template, retarget, retargetable
+from .session_buckets import BucketPlans, bucket_policy
 from .session_keys import SignatureKeys, value_of
 from .session_kv import KvCache
 
@@ -124,11 +125,16 @@ class InferenceSession:
     make every iteration a signature of its own); ``kv_cache``:
     ``MaxContext(n)`` holds a decoder's past/present keys and values in
     caches of ``n`` positions reserved once, written in place, the
-    presents handed back as views of them (:mod:`.session_kv`)."""
+    presents handed back as views of them (:mod:`.session_kv`);
+    ``buckets``: one plan per bucket of input lengths instead of one per
+    length (None, off; "pow2"; "pow2/N"; or increasing bounds:
+    :mod:`.session_buckets`); ``max_shapes``: with buckets, the input
+    shapes kept bound (LRU), in place of ``max_plans``."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None,
                  provider_options=None, *, max_plans=8, native=None, memory_budget=None,
-                 layout=None, threads=None, blas_threads=1, by_value=True, kv_cache=None):
+                 layout=None, threads=None, blas_threads=1, by_value=True, kv_cache=None,
+                 buckets=None, max_shapes=16):
         path, self._model_file = model_path(path_or_bytes)
         fmt = sniff_format(path)
         # a compiled model: its graphs and plans as compiled (compiled.py)
@@ -180,7 +186,15 @@ class InferenceSession:
         if not by_value:
             self._keys.shapes_only()
         # a decoder's past/present held in caches reserved once (session_kv.py)
+        if kv_cache is not None and buckets is not None:
+            raise InvalidArgumentError("kv_cache and buckets do not go together: kv_cache "
+                                       "plans once per step shape already")
         self._kv = None if kv_cache is None else KvCache(self, kv_cache)
+        self._replans = 0           # plans made (a bucket's, or a signature's own)
+        self._buckets = _buckets(buckets, self._inputs, max_shapes, self._compiled,
+                                 memory_budget)
+        # signatures kept: with buckets, the lengths kept bound (max_shapes)
+        self._max_entries = self.max_plans if self._buckets is None else max_shapes
 
     # -- the model's interface -------------------------------------------------
     def get_inputs(self):
@@ -304,7 +318,7 @@ class InferenceSession:
             keys.seen(signature)
             with self._lock:
                 self._plans[signature] = entry
-                while len(self._plans) > self.max_plans:
+                while len(self._plans) > self._max_entries:
                     self._plans.popitem(last=False)
         g, p = entry.graph, entry.plan
         current = ctx.block(p.arena_bytes)          # grown if this plan needs more
@@ -344,6 +358,18 @@ class InferenceSession:
     def _prepare(self, shapes, values):
         if self._compiled is not None:
             return self._prepare_compiled(shapes)
+        g, kernels, fresh = self._graph(shapes, values)
+        p = None
+        if self._buckets is not None and not values:
+            p = self._buckets.plan(g, shapes, lambda bucket, same: self._plan(
+                *((g, fresh) if same else self._graph(bucket, {})[::2]), inplace_concat=False))
+        if p is None:
+            p = self._plan(g, fresh)
+        return _Plan(g, p, kernels)
+
+    def _graph(self, shapes, values):
+        """(graph, kernels or None, the derived constants' names when
+        retargeted else None) of the model at ``shapes`` / ``values``."""
         g, kernels = self._retargeted(shapes) if not values else (None, None)
         # a retargeted graph shares the last import's constants but for the
         # values computed from the shapes (which that import was adopted with)
@@ -355,10 +381,15 @@ class InferenceSession:
             self._template = Template(g, derived) if derived is not None and not values \
                 and self.memory_budget is None and retargetable(g, derived) else None
         self._share(g, fresh)
+        return g, kernels, fresh
+
+    def _plan(self, g, fresh, **options):
+        """A plan of ``g`` (``fresh``: as :meth:`_graph` gives), counted."""
         # (a graph retargeted from a validated one is not validated again)
-        p = plan_to_run(g, self._plan_options.replace(retargeted=fresh is not None))
+        p = plan_to_run(g, self._plan_options.replace(retargeted=fresh is not None, **options))
+        self._replans += 1
         self._lower = max(self._lower, p.lower_bound_bytes)
-        return _Plan(g, p, kernels)
+        return p
 
     def _prepare_compiled(self, shapes):
         """A compiled signature's graph and plan, as stored (not planned
@@ -409,12 +440,16 @@ class InferenceSession:
         ``max_lower_bound_bytes``, ``plans`` (signatures cached),
         ``weights_bytes``, ``pool_bytes`` (the pool tensors of the calling
         thread's last run, whose sizes depend on data: peak bytes; 0 when
-        every tensor is planned)."""
+        every tensor is planned), ``replans`` (plans made: a signature's,
+        or with buckets a bucket's and the lengths' a bucket's plan did not
+        hold for), and with buckets :meth:`.BucketPlans.info`'s."""
         with self._lock:
             blocks = [c.arena for c in self._contexts if c.arena is not None]
             plans = len(self._plans)
         last = self._last
-        return {"arena_bytes": sum(int(b.size) for b in blocks),
+        extra = {} if self._buckets is None else self._buckets.info()
+        return {**extra, "replans": self._replans,
+                "arena_bytes": sum(int(b.size) for b in blocks),
                 "threads": len(blocks),
                 "max_lower_bound_bytes": int(self._lower),
                 "plans": plans,
@@ -453,6 +488,21 @@ def _describe(path, compiled, onnx, native):
         return out
     return (args([v for v in model.graph.input if v.name not in inits], _input_dims),
             args(model.graph.output, _dims))
+
+
+def _buckets(buckets, inputs, max_shapes, compiled, memory_budget):
+    """The session's :class:`.BucketPlans`, or None (buckets off)."""
+    policy = bucket_policy(buckets)
+    if policy is None:
+        return None
+    if isinstance(max_shapes, bool) or not isinstance(max_shapes, int) or max_shapes < 1:
+        raise InvalidArgumentError(f"max_shapes must be an int >= 1, not {max_shapes!r}")
+    if compiled is not None or memory_budget is not None:
+        raise InvalidArgumentError(
+            f"buckets={buckets!r} cannot be used with "
+            + ("a compiled model (its plans are made)" if compiled is not None else
+               "a memory_budget (its plans may rewrite the graph per length)"))
+    return BucketPlans(policy, inputs)
 
 
 def _open_compiled(path, memory_budget):

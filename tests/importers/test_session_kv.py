@@ -190,6 +190,8 @@ def test_past_the_max_context_is_refused(model_bytes):
         _loop(kv, np.array([[1, 2, 3, 4]]), 4)
     with pytest.raises(InvalidArgumentError, match="MaxContext"):
         pyarena.MaxContext(0)
+    with pytest.raises(InvalidArgumentError, match="kv_cache and buckets"):
+        pyarena.InferenceSession(model_bytes, kv_cache=pyarena.MaxContext(8), buckets="pow2")
 
 
 def test_mask_table_hand_worked():
