@@ -632,7 +632,8 @@ typedef enum pa_act {
     PA_ACT_SIGMOID = 3,     /* 1 / (1 + exp(-x))                           */
     PA_ACT_SILU = 4,        /* x * sigmoid(x) (Swish)                      */
     PA_ACT_HARDSWISH = 5,   /* x * clip(x + 3, 0, 6) / 6                   */
-    PA_ACT_HARDSIGMOID = 6  /* clip(alpha * x + beta, 0, 1)                */
+    PA_ACT_HARDSIGMOID = 6, /* clip(alpha * x + beta, 0, 1)                */
+    PA_ACT_GELU = 7         /* x * (1 + erf(x / sqrt 2)) / 2 (erf form)    */
 } pa_act_t;
 
 typedef struct pa_act_params {
