@@ -655,15 +655,17 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
                         const pa_act_params_t *act, pa_workers_t *workers);
 
 /* Softmax over the last axis: y[r, :] = exp(x[r, :] - max) / sum for
- * `rows` rows of n floats (a row of -inf only gives NaN, as NumPy); y may
- * be x.  PA_ERR_INVALID for NULL pointers (rows > 0), n < 1, rows < 0. */
+ * `rows` rows of n floats (a row of -inf only gives NaN, as NumPy); y is
+ * x or disjoint from it.  PA_ERR_INVALID for NULL pointers (rows > 0),
+ * n < 1, rows < 0, x and y partly overlapping. */
 pa_status_t pa_softmax_rows(const float *x, float *y, int64_t rows, int64_t n,
                             pa_workers_t *workers);
 
 /* Layer normalisation over the last axis: y[r, i] = (x[r, i] - mean) /
  * sqrt(var + eps) * gamma[i] + beta[i] (population variance; beta may be
- * NULL) for `rows` rows of n floats; y may be x.  PA_ERR_INVALID for NULL
- * x / y (rows > 0) or gamma, n < 1, rows < 0, eps < 0 or NaN. */
+ * NULL) for `rows` rows of n floats; y is x or disjoint from it.
+ * PA_ERR_INVALID for NULL x / y (rows > 0) or gamma, n < 1, rows < 0,
+ * eps < 0 or NaN, x and y partly overlapping. */
 pa_status_t pa_layer_norm_rows(const float *x, const float *gamma, const float *beta,
                                float *y, int64_t rows, int64_t n, float eps,
                                pa_workers_t *workers);

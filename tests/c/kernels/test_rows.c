@@ -129,6 +129,8 @@ static void test_rows_invalid(void) {
     CHECK_EQ(pa_softmax_rows(v, v, -1, 4, NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_softmax_rows(v, v, (int64_t)1 << 40, 4, NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_softmax_rows(NULL, NULL, 0, 4, NULL), PA_OK);
+    CHECK_EQ(pa_softmax_rows(v, v + 1, 1, 3, NULL), PA_ERR_INVALID);   /* partly overlapping */
+    CHECK_EQ(pa_layer_norm_rows(v + 2, g, NULL, v, 1, 2, 0.0f, NULL), PA_OK);  /* adjacent */
     CHECK_EQ(pa_layer_norm_rows(v, NULL, NULL, v, 2, 2, 1e-5f, NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_layer_norm_rows(v, g, NULL, v, 2, 2, -1.0f, NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_layer_norm_rows(v, g, NULL, v, 2, 2, NAN, NULL), PA_ERR_INVALID);
