@@ -135,3 +135,18 @@ def test_bias_gelu_takes_its_bias_into_the_matmul(tmp_path):
     x = rng.standard_normal((2, 3, 12)).astype(np.float32) * 2
     g = _check(path, x, ["MatMul"])
     assert g.ops[0].attrs["activation"] == "GELU" and len(g.ops[0].inputs) == 3
+
+
+def test_a_fused_graph_on_the_numpy_paths_adds_the_bias_and_the_gelu(tmp_path):
+    """The rewritten graph run with native kernels off: NumPy's product,
+    the bias input added, the GELU applied after (as onnxruntime)."""
+    path = tmp_path / "np.onnx"
+    _linear_model(path, [3, 5], 7, 6, "div", (6,))
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["MatMul"] and len(g.ops[0].inputs) == 3
+    g.native = False
+    ex = Executor(g)
+    assert ex.kernels[0].packed is None
+    x = np.random.default_rng(4).standard_normal((3, 5, 7)).astype(np.float32) * 2
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"], rtol=1e-5,
+                               atol=2e-5)
