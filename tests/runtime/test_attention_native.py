@@ -46,8 +46,16 @@ def test_native_attention_matches_numpy_and_onnxruntime(tmp_path_factory, b, s, 
     plain = Executor(load_model(str(path), native=False))
     assert not plain.kernels[0].fast
     ref = ort_run(path, feeds)["y"]
-    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(plain.run(feeds)["y"], ref, rtol=1e-4, atol=1e-5)
+    # a sequence with every key masked: each score is s + mask_filter_value
+    # (-10000), whose float32 spacing (1e-3) is far above the scores' own
+    # rounding, so a last-bit difference in Q K^T moves its softmax by 1e-3
+    # (onnxruntime's GEMM adds the mask in another order): that sequence is
+    # compared within 1e-2, the others within float rounding
+    m = feeds.get("mask")
+    empty = np.zeros(b, bool) if m is None else (m == 0 if m.ndim == 1 else m.sum(1) == 0)
+    for out in (got, plain.run(feeds)["y"]):
+        np.testing.assert_allclose(out[~empty], ref[~empty], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(out[empty], ref[empty], rtol=1e-2, atol=1e-2)
 
 
 def test_unidirectional_attention_takes_the_numpy_path(tmp_path):
