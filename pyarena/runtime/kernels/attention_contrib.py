@@ -134,6 +134,10 @@ class MsAttention(_ContribAttention):
                     self.past + x[1])
         native_setup(self, x, w)
 
+    @property
+    def path(self):
+        return "native" if self.fast else "numpy"
+
     def run(self, xs, ys, sc):
         if self.fast:
             native_run(self, xs, ys, sc)

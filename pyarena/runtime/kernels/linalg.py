@@ -77,6 +77,10 @@ class MatMul(Kernel):
 
     packed = None
 
+    @property
+    def path(self):
+        return "numpy" if self.packed is None else "native"
+
     def setup(self):
         w = self.ins[1].data
         bias = self.ins[2].data if self.has(2) else None

@@ -446,13 +446,17 @@ class LayerNorm(Kernel):
         self.slots = [k for k in range(3) if named[k]]     # ys[i] is output slots[i]
         self.scratch = [(self.view, st), ((outer, 1), st), ((outer, 1), st)]
         # float32, constant scale (and bias), Y alone: kernels/rows.c, no scratch
-        self.native = self.use_native and self.dtype == NATIVE_DTYPE and \
+        self.on_rows = self.use_native and self.dtype == NATIVE_DTYPE and \
             self.op.op_type == "LayerNormalization" and self.slots == [0] and self.g is not None and 2 not in self.runtime and inner > 0
-        if self.native:
+        if self.on_rows:
             self.scratch = []
 
+    @property
+    def path(self):
+        return "native" if self.on_rows else "numpy"
+
     def run(self, xs, ys, sc):
-        if self.native:
+        if self.on_rows:
             layer_norm_rows(xs[0].reshape(self.view), self.g, self.b, ys[0].reshape(self.view),
                             self.eps, self.workers, f"LayerNormalization {self.op.name!r}")
             return

@@ -43,7 +43,11 @@ class Softmax(Kernel):
     shape_rule = rules.same
     tflite = {'SOFTMAX': ('Softmax', {}, tfl.softmax)}
 
-    native = False
+    on_rows = False       # the native kernel runs (setup decides)
+
+    @property
+    def path(self):
+        return "native" if self.on_rows else "numpy"
 
     def setup(self):
         self.runtime = (0,)
@@ -66,15 +70,15 @@ class Softmax(Kernel):
             self.scratch.append((self.view, self.dtype))
         if self.use_native and self.dtype == NATIVE_DTYPE and not self.log and \
                 self.beta is None and self.axis == len(self.view) - 1 and self.view[-1] > 0:
-            self.native, self.scratch = True, []
+            self.on_rows, self.scratch = True, []
             self.rows = math.prod(self.view[:-1])
 
     def run(self, xs, ys, sc):
-        if self.native and xs[0].flags.c_contiguous and ys[0].flags.c_contiguous:
+        if self.on_rows and xs[0].flags.c_contiguous and ys[0].flags.c_contiguous:
             check(lib.pa_softmax_rows(fptr(xs[0]), fptr(ys[0]), self.rows, self.view[-1],
                                       self.workers), f"Softmax {self.op.name!r}")
             return
-        if self.native:     # (a view the planner did not lay out: NumPy, no scratch)
+        if self.on_rows:    # (a view the planner did not lay out: NumPy, no scratch)
             ys[0][...] = _softmax_numpy(xs[0].reshape(self.view))
             return
         x = xs[0].reshape(self.view)
