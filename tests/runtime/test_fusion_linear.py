@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import onnx
+import pytest
 from hypothesis import given, settings, strategies as st
 from onnx import helper
 
@@ -109,16 +110,28 @@ def test_a_bias_read_elsewhere_keeps_the_gelu_apart(tmp_path):
         np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, atol=2e-5)
 
 
-def test_a_wrong_constant_in_the_chain_is_not_a_gelu(tmp_path):
-    """Div by 2 instead of sqrt 2: not the erf GELU; only the bias fuses."""
+@pytest.mark.parametrize("name, value", [("r2", 2.0), ("half", 0.25)])
+def test_a_wrong_constant_in_the_chain_is_not_a_gelu(tmp_path, name, value):
+    """Div by 2 instead of sqrt 2, or a last Mul by 0.25 instead of 0.5:
+    not the erf GELU; only the bias fuses."""
     path = tmp_path / "not.onnx"
     m = _linear_model(path, [5], 6, 7, "div", (7,))
     for init in m.graph.initializer:
-        if init.name == "r2":
-            init.CopyFrom(onnx.numpy_helper.from_array(np.float32(2), "r2"))
+        if init.name == name:
+            init.CopyFrom(onnx.numpy_helper.from_array(np.float32(value), name))
     onnx.save(m, str(path))
     x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
     _check(path, x, ["MatMul", "Div", "Erf", "Add", "Mul", "Mul"])
+
+
+def test_a_column_of_values_is_not_a_bias(tmp_path):
+    """b (N, 1) against a (N, N) product adds a value per row, though it
+    holds N values: not fused."""
+    path = tmp_path / "col.onnx"
+    _linear_model(path, [4], 6, 4, "none", (4, 1))
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    g = _check(path, x, ["MatMul", "Add", "Identity"])
+    assert len(g.ops[0].inputs) == 2
 
 
 def test_bias_gelu_takes_its_bias_into_the_matmul(tmp_path):

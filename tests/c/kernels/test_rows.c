@@ -67,6 +67,11 @@ static void test_softmax_random(void) {
     if (worst > 1)
         fprintf(stderr, "softmax: error %g times the allowed\n", worst);
     CHECK(worst <= 1);
+    /* the largest logit first past the vector blocks: the others 0, it 1 */
+    float big[17] = {0}, got[17];
+    big[16] = 200.0f;
+    CHECK_EQ(pa_softmax_rows(big, got, 1, 17, NULL), PA_OK);
+    CHECK(got[16] == 1.0f && got[0] == 0.0f && got[15] == 0.0f);
     float row[3] = {-INFINITY, -INFINITY, -INFINITY}, out[3];
     CHECK_EQ(pa_softmax_rows(row, out, 1, 3, NULL), PA_OK);
     CHECK(isnan(out[0]) && isnan(out[2]));
