@@ -632,7 +632,8 @@ typedef enum pa_act {
     PA_ACT_SIGMOID = 3,     /* 1 / (1 + exp(-x))                           */
     PA_ACT_SILU = 4,        /* x * sigmoid(x) (Swish)                      */
     PA_ACT_HARDSWISH = 5,   /* x * clip(x + 3, 0, 6) / 6                   */
-    PA_ACT_HARDSIGMOID = 6  /* clip(alpha * x + beta, 0, 1)                */
+    PA_ACT_HARDSIGMOID = 6, /* clip(alpha * x + beta, 0, 1)                */
+    PA_ACT_GELU = 7         /* x * (1 + erf(x / sqrt 2)) / 2 (erf form)    */
 } pa_act_t;
 
 typedef struct pa_act_params {
@@ -652,6 +653,22 @@ pa_status_t pa_act(const pa_act_params_t *act, const float *x, float *y, size_t 
 pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
                         const float *x, const float *bias, float *y,
                         const pa_act_params_t *act, pa_workers_t *workers);
+
+/* Softmax over the last axis: y[r, :] = exp(x[r, :] - max) / sum for
+ * `rows` rows of n floats (a row of -inf only gives NaN, as NumPy); y is
+ * x or disjoint from it.  PA_ERR_INVALID for NULL pointers (rows > 0),
+ * n < 1, rows < 0, x and y partly overlapping. */
+pa_status_t pa_softmax_rows(const float *x, float *y, int64_t rows, int64_t n,
+                            pa_workers_t *workers);
+
+/* Layer normalisation over the last axis: y[r, i] = (x[r, i] - mean) /
+ * sqrt(var + eps) * gamma[i] + beta[i] (population variance; beta may be
+ * NULL) for `rows` rows of n floats; y is x or disjoint from it.
+ * PA_ERR_INVALID for NULL x / y (rows > 0) or gamma, n < 1, rows < 0,
+ * eps < 0 or NaN, x and y partly overlapping. */
+pa_status_t pa_layer_norm_rows(const float *x, const float *gamma, const float *beta,
+                               float *y, int64_t rows, int64_t n, float eps,
+                               pa_workers_t *workers);
 
 /* y = x where x >= 0, else x * slope[channel] (PRelu; LeakyRelu is one
  * channel), over n images of c channels of `spatial` values each in

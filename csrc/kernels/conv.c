@@ -40,7 +40,7 @@ int _pa_conv2d_valid(const pa_conv2d_t *c) {
         return 0;
     if (c->c_in % c->groups || c->c_out % c->groups)
         return 0;
-    if ((unsigned)c->act.kind > (unsigned)PA_ACT_HARDSIGMOID)
+    if ((unsigned)c->act.kind > (unsigned)PA_ACT_GELU)
         return 0;
     int64_t t;
     const int64_t lim = (int64_t)1 << 40;

@@ -13,7 +13,7 @@
 #define PA_EW_BLOCK 16384
 
 static int act_ok(const pa_act_params_t *act) {
-    return act && (unsigned)act->kind <= (unsigned)PA_ACT_HARDSIGMOID;
+    return act && (unsigned)act->kind <= (unsigned)PA_ACT_GELU;
 }
 
 /* y[i] = act(x[i] + b); b = 0 for a plain activation.  Inline so each
@@ -44,6 +44,9 @@ PA_INLINE void bias_act(const float *restrict x, float *restrict y, size_t n, fl
         break;
     case PA_ACT_HARDSIGMOID:
         PA_MAP(y, n, i, _pa_act_hardsigmoid(x[i] + b, lo, hi));
+        break;
+    case PA_ACT_GELU:
+        PA_MAP(y, n, i, _pa_act_gelu(x[i] + b));
         break;
     }
 }

@@ -96,6 +96,28 @@ PA_INLINE float _pa_clampf(float x, float lo, float hi) {
     return x > hi ? hi : x;
 }
 
+/* erf(x) = x P(x^2) / Q(x^2) on x clamped to [-4, 4] (outside, erf is
+ * +-1 in float32): Eigen's rational approximation for float, the one
+ * pyarena/runtime/kernels/erf.py evaluates in NumPy; branch-free, so it
+ * vectorises.  Within 5e-7 of erf (tests/c/kernels/test_kernels.c). */
+PA_INLINE float _pa_erff(float x) {
+    x = _pa_clampf(x, -4.0f, 4.0f);
+    const float t = x * x;
+    float p = -2.72614225801306e-10f;
+    p = p * t + 2.77068142495902e-08f;
+    p = p * t + -2.10102402082508e-06f;
+    p = p * t + -5.69250639462346e-05f;
+    p = p * t + -7.34990630326855e-04f;
+    p = p * t + -2.95459980854025e-03f;
+    p = p * t + -1.60960333262415e-02f;
+    float q = -1.45660718464996e-05f;
+    q = q * t + -2.13374055278905e-04f;
+    q = q * t + -1.68282697438203e-03f;
+    q = q * t + -7.37332916720468e-03f;
+    q = q * t + -1.42647390514189e-02f;
+    return x * p / q;
+}
+
 /* The activation of a pa_act_t on one value (alpha, beta: CLIP's bounds,
  * HARDSIGMOID's slope and offset).  Callers switch on the kind outside
  * their loops and call the matching case inside. */
@@ -106,6 +128,9 @@ PA_INLINE float _pa_act_hardswish(float x) {
 }
 PA_INLINE float _pa_act_hardsigmoid(float x, float a, float b) {
     return _pa_clampf(x * a + b, 0.0f, 1.0f);
+}
+PA_INLINE float _pa_act_gelu(float x) {
+    return 0.5f * x * (1.0f + _pa_erff(x * 0.70710678118654752f));
 }
 
 /* round(f) half to even, as an int32, for |f| <= 2^22: 1.5 * 2^23 added
@@ -151,6 +176,9 @@ PA_INLINE void _pa_act_block(float *restrict v, size_t n, const pa_act_params_t 
         break;
     case PA_ACT_HARDSIGMOID:
         PA_MAP(v, n, i, _pa_act_hardsigmoid(v[i], a, b));
+        break;
+    case PA_ACT_GELU:
+        PA_MAP(v, n, i, _pa_act_gelu(v[i]));
         break;
     case PA_ACT_NONE:
         break;

@@ -33,6 +33,9 @@ time, and the tensors between the fused ops no longer exist):
   InferenceSession retargeting the graph to shapes where r would not
   match imports those in full.
 
+A MatMul by constant weights takes the bias Add and the GELU after it
+(:mod:`.fusion_linear`).
+
 A chain is fused only when every tensor inside it has that one reader and
 is not a graph output, and only for float32 Convs without an activation
 yet.  The fused Conv writes the chain's last tensor, so every later reader
@@ -44,6 +47,7 @@ import numpy as np
 
 from ..graph.decisions import decide
 from ..memory.mapped import release_pages
+from .fusion_linear import fuse_linear
 from .kernels import op_fact
 
 __all__ = ["fuse"]
@@ -111,6 +115,13 @@ class _Graph:
             for t in op.outputs:
                 if self.producer.get(t, (0, None))[1] is op:
                     del self.producer[t]
+
+    def take_output(self, op, last, ops, tensors):
+        """``op`` now writes ``last``'s output; ``ops`` and ``tensors`` go."""
+        at = self.producer[op.outputs[0]][0]
+        op.outputs = [last.outputs[0]]
+        self.producer[op.outputs[0]] = (at, op)
+        self.drop(ops, tensors)
 
     def sweep(self):
         """The ops fused away leave ``g.ops``, all at once."""
@@ -198,11 +209,7 @@ def _scale_shift(G, conv, scale, shift):
 
 
 def _take_output(G, conv, last, ops, tensors):
-    """``conv`` now writes ``last``'s output; ``ops`` and ``tensors`` go."""
-    at = G.producer[conv.outputs[0]][0]
-    conv.outputs = [last.outputs[0]]
-    G.producer[conv.outputs[0]] = (at, conv)
-    G.drop(ops, tensors)
+    G.take_output(conv, last, ops, tensors)
 
 
 def _fold_bn(G, conv):
@@ -507,6 +514,7 @@ def fuse(graph, memo=None):
             n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
                 if r else 0
         removed += n
+    removed += fuse_linear(G)
     G.sweep()
     if removed:
         graph.validate()

@@ -18,11 +18,14 @@ Masks as onnxruntime builds them: a masked key gets ``mask_filter_value``
 (-10000 by default) instead of its score -- a finite value, so a row with
 every key masked is a uniform softmax, not 0 -- and a key after the
 query's position, with unidirectional, the float's lowest value.  Temporaries per run, as the standard
-Attention kernel.  GroupQueryAttention: attention_gqa.py."""
+Attention kernel -- but for Attention in float32 as a BERT encoder uses
+it: attention_native.py, native and in planned scratch.
+GroupQueryAttention: attention_gqa.py."""
 import numpy as np
 
 from ...errors import InvalidArgumentError
 from .attention_core import attend, heads, rotary_parts, rotate
+from .attention_native import native_run, native_setup
 from . import shape_rules as rules
 from . import shape_rules_contrib as crules
 from .registry import Kernel, register
@@ -129,8 +132,16 @@ class MsAttention(_ContribAttention):
         self.past = past[3] if past is not None else 0
         _check_mask(self, self.shape(3) if self.has(3) else None, x[0], x[1],
                     self.past + x[1])
+        native_setup(self, x, w)
+
+    @property
+    def path(self):
+        return "native" if self.fast else "numpy"
 
     def run(self, xs, ys, sc):
+        if self.fast:
+            native_run(self, xs, ys, sc)
+            return
         x = list(xs) + [None] * (7 - len(xs))
         inp, w, b, mask, past, bias = x[:6]
         qkv = np.matmul(inp, w)

@@ -18,7 +18,9 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from . import shape_rules as rules
 from . import shape_rules_contrib as crules
+from .native import NATIVE_DTYPE
 from .normalization import RMSNorm, moments
+from .rows import layer_norm_rows
 from .registry import Kernel, const, register
 
 
@@ -59,6 +61,14 @@ class _RowNorm(Kernel):
     def normalize(self, s, y, sc, gamma, beta, outs=None):
         """y = norm(s) * gamma + beta over (rows, hidden) views; the mean
         and inv_std_var to ``outs[1]``, ``outs[2]`` when given and read."""
+        if self.use_native and not self.simplified and y.dtype == NATIVE_DTYPE and \
+                not (outs and (1 in outs or 2 in outs)) and s.flags.c_contiguous and \
+                y.flags.c_contiguous and gamma.flags.c_contiguous and gamma.size == self.hidden \
+                and gamma.dtype == NATIVE_DTYPE and (beta is None or beta.dtype == NATIVE_DTYPE) \
+                and (beta is None or (beta.flags.c_contiguous and beta.size == self.hidden)):
+            layer_norm_rows(s, gamma, beta, y, self.eps, self.workers,
+                            f"{self.op.op_type} {self.op.name!r}")      # (kernels/rows.c)
+            return
         d, m, v = sc[:3]
         if self.simplified:
             _rms(s, m, v, d, self.inv, self.eps)

@@ -18,7 +18,7 @@ import numpy as np
 from ..._native import check, lib
 from ..._native import kernels as nk
 from .attention_core import attend, heads as _heads, masked as _masked, rotary_parts, rotate
-from .native import NATIVE_DTYPE
+from .native import NATIVE_DTYPE, native_act
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
 from . import tflite_attrs as tfl
@@ -28,14 +28,15 @@ from .registry import Kernel, const, register
 _SCALARS = {}      # (beta, transB) -> one tuple object, compared by identity
 
 
-def _packed_product(k, b, bias, rows, n_in, n_out):
-    """Set up kernel ``k`` to run ``y[rows, n_out] = x[rows, n_in] @ b.T
-    + bias`` on the packed SGEMM (``b``: [n_out, n_in]); ``k.packed`` from
-    the prior kernel when it packed the same arrays (``k.packed_of``: the
-    objects the packing depends on, compared by identity)."""
+def _packed_product(k, b, bias, rows, n_in, n_out, act=None):
+    """Set up kernel ``k`` to run ``y[rows, n_out] = act(x[rows, n_in] @ b.T
+    + bias)`` on the packed SGEMM (``b``: [n_out, n_in]; ``act``: a
+    ``pa_act_params_t *``, None: none); ``k.packed`` from the prior kernel
+    when it packed the same arrays (``k.packed_of``: the objects the
+    packing depends on, compared by identity)."""
     k.desc = nk.conv2d(nhwc=True, n=1, c_in=n_in, h=1, w=rows, c_out=n_out, h_out=1,
                        w_out=rows, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_top=0,
-                       pad_left=0, groups=1, act=nk.act_params("NONE"))
+                       pad_left=0, groups=1, act=act or nk.act_params("NONE"))
     p = k.prior
     if k.sizing:        # nothing packed; what packing would keep counted
         k.keep.count(nk.conv2d_packed_floats(k.desc) * 4)
@@ -68,14 +69,55 @@ def _run_packed(k, x, y):
 
 @register
 class MatMul(Kernel):
+    """MatMul; with constant float32 2-D weights, the packed SGEMM over the
+    rows of A (every leading axis), weights packed once at setup.  The
+    graph rewrite (runtime/fusion_linear.py) may give it a constant bias
+    as input 2 (the Add after it) and an ``activation`` (GELU): the SGEMM
+    adds and applies them in registers; the NumPy path adds the bias and
+    the registry applies the activation after."""
+
     op_types = ('MatMul',)
     family = 'linalg'
     inplace = 'none'
     shape_rule = rules.matmul
     fold = 'expanding'
 
+    packed = None
+
+    @property
+    def path(self):
+        return "numpy" if self.packed is None else "native"
+
+    def setup(self):
+        w = self.ins[1].data
+        bias = self.ins[2].data if self.has(2) else None
+        a = self.shape(0)
+        if not (self.use_native and self.dtype == NATIVE_DTYPE and w is not None and
+                len(self.shape(1)) == 2 and len(a) >= 2 and
+                np.dtype(self.ins[0].dtype) == NATIVE_DTYPE and (bias is not None or
+                                                               not self.has(2))):
+            return
+        act = native_act(self.attrs)
+        if act is None:
+            return
+        n_in, n_out = self.shape(1)
+        rows = math.prod(a[:-1])
+        if math.prod(self.oshape()) != rows * n_out or rows < 1:
+            return
+        tag = ("MatMul", str(self.attrs.get("activation")))
+        self.packed_of = (w, bias, _SCALARS.setdefault(tag, tag))
+        _packed_product(self, None if self.sizing else np.asarray(w, np.float32).T,
+                        None if bias is None else np.asarray(bias, np.float32).reshape(-1),
+                        rows, n_in, n_out, act)
+        self.act_fused = True
+
     def run(self, xs, ys, sc):
+        if self.packed is not None:
+            _run_packed(self, xs[0], ys[0])
+            return
         np.matmul(xs[0], xs[1], out=ys[0])
+        if len(xs) > 2 and xs[2] is not None:
+            np.add(ys[0], xs[2], out=ys[0])
 
 
 @register

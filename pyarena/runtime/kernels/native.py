@@ -31,7 +31,7 @@ NATIVE_DTYPE = np.dtype(np.float32)
 _ACT = {"RELU": ("RELU", 0.0, 0.0), "RELU6": ("CLIP", 0.0, 6.0),
         "RELU_N1_TO_1": ("CLIP", -1.0, 1.0), "RELU1": ("CLIP", -1.0, 1.0),
         "SIGMOID": ("SIGMOID", 0.0, 0.0), "SILU": ("SILU", 0.0, 0.0),
-        "HARDSWISH": ("HARDSWISH", 0.0, 0.0)}
+        "HARDSWISH": ("HARDSWISH", 0.0, 0.0), "GELU": ("GELU", 0.0, 0.0)}
 
 
 def fused_activation(attrs):

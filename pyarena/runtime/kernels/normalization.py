@@ -1,12 +1,11 @@
 """Normalisation and reduction kernels: BatchNormalization (folded into
 a per-channel scale and shift), InstanceNormalization, LRN, the Reduce*
-family, Softmax / LogSoftmax and the losses over them
-(NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
+family, LayerNormalization and the losses (NegativeLogLikelihoodLoss,
+SoftmaxCrossEntropyLoss); Softmax / LogSoftmax: rows.py.
 
 Scratch rules: InstanceNorm -- the two statistics and one centred copy
 (the squares go to the output);
-LRN -- the channel-padded squares and the denominator; Softmax -- one
-value per row (LogSoftmax: + one full-size buffer).
+LRN -- the channel-padded squares and the denominator.
 """
 import math
 
@@ -14,7 +13,8 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from .batch_norm_training import run_training, setup_training
-from .native import plane_mean
+from .native import NATIVE_DTYPE, plane_mean
+from .rows import layer_norm_rows
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
 from . import tflite_attrs as tfl
@@ -319,57 +319,6 @@ class LpNormalization(Kernel):
 
 
 @register
-class Softmax(Kernel):
-    """Softmax over one axis (ONNX opset >= 13, TFLite) or over the
-    flattened trailing axes (ONNX opset < 13: attribute ``coerce_2d``).
-    Scratch: one reduced row statistic per row."""
-
-    op_types = ('Softmax', 'LogSoftmax')
-    family = 'reduce'
-    inplace = 'none'
-    shape_rule = rules.same
-    tflite = {'SOFTMAX': ('Softmax', {}, tfl.softmax)}
-
-    def setup(self):
-        self.runtime = (0,)
-        xs = self.shape(0)
-        nd = len(xs)
-        ax = int(self.attrs.get("axis", -1))
-        ax = ax + nd if ax < 0 else ax
-        if int(self.attrs.get("coerce_2d", 0)):
-            self.view = (math.prod(xs[:ax]), math.prod(xs[ax:]))
-            self.axis = 1
-        else:
-            self.view = xs
-            self.axis = ax
-        red = tuple(1 if i == self.axis else d for i, d in enumerate(self.view))
-        self.scratch = [(red, self.dtype)]
-        beta = float(self.attrs.get("beta", 1.0))
-        self.beta = None if beta == 1.0 else const(beta, self.dtype)
-        self.log = self.op.op_type == "LogSoftmax"
-        if self.log:
-            self.scratch.append((self.view, self.dtype))
-
-    def run(self, xs, ys, sc):
-        x = xs[0].reshape(self.view)
-        y = ys[0].reshape(self.view)
-        m = sc[0]
-        np.maximum.reduce(x, axis=self.axis, out=m, keepdims=True)
-        np.subtract(x, m, out=y)
-        if self.beta is not None:
-            np.multiply(y, self.beta, out=y)
-        if self.log:
-            e = sc[1]
-            np.exp(y, out=e)
-            np.add.reduce(e, axis=self.axis, out=m, keepdims=True)
-            np.log(m, out=m)
-            np.subtract(y, m, out=y)
-        else:
-            np.exp(y, out=y)
-            np.add.reduce(y, axis=self.axis, out=m, keepdims=True)
-            np.divide(y, m, out=y)
-
-@register
 class LRN(Kernel):
     """Local response normalisation across channels (NCHW).  The squares go
     to the output's memory first; the scratch is the window sums of a band
@@ -496,8 +445,21 @@ class LayerNorm(Kernel):
         named = list(self.op.outputs) + [""] * 3
         self.slots = [k for k in range(3) if named[k]]     # ys[i] is output slots[i]
         self.scratch = [(self.view, st), ((outer, 1), st), ((outer, 1), st)]
+        # float32, constant scale (and bias), Y alone: kernels/rows.c, no scratch
+        self.on_rows = self.use_native and self.dtype == NATIVE_DTYPE and \
+            self.op.op_type == "LayerNormalization" and self.slots == [0] and self.g is not None and 2 not in self.runtime and inner > 0
+        if self.on_rows:
+            self.scratch = []
+
+    @property
+    def path(self):
+        return "native" if self.on_rows else "numpy"
 
     def run(self, xs, ys, sc):
+        if self.on_rows:
+            layer_norm_rows(xs[0].reshape(self.view), self.g, self.b, ys[0].reshape(self.view),
+                            self.eps, self.workers, f"LayerNormalization {self.op.name!r}")
+            return
         d, m, v = sc
         x = xs[0].reshape(self.view)
         y = ys[0].reshape(self.view)

@@ -454,7 +454,7 @@ def _fused_activation(kernel, attrs, dtype):
     """y -> act(y) in place, for an op whose kernel does not fuse it."""
     op = kernel.op
     act = str(attrs["activation"]).upper()
-    if act in ("SIGMOID", "SILU", "HARDSWISH", "HARDSIGMOID", "CLIP"):
+    if act in ("SIGMOID", "SILU", "HARDSWISH", "HARDSIGMOID", "CLIP", "GELU"):
         # set by the graph rewrite (runtime/fusion.py), float32 only
         params = native_act(attrs)
         if np.dtype(dtype) != NATIVE_DTYPE or params is None:

@@ -92,14 +92,14 @@ static int prod(int64_t *out, int k, const int64_t *v) {
 static float tiny[16];
 
 static pa_act_params_t rand_act(void) {
-    pa_act_params_t a = {(pa_act_t)upto(7), (float)upto(5) - 2.0f, (float)upto(5)};
+    pa_act_params_t a = {(pa_act_t)upto(8), (float)upto(5) - 2.0f, (float)upto(5)};
     if (one_in(10))
-        a.kind = (pa_act_t)(one_in(2) ? -1 : 7 + (int)upto(1000));
+        a.kind = (pa_act_t)(one_in(2) ? -1 : 8 + (int)upto(1000));
     return a;
 }
 
 static int act_kind_ok(const pa_act_params_t *a) {
-    return (unsigned)a->kind <= (unsigned)PA_ACT_HARDSIGMOID;
+    return (unsigned)a->kind <= (unsigned)PA_ACT_GELU;
 }
 
 /* -- activations ------------------------------------------------------------ */

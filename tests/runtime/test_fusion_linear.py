@@ -1,0 +1,165 @@
+"""The linear-layer rewrite (pyarena.runtime.fusion_linear) and the
+MatMul kernel's packed SGEMM: MatMul by constant weights, the bias Add
+and the GELU forms after it become one MatMul; the fused graph, the
+unfused NumPy path (native=False) and onnxruntime agree on random shapes;
+chains whose inner tensors are read elsewhere, and biases that broadcast
+over more than the last axis, stay as imported."""
+import math
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings, strategies as st
+from onnx import helper
+
+from helpers.model_zoo import ort_run
+from helpers.onnx_util import make_model
+from pyarena.importers import load_model
+from pyarena.runtime import Executor
+
+ROOT2 = np.float32(math.sqrt(2))
+
+
+def node(op, ins, outs, **attrs):
+    return helper.make_node(op, list(ins), list(outs), **attrs)
+
+
+def _gelu(form):
+    """(nodes from "h" to "y", constants) of one GELU form."""
+    c = {"half": np.float32(0.5), "one": np.float32(1)}
+    if form == "div":        # Mul(Mul(h, Add(Erf(Div(h, sqrt 2)), 1)), 0.5): a torch export
+        return [node("Div", ["h", "r2"], ["d"]), node("Erf", ["d"], ["e"]),
+                node("Add", ["e", "one"], ["a"]), node("Mul", ["h", "a"], ["m"]),
+                node("Mul", ["m", "half"], ["y"])], dict(c, r2=ROOT2)
+    if form == "mul-half-first":   # Mul(Mul(h, 0.5), Add(Erf(Mul(h, 1 / sqrt 2)), 1))
+        return [node("Mul", ["rr2", "h"], ["d"]), node("Erf", ["d"], ["e"]),
+                node("Add", ["one", "e"], ["a"]), node("Mul", ["h", "half"], ["m"]),
+                node("Mul", ["a", "m"], ["y"])], dict(c, rr2=np.float32(1 / math.sqrt(2)))
+    if form == "gelu-op":
+        return [node("Gelu", ["h"], ["y"])], {}
+    return [node("Identity", ["h"], ["y"])], {}
+
+
+def _linear_model(path, lead, n_in, n_out, form, bias_shape=None, opset=20):
+    nodes = [node("MatMul", ["x", "w"], ["mm"])]
+    inits = {"w": np.random.default_rng(1).standard_normal((n_in, n_out)).astype(np.float32)
+             / np.float32(math.sqrt(n_in))}
+    if bias_shape is not None:
+        inits["b"] = np.random.default_rng(2).standard_normal(bias_shape).astype(np.float32)
+        nodes.append(node("Add", ["mm", "b"], ["h"]))
+    else:
+        nodes[0].output[0] = "h"
+    more, consts = _gelu(form)
+    return make_model(nodes + more, {"x": (list(lead) + [n_in], np.float32)},
+                      {"y": (None, np.float32)}, dict(inits, **consts), opset=opset, path=path)
+
+
+def _check(path, x, ops):
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ops
+    ref = ort_run(path, {"x": x})["y"]
+    ex = Executor(g)
+    assert ex.kernels[0].packed is not None         # the packed SGEMM, not NumPy
+    fused = ex.run({"x": x})["y"]
+    plain = Executor(load_model(str(path), native=False)).run({"x": x})["y"]
+    np.testing.assert_allclose(fused, ref, rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(plain, ref, rtol=1e-5, atol=2e-5)
+    return g
+
+
+@settings(max_examples=25, deadline=None)
+@given(lead=st.lists(st.integers(1, 5), min_size=1, max_size=3), n_in=st.integers(1, 40),
+       n_out=st.integers(1, 40), form=st.sampled_from(["div", "mul-half-first", "gelu-op",
+                                                      "none"]),
+       bias=st.sampled_from(["row", "flat", None]), seed=st.integers(0, 1000))
+def test_linear_layers_fuse_and_match_onnxruntime(tmp_path_factory, lead, n_in, n_out, form,
+                                                  bias, seed):
+    path = tmp_path_factory.mktemp("lin") / "m.onnx"
+    shape = None if bias is None else ((n_out,) if bias == "flat" else
+                                       (1,) * len(lead) + (n_out,))
+    _linear_model(path, lead, n_in, n_out, form, shape)
+    x = (np.random.default_rng(seed).standard_normal(lead + [n_in]) * 2).astype(np.float32)
+    g = _check(path, x, ["MatMul"] if form != "none" else ["MatMul", "Identity"])
+    mm = g.ops[0]
+    assert len(mm.inputs) == (2 if bias is None else 3)
+    assert mm.attrs.get("activation") == (None if form == "none" else "GELU")
+
+
+def test_a_bias_over_the_rows_is_not_fused(tmp_path):
+    """b (rows, n_out) adds a value per row: not a bias along the last axis."""
+    path = tmp_path / "rows.onnx"
+    _linear_model(path, [4], 6, 5, "div", (4, 5))
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    g = _check(path, x, ["MatMul", "Add", "Div", "Erf", "Add", "Mul", "Mul"])
+    assert len(g.ops[0].inputs) == 2 and g.ops[0].attrs.get("activation") is None
+
+
+def test_a_bias_read_elsewhere_keeps_the_gelu_apart(tmp_path):
+    """h is read by the GELU chain and is a graph output too: the Add goes
+    in (its input mm has one reader), the GELU chain stays."""
+    path = tmp_path / "shared.onnx"
+    m = _linear_model(path, [3, 4], 8, 8, "div", (8,))
+    m.graph.output.append(helper.make_tensor_value_info("h", onnx.TensorProto.FLOAT, None))
+    onnx.save(m, str(path))
+    x = np.random.default_rng(0).standard_normal((3, 4, 8)).astype(np.float32)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["MatMul", "Div", "Erf", "Add", "Mul", "Mul"]
+    assert len(g.ops[0].inputs) == 3 and g.ops[0].attrs.get("activation") is None
+    out, ref = Executor(g).run({"x": x}), ort_run(path, {"x": x})
+    for k in ("y", "h"):
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("name, value", [("r2", 2.0), ("half", 0.25)])
+def test_a_wrong_constant_in_the_chain_is_not_a_gelu(tmp_path, name, value):
+    """Div by 2 instead of sqrt 2, or a last Mul by 0.25 instead of 0.5:
+    not the erf GELU; only the bias fuses."""
+    path = tmp_path / "not.onnx"
+    m = _linear_model(path, [5], 6, 7, "div", (7,))
+    for init in m.graph.initializer:
+        if init.name == name:
+            init.CopyFrom(onnx.numpy_helper.from_array(np.float32(value), name))
+    onnx.save(m, str(path))
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    _check(path, x, ["MatMul", "Div", "Erf", "Add", "Mul", "Mul"])
+
+
+def test_a_column_of_values_is_not_a_bias(tmp_path):
+    """b (N, 1) against a (N, N) product adds a value per row, though it
+    holds N values: not fused."""
+    path = tmp_path / "col.onnx"
+    _linear_model(path, [4], 6, 4, "none", (4, 1))
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    g = _check(path, x, ["MatMul", "Add", "Identity"])
+    assert len(g.ops[0].inputs) == 2
+
+
+def test_bias_gelu_takes_its_bias_into_the_matmul(tmp_path):
+    """com.microsoft BiasGelu(MatMul(x, W), b): one MatMul with bias and GELU."""
+    rng = np.random.default_rng(3)
+    inits = {"w": rng.standard_normal((12, 10)).astype(np.float32) / 3,
+             "b": rng.standard_normal(10).astype(np.float32)}
+    path = tmp_path / "bg.onnx"
+    m = make_model([node("MatMul", ["x", "w"], ["mm"]),
+                    helper.make_node("BiasGelu", ["mm", "b"], ["y"], domain="com.microsoft")],
+                   {"x": ([2, 3, 12], np.float32)}, {"y": (None, np.float32)}, inits)
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    onnx.save(m, str(path))
+    x = rng.standard_normal((2, 3, 12)).astype(np.float32) * 2
+    g = _check(path, x, ["MatMul"])
+    assert g.ops[0].attrs["activation"] == "GELU" and len(g.ops[0].inputs) == 3
+
+
+def test_a_fused_graph_on_the_numpy_paths_adds_the_bias_and_the_gelu(tmp_path):
+    """The rewritten graph run with native kernels off: NumPy's product,
+    the bias input added, the GELU applied after (as onnxruntime)."""
+    path = tmp_path / "np.onnx"
+    _linear_model(path, [3, 5], 7, 6, "div", (6,))
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["MatMul"] and len(g.ops[0].inputs) == 3
+    g.native = False
+    ex = Executor(g)
+    assert ex.kernels[0].packed is None
+    x = np.random.default_rng(4).standard_normal((3, 5, 7)).astype(np.float32) * 2
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"], rtol=1e-5,
+                               atol=2e-5)
