@@ -261,12 +261,14 @@ class Executor:
     def profile(self, feeds=None, repeat=5):
         """Where the time goes: one warm-up inference, then ``repeat``
         inferences with every operator timed where it runs (planned mode
-        only).  Returns a list of (op, kernel path, median seconds) in
+        only), each fed ``feeds`` afresh (None: :func:`random_feeds`).  Returns a list of (op, kernel path, median seconds) in
         execution order; the path is "native", "numpy" or Conv's mode
         (see Kernel.path)."""
         if self.mode != "plan":
             raise GraphError("profile() needs the planned executor, not "
                              f"allocator mode {self.mode!r}")
+        if feeds is None:   # (a run leaves no inputs to time again: the plan
+            feeds = random_feeds(self.graph)    # may give their memory away)
         if int(repeat) < 1:
             raise InvalidArgumentError(f"repeat must be >= 1, not {repeat!r}")
         return self._runner.profile(feeds, repeat)

@@ -4184,4 +4184,9 @@ MUTANTS += [
       "    if not (k.use_native and k.dtype == NATIVE_DTYPE and not k.has(4) and",
       "a unidirectional Attention takes the native path, which has no causal mask",
       ("tests/runtime/test_attention_native.py",)),
+    M("profile-feeds-once", "pyarena/runtime/modes.py",
+      "                # a later tensor once it is read (untimed)\n                self._feed(feeds)\n",
+      "                # a later tensor once it is read (untimed)\n",
+      "profile() times every run after the first on inputs a later tensor overwrote",
+      ("tests/runtime/test_executor.py",)),
 ]
