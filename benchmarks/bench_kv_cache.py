@@ -102,8 +102,8 @@ def main():
     if a.child:
         child(a.child[0], a.child[1], a.prompt, a.tokens, a.heads, size, a.layers)
         return
-    sys.path.insert(0, ROOT)
-    from tests.helpers.kv_decoder import decoder_model
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from helpers.kv_decoder import decoder_model
     model = decoder_model(layers=a.layers, hidden=a.hidden, heads=a.heads, vocab=a.vocab,
                           ffn=4 * a.hidden, max_positions=a.prompt + a.tokens, seed=0)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 import pyarena
 from pyarena import InvalidArgumentError, Pool, UnsupportedOpError, numpy_allocator
 from pyarena.importers.session_kv import mask_table
-from tests.helpers.kv_decoder import decoder_model, empty_past
+from helpers.kv_decoder import decoder_model, empty_past
 
 HEADS, HIDDEN, LAYERS = 4, 32, 2
 
