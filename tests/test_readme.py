@@ -97,6 +97,11 @@ def folder(tmp_path_factory):
     (d / "instance.csv").write_text("id,lower,upper,size\n" + "".join(
         f"{i},{i},{i + 3},{(i % 5 + 1) * 65536}\n" for i in range(40)))
     (d / "my_program.py").write_text(PROGRAM)
+    from helpers.encoder_models import encoder
+    from helpers.kv_decoder import decoder_model
+    import onnx
+    onnx.save(encoder(layers=1, hidden=32, heads=4), str(d / "encoder.onnx"))
+    onnx.save(decoder_model(layers=2, hidden=32, heads=4, vocab=64), str(d / "decoder.onnx"))
     # (onnxruntime is one of the test extras: its quantizer makes the int8 model)
     from onnxruntime.quantization import quantize_dynamic
     quantize_dynamic(str(d / "model.onnx"), str(d / "model_int8.onnx"))
