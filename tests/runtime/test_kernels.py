@@ -1058,6 +1058,31 @@ def test_gemm_of_constant_weights_runs_the_packed_sgemm(tmp_path, trans_b, c_sha
                                rtol=1e-5, atol=1e-5)
 
 
+def test_a_one_row_gemm_of_an_unaligned_bias_allocates_nothing_per_run():
+    """A one-row Gemm (BLAS's gemv) whose constant C lies unaligned (a
+    mapped file's raw data can) keeps an aligned copy: NumPy would copy an
+    unaligned operand of the add on every run."""
+    from pyarena import Pool, numpy_allocator
+    from pyarena.graph import Graph
+    from pyarena.runtime import Executor
+    raw = np.frombuffer(b"\0" + rnd(64).tobytes(), np.uint8)[1:].view(np.float32)
+    assert not raw.flags.aligned
+    g = Graph("gemv")
+    g.add_tensor("a", (1, 32), role="input")
+    g.add_tensor("b", (64, 32), role="constant", data=rnd(64, 32))
+    g.add_tensor("c", (64,), role="constant", data=raw)
+    g.add_tensor("y", (1, 64), role="output")
+    g.add_op("Gemm", ["a", "b", "c"], ["y"], name="gemv", transB=1)
+    ex = Executor(g)
+    assert ex.kernels[0].packed is None
+    a = rnd(1, 32)
+    np.testing.assert_allclose(ex.run({"a": a})["y"], a @ g.tensors["b"].data.T + raw,
+                               rtol=1e-5, atol=1e-6)
+    with numpy_allocator(Pool()) as counter:
+        ex.run({"a": a})
+    assert counter.allocations == 0
+
+
 def test_packed_products_lend_their_weights_to_new_row_counts(tmp_path):
     """A session's new signature (other rows of A) takes the prior Gemm's
     packed B: the same array, no weight bytes added, one row too; a session

@@ -151,8 +151,10 @@ class Gemm(Kernel):
         if self.has(2):
             if self.ins[2].data is not None:
                 c = np.asarray(self.ins[2].data, dtype=self.dtype)
-                # (read where it lies unless scaled: no weight bytes added)
-                self.c = c if beta == 1.0 else self.keep(np.ascontiguousarray(c * beta))
+                # read where it lies (no weight bytes added) unless scaled or
+                # unaligned (a mapped file's: every run's add would copy it)
+                self.c = c if beta == 1.0 and c.flags.aligned else \
+                    self.keep(np.ascontiguousarray(c * beta))
                 self.runtime = (0, 1)
             else:
                 self.beta = const(beta, self.dtype) if beta != 1.0 else None
