@@ -163,11 +163,14 @@ def test_top_level_names_keep_working():
 MAX_FILE_LINES = 700
 #: ... and a function past this many lines into steps
 MAX_FUNCTION_LINES = 80
+#: ... and a class past this many lines into parts
+MAX_CLASS_LINES = 300
 
 
 def test_modules_and_functions_stay_small():
     """No module of the package over MAX_FILE_LINES lines, no function or
-    method over MAX_FUNCTION_LINES (decorators not counted)."""
+    method over MAX_FUNCTION_LINES, no class over MAX_CLASS_LINES
+    (decorators not counted)."""
     too_long = []
     for path in sorted(PKG.rglob("*.py")):
         src = path.read_text()
@@ -180,4 +183,9 @@ def test_modules_and_functions_stay_small():
                 if n > MAX_FUNCTION_LINES:
                     too_long.append(f"{path.relative_to(PKG)}:{node.lineno} "
                                     f"{node.name}(): {n} lines")
+            elif isinstance(node, ast.ClassDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_CLASS_LINES:
+                    too_long.append(f"{path.relative_to(PKG)}:{node.lineno} "
+                                    f"class {node.name}: {n} lines")
     assert not too_long, too_long

@@ -122,14 +122,9 @@ class InferenceSession:
     PlanInfeasibleError when the signature is first seen); ``by_value``:
     False keys signatures by shapes alone, but where an import cannot do
     without a value (a Loop body's session, whose iteration number would
-    make every iteration a signature of its own); ``kv_cache``:
-    ``MaxContext(n)`` holds a decoder's past/present keys and values in
-    caches of ``n`` positions reserved once, written in place, the
-    presents handed back as views of them (:mod:`.session_kv`);
-    ``buckets``: one plan per bucket of input lengths instead of one per
-    length (None, off; "pow2"; "pow2/N"; or increasing bounds:
-    :mod:`.session_buckets`); ``max_shapes``: with buckets, the input
-    shapes kept bound (LRU), in place of ``max_plans``."""
+    make every iteration a signature of its own); ``kv_cache=MaxContext(n)``
+    (a decoder's KV cache, :mod:`.session_kv`) and ``buckets`` /
+    ``max_shapes`` (one plan per bucket of lengths, :mod:`.session_buckets`)."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None,
                  provider_options=None, *, max_plans=8, native=None, memory_budget=None,
@@ -173,16 +168,12 @@ class InferenceSession:
         self._cache = ImportCache() if self.onnx is not None else None
         self._remembered = False
         self._template = None       # the last imported graph, retargeted for new shapes
-        self._inputs, self._outputs = _describe(self.path, self._compiled, self.onnx,
-                                                self.native)
-        # sequences and optionals: fed as lists / None, held outside the arena
-        self._held_inputs = {a.name for a in self._inputs if _is_held(a)}
-        self._optional_inputs = {a.name for a in self._inputs
-                                 if a.type.startswith("optional(")}
+        self._io = _Interface(path, *_describe(self.path, self._compiled, self.onnx,
+                                               self.native))
         # the inputs whose value is part of the signature (the model is
         # imported with it fixed): 0-d integer / bool inputs, and those
         # found to decide shapes (session_keys.py)
-        self._keys = SignatureKeys(self._inputs, self._held_inputs)
+        self._keys = SignatureKeys(self._io.inputs, self._io.held)
         if not by_value:
             self._keys.shapes_only()
         # a decoder's past/present held in caches reserved once (session_kv.py)
@@ -191,17 +182,17 @@ class InferenceSession:
                                        "plans once per step shape already")
         self._kv = None if kv_cache is None else KvCache(self, kv_cache)
         self._replans = 0           # plans made (a bucket's, or a signature's own)
-        self._buckets = _buckets(buckets, self._inputs, max_shapes, self._compiled,
+        self._buckets = _buckets(buckets, self._io.inputs, max_shapes, self._compiled,
                                  memory_budget)
         # signatures kept: with buckets, the lengths kept bound (max_shapes)
         self._max_entries = self.max_plans if self._buckets is None else max_shapes
 
     # -- the model's interface -------------------------------------------------
     def get_inputs(self):
-        return list(self._inputs)
+        return list(self._io.inputs)
 
     def get_outputs(self):
-        return list(self._outputs)
+        return list(self._io.outputs)
 
     # -- running ---------------------------------------------------------------
     def run(self, output_names, feeds, run_options=None, *, copy=True):
@@ -212,23 +203,10 @@ class InferenceSession:
         allocates nothing).  Safe to call from several threads at once
         (module docstring).  ``run_options``: an onnxruntime-style
         ``RunOptions``, accepted (its ``terminate`` set refuses the run)."""
-        if run_options is not None:
-            if not hasattr(run_options, "terminate"):
-                raise TypeError(f"run_options must be a RunOptions, not "
-                                f"{type(run_options).__name__} (copy is a keyword argument: "
-                                f"copy=False)")
-            if run_options.terminate:
-                raise StateError("run_options.terminate is set: the run is not started")
-        if not isinstance(feeds, Mapping):
-            raise InvalidArgumentError(f"feeds must be a dict of input name -> array, not "
-                                       f"{type(feeds).__name__}")
-        if isinstance(output_names, (str, bytes)):
-            raise InvalidArgumentError(f"output_names must be a list of names (or None), "
-                                       f"not the string {output_names!r}")
-        held = self._held_inputs
-        feeds = {k: v if k in held else np.asarray(v) for k, v in feeds.items()}
+        io = self._io
+        feeds = io.arguments(output_names, feeds, run_options)
         if self._kv is not None:
-            return self._kv.run(self._output_names(output_names), self._checked(feeds), copy)
+            return self._kv.run(io.output_names(output_names), io.checked(feeds), copy)
         signature = self._keys.signature(feeds)
         ctx = self._context()
         bound = ctx.executors.get(signature)
@@ -239,7 +217,7 @@ class InferenceSession:
         if bound is not None and bound[0] is entry:
             ex = bound[1]                                # the cached fast path
         else:
-            self._checked(feeds)
+            io.checked(feeds)
             with self._prepare_lock, _no_gc():
                 ex = self._executor(ctx, signature)
                 while ex is None:       # inputs found to decide shapes: keyed now
@@ -252,31 +230,7 @@ class InferenceSession:
         out = ex.run({k: v for (k, v), (_, _, fixed) in zip(feeds.items(), signature)
                       if fixed is None and (k in arrays or k in held)})
         ctx.last = ex
-        names = self._output_names(output_names)
-        return [_copied(out[n]) if copy else out[n] for n in names]
-
-    def _checked(self, feeds):
-        """``feeds``, InvalidArgumentError unless they name every input
-        (but optionals) and nothing else."""
-        known = {a.name for a in self._inputs}
-        for name in feeds:
-            if name not in known:
-                raise InvalidArgumentError(f"feed {name!r} is not an input of "
-                                           f"{self.path}; inputs: {sorted(known)}")
-        missing = sorted(known - set(feeds) - self._optional_inputs)
-        if missing:
-            raise InvalidArgumentError(f"no feed for input(s) {missing}")
-        return feeds
-
-    def _output_names(self, output_names):
-        """The outputs asked for (None or empty: all, in the model's order)."""
-        all_names = [a.name for a in self._outputs]
-        names = list(output_names) if output_names else all_names
-        for n in names:
-            if n not in all_names:
-                raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
-                                           f"{all_names}")
-        return names
+        return [_copied(out[n]) if copy else out[n] for n in io.output_names(output_names)]
 
     def _context(self):
         """The calling thread's :class:`_Context` (made on its first run)."""
@@ -394,17 +348,8 @@ class InferenceSession:
     def _prepare_compiled(self, shapes):
         """A compiled signature's graph and plan, as stored (not planned
         again); InvalidArgumentError for shapes it was not compiled for."""
-        m = self._compiled
-        i = m.index(shapes)
-        if i is None:
-            raise InvalidArgumentError(
-                f"{self.path} is compiled for the input shapes {m.signatures}, not "
-                f"{shapes}: compile it for these too (pyarena compile --input ...)")
-        g, p = m.load(i)
-        if self._first is None:
-            self._first = _Shared(g)
-        else:
-            self._first.adopt(g)
+        g, p = _compiled_signature(self._compiled, self.path, shapes)
+        self._share(g)
         self._lower = max(self._lower, p.lower_bound_bytes)
         # the kernels take the layouts the file stores (g.stored_layouts: read
         # where they lie)
@@ -461,6 +406,60 @@ class InferenceSession:
 onnx_seqmap.SESSION[:] = [InferenceSession]     # runs SequenceMap bodies
 
 
+class _Interface:
+    """A session's model as its callers see it: ``inputs`` / ``outputs``
+    (NodeArgs), ``held`` (sequences and optionals: fed as lists / None,
+    held outside the arena), ``optional``; and the checks of a run's
+    arguments against them."""
+
+    def __init__(self, path, inputs, outputs):
+        self.path, self.inputs, self.outputs = path, inputs, outputs
+        self.held = {a.name for a in inputs if _is_held(a)}
+        self.optional = {a.name for a in inputs if a.type.startswith("optional(")}
+
+    def arguments(self, output_names, feeds, run_options):
+        """``feeds`` as arrays (held inputs as fed), once the types of
+        ``run``'s arguments are checked (``run_options``: an
+        onnxruntime-style ``RunOptions``, its ``terminate`` refusing the run)."""
+        if run_options is not None:
+            if not hasattr(run_options, "terminate"):
+                raise TypeError(f"run_options must be a RunOptions, not "
+                                f"{type(run_options).__name__} (copy is a keyword argument: "
+                                f"copy=False)")
+            if run_options.terminate:
+                raise StateError("run_options.terminate is set: the run is not started")
+        if not isinstance(feeds, Mapping):
+            raise InvalidArgumentError(f"feeds must be a dict of input name -> array, not "
+                                       f"{type(feeds).__name__}")
+        if isinstance(output_names, (str, bytes)):
+            raise InvalidArgumentError(f"output_names must be a list of names (or None), "
+                                       f"not the string {output_names!r}")
+        return {k: v if k in self.held else np.asarray(v) for k, v in feeds.items()}
+
+    def checked(self, feeds):
+        """``feeds``, InvalidArgumentError unless they name every input
+        (but optionals) and nothing else."""
+        known = {a.name for a in self.inputs}
+        for name in feeds:
+            if name not in known:
+                raise InvalidArgumentError(f"feed {name!r} is not an input of "
+                                           f"{self.path}; inputs: {sorted(known)}")
+        missing = sorted(known - set(feeds) - self.optional)
+        if missing:
+            raise InvalidArgumentError(f"no feed for input(s) {missing}")
+        return feeds
+
+    def output_names(self, output_names):
+        """The outputs asked for (None or empty: all, in the model's order)."""
+        all_names = [a.name for a in self.outputs]
+        names = list(output_names) if output_names else all_names
+        for n in names:
+            if n not in all_names:
+                raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
+                                           f"{all_names}")
+        return names
+
+
 def _describe(path, compiled, onnx, native):
     """A session's (inputs, outputs) as NodeArgs: ONNX from the model's own
     declarations (symbolic dims kept), a compiled model as compiled,
@@ -503,6 +502,17 @@ def _buckets(buckets, inputs, max_shapes, compiled, memory_budget):
             + ("a compiled model (its plans are made)" if compiled is not None else
                "a memory_budget (its plans may rewrite the graph per length)"))
     return BucketPlans(policy, inputs)
+
+
+def _compiled_signature(m, path, shapes):
+    """(graph, plan) of compiled model ``m`` at ``shapes``, as stored;
+    InvalidArgumentError for shapes it was not compiled for."""
+    i = m.index(shapes)
+    if i is None:
+        raise InvalidArgumentError(
+            f"{path} is compiled for the input shapes {m.signatures}, not "
+            f"{shapes}: compile it for these too (pyarena compile --input ...)")
+    return m.load(i)
 
 
 def _open_compiled(path, memory_budget):
