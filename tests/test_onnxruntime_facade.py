@@ -140,9 +140,10 @@ def test_session_options_have_onnxruntimes_fields_and_defaults(ort):
 
 def test_an_op_of_another_domain_no_kernel_runs_is_refused_in_the_constructor(tmp_path):
     import importlib
-    dq = importlib.import_module("importers.test_onnx_dqlstm")
-    qpath, _, feeds = dq._models(tmp_path, "forward", False)
-    s = port.InferenceSession(qpath)        # com.microsoft, but imported as an LSTM
+    dq = importlib.import_module("runtime.test_recurrent_quant")
+    qpath = tmp_path / "q.onnx"
+    _, feeds = dq._model(qpath, 6, 2, 5, 4)
+    s = port.InferenceSession(str(qpath))   # com.microsoft, a kernel runs it
     assert [a.shape for a in s.run(None, feeds)][0][0] == feeds["x"].shape[0]
     m = onnx.load(str(qpath))
     m.graph.node[0].op_type = "FusedConv"   # one of onnxruntime's optimizer's own

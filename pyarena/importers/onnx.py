@@ -6,8 +6,7 @@ model, the tensors' shapes, types and folded values, the bodies of the
 Loops, Scans and Ifs):
 
 1. parse (clear error for a truncated or non-ONNX file; ``onnx_data.py``)
-   and the shape-independent rewrites (QDQ chains fused, ``onnx_qdq.py``;
-   quantized LSTMs dequantized, ``onnx_dqlstm.py``);
+   and the shape-independent rewrites (QDQ chains fused, ``onnx_qdq.py``);
 2. bind the values and the input shapes given, on a copy of the model
    (``onnx_binding.py``);
 3. shape inference with value propagation (``onnx_inference.py``:
@@ -41,7 +40,6 @@ from .onnx_constants import ConstantFolding, warn_over_cap
 from .onnx_contrib import name_contrib_ops
 from .onnx_control import resolve_bodies
 from .onnx_data import check_initializer_data, parse_model
-from .onnx_dqlstm import dequantize_lstms
 from .onnx_dynamic import deciding_inputs
 from .onnx_fold import _attrs, _check_dims  # noqa: F401 (_attrs: resize.py reads it here)
 from .onnx_inference import ShapeInference
@@ -140,7 +138,6 @@ class _OnnxImport:
     def rewrite(self):
         """The shape-independent rewrites of the model."""
         fuse_qdq(self.onnx, self.model, self.mapped)   # QDQ chains -> integer operators
-        dequantize_lstms(self.onnx, self.model, self.mapped, self.init_names)
         name_contrib_ops(self.onnx, self.model.graph)  # com.microsoft.Attention ...
 
     def run(self, fold):

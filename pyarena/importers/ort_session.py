@@ -125,10 +125,8 @@ def _refuse_unknown_domains(path, graph):
     model it optimized, a custom op); other ops pyarena cannot run are
     named when a signature is first imported."""
     from .onnx_contrib import runs_in_domain
-    from .onnx_dqlstm import rewrites
     bad = sorted({f"{n.op_type} ({n.domain})" for n in graph.node
-                  if n.domain not in ("", "ai.onnx") and not runs_in_domain(n.op_type, n.domain)
-                  and not rewrites(n.op_type, n.domain)})
+                  if n.domain not in ("", "ai.onnx") and not runs_in_domain(n.op_type, n.domain)})
     if bad:
         raise NotImplemented.make(f"{path}: Could not find an implementation for the "
                                   f"op(s) {', '.join(bad)}")

@@ -19,7 +19,10 @@ class RecurrentShapes:
     """Shape checks of ``_Recurrent.setup``: set ``S``, ``N``, ``I``, ``H``,
     ``P``, ``lens``, ``present``, ``squeeze`` and ``split``.  A subclass
     with further inputs or another h size overrides :meth:`_extra_inputs`
-    and :meth:`_out_size`."""
+    and :meth:`_out_size`; inputs whose element type is not X's
+    (sequence_lens, 8-bit weights) are listed in ``own_dtype``."""
+
+    own_dtype = (4,)
 
     def _check_shapes(self):
         """S, N, I, H from X and R; every other operand and output must agree."""
@@ -42,7 +45,8 @@ class RecurrentShapes:
             if self.has(i) and self.shape(i) != shape:
                 self.malformed(f"{what} has shape {list(self.shape(i))}; {list(shape)} "
                                f"expected (direction {len(self.dirs)}, hidden_size {H})")
-            if self.has(i) and i != 4 and np.dtype(self.ins[i].dtype) != self.dtype:
+            if self.has(i) and i not in self.own_dtype and \
+                    np.dtype(self.ins[i].dtype) != self.dtype:
                 self.malformed(f"{what} is {self.ins[i].dtype}, X is {self.dtype}")
         shapes = self._output_shapes(hstate, state)
         for t, s in zip(self.outs, shapes):

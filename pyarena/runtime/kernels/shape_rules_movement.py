@@ -395,7 +395,10 @@ def recurrent(n):
     h = int(n.a["hidden_size"]) if "hidden_size" in n.a else (
         None if w is None else dims_op(lambda g: g // {"LSTM": 4, "GRU": 3}.get(
             n.node.op_type, 1), w[1]))
-    d = 2 if str(n.a.get("direction", "forward")) == "bidirectional" else 1
+    direction = n.a.get("direction", "forward")
+    if isinstance(direction, bytes):    # (a contrib op's attribute, undecoded)
+        direction = direction.decode("utf-8", "replace")
+    d = 2 if str(direction) == "bidirectional" else 1
     t = n.t(0)
     if x is None:
         return [(None, t)] * n.nout

@@ -1,0 +1,257 @@
+"""onnxruntime's ``com.microsoft`` DynamicQuantizeLSTM, computed as
+onnxruntime computes it.
+
+onnxruntime's dynamic quantizer turns an LSTM into DynamicQuantizeLSTM: W
+``[dirs, input, 4H]`` and R ``[dirs, H, 4H]`` stored as 8-bit integers (the
+transpose of the ONNX LSTM's layout), with a scale and zero point per
+direction or per direction and column (inputs 8-11).  Its CPU kernel
+(``onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_lstm.cc`` over
+``core/providers/cpu/rnn/uni_directional_lstm.cc``, the GEMMs in
+``rnn_helpers.cc``'s quantized ``ComputeGemm``) does, per direction:
+
+* the input product once for the whole sequence: X (``max(sequence_lens)``
+  steps) quantized to uint8 with a scale and zero point from its own range
+  (``GetQuantizationParameter``: DynamicQuantizeLinear's arithmetic), the
+  exact int32 product with W less its zero point, times ``x_scale * w_scale``
+  (float32, per column);
+* per step, the same with h_{t-1} and R, added to it;
+* then the bias (Wb + Rb) is added, and the gates run as the float LSTM's.
+
+This kernel does the same: DynamicQuantizeLinear's native kernel for X and
+h, the C core's 8-bit GEMM (an NHWC 1x1 convolution, int32 out, the weights
+packed once; exact) or, without the C core, NumPy in float64 (exact for
+these integers), then float32 scaling in that order.  The weights stay 8-bit.
+
+What differs from onnxruntime: the gate activations (NumPy's tanh; MLAS's
+logistic and tanh approximations differ by an ulp or two), and with
+``sequence_lens`` of unequal lengths in a batch, which rows share one
+quantization of h (onnxruntime walks a reverse direction per entry).
+"""
+import numpy as np
+
+from ..._native import qconv as nq
+from ..._native.qdynamic import dynamic_quantize
+from ...errors import InvalidArgumentError
+from .native import Pointers
+from .recurrent import LSTM, _Recurrent
+from .registry import const, register
+
+__all__ = ["DynamicQuantizeLSTM"]
+
+_BYTES = (np.dtype(np.uint8), np.dtype(np.int8))
+
+
+class _QWeight:
+    """One direction's 8-bit W or R ``[K, 4H]`` with its zero point and
+    float32 scale per column: ``acc = (a - a_zp) @ (w - w_zp)`` as int32
+    for ``rows`` rows of uint8 ``a``, natively when the C core takes it."""
+
+    def __init__(self, k, q, zp, scale, rows):
+        self.K, self.G = q.shape
+        self.scale = k.keep(np.ascontiguousarray(np.broadcast_to(scale, (self.G,)),
+                                                 np.float32))
+        zp = np.broadcast_to(np.asarray(zp).reshape(-1), (self.G,))
+        self.native = self._native(k, q, zp, rows) if k.use_native else None
+        if self.native is None:     # NumPy: the constant as it is (a view of the file)
+            self.q, self.zp = q, zp.astype(np.float64)
+
+    def _native(self, k, q, zp, rows):
+        geometry = dict(nhwc=True, n=1, c_in=self.K, h=rows, w=1, c_out=self.G, h_out=rows,
+                        w_out=1, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_top=0, pad_left=0,
+                        groups=1)
+        try:
+            desc = nq.qconv2d(**geometry, x_dtype=np.uint8, w_dtype=q.dtype, y_dtype=np.int32,
+                              x_zp=0)
+            size, self.scratch_bytes = nq.packed_size(desc), nq.scratch_size(desc)
+        except (InvalidArgumentError, OverflowError):
+            return None
+        w = np.ascontiguousarray(q.T).reshape(self.G, 1, 1, self.K)
+
+        def pack():
+            packed = k.kept_empty(size, np.uint8)
+            if not k.sizing:
+                nq.pack(desc, w, zp.astype(np.int32), np.zeros(self.G, np.int32), None, packed)
+            return packed
+        packed = k.kept_layout((size,), np.uint8, pack)
+        self.ptrs = Pointers(k)
+        return desc, packed, (None if k.sizing else nq.ptr(packed)), k
+
+    def product(self, a, a_zp, acc, scratch):
+        """``acc`` (rows, 4H) int32 = (a - a_zp) @ (w - w_zp); ``a`` uint8
+        (rows, K), ``scratch`` the native kernel's bytes."""
+        if self.native is not None:
+            desc, _, packed_ptr, k = self.native
+            desc.x_zp = int(a_zp)
+            ap, yp, sp = self.ptrs(a, acc, scratch)
+            nq.run(desc, packed_ptr, ap, yp, sp, self.scratch_bytes, k.workers)
+            return
+        af = np.subtract(a, np.float64(a_zp))
+        np.copyto(acc, np.matmul(af, np.subtract(self.q, self.zp)), casting="unsafe")
+
+
+@register
+class DynamicQuantizeLSTM(LSTM):
+    """Inputs X, W, R, B, sequence_lens, initial_h, initial_c, P (as LSTM's,
+    W and R 8-bit and transposed), W_scale, W_zero_point, R_scale,
+    R_zero_point (per direction, or per direction and column); the float
+    LSTM's attributes (hidden_size required)."""
+
+    op_types = ("DynamicQuantizeLSTM",)
+    onnx_domain = "com.microsoft"
+    tflite = {}
+    own_dtype = (1, 2, 4)
+
+    def setup(self):
+        if "hidden_size" not in self.attrs:
+            self.malformed("no hidden_size attribute")
+        if int(self.attrs.get("layout", 0)) != 0:
+            self.fail("layout 1 (onnxruntime's DynamicQuantizeLSTM runs layout 0 only)")
+        if np.dtype(self.ins[0].dtype) != np.float32:
+            self.fail(f"X of element type {self.ins[0].dtype} (float32 expected)")
+        _Recurrent.setup(self)          # shapes, activations; W and R by _transposed
+        self.input_forget = bool(int(self.attrs.get("input_forget", 0)))
+        self.cifg, self.proj, self.pwt, self.ln = False, False, None, False
+        self.cell_clip = self.proj_clip = None
+        self.one = const(1, self.dtype)
+        self.runtime = (0, 3, 4, 5, 6, 7)
+        self.qparams = (np.empty(1, np.float32), np.empty(1, np.uint8))
+        self.xmult = np.empty((len(self.dirs), 4 * self.H), np.float32)
+        self.hmult = np.empty(4 * self.H, np.float32)
+        #: the products on the C core's 8-bit GEMM (Kernel.path "native")
+        self.native = True if all(w.native is not None for w in self.wt + self.rt) else None
+
+    def _out_size(self):
+        return self.H
+
+    def _extra_inputs(self, nd):
+        return {1: ("W", (nd, self.I, 4 * self.H)), 2: ("R", (nd, self.H, 4 * self.H))}
+
+    def _transposed(self, i):
+        """W (i = 1) or R (i = 2) of each direction as a :class:`_QWeight`."""
+        what = "W" if i == 1 else "R"
+        q = self.ins[i].data
+        if q is None:
+            self.fail(f"{what} fed at run time (a constant expected)")
+        q = np.asarray(q)
+        if q.dtype not in _BYTES:
+            self.fail(f"{what} of element type {q.dtype} (int8 or uint8 expected)")
+        nd, cols = len(self.dirs), 4 * self.H
+        scale = self._param(6 + 2 * i, f"{what}_scale", nd, cols, np.float32)
+        zp = self._param(7 + 2 * i, f"{what}_zero_point", nd, cols, q.dtype)
+        if not np.all(np.isfinite(scale)):
+            self.malformed(f"{what}_scale is not finite")
+        rows = self.S * self.N if i == 1 else self.N
+        return [_QWeight(self, q[d], zp[d], scale[d], rows) for d in range(nd)]
+
+    def _param(self, i, what, nd, cols, dtype):
+        """A scale or zero point: per direction (nd,) or per column (nd, 4H)."""
+        if not self.has(i) or self.ins[i].data is None:
+            self.fail(f"{what} absent or fed at run time (a constant expected)")
+        v = np.asarray(self.ins[i].data)
+        if np.dtype(v.dtype) != np.dtype(dtype):
+            self.malformed(f"{what} is {v.dtype}, {np.dtype(dtype)} expected")
+        if v.shape == (nd,):
+            return v.reshape(nd, 1)
+        if v.shape == (nd, cols):
+            return v
+        self.malformed(f"{what} has shape {list(v.shape)}; [{nd}] or [{nd}, {cols}] expected")
+
+    def _extra_scratch(self):
+        S, N, I, H = self.S, self.N, self.I, self.H
+        native = [w.scratch_bytes for w in self.wt + self.rt if w.native is not None]
+        return [("xq", (S * N * I,), np.uint8), ("hq", (N * H,), np.uint8),
+                ("acc", (S * N, 4 * H), np.int32), ("hz", (N, H), np.float32),
+                ("qs", (max(native + [1]),), np.uint8)]
+
+    def _plan_scratch(self):
+        super()._plan_scratch()
+        self.steps = self.S             # the input product over the whole sequence
+        self.scratch[0] = ((self.S * self.N, 4 * self.H), self.dtype)
+
+    def run(self, xs, ys, sc):
+        s = dict(zip(self.part_names, sc))
+        rows = self.S * self.N
+        if self.lens is not None:       # onnxruntime quantizes the steps it runs
+            rows = min(max(int(xs[4].max(initial=0)), 0), self.S) * self.N
+        x = xs[0].reshape(-1)[:rows * self.I]
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        scale, zp = self.qparams
+        dynamic_quantize(x, s["xq"][:rows * self.I], scale, zp)
+        self.x_zp = int(zp[0])
+        for d, w in enumerate(self.wt):
+            np.multiply(w.scale, scale[0], out=self.xmult[d])
+        self._y_present = self.present[0]
+        self._mask, self._step = (s["mask"] if self.lens is not None else None), None
+        super().run(xs, ys, sc)
+
+    def _project(self, x, wt, b, t0, t1, xw):
+        """X @ W as onnxruntime's quantized GEMM, the whole sequence at once
+        (``wt``: one direction's :class:`_QWeight`)."""
+        s, N = self._scratch_parts, self.N
+        d = self.wt.index(wt)
+        acc = s["acc"][:self.S * N]
+        wt.product(s["xq"].reshape(self.S * N, self.I), self.x_zp, acc, s["qs"])
+        out = xw[:self.S * N]
+        np.copyto(out, acc, casting="unsafe")
+        np.multiply(out, self.xmult[d], out=out)
+        self._walk = iter(range(self.S - 1, -1, -1) if self.dirs[d] else range(self.S))
+        self._prev = None
+        return lambda t: out[t * N:(t + 1) * N]
+
+    def _direction(self, xs, d, rev, bias, mask, y, state, s):
+        self._scratch_parts = s
+        return super()._direction(xs, d, rev, bias, mask, y, state, s)
+
+    def _h_rows(self, h, s):
+        """h_{t-1} as onnxruntime reads it: with sequence_lens and Y asked
+        for, the rows already past their length read Y's zeros."""
+        t = next(self._walk)
+        prev, self._prev = self._prev, t
+        if self._mask is None or prev is None or not self._y_present:
+            return h
+        hz = s["hz"]
+        hz.fill(0)
+        np.copyto(hz, h, where=self._mask[prev])
+        return hz
+
+    def cell(self, d, xw, rt, xs, state, s):
+        H = self.H
+        h, hn, c, cn = state
+        g, tmp, t1 = s["g"], s["t1"], s["t1"][:, :H]
+        f, gact, hact = self.acts[d]
+        scale, zp = self.qparams
+        hq = s["hq"]
+        src = self._h_rows(h, s)
+        dynamic_quantize(np.ascontiguousarray(src).reshape(-1), hq, scale, zp)
+        acc = s["acc"][:self.N]
+        rt.product(hq.reshape(self.N, H), int(zp[0]), acc, s["qs"])
+        np.multiply(rt.scale, scale[0], out=self.hmult)
+        np.copyto(g, acc, casting="unsafe")
+        np.multiply(g, self.hmult, out=g)
+        np.add(xw, g, out=g)            # onnxruntime: C += scale * acc
+        if xs[3] is not None:           # Wb + Rb after both products, as onnxruntime
+            np.add(g, s["bias"][d], out=g)
+        ig, og, fg, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
+        p = None if xs[7] is None else xs[7][d]
+        if p is None:
+            self.clipped(g[:, :3 * H], f, tmp[:, :3 * H])
+        else:
+            self._peep(ig, c, p[:H], t1)
+            if not self.input_forget:
+                self._peep(fg, c, p[2 * H:], t1)
+            self.clipped(ig, f, t1)
+            if not self.input_forget:
+                self.clipped(fg, f, t1)
+        if self.input_forget:
+            np.subtract(self.one, ig, out=fg)
+        self.clipped(cg, gact, t1)
+        np.multiply(c, fg, out=cn)          # C = C_prev * f + i * c
+        np.multiply(ig, cg, out=cg)
+        np.add(cn, cg, out=cn)
+        if p is not None:
+            self._peep(og, cn, p[H:2 * H], t1)
+            self.clipped(og, f, t1)
+        np.copyto(t1, cn)                   # H = o * h(C)
+        hact(t1, s["t2"])
+        np.multiply(og, t1, out=hn)
