@@ -654,6 +654,14 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
                         const float *x, const float *bias, float *y,
                         const pa_act_params_t *act, pa_workers_t *workers);
 
+/* The logistic function and the hyperbolic tangent of n floats as
+ * onnxruntime computes them on x86-64 with FMA3 (kernels/ort_approx.c:
+ * MLAS's rational approximations, bit for bit on every target); NaN gives
+ * NaN.  y is x or disjoint from it.  PA_ERR_INVALID for NULL pointers
+ * (n > 0) or x and y partly overlapping. */
+pa_status_t pa_ort_logistic(const float *x, float *y, size_t n);
+pa_status_t pa_ort_tanh(const float *x, float *y, size_t n);
+
 /* Softmax over the last axis: y[r, :] = exp(x[r, :] - max) / sum for
  * `rows` rows of n floats (a row of -inf only gives NaN, as NumPy); y is
  * x or disjoint from it.  PA_ERR_INVALID for NULL pointers (rows > 0),

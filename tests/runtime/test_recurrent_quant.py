@@ -19,7 +19,7 @@ from pyarena.importers import load_model
 from pyarena.planning import plan
 from pyarena.runtime import Executor
 
-ULPS = 2e-6         # MLAS's logistic / tanh against NumPy's: an ulp or two
+ULPS = 0.0         # the same bits as onnxruntime
 
 
 def _weights(rng, d, inner, H, per_column, dtype=np.int8, zero_points=False):

@@ -140,7 +140,7 @@ for _n, _f, _t in (("Log", np.log, "LOG"), ("Sqrt", np.sqrt, "SQRT"),
                    ("Asinh", np.arcsinh, None), ("Acosh", np.arccosh, None),
                    ("Atanh", np.arctanh, None)):
     _unary(_n, _f, _t)
-for _n, _f, _t in (("Tanh", np.tanh, "TANH"), ("Exp", np.exp, "EXP"),
+for _n, _f, _t in (("Exp", np.exp, "EXP"),
                    ("Neg", np.negative, "NEG"), ("Abs", np.abs, "ABS")):
     _unary(_n, _f, _t, qdq="lookup")      # 8-bit in QDQ models: a lookup table
 _unary("Square", np.square, "SQUARE", onnx=False)      # TFLite SQUARE

@@ -22,14 +22,18 @@ h, the C core's 8-bit GEMM (an NHWC 1x1 convolution, int32 out, the weights
 packed once; exact) or, without the C core, NumPy in float64 (exact for
 these integers), then float32 scaling in that order.  The weights stay 8-bit.
 
-What differs from onnxruntime: the gate activations (NumPy's tanh; MLAS's
-logistic and tanh approximations differ by an ulp or two), and with
-``sequence_lens`` of unequal lengths in a batch, which rows share one
-quantization of h (onnxruntime walks a reverse direction per entry).
+The gate activations Sigmoid and Tanh are MLAS's approximations, bit for
+bit (``pa_ort_logistic`` / ``pa_ort_tanh``), and each gate takes its
+peephole, bias and activation in onnxruntime's order: the outputs equal
+onnxruntime's.  What still differs: with ``sequence_lens`` of unequal
+lengths in a batch, a reverse direction shares one quantization of h among
+other rows than onnxruntime (which walks each entry's own steps); the
+other activations are NumPy's.
 """
 import numpy as np
 
 from ..._native import qconv as nq
+from ..._native import ort_approx
 from ..._native.qdynamic import dynamic_quantize
 from ...errors import InvalidArgumentError
 from .native import Pointers
@@ -215,6 +219,28 @@ class DynamicQuantizeLSTM(LSTM):
         np.copyto(hz, h, where=self._mask[prev])
         return hz
 
+    def _activations(self):
+        """The float LSTM's, with Sigmoid and Tanh as onnxruntime's MLAS
+        computes them (bits that decide the next step's 8-bit h)."""
+        acts = super()._activations()
+        names = self.attrs.get("activations")
+        k = len(self.default_acts)
+        names = list(self.default_acts) * len(self.dirs) if names is None else \
+            [str(n) for n in names]
+        names = names * 2 if len(names) == k and len(self.dirs) == 2 else names
+        exact = {"sigmoid": _ort_act(ort_approx.logistic), "tanh": _ort_act(ort_approx.tanh)}
+        return [tuple(exact.get(names[d * k + j].lower(), fn) for j, fn in enumerate(fns))
+                for d, fns in enumerate(acts)]
+
+    def _gate(self, x, bias, act, t, peep=None, c=None):
+        """One gate as onnxruntime's GateComputations: its peephole
+        product, then the bias (and clip), then the activation."""
+        if peep is not None:
+            self._peep(x, c, peep, t)
+        if bias is not None:
+            np.add(x, bias, out=x)
+        self.clipped(x, act, t)
+
     def cell(self, d, xw, rt, xs, state, s):
         H = self.H
         h, hn, c, cn = state
@@ -230,28 +256,40 @@ class DynamicQuantizeLSTM(LSTM):
         np.copyto(g, acc, casting="unsafe")
         np.multiply(g, self.hmult, out=g)
         np.add(xw, g, out=g)            # onnxruntime: C += scale * acc
-        if xs[3] is not None:           # Wb + Rb after both products, as onnxruntime
-            np.add(g, s["bias"][d], out=g)
+        b = None if xs[3] is None else s["bias"][d]     # Wb + Rb, after the products
+        bi, bo, bf, bc = (None,) * 4 if b is None else (b[k * H:(k + 1) * H] for k in range(4))
         ig, og, fg, cg = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
         p = None if xs[7] is None else xs[7][d]
-        if p is None:
-            self.clipped(g[:, :3 * H], f, tmp[:, :3 * H])
+        if p is None and b is not None:
+            np.add(g, b, out=g)
+            bi = bo = bf = bc = None
+        if p is None and not self.input_forget:
+            self.clipped(g[:, :3 * H], f, tmp[:, :3 * H])      # i, o, f at once
         else:
-            self._peep(ig, c, p[:H], t1)
+            self._gate(ig, bi, f, t1, None if p is None else p[:H], c)
             if not self.input_forget:
-                self._peep(fg, c, p[2 * H:], t1)
-            self.clipped(ig, f, t1)
-            if not self.input_forget:
-                self.clipped(fg, f, t1)
+                self._gate(fg, bf, f, t1, p[2 * H:], c)
         if self.input_forget:
             np.subtract(self.one, ig, out=fg)
-        self.clipped(cg, gact, t1)
+        self._gate(cg, bc, gact, t1)
         np.multiply(c, fg, out=cn)          # C = C_prev * f + i * c
         np.multiply(ig, cg, out=cg)
         np.add(cn, cg, out=cn)
-        if p is not None:
-            self._peep(og, cn, p[H:2 * H], t1)
-            self.clipped(og, f, t1)
-        np.copyto(t1, cn)                   # H = o * h(C)
+        if p is not None or self.input_forget:
+            self._gate(og, bo, f, t1, None if p is None else p[H:2 * H], cn)
+        np.copyto(t1, cn)                   # H = h(C) * o
         hact(t1, s["t2"])
-        np.multiply(og, t1, out=hn)
+        np.multiply(t1, og, out=hn)
+
+
+def _ort_act(fn):
+    """An activation ``f(x, t)`` in place by ``fn`` (the C core's
+    onnxruntime-exact one), row by row where ``x``'s rows are not one
+    block."""
+    def f(x, t):
+        if x.flags.c_contiguous:
+            fn(x, x)
+            return
+        for row in x.reshape(-1, x.shape[-1]):
+            fn(row, row)
+    return f
