@@ -138,6 +138,8 @@ def rss_child(runtime, path, feed_name, dims):
         s = pyarena.InferenceSession(path)
     else:
         s = ort_session(path, True)
+    if "int64" in s.get_inputs()[0].type:       # token ids
+        x = np.random.default_rng(5).integers(1, 30, shape).astype(np.int64)
     for _ in range(5):
         s.run(None, {feed_name: x})
     # VmHWM: this process image's own peak (ru_maxrss keeps the parent's
@@ -172,8 +174,8 @@ def row(name, tag, path, feed_name, x, repeat):
         print(f"{name[:16]:<17}{tag:<10} not run: {type(exc).__name__}: {str(exc)[:90]}")
         return
     feeds = {feed_name: x}
-    ours = np.asarray(list(ex.run(feeds).values())[0])
     plain, opt = ort_session(path, False), ort_session(path, True)
+    ours = np.asarray(ex.run(feeds)[plain.get_outputs()[0].name])     # the same output
     ref = plain.run(None, feeds)[0]
     ref_opt = opt.run(None, feeds)[0]
     q = quantum(path)
@@ -220,9 +222,13 @@ def main():
             import onnx
             m = onnx.load(path)
             inits = {i.name for i in m.graph.initializer}
-            feed_name = [i.name for i in m.graph.input if i.name not in inits][0]
+            feed = [i for i in m.graph.input if i.name not in inits][0]
+            feed_name = feed.name
             shape = [int(v) for v in dims.split(",")]
-            x = np.random.default_rng(5).uniform(0, 1, shape).astype(np.float32)
+            rng = np.random.default_rng(5)
+            x = rng.integers(1, 30, shape).astype(np.int64) if \
+                feed.type.tensor_type.elem_type == onnx.TensorProto.INT64 else \
+                rng.uniform(0, 1, shape).astype(np.float32)      # (token ids: a text model)
             name = os.path.splitext(os.path.basename(path))[0]
             row(name, "shipped", path, feed_name, x, args.repeat)
 

@@ -1,6 +1,6 @@
 """onnxruntime's logistic and tanh (kernels/ort_approx.c through
-pyarena/_native/ort_approx.py) and the Tanh op that runs the latter
-(runtime/kernels/tanh.py): the same bits as onnxruntime's own Sigmoid and
+pyarena/_native/ort_approx.py) and the Tanh and Sigmoid ops that run them
+(runtime/kernels/ort_exact.py): the same bits as onnxruntime's own Sigmoid and
 Tanh over values of every magnitude, NaN and infinities included."""
 import numpy as np
 import pytest
@@ -67,13 +67,14 @@ def test_nan_passes_and_overlap_is_refused():
         ort_approx.logistic(buf[:4], buf[1:5])
 
 
+@pytest.mark.parametrize("op", ["Tanh", "Sigmoid"])
 @pytest.mark.parametrize("native", [True, False])
-def test_tanh_op(tmp_path, native):
-    """The Tanh op: onnxruntime's bits on the native path; NumPy's tanh
-    (within MLAS's error of them) without the C core."""
+def test_ops(tmp_path, op, native):
+    """The Tanh and Sigmoid ops: onnxruntime's bits on the native path;
+    NumPy's functions (within MLAS's error of them) without the C core."""
     x = _values(5000, seed=1).reshape(-1, 1)
     path = tmp_path / "t.onnx"
-    node = helper.make_node("Tanh", ["x"], ["y"])
+    node = helper.make_node(op, ["x"], ["y"])
     make_model([node], {"x": (list(x.shape), np.float32)},
                {"y": (list(x.shape), np.float32)}, opset=17, path=path)
     g = load_model(str(path), native=native)

@@ -18,8 +18,8 @@ from ...errors import UnsupportedOpError
 from . import (attention_contrib, attention_gqa, branching, cast, contrib_activations, contrib_norms,  # noqa: F401
                control, conv, deform_conv, detection, elementwise, fold_only, matmul_nbits,
                held_loop, indexing, kv_cache, linalg, logic, ml, movement, normalization, patched, pooling,
-               quantized, quantized_binary, quantized_contrib, quantized_conv, quantized_matmul,
-               recurrent, recurrent_quant, resize, rows, sampling, sequences, spectral, strings, tanh, tfidf, tflite)  # (register)
+               ort_exact, quantized, quantized_binary, quantized_contrib, quantized_conv, quantized_matmul,
+               recurrent, recurrent_quant, resize, rows, sampling, sequences, spectral, strings, tfidf, tflite)  # (register)
 from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
                        graph_kernel, make_kernel, op_fact, op_table, ops_where, register,
                        scratch_bytes_for, set_scratch, supported_ops)

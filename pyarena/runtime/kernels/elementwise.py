@@ -21,6 +21,7 @@ from . import evaluators as ev
 from .erf import ErfMixin, erf_values
 from . import shape_rules as rules
 from .native import NATIVE_DTYPE, Pointers, unary
+from .ort_exact import ort_logistic
 from . import tflite_attrs as tfl
 from .registry import Kernel, const, items_per_step, register
 
@@ -161,6 +162,8 @@ class Sigmoid(Kernel):
         self.one = const(1, self.dtype)
         self.swish = self.op.op_type == "Swish"
         self.native = None if self.swish else unary(self, "SIGMOID")
+        if self.native is not None:     # onnxruntime's bits (its MLAS logistic)
+            self.native = ort_logistic(self)
         if self.swish:
             self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
             self.scratch = [(self.oshape(), self.dtype)]
