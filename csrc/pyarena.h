@@ -802,6 +802,17 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
 pa_status_t pa_qconv2d_run(const pa_qconv2d_t *q, const void *packed, const void *x, void *y,
                            void *scratch, size_t scratch_size, pa_workers_t *workers);
 
+/* An 8-bit matrix product for a few rows of A (kernels/qrows.c): y[i][j] =
+ * sum_k (a[i][k] - a_zp) (w[k][j] - w_zp[j]) in int32, exactly, for i < m,
+ * j < n; W row-major [k][n] of w_type (PA_Q_U8 or PA_Q_S8), read in place;
+ * w_zp n zero points in W's range, or NULL for 0.  For the few rows the
+ * 6-row integer GEMM tile would mostly waste (a recurrent step).
+ * PA_ERR_INVALID for negative sizes, k > 32768, a_zp outside 0..255, another
+ * w_type, a zero point outside W's range, NULL pointers (m, n > 0). */
+pa_status_t pa_qmatmul_rows(const uint8_t *a, int64_t m, int64_t k, int32_t a_zp,
+                            const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t n,
+                            int32_t *y);
+
 /* ONNX DynamicQuantizeLinear (kernels/qdynamic.c), as onnxruntime's
  * GetQuantizationParameter and MlasQuantizeLinear compute it
  * (onnxruntime/core/util/qmath.h): the range [min(0, min x), max(0, max x)]

@@ -4245,4 +4245,17 @@ MUTANTS += [
       "            ort_approx.tanh(x, y)\n            return",
       "            pass",
       "the float32 Tanh op runs NumPy's tanh, not onnxruntime's bits", ("tests/runtime/test_ort_approx.py",)),
+    M("qrows-weight-zero-point-dropped", "csrc/kernels/qrows.c",
+      "    if (w_zp != NULL)\n        for (int64_t j = 0; j < n; j++)\n            if (w_zp[j]",
+      "    w_zp = NULL;\n    if (w_zp != NULL)\n        for (int64_t j = 0; j < n; j++)\n            if (w_zp[j]",
+      "the few-rows 8-bit product ignores the weights' zero points", ("c:kernels/test_qrows", "tests/runtime/test_recurrent_quant.py")),
+    M("qrows-k-tail-skipped", "csrc/kernels/qrows.c",
+      "        for (; kk < k; kk++) {\n            int32_t v = (int32_t)a[i * k + kk] - a_zp;\n            sum += v;\n            const int8_t",
+      "        for (; kk < k && 0; kk++) {\n            int32_t v = (int32_t)a[i * k + kk] - a_zp;\n            sum += v;\n            const int8_t",
+      "the int8 few-rows product drops the last k % 4 rows of W", ("c:kernels/test_qrows", "tests/runtime/test_recurrent_quant.py")),
+    M("dqlstm-rows-threshold", "pyarena/runtime/kernels/recurrent_quant.py",
+      "ROWS_MAX = 5",
+      "ROWS_MAX = -1",
+      "DynamicQuantizeLSTM's recurrent step never takes the few-rows product (only speed: "
+      "the C test and the path check catch it)", ("tests/runtime/test_recurrent_quant.py",)),
 ]

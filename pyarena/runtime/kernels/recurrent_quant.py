@@ -33,7 +33,7 @@ other activations are NumPy's.
 import numpy as np
 
 from ..._native import qconv as nq
-from ..._native import ort_approx
+from ..._native import ort_approx, qrows
 from ..._native.qdynamic import dynamic_quantize
 from ...errors import InvalidArgumentError
 from .native import Pointers
@@ -43,6 +43,8 @@ from .registry import const, register
 __all__ = ["DynamicQuantizeLSTM"]
 
 _BYTES = (np.dtype(np.uint8), np.dtype(np.int8))
+#: rows of A up to which the few-rows product runs (the GEMM tile has 6)
+ROWS_MAX = 5
 
 
 class _QWeight:
@@ -55,9 +57,14 @@ class _QWeight:
         self.scale = k.keep(np.ascontiguousarray(np.broadcast_to(scale, (self.G,)),
                                                  np.float32))
         zp = np.broadcast_to(np.asarray(zp).reshape(-1), (self.G,))
-        self.native = self._native(k, q, zp, rows) if k.use_native else None
-        if self.native is None:     # NumPy: the constant as it is (a view of the file)
-            self.q, self.zp = q, zp.astype(np.float64)
+        self.scratch_bytes = 0
+        #: a few rows (a recurrent step): pa_qmatmul_rows on W where it lies
+        self.rows = bool(k.use_native and rows <= ROWS_MAX and q.flags.c_contiguous)
+        self.native = self._native(k, q, zp, rows) if k.use_native and not self.rows else None
+        self.q = q                  # the constant as it is (a view of the file)
+        self.zp = zp.astype(np.float64)
+        self.zp32 = None if not self.rows or not zp.any() else \
+            k.keep(np.ascontiguousarray(zp, np.int32))
 
     def _native(self, k, q, zp, rows):
         geometry = dict(nhwc=True, n=1, c_in=self.K, h=rows, w=1, c_out=self.G, h_out=rows,
@@ -83,6 +90,9 @@ class _QWeight:
     def product(self, a, a_zp, acc, scratch):
         """``acc`` (rows, 4H) int32 = (a - a_zp) @ (w - w_zp); ``a`` uint8
         (rows, K), ``scratch`` the native kernel's bytes."""
+        if self.rows:
+            qrows.matmul_rows(a, a_zp, self.q, self.zp32, acc)
+            return
         if self.native is not None:
             desc, _, packed_ptr, k = self.native
             desc.x_zp = int(a_zp)
@@ -122,7 +132,8 @@ class DynamicQuantizeLSTM(LSTM):
         self.xmult = np.empty((len(self.dirs), 4 * self.H), np.float32)
         self.hmult = np.empty(4 * self.H, np.float32)
         #: the products on the C core's 8-bit GEMM (Kernel.path "native")
-        self.native = True if all(w.native is not None for w in self.wt + self.rt) else None
+        self.native = True if all(w.native is not None or w.rows
+                                  for w in self.wt + self.rt) else None
 
     def _out_size(self):
         return self.H
