@@ -668,7 +668,7 @@ pa_status_t pa_softmax_rows(const float *x, float *y, int64_t rows, int64_t n,
  * j <= causal + i only (query i of a step whose past is `causal` long).
  * Every operand is addressed by element strides (batch, head, row or
  * key, element), so transposed or broadcast views need no copy (a stride
- * may be 0); mask may be NULL (no mask). */
+ * may be 0); mask may be NULL (no mask).  No keys (keys 0): out is 0. */
 typedef struct pa_attention {
     int64_t batch, heads;       /* the (batch, head) pairs                 */
     int64_t rows, keys, size;   /* queries, keys read, head size           */
@@ -677,13 +677,14 @@ typedef struct pa_attention {
     int64_t q[4], k[4], v[4], mask[4], out[4];  /* element strides        */
 } pa_attention_t;
 
-/* Floats of scratch pa_attention needs for `a` (0 for a bad `a`). */
+/* Floats of scratch pa_attention needs for `a` (at least 1; 0 for a bad
+ * `a`). */
 size_t pa_attention_scratch_floats(const pa_attention_t *a);
 
 /* Run `a` (see pa_attention_t); scratch holds
  * pa_attention_scratch_floats(a) floats, disjoint from out; out must not
  * overlap the inputs.  PA_ERR_INVALID for NULL pointers (work to do),
- * sizes < 0 (rows, keys, size < 1 with pairs to do), causal < -1. */
+ * sizes < 0 or past 2^40 elements, causal < -1. */
 pa_status_t pa_attention(const pa_attention_t *a, const float *q, const float *k,
                          const float *v, const float *mask, float *out, float *scratch,
                          pa_workers_t *workers);

@@ -20,6 +20,15 @@
  */
 #include "internal.h"
 
+/* products contracted into fused multiply-adds where the clone has them
+ * (as gemm.c): faster, the results differ from the baseline build's by
+ * rounding only */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
 typedef struct {
     const pa_attention_t *a;
     const float *q, *k, *v, *mask;
@@ -30,19 +39,55 @@ static size_t slot_floats(const pa_attention_t *a) {
     return (size_t)(a->keys + a->size);
 }
 
-/* sum over c < n of x[c] * y[c] in PA_VEC partial sums (vectorises). */
+typedef float pa_av8 __attribute__((vector_size(32)));
+
+#define AV8_LOAD(dst, p) memcpy(&(dst), (p), sizeof(pa_av8))
+#define AV8_STORE(p, src) memcpy((p), &(src), sizeof(pa_av8))
+#define AV8_SPLAT(a) ((pa_av8){(a), (a), (a), (a), (a), (a), (a), (a)})
+
+PA_INLINE float av8_sum(pa_av8 v) {
+    float t[8];
+    memcpy(t, &v, sizeof t);
+    return ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]));
+}
+
+/* sum over c < n of x[c] * y[c]: two vector accumulators (explicit
+ * vectors: the compiler does not vectorise the reduction on its own). */
 PA_INLINE float dot_row(const float *restrict x, const float *restrict y, int64_t n) {
-    float s[PA_VEC] = {0};
-    int64_t c0 = 0;
-    for (; c0 + PA_VEC <= n; c0 += PA_VEC)
-        for (int64_t j = 0; j < PA_VEC; j++)
-            s[j] += x[c0 + j] * y[c0 + j];
-    float t = 0.0f;
-    for (int64_t j = 0; j < PA_VEC; j++)
-        t += s[j];
-    for (int64_t c = c0; c < n; c++)
+    pa_av8 s0 = AV8_SPLAT(0.0f), s1 = AV8_SPLAT(0.0f), a, b;
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+        AV8_LOAD(a, x + c);
+        AV8_LOAD(b, y + c);
+        s0 += a * b;
+        AV8_LOAD(a, x + c + 8);
+        AV8_LOAD(b, y + c + 8);
+        s1 += a * b;
+    }
+    for (; c + 8 <= n; c += 8) {
+        AV8_LOAD(a, x + c);
+        AV8_LOAD(b, y + c);
+        s0 += a * b;
+    }
+    float t = av8_sum(s0 + s1);
+    for (; c < n; c++)
         t += x[c] * y[c];
     return t;
+}
+
+/* y[0, n) += a * x[0, n) */
+PA_INLINE void axpy_row(float *restrict y, float a, const float *restrict x, int64_t n) {
+    const pa_av8 av = AV8_SPLAT(a);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        pa_av8 u, w;
+        AV8_LOAD(u, y + c);
+        AV8_LOAD(w, x + c);
+        u += av * w;
+        AV8_STORE(y + c, u);
+    }
+    for (; c < n; c++)
+        y[c] += a * x[c];
 }
 
 /* The scores of one query row (qrow contiguous) against keys [0, n). */
@@ -55,12 +100,8 @@ PA_INLINE void score_row(const pa_attention_t *a, const float *restrict qrow,
     } else if (kj == 1) {               /* keys transposed: (size, keys) */
         for (int64_t j = 0; j < n; j++)
             s[j] = 0.0f;
-        for (int64_t c = 0; c < d; c++) {
-            const float qc = qrow[c];
-            const float *restrict kt = kb + c * kc;
-            for (int64_t j = 0; j < n; j++)
-                s[j] += qc * kt[j];
-        }
+        for (int64_t c = 0; c < d; c++)
+            axpy_row(s, qrow[c], kb + c * kc, n);
     } else {
         for (int64_t j = 0; j < n; j++) {
             float t = 0.0f;
@@ -71,23 +112,54 @@ PA_INLINE void score_row(const pa_attention_t *a, const float *restrict qrow,
     }
 }
 
-/* acc[0, size) = sum over j < n of p[j] * v row j. */
+/* acc[0, size) = sum over j < n of p[j] * v row j: 32 floats of acc at a
+ * time held in registers over every j (a sum kept in memory would wait
+ * on its own store each j). */
 PA_INLINE void weigh_rows(const pa_attention_t *a, const float *restrict p,
                           const float *restrict vb, float *restrict acc, int64_t n) {
     const int64_t vj = a->v[2], vc = a->v[3], d = a->size;
-    for (int64_t c = 0; c < d; c++)
-        acc[c] = 0.0f;
-    if (vc == 1) {
-        for (int64_t j = 0; j < n; j++) {
-            const float pj = p[j];
-            const float *restrict vr = vb + j * vj;
-            for (int64_t c = 0; c < d; c++)
-                acc[c] += pj * vr[c];
+    if (vc != 1) {
+        for (int64_t c = 0; c < d; c++) {
+            float t = 0.0f;
+            for (int64_t j = 0; j < n; j++)
+                t += p[j] * vb[j * vj + c * vc];
+            acc[c] = t;
         }
-    } else {
+        return;
+    }
+    int64_t c0 = 0;
+    for (; c0 + 32 <= d; c0 += 32) {
+        pa_av8 s0 = AV8_SPLAT(0.0f), s1 = s0, s2 = s0, s3 = s0, w;
+        for (int64_t j = 0; j < n; j++) {
+            const pa_av8 pj = AV8_SPLAT(p[j]);
+            const float *vr = vb + j * vj + c0;
+            AV8_LOAD(w, vr);
+            s0 += pj * w;
+            AV8_LOAD(w, vr + 8);
+            s1 += pj * w;
+            AV8_LOAD(w, vr + 16);
+            s2 += pj * w;
+            AV8_LOAD(w, vr + 24);
+            s3 += pj * w;
+        }
+        AV8_STORE(acc + c0, s0);
+        AV8_STORE(acc + c0 + 8, s1);
+        AV8_STORE(acc + c0 + 16, s2);
+        AV8_STORE(acc + c0 + 24, s3);
+    }
+    for (; c0 + 8 <= d; c0 += 8) {
+        pa_av8 s0 = AV8_SPLAT(0.0f), w;
+        for (int64_t j = 0; j < n; j++) {
+            AV8_LOAD(w, vb + j * vj + c0);
+            s0 += AV8_SPLAT(p[j]) * w;
+        }
+        AV8_STORE(acc + c0, s0);
+    }
+    for (; c0 < d; c0++) {
+        float t = 0.0f;
         for (int64_t j = 0; j < n; j++)
-            for (int64_t c = 0; c < d; c++)
-                acc[c] += p[j] * vb[j * vj + c * vc];
+            t += p[j] * vb[j * vj + c0];
+        acc[c0] = t;
     }
 }
 
@@ -108,6 +180,12 @@ static void pa_attention_pair(const attention_job_t *jb, int64_t pair, float *re
         const float *qi = qb + i * a->q[2];
         for (int64_t c = 0; c < d; c++)
             acc[c] = qi[c * a->q[3]];
+        if (n == 0) {                   /* no keys: the sum of no rows */
+            float *oz = ob + i * a->out[2];
+            for (int64_t c = 0; c < d; c++)
+                oz[c * a->out[3]] = 0.0f;
+            continue;
+        }
         score_row(a, acc, kb, s, n);
         const float scale = a->scale;
         for (int64_t j = 0; j < n; j++)
@@ -134,19 +212,19 @@ static void attention_items(void *ctx, int64_t b, int64_t e) {
 }
 
 static int attention_ok(const pa_attention_t *a) {
-    if (!a || a->batch < 0 || a->heads < 0 || a->rows < 0 || a->causal < -1)
-        return 0;
-    if (a->batch == 0 || a->heads == 0 || a->rows == 0)
-        return a->keys >= 0 && a->size >= 0;
     const int64_t lim = (int64_t)1 << 40;
-    return a->keys >= 1 && a->size >= 1 && a->keys < lim && a->size < lim &&
-           a->batch < lim / a->heads && a->batch * a->heads < lim / (a->keys + a->size);
+    if (!a || a->batch < 0 || a->heads < 0 || a->rows < 0 || a->keys < 0 || a->size < 0 ||
+        a->causal < -1 || a->keys >= lim || a->size >= lim || a->rows >= lim)
+        return 0;
+    return a->batch == 0 || a->heads == 0 ||
+           (a->batch < lim / a->heads && a->batch * a->heads < lim / (a->keys + a->size + 1));
 }
 
 size_t pa_attention_scratch_floats(const pa_attention_t *a) {
     if (!attention_ok(a))
         return 0;
-    return (size_t)(a->batch * a->heads) * slot_floats(a);
+    const size_t n = (size_t)(a->batch * a->heads) * slot_floats(a);
+    return n ? n : 1;
 }
 
 pa_status_t pa_attention(const pa_attention_t *a, const float *q, const float *k,

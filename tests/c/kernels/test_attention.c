@@ -154,7 +154,11 @@ static void test_attention_refuses(void) {
     a.causal = -2;
     CHECK_EQ(pa_attention(&a, x, x, x, NULL, y, s, NULL), PA_ERR_INVALID);
     a.causal = -1;
-    a.keys = 0;
+    a.keys = 0;     /* no keys: the sum of no rows */
+    y[0] = 7;
+    CHECK_EQ(pa_attention(&a, x, x, x, NULL, y, s, NULL), PA_OK);
+    CHECK(y[0] == 0.0f);
+    a.keys = -1;
     CHECK_EQ(pa_attention(&a, x, x, x, NULL, y, s, NULL), PA_ERR_INVALID);
     CHECK_EQ(pa_attention_scratch_floats(&a), 0u);
     a.keys = 1;
