@@ -35,8 +35,19 @@ typedef struct {
     float *out, *scratch;
 } attention_job_t;
 
+#define ATT_R 4     /* query rows per block (the blocked path)        */
+#define ATT_J 16    /* keys per score tile, columns per output tile    */
+
+static int64_t att_pad(int64_t n) {
+    return (n + ATT_J - 1) / ATT_J * ATT_J;
+}
+
+/* A pair's scratch: the row path's scores + query row (keys + size
+ * floats) or the blocked path's K^T, scores and query block -- the
+ * larger. */
 static size_t slot_floats(const pa_attention_t *a) {
-    return (size_t)(a->keys + a->size);
+    const int64_t np = att_pad(a->keys);
+    return (size_t)(np * (a->size + ATT_R) + ATT_R * a->size + a->keys + a->size);
 }
 
 typedef float pa_av8 __attribute__((vector_size(32)));
@@ -163,6 +174,11 @@ PA_INLINE void weigh_rows(const pa_attention_t *a, const float *restrict p,
     }
 }
 
+/* Keys query i sees: all, or with a causal offset those up to it. */
+PA_INLINE int64_t att_seen(const pa_attention_t *a, int64_t i) {
+    return a->causal >= 0 && a->causal + i + 1 < a->keys ? a->causal + i + 1 : a->keys;
+}
+
 PA_MULTIVERSION
 static void pa_attention_pair(const attention_job_t *jb, int64_t pair, float *restrict s) {
     const pa_attention_t *a = jb->a;
@@ -173,9 +189,7 @@ static void pa_attention_pair(const attention_job_t *jb, int64_t pair, float *re
     const float *vb = jb->v + b * a->v[0] + h * a->v[1];
     float *ob = jb->out + b * a->out[0] + h * a->out[1];
     for (int64_t i = 0; i < a->rows; i++) {
-        int64_t n = a->keys;
-        if (a->causal >= 0 && a->causal + i + 1 < n)
-            n = a->causal + i + 1;
+        const int64_t n = att_seen(a, i);
         /* the query row, contiguous, in the accumulator's place */
         const float *qi = qb + i * a->q[2];
         for (int64_t c = 0; c < d; c++)
@@ -204,11 +218,132 @@ static void pa_attention_pair(const attention_job_t *jb, int64_t pair, float *re
     }
 }
 
+/* S[r][j0, j0 + ATT_J) = qb[r] . kt[:, j0..] for the ATT_R rows of qb
+ * (d floats each), kt d rows of np floats: each key vector loaded once
+ * for the block's rows. */
+PA_INLINE void score_tile(const float *restrict qb, const float *restrict kt, int64_t d,
+                          int64_t np, int64_t j0, float *restrict S) {
+    pa_av8 a0l = AV8_SPLAT(0.0f), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l,
+           a3l = a0l, a3h = a0l, k0, k1;
+    for (int64_t c = 0; c < d; c++) {
+        AV8_LOAD(k0, kt + c * np + j0);
+        AV8_LOAD(k1, kt + c * np + j0 + 8);
+        pa_av8 q = AV8_SPLAT(qb[c]);
+        a0l += q * k0, a0h += q * k1;
+        q = AV8_SPLAT(qb[d + c]);
+        a1l += q * k0, a1h += q * k1;
+        q = AV8_SPLAT(qb[2 * d + c]);
+        a2l += q * k0, a2h += q * k1;
+        q = AV8_SPLAT(qb[3 * d + c]);
+        a3l += q * k0, a3h += q * k1;
+    }
+    AV8_STORE(S + j0, a0l), AV8_STORE(S + j0 + 8, a0h);
+    AV8_STORE(S + np + j0, a1l), AV8_STORE(S + np + j0 + 8, a1h);
+    AV8_STORE(S + 2 * np + j0, a2l), AV8_STORE(S + 2 * np + j0 + 8, a2h);
+    AV8_STORE(S + 3 * np + j0, a3l), AV8_STORE(S + 3 * np + j0 + 8, a3h);
+}
+
+/* o[r][0, ATT_J) = sum over j < n of S[r][j] * v row j, columns c0.. (V's
+ * element stride 1). */
+PA_INLINE void weigh_tile(const float *restrict S, int64_t np, const float *restrict vb,
+                          int64_t vj, int64_t c0, int64_t n, float o[ATT_R][ATT_J]) {
+    pa_av8 a0l = AV8_SPLAT(0.0f), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l,
+           a3l = a0l, a3h = a0l, v0, v1;
+    for (int64_t j = 0; j < n; j++) {
+        AV8_LOAD(v0, vb + j * vj + c0);
+        AV8_LOAD(v1, vb + j * vj + c0 + 8);
+        pa_av8 p = AV8_SPLAT(S[j]);
+        a0l += p * v0, a0h += p * v1;
+        p = AV8_SPLAT(S[np + j]);
+        a1l += p * v0, a1h += p * v1;
+        p = AV8_SPLAT(S[2 * np + j]);
+        a2l += p * v0, a2h += p * v1;
+        p = AV8_SPLAT(S[3 * np + j]);
+        a3l += p * v0, a3h += p * v1;
+    }
+    AV8_STORE(o[0], a0l), AV8_STORE(o[0] + 8, a0h);
+    AV8_STORE(o[1], a1l), AV8_STORE(o[1] + 8, a1h);
+    AV8_STORE(o[2], a2l), AV8_STORE(o[2] + 8, a2h);
+    AV8_STORE(o[3], a3l), AV8_STORE(o[3] + 8, a3h);
+}
+
+/* The blocked path, for ATT_R query rows or more: K^T packed once per
+ * pair into scratch (zero past the keys read, so a score tile needs no
+ * tail), then per block of ATT_R rows (a last short block repeats its
+ * last row, computed, not stored) the score tiles, the scale, mask and
+ * softmax per row, and the weighted sum of V's rows in output tiles.  A
+ * row's probabilities past the keys it sees are 0, so the tiles run to
+ * the block's widest row; V is read only below it (never a row past the
+ * live length). */
+PA_MULTIVERSION
+static void pa_attention_block_pair(const attention_job_t *jb, int64_t pair,
+                                    float *restrict s) {
+    const pa_attention_t *a = jb->a;
+    const int64_t b = pair / a->heads, h = pair % a->heads, d = a->size, rows = a->rows;
+    const float *qb = jb->q + b * a->q[0] + h * a->q[1];
+    const float *kb = jb->k + b * a->k[0] + h * a->k[1];
+    const float *vb = jb->v + b * a->v[0] + h * a->v[1];
+    float *ob = jb->out + b * a->out[0] + h * a->out[1];
+    const int64_t nall = att_seen(a, rows - 1), np = att_pad(nall);
+    float *restrict kt = s, *restrict S = s + d * np, *restrict qr = S + ATT_R * np;
+    for (int64_t j = 0; j < np; j++)
+        for (int64_t c = 0; c < d; c++)
+            kt[c * np + j] = j < nall ? kb[j * a->k[2] + c * a->k[3]] : 0.0f;
+    for (int64_t i0 = 0; i0 < rows; i0 += ATT_R) {
+        for (int64_t r = 0; r < ATT_R; r++) {
+            const int64_t ir = i0 + r < rows ? i0 + r : rows - 1;
+            for (int64_t c = 0; c < d; c++)
+                qr[r * d + c] = qb[ir * a->q[2] + c * a->q[3]];
+        }
+        const int64_t last = i0 + ATT_R - 1 < rows ? i0 + ATT_R - 1 : rows - 1;
+        const int64_t nb = att_seen(a, last);
+        for (int64_t j0 = 0; j0 < nb; j0 += ATT_J)
+            score_tile(qr, kt, d, np, j0, S);
+        for (int64_t r = 0; r < ATT_R; r++) {
+            const int64_t ir = i0 + r < rows ? i0 + r : rows - 1, n = att_seen(a, ir);
+            float *restrict srow = S + r * np;
+            for (int64_t j = 0; j < n; j++)
+                srow[j] *= a->scale;
+            if (jb->mask) {
+                const float *m = jb->mask + b * a->mask[0] + h * a->mask[1] + ir * a->mask[2];
+                for (int64_t j = 0; j < n; j++)
+                    srow[j] += m[j * a->mask[3]];
+            }
+            if (n > 0)
+                _pa_softmax_row_inplace(srow, (size_t)n);
+            for (int64_t j = n; j < nb; j++)
+                srow[j] = 0.0f;
+        }
+        for (int64_t c0 = 0; c0 < d; c0 += ATT_J) {
+            const int64_t w = d - c0 < ATT_J ? d - c0 : ATT_J;
+            float o[ATT_R][ATT_J];
+            if (w == ATT_J && a->v[3] == 1) {
+                weigh_tile(S, np, vb, a->v[2], c0, nb, o);
+            } else {
+                for (int64_t r = 0; r < ATT_R; r++)
+                    for (int64_t cc = 0; cc < w; cc++) {
+                        float t = 0.0f;
+                        for (int64_t j = 0; j < nb; j++)
+                            t += S[r * np + j] * vb[j * a->v[2] + (c0 + cc) * a->v[3]];
+                        o[r][cc] = t;
+                    }
+            }
+            for (int64_t r = 0; r < ATT_R && i0 + r < rows; r++)
+                for (int64_t cc = 0; cc < w; cc++)
+                    ob[(i0 + r) * a->out[2] + (c0 + cc) * a->out[3]] = o[r][cc];
+        }
+    }
+}
+
 static void attention_items(void *ctx, int64_t b, int64_t e) {
     const attention_job_t *jb = ctx;
     float *s = jb->scratch + (size_t)b * slot_floats(jb->a);
-    for (int64_t p = b; p < e; p++)
-        pa_attention_pair(jb, p, s);
+    for (int64_t p = b; p < e; p++) {
+        if (jb->a->rows >= ATT_R)
+            pa_attention_block_pair(jb, p, s);
+        else
+            pa_attention_pair(jb, p, s);
+    }
 }
 
 static int attention_ok(const pa_attention_t *a) {
