@@ -58,7 +58,7 @@ from ..errors import InvalidArgumentError, UnsupportedOpError
 from ..memory import Arena
 from ..runtime import Executor
 from ..runtime.fusion_attention import ATTENTION
-from ..runtime.kernels import op_fact
+from ..runtime.kernels import op_fact, scratch_bytes_for
 from ..runtime.slack import plan_to_run
 from . import load_model
 
@@ -184,6 +184,7 @@ def _fused_attentions(g, presents):
             raise UnsupportedOpError(f"kv_cache: attention {op.name!r} reads the cache for "
                                      f"its keys or its values only")
         op.inputs = (op.inputs + [""])[:4] + [POSITION]
+        op.scratch_bytes = scratch_bytes_for(g, op)     # (its live form's)
         fused.append(op)
     return fused
 

@@ -18,7 +18,11 @@ read, query i seeing keys up to ``position + i`` -- a step costs what its
 live length costs, not the cache's.
 
 Nothing is allocated per run: the scores of one query row live in a slot
-of planned scratch per (batch, head) pair.
+of planned scratch per (batch, head) pair.  An attention of several query
+rows without a cache (an encoder's) runs on BLAS instead -- its products,
+then ``pa_softmax_rows``, over the operands' strided views into planned
+(batch, heads, rows, keys) scores: OpenBLAS's kernels beat the C core's
+tiles there; the fused op still saves the ops and copies around it.
 """
 import numpy as np
 
@@ -28,6 +32,8 @@ from ...errors import InvalidArgumentError
 from .registry import Kernel, register
 
 _F32 = np.dtype(np.float32)
+#: query rows from which an attention without a cache runs on BLAS
+BLAS_ROWS = 4
 
 
 def _strides(shape, axes, logical):
@@ -115,8 +121,46 @@ class FusedAttention(Kernel):
         if not floats:
             self.malformed(f"sizes {[batch, heads, rows, keys, size]} out of range")
         self.scratch = [((int(floats),), np.float32)]
+        # several query rows and no cache: BLAS's products beat the C
+        # core's tiles (MiniLM's 12 heads x 16 rows x 32: 48 vs 74 us)
+        self.blas = not self.live and rows >= BLAS_ROWS
+        if self.blas:
+            self.dims = (batch, heads, rows, keys, size)
+            self.scratch = [((batch, heads, rows, keys), np.float32),
+                            ((batch, heads, rows, size), np.float32)]
+            self.scale_value = np.float32(desc["scale"])
+            self.mask_rank = len(self.shape(3)) if self.has_mask else 0
+
+    def _views(self, xs, ys):
+        """q, k^T, v and the output seen as (batch, heads, rows or keys,
+        size), the mask as 4-D: views, no copies."""
+        ax = self.attrs
+        q = xs[0].transpose(ax["q_axes"])
+        kt = xs[1].transpose(ax["k_axes"]).swapaxes(2, 3)
+        v = xs[2].transpose(ax["v_axes"])
+        out = ys[0].transpose(ax["out_axes"])
+        mask = None
+        if self.has_mask:
+            mask = xs[3].reshape((1,) * (4 - self.mask_rank) + xs[3].shape)
+        return q, kt, v, out, mask
+
+    def _run_blas(self, xs, ys, sc):
+        scores, ctx = sc
+        q, kt, v, out, mask = self._views(xs, ys)
+        np.matmul(q, kt, out=scores)
+        np.multiply(scores, self.scale_value, out=scores)
+        if mask is not None:
+            np.add(scores, mask, out=scores)
+        b, h, m, n, _ = self.dims
+        check(lib.pa_softmax_rows(fptr(scores), fptr(scores), b * h * m, n, self.workers),
+              f"Attention {self.op.name!r}")
+        np.matmul(scores, v, out=ctx)
+        np.copyto(out, ctx)
 
     def run(self, xs, ys, sc):
+        if self.blas:
+            self._run_blas(xs, ys, sc)
+            return
         d = self.desc
         if self.live:
             at = int(xs[4][0])
