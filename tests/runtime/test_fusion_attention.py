@@ -89,8 +89,9 @@ def _reference(feeds, kform, qform, outform, scale, d, axis=-1):
           "given": lambda: feeds["kt"]}[kform]().astype(np.float64)
     s = q @ kt * {"mul-right": 0.3, "mul-left": 0.3, "div": 1 / np.float32(np.sqrt(d)),
                   "none": 1.0}[scale]
-    if "mask" in feeds:
-        s = s + feeds["mask"]
+    if "mask" in feeds:     # (added in float32, as every float32 path does: a
+        # score beside a -1e4 mask keeps only float32's 1e-3 of it)
+        s = (s.astype(np.float32) + feeds["mask"]).astype(np.float64)
     e = np.exp(s - s.max(axis, keepdims=True))
     y = e / e.sum(axis, keepdims=True) @ feeds["v"]
     return y.transpose(0, 2, 1, 3) if outform == "transpose" else y
