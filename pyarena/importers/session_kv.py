@@ -189,6 +189,28 @@ def _fused_attentions(g, presents):
     return fused
 
 
+def _absorb_transposes(g):
+    """A KvCacheAppend whose new rows a Transpose makes (heads split from a
+    (batch, rows, heads, size) projection) read only by it takes the
+    Transpose's input and its ``perm``, and writes the rows through the
+    permuted view: the Transpose's copy and its op go."""
+    readers, outputs = _readers(g), set(g.outputs)
+    writer = {t: op for op in g.ops for t in op.outputs}
+    gone = set()
+    for op in g.ops:
+        if op.op_type != "pyarena.KvCacheAppend":
+            continue
+        t = writer.get(op.inputs[0])
+        if t is None or t.op_type != "Transpose" or op.inputs[0] in outputs or \
+                len(readers.get(op.inputs[0], [])) != 1 or t.attrs.get("perm") is None:
+            continue
+        del g.tensors[op.inputs[0]]
+        op.inputs[0] = t.inputs[0]
+        op.attrs["perm"] = [int(a) for a in t.attrs["perm"]]
+        gone.add(id(t))
+    g.ops = [op for op in g.ops if id(op) not in gone]
+
+
 def to_step_graph(g, pairs, rows, context):
     """Rewrite ``g`` (imported with the past ``context - rows`` long) in
     place: each pair's Concat -> KvCacheAppend(new, POSITION), its past
@@ -201,6 +223,7 @@ def to_step_graph(g, pairs, rows, context):
             past, new = concat[op.outputs[0]]
             op.op_type, op.inputs, op.attrs = "pyarena.KvCacheAppend", [new, POSITION], {}
             del g.tensors[past]
+    _absorb_transposes(g)
     fused = _fused_attentions(g, {p for _, p, _ in pairs})
     softmaxes = _attention_softmaxes(g, [p for _, p, _ in pairs])
     if not softmaxes and not fused:

@@ -342,6 +342,11 @@ def test_a_fused_attention_reads_only_the_live_rows(model_bytes):
     fused = [op for op in step.graph.ops if op.op_type == "pyarena.Attention"]
     assert len(fused) == LAYERS and all(op.inputs[-1] == "pyarena.kv_position" for op in fused)
     assert "pyarena.kv_mask" not in step.graph.tensors
+    # the heads' Transposes before the cache writes are absorbed too
+    appends = [op for op in step.graph.ops if op.op_type == "pyarena.KvCacheAppend"]
+    assert len(appends) == 2 * LAYERS and all(op.attrs["perm"] == [0, 2, 1, 3]
+                                              for op in appends)
+    assert "Transpose" not in [op.op_type for op in step.graph.ops]
     for cache in kv._kv._caches.values():
         cache[:, :, 5:] = np.nan        # past the 3 + 1 rows written, and the next
     runs += _loop(kv, np.array([[3, 1, 4]]), 3)[-1:]      # (rewinds: prompt, then 2 steps)

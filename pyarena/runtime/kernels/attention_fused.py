@@ -100,8 +100,8 @@ class FusedAttention(Kernel):
                                      ("out", o, (batch, heads, rows, size))):
             st = _strides(shape, axes[name], logical)
             if st is None:
-                self.malformed(f"{name} {list(shape)} does not fit the attention of "
-                               f"(batch, heads, rows, keys, size) {[batch, heads, rows, keys, size]}")
+                self.malformed(f"{name} {list(shape)} does not fit the attention of (batch, "
+                               f"heads, rows, keys, size) {[batch, heads, rows, keys, size]}")
             desc[name] = st
         if [o[a] for a in axes["out"]] != [batch, heads, rows, size]:
             self.malformed(f"output {list(o)} is not (batch, heads, rows, size) "
@@ -157,10 +157,23 @@ class FusedAttention(Kernel):
         np.matmul(scores, v, out=ctx)
         np.copyto(out, ctx)
 
+    def __call__(self, xs, ys, scratch=None):
+        if self._ptrs is None:      # (the first run, or the BLAS path: views carved)
+            super().__call__(xs, ys, scratch)
+        else:
+            self._run_c(xs)
+
     def run(self, xs, ys, sc):
         if self.blas:
             self._run_blas(xs, ys, sc)
             return
+        p = (fptr(xs[0]), fptr(xs[1]), fptr(xs[2]),
+             fptr(xs[3]) if self.has_mask else NULL, fptr(ys[0]), fptr(sc[0]))
+        if self.stable:     # the same planned views every run from now on
+            self._ptrs = p
+        self._run_c(xs, p)
+
+    def _run_c(self, xs, p=None):
         d = self.desc
         if self.live:
             at = int(xs[4][0])
@@ -169,12 +182,7 @@ class FusedAttention(Kernel):
                     f"operator {self.op.name!r} (pyarena.Attention): {d.rows} rows at "
                     f"position {at} pass the {self.held} keys held")
             d.keys, d.causal = at + d.rows, at
-        p = self._ptrs
-        if p is None:       # the same planned views every run once bound
-            p = (fptr(xs[0]), fptr(xs[1]), fptr(xs[2]),
-                 fptr(xs[3]) if self.has_mask else NULL, fptr(ys[0]), fptr(sc[0]))
-            if self.stable:
-                self._ptrs = p
+        p = p or self._ptrs
         st = lib.pa_attention(d, p[0], p[1], p[2], p[3], p[4], p[5], self.workers)
         if st:
             check(st, f"Attention {self.op.name!r}")
