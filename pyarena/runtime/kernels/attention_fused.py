@@ -126,8 +126,10 @@ class FusedAttention(Kernel):
         self.blas = not self.live and rows >= BLAS_ROWS
         if self.blas:
             self.dims = (batch, heads, rows, keys, size)
-            self.scratch = [((batch, heads, rows, keys), np.float32),
-                            ((batch, heads, rows, size), np.float32)]
+            # (beside the C path's part: a plan made for a bucket's length
+            # serves the shorter ones, which may take the C path)
+            self.scratch += [((batch, heads, rows, keys), np.float32),
+                             ((batch, heads, rows, size), np.float32)]
             self.scale_value = np.float32(desc["scale"])
             self.mask_rank = len(self.shape(3)) if self.has_mask else 0
 
@@ -145,7 +147,7 @@ class FusedAttention(Kernel):
         return q, kt, v, out, mask
 
     def _run_blas(self, xs, ys, sc):
-        scores, ctx = sc
+        _, scores, ctx = sc
         q, kt, v, out, mask = self._views(xs, ys)
         np.matmul(q, kt, out=scores)
         np.multiply(scores, self.scale_value, out=scores)
