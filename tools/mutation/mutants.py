@@ -4255,8 +4255,9 @@ MUTANTS += [
       ("tests/runtime/test_fusion_attention.py",)),
     M("attention-fused-reads-whole-cache", "pyarena/runtime/kernels/attention_fused.py",
       "            d.keys, d.causal = at + d.rows, at",
-      "            d.keys, d.causal = self.held, at",
-      "under kv_cache the fused attention reads every cache row, not the live ones",
+      "            d.keys, d.causal = self.held, -1",
+      "under kv_cache the fused attention reads every cache row, not the live ones (no "
+      "causal limit either: alone, that limit would keep it to the live rows)",
       ("tests/importers/test_session_kv.py",)),
     M("attention-fused-blas-with-cache", "pyarena/runtime/kernels/attention_fused.py",
       "        self.blas = not self.live and rows >= BLAS_ROWS",
