@@ -669,6 +669,34 @@ pa_status_t pa_ort_tanh(const float *x, float *y, size_t n);
 pa_status_t pa_softmax_rows(const float *x, float *y, int64_t rows, int64_t n,
                             pa_workers_t *workers);
 
+/* Scaled dot-product attention, one (batch, head) pair at a time:
+ * out[b, h, i, :] = softmax_j(scale * q[b, h, i, :] . k[b, h, j, :]
+ * + mask[b, h, i, j]) @ v[b, h, j, :], over the keys j < `keys` (the live
+ * length: a KV cache's later rows are never read) and, when causal >= 0,
+ * j <= causal + i only (query i of a step whose past is `causal` long).
+ * Every operand is addressed by element strides (batch, head, row or
+ * key, element), so transposed or broadcast views need no copy (a stride
+ * may be 0); mask may be NULL (no mask).  No keys (keys 0): out is 0. */
+typedef struct pa_attention {
+    int64_t batch, heads;       /* the (batch, head) pairs                 */
+    int64_t rows, keys, size;   /* queries, keys read, head size           */
+    int64_t causal;             /* -1: none; else key j <= causal + i      */
+    float scale;
+    int64_t q[4], k[4], v[4], mask[4], out[4];  /* element strides        */
+} pa_attention_t;
+
+/* Floats of scratch pa_attention needs for `a` (at least 1; 0 for a bad
+ * `a`). */
+size_t pa_attention_scratch_floats(const pa_attention_t *a);
+
+/* Run `a` (see pa_attention_t); scratch holds
+ * pa_attention_scratch_floats(a) floats, disjoint from out; out must not
+ * overlap the inputs.  PA_ERR_INVALID for NULL pointers (work to do),
+ * sizes < 0 or past 2^40 elements, causal < -1. */
+pa_status_t pa_attention(const pa_attention_t *a, const float *q, const float *k,
+                         const float *v, const float *mask, float *out, float *scratch,
+                         pa_workers_t *workers);
+
 /* Layer normalisation over the last axis: y[r, i] = (x[r, i] - mean) /
  * sqrt(var + eps) * gamma[i] + beta[i] (population variance; beta may be
  * NULL) for `rows` rows of n floats; y is x or disjoint from it.

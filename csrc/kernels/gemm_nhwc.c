@@ -207,6 +207,58 @@ PA_GEMM_NHWC_TASK(gemm_nhwc_tiles, PA_GEMM_MR, nhwc_tile_at)
 /* The portable variant: PA_GEMM_MR pixels x one block per tile. */
 static const pa_gemm_nhwc_isa_t nhwc_portable = {gemm_nhwc_tiles, PA_GEMM_MR, 1};
 
+/* One pixel -- a matrix-vector product, a decode step's linear layer:
+ * the tile would multiply five repeated rows for nothing.  Here
+ * PA_GEMM_ROW_BLOCKS blocks share each input value, their accumulators
+ * independent chains (the weights stream from memory at its pace), each
+ * summed in the tile's order from the bias, so the result rounds as
+ * the tile's does; then the residual, the activation and the store. */
+#define PA_GEMM_ROW_BLOCKS 4
+PA_MULTIVERSION
+static void gemm_nhwc_row(void *ctx, int64_t begin, int64_t end) {
+    const pa_gemm_nhwc_job_t *j = ctx;
+    const pa_conv2d_t *c = j->c;
+    const int64_t k = j->k, step = PA_GEMM_NR * (1 + k), ri = j->c_res;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t jb0 = t * PA_GEMM_ROW_BLOCKS;
+        const int64_t nbk = j->nb - jb0 < PA_GEMM_ROW_BLOCKS ? j->nb - jb0 : PA_GEMM_ROW_BLOCKS;
+        float acc[PA_GEMM_ROW_BLOCKS][PA_GEMM_NR];
+        const float *pk = j->packed + jb0 * step;
+        for (int64_t b = 0; b < PA_GEMM_ROW_BLOCKS; b++)
+            for (int64_t q = 0; q < PA_GEMM_NR; q++)
+                acc[b][q] = b < nbk ? pk[b * step + q] : 0.0f;
+        const float *restrict x = j->x;
+        if (nbk == PA_GEMM_ROW_BLOCKS) {
+            for (int64_t kk = 0; kk < k; kk++) {
+                const float xv = x[kk];
+                for (int64_t b = 0; b < PA_GEMM_ROW_BLOCKS; b++) {
+                    const float *restrict w = pk + b * step + PA_GEMM_NR * (1 + kk);
+                    for (int64_t q = 0; q < PA_GEMM_NR; q++)
+                        acc[b][q] += xv * w[q];
+                }
+            }
+        } else {
+            for (int64_t b = 0; b < nbk; b++)
+                for (int64_t kk = 0; kk < k; kk++) {
+                    const float xv = x[kk];
+                    const float *restrict w = pk + b * step + PA_GEMM_NR * (1 + kk);
+                    for (int64_t q = 0; q < PA_GEMM_NR; q++)
+                        acc[b][q] += xv * w[q];
+                }
+        }
+        for (int64_t b = 0; b < nbk; b++) {
+            const int64_t c0 = (jb0 + b) * PA_GEMM_NR;
+            const int64_t nc = c->c_out - c0 < PA_GEMM_NR ? c->c_out - c0 : PA_GEMM_NR;
+            const int64_t rn = !j->r || c0 >= ri ? 0 : ri - c0 < nc ? ri - c0 : nc;
+            for (int64_t q = 0; q < rn; q++)
+                acc[b][q] += j->r[c0 + q];
+            _pa_act_block(acc[b], PA_GEMM_NR, &c->act);
+            for (int64_t q = 0; q < nc; q++)
+                j->y[c0 + q] = acc[b][q];
+        }
+    }
+}
+
 pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
                                   const float *r, int64_t c_res, float *y,
                                   pa_workers_t *workers, int avx512) {
@@ -221,6 +273,10 @@ pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, con
     j.nt = (j.nb + isa->nb - 1) / isa->nb;
     j.block_outer = _pa_gemm_packed_size(c) * sizeof(float) > PA_GEMM_L2;
     pa_workers_t *w = _pa_workers_for(workers, (double)j.m * (double)c->c_out * (double)j.k);
+    if (j.m == 1 && !j.g.disjoint) {
+        _pa_parallel(w, (j.nb + PA_GEMM_ROW_BLOCKS - 1) / PA_GEMM_ROW_BLOCKS, gemm_nhwc_row, &j);
+        return PA_OK;
+    }
     _pa_parallel(w, j.mt * j.nt, isa->tiles, &j);
     return PA_OK;
 }

@@ -413,6 +413,9 @@ static inline void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int6
 void _pa_pool_nhwc_run(const pa_pool2d_t *p, const float *x, float *y, pa_workers_t *w,
                        int is_max, int64_t ow_lo, int64_t ow_hi);
 
+/* rows.c: y = softmax(y) over one row of n >= 1 floats, in place. */
+void _pa_softmax_row_inplace(float *y, size_t n);
+
 /* workers.c */
 typedef void (*_pa_task_fn)(void *ctx, int64_t begin, int64_t end);
 /* Run fn(ctx, b, e) over [0, n) split into contiguous parts, one per

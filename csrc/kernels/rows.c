@@ -85,6 +85,10 @@ static void pa_rows_softmax_inplace(float *restrict v, size_t n) {
     softmax_row(v, v, n);
 }
 
+void _pa_softmax_row_inplace(float *y, size_t n) {
+    pa_rows_softmax_inplace(y, n);
+}
+
 /* y = (x - mean) / sqrt(var + eps) * gamma + beta, the population
  * variance; beta may be NULL.  Clones as softmax_row's. */
 PA_INLINE void layer_norm_row(const float *x, const float *restrict g,

@@ -36,13 +36,15 @@ With ``kv_cache=MaxContext(n)`` the session instead
   the cache's first rows -- is used where it lies; any other past is
   copied into the cache once (counted in ``kv_past_copies``).
 
-What it costs: the attention runs over all n keys every step, the dead
-ones masked to weight 0 (zero rows, or rows of an earlier longer run,
-always finite), so a step's attention is O(n), not O(past).  The mask
-makes new tokens attend causally (key j <= past + i), as a decoder's own
+What it costs: an attention the import fused (``pyarena.Attention``,
+:mod:`pyarena.runtime.fusion_attention`) takes the past length as an
+input instead of the mask and reads only the live rows, query i the keys
+j <= past + i: a step's attention is O(past).  An attention left unfused
+runs over all n keys every step, the dead ones masked to weight 0 (zero
+rows, or rows of an earlier longer run, always finite): O(n).  Either
+way new tokens attend causally (key j <= past + i), as a decoder's own
 mask does.  Results match the plain loop within float rounding, not bit
-for bit: the sums run over n terms instead of past + new (the extra ones
-exactly 0).  A present stays valid until a step writes over its rows (a
+for bit.  A present stays valid until a step writes over its rows (a
 later step fed an earlier, shorter past rewrites what follows it).  A
 past longer than n - new tokens is refused (InvalidArgumentError).  One
 decode stream: the cache is the session's, and runs are serialised.
@@ -55,7 +57,8 @@ import numpy as np
 from ..errors import InvalidArgumentError, UnsupportedOpError
 from ..memory import Arena
 from ..runtime import Executor
-from ..runtime.kernels import op_fact
+from ..runtime.fusion_attention import ATTENTION
+from ..runtime.kernels import op_fact, scratch_bytes_for
 from ..runtime.slack import plan_to_run
 from . import load_model
 
@@ -146,6 +149,8 @@ def _attention_softmaxes(g, presents):
     found = {}
     for present in presents:
         for op in readers.get(present, []):
+            if op.op_type == ATTENTION:     # fused: reads the live rows itself
+                continue
             mm = [op] if op.op_type == "MatMul" else None
             if op.op_type == "Transpose":
                 mm = readers.get(op.outputs[0], [])
@@ -166,10 +171,51 @@ def _attention_softmaxes(g, presents):
     return list(found.values())
 
 
+def _fused_attentions(g, presents):
+    """The fused attentions (runtime/fusion_attention.py) whose keys are a
+    present, each given POSITION as its input 4: they read the cache's
+    live rows only, query i the keys up to the past length + i."""
+    fused = []
+    for op in g.ops:
+        if op.op_type != ATTENTION or not (op.inputs[1] in presents or
+                                           op.inputs[2] in presents):
+            continue
+        if op.inputs[1] not in presents or op.inputs[2] not in presents:
+            raise UnsupportedOpError(f"kv_cache: attention {op.name!r} reads the cache for "
+                                     f"its keys or its values only")
+        op.inputs = (op.inputs + [""])[:4] + [POSITION]
+        op.scratch_bytes = scratch_bytes_for(g, op)     # (its live form's)
+        fused.append(op)
+    return fused
+
+
+def _absorb_transposes(g):
+    """A KvCacheAppend whose new rows a Transpose makes (heads split from a
+    (batch, rows, heads, size) projection) read only by it takes the
+    Transpose's input and its ``perm``, and writes the rows through the
+    permuted view: the Transpose's copy and its op go."""
+    readers, outputs = _readers(g), set(g.outputs)
+    writer = {t: op for op in g.ops for t in op.outputs}
+    gone = set()
+    for op in g.ops:
+        if op.op_type != "pyarena.KvCacheAppend":
+            continue
+        t = writer.get(op.inputs[0])
+        if t is None or t.op_type != "Transpose" or op.inputs[0] in outputs or \
+                len(readers.get(op.inputs[0], [])) != 1 or t.attrs.get("perm") is None:
+            continue
+        del g.tensors[op.inputs[0]]
+        op.inputs[0] = t.inputs[0]
+        op.attrs["perm"] = [int(a) for a in t.attrs["perm"]]
+        gone.add(id(t))
+    g.ops = [op for op in g.ops if id(op) not in gone]
+
+
 def to_step_graph(g, pairs, rows, context):
     """Rewrite ``g`` (imported with the past ``context - rows`` long) in
     place: each pair's Concat -> KvCacheAppend(new, POSITION), its past
-    input dropped; each attention's scores + MASK before its Softmax."""
+    input dropped; each attention's scores + MASK before its Softmax (a
+    fused attention reads POSITION instead)."""
     g.add_tensor(POSITION, (1,), "int64", role="input")
     concat = {present: (past, new) for past, present, new in pairs}
     for op in g.ops:
@@ -177,8 +223,10 @@ def to_step_graph(g, pairs, rows, context):
             past, new = concat[op.outputs[0]]
             op.op_type, op.inputs, op.attrs = "pyarena.KvCacheAppend", [new, POSITION], {}
             del g.tensors[past]
+    _absorb_transposes(g)
+    fused = _fused_attentions(g, {p for _, p, _ in pairs})
     softmaxes = _attention_softmaxes(g, [p for _, p, _ in pairs])
-    if not softmaxes:
+    if not softmaxes and not fused:
         raise UnsupportedOpError(f"kv_cache: no attention over the presents "
                                  f"{[p for _, p, _ in pairs]} (MatMul of the queries with "
                                  f"the transposed keys, then a Softmax) found to mask")

@@ -34,7 +34,8 @@ time, and the tensors between the fused ops no longer exist):
   match imports those in full.
 
 A MatMul by constant weights takes the bias Add and the GELU after it
-(:mod:`.fusion_linear`).
+(:mod:`.fusion_linear`); an attention spelled out op by op (MatMul, scale,
+mask, Softmax, MatMul) becomes one fused op (:mod:`.fusion_attention`).
 
 A chain is fused only when every tensor inside it has that one reader and
 is not a graph output, and only for float32 Convs without an activation
@@ -47,6 +48,7 @@ import numpy as np
 
 from ..graph.decisions import decide
 from ..memory.mapped import release_pages
+from .fusion_attention import fuse_attention
 from .fusion_linear import fuse_linear
 from .kernels import op_fact
 
@@ -515,6 +517,7 @@ def fuse(graph, memo=None):
                 if r else 0
         removed += n
     removed += fuse_linear(G)
+    removed += fuse_attention(G)
     G.sweep()
     if removed:
         graph.validate()

@@ -330,3 +330,27 @@ def test_presents_no_attention_reads_are_refused():
     s = pyarena.InferenceSession(m.SerializeToString(), kv_cache=pyarena.MaxContext(8))
     with pytest.raises(UnsupportedOpError, match="no attention over the presents"):
         s.run(None, _feeds(np.array([[1]]), 0, empty_past(m)))
+
+
+def test_a_fused_attention_reads_only_the_live_rows(model_bytes):
+    """The import fuses each attention (pyarena.Attention): the step graph
+    feeds it the past length instead of a mask, and the cache rows past
+    the live ones are never read -- NaN written there changes nothing."""
+    kv = _session(model_bytes, 24)
+    runs = _loop(kv, np.array([[3, 1, 4]]), 2)
+    step = next(s for s in kv._kv._steps.values() if s.rows == 1)
+    fused = [op for op in step.graph.ops if op.op_type == "pyarena.Attention"]
+    assert len(fused) == LAYERS and all(op.inputs[-1] == "pyarena.kv_position" for op in fused)
+    assert "pyarena.kv_mask" not in step.graph.tensors
+    # the heads' Transposes before the cache writes are absorbed too
+    appends = [op for op in step.graph.ops if op.op_type == "pyarena.KvCacheAppend"]
+    assert len(appends) == 2 * LAYERS and all(op.attrs["perm"] == [0, 2, 1, 3]
+                                              for op in appends)
+    assert "Transpose" not in [op.op_type for op in step.graph.ops]
+    for cache in kv._kv._caches.values():
+        cache[:, :, 5:] = np.nan        # past the 3 + 1 rows written, and the next
+    runs += _loop(kv, np.array([[3, 1, 4]]), 3)[-1:]      # (rewinds: prompt, then 2 steps)
+    want = _ort_reference(model_bytes, runs[2:])
+    for (_, got), ref in zip(runs[2:], want):
+        assert np.isfinite(got["logits"]).all()
+        np.testing.assert_allclose(got["logits"], ref["logits"], rtol=0, atol=1e-5)

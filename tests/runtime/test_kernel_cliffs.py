@@ -59,6 +59,9 @@ NOT_COVERED = {
     "TensorScatter": "tiling the cache breaks its agreement with the update: no recipe yet",
     "pyarena.KvCacheAppend": "made by a kv_cache session, never in a model file: one copy "
                              "of the new rows into their slice (np.copyto)",
+    "pyarena.Attention": "made by the attention rewrite, never in a model file: one C call "
+                         "(pa_attention) or two BLAS products and the C row softmax, "
+                         "covered by tests/runtime/test_fusion_attention.py",
     "StringConcat": _STRINGS, "StringNormalizer": _STRINGS,
     "LabelEncoder": _STRINGS + "; its numeric form has no conformance case",
     "StringSplit": _STRING_LOOP, "RegexFullMatch": _STRING_LOOP,

@@ -16,7 +16,7 @@ activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
 from . import (attention_contrib, attention_gqa, branching, cast, contrib_activations, contrib_norms,  # noqa: F401
-               control, conv, deform_conv, detection, elementwise, fold_only, matmul_nbits,
+               attention_fused, control, conv, deform_conv, detection, elementwise, fold_only, matmul_nbits,
                held_loop, indexing, kv_cache, linalg, logic, ml, movement, normalization, patched, pooling,
                ort_exact, quantized, quantized_binary, quantized_contrib, quantized_conv, quantized_matmul,
                recurrent, recurrent_quant, resize, rows, sampling, sequences, spectral, strings, tfidf, tflite)  # (register)

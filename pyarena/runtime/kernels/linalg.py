@@ -119,6 +119,15 @@ class MatMul(Kernel):
         if len(xs) > 2 and xs[2] is not None:
             np.add(ys[0], xs[2], out=ys[0])
 
+    def native_call(self, xs, ys):
+        """The packed SGEMM as a ``pa_call_t`` record (a run of them and
+        of the other C kernels is one C call: a decode step's linear
+        layers, each a few microseconds of arithmetic); None on the NumPy
+        path."""
+        if self.packed is None or self.packed_ptr is None:
+            return None
+        return ("conv2d", self.desc, self.packed_ptr, nk.fptr(xs[0]), None, nk.fptr(ys[0]), ())
+
 
 @register
 class Gemm(Kernel):
