@@ -948,18 +948,41 @@ typedef enum pa_call_kind {
     PA_CALL_PRELU = 4,           /* pa_prelu(i[0] = layout, i[1] = n,
                                     i[2] = c, i[3] = spatial, a, w, y)      */
     PA_CALL_ACT = 5,             /* pa_act(params, a, y, i[0] floats)       */
-    PA_CALL_COPY = 6             /* i[0] blocks of i[1] bytes, block k from
+    PA_CALL_COPY = 6,            /* i[0] blocks of i[1] bytes, block k from
                                     a + k * i[2] to y + k * i[3] (bytes;
                                     the two may overlap, as memmove)       */
+    PA_CALL_QCONV2D = 7,         /* pa_qconv2d_run(params, w, a, y, s,
+                                    i[0] = scratch bytes)                  */
+    PA_CALL_QBINARY = 8,         /* pa_qbinary(params, a, b, y)             */
+    PA_CALL_QLOOKUP = 9,         /* pa_qlookup(w = the table, a, y, i[0] =
+                                    blocks, i[1] = block_len, i[2] =
+                                    x_stride, i[3] = y_stride)             */
+    PA_CALL_QUANTIZE = 10,       /* pa_quantize_linear(params' type, a, y,
+                                    i[0] = n, params' scale, zero point,
+                                    y_min, y_max)                          */
+    PA_CALL_DEQUANTIZE = 11      /* pa_dequantize_linear(params' type, a, y,
+                                    i[0] = n, params' scale, zero point)   */
 } pa_call_kind_t;
+
+/* A per-tensor affine quantization as a call record's params (QUANTIZE,
+ * DEQUANTIZE): the 8-bit type, scale, zero point and output clamp
+ * (y_min / y_max: QUANTIZE only). */
+typedef struct pa_qaffine {
+    pa_qtype_t type;
+    float scale;
+    int32_t zero_point, y_min, y_max;
+} pa_qaffine_t;
 
 typedef struct pa_call {
     pa_call_kind_t kind;
-    const void *params;     /* pa_conv2d_t, pa_pool2d_t or pa_act_params_t */
-    const float *w;         /* packed weights (CONV2D*), slopes (PRELU)    */
-    const void *a, *b;      /* the input; b: the residual                  */
+    const void *params;     /* pa_conv2d_t, pa_pool2d_t, pa_act_params_t,
+                               pa_qconv2d_t, pa_qbinary_t or pa_qaffine_t  */
+    const float *w;         /* packed weights (CONV2D*; QCONV2D: its bytes),
+                               slopes (PRELU), the table (QLOOKUP: bytes)   */
+    const void *a, *b;      /* the input; b: the residual or second operand */
     void *y;                /* the output                                  */
     int64_t i[4];
+    void *s;                /* the workspace (QCONV2D), or NULL            */
 } pa_call_t;
 
 /* Run calls[0 .. n) in order, each as its kernel would run alone.  Stops

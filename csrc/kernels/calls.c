@@ -6,6 +6,9 @@
  * lays the calls out once as pa_call_t records (pointers into its planned
  * buffers) and runs them all here; a call is exactly the public kernel it
  * names, so a list gives bit for bit what the calls one by one give.
+ * The Executor batches runs of whole-op calls the same way, the 8-bit
+ * kernels of a quantized model among them (convolution, Add / Mul,
+ * lookups, (de)quantization).
  */
 #include "internal.h"
 
@@ -33,6 +36,16 @@ static pa_status_t copy_blocks(const pa_call_t *s) {
     return PA_OK;
 }
 
+static pa_status_t qaffine(const pa_call_t *s) {
+    const pa_qaffine_t *p = s->params;
+    if (!p)
+        return PA_ERR_INVALID;
+    if (s->kind == PA_CALL_QUANTIZE)
+        return pa_quantize_linear(p->type, s->a, s->y, s->i[0], p->scale, p->zero_point,
+                                  p->y_min, p->y_max);
+    return pa_dequantize_linear(p->type, s->a, s->y, s->i[0], p->scale, p->zero_point);
+}
+
 static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
     switch (s->kind) {
     case PA_CALL_CONV2D:
@@ -54,6 +67,18 @@ static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
         return pa_act(s->params, s->a, s->y, (size_t)s->i[0], workers);
     case PA_CALL_COPY:
         return copy_blocks(s);
+    case PA_CALL_QCONV2D:
+        if (s->i[0] < 0)
+            return PA_ERR_INVALID;
+        return pa_qconv2d_run(s->params, s->w, s->a, s->y, s->s, (size_t)s->i[0], workers);
+    case PA_CALL_QBINARY:
+        return pa_qbinary(s->params, s->a, s->b, s->y);
+    case PA_CALL_QLOOKUP:
+        return pa_qlookup((const uint8_t *)s->w, s->a, s->y, s->i[0], s->i[1], s->i[2],
+                          s->i[3]);
+    case PA_CALL_QUANTIZE:
+    case PA_CALL_DEQUANTIZE:
+        return qaffine(s);
     }
     return PA_ERR_INVALID;
 }

@@ -18,10 +18,11 @@
  * near the int32 limits wraps, as in onnxruntime, rather than overflowing).
  *
  * Depthwise path (groups = c_in = c_out > 1, at most PA_DW_MAX_TAPS taps):
- * the packed weights are the centred int16 values w - w_zp, and each
- * output accumulates (x - x_zp) * (w - w_zp) over the taps inside the
- * image (a tap in the padding adds 0): per pixel over the channels
- * (NHWC) or per output row over the pixels (NCHW).
+ * the packed weights are the centred int16 values w - w_zp, tap-major,
+ * and each output accumulates (x - x_zp) * (w - w_zp) over the taps (a
+ * tap in the padding adds 0): per band of output rows the input rows are
+ * centred into int16 pixel-major rows with zero padding, then each pixel
+ * sums its taps over a block of channels (both layouts; see the path).
  *
  * The requantization is onnxruntime's MlasRequantizeOutput
  * (onnxruntime/core/mlas/lib/quantize.cpp): float(acc) * scale, clamped
@@ -94,6 +95,7 @@ static qc_dims_t qc_dims(const pa_qconv2d_t *q) {
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 static size_t nchw_copy_bytes(const pa_qconv2d_t *q);
+static size_t dw_scratch_bytes(const pa_qconv2d_t *q);
 
 /* Packed GEMM weights: per group and block [kq][QC_NR][4] bytes, then four
  * arrays of G * nbk * QC_NR lanes (bias, column sums, weight zero points:
@@ -135,10 +137,8 @@ static int64_t qc_block(const pa_qconv2d_t *q, const qc_dims_t *d) {
 size_t pa_qconv2d_scratch_size(const pa_qconv2d_t *q) {
     if (!qc_valid(q))
         return (size_t)-1;
-    if (qc_depthwise(q)) {
-        int64_t n = q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out;
-        return (size_t)n * 4;
-    }
+    if (qc_depthwise(q))
+        return dw_scratch_bytes(q);
     qc_dims_t d = qc_dims(q);
     int64_t mb = qc_block(q, &d);
     size_t sums = round64((size_t)mb * 4) + nchw_copy_bytes(q);
@@ -174,11 +174,10 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
         int16_t *wc = (int16_t *)packed;
         int32_t *b = (int32_t *)((char *)packed + round64((size_t)(C * taps) * 2));
         float *s = (float *)(b + round64((size_t)C * 4) / 4);
-        int nhwc = q->conv.layout == PA_LAYOUT_NHWC;
         for (int64_t c = 0; c < C; c++) {
             int32_t z = w_zp ? w_zp[c] : 0;
-            for (int64_t t = 0; t < taps; t++)        /* OHWI: [c][t][0] */
-                wc[nhwc ? t * C + c : c * taps + t] = (int16_t)(weight_at(q, weight, c * taps + t) - z);
+            for (int64_t t = 0; t < taps; t++)        /* OHWI: [c][t][0] -> [t][c] */
+                wc[t * C + c] = (int16_t)(weight_at(q, weight, c * taps + t) - z);
             b[c] = bias ? bias[c] : 0;
             s[c] = scale ? scale[c] : 0.0f;
         }
@@ -557,6 +556,272 @@ static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x
 
 /* -- the depthwise path ------------------------------------------------------ */
 
+/* Per band of output rows, the input rows it reads are laid out once as
+ * int16 values x - x_zp, pixel-major (channels innermost, as NHWC) with
+ * the padding written as 0 -- an NCHW input is transposed on the way in --
+ * so every output pixel is, per channel block, a sum over the taps of
+ * int16 x int16 products with no bounds test: a register tile of QC_NR
+ * channels kept over all the taps, then requantized and stored (NHWC: a
+ * run of channels; NCHW: one byte per plane). */
+
+/* Input bytes of one band (the pixel-major int16 rows it reads), at most
+ * this many unless one output row needs more. */
+#define QC_DW_BAND_BYTES (256 << 10)
+/* The most bytes of one output row's input rows the band path lays out. */
+#define QC_DW_BAND_MAX (16 << 20)
+/* The row path (dw_nchw: per output row and tap, QC_NR columns at a
+ * time, no transposition) takes NCHW convolutions of fewer channels than
+ * QC_DW_ROW_MAX_C (a pixel's channel blocks are too short for the band
+ * path) whose output rows have at least QC_DW_ROW_MIN columns (narrower
+ * rows spend more on the edges than on the interior). */
+#define QC_DW_ROW_MIN 48
+#define QC_DW_ROW_MAX_C 32
+
+typedef struct qc_dw_geo {
+    int64_t wp;         /* the band's row width: the columns the taps read */
+    int64_t rows;       /* output rows per band */
+    int64_t rows_in;    /* input rows of a full band */
+} qc_dw_geo_t;
+
+static int64_t dw_rows_in(const pa_conv2d_t *c, int64_t rows) {
+    return (rows - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+}
+
+/* The band path's geometry; rows 0 where one output row's input rows
+ * would take more than QC_DW_BAND_MAX bytes (a large dilation or stride:
+ * the pixel paths take those). */
+static qc_dw_geo_t dw_geo(const pa_qconv2d_t *q) {
+    const pa_conv2d_t *c = &q->conv;
+    qc_dw_geo_t g = {0, 0, 0};
+    int64_t a, b, row, all;
+    if (c->w_out < 1 || c->h_out < 1 || __builtin_mul_overflow(c->w_out - 1, c->sw, &a) ||
+        __builtin_mul_overflow(c->kw - 1, c->dw, &b) || __builtin_add_overflow(a, b + 1, &g.wp) ||
+        __builtin_mul_overflow(g.wp, c->c_in * 2, &row) ||
+        __builtin_mul_overflow(c->kh - 1, c->dh, &a) || __builtin_mul_overflow(a + 1, row, &all) ||
+        all > QC_DW_BAND_MAX)
+        return g;
+    g.rows = 1;
+    while (g.rows < c->h_out && dw_rows_in(c, g.rows + 1) * row <= QC_DW_BAND_BYTES)
+        g.rows++;
+    g.rows_in = dw_rows_in(c, g.rows);
+    return g;
+}
+
+/* An NCHW convolution whose output rows are wide enough for the row path
+ * (runs of QC_NR output columns per tap, no transposition). */
+static int dw_by_rows(const pa_qconv2d_t *q) {
+    return q->conv.layout == PA_LAYOUT_NCHW && q->conv.w_out >= QC_DW_ROW_MIN &&
+           q->conv.c_in < QC_DW_ROW_MAX_C;
+}
+
+static size_t dw_scratch_bytes(const pa_qconv2d_t *q) {
+    qc_dw_geo_t g = dw_geo(q);
+    if (dw_by_rows(q) || !g.rows)        /* the pixel and row paths' accumulators */
+        return (size_t)(q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out) * 4;
+    return (size_t)(g.rows_in * g.wp * q->conv.c_in) * 2;
+}
+
+/* The band's input rows from input row ih0 on (rows before 0 or past the
+ * image, and the padding columns, as 0). */
+PA_MULTIVERSION
+static void dw_fill(const pa_qconv2d_t *q, const qc_dw_geo_t *g, const uint8_t *img,
+                    int64_t ih0, int64_t nrows, int16_t *restrict buf) {
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in, wp = g->wp;
+    const int16_t zp = (int16_t)q->x_zp;
+    const int sgn = q->x_type == PA_Q_S8, nchw = c->layout == PA_LAYOUT_NCHW;
+    memset(buf, 0, (size_t)(nrows * wp * C) * 2);
+    /* the image's columns iw in [0, cols) land at column pad_left + iw */
+    int64_t cols = wp - c->pad_left < c->w ? wp - c->pad_left : c->w;
+    int64_t iw0 = c->pad_left < 0 ? -c->pad_left : 0;
+    for (int64_t b = 0; b < nrows; b++) {
+        int64_t ih = ih0 + b;
+        if (ih < 0 || ih >= c->h)
+            continue;
+        for (int64_t iw = iw0; iw < cols; iw++) {
+            int16_t *d = buf + (b * wp + c->pad_left + iw) * C;
+            if (nchw) {
+                const uint8_t *s = img + ih * c->w + iw;
+                const int64_t plane = c->h * c->w;
+                if (sgn)
+                    for (int64_t ch = 0; ch < C; ch++)
+                        d[ch] = (int16_t)((int8_t)s[ch * plane] - zp);
+                else
+                    for (int64_t ch = 0; ch < C; ch++)
+                        d[ch] = (int16_t)(s[ch * plane] - zp);
+            } else {
+                const uint8_t *s = img + (ih * c->w + iw) * C;
+                if (sgn)
+                    PA_MAP(d, (size_t)C, k, (int16_t)((int8_t)s[k] - zp));
+                else
+                    PA_MAP(d, (size_t)C, k, (int16_t)(s[k] - zp));
+            }
+        }
+    }
+}
+
+/* Output channels [ch, ch + n) of one pixel: acc = bias + sum over the
+ * taps of src[off[t] + l] * w[t * C + l] (modulo 2^32), then stored. */
+PA_INLINE void dw_pixel_store(const pa_qconv2d_t *q, const qc_out_t *o, void *y, int64_t at,
+                              int64_t step, const uint32_t *acc, const float *scale, int n) {
+    if (o->type == PA_Q_S32) {
+        for (int l = 0; l < n; l++)
+            ((int32_t *)y)[at + l * step] = (int32_t)acc[l];
+        return;
+    }
+    uint8_t t[QC_NR];
+    for (int l = 0; l < QC_NR; l++)
+        t[l] = (uint8_t)qc_requant((int32_t)acc[l], scale[l], o);
+    uint8_t *d = (uint8_t *)y + at;
+    if (step == 1)
+        memcpy(d, t, (size_t)n);
+    else
+        for (int l = 0; l < n; l++)
+            d[l * step] = t[l];
+    (void)q;
+}
+
+PA_MULTIVERSION
+static void dw_band(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
+                    const float *scale, const int16_t *buf, const int64_t *off, int64_t wp,
+                    int64_t r0, int64_t r1, int64_t n, void *y) {
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in, Wo = c->w_out, Ho = c->h_out;
+    const int nchw = c->layout == PA_LAYOUT_NCHW;
+    const qc_out_t o = qc_out(q);
+    for (int64_t oh = r0; oh < r1; oh++) {
+        /* the kernel rows inside the image (the others read zeros): taps
+         * [t0, t1) */
+        int64_t i0 = 0, i1 = c->kh, top = oh * c->sh - c->pad_top;
+        while (i0 < i1 && top + i0 * c->dh < 0)
+            i0++;
+        while (i1 > i0 && top + (i1 - 1) * c->dh >= c->h)
+            i1--;
+        const int64_t t0 = i0 * c->kw, t1 = i1 * c->kw;
+        for (int64_t ow = 0; ow < Wo; ow++) {
+            const int16_t *px = buf + ((oh - r0) * c->sh * wp + ow * c->sw) * C;
+            /* the pixel's first channel in y, and the step between channels */
+            int64_t at = nchw ? (n * C * Ho + oh) * Wo + ow : ((n * Ho + oh) * Wo + ow) * C;
+            int64_t step = nchw ? Ho * Wo : 1;
+            for (int64_t ch = 0; ch < C; ch += QC_NR) {
+                uint32_t acc[QC_NR];
+                float sc[QC_NR];
+                if (ch + QC_NR <= C) {
+                    for (int l = 0; l < QC_NR; l++)
+                        acc[l] = (uint32_t)bias[ch + l];
+                    for (int64_t t = t0; t < t1; t++) {
+                        const int16_t *s = px + off[t] + ch, *w = wc + t * C + ch;
+                        for (int l = 0; l < QC_NR; l++)
+                            acc[l] += (uint32_t)((int32_t)s[l] * (int32_t)w[l]);
+                    }
+                    for (int l = 0; l < QC_NR; l++)
+                        sc[l] = scale[ch + l];
+                    dw_pixel_store(q, &o, y, at + ch * step, step, acc, sc, QC_NR);
+                } else {
+                    int m = (int)(C - ch);
+                    for (int l = 0; l < QC_NR; l++) {
+                        acc[l] = l < m ? (uint32_t)bias[ch + l] : 0;
+                        sc[l] = l < m ? scale[ch + l] : 0.0f;
+                    }
+                    for (int64_t t = t0; t < t1; t++) {
+                        const int16_t *s = px + off[t] + ch, *w = wc + t * C + ch;
+                        for (int l = 0; l < m; l++)
+                            acc[l] += (uint32_t)((int32_t)s[l] * (int32_t)w[l]);
+                    }
+                    dw_pixel_store(q, &o, y, at + ch * step, step, acc, sc, m);
+                }
+            }
+        }
+    }
+}
+
+/* One output row's accumulators plus the taps of one input row:
+ * acc[ow] += (x[ow * sw + shift] - zp) * wv for ow in [lo, hi), in tiles
+ * of QC_NR (a trip count the compiler knows: vectorised at -O2). */
+#define QC_DW_ROW(NAME, T)                                                               \
+    PA_MULTIVERSION                                                                      \
+    static void NAME(int32_t *restrict acc, const T *restrict row, int64_t lo, int64_t hi, \
+                     int64_t sw, int64_t shift, int32_t zp, int32_t wv) {                 \
+        int64_t ow = lo;                                                                 \
+        if (sw == 1)                                                                     \
+            for (; ow + QC_NR <= hi; ow += QC_NR) {                                      \
+                const T *r = row + ow + shift;                                           \
+                for (int t = 0; t < QC_NR; t++)                                          \
+                    acc[ow + t] = (int32_t)((uint32_t)acc[ow + t] +                      \
+                                            (uint32_t)(((int32_t)r[t] - zp) * wv));      \
+            }                                                                            \
+        for (; ow < hi; ow++)                                                            \
+            acc[ow] = (int32_t)((uint32_t)acc[ow] +                                      \
+                                (uint32_t)(((int32_t)row[ow * sw + shift] - zp) * wv));  \
+    }
+QC_DW_ROW(dw_row_u8, uint8_t)
+QC_DW_ROW(dw_row_s8, int8_t)
+#undef QC_DW_ROW
+
+static void dw_row(int32_t *acc, const uint8_t *row, int64_t lo, int64_t hi, int64_t sw,
+                   int64_t shift, int32_t zp, int32_t wv, int sgn) {
+    if (sgn)
+        dw_row_s8(acc, (const int8_t *)row, lo, hi, sw, shift, zp, wv);
+    else
+        dw_row_u8(acc, row, lo, hi, sw, shift, zp, wv);
+}
+
+static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
+                    const float *scale, const uint8_t *x, void *y, int32_t *acc,
+                    _pa_qc_dw_fn interior) {
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in, Wo = c->w_out;
+    const int sgn = q->x_type == PA_Q_S8;
+    const int32_t zp = q->x_zp;
+    qc_out_t o = qc_out(q);
+    /* the interior columns (every tap inside the row: the first tap's left
+     * edge, the last one's right edge), all taps at once where a variant
+     * has a kernel for them; the others tap by tap */
+    const int64_t last = (c->kw - 1) * c->dw - c->pad_left;
+    int64_t ilo = (c->pad_left + c->sw - 1) / c->sw;
+    int64_t ihi = c->w - 1 - last < 0 ? 0 : (c->w - 1 - last) / c->sw + 1;
+    ihi = ihi < Wo ? ihi : Wo;
+    if (!interior || c->sw > 2 || ilo >= ihi)
+        ilo = ihi = 0;
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            const uint8_t *plane = x + (n * C + ch) * c->h * c->w;
+            for (int64_t oh = 0; oh < c->h_out; oh++) {
+                for (int64_t ow = 0; ow < Wo; ow++)
+                    acc[ow] = bias[ch];
+                const uint8_t *rows[PA_DW_MAX_TAPS];
+                int32_t wr[PA_DW_MAX_TAPS];
+                int64_t nr = 0;
+                for (int64_t i = 0; i < c->kh; i++) {
+                    int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
+                    if (ih < 0 || ih >= c->h)
+                        continue;
+                    const uint8_t *row = plane + ih * c->w;
+                    rows[nr] = row;
+                    for (int64_t j = 0; j < c->kw; j++) {
+                        int32_t wv = wc[(i * c->kw + j) * C + ch];
+                        wr[nr * c->kw + j] = wv;
+                        int64_t shift = j * c->dw - c->pad_left;   /* iw = ow * sw + shift */
+                        int64_t lo = shift >= 0 ? 0 : (-shift + c->sw - 1) / c->sw;
+                        int64_t hi = c->w - 1 - shift < 0 ? 0 : (c->w - 1 - shift) / c->sw + 1;
+                        hi = hi < Wo ? hi : Wo;
+                        /* the columns outside the interior [ilo, ihi) */
+                        int64_t e0 = hi < ilo ? hi : ilo, e1 = lo > ihi ? lo : ihi;
+                        if (lo < e0)
+                            dw_row(acc, row, lo, e0, c->sw, shift, zp, wv, sgn);
+                        if (e1 < hi)
+                            dw_row(acc, row, e1, hi, c->sw, shift, zp, wv, sgn);
+                    }
+                    nr++;
+                }
+                if (ilo < ihi && nr)
+                    interior(acc, rows, wr, nr, c->kw, c->dw, c->sw, -c->pad_left, ilo, ihi, zp,
+                             sgn);
+                int64_t base = ((n * C + ch) * c->h_out + oh) * Wo;
+                dw_store(y, base, acc, Wo, scale[ch], &o);
+            }
+        }
+}
 
 PA_MULTIVERSION
 static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
@@ -596,104 +861,34 @@ static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
             }
 }
 
-/* One output row's accumulators plus the taps of one input row:
- * acc[ow] += (x[ow * sw + shift] - zp) * wv for ow in [lo, hi), in tiles
- * of QC_NR (a trip count the compiler knows: vectorised at -O2). */
-#define QC_DW_ROW(NAME, T)                                                               \
-    PA_MULTIVERSION                                                                      \
-    static void NAME(int32_t *restrict acc, const T *restrict row, int64_t lo, int64_t hi, \
-                     int64_t sw, int64_t shift, int32_t zp, int32_t wv) {                 \
-        int64_t ow = lo;                                                                 \
-        if (sw == 1)                                                                     \
-            for (; ow + QC_NR <= hi; ow += QC_NR) {                                      \
-                const T *r = row + ow + shift;                                           \
-                for (int t = 0; t < QC_NR; t++)                                          \
-                    acc[ow + t] = (int32_t)((uint32_t)acc[ow + t] +                      \
-                                            (uint32_t)(((int32_t)r[t] - zp) * wv));      \
-            }                                                                            \
-        for (; ow < hi; ow++)                                                            \
-            acc[ow] = (int32_t)((uint32_t)acc[ow] +                                      \
-                                (uint32_t)(((int32_t)row[ow * sw + shift] - zp) * wv));  \
-    }
-QC_DW_ROW(dw_row_u8, uint8_t)
-QC_DW_ROW(dw_row_s8, int8_t)
-#undef QC_DW_ROW
-
-static void dw_row(int32_t *acc, const uint8_t *row, int64_t lo, int64_t hi, int64_t sw,
-                   int64_t shift, int32_t zp, int32_t wv, int sgn) {
-    if (sgn)
-        dw_row_s8(acc, (const int8_t *)row, lo, hi, sw, shift, zp, wv);
-    else
-        dw_row_u8(acc, row, lo, hi, sw, shift, zp, wv);
-}
-
-static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
-                    const float *scale, const uint8_t *x, void *y, int32_t *acc,
-                    _pa_qc_dw_fn interior) {
-    const pa_conv2d_t *c = &q->conv;
-    const int64_t C = c->c_in, taps = c->kh * c->kw, Wo = c->w_out;
-    const int sgn = q->x_type == PA_Q_S8;
-    const int32_t zp = q->x_zp;
-    qc_out_t o = qc_out(q);
-    /* the interior columns (every tap inside the row: the first tap's left
-     * edge, the last one's right edge), all taps at once where a variant
-     * has a kernel for them; the others tap by tap */
-    const int64_t last = (c->kw - 1) * c->dw - c->pad_left;
-    int64_t ilo = (c->pad_left + c->sw - 1) / c->sw;
-    int64_t ihi = c->w - 1 - last < 0 ? 0 : (c->w - 1 - last) / c->sw + 1;
-    ihi = ihi < Wo ? ihi : Wo;
-    if (!interior || c->sw > 2 || ilo >= ihi)
-        ilo = ihi = 0;
-    for (int64_t n = 0; n < c->n; n++)
-        for (int64_t ch = 0; ch < C; ch++) {
-            const uint8_t *plane = x + (n * C + ch) * c->h * c->w;
-            for (int64_t oh = 0; oh < c->h_out; oh++) {
-                for (int64_t ow = 0; ow < Wo; ow++)
-                    acc[ow] = bias[ch];
-                const uint8_t *rows[PA_DW_MAX_TAPS];
-                int32_t wr[PA_DW_MAX_TAPS];
-                int64_t nr = 0;
-                for (int64_t i = 0; i < c->kh; i++) {
-                    int64_t ih = oh * c->sh - c->pad_top + i * c->dh;
-                    if (ih < 0 || ih >= c->h)
-                        continue;
-                    const uint8_t *row = plane + ih * c->w;
-                    rows[nr] = row;
-                    for (int64_t j = 0; j < c->kw; j++) {
-                        int32_t wv = wc[ch * taps + i * c->kw + j];
-                        wr[nr * c->kw + j] = wv;
-                        int64_t shift = j * c->dw - c->pad_left;   /* iw = ow * sw + shift */
-                        int64_t lo = shift >= 0 ? 0 : (-shift + c->sw - 1) / c->sw;
-                        int64_t hi = c->w - 1 - shift < 0 ? 0 : (c->w - 1 - shift) / c->sw + 1;
-                        hi = hi < Wo ? hi : Wo;
-                        /* the columns outside the interior [ilo, ihi) */
-                        int64_t e0 = hi < ilo ? hi : ilo, e1 = lo > ihi ? lo : ihi;
-                        if (lo < e0)
-                            dw_row(acc, row, lo, e0, c->sw, shift, zp, wv, sgn);
-                        if (e1 < hi)
-                            dw_row(acc, row, e1, hi, c->sw, shift, zp, wv, sgn);
-                    }
-                    nr++;
-                }
-                if (ilo < ihi && nr)
-                    interior(acc, rows, wr, nr, c->kw, c->dw, c->sw, -c->pad_left, ilo, ihi, zp,
-                             sgn);
-                int64_t base = ((n * C + ch) * c->h_out + oh) * Wo;
-                dw_store(y, base, acc, Wo, scale[ch], &o);
-            }
-        }
-}
-
 static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
                    void *scratch, _pa_qc_dw_fn interior) {
-    const int64_t C = q->conv.c_in, taps = q->conv.kh * q->conv.kw;
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in, taps = c->kh * c->kw;
     const int16_t *wc = (const int16_t *)packed;
     const int32_t *bias = (const int32_t *)((const char *)packed + round64((size_t)(C * taps) * 2));
     const float *scale = (const float *)(bias + round64((size_t)C * 4) / 4);
-    if (q->conv.layout == PA_LAYOUT_NHWC)
-        dw_nhwc(q, wc, bias, scale, x, y, (int32_t *)scratch);
-    else
+    const qc_dw_geo_t g = dw_geo(q);
+    if (dw_by_rows(q) || (!g.rows && q->conv.layout == PA_LAYOUT_NCHW)) {
         dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch, interior);
+        return;
+    }
+    if (!g.rows) {
+        dw_nhwc(q, wc, bias, scale, x, y, (int32_t *)scratch);
+        return;
+    }
+    int64_t off[PA_DW_MAX_TAPS];
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t j = 0; j < c->kw; j++)
+            off[i * c->kw + j] = (i * c->dh * g.wp + j * c->dw) * C;
+    const int64_t img_bytes = C * c->h * c->w;
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t r0 = 0; r0 < c->h_out; r0 += g.rows) {
+            int64_t r1 = r0 + g.rows < c->h_out ? r0 + g.rows : c->h_out;
+            dw_fill(q, &g, x + n * img_bytes, r0 * c->sh - c->pad_top, dw_rows_in(c, r1 - r0),
+                    (int16_t *)scratch);
+            dw_band(q, wc, bias, scale, (const int16_t *)scratch, off, g.wp, r0, r1, n, y);
+        }
 }
 
 /* -- runs ----------------------------------------------------------------- */

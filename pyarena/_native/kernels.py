@@ -89,7 +89,10 @@ def pool2d(*, nhwc, n, c, h, w, h_out, w_out, kh, kw, sh, sw, pads, count_includ
 #: call kind name -> pa_call_kind_t
 CALL = {"conv2d": lib.PA_CALL_CONV2D, "conv2d_residual": lib.PA_CALL_CONV2D_RESIDUAL,
         "maxpool": lib.PA_CALL_MAXPOOL, "avgpool": lib.PA_CALL_AVGPOOL,
-        "prelu": lib.PA_CALL_PRELU, "act": lib.PA_CALL_ACT, "copy": lib.PA_CALL_COPY}
+        "prelu": lib.PA_CALL_PRELU, "act": lib.PA_CALL_ACT, "copy": lib.PA_CALL_COPY,
+        "qconv2d": lib.PA_CALL_QCONV2D, "qbinary": lib.PA_CALL_QBINARY,
+        "qlookup": lib.PA_CALL_QLOOKUP, "quantize": lib.PA_CALL_QUANTIZE,
+        "dequantize": lib.PA_CALL_DEQUANTIZE}
 
 
 def _inner_axis(a):
@@ -145,10 +148,11 @@ def _address(p):
 
 class CallList:
     """Native kernel calls run in order by one ``pa_calls_run``.  Each
-    record is ``(kind, params, w, a, b, y, sizes)``: a :data:`CALL` name,
-    the kernel's descriptor (a cffi pointer or None), its weights, input,
-    second input and output (cffi pointers, NumPy arrays -- their first
-    element, strided views too -- or None), and up to four sizes; the
+    record is ``(kind, params, w, a, b, y, sizes)`` or ``(..., sizes, s)``:
+    a :data:`CALL` name, the kernel's descriptor (a cffi pointer or None),
+    its weights, input, second input and output (cffi pointers, NumPy
+    arrays -- their first element, strided views too -- or None), up to
+    four sizes and its workspace (likewise, or None); the
     records, and so what their pointers point into, are kept alive here --
     unless ``hold`` is given: then only ``hold`` is, and the caller keeps
     alive everything else the pointers point into (a patched stage's
@@ -161,11 +165,12 @@ class CallList:
         self.arr = ffi.new("pa_call_t[]", max(self.n, 1))
         self.kinds = [r[0] for r in records]
         self.keep = records if hold is None else hold
-        for call, (kind, params, w, a, b, y, sizes) in zip(self.arr, records):
+        for call, (kind, params, w, a, b, y, sizes, *s) in zip(self.arr, records):
             call.kind = CALL[kind]
             call.params = NULL if params is None else params
-            call.w = NULL if w is None else w
+            call.w = NULL if w is None else ffi.cast("const float *", _address(w))
             call.a, call.b, call.y = _address(a), _address(b), _address(y)
+            call.s = _address(s[0]) if s else NULL
             for j, v in enumerate(sizes):
                 call.i[j] = int(v)
         self.failed = ffi.new("size_t *")

@@ -12,7 +12,7 @@ import numpy as np
 from . import check, ffi, lib
 
 __all__ = ["QTYPES", "ADD", "MUL", "bptr", "qbinary", "run_qbinary", "lookup",
-           "quantize_linear", "dequantize_linear", "global_avgpool"]
+           "quantize_linear", "dequantize_linear", "qaffine", "global_avgpool"]
 
 #: 8-bit dtype -> pa_qtype_t
 QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8}
@@ -37,6 +37,14 @@ def qbinary(*, op, dtype, scales, zero_points, clamp, loops, a_strides, b_stride
         "outer": loops[0], "middle": loops[1], "inner": loops[2],
         "a_outer": a_strides[0], "a_middle": a_strides[1], "a_inner": a_strides[2],
         "b_outer": b_strides[0], "b_middle": b_strides[1], "b_inner": b_strides[2]})
+
+
+def qaffine(dtype, scale, zero_point, y_min=0, y_max=0):
+    """A ``pa_qaffine_t *`` (a quantize / dequantize call record's
+    parameters)."""
+    return ffi.new("pa_qaffine_t *", {
+        "type": QTYPES[np.dtype(dtype)], "scale": float(scale),
+        "zero_point": int(zero_point), "y_min": int(y_min), "y_max": int(y_max)})
 
 
 def run_qbinary(desc, a, b, y):

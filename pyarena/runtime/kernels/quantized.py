@@ -70,9 +70,17 @@ class QuantizeLinear(QuantKernel):
         if self.native:
             self.n = math.prod(xs)
             self.scratch = []
+            self.params = qnative.qaffine(self.outs[0].dtype, self.scale, self.zp, self.lo,
+                                          self.hi)
             return
         self.rows = self.rows_per_chunk(shape, 4)
         self.scratch = [((self.rows,) + tuple(shape[1:]), np.float32)]
+
+    def native_call(self, xs, ys):
+        """The native run as one call record, or None."""
+        if not self.native or self._act is not None:
+            return None
+        return ("quantize", self.params, None, xs[0], None, ys[0], (self.n,))
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]
@@ -106,6 +114,14 @@ class DequantizeLinear(QuantKernel):
         _scale_zero_point(self, "x", self.dtype)
         self.native = _native_8bit(self, self.ins[0].dtype, self.dtype) or None
         self.n = math.prod(self.shape(0))
+        if self.native:
+            self.params = qnative.qaffine(self.ins[0].dtype, self.scale, self.zp)
+
+    def native_call(self, xs, ys):
+        """The native run as one call record, or None."""
+        if not self.native or self._act is not None:
+            return None
+        return ("dequantize", self.params, None, xs[0], None, ys[0], (self.n,))
 
     def run(self, xs, ys, sc):
         x, y = xs[0], ys[0]

@@ -137,12 +137,22 @@ class _QBinary(QuantKernel):
         consts = [None if c is None else qnative.bptr(c) for c in self.consts]
         if not self.total:
             return lambda xs, ys: None
+        self.desc, self.const_ptrs = desc, consts
 
         def run(xs, ys):
             a = consts[0] if consts[0] is not None else qnative.bptr(xs[0])
             b = consts[1] if consts[1] is not None else qnative.bptr(xs[3])
             qnative.run_qbinary(desc, a, b, qnative.bptr(ys[0]))
         return run
+
+    def native_call(self, xs, ys):
+        """The native run as one call record, or None."""
+        if self.native is None or not self.total or self._act is not None:
+            return None
+        c = self.const_ptrs
+        a = c[0] if c[0] is not None else xs[0]
+        b = c[1] if c[1] is not None else xs[3]
+        return ("qbinary", self.desc, None, a, b, ys[0], ())
 
     def run(self, xs, ys, sc):
         if self.native is not None:

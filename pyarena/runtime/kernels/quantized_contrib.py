@@ -91,6 +91,12 @@ class _QTable(QuantKernel):
         self.table = self.keep(table.view(np.uint8))
         self.scratch = lookup_scratch(self, math.prod(self.shape(0)))
 
+    def native_call(self, xs, ys):
+        """The native lookup as one call record, or None."""
+        if not self.native or self._act is not None:
+            return None
+        return ("qlookup", None, self.table, xs[0], None, ys[0], (1, xs[0].size, 0, 0))
+
     def run(self, xs, ys, sc):
         self.idx = sc[0] if sc else None
         table_lookup(self, self.table, xs[0], ys[0].view(np.uint8))
@@ -333,6 +339,12 @@ class QLinearLookup(QuantKernel):
         self.native = self.use_native and np.dtype(self.outs[0].dtype).itemsize == 1 or None
         self.chunk = self.step_items(8, total)
         self.scratch = [] if self.native else [((self.chunk,), np.intp)]
+
+    def native_call(self, xs, ys):
+        """The native run as one call record, or None."""
+        if not self.native or self._act is not None:
+            return None
+        return ("qlookup", None, self.table, xs[0], None, ys[0], (1, xs[0].size, 0, 0))
 
     def run(self, xs, ys, sc):
         if self.native:

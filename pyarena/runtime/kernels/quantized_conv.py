@@ -159,6 +159,18 @@ class _QConv(Spatial, QuantKernel):
                     np.add(out, bias[:, c0:c1], out=out)
                     self.store(out, yg[:, c0:c1], c0, c1)
 
+    def native_call_scratch(self, xs, ys, sc):
+        """The native run as one call record (a constant input zero point:
+        the descriptor holds it), or None."""
+        if self.native is None or self.xzp_input is not None or self._act is not None:
+            return None
+        return self.native.call(self.x4(xs[0]), self.y4(ys[0]), sc)
+
+    def native_call(self, xs, ys):
+        if self.native is None or self.native.scratch_bytes:
+            return None
+        return self.native_call_scratch(xs, ys, None)
+
     def run_depthwise(self, x, y, pbuf, tmp, wf, acc, bias):
         C, Wo, kk = self.c_in, self.Wo, self.kh * self.kw
         w = wf.reshape(C, kk)

@@ -74,7 +74,8 @@ def try_native(k, w, wzp, bias, xzp):
 
 class QConvNative:
     """One ``pa_qconv2d_run`` call per run over the whole tensor; the
-    weights packed once into the weights arena."""
+    weights packed once into the weights arena; also one ``pa_call_t``
+    record (:meth:`call`)."""
 
     def __init__(self, k, desc, size, scratch, w, wzp, bias, mult):
         self.kernel, self.desc, self.scratch_bytes = k, desc, scratch
@@ -99,3 +100,8 @@ class QConvNative:
         s = sc[0] if sc else None
         xp, yp, sp = self.ptrs(x, y, s)
         nq.run(self.desc, self.packed_ptr, xp, yp, sp, self.scratch_bytes, k.workers)
+
+    def call(self, x, y, sc):
+        """The run on ``x`` into ``y`` (a constant input zero point) with
+        workspace ``sc`` (None without one) as a call record."""
+        return ("qconv2d", self.desc, self.packed_ptr, x, None, y, (self.scratch_bytes,), sc)

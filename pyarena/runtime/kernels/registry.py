@@ -440,6 +440,11 @@ class Kernel(facts.Operator):
     def run(self, xs, ys, sc):
         raise NotImplementedError
 
+    #: ``native_call_scratch(xs, ys, sc)``: the record of a call that takes
+    #: its scratch view ``sc`` as its workspace (an 8-bit convolution), or
+    #: None
+    native_call_scratch = None
+
     def native_call(self, xs, ys):
         """This call as one C kernel call, a ``pa_call_t`` record (see
         ``pyarena._native.kernels.CallList``), or None when it is not one (a

@@ -3,7 +3,8 @@
  * pointwise conv, a depthwise conv, a conv with a residual, PRelu, an
  * activation, max and average pooling, and strided block copies between
  * them), stops at the first failing call with its index and leaves the
- * calls after it unrun, and refuses bad lists. */
+ * calls after it unrun, and refuses bad lists; the 8-bit kernels' calls
+ * likewise. */
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -70,18 +71,18 @@ static void block_free(block_t *b) {
  * t[7] rows 1..3 of t[6]'s columns 1..2 as blocks (a strided copy) */
 static size_t block_calls(const block_t *b, float **t, pa_call_t *s) {
     size_t n = 0;
-    s[n++] = (pa_call_t){PA_CALL_CONV2D, &b->pw, b->pw_w, t[0], NULL, t[1], {0}};
-    s[n++] = (pa_call_t){PA_CALL_CONV2D, &b->dw, b->dw_w, t[1], NULL, t[2], {0}};
-    s[n++] = (pa_call_t){PA_CALL_CONV2D_RESIDUAL, &b->pw, b->pw_w, t[2], t[0], t[3], {C}};
+    s[n++] = (pa_call_t){PA_CALL_CONV2D, &b->pw, b->pw_w, t[0], NULL, t[1], {0}, NULL};
+    s[n++] = (pa_call_t){PA_CALL_CONV2D, &b->dw, b->dw_w, t[1], NULL, t[2], {0}, NULL};
+    s[n++] = (pa_call_t){PA_CALL_CONV2D_RESIDUAL, &b->pw, b->pw_w, t[2], t[0], t[3], {C}, NULL};
     s[n++] = (pa_call_t){PA_CALL_PRELU, NULL, b->slope, t[3], NULL, t[4],
-                         {PA_LAYOUT_NHWC, 1, C, H * W}};
-    s[n++] = (pa_call_t){PA_CALL_ACT, &b->clip, NULL, t[4], NULL, t[4], {H * W * C}};
-    s[n++] = (pa_call_t){PA_CALL_MAXPOOL, &b->maxp, NULL, t[4], NULL, t[5], {0}};
-    s[n++] = (pa_call_t){PA_CALL_AVGPOOL, &b->avgp, NULL, t[5], NULL, t[6], {0}};
+                         {PA_LAYOUT_NHWC, 1, C, H * W}, NULL};
+    s[n++] = (pa_call_t){PA_CALL_ACT, &b->clip, NULL, t[4], NULL, t[4], {H * W * C}, NULL};
+    s[n++] = (pa_call_t){PA_CALL_MAXPOOL, &b->maxp, NULL, t[4], NULL, t[5], {0}, NULL};
+    s[n++] = (pa_call_t){PA_CALL_AVGPOOL, &b->avgp, NULL, t[5], NULL, t[6], {0}, NULL};
     /* HO rows of 2 pixels (columns 1..2) of C floats: src stride one row */
     s[n++] = (pa_call_t){PA_CALL_COPY, NULL, NULL, t[6] + C, NULL, t[7],
                          {HO, 2 * C * (int64_t)sizeof(float), WO * C * (int64_t)sizeof(float),
-                          2 * C * (int64_t)sizeof(float)}};
+                          2 * C * (int64_t)sizeof(float)}, NULL};
     return n;
 }
 
@@ -186,7 +187,7 @@ static void test_copy_overlapping_blocks(void) {
     for (int i = 0; i < 24; i++)
         buf[i] = ref[i] = (float)i;
     memmove(ref, ref + 4, 16 * sizeof(float));
-    pa_call_t s = {PA_CALL_COPY, NULL, NULL, buf + 4, NULL, buf, {1, 16 * sizeof(float), 0, 0}};
+    pa_call_t s = {PA_CALL_COPY, NULL, NULL, buf + 4, NULL, buf, {1, 16 * sizeof(float), 0, 0}, NULL};
     CHECK_EQ(pa_calls_run(&s, 1, NULL, NULL), PA_OK);
     CHECK(memcmp(buf, ref, sizeof buf) == 0);
 }
@@ -195,7 +196,7 @@ static void test_copy_overlapping_blocks(void) {
  * overflowed, and the first step already left any buffer): refused. */
 static void test_calls_copy_span_overflow(void) {
     char a[16] = {0}, y[16] = {0};
-    pa_call_t c = {PA_CALL_COPY, NULL, NULL, a, NULL, y, {3, 4, INT64_MAX, 0}};
+    pa_call_t c = {PA_CALL_COPY, NULL, NULL, a, NULL, y, {3, 4, INT64_MAX, 0}, NULL};
     size_t failed = 9;
     CHECK(pa_calls_run(&c, 1, NULL, &failed) == PA_ERR_INVALID && failed == 0);
     c.i[2] = 0, c.i[3] = INT64_MIN;
@@ -206,10 +207,84 @@ static void test_calls_copy_span_overflow(void) {
     CHECK(pa_calls_run(&c, 1, NULL, &failed) == PA_OK && failed == 1);
 }
 
+/* The 8-bit kernels as calls: quantize -> depthwise qconv (NCHW, with a
+ * workspace) -> QLinearAdd of that and the quantized input -> a lookup ->
+ * dequantize, as a list and one by one: the same bits; a negative
+ * workspace size and a quantize call without parameters are refused. */
+static void test_quantized_calls_equal_one_by_one(void) {
+    enum { QC = 20, QH = 7, QW = 9, QN = QC * QH * QW };
+    pa_qconv2d_t q;
+    memset(&q, 0, sizeof q);
+    q.conv = (pa_conv2d_t){.layout = PA_LAYOUT_NCHW, .n = 1, .c_in = QC, .h = QH, .w = QW,
+                           .c_out = QC, .h_out = QH, .w_out = QW, .kh = 3, .kw = 3, .sh = 1,
+                           .sw = 1, .dh = 1, .dw = 1, .pad_top = 1, .pad_left = 1,
+                           .groups = QC};
+    q.x_type = q.w_type = q.y_type = PA_Q_U8;
+    q.x_zp = 120, q.y_zp = 128, q.y_lo = 0, q.y_hi = 255;
+    size_t psize = pa_qconv2d_packed_size(&q), ssize = pa_qconv2d_scratch_size(&q);
+    CHECK(psize > 0 && ssize > 0 && ssize != (size_t)-1);
+    uint8_t w[QC * 9], table[256];
+    float scale[QC];
+    int32_t bias[QC];
+    for (int i = 0; i < QC * 9; i++) w[i] = (uint8_t)(pa_rand(&seed) >> 56);
+    for (int i = 0; i < QC; i++) scale[i] = 0.002f + 0.0001f * (float)i, bias[i] = 50 * i - 400;
+    for (int i = 0; i < 256; i++) table[i] = (uint8_t)(255 - i / 2);
+    void *packed = aligned_alloc(64, (psize + 63) / 64 * 64);
+    CHECK(pa_qconv2d_pack(&q, w, NULL, bias, scale, packed, psize) == PA_OK);
+    pa_qbinary_t add = {.op = PA_QBINARY_ADD, .type = PA_Q_U8, .a_scale = 0.02f,
+                        .b_scale = 0.01f, .y_scale = 0.03f, .a_zero_point = 128,
+                        .b_zero_point = 120, .y_zero_point = 100, .y_min = 0, .y_max = 255,
+                        .outer = 1, .middle = 1, .inner = QN, .a_outer = 0, .a_middle = 0,
+                        .a_inner = 1, .b_outer = 0, .b_middle = 0, .b_inner = 1};
+    pa_qaffine_t qa = {PA_Q_U8, 0.01f, 120, 0, 255}, dq = {PA_Q_U8, 0.05f, 7, 0, 0};
+    float *x = fbuf(QN), *out[2];
+    uint8_t *t[2][4];
+    void *ws[2];
+    for (int r = 0; r < 2; r++) {
+        out[r] = fbuf(QN);
+        ws[r] = malloc(ssize);
+        for (int k = 0; k < 4; k++)
+            t[r][k] = malloc(QN);
+    }
+    /* one by one */
+    CHECK(pa_quantize_linear(PA_Q_U8, x, t[0][0], QN, qa.scale, qa.zero_point, 0, 255) == PA_OK);
+    CHECK(pa_qconv2d_run(&q, packed, t[0][0], t[0][1], ws[0], ssize, NULL) == PA_OK);
+    CHECK(pa_qbinary(&add, t[0][1], t[0][0], t[0][2]) == PA_OK);
+    CHECK(pa_qlookup(table, t[0][2], t[0][3], 1, QN, 0, 0) == PA_OK);
+    CHECK(pa_dequantize_linear(PA_Q_U8, t[0][3], out[0], QN, dq.scale, dq.zero_point) == PA_OK);
+    /* as a list */
+    pa_call_t calls[5] = {
+        {PA_CALL_QUANTIZE, &qa, NULL, x, NULL, t[1][0], {QN}, NULL},
+        {PA_CALL_QCONV2D, &q, (const float *)packed, t[1][0], NULL, t[1][1],
+         {(int64_t)ssize}, ws[1]},
+        {PA_CALL_QBINARY, &add, NULL, t[1][1], t[1][0], t[1][2], {0}, NULL},
+        {PA_CALL_QLOOKUP, NULL, (const float *)(const void *)table, t[1][2], NULL, t[1][3],
+         {1, QN, 0, 0}, NULL},
+        {PA_CALL_DEQUANTIZE, &dq, NULL, t[1][3], NULL, out[1], {QN}, NULL}};
+    size_t failed = 99;
+    CHECK(pa_calls_run(calls, 5, NULL, &failed) == PA_OK && failed == 5);
+    for (int k = 0; k < 4; k++)
+        CHECK(memcmp(t[0][k], t[1][k], QN) == 0);
+    CHECK(memcmp(out[0], out[1], QN * sizeof(float)) == 0);
+    /* refused */
+    calls[1].i[0] = -1;
+    CHECK(pa_calls_run(calls, 5, NULL, &failed) == PA_ERR_INVALID && failed == 1);
+    calls[1].i[0] = (int64_t)ssize;
+    calls[0].params = NULL;
+    CHECK(pa_calls_run(calls, 5, NULL, &failed) == PA_ERR_INVALID && failed == 0);
+    for (int r = 0; r < 2; r++) {
+        free(out[r]), free(ws[r]);
+        for (int k = 0; k < 4; k++)
+            free(t[r][k]);
+    }
+    free(x), free(packed);
+}
+
 int main(void) {
     RUN(test_calls_equal_one_by_one);
     RUN(test_calls_stop_at_the_first_failure);
     RUN(test_copy_overlapping_blocks);
     RUN(test_calls_copy_span_overflow);
+    RUN(test_quantized_calls_equal_one_by_one);
     return pa_test_report();
 }

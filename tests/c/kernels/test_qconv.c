@@ -99,62 +99,114 @@ static int random_case(pa_qconv2d_t *q) {
     return 1;
 }
 
+/* Case q with random data against the reference, on each tile and on the
+ * public run; adds 1 to *vnni where the VNNI tile ran. */
+static void check_case(const pa_qconv2d_t *qc, int t, int *vnni) {
+    pa_qconv2d_t q = *qc;
+    const pa_conv2d_t *c = &q.conv;
+    int64_t nx = c->n * c->c_in * c->h * c->w, ny = c->n * c->c_out * c->h_out * c->w_out;
+    int64_t nw = c->c_out * c->kh * c->kw * (c->c_in / c->groups);
+    uint8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw);
+    int32_t *wzp = malloc((size_t)c->c_out * 4), *bias = malloc((size_t)c->c_out * 4);
+    float *scale = malloc((size_t)c->c_out * 4);
+    int64_t *ref = malloc((size_t)ny * 8);
+    int esize = q.y_type == PA_Q_S32 ? 4 : 1;
+    void *y = malloc((size_t)(ny * esize));
+    for (int64_t i = 0; i < nx; i++) x[i] = (uint8_t)upto(256);
+    for (int64_t i = 0; i < nw; i++) w[i] = (uint8_t)upto(256);
+    int per_channel_zp = (int)upto(2);
+    for (int64_t o = 0; o < c->c_out; o++) {
+        wzp[o] = per_channel_zp ? lo_of(q.w_type) + (int32_t)upto(256) : 0;
+        bias[o] = (int32_t)upto(40001) - 20000;
+        scale[o] = (float)(upto(1000) + 1) * 1e-5f;
+    }
+    size_t psize = pa_qconv2d_packed_size(&q), ssize = pa_qconv2d_scratch_size(&q);
+    CHECK(psize > 0 && ssize != (size_t)-1);
+    void *packed = malloc(psize), *scratch = ssize ? malloc(ssize) : NULL;
+    CHECK(pa_qconv2d_pack(&q, w, wzp, bias, scale, packed, psize) == PA_OK);
+    reference(&q, x, w, wzp, bias, scale, ref);
+    for (int isa = 0; isa < 2; isa++) {
+        memset(y, 0xA5, (size_t)(ny * esize));
+        pa_status_t st = _pa_qconv2d_run_isa(&q, packed, x, y, scratch, ssize, isa);
+        if (isa == 1 && st == PA_ERR_STATE)
+            continue;
+        CHECK(st == PA_OK);
+        *vnni += isa;
+        int64_t bad = 0;
+        for (int64_t i = 0; i < ny; i++)
+            bad += out_at(y, q.y_type, i) != ref[i];
+        CHECK(bad == 0);
+        if (bad)
+            fprintf(stderr, "case %d isa %d: %lld of %lld differ\n", t, isa,
+                    (long long)bad, (long long)ny);
+    }
+    /* the public run: the same */
+    CHECK(pa_qconv2d_run(&q, packed, x, y, scratch, ssize, NULL) == PA_OK);
+    for (int64_t i = 0; i < ny; i++)
+        if (out_at(y, q.y_type, i) != ref[i]) {
+            CHECK(0);
+            break;
+        }
+    free(x), free(w), free(wzp), free(bias), free(scale), free(ref), free(y);
+    free(packed), free(scratch);
+}
+
 static void test_qconv_matches_reference(void) {
     int cases = 0, vnni = 0;
     for (int t = 0; t < 600; t++) {
         pa_qconv2d_t q;
         if (!random_case(&q))
             continue;
-        const pa_conv2d_t *c = &q.conv;
-        int64_t nx = c->n * c->c_in * c->h * c->w, ny = c->n * c->c_out * c->h_out * c->w_out;
-        int64_t nw = c->c_out * c->kh * c->kw * (c->c_in / c->groups);
-        uint8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw);
-        int32_t *wzp = malloc((size_t)c->c_out * 4), *bias = malloc((size_t)c->c_out * 4);
-        float *scale = malloc((size_t)c->c_out * 4);
-        int64_t *ref = malloc((size_t)ny * 8);
-        int esize = q.y_type == PA_Q_S32 ? 4 : 1;
-        void *y = malloc((size_t)(ny * esize));
-        for (int64_t i = 0; i < nx; i++) x[i] = (uint8_t)upto(256);
-        for (int64_t i = 0; i < nw; i++) w[i] = (uint8_t)upto(256);
-        int per_channel_zp = (int)upto(2);
-        for (int64_t o = 0; o < c->c_out; o++) {
-            wzp[o] = per_channel_zp ? lo_of(q.w_type) + (int32_t)upto(256) : 0;
-            bias[o] = (int32_t)upto(40001) - 20000;
-            scale[o] = (float)(upto(1000) + 1) * 1e-5f;
-        }
-        size_t psize = pa_qconv2d_packed_size(&q), ssize = pa_qconv2d_scratch_size(&q);
-        CHECK(psize > 0 && ssize != (size_t)-1);
-        void *packed = malloc(psize), *scratch = ssize ? malloc(ssize) : NULL;
-        CHECK(pa_qconv2d_pack(&q, w, wzp, bias, scale, packed, psize) == PA_OK);
-        reference(&q, x, w, wzp, bias, scale, ref);
-        for (int isa = 0; isa < 2; isa++) {
-            memset(y, 0xA5, (size_t)(ny * esize));
-            pa_status_t st = _pa_qconv2d_run_isa(&q, packed, x, y, scratch, ssize, isa);
-            if (isa == 1 && st == PA_ERR_STATE)
-                continue;
-            CHECK(st == PA_OK);
-            vnni += isa;
-            int64_t bad = 0;
-            for (int64_t i = 0; i < ny; i++)
-                bad += out_at(y, q.y_type, i) != ref[i];
-            CHECK(bad == 0);
-            if (bad)
-                fprintf(stderr, "case %d isa %d: %lld of %lld differ\n", t, isa,
-                        (long long)bad, (long long)ny);
-        }
-        /* the public run: the same */
-        CHECK(pa_qconv2d_run(&q, packed, x, y, scratch, ssize, NULL) == PA_OK);
-        for (int64_t i = 0; i < ny; i++)
-            if (out_at(y, q.y_type, i) != ref[i]) {
-                CHECK(0);
-                break;
-            }
+        check_case(&q, t, &vnni);
         cases++;
-        free(x), free(w), free(wzp), free(bias), free(scale), free(ref), free(y);
-        free(packed), free(scratch);
     }
     CHECK(cases > 300);
     printf("    %d cases, %d on the VNNI tile\n", cases, vnni);
+}
+
+/* Depthwise geometries the small random cases do not reach: NCHW rows wide
+ * enough for the row path (few channels), images taller than one band,
+ * channel counts past one and several blocks of 16 with a tail, a
+ * dilation too large for the band path (the pixel paths), in both
+ * layouts and every output type. */
+static void test_qconv_depthwise_paths(void) {
+    static const int64_t geo[][8] = {
+        /* C, h, w, k, stride, dilation, pad; 1: NCHW takes the row path */
+        {16, 9, 60, 3, 1, 1, 1, 1},   /* NCHW: the row path */
+        {8, 6, 101, 3, 2, 1, 1, 1},   /* the row path at stride 2 */
+        {12, 5, 64, 3, 1, 2, 2, 1},   /* the row path, dilated */
+        {40, 7, 50, 5, 1, 1, 2, 0},   /* 32+ channels: the band path, a tail of 8 */
+        {37, 70, 70, 3, 2, 1, 1, 0},  /* taller than one band (256 KiB) */
+        {200, 2, 96, 5, 1, 1, 2, 0},  /* two rows, most taps in the padding */
+        {24, 30, 30, 3, 1, 1, 1, 0},
+        {18, 5, 6, 3, 1, 5000, 5000, 0},  /* rows of 10^4 pixels of 18 channels
+                                             x 3 kernel rows: past 16 MiB */
+    };
+    int vnni = 0, t = 0;
+    for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int yt = 0; yt < 3; yt++, t++) {
+                pa_qconv2d_t q;
+                memset(&q, 0, sizeof q);
+                pa_conv2d_t *c = &q.conv;
+                c->layout = layout ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW;
+                c->n = 2, c->groups = c->c_in = c->c_out = geo[g][0];
+                c->h = geo[g][1], c->w = geo[g][2], c->kh = c->kw = geo[g][3];
+                c->sh = c->sw = geo[g][4], c->dh = c->dw = geo[g][5];
+                c->pad_top = c->pad_left = geo[g][6];
+                c->h_out = (c->h + 2 * c->pad_top - (c->kh - 1) * c->dh - 1) / c->sh + 1;
+                c->w_out = (c->w + 2 * c->pad_left - (c->kw - 1) * c->dw - 1) / c->sw + 1;
+                q.x_type = t % 2 ? PA_Q_S8 : PA_Q_U8;
+                q.w_type = t % 3 ? PA_Q_S8 : PA_Q_U8;
+                q.y_type = (pa_qtype_t)yt;
+                q.x_zp = lo_of(q.x_type) + (int32_t)upto(256);
+                if (q.y_type != PA_Q_S32) {
+                    q.y_zp = lo_of(q.y_type) + (int32_t)upto(256);
+                    q.y_lo = lo_of(q.y_type) + (int32_t)upto(40);
+                    q.y_hi = lo_of(q.y_type) + 255 - (int32_t)upto(40);
+                }
+                check_case(&q, t, &vnni);
+            }
 }
 
 static void test_qconv_zero_point_changes_between_runs(void) {
@@ -245,6 +297,7 @@ static void test_qconv_refuses_bad_input(void) {
 
 int main(void) {
     RUN(test_qconv_matches_reference);
+    RUN(test_qconv_depthwise_paths);
     RUN(test_qconv_zero_point_changes_between_runs);
     RUN(test_qconv_refuses_bad_input);
     return pa_test_report();
