@@ -35,13 +35,13 @@ PA_INLINE void _pa_gemm_rows_init(pa_gemm_rows_t *g, const pa_conv2d_t *c) {
     g->pt = c->pad_top, g->pl = c->pad_left, g->kh = c->kh, g->kw = c->kw;
 }
 
-/* The first input float of output pixel i (all images counted); for a
- * padded window, only where _pa_gemm_inside says it lies inside. */
+/* The first input float of output pixel i (all images counted); not
+ * for a padded window (_pa_gemm_tile_wins). */
 PA_INLINE const float *_pa_gemm_row(const float *x, const pa_gemm_rows_t *g, int64_t i) {
     if (!g->disjoint)
         return x + i * g->k;
     int64_t n = i / g->hw_out, q = i % g->hw_out, oh = q / g->w_out, ow = q % g->w_out;
-    return x + ((n * g->h + oh * g->sh - g->pt) * g->w + ow * g->sw - g->pl) * g->c;
+    return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;
 }
 
 /* A pixel's window: its image's first float and its corner (input row
@@ -51,28 +51,34 @@ typedef struct {
     int64_t ih, iw;
 } pa_gemm_win_t;
 
-PA_INLINE pa_gemm_win_t _pa_gemm_win(const float *x, const pa_gemm_rows_t *g, int64_t i) {
-    int64_t n = i / g->hw_out, q = i % g->hw_out;
-    pa_gemm_win_t v = {x + n * g->h * g->w * g->c, q / g->w_out * g->sh - g->pt,
-                       q % g->w_out * g->sw - g->pl};
-    return v;
-}
-
 /* 1 if the window lies inside the input. */
 PA_INLINE int _pa_gemm_inside(const pa_gemm_rows_t *g, pa_gemm_win_t v) {
     return v.ih >= 0 && v.iw >= 0 && v.ih + g->kh <= g->h && v.iw + g->kw <= g->w;
 }
 
-/* 1 unless g is a padded window and one of pixels i0 .. i0 + mr - 1
- * (those past the last of m: the last) has a window past an edge. */
-PA_INLINE int _pa_gemm_tile_inside(const float *x, const pa_gemm_rows_t *g, int64_t i0,
-                                   int64_t mr, int64_t m) {
-    if (!g->padded)
-        return 1;
-    for (int64_t i = i0; i < i0 + mr; i++)
-        if (!_pa_gemm_inside(g, _pa_gemm_win(x, g, i < m ? i : m - 1)))
-            return 0;
-    return 1;
+/* The windows of pixels i0 .. i0 + mr - 1 into v (those past the last of
+ * m: the last's), one division for the tile; 1 if all lie inside. */
+PA_INLINE int _pa_gemm_tile_wins(const float *x, const pa_gemm_rows_t *g, int64_t i0,
+                                 int64_t mr, int64_t m, pa_gemm_win_t *v) {
+    const int64_t h_out = g->hw_out / g->w_out;
+    int64_t n = i0 / g->hw_out, q = i0 % g->hw_out, oh = q / g->w_out, ow = q % g->w_out;
+    int inside = 1;
+    for (int64_t t = 0; t < mr; t++) {
+        if (t > 0 && i0 + t < m && ++ow == g->w_out) {
+            ow = 0;
+            if (++oh == h_out)
+                oh = 0, n++;
+        }
+        v[t].img = x + n * g->h * g->w * g->c;
+        v[t].ih = oh * g->sh - g->pt, v[t].iw = ow * g->sw - g->pl;
+        inside &= _pa_gemm_inside(g, v[t]);
+    }
+    return inside;
+}
+
+/* The first input float of a window inside the input. */
+PA_INLINE const float *_pa_gemm_corner(const pa_gemm_rows_t *g, pa_gemm_win_t v) {
+    return v.img + (v.ih * g->w + v.iw) * g->c;
 }
 
 /* The c_in input floats of tap (r, s) of window v: the input's, or the
