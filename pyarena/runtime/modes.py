@@ -56,11 +56,11 @@ def _as_tensor_view(arr, shape, dtype, name):
 
 
 def _native_call(bound):
-    """A bound op as one C kernel call ([(op name, record)]), or None."""
+    """A bound op as C kernel calls ([(op name, record)]), or None."""
     k, xs, ys, sc = bound
-    native = getattr(k, "native_call", None)      # a pool op's PoolOp has none
-    rec = None if sc is not None or native is None else native(xs, ys)
-    return None if rec is None else [(k.op.name, rec)]
+    native = getattr(k, "native_calls", None)     # a pool op's PoolOp has none
+    recs = None if sc is not None or native is None else native(xs, ys)
+    return None if recs is None else [(k.op.name, rec) for rec in recs]
 
 
 class PlannedRun:
