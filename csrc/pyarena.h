@@ -646,6 +646,11 @@ typedef struct pa_act_params {
 pa_status_t pa_act(const pa_act_params_t *act, const float *x, float *y, size_t n,
                    pa_workers_t *workers);
 
+/* y = a + b, n floats each (float32 additions, one per value: NumPy's
+ * bits); y may be a or b, otherwise none of the three may overlap.
+ * PA_ERR_INVALID for NULL pointers (with n > 0). */
+pa_status_t pa_add(const float *a, const float *b, float *y, size_t n, pa_workers_t *workers);
+
 /* y = act(x + bias[c]) over n images of c channels of `spatial` values
  * each, in `layout`; bias may be NULL (no bias); y may be x.  The epilogue
  * of a convolution done elsewhere (a BLAS product).  PA_ERR_INVALID for
@@ -901,9 +906,10 @@ typedef enum pa_call_kind {
     PA_CALL_PRELU = 4,           /* pa_prelu(i[0] = layout, i[1] = n,
                                     i[2] = c, i[3] = spatial, a, w, y)      */
     PA_CALL_ACT = 5,             /* pa_act(params, a, y, i[0] floats)       */
-    PA_CALL_COPY = 6             /* i[0] blocks of i[1] bytes, block k from
+    PA_CALL_COPY = 6,            /* i[0] blocks of i[1] bytes, block k from
                                     a + k * i[2] to y + k * i[3] (bytes;
                                     the two may overlap, as memmove)       */
+    PA_CALL_ADD = 7              /* pa_add(a, b, y, i[0] floats)            */
 } pa_call_kind_t;
 
 typedef struct pa_call {

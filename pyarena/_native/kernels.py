@@ -89,7 +89,8 @@ def pool2d(*, nhwc, n, c, h, w, h_out, w_out, kh, kw, sh, sw, pads, count_includ
 #: call kind name -> pa_call_kind_t
 CALL = {"conv2d": lib.PA_CALL_CONV2D, "conv2d_residual": lib.PA_CALL_CONV2D_RESIDUAL,
         "maxpool": lib.PA_CALL_MAXPOOL, "avgpool": lib.PA_CALL_AVGPOOL,
-        "prelu": lib.PA_CALL_PRELU, "act": lib.PA_CALL_ACT, "copy": lib.PA_CALL_COPY}
+        "prelu": lib.PA_CALL_PRELU, "act": lib.PA_CALL_ACT, "copy": lib.PA_CALL_COPY,
+        "add": lib.PA_CALL_ADD}
 
 
 def _inner_axis(a):

@@ -20,6 +20,7 @@ from ..._native import kernels as nk
 from . import evaluators as ev
 from .erf import ErfMixin, erf_values
 from . import shape_rules as rules
+from .binary_native import add_calls
 from .native import NATIVE_DTYPE, Pointers, unary
 from . import tflite_attrs as tfl
 from .registry import Kernel, const, items_per_step, register
@@ -667,6 +668,8 @@ class Elementwise(Kernel):
         # two operands, none omitted: one ufunc call (the common case, first)
         self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and \
             self.special is None
+
+    native_calls = add_calls        # a float32 Add: one C record (binary_native.py)
 
     def run(self, xs, ys, sc):
         if self.binary:
