@@ -646,6 +646,11 @@ typedef struct pa_act_params {
 pa_status_t pa_act(const pa_act_params_t *act, const float *x, float *y, size_t n,
                    pa_workers_t *workers);
 
+/* y = a + b, n floats each (float32 additions, one per value: NumPy's
+ * bits); y may be a or b, otherwise none of the three may overlap.
+ * PA_ERR_INVALID for NULL pointers (with n > 0). */
+pa_status_t pa_add(const float *a, const float *b, float *y, size_t n, pa_workers_t *workers);
+
 /* y = act(x + bias[c]) over n images of c channels of `spatial` values
  * each, in `layout`; bias may be NULL (no bias); y may be x.  The epilogue
  * of a convolution done elsewhere (a BLAS product).  PA_ERR_INVALID for
@@ -960,8 +965,9 @@ typedef enum pa_call_kind {
     PA_CALL_QUANTIZE = 10,       /* pa_quantize_linear(params' type, a, y,
                                     i[0] = n, params' scale, zero point,
                                     y_min, y_max)                          */
-    PA_CALL_DEQUANTIZE = 11      /* pa_dequantize_linear(params' type, a, y,
+    PA_CALL_DEQUANTIZE = 11,     /* pa_dequantize_linear(params' type, a, y,
                                     i[0] = n, params' scale, zero point)   */
+    PA_CALL_ADD = 12             /* pa_add(a, b, y, i[0] floats)            */
 } pa_call_kind_t;
 
 /* A per-tensor affine quantization as a call record's params (QUANTIZE,

@@ -79,6 +79,10 @@ static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
     case PA_CALL_QUANTIZE:
     case PA_CALL_DEQUANTIZE:
         return qaffine(s);
+    case PA_CALL_ADD:
+        if (s->i[0] < 0)
+            return PA_ERR_INVALID;
+        return pa_add(s->a, s->b, s->y, (size_t)s->i[0], workers);
     }
     return PA_ERR_INVALID;
 }

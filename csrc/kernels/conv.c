@@ -101,7 +101,7 @@ size_t pa_conv2d_packed_size(const pa_conv2d_t *c) {
         return (size_t)(c->c_out * (1 + c->kh * c->kw * c->c_in));
     if (_pa_fewin_fits(c))
         return _pa_fewin_packed_size(c);
-    if (_pa_conv2d_is_disjoint(c))
+    if (_pa_conv2d_is_disjoint(c) || _pa_conv2d_is_padded_window(c))
         return _pa_gemm_packed_size(c);
     int64_t cg = c->c_in / c->groups;
     int64_t per_block = PA_VEC * (1 + c->kh * c->kw * cg);
@@ -126,7 +126,7 @@ pa_status_t pa_conv2d_pack(const pa_conv2d_t *c, const float *weight, const floa
     }
     if (_pa_fewin_fits(c))
         return _pa_fewin_pack(c, weight, bias, packed);
-    if (_pa_conv2d_is_disjoint(c))
+    if (_pa_conv2d_is_disjoint(c) || _pa_conv2d_is_padded_window(c))
         return _pa_gemm_pack(c, weight, bias, packed);
     int64_t cg = c->c_in / c->groups, cog = c->c_out / c->groups;
     int64_t k = c->kh * c->kw * cg; /* (tap, input channel) rows */
@@ -417,7 +417,7 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *c, const float *packed, const float
     }
     if (_pa_fewin_fits(c))
         return _pa_fewin_run(c, packed, x, y, workers);
-    if (_pa_conv2d_is_disjoint(c))
+    if (_pa_conv2d_is_disjoint(c) || _pa_conv2d_is_padded_window(c))
         return gemm_run(c, packed, x, NULL, 0, y, workers);
     conv_job_t j = {c, packed, x, y, 0, 0, 0, 0, 0, NULL, 0};
     if (c->layout == PA_LAYOUT_NHWC) {

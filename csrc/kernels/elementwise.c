@@ -125,6 +125,31 @@ pa_status_t pa_act(const pa_act_params_t *act, const float *x, float *y, size_t 
     return PA_OK;
 }
 
+typedef struct {
+    const float *a, *b;
+    float *y;
+    int64_t n;
+} add_job_t;
+
+static void add_blocks(void *ctx, int64_t b, int64_t e) {
+    const add_job_t *j = ctx;
+    int64_t lo = b * PA_EW_BLOCK, hi = e * PA_EW_BLOCK < j->n ? e * PA_EW_BLOCK : j->n;
+    const float *x0 = j->a + lo, *x1 = j->b + lo;
+    float *y = j->y + lo;
+    PA_MAP(y, (size_t)(hi - lo), i, x0[i] + x1[i]);
+}
+
+/* The residual Add of a detector's blocks: between two native kernels it
+ * would otherwise return to the interpreter (and run on one thread). */
+pa_status_t pa_add(const float *a, const float *b, float *y, size_t n, pa_workers_t *workers) {
+    if ((n && (!a || !b || !y)) || n > ((size_t)1 << 50))
+        return PA_ERR_INVALID;
+    add_job_t j = {a, b, y, (int64_t)n};
+    int64_t blocks = ((int64_t)n + PA_EW_BLOCK - 1) / PA_EW_BLOCK;
+    _pa_parallel(_pa_workers_for(workers, (double)n), blocks, add_blocks, &j);
+    return PA_OK;
+}
+
 /* NCHW: one plane (image, channel) per item. */
 static void bias_planes(void *ctx, int64_t b, int64_t e) {
     const ew_job_t *j = ctx;

@@ -134,37 +134,58 @@ PA_INLINE void nhwc_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb, co
     if (NV == 2)
         NV8_LOAD(bh, pk + 8);
     /* rows past the last pixel repeat it (computed, not stored) */
-#define NHWC_INIT(i) \
-    pa_nv8 a##i##l = bl, a##i##h = bh; \
-    const float *p##i = _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
-    NHWC_ROWS(NHWC_INIT)
-#undef NHWC_INIT
+#define NHWC_ACC(i) pa_nv8 a##i##l = bl, a##i##h = bh; const float *p##i;
+    NHWC_ROWS(NHWC_ACC)
+#undef NHWC_ACC
     const float *w = pk + PA_GEMM_NR;
-    const int64_t sl = j->g.sl, rs = j->g.rs;
     (void)k;
-#define NHWC_NEXT(i) p##i += rs;
-    for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
-        if (NV == 2) {
-            for (int64_t kk = 0; kk < sl; kk++, w += PA_GEMM_NR) {
-                pa_nv8 w0, w1;
-                NV8_LOAD(w0, w);
-                NV8_LOAD(w1, w + 8);
+    /* len reduction steps from p<i> against w, which moves past them */
+#define NHWC_RUN(len)                                                                       \
+    do {                                                                                    \
+        const int64_t n_ = (len);                                                           \
+        if (NV == 2) {                                                                      \
+            for (int64_t kk = 0; kk < n_; kk++, w += PA_GEMM_NR) {                          \
+                pa_nv8 w0, w1;                                                              \
+                NV8_LOAD(w0, w);                                                            \
+                NV8_LOAD(w1, w + 8);                                                        \
+                NHWC_ROWS(NHWC_FMA2)                                                        \
+            }                                                                               \
+        } else {                                                                            \
+            for (int64_t kk = 0; kk < n_; kk++, w += PA_GEMM_NR) {                          \
+                pa_nv8 w0;                                                                  \
+                NV8_LOAD(w0, w);                                                            \
+                NHWC_ROWS(NHWC_FMA1)                                                        \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
 #define NHWC_FMA2(i) { pa_nv8 s = NV8_SPLAT(p##i[kk]); a##i##l += s * w0; a##i##h += s * w1; }
-                NHWC_ROWS(NHWC_FMA2)
-#undef NHWC_FMA2
-            }
-        } else {
-            for (int64_t kk = 0; kk < sl; kk++, w += PA_GEMM_NR) {
-                pa_nv8 w0;
-                NV8_LOAD(w0, w);
 #define NHWC_FMA1(i) a##i##l += NV8_SPLAT(p##i[kk]) * w0;
-                NHWC_ROWS(NHWC_FMA1)
-#undef NHWC_FMA1
-            }
+    pa_gemm_win_t wv[PA_GEMM_MR];    /* a padded window's pixels */
+    const int padded = j->g.padded;
+    if (!padded || _pa_gemm_tile_wins(j->x, &j->g, i0, PA_GEMM_MR, j->m, wv)) {
+#define NHWC_ROW(i) p##i = padded ? _pa_gemm_corner(&j->g, wv[i]) \
+                              : _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
+        NHWC_ROWS(NHWC_ROW)
+#undef NHWC_ROW
+        const int64_t sl = j->g.sl, rs = j->g.rs;
+#define NHWC_NEXT(i) p##i += rs;
+        for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
+            NHWC_RUN(sl);
+            NHWC_ROWS(NHWC_NEXT)
         }
-        NHWC_ROWS(NHWC_NEXT)
-    }
 #undef NHWC_NEXT
+    } else {    /* a window past an edge: tap by tap */
+        for (int64_t r = 0; r < j->g.kh; r++)
+            for (int64_t t = 0; t < j->g.kw; t++) {
+#define NHWC_TAP(i) p##i = _pa_gemm_tap(&j->g, wv[i], r, t);
+                NHWC_ROWS(NHWC_TAP)
+#undef NHWC_TAP
+                NHWC_RUN(j->g.c);
+            }
+    }
+#undef NHWC_FMA1
+#undef NHWC_FMA2
+#undef NHWC_RUN
     const float *r = j->r ? j->r + i0 * ri + c0 : NULL;
     float *y = j->y + i0 * ys + c0;
     const pa_act_t kind = c->act.kind;
@@ -200,6 +221,9 @@ PA_INLINE void nhwc_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb)
     else
         nhwc_tile(j, i0, jb, 1);
 }
+
+/* The row a tap in the padding reads (gemm_nhwc.h). */
+const float _pa_gemm_zeros[PA_GEMM_PAD_MAX_CIN];
 
 PA_MULTIVERSION
 PA_GEMM_NHWC_TASK(gemm_nhwc_tiles, PA_GEMM_MR, nhwc_tile_at)

@@ -10,29 +10,86 @@
 /* Where the tiles find an output pixel's input: a pointwise
  * convolution's pixel i is row i of k = c_in floats; a disjoint-window
  * convolution's (_pa_conv2d_is_disjoint) is kh runs of sl = kw * c_in floats,
- * rs floats apart, from its window's corner. */
+ * rs floats apart, from its window's corner.  A padded-window one
+ * (_pa_conv2d_is_padded_window) is read so where every window of the tile
+ * lies inside the input; a tile with a window past an edge walks its
+ * kh * kw taps, each c_in floats of the input or of the zero row
+ * (_pa_gemm_tap): the same products in the same order as over a
+ * zero-padded copy of the input, so the same bits. */
 typedef struct {
     int64_t k, segs, sl, rs;        /* reduction, runs, run length, run stride */
     int64_t hw_out, w_out, h, w, sh, sw, c;
-    int disjoint;
+    int64_t pt, pl, kh, kw;         /* padding before the rows / columns, window */
+    int disjoint, padded;
 } pa_gemm_rows_t;
 
 PA_INLINE void _pa_gemm_rows_init(pa_gemm_rows_t *g, const pa_conv2d_t *c) {
     g->disjoint = !_pa_conv2d_is_pointwise(c);
+    g->padded = _pa_conv2d_is_padded_window(c);
     g->segs = g->disjoint ? c->kh : 1;
     g->sl = g->disjoint ? c->kw * c->c_in : c->c_in;
     g->k = g->segs * g->sl;
     g->rs = c->w * c->c_in;
     g->hw_out = c->h_out * c->w_out, g->w_out = c->w_out;
     g->h = c->h, g->w = c->w, g->sh = c->sh, g->sw = c->sw, g->c = c->c_in;
+    g->pt = c->pad_top, g->pl = c->pad_left, g->kh = c->kh, g->kw = c->kw;
 }
 
-/* The first input float of output pixel i (all images counted). */
+/* The first input float of output pixel i (all images counted); not
+ * for a padded window (_pa_gemm_tile_wins). */
 PA_INLINE const float *_pa_gemm_row(const float *x, const pa_gemm_rows_t *g, int64_t i) {
     if (!g->disjoint)
         return x + i * g->k;
     int64_t n = i / g->hw_out, q = i % g->hw_out, oh = q / g->w_out, ow = q % g->w_out;
     return x + ((n * g->h + oh * g->sh) * g->w + ow * g->sw) * g->c;
+}
+
+/* A pixel's window: its image's first float and its corner (input row
+ * and column; negative in the padding). */
+typedef struct {
+    const float *img;
+    int64_t ih, iw;
+} pa_gemm_win_t;
+
+/* 1 if the window lies inside the input. */
+PA_INLINE int _pa_gemm_inside(const pa_gemm_rows_t *g, pa_gemm_win_t v) {
+    return v.ih >= 0 && v.iw >= 0 && v.ih + g->kh <= g->h && v.iw + g->kw <= g->w;
+}
+
+/* The windows of pixels i0 .. i0 + mr - 1 into v (those past the last of
+ * m: the last's), one division for the tile; 1 if all lie inside. */
+PA_INLINE int _pa_gemm_tile_wins(const float *x, const pa_gemm_rows_t *g, int64_t i0,
+                                 int64_t mr, int64_t m, pa_gemm_win_t *v) {
+    const int64_t h_out = g->hw_out / g->w_out;
+    int64_t n = i0 / g->hw_out, q = i0 % g->hw_out, oh = q / g->w_out, ow = q % g->w_out;
+    int inside = 1;
+    for (int64_t t = 0; t < mr; t++) {
+        if (t > 0 && i0 + t < m && ++ow == g->w_out) {
+            ow = 0;
+            if (++oh == h_out)
+                oh = 0, n++;
+        }
+        v[t].img = x + n * g->h * g->w * g->c;
+        v[t].ih = oh * g->sh - g->pt, v[t].iw = ow * g->sw - g->pl;
+        inside &= _pa_gemm_inside(g, v[t]);
+    }
+    return inside;
+}
+
+/* The first input float of a window inside the input. */
+PA_INLINE const float *_pa_gemm_corner(const pa_gemm_rows_t *g, pa_gemm_win_t v) {
+    return v.img + (v.ih * g->w + v.iw) * g->c;
+}
+
+/* The c_in input floats of tap (r, s) of window v: the input's, or the
+ * zero row where the tap is in the padding. */
+extern const float _pa_gemm_zeros[PA_GEMM_PAD_MAX_CIN];
+PA_INLINE const float *_pa_gemm_tap(const pa_gemm_rows_t *g, pa_gemm_win_t v, int64_t r,
+                                    int64_t s) {
+    int64_t ih = v.ih + r, iw = v.iw + s;
+    if (ih < 0 || ih >= g->h || iw < 0 || iw >= g->w)
+        return _pa_gemm_zeros;
+    return v.img + (ih * g->w + iw) * g->c;
 }
 
 /* One layer's run: the weights as gemm.c packs them (per block of

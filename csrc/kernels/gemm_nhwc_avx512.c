@@ -93,39 +93,60 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
     const __m512 b0 = _mm512_loadu_ps(w0);
     const __m512 b1 = NB == 2 ? _mm512_loadu_ps(w1) : _mm512_setzero_ps();
     /* rows past the last pixel repeat it (computed, not stored) */
-#define NHWC512_INIT(i) \
-    __m512 a##i##0 = b0, a##i##1 = b1; \
-    const float *p##i = _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
-    NHWC512_ROWS(NHWC512_INIT)
-#undef NHWC512_INIT
+#define NHWC512_ACC(i) __m512 a##i##0 = b0, a##i##1 = b1; const float *p##i;
+    NHWC512_ROWS(NHWC512_ACC)
+#undef NHWC512_ACC
     w0 += PA_GEMM_NR;
     w1 += PA_GEMM_NR;
-    const int64_t sl = j->g.sl, rs = j->g.rs;
     (void)k;
-#define NHWC512_NEXT(i) p##i += rs;
-    for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
-        if (NB == 2) {
-            for (int64_t kk = 0; kk < sl; kk++) {
-                const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);
-                const __m512 v1 = _mm512_loadu_ps(w1 + kk * PA_GEMM_NR);
+    /* len reduction steps from p<i> against w0 / w1, which move past them */
+#define NHWC512_RUN(len)                                                                    \
+    do {                                                                                    \
+        const int64_t n_ = (len);                                                           \
+        if (NB == 2) {                                                                      \
+            for (int64_t kk = 0; kk < n_; kk++) {                                           \
+                const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);                    \
+                const __m512 v1 = _mm512_loadu_ps(w1 + kk * PA_GEMM_NR);                    \
+                NHWC512_ROWS(NHWC512_FMA2)                                                  \
+            }                                                                               \
+        } else {                                                                            \
+            for (int64_t kk = 0; kk < n_; kk++) {                                           \
+                const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);                    \
+                NHWC512_ROWS(NHWC512_FMA1)                                                  \
+            }                                                                               \
+        }                                                                                   \
+        w0 += n_ * PA_GEMM_NR;                                                              \
+        w1 += n_ * PA_GEMM_NR;                                                              \
+    } while (0)
 #define NHWC512_FMA2(i) { const __m512 s = _mm512_set1_ps(p##i[kk]); \
-                a##i##0 = _mm512_fmadd_ps(s, v0, a##i##0); a##i##1 = _mm512_fmadd_ps(s, v1, a##i##1); }
-                NHWC512_ROWS(NHWC512_FMA2)
-#undef NHWC512_FMA2
-            }
-        } else {
-            for (int64_t kk = 0; kk < sl; kk++) {
-                const __m512 v0 = _mm512_loadu_ps(w0 + kk * PA_GEMM_NR);
+    a##i##0 = _mm512_fmadd_ps(s, v0, a##i##0); a##i##1 = _mm512_fmadd_ps(s, v1, a##i##1); }
 #define NHWC512_FMA1(i) a##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(p##i[kk]), v0, a##i##0);
-                NHWC512_ROWS(NHWC512_FMA1)
-#undef NHWC512_FMA1
-            }
+    pa_gemm_win_t wv[NHWC512_MR];    /* a padded window's pixels */
+    const int padded = j->g.padded;
+    if (!padded || _pa_gemm_tile_wins(j->x, &j->g, i0, NHWC512_MR, j->m, wv)) {
+#define NHWC512_ROW(i) p##i = padded ? _pa_gemm_corner(&j->g, wv[i]) \
+                              : _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
+        NHWC512_ROWS(NHWC512_ROW)
+#undef NHWC512_ROW
+        const int64_t sl = j->g.sl, rs = j->g.rs;
+#define NHWC512_NEXT(i) p##i += rs;
+        for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
+            NHWC512_RUN(sl);
+            NHWC512_ROWS(NHWC512_NEXT)
         }
-        w0 += sl * PA_GEMM_NR;
-        w1 += sl * PA_GEMM_NR;
-        NHWC512_ROWS(NHWC512_NEXT)
-    }
 #undef NHWC512_NEXT
+    } else {    /* a window past an edge: tap by tap */
+        for (int64_t r = 0; r < j->g.kh; r++)
+            for (int64_t t = 0; t < j->g.kw; t++) {
+#define NHWC512_TAP(i) p##i = _pa_gemm_tap(&j->g, wv[i], r, t);
+                NHWC512_ROWS(NHWC512_TAP)
+#undef NHWC512_TAP
+                NHWC512_RUN(j->g.c);
+            }
+    }
+#undef NHWC512_FMA1
+#undef NHWC512_FMA2
+#undef NHWC512_RUN
     const float *r = j->r ? j->r + i0 * ri + c0 : NULL;
     float *y = j->y + i0 * ys + c0;
     const pa_act_t kind = c->act.kind;

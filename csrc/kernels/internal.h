@@ -209,6 +209,22 @@ static inline int _pa_conv2d_is_disjoint(const pa_conv2d_t *c) {
            (c->w_out - 1) * c->sw + c->kw <= c->w && !_pa_conv2d_is_pointwise(c);
 }
 
+/* Input channels up to which the packed SGEMM also takes padded windows
+ * (_pa_conv2d_is_padded_window): a tap outside the input reads c_in
+ * floats of a static zero row of this length. */
+#define PA_GEMM_PAD_MAX_CIN 1024
+
+/* NHWC, groups 1, no dilation, not pointwise and not _pa_conv2d_is_disjoint
+ * (a window reaches into the padding: a SAME 3x3), at most
+ * PA_GEMM_PAD_MAX_CIN input channels: the packed SGEMM reads the windows
+ * inside the input in place as a disjoint-window convolution does, and a
+ * tile with a window past an edge tap by tap (gemm_nhwc.h). */
+static inline int _pa_conv2d_is_padded_window(const pa_conv2d_t *c) {
+    return c->layout == PA_LAYOUT_NHWC && c->groups == 1 && c->dh == 1 && c->dw == 1 &&
+           c->c_in <= PA_GEMM_PAD_MAX_CIN && !_pa_conv2d_is_pointwise(c) &&
+           !_pa_conv2d_is_disjoint(c);
+}
+
 /* The stride-2 split deinterleaves 16 floats into 8 even and 8 odd with
  * two shuffles (GCC >= 12, clang); GCC's own vectoriser leaves the
  * interleaved copy scalar, the slower half of a stride-2 layer. */

@@ -56,15 +56,16 @@ def _as_tensor_view(arr, shape, dtype, name):
 
 
 def _native_call(bound):
-    """A bound op as one C kernel call ([(op name, record)]), or None."""
+    """A bound op as C kernel calls ([(op name, record)]), or None."""
     k, xs, ys, sc = bound
     if sc is None:
-        native = getattr(k, "native_call", None)      # a pool op's PoolOp has none
-        rec = None if native is None else native(xs, ys)
+        native = getattr(k, "native_calls", None)     # a pool op's PoolOp has none
+        recs = None if native is None else native(xs, ys)
     else:               # a call that takes its workspace
         native = getattr(k, "native_call_scratch", None)
         rec = None if native is None else native(xs, ys, sc)
-    return None if rec is None else [(k.op.name, rec)]
+        recs = None if rec is None else [rec]
+    return None if recs is None else [(k.op.name, rec) for rec in recs]
 
 
 class PlannedRun:

@@ -76,18 +76,18 @@ BAND_CASES = [
 
 
 @pytest.mark.parametrize("case", BAND_CASES, ids=lambda c: f"{c['x']}-{c['w']}-{c['attrs']}")
-def test_full_nhwc_conv_runs_the_sgemm_band_by_band(tmp_path, case, budget):
+def test_full_nhwc_conv_runs_the_sgemm_on_the_whole_tensor(tmp_path, case, budget):
     """A full NHWC convolution (groups 1, no dilation, more than 4 input and
-    output channels) runs the packed SGEMM over each band of padded input
-    rows: its scratch is that band alone (none unpadded), one band or one
-    output row per band (``budget``: a shorter last band too), and it
-    matches onnxruntime and the NumPy path."""
+    output channels, padded or not) runs the packed SGEMM on the whole
+    tensor, the taps in the padding read as zeros: no scratch whatever the
+    budget (no padded band), one native call record, the same bits at one
+    and three threads, and it matches onnxruntime and the NumPy path."""
     from helpers.model_zoo import ort_run
     from helpers.onnx_util import make_model
     from pyarena.importers import load_model
     from pyarena.planning import plan
     from pyarena.runtime import Executor
-    path = tmp_path / "band.onnx"
+    path = tmp_path / "full.onnx"
     make_model([node("Conv", ["x", "w", "b"], **case["attrs"])], {"x": (case["x"], np.float32)},
                {"y": (None, np.float32)}, {"w": rnd(*case["w"]), "b": rnd(case["w"][0])},
                path=path)
@@ -95,38 +95,69 @@ def test_full_nhwc_conv_runs_the_sgemm_band_by_band(tmp_path, case, budget):
     g = load_model(str(path), layout="nhwc", scratch_budget=budget)
     ex = Executor(g, plan(g))
     conv = next(k for k in ex.kernels if k.op.op_type == "Conv")
-    assert conv.path == "native-band"
+    assert conv.path == "native-gemm"
     op = next(o for o in g.ops if o.op_type == "Conv")
-    padded = op.scratch_bytes > 0
-    assert padded == conv.padded
-    if budget is not None and padded:
-        assert conv.band_rows == 1 and len(conv.bands) == conv.Ho
+    assert op.scratch_bytes == 0
+    assert conv.native_call([x], [x]) is not None       # batched with its neighbours
     ref = ort_run(path, {"x": x})["y"]
-    np.testing.assert_allclose(ex.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+    got = ex.run({"x": x})["y"].copy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    g3 = load_model(str(path), layout="nhwc", scratch_budget=budget)
+    np.testing.assert_array_equal(Executor(g3, plan(g3), threads=3).run({"x": x})["y"], got)
     numpy_path = load_model(str(path), native=False, scratch_budget=budget)
     np.testing.assert_allclose(Executor(numpy_path, plan(numpy_path)).run({"x": x})["y"], ref,
                                rtol=1e-4, atol=1e-4)
-    assert op.scratch_bytes < numpy_path.ops[0].scratch_bytes     # no im2col columns
 
 
-def test_a_shorter_last_band_has_its_own_geometry(tmp_path):
-    """11 output rows in bands of 2: five bands and a last one of 1 row."""
+def test_past_the_padded_window_channels_the_sgemm_runs_band_by_band(tmp_path, budget):
+    """Over more than PAD_WINDOW_MAX_CIN input channels (the C core's zero
+    row is that long) a padded full NHWC convolution keeps the packed SGEMM
+    over each band of padded input rows: its scratch is that band alone, one
+    output row per band under the small budget, and it matches onnxruntime."""
     from helpers.model_zoo import ort_run
     from helpers.onnx_util import make_model
     from pyarena.importers import load_model
     from pyarena.planning import plan
     from pyarena.runtime import Executor
+    from pyarena.runtime.kernels.conv import PAD_WINDOW_MAX_CIN
+    cin = PAD_WINDOW_MAX_CIN + 1
+    path = tmp_path / "band.onnx"
+    make_model([node("Conv", ["x", "w", "b"], strides=[2, 1], pads=[1, 1, 1, 1])],
+               {"x": ([1, cin, 9, 6], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(6, cin, 3, 3) * 0.05, "b": rnd(6)}, path=path)
+    x = rnd(1, cin, 9, 6, lo=-3, hi=3)
+    g = load_model(str(path), layout="nhwc", scratch_budget=budget)
+    ex = Executor(g, plan(g))
+    conv = next(k for k in ex.kernels if k.op.op_type == "Conv")
+    assert conv.path == "native-band" and conv.padded
+    assert next(o for o in g.ops if o.op_type == "Conv").scratch_bytes > 0
+    if budget is not None:
+        assert conv.band_rows == 1 and len(conv.bands) == conv.Ho
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_a_shorter_last_band_has_its_own_geometry(tmp_path):
+    """11 output rows in bands of 2: five bands and a last one of 1 row
+    (input channels past PAD_WINDOW_MAX_CIN: the band path)."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from pyarena.importers import load_model
+    from pyarena.planning import plan
+    from pyarena.runtime import Executor
+    from pyarena.runtime.kernels.conv import PAD_WINDOW_MAX_CIN
+    cin = PAD_WINDOW_MAX_CIN + 1
     path = tmp_path / "bands.onnx"
     make_model([node("Conv", ["x", "w", "b"], pads=[1, 1, 1, 1])],
-               {"x": ([1, 6, 11, 9], np.float32)}, {"y": (None, np.float32)},
-               {"w": rnd(7, 6, 3, 3), "b": rnd(7)}, path=path)
-    row = 11 * 6 * 4                          # a padded input row, NHWC
+               {"x": ([1, cin, 11, 3], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(7, cin, 3, 3) * 0.05, "b": rnd(7)}, path=path)
+    row = 5 * cin * 4                         # a padded input row, NHWC
     g = load_model(str(path), layout="nhwc", scratch_budget=4 * row + 8)
     ex = Executor(g, plan(g))
     conv = next(k for k in ex.kernels if k.op.op_type == "Conv")
     assert conv.path == "native-band" and conv.band_rows == 2
     assert conv.bands[-1] == (10, 11) and sorted(conv.descs) == [1, 2]
-    x = rnd(1, 6, 11, 9)
+    x = rnd(1, cin, 11, 3)
     np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=1e-4)
 

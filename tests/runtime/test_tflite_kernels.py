@@ -298,12 +298,12 @@ def _matches_interpreter(g, ex, path, seed):
 def test_few_output_channels_on_the_dot_kernel(tmp_path, cout, stride, padding):
     """A 3x3 NHWC CONV_2D with at most 4 output channels (a heatmap head)
     runs the native dot-product kernel by default, no workspace, and
-    matches the interpreter; with 5 it runs the packed SGEMM over bands of
-    padded input rows (its only workspace: none when VALID)."""
+    matches the interpreter; with 5 it runs the packed SGEMM on the whole
+    tensor (the padding read as zeros: no workspace either)."""
     g, ex, path = _conv3x3_relu6(tmp_path, "few.tflite", (13, 17), 10, cout, stride, padding,
                                  seed=4)
-    assert ex.kernels[0].path == ("native" if cout <= 4 else "native-band")
-    assert (g.ops[0].scratch_bytes == 0) == (cout <= 4 or padding == 1)
+    assert ex.kernels[0].path == ("native" if cout <= 4 else "native-gemm")
+    assert g.ops[0].scratch_bytes == 0
     _matches_interpreter(g, ex, path, seed=5)
 
 
@@ -312,12 +312,12 @@ def test_few_output_channels_on_the_dot_kernel(tmp_path, cout, stride, padding):
 def test_few_input_channels_on_the_stack_tile_kernel(tmp_path, cin, stride, padding):
     """A 3x3 NHWC CONV_2D over at most 4 input channels (a stem over RGB)
     runs the native stack-tile kernel by default, no workspace, and matches
-    the interpreter; with 5 it runs the packed SGEMM over bands of padded
-    input rows (its only workspace: none when VALID)."""
+    the interpreter; with 5 it runs the packed SGEMM on the whole tensor
+    (the padding read as zeros: no workspace either)."""
     g, ex, path = _conv3x3_relu6(tmp_path, "stem.tflite", (15, 21), cin, 19, stride, padding,
                                  seed=8)
-    assert ex.kernels[0].path == ("native" if cin <= 4 else "native-band")
-    assert (g.ops[0].scratch_bytes == 0) == (cin <= 4 or padding == 1)
+    assert ex.kernels[0].path == ("native" if cin <= 4 else "native-gemm")
+    assert g.ops[0].scratch_bytes == 0
     _matches_interpreter(g, ex, path, seed=9)
 
 
@@ -351,13 +351,13 @@ def test_pointwise_conv_nhwc_matches_interpreter(tmp_path, hw, cin, cout):
     ((32, 32), 2, 2, 64, 64, "native-gemm"),     # iris landmark's 2x2 stride-2 layers
     ((9, 11), 2, 2, 12, 21, "native-gemm"),      # odd sides: a last row / column unread
     ((2, 2), 2, 1, 128, 40, "native-gemm"),      # one output pixel
-    ((8, 8), 3, 1, 16, 24, "native-band"),       # overlapping VALID windows: by bands
+    ((8, 8), 3, 1, 16, 24, "native-gemm"),       # overlapping VALID windows: in place too
 ], ids=str)
 def test_patch_conv_nhwc_matches_interpreter(tmp_path, hw, k, s, cin, cout, path_):
     """NHWC CONV_2D, VALID, windows that do not overlap (kernel <= stride)
     or a single output pixel: the packed SGEMM reads each window in place
     (no im2col scratch) and matches the interpreter; overlapping VALID
-    windows run the same SGEMM band by band (no scratch either: unpadded)."""
+    windows run the same SGEMM on the whole tensor (no scratch either)."""
     r = np.random.default_rng(5)
     ho, wo = (hw[0] - k) // s + 1, (hw[1] - k) // s + 1
     B = TFLiteBuilder()

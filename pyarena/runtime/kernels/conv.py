@@ -47,6 +47,10 @@ FEW_CIN_TILE = 4096
 FEW_PIXELS = 16
 FEW_PIXELS_MACS = 1 << 20
 FEW_PIXELS_CIN = 8
+#: full NHWC convolutions over at most this many input channels run the
+#: packed SGEMM on the whole tensor, padding read as zeros
+#: (pa_conv2d_run picks it by the same rule: PA_GEMM_PAD_MAX_CIN)
+PAD_WINDOW_MAX_CIN = 1024
 
 
 @register
@@ -124,8 +128,9 @@ class Conv(ConvWeights, Spatial):
             # geometry the C kernel cannot take (e.g. a pad beyond its range):
             # the NumPy path instead
             if weights.shape[-1] * groups == self.c_in and self.pt >= 0 and self.pl >= 0:
-                gemm = self._pointwise(groups) or (self._disjoint(groups) and self.cout > FEW_COUT
-                                                   and not self._few_inputs(groups))
+                gemm = self._pointwise(groups) or (
+                    (self._disjoint(groups) or self._padded_window(groups))
+                    and self.cout > FEW_COUT and not self._few_inputs(groups))
                 mode = ("native-dw" if groups == self.c_in == self.cout and groups > 1 else
                         "native-gemm" if gemm else "native")
                 cls = NativeResidual if self.residual else NativeConv
@@ -194,7 +199,20 @@ class Conv(ConvWeights, Spatial):
             return forced == "native"
         return ((g == self.c_in and g > 1) or self._few_outputs(g) or self._few_inputs(g) or
                 (self._pointwise(g) and (self.residual or self._gemm_wins())) or
-                self._disjoint(g) or self._few_pixels(g))
+                self._disjoint(g) or self._padded_window(g) or self._few_pixels(g))
+
+    def _padded_window(self, g):
+        """NHWC, groups 1, no dilation, not pointwise, more than FEW_CIN
+        input and FEW_COUT output channels, at most PAD_WINDOW_MAX_CIN input
+        channels, no fused residual, not a TFLite depthwise layout: the C
+        core's packed SGEMM reading every window in place, the taps in the
+        padding from a zero row (``_pa_conv2d_is_padded_window``): one call
+        on the whole tensor, no padded copy, no bands (a YOLO-style
+        detector's 3x3 layers; native-band copied each band padded first,
+        in NumPy, on one thread)."""
+        return (self.nhwc and g == 1 and self.dh == self.dw == 1 and not self._pointwise(g)
+                and FEW_CIN < self.c_in <= PAD_WINDOW_MAX_CIN and self.cout > FEW_COUT
+                and not self.residual and self.attrs.get("weight_layout") != "1HWC")
 
     def _few_pixels(self, g):
         """Groups 1, at most FEW_PIXELS output pixels per image and at most

@@ -20,8 +20,8 @@ from ..._native import kernels as nk
 from . import evaluators as ev
 from .erf import ErfMixin, erf_values
 from . import shape_rules as rules
+from .binary_native import add_calls
 from .native import NATIVE_DTYPE, Pointers, unary
-from .ort_exact import ort_logistic
 from . import tflite_attrs as tfl
 from .registry import Kernel, const, items_per_step, register
 
@@ -145,45 +145,6 @@ for _n, _f, _t in (("Exp", np.exp, "EXP"),
                    ("Neg", np.negative, "NEG"), ("Abs", np.abs, "ABS")):
     _unary(_n, _f, _t, qdq="lookup")      # 8-bit in QDQ models: a lookup table
 _unary("Square", np.square, "SQUARE", onnx=False)      # TFLite SQUARE
-
-
-@register
-class Sigmoid(Kernel):
-    """1 / (1 + exp(-x)); Swish (opset 24): x / (1 + exp(-alpha x)) (scratch)."""
-
-    op_types = ('Sigmoid', 'Logistic', 'Swish')
-    family = 'unary'
-    inplace = 'unary'
-    shape_rule = {'Sigmoid': rules.same, 'Swish': rules.same}
-    conv_act = {'Sigmoid': 'SIGMOID'}
-    tflite = {'LOGISTIC': ('Sigmoid', {})}
-
-    def setup(self):
-        self.one = const(1, self.dtype)
-        self.swish = self.op.op_type == "Swish"
-        self.native = None if self.swish else unary(self, "SIGMOID")
-        if self.native is not None:     # onnxruntime's bits (its MLAS logistic)
-            self.native = ort_logistic(self)
-        if self.swish:
-            self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
-            self.scratch = [(self.oshape(), self.dtype)]
-
-    def run(self, xs, ys, sc):
-        if self.native:
-            self.native(xs, ys)
-            return
-        y = ys[0]
-        if self.swish:
-            d = np.multiply(xs[0], self.malpha, out=sc[0])
-            with np.errstate(over="ignore"):
-                np.exp(d, out=d)
-            np.add(d, self.one, out=d)
-            np.divide(xs[0], d, out=y)
-            return
-        np.negative(xs[0], out=y)
-        np.exp(y, out=y)
-        np.add(y, self.one, out=y)
-        np.reciprocal(y, out=y)
 
 
 @register
@@ -670,6 +631,8 @@ class Elementwise(Kernel):
         # two operands, none omitted: one ufunc call (the common case, first)
         self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and \
             self.special is None
+
+    native_calls = add_calls        # a float32 Add: one C record (binary_native.py)
 
     def run(self, xs, ys, sc):
         if self.binary:

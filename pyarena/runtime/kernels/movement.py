@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..._native.kernels import copy_call
 from ...errors import InvalidArgumentError
 from . import evaluators as ev
 from . import shape_rules as rules
@@ -167,6 +168,22 @@ class Transpose(Kernel):
         np.copyto(y, x.transpose(self.perm))
 
 
+def _copy_records(pairs):
+    """``copy_call`` records of ``np.copyto(dst, src)`` for each pair, or
+    None when one is not a block copy of two arrays of plain values (a pool
+    tensor: None; strings)."""
+    recs = []
+    for dst, src in pairs:
+        if not isinstance(dst, np.ndarray) or not isinstance(src, np.ndarray) or \
+                dst.dtype.hasobject:
+            return None
+        rec = copy_call(dst, src)
+        if rec is None:
+            return None
+        recs.append(rec)
+    return recs
+
+
 @register
 class Concat(Kernel):
     """Copies each input into its slice of the output, except an input the
@@ -218,6 +235,13 @@ class Concat(Kernel):
         for i, dst in copies:
             np.copyto(dst, xs[i])
 
+    def native_calls(self, xs, ys):
+        """The copies as block-copy records (``copy_call``) on the bound
+        views, or None (an input not in the arena, a fused activation)."""
+        if not self.stable or self._act is not None or self.copies is None:
+            return None
+        return _copy_records([(dst, xs[i]) for i, dst in self.copies])
+
     def inputs_in_place(self):
         """The inputs found in their slices of the output (known once the
         executor bound its views)."""
@@ -262,6 +286,14 @@ class Split(Kernel):
         pre = (slice(None),) * self.axis
         for y, b in zip(ys, self.bounds):
             np.copyto(y, xs[0][pre + (slice(*b),)])
+
+    def native_calls(self, xs, ys):
+        """Each output's slice as a block-copy record (``copy_call``), or None."""
+        if self._act is not None:
+            return None
+        pre = (slice(None),) * self.axis
+        return _copy_records([(y, None if xs[0] is None else xs[0][pre + (slice(*b),)])
+                              for y, b in zip(ys, self.bounds)])
 
 
 @register

@@ -8,8 +8,8 @@ quantizer writes them: text2tashkeel's attention, ddddocr's CRNN, whose
 float islands are exact products and sums otherwise) then moves a value
 by a whole 8-bit step where the bits differ, and the outputs drift apart.
 Float32 runs the C core's ``pa_ort_tanh`` / ``pa_ort_logistic`` (those
-bits): the Tanh kernel here, and :func:`ort_logistic` for the Sigmoid
-kernel (:mod:`.elementwise`) when it stands alone.  A Sigmoid fused into
+bits): the Tanh and Sigmoid kernels here (Sigmoid standing alone; with
+it Swish, on NumPy).  A Sigmoid fused into
 a convolution's epilogue or a SiLU keeps the C core's own (exp-based)
 logistic; other element types NumPy's; folded at import, NumPy's.
 """
@@ -18,9 +18,10 @@ import numpy as np
 from ..._native import ort_approx
 from . import evaluators as ev
 from . import shape_rules as rules
-from .registry import Kernel, register
+from .native import unary
+from .registry import Kernel, const, register
 
-__all__ = ["Tanh", "ort_logistic"]
+__all__ = ["Sigmoid", "Tanh", "ort_logistic"]
 
 
 @register
@@ -61,3 +62,42 @@ def ort_logistic(kernel):
         np.add(y, one, out=y)
         np.reciprocal(y, out=y)
     return run
+
+
+@register
+class Sigmoid(Kernel):
+    """1 / (1 + exp(-x)); Swish (opset 24): x / (1 + exp(-alpha x)) (scratch)."""
+
+    op_types = ('Sigmoid', 'Logistic', 'Swish')
+    family = 'unary'
+    inplace = 'unary'
+    shape_rule = {'Sigmoid': rules.same, 'Swish': rules.same}
+    conv_act = {'Sigmoid': 'SIGMOID'}
+    tflite = {'LOGISTIC': ('Sigmoid', {})}
+
+    def setup(self):
+        self.one = const(1, self.dtype)
+        self.swish = self.op.op_type == "Swish"
+        self.native = None if self.swish else unary(self, "SIGMOID")
+        if self.native is not None:     # onnxruntime's bits (its MLAS logistic)
+            self.native = ort_logistic(self)
+        if self.swish:
+            self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
+            self.scratch = [(self.oshape(), self.dtype)]
+
+    def run(self, xs, ys, sc):
+        if self.native:
+            self.native(xs, ys)
+            return
+        y = ys[0]
+        if self.swish:
+            d = np.multiply(xs[0], self.malpha, out=sc[0])
+            with np.errstate(over="ignore"):
+                np.exp(d, out=d)
+            np.add(d, self.one, out=d)
+            np.divide(xs[0], d, out=y)
+            return
+        np.negative(xs[0], out=y)
+        np.exp(y, out=y)
+        np.add(y, self.one, out=y)
+        np.reciprocal(y, out=y)

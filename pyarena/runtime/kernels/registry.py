@@ -454,6 +454,14 @@ class Kernel(facts.Operator):
         call = getattr(getattr(self, "native", None), "call", None)
         return None if call is None or self._act is not None else call(xs, ys)
 
+    def native_calls(self, xs, ys):
+        """This call as a list of ``pa_call_t`` records run in order (the
+        executor batches them with its neighbours' records), or None:
+        :meth:`native_call`'s one record here; a movement op's copies
+        (Concat, Split) are several."""
+        rec = self.native_call(xs, ys)
+        return None if rec is None else [rec]
+
 
 def _fused_activation(kernel, attrs, dtype):
     """y -> act(y) in place, for an op whose kernel does not fuse it."""

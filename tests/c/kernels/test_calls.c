@@ -280,11 +280,54 @@ static void test_quantized_calls_equal_one_by_one(void) {
     free(x), free(packed);
 }
 
+/* PA_CALL_ADD (pa_add): y = a + b, each sum the float32 addition
+ * (volatile: computed here one by one, not by the vectorised loop), on one
+ * and on three threads (blocks split across them), in place on a and on
+ * b, sizes around the 16384-float blocks; NULL pointers and a negative
+ * size are refused, an empty add runs. */
+static void test_calls_add(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    static const int64_t counts[] = {1, 7, 16383, 16384, 16385, 200001};
+    for (int s = 0; s < 6; s++) {
+        int64_t n = counts[s];
+        float *a = fbuf((size_t)n), *b = fbuf((size_t)n), *want = fbuf((size_t)n);
+        float *y = fbuf((size_t)n), *y3 = fbuf((size_t)n), *ip = fbuf((size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            volatile float t = a[i];
+            t += b[i];
+            want[i] = t;
+        }
+        pa_call_t c = {PA_CALL_ADD, NULL, NULL, a, b, y, {n, 0, 0, 0}, NULL};
+        CHECK_EQ(pa_calls_run(&c, 1, NULL, NULL), PA_OK);
+        CHECK(memcmp(y, want, (size_t)n * sizeof *y) == 0);
+        c.y = y3;
+        CHECK_EQ(pa_calls_run(&c, 1, pool, NULL), PA_OK);
+        CHECK(memcmp(y3, want, (size_t)n * sizeof *y) == 0);
+        memcpy(ip, a, (size_t)n * sizeof *ip);          /* y = a */
+        CHECK_EQ(pa_add(ip, b, ip, (size_t)n, pool), PA_OK);
+        CHECK(memcmp(ip, want, (size_t)n * sizeof *y) == 0);
+        memcpy(ip, b, (size_t)n * sizeof *ip);          /* y = b */
+        CHECK_EQ(pa_add(a, ip, ip, (size_t)n, NULL), PA_OK);
+        CHECK(memcmp(ip, want, (size_t)n * sizeof *y) == 0);
+        free(a), free(b), free(want), free(y), free(y3), free(ip);
+    }
+    float v = 1.0f;
+    pa_call_t bad = {PA_CALL_ADD, NULL, NULL, &v, NULL, &v, {1, 0, 0, 0}, NULL};
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad.b = &v, bad.i[0] = -1;
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_add(NULL, NULL, NULL, 0, pool), PA_OK);
+    CHECK_EQ(pa_add(&v, NULL, &v, 1, pool), PA_ERR_INVALID);
+    pa_workers_destroy(pool);
+}
+
 int main(void) {
     RUN(test_calls_equal_one_by_one);
     RUN(test_calls_stop_at_the_first_failure);
     RUN(test_copy_overlapping_blocks);
     RUN(test_calls_copy_span_overflow);
     RUN(test_quantized_calls_equal_one_by_one);
+    RUN(test_calls_add);
     return pa_test_report();
 }

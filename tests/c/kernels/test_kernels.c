@@ -357,6 +357,87 @@ static void test_gemm_nhwc512(void) {
     pa_workers_destroy(pool);
 }
 
+/* A full NHWC convolution whose windows reach into the padding
+ * (_pa_conv2d_is_padded_window: the packed SGEMM, taps in the padding read
+ * from a zero row): random kernels, strides and pads on every side (a
+ * window may also hang past the bottom / right edge), 5-70 channels.  The
+ * same bits as the unpadded (disjoint-window) convolution over a
+ * zero-padded copy of the input -- the band path it replaces -- on both
+ * tiles and at one and three threads; the naive reference within 1e-5;
+ * the portable and AVX-512 tiles the same bits (GCC); and past
+ * PA_GEMM_PAD_MAX_CIN input channels the direct kernel instead. */
+static void test_conv_padded_window(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    double worst = 0;
+    int done = 0;
+    for (int t = 0; t < 120; t++) {
+        pa_conv2d_t c;
+        memset(&c, 0, sizeof c);
+        c.layout = PA_LAYOUT_NHWC, c.groups = 1, c.dh = c.dw = 1;
+        c.n = rnd(1, 2);
+        c.c_in = rnd(5, 70), c.c_out = rnd(5, 70);
+        c.kh = rnd(1, 5), c.kw = rnd(1, 5), c.sh = rnd(1, 3), c.sw = rnd(1, 3);
+        c.h = rnd(1, 14), c.w = rnd(1, 30);
+        c.pad_top = rnd(0, c.kh - 1), c.pad_left = rnd(0, c.kw - 1);
+        if (c.pad_top + c.pad_left == 0)
+            c.pad_top = c.kh > 1 ? 1 : 0, c.pad_left = c.kh > 1 ? 0 : (c.kw > 1 ? 1 : 0);
+        int64_t pb = rnd(0, c.kh), pr = rnd(0, c.kw);   /* past kh - 1: a window hangs over */
+        int64_t hp = c.h + c.pad_top + pb, wp = c.w + c.pad_left + pr;
+        if (hp < c.kh)
+            pb += c.kh - hp, hp = c.kh;
+        if (wp < c.kw)
+            pr += c.kw - wp, wp = c.kw;
+        c.h_out = (hp - c.kh) / c.sh + 1, c.w_out = (wp - c.kw) / c.sw + 1;
+        c.act = random_act();
+        if (c.pad_top + c.pad_left + pb + pr == 0 || c.c_out <= 4)
+            continue;
+        if (_pa_conv2d_is_disjoint(&c) || _pa_conv2d_is_pointwise(&c))
+            continue;       /* the windows all inside: not this path */
+        CHECK(_pa_conv2d_is_padded_window(&c));
+        run_conv_case(c, pool, &worst);
+        /* the zero-padded copy, unpadded: a disjoint-window convolution */
+        pa_conv2d_t u = c;
+        u.h = hp, u.w = wp, u.pad_top = u.pad_left = 0;
+        CHECK(_pa_conv2d_is_disjoint(&u));
+        int64_t m = c.n * c.h_out * c.w_out;
+        size_t np = _pa_gemm_packed_size(&c);
+        CHECK_EQ((int64_t)np, (int64_t)_pa_gemm_packed_size(&u));
+        CHECK_EQ((int64_t)np, (int64_t)pa_conv2d_packed_size(&c));
+        float *w = fbuf((size_t)(c.c_out * c.kh * c.kw * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *packed = fbuf(np), *x = fbuf((size_t)(c.n * c.h * c.w * c.c_in));
+        float *xp = calloc((size_t)(c.n * hp * wp * c.c_in), sizeof *xp);
+        float *y0 = fbuf((size_t)(m * c.c_out)), *y1 = fbuf((size_t)(m * c.c_out));
+        CHECK(xp != NULL);
+        for (int64_t n = 0; n < c.n; n++)
+            for (int64_t h = 0; h < c.h; h++)
+                memcpy(xp + ((n * hp + h + c.pad_top) * wp + c.pad_left) * c.c_in,
+                       x + (n * c.h + h) * c.w * c.c_in, (size_t)(c.w * c.c_in) * sizeof *x);
+        CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+        for (int avx = 0; avx < 2; avx++) {
+            pa_workers_t *wk = (t + avx) % 2 ? pool : NULL;
+            CHECK_EQ(_pa_gemm_nhwc_run_isa(&u, packed, xp, NULL, 0, y0, NULL, avx), PA_OK);
+            CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, NULL, 0, y1, wk, avx), PA_OK);
+            CHECK(memcmp(y0, y1, (size_t)(m * c.c_out) * sizeof *y0) == 0);
+        }
+        if (_pa_avx512_usable()) {  /* y1: the AVX-512 tile's */
+            CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, NULL, 0, y0, pool, 0), PA_OK);
+            CHECK(same_floats(y0, y1, (size_t)(m * c.c_out)));
+        }
+        free(w), free(b), free(packed), free(x), free(xp), free(y0), free(y1);
+        done++;
+    }
+    CHECK(worst < 1e-5);
+    CHECK(done > 60);
+    printf("     padded windows: worst relative error %.3g over %d geometries\n", worst, done);
+    pa_conv2d_t big = {PA_LAYOUT_NHWC, 1, PA_GEMM_PAD_MAX_CIN + 1, 3, 3, 8, 3, 3,
+                       3, 3, 1, 1, 1, 1, 1, 1, 1, {PA_ACT_NONE, 0, 0}};
+    CHECK(!_pa_conv2d_is_padded_window(&big));
+    big.c_in = PA_GEMM_PAD_MAX_CIN;
+    CHECK(_pa_conv2d_is_padded_window(&big));
+    pa_workers_destroy(pool);
+}
+
 /* One depthwise geometry run by _pa_dwconv_run_isa without and with the
  * AVX-512 paths on the same packed weights and input: 1 if the outputs
  * agree (same_floats), else 0 after printing the geometry. */
@@ -816,6 +897,7 @@ int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
     RUN(test_gemm_nhwc512);
+    RUN(test_conv_padded_window);
     RUN(test_dwconv_nhwc512);
     RUN(test_dwconv_nchw512);
     RUN(test_conv_residual);

@@ -499,15 +499,18 @@ static void test_calls_run(void) {
     for (long it = 0; it < fuzz_n; it++) {
         pa_call_t call;
         memset(&call, 0, sizeof call);
-        int kind = (int)upto(8);
-        call.kind = kind < 7 ? (pa_call_kind_t)kind : (pa_call_kind_t)(one_in(2) ? -1 : 7 + upto(99));
+        int kind = (int)upto(9);
+        /* the float kinds (0..6 and ADD; the 8-bit ones: test_calls.c), or one
+           past every kind */
+        call.kind = kind < 7 ? (pa_call_kind_t)kind : kind == 7 ? PA_CALL_ADD
+                    : (pa_call_kind_t)(one_in(2) ? -1 : PA_CALL_ADD + 1 + upto(99));
         void *bufs[6] = {0};
         int expect_ok = 0;
         pa_conv2d_t conv;
         pa_pool2d_t pool;
         pa_act_params_t act = rand_act();
         int64_t nx, ny, nw;
-        switch (kind) {
+        switch ((int)call.kind) {
         case PA_CALL_CONV2D:
         case PA_CALL_CONV2D_RESIDUAL: {
             conv = rand_conv();
@@ -598,6 +601,22 @@ static void test_calls_run(void) {
             expect_ok = 1;
             break;
         }
+        case PA_CALL_ADD: {
+            call.i[0] = one_in(6) ? hval() : upto(100);
+            if (call.i[0] < 0) {
+                call.a = call.b = call.y = tiny;
+                break;
+            }
+            if (call.i[0] > CAP_FLOATS) {
+                call.a = call.b = call.y = NULL;
+                break;
+            }
+            fbuf_t x = fbuf(call.i[0]), y = fbuf(call.i[0]);
+            bufs[1] = x.base, bufs[2] = y.base;
+            call.a = x.p, call.b = y.p, call.y = y.p;       /* in place on b */
+            expect_ok = 1;
+            break;
+        }
         case PA_CALL_COPY: {
             int64_t count = upto(5), bytes = upto(40), sa = upto(80) - 20, sy = upto(80) - 20;
             if (one_in(3)) {
@@ -651,7 +670,7 @@ static void test_calls_run(void) {
                 fprintf(stderr, "call kind %d: status %d\n", kind, (int)st);
             CHECK(st == PA_OK && failed == 1);
             ran++;
-        } else if (call.a == tiny || call.kind > PA_CALL_COPY || call.kind < 0) {
+        } else if (call.a == tiny || call.kind > PA_CALL_ADD || call.kind < 0) {
             CHECK(st == PA_ERR_INVALID && failed == 0);
         } else {
             CHECK((st == PA_OK && failed == 1) || (st != PA_OK && failed == 0));
