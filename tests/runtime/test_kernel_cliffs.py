@@ -59,6 +59,8 @@ NOT_COVERED = {
     "TensorScatter": "tiling the cache breaks its agreement with the update: no recipe yet",
     "pyarena.KvCacheAppend": "made by a kv_cache session, never in a model file: one copy "
                              "of the new rows into their slice (np.copyto)",
+    "DynamicQuantizeLSTM": "com.microsoft, no conformance case: a time loop whose cost is "
+                           "its steps' (tests/runtime/test_recurrent_quant.py); no recipe yet",
     "pyarena.Attention": "made by the attention rewrite, never in a model file: one C call "
                          "(pa_attention) or two BLAS products and the C row softmax, "
                          "covered by tests/runtime/test_fusion_attention.py",

@@ -4467,4 +4467,13 @@ MUTANTS += [
       "    if ((n && (!a || !y)) || n > ((size_t)1 << 50))",
       "pa_add takes a NULL second operand",
       ("c:kernels/test_calls",)),
+    M("ort-approx-binding-in-place", "pyarena/_native/ort_approx.py",
+      '    check(lib.pa_ort_tanh(ffi.from_buffer("float[]", x), ffi.from_buffer("float[]", y),',
+      '    check(lib.pa_ort_tanh(ffi.from_buffer("float[]", x), ffi.from_buffer("float[]", x),',
+      "the tanh binding writes its result over its input", ("tests/runtime/test_ort_approx.py",)),
+    M("qrows-binding-zero-points-dropped", "pyarena/_native/qrows.py",
+      '    zp = ffi.NULL if w_zp is None else ffi.from_buffer("int32_t[]", w_zp)',
+      "    zp = ffi.NULL",
+      "the few-rows product's binding drops the weights' zero points",
+      ("tests/runtime/test_recurrent_quant.py",)),
 ]
