@@ -846,6 +846,21 @@ pa_status_t pa_qmatmul_rows(const uint8_t *a, int64_t m, int64_t k, int32_t a_zp
                             const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t n,
                             int32_t *y);
 
+/* One time step of onnxruntime's DynamicQuantizeLSTM with its default gates
+ * (sigmoid, tanh, tanh; no peepholes, clip or input_forget) for n rows of
+ * `hidden` units (kernels/dqlstm.c): h_src quantized as DynamicQuantizeLinear,
+ * its exact product with the 8-bit R [hidden][4 hidden] (r_type, r_zp or
+ * NULL, float32 r_scale per column), g = xw + that * (r_scale * h scale) (+
+ * bias), the gates by pa_ort_logistic / pa_ort_tanh, c_out = c f + i c~,
+ * h_out = tanh(c_out) o -- onnxruntime's roundings, bit for bit.  g (n x 4H),
+ * hq (n x H bytes), acc (n x 4H), mult (4H): the caller's workspace; c_out
+ * may be c, h_out may be h_src.  PA_ERR_INVALID for bad sizes or NULL. */
+pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
+                           const float *bias, const void *r, pa_qtype_t r_type,
+                           const int32_t *r_zp, const float *r_scale, int64_t n, int64_t hidden,
+                           float *g, float *c_out, float *h_out, uint8_t *hq, int32_t *acc,
+                           float *mult);
+
 /* ONNX DynamicQuantizeLinear (kernels/qdynamic.c), as onnxruntime's
  * GetQuantizationParameter and MlasQuantizeLinear compute it
  * (onnxruntime/core/util/qmath.h): the range [min(0, min x), max(0, max x)]

@@ -205,3 +205,22 @@ def test_computed_weights_are_refused_by_name(tmp_path):
     with pytest.raises(UnsupportedOpError, match="fed_lstm.*DynamicQuantizeLSTM.*W fed"):
         g = load_model(str(path))
         Executor(g, plan(g))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_one_call_step_is_the_python_cell(tmp_path, batch):
+    """The default gates run each step as one pa_dqlstm_step; the Python
+    cell (which options such as peepholes take) gives the same bits."""
+    path = tmp_path / "q.onnx"
+    _, feeds = _model(path, 6, batch, 20, 12, "bidirectional", per_column=True, seed=9,
+                      initial=True)
+    g = load_model(str(path))
+    ex = Executor(g, plan(g))
+    k = ex.kernels[0]
+    assert k.fast
+    fast = {n: a.copy() for n, a in ex.run(feeds).items()}
+    k.fast = False
+    cell = ex.run(feeds)
+    for n in fast:
+        np.testing.assert_array_equal(fast[n], cell[n], err_msg=n)
+    np.testing.assert_array_equal(fast["y"], ort_run(path, feeds)["y"])

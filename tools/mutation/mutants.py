@@ -4476,4 +4476,17 @@ MUTANTS += [
       "    zp = ffi.NULL",
       "the few-rows product's binding drops the weights' zero points",
       ("tests/runtime/test_recurrent_quant.py",)),
+    M("dqlstm-step-bias-dropped", "csrc/kernels/dqlstm.c",
+      "        if (bias)\n",
+      "        if (0)\n",
+      "the C step leaves Wb + Rb out of the gates", ("c:kernels/test_dqlstm", "tests/runtime/test_recurrent_quant.py")),
+    M("dqlstm-step-cell-forget", "csrc/kernels/dqlstm.c",
+      "            float a = ci[j] * fg[j], b = ig[j] * cg[j];",
+      "            float a = ci[j] * ig[j], b = fg[j] * cg[j];",
+      "the C step swaps the forget and input gates in the cell update", ("c:kernels/test_dqlstm", "tests/runtime/test_recurrent_quant.py")),
+    M("dqlstm-fast-never", "pyarena/runtime/kernels/recurrent_quant.py",
+      "        self.fast = self.use_native and self._fast()",
+      "        self.fast = False",
+      "DynamicQuantizeLSTM never runs its steps as one C call (only speed: the path check "
+      "catches it)", ("tests/runtime/test_recurrent_quant.py",)),
 ]

@@ -33,7 +33,7 @@ other activations are NumPy's.
 import numpy as np
 
 from ..._native import qconv as nq
-from ..._native import ort_approx, qrows
+from ..._native import dqlstm, ort_approx, qrows
 from ..._native.qdynamic import dynamic_quantize
 from ...errors import InvalidArgumentError
 from .native import Pointers
@@ -131,6 +131,8 @@ class DynamicQuantizeLSTM(LSTM):
         self.qparams = (np.empty(1, np.float32), np.empty(1, np.uint8))
         self.xmult = np.empty((len(self.dirs), 4 * self.H), np.float32)
         self.hmult = np.empty(4 * self.H, np.float32)
+        #: every step one pa_dqlstm_step (default gates; see _fast)
+        self.fast = self.use_native and self._fast()
         #: the products on the C core's 8-bit GEMM (Kernel.path "native")
         self.native = True if all(w.native is not None or w.rows
                                   for w in self.wt + self.rt) else None
@@ -252,9 +254,23 @@ class DynamicQuantizeLSTM(LSTM):
             np.add(x, bias, out=x)
         self.clipped(x, act, t)
 
+    def _fast(self):
+        """Whether every step runs as one ``pa_dqlstm_step``: the default
+        gates (sigmoid, tanh, tanh), no peepholes, clip or input_forget, R
+        on the few-rows product."""
+        names = [str(n).lower() for n in self.attrs.get("activations", ())]
+        return (not names or names == ["sigmoid", "tanh", "tanh"] * (len(names) // 3)) and \
+            self.clip is None and not self.input_forget and not self.has(7) and \
+            all(r.rows for r in self.rt)
+
     def cell(self, d, xw, rt, xs, state, s):
         H = self.H
         h, hn, c, cn = state
+        if self.fast:           # the whole step in C: the same arithmetic, one call
+            dqlstm.step(self._h_rows(h, s), c, xw, None if xs[3] is None else s["bias"][d],
+                        rt.q, rt.zp32, rt.scale, s["g"], cn, hn, s["hq"],
+                        s["acc"][:self.N], self.hmult)
+            return
         g, tmp, t1 = s["g"], s["t1"], s["t1"][:, :H]
         f, gact, hact = self.acts[d]
         scale, zp = self.qparams

@@ -1,0 +1,69 @@
+/* kernels/dqlstm.c -- one time step of onnxruntime's DynamicQuantizeLSTM
+ * (com.microsoft) with its default gates, as one call: the Python time
+ * loop (runtime/kernels/recurrent_quant.py) spent more on a dozen small
+ * calls per step than on the arithmetic.
+ *
+ * The arithmetic, in onnxruntime's order (uni_directional_lstm.cc,
+ * rnn_helpers.cc) and the Python cell's, bit for bit:
+ *   hq, hs, hz  = DynamicQuantizeLinear(h_src)              (pa_dynamic_quantize)
+ *   acc         = (hq - hz) @ (R - r_zp)                    (pa_qmatmul_rows, int32)
+ *   g           = xw + float(acc) * (r_scale * hs)          (float32, this order)
+ *   g          += Wb + Rb                                   (if bias)
+ *   i, o, f     = logistic(g[:, 0:3H]);  c~ = tanh(g[:, 3H:4H])   (MLAS's: ort_approx.c)
+ *   c_out       = c * f + i * c~                            (two products, one sum)
+ *   h_out       = tanh(c_out) * o
+ * No FMA contraction here (-std=c11): each product is rounded as
+ * onnxruntime's separate multiplies and adds round it. */
+#include "internal.h"
+
+pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
+                           const float *bias, const void *r, pa_qtype_t r_type,
+                           const int32_t *r_zp, const float *r_scale, int64_t n, int64_t hidden,
+                           float *g, float *c_out, float *h_out, uint8_t *hq, int32_t *acc,
+                           float *mult) {
+    if (n < 0 || hidden < 1 || hidden > 32768 || n > ((int64_t)1 << 24))
+        return PA_ERR_INVALID;
+    if (n == 0)
+        return PA_OK;
+    if (!h_src || !c || !xw || !r || !r_scale || !g || !c_out || !h_out || !hq || !acc ||
+        !mult)
+        return PA_ERR_INVALID;
+    const int64_t H = hidden, G = 4 * hidden;
+    float hs;
+    uint8_t hz;
+    pa_status_t st = pa_dynamic_quantize(h_src, (size_t)(n * H), hq, &hs, &hz);
+    if (st != PA_OK)
+        return st;
+    st = pa_qmatmul_rows(hq, n, H, hz, r, r_type, r_zp, G, acc);
+    if (st != PA_OK)
+        return st;
+    for (int64_t j = 0; j < G; j++)
+        mult[j] = r_scale[j] * hs;
+    for (int64_t i = 0; i < n; i++) {
+        float *gi = g + i * G;
+        const float *xi = xw + i * G;
+        const int32_t *ai = acc + i * G;
+        for (int64_t j = 0; j < G; j++) {
+            float v = (float)ai[j] * mult[j];
+            gi[j] = xi[j] + v;
+        }
+        if (bias)
+            for (int64_t j = 0; j < G; j++)
+                gi[j] = gi[j] + bias[j];
+        if ((st = pa_ort_logistic(gi, gi, (size_t)(3 * H))) != PA_OK ||
+            (st = pa_ort_tanh(gi + 3 * H, gi + 3 * H, (size_t)H)) != PA_OK)
+            return st;
+        const float *ig = gi, *og = gi + H, *fg = gi + 2 * H, *cg = gi + 3 * H;
+        const float *ci = c + i * H;
+        float *co = c_out + i * H, *ho = h_out + i * H;
+        for (int64_t j = 0; j < H; j++) {
+            float a = ci[j] * fg[j], b = ig[j] * cg[j];
+            co[j] = a + b;
+        }
+        if ((st = pa_ort_tanh(co, ho, (size_t)H)) != PA_OK)
+            return st;
+        for (int64_t j = 0; j < H; j++)
+            ho[j] = ho[j] * og[j];
+    }
+    return PA_OK;
+}
