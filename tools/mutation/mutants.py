@@ -4489,4 +4489,8 @@ MUTANTS += [
       "        self.fast = False",
       "DynamicQuantizeLSTM never runs its steps as one C call (only speed: the path check "
       "catches it)", ("tests/runtime/test_recurrent_quant.py",)),
+    M("dqlstm-binding-bias-dropped", "pyarena/_native/dqlstm.py",
+      "    check(lib.pa_dqlstm_step(_f(h_src), _f(c), _f(xw), ffi.NULL if bias is None else _f(bias),",
+      "    check(lib.pa_dqlstm_step(_f(h_src), _f(c), _f(xw), ffi.NULL,",
+      "the C step's binding drops the gates' bias", ("tests/runtime/test_recurrent_quant.py",)),
 ]
