@@ -4213,7 +4213,7 @@ MUTANTS += [
       "        rt.product(hq.reshape(self.N, H), 0, acc, s[\"qs\"])",
       "DynamicQuantizeLSTM multiplies h's 8-bit values without their zero point", ("tests/runtime/test_recurrent_quant.py",)),
     M("dqlstm-finished-rows-not-zeroed", "pyarena/runtime/kernels/recurrent_quant.py",
-      "        if self._mask is None or prev is None or not self._y_present:",
+      "        if self.lens is None or not 0 <= prev < self.S or not self.present[0]:",
       "        if True:",
       "DynamicQuantizeLSTM quantizes h with the rows already past their length where "
       "onnxruntime reads Y's zeros", ("tests/runtime/test_recurrent_quant.py",)),

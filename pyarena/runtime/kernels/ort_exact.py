@@ -47,21 +47,20 @@ class Tanh(Kernel):
         np.tanh(x, out=y)
 
 
-def ort_logistic(kernel):
-    """A standalone float32 Sigmoid's run ``f(xs, ys)`` on onnxruntime's
-    logistic (NumPy's formula for views that are not one block)."""
-    one = np.float32(1)
+_ONE = np.float32(1)
 
-    def run(xs, ys):
-        x, y = xs[0], ys[0]
-        if x.flags.c_contiguous and y.flags.c_contiguous:
-            ort_approx.logistic(x, y)
-            return
-        np.negative(x, out=y)
-        np.exp(y, out=y)
-        np.add(y, one, out=y)
-        np.reciprocal(y, out=y)
-    return run
+
+def ort_logistic(xs, ys):
+    """A standalone float32 Sigmoid's native run: onnxruntime's logistic
+    (NumPy's formula for views that are not one block)."""
+    x, y = xs[0], ys[0]
+    if x.flags.c_contiguous and y.flags.c_contiguous:
+        ort_approx.logistic(x, y)
+        return
+    np.negative(x, out=y)
+    np.exp(y, out=y)
+    np.add(y, _ONE, out=y)
+    np.reciprocal(y, out=y)
 
 
 @register
@@ -80,7 +79,7 @@ class Sigmoid(Kernel):
         self.swish = self.op.op_type == "Swish"
         self.native = None if self.swish else unary(self, "SIGMOID")
         if self.native is not None:     # onnxruntime's bits (its MLAS logistic)
-            self.native = ort_logistic(self)
+            self.native = ort_logistic
         if self.swish:
             self.malpha = const(-float(self.attrs.get("alpha", 1.0)), self.dtype)
             self.scratch = [(self.oshape(), self.dtype)]

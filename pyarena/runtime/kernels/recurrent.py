@@ -113,8 +113,9 @@ class _Recurrent(RecurrentShapes, TimeLoop, Kernel):
         """(name, shape, dtype) of a subclass's further scratch parts."""
         return []
 
-    def _activations(self):
-        """Per direction, the tuple of activation functions (f[, g[, h]])."""
+    def _activation_names(self):
+        """The activation names, k per direction in order (the defaults
+        when absent; one direction's given for both directions)."""
         k = len(self.default_acts)
         names = self.attrs.get("activations")
         names = list(self.default_acts) * len(self.dirs) if names is None else \
@@ -123,6 +124,12 @@ class _Recurrent(RecurrentShapes, TimeLoop, Kernel):
             names = names * 2
         if len(names) != k * len(self.dirs):
             self.malformed(f"{len(names)} activations; {k} per direction expected")
+        return names
+
+    def _activations(self):
+        """Per direction, the tuple of activation functions (f[, g[, h]])."""
+        k = len(self.default_acts)
+        names = self._activation_names()
         alphas = [float(a) for a in self.attrs.get("activation_alpha", ())]
         betas = [float(b) for b in self.attrs.get("activation_beta", ())]
         c = lambda v: const(v, self.dtype)      # noqa: E731

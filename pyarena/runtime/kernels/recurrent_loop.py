@@ -121,6 +121,7 @@ class TimeLoop:
         for t0, t1 in self._chunks(rev):
             view = self._project(x, wt, b, t0, t1, s["xw"])
             for t in (range(t1 - 1, t0 - 1, -1) if rev else range(t0, t1)):
+                self.step = t       # (the step a cell may read)
                 self.cell(d, view(t), rt, xs, state, s)
                 m = None if mask is None else mask[t]
                 if m is None:       # the next state becomes the state

@@ -198,49 +198,38 @@ class DynamicQuantizeLSTM(LSTM):
         self.x_zp = int(zp[0])
         for d, w in enumerate(self.wt):
             np.multiply(w.scale, scale[0], out=self.xmult[d])
-        self._y_present = self.present[0]
-        self._mask, self._step = (s["mask"] if self.lens is not None else None), None
+        self._parts = s
         super().run(xs, ys, sc)
 
     def _project(self, x, wt, b, t0, t1, xw):
         """X @ W as onnxruntime's quantized GEMM, the whole sequence at once
         (``wt``: one direction's :class:`_QWeight`)."""
-        s, N = self._scratch_parts, self.N
+        s, N = self._parts, self.N
         d = self.wt.index(wt)
         acc = s["acc"][:self.S * N]
         wt.product(s["xq"].reshape(self.S * N, self.I), self.x_zp, acc, s["qs"])
         out = xw[:self.S * N]
         np.copyto(out, acc, casting="unsafe")
         np.multiply(out, self.xmult[d], out=out)
-        self._walk = iter(range(self.S - 1, -1, -1) if self.dirs[d] else range(self.S))
-        self._prev = None
         return lambda t: out[t * N:(t + 1) * N]
 
-    def _direction(self, xs, d, rev, bias, mask, y, state, s):
-        self._scratch_parts = s
-        return super()._direction(xs, d, rev, bias, mask, y, state, s)
-
-    def _h_rows(self, h, s):
+    def _h_rows(self, h, s, d):
         """h_{t-1} as onnxruntime reads it: with sequence_lens and Y asked
-        for, the rows already past their length read Y's zeros."""
-        t = next(self._walk)
-        prev, self._prev = self._prev, t
-        if self._mask is None or prev is None or not self._y_present:
+        for, the rows already past their length read Y's zeros (the rows
+        the step before left out: its mask)."""
+        prev = self.step + (1 if self.dirs[d] else -1)    # the step walked before
+        if self.lens is None or not 0 <= prev < self.S or not self.present[0]:
             return h
         hz = s["hz"]
         hz.fill(0)
-        np.copyto(hz, h, where=self._mask[prev])
+        np.copyto(hz, h, where=s["mask"][prev])
         return hz
 
     def _activations(self):
         """The float LSTM's, with Sigmoid and Tanh as onnxruntime's MLAS
         computes them (bits that decide the next step's 8-bit h)."""
         acts = super()._activations()
-        names = self.attrs.get("activations")
-        k = len(self.default_acts)
-        names = list(self.default_acts) * len(self.dirs) if names is None else \
-            [str(n) for n in names]
-        names = names * 2 if len(names) == k and len(self.dirs) == 2 else names
+        names, k = self._activation_names(), len(self.default_acts)
         exact = {"sigmoid": _ort_act(ort_approx.logistic), "tanh": _ort_act(ort_approx.tanh)}
         return [tuple(exact.get(names[d * k + j].lower(), fn) for j, fn in enumerate(fns))
                 for d, fns in enumerate(acts)]
@@ -258,8 +247,8 @@ class DynamicQuantizeLSTM(LSTM):
         """Whether every step runs as one ``pa_dqlstm_step``: the default
         gates (sigmoid, tanh, tanh), no peepholes, clip or input_forget, R
         on the few-rows product."""
-        names = [str(n).lower() for n in self.attrs.get("activations", ())]
-        return (not names or names == ["sigmoid", "tanh", "tanh"] * (len(names) // 3)) and \
+        names = [n.lower() for n in self._activation_names()]
+        return names == ["sigmoid", "tanh", "tanh"] * len(self.dirs) and \
             self.clip is None and not self.input_forget and not self.has(7) and \
             all(r.rows for r in self.rt)
 
@@ -267,7 +256,7 @@ class DynamicQuantizeLSTM(LSTM):
         H = self.H
         h, hn, c, cn = state
         if self.fast:           # the whole step in C: the same arithmetic, one call
-            dqlstm.step(self._h_rows(h, s), c, xw, None if xs[3] is None else s["bias"][d],
+            dqlstm.step(self._h_rows(h, s, d), c, xw, None if xs[3] is None else s["bias"][d],
                         rt.q, rt.zp32, rt.scale, s["g"], cn, hn, s["hq"],
                         s["acc"][:self.N], self.hmult)
             return
@@ -275,7 +264,7 @@ class DynamicQuantizeLSTM(LSTM):
         f, gact, hact = self.acts[d]
         scale, zp = self.qparams
         hq = s["hq"]
-        src = self._h_rows(h, s)
+        src = self._h_rows(h, s, d)
         dynamic_quantize(np.ascontiguousarray(src).reshape(-1), hq, scale, zp)
         acc = s["acc"][:self.N]
         rt.product(hq.reshape(self.N, H), int(zp[0]), acc, s["qs"])
