@@ -160,29 +160,7 @@ PA_INLINE void nhwc_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb, co
     } while (0)
 #define NHWC_FMA2(i) { pa_nv8 s = NV8_SPLAT(p##i[kk]); a##i##l += s * w0; a##i##h += s * w1; }
 #define NHWC_FMA1(i) a##i##l += NV8_SPLAT(p##i[kk]) * w0;
-    pa_gemm_win_t wv[PA_GEMM_MR];    /* a padded window's pixels */
-    const int padded = j->g.padded;
-    if (!padded || _pa_gemm_tile_wins(j->x, &j->g, i0, PA_GEMM_MR, j->m, wv)) {
-#define NHWC_ROW(i) p##i = padded ? _pa_gemm_corner(&j->g, wv[i]) \
-                              : _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
-        NHWC_ROWS(NHWC_ROW)
-#undef NHWC_ROW
-        const int64_t sl = j->g.sl, rs = j->g.rs;
-#define NHWC_NEXT(i) p##i += rs;
-        for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
-            NHWC_RUN(sl);
-            NHWC_ROWS(NHWC_NEXT)
-        }
-#undef NHWC_NEXT
-    } else {    /* a window past an edge: tap by tap */
-        for (int64_t r = 0; r < j->g.kh; r++)
-            for (int64_t t = 0; t < j->g.kw; t++) {
-#define NHWC_TAP(i) p##i = _pa_gemm_tap(&j->g, wv[i], r, t);
-                NHWC_ROWS(NHWC_TAP)
-#undef NHWC_TAP
-                NHWC_RUN(j->g.c);
-            }
-    }
+    PA_GEMM_FEED(PA_GEMM_MR, NHWC_ROWS, NHWC_RUN);
 #undef NHWC_FMA1
 #undef NHWC_FMA2
 #undef NHWC_RUN

@@ -92,6 +92,37 @@ PA_INLINE const float *_pa_gemm_tap(const pa_gemm_rows_t *g, pa_gemm_win_t v, in
     return v.img + (ih * g->w + iw) * g->c;
 }
 
+/* The A side of one tile, written once for every variant (isa.h): sets
+ * the row pointers p0 .. p(MR - 1) and runs the reduction RUN(len) over
+ * them -- in place (pointwise rows, unpadded windows, padded windows all
+ * inside the image: segs runs of sl floats, rs apart), or, for a tile with
+ * a window past an edge, tap by tap (a padding tap reads the zero row).
+ * ROWS(X) expands X(i) for each of the tile's MR rows; the tile's j, i0,
+ * mv (valid rows) are in scope. */
+#define PA_GEMM_FEED_ROW(i) p##i = padded ? _pa_gemm_corner(&j->g, wv[i]) \
+                              : _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
+#define PA_GEMM_FEED_NEXT(i) p##i += rs;
+#define PA_GEMM_FEED_TAP(i) p##i = _pa_gemm_tap(&j->g, wv[i], r, t);
+#define PA_GEMM_FEED(MR, ROWS, RUN)                                                          \
+    do {                                                                                    \
+        pa_gemm_win_t wv[MR];    /* a padded window's pixels */                             \
+        const int padded = j->g.padded;                                                     \
+        if (!padded || _pa_gemm_tile_wins(j->x, &j->g, i0, MR, j->m, wv)) {                  \
+            ROWS(PA_GEMM_FEED_ROW)                                                          \
+            const int64_t sl = j->g.sl, rs = j->g.rs;                                       \
+            for (int64_t seg = 0; seg < j->g.segs; seg++) {  /* a window's rows (1: pointwise) */ \
+                RUN(sl);                                                                    \
+                ROWS(PA_GEMM_FEED_NEXT)                                                     \
+            }                                                                               \
+        } else {                 /* a window past an edge: tap by tap */                    \
+            for (int64_t r = 0; r < j->g.kh; r++)                                           \
+                for (int64_t t = 0; t < j->g.kw; t++) {                                     \
+                    ROWS(PA_GEMM_FEED_TAP)                                                  \
+                    RUN(j->g.c);                                                            \
+                }                                                                           \
+        }                                                                                   \
+    } while (0)
+
 /* One layer's run: the weights as gemm.c packs them (per block of
  * PA_GEMM_NR output channels its bias, then [k][PA_GEMM_NR]), the
  * tensors, and the tiles: mt of pixels x nt of channel blocks, as many

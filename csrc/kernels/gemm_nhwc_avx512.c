@@ -121,29 +121,7 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
 #define NHWC512_FMA2(i) { const __m512 s = _mm512_set1_ps(p##i[kk]); \
     a##i##0 = _mm512_fmadd_ps(s, v0, a##i##0); a##i##1 = _mm512_fmadd_ps(s, v1, a##i##1); }
 #define NHWC512_FMA1(i) a##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(p##i[kk]), v0, a##i##0);
-    pa_gemm_win_t wv[NHWC512_MR];    /* a padded window's pixels */
-    const int padded = j->g.padded;
-    if (!padded || _pa_gemm_tile_wins(j->x, &j->g, i0, NHWC512_MR, j->m, wv)) {
-#define NHWC512_ROW(i) p##i = padded ? _pa_gemm_corner(&j->g, wv[i]) \
-                              : _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
-        NHWC512_ROWS(NHWC512_ROW)
-#undef NHWC512_ROW
-        const int64_t sl = j->g.sl, rs = j->g.rs;
-#define NHWC512_NEXT(i) p##i += rs;
-        for (int64_t seg = 0; seg < j->g.segs; seg++) {    /* a window's rows (1: pointwise) */
-            NHWC512_RUN(sl);
-            NHWC512_ROWS(NHWC512_NEXT)
-        }
-#undef NHWC512_NEXT
-    } else {    /* a window past an edge: tap by tap */
-        for (int64_t r = 0; r < j->g.kh; r++)
-            for (int64_t t = 0; t < j->g.kw; t++) {
-#define NHWC512_TAP(i) p##i = _pa_gemm_tap(&j->g, wv[i], r, t);
-                NHWC512_ROWS(NHWC512_TAP)
-#undef NHWC512_TAP
-                NHWC512_RUN(j->g.c);
-            }
-    }
+    PA_GEMM_FEED(NHWC512_MR, NHWC512_ROWS, NHWC512_RUN);
 #undef NHWC512_FMA1
 #undef NHWC512_FMA2
 #undef NHWC512_RUN
