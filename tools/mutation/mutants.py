@@ -4517,4 +4517,9 @@ MUTANTS += [
       "    x = xs[0]",
       "the native LSTM loop reads a batch-major (layout 1) X as sequence-major",
       ("tests/runtime/test_recurrent_native.py",)),
+    M("kernel-carved-scratch-stale", "pyarena/runtime/kernels/registry.py",
+      "            if c is None or c[0] is not scratch:",
+      "            if c is None:",
+      "a bound kernel keeps working in the scratch of its first run when handed another",
+      ("tests/runtime/test_registry.py",)),
 ]
