@@ -877,6 +877,26 @@ pa_status_t pa_lstm_run(const float *x, int64_t x_step, int64_t x_row, int64_t i
                         int64_t hidden, int64_t steps, int reverse, float *h, float *c, float *y,
                         int64_t y_step, int64_t y_row, float *g);
 
+/* onnxruntime's com.microsoft MatMulNBits from its packed blocks
+ * (kernels/nbits.c): W (n x k) in `bits`-bit values (2, 4 or 8; low bits
+ * of a byte first), b [n][blocks][block * bits / 8] with blocks =
+ * ceil(k / block), block a power of 2 in [16, 4096]; scales [n][blocks];
+ * zero points packed as b (zp_u8, a row of ceil(blocks * bits / 8) bytes
+ * per column) or floats [n][blocks] (zp_f), 2^(bits - 1) when both are
+ * NULL; W[j][t] = (q - zero point) * scale in float32.
+ * pa_nbits_rows: y (m x n) = a (m x k) @ W^T (+ bias[n] when not NULL) for
+ * m <= 64 rows; ws: a workspace of m * blocks * block floats (4 bits; NULL
+ * allowed for 2 and 8).  pa_nbits_panel: W's rows [n0, n1) into panel
+ * ((n1 - n0) x k, row-major).  PA_ERR_INVALID for bad sizes, NULL or both
+ * kinds of zero points. */
+pa_status_t pa_nbits_rows(const float *a, int64_t m, int64_t k, const uint8_t *b, int bits,
+                          int64_t block, const float *scales, const uint8_t *zp_u8,
+                          const float *zp_f, int64_t n, const float *bias, float *y,
+                          float *ws);
+pa_status_t pa_nbits_panel(const uint8_t *b, int bits, int64_t block, int64_t k,
+                           const float *scales, const uint8_t *zp_u8, const float *zp_f,
+                           int64_t n, int64_t n0, int64_t n1, float *panel);
+
 /* ONNX DynamicQuantizeLinear (kernels/qdynamic.c), as onnxruntime's
  * GetQuantizationParameter and MlasQuantizeLinear compute it
  * (onnxruntime/core/util/qmath.h): the range [min(0, min x), max(0, max x)]

@@ -201,3 +201,45 @@ def test_matmul_nbits_refuses_g_idx():
                      K=16, N=2, bits=4, block_size=16)
     with pytest.raises(UnsupportedOpError, match="g_idx"):
         pyarena.InferenceSession(model).run(None, feeds)
+
+
+@pytest.mark.parametrize("rows", [1, 5, 8, 9, 40])
+@pytest.mark.parametrize("bits,zeros", [(4, None), (4, "packed"), (4, "float"), (2, "packed"),
+                                        (8, None)])
+def test_matmul_nbits_from_the_packed_blocks(tmp_path, rows, bits, zeros):
+    """Constant weights stay packed (no float W kept): a few rows straight
+    from the blocks, more rows panel by panel (a small scratch budget makes
+    several panels and a narrower last one) -- the same as the dequantized
+    path (native=False) and onnxruntime."""
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    rng = np.random.default_rng(rows * 10 + bits)
+    k, n, block = 200, 70, 32
+    blocks = -(-k // block)
+    consts = {"B": rng.integers(0, 256, (n, blocks, block * bits // 8)).astype(np.uint8),
+              "scales": (np.abs(_rand(rng, n * blocks)) * 0.1).astype(np.float32),
+              "bias": _rand(rng, n)}
+    ins = ["a", "B", "scales", "", "", "bias"]
+    if zeros == "packed":
+        consts["zp"] = rng.integers(0, 256, (n, -(-blocks * bits // 8))).astype(np.uint8)
+    elif zeros == "float":
+        consts["zp"] = _rand(rng, n * blocks)
+    if zeros:
+        ins[3] = "zp"
+    feeds = {"a": _rand(rng, rows, k)}
+    model = one_node("MatMulNBits", feeds, ["y"], consts, inputs=ins, K=k, N=n, bits=bits,
+                     block_size=block)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model)
+    packed = Executor(load_model(str(path), scratch_budget=200 * 4 * 24))     # ~24 columns
+    plain = Executor(load_model(str(path), native=False))
+    k0 = packed.kernels[0]
+    assert k0.packed and k0.w is None
+    assert not plain.kernels[0].packed and plain.kernels[0].w is not None
+    if rows > 8:        # several panels, the last one narrower
+        assert 16 <= k0.panel < n and n % k0.panel
+    ours, theirs = packed.run(feeds)["y"], plain.run(feeds)["y"]
+    atol = 4e-7 * float(np.abs(theirs).max()) * np.sqrt(k)     # float32 sums of k products
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=atol)
+    _agree("MatMulNBits", feeds, ["y"], consts, atol=atol, inputs=ins, K=k, N=n, bits=bits,
+           block_size=block)

@@ -6,17 +6,28 @@ block), packed as B is (uint8, a row of ``ceil(blocks * bits / 8)`` bytes
 per column) or floats shaped as the scales, 2^(bits-1) when absent.
 W = (q - zero point) * scale.
 
-W is dequantized once at setup when B, the scales and the zero points are
-constants (kept as float32 (K, N): 8x the bytes of 4-bit weights), else
-every run.  The product is onnxruntime's ``accuracy_level`` 0 (float32
+Natively (float32 A and scales, constant B, scales and zero points, block
+<= 4096) the weights stay packed: a few rows of A (up to ROWS_MAX, a
+decode step) are multiplied by the C core straight from the blocks
+(``pa_nbits_rows``: each block dequantized once into a stack buffer and
+dotted with every row); more rows go panel by panel -- as many rows of W
+as the scratch budget holds dequantized by ``pa_nbits_panel``, then one
+BLAS product per panel (A @ panel^T).  Otherwise (``native=False``, fed or
+float16 weights) W is dequantized once at setup when B, the scales and the
+zero points are constants (kept as float32 (K, N): 8x the bytes of 4-bit
+weights), else every run.  The product is onnxruntime's ``accuracy_level`` 0 (float32
 arithmetic on the dequantized weights) whatever that attribute says:
 level 4 there also rounds A to 8 bits, which this kernel does not."""
 import math
 
 import numpy as np
 
+from ..._native import nbits as native_nbits
 from . import shape_rules_contrib as crules
 from .registry import Kernel, register
+
+#: the most rows of A multiplied straight from the packed blocks
+ROWS_MAX = 4
 
 
 def unpack(packed, bits, count):
@@ -74,7 +85,22 @@ class MatMulNBits(Kernel):
         self.zp = 3 if self.has(3) else None
         weights = [1, 2] + ([3] if self.zp else [])
         self.w = None
-        if all(self.ins[i].data is not None for i in weights):
+        constant = all(self.ins[i].data is not None for i in weights)
+        self.packed = bool(constant and self.use_native and self.block <= 4096 and
+                           self.dtype == np.float32 and all(
+                               np.dtype(self.ins[i].dtype) == np.float32 for i in (2, 5)
+                               if self.has(i)) and
+                           (self.zp is None or np.dtype(self.ins[3].dtype) in
+                            (np.uint8, np.float32)))
+        if self.packed:
+            self.m = math.prod(self.shape(0)[:-1])
+            if self.m > ROWS_MAX:     # panels of W^T: as many columns as the budget holds
+                self.panel = max(16, min(self.n, self.scratch_budget // (4 * self.k)))
+                self.scratch = [((self.panel, self.k), np.float32)]
+            elif self.bits == 4:        # A's even and odd columns, split
+                self.scratch = [((self.m, -(-self.k // self.block) * self.block), np.float32)]
+            return
+        if constant:
             self.w = self.keep(self.weight([None] + [self.const(i) for i in (1, 2, 3)]))
             self.runtime = (0,) + ((5,) if self.has(5) else ())
 
@@ -85,7 +111,35 @@ class MatMulNBits(Kernel):
                           self.block)
 
     def run(self, xs, ys, sc):
+        if self.packed:
+            return self._run_packed(xs, ys, sc)
         w = self.w if self.w is not None else self.weight(xs)
         np.matmul(xs[0], w, out=ys[0])
         if self.has(5):
             np.add(ys[0], xs[5], out=ys[0])
+
+    def _run_packed(self, xs, ys, sc):
+        a = np.ascontiguousarray(xs[0]).reshape(self.m, self.k)
+        if ys[0].flags.c_contiguous:
+            self._run_rows_or_panels(a, xs, ys[0].reshape(self.m, self.n), sc)
+        else:                           # (a strided output view: computed aside)
+            y = np.empty((self.m, self.n), np.float32)
+            self._run_rows_or_panels(a, xs, y, sc)
+            np.copyto(ys[0], y.reshape(ys[0].shape))
+
+    def _run_rows_or_panels(self, a, xs, y, sc):
+        b, scales = xs[1], xs[2]
+        zp = xs[3] if self.zp else None
+        bias = xs[5] if self.has(5) else None
+        if self.m <= ROWS_MAX:
+            native_nbits.rows(a, b, scales, zp, self.bits, self.block, self.n, bias, y,
+                              sc[0] if self.bits == 4 else None)
+            return
+        panel = sc[0]
+        for n0 in range(0, self.n, self.panel):
+            n1 = min(self.n, n0 + self.panel)
+            p = panel[:n1 - n0]
+            native_nbits.panel(b, scales, zp, self.bits, self.block, self.k, self.n, n0, n1, p)
+            np.matmul(a, p.T, out=y[:, n0:n1])
+        if bias is not None:
+            np.add(y, bias, out=y)
