@@ -15,6 +15,7 @@ workspace, input and output it is given.
 import numpy as np
 
 from ..._native.kernels import CallList, copy_call
+from ...memory.heap import trim_heap
 from ..batch import batch_runs
 from ...graph import Op, Tensor
 from .patched_bands import BandPlan, _rows
@@ -197,8 +198,11 @@ class PatchedStage(Kernel):
         if key != self._key:
             # the records point into the inputs, the output and the workspace
             # (held below) and the band kernels' weights (held in subs)
+            first = self._key is None
             self._all = self._program(self._calls(xs, ys[0], buf), (tuple(xs), ys[0], buf))
             self._key = key
+            if first:   # the band views and records made the calls and are gone
+                trim_heap()
         copyto, workers = np.copyto, self.workers
         for call in self._all:
             if type(call) is CallList:
