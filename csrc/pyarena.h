@@ -861,6 +861,22 @@ pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
                            float *g, float *c_out, float *h_out, uint8_t *hq, int32_t *acc,
                            float *mult);
 
+/* The steps of one direction of a float32 ONNX LSTM with the default gates
+ * (sigmoid, tanh, tanh; no peepholes, clip or input_forget), n rows of
+ * `hidden` units, as one call (kernels/lstm.c).  Step t (walked from the
+ * last when `reverse`) reads row i of the input at x + t * x_step + i *
+ * x_row (`input` floats); g = (x[t][i] @ wt + h[i] @ rt) + bias, wt = W^T
+ * [input][4 hidden] and rt = R^T [hidden][4 hidden] row-major, bias (Wb +
+ * Rb, 4 hidden) or NULL; the gates by pa_ort_logistic / pa_ort_tanh
+ * (onnxruntime's); c[i] = c[i] f + i c~, h[i] = tanh(c[i]) o, both in place
+ * (n x hidden each: the state in, the last state out), and h[i] copied to
+ * y + t * y_step + i * y_row when y is not NULL.  g: the caller's workspace
+ * of 4 hidden floats.  PA_ERR_INVALID for bad sizes or NULL. */
+pa_status_t pa_lstm_run(const float *x, int64_t x_step, int64_t x_row, int64_t input,
+                        const float *wt, const float *bias, const float *rt, int64_t n,
+                        int64_t hidden, int64_t steps, int reverse, float *h, float *c, float *y,
+                        int64_t y_step, int64_t y_row, float *g);
+
 /* ONNX DynamicQuantizeLinear (kernels/qdynamic.c), as onnxruntime's
  * GetQuantizationParameter and MlasQuantizeLinear compute it
  * (onnxruntime/core/util/qmath.h): the range [min(0, min x), max(0, max x)]

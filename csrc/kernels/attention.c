@@ -56,9 +56,10 @@ typedef float pa_av8 __attribute__((vector_size(32)));
 #define AV8_STORE(p, src) memcpy((p), &(src), sizeof(pa_av8))
 #define AV8_SPLAT(a) ((pa_av8){(a), (a), (a), (a), (a), (a), (a), (a)})
 
-PA_INLINE float av8_sum(pa_av8 v) {
+/* (by pointer: a vector passed by value changes the ABI without AVX) */
+PA_INLINE float av8_sum(const pa_av8 *v) {
     float t[8];
-    memcpy(t, &v, sizeof t);
+    memcpy(t, v, sizeof t);
     return ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]));
 }
 
@@ -80,7 +81,8 @@ PA_INLINE float dot_row(const float *restrict x, const float *restrict y, int64_
         AV8_LOAD(b, y + c);
         s0 += a * b;
     }
-    float t = av8_sum(s0 + s1);
+    s0 += s1;
+    float t = av8_sum(&s0);
     for (; c < n; c++)
         t += x[c] * y[c];
     return t;

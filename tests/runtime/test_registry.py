@@ -132,3 +132,27 @@ def test_a_kernel_built_for_its_scratch_size_packs_no_weights():
     ref = sum(xp[:, :, i:i + 10, j:j + 10] * w[None, :, i, j, None, None]
               for i in range(3) for j in range(3))
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bound_kernel_carves_a_new_scratch_array_again():
+    """The carved scratch parts are kept between runs only while the
+    scratch is the same array: a kernel handed another one works in that
+    one (and bind() starts over)."""
+    from pyarena.runtime.kernels.registry import graph_kernel
+    g = _depthwise_graph()
+    k = graph_kernel(kernels.set_scratch(g, native=False, scratch_budget=1), g.ops[0])
+    assert k.scratch and k.scratch_bytes > 0
+    x = np.random.default_rng(2).standard_normal((1, 8, 10, 10)).astype(np.float32)
+    w = g.tensors["w"].data
+    want, got = np.empty_like(x), np.empty_like(x)
+    k([x, w], [want], np.zeros(k.scratch_bytes, np.uint8))    # unbound: carved per call
+    k.bind([x, w], [got])
+    for _ in range(2):
+        for fill in (0, 255):
+            sc = np.full(k.scratch_bytes, fill, np.uint8)
+            k([x, w], [got], sc)
+            assert np.array_equal(got, want)
+            assert (sc != fill).any()       # this run's scratch is the one written
+    assert k._carved is not None
+    k.bind([x, w], [got])
+    assert k._carved is None

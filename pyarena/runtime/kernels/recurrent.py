@@ -35,6 +35,7 @@ from . import shape_rules as rules
 from . import shape_rules_movement as moves
 from .recurrent_activations import ACTIVATIONS
 from .recurrent_loop import TimeLoop
+from .recurrent_native import native_loop_ok, run_direction
 from .recurrent_shapes import RecurrentShapes
 from .registry import Kernel, const, register
 
@@ -81,6 +82,7 @@ class _Recurrent(RecurrentShapes, TimeLoop, Kernel):
         if self.clip is not None and not float(clip) > 0:
             self.malformed(f"clip {clip} (a positive threshold expected)")
         self.acts = self._activations()
+        self.native_loop = self._native_loop()
         self._plan_scratch()
 
     # -- setup helpers ---------------------------------------------------------
@@ -112,6 +114,10 @@ class _Recurrent(RecurrentShapes, TimeLoop, Kernel):
     def _extra_scratch(self):
         """(name, shape, dtype) of a subclass's further scratch parts."""
         return []
+
+    def _native_loop(self):
+        """True when the whole time loop runs in the C core (LSTM)."""
+        return False
 
     def _activation_names(self):
         """The activation names, k per direction in order (the defaults
@@ -162,7 +168,7 @@ class _Recurrent(RecurrentShapes, TimeLoop, Kernel):
             fixed.append(("mask", (self.S, N, 1), np.bool_))
         used = sum(-(-math.prod(s) * np.dtype(d).itemsize // 64) * 64 for _, s, d in fixed)
         self.steps = max(1, min(self.S, (self.scratch_budget - used) // max(N * GH * it, 1)))
-        parts = [("xw", (self.steps * N, GH), self.dtype)] + fixed
+        parts = fixed if self.native_loop else [("xw", (self.steps * N, GH), self.dtype)] + fixed
         self.part_names = [p[0] for p in parts]
         self.scratch = [(s, d) for _, s, d in parts]
         if self.lens is not None:
@@ -269,19 +275,27 @@ class LSTM(_Recurrent):
     n_state = 2
 
     def setup(self):
-        super().setup()
         self.input_forget = bool(int(self.attrs.get("input_forget", 0)))
         self.cifg = bool(int(self.attrs.get("cifg", 0)))
         self.one = const(1, self.dtype)
         self.cell_clip = self._threshold("cell_clip")   # C clipped after its update
         self.proj_clip = self._threshold("proj_clip")
         self.proj = self.has(8)
+        self.ln = self.has(10)
+        self.late_bias = self.ln
+        super().setup()
         self.pwt = self._transposed(8) if self.proj else None
         if self.pwt is not None:
             self.runtime = tuple(i for i in self.runtime if i != 8)
-        self.ln = self.has(10)
-        self.late_bias = self.ln
         self.eps, self.inv_h = const(1e-8, self.dtype), const(1 / max(self.H, 1), self.dtype)
+
+    def _native_loop(self):         # (a subclass computing otherwise opts in itself)
+        return type(self) is LSTM and native_loop_ok(self)
+
+    def _direction(self, xs, d, rev, bias, mask, y, state, s):
+        if self.native_loop:
+            return run_direction(self, xs, d, rev, bias, y, state, s)
+        return super()._direction(xs, d, rev, bias, mask, y, state, s)
 
     def _threshold(self, name):
         """(-v, v) of a positive attribute ``name``; None if absent."""
