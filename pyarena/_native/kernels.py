@@ -143,6 +143,8 @@ def _address(p):
         return NULL
     if isinstance(p, np.ndarray):
         return ffi.cast("void *", p.__array_interface__["data"][0])
+    if type(p) is int:          # an address already (see CallList)
+        return ffi.cast("void *", p)
     return p
 
 
@@ -151,7 +153,8 @@ class CallList:
     record is ``(kind, params, w, a, b, y, sizes)`` or ``(..., sizes, s)``:
     a :data:`CALL` name, the kernel's descriptor (a cffi pointer or None),
     its weights, input, second input and output (cffi pointers, NumPy
-    arrays -- their first element, strided views too -- or None), up to
+    arrays -- their first element, strided views too --, addresses as
+    ints, or None), up to
     four sizes and its workspace (likewise, or None); the
     records, and so what their pointers point into, are kept alive here --
     unless ``hold`` is given: then only ``hold`` is, and the caller keeps

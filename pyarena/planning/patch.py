@@ -55,7 +55,7 @@ from .resize_rows import resize_in_rows, resize_ready
 
 __all__ = ["PATCH_OP", "is_spatial", "row_kind", "Stage", "stages", "band_rows", "band_needs", "patch_graph",
            "patch_op", "splice",
-           "stage_macs", "stage_needs", "fill_rounds", "op_geometry", "op_rows", "slice_params",
+           "stage_macs", "stage_needs", "iter_needs", "fill_rounds", "op_geometry", "op_rows", "slice_params",
            "row_shapes"]
 
 PATCH_OP = "PatchedStage"
@@ -383,12 +383,25 @@ def stage_needs(ops, tensors, y, bands, h_axis, geos, reuse=False):
     computes only the rows the bands before did not, and the rows the first
     band needs (the stage's whole receptive field) are made first by
     :func:`fill_rounds`, whose rounds come before the bands' in the list."""
+    return list(iter_needs(ops, tensors, y, bands, h_axis, geos, reuse))
+
+
+def iter_needs(ops, tensors, y, bands, h_axis, geos, reuse=False):
+    """:func:`stage_needs` one band (or fill round) at a time.  A caller
+    that reads each once holds one band's dicts, not every band's: a stage
+    at one row per band has hundreds, and all of them at once were the
+    peak of a budget search's small objects (and the pymalloc arenas that
+    peak leaves resident)."""
     if not reuse:
-        return [band_needs(ops, tensors, y, b, h_axis, geos) for b in bands]
+        for b in bands:
+            yield band_needs(ops, tensors, y, b, h_axis, geos)
+        return
     first, _ = band_needs(ops, tensors, y, bands[0], h_axis, geos)
     done = {}
-    rounds = fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done)
-    return rounds + [band_needs(ops, tensors, y, b, h_axis, geos, done) for b in bands]
+    yield from _fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done)
+    del first
+    for b in bands:
+        yield band_needs(ops, tensors, y, b, h_axis, geos, done)
 
 
 def _ready(geo, have, size, out_size):
@@ -440,6 +453,12 @@ def fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done):
     per_op)`` as :func:`band_needs` gives; the windows hold the rows read
     in the round and those a reader still needs later; ``done`` gets the
     end of the rows made."""
+    return list(_fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done))
+
+
+def _fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done):
+    """:func:`fill_rounds` one round at a time (``done`` updated as each
+    is made)."""
     x = ops[0].inputs[0]
     grow = max(1, -(-_h(tensors[x], h_axis) // len(bands)))
     readers = {}
@@ -447,7 +466,7 @@ def fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done):
         for j, n in enumerate(op.inputs):
             if n in tensors:
                 readers.setdefault(n, []).append((i, j))
-    rounds, r = [], grow
+    r = grow
     while any(done.get(n, 0) < first[n][1] for n in first if n not in (x, y)):
         have = _frontier(ops, tensors, y, h_axis, geos, first, r)
         r += grow
@@ -479,8 +498,7 @@ def fill_rounds(ops, tensors, y, h_axis, geos, first, bands, done):
             a = min(([lo[n]] if n in lo else []) + later, default=None)
             if a is not None and a < done.get(n, 0):
                 need[n] = (max(0, a), done[n])
-        rounds.append((need, per_op))
-    return rounds
+        yield need, per_op
 
 
 def _macs_per_row(op, graph):
@@ -508,8 +526,8 @@ def stage_macs(graph, stage, bands, reuse=False):
     whole = sum(r * _h(graph.tensors[op.outputs[0]].shape, stage.h_axis)
                 for r, op in zip(per_row, stage.ops))
     banded = 0
-    for _, per_op in stage_needs(stage.ops, tensors, stage.y, bands, stage.h_axis, geos,
-                                 reuse):
+    for _, per_op in iter_needs(stage.ops, tensors, stage.y, bands, stage.h_axis, geos,
+                                reuse):
         banded += sum(r * (per_op[i][2][1] - per_op[i][2][0])
                       for i, r in enumerate(per_row) if per_op[i] is not None)
     return whole, banded

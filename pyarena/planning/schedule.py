@@ -227,32 +227,32 @@ class _Segment:
 
     def exact(self, base, max_states, deadline):
         """The order of least peak (local indices), its peak and the states
-        explored; None if a bound was hit."""
-        level = {0: (0, base, None, None)}     # mask -> (peak, live, parent, op)
+        explored; None if a bound was hit.  A state holds its path as a
+        chain ``(path before, op)`` shared with the states after it: only the
+        paths still extended stay alive, not one record per state explored
+        (a search that runs to its time limit made megabytes of them, and
+        the pymalloc arenas they filled stayed resident after it)."""
+        level = {0: (0, base, ())}     # mask -> (peak, live, path)
         states = 1
-        parents = {}
         for _ in range(len(self.seg)):
             nxt = {}
-            for mask, (peak, live, _, _) in level.items():
+            for mask, (peak, live, path) in level.items():
                 for k in self.ready(mask):
                     during, change = self.advance(mask, k)
                     cand = max(peak, live + during)
                     m2 = mask | (1 << k)
                     old = nxt.get(m2)
                     if old is None or cand < old[0]:
-                        nxt[m2] = (cand, live + change, mask, k)
+                        nxt[m2] = (cand, live + change, (path, k))
             states += len(nxt)
             if states > max_states or time.perf_counter() > deadline:
                 return None
-            for m2, v in nxt.items():
-                parents[m2] = (v[2], v[3])
             level = nxt
-        peak = level[self.full][0]
-        order, m = [], self.full
-        while m:
-            parent, k = parents[m]
+        peak, _, chain = level[self.full]
+        order = []
+        while chain:
+            chain, k = chain
             order.append(k)
-            m = parent
         return order[::-1], peak, states
 
     def beam(self, base, width, deadline):

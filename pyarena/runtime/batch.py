@@ -32,15 +32,20 @@ def batch_runs(items, records_of, wrap, min_run=2):
     """``items`` in order, each run of at least ``min_run`` consecutive
     items whose ``records_of(item)`` is a list of ``(name, records)``
     (not None) replaced by ``wrap(records, names)``; the other items as
-    they are."""
+    they are.  An item of a run is held only while the run is shorter
+    than ``min_run`` (``items`` may be a generator: the items of a long run
+    are not all held at once)."""
     out, run, recs, names = [], [], [], []
+    count = 0
 
     def flush():
-        if len(run) >= min_run:
+        nonlocal count
+        if count >= min_run:
             out.append(wrap(list(recs), list(names)))
         else:
             out.extend(run)
         run.clear(), recs.clear(), names.clear()
+        count = 0
 
     for item in items:
         got = records_of(item)
@@ -48,7 +53,11 @@ def batch_runs(items, records_of, wrap, min_run=2):
             flush()
             out.append(item)
             continue
-        run.append(item)
+        count += 1
+        if count < min_run:
+            run.append(item)
+        else:
+            run.clear()
         for name, rec in got:
             recs.append(rec)
             names.append(name)

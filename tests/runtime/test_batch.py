@@ -27,6 +27,33 @@ def test_runs_of_enough_native_items_become_one_and_order_is_kept():
     assert out == [([1, 2], ["x", "x"])]
 
 
+def test_a_long_run_from_a_generator_does_not_hold_its_items():
+    """A patched stage's calls come one at a time, each with its band views:
+    an item of a run already long enough is dropped once its records are
+    taken (a short run's items are held: they may be emitted as they are)."""
+    import weakref
+
+    class Item:
+        pass
+    refs = []
+
+    def items():
+        for i in range(6):
+            it = Item()
+            refs.append(weakref.ref(it))
+            yield it
+            del it
+            if i >= 3:      # the items before the one just taken are gone
+                assert all(r() is None for r in refs[2:i])
+
+    out = batch_runs(items(), lambda it: [("n", 0)], lambda recs, names: ("B", len(recs)),
+                     min_run=3)
+    assert out == [("B", 6)]
+    short = batch_runs(iter(["a", "b", "p"]), lambda it: [(it, 0)] if it != "p" else None,
+                       lambda recs, names: ("B", tuple(names)), min_run=3)
+    assert short == ["a", "b", "p"]
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_batched_runs_give_the_bits_of_one_call_per_kernel(threads, monkeypatch):
     g = mobilenet_v2(96)

@@ -555,3 +555,52 @@ def test_a_feature_pyramid_join_runs_in_bands_with_its_lateral_map_whole(n_bands
     got = run(g, p)
     for k in ref:
         np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(LAYER, min_size=1, max_size=4), st.integers(6, 19), st.integers(4, 9),
+       st.integers(1, 19), st.booleans())
+def test_the_band_plan_walks_its_bands_again_and_its_facts_hold_for_every_band(
+        layers, h, w, n_bands, reuse):
+    """The band plan holds no band's dicts: walking its needs again gives
+    the planner's list each time, and what it gathered in one walk (the
+    rows kept, the held buffers' layout, the first band's pieces, the
+    in-place writes) is what the whole list gives."""
+    from pyarena.runtime.kernels.patched_bands import BandPlan
+    from pyarena.planning.patch import stage_needs
+    from pyarena.runtime.kernels.registry import KERNELS
+
+    g, _ = patched_copy(lambda: set_scratch(chain(layers, h, w)), n_bands, reuse=reuse)
+    op = g.ops[0]
+    bp = BandPlan(op.attrs, op.inputs[0], op.outputs[0], [g.tensors[n] for n in op.inputs],
+                  lambda why: pytest.fail(why))
+    ref = stage_needs(bp.ops, bp.plain, bp.y_name, bp.bands, bp.h, bp.geos, bp.reuse)
+    assert not isinstance(bp.needs, list)
+    assert list(bp.needs) == ref and list(bp.needs) == ref and len(bp.needs) == len(ref)
+    assert len(bp.moves) == len(ref)
+    assert bp.cap == {n: max(nd[n][1] - nd[n][0] for nd, _ in ref if n in nd)
+                      for n in bp.held}
+    chunk = {}
+    if bp.reuse and len(bp.bands) > 1:
+        for _, per_op in ref[len(ref) - len(bp.bands) + 1:]:
+            for i, v in per_op.items():
+                if v is not None:
+                    chunk[i] = max(chunk.get(i, 1), v[2][1] - v[2][0])
+    assert bp.chunk == chunk
+    last, root = {}, {}             # the in-place writes, asked of the whole list
+    for i, o in enumerate(bp.ops):
+        for n in o.inputs:
+            last[n] = i
+    for i, o in enumerate(bp.ops):
+        kind = getattr(KERNELS.get(o.op_type), "inplace", "none")
+        if kind not in ("unary", "binary") or any(per_op[i] is None for _, per_op in ref):
+            continue
+        out = o.outputs[0]
+        for j, n in enumerate(o.inputs[:1 if kind == "unary" else 2]):
+            if n in bp.whole or n == bp.y_name or n not in bp.shapes or last.get(n) != i or \
+                    out == bp.y_name or bp.shapes[n] != bp.shapes[out] or {n, out} & bp.held:
+                continue
+            if all(per_op[i][0].get(j) == nd.get(n) for nd, per_op in ref):
+                root[out] = root.get(n, n)
+                break
+    assert bp.root == root

@@ -15,6 +15,7 @@ workspace, input and output it is given.
 import numpy as np
 
 from ..._native.kernels import CallList, copy_call
+from ...memory.heap import trim_heap
 from ..batch import batch_runs
 from ...graph import Op, Tensor
 from .patched_bands import BandPlan, _rows
@@ -33,6 +34,12 @@ class _Sized:
 
     def __init__(self, scratch_bytes, runtime, kept):
         self.scratch_bytes, self.runtime, self.kept = scratch_bytes, runtime, kept
+
+
+def _addresses(rec):
+    """A call record with its NumPy arrays replaced by their addresses."""
+    return tuple(a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else a
+                 for a in rec)
 
 
 @register
@@ -142,11 +149,11 @@ class PatchedStage(Kernel):
         self.runtime = tuple(sorted(used))
 
     def _calls(self, xs, y, sc):
-        """Per band: (copies before, kernel, inputs, outputs, scratch, copy after)."""
+        """Per band and op, one at a time: (copies before, kernel, inputs,
+        outputs, scratch, copy after)."""
         for k in self.subs.values():
             k.workers = self.workers
         plan, buffers = self.plan, self.buffers
-        calls = []
         for band, (need, per_op) in enumerate(plan.needs):
             moves = buffers.moves(sc, band, need)
             for i, op, req, rows, k in plan.band_ops(need, per_op, self._kernel):
@@ -156,16 +163,15 @@ class PatchedStage(Kernel):
                 if k.scratch_bytes:
                     o = buffers.offsets[("sc", i)]
                     ksc = sc[o:o + k.scratch_bytes]
-                calls.append((moves + pre, k, ins, [dst], ksc, post))
+                yield moves + pre, k, ins, [dst], ksc, post
                 moves = []
-        return calls
 
     def _program(self, calls, hold=None):
         """The calls as runs of C kernel calls, each run one ``CallList``
         (``pa_calls_run``: no interpreter round trip per band and op), and
         the calls between them that are not one C call each, as they are."""
         if not self.batch_native:
-            return calls
+            return list(calls)
 
         owners = []
 
@@ -175,7 +181,10 @@ class PatchedStage(Kernel):
             owners.extend(a for a in ins if isinstance(a, np.ndarray) and a.base is None)
             recs = [copy_call(d, s) for d, s in pre] + [k.native_call(ins, outs)] + (
                 [] if post is None else [copy_call(*post)])
-            return None if None in recs else [(k.op.name, r) for r in recs]
+            # the views as addresses: what they view is held (hold, subs), and
+            # thousands of views held until the run is made cost more than
+            # the arena the bands saved
+            return None if None in recs else [(k.op.name, _addresses(r)) for r in recs]
         return batch_runs(calls, records, lambda recs, names: CallList(
             recs, names, None if hold is None else (hold, owners)), min_run=1)
 
@@ -189,8 +198,11 @@ class PatchedStage(Kernel):
         if key != self._key:
             # the records point into the inputs, the output and the workspace
             # (held below) and the band kernels' weights (held in subs)
+            first = self._key is None
             self._all = self._program(self._calls(xs, ys[0], buf), (tuple(xs), ys[0], buf))
             self._key = key
+            if first:   # the band views and records made the calls and are gone
+                trim_heap()
         copyto, workers = np.copyto, self.workers
         for call in self._all:
             if type(call) is CallList:

@@ -15,19 +15,48 @@ No buffer is laid out here (``patched_buffers.py``) and no kernel built
 (the stage's kernel does that, given to :meth:`BandPlan.band_ops`).
 """
 import math
+from itertools import islice
+from types import MappingProxyType
 
 import numpy as np
 
 from ...graph import Graph, Op, Tensor
-from ...planning.patch import (is_spatial, op_geometry, op_rows, row_shapes, slice_params,
-                               stage_needs)
+from ...planning.patch import (is_spatial, iter_needs, op_geometry, op_rows, row_shapes,
+                               slice_params)
 from .registry import KERNELS
+
+
+#: the moves of a band that keeps no rows (one for all: the plan of a fine
+#: banding has hundreds of bands)
+_NO_MOVES = MappingProxyType({})
 
 
 def _rows(shape, h, r):
     s = list(shape)
     s[h] = r[1] - r[0]
     return tuple(s)
+
+
+class BandNeeds:
+    """The ``(need, per_op)`` of every band in order (the fill rounds of
+    row reuse first), as :func:`~pyarena.planning.patch.stage_needs` gives
+    them, made again each time they are walked: held all at once, a stage
+    at one row per band keeps hundreds of small dicts (a budget search
+    sizes dozens of such stages, and the pymalloc arenas they fill stay
+    resident after it).  ``len`` is counted once."""
+
+    __slots__ = ("args", "count")
+
+    def __init__(self, *args):
+        self.args, self.count = args, None
+
+    def __iter__(self):
+        return iter_needs(*self.args)
+
+    def __len__(self):
+        if self.count is None:
+            self.count = sum(1 for _ in self)
+        return self.count
 
 
 class BandPlan:
@@ -58,8 +87,8 @@ class BandPlan:
                                 self.xh, h)
         self.bands = [tuple(b) for b in a["bands"]]
         self.reuse = bool(a.get("reuse", False))
-        self.needs = stage_needs(self.ops, self.plain, y_name, self.bands, h, self.geos,
-                                 self.reuse)
+        self.needs = BandNeeds(self.ops, self.plain, y_name, self.bands, h, self.geos,
+                               self.reuse)
         self.moves = self._kept(malformed)
         self.chunk = self._chunks()
         self.root = self._in_place()
@@ -103,13 +132,23 @@ class BandPlan:
         conv rows ahead of the Add) has its window shrink in the last bands,
         once its far reader is done, while the rows computed ahead are still
         to be read.  A tensor that keeps rows (``self.held``) has a buffer
-        of its own for the whole stage."""
-        base, done, moves, self.held, self.cap = {}, {}, [], set(), {}
-        if not self.reuse:              # every band computes its whole window
-            return [{} for _ in self.needs]
+        of its own for the whole stage.  The same walk of the bands counts
+        them and gathers what :meth:`_in_place` asks of every band."""
+        base, done, moves, self.held, wide = {}, {}, [], set(), {}
+        pairs = self._pairs()
+        self._skipped, self._unlike = set(), set()
         for need, per_op in self.needs:
+            for i, j, n in pairs:
+                if per_op[i] is None:
+                    self._skipped.add(i)
+                elif per_op[i][0].get(j) != need.get(n):
+                    self._unlike.add((i, j))
+            if not self.reuse:          # every band computes its whole window
+                moves.append(_NO_MOVES)
+                continue
             mine = {}
-            for n, (lo, _) in need.items():
+            for n, (lo, hi) in need.items():
+                wide[n] = max(wide.get(n, 0), hi - lo)
                 if n in self.whole or n == self.y_name:
                     continue
                 if n in done and done[n] > lo:
@@ -121,10 +160,20 @@ class BandPlan:
             for i, op in enumerate(self.ops):
                 if per_op[i] is not None:
                     done[op.outputs[0]] = per_op[i][2][1]
-            moves.append(mine)
-        self.cap = {n: max(need[n][1] - need[n][0] for need, _ in self.needs if n in need)
-                    for n in self.held}
+            moves.append(mine or _NO_MOVES)
+        self.needs.count = len(moves)
+        self.cap = {n: wide[n] for n in self.held}
         return moves
+
+    def _pairs(self):
+        """``(op index, input index, tensor)`` of the inputs an element-wise
+        op might be written over (:meth:`_in_place`)."""
+        out = []
+        for i, op in enumerate(self.ops):
+            kind = getattr(KERNELS.get(op.op_type), "inplace", "none")
+            if kind in ("unary", "binary"):
+                out += [(i, j, n) for j, n in enumerate(op.inputs[:1 if kind == "unary" else 2])]
+        return out
 
     def _chunks(self):
         """Row reuse: op index -> the most rows it computes in one band after
@@ -135,7 +184,7 @@ class BandPlan:
         if not self.reuse or len(self.bands) < 2:
             return {}
         out = {}
-        for _, per_op in self.needs[len(self.needs) - len(self.bands) + 1:]:
+        for _, per_op in islice(self.needs, len(self.needs) - len(self.bands) + 1, None):
             for i, v in per_op.items():
                 if v is not None:
                     out[i] = max(out.get(i, 1), v[2][1] - v[2][0])
@@ -153,7 +202,7 @@ class BandPlan:
         root = {}
         for i, op in enumerate(self.ops):
             kind = getattr(KERNELS.get(op.op_type), "inplace", "none")
-            if any(per_op[i] is None for _, per_op in self.needs):
+            if i in self._skipped:      # some band does not run it
                 continue
             if kind not in ("unary", "binary"):
                 continue
@@ -163,11 +212,12 @@ class BandPlan:
                         last.get(n) != i or out == self.y_name or \
                         self.shapes[n] != self.shapes[out] or {n, out} & self.held:
                     continue
-                if all(per_op[i][0].get(j) == need.get(n) for need, per_op in self.needs):
+                if (i, j) not in self._unlike:  # it reads the band as made, in every band
                     root[out] = root.get(n, n)
                     break
         #: tensor -> index of the last op of the stage that reads it
         self.last = last
+        del self._skipped, self._unlike
         return root
 
     def band_ops(self, need, per_op, kernel):
