@@ -6,26 +6,29 @@
  * The arithmetic, in onnxruntime's order (uni_directional_lstm.cc,
  * rnn_helpers.cc) and the Python cell's, bit for bit:
  *   hq, hs, hz  = DynamicQuantizeLinear(h_src)              (pa_dynamic_quantize)
- *   acc         = (hq - hz) @ (R - r_zp)                    (pa_qmatmul_rows, int32)
+ *   acc         = (hq - hz) @ (R - r_zp)                    (pa_qrows_run, int32)
  *   g           = xw + float(acc) * (r_scale * hs)          (float32, this order)
  *   g          += Wb + Rb                                   (if bias)
  *   i, o, f     = logistic(g[:, 0:3H]);  c~ = tanh(g[:, 3H:4H])   (MLAS's: ort_approx.c)
  *   c_out       = c * f + i * c~                            (two products, one sum)
  *   h_out       = tanh(c_out) * o
  * No FMA contraction here (-std=c11): each product is rounded as
- * onnxruntime's separate multiplies and adds round it. */
+ * onnxruntime's separate multiplies and adds round it.
+ * pa_dqlstm_run walks a direction's steps in C too (no sequence_lens):
+ * at onnxruntime's few microseconds a step, a call from Python per step
+ * cost as much as the step. */
 #include "internal.h"
 
 pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
-                           const float *bias, const void *r, pa_qtype_t r_type,
-                           const int32_t *r_zp, const float *r_scale, int64_t n, int64_t hidden,
+                           const float *bias, const void *r_packed, const float *r_scale,
+                           int64_t n, int64_t hidden,
                            float *g, float *c_out, float *h_out, uint8_t *hq, int32_t *acc,
                            float *mult) {
     if (n < 0 || hidden < 1 || hidden > 32768 || n > ((int64_t)1 << 24))
         return PA_ERR_INVALID;
     if (n == 0)
         return PA_OK;
-    if (!h_src || !c || !xw || !r || !r_scale || !g || !c_out || !h_out || !hq || !acc ||
+    if (!h_src || !c || !xw || !r_packed || !r_scale || !g || !c_out || !h_out || !hq || !acc ||
         !mult)
         return PA_ERR_INVALID;
     const int64_t H = hidden, G = 4 * hidden;
@@ -34,7 +37,7 @@ pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
     pa_status_t st = pa_dynamic_quantize(h_src, (size_t)(n * H), hq, &hs, &hz);
     if (st != PA_OK)
         return st;
-    st = pa_qmatmul_rows(hq, n, H, hz, r, r_type, r_zp, G, acc);
+    st = pa_qrows_run(r_packed, hq, n, hz, acc);
     if (st != PA_OK)
         return st;
     for (int64_t j = 0; j < G; j++)
@@ -64,6 +67,27 @@ pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
             return st;
         for (int64_t j = 0; j < H; j++)
             ho[j] = ho[j] * og[j];
+    }
+    return PA_OK;
+}
+
+pa_status_t pa_dqlstm_run(const float *xw, int64_t steps, int reverse, const float *bias,
+                          const void *r_packed, const float *r_scale, int64_t n, int64_t hidden,
+                          float *h, float *c, float *y, int64_t y_step, int64_t y_row, float *g,
+                          uint8_t *hq, int32_t *acc, float *mult) {
+    if (steps < 0 || n < 0 || hidden < 1 || hidden > 32768 || n > ((int64_t)1 << 24) ||
+        (y != NULL && y_row < hidden && n > 1))
+        return PA_ERR_INVALID;
+    const int64_t G = 4 * hidden;
+    for (int64_t s = 0; s < steps; s++) {
+        int64_t t = reverse ? steps - 1 - s : s;
+        pa_status_t st = pa_dqlstm_step(h, c, xw + t * n * G, bias, r_packed, r_scale, n,
+                                        hidden, g, c, h, hq, acc, mult);
+        if (st != PA_OK)
+            return st;
+        if (y != NULL)
+            for (int64_t i = 0; i < n; i++)
+                memcpy(y + t * y_step + i * y_row, h + i * hidden, (size_t)hidden * sizeof *h);
     }
     return PA_OK;
 }

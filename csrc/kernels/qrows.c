@@ -11,8 +11,13 @@
  * accumulators (the loop over n vectorises: widen, multiply, add); the
  * weight zero points come out at the end as w_zp[j] * sum_k (a - a_zp).
  * Every sum is exact in int32 (|a - a_zp| <= 255, |w| <= 255, k <= 2^15).
+ *
+ * pa_qrows_pack / pa_qrows_run: the same product from W packed once as
+ * the VNNI instruction reads it (qrows.h), by qrows_vnni.c's tile where
+ * the processor has it, else by the portable tile below, which reads the
+ * same layout and makes the same sums.
  */
-#include "internal.h"
+#include "qrows.h"
 
 /* int8 weights: |(a - a_zp) w| <= 255 * 128 fits int16, so the products
  * are 16-bit multiplies (widened for the int32 sums); four rows of W per
@@ -110,4 +115,128 @@ pa_status_t pa_qmatmul_rows(const uint8_t *a, int64_t m, int64_t k, int32_t a_zp
     else
         rows_u8(a, m, k, a_zp, (const uint8_t *)w, w_zp, n, y);
     return PA_OK;
+}
+
+/* ---- the packed product ---- */
+
+static int64_t qr_ncg(int64_t n) { return (n + QR_NC - 1) / QR_NC; }
+
+size_t pa_qrows_packed_size(int64_t k, int64_t n) {
+    if (k < 0 || n < 0 || k > 32768 || n > ((int64_t)1 << 24))
+        return 0;
+    int64_t ncg = qr_ncg(n), kq = (k + 3) / 4;
+    return (size_t)(QR_HEAD + ncg * QR_NC * 8 + ncg * kq * QR_NC * 4);
+}
+
+/* The header of a packed W, or 0 where it is not one. */
+static int qr_read_head(const void *packed, qr_head_t *h) {
+    if (packed == NULL || (uintptr_t)packed % 4 != 0)
+        return 0;
+    memcpy(h, packed, sizeof *h);
+    return h->magic == QR_MAGIC && h->k >= 0 && h->k <= 32768 && h->n >= 0 &&
+           h->n <= ((int64_t)1 << 24) && h->kq == (h->k + 3) / 4 && h->ncg == qr_ncg(h->n) &&
+           (h->off == 0 || h->off == 128);
+}
+
+pa_status_t pa_qrows_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t k,
+                          int64_t n, void *packed, size_t size) {
+    size_t need = pa_qrows_packed_size(k, n);
+    if (need == 0 || size < need || packed == NULL || (uintptr_t)packed % 4 != 0 ||
+        (w == NULL && k > 0 && n > 0) || (w_type != PA_Q_U8 && w_type != PA_Q_S8))
+        return PA_ERR_INVALID;
+    if (w_zp != NULL)
+        for (int64_t j = 0; j < n; j++)
+            if (w_zp[j] < (w_type == PA_Q_S8 ? -128 : 0) || w_zp[j] > (w_type == PA_Q_S8 ? 127 : 255))
+                return PA_ERR_INVALID;
+    qr_head_t h = {QR_MAGIC, k, n, (k + 3) / 4, qr_ncg(n), w_type == PA_Q_U8 ? 128 : 0};
+    memset(packed, 0, need);
+    memcpy(packed, &h, sizeof h);
+    int32_t *colsum = (int32_t *)((uint8_t *)packed + QR_HEAD), *zp = colsum + h.ncg * QR_NC;
+    int8_t *wp = (int8_t *)(zp + h.ncg * QR_NC);
+    const uint8_t *wb = w;
+    for (int64_t j = 0; j < n; j++) {
+        int32_t sum = 0;
+        int8_t *col = wp + (j / QR_NC) * h.kq * QR_NC * 4 + (j % QR_NC) * 4;
+        for (int64_t q = 0; q < k; q++) {
+            uint8_t b = wb[q * n + j];
+            sum += w_type == PA_Q_S8 ? (int32_t)(int8_t)b : (int32_t)b;
+            col[(q / 4) * QR_NC * 4 + q % 4] = (int8_t)(b ^ (w_type == PA_Q_U8 ? 0x80 : 0));
+        }
+        colsum[j] = sum;
+        zp[j] = w_zp == NULL ? 0 : w_zp[j];
+    }
+    return PA_OK;
+}
+
+/* The portable tile: the VNNI tile's sums, column by column. */
+PA_MULTIVERSION
+static void tile_c(const uint8_t *const *a, int mr, int64_t k, const int8_t *w,
+                   int32_t acc[QR_MR][QR_NC]) {
+    for (int r = 0; r < mr; r++) {
+        int32_t *ar = acc[r];
+        for (int64_t c = 0; c < QR_NC; c++)
+            ar[c] = 0;
+        for (int64_t g = 0; g < (k + 3) / 4; g++) {
+            int32_t v[4] = {0, 0, 0, 0};
+            for (int64_t q = 0; q < 4 && 4 * g + q < k; q++)
+                v[q] = a[r][4 * g + q];
+            const int8_t *wg = w + g * QR_NC * 4;
+            for (int64_t c = 0; c < QR_NC; c++)
+                ar[c] += v[0] * wg[4 * c] + v[1] * wg[4 * c + 1] + v[2] * wg[4 * c + 2] +
+                         v[3] * wg[4 * c + 3];
+        }
+    }
+}
+
+pa_status_t _pa_qrows_run_isa(const void *packed, const uint8_t *a, int64_t m, int32_t a_zp,
+                              int32_t *y, int isa) {
+    qr_head_t h;
+    if (!qr_read_head(packed, &h) || m < 0 || a_zp < 0 || a_zp > 255)
+        return PA_ERR_INVALID;
+    if (isa == 1 && (!_pa_avx512vnni_usable() || _pa_qr_tile_vnni == NULL))
+        return PA_ERR_STATE;
+    if (m == 0 || h.n == 0)
+        return PA_OK;
+    if (y == NULL || (h.k > 0 && a == NULL))
+        return PA_ERR_INVALID;
+    uintptr_t y0 = (uintptr_t)y, y1 = y0 + (uintptr_t)(m * h.n) * sizeof *y;
+    uintptr_t a0 = (uintptr_t)a, a1 = a0 + (uintptr_t)(m * h.k);
+    uintptr_t p0 = (uintptr_t)packed, p1 = p0 + pa_qrows_packed_size(h.k, h.n);
+    if ((h.k > 0 && y0 < a1 && a0 < y1) || (y0 < p1 && p0 < y1))
+        return PA_ERR_INVALID;      /* y overlapping what it is made of */
+    _pa_qr_tile_fn tile = isa == 1 ? _pa_qr_tile_vnni : tile_c;
+    const int32_t *colsum = (const int32_t *)((const uint8_t *)packed + QR_HEAD);
+    const int32_t *zp = colsum + h.ncg * QR_NC;
+    const int8_t *wp = (const int8_t *)(zp + h.ncg * QR_NC);
+    int32_t acc[QR_MR][QR_NC];
+    for (int64_t i = 0; i < m; i += QR_MR) {
+        int mr = m - i < QR_MR ? (int)(m - i) : QR_MR;
+        const uint8_t *rows[QR_MR];
+        uint32_t suma[QR_MR], sums[QR_MR];
+        for (int r = 0; r < mr; r++) {
+            rows[r] = a + (i + r) * h.k;
+            uint32_t s = 0;
+            for (int64_t q = 0; q < h.k; q++)
+                s += rows[r][q];
+            suma[r] = s * (uint32_t)h.off;
+            sums[r] = s - (uint32_t)h.k * (uint32_t)a_zp;
+        }
+        for (int64_t cg = 0; cg < h.ncg; cg++) {
+            tile(rows, mr, h.k, wp + cg * h.kq * QR_NC * 4, acc);
+            int64_t j0 = cg * QR_NC, nc = h.n - j0 < QR_NC ? h.n - j0 : QR_NC;
+            for (int r = 0; r < mr; r++) {
+                int32_t *yr = y + (i + r) * h.n + j0;
+                for (int64_t c = 0; c < nc; c++)    /* exact: the sum fits int32 */
+                    yr[c] = (int32_t)((uint32_t)acc[r][c] + suma[r] -
+                                      (uint32_t)a_zp * (uint32_t)colsum[j0 + c] -
+                                      (uint32_t)zp[j0 + c] * sums[r]);
+            }
+        }
+    }
+    return PA_OK;
+}
+
+pa_status_t pa_qrows_run(const void *packed, const uint8_t *a, int64_t m, int32_t a_zp,
+                         int32_t *y) {
+    return _pa_qrows_run_isa(packed, a, m, a_zp, y, _pa_avx512vnni_usable() ? 1 : 0);
 }

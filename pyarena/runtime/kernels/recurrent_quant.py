@@ -58,13 +58,25 @@ class _QWeight:
                                                  np.float32))
         zp = np.broadcast_to(np.asarray(zp).reshape(-1), (self.G,))
         self.scratch_bytes = 0
-        #: a few rows (a recurrent step): pa_qmatmul_rows on W where it lies
-        self.rows = bool(k.use_native and rows <= ROWS_MAX and q.flags.c_contiguous)
+        #: a few rows (a recurrent step): pa_qrows_run on W packed once
+        self.rows = bool(k.use_native and rows <= ROWS_MAX and q.flags.c_contiguous and
+                         qrows.packed_size(self.K, self.G) > 0)
         self.native = self._native(k, q, zp, rows) if k.use_native and not self.rows else None
         self.q = q                  # the constant as it is (a view of the file)
         self.zp = zp.astype(np.float64)
-        self.zp32 = None if not self.rows or not zp.any() else \
-            k.keep(np.ascontiguousarray(zp, np.int32))
+        self.packed = self._packed(k, q, zp) if self.rows else None
+
+    def _packed(self, k, q, zp):
+        """W packed for pa_qrows_run (int32 words: 4-byte aligned), kept."""
+        words = -(-qrows.packed_size(self.K, self.G) // 4)
+        zp32 = np.ascontiguousarray(zp, np.int32) if zp.any() else None
+
+        def pack():
+            packed = k.kept_empty(words, np.int32)
+            if not k.sizing:
+                qrows.pack(q, zp32, packed)
+            return packed
+        return k.kept_layout((words,), np.int32, pack)
 
     def _native(self, k, q, zp, rows):
         geometry = dict(nhwc=True, n=1, c_in=self.K, h=rows, w=1, c_out=self.G, h_out=rows,
@@ -91,7 +103,7 @@ class _QWeight:
         """``acc`` (rows, 4H) int32 = (a - a_zp) @ (w - w_zp); ``a`` uint8
         (rows, K), ``scratch`` the native kernel's bytes."""
         if self.rows:
-            qrows.matmul_rows(a, a_zp, self.q, self.zp32, acc)
+            qrows.run(self.packed, a, a_zp, acc)
             return
         if self.native is not None:
             desc, _, packed_ptr, k = self.native
@@ -213,6 +225,20 @@ class DynamicQuantizeLSTM(LSTM):
         np.multiply(out, self.xmult[d], out=out)
         return lambda t: out[t * N:(t + 1) * N]
 
+    def _direction(self, xs, d, rev, bias, mask, y, state, s):
+        """Without ``sequence_lens`` and with the default gates, every step
+        of the direction in one ``pa_dqlstm_run`` (h and c updated in place:
+        the final state stays in ``state[0]``, ``state[2]``); else the time
+        loop's walk, a call per step."""
+        if not self.fast or mask is not None:
+            return super()._direction(xs, d, rev, bias, mask, y, state, s)
+        S, N = self.S, self.N
+        self._project(xs[0], self.wt[d], None, 0, S, s["xw"])
+        dqlstm.run(s["xw"][:S * N].reshape(S, N, 4 * self.H), rev,
+                   None if xs[3] is None else s["bias"][d], self.rt[d].packed, self.rt[d].scale,
+                   state[0], state[2], y, s["g"], s["hq"], s["acc"][:N], self.hmult)
+        return state
+
     def _h_rows(self, h, s, d):
         """h_{t-1} as onnxruntime reads it: with sequence_lens and Y asked
         for, the rows already past their length read Y's zeros (the rows
@@ -257,8 +283,8 @@ class DynamicQuantizeLSTM(LSTM):
         h, hn, c, cn = state
         if self.fast:           # the whole step in C: the same arithmetic, one call
             dqlstm.step(self._h_rows(h, s, d), c, xw, None if xs[3] is None else s["bias"][d],
-                        rt.q, rt.zp32, rt.scale, s["g"], cn, hn, s["hq"],
-                        s["acc"][:self.N], self.hmult)
+                        rt.packed, rt.scale, s["g"], cn, hn, s["hq"], s["acc"][:self.N],
+                        self.hmult)
             return
         g, tmp, t1 = s["g"], s["t1"], s["t1"][:, :H]
         f, gact, hact = self.acts[d]

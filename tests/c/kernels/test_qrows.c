@@ -2,8 +2,13 @@
  * against an int64 reference: random m, k, n (tails of the 16-lane loop
  * and of the four-row unroll), int8 and uint8 weights with and without
  * zero points, the extreme values (a_zp 0 and 255 against weights -128 /
- * 127 / 255), bad arguments refused.  Run plain and under ASan + UBSan. */
+ * 127 / 255), bad arguments refused.  The packed product (pa_qrows_pack,
+ * pa_qrows_run) on the same cases: its portable tile and its VNNI tile
+ * (where the processor has it) against the reference, bit for bit, on
+ * odd k and n (tails of the groups of 4 k and of 128 columns).  Run plain
+ * and under ASan + UBSan. */
 #include "pyarena.h"
+#include "kernels/qrows.h"
 #include "../testhelper.h"
 
 #include <stdint.h>
@@ -14,6 +19,8 @@ static unsigned long long seed = 0x51ED27A9C3B1F00DULL;
 static int64_t rnd(int64_t lo, int64_t hi) {
     return lo + (int64_t)(pa_rand(&seed) % (unsigned long long)(hi - lo + 1));
 }
+
+static int vnni_cases;
 
 static void check_case(int64_t m, int64_t k, int64_t n, int s8, int with_zp, int extreme) {
     uint8_t *a = malloc((size_t)(m * k + 1));
@@ -38,6 +45,22 @@ static void check_case(int64_t m, int64_t k, int64_t n, int s8, int with_zp, int
             }
             CHECK(y[i * n + j] == ref);
         }
+    size_t psize = pa_qrows_packed_size(k, n);
+    int32_t *packed = malloc(psize), *y2 = malloc((size_t)(m * n + 1) * sizeof *y2);
+    CHECK_EQ(pa_qrows_pack(w, s8 ? PA_Q_S8 : PA_Q_U8, with_zp ? zp : NULL, k, n, packed, psize),
+             PA_OK);
+    for (int isa = 0; isa < 2; isa++) {
+        memset(y2, 0xA5, (size_t)(m * n) * sizeof *y2);
+        pa_status_t st = _pa_qrows_run_isa(packed, a, m, a_zp, y2, isa);
+        if (isa == 1 && st == PA_ERR_STATE)
+            continue;               /* no VNNI here */
+        CHECK_EQ(st, PA_OK);
+        vnni_cases += isa;
+        CHECK(memcmp(y, y2, (size_t)(m * n) * sizeof *y) == 0);
+    }
+    CHECK_EQ(pa_qrows_run(packed, a, m, a_zp, y2), PA_OK);
+    CHECK(memcmp(y, y2, (size_t)(m * n) * sizeof *y) == 0);
+    free(packed), free(y2);
     free(a), free(w), free(zp), free(y);
 }
 
@@ -45,6 +68,28 @@ static void test_random(void) {
     for (int it = 0; it < 300; it++)
         check_case(rnd(1, 5), rnd(0, it % 10 ? 70 : 600), rnd(1, it % 7 ? 50 : 300), it % 2,
                    it % 3 == 0, it % 5 == 0);
+    printf("    %d cases on the VNNI tile\n", vnni_cases);
+}
+
+static void test_packed_invalid(void) {
+    uint8_t a[4] = {0}, w[8] = {0};
+    int32_t y[8], zp[2] = {0, 300}, packed[512];
+    CHECK(pa_qrows_packed_size(-1, 2) == 0 && pa_qrows_packed_size(40000, 2) == 0);
+    CHECK(pa_qrows_packed_size(2, 2) > 0);
+    size_t size = pa_qrows_packed_size(2, 2);
+    CHECK_EQ(pa_qrows_pack(w, PA_Q_U8, NULL, 2, 2, packed, size - 1), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_pack(w, PA_Q_S32, NULL, 2, 2, packed, size), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_pack(w, PA_Q_U8, zp, 2, 2, packed, size), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_pack(w, PA_Q_U8, NULL, 2, 2, (uint8_t *)packed + 1, size), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_run(packed, a, 1, 0, y), PA_ERR_INVALID);     /* not packed yet */
+    CHECK_EQ(pa_qrows_pack(w, PA_Q_U8, NULL, 2, 2, packed, size), PA_OK);
+    CHECK_EQ(pa_qrows_run(packed, a, 1, 0, y), PA_OK);
+    CHECK_EQ(pa_qrows_run(packed, a, 1, 256, y), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_run(packed, NULL, 1, 0, y), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_run(packed, a, 1, 0, NULL), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_run(packed, a, -1, 0, y), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_run(packed, (uint8_t *)y, 1, 0, y), PA_ERR_INVALID);
+    CHECK_EQ(pa_qrows_run(packed, a, 1, 0, packed + 20), PA_ERR_INVALID);
 }
 
 static void test_invalid(void) {
@@ -64,5 +109,6 @@ static void test_invalid(void) {
 int main(void) {
     RUN(test_random);
     RUN(test_invalid);
+    RUN(test_packed_invalid);
     return pa_test_report();
 }
