@@ -19,6 +19,56 @@
  * cost as much as the step. */
 #include "internal.h"
 
+/* out[j] = EXPR for j < n, in blocks of PA_VEC through a local buffer: a
+ * fixed trip the compiler vectorises at -O2, whatever aliases out (c_out
+ * may be c, h_out h_src); the same operations lane by lane, the same bits. */
+#define DQ_BLOCKS(n, out, EXPR)                                                 \
+    do {                                                                        \
+        int64_t i_ = 0;                                                         \
+        for (; i_ + PA_VEC <= (n); i_ += PA_VEC) {                              \
+            float b_[PA_VEC];                                                   \
+            for (int64_t t_ = 0; t_ < PA_VEC; t_++) {                           \
+                int64_t j = i_ + t_;                                            \
+                b_[t_] = (EXPR);                                                \
+            }                                                                   \
+            memcpy((out) + i_, b_, sizeof b_);                                  \
+        }                                                                       \
+        for (; i_ < (n); i_++) {                                                \
+            int64_t j = i_;                                                     \
+            (out)[j] = (EXPR);                                                  \
+        }                                                                       \
+    } while (0)
+
+/* Everything after the integer product: the gates and the state. */
+PA_MULTIVERSION
+static pa_status_t gates(const float *c, const float *xw, const float *bias,
+                         const float *r_scale, float hs, int64_t n, int64_t H, float *g,
+                         float *c_out, float *h_out, const int32_t *acc, float *mult) {
+    const int64_t G = 4 * H;
+    pa_status_t st;
+    DQ_BLOCKS(G, mult, r_scale[j] * hs);
+    for (int64_t i = 0; i < n; i++) {
+        float *gi = g + i * G;
+        const float *xi = xw + i * G;
+        const int32_t *ai = acc + i * G;
+        if (bias)                               /* (x + acc m) + b: onnxruntime's order */
+            DQ_BLOCKS(G, gi, (xi[j] + (float)ai[j] * mult[j]) + bias[j]);
+        else
+            DQ_BLOCKS(G, gi, xi[j] + (float)ai[j] * mult[j]);
+        if ((st = pa_ort_logistic(gi, gi, (size_t)(3 * H))) != PA_OK ||
+            (st = pa_ort_tanh(gi + 3 * H, gi + 3 * H, (size_t)H)) != PA_OK)
+            return st;
+        const float *ig = gi, *og = gi + H, *fg = gi + 2 * H, *cg = gi + 3 * H;
+        const float *ci = c + i * H;
+        float *co = c_out + i * H, *ho = h_out + i * H;
+        DQ_BLOCKS(H, co, ci[j] * fg[j] + ig[j] * cg[j]);
+        if ((st = pa_ort_tanh(co, ho, (size_t)H)) != PA_OK)
+            return st;
+        DQ_BLOCKS(H, ho, ho[j] * og[j]);
+    }
+    return PA_OK;
+}
+
 pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
                            const float *bias, const void *r_packed, const float *r_scale,
                            int64_t n, int64_t hidden,
@@ -31,7 +81,7 @@ pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
     if (!h_src || !c || !xw || !r_packed || !r_scale || !g || !c_out || !h_out || !hq || !acc ||
         !mult)
         return PA_ERR_INVALID;
-    const int64_t H = hidden, G = 4 * hidden;
+    const int64_t H = hidden;
     float hs;
     uint8_t hz;
     pa_status_t st = pa_dynamic_quantize(h_src, (size_t)(n * H), hq, &hs, &hz);
@@ -40,35 +90,7 @@ pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
     st = pa_qrows_run(r_packed, hq, n, hz, acc);
     if (st != PA_OK)
         return st;
-    for (int64_t j = 0; j < G; j++)
-        mult[j] = r_scale[j] * hs;
-    for (int64_t i = 0; i < n; i++) {
-        float *gi = g + i * G;
-        const float *xi = xw + i * G;
-        const int32_t *ai = acc + i * G;
-        for (int64_t j = 0; j < G; j++) {
-            float v = (float)ai[j] * mult[j];
-            gi[j] = xi[j] + v;
-        }
-        if (bias)
-            for (int64_t j = 0; j < G; j++)
-                gi[j] = gi[j] + bias[j];
-        if ((st = pa_ort_logistic(gi, gi, (size_t)(3 * H))) != PA_OK ||
-            (st = pa_ort_tanh(gi + 3 * H, gi + 3 * H, (size_t)H)) != PA_OK)
-            return st;
-        const float *ig = gi, *og = gi + H, *fg = gi + 2 * H, *cg = gi + 3 * H;
-        const float *ci = c + i * H;
-        float *co = c_out + i * H, *ho = h_out + i * H;
-        for (int64_t j = 0; j < H; j++) {
-            float a = ci[j] * fg[j], b = ig[j] * cg[j];
-            co[j] = a + b;
-        }
-        if ((st = pa_ort_tanh(co, ho, (size_t)H)) != PA_OK)
-            return st;
-        for (int64_t j = 0; j < H; j++)
-            ho[j] = ho[j] * og[j];
-    }
-    return PA_OK;
+    return gates(c, xw, bias, r_scale, hs, n, hidden, g, c_out, h_out, acc, mult);
 }
 
 pa_status_t pa_dqlstm_run(const float *xw, int64_t steps, int reverse, const float *bias,

@@ -168,7 +168,9 @@ pa_status_t pa_qrows_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp,
     return PA_OK;
 }
 
-/* The portable tile: the VNNI tile's sums, column by column. */
+/* The portable tile: the VNNI tile's sums, column by column.  Each
+ * column's 4 bytes are read as one 32-bit word and sign-extended by
+ * shifts: a fixed trip of contiguous words the compiler vectorises. */
 PA_MULTIVERSION
 static void tile_c(const uint8_t *const *a, int mr, int64_t k, const int8_t *w,
                    int32_t acc[QR_MR][QR_NC]) {
@@ -180,10 +182,12 @@ static void tile_c(const uint8_t *const *a, int mr, int64_t k, const int8_t *w,
             int32_t v[4] = {0, 0, 0, 0};
             for (int64_t q = 0; q < 4 && 4 * g + q < k; q++)
                 v[q] = a[r][4 * g + q];
-            const int8_t *wg = w + g * QR_NC * 4;
+            uint32_t wd[QR_NC];
+            memcpy(wd, w + g * QR_NC * 4, sizeof wd);
             for (int64_t c = 0; c < QR_NC; c++)
-                ar[c] += v[0] * wg[4 * c] + v[1] * wg[4 * c + 1] + v[2] * wg[4 * c + 2] +
-                         v[3] * wg[4 * c + 3];
+                ar[c] += v[0] * ((int32_t)(wd[c] << 24) >> 24) +
+                         v[1] * ((int32_t)(wd[c] << 16) >> 24) +
+                         v[2] * ((int32_t)(wd[c] << 8) >> 24) + v[3] * ((int32_t)wd[c] >> 24);
         }
     }
 }

@@ -24,38 +24,87 @@ VNNI static inline uint32_t load4(const uint8_t *p, int64_t n) {
     return v;
 }
 
-/* MR constant at each call: the compiler keeps 8 * MR registers. */
-VNNI static inline __attribute__((always_inline)) void
-tile_rows(const uint8_t *const *a, const int MR, int64_t k, const int8_t *w,
-          int32_t acc[QR_MR][QR_NC]) {
-    __m512i c[QR_MR][8];
-    for (int r = 0; r < MR; r++)
-        for (int j = 0; j < 8; j++)
-            c[r][j] = _mm512_setzero_si512();
-    const int64_t full = k / 4, kq = (k + 3) / 4;
-    for (int64_t g = 0; g < kq; g++) {
-        __m512i b[QR_MR];
-        for (int r = 0; r < MR; r++)
-            b[r] = _mm512_set1_epi32((int)(g < full ? load4(a[r] + 4 * g, 4)
-                                                    : load4(a[r] + 4 * g, k - 4 * g)));
-        const int8_t *wg = w + g * QR_NC * 4;
-        for (int j = 0; j < 8; j++) {
-            __m512i wv = _mm512_loadu_si512((const void *)(wg + 64 * j));
-            for (int r = 0; r < MR; r++)
-                c[r][j] = _mm512_dpbusd_epi32(c[r][j], b[r], wv);
-        }
+/* MR constant at each call; the loops over the 8 registers and the rows
+ * written out, so that the 8 * MR accumulators stay in registers (GCC at
+ * -O2 kept a loop over an array of them, in memory). */
+#define QR_DP(R, J) c##R##J = _mm512_dpbusd_epi32(c##R##J, b##R, w##J)
+#define QR_DP8(R)                                                                 \
+    do {                                                                          \
+        QR_DP(R, 0); QR_DP(R, 1); QR_DP(R, 2); QR_DP(R, 3);                       \
+        QR_DP(R, 4); QR_DP(R, 5); QR_DP(R, 6); QR_DP(R, 7);                       \
+    } while (0)
+#define QR_LOADW(G)                                                               \
+    const int8_t *wg = w + (G) * QR_NC * 4;                                       \
+    __m512i w0 = _mm512_loadu_si512((const void *)wg);                            \
+    __m512i w1 = _mm512_loadu_si512((const void *)(wg + 64));                     \
+    __m512i w2 = _mm512_loadu_si512((const void *)(wg + 128));                    \
+    __m512i w3 = _mm512_loadu_si512((const void *)(wg + 192));                    \
+    __m512i w4 = _mm512_loadu_si512((const void *)(wg + 256));                    \
+    __m512i w5 = _mm512_loadu_si512((const void *)(wg + 320));                    \
+    __m512i w6 = _mm512_loadu_si512((const void *)(wg + 384));                    \
+    __m512i w7 = _mm512_loadu_si512((const void *)(wg + 448))
+#define QR_ZERO(R)                                                                \
+    __m512i c##R##0 = _mm512_setzero_si512(), c##R##1 = c##R##0, c##R##2 = c##R##0, \
+            c##R##3 = c##R##0, c##R##4 = c##R##0, c##R##5 = c##R##0, c##R##6 = c##R##0, \
+            c##R##7 = c##R##0
+#define QR_STORE(R)                                                               \
+    do {                                                                          \
+        _mm512_storeu_si512((void *)(acc[R] + 0), c##R##0);                       \
+        _mm512_storeu_si512((void *)(acc[R] + 16), c##R##1);                      \
+        _mm512_storeu_si512((void *)(acc[R] + 32), c##R##2);                      \
+        _mm512_storeu_si512((void *)(acc[R] + 48), c##R##3);                      \
+        _mm512_storeu_si512((void *)(acc[R] + 64), c##R##4);                      \
+        _mm512_storeu_si512((void *)(acc[R] + 80), c##R##5);                      \
+        _mm512_storeu_si512((void *)(acc[R] + 96), c##R##6);                      \
+        _mm512_storeu_si512((void *)(acc[R] + 112), c##R##7);                     \
+    } while (0)
+
+VNNI static void tile1(const uint8_t *const *a, int64_t k, const int8_t *w,
+                       int32_t acc[QR_MR][QR_NC]) {
+    QR_ZERO(0);
+    const int64_t full = k / 4;
+    for (int64_t g = 0; g < full; g++) {
+        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * g, 4));
+        QR_LOADW(g);
+        QR_DP8(0);
     }
-    for (int r = 0; r < MR; r++)
-        for (int j = 0; j < 8; j++)
-            _mm512_storeu_si512((void *)(acc[r] + 16 * j), c[r][j]);
+    if (4 * full < k) {                     /* the last 1-3 bytes of K */
+        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * full, k - 4 * full));
+        QR_LOADW(full);
+        QR_DP8(0);
+    }
+    QR_STORE(0);
+}
+
+VNNI static void tile2(const uint8_t *const *a, int64_t k, const int8_t *w,
+                       int32_t acc[QR_MR][QR_NC]) {
+    QR_ZERO(0);
+    QR_ZERO(1);
+    const int64_t full = k / 4;
+    for (int64_t g = 0; g < full; g++) {
+        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * g, 4));
+        __m512i b1 = _mm512_set1_epi32((int)load4(a[1] + 4 * g, 4));
+        QR_LOADW(g);
+        QR_DP8(0);
+        QR_DP8(1);
+    }
+    if (4 * full < k) {
+        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * full, k - 4 * full));
+        __m512i b1 = _mm512_set1_epi32((int)load4(a[1] + 4 * full, k - 4 * full));
+        QR_LOADW(full);
+        QR_DP8(0);
+        QR_DP8(1);
+    }
+    QR_STORE(0);
+    QR_STORE(1);
 }
 
 VNNI static void tile_vnni(const uint8_t *const *a, int mr, int64_t k, const int8_t *w,
                            int32_t acc[QR_MR][QR_NC]) {
     if (mr == 2)
-        tile_rows(a, 2, k, w, acc);
+        tile2(a, k, w, acc);
     else
-        tile_rows(a, 1, k, w, acc);
+        tile1(a, k, w, acc);
 }
 
 const _pa_qr_tile_fn _pa_qr_tile_vnni = tile_vnni;
