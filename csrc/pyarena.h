@@ -835,17 +835,6 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
 pa_status_t pa_qconv2d_run(const pa_qconv2d_t *q, const void *packed, const void *x, void *y,
                            void *scratch, size_t scratch_size, pa_workers_t *workers);
 
-/* An 8-bit matrix product for a few rows of A (kernels/qrows.c): y[i][j] =
- * sum_k (a[i][k] - a_zp) (w[k][j] - w_zp[j]) in int32, exactly, for i < m,
- * j < n; W row-major [k][n] of w_type (PA_Q_U8 or PA_Q_S8), read in place;
- * w_zp n zero points in W's range, or NULL for 0.  For the few rows the
- * 6-row integer GEMM tile would mostly waste (a recurrent step).
- * PA_ERR_INVALID for negative sizes, k > 32768, a_zp outside 0..255, another
- * w_type, a zero point outside W's range, NULL pointers (m, n > 0). */
-pa_status_t pa_qmatmul_rows(const uint8_t *a, int64_t m, int64_t k, int32_t a_zp,
-                            const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t n,
-                            int32_t *y);
-
 /* W [k][n] of w_type (PA_Q_U8 or PA_Q_S8) with its n zero points w_zp (in
  * W's range; NULL for 0) packed once for pa_qrows_run (kernels/qrows.c):
  * pa_qrows_packed_size(k, n) bytes (0 for k or n negative, k > 32768 or
@@ -855,9 +844,11 @@ size_t pa_qrows_packed_size(int64_t k, int64_t n);
 pa_status_t pa_qrows_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t k,
                           int64_t n, void *packed, size_t size);
 
-/* pa_qmatmul_rows's product from a packed W: y (m x n) = (a - a_zp) (w -
- * w_zp) in int32, exactly, `a` m rows of k bytes; the AVX-512 VNNI tile
- * where the processor has it, else a portable one (the same bits).
+/* An 8-bit matrix product from a packed W (for the few rows the 6-row
+ * integer GEMM tile would mostly waste: a recurrent step; and a sequence's
+ * input product): y (m x n) = (a - a_zp) (w - w_zp) in int32, exactly, `a`
+ * m rows of k bytes; the AVX-512 VNNI tile where the processor has it,
+ * else a portable one (the same bits).  One thread.
  * PA_ERR_INVALID for what is not a packed W, m < 0, a_zp outside 0..255,
  * NULL a or y (m, n > 0), y overlapping a or the packed W. */
 pa_status_t pa_qrows_run(const void *packed, const uint8_t *a, int64_t m, int32_t a_zp,

@@ -19,7 +19,7 @@
 #include "internal.h"
 
 #define QR_NC 128       /* columns per group: 8 registers of 16 int32      */
-#define QR_MR 2         /* rows of A per tile                              */
+#define QR_MR 6         /* rows of A per tile, at most                     */
 #define QR_HEAD 64      /* header bytes                                    */
 #define QR_MAGIC 0x31574f5251415000ULL
 
@@ -29,8 +29,9 @@ typedef struct qr_head {
     int32_t off;            /* 128 for uint8 weights, else 0              */
 } qr_head_t;
 
-/* acc[r][c] = sum_k a[r][k] w'[k][c] for r < mr, c < QR_NC: `a` mr rows
- * of k bytes, `w` one column group (kq = (k + 3) / 4 groups of 4 k). */
+/* acc[r][c] = sum_k a[r][k] w'[k][c] for r < mr (1..QR_MR), c < QR_NC:
+ * `a` mr rows of k bytes, `w` one column group ((k + 3) / 4 groups of 4 k
+ * of QR_NC columns' 4 bytes). */
 typedef void (*_pa_qr_tile_fn)(const uint8_t *const *a, int mr, int64_t k, const int8_t *w,
                                int32_t acc[QR_MR][QR_NC]);
 

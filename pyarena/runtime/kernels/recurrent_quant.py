@@ -18,9 +18,12 @@ direction or per direction and column (inputs 8-11).  Its CPU kernel
 * then the bias (Wb + Rb) is added, and the gates run as the float LSTM's.
 
 This kernel does the same: DynamicQuantizeLinear's native kernel for X and
-h, the C core's 8-bit GEMM (an NHWC 1x1 convolution, int32 out, the weights
-packed once; exact) or, without the C core, NumPy in float64 (exact for
-these integers), then float32 scaling in that order.  The weights stay 8-bit.
+h, the C core's 8-bit product for a few rows (``pa_qrows_run``: W and R
+packed once for the VNNI instruction, int32 out, exact; the integer GEMM
+where K passes 32768) or, without the C core, NumPy in float64 (exact for
+these integers), then float32 scaling in that order.  The weights stay
+8-bit.  With the default gates and no ``sequence_lens``, a direction's
+steps run in one C call (``pa_dqlstm_run``).
 
 The gate activations Sigmoid and Tanh are MLAS's approximations, bit for
 bit (``pa_ort_logistic`` / ``pa_ort_tanh``), and each gate takes its
@@ -43,8 +46,6 @@ from .registry import const, register
 __all__ = ["DynamicQuantizeLSTM"]
 
 _BYTES = (np.dtype(np.uint8), np.dtype(np.int8))
-#: rows of A up to which the few-rows product runs (the GEMM tile has 6)
-ROWS_MAX = 5
 
 
 class _QWeight:
@@ -58,8 +59,10 @@ class _QWeight:
                                                  np.float32))
         zp = np.broadcast_to(np.asarray(zp).reshape(-1), (self.G,))
         self.scratch_bytes = 0
-        #: a few rows (a recurrent step): pa_qrows_run on W packed once
-        self.rows = bool(k.use_native and rows <= ROWS_MAX and q.flags.c_contiguous and
+        #: pa_qrows_run on W packed once: the recurrent step's one row and
+        #: the whole sequence's input product (one thread; the integer
+        #: GEMM's 6-row tile, on the workers, only where k > 32768)
+        self.rows = bool(k.use_native and q.flags.c_contiguous and
                          qrows.packed_size(self.K, self.G) > 0)
         self.native = self._native(k, q, zp, rows) if k.use_native and not self.rows else None
         self.q = q                  # the constant as it is (a view of the file)
