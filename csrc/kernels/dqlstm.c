@@ -100,6 +100,10 @@ pa_status_t pa_dqlstm_run(const float *xw, int64_t steps, int reverse, const flo
     if (steps < 0 || n < 0 || hidden < 1 || hidden > 32768 || n > ((int64_t)1 << 24) ||
         (y != NULL && y_row < hidden && n > 1))
         return PA_ERR_INVALID;
+    if (steps == 0 || n == 0)
+        return PA_OK;
+    if (xw == NULL || h == NULL)
+        return PA_ERR_INVALID;      /* (the step checks the rest) */
     const int64_t G = 4 * hidden;
     for (int64_t s = 0; s < steps; s++) {
         int64_t t = reverse ? steps - 1 - s : s;

@@ -143,6 +143,10 @@ static void test_step_invalid(void) {
     CHECK_EQ(pa_dqlstm_run(f, 2, 0, NULL, rp, f, 2, 2, f, f, f, 4, 1, f, b, a, f),
              PA_ERR_INVALID);
     CHECK_EQ(pa_dqlstm_run(f, 0, 0, NULL, rp, f, 1, 2, f, f, NULL, 0, 0, f, b, a, f), PA_OK);
+    CHECK_EQ(pa_dqlstm_run(NULL, 2, 0, NULL, rp, f, 1, 2, f, f, NULL, 0, 0, f, b, a, f),
+             PA_ERR_INVALID);
+    CHECK_EQ(pa_dqlstm_run(f, 2, 1, NULL, NULL, f, 1, 2, f, f, NULL, 0, 0, f, b, a, f),
+             PA_ERR_INVALID);
 }
 
 int main(void) {
