@@ -183,8 +183,8 @@ def test_weights_stay_eight_bit(tmp_path):
     ex = Executor(g, plan(g))
     ex.run(feeds)
     assert ex.kernels[0].path == "native"
-    # one row per step: the few-rows product on R packed once
-    assert all(r.rows and r.native is None for r in ex.kernels[0].rt)
+    # the few-rows product on W and R packed once
+    assert all(w.rows for w in ex.kernels[0].rt + ex.kernels[0].wt)
     float_bytes = 4 * (q["w"].size + q["r"].size)
     assert ex.weights_bytes < float_bytes / 2
 
