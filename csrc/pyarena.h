@@ -835,31 +835,51 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
 pa_status_t pa_qconv2d_run(const pa_qconv2d_t *q, const void *packed, const void *x, void *y,
                            void *scratch, size_t scratch_size, pa_workers_t *workers);
 
-/* An 8-bit matrix product for a few rows of A (kernels/qrows.c): y[i][j] =
- * sum_k (a[i][k] - a_zp) (w[k][j] - w_zp[j]) in int32, exactly, for i < m,
- * j < n; W row-major [k][n] of w_type (PA_Q_U8 or PA_Q_S8), read in place;
- * w_zp n zero points in W's range, or NULL for 0.  For the few rows the
- * 6-row integer GEMM tile would mostly waste (a recurrent step).
- * PA_ERR_INVALID for negative sizes, k > 32768, a_zp outside 0..255, another
- * w_type, a zero point outside W's range, NULL pointers (m, n > 0). */
-pa_status_t pa_qmatmul_rows(const uint8_t *a, int64_t m, int64_t k, int32_t a_zp,
-                            const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t n,
-                            int32_t *y);
+/* W [k][n] of w_type (PA_Q_U8 or PA_Q_S8) with its n zero points w_zp (in
+ * W's range; NULL for 0) packed once for pa_qrows_run (kernels/qrows.c):
+ * pa_qrows_packed_size(k, n) bytes (0 for k or n negative, k > 32768 or
+ * n > 2^24) at `packed`, 4-byte aligned, the caller's.  PA_ERR_INVALID for
+ * a short or misaligned buffer, bad sizes, type or zero points, NULL w. */
+size_t pa_qrows_packed_size(int64_t k, int64_t n);
+pa_status_t pa_qrows_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t k,
+                          int64_t n, void *packed, size_t size);
+
+/* An 8-bit matrix product from a packed W (for the few rows the 6-row
+ * integer GEMM tile would mostly waste: a recurrent step; and a sequence's
+ * input product): y (m x n) = (a - a_zp) (w - w_zp) in int32, exactly, `a`
+ * m rows of k bytes; the AVX-512 VNNI tile where the processor has it,
+ * else a portable one (the same bits).  One thread.
+ * PA_ERR_INVALID for what is not a packed W, m < 0, a_zp outside 0..255,
+ * NULL a or y (m, n > 0), y overlapping a or the packed W. */
+pa_status_t pa_qrows_run(const void *packed, const uint8_t *a, int64_t m, int32_t a_zp,
+                         int32_t *y);
 
 /* One time step of onnxruntime's DynamicQuantizeLSTM with its default gates
  * (sigmoid, tanh, tanh; no peepholes, clip or input_forget) for n rows of
  * `hidden` units (kernels/dqlstm.c): h_src quantized as DynamicQuantizeLinear,
- * its exact product with the 8-bit R [hidden][4 hidden] (r_type, r_zp or
- * NULL, float32 r_scale per column), g = xw + that * (r_scale * h scale) (+
- * bias), the gates by pa_ort_logistic / pa_ort_tanh, c_out = c f + i c~,
- * h_out = tanh(c_out) o -- onnxruntime's roundings, bit for bit.  g (n x 4H),
- * hq (n x H bytes), acc (n x 4H), mult (4H): the caller's workspace; c_out
- * may be c, h_out may be h_src.  PA_ERR_INVALID for bad sizes or NULL. */
+ * its exact product with the 8-bit R [hidden][4 hidden] (packed by
+ * pa_qrows_pack with its zero points; float32 r_scale per column),
+ * g = xw + that * (r_scale * h scale) (+ bias), the gates by pa_ort_logistic /
+ * pa_ort_tanh, c_out = c f + i c~, h_out = tanh(c_out) o -- onnxruntime's
+ * roundings, bit for bit.  g (n x 4H), hq (n x H bytes), acc (n x 4H), mult
+ * (4H): the caller's workspace; c_out may be c, h_out may be h_src.
+ * PA_ERR_INVALID for bad sizes, NULL or what pa_qrows_run refuses. */
 pa_status_t pa_dqlstm_step(const float *h_src, const float *c, const float *xw,
-                           const float *bias, const void *r, pa_qtype_t r_type,
-                           const int32_t *r_zp, const float *r_scale, int64_t n, int64_t hidden,
-                           float *g, float *c_out, float *h_out, uint8_t *hq, int32_t *acc,
-                           float *mult);
+                           const float *bias, const void *r_packed, const float *r_scale,
+                           int64_t n, int64_t hidden, float *g, float *c_out, float *h_out,
+                           uint8_t *hq, int32_t *acc, float *mult);
+
+/* `steps` steps of pa_dqlstm_step in one call (a direction without
+ * sequence_lens): step t reads xw + t n 4H (steps x n x 4H), forward or
+ * (reverse 1) from the last step back; h and c (n x hidden) hold the
+ * initial state and are left holding the last; y (NULL: not kept) gets each
+ * step's h, row i of step t at y + t y_step + i y_row (floats).  The same
+ * workspace as the step.  PA_ERR_INVALID as the step, or steps < 0, y_row
+ * < hidden with n > 1. */
+pa_status_t pa_dqlstm_run(const float *xw, int64_t steps, int reverse, const float *bias,
+                          const void *r_packed, const float *r_scale, int64_t n, int64_t hidden,
+                          float *h, float *c, float *y, int64_t y_step, int64_t y_row, float *g,
+                          uint8_t *hq, int32_t *acc, float *mult);
 
 /* The steps of one direction of a float32 ONNX LSTM with the default gates
  * (sigmoid, tanh, tanh; no peepholes, clip or input_forget), n rows of

@@ -183,8 +183,8 @@ def test_weights_stay_eight_bit(tmp_path):
     ex = Executor(g, plan(g))
     ex.run(feeds)
     assert ex.kernels[0].path == "native"
-    # one row per step: the few-rows product on R where it lies
-    assert all(r.rows and r.native is None for r in ex.kernels[0].rt)
+    # the few-rows product on W and R packed once
+    assert all(w.rows for w in ex.kernels[0].rt + ex.kernels[0].wt)
     float_bytes = 4 * (q["w"].size + q["r"].size)
     assert ex.weights_bytes < float_bytes / 2
 
@@ -224,3 +224,26 @@ def test_one_call_step_is_the_python_cell(tmp_path, batch):
     for n in fast:
         np.testing.assert_array_equal(fast[n], cell[n], err_msg=n)
     np.testing.assert_array_equal(fast["y"], ort_run(path, feeds)["y"])
+
+
+@pytest.mark.parametrize("lens, direction, expected", [
+    (None, "bidirectional", {"run": 2, "step": 0}),
+    ([4, 2, 3], "forward", {"run": 0, "step": 4})])
+def test_a_direction_is_one_c_call(tmp_path, monkeypatch, lens, direction, expected):
+    """Without sequence_lens a direction's steps run in one pa_dqlstm_run
+    (no step called from Python); with them, one pa_dqlstm_step a step.
+    Both equal onnxruntime."""
+    from pyarena._native import dqlstm
+    path = tmp_path / "q.onnx"
+    _, feeds = _model(path, 4, 3, 10, 8, direction, seed=4, lens=lens)
+    g = load_model(str(path))
+    ex = Executor(g, plan(g))
+    calls = {"run": 0, "step": 0}
+    for name in calls:
+        def counted(*a, _fn=getattr(dqlstm, name), _name=name):
+            calls[_name] += 1
+            return _fn(*a)
+        monkeypatch.setattr(dqlstm, name, counted)
+    out = ex.run(feeds)
+    assert calls == expected
+    np.testing.assert_array_equal(out["y"], ort_run(path, feeds)["y"])

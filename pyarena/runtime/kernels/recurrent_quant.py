@@ -18,9 +18,12 @@ direction or per direction and column (inputs 8-11).  Its CPU kernel
 * then the bias (Wb + Rb) is added, and the gates run as the float LSTM's.
 
 This kernel does the same: DynamicQuantizeLinear's native kernel for X and
-h, the C core's 8-bit GEMM (an NHWC 1x1 convolution, int32 out, the weights
-packed once; exact) or, without the C core, NumPy in float64 (exact for
-these integers), then float32 scaling in that order.  The weights stay 8-bit.
+h, the C core's 8-bit product for a few rows (``pa_qrows_run``: W and R
+packed once for the VNNI instruction, int32 out, exact; the integer GEMM
+where K passes 32768) or, without the C core, NumPy in float64 (exact for
+these integers), then float32 scaling in that order.  The weights stay
+8-bit.  With the default gates and no ``sequence_lens``, a direction's
+steps run in one C call (``pa_dqlstm_run``).
 
 The gate activations Sigmoid and Tanh are MLAS's approximations, bit for
 bit (``pa_ort_logistic`` / ``pa_ort_tanh``), and each gate takes its
@@ -32,72 +35,53 @@ other activations are NumPy's.
 """
 import numpy as np
 
-from ..._native import qconv as nq
 from ..._native import dqlstm, ort_approx, qrows
 from ..._native.qdynamic import dynamic_quantize
 from ...errors import InvalidArgumentError
-from .native import Pointers
 from .recurrent import LSTM, _Recurrent
 from .registry import const, register
 
 __all__ = ["DynamicQuantizeLSTM"]
 
 _BYTES = (np.dtype(np.uint8), np.dtype(np.int8))
-#: rows of A up to which the few-rows product runs (the GEMM tile has 6)
-ROWS_MAX = 5
 
 
 class _QWeight:
     """One direction's 8-bit W or R ``[K, 4H]`` with its zero point and
     float32 scale per column: ``acc = (a - a_zp) @ (w - w_zp)`` as int32
-    for ``rows`` rows of uint8 ``a``, natively when the C core takes it."""
+    for rows of uint8 ``a``, natively when the C core takes it."""
 
-    def __init__(self, k, q, zp, scale, rows):
+    def __init__(self, k, q, zp, scale):
         self.K, self.G = q.shape
         self.scale = k.keep(np.ascontiguousarray(np.broadcast_to(scale, (self.G,)),
                                                  np.float32))
         zp = np.broadcast_to(np.asarray(zp).reshape(-1), (self.G,))
-        self.scratch_bytes = 0
-        #: a few rows (a recurrent step): pa_qmatmul_rows on W where it lies
-        self.rows = bool(k.use_native and rows <= ROWS_MAX and q.flags.c_contiguous)
-        self.native = self._native(k, q, zp, rows) if k.use_native and not self.rows else None
+        #: pa_qrows_run on W packed once: the recurrent step's one row and
+        #: the whole sequence's input product (one thread); NumPy where K
+        #: passes 32768
+        self.rows = bool(k.use_native and q.flags.c_contiguous and
+                         qrows.packed_size(self.K, self.G) > 0)
         self.q = q                  # the constant as it is (a view of the file)
         self.zp = zp.astype(np.float64)
-        self.zp32 = None if not self.rows or not zp.any() else \
-            k.keep(np.ascontiguousarray(zp, np.int32))
+        self.packed = self._packed(k, q, zp) if self.rows else None
 
-    def _native(self, k, q, zp, rows):
-        geometry = dict(nhwc=True, n=1, c_in=self.K, h=rows, w=1, c_out=self.G, h_out=rows,
-                        w_out=1, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pad_top=0, pad_left=0,
-                        groups=1)
-        try:
-            desc = nq.qconv2d(**geometry, x_dtype=np.uint8, w_dtype=q.dtype, y_dtype=np.int32,
-                              x_zp=0)
-            size, self.scratch_bytes = nq.packed_size(desc), nq.scratch_size(desc)
-        except (InvalidArgumentError, OverflowError):
-            return None
-        w = np.ascontiguousarray(q.T).reshape(self.G, 1, 1, self.K)
+    def _packed(self, k, q, zp):
+        """W packed for pa_qrows_run (int32 words: 4-byte aligned), kept."""
+        words = -(-qrows.packed_size(self.K, self.G) // 4)
+        zp32 = np.ascontiguousarray(zp, np.int32) if zp.any() else None
 
         def pack():
-            packed = k.kept_empty(size, np.uint8)
+            packed = k.kept_empty(words, np.int32)
             if not k.sizing:
-                nq.pack(desc, w, zp.astype(np.int32), np.zeros(self.G, np.int32), None, packed)
+                qrows.pack(q, zp32, packed)
             return packed
-        packed = k.kept_layout((size,), np.uint8, pack)
-        self.ptrs = Pointers(k)
-        return desc, packed, (None if k.sizing else nq.ptr(packed)), k
+        return k.kept_layout((words,), np.int32, pack)
 
-    def product(self, a, a_zp, acc, scratch):
+    def product(self, a, a_zp, acc):
         """``acc`` (rows, 4H) int32 = (a - a_zp) @ (w - w_zp); ``a`` uint8
-        (rows, K), ``scratch`` the native kernel's bytes."""
+        (rows, K)."""
         if self.rows:
-            qrows.matmul_rows(a, a_zp, self.q, self.zp32, acc)
-            return
-        if self.native is not None:
-            desc, _, packed_ptr, k = self.native
-            desc.x_zp = int(a_zp)
-            ap, yp, sp = self.ptrs(a, acc, scratch)
-            nq.run(desc, packed_ptr, ap, yp, sp, self.scratch_bytes, k.workers)
+            qrows.run(self.packed, a, a_zp, acc)
             return
         af = np.subtract(a, np.float64(a_zp))
         np.copyto(acc, np.matmul(af, np.subtract(self.q, self.zp)), casting="unsafe")
@@ -134,8 +118,7 @@ class DynamicQuantizeLSTM(LSTM):
         #: every step one pa_dqlstm_step (default gates; see _fast)
         self.fast = self.use_native and self._fast()
         #: the products on the C core's 8-bit GEMM (Kernel.path "native")
-        self.native = True if all(w.native is not None or w.rows
-                                  for w in self.wt + self.rt) else None
+        self.native = True if all(w.rows for w in self.wt + self.rt) else None
 
     def _out_size(self):
         return self.H
@@ -157,8 +140,7 @@ class DynamicQuantizeLSTM(LSTM):
         zp = self._param(7 + 2 * i, f"{what}_zero_point", nd, cols, q.dtype)
         if not np.all(np.isfinite(scale)):
             self.malformed(f"{what}_scale is not finite")
-        rows = self.S * self.N if i == 1 else self.N
-        return [_QWeight(self, q[d], zp[d], scale[d], rows) for d in range(nd)]
+        return [_QWeight(self, q[d], zp[d], scale[d]) for d in range(nd)]
 
     def _param(self, i, what, nd, cols, dtype):
         """A scale or zero point: per direction (nd,) or per column (nd, 4H)."""
@@ -175,10 +157,8 @@ class DynamicQuantizeLSTM(LSTM):
 
     def _extra_scratch(self):
         S, N, I, H = self.S, self.N, self.I, self.H
-        native = [w.scratch_bytes for w in self.wt + self.rt if w.native is not None]
         return [("xq", (S * N * I,), np.uint8), ("hq", (N * H,), np.uint8),
-                ("acc", (S * N, 4 * H), np.int32), ("hz", (N, H), np.float32),
-                ("qs", (max(native + [1]),), np.uint8)]
+                ("acc", (S * N, 4 * H), np.int32), ("hz", (N, H), np.float32)]
 
     def _plan_scratch(self):
         super()._plan_scratch()
@@ -207,11 +187,25 @@ class DynamicQuantizeLSTM(LSTM):
         s, N = self._parts, self.N
         d = self.wt.index(wt)
         acc = s["acc"][:self.S * N]
-        wt.product(s["xq"].reshape(self.S * N, self.I), self.x_zp, acc, s["qs"])
+        wt.product(s["xq"].reshape(self.S * N, self.I), self.x_zp, acc)
         out = xw[:self.S * N]
         np.copyto(out, acc, casting="unsafe")
         np.multiply(out, self.xmult[d], out=out)
         return lambda t: out[t * N:(t + 1) * N]
+
+    def _direction(self, xs, d, rev, bias, mask, y, state, s):
+        """Without ``sequence_lens`` and with the default gates, every step
+        of the direction in one ``pa_dqlstm_run`` (h and c updated in place:
+        the final state stays in ``state[0]``, ``state[2]``); else the time
+        loop's walk, a call per step."""
+        if not self.fast or mask is not None:
+            return super()._direction(xs, d, rev, bias, mask, y, state, s)
+        S, N = self.S, self.N
+        self._project(xs[0], self.wt[d], None, 0, S, s["xw"])
+        dqlstm.run(s["xw"][:S * N].reshape(S, N, 4 * self.H), rev,
+                   None if xs[3] is None else s["bias"][d], self.rt[d].packed, self.rt[d].scale,
+                   state[0], state[2], y, s["g"], s["hq"], s["acc"][:N], self.hmult)
+        return state
 
     def _h_rows(self, h, s, d):
         """h_{t-1} as onnxruntime reads it: with sequence_lens and Y asked
@@ -257,8 +251,8 @@ class DynamicQuantizeLSTM(LSTM):
         h, hn, c, cn = state
         if self.fast:           # the whole step in C: the same arithmetic, one call
             dqlstm.step(self._h_rows(h, s, d), c, xw, None if xs[3] is None else s["bias"][d],
-                        rt.q, rt.zp32, rt.scale, s["g"], cn, hn, s["hq"],
-                        s["acc"][:self.N], self.hmult)
+                        rt.packed, rt.scale, s["g"], cn, hn, s["hq"], s["acc"][:self.N],
+                        self.hmult)
             return
         g, tmp, t1 = s["g"], s["t1"], s["t1"][:, :H]
         f, gact, hact = self.acts[d]
@@ -267,7 +261,7 @@ class DynamicQuantizeLSTM(LSTM):
         src = self._h_rows(h, s, d)
         dynamic_quantize(np.ascontiguousarray(src).reshape(-1), hq, scale, zp)
         acc = s["acc"][:self.N]
-        rt.product(hq.reshape(self.N, H), int(zp[0]), acc, s["qs"])
+        rt.product(hq.reshape(self.N, H), int(zp[0]), acc)
         np.multiply(rt.scale, scale[0], out=self.hmult)
         np.copyto(g, acc, casting="unsafe")
         np.multiply(g, self.hmult, out=g)
