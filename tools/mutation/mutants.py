@@ -4522,4 +4522,9 @@ MUTANTS += [
       "            if c is None:",
       "a bound kernel keeps working in the scratch of its first run when handed another",
       ("tests/runtime/test_registry.py",)),
+    M("build-id-any-note", "pyarena/_native/build_id.py",
+      "                if kind == _NT_GNU_BUILD_ID and name == b\"GNU\\0\" and desc:",
+      "                if name == b\"GNU\\0\" and desc:",
+      "another GNU note (an ABI tag) is read as the library's build ID",
+      ("tests/native/test_build_id.py",)),
 ]
