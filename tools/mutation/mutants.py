@@ -4527,4 +4527,9 @@ MUTANTS += [
       "                if name == b\"GNU\\0\" and desc:",
       "another GNU note (an ABI tag) is read as the library's build ID",
       ("tests/native/test_build_id.py",)),
+    M("huge-block-unaligned", "pyarena/memory/huge_pages.py",
+      "    return whole[skip:skip + nbytes]",
+      "    return whole[:nbytes]",
+      "the block does not start on a huge page: none of it can be one",
+      ("tests/memory/test_huge_pages.py",)),
 ]
