@@ -170,10 +170,13 @@ def read(path, verify=True):
     views, checks = [], []
     whole = mf.array(0, np.uint8, (size,))
     for i, row in enumerate(table):
-        if not (isinstance(row, list) and len(row) == 3 and
-                all(type(v) is int and v >= 0 for v in row)):
+        # (spelt out, not all() over a generator: a model has hundreds of rows)
+        if type(row) is not list or len(row) != 3:
             raise _bad(path, f"array #{i}: {row!r:.60} is not [offset, bytes, crc]")
         off, n, crc = row
+        if not (type(off) is int and type(n) is int and type(crc) is int and
+                off >= 0 and n >= 0 and crc >= 0):
+            raise _bad(path, f"array #{i}: {row!r:.60} is not [offset, bytes, crc]")
         if off % BLOB_ALIGN or off + n > blob_len:
             raise _bad(path, f"array #{i} at [{off:,}, {off + n:,}) of the blob is outside "
                              f"it ({blob_len:,} bytes) or unaligned")
