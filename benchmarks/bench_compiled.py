@@ -24,7 +24,9 @@ allowed (as a user's installed package has them): one untimed warm-up run
 of each kind first.
 
 Columns: load ms file / compiled (and the ratio; goal <= 0.1), first
-inference ms, peak RSS file / compiled / reference, the RSS budget
+inference ms, the compiled load's split (the session opened; the caller's
+random feeds made -- NumPy's time, in every mode's load alike; the
+signature prepared and run once), peak RSS file / compiled / reference, the RSS budget
 ``baseline + weights + mapped + arena + 4 MiB`` the compiled run must stay
 under, and the file's size against the constants + the graph and plans.
 """
@@ -67,7 +69,7 @@ if kind == "reference":
     else:
         from ai_edge_litert.interpreter import Interpreter
 base = resident()[0]
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 if kind == "reference" and path.endswith(".onnx"):
     so = ort.SessionOptions(); so.intra_op_num_threads = 1; so.inter_op_num_threads = 1
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
@@ -85,16 +87,20 @@ elif kind == "reference":
         return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 else:
     s = pyarena.InferenceSession(path)
+    t_open = time.perf_counter()
     ins = [(a.name, shapes.get(a.name, a.shape)) for a in s.get_inputs()]
     feeds = {n: np.random.default_rng(0).standard_normal(sh).astype(np.float32) for n, sh in ins}
+    t_feeds = time.perf_counter()
     run = lambda: s.run(None, feeds, copy=False)
 run()
-load = time.perf_counter() - t0
+load, load_cpu = time.perf_counter() - t0, time.process_time() - c0
 ts = []
 for _ in range(repeat):
     t = time.perf_counter(); run(); ts.append(time.perf_counter() - t)
-out = {"load": load, "time": sorted(ts)[len(ts) // 2], "peak": resident()[1], "base": base}
-if kind != "reference":
+out = {"load": load, "load_cpu": load_cpu, "time": sorted(ts)[len(ts) // 2],
+       "peak": resident()[1], "base": base}
+if kind != "reference":     # the split: session made, the caller's feeds, prepare + first run
+    out.update(open=t_open - t0, feeds=t_feeds - t_open, first=t0 + load - t_feeds)
     info = s.memory_info()
     out.update(weights=info["weights_bytes"], arena=info["arena_bytes"],
                mapped=file_resident(path) if kind == "compiled" else 0)
@@ -132,9 +138,11 @@ def measure(name, path, shapes, tmp, rounds, repeat):
     budget = c_["base"] + c_["weights"] + c_["mapped"] + c_["arena"] + 4 * 2**20
     return {"model": name, "load_file_ms": med["file"]["load"] * 1e3,
             "load_compiled_ms": c_["load"] * 1e3, "load_ratio": c_["load"] / med["file"]["load"],
+            "load_cpu_ms": [med["file"]["load_cpu"] * 1e3, c_["load_cpu"] * 1e3],
             "infer_file_ms": med["file"]["time"] * 1e3, "infer_compiled_ms": c_["time"] * 1e3,
             "infer_ref_ms": med["reference"]["time"] * 1e3,
             "load_ref_ms": med["reference"]["load"] * 1e3,
+            "split_ms": [c_[k] * 1e3 for k in ("open", "feeds", "first")],
             "rss_file": med["file"]["peak"], "rss_compiled": c_["peak"],
             "rss_ref": med["reference"]["peak"], "rss_budget": budget,
             "base": c_["base"], "weights": c_["weights"], "mapped": c_["mapped"],
@@ -146,8 +154,9 @@ def measure(name, path, shapes, tmp, rounds, repeat):
 def table(rows):
     head = ("| model | load ms file / compiled | ratio | first-result ms ref | infer ms "
             "file / compiled / ref | peak RSS MiB file / compiled / ref | compiled RSS goal "
-            "(base+w+mapped+arena+4) | file MiB (constants + graph) | source MiB |")
-    lines = [head, "|" + "---|" * 9]
+            "(base+w+mapped+arena+4) | file MiB (constants + graph) | source MiB | "
+            "compiled load ms: open + feeds + prepare & first run |")
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['load_file_ms']:.0f} / {r['load_compiled_ms']:.0f} | "
@@ -156,7 +165,7 @@ def table(rows):
             f"{mib(r['rss_compiled'])} / {mib(r['rss_ref'])} | {mib(r['rss_budget'])} "
             f"({mib(r['base'])}+{mib(r['weights'])}+{mib(r['mapped'])}+{mib(r['arena'])}+4) | "
             f"{mib(r['file_bytes'])} ({mib(r['constants'])} + {mib(r['document'])}) | "
-            f"{mib(r['source_bytes'])} |")
+            f"{mib(r['source_bytes'])} | " + " + ".join(f"{v:.1f}" for v in r["split_ms"]) + " |")
     return "\n".join(lines)
 
 

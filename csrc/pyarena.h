@@ -1071,6 +1071,16 @@ typedef struct pa_call {
 pa_status_t pa_calls_run(const pa_call_t *calls, size_t n, pa_workers_t *workers,
                          size_t *failed);
 
+/* ------------------------------------------------------------------ */
+/* Checksums                                                           */
+/* ------------------------------------------------------------------ */
+/* CRC-32C (Castagnoli; iSCSI, ext4) of the n bytes at data, continuing
+ * crc (0 to start; the result of one range is the crc of the next): the
+ * checksum of a compiled model's arrays (checksum.c).  The same value on
+ * every machine; SSE4.2's instruction where there is one.  Returns crc
+ * unchanged for n == 0 or a NULL data.  Never fails. */
+uint32_t pa_crc32c(const void *data, size_t n, uint32_t crc);
+
 /* PA_CDEF_END */
 
 #ifdef __cplusplus

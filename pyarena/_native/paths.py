@@ -45,16 +45,23 @@ _DIGEST = []
 
 
 def core_digest():
-    """A CRC-32 of the C core this process runs (the cffi extension's
-    file), read once in 1 MiB pieces: what a compiled model records with
-    the layouts the kernels packed, so that a file packed by another build
-    of the core is packed again rather than read as if it were this one's."""
+    """What identifies the C core this process runs (the cffi extension's
+    file): its GNU build ID (``build-id:<hex>``, a few small reads), else a
+    CRC-32 of the file read in 1 MiB pieces (``crc32:<hex>``); worked out
+    once.  A compiled model records it with the layouts the kernels
+    packed, so that a file packed by another build of the core is packed
+    again rather than read as if it were this one's."""
     if not _DIGEST:
-        import zlib
         from . import _cffi
-        crc = 0
-        with open(_cffi.__file__, "rb") as f:
-            for piece in iter(lambda: f.read(1 << 20), b""):
-                crc = zlib.crc32(piece, crc)
-        _DIGEST.append(crc & 0xFFFFFFFF)
+        from .build_id import gnu_build_id
+        found = gnu_build_id(_cffi.__file__)
+        if found is not None:
+            _DIGEST.append(f"build-id:{found}")
+        else:
+            import zlib
+            crc = 0
+            with open(_cffi.__file__, "rb") as f:
+                for piece in iter(lambda: f.read(1 << 20), b""):
+                    crc = zlib.crc32(piece, crc)
+            _DIGEST.append(f"crc32:{crc & 0xFFFFFFFF:08x}")
     return _DIGEST[0]

@@ -55,7 +55,7 @@ def reseal(blob):
     returned as they are."""
     import json
     import struct
-    import zlib
+    from pyarena._native.checksum import crc32c
     if len(blob) < 64:
         return blob
     b = bytearray(blob)
@@ -66,7 +66,7 @@ def reseal(blob):
         doc = json.loads(bytes(b[64:64 + meta_len]))
         for row in doc["arrays"]:
             off, n = int(row[0]), int(row[1])
-            row[2] = zlib.crc32(bytes(b[blob_off + off:blob_off + off + n]))
+            row[2] = crc32c(bytes(b[blob_off + off:blob_off + off + n]))
         meta = json.dumps(doc, separators=(",", ":")).encode()
     except Exception:       # not JSON any more, or no array table: the document as is
         meta = bytes(b[64:64 + meta_len])
@@ -74,8 +74,8 @@ def reseal(blob):
         return blob
     b[64:blob_off] = meta + b" " * (blob_off - 64 - len(meta))
     struct.pack_into("<Q", b, 32, blob_off - 64)
-    struct.pack_into("<I", b, 56, zlib.crc32(bytes(b[64:blob_off])))
-    struct.pack_into("<I", b, 60, zlib.crc32(bytes(b[:60])))
+    struct.pack_into("<I", b, 56, crc32c(bytes(b[64:blob_off])))
+    struct.pack_into("<I", b, 60, crc32c(bytes(b[:60])))
     return bytes(b)
 
 

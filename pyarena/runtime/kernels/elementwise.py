@@ -243,7 +243,7 @@ class LeakyRelu(Kernel):
         if self.shape(0) != shape:      # pa_prelu reads the input as the output's shape
             self.malformed(f"input {list(self.shape(0))} and output {list(shape)} differ")
         slope = np.asarray(self.slope, dtype=np.float32)
-        total = int(np.prod(shape))
+        total = math.prod(shape)
         # the slope's shape aligned to the output's: one value, or one per
         # channel of the last axis (NHWC) or of axis 1 (NCHW)
         padded = (1,) * (len(shape) - slope.ndim) + tuple(slope.shape)
