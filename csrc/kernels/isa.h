@@ -43,6 +43,20 @@
 #define PA_AVX512_BUILT 0
 #endif
 
+#if PA_AVX512_BUILT
+/* The target of the 8-bit VNNI tiles (qconv_vnni.c, qrows_vnni.c):
+ * AVX-512 with vpdpbusd. */
+#define PA_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* The n <= 4 bytes at p as one little-endian word, the rest zero: a last
+ * group of 4 along k that the reduction leaves short. */
+PA_VNNI_TARGET static inline uint32_t _pa_load4(const uint8_t *p, int64_t n) {
+    uint32_t v = 0;
+    memcpy(&v, p, (size_t)n);
+    return v;
+}
+#endif
+
 /* cpu.c: 1 where PA_AVX512_BUILT and the processor has AVX-512F, unless
  * the environment variable PA_DISABLE_AVX512 is set to other than 0 (read
  * once). */

@@ -21,13 +21,7 @@
 
 #include <immintrin.h>
 
-#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-
-VNNI static inline uint32_t load4(const uint8_t *p, int64_t n) {
-    uint32_t v = 0;
-    memcpy(&v, p, (size_t)n);
-    return v;
-}
+#define VNNI PA_VNNI_TARGET
 
 VNNI static void tile_vnni(const uint8_t *const *rows, int mr, int64_t k, const int8_t *w,
                            int64_t kq, int nb, uint8_t xo, int32_t acc[QC_MR][2 * QC_NR]) {
@@ -68,7 +62,7 @@ VNNI static void tile_vnni(const uint8_t *const *rows, int mr, int64_t k, const 
                               : _mm512_setzero_si512();
         uint32_t v[QC_MR];
         for (int r = 0; r < QC_MR; r++)
-            v[r] = load4(a[r] + 4 * g, n) ^ xn;
+            v[r] = _pa_load4(a[r] + 4 * g, n) ^ xn;
         QC_STEP(0, v[0]); QC_STEP(1, v[1]); QC_STEP(2, v[2]);
         QC_STEP(3, v[3]); QC_STEP(4, v[4]); QC_STEP(5, v[5]);
     }

@@ -19,13 +19,7 @@
 
 #include <immintrin.h>
 
-#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-
-VNNI static inline uint32_t load4(const uint8_t *p, int64_t n) {
-    uint32_t v = 0;
-    memcpy(&v, p, (size_t)n);
-    return v;
-}
+#define VNNI PA_VNNI_TARGET
 
 /* MR constant at each call; the loops over the 8 registers and the rows
  * written out, so that the 8 * MR accumulators stay in registers (GCC at
@@ -67,12 +61,12 @@ VNNI static void tile1(const uint8_t *const *a, int64_t k, const int8_t *w,
     QR_ZERO(0);
     const int64_t full = k / 4;
     for (int64_t g = 0; g < full; g++) {
-        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * g, 4));
+        __m512i b0 = _mm512_set1_epi32((int)_pa_load4(a[0] + 4 * g, 4));
         QR_LOADW(g);
         QR_DP8(0);
     }
     if (4 * full < k) {                     /* the last 1-3 bytes of K */
-        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * full, k - 4 * full));
+        __m512i b0 = _mm512_set1_epi32((int)_pa_load4(a[0] + 4 * full, k - 4 * full));
         QR_LOADW(full);
         QR_DP8(0);
     }
@@ -85,15 +79,15 @@ VNNI static void tile2(const uint8_t *const *a, int64_t k, const int8_t *w,
     QR_ZERO(1);
     const int64_t full = k / 4;
     for (int64_t g = 0; g < full; g++) {
-        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * g, 4));
-        __m512i b1 = _mm512_set1_epi32((int)load4(a[1] + 4 * g, 4));
+        __m512i b0 = _mm512_set1_epi32((int)_pa_load4(a[0] + 4 * g, 4));
+        __m512i b1 = _mm512_set1_epi32((int)_pa_load4(a[1] + 4 * g, 4));
         QR_LOADW(g);
         QR_DP8(0);
         QR_DP8(1);
     }
     if (4 * full < k) {
-        __m512i b0 = _mm512_set1_epi32((int)load4(a[0] + 4 * full, k - 4 * full));
-        __m512i b1 = _mm512_set1_epi32((int)load4(a[1] + 4 * full, k - 4 * full));
+        __m512i b0 = _mm512_set1_epi32((int)_pa_load4(a[0] + 4 * full, k - 4 * full));
+        __m512i b1 = _mm512_set1_epi32((int)_pa_load4(a[1] + 4 * full, k - 4 * full));
         QR_LOADW(full);
         QR_DP8(0);
         QR_DP8(1);
@@ -107,7 +101,7 @@ VNNI static void tile2(const uint8_t *const *a, int64_t k, const int8_t *w,
  * weights serves 6 rows (rows past mr repeat row 0; not stored). */
 #define QR_DP4(R)                                                                 \
     do {                                                                          \
-        __m512i b = _mm512_set1_epi32((int)load4(r##R + 4 * g, n4));              \
+        __m512i b = _mm512_set1_epi32((int)_pa_load4(r##R + 4 * g, n4));              \
         d##R##0 = _mm512_dpbusd_epi32(d##R##0, b, v0);                            \
         d##R##1 = _mm512_dpbusd_epi32(d##R##1, b, v1);                            \
         d##R##2 = _mm512_dpbusd_epi32(d##R##2, b, v2);                            \
