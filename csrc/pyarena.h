@@ -905,8 +905,7 @@ pa_status_t pa_lstm_run(const float *x, int64_t x_step, int64_t x_row, int64_t i
  * per column) or floats [n][blocks] (zp_f), 2^(bits - 1) when both are
  * NULL; W[j][t] = (q - zero point) * scale in float32.
  * pa_nbits_rows: y (m x n) = a (m x k) @ W^T (+ bias[n] when not NULL) for
- * m <= 64 rows; ws: a workspace of m * blocks * block floats (4 bits; NULL
- * allowed for 2 and 8).  pa_nbits_panel: W's rows [n0, n1) into panel
+ * m <= 64 rows; ws: a workspace of m * blocks * block floats.  pa_nbits_panel: W's rows [n0, n1) into panel
  * ((n1 - n0) x k, row-major).  PA_ERR_INVALID for bad sizes, NULL or both
  * kinds of zero points. */
 pa_status_t pa_nbits_rows(const float *a, int64_t m, int64_t k, const uint8_t *b, int bits,

@@ -8,9 +8,11 @@
  * bytes of 4-bit weights.
  *
  *   pa_nbits_rows:   y = A @ W^T for a few rows of A (a decode step): each
- *                    block of a column is dequantized once and dotted with
- *                    every row (4 bits: eight bytes at a time, A's even and
- *                    odd columns split beforehand into the workspace).
+ *                    column is dequantized once and dotted with every row
+ *                    (4 bits in blocks of 32 or more: sixteen bytes at a
+ *                    time against A's even and odd columns, split
+ *                    beforehand into the workspace; otherwise the whole
+ *                    column into the workspace, then a dot per row).
  *   pa_nbits_panel:  W's rows [n0, n1) dequantized into a ((n1 - n0) x K)
  *                    panel, for a caller that multiplies many rows of A
  *                    with a GEMM (A @ panel^T).
@@ -106,10 +108,14 @@ static float nb_dot(const float *restrict x, const float *restrict y, int64_t n)
 
 /* 4-bit weights, the common case: A's even and odd columns split once into
  * ws (ae, ao: m rows of blocks * block / 2 each, zero past k) so that each
- * byte's low and high values meet contiguous operands; per column, eight
+ * byte's low and high values meet contiguous operands; per column, sixteen
  * bytes at a time are dequantized ((q - z) * s, as nbits_block) and
- * accumulated into eight partial sums per row, in explicit 8-float vectors
- * (the compiler did not vectorise the mixed byte / float loop itself). */
+ * accumulated into sixteen partial sums per row, in explicit 16-float
+ * vectors (one AVX-512 register; two AVX2 ones).  Blocks of 32 values or
+ * more (whole groups of 16 bytes). */
+typedef float nb_v16f __attribute__((vector_size(64)));
+typedef int32_t nb_v16i __attribute__((vector_size(64)));
+
 PA_MULTIVERSION
 static void rows4(const nbits_t *w, const float *a, int64_t m, int64_t n, const float *bias,
                   float *y, float *ws) {
@@ -120,10 +126,10 @@ static void rows4(const nbits_t *w, const float *a, int64_t m, int64_t n, const 
             ae[i * half + u] = 2 * u < k ? a[i * k + 2 * u] : 0.0f;
             ao[i * half + u] = 2 * u + 1 < k ? a[i * k + 2 * u + 1] : 0.0f;
         }
-    nb_v8f part[64];
+    nb_v16f part[64];
     for (int64_t j = 0; j < n; j++) {
         for (int64_t i = 0; i < m; i++)
-            part[i] = (nb_v8f){0, 0, 0, 0, 0, 0, 0, 0};
+            part[i] = (nb_v16f){0};
         for (int64_t bi = 0; bi < w->blocks; bi++) {
             const float s = w->scales[j * w->blocks + bi];
             float z;
@@ -133,16 +139,17 @@ static void rows4(const nbits_t *w, const float *a, int64_t m, int64_t n, const 
                 z = (float)((w->zp_u8[j * w->zp_row_bytes + bi / 2] >> ((bi % 2) * 4)) & 15);
             else
                 z = 8.0f;
-            const nb_v8f sv = {s, s, s, s, s, s, s, s}, zv = {z, z, z, z, z, z, z, z};
+            const nb_v16f sv = (nb_v16f){0} + s, zv = (nb_v16f){0} + z;
             const uint8_t *q = w->b + (j * w->blocks + bi) * w->row_bytes;
-            for (int64_t u = 0; u < hb; u += 8) {
-                const nb_v8i qi = {q[u], q[u + 1], q[u + 2], q[u + 3],
-                                   q[u + 4], q[u + 5], q[u + 6], q[u + 7]};
-                const nb_v8f wl = (__builtin_convertvector(qi & 15, nb_v8f) - zv) * sv;
-                const nb_v8f wh = (__builtin_convertvector(qi >> 4, nb_v8f) - zv) * sv;
+            for (int64_t u = 0; u < hb; u += 16) {
+                const nb_v16i qi = {q[u], q[u + 1], q[u + 2], q[u + 3], q[u + 4], q[u + 5],
+                                    q[u + 6], q[u + 7], q[u + 8], q[u + 9], q[u + 10],
+                                    q[u + 11], q[u + 12], q[u + 13], q[u + 14], q[u + 15]};
+                const nb_v16f wl = (__builtin_convertvector(qi & 15, nb_v16f) - zv) * sv;
+                const nb_v16f wh = (__builtin_convertvector(qi >> 4, nb_v16f) - zv) * sv;
                 const int64_t col = bi * hb + u;
                 for (int64_t i = 0; i < m; i++) {
-                    nb_v8f e, o;
+                    nb_v16f e, o;
                     memcpy(&e, ae + i * half + col, sizeof e);
                     memcpy(&o, ao + i * half + col, sizeof o);
                     part[i] += e * wl + o * wh;
@@ -150,10 +157,12 @@ static void rows4(const nbits_t *w, const float *a, int64_t m, int64_t n, const 
             }
         }
         for (int64_t i = 0; i < m; i++) {
-            float t[8];
+            float t[16];
             memcpy(t, &part[i], sizeof t);
-            float v = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]));
-            y[i * n + j] = bias ? v + bias[j] : v;
+            for (int h = 8; h >= 1; h /= 2)     /* pairwise: lanes h apart */
+                for (int l = 0; l < h; l++)
+                    t[l] += t[l + h];
+            y[i * n + j] = bias ? t[0] + bias[j] : t[0];
         }
     }
 }
@@ -167,24 +176,19 @@ pa_status_t pa_nbits_rows(const float *a, int64_t m, int64_t k, const uint8_t *b
         return PA_ERR_INVALID;
     if (m == 0)
         return PA_OK;
-    if (!a || !y || (bits == 4 && !ws))
+    if (!a || !y || !ws)
         return PA_ERR_INVALID;
-    if (bits == 4) {
+    if (bits == 4 && block >= 32) {
         rows4(&w, a, m, n, bias, y, ws);
         return PA_OK;
     }
-    float buf[NB_MAX_BLOCK];
-    float acc[64];
-    for (int64_t j = 0; j < n; j++) {
-        for (int64_t i = 0; i < m; i++)
-            acc[i] = 0.0f;
-        for (int64_t bi = 0; bi < w.blocks; bi++) {
-            const int64_t len = nbits_block(&w, j, bi, buf);
-            for (int64_t i = 0; i < m; i++)
-                acc[i] += nb_dot(a + i * k + bi * block, buf, len);
+    for (int64_t j = 0; j < n; j++) {   /* the column dequantized into ws, then a dot per row */
+        for (int64_t bi = 0; bi < w.blocks; bi++)
+            nbits_block(&w, j, bi, ws + bi * block);
+        for (int64_t i = 0; i < m; i++) {
+            float v = nb_dot(a + i * k, ws, k);
+            y[i * n + j] = bias ? v + bias[j] : v;
         }
-        for (int64_t i = 0; i < m; i++)
-            y[i * n + j] = bias ? acc[i] + bias[j] : acc[i];
     }
     return PA_OK;
 }

@@ -17,14 +17,14 @@ def _zeros(zp):
 def rows(a, b, scales, zp, bits, block, n, bias, y, ws):
     """``y`` (m, n) = ``a`` (m, k) @ W^T (+ ``bias``) for m <= 64; every
     array C-contiguous, float32 but B (uint8) and packed zero points;
-    ``ws`` m * blocks * block floats (None for 2 and 8 bits)."""
+    ``ws`` m * blocks * block floats."""
     m, k = a.shape
     zu, zf = _zeros(zp)
     check(lib.pa_nbits_rows(ffi.from_buffer("float[]", a), m, k, ffi.from_buffer("uint8_t[]", b),
                             bits, block, ffi.from_buffer("float[]", scales), zu, zf, n,
                             ffi.NULL if bias is None else ffi.from_buffer("float[]", bias),
                             ffi.from_buffer("float[]", y),
-                            ffi.NULL if ws is None else ffi.from_buffer("float[]", ws)),
+                            ffi.from_buffer("float[]", ws)),
           "pa_nbits_rows")
 
 

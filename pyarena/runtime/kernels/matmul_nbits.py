@@ -97,7 +97,7 @@ class MatMulNBits(Kernel):
             if self.m > ROWS_MAX:     # panels of W^T: as many columns as the budget holds
                 self.panel = max(16, min(self.n, self.scratch_budget // (4 * self.k)))
                 self.scratch = [((self.panel, self.k), np.float32)]
-            elif self.bits == 4:        # A's even and odd columns, split
+            else:       # A's even and odd columns split (4 bits), or a column of W
                 self.scratch = [((self.m, -(-self.k // self.block) * self.block), np.float32)]
             return
         if constant:
@@ -132,8 +132,7 @@ class MatMulNBits(Kernel):
         zp = xs[3] if self.zp else None
         bias = xs[5] if self.has(5) else None
         if self.m <= ROWS_MAX:
-            native_nbits.rows(a, b, scales, zp, self.bits, self.block, self.n, bias, y,
-                              sc[0] if self.bits == 4 else None)
+            native_nbits.rows(a, b, scales, zp, self.bits, self.block, self.n, bias, y, sc[0])
             return
         panel = sc[0]
         for n0 in range(0, self.n, self.panel):
