@@ -3206,7 +3206,7 @@ MUTANTS += [
     M("qdynamic-tail-skipped", "csrc/kernels/qdynamic.c",
       "    for (; i < n; i++)\n        y[i] = qd_one(x[i], scale, lo, hi, zp);",
       "    for (; i < n - n; i++)\n        y[i] = qd_one(x[i], scale, lo, hi, zp);",
-      "the last n % 16 values are not quantized",
+      "the last n % 64 values are not quantized",
       ("c:kernels/test_qdynamic", "tests/runtime/test_dynamic_quantize_native.py")),
     # ---- 8-bit quantized element-wise kernels: onnxruntime's bits, native and NumPy ------
     M("qadd-fixed-part-unfused", "csrc/kernels/qelementwise.c",
@@ -4617,4 +4617,14 @@ MUTANTS += [
       "        if False:",
       "a compiled file's damaged array loads without a word",
       ("tests/importers/test_compiled.py",)),
+    M("row-add-wrong-row", "pyarena/runtime/kernels/row_add.py",
+      "            st = lib.pa_bias_act(lib.PA_LAYOUT_NHWC, 1, C, Q, pb, pa + p * C,",
+      "            st = lib.pa_bias_act(lib.PA_LAYOUT_NHWC, 1, C, Q, pb, pa + p,",
+      "each block of the broadcast Add takes the wrong row of the rows operand",
+      ("tests/runtime/test_row_add.py",)),
+    M("row-add-overlap-unchecked", "pyarena/runtime/kernels/row_add.py",
+      "        if np.may_share_memory(a, y) or (np.may_share_memory(b, y) and not (",
+      "        if False and (np.may_share_memory(b, y) and not (",
+      "the broadcast Add writes over the rows it is still reading",
+      ("tests/runtime/test_row_add.py",)),
 ]

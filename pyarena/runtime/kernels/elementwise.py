@@ -21,6 +21,7 @@ from . import evaluators as ev
 from .erf import ErfMixin, erf_values
 from . import shape_rules as rules
 from .binary_native import add_calls
+from .row_add import RowAdd, row_plan
 from .native import NATIVE_DTYPE, Pointers, unary
 from . import tflite_attrs as tfl
 from .registry import Kernel, const, items_per_step, register
@@ -631,12 +632,16 @@ class Elementwise(Kernel):
         # two operands, none omitted: one ufunc call (the common case, first)
         self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and \
             self.special is None
+        plan = row_plan(self.shape(0), self.shape(1), self.oshape()) if self.binary and \
+            t == "Add" and self.dtype == np.float32 else None
+        self.rows = None if plan is None else RowAdd(plan)
 
     native_calls = add_calls        # a float32 Add: one C record (binary_native.py)
 
     def run(self, xs, ys, sc):
         if self.binary:
-            self.f(xs[0], xs[1], out=ys[0])
+            if self.rows is None or not self.rows.run(xs[0], xs[1], ys[0], self.workers):
+                self.f(xs[0], xs[1], out=ys[0])
             return
         y = ys[0]
         xs = [x for x in xs if x is not None]
