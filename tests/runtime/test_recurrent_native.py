@@ -126,3 +126,39 @@ def test_sequence_lens_keeps_the_numpy_cell(tmp_path):
     feeds = _model(tmp_path / "m.onnx", vals, ("W", "R", "B", "sequence_lens"))
     ex, _ = _run(tmp_path / "m.onnx", feeds)
     assert not ex.kernels[0].native_loop
+
+
+def test_nan_and_inf_reach_the_same_outputs_as_in_the_cell(tmp_path):
+    """A NaN and an infinity in X: NaN where the NumPy cell has NaN (its
+    row from that step on), the finite values as the cell's."""
+    vals = _vals(2, 3, seed=11, init=True)
+    vals["X"][2, 0, 1], vals["X"][4, 2, 3] = np.nan, np.inf
+    feeds = _model(tmp_path / "m.onnx", vals, ("W", "R", "B"), direction="bidirectional")
+    ex, ours = _run(tmp_path / "m.onnx", feeds)
+    assert ex.kernels[0].native_loop
+    _, theirs = _run(tmp_path / "m.onnx", feeds, native=False)
+    for k in ours:
+        np.testing.assert_array_equal(np.isnan(ours[k]), np.isnan(theirs[k]), err_msg=k)
+        np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-5, atol=2e-6, err_msg=k)
+    assert np.isnan(ours["Y"][2:, 0, 0]).all() and np.isfinite(ours["Y"][:, 0, 1]).all()
+
+
+@pytest.mark.parametrize("steps,n", [(3, 0), (0, 2)])
+def test_an_empty_batch_or_sequence(tmp_path, steps, n):
+    """A batch of 0 (the op's scratch parts all empty: no buffer is
+    planned) or a sequence of 0 steps: empty outputs, or the initial state,
+    as the cell gives them."""
+    rng = np.random.default_rng(12)
+    f = lambda *s: rng.uniform(-1, 1, s).astype(np.float32)    # noqa: E731
+    vals = {"X": f(steps, n, I), "W": f(1, 4 * H, I), "R": f(1, 4 * H, H),
+            "initial_h": f(1, n, H), "initial_c": f(1, n, H)}
+    feeds = _model(tmp_path / "m.onnx", vals, ("W", "R"))
+    ex, ours = _run(tmp_path / "m.onnx", feeds)
+    assert ex.kernels[0].native_loop
+    _, theirs = _run(tmp_path / "m.onnx", feeds, native=False)
+    assert ours["Y"].shape == theirs["Y"].shape == (steps, 1, n, H)
+    for k in ("Y_h", "Y_c"):
+        np.testing.assert_array_equal(ours[k], theirs[k])
+    if steps == 0:      # no step taken: the state as given
+        np.testing.assert_array_equal(ours["Y_h"], vals["initial_h"])
+        np.testing.assert_array_equal(ours["Y_c"], vals["initial_c"])

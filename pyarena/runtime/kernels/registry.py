@@ -203,8 +203,15 @@ def _parts_size(specs):
     return off
 
 
+#: the scratch of a kernel whose parts are all empty (an operand with a
+#: dimension of 0): the executor plans no buffer for 0 bytes and passes None
+_NO_SCRATCH = np.empty(0, np.uint8)
+
+
 def _carve(scratch, specs):
     """Views of ``scratch`` for each (shape, dtype), 64-byte aligned."""
+    if scratch is None:
+        scratch = _NO_SCRATCH
     out = []
     off = 0
     for shape, dtype in specs:
