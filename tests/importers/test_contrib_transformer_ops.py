@@ -203,7 +203,7 @@ def test_matmul_nbits_refuses_g_idx():
         pyarena.InferenceSession(model).run(None, feeds)
 
 
-@pytest.mark.parametrize("rows", [1, 5, 8, 9, 40])
+@pytest.mark.parametrize("rows", [0, 1, 5, 8, 9, 40])
 @pytest.mark.parametrize("bits,zeros", [(4, None), (4, "packed"), (4, "float"), (2, "packed"),
                                         (8, None)])
 def test_matmul_nbits_from_the_packed_blocks(tmp_path, rows, bits, zeros):
@@ -227,6 +227,8 @@ def test_matmul_nbits_from_the_packed_blocks(tmp_path, rows, bits, zeros):
     if zeros:
         ins[3] = "zp"
     feeds = {"a": _rand(rng, rows, k)}
+    if rows >= 2:       # a NaN and an infinity reach their rows in both paths alike
+        feeds["a"][0, 7], feeds["a"][1, 100] = np.nan, np.inf
     model = one_node("MatMulNBits", feeds, ["y"], consts, inputs=ins, K=k, N=n, bits=bits,
                      block_size=block)
     path = tmp_path / "m.onnx"
@@ -239,7 +241,35 @@ def test_matmul_nbits_from_the_packed_blocks(tmp_path, rows, bits, zeros):
     if rows > 8:        # several panels, the last one narrower
         assert 16 <= k0.panel < n and n % k0.panel
     ours, theirs = packed.run(feeds)["y"], plain.run(feeds)["y"]
-    atol = 4e-7 * float(np.abs(theirs).max()) * np.sqrt(k)     # float32 sums of k products
+    assert ours.shape == theirs.shape == (rows, n)
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    np.testing.assert_array_equal(np.isinf(ours), np.isinf(theirs))
+    if rows >= 2:
+        assert np.isnan(ours[0]).all() and not np.isfinite(ours[1]).any()
+    finite = theirs[np.isfinite(theirs)]
+    atol = 4e-7 * float(np.abs(finite).max(initial=1.0)) * np.sqrt(k)   # float32 sums of k products
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=atol)
     _agree("MatMulNBits", feeds, ["y"], consts, atol=atol, inputs=ins, K=k, N=n, bits=bits,
            block_size=block)
+
+
+@pytest.mark.parametrize("what", ["packed zero points", "float zero points", "bias"])
+def test_matmul_nbits_refuses_operands_of_the_wrong_size(what):
+    """Zero points or a bias too short for N (the C core reads N x blocks of
+    them straight from the file): refused at build, nothing read past them."""
+    rng = np.random.default_rng(6)
+    consts = {"B": rng.integers(0, 256, (8, 2, 16)).astype(np.uint8),
+              "scales": np.full(16, 0.1, np.float32)}
+    ins = ["a", "B", "scales"]
+    if what == "bias":
+        consts["bias"] = np.zeros(7, np.float32)
+        ins += ["", "", "bias"]
+    else:
+        consts["zp"] = np.zeros(3, np.uint8) if what.startswith("packed") else \
+            np.zeros(15, np.float32)
+        ins.append("zp")
+    feeds = {"a": _rand(rng, 1, 64)}
+    model = one_node("MatMulNBits", feeds, ["y"], consts, inputs=ins, K=64, N=8, bits=4,
+                     block_size=32)
+    with pytest.raises(PyArenaError, match="zero points|bias"):
+        pyarena.InferenceSession(model).run(None, feeds)

@@ -83,6 +83,14 @@ class MatMulNBits(Kernel):
                            f"{list(self.shape(2))} do not hold K={self.k}, N={self.n} in "
                            f"blocks of {self.block}")
         self.zp = 3 if self.has(3) else None
+        if self.zp:     # packed as B (uint8) or one float per (column, block)
+            want = self.n * (-(-blocks * self.bits // 8) if np.dtype(self.ins[3].dtype) ==
+                             np.uint8 else blocks)
+            if math.prod(self.shape(3)) != want:
+                self.malformed(f"zero points {list(self.shape(3))} do not hold {want} values "
+                               f"for N={self.n} in blocks of {self.block}")
+        if self.has(5) and math.prod(self.shape(5)) != self.n:
+            self.malformed(f"bias {list(self.shape(5))} does not hold N={self.n} values")
         weights = [1, 2] + ([3] if self.zp else [])
         self.w = None
         constant = all(self.ins[i].data is not None for i in weights)
@@ -94,11 +102,11 @@ class MatMulNBits(Kernel):
                             (np.uint8, np.float32)))
         if self.packed:
             self.m = math.prod(self.shape(0)[:-1])
-            if self.m > ROWS_MAX:     # panels of W^T: as many columns as the budget holds
+            if self.m > ROWS_MAX:     # panels of W's rows: as many as the budget holds
                 self.panel = max(16, min(self.n, self.scratch_budget // (4 * self.k)))
                 self.scratch = [((self.panel, self.k), np.float32)]
             else:       # A's even and odd columns split (4 bits), or a column of W
-                self.scratch = [((self.m, -(-self.k // self.block) * self.block), np.float32)]
+                self.scratch = [((self.m, blocks * self.block), np.float32)]
             return
         if constant:
             self.w = self.keep(self.weight([None] + [self.const(i) for i in (1, 2, 3)]))
