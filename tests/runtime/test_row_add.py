@@ -104,3 +104,21 @@ def test_attention_add_equals_onnxruntime(tmp_path, p, q, c):
              "b": (rng.standard_normal((1, 1, q, c)) * 1e4).astype(np.float32)}
     got, want = ex.run(feeds)["y"], ort_run(path, feeds)["y"]
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_native_add_against_the_numpy_path_with_nan_and_inf(tmp_path):
+    """The model with ``native=False`` adds with NumPy (no row plan); the
+    two agree bit for bit, NaN and infinities included."""
+    path = _attention_add(tmp_path, 4, 6, 20)
+    ex, plain = Executor(load_model(str(path))), Executor(load_model(str(path), native=False))
+    assert ex.kernels[0].rows is not None and plain.kernels[0].rows is None
+    rng = np.random.default_rng(5)
+    feeds = {"a": rng.standard_normal((1, 4, 1, 20)).astype(np.float32),
+             "b": rng.standard_normal((1, 1, 6, 20)).astype(np.float32)}
+    feeds["a"][0, 1, 0, 3], feeds["b"][0, 0, 2, 7] = np.nan, np.inf
+    feeds["a"][0, 2, 0, 7] = -np.inf                   # -inf + inf: NaN
+    got, want = ex.run(feeds)["y"], plain.run(feeds)["y"]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[0, 1, :, 3]).all() and np.isnan(got[0, 2, 2, 7])
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))

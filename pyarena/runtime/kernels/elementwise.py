@@ -633,7 +633,7 @@ class Elementwise(Kernel):
         self.binary = n == 2 and len(self.ins) == 2 and self.mean is None and \
             self.special is None
         plan = row_plan(self.shape(0), self.shape(1), self.oshape()) if self.binary and \
-            t == "Add" and self.dtype == np.float32 else None
+            t == "Add" and self.dtype == np.float32 and self.use_native else None
         self.rows = None if plan is None else RowAdd(plan)
 
     native_calls = add_calls        # a float32 Add: one C record (binary_native.py)
