@@ -73,8 +73,15 @@ def test_layer_norm_native_numpy_and_onnxruntime_agree(tmp_path_factory, lead, n
                {"x": (lead + [n], np.float32)}, {"y": (None, np.float32)}, inits, path=path)
     x = (rng.standard_normal(lead + [n]) * 3 + shift).astype(np.float32)
     got, plain, ref = _run_all(path, {"x": x}, True)
-    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=2e-5)
-    np.testing.assert_allclose(got, plain, rtol=1e-4, atol=2e-5)
+    # float32 rounding of x itself moves a row's output by about
+    # ulp(|x|) / std * |g|: a short row shifted by 20 can have a tiny spread,
+    # and then every runtime is that far from the exact answer
+    x64 = x.astype(np.float64)
+    spread = np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    cond = 8 * np.finfo(np.float32).eps * np.abs(x64).max(-1, keepdims=True) / spread
+    tol = 2e-5 + cond * np.abs(inits["g"]).max() + 1e-4 * np.abs(ref)
+    assert (np.abs(got - ref) <= tol).all(), np.abs(got - ref).max()
+    assert (np.abs(got - plain) <= tol).all(), np.abs(got - plain).max()
 
 
 def test_layer_norm_with_its_statistics_read_stays_numpy(tmp_path):
