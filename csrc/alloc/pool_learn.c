@@ -42,7 +42,9 @@
  * The region and the zones share one footprint: when the zones must grow
  * during a step no plan serves, an empty region is given back first and
  * mapped again at the step's end (_pa_learn_yield_region), and a step
- * served whole after the zones grew lets the pool trim that growth.
+ * served whole after the zones grew lets the pool trim that growth --
+ * once: growth needed again after a trim is kept for GAP_MAX steps (a
+ * loop whose first step diverges each round faulted it in every round).
  *
  * Learning must never cost more than it gives.  Every PA_LEARN_JUDGE step
  * marks the pool weighs the window: steps served from a plan to their end
@@ -72,6 +74,7 @@
 #define DEFER_GUESS 2 /* ...served at the offset the candidates share     */
 #define REST_SHIFT_MAX 6 /* the plain pool's turn: at most JUDGE << 6 marks */
 #define LOST_MIN 8      /* lost steps a window needs before it can fall back */
+#define GAP_MAX ((uint64_t)PA_LEARN_JUDGE << REST_SHIFT_MAX)
 
 static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
 
@@ -287,7 +290,7 @@ void _pa_learn_map_region(pa_learn_t *L, int release) {
  * a need that keeps coming back is periodic, and its memory is better
  * kept than mapped and faulted every period. */
 static uint64_t back_off(uint64_t gap) {
-    return gap < ((uint64_t)PA_LEARN_JUDGE << REST_SHIFT_MAX) ? 2 * gap : gap;
+    return gap < GAP_MAX ? 2 * gap : gap;
 }
 
 int _pa_learn_yield_region(pa_learn_t *L) {
@@ -389,11 +392,15 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         L->plan_steps++;
         L->novel = 0;
         if (L->heap->grows != L->heap_grows && L->step >= L->next_trim) {
-            /* served again after the zones grew: the growth goes back */
+            /* served again after the zones grew: the growth goes back --
+             * unless it grew again since the last such trim: what was
+             * trimmed was needed again, and trimming once more would only
+             * fault it back in; it is kept for GAP_MAX steps */
             L->heap_grows = L->heap->grows;
-            L->next_trim = L->step + L->trim_gap;
+            L->next_trim = L->step + (L->trimmed ? GAP_MAX : L->trim_gap);
             L->trim_gap = back_off(L->trim_gap);
-            made = 1;
+            made = !L->trimmed;
+            L->trimmed = !L->trimmed;
         }
     } else if (!L->overflow && L->nev) {
         uint64_t h = hash_events(L->ev, L->nev);

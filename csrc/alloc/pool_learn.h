@@ -140,6 +140,8 @@ typedef struct pa_learn {
                                  each time (a periodic need keeps its
                                  memory, as the plain pool would)         */
     uint64_t heap_grows;      /* the heap's grows at the last such trim   */
+    int trimmed;              /* the last such check trimmed: if the zones
+                                 grew again, the next keeps the growth    */
     uint64_t rest;            /* marks left before learning resumes (0 =
                                  learning)                                */
     unsigned fallbacks_in_row; /* backs the rest off: 2^k windows         */
