@@ -4637,4 +4637,10 @@ MUTANTS += [
       '            t == "Add" and self.dtype == np.float32 else None',
       "native=False still adds broadcast rows in C: the NumPy path is never compared",
       ("tests/runtime/test_row_add.py",)),
+    M("learn-trim-kept-growth-soon", "csrc/alloc/pool_learn.c",
+      "            L->next_trim = L->step + (L->trimmed ? GAP_MAX : L->trim_gap);",
+      "            L->next_trim = L->step + L->trim_gap;",
+      "growth needed again after a trim is trimmed again a few periods later: "
+      "faulted in again and again",
+      ("c:alloc/test_pool_fallback",)),
 ]
