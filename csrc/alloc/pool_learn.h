@@ -132,6 +132,8 @@ typedef struct pa_learn {
     uint64_t j_paid, j_lost;  /* plan_steps and misses + 2 * built when
                                  the window began                         */
     uint64_t w_steps;         /* step marks in this window                */
+    uint64_t w_allocs, j_hits; /* allocations in this window; hits when it
+                                 began                                    */
     uint64_t built;           /* plans made                               */
     uint64_t next_yield;      /* first step the region may be given to the
                                  zones again (_pa_learn_yield_region)     */

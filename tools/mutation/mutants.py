@@ -3449,8 +3449,8 @@ MUTANTS += [
       "the learned region is sized to the sum of the plans, not the largest",
       ("c:alloc/test_pool_fallback", "tests/memory/test_pool_learn_fallback.py")),
     M("learn-fallback-no-floor", "csrc/alloc/pool_learn.c",
-      "    if (lost >= LOST_MIN && 2 * paid < lost) {",
-      "    if (lost && 2 * paid < lost) {",
+      "    if ((lost >= LOST_MIN && 2 * paid < lost) ||",
+      "    if ((lost && 2 * paid < lost) ||",
       "a plan made just before the window closes (nothing served yet) makes the pool fall back",
       ("c:alloc/test_pool_fallback", "c:alloc/test_pool_learn")),
     M("learn-fallback-never", "csrc/alloc/pool_learn.c",
@@ -4642,5 +4642,10 @@ MUTANTS += [
       "            L->next_trim = L->step + L->trim_gap;",
       "growth needed again after a trim is trimmed again a few periods later: "
       "faulted in again and again",
+      ("c:alloc/test_pool_fallback",)),
+    M("learn-judge-ignores-allocations", "csrc/alloc/pool_learn.c",
+      "(allocs >= ALLOCS_MIN && 4 * hit < allocs)",
+      "(allocs >= ALLOCS_MIN && 4 * hit < 0 * allocs)",
+      "plans that serve a few short steps keep the whole program recorded and tracked",
       ("c:alloc/test_pool_fallback",)),
 ]
