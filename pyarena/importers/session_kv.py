@@ -287,6 +287,8 @@ class KvCache:
         self._arena = Arena(alignment=64)   # the caches' memory, beside the weights
         self._steps = {}                # step key -> _Step
         self._block = None              # the steps' activation block (the largest)
+        self._pasts = frozenset()       # the past inputs' names, once paired
+        self._handed = {}               # present -> the view of its cache the last run gave
         self.counts = dict(kv_steps=0, kv_plans=0, kv_cache_allocations=0,
                            kv_past_copies=0, kv_past_copied_bytes=0)
 
@@ -311,6 +313,7 @@ class KvCache:
         pairs = find_pairs(probe)
         if self._pairs is None:
             self._pairs = pairs
+            self._pasts = frozenset(p for p, _, _ in pairs)
         elif pairs != self._pairs:
             raise UnsupportedOpError(f"kv_cache: these input shapes pair {pairs}, the first "
                                      f"ones {self._pairs}")
@@ -370,13 +373,17 @@ class KvCache:
     def _key(self, feeds):
         """What a step's plan depends on: the feeds' shapes, the pasts'
         without their length."""
-        pasts = {p for p, _, _ in self._pairs}
+        pasts = self._pasts
         return tuple((k, v.shape[:2] + v.shape[3:] if k in pasts else v.shape, v.dtype.str)
                      for k, v in feeds.items())
 
     def _adopt_past(self, name, present, past, length):
         """The past fed for ``present``'s cache: used where it lies if it is
-        the cache's first ``length`` rows, else copied into them."""
+        the cache's first ``length`` rows, else copied into them.  The view
+        the last run handed out (a decode loop feeding its presents back)
+        is those rows as it stands: nothing to compare."""
+        if past is self._handed.get(present):
+            return
         cache = self._caches[present]
         live = cache[:, :, :length]
         if not length or (past.__array_interface__["data"][0] == cache.ctypes.data and
@@ -396,6 +403,7 @@ class KvCache:
         with self._lock:
             step = None if self._pairs is None else self._steps.get(self._key(feeds))
             if step is None:
+                self._handed.clear()        # (a new plan may place the caches anew)
                 step = self._prepare(feeds)
                 self._steps[self._key(feeds)] = step
             length = self._past_length(feeds)
@@ -411,14 +419,17 @@ class KvCache:
             if MASK in arrays:
                 np.copyto(arrays[MASK].reshape(step.table.shape[0], -1),
                           step.table[:, self.context - length:2 * self.context - length])
-            pasts = {p for p, _, _ in self._pairs}
+            pasts = self._pasts
             out = ex.run({k: v for k, v in feeds.items() if k not in pasts and k in arrays})
             self.counts["kv_steps"] += 1
             end = length + step.rows
-            got = []
+            got, handed = [], self._handed
+            handed.clear()
             for n in names:
-                if n in self._caches:
-                    got.append(self._caches[n][:, :, :end])
+                cache = self._caches.get(n)
+                if cache is not None:
+                    got.append(cache[:, :, :end])
+                    handed[n] = got[-1]
                 else:
                     got.append(np.array(out[n]) if copy else out[n])
             return got
