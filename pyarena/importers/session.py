@@ -302,7 +302,9 @@ class InferenceSession:
         if self._first is None:
             self._first = _Shared(g)
         else:
-            self._first.adopt(g, names)
+            mapped = self._cache.parsed[1] if self._cache is not None and \
+                self._cache.parsed is not None else {}
+            self._first.adopt(g, names, mapped)
 
     def _remember(self, g):
         """Once an executor has placed the weights: what later imports share."""
@@ -595,15 +597,24 @@ class _Shared:
         self.packed = {}    # weights the kernels lay out: Executor(weights_memo=)
         g.weights = self.weights_arena
 
-    def adopt(self, g, names=None):
+    def adopt(self, g, names=None, mapped=None):
         """``g`` (a later signature's graph) reads the shared constants.
         ``names``: only those constants (a graph retargeted from one that was
-        adopted: the others hold its arrays already)."""
+        adopted: the others hold its arrays already).  ``mapped``: the
+        initializers' views of the model file (ImportCache.parsed): a
+        constant that is still one holds what the first import's did
+        (initializers do not depend on the shapes), taken without reading
+        the file to compare."""
         tensors = g.tensors
+        mapped = mapped or {}
         for name in tensors if names is None else names:
             t = tensors[name]
             s = self.constants.get(name)
             if s is None or s.data is t.data:   # not shared, or shared already
+                continue
+            if t.role == "constant" and s.data is not None and t.data is not None and \
+                    t.data is mapped.get(name) and s.shape == t.shape and s.dtype == t.dtype:
+                t.data = s.data
                 continue
             # the same name can hold another value: a shape folded for
             # these inputs, so only equal values are shared

@@ -57,6 +57,7 @@ import numpy as np
 from ..errors import InvalidArgumentError, UnsupportedOpError
 from ..memory import Arena
 from ..runtime import Executor
+from ..runtime.keeper import build_kernels
 from ..runtime.fusion_attention import ATTENTION
 from ..runtime.kernels import op_fact, scratch_bytes_for
 from ..runtime.slack import plan_to_run
@@ -261,12 +262,13 @@ def mask_table(rows, context):
 class _Step:
     """The plan of one step shape: ``rows`` new tokens per call."""
 
-    __slots__ = ("graph", "plan", "rows", "table", "executor")
+    __slots__ = ("graph", "plan", "rows", "table", "executor", "kernels")
 
     def __init__(self, graph, plan, rows, context):
         self.graph, self.plan, self.rows = graph, plan, rows
         self.table = mask_table(rows, context)
         self.executor = None
+        self.kernels = None     # built before the plan, for its first executor
 
 
 class KvCache:
@@ -326,9 +328,25 @@ class KvCache:
         shapes.update({p: shapes[p][:2] + (self.context - rows,) + shapes[p][3:]
                        for p, _, _ in pairs})
         g = to_step_graph(self._import(shapes), pairs, rows, self.context)
+        kernels = self._kernels(g)
         p = plan_to_run(g, self.session._plan_options)
         self.counts["kv_plans"] += 1
-        return _Step(g, p, rows, self.context)
+        step = _Step(g, p, rows, self.context)
+        step.kernels = kernels
+        return step
+
+    def _kernels(self, g):
+        """``g``'s kernels built before it is planned (their scratch sizes
+        set), taking what does not depend on the shapes -- the packed
+        weights -- from a step already bound (the same ops at another row
+        count); None for the first step (its executor builds them).  Not
+        packed again, the weights are not read from the model file again."""
+        prior = next((st.executor.kernels for st in reversed(list(self._steps.values()))
+                      if st.executor is not None), None)
+        if prior is None:
+            return None
+        s = self.session
+        return build_kernels(g, s._first.weights_arena, s._first.packed, prior)
 
     def _executor(self, step):
         """``step``'s executor, its presents bound to the caches (made
@@ -356,9 +374,10 @@ class KvCache:
                     f"this step needs {list(t.shape)} (another batch: another session)")
             views[present] = cache
         s = self.session
+        kernels, step.kernels = step.kernels, None      # (an executor's own, once bound)
         step.executor = Executor(g, step.plan, views=views, weights=s._first.weights_arena,
                                  weights_memo=s._first.packed, plan_checked=True,
-                                 threads=s.threads)
+                                 threads=s.threads, kernels=kernels)
         s._remember(g)
         return step.executor
 
