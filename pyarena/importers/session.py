@@ -302,9 +302,7 @@ class InferenceSession:
         if self._first is None:
             self._first = _Shared(g)
         else:
-            mapped = self._cache.parsed[1] if self._cache is not None and \
-                self._cache.parsed is not None else {}
-            self._first.adopt(g, names, mapped)
+            self._first.adopt(g, names, getattr(self._cache, "parsed", None))
 
     def _remember(self, g):
         """Once an executor has placed the weights: what later imports share."""
@@ -597,16 +595,16 @@ class _Shared:
         self.packed = {}    # weights the kernels lay out: Executor(weights_memo=)
         g.weights = self.weights_arena
 
-    def adopt(self, g, names=None, mapped=None):
+    def adopt(self, g, names=None, parsed=None):
         """``g`` (a later signature's graph) reads the shared constants.
         ``names``: only those constants (a graph retargeted from one that was
-        adopted: the others hold its arrays already).  ``mapped``: the
-        initializers' views of the model file (ImportCache.parsed): a
-        constant that is still one holds what the first import's did
-        (initializers do not depend on the shapes), taken without reading
-        the file to compare."""
+        adopted: the others hold its arrays already).  ``parsed``: the
+        ImportCache's (model, the initializers' views of the model file,
+        names): a constant that is still such a view holds what the first
+        import's did (initializers do not depend on the shapes), taken
+        without reading the file to compare."""
         tensors = g.tensors
-        mapped = mapped or {}
+        mapped = parsed[1] if parsed else {}
         for name in tensors if names is None else names:
             t = tensors[name]
             s = self.constants.get(name)

@@ -1876,7 +1876,7 @@ MUTANTS = [
       "shape inference after folding forgets the output shapes a Loop / Scan body fixed",
       ("tests/importers/test_onnx_loop.py",)),
     M("session-weights-not-shared", "pyarena/importers/session.py",
-      "            self._first.adopt(g, names, mapped)",
+      "            self._first.adopt(g, names, getattr(self._cache, \"parsed\", None))",
       "            pass",
       "every input-shape signature places its own copy of the weights",
       ("tests/importers/test_session.py",)),
