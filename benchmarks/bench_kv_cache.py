@@ -15,9 +15,11 @@ Each runs in a fresh process: the prompt (``--prompt`` tokens), then
 the mean time per generated token (the prompt's call left out), the
 first call (the prompt: import, plan and run), the process's peak RSS
 (``VmHWM``) and its baseline (after the imports, before the session is
-made), so the difference is what the model and its run added; then
-whether the modes generated the same tokens, and the kv session's
-counters (plans made, past copies, cache bytes).
+made), so the difference is what the model and its run added; pyarena's
+modes also after importing the ``onnx`` package its ONNX import needs
+(about 14 MiB; onnxruntime's baseline holds its own package), and what
+was added above that; then whether the modes generated the same tokens,
+and the kv session's counters (plans made, past copies, cache bytes).
 
     python benchmarks/bench_kv_cache.py [--tokens 256] [--prompt 16]
 """
@@ -61,6 +63,9 @@ def child(mode, path, prompt, tokens, heads, size, layers):
         import pyarena  # noqa: F401
         import pyarena.importers.session  # noqa: F401
     base = _peak_kib()
+    if mode != "ort":
+        import onnx  # noqa: F401  (what a pyarena session over an .onnx file imports)
+    with_format = _peak_kib()
     s = _session(mode, path, prompt + tokens)
     names = [o.name for o in s.get_outputs()]
     past = {f"past_key_values.{i}.{p}": np.zeros((1, heads, 0, size), np.float32)
@@ -83,7 +88,8 @@ def child(mode, path, prompt, tokens, heads, size, layers):
     print(json.dumps({"mode": mode, "first_s": times[0],
                       "median_ms": 1e3 * float(np.median(times[1:])),
                       "mean_ms": 1e3 * float(np.mean(times[1:])),
-                      "peak_kib": _peak_kib(), "base_kib": base, "tokens": out_ids,
+                      "peak_kib": _peak_kib(), "base_kib": base, "onnx_kib": with_format,
+                      "tokens": out_ids,
                       "info": {k: v for k, v in info.items() if k.startswith("kv_")}}))
 
 
@@ -127,11 +133,13 @@ def main():
           f"model file {weights / 2**20:.1f} MiB, KV at max context {kv_bytes / 2**20:.2f} MiB; "
           f"prompt {a.prompt}, {a.tokens} tokens, one thread")
     print(f"{'mode':8s} {'median ms/token':>16s} {'mean ms/token':>14s} {'first call s':>13s} "
-          f"{'peak RSS MiB':>13s} {'baseline MiB':>13s} {'added MiB':>10s}")
+          f"{'peak RSS MiB':>13s} {'baseline MiB':>13s} {'added MiB':>10s} "
+          f"{'added over onnx MiB':>20s}")
     for mode, r in results.items():
         print(f"{mode:8s} {r['median_ms']:16.3f} {r['mean_ms']:14.3f} {r['first_s']:13.3f} "
               f"{r['peak_kib'] / 1024:13.1f} {r['base_kib'] / 1024:13.1f} "
-              f"{(r['peak_kib'] - r['base_kib']) / 1024:10.1f}")
+              f"{(r['peak_kib'] - r['base_kib']) / 1024:10.1f} "
+              f"{(r['peak_kib'] - r['onnx_kib']) / 1024:20.1f}")
     seqs = {m: r["tokens"] for m, r in results.items()}
     first = next(iter(seqs.values()))
     print("same tokens in every mode:", all(s == first for s in seqs.values()))

@@ -1037,7 +1037,10 @@ typedef enum pa_call_kind {
                                     y_min, y_max)                          */
     PA_CALL_DEQUANTIZE = 11,     /* pa_dequantize_linear(params' type, a, y,
                                     i[0] = n, params' scale, zero point)   */
-    PA_CALL_ADD = 12             /* pa_add(a, b, y, i[0] floats)            */
+    PA_CALL_ADD = 12,            /* pa_add(a, b, y, i[0] floats)            */
+    PA_CALL_LAYER_NORM = 13      /* pa_layer_norm_rows(a, w = gamma, b =
+                                    beta or NULL, y, i[0] = rows, i[1] = n,
+                                    params: the float epsilon)             */
 } pa_call_kind_t;
 
 /* A per-tensor affine quantization as a call record's params (QUANTIZE,
@@ -1052,9 +1055,11 @@ typedef struct pa_qaffine {
 typedef struct pa_call {
     pa_call_kind_t kind;
     const void *params;     /* pa_conv2d_t, pa_pool2d_t, pa_act_params_t,
-                               pa_qconv2d_t, pa_qbinary_t or pa_qaffine_t  */
+                               pa_qconv2d_t, pa_qbinary_t, pa_qaffine_t or
+                               a float (LAYER_NORM's epsilon)              */
     const float *w;         /* packed weights (CONV2D*; QCONV2D: its bytes),
-                               slopes (PRELU), the table (QLOOKUP: bytes)   */
+                               slopes (PRELU), the table (QLOOKUP: bytes),
+                               gamma (LAYER_NORM)                          */
     const void *a, *b;      /* the input; b: the residual or second operand */
     void *y;                /* the output                                  */
     int64_t i[4];

@@ -83,6 +83,11 @@ static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
         if (s->i[0] < 0)
             return PA_ERR_INVALID;
         return pa_add(s->a, s->b, s->y, (size_t)s->i[0], workers);
+    case PA_CALL_LAYER_NORM:
+        if (!s->params)
+            return PA_ERR_INVALID;
+        return pa_layer_norm_rows(s->a, s->w, s->b, s->y, s->i[0], s->i[1],
+                                  *(const float *)s->params, workers);
     }
     return PA_ERR_INVALID;
 }

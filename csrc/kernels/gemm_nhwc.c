@@ -206,60 +206,81 @@ const float _pa_gemm_zeros[PA_GEMM_PAD_MAX_CIN];
 PA_MULTIVERSION
 PA_GEMM_NHWC_TASK(gemm_nhwc_tiles, PA_GEMM_MR, nhwc_tile_at)
 
-/* The portable variant: PA_GEMM_MR pixels x one block per tile. */
-static const pa_gemm_nhwc_isa_t nhwc_portable = {gemm_nhwc_tiles, PA_GEMM_MR, 1};
+/* One pixel's block jb out of its accumulator (acc[PA_GEMM_NR]): the
+ * residual's channels below c_res, the activation, the store of the
+ * block's valid channels. */
+PA_INLINE void nhwc_row_out(const pa_gemm_nhwc_job_t *j, int64_t jb, float *acc) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t c0 = jb * PA_GEMM_NR, ri = j->c_res;
+    const int64_t nc = c->c_out - c0 < PA_GEMM_NR ? c->c_out - c0 : PA_GEMM_NR;
+    const int64_t rn = !j->r || c0 >= ri ? 0 : ri - c0 < nc ? ri - c0 : nc;
+    for (int64_t q = 0; q < rn; q++)
+        acc[q] += j->r[c0 + q];
+    _pa_act_block(acc, PA_GEMM_NR, &c->act);
+    for (int64_t q = 0; q < nc; q++)
+        j->y[c0 + q] = acc[q];
+}
 
 /* One pixel -- a matrix-vector product, a decode step's linear layer:
- * the tile would multiply five repeated rows for nothing.  Here
- * PA_GEMM_ROW_BLOCKS blocks share each input value, their accumulators
- * independent chains (the weights stream from memory at its pace), each
- * summed in the tile's order from the bias, so the result rounds as
- * the tile's does; then the residual, the activation and the store. */
-#define PA_GEMM_ROW_BLOCKS 4
+ * the tile would multiply five repeated rows for nothing.  Item t is the
+ * blocks [4t, 4t + 4) (PA_GEMM_ROW_BLOCKS), which share each input value,
+ * their accumulators independent chains held in registers (named vector
+ * variables: an array of them went through the stack at every step, a
+ * store-forwarding wait per block and input value -- 3-4 times slower),
+ * the weights streaming from memory side by side; each block summed in
+ * the tile's order from the bias, so the result rounds as the tile's
+ * does; then the residual, the activation and the store.  A last group of
+ * fewer than four blocks runs them one by one. */
+#define NHWC_ROW_BLOCKS(X) X(0) X(1) X(2) X(3)
+_Static_assert(PA_GEMM_ROW_BLOCKS == 4, "NHWC_ROW_BLOCKS names PA_GEMM_ROW_BLOCKS blocks");
 PA_MULTIVERSION
 static void gemm_nhwc_row(void *ctx, int64_t begin, int64_t end) {
     const pa_gemm_nhwc_job_t *j = ctx;
-    const pa_conv2d_t *c = j->c;
-    const int64_t k = j->k, step = PA_GEMM_NR * (1 + k), ri = j->c_res;
+    const int64_t k = j->k, bs = PA_GEMM_NR * (1 + k);
+    const float *restrict x = j->x;
     for (int64_t t = begin; t < end; t++) {
-        const int64_t jb0 = t * PA_GEMM_ROW_BLOCKS;
-        const int64_t nbk = j->nb - jb0 < PA_GEMM_ROW_BLOCKS ? j->nb - jb0 : PA_GEMM_ROW_BLOCKS;
-        float acc[PA_GEMM_ROW_BLOCKS][PA_GEMM_NR];
-        const float *pk = j->packed + jb0 * step;
-        for (int64_t b = 0; b < PA_GEMM_ROW_BLOCKS; b++)
-            for (int64_t q = 0; q < PA_GEMM_NR; q++)
-                acc[b][q] = b < nbk ? pk[b * step + q] : 0.0f;
-        const float *restrict x = j->x;
-        if (nbk == PA_GEMM_ROW_BLOCKS) {
-            for (int64_t kk = 0; kk < k; kk++) {
-                const float xv = x[kk];
-                for (int64_t b = 0; b < PA_GEMM_ROW_BLOCKS; b++) {
-                    const float *restrict w = pk + b * step + PA_GEMM_NR * (1 + kk);
-                    for (int64_t q = 0; q < PA_GEMM_NR; q++)
-                        acc[b][q] += xv * w[q];
-                }
+        const int64_t jb = t * PA_GEMM_ROW_BLOCKS;
+        const float *pk = j->packed + jb * bs;
+        if (j->nb - jb >= PA_GEMM_ROW_BLOCKS) {
+#define NHWC_ROW_ACC(b) const float *w##b = pk + (b) * bs; pa_nv8 a##b##l, a##b##h; \
+    NV8_LOAD(a##b##l, w##b); NV8_LOAD(a##b##h, w##b + 8);
+            NHWC_ROW_BLOCKS(NHWC_ROW_ACC)
+#undef NHWC_ROW_ACC
+            for (int64_t kk = 1; kk <= k; kk++) {
+                const pa_nv8 s = NV8_SPLAT(x[kk - 1]);
+#define NHWC_ROW_FMA(b) { pa_nv8 v0, v1; NV8_LOAD(v0, w##b + kk * PA_GEMM_NR); \
+    NV8_LOAD(v1, w##b + kk * PA_GEMM_NR + 8); a##b##l += s * v0; a##b##h += s * v1; }
+                NHWC_ROW_BLOCKS(NHWC_ROW_FMA)
+#undef NHWC_ROW_FMA
             }
-        } else {
-            for (int64_t b = 0; b < nbk; b++)
-                for (int64_t kk = 0; kk < k; kk++) {
-                    const float xv = x[kk];
-                    const float *restrict w = pk + b * step + PA_GEMM_NR * (1 + kk);
-                    for (int64_t q = 0; q < PA_GEMM_NR; q++)
-                        acc[b][q] += xv * w[q];
-                }
+#define NHWC_ROW_OUT(b) { float acc[PA_GEMM_NR]; NV8_STORE(acc, a##b##l); \
+    NV8_STORE(acc + 8, a##b##h); nhwc_row_out(j, jb + (b), acc); }
+            NHWC_ROW_BLOCKS(NHWC_ROW_OUT)
+#undef NHWC_ROW_OUT
+            continue;
         }
-        for (int64_t b = 0; b < nbk; b++) {
-            const int64_t c0 = (jb0 + b) * PA_GEMM_NR;
-            const int64_t nc = c->c_out - c0 < PA_GEMM_NR ? c->c_out - c0 : PA_GEMM_NR;
-            const int64_t rn = !j->r || c0 >= ri ? 0 : ri - c0 < nc ? ri - c0 : nc;
-            for (int64_t q = 0; q < rn; q++)
-                acc[b][q] += j->r[c0 + q];
-            _pa_act_block(acc[b], PA_GEMM_NR, &c->act);
-            for (int64_t q = 0; q < nc; q++)
-                j->y[c0 + q] = acc[b][q];
+        for (int64_t b = jb; b < j->nb; b++, pk += bs) {
+            pa_nv8 al, ah;
+            NV8_LOAD(al, pk);
+            NV8_LOAD(ah, pk + 8);
+            for (int64_t kk = 1; kk <= k; kk++) {
+                const pa_nv8 s = NV8_SPLAT(x[kk - 1]);
+                pa_nv8 v0, v1;
+                NV8_LOAD(v0, pk + kk * PA_GEMM_NR);
+                NV8_LOAD(v1, pk + kk * PA_GEMM_NR + 8);
+                al += s * v0;
+                ah += s * v1;
+            }
+            float acc[PA_GEMM_NR];
+            NV8_STORE(acc, al);
+            NV8_STORE(acc + 8, ah);
+            nhwc_row_out(j, b, acc);
         }
     }
 }
+
+/* The portable variant: PA_GEMM_MR pixels x one block per tile. */
+static const pa_gemm_nhwc_isa_t nhwc_portable = {gemm_nhwc_tiles, PA_GEMM_MR, 1, gemm_nhwc_row};
 
 pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
                                   const float *r, int64_t c_res, float *y,
@@ -276,7 +297,7 @@ pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, con
     j.block_outer = _pa_gemm_packed_size(c) * sizeof(float) > PA_GEMM_L2;
     pa_workers_t *w = _pa_workers_for(workers, (double)j.m * (double)c->c_out * (double)j.k);
     if (j.m == 1 && !j.g.disjoint) {
-        _pa_parallel(w, (j.nb + PA_GEMM_ROW_BLOCKS - 1) / PA_GEMM_ROW_BLOCKS, gemm_nhwc_row, &j);
+        _pa_parallel(w, (j.nb + PA_GEMM_ROW_BLOCKS - 1) / PA_GEMM_ROW_BLOCKS, isa->row, &j);
         return PA_OK;
     }
     _pa_parallel(w, j.mt * j.nt, isa->tiles, &j);

@@ -123,6 +123,9 @@ PA_INLINE const float *_pa_gemm_tap(const pa_gemm_rows_t *g, pa_gemm_win_t v, in
         }                                                                                   \
     } while (0)
 
+/* Channel blocks per item of a variant's one-pixel walk (isa.h's row). */
+#define PA_GEMM_ROW_BLOCKS 4
+
 /* One layer's run: the weights as gemm.c packs them (per block of
  * PA_GEMM_NR output channels its bias, then [k][PA_GEMM_NR]), the
  * tensors, and the tiles: mt of pixels x nt of channel blocks, as many

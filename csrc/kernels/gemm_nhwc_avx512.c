@@ -171,10 +171,75 @@ NHWC512_INLINE void nhwc512_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int
 
 NHWC512 PA_GEMM_NHWC_TASK(gemm_nhwc512_tiles, NHWC512_MR, nhwc512_tile_at)
 
-const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 2};
+/* One pixel's block jb out of its accumulator: the residual's lanes
+ * below rn added (only those, as gemm_nhwc.c's row walk), then the
+ * activation and the store of the block's valid channels. */
+NHWC512_INLINE void nhwc512_row_out(const pa_gemm_nhwc_job_t *j, int64_t jb, __m512 acc) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t c0 = jb * PA_GEMM_NR, ri = j->c_res;
+    const int64_t nc = c->c_out - c0 < PA_GEMM_NR ? c->c_out - c0 : PA_GEMM_NR;
+    const int64_t rn = !j->r || c0 >= ri ? 0 : ri - c0 < nc ? ri - c0 : nc;
+    const __mmask16 rm = nhwc512_mask(rn), ym = nhwc512_mask(nc);
+    if (rm)
+        acc = _mm512_mask_add_ps(acc, rm, acc, _mm512_maskz_loadu_ps(rm, j->r + c0));
+    pa_act_t kind = c->act.kind;
+    if (kind != PA_ACT_NONE && kind != PA_ACT_RELU && kind != PA_ACT_CLIP) {
+        float t[PA_GEMM_NR];        /* the element-wise activations: spilled */
+        _mm512_storeu_ps(t, acc);
+        _pa_act_block(t, PA_GEMM_NR, &c->act);
+        acc = _mm512_loadu_ps(t);
+        kind = PA_ACT_NONE;
+    }
+    nhwc512_out(acc, NULL, 0, j->y + c0, ym, kind,
+                _mm512_set1_ps(kind == PA_ACT_CLIP ? c->act.alpha : 0.0f),
+                _mm512_set1_ps(c->act.beta));
+}
+
+/* One pixel -- a matrix-vector product, a decode step's linear layer
+ * (gemm_nhwc.c's row walk, the same sums): item t is the blocks
+ * [4t, 4t + 4), whose weights stream from memory side by side, one
+ * register each, every block summed from its bias in reduction order
+ * with one fused multiply-add a step (the tile's order, so its bits);
+ * a last group of fewer than four blocks runs them one by one. */
+NHWC512 static void gemm_nhwc512_row(void *ctx, int64_t begin, int64_t end) {
+    const pa_gemm_nhwc_job_t *j = ctx;
+    const int64_t k = j->k, bs = PA_GEMM_NR * (1 + k);
+    const float *restrict x = j->x;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t jb = t * PA_GEMM_ROW_BLOCKS;
+        const float *w0 = j->packed + jb * bs;
+        if (j->nb - jb >= 4) {
+            const float *w1 = w0 + bs, *w2 = w1 + bs, *w3 = w2 + bs;
+            __m512 a0 = _mm512_loadu_ps(w0), a1 = _mm512_loadu_ps(w1);
+            __m512 a2 = _mm512_loadu_ps(w2), a3 = _mm512_loadu_ps(w3);
+            for (int64_t kk = 1; kk <= k; kk++) {
+                const __m512 s = _mm512_set1_ps(x[kk - 1]);
+                a0 = _mm512_fmadd_ps(s, _mm512_loadu_ps(w0 + kk * PA_GEMM_NR), a0);
+                a1 = _mm512_fmadd_ps(s, _mm512_loadu_ps(w1 + kk * PA_GEMM_NR), a1);
+                a2 = _mm512_fmadd_ps(s, _mm512_loadu_ps(w2 + kk * PA_GEMM_NR), a2);
+                a3 = _mm512_fmadd_ps(s, _mm512_loadu_ps(w3 + kk * PA_GEMM_NR), a3);
+            }
+            nhwc512_row_out(j, jb, a0);
+            nhwc512_row_out(j, jb + 1, a1);
+            nhwc512_row_out(j, jb + 2, a2);
+            nhwc512_row_out(j, jb + 3, a3);
+            continue;
+        }
+        for (int64_t b = jb; b < j->nb; b++, w0 += bs) {
+            __m512 a = _mm512_loadu_ps(w0);
+            for (int64_t kk = 1; kk <= k; kk++)
+                a = _mm512_fmadd_ps(_mm512_set1_ps(x[kk - 1]),
+                                    _mm512_loadu_ps(w0 + kk * PA_GEMM_NR), a);
+            nhwc512_row_out(j, b, a);
+        }
+    }
+}
+
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 2,
+                                                 gemm_nhwc512_row};
 
 #else
 
-const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {NULL, 0, 0};
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {NULL, 0, 0, NULL};
 
 #endif

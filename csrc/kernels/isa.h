@@ -82,6 +82,8 @@ typedef struct pa_gemm_nhwc_isa {
     int64_t mr;         /* pixels per tile                                      */
     int64_t nb;         /* blocks of PA_GEMM_NR channels per tile (the last
                            tile of a row may take fewer)                        */
+    _pa_task_fn row;    /* one pixel (a matrix-vector product): items of
+                           PA_GEMM_ROW_BLOCKS blocks of a pa_gemm_nhwc_job_t    */
 } pa_gemm_nhwc_isa_t;
 
 /* dwconv_avx512.c, gemm_nhwc_avx512.c: the AVX-512 variant (all zeros

@@ -302,7 +302,7 @@ class InferenceSession:
         if self._first is None:
             self._first = _Shared(g)
         else:
-            self._first.adopt(g, names)
+            self._first.adopt(g, names, getattr(self._cache, "parsed", None))
 
     def _remember(self, g):
         """Once an executor has placed the weights: what later imports share."""
@@ -417,6 +417,9 @@ class _Interface:
         self.path, self.inputs, self.outputs = path, inputs, outputs
         self.held = {a.name for a in inputs if _is_held(a)}
         self.optional = {a.name for a in inputs if a.type.startswith("optional(")}
+        self._known = frozenset(a.name for a in inputs)
+        self._required = self._known - self.optional
+        self._all_names = [a.name for a in outputs]
 
     def arguments(self, output_names, feeds, run_options):
         """``feeds`` as arrays (held inputs as fed), once the types of
@@ -440,20 +443,22 @@ class _Interface:
     def checked(self, feeds):
         """``feeds``, InvalidArgumentError unless they name every input
         (but optionals) and nothing else."""
-        known = {a.name for a in self.inputs}
+        known = self._known
         for name in feeds:
             if name not in known:
                 raise InvalidArgumentError(f"feed {name!r} is not an input of "
                                            f"{self.path}; inputs: {sorted(known)}")
-        missing = sorted(known - set(feeds) - self.optional)
-        if missing:
+        if not self._required.issubset(feeds):
+            missing = sorted(self._required.difference(feeds))
             raise InvalidArgumentError(f"no feed for input(s) {missing}")
         return feeds
 
     def output_names(self, output_names):
         """The outputs asked for (None or empty: all, in the model's order)."""
-        all_names = [a.name for a in self.outputs]
-        names = list(output_names) if output_names else all_names
+        all_names = self._all_names
+        if not output_names:
+            return list(all_names)
+        names = list(output_names)
         for n in names:
             if n not in all_names:
                 raise InvalidArgumentError(f"{n!r} is not an output of {self.path}; outputs: "
@@ -590,15 +595,24 @@ class _Shared:
         self.packed = {}    # weights the kernels lay out: Executor(weights_memo=)
         g.weights = self.weights_arena
 
-    def adopt(self, g, names=None):
+    def adopt(self, g, names=None, parsed=None):
         """``g`` (a later signature's graph) reads the shared constants.
         ``names``: only those constants (a graph retargeted from one that was
-        adopted: the others hold its arrays already)."""
+        adopted: the others hold its arrays already).  ``parsed``: the
+        ImportCache's (model, the initializers' views of the model file,
+        names): a constant that is still such a view holds what the first
+        import's did (initializers do not depend on the shapes), taken
+        without reading the file to compare."""
         tensors = g.tensors
+        mapped = parsed[1] if parsed else {}
         for name in tensors if names is None else names:
             t = tensors[name]
             s = self.constants.get(name)
             if s is None or s.data is t.data:   # not shared, or shared already
+                continue
+            if t.role == "constant" and s.data is not None and t.data is not None and \
+                    t.data is mapped.get(name) and s.shape == t.shape and s.dtype == t.dtype:
+                t.data = s.data
                 continue
             # the same name can hold another value: a shape folded for
             # these inputs, so only equal values are shared

@@ -57,6 +57,7 @@ import numpy as np
 from ..errors import InvalidArgumentError, UnsupportedOpError
 from ..memory import Arena
 from ..runtime import Executor
+from ..runtime.keeper import build_kernels
 from ..runtime.fusion_attention import ATTENTION
 from ..runtime.kernels import op_fact, scratch_bytes_for
 from ..runtime.slack import plan_to_run
@@ -261,12 +262,13 @@ def mask_table(rows, context):
 class _Step:
     """The plan of one step shape: ``rows`` new tokens per call."""
 
-    __slots__ = ("graph", "plan", "rows", "table", "executor")
+    __slots__ = ("graph", "plan", "rows", "table", "executor", "kernels")
 
     def __init__(self, graph, plan, rows, context):
         self.graph, self.plan, self.rows = graph, plan, rows
         self.table = mask_table(rows, context)
         self.executor = None
+        self.kernels = None     # built before the plan, for its first executor
 
 
 class KvCache:
@@ -287,6 +289,8 @@ class KvCache:
         self._arena = Arena(alignment=64)   # the caches' memory, beside the weights
         self._steps = {}                # step key -> _Step
         self._block = None              # the steps' activation block (the largest)
+        self._pasts = frozenset()       # the past inputs' names, once paired
+        self._handed = {}               # present -> the view of its cache the last run gave
         self.counts = dict(kv_steps=0, kv_plans=0, kv_cache_allocations=0,
                            kv_past_copies=0, kv_past_copied_bytes=0)
 
@@ -311,6 +315,7 @@ class KvCache:
         pairs = find_pairs(probe)
         if self._pairs is None:
             self._pairs = pairs
+            self._pasts = frozenset(p for p, _, _ in pairs)
         elif pairs != self._pairs:
             raise UnsupportedOpError(f"kv_cache: these input shapes pair {pairs}, the first "
                                      f"ones {self._pairs}")
@@ -323,9 +328,25 @@ class KvCache:
         shapes.update({p: shapes[p][:2] + (self.context - rows,) + shapes[p][3:]
                        for p, _, _ in pairs})
         g = to_step_graph(self._import(shapes), pairs, rows, self.context)
+        kernels = self._kernels(g)
         p = plan_to_run(g, self.session._plan_options)
         self.counts["kv_plans"] += 1
-        return _Step(g, p, rows, self.context)
+        step = _Step(g, p, rows, self.context)
+        step.kernels = kernels
+        return step
+
+    def _kernels(self, g):
+        """``g``'s kernels built before it is planned (their scratch sizes
+        set), taking what does not depend on the shapes -- the packed
+        weights -- from a step already bound (the same ops at another row
+        count); None for the first step (its executor builds them).  Not
+        packed again, the weights are not read from the model file again."""
+        prior = next((st.executor.kernels for st in reversed(list(self._steps.values()))
+                      if st.executor is not None), None)
+        if prior is None:
+            return None
+        s = self.session
+        return build_kernels(g, s._first.weights_arena, s._first.packed, prior)
 
     def _executor(self, step):
         """``step``'s executor, its presents bound to the caches (made
@@ -353,9 +374,10 @@ class KvCache:
                     f"this step needs {list(t.shape)} (another batch: another session)")
             views[present] = cache
         s = self.session
+        kernels, step.kernels = step.kernels, None      # (an executor's own, once bound)
         step.executor = Executor(g, step.plan, views=views, weights=s._first.weights_arena,
                                  weights_memo=s._first.packed, plan_checked=True,
-                                 threads=s.threads)
+                                 threads=s.threads, kernels=kernels)
         s._remember(g)
         return step.executor
 
@@ -370,13 +392,17 @@ class KvCache:
     def _key(self, feeds):
         """What a step's plan depends on: the feeds' shapes, the pasts'
         without their length."""
-        pasts = {p for p, _, _ in self._pairs}
+        pasts = self._pasts
         return tuple((k, v.shape[:2] + v.shape[3:] if k in pasts else v.shape, v.dtype.str)
                      for k, v in feeds.items())
 
     def _adopt_past(self, name, present, past, length):
         """The past fed for ``present``'s cache: used where it lies if it is
-        the cache's first ``length`` rows, else copied into them."""
+        the cache's first ``length`` rows, else copied into them.  The view
+        the last run handed out (a decode loop feeding its presents back)
+        is those rows as it stands: nothing to compare."""
+        if past is self._handed.get(present):
+            return
         cache = self._caches[present]
         live = cache[:, :, :length]
         if not length or (past.__array_interface__["data"][0] == cache.ctypes.data and
@@ -396,6 +422,7 @@ class KvCache:
         with self._lock:
             step = None if self._pairs is None else self._steps.get(self._key(feeds))
             if step is None:
+                self._handed.clear()        # (a new plan may place the caches anew)
                 step = self._prepare(feeds)
                 self._steps[self._key(feeds)] = step
             length = self._past_length(feeds)
@@ -411,14 +438,17 @@ class KvCache:
             if MASK in arrays:
                 np.copyto(arrays[MASK].reshape(step.table.shape[0], -1),
                           step.table[:, self.context - length:2 * self.context - length])
-            pasts = {p for p, _, _ in self._pairs}
+            pasts = self._pasts
             out = ex.run({k: v for k, v in feeds.items() if k not in pasts and k in arrays})
             self.counts["kv_steps"] += 1
             end = length + step.rows
-            got = []
+            got, handed = [], self._handed
+            handed.clear()
             for n in names:
-                if n in self._caches:
-                    got.append(self._caches[n][:, :, :end])
+                cache = self._caches.get(n)
+                if cache is not None:
+                    got.append(cache[:, :, :end])
+                    handed[n] = got[-1]
                 else:
                     got.append(np.array(out[n]) if copy else out[n])
             return got

@@ -11,10 +11,13 @@ Conv: run by :func:`pyarena.runtime.fusion.fuse` on float32 graphs.
   taken as above), and the erf form a PyTorch export writes,
   ``Mul(Mul(y, Add(Erf(Div(y, sqrt 2)), 1)), 0.5)`` -- the Div may be a
   Mul by 1 / sqrt 2, the halving may come first (``Mul(Mul(y, 0.5),
-  Add(...))``).
+  Add(...))``);
+* the **SiLU** after it (with or without a bias), ``Mul(y, Sigmoid(y))``
+  (a decoder's feed-forward), becomes the MatMul's ``activation``
+  "SILU".
 
 The MatMul kernel (kernels/linalg.py) runs the packed SGEMM, which adds
-the bias and applies the GELU in registers.  As in fusion.py, a chain is
+the bias and applies the activation in registers.  As in fusion.py, a chain is
 fused only when every tensor inside it has that one reader and is not a
 graph output.  Returns the number of ops removed.
 """
@@ -142,8 +145,32 @@ def _fuse_gelu(G, mm, n, rank):
     return len(chain)
 
 
+def _silu(G, y):
+    """[Sigmoid, Mul] of ``Mul(y, Sigmoid(y))`` (either operand order),
+    or None."""
+    readers = G.readers.get(y, [])
+    if y in G.outputs or len(readers) != 2:
+        return None
+    sig = next((o for o in readers if o.op_type == "Sigmoid"), None)
+    mul = next((o for o in readers if o.op_type == "Mul"), None)
+    if sig is None or mul is None or G.only_reader(sig.outputs[0]) is not mul or \
+            sorted(mul.inputs) != sorted([y, sig.outputs[0]]):
+        return None
+    return [sig, mul]
+
+
+def _fuse_silu(G, mm):
+    y = mm.outputs[0]
+    chain = _silu(G, y)
+    if chain is None:
+        return 0
+    mm.attrs["activation"] = "SILU"
+    G.take_output(mm, chain[-1], chain, [y, chain[0].outputs[0]])
+    return len(chain)
+
+
 def fuse_linear(G):
-    """Fuse the bias and GELU after every linear MatMul of fusion.py's
+    """Fuse the bias and the GELU or SiLU after every linear MatMul of fusion.py's
     graph view ``G``; the number of ops removed (``G.sweep()`` is the
     caller's)."""
     removed = 0
@@ -153,5 +180,6 @@ def fuse_linear(G):
         n = int(G.const(mm.inputs[1]).shape[1])
         rank = len(G.g.tensors[mm.outputs[0]].shape)
         removed += _fuse_bias(G, mm, n, rank)
-        removed += _fuse_gelu(G, mm, n, rank)
+        gelu = _fuse_gelu(G, mm, n, rank)
+        removed += gelu or _fuse_silu(G, mm)
     return removed

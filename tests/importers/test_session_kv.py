@@ -4,6 +4,8 @@ onnxruntime's plain past/present loop on the same model, the presents
 handed back as views of caches reserved once, a fed-back present used
 where it lies, any other past copied in once, no NumPy allocation in a
 steady-state step, and the forms it does not recognise refused."""
+import traceback
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -150,6 +152,21 @@ def test_an_earlier_present_fed_again_rewinds(model_bytes):
     want_runs = _ort_reference(model_bytes, runs[:3] + [(again, None)])
     np.testing.assert_allclose(got["logits"], want_runs[3]["logits"], rtol=0, atol=1e-5)
     assert kv.memory_info()["kv_past_copies"] == 0
+
+
+def test_a_present_seen_through_another_view_is_used_where_it_lies(model_bytes):
+    """The very views a run handed out are taken as they are (nothing
+    compared); other view objects of the same rows go through the
+    comparison: the same outputs bit for bit, no copy either way."""
+    prompt = np.array([[6, 2, 9]])
+    same = _loop(_session(model_bytes, 24), prompt, 8)
+    other_kv = _session(model_bytes, 24)
+    other = _loop(other_kv, prompt, 8, feed_back=lambda outs: {k: v[...] for k, v in
+                                                              _pasts(outs).items()})
+    for (_, a), (_, b) in zip(same, other):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+    assert other_kv.memory_info()["kv_past_copies"] == 0
 
 
 def test_batch_of_two(model_bytes):
@@ -317,6 +334,44 @@ def test_weights_held_once(model_bytes):
     assert kv.memory_info()["weights_bytes"] <= 1.05 * plain.memory_info()["weights_bytes"]
     assert kv.memory_info()["weights_bytes"] < 1.5 * file_bytes
 
+
+
+def test_a_later_step_shares_the_first_steps_weights_and_packing(model_bytes, monkeypatch):
+    """The decode step's graph reads the prompt step's constants (the
+    model file's initializers taken as the first import placed them,
+    without comparing) and its linear layers take the prompt step's
+    packed weights, not packed again; its outputs still match
+    onnxruntime's (test_matches_onnxruntime_every_step_for_70_steps)."""
+    import pyarena._native.kernels as nk
+    # weights of 4 KiB and more: read where they lie in the file (smaller
+    # ones are decoded again by each import, and packed again)
+    model = decoder_model(layers=1, hidden=64, heads=4, vocab=64, seed=5)
+    kv = pyarena.InferenceSession(model.SerializeToString(), kv_cache=pyarena.MaxContext(16))
+    names = [o.name for o in kv.get_outputs()]
+    outs = dict(zip(names, kv.run(None, _feeds(np.array([[4, 2, 9]]), 0, empty_past(model)))))
+    packs, pack = [], nk.pack_conv2d
+
+    def counted(*a, **k):       # (the import's own folds may pack: not counted)
+        if any(f.name in ("build_kernels", "executor_kernels")
+               for f in traceback.extract_stack()):
+            packs.append(1)
+        return pack(*a, **k)
+    monkeypatch.setattr(nk, "pack_conv2d", counted)
+    kv.run(None, _feeds(np.array([[1]]), 3, _pasts(outs)))
+    assert packs == []
+    first, later = (st for st in kv._kv._steps.values())
+    inits = {t.name for t in model.graph.initializer}
+    shared = [n for n, t in later.graph.tensors.items()
+              if t.role == "constant" and n in inits and n in first.graph.tensors]
+    assert shared
+    for n in shared:
+        assert later.graph.tensors[n].data is first.graph.tensors[n].data, n
+    packed = {k.op.name: k.packed for k in first.executor.kernels
+              if getattr(k, "packed", None) is not None}
+    linear = [k for k in later.executor.kernels if k.op.name in packed]
+    assert len(linear) >= 4
+    for k in linear:
+        assert k.packed is packed[k.op.name], k.op.name
 
 
 def test_presents_no_attention_reads_are_refused():

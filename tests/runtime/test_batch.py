@@ -73,3 +73,37 @@ def test_batched_runs_give_the_bits_of_one_call_per_kernel(threads, monkeypatch)
     ref = {k: np.array(v) for k, v in one.run(feeds).items()}
     for k in ref:
         np.testing.assert_array_equal(got[k], ref[k])
+
+
+@pytest.mark.parametrize("rows", [1, 5])
+def test_a_layer_norm_between_linear_layers_joins_their_batch(tmp_path, rows, monkeypatch):
+    """A transformer block's LayerNormalization between two linear layers
+    (a decode step's rows) is a C call record too: the three ops run as
+    one batch, whose bits are the ops' one by one, within float rounding
+    of onnxruntime."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from onnx import helper
+    from pyarena.importers import load_model
+    rng = np.random.default_rng(rows)
+    inits = {"w1": rng.standard_normal((48, 64)).astype(np.float32) / 7,
+             "w2": rng.standard_normal((64, 40)).astype(np.float32) / 8,
+             "g": (1 + 0.1 * rng.standard_normal(64)).astype(np.float32),
+             "b": rng.standard_normal(64).astype(np.float32)}
+    path = tmp_path / "ln.onnx"
+    make_model([helper.make_node("MatMul", ["x", "w1"], ["h"]),
+                helper.make_node("LayerNormalization", ["h", "g", "b"], ["n"], epsilon=1e-5),
+                helper.make_node("MatMul", ["n", "w2"], ["y"])],
+               {"x": ([1, rows, 48], np.float32)}, {"y": (None, np.float32)}, inits,
+               path=path)
+    x = rng.standard_normal((1, rows, 48)).astype(np.float32)
+    ex = Executor(load_model(str(path)))
+    (batch, *_), = ex._runner.busy
+    assert isinstance(batch, Batch) and batch.calls.kinds == ["conv2d", "layer_norm", "conv2d"]
+    got = np.array(ex.run({"x": x})["y"])
+    np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-5, atol=2e-5)
+    monkeypatch.setattr("pyarena.runtime.modes.batch_runs",
+                        lambda items, records_of, wrap: list(items))
+    one = Executor(load_model(str(path)))
+    assert not any(isinstance(s[0], Batch) for s in one._runner.busy)
+    np.testing.assert_array_equal(got, one.run({"x": x})["y"])

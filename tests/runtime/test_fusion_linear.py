@@ -1,6 +1,6 @@
 """The linear-layer rewrite (pyarena.runtime.fusion_linear) and the
 MatMul kernel's packed SGEMM: MatMul by constant weights, the bias Add
-and the GELU forms after it become one MatMul; the fused graph, the
+and the GELU forms or the SiLU after it become one MatMul; the fused graph, the
 unfused NumPy path (native=False) and onnxruntime agree on random shapes;
 chains whose inner tensors are read elsewhere, and biases that broadcast
 over more than the last axis, stay as imported."""
@@ -37,6 +37,9 @@ def _gelu(form):
                 node("Mul", ["a", "m"], ["y"])], dict(c, rr2=np.float32(1 / math.sqrt(2)))
     if form == "gelu-op":
         return [node("Gelu", ["h"], ["y"])], {}
+    if form in ("silu", "silu-swapped"):    # Mul(h, Sigmoid(h)): a decoder's feed-forward
+        ins = ["h", "s"] if form == "silu" else ["s", "h"]
+        return [node("Sigmoid", ["h"], ["s"]), node("Mul", ins, ["y"])], {}
     return [node("Identity", ["h"], ["y"])], {}
 
 
@@ -70,7 +73,7 @@ def _check(path, x, ops):
 @settings(max_examples=25, deadline=None)
 @given(lead=st.lists(st.integers(1, 5), min_size=1, max_size=3), n_in=st.integers(1, 40),
        n_out=st.integers(1, 40), form=st.sampled_from(["div", "mul-half-first", "gelu-op",
-                                                      "none"]),
+                                                      "silu", "silu-swapped", "none"]),
        bias=st.sampled_from(["row", "flat", None]), seed=st.integers(0, 1000))
 def test_linear_layers_fuse_and_match_onnxruntime(tmp_path_factory, lead, n_in, n_out, form,
                                                   bias, seed):
@@ -82,7 +85,24 @@ def test_linear_layers_fuse_and_match_onnxruntime(tmp_path_factory, lead, n_in, 
     g = _check(path, x, ["MatMul"] if form != "none" else ["MatMul", "Identity"])
     mm = g.ops[0]
     assert len(mm.inputs) == (2 if bias is None else 3)
-    assert mm.attrs.get("activation") == (None if form == "none" else "GELU")
+    assert mm.attrs.get("activation") == (None if form == "none" else
+                                          "SILU" if form.startswith("silu") else "GELU")
+
+
+def test_a_sigmoid_read_elsewhere_keeps_the_silu_apart(tmp_path):
+    """Sigmoid(h) is a graph output too: the SiLU chain stays (the bias
+    goes in), and both outputs match onnxruntime."""
+    path = tmp_path / "silu.onnx"
+    m = _linear_model(path, [1, 1], 16, 20, "silu", (20,))
+    m.graph.output.append(helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, None))
+    onnx.save(m, str(path))
+    x = np.random.default_rng(0).standard_normal((1, 1, 16)).astype(np.float32)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["MatMul", "Sigmoid", "Mul"]
+    assert g.ops[0].attrs.get("activation") is None
+    out, ref = Executor(g).run({"x": x}), ort_run(path, {"x": x})
+    for k in ("y", "s"):
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, atol=2e-5)
 
 
 def test_a_bias_over_the_rows_is_not_fused(tmp_path):

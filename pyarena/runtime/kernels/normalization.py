@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..._native import ffi
 from ...errors import InvalidArgumentError
 from .batch_norm_training import run_training, setup_training
 from .native import NATIVE_DTYPE, plane_mean
@@ -468,6 +469,18 @@ class LayerNorm(Kernel):
         self.affine(xs, y)
         for k, out in zip(self.slots[1:], ys[1:]):
             np.copyto(out.reshape(-1, 1), m if k == 1 else v)
+
+    def native_call(self, xs, ys):
+        """The native rows (``pa_layer_norm_rows``) as a ``pa_call_t``
+        record, so a run of it and its neighbours' C calls is one call (a
+        decode step's norms between its linear layers); None on the NumPy
+        path."""
+        if not self.on_rows or not (xs[0].flags.c_contiguous and ys[0].flags.c_contiguous):
+            return None
+        eps = self.__dict__.get("_eps_c")
+        if eps is None:
+            eps = self._eps_c = ffi.new("float *", float(self.eps))
+        return ("layer_norm", eps, self.g, xs[0], self.b, ys[0], self.view)
 
     def statistics(self, x, m, v, d):
         moments(x, m, v, d, self.inv, self.eps)

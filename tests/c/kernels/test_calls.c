@@ -322,6 +322,46 @@ static void test_calls_add(void) {
     pa_workers_destroy(pool);
 }
 
+/* PA_CALL_LAYER_NORM: the call gives pa_layer_norm_rows's bits (with
+ * and without beta, one and three threads, in place); no epsilon
+ * (params NULL), no gamma, a negative epsilon are refused. */
+static void test_calls_layer_norm(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    static const int64_t shapes[][2] = {{1, 256}, {3, 7}, {16, 256}, {2, 1}, {5, 1000}};
+    const float eps = 1e-5f;
+    for (int s = 0; s < 5; s++) {
+        int64_t rows = shapes[s][0], n = shapes[s][1];
+        size_t total = (size_t)(rows * n);
+        float *x = fbuf(total), *g = fbuf((size_t)n), *b = fbuf((size_t)n);
+        float *want = fbuf(total), *y = fbuf(total), *ip = fbuf(total);
+        for (int with_beta = 0; with_beta < 2; with_beta++) {
+            const float *beta = with_beta ? b : NULL;
+            CHECK_EQ(pa_layer_norm_rows(x, g, beta, want, rows, n, eps, NULL), PA_OK);
+            pa_call_t c = {PA_CALL_LAYER_NORM, &eps, g, x, beta, y, {rows, n, 0, 0}, NULL};
+            CHECK_EQ(pa_calls_run(&c, 1, s % 2 ? pool : NULL, NULL), PA_OK);
+            CHECK(memcmp(y, want, total * sizeof *y) == 0);
+            memcpy(ip, x, total * sizeof *ip);
+            c.a = c.y = ip;
+            CHECK_EQ(pa_calls_run(&c, 1, pool, NULL), PA_OK);
+            CHECK(memcmp(ip, want, total * sizeof *y) == 0);
+        }
+        free(x), free(g), free(b), free(want), free(y), free(ip);
+    }
+    float v = 1.0f, neg = -1.0f;
+    pa_call_t bad = {PA_CALL_LAYER_NORM, NULL, &v, &v, NULL, &v, {1, 1, 0, 0}, NULL};
+    size_t failed = 9;
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, &failed), PA_ERR_INVALID);
+    CHECK_EQ(failed, 0u);
+    bad.params = &eps, bad.w = NULL;
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad.w = &v, bad.params = &neg;
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_ERR_INVALID);
+    bad.params = &eps;
+    CHECK_EQ(pa_calls_run(&bad, 1, NULL, NULL), PA_OK);
+    pa_workers_destroy(pool);
+}
+
 int main(void) {
     RUN(test_calls_equal_one_by_one);
     RUN(test_calls_stop_at_the_first_failure);
@@ -329,5 +369,6 @@ int main(void) {
     RUN(test_calls_copy_span_overflow);
     RUN(test_quantized_calls_equal_one_by_one);
     RUN(test_calls_add);
+    RUN(test_calls_layer_norm);
     return pa_test_report();
 }

@@ -357,6 +357,57 @@ static void test_gemm_nhwc512(void) {
     pa_workers_destroy(pool);
 }
 
+/* The one-pixel walk (a matrix-vector product: a decode step's linear
+ * layer, gemm_nhwc.c and gemm_nhwc_avx512.c's rows) against the tile on
+ * the same weights: one pixel run alone, then twice over (two equal
+ * pixels take the tile) -- the same sums in the same order, so the same
+ * bits (GCC), on each variant: reductions 1-300, c_out around the
+ * groups of four 16-channel blocks (a short last group, a last block of
+ * 1-15 channels), no residual or a whole one, every activation, NaN and
+ * infinities in x, one and three threads. */
+static void test_gemm_row(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    CHECK(pool != NULL);
+    static const int64_t outs[] = {1, 7, 16, 17, 40, 63, 64, 65, 100, 129, 256};
+    for (int t = 0; t < 120; t++) {
+        pa_conv2d_t c = random_pointwise();
+        c.layout = PA_LAYOUT_NHWC;
+        c.n = 1, c.h = c.h_out = 1, c.w = c.w_out = 2;
+        c.dh = c.dw = 1;
+        c.c_in = t % 3 ? rnd(1, 40) : rnd(100, 300);
+        c.c_out = outs[t % (int)(sizeof outs / sizeof outs[0])];
+        int64_t c_res = rnd(0, 1) ? c.c_out : 0;
+        float *w = fbuf((size_t)(c.c_out * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *packed = fbuf(_pa_gemm_packed_size(&c)), *x = fbuf((size_t)(2 * c.c_in));
+        float *r = fbuf((size_t)(2 * c.c_out)), *y2 = fbuf((size_t)(2 * c.c_out));
+        float *y1 = fbuf((size_t)c.c_out);
+        CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+        if (t % 4 == 1)
+            plant_specials(x, c.c_in);
+        memcpy(x + c.c_in, x, (size_t)c.c_in * sizeof *x);
+        memcpy(r + c.c_out, r, (size_t)c.c_out * sizeof *r);
+        pa_workers_t *wk = t % 2 ? pool : NULL;
+        for (int avx = 0; avx < 2; avx++) {
+            pa_conv2d_t one = c;
+            one.w = one.w_out = 1;
+            CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, c_res ? r : NULL, c_res, y2, wk, avx),
+                     PA_OK);
+            CHECK_EQ(_pa_gemm_nhwc_run_isa(&one, packed, x, c_res ? r : NULL, c_res, y1, wk,
+                                           avx), PA_OK);
+            if (!same_floats(y1, y2, (size_t)c.c_out) ||
+                !same_floats(y1, y2 + c.c_out, (size_t)c.c_out)) {
+                printf("     differs: avx512 %d c_in %lld c_out %lld c_res %lld act %d\n", avx,
+                       (long long)c.c_in, (long long)c.c_out, (long long)c_res,
+                       (int)c.act.kind);
+                CHECK(0);
+                t = 120;
+            }
+        }
+        free(w), free(b), free(packed), free(x), free(r), free(y1), free(y2);
+    }
+    pa_workers_destroy(pool);
+}
+
 /* A full NHWC convolution whose windows reach into the padding
  * (_pa_conv2d_is_padded_window: the packed SGEMM, taps in the padding read
  * from a zero row): random kernels, strides and pads on every side (a
@@ -396,10 +447,12 @@ static void test_conv_padded_window(void) {
             continue;       /* the windows all inside: not this path */
         CHECK(_pa_conv2d_is_padded_window(&c));
         run_conv_case(c, pool, &worst);
-        /* the zero-padded copy, unpadded: a disjoint-window convolution */
+        /* the zero-padded copy, unpadded: a disjoint-window convolution
+         * (a pointwise one for a 1 x 1 window, stride 1, padded below or
+         * to the right only) */
         pa_conv2d_t u = c;
         u.h = hp, u.w = wp, u.pad_top = u.pad_left = 0;
-        CHECK(_pa_conv2d_is_disjoint(&u));
+        CHECK(_pa_conv2d_is_disjoint(&u) || _pa_conv2d_is_pointwise(&u));
         int64_t m = c.n * c.h_out * c.w_out;
         size_t np = _pa_gemm_packed_size(&c);
         CHECK_EQ((int64_t)np, (int64_t)_pa_gemm_packed_size(&u));
@@ -897,6 +950,7 @@ int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
     RUN(test_gemm_nhwc512);
+    RUN(test_gemm_row);
     RUN(test_conv_padded_window);
     RUN(test_dwconv_nhwc512);
     RUN(test_dwconv_nchw512);

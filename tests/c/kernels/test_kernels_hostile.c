@@ -503,7 +503,7 @@ static void test_calls_run(void) {
         /* the float kinds (0..6 and ADD; the 8-bit ones: test_calls.c), or one
            past every kind */
         call.kind = kind < 7 ? (pa_call_kind_t)kind : kind == 7 ? PA_CALL_ADD
-                    : (pa_call_kind_t)(one_in(2) ? -1 : PA_CALL_ADD + 1 + upto(99));
+                    : (pa_call_kind_t)(one_in(2) ? -1 : PA_CALL_LAYER_NORM + 1 + upto(99));
         void *bufs[6] = {0};
         int expect_ok = 0;
         pa_conv2d_t conv;
@@ -670,7 +670,7 @@ static void test_calls_run(void) {
                 fprintf(stderr, "call kind %d: status %d\n", kind, (int)st);
             CHECK(st == PA_OK && failed == 1);
             ran++;
-        } else if (call.a == tiny || call.kind > PA_CALL_ADD || call.kind < 0) {
+        } else if (call.a == tiny || call.kind > PA_CALL_LAYER_NORM || call.kind < 0) {
             CHECK(st == PA_ERR_INVALID && failed == 0);
         } else {
             CHECK((st == PA_OK && failed == 1) || (st != PA_OK && failed == 0));
