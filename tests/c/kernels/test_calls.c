@@ -192,6 +192,39 @@ static void test_copy_overlapping_blocks(void) {
     CHECK(memcmp(buf, ref, sizeof buf) == 0);
 }
 
+/* Blocks of a few floats (the fixed-size copies: 4 .. 64 bytes, and
+ * sizes between them on the general path), strided on either side, some
+ * with negative strides, and one overlapping move down a buffer: the
+ * bytes of memmove block by block. */
+static void test_copy_small_blocks(void) {
+    enum { NB = 37, MAXB = 72 };
+    static const int64_t bsizes[] = {4, 8, 12, 16, 20, 24, 32, 36, 48, 64, 72};
+    static char src[NB * 2 * MAXB], dst[NB * 3 * MAXB], ref[NB * 3 * MAXB];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (char)(i * 7 + 3);
+    for (size_t q = 0; q < sizeof bsizes / sizeof bsizes[0]; q++) {
+        const int64_t b = bsizes[q];
+        for (int back = 0; back < 2; back++) {
+            const int64_t ss = back ? -2 * b : 2 * b, ds = 3 * b;
+            const char *s0 = back ? src + (NB - 1) * 2 * b : src;
+            memset(dst, 0x5a, sizeof dst), memset(ref, 0x5a, sizeof ref);
+            for (int64_t k = 0; k < NB; k++)
+                memmove(ref + k * ds, s0 + k * ss, (size_t)b);
+            pa_call_t c = {PA_CALL_COPY, NULL, NULL, (void *)s0, NULL, dst, {NB, b, ss, ds}, NULL};
+            CHECK_EQ(pa_calls_run(&c, 1, NULL, NULL), PA_OK);
+            CHECK(memcmp(dst, ref, sizeof dst) == 0);
+        }
+        /* each block moved down by half its size within one buffer */
+        for (size_t i = 0; i < sizeof dst; i++)
+            dst[i] = ref[i] = (char)(i * 5 + 1);
+        for (int64_t k = 0; k < NB; k++)
+            memmove(ref + k * b, ref + k * b + b / 2, (size_t)b);
+        pa_call_t m = {PA_CALL_COPY, NULL, NULL, dst + b / 2, NULL, dst, {NB, b, b, b}, NULL};
+        CHECK_EQ(pa_calls_run(&m, 1, NULL, NULL), PA_OK);
+        CHECK(memcmp(dst, ref, sizeof dst) == 0);
+    }
+}
+
 /* A copy whose blocks would span more than INT64_MAX bytes (k * stride
  * overflowed, and the first step already left any buffer): refused. */
 static void test_calls_copy_span_overflow(void) {
@@ -326,6 +359,7 @@ int main(void) {
     RUN(test_calls_equal_one_by_one);
     RUN(test_calls_stop_at_the_first_failure);
     RUN(test_copy_overlapping_blocks);
+    RUN(test_copy_small_blocks);
     RUN(test_calls_copy_span_overflow);
     RUN(test_quantized_calls_equal_one_by_one);
     RUN(test_calls_add);
