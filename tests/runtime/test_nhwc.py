@@ -456,3 +456,21 @@ def test_an_spp_block_pools_in_nhwc_with_the_bits_of_every_path(tmp_path):
         assert np.isnan(ours[o]).any()
         for run in (ours, plain, numpy_path):       # each over its own convolution's output
             np.testing.assert_array_equal(run[o], _max_pool_same(run["c1"], k), err_msg=o)
+
+
+@pytest.mark.parametrize("c_out,stride", [(16, 2), (24, 1), (14, 2)])
+def test_a_first_layer_over_rgb_in_nhwc_matches(tmp_path, c_out, stride):
+    """A detector's first layer: 3 -> c_out channels, 3x3, SiLU (the
+    few-input-channel kernel, 16 output channels a tile in NHWC) as the
+    unconverted NCHW kernel and onnxruntime compute it."""
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[stride] * 2),
+             node("Sigmoid", ["c1"], ["s1"]), node("Mul", ["c1", "s1"], ["a1"]),
+             node("Conv", ["a1", "w2", "b2"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])]
+    inits = {"w1": rnd(c_out, 3, 3, 3), "b1": rnd(c_out), "w2": rnd(8, c_out, 3, 3),
+             "b2": rnd(8)}
+    path = tmp_path / "rgb.onnx"
+    make_model(nodes, {"x": ([1, 3, 34, 30], np.float32)},
+               {"a1": (None, np.float32), "y": (None, np.float32)}, inits, path=path)
+    g, _ = _check(path, {"x": rnd(1, 3, 34, 30, lo=0.0)}, ["a1", "y"], rule="nhwc")
+    conv = next(op for op in g.ops if op.op_type == "Conv")
+    assert conv.attrs.get("layout") == "NHWC" and conv.attrs.get("activation") == "SILU"

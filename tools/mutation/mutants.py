@@ -4669,4 +4669,10 @@ MUTANTS += [
       "            if (sc) {               /* one pixel: blend gives a0's values */",
       "an NHWC pixel on one column copies its first row's pixel though its rows blend",
       ("c:kernels/test_kernels",)),
+    M("fewin-pair-second-block-weights", "csrc/kernels/fewin.c",
+      "            FI_LOAD(hi, wb);",
+      "            FI_LOAD(hi, wa);",
+      "the few-input-channel kernel's 16-channel tile multiplies the second block's "
+      "channels by the first block's weights",
+      ("c:kernels/test_kernels",)),
 ]

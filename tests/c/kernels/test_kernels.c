@@ -585,6 +585,49 @@ static void test_conv_threads(void) {
     pa_workers_destroy(pool);
 }
 
+/* A first layer over RGB in NHWC (3 -> c_out, the few-input-channel
+ * kernel) computes 16 output channels at once: the bits of the same
+ * convolution split into 8-channel convolutions (one block each), every
+ * activation, stride 1 and 2, c_out 16, 24 and 14 (a pair and a single
+ * block, a partial pair), one and three threads. */
+static void test_fewin_pairs_equal_single_blocks(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    static const pa_act_t acts[] = {PA_ACT_NONE, PA_ACT_RELU, PA_ACT_SILU, PA_ACT_SIGMOID};
+    static const int64_t couts[] = {16, 24, 14};     /* parts of 5+ channels: the few- */
+                                                      /* input kernel (4: a dot product) */
+    int bad = 0;
+    for (int k = 0; k < 12; k++) {
+        const int64_t co = couts[k % 3], S = 1 + k % 2, cin = 3 - (k / 6);
+        pa_conv2d_t c = {PA_LAYOUT_NHWC, 2, cin, 21, 26, co, 0, 0, 3, 3, S, S, 1, 1, 1, 1, 1,
+                         {acts[k % 4], 0, 0}};
+        c.h_out = (c.h + 2 - 3) / S + 1, c.w_out = (c.w + 2 - 3) / S + 1;
+        const int64_t taps = 9 * cin, px = c.n * c.h_out * c.w_out;
+        float *x = fbuf((size_t)(c.n * c.h * c.w * cin)), *wt = fbuf((size_t)(co * taps));
+        float *b = fbuf((size_t)co), *y = fbuf((size_t)(px * co)), *y3 = fbuf((size_t)(px * co));
+        float *pk = malloc(pa_conv2d_packed_size(&c) * sizeof *pk);
+        CHECK_EQ(pa_conv2d_pack(&c, wt, b, pk, pa_conv2d_packed_size(&c)), PA_OK);
+        CHECK_EQ(pa_conv2d_run(&c, pk, x, y, NULL), PA_OK);
+        CHECK_EQ(pa_conv2d_run(&c, pk, x, y3, pool), PA_OK);
+        CHECK(memcmp(y, y3, (size_t)(px * co) * sizeof *y) == 0);
+        for (int64_t c0 = 0; c0 < co; c0 += 8) {    /* channels c0.. as a conv of their own */
+            pa_conv2d_t one = c;
+            one.c_out = co - c0 < 8 ? co - c0 : 8;
+            float *p1 = malloc(pa_conv2d_packed_size(&one) * sizeof *p1);
+            float *y1 = fbuf((size_t)(px * one.c_out));
+            CHECK_EQ(pa_conv2d_pack(&one, wt + c0 * taps, b + c0, p1,
+                                    pa_conv2d_packed_size(&one)), PA_OK);
+            CHECK_EQ(pa_conv2d_run(&one, p1, x, y1, NULL), PA_OK);
+            for (int64_t i = 0; i < px; i++)
+                bad += memcmp(y + i * co + c0, y1 + i * one.c_out,
+                              (size_t)one.c_out * sizeof *y) != 0;
+            free(p1), free(y1);
+        }
+        free(x), free(wt), free(b), free(y), free(y3), free(pk);
+    }
+    CHECK_EQ(bad, 0);
+    pa_workers_destroy(pool);
+}
+
 static void test_conv_invalid(void) {
     pa_conv2d_t c = {PA_LAYOUT_NCHW, 1, 4, 5, 5, 6, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0}};
     float buf[1024] = {0};
@@ -1012,6 +1055,7 @@ int main(void) {
     RUN(test_dwconv_nchw512);
     RUN(test_conv_residual);
     RUN(test_conv_threads);
+    RUN(test_fewin_pairs_equal_single_blocks);
     RUN(test_conv_invalid);
     RUN(test_act);
     RUN(test_pool_random);
