@@ -1557,8 +1557,8 @@ MUTANTS = [
       "computed ahead once its window shrinks in the last bands (pose landmark 940 off)",
       ("tests/runtime/test_patched.py",)),
     M("steps-copy-strides-swapped", "csrc/kernels/calls.c",
-      "const int64_t ss = s->i[2], ds = s->i[3];",
-      "const int64_t ss = s->i[3], ds = s->i[2];",
+      "copy_job_t j = {s->a, s->y, bytes, s->i[2], s->i[3]};",
+      "copy_job_t j = {s->a, s->y, bytes, s->i[3], s->i[2]};",
       "a strided block copy of a step list steps the source by the destination's stride",
       ("c:kernels/test_calls", "tests/native/test_calls.py")),
     M("copy-step-split-too-coarse", "pyarena/_native/kernels.py",
@@ -4675,4 +4675,9 @@ MUTANTS += [
       "the few-input-channel kernel's 16-channel tile multiplies the second block's "
       "channels by the first block's weights",
       ("c:kernels/test_kernels",)),
+    M("copy-threads-last-item-overruns", "csrc/kernels/calls.c",
+      "    int64_t k1 = e * it->per < it->count ? e * it->per : it->count;",
+      "    int64_t k1 = e * it->per;",
+      "a copy shared by threads copies whole items past its last block",
+      ("c:kernels/test_calls",)),
 ]
