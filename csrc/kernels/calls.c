@@ -23,16 +23,95 @@ static int span_ok(int64_t count, int64_t bytes, int64_t stride) {
            !__builtin_add_overflow(span, bytes, &span);
 }
 
-static pa_status_t copy_blocks(const pa_call_t *s) {
+/* A block copy: count blocks of `bytes`, ss / ds bytes apart. */
+typedef struct {
+    const char *src;
+    char *dst;
+    int64_t bytes, ss, ds;
+} copy_job_t;
+
+/* blocks [k0, k1) of N bytes (a constant: the copies are inlined), in
+ * order, each read whole before it is written, as memmove (a block may
+ * overlap its source). */
+#define COPY_FIXED(N)                                                     \
+    do {                                                                  \
+        for (int64_t k = k0; k < k1; k++) {                               \
+            char t_[N];                                                   \
+            memcpy(t_, j->src + k * j->ss, (N));                          \
+            memcpy(j->dst + k * j->ds, t_, (N));                          \
+        }                                                                 \
+        return;                                                           \
+    } while (0)
+
+static void copy_range(const copy_job_t *j, int64_t k0, int64_t k1) {
+    /* blocks of a few floats (a channel slice of NHWC pixels, a strided
+     * Slice): a copy of constant size each, inlined, not a libc call */
+    switch (j->bytes) {
+    case 4:
+        COPY_FIXED(4);
+    case 8:
+        COPY_FIXED(8);
+    case 12:
+        COPY_FIXED(12);
+    case 16:
+        COPY_FIXED(16);
+    case 24:
+        COPY_FIXED(24);
+    case 32:
+        COPY_FIXED(32);
+    case 64:
+        COPY_FIXED(64);
+    default:
+        for (int64_t k = k0; k < k1; k++)
+            memmove(j->dst + k * j->ds, j->src + k * j->ss, (size_t)j->bytes);
+    }
+}
+
+/* Blocks per work item of a shared copy (about 16 KiB each). */
+#define COPY_ITEM_BYTES 16384
+
+/* Items of `per` blocks of a copy of `count`. */
+typedef struct {
+    const copy_job_t *j;
+    int64_t per, count;
+} copy_items_t;
+
+static void copy_items(void *ctx, int64_t b, int64_t e) {
+    const copy_items_t *it = ctx;
+    int64_t k1 = e * it->per < it->count ? e * it->per : it->count;
+    copy_range(it->j, b * it->per, k1);
+}
+
+/* The lowest byte and one past the highest of count blocks. */
+static void copy_span(const char *p, int64_t count, int64_t bytes, int64_t stride,
+                      uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t a = (uintptr_t)p, last = a + (uintptr_t)((count - 1) * stride);
+    *lo = stride < 0 ? last : a;
+    *hi = (stride < 0 ? a : last) + (uintptr_t)bytes;
+}
+
+static pa_status_t copy_blocks(const pa_call_t *s, pa_workers_t *workers) {
     const int64_t count = s->i[0], bytes = s->i[1];
     if (count < 0 || bytes < 0 || (count && bytes && (!s->a || !s->y)))
         return PA_ERR_INVALID;
     if (count && bytes && (!span_ok(count, bytes, s->i[2]) || !span_ok(count, bytes, s->i[3])))
         return PA_ERR_INVALID;
-    const char *src = s->a;
-    char *dst = s->y;
-    for (int64_t k = 0; k < count && bytes; k++)
-        memmove(dst + k * s->i[3], src + k * s->i[2], (size_t)bytes);
+    if (!count || !bytes)
+        return PA_OK;
+    copy_job_t j = {s->a, s->y, bytes, s->i[2], s->i[3]};
+    /* threads share a large copy whose source and destination are apart
+     * (blocks moved within one buffer go one after the other, in order) */
+    uintptr_t slo, shi, dlo, dhi;
+    copy_span(j.src, count, bytes, j.ss, &slo, &shi);
+    copy_span(j.dst, count, bytes, j.ds, &dlo, &dhi);
+    pa_workers_t *w = _pa_workers_for(workers, (double)count * (double)bytes / 4.0);
+    if (w && (shi <= dlo || dhi <= slo)) {
+        const int64_t per = bytes >= COPY_ITEM_BYTES ? 1 : COPY_ITEM_BYTES / bytes;
+        copy_items_t it = {&j, per, count};
+        _pa_parallel(w, (count + per - 1) / per, copy_items, &it);
+        return PA_OK;
+    }
+    copy_range(&j, 0, count);
     return PA_OK;
 }
 
@@ -66,7 +145,7 @@ static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
             return PA_ERR_INVALID;
         return pa_act(s->params, s->a, s->y, (size_t)s->i[0], workers);
     case PA_CALL_COPY:
-        return copy_blocks(s);
+        return copy_blocks(s, workers);
     case PA_CALL_QCONV2D:
         if (s->i[0] < 0)
             return PA_ERR_INVALID;

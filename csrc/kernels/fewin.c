@@ -14,7 +14,9 @@
  * PA_FI_CO output channels times PA_FI_PX output columns accumulates over
  * the c_in * kh * kw taps: NCHW vectorises over the columns (one vector
  * load of the tile per tap, the weights broadcast), NHWC over the output
- * channels (one weight vector per tap, the tile's values broadcast).
+ * channels (one weight vector per tap, the tile's values broadcast; two
+ * blocks at once where there are two, 16 channels a vector: one AVX-512
+ * register).
  * Packed weights: per block of PA_FI_CO output channels its bias, then one
  * row of PA_FI_CO weights per tap (ci, i, jj), zero-filled past c_out.
  * Like gemm.c, products and sums may be contracted into FMA where
@@ -32,6 +34,10 @@
 #define PA_FI_PX 8          /* output columns of a register tile  */
 
 typedef float pa_fi_v8 __attribute__((vector_size(32)));
+typedef float pa_fi_v16 __attribute__((vector_size(64)));
+/* two 8-float vectors as one of 16 */
+#define FI_PAIR(lo, hi) \
+    __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 _Static_assert(PA_FI_CO == 8 && PA_FI_PX == 8, "one vector of 8 floats per tile row");
 
 static int64_t fi_blocks(const pa_conv2d_t *c) { return (c->c_out + PA_FI_CO - 1) / PA_FI_CO; }
@@ -156,12 +162,72 @@ PA_INLINE void fi_tile(const fi_job_t *j, const float *tile, const float *pk, in
     acc[4] = a4, acc[5] = a5, acc[6] = a6, acc[7] = a7;
 }
 
+/* NHWC: two blocks of output channels (16) x PA_FI_PX columns at once,
+ * each column's 16 channels one vector (AVX-512: one register, half the
+ * multiply-adds of two 8-channel tiles; other clones split it in two).
+ * Each channel sums the taps in fi_tile's order, so the bits are its.
+ * out[px] gets the 16 channels of column ow + px. */
+PA_INLINE void fi_tile_pair(const fi_job_t *j, const float *tile, const float *pk,
+                            int64_t per_block, int64_t ow, float out[PA_FI_PX][2 * PA_FI_CO],
+                            int S) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t kw = c->kw, hf = j->hf, rf = j->rf;
+    const float *restrict wa = pk + PA_FI_CO, *restrict wb = pk + per_block + PA_FI_CO;
+    pa_fi_v8 lo, hi;
+    FI_LOAD(lo, pk);
+    FI_LOAD(hi, pk + per_block);
+    pa_fi_v16 a0 = FI_PAIR(lo, hi), a1, a2, a3, a4, a5, a6, a7;
+    a1 = a2 = a3 = a4 = a5 = a6 = a7 = a0;
+    for (int64_t r = 0; r < c->c_in * c->kh; r++) {
+        const float *tr = tile + r * rf + ow;
+        for (int64_t jj = 0; jj < kw; jj++, wa += PA_FI_CO, wb += PA_FI_CO) {
+            const float *restrict xp = tr + (jj % S) * hf + jj / S;
+            FI_LOAD(lo, wa);
+            FI_LOAD(hi, wb);
+            const pa_fi_v16 v = FI_PAIR(lo, hi);
+            a0 += v * xp[0], a1 += v * xp[1], a2 += v * xp[2], a3 += v * xp[3];
+            a4 += v * xp[4], a5 += v * xp[5], a6 += v * xp[6], a7 += v * xp[7];
+        }
+    }
+    memcpy(out[0], &a0, sizeof a0), memcpy(out[1], &a1, sizeof a1);
+    memcpy(out[2], &a2, sizeof a2), memcpy(out[3], &a3, sizeof a3);
+    memcpy(out[4], &a4, sizeof a4), memcpy(out[5], &a5, sizeof a5);
+    memcpy(out[6], &a6, sizeof a6), memcpy(out[7], &a7, sizeof a7);
+}
+
+/* NHWC output row oh, blocks b and b + 1 (fi_tile_pair). */
+PA_INLINE void fi_row_pair(const fi_job_t *j, const float *tile, int64_t img, int64_t oh,
+                           int64_t b, int S) {
+    const pa_conv2d_t *c = j->c;
+    const int64_t per_block = PA_FI_CO * (1 + c->c_in * c->kh * c->kw);
+    const int64_t c0 = b * PA_FI_CO;
+    const int64_t nco = c->c_out - c0 < 2 * PA_FI_CO ? c->c_out - c0 : 2 * PA_FI_CO;
+    for (int64_t ow = 0; ow < c->w_out; ow += PA_FI_PX) {
+        float out[PA_FI_PX][2 * PA_FI_CO];
+        fi_tile_pair(j, tile, j->packed + b * per_block, per_block, ow, out, S);
+        _pa_act_block(&out[0][0], PA_FI_PX * 2 * PA_FI_CO, &c->act);
+        const int64_t npx = c->w_out - ow < PA_FI_PX ? c->w_out - ow : PA_FI_PX;
+        float *y = j->y + ((img * c->h_out + oh) * c->w_out + ow) * c->c_out + c0;
+        if (nco == 2 * PA_FI_CO)
+            for (int64_t p = 0; p < npx; p++)
+                memcpy(y + p * c->c_out, out[p], sizeof out[p]);
+        else
+            for (int64_t p = 0; p < npx; p++)
+                for (int64_t v = 0; v < nco; v++)
+                    y[p * c->c_out + v] = out[p][v];
+    }
+}
+
 PA_INLINE void fi_row(const fi_job_t *j, const float *tile, int64_t img, int64_t oh, int nhwc,
                       int S) {
     const pa_conv2d_t *c = j->c;
     const int64_t per_block = PA_FI_CO * (1 + c->c_in * c->kh * c->kw);
     const int64_t plane = c->h_out * c->w_out;
     for (int64_t b = 0; b < fi_blocks(c); b++) {
+        if (nhwc && b + 1 < fi_blocks(c)) {     /* a pair of blocks */
+            fi_row_pair(j, tile, img, oh, b++, S);
+            continue;
+        }
         const float *pk = j->packed + b * per_block;
         const int64_t nco = c->c_out - b * PA_FI_CO < PA_FI_CO ? c->c_out - b * PA_FI_CO
                                                                  : PA_FI_CO;

@@ -120,8 +120,102 @@ static void pool_nhwc_avg_rows(void *ctx, int64_t begin, int64_t end) {
         pool_nhwc_row(ctx, r, 0);
 }
 
+/* -- separable max pooling ------------------------------------------------
+ *
+ * A large max window (YOLO's SPP: 5x5, 9x9, 13x13 at stride 1) reduced
+ * tap by tap costs kh * kw vector maxima per output pixel.  Here each
+ * input row's horizontal maxima (a window row's kw taps per output
+ * column) are taken once into a stack tile and every output row folds
+ * its kh rows of them: kw + kh maxima per pixel.  Both folds keep the
+ * tap walk's order -- the row-major window cut into its rows -- and the
+ * maximum above keeps the first of equal taps and the last NaN, so the
+ * bits are the tap walk's (+0 / -0 and NaN payloads included).  A work
+ * item is one image x 8 channels x a band of output rows whose input rows
+ * fit the tile. */
+#define SEP_VECS 512    /* horizontal maxima on the stack: 16 KiB per thread */
+
+typedef struct {
+    const pa_pool2d_t *p;
+    const float *x;
+    float *y;
+    int64_t ow_lo, ow_hi;   /* interior output columns */
+    int64_t nch, band, nbands;
+} pool_sep_job_t;
+
+/* Input rows [r0, r1) (clipped to the image) of output rows [oh0, oh1). */
+static void sep_rows(const pa_pool2d_t *p, int64_t oh0, int64_t oh1, int64_t *r0,
+                     int64_t *r1) {
+    int64_t a = oh0 * p->sh - p->pad_top, b = (oh1 - 1) * p->sh - p->pad_top + p->kh;
+    *r0 = a < 0 ? 0 : a > p->h ? p->h : a;
+    *r1 = b < *r0 ? *r0 : b > p->h ? p->h : b;
+}
+
+PA_INLINE void sep_item(const pool_sep_job_t *j, int64_t item) {
+    const pa_pool2d_t *p = j->p;
+    const int64_t C = p->c, W = p->w_out;
+    const int64_t band = item % j->nbands, cc = item / j->nbands % j->nch;
+    const int64_t img = item / j->nbands / j->nch, c = cc * 8 + 8 <= C ? cc * 8 : C - 8;
+    const int64_t oh0 = band * j->band;
+    const int64_t oh1 = oh0 + j->band < p->h_out ? oh0 + j->band : p->h_out;
+    const pa_pv8 init = PV8_SPLAT(-__builtin_inff());
+    pa_pv8 hb[SEP_VECS], v;
+    int64_t r0, r1, lo, hi, cnt;
+    sep_rows(p, oh0, oh1, &r0, &r1);
+    for (int64_t ih = r0; ih < r1; ih++) {      /* each row's horizontal maxima */
+        const float *xr = j->x + ((img * p->h + ih) * p->w) * C + c;
+        for (int64_t ow = 0; ow < W; ow++) {
+            if (ow >= j->ow_lo && ow < j->ow_hi)
+                lo = 0, hi = p->kw;
+            else
+                _pa_pool_axis(p, 1, ow, &lo, &hi, &cnt);
+            pa_pv8 acc = init;
+            const float *xw = xr + (hi > lo ? (ow * p->sw - p->pad_left + lo) * C : 0);
+            for (int64_t jj = 0; jj < hi - lo; jj++) {
+                PV8_LOAD(v, xw + jj * C);
+                PV8_MAX_INTO(acc, v);
+            }
+            hb[(ih - r0) * W + ow] = acc;
+        }
+    }
+    for (int64_t oh = oh0; oh < oh1; oh++) {    /* each output row folds its rows' */
+        _pa_pool_axis(p, 0, oh, &lo, &hi, &cnt);
+        const pa_pv8 *hr = hb + (hi > lo ? (oh * p->sh - p->pad_top + lo - r0) * W : 0);
+        float *yr = j->y + ((img * p->h_out + oh) * W) * C + c;
+        for (int64_t ow = 0; ow < W; ow++) {
+            pa_pv8 acc = init;
+            for (int64_t i = 0; i < hi - lo; i++)
+                PV8_MAX_INTO(acc, hr[i * W + ow]);
+            PV8_STORE(yr + ow * C, acc);
+        }
+    }
+}
+
+PA_MULTIVERSION
+static void pool_sep_items(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; item++)
+        sep_item(ctx, item);
+}
+
+/* Output rows per band of the separable path (their input rows' maxima
+ * fit SEP_VECS), or 0 where it does not run: windows under 3x3, a row
+ * stride of the window's height or more (no row shared), under 8
+ * channels, a tile too small for one output row. */
+static int64_t sep_band(const pa_pool2d_t *p) {
+    if (p->kh < 3 || p->kw < 3 || p->sh >= p->kh || p->c < 8 || p->w_out > SEP_VECS / p->kh)
+        return 0;
+    int64_t band = (SEP_VECS / p->w_out - p->kh) / p->sh + 1;
+    return band < p->h_out ? band : p->h_out;
+}
+
 void _pa_pool_nhwc_run(const pa_pool2d_t *p, const float *x, float *y, pa_workers_t *w,
                        int is_max, int64_t ow_lo, int64_t ow_hi) {
+    const int64_t band = is_max ? sep_band(p) : 0;
+    if (band > 0) {
+        pool_sep_job_t sj = {p, x, y, ow_lo, ow_hi, (p->c + 7) / 8, band, 0};
+        sj.nbands = (p->h_out + band - 1) / band;
+        _pa_parallel(w, p->n * sj.nch * sj.nbands, pool_sep_items, &sj);
+        return;
+    }
     pool_nhwc_job_t j = {p, x, y, ow_lo, ow_hi};
     _pa_parallel(w, p->n * p->h_out, is_max ? pool_nhwc_max_rows : pool_nhwc_avg_rows, &j);
 }

@@ -17,7 +17,10 @@
  * upsample.cc, sums dx * dy * X over the four taps): an Inf on a tap of
  * weight 0 gives 0 * Inf = NaN, and an Inf blended with a finite value
  * stays Inf, where a + (b - a) t made NaN of both.  A tap pair on one
- * pixel (nearest, an axis not resized, the clamped edge) is a copy.
+ * pixel (nearest, an axis not resized, the clamped edge) is a copy.  In
+ * NHWC a pixel whose pairs both lie on one pixel is copied as a block,
+ * and a nearest row the same as the row before it (an upsampling by 2 or
+ * more) copies that row whole.
  */
 #include "internal.h"
 
@@ -27,6 +30,7 @@ typedef struct {
     const float *rw, *cw, *x;
     float *y;
     int nhwc;
+    int cols_one;           /* every column's tap pair on one pixel (nearest) */
 } resize_job_t;
 
 /* a (1 - t) + b t, or a when both taps are one pixel (`same`).  Two
@@ -50,12 +54,23 @@ static void resize_nhwc_rows(void *ctx, int64_t begin, int64_t end) {
         const float t = j->rw[oh];
         const int sr = j->r0[oh] == j->r1[oh];
         float *restrict yr = j->y + r * j->w_out * C;
+        /* a row of copies (nearest) the same as the row before it, which
+         * this call wrote (an upsampling's repeated rows): copied whole */
+        if (sr && j->cols_one && r > begin && oh > 0 && j->r0[oh] == j->r0[oh - 1] &&
+            j->r1[oh - 1] == j->r0[oh]) {
+            memcpy(yr, yr - j->w_out * C, (size_t)(j->w_out * C) * sizeof *yr);
+            continue;
+        }
         for (int64_t ow = 0; ow < j->w_out; ow++) {
             const float *a0 = xa + j->c0[ow] * C, *a1 = xa + j->c1[ow] * C;
             const float *b0 = xb + j->c0[ow] * C, *b1 = xb + j->c1[ow] * C;
             const float u = j->cw[ow];
             const int sc = j->c0[ow] == j->c1[ow];
             float *restrict yp = yr + ow * C;
+            if (sr && sc) {         /* one pixel: blend gives a0's values */
+                memcpy(yp, a0, (size_t)C * sizeof *yp);
+                continue;
+            }
             PA_MAP(yp, (size_t)C, ch,
                    blend(blend(a0[ch], b0[ch], t, sr), blend(a1[ch], b1[ch], t, sr), u, sc));
         }
@@ -106,7 +121,9 @@ pa_status_t pa_resize2d(pa_layout_t layout, int64_t n, int64_t c, int64_t h, int
     if (!table_ok(r0, r1, rw, h_out, h) || !table_ok(c0, c1, cw, w_out, w))
         return PA_ERR_INVALID;
     resize_job_t j = {n, c, h, w, h_out, w_out, r0, r1, c0, c1, rw, cw, x, y,
-                      layout == PA_LAYOUT_NHWC};
+                      layout == PA_LAYOUT_NHWC, 1};
+    for (int64_t i = 0; i < w_out; i++)
+        j.cols_one &= c0[i] == c1[i];
     pa_workers_t *pool = _pa_workers_for(workers, (double)n * (double)c * (double)h_out *
                                                        (double)w_out * 4.0);
     if (j.nhwc)

@@ -9,6 +9,7 @@ import pytest
 from onnx import helper
 
 from pyarena.runtime import batch as batch_mod
+from pyarena._native.kernels import CallList
 from pyarena.runtime.batch import Batch
 
 
@@ -88,3 +89,61 @@ def test_add_of_broadcast_or_other_types_stays_on_numpy():
     assert add_calls(K(), [buf[:6].reshape(2, 3), b], [buf[1:7].reshape(2, 3)]) is None
     K.op.op_type = "Sub"
     assert add_calls(K(), [a, b], [y]) is None
+
+
+def _focus(path, steps=(2, 2), starts=(0, 1)):
+    """YOLOv5's Focus (space to depth by Slices with steps and a Concat)
+    before a 3x3 convolution, plus a Slice with a negative step."""
+    from helpers.onnx_util import make_model
+    r = np.random.default_rng(5)
+    nodes, parts, inits = [], [], {}
+    for i, (a, b) in enumerate([(starts[0], starts[0]), (starts[1], starts[0]),
+                                (starts[0], starts[1]), (starts[1], starts[1])]):
+        for ax, s, t in ((2, a, f"h{i}"), (3, b, f"f{i}")):
+            inits[f"st{i}{ax}"] = np.array([s], np.int64)
+            inits[f"en{i}{ax}"] = np.array([1 << 30], np.int64)
+            inits[f"ax{i}{ax}"] = np.array([ax], np.int64)
+            inits[f"sp{i}{ax}"] = np.array([steps[ax - 2]], np.int64)
+            nodes.append(helper.make_node(
+                "Slice", [f"h{i}" if ax == 3 else "x", f"st{i}{ax}", f"en{i}{ax}",
+                          f"ax{i}{ax}", f"sp{i}{ax}"], [t]))
+        parts.append(f"f{i}")
+    nodes.append(helper.make_node("Concat", parts, ["cat"], axis=1))
+    nodes.append(helper.make_node("Conv", ["cat", "w", "b"], ["y"], pads=[1, 1, 1, 1]))
+    inits.update({"w": _rnd(r, 8, 12, 3, 3), "b": _rnd(r, 8), "rs": np.array([-1], np.int64),
+                  "re": np.array([-(1 << 30)], np.int64), "ra": np.array([1], np.int64),
+                  "rp": np.array([-2], np.int64)})
+    nodes.append(helper.make_node("Slice", ["x", "rs", "re", "ra", "rp"], ["rev"]))
+    make_model(nodes, {"x": ([1, 3, 24, 18], np.float32)},
+               {"y": (None, np.float32), "rev": (None, np.float32)}, inits, path=path)
+
+
+@pytest.mark.parametrize("steps,starts", [((2, 2), (0, 1)), ((3, 2), (1, 0))])
+def test_strided_slices_are_copy_records_with_the_bits_of_numpy(tmp_path, monkeypatch, steps,
+                                                               starts):
+    """The Focus block's Slices (steps over rows and pixels of NHWC: blocks
+    of 3 floats) run as block copies in the batch: the bits of NumPy's
+    slicing op by op, and onnxruntime's results; a negative step too."""
+    from helpers.model_zoo import ort_run
+    path = tmp_path / "focus.onnx"
+    _focus(path, steps, starts)
+    x = np.random.default_rng(4).uniform(-2, 2, (1, 3, 24, 18)).astype(np.float32)
+    ex = _executor(path, 1)
+    names = {n for s in ex._runner.busy if isinstance(s[0], Batch) for n in s[0].calls.names}
+    slices = [op.name for op in ex.graph.ops if op.op_type == "Slice"]
+    assert len(slices) == 9 and all(n in names for n in slices[:8])
+    rev = [b for b in ex._runner.bound if b[0].op.name == slices[8]][0]     # on its own
+    assert rev[0].native_calls(rev[1], rev[2])[0][-1][2] < 0    # one copy, rows backwards
+    got = {k: np.array(v) for k, v in ex.run({"x": x}).items()}
+    ref = ort_run(path, {"x": x})
+    np.testing.assert_array_equal(got["rev"], ref["rev"])
+    out = np.full(ref["rev"].shape, np.nan, np.float32)    # its record run on fresh arrays
+    CallList(rev[0].native_calls([x], [out])).run(None, "rev")
+    np.testing.assert_array_equal(out, ref["rev"])
+    np.testing.assert_allclose(got["y"], ref["y"], rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(batch_mod.Batch, "__init__", None)
+    monkeypatch.setattr("pyarena.runtime.modes.batch_runs",
+                        lambda items, records_of, wrap: list(items))
+    one = _executor(path, 1)
+    for k, v in one.run({"x": x}).items():
+        np.testing.assert_array_equal(np.array(v), got[k])

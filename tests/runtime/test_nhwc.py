@@ -418,3 +418,59 @@ def test_auto_takes_a_region_whose_edges_copy_a_fifth_of_what_its_convolutions_w
     assert cheap((1, 4, 8, 8), (1, 20, 8, 8))        # 1/5: at the bar
     assert not cheap((1, 4, 8, 8), (1, 16, 8, 8))    # 1/4
     assert cheap((1, 64, 1, 1), (1, 8, 8, 8))        # a 1x1-pixel edge is a view: free
+
+
+def _max_pool_same(c, k):
+    """NumPy's stride-1 k x k max pool of NCHW c padded by k // 2."""
+    pad = np.pad(c, [(0, 0), (0, 0), (k // 2, k // 2), (k // 2, k // 2)],
+                 constant_values=-np.inf)
+    return np.lib.stride_tricks.sliding_window_view(pad, (k, k), axis=(2, 3)).max(axis=(4, 5))
+
+
+def test_an_spp_block_pools_in_nhwc_with_the_bits_of_every_path(tmp_path):
+    """YOLOv5's SPP: 5x5, 9x9 and 13x13 stride-1 max pools of one NHWC
+    tensor (the native separable path), as the unconverted NCHW kernels
+    and the NumPy path, give the bits of NumPy's maximum over the windows
+    of the convolution's output, a NaN in the input too; onnxruntime's
+    results to float tolerance (its MaxPool lets some NaNs through and not
+    others: compared without)."""
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1])]
+    for k in (5, 9, 13):
+        nodes.append(node("MaxPool", ["c1"], [f"m{k}"], kernel_shape=[k, k],
+                          pads=[k // 2] * 4, strides=[1, 1]))
+    nodes += [node("Concat", ["c1", "m5", "m9", "m13"], ["cat"], axis=1),
+              node("Conv", ["cat", "w2", "b2"], ["y"])]
+    inits = {"w1": rnd(20, 4, 3, 3), "b1": rnd(20), "w2": rnd(6, 80, 1, 1), "b2": rnd(6)}
+    outs = ["m5", "m9", "m13", "c1", "y"]
+    path = tmp_path / "spp.onnx"
+    make_model(nodes, {"x": ([1, 4, 13, 15], np.float32)}, {o: (None, np.float32) for o in outs},
+               inits, path=path)
+    x = rnd(1, 4, 13, 15)
+    g, kept = _check(path, {"x": x}, outs, rule="nhwc")
+    assert [op.attrs.get("layout") for op in g.ops if op.op_type == "MaxPool"] == ["NHWC"] * 3
+    x[0, 1, 3, 4] = np.nan
+    ours, plain = _run(g, {"x": x}), _run(kept, {"x": x})
+    numpy_path = _run(load_model(str(path), layout="nhwc", native=False), {"x": x})
+    for k in (5, 9, 13):
+        o = f"m{k}"
+        assert np.isnan(ours[o]).any()
+        for run in (ours, plain, numpy_path):       # each over its own convolution's output
+            np.testing.assert_array_equal(run[o], _max_pool_same(run["c1"], k), err_msg=o)
+
+
+@pytest.mark.parametrize("c_out,stride", [(16, 2), (24, 1), (14, 2)])
+def test_a_first_layer_over_rgb_in_nhwc_matches(tmp_path, c_out, stride):
+    """A detector's first layer: 3 -> c_out channels, 3x3, SiLU (the
+    few-input-channel kernel, 16 output channels a tile in NHWC) as the
+    unconverted NCHW kernel and onnxruntime compute it."""
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[stride] * 2),
+             node("Sigmoid", ["c1"], ["s1"]), node("Mul", ["c1", "s1"], ["a1"]),
+             node("Conv", ["a1", "w2", "b2"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])]
+    inits = {"w1": rnd(c_out, 3, 3, 3), "b1": rnd(c_out), "w2": rnd(8, c_out, 3, 3),
+             "b2": rnd(8)}
+    path = tmp_path / "rgb.onnx"
+    make_model(nodes, {"x": ([1, 3, 34, 30], np.float32)},
+               {"a1": (None, np.float32), "y": (None, np.float32)}, inits, path=path)
+    g, _ = _check(path, {"x": rnd(1, 3, 34, 30, lo=0.0)}, ["a1", "y"], rule="nhwc")
+    conv = next(op for op in g.ops if op.op_type == "Conv")
+    assert conv.attrs.get("layout") == "NHWC" and conv.attrs.get("activation") == "SILU"

@@ -331,6 +331,13 @@ class Slice(Kernel):
     def run(self, xs, ys, sc):
         np.copyto(ys[0], xs[0][self.sl])
 
+    def native_calls(self, xs, ys):
+        """The slice as a block-copy record (``copy_call``: rows, a step
+        over pixels...), or None (not equally spaced blocks)."""
+        if self._act is not None or xs[0] is None or ys[0] is None:
+            return None
+        return _copy_records([(ys[0], xs[0][self.sl])])
+
 
 @register
 class Gather(Kernel):

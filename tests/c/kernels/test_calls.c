@@ -192,6 +192,75 @@ static void test_copy_overlapping_blocks(void) {
     CHECK(memcmp(buf, ref, sizeof buf) == 0);
 }
 
+/* Blocks of a few floats (the fixed-size copies: 4 .. 64 bytes, and
+ * sizes between them on the general path), strided on either side, some
+ * with negative strides, and one overlapping move down a buffer: the
+ * bytes of memmove block by block. */
+static void test_copy_small_blocks(void) {
+    enum { NB = 37, MAXB = 72 };
+    static const int64_t bsizes[] = {4, 8, 12, 16, 20, 24, 32, 36, 48, 64, 72};
+    static char src[NB * 2 * MAXB], dst[NB * 3 * MAXB], ref[NB * 3 * MAXB];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (char)(i * 7 + 3);
+    for (size_t q = 0; q < sizeof bsizes / sizeof bsizes[0]; q++) {
+        const int64_t b = bsizes[q];
+        for (int back = 0; back < 2; back++) {
+            const int64_t ss = back ? -2 * b : 2 * b, ds = 3 * b;
+            const char *s0 = back ? src + (NB - 1) * 2 * b : src;
+            memset(dst, 0x5a, sizeof dst), memset(ref, 0x5a, sizeof ref);
+            for (int64_t k = 0; k < NB; k++)
+                memmove(ref + k * ds, s0 + k * ss, (size_t)b);
+            pa_call_t c = {PA_CALL_COPY, NULL, NULL, (void *)s0, NULL, dst, {NB, b, ss, ds}, NULL};
+            CHECK_EQ(pa_calls_run(&c, 1, NULL, NULL), PA_OK);
+            CHECK(memcmp(dst, ref, sizeof dst) == 0);
+        }
+        /* each block moved down by half its size within one buffer */
+        for (size_t i = 0; i < sizeof dst; i++)
+            dst[i] = ref[i] = (char)(i * 5 + 1);
+        for (int64_t k = 0; k < NB; k++)
+            memmove(ref + k * b, ref + k * b + b / 2, (size_t)b);
+        pa_call_t m = {PA_CALL_COPY, NULL, NULL, dst + b / 2, NULL, dst, {NB, b, b, b}, NULL};
+        CHECK_EQ(pa_calls_run(&m, 1, NULL, NULL), PA_OK);
+        CHECK(memcmp(dst, ref, sizeof dst) == 0);
+    }
+}
+
+/* Copies large enough for threads to share (three workers): blocks of
+ * 12 bytes and of 5000, either stride negative, and a move down within
+ * one buffer (source and destination overlap: block by block, in order);
+ * the bytes of memmove block by block. */
+static void test_copy_shared_by_threads(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    enum { BYTES = 1 << 21 };
+    char *src = malloc(BYTES), *dst = malloc(2 * BYTES), *ref = malloc(2 * BYTES);
+    for (int i = 0; i < BYTES; i++)
+        src[i] = (char)(i * 13 + 7);
+    static const int64_t geo[][4] = {   /* count, bytes, src stride, dst stride */
+        {80000, 12, 24, 12}, {80000, 12, -24, 24}, {200, 5000, 10000, -5008}, {100, 5000, 5000, 9000}};
+    for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++) {
+        const int64_t n = geo[g][0], b = geo[g][1], ss = geo[g][2], ds = geo[g][3];
+        const char *s0 = ss < 0 ? src + (n - 1) * -ss : src;
+        char *d0 = ds < 0 ? dst + (n - 1) * -ds : dst;
+        char *r0 = ds < 0 ? ref + (n - 1) * -ds : ref;
+        memset(dst, 1, 2 * BYTES), memset(ref, 1, 2 * BYTES);
+        for (int64_t k = 0; k < n; k++)
+            memmove(r0 + k * ds, s0 + k * ss, (size_t)b);
+        pa_call_t c = {PA_CALL_COPY, NULL, NULL, (void *)s0, NULL, d0, {n, b, ss, ds}, NULL};
+        CHECK_EQ(pa_calls_run(&c, 1, pool, NULL), PA_OK);
+        CHECK(memcmp(dst, ref, 2 * BYTES) == 0);
+    }
+    /* 150000 blocks of 12 bytes each moved 6 bytes down within dst */
+    for (int i = 0; i < 2 * BYTES; i++)
+        dst[i] = ref[i] = (char)(i * 3 + 1);
+    for (int64_t k = 0; k < 150000; k++)
+        memmove(ref + k * 12, ref + k * 12 + 6, 12);
+    pa_call_t m = {PA_CALL_COPY, NULL, NULL, dst + 6, NULL, dst, {150000, 12, 12, 12}, NULL};
+    CHECK_EQ(pa_calls_run(&m, 1, pool, NULL), PA_OK);
+    CHECK(memcmp(dst, ref, 2 * BYTES) == 0);
+    free(src), free(dst), free(ref);
+    pa_workers_destroy(pool);
+}
+
 /* A copy whose blocks would span more than INT64_MAX bytes (k * stride
  * overflowed, and the first step already left any buffer): refused. */
 static void test_calls_copy_span_overflow(void) {
@@ -366,6 +435,8 @@ int main(void) {
     RUN(test_calls_equal_one_by_one);
     RUN(test_calls_stop_at_the_first_failure);
     RUN(test_copy_overlapping_blocks);
+    RUN(test_copy_small_blocks);
+    RUN(test_copy_shared_by_threads);
     RUN(test_calls_copy_span_overflow);
     RUN(test_quantized_calls_equal_one_by_one);
     RUN(test_calls_add);

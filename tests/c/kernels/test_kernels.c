@@ -638,6 +638,49 @@ static void test_conv_threads(void) {
     pa_workers_destroy(pool);
 }
 
+/* A first layer over RGB in NHWC (3 -> c_out, the few-input-channel
+ * kernel) computes 16 output channels at once: the bits of the same
+ * convolution split into 8-channel convolutions (one block each), every
+ * activation, stride 1 and 2, c_out 16, 24 and 14 (a pair and a single
+ * block, a partial pair), one and three threads. */
+static void test_fewin_pairs_equal_single_blocks(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    static const pa_act_t acts[] = {PA_ACT_NONE, PA_ACT_RELU, PA_ACT_SILU, PA_ACT_SIGMOID};
+    static const int64_t couts[] = {16, 24, 14};     /* parts of 5+ channels: the few- */
+                                                      /* input kernel (4: a dot product) */
+    int bad = 0;
+    for (int k = 0; k < 12; k++) {
+        const int64_t co = couts[k % 3], S = 1 + k % 2, cin = 3 - (k / 6);
+        pa_conv2d_t c = {PA_LAYOUT_NHWC, 2, cin, 21, 26, co, 0, 0, 3, 3, S, S, 1, 1, 1, 1, 1,
+                         {acts[k % 4], 0, 0}};
+        c.h_out = (c.h + 2 - 3) / S + 1, c.w_out = (c.w + 2 - 3) / S + 1;
+        const int64_t taps = 9 * cin, px = c.n * c.h_out * c.w_out;
+        float *x = fbuf((size_t)(c.n * c.h * c.w * cin)), *wt = fbuf((size_t)(co * taps));
+        float *b = fbuf((size_t)co), *y = fbuf((size_t)(px * co)), *y3 = fbuf((size_t)(px * co));
+        float *pk = malloc(pa_conv2d_packed_size(&c) * sizeof *pk);
+        CHECK_EQ(pa_conv2d_pack(&c, wt, b, pk, pa_conv2d_packed_size(&c)), PA_OK);
+        CHECK_EQ(pa_conv2d_run(&c, pk, x, y, NULL), PA_OK);
+        CHECK_EQ(pa_conv2d_run(&c, pk, x, y3, pool), PA_OK);
+        CHECK(memcmp(y, y3, (size_t)(px * co) * sizeof *y) == 0);
+        for (int64_t c0 = 0; c0 < co; c0 += 8) {    /* channels c0.. as a conv of their own */
+            pa_conv2d_t one = c;
+            one.c_out = co - c0 < 8 ? co - c0 : 8;
+            float *p1 = malloc(pa_conv2d_packed_size(&one) * sizeof *p1);
+            float *y1 = fbuf((size_t)(px * one.c_out));
+            CHECK_EQ(pa_conv2d_pack(&one, wt + c0 * taps, b + c0, p1,
+                                    pa_conv2d_packed_size(&one)), PA_OK);
+            CHECK_EQ(pa_conv2d_run(&one, p1, x, y1, NULL), PA_OK);
+            for (int64_t i = 0; i < px; i++)
+                bad += memcmp(y + i * co + c0, y1 + i * one.c_out,
+                              (size_t)one.c_out * sizeof *y) != 0;
+            free(p1), free(y1);
+        }
+        free(x), free(wt), free(b), free(y), free(y3), free(pk);
+    }
+    CHECK_EQ(bad, 0);
+    pa_workers_destroy(pool);
+}
+
 static void test_conv_invalid(void) {
     pa_conv2d_t c = {PA_LAYOUT_NCHW, 1, 4, 5, 5, 6, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0}};
     float buf[1024] = {0};
@@ -726,6 +769,64 @@ static void test_act(void) {
     CHECK_EQ(pa_bias_act(PA_LAYOUT_NCHW, 1, 0, 4, v, NULL, v, &relu, NULL), PA_ERR_INVALID);
     pa_workers_destroy(pool);
     free(x), free(y);
+}
+
+/* The tap walk's maximum (pooling.c): the first of equal taps, the last
+ * NaN. */
+static float max_walk(float a, float b) {
+    return b > a || b != b ? b : a;
+}
+
+/* NHWC max pools of large windows (SPP's 5x5 / 9x9 / 13x13, asymmetric,
+ * strided, tall images in several bands; the separable path) against
+ * the tap walk bit for bit, NaNs of distinct payloads and signed zeros
+ * among the inputs, one and three threads. */
+static void test_maxpool_nhwc_large_windows(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    static const int64_t geo[][8] = {   /* c, h, w, kh, kw, sh, sw, pad */
+        {192, 13, 13, 13, 13, 1, 1, 6}, {128, 10, 10, 5, 5, 1, 1, 2}, {20, 13, 13, 9, 9, 1, 1, 4},
+        {12, 40, 37, 5, 3, 1, 1, 1}, {9, 30, 60, 3, 5, 2, 1, 2}, {16, 25, 21, 7, 7, 3, 2, 0},
+        {8, 9, 120, 4, 3, 1, 3, 1}, {24, 6, 7, 13, 13, 1, 1, 6}};
+    int bad = 0;
+    for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++) {
+        pa_pool2d_t p = {PA_LAYOUT_NHWC, 2, geo[g][0], geo[g][1], geo[g][2], 0, 0,
+                         geo[g][3], geo[g][4], geo[g][5], geo[g][6],
+                         geo[g][7], geo[g][7], geo[g][7], geo[g][7] / 2, 0};
+        p.h_out = (p.h + p.pad_top + p.pad_bottom - p.kh) / p.sh + 1;
+        p.w_out = (p.w + p.pad_left + p.pad_right - p.kw) / p.sw + 1;
+        size_t nx = (size_t)(p.n * p.c * p.h * p.w), ny = (size_t)(p.n * p.c * p.h_out * p.w_out);
+        float *x = fbuf(nx), *y = fbuf(ny), *y3 = fbuf(ny);
+        for (size_t i = 0; i < nx; i++) {       /* ties, signed zeros, NaN payloads */
+            x[i] = (float)((int)(x[i] * 4.0f)) * 0.25f;
+            if (i % 7 == 0)
+                x[i] = i % 2 ? 0.0f : -0.0f;
+            if (i % 97 == 5) {
+                uint32_t u = 0x7fc00000u | (uint32_t)(i % 1000) | (i % 3 ? 0x80000000u : 0);
+                memcpy(&x[i], &u, sizeof u);
+            }
+        }
+        CHECK_EQ(pa_maxpool2d(&p, x, y, NULL), PA_OK);
+        CHECK_EQ(pa_maxpool2d(&p, x, y3, pool), PA_OK);
+        CHECK(memcmp(y, y3, ny * sizeof *y) == 0);
+        for (int64_t n = 0; n < p.n; n++)
+            for (int64_t oh = 0; oh < p.h_out; oh++)
+                for (int64_t ow = 0; ow < p.w_out; ow++)
+                    for (int64_t c = 0; c < p.c; c++) {
+                        float s = -INFINITY;
+                        for (int64_t i = 0; i < p.kh; i++)
+                            for (int64_t j = 0; j < p.kw; j++) {
+                                int64_t ih = oh * p.sh - p.pad_top + i;
+                                int64_t iw = ow * p.sw - p.pad_left + j;
+                                if (ih >= 0 && iw >= 0 && ih < p.h && iw < p.w)
+                                    s = max_walk(s, x[((n * p.h + ih) * p.w + iw) * p.c + c]);
+                            }
+                        float got = y[((n * p.h_out + oh) * p.w_out + ow) * p.c + c];
+                        bad += memcmp(&got, &s, sizeof s) != 0;
+                    }
+        free(x), free(y), free(y3);
+    }
+    CHECK_EQ(bad, 0);
+    pa_workers_destroy(pool);
 }
 
 static void test_pool_random(void) {
@@ -832,6 +933,58 @@ static void test_resize_inf(void) {
                              c0, c1, cw, x, y, NULL), PA_OK);
         CHECK(y[0] == inf && y[1] == inf && isnan(y[2]) && y[3] == -inf && y[4] == 2.0f);
     }
+}
+
+/* NHWC nearest resampling (the pixel and row copies): an upsampling by
+ * 2 and by 3, 13 -> 26 rows and columns, a downsampling, and rows that
+ * blend (pairs on two rows) between copied ones; bit for bit against
+ * the blend worked here (a NaN's payload, -0 kept), one and three
+ * threads. */
+static void test_resize_nearest_nhwc(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    static const int64_t geo[][4] = {{5, 7, 2, 2}, {4, 6, 3, 3}, {13, 13, 26, 26},
+                                     {9, 8, 4, 3}, {6, 5, 12, 10}};
+    int bad = 0;
+    for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++) {
+        const int64_t n = 2, c = 19, h = geo[g][0], w = geo[g][1];
+        const int64_t ho = h * geo[g][2] / 2 > 0 ? h * geo[g][2] / 2 : 1;
+        const int64_t wo = w * geo[g][3] / 2 > 0 ? w * geo[g][3] / 2 : 1;
+        int32_t *r0 = malloc(ho * sizeof *r0), *r1 = malloc(ho * sizeof *r1);
+        int32_t *c0 = malloc(wo * sizeof *c0);
+        float *rw = fbuf((size_t)ho), *cw = fbuf((size_t)wo);
+        for (int64_t i = 0; i < ho; i++) {
+            r0[i] = r1[i] = (int32_t)(i * h / ho), rw[i] = 0.0f;
+            if (g == 4 && i % 5 == 4)       /* a blended row among copied ones */
+                r1[i] = (int32_t)((r0[i] + 1) % h), rw[i] = 0.375f;
+        }
+        for (int64_t i = 0; i < wo; i++)
+            c0[i] = (int32_t)(i * w / wo), cw[i] = 0.0f;
+        size_t nx = (size_t)(n * c * h * w), ny = (size_t)(n * c * ho * wo);
+        float *x = fbuf(nx), *y = fbuf(ny), *y3 = fbuf(ny);
+        for (size_t i = 0; i < nx; i += 11) {
+            uint32_t u = i % 2 ? 0x7fc00000u | (uint32_t)i : 0x80000000u;   /* NaN, -0 */
+            memcpy(&x[i], &u, sizeof u);
+        }
+        CHECK_EQ(pa_resize2d(PA_LAYOUT_NHWC, n, c, h, w, ho, wo, r0, r1, rw, c0, c0, cw, x, y,
+                             NULL), PA_OK);
+        CHECK_EQ(pa_resize2d(PA_LAYOUT_NHWC, n, c, h, w, ho, wo, r0, r1, rw, c0, c0, cw, x, y3,
+                             pool), PA_OK);
+        CHECK(memcmp(y, y3, ny * sizeof *y) == 0);
+        for (int64_t a = 0; a < n; a++)
+            for (int64_t i = 0; i < ho; i++)
+                for (int64_t j = 0; j < wo; j++)
+                    for (int64_t ch = 0; ch < c; ch++) {
+                        float va = x[((a * h + r0[i]) * w + c0[j]) * c + ch];
+                        float vb = x[((a * h + r1[i]) * w + c0[j]) * c + ch];
+                        float p = va * (1.0f - rw[i]), q = vb * rw[i];
+                        float want = r0[i] == r1[i] ? va : p + q;
+                        float got = y[((a * ho + i) * wo + j) * c + ch];
+                        bad += memcmp(&got, &want, sizeof got) != 0;
+                    }
+        free(r0), free(r1), free(c0), free(rw), free(cw), free(x), free(y), free(y3);
+    }
+    CHECK_EQ(bad, 0);
+    pa_workers_destroy(pool);
 }
 
 static void test_workers(void) {
@@ -956,11 +1109,14 @@ int main(void) {
     RUN(test_dwconv_nchw512);
     RUN(test_conv_residual);
     RUN(test_conv_threads);
+    RUN(test_fewin_pairs_equal_single_blocks);
     RUN(test_conv_invalid);
     RUN(test_act);
     RUN(test_pool_random);
+    RUN(test_maxpool_nhwc_large_windows);
     RUN(test_resize);
     RUN(test_resize_inf);
+    RUN(test_resize_nearest_nhwc);
     RUN(test_workers);
     RUN(test_empty_bias_act_prelu);
     RUN(test_conv_weights_past_2_40);
