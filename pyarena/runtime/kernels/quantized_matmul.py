@@ -10,6 +10,7 @@ from .quantization import QuantKernel, requantize
 from . import shape_rules as rules
 from . import shape_rules_quantized as qrules
 from .registry import register
+from .quantized_cols import try_few_columns
 from .quantized_conv_native import try_native_matmul
 
 
@@ -39,8 +40,9 @@ class _QMatMul(QuantKernel):
         self.M = math.prod(a_shape[:-1]) if len(a_shape) > 1 else 1
         self.setup_a(ia, iaz)
         bzp = np.broadcast_to(self.qparam(ibz, "b_zero_point").reshape(-1), (self.N,))
-        self.native = try_native_matmul(self, b, bzp, None if self.azp_input is not None
-                                        else self.azp, self.M)
+        self.native = try_few_columns(self, b, bzp) or \
+            try_native_matmul(self, b, bzp, None if self.azp_input is not None else self.azp,
+                              self.M)
         if self.native is not None:
             self.scratch = self.native.scratch
             return
