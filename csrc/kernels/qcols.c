@@ -69,7 +69,7 @@ pa_status_t pa_qcols_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp,
  * compiler vectorises; the last step's bytes of A copied into a zeroed
  * block (the columns' bytes there are zeros anyway). */
 PA_MULTIVERSION
-static void tile_c(const uint8_t *const *a, int mr, int64_t k, const int8_t *w, int64_t kp,
+static void cols_tile_c(const uint8_t *const *a, int mr, int64_t k, const int8_t *w, int64_t kp,
                    int nc, int32_t dot[QC_MR][QC_NT], uint32_t rsum[QC_MR]) {
     for (int r = 0; r < mr; r++) {
         int32_t part[QC_NT][QC_KB] = {{0}};
@@ -111,7 +111,7 @@ pa_status_t _pa_qcols_run_isa(const void *packed, const uint8_t *a, int64_t m, i
     uintptr_t p0 = (uintptr_t)packed, p1 = p0 + pa_qcols_packed_size(h.k, h.n);
     if ((h.k > 0 && y0 < a1 && a0 < y1) || (y0 < p1 && p0 < y1))
         return PA_ERR_INVALID;      /* y overlapping what it is made of */
-    _pa_qcol_tile_fn tile = isa == 1 ? _pa_qcol_tile_vnni : tile_c;
+    _pa_qcol_tile_fn tile = isa == 1 ? _pa_qcol_tile_vnni : cols_tile_c;
     const int32_t *colsum = (const int32_t *)((const uint8_t *)packed + QC_HEAD);
     const int32_t *zp = colsum + h.np;
     const int8_t *wp = (const int8_t *)(zp + h.np);
