@@ -854,6 +854,26 @@ pa_status_t pa_qrows_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp,
 pa_status_t pa_qrows_run(const void *packed, const uint8_t *a, int64_t m, int32_t a_zp,
                          int32_t *y);
 
+/* The few-columns twin of pa_qrows_*: W [k][n] of w_type (PA_Q_U8 or
+ * PA_Q_S8) with its n zero points w_zp (in W's range; NULL for 0) packed
+ * once column by column for pa_qcols_run (kernels/qcols.c):
+ * pa_qcols_packed_size(k, n) bytes (0 for k or n negative, k > 32768 or
+ * n > 2^24) at `packed`, 4-byte aligned, the caller's.  PA_ERR_INVALID for
+ * a short or misaligned buffer, bad sizes, type or zero points, NULL w. */
+size_t pa_qcols_packed_size(int64_t k, int64_t n);
+pa_status_t pa_qcols_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t k,
+                          int64_t n, void *packed, size_t size);
+
+/* An 8-bit matrix product for the few columns a GEMM tile would mostly
+ * pad (an attention's score vector, n = 1): y (m x n) = (a - a_zp)
+ * (w - w_zp) in int32, exactly, `a` m rows of k bytes, each column one dot
+ * product per row; the AVX-512 VNNI tile where the processor has it, else
+ * a portable one (the same bits).  One thread.  PA_ERR_INVALID for what is
+ * not a W packed by pa_qcols_pack, m < 0, a_zp outside 0..255, NULL a or
+ * y (m, n > 0), y overlapping a or the packed W. */
+pa_status_t pa_qcols_run(const void *packed, const uint8_t *a, int64_t m, int32_t a_zp,
+                         int32_t *y);
+
 /* One time step of onnxruntime's DynamicQuantizeLSTM with its default gates
  * (sigmoid, tanh, tanh; no peepholes, clip or input_forget) for n rows of
  * `hidden` units (kernels/dqlstm.c): h_src quantized as DynamicQuantizeLinear,

@@ -171,8 +171,12 @@ def test_matmul_nbits_matches_onnxruntime(seed, bits, block, zeros, bias, consta
     consts = weights if constant else {}
     if not constant:
         feeds.update(weights)
-    _agree("MatMulNBits", feeds, ["y"], consts, atol=1e-5, inputs=ins, K=k, N=n, bits=bits,
-           block_size=block)
+    got, ref = both(one_node("MatMulNBits", feeds, ["y"], consts, inputs=ins, K=k, N=n,
+                             bits=bits, block_size=block), feeds)
+    # float32 sums of k products in another order: k unit roundoffs of the
+    # largest output (the bound of a recursive sum), not of each output (one
+    # near 0.9 among outputs of 250 was 2e-5 off with k = 118, seed 462)
+    assert_close(got, ref, atol=max(1e-5, k * 6e-8 * float(np.abs(ref[0]).max())))
 
 
 def test_matmul_nbits_dequantizes_constant_weights_once():

@@ -216,3 +216,74 @@ def test_multiplier_is_float32_as_onnxruntime(tmp_path):
     ref = ort_run(path, {"x": x})["y"]
     for native in (True, False):
         np.testing.assert_array_equal(_run(path, x, native)[0], ref)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 9), k=st.integers(1, 90), n=st.integers(17, 40),
+       bdt=st.sampled_from([np.uint8, np.int8]), trans_b=st.booleans(),
+       bias=st.sampled_from(["none", "scalar", "column"]), per_column=st.booleans(),
+       alpha=st.sampled_from([1.0, 0.5, 0.37]), seed=st.integers(0, 2**31))
+def test_qgemm_native_is_the_numpy_path_and_onnxruntime(tmp_path, m, k, n, bdt, trans_b, bias,
+                                                        per_column, alpha, seed):
+    """com.microsoft QGemm with an 8-bit output on the 8-bit GEMM: C as
+    the accumulators' bias, alpha * a_scale * b_scale / y_scale in float32
+    in onnxruntime's order; native = NumPy = onnxruntime bit for bit."""
+    rng = np.random.default_rng(seed)
+    bi = np.iinfo(bdt)
+    x = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    b = rng.integers(bi.min // 2, bi.max // 2 + 1, (n, k) if trans_b else (k, n)).astype(bdt)
+    cols = n if per_column else 1
+    inits = {"as": np.array(rng.uniform(0.005, 0.05), np.float32),
+             "az": np.array(rng.integers(0, 256), np.uint8), "b": b,
+             "bs": rng.uniform(0.001, 0.02, cols).astype(np.float32).reshape(-1 if per_column
+                                                                              else ()),
+             "bz": rng.integers(bi.min // 2, bi.max // 2 + 1, cols).astype(bdt)
+             .reshape(-1 if per_column else ()),
+             "ys": np.array(rng.uniform(0.05, 2.0), np.float32),
+             "yz": np.array(rng.integers(0, 256), np.uint8)}
+    ins = ["x", "as", "az", "b", "bs", "bz", ""]
+    if bias != "none":
+        inits["c"] = rng.integers(-3000, 3000, n if bias == "column" else 1).astype(np.int32)
+        ins[-1] = "c"
+    node = helper.make_node("QGemm", ins + ["ys", "yz"], ["y"], domain="com.microsoft",
+                            alpha=alpha, transB=int(trans_b))
+    g = helper.make_graph(
+        [node], "q", [helper.make_tensor_value_info("x", _tp(np.uint8), [m, k])],
+        [helper.make_tensor_value_info("y", _tp(np.uint8), None)],
+        [numpy_helper.from_array(np.asarray(v), kk) for kk, v in inits.items()])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                                helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    path = tmp_path / "qgemm.onnx"
+    onnx.save(model, str(path))
+    native, paths = _run(path, x, True)
+    numpy_, _ = _run(path, x, False)
+    assert paths["QGemm"] == "native"
+    np.testing.assert_array_equal(native, numpy_)
+    np.testing.assert_array_equal(native, ort_run(path, {"x": x})["y"])
+
+
+@pytest.mark.parametrize("c_shape", [(5, 1), (5, 20)])
+def test_qgemm_bias_per_row_stays_on_numpy_and_matches_onnxruntime(tmp_path, c_shape):
+    """A C of one value per row (Gemm's broadcast) is not a per-column bias
+    of the native GEMM: the NumPy path adds it, as onnxruntime does."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 256, (5, 8)).astype(np.uint8)
+    inits = {"as": np.array(0.02, np.float32), "az": np.array(3, np.uint8),
+             "b": rng.integers(-50, 50, (8, 20)).astype(np.int8), "bs": np.array(0.01, np.float32),
+             "bz": np.array(0, np.int8), "c": rng.integers(-300, 300, c_shape).astype(np.int32),
+             "ys": np.array(0.1, np.float32), "yz": np.array(128, np.uint8)}
+    node = helper.make_node("QGemm", ["x", "as", "az", "b", "bs", "bz", "c", "ys", "yz"], ["y"],
+                            domain="com.microsoft")
+    g = helper.make_graph(
+        [node], "q", [helper.make_tensor_value_info("x", _tp(np.uint8), [5, 8])],
+        [helper.make_tensor_value_info("y", _tp(np.uint8), None)],
+        [numpy_helper.from_array(v, kk) for kk, v in inits.items()])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                                helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    path = tmp_path / "rowc.onnx"
+    onnx.save(model, str(path))
+    got, paths = _run(path, x, True)
+    assert paths["QGemm"] == "numpy"
+    np.testing.assert_array_equal(got, ort_run(path, {"x": x})["y"])

@@ -51,16 +51,17 @@ class BatchNorm(Kernel):
             self.bshape = (-1,) + (1,) * (nd - 2)
             self.scratch = [(self.shape(1), self.dtype)] * 2
             return
-        g = self.const(1, "scale").astype(np.float64)
-        b = self.const(2, "bias").astype(np.float64)
-        m = self.const(3, "mean").astype(np.float64)
-        v = self.const(4, "var").astype(np.float64)
-        eps = float(self.attrs.get("epsilon", 1e-5))
-        scale = g / np.sqrt(v + eps)
+        # in the data type, in onnxruntime's order (batch_norm.h):
+        # 1 / sqrt(var + eps), times scale; bias - mean * that
+        dt = self.dtype
+        g, b, m, v = (self.const(i, w).astype(dt)
+                      for i, w in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
+        eps = const(float(self.attrs.get("epsilon", 1e-5)), dt)
+        scale = (dt.type(1) / np.sqrt(v + eps)) * g
         shift = b - m * scale
         bshape = (-1,) + (1,) * (nd - 2)
-        self.scale = self.keep(scale.astype(self.dtype).reshape(bshape))
-        self.shift = self.keep(shift.astype(self.dtype).reshape(bshape))
+        self.scale = self.keep(scale.reshape(bshape))
+        self.shift = self.keep(shift.reshape(bshape))
 
     def run(self, xs, ys, sc):
         if self.training:
@@ -73,7 +74,8 @@ class BatchNorm(Kernel):
             scale, shift = sc
             np.add(xs[4], self.eps, out=scale)
             np.sqrt(scale, out=scale)
-            np.divide(xs[1], scale, out=scale)
+            np.divide(1, scale, out=scale)
+            np.multiply(scale, xs[1], out=scale)
             np.multiply(xs[3], scale, out=shift)
             np.subtract(xs[2], shift, out=shift)
             scale, shift = scale.reshape(self.bshape), shift.reshape(self.bshape)

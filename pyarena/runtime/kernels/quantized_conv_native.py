@@ -51,14 +51,18 @@ def _make(k, geometry, w_ohwi, wzp, bias, xzp, x_dtype):
     return QConvNative(k, desc, size, scratch, w_ohwi, wzp, bias, mult)
 
 
-def try_native_matmul(k, b, bzp, azp, m):
+def try_native_matmul(k, b, bzp, azp, m, bias=None):
     """The native path of an integer matrix product ``A (m, K) @ b (K, N)``
-    (an NHWC 1x1 convolution of m pixels), or None."""
+    (an NHWC 1x1 convolution of m pixels; ``bias`` (N,) int32 added to
+    the accumulators, None: the op has one that is not per column), or
+    None."""
     K, N = b.shape
+    if bias is None:
+        return None
     geometry = dict(nhwc=True, n=1, c_in=K, h=m, w=1, c_out=N, h_out=m, w_out=1, kh=1, kw=1,
                     sh=1, sw=1, dh=1, dw=1, pad_top=0, pad_left=0, groups=1)
     w = np.ascontiguousarray(b.T).reshape(N, 1, 1, K)
-    return _make(k, geometry, w, bzp, np.zeros(N), azp, k.ins[k.layout[0]].dtype)
+    return _make(k, geometry, w, bzp, bias, azp, k.ins[k.layout[0]].dtype)
 
 
 def try_native(k, w, wzp, bias, xzp):

@@ -10,6 +10,7 @@ from .quantization import QuantKernel, requantize
 from . import shape_rules as rules
 from . import shape_rules_quantized as qrules
 from .registry import register
+from .quantized_cols import try_few_columns
 from .quantized_conv_native import try_native_matmul
 
 
@@ -39,8 +40,9 @@ class _QMatMul(QuantKernel):
         self.M = math.prod(a_shape[:-1]) if len(a_shape) > 1 else 1
         self.setup_a(ia, iaz)
         bzp = np.broadcast_to(self.qparam(ibz, "b_zero_point").reshape(-1), (self.N,))
-        self.native = try_native_matmul(self, b, bzp, None if self.azp_input is not None
-                                        else self.azp, self.M)
+        self.native = try_few_columns(self, b, bzp) or \
+            try_native_matmul(self, b, bzp, None if self.azp_input is not None else self.azp,
+                              self.M, self.native_bias())
         if self.native is not None:
             self.scratch = self.native.scratch
             return
@@ -107,6 +109,11 @@ class _QMatMul(QuantKernel):
         """(multiplier per column as float32, y zero point, lo, hi) of an
         8-bit output; None for int32 accumulators."""
         return None
+
+    def native_bias(self):
+        """The int32 added to each column's accumulator on the native path
+        (N,), or None where it is not one value per column."""
+        return np.zeros(self.N)
 
     def b_matrix(self, b):
         return b
@@ -205,8 +212,36 @@ class QGemm(QLinearMatMul):
 
     batched_b = False
 
+    def scales(self):
+        """alpha * a_scale * b_scale per column (/ y_scale with an 8-bit
+        output) in float32, in onnxruntime's order (qgemm.cc,
+        ComputeOutputScale)."""
+        f = np.float32
+        a_s = self.qparam(1, "a_scale").reshape(-1)
+        if a_s.size != 1:
+            self.fail("a per-row scale of A is not supported")
+        s = (f(self.attrs.get("alpha", 1.0)) * f(a_s[0])) * \
+            self.qparam(4, "b_scale").reshape(-1).astype(f)
+        if self.has(7):
+            s = s / f(self.qparam(7, "y_scale").reshape(-1)[0])
+        return np.broadcast_to(s, (self.N,))
+
     def requant_params(self):
-        return NotImplemented       # alpha and C: the NumPy path's store
+        """The 8-bit output's requantization (the C GEMM's, as
+        QLinearMatMul's); NotImplemented for a float output (the NumPy
+        path's store)."""
+        if not self.has(7):
+            return NotImplemented
+        lo, hi = self.out_range()
+        return self.scales(), float(self.qparam(8, "y_zero_point").reshape(-1)[0]), lo, hi
+
+    def native_bias(self):
+        if not self.has(6):
+            return np.zeros(self.N)
+        c = self.qparam(6, "C")
+        if c.size not in (1, self.N) or c.ndim > 2 or (c.ndim == 2 and c.shape[0] != 1):
+            return None         # a bias per row: the NumPy path
+        return np.broadcast_to(c.reshape(-1), (self.N,))
 
     def b_matrix(self, b):
         if int(self.attrs.get("transA", 0)):
@@ -214,23 +249,25 @@ class QGemm(QLinearMatMul):
         return b.T if int(self.attrs.get("transB", 0)) else b
 
     def finish_setup(self):
-        a_s = self.qparam(1, "a_scale").reshape(-1)
-        b_s = self.qparam(4, "b_scale").reshape(-1)
-        if a_s.size != 1:
-            self.fail("a per-row scale of A is not supported")
-        alpha = float(self.attrs.get("alpha", 1.0))
-        scale = np.broadcast_to(alpha * a_s[0] * b_s, (self.N,))
+        scale = self.scales()
         self.float_out = not self.has(7)
         if not self.float_out:
-            scale = scale / float(self.qparam(7, "y_scale").reshape(-1)[0])
             self.yzp = float(self.qparam(8, "y_zero_point").reshape(-1)[0])
             self.lo, self.hi = self.out_range()
-        self.mult = self.keep(scale.astype(np.float32))
-        c = self.qparam(6, "C").reshape(-1) if self.has(6) else np.zeros(1)
-        self.c = self.keep(np.broadcast_to(c, (self.N,)).astype(self.ct))
+        self.mult = self.keep(np.ascontiguousarray(scale, np.float32))
+        c = self.qparam(6, "C") if self.has(6) else np.zeros(1)
+        if self.native_bias() is not None:      # one value per column
+            c = np.broadcast_to(c.reshape(-1), (self.N,))
+        else:                                   # (M, 1) or (M, N): Gemm's broadcast
+            try:
+                c = np.broadcast_to(c, (self.M, self.N))
+            except ValueError:
+                self.malformed(f"C of shape {list(c.shape)} does not broadcast to "
+                               f"{[self.M, self.N]}")
+        self.c = self.keep(np.ascontiguousarray(c, self.ct))
 
     def store(self, acc, y, c0, c1):
-        np.add(acc, self.c[c0:c1], out=acc)
+        np.add(acc, self.c[..., c0:c1], out=acc)
         np.multiply(acc, self.mult[c0:c1], out=acc)
         if self.float_out:
             np.copyto(y, acc)
