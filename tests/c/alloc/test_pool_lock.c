@@ -78,6 +78,8 @@ typedef struct {
     pa_lock_t l;
     long counter;             /* guarded by l */
     atomic_int done;
+    atomic_long taken;        /* the revoker's sections so far */
+    long owner_steps;         /* the owner's sections */
 } shared_t;
 
 static void section(shared_t *s) {
@@ -88,13 +90,19 @@ static void section(shared_t *s) {
 }
 
 #define OWNER_STEPS 300000
+#define REVOKER_MIN 64
+/* At least OWNER_STEPS sections, and on until the revoker has had
+ * REVOKER_MIN of its own: on a loaded machine the owner could otherwise
+ * finish before the revoker was ever scheduled, and nothing be revoked. */
 static void *owner_thread(void *arg) {
     shared_t *s = arg;
-    for (int i = 0; i < OWNER_STEPS; i++) {
+    long i = 0;
+    for (; i < OWNER_STEPS || atomic_load(&s->taken) < REVOKER_MIN; i++) {
         _pa_lock_acquire(&s->l);
         section(s);
         _pa_lock_release(&s->l);
     }
+    s->owner_steps = i;
     atomic_store(&s->done, 1);
     return NULL;
 }
@@ -115,6 +123,7 @@ static void *revoker_thread(void *arg) {
         s->l.threshold = 8;
         _pa_lock_release_exclusive(&s->l);
         n++;
+        atomic_store(&s->taken, n);
         struct timespec ts = {0, 20000};
         nanosleep(&ts, NULL);
     }
@@ -125,13 +134,15 @@ static void test_exclusion(void) {
     shared_t *s = calloc(1, sizeof(*s));
     _pa_lock_init(&s->l);
     atomic_init(&s->done, 0);
+    atomic_init(&s->taken, 0);
     pthread_t a, b;
     pthread_create(&a, NULL, owner_thread, s);
     pthread_create(&b, NULL, revoker_thread, s);
     void *n;
     pthread_join(a, NULL);
     pthread_join(b, &n);
-    CHECK_EQ(s->counter, OWNER_STEPS + (long)(intptr_t)n);
+    CHECK(s->owner_steps >= OWNER_STEPS && (long)(intptr_t)n >= REVOKER_MIN);
+    CHECK_EQ(s->counter, s->owner_steps + (long)(intptr_t)n);
     if (biasing()) CHECK(s->l.revocations > 0);
     printf("     %lu revocations, %ld revoker sections\n", (unsigned long)s->l.revocations,
            (long)(intptr_t)n);
