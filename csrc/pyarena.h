@@ -659,6 +659,18 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
                         const float *x, const float *bias, float *y,
                         const pa_act_params_t *act, pa_workers_t *workers);
 
+/* The wider instruction sets the kernels dispatch to on this processor
+ * (kernels/cpu.c, asked once), as pa_isa_t bits: PA_ISA_AVX512 where the
+ * AVX-512 tiles run (not with PA_DISABLE_AVX512=1 in the environment),
+ * PA_ISA_AVX512_VNNI where the 8-bit VNNI tiles run too; 0 on a build or
+ * processor without them.  The runtime weighs its tiles against the BLAS
+ * library's with it. */
+typedef enum pa_isa {
+    PA_ISA_AVX512 = 1,
+    PA_ISA_AVX512_VNNI = 2
+} pa_isa_t;
+unsigned pa_kernels_isa(void);
+
 /* The logistic function and the hyperbolic tangent of n floats as
  * onnxruntime computes them on x86-64 with FMA3 (kernels/ort_approx.c:
  * MLAS's rational approximations, bit for bit on every target); NaN gives

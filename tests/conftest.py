@@ -31,6 +31,12 @@ from hypothesis import settings
 
 settings.register_profile("mutation", database=None, derandomize=True)
 
+# The NHWC pass weighs its tiles against NumPy's BLAS (runtime/nhwc.py):
+# where the BLAS kernel is narrower it converts more regions.  The tests
+# expect the paths of one rule on every machine (subprocesses inherit it);
+# test_nhwc.py sets the other one itself.
+os.environ["PYARENA_NHWC_WIDE"] = "0"
+
 TESTS = pathlib.Path(__file__).resolve().parent
 ROOT = TESTS.parent
 DATA = TESTS / "data"

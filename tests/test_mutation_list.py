@@ -28,8 +28,6 @@ UNMUTATED = {
     "csrc/alloc/zone.h": "declarations",
     "csrc/kernels/isa.h": "the variants' contract: declarations and the build condition "
                           "(either way the tests compare the variants bit for bit)",
-    "csrc/kernels/cpu.c": "asks the processor once; which tile runs shows in timings only "
-                  "(the tiles agree bit for bit: tests/c/kernels/test_kernels.c)",
     "csrc/examples/embed_arena.c": "an example program (make check runs it)",
     "pyarena/__init__.py": "re-exports and lazy imports (tests/test_layers.py)",
     "pyarena/__main__.py": "calls pyarena.cli.main",
@@ -44,8 +42,6 @@ UNMUTATED = {
                                      "which every glue test goes through",
     "pyarena/planning/plot.py": "draws a picture; the tests can only check that "
                                 "a file was written",
-    "pyarena/runtime/blas.py": "best effort: what it changes depends on the BLAS "
-                               "NumPy links, which a test cannot choose",
 }
 
 

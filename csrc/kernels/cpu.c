@@ -36,3 +36,8 @@ int _pa_avx512_usable(void) { return 0; }
 int _pa_avx512vnni_usable(void) { return 0; }
 
 #endif
+
+unsigned pa_kernels_isa(void) {
+    return (_pa_avx512_usable() ? (unsigned)PA_ISA_AVX512 : 0u) |
+           (_pa_avx512vnni_usable() ? (unsigned)PA_ISA_AVX512_VNNI : 0u);
+}

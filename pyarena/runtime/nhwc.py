@@ -48,6 +48,7 @@ element-wise ops, PRelu slopes, Pad's pads).  Returns the number of ops
 converted.
 """
 import math
+import os
 
 import numpy as np
 
@@ -75,6 +76,13 @@ MOVED_SHARE = 5
 #: (1.02x the NCHW time), Inception-v2 (38.7 MiB) and SqueezeNet (4.7 MiB)
 #: 0.87x (docs/native-kernels.md)
 MAX_WEIGHTS = 64 << 20
+#: ... where the C core's tiles are AVX-512 and the BLAS's are not (an
+#: OpenBLAS that picks its Haswell core on an AVX-512 processor), every
+#: region whose convolutions do at least this many multiply-adds per byte
+#: its boundary Transposes move (one thread, interleaved, against the NCHW
+#: path: ResNet-50 80 -> 37 ms, DenseNet-121 109 -> 66, Inception-v1 32 ->
+#: 17; ShuffleNet's channel shuffles 3.5 -> 4.9 ms, not taken)
+DENSITY = 16
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 _AXIS = (0, 3, 1, 2)        # NCHW axis a is NHWC axis _AXIS[a]
@@ -277,6 +285,35 @@ def _cheap_rule(n_edges, itemsizes):
     return cheap
 
 
+def _dense_rule(n_edges, itemsizes, reduce):
+    """The work test of "auto" where the tiles are wider than the BLAS
+    (:func:`~pyarena.runtime.blas.tiles_wider_than_blas`), over the same
+    shapes as :func:`_cheap_rule`: the convolutions' multiply-adds (each
+    output element times ``reduce``, its weights' C_in / groups x kh x kw)
+    at least DENSITY per byte the boundary Transposes move."""
+    def dense(*shapes):
+        moved = sum(math.prod(s) * z for s, z in zip(shapes[:n_edges], itemsizes)
+                    if s[1] > 1 and s[2] * s[3] > 1)
+        work = sum(math.prod(s) * k for s, k in zip(shapes[n_edges:], reduce))
+        return work >= DENSITY * moved
+    return dense
+
+
+_WIDER = []
+
+
+def _tiles_wider():
+    """Whether the C core's tiles are wider than NumPy's BLAS (asked once;
+    ``PYARENA_NHWC_WIDE=1`` / ``0`` in the environment says so instead:
+    the test suite pins it, so what it expects of a graph does not depend
+    on the machine's BLAS)."""
+    if not _WIDER:
+        from .blas import tiles_wider_than_blas
+        forced = os.environ.get("PYARENA_NHWC_WIDE", "")
+        _WIDER.append(forced == "1" if forced in ("0", "1") else tiles_wider_than_blas())
+    return _WIDER[0]
+
+
 def worth(P, region, rule):
     """Whether ``rule`` converts ``region`` (module docstring): "auto" when
     it holds a depthwise convolution, or a 1x1 one and at most
@@ -288,17 +325,23 @@ def worth(P, region, rule):
     convs = [op for op in region if op.op_type == "Conv"]
     if rule == "nhwc":
         return bool(convs)
-    if rule != "auto":
+    if rule != "auto" or not convs:
         return False
-    if not any(_depthwise(P, op) for op in convs):
-        if not any(P.const(op.inputs[1]).shape[2:] == (1, 1) for op in convs) or \
-                sum(P.g.tensors[op.inputs[1]].nbytes for op in convs) > MAX_WEIGHTS:
-            return False
     edges = _edges(P, region)
     names = edges + [op.outputs[0] for op in convs]
     sizes = [np.dtype(P.g.tensors[n].dtype).itemsize for n in names]
-    return decide(P.g, f"the NHWC pass: the region of {convs[0].name!r}", names,
-                  _cheap_rule(len(edges), sizes))
+    what = f"the NHWC pass: the region of {convs[0].name!r}"
+    if not any(_depthwise(P, op) for op in convs):
+        if _tiles_wider():
+            # the tiles do twice the BLAS's multiply-adds per instruction:
+            # the region pays when its convolutions' work outweighs what
+            # its boundary Transposes move
+            reduce = [math.prod(P.const(op.inputs[1]).shape[1:]) for op in convs]
+            return decide(P.g, what, names, _dense_rule(len(edges), sizes, reduce))
+        if not any(P.const(op.inputs[1]).shape[2:] == (1, 1) for op in convs) or \
+                sum(P.g.tensors[op.inputs[1]].nbytes for op in convs) > MAX_WEIGHTS:
+            return False
+    return decide(P.g, what, names, _cheap_rule(len(edges), sizes))
 
 
 # -- converting -----------------------------------------------------------------------

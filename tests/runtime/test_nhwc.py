@@ -2,6 +2,7 @@
 convolution regions run in NHWC; the converted graph matches onnxruntime
 and the unconverted run, keeps its inputs and outputs as they are, and is
 left alone where nothing converts or the rule declines."""
+import os
 from unittest import mock
 
 import numpy as np
@@ -306,7 +307,9 @@ def test_random_conv_chains_match_unconverted(tmp_path, kinds, batch, c, seed):
 def test_auto_without_depthwise_declines_large_weights(tmp_path, monkeypatch):
     # 1x1 convs only: converted while the conv weights are within
     # MAX_WEIGHTS (the NHWC kernels keep a second copy of them), not above
+    # -- where the BLAS is as wide as the tiles
     from pyarena.runtime import nhwc
+    monkeypatch.setattr(nhwc, "_WIDER", [False])
     nodes = [node("Conv", ["x", "w1"], ["a"]), node("Relu", ["a"], ["r"]),
              node("Conv", ["r", "w2"], ["b"]), node("GlobalAveragePool", ["b"], ["y"])]
     path = tmp_path / "pw.onnx"
@@ -317,6 +320,65 @@ def test_auto_without_depthwise_declines_large_weights(tmp_path, monkeypatch):
     monkeypatch.setattr(nhwc, "MAX_WEIGHTS", 32 * 36 * 4 - 1)      # one byte short
     assert _check(path, feeds, ["y"])[0].relaid is None
     assert _check(path, feeds, ["y"], rule="nhwc")[0].relaid["ops"] == 3
+
+def _plain_convs(tmp_path, name, k, c=32, hw=8):
+    """x -> Conv(k x k, c -> c) -> Relu -> Conv(k x k) -> GlobalAveragePool:
+    no depthwise convolution; returns (path, feeds)."""
+    nodes = [node("Conv", ["x", "w1"], ["a"], pads=[k // 2] * 4), node("Relu", ["a"], ["r"]),
+             node("Conv", ["r", "w2"], ["b"], pads=[k // 2] * 4),
+             node("GlobalAveragePool", ["b"], ["y"])]
+    path = tmp_path / name
+    make_model(nodes, {"x": ([1, c, hw, hw], np.float32)}, {"y": (None, np.float32)},
+               {"w1": rnd(c, c, k, k), "w2": rnd(c, c, k, k)}, path=path)
+    return path, {"x": rnd(1, c, hw, hw)}
+
+
+def test_auto_where_the_tiles_are_wider_than_the_blas_weighs_work(tmp_path, monkeypatch):
+    """Where the tiles are AVX-512 and the BLAS's SGEMM is not, "auto"
+    converts a region without depthwise convolutions -- 3x3 ones, large
+    weights -- when its multiply-adds are at least DENSITY per byte its
+    boundary Transposes move; the outputs as unconverted and as
+    onnxruntime either way."""
+    from pyarena.runtime import nhwc
+    monkeypatch.setattr(nhwc, "_WIDER", [True])
+    assert os.environ["PYARENA_NHWC_WIDE"] == "0"       # (the suite's own rule)
+    path, feeds = _plain_convs(tmp_path, "c3.onnx", 3)
+    # work: 2 convs x 32*8*8 outputs x 32*9 = 1,179,648; moved: the input's
+    # 8 KiB; the ops: two Conv (the Relu fused) and the pool
+    assert _check(path, feeds, ["y"])[0].relaid["ops"] == 3
+    monkeypatch.setattr(nhwc, "MAX_WEIGHTS", 1)         # not the narrow rule's cap
+    assert _check(path, feeds, ["y"])[0].relaid["ops"] == 3
+    monkeypatch.setattr(nhwc, "DENSITY", 1_179_648 // 8192 + 1)   # one short
+    assert _check(path, feeds, ["y"])[0].relaid is None
+    monkeypatch.setattr(nhwc, "DENSITY", 1_179_648 // 8192)
+    assert _check(path, feeds, ["y"])[0].relaid["ops"] == 3
+    # the narrow rule declines the same region: no 1x1 convolution
+    monkeypatch.setattr(nhwc, "_WIDER", [False])
+    assert _check(path, feeds, ["y"])[0].relaid is None
+
+
+def test_the_environment_decides_the_rule(monkeypatch):
+    from pyarena.runtime import nhwc
+    for value, want in (("1", True), ("0", False)):
+        monkeypatch.setattr(nhwc, "_WIDER", [])
+        monkeypatch.setenv("PYARENA_NHWC_WIDE", value)
+        assert nhwc._tiles_wider() is want
+        monkeypatch.setenv("PYARENA_NHWC_WIDE", "1" if value == "0" else "0")
+        assert nhwc._tiles_wider() is want                 # asked once
+
+
+def test_tiles_wider_than_blas_follows_the_core_and_the_tiles(monkeypatch):
+    from pyarena._native import lib
+    from pyarena.runtime import blas
+    core = blas.blas_core()
+    assert core is None or (isinstance(core, str) and core)
+    monkeypatch.setattr(blas, "blas_core", lambda: "Haswell")
+    assert blas.tiles_wider_than_blas() == bool(lib.pa_kernels_isa() & lib.PA_ISA_AVX512)
+    for wide in ("SkylakeX", "COOPERLAKE", "SapphireRapids"):
+        monkeypatch.setattr(blas, "blas_core", lambda w=wide: w)
+        assert blas.tiles_wider_than_blas() is False
+    monkeypatch.setattr(blas, "blas_core", lambda: None)
+    assert blas.tiles_wider_than_blas() is False
 
 
 def test_a_focus_layer_slices_in_nhwc_after_one_transpose(tmp_path):

@@ -2350,8 +2350,7 @@ MUTANTS = [
       "keeps it where a broadcast operand no longer has the output's shape",
       ("tests/runtime/test_fusion.py", "tests/importers/test_session_signatures.py")),
     M("layout-byte-test-unrecorded", "pyarena/runtime/nhwc.py",
-      "    return decide(P.g, f\"the NHWC pass: the region of {convs[0].name!r}\", names,\n"
-      "                  _cheap_rule(len(edges), sizes))",
+      "    return decide(P.g, what, names, _cheap_rule(len(edges), sizes))",
       "    return _cheap_rule(len(edges), sizes)(*(tuple(P.g.tensors[n].shape) for n in names))",
       "the NHWC pass's byte test is not recorded: a graph NHWC at 1x1 pixels is retargeted "
       "to larger ones (and the reverse)",
@@ -4814,4 +4813,20 @@ MUTANTS += [
       "            return np.zeros(self.N)",
       "a QGemm bias of one value per row is dropped by the native path",
       ("tests/runtime/test_quantized_conv_native.py",)),
+    M("nhwc-density-ignores-moved", "pyarena/runtime/nhwc.py",
+      "        return work >= DENSITY * moved",
+      "        return work >= 0 * moved",
+      "where the tiles are wider than the BLAS every region converts, however many bytes "
+      "its boundary Transposes move",
+      ("tests/runtime/test_nhwc.py",)),
+    M("blas-wide-cores-ignored", "pyarena/runtime/blas.py",
+      "    return core is not None and core.lower() not in _WIDE_CORES",
+      "    return core is not None",
+      "an AVX-512 OpenBLAS core counts as narrower than the tiles",
+      ("tests/runtime/test_nhwc.py",)),
+    M("kernels-isa-vnni-missing", "csrc/kernels/cpu.c",
+      "           (_pa_avx512vnni_usable() ? (unsigned)PA_ISA_AVX512_VNNI : 0u);",
+      "           0u;",
+      "pa_kernels_isa does not report the VNNI tiles",
+      ("c:kernels/test_kernels",)),
 ]

@@ -8,6 +8,7 @@
  * has it, the portable one) must give the same bits. */
 #include "kernels/internal.h"
 #include "kernels/isa.h"
+#include "kernels/qconv.h"
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -1099,7 +1100,20 @@ static void test_pool_far_pads(void) {
     free(x), free(y);
 }
 
+/* pa_kernels_isa: the tiles' own dispatch, bit for bit; nothing with
+ * PA_DISABLE_AVX512 set (make check runs this binary once that way). */
+static void test_kernels_isa(void) {
+    unsigned isa = pa_kernels_isa();
+    CHECK_EQ(!!(isa & PA_ISA_AVX512), !!_pa_avx512_usable());
+    CHECK_EQ(!!(isa & PA_ISA_AVX512_VNNI), !!_pa_avx512vnni_usable());
+    CHECK(!(isa & PA_ISA_AVX512_VNNI) || (isa & PA_ISA_AVX512));
+    const char *off = getenv("PA_DISABLE_AVX512");
+    if (off && *off && *off != '0') CHECK_EQ(isa, 0u);
+    CHECK_EQ(pa_kernels_isa(), isa); /* asked once */
+}
+
 int main(void) {
+    RUN(test_kernels_isa);
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
     RUN(test_gemm_nhwc512);
