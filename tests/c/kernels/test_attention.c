@@ -5,6 +5,7 @@
  * absent; a causal offset; a live length below the keys held (the rows
  * past it hold NaN and must not be read); one and three threads giving
  * the same bits; bad arguments refused.  Run plain and under ASan + UBSan. */
+#include "kernels/internal.h"
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -119,6 +120,9 @@ static void test_attention_random(void) {
         float *out = fbuf(nq, 1), *out3 = fbuf(nq, 1), *scratch = fbuf(ns, 1);
         CHECK_EQ(pa_attention(&a, q, k, v, mask, out, scratch, NULL), PA_OK);
         CHECK_EQ(pa_attention(&a, q, k, v, mask, out3, scratch, pool), PA_OK);
+        CHECK(memcmp(out, out3, nq * sizeof *out) == 0);
+        /* the blocked path's AVX-512 registers or not: the same bits */
+        CHECK_EQ(_pa_attention_isa(&a, q, k, v, mask, out3, scratch, NULL, 0), PA_OK);
         CHECK(memcmp(out, out3, nq * sizeof *out) == 0);
         for (int64_t b = 0; b < a.batch; b++)
             for (int64_t h = 0; h < a.heads; h++)
