@@ -390,7 +390,8 @@ static void pa_attention_block_pair(const attention_job_t *jb, int64_t pair,
 #if PA_AVX512_BUILT
 /* The same, its 16-float vectors as AVX-512 registers (the x86-64-v4
  * clone above splits them in two AVX2 registers: GCC prefers 256-bit
- * vectors there); the same operations in the same order, the same bits. */
+ * vectors there); the same operations in the same order (the same bits
+ * where both contract to FMA). */
 #if defined(__clang__)
 #define PA_ATT_WIDE __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma"), \
                                    min_vector_width(512)))
