@@ -323,9 +323,15 @@ PA_INLINE void block_pair(const attention_job_t *jb, int64_t pair, float *restri
     float *ob = jb->out + b * a->out[0] + h * a->out[1];
     const int64_t nall = att_seen(a, rows - 1), np = att_pad(nall);
     float *restrict kt = s, *restrict S = s + d * np, *restrict qr = S + ATT_R * np;
-    for (int64_t j = 0; j < np; j++)
+    const int64_t kj = a->k[2], kc = a->k[3];
+    for (int64_t j = 0; j < nall; j++) {   /* a key row read where it lies */
+        const float *restrict kr = kb + j * kj;
         for (int64_t c = 0; c < d; c++)
-            kt[c * np + j] = j < nall ? kb[j * a->k[2] + c * a->k[3]] : 0.0f;
+            kt[c * np + j] = kr[c * kc];
+    }
+    for (int64_t c = 0; c < d; c++)
+        for (int64_t j = nall; j < np; j++)
+            kt[c * np + j] = 0.0f;
     for (int64_t i0 = 0; i0 < rows; i0 += ATT_R) {
         for (int64_t r = 0; r < ATT_R; r++) {
             const int64_t ir = i0 + r < rows ? i0 + r : rows - 1;
