@@ -123,10 +123,11 @@ static void test_attention_random(void) {
         CHECK(memcmp(out, out3, nq * sizeof *out) == 0);
         /* the blocked path's AVX-512 registers or not: the same sums in
          * the same order (the same bits where both contract to FMA, as
-         * GCC's clones; the clang sanitizer build's differ by rounding) */
+         * GCC's clones; the clang sanitizer build's differ by rounding:
+         * each within the reference check's 1e-5 below) */
         CHECK_EQ(_pa_attention_isa(&a, q, k, v, mask, out3, scratch, NULL, 0), PA_OK);
         for (size_t e = 0; e < nq; e++)
-            CHECK(fabsf(out[e] - out3[e]) <= 1e-6f + 1e-5f * fabsf(out[e]));
+            CHECK(fabsf(out[e] - out3[e]) <= 2e-5f + 2e-5f * fabsf(out[e]));
         for (int64_t b = 0; b < a.batch; b++)
             for (int64_t h = 0; h < a.heads; h++)
                 for (int64_t i = 0; i < a.rows; i++)
