@@ -39,6 +39,10 @@ typedef struct {
 #define ATT_R 4     /* query rows per block (the blocked path)        */
 #define ATT_J 32    /* keys per score tile                             */
 #define ATT_W 32    /* columns per output tile                         */
+/* K^T's rows are np + ATT_SKEW floats apart: a power-of-two stride (256
+ * keys: 1 KiB) puts a score tile's d rows in a few L1 sets, which then
+ * evict each other on every tile */
+#define ATT_SKEW 16
 
 static int64_t att_pad(int64_t n) {
     return (n + ATT_J - 1) / ATT_J * ATT_J;
@@ -49,7 +53,8 @@ static int64_t att_pad(int64_t n) {
  * larger. */
 static size_t slot_floats(const pa_attention_t *a) {
     const int64_t np = att_pad(a->keys);
-    return (size_t)(np * (a->size + ATT_R) + ATT_R * a->size + a->keys + a->size);
+    return (size_t)((np + ATT_SKEW) * a->size + np * ATT_R + ATT_R * a->size + a->keys +
+                    a->size);
 }
 
 typedef float pa_av8 __attribute__((vector_size(32)));
@@ -244,15 +249,15 @@ typedef float pa_av16 __attribute__((vector_size(64)));
     ((pa_av16){(a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a)})
 
 /* S[r][j0, j0 + ATT_J) = qb[r] . kt[:, j0..] for the ATT_R rows of qb
- * (d floats each), kt d rows of np floats: each key vector loaded once
+ * (d floats each), kt d rows ldk floats apart: each key vector loaded once
  * for the block's rows. */
 PA_INLINE void score_tile(const float *restrict qb, const float *restrict kt, int64_t d,
-                          int64_t np, int64_t j0, float *restrict S) {
+                          int64_t ldk, int64_t np, int64_t j0, float *restrict S) {
     pa_av16 a0l = AV16_SPLAT(0.0f), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l,
             a3l = a0l, a3h = a0l, k0, k1;
     for (int64_t c = 0; c < d; c++) {
-        AV16_LOAD(k0, kt + c * np + j0);
-        AV16_LOAD(k1, kt + c * np + j0 + 16);
+        AV16_LOAD(k0, kt + c * ldk + j0);
+        AV16_LOAD(k1, kt + c * ldk + j0 + 16);
         pa_av16 q = AV16_SPLAT(qb[c]);
         a0l += q * k0, a0h += q * k1;
         q = AV16_SPLAT(qb[d + c]);
@@ -322,16 +327,17 @@ PA_INLINE void block_pair(const attention_job_t *jb, int64_t pair, float *restri
     const float *vb = jb->v + b * a->v[0] + h * a->v[1];
     float *ob = jb->out + b * a->out[0] + h * a->out[1];
     const int64_t nall = att_seen(a, rows - 1), np = att_pad(nall);
-    float *restrict kt = s, *restrict S = s + d * np, *restrict qr = S + ATT_R * np;
+    const int64_t ldk = np + ATT_SKEW;
+    float *restrict kt = s, *restrict S = s + d * ldk, *restrict qr = S + ATT_R * np;
     const int64_t kj = a->k[2], kc = a->k[3];
     for (int64_t j = 0; j < nall; j++) {   /* a key row read where it lies */
         const float *restrict kr = kb + j * kj;
         for (int64_t c = 0; c < d; c++)
-            kt[c * np + j] = kr[c * kc];
+            kt[c * ldk + j] = kr[c * kc];
     }
     for (int64_t c = 0; c < d; c++)
         for (int64_t j = nall; j < np; j++)
-            kt[c * np + j] = 0.0f;
+            kt[c * ldk + j] = 0.0f;
     for (int64_t i0 = 0; i0 < rows; i0 += ATT_R) {
         for (int64_t r = 0; r < ATT_R; r++) {
             const int64_t ir = i0 + r < rows ? i0 + r : rows - 1;
@@ -341,7 +347,7 @@ PA_INLINE void block_pair(const attention_job_t *jb, int64_t pair, float *restri
         const int64_t last = i0 + ATT_R - 1 < rows ? i0 + ATT_R - 1 : rows - 1;
         const int64_t nb = att_seen(a, last);
         for (int64_t j0 = 0; j0 < nb; j0 += ATT_J)
-            score_tile(qr, kt, d, np, j0, S);
+            score_tile(qr, kt, d, ldk, np, j0, S);
         for (int64_t r = 0; r < ATT_R; r++) {
             const int64_t ir = i0 + r < rows ? i0 + r : rows - 1, n = att_seen(a, ir);
             float *restrict srow = S + r * np;
