@@ -18,7 +18,7 @@
  * O(live length), not O(cache size).  (batch, head) pairs are shared out
  * to the worker pool; each part uses the scratch slot of its first pair.
  */
-#include "internal.h"
+#include "isa.h"
 
 /* products contracted into fused multiply-adds where the clone has them
  * (as gemm.c): faster, the results differ from the baseline build's by
@@ -33,10 +33,16 @@ typedef struct {
     const pa_attention_t *a;
     const float *q, *k, *v, *mask;
     float *out, *scratch;
+    int wide;   /* the blocked path in AVX-512 registers (_pa_avx512_usable) */
 } attention_job_t;
 
 #define ATT_R 4     /* query rows per block (the blocked path)        */
-#define ATT_J 16    /* keys per score tile, columns per output tile    */
+#define ATT_J 32    /* keys per score tile                             */
+#define ATT_W 32    /* columns per output tile                         */
+/* K^T's rows are np + ATT_SKEW floats apart: a power-of-two stride (256
+ * keys: 1 KiB) puts a score tile's d rows in a few L1 sets, which then
+ * evict each other on every tile */
+#define ATT_SKEW 16
 
 static int64_t att_pad(int64_t n) {
     return (n + ATT_J - 1) / ATT_J * ATT_J;
@@ -47,7 +53,8 @@ static int64_t att_pad(int64_t n) {
  * larger. */
 static size_t slot_floats(const pa_attention_t *a) {
     const int64_t np = att_pad(a->keys);
-    return (size_t)(np * (a->size + ATT_R) + ATT_R * a->size + a->keys + a->size);
+    return (size_t)((np + ATT_SKEW) * a->size + np * ATT_R + ATT_R * a->size + a->keys +
+                    a->size);
 }
 
 typedef float pa_av8 __attribute__((vector_size(32)));
@@ -176,6 +183,17 @@ PA_INLINE void weigh_rows(const pa_attention_t *a, const float *restrict p,
     }
 }
 
+/* y[0, n) *= a; y[0, n) += m[0, n): in blocks GCC -O2 vectorises (the
+ * scores' scale and mask, as scalar loops a third of a 256-key block
+ * path's time). */
+PA_INLINE void scale_row(float *restrict y, float a, size_t n) {
+    PA_MAP(y, n, j, y[j] * a);
+}
+
+PA_INLINE void add_row(float *restrict y, const float *restrict m, size_t n) {
+    PA_MAP(y, n, j, y[j] + m[j]);
+}
+
 /* Keys query i sees: all, or with a causal offset those up to it. */
 PA_INLINE int64_t att_seen(const pa_attention_t *a, int64_t i) {
     return a->causal >= 0 && a->causal + i + 1 < a->keys ? a->causal + i + 1 : a->keys;
@@ -220,53 +238,77 @@ static void pa_attention_pair(const attention_job_t *jb, int64_t pair, float *re
     }
 }
 
+/* 16 floats: one AVX-512 register in the x86-64-v4 clone, two AVX2
+ * registers in the v3 one (the blocked path's tiles: each output's sum
+ * takes the same terms in the same order at any width). */
+typedef float pa_av16 __attribute__((vector_size(64)));
+
+#define AV16_LOAD(dst, p) memcpy(&(dst), (p), sizeof(pa_av16))
+#define AV16_STORE(p, src) memcpy((p), &(src), sizeof(pa_av16))
+#define AV16_SPLAT(a) \
+    ((pa_av16){(a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a), (a)})
+
 /* S[r][j0, j0 + ATT_J) = qb[r] . kt[:, j0..] for the ATT_R rows of qb
- * (d floats each), kt d rows of np floats: each key vector loaded once
+ * (d floats each), kt d rows ldk floats apart: each key vector loaded once
  * for the block's rows. */
 PA_INLINE void score_tile(const float *restrict qb, const float *restrict kt, int64_t d,
-                          int64_t np, int64_t j0, float *restrict S) {
-    pa_av8 a0l = AV8_SPLAT(0.0f), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l,
-           a3l = a0l, a3h = a0l, k0, k1;
+                          int64_t ldk, int64_t np, int64_t j0, float *restrict S) {
+    pa_av16 a0l = AV16_SPLAT(0.0f), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l,
+            a3l = a0l, a3h = a0l, k0, k1;
     for (int64_t c = 0; c < d; c++) {
-        AV8_LOAD(k0, kt + c * np + j0);
-        AV8_LOAD(k1, kt + c * np + j0 + 8);
-        pa_av8 q = AV8_SPLAT(qb[c]);
+        AV16_LOAD(k0, kt + c * ldk + j0);
+        AV16_LOAD(k1, kt + c * ldk + j0 + 16);
+        pa_av16 q = AV16_SPLAT(qb[c]);
         a0l += q * k0, a0h += q * k1;
-        q = AV8_SPLAT(qb[d + c]);
+        q = AV16_SPLAT(qb[d + c]);
         a1l += q * k0, a1h += q * k1;
-        q = AV8_SPLAT(qb[2 * d + c]);
+        q = AV16_SPLAT(qb[2 * d + c]);
         a2l += q * k0, a2h += q * k1;
-        q = AV8_SPLAT(qb[3 * d + c]);
+        q = AV16_SPLAT(qb[3 * d + c]);
         a3l += q * k0, a3h += q * k1;
     }
-    AV8_STORE(S + j0, a0l), AV8_STORE(S + j0 + 8, a0h);
-    AV8_STORE(S + np + j0, a1l), AV8_STORE(S + np + j0 + 8, a1h);
-    AV8_STORE(S + 2 * np + j0, a2l), AV8_STORE(S + 2 * np + j0 + 8, a2h);
-    AV8_STORE(S + 3 * np + j0, a3l), AV8_STORE(S + 3 * np + j0 + 8, a3h);
+    AV16_STORE(S + j0, a0l), AV16_STORE(S + j0 + 16, a0h);
+    AV16_STORE(S + np + j0, a1l), AV16_STORE(S + np + j0 + 16, a1h);
+    AV16_STORE(S + 2 * np + j0, a2l), AV16_STORE(S + 2 * np + j0 + 16, a2h);
+    AV16_STORE(S + 3 * np + j0, a3l), AV16_STORE(S + 3 * np + j0 + 16, a3h);
 }
 
-/* o[r][0, ATT_J) = sum over j < n of S[r][j] * v row j, columns c0.. (V's
+/* o[r][0, ATT_W) = sum over j < n of S[r][j] * v row j, columns c0.. (V's
  * element stride 1). */
 PA_INLINE void weigh_tile(const float *restrict S, int64_t np, const float *restrict vb,
-                          int64_t vj, int64_t c0, int64_t n, float o[ATT_R][ATT_J]) {
-    pa_av8 a0l = AV8_SPLAT(0.0f), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l,
-           a3l = a0l, a3h = a0l, v0, v1;
+                          int64_t vj, int64_t c0, int64_t n, float o[ATT_R][ATT_W]) {
+    pa_av16 a0l = AV16_SPLAT(0.0f), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l,
+            a3l = a0l, a3h = a0l, v0, v1;
     for (int64_t j = 0; j < n; j++) {
-        AV8_LOAD(v0, vb + j * vj + c0);
-        AV8_LOAD(v1, vb + j * vj + c0 + 8);
-        pa_av8 p = AV8_SPLAT(S[j]);
+        AV16_LOAD(v0, vb + j * vj + c0);
+        AV16_LOAD(v1, vb + j * vj + c0 + 16);
+        pa_av16 p = AV16_SPLAT(S[j]);
         a0l += p * v0, a0h += p * v1;
-        p = AV8_SPLAT(S[np + j]);
+        p = AV16_SPLAT(S[np + j]);
         a1l += p * v0, a1h += p * v1;
-        p = AV8_SPLAT(S[2 * np + j]);
+        p = AV16_SPLAT(S[2 * np + j]);
         a2l += p * v0, a2h += p * v1;
-        p = AV8_SPLAT(S[3 * np + j]);
+        p = AV16_SPLAT(S[3 * np + j]);
         a3l += p * v0, a3h += p * v1;
     }
-    AV8_STORE(o[0], a0l), AV8_STORE(o[0] + 8, a0h);
-    AV8_STORE(o[1], a1l), AV8_STORE(o[1] + 8, a1h);
-    AV8_STORE(o[2], a2l), AV8_STORE(o[2] + 8, a2h);
-    AV8_STORE(o[3], a3l), AV8_STORE(o[3] + 8, a3h);
+    AV16_STORE(o[0], a0l), AV16_STORE(o[0] + 16, a0h);
+    AV16_STORE(o[1], a1l), AV16_STORE(o[1] + 16, a1h);
+    AV16_STORE(o[2], a2l), AV16_STORE(o[2] + 16, a2h);
+    AV16_STORE(o[3], a3l), AV16_STORE(o[3] + 16, a3h);
+}
+
+/* weigh_tile for 16 columns (a head size's remainder). */
+PA_INLINE void weigh_tile16(const float *restrict S, int64_t np, const float *restrict vb,
+                            int64_t vj, int64_t c0, int64_t n, float o[ATT_R][ATT_W]) {
+    pa_av16 a0 = AV16_SPLAT(0.0f), a1 = a0, a2 = a0, a3 = a0, v0;
+    for (int64_t j = 0; j < n; j++) {
+        AV16_LOAD(v0, vb + j * vj + c0);
+        a0 += AV16_SPLAT(S[j]) * v0;
+        a1 += AV16_SPLAT(S[np + j]) * v0;
+        a2 += AV16_SPLAT(S[2 * np + j]) * v0;
+        a3 += AV16_SPLAT(S[3 * np + j]) * v0;
+    }
+    AV16_STORE(o[0], a0), AV16_STORE(o[1], a1), AV16_STORE(o[2], a2), AV16_STORE(o[3], a3);
 }
 
 /* The blocked path, for ATT_R query rows or more: K^T packed once per
@@ -277,9 +319,7 @@ PA_INLINE void weigh_tile(const float *restrict S, int64_t np, const float *rest
  * row's probabilities past the keys it sees are 0, so the tiles run to
  * the block's widest row; V is read only below it (never a row past the
  * live length). */
-PA_MULTIVERSION
-static void pa_attention_block_pair(const attention_job_t *jb, int64_t pair,
-                                    float *restrict s) {
+PA_INLINE void block_pair(const attention_job_t *jb, int64_t pair, float *restrict s) {
     const pa_attention_t *a = jb->a;
     const int64_t b = pair / a->heads, h = pair % a->heads, d = a->size, rows = a->rows;
     const float *qb = jb->q + b * a->q[0] + h * a->q[1];
@@ -287,10 +327,17 @@ static void pa_attention_block_pair(const attention_job_t *jb, int64_t pair,
     const float *vb = jb->v + b * a->v[0] + h * a->v[1];
     float *ob = jb->out + b * a->out[0] + h * a->out[1];
     const int64_t nall = att_seen(a, rows - 1), np = att_pad(nall);
-    float *restrict kt = s, *restrict S = s + d * np, *restrict qr = S + ATT_R * np;
-    for (int64_t j = 0; j < np; j++)
+    const int64_t ldk = np + ATT_SKEW;
+    float *restrict kt = s, *restrict S = s + d * ldk, *restrict qr = S + ATT_R * np;
+    const int64_t kj = a->k[2], kc = a->k[3];
+    for (int64_t j = 0; j < nall; j++) {   /* a key row read where it lies */
+        const float *restrict kr = kb + j * kj;
         for (int64_t c = 0; c < d; c++)
-            kt[c * np + j] = j < nall ? kb[j * a->k[2] + c * a->k[3]] : 0.0f;
+            kt[c * ldk + j] = kr[c * kc];
+    }
+    for (int64_t c = 0; c < d; c++)
+        for (int64_t j = nall; j < np; j++)
+            kt[c * ldk + j] = 0.0f;
     for (int64_t i0 = 0; i0 < rows; i0 += ATT_R) {
         for (int64_t r = 0; r < ATT_R; r++) {
             const int64_t ir = i0 + r < rows ? i0 + r : rows - 1;
@@ -300,27 +347,35 @@ static void pa_attention_block_pair(const attention_job_t *jb, int64_t pair,
         const int64_t last = i0 + ATT_R - 1 < rows ? i0 + ATT_R - 1 : rows - 1;
         const int64_t nb = att_seen(a, last);
         for (int64_t j0 = 0; j0 < nb; j0 += ATT_J)
-            score_tile(qr, kt, d, np, j0, S);
+            score_tile(qr, kt, d, ldk, np, j0, S);
         for (int64_t r = 0; r < ATT_R; r++) {
             const int64_t ir = i0 + r < rows ? i0 + r : rows - 1, n = att_seen(a, ir);
             float *restrict srow = S + r * np;
-            for (int64_t j = 0; j < n; j++)
-                srow[j] *= a->scale;
+            const float scale = a->scale;
+            scale_row(srow, scale, (size_t)n);
             if (jb->mask) {
-                const float *m = jb->mask + b * a->mask[0] + h * a->mask[1] + ir * a->mask[2];
-                for (int64_t j = 0; j < n; j++)
-                    srow[j] += m[j * a->mask[3]];
+                const float *restrict m =
+                    jb->mask + b * a->mask[0] + h * a->mask[1] + ir * a->mask[2];
+                const int64_t mj = a->mask[3];
+                if (mj == 1) {
+                    add_row(srow, m, (size_t)n);
+                } else {
+                    for (int64_t j = 0; j < n; j++)
+                        srow[j] += m[j * mj];
+                }
             }
             if (n > 0)
                 _pa_softmax_row_inplace(srow, (size_t)n);
             for (int64_t j = n; j < nb; j++)
                 srow[j] = 0.0f;
         }
-        for (int64_t c0 = 0; c0 < d; c0 += ATT_J) {
-            const int64_t w = d - c0 < ATT_J ? d - c0 : ATT_J;
-            float o[ATT_R][ATT_J];
-            if (w == ATT_J && a->v[3] == 1) {
+        for (int64_t c0 = 0; c0 < d;) {
+            const int64_t w = d - c0 >= ATT_W ? ATT_W : d - c0 >= 16 ? 16 : d - c0;
+            float o[ATT_R][ATT_W];
+            if (w == ATT_W && a->v[3] == 1) {
                 weigh_tile(S, np, vb, a->v[2], c0, nb, o);
+            } else if (w == 16 && a->v[3] == 1) {
+                weigh_tile16(S, np, vb, a->v[2], c0, nb, o);
             } else {
                 for (int64_t r = 0; r < ATT_R; r++)
                     for (int64_t cc = 0; cc < w; cc++) {
@@ -333,17 +388,49 @@ static void pa_attention_block_pair(const attention_job_t *jb, int64_t pair,
             for (int64_t r = 0; r < ATT_R && i0 + r < rows; r++)
                 for (int64_t cc = 0; cc < w; cc++)
                     ob[(i0 + r) * a->out[2] + (c0 + cc) * a->out[3]] = o[r][cc];
+            c0 += w;
         }
     }
 }
+
+PA_MULTIVERSION
+static void pa_attention_block_pair(const attention_job_t *jb, int64_t pair,
+                                    float *restrict s) {
+    block_pair(jb, pair, s);
+}
+
+#if PA_AVX512_BUILT
+/* The same, its 16-float vectors as AVX-512 registers (the x86-64-v4
+ * clone above splits them in two AVX2 registers: GCC prefers 256-bit
+ * vectors there); the same operations in the same order (the same bits
+ * where both contract to FMA). */
+#if defined(__clang__)
+#define PA_ATT_WIDE __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma"), \
+                                   min_vector_width(512)))
+#else
+#define PA_ATT_WIDE \
+    __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#endif
+PA_ATT_WIDE
+static void pa_attention_block_pair_avx512(const attention_job_t *jb, int64_t pair,
+                                           float *restrict s) {
+    block_pair(jb, pair, s);
+}
+#endif
 
 static void attention_items(void *ctx, int64_t b, int64_t e) {
     const attention_job_t *jb = ctx;
     float *s = jb->scratch + (size_t)b * slot_floats(jb->a);
     for (int64_t p = b; p < e; p++) {
-        if (jb->a->rows >= ATT_R)
+        if (jb->a->rows >= ATT_R) {
+#if PA_AVX512_BUILT
+            if (jb->wide) {
+                pa_attention_block_pair_avx512(jb, p, s);
+                continue;
+            }
+#endif
             pa_attention_block_pair(jb, p, s);
-        else
+        } else
             pa_attention_pair(jb, p, s);
     }
 }
@@ -367,6 +454,12 @@ size_t pa_attention_scratch_floats(const pa_attention_t *a) {
 pa_status_t pa_attention(const pa_attention_t *a, const float *q, const float *k,
                          const float *v, const float *mask, float *out, float *scratch,
                          pa_workers_t *workers) {
+    return _pa_attention_isa(a, q, k, v, mask, out, scratch, workers, 1);
+}
+
+pa_status_t _pa_attention_isa(const pa_attention_t *a, const float *q, const float *k,
+                              const float *v, const float *mask, float *out, float *scratch,
+                              pa_workers_t *workers, int avx512) {
     if (!attention_ok(a))
         return PA_ERR_INVALID;
     const int64_t pairs = a->batch * a->heads;
@@ -374,7 +467,7 @@ pa_status_t pa_attention(const pa_attention_t *a, const float *q, const float *k
         return PA_OK;
     if (!q || !k || !v || !out || !scratch)
         return PA_ERR_INVALID;
-    attention_job_t jb = {a, q, k, v, mask, out, scratch};
+    attention_job_t jb = {a, q, k, v, mask, out, scratch, avx512 && _pa_avx512_usable()};
     const double work = (double)pairs * (double)a->rows * (double)a->keys * (double)a->size * 2;
     _pa_parallel(_pa_workers_for(workers, work), pairs, attention_items, &jb);
     return PA_OK;

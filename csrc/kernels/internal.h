@@ -376,6 +376,14 @@ pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, con
                                   const float *r, int64_t c_res, float *y,
                                   pa_workers_t *workers, int avx512);
 
+/* attention.c: pa_attention with its blocked path's AVX-512 registers
+ * allowed (avx512 1, where usable: what pa_attention runs) or not (0):
+ * the same sums in the same order (the same bits where both contract
+ * to FMA). */
+pa_status_t _pa_attention_isa(const pa_attention_t *a, const float *q, const float *k,
+                              const float *v, const float *mask, float *out, float *scratch,
+                              pa_workers_t *workers, int avx512);
+
 /* elementwise.c */
 /* Apply `act` to v[0..n) in place (PA_ACT_NONE: nothing). */
 void _pa_act_inplace(float *v, size_t n, const pa_act_params_t *act);

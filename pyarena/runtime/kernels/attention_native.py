@@ -6,12 +6,15 @@ a 0/1 key mask (batch, total).
 
 * Q, K and V projected by the packed SGEMM (weights packed once at setup,
   the bias added in registers) into planned scratch;
-* per head, scores = Q K^T by BLAS into planned scratch (batch, heads,
-  seq, seq), scaled, the key mask added as onnxruntime builds it
-  (``mask_filter_value`` on a masked key), the softmax by
-  ``pa_softmax_rows`` in place, then probabilities times V into a
-  (batch, heads, seq, size) scratch, copied into the output's
-  (batch, seq, heads * size) layout.
+* the key mask built as onnxruntime builds it (``mask_filter_value`` on
+  a masked key) into a (batch, 1, 1, seq) scratch row;
+* ``pa_attention`` (csrc/kernels/attention.c) over Q, K and V where the
+  projection left them (strided, no transposed copies): per (batch,
+  head) the scores of four query rows at a time in L1, scaled, the mask
+  added, the softmax, the weighted sum of V's rows written straight into
+  the output's (batch, seq, heads * size) layout.  (Before: scores by
+  BLAS into a (batch, heads, seq, seq) scratch, each step a pass over it,
+  and a copy of the context: MiniLM at 256 tokens about 1.4x the time.)
 
 Nothing is allocated per run: every temporary is a scratch buffer the
 planner places.
@@ -20,8 +23,8 @@ import math
 
 import numpy as np
 
-from ..._native import check, lib
-from ..._native.kernels import fptr
+from ..._native import check, ffi, lib
+from ..._native.kernels import NULL, fptr
 from .linalg import _packed_product
 from .native import NATIVE_DTYPE
 
@@ -53,24 +56,28 @@ def native_setup(k, x, w):
     k.scale_value = np.float32(k.scale if k.scale else 1 / math.sqrt(size))
     k.fill_value = np.float32(k.fill)
     k.positions = np.arange(1, s + 1, dtype=np.float32).reshape(1, 1, 1, s)   # j + 1
-    k.scratch = [((b * s, w[1]), np.float32), ((b, n, s, s), np.float32),
-                 ((b, n, s, size), np.float32), ((b, 1, 1, s), np.float32)]
+    row = 3 * n * size      # Q, K and V side by side in a projected row
+    k.att = ffi.new("pa_attention_t *", {
+        "batch": b, "heads": n, "rows": s, "keys": s, "size": size, "causal": -1,
+        "scale": float(k.scale_value),
+        "q": [s * row, size, row, 1], "k": [s * row, size, row, 1],
+        "v": [s * row, size, row, 1], "mask": [s if b > 1 else 0, 0, 0, 1],
+        "out": [s * n * size, size, n * size, 1]})
+    floats = lib.pa_attention_scratch_floats(k.att)
+    if not floats:
+        return
+    k.scratch = [((b * s, w[1]), np.float32), ((int(floats),), np.float32),
+                 ((b, 1, 1, s), np.float32)]
     k.fast = True
 
 
 def native_run(k, xs, ys, sc):
     """One run of the native path (see the module docstring)."""
     b, s, n, size = k.dims
-    qkv, scores, ctx, add = sc
+    qkv, work, add = sc
     st = lib.pa_conv2d_run(k.desc, k.packed_ptr, fptr(xs[0]), fptr(qkv), k.workers)
     if st:
         check(st, f"Attention {k.op.name!r}")
-    split = qkv.reshape(b, s, 3, n, size)
-    q = split[:, :, 0].transpose(0, 2, 1, 3)
-    kt = split[:, :, 1].transpose(0, 2, 3, 1)
-    v = split[:, :, 2].transpose(0, 2, 1, 3)
-    np.matmul(q, kt, out=scores)
-    np.multiply(scores, k.scale_value, out=scores)
     mask = xs[3] if len(xs) > 3 else None
     if mask is not None:
         # masked: 1, kept: 0 -- a 0/1 key mask as 1 - clip(mask, 0, 1); the
@@ -84,8 +91,9 @@ def native_run(k, xs, ys, sc):
             np.subtract(add, mask.reshape(b, 1, 1, 1), out=add, casting="unsafe")
             np.clip(add, 0, 1, out=add)
         np.multiply(add, k.fill_value, out=add)
-        np.add(scores, add, out=scores)
-    check(lib.pa_softmax_rows(fptr(scores), fptr(scores), b * n * s, s, k.workers),
-          f"Attention {k.op.name!r}")
-    np.matmul(scores, v, out=ctx)
-    np.copyto(ys[0].reshape(b, s, n, size), ctx.transpose(0, 2, 1, 3))
+    p = fptr(qkv)
+    st = lib.pa_attention(k.att, p, p + n * size, p + 2 * n * size,
+                          NULL if mask is None else fptr(add), fptr(ys[0]), fptr(work),
+                          k.workers)
+    if st:
+        check(st, f"Attention {k.op.name!r}")

@@ -5,6 +5,7 @@
  * absent; a causal offset; a live length below the keys held (the rows
  * past it hold NaN and must not be read); one and three threads giving
  * the same bits; bad arguments refused.  Run plain and under ASan + UBSan. */
+#include "kernels/internal.h"
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -120,6 +121,13 @@ static void test_attention_random(void) {
         CHECK_EQ(pa_attention(&a, q, k, v, mask, out, scratch, NULL), PA_OK);
         CHECK_EQ(pa_attention(&a, q, k, v, mask, out3, scratch, pool), PA_OK);
         CHECK(memcmp(out, out3, nq * sizeof *out) == 0);
+        /* the blocked path's AVX-512 registers or not: the same sums in
+         * the same order (the same bits where both contract to FMA, as
+         * GCC's clones; the clang sanitizer build's differ by rounding:
+         * each within the reference check's 1e-5 below) */
+        CHECK_EQ(_pa_attention_isa(&a, q, k, v, mask, out3, scratch, NULL, 0), PA_OK);
+        for (size_t e = 0; e < nq; e++)
+            CHECK(fabsf(out[e] - out3[e]) <= 2e-5f + 2e-5f * fabsf(out[e]));
         for (int64_t b = 0; b < a.batch; b++)
             for (int64_t h = 0; h < a.heads; h++)
                 for (int64_t i = 0; i < a.rows; i++)
