@@ -660,6 +660,11 @@ pa_status_t pa_add(const float *a, const float *b, float *y, size_t n, pa_worker
 pa_status_t pa_transpose_planes(const void *x, void *y, int64_t n, int64_t c, int64_t hw,
                                 int to_nhwc, pa_workers_t *workers);
 
+/* 1 where pa_transpose_planes moves c channels with vector shuffles
+ * (AVX-512 built and usable, 2 <= c <= 4), else 0: there it copies value
+ * by value, no faster than a strided copy per plane. */
+int pa_transpose_planes_vectorised(int64_t c);
+
 /* y = act(x + bias[c]) over n images of c channels of `spatial` values
  * each, in `layout`; bias may be NULL (no bias); y may be x.  The epilogue
  * of a convolution done elsewhere (a BLAS product).  PA_ERR_INVALID for

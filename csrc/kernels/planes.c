@@ -169,12 +169,16 @@ pa_status_t _pa_transpose_planes_isa(const void *x, void *y, int64_t n, int64_t 
     if (xa < ya + bytes && ya < xa + bytes)
         return PA_ERR_INVALID;      /* overlapping: each pass would read what it wrote */
     planes_job_t j = {x, y, n, c, hw, (hw + PL_BLOCK - 1) / PL_BLOCK, to_nhwc != 0,
-                      avx512 && c >= 2 && c <= 4 && _pa_avx512_usable(), {{{0}}}, {0}};
+                      avx512 && pa_transpose_planes_vectorised(c), {{{0}}}, {0}};
     if (j.avx512)
         planes_tables(&j);
     const int64_t items = (n * j.blocks + PL_ITEM_BLOCKS - 1) / PL_ITEM_BLOCKS;
     _pa_parallel(_pa_workers_for(workers, (double)total), items, planes_items, &j);
     return PA_OK;
+}
+
+int pa_transpose_planes_vectorised(int64_t c) {
+    return PA_AVX512_BUILT && c >= 2 && c <= 4 && _pa_avx512_usable();
 }
 
 pa_status_t pa_transpose_planes(const void *x, void *y, int64_t n, int64_t c, int64_t hw,

@@ -5,6 +5,7 @@
  * threads, and as a PA_CALL_TRANSPOSE_PLANES record; bad arguments are
  * refused. */
 #include "kernels/internal.h"
+#include "kernels/isa.h"
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -76,7 +77,19 @@ static void test_planes_refuse_bad_arguments(void) {
     CHECK_EQ(pa_calls_run(&call, 1, NULL, NULL), PA_ERR_INVALID);
 }
 
+/* The vector shuffles are for 2-4 channels where AVX-512 runs. */
+static void test_planes_vectorised(void) {
+    const int avx = PA_AVX512_BUILT && _pa_avx512_usable();
+    CHECK_EQ(pa_transpose_planes_vectorised(1), 0);
+    CHECK_EQ(pa_transpose_planes_vectorised(2), avx);
+    CHECK_EQ(pa_transpose_planes_vectorised(3), avx);
+    CHECK_EQ(pa_transpose_planes_vectorised(4), avx);
+    CHECK_EQ(pa_transpose_planes_vectorised(5), 0);
+    CHECK_EQ(pa_transpose_planes_vectorised(-3), 0);
+}
+
 int main(void) {
+    RUN(test_planes_vectorised);
     RUN(test_planes_equal_the_reference);
     RUN(test_planes_refuse_bad_arguments);
     return pa_test_report();
