@@ -651,6 +651,20 @@ pa_status_t pa_act(const pa_act_params_t *act, const float *x, float *y, size_t 
  * PA_ERR_INVALID for NULL pointers (with n > 0). */
 pa_status_t pa_add(const float *a, const float *b, float *y, size_t n, pa_workers_t *workers);
 
+/* NCHW <-> NHWC of n images of c channels of hw pixels, 4-byte values
+ * (float32, int32) moved as they are (the same bits): to_nhwc (not 0)
+ * y[(b * hw + p) * c + k] = x[(b * c + k) * hw + p], else the inverse,
+ * x[(b * hw + p) * c + k] to y[(b * c + k) * hw + p].  x and y may not
+ * overlap.  PA_ERR_INVALID for NULL pointers (with values), negative
+ * sizes, more than INT64_MAX bytes or overlapping buffers. */
+pa_status_t pa_transpose_planes(const void *x, void *y, int64_t n, int64_t c, int64_t hw,
+                                int to_nhwc, pa_workers_t *workers);
+
+/* 1 where pa_transpose_planes moves c channels with vector shuffles
+ * (AVX-512 built and usable, 2 <= c <= 4), else 0: there it copies value
+ * by value, no faster than a strided copy per plane. */
+int pa_transpose_planes_vectorised(int64_t c);
+
 /* y = act(x + bias[c]) over n images of c channels of `spatial` values
  * each, in `layout`; bias may be NULL (no bias); y may be x.  The epilogue
  * of a convolution done elsewhere (a BLAS product).  PA_ERR_INVALID for
@@ -1070,9 +1084,11 @@ typedef enum pa_call_kind {
     PA_CALL_DEQUANTIZE = 11,     /* pa_dequantize_linear(params' type, a, y,
                                     i[0] = n, params' scale, zero point)   */
     PA_CALL_ADD = 12,            /* pa_add(a, b, y, i[0] floats)            */
-    PA_CALL_LAYER_NORM = 13      /* pa_layer_norm_rows(a, w = gamma, b =
+    PA_CALL_LAYER_NORM = 13,     /* pa_layer_norm_rows(a, w = gamma, b =
                                     beta or NULL, y, i[0] = rows, i[1] = n,
                                     params: the float epsilon)             */
+    PA_CALL_TRANSPOSE_PLANES = 14 /* pa_transpose_planes(a, y, i[0] = n,
+                                    i[1] = c, i[2] = hw, i[3] = to_nhwc)   */
 } pa_call_kind_t;
 
 /* A per-tensor affine quantization as a call record's params (QUANTIZE,

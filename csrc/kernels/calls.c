@@ -167,6 +167,9 @@ static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
             return PA_ERR_INVALID;
         return pa_layer_norm_rows(s->a, s->w, s->b, s->y, s->i[0], s->i[1],
                                   *(const float *)s->params, workers);
+    case PA_CALL_TRANSPOSE_PLANES:
+        return pa_transpose_planes(s->a, s->y, s->i[0], s->i[1], s->i[2], s->i[3] != 0,
+                                   workers);
     }
     return PA_ERR_INVALID;
 }

@@ -440,6 +440,11 @@ void _pa_pool_nhwc_run(const pa_pool2d_t *p, const float *x, float *y, pa_worker
 /* rows.c: y = softmax(y) over one row of n >= 1 floats, in place. */
 void _pa_softmax_row_inplace(float *y, size_t n);
 
+/* planes.c: pa_transpose_planes with the AVX-512 shuffles allowed
+ * (avx512 1, where built and usable) or not (0: the portable copy). */
+pa_status_t _pa_transpose_planes_isa(const void *x, void *y, int64_t n, int64_t c, int64_t hw,
+                                     int to_nhwc, pa_workers_t *workers, int avx512);
+
 /* workers.c */
 typedef void (*_pa_task_fn)(void *ctx, int64_t begin, int64_t end);
 /* Run fn(ctx, b, e) over [0, n) split into contiguous parts, one per

@@ -15,6 +15,7 @@ from . import evaluators as ev
 from . import shape_rules as rules
 from . import shape_rules_movement as moves
 from . import tflite_attrs as tfl
+from .planes_native import planes_record, run_planes
 from .registry import Kernel, const, register
 
 
@@ -156,6 +157,8 @@ class Transpose(Kernel):
             return   # the planner made it a view: only size-1 axes move
         if self.planes is not None:
             n, c, to_nhwc = self.planes
+            if run_planes(x, y, n, c, to_nhwc, self.workers):
+                return
             a, b = (y, x) if to_nhwc else (x, y)    # a: the NHWC side, b: the NCHW one
             av, bv = a.reshape(n, -1, c), b.reshape(n, c, -1)
             for i in range(n):
@@ -166,6 +169,12 @@ class Transpose(Kernel):
                         bv[i, k] = av[i, :, k]
             return
         np.copyto(y, x.transpose(self.perm))
+
+    def native_calls(self, xs, ys):
+        """A few-channel NCHW <-> NHWC reorder as one C record, or None."""
+        if self.planes is None or self._act is not None:
+            return None
+        return planes_record(xs[0], ys[0], *self.planes)
 
 
 def _copy_records(pairs):

@@ -499,11 +499,12 @@ static void test_calls_run(void) {
     for (long it = 0; it < fuzz_n; it++) {
         pa_call_t call;
         memset(&call, 0, sizeof call);
-        int kind = (int)upto(9);
-        /* the float kinds (0..6 and ADD; the 8-bit ones: test_calls.c), or one
-           past every kind */
+        int kind = (int)upto(10);
+        /* the float kinds (0..6, ADD and TRANSPOSE_PLANES; the 8-bit ones:
+           test_calls.c), or one past every kind */
         call.kind = kind < 7 ? (pa_call_kind_t)kind : kind == 7 ? PA_CALL_ADD
-                    : (pa_call_kind_t)(one_in(2) ? -1 : PA_CALL_LAYER_NORM + 1 + upto(99));
+                    : kind == 8 ? PA_CALL_TRANSPOSE_PLANES
+                    : (pa_call_kind_t)(one_in(2) ? -1 : PA_CALL_TRANSPOSE_PLANES + 1 + upto(99));
         void *bufs[6] = {0};
         int expect_ok = 0;
         pa_conv2d_t conv;
@@ -617,6 +618,22 @@ static void test_calls_run(void) {
             expect_ok = 1;
             break;
         }
+        case PA_CALL_TRANSPOSE_PLANES: {
+            int64_t g[3] = {upto(3), upto(18), upto(40)};
+            if (one_in(4))
+                g[upto(3)] = hval();
+            call.i[0] = g[0], call.i[1] = g[1], call.i[2] = g[2], call.i[3] = upto(3);
+            int64_t total;
+            if (!prod(&total, 3, g) || total > CAP_FLOATS) {
+                call.a = call.y = tiny;         /* negative, overflowing or overlapping */
+                break;
+            }
+            fbuf_t x = fbuf(total), y = fbuf(total);
+            bufs[1] = x.base, bufs[2] = y.base;
+            call.a = x.p, call.y = y.p;
+            expect_ok = 1;
+            break;
+        }
         case PA_CALL_COPY: {
             int64_t count = upto(5), bytes = upto(40), sa = upto(80) - 20, sy = upto(80) - 20;
             if (one_in(3)) {
@@ -670,7 +687,7 @@ static void test_calls_run(void) {
                 fprintf(stderr, "call kind %d: status %d\n", kind, (int)st);
             CHECK(st == PA_OK && failed == 1);
             ran++;
-        } else if (call.a == tiny || call.kind > PA_CALL_LAYER_NORM || call.kind < 0) {
+        } else if (call.a == tiny || call.kind > PA_CALL_TRANSPOSE_PLANES || call.kind < 0) {
             CHECK(st == PA_ERR_INVALID && failed == 0);
         } else {
             CHECK((st == PA_OK && failed == 1) || (st != PA_OK && failed == 0));
