@@ -451,6 +451,36 @@ typedef void (*_pa_task_fn)(void *ctx, int64_t begin, int64_t end);
  * worker (the caller takes part 0); `w` NULL or one thread: one call on
  * the calling thread.  Returns when every part is done. */
 void _pa_parallel(pa_workers_t *w, int64_t n, _pa_task_fn fn, void *ctx);
+/* The argument checks the packed 8-bit products share (qrows.c: a few
+ * rows of A, qcols.c: a few columns of B).  Packing: the buffer of `need`
+ * bytes in `size`, 4-aligned; the weights there when there are any; uint8
+ * or int8; each zero point in its type's range. */
+static inline int _pa_q8_pack_args_ok(const void *w, pa_qtype_t w_type, const int32_t *w_zp,
+                                      int64_t k, int64_t n, const void *packed, size_t size,
+                                      size_t need) {
+    if (need == 0 || size < need || packed == NULL || (uintptr_t)packed % 4 != 0 ||
+        (w == NULL && k > 0 && n > 0) || (w_type != PA_Q_U8 && w_type != PA_Q_S8))
+        return 0;
+    int s8 = w_type == PA_Q_S8;
+    if (w_zp != NULL)
+        for (int64_t j = 0; j < n; j++)
+            if (w_zp[j] < (s8 ? -128 : 0) || w_zp[j] > (s8 ? 127 : 255))
+                return 0;
+    return 1;
+}
+
+/* Running (m, n > 0): y (m x n int32) given and A (m x k bytes) too when
+ * k > 0, y overlapping neither A nor the packed weights' `packed_bytes`. */
+static inline int _pa_q8_run_args_ok(const uint8_t *a, int64_t m, int64_t k, int64_t n,
+                                     const int32_t *y, const void *packed, size_t packed_bytes) {
+    if (y == NULL || (k > 0 && a == NULL))
+        return 0;
+    uintptr_t y0 = (uintptr_t)y, y1 = y0 + (uintptr_t)(m * n) * sizeof *y;
+    uintptr_t a0 = (uintptr_t)a, a1 = a0 + (uintptr_t)(m * k);
+    uintptr_t p0 = (uintptr_t)packed, p1 = p0 + packed_bytes;
+    return !((k > 0 && y0 < a1 && a0 < y1) || (y0 < p1 && p0 < y1));
+}
+
 /* `w`, or NULL when a call of `work` multiply-adds is too small to share
  * (waking the pool would cost more than it saves). */
 pa_workers_t *_pa_workers_for(pa_workers_t *w, double work);

@@ -37,14 +37,9 @@ static int qc_read_head(const void *packed, qc_head_t *h) {
 pa_status_t pa_qcols_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t k,
                           int64_t n, void *packed, size_t size) {
     size_t need = pa_qcols_packed_size(k, n);
-    if (need == 0 || size < need || packed == NULL || (uintptr_t)packed % 4 != 0 ||
-        (w == NULL && k > 0 && n > 0) || (w_type != PA_Q_U8 && w_type != PA_Q_S8))
+    if (!_pa_q8_pack_args_ok(w, w_type, w_zp, k, n, packed, size, need))
         return PA_ERR_INVALID;
     int s8 = w_type == PA_Q_S8;
-    if (w_zp != NULL)
-        for (int64_t j = 0; j < n; j++)
-            if (w_zp[j] < (s8 ? -128 : 0) || w_zp[j] > (s8 ? 127 : 255))
-                return PA_ERR_INVALID;
     qc_head_t h = {QC_MAGIC, k, n, qc_kp(k), qc_np(n), s8 ? 0 : 128};
     memset(packed, 0, need);
     memcpy(packed, &h, sizeof h);
@@ -104,13 +99,8 @@ pa_status_t _pa_qcols_run_isa(const void *packed, const uint8_t *a, int64_t m, i
         return PA_ERR_STATE;
     if (m == 0 || h.n == 0)
         return PA_OK;
-    if (y == NULL || (h.k > 0 && a == NULL))
+    if (!_pa_q8_run_args_ok(a, m, h.k, h.n, y, packed, pa_qcols_packed_size(h.k, h.n)))
         return PA_ERR_INVALID;
-    uintptr_t y0 = (uintptr_t)y, y1 = y0 + (uintptr_t)(m * h.n) * sizeof *y;
-    uintptr_t a0 = (uintptr_t)a, a1 = a0 + (uintptr_t)(m * h.k);
-    uintptr_t p0 = (uintptr_t)packed, p1 = p0 + pa_qcols_packed_size(h.k, h.n);
-    if ((h.k > 0 && y0 < a1 && a0 < y1) || (y0 < p1 && p0 < y1))
-        return PA_ERR_INVALID;      /* y overlapping what it is made of */
     _pa_qcol_tile_fn tile = isa == 1 ? _pa_qcol_tile_vnni : cols_tile_c;
     const int32_t *colsum = (const int32_t *)((const uint8_t *)packed + QC_HEAD);
     const int32_t *zp = colsum + h.np;

@@ -40,13 +40,8 @@ static int qr_read_head(const void *packed, qr_head_t *h) {
 pa_status_t pa_qrows_pack(const void *w, pa_qtype_t w_type, const int32_t *w_zp, int64_t k,
                           int64_t n, void *packed, size_t size) {
     size_t need = pa_qrows_packed_size(k, n);
-    if (need == 0 || size < need || packed == NULL || (uintptr_t)packed % 4 != 0 ||
-        (w == NULL && k > 0 && n > 0) || (w_type != PA_Q_U8 && w_type != PA_Q_S8))
+    if (!_pa_q8_pack_args_ok(w, w_type, w_zp, k, n, packed, size, need))
         return PA_ERR_INVALID;
-    if (w_zp != NULL)
-        for (int64_t j = 0; j < n; j++)
-            if (w_zp[j] < (w_type == PA_Q_S8 ? -128 : 0) || w_zp[j] > (w_type == PA_Q_S8 ? 127 : 255))
-                return PA_ERR_INVALID;
     qr_head_t h = {QR_MAGIC, k, n, (k + 3) / 4, qr_ncg(n), w_type == PA_Q_U8 ? 128 : 0};
     memset(packed, 0, need);
     memcpy(packed, &h, sizeof h);
@@ -130,13 +125,8 @@ pa_status_t _pa_qrows_run_isa(const void *packed, const uint8_t *a, int64_t m, i
         return PA_ERR_STATE;
     if (m == 0 || h.n == 0)
         return PA_OK;
-    if (y == NULL || (h.k > 0 && a == NULL))
+    if (!_pa_q8_run_args_ok(a, m, h.k, h.n, y, packed, pa_qrows_packed_size(h.k, h.n)))
         return PA_ERR_INVALID;
-    uintptr_t y0 = (uintptr_t)y, y1 = y0 + (uintptr_t)(m * h.n) * sizeof *y;
-    uintptr_t a0 = (uintptr_t)a, a1 = a0 + (uintptr_t)(m * h.k);
-    uintptr_t p0 = (uintptr_t)packed, p1 = p0 + pa_qrows_packed_size(h.k, h.n);
-    if ((h.k > 0 && y0 < a1 && a0 < y1) || (y0 < p1 && p0 < y1))
-        return PA_ERR_INVALID;      /* y overlapping what it is made of */
     _pa_qr_tile_fn tile = isa == 1 ? _pa_qr_tile_vnni : tile_c;
     const int32_t *colsum = (const int32_t *)((const uint8_t *)packed + QR_HEAD);
     const int32_t *zp = colsum + h.ncg * QR_NC;
