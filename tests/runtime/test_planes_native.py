@@ -58,7 +58,10 @@ def test_int32_and_the_record_and_what_it_does_not_take():
     x = np.arange(2 * 3 * 50 * 70, dtype=np.int32).reshape(2, 3, 50, 70)
     y = np.empty((2, 50, 70, 3), np.int32)
     if not lib.pa_transpose_planes_vectorised(3):
-        pytest.skip("no AVX-512: the NumPy copies stay")
+        # no AVX-512: value by value in C is no faster, the NumPy copies stay
+        assert run_planes(x, y, 2, 3, True, ffi.NULL) is False
+        assert planes_record(x, y, 2, 3, True) is None
+        return
     assert run_planes(x, y, 2, 3, True, ffi.NULL)
     np.testing.assert_array_equal(y, x.transpose(0, 2, 3, 1))
     rec = planes_record(x, y, 2, 3, True)

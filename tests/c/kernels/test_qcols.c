@@ -9,6 +9,7 @@
 #include "pyarena.h"
 #include "kernels/qcols.h"
 #include "../testhelper.h"
+#include "q8_product_case.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,49 +18,15 @@
 static unsigned long long seed = 0x51ED27A9C3B1F00DULL;
 
 static int64_t rnd(int64_t lo, int64_t hi) {
-    return lo + (int64_t)(pa_rand(&seed) % (unsigned long long)(hi - lo + 1));
+    return q8_rnd(&seed, lo, hi);
 }
 
+static const q8_product_t PRODUCT = {pa_qcols_packed_size, pa_qcols_pack, _pa_qcols_run_isa,
+                                      pa_qcols_run};
 static int vnni_cases;
 
 static void check_case(int64_t m, int64_t k, int64_t n, int s8, int with_zp, int extreme) {
-    uint8_t *a = malloc((size_t)(m * k + 1));
-    uint8_t *w = malloc((size_t)(k * n + 1));
-    int32_t *zp = malloc((size_t)(n + 1) * sizeof *zp), *y = malloc((size_t)(m * n + 1) * sizeof *y);
-    int32_t a_zp = extreme ? (int32_t)(rnd(0, 1) * 255) : (int32_t)rnd(0, 255);
-    for (int64_t i = 0; i < m * k; i++)
-        a[i] = extreme ? (uint8_t)(rnd(0, 1) * 255) : (uint8_t)rnd(0, 255);
-    for (int64_t i = 0; i < k * n; i++)
-        w[i] = extreme ? (uint8_t)(s8 ? (rnd(0, 1) ? 0x80 : 0x7F) : 255 * rnd(0, 1))
-                       : (uint8_t)rnd(0, 255);
-    for (int64_t j = 0; j < n; j++)
-        zp[j] = with_zp ? (int32_t)(s8 ? rnd(-128, 127) : rnd(0, 255)) : 0;
-    for (int64_t i = 0; i < m; i++)             /* the reference */
-        for (int64_t j = 0; j < n; j++) {
-            int64_t ref = 0;
-            for (int64_t q = 0; q < k; q++) {
-                int64_t wv = s8 ? (int8_t)w[q * n + j] : w[q * n + j];
-                ref += ((int64_t)a[i * k + q] - a_zp) * (wv - zp[j]);
-            }
-            y[i * n + j] = (int32_t)ref;
-        }
-    size_t psize = pa_qcols_packed_size(k, n);
-    int32_t *packed = malloc(psize), *y2 = malloc((size_t)(m * n + 1) * sizeof *y2);
-    CHECK_EQ(pa_qcols_pack(w, s8 ? PA_Q_S8 : PA_Q_U8, with_zp ? zp : NULL, k, n, packed, psize),
-             PA_OK);
-    for (int isa = 0; isa < 2; isa++) {
-        memset(y2, 0xA5, (size_t)(m * n) * sizeof *y2);
-        pa_status_t st = _pa_qcols_run_isa(packed, a, m, a_zp, y2, isa);
-        if (isa == 1 && st == PA_ERR_STATE)
-            continue;               /* no VNNI here */
-        CHECK_EQ(st, PA_OK);
-        vnni_cases += isa;
-        CHECK(memcmp(y, y2, (size_t)(m * n) * sizeof *y) == 0);
-    }
-    CHECK_EQ(pa_qcols_run(packed, a, m, a_zp, y2), PA_OK);
-    CHECK(memcmp(y, y2, (size_t)(m * n) * sizeof *y) == 0);
-    free(packed), free(y2);
-    free(a), free(w), free(zp), free(y);
+    vnni_cases += q8_check_case(&PRODUCT, &seed, m, k, n, s8, with_zp, extreme);
 }
 
 static void test_random(void) {
