@@ -41,6 +41,10 @@ note                 written by                    read by
                                                    result over the weight-
                                                    folding cap, computed at
                                                    every run (its bytes)
+``tied_weight``      the kernels' build            MatMul / Gemm (no packed
+                     (runtime/tied.py)             copy), the executor (the
+                                                   weight placed as a view
+                                                   of the table's copy)
 ===================  ============================  ==========================
 """
 from dataclasses import dataclass, field, fields, replace
@@ -73,6 +77,10 @@ class OpNotes:
     #: bytes of this op's constant result, left to run time: over the
     #: weight-folding cap (importers/onnx_constants.py)
     over_fold_cap: int = None
+    #: (input index, constant, perm): this linear op's weight is that
+    #: constant's memory (a tied embedding, runtime/tied.py), read where
+    #: it lies instead of packed into a second copy
+    tied_weight: tuple = None
     #: bytes its kernel lays out beyond the constants it reads (packed
     #: weights of every band geometry of a patched stage, tables): set
     #: with ``scratch_bytes`` from the kernel's rules, None until then (a

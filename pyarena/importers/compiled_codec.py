@@ -181,6 +181,7 @@ def encode_graph(g, blob, left_out=()):
     but for those named in ``left_out`` (their shape and dtype only: a
     :func:`placeholder` when read back)."""
     tensors = []
+    views = _permuted_views(g)
     for t in g.tensors.values():
         if t.host is not None:
             raise CompileError(f"tensor {t.name!r} holds a {t.host}: values held outside "
@@ -194,6 +195,8 @@ def encode_graph(g, blob, left_out=()):
             d["dynamic"] = True
         if t.name in left_out:
             d["placeholder"] = True
+        elif t.name in views:       # another constant's bytes, permuted: not twice
+            d["view_of"] = list(views[t.name])
         elif t.data is not None:
             data = np.asarray(t.data)
             if data.dtype.hasobject:
@@ -240,6 +243,7 @@ def decode_graph(d, arrays):
                 raise ValueError(f"tensor {name!r}: only a sized constant is left out")
             data = placeholder(t.shape, t.dtype)
         t.data, t.dynamic = data, bool(td.get("dynamic", False))
+    _read_views(g, d["tensors"])
     for od in d["ops"]:
         if not isinstance(od, dict):
             raise ValueError(f"bad op {od!r:.60}")
@@ -258,3 +262,48 @@ def decode_graph(d, arrays):
     g.deciding_inputs = frozenset(_str(n) for n in _list(d.get("deciding_inputs", [])))
     g.relaid = decode_value(d.get("relaid"), arrays)
     return g.validate()
+
+
+def _permuted_views(g):
+    """{name: (other constant, perm)} for each constant whose data is
+    another C-contiguous constant's memory with its axes permuted (a tied
+    weight, runtime/tied.py): stored as that reference, not as bytes."""
+    owners = {}
+    for t in g.tensors.values():
+        d = t.data
+        if t.role == "constant" and isinstance(d, np.ndarray) and d.size > 1 and \
+                d.flags.c_contiguous:
+            owners.setdefault((d.__array_interface__["data"][0], d.nbytes), t)
+    out = {}
+    for t in g.tensors.values():
+        d = t.data
+        if t.role != "constant" or not isinstance(d, np.ndarray) or d.flags.c_contiguous:
+            continue
+        o = owners.get((d.__array_interface__["data"][0], d.nbytes))
+        if o is None or o.data.dtype != d.dtype or o.data.ndim != d.ndim:
+            continue
+        perm = [list(o.data.strides).index(s) for s in d.strides]
+        if sorted(perm) == list(range(d.ndim)) and \
+                o.data.transpose(perm).shape == d.shape and \
+                o.data.transpose(perm).strides == d.strides:
+            out[t.name] = (o.name, perm)
+    return out
+
+
+def _read_views(g, tensors):
+    """The constants :func:`_permuted_views` stored as references, made
+    views of their owners (ValueError for a reference that does not fit)."""
+    refs = {_str(td.get("name")): td["view_of"] for td in tensors if "view_of" in td}
+    for name, ref in refs.items():
+        owner, perm = _list(ref, 2)
+        owner, perm = _str(owner), _list(perm)
+        t, o = g.tensors[name], g.tensors.get(owner)
+        if o is None or o.role != "constant" or o.data is None or owner in refs or \
+                t.role != "constant" or not all(type(p) is int for p in perm) or \
+                sorted(perm) != list(range(np.ndim(o.data))):
+            raise ValueError(f"tensor {name!r}: bad view of {owner!r}")
+        view = np.asarray(o.data).transpose(perm)
+        if view.shape != tuple(t.shape) or view.dtype != np.dtype(t.dtype):
+            raise ValueError(f"tensor {name!r}: {list(t.shape)} {t.dtype} is not a view "
+                             f"of {owner!r} {list(view.shape)} {view.dtype}")
+        t.data = view

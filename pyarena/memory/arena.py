@@ -221,6 +221,12 @@ class Arena(Closable):
         self._marks.append(m)
         return m
 
+    def forget(self, mark):
+        """Stop keeping ``mark`` (it can no longer be rewound to); what was
+        allocated since stays."""
+        if isinstance(mark, Mark) and mark._arena is self and mark in self._marks:
+            self._marks.remove(mark)
+
     def _release(self, start, force, what):
         busy = referenced(self._records, start)
         if busy and not force:

@@ -163,9 +163,10 @@ class Executor:
         self.kernels = executor_kernels(graph, self._keep, pool, kernels, allocator)
         packed = self.weights.stats().used > before
         self.threads, self.workers = _start_workers(threads, self.kernels)
-        # constants a kernel reads at run time: in the weights arena, once
-        self.constants = place_constants(graph, self.kernels, self.weights)
+        # what setup alone read goes back first: the constants a kernel
+        # reads at run time then join the weights arena, once, slab by slab
         release_setup_reads(graph, packed)
+        self.constants = place_constants(graph, self.kernels, self.weights)
         self._keeper.done()
         self._choose_mode(plan, views, allocator)
 

@@ -23,6 +23,7 @@ from ..memory.mapped import read_in_place, release_pages
 from .dynamic import PoolOp, pool_frees
 from .kernels import make_kernel
 from .kernels.registry import kernel_budget
+from .tied import note_tied_weights
 
 __all__ = ["WeightKeeper", "Prepared", "build_kernels", "build_op", "refuse_unsupported",
            "executor_kernels"]
@@ -74,6 +75,53 @@ class WeightKeeper:
             layouts = getattr(graph, "stored_layouts", None)
         self._layouts, self._next = (None if layouts is None else list(layouts)), 0
         self._stored_count = 0 if layouts is None else len(self._layouts)
+        self._pending = None        # (mark, address, bytes, arena used) of empty()'s block
+
+    def empty(self, n, dtype):
+        """``n`` elements of ``dtype`` in the weights arena, for a kernel's
+        setup to compute a layout into and then :meth:`keep` (no temporary
+        built and copied).  With a memo, the block stays the arena's last
+        one until it is kept: if an earlier executor kept the same bytes,
+        :meth:`keep` gives it back (the arena rewound to before it) and
+        hands out that copy instead."""
+        if self.memo is None:
+            return self.weights.empty((n,), dtype)
+        self._settle_pending()
+        mark = self.weights.mark()
+        arr = self.weights.empty((n,), dtype)
+        self._pending = (mark, arr.__array_interface__["data"][0], arr.nbytes,
+                         self.weights.stats().used)
+        return arr
+
+    def _settle_pending(self):
+        """empty()'s block kept as it is (no longer given back)."""
+        if self._pending is not None:
+            self.weights.forget(self._pending[0])
+            self._pending = None
+
+    def _keep_pending(self, arr):
+        """``arr`` (empty()'s block, filled) kept: the memo's equal copy
+        when an earlier executor kept one (the block given back if nothing
+        was taken from the arena after it), else ``arr``, noted in the memo."""
+        mark, _, _, used = self._pending
+        self._pending = None
+        key = _digest(arr)
+        found = self.kept_before(arr, key)
+        if found is None:
+            self.weights.forget(mark)
+            self.memo.setdefault(key, []).append(arr)
+            return arr
+        if self.weights.stats().used == used:
+            del arr     # (the caller drops its own reference as this returns)
+            self.weights.rewind(mark, force=True)
+        else:
+            self.weights.forget(mark)
+        return found
+
+    def _is_pending(self, arr):
+        p = self._pending
+        return p is not None and arr.nbytes == p[2] and \
+            arr.__array_interface__["data"][0] == p[1]
 
     def keep(self, arr):
         """A kernel's setup keeps ``arr`` (weights in its own layout) in the
@@ -85,6 +133,8 @@ class WeightKeeper:
         stored = self._stored(arr.shape, arr.dtype, arr)
         if stored is not None:
             return self._noted(stored)
+        if self._is_pending(arr):
+            return self._noted(self._keep_pending(arr))
         if self.weights.owns(arr) or read_in_place(arr):   # in the weights arena, or a
             return self._noted(arr)   # compiled model's constant read where it lies
         key = _digest(arr) if self.memo is not None else None
@@ -145,6 +195,7 @@ class WeightKeeper:
         (``graph.layouts_required``: a compiled model without the constants
         they are made of) and the kernels took fewer."""
         self._sources = {}
+        self._settle_pending()
         if getattr(self.graph, "layouts_required", False) and \
                 (self._layouts is None or self._next < self._stored_count):
             raise ModelImportError(
@@ -196,6 +247,7 @@ def build_kernels(graph, weights, memo=None, prior=None, layouts=None, journal=N
     at that place gets none).  ``layouts`` / ``journal``: a compiled
     model's stored layouts to hand out, a list recording what is kept
     (:class:`WeightKeeper`)."""
+    note_tied_weights(graph)
     keeper = WeightKeeper(graph, weights, memo, layouts)
     keeper.journal = journal
     kernels, bad = [], []
@@ -223,6 +275,8 @@ def executor_kernels(graph, keep, pool, prepared=None, allocator=None):
     at once; GraphError for pool tensors with an ``allocator`` mode, or a
     kernel needing more scratch than its op declares."""
     kernels, bad = [], []
+    if prepared is None:
+        note_tied_weights(graph)
     pool_ops = graph.pool_ops()
     if pool_ops and allocator is not None:
         raise GraphError("a graph with pool tensors (sizes that depend on data) runs "

@@ -263,6 +263,19 @@ def test_marks_are_a_stack():
         b.rewind(a.mark())
 
 
+def test_a_forgotten_mark_keeps_what_followed_it_and_cannot_be_rewound_to():
+    a = Arena()
+    m = a.mark()
+    x = a.full((16,), 3.0)
+    used = a.stats().used
+    a.forget(m)
+    with pytest.raises(pyarena.StateError, match="stale"):
+        a.rewind(m)
+    assert a.stats().used == used and (x == 3.0).all()
+    a.forget(m)                 # forgetting twice, or another arena's mark: no-op
+    Arena().forget(a.mark())
+
+
 def test_exception_inside_mark_block_still_rewinds():
     a = Arena()
     with pytest.raises(KeyError):

@@ -203,12 +203,11 @@ def test_a_prior_of_other_weights_lends_nothing():
 
 
 def test_weights_laid_out_at_setup_are_written_into_the_arena_directly():
-    """Without a memo (one executor) a kernel's packed weights are written
-    straight into the weights arena (``Kernel.kept_empty``) and kept as
-    they are: no temporary of their size during bind (NumPy's allocations,
-    traced, stay far below it); with a session's memo they are first made
-    apart (equal bytes kept before are reused, and a block taken from the
-    arena could not be given back)."""
+    """A kernel's packed weights are written straight into the weights
+    arena (``Kernel.kept_empty``) and kept as they are: no temporary of
+    their size during bind (NumPy's allocations, traced, stay far below
+    it), with a session's memo too (equal bytes kept before are reused and
+    the block given back: the tests above)."""
     import tracemalloc
     from pyarena.graph import Op, Tensor
     from pyarena.runtime.keeper import WeightKeeper
@@ -232,5 +231,89 @@ def test_weights_laid_out_at_setup_are_written_into_the_arena_directly():
     assert peak < k.packed.nbytes // 4
     memo_arena = Arena(alignment=64)
     k2, peak2 = gemm(WeightKeeper(g, memo_arena, memo={}))
-    assert memo_arena.owns(k2.packed) and peak2 >= k2.packed.nbytes
+    assert memo_arena.owns(k2.packed) and peak2 < k2.packed.nbytes // 4
     np.testing.assert_array_equal(k.packed, k2.packed)
+
+
+def _filled(keeper, n, start):
+    a = keeper.empty(n, np.float32)
+    a[:] = np.arange(start, start + n, dtype=np.float32)
+    return a
+
+
+def _addr(a):
+    return a.__array_interface__["data"][0]
+
+
+def test_a_layout_computed_in_the_arena_is_kept_where_it_lies_with_a_memo():
+    from pyarena.graph import Graph
+    from pyarena.runtime.keeper import WeightKeeper
+    arena, memo = Arena(alignment=64), {}
+    first = WeightKeeper(Graph("g"), arena, memo)
+    a = _filled(first, 1000, 0)
+    kept = first.keep(a)
+    assert _addr(kept) == _addr(a) and arena.owns(kept)     # no copy
+    used = arena.stats().used
+    # an equal layout from another executor: its block given back, the first taken
+    second = WeightKeeper(Graph("g"), arena, memo)
+    b = _filled(second, 1000, 0)
+    got = second.keep(b)
+    assert _addr(got) == _addr(kept) and arena.stats().used == used
+    np.testing.assert_array_equal(got, np.arange(1000, dtype=np.float32))
+    # other bytes: kept as they lie, and found again by the next keeper
+    c = _filled(second, 1000, 7)
+    other = second.keep(c)
+    assert _addr(other) == _addr(c) and arena.stats().used > used
+    third = WeightKeeper(Graph("g"), arena, memo)
+    assert _addr(third.keep(_filled(third, 1000, 7))) == _addr(other)
+    np.testing.assert_array_equal(kept, np.arange(1000, dtype=np.float32))
+
+
+def test_an_equal_layout_is_not_given_back_once_the_arena_took_more_after_it():
+    from pyarena.graph import Graph
+    from pyarena.runtime.keeper import WeightKeeper
+    arena, memo = Arena(alignment=64), {}
+    k = WeightKeeper(Graph("g"), arena, memo)
+    kept = k.keep(_filled(k, 500, 3))
+    b = _filled(k, 500, 3)
+    later = arena.empty((64,), np.uint8)        # taken after the block
+    later[:] = 9
+    used = arena.stats().used
+    assert _addr(k.keep(b)) == _addr(kept)
+    assert arena.stats().used == used           # nothing rewound under ``later``
+    assert (later == 9).all()
+    k.done()
+    assert not arena._marks                     # no mark left behind
+
+
+def test_a_session_packs_a_linear_layer_once_straight_into_the_weights_arena(
+        tmp_path, monkeypatch):
+    # the packed weights are computed where they are kept (no temporary copied
+    # in), and an InferenceSession's second signature takes the same copy
+    from helpers.onnx_util import make_model
+    from onnx import helper
+    from pyarena import InferenceSession
+    from pyarena.runtime import keeper
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((64, 96)).astype(np.float32)
+    path = tmp_path / "lin.onnx"
+    make_model([helper.make_node("MatMul", ["x", "w"], ["y"])],
+               {"x": (["N", 64], np.float32)}, {"y": (None, np.float32)}, {"w": w}, path=path)
+    blocks, empty = [], keeper.WeightKeeper.empty
+
+    def recorded(self, n, dtype):
+        a = empty(self, n, dtype)
+        blocks.append(_addr(a))
+        return a
+    monkeypatch.setattr(keeper.WeightKeeper, "empty", recorded)
+    s = InferenceSession(str(path))
+    sizes, packed = [], set()
+    for rows in (8, 24, 8):
+        x = rng.standard_normal((rows, 64)).astype(np.float32)
+        (y,) = s.run(None, {"x": x})
+        np.testing.assert_allclose(y, x @ w, rtol=1e-5, atol=1e-5)
+        sizes.append(s.memory_info()["weights_bytes"])
+        packed |= {_addr(k.packed) for k in s._built.kernels
+                   if getattr(k, "packed", None) is not None}
+    assert sizes[0] == sizes[1] == sizes[2]
+    assert len(packed) == 1 and packed <= set(blocks)

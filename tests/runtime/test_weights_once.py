@@ -402,3 +402,34 @@ def test_a_kernel_reads_a_constant_held_in_another_dtype_in_its_own():
     c = k.const(1)
     assert c.dtype == np.float32
     np.testing.assert_array_equal(c, half.astype(np.float32))
+
+
+def test_a_weight_read_at_run_time_is_placed_slab_by_slab_from_its_file(
+        tmp_path, monkeypatch):
+    # the arena copy of a file weight is made a slab at a time, each slab's
+    # file pages given back once copied: never the file's pages of the whole
+    # weight beside its copy
+    from helpers.onnx_util import make_model
+    from pyarena.runtime import placement
+    rng = np.random.default_rng(11)
+    table = rng.standard_normal((1000, 700)).astype(np.float32)     # 2.7 MiB
+    path = tmp_path / "gather.onnx"
+    make_model([helper.make_node("Gather", ["table", "ids"], ["y"])],
+               {"ids": ([5], np.int64)}, {"y": (None, np.float32)}, {"table": table},
+               path=path)
+    g = load_model(str(path))
+    assert is_mapped(np.asarray(g.tensors["table"].data))
+    released, release = [], placement.release_pages
+
+    def counted(arr, *a, **k):
+        released.append(arr.nbytes)
+        return release(arr, *a, **k)
+    monkeypatch.setattr(placement, "release_pages", counted)
+    ex = Executor(g)
+    slab = placement.PLACE_SLAB_BYTES
+    assert released == [min(slab, table.nbytes - i) for i in range(0, table.nbytes, slab)]
+    placed = np.asarray(g.tensors["table"].data)
+    assert ex.weights.owns(placed) and not is_mapped(placed)
+    np.testing.assert_array_equal(placed, table)
+    ids = np.array([999, 0, 512, 3, 999], np.int64)
+    np.testing.assert_array_equal(ex.run({"ids": ids})["y"], table[ids])

@@ -92,6 +92,8 @@ class MatMul(Kernel):
         w = self.ins[1].data
         bias = self.ins[2].data if self.has(2) else None
         a = self.shape(0)
+        if self.op.notes.tied_weight is not None:
+            return      # another op's table: read where it lies (runtime/tied.py)
         if not (self.use_native and self.dtype == NATIVE_DTYPE and w is not None and
                 len(self.shape(1)) == 2 and len(a) >= 2 and
                 np.dtype(self.ins[0].dtype) == NATIVE_DTYPE and (bias is not None or
@@ -172,6 +174,8 @@ class Gemm(Kernel):
 
     def _setup_packed(self, beta):
         b = self.ins[1].data
+        if self.op.notes.tied_weight is not None:
+            return False    # another op's table: read where it lies (runtime/tied.py)
         if not (self.use_native and self.dtype == NATIVE_DTYPE and not self.ta and
                 self.alpha is None and b is not None and len(self.shape(0)) == 2):
             return False

@@ -380,18 +380,16 @@ class Kernel(facts.Operator):
 
     def kept_empty(self, n, dtype=np.float32):
         """``n`` elements for setup to fill and then :meth:`keep`: in the
-        weights arena when the keeper has one (``keep`` then takes them as
-        they are), so a layout computed there is not first built in a
-        temporary and copied (a 16 MiB packed weight was held three times
-        during bind: the file's pages, the temporary, the arena copy).  Not
-        for a keeper with a memo (an InferenceSession's): there ``keep``
-        looks for the same bytes kept by an earlier signature, and a block
-        already taken from the arena could not be given back."""
+        weights arena when the keeper has one (``WeightKeeper.empty``:
+        ``keep`` then takes them as they are, or gives them back for an
+        equal copy an earlier executor kept), so a layout computed there is
+        not first built in a temporary and copied (a 16 MiB packed weight
+        was held three times during bind: the file's pages, the temporary,
+        the arena copy)."""
         keeper = getattr(self.keep.raw, "__self__", None)
-        arena = getattr(keeper, "weights", None)
-        if arena is None or getattr(keeper, "memo", None) is not None or self.sizing:
+        if getattr(keeper, "weights", None) is None or self.sizing:
             return np.empty(n, dtype)
-        return arena.empty((n,), dtype)
+        return keeper.empty(n, dtype)
 
     def has(self, i):
         return i < len(self.ins) and self.ins[i] is not None
