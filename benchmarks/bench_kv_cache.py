@@ -21,7 +21,11 @@ modes also after importing the ``onnx`` package its ONNX import needs
 was added above that; then whether the modes generated the same tokens,
 and the kv session's counters (plans made, past copies, cache bytes).
 
-    python benchmarks/bench_kv_cache.py [--tokens 256] [--prompt 16]
+    python benchmarks/bench_kv_cache.py [--tokens 256] [--prompt 16] [--rounds 1]
+
+``--rounds N`` runs every mode's process N times, the modes alternating,
+and shows per mode the round of median time per token, then the kv / ort
+ratio of each round (on a shared machine: ratios of neighbouring runs).
 """
 import argparse
 import json
@@ -102,6 +106,9 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--modes", default="kv,plain,ort")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the modes' processes this many times, alternating; "
+                         "per mode the round with the median time per token is shown")
     ap.add_argument("--child", nargs=2, metavar=("MODE", "MODEL"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     size = a.hidden // a.heads
@@ -120,14 +127,19 @@ def main():
         with open(path, "wb") as f:
             f.write(model.SerializeToString())
         weights = os.path.getsize(path)
-        for mode in a.modes.split(","):
-            cmd = [sys.executable, os.path.abspath(__file__), "--child", mode, path,
-                   "--tokens", str(a.tokens), "--prompt", str(a.prompt),
-                   "--layers", str(a.layers), "--hidden", str(a.hidden),
-                   "--heads", str(a.heads), "--vocab", str(a.vocab)]
-            line = subprocess.run(cmd, env=env, check=True, capture_output=True,
-                                  text=True).stdout.strip().splitlines()[-1]
-            results[mode] = json.loads(line)
+        rounds = {}
+        for i in range(max(1, a.rounds)):
+            for mode in a.modes.split(","):
+                cmd = [sys.executable, os.path.abspath(__file__), "--child", mode, path,
+                       "--tokens", str(a.tokens), "--prompt", str(a.prompt),
+                       "--layers", str(a.layers), "--hidden", str(a.hidden),
+                       "--heads", str(a.heads), "--vocab", str(a.vocab)]
+                line = subprocess.run(cmd, env=env, check=True, capture_output=True,
+                                      text=True).stdout.strip().splitlines()[-1]
+                rounds.setdefault(mode, []).append(dict(json.loads(line), round=i))
+        for mode, rs in rounds.items():
+            rs.sort(key=lambda r: r["median_ms"])
+            results[mode] = rs[len(rs) // 2]
     kv_bytes = 2 * a.layers * a.heads * (a.prompt + a.tokens) * size * 4
     print(f"decoder: {a.layers} layers, hidden {a.hidden}, {a.heads} heads, vocab {a.vocab}; "
           f"model file {weights / 2**20:.1f} MiB, KV at max context {kv_bytes / 2**20:.2f} MiB; "
@@ -144,9 +156,20 @@ def main():
     first = next(iter(seqs.values()))
     print("same tokens in every mode:", all(s == first for s in seqs.values()))
     if "kv" in results:
-        print("kv session:", results["kv"]["info"])
+        info = results["kv"]["info"]
+        print("kv session:", info)
+        bound = weights + info["kv_arena_bytes"] + info["kv_cache_bytes"] + (8 << 20)
+        added = (results["kv"]["peak_kib"] - results["kv"]["onnx_kib"]) * 1024
+        print(f"kv peak RSS added over onnx {added / 2**20:.1f} MiB; bound: model file + "
+              f"arena + KV at max context + 8 MiB = {bound / 2**20:.1f} MiB "
+              f"({'within' if added <= bound else 'OVER'})")
     if "kv" in results and "ort" in results:
         print(f"kv / ort per token (median): {results['kv']['median_ms'] / results['ort']['median_ms']:.2f}")
+        if a.rounds > 1:
+            per = [k["median_ms"] / o["median_ms"] for k, o in zip(
+                sorted(rounds["kv"], key=lambda r: r["round"]),
+                sorted(rounds["ort"], key=lambda r: r["round"]))]
+            print("kv / ort per round:", " ".join(f"{r:.2f}" for r in per))
 
 
 if __name__ == "__main__":
