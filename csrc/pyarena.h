@@ -984,6 +984,34 @@ pa_status_t pa_resize2d(pa_layout_t layout, int64_t n, int64_t c, int64_t h, int
                         const int32_t *c0, const int32_t *c1, const float *cw,
                         const float *x, float *y, pa_workers_t *workers);
 
+/* A transposed 2-D convolution whose taps do not overlap (kernels/deconv.c):
+ * stride = kernel size (kh, kw <= 16), no dilation, no padding, no output
+ * padding, groups 1, NCHW: y (n x c_out x h kh x w kw) with
+ * y[n, o, h kh + i, w kw + j] = act(bias[o] + sum_c x[n, c, h, w] W[c, o, i, j]),
+ * W in ONNX's ConvTranspose layout [c_in][c_out][kh][kw]. */
+typedef struct pa_deconv2d {
+    pa_layout_t layout;             /* PA_LAYOUT_NCHW                     */
+    int64_t n, c_in, h, w, c_out, kh, kw;
+    pa_act_params_t act;
+} pa_deconv2d_t;
+
+/* Floats pa_deconv2d_pack() writes; 0 for a bad descriptor (another
+ * layout, sizes < 1, kh or kw past 16, more than 2^40 elements, an
+ * unknown activation). */
+size_t pa_deconv2d_packed_size(const pa_deconv2d_t *d);
+
+/* Pack `weight` ([c_in][c_out][kh][kw]) and `bias` (c_out floats, or NULL)
+ * into `packed` (packed_size floats, the caller's).  PA_ERR_INVALID for a
+ * bad descriptor, NULL pointers or a short buffer. */
+pa_status_t pa_deconv2d_pack(const pa_deconv2d_t *d, const float *weight, const float *bias,
+                             float *packed, size_t packed_size);
+
+/* y = the transposed convolution of x (see pa_deconv2d_t) with the weights
+ * packed for the same descriptor; x and y must not overlap.
+ * PA_ERR_INVALID for a bad descriptor or NULL pointers. */
+pa_status_t pa_deconv2d_run(const pa_deconv2d_t *d, const float *packed, const float *x,
+                            float *y, pa_workers_t *workers);
+
 /* ------------------------------------------------------------------ */
 /* 8-bit quantized element-wise kernels (onnxruntime's QOperator ops)  */
 /* ------------------------------------------------------------------ */
