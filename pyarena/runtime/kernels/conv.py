@@ -27,6 +27,7 @@ from .conv_transpose_native import NativeTranspose, disjoint_taps
 from .conv_native import NativeBands, NativeConv, NativeResidual, ohwi
 from .conv_numpy import DepthwiseTaps, Im2col, Pointwise
 from .conv_weights import ConvWeights
+from .weight_scales import fold_scales
 from .native import NATIVE_DTYPE, fused_activation
 from . import shape_rules as rules
 from . import tflite_attrs as tfl
@@ -313,11 +314,13 @@ class ConvTranspose(Kernel):
         self.runtime = (0,)
         self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
         self.nd = self.native = None
+        w = self.const(1, "weight").astype(self.dtype)
+        if self.op.notes.weight_scales and not self.sizing:     # fusion's folds (groups 1)
+            w = fold_scales(w, self.op.notes.weight_scales, 1).astype(self.dtype, copy=False)
         if len(self.shape(0)) > 4:      # 3-D and more: conv_transpose_nd.py
-            setup_transpose_nd(self, self.const(1, "weight").astype(self.dtype), self.attrs)
+            setup_transpose_nd(self, w, self.attrs)
             return
-        xs, ys, w, at = self._as_2d(self.shape(0), self.oshape(),
-                                    self.const(1, "weight").astype(self.dtype), self.attrs)
+        xs, ys, w, at = self._as_2d(self.shape(0), self.oshape(), w, self.attrs)
         g = int(at.get("group", 1))
         if self.nhwc:
             N, H, W, C = xs
