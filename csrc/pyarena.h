@@ -1115,8 +1115,9 @@ typedef enum pa_call_kind {
     PA_CALL_LAYER_NORM = 13,     /* pa_layer_norm_rows(a, w = gamma, b =
                                     beta or NULL, y, i[0] = rows, i[1] = n,
                                     params: the float epsilon)             */
-    PA_CALL_TRANSPOSE_PLANES = 14 /* pa_transpose_planes(a, y, i[0] = n,
+    PA_CALL_TRANSPOSE_PLANES = 14, /* pa_transpose_planes(a, y, i[0] = n,
                                     i[1] = c, i[2] = hw, i[3] = to_nhwc)   */
+    PA_CALL_DECONV2D = 15        /* pa_deconv2d_run(params, w, a, y)        */
 } pa_call_kind_t;
 
 /* A per-tensor affine quantization as a call record's params (QUANTIZE,
@@ -1130,10 +1131,11 @@ typedef struct pa_qaffine {
 
 typedef struct pa_call {
     pa_call_kind_t kind;
-    const void *params;     /* pa_conv2d_t, pa_pool2d_t, pa_act_params_t,
-                               pa_qconv2d_t, pa_qbinary_t, pa_qaffine_t or
-                               a float (LAYER_NORM's epsilon)              */
-    const float *w;         /* packed weights (CONV2D*; QCONV2D: its bytes),
+    const void *params;     /* pa_conv2d_t, pa_deconv2d_t, pa_pool2d_t,
+                               pa_act_params_t, pa_qconv2d_t, pa_qbinary_t,
+                               pa_qaffine_t or a float (LAYER_NORM's
+                               epsilon)                                    */
+    const float *w;         /* packed weights (CONV2D*, DECONV2D; QCONV2D: its bytes),
                                slopes (PRELU), the table (QLOOKUP: bytes),
                                gamma (LAYER_NORM)                          */
     const void *a, *b;      /* the input; b: the residual or second operand */

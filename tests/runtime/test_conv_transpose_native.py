@@ -79,3 +79,29 @@ def test_the_2x2_stride_2_upsampling_of_a_text_detector(tmp_path):
         assert fast.kernels[0].path == "native"
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, ort_run(path, feeds)["y"], rtol=1e-5, atol=1e-5)
+
+
+def test_the_executor_batches_the_native_path_as_call_records(tmp_path):
+    """Two native ConvTransposes in a row run as two ``deconv2d`` records of
+    one call list, with the bits of the op-by-op run (``profile`` calls each
+    kernel alone)."""
+    rng = np.random.default_rng(5)
+    path = tmp_path / "m.onnx"
+    make_model([helper.make_node("ConvTranspose", ["x", "w1", "b1"], ["t"], strides=[2, 2]),
+                helper.make_node("ConvTranspose", ["t", "w2"], ["y"], strides=[2, 2])],
+               {"x": ([1, 8, 6, 9], np.float32)}, {"y": (None, np.float32)},
+               {"w1": rng.standard_normal((8, 5, 2, 2)).astype(np.float32),
+                "b1": rng.standard_normal(5).astype(np.float32),
+                "w2": rng.standard_normal((5, 1, 2, 2)).astype(np.float32)}, path=path)
+    ex = Executor(load_model(str(path)))
+    kinds = [list(getattr(getattr(s[0], "calls", None), "kinds", [])) for s in ex._runner.busy]
+    assert ["deconv2d", "deconv2d"] in kinds
+    feeds = {"x": rng.standard_normal((1, 8, 6, 9)).astype(np.float32)}
+    got = ex.run(feeds)["y"].copy()
+    ex._runner._feed(feeds)     # (the plan may have lent the input's memory out)
+    k0, xs, ys, sc = ex._runner.bound[0]
+    k1, xs1, ys1, sc1 = ex._runner.bound[1]
+    k0(xs, ys, sc)
+    k1(xs1, ys1, sc1)
+    np.testing.assert_array_equal(ys1[0], got)
+    np.testing.assert_allclose(got, ort_run(path, feeds)["y"], rtol=1e-5, atol=1e-5)

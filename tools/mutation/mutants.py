@@ -4908,4 +4908,9 @@ MUTANTS += [
       "            folded = 0 * (_fold_bn(G, conv) + _fold_affine(G, conv))",
       "a batch norm after a folded bias Add is left unfused",
       ("tests/runtime/test_fusion.py",)),
+    M("deconv-record-skipped", "csrc/kernels/calls.c",
+      "        return pa_deconv2d_run(s->params, s->w, s->a, s->y, workers);",
+      "        return PA_OK;",
+      "a transposed convolution batched in a call list is never run",
+      ("c:kernels/test_deconv", "tests/runtime/test_conv_transpose_native.py")),
 ]

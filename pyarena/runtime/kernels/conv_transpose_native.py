@@ -55,3 +55,8 @@ class NativeTranspose:
         st = lib.pa_deconv2d_run(self.desc, self.packed_ptr, x, y, k.workers)
         if st:
             check(st, f"ConvTranspose {k.op.name!r}")
+
+    def call(self, xs, ys):
+        """The run as one ``pa_call_t`` record (batched with its neighbours')."""
+        return ("deconv2d", self.desc, self.packed_ptr, nk.fptr(xs[0]), None, nk.fptr(ys[0]),
+                ())

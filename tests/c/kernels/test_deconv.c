@@ -6,7 +6,8 @@
  * whole ones and both; kernels 1x1 to 3x3, kw = 2 on the shuffle tile and
  * the others lane by lane), with and without a bias, with an activation,
  * on one and three threads; nothing past the output is written; bad
- * descriptors and arguments are refused. */
+ * descriptors and arguments are refused; a PA_CALL_DECONV2D record runs
+ * the same call. */
 #include "kernels/internal.h"
 #include "pyarena.h"
 #include "../testhelper.h"
@@ -139,8 +140,31 @@ static void test_deconv_refuses_bad_arguments(void) {
     }
 }
 
+/* A PA_CALL_DECONV2D record in a call list: the bits of the direct call. */
+static void test_deconv_as_a_call_record(void) {
+    const pa_deconv2d_t d = {PA_LAYOUT_NCHW, 1, 5, 3, 37, 6, 2, 2, {PA_ACT_RELU, 0, 0}};
+    const size_t nx = 5 * 3 * 37, ny = 6 * 6 * 74, np = pa_deconv2d_packed_size(&d);
+    float *x = fbuf(nx), *w = fbuf(5 * 6 * 4), *b = fbuf(6), *packed = malloc(np * sizeof *packed);
+    float *want = malloc(ny * sizeof *want), *got = malloc(ny * sizeof *got);
+    CHECK_EQ(pa_deconv2d_pack(&d, w, b, packed, np), PA_OK);
+    CHECK_EQ(pa_deconv2d_run(&d, packed, x, want, NULL), PA_OK);
+    pa_call_t call;
+    memset(&call, 0, sizeof call);
+    call.kind = PA_CALL_DECONV2D;
+    call.params = &d, call.w = packed, call.a = x, call.y = got;
+    size_t failed = 99;
+    CHECK_EQ(pa_calls_run(&call, 1, NULL, &failed), PA_OK);
+    CHECK_EQ(failed, 1);
+    CHECK(memcmp(want, got, ny * sizeof *got) == 0);
+    call.w = NULL;          /* the kernel's own refusal, at that call's index */
+    CHECK_EQ(pa_calls_run(&call, 1, NULL, &failed), PA_ERR_INVALID);
+    CHECK_EQ(failed, 0);
+    free(x), free(w), free(b), free(packed), free(want), free(got);
+}
+
 int main(void) {
     RUN(test_deconv_matches_the_reference);
     RUN(test_deconv_refuses_bad_arguments);
+    RUN(test_deconv_as_a_call_record);
     return pa_test_report();
 }
