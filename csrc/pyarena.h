@@ -984,6 +984,34 @@ pa_status_t pa_resize2d(pa_layout_t layout, int64_t n, int64_t c, int64_t h, int
                         const int32_t *c0, const int32_t *c1, const float *cw,
                         const float *x, float *y, pa_workers_t *workers);
 
+/* A transposed 2-D convolution whose taps do not overlap (kernels/deconv.c):
+ * stride = kernel size (kh, kw <= 16), no dilation, no padding, no output
+ * padding, groups 1, NCHW: y (n x c_out x h kh x w kw) with
+ * y[n, o, h kh + i, w kw + j] = act(bias[o] + sum_c x[n, c, h, w] W[c, o, i, j]),
+ * W in ONNX's ConvTranspose layout [c_in][c_out][kh][kw]. */
+typedef struct pa_deconv2d {
+    pa_layout_t layout;             /* PA_LAYOUT_NCHW                     */
+    int64_t n, c_in, h, w, c_out, kh, kw;
+    pa_act_params_t act;
+} pa_deconv2d_t;
+
+/* Floats pa_deconv2d_pack() writes; 0 for a bad descriptor (another
+ * layout, sizes < 1, kh or kw past 16, more than 2^40 elements, an
+ * unknown activation). */
+size_t pa_deconv2d_packed_size(const pa_deconv2d_t *d);
+
+/* Pack `weight` ([c_in][c_out][kh][kw]) and `bias` (c_out floats, or NULL)
+ * into `packed` (packed_size floats, the caller's).  PA_ERR_INVALID for a
+ * bad descriptor, NULL pointers or a short buffer. */
+pa_status_t pa_deconv2d_pack(const pa_deconv2d_t *d, const float *weight, const float *bias,
+                             float *packed, size_t packed_size);
+
+/* y = the transposed convolution of x (see pa_deconv2d_t) with the weights
+ * packed for the same descriptor; x and y must not overlap.
+ * PA_ERR_INVALID for a bad descriptor or NULL pointers. */
+pa_status_t pa_deconv2d_run(const pa_deconv2d_t *d, const float *packed, const float *x,
+                            float *y, pa_workers_t *workers);
+
 /* ------------------------------------------------------------------ */
 /* 8-bit quantized element-wise kernels (onnxruntime's QOperator ops)  */
 /* ------------------------------------------------------------------ */
@@ -1087,8 +1115,9 @@ typedef enum pa_call_kind {
     PA_CALL_LAYER_NORM = 13,     /* pa_layer_norm_rows(a, w = gamma, b =
                                     beta or NULL, y, i[0] = rows, i[1] = n,
                                     params: the float epsilon)             */
-    PA_CALL_TRANSPOSE_PLANES = 14 /* pa_transpose_planes(a, y, i[0] = n,
+    PA_CALL_TRANSPOSE_PLANES = 14, /* pa_transpose_planes(a, y, i[0] = n,
                                     i[1] = c, i[2] = hw, i[3] = to_nhwc)   */
+    PA_CALL_DECONV2D = 15        /* pa_deconv2d_run(params, w, a, y)        */
 } pa_call_kind_t;
 
 /* A per-tensor affine quantization as a call record's params (QUANTIZE,
@@ -1102,10 +1131,11 @@ typedef struct pa_qaffine {
 
 typedef struct pa_call {
     pa_call_kind_t kind;
-    const void *params;     /* pa_conv2d_t, pa_pool2d_t, pa_act_params_t,
-                               pa_qconv2d_t, pa_qbinary_t, pa_qaffine_t or
-                               a float (LAYER_NORM's epsilon)              */
-    const float *w;         /* packed weights (CONV2D*; QCONV2D: its bytes),
+    const void *params;     /* pa_conv2d_t, pa_deconv2d_t, pa_pool2d_t,
+                               pa_act_params_t, pa_qconv2d_t, pa_qbinary_t,
+                               pa_qaffine_t or a float (LAYER_NORM's
+                               epsilon)                                    */
+    const float *w;         /* packed weights (CONV2D*, DECONV2D; QCONV2D: its bytes),
                                slopes (PRELU), the table (QLOOKUP: bytes),
                                gamma (LAYER_NORM)                          */
     const void *a, *b;      /* the input; b: the residual or second operand */

@@ -16,7 +16,7 @@ from ..errors import InvalidArgumentError
 from . import check, ffi, lib
 
 __all__ = ["ACTIVATIONS", "act_params", "conv2d", "pack_conv2d", "pool2d", "fptr", "iptr",
-           "Workers", "NULL", "CallList", "copy_call", "CALL"]
+           "Workers", "NULL", "CallList", "copy_call", "CALL", "deconv2d", "pack_deconv2d"]
 
 NULL = ffi.NULL
 
@@ -76,6 +76,28 @@ def pack_conv2d(desc, weight_ohwi, bias, out_alloc):
     return packed
 
 
+def deconv2d(*, n, c_in, h, w, c_out, kh, kw, act):
+    """A ``pa_deconv2d_t *`` (NCHW; ``act``: a ``pa_act_params_t *``)."""
+    return ffi.new("pa_deconv2d_t *", {
+        "layout": lib.PA_LAYOUT_NCHW, "n": n, "c_in": c_in, "h": h, "w": w, "c_out": c_out,
+        "kh": kh, "kw": kw, "act": act[0]})
+
+
+def pack_deconv2d(desc, weight_iohw, bias, out_alloc):
+    """Pack ConvTranspose weights ([c_in][c_out][kh][kw]) and a bias (or
+    None) for ``desc`` into an array from ``out_alloc(n_floats)``; returns
+    that array.  InvalidArgumentError for a geometry the C kernel cannot
+    take."""
+    n = int(lib.pa_deconv2d_packed_size(desc))
+    if n == 0:
+        raise InvalidArgumentError("native deconv2d: geometry out of range")
+    packed = out_alloc(n)
+    w = np.ascontiguousarray(weight_iohw, dtype=np.float32)
+    b = NULL if bias is None else fptr(np.ascontiguousarray(bias, dtype=np.float32))
+    check(lib.pa_deconv2d_pack(desc, fptr(w), b, fptr(packed), n), "pa_deconv2d_pack")
+    return packed
+
+
 def pool2d(*, nhwc, n, c, h, w, h_out, w_out, kh, kw, sh, sw, pads, count_include_pad):
     """A ``pa_pool2d_t *``; ``pads`` = (top, left, bottom, right)."""
     pt, pl, pb, pr = (int(v) for v in pads)
@@ -94,7 +116,7 @@ CALL = {"conv2d": lib.PA_CALL_CONV2D, "conv2d_residual": lib.PA_CALL_CONV2D_RESI
         "qlookup": lib.PA_CALL_QLOOKUP, "quantize": lib.PA_CALL_QUANTIZE,
         "dequantize": lib.PA_CALL_DEQUANTIZE, "add": lib.PA_CALL_ADD,
         "layer_norm": lib.PA_CALL_LAYER_NORM,
-        "transpose_planes": lib.PA_CALL_TRANSPOSE_PLANES}
+        "transpose_planes": lib.PA_CALL_TRANSPOSE_PLANES, "deconv2d": lib.PA_CALL_DECONV2D}
 
 
 def _inner_axis(a):

@@ -5,7 +5,9 @@ the planner plans exactly what the executor runs (no op is skipped at run
 time, and the tensors between the fused ops no longer exist):
 
 * **BatchNormalization** after a Conv (NCHW, constant statistics) is folded
-  into the Conv's weights and bias: the bias is computed here, the weights
+  into the Conv's weights and bias (after a ConvTranspose of groups 1 too:
+  its scales apply along the weights' axis 1, the activation after it is
+  fused as below): the bias is computed here, the weights
   keep their constant (a view of the model file) and the Conv records the
   per-channel scale in ``notes.weight_scales``, which its kernel applies
   when it lays its weights out (``kernels/weight_scales.py``) -- so the folded weights
@@ -160,10 +162,20 @@ class _Graph:
 
 
 def _conv_ok(G, op):
-    if op.op_type != "Conv" or op.attrs.get("activation") not in (None, "", "NONE"):
+    if op.op_type not in ("Conv", "ConvTranspose") or \
+            op.attrs.get("activation") not in (None, "", "NONE"):
         return False
+    if op.op_type == "ConvTranspose" and (int(op.attrs.get("group", 1)) != 1 or
+                                          op.attrs.get("layout", "NCHW") != "NCHW"):
+        return False        # (its scales fold along the weights' axis 1: groups 1 only)
     out = G.g.tensors.get(op.outputs[0]) if op.outputs else None
     return out is not None and np.dtype(out.dtype) == _F32 and G.const(op.inputs[1]) is not None
+
+
+def _cout(G, conv):
+    """Output channels of ``conv``: its weights' axis 0, or a (groups 1)
+    ConvTranspose's axis 1 (ONNX's [c_in][c_out][kh][kw])."""
+    return G.const(conv.inputs[1]).shape[1 if conv.op_type == "ConvTranspose" else 0]
 
 
 def _channel_vector(v, cout):
@@ -187,14 +199,14 @@ def _scale_shift(G, conv, scale, shift):
     ``scale`` None: 1, a shift alone).  The new bias is computed now (into
     the weights arena); the weights keep their constant and ``scale`` joins
     the conv's ``notes.weight_scales`` (module docstring)."""
-    w = G.const(conv.inputs[1])
+    cout = _cout(G, conv)
     bn = conv.inputs[2] if len(conv.inputs) > 2 and conv.inputs[2] else ""
     bt = G.g.tensors[bn].data if bn else None
     if scale is not None:
         scale = np.asarray(scale, dtype=np.float64).reshape(-1)
     key = hit = None
     if G.memo is not None:      # the same bias folded for another input shape
-        key = ("bias", id(bt), w.shape[0], None if scale is None else scale.tobytes(),
+        key = ("bias", id(bt), cout, None if scale is None else scale.tobytes(),
                np.asarray(shift).tobytes())
         hit = G.memo.get(key)
         if hit is not None and hit[0] is not bt:
@@ -204,7 +216,7 @@ def _scale_shift(G, conv, scale, shift):
     if hit is not None:
         G.set_param(conv, 2, "b", hit[1], kept=True)
         return
-    b = np.zeros(w.shape[0]) if bt is None else np.asarray(bt).astype(np.float64).reshape(-1)
+    b = np.zeros(cout) if bt is None else np.asarray(bt).astype(np.float64).reshape(-1)
     G.set_param(conv, 2, "b", ((b if scale is None else b * scale) + shift).astype(np.float32))
     if key is not None:         # the source held, so its id stays its own
         G.memo[key] = (bt, G.const(conv.inputs[2]))
@@ -222,7 +234,7 @@ def _fold_bn(G, conv):
             int(bn.attrs.get("training_mode", 0)):      # (batch statistics: not a fold)
         return 0
     p = [G.const(n) for n in bn.inputs[1:5]]
-    cout = G.const(conv.inputs[1]).shape[0]
+    cout = _cout(G, conv)
     if any(v is None or v.size != cout for v in p):
         return 0
     gamma, beta, mean, var = (v.astype(np.float64).reshape(-1) for v in p)
@@ -239,7 +251,7 @@ def _fold_affine(G, conv):
     one shape, the conv's output another at each batch size.)"""
     if conv.attrs.get("layout") == "NHWC":
         return 0
-    cout = G.const(conv.inputs[1]).shape[0]
+    cout = _cout(G, conv)
     first = G.only_reader(conv.outputs[0])
     if first is None or first.op_type not in ("Mul", "Add"):
         return 0
@@ -508,10 +520,12 @@ def fuse(graph, memo=None):
             removed += _fold_pad(G, conv)
         if not _conv_ok(G, conv):
             continue
-        removed += _fold_bn(G, conv)
-        removed += _fold_affine(G, conv)
+        folded = 1
+        while folded:       # a bias Add then a BatchNormalization (PaddleOCR's export)
+            folded = _fold_bn(G, conv) + _fold_affine(G, conv)
+            removed += folded
         n = _fuse_activation(G, conv)
-        if not n and len(conv.inputs) < 4:
+        if not n and len(conv.inputs) < 4 and conv.op_type == "Conv":
             r = _fuse_residual(G, conv)
             n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
                 if r else 0

@@ -441,3 +441,45 @@ def test_a_pad_that_is_not_plain_zero_spatial_padding_stays(tmp_path, case):
     out = Executor(g).run({"x": x})
     for name in ref:
         np.testing.assert_allclose(out[name], ref[name], rtol=1e-4, atol=2e-5)
+
+
+def _transpose_chain(path, group, kernel):
+    """ConvTranspose -> bias Add -> BatchNormalization -> Relu (PaddleOCR's
+    export of a detector head's upsampling), saved at ``path``."""
+    cin, cout = 6, 4
+    make_model([node("ConvTranspose", ["x", "w"], ["t"], strides=[2, 2], group=group),
+                node("Add", ["t", "b"], ["c"]),
+                node("BatchNormalization", ["c", "g", "be", "mu", "var"], ["n"], epsilon=1e-3),
+                node("Relu", ["n"], ["y"])],
+               {"x": ([2, cin, 5, 7], np.float32)}, {"y": (None, np.float32)},
+               {"w": rnd(cin, cout // group, kernel, kernel), "b": rnd(1, cout, 1, 1),
+                "g": rnd(cout), "be": rnd(cout), "mu": rnd(cout),
+                "var": rnd(cout, lo=0.5, hi=2.0)}, path=path)
+
+
+@pytest.mark.parametrize("kernel", [2, 3])       # the native path (disjoint taps), NumPy's
+def test_a_conv_transposes_bias_batchnorm_and_relu_are_folded_into_it(tmp_path, kernel):
+    path = tmp_path / "ct.onnx"
+    _transpose_chain(path, 1, kernel)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops] == ["ConvTranspose"]
+    assert g.ops[0].attrs["activation"] == "RELU" and len(g.ops[0].notes.weight_scales) == 1
+    ex = Executor(g)
+    assert ex.kernels[0].path == ("native" if kernel == 2 else "numpy")
+    kept = load_model(str(path), native=False)
+    assert len(kept.ops) == 4
+    x = rnd(2, 6, 5, 7, lo=-3, hi=3)
+    ref = ort_run(path, {"x": x})["y"]
+    assert (ref == 0).any() and (ref > 0).any()             # the Relu clips some
+    np.testing.assert_allclose(ex.run({"x": x})["y"], ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(Executor(kept).run({"x": x})["y"], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_grouped_conv_transpose_is_not_folded(tmp_path):
+    path = tmp_path / "ct.onnx"
+    _transpose_chain(path, 2, 2)
+    g = load_model(str(path))
+    assert [op.op_type for op in g.ops][:3] == ["ConvTranspose", "Add", "BatchNormalization"]
+    x = rnd(2, 6, 5, 7)
+    np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-5, atol=1e-5)

@@ -23,9 +23,11 @@ elements: no loop per short row).
 import numpy as np
 
 from .conv_transpose_nd import run_transpose_nd, setup_transpose_nd, tap_slices, transpose_pads
+from .conv_transpose_native import NativeTranspose, disjoint_taps
 from .conv_native import NativeBands, NativeConv, NativeResidual, ohwi
 from .conv_numpy import DepthwiseTaps, Im2col, Pointwise
 from .conv_weights import ConvWeights
+from .weight_scales import fold_scales
 from .native import NATIVE_DTYPE, fused_activation
 from . import shape_rules as rules
 from . import tflite_attrs as tfl
@@ -311,12 +313,14 @@ class ConvTranspose(Kernel):
     def setup(self):
         self.runtime = (0,)
         self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
-        self.nd = None
+        self.nd = self.native = None
+        w = self.const(1, "weight").astype(self.dtype)
+        if self.op.notes.weight_scales and not self.sizing:     # fusion's folds (groups 1)
+            w = fold_scales(w, self.op.notes.weight_scales, 1).astype(self.dtype, copy=False)
         if len(self.shape(0)) > 4:      # 3-D and more: conv_transpose_nd.py
-            setup_transpose_nd(self, self.const(1, "weight").astype(self.dtype), self.attrs)
+            setup_transpose_nd(self, w, self.attrs)
             return
-        xs, ys, w, at = self._as_2d(self.shape(0), self.oshape(),
-                                    self.const(1, "weight").astype(self.dtype), self.attrs)
+        xs, ys, w, at = self._as_2d(self.shape(0), self.oshape(), w, self.attrs)
         g = int(at.get("group", 1))
         if self.nhwc:
             N, H, W, C = xs
@@ -338,6 +342,10 @@ class ConvTranspose(Kernel):
         self.N, self.C, self.H, self.W, self.G = N, C, H, W, g
         self.kh, self.kw, self.cog, self.cout = kh, kw, cog, cout
         self.Ho, self.Wo = Ho, Wo
+        if disjoint_taps(self, at, s, d):       # the C core's kernel: no scratch
+            self.native = NativeTranspose(self, w)
+            self.act_fused = True
+            return
         if self.nhwc:
             # (C, kh*kw*C_out): column order (kh, kw, C_out)
             self.wm = self.keep(np.ascontiguousarray(
@@ -395,6 +403,9 @@ class ConvTranspose(Kernel):
     def run(self, xs, ys, sc):
         if self.nd is not None:
             run_transpose_nd(self, xs, ys, sc)
+            return
+        if self.native is not None:
+            self.native.run(xs, ys, sc)
             return
         buf = sc[0]
         x, y = xs[0], ys[0]
