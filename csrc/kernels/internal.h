@@ -393,6 +393,10 @@ void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
 /* y[p, c] = act(x[p, c] + b[c]) for p < np, c < nc (rows of nc floats). */
 void _pa_bias_act_rows(const float *x, float *y, size_t np, size_t nc, const float *b,
                        const pa_act_params_t *act);
+void _pa_affine_act_plane(const float *x, float *y, size_t n, float s, float b,
+                          const pa_act_params_t *act);
+void _pa_affine_act_rows(const float *x, float *y, size_t np, size_t nc, const float *s,
+                         const float *b, const pa_act_params_t *act);
 
 /* Pooling windows (pooling.c: NCHW, pooling_nhwc.c: NHWC). */
 /* Taps [lo, hi) of a window starting at o * s - pad inside [0, n). */

@@ -33,7 +33,8 @@ time, and the tensors between the fused ops no longer exist):
   InferenceSession retargeting the graph to shapes where r would not
   match imports those in full.
 
-A MatMul by constant weights takes the bias Add and the GELU after it
+A BatchNormalization no Conv absorbs takes the constant Mul / Add and the
+activation after it (:mod:`.fusion_norm`).  A MatMul by constant weights takes the bias Add and the GELU after it
 (:mod:`.fusion_linear`); an attention spelled out op by op (MatMul, scale,
 mask, Softmax, MatMul) becomes one fused op (:mod:`.fusion_attention`).
 
@@ -50,6 +51,7 @@ from ..graph.decisions import decide
 from ..memory.mapped import release_pages
 from .fusion_attention import fuse_attention
 from .fusion_linear import fuse_linear
+from .fusion_norm import fuse_batch_norm
 from .kernels import op_fact
 
 __all__ = ["fuse"]
@@ -516,6 +518,7 @@ def fuse(graph, memo=None):
             n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
                 if r else 0
         removed += n
+    removed += fuse_batch_norm(G, _fuse_activation)
     removed += fuse_linear(G)
     removed += fuse_attention(G)
     G.sweep()
