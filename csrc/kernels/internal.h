@@ -340,9 +340,10 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
 /* fewin.c: groups 1, at most PA_FEWIN_MAX_CIN input channels,
  * column stride 1 or 2, no column dilation, not pointwise, the c_in * kh
  * input rows of an output row (padded, PA_FI_PX-column rounded) within a
- * stack tile of PA_FEWIN_TILE_FLOATS floats. */
+ * stack tile of PA_FEWIN_TILE_FLOATS floats (32 KiB: a 7x7 stride-2 stem
+ * at 224 columns needs 4,830). */
 #define PA_FEWIN_MAX_CIN 4
-#define PA_FEWIN_TILE_FLOATS 4096
+#define PA_FEWIN_TILE_FLOATS 8192
 int _pa_fewin_fits(const pa_conv2d_t *c);
 size_t _pa_fewin_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_fewin_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
