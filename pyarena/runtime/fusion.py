@@ -22,7 +22,7 @@ time, and the tensors between the fused ops no longer exist):
   padding does not depend on the input size (VALID or explicit pads)
   becomes part of the Conv's pads (TFLite's explicit padding before
   stride-2 VALID convolutions: no padded copy, no Pad op);
-* the **residual Add** after a pointwise Conv (1x1, stride 1, unpadded,
+* the **residual Add** (or two-input Sum) after a pointwise Conv (1x1, stride 1, unpadded,
   groups 1) without an activation: ``Add(conv, r)`` -- r computed before
   the Conv (never a constant), of the output's shape, or a ``Pad`` of it
   that only appends zero channels (BlazeFace's channel padding) -- becomes
@@ -454,14 +454,15 @@ def _residual_rule(axis):
 
 
 def _fuse_residual(G, conv):
-    """Add(conv, r) (r maybe a zero channel Pad of a tensor) after a
+    """Add(conv, r) or a two-input Sum (Caffe2's ResNets) (r maybe a zero
+    channel Pad of a tensor) after a
     pointwise conv: r becomes the conv's input 3.  Never a constant r:
     its shape is one, the output's changes with the batch (a constant
     per-channel one was folded into the bias, :func:`_fold_affine`).
     Returns ops removed."""
     x = conv.outputs[0]
     add = G.only_reader(x)
-    if add is None or add.op_type != "Add" or len(add.inputs) != 2 or \
+    if add is None or add.op_type not in ("Add", "Sum") or len(add.inputs) != 2 or \
             add.inputs[0] == add.inputs[1] or not _pointwise(G, conv):
         return 0
     other = add.inputs[1] if add.inputs[0] == x else add.inputs[0]

@@ -4909,4 +4909,9 @@ MUTANTS += [
       "    return core.lower() not in _WIDE_CORES",
       "on an AMD processor with OpenBLAS's SkylakeX core the NHWC pass keeps the narrow rule",
       ("tests/runtime/test_nhwc.py",)),
+    M("residual-sum-not-taken", "pyarena/runtime/fusion.py",
+      "    if add is None or add.op_type not in (\"Add\", \"Sum\") or len(add.inputs) != 2 or \\",
+      "    if add is None or add.op_type != \"Add\" or len(add.inputs) != 2 or \\",
+      "a two-input Sum after a pointwise conv stays an op of its own",
+      ("tests/runtime/test_fusion.py",)),
 ]
