@@ -28,7 +28,9 @@ message):
 * YOLO-style detectors: NudeNet's YOLOv8n at 320x320, ddddocr's detector at
   416x416;
 * mid-size CNNs: the PP-OCRv4 text detector at 320x320, MediaPipe palm
-  detection (TFLite).
+  detection (TFLite);
+* the onnx package's "light" architectures with seeded random weights
+  (``--models densenet121,shufflenet,resnet50,inception_v2,squeezenet``).
 """
 import argparse
 import os
@@ -57,6 +59,26 @@ MODELS = {      # name -> (path, {input: shape} or None, kind)
     "ocr_det": (f"{OCR}/ch_PP-OCRv4_det_infer.onnx", {"x": (1, 3, 320, 320)}, "once"),
     "palm": (f"{MP}/palm_detection/palm_detection_full.tflite", None, "once"),
 }
+# the onnx package's "light" architectures with seeded random weights
+# (tests/helpers/model_zoo.py), written once to a scratch directory
+LIGHT = ["densenet121", "shufflenet", "resnet50", "inception_v2", "squeezenet"]
+for _n in LIGHT:
+    MODELS[_n] = (None, None, "once")
+
+
+_LIGHT_DIR = []
+
+
+def _light_path(name):
+    from scratch import scratch_dir
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from helpers.model_zoo import randomized_light_model
+    if not _LIGHT_DIR:
+        _LIGHT_DIR.append(scratch_dir("pyarena-light-"))
+    p = os.path.join(_LIGHT_DIR[0], f"{name}.onnx")
+    if not os.path.exists(p):
+        randomized_light_model(name, p)
+    return p
 
 STEPS = 32      # streaming steps timed per round
 
@@ -138,6 +160,8 @@ def row(name, threads, repeat):
     import pyarena
     from pyarena.runtime import median, time_calls
     path, shapes, kind = MODELS[name]
+    if path is None:
+        path = _light_path(name)
     if not os.path.exists(path):
         print(f"{name}: {path} missing, skipped", file=sys.stderr)
         return None

@@ -673,6 +673,15 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
                         const float *x, const float *bias, float *y,
                         const pa_act_params_t *act, pa_workers_t *workers);
 
+/* y = act(x * scale[c] + bias[c]) over n images of c channels of `spatial`
+ * values each, in `layout`; y may be x.  An inference BatchNormalization
+ * (with the per-channel Mul / Add after it folded in) and its activation
+ * in one pass.  PA_ERR_INVALID for NULL pointers, negative sizes or an
+ * unknown kind. */
+pa_status_t pa_scale_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                              const float *x, const float *scale, const float *bias, float *y,
+                              const pa_act_params_t *act, pa_workers_t *workers);
+
 /* The wider instruction sets the kernels dispatch to on this processor
  * (kernels/cpu.c, asked once), as pa_isa_t bits: PA_ISA_AVX512 where the
  * AVX-512 tiles run (not with PA_DISABLE_AVX512=1 in the environment),

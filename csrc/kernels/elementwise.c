@@ -198,6 +198,97 @@ pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatia
     return PA_OK;
 }
 
+/* -- per-channel scale and shift, then an activation ---------------------- */
+
+/* y = act(x * s + b) over n values of one channel (x == y or disjoint). */
+PA_INLINE void affine_span(const float *restrict x, float *restrict y, size_t n, float s,
+                           float b) {
+    PA_MAP(y, n, i, x[i] * s + b);
+}
+PA_INLINE void affine_span_ip(float *restrict y, size_t n, float s, float b) {
+    PA_MAP(y, n, i, y[i] * s + b);
+}
+/* y[p, c] = x[p, c] * s[c] + b[c] over one row of nc channels. */
+PA_INLINE void affine_row(const float *restrict x, float *restrict y, size_t n,
+                          const float *restrict s, const float *restrict b) {
+    PA_MAP(y, n, i, x[i] * s[i] + b[i]);
+}
+PA_INLINE void affine_row_ip(float *restrict y, size_t n, const float *restrict s,
+                             const float *restrict b) {
+    PA_MAP(y, n, i, y[i] * s[i] + b[i]);
+}
+
+PA_MULTIVERSION
+void _pa_affine_act_plane(const float *x, float *y, size_t n, float s, float b,
+                          const pa_act_params_t *act) {
+    if (x == y)
+        affine_span_ip(y, n, s, b);
+    else
+        affine_span(x, y, n, s, b);
+    _pa_act_block(y, n, act);
+}
+
+PA_MULTIVERSION
+void _pa_affine_act_rows(const float *x, float *y, size_t np, size_t nc, const float *s,
+                         const float *b, const pa_act_params_t *act) {
+    for (size_t p = 0; p < np; p++) {
+        if (x == y)
+            affine_row_ip(y + p * nc, nc, s, b);
+        else
+            affine_row(x + p * nc, y + p * nc, nc, s, b);
+        _pa_act_block(y + p * nc, nc, act);
+    }
+}
+
+typedef struct {
+    ew_job_t e;
+    const float *scale;
+} affine_job_t;
+
+static void affine_planes(void *ctx, int64_t b, int64_t e) {
+    const affine_job_t *a = ctx;
+    const ew_job_t *j = &a->e;
+    for (int64_t i = b; i < e; i++) {
+        size_t off = (size_t)i * (size_t)j->spatial;
+        _pa_affine_act_plane(j->x + off, j->y + off, (size_t)j->spatial, a->scale[i % j->c],
+                             j->bias[i % j->c], j->act);
+    }
+}
+
+static void affine_pixels(void *ctx, int64_t b, int64_t e) {
+    const affine_job_t *a = ctx;
+    const ew_job_t *j = &a->e;
+    int64_t rows = j->n * j->spatial;
+    int64_t per = PA_EW_BLOCK / j->c > 0 ? PA_EW_BLOCK / j->c : 1;
+    int64_t lo = b * per, hi = e * per < rows ? e * per : rows;
+    size_t off = (size_t)lo * (size_t)j->c;
+    _pa_affine_act_rows(j->x + off, j->y + off, (size_t)(hi - lo), (size_t)j->c, a->scale,
+                        j->bias, j->act);
+}
+
+pa_status_t pa_scale_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                              const float *x, const float *scale, const float *bias, float *y,
+                              const pa_act_params_t *act, pa_workers_t *workers) {
+    if (!act_ok(act) || !x || !y || !scale || !bias || n < 0 || c < 1 || spatial < 0 ||
+        (layout != PA_LAYOUT_NCHW && layout != PA_LAYOUT_NHWC))
+        return PA_ERR_INVALID;
+    int64_t total;
+    if (__builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, spatial, &total) ||
+        total > ((int64_t)1 << 50))
+        return PA_ERR_INVALID;
+    if (total == 0)
+        return PA_OK;
+    affine_job_t j = {{act, x, bias, y, n, c, spatial}, scale};
+    pa_workers_t *w = _pa_workers_for(workers, (double)total * 4);
+    if (layout == PA_LAYOUT_NCHW) {
+        _pa_parallel(w, n * c, affine_planes, &j);
+    } else {
+        int64_t per = PA_EW_BLOCK / c > 0 ? PA_EW_BLOCK / c : 1;
+        _pa_parallel(w, (n * spatial + per - 1) / per, affine_pixels, &j);
+    }
+    return PA_OK;
+}
+
 /* -- PRelu: a slope per channel ------------------------------------------- */
 
 PA_INLINE float prelu1(float x, float s) { return x < 0.0f ? x * s : x; }

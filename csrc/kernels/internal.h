@@ -340,9 +340,10 @@ pa_status_t _pa_dwconv_run_isa(const pa_conv2d_t *c, const float *packed, const 
 /* fewin.c: groups 1, at most PA_FEWIN_MAX_CIN input channels,
  * column stride 1 or 2, no column dilation, not pointwise, the c_in * kh
  * input rows of an output row (padded, PA_FI_PX-column rounded) within a
- * stack tile of PA_FEWIN_TILE_FLOATS floats. */
+ * stack tile of PA_FEWIN_TILE_FLOATS floats (32 KiB: a 7x7 stride-2 stem
+ * at 224 columns needs 4,830). */
 #define PA_FEWIN_MAX_CIN 4
-#define PA_FEWIN_TILE_FLOATS 4096
+#define PA_FEWIN_TILE_FLOATS 8192
 int _pa_fewin_fits(const pa_conv2d_t *c);
 size_t _pa_fewin_packed_size(const pa_conv2d_t *c);
 pa_status_t _pa_fewin_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
@@ -393,6 +394,10 @@ void _pa_bias_act_plane(const float *x, float *y, size_t n, float b,
 /* y[p, c] = act(x[p, c] + b[c]) for p < np, c < nc (rows of nc floats). */
 void _pa_bias_act_rows(const float *x, float *y, size_t np, size_t nc, const float *b,
                        const pa_act_params_t *act);
+void _pa_affine_act_plane(const float *x, float *y, size_t n, float s, float b,
+                          const pa_act_params_t *act);
+void _pa_affine_act_rows(const float *x, float *y, size_t np, size_t nc, const float *s,
+                         const float *b, const pa_act_params_t *act);
 
 /* Pooling windows (pooling.c: NCHW, pooling_nhwc.c: NHWC). */
 /* Taps [lo, hi) of a window starting at o * s - pad inside [0, n). */

@@ -24,7 +24,7 @@ time, and the tensors between the fused ops no longer exist):
   padding does not depend on the input size (VALID or explicit pads)
   becomes part of the Conv's pads (TFLite's explicit padding before
   stride-2 VALID convolutions: no padded copy, no Pad op);
-* the **residual Add** after a pointwise Conv (1x1, stride 1, unpadded,
+* the **residual Add** (or two-input Sum) after a pointwise Conv (1x1, stride 1, unpadded,
   groups 1) without an activation: ``Add(conv, r)`` -- r computed before
   the Conv (never a constant), of the output's shape, or a ``Pad`` of it
   that only appends zero channels (BlazeFace's channel padding) -- becomes
@@ -35,7 +35,8 @@ time, and the tensors between the fused ops no longer exist):
   InferenceSession retargeting the graph to shapes where r would not
   match imports those in full.
 
-A MatMul by constant weights takes the bias Add and the GELU after it
+A BatchNormalization no Conv absorbs takes the constant Mul / Add and the
+activation after it (:mod:`.fusion_norm`).  A MatMul by constant weights takes the bias Add and the GELU after it
 (:mod:`.fusion_linear`); an attention spelled out op by op (MatMul, scale,
 mask, Softmax, MatMul) becomes one fused op (:mod:`.fusion_attention`).
 
@@ -52,6 +53,7 @@ from ..graph.decisions import decide
 from ..memory.mapped import release_pages
 from .fusion_attention import fuse_attention
 from .fusion_linear import fuse_linear
+from .fusion_norm import fuse_batch_norm
 from .kernels import op_fact
 
 __all__ = ["fuse"]
@@ -464,14 +466,15 @@ def _residual_rule(axis):
 
 
 def _fuse_residual(G, conv):
-    """Add(conv, r) (r maybe a zero channel Pad of a tensor) after a
+    """Add(conv, r) or a two-input Sum (Caffe2's ResNets) (r maybe a zero
+    channel Pad of a tensor) after a
     pointwise conv: r becomes the conv's input 3.  Never a constant r:
     its shape is one, the output's changes with the batch (a constant
     per-channel one was folded into the bias, :func:`_fold_affine`).
     Returns ops removed."""
     x = conv.outputs[0]
     add = G.only_reader(x)
-    if add is None or add.op_type != "Add" or len(add.inputs) != 2 or \
+    if add is None or add.op_type not in ("Add", "Sum") or len(add.inputs) != 2 or \
             add.inputs[0] == add.inputs[1] or not _pointwise(G, conv):
         return 0
     other = add.inputs[1] if add.inputs[0] == x else add.inputs[0]
@@ -530,6 +533,7 @@ def fuse(graph, memo=None):
             n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
                 if r else 0
         removed += n
+    removed += fuse_batch_norm(G, _fuse_activation)
     removed += fuse_linear(G)
     removed += fuse_attention(G)
     G.sweep()

@@ -16,7 +16,7 @@ NCHW kernel.
   reads it as ``OHWI``, depthwise as ``1HWC`` as TFLite stores them, when
   it lays its weights out -- so no re-laid out copy is held beside the
   kernel's packed one), MaxPool / AveragePool / GlobalAveragePool /
-  GlobalMaxPool, the element-wise activations, Add / Sub / Mul / Div / Max /
+  GlobalMaxPool, BatchNormalization (inference), the element-wise activations, Add / Sub / Mul / Div / Max /
   Min / Sum / Mean / Pow (a constant operand of rank <= 4 re-laid out:
   ``(C, 1, 1)`` becomes ``(C,)``), Concat and Split (their axis remapped,
   negative axes included: a YOLOv8 C2f block splits its channels), Pad (its pads permuted), Slice of constant starts / ends
@@ -203,8 +203,9 @@ def convertible(P, op):
         return False
     if kind == "conv":
         return _conv_ok(P, op)
-    if kind == "attr":
-        return P.act4(op.inputs[0]) and op.attrs.get("layout", "NCHW") == "NCHW"
+    if kind == "attr":      # (a BatchNormalization: its inference form)
+        return P.act4(op.inputs[0]) and op.attrs.get("layout", "NCHW") == "NCHW" and \
+            not int(op.attrs.get("training_mode", 0))
     if kind in ("elementwise", "prelu"):
         if not P.act4(op.inputs[0]):
             return False

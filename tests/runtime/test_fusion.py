@@ -127,7 +127,8 @@ def test_saturated_activations_stay_finite(tmp_path, chain):
 
 # -- the residual Add after a pointwise conv ------------------------------------
 
-def _residual_model(path, cin, cout, hw, pad_channels=0, act="Relu", residual_after=False):
+def _residual_model(path, cin, cout, hw, pad_channels=0, act="Relu", residual_after=False,
+                    add="Add"):
     """x -> Conv 1x1 (cin -> cout) -> Add(., r) [-> act]; r = a Neg of x's
     first ... channels or, with pad_channels, a zero Pad of them on the
     channel axis (r computed after the conv when residual_after)."""
@@ -142,7 +143,7 @@ def _residual_model(path, cin, cout, hw, pad_channels=0, act="Relu", residual_af
         nodes.append(node("Pad", ["r1", "pads"], ["rp"]))
         inits["pads"] = np.array([0, 0, 0, 0, 0, pad_channels, 0, 0], np.int64)
         r = "rp"
-    nodes.append(node("Add", [r, "c"], ["a" if act else "y"]))
+    nodes.append(node(add, [r, "c"], ["a" if act else "y"]))
     if act:
         nodes.append(node(act, ["a"], ["y"]))
     make_model(nodes, {"x": ([2, cin, hw, hw], np.float32)}, {"y": (None, np.float32)},
@@ -169,6 +170,22 @@ def test_residual_add_is_fused_into_a_pointwise_conv(tmp_path, cin, cout, hw, pa
     x = rnd(2, cin, hw, hw)
     np.testing.assert_allclose(ex.run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("layout", ["keep", "nhwc"])
+def test_a_two_input_sum_is_a_residual_too(tmp_path, layout):
+    """Caffe2's ResNets add the shortcut with Sum(c, r): fused as Add is,
+    in both layouts, matching onnxruntime and the unfused graph."""
+    path = _residual_model(tmp_path / "sum.onnx", 6, 10, 5, add="Sum")
+    g = load_model(str(path), layout=layout)
+    assert "Sum" not in [op.op_type for op in g.ops]
+    conv = [op for op in g.ops if op.op_type == "Conv"][-1]
+    assert conv.attrs["residual_channels"] == 10 and conv.attrs["activation"] == "RELU"
+    x = rnd(2, 6, 5, 5)
+    ours = Executor(g).run({"x": x})["y"]
+    np.testing.assert_allclose(ours, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=2e-5)
+    kept = Executor(load_model(str(path), native=False)).run({"x": x})["y"]
+    np.testing.assert_allclose(ours, kept, rtol=1e-4, atol=2e-5)
 
 
 def test_fusing_again_leaves_a_conv_with_its_residual_as_it_is(tmp_path):

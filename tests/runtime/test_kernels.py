@@ -1235,3 +1235,38 @@ def test_plane_means_of_nhwc_tensors_run_natively_and_match_numpy(n, h, w, c, ke
     ref = x.astype(np.float64).mean(axis=(1, 2)).reshape(outs[False].shape)
     np.testing.assert_allclose(outs[True], ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(outs[False], ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("layout", ["keep", "nhwc"])
+@pytest.mark.parametrize("width, path", [(224, "native"), (400, "im2col")])
+def test_a_7x7_stride_2_stem_on_the_few_input_kernel(tmp_path, layout, width, path):
+    """ResNet's / DenseNet's / Inception's first convolution (3 input
+    channels, 7x7, stride 2, pads 3) at 224 columns fits the few-input
+    kernel's stack tile (21 rows x 2 halves x 115 floats); at 400 columns
+    (8,526 floats) it does not and keeps im2col.  Either way the outputs
+    match onnxruntime's and the other path's."""
+    from helpers.model_zoo import ort_run
+    from helpers.onnx_util import make_model
+    from onnx import helper
+    from pyarena.importers import load_model
+    from pyarena.runtime import Executor
+    rng = np.random.default_rng(3)
+    p = tmp_path / "stem.onnx"
+    make_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[3] * 4, strides=[2, 2]),
+                helper.make_node("Relu", ["c"], ["y"])],
+               {"x": ([1, 3, 9, width], np.float32)}, {"y": (None, np.float32)},
+               {"w": rng.uniform(-1, 1, (10, 3, 7, 7)).astype(np.float32),
+                "b": rng.uniform(-1, 1, 10).astype(np.float32)}, path=p)
+    x = {"x": rng.uniform(-2, 2, (1, 3, 9, width)).astype(np.float32)}
+    g = load_model(str(p), layout=layout)
+    ex = Executor(g)
+    conv = next(k for op, k in zip(g.ops, ex.kernels) if op.op_type == "Conv")
+    assert conv.path == path
+    got = ex.run(x)["y"].copy()
+    np.testing.assert_allclose(got, ort_run(p, x)["y"], rtol=1e-4, atol=1e-5)
+    from pyarena.runtime.kernels import set_scratch
+    conv.op.notes.kernel_path = "numpy" if path == "native" else "native"
+    set_scratch(g)
+    other = Executor(g)
+    assert next(k for op, k in zip(g.ops, other.kernels) if op.op_type == "Conv").path != path
+    np.testing.assert_allclose(other.run(x)["y"], got, rtol=1e-4, atol=1e-5)

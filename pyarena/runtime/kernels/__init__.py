@@ -15,7 +15,7 @@ Layouts: ONNX is NCHW.  TFLite graphs keep NHWC (attribute
 activation is transposed at import time.
 """
 from ...errors import UnsupportedOpError
-from . import (attention_contrib, attention_gqa, branching, cast, contrib_activations, contrib_norms,  # noqa: F401
+from . import (attention_contrib, attention_gqa, batch_norm, branching, cast, contrib_activations, contrib_norms,  # noqa: F401
                attention_fused, control, conv, deform_conv, detection, elementwise, fold_only, matmul_nbits,
                held_loop, indexing, kv_cache, linalg, logic, ml, movement, normalization, patched, pooling,
                ort_exact, quantized, quantized_binary, quantized_contrib, quantized_conv, quantized_matmul,

@@ -4,7 +4,7 @@ optional running mean / variance outputs ``input * momentum + batch * (1 -
 momentum)``, as ONNX's reference computes them.  The statistics are taken
 in float64 into the scratch; Y is then one multiply and one add, as the
 inference form (in-place safe: the statistics are read before Y is
-written).  Used by :class:`.normalization.BatchNorm`, which keeps the op's
+written).  Used by :class:`.batch_norm.BatchNorm`, which keeps the op's
 facts."""
 import numpy as np
 

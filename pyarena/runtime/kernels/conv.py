@@ -42,7 +42,7 @@ FEW_COUT = 4
 #: (pa_conv2d_run picks it by the same rule: PA_FEWIN_MAX_CIN,
 #: PA_FEWIN_TILE_FLOATS)
 FEW_CIN = 4
-FEW_CIN_TILE = 4096
+FEW_CIN_TILE = 8192         # (a 7x7 stride-2 stem at 224: 0.7-0.9x im2col's time)
 #: convolutions (groups 1) of at most FEW_PIXELS output pixels and
 #: FEW_PIXELS_MACS multiply-adds over at least FEW_PIXELS_CIN input channels
 #: run the native direct kernel (Conv._few_pixels)

@@ -1,5 +1,5 @@
-"""Normalisation and reduction kernels: BatchNormalization (folded into
-a per-channel scale and shift), InstanceNormalization, LRN, the Reduce*
+"""Normalisation and reduction kernels (BatchNormalization:
+batch_norm.py): InstanceNormalization, LRN, the Reduce*
 family, LayerNormalization and the losses (NegativeLogLikelihoodLoss,
 SoftmaxCrossEntropyLoss); Softmax / LogSoftmax: rows.py.
 
@@ -13,7 +13,6 @@ import numpy as np
 
 from ..._native import ffi
 from ...errors import InvalidArgumentError
-from .batch_norm_training import run_training, setup_training
 from .native import NATIVE_DTYPE, plane_mean
 from .rows import layer_norm_rows
 from . import shape_rules as rules
@@ -21,66 +20,6 @@ from . import shape_rules_movement as moves
 from . import tflite_attrs as tfl
 from .registry import Kernel, const, items_per_step, register
 
-
-@register
-class BatchNorm(Kernel):
-    """Inference BatchNorm folded at build time into y = x * scale + shift
-    (per channel, axis 1); two in-place-safe ufunc passes.  With a scale,
-    bias, mean or variance fed at run time the fold happens every run, into
-    the scratch."""
-
-    op_types = ('BatchNormalization',)
-    family = 'reduce'
-    inplace = 'unary'
-    shape_rule = rules.batch_norm
-    rows = 'local'          # a per-channel affine map: row for row
-
-    def setup(self):
-        self.runtime = (0,)
-        self.training = False
-        if int(self.attrs.get("training_mode", 0)):
-            setup_training(self)        # (batch statistics: batch_norm_training.py)
-            return
-        if len([o for o in self.op.outputs if o]) > 1:
-            self.fail("running mean/var outputs need training_mode=1")
-        nd = len(self.shape(0))
-        self.live = any(self.ins[i].data is None for i in range(1, 5))
-        if self.live:       # folded every run
-            self.runtime = None
-            self.eps = const(float(self.attrs.get("epsilon", 1e-5)), self.dtype)
-            self.bshape = (-1,) + (1,) * (nd - 2)
-            self.scratch = [(self.shape(1), self.dtype)] * 2
-            return
-        # in the data type, in onnxruntime's order (batch_norm.h):
-        # 1 / sqrt(var + eps), times scale; bias - mean * that
-        dt = self.dtype
-        g, b, m, v = (self.const(i, w).astype(dt)
-                      for i, w in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
-        eps = const(float(self.attrs.get("epsilon", 1e-5)), dt)
-        scale = (dt.type(1) / np.sqrt(v + eps)) * g
-        shift = b - m * scale
-        bshape = (-1,) + (1,) * (nd - 2)
-        self.scale = self.keep(scale.reshape(bshape))
-        self.shift = self.keep(shift.reshape(bshape))
-
-    def run(self, xs, ys, sc):
-        if self.training:
-            run_training(self, xs, ys, sc)
-            return
-        y = ys[0]
-        if not self.live:
-            scale, shift = self.scale, self.shift
-        else:
-            scale, shift = sc
-            np.add(xs[4], self.eps, out=scale)
-            np.sqrt(scale, out=scale)
-            np.divide(1, scale, out=scale)
-            np.multiply(scale, xs[1], out=scale)
-            np.multiply(xs[3], scale, out=shift)
-            np.subtract(xs[2], shift, out=shift)
-            scale, shift = scale.reshape(self.bshape), shift.reshape(self.bshape)
-        np.multiply(xs[0], scale, out=y)
-        np.add(y, shift, out=y)
 
 class _Affine:
     """A scale or bias input that is a constant (laid out once) or fed at

@@ -772,6 +772,45 @@ static void test_act(void) {
     free(x), free(y);
 }
 
+/* pa_scale_bias_act: act(x * s[c] + b[c]) in both layouts, in place and
+ * not, one and two threads, against the scalar formula (to float
+ * rounding: the product and sum may be one fused multiply-add); refusals. */
+static void test_scale_bias_act(void) {
+    pa_workers_t *pool = pa_workers_create(2, NULL);
+    enum { N = 2, C = 19, S = 37, T = N * C * S };
+    float s[C], b[C], *x = fbuf(T), *y = fbuf(T), *v = fbuf(T);
+    for (int i = 0; i < C; i++)
+        s[i] = 0.25f + 0.125f * (float)i, b[i] = (float)(i % 5) - 2.0f;
+    for (int i = 0; i < T; i++)
+        x[i] = (float)((i * 37) % 23) * 0.25f - 3.0f;
+    pa_act_params_t acts[2] = {{PA_ACT_RELU, 0, 0}, {PA_ACT_CLIP, -1.0f, 2.5f}};
+    int bad = 0;
+    for (int lay = 0; lay < 2; lay++)
+        for (int k = 0; k < 2; k++)
+            for (int ip = 0; ip < 2; ip++) {
+                float *out = ip ? v : y;
+                memcpy(v, x, sizeof(float) * T);
+                CHECK_EQ(pa_scale_bias_act((pa_layout_t)lay, N, C, S, ip ? v : x, s, b, out,
+                                           &acts[k], ip ? pool : NULL), PA_OK);
+                for (int i = 0; i < T; i++) {
+                    int c = lay == PA_LAYOUT_NCHW ? (i / S) % C : i % C;
+                    float want = x[i] * s[c] + b[c];
+                    want = k ? fminf(fmaxf(want, -1.0f), 2.5f) : fmaxf(want, 0.0f);
+                    bad += fabsf(out[i] - want) > 1e-5f * (1.0f + fabsf(want));
+                }
+            }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(pa_scale_bias_act(PA_LAYOUT_NCHW, 1, C, S, x, NULL, b, y, &acts[0], NULL),
+             PA_ERR_INVALID);
+    CHECK_EQ(pa_scale_bias_act(PA_LAYOUT_NHWC, 1, C, S, x, s, NULL, y, &acts[0], NULL),
+             PA_ERR_INVALID);
+    CHECK_EQ(pa_scale_bias_act(PA_LAYOUT_NHWC, 1, 0, S, x, s, b, y, &acts[0], NULL),
+             PA_ERR_INVALID);
+    CHECK_EQ(pa_scale_bias_act(PA_LAYOUT_NHWC, 0, C, S, x, s, b, y, &acts[0], NULL), PA_OK);
+    pa_workers_destroy(pool);
+    free(x), free(y), free(v);
+}
+
 /* The tap walk's maximum (pooling.c): the first of equal taps, the last
  * NaN. */
 static float max_walk(float a, float b) {
@@ -1126,6 +1165,7 @@ int main(void) {
     RUN(test_fewin_pairs_equal_single_blocks);
     RUN(test_conv_invalid);
     RUN(test_act);
+    RUN(test_scale_bias_act);
     RUN(test_pool_random);
     RUN(test_maxpool_nhwc_large_windows);
     RUN(test_resize);

@@ -168,6 +168,44 @@ static void test_bias_act_prelu(int prelu) {
     }
 }
 
+/* pa_scale_bias_act: the same shapes and layouts, two per-channel vectors,
+ * every pointer required. */
+static void test_scale_bias_act(void) {
+    for (long it = 0; it < fuzz_n; it++) {
+        pa_layout_t lay = one_in(20) ? (pa_layout_t)(2 + upto(5)) : (pa_layout_t)upto(2);
+        int64_t n, c, s, total;
+        rand_ncs(&n, &c, &s);
+        pa_act_params_t act = rand_act();
+        int64_t dims[3] = {n, c, s};
+        int bad = n < 0 || c < 1 || s < 0 || lay > PA_LAYOUT_NHWC || !prod(&total, 3, dims) ||
+                  !act_kind_ok(&act);
+        CHECK(pa_scale_bias_act(lay, n, c, s, NULL, tiny, tiny, tiny, &act, NULL) ==
+              PA_ERR_INVALID);
+        CHECK(pa_scale_bias_act(lay, n, c, s, tiny, NULL, tiny, tiny, &act, NULL) ==
+              PA_ERR_INVALID);
+        CHECK(pa_scale_bias_act(lay, n, c, s, tiny, tiny, NULL, tiny, &act, NULL) ==
+              PA_ERR_INVALID);
+        CHECK(pa_scale_bias_act(lay, n, c, s, tiny, tiny, tiny, NULL, &act, NULL) ==
+              PA_ERR_INVALID);
+        CHECK(pa_scale_bias_act(lay, n, c, s, tiny, tiny, tiny, tiny, NULL, NULL) ==
+              PA_ERR_INVALID);
+        if (bad) {
+            CHECK(pa_scale_bias_act(lay, n, c, s, tiny, tiny, tiny, tiny, &act, NULL) ==
+                  PA_ERR_INVALID);
+            continue;
+        }
+        if (total > CAP_FLOATS || c > CAP_FLOATS)
+            continue;
+        fbuf_t x = fbuf(total), y = fbuf(total), sc = fbuf(c), b = fbuf(c);
+        CHECK(pa_scale_bias_act(lay, n, c, s, x.p, sc.p, b.p, one_in(3) ? x.p : y.p, &act,
+                                TEAM) == PA_OK);
+        free(x.base);
+        free(y.base);
+        free(sc.base);
+        free(b.base);
+    }
+}
+
 static void test_bias_act(void) { test_bias_act_prelu(0); }
 static void test_prelu(void) { test_bias_act_prelu(1); }
 
@@ -808,6 +846,7 @@ int main(void) {
     CHECK(team != NULL);
     RUN(test_act);
     RUN(test_bias_act);
+    RUN(test_scale_bias_act);
     RUN(test_prelu);
     RUN(test_conv2d_packed_size);
     RUN(test_conv2d_pack_run);
