@@ -1,0 +1,234 @@
+/* kernels/qavgpool.c -- com.microsoft QLinearAveragePool (1-D and 2-D
+ * windows, NCHW or NHWC) with onnxruntime's arithmetic, so its bytes.
+ *
+ * onnxruntime (contrib_ops/cpu/quantization/qlinear_pool.cc,
+ * QLinearPool2DTask / QLinearPoolNhwc2DTask and their 1-D twins)
+ * dequantizes the input, x_scale * (float)(x - x_zero_point), then for
+ * each output sums its window's values in float32 with one accumulator,
+ * rows then columns, from 0.0f; the window is clipped to the input
+ * (hstart = oh * stride - pad_top, hend = min(hstart + k, H), hstart =
+ * max(hstart, 0)), and
+ *
+ *   avg = sum / (float)(count_include_pad ? kh * kw
+ *                                         : (hend - hstart) * (wend - wstart))
+ *   y   = clamp((int32)rint(avg / y_scale + (float)y_zero_point))
+ *
+ * -- ceil_mode's extra outputs divide by the whole kernel too under
+ * count_include_pad.  Padding adds nothing here, which is the same sum:
+ * an accumulator that starts at +0.0f is never -0.0f, and adding +0.0f
+ * leaves any other value as it is.  When the window is the whole image
+ * and no pad is set, onnxruntime runs its global average pool instead
+ * (MLAS qlgavgpool.cpp, the SSE2 kernel): an exact integer sum,
+ *
+ *   scale = x_scale / (y_scale * (float)HW)
+ *   y     = clamp(rint((float)(sum - x_zero_point * HW) * scale) + y_zero_point)
+ *
+ * and so does this kernel.  An out-of-range float becomes the type's lowest
+ * value (the x86 conversion gives INT32_MIN, then the clamp).
+ */
+#include "internal.h"
+
+#include <math.h>
+
+/* The accumulators of one run: outputs (NCHW) or channels (NHWC). */
+#define PA_QAP_CHUNK 256
+
+PA_INLINE int32_t qap_out(float sum, int64_t count, float y_scale, float zp, int32_t lo,
+                          int32_t hi) {
+    float avg = sum / (float)count;
+    float t = avg / y_scale;
+    t = t + zp;
+    if (!(t > -4194304.0f && t < 4194304.0f))  /* huge or NaN: INT32_MIN, then lo */
+        return t >= 4194304.0f && t < 2147483648.0f ? hi : lo;
+    int32_t v = _pa_round_half_even(t);
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+}
+
+PA_INLINE int32_t qap_global_out(int32_t sum, float scale, int32_t zp, int32_t lo,
+                                 int32_t hi) {
+    float t = (float)sum * scale;
+    t = t > (float)(lo - zp) ? t : (float)(lo - zp);
+    t = t < (float)(hi - zp) ? t : (float)(hi - zp);
+    return _pa_round_half_even(t) + zp;
+}
+
+typedef struct qap_geom {
+    int64_t h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+} qap_geom_t;
+
+/* The clipped [start, end) of output o along an axis of size n. */
+PA_INLINE void qap_span(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, int64_t *a,
+                        int64_t *b) {
+    int64_t st = o * s - p;
+    int64_t en = st + k < n ? st + k : n;
+    *a = st > 0 ? st : 0;
+    *b = en;
+}
+
+#define PA_QAP_BODIES(T, NAME)                                                          \
+    /* NCHW: one plane, outputs of row `orow` from column o0, cnt of them. */         \
+    PA_INLINE void qap_nchw_##NAME(const T *restrict x, T *restrict y,                  \
+                                   const qap_geom_t *g, const pa_qavgpool_t *p,         \
+                                   int64_t orow, int64_t o0, int64_t cnt, int32_t lo,    \
+                                   int32_t hi) {                                         \
+        float acc[PA_QAP_CHUNK];                                                         \
+        const float xs = p->x_scale;                                                     \
+        const int32_t xz = p->x_zero_point;                                              \
+        for (int64_t j = 0; j < cnt; j++)                                                \
+            acc[j] = 0.0f;                                                               \
+        int64_t h0, h1;                                                                  \
+        qap_span(orow, g->sh, g->pt, g->kh, g->h, &h0, &h1);                             \
+        for (int64_t r = h0; r < h1; r++) {                                              \
+            const T *xr = x + r * g->w;                                                  \
+            for (int64_t kx = 0; kx < g->kw; kx++) {                                     \
+                int64_t off = kx - g->pl;  /* column of output o: o * sw + off */       \
+                int64_t a = o0, b = o0 + cnt;                                            \
+                while (a < b && a * g->sw + off < 0)                                     \
+                    a++;                                                                 \
+                while (b > a && (b - 1) * g->sw + off >= g->w)                           \
+                    b--;                                                                 \
+                const int64_t sw = g->sw;                                                \
+                for (int64_t o = a; o < b; o++)                                          \
+                    acc[o - o0] += xs * (float)((int32_t)xr[o * sw + off] - xz);         \
+            }                                                                            \
+        }                                                                                \
+        for (int64_t j = 0; j < cnt; j++) {                                              \
+            int64_t w0, w1;                                                              \
+            qap_span(o0 + j, g->sw, g->pl, g->kw, g->w, &w0, &w1);                       \
+            int64_t count = p->count_include_pad ? g->kh * g->kw : (h1 - h0) * (w1 - w0);\
+            y[j] = (T)qap_out(acc[j], count, p->y_scale, (float)p->y_zero_point, lo, hi);\
+        }                                                                                \
+    }                                                                                    \
+    /* NHWC: output (orow, ocol), channels c0 .. c0 + cnt. */                           \
+    PA_INLINE void qap_nhwc_##NAME(const T *restrict x, T *restrict y,                  \
+                                   const qap_geom_t *g, const pa_qavgpool_t *p,         \
+                                   int64_t orow, int64_t ocol, int64_t c0, int64_t cnt,  \
+                                   int32_t lo, int32_t hi) {                             \
+        float acc[PA_QAP_CHUNK];                                                         \
+        const float xs = p->x_scale;                                                     \
+        const int32_t xz = p->x_zero_point;                                              \
+        const int64_t c = p->c;                                                          \
+        for (int64_t j = 0; j < cnt; j++)                                                \
+            acc[j] = 0.0f;                                                               \
+        int64_t h0, h1, w0, w1;                                                          \
+        qap_span(orow, g->sh, g->pt, g->kh, g->h, &h0, &h1);                             \
+        qap_span(ocol, g->sw, g->pl, g->kw, g->w, &w0, &w1);                             \
+        for (int64_t r = h0; r < h1; r++)                                                \
+            for (int64_t q = w0; q < w1; q++) {                                          \
+                const T *px = x + (r * g->w + q) * c + c0;                               \
+                for (int64_t j = 0; j < cnt; j++)                                        \
+                    acc[j] += xs * (float)((int32_t)px[j] - xz);                         \
+            }                                                                            \
+        int64_t count = p->count_include_pad ? g->kh * g->kw : (h1 - h0) * (w1 - w0);    \
+        T *py = y + (orow * g->ow + ocol) * c + c0;                                      \
+        for (int64_t j = 0; j < cnt; j++)                                                \
+            py[j] = (T)qap_out(acc[j], count, p->y_scale, (float)p->y_zero_point, lo, hi);\
+    }                                                                                    \
+    /* The global pool (see the banner): one plane or one NHWC image. */                \
+    PA_INLINE void qap_global_##NAME(const T *restrict x, T *restrict y, int64_t hw,    \
+                                     int64_t c, int nhwc, float scale, int32_t bias,     \
+                                     int32_t zp, int32_t lo, int32_t hi) {               \
+        if (!nhwc) {                                                                     \
+            for (int64_t ch = 0; ch < c; ch++) {                                         \
+                int32_t s = 0;                                                           \
+                for (int64_t i = 0; i < hw; i++)                                         \
+                    s += x[ch * hw + i];                                                 \
+                y[ch] = (T)qap_global_out(s + bias, scale, zp, lo, hi);                  \
+            }                                                                            \
+            return;                                                                      \
+        }                                                                                \
+        for (int64_t c0 = 0; c0 < c; c0 += PA_QAP_CHUNK) {                               \
+            int64_t cnt = c - c0 < PA_QAP_CHUNK ? c - c0 : PA_QAP_CHUNK;                 \
+            int32_t s[PA_QAP_CHUNK];                                                     \
+            for (int64_t j = 0; j < cnt; j++)                                            \
+                s[j] = 0;                                                                \
+            for (int64_t i = 0; i < hw; i++)                                             \
+                for (int64_t j = 0; j < cnt; j++)                                        \
+                    s[j] += x[i * c + c0 + j];                                           \
+            for (int64_t j = 0; j < cnt; j++)                                            \
+                y[c0 + j] = (T)qap_global_out(s[j] + bias, scale, zp, lo, hi);           \
+        }                                                                                \
+    }                                                                                    \
+    PA_INLINE void qap_run_##NAME(const pa_qavgpool_t *p, const qap_geom_t *g,          \
+                                  const T *x, T *y, int32_t lo, int32_t hi) {            \
+        const int nhwc = p->layout == PA_LAYOUT_NHWC;                                    \
+        const int64_t xplane = g->h * g->w, yplane = g->oh * g->ow;                      \
+        if (g->kh == g->h && g->kw == g->w && !p->pad_top && !p->pad_left &&             \
+            !p->pad_bottom && !p->pad_right) {                                           \
+            float scale = p->x_scale / (p->y_scale * (float)xplane);                     \
+            int32_t bias = -p->x_zero_point * (int32_t)xplane;                           \
+            for (int64_t n = 0; n < p->n; n++) {                                         \
+                if (nhwc)                                                                \
+                    qap_global_##NAME(x + n * xplane * p->c, y + n * p->c, xplane, p->c, 1, \
+                                      scale, bias, p->y_zero_point, lo, hi);             \
+                else                                                                     \
+                    qap_global_##NAME(x + n * xplane * p->c, y + n * p->c, xplane, p->c, 0, \
+                                      scale, bias, p->y_zero_point, lo, hi);             \
+            }                                                                            \
+            return;                                                                      \
+        }                                                                                \
+        for (int64_t n = 0; n < p->n; n++) {                                             \
+            const T *xn = x + n * xplane * p->c;                                         \
+            T *yn = y + n * yplane * p->c;                                               \
+            if (nhwc) {                                                                  \
+                for (int64_t r = 0; r < g->oh; r++)                                      \
+                    for (int64_t q = 0; q < g->ow; q++)                                  \
+                        for (int64_t c0 = 0; c0 < p->c; c0 += PA_QAP_CHUNK)              \
+                            qap_nhwc_##NAME(xn, yn, g, p, r, q, c0,                      \
+                                            p->c - c0 < PA_QAP_CHUNK ? p->c - c0         \
+                                                                     : PA_QAP_CHUNK,     \
+                                            lo, hi);                                     \
+                continue;                                                                \
+            }                                                                            \
+            for (int64_t ch = 0; ch < p->c; ch++)                                        \
+                for (int64_t r = 0; r < g->oh; r++)                                      \
+                    for (int64_t o0 = 0; o0 < g->ow; o0 += PA_QAP_CHUNK)                 \
+                        qap_nchw_##NAME(xn + ch * xplane, yn + ch * yplane + r * g->ow + o0, \
+                                        g, p, r, o0,                                     \
+                                        g->ow - o0 < PA_QAP_CHUNK ? g->ow - o0           \
+                                                                  : PA_QAP_CHUNK,        \
+                                        lo, hi);                                         \
+        }                                                                                \
+    }
+
+PA_QAP_BODIES(uint8_t, u8)
+PA_QAP_BODIES(int8_t, s8)
+
+PA_MULTIVERSION
+static void qavgpool_run(const pa_qavgpool_t *p, const qap_geom_t *g, const void *x,
+                         void *y) {
+    if (p->type == PA_Q_S8)
+        qap_run_s8(p, g, x, y, -128, 127);
+    else
+        qap_run_u8(p, g, x, y, 0, 255);
+}
+
+pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y) {
+    if (!p || !x || !y || (p->type != PA_Q_U8 && p->type != PA_Q_S8) ||
+        (p->layout != PA_LAYOUT_NCHW && p->layout != PA_LAYOUT_NHWC))
+        return PA_ERR_INVALID;
+    if (p->n < 0 || p->c < 0 || p->h < 1 || p->w < 1 || p->out_h < 0 || p->out_w < 0 ||
+        p->kernel_h < 1 || p->kernel_w < 1 || p->stride_h < 1 || p->stride_w < 1 ||
+        p->pad_top < 0 || p->pad_left < 0 || p->pad_bottom < 0 || p->pad_right < 0)
+        return PA_ERR_INVALID;
+    /* every window must hold an input value (else onnxruntime divides by 0) */
+    if (p->out_h > 0 && (p->out_h - 1) * p->stride_h - p->pad_top >= p->h)
+        return PA_ERR_INVALID;
+    if (p->out_w > 0 && (p->out_w - 1) * p->stride_w - p->pad_left >= p->w)
+        return PA_ERR_INVALID;
+    if (p->h * p->w >= (1 << 23) || !(p->x_scale > 0.0f) || !isfinite(p->x_scale) ||
+        !(p->y_scale > 0.0f) || !isfinite(p->y_scale))
+        return PA_ERR_INVALID;
+    const int s8 = p->type == PA_Q_S8;
+    const int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+    if (p->x_zero_point < lo || p->x_zero_point > hi || p->y_zero_point < lo ||
+        p->y_zero_point > hi)
+        return PA_ERR_INVALID;
+    if (p->n == 0 || p->c == 0 || p->out_h == 0 || p->out_w == 0)
+        return PA_OK;
+    qap_geom_t g = {p->h, p->w, p->out_h, p->out_w, p->kernel_h, p->kernel_w,
+                    p->stride_h, p->stride_w, p->pad_top, p->pad_left};
+    qavgpool_run(p, &g, x, y);
+    return PA_OK;
+}
