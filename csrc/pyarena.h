@@ -1076,8 +1076,8 @@ pa_status_t pa_qsoftmax(pa_qtype_t type, const float *table, const void *x, void
  * The output size is the caller's (ceil_mode, auto_pad: the shape rule's);
  * every window must reach the input.  PA_ERR_INVALID for NULL, a bad type
  * or layout, sizes < 1 (n, c, out_*: < 0), negative pads, a window past
- * the input, h * w >= 2^23, scales not finite and > 0 or zero points
- * outside the type. */
+ * the input, h * w >= 2^23, kernel_w > 2048 (but for the whole-image
+ * window), scales not finite and > 0 or zero points outside the type. */
 typedef struct pa_qavgpool {
     pa_qtype_t type;
     pa_layout_t layout;

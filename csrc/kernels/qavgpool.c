@@ -30,19 +30,25 @@
 
 #include <math.h>
 
-/* The accumulators of one run: outputs (NCHW) or channels (NHWC). */
+/* The accumulators of one run: outputs (NCHW) or channels (NHWC); the
+ * NCHW row buffer: a chunk's input columns, dequantized, zero outside. */
 #define PA_QAP_CHUNK 256
+#define PA_QAP_ROW 2048
 
-PA_INLINE int32_t qap_out(float sum, int64_t count, float y_scale, float zp, int32_t lo,
+/* rint(avg / y_scale + zp), saturated; huge or NaN gives lo (the x86
+ * conversion's INT32_MIN, then the clamp), [2^22, 2^31) hi.  Branch-free
+ * so that PA_MAP vectorises. */
+PA_INLINE int32_t qap_out(float sum, float count, float y_scale, float zp, int32_t lo,
                           int32_t hi) {
-    float avg = sum / (float)count;
+    float avg = sum / count;
     float t = avg / y_scale;
     t = t + zp;
-    if (!(t > -4194304.0f && t < 4194304.0f))  /* huge or NaN: INT32_MIN, then lo */
-        return t >= 4194304.0f && t < 2147483648.0f ? hi : lo;
-    int32_t v = _pa_round_half_even(t);
+    float c = t > -4194304.0f ? t : -4194304.0f;
+    c = c < 4194304.0f ? c : 4194304.0f;
+    int32_t v = _pa_round_half_even(c);
     v = v < lo ? lo : v;
-    return v > hi ? hi : v;
+    v = v > hi ? hi : v;
+    return t < 2147483648.0f ? v : lo;
 }
 
 PA_INLINE int32_t qap_global_out(int32_t sum, float scale, int32_t zp, int32_t lo,
@@ -67,63 +73,76 @@ PA_INLINE void qap_span(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, i
 }
 
 #define PA_QAP_BODIES(T, NAME)                                                          \
-    /* NCHW: one plane, outputs of row `orow` from column o0, cnt of them. */         \
+    /* NCHW: one plane, outputs of row `orow` from column o0, cnt of them;  \
+     * each window row is dequantized once into buf (zero outside the       \
+     * input: adding +0.0f changes no sum), then every tap is a strided     \
+     * float load. */                                                        \
     PA_INLINE void qap_nchw_##NAME(const T *restrict x, T *restrict y,                  \
                                    const qap_geom_t *g, const pa_qavgpool_t *p,         \
-                                   int64_t orow, int64_t o0, int64_t cnt, int32_t lo,    \
+                                   int64_t orow, int64_t o0, size_t cnt, int32_t lo,     \
                                    int32_t hi) {                                         \
-        float acc[PA_QAP_CHUNK];                                                         \
+        float acc[PA_QAP_CHUNK], cntf[PA_QAP_CHUNK], buf[PA_QAP_ROW];                    \
         const float xs = p->x_scale;                                                     \
         const int32_t xz = p->x_zero_point;                                              \
-        for (int64_t j = 0; j < cnt; j++)                                                \
-            acc[j] = 0.0f;                                                               \
+        const int64_t sw = g->sw, c0 = o0 * sw - g->pl;  /* buf[0]'s column */           \
+        const int64_t span = ((int64_t)cnt - 1) * sw + g->kw;                            \
+        int64_t a = c0 < 0 ? -c0 : 0;                    /* buf[a, b): the input */      \
+        int64_t b = c0 + span < g->w ? span : g->w - c0;                                 \
+        a = a < span ? a : span;                                                         \
+        b = b > a ? b : a;                                                               \
+        PA_MAP(acc, cnt, j, 0.0f);                                                       \
+        for (int64_t i = 0; i < a; i++)                                                  \
+            buf[i] = 0.0f;                                                               \
+        for (int64_t i = b; i < span; i++)                                               \
+            buf[i] = 0.0f;                                                               \
         int64_t h0, h1;                                                                  \
         qap_span(orow, g->sh, g->pt, g->kh, g->h, &h0, &h1);                             \
         for (int64_t r = h0; r < h1; r++) {                                              \
-            const T *xr = x + r * g->w;                                                  \
+            const T *xr = x + r * g->w + c0;                                             \
+            float *bb = buf + a;                                                         \
+            const T *xa = xr + a;                                                        \
+            PA_MAP(bb, (size_t)(b - a), i, xs * (float)((int32_t)xa[i] - xz));           \
             for (int64_t kx = 0; kx < g->kw; kx++) {                                     \
-                int64_t off = kx - g->pl;  /* column of output o: o * sw + off */       \
-                int64_t a = o0, b = o0 + cnt;                                            \
-                while (a < b && a * g->sw + off < 0)                                     \
-                    a++;                                                                 \
-                while (b > a && (b - 1) * g->sw + off >= g->w)                           \
-                    b--;                                                                 \
-                const int64_t sw = g->sw;                                                \
-                for (int64_t o = a; o < b; o++)                                          \
-                    acc[o - o0] += xs * (float)((int32_t)xr[o * sw + off] - xz);         \
+                const float *src = buf + kx;                                             \
+                if (sw == 1)                                                             \
+                    PA_MAP(acc, cnt, j, acc[j] + src[j]);                                \
+                else if (sw == 2)                                                        \
+                    PA_MAP(acc, cnt, j, acc[j] + src[2 * j]);                            \
+                else                                                                     \
+                    PA_MAP(acc, cnt, j, acc[j] + src[(int64_t)j * sw]);                  \
             }                                                                            \
         }                                                                                \
-        for (int64_t j = 0; j < cnt; j++) {                                              \
+        for (size_t j = 0; j < cnt; j++) {                                               \
             int64_t w0, w1;                                                              \
-            qap_span(o0 + j, g->sw, g->pl, g->kw, g->w, &w0, &w1);                       \
-            int64_t count = p->count_include_pad ? g->kh * g->kw : (h1 - h0) * (w1 - w0);\
-            y[j] = (T)qap_out(acc[j], count, p->y_scale, (float)p->y_zero_point, lo, hi);\
+            qap_span(o0 + (int64_t)j, sw, g->pl, g->kw, g->w, &w0, &w1);                 \
+            cntf[j] = (float)(p->count_include_pad ? g->kh * g->kw : (h1 - h0) * (w1 - w0)); \
         }                                                                                \
+        const float ysc = p->y_scale, yzp = (float)p->y_zero_point;                      \
+        PA_MAP(y, cnt, j, (T)qap_out(acc[j], cntf[j], ysc, yzp, lo, hi));                \
     }                                                                                    \
     /* NHWC: output (orow, ocol), channels c0 .. c0 + cnt. */                           \
     PA_INLINE void qap_nhwc_##NAME(const T *restrict x, T *restrict y,                  \
                                    const qap_geom_t *g, const pa_qavgpool_t *p,         \
-                                   int64_t orow, int64_t ocol, int64_t c0, int64_t cnt,  \
+                                   int64_t orow, int64_t ocol, int64_t c0, size_t cnt,   \
                                    int32_t lo, int32_t hi) {                             \
         float acc[PA_QAP_CHUNK];                                                         \
         const float xs = p->x_scale;                                                     \
         const int32_t xz = p->x_zero_point;                                              \
         const int64_t c = p->c;                                                          \
-        for (int64_t j = 0; j < cnt; j++)                                                \
-            acc[j] = 0.0f;                                                               \
+        PA_MAP(acc, cnt, j, 0.0f);                                                       \
         int64_t h0, h1, w0, w1;                                                          \
         qap_span(orow, g->sh, g->pt, g->kh, g->h, &h0, &h1);                             \
         qap_span(ocol, g->sw, g->pl, g->kw, g->w, &w0, &w1);                             \
         for (int64_t r = h0; r < h1; r++)                                                \
             for (int64_t q = w0; q < w1; q++) {                                          \
                 const T *px = x + (r * g->w + q) * c + c0;                               \
-                for (int64_t j = 0; j < cnt; j++)                                        \
-                    acc[j] += xs * (float)((int32_t)px[j] - xz);                         \
+                PA_MAP(acc, cnt, j, acc[j] + xs * (float)((int32_t)px[j] - xz));         \
             }                                                                            \
-        int64_t count = p->count_include_pad ? g->kh * g->kw : (h1 - h0) * (w1 - w0);    \
+        const float count = (float)(p->count_include_pad ? g->kh * g->kw                 \
+                                                         : (h1 - h0) * (w1 - w0));       \
+        const float ysc = p->y_scale, yzp = (float)p->y_zero_point;                      \
         T *py = y + (orow * g->ow + ocol) * c + c0;                                      \
-        for (int64_t j = 0; j < cnt; j++)                                                \
-            py[j] = (T)qap_out(acc[j], count, p->y_scale, (float)p->y_zero_point, lo, hi);\
+        PA_MAP(py, cnt, j, (T)qap_out(acc[j], count, ysc, yzp, lo, hi));                 \
     }                                                                                    \
     /* The global pool (see the banner): one plane or one NHWC image. */                \
     PA_INLINE void qap_global_##NAME(const T *restrict x, T *restrict y, int64_t hw,    \
@@ -168,6 +187,9 @@ PA_INLINE void qap_span(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, i
             }                                                                            \
             return;                                                                      \
         }                                                                                \
+        /* outputs per NCHW chunk: their input columns fit the row buffer */         \
+        int64_t chunk = (PA_QAP_ROW - g->kw) / g->sw + 1;                                \
+        chunk = chunk < PA_QAP_CHUNK ? chunk : PA_QAP_CHUNK;                             \
         for (int64_t n = 0; n < p->n; n++) {                                             \
             const T *xn = x + n * xplane * p->c;                                         \
             T *yn = y + n * yplane * p->c;                                               \
@@ -176,18 +198,17 @@ PA_INLINE void qap_span(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, i
                     for (int64_t q = 0; q < g->ow; q++)                                  \
                         for (int64_t c0 = 0; c0 < p->c; c0 += PA_QAP_CHUNK)              \
                             qap_nhwc_##NAME(xn, yn, g, p, r, q, c0,                      \
-                                            p->c - c0 < PA_QAP_CHUNK ? p->c - c0         \
-                                                                     : PA_QAP_CHUNK,     \
+                                            (size_t)(p->c - c0 < PA_QAP_CHUNK ? p->c - c0 \
+                                                                     : PA_QAP_CHUNK),    \
                                             lo, hi);                                     \
                 continue;                                                                \
             }                                                                            \
             for (int64_t ch = 0; ch < p->c; ch++)                                        \
                 for (int64_t r = 0; r < g->oh; r++)                                      \
-                    for (int64_t o0 = 0; o0 < g->ow; o0 += PA_QAP_CHUNK)                 \
+                    for (int64_t o0 = 0; o0 < g->ow; o0 += chunk)                        \
                         qap_nchw_##NAME(xn + ch * xplane, yn + ch * yplane + r * g->ow + o0, \
                                         g, p, r, o0,                                     \
-                                        g->ow - o0 < PA_QAP_CHUNK ? g->ow - o0           \
-                                                                  : PA_QAP_CHUNK,        \
+                                        (size_t)(g->ow - o0 < chunk ? g->ow - o0 : chunk), \
                                         lo, hi);                                         \
         }                                                                                \
     }
@@ -219,6 +240,10 @@ pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y) {
         return PA_ERR_INVALID;
     if (p->h * p->w >= (1 << 23) || !(p->x_scale > 0.0f) || !isfinite(p->x_scale) ||
         !(p->y_scale > 0.0f) || !isfinite(p->y_scale))
+        return PA_ERR_INVALID;
+    const int global = p->kernel_h == p->h && p->kernel_w == p->w && !p->pad_top &&
+                       !p->pad_left && !p->pad_bottom && !p->pad_right;
+    if (!global && p->kernel_w > PA_QAP_ROW)
         return PA_ERR_INVALID;
     const int s8 = p->type == PA_Q_S8;
     const int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;

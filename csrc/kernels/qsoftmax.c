@@ -46,55 +46,65 @@ pa_status_t pa_qsoftmax_table(float x_scale, int64_t reduce_len, float *table) {
     return PA_OK;
 }
 
-/* rint((e / sum) * ys) + zp, saturated to [lo, hi] (t >= 0). */
+/* rint((e / sum) * ys) + zp, saturated to [lo, hi] (t >= 0; NaN or
+ * huge: the type's highest value), branch-free so that PA_MAP vectorises. */
 PA_INLINE int32_t qsoftmax_out(float e, float ys, float sum, int32_t zp, int32_t lo,
                                int32_t hi) {
     float t = e / sum;
     t = t * ys;
-    t = t < 4194304.0f ? t : 4194304.0f;        /* NaN: the type's highest value */
+    t = t < 4194304.0f ? t : 4194304.0f;
     int32_t v = _pa_round_half_even(t) + zp;
     v = v < lo ? lo : v;
     return v > hi ? hi : v;
 }
 
 /* Rows of n elements `inner` apart, `cnt` <= PA_QSM_CHUNK of them side by
- * side (row j starts at x + j). */
+ * side (row j starts at x + j); PA_MAP's fixed-length blocks vectorise
+ * across the rows, each row's sum still in its own order. */
 #define PA_QSM_CHUNK 256
 
 #define PA_QSM_ROWS(T, NAME)                                                          \
     PA_INLINE void qsm_rows_##NAME(const T *restrict x, T *restrict y, int64_t n,       \
-                                   int64_t inner, int64_t cnt, const float *restrict tab, \
+                                   int64_t inner, size_t cnt, const float *restrict tab, \
                                    float ys, int32_t zp, int32_t lo, int32_t hi) {      \
         int32_t mx[PA_QSM_CHUNK];                                                       \
         float sum[PA_QSM_CHUNK];                                                        \
-        for (int64_t j = 0; j < cnt; j++) {                                             \
-            mx[j] = x[j];                                                               \
-            sum[j] = 0.0f;                                                              \
+        PA_MAP(mx, cnt, j, (int32_t)x[j]);                                              \
+        for (int64_t k = 1; k < n; k++) {                                               \
+            const T *xk = x + k * inner;                                                \
+            PA_MAP(mx, cnt, j, (int32_t)xk[j] > mx[j] ? (int32_t)xk[j] : mx[j]);        \
         }                                                                               \
-        for (int64_t k = 1; k < n; k++)                                                 \
-            for (int64_t j = 0; j < cnt; j++) {                                         \
-                int32_t v = x[k * inner + j];                                           \
-                mx[j] = v > mx[j] ? v : mx[j];                                          \
-            }                                                                           \
-        for (int64_t k = 0; k < n; k++)                                                 \
-            for (int64_t j = 0; j < cnt; j++)                                           \
-                sum[j] += tab[mx[j] - (int32_t)x[k * inner + j]];                       \
-        for (int64_t k = 0; k < n; k++)                                                 \
-            for (int64_t j = 0; j < cnt; j++)                                           \
-                y[k * inner + j] = (T)qsoftmax_out(tab[mx[j] - (int32_t)x[k * inner + j]], \
-                                                   ys, sum[j], zp, lo, hi);             \
+        PA_MAP(sum, cnt, j, 0.0f);                                                      \
+        for (int64_t k = 0; k < n; k++) {                                               \
+            const T *xk = x + k * inner;                                                \
+            PA_MAP(sum, cnt, j, sum[j] + tab[mx[j] - (int32_t)xk[j]]);                  \
+        }                                                                               \
+        for (int64_t k = 0; k < n; k++) {                                               \
+            const T *xk = x + k * inner;                                                \
+            T *yk = y + k * inner;                                                      \
+            PA_MAP(yk, cnt, j, (T)qsoftmax_out(tab[mx[j] - (int32_t)xk[j]], ys, sum[j],  \
+                                               zp, lo, hi));                            \
+        }                                                                               \
     }                                                                                   \
     PA_INLINE void qsm_row_##NAME(const T *restrict x, T *restrict y, int64_t n,        \
                                   const float *restrict tab, float ys, int32_t zp,      \
                                   int32_t lo, int32_t hi) {                             \
+        int32_t lanes[PA_VEC];                                                          \
+        for (int l = 0; l < PA_VEC; l++)                                                \
+            lanes[l] = -128;                                                            \
+        int64_t k = 0;                                                                  \
+        for (; k + PA_VEC <= n; k += PA_VEC)                                            \
+            for (int l = 0; l < PA_VEC; l++)                                            \
+                lanes[l] = (int32_t)x[k + l] > lanes[l] ? (int32_t)x[k + l] : lanes[l]; \
         int32_t m = x[0];                                                               \
-        for (int64_t k = 1; k < n; k++)                                                 \
+        for (int l = 0; l < PA_VEC; l++)                                                \
+            m = lanes[l] > m ? lanes[l] : m;                                            \
+        for (; k < n; k++)                                                              \
             m = x[k] > m ? x[k] : m;                                                    \
         float sum = 0.0f;                                                               \
-        for (int64_t k = 0; k < n; k++)                                                 \
+        for (k = 0; k < n; k++)                                                         \
             sum += tab[m - (int32_t)x[k]];                                              \
-        for (int64_t k = 0; k < n; k++)                                                 \
-            y[k] = (T)qsoftmax_out(tab[m - (int32_t)x[k]], ys, sum, zp, lo, hi);        \
+        PA_MAP(y, (size_t)n, i, (T)qsoftmax_out(tab[m - (int32_t)x[i]], ys, sum, zp, lo, hi)); \
     }                                                                                   \
     PA_INLINE void qsm_run_##NAME(const T *x, T *y, int64_t outer, int64_t n,           \
                                   int64_t inner, const float *tab, float ys, int32_t zp,\
@@ -108,7 +118,8 @@ PA_INLINE int32_t qsoftmax_out(float e, float ys, float sum, int32_t zp, int32_t
             }                                                                           \
             for (int64_t j0 = 0; j0 < inner; j0 += PA_QSM_CHUNK) {                      \
                 int64_t cnt = inner - j0 < PA_QSM_CHUNK ? inner - j0 : PA_QSM_CHUNK;    \
-                qsm_rows_##NAME(xo + j0, yo + j0, n, inner, cnt, tab, ys, zp, lo, hi);  \
+                qsm_rows_##NAME(xo + j0, yo + j0, n, inner, (size_t)cnt, tab, ys, zp, lo, \
+                                hi);                                                    \
             }                                                                           \
         }                                                                               \
     }
