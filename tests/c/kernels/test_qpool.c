@@ -295,6 +295,32 @@ static void test_avgpool_refuses_bad_input(void) {
     CHECK_EQ(pa_qavgpool(&p, x, y), PA_OK);
 }
 
+/* A window wider than the row buffer (2048 columns) is refused but for the
+ * whole-image window, which needs no buffer. */
+static void test_avgpool_wide_windows(void) {
+    enum { W = 3000 };
+    uint8_t *x = calloc(W, 1), y[W];
+    for (int i = 0; i < W; i++)
+        x[i] = (uint8_t)(i % 7);
+    pa_qavgpool_t p = small_pool();
+    p.h = p.kernel_h = p.out_h = 1;
+    p.w = W;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 0;
+    p.kernel_w = 2100;
+    p.out_w = W - 2100 + 1;
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_ERR_INVALID);
+    p.kernel_w = 2048;
+    p.out_w = W - 2048 + 1;
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_OK);
+    CHECK_EQ(y[0], ref_pool(&p, x, 0, 0, 0, 0, 0));
+    CHECK_EQ(y[p.out_w - 1], ref_pool(&p, x, 0, 0, 0, p.out_w - 1, 0));
+    p.kernel_w = W;
+    p.out_w = 1;
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_OK);
+    CHECK_EQ(y[0], ref_pool(&p, x, 0, 0, 0, 0, 0));
+    free(x);
+}
+
 int main(void) {
     RUN(test_softmax_matches_reference);
     RUN(test_softmax_by_hand);
@@ -302,5 +328,6 @@ int main(void) {
     RUN(test_avgpool_matches_reference);
     RUN(test_avgpool_by_hand);
     RUN(test_avgpool_refuses_bad_input);
+    RUN(test_avgpool_wide_windows);
     return pa_test_report();
 }
