@@ -1075,9 +1075,10 @@ pa_status_t pa_qsoftmax(pa_qtype_t type, const float *table, const void *x, void
  * (n, h, w, c) in NHWC, y (n, c, out_h, out_w) or (n, out_h, out_w, c).
  * The output size is the caller's (ceil_mode, auto_pad: the shape rule's);
  * every window must reach the input.  PA_ERR_INVALID for NULL, a bad type
- * or layout, sizes < 1 (n, c, out_*: < 0), negative pads, a window past
- * the input, h * w >= 2^23, kernel_w > 2048 (but for the whole-image
- * window), scales not finite and > 0 or zero points outside the type. */
+ * or layout, sizes < 1 (n, c, out_*: < 0), negative pads, a top / left
+ * pad not below the kernel, a window past the input, h * w >= 2^23,
+ * kernel_w > 2048 (but for the whole-image window), scales not finite and
+ * > 0 or zero points outside the type. */
 typedef struct pa_qavgpool {
     pa_qtype_t type;
     pa_layout_t layout;
@@ -1090,6 +1091,12 @@ typedef struct pa_qavgpool {
 } pa_qavgpool_t;
 
 pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y);
+
+/* MaxPool (no dilation) of an 8-bit tensor of p's type, layout and
+ * geometry (its scales and zero points unused): each output the maximum
+ * of its window's input values.  PA_ERR_INVALID as pa_qavgpool, and for
+ * kernel_w > 2048. */
+pa_status_t pa_qmaxpool(const pa_qavgpool_t *p, const void *x, void *y);
 
 /* A list of native kernel calls run in order by one call: a patched
  * stage's bands (tens of ops in tens of bands) with no return to the

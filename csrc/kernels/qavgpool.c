@@ -1,5 +1,6 @@
 /* kernels/qavgpool.c -- com.microsoft QLinearAveragePool (1-D and 2-D
- * windows, NCHW or NHWC) with onnxruntime's arithmetic, so its bytes.
+ * windows, NCHW or NHWC) with onnxruntime's arithmetic, so its bytes; and
+ * MaxPool of an 8-bit tensor (pa_qmaxpool, the same geometry: exact).
  *
  * onnxruntime (contrib_ops/cpu/quantization/qlinear_pool.cc,
  * QLinearPool2DTask / QLinearPoolNhwc2DTask and their 1-D twins)
@@ -29,6 +30,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <string.h>
 
 /* The accumulators of one run: outputs (NCHW) or channels (NHWC); the
  * NCHW row buffer: a chunk's input columns, dequantized, zero outside. */
@@ -225,20 +227,26 @@ static void qavgpool_run(const pa_qavgpool_t *p, const qap_geom_t *g, const void
         qap_run_u8(p, g, x, y, 0, 255);
 }
 
-pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y) {
+/* The geometry checks both pools share (see pyarena.h). */
+static int qpool_geometry_ok(const pa_qavgpool_t *p, const void *x, const void *y) {
     if (!p || !x || !y || (p->type != PA_Q_U8 && p->type != PA_Q_S8) ||
         (p->layout != PA_LAYOUT_NCHW && p->layout != PA_LAYOUT_NHWC))
-        return PA_ERR_INVALID;
+        return 0;
     if (p->n < 0 || p->c < 0 || p->h < 1 || p->w < 1 || p->out_h < 0 || p->out_w < 0 ||
         p->kernel_h < 1 || p->kernel_w < 1 || p->stride_h < 1 || p->stride_w < 1 ||
-        p->pad_top < 0 || p->pad_left < 0 || p->pad_bottom < 0 || p->pad_right < 0)
-        return PA_ERR_INVALID;
+        p->pad_top < 0 || p->pad_left < 0 || p->pad_bottom < 0 || p->pad_right < 0 ||
+        p->pad_top >= p->kernel_h || p->pad_left >= p->kernel_w)
+        return 0;
     /* every window must hold an input value (else onnxruntime divides by 0) */
     if (p->out_h > 0 && (p->out_h - 1) * p->stride_h - p->pad_top >= p->h)
-        return PA_ERR_INVALID;
+        return 0;
     if (p->out_w > 0 && (p->out_w - 1) * p->stride_w - p->pad_left >= p->w)
-        return PA_ERR_INVALID;
-    if (p->h * p->w >= (1 << 23) || !(p->x_scale > 0.0f) || !isfinite(p->x_scale) ||
+        return 0;
+    return p->h * p->w < (1 << 23);
+}
+
+pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y) {
+    if (!qpool_geometry_ok(p, x, y) || !(p->x_scale > 0.0f) || !isfinite(p->x_scale) ||
         !(p->y_scale > 0.0f) || !isfinite(p->y_scale))
         return PA_ERR_INVALID;
     const int global = p->kernel_h == p->h && p->kernel_w == p->w && !p->pad_top &&
@@ -255,5 +263,116 @@ pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y) {
     qap_geom_t g = {p->h, p->w, p->out_h, p->out_w, p->kernel_h, p->kernel_w,
                     p->stride_h, p->stride_w, p->pad_top, p->pad_left};
     qavgpool_run(p, &g, x, y);
+    return PA_OK;
+}
+
+/* -- MaxPool of an 8-bit tensor (exact: a maximum of integers) -------- */
+
+#define PA_QMP_BODIES(T, NAME)                                                          \
+    PA_INLINE void qmp_nchw_##NAME(const T *restrict x, T *restrict y,                  \
+                                   const qap_geom_t *g, int64_t orow, int64_t o0,        \
+                                   size_t cnt, T lowest) {                           \
+        T acc[PA_QAP_CHUNK], buf[PA_QAP_ROW + 1], ev[PA_QAP_ROW / 2 + 1], od[PA_QAP_ROW / 2 + 1];                                       \
+        const int64_t sw = g->sw, c0 = o0 * sw - g->pl;                                  \
+        const int64_t span = ((int64_t)cnt - 1) * sw + g->kw;                            \
+        int64_t a = c0 < 0 ? -c0 : 0;                                                    \
+        int64_t b = c0 + span < g->w ? span : g->w - c0;                                 \
+        a = a < span ? a : span;                                                         \
+        b = b > a ? b : a;                                                               \
+        PA_MAP(acc, cnt, j, lowest);                                                     \
+        for (int64_t i = 0; i < a; i++)                                                  \
+            buf[i] = lowest;                                                             \
+        for (int64_t i = b; i <= span; i++) /* (buf[span]: the odd columns' last) */    \
+            buf[i] = lowest;                                                             \
+        int64_t h0, h1;                                                                  \
+        qap_span(orow, g->sh, g->pt, g->kh, g->h, &h0, &h1);                             \
+        for (int64_t r = h0; r < h1; r++) {                                              \
+            const T *xa = x + r * g->w + c0 + a;                                         \
+            memcpy(buf + a, xa, (size_t)(b - a) * sizeof(T));                            \
+            if (sw == 2) {  /* even and odd columns apart: every tap contiguous */      \
+                const size_t half = (size_t)(span + 1) / 2;                              \
+                PA_MAP(ev, half, i, buf[2 * i]);                                         \
+                PA_MAP(od, half, i, buf[2 * i + 1]);                                     \
+                for (int64_t kx = 0; kx < g->kw; kx++) {                                 \
+                    const T *src = (kx & 1 ? od : ev) + kx / 2;                          \
+                    PA_MAP(acc, cnt, j, src[j] > acc[j] ? src[j] : acc[j]);              \
+                }                                                                        \
+                continue;                                                                \
+            }                                                                            \
+            for (int64_t kx = 0; kx < g->kw; kx++) {                                     \
+                const T *src = buf + kx;                                                 \
+                if (sw == 1)                                                             \
+                    PA_MAP(acc, cnt, j, src[j] > acc[j] ? src[j] : acc[j]);              \
+                else                                                                     \
+                    PA_MAP(acc, cnt, j, src[(int64_t)j * sw] > acc[j] ? src[(int64_t)j * sw] \
+                                                                      : acc[j]);         \
+            }                                                                            \
+        }                                                                                \
+        PA_MAP(y, cnt, j, acc[j]);                                                       \
+    }                                                                                    \
+    PA_INLINE void qmp_nhwc_##NAME(const T *restrict x, T *restrict y,                  \
+                                   const qap_geom_t *g, int64_t c, int64_t orow,         \
+                                   int64_t ocol, int64_t c0, size_t cnt) {               \
+        T acc[PA_QAP_CHUNK];                                                             \
+        int64_t h0, h1, w0, w1;                                                          \
+        qap_span(orow, g->sh, g->pt, g->kh, g->h, &h0, &h1);                             \
+        qap_span(ocol, g->sw, g->pl, g->kw, g->w, &w0, &w1);                             \
+        const T *first = x + (h0 * g->w + w0) * c + c0;                                  \
+        PA_MAP(acc, cnt, j, first[j]);                                                   \
+        for (int64_t r = h0; r < h1; r++)                                                \
+            for (int64_t q = w0; q < w1; q++) {                                          \
+                const T *px = x + (r * g->w + q) * c + c0;                               \
+                PA_MAP(acc, cnt, j, px[j] > acc[j] ? px[j] : acc[j]);                    \
+            }                                                                            \
+        T *py = y + (orow * g->ow + ocol) * c + c0;                                      \
+        PA_MAP(py, cnt, j, acc[j]);                                                      \
+    }                                                                                    \
+    PA_INLINE void qmp_run_##NAME(const pa_qavgpool_t *p, const qap_geom_t *g,          \
+                                  const T *x, T *y, T lowest) {                          \
+        const int64_t xplane = g->h * g->w, yplane = g->oh * g->ow;                      \
+        int64_t chunk = (PA_QAP_ROW - g->kw) / g->sw + 1;                                \
+        chunk = chunk < PA_QAP_CHUNK ? chunk : PA_QAP_CHUNK;                             \
+        for (int64_t n = 0; n < p->n; n++) {                                             \
+            const T *xn = x + n * xplane * p->c;                                         \
+            T *yn = y + n * yplane * p->c;                                               \
+            if (p->layout == PA_LAYOUT_NHWC) {                                           \
+                for (int64_t r = 0; r < g->oh; r++)                                      \
+                    for (int64_t q = 0; q < g->ow; q++)                                  \
+                        for (int64_t c0 = 0; c0 < p->c; c0 += PA_QAP_CHUNK)              \
+                            qmp_nhwc_##NAME(xn, yn, g, p->c, r, q, c0,                   \
+                                            (size_t)(p->c - c0 < PA_QAP_CHUNK ? p->c - c0 \
+                                                                     : PA_QAP_CHUNK));   \
+                continue;                                                                \
+            }                                                                            \
+            for (int64_t ch = 0; ch < p->c; ch++)                                        \
+                for (int64_t r = 0; r < g->oh; r++)                                      \
+                    for (int64_t o0 = 0; o0 < g->ow; o0 += chunk)                        \
+                        qmp_nchw_##NAME(xn + ch * xplane, yn + ch * yplane + r * g->ow + o0, \
+                                        g, r, o0,                                        \
+                                        (size_t)(g->ow - o0 < chunk ? g->ow - o0 : chunk), \
+                                        lowest);                                         \
+        }                                                                                \
+    }
+
+PA_QMP_BODIES(uint8_t, u8)
+PA_QMP_BODIES(int8_t, s8)
+
+PA_MULTIVERSION
+static void qmaxpool_run(const pa_qavgpool_t *p, const qap_geom_t *g, const void *x,
+                         void *y) {
+    if (p->type == PA_Q_S8)
+        qmp_run_s8(p, g, x, y, -128);
+    else
+        qmp_run_u8(p, g, x, y, 0);
+}
+
+pa_status_t pa_qmaxpool(const pa_qavgpool_t *p, const void *x, void *y) {
+    if (!qpool_geometry_ok(p, x, y) || p->kernel_w > PA_QAP_ROW)
+        return PA_ERR_INVALID;
+    if (p->n == 0 || p->c == 0 || p->out_h == 0 || p->out_w == 0)
+        return PA_OK;
+    qap_geom_t g = {p->h, p->w, p->out_h, p->out_w, p->kernel_h, p->kernel_w,
+                    p->stride_h, p->stride_w, p->pad_top, p->pad_left};
+    qmaxpool_run(p, &g, x, y);
     return PA_OK;
 }

@@ -1,5 +1,5 @@
 /* test_qpool.c -- QLinearSoftmax (kernels/qsoftmax.c) and
- * QLinearAveragePool (kernels/qavgpool.c) against one-element-at-a-time
+ * QLinearAveragePool (kernels/qavgpool.c; and its 8-bit MaxPool) against one-element-at-a-time
  * references of onnxruntime's formulas (the kernels' banners), on random
  * shapes, axes, layouts, pads, strides and both 8-bit types; values worked
  * out by hand; bad input refused with PA_ERR_INVALID. */
@@ -295,6 +295,75 @@ static void test_avgpool_refuses_bad_input(void) {
     CHECK_EQ(pa_qavgpool(&p, x, y), PA_OK);
 }
 
+static int32_t ref_max(const pa_qavgpool_t *p, const void *x, int64_t n, int64_t c,
+                       int64_t oh, int64_t ow, int s8) {
+    int32_t m = -1000;
+    for (int64_t i = 0; i < p->kernel_h; i++)
+        for (int64_t j = 0; j < p->kernel_w; j++) {
+            int64_t r = oh * p->stride_h - p->pad_top + i, q = ow * p->stride_w - p->pad_left + j;
+            if (r >= 0 && r < p->h && q >= 0 && q < p->w) {
+                int32_t v = get(x, xi(p, n, c, r, q), s8);
+                m = v > m ? v : m;
+            }
+        }
+    return m;
+}
+
+/* pa_qmaxpool: the maximum of each window's input values, random
+ * geometries in both layouts (wide rows and many channels cross the
+ * chunks); refusals as the average pool's. */
+static void test_maxpool_matches_reference(void) {
+    for (int round = 0; round < 150; round++) {
+        int s8 = round & 1;
+        pa_qavgpool_t p;
+        memset(&p, 0, sizeof p);
+        p.type = s8 ? PA_Q_S8 : PA_Q_U8;
+        p.layout = round % 3 ? PA_LAYOUT_NCHW : PA_LAYOUT_NHWC;
+        p.n = irand(1, 2);
+        p.c = round % 11 ? irand(1, 9) : irand(250, 300);
+        p.h = irand(1, 9);
+        p.w = irand(1, round % 13 ? 12 : 600);
+        p.kernel_h = irand(1, (int32_t)p.h);
+        p.kernel_w = irand(1, (int32_t)(p.w < 9 ? p.w : 9));
+        p.pad_top = irand(0, (int32_t)p.kernel_h - 1);
+        p.pad_bottom = irand(0, (int32_t)p.kernel_h - 1);
+        p.pad_left = irand(0, (int32_t)p.kernel_w - 1);
+        p.pad_right = irand(0, (int32_t)p.kernel_w - 1);
+        p.stride_h = irand(1, 3);
+        p.stride_w = irand(1, 3);
+        int ceil = irand(0, 1);
+        p.out_h = out_size(p.h, p.kernel_h, p.stride_h, p.pad_top, p.pad_bottom, ceil);
+        p.out_w = out_size(p.w, p.kernel_w, p.stride_w, p.pad_left, p.pad_right, ceil);
+        int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.out_h * p.out_w;
+        void *x = malloc((size_t)nx), *y = malloc((size_t)ny);
+        fill(x, nx, s8);
+        CHECK_EQ(pa_qmaxpool(&p, x, y), PA_OK);
+        int bad = 0;
+        for (int64_t n = 0; n < p.n; n++)
+            for (int64_t c = 0; c < p.c; c++)
+                for (int64_t r = 0; r < p.out_h; r++)
+                    for (int64_t q = 0; q < p.out_w; q++) {
+                        int64_t yi = p.layout == PA_LAYOUT_NHWC
+                                         ? ((n * p.out_h + r) * p.out_w + q) * p.c + c
+                                         : ((n * p.c + c) * p.out_h + r) * p.out_w + q;
+                        bad += get(y, yi, s8) != ref_max(&p, x, n, c, r, q, s8);
+                    }
+        CHECK_EQ(bad, 0);
+        free(x);
+        free(y);
+    }
+    uint8_t x[9] = {0}, y[9];
+    pa_qavgpool_t p = small_pool();
+    p.x_scale = -1.0f;          /* unused by the max pool */
+    CHECK_EQ(pa_qmaxpool(&p, x, y), PA_OK);
+    p.out_w = 5;
+    CHECK_EQ(pa_qmaxpool(&p, x, y), PA_ERR_INVALID);
+    p = small_pool();
+    p.pad_top = 3;
+    CHECK_EQ(pa_qmaxpool(&p, x, y), PA_ERR_INVALID);
+    CHECK_EQ(pa_qmaxpool(NULL, x, y), PA_ERR_INVALID);
+}
+
 /* A window wider than the row buffer (2048 columns) is refused but for the
  * whole-image window, which needs no buffer. */
 static void test_avgpool_wide_windows(void) {
@@ -329,5 +398,6 @@ int main(void) {
     RUN(test_avgpool_by_hand);
     RUN(test_avgpool_refuses_bad_input);
     RUN(test_avgpool_wide_windows);
+    RUN(test_maxpool_matches_reference);
     return pa_test_report();
 }
