@@ -4924,10 +4924,8 @@ MUTANTS += [
       "a ceil_mode QLinearAveragePool keeps a last window that starts in the end pad",
       ("tests/runtime/test_qsoftmax_pool.py",)),
     M("qmaxpool-nchw-first-tap-skipped", "csrc/kernels/qavgpool.c",
-      "            for (int64_t kx = 0; kx < g->kw; kx++) {                                     \\\n"
-      "                const int32_t *src = buf + kx;",
-      "            for (int64_t kx = 1; kx < g->kw; kx++) {                                     \\\n"
-      "                const int32_t *src = buf + kx;",
+      '            for (int64_t kx = 0; kx < g->kw; kx++) {                                     \\\n                const T *src = buf + kx;',
+      '            for (int64_t kx = 1; kx < g->kw; kx++) {                                     \\\n                const T *src = buf + kx;',
       "the 8-bit NCHW max pool leaves each window's first column out",
       ("c:kernels/test_qpool", "tests/runtime/test_pool_int8.py")),
     M("int8-maxpool-native-dropped", "pyarena/runtime/kernels/pooling.py",
