@@ -1092,6 +1092,49 @@ pa_status_t pa_qglobal_avgpool(pa_qtype_t type, pa_layout_t layout, int64_t n, i
                                float multiplier, float y_zero_point, int32_t y_min,
                                int32_t y_max);
 
+/* QLinearSoftmax (com.microsoft) with onnxruntime's arithmetic
+ * (kernels/qsoftmax.c gives it): pa_qsoftmax_table fills table[256], the
+ * exponentials of x_scale times 0, -1, ... -255 steps below a row's
+ * maximum, scaled for rows of reduce_len values; pa_qsoftmax then runs
+ * outer x inner rows of n values each (x is (outer, n, inner),
+ * C-contiguous: the softmax is over the middle axis) into y.  The
+ * table's x_scale and the run's y_scale must be finite and > 0;
+ * PA_ERR_INVALID for those, NULL, negative sizes, a bad type or a zero
+ * point outside it.  x_zero_point plays no part. */
+pa_status_t pa_qsoftmax_table(float x_scale, int64_t reduce_len, float *table);
+pa_status_t pa_qsoftmax(pa_qtype_t type, const float *table, const void *x, void *y,
+                        int64_t outer, int64_t n, int64_t inner, float y_scale,
+                        int32_t y_zero_point);
+
+/* QLinearAveragePool (com.microsoft) over 2-D windows (a 1-D pool is one
+ * with h = kernel_h = 1 and no pad along it), with onnxruntime's
+ * arithmetic (kernels/qavgpool.c): x is (n, c, h, w) in NCHW or
+ * (n, h, w, c) in NHWC, y (n, c, out_h, out_w) or (n, out_h, out_w, c).
+ * The output size is the caller's (ceil_mode, auto_pad: the shape rule's);
+ * every window must reach the input.  PA_ERR_INVALID for NULL, a bad type
+ * or layout, sizes < 1 (n, c, out_*: < 0), negative pads, a top / left
+ * pad not below the kernel, a window past the input, h * w >= 2^23,
+ * kernel_w > 2048 (but for the whole-image window), scales not finite and
+ * > 0 or zero points outside the type. */
+typedef struct pa_qavgpool {
+    pa_qtype_t type;
+    pa_layout_t layout;
+    int64_t n, c, h, w, out_h, out_w;
+    int64_t kernel_h, kernel_w, stride_h, stride_w;
+    int64_t pad_top, pad_left, pad_bottom, pad_right;
+    int32_t count_include_pad;
+    float x_scale, y_scale;
+    int32_t x_zero_point, y_zero_point;
+} pa_qavgpool_t;
+
+pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y);
+
+/* MaxPool (no dilation) of an 8-bit tensor of p's type, layout and
+ * geometry (its scales and zero points unused): each output the maximum
+ * of its window's input values.  PA_ERR_INVALID as pa_qavgpool, and for
+ * kernel_w > 2048. */
+pa_status_t pa_qmaxpool(const pa_qavgpool_t *p, const void *x, void *y);
+
 /* A list of native kernel calls run in order by one call: a patched
  * stage's bands (tens of ops in tens of bands) with no return to the
  * caller's interpreter between two of them.  Each call names a kernel

@@ -12,7 +12,8 @@ import numpy as np
 from . import check, ffi, lib
 
 __all__ = ["QTYPES", "ADD", "MUL", "bptr", "qbinary", "run_qbinary", "lookup",
-           "quantize_linear", "dequantize_linear", "qaffine", "global_avgpool"]
+           "quantize_linear", "dequantize_linear", "qaffine", "global_avgpool",
+           "softmax_table", "softmax", "qavgpool", "run_qavgpool"]
 
 #: 8-bit dtype -> pa_qtype_t
 QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8}
@@ -77,3 +78,40 @@ def global_avgpool(dtype, nhwc, n, c, spatial, x, y, x_zero_point, multiplier,
     check(lib.pa_qglobal_avgpool(QTYPES[np.dtype(dtype)], layout, n, c, spatial, x, y,
                                  x_zero_point, multiplier, y_zero_point, y_min, y_max),
           "pa_qglobal_avgpool")
+
+
+def softmax_table(x_scale, reduce_len):
+    """``pa_qsoftmax_table``: onnxruntime's 256 exponentials (float32)."""
+    table = np.empty(256, np.float32)
+    check(lib.pa_qsoftmax_table(float(x_scale), int(reduce_len),
+                                ffi.from_buffer("float[]", table)), "pa_qsoftmax_table")
+    return table
+
+
+def softmax(dtype, table, x, y, outer, n, inner, y_scale, y_zero_point):
+    """``pa_qsoftmax`` (table a ``float *``, x and y ``void *``)."""
+    check(lib.pa_qsoftmax(QTYPES[np.dtype(dtype)], table, x, y, outer, n, inner,
+                          float(y_scale), int(y_zero_point)), "pa_qsoftmax")
+
+
+def qavgpool(*, dtype, nhwc, dims, out, kernel, strides, pads, count_include_pad,
+             scales, zero_points):
+    """A ``pa_qavgpool_t *``: ``dims`` (n, c, h, w), ``out`` (out_h, out_w),
+    ``kernel`` / ``strides`` (h, w), ``pads`` (top, left, bottom, right),
+    ``scales`` / ``zero_points`` (x, y)."""
+    n, c, h, w = dims
+    return ffi.new("pa_qavgpool_t *", {
+        "type": QTYPES[np.dtype(dtype)],
+        "layout": lib.PA_LAYOUT_NHWC if nhwc else lib.PA_LAYOUT_NCHW,
+        "n": n, "c": c, "h": h, "w": w, "out_h": out[0], "out_w": out[1],
+        "kernel_h": kernel[0], "kernel_w": kernel[1],
+        "stride_h": strides[0], "stride_w": strides[1],
+        "pad_top": pads[0], "pad_left": pads[1], "pad_bottom": pads[2], "pad_right": pads[3],
+        "count_include_pad": int(bool(count_include_pad)),
+        "x_scale": float(scales[0]), "y_scale": float(scales[1]),
+        "x_zero_point": int(zero_points[0]), "y_zero_point": int(zero_points[1])})
+
+
+def run_qavgpool(desc, x, y):
+    """``pa_qavgpool`` on the ``void *`` of x and y."""
+    check(lib.pa_qavgpool(desc, x, y), "pa_qavgpool")

@@ -19,7 +19,7 @@ from . import (attention_contrib, attention_gqa, batch_norm, branching, cast, co
                attention_fused, control, conv, deform_conv, detection, elementwise, fold_only, matmul_nbits,
                held_loop, indexing, kv_cache, linalg, logic, ml, movement, normalization, patched, pooling,
                ort_exact, quantized, quantized_binary, quantized_contrib, quantized_conv, quantized_matmul,
-               recurrent, recurrent_quant, resize, rows, sampling, sequences, spectral, strings, tfidf, tflite)  # (register)
+               quantized_pool, recurrent, recurrent_quant, resize, rows, sampling, sequences, spectral, strings, tfidf, tflite)  # (register)
 from .registry import (KERNELS, OPS, SCRATCH_BUDGET, TFLITE_INT8, TFLITE_OPS, Kernel,
                        graph_kernel, make_kernel, op_fact, op_table, ops_where, register,
                        scratch_bytes_for, set_scratch, supported_ops)

@@ -11,6 +11,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
+from ..._native import qelementwise as qnative
 from .native import NATIVE_DTYPE, Pointers, plane_mean
 from . import shape_rules as rules
 from . import tflite_attrs as tfl
@@ -38,6 +39,7 @@ class WindowPool(Spatial):
               'MAX_POOL_2D': ('MaxPool', {}, tfl.pool_2d)}
 
     nd = None
+    native_q8 = False
 
     def setup(self):
         k = [int(v) for v in self.attrs["kernel_shape"]]
@@ -93,7 +95,11 @@ class WindowPool(Spatial):
             self.Hp > self.H or self.Wp > self.W
 
     def _setup_native(self):
-        """float32 without dilation: the C core's pooling, no scratch."""
+        """float32 without dilation: the C core's pooling, no scratch; an
+        8-bit MaxPool: ``pa_qmaxpool``."""
+        if self.use_native and self.is_max and self.dtype in qnative.QTYPES and \
+                self.dh == 1 and self.dw == 1:
+            return self._setup_native_q8()
         if not self.use_native or self.dtype != NATIVE_DTYPE or self.dh != 1 or self.dw != 1:
             self.native = None
             return False
@@ -107,8 +113,25 @@ class WindowPool(Spatial):
         self.scratch = []
         return True
 
+    def _setup_native_q8(self):
+        """The 8-bit MaxPool's ``pa_qavgpool_t`` (geometry only), unless
+        the C kernel refuses it (then the NumPy taps)."""
+        desc = qnative.qavgpool(
+            dtype=self.dtype, nhwc=self.nhwc, dims=(self.N, self.c_in, self.H, self.W),
+            out=(self.Ho, self.Wo), kernel=(self.kh, self.kw), strides=(self.sh, self.sw),
+            pads=(self.pt, self.pl, self.pb, self.pr), count_include_pad=0, scales=(1.0, 1.0),
+            zero_points=(0, 0))
+        byte = np.zeros(1, np.uint8)
+        images, desc.n = desc.n, 0          # checks the geometry without running
+        if lib.pa_qmaxpool(desc, qnative.bptr(byte), qnative.bptr(byte)):
+            self.native = None
+            return False
+        desc.n = images
+        self.native, self.native_q8, self.scratch = desc, True, []
+        return True
+
     def native_call(self, xs, ys):
-        if self.native is None or self._act is not None:
+        if self.native is None or self._act is not None or self.native_q8:
             return None
         return ("maxpool" if self.is_max else "avgpool", self.native, None, nk.fptr(xs[0]),
                 None, nk.fptr(ys[0]), ())
@@ -116,6 +139,10 @@ class WindowPool(Spatial):
     def run(self, xs, ys, sc):
         if self.nd is not None:
             run_nd(self, xs, ys, sc)
+            return
+        if self.native_q8:
+            check(lib.pa_qmaxpool(self.native, qnative.bptr(xs[0]), qnative.bptr(ys[0])),
+                  f"MaxPool {self.op.name!r}")
             return
         if self.native is not None:
             x, y = self.ptrs(xs[0], ys[0])

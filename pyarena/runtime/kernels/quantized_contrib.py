@@ -1,6 +1,6 @@
 """onnxruntime's ``com.microsoft`` QOperator ops (``QLinearAdd``, ``Mul``,
-``Sigmoid``, ``LeakyRelu``, ``GlobalAveragePool``, ``AveragePool``,
-``Concat``, ``Softmax``) and pyarena's own ``QLinearLookup`` (an
+``Sigmoid``, ``LeakyRelu``, ``GlobalAveragePool``, ``Concat``; ``Softmax``
+and ``AveragePool``: quantized_pool.py) and pyarena's own ``QLinearLookup`` (an
 element-wise function of an 8-bit tensor as a 256-entry table): float
 arithmetic on chunks of the dequantized operands, requantized.  Functions
 of one 8-bit value (Sigmoid, LeakyRelu, a Concat input's requantization)
@@ -8,15 +8,13 @@ run as 256-entry tables worked out with those float steps, looked up
 natively (``pa_qlookup``) or with NumPy; the global average pool runs
 natively with NumPy's steps (``pa_qglobal_avgpool``)."""
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
 from ..._native import qelementwise as qnative
-from ...graph import Op
 from . import shape_rules_quantized as qrules
 from .quantization import QuantKernel, requantize
-from .registry import KERNELS, register
+from .registry import register
 
 
 # -- com.microsoft: the QOperator ops onnxruntime's quantizer emits ------------
@@ -259,64 +257,6 @@ class QLinearConcat(QuantKernel):
 
 
 @register
-class QLinearSoftmax(QuantKernel):
-    """com.microsoft QLinearSoftmax: the softmax of the dequantized input,
-    requantized; ``opset`` < 13 semantics flatten from ``axis`` on (2-D
-    coercion), 13 and later take the one ``axis`` (any axis: the tensor as
-    (outer, n, inner), reduced over n -- YOLOv8's DFL head softmaxes axis
-    1 of (1, 16, 4, 8400)).  Rows of the softmax go through float scratch
-    a chunk at a time."""
-
-    op_types = ("QLinearSoftmax",)
-    onnx_domain = "com.microsoft"
-    family = "quantized"
-    shape_rule = qrules.qlinear_unary
-    qdq_form = "Softmax"
-    tflite_int8 = {"SOFTMAX": "softmax"}
-
-    def setup(self):
-        self.shrink_budget()
-        self.runtime = (0,)
-        shape = self.shape(0)
-        nd = len(shape)
-        axis = int(self.attrs.get("axis", -1))
-        if nd and not -nd <= axis < nd:
-            self.malformed(f"axis {axis} is out of range for a {nd}-D input")
-        axis = axis + nd if axis < 0 else axis
-        if int(self.attrs.get("opset", 13)) < 13:
-            self.n, self.inner = math.prod(shape[axis:]), 1
-        else:
-            self.n = shape[axis] if shape else 1
-            self.inner = math.prod(shape[axis + 1:])
-        self.outer = math.prod(shape) // max(1, self.n * self.inner)
-        self.x_scale = np.float32(self.qparam(1, "x_scale").reshape(-1)[0])
-        self.x_zp = np.float32(self.qparam(2, "x_zero_point").reshape(-1)[0])
-        self.inv_y = np.float32(1.0 / float(self.qparam(3, "y_scale").reshape(-1)[0]))
-        self.y_zp = float(self.qparam(4, "y_zero_point").reshape(-1)[0])
-        self.lo, self.hi = self.out_range()
-        row = self.n * self.inner
-        self.rows = self.step_items(4 * row, self.outer, row)
-        self.scratch = [((self.rows, self.n, self.inner), np.float32),
-                        ((self.rows, 1, self.inner), np.float32)]
-
-    def run(self, xs, ys, sc):
-        x = xs[0].reshape(self.outer, self.n, self.inner)
-        y = ys[0].reshape(self.outer, self.n, self.inner)
-        for r0 in range(0, self.outer, self.rows):
-            r1 = min(r0 + self.rows, self.outer)
-            f, m = sc[0][:r1 - r0], sc[1][:r1 - r0]
-            np.subtract(x[r0:r1], self.x_zp, out=f)
-            np.multiply(f, self.x_scale, out=f)
-            np.max(f, axis=1, keepdims=True, out=m)
-            np.subtract(f, m, out=f)
-            np.exp(f, out=f)
-            np.sum(f, axis=1, keepdims=True, out=m)
-            np.divide(f, m, out=f)
-            np.multiply(f, self.inv_y, out=f)
-            requantize(f, y[r0:r1], self.y_zp, self.lo, self.hi)
-
-
-@register
 class QLinearLookup(QuantKernel):
     """ai.pyarena QLinearLookup(x, table): ``y = table[x's byte]`` -- an
     element-wise function of an 8-bit tensor, its 256 quantized results
@@ -357,45 +297,3 @@ class QLinearLookup(QuantKernel):
             idx = sc[0][:c1 - c0]
             np.copyto(idx, x[c0:c1])
             np.take(self.table, idx, out=y[c0:c1])
-
-
-@register
-class QLinearAveragePool(QuantKernel):
-    """com.microsoft QLinearAveragePool: the float AveragePool kernel on the
-    dequantized input, requantized (``channels_last`` for NHWC).  Its
-    float copies of the input and output are scratch: 4x the int8 tensors
-    while it runs."""
-
-    op_types = ("QLinearAveragePool",)
-    onnx_domain = "com.microsoft"
-    family = "quantized"
-    shape_rule = qrules.qlinear_average_pool
-    tflite_int8 = {"AVERAGE_POOL_2D": "average_pool"}
-
-    def setup(self):
-        self.runtime = (0,)
-        attrs = {k: v for k, v in self.attrs.items() if k != "channels_last"}
-        if int(self.attrs.get("channels_last", 0)):
-            attrs["layout"] = "NHWC"
-        fx = SimpleNamespace(name=self.ins[0].name, shape=self.shape(0), dtype=np.float32,
-                             data=None)
-        fy = SimpleNamespace(name=self.outs[0].name, shape=self.oshape(), dtype=np.float32,
-                             data=None)
-        op = Op(self.op.name, "AveragePool", [fx.name], [fy.name], attrs=attrs,
-                notes=self.op.notes.copy())
-        self.inner = KERNELS["AveragePool"](op, [fx], [fy], self.keep, self.scratch_budget)
-        self.x_scale = np.float32(self.qparam(1, "x_scale").reshape(-1)[0])
-        self.x_zp = np.float32(self.qparam(2, "x_zero_point").reshape(-1)[0])
-        self.inv_y = np.float32(1.0 / float(self.qparam(3, "y_scale").reshape(-1)[0]))
-        self.y_zp = float(self.qparam(4, "y_zero_point").reshape(-1)[0])
-        self.lo, self.hi = self.out_range()
-        self.scratch = [(self.shape(0), np.float32), (self.oshape(), np.float32),
-                        ((max(1, self.inner.scratch_bytes),), np.uint8)]
-
-    def run(self, xs, ys, sc):
-        fx, fy, inner = sc
-        np.subtract(xs[0], self.x_zp, out=fx)
-        np.multiply(fx, self.x_scale, out=fx)
-        self.inner([fx], [fy], inner)
-        np.multiply(fy, self.inv_y, out=fy)
-        requantize(fy, ys[0], self.y_zp, self.lo, self.hi)

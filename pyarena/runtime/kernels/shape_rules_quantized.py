@@ -94,5 +94,7 @@ def _pool_shape(x, attrs):
             out.append((n - kk) // s + 1)
         else:
             span = n + pads[i] + pads[i + len(sp)] - kk
-            out.append((-(-span // s) if ceil else span // s) + 1)
+            o = (-(-span // s) if ceil else span // s) + 1
+            # onnxruntime's pool_attributes.h: the last window starts in the input
+            out.append(o - 1 if ceil and (o - 1) * s >= n + pads[i] else o)
     return [x[0]] + out + [x[-1]] if last else x[:2] + out
