@@ -14,7 +14,12 @@ Conv: run by :func:`pyarena.runtime.fusion.fuse` on float32 graphs.
   Add(...))``);
 * the **SiLU** after it (with or without a bias), ``Mul(y, Sigmoid(y))``
   (a decoder's feed-forward), becomes the MatMul's ``activation``
-  "SILU".
+  "SILU";
+* the **bias of a SkipLayerNormalization** after it (onnxruntime's
+  transformer optimizer gives the projection's bias to the norm) becomes
+  the MatMul's input 2: the norm then adds two tensors of one shape and
+  runs in the C call lists.  The sum is (x @ W + b) + skip instead of
+  (x @ W + skip) + b: equal within float rounding.
 
 The MatMul kernel (kernels/linalg.py) runs the packed SGEMM, which adds
 the bias and applies the activation in registers.  As in fusion.py, a chain is
@@ -115,6 +120,26 @@ def _fuse_bias(G, mm, n, rank):
     return 1
 
 
+def _fuse_skip_bias(G, mm, n, rank):
+    """The bias of the SkipLayerNormalization after ``mm`` (its only
+    reader, ``mm``'s output its input or skip) moved to ``mm``: the norm
+    then adds two tensors of one shape, which the C call lists run
+    (kernels/contrib_norms.py).  Removes no op: returns 0."""
+    y = mm.outputs[0]
+    skip = G.only_reader(y)
+    if skip is None or skip.op_type != "SkipLayerNormalization" or len(mm.inputs) != 2 or \
+            y not in skip.inputs[:2] or len(skip.inputs) < 5 or not skip.inputs[4] or \
+            any(skip.outputs[1:3]):
+        return 0
+    bias = skip.inputs[4]
+    if _row_bias(G, bias, n, rank) is None:
+        return 0
+    _attach_bias(G, mm, bias)
+    del skip.inputs[4:]
+    G.readers[bias] = [r for r in G.readers.get(bias, []) if r is not skip]
+    return 0
+
+
 def _attach_bias(G, mm, bias):
     mm.inputs.append(bias)
     G.readers.setdefault(bias, []).append(mm)
@@ -180,6 +205,7 @@ def fuse_linear(G):
         n = int(G.const(mm.inputs[1]).shape[1])
         rank = len(G.g.tensors[mm.outputs[0]].shape)
         removed += _fuse_bias(G, mm, n, rank)
+        _fuse_skip_bias(G, mm, n, rank)
         gelu = _fuse_gelu(G, mm, n, rank)
         removed += gelu or _fuse_silu(G, mm)
     return removed

@@ -61,6 +61,8 @@ def _native_call(bound):
     if sc is None:
         native = getattr(k, "native_calls", None)     # a pool op's PoolOp has none
         recs = None if native is None else native(xs, ys)
+    elif hasattr(k, "native_calls_scratch"):     # calls that take its workspace
+        recs = k.native_calls_scratch(xs, ys, sc)
     else:               # a call that takes its workspace
         native = getattr(k, "native_call_scratch", None)
         rec = None if native is None else native(xs, ys, sc)

@@ -17,11 +17,12 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from . import shape_rules as rules
+from ..._native import ffi
 from . import shape_rules_contrib as crules
 from .native import NATIVE_DTYPE
 from .normalization import RMSNorm, moments
 from .rows import layer_norm_rows
-from .registry import Kernel, const, register
+from .registry import Kernel, _carve, const, register
 
 
 def _rms(s, m, v, d, inv, eps):
@@ -125,6 +126,33 @@ class SkipLayerNorm(_RowNorm):
             else None
         view = (self.rows, self.hidden)
         self.normalize(s.reshape(view), outs[0].reshape(view), sc, xs[2], beta, outs)
+
+    def native_calls_scratch(self, xs, ys, sc):
+        """[the ``add`` of input and skip, the ``layer_norm`` rows] as C
+        call records (runs of them and their neighbours -- the linear
+        layers around -- are one C call), the same steps as :meth:`run`
+        when there is no bias (the import gives it to the MatMul before,
+        runtime/fusion_linear.py), the skip has the input's shape and no
+        mean / inv_std_var is read; else None."""
+        outs = dict(zip(self.slots, ys))
+        s = outs[3] if 3 in outs else _carve(sc, self.scratch)[3]
+        x, skip, gamma, y = xs[0], xs[1], xs[2], outs[0]
+        beta = xs[self.beta_at] if self.beta_at is not None and self.has(self.beta_at) \
+            else None
+        arrays = [x, skip, gamma, s, y] + ([] if beta is None else [beta])
+        if self.simplified or not self.use_native or self._act is not None or \
+                self.has(self.bias_at) or \
+                1 in outs or 2 in outs or skip.shape != x.shape or s.size != x.size or \
+                gamma.size != self.hidden or (beta is not None and beta.size != self.hidden) \
+                or not all(isinstance(a, np.ndarray) and a.dtype == NATIVE_DTYPE and
+                           a.flags.c_contiguous for a in arrays) or \
+                any(np.may_share_memory(s, a) for a in (x, skip)):
+            return None
+        eps = self.__dict__.get("_eps_c")
+        if eps is None:
+            eps = self._eps_c = ffi.new("float *", float(self.eps))
+        return [("add", None, None, x, skip, s, (s.size,)),
+                ("layer_norm", eps, gamma, s, beta, y, (self.rows, self.hidden))]
 
 
 @register
