@@ -175,27 +175,38 @@ static void bias_pixels(void *ctx, int64_t b, int64_t e) {
                            j->act);
 }
 
-pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
-                        const float *x, const float *bias, float *y,
-                        const pa_act_params_t *act, pa_workers_t *workers) {
-    if (!act_ok(act) || !x || !y || n < 0 || c < 1 || spatial < 0 ||
+/* The checks and the split shared by the per-channel passes: `e`'s
+ * activation and sizes checked (n * c * spatial values, at most 2^50),
+ * then `planes` over the n * c planes (NCHW) or `pixels` over blocks of
+ * PA_EW_BLOCK / c pixels (NHWC), with `ctx`. */
+static pa_status_t channel_pass(pa_layout_t layout, const ew_job_t *e, pa_workers_t *workers,
+                                _pa_task_fn planes, _pa_task_fn pixels, void *ctx) {
+    int64_t n = e->n, c = e->c, spatial = e->spatial, total;
+    if (!act_ok(e->act) || n < 0 || c < 1 || spatial < 0 ||
         (layout != PA_LAYOUT_NCHW && layout != PA_LAYOUT_NHWC))
         return PA_ERR_INVALID;
-    int64_t total;
     if (__builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, spatial, &total) ||
         total > ((int64_t)1 << 50))
         return PA_ERR_INVALID;
     if (total == 0)     /* no values: not n * c empty planes to walk */
         return PA_OK;
-    ew_job_t j = {act, x, bias, y, n, c, spatial};
     pa_workers_t *w = _pa_workers_for(workers, (double)total * 4);
     if (layout == PA_LAYOUT_NCHW) {
-        _pa_parallel(w, n * c, bias_planes, &j);
+        _pa_parallel(w, n * c, planes, ctx);
     } else {
         int64_t per = PA_EW_BLOCK / c > 0 ? PA_EW_BLOCK / c : 1;
-        _pa_parallel(w, (n * spatial + per - 1) / per, bias_pixels, &j);
+        _pa_parallel(w, (n * spatial + per - 1) / per, pixels, ctx);
     }
     return PA_OK;
+}
+
+pa_status_t pa_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
+                        const float *x, const float *bias, float *y,
+                        const pa_act_params_t *act, pa_workers_t *workers) {
+    if (!x || !y)
+        return PA_ERR_INVALID;
+    ew_job_t j = {act, x, bias, y, n, c, spatial};
+    return channel_pass(layout, &j, workers, bias_planes, bias_pixels, &j);
 }
 
 /* -- per-channel scale and shift, then an activation ---------------------- */
@@ -269,24 +280,10 @@ static void affine_pixels(void *ctx, int64_t b, int64_t e) {
 pa_status_t pa_scale_bias_act(pa_layout_t layout, int64_t n, int64_t c, int64_t spatial,
                               const float *x, const float *scale, const float *bias, float *y,
                               const pa_act_params_t *act, pa_workers_t *workers) {
-    if (!act_ok(act) || !x || !y || !scale || !bias || n < 0 || c < 1 || spatial < 0 ||
-        (layout != PA_LAYOUT_NCHW && layout != PA_LAYOUT_NHWC))
+    if (!x || !y || !scale || !bias)
         return PA_ERR_INVALID;
-    int64_t total;
-    if (__builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, spatial, &total) ||
-        total > ((int64_t)1 << 50))
-        return PA_ERR_INVALID;
-    if (total == 0)
-        return PA_OK;
     affine_job_t j = {{act, x, bias, y, n, c, spatial}, scale};
-    pa_workers_t *w = _pa_workers_for(workers, (double)total * 4);
-    if (layout == PA_LAYOUT_NCHW) {
-        _pa_parallel(w, n * c, affine_planes, &j);
-    } else {
-        int64_t per = PA_EW_BLOCK / c > 0 ? PA_EW_BLOCK / c : 1;
-        _pa_parallel(w, (n * spatial + per - 1) / per, affine_pixels, &j);
-    }
-    return PA_OK;
+    return channel_pass(layout, &j.e, workers, affine_planes, affine_pixels, &j);
 }
 
 /* -- PRelu: a slope per channel ------------------------------------------- */
