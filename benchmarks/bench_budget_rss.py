@@ -43,18 +43,23 @@ MODELS = {
     "ocr_cls": f"{OCR}/ch_ppocr_mobile_v2.0_cls_infer.onnx",
     "ocr_det": f"{OCR}/ch_PP-OCRv4_det_infer.onnx",
 }
+INPUTS = {      # the ONNX files' symbolic dims, as bench_compiled.py gives them
+    "ocr_cls": {"x": [1, 3, 48, 192]},
+    "ocr_det": {"x": [1, 3, 320, 320]},
+}
 
 CHILD = r"""
 import json, sys, time
 import numpy as np, numpy.random
 path, budget, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+inputs = json.loads(sys.argv[4]) or None
 __import__("onnx" if path.endswith(".onnx") else "tflite")
 from pyarena.importers import load_model
 from pyarena.planning import PlanOptions
 from pyarena.runtime import Executor, median, random_feeds, time_calls
 from pyarena.runtime.slack import plan_to_run
 from pyarena.runtime.footprint import resident
-g = load_model(path)
+g = load_model(path, inputs=inputs)
 p = plan_to_run(g, PlanOptions(memory_budget=budget or None))
 ex = Executor(g, p)
 feeds = random_feeds(g, seed=0)
@@ -68,29 +73,31 @@ print(json.dumps({"peak": resident()[1], "arena": p.arena_bytes,
 """
 
 
-def child(path, budget, repeat):
+def child(path, budget, repeat, inputs=None):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-c", CHILD, path, str(budget), str(repeat)],
+    out = subprocess.run([sys.executable, "-c", CHILD, path, str(budget), str(repeat),
+                          json.dumps(inputs)],
                          capture_output=True, text=True, env=env, check=False)
     if out.returncode:
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def bound_of(path):
+def bound_of(path, inputs=None):
     """The fixed-order bound: the default plan's lower bound (given order,
     the graph's scratch)."""
     from pyarena import plan
     from pyarena.importers import load_model
-    return plan(load_model(path)).lower_bound_bytes
+    return plan(load_model(path, inputs=inputs)).lower_bound_bytes
 
 
 def measure(name, path, fraction, rounds, repeat):
-    budget = max(1, int(bound_of(path) * fraction))
+    inputs = INPUTS.get(name)
+    budget = max(1, int(bound_of(path, inputs) * fraction))
     runs = {"default": [], "budget": []}
     for _ in range(rounds):         # alternating: drift hits both alike
-        runs["default"].append(child(path, 0, repeat))
-        runs["budget"].append(child(path, budget, repeat))
+        runs["default"].append(child(path, 0, repeat, inputs))
+        runs["budget"].append(child(path, budget, repeat, inputs))
     med = {k: {f: statistics.median(r[f] for r in v) for f in ("peak", "arena", "state",
                                                                 "time")}
            for k, v in runs.items()}
@@ -122,8 +129,8 @@ def main(argv=None):
             continue
         try:
             r = measure(name, path, args.fraction, args.rounds, args.repeat)
-        except RuntimeError as exc:
-            print(f"| {name} | failed: {exc} | | | | | |")
+        except Exception as exc:  # a model that fails is a row, not the end of the table
+            print(f"| {name} | failed: {type(exc).__name__}: {exc} | | | | | |")
             continue
         print(f"| {name} | {kib(r['budget'])} | {kib(r['arena_d'])} / {kib(r['arena_b'])} | "
               f"{kib(r['state_d'])} / {kib(r['state_b'])} | {mib(r['peak_d'])} / "
