@@ -235,6 +235,33 @@ def test_a_skip_norms_bias_moves_into_the_matmul_and_the_norm_runs_in_the_call_l
     assert np.array_equal(by_records, ys[0])
 
 
+def test_non_finite_rows_through_the_skip_norms_records_match_its_own_run_and_onnxruntime(
+        tmp_path):
+    """A NaN in the skip input and an inf in the input poison their own rows
+    only, as onnxruntime's kernel does, on the call-list records and on the
+    norm's own run alike."""
+    path = tmp_path / "skip.onnx"
+    feeds = _skip_norm_model(path)
+    feeds["res"][0, 1, 3] = np.nan
+    feeds["x"][1, 4, 0] = np.inf
+    g = load_model(str(path))
+    ex = Executor(g)
+    got = ex.run(feeds)["y"]
+    want = ort_run(path, feeds)["y"]
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[0, 1]).all() and np.isfinite(got[0, 0]).all()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+    from pyarena._native.kernels import CallList
+    skip = g.ops[1]
+    k, xs, ys, sc = next(b for b in ex._runner.bound if b[0].op is skip)
+    CallList(k.native_calls_scratch(xs, ys, sc)).run(None, "records")
+    by_records = ys[0].copy()
+    ys[0].fill(0)
+    k(xs, ys, sc)
+    assert np.array_equal(by_records, ys[0], equal_nan=True)
+    assert np.isnan(by_records).any()
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_a_skip_norm_whose_statistics_are_read_keeps_its_bias_and_its_own_run(tmp_path, bias):
     path = tmp_path / "skip.onnx"
