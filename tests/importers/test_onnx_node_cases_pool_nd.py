@@ -109,3 +109,22 @@ def test_windows_in_the_padding_alone_or_a_kernel_too_large_are_refused(attrs):
     with pytest.raises(pyarena.PyArenaError):
         pyarena.InferenceSession(_pool("MaxPool", x, **attrs).SerializeToString()).run(
             None, {"x": x})
+
+
+@pytest.mark.parametrize("opset", [11, 17, 22])
+@pytest.mark.parametrize("op,extra", [("MaxPool", {}), ("AveragePool", {"count_include_pad": 0}),
+                                      ("AveragePool", {"count_include_pad": 1})])
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_a_ceil_window_that_would_start_in_the_end_padding_is_dropped_at_every_opset(
+        opset, op, extra, dims, tmp_path):
+    """onnxruntime (and PyTorch, which exported most such files) drops it at
+    every opset, ONNX's specification from opset 22 on: the float pools and
+    the quantized ones give onnxruntime's shape and values."""
+    x = np.random.default_rng(dims).standard_normal([1, 2] + [4] * dims).astype(np.float32)
+    m = _pool(op, x, kernel_shape=[2] * dims, strides=[2] * dims, pads=[0] * dims + [1] * dims,
+              ceil_mode=1, **extra)
+    m.opset_import[0].version = opset
+    _against_ort(m, x, tmp_path)
+    import pyarena
+    path = tmp_path / "m.onnx"
+    assert pyarena.InferenceSession(str(path)).run(None, {"x": x})[0].shape[2:] == (2,) * dims

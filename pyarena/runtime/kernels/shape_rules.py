@@ -375,8 +375,13 @@ def _spatial(n, x_sp, k, dilations=None, ceil=False):
                     raise ValueError(f"the window is larger than the padded input "
                                      f"({list(x_sp)})")
                 o = (-(-span // s) if ceil else span // s) + 1
-                if ceil and n.opset >= 22 and (o - 1) * s >= v + lo:
-                    o -= 1      # opset 22: no window may start in the end padding
+                if ceil and (o - 1) * s >= v + lo:
+                    # no window may start in the end padding: opset 22's rule,
+                    # and onnxruntime's at every opset (pool_attributes.h, as
+                    # PyTorch's pooling_output_shape), so a file exported at
+                    # an older opset gets the shape its exporter and
+                    # onnxruntime give, and its quantized twin's
+                    o -= 1
                 return o
             out.append(dims_op(one, d, ek, st[i]))
         if known(out[-1]) and out[-1] < 0:
