@@ -177,6 +177,7 @@ RECIPES = {
         {"pads": [1, 1, 1, 1]}, opset=22),
     "AveragePool": _pool("AveragePool", pads=[1, 1, 1, 1]),
     "MaxPool": _pool("MaxPool", strides=[2, 2]),
+    "GlobalLpPool": lambda: _model("GlobalLpPool", [("x", _f32(1, 64, 48, 48))], {"p": 3}),
     "QLinearAdd": _qbinary("QLinearAdd"),
     "QLinearMul": _qbinary("QLinearMul"),
     "QLinearSigmoid": _qunary("QLinearSigmoid"),

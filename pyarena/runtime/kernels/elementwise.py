@@ -35,8 +35,8 @@ def _relu_value(n):
 def _clip_value(n):
     """Clip: bounds from the inputs (opset 11) or the attributes."""
     x = n.v(0)
-    lo = n.v(1) if n.has(1) else n.a.get("min")
-    hi = n.v(2) if n.has(2) else n.a.get("max")
+    lo = n.v(1).reshape(-1)[0] if n.has(1) else n.a.get("min")
+    hi = n.v(2).reshape(-1)[0] if n.has(2) else n.a.get("max")
     t = x.dtype.type
     return [np.clip(x, -np.inf if lo is None else t(lo), np.inf if hi is None else t(hi))]
 
@@ -95,13 +95,21 @@ class Clip(Kernel):
         if self.op.op_type == "Relu6":
             lo, hi = 0.0, 6.0
         if self.has(1):
-            lo = float(self.const(1, "min"))
+            lo = self._bound(1, "min")
         if self.has(2):
-            hi = float(self.const(2, "max"))
+            hi = self._bound(2, "max")
         self.lo = None if lo is None else const(lo, self.dtype)
         self.hi = None if hi is None else const(hi, self.dtype)
         self.native = unary(self, "CLIP", -np.inf if lo is None else lo,
                             np.inf if hi is None else hi)
+
+    def _bound(self, i, name):
+        """A bound given as an input: a scalar, or (as onnxruntime takes
+        it) any one-element tensor."""
+        v = np.asarray(self.const(i, name))
+        if v.size != 1:
+            self.malformed(f"{name} must hold one value, not shape {list(v.shape)}")
+        return float(v.reshape(-1)[0])
 
     def run(self, xs, ys, sc):
         if self.native:

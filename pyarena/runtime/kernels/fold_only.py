@@ -2,14 +2,10 @@
 facts, declared once like a kernel's (:mod:`.facts`).
 
 * ``Constant`` -- always folded (its value is the attribute);
-* ops whose shape rule lets a model that computes them only from constants
-  keep pyarena's own shape inference (GlobalLpPool: folded by the ONNX
-  reference evaluator);
 * the random generators, which must never fold (each run draws anew).
 """
 import numpy as np
 
-from . import shape_rules as rules
 from . import shape_rules_movement as moves
 from .facts import Operator
 from .registry import fold_only
@@ -33,13 +29,6 @@ class Constant(Operator):
     evaluate = _constant
     fold = "free"
     needs_values = False
-
-
-@fold_only
-class GlobalLpPool(Operator):
-    op_types = ("GlobalLpPool",)
-    family = "pool"
-    shape_rule = rules.global_pool
 
 
 @fold_only

@@ -495,7 +495,12 @@ class TopK(Kernel):
         self.runtime = (0,)
         xs = self.shape(0)
         self.axis = _axis(self.attrs.get("axis", -1), len(xs))
-        self.k = int(np.asarray(self.const(1, "k")).reshape(-1)[0])
+        if self.has(1):
+            self.k = int(np.asarray(self.const(1, "k")).reshape(-1)[0])
+        elif "k" in self.attrs:         # opset 1: an attribute
+            self.k = int(self.attrs["k"])
+        else:
+            self.malformed("k is missing (neither input 1 nor the attribute)")
         if not 0 <= self.k <= xs[self.axis]:
             self.malformed(f"k={self.k} outside [0, {xs[self.axis]}]")
         self.largest = bool(int(self.attrs.get("largest", 1)))

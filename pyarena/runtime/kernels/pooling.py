@@ -236,26 +236,39 @@ class LpPool(WindowPool):
 
 @register
 class GlobalPool(Kernel):
-    op_types = ('GlobalAveragePool', 'GlobalMaxPool')
+    """The mean, the maximum or (GlobalLpPool) ``(sum |x|^p)^(1/p)`` of each
+    channel's plane: one reduction (|x|^p first into the scratch)."""
+
+    op_types = ('GlobalAveragePool', 'GlobalMaxPool', 'GlobalLpPool')
     family = 'pool'
     inplace = 'none'
     shape_rule = rules.global_pool
-    nhwc = 'attr'
+    nhwc = {'GlobalAveragePool': 'attr', 'GlobalMaxPool': 'attr'}
 
     def setup(self):
         xs = self.shape(0)
+        self.p = None
+        if self.op.op_type == "GlobalLpPool":
+            self.p = float(self.attrs.get("p", 2))
+            if self.p <= 0:
+                self.fail(f"p must be positive, not {self.p:g}")
+            self.scratch = [(xs, self.dtype)]
+            self.root = const(1.0 / self.p, self.dtype)
         self.nhwc = self.attrs.get("layout", "NCHW") == "NHWC"
         n, c = (xs[0], xs[-1]) if self.nhwc else xs[:2]
         self.n, self.c = n, c
         self.sp = math.prod(xs[1:-1]) if self.nhwc else math.prod(xs[2:])
         self.inv = const(1.0 / max(self.sp, 1), self.dtype)
-        self.f = np.add if self.op.op_type == "GlobalAveragePool" else np.maximum
+        self.f = np.maximum if self.op.op_type == "GlobalMaxPool" else np.add
         self.native = plane_mean(self, n, xs[1], math.prod(xs[2:-1]), c) if \
-            self.nhwc and self.f is np.add and len(xs) >= 3 else None
+            self.nhwc and self.p is None and self.f is np.add and len(xs) >= 3 else None
 
     def run(self, xs, ys, sc):
         if self.native is not None:
             self.native(xs, ys)
+            return
+        if self.p is not None:
+            self.run_lp(xs[0], ys[0], sc[0])
             return
         if self.nhwc:
             x = xs[0].reshape(self.n, self.sp, self.c)
@@ -267,6 +280,15 @@ class GlobalPool(Kernel):
             self.f.reduce(x, axis=2, out=y, keepdims=True)
         if self.f is np.add:
             np.multiply(y, self.inv, out=y)
+
+    def run_lp(self, x, y, powered):
+        np.abs(x, out=powered)
+        if self.p != 1:
+            np.power(powered, self.p, out=powered)
+        np.add.reduce(powered.reshape(self.n, self.c, self.sp), axis=2,
+                      out=y.reshape(self.n, self.c, 1), keepdims=True)
+        if self.p != 1:
+            np.power(y, self.root, out=y)
 
 
 @register
