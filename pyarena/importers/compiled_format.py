@@ -119,6 +119,7 @@ def write(path, document, blob):
                 f.write(b"\0" * (blob_off + off - pos))
                 f.write(a.data)
                 pos = blob_off + off + n
+            f.write(b"\0" * max(0, blob_off - pos))    # no arrays: the blob still starts in the file
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -154,7 +155,7 @@ def read(path, verify=True):
         raise _bad(path, f"format version {version}; this pyarena reads version "
                          f"{FORMAT_VERSION} (compile the model again with this pyarena)")
     if flags or meta_off != HEADER_BYTES or meta_off + meta_len > size or \
-            blob_off < meta_off + meta_len or blob_off + blob_len > size or \
+            blob_off < meta_off + meta_len or blob_len and blob_off + blob_len > size or \
             blob_off % BLOB_ALIGN:
         raise _bad(path, f"its sections do not fit in its {size:,} bytes (truncated?)")
     meta = bytes(mf.buffer[meta_off:meta_off + meta_len])

@@ -231,7 +231,8 @@ class InferenceSession:
         out = ex.run({k: v for (k, v), (_, _, fixed) in zip(feeds.items(), signature)
                       if fixed is None and (k in arrays or k in held)})
         ctx.last = ex
-        return [_copied(out[n]) if copy else out[n] for n in io.output_names(output_names)]
+        return [_copied(v) if copy else v
+                for v in _outputs(out, arrays, feeds, io.output_names(output_names))]
 
     def _context(self):
         """The calling thread's :class:`_Context` (made on its first run)."""
@@ -405,6 +406,14 @@ class InferenceSession:
 
 
 onnx_seqmap.SESSION[:] = [InferenceSession]     # runs SequenceMap bodies
+
+
+def _outputs(out, arrays, feeds, names):
+    """The outputs ``names`` of a run, in order.  An output that is also an
+    input (a model may pass one through, as onnxruntime allows) is not an
+    output of the imported graph: it is the input's arena copy (its
+    declared dtype), or for an input no op reads, its feed."""
+    return [out[n] if n in out else arrays[n] if n in arrays else feeds[n] for n in names]
 
 
 class _Interface:

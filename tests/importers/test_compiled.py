@@ -47,6 +47,20 @@ def _feeds(path, shapes=None, seed=0):
 
 
 # -- round trips ---------------------------------------------------------------
+def test_a_model_without_weights_round_trips(tmp_path):
+    """No arrays at all: the blob is empty, and the file still opens (it
+    once ended before the blob's stated start and was refused)."""
+    from onnx import helper
+    path = tmp_path / "w.onnx"
+    make_model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])],
+               {"x": ([2, 3], np.float32)}, {"y": (None, np.float32)}, path=path)
+    pyarena.compile(str(path), str(tmp_path / "w.pa"))
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3) - 3}
+    a, b = _same_outputs(str(path), str(tmp_path / "w.pa"), feeds)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(b[0], -np.maximum(feeds["x"], 0))
+    assert os.path.getsize(tmp_path / "w.pa") % BLOB_ALIGN == 0     # ends where its blob starts
+
+
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
 def test_a_real_onnx_architecture_runs_bit_for_bit_from_its_compiled_file(tmp_path, name):
     src = str(tmp_path / f"{name}.onnx")

@@ -454,3 +454,34 @@ def test_a_recurrent_layer_lends_its_laid_out_weights_to_new_lengths(tmp_path):
         weights.append(s.memory_info()["weights_bytes"])
     assert all(w is laid_out[0][0] and rt is laid_out[0][1] for w, rt in laid_out)
     assert len(set(weights)) == 1
+
+
+@pytest.mark.parametrize("outs,nodes", [
+    (["x"], []),
+    (["x", "y"], [helper.make_node("Relu", ["x"], ["y"])]),
+    (["y", "x"], [helper.make_node("Relu", ["x"], ["y"])]),
+])
+def test_an_input_the_model_also_outputs_is_returned_as_onnxruntime_returns_it(
+        tmp_path, outs, nodes):
+    """A graph output that is a graph input (a model passing a tensor
+    through): its value, of the input's dtype, in the model's order -- with
+    and without copy, and from the compiled file."""
+    import pyarena
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "p.onnx"
+    onnx.save(m, str(path))
+    pyarena.compile(str(path), str(tmp_path / "p.pa"))
+    for src in (path, tmp_path / "p.pa"):
+        s = InferenceSession(str(src))
+        assert [o.name for o in s.get_outputs()] == outs
+        for x in (np.arange(6, dtype=np.float32).reshape(2, 3) - 3, np.full((2, 3), -7.5, np.float32)):
+            want = list(ort_run(path, {"x": x}).values())
+            for copy in (True, False):
+                got = s.run(None, {"x": x}, copy=copy)
+                assert len(got) == len(want)
+                for a, b in zip(got, want):
+                    assert a.dtype == b.dtype and np.array_equal(a, b)
+            assert np.array_equal(s.run(["x"], {"x": x})[0], x)
