@@ -154,7 +154,8 @@ def test_an_empty_batch_or_sequence(tmp_path, steps, n):
             "initial_h": f(1, n, H), "initial_c": f(1, n, H)}
     feeds = _model(tmp_path / "m.onnx", vals, ("W", "R"))
     ex, ours = _run(tmp_path / "m.onnx", feeds)
-    assert ex.kernels[0].native_loop
+    # (a batch of 0: every output empty, nothing to compute, no kernel set up)
+    assert ex.kernels[0].native_loop if n else type(ex.kernels[0]).__name__ == "NothingToWrite"
     _, theirs = _run(tmp_path / "m.onnx", feeds, native=False)
     assert ours["Y"].shape == theirs["Y"].shape == (steps, 1, n, H)
     for k in ("Y_h", "Y_c"):

@@ -5089,4 +5089,10 @@ MUTANTS += [
       "    return [out[n] for n in names]",
       "an output that is also an input raises KeyError instead of returning the input",
       ("tests/importers/test_session.py",)),
+    M("empty-outputs-kernel-set-up", "pyarena/runtime/kernels/registry.py",
+      "    if _writes_nothing(cls, op, outs):\n        cls = NothingToWrite\n",
+      "",
+      "an op whose outputs have no element sets up its kernel: a batch of 0 through a Conv, "
+      "a pool or a Resize is refused",
+      ("tests/runtime/test_empty_and_scalar_tensors.py",)),
 ]

@@ -542,6 +542,8 @@ def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True, prio
     if cls is None:
         raise UnsupportedOpError(f"operator {op.name!r}: op type {op.op_type!r} is not "
                                  f"supported by the executor")
+    if _writes_nothing(cls, op, outs):
+        cls = NothingToWrite
     try:
         return cls(op, ins, outs, keep, scratch_budget, native, prior)
     except (PyArenaError, MemoryError):
@@ -549,6 +551,37 @@ def make_kernel(op, ins, outs, keep=None, scratch_budget=None, native=True, prio
     except Exception as exc:        # attributes of the wrong type or shape
         raise GraphError(f"operator {op.name!r} ({op.op_type}): malformed attributes or "
                          f"operands ({type(exc).__name__}: {str(exc)[:160]})") from None
+
+
+def _writes_nothing(cls, op, outs):
+    """Whether every output of ``op`` is an arena tensor of known shape
+    with no element (a batch of 0 -- no detections to classify): then no
+    kernel has anything to compute, whatever its inputs, and none is set
+    up (a native geometry of 0 rows is refused).  Not for ops that run a
+    body or hold values outside the arena."""
+    if not outs or cls in HELD_FORMS.values() or any(
+            k in op.attrs for k in ("run_body", "then_run", "body", "then_branch")):
+        return False
+    for t in outs:
+        if t.host is not None or t.dynamic or t.shape is None or t.is_symbolic or \
+                0 not in tuple(t.shape):
+            return False
+    return True
+
+
+class NothingToWrite(Kernel):
+    """The kernel of an op whose outputs all have no element: nothing to
+    set up, read or write (onnxruntime returns the empty outputs too)."""
+
+    op_types = ()
+    family = "movement"
+    inplace = "none"
+
+    def setup(self):
+        self.runtime = ()
+
+    def run(self, xs, ys, sc):
+        return None
 
 
 def graph_kernel(graph, op, keep=None):
