@@ -2727,8 +2727,8 @@ MUTANTS += [
       "a step sized by the budget alone, past the tensor's end (scratch larger than the "
       "tensor)", ("tests/runtime/test_kernels.py",)),
     M("chunked-ignores-buffers", "pyarena/runtime/kernels/elementwise.py",
-      "        ch = items_per_step(self.scratch_budget, self.nbuf * self.dtype.itemsize, n)",
-      "        ch = items_per_step(self.scratch_budget, self.dtype.itemsize, n)",
+      "        ch = items_per_step(self.scratch_budget, nbuf * self.work.itemsize, n)",
+      "        ch = items_per_step(self.scratch_budget, self.work.itemsize, n)",
       "a chunk sized for one buffer when the kernel holds nbuf of them",
       ("tests/runtime/test_kernels.py",)),
     M("qlinear-chunk-unfloored", "pyarena/runtime/kernels/quantized_binary.py",
@@ -5095,4 +5095,14 @@ MUTANTS += [
       "an op whose outputs have no element sets up its kernel: a batch of 0 through a Conv, "
       "a pool or a Resize is refused",
       ("tests/runtime/test_empty_and_scalar_tensors.py",)),
+    M("reduce-mean-int-reciprocal", "pyarena/runtime/kernels/normalization.py",
+      "        if self.idiv is not None:\n            self.inv = None\n",
+      "",
+      "an integer ReduceMean multiplies by the reciprocal of the count in its own type: 0",
+      ("tests/runtime/test_dtypes_against_onnxruntime.py",)),
+    M("erf-half-in-half", "pyarena/runtime/kernels/elementwise.py",
+      "    nbuf = 2\n    wide_halves = True\n",
+      "    nbuf = 2\n    wide_halves = False\n",
+      "a float16 Erf evaluates its formula in float16 and leaves [-1, 1]",
+      ("tests/runtime/test_dtypes_against_onnxruntime.py",)),
 ]

@@ -372,6 +372,10 @@ class _Chunked(Kernel):
     nbuf = 1
 
     floats_only = True
+    #: True: a float16 tensor is computed in float32 chunks (its own
+    #: arithmetic loses too much on a long formula: erf(-2.7) came out
+    #: -1.009), then rounded once, as onnxruntime does
+    wide_halves = False
 
     def consts(self):
         pass
@@ -380,21 +384,32 @@ class _Chunked(Kernel):
         self.runtime = (0,)
         if self.floats_only and not np.issubdtype(self.dtype, np.floating):
             self.fail(f"dtype {self.dtype} is not supported (floating point only)")
+        self.work = np.dtype(np.float32) if self.wide_halves and \
+            self.dtype.kind == "f" and self.dtype.itemsize < 4 else self.dtype
         self.consts()
         n = math.prod(self.oshape())
-        ch = items_per_step(self.scratch_budget, self.nbuf * self.dtype.itemsize, n)
+        nbuf = self.nbuf + (2 if self.work != self.dtype else 0)
+        ch = items_per_step(self.scratch_budget, nbuf * self.work.itemsize, n)
         self.n, self.chunk = n, ch
-        self.scratch = [((ch,), self.dtype)] * self.nbuf
+        self.scratch = [((ch,), self.work)] * nbuf
 
     def run(self, xs, ys, sc):
         x, y = xs[0].reshape(-1), ys[0].reshape(-1)
         n, ch = self.n, self.chunk
+        chunk = self.on_chunk if self.work == self.dtype else self.widened
         if n <= ch:
-            self.on_chunk(x, y, sc)
+            chunk(x, y, sc)
             return
         for a in range(0, n, ch):
             b = min(a + ch, n)
-            self.on_chunk(x[a:b], y[a:b], [s[:b - a] for s in sc])
+            chunk(x[a:b], y[a:b], [s[:b - a] for s in sc])
+
+    def widened(self, x, y, sc):
+        """One chunk of a half-precision tensor in float32."""
+        xw, yw = sc[-2][:x.size], sc[-1][:x.size]
+        np.copyto(xw, x)
+        self.on_chunk(xw, yw, [s[:x.size] for s in sc[:-2]])
+        np.copyto(y, yw, casting="same_kind")
 
 
 @register
@@ -406,9 +421,10 @@ class Erf(ErfMixin, _Chunked):
     evaluate = ev.ufunc(erf_values)
 
     nbuf = 2
+    wide_halves = True
 
     def consts(self):
-        self.erf_consts()
+        self.erf_consts(self.work)
 
     def on_chunk(self, x, y, sc):
         u, t = sc
@@ -426,6 +442,7 @@ class Gelu(ErfMixin, _Chunked):
     inplace = 'unary'
     shape_rule = rules.same
     tflite = {'GELU': ('Gelu', {}, tfl.gelu)}
+    wide_halves = True
 
     def consts(self):
         ap = self.attrs.get("approximate", "none")
@@ -433,12 +450,12 @@ class Gelu(ErfMixin, _Chunked):
         if ap not in ("none", "tanh"):
             self.fail(f"approximate={ap!r} is not supported (none, tanh)")
         self.tanh = ap == "tanh"
-        d = self.dtype
+        d = self.work
         self.half, self.one = const(0.5, d), const(1, d)
         self.rs2 = const(1 / math.sqrt(2), d)
         self.k3, self.k = const(0.044715, d), const(math.sqrt(2 / math.pi), d)
         self.nbuf = 1 if self.tanh else 3
-        self.erf_consts()
+        self.erf_consts(d)
 
     def on_chunk(self, x, y, sc):
         e = sc[0]

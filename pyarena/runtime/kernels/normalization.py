@@ -116,6 +116,11 @@ class Reduce(Kernel):
         cnt = math.prod(xs[a] for a in axes) if axes else 1
         self.inv = const(1.0 / max(cnt, 1), self.dtype) if t == "ReduceMean" \
             else None
+        # an integer mean: the sum divided by the count, truncated toward 0
+        # (onnxruntime's integer division), not times a reciprocal of 0
+        self.idiv = max(cnt, 1) if self.inv is not None and self.dtype.kind in "iu" else None
+        if self.idiv is not None:
+            self.inv = None
         self.pre = _PRE.get(t)
         self.lse = t == "ReduceLogSumExp"
         big = np.finfo(self.dtype).max if self.lse and self.dtype.kind == "f" else None
@@ -136,6 +141,8 @@ class Reduce(Kernel):
             self.scratch = [(xs, self.dtype)]
             if self.lse:
                 self.scratch.append((self.kshape, self.dtype))
+        if self.idiv is not None:
+            self.scratch = [(self.kshape, self.dtype)]
         # the mean over the middle two axes of a 4-D tensor: an NHWC plane
         self.native = plane_mean(self, *xs) if t == "ReduceMean" and len(xs) == 4 and \
             axes == (1, 2) else None
@@ -166,6 +173,11 @@ class Reduce(Kernel):
         self.f.reduce(x, axis=self.axes, out=y, keepdims=True)
         if self.inv is not None:
             np.multiply(y, self.inv, out=y)
+        elif self.idiv is not None:         # (y - fmod(y, n)) is a multiple of n
+            r = sc[-1]
+            np.fmod(y, self.idiv, out=r)
+            np.subtract(y, r, out=y)
+            np.floor_divide(y, self.idiv, out=y)
         if self.post is not None:
             with np.errstate(divide="ignore"):
                 self.post(y, out=y)
