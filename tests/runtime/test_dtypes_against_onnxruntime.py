@@ -119,3 +119,93 @@ def test_every_op_onnxruntime_runs_for_a_dtype_gives_its_values(dt):
         warnings.simplefilter("ignore")
         bad = [r for r in (_one(*c) for c in _cases(dt, rng)) if r is not None]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int32], ids=lambda d: np.dtype(d).name)
+def test_an_integer_bilinear_resize_has_onnxruntimes_values_to_the_unit(dt):
+    """onnxruntime blends an integer image in float32 with its own 2-D
+    formula and truncates; pyarena weighted in the integer type (every
+    weight 0 or 1: whole rows wrong), then blended axis by axis (a unit off
+    where the sum fell on either side of an integer)."""
+    rng = np.random.default_rng(9)
+    N = helper.make_node
+    bad = []
+    for ctm in ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners",
+                "tf_half_pixel_for_nn"):
+        for s in ([1, 1, 2, 1.5], [1, 1, 0.5, 0.75], [1, 1, 3, 2], [1, 1, 1, 2.5],
+                  [1, 1, 1.7, 1], [1, 1, 0.6, 3.3]):
+            lo = 0 if np.dtype(dt).kind == "u" else -120
+            x = rng.integers(lo, 120, (2, 3, 7, 5)).astype(dt)
+            r = _one(f"{ctm} {s}", [N("Resize", ["x", "", "s"], ["y"], mode="linear",
+                                       coordinate_transformation_mode=ctm)],
+                     {"x": x}, ["y"], {"s": np.array(s, np.float32)})
+            if r is not None:
+                bad.append(r)
+    assert not bad, bad
+
+
+#: (dtype kind, op) pyarena refuses by name where onnxruntime runs it
+REFUSED = {("i", "ReduceLogSumExp")}
+
+
+def _nn_cases(dt, rng):
+    N = helper.make_node
+    kind = np.dtype(dt).kind
+
+    def f(*s):
+        if kind == "f":
+            return (rng.standard_normal(s) * 2).astype(dt)
+        return rng.integers(-5 if kind == "i" else 0, 6, s).astype(dt)
+    x = f(1, 4, 6, 6)
+    yield "Conv", [N("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], {"x": x}, ["y"], \
+        {"w": f(3, 4, 3, 3), "b": f(3)}
+    yield "ConvTranspose", [N("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])], {"x": x}, \
+        ["y"], {"w": f(4, 2, 2, 2)}
+    yield "MaxPool", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                        strides=[2, 2])], {"x": x}, ["y"], {}
+    yield "AveragePool", [N("AveragePool", ["x"], ["y"], kernel_shape=[2, 2])], {"x": x}, ["y"], {}
+    yield "GlobalMaxPool", [N("GlobalMaxPool", ["x"], ["y"])], {"x": x}, ["y"], {}
+    yield "BatchNormalization", [N("BatchNormalization", ["x", "g", "b", "m", "v"], ["y"])], \
+        {"x": x}, ["y"], {"g": f(4), "b": f(4), "m": f(4), "v": np.abs(f(4)) + 1}
+    yield "LayerNormalization", [N("LayerNormalization", ["x", "g", "b"], ["y"])], {"x": x}, \
+        ["y"], {"g": f(6), "b": f(6)}
+    yield "Softmax", [N("Softmax", ["x"], ["y"], axis=1)], {"x": x}, ["y"], {}
+    yield "Gemm", [N("Gemm", ["a", "w", "c"], ["y"], transB=1, alpha=0.5)], {"a": f(3, 5)}, \
+        ["y"], {"w": f(4, 5), "c": f(4)}
+    yield "Resize", [N("Resize", ["x", "", "s"], ["y"], mode="linear")], {"x": x}, ["y"], \
+        {"s": np.array([1, 1, 2, 1.5], np.float32)}
+    yield "Pad", [N("Pad", ["x", "p"], ["y"], mode="reflect")], {"x": x}, ["y"], \
+        {"p": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)}
+    yield "DepthToSpace", [N("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], {"x": x}, \
+        ["y"], {}
+    yield "Einsum", [N("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik")], {"a": f(3, 4)}, \
+        ["y"], {"b": f(4, 2)}
+    for op in ("PRelu",):
+        yield op, [N(op, ["x", "s"], ["y"])], {"x": x}, ["y"], {"s": f(4, 1, 1)}
+    for op in ("LeakyRelu", "HardSwish", "HardSigmoid", "Elu", "Selu", "Mish", "Celu",
+               "MeanVarianceNormalization"):
+        yield op, [N(op, ["x"], ["y"])], {"x": x}, ["y"], {}
+    yield "CumSum", [N("CumSum", ["x", "a"], ["y"], reverse=1, exclusive=1)], {"x": x}, ["y"], \
+        {"a": np.array(3)}
+    for op in ("ReduceL2", "ReduceL1", "ReduceSumSquare", "ReduceLogSumExp"):
+        yield op, [N(op, ["x", "a"], ["y"])], {"x": x}, ["y"], {"a": np.array([2, 3])}
+    yield "Range", [N("Range", ["a", "b", "d"], ["y"])], {}, ["y"], \
+        {"a": np.array(1).astype(dt), "b": np.array(5).astype(dt), "d": np.array(2).astype(dt)}
+    yield "ScatterND", [N("ScatterND", ["x", "i", "u"], ["y"], reduction="add")], {"x": x}, \
+        ["y"], {"i": np.array([[0, 1], [0, 1]], np.int64), "u": f(2, 6, 6)}
+    yield "Det", [N("Det", ["a"], ["y"])], {"a": f(2, 3, 3)}, ["y"], {}
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float64, np.int8, np.uint8, np.int32, np.int64],
+                         ids=lambda d: np.dtype(d).name)
+def test_the_network_ops_onnxruntime_runs_for_a_dtype_give_its_values(dt):
+    """What it found when written: float16 Det (no LAPACK for it), Mish
+    (e^20 overflows float16), integer ReduceL2 (a float root into an
+    integer), integer linear Resize (above)."""
+    rng = np.random.default_rng(3)
+    kind = np.dtype(dt).kind
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bad = [r for c in _nn_cases(dt, rng) if (kind, c[0]) not in REFUSED
+               for r in [_one(*c)] if r is not None]
+    assert not bad, bad

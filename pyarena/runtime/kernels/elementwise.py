@@ -487,9 +487,10 @@ class Mish(_Chunked):
     shape_rule = rules.same
 
     nbuf = 2
+    wide_halves = True      # (e^20 overflows float16)
 
     def consts(self):
-        self.two, self.top = const(2, self.dtype), const(20, self.dtype)
+        self.two, self.top = const(2, self.work), const(20, self.work)
 
     def on_chunk(self, x, y, sc):
         s, t = sc

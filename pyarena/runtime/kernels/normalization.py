@@ -123,6 +123,8 @@ class Reduce(Kernel):
             self.inv = None
         self.pre = _PRE.get(t)
         self.lse = t == "ReduceLogSumExp"
+        if self.lse and self.dtype.kind != "f":
+            self.fail(f"an integer ReduceLogSumExp ({self.dtype}) is not supported")
         big = np.finfo(self.dtype).max if self.lse and self.dtype.kind == "f" else None
         self.big = None if big is None else (const(-big, self.dtype), const(big, self.dtype))
         self.post = {"ReduceL2": np.sqrt, "ReduceLogSum": np.log,
@@ -179,8 +181,11 @@ class Reduce(Kernel):
             np.subtract(y, r, out=y)
             np.floor_divide(y, self.idiv, out=y)
         if self.post is not None:
-            with np.errstate(divide="ignore"):
-                self.post(y, out=y)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if y.dtype.kind == "f":
+                    self.post(y, out=y)
+                else:   # an integer L2 / LogSum: the root or log of the integer sum, truncated
+                    np.copyto(y, self.post(y.astype(np.float64)), casting="unsafe")
 
     def log_sum_exp(self, x, y, e, m):
         """log(sum(exp(x - max))) + max: no overflow for large x.  The max

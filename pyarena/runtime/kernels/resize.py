@@ -80,6 +80,23 @@ def _runs(pos, src):
     return [tuple(r) for r in runs]
 
 
+
+def _f32(v):
+    return np.float32(v)
+
+
+#: onnxruntime's source coordinate per ``coordinate_transformation_mode``
+#: (upsample.h), in float32: (output indices, scale, output length, input length)
+_ORT_COORDS = {
+    "half_pixel": lambda o, s, lo, li: (o + _f32(0.5)) / s - _f32(0.5),
+    "pytorch_half_pixel": lambda o, s, lo, li: (o + _f32(0.5)) / s - _f32(0.5) if lo > 1
+    else np.zeros_like(o),
+    "asymmetric": lambda o, s, lo, li: o / s,
+    "tf_half_pixel_for_nn": lambda o, s, lo, li: (o + _f32(0.5)) / s,
+    "align_corners": lambda o, s, lo, li: o * (li - _f32(1)) / (lo - _f32(1)) if lo > 1
+    else np.zeros_like(o),
+}
+
 @register
 class Resize(Kernel):
     """Nearest, (bi)linear and (bi)cubic resize of up to two axes.  Each
@@ -112,6 +129,10 @@ class Resize(Kernel):
         nd = len(xs)
         a = self.attrs
         mode = self._mode()
+        # an integer tensor blends in float32 and is truncated once, as
+        # onnxruntime's (its weights in the integer type would be 0 or 1)
+        self.work = np.dtype(np.float32) if mode != "nearest" and self.dtype.kind in "iu" \
+            else self.dtype
         ctm = _text(a.get("coordinate_transformation_mode"))
         if ctm is None:
             ctm = "asymmetric" if self._old_style() else "half_pixel"
@@ -149,15 +170,57 @@ class Resize(Kernel):
             self.shapes.append(tuple(shape))
         specs = []
         if len(self.plan) == 2:
-            specs.append((self.shapes[0], self.dtype))     # intermediate
+            specs.append((self.shapes[0], self.work))     # intermediate
         if mode != "nearest":
             for shp in self.shapes:
-                specs.append((shp, self.dtype))            # blend operand
+                specs.append((shp, self.work))            # blend operand
+        if self.work != self.dtype and self.plan:       # the input and output in float32
+            specs += [(tuple(xs), self.work), (self.shapes[-1], self.work)]
         self.scratch = specs
         self.linear = mode != "nearest"
+        self.ort2d = self._ort_bilinear_taps(mode, ctm, xs, ys, scales, crop, band)
         self.native = self._setup_native(mode, xs, ys)
         if self.native:
             self.scratch = []
+
+    def _ort_bilinear_taps(self, mode, ctm, xs, ys, scales, crop, band):
+        """An integer NCHW tensor resized linearly over H and / or W:
+        onnxruntime's UpsampleBilinear tables (upsample.cc), so its values
+        to the last unit -- float32 source coordinates, the weights
+        |c - i1| and |c - i2| (0.5 and 0.5 where the two taps are one
+        pixel), and per output ``(dx2 dy2) X11 + (dx1 dy2) X21 + (dx2 dy1)
+        X12 + (dx1 dy1) X22`` truncated.  None for anything else."""
+        if self.work == self.dtype or mode != "linear" or len(xs) != 4 or crop is not None \
+                or band is not None or self.antialias or self.extrap or \
+                {ax for ax, _ in self.plan} - {2, 3} or ctm not in _ORT_COORDS:
+            return None
+        f = np.float32
+        tabs = []
+        for ax in (2, 3):
+            n_in, n_out, sc = xs[ax], ys[ax], f(scales[ax])
+            o = np.arange(n_out, dtype=f)
+            c = o if sc == 1 else _ORT_COORDS[ctm](o, sc, f(n_out), f(n_in))
+            c = np.clip(c.astype(f), f(0), f(n_in - 1))
+            i1 = np.minimum(c.astype(np.intp), n_in - 1)
+            i2 = np.minimum(i1 + 1, n_in - 1)
+            d1, d2 = np.abs(c - i1.astype(f)), np.abs(c - i2.astype(f))
+            same = i1 == i2
+            d1[same], d2[same] = 0.5, 0.5
+            tabs.append((self.keep(i1), self.keep(i2), d1, d2))
+        (y1, y2, dy1, dy2), (x1, x2, dx1, dx2) = tabs
+        w = [self.keep(np.multiply.outer(a, b).astype(f)) for a, b in
+             ((dy2, dx2), (dy2, dx1), (dy1, dx2), (dy1, dx1))]
+        return (y1, y2, x1, x2, w)
+
+    def _run_ort_bilinear(self, x, y, xf):
+        y1, y2, x1, x2, (w11, w21, w12, w22) = self.ort2d
+        np.copyto(xf, x)
+        acc = w11 * xf[:, :, y1][:, :, :, x1]
+        acc += w21 * xf[:, :, y1][:, :, :, x2]
+        acc += w12 * xf[:, :, y2][:, :, :, x1]
+        acc += w22 * xf[:, :, y2][:, :, :, x2]
+        np.trunc(acc, out=acc)
+        np.copyto(y, acc, casting="unsafe")
 
     def _setup_native(self, mode, xs, ys):
         """Nearest / linear over the two spatial axes of a 4-D float32
@@ -313,11 +376,11 @@ class Resize(Kernel):
             i1 = np.minimum(i0 + 1, xs[ax] - 1)
             # the weights as the C core forms them: f rounded, 1 - f in the
             # tensor's type (so both paths give the same bits)
-            f = (c - i0).astype(self.dtype)
-            idx, ws = [i0, i1], [np.subtract(1, f, dtype=self.dtype), f]
+            f = (c - i0).astype(self.work)
+            idx, ws = [i0, i1], [np.subtract(1, f, dtype=self.work), f]
             self.copies[ax] = _runs(np.flatnonzero(i0 == i1), i0)
         return [(self.keep(np.clip(i, 0, xs[ax] - 1).astype(np.intp)),
-                 self.keep(w.astype(self.dtype).reshape(bshape))) for i, w in zip(idx, ws)]
+                 self.keep(w.astype(self.work).reshape(bshape))) for i, w in zip(idx, ws)]
 
     def run(self, xs, ys, sc):
         if self.native:
@@ -330,11 +393,18 @@ class Resize(Kernel):
         if not self.plan:
             np.copyto(ys[0], src)
             return
+        if self.ort2d is not None:
+            self._run_ort_bilinear(src, ys[0], sc[-2])
+            return
         k = 0
+        last = ys[0]
+        if self.work != self.dtype:         # blended in float32 (setup)
+            np.copyto(sc[-2], src)
+            src, last, sc = sc[-2], sc[-1], sc[:-2]
         mid = sc[0] if len(self.plan) == 2 else None
         tmps = list(sc[1:] if mid is not None else sc)
         for step, (ax, taps) in enumerate(self.plan):
-            dst = ys[0] if step == len(self.plan) - 1 else mid
+            dst = last if step == len(self.plan) - 1 else mid
             i0, w0 = taps[0]
             np.take(src, i0, axis=ax, out=dst, mode="clip")
             if self.linear:
@@ -350,6 +420,9 @@ class Resize(Kernel):
             src = dst
             k += 1
         y = ys[0]
+        if last is not y:
+            np.trunc(last, out=last)
+            np.copyto(y, last, casting="unsafe")
         for ax, lo, hi in self.extrap:      # tf_crop_and_resize: outside the image
             pre = (slice(None),) * ax
             if lo:
