@@ -31,8 +31,8 @@ time, and the tensors between the fused ops no longer exist):
   the Conv's input 3 (``residual_channels`` the channels r has), then the
   activation after the Add is fused as above: the packed SGEMM adds r in
   registers before the activation (pyarena/runtime/kernels/conv.py).  An r
-  computed after the Conv (a ResNet's stride-2 shortcut) moves the Conv to
-  the Add's place.  The
+  computed after the Conv (a ResNet's stride-2 shortcut) moves the Conv
+  after r's producer (``graph.validate()`` sorts the ops again, stably).  The
   shape test is a shape decision (:mod:`pyarena.graph.decisions`): an
   InferenceSession retargeting the graph to shapes where r would not
   match imports those in full;
@@ -77,8 +77,6 @@ class _Graph:
         self.g = graph
         self.memo = memo
         self.dead = set()       # ids of the ops fused away, still in g.ops
-        #: (op, anchor): op moves to the place of anchor (fused away) in sweep()
-        self.moves = []
         self.outputs = set(graph.outputs)
         self.readers = {}
         #: tensor -> (position in g.ops, op writing it); the positions hold
@@ -141,11 +139,6 @@ class _Graph:
 
     def sweep(self):
         """The ops fused away leave ``g.ops``, all at once."""
-        for op, anchor in self.moves:   # (the anchor's readers all come after it)
-            ops = [o for o in self.g.ops if o is not op]
-            ops.insert(next(i for i, o in enumerate(ops) if o is anchor), op)
-            self.g.ops = ops
-        self.moves = []
         if self.dead:
             self.g.ops = [op for op in self.g.ops if id(op) not in self.dead]
             self.dead = set()
@@ -499,16 +492,11 @@ def _fuse_residual(G, conv):
     if ot is None or np.dtype(ot.dtype) != _F32:
         return 0
     axis = 3 if conv.attrs.get("layout") == "NHWC" else 1
-    prod = G.producer
     ops, tensors, res = [add], [x], other
     pad = G.writer(other)
     if pad is not None and pad.op_type == "Pad" and G.only_reader(other) is add and \
             _zero_channel_pad(G, pad, axis):
         ops, tensors, res = [add, pad], [x, other], pad.inputs[0]
-    here, at = prod[conv.outputs[0]][0], prod[add.outputs[0]][0]
-    later = prod.get(res, (-1, None))[0] >= here    # r is computed after the conv:
-    if later and prod.get(res, (-1, None))[0] >= at:    # the conv moves to the Add
-        return 0
     if G.g.tensors[res].role == "constant":     # (a Pad of one too)
         return 0
     if not decide(G.g, f"fusion: {add.name!r} the residual of {conv.name!r}",
@@ -523,9 +511,6 @@ def _fuse_residual(G, conv):
     if act not in (None, "", "NONE"):
         conv.attrs["activation"] = act
     _take_output(G, conv, add, ops, tensors)
-    if later:       # (a ResNet's downsampling block: its stride-2 shortcut comes after)
-        G.moves.append((conv, add))
-        prod[conv.outputs[0]] = (at, conv)
     return len(ops)
 
 
