@@ -23,9 +23,10 @@ def node(op, ins, outs, **attrs):
 
 
 def _model(path, n=2, cin=12, cout=16, hw=5, groups=4, shuffle=None, act="Relu",
-           bias=True, extra_reader=False, then_dw=False):
+           bias=True, extra_reader=False, then_dw=False, then_narrow=False):
     """x -> Conv 1x1 (groups) [-> act] -> Reshape (n, s, cout/s, h, w) ->
-    Transpose (0, 2, 1, 3, 4) -> Reshape (n, cout, h, w) [-> depthwise 3x3]."""
+    Transpose (0, 2, 1, 3, 4) -> Reshape (n, cout, h, w) [-> depthwise 3x3
+    [-> Conv 1x1 to 4 channels]]."""
     s = shuffle or groups
     inits = {"w": rnd(cout, cin // groups, 1, 1), "b": rnd(cout),
              "s5": np.array([n, s, cout // s, hw, hw], np.int64),
@@ -41,7 +42,11 @@ def _model(path, n=2, cin=12, cout=16, hw=5, groups=4, shuffle=None, act="Relu",
     outs = {"y": (None, np.float32)}
     if then_dw:
         inits["wd"] = rnd(cout, 1, 3, 3)
-        nodes.append(node("Conv", ["sh", "wd"], ["y"], group=cout, pads=[1, 1, 1, 1]))
+        nodes.append(node("Conv", ["sh", "wd"], ["d" if then_narrow else "y"], group=cout,
+                          pads=[1, 1, 1, 1]))
+        if then_narrow:
+            inits["wn"] = rnd(4, cout, 1, 1)
+            nodes.append(node("Conv", ["d", "wn"], ["y"]))
     else:
         nodes.append(node("Identity", ["sh"], ["y"]))
     if extra_reader:
@@ -141,3 +146,20 @@ def test_residual_after_a_depthwise_pointwise_conv_is_not_fused(tmp_path):
     x = rnd(1, 8, 4, 4)
     np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-5, atol=1e-6)
+
+
+def test_a_shuffling_conv_runs_in_row_bands_under_a_budget(tmp_path):
+    """A patched stage runs the shuffling conv band by band (its band
+    buffers are whole NCHW tensors of a few rows): the outputs are
+    onnxruntime's."""
+    from pyarena import PlanInfeasibleError, plan
+    path = _model(tmp_path / "s.onnx", n=1, cin=4, cout=64, hw=40, then_dw=True,
+                  then_narrow=True)
+    with pytest.raises(PlanInfeasibleError) as info:
+        plan(load_model(str(path)), memory_budget=1, patch=False)
+    g = load_model(str(path))
+    p = plan(g, memory_budget=info.value.smallest_bytes * 3 // 4)
+    assert p.budget["patch"] is not None
+    x = rnd(1, 4, 40, 40)
+    np.testing.assert_allclose(Executor(g, p).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
+                               rtol=1e-5, atol=1e-5)
