@@ -25,15 +25,23 @@ time, and the tensors between the fused ops no longer exist):
   becomes part of the Conv's pads (TFLite's explicit padding before
   stride-2 VALID convolutions: no padded copy, no Pad op);
 * the **residual Add** (or two-input Sum) after a pointwise Conv (1x1, stride 1, unpadded,
-  groups 1) without an activation: ``Add(conv, r)`` -- r computed before
+  groups 1, or grouped NCHW) without an activation: ``Add(conv, r)`` -- r computed before
   the Conv (never a constant), of the output's shape, or a ``Pad`` of it
   that only appends zero channels (BlazeFace's channel padding) -- becomes
   the Conv's input 3 (``residual_channels`` the channels r has), then the
   activation after the Add is fused as above: the packed SGEMM adds r in
-  registers before the activation (pyarena/runtime/kernels/conv.py).  The
+  registers before the activation (pyarena/runtime/kernels/conv.py).  An r
+  computed after the Conv (a ResNet's stride-2 shortcut) moves the Conv
+  after r's producer (``graph.validate()`` sorts the ops again, stably).  The
   shape test is a shape decision (:mod:`pyarena.graph.decisions`): an
   InferenceSession retargeting the graph to shapes where r would not
-  match imports those in full.
+  match imports those in full;
+* a **channel shuffle** after a grouped pointwise Conv (NCHW):
+  ``Reshape(conv, (N, G, C/G, H, W))``, ``Transpose(0, 2, 1, 3, 4)``,
+  ``Reshape(., (N, C, H, W))`` with G the Conv's groups (ShuffleNet) --
+  the Conv writes each group's channel j at j*G + g itself
+  (``shuffle_groups``: its 1x1 matmul writes through a strided view, its
+  bias permuted to match), so no shuffled copy is made.
 
 A BatchNormalization no Conv absorbs takes the constant Mul / Add and the
 activation after it (:mod:`.fusion_norm`).  A MatMul by constant weights takes the bias Add and the GELU after it
@@ -370,7 +378,8 @@ def _fuse_activation(G, conv):
 
 
 def _pointwise(G, conv):
-    """1x1, stride 1, groups 1, 4-D: what the packed SGEMM takes (with
+    """1x1, stride 1, groups 1, 4-D: what the packed SGEMM takes; or NCHW
+    grouped, not depthwise: BLAS per group, then r added (ShuffleNet) (with
     output pixels = input pixels, so no padding: a test of the shapes,
     :func:`_residual_rule`'s)."""
     w = G.const(conv.inputs[1])
@@ -380,7 +389,8 @@ def _pointwise(G, conv):
             conv.attrs.get("weight_layout") == "1HWC":
         return False
     k = w.shape[1:3] if nhwc else w.shape[2:]
-    return (tuple(k) == (1, 1) and int(conv.attrs.get("group", 1)) == 1
+    g = int(conv.attrs.get("group", 1))
+    return (tuple(k) == (1, 1) and (g == 1 or not nhwc and 1 < g < int(xt.shape[1]))
             and all(int(v) == 1 for v in conv.attrs.get("strides", [1, 1])))
 
 
@@ -482,15 +492,11 @@ def _fuse_residual(G, conv):
     if ot is None or np.dtype(ot.dtype) != _F32:
         return 0
     axis = 3 if conv.attrs.get("layout") == "NHWC" else 1
-    prod = G.producer
     ops, tensors, res = [add], [x], other
     pad = G.writer(other)
     if pad is not None and pad.op_type == "Pad" and G.only_reader(other) is add and \
             _zero_channel_pad(G, pad, axis):
         ops, tensors, res = [add, pad], [x, other], pad.inputs[0]
-    here = prod[conv.outputs[0]][0]
-    if prod.get(res, (-1, None))[0] >= here:      # r must exist before the conv
-        return 0
     if G.g.tensors[res].role == "constant":     # (a Pad of one too)
         return 0
     if not decide(G.g, f"fusion: {add.name!r} the residual of {conv.name!r}",
@@ -505,6 +511,47 @@ def _fuse_residual(G, conv):
     if act not in (None, "", "NONE"):
         conv.attrs["activation"] = act
     _take_output(G, conv, add, ops, tensors)
+    return len(ops)
+
+
+def _shuffle_rule(groups):
+    """Whether Reshape (``a``) - Transpose (``b``) - Reshape (``total``) after
+    a conv output ``y`` is its channel shuffle over ``groups``, by the shapes."""
+    def fits(y, a, b, total):
+        n, c, h, w = y
+        return (c % groups == 0 and a == (n, groups, c // groups, h, w) and
+                b == (n, c // groups, groups, h, w) and total == y)
+    return fits
+
+
+def _fuse_shuffle(G, conv):
+    """A channel shuffle (module docstring) after a grouped pointwise NCHW
+    conv (what :class:`~.kernels.conv_numpy.Pointwise` runs): the conv
+    writes the shuffled tensor (``shuffle_groups``).  Returns ops removed."""
+    groups = int(conv.attrs.get("group", 1))
+    w, y = G.const(conv.inputs[1]), conv.outputs[0]
+    if conv.op_type != "Conv" or groups < 2 or conv.attrs.get("layout", "NCHW") != "NCHW" or \
+            len(conv.inputs) > 3 or w is None or w.ndim != 4 or w.shape[2:] != (1, 1) or \
+            any(int(v) != 1 for v in conv.attrs.get("strides", [1, 1])) or \
+            any(int(v) for v in conv.attrs.get("pads", [0] * 4)) or \
+            conv.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET", "VALID", b"VALID"):
+        return 0
+    ops = []
+    for want in ("Reshape", "Transpose", "Reshape"):
+        op = G.only_reader(ops[-1].outputs[0] if ops else y)
+        if op is None or op.op_type != want or op.inputs[0] != (ops[-1].outputs[0] if ops else y):
+            return 0
+        ops.append(op)
+    if [int(v) for v in ops[1].attrs.get("perm", [])] != [0, 2, 1, 3, 4] or \
+            any(len(G.g.tensors[t].shape) != n for t, n in
+                ((y, 4), (ops[0].outputs[0], 5), (ops[1].outputs[0], 5), (ops[2].outputs[0], 4))):
+        return 0
+    if not decide(G.g, f"fusion: the channel shuffle {ops[1].name!r} into {conv.name!r}",
+                  (y, ops[0].outputs[0], ops[1].outputs[0], ops[2].outputs[0]),
+                  _shuffle_rule(groups)):
+        return 0
+    conv.attrs["shuffle_groups"] = groups
+    _take_output(G, conv, ops[2], ops, [y, ops[0].outputs[0], ops[1].outputs[0]])
     return len(ops)
 
 
@@ -532,7 +579,7 @@ def fuse(graph, memo=None):
             r = _fuse_residual(G, conv)
             n = r + (0 if conv.attrs.get("activation") else _fuse_activation(G, conv)) \
                 if r else 0
-        removed += n
+        removed += n + _fuse_shuffle(G, conv)
     removed += fuse_batch_norm(G, _fuse_activation)
     removed += fuse_linear(G)
     removed += fuse_attention(G)

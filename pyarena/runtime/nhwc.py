@@ -138,7 +138,8 @@ class _Pass(_Graph):
 
 def _conv_ok(P, op):
     a = op.attrs
-    if a.get("layout", "NCHW") != "NCHW" or a.get("weight_layout") or len(op.inputs) > 4:
+    if a.get("layout", "NCHW") != "NCHW" or a.get("weight_layout") or len(op.inputs) > 4 or \
+            a.get("shuffle_groups"):        # (its shuffled writes are NCHW planes)
         return False
     w = P.const(op.inputs[1]) if len(op.inputs) > 1 else None
     out = P.g.tensors.get(op.outputs[0]) if op.outputs else None

@@ -338,10 +338,17 @@ def test_a_residual_fused_by_its_shapes_is_recorded_as_a_shape_decision(tmp_path
     assert not d.holds(dict(shapes, r1=None))                   # unknown: not the same
 
 
-def test_residual_is_not_fused_when_it_is_computed_after_the_conv(tmp_path):
+@pytest.mark.parametrize("path_", ["native", "numpy"])
+def test_residual_computed_after_the_conv_moves_the_conv_to_the_add(tmp_path, path_):
+    """r written after the conv (a ResNet's stride-2 shortcut): the conv
+    takes it and runs where the Add was, after r's producer."""
     path = _residual_model(tmp_path / "late.onnx", 6, 8, 5, residual_after=True)
     g = load_model(str(path))
-    assert "Add" in [op.op_type for op in g.ops]
+    assert [op.op_type for op in g.ops] == ["Conv", "Neg", "Conv"]
+    conv = g.ops[-1]
+    assert conv.inputs[0] == "x" and conv.inputs[3] == "r1" and conv.outputs == ["y"]
+    assert conv.attrs["activation"] == "RELU"
+    conv.notes.kernel_path = path_
     x = rnd(2, 6, 5, 5)
     np.testing.assert_allclose(Executor(g).run({"x": x})["y"], ort_run(path, {"x": x})["y"],
                                rtol=1e-4, atol=2e-5)

@@ -95,9 +95,15 @@ class Conv(ConvWeights, Spatial):
         self.cout = cout
         if C % g or cout % g:
             self.fail(f"group={g} does not divide channels {C} -> {cout}")
+        # a fused channel shuffle (runtime/fusion.py): grouped NCHW 1x1 only
+        self.shuffle = int(self.attrs.get("shuffle_groups", 0) or 0)
+        if self.shuffle and (self.shuffle != g or g < 2 or self.nhwc or self.residual or
+                             not self._pointwise(1)):
+            self.malformed(f"shuffle_groups={self.shuffle} needs a pointwise NCHW "
+                           f"convolution of as many groups (groups {g})")
         if self.residual:
             self._check_residual()
-            if not self._pointwise(g):
+            if not self._pointwise(1) or g > 1 and g == C:
                 self.fail("a residual input needs a pointwise (1x1, stride 1) convolution")
         self.impl = impl = self._choose(w, g)
         self.mode, self.scratch, self.act_fused = impl.mode, impl.scratch, impl.act_fused
@@ -125,6 +131,8 @@ class Conv(ConvWeights, Spatial):
         the native rule (:meth:`_native_rule`) where the C kernel takes the
         geometry, else the packed SGEMM band by band (:meth:`_banded`), else
         NumPy / BLAS: the depthwise tap loop, the 1x1 matmul or im2col."""
+        if self.shuffle or self.residual and g > 1:     # (NHWC grouped: im2col's matmul)
+            return (Im2col if self.nhwc else Pointwise)(self, w)
         if self._native_rule(g):
             weights, groups = ohwi(self, w, g)
             # geometry the C kernel cannot take (e.g. a pad beyond its range):

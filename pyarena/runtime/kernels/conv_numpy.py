@@ -46,6 +46,8 @@ class NumpyPath:
             self.bias = lender.bias
         elif k.has(2):
             b = k.const(2, "bias").astype(k.dtype, copy=False)
+            if k.shuffle:       # channel j of group g is written at j*G + g
+                b = np.ascontiguousarray(b.reshape(k.G, -1).T).reshape(-1)
             self.bias = k.keep(b if k.nhwc else b.reshape(-1, 1, 1))
         self._setup_epilogue(lender)
 
@@ -99,7 +101,10 @@ class NumpyPath:
 class Pointwise(NumpyPath):
     """1x1, stride 1, unpadded; grouped NCHW too: group g reads channels
     [g*C/G, (g+1)*C/G), a contiguous block, so one batched matmul over x as
-    it is (no im2col copy: ShuffleNet's 4-group 1x1 layers)."""
+    it is (no im2col copy: ShuffleNet's 4-group 1x1 layers).  With a fused
+    channel shuffle (``shuffle_groups``, runtime/fusion.py) group g's
+    channel j is written at j*G + g: the matmul's output is a strided view
+    (rows G planes apart, which BLAS takes as they are)."""
 
     mode = "1x1"
 
@@ -116,8 +121,9 @@ class Pointwise(NumpyPath):
         if k.nhwc:
             np.matmul(xn.reshape(-1, k.c_in), self.wm.T, out=yn.reshape(-1, cout))
         elif k.G > 1:
-            np.matmul(self.wm, xn.reshape(k.G, k.c_in // k.G, -1),
-                      out=yn.reshape(k.G, cout // k.G, -1))
+            out = yn.reshape(cout // k.G, k.G, -1).transpose(1, 0, 2) if k.shuffle else \
+                yn.reshape(k.G, cout // k.G, -1)
+            np.matmul(self.wm, xn.reshape(k.G, k.c_in // k.G, -1), out=out)
         else:
             np.matmul(self.wm, xn.reshape(k.c_in, -1), out=yn.reshape(cout, -1))
 
