@@ -5107,7 +5107,7 @@ MUTANTS += [
       "a float16 Erf evaluates its formula in float16 and leaves [-1, 1]",
       ("tests/runtime/test_dtypes_against_onnxruntime.py",)),
     M("resize-int-ort-formula-off", "pyarena/runtime/kernels/resize.py",
-      "        if self.ort2d is not None:\n            self._run_ort_bilinear(src, ys[0], sc[-2])\n            return\n",
+      "        if self.ort2d is not None:\n            _run_ort_bilinear(self, src, ys[0], sc[-2])\n            return\n",
       "",
       "an integer bilinear resize blends axis by axis: a unit off onnxruntime's values",
       ("tests/runtime/test_dtypes_against_onnxruntime.py",)),

@@ -178,49 +178,10 @@ class Resize(Kernel):
             specs += [(tuple(xs), self.work), (self.shapes[-1], self.work)]
         self.scratch = specs
         self.linear = mode != "nearest"
-        self.ort2d = self._ort_bilinear_taps(mode, ctm, xs, ys, scales, crop, band)
+        self.ort2d = _ort_bilinear_taps(self, mode, ctm, xs, ys, scales, crop, band)
         self.native = self._setup_native(mode, xs, ys)
         if self.native:
             self.scratch = []
-
-    def _ort_bilinear_taps(self, mode, ctm, xs, ys, scales, crop, band):
-        """An integer NCHW tensor resized linearly over H and / or W:
-        onnxruntime's UpsampleBilinear tables (upsample.cc), so its values
-        to the last unit -- float32 source coordinates, the weights
-        |c - i1| and |c - i2| (0.5 and 0.5 where the two taps are one
-        pixel), and per output ``(dx2 dy2) X11 + (dx1 dy2) X21 + (dx2 dy1)
-        X12 + (dx1 dy1) X22`` truncated.  None for anything else."""
-        if self.work == self.dtype or mode != "linear" or len(xs) != 4 or crop is not None \
-                or band is not None or self.antialias or self.extrap or \
-                {ax for ax, _ in self.plan} - {2, 3} or ctm not in _ORT_COORDS:
-            return None
-        f = np.float32
-        tabs = []
-        for ax in (2, 3):
-            n_in, n_out, sc = xs[ax], ys[ax], f(scales[ax])
-            o = np.arange(n_out, dtype=f)
-            c = o if sc == 1 else _ORT_COORDS[ctm](o, sc, f(n_out), f(n_in))
-            c = np.clip(c.astype(f), f(0), f(n_in - 1))
-            i1 = np.minimum(c.astype(np.intp), n_in - 1)
-            i2 = np.minimum(i1 + 1, n_in - 1)
-            d1, d2 = np.abs(c - i1.astype(f)), np.abs(c - i2.astype(f))
-            same = i1 == i2
-            d1[same], d2[same] = 0.5, 0.5
-            tabs.append((self.keep(i1), self.keep(i2), d1, d2))
-        (y1, y2, dy1, dy2), (x1, x2, dx1, dx2) = tabs
-        w = [self.keep(np.multiply.outer(a, b).astype(f)) for a, b in
-             ((dy2, dx2), (dy2, dx1), (dy1, dx2), (dy1, dx1))]
-        return (y1, y2, x1, x2, w)
-
-    def _run_ort_bilinear(self, x, y, xf):
-        y1, y2, x1, x2, (w11, w21, w12, w22) = self.ort2d
-        np.copyto(xf, x)
-        acc = w11 * xf[:, :, y1][:, :, :, x1]
-        acc += w21 * xf[:, :, y1][:, :, :, x2]
-        acc += w12 * xf[:, :, y2][:, :, :, x1]
-        acc += w22 * xf[:, :, y2][:, :, :, x2]
-        np.trunc(acc, out=acc)
-        np.copyto(y, acc, casting="unsafe")
 
     def _setup_native(self, mode, xs, ys):
         """Nearest / linear over the two spatial axes of a 4-D float32
@@ -394,7 +355,7 @@ class Resize(Kernel):
             np.copyto(ys[0], src)
             return
         if self.ort2d is not None:
-            self._run_ort_bilinear(src, ys[0], sc[-2])
+            _run_ort_bilinear(self, src, ys[0], sc[-2])
             return
         k = 0
         last = ys[0]
@@ -429,3 +390,43 @@ class Resize(Kernel):
                 y[pre + (slice(0, lo),)].fill(self.extrap_value)
             if hi < y.shape[ax]:
                 y[pre + (slice(hi, None),)].fill(self.extrap_value)
+
+
+def _ort_bilinear_taps(k, mode, ctm, xs, ys, scales, crop, band):
+    """An integer NCHW tensor resized linearly over H and / or W:
+    onnxruntime's UpsampleBilinear tables (upsample.cc), so its values
+    to the last unit -- float32 source coordinates, the weights
+    |c - i1| and |c - i2| (0.5 and 0.5 where the two taps are one
+    pixel), and per output ``(dx2 dy2) X11 + (dx1 dy2) X21 + (dx2 dy1)
+    X12 + (dx1 dy1) X22`` truncated.  None for anything else."""
+    if k.work == k.dtype or mode != "linear" or len(xs) != 4 or crop is not None \
+            or band is not None or k.antialias or k.extrap or \
+            {ax for ax, _ in k.plan} - {2, 3} or ctm not in _ORT_COORDS:
+        return None
+    f = np.float32
+    tabs = []
+    for ax in (2, 3):
+        n_in, n_out, sc = xs[ax], ys[ax], f(scales[ax])
+        o = np.arange(n_out, dtype=f)
+        c = o if sc == 1 else _ORT_COORDS[ctm](o, sc, f(n_out), f(n_in))
+        c = np.clip(c.astype(f), f(0), f(n_in - 1))
+        i1 = np.minimum(c.astype(np.intp), n_in - 1)
+        i2 = np.minimum(i1 + 1, n_in - 1)
+        d1, d2 = np.abs(c - i1.astype(f)), np.abs(c - i2.astype(f))
+        same = i1 == i2
+        d1[same], d2[same] = 0.5, 0.5
+        tabs.append((k.keep(i1), k.keep(i2), d1, d2))
+    (y1, y2, dy1, dy2), (x1, x2, dx1, dx2) = tabs
+    w = [k.keep(np.multiply.outer(a, b).astype(f)) for a, b in
+         ((dy2, dx2), (dy2, dx1), (dy1, dx2), (dy1, dx1))]
+    return (y1, y2, x1, x2, w)
+
+def _run_ort_bilinear(k, x, y, xf):
+    y1, y2, x1, x2, (w11, w21, w12, w22) = k.ort2d
+    np.copyto(xf, x)
+    acc = w11 * xf[:, :, y1][:, :, :, x1]
+    acc += w21 * xf[:, :, y1][:, :, :, x2]
+    acc += w12 * xf[:, :, y2][:, :, :, x1]
+    acc += w22 * xf[:, :, y2][:, :, :, x2]
+    np.trunc(acc, out=acc)
+    np.copyto(y, acc, casting="unsafe")
