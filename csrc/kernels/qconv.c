@@ -7,7 +7,9 @@
  * in (kh, kw, channel) order -- signed inputs flipped to unsigned, padding
  * written as the input zero point -- unless the convolution reads its rows
  * straight from the input (NHWC, 1x1, no top/left padding and windows
- * inside the image, one group: each pixel's channels are its row).  The
+ * inside the image, one group: each pixel's channels are its row); NCHW
+ * convolutions that are 1x1 or have short rows take the panel path of
+ * qconv_nchw.c instead (pixels as the vector lanes, no transposes).  The
  * tile (qconv.h) multiplies QC_MR rows by two blocks of QC_NR output
  * channels of the weights packed by pa_qconv2d_pack.  With u the unsigned
  * row bytes, zu their zero point, s the stored weights and sz theirs:
@@ -139,6 +141,8 @@ size_t pa_qconv2d_scratch_size(const pa_qconv2d_t *q) {
         return (size_t)-1;
     if (qc_depthwise(q))
         return dw_scratch_bytes(q);
+    if (_pa_qc_nchw_takes(q))
+        return _pa_qc_nchw_scratch(q);
     qc_dims_t d = qc_dims(q);
     int64_t mb = qc_block(q, &d);
     size_t sums = round64((size_t)mb * 4) + nchw_copy_bytes(q);
@@ -226,10 +230,7 @@ static qc_out_t qc_out(const pa_qconv2d_t *q) {
 
 /* MlasRequantizeOutput's arithmetic for one value (see the top). */
 PA_INLINE int32_t qc_requant(int32_t acc, float scale, const qc_out_t *o) {
-    float f = (float)acc * scale;
-    f = f < o->lo ? o->lo : f;
-    f = f > o->hi ? o->hi : f;
-    return _pa_round_half_even(f) + o->zp;
+    return _pa_qc_requant(acc, scale, o->lo, o->hi, o->zp);
 }
 
 PA_INLINE void qc_store(void *y, int64_t i, int32_t acc, float scale, const qc_out_t *o) {
@@ -527,6 +528,18 @@ static size_t nchw_copy_bytes(const pa_qconv2d_t *q) {
     return c->layout == PA_LAYOUT_NCHW ? round64((size_t)(c->c_in * c->h * c->w)) : 0;
 }
 
+/* The NCHW panel path (qconv_nchw.c) with this run's arrays. */
+static void nchw_run(const qc_run_t *R, const uint8_t *x, void *y, void *scratch, int isa) {
+    _pa_qc_gemm_t G;
+    G.q = R->q;
+    G.K = R->d.K, G.kq = R->d.kq, G.G = R->d.G, G.cog = R->d.cog, G.nbk = R->d.nbk;
+    G.hwo = R->d.hwo;
+    G.w = R->w, G.bias = R->bias, G.colsum = R->colsum, G.zp = R->zp, G.scale = R->scale;
+    G.xo = R->xo, G.zu = R->zu, G.need_rs = R->need_rs;
+    G.y_type = R->out.type, G.lo = R->out.lo, G.hi = R->out.hi, G.y_zp = R->out.zp;
+    _pa_qc_nchw_run(&G, x, y, scratch, isa);
+}
+
 static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
                      void *scratch, _pa_qc_tile_fn tile) {
     qc_run_t R;
@@ -546,6 +559,10 @@ static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x
     for (size_t l = 0; l < lanes(&R.d); l++)
         R.need_rs |= R.zp[l] != 0;
     R.direct = qc_direct(q);
+    if (_pa_qc_nchw_takes(q)) {
+        nchw_run(&R, x, y, scratch, tile == qc_tile_portable ? 0 : 1);
+        return;
+    }
     const pa_conv2d_t *c = &q->conv;
     int64_t mb = qc_block(q, &R.d), plane = c->h * c->w;
     int32_t *rs = (int32_t *)scratch;

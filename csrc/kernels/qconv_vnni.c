@@ -75,6 +75,67 @@ VNNI static void tile_vnni(const uint8_t *const *rows, int mr, int64_t k, const 
 
 const _pa_qc_tile_fn _pa_qc_tile_vnni = tile_vnni;
 
+/* The NCHW panel tile (qconv.h): MR channels x NV vectors of 16 pixels,
+ * each step of 4 bytes of K one load per vector and one broadcast weight
+ * word per channel, MR * NV vpdpbusd (the activations unsigned, the
+ * weights signed, as the instruction takes them). */
+VNNI static inline __attribute__((always_inline)) void
+ptile_body(const uint8_t *panel, int64_t kq, const int8_t *w, const int MR, const int NV,
+           int32_t acc[QC_PMR][QC_PX]) {
+    __m512i c[QC_PMR][3];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            c[r][v] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < kq; g++) {
+        const uint8_t *a = panel + g * QC_PX * 4;
+        const int8_t *wg = w + g * QC_NR * 4;
+        __m512i av[3];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            av[v] = _mm512_loadu_si512((const void *)(a + 64 * v));
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            int32_t wv;
+            memcpy(&wv, wg + 4 * r, 4);
+            const __m512i b = _mm512_set1_epi32(wv);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; v++)
+                c[r][v] = _mm512_dpbusd_epi32(c[r][v], av[v], b);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            _mm512_storeu_si512((void *)(acc[r] + 16 * v), c[r][v]);
+}
+
+#define PTILE(MR, NV)                                                                        \
+    VNNI static void ptile_##MR##_##NV(const uint8_t *panel, int64_t kq, const int8_t *w,    \
+                                       int32_t acc[QC_PMR][QC_PX]) {                         \
+        ptile_body(panel, kq, w, MR, NV, acc);                                               \
+    }
+PTILE(8, 3)
+PTILE(8, 2)
+PTILE(8, 1)
+PTILE(4, 3)
+PTILE(4, 2)
+PTILE(4, 1)
+#undef PTILE
+
+VNNI static void ptile_vnni(const uint8_t *panel, int64_t kq, const int8_t *w, int mr, int npx,
+                            int32_t acc[QC_PMR][QC_PX]) {
+    int nv = (npx + 15) / 16;
+    if (mr > 4)
+        (nv == 3 ? ptile_8_3 : nv == 2 ? ptile_8_2 : ptile_8_1)(panel, kq, w, acc);
+    else
+        (nv == 3 ? ptile_4_3 : nv == 2 ? ptile_4_2 : ptile_4_1)(panel, kq, w, acc);
+}
+
+const _pa_qc_ptile_fn _pa_qc_ptile_vnni = ptile_vnni;
+
 /* The first n (1..16) of 16 input bytes at column stride sw (1 or 2)
  * from p, widened to int32 (signed or not); the lanes past n are 0.  Masked
  * loads: nothing past the last byte used is read (stride 2 keeps the even
@@ -114,6 +175,7 @@ const _pa_qc_dw_fn _pa_qc_dw_vnni = dw_interior_vnni;
 #else
 
 const _pa_qc_tile_fn _pa_qc_tile_vnni = 0;
+const _pa_qc_ptile_fn _pa_qc_ptile_vnni = 0;
 const _pa_qc_dw_fn _pa_qc_dw_vnni = 0;
 
 #endif
