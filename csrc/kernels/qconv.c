@@ -25,6 +25,9 @@
  * tap in the padding adds 0): per band of output rows the input rows are
  * centred into int16 pixel-major rows with zero padding, then each pixel
  * sums its taps over a block of channels (both layouts; see the path).
+ * The VNNI variant takes NCHW layers at stride 1 or 2 plane by plane
+ * (qconv_vnni.c: each channel's band of rows centred and padded, output
+ * rows of 16 columns per register, requantized in registers).
  *
  * The requantization is onnxruntime's MlasRequantizeOutput
  * (onnxruntime/core/mlas/lib/quantize.cpp): float(acc) * scale, clamped
@@ -637,6 +640,29 @@ static qc_dw_geo_t dw_geo(const pa_qconv2d_t *q) {
     return g;
 }
 
+/* The NCHW plane path's geometry (qconv.h; the VNNI variant's): bands of
+ * output rows whose input rows take at most QC_DW_PLANE_BYTES; 0 where
+ * it does not apply (NHWC, a stride past 2, one output row's input rows
+ * past QC_DW_BAND_MAX bytes). */
+#define QC_DW_PLANE_BYTES (64 << 10)
+
+static int dw_plane_geo(const pa_qconv2d_t *q, _pa_qc_plane_t *g) {
+    const pa_conv2d_t *c = &q->conv;
+    int64_t a, b, all;
+    if (c->layout != PA_LAYOUT_NCHW || c->sw > 2 || c->sh > 2 || c->w_out < 1 ||
+        c->h_out < 1 || __builtin_mul_overflow(c->w_out - 1, c->sw, &a) ||
+        __builtin_mul_overflow(c->kw - 1, c->dw, &b) || __builtin_add_overflow(a, b + 1, &g->wp) ||
+        __builtin_mul_overflow(c->kh - 1, c->dh, &a) || __builtin_mul_overflow(a + 1, g->wp, &all) ||
+        (all + QC_DW_SLACK) * 2 > QC_DW_BAND_MAX)
+        return 0;
+    g->rows = 1;
+    while (g->rows < c->h_out &&
+           (dw_rows_in(c, g->rows + 1) * g->wp + QC_DW_SLACK) * 2 <= QC_DW_PLANE_BYTES)
+        g->rows++;
+    g->rows_in = dw_rows_in(c, g->rows);
+    return 1;
+}
+
 /* An NCHW convolution whose output rows are wide enough for the row path
  * (runs of QC_NR output columns per tap, no transposition). */
 static int dw_by_rows(const pa_qconv2d_t *q) {
@@ -646,9 +672,15 @@ static int dw_by_rows(const pa_qconv2d_t *q) {
 
 static size_t dw_scratch_bytes(const pa_qconv2d_t *q) {
     qc_dw_geo_t g = dw_geo(q);
-    if (dw_by_rows(q) || !g.rows)        /* the pixel and row paths' accumulators */
-        return (size_t)(q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out) * 4;
-    return (size_t)(g.rows_in * g.wp * q->conv.c_in) * 2;
+    _pa_qc_plane_t pg;
+    size_t n = dw_by_rows(q) || !g.rows      /* the pixel and row paths' accumulators */
+                   ? (size_t)(q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out) * 4
+                   : (size_t)(g.rows_in * g.wp * q->conv.c_in) * 2;
+    if (dw_plane_geo(q, &pg)) {             /* (the VNNI variant's plane path) */
+        size_t p = (size_t)(pg.rows_in * pg.wp + QC_DW_SLACK) * 2;
+        n = p > n ? p : n;
+    }
+    return n;
 }
 
 /* The band's input rows from input row ih0 on (rows before 0 or past the
@@ -892,13 +924,18 @@ static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
 }
 
 static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
-                   void *scratch, _pa_qc_dw_fn interior) {
+                   void *scratch, _pa_qc_dw_fn interior, _pa_qc_dwplane_fn plane) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in, taps = c->kh * c->kw;
     const int16_t *wc = (const int16_t *)packed;
     const int32_t *bias = (const int32_t *)((const char *)packed + round64((size_t)(C * taps) * 2));
     const float *scale = (const float *)(bias + round64((size_t)C * 4) / 4);
     const qc_dw_geo_t g = dw_geo(q);
+    _pa_qc_plane_t pg;
+    if (plane && dw_plane_geo(q, &pg)) {
+        plane(q, &pg, wc, bias, scale, x, y, (int16_t *)scratch);
+        return;
+    }
     if (dw_by_rows(q) || (!g.rows && q->conv.layout == PA_LAYOUT_NCHW)) {
         dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch, interior);
         return;
@@ -932,7 +969,8 @@ pa_status_t _pa_qconv2d_run_isa(const pa_qconv2d_t *q, const void *packed, const
     if (isa == 1 && !_pa_avx512vnni_usable())
         return PA_ERR_STATE;
     if (qc_depthwise(q))
-        dw_run(q, packed, (const uint8_t *)x, y, scratch, isa == 1 ? _pa_qc_dw_vnni : NULL);
+        dw_run(q, packed, (const uint8_t *)x, y, scratch, isa == 1 ? _pa_qc_dw_vnni : NULL,
+               isa == 1 ? _pa_qc_dwplane_vnni : NULL);
     else
         gemm_run(q, packed, (const uint8_t *)x, y, scratch,
                  isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable);

@@ -51,11 +51,29 @@ typedef void (*_pa_qc_dw_fn)(int32_t *acc, const uint8_t *const *rows, const int
 typedef void (*_pa_qc_ptile_fn)(const uint8_t *panel, int64_t kq, const int8_t *w, int mr,
                                 int npx, int32_t acc[QC_PMR][QC_PX]);
 
+/* The NCHW depthwise plane path: per channel and band of output rows,
+ * the input rows it reads as int16 values x - x_zp with the padding as 0
+ * (wp columns, rows_in rows, then QC_DW_SLACK values a vector may read
+ * past the last), so each output row is runs of 16 columns summing their
+ * taps with no bounds test, requantized in registers; stride 1 or 2. */
+#define QC_DW_SLACK 64
+typedef struct _pa_qc_plane {
+    int64_t wp, rows, rows_in;
+} _pa_qc_plane_t;
+
+/* y (NCHW) = the depthwise convolution of x over plane geometry g; wc,
+ * bias, scale: the packed depthwise weights (qconv.c); buf: rows_in * wp
+ * + QC_DW_SLACK int16 values. */
+typedef void (*_pa_qc_dwplane_fn)(const pa_qconv2d_t *q, const _pa_qc_plane_t *g,
+                                  const int16_t *wc, const int32_t *bias, const float *scale,
+                                  const uint8_t *x, void *y, int16_t *buf);
+
 /* qconv_vnni.c: the AVX-512 VNNI tiles and depthwise interior (NULL where
  * not built). */
 extern const _pa_qc_tile_fn _pa_qc_tile_vnni;
 extern const _pa_qc_ptile_fn _pa_qc_ptile_vnni;
 extern const _pa_qc_dw_fn _pa_qc_dw_vnni;
+extern const _pa_qc_dwplane_fn _pa_qc_dwplane_vnni;
 
 /* What qconv.c's GEMM driver hands the NCHW panel path: the geometry's
  * counts, the packed arrays (qconv.c, pa_qconv2d_pack), the activations'

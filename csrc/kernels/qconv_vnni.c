@@ -172,10 +172,105 @@ VNNI static void dw_interior_vnni(int32_t *acc, const uint8_t *const *rows, cons
 
 const _pa_qc_dw_fn _pa_qc_dw_vnni = dw_interior_vnni;
 
+/* The NCHW depthwise plane path (qconv.h): rows [ih0, ih0 + nrows) of one
+ * channel's plane as int16 x - x_zp at column pad_left + iw of rows of wp
+ * values, the rest (padding, rows outside the image, the slack) 0. */
+VNNI static void plane_fill(const pa_qconv2d_t *q, const _pa_qc_plane_t *g, const uint8_t *plane,
+                            int64_t ih0, int64_t nrows, int16_t *buf) {
+    const pa_conv2d_t *c = &q->conv;
+    const int sgn = q->x_type == PA_Q_S8;
+    const __m256i z = _mm256_set1_epi16((short)q->x_zp);
+    memset(buf, 0, (size_t)(nrows * g->wp + QC_DW_SLACK) * 2);
+    const int64_t cols = g->wp - c->pad_left < c->w ? g->wp - c->pad_left : c->w;
+    const int64_t iw0 = c->pad_left < 0 ? -c->pad_left : 0;
+    for (int64_t b = 0; b < nrows; b++) {
+        int64_t ih = ih0 + b;
+        if (ih < 0 || ih >= c->h)
+            continue;
+        const uint8_t *src = plane + ih * c->w;
+        int16_t *d = buf + b * g->wp + c->pad_left;
+        for (int64_t iw = iw0; iw < cols; iw += 16) {
+            int64_t n = cols - iw < 16 ? cols - iw : 16;
+            __mmask16 mk = (__mmask16)((1u << n) - 1u);
+            __m128i v = _mm_maskz_loadu_epi8(mk, src + iw);
+            __m256i e = sgn ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+            _mm256_mask_storeu_epi16(d + iw, mk, _mm256_sub_epi16(e, z));
+        }
+    }
+}
+
+/* One output row of one channel from its band rows `row` (the first tap's
+ * row): 16 columns per register over every tap, then requantized as
+ * MlasRequantizeOutput (float32 product, clamp, round half to even: the
+ * vector conversion in its nearest-even mode is the scalar trick for
+ * these small values) and stored. */
+VNNI static void plane_row(const pa_qconv2d_t *q, const int16_t *row, const int64_t *off,
+                           const int32_t *wt, int64_t taps, int32_t bias, float scale,
+                           void *yrow) {
+    const pa_conv2d_t *c = &q->conv;
+    const int s2 = c->sw == 2, s32 = q->y_type == PA_Q_S32;
+    const __m512 lo = _mm512_set1_ps((float)((int64_t)q->y_lo - q->y_zp));
+    const __m512 hi = _mm512_set1_ps((float)((int64_t)q->y_hi - q->y_zp));
+    const __m512i zp = _mm512_set1_epi32(q->y_zp);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int64_t ow = 0; ow < c->w_out; ow += 16) {
+        int64_t n = c->w_out - ow < 16 ? c->w_out - ow : 16;
+        __mmask16 mk = (__mmask16)((1u << n) - 1u);
+        __m512i acc = _mm512_set1_epi32(bias);
+        const int16_t *base = row + ow * c->sw;
+        for (int64_t t = 0; t < taps; t++) {
+            const int16_t *p = base + off[t];
+            __m512i v = s2 ? _mm512_srai_epi32(
+                                 _mm512_slli_epi32(_mm512_loadu_si512((const void *)p), 16), 16)
+                           : _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)p));
+            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(v, _mm512_set1_epi32(wt[t])));
+        }
+        if (s32) {
+            _mm512_mask_storeu_epi32((int32_t *)yrow + ow, mk, acc);
+            continue;
+        }
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc);
+        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+        __m512i r = _mm512_add_epi32(
+            _mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+        _mm_mask_storeu_epi8((uint8_t *)yrow + ow, mk, _mm512_cvtepi32_epi8(r));
+    }
+}
+
+VNNI static void dwplane_vnni(const pa_qconv2d_t *q, const _pa_qc_plane_t *g, const int16_t *wc,
+                              const int32_t *bias, const float *scale, const uint8_t *x, void *y,
+                              int16_t *buf) {
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in, taps = c->kh * c->kw, esize = q->y_type == PA_Q_S32 ? 4 : 1;
+    int64_t off[PA_DW_MAX_TAPS];
+    int32_t wt[PA_DW_MAX_TAPS];
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t j = 0; j < c->kw; j++)
+            off[i * c->kw + j] = i * c->dh * g->wp + j * c->dw;
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            const uint8_t *plane = x + (n * C + ch) * c->h * c->w;
+            for (int64_t t = 0; t < taps; t++)
+                wt[t] = wc[t * C + ch];
+            for (int64_t r0 = 0; r0 < c->h_out; r0 += g->rows) {
+                int64_t r1 = r0 + g->rows < c->h_out ? r0 + g->rows : c->h_out;
+                plane_fill(q, g, plane, r0 * c->sh - c->pad_top,
+                           (r1 - r0 - 1) * c->sh + (c->kh - 1) * c->dh + 1, buf);
+                for (int64_t oh = r0; oh < r1; oh++)
+                    plane_row(q, buf + (oh - r0) * c->sh * g->wp, off, wt, taps, bias[ch],
+                              scale[ch],
+                              (char *)y + (((n * C + ch) * c->h_out + oh) * c->w_out) * esize);
+            }
+        }
+}
+
+const _pa_qc_dwplane_fn _pa_qc_dwplane_vnni = dwplane_vnni;
+
 #else
 
 const _pa_qc_tile_fn _pa_qc_tile_vnni = 0;
 const _pa_qc_ptile_fn _pa_qc_ptile_vnni = 0;
 const _pa_qc_dw_fn _pa_qc_dw_vnni = 0;
+const _pa_qc_dwplane_fn _pa_qc_dwplane_vnni = 0;
 
 #endif

@@ -130,17 +130,21 @@ def test_native_path_is_onnxruntime_bit_for_bit(tmp_path, c):
 #: NCHW layers of the 8-bit convolution's panel path (kernels/qconv_nchw.c)
 #: larger than the random cases: ShuffleNet's grouped 1x1 layers, a first
 #: 3x3 layer of 3 channels at stride 2, a 1x1 at stride 2, a wide 1x1
-#: (several pixel blocks); (groups, cin, cout, k, stride, pad, h, w)
-PANEL_CASES = [(4, 136, 136, 1, 1, 0, 28, 28), (1, 3, 24, 3, 2, 1, 67, 61),
-               (1, 24, 40, 1, 2, 0, 30, 31), (1, 160, 20, 1, 1, 0, 45, 33),
-               (3, 12, 9, 3, 1, 1, 19, 23)]
+#: (several pixel blocks); and depthwise ones of the VNNI plane path
+#: (kernels/qconv_vnni.c: 3x3 at stride 1 and 2, 5x5, a plane of two
+#: bands); (groups, cin, cout, k, stride, pad, h, w)
+NCHW_CASES = [(4, 136, 136, 1, 1, 0, 28, 28), (1, 3, 24, 3, 2, 1, 67, 61),
+              (1, 24, 40, 1, 2, 0, 30, 31), (1, 160, 20, 1, 1, 0, 45, 33),
+              (3, 12, 9, 3, 1, 1, 19, 23),
+              (136, 136, 136, 3, 1, 1, 28, 28), (24, 24, 24, 3, 2, 1, 57, 41),
+              (40, 40, 40, 5, 1, 2, 20, 21), (2, 2, 2, 3, 1, 1, 300, 140)]
 
 
-@pytest.mark.parametrize("geo", PANEL_CASES)
+@pytest.mark.parametrize("geo", NCHW_CASES)
 @pytest.mark.parametrize("xdt,wdt,per_channel", [(np.uint8, np.int8, False),
                                                  (np.uint8, np.uint8, True),
                                                  (np.int8, np.int8, True)])
-def test_nchw_panel_path_is_numpy_and_onnxruntime(tmp_path, geo, xdt, wdt, per_channel):
+def test_nchw_paths_are_numpy_and_onnxruntime(tmp_path, geo, xdt, wdt, per_channel):
     g, cin, cout, k, stride, pad, h, w = geo
     c = dict(qlinear=True, g=g, cin=cin, cout=cout, k=k, stride=stride, dil=1,
              pads=[pad] * 4, h=h, w=w, n=1, xdt=xdt, wdt=wdt, wzp_per_channel=per_channel,

@@ -5066,4 +5066,8 @@ MUTANTS += [
       "    int nv = (npx + 15) / 16;",
       "    int nv = npx > 16 ? npx / 16 : 1;",
       "the NCHW panel's VNNI tile leaves a tile's last partial vector of pixels out", QCONV),
+    M("qconv-dwplane-round-truncates", "csrc/kernels/qconv_vnni.c",
+      "            _mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);",
+      "            _mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), zp);",
+      "the VNNI depthwise plane path truncates instead of rounding half to even", QCONV),
 ]

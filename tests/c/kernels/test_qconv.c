@@ -179,6 +179,8 @@ static void test_qconv_depthwise_paths(void) {
         {37, 70, 70, 3, 2, 1, 1, 0},  /* taller than one band (256 KiB) */
         {200, 2, 96, 5, 1, 1, 2, 0},  /* two rows, most taps in the padding */
         {24, 30, 30, 3, 1, 1, 1, 0},
+        {3, 300, 130, 3, 1, 1, 1, 0}, /* NCHW on VNNI: two bands of the plane path */
+        {2, 1001, 70, 5, 2, 1, 2, 0}, /* ... three at stride 2 */
         {18, 5, 6, 3, 1, 5000, 5000, 0},  /* rows of 10^4 pixels of 18 channels
                                              x 3 kernel rows: past 16 MiB */
     };
