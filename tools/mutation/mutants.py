@@ -5070,4 +5070,8 @@ MUTANTS += [
       "            _mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);",
       "            _mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), zp);",
       "the VNNI depthwise plane path truncates instead of rounding half to even", QCONV),
+    M("qlookup-vbmi-halves-swapped", "csrc/kernels/qlookup_vbmi.c",
+      "        __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi);",
+      "        __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), hi, lo);",
+      "the VBMI table lookup reads bytes 128-255 from the table's first half", QBIN_C),
 ]
