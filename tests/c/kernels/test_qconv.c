@@ -211,6 +211,34 @@ static void test_qconv_depthwise_paths(void) {
             }
 }
 
+/* An NCHW depthwise layer whose input rows the VNNI plane path refuses
+ * (a 3x1 kernel dilated by 2000: 4001 rows of 2100 columns, past 16 MiB
+ * of int16) runs on the row path, its interior columns on the VNNI
+ * interior kernel (a last tile of 4 columns), in every output type. */
+static void test_qconv_depthwise_row_interior(void) {
+    int vnni = 0;
+    for (int yt = 0; yt < 3; yt++) {
+        pa_qconv2d_t q;
+        memset(&q, 0, sizeof q);
+        pa_conv2d_t *c = &q.conv;
+        c->layout = PA_LAYOUT_NCHW;
+        c->n = 1, c->groups = c->c_in = c->c_out = 2;
+        c->h = 4003, c->w = 2100, c->kh = 3, c->kw = 1, c->sh = c->sw = 1;
+        c->dh = 2000, c->dw = 1;
+        c->h_out = 3, c->w_out = 2100;
+        q.x_type = yt == 1 ? PA_Q_S8 : PA_Q_U8;
+        q.w_type = PA_Q_S8;
+        q.y_type = (pa_qtype_t)yt;
+        q.x_zp = lo_of(q.x_type) + (int32_t)upto(256);
+        if (q.y_type != PA_Q_S32) {
+            q.y_zp = lo_of(q.y_type) + (int32_t)upto(256);
+            q.y_lo = lo_of(q.y_type);
+            q.y_hi = lo_of(q.y_type) + 255;
+        }
+        check_case(&q, 900 + yt, &vnni);
+    }
+}
+
 /* NCHW geometries of the panel path (qconv_nchw.c): 1x1 layers read from
  * the planes (one group and several, channels not a multiple of 4, output
  * channels past one tile of 8 with a tail), 1x1 at stride 2, short-row
@@ -348,6 +376,7 @@ int main(void) {
     RUN(test_qconv_matches_reference);
     RUN(test_qconv_depthwise_paths);
     RUN(test_qconv_nchw_panel_paths);
+    RUN(test_qconv_depthwise_row_interior);
     RUN(test_qconv_zero_point_changes_between_runs);
     RUN(test_qconv_refuses_bad_input);
     return pa_test_report();
