@@ -19,8 +19,6 @@ UNMUTATED = {
     "csrc/status.c": "a table of status strings",
     "csrc/pyarena.h": "the public header: declarations and constants",
     "csrc/checksum.h": "declarations of checksum.c's two variants, for its C test",
-    "csrc/kernels/qconv.h": "declarations and the tile's two sizes, which the VNNI "
-                            "tile's registers fix",
     "csrc/alloc/internal.h": "the page size and the OS layer's declarations",
     "csrc/alloc/page_heap.h": "declarations; its one inline function builds an iterator",
     "csrc/plan/internal.h": "declarations",

@@ -29,9 +29,21 @@ int _pa_avx512vnni_usable(void) {
     return usable;
 }
 
+int _pa_avx512vbmi_usable(void) {
+    static int usable = -1;
+    if (usable < 0) {
+        __builtin_cpu_init();
+        usable = _pa_avx512_usable() && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
+    }
+    return usable;
+}
+
 #else
 
 int _pa_avx512_usable(void) { return 0; }
+
+int _pa_avx512vbmi_usable(void) { return 0; }
 
 int _pa_avx512vnni_usable(void) { return 0; }
 

@@ -62,6 +62,13 @@ PA_VNNI_TARGET static inline uint32_t _pa_load4(const uint8_t *p, int64_t n) {
  * once). */
 int _pa_avx512_usable(void);
 
+/* cpu.c: 1 where _pa_avx512_usable and the processor has AVX512-VBMI
+ * (byte permutes across a register); qlookup_vbmi.c: y[i] = table[x[i]]
+ * for i < n with it (NULL where not built). */
+int _pa_avx512vbmi_usable(void);
+typedef void (*_pa_lookup256_fn)(const uint8_t *table, const uint8_t *x, uint8_t *y, int64_t n);
+extern const _pa_lookup256_fn _pa_lookup256_vbmi;
+
 /* What a variant supplies to the depthwise convolution (dwconv.c runs
  * it; the jobs and the walks: dwconv.h).  Where neither its blocks nor its
  * bands take a geometry, dwconv.c's portable kernels for the remaining

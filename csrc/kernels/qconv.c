@@ -7,7 +7,9 @@
  * in (kh, kw, channel) order -- signed inputs flipped to unsigned, padding
  * written as the input zero point -- unless the convolution reads its rows
  * straight from the input (NHWC, 1x1, no top/left padding and windows
- * inside the image, one group: each pixel's channels are its row).  The
+ * inside the image, one group: each pixel's channels are its row); NCHW
+ * convolutions that are 1x1 or have short rows take the panel path of
+ * qconv_nchw.c instead (pixels as the vector lanes, no transposes).  The
  * tile (qconv.h) multiplies QC_MR rows by two blocks of QC_NR output
  * channels of the weights packed by pa_qconv2d_pack.  With u the unsigned
  * row bytes, zu their zero point, s the stored weights and sz theirs:
@@ -23,6 +25,9 @@
  * tap in the padding adds 0): per band of output rows the input rows are
  * centred into int16 pixel-major rows with zero padding, then each pixel
  * sums its taps over a block of channels (both layouts; see the path).
+ * The VNNI variant takes NCHW layers at stride 1 or 2 plane by plane
+ * (qconv_vnni.c: each channel's band of rows centred and padded, output
+ * rows of 16 columns per register, requantized in registers).
  *
  * The requantization is onnxruntime's MlasRequantizeOutput
  * (onnxruntime/core/mlas/lib/quantize.cpp): float(acc) * scale, clamped
@@ -139,6 +144,8 @@ size_t pa_qconv2d_scratch_size(const pa_qconv2d_t *q) {
         return (size_t)-1;
     if (qc_depthwise(q))
         return dw_scratch_bytes(q);
+    if (_pa_qc_nchw_takes(q))
+        return _pa_qc_nchw_scratch(q);
     qc_dims_t d = qc_dims(q);
     int64_t mb = qc_block(q, &d);
     size_t sums = round64((size_t)mb * 4) + nchw_copy_bytes(q);
@@ -226,10 +233,7 @@ static qc_out_t qc_out(const pa_qconv2d_t *q) {
 
 /* MlasRequantizeOutput's arithmetic for one value (see the top). */
 PA_INLINE int32_t qc_requant(int32_t acc, float scale, const qc_out_t *o) {
-    float f = (float)acc * scale;
-    f = f < o->lo ? o->lo : f;
-    f = f > o->hi ? o->hi : f;
-    return _pa_round_half_even(f) + o->zp;
+    return _pa_qc_requant(acc, scale, o->lo, o->hi, o->zp);
 }
 
 PA_INLINE void qc_store(void *y, int64_t i, int32_t acc, float scale, const qc_out_t *o) {
@@ -527,6 +531,18 @@ static size_t nchw_copy_bytes(const pa_qconv2d_t *q) {
     return c->layout == PA_LAYOUT_NCHW ? round64((size_t)(c->c_in * c->h * c->w)) : 0;
 }
 
+/* The NCHW panel path (qconv_nchw.c) with this run's arrays. */
+static void nchw_run(const qc_run_t *R, const uint8_t *x, void *y, void *scratch, int isa) {
+    _pa_qc_gemm_t G;
+    G.q = R->q;
+    G.K = R->d.K, G.kq = R->d.kq, G.G = R->d.G, G.cog = R->d.cog, G.nbk = R->d.nbk;
+    G.hwo = R->d.hwo;
+    G.w = R->w, G.bias = R->bias, G.colsum = R->colsum, G.zp = R->zp, G.scale = R->scale;
+    G.xo = R->xo, G.zu = R->zu, G.need_rs = R->need_rs;
+    G.y_type = R->out.type, G.lo = R->out.lo, G.hi = R->out.hi, G.y_zp = R->out.zp;
+    _pa_qc_nchw_run(&G, x, y, scratch, isa);
+}
+
 static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
                      void *scratch, _pa_qc_tile_fn tile) {
     qc_run_t R;
@@ -546,6 +562,10 @@ static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x
     for (size_t l = 0; l < lanes(&R.d); l++)
         R.need_rs |= R.zp[l] != 0;
     R.direct = qc_direct(q);
+    if (_pa_qc_nchw_takes(q)) {
+        nchw_run(&R, x, y, scratch, tile == qc_tile_portable ? 0 : 1);
+        return;
+    }
     const pa_conv2d_t *c = &q->conv;
     int64_t mb = qc_block(q, &R.d), plane = c->h * c->w;
     int32_t *rs = (int32_t *)scratch;
@@ -620,6 +640,29 @@ static qc_dw_geo_t dw_geo(const pa_qconv2d_t *q) {
     return g;
 }
 
+/* The NCHW plane path's geometry (qconv.h; the VNNI variant's): bands of
+ * output rows whose input rows take at most QC_DW_PLANE_BYTES; 0 where
+ * it does not apply (NHWC, a stride past 2, one output row's input rows
+ * past QC_DW_BAND_MAX bytes). */
+#define QC_DW_PLANE_BYTES (64 << 10)
+
+static int dw_plane_geo(const pa_qconv2d_t *q, _pa_qc_plane_t *g) {
+    const pa_conv2d_t *c = &q->conv;
+    int64_t a, b, all;
+    if (c->layout != PA_LAYOUT_NCHW || c->sw > 2 || c->sh > 2 || c->w_out < 1 ||
+        c->h_out < 1 || __builtin_mul_overflow(c->w_out - 1, c->sw, &a) ||
+        __builtin_mul_overflow(c->kw - 1, c->dw, &b) || __builtin_add_overflow(a, b + 1, &g->wp) ||
+        __builtin_mul_overflow(c->kh - 1, c->dh, &a) || __builtin_mul_overflow(a + 1, g->wp, &all) ||
+        (all + QC_DW_SLACK) * 2 > QC_DW_BAND_MAX)
+        return 0;
+    g->rows = 1;
+    while (g->rows < c->h_out &&
+           (dw_rows_in(c, g->rows + 1) * g->wp + QC_DW_SLACK) * 2 <= QC_DW_PLANE_BYTES)
+        g->rows++;
+    g->rows_in = dw_rows_in(c, g->rows);
+    return 1;
+}
+
 /* An NCHW convolution whose output rows are wide enough for the row path
  * (runs of QC_NR output columns per tap, no transposition). */
 static int dw_by_rows(const pa_qconv2d_t *q) {
@@ -629,9 +672,15 @@ static int dw_by_rows(const pa_qconv2d_t *q) {
 
 static size_t dw_scratch_bytes(const pa_qconv2d_t *q) {
     qc_dw_geo_t g = dw_geo(q);
-    if (dw_by_rows(q) || !g.rows)        /* the pixel and row paths' accumulators */
-        return (size_t)(q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out) * 4;
-    return (size_t)(g.rows_in * g.wp * q->conv.c_in) * 2;
+    _pa_qc_plane_t pg;
+    size_t n = dw_by_rows(q) || !g.rows      /* the pixel and row paths' accumulators */
+                   ? (size_t)(q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out) * 4
+                   : (size_t)(g.rows_in * g.wp * q->conv.c_in) * 2;
+    if (dw_plane_geo(q, &pg)) {             /* (the VNNI variant's plane path) */
+        size_t p = (size_t)(pg.rows_in * pg.wp + QC_DW_SLACK) * 2;
+        n = p > n ? p : n;
+    }
+    return n;
 }
 
 /* The band's input rows from input row ih0 on (rows before 0 or past the
@@ -875,13 +924,18 @@ static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
 }
 
 static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
-                   void *scratch, _pa_qc_dw_fn interior) {
+                   void *scratch, _pa_qc_dw_fn interior, _pa_qc_dwplane_fn plane) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in, taps = c->kh * c->kw;
     const int16_t *wc = (const int16_t *)packed;
     const int32_t *bias = (const int32_t *)((const char *)packed + round64((size_t)(C * taps) * 2));
     const float *scale = (const float *)(bias + round64((size_t)C * 4) / 4);
     const qc_dw_geo_t g = dw_geo(q);
+    _pa_qc_plane_t pg;
+    if (plane && dw_plane_geo(q, &pg)) {
+        plane(q, &pg, wc, bias, scale, x, y, (int16_t *)scratch);
+        return;
+    }
     if (dw_by_rows(q) || (!g.rows && q->conv.layout == PA_LAYOUT_NCHW)) {
         dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch, interior);
         return;
@@ -915,7 +969,8 @@ pa_status_t _pa_qconv2d_run_isa(const pa_qconv2d_t *q, const void *packed, const
     if (isa == 1 && !_pa_avx512vnni_usable())
         return PA_ERR_STATE;
     if (qc_depthwise(q))
-        dw_run(q, packed, (const uint8_t *)x, y, scratch, isa == 1 ? _pa_qc_dw_vnni : NULL);
+        dw_run(q, packed, (const uint8_t *)x, y, scratch, isa == 1 ? _pa_qc_dw_vnni : NULL,
+               isa == 1 ? _pa_qc_dwplane_vnni : NULL);
     else
         gemm_run(q, packed, (const uint8_t *)x, y, scratch,
                  isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable);

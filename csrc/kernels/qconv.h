@@ -36,10 +36,76 @@ typedef void (*_pa_qc_dw_fn)(int32_t *acc, const uint8_t *const *rows, const int
                              int64_t nr, int64_t kw, int64_t dw, int64_t sw, int64_t shift,
                              int64_t lo, int64_t hi, int32_t zp, int sgn);
 
-/* qconv_vnni.c: the AVX-512 VNNI tile and depthwise interior (NULL where
+/* The NCHW panel path (qconv_nchw.c): a block of output pixels' rows laid
+ * out as a panel of tiles of QC_PX pixels, [kq][QC_PX][4] bytes per tile
+ * (pixel i's 4 bytes of k in 4 * g .. 4 * g + 3 at (g * QC_PX + i) * 4),
+ * multiplied by QC_PMR output channels of a packed weight block at a time
+ * (channel r's 4 weights of step g at w[(g * QC_NR + r) * 4]): the
+ * activations are the vector operand, each weight word broadcast. */
+#define QC_PX 48
+#define QC_PMR 8
+
+/* acc[r][i] = sum over g < kq, t < 4 of panel[(g * QC_PX + i) * 4 + t] *
+ * w[(g * QC_NR + r) * 4 + t] for r < mr (1..QC_PMR), i < npx (1..QC_PX);
+ * the other entries are not defined. */
+typedef void (*_pa_qc_ptile_fn)(const uint8_t *panel, int64_t kq, const int8_t *w, int mr,
+                                int npx, int32_t acc[QC_PMR][QC_PX]);
+
+/* The NCHW depthwise plane path: per channel and band of output rows,
+ * the input rows it reads as int16 values x - x_zp with the padding as 0
+ * (wp columns, rows_in rows, then QC_DW_SLACK values a vector may read
+ * past the last), so each output row is runs of 16 columns summing their
+ * taps with no bounds test, requantized in registers; stride 1 or 2. */
+#define QC_DW_SLACK 64
+typedef struct _pa_qc_plane {
+    int64_t wp, rows, rows_in;
+} _pa_qc_plane_t;
+
+/* y (NCHW) = the depthwise convolution of x over plane geometry g; wc,
+ * bias, scale: the packed depthwise weights (qconv.c); buf: rows_in * wp
+ * + QC_DW_SLACK int16 values. */
+typedef void (*_pa_qc_dwplane_fn)(const pa_qconv2d_t *q, const _pa_qc_plane_t *g,
+                                  const int16_t *wc, const int32_t *bias, const float *scale,
+                                  const uint8_t *x, void *y, int16_t *buf);
+
+/* qconv_vnni.c: the AVX-512 VNNI tiles and depthwise interior (NULL where
  * not built). */
 extern const _pa_qc_tile_fn _pa_qc_tile_vnni;
+extern const _pa_qc_ptile_fn _pa_qc_ptile_vnni;
 extern const _pa_qc_dw_fn _pa_qc_dw_vnni;
+extern const _pa_qc_dwplane_fn _pa_qc_dwplane_vnni;
+
+/* What qconv.c's GEMM driver hands the NCHW panel path: the geometry's
+ * counts, the packed arrays (qconv.c, pa_qconv2d_pack), the activations'
+ * flip and zero point, and the output's clamp (zero point taken off). */
+typedef struct _pa_qc_gemm {
+    const pa_qconv2d_t *q;
+    int64_t K, kq, G, cog, nbk, hwo;
+    const int8_t *w;
+    const int32_t *bias, *colsum, *zp;
+    const float *scale;
+    uint8_t xo, zu;
+    int need_rs;
+    pa_qtype_t y_type;
+    float lo, hi;
+    int32_t y_zp;
+} _pa_qc_gemm_t;
+
+/* MlasRequantizeOutput's arithmetic for one value (qconv.c's top). */
+PA_INLINE int32_t _pa_qc_requant(int32_t acc, float scale, float lo, float hi, int32_t zp) {
+    float f = (float)acc * scale;
+    f = f < lo ? lo : f;
+    f = f > hi ? hi : f;
+    return _pa_round_half_even(f) + zp;
+}
+
+/* qconv_nchw.c: whether the NCHW panel path takes q (an NCHW convolution,
+ * not depthwise, whose rows are short or 1x1), the scratch it needs, and
+ * the run (portable tile: isa 0; VNNI: 1). */
+int _pa_qc_nchw_takes(const pa_qconv2d_t *q);
+size_t _pa_qc_nchw_scratch(const pa_qconv2d_t *q);
+void _pa_qc_nchw_run(const _pa_qc_gemm_t *R, const uint8_t *x, void *y, void *scratch,
+                     int isa);
 
 /* cpu.c: 1 where the AVX-512 variants are usable (_pa_avx512_usable) and
  * the processor has AVX512-VNNI. */

@@ -75,6 +75,67 @@ VNNI static void tile_vnni(const uint8_t *const *rows, int mr, int64_t k, const 
 
 const _pa_qc_tile_fn _pa_qc_tile_vnni = tile_vnni;
 
+/* The NCHW panel tile (qconv.h): MR channels x NV vectors of 16 pixels,
+ * each step of 4 bytes of K one load per vector and one broadcast weight
+ * word per channel, MR * NV vpdpbusd (the activations unsigned, the
+ * weights signed, as the instruction takes them). */
+VNNI static inline __attribute__((always_inline)) void
+ptile_body(const uint8_t *panel, int64_t kq, const int8_t *w, const int MR, const int NV,
+           int32_t acc[QC_PMR][QC_PX]) {
+    __m512i c[QC_PMR][3];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            c[r][v] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < kq; g++) {
+        const uint8_t *a = panel + g * QC_PX * 4;
+        const int8_t *wg = w + g * QC_NR * 4;
+        __m512i av[3];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            av[v] = _mm512_loadu_si512((const void *)(a + 64 * v));
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            int32_t wv;
+            memcpy(&wv, wg + 4 * r, 4);
+            const __m512i b = _mm512_set1_epi32(wv);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; v++)
+                c[r][v] = _mm512_dpbusd_epi32(c[r][v], av[v], b);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            _mm512_storeu_si512((void *)(acc[r] + 16 * v), c[r][v]);
+}
+
+#define PTILE(MR, NV)                                                                        \
+    VNNI static void ptile_##MR##_##NV(const uint8_t *panel, int64_t kq, const int8_t *w,    \
+                                       int32_t acc[QC_PMR][QC_PX]) {                         \
+        ptile_body(panel, kq, w, MR, NV, acc);                                               \
+    }
+PTILE(8, 3)
+PTILE(8, 2)
+PTILE(8, 1)
+PTILE(4, 3)
+PTILE(4, 2)
+PTILE(4, 1)
+#undef PTILE
+
+VNNI static void ptile_vnni(const uint8_t *panel, int64_t kq, const int8_t *w, int mr, int npx,
+                            int32_t acc[QC_PMR][QC_PX]) {
+    int nv = (npx + 15) / 16;
+    if (mr > 4)
+        (nv == 3 ? ptile_8_3 : nv == 2 ? ptile_8_2 : ptile_8_1)(panel, kq, w, acc);
+    else
+        (nv == 3 ? ptile_4_3 : nv == 2 ? ptile_4_2 : ptile_4_1)(panel, kq, w, acc);
+}
+
+const _pa_qc_ptile_fn _pa_qc_ptile_vnni = ptile_vnni;
+
 /* The first n (1..16) of 16 input bytes at column stride sw (1 or 2)
  * from p, widened to int32 (signed or not); the lanes past n are 0.  Masked
  * loads: nothing past the last byte used is read (stride 2 keeps the even
@@ -111,9 +172,105 @@ VNNI static void dw_interior_vnni(int32_t *acc, const uint8_t *const *rows, cons
 
 const _pa_qc_dw_fn _pa_qc_dw_vnni = dw_interior_vnni;
 
+/* The NCHW depthwise plane path (qconv.h): rows [ih0, ih0 + nrows) of one
+ * channel's plane as int16 x - x_zp at column pad_left + iw of rows of wp
+ * values, the rest (padding, rows outside the image, the slack) 0. */
+VNNI static void plane_fill(const pa_qconv2d_t *q, const _pa_qc_plane_t *g, const uint8_t *plane,
+                            int64_t ih0, int64_t nrows, int16_t *buf) {
+    const pa_conv2d_t *c = &q->conv;
+    const int sgn = q->x_type == PA_Q_S8;
+    const __m256i z = _mm256_set1_epi16((short)q->x_zp);
+    memset(buf, 0, (size_t)(nrows * g->wp + QC_DW_SLACK) * 2);
+    const int64_t cols = g->wp - c->pad_left < c->w ? g->wp - c->pad_left : c->w;
+    const int64_t iw0 = c->pad_left < 0 ? -c->pad_left : 0;
+    for (int64_t b = 0; b < nrows; b++) {
+        int64_t ih = ih0 + b;
+        if (ih < 0 || ih >= c->h)
+            continue;
+        const uint8_t *src = plane + ih * c->w;
+        int16_t *d = buf + b * g->wp + c->pad_left;
+        for (int64_t iw = iw0; iw < cols; iw += 16) {
+            int64_t n = cols - iw < 16 ? cols - iw : 16;
+            __mmask16 mk = (__mmask16)((1u << n) - 1u);
+            __m128i v = _mm_maskz_loadu_epi8(mk, src + iw);
+            __m256i e = sgn ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+            _mm256_mask_storeu_epi16(d + iw, mk, _mm256_sub_epi16(e, z));
+        }
+    }
+}
+
+/* One output row of one channel from its band rows `row` (the first tap's
+ * row): 16 columns per register over every tap, then requantized as
+ * MlasRequantizeOutput (float32 product, clamp, round half to even: the
+ * vector conversion in its nearest-even mode is the scalar trick for
+ * these small values) and stored. */
+VNNI static void plane_row(const pa_qconv2d_t *q, const int16_t *row, const int64_t *off,
+                           const int32_t *wt, int64_t taps, int32_t bias, float scale,
+                           void *yrow) {
+    const pa_conv2d_t *c = &q->conv;
+    const int s2 = c->sw == 2, s32 = q->y_type == PA_Q_S32;
+    const __m512 lo = _mm512_set1_ps((float)((int64_t)q->y_lo - q->y_zp));
+    const __m512 hi = _mm512_set1_ps((float)((int64_t)q->y_hi - q->y_zp));
+    const __m512i zp = _mm512_set1_epi32(q->y_zp);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int64_t ow = 0; ow < c->w_out; ow += 16) {
+        int64_t n = c->w_out - ow < 16 ? c->w_out - ow : 16;
+        __mmask16 mk = (__mmask16)((1u << n) - 1u);
+        __m512i acc = _mm512_set1_epi32(bias);
+        const int16_t *base = row + ow * c->sw;
+        for (int64_t t = 0; t < taps; t++) {
+            const int16_t *p = base + off[t];
+            __m512i v = s2 ? _mm512_srai_epi32(
+                                 _mm512_slli_epi32(_mm512_loadu_si512((const void *)p), 16), 16)
+                           : _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)p));
+            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(v, _mm512_set1_epi32(wt[t])));
+        }
+        if (s32) {
+            _mm512_mask_storeu_epi32((int32_t *)yrow + ow, mk, acc);
+            continue;
+        }
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc);
+        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+        __m512i r = _mm512_add_epi32(
+            _mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+        _mm_mask_storeu_epi8((uint8_t *)yrow + ow, mk, _mm512_cvtepi32_epi8(r));
+    }
+}
+
+VNNI static void dwplane_vnni(const pa_qconv2d_t *q, const _pa_qc_plane_t *g, const int16_t *wc,
+                              const int32_t *bias, const float *scale, const uint8_t *x, void *y,
+                              int16_t *buf) {
+    const pa_conv2d_t *c = &q->conv;
+    const int64_t C = c->c_in, taps = c->kh * c->kw, esize = q->y_type == PA_Q_S32 ? 4 : 1;
+    int64_t off[PA_DW_MAX_TAPS];
+    int32_t wt[PA_DW_MAX_TAPS];
+    for (int64_t i = 0; i < c->kh; i++)
+        for (int64_t j = 0; j < c->kw; j++)
+            off[i * c->kw + j] = i * c->dh * g->wp + j * c->dw;
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            const uint8_t *plane = x + (n * C + ch) * c->h * c->w;
+            for (int64_t t = 0; t < taps; t++)
+                wt[t] = wc[t * C + ch];
+            for (int64_t r0 = 0; r0 < c->h_out; r0 += g->rows) {
+                int64_t r1 = r0 + g->rows < c->h_out ? r0 + g->rows : c->h_out;
+                plane_fill(q, g, plane, r0 * c->sh - c->pad_top,
+                           (r1 - r0 - 1) * c->sh + (c->kh - 1) * c->dh + 1, buf);
+                for (int64_t oh = r0; oh < r1; oh++)
+                    plane_row(q, buf + (oh - r0) * c->sh * g->wp, off, wt, taps, bias[ch],
+                              scale[ch],
+                              (char *)y + (((n * C + ch) * c->h_out + oh) * c->w_out) * esize);
+            }
+        }
+}
+
+const _pa_qc_dwplane_fn _pa_qc_dwplane_vnni = dwplane_vnni;
+
 #else
 
 const _pa_qc_tile_fn _pa_qc_tile_vnni = 0;
+const _pa_qc_ptile_fn _pa_qc_ptile_vnni = 0;
 const _pa_qc_dw_fn _pa_qc_dw_vnni = 0;
+const _pa_qc_dwplane_fn _pa_qc_dwplane_vnni = 0;
 
 #endif

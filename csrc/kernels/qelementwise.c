@@ -38,6 +38,7 @@
  * inline them as one instruction, the baseline calls libm's).
  */
 #include "internal.h"
+#include "isa.h"
 
 #include <math.h>
 
@@ -182,10 +183,18 @@ static const uint8_t all_bytes[256] = {
             mul_vs_##NAME((const T *)all_bytes, s, table, 256, k);                   \
         else                                                                         \
             add_vs_##NAME((const T *)all_bytes, s, table, 256, k);                   \
-        const uint8_t *vb = (const uint8_t *)v;                                      \
-        for (int64_t i = 0; i < n; i++)                                              \
-            y[i] = table[vb[i]];                                                     \
+        lookup_bytes((const uint8_t *)table, (const uint8_t *)v, (uint8_t *)y, n);  \
     }
+
+/* y[i] = table[x[i]], i < n: VBMI's 64 at a time where it is there. */
+static void lookup_bytes(const uint8_t *table, const uint8_t *x, uint8_t *y, int64_t n) {
+    if (n >= 64 && _pa_lookup256_vbmi && _pa_avx512vbmi_usable()) {
+        _pa_lookup256_vbmi(table, x, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = table[x[i]];
+}
 
 PA_QB_TABLE(uint8_t, u8)
 PA_QB_TABLE(int8_t, s8)
@@ -279,10 +288,7 @@ PA_MULTIVERSION
 static void lookup_run(const uint8_t *restrict table, const uint8_t *x, uint8_t *y,
                        int64_t blocks, int64_t len, int64_t xs, int64_t ys) {
     for (int64_t k = 0; k < blocks; k++) {
-        const uint8_t *xr = x + k * xs;
-        uint8_t *yr = y + k * ys;
-        for (int64_t i = 0; i < len; i++)
-            yr[i] = table[xr[i]];
+        lookup_bytes(table, x + k * xs, y + k * ys, len);
     }
 }
 

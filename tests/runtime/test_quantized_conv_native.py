@@ -127,6 +127,41 @@ def test_native_path_is_onnxruntime_bit_for_bit(tmp_path, c):
     np.testing.assert_array_equal(ours, ref)
 
 
+#: NCHW layers of the 8-bit convolution's panel path (kernels/qconv_nchw.c)
+#: larger than the random cases: ShuffleNet's grouped 1x1 layers, a first
+#: 3x3 layer of 3 channels at stride 2, a 1x1 at stride 2, a wide 1x1
+#: (several pixel blocks); and depthwise ones of the VNNI plane path
+#: (kernels/qconv_vnni.c: 3x3 at stride 1 and 2, 5x5, a plane of two
+#: bands); (groups, cin, cout, k, stride, pad, h, w)
+NCHW_CASES = [(4, 136, 136, 1, 1, 0, 28, 28), (1, 3, 24, 3, 2, 1, 67, 61),
+              (1, 24, 40, 1, 2, 0, 30, 31), (1, 160, 20, 1, 1, 0, 45, 33),
+              (3, 12, 9, 3, 1, 1, 19, 23),
+              (136, 136, 136, 3, 1, 1, 28, 28), (24, 24, 24, 3, 2, 1, 57, 41),
+              (40, 40, 40, 5, 1, 2, 20, 21), (2, 2, 2, 3, 1, 1, 300, 140)]
+
+
+@pytest.mark.parametrize("geo", NCHW_CASES)
+@pytest.mark.parametrize("xdt,wdt,per_channel", [(np.uint8, np.int8, False),
+                                                 (np.uint8, np.uint8, True),
+                                                 (np.int8, np.int8, True)])
+def test_nchw_paths_are_numpy_and_onnxruntime(tmp_path, geo, xdt, wdt, per_channel):
+    g, cin, cout, k, stride, pad, h, w = geo
+    c = dict(qlinear=True, g=g, cin=cin, cout=cout, k=k, stride=stride, dil=1,
+             pads=[pad] * 4, h=h, w=w, n=1, xdt=xdt, wdt=wdt, wzp_per_channel=per_channel,
+             seed=cin * h + w)
+    path, x = _model(c, tmp_path)
+    if xdt == np.uint8 and wdt == np.int8:        # (7-bit weights: see above)
+        m = onnx.load(str(path))
+        for t in m.graph.initializer:
+            if t.name == "w":
+                t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) // 2, "w"))
+        onnx.save(m, str(path))
+    ours, paths = _run(path, x, True)
+    assert paths["QLinearConv"] == "native"
+    np.testing.assert_array_equal(ours, _run(path, x, False)[0])
+    np.testing.assert_array_equal(ours, ort_run(path, {"x": x})["y"])
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(qlinear=st.booleans(), m=st.lists(st.integers(1, 7), min_size=1, max_size=3),
        k=st.integers(1, 70), n=st.integers(1, 50), adt=st.sampled_from([np.uint8, np.int8]),

@@ -179,6 +179,8 @@ static void test_qconv_depthwise_paths(void) {
         {37, 70, 70, 3, 2, 1, 1, 0},  /* taller than one band (256 KiB) */
         {200, 2, 96, 5, 1, 1, 2, 0},  /* two rows, most taps in the padding */
         {24, 30, 30, 3, 1, 1, 1, 0},
+        {3, 300, 130, 3, 1, 1, 1, 0}, /* NCHW on VNNI: two bands of the plane path */
+        {2, 1001, 70, 5, 2, 1, 2, 0}, /* ... three at stride 2 */
         {18, 5, 6, 3, 1, 5000, 5000, 0},  /* rows of 10^4 pixels of 18 channels
                                              x 3 kernel rows: past 16 MiB */
     };
@@ -207,6 +209,81 @@ static void test_qconv_depthwise_paths(void) {
                 }
                 check_case(&q, t, &vnni);
             }
+}
+
+/* An NCHW depthwise layer whose input rows the VNNI plane path refuses
+ * (a 3x1 kernel dilated by 2000: 4001 rows of 2100 columns, past 16 MiB
+ * of int16) runs on the row path, its interior columns on the VNNI
+ * interior kernel (a last tile of 4 columns), in every output type. */
+static void test_qconv_depthwise_row_interior(void) {
+    int vnni = 0;
+    for (int yt = 0; yt < 3; yt++) {
+        pa_qconv2d_t q;
+        memset(&q, 0, sizeof q);
+        pa_conv2d_t *c = &q.conv;
+        c->layout = PA_LAYOUT_NCHW;
+        c->n = 1, c->groups = c->c_in = c->c_out = 2;
+        c->h = 4003, c->w = 2100, c->kh = 3, c->kw = 1, c->sh = c->sw = 1;
+        c->dh = 2000, c->dw = 1;
+        c->h_out = 3, c->w_out = 2100;
+        q.x_type = yt == 1 ? PA_Q_S8 : PA_Q_U8;
+        q.w_type = PA_Q_S8;
+        q.y_type = (pa_qtype_t)yt;
+        q.x_zp = lo_of(q.x_type) + (int32_t)upto(256);
+        if (q.y_type != PA_Q_S32) {
+            q.y_zp = lo_of(q.y_type) + (int32_t)upto(256);
+            q.y_lo = lo_of(q.y_type);
+            q.y_hi = lo_of(q.y_type) + 255;
+        }
+        check_case(&q, 900 + yt, &vnni);
+    }
+}
+
+/* NCHW geometries of the panel path (qconv_nchw.c): 1x1 layers read from
+ * the planes (one group and several, channels not a multiple of 4, output
+ * channels past one tile of 8 with a tail), 1x1 at stride 2, short-row
+ * KxK windows (3 input channels at stride 2, dilated, grouped), images of
+ * several pixel blocks with a tail tile, each in every type. */
+static void test_qconv_nchw_panel_paths(void) {
+    static const int64_t geo[][10] = {
+        /* groups, cg, cog, h, w, k, stride, dilation, pad, n */
+        {1, 16, 32, 40, 40, 1, 1, 1, 0, 1},
+        {4, 6, 28, 28, 28, 1, 1, 1, 0, 2},      /* grouped, a tile tail of 4 */
+        {4, 34, 34, 7, 7, 1, 1, 1, 0, 1},       /* 49 pixels: a tile of 1 */
+        {2, 9, 3, 13, 11, 1, 2, 1, 0, 2},       /* 1x1 at stride 2 */
+        {1, 3, 16, 33, 35, 3, 2, 1, 1, 1},      /* a first layer */
+        {2, 5, 11, 12, 17, 3, 1, 2, 2, 1},      /* dilated, grouped */
+        {1, 200, 9, 40, 30, 1, 1, 1, 0, 1},     /* three blocks of pixels */
+        {1, 7, 5, 6, 40, 2, 1, 1, 1, 2},        /* an even kernel, padded */
+    };
+    int vnni = 0, t = 0;
+    for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++)
+        for (int yt = 0; yt < 3; yt++)
+            for (int types = 0; types < 2; types++, t++) {
+                pa_qconv2d_t q;
+                memset(&q, 0, sizeof q);
+                pa_conv2d_t *c = &q.conv;
+                c->layout = PA_LAYOUT_NCHW;
+                c->groups = geo[g][0], c->c_in = geo[g][0] * geo[g][1];
+                c->c_out = geo[g][0] * geo[g][2];
+                c->h = geo[g][3], c->w = geo[g][4], c->kh = c->kw = geo[g][5];
+                c->sh = c->sw = geo[g][6], c->dh = c->dw = geo[g][7];
+                c->pad_top = c->pad_left = geo[g][8], c->n = geo[g][9];
+                c->h_out = (c->h + 2 * c->pad_top - (c->kh - 1) * c->dh - 1) / c->sh + 1;
+                c->w_out = (c->w + 2 * c->pad_left - (c->kw - 1) * c->dw - 1) / c->sw + 1;
+                q.x_type = (t + types) % 2 ? PA_Q_S8 : PA_Q_U8;
+                q.w_type = types ? PA_Q_S8 : PA_Q_U8;
+                q.y_type = (pa_qtype_t)yt;
+                q.x_zp = lo_of(q.x_type) + (int32_t)upto(256);
+                if (q.y_type != PA_Q_S32) {
+                    q.y_zp = lo_of(q.y_type) + (int32_t)upto(256);
+                    q.y_lo = lo_of(q.y_type) + (int32_t)upto(40);
+                    q.y_hi = lo_of(q.y_type) + 255 - (int32_t)upto(40);
+                }
+                CHECK(_pa_qc_nchw_takes(&q));
+                check_case(&q, t, &vnni);
+            }
+    printf("    %d cases, %d on the VNNI tiles\n", t, vnni);
 }
 
 static void test_qconv_zero_point_changes_between_runs(void) {
@@ -298,6 +375,8 @@ static void test_qconv_refuses_bad_input(void) {
 int main(void) {
     RUN(test_qconv_matches_reference);
     RUN(test_qconv_depthwise_paths);
+    RUN(test_qconv_nchw_panel_paths);
+    RUN(test_qconv_depthwise_row_interior);
     RUN(test_qconv_zero_point_changes_between_runs);
     RUN(test_qconv_refuses_bad_input);
     return pa_test_report();

@@ -257,6 +257,40 @@ static void test_lookup_strided_blocks(void) {
     CHECK_EQ(pa_qlookup(table, x, y, 1, -1, 0, 0), PA_ERR_INVALID);
 }
 
+/* Long runs (the VBMI lookup where the processor has it: 64 bytes at a
+ * time, a masked tail) against the table read byte by byte, every length
+ * around the register's 64 and every byte value, and a run that is a
+ * QLinearAdd of one scalar (its table path) against the arithmetic. */
+static void test_lookup_long_runs(void) {
+    uint8_t table[256], x[1100], y[1100 + 1];
+    for (int i = 0; i < 256; i++)
+        table[i] = (uint8_t)irand(0, 255);
+    for (int i = 0; i < 1100; i++)
+        x[i] = (uint8_t)(i < 256 ? i : irand(0, 255));
+    int64_t lens[] = {63, 64, 65, 127, 128, 129, 1100};
+    for (size_t t = 0; t < sizeof lens / sizeof lens[0]; t++) {
+        memset(y, 0x5A, sizeof y);
+        CHECK_EQ(pa_qlookup(table, x, y, 1, lens[t], 0, 0), PA_OK);
+        int bad = 0;
+        for (int64_t i = 0; i < lens[t]; i++)
+            bad += y[i] != table[x[i]];
+        CHECK_EQ(bad, 0);
+        CHECK_EQ(y[lens[t]], 0x5A);         /* nothing written past the run */
+    }
+    pa_qbinary_t p = {PA_QBINARY_ADD, PA_Q_U8, 0.05f, 0.1f, 0.2f, 100, 7, 90, 0, 255,
+                      1, 1, 1100, 0, 0, 1, 0, 0, 0};
+    uint8_t s = 200, one[1];
+    CHECK_EQ(pa_qbinary(&p, x, &s, y), PA_OK);
+    int bad = 0;
+    for (int i = 0; i < 1100; i++) {
+        pa_qbinary_t p1 = p;
+        p1.inner = 1;                           /* (too short for a table) */
+        CHECK_EQ(pa_qbinary(&p1, x + i, &s, one), PA_OK);
+        bad += one[0] != y[i];
+    }
+    CHECK_EQ(bad, 0);
+}
+
 static void test_quantize_dequantize(void) {
     float x[9] = {2.5f, 3.5f, -2.5f, 0.49f, 1e9f, -1e9f, INFINITY, NAN, -0.5f};
     uint8_t y[9];
@@ -323,6 +357,7 @@ int main(void) {
     RUN(test_qbinary_by_hand);
     RUN(test_qbinary_refuses_bad_input);
     RUN(test_lookup_strided_blocks);
+    RUN(test_lookup_long_runs);
     RUN(test_quantize_dequantize);
     RUN(test_global_avgpool_layouts);
     return pa_test_report();
