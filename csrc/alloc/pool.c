@@ -350,8 +350,11 @@ static inline void *alloc_locked(pa_pool_impl_t *p, size_t size, pa_status_t *st
  * gives the region back. */
 static void step_locked(pa_pool_impl_t *p) {
     if (_pa_learn_step(&p->learn, _pa_pool_requested(p))) {
-        trim_locked(p, 0);
-        _pa_learn_map_region(&p->learn, p->learn.rest != 0); /* fallen back: give it back */
+        /* fallen back: the region goes back, the zones keep what they
+         * hold (as the plain pool would: trimming them only faulted it in
+         * again) */
+        if (!p->learn.rest) trim_locked(p, 0);
+        _pa_learn_map_region(&p->learn, p->learn.rest != 0);
     }
 }
 

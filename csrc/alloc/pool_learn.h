@@ -58,7 +58,10 @@ typedef struct pa_learn_cand {
     size_t nev, cap;
     uint64_t hash;
     unsigned count;
-    uint64_t last;
+    uint64_t last;            /* step it was last seen                    */
+    uint64_t unrec;           /* L->unrec then                            */
+    size_t dist;              /* step kinds seen between its last two
+                                 sightings (reuse distance)               */
 } pa_learn_cand_t;
 
 /* ptr -> allocation index of a step (linear probing, backward-shift
@@ -147,6 +150,9 @@ typedef struct pa_learn {
     uint64_t rest;            /* marks left before learning resumes (0 =
                                  learning)                                */
     unsigned fallbacks_in_row; /* backs the rest off: 2^k windows         */
+    uint64_t unrec;           /* steps not recorded (quiet or too long):
+                                 each counts as a step kind in a reuse
+                                 distance                                 */
 
     /* statistics */
     uint64_t hits, misses, plan_steps, steps, frees, fallbacks;
