@@ -90,6 +90,31 @@ def test_falling_back_keeps_the_zones_memory():
     assert pool.stats().reserved >= before
 
 
+def test_a_small_plan_does_not_trim_the_zones():
+    """A plan much smaller than the zones' memory trims nothing (the zones
+    still serve nearly everything; a trim would only fault it back in); a
+    plan as large as what the zones hold trims them (the warm-up memory
+    goes back)."""
+    pool = Pool()
+    pool.step()
+    keep = [pool.empty(1 << 20, np.uint8) for _ in range(3)]
+    del keep                          # 3 MiB free in the zones
+    before = pool.stats().reserved
+    for _ in range(4):
+        run_kind(pool, 0, n=2)        # two blocks of ~1 KiB
+    st = pool.stats()
+    assert st.learned_sequences == 1 and st.plan_hits > 0
+    assert st.reserved >= before
+    big = Pool()
+    big.step()
+    for _ in range(4):
+        for n in (1 << 20, 1 << 20):
+            big.empty(n, np.uint8).fill(1)
+        big.step()
+    st = big.stats()
+    assert st.learned_sequences == 1 and st.trims >= 1
+
+
 def plans_of(cycle, steps):
     pool = Pool()
     pool.step()
