@@ -414,8 +414,8 @@ typedef struct pa_pool_stats {
                               twice the steps served from a plan): the
                               plans were
                               dropped and the pool ran as the plain pool
-                              for a while (64 << k steps, k the
-                              fallbacks in a row, at most 6)           */
+                              for a while (64 << 2k steps, k the
+                              fallbacks in a row; at most 4,096)       */
 } pa_pool_stats_t;
 
 typedef struct pa_pool_block {

@@ -62,8 +62,10 @@
  * closes has not had its chance yet), every plan is dropped (the region goes back once nothing
  * lives in it; the zones keep what they hold, as the plain pool would)
  * and the pool runs as the plain pool -- no recording, no
- * planned offsets -- for PA_LEARN_JUDGE << k marks (k the fallbacks in a
- * row, at most 6), then learns afresh.  The judgement counts events, not
+ * planned offsets -- for PA_LEARN_JUDGE << 2k marks (k the fallbacks in a
+ * row; 64, 256, 1,024, then 4,096 marks: a learning turn that loses costs
+ * a few times the plain pool's time, so the turns must thin out fast),
+ * then learns afresh.  The judgement counts events, not
  * time, so the same program falls back at the same step every run.
  */
 #include "pool_learn.h"
@@ -359,7 +361,8 @@ static void drop_plans(pa_learn_t *L) {
 /* Learning did not pay over the window: the plain pool's turn (see the
  * top). */
 static void fall_back(pa_learn_t *L) {
-    unsigned k = L->fallbacks_in_row < REST_SHIFT_MAX ? L->fallbacks_in_row : REST_SHIFT_MAX;
+    unsigned k = 2 * L->fallbacks_in_row < REST_SHIFT_MAX ? 2 * L->fallbacks_in_row
+                                                          : REST_SHIFT_MAX;
     L->fallbacks++;
     L->fallbacks_in_row++;
     L->rest = (uint64_t)PA_LEARN_JUDGE << k;

@@ -149,7 +149,7 @@ typedef struct pa_learn {
                                  grew again, the next keeps the growth    */
     uint64_t rest;            /* marks left before learning resumes (0 =
                                  learning)                                */
-    unsigned fallbacks_in_row; /* backs the rest off: 2^k windows         */
+    unsigned fallbacks_in_row; /* backs the rest off: 4^k windows         */
     uint64_t unrec;           /* steps not recorded (quiet or too long):
                                  each counts as a step kind in a reuse
                                  distance                                 */

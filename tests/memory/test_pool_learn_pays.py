@@ -74,6 +74,26 @@ def test_long_unrepeated_steps_are_judged_after_sixteen_marks():
     assert marks == 16
 
 
+def test_the_plain_pools_turns_grow_fourfold():
+    """Long steps that never repeat: each learning turn closes after 16
+    marks and falls back; the plain pool's turn after the k-th fallback in
+    a row is 64 << 2k marks (64, 256, ...), so the losing turns thin out."""
+    pool = Pool()
+    pool.step()
+    rng = np.random.default_rng(2)
+    at = []
+    mark = 0
+    while len(at) < 3:
+        for s in rng.integers(1, 3000, size=260):
+            pool.free(pool.empty(int(s), np.uint8))
+        pool.step()
+        mark += 1
+        if pool.stats().learn_fallbacks > len(at):
+            at.append(mark)
+    assert at[1] - at[0] == 64 + 16
+    assert at[2] - at[1] == 256 + 16
+
+
 def test_falling_back_keeps_the_zones_memory():
     """The plain pool keeps the memory its zones hold; a fallback gives the
     learned region back but trims nothing else."""

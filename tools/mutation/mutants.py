@@ -5088,4 +5088,9 @@ MUTANTS += [
       "                L->cur_carry--;\n                L->live--;",
       "the inline free of the previous step's carry takes it off this step's count",
       ("c:alloc/test_pool_learn", "tests/memory/test_pool_learn.py")),
+    M("learn-rest-only-doubles", "csrc/alloc/pool_learn.c",
+      "    unsigned k = 2 * L->fallbacks_in_row < REST_SHIFT_MAX ? 2 * L->fallbacks_in_row",
+      "    unsigned k = L->fallbacks_in_row < REST_SHIFT_MAX ? L->fallbacks_in_row",
+      "the plain pool's turns after fallbacks in a row double instead of growing fourfold",
+      ("tests/memory/test_pool_learn_pays.py",)),
 ]
