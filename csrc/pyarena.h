@@ -510,8 +510,11 @@ pa_status_t pa_pool_set_watermarks(pa_pool_t *pool, size_t high, size_t low);
  * handed out stay valid until freed.  Blocks of a step that are freed
  * during the next step are planned too (double-buffered); blocks living
  * longer come from the zones.  When a new plan is made the pool trims
- * (the warm-up memory goes back).  Cheap except when a plan is made: it
- * runs the planner (bounded to ~5 ms) under the pool lock.  PA_OK, or
+ * (the warm-up memory goes back), unless the plans need under 1/16 of
+ * the zones' memory.  Cheap except when a plan is made: it runs the
+ * planner's greedy heuristic (no timed search: the same steps, the same
+ * plan) under the pool lock.  A sequence is planned only if fewer other
+ * step kinds than the plans kept came between its sightings.  PA_OK, or
  * PA_ERR_STATE / PA_ERR_INVALID for a destroyed / NULL pool; a pool with
  * learning off just counts the step. */
 pa_status_t pa_pool_step(pa_pool_t *pool);
