@@ -414,8 +414,8 @@ typedef struct pa_pool_stats {
                               twice the steps served from a plan): the
                               plans were
                               dropped and the pool ran as the plain pool
-                              for a while (64 << k steps, k the
-                              fallbacks in a row, at most 6)           */
+                              for a while (64 << 2k steps, k the
+                              fallbacks in a row; at most 4,096)       */
 } pa_pool_stats_t;
 
 typedef struct pa_pool_block {
@@ -510,8 +510,11 @@ pa_status_t pa_pool_set_watermarks(pa_pool_t *pool, size_t high, size_t low);
  * handed out stay valid until freed.  Blocks of a step that are freed
  * during the next step are planned too (double-buffered); blocks living
  * longer come from the zones.  When a new plan is made the pool trims
- * (the warm-up memory goes back).  Cheap except when a plan is made: it
- * runs the planner (bounded to ~5 ms) under the pool lock.  PA_OK, or
+ * (the warm-up memory goes back), unless the plans need under 1/16 of
+ * the zones' memory.  Cheap except when a plan is made: it runs the
+ * planner's greedy heuristic (no timed search: the same steps, the same
+ * plan) under the pool lock.  A sequence is planned only if fewer other
+ * step kinds than the plans kept came between its sightings.  PA_OK, or
  * PA_ERR_STATE / PA_ERR_INVALID for a destroyed / NULL pool; a pool with
  * learning off just counts the step. */
 pa_status_t pa_pool_step(pa_pool_t *pool);

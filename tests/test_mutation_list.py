@@ -22,7 +22,6 @@ UNMUTATED = {
     "csrc/alloc/internal.h": "the page size and the OS layer's declarations",
     "csrc/alloc/page_heap.h": "declarations; its one inline function builds an iterator",
     "csrc/plan/internal.h": "declarations",
-    "csrc/alloc/pool_learn.h": "declarations of the learned steps",
     "csrc/alloc/zone.h": "declarations",
     "csrc/kernels/isa.h": "the variants' contract: declarations and the build condition "
                           "(either way the tests compare the variants bit for bit)",

@@ -5,8 +5,12 @@
  * step as a list of events -- "alloc of n bytes", "free of this step's
  * k-th block", "free of the previous step's k-th block" -- and keeps the
  * lists it saw recently as candidates.  When one list has been seen
- * `repeats` times it is planned with the static planner (pa_plan_assign:
- * offsets at or near the lower bound): a block freed within its step lives
+ * `repeats` times, and fewer other step kinds than the plans kept were seen
+ * since its last sighting (reuse_distance: a kind that comes back farther
+ * apart would be evicted before its plan serves), it is planned with the
+ * static planner's greedy-by-size heuristic (pa_plan_assign: no timed
+ * search, so the same steps get the same plan every run, for a fraction
+ * of the time): a block freed within its step lives
  * from its alloc to its free; a block freed during the next step (a loop
  * variable rebound in the next iteration) is a carry and gets a slot for
  * the whole step -- two slots, used on alternate steps, when the next
@@ -47,16 +51,21 @@
  * loop whose first step diverges each round faulted it in every round).
  *
  * Learning must never cost more than it gives.  Every PA_LEARN_JUDGE step
- * marks the pool weighs the window: steps served from a plan to their end
+ * marks (or EARLY_MARKS, once the window saw EARLY_ALLOCS allocations:
+ * long steps that never repeat are each recorded and tracked by pointer)
+ * the pool weighs the window: steps served from a plan to their end
  * against steps lost -- each step that diverged, and twice each plan made
  * (a planner run, and a step served by the zones; plans evicted and made
  * again, 28 step kinds for 16 plans, must count against learning).  When at least LOST_MIN steps were lost and
  * more than twice as many as were served (a loop of 16 step signatures
  * still learns in its first window; a plan made just before the window
  * closes has not had its chance yet), every plan is dropped (the region goes back once nothing
- * lives in it) and the pool runs as the plain pool -- no recording, no
- * planned offsets -- for PA_LEARN_JUDGE << k marks (k the fallbacks in a
- * row, at most 6), then learns afresh.  The judgement counts events, not
+ * lives in it; the zones keep what they hold, as the plain pool would)
+ * and the pool runs as the plain pool -- no recording, no
+ * planned offsets -- for PA_LEARN_JUDGE << 2k marks (k the fallbacks in a
+ * row; 64, 256, 1,024, then 4,096 marks: a learning turn that loses costs
+ * a few times the plain pool's time, so the turns must thin out fast),
+ * then learns afresh.  The judgement counts events, not
  * time, so the same program falls back at the same step every run.
  */
 #include "pool_learn.h"
@@ -76,6 +85,8 @@
 #define LOST_MIN 8      /* lost steps a window needs before it can fall back */
 #define GAP_MAX ((uint64_t)PA_LEARN_JUDGE << REST_SHIFT_MAX)
 #define ALLOCS_MIN 512  /* allocations a window needs before they are weighed */
+#define EARLY_MARKS 16  /* a window closes after these marks already when */
+#define EARLY_ALLOCS 4096 /* ...it saw this many allocations (long steps)   */
 
 static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
 
@@ -169,6 +180,20 @@ static int tab_take(pa_ptr_table_t *t, uintptr_t key, uint32_t *idx) {
 
 /* ---- candidates ------------------------------------------------------------------- */
 
+/* How many other step kinds were seen since c's last sighting: the
+ * candidates and plans seen after it, and every step not recorded.  A
+ * sequence that comes back only after more kinds than the pool keeps
+ * plans (an irregular program replayed: 24 kinds for 16 plans) would be
+ * evicted before its plan serves: a planner run and region bytes for
+ * nothing. */
+static size_t reuse_distance(const pa_learn_t *L, const pa_learn_cand_t *c) {
+    size_t d = (size_t)(L->unrec - c->unrec);
+    for (int i = 0; i < PA_LEARN_CANDIDATES; i++)
+        d += L->cand[i].count && &L->cand[i] != c && L->cand[i].last > c->last;
+    for (size_t i = 0; i < L->nplans; i++) d += L->plans[i]->last_used > c->last;
+    return d;
+}
+
 static pa_learn_cand_t *see_candidate(pa_learn_t *L, uint64_t h) {
     pa_learn_cand_t *free_slot = NULL, *oldest = NULL;
     for (int i = 0; i < PA_LEARN_CANDIDATES; i++) {
@@ -179,7 +204,9 @@ static pa_learn_cand_t *see_candidate(pa_learn_t *L, uint64_t h) {
         }
         if (c->hash == h && c->nev == L->nev && !memcmp(c->ev, L->ev, L->nev * sizeof(*c->ev))) {
             if (c->count != UNPLANNABLE) c->count++;
+            c->dist = reuse_distance(L, c);
             c->last = L->step;
+            c->unrec = L->unrec;
             return c;
         }
         if (!oldest || c->last < oldest->last) oldest = c;
@@ -196,6 +223,8 @@ static pa_learn_cand_t *see_candidate(pa_learn_t *L, uint64_t h) {
     c->hash = h;
     c->count = 1;
     c->last = L->step;
+    c->unrec = L->unrec;
+    c->dist = SIZE_MAX;
     return c;
 }
 
@@ -244,7 +273,7 @@ static void start_step(pa_learn_t *L, size_t requested) {
     L->hot = 1;
     L->step++;
     L->nev = 0;
-    L->overflow = L->step % quiet_period(L->novel) != 0;
+    L->overflow = L->novel >= NOVEL_QUIET && (L->step & (quiet_period(L->novel) - 1)) != 0;
     L->nalloc = 0;
     L->cur = NULL;
     L->tried = L->serving = L->defer = L->freed0 = 0;
@@ -332,7 +361,8 @@ static void drop_plans(pa_learn_t *L) {
 /* Learning did not pay over the window: the plain pool's turn (see the
  * top). */
 static void fall_back(pa_learn_t *L) {
-    unsigned k = L->fallbacks_in_row < REST_SHIFT_MAX ? L->fallbacks_in_row : REST_SHIFT_MAX;
+    unsigned k = 2 * L->fallbacks_in_row < REST_SHIFT_MAX ? 2 * L->fallbacks_in_row
+                                                          : REST_SHIFT_MAX;
     L->fallbacks++;
     L->fallbacks_in_row++;
     L->rest = (uint64_t)PA_LEARN_JUDGE << k;
@@ -346,7 +376,9 @@ static void fall_back(pa_learn_t *L) {
 /* One step mark of the window; 1 if learning falls back. */
 static int judge(pa_learn_t *L) {
     L->w_allocs += L->nalloc;
-    if (++L->w_steps < PA_LEARN_JUDGE) return 0;
+    ++L->w_steps;
+    if (L->w_steps < PA_LEARN_JUDGE && (L->w_steps < EARLY_MARKS || L->w_allocs < EARLY_ALLOCS))
+        return 0;
     uint64_t paid = L->plan_steps - L->j_paid, lost = L->misses + 2 * L->built - L->j_lost;
     uint64_t hit = L->hits - L->j_hits, allocs = L->w_allocs;
     L->w_steps = 0;
@@ -414,12 +446,14 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
             made = !L->trimmed;
             L->trimmed = !L->trimmed;
         }
-    } else if (!L->overflow && L->nev) {
+    } else if (L->overflow) {
+        L->unrec++;
+    } else if (L->nev) {
         uint64_t h = hash_events(L->ev, L->nev);
         matched = _pa_learn_find_plan(L, L->ev, L->nev, h);
         pa_learn_cand_t *c = matched ? NULL : see_candidate(L, h);
         L->novel = matched || (c && c->count != 1) ? 0 : L->novel + 1;
-        if (c && c->count != UNPLANNABLE && c->count >= L->repeats) {
+        if (c && c->count != UNPLANNABLE && c->count >= L->repeats && c->dist < L->max_plans) {
             pa_learn_plan_t *Q = _pa_learn_build_plan(L, c->ev, c->nev, h);
             if (Q) L->built++;
             if (Q && _pa_learn_add_plan(L, Q) == 0) {

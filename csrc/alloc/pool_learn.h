@@ -58,7 +58,10 @@ typedef struct pa_learn_cand {
     size_t nev, cap;
     uint64_t hash;
     unsigned count;
-    uint64_t last;
+    uint64_t last;            /* step it was last seen                    */
+    uint64_t unrec;           /* L->unrec then                            */
+    size_t dist;              /* step kinds seen between its last two
+                                 sightings (reuse distance)               */
 } pa_learn_cand_t;
 
 /* ptr -> allocation index of a step (linear probing, backward-shift
@@ -146,7 +149,10 @@ typedef struct pa_learn {
                                  grew again, the next keeps the growth    */
     uint64_t rest;            /* marks left before learning resumes (0 =
                                  learning)                                */
-    unsigned fallbacks_in_row; /* backs the rest off: 2^k windows         */
+    unsigned fallbacks_in_row; /* backs the rest off: 4^k windows         */
+    uint64_t unrec;           /* steps not recorded (quiet or too long):
+                                 each counts as a step kind in a reuse
+                                 distance                                 */
 
     /* statistics */
     uint64_t hits, misses, plan_steps, steps, frees, fallbacks;
@@ -220,9 +226,9 @@ pa_status_t _pa_learn_free_slow(pa_learn_t *L, const void *ptr, size_t *req, siz
 
 /* Free the planned block at `ptr` (in the region): PA_OK with its
  * requested and block bytes, or PA_ERR_DOUBLE_FREE / PA_ERR_FOREIGN.  The
- * common case is inline: a block of this step, of the plan serving it,
- * found at the first probe of the class table; the rest (carries, older
- * blocks, bad pointers) is in pool_learn.c. */
+ * common cases are inline: a block of this step, or a carry of the
+ * previous one, of the plan serving it, found at the first probe of the
+ * class table; the rest (older blocks, bad pointers) is in pool_learn.c. */
 static inline pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t *req,
                                          size_t *bsize) {
     pa_learn_plan_t *P = L->cur;
@@ -246,6 +252,23 @@ static inline pa_status_t _pa_learn_free(pa_learn_t *L, const void *ptr, size_t 
                 P->freed_at[idx] = L->step;
                 while (L->prefix < P->nfree && P->freed_at[P->rank[L->prefix]] == L->step)
                     L->prefix++;
+                *req = size;
+                *bsize = bs;
+                return PA_OK;
+            }
+            if (v && P->cls_step[c] + 1 == L->step && P->e[v - 1].carry) {
+                /* the previous step's carry (a loop variable rebound) */
+                uint32_t idx = v - 1;
+                size_t size = P->e[idx].size, bs = _pa_learn_block_bytes(L, size);
+                P->cls_live[c] = 0;
+                L->prev_carry--;
+                L->live--;
+                L->live_bytes -= bs;
+                L->live_req -= size;
+                L->frees++;
+                uint64_t ev = (uint64_t)idx << 2 | 2u; /* EV_PREV */
+                if (pa_likely(!L->overflow && L->nev < L->evcap)) L->ev[L->nev++] = ev;
+                else _pa_learn_record(L, ev);
                 *req = size;
                 *bsize = bs;
                 return PA_OK;

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PLAN_SECONDS 0.005
-
 static inline size_t mix(uint64_t k) { return _pa_learn_mix(k); }
 
 static inline size_t block_bytes(const pa_learn_t *L, size_t size) {
@@ -162,7 +160,7 @@ pa_learn_plan_t *_pa_learn_build_plan(pa_learn_t *L, const uint64_t *ev, size_t 
     pa_plan_options_t opt;
     pa_plan_options_default(&opt);
     opt.alignment = L->gran;
-    opt.time_limit = PLAN_SECONDS;
+    opt.strategy = PA_PLAN_GREEDY_BY_SIZE; /* no timed search: the same plan every run */
     pa_plan_result_t res;
     if (pa_plan_assign(b, nb, &opt, &res) != PA_OK) goto fail;
     for (size_t k = 0; k < nb; k++) {

@@ -80,6 +80,48 @@ def test_trace_with_callsites_and_pool(tmp_path, program):
         [f"{program}:{full_line}"] * 5
 
 
+HASH_ORDER = textwrap.dedent("""\
+    import os
+    import numpy as np
+    names = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+    for it in range(150):
+        arrs = {n: np.ones(100 + 37 * i + it % 3) for i, n in enumerate(names)}
+        for n in set(names):              # set order: the hash seed's
+            del arrs[n]
+            if n in ("beta", "eta"):
+                t = np.empty(900)
+                del t
+    print("seed", os.environ.get("PYTHONHASHSEED"))
+""")
+
+
+def trace_hash_order(tmp_path, env):
+    r = subprocess.run([sys.executable, "-m", "pyarena", "trace", "-o", "h.trace", "--",
+                        sys.executable, "prog.py"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    t = read_trace(tmp_path / "h.trace")
+    return r.stdout.split()[-1], (t.steps, list(t.kinds), list(t.sizes))
+
+
+def test_trace_gives_the_same_automatic_steps_every_run(tmp_path):
+    """Run twice, the same program gets the same steps: a random hash seed
+    per run reordered the frees of each iteration (set order) and moved
+    the automatic marks (401 or 801 steps by seed on 400 iterations).  The
+    command runs with seed 0 unless the user sets one, which is kept."""
+    (tmp_path / "prog.py").write_text(HASH_ORDER)
+    env = {k: v for k, v in env_here().items() if k != "PYTHONHASHSEED"}
+    seed, first = trace_hash_order(tmp_path, env)
+    assert seed == "0" and first[0] >= 150
+    assert trace_hash_order(tmp_path, env) == (seed, first)
+    steps = {}
+    for user_seed in ("3", "6"):    # 2 and 1 marks per iteration on this program
+        got, trace = trace_hash_order(tmp_path, dict(env, PYTHONHASHSEED=user_seed))
+        assert got == user_seed
+        steps[user_seed] = trace[0]
+    assert steps["3"] != steps["6"]
+
+
 def test_trace_refuses_what_is_not_a_python_program(tmp_path):
     r = run_cli("trace", "-o", "t.trace", "--", "true", cwd=tmp_path)
     assert r.returncode == 2
