@@ -45,7 +45,10 @@ def test_skip_layer_norms_match_onnxruntime(seed, skip_form, simplified, bias, a
         ins.append("bias")
     outs = ["y", "mean", "inv_std", "sum"] if all_outs else ["y", "", "inv_std"]
     op = "SkipSimplifiedLayerNormalization" if simplified else "SkipLayerNormalization"
-    _agree(op, feeds, outs, inputs=ins, epsilon=eps)
+    # (rows of 2-3 values normalise tiny deviations: onnxruntime's one-pass
+    # variance and ours differ by float32 rounding, 2e-6 on a 0.08 output
+    # at seed 18847958 -- an absolute 1e-5 on outputs of order 1)
+    _agree(op, feeds, outs, inputs=ins, epsilon=eps, atol=1e-5)
 
 
 @FEW
