@@ -22,6 +22,24 @@ def make_model(nodes, inputs, outputs, inits=None, opset=17, path=None):
     return m
 
 
+def untyped_model(nodes, feeds, outputs, inits=None, opset=17):
+    """A ModelProto of ``nodes`` whose inputs are typed by ``feeds`` (name ->
+    array) and whose ``outputs`` carry no type: the runtimes say what they
+    give.  ``inits``: name -> array."""
+    from onnx import helper, numpy_helper
+    tp = lambda dt: helper.np_dtype_to_tensor_dtype(np.dtype(dt))  # noqa: E731
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(k, tp(v.dtype), list(v.shape))
+                     for k, v in feeds.items()],
+        [helper.make_tensor_value_info(o, 0, None) for o in outputs],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+    for o in g.output:
+        o.ClearField("type")
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
 def run_both(tmp_path, nodes, feeds, inits=None, outputs=("y",), opset=17, atol=1e-5,
              rtol=1e-4, plan=True, name="m", scratch_budget=None, native=True):
     """Import (each op's scratch within ``scratch_budget``; ``native`` False:

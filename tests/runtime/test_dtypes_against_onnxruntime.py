@@ -9,7 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
+
+from helpers.onnx_util import untyped_model
 
 BINARY = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Mod", "Equal", "Less", "Greater",
           "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "BitShift", "BitwiseAnd"]
@@ -79,17 +81,7 @@ def _one(name, nodes, feeds, outs, inits):
     import onnxruntime as ort
 
     import pyarena
-    tp = lambda d: helper.np_dtype_to_tensor_dtype(np.dtype(d))  # noqa: E731
-    g = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(k, tp(v.dtype), list(v.shape))
-                     for k, v in feeds.items()],
-        [helper.make_tensor_value_info(o, 0, None) for o in outs],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    for o in g.output:
-        o.ClearField("type")
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
-    m.ir_version = 8
-    b = m.SerializeToString()
+    b = untyped_model(nodes, feeds, outs, inits, opset=18).SerializeToString()
     so = ort.SessionOptions()
     so.log_severity_level = 4
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL

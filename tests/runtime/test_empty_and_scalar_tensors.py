@@ -4,9 +4,10 @@ the same file: the same shapes, dtypes and values, or a refusal by both."""
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from helpers.model_zoo import ort_run
+from helpers.onnx_util import untyped_model
 
 N = helper.make_node
 E = np.zeros((2, 0, 3), np.float32)
@@ -95,17 +96,8 @@ CASES = {
 def test_empty_and_scalar_tensors_as_onnxruntime(name, tmp_path):
     import pyarena
     nodes, feeds, inits = CASES[name]
-    tp = lambda dt: helper.np_dtype_to_tensor_dtype(np.dtype(dt))  # noqa: E731
     outs = [o for n in nodes[-1:] for o in n.output]
-    g = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(k, tp(v.dtype), list(v.shape))
-                     for k, v in feeds.items()],
-        [helper.make_tensor_value_info(o, 0, None) for o in outs],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    for o in g.output:
-        o.ClearField("type")
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
+    m = untyped_model(nodes, feeds, outs, inits)
     path = tmp_path / "m.onnx"
     onnx.save(m, str(path))
     want = ort_run(path, feeds)
