@@ -182,6 +182,8 @@ class Resize(Kernel):
         self.native = self._setup_native(mode, xs, ys)
         if self.native:
             self.scratch = []
+        elif self.ort2d is not None:    # the input in float32, the sum, one gathered term
+            self.scratch = [(tuple(xs), self.work)] + [(tuple(ys), self.work)] * 2
 
     def _setup_native(self, mode, xs, ys):
         """Nearest / linear over the two spatial axes of a 4-D float32
@@ -355,7 +357,7 @@ class Resize(Kernel):
             np.copyto(ys[0], src)
             return
         if self.ort2d is not None:
-            _run_ort_bilinear(self, src, ys[0], sc[-2])
+            _run_ort_bilinear(self, src, ys[0], sc)
             return
         k = 0
         last = ys[0]
@@ -415,18 +417,27 @@ def _ort_bilinear_taps(k, mode, ctm, xs, ys, scales, crop, band):
         d1, d2 = np.abs(c - i1.astype(f)), np.abs(c - i2.astype(f))
         same = i1 == i2
         d1[same], d2[same] = 0.5, 0.5
-        tabs.append((k.keep(i1), k.keep(i2), d1, d2))
+        tabs.append((i1, i2, d1, d2))
     (y1, y2, dy1, dy2), (x1, x2, dx1, dx2) = tabs
     w = [k.keep(np.multiply.outer(a, b).astype(f)) for a, b in
          ((dy2, dx2), (dy2, dx1), (dy1, dx2), (dy1, dx1))]
-    return (y1, y2, x1, x2, w)
+    # each tap as one flat index into an H*W plane: one gather per term
+    idx = [k.keep(np.add.outer(r * xs[3], c)) for r, c in ((y1, x1), (y1, x2), (y2, x1), (y2, x2))]
+    return list(zip(idx, w))
 
-def _run_ort_bilinear(k, x, y, xf):
-    y1, y2, x1, x2, (w11, w21, w12, w22) = k.ort2d
+
+def _run_ort_bilinear(k, x, y, sc):
+    """The four terms gathered and summed in the planned scratch: the
+    input as float32, the sum and one term (no allocation per run)."""
+    xf, acc, t = sc[0], sc[1], sc[2]
     np.copyto(xf, x)
-    acc = w11 * xf[:, :, y1][:, :, :, x1]
-    acc += w21 * xf[:, :, y1][:, :, :, x2]
-    acc += w12 * xf[:, :, y2][:, :, :, x1]
-    acc += w22 * xf[:, :, y2][:, :, :, x2]
+    n, c = xf.shape[:2]
+    plane = xf.reshape(n, c, -1)
+    for i, (idx, w) in enumerate(k.ort2d):
+        dst = acc if i == 0 else t
+        np.take(plane, idx, axis=2, out=dst, mode="clip")   # "raise" buffers out
+        np.multiply(dst, w, out=dst)
+        if i:
+            np.add(acc, t, out=acc)
     np.trunc(acc, out=acc)
     np.copyto(y, acc, casting="unsafe")
