@@ -174,6 +174,33 @@ def test_an_integer_bilinear_resize_runs_in_its_planned_scratch():
         [((1, 3, 100, 80), np.dtype(np.float32))] + [((1, 3, 200, 120), np.dtype(np.float32))] * 2
 
 
+
+@pytest.mark.parametrize("op,opset", [("Erf", 13), ("Mish", 18), ("Gelu", 20)])
+def test_float16_widened_ops_keep_nan_inf_and_extremes_as_onnxruntime(op, opset):
+    """float16 Erf / Mish / Gelu are evaluated in float32 chunks and
+    rounded once: NaN stays NaN, the infinities and float16's largest
+    values map as onnxruntime maps them, and the rest is within one
+    float16 unit (Mish(-20) = -4.1e-8 rounds to the smallest subnormal,
+    which onnxruntime flushes to -0)."""
+    import onnxruntime as ort
+    import pyarena
+    x = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1, -3, 65504, -65504, 20, -20, 1e-7, 11.5,
+                  -0.5], np.float16)
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT16, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, x.shape)])
+    b = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+    want = ort.InferenceSession(b, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = pyarena.InferenceSession(b).run(None, {"x": x})[0]
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    fin = np.isfinite(want)
+    np.testing.assert_array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)])
+    ulp = np.spacing(np.abs(want[fin]).astype(np.float16)).astype(np.float64)
+    assert np.all(np.abs(got[fin].astype(np.float64) - want[fin]) <= ulp), (got, want)
+
+
 #: (dtype kind, op) pyarena refuses by name where onnxruntime runs it
 REFUSED = {("i", "ReduceLogSumExp")}
 
