@@ -182,3 +182,14 @@ def test_element_wise_float_islands_become_lookups(tmp_path):
     ours = np.asarray(Executor(g).run(feeds())["y"])
     ref = ort_run(out, feeds())["y"]
     assert np.abs(ours - ref).max() <= output_quantum(out) * 1.0001
+
+
+@pytest.mark.parametrize("name", ["qop", "qop_s8", "qdq", "dyn"])
+def test_two_threads_give_one_threads_bytes(models, name):
+    """The 8-bit kernels split rows and channel blocks between workers:
+    that changes who computes an output, never its value."""
+    g = load_model(str(models[name]))
+    one = np.asarray(Executor(g).run(feeds())["y"]).copy()
+    ex2 = Executor(load_model(str(models[name])), threads=2)
+    assert ex2.workers is not None and ex2.workers.n == 2
+    np.testing.assert_array_equal(one, np.asarray(ex2.run(feeds())["y"]))
