@@ -141,11 +141,24 @@ def _same(w, op_type):
     return op_type, w.a, w.c.ins[:1]
 
 
+def _select(w, op_type):
+    """An op that copies some of its input's values (a slice, a split):
+    the op itself on the integer tensor, with its other inputs as its
+    options left them; each output must have the input's scale and zero
+    point (the bytes are copied as they are)."""
+    if w.act is not None:
+        w.fail(f"fused activation {w.act}")
+    for o in w.c.outs:
+        if not w.q.same(w.x, o):
+            w.fail(f"output {w.t.names[o]!r} is quantized unlike the input")
+    return op_type, w.a, w.c.ins
+
+
 #: wiring (``Kernel.tflite_int8``) -> the function that wires the op
 _WIRINGS = {"conv": _conv, "fully_connected": _fully_connected, "add_mul": _add_mul,
             "activation": _activation, "average_pool": _average_pool, "mean": _mean,
             "softmax": _softmax, "concat": _concat, "clamp": _clamp, "quantize": _quantize,
-            "dequantize": _dequantize, "same": _same}
+            "dequantize": _dequantize, "same": _same, "select": _select}
 
 
 class _Q:

@@ -233,3 +233,43 @@ def test_unsupported_int8_builtin_is_refused_by_name(tmp_path):
     path = B.save(str(tmp_path / "tanh.tflite"), [x], [y])
     with pytest.raises(UnsupportedOpError, match=r"tanh_0.*TANH, int8"):
         load_model(path)
+
+
+def _select_model(path, code, y_q=None):
+    """An int8 STRIDED_SLICE (rows 1.. of 5, every other column) or
+    SPLIT_V (sizes [3, -1] along axis 1) of a (1, 5, 1, 8) tensor."""
+    B = TFLiteBuilder()
+    xq = q8(0.05, 7)
+    x = B.tensor("x", (1, 5, 1, 8), I8, quant=xq)
+    if code == "STRIDED_SLICE":
+        c = [B.tensor(n, (4,), np.int32, np.array(v, np.int32)) for n, v in
+             (("begin", [0, 1, 0, 0]), ("end", [1, 5, 1, 8]), ("strides", [1, 1, 1, 2]))]
+        y = B.tensor("y", (1, 4, 1, 4), I8, quant=y_q or xq)
+        B.op(code, [x] + c, [y], ("StridedSliceOptions", {}))
+        return B.save(str(path), [x], [y])
+    sizes = B.tensor("sizes", (2,), np.int32, np.array([3, -1], np.int32))
+    axis = B.tensor("axis", (), np.int32, np.array(1, np.int32))
+    y = B.tensor("y", (1, 3, 1, 8), I8, quant=y_q or xq)
+    y2 = B.tensor("y2", (1, 2, 1, 8), I8, quant=xq)
+    B.op(code, [x, sizes, axis], [y, y2], ("SplitVOptions", {"NumSplits": 2}))
+    return B.save(str(path), [x], [y, y2])
+
+
+@pytest.mark.parametrize("code", ["STRIDED_SLICE", "SPLIT_V"])
+def test_int8_slices_and_splits_copy_the_interpreters_bytes(tmp_path, code):
+    path = _select_model(tmp_path / "s.tflite", code)
+    x = np.random.default_rng(4).integers(-128, 128, (1, 5, 1, 8)).astype(I8)
+    ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+    assert ref is not None, why
+    g = load_model(path)
+    assert {o.op_type for o in g.ops} <= {"StridedSlice", "Split"}
+    ours = Executor(g).run({"x": x})
+    for name, want in ref.items():
+        np.testing.assert_array_equal(np.asarray(ours[name]), want, err_msg=name)
+
+
+@pytest.mark.parametrize("code", ["STRIDED_SLICE", "SPLIT_V"])
+def test_int8_slice_quantized_unlike_its_input_is_refused(tmp_path, code):
+    path = _select_model(tmp_path / "s.tflite", code, y_q=q8(0.1, 0))
+    with pytest.raises(UnsupportedOpError, match="quantized unlike the input"):
+        load_model(path)

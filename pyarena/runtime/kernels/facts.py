@@ -109,7 +109,8 @@ BODY_KINDS = ("loop", "scan", "if", "sequence_map")
 TFLITE_LOWERINGS = ("sequence_lstm", "bidirectional_lstm", "sequence_rnn", "control")
 #: how the importer wires a full-integer builtin's scales and zero points
 TFLITE_INT8_WIRINGS = ("conv", "fully_connected", "add_mul", "activation", "average_pool",
-                       "mean", "softmax", "concat", "clamp", "quantize", "dequantize", "same")
+                       "mean", "softmax", "concat", "clamp", "quantize", "dequantize", "same",
+                       "select")
 
 
 class Operator:

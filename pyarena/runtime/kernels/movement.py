@@ -277,7 +277,8 @@ class Split(Kernel):
     inplace = 'none'
     nhwc = 'split'
     shape_rule = moves.split
-    tflite = {'SPLIT': ('Split', {}, tfl.split)}
+    tflite = {'SPLIT': ('Split', {}, tfl.split), 'SPLIT_V': ('Split', {}, tfl.split_v)}
+    tflite_int8 = {'SPLIT': 'select', 'SPLIT_V': 'select'}
 
     def setup(self):
         self.runtime = (0,)

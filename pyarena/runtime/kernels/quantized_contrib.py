@@ -238,6 +238,16 @@ class QLinearConcat(QuantKernel):
                            (blocks, width * inner, width * inner, out[self.axis] * inner)))
         return tables
 
+    def native_calls(self, xs, ys):
+        """Each input's table lookup into its slice as a call record (the
+        calls :meth:`run` makes), or None off the native path."""
+        if not self.native or self._act is not None or any(
+                not isinstance(a, np.ndarray) for a in [ys[0]] + [xs[p[0]] for p in self.native]):
+            return None
+        yb = ys[0].reshape(-1).view(np.uint8)
+        return [("qlookup", None, table, xs[i], None, yb[start:], blocks)
+                for i, table, start, blocks in self.native]
+
     def run(self, xs, ys, sc):
         y = ys[0]
         if self.native:

@@ -18,6 +18,7 @@ tuple and checks the shape it yields against the declared output shape.
 """
 import numpy as np
 
+from ..._native.kernels import copy_call
 from . import shape_rules_movement as moves
 from . import tflite_attrs as tfl
 from .registry import Kernel, register
@@ -66,6 +67,7 @@ class StridedSlice(Kernel):
     op_types = ("StridedSlice",)
     family = "movement"
     tflite = {"STRIDED_SLICE": ("StridedSlice", {}, tfl.strided_slice)}
+    tflite_int8 = {"STRIDED_SLICE": "select"}
 
     def setup(self):
         self.runtime = (0,)
@@ -88,6 +90,16 @@ class StridedSlice(Kernel):
 
     def run(self, xs, ys, sc):
         np.copyto(ys[0].reshape(self.vshape), xs[0][self.idx])
+
+    def native_calls(self, xs, ys):
+        """The slice as one block-copy record (``copy_call``: a streaming
+        model's ring buffer, one run of a native call list), or None."""
+        x, y = xs[0], ys[0]
+        if self._act is not None or not isinstance(x, np.ndarray) or \
+                not isinstance(y, np.ndarray) or y.dtype.hasobject:
+            return None
+        rec = copy_call(y.reshape(self.vshape), x[self.idx])
+        return None if rec is None else [rec]
 
 
 @register

@@ -235,6 +235,28 @@ def split(c):
     c.ins = [c.ins[1]]
 
 
+def split_v(c):
+    """SPLIT_V (input, size_splits, axis): Split along the axis, each
+    output as long as its size (one size -1: the rest); sizes that are
+    not the outputs' own are a contradiction."""
+    if len(c.ins) != 3:
+        c.fail(f"{len(c.ins)} inputs, not 3")
+    axis = int(np.asarray(c.const(c.ins[2], "the split axis")).reshape(-1)[0])
+    sizes = [int(v) for v in np.asarray(c.const(c.ins[1], "size_splits")).reshape(-1)]
+    shp = c.shapes[c.ins[0]]
+    if not -len(shp) <= axis < len(shp):
+        c.contradicts(f"split axis {axis} of a {len(shp)}-D input")
+    n = shp[axis]
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = n - sum(v for v in sizes if v != -1)
+    got = [c.shapes[o][axis] if len(c.shapes[o]) == len(shp) else None for o in c.outs]
+    if len(sizes) != len(c.outs) or sizes != got or sum(sizes) != n:
+        c.contradicts(f"size_splits {sizes} of {n} along axis {axis}: the outputs are "
+                      f"{got}")
+    c.attrs["axis"] = axis
+    c.ins = [c.ins[0]]
+
+
 def depth_to_space(c):
     o = c.options("DepthToSpaceOptions")
     c.attrs["blocksize"] = int(o.BlockSize()) if o is not None else 0
