@@ -22,7 +22,11 @@ message):
   default, opset 15 and the If-less opset 18 export) -- one step is one
   512-sample chunk with the recurrent state fed back, so the row is the
   per-step latency of a stream; a sequence of 32 steps is timed per round
-  and divided;
+  and divided; and two int8 keyword spotters from the ``pymicro-wakeword``
+  wheel (vendored in tests/data: ``wakeword`` is hey_mycroft,
+  ``wakeword_nabu`` okay_nabu), whose state is TFLite variables kept by
+  each session (LiteRT's interpreter, pyarena's session) from step to step;
+  one step is one frame of 3 x 40 int8 features;
 * small: the PaddleOCR text-direction classifier (1x3x48x192), MediaPipe's
   face detector (TFLite, vendored in tests/data);
 * YOLO-style detectors: NudeNet's YOLOv8n at 320x320, ddddocr's detector at
@@ -58,6 +62,11 @@ MODELS = {      # name -> (path, {input: shape} or None, kind)
     "ddddocr_det": (f"{LIBS}/ddddocr/common_det.onnx", {"images": (1, 3, 416, 416)}, "once"),
     "ocr_det": (f"{OCR}/ch_PP-OCRv4_det_infer.onnx", {"x": (1, 3, 320, 320)}, "once"),
     "palm": (f"{MP}/palm_detection/palm_detection_full.tflite", None, "once"),
+    # int8 keyword spotters whose state is TFLite variables (tests/data, from
+    # the pymicro-wakeword wheel): each session keeps it from step to step
+    "wakeword": (os.path.join(ROOT, "tests", "data", "hey_mycroft.tflite"), None, "variables"),
+    "wakeword_nabu": (os.path.join(ROOT, "tests", "data", "okay_nabu.tflite"), None,
+                      "variables"),
 }
 # the onnx package's "light" architectures with seeded random weights
 # (tests/helpers/model_zoo.py), written once to a scratch directory
@@ -156,6 +165,20 @@ def _vad_runner(sess, pyarena_session):
     return run
 
 
+def _frames_runner(sess, pyarena_session):
+    """One call: STEPS int8 feature frames, the state kept by the session
+    (TFLite variables) from step to step and from call to call."""
+    name = sess.get_inputs()[0].name
+    rng = np.random.default_rng(1)
+    frames = [rng.integers(-128, 128, (1, 3, 40)).astype(np.int8) for _ in range(STEPS)]
+    kw = {"copy": False} if pyarena_session else {}
+
+    def run():
+        return [np.array([int(np.asarray(sess.run(None, {name: x}, **kw)[0]).reshape(-1)[0])
+                          for x in frames])]
+    return run
+
+
 def row(name, threads, repeat):
     import pyarena
     from pyarena.runtime import median, time_calls
@@ -169,6 +192,8 @@ def row(name, threads, repeat):
     ref = _LiteRT(path, threads) if path.endswith(".tflite") else _ort(path, threads)
     if kind == "stream":
         a, b = _vad_runner(ours, True), _vad_runner(ref, False)
+    elif kind == "variables":
+        a, b = _frames_runner(ours, True), _frames_runner(ref, False)
     else:
         feeds = _feeds(ours, shapes)
         a = lambda: ours.run(None, feeds, copy=False)      # noqa: E731
@@ -177,11 +202,11 @@ def row(name, threads, repeat):
     diff = max(float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
                if np.asarray(x).size else 0.0 for x, y in zip(a(), b()))
     t = time_calls({"pyarena": a, "ref": b}, repeat=repeat, warmup=1, rotate=True)
-    per = STEPS if kind == "stream" else 1
+    per = STEPS if kind in ("stream", "variables") else 1
     return {"model": name, "threads": threads, "pyarena_ms": median(t["pyarena"]) * 1e3 / per,
             "ref_ms": median(t["ref"]) * 1e3 / per,
             "ref": "litert" if path.endswith(".tflite") else "ort", "diff": diff,
-            "kind": "per step" if kind == "stream" else "per inference",
+            "kind": "per step" if kind in ("stream", "variables") else "per inference",
             "spread": statistics.pstdev(t["pyarena"]) / max(median(t["pyarena"]), 1e-12)}
 
 

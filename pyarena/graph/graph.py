@@ -115,6 +115,11 @@ class Graph(WeightsArena, Validation, JsonIO):
         self.stored_plan = None
         self.stored_layouts = None
         self.layouts_required = False
+        #: state kept from one run to the next (a TFLite model's resource
+        #: variables, importers/tflite_variables.py): variable name ->
+        #: (input, output or None, first value); a session feeds the inputs
+        #: and keeps the outputs (importers/session_state.py)
+        self.variables = {}
 
     # -- building ----------------------------------------------------------
     def add_tensor(self, name, shape=None, dtype="float32", nbytes=None,

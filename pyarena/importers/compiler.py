@@ -15,8 +15,9 @@ copy), when the file was compiled by the same pyarena and C core.
 
 What is not compiled yet, refused with :class:`CompileError` naming it:
 control flow (Loop / If / Scan bodies), ops whose output shapes depend on
-data, values held outside the arena (strings, sequences), and inputs taken
-by value (a 0-d integer input, an input that decides shapes).
+data, values held outside the arena (strings, sequences), inputs taken by
+value (a 0-d integer input, an input that decides shapes), and state kept
+from one run to the next (a TFLite model's variables).
 """
 import os
 import time
@@ -104,6 +105,9 @@ def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
     if isinstance(model, Graph):
         from ..runtime.slack import plan_to_run
         g = model.validate()
+        if g.variables:
+            raise CompileError(f"graph {g.name!r} keeps state from one run to the next "
+                               f"(variables): such graphs are not compiled yet")
         source, fmt = g.name, "graph"
         args = [_Arg(n, g.tensors[n].shape, f"tensor({g.tensors[n].dtype})") for n in g.inputs]
         outs = [_Arg(n, g.tensors[n].shape, f"tensor({g.tensors[n].dtype})") for n in g.outputs]
@@ -120,6 +124,9 @@ def compile_model(model, path, inputs=None, *, memory_budget=None, threads=None,
             raise InvalidArgumentError(f"{model}: already a compiled model")
         sess = InferenceSession(model, native=native, layout=layout,
                                 memory_budget=memory_budget, blas_threads=None)
+        if sess._io.state is not None:
+            raise CompileError(f"{model}: the model keeps state from one run to the next "
+                               f"(variables): such models are not compiled yet")
         args, outs = sess.get_inputs(), sess.get_outputs()
         for given in _signatures(inputs):
             shapes = _concrete(args, given)

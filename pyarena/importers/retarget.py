@@ -122,3 +122,21 @@ def retarget(template, cache, onnx, path, inputs):
     for op in g.ops:        # the last plan's narrowed scratch is its own
         op.notes.scratch_budget = None
     return g
+
+
+def retarget_built(template, cache, onnx, path, inputs, shared, prior):
+    """(graph, kernels): :func:`retarget`'s graph and its kernels, built once
+    over the session's shared weights (``shared``: their arena and packed
+    memo; their scratch sizes set the ops'), lending ``prior``'s (the same
+    ops at other shapes) what does not depend on the shapes (a
+    convolution's weights as laid out; a kernel that cannot lend folds and
+    re-lays them out again); (None, None) when it cannot be (the caller
+    imports in full)."""
+    from ..runtime.keeper import build_kernels
+    g = retarget(template, cache, onnx, path, inputs)
+    if g is None:
+        return None, None
+    try:    # (the budget is checked by the planner, before anything is allocated)
+        return g, build_kernels(g, shared.weights_arena, shared.packed, prior)
+    except PyArenaError:        # the full import names what does not fit
+        return None, None

@@ -62,10 +62,11 @@ from .import_cache import ImportCache
 from .model_bytes import model_path
 from .onnx_types import type_string
 from .ort_capi import session_settings
-from .retarget import Template, retarget, retargetable
+from .retarget import Template, retarget_built, retargetable
 from .session_buckets import BucketPlans, bucket_policy
 from .session_keys import SignatureKeys, value_of
 from .session_kv import KvCache
+from .session_state import SessionVariables
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -190,10 +191,14 @@ class InferenceSession:
 
     # -- the model's interface -------------------------------------------------
     def get_inputs(self):
-        return list(self._io.inputs)
+        return list(self._io.visible_inputs)
 
     def get_outputs(self):
-        return list(self._io.outputs)
+        return list(self._io.visible_outputs)
+
+    def reset_variables(self):
+        """Every variable (state a TFLite model keeps from run to run) back to its first value."""
+        self._io.reset_variables()
 
     # -- running ---------------------------------------------------------------
     def run(self, output_names, feeds, run_options=None, *, copy=True):
@@ -202,8 +207,14 @@ class InferenceSession:
         views into the calling thread's activation block, valid until that
         thread's next run of this session (then a cached signature
         allocates nothing).  Safe to call from several threads at once
-        (module docstring).  ``run_options``: an onnxruntime-style
-        ``RunOptions``, accepted (its ``terminate`` set refuses the run)."""
+        (module docstring; a model with variables: one run at a time, :mod:`.session_state`).
+        ``run_options``: an onnxruntime-style ``RunOptions``, accepted (its
+        ``terminate`` set refuses the run)."""
+        if self._io.state is not None:
+            return self._io.state.run(self._run, output_names, feeds, run_options, copy)
+        return self._run(output_names, feeds, run_options, copy=copy)
+
+    def _run(self, output_names, feeds, run_options, *, copy):
         io = self._io
         feeds = io.arguments(output_names, feeds, run_options)
         if self._kv is not None:
@@ -360,26 +371,15 @@ class InferenceSession:
 
     def _retargeted(self, shapes):
         """(graph, kernels): the last imported signature's graph retargeted
-        for ``shapes`` (``importers/retarget.py``) and its kernels, built once
-        (their scratch sizes set the ops'); (None, None) when it cannot be
-        (the caller imports in full)."""
+        for ``shapes`` and its kernels (:func:`.retarget.retarget_built`);
+        (None, None) when it cannot be (the caller imports in full)."""
         if self._template is None:
             return None, None
-        g = retarget(self._template, self._cache, self.onnx, self.path, shapes)
-        if g is None:
-            return None, None
-        # the last run's kernels (the same ops at other shapes) lend what
-        # does not depend on the shapes (a convolution's weights as laid out);
-        # else the last built's (a signature prepared before any run): the
-        # weights the graph holds are the file's, so a kernel that cannot
-        # lend folds and re-lays them out again
+        # the last run's kernels lend what does not depend on the shapes;
+        # else the last built's (a signature prepared before any run)
         last = self._last if self._last is not None else self._built
-        prior = last.kernels if last is not None else None
-        try:    # (the budget is checked by the planner, before anything is allocated)
-            kernels = build_kernels(g, self._first.weights_arena, self._first.packed, prior)
-        except PyArenaError:        # the full import names what does not fit
-            return None, None
-        return g, kernels
+        return retarget_built(self._template, self._cache, self.onnx, self.path, shapes,
+                              self._first, last.kernels if last is not None else None)
 
     def memory_info(self):
         """``arena_bytes`` (the activation blocks now: one per thread that
@@ -418,17 +418,26 @@ def _outputs(out, arrays, feeds, names):
 
 class _Interface:
     """A session's model as its callers see it: ``inputs`` / ``outputs``
-    (NodeArgs), ``held`` (sequences and optionals: fed as lists / None,
-    held outside the arena), ``optional``; and the checks of a run's
-    arguments against them."""
+    (NodeArgs; ``visible_*`` without a model's variables, whose ``state``
+    is kept here: :mod:`.session_state`), ``held`` (sequences and
+    optionals: fed as lists / None, held outside the arena), ``optional``;
+    and the checks of a run's arguments against them."""
 
-    def __init__(self, path, inputs, outputs):
+    def __init__(self, path, inputs, outputs, variables):
         self.path, self.inputs, self.outputs = path, inputs, outputs
+        # state kept from run to run (a TFLite model's variables), hidden
+        self.state = SessionVariables(variables, outputs) if variables else None
+        self.visible_inputs, self.visible_outputs = (inputs, outputs) if self.state is None \
+            else (self.state.visible(inputs), self.state.visible(outputs))
         self.held = {a.name for a in inputs if _is_held(a)}
         self.optional = {a.name for a in inputs if a.type.startswith("optional(")}
         self._known = frozenset(a.name for a in inputs)
         self._required = self._known - self.optional
         self._all_names = [a.name for a in outputs]
+
+    def reset_variables(self):
+        if self.state is not None:
+            self.state.reset()
 
     def arguments(self, output_names, feeds, run_options):
         """``feeds`` as arrays (held inputs as fed), once the types of
@@ -476,16 +485,18 @@ class _Interface:
 
 
 def _describe(path, compiled, onnx, native):
-    """A session's (inputs, outputs) as NodeArgs: ONNX from the model's own
+    """A session's (inputs, outputs) as NodeArgs, and the model's variables
+    (``Graph.variables``; {} but for TFLite): ONNX from the model's own
     declarations (symbolic dims kept), a compiled model as compiled,
     TFLite / JSON from an import (``onnx``: the module, for an ONNX model)."""
     if compiled is not None:
         return ([NodeArg(*a) for a in compiled.inputs],
-                [NodeArg(*a) for a in compiled.outputs])
+                [NodeArg(*a) for a in compiled.outputs], {})
     if sniff_format(path) != "onnx":
         g = load_model(path, native=native)
         return ([_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.inputs],
-                [_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.outputs])
+                [_arg(n, g.tensors[n].shape, g.tensors[n].dtype) for n in g.outputs],
+                g.variables)
     from .onnx import _dims, _input_dims, _np_dtype, _onnx, parse_model
     model, _ = parse_model(_onnx(), path)
     inits = {i.name for i in model.graph.initializer}
@@ -501,7 +512,7 @@ def _describe(path, compiled, onnx, native):
             out.append(_arg(vi.name, tuple(dims(vi) or ()), dt))
         return out
     return (args([v for v in model.graph.input if v.name not in inits], _input_dims),
-            args(model.graph.output, _dims))
+            args(model.graph.output, _dims), {})
 
 
 def _buckets(buckets, inputs, max_shapes, compiled, memory_budget):

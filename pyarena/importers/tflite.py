@@ -40,6 +40,7 @@ from .tflite_lstm import convert_bidirectional_lstm, convert_sequence_lstm
 from .tflite_options import OpContext, convert_options
 from .tflite_quant import convert_quantized, is_quantized
 from .tflite_rnn import convert_sequence_rnn
+from .tflite_variables import RESOURCE_TYPE, Variables
 
 __all__ = ["load_tflite"]
 
@@ -106,6 +107,7 @@ def _subgraph(tflite, model, buf, index, name, inputs, stack):
     sg = t.sg
     sg_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     sg_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
+    inputs, later = _split_inputs(inputs, {t.names[i] for i in sg_inputs})
     if inputs:
         # a dimension stored as 1 is a placeholder (batch): any size binds it
         by_name = {t.names[i]: i for i in sg_inputs}
@@ -116,9 +118,13 @@ def _subgraph(tflite, model, buf, index, name, inputs, stack):
             t.shapes[by_name[nm]] = list(dims)
     g = t.g = Graph(name)
     ops = _read_ops(tflite, model, sg, len(t.names))
+    # resource variables (state kept across invocations): inputs and outputs
+    var = Variables(tflite, model, t, lambda k: _subgraph_ops(tflite, model, buf, k))
+    ops = var.rewrite(ops)
+    var.check_shapes(later)
     t.plan_folds(ops, sg_outputs)
     remaining = [o for o in ops if not t.fold_constant_op(*o)]
-    for i in sg_inputs:
+    for i in sg_inputs + var.inputs:
         if t.data[i] is None:
             t.declare(g, i, "input")
     for i in sg_outputs:
@@ -136,7 +142,23 @@ def _subgraph(tflite, model, buf, index, name, inputs, stack):
         return _subgraph(tflite, model, buf, k, f"{what}/subgraph{k}", None,
                          stack + (index,))
     _add_ops(tflite, t, g, remaining, set(sg_outputs), sub)
+    var.finish(g, lambda i, role: t.declare(g, i, role))
     return g.validate(), [t.names[i] for i in sg_inputs], [t.names[i] for i in sg_outputs]
+
+
+def _split_inputs(inputs, names):
+    """(the shapes given for the subgraph's inputs, the others: a variable's
+    input, checked once the variables are read)."""
+    if not inputs:
+        return inputs, {}
+    return ({k: v for k, v in inputs.items() if k in names},
+            {k: v for k, v in inputs.items() if k not in names})
+
+
+def _subgraph_ops(tflite, model, buf, k):
+    """The tensors and operators of subgraph ``k``, read (not converted)."""
+    t = _Tensors(tflite, model, model.Subgraphs(k), buf)
+    return t, _read_ops(tflite, model, t.sg, len(t.names))
 
 
 def _add_ops(tflite, t, g, remaining, outset, sub):
@@ -147,7 +169,9 @@ def _add_ops(tflite, t, g, remaining, outset, sub):
         opname = f"{code.lower()}_{k}"
         lowering = getattr(TFLITE_OPS.get(code), "lowering", None)
         try:
-            if is_quantized(t, ins, outs):      # full-integer: the quantized kernels
+            if code == "READ_VARIABLE":         # the variable's value (tflite_variables.py)
+                op_type, attrs = "Identity", {}
+            elif is_quantized(t, ins, outs):      # full-integer: the quantized kernels
                 op_type, attrs, ins = convert_quantized(tflite, t, code, op, ins, outs, opname)
             elif lowering is not None:
                 op_type, attrs, ins = _LOWERINGS[lowering](tflite, t, code, op, ins, outs,
@@ -205,6 +229,7 @@ class _Tensors:
         self.tflite, self.model, self.sg, self.buf = tflite, model, sg, buf
         self.names, self.shapes, self.dtypes, self.quant = [], [], [], []
         self.variables = []     # TFLite variable tensors (state kept across invocations)
+        self.resources = set()  # resource tensors (VAR_HANDLE's outputs)
         self.data = _Values()
         self._const_index = {}
         self.uses = {}      # plan_folds: readers left of values only folds read
@@ -226,9 +251,11 @@ class _Tensors:
                 raise ModelImportError(f"tensor {nm!r} has negative dimension {d} in shape "
                                        f"{shp}")
         ty = int(t.Type())
-        if ty not in _TYPES:
+        if ty not in _TYPES and ty != RESOURCE_TYPE:
             raise ModelImportError(f"tensor {nm!r}: unsupported TFLite type {ty}")
-        dt = np.dtype(_TYPES[ty])
+        dt = np.dtype(_TYPES.get(ty, np.int32))
+        if ty == RESOURCE_TYPE:     # a variable's handle: no values (tflite_variables.py)
+            self.resources.add(len(self.names) - 1)
         n = math.prod(shp) * dt.itemsize
         if n > MAX_TENSOR_BYTES:
             raise ModelImportError(f"tensor {nm!r} would need {n:,} bytes (shape {shp}): "
@@ -331,11 +358,24 @@ class _Tensors:
         self._const_index[name] = len(self.names) - 1
         return self._const_index[name]
 
+    def add_tensor(self, name, shape, dtype, quant):
+        """Index of a new tensor with no value (a variable's input or output)."""
+        self.names.append(name)
+        self.shapes.append(list(shape))
+        self.dtypes.append(np.dtype(dtype))
+        self.data.append(None)
+        self.quant.append(quant)
+        self.variables.append(False)
+        return len(self.names) - 1
+
     def declare(self, g, i, role):
         """Tensor i in ``g`` (float16 as float32); its name."""
         nm = self.names[i]
         if nm in g.tensors:
             return nm
+        if i in self.resources:
+            raise UnsupportedOpError(f"tensor {nm!r} is a variable's handle: only "
+                                     f"READ_VARIABLE / ASSIGN_VARIABLE take one")
         if self.data[i] is not None and _half_view(self.data[i]):
             # float16 in the file, float32 to the graph: the view stays (read
             # at setup only where a kernel lays it out, Kernel.const converts;

@@ -19,16 +19,18 @@ class TFLiteBuilder:
         self.ops = []
 
     def tensor(self, name, shape, dtype=np.float32, data=None, quant=None, sparsity=None,
-               variable=False, external=False):
+               variable=False, external=False, resource=False):
         """``sparsity``: (traversal_order, block_map, [(format, dense_size,
         segments, indices)]) -- ``data`` then holds only the stored values.
         ``variable``: a TFLite variable tensor (an LSTM's state).
         ``external``: the data after the flatbuffer, located by the buffer's
-        offset and size (the schema's large-model layout; :meth:`save`)."""
+        offset and size (the schema's large-model layout; :meth:`save`).
+        ``resource``: a resource tensor (a VAR_HANDLE's output: type 13)."""
         self.tensors.append(dict(name=name, shape=list(shape), dtype=np.dtype(dtype),
                                  data=None if data is None else
                                  np.ascontiguousarray(data, dtype=dtype), quant=quant,
-                                 sparsity=sparsity, variable=variable, external=external))
+                                 sparsity=sparsity, variable=variable, external=external,
+                                 resource=resource))
         return len(self.tensors) - 1
 
     def const(self, name, arr, dtype=np.float32):
@@ -163,7 +165,7 @@ class TFLiteBuilder:
             if sp is not None:
                 tflite.TensorAddSparsity(b, sp)
             tflite.TensorAddShape(b, shape)
-            tflite.TensorAddType(b, _TYPE[t["dtype"]])
+            tflite.TensorAddType(b, 13 if t.get("resource") else _TYPE[t["dtype"]])
             tflite.TensorAddBuffer(b, bi)
             if t.get("variable"):
                 tflite.TensorAddIsVariable(b, True)
@@ -191,6 +193,8 @@ class TFLiteBuilder:
                 for k, v in fields.items():
                     if isinstance(v, (list, tuple)):
                         vecs[k] = ivec(getattr(tflite, f"{kind}Start{k}Vector"), v)
+                    elif isinstance(v, str):
+                        vecs[k] = b.CreateString(v)
                 getattr(tflite, f"{kind}Start")(b)
                 for k, v in fields.items():
                     getattr(tflite, f"{kind}Add{k}")(b, vecs.get(k, v))

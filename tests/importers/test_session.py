@@ -397,16 +397,17 @@ def test_a_retargeted_signature_is_a_fresh_import(width_models, which, picks):
     from the last signature's kernels (Conv._lender), the rest built anew."""
     from unittest import mock
 
-    import pyarena.importers.session as session
+    import pyarena.importers.retarget as retarget_mod     # (the session retargets through it)
     from pyarena.importers import load_model
     from pyarena.runtime import Executor
     from pyarena.runtime.kernels.conv import Conv
     from pyarena.runtime.slack import plan_in_slack
     path, make = width_models[which]
     shapes = [WIDTHS[i] if which == "width" else SHAPES[i % len(SHAPES)] for i in picks]
-    made, real = [], session.retarget
+    made, real = [], retarget_mod.retarget
     lent, lender = [], Conv._lender
-    with mock.patch.object(session, "retarget", lambda *a: made.append(real(*a)) or made[-1]), \
+    with mock.patch.object(retarget_mod, "retarget",
+                           lambda *a: made.append(real(*a)) or made[-1]), \
             mock.patch.object(Conv, "_lender",
                               lambda self, mode: lent.append(lender(self, mode)) or lent[-1]):
         s = InferenceSession(path)
