@@ -30,19 +30,23 @@ def _libs():
 
 
 def set_blas_threads(n):
-    """Set OpenBLAS to ``n`` threads; the previous count or None."""
+    """Set every OpenBLAS loaded in the process to ``n`` threads (NumPy's,
+    and the copy SciPy ships beside it: a program that imports SciPy has
+    two, and pinning only SciPy's left NumPy's products on every core);
+    the previous count of NumPy's (else the first one's), or None."""
     import numpy  # noqa: F401  (loads the BLAS library)
-    for path in _libs():
+    olds = []
+    for path in sorted(_libs(), key=lambda p: "numpy" not in p):   # NumPy's first
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
         for setter, getter in _NAMES:
             if hasattr(lib, setter) and hasattr(lib, getter):
-                old = int(getattr(lib, getter)())
+                olds.append(int(getattr(lib, getter)()))
                 getattr(lib, setter)(int(n))
-                return old
-    return None
+                break
+    return olds[0] if olds else None
 
 
 def blas_core():

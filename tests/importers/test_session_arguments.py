@@ -172,3 +172,35 @@ def test_tflite_bytes_are_known_by_their_magic():
     want = InferenceSession(path).run(None, {i.name: np.zeros(i.shape, np.float32)})
     for a, b in zip(out, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_blas_pinning_reaches_every_openblas_loaded(tmp_path):
+    """A program that imports SciPy has a second OpenBLAS (SciPy's own copy):
+    pinning only the first one found left NumPy's products on every core
+    (openwakeword's STFT product 25x slower on a loaded machine).  Here a
+    copy of NumPy's library, loaded from a path that sorts first, stands in
+    for SciPy's; both end up at one thread."""
+    import shutil
+    import subprocess
+    import sys
+    from pyarena.runtime.blas import _NAMES, _libs
+    import numpy  # noqa: F401
+    libs = [p for p in _libs() if "numpy" in p]
+    if not libs:
+        pytest.skip("NumPy's BLAS is not OpenBLAS")
+    copy = tmp_path / "aaa_openblas_copy.so"
+    shutil.copy(libs[0], copy)
+    code = f"""
+import ctypes, numpy
+from pyarena.runtime.blas import _NAMES, set_blas_threads
+libs = [ctypes.CDLL({str(copy)!r}), ctypes.CDLL({libs[0]!r})]
+names = [n for n in _NAMES if hasattr(libs[1], n[0])][0]
+for lib in libs:
+    getattr(lib, names[0])(2)
+old = set_blas_threads(1)
+print(old, [int(getattr(lib, names[1])()) for lib in libs])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["2", "[1,", "1]"], out.stdout
