@@ -1071,6 +1071,29 @@ pa_status_t pa_qbinary(const pa_qbinary_t *p, const void *a, const void *b, void
 pa_status_t pa_qlookup(const uint8_t *table, const void *x, void *y, int64_t blocks,
                        int64_t block_len, int64_t x_stride, int64_t y_stride);
 
+/* TFLite's requantization of int32 accumulators into 8 bits (its reference
+ * kernels' MultiplyByQuantizedMultiplier, kernels/internal/common.h): per
+ * channel c a multiplier m[c] (Q31, >= 0) and a shift s[c] in [-31, 30],
+ * y = clamp(RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc <<
+ * max(s, 0), m), max(-s, 0)) + zero_point, y_min, y_max) -- two roundings
+ * (half up, then half away from zero), not one: 9750 x 0.0111281 =
+ * 108.494 becomes 109 there.  `channels` is the innermost axis of acc and
+ * y (NHWC); `mult_shift` holds the channels' multipliers then their
+ * shifts. */
+typedef struct pa_qrequant {
+    pa_qtype_t type;            /* PA_Q_U8 or PA_Q_S8                      */
+    int64_t channels;           /* > 0                                     */
+    int32_t zero_point, y_min, y_max;
+} pa_qrequant_t;
+
+/* y[i] = the requantized acc[i], i < n (a multiple of p->channels; the
+ * channel is i % channels).  PA_ERR_INVALID for NULL pointers (n > 0), a
+ * bad type, channels < 1, n < 0 or not a multiple of it, a multiplier
+ * < 0, a shift outside [-31, 30], or a clamp range empty or outside the
+ * type. */
+pa_status_t pa_qrequant(const pa_qrequant_t *p, const int32_t *mult_shift, const int32_t *acc,
+                        void *y, int64_t n);
+
 /* QuantizeLinear per tensor: y = clamp(rint(x / scale) + zero_point,
  * y_min, y_max) in float32 (ONNX: round half to even, saturation), NaN to 0
  * (what the NumPy cast gives on x86-64).  PA_ERR_INVALID for NULL, n < 0,
@@ -1172,7 +1195,10 @@ typedef enum pa_call_kind {
                                     params: the float epsilon)             */
     PA_CALL_TRANSPOSE_PLANES = 14, /* pa_transpose_planes(a, y, i[0] = n,
                                     i[1] = c, i[2] = hw, i[3] = to_nhwc)   */
-    PA_CALL_DECONV2D = 15        /* pa_deconv2d_run(params, w, a, y)        */
+    PA_CALL_DECONV2D = 15,       /* pa_deconv2d_run(params, w, a, y)        */
+    PA_CALL_QREQUANT = 16        /* pa_qrequant(params, w = multipliers and
+                                    shifts, a = int32 accumulators, y,
+                                    i[0] = n)                              */
 } pa_call_kind_t;
 
 /* A per-tensor affine quantization as a call record's params (QUANTIZE,
@@ -1188,7 +1214,7 @@ typedef struct pa_call {
     pa_call_kind_t kind;
     const void *params;     /* pa_conv2d_t, pa_deconv2d_t, pa_pool2d_t,
                                pa_act_params_t, pa_qconv2d_t, pa_qbinary_t,
-                               pa_qaffine_t or a float (LAYER_NORM's
+                               pa_qaffine_t, pa_qrequant_t or a float (LAYER_NORM's
                                epsilon)                                    */
     const float *w;         /* packed weights (CONV2D*, DECONV2D; QCONV2D: its bytes),
                                slopes (PRELU), the table (QLOOKUP: bytes),

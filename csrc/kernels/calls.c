@@ -131,6 +131,8 @@ static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
         return pa_conv2d_run(s->params, s->w, s->a, s->y, workers);
     case PA_CALL_DECONV2D:
         return pa_deconv2d_run(s->params, s->w, s->a, s->y, workers);
+    case PA_CALL_QREQUANT:
+        return pa_qrequant(s->params, (const int32_t *)s->w, s->a, s->y, s->i[0]);
     case PA_CALL_CONV2D_RESIDUAL:
         return pa_conv2d_run_residual(s->params, s->w, s->a, s->b, s->i[0], s->y, workers);
     case PA_CALL_MAXPOOL:

@@ -116,7 +116,8 @@ CALL = {"conv2d": lib.PA_CALL_CONV2D, "conv2d_residual": lib.PA_CALL_CONV2D_RESI
         "qlookup": lib.PA_CALL_QLOOKUP, "quantize": lib.PA_CALL_QUANTIZE,
         "dequantize": lib.PA_CALL_DEQUANTIZE, "add": lib.PA_CALL_ADD,
         "layer_norm": lib.PA_CALL_LAYER_NORM,
-        "transpose_planes": lib.PA_CALL_TRANSPOSE_PLANES, "deconv2d": lib.PA_CALL_DECONV2D}
+        "transpose_planes": lib.PA_CALL_TRANSPOSE_PLANES, "deconv2d": lib.PA_CALL_DECONV2D,
+        "qrequant": lib.PA_CALL_QREQUANT}
 
 
 def _inner_axis(a):

@@ -8,7 +8,8 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from . import check, ffi, lib
 
-__all__ = ["QTYPES", "qconv2d", "packed_size", "scratch_size", "pack", "run", "ptr"]
+__all__ = ["QTYPES", "qconv2d", "packed_size", "scratch_size", "pack", "run", "ptr", "qrequant",
+           "requant"]
 
 #: NumPy dtype -> pa_qtype_t
 QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8,
@@ -70,3 +71,17 @@ def run(desc, packed_ptr, x_ptr, y_ptr, scratch_ptr, scratch_bytes, workers=ffi.
     st = lib.pa_qconv2d_run(desc, packed_ptr, x_ptr, y_ptr, scratch_ptr, scratch_bytes, workers)
     if st:
         check(st, "pa_qconv2d_run")
+
+
+def qrequant(y_dtype, channels, zero_point, y_min, y_max):
+    """A ``pa_qrequant_t *`` (TFLite's requantization into ``y_dtype``)."""
+    return ffi.new("pa_qrequant_t *", {
+        "type": QTYPES[np.dtype(y_dtype)], "channels": int(channels),
+        "zero_point": int(zero_point), "y_min": int(y_min), "y_max": int(y_max)})
+
+
+def requant(params, mult_shift, acc, y, n):
+    """``pa_qrequant``: ``mult_shift`` (int32, the multipliers then the
+    shifts), ``acc`` (int32) and ``y`` arrays."""
+    check(lib.pa_qrequant(params, ffi.cast("int32_t *", ptr(mult_shift)),
+                          ffi.cast("int32_t *", ptr(acc)), ptr(y), n), "pa_qrequant")

@@ -63,6 +63,7 @@ class _Wire:
 def _conv(w, op_type):
     if w.code == "DEPTHWISE_CONV_2D":
         w.a["weight_layout"] = "1HWC"
+    w.a["requant"] = "tflite"       # TFLite's fixed-point multipliers (requant_fixed.py)
     q, x, c = w.q, w.x, w.c
     wt = c.ins[1]
     ins_q = [x] + q.params(x) + [wt] + q.params(wt, per_axis=True) + q.params(w.y)

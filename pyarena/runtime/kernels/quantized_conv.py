@@ -7,9 +7,10 @@ go through im2col and chunks of output channels of the weights."""
 import numpy as np
 
 from .quantization import QuantKernel, requantize
+from .requant_fixed import requant_fixed, tflite_multipliers
 from .quantized_conv_native import try_native
 from . import shape_rules as rules
-from .registry import register
+from .registry import _carve, register
 from .spatial import Spatial
 
 #: bytes of float weights a quantized conv converts at a time (its zero
@@ -33,7 +34,8 @@ class _QConv(Spatial, QuantKernel):
         self.shrink_budget()
         self.runtime = (0,)
         ix, iw, ixz, iwz, ib = self.layout
-        self.ct = np.dtype(np.float64 if self.integer else np.float32)
+        exact = self.integer or self.fixed_requant() is not None   # (TFLite's reads exact sums)
+        self.ct = np.dtype(np.float64 if exact else np.float32)
         self.dtype = self.ct            # the band buffers' element type
         w = self.const(iw, "weight")
         if w.ndim not in (3, 4):
@@ -117,6 +119,11 @@ class _QConv(Spatial, QuantKernel):
         of an 8-bit output; None for int32 accumulators."""
         return None
 
+    def fixed_requant(self):
+        """(multipliers, shifts) of TFLite's fixed-point requantization
+        (:mod:`.requant_fixed`), or None: onnxruntime's float32 one."""
+        return None
+
     def run(self, xs, ys, sc):
         if self.native is not None:
             z = None if self.xzp_input is None else xs[self.xzp_input].reshape(-1)[0]
@@ -159,17 +166,18 @@ class _QConv(Spatial, QuantKernel):
                     np.add(out, bias[:, c0:c1], out=out)
                     self.store(out, yg[:, c0:c1], c0, c1)
 
-    def native_call_scratch(self, xs, ys, sc):
-        """The native run as one call record (a constant input zero point:
+    def native_calls_scratch(self, xs, ys, sc):
+        """The native run as call records (a constant input zero point:
         the descriptor holds it), or None."""
         if self.native is None or self.xzp_input is not None or self._act is not None:
             return None
-        return self.native.call(self.x4(xs[0]), self.y4(ys[0]), sc)
+        parts = None if sc is None else _carve(sc, self.scratch)
+        return self.native.calls(self.x4(xs[0]), self.y4(ys[0]), parts)
 
-    def native_call(self, xs, ys):
-        if self.native is None or self.native.scratch_bytes:
+    def native_calls(self, xs, ys):
+        if self.native is None or self.native.scratch:
             return None
-        return self.native_call_scratch(xs, ys, None)
+        return self.native_calls_scratch(xs, ys, None)
 
     def run_depthwise(self, x, y, pbuf, tmp, wf, acc, bias):
         C, Wo, kk = self.c_in, self.Wo, self.kh * self.kw
@@ -243,10 +251,36 @@ class QLinearConv(_QConv):
         return (f(xs[0]) * ws.astype(f) / f(ys[0]),
                 float(self.qparam(7, "y_zero_point").reshape(-1)[0]), lo, hi)
 
+    def fixed_requant(self):
+        """TFLite files (the importer sets ``requant="tflite"``): their own
+        fixed-point multipliers and shifts, per output channel."""
+        if self.attrs.get("requant") != "tflite":
+            return None
+        got = self.__dict__.get("_fixed")
+        if got is None:
+            if self.attrs.get("layout") != "NHWC":
+                self.fail("TFLite's requantization needs the NHWC layout")
+            ws = self.qparam(4, "w_scale").reshape(-1)
+            try:
+                got = self._fixed = tflite_multipliers(
+                    self.qparam(1, "x_scale").reshape(-1)[0], ws, self.qparam(6, "y_scale")
+                    .reshape(-1)[0])
+            except ValueError as exc:
+                self.fail(str(exc))
+        return got
+
     def finish_setup(self):
         mult, self.yzp, self.lo, self.hi = self.requant_params()
         self.mult = self.keep(mult.reshape(self.G, self.cout // self.G, 1))
+        fixed = self.fixed_requant()
+        if fixed is not None:       # (one per output channel, or one for all)
+            self.fixed = [self.keep(np.broadcast_to(v, (self.cout,)).reshape(
+                self.G, self.cout // self.G, 1).copy()) for v in fixed]
 
     def store(self, acc, y, c0, c1):
+        if self.fixed_requant() is not None:
+            m, s = (v[:, c0:c1] for v in self.fixed)
+            requant_fixed(acc, m, s, self.yzp, self.lo, self.hi, y)
+            return
         np.multiply(acc, self.mult[:, c0:c1], out=acc)
         requantize(acc, y, self.yzp, self.lo, self.hi)

@@ -41,6 +41,13 @@ def _make(k, geometry, w_ohwi, wzp, bias, xzp, x_dtype):
     if np.any(bias != np.rint(bias)) or np.abs(bias).max(initial=0) >= 2**31:
         return None
     mult, yzp, lo, hi = req if req is not None else (None, 0, 0, 0)
+    fixed = getattr(k, "fixed_requant", lambda: None)()
+    if fixed is not None:       # TFLite's: int32 accumulators, then pa_qrequant
+        if not geometry["nhwc"]:
+            return None
+        fixed = (nq.qrequant(ydt, geometry["c_out"], yzp, lo, hi),
+                 np.concatenate([np.broadcast_to(v, (geometry["c_out"],)) for v in fixed]))
+        mult, ydt = None, np.dtype(np.int32)
     try:
         desc = nq.qconv2d(**geometry, x_dtype=x_dtype, w_dtype=w_ohwi.dtype, y_dtype=ydt,
                           x_zp=0 if xzp is None else int(xzp), y_zp=int(yzp), y_lo=int(lo),
@@ -48,7 +55,7 @@ def _make(k, geometry, w_ohwi, wzp, bias, xzp, x_dtype):
         size, scratch = nq.packed_size(desc), nq.scratch_size(desc)
     except (InvalidArgumentError, OverflowError):
         return None
-    return QConvNative(k, desc, size, scratch, w_ohwi, wzp, bias, mult)
+    return QConvNative(k, desc, size, scratch, w_ohwi, wzp, bias, mult, fixed)
 
 
 def try_native_matmul(k, b, bzp, azp, m, bias=None):
@@ -81,9 +88,16 @@ class QConvNative:
     weights packed once into the weights arena; also one ``pa_call_t``
     record (:meth:`call`)."""
 
-    def __init__(self, k, desc, size, scratch, w, wzp, bias, mult):
+    def __init__(self, k, desc, size, scratch, w, wzp, bias, mult, fixed=None):
         self.kernel, self.desc, self.scratch_bytes = k, desc, scratch
         self.scratch = [((scratch,), np.uint8)] if scratch else []
+        # TFLite's requantization: the accumulators in a scratch of their
+        # own, then pa_qrequant with the channels' multipliers and shifts
+        self.fixed = None
+        if fixed is not None:
+            n = k.N * k.Ho * k.Wo * k.cout
+            self.scratch = self.scratch + [((n,), np.int32)]
+            self.fixed = (fixed[0], k.keep(fixed[1].astype(np.int32)), n)
         self.packed = None
         if not k.sizing:
             def pack():
@@ -101,11 +115,24 @@ class QConvNative:
         k = self.kernel
         if x_zp is not None:
             self.desc.x_zp = int(x_zp)
-        s = sc[0] if sc else None
-        xp, yp, sp = self.ptrs(x, y, s)
-        nq.run(self.desc, self.packed_ptr, xp, yp, sp, self.scratch_bytes, k.workers)
+        s = sc[0] if self.scratch_bytes else None
+        if self.fixed is None:
+            xp, yp, sp = self.ptrs(x, y, s)
+            nq.run(self.desc, self.packed_ptr, xp, yp, sp, self.scratch_bytes, k.workers)
+            return
+        acc = sc[-1]
+        xp, ap, sp = self.ptrs(x, acc, s)
+        nq.run(self.desc, self.packed_ptr, xp, ap, sp, self.scratch_bytes, k.workers)
+        params, table, n = self.fixed
+        nq.requant(params, table, acc, y, n)
 
-    def call(self, x, y, sc):
+    def calls(self, x, y, sc):
         """The run on ``x`` into ``y`` (a constant input zero point) with
-        workspace ``sc`` (None without one) as a call record."""
-        return ("qconv2d", self.desc, self.packed_ptr, x, None, y, (self.scratch_bytes,), sc)
+        scratch ``sc`` (None without any) as call records."""
+        s = sc[0] if self.scratch_bytes else None
+        if self.fixed is None:
+            return [("qconv2d", self.desc, self.packed_ptr, x, None, y, (self.scratch_bytes,), s)]
+        params, table, n = self.fixed
+        return [("qconv2d", self.desc, self.packed_ptr, x, None, sc[-1],
+                 (self.scratch_bytes,), s),
+                ("qrequant", params, table, sc[-1], None, y, (n,))]

@@ -1,0 +1,62 @@
+"""TFLite's fixed-point requantization: the multipliers derived from the
+scales, the NumPy form against the C core's ``pa_qrequant`` (the two paths
+of a TFLite convolution), and the case from a real model where it differs
+from onnxruntime's single float32 rounding."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyarena._native import qconv as nq
+from pyarena.runtime.kernels.requant_fixed import requant_fixed, tflite_multipliers
+
+
+def test_the_multiplier_is_the_scale_in_q31():
+    scales = np.array([0.0046542417, 1e-9, 0.5, 0.99999997, 3.0], np.float32)
+    m, s = tflite_multipliers(0.07660123, scales, 0.032039396)
+    assert m.dtype == np.int32 and s.dtype == np.int32
+    real = float(np.float32(0.07660123)) * scales.astype(np.float64) / \
+        float(np.float32(0.032039396))
+    assert np.all((m >= 2**30) & (m < 2**31))
+    np.testing.assert_allclose(m * 2.0 ** (s.astype(np.float64) - 31), real, rtol=2**-30)
+    tiny_m, tiny_s = tflite_multipliers(1.0, [1e-12], 1.0)     # below 2^-32: 0, as TFLite
+    assert (int(tiny_m[0]), int(tiny_s[0])) == (0, 0)
+    y = np.empty(3, np.int8)
+    requant_fixed(np.array([1e6, -1e6, 7.0]), tiny_m, tiny_s, 5, -128, 127, y)
+    assert list(y) == [5, 5, 5]
+
+
+def test_a_real_accumulator_rounds_twice():
+    """acc 9750 x 0.0111281 = 108.494: TFLite's interpreter writes 109 (half
+    up to Q31 gives 6944 / 64 = 108.5, then half away from zero); one
+    float32 rounding gives 108."""
+    m, s = tflite_multipliers(0.07660123, [0.0046542417], 0.032039396)
+    y = np.empty(1, np.int8)
+    requant_fixed(np.array([9750.0]), m, s, -128, -128, 127, y)
+    assert int(y[0]) == -19
+    p = nq.qrequant(np.int8, 1, -128, -128, 127)
+    yc = np.empty(1, np.int8)
+    nq.requant(p, np.concatenate([m, s]), np.array([9750], np.int32), yc, 1)
+    assert int(yc[0]) == -19
+    assert int(np.rint(np.float32(9750) * np.float32(0.07660123 * 0.0046542417 / 0.032039396))
+               ) - 128 == -20
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 2**31 - 1), st.booleans(), st.integers(-20, 20),
+       st.integers(0, 1))
+def test_numpy_and_c_give_the_same_bytes(channels, seed, signed, zp, big):
+    rng = np.random.default_rng(seed)
+    n = channels * 64
+    acc = rng.integers(-(1 << (30 if big else 16)), 1 << (30 if big else 16), n).astype(np.int32)
+    acc[:2] = [2**31 - 1, -2**31]
+    m = rng.integers(2**30, 2**31, channels).astype(np.int32)
+    s = rng.integers(-31, 3, channels).astype(np.int32)
+    dt = np.int8 if signed else np.uint8
+    lo, hi = (-128, 127) if signed else (0, 255)
+    zp = zp if signed else zp + 128
+    want = np.empty(n, dt)
+    requant_fixed(acc.reshape(-1, channels).astype(np.float64), m, s, zp, lo, hi,
+                  want.reshape(-1, channels))
+    got = np.empty(n, dt)
+    nq.requant(nq.qrequant(dt, channels, zp, lo, hi), np.concatenate([m, s]), acc, got, n)
+    np.testing.assert_array_equal(got, want)
