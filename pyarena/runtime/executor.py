@@ -103,11 +103,16 @@ def _start_workers(threads, kernels):
 
 def random_feeds(graph, seed=0):
     """Seeded random arrays for every graph input (normal floats, small
-    non-negative ints)."""
+    non-negative ints); a variable's input (``graph.variables``: state a
+    TFLite model keeps) its first value, as the model starts."""
     rng = np.random.default_rng(seed)
+    firsts = {i: v for i, _, v in getattr(graph, "variables", {}).values() if i is not None}
     feeds = {}
     for name in graph.inputs:
         t = graph.tensors[name]
+        if firsts.get(name) is not None:
+            feeds[name] = np.array(firsts[name])
+            continue
         dt = np.dtype(t.dtype)
         if dt == np.float32:     # drawn as float32: no float64 temporary
             feeds[name] = rng.standard_normal(t.shape, dtype=np.float32)

@@ -228,3 +228,24 @@ def test_keyword_spotter_runs_as_native_call_lists():
     busy = s._last._runner.busy
     batched = sum(b[0].calls.n for b in busy if isinstance(b[0], Batch))
     assert len(busy) <= 4 and batched >= 25, [type(b[0]).__name__ for b in busy]
+
+
+def test_random_feeds_start_the_variables_at_their_first_values():
+    """What ``pyarena run`` feeds a model with variables: its real inputs
+    at random, its variables as the model starts (random state made its
+    comparison with the interpreter 255 quanta apart)."""
+    from pyarena.runtime import Executor, random_feeds
+    from pyarena.importers.reference import reference_tflite
+    path = os.path.join(DATA, "okay_nabu.tflite")
+    g = load_model(path)
+    feeds = random_feeds(g)
+    for name, (state_in, _, first) in g.variables.items():
+        np.testing.assert_array_equal(feeds[state_in], first, err_msg=name)
+    x = next(_stream(1, seed=7))
+    feeds["serving_default_input_audio:0"] = x
+    ref, why = reference_tflite(path, {"serving_default_input_audio:0": x},
+                                reference_kernels=True)
+    assert ref is not None, why
+    ours = Executor(g).run(feeds)
+    np.testing.assert_array_equal(np.asarray(ours["StatefulPartitionedCall:0"]),
+                                  ref["StatefulPartitionedCall:0"])
