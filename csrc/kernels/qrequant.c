@@ -32,7 +32,7 @@ static int32_t rdbpot(int32_t x, int e) {
 }
 
 static int32_t requant_one(int32_t acc, int32_t m, int32_t shift) {
-    int64_t a = (int64_t)acc << (shift > 0 ? shift : 0);
+    int64_t a = (int64_t)acc * (INT64_C(1) << (shift > 0 ? shift : 0));  /* (no shift of a negative) */
     a = a > INT32_MAX ? INT32_MAX : a < INT32_MIN ? INT32_MIN : a;   /* (int32 in TFLite) */
     return rdbpot(srdhm((int32_t)a, m), shift > 0 ? 0 : -shift);
 }
