@@ -5193,4 +5193,9 @@ MUTANTS += [
       "    unsigned k = L->fallbacks_in_row < REST_SHIFT_MAX ? L->fallbacks_in_row",
       "the plain pool's turns after fallbacks in a row double instead of growing fourfold",
       ("tests/memory/test_pool_learn_pays.py",)),
+    M("pool-nhwc-four-vectors-lane-mixed", "csrc/kernels/pooling_nhwc.c",
+      "                PV8_REDUCE(a3, v3, is_max);",
+      "                PV8_REDUCE(a3, v2, is_max);",
+      "the NHWC pools' four-vectors-at-a-time walk folds channels 16-23 into 24-31",
+      ("c:kernels/test_kernels",)),
 ]

@@ -826,7 +826,11 @@ static void test_maxpool_nhwc_large_windows(void) {
     static const int64_t geo[][8] = {   /* c, h, w, kh, kw, sh, sw, pad */
         {192, 13, 13, 13, 13, 1, 1, 6}, {128, 10, 10, 5, 5, 1, 1, 2}, {20, 13, 13, 9, 9, 1, 1, 4},
         {12, 40, 37, 5, 3, 1, 1, 1}, {9, 30, 60, 3, 5, 2, 1, 2}, {16, 25, 21, 7, 7, 3, 2, 0},
-        {8, 9, 120, 4, 3, 1, 3, 1}, {24, 6, 7, 13, 13, 1, 1, 6}};
+        {8, 9, 120, 4, 3, 1, 3, 1}, {24, 6, 7, 13, 13, 1, 1, 6},
+        /* separable, strided and asymmetric in several bands */
+        {16, 60, 21, 7, 7, 2, 2, 3}, {12, 40, 37, 9, 5, 1, 1, 2}, {8, 9, 120, 5, 5, 1, 3, 2},
+        /* tap by tap, four channel vectors at a time and a tail */
+        {40, 20, 20, 3, 3, 2, 2, 1}, {72, 15, 15, 3, 3, 1, 1, 1}, {64, 11, 9, 3, 3, 2, 2, 0}};
     int bad = 0;
     for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++) {
         pa_pool2d_t p = {PA_LAYOUT_NHWC, 2, geo[g][0], geo[g][1], geo[g][2], 0, 0,
@@ -873,7 +877,9 @@ static void test_pool_random(void) {
     pa_workers_t *pool = pa_workers_create(3, NULL);
     int bad = 0;
     for (int k = 0; k < 300; k++) {
-        pa_pool2d_t p = {rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, rnd(1, 2), rnd(1, 20),
+        /* every eighth: 32-72 channels (the NHWC pools' four vectors at a time) */
+        pa_pool2d_t p = {rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, rnd(1, 2),
+                         k % 8 == 7 ? rnd(32, 72) : rnd(1, 20),
                          rnd(1, 17), rnd(1, 40), 0, 0, rnd(1, 5), rnd(1, 5), rnd(1, 3), rnd(1, 3),
                          0, 0, 0, 0, (int)rnd(0, 1)};
         p.pad_top = rnd(0, p.kh - 1), p.pad_left = rnd(0, p.kw - 1);
