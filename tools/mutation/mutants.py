@@ -5197,10 +5197,10 @@ MUTANTS += [
       "                PV8_REDUCE(a3, v3, is_max);",
       "                PV8_REDUCE(a3, v2, is_max);",
       "the NHWC pools' four-vectors-at-a-time walk folds channels 16-23 into 24-31",
-      ("c:kernels/test_kernels",)),
+      ("c:kernels/test_kernels", "tests/runtime/test_nhwc.py")),
     M("avgpool-nchw-band-border-divisor", "csrc/kernels/pooling.c",
       "            cw[ow] = _pa_pool_axis_count(p, ow, p->sw, p->pad_left, p->pad_right, p->kw, p->w);",
       "            cw[ow] = p->kw;",
       "the NCHW average pool's bands divide border columns by the whole window's width",
-      ("c:kernels/test_kernels",)),
+      ("c:kernels/test_kernels", "tests/runtime/test_nhwc.py")),
 ]
