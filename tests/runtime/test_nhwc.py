@@ -555,3 +555,63 @@ def test_a_first_layer_over_rgb_in_nhwc_matches(tmp_path, c_out, stride):
     g, _ = _check(path, {"x": rnd(1, 3, 34, 30, lo=0.0)}, ["a1", "y"], rule="nhwc")
     conv = next(op for op in g.ops if op.op_type == "Conv")
     assert conv.attrs.get("layout") == "NHWC" and conv.attrs.get("activation") == "SILU"
+
+
+def _pool_walk(c, op, stride, pads, include_pad=0):
+    """The C kernels' 3x3 pool arithmetic in NumPy, NCHW: the taps in
+    window order from -inf (a NaN tap wins) or a float32 sum from +0 of
+    the taps inside, times 1 / count; pads (top, left, bottom, right)."""
+    t, lft, b, r = pads
+    h, w = c.shape[2:]
+    ho, wo = (h + t + b - 3) // stride + 1, (w + lft + r - 3) // stride + 1
+    fill = -np.inf if op == "MaxPool" else 0.0
+    pad = np.pad(c, [(0, 0), (0, 0), (t, b), (lft, r)], constant_values=fill)
+    inside = np.pad(np.ones((h, w), np.float32), [(t, b), (lft, r)])
+    acc = np.full(c.shape[:2] + (ho, wo), fill, np.float32)
+    cnt = np.zeros((ho, wo), np.int64)
+    for i in range(3):
+        for j in range(3):
+            tap = pad[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+            if op == "MaxPool":
+                with np.errstate(invalid="ignore"):
+                    acc = np.where((tap > acc) | np.isnan(tap), tap, acc)
+            else:
+                with np.errstate(invalid="ignore"):     # inf + -inf
+                    acc = acc + tap
+                cnt += 1 if include_pad else inside[i:i + stride * ho:stride,
+                                                   j:j + stride * wo:stride].astype(np.int64)
+    if op == "MaxPool":
+        return acc
+    return acc * (np.float32(1.0) / cnt.astype(np.float32))
+
+
+def test_pools_of_many_channels_give_the_bits_of_either_layout(tmp_path):
+    """3x3 max and average pools over 40 channels, stride 2 and 1, padded
+    (NHWC: four channel vectors at a time and an overlapping tail, the
+    tap walk instead of the separable path; NCHW: the band tiles, +0-padded
+    for the sums) give, in an NHWC region and unconverted, the bits of the
+    kernels' arithmetic over each run's own convolution output (NaNs and
+    infinities among them); onnxruntime's to float tolerance."""
+    pools = [("MaxPool", "m2", 2, [0, 0, 1, 1], {}), ("MaxPool", "m1", 1, [1] * 4, {}),
+             ("AveragePool", "a2", 2, [1] * 4, {}),
+             ("AveragePool", "a1", 1, [1] * 4, {"count_include_pad": 1})]
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1])]
+    nodes += [node(op, ["c1"], [o], kernel_shape=[3, 3], strides=[s, s],
+                   pads=[p[0], p[1], p[2], p[3]], **kw) for op, o, s, p, kw in pools]
+    nodes += [node("Concat", ["m1", "a1"], ["cat"], axis=1),
+              node("Conv", ["cat", "w2", "b2"], ["y"])]
+    inits = {"w1": rnd(40, 5, 3, 3), "b1": rnd(40), "w2": rnd(6, 80, 1, 1), "b2": rnd(6)}
+    outs = ["c1", "m2", "m1", "a2", "a1", "y"]
+    path = tmp_path / "pools.onnx"
+    make_model(nodes, {"x": ([1, 5, 13, 15], np.float32)}, {o: (None, np.float32) for o in outs},
+               inits, path=path)
+    x = rnd(1, 5, 13, 15)
+    g, kept = _check(path, {"x": x}, outs, rule="nhwc")
+    assert {op.attrs.get("layout") for op in g.ops if "Pool" in op.op_type} == {"NHWC"}
+    x[0, 1, 3, 4], x[0, 2, 9, 9] = np.nan, np.inf
+    for graph in (g, kept):
+        got = _run(graph, {"x": x})
+        assert np.isnan(got["c1"]).any() and np.isinf(got["c1"]).any()
+        for op, o, s, p, kw in pools:
+            ref = _pool_walk(got["c1"], op, s, p, kw.get("count_include_pad", 0))
+            np.testing.assert_array_equal(got[o], ref, err_msg=o)

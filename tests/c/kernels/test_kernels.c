@@ -826,7 +826,11 @@ static void test_maxpool_nhwc_large_windows(void) {
     static const int64_t geo[][8] = {   /* c, h, w, kh, kw, sh, sw, pad */
         {192, 13, 13, 13, 13, 1, 1, 6}, {128, 10, 10, 5, 5, 1, 1, 2}, {20, 13, 13, 9, 9, 1, 1, 4},
         {12, 40, 37, 5, 3, 1, 1, 1}, {9, 30, 60, 3, 5, 2, 1, 2}, {16, 25, 21, 7, 7, 3, 2, 0},
-        {8, 9, 120, 4, 3, 1, 3, 1}, {24, 6, 7, 13, 13, 1, 1, 6}};
+        {8, 9, 120, 4, 3, 1, 3, 1}, {24, 6, 7, 13, 13, 1, 1, 6},
+        /* separable, strided and asymmetric in several bands */
+        {16, 60, 21, 7, 7, 2, 2, 3}, {12, 40, 37, 9, 5, 1, 1, 2}, {8, 9, 120, 5, 5, 1, 3, 2},
+        /* tap by tap, four channel vectors at a time and a tail */
+        {40, 20, 20, 3, 3, 2, 2, 1}, {72, 15, 15, 3, 3, 1, 1, 1}, {64, 11, 9, 3, 3, 2, 2, 0}};
     int bad = 0;
     for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++) {
         pa_pool2d_t p = {PA_LAYOUT_NHWC, 2, geo[g][0], geo[g][1], geo[g][2], 0, 0,
@@ -869,11 +873,73 @@ static void test_maxpool_nhwc_large_windows(void) {
     pa_workers_destroy(pool);
 }
 
+/* NCHW average pools of stride 1 and 2 (the +0-padded band tile) against
+ * the per-row walk's arithmetic bit for bit: a float sum of the taps
+ * inside the image from +0 in row-major order, times 1 / count (with and
+ * without count_include_pad); -0, infinities and NaNs among the inputs,
+ * one and three threads. */
+static void test_avgpool_nchw_bands_bits(void) {
+    pa_workers_t *pool = pa_workers_create(3, NULL);
+    int bad = 0;
+    for (int k = 0; k < 120; k++) {
+        pa_pool2d_t p = {PA_LAYOUT_NCHW, rnd(1, 2), rnd(1, 9), rnd(1, 30), rnd(1, 40), 0, 0,
+                         rnd(1, 7), rnd(1, 7), rnd(1, 2), rnd(1, 2), 0, 0, 0, 0, (int)rnd(0, 1)};
+        p.pad_top = rnd(0, p.kh - 1), p.pad_left = rnd(0, p.kw - 1);
+        p.pad_bottom = rnd(0, p.kh - 1), p.pad_right = rnd(0, p.kw - 1);
+        if (p.h + p.pad_top + p.pad_bottom < p.kh) p.h = p.kh;
+        if (p.w + p.pad_left + p.pad_right < p.kw) p.w = p.kw;
+        p.h_out = (p.h + p.pad_top + p.pad_bottom - p.kh) / p.sh + 1;
+        p.w_out = (p.w + p.pad_left + p.pad_right - p.kw) / p.sw + 1;
+        size_t nx = (size_t)(p.n * p.c * p.h * p.w), ny = (size_t)(p.n * p.c * p.h_out * p.w_out);
+        float *x = fbuf(nx), *y = fbuf(ny), *y3 = fbuf(ny);
+        for (size_t i = 0; i < nx; i++) {
+            if (i % 5 == 0)
+                x[i] = -0.0f;
+            if (i % 89 == 7)
+                x[i] = i % 2 ? INFINITY : -INFINITY;
+            if (i % 211 == 3)
+                x[i] = NAN;
+        }
+        CHECK_EQ(pa_avgpool2d(&p, x, y, NULL), PA_OK);
+        CHECK_EQ(pa_avgpool2d(&p, x, y3, pool), PA_OK);
+        CHECK(memcmp(y, y3, ny * sizeof *y) == 0);
+        for (int64_t pl = 0; pl < p.n * p.c; pl++)
+            for (int64_t oh = 0; oh < p.h_out; oh++)
+                for (int64_t ow = 0; ow < p.w_out; ow++) {
+                    float s = 0.0f;
+                    int64_t ch = 0, cw = 0;
+                    for (int64_t i = 0; i < p.kh; i++) {
+                        int64_t ih = oh * p.sh - p.pad_top + i;
+                        ch += p.count_include_pad ? ih < p.h + p.pad_bottom : ih >= 0 && ih < p.h;
+                    }
+                    for (int64_t j = 0; j < p.kw; j++) {
+                        int64_t iw = ow * p.sw - p.pad_left + j;
+                        cw += p.count_include_pad ? iw < p.w + p.pad_right : iw >= 0 && iw < p.w;
+                    }
+                    for (int64_t i = 0; i < p.kh; i++)
+                        for (int64_t j = 0; j < p.kw; j++) {
+                            int64_t ih = oh * p.sh - p.pad_top + i;
+                            int64_t iw = ow * p.sw - p.pad_left + j;
+                            if (ih >= 0 && iw >= 0 && ih < p.h && iw < p.w)
+                                s += x[(pl * p.h + ih) * p.w + iw];
+                        }
+                    s *= 1.0f / (float)(ch * cw > 0 ? ch * cw : 1);
+                    float got = y[(pl * p.h_out + oh) * p.w_out + ow];
+                    bad += memcmp(&got, &s, sizeof s) != 0 && !(s != s && got != got);
+                }
+        free(x), free(y), free(y3);
+    }
+    CHECK_EQ(bad, 0);
+    pa_workers_destroy(pool);
+}
+
 static void test_pool_random(void) {
     pa_workers_t *pool = pa_workers_create(3, NULL);
     int bad = 0;
     for (int k = 0; k < 300; k++) {
-        pa_pool2d_t p = {rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, rnd(1, 2), rnd(1, 20),
+        /* every eighth: 32-72 channels (the NHWC pools' four vectors at a time) */
+        pa_pool2d_t p = {rnd(0, 1) ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW, rnd(1, 2),
+                         k % 8 == 7 ? rnd(32, 72) : rnd(1, 20),
                          rnd(1, 17), rnd(1, 40), 0, 0, rnd(1, 5), rnd(1, 5), rnd(1, 3), rnd(1, 3),
                          0, 0, 0, 0, (int)rnd(0, 1)};
         p.pad_top = rnd(0, p.kh - 1), p.pad_left = rnd(0, p.kw - 1);
@@ -1167,6 +1233,7 @@ int main(void) {
     RUN(test_act);
     RUN(test_scale_bias_act);
     RUN(test_pool_random);
+    RUN(test_avgpool_nchw_bands_bits);
     RUN(test_maxpool_nhwc_large_windows);
     RUN(test_resize);
     RUN(test_resize_inf);
