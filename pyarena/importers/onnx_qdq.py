@@ -60,6 +60,39 @@ class _Graph:
                     self.readers.setdefault(i, []).append(n)
         self.outputs = {o.name for o in g.output}
         self.new_inits = []          # lookup tables the rewrite adds
+        self.u8 = self._s8_to_u8()
+
+    def _s8_to_u8(self):
+        """The Q outputs onnxruntime's QDQS8ToU8Transformer turns to uint8
+        on x86, where its QDQ fusions take no int8 activations into
+        QLinearConv / QLinearMatMul (qdq_s8_to_u8.cc): a Q whose only
+        reader is a DQ that has one reader itself (a DQ read twice is
+        copied per reader first, ensure_unique_dq_for_node_unit.cc), both
+        with the same int8 scalar zero point.  The values do not change
+        (zero point + 128), but which groups fuse does."""
+        u8 = set()
+        for n in self.producer.values():
+            if n.op_type != "QuantizeLinear" or n.output[0] in self.outputs:
+                continue
+            rs = self.readers.get(n.output[0], [])
+            if len(rs) != 1 or rs[0].op_type != "DequantizeLinear" or \
+                    len(self.readers.get(rs[0].output[0], [])) + \
+                    (rs[0].output[0] in self.outputs) != 1:
+                continue
+            zq, zd = [x.input[2] if len(x.input) > 2 else "" for x in (n, rs[0])]
+            if zq in self.inits and zd in self.inits and self.int_dtype(zq) == np.int8 and \
+                    self.value(zq).size == 1 and np.array_equal(self.value(zq), self.value(zd)):
+                u8.add(n.output[0])
+        return u8
+
+    def qtype(self, node):
+        """The 8-bit type of a DQ's input or a Q's output as onnxruntime's
+        fusions see it (after the int8 -> uint8 pairs)."""
+        t = node.input[0] if node.op_type == "DequantizeLinear" else node.output[0]
+        if t in self.u8:
+            return np.dtype(np.uint8)
+        zp = node.input[2] if len(node.input) > 2 else ""
+        return self.int_dtype(zp) if zp in self.inits else self.int_dtype(node.input[0])
 
     def value(self, name):
         if name in self.views:
@@ -111,6 +144,10 @@ def _conv_matmul(G, n, q):
     dx, dw = G.dq(n.input[0], False), G.dq(n.input[1], True)
     if dx is None or dw is None or not G.per_tensor(dx):
         return None
+    # onnxruntime's ConvNodeGroupSelector / MatMulNodeGroupSelector on x86:
+    # the activations' types equal, and not int8 (qdq_selectors.cc)
+    if G.qtype(dx) != G.qtype(q) or G.qtype(dx) == np.dtype(np.int8):
+        return None
     if G.int_dtype(dw.input[0]) not in (np.dtype(np.int8), np.dtype(np.uint8)):
         return None
     w_scale = G.value(dw.input[1])
@@ -140,6 +177,12 @@ def _contrib(G, n, q):
     data = [i for i in n.input if i]
     dqs = [G.dq(i, False) or G.dq(i, True) for i in data]
     if any(d is None or not G.per_tensor(d) for d in dqs):
+        return None
+    if op in ("QLinearAdd", "QLinearMul", "QLinearConcat"):
+        types = {G.qtype(d) for d in dqs} | {G.qtype(q)}      # Binary / Variadic selectors
+    else:
+        types = {G.qtype(dqs[0]), G.qtype(q)}                 # UnaryNodeGroupSelector
+    if len(types) != 1:
         return None
     triples = [[d.input[0], d.input[1], d.input[2]] for d in dqs]
     out_q = [q.input[1], q.input[2]]
