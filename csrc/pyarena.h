@@ -1033,7 +1033,13 @@ pa_status_t pa_deconv2d_run(const pa_deconv2d_t *d, const float *packed, const f
 
 typedef enum pa_qbinary_op {
     PA_QBINARY_ADD = 0,
-    PA_QBINARY_MUL = 1
+    PA_QBINARY_MUL = 1,
+    /* DequantizeLinear -> Add / Mul -> QuantizeLinear run op by op, in
+     * float32 (a QDQ group onnxruntime leaves unfused): y = quantize(
+     * ((a - za) * sa) op ((b - zb) * sb)), quantize as
+     * pa_quantize_linear: rint(t / sy) + zy, saturated. */
+    PA_QBINARY_DQ_ADD = 2,
+    PA_QBINARY_DQ_MUL = 3
 } pa_qbinary_op_t;
 
 /* A quantized Add or Mul, y = quantize(dequantize(a) op dequantize(b)),

@@ -11,13 +11,15 @@ import numpy as np
 
 from . import check, ffi, lib
 
-__all__ = ["QTYPES", "ADD", "MUL", "bptr", "qbinary", "run_qbinary", "lookup",
+__all__ = ["QTYPES", "ADD", "MUL", "DQ_ADD", "DQ_MUL", "bptr", "qbinary", "run_qbinary", "lookup",
            "quantize_linear", "dequantize_linear", "qaffine", "global_avgpool",
            "softmax_table", "softmax", "qavgpool", "run_qavgpool"]
 
 #: 8-bit dtype -> pa_qtype_t
 QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8}
 ADD, MUL = lib.PA_QBINARY_ADD, lib.PA_QBINARY_MUL
+#: the float path of an unfused DequantizeLinear -> Add / Mul -> QuantizeLinear
+DQ_ADD, DQ_MUL = lib.PA_QBINARY_DQ_ADD, lib.PA_QBINARY_DQ_MUL
 
 
 def bptr(arr):

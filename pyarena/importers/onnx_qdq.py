@@ -142,13 +142,17 @@ class _Graph:
 def _conv_matmul(G, n, q):
     """QLinearConv / QLinearMatMul for a Conv / MatMul, or None."""
     dx, dw = G.dq(n.input[0], False), G.dq(n.input[1], True)
+    if dw is None and n.op_type == "MatMul":      # a B computed at run time
+        dw = G.dq(n.input[1], False)
+        if dw is not None and not G.per_tensor(dw):
+            return None
     if dx is None or dw is None or not G.per_tensor(dx):
         return None
     # onnxruntime's ConvNodeGroupSelector / MatMulNodeGroupSelector on x86:
     # the activations' types equal, and not int8 (qdq_selectors.cc)
     if G.qtype(dx) != G.qtype(q) or G.qtype(dx) == np.dtype(np.int8):
         return None
-    if G.int_dtype(dw.input[0]) not in (np.dtype(np.int8), np.dtype(np.uint8)):
+    if G.qtype(dw) not in (np.dtype(np.int8), np.dtype(np.uint8)):
         return None
     w_scale = G.value(dw.input[1])
     axis = G.attrs(dw).get("axis", 1)
@@ -168,6 +172,35 @@ def _conv_matmul(G, n, q):
         ins.append(db.input[0])
         used.append(db)
     return _integer_forms()[n.op_type][0], "", ins, G.attrs(n), used
+
+
+def _gemm(G, n, q):
+    """com.microsoft QGemm for a Gemm (GemmNodeGroupSelector,
+    GemmReplaceWithQuant): A, B and C (int32) from DQ nodes, B constant;
+    an int8 A needs an int8 B; beta 1 with C, and dropped."""
+    da, db = G.dq(n.input[0], False), G.dq(n.input[1], True)
+    if da is None or db is None or not G.per_tensor(da):
+        return None
+    ta, tb = G.qtype(da), G.qtype(db)
+    if ta != G.qtype(q) or tb not in (np.dtype(np.int8), np.dtype(np.uint8)) or \
+            (ta == np.dtype(np.int8) and tb != ta):
+        return None
+    attrs = G.attrs(n)
+    trans_b = int(attrs.get("transB", 0))
+    if int(attrs.get("transA", 0)) or G.value(db.input[1]).size > 1 and \
+            G.attrs(db).get("axis", 1) != (0 if trans_b else 1):
+        return None         # pyarena's QGemm: A as is, B's scale per output column
+    ins = [da.input[0], da.input[1], da.input[2], db.input[0], db.input[1], db.input[2], ""]
+    used = [da, db]
+    if len(n.input) > 2 and n.input[2]:
+        dc = G.dq(n.input[2], True)
+        if dc is None or G.int_dtype(dc.input[0]) != np.dtype(np.int32) or \
+                float(attrs.get("beta", 1.0)) != 1.0:
+            return None
+        ins[6] = dc.input[0]
+        used.append(dc)
+    attrs.pop("beta", None)
+    return "QGemm", "com.microsoft", ins + [q.input[1], q.input[2]], attrs, used
 
 
 def _contrib(G, n, q):
@@ -201,6 +234,22 @@ def _contrib(G, n, q):
     if op == "QLinearGlobalAveragePool":
         attrs = {"channels_last": 0}
     return op, "com.microsoft", ins, attrs, dqs
+
+
+def _unfused_binary(G, n, q):
+    """ai.pyarena QDQAdd / QDQMul for an Add / Mul onnxruntime's selectors
+    refuse (operand types differ after its uint8 pairs): the same float32
+    steps as its op-by-op run, in one pass over the 8-bit operands."""
+    if n.op_type not in ("Add", "Mul") or len(n.input) != 2:
+        return None
+    dqs = [G.dq(i, False) or G.dq(i, True) for i in n.input]
+    if any(d is None or not G.per_tensor(d) for d in dqs):
+        return None
+    types = {G.int_dtype(d.input[2]) for d in dqs} | {G.int_dtype(q.input[2])}
+    if len(types) != 1 or types.pop() not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return None
+    ins = [x for d in dqs for x in d.input[:3]] + [q.input[1], q.input[2]]
+    return "QDQ" + n.op_type, LOOKUP_DOMAIN, ins, {}, dqs
 
 
 def _same_scale(G, n, q):
@@ -333,10 +382,14 @@ def fuse_qdq(onnx, model, views=None):
 
 def _rules(op_type, forms):
     """The rewrites tried for a QDQ chain around ``op_type``, in order."""
+    if op_type == "Gemm":
+        return [_gemm]
     rules = []
     form = forms.get(op_type)
     if form is not None:        # the integer op: a standard one takes a weight
         rules.append(_contrib if form[1] else _conv_matmul)
+    if op_type in ("Add", "Mul"):
+        rules.append(_unfused_binary)
     kind = op_fact(op_type, "qdq")
     if kind == "same_scale":
         rules.append(_same_scale)
