@@ -1077,6 +1077,15 @@ pa_status_t pa_qbinary(const pa_qbinary_t *p, const void *a, const void *b, void
 pa_status_t pa_qlookup(const uint8_t *table, const void *x, void *y, int64_t blocks,
                        int64_t block_len, int64_t x_stride, int64_t y_stride);
 
+/* y = tables[k % ntables][x] for block k of `blocks` consecutive blocks of
+ * `block_len` bytes (x and y C-contiguous): a function of one 8-bit value
+ * per channel of an NCHW tensor (blocks = N * C, ntables = C, a QDQ
+ * model's DequantizeLinear -> BatchNormalization -> QuantizeLinear).
+ * `tables` holds ntables x 256 bytes.  PA_ERR_INVALID for NULL pointers,
+ * negative sizes or ntables < 1. */
+pa_status_t pa_qlookup_channels(const uint8_t *tables, int64_t ntables, const void *x,
+                                void *y, int64_t blocks, int64_t block_len);
+
 /* QuantizeLinear per tensor: y = clamp(rint(x / scale) + zero_point,
  * y_min, y_max) in float32 (ONNX: round half to even, saturation), NaN to 0
  * (what the NumPy cast gives on x86-64).  PA_ERR_INVALID for NULL, n < 0,

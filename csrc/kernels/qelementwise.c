@@ -388,6 +388,21 @@ pa_status_t pa_qlookup(const uint8_t *table, const void *x, void *y, int64_t blo
         PA_MAP(y, (size_t)n, i, dequant_one((int32_t)x[i], scale, zp));                \
     }
 
+PA_MULTIVERSION
+static void lookup_channels_run(const uint8_t *tables, int64_t ntables, const uint8_t *x,
+                                uint8_t *y, int64_t blocks, int64_t len) {
+    for (int64_t k = 0; k < blocks; k++)
+        lookup_bytes(tables + (k % ntables) * 256, x + k * len, y + k * len, len);
+}
+
+pa_status_t pa_qlookup_channels(const uint8_t *tables, int64_t ntables, const void *x,
+                                void *y, int64_t blocks, int64_t block_len) {
+    if (!tables || !x || !y || ntables < 1 || blocks < 0 || block_len < 0)
+        return PA_ERR_INVALID;
+    lookup_channels_run(tables, ntables, x, y, blocks, block_len);
+    return PA_OK;
+}
+
 PA_QUANT_BODIES(uint8_t, u8)
 PA_QUANT_BODIES(int8_t, s8)
 

@@ -12,6 +12,7 @@ import numpy as np
 from . import check, ffi, lib
 
 __all__ = ["QTYPES", "ADD", "MUL", "DQ_ADD", "DQ_MUL", "bptr", "qbinary", "run_qbinary", "lookup",
+           "lookup_channels",
            "quantize_linear", "dequantize_linear", "qaffine", "global_avgpool",
            "softmax_table", "softmax", "qavgpool", "run_qavgpool"]
 
@@ -59,6 +60,13 @@ def lookup(table, x, y, blocks, block_len, x_stride, y_stride):
     """``pa_qlookup``: ``table`` a ``uint8_t *`` (256 entries), x and y
     ``void *``; strides in bytes."""
     check(lib.pa_qlookup(table, x, y, blocks, block_len, x_stride, y_stride), "pa_qlookup")
+
+
+def lookup_channels(tables, ntables, x, y, blocks, block_len):
+    """``pa_qlookup_channels``: block k of x (C-contiguous) through table
+    ``k % ntables`` of ``tables`` (a ``uint8_t *``, ntables x 256)."""
+    check(lib.pa_qlookup_channels(tables, ntables, x, y, blocks, block_len),
+          "pa_qlookup_channels")
 
 
 def quantize_linear(dtype, x, y, n, scale, zero_point, y_min, y_max):

@@ -324,6 +324,51 @@ def _lookup(G, n, q):
     return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, [dx]
 
 
+def _const_float(G, name):
+    """A float32 constant: an initializer or the DQ of one, or None."""
+    if name in G.inits:
+        return np.asarray(G.value(name), np.float32)
+    d = G.dq(name, True)
+    if d is None:
+        return None
+    return dequantize(G.value(d.input[0]), G.value(d.input[1]), G.value(d.input[2]),
+                      G.attrs(d).get("axis", 1)).astype(np.float32)
+
+
+def _channel_lookup(G, n, q):
+    """QLinearLookup with a table per channel for an inference
+    BatchNormalization between a DQ and a Q, which onnxruntime runs in
+    float32 op by op: the same steps (the fold of runtime/kernels/
+    batch_norm.py, x * scale + shift, QuantizeLinear) on each byte of each
+    channel, worked out at import."""
+    attrs = G.attrs(n)
+    dx = G.dq(n.input[0], False)
+    if int(attrs.get("training_mode", 0)) or len(n.input) != 5 or dx is None or \
+            not G.per_tensor(dx):
+        return None
+    in_dt, out_dt = G.int_dtype(dx.input[2]), G.int_dtype(q.input[2])
+    if in_dt not in (np.dtype(np.int8), np.dtype(np.uint8)) or \
+            out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return None
+    params = [_const_float(G, name) for name in n.input[1:5]]
+    if any(p is None for p in params) or len({p.size for p in params}) != 1:
+        return None
+    g, b, m, v = (p.reshape(-1, 1) for p in params)
+    eps = np.float32(attrs.get("epsilon", 1e-5))
+    scale = (np.float32(1) / np.sqrt(v + eps)) * g      # onnxruntime's order
+    shift = b - m * scale
+    u = np.arange(256, dtype=np.uint8).view(in_dt)
+    x = dequantize(u, G.value(dx.input[1]), G.value(dx.input[2])).astype(np.float32)
+    y = x[None, :] * scale + shift                      # (C, 256), two roundings
+    lo, hi = (-128, 127) if out_dt == np.int8 else (0, 255)
+    yq = np.clip(np.rint(y / np.float32(G.value(q.input[1]))) + float(G.value(q.input[2])),
+                 lo, hi).astype(out_dt)
+    name = f"{q.output[0]}/lookup"
+    G.new_inits.append(G.onnx.numpy_helper.from_array(yq, name))
+    used = [dx] + [G.producer[i] for i in n.input[1:5] if i not in G.inits]
+    return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, used
+
+
 def fuse_qdq(onnx, model, views=None):
     """Rewrite ``model.graph`` in place; returns the number of fused ops.
     ``views``: initializer name -> data read in place (not in the protobuf)."""
@@ -384,6 +429,8 @@ def _rules(op_type, forms):
     """The rewrites tried for a QDQ chain around ``op_type``, in order."""
     if op_type == "Gemm":
         return [_gemm]
+    if op_type == "BatchNormalization":
+        return [_channel_lookup]
     rules = []
     form = forms.get(op_type)
     if form is not None:        # the integer op: a standard one takes a weight

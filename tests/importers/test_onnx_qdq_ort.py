@@ -103,7 +103,7 @@ def rand8(rng, shape, dt=I8):
 def conv_graph(shared):
     """x -> Q/DQ (int8) -> Conv (per-channel int8 weight, int32 bias) ->
     Q (int8); ``shared``: the DQ is also read by a MaxPool, so onnxruntime
-    copies it and the pair stays int8, as does y's, read twice (the Conv
+    copies it and the pair stays int8, as does y's, its DQ read twice (the Conv
     then runs in float: no int8 activations into QLinearConv on x86)."""
     rng = np.random.default_rng(1)
     shape = (1, 8, 12, 12)
@@ -115,9 +115,11 @@ def conv_graph(shared):
     b = g.dq(g.const(rng.integers(-300, 300, 6).astype(I32)), np.float32(0.03125) * ws,
              np.zeros(6, I32), axis=0)
     y = g.q(g.op("Conv", [xd, w, b], pads=[1, 1, 1, 1]), 0.0371, I8(-5))
-    outs = g.out(y, 0.0371, I8(-5))
-    if shared:       # and y read twice: int8 in and out, types agree, still float
-        outs.update({g.op("Relu", [g.dq(y, np.float32(0.0371), I8(-5))]): np.float32})
+    if not shared:
+        outs = g.out(y, 0.0371, I8(-5))
+    else:            # and y's DQ read twice: int8 in and out, types agree, still float
+        yd = g.dq(y, np.float32(0.0371), I8(-5))
+        outs = {g.op("Relu", [yd]): np.float32, g.op("Neg", [yd]): np.float32}
         outs.update(g.out(g.q(g.op("MaxPool", [xd], kernel_shape=[2, 2], strides=[2, 2]),
                               0.03125, I8(3)), 0.03125, I8(3)))
     return g, shape, outs
@@ -195,6 +197,33 @@ def test_unary_types_must_agree(tmp_path):
     ops = check(g.save(tmp_path / "m.onnx", {y1: np.float32, y2: np.float32}), shape,
                 ["Sigmoid"])
     assert "QLinearSigmoid" not in ops
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("dq_params", [True, False])
+def test_batch_norm_island_is_a_per_channel_lookup(tmp_path, native, dq_params):
+    """DQ -> BatchNormalization -> Q (an unfolded BN in a QDQ file: its scale
+    and bias quantized too, or plain float): onnxruntime runs it in float32;
+    pyarena looks each channel's byte up in a table of the same steps."""
+    rng = np.random.default_rng(6)
+    shape = (1, 5, 24, 40)
+    g = Graph(shape)
+    x = g.qdq("x", 0.0231, I8(9))
+    scale = rng.uniform(0.5, 2.0, 5).astype(np.float32)
+    bias = rng.uniform(-1, 1, 5).astype(np.float32)
+    if dq_params:
+        s_name = g.dq(g.const(np.round(scale / 0.0117).astype(I8)), np.float32(0.0117), I8(0))
+        b_name = g.dq(g.const(np.round(bias / 0.0107).astype(I32)), np.float32(0.0107),
+                      I32(0))
+    else:
+        s_name, b_name = g.const(scale), g.const(bias)
+    mean, var = g.const(rng.uniform(-.5, .5, 5).astype(np.float32)), \
+        g.const(rng.uniform(0.3, 2, 5).astype(np.float32))
+    y = g.q(g.op("BatchNormalization", [x, s_name, b_name, mean, var], epsilon=1e-3),
+            0.0377, I8(-3))
+    ops = check(g.save(tmp_path / "m.onnx", g.out(y, 0.0377, I8(-3))), shape,
+                ["QLinearLookup"], native=native, seed=7)
+    assert "BatchNormalization" not in ops
 
 
 MODELS = "/work/models/rapidocr_onnxruntime-1.4.4-py3-none-any/rapidocr_onnxruntime/models"

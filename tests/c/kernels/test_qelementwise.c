@@ -407,7 +407,28 @@ static void test_qbinary_dq_every_pair(void) {
     CHECK_EQ(failures, 0);
 }
 
+/* One table per channel: block k looks up in table k % C; bad input refused. */
+static void test_lookup_channels(void) {
+    enum { C = 3, BLOCKS = 6, LEN = 100 };
+    uint8_t tables[C * 256], x[BLOCKS * LEN], y[BLOCKS * LEN];
+    for (int i = 0; i < C * 256; i++)
+        tables[i] = (uint8_t)(i * 31 + 7);
+    for (int i = 0; i < BLOCKS * LEN; i++)
+        x[i] = (uint8_t)irand(0, 255);
+    CHECK_EQ(pa_qlookup_channels(tables, C, x, y, BLOCKS, LEN), PA_OK);
+    int failures = 0;
+    for (int k = 0; k < BLOCKS; k++)
+        for (int i = 0; i < LEN; i++)
+            if (y[k * LEN + i] != tables[(k % C) * 256 + x[k * LEN + i]])
+                failures++;
+    CHECK_EQ(failures, 0);
+    CHECK_EQ(pa_qlookup_channels(tables, 0, x, y, BLOCKS, LEN), PA_ERR_INVALID);
+    CHECK_EQ(pa_qlookup_channels(NULL, C, x, y, BLOCKS, LEN), PA_ERR_INVALID);
+    CHECK_EQ(pa_qlookup_channels(tables, C, x, y, -1, LEN), PA_ERR_INVALID);
+}
+
 int main(void) {
+    RUN(test_lookup_channels);
     RUN(test_qbinary_matches_reference);
     RUN(test_qbinary_dq_every_pair);
     RUN(test_qbinary_long_scalar_runs);
