@@ -26,6 +26,18 @@ would run:
   results, worked out at import in float32 by the op's own evaluator
   (``Kernel.evaluate``) and quantized, looked up per element.
 
+The integer forms are chosen as onnxruntime's optimiser chooses them on
+x86 (its QDQ selectors, qdq_selectors.cc), since a fused group rounds
+differently from its op-by-op run: an int8 activation pair Q -> DQ read
+once counts as uint8 (its QDQS8ToU8Transformer), a group fuses only when
+its 8-bit types then agree, and a Conv / MatMul never on int8 activations.
+Gemm becomes ``QGemm``, a MatMul of two activations ``QLinearMatMul``.
+Groups onnxruntime leaves in float keep its float32 steps, in one pass
+where they allow it: an Add / Mul as ``QDQAdd`` / ``QDQMul`` (ai.pyarena),
+an inference BatchNormalization as a ``QLinearLookup`` with a table per
+channel (where a channel's plane has 256+ values: the tables stay smaller
+than the activations they map).
+
 The weights stay in their file dtype and the activations between such ops
 stay 8-bit.  Anything else runs op by op; a DQ still read elsewhere stays.
 """
@@ -61,6 +73,10 @@ class _Graph:
         self.outputs = {o.name for o in g.output}
         self.new_inits = []          # lookup tables the rewrite adds
         self.u8 = self._s8_to_u8()
+        self.shapes = {v.name: [d.dim_value if d.HasField("dim_value") else 0
+                                for d in v.type.tensor_type.shape.dim]
+                       for v in list(g.value_info) + list(g.input) + list(g.output)
+                       if v.type.tensor_type.HasField("shape")}
 
     def _s8_to_u8(self):
         """The Q outputs onnxruntime's QDQS8ToU8Transformer turns to uint8
@@ -352,6 +368,11 @@ def _channel_lookup(G, n, q):
         return None
     params = [_const_float(G, name) for name in n.input[1:5]]
     if any(p is None for p in params) or len({p.size for p in params}) != 1:
+        return None
+    # a table per channel only where it is no larger than the bytes it maps
+    # (a plane of 256+ values, the shape known from the file's value_info)
+    shape = G.shapes.get(n.input[0]) or G.shapes.get(n.output[0]) or []
+    if len(shape) < 3 or min(shape) < 1 or int(np.prod(shape[2:])) < 256:
         return None
     g, b, m, v = (p.reshape(-1, 1) for p in params)
     eps = np.float32(attrs.get("epsilon", 1e-5))

@@ -221,9 +221,27 @@ def test_batch_norm_island_is_a_per_channel_lookup(tmp_path, native, dq_params):
         g.const(rng.uniform(0.3, 2, 5).astype(np.float32))
     y = g.q(g.op("BatchNormalization", [x, s_name, b_name, mean, var], epsilon=1e-3),
             0.0377, I8(-3))
-    ops = check(g.save(tmp_path / "m.onnx", g.out(y, 0.0377, I8(-3))), shape,
-                ["QLinearLookup"], native=native, seed=7)
+    path = g.save(tmp_path / "m.onnx", g.out(y, 0.0377, I8(-3)))
+    # the shapes in value_info, as the quantizer's files have them: the
+    # per-channel table is made where a plane has 256+ values
+    onnx.save(onnx.shape_inference.infer_shapes(onnx.load(str(path))), str(path))
+    ops = check(path, shape, ["QLinearLookup"], native=native, seed=7)
     assert "BatchNormalization" not in ops
+
+
+def test_batch_norm_of_small_planes_stays_float(tmp_path):
+    """7x7 planes: a 256-entry table per channel would outweigh the
+    activation, so the island runs op by op (the same bytes)."""
+    shape = (1, 5, 7, 7)
+    g = Graph(shape)
+    x = g.qdq("x", 0.0231, I8(9))
+    p = [g.const(np.linspace(a, b, 5).astype(np.float32))
+         for a, b in ((0.5, 2), (-1, 1), (-.5, .5), (0.3, 2))]
+    y = g.q(g.op("BatchNormalization", [x] + p), 0.0377, I8(-3))
+    path = g.save(tmp_path / "m.onnx", g.out(y, 0.0377, I8(-3)))
+    onnx.save(onnx.shape_inference.infer_shapes(onnx.load(str(path))), str(path))
+    ops = check(path, shape, ["BatchNormalization"])
+    assert "QLinearLookup" not in ops
 
 
 MODELS = "/work/models/rapidocr_onnxruntime-1.4.4-py3-none-any/rapidocr_onnxruntime/models"
