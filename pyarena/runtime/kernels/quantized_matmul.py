@@ -26,7 +26,11 @@ class _QMatMul(QuantKernel):
         self.shrink_budget()
         self.runtime = (0,)
         ia, ib, iaz, ibz = self.layout
-        self.runtime_b = self.batched_b and self.has(ib) and self.ins[ib].data is None
+        # B computed at run time, every scale and zero point a constant (else
+        # the constant path below asks for their values: NeedsValueError)
+        self.runtime_b = self.batched_b and self.has(ib) and self.ins[ib].data is None and \
+            all(t is None or t.data is not None
+                for i, t in enumerate(self.ins) if i not in (ia, ib))
         if self.runtime_b:
             self.setup_runtime_b()
             return
@@ -109,9 +113,6 @@ class _QMatMul(QuantKernel):
         self.b_shape = b_shape
         self.setup_a(ia, iaz)
         self.ct = np.dtype(np.float64)
-        if self.azp_input is not None or self.runtime_param(ibz):
-            self.fail("a zero point computed at run time with a B computed at run time "
-                      "is not supported")
         bzp = self.qparam(ibz, "b_zero_point")
         if bzp.size != 1:
             self.fail("a per-column zero point of a B computed at run time is not supported")
