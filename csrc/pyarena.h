@@ -1033,7 +1033,13 @@ pa_status_t pa_deconv2d_run(const pa_deconv2d_t *d, const float *packed, const f
 
 typedef enum pa_qbinary_op {
     PA_QBINARY_ADD = 0,
-    PA_QBINARY_MUL = 1
+    PA_QBINARY_MUL = 1,
+    /* DequantizeLinear -> Add / Mul -> QuantizeLinear run op by op, in
+     * float32 (a QDQ group onnxruntime leaves unfused): y = quantize(
+     * ((a - za) * sa) op ((b - zb) * sb)), quantize as
+     * pa_quantize_linear: rint(t / sy) + zy, saturated. */
+    PA_QBINARY_DQ_ADD = 2,
+    PA_QBINARY_DQ_MUL = 3
 } pa_qbinary_op_t;
 
 /* A quantized Add or Mul, y = quantize(dequantize(a) op dequantize(b)),
@@ -1093,6 +1099,15 @@ typedef struct pa_qrequant {
  * type. */
 pa_status_t pa_qrequant(const pa_qrequant_t *p, const int32_t *mult_shift, const int32_t *acc,
                         void *y, int64_t n);
+
+/* y = tables[k % ntables][x] for block k of `blocks` consecutive blocks of
+ * `block_len` bytes (x and y C-contiguous): a function of one 8-bit value
+ * per channel of an NCHW tensor (blocks = N * C, ntables = C, a QDQ
+ * model's DequantizeLinear -> BatchNormalization -> QuantizeLinear).
+ * `tables` holds ntables x 256 bytes.  PA_ERR_INVALID for NULL pointers,
+ * negative sizes or ntables < 1. */
+pa_status_t pa_qlookup_channels(const uint8_t *tables, int64_t ntables, const void *x,
+                                void *y, int64_t blocks, int64_t block_len);
 
 /* QuantizeLinear per tensor: y = clamp(rint(x / scale) + zero_point,
  * y_min, y_max) in float32 (ONNX: round half to even, saturation), NaN to 0

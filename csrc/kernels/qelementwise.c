@@ -92,6 +92,34 @@ PA_INLINE int32_t requant(float t, float zp, int32_t lo, int32_t hi) {
     return (int32_t)r;
 }
 
+/* QuantizeLinear / DequantizeLinear of one value (onnxruntime's
+ * QuantizeLinear: x / scale, round half to even, + zero point, saturate;
+ * a NaN quantizes to 0.  DequantizeLinear: (x - zero point) * scale). */
+PA_INLINE int32_t quant_one(float x, float scale, float zp, int32_t lo, int32_t hi) {
+    float q = x / scale;
+    int32_t v = requant(q, zp, lo, hi);
+    return q == q ? v : 0;
+}
+
+PA_INLINE float dequant_one(int32_t x, float scale, float zp) {
+    float d = (float)x - zp;
+    return d * scale;
+}
+
+/* Two dequantized values added / multiplied: each product rounded to
+ * float32 on its own (separate statements: no contraction), then the op. */
+PA_INLINE float dq_add(int32_t v, float zv, float sv, int32_t s, float zs, float ss) {
+    float fv = dequant_one(v, sv, zv);
+    float fs = dequant_one(s, ss, zs);
+    return fv + fs;
+}
+
+PA_INLINE float dq_mul(int32_t v, float zv, float sv, int32_t s, float zs, float ss) {
+    float fv = dequant_one(v, sv, zv);
+    float fs = dequant_one(s, ss, zs);
+    return fv * fs;
+}
+
 /* -- QLinearAdd / QLinearMul ----------------------------------------- */
 
 typedef struct qb_consts {
@@ -100,6 +128,8 @@ typedef struct qb_consts {
     float ratio, zy;    /* Mul                                              */
     int32_t zv, zs;     /* the zero points of v and s                       */
     int32_t lo, hi;
+    float sv, ss, sy;   /* DQ_ADD / DQ_MUL: the three scales                */
+    float fzv, fzs;     /* DQ_ADD / DQ_MUL: v's and s's zero points         */
 } qb_consts_t;
 
 /* PA_MAP's blocks of 32 elements: one 256-bit register of bytes (16, a
@@ -148,6 +178,35 @@ typedef struct qb_consts {
                (T)cvt_sat(mul_t(((int32_t)v[i] - zv) * ds, ratio, zy), lo, hi));   \
     }
 
+/* The unfused QDQ group's steps, op by op in float32 (dequant_one,
+ * quant_one: the DequantizeLinear and QuantizeLinear below). */
+#define PA_QB_DQ_ROWS(T, NAME)                                                        \
+    PA_INLINE void dq_vv_##NAME(const T *restrict v, const T *restrict s,            \
+                                T *restrict y, int64_t n, const qb_consts_t *k,      \
+                                int mul) {                                           \
+        const float sv = k->sv, ss = k->ss, sy = k->sy, zv = k->fzv, zs = k->fzs;   \
+        const float zy = k->zy;                                                      \
+        const int32_t lo = k->lo, hi = k->hi;                                        \
+        if (mul)                                                                     \
+            PA_QMAP(y, (size_t)n, i,                                                 \
+                    (T)quant_one(dq_mul(v[i], zv, sv, s[i], zs, ss), sy, zy, lo, hi)); \
+        else                                                                         \
+            PA_QMAP(y, (size_t)n, i,                                                 \
+                    (T)quant_one(dq_add(v[i], zv, sv, s[i], zs, ss), sy, zy, lo, hi)); \
+    }                                                                                \
+    PA_INLINE void dq_vs_##NAME(const T *restrict v, int32_t s, T *restrict y,       \
+                                int64_t n, const qb_consts_t *k, int mul) {          \
+        const float sv = k->sv, zv = k->fzv, sy = k->sy, zy = k->zy;                 \
+        const float fs = dequant_one(s, k->ss, k->fzs);                              \
+        const int32_t lo = k->lo, hi = k->hi;                                        \
+        if (mul)                                                                     \
+            PA_QMAP(y, (size_t)n, i,                                                 \
+                    (T)quant_one(dequant_one((int32_t)v[i], sv, zv) * fs, sy, zy, lo, hi)); \
+        else                                                                         \
+            PA_QMAP(y, (size_t)n, i,                                                 \
+                    (T)quant_one(dequant_one((int32_t)v[i], sv, zv) + fs, sy, zy, lo, hi)); \
+    }
+
 /* Mul's float steps: the product times the ratio, then + zy (two
  * roundings, as MLAS's SSE2 kernel). */
 PA_INLINE float mul_t(int32_t p, float ratio, float zy) {
@@ -157,6 +216,8 @@ PA_INLINE float mul_t(int32_t p, float ratio, float zy) {
 
 PA_QB_ROWS(uint8_t, u8)
 PA_QB_ROWS(int8_t, s8)
+PA_QB_DQ_ROWS(uint8_t, u8)
+PA_QB_DQ_ROWS(int8_t, s8)
 
 /* The 256 bytes 0..255: every value of an 8-bit type, by its byte. */
 static const uint8_t all_bytes[256] = {
@@ -179,7 +240,9 @@ static const uint8_t all_bytes[256] = {
     PA_INLINE void vs_table_##NAME(const T *restrict v, int32_t s, T *restrict y,    \
                                    int64_t n, const qb_consts_t *k, int mul) {       \
         T table[256];                                                                \
-        if (mul)                                                                     \
+        if (mul > 1)                                                                 \
+            dq_vs_##NAME((const T *)all_bytes, s, table, 256, k, mul == 3);          \
+        else if (mul)                                                                \
             mul_vs_##NAME((const T *)all_bytes, s, table, 256, k);                   \
         else                                                                         \
             add_vs_##NAME((const T *)all_bytes, s, table, 256, k);                   \
@@ -212,12 +275,16 @@ PA_QB_TABLE(int8_t, s8)
                 const T *vr = v + o * v_outer + m * v_middle;                       \
                 const T *sr = s + o * s_outer + m * s_middle;                       \
                 T *yr = y + (o * p->middle + m) * inner;                            \
-                if (s_vector && mul)                                                \
+                if (s_vector && mul > 1)                                            \
+                    dq_vv_##NAME(vr, sr, yr, inner, k, mul == 3);                   \
+                else if (s_vector && mul)                                           \
                     mul_vv_##NAME(vr, sr, yr, inner, k);                            \
                 else if (s_vector)                                                  \
                     add_vv_##NAME(vr, sr, yr, inner, k);                            \
                 else if (inner >= PA_QB_TABLE_MIN)                                  \
                     vs_table_##NAME(vr, sr[0], yr, inner, k, mul);                  \
+                else if (mul > 1)                                                   \
+                    dq_vs_##NAME(vr, sr[0], yr, inner, k, mul == 3);                \
                 else if (mul)                                                       \
                     mul_vs_##NAME(vr, sr[0], yr, inner, k);                         \
                 else                                                                \
@@ -232,7 +299,9 @@ PA_MULTIVERSION
 static void qbinary_run(const pa_qbinary_t *p, const qb_consts_t *k, const void *v,
                         int64_t v_outer, int64_t v_middle, const void *s,
                         int64_t s_outer, int64_t s_middle, int s_vector, void *y) {
-    const int mul = p->op == PA_QBINARY_MUL;
+    /* 0 Add, 1 Mul, 2 the float path's Add, 3 its Mul */
+    const int mul = p->op == PA_QBINARY_MUL ? 1 : p->op == PA_QBINARY_DQ_ADD ? 2 :
+                    p->op == PA_QBINARY_DQ_MUL ? 3 : 0;
     if (p->type == PA_Q_S8)
         qbinary_walk_s8(p, k, v, v_outer, v_middle, s, s_outer, s_middle, s_vector, y, mul);
     else
@@ -243,7 +312,8 @@ static int scale_ok(float s) { return isfinite(s) && s > 0.0f; }
 
 pa_status_t pa_qbinary(const pa_qbinary_t *p, const void *a, const void *b, void *y) {
     if (!p || !a || !b || !y || !qtype_ok(p->type) ||
-        (p->op != PA_QBINARY_ADD && p->op != PA_QBINARY_MUL))
+        (p->op != PA_QBINARY_ADD && p->op != PA_QBINARY_MUL && p->op != PA_QBINARY_DQ_ADD &&
+         p->op != PA_QBINARY_DQ_MUL))
         return PA_ERR_INVALID;
     if (p->outer < 0 || p->middle < 0 || p->inner < 0 || p->a_outer < 0 || p->a_middle < 0 ||
         p->b_outer < 0 || p->b_middle < 0 || (p->a_inner != 0 && p->a_inner != 1) ||
@@ -275,6 +345,11 @@ pa_status_t pa_qbinary(const pa_qbinary_t *p, const void *a, const void *b, void
     float sab = p->a_scale * p->b_scale;
     k.ratio = sab / p->y_scale;
     k.zy = (float)p->y_zero_point;
+    k.sv = sv;
+    k.ss = ss;
+    k.sy = p->y_scale;
+    k.fzv = (float)k.zv;
+    k.fzs = (float)k.zs;
     const int s_vector = !swap && p->b_inner != 0;
     qbinary_run(p, &k, v, swap ? p->b_outer : p->a_outer, swap ? p->b_middle : p->a_middle,
                 s, swap ? p->a_outer : p->b_outer, swap ? p->a_middle : p->b_middle,
@@ -313,15 +388,19 @@ pa_status_t pa_qlookup(const uint8_t *table, const void *x, void *y, int64_t blo
         PA_MAP(y, (size_t)n, i, dequant_one((int32_t)x[i], scale, zp));                \
     }
 
-PA_INLINE int32_t quant_one(float x, float scale, float zp, int32_t lo, int32_t hi) {
-    float q = x / scale;
-    int32_t v = requant(q, zp, lo, hi);
-    return q == q ? v : 0;
+PA_MULTIVERSION
+static void lookup_channels_run(const uint8_t *tables, int64_t ntables, const uint8_t *x,
+                                uint8_t *y, int64_t blocks, int64_t len) {
+    for (int64_t k = 0; k < blocks; k++)
+        lookup_bytes(tables + (k % ntables) * 256, x + k * len, y + k * len, len);
 }
 
-PA_INLINE float dequant_one(int32_t x, float scale, float zp) {
-    float d = (float)x - zp;
-    return d * scale;
+pa_status_t pa_qlookup_channels(const uint8_t *tables, int64_t ntables, const void *x,
+                                void *y, int64_t blocks, int64_t block_len) {
+    if (!tables || !x || !y || ntables < 1 || blocks < 0 || block_len < 0)
+        return PA_ERR_INVALID;
+    lookup_channels_run(tables, ntables, x, y, blocks, block_len);
+    return PA_OK;
 }
 
 PA_QUANT_BODIES(uint8_t, u8)

@@ -11,13 +11,16 @@ import numpy as np
 
 from . import check, ffi, lib
 
-__all__ = ["QTYPES", "ADD", "MUL", "bptr", "qbinary", "run_qbinary", "lookup",
+__all__ = ["QTYPES", "ADD", "MUL", "DQ_ADD", "DQ_MUL", "bptr", "qbinary", "run_qbinary", "lookup",
+           "lookup_channels",
            "quantize_linear", "dequantize_linear", "qaffine", "global_avgpool",
            "softmax_table", "softmax", "qavgpool", "run_qavgpool"]
 
 #: 8-bit dtype -> pa_qtype_t
 QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8}
 ADD, MUL = lib.PA_QBINARY_ADD, lib.PA_QBINARY_MUL
+#: the float path of an unfused DequantizeLinear -> Add / Mul -> QuantizeLinear
+DQ_ADD, DQ_MUL = lib.PA_QBINARY_DQ_ADD, lib.PA_QBINARY_DQ_MUL
 
 
 def bptr(arr):
@@ -57,6 +60,13 @@ def lookup(table, x, y, blocks, block_len, x_stride, y_stride):
     """``pa_qlookup``: ``table`` a ``uint8_t *`` (256 entries), x and y
     ``void *``; strides in bytes."""
     check(lib.pa_qlookup(table, x, y, blocks, block_len, x_stride, y_stride), "pa_qlookup")
+
+
+def lookup_channels(tables, ntables, x, y, blocks, block_len):
+    """``pa_qlookup_channels``: block k of x (C-contiguous) through table
+    ``k % ntables`` of ``tables`` (a ``uint8_t *``, ntables x 256)."""
+    check(lib.pa_qlookup_channels(tables, ntables, x, y, blocks, block_len),
+          "pa_qlookup_channels")
 
 
 def quantize_linear(dtype, x, y, n, scale, zero_point, y_min, y_max):

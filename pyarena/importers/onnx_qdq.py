@@ -26,6 +26,18 @@ would run:
   results, worked out at import in float32 by the op's own evaluator
   (``Kernel.evaluate``) and quantized, looked up per element.
 
+The integer forms are chosen as onnxruntime's optimiser chooses them on
+x86 (its QDQ selectors, qdq_selectors.cc), since a fused group rounds
+differently from its op-by-op run: an int8 activation pair Q -> DQ read
+once counts as uint8 (its QDQS8ToU8Transformer), a group fuses only when
+its 8-bit types then agree, and a Conv / MatMul never on int8 activations.
+Gemm becomes ``QGemm``, a MatMul of two activations ``QLinearMatMul``.
+Groups onnxruntime leaves in float keep its float32 steps, in one pass
+where they allow it: an Add / Mul as ``QDQAdd`` / ``QDQMul`` (ai.pyarena),
+an inference BatchNormalization as a ``QLinearLookup`` with a table per
+channel (where a channel's plane has 256+ values: the tables stay smaller
+than the activations they map).
+
 The weights stay in their file dtype and the activations between such ops
 stay 8-bit.  Anything else runs op by op; a DQ still read elsewhere stays.
 """
@@ -60,6 +72,43 @@ class _Graph:
                     self.readers.setdefault(i, []).append(n)
         self.outputs = {o.name for o in g.output}
         self.new_inits = []          # lookup tables the rewrite adds
+        self.u8 = self._s8_to_u8()
+        self.shapes = {v.name: [d.dim_value if d.HasField("dim_value") else 0
+                                for d in v.type.tensor_type.shape.dim]
+                       for v in list(g.value_info) + list(g.input) + list(g.output)
+                       if v.type.tensor_type.HasField("shape")}
+
+    def _s8_to_u8(self):
+        """The Q outputs onnxruntime's QDQS8ToU8Transformer turns to uint8
+        on x86, where its QDQ fusions take no int8 activations into
+        QLinearConv / QLinearMatMul (qdq_s8_to_u8.cc): a Q whose only
+        reader is a DQ that has one reader itself (a DQ read twice is
+        copied per reader first, ensure_unique_dq_for_node_unit.cc), both
+        with the same int8 scalar zero point.  The values do not change
+        (zero point + 128), but which groups fuse does."""
+        u8 = set()
+        for n in self.producer.values():
+            if n.op_type != "QuantizeLinear" or n.output[0] in self.outputs:
+                continue
+            rs = self.readers.get(n.output[0], [])
+            if len(rs) != 1 or rs[0].op_type != "DequantizeLinear" or \
+                    len(self.readers.get(rs[0].output[0], [])) + \
+                    (rs[0].output[0] in self.outputs) != 1:
+                continue
+            zq, zd = [x.input[2] if len(x.input) > 2 else "" for x in (n, rs[0])]
+            if zq in self.inits and zd in self.inits and self.int_dtype(zq) == np.int8 and \
+                    self.value(zq).size == 1 and np.array_equal(self.value(zq), self.value(zd)):
+                u8.add(n.output[0])
+        return u8
+
+    def qtype(self, node):
+        """The 8-bit type of a DQ's input or a Q's output as onnxruntime's
+        fusions see it (after the int8 -> uint8 pairs)."""
+        t = node.input[0] if node.op_type == "DequantizeLinear" else node.output[0]
+        if t in self.u8:
+            return np.dtype(np.uint8)
+        zp = node.input[2] if len(node.input) > 2 else ""
+        return self.int_dtype(zp) if zp in self.inits else self.int_dtype(node.input[0])
 
     def value(self, name):
         if name in self.views:
@@ -109,9 +158,17 @@ class _Graph:
 def _conv_matmul(G, n, q):
     """QLinearConv / QLinearMatMul for a Conv / MatMul, or None."""
     dx, dw = G.dq(n.input[0], False), G.dq(n.input[1], True)
+    if dw is None and n.op_type == "MatMul":      # a B computed at run time
+        dw = G.dq(n.input[1], False)
+        if dw is not None and not G.per_tensor(dw):
+            return None
     if dx is None or dw is None or not G.per_tensor(dx):
         return None
-    if G.int_dtype(dw.input[0]) not in (np.dtype(np.int8), np.dtype(np.uint8)):
+    # onnxruntime's ConvNodeGroupSelector / MatMulNodeGroupSelector on x86:
+    # the activations' types equal, and not int8 (qdq_selectors.cc)
+    if G.qtype(dx) != G.qtype(q) or G.qtype(dx) == np.dtype(np.int8):
+        return None
+    if G.qtype(dw) not in (np.dtype(np.int8), np.dtype(np.uint8)):
         return None
     w_scale = G.value(dw.input[1])
     axis = G.attrs(dw).get("axis", 1)
@@ -133,6 +190,35 @@ def _conv_matmul(G, n, q):
     return _integer_forms()[n.op_type][0], "", ins, G.attrs(n), used
 
 
+def _gemm(G, n, q):
+    """com.microsoft QGemm for a Gemm (GemmNodeGroupSelector,
+    GemmReplaceWithQuant): A, B and C (int32) from DQ nodes, B constant;
+    an int8 A needs an int8 B; beta 1 with C, and dropped."""
+    da, db = G.dq(n.input[0], False), G.dq(n.input[1], True)
+    if da is None or db is None or not G.per_tensor(da):
+        return None
+    ta, tb = G.qtype(da), G.qtype(db)
+    if ta != G.qtype(q) or tb not in (np.dtype(np.int8), np.dtype(np.uint8)) or \
+            (ta == np.dtype(np.int8) and tb != ta):
+        return None
+    attrs = G.attrs(n)
+    trans_b = int(attrs.get("transB", 0))
+    if int(attrs.get("transA", 0)) or G.value(db.input[1]).size > 1 and \
+            G.attrs(db).get("axis", 1) != (0 if trans_b else 1):
+        return None         # pyarena's QGemm: A as is, B's scale per output column
+    ins = [da.input[0], da.input[1], da.input[2], db.input[0], db.input[1], db.input[2], ""]
+    used = [da, db]
+    if len(n.input) > 2 and n.input[2]:
+        dc = G.dq(n.input[2], True)
+        if dc is None or G.int_dtype(dc.input[0]) != np.dtype(np.int32) or \
+                float(attrs.get("beta", 1.0)) != 1.0:
+            return None
+        ins[6] = dc.input[0]
+        used.append(dc)
+    attrs.pop("beta", None)
+    return "QGemm", "com.microsoft", ins + [q.input[1], q.input[2]], attrs, used
+
+
 def _contrib(G, n, q):
     """The com.microsoft QLinear op for an element-wise / pooling op."""
     op = _integer_forms()[n.op_type][0]
@@ -140,6 +226,12 @@ def _contrib(G, n, q):
     data = [i for i in n.input if i]
     dqs = [G.dq(i, False) or G.dq(i, True) for i in data]
     if any(d is None or not G.per_tensor(d) for d in dqs):
+        return None
+    if op in ("QLinearAdd", "QLinearMul", "QLinearConcat"):
+        types = {G.qtype(d) for d in dqs} | {G.qtype(q)}      # Binary / Variadic selectors
+    else:
+        types = {G.qtype(dqs[0]), G.qtype(q)}                 # UnaryNodeGroupSelector
+    if len(types) != 1:
         return None
     triples = [[d.input[0], d.input[1], d.input[2]] for d in dqs]
     out_q = [q.input[1], q.input[2]]
@@ -158,6 +250,22 @@ def _contrib(G, n, q):
     if op == "QLinearGlobalAveragePool":
         attrs = {"channels_last": 0}
     return op, "com.microsoft", ins, attrs, dqs
+
+
+def _unfused_binary(G, n, q):
+    """ai.pyarena QDQAdd / QDQMul for an Add / Mul onnxruntime's selectors
+    refuse (operand types differ after its uint8 pairs): the same float32
+    steps as its op-by-op run, in one pass over the 8-bit operands."""
+    if n.op_type not in ("Add", "Mul") or len(n.input) != 2:
+        return None
+    dqs = [G.dq(i, False) or G.dq(i, True) for i in n.input]
+    if any(d is None or not G.per_tensor(d) for d in dqs):
+        return None
+    types = {G.int_dtype(d.input[2]) for d in dqs} | {G.int_dtype(q.input[2])}
+    if len(types) != 1 or types.pop() not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return None
+    ins = [x for d in dqs for x in d.input[:3]] + [q.input[1], q.input[2]]
+    return "QDQ" + n.op_type, LOOKUP_DOMAIN, ins, {}, dqs
 
 
 def _same_scale(G, n, q):
@@ -232,6 +340,56 @@ def _lookup(G, n, q):
     return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, [dx]
 
 
+def _const_float(G, name):
+    """A float32 constant: an initializer or the DQ of one, or None."""
+    if name in G.inits:
+        return np.asarray(G.value(name), np.float32)
+    d = G.dq(name, True)
+    if d is None:
+        return None
+    return dequantize(G.value(d.input[0]), G.value(d.input[1]), G.value(d.input[2]),
+                      G.attrs(d).get("axis", 1)).astype(np.float32)
+
+
+def _channel_lookup(G, n, q):
+    """QLinearLookup with a table per channel for an inference
+    BatchNormalization between a DQ and a Q, which onnxruntime runs in
+    float32 op by op: the same steps (the fold of runtime/kernels/
+    batch_norm.py, x * scale + shift, QuantizeLinear) on each byte of each
+    channel, worked out at import."""
+    attrs = G.attrs(n)
+    dx = G.dq(n.input[0], False)
+    if int(attrs.get("training_mode", 0)) or len(n.input) != 5 or dx is None or \
+            not G.per_tensor(dx):
+        return None
+    in_dt, out_dt = G.int_dtype(dx.input[2]), G.int_dtype(q.input[2])
+    if in_dt not in (np.dtype(np.int8), np.dtype(np.uint8)) or \
+            out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return None
+    params = [_const_float(G, name) for name in n.input[1:5]]
+    if any(p is None for p in params) or len({p.size for p in params}) != 1:
+        return None
+    # a table per channel only where it is no larger than the bytes it maps
+    # (a plane of 256+ values, the shape known from the file's value_info)
+    shape = G.shapes.get(n.input[0]) or G.shapes.get(n.output[0]) or []
+    if len(shape) < 3 or min(shape) < 1 or int(np.prod(shape[2:])) < 256:
+        return None
+    g, b, m, v = (p.reshape(-1, 1) for p in params)
+    eps = np.float32(attrs.get("epsilon", 1e-5))
+    scale = (np.float32(1) / np.sqrt(v + eps)) * g      # onnxruntime's order
+    shift = b - m * scale
+    u = np.arange(256, dtype=np.uint8).view(in_dt)
+    x = dequantize(u, G.value(dx.input[1]), G.value(dx.input[2])).astype(np.float32)
+    y = x[None, :] * scale + shift                      # (C, 256), two roundings
+    lo, hi = (-128, 127) if out_dt == np.int8 else (0, 255)
+    yq = np.clip(np.rint(y / np.float32(G.value(q.input[1]))) + float(G.value(q.input[2])),
+                 lo, hi).astype(out_dt)
+    name = f"{q.output[0]}/lookup"
+    G.new_inits.append(G.onnx.numpy_helper.from_array(yq, name))
+    used = [dx] + [G.producer[i] for i in n.input[1:5] if i not in G.inits]
+    return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, used
+
+
 def fuse_qdq(onnx, model, views=None):
     """Rewrite ``model.graph`` in place; returns the number of fused ops.
     ``views``: initializer name -> data read in place (not in the protobuf)."""
@@ -290,10 +448,16 @@ def fuse_qdq(onnx, model, views=None):
 
 def _rules(op_type, forms):
     """The rewrites tried for a QDQ chain around ``op_type``, in order."""
+    if op_type == "Gemm":
+        return [_gemm]
+    if op_type == "BatchNormalization":
+        return [_channel_lookup]
     rules = []
     form = forms.get(op_type)
     if form is not None:        # the integer op: a standard one takes a weight
         rules.append(_contrib if form[1] else _conv_matmul)
+    if op_type in ("Add", "Mul"):
+        rules.append(_unfused_binary)
     kind = op_fact(op_type, "qdq")
     if kind == "same_scale":
         rules.append(_same_scale)

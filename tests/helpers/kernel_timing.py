@@ -102,12 +102,12 @@ def _q(name, v, dt):
     return (name, np.array(v, dt))
 
 
-def _qbinary(op):
+def _qbinary(op, domain="com.microsoft"):
     return lambda: _model(op, [("a", _u8(1, 64, 32, 16)), _q("as", 0.02, np.float32),
                                _q("az", 128, np.uint8), ("b", _u8(1, 64, 32, 16, seed=1)),
                                _q("bs", 0.01, np.float32), _q("bz", 120, np.uint8),
                                _q("ys", 0.03, np.float32), _q("yz", 125, np.uint8)],
-                          domain="com.microsoft")
+                          domain=domain)
 
 
 def _qunary(op, attrs=None):
@@ -180,6 +180,8 @@ RECIPES = {
     "GlobalLpPool": lambda: _model("GlobalLpPool", [("x", _f32(1, 64, 48, 48))], {"p": 3}),
     "QLinearAdd": _qbinary("QLinearAdd"),
     "QLinearMul": _qbinary("QLinearMul"),
+    "QDQAdd": _qbinary("QDQAdd", "ai.pyarena"),
+    "QDQMul": _qbinary("QDQMul", "ai.pyarena"),
     "QLinearSigmoid": _qunary("QLinearSigmoid"),
     "QLinearLeakyRelu": _qunary("QLinearLeakyRelu", {"alpha": 0.1}),
     "QLinearGlobalAveragePool": lambda: _model(

@@ -33,7 +33,7 @@ from . import shape_rules_quantized as qrules
 from .quantization import QuantKernel
 from .registry import register
 
-__all__ = ["loops", "QLinearAdd", "QLinearMul"]
+__all__ = ["loops", "QLinearAdd", "QLinearMul", "QDQAdd", "QDQMul"]
 
 F32, F64 = np.float32, np.float64
 #: cvt's limit: a float32 at or above it is not an int32
@@ -223,3 +223,55 @@ class QLinearMul(_QBinary):
         np.copyto(t32, pa, casting="unsafe")
         np.multiply(t32, self.ratio, out=t32)
         np.add(t32, self.zy, out=t32)
+
+
+class _QDQBinary(_QBinary):
+    """ai.pyarena QDQAdd / QDQMul (QLinearAdd's inputs): a
+    ``DequantizeLinear -> Add / Mul -> QuantizeLinear`` group that
+    onnxruntime's optimiser leaves unfused (its QDQ selectors refuse it:
+    :mod:`pyarena.importers.onnx_qdq`), computed as onnxruntime runs it,
+    op by op in float32: ``t = ((a - za) * sa) op ((b - zb) * sb)``, then
+    QuantizeLinear ``rint(t / sy) + zy`` saturated (a NaN to 0) -- in one
+    pass over the 8-bit operands (``pa_qbinary``'s DQ_ADD / DQ_MUL)."""
+
+    onnx_domain = "ai.pyarena"
+
+    def compute(self, a, b, t64, t32):
+        (sa, sb, sy), (za, zb, zy) = self.scales, self.zps
+        halves = t64.reshape(-1).view(F32)
+        fa = halves[:t32.size].reshape(t32.shape)
+        fb = halves[t32.size:2 * t32.size].reshape(t32.shape)
+        np.subtract(a, F32(za), out=fa, casting="unsafe")   # exact: 8-bit values
+        np.multiply(fa, sa, out=fa)
+        np.subtract(b, F32(zb), out=fb, casting="unsafe")
+        np.multiply(fb, sb, out=fb)
+        self.float_op(fa, fb, out=t32)
+        np.divide(t32, sy, out=t32)
+
+    def finish(self, t, spare, y):
+        """QuantizeLinear's rounding: rint, + zero point, saturation; NaN 0."""
+        nan = spare.reshape(-1).view(np.bool_)[:t.size].reshape(t.shape)
+        np.isnan(t, out=nan)
+        np.rint(t, out=t)
+        np.add(t, F32(self.zps[2]), out=t)
+        np.clip(t, self.lo, self.hi, out=t)
+        np.copyto(t, F32(0), where=nan)
+        np.copyto(y, t, casting="unsafe")
+
+
+@register
+class QDQAdd(_QDQBinary):
+    """ai.pyarena QDQAdd: onnxruntime's unfused DQ -> Add -> Q, in float32."""
+
+    op_types = ("QDQAdd",)
+    qop = qnative.DQ_ADD
+    float_op = staticmethod(np.add)
+
+
+@register
+class QDQMul(_QDQBinary):
+    """ai.pyarena QDQMul: onnxruntime's unfused DQ -> Mul -> Q, in float32."""
+
+    op_types = ("QDQMul",)
+    qop = qnative.DQ_MUL
+    float_op = staticmethod(np.multiply)

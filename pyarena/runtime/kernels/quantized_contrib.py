@@ -281,22 +281,31 @@ class QLinearLookup(QuantKernel):
     def setup(self):
         self.shrink_budget()
         self.runtime = (0,)
-        table = self.const(1, "table").reshape(-1)
-        if table.size != 256 or np.dtype(self.ins[0].dtype).itemsize != 1:
-            self.fail("needs an 8-bit input and a table of 256 entries")
+        table = self.const(1, "table")
+        shape = self.shape(0)
+        # one table, or one per channel (axis 1): a per-channel function
+        self.channels = table.shape[0] if table.ndim == 2 else 0
+        if table.size != 256 * max(self.channels, 1) or table.shape[-1] != 256 or \
+                np.dtype(self.ins[0].dtype).itemsize != 1 or \
+                self.channels and (len(shape) < 2 or shape[1] != self.channels):
+            self.fail("needs an 8-bit input and a table of 256 entries (per channel: "
+                      "(C, 256) for an input of C channels on axis 1)")
         self.table = self.keep(np.ascontiguousarray(table.astype(self.outs[0].dtype)))
-        total = math.prod(self.shape(0))
+        total = math.prod(shape)
         self.native = self.use_native and np.dtype(self.outs[0].dtype).itemsize == 1 or None
         self.chunk = self.step_items(8, total)
         self.scratch = [] if self.native else [((self.chunk,), np.intp)]
 
     def native_call(self, xs, ys):
         """The native run as one call record, or None."""
-        if not self.native or self._act is not None:
+        if not self.native or self._act is not None or self.channels:
             return None
         return ("qlookup", None, self.table, xs[0], None, ys[0], (1, xs[0].size, 0, 0))
 
     def run(self, xs, ys, sc):
+        if self.channels:
+            self.run_channels(xs[0], ys[0], sc)
+            return
         if self.native:
             qnative.lookup(qnative.bptr(self.table), qnative.bptr(xs[0]),
                            qnative.bptr(ys[0]), 1, xs[0].size, 0, 0)
@@ -307,3 +316,19 @@ class QLinearLookup(QuantKernel):
             idx = sc[0][:c1 - c0]
             np.copyto(idx, x[c0:c1])
             np.take(self.table, idx, out=y[c0:c1])
+
+    def run_channels(self, x, y, sc):
+        """Block (n, c) of the NCHW input through channel c's table."""
+        c, plane = self.channels, math.prod(self.shape(0)[2:])
+        blocks = x.size // max(plane, 1)
+        if self.native:
+            qnative.lookup_channels(qnative.bptr(self.table), c, qnative.bptr(x),
+                                    qnative.bptr(y), blocks, plane)
+            return
+        xb, yb = x.reshape(blocks, plane).view(np.uint8), y.reshape(blocks, plane)
+        for k in range(blocks):
+            for c0 in range(0, plane, self.chunk):
+                c1 = min(c0 + self.chunk, plane)
+                idx = sc[0][:c1 - c0]
+                np.copyto(idx, xb[k, c0:c1])
+                np.take(self.table[k % c], idx, out=yb[k, c0:c1])

@@ -26,6 +26,14 @@ class _QMatMul(QuantKernel):
         self.shrink_budget()
         self.runtime = (0,)
         ia, ib, iaz, ibz = self.layout
+        # B computed at run time, every scale and zero point a constant (else
+        # the constant path below asks for their values: NeedsValueError)
+        self.runtime_b = self.batched_b and self.has(ib) and self.ins[ib].data is None and \
+            all(t is None or t.data is not None
+                for i, t in enumerate(self.ins) if i not in (ia, ib))
+        if self.runtime_b:
+            self.setup_runtime_b()
+            return
         b = self.b_matrix(self.const(ib, "B"))
         if b.ndim > 2 and self.batched_b:
             self.setup_batched(b)
@@ -85,7 +93,35 @@ class _QMatMul(QuantKernel):
         self.setup_a(ia, iaz)
         bzp = self.b_param(self.qparam(ibz, "b_zero_point"), b.shape, "b_zero_point")
         self.b = self.keep(np.subtract(b, bzp.astype(self.ct), dtype=self.ct))
+        self.b_shape = b.shape
         self.scratch = [(a_shape, self.ct), (ys, self.ct)]
+        self.finish_setup()
+
+    def setup_runtime_b(self):
+        """B computed at run time (a QLinearMatMul of two activations,
+        onnxruntime's fusion of attention scores in a QDQ model): A and B
+        less their zero points (per tensor) into float64 scratch each run
+        (exact integer products and sums), one broadcast matmul, then the
+        store (requantization) of the whole output."""
+        ia, ib, iaz, ibz = self.layout
+        a_shape, b_shape, ys = self.shape(ia), self.shape(ib), self.oshape()
+        if len(a_shape) < 1 or len(b_shape) < 2 or a_shape[-1] != b_shape[-2]:
+            self.malformed(f"A {list(a_shape)} and B {list(b_shape)} do not chain")
+        self.integer_types(self.ins[ia], self.ins[ib])
+        self.batched, self.native = True, None
+        self.K, self.N = b_shape[-2:]
+        self.b_shape = b_shape
+        self.setup_a(ia, iaz)
+        self.ct = np.dtype(np.float64)
+        bzp = self.qparam(ibz, "b_zero_point")
+        if bzp.size != 1:
+            self.fail("a per-column zero point of a B computed at run time is not supported")
+        self.bzp = float(bzp.reshape(()))
+        self.runtime = (ia, ib)
+        # the sums rounded to float32 before the requantization, as
+        # onnxruntime converts its int32 accumulators (float64 for int32 out)
+        self.scratch = [(a_shape, self.ct), (b_shape, self.ct), (ys, self.ct),
+                        (ys, np.float64 if self.integer else np.float32)]
         self.finish_setup()
 
     def b_param(self, v, b_shape, what):
@@ -124,6 +160,14 @@ class _QMatMul(QuantKernel):
             return self.native.run(xs[self.layout[0]].reshape(self.M, self.K),
                                    ys[0].reshape(self.M, self.N), sc, z)
         azp = self.azp if self.azp_input is None else float(xs[self.azp_input].reshape(-1)[0])
+        if self.runtime_b:
+            af, bf, acc, acc_out = sc
+            np.subtract(xs[self.layout[0]], azp, out=af)
+            np.subtract(xs[self.layout[1]], self.bzp, out=bf)
+            np.matmul(af, bf, out=acc)
+            np.copyto(acc_out, acc, casting="unsafe")
+            self.store(acc_out, ys[0], 0, self.N)
+            return
         if self.batched:
             af, acc = sc
             np.subtract(xs[self.layout[0]], azp, out=af)
@@ -174,7 +218,9 @@ class QLinearMatMul(_QMatMul):
     def requant_params(self):
         a_s = self.qparam(1, "a_scale").reshape(-1)
         b_s = self.qparam(4, "b_scale")
-        b_s = self.b_param(b_s, self.b.shape, "b_scale") if self.batched else b_s.reshape(-1)
+        if self.runtime_b and b_s.size != 1:
+            self.fail("a per-column scale of a B computed at run time is not supported")
+        b_s = self.b_param(b_s, self.b_shape, "b_scale") if self.batched else b_s.reshape(-1)
         y_s = self.qparam(6, "y_scale").reshape(-1)
         if a_s.size != 1 or y_s.size != 1:
             self.fail("per-row scales of a or y are not supported")

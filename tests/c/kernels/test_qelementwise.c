@@ -1,7 +1,7 @@
 /* test_qelementwise.c -- the 8-bit quantized element-wise kernels
  * (kernels/qelementwise.c): QLinearAdd / Mul against a one-element-at-a-time
  * reference of onnxruntime's formulas (every broadcast form, both types,
- * in place), values worked out by hand (round half to even, saturation,
+ * in place; the unfused QDQ Add / Mul over every pair of bytes), values worked out by hand (round half to even, saturation,
  * the >= 2^31 rule), the table lookup over strided blocks, quantize /
  * dequantize, the global average pool in both layouts, and bad input
  * refused with PA_ERR_INVALID. */
@@ -41,6 +41,21 @@ static int32_t get(const void *p, int64_t i, int s8) {
 
 /* One output element of p, onnxruntime's way (qladd_avx2.cpp, qlmul.cpp). */
 static int32_t ref_elem(const pa_qbinary_t *p, int32_t a, int32_t b) {
+    if (p->op == PA_QBINARY_DQ_ADD || p->op == PA_QBINARY_DQ_MUL) {
+        /* DequantizeLinear, the float op, QuantizeLinear: one rounding each */
+        float fa = (float)(a - p->a_zero_point) * p->a_scale;
+        float fb = (float)(b - p->b_zero_point) * p->b_scale;
+        float t = p->op == PA_QBINARY_DQ_ADD ? fa + fb : fa * fb;
+        float q = t / p->y_scale;
+        if (q != q)
+            return 0;
+        float r = nearbyintf(q) + (float)p->y_zero_point;
+        if (r < (float)p->y_min)
+            return p->y_min;
+        if (r > (float)p->y_max)
+            return p->y_max;
+        return (int32_t)r;
+    }
     if (p->op == PA_QBINARY_MUL) {
         float ratio = (p->a_scale * p->b_scale) / p->y_scale;
         float t = (float)((a - p->a_zero_point) * (b - p->b_zero_point)) * ratio;
@@ -86,7 +101,7 @@ static void test_qbinary_matches_reference(void) {
         const int64_t *f = forms[(trial / 2) % (int)(sizeof forms / sizeof forms[0])];
         int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
         pa_qbinary_t p = {
-            .op = (trial / 14) % 2 ? PA_QBINARY_MUL : PA_QBINARY_ADD,
+            .op = (pa_qbinary_op_t)((trial / 14) % 4),      /* Add, Mul, DQ_ADD, DQ_MUL */
             .type = s8 ? PA_Q_S8 : PA_Q_U8,
             .a_scale = srand_scale(), .b_scale = srand_scale(), .y_scale = srand_scale(),
             .a_zero_point = irand(lo, hi), .b_zero_point = irand(lo, hi),
@@ -94,7 +109,7 @@ static void test_qbinary_matches_reference(void) {
             .outer = O, .middle = M, .inner = I,
             .a_outer = f[0], .a_middle = f[1], .a_inner = f[2],
             .b_outer = f[3], .b_middle = f[4], .b_inner = f[5]};
-        if (p.op == PA_QBINARY_MUL)
+        if (p.op == PA_QBINARY_MUL || p.op == PA_QBINARY_DQ_MUL)
             p.y_scale = p.a_scale * p.b_scale * (float)irand(10, 300);
         if (trial % 7 == 0) {               /* a fused activation's clamp */
             p.y_min = lo + 20;
@@ -133,7 +148,7 @@ static void test_qbinary_long_scalar_runs(void) {
             .a_zero_point = irand(lo, hi), .b_zero_point = irand(lo, hi),
             .y_zero_point = irand(lo, hi), .y_min = lo, .y_max = (trial >> 3) ? hi - 9 : hi,
             .outer = 1, .middle = M, .inner = I};
-        if (p.op == PA_QBINARY_MUL)
+        if (p.op == PA_QBINARY_MUL || p.op == PA_QBINARY_DQ_MUL)
             p.y_scale = p.a_scale * p.b_scale * (float)irand(10, 300);
         /* the scalar operand is one value per run: (1, M, 1) */
         if (swap) {
@@ -350,8 +365,72 @@ static void test_global_avgpool_layouts(void) {
                                 255), PA_ERR_INVALID);
 }
 
+/* The unfused QDQ Add / Mul over every pair of bytes (a vector b, and b
+ * one value per run of 1,024+: the table path), both types: each float32
+ * step rounded on its own, as onnxruntime runs DQ, the op and Q. */
+static void test_qbinary_dq_every_pair(void) {
+    enum { N = 256 * 256, RUN_LEN = 1100 };
+    static uint8_t a[N], b[N], y[N], ra[RUN_LEN], ry[RUN_LEN];
+    int failures = 0;
+    for (int k = 0; k < 4; k++) {
+        const int s8 = k & 1;
+        int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+        pa_qbinary_t p = {
+            .op = k < 2 ? PA_QBINARY_DQ_ADD : PA_QBINARY_DQ_MUL, .type = s8 ? PA_Q_S8 : PA_Q_U8,
+            .a_scale = 0.0173f, .b_scale = 0.0119f, .y_scale = k < 2 ? 0.0291f : 0.00111f,
+            .a_zero_point = s8 ? -7 : 121, .b_zero_point = s8 ? 4 : 132,
+            .y_zero_point = s8 ? 2 : 130, .y_min = lo, .y_max = hi,
+            .outer = 1, .middle = 1, .inner = N,
+            .a_outer = 0, .a_middle = 0, .a_inner = 1, .b_outer = 0, .b_middle = 0,
+            .b_inner = 1};
+        for (int i = 0; i < N; i++) {
+            a[i] = (uint8_t)(i >> 8);
+            b[i] = (uint8_t)i;
+        }
+        CHECK_EQ(pa_qbinary(&p, a, b, y), PA_OK);
+        for (int i = 0; i < N; i++)
+            if (get(y, i, s8) != ref_elem(&p, get(a, i, s8), get(b, i, s8)))
+                failures++;
+        /* b one value for a run: the run's 256 results as a table */
+        p.inner = RUN_LEN;
+        p.b_inner = 0;
+        for (int bv = 0; bv < 256; bv += 5) {
+            uint8_t one = (uint8_t)bv;
+            for (int i = 0; i < RUN_LEN; i++)
+                ra[i] = (uint8_t)(i * 7);
+            CHECK_EQ(pa_qbinary(&p, ra, &one, ry), PA_OK);
+            for (int i = 0; i < RUN_LEN; i++)
+                if (get(ry, i, s8) != ref_elem(&p, get(ra, i, s8), get(&one, 0, s8)))
+                    failures++;
+        }
+    }
+    CHECK_EQ(failures, 0);
+}
+
+/* One table per channel: block k looks up in table k % C; bad input refused. */
+static void test_lookup_channels(void) {
+    enum { C = 3, BLOCKS = 6, LEN = 100 };
+    uint8_t tables[C * 256], x[BLOCKS * LEN], y[BLOCKS * LEN];
+    for (int i = 0; i < C * 256; i++)
+        tables[i] = (uint8_t)(i * 31 + 7);
+    for (int i = 0; i < BLOCKS * LEN; i++)
+        x[i] = (uint8_t)irand(0, 255);
+    CHECK_EQ(pa_qlookup_channels(tables, C, x, y, BLOCKS, LEN), PA_OK);
+    int failures = 0;
+    for (int k = 0; k < BLOCKS; k++)
+        for (int i = 0; i < LEN; i++)
+            if (y[k * LEN + i] != tables[(k % C) * 256 + x[k * LEN + i]])
+                failures++;
+    CHECK_EQ(failures, 0);
+    CHECK_EQ(pa_qlookup_channels(tables, 0, x, y, BLOCKS, LEN), PA_ERR_INVALID);
+    CHECK_EQ(pa_qlookup_channels(NULL, C, x, y, BLOCKS, LEN), PA_ERR_INVALID);
+    CHECK_EQ(pa_qlookup_channels(tables, C, x, y, -1, LEN), PA_ERR_INVALID);
+}
+
 int main(void) {
+    RUN(test_lookup_channels);
     RUN(test_qbinary_matches_reference);
+    RUN(test_qbinary_dq_every_pair);
     RUN(test_qbinary_long_scalar_runs);
     RUN(test_qbinary_in_place);
     RUN(test_qbinary_by_hand);
