@@ -475,11 +475,11 @@ int _pa_learn_step(pa_learn_t *L, size_t requested) {
         pa_learn_cand_t *c = matched ? NULL : see_candidate(L, h);
         L->novel = matched || (c && c->count != 1) ? 0 : L->novel + 1;
         if (c && c->count == UNPLANNABLE) L->unplanned++;
-        if (c && c->count != UNPLANNABLE && c->count >= L->repeats && c->dist < L->max_plans &&
-            mostly_small(L, c)) {
+        int ready = c && c->count != UNPLANNABLE &&
+                    c->count >= L->repeats && c->dist < L->max_plans;
+        if (ready && mostly_small(L, c)) {
             c->count = UNPLANNABLE;
-        } else if (c && c->count != UNPLANNABLE && c->count >= L->repeats &&
-                   c->dist < L->max_plans) {
+        } else if (ready) {
             pa_learn_plan_t *Q = _pa_learn_build_plan(L, c->ev, c->nev, h);
             if (Q) L->built++;
             if (Q && _pa_learn_add_plan(L, Q) == 0) {
