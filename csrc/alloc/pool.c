@@ -662,6 +662,8 @@ static pa_status_t impl_init(pa_pool_impl_t *p, const pa_pool_config_t *cfg, siz
         _pa_heap_init(heap) != 0)
         return PA_ERR_NOMEM;
     _pa_learn_init(&p->learn, cfg, gran, heap);
+    /* slab-sized blocks: the slab caches' fast path is a plan's match */
+    p->learn.small_max = p->mode == PA_POOL_HYBRID ? p->slab.max_size : 0;
     return PA_OK;
 }
 

@@ -84,6 +84,8 @@ typedef struct pa_learn {
     int on, auto_step;
     unsigned repeats, max_plans;
     size_t max_events, gran;
+    size_t small_max;         /* the zones' slab sizes (0: none): a step
+                                 made mostly of these is not planned      */
     pa_page_heap_t *heap;     /* backend, limit, `outside` bytes, peak    */
 
     /* the one region */
@@ -132,12 +134,14 @@ typedef struct pa_learn {
 
     /* does learning pay? (judged every PA_LEARN_JUDGE steps, see
        judge() in pool_learn.c) */
-    uint64_t j_paid, j_lost;  /* plan_steps and misses + 2 * built when
-                                 the window began                         */
+    uint64_t j_paid, j_lost;  /* plan_steps and the steps lost (LOST() in
+                                 pool_learn.c) when the window began      */
     uint64_t w_steps;         /* step marks in this window                */
     uint64_t w_allocs, j_hits; /* allocations in this window; hits when it
                                  began                                    */
     uint64_t built;           /* plans made                               */
+    uint64_t unplanned;       /* recorded steps of a sequence no plan can
+                                 be made of                               */
     uint64_t next_yield;      /* first step the region may be given to the
                                  zones again (_pa_learn_yield_region)     */
     uint64_t next_trim;       /* ...the zones trimmed after a served step */

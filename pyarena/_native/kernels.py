@@ -191,16 +191,14 @@ class CallList:
         self.n = len(records)
         self.names = names
         self.arr = ffi.new("pa_call_t[]", max(self.n, 1))
-        self.kinds = [r[0] for r in records]
+        if self.n and type(records[0]) is bytes:    # packed (pack_call): as they lie
+            ffi.memmove(self.arr, b"".join(records), self.n * ffi.sizeof("pa_call_t"))
+            self._kinds = None
+        else:
+            self._kinds = [r[0] for r in records]
+            for call, rec in zip(self.arr, records):
+                _fill(call, rec)
         self.keep = records if hold is None else hold
-        for call, (kind, params, w, a, b, y, sizes, *s) in zip(self.arr, records):
-            call.kind = CALL[kind]
-            call.params = NULL if params is None else params
-            call.w = NULL if w is None else ffi.cast("const float *", _address(w))
-            call.a, call.b, call.y = _address(a), _address(b), _address(y)
-            call.s = _address(s[0]) if s else NULL
-            for j, v in enumerate(sizes):
-                call.i[j] = int(v)
         self.failed = ffi.new("size_t *")
 
     def run(self, workers, what):
@@ -210,6 +208,40 @@ class CallList:
             i = self.failed[0]
             of = f" of {self.names[i]!r}" if self.names else ""
             check(st, f"{what}: call {i} ({self.kinds[i]}{of})")
+
+    @property
+    def kinds(self):
+        """The :data:`CALL` name of each call (of packed records: read back)."""
+        if self._kinds is not None:
+            return self._kinds
+        return [_KIND[self.arr[i].kind] for i in range(self.n)]
+
+
+_KIND = {v: k for k, v in CALL.items()}
+
+
+def _fill(call, rec):
+    """Set the ``pa_call_t`` ``call`` from record ``rec`` (see CallList)."""
+    kind, params, w, a, b, y, sizes, *s = rec
+    call.kind = CALL[kind]
+    call.params = NULL if params is None else params
+    call.w = NULL if w is None else ffi.cast("const float *", _address(w))
+    call.a, call.b, call.y = _address(a), _address(b), _address(y)
+    call.s = _address(s[0]) if s else NULL
+    for j, v in enumerate(sizes):
+        call.i[j] = int(v)
+
+
+def pack_call(rec):
+    """Record ``rec`` (see :class:`CallList`) as the bytes of its
+    ``pa_call_t``: what a ``CallList`` given ``hold`` copies as it is.  A
+    patched stage makes a record per band and op at its first run; held
+    as tuples of addresses until the list is made, they were a transient
+    of ~350 bytes each (a third of a MiB on palm detection lite, left
+    resident in the interpreter's arenas), packed ~120."""
+    one = ffi.new("pa_call_t *")
+    _fill(one[0], rec)
+    return bytes(ffi.buffer(one))
 
 
 class Workers:

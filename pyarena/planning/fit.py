@@ -51,7 +51,7 @@ import time
 
 from ..errors import GraphError, PlanInfeasibleError
 from ..graph import Graph
-from . import op_facts
+from . import fit_child, op_facts
 from .options import check_memory_budget
 from .patch import band_rows, patch_op, splice, stage_macs, stages
 from .patch_search import multi_stage
@@ -115,11 +115,7 @@ def fit_plan(graph, options, weights=None):
     search = _Search(graph, saved, options, weights)
     try:
         _size_state(graph, saved)
-        found = search.run(knob, base)
-        if found is None and options.patch and knob is not None:
-            found = search.patched(knob)
-        if found is None and options.patch and knob is not None:
-            found = search.multi(knob)
+        found = _search_once(search, knob, base, options.patch)
     except BaseException:
         saved.restore()
         raise
@@ -138,6 +134,39 @@ def fit_plan(graph, options, weights=None):
     _give_back()
     p.plan_seconds = time.perf_counter() - t0
     return p
+
+
+def _search(search, knob, base, patch):
+    """The candidates in order (see the module docstring): the first
+    that fits, as (plan, schedule, scratch budget), or None."""
+    found = search.run(knob, base)
+    if found is None and patch and knob is not None:
+        found = search.patched(knob)
+    if found is None and patch and knob is not None:
+        found = search.multi(knob)
+    return found
+
+
+def _search_once(search, knob, base, patch):
+    """:func:`_search` in a forked child where one can run
+    (:mod:`.fit_child`: its transient heap stays out of this process),
+    the child's choice planned again here; else here."""
+    def run():
+        found = _search(search, knob, base, patch)
+        if found is None:
+            return {"found": False, "tried": search.tried, "note": search.note}
+        return dict(fit_child.choice_of(search, found), found=True)
+    answer = fit_child.search_in_child(run)
+    if answer is not None and not answer["found"]:
+        search.tried, search.note = answer["tried"], answer["note"]
+        return None
+    if answer is not None:
+        found = fit_child.replay(search, knob, answer)
+        if found is not None:
+            return found
+        search.tried = []
+    search.saved.restore()
+    return _search(search, knob, base, patch)
 
 
 def _give_back():
@@ -219,6 +248,7 @@ class _Search:
         self.tried = []
         self.note = ""
         self.patches = []     # the records of the stages patched (patch_graph)
+        self.chosen = []      # ...the (stage, bands, reuse) they were made of
         self.made = {}        # (stage, bands, reuse) -> (patched op, sized; record)
         self.quick = None     # the offset search's time limit while screening stage sets
 
@@ -292,6 +322,7 @@ class _Search:
             p, record = self.patch_attempt(knob, level, st, n, reuse)
             if self.fits(p):
                 self.patches = [record]
+                self.chosen = [(st, n, reuse)]
                 return p, None, level
         if not found:
             self.note += "; no stage of the graph can run in row bands"
@@ -316,6 +347,7 @@ class _Search:
         if not self.fits(p):     # no worse than the quick one: kept as a guard
             return None
         self.patches = records
+        self.chosen = list(found)
         return p, None, self.saved.budget
 
     def set_attempt(self, knob, level, chosen):

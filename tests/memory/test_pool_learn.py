@@ -11,6 +11,11 @@ import pyarena
 from helpers.pool_world import World, addr
 from pyarena import Policy, Pool
 
+#: slabs to 1 KiB: these steps' blocks are mostly above the slab sizes (a
+#: step with at most one such block is left to the zones:
+#: test_pool_learn_small.py)
+SLAB_MAX = 1024
+
 
 def step_of(pool, sizes, keep=()):
     """One step: allocate `sizes` (uint8 arrays), two live at a time;
@@ -38,7 +43,7 @@ SIZES = [4000, 12000, 700, 30000, 2000, 9000]
 
 
 def test_step_counts_and_stats_fields():
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     st0 = pool.stats()
     assert (st0.steps, st0.learned_sequences, st0.plan_hits, st0.planned_bytes) == (0, 0, 0, 0)
     pool.step()
@@ -49,7 +54,7 @@ def test_step_counts_and_stats_fields():
 
 
 def test_a_repeated_step_is_served_from_one_plan():
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     for _ in range(2):                    # seen twice: planned
         step_of(pool, SIZES)
@@ -75,7 +80,7 @@ def test_a_repeated_step_is_served_from_one_plan():
 
 
 def test_divergence_falls_back_and_keeps_the_plan():
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     for _ in range(3):
         step_of(pool, SIZES)
@@ -95,7 +100,7 @@ def test_divergence_falls_back_and_keeps_the_plan():
 
 
 def test_a_planned_array_kept_across_steps_stays_intact():
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     for _ in range(3):
         step_of(pool, SIZES)
@@ -120,7 +125,7 @@ def test_a_planned_array_kept_across_steps_stays_intact():
 
 
 def test_step_scope_ends_the_step_even_on_error():
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     with pool.step_scope() as p:
         assert p is pool
     with pytest.raises(RuntimeError):
@@ -144,7 +149,7 @@ def test_learning_off_never_plans():
 
 
 def test_learn_repeats_and_auto_step():
-    pool = Pool(Policy(learn_repeats=3))
+    pool = Pool(Policy(learn_repeats=3, slab_max=SLAB_MAX))
     pool.step()
     for _ in range(2):
         step_of(pool, SIZES)
@@ -154,7 +159,7 @@ def test_learn_repeats_and_auto_step():
     pool.step()
     assert pool.stats().learned_sequences == 1
 
-    auto = Pool(Policy(auto_step=True))
+    auto = Pool(Policy(auto_step=True, slab_max=SLAB_MAX))
     for _ in range(5):
         step_of(auto, SIZES)      # live bytes back to 0: a step end
     st = auto.stats()
@@ -179,7 +184,7 @@ def loop(pool, x, n):
 
 
 def test_numpy_temporaries_come_from_the_plan_after_warm_up():
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     x = np.linspace(0, 1, 48 * 48).reshape(48, 48)
     pool.step()
     loop(pool, x, 4)                          # warm-up
@@ -224,7 +229,7 @@ def programs(draw):
 @given(prog=programs(), repeats=st.integers(1, 3))
 def test_random_steps_keep_every_block_intact(prog, repeats):
     shapes, steps = prog
-    pool = Pool(Policy(learn_repeats=repeats))
+    pool = Pool(Policy(learn_repeats=repeats, slab_max=SLAB_MAX))
     w = World(pool)
     kept = []
     pool.step()

@@ -31,7 +31,7 @@ def run_step(pool, sizes):
 
 
 def test_plans_that_keep_missing_fall_back_to_the_plain_pool():
-    pool = Pool()
+    pool = Pool(slab_max=4096)      # two of its three blocks above the slab sizes
     pool.step()
     for _ in range(2):
         run_step(pool, [4000, 9000, 5000])

@@ -13,6 +13,11 @@ from pyarena import Pool
 
 PLANS = 16   # plans a pool keeps by default (learn_sequences)
 
+#: slabs to 1 KiB: these steps' blocks are mostly above the slab sizes (a
+#: step with at most one such block is left to the zones:
+#: test_pool_learn_small.py)
+SLAB_MAX = 1024
+
 
 def kind_sizes(k, n=3):
     """The allocation sizes of step kind k: distinct per kind."""
@@ -35,7 +40,7 @@ def test_kinds_coming_back_farther_than_the_plans_kept_are_not_planned():
     """24 step kinds in a cycle, 16 plans kept: each kind would be evicted
     before it came back (the recorded irregular NumPy program replayed),
     so none is planned and no region is mapped."""
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     for i in range(40 * 24):
         run_kind(pool, i % 24)
@@ -45,7 +50,7 @@ def test_kinds_coming_back_farther_than_the_plans_kept_are_not_planned():
 
 
 def test_kinds_coming_back_within_the_plans_kept_are_planned():
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     for i in range(6 * 12):
         run_kind(pool, i % 12)
@@ -61,7 +66,7 @@ def test_kinds_coming_back_within_the_plans_kept_are_planned():
 def test_long_unrepeated_steps_are_judged_after_sixteen_marks():
     """Steps of 300 allocations that never repeat: the window closes after
     16 marks (4,096 allocations seen), not 64, and learning falls back."""
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     rng = np.random.default_rng(0)
     marks = 0
@@ -78,7 +83,7 @@ def test_the_plain_pools_turns_grow_fourfold():
     """Long steps that never repeat: each learning turn closes after 16
     marks and falls back; the plain pool's turn after the k-th fallback in
     a row is 64 << 2k marks (64, 256, ...), so the losing turns thin out."""
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     rng = np.random.default_rng(2)
     at = []
@@ -97,7 +102,7 @@ def test_the_plain_pools_turns_grow_fourfold():
 def test_falling_back_keeps_the_zones_memory():
     """The plain pool keeps the memory its zones hold; a fallback gives the
     learned region back but trims nothing else."""
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     rng = np.random.default_rng(1)
     keep = [pool.empty(1 << 20, np.uint8) for _ in range(3)]
@@ -115,7 +120,7 @@ def test_a_small_plan_does_not_trim_the_zones():
     still serve nearly everything; a trim would only fault it back in); a
     plan as large as what the zones hold trims them (the warm-up memory
     goes back)."""
-    pool = Pool()
+    pool = Pool(slab_max=512)         # both ~1 KiB blocks above the slab sizes
     pool.step()
     keep = [pool.empty(1 << 20, np.uint8) for _ in range(3)]
     del keep                          # 3 MiB free in the zones
@@ -125,7 +130,7 @@ def test_a_small_plan_does_not_trim_the_zones():
     st = pool.stats()
     assert st.learned_sequences == 1 and st.plan_hits > 0
     assert st.reserved >= before
-    big = Pool()
+    big = Pool(slab_max=SLAB_MAX)
     big.step()
     for _ in range(4):
         for n in (1 << 20, 1 << 20):
@@ -136,7 +141,7 @@ def test_a_small_plan_does_not_trim_the_zones():
 
 
 def plans_of(cycle, steps):
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     pool.step()
     addrs = []
     for i in range(steps):
@@ -164,7 +169,7 @@ def test_the_same_program_gets_the_same_plans():
 @given(kinds=st.integers(1, 30), n=st.integers(1, 5), rounds=st.integers(2, 8),
        carry=st.booleans())
 def test_cycles_of_step_kinds_keep_blocks_intact(kinds, n, rounds, carry):
-    pool = Pool()
+    pool = Pool(slab_max=SLAB_MAX)
     w = World(pool)
     carried = None
     pool.step()

@@ -2,12 +2,14 @@
 layout give ``np.copyto``'s result, views that are no equally spaced
 blocks are refused (None: the caller copies them itself), and a failing
 call raises an error naming the call and leaves the calls after it
-unrun."""
+unrun.  Records packed as their ``pa_call_t`` bytes (``pack_call``, a
+patched stage's) make the same list as the tuples."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pyarena._native.kernels import CallList, _blocks, act_params, copy_call, fptr
+from pyarena._native import ffi
+from pyarena._native.kernels import CallList, _blocks, act_params, copy_call, fptr, pack_call
 from pyarena.errors import InvalidArgumentError
 
 
@@ -66,3 +68,32 @@ def test_a_failing_call_raises_and_stops_the_list():
         CallList([ok, bad, after]).run(None, "the list")
     np.testing.assert_array_equal(y, np.maximum(x, 0))
     np.testing.assert_array_equal(z, 5.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_packed_records_make_the_same_list_as_tuples(data):
+    """``pack_call`` then ``CallList``: the same ``pa_call_t`` bytes, kinds
+    and results as the records given as tuples (copies, and an activation
+    with a descriptor, addresses as ints)."""
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4)
+    y, z = np.empty((2, 3, 4), np.float32), np.empty(24, np.float32)
+    recs = []
+    for _ in range(data.draw(st.integers(1, 4), label="copies")):
+        a, b = sorted(data.draw(st.lists(st.integers(0, 3), min_size=2, max_size=2),
+                                label="rows"))
+        recs.append(copy_call(y[:, :, a:b + 1], x[:, :, a:b + 1]))
+    relu = act_params("RELU")
+    recs.append(("act", relu, None, x.__array_interface__["data"][0], None, z, (24,)))
+    out = {}
+    for packed in (False, True):
+        y.fill(7.0)
+        z.fill(0.0)
+        calls = CallList([pack_call(r) for r in recs] if packed else recs, hold=(x, z))
+        calls.run(None, "the list")
+        out[packed] = (bytes(ffi.buffer(calls.arr)), calls.kinds, y.copy(), z.copy())
+    assert out[True][0] == out[False][0]
+    assert out[True][1] == out[False][1] == ["copy"] * (len(out[True][1]) - 1) + ["act"]
+    for k in (2, 3):
+        np.testing.assert_array_equal(out[True][k], out[False][k])
+    np.testing.assert_array_equal(out[True][3], np.maximum(x.ravel(), 0))

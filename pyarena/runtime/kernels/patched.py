@@ -14,7 +14,7 @@ workspace, input and output it is given.
 """
 import numpy as np
 
-from ..._native.kernels import CallList, copy_call
+from ..._native.kernels import CallList, copy_call, pack_call
 from ...memory.heap import trim_heap
 from ..batch import batch_runs
 from ...graph import Op, Tensor
@@ -34,12 +34,6 @@ class _Sized:
 
     def __init__(self, scratch_bytes, runtime, kept):
         self.scratch_bytes, self.runtime, self.kept = scratch_bytes, runtime, kept
-
-
-def _addresses(rec):
-    """A call record with its NumPy arrays replaced by their addresses."""
-    return tuple(a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else a
-                 for a in rec)
 
 
 @register
@@ -181,10 +175,11 @@ class PatchedStage(Kernel):
             owners.extend(a for a in ins if isinstance(a, np.ndarray) and a.base is None)
             recs = [copy_call(d, s) for d, s in pre] + [k.native_call(ins, outs)] + (
                 [] if post is None else [copy_call(*post)])
-            # the views as addresses: what they view is held (hold, subs), and
-            # thousands of views held until the run is made cost more than
-            # the arena the bands saved
-            return None if None in recs else [(k.op.name, _addresses(r)) for r in recs]
+            # packed, the views as addresses: what they view is held (hold,
+            # subs), and thousands of views -- or of tuples of addresses --
+            # held until the run is made cost more than the arena the bands
+            # saved
+            return None if None in recs else [(k.op.name, pack_call(r)) for r in recs]
         return batch_runs(calls, records, lambda recs, names: CallList(
             recs, names, None if hold is None else (hold, owners)), min_run=1)
 

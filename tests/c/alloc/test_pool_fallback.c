@@ -13,6 +13,16 @@
 
 #define JUDGE 64 /* PA_LEARN_JUDGE */
 
+/* A learning pool that plans these steps: slabs to 4 KiB, so their 5-9 KB
+ * blocks are buddy blocks (a step with at most one block above the slab
+ * sizes is left to the zones: test_pool_learn.c, test_small_steps). */
+static pa_pool_t *pool_new(void) {
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.slab_max = 4096;
+    return pa_pool_create(&cfg, NULL);
+}
+
 /* One step: three blocks, the third `last` bytes; all freed. */
 static void step3(world_t *w, size_t last) {
     A(w, 0, 4000);
@@ -29,7 +39,7 @@ static void step3(world_t *w, size_t last) {
  * at the first judgement, gives the plans and the region back, and serves
  * nothing from a plan during its turn. */
 static void test_fallback_on_misses(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p);
@@ -73,7 +83,7 @@ static void test_fallback_on_misses(void) {
  * every step after the plan diverging from it, mark 1 + JUDGE falls back
  * and none before it does. */
 static void test_fallback_at_the_end_of_the_window(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p); /* mark 1: learning starts */
@@ -94,7 +104,7 @@ static void test_fallback_at_the_end_of_the_window(void) {
  * judgement does not count it against learning (the floor of lost
  * steps), and the plan serves the steps after it. */
 static void test_new_plan_at_window_end(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p);                      /* learning starts */
@@ -116,7 +126,7 @@ static void test_new_plan_at_window_end(void) {
  * most per new signature, then every step served -- it never falls back,
  * and the one region is the largest plan's, not the sum. */
 static void test_no_fallback_when_paying(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p);
@@ -148,7 +158,7 @@ static void test_no_fallback_when_paying(void) {
  * every 42 allocations -- learning costs more than it gives, and the pool
  * falls back at the first judgement all the same. */
 static void test_fallback_when_plans_serve_few_allocations(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p);
@@ -161,7 +171,7 @@ static void test_fallback_when_plans_serve_few_allocations(void) {
                     for (int k = 2; k < 10; k++) F(&w, k);
             }
         } else {
-            A(&w, 0, 3000);
+            A(&w, 0, 6000);
             A(&w, 1, 5000);
             F(&w, 0);
             F(&w, 1);
@@ -184,7 +194,7 @@ static void test_fallback_when_plans_serve_few_allocations(void) {
  * every step, and the pool falls back and relearns more than once. */
 static void test_fallback_fuzz(void) {
     unsigned long long seed = 0xFA11BACCull;
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p);
@@ -221,7 +231,7 @@ static void test_fallback_fuzz(void) {
  * during that step), so the peak reserved is about the larger of the two,
  * not their sum; the next step end maps it again and the loop is served. */
 static void test_region_yields(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p);
@@ -266,7 +276,7 @@ static void test_region_yields(void) {
  * trimming every period (each round trip faulted 3 MiB in again: the
  * learning pool was 5x slower than the plain pool on such a loop). */
 static void test_periodic_need_keeps_its_memory(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_t *p = pool_new();
     world_t w;
     world_init(&w, p);
     pa_pool_step(p);

@@ -202,7 +202,10 @@ static void *stepper(void *arg) {
 }
 
 static void test_threads_learning(void) {
-    pa_pool_t *p = pa_pool_create(NULL, NULL);
+    pa_pool_config_t cfg;
+    pa_pool_config_default(&cfg);
+    cfg.slab_max = 1024; /* its blocks above the slab sizes: planned */
+    pa_pool_t *p = pa_pool_create(&cfg, NULL);
     stepper_t s = {p, 4, 0, 0};
     pa_pool_step(p);
     stepper(&s);                               /* learned alone */
