@@ -25,6 +25,23 @@ def test_the_multiplier_is_the_scale_in_q31():
     assert list(y) == [5, 5, 5]
 
 
+def test_the_multiplier_rounds_half_away_to_q31():
+    """Each multiplier is the scale's significand rounded to 31 bits, half
+    away from zero, worked out here in exact fractions (TFLite's
+    QuantizeMultiplier): a truncated one is a unit of 2^-31 low about half
+    the time."""
+    from fractions import Fraction
+    rng = np.random.default_rng(11)
+    ws = rng.uniform(1e-4, 0.05, 40).astype(np.float32)
+    m, s = tflite_multipliers(0.0421, ws, 0.0173)
+    for w, mi, si in zip(ws, m, s):
+        real = Fraction(float(np.float32(0.0421)) * float(w) / float(np.float32(0.0173)))
+        sig = real / Fraction(2) ** int(si)              # in [1/2, 1)
+        assert Fraction(1, 2) <= sig < 1
+        want = int(sig * 2**31 + Fraction(1, 2))         # (sig > 0: half away = half up)
+        assert int(mi) == want
+
+
 def test_a_real_accumulator_rounds_twice():
     """acc 9750 x 0.0111281 = 108.494: TFLite's interpreter writes 109 (half
     up to Q31 gives 6944 / 64 = 108.5, then half away from zero); one

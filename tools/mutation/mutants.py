@@ -5257,7 +5257,7 @@ MUTANTS += [
       "        m = math.floor(q * (1 << 31) + 0.5)         # TfLiteRound: half away (q > 0)",
       "        m = math.floor(q * (1 << 31))         # TfLiteRound: half away (q > 0)",
       "the Q31 multiplier is truncated, not rounded: now and then a unit off TFLite",
-      ("tests/importers/test_tflite_variables.py", "tests/importers/test_tflite_int8.py")),
+      ("tests/runtime/test_requant_fixed.py",)),
     M("tflite-conv-float-requant", "pyarena/importers/tflite_quant.py",
       "    w.a[\"requant\"] = \"tflite\"       # TFLite's fixed-point multipliers (requant_fixed.py)\n",
       "",
