@@ -6,9 +6,10 @@ pyarena chose, against the group onnxruntime fuses or leaves in float.
 
 The int8 activation pairs are the point: onnxruntime turns a Q -> DQ pair
 read once into uint8 (QDQS8ToU8Transformer) and fuses a group only when
-its 8-bit types then agree (and never a Conv / MatMul on int8
-activations), so the same Add is a QLinearAdd in one place and float
-arithmetic in another -- whose roundings differ by a quantum."""
+its 8-bit types then agree, so the same Add is a QLinearAdd in one place
+and float arithmetic in another -- whose roundings differ by a quantum.
+(A Conv / MatMul on int8 activations, which onnxruntime runs in float,
+pyarena fuses: its integer kernels take int8.)"""
 import numpy as np
 import pytest
 
@@ -103,8 +104,10 @@ def rand8(rng, shape, dt=I8):
 def conv_graph(shared):
     """x -> Q/DQ (int8) -> Conv (per-channel int8 weight, int32 bias) ->
     Q (int8); ``shared``: the DQ is also read by a MaxPool, so onnxruntime
-    copies it and the pair stays int8, as does y's, its DQ read twice (the Conv
-    then runs in float: no int8 activations into QLinearConv on x86)."""
+    copies it and the pair stays int8, as does y's, its DQ read twice
+    (onnxruntime then runs the Conv in float -- no int8 activations into
+    QLinearConv on x86 -- where pyarena's integer kernel takes it: the
+    scales are powers of two, so both are exact)."""
     rng = np.random.default_rng(1)
     shape = (1, 8, 12, 12)
     g = Graph(shape)
@@ -125,11 +128,14 @@ def conv_graph(shared):
     return g, shape, outs
 
 
-@pytest.mark.parametrize("shared,op", [(False, "QLinearConv"), (True, "Conv")])
-def test_conv_fuses_only_on_a_uint8_pair(tmp_path, shared, op):
+@pytest.mark.parametrize("shared", [False, True])
+def test_conv_fuses_on_int8_activations_too(tmp_path, shared):
+    """The one choice that differs from onnxruntime's: an int8-activation
+    Conv runs on the integer kernel (int8 speed and weights), with
+    onnxruntime's bytes here."""
     g, shape, outs = conv_graph(shared)
-    ops = check(g.save(tmp_path / "m.onnx", outs), shape, [op])
-    assert ("QLinearConv" in ops) == (not shared)
+    ops = check(g.save(tmp_path / "m.onnx", outs), shape, ["QLinearConv"])
+    assert "QLinearConv" in ops and "Conv" not in ops
 
 
 def binary_graph(op_type, const_b, shape, b_shape):
@@ -156,6 +162,22 @@ def test_add_mul_fused_or_float_as_onnxruntime(tmp_path, op_type, const_b, b_sha
     g, outs = binary_graph(op_type, const_b, shape, b_shape)
     want = ("QDQ" if const_b else "QLinear") + op_type
     check(g.save(tmp_path / "m.onnx", outs), shape, [want], native=native, seed=3)
+
+
+def test_a_pair_read_twice_stays_int8_and_its_add_in_float(tmp_path):
+    """x's pair is read by the Add and by a MaxPool: onnxruntime copies the
+    DQ per reader and leaves the pair int8, while the Sigmoid's pair, read
+    once, becomes uint8 -- the Add's types differ and it runs in float
+    (QDQAdd here), with onnxruntime's bytes."""
+    shape = (1, 4, 40, 40)
+    g = Graph(shape)
+    a = g.qdq("x", 0.0173, I8(-7))
+    b = g.qdq(g.op("Sigmoid", ["x"]), 0.00391, I8(-128))
+    outs = g.out(g.q(g.op("Add", [a, b]), 0.0291, I8(2)), 0.0291, I8(2))
+    outs.update(g.out(g.q(g.op("MaxPool", [a], kernel_shape=[2, 2], strides=[2, 2]),
+                          0.0173, I8(-7)), 0.0173, I8(-7)))
+    ops = check(g.save(tmp_path / "m.onnx", outs), shape, ["QDQAdd"], seed=5)
+    assert "QLinearAdd" not in ops
 
 
 def test_gemm_becomes_qgemm(tmp_path):
