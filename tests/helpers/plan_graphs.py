@@ -7,6 +7,7 @@ broadcast binaries, multi-output ops and dead-end tensors.
 ``run_planned(plan, feeds)`` evaluates it with every tensor living in the
 plan's arena views (scratch filled with garbage while its op runs), so a
 plan that lets a tensor be overwritten too early gives different outputs.
+``branches()``: two wide branches concatenated (the budget tests' graph).
 """
 import numpy as np
 
@@ -189,3 +190,17 @@ def run_planned(plan, feeds, seed=1):
         for name, r in zip(op.outputs, res):
             views[name][...] = r
     return {o: views[o].copy() for o in graph.outputs}
+
+
+def branches(scratch_budget=None):
+    """x -> wide a -> narrow a2 and x -> wide b -> narrow b2, concatenated;
+    built so that both wide tensors are live at once in the given order
+    (scheduling one branch first helps), NumPy paths only (the 3x3 convs'
+    im2col scratch follows the scratch budget)."""
+    from pyarena import GraphBuilder
+    from pyarena.runtime import set_scratch
+    b = GraphBuilder("branches", seed=1)
+    x = b.input((1, 4, 16, 16))
+    a, c = b.conv(x, 64, 1), b.conv(x, 64, 1)
+    a2, c2 = b.conv(a, 4, 3), b.conv(c, 4, 3)
+    return set_scratch(b.finish([b.concat([a2, c2])]), scratch_budget, native=False)

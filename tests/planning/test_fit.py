@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.plan_graphs import branches
 import pyarena
-from pyarena import GraphBuilder, plan, validate
+from pyarena import plan, validate
 from pyarena.errors import InvalidArgumentError, PlanInfeasibleError, PlanValidationError
 from pyarena.graph import Graph
 from pyarena.planning import Plan, PlanOptions, fit, fit_child
@@ -19,18 +20,6 @@ from pyarena.planning.fit import fit_plan
 from pyarena.runtime import Executor, random_feeds, set_scratch
 from pyarena.runtime.kernels import SCRATCH_BUDGET
 from pyarena.runtime.models import mobilenet_v2
-
-
-def branches(scratch_budget=None):
-    """x -> wide a -> narrow a2 and x -> wide b -> narrow b2, concatenated;
-    built so that both wide tensors are live at once in the given order
-    (scheduling one branch first helps), NumPy paths only (the 3x3 convs'
-    im2col scratch follows the scratch budget)."""
-    b = GraphBuilder("branches", seed=1)
-    x = b.input((1, 4, 16, 16))
-    a, c = b.conv(x, 64, 1), b.conv(x, 64, 1)
-    a2, c2 = b.conv(a, 4, 3), b.conv(c, 4, 3)
-    return set_scratch(b.finish([b.concat([a2, c2])]), scratch_budget, native=False)
 
 
 def mobilenet(scratch_budget=None):

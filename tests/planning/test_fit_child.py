@@ -8,19 +8,12 @@ import threading
 import numpy as np
 import pytest
 
-from pyarena import GraphBuilder, plan
+from helpers.plan_graphs import branches
+from pyarena import plan
 from pyarena.errors import PlanInfeasibleError
 from pyarena.planning import fit_child
 from pyarena.runtime import Executor, random_feeds, set_scratch
 from pyarena.runtime.models import mobilenet_v2
-
-
-def branches():
-    b = GraphBuilder("branches", seed=1)
-    x = b.input((1, 4, 16, 16))
-    a, c = b.conv(x, 64, 1), b.conv(x, 64, 1)
-    a2, c2 = b.conv(a, 4, 3), b.conv(c, 4, 3)
-    return set_scratch(b.finish([b.concat([a2, c2])]), None, native=False)
 
 
 def mobilenet(native=True):
