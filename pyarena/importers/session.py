@@ -66,7 +66,7 @@ from .retarget import Template, retarget_built, retargetable
 from .session_buckets import BucketPlans, bucket_policy
 from .session_keys import SignatureKeys, value_of
 from .session_kv import KvCache
-from .session_state import SessionVariables
+from .session_state import SessionVariables, copied
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -93,15 +93,6 @@ def _arg(name, shape, dtype):
 def _is_held(arg):
     """A sequence or an optional input: fed as a list / None, not an array."""
     return arg.type.startswith(("seq(", "optional("))
-
-
-def _copied(v):
-    """An output as the caller keeps it: arrays copied, a sequence's too."""
-    if v is None:
-        return None
-    if isinstance(v, list):
-        return [np.array(a) for a in v]
-    return np.array(v)
 
 
 class InferenceSession:
@@ -242,7 +233,7 @@ class InferenceSession:
         out = ex.run({k: v for (k, v), (_, _, fixed) in zip(feeds.items(), signature)
                       if fixed is None and (k in arrays or k in held)})
         ctx.last = ex
-        return [_copied(v) if copy else v
+        return [copied(v) if copy else v
                 for v in _outputs(out, arrays, feeds, io.output_names(output_names))]
 
     def _context(self):

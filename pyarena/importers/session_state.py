@@ -72,8 +72,14 @@ class SessionVariables:
                 if i is not None:
                     np.copyto(self.values[i], v)
             # (views of this thread's block until its next run, as copy=False promises)
-            return [_copied(v) for v in got[:len(names)]] if copy else got[:len(names)]
+            return [copied(v) for v in got[:len(names)]] if copy else got[:len(names)]
 
 
-def _copied(v):
-    return [np.array(a) for a in v] if isinstance(v, list) else np.array(v)
+def copied(v):
+    """An output as the caller keeps it: arrays copied, a sequence's too
+    (None, an absent optional, as it is)."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [np.array(a) for a in v]
+    return np.array(v)

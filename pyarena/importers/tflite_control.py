@@ -21,6 +21,7 @@ index out of range or recursive is a malformed model.
 import numpy as np
 
 from ..errors import UnsupportedOpError
+from .tflite_options import builtin_options
 
 __all__ = ["convert_control", "inline_branch"]
 
@@ -32,11 +33,9 @@ def convert_control(tflite, t, code, op, ins, outs, opname, sub):
     def fail(why):
         raise UnsupportedOpError(f"operator {opname!r} ({code}): {why}")
 
-    tab = op.BuiltinOptions()
-    if tab is None:
+    o = builtin_options(tflite, op, "IfOptions" if code == "IF" else "WhileOptions")
+    if o is None:
         fail("no options")
-    o = getattr(tflite, "IfOptions" if code == "IF" else "WhileOptions")()
-    o.Init(tab.Bytes, tab.Pos)
     if code == "WHILE":
         cond = sub(int(o.CondSubgraphIndex()), f"{opname}/cond")
         body = sub(int(o.BodySubgraphIndex()), f"{opname}/body")

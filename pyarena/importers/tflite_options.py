@@ -16,6 +16,17 @@ __all__ = ["OpContext", "convert_options"]
 _ACT = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 
 
+def builtin_options(tflite, op, cls_name):
+    """An operator's builtin options table as ``tflite.<cls_name>``, or None
+    when the operator has none."""
+    tab = op.BuiltinOptions()
+    if tab is None:
+        return None
+    o = getattr(tflite, cls_name)()
+    o.Init(tab.Bytes, tab.Pos)
+    return o
+
+
 class OpContext:
     """One operator being converted: its builtin ``code``, flatbuffer
     ``op``, input / output tensor indices, the subgraph's ``shapes`` and
@@ -32,12 +43,7 @@ class OpContext:
 
     def options(self, cls_name):
         """The builtin options table as ``tflite.<cls_name>``, or None."""
-        tab = self.op.BuiltinOptions()
-        if tab is None:
-            return None
-        o = getattr(self.tflite, cls_name)()
-        o.Init(tab.Bytes, tab.Pos)
-        return o
+        return builtin_options(self.tflite, self.op, cls_name)
 
     def activation(self, o):
         """A fused activation becomes the attribute ``activation``."""

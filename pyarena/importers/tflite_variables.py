@@ -28,6 +28,7 @@ IF / WHILE subgraph (by name, as an unsupported operator there).
 import numpy as np
 
 from ..errors import ModelImportError, UnsupportedOpError
+from .tflite_options import builtin_options
 
 __all__ = ["VARIABLE_OPS", "RESOURCE_TYPE", "Variables"]
 
@@ -37,18 +38,9 @@ VARIABLE_OPS = frozenset(("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CAL
 RESOURCE_TYPE = 13
 
 
-def _options(tflite, op, cls_name):
-    tab = op.BuiltinOptions()
-    if tab is None:
-        return None
-    o = getattr(tflite, cls_name)()
-    o.Init(tab.Bytes, tab.Pos)
-    return o
-
-
 def _handle_name(tflite, op, t, out):
     """The variable a VAR_HANDLE names: its shared name, else its tensor's."""
-    o = _options(tflite, op, "VarHandleOptions")
+    o = builtin_options(tflite, op, "VarHandleOptions")
     shared = o.SharedName() if o is not None else None
     return shared.decode("utf-8", "replace") if shared else t.names[out]
 
@@ -137,7 +129,7 @@ class Variables:
         return self.state_in[name]
 
     def _call_once(self, op, where):
-        o = _options(self.tflite, op, "CallOnceOptions")
+        o = builtin_options(self.tflite, op, "CallOnceOptions")
         k = -1 if o is None else int(o.InitSubgraphIndex())
         if not 0 < k < self.model.SubgraphsLength():
             raise ModelImportError(f"{where}: init subgraph index {k} is out of range")
