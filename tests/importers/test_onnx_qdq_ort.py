@@ -10,6 +10,8 @@ its 8-bit types then agree, so the same Add is a QLinearAdd in one place
 and float arithmetic in another -- whose roundings differ by a quantum.
 (A Conv / MatMul on int8 activations, which onnxruntime runs in float,
 pyarena fuses: its integer kernels take int8.)"""
+import os
+
 import numpy as np
 import pytest
 
@@ -267,6 +269,7 @@ def test_batch_norm_of_small_planes_stays_float(tmp_path):
 
 
 MODELS = "/work/models/rapidocr_onnxruntime-1.4.4-py3-none-any/rapidocr_onnxruntime/models"
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
 
 def quantized_real_model(tmp_path, name, dims):
@@ -274,10 +277,11 @@ def quantized_real_model(tmp_path, name, dims):
     quantized by onnxruntime's quantizer to QDQ as benchmarks/bench_quantized.py
     does: per-channel int8 weights and activations, 4 random calibration inputs
     (opset 13 first)."""
-    import os
     quantization = pytest.importorskip("onnxruntime.quantization")
     from onnxruntime.quantization.shape_inference import quant_pre_process
-    src = os.path.join(MODELS, name)
+    src = os.path.join(DATA, name)          # vendored (the classifier)
+    if not os.path.exists(src):
+        src = os.path.join(MODELS, name)
     if not os.path.exists(src):
         pytest.skip(f"{src} is not on this machine")
     m = onnx.load(src)
