@@ -5358,4 +5358,9 @@ MUTANTS += [
       "    const __m512i r = _mm512_srlv_epi64(h, right);",
       "the AVX-512 requantization divides negative values as unsigned",
       ("c:kernels/test_qrequant",)),
+    M("qconv-one-row-chain-dropped", "csrc/kernels/qconv_vnni.c",
+      "    __m512i s0 = _mm512_add_epi32(_mm512_add_epi32(c0[0], c0[1]), _mm512_add_epi32(c0[2], c0[3]));",
+      "    __m512i s0 = _mm512_add_epi32(_mm512_add_epi32(c0[0], c0[1]), c0[2]);",
+      "the one-row VNNI tile leaves out every fourth step of K",
+      ("c:kernels/test_qconv",)),
 ]
