@@ -151,9 +151,11 @@ pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
         return PA_ERR_INVALID;
     const int64_t C = p->channels;
     const int32_t *mult = mult_shift, *shift = mult_shift + C;
+    int bad = 0;        /* (no early exit: the loop vectorizes) */
     for (int64_t c = 0; c < C; c++)
-        if (mult[c] < 0 || shift[c] < -31 || shift[c] > 30)
-            return PA_ERR_INVALID;
+        bad |= (mult[c] < 0) | (shift[c] < -31) | (shift[c] > 30);
+    if (bad)
+        return PA_ERR_INVALID;
     const int32_t zp = p->zero_point;
 #if PA_AVX512_BUILT
     if (avx512 && _pa_avx512_usable()) {
