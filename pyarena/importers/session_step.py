@@ -86,7 +86,9 @@ class VariableStep:
         self.all = [self.views[n] for n in state.outputs]
         self.lock = state.lock
         workers = ex.workers.handle if ex.workers is not None else None
-        self.segments = _segments(copies[:len(pre)], busy, copies[len(pre):], workers)
+        segs = _segments(copies[:len(pre)], busy, copies[len(pre):], workers)
+        self.single = segs[0][0] if len(segs) == 1 and isinstance(segs[0][0], Batch) else None
+        self.segments = segs
 
     def run(self, output_names, feeds, copy):
         """The outputs, or None where the step does not apply."""
@@ -108,9 +110,13 @@ class VariableStep:
         with self.lock:
             for name, dst, _, _ in self.inputs:
                 if dst is not None:
-                    np.copyto(dst, feeds[name])
-            for k, xs, ys, sc in segs:
-                k(xs, ys, sc)
+                    dst[...] = feeds[name]      # (same dtype and shape: checked above)
+            one = self.single
+            if one is not None:             # one call list: called as it is
+                one.calls.run(one.workers, one.what)
+            else:
+                for k, xs, ys, sc in segs:
+                    k(xs, ys, sc)
             return [np.array(v) for v in outs] if copy else list(outs)
 
 
