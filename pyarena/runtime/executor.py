@@ -210,6 +210,13 @@ class Executor:
         #: the inputs held outside the arena (strings...): fed, not in ``arrays``
         self.host_inputs = self._runner.host_inputs
 
+    @property
+    def busy(self):
+        """What a planned run calls, in order: (kernel or
+        :class:`~.batch.Batch`, input views, output views, scratch) per
+        item; None in the allocator modes."""
+        return self._runner.busy if self.mode == "plan" else None
+
     # -- what it holds --------------------------------------------------------
     @property
     def weights_bytes(self):

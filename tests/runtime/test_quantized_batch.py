@@ -97,3 +97,30 @@ def test_batched_quantized_kernels_give_the_bits_of_one_call_each_and_onnxruntim
     ref = np.array(one.run({"x": x})["y"])
     np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(got, _onnxruntime(path, x, fmt))
+
+
+def test_a_fully_connected_layer_joins_the_batch_with_the_same_bits(monkeypatch):
+    """QGemm's native path as call records (a TFLite FULLY_CONNECTED: the
+    GEMM then TFLite's requantization): the keyword spotter's step is one
+    batch, and gives the bits of its kernels called one by one."""
+    import os
+    from pyarena.runtime import random_feeds
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data",
+                        "hey_mycroft.tflite")
+    g = load_model(path)
+    feeds = random_feeds(g)
+    feeds["serving_default_input_audio:0"] = np.random.default_rng(3).integers(
+        -128, 128, (1, 3, 40)).astype(np.int8)
+    ex = Executor(g)
+    assert len(ex.busy) == 1 and isinstance(ex.busy[0][0], Batch)
+    fc = [n for n in ex.busy[0][0].calls.names if n.startswith("fully_connected")]
+    assert fc, ex.busy[0][0].calls.names
+    got = {k: np.array(v) for k, v in ex.run(dict(feeds)).items()}
+    monkeypatch.setattr("pyarena.runtime.modes.batch_runs",
+                        lambda items, records_of, wrap: list(items))
+    one = Executor(load_model(path))
+    assert not any(isinstance(s[0], Batch) for s in one.busy)
+    ref = one.run(dict(feeds))
+    assert got.keys() == ref.keys()
+    for k, v in ref.items():
+        np.testing.assert_array_equal(got[k], v, err_msg=k)

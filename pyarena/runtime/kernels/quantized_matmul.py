@@ -9,7 +9,7 @@ import numpy as np
 from .quantization import QuantKernel, requantize
 from . import shape_rules as rules
 from . import shape_rules_quantized as qrules
-from .registry import register
+from .registry import _carve, register
 from .quantized_cols import try_few_columns
 from .quantized_conv_native import try_native_matmul
 
@@ -188,6 +188,21 @@ class _QMatMul(QuantKernel):
 
     def store(self, acc, y, c0, c1):
         np.copyto(y, acc, casting="unsafe")
+
+    def native_calls_scratch(self, xs, ys, sc):
+        """The native run as call records (the C GEMM's, a constant A
+        zero point: its descriptor holds it), or None."""
+        calls = getattr(self.native, "calls", None)
+        if calls is None or self.azp_input is not None or self._act is not None:
+            return None
+        parts = None if sc is None else _carve(sc, self.scratch)
+        return calls(xs[self.layout[0]].reshape(self.M, self.K),
+                     ys[0].reshape(self.M, self.N), parts)
+
+    def native_calls(self, xs, ys):
+        if self.scratch:
+            return None
+        return self.native_calls_scratch(xs, ys, None)
 
 
 @register

@@ -164,6 +164,39 @@ static void test_qconv_matches_reference(void) {
     printf("    %d cases, %d on the VNNI tile\n", cases, vnni);
 }
 
+/* One output pixel (a matrix-vector product: the one-row VNNI tile, its
+ * four chains of K steps and a last 1-3 bytes) over long and odd K: 1x1
+ * of one pixel in both layouts, a 3x1 window over a 3x1 image (the
+ * im2col row), every output type, one or two blocks of 16 channels. */
+static void test_qconv_one_pixel(void) {
+    const int64_t ks[] = {1, 3, 4, 15, 16, 17, 63, 64, 960, 963};
+    const int64_t couts[] = {1, 17, 40};
+    int vnni = 0, cases = 0;
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        for (size_t j = 0; j < sizeof couts / sizeof couts[0]; j++)
+            for (int form = 0; form < 3; form++) {
+                pa_qconv2d_t q;
+                memset(&q, 0, sizeof q);
+                pa_conv2d_t *c = &q.conv;
+                c->layout = form == 1 ? PA_LAYOUT_NCHW : PA_LAYOUT_NHWC;
+                c->groups = 1, c->n = 1, c->c_in = ks[i], c->c_out = couts[j];
+                c->kh = form == 2 ? 3 : 1, c->kw = 1, c->h = c->kh, c->w = 1;
+                c->h_out = c->w_out = 1;
+                c->sh = c->sw = c->dh = c->dw = 1;
+                q.x_type = (i + j) % 2 ? PA_Q_U8 : PA_Q_S8;
+                q.w_type = PA_Q_S8;
+                q.y_type = (pa_qtype_t)((i + j + (size_t)form) % 3);
+                q.x_zp = lo_of(q.x_type) + (int32_t)upto(256);
+                if (q.y_type != PA_Q_S32) {
+                    q.y_zp = lo_of(q.y_type) + (int32_t)upto(256);
+                    q.y_lo = lo_of(q.y_type), q.y_hi = lo_of(q.y_type) + 255;
+                }
+                check_case(&q, (int)(i * 100 + j * 10) + form, &vnni);
+                cases++;
+            }
+    printf("    %d cases, %d on the VNNI tile\n", cases, vnni);
+}
+
 /* Depthwise geometries the small random cases do not reach: NCHW rows wide
  * enough for the row path (few channels), images taller than one band,
  * channel counts past one and several blocks of 16 with a tail, a
@@ -374,6 +407,7 @@ static void test_qconv_refuses_bad_input(void) {
 
 int main(void) {
     RUN(test_qconv_matches_reference);
+    RUN(test_qconv_one_pixel);
     RUN(test_qconv_depthwise_paths);
     RUN(test_qconv_nchw_panel_paths);
     RUN(test_qconv_depthwise_row_interior);

@@ -5,6 +5,7 @@
  * rounds to 109 where one float rounding gives 108), both types, the clamp,
  * a left shift, the call-list kind, and bad input refused. */
 #include "pyarena.h"
+#include "kernels/internal.h"
 #include "../testhelper.h"
 
 #include <stdint.h>
@@ -64,14 +65,21 @@ static void test_by_hand(void) {
     CHECK_EQ(u[1], 99);
 }
 
-static void test_matches_reference(void) {
-    enum { C = 7, N = 7 * 300 };
-    int32_t ms[2 * C], acc[N];
+/* Both paths (the AVX-512 lanes where usable, the portable loops), channel
+ * counts that are and are not multiples of the 8 lanes and of the portable
+ * block of 16. */
+static void matches_reference(int C, int avx512) {
+    enum { MAXC = 67, ROWS = 300 };
+    const int N = C * ROWS;
+    int32_t ms[2 * MAXC], acc[MAXC * ROWS];
     for (int t = 0; t < 40; t++) {
         for (int c = 0; c < C; c++) {
             ms[c] = (int32_t)irand(INT64_C(1) << 30, INT32_MAX);
-            ms[C + c] = (int32_t)(t % 5 == 0 ? irand(0, 3) : irand(-31, -1));
+            ms[C + c] = (int32_t)(t % 5 == 0 ? irand(0, 3) : t % 7 == 0 ? irand(25, 30)
+                                                                     : irand(-31, -1));
         }
+        if (t % 4 == 1)     /* the extremes: the widest right shift, a zero multiplier */
+            ms[2 * C - 1] = -31, ms[0] = t % 8 == 1 ? 0 : ms[0];
         for (int i = 0; i < N; i++)
             acc[i] = (int32_t)(t % 3 == 0 ? irand(-5000, 5000) : irand(-(1 << 24), 1 << 24));
         acc[0] = INT32_MAX, acc[1] = INT32_MIN;     /* the saturations */
@@ -80,8 +88,8 @@ static void test_matches_reference(void) {
         int32_t lo = s8 ? (int32_t)irand(-128, -100) : (int32_t)irand(0, 20);
         int32_t hi = s8 ? (int32_t)irand(100, 127) : (int32_t)irand(230, 255);
         pa_qrequant_t p = {s8 ? PA_Q_S8 : PA_Q_U8, C, zp, lo, hi};
-        uint8_t y[N];
-        CHECK_EQ(pa_qrequant(&p, ms, acc, y, N), PA_OK);
+        uint8_t y[MAXC * ROWS];
+        CHECK_EQ(_pa_qrequant_isa(&p, ms, acc, y, N, avx512), PA_OK);
         int bad = 0;
         for (int i = 0; i < N; i++) {
             int32_t want = reference(acc[i], ms[i % C], ms[C + i % C], zp, lo, hi);
@@ -90,6 +98,13 @@ static void test_matches_reference(void) {
         }
         CHECK_EQ(bad, 0);
     }
+}
+
+static void test_matches_reference(void) {
+    const int counts[] = {1, 7, 8, 16, 19, 64, 67};
+    for (int avx512 = 0; avx512 < 2; avx512++)
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+            matches_reference(counts[i], avx512);
 }
 
 static void test_call_list(void) {
