@@ -12,6 +12,10 @@
  * Two roundings, where onnxruntime's float32 requantization (qconv.c) has
  * one: the same accumulator can land one unit apart.  TFLite files are run
  * with this one (the importer asks for it: pyarena/importers/tflite_quant.py).
+ * TFLite's FULLY_CONNECTED rounds once instead, half away from zero
+ * (single_rounding: ruy's MultiplyByQuantizedMultiplier,
+ * ruy/apply_multiplier.cc; measured against the interpreter,
+ * tests/importers/test_tflite_int8.py).
  * Integer arithmetic only, so every machine gives the same bits.
  */
 #include "internal.h"
@@ -37,13 +41,27 @@ static int32_t requant_one(int32_t acc, int32_t m, int32_t shift) {
     return rdbpot(srdhm((int32_t)a, m), shift > 0 ? 0 : -shift);
 }
 
+/* One rounding (TFLite's FULLY_CONNECTED: its int8 product goes through
+ * ruy, ruy/apply_multiplier.cc, MultiplyByQuantizedMultiplier): acc * m /
+ * 2^t, t = 31 - shift in [1, 62], rounded half away from zero (measured
+ * against the interpreter: exact ties, -1.5 -> -2); |acc * m| < 2^62, so
+ * adding 2^(t - 1) fits; then saturated to int32. */
+static int32_t requant_single(int32_t acc, int32_t m, int32_t shift) {
+    int t = 31 - shift;
+    int64_t v = (int64_t)acc * m;
+    int64_t a = v < 0 ? -v : v;
+    int64_t q = (a + (INT64_C(1) << (t - 1))) >> t;
+    q = v < 0 ? -q : q;
+    return (int32_t)(q > INT32_MAX ? INT32_MAX : q < INT32_MIN ? INT32_MIN : q);
+}
+
 pa_status_t pa_qrequant(const pa_qrequant_t *p, const int32_t *mult_shift, const int32_t *acc,
                         void *y, int64_t n) {
     if (!p || n < 0 || p->channels < 1 || n % p->channels)
         return PA_ERR_INVALID;
     int32_t tlo = p->type == PA_Q_U8 ? 0 : -128, thi = p->type == PA_Q_U8 ? 255 : 127;
     if ((p->type != PA_Q_U8 && p->type != PA_Q_S8) || p->y_min > p->y_max ||
-        p->y_min < tlo || p->y_max > thi)
+        p->y_min < tlo || p->y_max > thi || (p->single_rounding != 0 && p->single_rounding != 1))
         return PA_ERR_INVALID;
     if (n == 0)
         return PA_OK;
@@ -57,7 +75,8 @@ pa_status_t pa_qrequant(const pa_qrequant_t *p, const int32_t *mult_shift, const
     const int64_t zp = p->zero_point;
     for (int64_t i = 0; i < n; i += C)
         for (int64_t c = 0; c < C; c++) {
-            int64_t v = (int64_t)requant_one(acc[i + c], mult[c], shift[c]) + zp;
+            int64_t v = (int64_t)(p->single_rounding ? requant_single(acc[i + c], mult[c], shift[c])
+                                  : requant_one(acc[i + c], mult[c], shift[c])) + zp;
             v = v < p->y_min ? p->y_min : v > p->y_max ? p->y_max : v;
             if (p->type == PA_Q_U8)
                 ((uint8_t *)y)[i + c] = (uint8_t)v;

@@ -74,6 +74,7 @@ def _conv(w, op_type):
 
 def _fully_connected(w, op_type):
     w.a["transB"] = 1
+    w.a["requant"] = "tflite"       # TFLite's fixed-point multipliers, as conv's
     q, x, c = w.q, w.x, w.c
     wt = c.ins[1]
     ins_q = [x] + q.params(x) + [wt] + q.params(wt, per_axis=True)

@@ -180,6 +180,48 @@ def test_single_conv_is_the_interpreters_to_the_bit(tmp_path, code, mult, seed):
     np.testing.assert_array_equal(np.asarray(numpy_path).astype(int), ref)
 
 
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("pow2", [False, True])
+def test_fully_connected_is_the_interpreters_to_the_bit(tmp_path, per_channel, pow2):
+    """FULLY_CONNECTED requantizes with TFLite's Q31 multiplier rounded once
+    (ruy's MultiplyByQuantizedMultiplier), not conv's two roundings nor
+    onnxruntime's float32 product: the interpreter's bytes on the native
+    path and the NumPy one, where the conv's rounding is some bytes off
+    (and, with scales that are powers of two -- exact ties, half up there,
+    half to even in float32 -- the float32 rule too)."""
+    from pyarena.runtime.kernels.requant_fixed import requant_fixed, tflite_multipliers
+    r = np.random.default_rng(7)
+    M, K, N = 300, 64, 12
+    w, ws = int8_weights(r, (N, K), 0)
+    xs, ys = (0.25, 0.5) if pow2 else (0.05, 0.37)
+    if pow2:
+        ws = (2.0 ** -r.integers(6, 9, N)).astype(np.float32)
+    ws = ws if per_channel else ws[:1]
+    b = r.integers(-500, 500, N).astype(np.int32)
+    consts = [("w", w, I8, (ws, [0] * ws.size, 0)),
+              ("b", b, np.int32, (xs * ws, [0] * ws.size, 0))]
+    path = single_op(tmp_path / "fc.tflite", "FULLY_CONNECTED", (M, K), q8(xs, 7), (M, N),
+                     q8(ys, -20), consts, ("FullyConnectedOptions",
+                                           dict(FusedActivationFunction=0)))
+    x = r.integers(-128, 128, (M, K)).astype(I8)
+    ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+    assert ref is not None, why
+    for native in (True, False):
+        ours = np.asarray(Executor(load_model(path, native=native)).run({"x": x})["y"])
+        np.testing.assert_array_equal(ours, ref["y"], err_msg=f"native={native}")
+    # the case tells the roundings apart: conv's two give other bytes
+    acc = (x.astype(np.int64) - 7) @ w.T.astype(np.int64) + b
+    m, sh = (np.broadcast_to(v, (N,)) for v in tflite_multipliers(xs, ws, ys))
+    twice = np.zeros((M, N), I8)
+    requant_fixed(acc, m, sh, -20, -128, 127, twice)
+    assert np.any(twice != ref["y"])
+    if pow2:        # and so does onnxruntime's float32 product
+        f = np.float32
+        y32 = np.clip(np.rint(acc.astype(f) * (f(xs) * np.broadcast_to(ws, (N,)) / f(ys))) - 20,
+                      -128, 127)
+        assert np.any(y32 != ref["y"])
+
+
 @pytest.mark.parametrize("code", ["ADD", "MUL", "AVERAGE_POOL_2D", "MEAN", "SOFTMAX",
                                   "FULLY_CONNECTED", "LOGISTIC", "RELU", "RELU6"])
 def test_single_op_within_one_quantum(tmp_path, code):
