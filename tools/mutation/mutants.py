@@ -5363,4 +5363,22 @@ MUTANTS += [
       "    pass",
       "TFLite's FULLY_CONNECTED requantized with onnxruntime's float32 rule",
       ("tests/importers/test_tflite_int8.py",)),
+    M("qdq-float-pools-unmarked", "pyarena/importers/onnx_qdq.py",
+      "            n.attribute.append(onnx.helper.make_attribute(\"mlas_order\", 1))",
+      "            pass",
+      "a QDQ file's float pools sum in pyarena's order, not MLAS's",
+      ("tests/importers/test_onnx_qdq_ort.py",)),
+    M("global-pool-mlas-lanes-paired-wrong", "pyarena/runtime/kernels/pooling.py",
+      "        s = (lanes[..., 0] + lanes[..., 2]) + (lanes[..., 1] + lanes[..., 3])",
+      "        s = (lanes[..., 0] + lanes[..., 1]) + (lanes[..., 2] + lanes[..., 3])",
+      "MLAS's global average adds its four lanes in another order",
+      ("tests/importers/test_onnx_qdq_ort.py",)),
+    M("avg-pool-mlas-multiplies", "pyarena/runtime/kernels/pooling.py",
+      "                if self.mlas:       # (divided by, not multiplied by the inverse)\n"
+      "                    self.inv = const(self.kh * self.kw, self.dtype)",
+      "                if self.mlas:       # (divided by, not multiplied by the inverse)\n"
+      "                    self.inv = const(1.0 / (self.kh * self.kw), self.dtype)\n"
+      "                    self.mlas = False",
+      "a QDQ file's float AveragePool multiplies by the inverse count as pyarena's own",
+      ("tests/importers/test_onnx_qdq_ort.py",)),
 ]
