@@ -222,6 +222,32 @@ def test_fully_connected_is_the_interpreters_to_the_bit(tmp_path, per_channel, p
         assert np.any(y32 != ref["y"])
 
 
+@pytest.mark.parametrize("code", ["RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE"])
+@pytest.mark.parametrize("scales", [(0.0371, 0.0529, 5, -9), (0.25, 0.5, 3, -20),
+                                    (0.5, 0.03125, -1, -128)])
+def test_requantizing_builtins_are_the_interpreters_to_the_bit(tmp_path, code, scales):
+    """An int8 -> int8 RELU* / QUANTIZE requantizes as TFLite does (the Q31
+    multiplier of x_scale / y_scale, two roundings, then the clamp): a
+    table of the 256 input bytes, the interpreter's bytes for every one;
+    with exact ties (powers of two) onnxruntime's float32 rule would differ."""
+    xs, ys, xz, yz = scales
+    path = single_op(tmp_path / "r.tflite", code, (1, 16, 16), q8(xs, xz), (1, 16, 16),
+                     q8(ys, yz))
+    x = np.arange(256, dtype=np.uint8).view(I8).reshape(1, 16, 16)    # every byte
+    ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+    assert ref is not None, why
+    g = load_model(path)
+    assert [o.op_type for o in g.ops] == ["QLinearLookup"]
+    for native in (True, False):
+        ours = np.asarray(Executor(load_model(path, native=native)).run({"x": x})["y"])
+        np.testing.assert_array_equal(ours, ref["y"], err_msg=f"native={native}")
+    if (xs, ys) == (0.25, 0.5):
+        f = np.float32
+        y32 = np.rint((x.astype(f) - xz) * (f(xs) / f(ys))) + yz
+        lo = yz if code.startswith("RELU") and code != "RELU_N1_TO_1" else -128
+        assert np.any(np.clip(y32, lo, 127) != ref["y"])
+
+
 @pytest.mark.parametrize("code", ["ADD", "MUL", "AVERAGE_POOL_2D", "MEAN", "SOFTMAX",
                                   "FULLY_CONNECTED", "LOGISTIC", "RELU", "RELU6"])
 def test_single_op_within_one_quantum(tmp_path, code):

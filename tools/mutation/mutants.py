@@ -5381,4 +5381,10 @@ MUTANTS += [
       "                    self.mlas = False",
       "a QDQ file's float AveragePool multiplies by the inverse count as pyarena's own",
       ("tests/importers/test_onnx_qdq_ort.py",)),
+    M("tflite-requant-table-rounds-once", "pyarena/importers/tflite_quant.py",
+      "    requant_fixed(u - int(xz.reshape(-1)[0]), m, sh, int(yz.reshape(-1)[0]), lo, hi, table)",
+      "    requant_fixed(u - int(xz.reshape(-1)[0]), m, sh, int(yz.reshape(-1)[0]), lo, hi, table,\n"
+      "                  single_rounding=True)",
+      "TFLite's RELU / QUANTIZE requantization tabled with one rounding, not its two",
+      ("tests/importers/test_tflite_int8.py",)),
 ]
