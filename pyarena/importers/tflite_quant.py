@@ -84,6 +84,8 @@ def _fully_connected(w, op_type):
 
 
 def _add_mul(w, op_type):
+    if w.code == "MUL":             # TFLite's fixed-point product (QLinearMul.tflite_fixed)
+        w.a["requant"] = "tflite"
     q, b = w.q, w.c.ins[1]
     return op_type, w.a, [w.x] + q.params(w.x) + [b] + q.params(b) + q.params(w.y)
 

@@ -248,6 +248,32 @@ def test_requantizing_builtins_are_the_interpreters_to_the_bit(tmp_path, code, s
         assert np.any(np.clip(y32, lo, 127) != ref["y"])
 
 
+@pytest.mark.parametrize("scales", [(0.0371, 0.0219, 0.0529), (0.25, 0.125, 0.5)])
+def test_mul_is_the_interpreters_to_the_bit(tmp_path, scales):
+    """MUL requantizes its int32 product with TFLite's Q31 multiplier of
+    sa * sb / sy and two roundings (reference_integer_ops/mul.h): the
+    interpreter's bytes, also with a fused RELU6, and with exact ties
+    (powers of two) where onnxruntime's float32 formula differs."""
+    xs, bs, ys = scales
+    r = np.random.default_rng(8)
+    b = r.integers(-128, 128, (1, 16, 16, 8)).astype(I8)
+    for act in (0, 3):
+        path = single_op(tmp_path / f"m{act}.tflite", "MUL", (1, 16, 16, 8), q8(xs, 3),
+                         (1, 16, 16, 8), q8(ys, -7), [("b", b, I8, q8(bs, -5))],
+                         ("MulOptions", dict(FusedActivationFunction=act)))
+        x = r.integers(-128, 128, (1, 16, 16, 8)).astype(I8)
+        ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+        assert ref is not None, why
+        for native in (True, False):
+            ours = np.asarray(Executor(load_model(path, native=native)).run({"x": x})["y"])
+            np.testing.assert_array_equal(ours, ref["y"], err_msg=f"native={native}")
+        if (xs, ys) == (0.25, 0.5) and act == 0:
+            f = np.float32
+            prod = (x.astype(f) - 3) * (b.astype(f) + 5)
+            y32 = np.clip(np.rint(prod * (f(xs * bs) / f(ys))) - 7, -128, 127)
+            assert np.any(y32 != ref["y"])
+
+
 @pytest.mark.parametrize("code", ["ADD", "MUL", "AVERAGE_POOL_2D", "MEAN", "SOFTMAX",
                                   "FULLY_CONNECTED", "LOGISTIC", "RELU", "RELU6"])
 def test_single_op_within_one_quantum(tmp_path, code):

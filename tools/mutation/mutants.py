@@ -5387,4 +5387,9 @@ MUTANTS += [
       "                  single_rounding=True)",
       "TFLite's RELU / QUANTIZE requantization tabled with one rounding, not its two",
       ("tests/importers/test_tflite_int8.py",)),
+    M("tflite-mul-float-rule", "pyarena/importers/tflite_quant.py",
+      "    if w.code == \"MUL\":             # TFLite's fixed-point product (QLinearMul.tflite_fixed)",
+      "    if False:",
+      "TFLite's int8 MUL requantized with onnxruntime's float32 formula",
+      ("tests/importers/test_tflite_int8.py",)),
 ]
