@@ -97,6 +97,7 @@ def _activation(w, op_type):
 def _average_pool(w, op_type):
     w.a.pop("layout", None)
     w.a["channels_last"] = 1
+    w.a["requant"] = "tflite"       # TFLite's integer average (QLinearAveragePool)
     return op_type, w.a, [w.x] + w.q.params(w.x) + w.q.params(w.y)
 
 

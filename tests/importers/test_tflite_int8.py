@@ -274,6 +274,30 @@ def test_mul_is_the_interpreters_to_the_bit(tmp_path, scales):
             assert np.any(y32 != ref["y"])
 
 
+@pytest.mark.parametrize("padding,act,k", [(1, 0, 2), (0, 0, 3), (0, 1, 3)])
+def test_average_pool_is_the_interpreters_to_the_bit(tmp_path, padding, act, k):
+    """AVERAGE_POOL_2D averages the raw bytes with C's integer division
+    rounded half away from zero (reference_integer_ops/pooling.h), the
+    window's count excluding the padding: the interpreter's bytes, where the
+    ONNX formula (zero point out, float32, half to even) is a unit off on
+    the ties of even counts (2x2 windows)."""
+    r = np.random.default_rng(9)
+    path = single_op(tmp_path / "p.tflite", "AVERAGE_POOL_2D", (1, 16, 16, 8), q8(0.05, 7),
+                     (1, 8, 8, 8), q8(0.05, 7), (), ("Pool2DOptions", dict(
+                         Padding=padding, StrideW=2, StrideH=2, FilterWidth=k, FilterHeight=k,
+                         FusedActivationFunction=act)))        # (Padding 0: SAME, 1: VALID)
+    x = r.integers(-128, 128, (1, 16, 16, 8)).astype(I8)
+    ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+    assert ref is not None, why
+    ours = np.asarray(Executor(load_model(path)).run({"x": x})["y"])
+    np.testing.assert_array_equal(ours, ref["y"])
+    if k == 2:
+        xf = x.astype(np.float64)[0]
+        win = xf[0::2, 0::2] + xf[0::2, 1::2] + xf[1::2, 0::2] + xf[1::2, 1::2]
+        onnx_way = np.clip(np.rint((win - 4 * 7) / 4) + 7, -128, 127)
+        assert np.any(onnx_way != ref["y"][0])
+
+
 @pytest.mark.parametrize("code", ["ADD", "MUL", "AVERAGE_POOL_2D", "MEAN", "SOFTMAX",
                                   "FULLY_CONNECTED", "LOGISTIC", "RELU", "RELU6"])
 def test_single_op_within_one_quantum(tmp_path, code):

@@ -5392,4 +5392,9 @@ MUTANTS += [
       "    if False:",
       "TFLite's int8 MUL requantized with onnxruntime's float32 formula",
       ("tests/importers/test_tflite_int8.py",)),
+    M("tflite-avgpool-half-up", "pyarena/runtime/kernels/quantized_pool.py",
+      "        r = np.floor((np.abs(a) + np.floor(n / 2)) / n) * np.sign(a)",
+      "        r = np.floor((a + np.floor(n / 2)) / n)",
+      "TFLite's integer average rounds half up, not half away from zero",
+      ("tests/importers/test_tflite_int8.py",)),
 ]
