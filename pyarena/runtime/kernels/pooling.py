@@ -40,6 +40,7 @@ class WindowPool(Spatial):
 
     nd = None
     native_q8 = False
+    mlas = False        # (MLAS's order: an average pool of a QDQ file's float island)
 
     def setup(self):
         k = [int(v) for v in self.attrs["kernel_shape"]]
@@ -253,6 +254,7 @@ class GlobalPool(Kernel):
     inplace = 'none'
     shape_rule = rules.global_pool
     nhwc = {'GlobalAveragePool': 'attr', 'GlobalMaxPool': 'attr'}
+    mlas = False
 
     def setup(self):
         xs = self.shape(0)
