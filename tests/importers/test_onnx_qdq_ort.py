@@ -268,7 +268,8 @@ def test_batch_norm_of_small_planes_stays_float(tmp_path):
 
 POOLS = {"avg": ("AveragePool", (1, 32, 9, 12), dict(kernel_shape=[3, 2], strides=[3, 2])),
          "avg_pads": ("AveragePool", (1, 16, 7, 9), dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
-         "global": ("GlobalAveragePool", (1, 24, 5, 7), {})}
+         "global": ("GlobalAveragePool", (1, 24, 5, 7), {}),
+         "global_large": ("GlobalAveragePool", (1, 8, 19, 23), {})}   # (a pairwise sum differs)
 
 
 @pytest.mark.parametrize("case", sorted(POOLS))

@@ -307,9 +307,10 @@ class GlobalPool(Kernel):
         xv = x.reshape(self.n, self.sp, self.c).transpose(0, 2, 1) if self.nhwc else \
             x.reshape(self.n, self.c, self.sp)
         n4 = self.sp // 4 * 4
-        lanes = np.zeros((self.n, self.c, 4), np.float32)
-        for i in range(0, n4, 4):
-            np.add(lanes, xv[:, :, i:i + 4], out=lanes)
+        # the lanes' sums in order: a reduction over an outer axis adds row
+        # after row (NumPy's pairwise sum is for the inner, contiguous one)
+        lanes = np.add.reduce(xv[:, :, :n4].reshape(self.n, self.c, n4 // 4, 4), axis=2) \
+            if n4 else np.zeros((self.n, self.c, 4), np.float32)
         s = (lanes[..., 0] + lanes[..., 2]) + (lanes[..., 1] + lanes[..., 3])
         for i in range(n4, self.sp):
             np.add(s, xv[:, :, i], out=s)
