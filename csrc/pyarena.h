@@ -1085,18 +1085,22 @@ pa_status_t pa_qlookup(const uint8_t *table, const void *x, void *y, int64_t blo
  * (half up, then half away from zero), not one: 9750 x 0.0111281 =
  * 108.494 becomes 109 there.  `channels` is the innermost axis of acc and
  * y (NHWC); `mult_shift` holds the channels' multipliers then their
- * shifts. */
+ * shifts.  `single_rounding` 1: one rounding instead, acc * m / 2^(31 -
+ * s) rounded half away from zero, saturated to int32, as TFLite's
+ * FULLY_CONNECTED computes it (ruy's MultiplyByQuantizedMultiplier,
+ * ruy/apply_multiplier.cc): 108.494 stays 108. */
 typedef struct pa_qrequant {
     pa_qtype_t type;            /* PA_Q_U8 or PA_Q_S8                      */
     int64_t channels;           /* > 0                                     */
     int32_t zero_point, y_min, y_max;
+    int32_t single_rounding;    /* 0: two roundings (conv), 1: one (FC)    */
 } pa_qrequant_t;
 
 /* y[i] = the requantized acc[i], i < n (a multiple of p->channels; the
  * channel is i % channels).  PA_ERR_INVALID for NULL pointers (n > 0), a
  * bad type, channels < 1, n < 0 or not a multiple of it, a multiplier
- * < 0, a shift outside [-31, 30], or a clamp range empty or outside the
- * type. */
+ * < 0, a shift outside [-31, 30], a clamp range empty or outside the
+ * type, or single_rounding other than 0 or 1. */
 pa_status_t pa_qrequant(const pa_qrequant_t *p, const int32_t *mult_shift, const int32_t *acc,
                         void *y, int64_t n);
 

@@ -12,6 +12,10 @@
  * Two roundings, where onnxruntime's float32 requantization (qconv.c) has
  * one: the same accumulator can land one unit apart.  TFLite files are run
  * with this one (the importer asks for it: pyarena/importers/tflite_quant.py).
+ * TFLite's FULLY_CONNECTED rounds once instead, half away from zero
+ * (single_rounding: ruy's MultiplyByQuantizedMultiplier,
+ * ruy/apply_multiplier.cc; measured against the interpreter,
+ * tests/importers/test_tflite_int8.py).
  * Integer arithmetic only, so every machine gives the same bits.  Where the
  * processor has AVX-512, eight channels at once in 64-bit lanes (the same
  * steps: a keyword spotter's 64 channels went 0.21 -> 0.09 us a call);
@@ -41,6 +45,20 @@ PA_INLINE int32_t requant_one(int32_t acc, int32_t m, int32_t shift) {
     const int32_t mask = (int32_t)((INT64_C(1) << right) - 1);
     const int32_t rem = h & mask, threshold = (mask >> 1) + (h < 0 ? 1 : 0);
     return (h >> right) + (rem > threshold ? 1 : 0);
+}
+
+/* One rounding (TFLite's FULLY_CONNECTED: its int8 product goes through
+ * ruy, ruy/apply_multiplier.cc, MultiplyByQuantizedMultiplier): acc * m /
+ * 2^t, t = 31 - shift in [1, 62], rounded half away from zero (measured
+ * against the interpreter: exact ties, -1.5 -> -2); |acc * m| < 2^62, so
+ * adding 2^(t - 1) fits; then saturated to int32. */
+static int32_t requant_single(int32_t acc, int32_t m, int32_t shift) {
+    int t = 31 - shift;
+    int64_t v = (int64_t)acc * m;
+    int64_t a = v < 0 ? -v : v;
+    int64_t q = (a + (INT64_C(1) << (t - 1))) >> t;
+    q = v < 0 ? -q : q;
+    return (int32_t)(q > INT32_MAX ? INT32_MAX : q < INT32_MIN ? INT32_MIN : q);
 }
 
 /* Channels per block of the loops below: a count the compiler's cheapest
@@ -143,7 +161,7 @@ pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
         return PA_ERR_INVALID;
     int32_t tlo = p->type == PA_Q_U8 ? 0 : -128, thi = p->type == PA_Q_U8 ? 255 : 127;
     if ((p->type != PA_Q_U8 && p->type != PA_Q_S8) || p->y_min > p->y_max ||
-        p->y_min < tlo || p->y_max > thi)
+        p->y_min < tlo || p->y_max > thi || (p->single_rounding != 0 && p->single_rounding != 1))
         return PA_ERR_INVALID;
     if (n == 0)
         return PA_OK;
@@ -157,6 +175,18 @@ pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
     if (bad)
         return PA_ERR_INVALID;
     const int32_t zp = p->zero_point;
+    if (p->single_rounding) {           /* (a fully connected layer's few outputs) */
+        for (int64_t i = 0; i < n; i += C)
+            for (int64_t c = 0; c < C; c++) {
+                int64_t v = (int64_t)requant_single(acc[i + c], mult[c], shift[c]) + zp;
+                v = v < p->y_min ? p->y_min : v > p->y_max ? p->y_max : v;
+                if (p->type == PA_Q_U8)
+                    ((uint8_t *)y)[i + c] = (uint8_t)v;
+                else
+                    ((int8_t *)y)[i + c] = (int8_t)v;
+            }
+        return PA_OK;
+    }
 #if PA_AVX512_BUILT
     if (avx512 && _pa_avx512_usable()) {
         requant_avx512(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);

@@ -73,11 +73,13 @@ def run(desc, packed_ptr, x_ptr, y_ptr, scratch_ptr, scratch_bytes, workers=ffi.
         check(st, "pa_qconv2d_run")
 
 
-def qrequant(y_dtype, channels, zero_point, y_min, y_max):
-    """A ``pa_qrequant_t *`` (TFLite's requantization into ``y_dtype``)."""
+def qrequant(y_dtype, channels, zero_point, y_min, y_max, single_rounding=False):
+    """A ``pa_qrequant_t *`` (TFLite's requantization into ``y_dtype``;
+    ``single_rounding``: FULLY_CONNECTED's one rounding, not conv's two)."""
     return ffi.new("pa_qrequant_t *", {
         "type": QTYPES[np.dtype(y_dtype)], "channels": int(channels),
-        "zero_point": int(zero_point), "y_min": int(y_min), "y_max": int(y_max)})
+        "zero_point": int(zero_point), "y_min": int(y_min), "y_max": int(y_max),
+        "single_rounding": int(bool(single_rounding))})
 
 
 def requant(params, mult_shift, acc, y, n):

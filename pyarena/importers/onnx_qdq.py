@@ -40,7 +40,8 @@ Groups onnxruntime leaves in float keep its float32 steps, in one pass
 where they allow it: an Add / Mul as ``QDQAdd`` / ``QDQMul`` (ai.pyarena),
 an inference BatchNormalization as a ``QLinearLookup`` with a table per
 channel (where a channel's plane has 256+ values: the tables stay smaller
-than the activations they map).
+than the activations they map); a float AveragePool / GlobalAveragePool
+reading a DQ is marked ``mlas_order`` (its kernel then sums as MLAS does).
 
 The weights stay in their file dtype and the activations between such ops
 stay 8-bit.  Anything else runs op by op; a DQ still read elsewhere stays.
@@ -423,6 +424,7 @@ def fuse_qdq(onnx, model, views=None):
         replaced.add(id(q))
         for d in used:
             dqs[id(d)] = d
+    _mark_float_pools(onnx, G, g)
     if not new_nodes:
         return 0
     # a DQ goes when no remaining node (or graph output) reads it any more
@@ -449,6 +451,23 @@ def fuse_qdq(onnx, model, views=None):
                 o.domain == domain for o in model.opset_import):
             model.opset_import.append(onnx.helper.make_opsetid(domain, 1))
     return len(new_nodes)
+
+
+#: float pools onnxruntime runs on a DequantizeLinear's output (a float
+#: island of a QDQ file) with MLAS's own summation order, which the kernels
+#: follow when the node says ``mlas_order`` (runtime/kernels/pooling.py)
+_MLAS_POOLS = ("AveragePool", "GlobalAveragePool")
+
+
+def _mark_float_pools(onnx, G, g):
+    """``mlas_order=1`` on each float AveragePool / GlobalAveragePool that
+    reads a DequantizeLinear: its sums are then rounded as onnxruntime's
+    (a quantum apart otherwise after the next QuantizeLinear)."""
+    for n in g.node:
+        if n.op_type in _MLAS_POOLS and n.domain in ("", "ai.onnx") and n.input and \
+                G.producer.get(n.input[0]) is not None and \
+                G.producer[n.input[0]].op_type == "DequantizeLinear":
+            n.attribute.append(onnx.helper.make_attribute("mlas_order", 1))
 
 
 def _rules(op_type, forms):

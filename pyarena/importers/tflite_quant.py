@@ -74,6 +74,7 @@ def _conv(w, op_type):
 
 def _fully_connected(w, op_type):
     w.a["transB"] = 1
+    w.a["requant"] = "tflite"       # TFLite's fixed-point multipliers, as conv's
     q, x, c = w.q, w.x, w.c
     wt = c.ins[1]
     ins_q = [x] + q.params(x) + [wt] + q.params(wt, per_axis=True)
@@ -83,6 +84,8 @@ def _fully_connected(w, op_type):
 
 
 def _add_mul(w, op_type):
+    if w.code == "MUL":             # TFLite's fixed-point product (QLinearMul.tflite_fixed)
+        w.a["requant"] = "tflite"
     q, b = w.q, w.c.ins[1]
     return op_type, w.a, [w.x] + q.params(w.x) + [b] + q.params(b) + q.params(w.y)
 
@@ -94,6 +97,7 @@ def _activation(w, op_type):
 def _average_pool(w, op_type):
     w.a.pop("layout", None)
     w.a["channels_last"] = 1
+    w.a["requant"] = "tflite"       # TFLite's integer average (QLinearAveragePool)
     return op_type, w.a, [w.x] + w.q.params(w.x) + w.q.params(w.y)
 
 
@@ -118,15 +122,43 @@ def _concat(w, op_type):
 
 
 def _clamp(w, op_type):
-    """RELU / RELU6 / RELU_N1_TO_1: requantized and clamped."""
-    a = dict(axis=0, **w.q.clamp(w.y, w.code))
-    return op_type, a, w.q.params(w.y) + [w.x] + w.q.params(w.x)
+    """RELU / RELU6 / RELU_N1_TO_1: requantized and clamped, as TFLite does
+    it (a table of the 256 input bytes: :func:`_requant_table`)."""
+    return _requant_table(w, **w.q.clamp(w.y, w.code))
 
 
 def _quantize(w, op_type):
     if w.t.dtypes[w.x] in _INT:       # int8 -> int8 requantization
-        return "QLinearConcat", {"axis": 0}, w.q.params(w.y) + [w.x] + w.q.params(w.x)
+        return _requant_table(w)
     return op_type, {}, [w.x] + w.q.params(w.y)
+
+
+def _requant_table(w, qmin=None, qmax=None):
+    """An 8-bit -> 8-bit requantization (RELU*, QUANTIZE) as TFLite computes
+    it: ``MultiplyByQuantizedMultiplier(x - x_zp)`` with the Q31 multiplier
+    of ``x_scale / y_scale`` in double (activations.cc, quantize.cc;
+    reference_ops::Requantize), two roundings as conv's, ``+ y_zp``
+    clamped -- worked out for the 256 input bytes at import, then a
+    ``QLinearLookup``.  (onnxruntime's float32 rule is a unit off on ~1 in
+    10 bytes of some scale pairs.)"""
+    from ..runtime.kernels.requant_fixed import requant_fixed, tflite_multipliers
+    (xs, xz, _), (ys, yz, _) = w.q.qp(w.x), w.q.qp(w.y)
+    if xs.size != 1 or ys.size != 1:
+        w.fail("a per-channel requantization")
+    x_dt, y_dt = w.t.dtypes[w.x], w.t.dtypes[w.y]
+    if x_dt not in _INT or y_dt not in _INT:
+        w.fail("a requantization of other than 8-bit tensors")
+    try:
+        m, sh = tflite_multipliers(float(xs.reshape(-1)[0]), [1.0], float(ys.reshape(-1)[0]))
+    except ValueError as exc:
+        w.fail(str(exc))
+    info = np.iinfo(y_dt)
+    lo = info.min if qmin is None else max(int(qmin), info.min)
+    hi = info.max if qmax is None else min(int(qmax), info.max)
+    u = np.arange(256, dtype=np.uint8).view(x_dt).astype(np.int64)
+    table = np.zeros(256, y_dt)
+    requant_fixed(u - int(xz.reshape(-1)[0]), m, sh, int(yz.reshape(-1)[0]), lo, hi, table)
+    return "QLinearLookup", {}, [w.x, w.q.const("requant_table", table)]
 
 
 def _dequantize(w, op_type):

@@ -268,6 +268,45 @@ def test_batch_norm_of_small_planes_stays_float(tmp_path):
     assert "QLinearLookup" not in ops
 
 
+POOLS = {"avg": ("AveragePool", (1, 32, 9, 12), dict(kernel_shape=[3, 2], strides=[3, 2])),
+         "avg_pads": ("AveragePool", (1, 16, 7, 9), dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
+         "global": ("GlobalAveragePool", (1, 24, 5, 7), {}),
+         "global_large": ("GlobalAveragePool", (1, 8, 19, 23), {})}   # (a pairwise sum differs)
+
+
+@pytest.mark.parametrize("case", sorted(POOLS))
+@pytest.mark.parametrize("native", [True, False])
+def test_float_pools_on_a_dq_sum_in_onnxruntimes_order(tmp_path, case, native):
+    """A float AveragePool / GlobalAveragePool between a DQ and a Q (a QDQ
+    file's float island): MLAS's order -- the NCHWc pool's taps row by row
+    then a division, the global kernel's four lanes -- so the float output
+    and its QuantizeLinear are onnxruntime's bytes (PP-OCRv4 rec's first
+    differing tensors).  NumPy's order (a product with the inverse, a
+    pairwise mean) gives other float bits on the same input."""
+    op, shape, attrs = POOLS[case]
+    g = Graph(shape)
+    y = g.op(op, [g.qdq("x", 0.0173, I8(-7))], **attrs)
+    outs = {y: np.float32}
+    outs.update(g.out(g.q(y, 0.0119, I8(3)), 0.0119, I8(3)))
+    path = g.save(tmp_path / "m.onnx", outs)
+    check(path, shape, [op], native=native, seed=6)
+    assert [o.attrs.get("mlas_order") for o in load_model(str(path)).ops
+            if o.op_type == op] == [1]
+    x = np.random.default_rng(6).uniform(-2, 2, shape).astype(np.float32)
+    xd = ((np.clip(np.rint(x / np.float32(0.0173)) - 7, -128, 127) + 7) *
+          np.float32(0.0173)).astype(np.float32)
+    ref = ort_default(path, {"x": x})[y]
+    if op == "GlobalAveragePool":
+        numpy_way = xd.reshape(shape[0], shape[1], -1).mean(axis=2, dtype=np.float32)
+    else:
+        kh, kw = attrs["kernel_shape"]
+        numpy_way = None if "pads" in attrs else sum(
+            xd[:, :, i::kh, j::kw] for i in range(kh) for j in range(kw)) * \
+            np.float32(1 / (kh * kw))
+    if numpy_way is not None:
+        assert np.any(numpy_way.reshape(ref.shape) != ref)
+
+
 MODELS = "/work/models/rapidocr_onnxruntime-1.4.4-py3-none-any/rapidocr_onnxruntime/models"
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
@@ -326,3 +365,23 @@ def test_real_qdq_files_match_onnxruntime_optimised(tmp_path, name, dims):
     ours, ref = Executor(g).run(x), ort_default(path, x)
     for k, r in ref.items():
         np.testing.assert_array_equal(np.asarray(ours[k]), r, err_msg=k)
+
+
+@pytest.mark.slow
+def test_real_rec_qdq_file_stays_within_its_float_convolutions(tmp_path):
+    """PP-OCRv4 rec QDQ: 15 quanta from onnxruntime's optimised run before
+    its float pools followed MLAS's order, 12 after.  What is left starts at
+    a Conv on int8 activations, which onnxruntime leaves in float (MLAS's
+    SGEMM: one FMA chain per output over k) and pyarena fuses into
+    QLinearConv: one value in 4,800 a quantum apart there, then carried."""
+    dims = (1, 3, 48, 320)
+    path, feed = quantized_real_model(tmp_path, "ch_PP-OCRv4_rec_infer.onnx", dims)
+    x = {feed: np.random.default_rng(5).uniform(-1, 1, dims).astype(np.float32)}
+    ours, ref = Executor(load_model(str(path))).run(x), ort_default(path, x)
+    m = onnx.load(str(path))
+    out = m.graph.output[0].name
+    dq = [n for n in m.graph.node if n.output[0] == out][0]
+    q = float(onnx.numpy_helper.to_array(
+        [i for i in m.graph.initializer if i.name == dq.input[1]][0]))
+    diff = np.abs(np.asarray(ours[out], np.float64) - ref[out]).max() / q
+    assert diff <= 12.5, diff

@@ -180,6 +180,124 @@ def test_single_conv_is_the_interpreters_to_the_bit(tmp_path, code, mult, seed):
     np.testing.assert_array_equal(np.asarray(numpy_path).astype(int), ref)
 
 
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("pow2", [False, True])
+def test_fully_connected_is_the_interpreters_to_the_bit(tmp_path, per_channel, pow2):
+    """FULLY_CONNECTED requantizes with TFLite's Q31 multiplier rounded once
+    (ruy's MultiplyByQuantizedMultiplier), not conv's two roundings nor
+    onnxruntime's float32 product: the interpreter's bytes on the native
+    path and the NumPy one, where the conv's rounding is some bytes off
+    (and, with scales that are powers of two -- exact ties, half up there,
+    half to even in float32 -- the float32 rule too)."""
+    from pyarena.runtime.kernels.requant_fixed import requant_fixed, tflite_multipliers
+    r = np.random.default_rng(7)
+    M, K, N = 300, 64, 12
+    w, ws = int8_weights(r, (N, K), 0)
+    xs, ys = (0.25, 0.5) if pow2 else (0.05, 0.37)
+    if pow2:
+        ws = (2.0 ** -r.integers(6, 9, N)).astype(np.float32)
+    ws = ws if per_channel else ws[:1]
+    b = r.integers(-500, 500, N).astype(np.int32)
+    consts = [("w", w, I8, (ws, [0] * ws.size, 0)),
+              ("b", b, np.int32, (xs * ws, [0] * ws.size, 0))]
+    path = single_op(tmp_path / "fc.tflite", "FULLY_CONNECTED", (M, K), q8(xs, 7), (M, N),
+                     q8(ys, -20), consts, ("FullyConnectedOptions",
+                                           dict(FusedActivationFunction=0)))
+    x = r.integers(-128, 128, (M, K)).astype(I8)
+    ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+    assert ref is not None, why
+    for native in (True, False):
+        ours = np.asarray(Executor(load_model(path, native=native)).run({"x": x})["y"])
+        np.testing.assert_array_equal(ours, ref["y"], err_msg=f"native={native}")
+    # the case tells the roundings apart: conv's two give other bytes
+    acc = (x.astype(np.int64) - 7) @ w.T.astype(np.int64) + b
+    m, sh = (np.broadcast_to(v, (N,)) for v in tflite_multipliers(xs, ws, ys))
+    twice = np.zeros((M, N), I8)
+    requant_fixed(acc, m, sh, -20, -128, 127, twice)
+    assert np.any(twice != ref["y"])
+    if pow2:        # and so does onnxruntime's float32 product
+        f = np.float32
+        y32 = np.clip(np.rint(acc.astype(f) * (f(xs) * np.broadcast_to(ws, (N,)) / f(ys))) - 20,
+                      -128, 127)
+        assert np.any(y32 != ref["y"])
+
+
+@pytest.mark.parametrize("code", ["RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE"])
+@pytest.mark.parametrize("scales", [(0.0371, 0.0529, 5, -9), (0.25, 0.5, 3, -20),
+                                    (0.5, 0.03125, -1, -128)])
+def test_requantizing_builtins_are_the_interpreters_to_the_bit(tmp_path, code, scales):
+    """An int8 -> int8 RELU* / QUANTIZE requantizes as TFLite does (the Q31
+    multiplier of x_scale / y_scale, two roundings, then the clamp): a
+    table of the 256 input bytes, the interpreter's bytes for every one;
+    with exact ties (powers of two) onnxruntime's float32 rule would differ."""
+    xs, ys, xz, yz = scales
+    path = single_op(tmp_path / "r.tflite", code, (1, 16, 16), q8(xs, xz), (1, 16, 16),
+                     q8(ys, yz))
+    x = np.arange(256, dtype=np.uint8).view(I8).reshape(1, 16, 16)    # every byte
+    ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+    assert ref is not None, why
+    g = load_model(path)
+    assert [o.op_type for o in g.ops] == ["QLinearLookup"]
+    for native in (True, False):
+        ours = np.asarray(Executor(load_model(path, native=native)).run({"x": x})["y"])
+        np.testing.assert_array_equal(ours, ref["y"], err_msg=f"native={native}")
+    if (xs, ys) == (0.25, 0.5):
+        f = np.float32
+        y32 = np.rint((x.astype(f) - xz) * (f(xs) / f(ys))) + yz
+        lo = yz if code.startswith("RELU") and code != "RELU_N1_TO_1" else -128
+        assert np.any(np.clip(y32, lo, 127) != ref["y"])
+
+
+@pytest.mark.parametrize("scales", [(0.0371, 0.0219, 0.0529), (0.25, 0.125, 0.5)])
+def test_mul_is_the_interpreters_to_the_bit(tmp_path, scales):
+    """MUL requantizes its int32 product with TFLite's Q31 multiplier of
+    sa * sb / sy and two roundings (reference_integer_ops/mul.h): the
+    interpreter's bytes, also with a fused RELU6, and with exact ties
+    (powers of two) where onnxruntime's float32 formula differs."""
+    xs, bs, ys = scales
+    r = np.random.default_rng(8)
+    b = r.integers(-128, 128, (1, 16, 16, 8)).astype(I8)
+    for act in (0, 3):
+        path = single_op(tmp_path / f"m{act}.tflite", "MUL", (1, 16, 16, 8), q8(xs, 3),
+                         (1, 16, 16, 8), q8(ys, -7), [("b", b, I8, q8(bs, -5))],
+                         ("MulOptions", dict(FusedActivationFunction=act)))
+        x = r.integers(-128, 128, (1, 16, 16, 8)).astype(I8)
+        ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+        assert ref is not None, why
+        for native in (True, False):
+            ours = np.asarray(Executor(load_model(path, native=native)).run({"x": x})["y"])
+            np.testing.assert_array_equal(ours, ref["y"], err_msg=f"native={native}")
+        if (xs, ys) == (0.25, 0.5) and act == 0:
+            f = np.float32
+            prod = (x.astype(f) - 3) * (b.astype(f) + 5)
+            y32 = np.clip(np.rint(prod * (f(xs * bs) / f(ys))) - 7, -128, 127)
+            assert np.any(y32 != ref["y"])
+
+
+@pytest.mark.parametrize("padding,act,k", [(1, 0, 2), (0, 0, 3), (0, 1, 3)])
+def test_average_pool_is_the_interpreters_to_the_bit(tmp_path, padding, act, k):
+    """AVERAGE_POOL_2D averages the raw bytes with C's integer division
+    rounded half away from zero (reference_integer_ops/pooling.h), the
+    window's count excluding the padding: the interpreter's bytes, where the
+    ONNX formula (zero point out, float32, half to even) is a unit off on
+    the ties of even counts (2x2 windows)."""
+    r = np.random.default_rng(9)
+    path = single_op(tmp_path / "p.tflite", "AVERAGE_POOL_2D", (1, 16, 16, 8), q8(0.05, 7),
+                     (1, 8, 8, 8), q8(0.05, 7), (), ("Pool2DOptions", dict(
+                         Padding=padding, StrideW=2, StrideH=2, FilterWidth=k, FilterHeight=k,
+                         FusedActivationFunction=act)))        # (Padding 0: SAME, 1: VALID)
+    x = r.integers(-128, 128, (1, 16, 16, 8)).astype(I8)
+    ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
+    assert ref is not None, why
+    ours = np.asarray(Executor(load_model(path)).run({"x": x})["y"])
+    np.testing.assert_array_equal(ours, ref["y"])
+    if k == 2:
+        xf = x.astype(np.float64)[0]
+        win = xf[0::2, 0::2] + xf[0::2, 1::2] + xf[1::2, 0::2] + xf[1::2, 1::2]
+        onnx_way = np.clip(np.rint((win - 4 * 7) / 4) + 7, -128, 127)
+        assert np.any(onnx_way != ref["y"][0])
+
+
 @pytest.mark.parametrize("code", ["ADD", "MUL", "AVERAGE_POOL_2D", "MEAN", "SOFTMAX",
                                   "FULLY_CONNECTED", "LOGISTIC", "RELU", "RELU6"])
 def test_single_op_within_one_quantum(tmp_path, code):

@@ -58,10 +58,29 @@ def test_a_real_accumulator_rounds_twice():
                ) - 128 == -20
 
 
+def test_fully_connected_rounds_once():
+    """The same 9750 x 0.0111281 = 108.494 with one rounding (ruy's, TFLite's
+    FULLY_CONNECTED): 108, as exact arithmetic says; -108.494: -108; a
+    tie, 3 x 0.5, rounds half away from zero (2, and -3 x 0.5: -2), NumPy
+    and C alike."""
+    m, s = tflite_multipliers(0.07660123, [0.0046542417], 0.032039396)
+    half_m, half_s = np.array([1 << 30], np.int32), np.array([0], np.int32)
+    for mult, shift, acc, want in ((m, s, [9750, -9750], [108, -108]),
+                                   (half_m, half_s, [3, -3], [2, -2])):
+        y = np.empty(2, np.int8)
+        requant_fixed(np.array(acc, np.float64), mult, shift, 0, -128, 127, y,
+                      single_rounding=True)
+        assert y.tolist() == want
+        yc = np.empty(2, np.int8)
+        nq.requant(nq.qrequant(np.int8, 1, 0, -128, 127, True), np.concatenate([mult, shift]),
+                   np.array(acc, np.int32), yc, 2)
+        assert yc.tolist() == want
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 9), st.integers(0, 2**31 - 1), st.booleans(), st.integers(-20, 20),
-       st.integers(0, 1))
-def test_numpy_and_c_give_the_same_bytes(channels, seed, signed, zp, big):
+       st.integers(0, 1), st.booleans())
+def test_numpy_and_c_give_the_same_bytes(channels, seed, signed, zp, big, single):
     rng = np.random.default_rng(seed)
     n = channels * 64
     acc = rng.integers(-(1 << (30 if big else 16)), 1 << (30 if big else 16), n).astype(np.int32)
@@ -73,7 +92,8 @@ def test_numpy_and_c_give_the_same_bytes(channels, seed, signed, zp, big):
     zp = zp if signed else zp + 128
     want = np.empty(n, dt)
     requant_fixed(acc.reshape(-1, channels).astype(np.float64), m, s, zp, lo, hi,
-                  want.reshape(-1, channels))
+                  want.reshape(-1, channels), single_rounding=single)
     got = np.empty(n, dt)
-    nq.requant(nq.qrequant(dt, channels, zp, lo, hi), np.concatenate([m, s]), acc, got, n)
+    nq.requant(nq.qrequant(dt, channels, zp, lo, hi, single), np.concatenate([m, s]), acc, got,
+               n)
     np.testing.assert_array_equal(got, want)

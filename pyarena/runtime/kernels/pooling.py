@@ -40,6 +40,7 @@ class WindowPool(Spatial):
 
     nd = None
     native_q8 = False
+    mlas = False        # (MLAS's order: an average pool of a QDQ file's float island)
 
     def setup(self):
         k = [int(v) for v in self.attrs["kernel_shape"]]
@@ -50,6 +51,12 @@ class WindowPool(Spatial):
             return
         # (storage_order only orders the Indices output: nothing here)
         self.geometry(k, lowest if self.is_max else 0.0)   # max pools int8 as they are
+        # a float island of a QDQ file (importers/onnx_qdq.py marks it): the
+        # NumPy taps in onnxruntime's order -- its NCHWc pool (channels a
+        # multiple of the 16-wide block) sums the taps row by row and divides
+        # by the count (mlas/lib/snchwc.cpp, the NCHWc pooling kernels)
+        self.mlas = bool(self.attrs.get("mlas_order")) and not self.is_max and \
+            self.dtype == np.float32 and self.c_in % 16 == 0
         if self._setup_native():
             return
         self.plan_bands()
@@ -58,7 +65,7 @@ class WindowPool(Spatial):
         # MediaPipe's 64x64 "global" average pools): one reduction over a
         # (rows, kh, Wo, kw) view instead of kh*kw ufunc calls
         self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
-                       self.dh == self.dw == 1 and self.kh * self.kw >= 4)
+                       self.dh == self.dw == 1 and self.kh * self.kw >= 4 and not self.mlas)
         self.div = None
         if not self.is_max and self.sizing and self._divisors_vary():
             # not laid out (as large as the output), but counted: the kernel's
@@ -81,8 +88,10 @@ class WindowPool(Spatial):
             cnt = np.maximum(cnt, 1)
             if np.all(cnt == self.kh * self.kw):
                 self.inv = const(1.0 / (self.kh * self.kw), self.dtype)
+                if self.mlas:       # (divided by, not multiplied by the inverse)
+                    self.inv = const(self.kh * self.kw, self.dtype)
             else:
-                d = (1.0 / cnt).astype(self.dtype)
+                d = (cnt if self.mlas else 1.0 / cnt).astype(self.dtype)
                 self.div = self.keep(d[..., None] if self.nhwc else d)
 
     def _divisors_vary(self):
@@ -100,7 +109,8 @@ class WindowPool(Spatial):
         if self.use_native and self.is_max and self.dtype in qnative.QTYPES and \
                 self.dh == 1 and self.dw == 1:
             return self._setup_native_q8()
-        if not self.use_native or self.dtype != NATIVE_DTYPE or self.dh != 1 or self.dw != 1:
+        if not self.use_native or self.dtype != NATIVE_DTYPE or self.dh != 1 or self.dw != 1 \
+                or self.mlas:
             self.native = None
             return False
         self.native = nk.pool2d(
@@ -187,8 +197,8 @@ class WindowPool(Spatial):
                         if i or j:
                             f(yb, self.tap(src, i, j, nr), out=yb)
                 if not self.is_max:
-                    np.multiply(yb, self.div[r0:r1] if self.div is not None else self.inv,
-                                out=yb)
+                    (np.divide if self.mlas else np.multiply)(
+                        yb, self.div[r0:r1] if self.div is not None else self.inv, out=yb)
 
 
 @register
@@ -220,7 +230,7 @@ class LpPool(WindowPool):
         self.plan_bands()
         self.scratch = self.pad_spec() + [(self.shape(0), self.dtype)]
         self.blocky = (not self.padded and (self.sh, self.sw) == (self.kh, self.kw) and
-                       self.dh == self.dw == 1 and self.kh * self.kw >= 4)
+                       self.dh == self.dw == 1 and self.kh * self.kw >= 4 and not self.mlas)
         self.div, self.inv = None, const(1.0, self.dtype)
         self.root = const(1.0 / self.p, self.dtype)
 
@@ -244,6 +254,7 @@ class GlobalPool(Kernel):
     inplace = 'none'
     shape_rule = rules.global_pool
     nhwc = {'GlobalAveragePool': 'attr', 'GlobalMaxPool': 'attr'}
+    mlas = False
 
     def setup(self):
         xs = self.shape(0)
@@ -260,8 +271,15 @@ class GlobalPool(Kernel):
         self.sp = math.prod(xs[1:-1]) if self.nhwc else math.prod(xs[2:])
         self.inv = const(1.0 / max(self.sp, 1), self.dtype)
         self.f = np.maximum if self.op.op_type == "GlobalMaxPool" else np.add
+        # a float island of a QDQ file (importers/onnx_qdq.py marks it):
+        # onnxruntime's order, MLAS's global kernel (mlas/lib/pooling.cpp,
+        # MlasPoolGlobalKernel: four lanes over the plane, (l0 + l2) + (l1 +
+        # l3) -- MlasReduceAddFloat32x4 --, the tail one by one, / size)
+        self.mlas = bool(self.attrs.get("mlas_order")) and self.f is np.add and \
+            self.p is None and self.dtype == np.float32
         self.native = plane_mean(self, n, xs[1], math.prod(xs[2:-1]), c) if \
-            self.nhwc and self.p is None and self.f is np.add and len(xs) >= 3 else None
+            self.nhwc and self.p is None and self.f is np.add and len(xs) >= 3 and \
+            not self.mlas else None
 
     def run(self, xs, ys, sc):
         if self.native is not None:
@@ -269,6 +287,9 @@ class GlobalPool(Kernel):
             return
         if self.p is not None:
             self.run_lp(xs[0], ys[0], sc[0])
+            return
+        if self.mlas:
+            self.run_mlas(xs[0], ys[0])
             return
         if self.nhwc:
             x = xs[0].reshape(self.n, self.sp, self.c)
@@ -280,6 +301,21 @@ class GlobalPool(Kernel):
             self.f.reduce(x, axis=2, out=y, keepdims=True)
         if self.f is np.add:
             np.multiply(y, self.inv, out=y)
+
+    def run_mlas(self, x, y):
+        """The average in MLAS's global kernel's order (see setup)."""
+        xv = x.reshape(self.n, self.sp, self.c).transpose(0, 2, 1) if self.nhwc else \
+            x.reshape(self.n, self.c, self.sp)
+        n4 = self.sp // 4 * 4
+        # the lanes' sums in order: a reduction over an outer axis adds row
+        # after row (NumPy's pairwise sum is for the inner, contiguous one)
+        lanes = np.add.reduce(xv[:, :, :n4].reshape(self.n, self.c, n4 // 4, 4), axis=2) \
+            if n4 else np.zeros((self.n, self.c, 4), np.float32)
+        s = (lanes[..., 0] + lanes[..., 2]) + (lanes[..., 1] + lanes[..., 3])
+        for i in range(n4, self.sp):
+            np.add(s, xv[:, :, i], out=s)
+        np.divide(s, np.float32(self.sp), out=s)
+        np.copyto(y.reshape(s.shape), s)
 
     def run_lp(self, x, y, powered):
         np.abs(x, out=powered)

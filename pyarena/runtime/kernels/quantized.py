@@ -57,7 +57,7 @@ class QuantizeLinear(QuantKernel):
     op_types = ("QuantizeLinear",)
     family = "quantized"
     shape_rule = rules.quantize
-    tflite_int8 = {"QUANTIZE": "quantize"}     # (int8 -> int8: a QLinearConcat)
+    tflite_int8 = {"QUANTIZE": "quantize"}     # (int8 -> int8: a QLinearLookup table)
 
     def setup(self):
         self.integer_types(self.outs[0])

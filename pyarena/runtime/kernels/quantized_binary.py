@@ -32,6 +32,7 @@ from ..._native import qelementwise as qnative
 from . import shape_rules_quantized as qrules
 from .quantization import QuantKernel
 from .registry import register
+from .requant_fixed import requant_fixed, tflite_multipliers
 
 __all__ = ["loops", "QLinearAdd", "QLinearMul", "QDQAdd", "QDQMul"]
 
@@ -213,13 +214,39 @@ class QLinearMul(_QBinary):
     tflite_int8 = {"MUL": "add_mul"}
     qop = qnative.MUL
 
+    def tflite_fixed(self):
+        """TFLite's MUL (the importer sets ``requant="tflite"``): the Q31
+        multiplier and shift of ``sa * sb / sy`` in double (mul.cc), the
+        product requantized with two roundings as its conv's
+        (reference_integer_ops/mul.h, MultiplyByQuantizedMultiplier); None:
+        onnxruntime's float32 formula."""
+        if self.attrs.get("requant") != "tflite":
+            return None
+        got = self.__dict__.get("_fixed")
+        if got is None:
+            (sa, sb, sy), _ = self.scales, self.zps
+            try:
+                got = self._fixed = tflite_multipliers(sa, [sb], sy)
+            except ValueError as exc:
+                self.fail(str(exc))
+        return got
+
+    def native_run(self):
+        if self.tflite_fixed() is not None:     # (NumPy: the fixed-point product)
+            return None
+        return super().native_run()
+
     def compute(self, a, b, t64, t32):
-        (_, _, _), (za, zb, _) = self.scales, self.zps
+        (_, _, _), (za, zb, zy) = self.scales, self.zps
         pair = t64.reshape(-1).view(np.int32)
         pa, pb = pair[:t32.size].reshape(t32.shape), pair[t32.size:].reshape(t32.shape)
         np.subtract(a, np.int32(za), out=pa)
         np.subtract(b, np.int32(zb), out=pb)
         np.multiply(pa, pb, out=pa)                 # exact: |product| <= 65536
+        fixed = self.tflite_fixed()
+        if fixed is not None:       # the quantized values themselves (finish keeps them)
+            requant_fixed(pa, fixed[0], fixed[1], zy, self.lo, self.hi, t32)
+            return
         np.copyto(t32, pa, casting="unsafe")
         np.multiply(t32, self.ratio, out=t32)
         np.add(t32, self.zy, out=t32)

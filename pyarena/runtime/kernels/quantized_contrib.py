@@ -188,9 +188,7 @@ class QLinearConcat(QuantKernel):
     family = "quantized"
     shape_rule = qrules.qlinear_concat
     qdq_form = "Concat"
-    # also TFLite's int8 RELU / RELU6 / RELU_N1_TO_1: a clamped requantization
-    tflite_int8 = {"CONCATENATION": "concat", "RELU": "clamp", "RELU6": "clamp",
-                   "RELU_N1_TO_1": "clamp"}
+    tflite_int8 = {"CONCATENATION": "concat"}
 
     def setup(self):
         self.shrink_budget()
@@ -277,6 +275,9 @@ class QLinearLookup(QuantKernel):
     onnx_domain = "ai.pyarena"
     family = "quantized"
     shape_rule = qrules.qlinear_lookup
+    # also TFLite's int8 RELU / RELU6 / RELU_N1_TO_1: a clamped requantization
+    # in TFLite's fixed-point arithmetic, tabled (importers/tflite_quant.py)
+    tflite_int8 = {"RELU": "clamp", "RELU6": "clamp", "RELU_N1_TO_1": "clamp"}
 
     def setup(self):
         self.shrink_budget()

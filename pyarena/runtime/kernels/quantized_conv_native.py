@@ -45,8 +45,10 @@ def _make(k, geometry, w_ohwi, wzp, bias, xzp, x_dtype):
     if fixed is not None:       # TFLite's: int32 accumulators, then pa_qrequant
         if not geometry["nhwc"]:
             return None
-        fixed = (nq.qrequant(ydt, geometry["c_out"], yzp, lo, hi),
-                 np.concatenate([np.broadcast_to(v, (geometry["c_out"],)) for v in fixed]))
+        single = getattr(k, "single_rounding", False)     # (FULLY_CONNECTED's one rounding)
+        fixed = (nq.qrequant(ydt, geometry["c_out"], yzp, lo, hi, single),
+                 np.concatenate([np.broadcast_to(v, (geometry["c_out"],)) for v in fixed]),
+                 geometry["n"] * geometry["h_out"] * geometry["w_out"] * geometry["c_out"])
         mult, ydt = None, np.dtype(np.int32)
     try:
         desc = nq.qconv2d(**geometry, x_dtype=x_dtype, w_dtype=w_ohwi.dtype, y_dtype=ydt,
@@ -94,8 +96,8 @@ class QConvNative:
         # TFLite's requantization: the accumulators in a scratch of their
         # own, then pa_qrequant with the channels' multipliers and shifts
         self.fixed = None
-        if fixed is not None:
-            n = k.N * k.Ho * k.Wo * k.cout
+        if fixed is not None:       # (params, multipliers and shifts, output size)
+            n = fixed[2]
             self.scratch = self.scratch + [((n,), np.int32)]
             self.fixed = (fixed[0], k.keep(fixed[1].astype(np.int32)), n)
         self.packed = None

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .quantization import QuantKernel, requantize
+from .requant_fixed import requant_fixed, tflite_multipliers
 from . import shape_rules as rules
 from . import shape_rules_quantized as qrules
 from .registry import _carve, register
@@ -287,6 +288,36 @@ class QGemm(QLinearMatMul):
             s = s / f(self.qparam(7, "y_scale").reshape(-1)[0])
         return np.broadcast_to(s, (self.N,))
 
+    def fixed_requant(self):
+        """TFLite's FULLY_CONNECTED (the importer sets ``requant="tflite"``):
+        its fixed-point multipliers and shifts per column (QuantizeMultiplier
+        of ``x_scale * w_scale / y_scale`` in double, as its conv's:
+        tensorflow/lite/kernels/kernel_util.cc, GetQuantizedConvolutionMultipler
+        and PopulateConvolutionQuantizationParams; the accumulator then
+        scaled with one rounding, not conv's two: :attr:`single_rounding`),
+        or None: onnxruntime's float32 rule."""
+        if self.attrs.get("requant") != "tflite" or not self.has(7):
+            return None
+        got = self.__dict__.get("_fixed")
+        if got is None:
+            try:
+                m, s = tflite_multipliers(self.qparam(1, "a_scale").reshape(-1)[0],
+                                          self.qparam(4, "b_scale").reshape(-1),
+                                          self.qparam(7, "y_scale").reshape(-1)[0])
+            except ValueError as exc:
+                self.fail(str(exc))
+            got = self._fixed = tuple(np.broadcast_to(v, (self.N,)).copy() for v in (m, s))
+        return got
+
+    #: TFLite's FULLY_CONNECTED rounds its fixed-point product once (ruy's
+    #: MultiplyByQuantizedMultiplier), its conv twice: pa_qrequant's mode
+    single_rounding = True
+
+    def setup_a(self, ia, iaz):
+        super().setup_a(ia, iaz)
+        if self.fixed_requant() is not None:
+            self.ct = np.dtype(np.float64)      # exact sums: TFLite's integer requantization
+
     def requant_params(self):
         """The 8-bit output's requantization (the C GEMM's, as
         QLinearMatMul's); NotImplemented for a float output (the NumPy
@@ -329,6 +360,11 @@ class QGemm(QLinearMatMul):
 
     def store(self, acc, y, c0, c1):
         np.add(acc, self.c[..., c0:c1], out=acc)
+        fixed = self.fixed_requant()
+        if fixed is not None:
+            requant_fixed(acc, fixed[0][c0:c1], fixed[1][c0:c1], self.yzp, self.lo, self.hi, y,
+                          single_rounding=True)
+            return
         np.multiply(acc, self.mult[c0:c1], out=acc)
         if self.float_out:
             np.copyto(y, acc)

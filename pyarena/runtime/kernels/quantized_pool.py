@@ -143,7 +143,11 @@ class QLinearAveragePool(QuantKernel):
         self.y_scale = np.float32(self.qparam(3, "y_scale").reshape(-1)[0])
         self.y_zp = int(self.qparam(4, "y_zero_point").reshape(-1)[0])
         self.lo, self.hi = self.out_range()
-        self.native = self.native_desc(dt) or None
+        # TFLite's AVERAGE_POOL_2D (the importer sets requant="tflite"): the
+        # raw bytes summed, divided by the window's count rounding half away
+        # from zero, the scales not read (reference_integer_ops/pooling.h)
+        self.tflite = self.attrs.get("requant") == "tflite"
+        self.native = None if self.tflite else self.native_desc(dt) or None
         self.scratch = [] if self.native else self.numpy_scratch()
 
     def native_desc(self, dt):
@@ -180,6 +184,15 @@ class QLinearAveragePool(QuantKernel):
         self.counts = self.keep(self.window_counts())
         return [(pshape, np.float32), (oshape, np.float32)]
 
+    def finish_tflite(self, acc, y):
+        """TFLite's ``acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n`` (C's
+        integer division) over the window sums, clamped."""
+        n = np.broadcast_to(self.counts, acc.shape).astype(np.float64)
+        a = acc.astype(np.float64)
+        r = np.floor((np.abs(a) + np.floor(n / 2)) / n) * np.sign(a)
+        np.clip(r, self.lo, self.hi, out=r)
+        np.copyto(y, r, casting="unsafe")
+
     def window_counts(self):
         """Each output's divisor (float32, broadcast to the output)."""
         (h, w), (oh, ow), k, st, pads = self.geom
@@ -202,7 +215,7 @@ class QLinearAveragePool(QuantKernel):
         x = xs[0].reshape((n, h, w, c) if self.last else (n, c, h, w))
         y = ys[0].reshape((n, oh, ow, c) if self.last else (n, c, oh, ow))
         ax = (1, 2) if self.last else (2, 3)
-        if self.is_global():
+        if self.is_global() and not self.tflite:
             self.run_global(x, y, ax, h * w)
             return
         p, acc = sc
@@ -210,8 +223,11 @@ class QLinearAveragePool(QuantKernel):
         inner = [slice(None)] * 4
         inner[ax[0]], inner[ax[1]] = slice(pads[0], pads[0] + h), slice(pads[1], pads[1] + w)
         dst = p[tuple(inner)]
-        np.subtract(x, np.float32(self.x_zp), out=dst)
-        np.multiply(dst, self.x_scale, out=dst)
+        if self.tflite:             # the raw bytes (exact sums in float32)
+            np.copyto(dst, x)
+        else:
+            np.subtract(x, np.float32(self.x_zp), out=dst)
+            np.multiply(dst, self.x_scale, out=dst)
         acc.fill(0.0)
         for i in range(k[0]):               # window order: rows, then columns
             for j in range(k[1]):
@@ -219,6 +235,9 @@ class QLinearAveragePool(QuantKernel):
                 tap[ax[0]] = slice(i, i + st[0] * (oh - 1) + 1, st[0])
                 tap[ax[1]] = slice(j, j + st[1] * (ow - 1) + 1, st[1])
                 np.add(acc, p[tuple(tap)], out=acc)
+        if self.tflite:
+            self.finish_tflite(acc, y)
+            return
         np.divide(acc, self.counts, out=acc)
         np.divide(acc, self.y_scale, out=acc)
         np.add(acc, np.float32(self.y_zp), out=acc)

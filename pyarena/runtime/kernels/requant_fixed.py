@@ -10,7 +10,10 @@ half away from zero to the power of two; onnxruntime's float32 product
 rounds once.  The two disagree by one unit now and then (a keyword
 spotter's conv: 0.15-0.5 % of its outputs), and a streaming model keeps the
 unit in its state for many steps.  Both paths of a TFLite convolution use
-this one (tests/runtime/test_requant_fixed.py compares them)."""
+this one (tests/runtime/test_requant_fixed.py compares them).  TFLite's
+FULLY_CONNECTED rounds once, half away from zero (``single_rounding``: its
+int8 product runs through ruy, ruy/apply_multiplier.cc) -- the
+interpreter's bytes, measured (tests/importers/test_tflite_int8.py)."""
 import math
 
 import numpy as np
@@ -43,11 +46,21 @@ def tflite_multipliers(x_scale, w_scales, y_scale):
     return np.array(mult, np.int32), np.array(shift, np.int32)
 
 
-def requant_fixed(acc, mult, shift, zero_point, lo, hi, out):
+def requant_fixed(acc, mult, shift, zero_point, lo, hi, out, single_rounding=False):
     """``out`` = TFLite's requantization of the integer-valued ``acc``
     (any numeric dtype, exact integers), ``mult`` / ``shift`` broadcast
-    against it (per channel), then ``+ zero_point`` clamped to [lo, hi]."""
+    against it (per channel), then ``+ zero_point`` clamped to [lo, hi].
+    ``single_rounding``: FULLY_CONNECTED's (ruy's MultiplyByQuantizedMultiplier,
+    ruy/apply_multiplier.cc): ``acc * m / 2^(31 - shift)`` rounded once,
+    half away from zero, saturated to int32."""
     a = np.asarray(acc).astype(np.int64)
+    if single_rounding:
+        t = (31 - np.asarray(shift)).astype(np.int64)
+        v = a * np.asarray(mult).astype(np.int64)
+        r = (np.abs(v) + (np.int64(1) << (t - 1))) >> t
+        r = np.clip(np.where(v < 0, -r, r), -2**31, 2**31 - 1)
+        np.copyto(out, np.clip(r + int(zero_point), lo, hi), casting="unsafe")
+        return
     left = np.maximum(shift, 0).astype(np.int64)
     right = np.maximum(-shift, 0).astype(np.int64)
     a = np.clip(a << left, -2**31, 2**31 - 1)           # (an int32 in TFLite)

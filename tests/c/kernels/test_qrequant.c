@@ -3,7 +3,8 @@
  * rounding, half-away-from-zero division for the second), a case worked
  * out by hand from a real model (the keyword spotter whose conv TFLite
  * rounds to 109 where one float rounding gives 108), both types, the clamp,
- * a left shift, the call-list kind, and bad input refused. */
+ * a left shift, the call-list kind, and bad input refused; the one-rounding
+ * form (FULLY_CONNECTED's, ruy's) against exact rational arithmetic. */
 #include "pyarena.h"
 #include "kernels/internal.h"
 #include "../testhelper.h"
@@ -43,6 +44,24 @@ static int32_t reference(int32_t acc, int32_t m, int32_t shift, int32_t zp, int3
     return (int32_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
+/* one rounding: acc * m * 2^shift / 2^31 rounded half away from zero,
+ * exact in 128 bits (|acc * m| < 2^62), then saturated to int32, + zp,
+ * clamped */
+static int32_t reference_single(int32_t acc, int32_t m, int32_t shift, int32_t zp, int32_t lo,
+                                int32_t hi) {
+    __int128 v = (__int128)acc * m;
+    __int128 d = (__int128)1 << (31 - shift);
+    __int128 q = v / d, rem = v % d;             /* truncated: rem has v's sign */
+    if (2 * (rem < 0 ? -rem : rem) >= d)
+        q += v < 0 ? -1 : 1;
+    if (q > INT32_MAX)
+        q = INT32_MAX;
+    if (q < INT32_MIN)
+        q = INT32_MIN;
+    int64_t r = (int64_t)q + zp;
+    return (int32_t)(r < lo ? lo : r > hi ? hi : r);
+}
+
 static void test_by_hand(void) {
     /* hey_mycroft's conv_2d_32, channel 21: acc 9750, x 0.0766 * w 0.00465
      * / y 0.0320 = 0.0111281 (m 1529361642, shift -6): 108.494 rounds to
@@ -50,7 +69,7 @@ static void test_by_hand(void) {
     int32_t ms[2] = {1529361642, -6};
     int32_t acc = 9750;
     int8_t y = 0;
-    pa_qrequant_t p = {PA_Q_S8, 1, -128, -128, 127};
+    pa_qrequant_t p = {PA_Q_S8, 1, -128, -128, 127, 0};
     CHECK_EQ(pa_qrequant(&p, ms, &acc, &y, 1), PA_OK);
     CHECK_EQ(y, -19);
     acc = -9750;
@@ -59,10 +78,24 @@ static void test_by_hand(void) {
     /* shift 0, m = 2^30 (x 0.5): 3 -> 1.5 -> 2, -3 -> -1.5 -> -1 (half up first) */
     int32_t half[2] = {1 << 30, 0}, accs[2] = {3, -3};
     uint8_t u[2];
-    pa_qrequant_t pu = {PA_Q_U8, 1, 100, 0, 255};
+    pa_qrequant_t pu = {PA_Q_U8, 1, 100, 0, 255, 0};
     CHECK_EQ(pa_qrequant(&pu, half, accs, u, 2), PA_OK);
     CHECK_EQ(u[0], 102);
     CHECK_EQ(u[1], 99);
+    /* one rounding: 9750 x 0.0111281 = 108.494 stays 108; -108.494 -> -108;
+     * x 0.5: 3 -> 2, -3 -> -2 (half away from zero) */
+    p.single_rounding = 1;
+    acc = 9750;
+    CHECK_EQ(pa_qrequant(&p, ms, &acc, &y, 1), PA_OK);
+    CHECK_EQ(y, -20);
+    acc = -9750;
+    p.zero_point = 0;
+    CHECK_EQ(pa_qrequant(&p, ms, &acc, &y, 1), PA_OK);
+    CHECK_EQ(y, -108);
+    pu.single_rounding = 1;
+    CHECK_EQ(pa_qrequant(&pu, half, accs, u, 2), PA_OK);
+    CHECK_EQ(u[0], 102);
+    CHECK_EQ(u[1], 98);
 }
 
 /* Both paths (the AVX-512 lanes where usable, the portable loops), channel
@@ -83,16 +116,17 @@ static void matches_reference(int C, int avx512) {
         for (int i = 0; i < N; i++)
             acc[i] = (int32_t)(t % 3 == 0 ? irand(-5000, 5000) : irand(-(1 << 24), 1 << 24));
         acc[0] = INT32_MAX, acc[1] = INT32_MIN;     /* the saturations */
-        int s8 = t % 2;
+        int s8 = t % 2, single = (t / 2) % 2;
         int32_t zp = (int32_t)irand(-20, 20) + (s8 ? 0 : 128);
         int32_t lo = s8 ? (int32_t)irand(-128, -100) : (int32_t)irand(0, 20);
         int32_t hi = s8 ? (int32_t)irand(100, 127) : (int32_t)irand(230, 255);
-        pa_qrequant_t p = {s8 ? PA_Q_S8 : PA_Q_U8, C, zp, lo, hi};
+        pa_qrequant_t p = {s8 ? PA_Q_S8 : PA_Q_U8, C, zp, lo, hi, single};
         uint8_t y[MAXC * ROWS];
         CHECK_EQ(_pa_qrequant_isa(&p, ms, acc, y, N, avx512), PA_OK);
         int bad = 0;
         for (int i = 0; i < N; i++) {
-            int32_t want = reference(acc[i], ms[i % C], ms[C + i % C], zp, lo, hi);
+            int32_t want = single ? reference_single(acc[i], ms[i % C], ms[C + i % C], zp, lo, hi)
+                                  : reference(acc[i], ms[i % C], ms[C + i % C], zp, lo, hi);
             int32_t got = s8 ? (int32_t)(int8_t)y[i] : (int32_t)y[i];
             bad += got != want;
         }
@@ -110,7 +144,7 @@ static void test_matches_reference(void) {
 static void test_call_list(void) {
     int32_t ms[4] = {1 << 30, 1 << 30, -1, 0}, acc[4] = {10, 10, 11, 11};
     int8_t y[4] = {0};
-    pa_qrequant_t p = {PA_Q_S8, 2, 0, -128, 127};
+    pa_qrequant_t p = {PA_Q_S8, 2, 0, -128, 127, 0};
     pa_call_t call;
     memset(&call, 0, sizeof call);
     call.kind = PA_CALL_QREQUANT, call.params = &p, call.w = (const float *)ms;
@@ -128,7 +162,7 @@ static void test_call_list(void) {
 static void test_refuses_bad_input(void) {
     int32_t ms[2] = {1 << 30, -3}, acc[2] = {0, 0};
     int8_t y[2];
-    pa_qrequant_t p = {PA_Q_S8, 1, 0, -128, 127};
+    pa_qrequant_t p = {PA_Q_S8, 1, 0, -128, 127, 0};
     CHECK_EQ(pa_qrequant(NULL, ms, acc, y, 1), PA_ERR_INVALID);
     CHECK_EQ(pa_qrequant(&p, NULL, acc, y, 1), PA_ERR_INVALID);
     CHECK_EQ(pa_qrequant(&p, ms, NULL, y, 1), PA_ERR_INVALID);
@@ -150,6 +184,10 @@ static void test_refuses_bad_input(void) {
     CHECK_EQ(pa_qrequant(&p, bad_m, acc, y, 1), PA_ERR_INVALID);
     CHECK_EQ(pa_qrequant(&p, bad_s, acc, y, 1), PA_ERR_INVALID);
     CHECK_EQ(pa_qrequant(&p, bad_s2, acc, y, 1), PA_ERR_INVALID);
+    q = p, q.single_rounding = 2;
+    CHECK_EQ(pa_qrequant(&q, ms, acc, y, 1), PA_ERR_INVALID);
+    q = p, q.single_rounding = -1;
+    CHECK_EQ(pa_qrequant(&q, ms, acc, y, 1), PA_ERR_INVALID);
 }
 
 int main(void) {
