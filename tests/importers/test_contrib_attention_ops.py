@@ -63,7 +63,8 @@ def test_ms_attention_matches_onnxruntime(seed, mask, causal, past, attn_bias, v
     outs = ["y", "present"] if past else ["y"]
     got, ref = both(one_node("Attention", feeds, outs, consts, inputs=ins, num_heads=heads,
                              unidirectional=int(causal), qkv_hidden_sizes=sizes), feeds)
-    assert_close(got, ref)
+    # (float32 sums: an output of 0.02 among outputs of 1-2.6 was 1.3e-6 off, seed 105)
+    assert_close(got, ref, atol=1e-5)
 
 
 @FEW
@@ -103,7 +104,7 @@ def test_multi_head_attention_matches_onnxruntime(seed, mask, causal, past, attn
     scale = float(rng.uniform(0.1, 1.0)) if seed % 3 == 0 else 0.0
     got, ref = both(one_node("MultiHeadAttention", feeds, outs, inputs=ins, num_heads=heads,
                              unidirectional=int(causal), scale=scale), feeds)
-    assert_close(got, ref)
+    assert_close(got, ref, atol=1e-5)
 
 
 def _gqa_model(rng, b, s, past, heads, kv, size, packed=False, rotary=False, seqlens=None,
