@@ -79,14 +79,15 @@ NHWC512_INLINE void nhwc512_out(__m512 acc, const float *r, __mmask16 rm, float 
     _mm512_mask_storeu_ps(y, ym, acc);
 }
 
-/* Pixels i0.. x blocks jb.. (NB of them: 2, or 1 for a last block):
- * products, residual, activation, store. */
+/* Pixels i0.. (R of them: NHWC512_MR, or one less) x blocks jb.. (NB of
+ * them: 2, or 1 for a last block): products, residual, activation,
+ * store.  A row from R on is not computed. */
 NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb,
-                                const int NB) {
+                                const int NB, const int R) {
     const pa_conv2d_t *c = j->c;
     const int64_t c0 = jb * PA_GEMM_NR, ys = c->c_out, k = j->k, ri = j->c_res;
     const int64_t nc = c->c_out - c0 < NB * PA_GEMM_NR ? c->c_out - c0 : NB * PA_GEMM_NR;
-    const int64_t mv = j->m - i0 < NHWC512_MR ? j->m - i0 : NHWC512_MR;
+    const int64_t mv = j->m - i0 < R ? j->m - i0 : R;
     const int64_t rn = !j->r || c0 >= ri ? 0 : ri - c0 < nc ? ri - c0 : nc;
     const int64_t bs = PA_GEMM_NR * (1 + k);          /* floats per packed block */
     const float *w0 = j->packed + jb * bs, *w1 = NB == 2 ? w0 + bs : w0;
@@ -129,9 +130,9 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
         w0 += n_ * PA_GEMM_NR;                                                              \
         w1 += n_ * PA_GEMM_NR;                                                              \
     } while (0)
-#define NHWC512_FMA2(i) { const __m512 s = _mm512_set1_ps(p##i[kk]); \
+#define NHWC512_FMA2(i) if (i < R) { const __m512 s = _mm512_set1_ps(p##i[kk]); \
     a##i##0 = _mm512_fmadd_ps(s, v0, a##i##0); a##i##1 = _mm512_fmadd_ps(s, v1, a##i##1); }
-#define NHWC512_FMA1(i) a##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(p##i[kk]), v0, a##i##0);
+#define NHWC512_FMA1(i) if (i < R) a##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(p##i[kk]), v0, a##i##0);
     PA_GEMM_FEED(NHWC512_MR, NHWC512_ROWS, NHWC512_RUN);
 #undef NHWC512_FMA1
 #undef NHWC512_FMA2
@@ -172,12 +173,20 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
 #undef NHWC512_R
 }
 
-/* The tile at pixels i0.. x block pair jp: two blocks, or the last one. */
-NHWC512_INLINE void nhwc512_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jp) {
-    if (2 * jp + 1 < j->nb)
-        nhwc512_tile(j, i0, 2 * jp, 2);
-    else
-        nhwc512_tile(j, i0, 2 * jp, 1);
+/* The tile at pixels i0.. (rows of them: NHWC512_MR or one less) x
+ * block pair jp: two blocks, or the last one. */
+NHWC512_INLINE void nhwc512_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jp,
+                                    int64_t rows) {
+    if (rows == NHWC512_MR) {
+        if (2 * jp + 1 < j->nb)
+            nhwc512_tile(j, i0, 2 * jp, 2, NHWC512_MR);
+        else
+            nhwc512_tile(j, i0, 2 * jp, 1, NHWC512_MR);
+    } else if (2 * jp + 1 < j->nb) {
+        nhwc512_tile(j, i0, 2 * jp, 2, NHWC512_MR - 1);
+    } else {
+        nhwc512_tile(j, i0, 2 * jp, 1, NHWC512_MR - 1);
+    }
 }
 
 NHWC512 PA_GEMM_NHWC_TASK(gemm_nhwc512_tiles, NHWC512_MR, nhwc512_tile_at)
@@ -246,11 +255,11 @@ NHWC512 static void gemm_nhwc512_row(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 2,
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 1, 2,
                                                  gemm_nhwc512_row};
 
 #else
 
-const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {NULL, 0, 0, NULL};
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {NULL, 0, 0, 0, NULL};
 
 #endif
