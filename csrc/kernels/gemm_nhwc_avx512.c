@@ -63,15 +63,50 @@ static inline int64_t nhwc512_part(int64_t n, int b) {
     return q < 0 ? 0 : (q < 16 ? q : 16);
 }
 
-/* One accumulator out: + the residual's masked lanes, ReLU / clip
- * (kind), stored under ym. */
+/* _pa_expf (internal.h) on 16 lanes, its steps as GCC builds them under
+ * this file's contraction (each a * b + c one fused multiply-add, x - n * c
+ * one negated), so its bits: the clamps as min(hi, x) / max(lo, x),
+ * which keep a NaN in x as `x > hi ? hi : x` does. */
+NHWC512_INLINE __m512 nhwc512_expf(__m512 x) {
+    x = _mm512_min_ps(_mm512_set1_ps(88.7f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x);
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
+    const __m512 n = _mm512_sub_ps(t, magic);
+    const __m512i k = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/* _pa_act_silu on 16 lanes: x / (1 + exp(-x)), the same steps. */
+NHWC512_INLINE __m512 nhwc512_silu(__m512 x) {
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);      /* -x: the sign flipped */
+    const __m512 e = nhwc512_expf(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), sign)));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+/* One accumulator out: + the residual's masked lanes (only those: the
+ * spilled epilogue's additions), ReLU / clip / SiLU (kind), stored under
+ * ym. */
 NHWC512_INLINE void nhwc512_out(__m512 acc, const float *r, __mmask16 rm, float *y,
                                 __mmask16 ym, pa_act_t kind, __m512 lo, __m512 hi) {
     if (rm)
-        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(rm, r));
+        acc = _mm512_mask_add_ps(acc, rm, acc, _mm512_maskz_loadu_ps(rm, r));
     /* max(lo, acc) / min(hi, acc) keep a NaN in acc, as the portable
      * tile's compare-and-select does */
-    if (kind != PA_ACT_NONE) {
+    if (kind == PA_ACT_SILU) {
+        acc = nhwc512_silu(acc);
+    } else if (kind != PA_ACT_NONE) {
         acc = _mm512_max_ps(lo, acc);
         if (kind == PA_ACT_CLIP)
             acc = _mm512_min_ps(hi, acc);
@@ -140,7 +175,8 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
     const float *r = j->r ? j->r + i0 * ri + c0 : NULL;
     float *y = j->y + i0 * ys + c0;
     const pa_act_t kind = c->act.kind;
-    if (kind != PA_ACT_NONE && kind != PA_ACT_RELU && kind != PA_ACT_CLIP) {
+    if (kind != PA_ACT_NONE && kind != PA_ACT_RELU && kind != PA_ACT_CLIP &&
+        kind != PA_ACT_SILU) {
         float t[NHWC512_MR][2 * PA_GEMM_NR];
 #define NHWC512_SPILL(i) _mm512_storeu_ps(t[i], a##i##0); _mm512_storeu_ps(t[i] + 16, a##i##1);
         NHWC512_ROWS(NHWC512_SPILL)

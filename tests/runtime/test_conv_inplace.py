@@ -11,7 +11,7 @@ from onnx import helper
 from helpers.model_zoo import ort_run
 from helpers.onnx_util import make_model
 from pyarena.importers import load_model
-from pyarena.planning import PlanOptions
+from pyarena.planning import PlanOptions, validate
 from pyarena.runtime import Executor
 from pyarena.runtime.kernels.conv import residual_in_place
 
@@ -58,6 +58,7 @@ def test_nhwc_residual_is_overwritten_in_place_with_the_same_bits(tmp_path, hw):
     assert op.attrs["layout"] == "NHWC" and residual_in_place(op, g) == [(3, "inplace")]
     ex = Executor(g)
     assert ex.kernels[g.ops.index(op)].path == "native-gemm" and _shares(ex, op)
+    assert validate(ex.plan, g) == []       # the checker takes the rule's input 3
     kept = Executor(load_model(path, layout="nhwc"),
                     plan_options=PlanOptions(inplace=False))
     assert not _shares(kept, _residual_conv(kept.graph))

@@ -5378,4 +5378,9 @@ MUTANTS += [
       "    usable = [k for k in src if (k == 0 if allowed is not None else",
       "the validator rejects a custom rule's in-place reuse of an input other than 0",
       ("tests/runtime/test_conv_inplace.py",)),
+    M("gemm-nhwc512-silu-unfused-step", "csrc/kernels/gemm_nhwc_avx512.c",
+      "    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);",
+      "    p = _mm512_add_ps(_mm512_mul_ps(p, _mm512_mul_ps(r, r)), r);",
+      "the AVX-512 tile's SiLU rounds one step of exp twice: no longer the portable tile's bits",
+      ("c:kernels/test_kernels",)),
 ]
