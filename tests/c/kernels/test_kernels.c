@@ -355,6 +355,35 @@ static void test_gemm_pixel_tiles(void) {
     }
 }
 
+/* The AVX-512 tile's SiLU in registers (its own exp on 16 lanes) against
+ * the portable tile's spilled _pa_act_block, bit for bit, over a wide
+ * range: a 1 -> 16 channel 1x1 convolution whose weights are powers of
+ * two (exact products), so output channel o is x * 2^(o - 8) for 2^16
+ * inputs spread over [-96, 96] with NaN, +-Inf and +-0 among them. */
+static void test_gemm_nhwc512_silu_bits(void) {
+    if (!_pa_avx512_usable())
+        return;
+    pa_conv2d_t c;
+    memset(&c, 0, sizeof c);
+    c.layout = PA_LAYOUT_NHWC, c.groups = 1, c.n = 1, c.c_in = 1, c.c_out = 16;
+    c.h = c.h_out = 256, c.w = c.w_out = 256, c.kh = c.kw = c.sh = c.sw = c.dh = c.dw = 1;
+    c.act.kind = PA_ACT_SILU;
+    const int64_t m = c.h * c.w;
+    float w[16], b[16] = {0};
+    for (int o = 0; o < 16; o++)
+        w[o] = ldexpf(1.0f, o - 8);
+    float *packed = fbuf(_pa_gemm_packed_size(&c)), *x = fbuf((size_t)m);
+    float *y0 = fbuf((size_t)(m * 16)), *y1 = fbuf((size_t)(m * 16));
+    for (int64_t i = 0; i < m; i++)
+        x[i] = (float)((double)(i * 2654435761u % 1000003u) / 1000003.0 * 192.0 - 96.0);
+    x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = 0.0f, x[4] = -0.0f;
+    CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+    CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, NULL, 0, y0, NULL, 0), PA_OK);
+    CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, NULL, 0, y1, NULL, 1), PA_OK);
+    CHECK(same_floats(y0, y1, (size_t)(m * 16)));
+    free(packed), free(x), free(y0), free(y1);
+}
+
 /* The NHWC pointwise (and patch: unpadded windows read in place)
  * convolution's AVX-512 tile (8 pixels x 32 channels) against the
  * portable 6 x 16 tile on the same packed weights: the same
@@ -1272,6 +1301,7 @@ int main(void) {
     RUN(test_conv_pointwise);
     RUN(test_gemm_nhwc512);
     RUN(test_gemm_pixel_tiles);
+    RUN(test_gemm_nhwc512_silu_bits);
     RUN(test_gemm_row);
     RUN(test_conv_padded_window);
     RUN(test_dwconv_nhwc512);
