@@ -794,7 +794,9 @@ pa_status_t pa_conv2d_run(const pa_conv2d_t *conv, const float *packed,
  * groups 1: the packed SGEMM) with a residual: y = act(conv(x) + bias + r),
  * r holding n images of h x w pixels of c_res channels in the same layout;
  * output channels from c_res on add nothing (a residual zero-padded on
- * the channel axis, the Pad fused).  r must not overlap y.
+ * the channel axis, the Pad fused).  r must not overlap y, except that
+ * in NHWC r may be y itself (c_res = c_out: the output written over the
+ * residual, each value read before its place is written).
  * PA_ERR_INVALID for other geometry, c_res outside [1, c_out] or NULL. */
 pa_status_t pa_conv2d_run_residual(const pa_conv2d_t *conv, const float *packed,
                                    const float *x, const float *r, int64_t c_res,

@@ -193,7 +193,9 @@ PA_INLINE void nhwc_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb, co
 
 /* The tile at pixels i0.. x block jb; a last block of at most 8 channels
  * runs the half-width tile. */
-PA_INLINE void nhwc_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb) {
+PA_INLINE void nhwc_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb,
+                            int64_t rows) {
+    (void)rows;     /* always PA_GEMM_MR: the portable variant has no short tiles */
     if (j->c->c_out - jb * PA_GEMM_NR > 8)
         nhwc_tile(j, i0, jb, 2);
     else
@@ -280,7 +282,8 @@ static void gemm_nhwc_row(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* The portable variant: PA_GEMM_MR pixels x one block per tile. */
-static const pa_gemm_nhwc_isa_t nhwc_portable = {gemm_nhwc_tiles, PA_GEMM_MR, 1, gemm_nhwc_row};
+static const pa_gemm_nhwc_isa_t nhwc_portable = {gemm_nhwc_tiles, PA_GEMM_MR, 0, 1,
+                                                 gemm_nhwc_row};
 
 pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, const float *x,
                                   const float *r, int64_t c_res, float *y,
@@ -288,11 +291,11 @@ pa_status_t _pa_gemm_nhwc_run_isa(const pa_conv2d_t *c, const float *packed, con
     const pa_gemm_nhwc_isa_t *isa =
         avx512 && _pa_avx512_usable() ? &_pa_gemm_nhwc_avx512 : &nhwc_portable;
     pa_gemm_nhwc_job_t j = {c, packed, x, r, y, c->n * c->h_out * c->w_out, 0, c_res, 0, 0, 0, 0,
-                            {0}};
+                            0, {0}};
     _pa_gemm_rows_init(&j.g, c);
     j.k = j.g.k;
     j.nb = (c->c_out + PA_GEMM_NR - 1) / PA_GEMM_NR;
-    j.mt = (j.m + isa->mr - 1) / isa->mr;
+    j.mt = _pa_gemm_pixel_tiles(j.m, isa->mr, isa->is_short, &j.mf);
     j.nt = (j.nb + isa->nb - 1) / isa->nb;
     j.block_outer = _pa_gemm_packed_size(c) * sizeof(float) > PA_GEMM_L2;
     pa_workers_t *w = _pa_workers_for(workers, (double)j.m * (double)c->c_out * (double)j.k);

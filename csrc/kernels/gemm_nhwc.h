@@ -98,16 +98,17 @@ PA_INLINE const float *_pa_gemm_tap(const pa_gemm_rows_t *g, pa_gemm_win_t v, in
  * inside the image: segs runs of sl floats, rs apart), or, for a tile with
  * a window past an edge, tap by tap (a padding tap reads the zero row).
  * ROWS(X) expands X(i) for each of the tile's MR rows; the tile's j, i0,
- * mv (valid rows) are in scope. */
+ * mv (valid rows: its pixels below j->m) are in scope; rows from mv on
+ * repeat pixel i0 + mv - 1 (computed, not stored). */
 #define PA_GEMM_FEED_ROW(i) p##i = padded ? _pa_gemm_corner(&j->g, wv[i]) \
-                              : _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : j->m - 1);
+                              : _pa_gemm_row(j->x, &j->g, i < mv ? i0 + i : i0 + mv - 1);
 #define PA_GEMM_FEED_NEXT(i) p##i += rs;
 #define PA_GEMM_FEED_TAP(i) p##i = _pa_gemm_tap(&j->g, wv[i], r, t);
 #define PA_GEMM_FEED(MR, ROWS, RUN)                                                          \
     do {                                                                                    \
         pa_gemm_win_t wv[MR];    /* a padded window's pixels */                             \
         const int padded = j->g.padded;                                                     \
-        if (!padded || _pa_gemm_tile_wins(j->x, &j->g, i0, MR, j->m, wv)) {                  \
+        if (!padded || _pa_gemm_tile_wins(j->x, &j->g, i0, MR, i0 + mv, wv)) {              \
             ROWS(PA_GEMM_FEED_ROW)                                                          \
             const int64_t sl = j->g.sl, rs = j->g.rs;                                       \
             for (int64_t seg = 0; seg < j->g.segs; seg++) {  /* a window's rows (1: pointwise) */ \
@@ -136,6 +137,8 @@ typedef struct {
     float *y;
     int64_t m, k, c_res;   /* pixels of all images, reduction, residual channels */
     int64_t nb, mt, nt;    /* channel blocks, pixel tiles, channel tiles         */
+    int64_t mf;            /* pixel tiles of the variant's mr rows; the mt - mf
+                              after them have mr - 1 (all pixels in full tiles) */
     int block_outer;       /* the channel tiles outer (weights past PA_GEMM_L2)   */
     pa_gemm_rows_t g;      /* where a pixel's input is                           */
 } pa_gemm_nhwc_job_t;
@@ -145,23 +148,42 @@ typedef struct {
  * pixel tile outer and every channel tile of it inner (the tile's input
  * rows stay in L1), or channel tile outer (each block's weights come from
  * memory once) -- each computed by the variant's tile
- *   void TILE(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jt)
- * pixels i0.. (MR of them; past the last pixel computed, not stored) x the
- * jt-th tile of channel blocks: products, residual, activation, store.
- * The variant puts its target attribute before it.  A macro, as dwconv.h's
- * walks: the tile is called by name, so it is inlined as a direct call is
- * (a tile passed as a function pointer, even a constant one, compiles to
- * other code). */
+ *   void TILE(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jt, int64_t rows)
+ * pixels i0.. (rows of them: MR for the first mf pixel tiles, MR - 1 after;
+ * past the last pixel computed, not stored) x the jt-th tile of channel
+ * blocks: products, residual, activation, store.  The variant puts its
+ * target attribute before it.  A macro, as dwconv.h's walks: the tile is
+ * called by name, so it is inlined as a direct call is (a tile passed as a
+ * function pointer, even a constant one, compiles to other code). */
+#define PA_GEMM_NHWC_TILE_AT(TILE, MR, pt, jt)                                            \
+    ((pt) < j->mf ? TILE(j, (pt) * (MR), jt, MR)                                          \
+                  : TILE(j, j->mf * (MR) + ((pt) - j->mf) * ((MR) - 1), jt, (MR) - 1))
 #define PA_GEMM_NHWC_TASK(NAME, MR, TILE)                                                 \
     static void NAME(void *ctx, int64_t begin, int64_t end) {                             \
         const pa_gemm_nhwc_job_t *j = ctx;                                                \
         if (j->block_outer) {                                                             \
             for (int64_t t = begin; t < end; t++)                                         \
-                TILE(j, t % j->mt * (MR), t / j->mt);                                     \
+                PA_GEMM_NHWC_TILE_AT(TILE, MR, t % j->mt, t / j->mt);                     \
             return;                                                                       \
         }                                                                                 \
         for (int64_t t = begin; t < end; t++)                                             \
-            TILE(j, t / j->nt * (MR), t % j->nt);                                         \
+            PA_GEMM_NHWC_TILE_AT(TILE, MR, t / j->nt, t % j->nt);                         \
     }
+
+/* Pixel tiles of m pixels for a variant of mr rows a tile (short: 1 if it
+ * has tiles of mr - 1 rows too): *mf of mr rows, then tiles of mr - 1, as
+ * many as make m exactly where they can (m = mf * mr + b * (mr - 1): a 7x7
+ * map's 49 pixels are 7 tiles of 7 rather than 7 of 8, the last with one
+ * pixel); else ceil(m / mr) tiles of mr, the last partly past m.  Returns
+ * the tiles. */
+PA_INLINE int64_t _pa_gemm_pixel_tiles(int64_t m, int64_t mr, int is_short, int64_t *mf) {
+    const int64_t b = is_short ? (mr - m % mr) % mr : 0;
+    if (b > 0 && m >= b * (mr - 1)) {
+        *mf = (m - b * (mr - 1)) / mr;
+        return *mf + b;
+    }
+    *mf = (m + mr - 1) / mr;
+    return *mf;
+}
 
 #endif /* PYARENA_KERNELS_GEMM_NHWC_H */

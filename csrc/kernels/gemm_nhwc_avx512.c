@@ -63,15 +63,50 @@ static inline int64_t nhwc512_part(int64_t n, int b) {
     return q < 0 ? 0 : (q < 16 ? q : 16);
 }
 
-/* One accumulator out: + the residual's masked lanes, ReLU / clip
- * (kind), stored under ym. */
+/* _pa_expf (internal.h) on 16 lanes, its steps as GCC builds them under
+ * this file's contraction (each a * b + c one fused multiply-add, x - n * c
+ * one negated), so its bits: the clamps as min(hi, x) / max(lo, x),
+ * which keep a NaN in x as `x > hi ? hi : x` does. */
+NHWC512_INLINE __m512 nhwc512_expf(__m512 x) {
+    x = _mm512_min_ps(_mm512_set1_ps(88.7f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x);
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
+    const __m512 n = _mm512_sub_ps(t, magic);
+    const __m512i k = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/* _pa_act_silu on 16 lanes: x / (1 + exp(-x)), the same steps. */
+NHWC512_INLINE __m512 nhwc512_silu(__m512 x) {
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);      /* -x: the sign flipped */
+    const __m512 e = nhwc512_expf(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), sign)));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+/* One accumulator out: + the residual's masked lanes (only those: the
+ * spilled epilogue's additions), ReLU / clip / SiLU (kind), stored under
+ * ym. */
 NHWC512_INLINE void nhwc512_out(__m512 acc, const float *r, __mmask16 rm, float *y,
                                 __mmask16 ym, pa_act_t kind, __m512 lo, __m512 hi) {
     if (rm)
-        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(rm, r));
+        acc = _mm512_mask_add_ps(acc, rm, acc, _mm512_maskz_loadu_ps(rm, r));
     /* max(lo, acc) / min(hi, acc) keep a NaN in acc, as the portable
      * tile's compare-and-select does */
-    if (kind != PA_ACT_NONE) {
+    if (kind == PA_ACT_SILU) {
+        acc = nhwc512_silu(acc);
+    } else if (kind != PA_ACT_NONE) {
         acc = _mm512_max_ps(lo, acc);
         if (kind == PA_ACT_CLIP)
             acc = _mm512_min_ps(hi, acc);
@@ -79,14 +114,15 @@ NHWC512_INLINE void nhwc512_out(__m512 acc, const float *r, __mmask16 rm, float 
     _mm512_mask_storeu_ps(y, ym, acc);
 }
 
-/* Pixels i0.. x blocks jb.. (NB of them: 2, or 1 for a last block):
- * products, residual, activation, store. */
+/* Pixels i0.. (R of them: NHWC512_MR, or one less) x blocks jb.. (NB of
+ * them: 2, or 1 for a last block): products, residual, activation,
+ * store.  A row from R on is not computed. */
 NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jb,
-                                const int NB) {
+                                const int NB, const int R) {
     const pa_conv2d_t *c = j->c;
     const int64_t c0 = jb * PA_GEMM_NR, ys = c->c_out, k = j->k, ri = j->c_res;
     const int64_t nc = c->c_out - c0 < NB * PA_GEMM_NR ? c->c_out - c0 : NB * PA_GEMM_NR;
-    const int64_t mv = j->m - i0 < NHWC512_MR ? j->m - i0 : NHWC512_MR;
+    const int64_t mv = j->m - i0 < R ? j->m - i0 : R;
     const int64_t rn = !j->r || c0 >= ri ? 0 : ri - c0 < nc ? ri - c0 : nc;
     const int64_t bs = PA_GEMM_NR * (1 + k);          /* floats per packed block */
     const float *w0 = j->packed + jb * bs, *w1 = NB == 2 ? w0 + bs : w0;
@@ -129,9 +165,9 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
         w0 += n_ * PA_GEMM_NR;                                                              \
         w1 += n_ * PA_GEMM_NR;                                                              \
     } while (0)
-#define NHWC512_FMA2(i) { const __m512 s = _mm512_set1_ps(p##i[kk]); \
+#define NHWC512_FMA2(i) if (i < R) { const __m512 s = _mm512_set1_ps(p##i[kk]); \
     a##i##0 = _mm512_fmadd_ps(s, v0, a##i##0); a##i##1 = _mm512_fmadd_ps(s, v1, a##i##1); }
-#define NHWC512_FMA1(i) a##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(p##i[kk]), v0, a##i##0);
+#define NHWC512_FMA1(i) if (i < R) a##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(p##i[kk]), v0, a##i##0);
     PA_GEMM_FEED(NHWC512_MR, NHWC512_ROWS, NHWC512_RUN);
 #undef NHWC512_FMA1
 #undef NHWC512_FMA2
@@ -139,7 +175,8 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
     const float *r = j->r ? j->r + i0 * ri + c0 : NULL;
     float *y = j->y + i0 * ys + c0;
     const pa_act_t kind = c->act.kind;
-    if (kind != PA_ACT_NONE && kind != PA_ACT_RELU && kind != PA_ACT_CLIP) {
+    if (kind != PA_ACT_NONE && kind != PA_ACT_RELU && kind != PA_ACT_CLIP &&
+        kind != PA_ACT_SILU) {
         float t[NHWC512_MR][2 * PA_GEMM_NR];
 #define NHWC512_SPILL(i) _mm512_storeu_ps(t[i], a##i##0); _mm512_storeu_ps(t[i] + 16, a##i##1);
         NHWC512_ROWS(NHWC512_SPILL)
@@ -172,12 +209,20 @@ NHWC512_INLINE void nhwc512_tile(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_
 #undef NHWC512_R
 }
 
-/* The tile at pixels i0.. x block pair jp: two blocks, or the last one. */
-NHWC512_INLINE void nhwc512_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jp) {
-    if (2 * jp + 1 < j->nb)
-        nhwc512_tile(j, i0, 2 * jp, 2);
-    else
-        nhwc512_tile(j, i0, 2 * jp, 1);
+/* The tile at pixels i0.. (rows of them: NHWC512_MR or one less) x
+ * block pair jp: two blocks, or the last one. */
+NHWC512_INLINE void nhwc512_tile_at(const pa_gemm_nhwc_job_t *j, int64_t i0, int64_t jp,
+                                    int64_t rows) {
+    if (rows == NHWC512_MR) {
+        if (2 * jp + 1 < j->nb)
+            nhwc512_tile(j, i0, 2 * jp, 2, NHWC512_MR);
+        else
+            nhwc512_tile(j, i0, 2 * jp, 1, NHWC512_MR);
+    } else if (2 * jp + 1 < j->nb) {
+        nhwc512_tile(j, i0, 2 * jp, 2, NHWC512_MR - 1);
+    } else {
+        nhwc512_tile(j, i0, 2 * jp, 1, NHWC512_MR - 1);
+    }
 }
 
 NHWC512 PA_GEMM_NHWC_TASK(gemm_nhwc512_tiles, NHWC512_MR, nhwc512_tile_at)
@@ -246,11 +291,11 @@ NHWC512 static void gemm_nhwc512_row(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 2,
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {gemm_nhwc512_tiles, NHWC512_MR, 1, 2,
                                                  gemm_nhwc512_row};
 
 #else
 
-const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {NULL, 0, 0, NULL};
+const pa_gemm_nhwc_isa_t _pa_gemm_nhwc_avx512 = {NULL, 0, 0, 0, NULL};
 
 #endif

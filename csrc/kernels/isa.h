@@ -87,6 +87,7 @@ typedef struct pa_dw_isa {
 typedef struct pa_gemm_nhwc_isa {
     _pa_task_fn tiles;  /* items of a pa_gemm_nhwc_job_t: PA_GEMM_NHWC_TASK      */
     int64_t mr;         /* pixels per tile                                      */
+    int is_short;       /* 1: tiles of mr - 1 pixels too (_pa_gemm_pixel_tiles) */
     int64_t nb;         /* blocks of PA_GEMM_NR channels per tile (the last
                            tile of a row may take fewer)                        */
     _pa_task_fn row;    /* one pixel (a matrix-vector product): items of

@@ -224,8 +224,11 @@ def _check_reuse(b, m, op, p, older, graph, readers, table, problems):
     kind = table.kind(op.op_type)
     out = tensors[m]
     at = b.at.get(m, 0)
+    allowed = None      # a custom rule's inputs it may overwrite (any index)
     if callable(kind):
-        modes = {mode for k, mode in kind(op, graph) if k in src}
+        pairs = kind(op, graph)
+        modes = {mode for k, mode in pairs if k in src}
+        allowed = {k for k, mode in pairs if mode == "inplace"}
         if not modes:
             problems.append(f"buffer {b.name!r}: the custom rule of "
                             f"{op.op_type!r} allows no reuse for {op.name!r}")
@@ -256,7 +259,8 @@ def _check_reuse(b, m, op, p, older, graph, readers, table, problems):
     def same(k):
         return _same_dtype_and_shape(tensors[op.inputs[k]], out) and \
             b.at.get(op.inputs[k], 0) == at
-    usable = [k for k in src if (kind == "binary" or k == 0) and same(k)]
+    usable = [k for k in src if (k in allowed if allowed is not None else
+                                 kind == "binary" or k == 0) and same(k)]
     if not usable:
         problems.append(f"buffer {b.name!r}: {op.name!r} ({kind}) writes {m!r} over "
                         f"{[op.inputs[k] for k in src]} whose shape/dtype/offset differ "

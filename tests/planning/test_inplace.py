@@ -26,10 +26,24 @@ def one_op(op_type, in_shapes, out_shape, dtypes=None, **attrs):
     ("BatchNormalization", "unary"), ("Add", "binary"), ("Sub", "binary"),
     ("Mul", "binary"), ("Div", "binary"), ("Reshape", "alias"), ("Flatten", "alias"),
     ("Squeeze", "alias"), ("Unsqueeze", "alias"), ("Identity", "alias"),
-    ("Transpose", "transpose"), ("Concat", "concat"), ("Conv", "none"),
-    ("SomethingNew", "none")])
+    ("Transpose", "transpose"), ("Concat", "concat"), ("SomethingNew", "none")])
 def test_default_kinds(op_type, kind):
     assert rule_for(op_type) == kind
+
+
+def test_conv_writes_in_place_only_over_a_fused_residual_in_nhwc():
+    """Conv's rule is a callable (runtime/kernels/conv.py): no reuse of
+    its data input; its fused residual (input 3) only in NHWC."""
+    rule = rule_for("Conv")
+    assert callable(rule)
+    op, g = one_op("Conv", [(1, 4, 4, 8), (8, 1, 1, 8), (8,)], (1, 4, 4, 8), layout="NHWC")
+    assert reuse_candidates(op, g) == []
+    op, g = one_op("Conv", [(1, 4, 4, 8), (8, 1, 1, 8), (8,), (1, 4, 4, 8)], (1, 4, 4, 8),
+                   layout="NHWC")
+    g.native = True
+    assert reuse_candidates(op, g) == [(3, "inplace")]
+    op.attrs["layout"] = "NCHW"
+    assert reuse_candidates(op, g) == []
 
 
 def test_unary_needs_same_shape_and_dtype():
@@ -120,7 +134,8 @@ def test_tables_are_extensible_and_independent():
         t.register("", "unary")
     with pytest.raises(TypeError):
         as_rule_table(["Relu"])
-    assert set(KINDS) >= {k for _, k in DEFAULT_RULES.items()}
+    assert set(KINDS) >= {k for _, k in DEFAULT_RULES.items() if not callable(k)}
+    assert {t for t, k in DEFAULT_RULES.items() if callable(k)} == {"Conv"}
 
 
 def test_register_rule_on_the_default_table():

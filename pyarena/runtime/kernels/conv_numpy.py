@@ -82,12 +82,15 @@ class NumpyPath:
         k = self.kernel
         x, y = k.x4(xs[0]), k.y4(ys[0])
         pbuf = sc[0] if k.padded else None
+        r = xs[3] if k.residual else None
+        if r is not None and _addr(r) == _addr(ys[0]):
+            r = r.copy()    # planned in place (conv.residual_in_place): not on these paths
         for n in range(k.N):
             yn = y[n]
             self.image(x[n], yn, pbuf, sc)
             if k.residual:
                 yr = yn[..., :k.res_c] if k.nhwc else yn[:k.res_c]
-                np.add(yr, xs[3][n], out=yr)
+                np.add(yr, r[n], out=yr)
             if self.bias is not None and self.epilogue is None:
                 np.add(yn, self.bias, out=yn)
         if self.epilogue is not None:

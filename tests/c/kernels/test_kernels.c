@@ -6,6 +6,7 @@
  * ASan + UBSan (make -C csrc sanitize), which also catches any read past a
  * tensor's end.  The NHWC pointwise tiles (AVX-512 where the processor
  * has it, the portable one) must give the same bits. */
+#include "kernels/gemm_nhwc.h"
 #include "kernels/internal.h"
 #include "kernels/isa.h"
 #include "kernels/qconv.h"
@@ -304,6 +305,83 @@ static void plant_specials(float *x, int64_t n) {
     x[rnd(0, n - 1)] = NAN;
     x[rnd(0, n - 1)] = INFINITY;
     x[rnd(0, n - 1)] = -INFINITY;
+}
+
+/* The SGEMM's pixel tiles (_pa_gemm_pixel_tiles): with tiles of mr - 1
+ * rows allowed, every pixel count of at least (mr - 1)^2 is covered
+ * exactly (7x7 = 49 pixels: seven tiles of 7), below it the tiles of mr
+ * cover it with less than one tile to spare; without them ceil(m / mr)
+ * tiles of mr.  Then the AVX-512 tile on such counts (7x7, 13x13 and
+ * 14x14 maps: pointwise with a residual, 3x3 padded windows) against the
+ * portable tile, bit for bit. */
+static void test_gemm_pixel_tiles(void) {
+    for (int64_t mr = 6; mr <= 8; mr += 2)
+        for (int64_t m = 1; m <= 400; m++)
+            for (int s = 0; s < 2; s++) {
+                int64_t mf = -1, mt = _pa_gemm_pixel_tiles(m, mr, s, &mf);
+                int64_t rows = mf * mr + (mt - mf) * (mr - 1);
+                CHECK(mf >= 0 && mf <= mt);
+                CHECK(rows >= m && rows - m < mr);
+                CHECK(rows - (mt > mf ? mr - 1 : mr) < m);  /* no tile wholly past m */
+                if (!s)
+                    CHECK(mt == mf && mt == (m + mr - 1) / mr);
+                if (s && m >= (mr - 1) * (mr - 1))
+                    CHECK_EQ(rows, m);
+            }
+    if (!_pa_avx512_usable())
+        return;
+    static const int64_t sides[][2] = {{7, 7}, {13, 13}, {14, 14}, {6, 9}};
+    for (int t = 0; t < 16; t++) {
+        pa_conv2d_t c;
+        memset(&c, 0, sizeof c);
+        c.layout = PA_LAYOUT_NHWC, c.groups = 1, c.dh = c.dw = 1, c.sh = c.sw = 1;
+        c.n = 1 + t % 2, c.h = c.h_out = sides[t / 4][0], c.w = c.w_out = sides[t / 4][1];
+        c.c_in = rnd(5, 40), c.c_out = 16 * rnd(1, 3) + rnd(-2, 2);
+        c.kh = c.kw = t % 4 < 2 ? 1 : 3;
+        c.pad_top = c.pad_left = c.kh / 2;
+        c.act = random_act();
+        int64_t m = c.n * c.h_out * c.w_out, c_res = c.kh == 1 && t % 2 ? rnd(1, c.c_out) : 0;
+        CHECK(_pa_conv2d_is_pointwise(&c) || _pa_conv2d_is_padded_window(&c));
+        size_t np = _pa_gemm_packed_size(&c);
+        float *w = fbuf((size_t)(c.c_out * c.kh * c.kw * c.c_in)), *b = fbuf((size_t)c.c_out);
+        float *packed = fbuf(np), *x = fbuf((size_t)(c.n * c.h * c.w * c.c_in));
+        float *r = c_res ? fbuf((size_t)(m * c_res)) : NULL;
+        float *y0 = fbuf((size_t)(m * c.c_out)), *y1 = fbuf((size_t)(m * c.c_out));
+        CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+        CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y0, NULL, 0), PA_OK);
+        CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, r, c_res, y1, NULL, 1), PA_OK);
+        CHECK(same_floats(y0, y1, (size_t)(m * c.c_out)));
+        free(w), free(b), free(packed), free(x), free(r), free(y0), free(y1);
+    }
+}
+
+/* The AVX-512 tile's SiLU in registers (its own exp on 16 lanes) against
+ * the portable tile's spilled _pa_act_block, bit for bit, over a wide
+ * range: a 1 -> 16 channel 1x1 convolution whose weights are powers of
+ * two (exact products), so output channel o is x * 2^(o - 8) for 2^16
+ * inputs spread over [-96, 96] with NaN, +-Inf and +-0 among them. */
+static void test_gemm_nhwc512_silu_bits(void) {
+    if (!_pa_avx512_usable())
+        return;
+    pa_conv2d_t c;
+    memset(&c, 0, sizeof c);
+    c.layout = PA_LAYOUT_NHWC, c.groups = 1, c.n = 1, c.c_in = 1, c.c_out = 16;
+    c.h = c.h_out = 256, c.w = c.w_out = 256, c.kh = c.kw = c.sh = c.sw = c.dh = c.dw = 1;
+    c.act.kind = PA_ACT_SILU;
+    const int64_t m = c.h * c.w;
+    float w[16], b[16] = {0};
+    for (int o = 0; o < 16; o++)
+        w[o] = ldexpf(1.0f, o - 8);
+    float *packed = fbuf(_pa_gemm_packed_size(&c)), *x = fbuf((size_t)m);
+    float *y0 = fbuf((size_t)(m * 16)), *y1 = fbuf((size_t)(m * 16));
+    for (int64_t i = 0; i < m; i++)
+        x[i] = (float)((double)(i * 2654435761u % 1000003u) / 1000003.0 * 192.0 - 96.0);
+    x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = 0.0f, x[4] = -0.0f;
+    CHECK_EQ(_pa_gemm_pack(&c, w, b, packed), PA_OK);
+    CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, NULL, 0, y0, NULL, 0), PA_OK);
+    CHECK_EQ(_pa_gemm_nhwc_run_isa(&c, packed, x, NULL, 0, y1, NULL, 1), PA_OK);
+    CHECK(same_floats(y0, y1, (size_t)(m * 16)));
+    free(packed), free(x), free(y0), free(y1);
 }
 
 /* The NHWC pointwise (and patch: unpadded windows read in place)
@@ -1222,6 +1300,8 @@ int main(void) {
     RUN(test_conv_random);
     RUN(test_conv_pointwise);
     RUN(test_gemm_nhwc512);
+    RUN(test_gemm_pixel_tiles);
+    RUN(test_gemm_nhwc512_silu_bits);
     RUN(test_gemm_row);
     RUN(test_conv_padded_window);
     RUN(test_dwconv_nhwc512);
