@@ -65,28 +65,12 @@ static int32_t requant_single(int32_t acc, int32_t m, int32_t shift) {
  * vectorizer takes (no remainder loop of its own). */
 #define REQUANT_BLOCK 16
 
+/* Rows of C channels; y gets the low byte of the clamped value, which is
+ * the int8 or the uint8 result alike (lo and hi lie in the type's range). */
 PA_MULTIVERSION
-static void requant_s8(const int32_t *restrict mult, const int32_t *restrict shift,
-                       const int32_t *restrict acc, int8_t *restrict y, int64_t n, int64_t C,
-                       int32_t zp, int32_t lo, int32_t hi) {
-    for (int64_t i = 0; i < n; i += C) {
-        int64_t c = 0;
-        for (; c + REQUANT_BLOCK <= C; c += REQUANT_BLOCK)     /* a fixed count: vectorized */
-            for (int64_t j = c; j < c + REQUANT_BLOCK; j++) {
-                int64_t v = (int64_t)requant_one(acc[i + j], mult[j], shift[j]) + zp;
-                y[i + j] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
-            }
-        for (; c < C; c++) {
-            int64_t v = (int64_t)requant_one(acc[i + c], mult[c], shift[c]) + zp;
-            y[i + c] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
-        }
-    }
-}
-
-PA_MULTIVERSION
-static void requant_u8(const int32_t *restrict mult, const int32_t *restrict shift,
-                       const int32_t *restrict acc, uint8_t *restrict y, int64_t n, int64_t C,
-                       int32_t zp, int32_t lo, int32_t hi) {
+static void requant_rows(const int32_t *restrict mult, const int32_t *restrict shift,
+                         const int32_t *restrict acc, uint8_t *restrict y, int64_t n, int64_t C,
+                         int32_t zp, int32_t lo, int32_t hi) {
     for (int64_t i = 0; i < n; i += C) {
         int64_t c = 0;
         for (; c + REQUANT_BLOCK <= C; c += REQUANT_BLOCK)     /* a fixed count: vectorized */
@@ -195,9 +179,6 @@ pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
 #else
     (void)avx512;
 #endif
-    if (p->type == PA_Q_U8)
-        requant_u8(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
-    else
-        requant_s8(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
+    requant_rows(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
     return PA_OK;
 }
