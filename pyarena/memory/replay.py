@@ -21,12 +21,16 @@ every block is touched.  Allocators:
 
 :func:`replay` returns one dict per allocator with the raw figures and the
 derived ones: ``ns_per_pair`` (median thread CPU time per alloc/free pair),
-``footprint`` (peak RSS growth / peak live bytes, first replay on a fresh
-heap), ``footprint_warm`` (the same during the second replay: what a loop
-pays once warmed up), ``fragmentation``
-(1 - peak live / peak RSS growth), ``page_faults``, ``rss_kept_bytes``
-(RSS growth left after the last free) and ``samples`` (event index, RSS
-growth in bytes) along the replay.
+``footprint`` (peak growth of the anonymous resident set / peak live
+bytes, first replay on a fresh heap), ``footprint_warm`` (the same during
+the second replay: what a loop pays once warmed up), ``fragmentation``
+(1 - peak live / peak growth), ``page_faults``, ``rss_kept_bytes``
+(anonymous growth left after the last free), ``footprint_rss`` (the
+whole VmRSS high-water mark's growth / peak live, which also counts the
+file pages of the allocator's code: they move it by 64 KiB quanta from
+run to run) and ``samples`` (event index, VmRSS growth in bytes) along
+the replay.  The anonymous peak is sampled after each allocation (every
+k-th one beyond two million).
 """
 import ctypes.util
 import json
@@ -108,13 +112,16 @@ def replay(binary, allocator, peak_live, repeat=5, samples=200, touch=True, time
         return {"allocator": allocator, "skipped": f"replay failed: {err}"}
     out = json.loads(r.stdout)
     out["allocator"] = allocator
-    grow = max(0, out["hwm_kb"] - out["rss0_kb"]) * 1024
+    base = out["anon0_kb"]
+    grow = max(0, out["anon_peak_kb"] - base) * 1024
     out["peak_rss_growth_bytes"] = grow
     out["footprint"] = grow / peak_live if peak_live else None
-    warm = max(0, out["hwm_warm_kb"] - out["rss0_kb"]) * 1024
+    warm = max(0, out["anon_warm_kb"] - base) * 1024
     out["footprint_warm"] = warm / peak_live if peak_live else None
+    rss = max(0, out["hwm_kb"] - out["rss0_kb"]) * 1024
+    out["footprint_rss"] = rss / peak_live if peak_live else None
     out["fragmentation"] = 1.0 - peak_live / grow if grow else None
     out["page_faults"] = out.pop("minor_faults") + out.pop("major_faults")
-    out["rss_kept_bytes"] = max(0, out["rss_end_kb"] - out["rss0_kb"]) * 1024
+    out["rss_kept_bytes"] = max(0, out["anon_end_kb"] - base) * 1024
     out["samples"] = [(int(i), max(0, kb - out["rss0_kb"]) * 1024) for i, kb in out["samples"]]
     return out
