@@ -40,7 +40,10 @@ Groups onnxruntime leaves in float keep its float32 steps, in one pass
 where they allow it: an Add / Mul as ``QDQAdd`` / ``QDQMul`` (ai.pyarena),
 an inference BatchNormalization as a ``QLinearLookup`` with a table per
 channel (where a channel's plane has 256+ values: the tables stay smaller
-than the activations they map); a float AveragePool / GlobalAveragePool
+than the activations they map), with the element-wise ops after it (Relu,
+Clip ...) in the same table when a QOperator file's float island runs on
+to ops that only move values and then a Q -- those then move the 8-bit
+values (``_channel_chain``); a float AveragePool / GlobalAveragePool
 reading a DQ is marked ``mlas_order`` (its kernel then sums as MLAS does).
 
 The weights stay in their file dtype and the activations between such ops
@@ -304,6 +307,27 @@ def _float_function(op, attrs, x, c, c_first):
     return evaluate(Node.on_values(op, attrs, values))[0]
 
 
+def _constant_operand(G, n, k):
+    """(True, c) for an element-wise op whose runtime input is input ``k``
+    and whose other operand, if any, is a constant scalar (Clip: its
+    (lo, hi)); (False, None) otherwise."""
+    if any(name and i != k and name not in G.inits for i, name in enumerate(n.input)):
+        return False, None
+    consts = [G.value(name).astype(np.float32) for i, name in enumerate(n.input)
+              if name and i != k]
+    if n.op_type == "Clip":
+        if k != 0:
+            return False, None
+        lo = G.value(n.input[1]).reshape(-1)[0] if len(n.input) > 1 and n.input[1] else -np.inf
+        hi = G.value(n.input[2]).reshape(-1)[0] if len(n.input) > 2 and n.input[2] else np.inf
+        return True, (lo, hi)
+    if consts:
+        if len(consts) != 1 or consts[0].size != 1:
+            return False, None
+        return True, consts[0].reshape(())
+    return True, None
+
+
 def _lookup(G, n, q):
     """QLinearLookup for an element-wise function of one 8-bit input."""
     runtime = [i for i, name in enumerate(n.input) if name and name not in G.inits]
@@ -318,19 +342,9 @@ def _lookup(G, n, q):
     if in_dt not in (np.dtype(np.int8), np.dtype(np.uint8)) or \
             out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
         return None
-    consts = [G.value(name).astype(np.float32) for i, name in enumerate(n.input)
-              if name and i != k]
-    c = None
-    if n.op_type == "Clip":
-        if k != 0:
-            return None
-        lo = consts[0].reshape(-1)[0] if len(n.input) > 1 and n.input[1] else -np.inf
-        hi = G.value(n.input[2]).reshape(-1)[0] if len(n.input) > 2 and n.input[2] else np.inf
-        c = (lo, hi)
-    elif consts:
-        if len(consts) != 1 or consts[0].size != 1:
-            return None
-        c = consts[0].reshape(())
+    ok, c = _constant_operand(G, n, k)
+    if not ok:
+        return None
     u = np.arange(256, dtype=np.uint8)            # the input's bytes, in index order
     # float32 like onnxruntime's; (q - zp) * s is exact in float64, then rounded once
     x = dequantize(u.view(in_dt), G.value(dx.input[1]), G.value(dx.input[2])).astype(np.float32)
@@ -357,12 +371,13 @@ def _const_float(G, name):
                       G.attrs(d).get("axis", 1)).astype(np.float32)
 
 
-def _channel_lookup(G, n, q):
+def _channel_lookup(G, n, q, funcs=()):
     """QLinearLookup with a table per channel for an inference
     BatchNormalization between a DQ and a Q, which onnxruntime runs in
     float32 op by op: the same steps (the fold of runtime/kernels/
-    batch_norm.py, x * scale + shift, QuantizeLinear) on each byte of each
-    channel, worked out at import."""
+    batch_norm.py, x * scale + shift, then the element-wise ``funcs``
+    (Relu, Clip ...) by their own evaluators, QuantizeLinear) on each byte
+    of each channel, worked out at import."""
     attrs = G.attrs(n)
     dx = G.dq(n.input[0], False)
     if int(attrs.get("training_mode", 0)) or len(n.input) != 5 or dx is None or \
@@ -387,6 +402,12 @@ def _channel_lookup(G, n, q):
     u = np.arange(256, dtype=np.uint8).view(in_dt)
     x = dequantize(u, G.value(dx.input[1]), G.value(dx.input[2])).astype(np.float32)
     y = x[None, :] * scale + shift                      # (C, 256), two roundings
+    for f in funcs:
+        _, c = _constant_operand(G, f, 0)
+        with np.errstate(all="ignore"):
+            y = _float_function(f.op_type, G.attrs(f), y.astype(np.float32), c, False)
+        if y is None or not np.isfinite(y).all():
+            return None
     lo, hi = (-128, 127) if out_dt == np.int8 else (0, 255)
     yq = np.clip(np.rint(y / np.float32(G.value(q.input[1]))) + float(G.value(q.input[2])),
                  lo, hi).astype(out_dt)
@@ -394,6 +415,62 @@ def _channel_lookup(G, n, q):
     G.new_inits.append(G.onnx.numpy_helper.from_array(yq, name))
     used = [dx] + [G.producer[i] for i in n.input[1:5] if i not in G.inits]
     return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, used
+
+
+#: ops that only move or select values: Q(move(y)) == move(Q(y)) for the
+#: monotonic QuantizeLinear (MaxPool: the max of the rounded values is the
+#: rounded max)
+_MOVES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool")
+
+
+def _channel_chain(G, n):
+    """A QOperator file's float island after a QLinearConv: DQ ->
+    BatchNormalization -> element-wise ops (Relu, Clip ...) -> ops that only
+    move values (Reshape, Transpose, MaxPool ...) -> Q, each result read
+    only by the next.  onnxruntime runs it in float32 op by op.  Returns
+    (the lookup rule's result, the Q, the element-wise nodes folded into
+    the table, the moving nodes, which then run on the 8-bit lookup's
+    output), or None."""
+    funcs, moves, cur = [], [], n
+    while True:
+        rs = G.readers.get(cur.output[0], [])
+        if cur.output[0] in G.outputs or len(rs) != 1 or len(cur.output) != 1:
+            return None
+        nxt = rs[0]
+        if nxt.domain not in ("", "ai.onnx") or not nxt.input or nxt.input[0] != cur.output[0]:
+            return None
+        if nxt.op_type == "QuantizeLinear":
+            break
+        if nxt.op_type in _MOVES and (nxt.op_type != "MaxPool" or len(nxt.output) == 1) and \
+                all(i in G.inits for i in nxt.input[1:] if i):
+            moves.append(nxt)
+        elif not moves and op_fact(nxt.op_type, "qdq") == "lookup" and \
+                _constant_operand(G, nxt, 0)[0]:
+            funcs.append(nxt)
+        else:
+            return None
+        cur = nxt
+    q = G.only_q(cur.output[0])
+    if q is None or not funcs and not moves or float(G.value(q.input[1]).reshape(-1)[0]) <= 0:
+        return None
+    found = _channel_lookup(G, n, q, funcs)
+    return None if found is None else (found, q, funcs, moves)
+
+
+def _moves_on_integers(onnx, G, q, moves, new_nodes):
+    """The moving nodes of a float island, on the 8-bit values instead,
+    the last one writing the Q's output; returns the name their first one
+    reads (the lookup's output), or None without any."""
+    if not moves:
+        return None
+    first = prev = f"{q.output[0]}/lookup_out"
+    for i, m in enumerate(moves):
+        o = q.output[0] if i == len(moves) - 1 else f"{m.output[0]}/int"
+        new_nodes[id(m)] = onnx.helper.make_node(m.op_type, [prev] + list(m.input[1:]), [o],
+                                                 name=m.name or f"{m.op_type}_{o}",
+                                                 **G.attrs(m))
+        prev = o
+    return first
 
 
 def fuse_qdq(onnx, model, views=None):
@@ -410,16 +487,23 @@ def fuse_qdq(onnx, model, views=None):
         if not rules or n.op_type == "Softmax" and _opset(model) < 13:
             continue
         q = G.only_q(n.output[0])
-        found = None
+        found, out = None, None
         if q is not None and len(n.output) == 1:
             for rule in rules:
                 found = rule(G, n, q)
                 if found is not None:
                     break
+        elif n.op_type == "BatchNormalization" and len(n.output) == 1:
+            chain = _channel_chain(G, n)
+            if chain is not None:
+                found, q, funcs, moves = chain
+                out = _moves_on_integers(onnx, G, q, moves, new_nodes)
+                replaced.update(id(f) for f in funcs)
         if found is None:
             continue
         op, domain, ins, attrs, used = found
-        new_nodes[id(n)] = onnx.helper.make_node(op, ins, [q.output[0]], domain=domain or None,
+        out = out or q.output[0]
+        new_nodes[id(n)] = onnx.helper.make_node(op, ins, [out], domain=domain or None,
                                                  name=n.name or f"{op}_{q.output[0]}", **attrs)
         replaced.add(id(q))
         for d in used:

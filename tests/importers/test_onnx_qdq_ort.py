@@ -268,6 +268,64 @@ def test_batch_norm_of_small_planes_stays_float(tmp_path):
     assert "QLinearLookup" not in ops
 
 
+CHAINS = {
+    "relu": [("Relu", [], {})],
+    "clip_shuffle": [("Clip", [np.float32(-0.5), np.float32(1.5)], {}),
+                     ("Reshape", [np.array([1, 2, 3, 24, 40])], {}),
+                     ("Transpose", [], {"perm": [0, 2, 1, 3, 4]}),
+                     ("Reshape", [np.array([1, 6, 24, 40])], {})],
+    "relu_maxpool": [("Relu", [], {}),
+                     ("MaxPool", [], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                      "pads": [1, 1, 1, 1]})],
+    "moves_only": [("Transpose", [], {"perm": [0, 1, 3, 2]})],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHAINS))
+@pytest.mark.parametrize("native", [True, False])
+def test_batch_norm_chain_of_a_qoperator_file_is_a_lookup(tmp_path, case, native):
+    """A QOperator file's float island after a convolution (onnxruntime's
+    quantizer leaves unfolded BatchNormalization in float): DQ -> BN ->
+    Relu / Clip -> Reshape / Transpose / MaxPool -> Q.  pyarena folds the
+    element-wise steps into the per-channel table and moves the 8-bit
+    values instead; onnxruntime's bytes either way."""
+    rng = np.random.default_rng(8)
+    shape = (1, 6, 24, 40)
+    g = Graph(shape)
+    x = g.qdq("x", 0.0231, U8(131))
+    p = [g.const(rng.uniform(a, b, 6).astype(np.float32))
+         for a, b in ((0.5, 2), (-1, 1), (-.5, .5), (0.3, 2))]
+    y = g.op("BatchNormalization", [x] + p, epsilon=1e-3)
+    for op_type, consts, attrs in CHAINS[case]:
+        y = g.op(op_type, [y] + [g.const(c) for c in consts], **attrs)
+    y = g.q(y, 0.0173, U8(40))
+    path = g.save(tmp_path / "m.onnx", g.out(y, 0.0173, U8(40)))
+    onnx.save(onnx.shape_inference.infer_shapes(onnx.load(str(path))), str(path))
+    ops = check(path, shape, ["QLinearLookup"], native=native, seed=9)
+    assert "BatchNormalization" not in ops and "Relu" not in ops and "Clip" not in ops
+    # the moves run on the 8-bit values: no float activation is left
+    gr = load_model(str(path), native=native)
+    floats = [t.name for t in gr.tensors.values() if t.role == "activation" and
+              np.dtype(t.dtype) == np.float32]
+    assert not floats, floats
+
+
+def test_batch_norm_chain_read_twice_stays_float(tmp_path):
+    """The Relu's result is also a graph output: the island stays float."""
+    shape = (1, 6, 24, 40)
+    g = Graph(shape)
+    x = g.qdq("x", 0.0231, U8(131))
+    p = [g.const(np.linspace(a, b, 6).astype(np.float32))
+         for a, b in ((0.5, 2), (-1, 1), (-.5, .5), (0.3, 2))]
+    r = g.op("Relu", [g.op("BatchNormalization", [x] + p)])
+    outs = g.out(g.q(r, 0.0173, U8(40)), 0.0173, U8(40))
+    outs[r] = np.float32
+    path = g.save(tmp_path / "m.onnx", outs)
+    onnx.save(onnx.shape_inference.infer_shapes(onnx.load(str(path))), str(path))
+    ops = check(path, shape, ["BatchNormalization"])
+    assert "QLinearLookup" not in ops
+
+
 POOLS = {"avg": ("AveragePool", (1, 32, 9, 12), dict(kernel_shape=[3, 2], strides=[3, 2])),
          "avg_pads": ("AveragePool", (1, 16, 7, 9), dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
          "global": ("GlobalAveragePool", (1, 24, 5, 7), {}),

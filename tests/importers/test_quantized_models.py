@@ -184,6 +184,44 @@ def test_element_wise_float_islands_become_lookups(tmp_path):
     assert np.abs(ours - ref).max() <= output_quantum(out) * 1.0001
 
 
+def test_unfolded_batch_norm_island_of_a_qoperator_file(tmp_path):
+    """ShuffleNet's unit as onnxruntime's quantizer writes it without
+    pre-processing: QLinearConv -> DQ -> BatchNormalization -> Relu ->
+    channel shuffle (Reshape / Transpose / Reshape) -> Q, all in float.
+    pyarena runs one per-channel lookup and shuffles the bytes, with
+    onnxruntime's output bytes, an arena with no float activation left."""
+    rng = np.random.default_rng(4)
+    w = (rng.standard_normal((8, 3, 3, 3)) * 0.4).astype(np.float32)
+    w2 = (rng.standard_normal((8, 8, 1, 1)) * 0.4).astype(np.float32)
+    bn = [rng.uniform(a, b, 8).astype(np.float32) for a, b in ((0.5, 2), (-1, 1), (-.5, .5),
+                                                              (0.3, 2))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "g", "b", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("Reshape", ["r", "s5"], ["r5"]),
+             helper.make_node("Transpose", ["r5"], ["t5"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["t5", "s4"], ["sh"]),
+             helper.make_node("Conv", ["sh", "w2"], ["y"])]
+    f = tmp_path / "f.onnx"
+    make_model(nodes, {"x": (list(SHAPE), np.float32)}, {"y": (None, np.float32)},
+               dict(w=w, w2=w2, g=bn[0], b=bn[1], m=bn[2], v=bn[3],
+                    s5=np.array([1, 2, 4, 32, 32]), s4=np.array([1, 8, 32, 32])),
+               opset=13, path=f)
+    out = tmp_path / "qop.onnx"
+    quantization.quantize_static(str(f), str(out), Calibration(),
+                                 quant_format=quantization.QuantFormat.QOperator,
+                                 per_channel=True, op_types_to_quantize=["Conv"])
+    assert "BatchNormalization" in {n.op_type for n in onnx.load(str(out)).graph.node}
+    g = load_model(str(out))
+    ops = [o.op_type for o in g.ops]
+    assert "QLinearLookup" in ops and not {"BatchNormalization", "Relu"} & set(ops)
+    float_acts = [t.name for t in g.tensors.values() if t.role == "activation" and
+                  np.dtype(t.dtype) == np.float32]
+    assert not float_acts           # (op by op: the BN's, the Relu's, the shuffle's)
+    ours = np.asarray(Executor(g).run(feeds())["y"])
+    np.testing.assert_array_equal(ours, ort_run(out, feeds())["y"])
+
+
 @pytest.mark.parametrize("name", ["qop", "qop_s8", "qdq", "dyn"])
 def test_two_threads_give_one_threads_bytes(models, name):
     """The 8-bit kernels split rows and channel blocks between workers:

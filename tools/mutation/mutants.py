@@ -5448,4 +5448,9 @@ MUTANTS += [
       "the AVX-512 tile's SiLU clamps exp's argument at 88, not _pa_expf's 88.7: "
       "outputs below -88 are no longer the portable tile's",
       ("c:kernels/test_kernels",)),
+    M("qdq-chain-funcs-dropped", "pyarena/importers/onnx_qdq.py",
+      "    for f in funcs:\n        _, c = _constant_operand(G, f, 0)",
+      "    for f in funcs[:0]:\n        _, c = _constant_operand(G, f, 0)",
+      "a QOperator island's Relu / Clip after its BatchNormalization is left out of the table",
+      ("tests/importers/test_onnx_qdq_ort.py",)),
 ]
