@@ -71,7 +71,10 @@ class _Graph:
     def __init__(self, onnx, g, views=None):
         self.onnx = onnx
         self.inits = {i.name: i for i in g.initializer}
-        self.views = views or {}     # initializers read in place (onnx_data)
+        # initializers read in place (onnx_data); the lookup tables the
+        # rewrite adds join them (the cached parsed models then hold no copy)
+        self.views = views if views is not None else {}
+        self.in_place = views is not None
         self.producer = {o: n for n in g.node for o in n.output if o}
         self.readers = {}
         for n in g.node:
@@ -117,6 +120,19 @@ class _Graph:
             return np.dtype(np.uint8)
         zp = node.input[2] if len(node.input) > 2 else ""
         return self.int_dtype(zp) if zp in self.inits else self.int_dtype(node.input[0])
+
+    def add_table(self, table, name):
+        """A lookup table as a new initializer: its data a view like the
+        file's weights' (the TensorProto without data, marked EXTERNAL) when
+        the model's weights are read in place, else in the protobuf."""
+        if not self.in_place:
+            self.new_inits.append(self.onnx.numpy_helper.from_array(table, name))
+            return
+        t = self.onnx.TensorProto(name=name, dims=table.shape,
+                                  data_type=self.onnx.helper.np_dtype_to_tensor_dtype(table.dtype))
+        t.data_location = self.onnx.TensorProto.EXTERNAL
+        self.views[name] = table
+        self.new_inits.append(t)
 
     def value(self, name):
         if name in self.views:
@@ -356,7 +372,7 @@ def _lookup(G, n, q):
     yq = np.clip(np.rint(y.astype(np.float32) / np.float32(G.value(q.input[1])))
                  + float(G.value(q.input[2])), lo, hi).astype(out_dt)
     name = f"{q.output[0]}/lookup"
-    G.new_inits.append(G.onnx.numpy_helper.from_array(yq, name))
+    G.add_table(yq, name)
     return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, [dx]
 
 
@@ -412,7 +428,7 @@ def _channel_lookup(G, n, q, funcs=()):
     yq = np.clip(np.rint(y / np.float32(G.value(q.input[1]))) + float(G.value(q.input[2])),
                  lo, hi).astype(out_dt)
     name = f"{q.output[0]}/lookup"
-    G.new_inits.append(G.onnx.numpy_helper.from_array(yq, name))
+    G.add_table(yq, name)
     used = [dx] + [G.producer[i] for i in n.input[1:5] if i not in G.inits]
     return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, used
 
