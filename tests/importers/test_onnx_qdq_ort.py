@@ -310,6 +310,30 @@ def test_batch_norm_chain_of_a_qoperator_file_is_a_lookup(tmp_path, case, native
     assert not floats, floats
 
 
+@pytest.mark.parametrize("in_place", [True, False])
+def test_lookup_tables_join_the_weights_read_in_place(tmp_path, in_place):
+    """With the file's weights read in place (views), the tables the
+    rewrite adds are views too -- no data in the protobuf, which the
+    session caches (parsed and reduced); without, they are in it."""
+    from pyarena.importers.onnx_qdq import fuse_qdq
+    shape = (1, 6, 24, 40)
+    g = Graph(shape)
+    x = g.qdq("x", 0.0231, U8(131))
+    p = [g.const(np.linspace(a, b, 6).astype(np.float32))
+         for a, b in ((0.5, 2), (-1, 1), (-.5, .5), (0.3, 2))]
+    y = g.q(g.op("Relu", [g.op("BatchNormalization", [x] + p)]), 0.0173, U8(40))
+    path = g.save(tmp_path / "m.onnx", g.out(y, 0.0173, U8(40)))
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))
+    views = {} if in_place else None
+    assert fuse_qdq(onnx, model, views) == 1
+    tables = [t for t in model.graph.initializer if t.name.endswith("/lookup")]
+    assert len(tables) == 1 and list(tables[0].dims) == [6, 256]
+    if in_place:
+        assert not tables[0].raw_data and views[tables[0].name].shape == (6, 256)
+    else:
+        assert onnx.numpy_helper.to_array(tables[0]).shape == (6, 256)
+
+
 def test_batch_norm_chain_read_twice_stays_float(tmp_path):
     """The Relu's result is also a graph output: the island stays float."""
     shape = (1, 6, 24, 40)
