@@ -54,6 +54,7 @@ import numpy as np
 from ..runtime.kernels import OPS, op_fact, op_table
 from ..runtime.kernels.quantization import dequantize
 from ..runtime.kernels.shape_rules import Node
+from .onnx_qdq_weights import quantize_float_weights
 
 __all__ = ["fuse_qdq"]
 
@@ -433,12 +434,6 @@ def _channel_lookup(G, n, q, funcs=()):
     return "QLinearLookup", LOOKUP_DOMAIN, [dx.input[0], name], {}, used
 
 
-#: ops that only move or select values: Q(move(y)) == move(Q(y)) for the
-#: monotonic QuantizeLinear (MaxPool: the max of the rounded values is the
-#: rounded max)
-_MOVES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool")
-
-
 def _channel_chain(G, n):
     """A QOperator file's float island after a QLinearConv: DQ ->
     BatchNormalization -> element-wise ops (Relu, Clip ...) -> ops that only
@@ -457,7 +452,9 @@ def _channel_chain(G, n):
             return None
         if nxt.op_type == "QuantizeLinear":
             break
-        if nxt.op_type in _MOVES and (nxt.op_type != "MaxPool" or len(nxt.output) == 1) and \
+        # an op that only moves or selects values (Reshape, Transpose,
+        # MaxPool ...): Q(move(y)) == move(Q(y)) for the monotonic Q
+        if op_fact(nxt.op_type, "qdq") == "same_scale" and len(nxt.output) == 1 and \
                 all(i in G.inits for i in nxt.input[1:] if i):
             moves.append(nxt)
         elif not moves and op_fact(nxt.op_type, "qdq") == "lookup" and \
@@ -493,6 +490,7 @@ def fuse_qdq(onnx, model, views=None):
     """Rewrite ``model.graph`` in place; returns the number of fused ops.
     ``views``: initializer name -> data read in place (not in the protobuf)."""
     g = model.graph
+    quantize_float_weights(onnx, g, views)      # as onnxruntime's optimiser, first
     G = _Graph(onnx, g, views)
     forms = _integer_forms()
     new_nodes, replaced, dqs = {}, set(), {}

@@ -5453,4 +5453,9 @@ MUTANTS += [
       "    for f in funcs[:0]:\n        _, c = _constant_operand(G, f, 0)",
       "a QOperator island's Relu / Clip after its BatchNormalization is left out of the table",
       ("tests/importers/test_onnx_qdq_ort.py",)),
+    M("qdq-weights-scale-range", "pyarena/importers/onnx_qdq_weights.py",
+      "np.float32(hi - lo) / np.float32(255)",
+      "np.float32(hi - lo) / np.float32(254)",
+      "a float weight in a QDQ group is rounded on another grid than onnxruntime's optimiser uses",
+      ("tests/importers/test_onnx_qdq_weights.py",)),
 ]
