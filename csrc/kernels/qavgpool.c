@@ -269,43 +269,55 @@ pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y) {
 /* -- MaxPool of an 8-bit tensor (exact: a maximum of integers) -------- */
 
 #define PA_QMP_BODIES(T, NAME)                                                          \
+    /* One output row's columns [o0, o0 + cnt) of one channel plane: the      \
+     * window's rows reduced to one first (a contiguous maximum over the      \
+     * row), then its columns; stride 2 splits that row into even and odd     \
+     * columns once, so that every tap reads contiguous bytes. */             \
     PA_INLINE void qmp_nchw_##NAME(const T *restrict x, T *restrict y,                  \
                                    const qap_geom_t *g, int64_t orow, int64_t o0,        \
-                                   size_t cnt, T lowest) {                           \
-        T acc[PA_QAP_CHUNK], buf[PA_QAP_ROW + 1], ev[PA_QAP_ROW / 2 + 1], od[PA_QAP_ROW / 2 + 1];                                       \
+                                   size_t cnt, T lowest) {                               \
+        T acc[PA_QAP_CHUNK], buf[PA_QAP_ROW + 1], ev[PA_QAP_ROW / 2 + 1],               \
+            od[PA_QAP_ROW / 2 + 1];                                                      \
         const int64_t sw = g->sw, c0 = o0 * sw - g->pl;                                  \
         const int64_t span = ((int64_t)cnt - 1) * sw + g->kw;                            \
         int64_t a = c0 < 0 ? -c0 : 0;                                                    \
         int64_t b = c0 + span < g->w ? span : g->w - c0;                                 \
         a = a < span ? a : span;                                                         \
         b = b > a ? b : a;                                                               \
-        PA_MAP(acc, cnt, j, lowest);                                                     \
         for (int64_t i = 0; i < a; i++)                                                  \
             buf[i] = lowest;                                                             \
         for (int64_t i = b; i <= span; i++) /* (buf[span]: the odd columns' last) */    \
             buf[i] = lowest;                                                             \
         int64_t h0, h1;                                                                  \
         qap_span(orow, g->sh, g->pt, g->kh, g->h, &h0, &h1);                             \
-        for (int64_t r = h0; r < h1; r++) {                                              \
+        T *row = buf + a;                                                                \
+        const size_t len = (size_t)(b - a);                                              \
+        if (h0 < h1)                                                                     \
+            memcpy(row, x + h0 * g->w + c0 + a, len * sizeof(T));                        \
+        else                                                                             \
+            PA_MAP(row, len, i, lowest);                                                 \
+        for (int64_t r = h0 + 1; r < h1; r++) {                                          \
             const T *xa = x + r * g->w + c0 + a;                                         \
-            memcpy(buf + a, xa, (size_t)(b - a) * sizeof(T));                            \
-            if (sw == 2) {  /* even and odd columns apart: every tap contiguous */      \
-                const size_t half = (size_t)(span + 1) / 2;                              \
-                PA_MAP(ev, half, i, buf[2 * i]);                                         \
-                PA_MAP(od, half, i, buf[2 * i + 1]);                                     \
-                for (int64_t kx = 0; kx < g->kw; kx++) {                                 \
-                    const T *src = (kx & 1 ? od : ev) + kx / 2;                          \
-                    PA_MAP(acc, cnt, j, src[j] > acc[j] ? src[j] : acc[j]);              \
-                }                                                                        \
-                continue;                                                                \
-            }                                                                            \
-            for (int64_t kx = 0; kx < g->kw; kx++) {                                     \
-                const T *src = buf + kx;                                                 \
-                if (sw == 1)                                                             \
-                    PA_MAP(acc, cnt, j, src[j] > acc[j] ? src[j] : acc[j]);              \
-                else                                                                     \
-                    PA_MAP(acc, cnt, j, src[(int64_t)j * sw] > acc[j] ? src[(int64_t)j * sw] \
-                                                                      : acc[j]);         \
+            PA_MAP(row, len, i, xa[i] > row[i] ? xa[i] : row[i]);                        \
+        }                                                                                \
+        const T *src0 = buf;                                                             \
+        if (sw == 2) {                                                                   \
+            const size_t half = (size_t)(span + 1) / 2;                                  \
+            PA_MAP(ev, half, i, buf[2 * i]);                                             \
+            PA_MAP(od, half, i, buf[2 * i + 1]);                                         \
+        }                                                                                \
+        PA_MAP(acc, cnt, j, lowest);                                                     \
+        for (int64_t kx = 0; kx < g->kw; kx++) {                                         \
+            if (sw == 2) {                                                               \
+                const T *src = (kx & 1 ? od : ev) + kx / 2;                              \
+                PA_MAP(acc, cnt, j, src[j] > acc[j] ? src[j] : acc[j]);                  \
+            } else if (sw == 1) {                                                        \
+                const T *src = src0 + kx;                                                \
+                PA_MAP(acc, cnt, j, src[j] > acc[j] ? src[j] : acc[j]);                  \
+            } else {                                                                     \
+                const T *src = src0 + kx;                                                \
+                PA_MAP(acc, cnt, j, src[(int64_t)j * sw] > acc[j] ? src[(int64_t)j * sw] \
+                                                                  : acc[j]);             \
             }                                                                            \
         }                                                                                \
         PA_MAP(y, cnt, j, acc[j]);                                                       \
