@@ -21,9 +21,9 @@ calling thread): on a machine shared with other jobs a time slice lost to
 them is then counted for neither, where the wall clock charges it to
 whichever runtime was running (ResNet-50 on two cores shared by four
 jobs: wall-clock ratios of 0.93-1.39 from one run to the next, CPU-time
-ratios within 0.99-1.02).  Rows of 2 threads and more keep the wall clock
-(the time a user waits; the threads' CPU time would add up); the table's
-time column says "(cpu)" where CPU time was used.
+ratios within 0.96-1.01, ten runs each).  Rows of 2 threads and more keep
+the wall clock (the time a user waits; the threads' CPU time would add
+up); the table's time column says "(cpu)" where CPU time was used.
 
 Models (files from registry wheels; a missing one is skipped with a
 message):
