@@ -18,7 +18,11 @@
  * blocks at once where there are two, 16 channels a vector: one AVX-512
  * register).
  * Packed weights: per block of PA_FI_CO output channels its bias, then one
- * row of PA_FI_CO weights per tap (ci, i, jj), zero-filled past c_out.
+ * row of PA_FI_CO weights per tap (ci, i, jj), zero-filled past c_out; in
+ * NHWC each pair of blocks the tile takes together as one block of twice
+ * the channels (fi_pack_pair: a tap's 16 weights one load -- the two
+ * 8-float halves joined by a shuffle cost one more vector operation per 8
+ * multiply-adds).
  * Like gemm.c, products and sums may be contracted into FMA where
  * the clone has it (the baseline build differs by rounding only).
  */
@@ -35,9 +39,6 @@
 
 typedef float pa_fi_v8 __attribute__((vector_size(32)));
 typedef float pa_fi_v16 __attribute__((vector_size(64)));
-/* two 8-float vectors as one of 16 */
-#define FI_PAIR(lo, hi) \
-    __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 _Static_assert(PA_FI_CO == 8 && PA_FI_PX == 8, "one vector of 8 floats per tile row");
 
 static int64_t fi_blocks(const pa_conv2d_t *c) { return (c->c_out + PA_FI_CO - 1) / PA_FI_CO; }
@@ -61,11 +62,35 @@ size_t _pa_fewin_packed_size(const pa_conv2d_t *c) {
     return (size_t)(fi_blocks(c) * PA_FI_CO * (1 + c->c_in * c->kh * c->kw));
 }
 
+/* NHWC blocks b and b + 1 (fi_row's pairs) as one block of 2 * PA_FI_CO
+ * channels: the 16 biases, then 16 weights per tap (ci, i, jj) -- one
+ * AVX-512 register a tap, not two halves joined by a shuffle.  The same
+ * floats as two blocks (fi_blocks' size). */
+static float *fi_pack_pair(const pa_conv2d_t *c, const float *weight, const float *bias,
+                           int64_t b, float *p) {
+    const int64_t taps = c->kh * c->kw;
+    for (int64_t v = 0; v < 2 * PA_FI_CO; v++) {
+        int64_t co = b * PA_FI_CO + v;
+        *p++ = (co < c->c_out && bias) ? bias[co] : 0.0f;
+    }
+    for (int64_t ci = 0; ci < c->c_in; ci++)
+        for (int64_t t = 0; t < taps; t++)
+            for (int64_t v = 0; v < 2 * PA_FI_CO; v++) {
+                int64_t co = b * PA_FI_CO + v;
+                *p++ = co < c->c_out ? weight[(co * taps + t) * c->c_in + ci] : 0.0f;
+            }
+    return p;
+}
+
 pa_status_t _pa_fewin_pack(const pa_conv2d_t *c, const float *weight, const float *bias,
                            float *packed) {
     const int64_t taps = c->kh * c->kw;
     float *p = packed;
     for (int64_t b = 0; b < fi_blocks(c); b++) {
+        if (c->layout == PA_LAYOUT_NHWC && b + 1 < fi_blocks(c)) {    /* a pair */
+            p = fi_pack_pair(c, weight, bias, b++, p);
+            continue;
+        }
         for (int64_t v = 0; v < PA_FI_CO; v++) {
             int64_t co = b * PA_FI_CO + v;
             *p++ = (co < c->c_out && bias) ? bias[co] : 0.0f;
@@ -167,24 +192,20 @@ PA_INLINE void fi_tile(const fi_job_t *j, const float *tile, const float *pk, in
  * multiply-adds of two 8-channel tiles; other clones split it in two).
  * Each channel sums the taps in fi_tile's order, so the bits are its.
  * out[px] gets the 16 channels of column ow + px. */
-PA_INLINE void fi_tile_pair(const fi_job_t *j, const float *tile, const float *pk,
-                            int64_t per_block, int64_t ow, float out[PA_FI_PX][2 * PA_FI_CO],
-                            int S) {
+PA_INLINE void fi_tile_pair(const fi_job_t *j, const float *tile, const float *pk, int64_t ow,
+                            float out[PA_FI_PX][2 * PA_FI_CO], int S) {
     const pa_conv2d_t *c = j->c;
     const int64_t kw = c->kw, hf = j->hf, rf = j->rf;
-    const float *restrict wa = pk + PA_FI_CO, *restrict wb = pk + per_block + PA_FI_CO;
-    pa_fi_v8 lo, hi;
-    FI_LOAD(lo, pk);
-    FI_LOAD(hi, pk + per_block);
-    pa_fi_v16 a0 = FI_PAIR(lo, hi), a1, a2, a3, a4, a5, a6, a7;
+    const float *restrict w = pk + 2 * PA_FI_CO;
+    pa_fi_v16 a0, a1, a2, a3, a4, a5, a6, a7;
+    FI_LOAD(a0, pk);
     a1 = a2 = a3 = a4 = a5 = a6 = a7 = a0;
     for (int64_t r = 0; r < c->c_in * c->kh; r++) {
         const float *tr = tile + r * rf + ow;
-        for (int64_t jj = 0; jj < kw; jj++, wa += PA_FI_CO, wb += PA_FI_CO) {
+        for (int64_t jj = 0; jj < kw; jj++, w += 2 * PA_FI_CO) {
             const float *restrict xp = tr + (jj % S) * hf + jj / S;
-            FI_LOAD(lo, wa);
-            FI_LOAD(hi, wb);
-            const pa_fi_v16 v = FI_PAIR(lo, hi);
+            pa_fi_v16 v;
+            FI_LOAD(v, w);
             a0 += v * xp[0], a1 += v * xp[1], a2 += v * xp[2], a3 += v * xp[3];
             a4 += v * xp[4], a5 += v * xp[5], a6 += v * xp[6], a7 += v * xp[7];
         }
@@ -204,7 +225,7 @@ PA_INLINE void fi_row_pair(const fi_job_t *j, const float *tile, int64_t img, in
     const int64_t nco = c->c_out - c0 < 2 * PA_FI_CO ? c->c_out - c0 : 2 * PA_FI_CO;
     for (int64_t ow = 0; ow < c->w_out; ow += PA_FI_PX) {
         float out[PA_FI_PX][2 * PA_FI_CO];
-        fi_tile_pair(j, tile, j->packed + b * per_block, per_block, ow, out, S);
+        fi_tile_pair(j, tile, j->packed + b * per_block, ow, out, S);
         _pa_act_block(&out[0][0], PA_FI_PX * 2 * PA_FI_CO, &c->act);
         const int64_t npx = c->w_out - ow < PA_FI_PX ? c->w_out - ow : PA_FI_PX;
         float *y = j->y + ((img * c->h_out + oh) * c->w_out + ow) * c->c_out + c0;

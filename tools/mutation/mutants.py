@@ -4732,10 +4732,12 @@ MUTANTS += [
       "an NHWC pixel on one column copies its first row's pixel though its rows blend",
       ("c:kernels/test_kernels",)),
     M("fewin-pair-second-block-weights", "csrc/kernels/fewin.c",
-      "            FI_LOAD(hi, wb);",
-      "            FI_LOAD(hi, wa);",
+      "            for (int64_t v = 0; v < 2 * PA_FI_CO; v++) {\n"
+      "                int64_t co = b * PA_FI_CO + v;",
+      "            for (int64_t v = 0; v < 2 * PA_FI_CO; v++) {\n"
+      "                int64_t co = b * PA_FI_CO + v % PA_FI_CO;",
       "the few-input-channel kernel's 16-channel tile multiplies the second block's "
-      "channels by the first block's weights",
+      "channels by the first block's weights (packed so)",
       ("c:kernels/test_kernels",)),
     M("copy-threads-last-item-overruns", "csrc/kernels/calls.c",
       "    int64_t k1 = e * it->per < it->count ? e * it->per : it->count;",
