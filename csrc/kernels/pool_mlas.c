@@ -30,6 +30,21 @@
 #define PA_PM_CHUNK 256     /* outputs (NCHW) or channels (NHWC) per block */
 #define PA_PM_ROW 2048      /* an NCHW block's input columns               */
 
+/* PA_MAP for short rows (an NCHW output row of 14 columns): blocks of 8,
+ * then of 4, then one by one -- each block a fixed count, vectorized. */
+#define PM_MAP(dst, n, i, EXPR)                                          \
+    do {                                                                 \
+        size_t i##_0 = 0;                                                \
+        for (; i##_0 + 8 <= (n); i##_0 += 8)                             \
+            for (size_t i = i##_0; i < i##_0 + 8; i++)                   \
+                (dst)[i] = (EXPR);                                       \
+        for (; i##_0 + 4 <= (n); i##_0 += 4)                             \
+            for (size_t i = i##_0; i < i##_0 + 4; i++)                   \
+                (dst)[i] = (EXPR);                                       \
+        for (size_t i = i##_0; i < (n); i++)                             \
+            (dst)[i] = (EXPR);                                           \
+    } while (0)
+
 typedef struct pm_job {
     const pa_pool2d_t *p;
     const float *x;
@@ -44,8 +59,11 @@ PA_INLINE int64_t pm_count(const pa_pool2d_t *p, int64_t o, int axis) {
 
 /* -- TAPS, NCHW: output row oh of one plane, columns [o0, o0 + cnt) -------- */
 
+/* cntw: the block's column counts (pm_count along the columns, exact in
+ * float: the products with the row count stay below 2^24). */
 PA_INLINE void taps_nchw_block(const pa_pool2d_t *p, const float *restrict plane,
-                               float *restrict yrow, int64_t oh, int64_t o0, size_t cnt) {
+                               float *restrict yrow, int64_t oh, int64_t o0, size_t cnt,
+                               const float *restrict cntw) {
     float acc[PA_PM_CHUNK], buf[PA_PM_ROW];
     const int64_t sw = p->sw, c0 = o0 * sw - p->pad_left;   /* buf[0]'s column */
     const int64_t span = ((int64_t)cnt - 1) * sw + p->kw;
@@ -55,7 +73,10 @@ PA_INLINE void taps_nchw_block(const pa_pool2d_t *p, const float *restrict plane
     b = b > a ? b : a;
     for (int64_t i = 0; i < p->kh; i++) {
         const int64_t r = oh * p->sh - p->pad_top + i;
-        if (r >= 0 && r < p->h) {
+        const float *row = buf;
+        if (r >= 0 && r < p->h && a == 0 && b == span) {
+            row = plane + r * p->w + c0;                    /* every tap inside */
+        } else if (r >= 0 && r < p->h) {
             const float *xr = plane + r * p->w + c0;
             for (int64_t q = 0; q < a; q++)
                 buf[q] = 0.0f;
@@ -68,42 +89,44 @@ PA_INLINE void taps_nchw_block(const pa_pool2d_t *p, const float *restrict plane
                 buf[q] = 0.0f;
         }
         for (int64_t kx = 0; kx < p->kw; kx++) {
-            const float *src = buf + kx;
+            const float *src = row + kx;
             if (i == 0 && kx == 0) {
                 if (sw == 1)
-                    PA_MAP(acc, cnt, j, src[j]);
+                    PM_MAP(acc, cnt, j, src[j]);
                 else
-                    PA_MAP(acc, cnt, j, src[(int64_t)j * sw]);
+                    PM_MAP(acc, cnt, j, src[(int64_t)j * sw]);
             } else if (sw == 1) {
-                PA_MAP(acc, cnt, j, acc[j] + src[j]);
+                PM_MAP(acc, cnt, j, acc[j] + src[j]);
             } else if (sw == 2) {
-                PA_MAP(acc, cnt, j, acc[j] + src[2 * j]);
+                PM_MAP(acc, cnt, j, acc[j] + src[2 * j]);
             } else {
-                PA_MAP(acc, cnt, j, acc[j] + src[(int64_t)j * sw]);
+                PM_MAP(acc, cnt, j, acc[j] + src[(int64_t)j * sw]);
             }
         }
     }
-    const int64_t ch = pm_count(p, oh, 0);
-    for (size_t j = 0; j < cnt; j++) {
-        int64_t c = ch * pm_count(p, o0 + (int64_t)j, 1);
-        yrow[o0 + (int64_t)j] = acc[j] / (float)(c > 0 ? c : 1);
-    }
+    const float ch = (float)pm_count(p, oh, 0);
+    float *yo = yrow + o0;
+    PM_MAP(yo, cnt, j, acc[j] / (ch * cntw[j] > 0.0f ? ch * cntw[j] : 1.0f));
 }
 
-/* items: (image, channel, output row) */
+/* items: (image, channel) planes, each a column block at a time */
 PA_MULTIVERSION
-static void taps_nchw_rows(void *ctx, int64_t begin, int64_t end) {
+static void taps_nchw_planes(void *ctx, int64_t begin, int64_t end) {
     const pm_job_t *jb = ctx;
     const pa_pool2d_t *p = jb->p;
     int64_t chunk = (PA_PM_ROW - p->kw) / p->sw + 1;
+    float cntw[PA_PM_CHUNK];
     chunk = chunk < PA_PM_CHUNK ? chunk : PA_PM_CHUNK;
     for (int64_t it = begin; it < end; it++) {
-        const int64_t plane = it / p->h_out, oh = it % p->h_out;
-        const float *xp = jb->x + plane * p->h * p->w;
-        float *yrow = jb->y + (plane * p->h_out + oh) * p->w_out;
-        for (int64_t o0 = 0; o0 < p->w_out; o0 += chunk)
-            taps_nchw_block(p, xp, yrow, oh, o0,
-                            (size_t)(p->w_out - o0 < chunk ? p->w_out - o0 : chunk));
+        const float *xp = jb->x + it * p->h * p->w;
+        float *yp = jb->y + it * p->h_out * p->w_out;
+        for (int64_t o0 = 0; o0 < p->w_out; o0 += chunk) {
+            const size_t cnt = (size_t)(p->w_out - o0 < chunk ? p->w_out - o0 : chunk);
+            for (size_t j = 0; j < cnt; j++)
+                cntw[j] = (float)pm_count(p, o0 + (int64_t)j, 1);
+            for (int64_t oh = 0; oh < p->h_out; oh++)
+                taps_nchw_block(p, xp, yp + oh * p->w_out, oh, o0, cnt, cntw);
+        }
     }
 }
 
@@ -275,6 +298,6 @@ pa_status_t pa_avgpool2d_ordered(const pa_pool2d_t *p, pa_pool_order_t order,
     if (nhwc)
         _pa_parallel(w, p->n * p->h_out, taps_nhwc_rows, &jb);
     else
-        _pa_parallel(w, p->n * p->c * p->h_out, taps_nchw_rows, &jb);
+        _pa_parallel(w, p->n * p->c, taps_nchw_planes, &jb);
     return PA_OK;
 }
