@@ -117,12 +117,16 @@ static void taps_nchw_planes(void *ctx, int64_t begin, int64_t end) {
     int64_t chunk = (PA_PM_ROW - p->kw) / p->sw + 1;
     float cntw[PA_PM_CHUNK];
     chunk = chunk < PA_PM_CHUNK ? chunk : PA_PM_CHUNK;
+    /* one column block: its counts once for every plane */
+    const int one_block = p->w_out <= chunk;
+    for (int64_t j = 0; one_block && j < p->w_out; j++)
+        cntw[j] = (float)pm_count(p, j, 1);
     for (int64_t it = begin; it < end; it++) {
         const float *xp = jb->x + it * p->h * p->w;
         float *yp = jb->y + it * p->h_out * p->w_out;
         for (int64_t o0 = 0; o0 < p->w_out; o0 += chunk) {
             const size_t cnt = (size_t)(p->w_out - o0 < chunk ? p->w_out - o0 : chunk);
-            for (size_t j = 0; j < cnt; j++)
+            for (size_t j = 0; !one_block && j < cnt; j++)
                 cntw[j] = (float)pm_count(p, o0 + (int64_t)j, 1);
             for (int64_t oh = 0; oh < p->h_out; oh++)
                 taps_nchw_block(p, xp, yp + oh * p->w_out, oh, o0, cnt, cntw);
