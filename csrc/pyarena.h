@@ -819,6 +819,28 @@ pa_status_t pa_maxpool2d(const pa_pool2d_t *pool, const float *x, float *y,
 pa_status_t pa_avgpool2d(const pa_pool2d_t *pool, const float *x, float *y,
                          pa_workers_t *workers);
 
+/* The order in which an average pool sums its window (kernels/pool_mlas.c):
+ * onnxruntime MLAS's, so its float32 bits where a QDQ file runs a float
+ * pool between a DequantizeLinear and a QuantizeLinear. */
+typedef enum pa_pool_order {
+    PA_POOL_ORDER_KERNEL = 0,  /* pa_avgpool2d's own                        */
+    /* every tap of the padded window (a pad reads +0.0f), rows then
+     * columns, from the first tap, then sum / (float)count (MLAS's NCHWc
+     * pooling kernels) */
+    PA_POOL_ORDER_TAPS = 1,
+    /* a whole-image window, no pads, a 1 x 1 output (GlobalAveragePool):
+     * four lanes over the plane (lane k from x[k] on, x[4i + k] added in
+     * order), (l0 + l2) + (l1 + l3), the tail added one by one, then
+     * / (float)(h * w) (MLAS's MlasPoolGlobalKernel, mlas/lib/pooling.cpp) */
+    PA_POOL_ORDER_LANES = 2
+} pa_pool_order_t;
+
+/* pa_avgpool2d() summing in `order`.  PA_ERR_INVALID as pa_avgpool2d, for
+ * an unknown order, and for PA_POOL_ORDER_LANES on other than a global
+ * window. */
+pa_status_t pa_avgpool2d_ordered(const pa_pool2d_t *pool, pa_pool_order_t order,
+                                 const float *x, float *y, pa_workers_t *workers);
+
 /* -- 8-bit quantized convolution (kernels/qconv.c) ------------------------
  * ONNX QLinearConv / ConvInteger (and QLinearMatMul / MatMulInteger as
  * 1x1 convolutions), TFLite's int8 CONV_2D / DEPTHWISE_CONV_2D.  With x
@@ -1041,7 +1063,12 @@ typedef enum pa_qbinary_op {
      * ((a - za) * sa) op ((b - zb) * sb)), quantize as
      * pa_quantize_linear: rint(t / sy) + zy, saturated. */
     PA_QBINARY_DQ_ADD = 2,
-    PA_QBINARY_DQ_MUL = 3
+    PA_QBINARY_DQ_MUL = 3,
+    /* TFLite's int8 MUL (reference_integer_ops/mul.h): the exact int32
+     * product (a - za) * (b - zb) requantized by the Q31 `multiplier` and
+     * `shift` as pa_qrequant (two roundings), + zy, clamped; the scales
+     * are checked but not used */
+    PA_QBINARY_TFLITE_MUL = 4
 } pa_qbinary_op_t;
 
 /* A quantized Add or Mul, y = quantize(dequantize(a) op dequantize(b)),
@@ -1062,6 +1089,7 @@ typedef struct pa_qbinary {
     int64_t outer, middle, inner;
     int64_t a_outer, a_middle, a_inner;     /* strides in elements; inner 0 or 1 */
     int64_t b_outer, b_middle, b_inner;
+    int32_t multiplier, shift;  /* PA_QBINARY_TFLITE_MUL: Q31 (>= 0), [-31, 30] */
 } pa_qbinary_t;
 
 /* y = a op b as described by `p`.  PA_ERR_INVALID for a NULL pointer, a
@@ -1172,6 +1200,14 @@ typedef struct pa_qavgpool {
     int32_t count_include_pad;
     float x_scale, y_scale;
     int32_t x_zero_point, y_zero_point;
+    /* 1: TFLite's AVERAGE_POOL_2D (reference_integer_ops/pooling.h): the
+     * raw values of the window's taps inside the input summed in int32,
+     * divided by their count rounding half away from zero (C's division
+     * of sum +- count / 2), clamped to [y_min, y_max] (within the type);
+     * count_include_pad, the scales and zero points play no part (a
+     * whole-image window too: no global-pool arithmetic) */
+    int32_t integer_average;
+    int32_t y_min, y_max;       /* integer_average only                 */
 } pa_qavgpool_t;
 
 pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y);
@@ -1217,9 +1253,12 @@ typedef enum pa_call_kind {
     PA_CALL_TRANSPOSE_PLANES = 14, /* pa_transpose_planes(a, y, i[0] = n,
                                     i[1] = c, i[2] = hw, i[3] = to_nhwc)   */
     PA_CALL_DECONV2D = 15,       /* pa_deconv2d_run(params, w, a, y)        */
-    PA_CALL_QREQUANT = 16        /* pa_qrequant(params, w = multipliers and
+    PA_CALL_QREQUANT = 16,       /* pa_qrequant(params, w = multipliers and
                                     shifts, a = int32 accumulators, y,
                                     i[0] = n)                              */
+    PA_CALL_AVGPOOL_ORDERED = 17, /* pa_avgpool2d_ordered(params, i[0] =
+                                    order, a, y)                           */
+    PA_CALL_QAVGPOOL = 18        /* pa_qavgpool(params, a, y)               */
 } pa_call_kind_t;
 
 /* A per-tensor affine quantization as a call record's params (QUANTIZE,
@@ -1235,7 +1274,7 @@ typedef struct pa_call {
     pa_call_kind_t kind;
     const void *params;     /* pa_conv2d_t, pa_deconv2d_t, pa_pool2d_t,
                                pa_act_params_t, pa_qconv2d_t, pa_qbinary_t,
-                               pa_qaffine_t, pa_qrequant_t or a float (LAYER_NORM's
+                               pa_qavgpool_t, pa_qaffine_t, pa_qrequant_t or a float (LAYER_NORM's
                                epsilon)                                    */
     const float *w;         /* packed weights (CONV2D*, DECONV2D; QCONV2D: its bytes),
                                slopes (PRELU), the table (QLOOKUP: bytes),

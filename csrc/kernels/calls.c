@@ -8,7 +8,7 @@
  * names, so a list gives bit for bit what the calls one by one give.
  * The Executor batches runs of whole-op calls the same way, the 8-bit
  * kernels of a quantized model among them (convolution, Add / Mul,
- * lookups, (de)quantization).
+ * lookups, (de)quantization, average pools).
  */
 #include "internal.h"
 
@@ -139,6 +139,12 @@ static pa_status_t run_call(const pa_call_t *s, pa_workers_t *workers) {
         return pa_maxpool2d(s->params, s->a, s->y, workers);
     case PA_CALL_AVGPOOL:
         return pa_avgpool2d(s->params, s->a, s->y, workers);
+    case PA_CALL_AVGPOOL_ORDERED:
+        if (s->i[0] < 0 || s->i[0] > PA_POOL_ORDER_LANES)
+            return PA_ERR_INVALID;
+        return pa_avgpool2d_ordered(s->params, (pa_pool_order_t)s->i[0], s->a, s->y, workers);
+    case PA_CALL_QAVGPOOL:
+        return pa_qavgpool(s->params, s->a, s->y);
     case PA_CALL_PRELU:
         if (s->i[0] != PA_LAYOUT_NCHW && s->i[0] != PA_LAYOUT_NHWC)
             return PA_ERR_INVALID;

@@ -437,6 +437,10 @@ static inline void _pa_pool_axis(const pa_pool2d_t *p, int axis, int64_t o, int6
     }
 }
 
+/* pooling.c: 1 if the pool's layout and sizes are valid (pa_avgpool2d's
+ * checks, the pointers apart). */
+int _pa_pool_valid(const pa_pool2d_t *p);
+
 /* pooling_nhwc.c: pa_maxpool2d / pa_avgpool2d in NHWC, output
  * columns [ow_lo, ow_hi) interior (every tap inside the image). */
 void _pa_pool_nhwc_run(const pa_pool2d_t *p, const float *x, float *y, pa_workers_t *w,
@@ -489,6 +493,30 @@ static inline int _pa_q8_run_args_ok(const uint8_t *a, int64_t m, int64_t k, int
 /* `w`, or NULL when a call of `work` multiply-adds is too small to share
  * (waking the pool would cost more than it saves). */
 pa_workers_t *_pa_workers_for(pa_workers_t *w, double work);
+
+/* TFLite's MultiplyByQuantizedMultiplier of one accumulator (qrequant.c's
+ * banner), branch-free (its loops vectorize: variable
+ * 64-bit shifts and products, selects).  m >= 0 (checked by the caller),
+ * so SaturatingRoundingDoublingHighMul's one overflow (INT32_MIN *
+ * INT32_MIN) cannot occur; its truncating division by 2^31 is a shift of
+ * the value biased by 2^31 - 1 when negative; RoundingDivideByPOT as
+ * TFLite writes it (mask, remainder, threshold). */
+PA_INLINE int32_t _pa_requant_fixed(int32_t acc, int32_t m, int32_t shift) {
+    const int64_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    int64_t a = (int64_t)acc * (INT64_C(1) << left);       /* (no shift of a negative) */
+    a = a > INT32_MAX ? INT32_MAX : a < INT32_MIN ? INT32_MIN : a;   /* (int32 in TFLite) */
+    const int64_t ab = a * (int64_t)m;
+    const int64_t q = ab + (ab >= 0 ? (INT64_C(1) << 30) : (INT64_C(1) - (INT64_C(1) << 30)));
+    const int32_t h = (int32_t)((q + (q < 0 ? (INT64_C(1) << 31) - 1 : 0)) >> 31);
+    const int32_t mask = (int32_t)((INT64_C(1) << right) - 1);
+    const int32_t rem = h & mask, threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+    return (h >> right) + (rem > threshold ? 1 : 0);
+}
+
+/* qavgpool_int.c: pa_qavgpool of a descriptor it has checked, with
+ * integer_average set (TFLite's AVERAGE_POOL_2D), n, c, out_h, out_w > 0. */
+void _pa_qavgpool_integer(const pa_qavgpool_t *p, const void *x, void *y);
 
 /* qrequant.c: pa_qrequant on its AVX-512 lanes (avx512 != 0, where
  * _pa_avx512_usable) or on its portable loops (avx512 0): the same bits;

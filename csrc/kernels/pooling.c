@@ -22,7 +22,7 @@ typedef struct {
     int is_max;
 } pool_job_t;
 
-static int pool_valid(const pa_pool2d_t *p) {
+int _pa_pool_valid(const pa_pool2d_t *p) {
     if (!p || (p->layout != PA_LAYOUT_NCHW && p->layout != PA_LAYOUT_NHWC))
         return 0;
     if (p->n < 1 || p->c < 1 || p->h < 1 || p->w < 1 || p->h_out < 1 || p->w_out < 1 ||
@@ -266,7 +266,7 @@ static void pool_nchw_avg_bands(void *ctx, int64_t begin, int64_t end) {
 
 static pa_status_t pool_run(const pa_pool2d_t *p, const float *x, float *y,
                             pa_workers_t *workers, int is_max) {
-    if (!pool_valid(p) || !x || !y)
+    if (!_pa_pool_valid(p) || !x || !y)
         return PA_ERR_INVALID;
     pool_job_t j = {p, x, y, 0, 0, is_max};
     /* interior: every window column inside [0, w) */

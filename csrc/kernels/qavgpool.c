@@ -26,6 +26,7 @@
  *
  * and so does this kernel.  An out-of-range float becomes the type's lowest
  * value (the x86 conversion gives INT32_MIN, then the clamp).
+ * TFLite's integer average (integer_average): qavgpool_int.c.
  */
 #include "internal.h"
 
@@ -247,8 +248,17 @@ static int qpool_geometry_ok(const pa_qavgpool_t *p, const void *x, const void *
 
 pa_status_t pa_qavgpool(const pa_qavgpool_t *p, const void *x, void *y) {
     if (!qpool_geometry_ok(p, x, y) || !(p->x_scale > 0.0f) || !isfinite(p->x_scale) ||
-        !(p->y_scale > 0.0f) || !isfinite(p->y_scale))
+        !(p->y_scale > 0.0f) || !isfinite(p->y_scale) ||
+        (p->integer_average != 0 && p->integer_average != 1))
         return PA_ERR_INVALID;
+    if (p->integer_average) {       /* TFLite's (qavgpool_int.c) */
+        const int32_t tlo = p->type == PA_Q_S8 ? -128 : 0, thi = p->type == PA_Q_S8 ? 127 : 255;
+        if (p->y_min < tlo || p->y_max > thi || p->y_min > p->y_max)
+            return PA_ERR_INVALID;
+        if (p->n > 0 && p->c > 0 && p->out_h > 0 && p->out_w > 0)
+            _pa_qavgpool_integer(p, x, y);
+        return PA_OK;
+    }
     const int global = p->kernel_h == p->h && p->kernel_w == p->w && !p->pad_top &&
                        !p->pad_left && !p->pad_bottom && !p->pad_right;
     if (!global && p->kernel_w > PA_QAP_ROW)

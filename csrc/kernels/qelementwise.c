@@ -24,6 +24,12 @@
  *   Mul (onnxruntime/core/mlas/lib/qlmul.cpp, SSE2; no FMA there):
  *     y = cvt((float)((a - za) * (b - zb)) * ((sa * sb) / sy) + zy)
  *
+ *   TFLite's int8 MUL (tensorflow/lite/kernels/internal/reference/
+ *   integer_ops/mul.h, MulElementwise / BroadcastMul6DSlow) in integers:
+ *     y = clamp(MultiplyByQuantizedMultiplier((a - za) * (b - zb), m, s) + zy)
+ *   m, s: QuantizeMultiplier of sa * sb / sy in double (the caller's,
+ *   pyarena/runtime/kernels/requant_fixed.py); two roundings, as qrequant.c.
+ *
  * cvt is the SSE conversion: round half to even, and any value it cannot
  * hold in an int32 (>= 2^31, NaN) becomes INT32_MIN, so the type's lowest
  * value; then saturation to the type and the optional [y_min, y_max].
@@ -130,6 +136,7 @@ typedef struct qb_consts {
     int32_t lo, hi;
     float sv, ss, sy;   /* DQ_ADD / DQ_MUL: the three scales                */
     float fzv, fzs;     /* DQ_ADD / DQ_MUL: v's and s's zero points         */
+    int32_t mult, shift, izy;   /* TFLITE_MUL: Q31 multiplier, shift, zy    */
 } qb_consts_t;
 
 /* PA_MAP's blocks of 32 elements: one 256-bit register of bytes (16, a
@@ -207,6 +214,31 @@ typedef struct qb_consts {
                     (T)quant_one(dequant_one((int32_t)v[i], sv, zv) + fs, sy, zy, lo, hi)); \
     }
 
+/* TFLite's MUL of one product (exact in int32: |p| <= 2^16): requantized
+ * as pa_qrequant (two roundings), + zy, clamped. */
+PA_INLINE int32_t tmul_one(int32_t p, int32_t m, int32_t shift, int32_t zy, int32_t lo,
+                           int32_t hi) {
+    int32_t v = _pa_requant_fixed(p, m, shift) + zy;
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+}
+
+/* TFLite's MUL rows (the product is symmetric: v and s in either role). */
+#define PA_QB_TFLITE_ROWS(T, NAME)                                                   \
+    PA_INLINE void tmul_vv_##NAME(const T *restrict v, const T *restrict s,          \
+                                  T *restrict y, int64_t n, const qb_consts_t *k) {  \
+        const int32_t zv = k->zv, zs = k->zs, m = k->mult, sh = k->shift;            \
+        const int32_t zy = k->izy, lo = k->lo, hi = k->hi;                           \
+        PA_QMAP(y, (size_t)n, i,                                                     \
+                (T)tmul_one(((int32_t)v[i] - zv) * ((int32_t)s[i] - zs), m, sh, zy, lo, hi)); \
+    }                                                                                \
+    PA_INLINE void tmul_vs_##NAME(const T *restrict v, int32_t s, T *restrict y,     \
+                                  int64_t n, const qb_consts_t *k) {                 \
+        const int32_t zv = k->zv, ds = s - k->zs, m = k->mult, sh = k->shift;        \
+        const int32_t zy = k->izy, lo = k->lo, hi = k->hi;                           \
+        PA_QMAP(y, (size_t)n, i, (T)tmul_one(((int32_t)v[i] - zv) * ds, m, sh, zy, lo, hi)); \
+    }
+
 /* Mul's float steps: the product times the ratio, then + zy (two
  * roundings, as MLAS's SSE2 kernel). */
 PA_INLINE float mul_t(int32_t p, float ratio, float zy) {
@@ -218,6 +250,8 @@ PA_QB_ROWS(uint8_t, u8)
 PA_QB_ROWS(int8_t, s8)
 PA_QB_DQ_ROWS(uint8_t, u8)
 PA_QB_DQ_ROWS(int8_t, s8)
+PA_QB_TFLITE_ROWS(uint8_t, u8)
+PA_QB_TFLITE_ROWS(int8_t, s8)
 
 /* The 256 bytes 0..255: every value of an 8-bit type, by its byte. */
 static const uint8_t all_bytes[256] = {
@@ -240,7 +274,9 @@ static const uint8_t all_bytes[256] = {
     PA_INLINE void vs_table_##NAME(const T *restrict v, int32_t s, T *restrict y,    \
                                    int64_t n, const qb_consts_t *k, int mul) {       \
         T table[256];                                                                \
-        if (mul > 1)                                                                 \
+        if (mul == 4)                                                                \
+            tmul_vs_##NAME((const T *)all_bytes, s, table, 256, k);                  \
+        else if (mul > 1)                                                            \
             dq_vs_##NAME((const T *)all_bytes, s, table, 256, k, mul == 3);          \
         else if (mul)                                                                \
             mul_vs_##NAME((const T *)all_bytes, s, table, 256, k);                   \
@@ -275,7 +311,9 @@ PA_QB_TABLE(int8_t, s8)
                 const T *vr = v + o * v_outer + m * v_middle;                       \
                 const T *sr = s + o * s_outer + m * s_middle;                       \
                 T *yr = y + (o * p->middle + m) * inner;                            \
-                if (s_vector && mul > 1)                                            \
+                if (s_vector && mul == 4)                                           \
+                    tmul_vv_##NAME(vr, sr, yr, inner, k);                           \
+                else if (s_vector && mul > 1)                                       \
                     dq_vv_##NAME(vr, sr, yr, inner, k, mul == 3);                   \
                 else if (s_vector && mul)                                           \
                     mul_vv_##NAME(vr, sr, yr, inner, k);                            \
@@ -283,6 +321,8 @@ PA_QB_TABLE(int8_t, s8)
                     add_vv_##NAME(vr, sr, yr, inner, k);                            \
                 else if (inner >= PA_QB_TABLE_MIN)                                  \
                     vs_table_##NAME(vr, sr[0], yr, inner, k, mul);                  \
+                else if (mul == 4)                                                  \
+                    tmul_vs_##NAME(vr, sr[0], yr, inner, k);                        \
                 else if (mul > 1)                                                   \
                     dq_vs_##NAME(vr, sr[0], yr, inner, k, mul == 3);                \
                 else if (mul)                                                       \
@@ -299,9 +339,9 @@ PA_MULTIVERSION
 static void qbinary_run(const pa_qbinary_t *p, const qb_consts_t *k, const void *v,
                         int64_t v_outer, int64_t v_middle, const void *s,
                         int64_t s_outer, int64_t s_middle, int s_vector, void *y) {
-    /* 0 Add, 1 Mul, 2 the float path's Add, 3 its Mul */
+    /* 0 Add, 1 Mul, 2 the float path's Add, 3 its Mul, 4 TFLite's Mul */
     const int mul = p->op == PA_QBINARY_MUL ? 1 : p->op == PA_QBINARY_DQ_ADD ? 2 :
-                    p->op == PA_QBINARY_DQ_MUL ? 3 : 0;
+                    p->op == PA_QBINARY_DQ_MUL ? 3 : p->op == PA_QBINARY_TFLITE_MUL ? 4 : 0;
     if (p->type == PA_Q_S8)
         qbinary_walk_s8(p, k, v, v_outer, v_middle, s, s_outer, s_middle, s_vector, y, mul);
     else
@@ -313,7 +353,9 @@ static int scale_ok(float s) { return isfinite(s) && s > 0.0f; }
 pa_status_t pa_qbinary(const pa_qbinary_t *p, const void *a, const void *b, void *y) {
     if (!p || !a || !b || !y || !qtype_ok(p->type) ||
         (p->op != PA_QBINARY_ADD && p->op != PA_QBINARY_MUL && p->op != PA_QBINARY_DQ_ADD &&
-         p->op != PA_QBINARY_DQ_MUL))
+         p->op != PA_QBINARY_DQ_MUL && p->op != PA_QBINARY_TFLITE_MUL))
+        return PA_ERR_INVALID;
+    if (p->op == PA_QBINARY_TFLITE_MUL && (p->multiplier < 0 || p->shift < -31 || p->shift > 30))
         return PA_ERR_INVALID;
     if (p->outer < 0 || p->middle < 0 || p->inner < 0 || p->a_outer < 0 || p->a_middle < 0 ||
         p->b_outer < 0 || p->b_middle < 0 || (p->a_inner != 0 && p->a_inner != 1) ||
@@ -350,6 +392,9 @@ pa_status_t pa_qbinary(const pa_qbinary_t *p, const void *a, const void *b, void
     k.sy = p->y_scale;
     k.fzv = (float)k.zv;
     k.fzs = (float)k.zs;
+    k.mult = p->multiplier;
+    k.shift = p->shift;
+    k.izy = p->y_zero_point;
     const int s_vector = !swap && p->b_inner != 0;
     qbinary_run(p, &k, v, swap ? p->b_outer : p->a_outer, swap ? p->b_middle : p->a_middle,
                 s, swap ? p->a_outer : p->b_outer, swap ? p->a_middle : p->b_middle,

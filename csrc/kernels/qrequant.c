@@ -28,24 +28,8 @@
 #include <immintrin.h>
 #endif
 
-/* One accumulator, branch-free (the loops below vectorize: variable
- * 64-bit shifts and products, selects).  m >= 0 (checked by the caller),
- * so SaturatingRoundingDoublingHighMul's one overflow (INT32_MIN *
- * INT32_MIN) cannot occur; its truncating division by 2^31 is a shift of
- * the value biased by 2^31 - 1 when negative; RoundingDivideByPOT as
- * TFLite writes it (mask, remainder, threshold). */
-PA_INLINE int32_t requant_one(int32_t acc, int32_t m, int32_t shift) {
-    const int64_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    int64_t a = (int64_t)acc * (INT64_C(1) << left);       /* (no shift of a negative) */
-    a = a > INT32_MAX ? INT32_MAX : a < INT32_MIN ? INT32_MIN : a;   /* (int32 in TFLite) */
-    const int64_t ab = a * (int64_t)m;
-    const int64_t q = ab + (ab >= 0 ? (INT64_C(1) << 30) : (INT64_C(1) - (INT64_C(1) << 30)));
-    const int32_t h = (int32_t)((q + (q < 0 ? (INT64_C(1) << 31) - 1 : 0)) >> 31);
-    const int32_t mask = (int32_t)((INT64_C(1) << right) - 1);
-    const int32_t rem = h & mask, threshold = (mask >> 1) + (h < 0 ? 1 : 0);
-    return (h >> right) + (rem > threshold ? 1 : 0);
-}
+/* requant_one: _pa_requant_fixed (kernels/internal.h), also TFLite's MUL's. */
+#define requant_one _pa_requant_fixed
 
 /* One rounding (TFLite's FULLY_CONNECTED: its int8 product goes through
  * ruy, ruy/apply_multiplier.cc, MultiplyByQuantizedMultiplier): acc * m /

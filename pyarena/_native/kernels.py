@@ -117,7 +117,8 @@ CALL = {"conv2d": lib.PA_CALL_CONV2D, "conv2d_residual": lib.PA_CALL_CONV2D_RESI
         "dequantize": lib.PA_CALL_DEQUANTIZE, "add": lib.PA_CALL_ADD,
         "layer_norm": lib.PA_CALL_LAYER_NORM,
         "transpose_planes": lib.PA_CALL_TRANSPOSE_PLANES, "deconv2d": lib.PA_CALL_DECONV2D,
-        "qrequant": lib.PA_CALL_QREQUANT}
+        "qrequant": lib.PA_CALL_QREQUANT, "avgpool_ordered": lib.PA_CALL_AVGPOOL_ORDERED,
+        "qavgpool": lib.PA_CALL_QAVGPOOL}
 
 
 def _inner_axis(a):

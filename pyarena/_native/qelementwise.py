@@ -11,7 +11,7 @@ import numpy as np
 
 from . import check, ffi, lib
 
-__all__ = ["QTYPES", "ADD", "MUL", "DQ_ADD", "DQ_MUL", "bptr", "qbinary", "run_qbinary", "lookup",
+__all__ = ["QTYPES", "ADD", "MUL", "DQ_ADD", "DQ_MUL", "TFLITE_MUL", "bptr", "qbinary", "run_qbinary", "lookup",
            "lookup_channels",
            "quantize_linear", "dequantize_linear", "qaffine", "global_avgpool",
            "softmax_table", "softmax", "qavgpool", "run_qavgpool"]
@@ -21,6 +21,8 @@ QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8}
 ADD, MUL = lib.PA_QBINARY_ADD, lib.PA_QBINARY_MUL
 #: the float path of an unfused DequantizeLinear -> Add / Mul -> QuantizeLinear
 DQ_ADD, DQ_MUL = lib.PA_QBINARY_DQ_ADD, lib.PA_QBINARY_DQ_MUL
+#: TFLite's int8 MUL: the integer product, a Q31 multiplier and a shift
+TFLITE_MUL = lib.PA_QBINARY_TFLITE_MUL
 
 
 def bptr(arr):
@@ -28,10 +30,12 @@ def bptr(arr):
     return ffi.from_buffer("char[]", arr)
 
 
-def qbinary(*, op, dtype, scales, zero_points, clamp, loops, a_strides, b_strides):
+def qbinary(*, op, dtype, scales, zero_points, clamp, loops, a_strides, b_strides,
+            fixed=(0, 0)):
     """A ``pa_qbinary_t *``: ``scales`` / ``zero_points`` (a, b, y),
     ``clamp`` (y_min, y_max), ``loops`` (outer, middle, inner) and each
-    operand's strides over them in elements."""
+    operand's strides over them in elements; ``fixed`` (TFLITE_MUL): the
+    multiplier and shift."""
     (sa, sb, sy), (za, zb, zy) = scales, zero_points
     return ffi.new("pa_qbinary_t *", {
         "op": op, "type": QTYPES[np.dtype(dtype)],
@@ -40,7 +44,8 @@ def qbinary(*, op, dtype, scales, zero_points, clamp, loops, a_strides, b_stride
         "y_min": int(clamp[0]), "y_max": int(clamp[1]),
         "outer": loops[0], "middle": loops[1], "inner": loops[2],
         "a_outer": a_strides[0], "a_middle": a_strides[1], "a_inner": a_strides[2],
-        "b_outer": b_strides[0], "b_middle": b_strides[1], "b_inner": b_strides[2]})
+        "b_outer": b_strides[0], "b_middle": b_strides[1], "b_inner": b_strides[2],
+        "multiplier": int(fixed[0]), "shift": int(fixed[1])})
 
 
 def qaffine(dtype, scale, zero_point, y_min=0, y_max=0):
@@ -105,10 +110,12 @@ def softmax(dtype, table, x, y, outer, n, inner, y_scale, y_zero_point):
 
 
 def qavgpool(*, dtype, nhwc, dims, out, kernel, strides, pads, count_include_pad,
-             scales, zero_points):
+             scales, zero_points, integer_clamp=None):
     """A ``pa_qavgpool_t *``: ``dims`` (n, c, h, w), ``out`` (out_h, out_w),
     ``kernel`` / ``strides`` (h, w), ``pads`` (top, left, bottom, right),
-    ``scales`` / ``zero_points`` (x, y)."""
+    ``scales`` / ``zero_points`` (x, y); ``integer_clamp`` (y_min, y_max):
+    TFLite's integer average, clamped so (None: onnxruntime's)."""
+    lo, hi = integer_clamp or (0, 0)
     n, c, h, w = dims
     return ffi.new("pa_qavgpool_t *", {
         "type": QTYPES[np.dtype(dtype)],
@@ -119,7 +126,8 @@ def qavgpool(*, dtype, nhwc, dims, out, kernel, strides, pads, count_include_pad
         "pad_top": pads[0], "pad_left": pads[1], "pad_bottom": pads[2], "pad_right": pads[3],
         "count_include_pad": int(bool(count_include_pad)),
         "x_scale": float(scales[0]), "y_scale": float(scales[1]),
-        "x_zero_point": int(zero_points[0]), "y_zero_point": int(zero_points[1])})
+        "x_zero_point": int(zero_points[0]), "y_zero_point": int(zero_points[1]),
+        "integer_average": int(integer_clamp is not None), "y_min": int(lo), "y_max": int(hi)})
 
 
 def run_qavgpool(desc, x, y):

@@ -289,8 +289,9 @@ def test_average_pool_is_the_interpreters_to_the_bit(tmp_path, padding, act, k):
     x = r.integers(-128, 128, (1, 16, 16, 8)).astype(I8)
     ref, why = reference_tflite(path, {"x": x}, reference_kernels=True)
     assert ref is not None, why
-    ours = np.asarray(Executor(load_model(path)).run({"x": x})["y"])
-    np.testing.assert_array_equal(ours, ref["y"])
+    for native in (True, False):
+        ours = np.asarray(Executor(load_model(path, native=native)).run({"x": x})["y"])
+        np.testing.assert_array_equal(ours, ref["y"], err_msg=f"native={native}")
     if k == 2:
         xf = x.astype(np.float64)[0]
         win = xf[0::2, 0::2] + xf[0::2, 1::2] + xf[1::2, 0::2] + xf[1::2, 1::2]

@@ -23,7 +23,7 @@ from ..._native import check, lib
 from ..._native.kernels import NULL, act_params, fptr, pool2d
 
 __all__ = ["NATIVE_DTYPE", "fused_activation", "native_act", "Pointers", "NULL", "unary",
-           "plane_mean"]
+           "plane_mean", "ordered_mean"]
 
 NATIVE_DTYPE = np.dtype(np.float32)
 
@@ -109,6 +109,31 @@ def plane_mean(kernel, n, h, w, c):
         if st:
             check(st, f"{kernel.op.op_type} {kernel.op.name!r}")
     run.call = lambda xs, ys: ("avgpool", desc, None, fptr(xs[0]), None, fptr(ys[0]), ())
+    return run
+
+
+def ordered_mean(kernel, nhwc, n, c, sp):
+    """``run(xs, ys)`` averaging each channel of a float32 tensor over its
+    ``sp`` values in onnxruntime MLAS's global-pool order
+    (``pa_avgpool2d_ordered``'s LANES: the plane as one row of ``sp``), or
+    None when the op stays on NumPy.  ``run.call``: its call record."""
+    if not kernel.use_native or kernel.dtype != NATIVE_DTYPE or min(n, c, sp) < 1:
+        return None
+    if math.prod(kernel.oshape()) != n * c:
+        kernel.malformed(f"output {list(kernel.oshape())} does not hold the {n} x {c} "
+                         f"means of its input")
+    desc = pool2d(nhwc=nhwc, n=n, c=c, h=1, w=sp, h_out=1, w_out=1, kh=1, kw=sp, sh=1, sw=1,
+                  pads=(0, 0, 0, 0), count_include_pad=0)
+    order = lib.PA_POOL_ORDER_LANES
+    ptrs = Pointers(kernel)
+
+    def run(xs, ys):
+        x, y = ptrs(xs[0], ys[0])
+        st = lib.pa_avgpool2d_ordered(desc, order, x, y, kernel.workers)
+        if st:
+            check(st, f"{kernel.op.op_type} {kernel.op.name!r}")
+    run.call = lambda xs, ys: ("avgpool_ordered", desc, None, fptr(xs[0]), None, fptr(ys[0]),
+                               (order,))
     return run
 
 

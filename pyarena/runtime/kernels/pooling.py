@@ -12,7 +12,7 @@ from ...errors import InvalidArgumentError
 from ..._native import check, lib
 from ..._native import kernels as nk
 from ..._native import qelementwise as qnative
-from .native import NATIVE_DTYPE, Pointers, plane_mean
+from .native import NATIVE_DTYPE, Pointers, ordered_mean, plane_mean
 from . import shape_rules as rules
 from . import tflite_attrs as tfl
 from .registry import Kernel, const, register
@@ -110,7 +110,7 @@ class WindowPool(Spatial):
                 self.dh == 1 and self.dw == 1:
             return self._setup_native_q8()
         if not self.use_native or self.dtype != NATIVE_DTYPE or self.dh != 1 or self.dw != 1 \
-                or self.mlas:
+                or (self.mlas and not self.nhwc and self.kw > 2048):
             self.native = None
             return False
         self.native = nk.pool2d(
@@ -119,6 +119,9 @@ class WindowPool(Spatial):
             pads=(self.pt, self.pl, self.pb, self.pr),
             count_include_pad=int(self.attrs.get("count_include_pad", 0)))
         self.native_fn = lib.pa_maxpool2d if self.is_max else lib.pa_avgpool2d
+        if self.mlas:       # MLAS's order (csrc/kernels/pool_mlas.c)
+            self.native_fn = lambda d, x, y, w: lib.pa_avgpool2d_ordered(
+                d, lib.PA_POOL_ORDER_TAPS, x, y, w)
         self.ptrs = Pointers(self)
         self.scratch = []
         return True
@@ -143,6 +146,9 @@ class WindowPool(Spatial):
     def native_call(self, xs, ys):
         if self.native is None or self._act is not None or self.native_q8:
             return None
+        if self.mlas:
+            return ("avgpool_ordered", self.native, None, nk.fptr(xs[0]), None,
+                    nk.fptr(ys[0]), (lib.PA_POOL_ORDER_TAPS,))
         return ("maxpool" if self.is_max else "avgpool", self.native, None, nk.fptr(xs[0]),
                 None, nk.fptr(ys[0]), ())
 
@@ -280,6 +286,8 @@ class GlobalPool(Kernel):
         self.native = plane_mean(self, n, xs[1], math.prod(xs[2:-1]), c) if \
             self.nhwc and self.p is None and self.f is np.add and len(xs) >= 3 and \
             not self.mlas else None
+        if self.mlas:       # MLAS's order (csrc/kernels/pool_mlas.c)
+            self.native = ordered_mean(self, self.nhwc, n, c, self.sp)
 
     def run(self, xs, ys, sc):
         if self.native is not None:

@@ -19,7 +19,9 @@ and a float32 is exact there, and so is its sum with a float32 while the
 two lie within 2^29 of each other's last bits -- true of any scale ratio in
 [2^-20, 2^8] with 8-bit zero points -- so rounding that sum to float32 is
 the fused result.  The native path (``pa_qbinary``) calls ``fmaf``.
-Native where the broadcast is at most three loops
+TFLite's MUL (``requant="tflite"``) is integer arithmetic only: the exact
+product requantized by a Q31 multiplier and a shift (TFLITE_MUL, NumPy:
+:func:`requant_fixed`).  Native where the broadcast is at most three loops
 (outer x middle x inner), both operands and y one 8-bit type and the
 scales finite and positive; NumPy otherwise, in chunks along the first
 axis of more than one element.
@@ -131,10 +133,11 @@ class _QBinary(QuantKernel):
                 not all(math.isfinite(s) and s > 0 for s in self.scales):
             return None
         runs = [((True, True), 1)] * (3 - len(self.runs)) + list(self.runs)
-        desc = qnative.qbinary(op=self.qop, dtype=dt, scales=self.scales,
+        op, fixed = self.native_op()
+        desc = qnative.qbinary(op=op, dtype=dt, scales=self.scales,
                                zero_points=self.zps, clamp=(self.lo, self.hi),
                                loops=[e for _, e in runs], a_strides=_strides(runs, 0),
-                               b_strides=_strides(runs, 1))
+                               b_strides=_strides(runs, 1), fixed=fixed)
         consts = [None if c is None else qnative.bptr(c) for c in self.consts]
         if not self.total:
             return lambda xs, ys: None
@@ -145,6 +148,10 @@ class _QBinary(QuantKernel):
             b = consts[1] if consts[1] is not None else qnative.bptr(xs[3])
             qnative.run_qbinary(desc, a, b, qnative.bptr(ys[0]))
         return run
+
+    def native_op(self):
+        """(the ``pa_qbinary_op_t``, its (multiplier, shift))."""
+        return self.qop, (0, 0)
 
     def native_call(self, xs, ys):
         """The native run as one call record, or None."""
@@ -231,10 +238,13 @@ class QLinearMul(_QBinary):
                 self.fail(str(exc))
         return got
 
-    def native_run(self):
-        if self.tflite_fixed() is not None:     # (NumPy: the fixed-point product)
-            return None
-        return super().native_run()
+    def native_op(self):
+        """TFLite's MUL: ``pa_qbinary``'s TFLITE_MUL with the multiplier and
+        shift (the NumPy path's :func:`requant_fixed`, in C)."""
+        fixed = self.tflite_fixed()
+        if fixed is None:
+            return self.qop, (0, 0)
+        return qnative.TFLITE_MUL, (int(fixed[0][0]), int(fixed[1][0]))
 
     def compute(self, a, b, t64, t32):
         (_, _, _), (za, zb, zy) = self.scales, self.zps

@@ -10,7 +10,10 @@ how far an element is below its row's maximum, a float32 sum in row order,
 sums each window's dequantized values in float32 in window order (padding
 adds nothing), divides by the count, then ``rint(avg / y_scale +
 y_zero_point)``; a window that is the whole image with no pads takes
-onnxruntime's global-pool arithmetic (an integer sum times one scale)."""
+onnxruntime's global-pool arithmetic (an integer sum times one scale).
+TFLite's AVERAGE_POOL_2D (``requant="tflite"``) averages the raw bytes in
+integers (``pa_qavgpool``'s integer_average, csrc/kernels/qavgpool_int.c;
+NumPy: :meth:`QLinearAveragePool.finish_tflite`)."""
 import math
 
 import numpy as np
@@ -147,7 +150,7 @@ class QLinearAveragePool(QuantKernel):
         # raw bytes summed, divided by the window's count rounding half away
         # from zero, the scales not read (reference_integer_ops/pooling.h)
         self.tflite = self.attrs.get("requant") == "tflite"
-        self.native = None if self.tflite else self.native_desc(dt) or None
+        self.native = self.native_desc(dt) or None
         self.scratch = [] if self.native else self.numpy_scratch()
 
     def native_desc(self, dt):
@@ -159,7 +162,8 @@ class QLinearAveragePool(QuantKernel):
         desc = qnative.qavgpool(dtype=dt, nhwc=self.last, dims=(*self.dims, h, w), out=(oh, ow),
                                 kernel=k, strides=st, pads=(pads[0], pads[1], pads[2], pads[3]),
                                 count_include_pad=self.cip, scales=(self.x_scale, self.y_scale),
-                                zero_points=(self.x_zp, self.y_zp))
+                                zero_points=(self.x_zp, self.y_zp),
+                                integer_clamp=(self.lo, self.hi) if self.tflite else None)
         byte = np.zeros(1, np.uint8)
         images, desc.n = desc.n, 0          # checks the geometry without running
         try:
@@ -168,6 +172,12 @@ class QLinearAveragePool(QuantKernel):
             return None
         desc.n = images
         return desc
+
+    def native_call(self, xs, ys):
+        """The native run as one call record (``pa_qavgpool``), or None."""
+        if self.native is None or self._act is not None:
+            return None
+        return ("qavgpool", self.native, None, xs[0], None, ys[0], ())
 
     def is_global(self):
         (h, w), _, k, _, pads = self.geom

@@ -39,8 +39,29 @@ static int32_t get(const void *p, int64_t i, int s8) {
     return s8 ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
 }
 
-/* One output element of p, onnxruntime's way (qladd_avx2.cpp, qlmul.cpp). */
+/* TFLite's MultiplyByQuantizedMultiplier as gemmlowp writes it
+ * (SaturatingRoundingDoublingHighMul, RoundingDivideByPOT); the left
+ * shift saturates to int32 (pyarena's reading of TFLite's int32 product). */
+static int32_t ref_mbqm(int32_t x, int32_t m, int32_t shift) {
+    int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    int64_t xl = (int64_t)x * ((int64_t)1 << left);
+    int32_t a = xl > INT32_MAX ? INT32_MAX : xl < INT32_MIN ? INT32_MIN : (int32_t)xl;
+    int64_t ab = (int64_t)a * (int64_t)m;
+    int32_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+    int32_t h = (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+    int32_t mask = (int32_t)(((int64_t)1 << right) - 1);
+    int32_t rem = h & mask, thr = (mask >> 1) + (h < 0 ? 1 : 0);
+    return (h >> right) + (rem > thr ? 1 : 0);
+}
+
+/* One output element of p, onnxruntime's way (qladd_avx2.cpp, qlmul.cpp);
+ * TFLite's for TFLITE_MUL (reference_integer_ops/mul.h). */
 static int32_t ref_elem(const pa_qbinary_t *p, int32_t a, int32_t b) {
+    if (p->op == PA_QBINARY_TFLITE_MUL) {
+        int32_t v = ref_mbqm((a - p->a_zero_point) * (b - p->b_zero_point), p->multiplier,
+                             p->shift) + p->y_zero_point;
+        return v < p->y_min ? p->y_min : v > p->y_max ? p->y_max : v;
+    }
     if (p->op == PA_QBINARY_DQ_ADD || p->op == PA_QBINARY_DQ_MUL) {
         /* DequantizeLinear, the float op, QuantizeLinear: one rounding each */
         float fa = (float)(a - p->a_zero_point) * p->a_scale;
@@ -81,6 +102,15 @@ static void fill(void *buf, int64_t n, int s8) {
     }
 }
 
+/* A Q31 multiplier and shift for TFLITE_MUL: ratios from 2^-40 (the
+ * zero point only) to 2^6, exact halves (2^30) among them. */
+static void tflite_multiplier(pa_qbinary_t *p, int trial) {
+    p->multiplier = trial % 9 == 0 ? (1 << 30) : irand(1 << 30, INT32_MAX);
+    p->shift = trial % 11 == 0 ? -31 : irand(-16, 6);
+    if (trial % 13 == 0)
+        p->multiplier = 0;
+}
+
 /* Random descriptors over every broadcast form: the kernel equals the
  * reference element for element. */
 static void test_qbinary_matches_reference(void) {
@@ -101,7 +131,7 @@ static void test_qbinary_matches_reference(void) {
         const int64_t *f = forms[(trial / 2) % (int)(sizeof forms / sizeof forms[0])];
         int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
         pa_qbinary_t p = {
-            .op = (pa_qbinary_op_t)((trial / 14) % 4),      /* Add, Mul, DQ_ADD, DQ_MUL */
+            .op = (pa_qbinary_op_t)((trial / 14) % 5),  /* Add, Mul, DQ_ADD, DQ_MUL, TFLite's */
             .type = s8 ? PA_Q_S8 : PA_Q_U8,
             .a_scale = srand_scale(), .b_scale = srand_scale(), .y_scale = srand_scale(),
             .a_zero_point = irand(lo, hi), .b_zero_point = irand(lo, hi),
@@ -115,6 +145,7 @@ static void test_qbinary_matches_reference(void) {
             p.y_min = lo + 20;
             p.y_max = hi - 30;
         }
+        tflite_multiplier(&p, trial);
         uint8_t a[O * M * I], b[O * M * I], y[O * M * I];
         fill(a, O * M * I, s8);
         fill(b, O * M * I, s8);
@@ -138,16 +169,18 @@ static void test_qbinary_long_scalar_runs(void) {
     enum { M = 3, I = 1500 };
     static uint8_t a[M * I], b[M * I], y[M * I];
     int failures = 0;
-    for (int trial = 0; trial < 16; trial++) {
+    for (int trial = 0; trial < 48; trial++) {
         const int s8 = trial & 1, swap = (trial >> 1) & 1;
         int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
         pa_qbinary_t p = {
-            .op = (trial >> 2) & 1 ? PA_QBINARY_MUL : PA_QBINARY_ADD,
+            .op = (trial >> 2) % 3 == 2 ? PA_QBINARY_TFLITE_MUL
+                  : (trial >> 2) % 3 ? PA_QBINARY_MUL : PA_QBINARY_ADD,
             .type = s8 ? PA_Q_S8 : PA_Q_U8,
             .a_scale = srand_scale(), .b_scale = srand_scale(), .y_scale = srand_scale(),
             .a_zero_point = irand(lo, hi), .b_zero_point = irand(lo, hi),
-            .y_zero_point = irand(lo, hi), .y_min = lo, .y_max = (trial >> 3) ? hi - 9 : hi,
+            .y_zero_point = irand(lo, hi), .y_min = lo, .y_max = (trial >> 4) ? hi - 9 : hi,
             .outer = 1, .middle = M, .inner = I};
+        tflite_multiplier(&p, trial);
         if (p.op == PA_QBINARY_MUL || p.op == PA_QBINARY_DQ_MUL)
             p.y_scale = p.a_scale * p.b_scale * (float)irand(10, 300);
         /* the scalar operand is one value per run: (1, M, 1) */
@@ -246,6 +279,19 @@ static void test_qbinary_refuses_bad_input(void) {
     p = ok; p.type = PA_Q_S8;  /* 255 is out of int8's range */
     CHECK_EQ(pa_qbinary(&p, a, a, y), PA_ERR_INVALID);
     p = ok; p.inner = 0;           CHECK_EQ(pa_qbinary(&p, a, a, y), PA_OK);
+    p = ok; p.op = PA_QBINARY_TFLITE_MUL; p.multiplier = 1 << 30;
+    CHECK_EQ(pa_qbinary(&p, a, a, y), PA_OK);
+    pa_qbinary_t t = p;
+    /* 75 x 130 = 9750 times 0.0111281 (m 1529434368, shift -6) is 108.494:
+     * two roundings make it 109 (one would give 108) */
+    uint8_t u = 75 + 3, v = 130 + 5, w = 0;
+    p = t; p.a_zero_point = 3; p.b_zero_point = 5; p.multiplier = 1529434368; p.shift = -6;
+    p.inner = 1;
+    CHECK_EQ(pa_qbinary(&p, &u, &v, &w), PA_OK);
+    CHECK_EQ(w, 109);
+    p = t; p.multiplier = -1;      CHECK_EQ(pa_qbinary(&p, a, a, y), PA_ERR_INVALID);
+    p = t; p.shift = -32;          CHECK_EQ(pa_qbinary(&p, a, a, y), PA_ERR_INVALID);
+    p = t; p.shift = 31;           CHECK_EQ(pa_qbinary(&p, a, a, y), PA_ERR_INVALID);
 }
 
 static void test_lookup_strided_blocks(void) {
@@ -293,7 +339,7 @@ static void test_lookup_long_runs(void) {
         CHECK_EQ(y[lens[t]], 0x5A);         /* nothing written past the run */
     }
     pa_qbinary_t p = {PA_QBINARY_ADD, PA_Q_U8, 0.05f, 0.1f, 0.2f, 100, 7, 90, 0, 255,
-                      1, 1, 1100, 0, 0, 1, 0, 0, 0};
+                      1, 1, 1100, 0, 0, 1, 0, 0, 0, 0, 0};
     uint8_t s = 200, one[1];
     CHECK_EQ(pa_qbinary(&p, x, &s, y), PA_OK);
     int bad = 0;

@@ -2,7 +2,8 @@
  * QLinearAveragePool (kernels/qavgpool.c; and its 8-bit MaxPool) against one-element-at-a-time
  * references of onnxruntime's formulas (the kernels' banners), on random
  * shapes, axes, layouts, pads, strides and both 8-bit types; values worked
- * out by hand; bad input refused with PA_ERR_INVALID. */
+ * out by hand; bad input refused with PA_ERR_INVALID.  TFLite's integer
+ * average (kernels/qavgpool_int.c) against its reference kernel's C. */
 #include "pyarena.h"
 #include "../testhelper.h"
 
@@ -226,6 +227,113 @@ static void test_avgpool_matches_reference(void) {
     }
 }
 
+/* TFLite's AVERAGE_POOL_2D as its reference kernel writes it
+ * (reference_integer_ops/pooling.h): raw values, C's division. */
+static int32_t ref_int_pool(const pa_qavgpool_t *p, const void *x, int64_t n, int64_t c,
+                            int64_t oh, int64_t ow, int s8) {
+    int64_t hs = oh * p->stride_h - p->pad_top, ws = ow * p->stride_w - p->pad_left;
+    int32_t acc = 0, cnt = 0;
+    for (int64_t r = hs; r < hs + p->kernel_h; r++)
+        for (int64_t q = ws; q < ws + p->kernel_w; q++)
+            if (r >= 0 && r < p->h && q >= 0 && q < p->w) {
+                acc += get(x, xi(p, n, c, r, q), s8);
+                cnt++;
+            }
+    acc = acc > 0 ? (acc + cnt / 2) / cnt : (acc - cnt / 2) / cnt;
+    acc = acc < p->y_min ? p->y_min : acc;
+    return acc > p->y_max ? p->y_max : acc;
+}
+
+static void test_avgpool_integer_matches_reference(void) {
+    for (int round = 0; round < 300; round++) {
+        int s8 = round & 1;
+        pa_qavgpool_t p;
+        memset(&p, 0, sizeof p);
+        p.type = s8 ? PA_Q_S8 : PA_Q_U8;
+        p.layout = round % 3 ? PA_LAYOUT_NHWC : PA_LAYOUT_NCHW;
+        p.n = irand(1, 2);
+        p.c = round % 7 ? irand(1, 20) : irand(250, 600);
+        p.h = irand(1, 9);
+        p.w = irand(1, round % 13 ? 12 : 300);
+        p.kernel_h = irand(1, (int32_t)p.h);
+        p.kernel_w = irand(1, (int32_t)(p.w < 9 ? p.w : 9));
+        if (round % 10 == 0) {
+            p.kernel_h = p.h;   /* whole image: still the integer average */
+            p.kernel_w = p.w;
+        } else {
+            p.pad_top = irand(0, (int32_t)p.kernel_h - 1);
+            p.pad_bottom = irand(0, (int32_t)p.kernel_h - 1);
+            p.pad_left = irand(0, (int32_t)p.kernel_w - 1);
+            p.pad_right = irand(0, (int32_t)p.kernel_w - 1);
+        }
+        p.stride_h = irand(1, 3);
+        p.stride_w = irand(1, 3);
+        int ceil = irand(0, 1);
+        p.out_h = out_size(p.h, p.kernel_h, p.stride_h, p.pad_top, p.pad_bottom, ceil);
+        p.out_w = out_size(p.w, p.kernel_w, p.stride_w, p.pad_left, p.pad_right, ceil);
+        p.count_include_pad = irand(0, 1);      /* (not read) */
+        p.x_scale = frand(0.001f, 0.5f);
+        p.y_scale = frand(0.001f, 0.5f);
+        p.integer_average = 1;
+        int32_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+        p.y_min = round % 4 ? lo : irand(lo, hi);
+        p.y_max = round % 5 ? hi : irand(p.y_min, hi);
+        int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.out_h * p.out_w;
+        void *x = malloc((size_t)nx), *y = malloc((size_t)ny);
+        fill(x, nx, s8);
+        CHECK_EQ(pa_qavgpool(&p, x, y), PA_OK);
+        int bad = 0;
+        for (int64_t n = 0; n < p.n; n++)
+            for (int64_t c = 0; c < p.c; c++)
+                for (int64_t r = 0; r < p.out_h; r++)
+                    for (int64_t q = 0; q < p.out_w; q++) {
+                        int64_t yi = p.layout == PA_LAYOUT_NHWC
+                                         ? ((n * p.out_h + r) * p.out_w + q) * p.c + c
+                                         : ((n * p.c + c) * p.out_h + r) * p.out_w + q;
+                        bad += get(y, yi, s8) != ref_int_pool(&p, x, n, c, r, q, s8);
+                    }
+        CHECK_EQ(bad, 0);
+        free(x);
+        free(y);
+    }
+}
+
+static void test_avgpool_integer_by_hand(void) {
+    /* windows of two: -5 / 2 = -2.5 -> -3, 3 / 2 = 1.5 -> 2, -1 / 2 -> -1 */
+    pa_qavgpool_t p;
+    memset(&p, 0, sizeof p);
+    p.type = PA_Q_S8;
+    p.layout = PA_LAYOUT_NHWC;
+    p.n = p.c = p.h = 1;
+    p.w = 8;
+    p.out_h = 1;
+    p.out_w = 4;
+    p.kernel_h = 1;
+    p.kernel_w = p.stride_w = 2;
+    p.stride_h = 1;
+    p.x_scale = p.y_scale = 1.0f;
+    p.integer_average = 1;
+    p.y_min = -128;
+    p.y_max = 127;
+    int8_t x[8] = {-3, -2, 1, 2, -128, 127, 5, 6}, y[4];
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_OK);
+    CHECK_EQ(y[0], -3);
+    CHECK_EQ(y[1], 2);
+    CHECK_EQ(y[2], -1);
+    CHECK_EQ(y[3], 6);
+    p.y_max = 1;                    /* a fused activation's clamp */
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_OK);
+    CHECK_EQ(y[1], 1);
+    CHECK_EQ(y[3], 1);
+    p.y_min = 2;                    /* refused: empty range */
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_ERR_INVALID);
+    p.y_min = -129;                 /* outside the type */
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_ERR_INVALID);
+    p.y_min = -128;
+    p.integer_average = 2;
+    CHECK_EQ(pa_qavgpool(&p, x, y), PA_ERR_INVALID);
+}
+
 static pa_qavgpool_t small_pool(void) {
     pa_qavgpool_t p;
     memset(&p, 0, sizeof p);
@@ -398,6 +506,8 @@ int main(void) {
     RUN(test_avgpool_by_hand);
     RUN(test_avgpool_refuses_bad_input);
     RUN(test_avgpool_wide_windows);
+    RUN(test_avgpool_integer_matches_reference);
+    RUN(test_avgpool_integer_by_hand);
     RUN(test_maxpool_matches_reference);
     return pa_test_report();
 }
