@@ -73,6 +73,10 @@ static int qc_valid(const pa_qconv2d_t *q) {
     if (q->y_type != PA_Q_S32 && (q->y_lo > q->y_hi || q->y_lo < lo || q->y_hi > hi ||
                                   q->y_zp < lo || q->y_zp > hi))
         return 0;
+    if (q->requant != PA_QREQ_FLOAT &&
+        ((q->requant != PA_QREQ_FIXED && q->requant != PA_QREQ_FIXED_SINGLE) ||
+         q->y_type == PA_Q_S32 || q->conv.layout != PA_LAYOUT_NHWC))
+        return 0;
     return qc_k(q) <= QC_MAX_K;
 }
 
@@ -104,22 +108,25 @@ static size_t dw_scratch_bytes(const pa_qconv2d_t *q);
 
 /* Packed GEMM weights: per group and block [kq][QC_NR][4] bytes, then four
  * arrays of G * nbk * QC_NR lanes (bias, column sums, weight zero points:
- * int32; scales: float). */
+ * int32; scales: float -- in a FIXED requant mode the int32 multipliers),
+ * and in a FIXED mode a fifth (the shifts). */
 static size_t gemm_weight_bytes(const qc_dims_t *d) {
     return round64((size_t)(d->G * d->nbk * d->kq) * QC_NR * 4);
 }
 
 static size_t lanes(const qc_dims_t *d) { return (size_t)(d->G * d->nbk) * QC_NR; }
 
+static int qc_fixed(const pa_qconv2d_t *q) { return q->requant != PA_QREQ_FLOAT; }
+
 size_t pa_qconv2d_packed_size(const pa_qconv2d_t *q) {
     if (!qc_valid(q))
         return 0;
     if (qc_depthwise(q)) {
         size_t c = (size_t)q->conv.c_in, taps = (size_t)(q->conv.kh * q->conv.kw);
-        return round64(c * taps * 2) + round64(c * 4) * 2;
+        return round64(c * taps * 2) + round64(c * 4) * (qc_fixed(q) ? 3 : 2);
     }
     qc_dims_t d = qc_dims(q);
-    return gemm_weight_bytes(&d) + 4 * round64(lanes(&d) * 4);
+    return gemm_weight_bytes(&d) + (qc_fixed(q) ? 5 : 4) * round64(lanes(&d) * 4);
 }
 
 /* Whether the rows are the image's own pixels, no im2col (the input, or the
@@ -159,20 +166,20 @@ static int32_t weight_at(const pa_qconv2d_t *q, const void *w, int64_t i) {
                                 : (int32_t)((const uint8_t *)w)[i];
 }
 
-pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
-                            const int32_t *bias, const float *scale, void *packed,
-                            size_t packed_size) {
-    size_t need = pa_qconv2d_packed_size(q);
-    if (!need || !weight || !packed || packed_size < need ||
-        (q->y_type != PA_Q_S32 && !scale))
-        return PA_ERR_INVALID;
+/* The packing of both requant modes: `scale` (float mode) or `ms` (the
+ * multipliers then the shifts, FIXED modes), checked by the callers. */
+static pa_status_t qc_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
+                           const int32_t *bias, const float *scale, const int32_t *ms,
+                           void *packed, size_t need) {
     int32_t wl = q->w_type == PA_Q_S8 ? -128 : 0, wh = wl + 255;
     const int64_t cout = q->conv.c_out;
     for (int64_t o = 0; o < cout; o++) {
         if (w_zp && (w_zp[o] < wl || w_zp[o] > wh))
             return PA_ERR_INVALID;
         /* finite and not negative (NaN fails both) */
-        if (q->y_type != PA_Q_S32 && !(scale[o] >= 0.0f && scale[o] <= 3.4e38f))
+        if (scale && !(scale[o] >= 0.0f && scale[o] <= 3.4e38f))
+            return PA_ERR_INVALID;
+        if (ms && (ms[o] < 0 || ms[cout + o] < -31 || ms[cout + o] > 30))
             return PA_ERR_INVALID;
     }
     memset(packed, 0, need);
@@ -181,12 +188,16 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
         int16_t *wc = (int16_t *)packed;
         int32_t *b = (int32_t *)((char *)packed + round64((size_t)(C * taps) * 2));
         float *s = (float *)(b + round64((size_t)C * 4) / 4);
+        int32_t *m = (int32_t *)s, *sh = m + round64((size_t)C * 4) / 4;  /* (FIXED) */
         for (int64_t c = 0; c < C; c++) {
             int32_t z = w_zp ? w_zp[c] : 0;
             for (int64_t t = 0; t < taps; t++)        /* OHWI: [c][t][0] -> [t][c] */
                 wc[t * C + c] = (int16_t)(weight_at(q, weight, c * taps + t) - z);
             b[c] = bias ? bias[c] : 0;
-            s[c] = scale ? scale[c] : 0.0f;
+            if (ms)
+                m[c] = ms[c], sh[c] = ms[C + c];
+            else
+                s[c] = scale ? scale[c] : 0.0f;
         }
         return PA_OK;
     }
@@ -197,6 +208,7 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
     size_t arr = round64(lanes(&d) * 4) / 4;
     int32_t *colsum = bias_p + arr, *zp = colsum + arr;
     float *sc = (float *)(zp + arr);
+    int32_t *mult = zp + arr, *shift = mult + arr;     /* (FIXED: over sc) */
     for (int64_t g = 0; g < d.G; g++)
         for (int64_t o = 0; o < d.cog; o++) {
             int64_t oc = g * d.cog + o, b = o / QC_NR, l = o % QC_NR;
@@ -211,9 +223,32 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
             bias_p[lane] = bias ? bias[oc] : 0;
             colsum[lane] = sum;
             zp[lane] = (w_zp ? w_zp[oc] : 0) - off;
-            sc[lane] = scale ? scale[oc] : 0.0f;
+            if (ms)
+                mult[lane] = ms[oc], shift[lane] = ms[cout + oc];
+            else
+                sc[lane] = scale ? scale[oc] : 0.0f;
         }
     return PA_OK;
+}
+
+pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
+                            const int32_t *bias, const float *scale, void *packed,
+                            size_t packed_size) {
+    size_t need = pa_qconv2d_packed_size(q);
+    if (!need || !weight || !packed || packed_size < need || qc_fixed(q) ||
+        (q->y_type != PA_Q_S32 && !scale))
+        return PA_ERR_INVALID;
+    return qc_pack(q, weight, w_zp, bias, q->y_type != PA_Q_S32 ? scale : NULL, NULL, packed,
+                   need);
+}
+
+pa_status_t pa_qconv2d_pack_fixed(const pa_qconv2d_t *q, const void *weight,
+                                  const int32_t *w_zp, const int32_t *bias,
+                                  const int32_t *mult_shift, void *packed, size_t packed_size) {
+    size_t need = pa_qconv2d_packed_size(q);
+    if (!need || !weight || !packed || packed_size < need || !qc_fixed(q) || !mult_shift)
+        return PA_ERR_INVALID;
+    return qc_pack(q, weight, w_zp, bias, NULL, mult_shift, packed, need);
 }
 
 /* -- requantization -------------------------------------------------------- */
@@ -222,13 +257,27 @@ typedef struct qc_out {
     pa_qtype_t type;
     float lo, hi;           /* the clamp, zero point taken off */
     int32_t zp;
+    /* FIXED requant modes (else fixed 0): the channels' multipliers and
+     * shifts (the packed arrays), one rounding or two, the clamp, the
+     * AVX-512 lanes or the portable loops (qrequant.c) */
+    int fixed, single, avx512;
+    int32_t ilo, ihi;
 } qc_out_t;
 
 static qc_out_t qc_out(const pa_qconv2d_t *q) {
     /* (int64: for int32 outputs the clamp fields are not read, nor checked) */
     qc_out_t o = {q->y_type, (float)((int64_t)q->y_lo - q->y_zp),
-                  (float)((int64_t)q->y_hi - q->y_zp), q->y_zp};
+                  (float)((int64_t)q->y_hi - q->y_zp), q->y_zp,
+                  qc_fixed(q), q->requant == PA_QREQ_FIXED_SINGLE, 0, q->y_lo, q->y_hi};
     return o;
+}
+
+/* dst[0 .. n) = the fixed-point requantization of acc[0 .. n) with the
+ * multipliers and shifts m[0 .. n), sh[0 .. n) (the low bytes: int8 or
+ * uint8 alike). */
+PA_INLINE void qc_fixed_store(const int32_t *acc, const int32_t *m, const int32_t *sh, int64_t n,
+                              const qc_out_t *o, uint8_t *dst) {
+    _pa_qrequant_rows(m, sh, acc, dst, n, n, o->zp, o->ilo, o->ihi, o->single, o->avx512);
 }
 
 /* MlasRequantizeOutput's arithmetic for one value (see the top). */
@@ -299,6 +348,7 @@ typedef struct qc_run {
     const int8_t *w;
     const int32_t *bias, *colsum, *zp;
     const float *scale;
+    const int32_t *mult, *shift;    /* FIXED requant modes: per lane */
     uint8_t xo, zu;         /* XOR flipping x to unsigned; its zero point */
     qc_out_t out;
     int need_rs;            /* a weight zero point is not 0 */
@@ -454,6 +504,19 @@ static void qc_epilogue(const int32_t *restrict acc, const int32_t *restrict cor
         memcpy(dst, b8, (size_t)n);
 }
 
+/* qc_epilogue in a FIXED requant mode: the corrected accumulators, then
+ * TFLite's requantization with the lanes' multipliers and shifts
+ * (qrequant.c), n bytes stored. */
+static void qc_epilogue_fixed(const int32_t *restrict acc, const int32_t *restrict corr,
+                              const int32_t *restrict zp, uint32_t rs,
+                              const int32_t *restrict mult, const int32_t *restrict shift,
+                              int nb, int n, const qc_out_t *o, void *dst) {
+    int32_t v[2 * QC_NR];
+    for (int l = 0; l < nb * QC_NR; l++)
+        v[l] = (int32_t)((uint32_t)acc[l] + (uint32_t)corr[l] - (uint32_t)zp[l] * rs);
+    qc_fixed_store(v, mult, shift, n, o, (uint8_t *)dst);
+}
+
 /* One block of pb output pixels from p0 of image n, group g; `img` is
  * the image as NHWC bytes flipped by xo. */
 static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *y, int64_t n,
@@ -503,8 +566,12 @@ static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *
                 uint32_t srs = R->need_rs ? (uint32_t)rs[t0 + r] : 0;
                 void *dst = nhwc ? (char *)y + ((n * d->hwo + p) * c->c_out + o0) * esize
                                  : (void *)out[r];
-                qc_epilogue(acc[r], corr, R->zp + lane0, srs, R->scale + lane0, nb, nvalid,
-                            &R->out, dst);
+                if (R->out.fixed)
+                    qc_epilogue_fixed(acc[r], corr, R->zp + lane0, srs, R->mult + lane0,
+                                      R->shift + lane0, nb, nvalid, &R->out, dst);
+                else
+                    qc_epilogue(acc[r], corr, R->zp + lane0, srs, R->scale + lane0, nb, nvalid,
+                                &R->out, dst);
             }
             if (!nhwc) {                        /* channel l: mr consecutive pixels */
                 int64_t at = (n * c->c_out + o0) * d->hwo + p0 + t0;
@@ -544,7 +611,7 @@ static void nchw_run(const qc_run_t *R, const uint8_t *x, void *y, void *scratch
 }
 
 static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
-                     void *scratch, _pa_qc_tile_fn tile) {
+                     void *scratch, _pa_qc_tile_fn tile, int avx512) {
     qc_run_t R;
     R.q = q;
     R.d = qc_dims(q);
@@ -555,9 +622,12 @@ static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x
     R.colsum = R.bias + arr;
     R.zp = R.colsum + arr;
     R.scale = (const float *)(R.zp + arr);
+    R.mult = R.zp + arr;        /* (FIXED modes: over the scales) */
+    R.shift = R.mult + arr;
     R.xo = q->x_type == PA_Q_S8 ? 0x80 : 0;
     R.zu = (uint8_t)(q->x_zp + (q->x_type == PA_Q_S8 ? 128 : 0));
     R.out = qc_out(q);
+    R.out.avx512 = avx512;
     R.need_rs = 0;
     for (size_t l = 0; l < lanes(&R.d); l++)
         R.need_rs |= R.zp[l] != 0;
@@ -725,15 +795,19 @@ static void dw_fill(const pa_qconv2d_t *q, const qc_dw_geo_t *g, const uint8_t *
 /* Output channels [ch, ch + n) of one pixel: acc = bias + sum over the
  * taps of src[off[t] + l] * w[t * C + l] (modulo 2^32), then stored. */
 PA_INLINE void dw_pixel_store(const pa_qconv2d_t *q, const qc_out_t *o, void *y, int64_t at,
-                              int64_t step, const uint32_t *acc, const float *scale, int n) {
+                              int64_t step, const uint32_t *acc, const float *scale,
+                              const int32_t *shift, int n) {
     if (o->type == PA_Q_S32) {
         for (int l = 0; l < n; l++)
             ((int32_t *)y)[at + l * step] = (int32_t)acc[l];
         return;
     }
     uint8_t t[QC_NR];
-    for (int l = 0; l < QC_NR; l++)
-        t[l] = (uint8_t)qc_requant((int32_t)acc[l], scale[l], o);
+    if (o->fixed)       /* (scale: the channels' int32 multipliers) */
+        qc_fixed_store((const int32_t *)acc, (const int32_t *)scale, shift, n, o, t);
+    else
+        for (int l = 0; l < QC_NR; l++)
+            t[l] = (uint8_t)qc_requant((int32_t)acc[l], scale[l], o);
     uint8_t *d = (uint8_t *)y + at;
     if (step == 1)
         memcpy(d, t, (size_t)n);
@@ -744,13 +818,14 @@ PA_INLINE void dw_pixel_store(const pa_qconv2d_t *q, const qc_out_t *o, void *y,
 }
 
 PA_MULTIVERSION
-static void dw_band(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
-                    const float *scale, const int16_t *buf, const int64_t *off, int64_t wp,
-                    int64_t r0, int64_t r1, int64_t n, void *y) {
+static void dw_band(const pa_qconv2d_t *q, const qc_out_t *out, const int16_t *wc,
+                    const int32_t *bias, const float *scale, const int32_t *shift,
+                    const int16_t *buf, const int64_t *off, int64_t wp, int64_t r0, int64_t r1,
+                    int64_t n, void *y) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in, Wo = c->w_out, Ho = c->h_out;
     const int nchw = c->layout == PA_LAYOUT_NCHW;
-    const qc_out_t o = qc_out(q);
+    const qc_out_t o = *out;
     for (int64_t oh = r0; oh < r1; oh++) {
         /* the kernel rows inside the image (the others read zeros): taps
          * [t0, t1) */
@@ -778,7 +853,8 @@ static void dw_band(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
                     }
                     for (int l = 0; l < QC_NR; l++)
                         sc[l] = scale[ch + l];
-                    dw_pixel_store(q, &o, y, at + ch * step, step, acc, sc, QC_NR);
+                    dw_pixel_store(q, &o, y, at + ch * step, step, acc,
+                                   o.fixed ? scale + ch : sc, shift + ch, QC_NR);
                 } else {
                     int m = (int)(C - ch);
                     for (int l = 0; l < QC_NR; l++) {
@@ -790,7 +866,8 @@ static void dw_band(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
                         for (int l = 0; l < m; l++)
                             acc[l] += (uint32_t)((int32_t)s[l] * (int32_t)w[l]);
                     }
-                    dw_pixel_store(q, &o, y, at + ch * step, step, acc, sc, m);
+                    dw_pixel_store(q, &o, y, at + ch * step, step, acc,
+                                   o.fixed ? scale + ch : sc, shift + ch, m);
                 }
             }
         }
@@ -886,13 +963,14 @@ static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
 }
 
 PA_MULTIVERSION
-static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
-                    const float *scale, const uint8_t *x, void *y, int32_t *acc) {
+static void dw_nhwc(const pa_qconv2d_t *q, const qc_out_t *out, const int16_t *wc,
+                    const int32_t *bias, const float *scale, const int32_t *shift,
+                    const uint8_t *x, void *y, int32_t *acc) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in;
     const int sgn = q->x_type == PA_Q_S8;
     const int32_t zp = q->x_zp;
-    qc_out_t o = qc_out(q);
+    const qc_out_t o = *out;
     for (int64_t n = 0; n < c->n; n++)
         for (int64_t oh = 0; oh < c->h_out; oh++)
             for (int64_t ow = 0; ow < c->w_out; ow++) {
@@ -918,18 +996,26 @@ static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
                     }
                 }
                 int64_t base = ((n * c->h_out + oh) * c->w_out + ow) * C;
-                for (int64_t ch = 0; ch < C; ch++)
-                    qc_store(y, base + ch, acc[ch], scale[ch], &o);
+                if (o.fixed)
+                    qc_fixed_store(acc, (const int32_t *)scale, shift, C, &o, (uint8_t *)y + base);
+                else
+                    for (int64_t ch = 0; ch < C; ch++)
+                        qc_store(y, base + ch, acc[ch], scale[ch], &o);
             }
 }
 
 static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
-                   void *scratch, _pa_qc_dw_fn interior, _pa_qc_dwplane_fn plane) {
+                   void *scratch, _pa_qc_dw_fn interior, _pa_qc_dwplane_fn plane, int avx512) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in, taps = c->kh * c->kw;
     const int16_t *wc = (const int16_t *)packed;
     const int32_t *bias = (const int32_t *)((const char *)packed + round64((size_t)(C * taps) * 2));
     const float *scale = (const float *)(bias + round64((size_t)C * 4) / 4);
+    /* FIXED modes: scale holds the multipliers, the shifts follow (NHWC
+     * only: the plane and row paths, NCHW, never see one) */
+    const int32_t *shift = (const int32_t *)scale + round64((size_t)C * 4) / 4;
+    qc_out_t out = qc_out(q);
+    out.avx512 = avx512;
     const qc_dw_geo_t g = dw_geo(q);
     _pa_qc_plane_t pg;
     if (plane && dw_plane_geo(q, &pg)) {
@@ -941,7 +1027,7 @@ static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, 
         return;
     }
     if (!g.rows) {
-        dw_nhwc(q, wc, bias, scale, x, y, (int32_t *)scratch);
+        dw_nhwc(q, &out, wc, bias, scale, shift, x, y, (int32_t *)scratch);
         return;
     }
     int64_t off[PA_DW_MAX_TAPS];
@@ -954,7 +1040,8 @@ static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, 
             int64_t r1 = r0 + g.rows < c->h_out ? r0 + g.rows : c->h_out;
             dw_fill(q, &g, x + n * img_bytes, r0 * c->sh - c->pad_top, dw_rows_in(c, r1 - r0),
                     (int16_t *)scratch);
-            dw_band(q, wc, bias, scale, (const int16_t *)scratch, off, g.wp, r0, r1, n, y);
+            dw_band(q, &out, wc, bias, scale, shift, (const int16_t *)scratch, off, g.wp, r0, r1,
+                    n, y);
         }
 }
 
@@ -970,10 +1057,10 @@ pa_status_t _pa_qconv2d_run_isa(const pa_qconv2d_t *q, const void *packed, const
         return PA_ERR_STATE;
     if (qc_depthwise(q))
         dw_run(q, packed, (const uint8_t *)x, y, scratch, isa == 1 ? _pa_qc_dw_vnni : NULL,
-               isa == 1 ? _pa_qc_dwplane_vnni : NULL);
+               isa == 1 ? _pa_qc_dwplane_vnni : NULL, isa);
     else
         gemm_run(q, packed, (const uint8_t *)x, y, scratch,
-                 isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable);
+                 isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable, isa);
     return PA_OK;
 }
 

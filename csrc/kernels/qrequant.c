@@ -85,6 +85,17 @@ static void requant_rows(const int32_t *restrict mult, const int32_t *restrict s
     }
 }
 
+/* requant_rows with one rounding (FULLY_CONNECTED's). */
+static void requant_rows_single(const int32_t *mult, const int32_t *shift, const int32_t *acc,
+                                uint8_t *y, int64_t n, int64_t C, int32_t zp, int32_t lo,
+                                int32_t hi) {
+    for (int64_t i = 0; i < n; i += C)
+        for (int64_t c = 0; c < C; c++) {
+            int64_t v = (int64_t)requant_single(acc[i + c], mult[c], shift[c]) + zp;
+            y[i + c] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+}
+
 #if PA_AVX512_BUILT
 #define RQ_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
 
@@ -118,16 +129,36 @@ RQ_TARGET static inline __m512i requant8(const int32_t *acc, const int32_t *mult
     return _mm512_mask_add_epi64(r, _mm512_cmpgt_epi64_mask(rem, thr), r, one);
 }
 
+/* requant_single's steps on 8 channels in 64-bit lanes (the same bits):
+ * v = acc * m (vpmuldq), |v| + 2^(t - 1) shifted right by t = 31 - shift,
+ * the sign put back, saturated to int32. */
+RQ_TARGET static inline __m512i requant8_single(const int32_t *acc, const int32_t *mult,
+                                                const int32_t *shift, __mmask8 k) {
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+    const __m512i s = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, shift));
+    const __m512i t = _mm512_sub_epi64(_mm512_set1_epi64(31), s);
+    const __m512i a = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, acc));
+    const __m512i m = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, mult));
+    const __m512i v = _mm512_mul_epi32(a, m);
+    const __m512i half = _mm512_sllv_epi64(one, _mm512_sub_epi64(t, one));
+    __m512i q = _mm512_srlv_epi64(_mm512_add_epi64(_mm512_abs_epi64(v), half), t);
+    q = _mm512_mask_sub_epi64(q, _mm512_cmplt_epi64_mask(v, zero), zero, q);
+    return _mm512_min_epi64(_mm512_max_epi64(q, _mm512_set1_epi64(INT32_MIN)),
+                            _mm512_set1_epi64(INT32_MAX));
+}
+
 RQ_TARGET static void requant_avx512(const int32_t *mult, const int32_t *shift,
                                      const int32_t *acc, void *y, int64_t n, int64_t C,
-                                     int32_t zp, int32_t lo, int32_t hi) {
+                                     int32_t zp, int32_t lo, int32_t hi, int single) {
     const __m512i vzp = _mm512_set1_epi64(zp), vlo = _mm512_set1_epi64(lo),
                   vhi = _mm512_set1_epi64(hi);
     int8_t *out = y;    /* (uint8_t or int8_t: the low byte of the clamped value either way) */
     for (int64_t i = 0; i < n; i += C)
         for (int64_t c = 0; c < C; c += 8) {
             __mmask8 k = C - c >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (C - c)) - 1);
-            __m512i v = _mm512_add_epi64(requant8(acc + i + c, mult + c, shift + c, k), vzp);
+            __m512i r = single ? requant8_single(acc + i + c, mult + c, shift + c, k)
+                               : requant8(acc + i + c, mult + c, shift + c, k);
+            __m512i v = _mm512_add_epi64(r, vzp);
             v = _mm512_min_epi64(_mm512_max_epi64(v, vlo), vhi);
             _mm512_mask_cvtepi64_storeu_epi8(out + i + c, k, v);
         }
@@ -158,27 +189,24 @@ pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
         bad |= (mult[c] < 0) | (shift[c] < -31) | (shift[c] > 30);
     if (bad)
         return PA_ERR_INVALID;
-    const int32_t zp = p->zero_point;
-    if (p->single_rounding) {           /* (a fully connected layer's few outputs) */
-        for (int64_t i = 0; i < n; i += C)
-            for (int64_t c = 0; c < C; c++) {
-                int64_t v = (int64_t)requant_single(acc[i + c], mult[c], shift[c]) + zp;
-                v = v < p->y_min ? p->y_min : v > p->y_max ? p->y_max : v;
-                if (p->type == PA_Q_U8)
-                    ((uint8_t *)y)[i + c] = (uint8_t)v;
-                else
-                    ((int8_t *)y)[i + c] = (int8_t)v;
-            }
-        return PA_OK;
-    }
+    _pa_qrequant_rows(mult, shift, acc, y, n, C, p->zero_point, p->y_min, p->y_max,
+                      p->single_rounding, avx512);
+    return PA_OK;
+}
+
+void _pa_qrequant_rows(const int32_t *mult, const int32_t *shift, const int32_t *acc, void *y,
+                       int64_t n, int64_t C, int32_t zp, int32_t lo, int32_t hi, int single,
+                       int avx512) {
 #if PA_AVX512_BUILT
     if (avx512 && _pa_avx512_usable()) {
-        requant_avx512(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
-        return PA_OK;
+        requant_avx512(mult, shift, acc, y, n, C, zp, lo, hi, single);
+        return;
     }
 #else
     (void)avx512;
 #endif
-    requant_rows(mult, shift, acc, y, n, C, zp, p->y_min, p->y_max);
-    return PA_OK;
+    if (single)
+        requant_rows_single(mult, shift, acc, y, n, C, zp, lo, hi);
+    else
+        requant_rows(mult, shift, acc, y, n, C, zp, lo, hi);
 }
