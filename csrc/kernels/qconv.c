@@ -118,6 +118,19 @@ static size_t lanes(const qc_dims_t *d) { return (size_t)(d->G * d->nbk) * QC_NR
 
 static int qc_fixed(const pa_qconv2d_t *q) { return q->requant != PA_QREQ_FLOAT; }
 
+/* After the GEMM arrays: the per-lane constant term of the accumulators
+ * (bias - zu * colsum + K * zu * zp) for the input zero point of the
+ * packing (zu0), then a header (zu0, whether a weight zero point is not
+ * 0): a run with that zero point reads them instead of working them out
+ * (a streaming model's one-pixel layer spent a third of its time there). */
+typedef struct qc_gemm_head {
+    int32_t zu0, need_rs;
+} qc_gemm_head_t;
+
+static size_t gemm_arrays_bytes(const pa_qconv2d_t *q, const qc_dims_t *d) {
+    return (qc_fixed(q) ? 5 : 4) * round64(lanes(d) * 4);
+}
+
 size_t pa_qconv2d_packed_size(const pa_qconv2d_t *q) {
     if (!qc_valid(q))
         return 0;
@@ -126,7 +139,7 @@ size_t pa_qconv2d_packed_size(const pa_qconv2d_t *q) {
         return round64(c * taps * 2) + round64(c * 4) * (qc_fixed(q) ? 3 : 2);
     }
     qc_dims_t d = qc_dims(q);
-    return gemm_weight_bytes(&d) + (qc_fixed(q) ? 5 : 4) * round64(lanes(&d) * 4);
+    return gemm_weight_bytes(&d) + gemm_arrays_bytes(q, &d) + round64(lanes(&d) * 4) + 64;
 }
 
 /* Whether the rows are the image's own pixels, no im2col (the input, or the
@@ -228,6 +241,16 @@ static pa_status_t qc_pack(const pa_qconv2d_t *q, const void *weight, const int3
             else
                 sc[lane] = scale ? scale[oc] : 0.0f;
         }
+    int32_t *corr = (int32_t *)((char *)bias_p + gemm_arrays_bytes(q, &d));
+    qc_gemm_head_t *head = (qc_gemm_head_t *)(corr + round64(lanes(&d) * 4) / 4);
+    const uint32_t zu = (uint32_t)(q->x_zp + (q->x_type == PA_Q_S8 ? 128 : 0));
+    head->zu0 = (int32_t)zu;
+    head->need_rs = 0;
+    for (size_t l = 0; l < lanes(&d); l++) {        /* (modulo 2^32, as the run's) */
+        corr[l] = (int32_t)((uint32_t)bias_p[l] - zu * (uint32_t)colsum[l] +
+                            (uint32_t)d.K * zu * (uint32_t)zp[l]);
+        head->need_rs |= zp[l] != 0;
+    }
     return PA_OK;
 }
 
@@ -349,6 +372,7 @@ typedef struct qc_run {
     const int32_t *bias, *colsum, *zp;
     const float *scale;
     const int32_t *mult, *shift;    /* FIXED requant modes: per lane */
+    const int32_t *corr;    /* the packed constant terms, NULL: this zu's worked out */
     uint8_t xo, zu;         /* XOR flipping x to unsigned; its zero point */
     qc_out_t out;
     int need_rs;            /* a weight zero point is not 0 */
@@ -430,10 +454,22 @@ static int32_t byte_sum(const uint8_t *a, int64_t n, uint8_t xo) {
 
 /* dst[0 .. n) = s[0 .. n) flipped by xo; returns their sum where `sum`,
  * else 0. */
+PA_MULTIVERSION
+static void flip_copy(uint8_t *restrict dst, const uint8_t *restrict s, int64_t n, uint8_t xo) {
+    int64_t t = 0;
+    for (; t + 32 <= n; t += 32)        /* (a fixed trip: vectorised) */
+        for (int j = 0; j < 32; j++)
+            dst[t + j] = (uint8_t)(s[t + j] ^ xo);
+    for (; t < n; t++)
+        dst[t] = (uint8_t)(s[t] ^ xo);
+}
+
 static int32_t copy_run(uint8_t *dst, const uint8_t *s, int64_t n, uint8_t xo, int sum) {
-    if (xo || n < 16)       /* (a call costs more than a few bytes) */
+    if (n < 16)             /* (a call costs more than a few bytes) */
         for (int64_t t = 0; t < n; t++)
             dst[t] = (uint8_t)(s[t] ^ xo);
+    else if (xo)            /* (signed inputs: each byte flipped) */
+        flip_copy(dst, s, n, xo);
     else
         memcpy(dst, s, (size_t)n);
     return sum ? byte_sum(dst, n, 0) : 0;
@@ -540,13 +576,15 @@ static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *
         int nb = d->nbk - b >= 2 ? 2 : 1;
         int64_t lane0 = (g * d->nbk + b) * QC_NR, o0 = g * d->cog + b * QC_NR;
         int nvalid = (int)(d->cog - b * QC_NR < nb * QC_NR ? d->cog - b * QC_NR : nb * QC_NR);
-        int32_t corr[2 * QC_NR] = {0};
-        for (int l = 0; l < nvalid; l++) {
-            uint32_t v = (uint32_t)R->bias[lane0 + l] -
-                         (uint32_t)R->zu * (uint32_t)R->colsum[lane0 + l] +
-                         (uint32_t)d->K * (uint32_t)R->zu * (uint32_t)R->zp[lane0 + l];
-            corr[l] = (int32_t)v;
-        }
+        int32_t own[2 * QC_NR];     /* (the lanes past nvalid: packed zeros, unused) */
+        const int32_t *corr = R->corr ? R->corr + lane0 : own;
+        if (!R->corr)
+            for (int l = 0; l < nb * QC_NR; l++) {
+                uint32_t v = (uint32_t)R->bias[lane0 + l] -
+                             (uint32_t)R->zu * (uint32_t)R->colsum[lane0 + l] +
+                             (uint32_t)d->K * (uint32_t)R->zu * (uint32_t)R->zp[lane0 + l];
+                own[l] = (int32_t)v;
+            }
         const int8_t *wb = R->w + (g * d->nbk + b) * d->kq * QC_NR * 4;
         for (int64_t t0 = 0; t0 < pb; t0 += QC_MR) {
             int mr = (int)(pb - t0 < QC_MR ? pb - t0 : QC_MR);
@@ -628,9 +666,11 @@ static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x
     R.zu = (uint8_t)(q->x_zp + (q->x_type == PA_Q_S8 ? 128 : 0));
     R.out = qc_out(q);
     R.out.avx512 = avx512;
-    R.need_rs = 0;
-    for (size_t l = 0; l < lanes(&R.d); l++)
-        R.need_rs |= R.zp[l] != 0;
+    const int32_t *corr = (const int32_t *)((const char *)R.bias + gemm_arrays_bytes(q, &R.d));
+    const qc_gemm_head_t *head =
+        (const qc_gemm_head_t *)(corr + round64(lanes(&R.d) * 4) / 4);
+    R.need_rs = head->need_rs;
+    R.corr = head->zu0 == (int32_t)R.zu ? corr : NULL;
     R.direct = qc_direct(q);
     if (_pa_qc_nchw_takes(q)) {
         nchw_run(&R, x, y, scratch, tile == qc_tile_portable ? 0 : 1);
@@ -762,10 +802,13 @@ static void dw_fill(const pa_qconv2d_t *q, const qc_dw_geo_t *g, const uint8_t *
     const int64_t C = c->c_in, wp = g->wp;
     const int16_t zp = (int16_t)q->x_zp;
     const int sgn = q->x_type == PA_Q_S8, nchw = c->layout == PA_LAYOUT_NCHW;
-    memset(buf, 0, (size_t)(nrows * wp * C) * 2);
     /* the image's columns iw in [0, cols) land at column pad_left + iw */
     int64_t cols = wp - c->pad_left < c->w ? wp - c->pad_left : c->w;
     int64_t iw0 = c->pad_left < 0 ? -c->pad_left : 0;
+    /* zeros only where the image leaves some (a streaming layer's one
+     * output pixel reads its whole window: no padding to write) */
+    if (ih0 < 0 || ih0 + nrows > c->h || c->pad_left != 0 || cols != wp)
+        memset(buf, 0, (size_t)(nrows * wp * C) * 2);
     for (int64_t b = 0; b < nrows; b++) {
         int64_t ih = ih0 + b;
         if (ih < 0 || ih >= c->h)
