@@ -543,13 +543,15 @@ static void qc_epilogue(const int32_t *restrict acc, const int32_t *restrict cor
 /* qc_epilogue in a FIXED requant mode: the corrected accumulators, then
  * TFLite's requantization with the lanes' multipliers and shifts
  * (qrequant.c), n bytes stored. */
+PA_MULTIVERSION
 static void qc_epilogue_fixed(const int32_t *restrict acc, const int32_t *restrict corr,
                               const int32_t *restrict zp, uint32_t rs,
                               const int32_t *restrict mult, const int32_t *restrict shift,
                               int nb, int n, const qc_out_t *o, void *dst) {
     int32_t v[2 * QC_NR];
-    for (int l = 0; l < nb * QC_NR; l++)
-        v[l] = (int32_t)((uint32_t)acc[l] + (uint32_t)corr[l] - (uint32_t)zp[l] * rs);
+    for (int b = 0; b < nb; b++)        /* (fixed trip counts: vectorised) */
+        for (int l = b * QC_NR; l < (b + 1) * QC_NR; l++)
+            v[l] = (int32_t)((uint32_t)acc[l] + (uint32_t)corr[l] - (uint32_t)zp[l] * rs);
     qc_fixed_store(v, mult, shift, n, o, (uint8_t *)dst);
 }
 
