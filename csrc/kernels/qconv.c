@@ -782,10 +782,21 @@ static int dw_by_rows(const pa_qconv2d_t *q) {
            q->conv.c_in < QC_DW_ROW_MAX_C;
 }
 
+/* NHWC depthwise layers of at most this many output pixels (a streaming
+ * model's step: one) take the pixel path, taps read straight from the
+ * input: laying the band's rows out as int16 first cost more than the
+ * taps themselves. */
+#define QC_DW_PIXELS_MAX 4
+
+static int dw_by_pixels(const pa_qconv2d_t *q, const qc_dw_geo_t *g) {
+    return q->conv.layout == PA_LAYOUT_NHWC &&
+           (!g->rows || q->conv.h_out * q->conv.w_out <= QC_DW_PIXELS_MAX);
+}
+
 static size_t dw_scratch_bytes(const pa_qconv2d_t *q) {
     qc_dw_geo_t g = dw_geo(q);
     _pa_qc_plane_t pg;
-    size_t n = dw_by_rows(q) || !g.rows      /* the pixel and row paths' accumulators */
+    size_t n = dw_by_rows(q) || !g.rows || dw_by_pixels(q, &g)  /* their accumulators */
                    ? (size_t)(q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out) * 4
                    : (size_t)(g.rows_in * g.wp * q->conv.c_in) * 2;
     if (dw_plane_geo(q, &pg)) {             /* (the VNNI variant's plane path) */
@@ -1007,6 +1018,23 @@ static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
         }
 }
 
+/* acc[ch] += (x[ch] - zp) * w[ch], ch < C (modulo 2^32), in blocks of
+ * QC_NR (a fixed trip count; the pointers restrict: vectorised). */
+#define QC_DW_TAP(NAME, T)                                                                \
+    PA_INLINE void NAME(int32_t *restrict acc, const T *restrict x, const int16_t *restrict w, \
+                        int64_t C, int32_t zp) {                                           \
+        int64_t ch = 0;                                                                    \
+        for (; ch + QC_NR <= C; ch += QC_NR)                                               \
+            for (int l = 0; l < QC_NR; l++)                                                \
+                acc[ch + l] = (int32_t)((uint32_t)acc[ch + l] +                            \
+                                        (uint32_t)(((int32_t)x[ch + l] - zp) * w[ch + l])); \
+        for (; ch < C; ch++)                                                               \
+            acc[ch] = (int32_t)((uint32_t)acc[ch] + (uint32_t)(((int32_t)x[ch] - zp) * w[ch])); \
+    }
+QC_DW_TAP(dw_tap_s8, int8_t)
+QC_DW_TAP(dw_tap_u8, uint8_t)
+#undef QC_DW_TAP
+
 PA_MULTIVERSION
 static void dw_nhwc(const pa_qconv2d_t *q, const qc_out_t *out, const int16_t *wc,
                     const int32_t *bias, const float *scale, const int32_t *shift,
@@ -1031,13 +1059,9 @@ static void dw_nhwc(const pa_qconv2d_t *q, const qc_out_t *out, const int16_t *w
                         const uint8_t *s = x + ((n * c->h + ih) * c->w + iw) * C;
                         const int16_t *wt = wc + (i * c->kw + j) * C;
                         if (sgn)
-                            for (int64_t ch = 0; ch < C; ch++)
-                                acc[ch] = (int32_t)((uint32_t)acc[ch] +
-                                                    (uint32_t)(((int32_t)(int8_t)s[ch] - zp) * wt[ch]));
+                            dw_tap_s8(acc, (const int8_t *)s, wt, C, zp);
                         else
-                            for (int64_t ch = 0; ch < C; ch++)
-                                acc[ch] = (int32_t)((uint32_t)acc[ch] +
-                                                    (uint32_t)(((int32_t)s[ch] - zp) * wt[ch]));
+                            dw_tap_u8(acc, s, wt, C, zp);
                     }
                 }
                 int64_t base = ((n * c->h_out + oh) * c->w_out + ow) * C;
@@ -1071,7 +1095,7 @@ static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, 
         dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch, interior);
         return;
     }
-    if (!g.rows) {
+    if (!g.rows || dw_by_pixels(q, &g)) {
         dw_nhwc(q, &out, wc, bias, scale, shift, x, y, (int32_t *)scratch);
         return;
     }
