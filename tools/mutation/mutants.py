@@ -1487,9 +1487,9 @@ MUTANTS = [
       "the NHWC tile's in-register clip keeps values above its upper bound (ReLU6 as ReLU)",
       NATIVE),
     M("native-conv-weights-unbounded", "csrc/kernels/conv.c",
-      "    if (!mul_ok(c->kh * c->kw, c->c_in / c->groups, &t) || !mul_ok(t, c->c_out, &t) || t > lim)\n"
+      "        !mul_ok(t, c->c_out, &t) || t > lim)\n"
       "        return 0;",
-      "    if (!mul_ok(c->kh * c->kw, c->c_in / c->groups, &t) || t > lim)\n"
+      "        t > lim)\n"
       "        return 0;",
       "the convolution's geometry check bounds the input and output counts but not the "
       "weights (c_out times kh * kw * c_in / groups), whose packed size then overflows",
@@ -5354,8 +5354,8 @@ MUTANTS += [
       "a cached step of a model with variables never keeps what the run assigned",
       ("tests/importers/test_session_step.py",)),
     M("qrequant-avx512-logical-shift", "csrc/kernels/qrequant.c",
-      "    const __m512i r = _mm512_srav_epi64(h, right);",
-      "    const __m512i r = _mm512_srlv_epi64(h, right);",
+      "    const __m512i r = _mm512_srav_epi32(h, right);",
+      "    const __m512i r = _mm512_srlv_epi32(h, right);",
       "the AVX-512 requantization divides negative values as unsigned",
       ("c:kernels/test_qrequant",)),
     M("qconv-one-row-chain-dropped", "csrc/kernels/qconv_vnni.c",
