@@ -507,4 +507,12 @@ void _pa_qrequant_rows(const int32_t *mult, const int32_t *shift, const int32_t 
                        int64_t n, int64_t C, int32_t zp, int32_t lo, int32_t hi, int single,
                        int avx512);
 
+/* qrequant.c: _pa_qrequant_rows of one row of n channels whose
+ * accumulators are acc[c] + corr[c] - zpw[c] * rs (modulo 2^32: the
+ * 8-bit GEMM's zero-point terms), corrected in registers on the AVX-512
+ * lanes (qconv.c's fused epilogue). */
+void _pa_qrequant_tile(const int32_t *acc, const int32_t *corr, const int32_t *zpw, uint32_t rs,
+                       const int32_t *mult, const int32_t *shift, void *y, int64_t n,
+                       int32_t zp, int32_t lo, int32_t hi, int single, int avx512);
+
 #endif /* PYARENA_KERNELS_INTERNAL_H */

@@ -540,19 +540,14 @@ static void qc_epilogue(const int32_t *restrict acc, const int32_t *restrict cor
         memcpy(dst, b8, (size_t)n);
 }
 
-/* qc_epilogue in a FIXED requant mode: the corrected accumulators, then
- * TFLite's requantization with the lanes' multipliers and shifts
- * (qrequant.c), n bytes stored. */
-PA_MULTIVERSION
-static void qc_epilogue_fixed(const int32_t *restrict acc, const int32_t *restrict corr,
-                              const int32_t *restrict zp, uint32_t rs,
-                              const int32_t *restrict mult, const int32_t *restrict shift,
-                              int nb, int n, const qc_out_t *o, void *dst) {
-    int32_t v[2 * QC_NR];
-    for (int b = 0; b < nb; b++)        /* (fixed trip counts: vectorised) */
-        for (int l = b * QC_NR; l < (b + 1) * QC_NR; l++)
-            v[l] = (int32_t)((uint32_t)acc[l] + (uint32_t)corr[l] - (uint32_t)zp[l] * rs);
-    qc_fixed_store(v, mult, shift, n, o, (uint8_t *)dst);
+/* qc_epilogue in a FIXED requant mode: TFLite's requantization of the
+ * corrected accumulators with the lanes' multipliers and shifts
+ * (qrequant.c: corrected in registers there), n bytes stored. */
+static void qc_epilogue_fixed(const int32_t *acc, const int32_t *corr, const int32_t *zp,
+                              uint32_t rs, const int32_t *mult, const int32_t *shift, int n,
+                              const qc_out_t *o, void *dst) {
+    _pa_qrequant_tile(acc, corr, zp, rs, mult, shift, dst, n, o->zp, o->ilo, o->ihi, o->single,
+                      o->avx512);
 }
 
 /* One block of pb output pixels from p0 of image n, group g; `img` is
@@ -608,7 +603,7 @@ static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *
                                  : (void *)out[r];
                 if (R->out.fixed)
                     qc_epilogue_fixed(acc[r], corr, R->zp + lane0, srs, R->mult + lane0,
-                                      R->shift + lane0, nb, nvalid, &R->out, dst);
+                                      R->shift + lane0, nvalid, &R->out, dst);
                 else
                     qc_epilogue(acc[r], corr, R->zp + lane0, srs, R->scale + lane0, nb, nvalid,
                                 &R->out, dst);

@@ -109,17 +109,19 @@ static void requant_rows_single(const int32_t *mult, const int32_t *shift, const
  *   RoundingDivideByPOT as requant_one writes it.
  * (The 64-bit lanes throughout took 30 cycles per 8 channels on AMD's
  * cores, a third of a one-pixel layer's time.) */
-RQ_TARGET static inline __m512i requant16(const int32_t *acc, const int32_t *mult,
-                                          const int32_t *shift, __mmask16 k) {
+RQ_TARGET static inline __m512i requant16v(__m512i x, const int32_t *mult,
+                                           const int32_t *shift, __mmask16 k) {
     const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
     const __m512i s = _mm512_maskz_loadu_epi32(k, shift);
     const __m512i left = _mm512_max_epi32(s, zero);
     const __m512i right = _mm512_max_epi32(_mm512_sub_epi32(zero, s), zero);
-    const __m512i x = _mm512_maskz_loadu_epi32(k, acc);
-    __m512i a = _mm512_sllv_epi32(x, left);
-    const __mmask16 lost = _mm512_cmpneq_epi32_mask(_mm512_srav_epi32(a, left), x);
-    a = _mm512_mask_mov_epi32(a, lost, _mm512_xor_si512(_mm512_srai_epi32(x, 31),
-                                                        _mm512_set1_epi32(INT32_MAX)));
+    __m512i a = x;
+    if (_mm512_cmpgt_epi32_mask(s, zero)) {     /* (real models: rare) */
+        a = _mm512_sllv_epi32(x, left);
+        const __mmask16 lost = _mm512_cmpneq_epi32_mask(_mm512_srav_epi32(a, left), x);
+        a = _mm512_mask_mov_epi32(a, lost, _mm512_xor_si512(_mm512_srai_epi32(x, 31),
+                                                            _mm512_set1_epi32(INT32_MAX)));
+    }
     const __m512i m = _mm512_maskz_loadu_epi32(k, mult);
     const __m512i nudge = _mm512_set1_epi64(INT64_C(1) << 30);
     const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(a, m), nudge);
@@ -132,6 +134,39 @@ RQ_TARGET static inline __m512i requant16(const int32_t *acc, const int32_t *mul
     const __m512i thr = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(h, 31));
     const __m512i r = _mm512_srav_epi32(h, right);
     return _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(rem, thr), r, one);
+}
+
+RQ_TARGET static inline __m512i requant16(const int32_t *acc, const int32_t *mult,
+                                          const int32_t *shift, __mmask16 k) {
+    return requant16v(_mm512_maskz_loadu_epi32(k, acc), mult, shift, k);
+}
+
+/* _pa_qrequant_tile on the AVX-512 lanes: the accumulators corrected in
+ * registers (no round trip through memory), two roundings. */
+RQ_TARGET static void requant_tile_avx512(const int32_t *acc, const int32_t *corr,
+                                          const int32_t *zpw, uint32_t rs,
+                                          const int32_t *mult, const int32_t *shift,
+                                          int8_t *out, int64_t n, int32_t zp, int32_t lo,
+                                          int32_t hi) {
+    const __m512i dzp = _mm512_set1_epi32(zp), dlo = _mm512_set1_epi32(lo - zp),
+                  dhi = _mm512_set1_epi32(hi - zp), vrs = _mm512_set1_epi32((int32_t)rs);
+    for (int64_t c = 0; c < n; c += 16) {
+        __mmask16 k = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+        __m512i x = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + c),
+                                     _mm512_maskz_loadu_epi32(k, corr + c));
+        if (rs)
+            x = _mm512_sub_epi32(x, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, zpw + c), vrs));
+        __m512i v = requant16v(x, mult + c, shift + c, k);
+        v = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(v, dlo), dhi), dzp);
+        __m128i b = _mm512_cvtepi32_epi8(v);
+        if (k == 0xFFFF) {
+            _mm_storeu_si128((__m128i *)(out + c), b);
+        } else {
+            int8_t t[16];
+            _mm_storeu_si128((__m128i *)t, b);
+            memcpy(out + c, t, (size_t)(n - c));
+        }
+    }
 }
 
 /* requant_single's steps on 8 channels in 64-bit lanes (the same bits):
@@ -244,4 +279,24 @@ void _pa_qrequant_rows(const int32_t *mult, const int32_t *shift, const int32_t 
         requant_rows_single(mult, shift, acc, y, n, C, zp, lo, hi);
     else
         requant_rows(mult, shift, acc, y, n, C, zp, lo, hi);
+}
+
+void _pa_qrequant_tile(const int32_t *acc, const int32_t *corr, const int32_t *zpw, uint32_t rs,
+                       const int32_t *mult, const int32_t *shift, void *y, int64_t n,
+                       int32_t zp, int32_t lo, int32_t hi, int single, int avx512) {
+#if PA_AVX512_BUILT
+    if (avx512 && !single && _pa_avx512_usable()) {
+        requant_tile_avx512(acc, corr, zpw, rs, mult, shift, y, n, zp, lo, hi);
+        return;
+    }
+#endif
+    int32_t v[64];
+    for (int64_t c0 = 0; c0 < n; c0 += 64) {
+        int64_t m = n - c0 < 64 ? n - c0 : 64;
+        for (int64_t c = 0; c < m; c++)
+            v[c] = (int32_t)((uint32_t)acc[c0 + c] + (uint32_t)corr[c0 + c] -
+                             (uint32_t)zpw[c0 + c] * rs);
+        _pa_qrequant_rows(mult + c0, shift + c0, v, (uint8_t *)y + c0, m, m, zp, lo, hi, single,
+                          avx512);
+    }
 }
