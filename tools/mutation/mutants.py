@@ -5468,4 +5468,15 @@ MUTANTS += [
       '        mode = "fixed"',
       "a TFLite FULLY_CONNECTED's fused epilogue rounds twice, not the interpreter's once",
       ("tests/importers/test_tflite_int8.py",)),
+    M("qrequant-tile-ignores-row-sums", "csrc/kernels/qrequant.c",
+      "        if (rs)\n            x = _mm512_sub_epi32(",
+      "        if (0)\n            x = _mm512_sub_epi32(",
+      "the fused epilogue's AVX-512 lanes drop the weight zero points' row-sum term",
+      ("c:kernels/test_qconv_fixed",)),
+    M("qconv-dw-pixel-path-band-scratch", "csrc/kernels/qconv.c",
+      "    size_t n = dw_by_rows(q) || !g.rows || dw_by_pixels(q, &g)  /* their accumulators */",
+      "    size_t n = dw_by_rows(q) || !g.rows  /* their accumulators */",
+      "a one-pixel NHWC depthwise layer's scratch sized for the band (2 bytes a tap and channel), "
+      "not its int32 accumulators: a 1x1 depthwise layer writes past it",
+      ("c:kernels/test_qconv_fixed", "c:kernels/test_qconv")),
 ]
