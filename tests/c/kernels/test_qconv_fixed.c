@@ -198,7 +198,22 @@ static void test_qconv_fixed_refuses_bad_input(void) {
     free(packed);
 }
 
+/* A one-pixel NHWC depthwise layer takes the pixel path: its scratch
+ * holds c_in int32 accumulators (the band path's int16 rows of a 1x1
+ * kernel would be half that), in both requant modes. */
+static void test_qconv_dw_pixel_path_scratch(void) {
+    for (int mode = 0; mode < 2; mode++)
+        for (int64_t taps = 1; taps <= 3; taps++) {
+            pa_qconv2d_t q = {{PA_LAYOUT_NHWC, 1, 48, taps, 1, 48, 1, 1, taps, 1, 1, 1, 1, 1, 0, 0,
+                               48, {PA_ACT_NONE, 0, 0}}, PA_Q_S8, PA_Q_S8, PA_Q_S8, 0, 0, -128,
+                              127, mode ? PA_QREQ_FIXED : PA_QREQ_FLOAT};
+            size_t ss = pa_qconv2d_scratch_size(&q);
+            CHECK(ss != (size_t)-1 && ss >= 48 * 4);
+        }
+}
+
 int main(void) {
+    RUN(test_qconv_dw_pixel_path_scratch);
     RUN(test_qconv_fixed_matches_conv_then_qrequant);
     RUN(test_qconv_fixed_channel_counts_and_shifts);
     RUN(test_qconv_fixed_refuses_bad_input);
