@@ -859,12 +859,26 @@ typedef enum pa_qtype {
     PA_Q_S32 = 2            /* outputs only: the int32 accumulators        */
 } pa_qtype_t;
 
+/* How an 8-bit output is requantized: onnxruntime's float32 product
+ * (above), or TFLite's fixed-point multiplier and shift per channel with
+ * pa_qrequant's arithmetic (two roundings: CONV_2D / DEPTHWISE_CONV_2D;
+ * one: FULLY_CONNECTED), in the kernel's epilogue: the same bits as the
+ * int32 accumulators (PA_Q_S32) followed by pa_qrequant. */
+typedef enum pa_qrequant_mode {
+    PA_QREQ_FLOAT = 0,
+    PA_QREQ_FIXED = 1,          /* TFLite's two roundings                  */
+    PA_QREQ_FIXED_SINGLE = 2    /* TFLite FULLY_CONNECTED's one rounding   */
+} pa_qrequant_mode_t;
+
 typedef struct pa_qconv2d {
     pa_conv2d_t conv;       /* the geometry; conv.act must be PA_ACT_NONE  */
     pa_qtype_t x_type, w_type, y_type; /* x, w: U8 or S8; y: U8, S8 or S32 */
     int32_t x_zp;           /* may change between runs (a zero point computed
                                at run time): the packed weights do not hold it */
     int32_t y_zp, y_lo, y_hi; /* output zero point and clamp (within the type) */
+    pa_qrequant_mode_t requant; /* PA_QREQ_FLOAT (0), or a FIXED mode: then
+                               y is U8 or S8, the layout NHWC, and the
+                               weights are packed by pa_qconv2d_pack_fixed */
 } pa_qconv2d_t;
 
 /* Bytes of the packed weights pa_qconv2d_pack() writes; 0 for a bad
@@ -887,6 +901,15 @@ size_t pa_qconv2d_scratch_size(const pa_qconv2d_t *q);
 pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
                             const int32_t *bias, const float *scale, void *packed,
                             size_t packed_size);
+
+/* pa_qconv2d_pack for a FIXED requant mode: `mult_shift` holds the c_out
+ * fixed-point multipliers (>= 0) then the c_out shifts (in [-31, 30]), as
+ * pa_qrequant takes them.  PA_ERR_INVALID as pa_qconv2d_pack, and for a
+ * descriptor in PA_QREQ_FLOAT mode or a multiplier or shift out of range
+ * (pa_qconv2d_pack refuses a FIXED descriptor). */
+pa_status_t pa_qconv2d_pack_fixed(const pa_qconv2d_t *q, const void *weight,
+                                  const int32_t *w_zp, const int32_t *bias,
+                                  const int32_t *mult_shift, void *packed, size_t packed_size);
 
 /* y = the quantized convolution of x (n images, conv.layout) with the
  * weights packed for the same descriptor (x_zp may differ).  x and y must

@@ -38,7 +38,7 @@ int _pa_conv2d_valid(const pa_conv2d_t *c) {
         c->w_out < 1 || c->kh < 1 || c->kw < 1 || c->sh < 1 || c->sw < 1 || c->dh < 1 ||
         c->dw < 1 || c->pad_top < 0 || c->pad_left < 0 || c->groups < 1)
         return 0;
-    if (c->c_in % c->groups || c->c_out % c->groups)
+    if (c->groups != 1 && (c->c_in % c->groups || c->c_out % c->groups))
         return 0;
     if ((unsigned)c->act.kind > (unsigned)PA_ACT_GELU)
         return 0;
@@ -52,11 +52,16 @@ int _pa_conv2d_valid(const pa_conv2d_t *c) {
     if (!mul_ok(c->kh, c->kw, &t) || !mul_ok(t, c->c_in, &t) || t > lim)
         return 0;
     /* the weights too: every packed size is about their count */
-    if (!mul_ok(c->kh * c->kw, c->c_in / c->groups, &t) || !mul_ok(t, c->c_out, &t) || t > lim)
+    if (!mul_ok(c->kh * c->kw, c->groups == 1 ? c->c_in : c->c_in / c->groups, &t) ||
+        !mul_ok(t, c->c_out, &t) || t > lim)
         return 0;
-    /* the first and last taps' coordinates stay representable */
-    if (c->h_out > lim / c->sh || c->kh > lim / c->dh || c->w_out > lim / c->sw ||
-        c->kw > lim / c->dw || c->pad_top > lim || c->pad_left > lim)
+    /* the first and last taps' coordinates stay representable (products,
+     * not divisions: a streaming model validates a dozen small
+     * convolutions per step) */
+    int64_t a, b, d, e;
+    if (!mul_ok(c->h_out, c->sh, &a) || a > lim || !mul_ok(c->kh, c->dh, &b) || b > lim ||
+        !mul_ok(c->w_out, c->sw, &d) || d > lim || !mul_ok(c->kw, c->dw, &e) || e > lim ||
+        c->pad_top > lim || c->pad_left > lim)
         return 0;
     return 1;
 }

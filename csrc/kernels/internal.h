@@ -524,4 +524,23 @@ void _pa_qavgpool_integer(const pa_qavgpool_t *p, const void *x, void *y);
 pa_status_t _pa_qrequant_isa(const pa_qrequant_t *p, const int32_t *mult_shift,
                              const int32_t *acc, void *y, int64_t n, int avx512);
 
+/* qrequant.c: the checked-argument core of pa_qrequant, for the kernels
+ * that requantize in their epilogue (qconv.c: a TFLite convolution's
+ * tile of accumulators): y[i + c] = the low byte of clamp(requant(acc[i +
+ * c], mult[c], shift[c]) + zp, lo, hi) for i < n in steps of C (n a
+ * multiple of C), two roundings or one (single), on the AVX-512 lanes
+ * where avx512 and usable.  Arguments are not checked: mult >= 0, shift
+ * in [-31, 30], lo <= hi within the output type. */
+void _pa_qrequant_rows(const int32_t *mult, const int32_t *shift, const int32_t *acc, void *y,
+                       int64_t n, int64_t C, int32_t zp, int32_t lo, int32_t hi, int single,
+                       int avx512);
+
+/* qrequant.c: _pa_qrequant_rows of one row of n channels whose
+ * accumulators are acc[c] + corr[c] - zpw[c] * rs (modulo 2^32: the
+ * 8-bit GEMM's zero-point terms), corrected in registers on the AVX-512
+ * lanes (qconv.c's fused epilogue). */
+void _pa_qrequant_tile(const int32_t *acc, const int32_t *corr, const int32_t *zpw, uint32_t rs,
+                       const int32_t *mult, const int32_t *shift, void *y, int64_t n,
+                       int32_t zp, int32_t lo, int32_t hi, int single, int avx512);
+
 #endif /* PYARENA_KERNELS_INTERNAL_H */

@@ -73,6 +73,10 @@ static int qc_valid(const pa_qconv2d_t *q) {
     if (q->y_type != PA_Q_S32 && (q->y_lo > q->y_hi || q->y_lo < lo || q->y_hi > hi ||
                                   q->y_zp < lo || q->y_zp > hi))
         return 0;
+    if (q->requant != PA_QREQ_FLOAT &&
+        ((q->requant != PA_QREQ_FIXED && q->requant != PA_QREQ_FIXED_SINGLE) ||
+         q->y_type == PA_Q_S32 || q->conv.layout != PA_LAYOUT_NHWC))
+        return 0;
     return qc_k(q) <= QC_MAX_K;
 }
 
@@ -104,22 +108,38 @@ static size_t dw_scratch_bytes(const pa_qconv2d_t *q);
 
 /* Packed GEMM weights: per group and block [kq][QC_NR][4] bytes, then four
  * arrays of G * nbk * QC_NR lanes (bias, column sums, weight zero points:
- * int32; scales: float). */
+ * int32; scales: float -- in a FIXED requant mode the int32 multipliers),
+ * and in a FIXED mode a fifth (the shifts). */
 static size_t gemm_weight_bytes(const qc_dims_t *d) {
     return round64((size_t)(d->G * d->nbk * d->kq) * QC_NR * 4);
 }
 
 static size_t lanes(const qc_dims_t *d) { return (size_t)(d->G * d->nbk) * QC_NR; }
 
+static int qc_fixed(const pa_qconv2d_t *q) { return q->requant != PA_QREQ_FLOAT; }
+
+/* After the GEMM arrays: the per-lane constant term of the accumulators
+ * (bias - zu * colsum + K * zu * zp) for the input zero point of the
+ * packing (zu0), then a header (zu0, whether a weight zero point is not
+ * 0): a run with that zero point reads them instead of working them out
+ * (a streaming model's one-pixel layer spent a third of its time there). */
+typedef struct qc_gemm_head {
+    int32_t zu0, need_rs;
+} qc_gemm_head_t;
+
+static size_t gemm_arrays_bytes(const pa_qconv2d_t *q, const qc_dims_t *d) {
+    return (qc_fixed(q) ? 5 : 4) * round64(lanes(d) * 4);
+}
+
 size_t pa_qconv2d_packed_size(const pa_qconv2d_t *q) {
     if (!qc_valid(q))
         return 0;
     if (qc_depthwise(q)) {
         size_t c = (size_t)q->conv.c_in, taps = (size_t)(q->conv.kh * q->conv.kw);
-        return round64(c * taps * 2) + round64(c * 4) * 2;
+        return round64(c * taps * 2) + round64(c * 4) * (qc_fixed(q) ? 3 : 2);
     }
     qc_dims_t d = qc_dims(q);
-    return gemm_weight_bytes(&d) + 4 * round64(lanes(&d) * 4);
+    return gemm_weight_bytes(&d) + gemm_arrays_bytes(q, &d) + round64(lanes(&d) * 4) + 64;
 }
 
 /* Whether the rows are the image's own pixels, no im2col (the input, or the
@@ -159,20 +179,20 @@ static int32_t weight_at(const pa_qconv2d_t *q, const void *w, int64_t i) {
                                 : (int32_t)((const uint8_t *)w)[i];
 }
 
-pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
-                            const int32_t *bias, const float *scale, void *packed,
-                            size_t packed_size) {
-    size_t need = pa_qconv2d_packed_size(q);
-    if (!need || !weight || !packed || packed_size < need ||
-        (q->y_type != PA_Q_S32 && !scale))
-        return PA_ERR_INVALID;
+/* The packing of both requant modes: `scale` (float mode) or `ms` (the
+ * multipliers then the shifts, FIXED modes), checked by the callers. */
+static pa_status_t qc_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
+                           const int32_t *bias, const float *scale, const int32_t *ms,
+                           void *packed, size_t need) {
     int32_t wl = q->w_type == PA_Q_S8 ? -128 : 0, wh = wl + 255;
     const int64_t cout = q->conv.c_out;
     for (int64_t o = 0; o < cout; o++) {
         if (w_zp && (w_zp[o] < wl || w_zp[o] > wh))
             return PA_ERR_INVALID;
         /* finite and not negative (NaN fails both) */
-        if (q->y_type != PA_Q_S32 && !(scale[o] >= 0.0f && scale[o] <= 3.4e38f))
+        if (scale && !(scale[o] >= 0.0f && scale[o] <= 3.4e38f))
+            return PA_ERR_INVALID;
+        if (ms && (ms[o] < 0 || ms[cout + o] < -31 || ms[cout + o] > 30))
             return PA_ERR_INVALID;
     }
     memset(packed, 0, need);
@@ -181,12 +201,16 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
         int16_t *wc = (int16_t *)packed;
         int32_t *b = (int32_t *)((char *)packed + round64((size_t)(C * taps) * 2));
         float *s = (float *)(b + round64((size_t)C * 4) / 4);
+        int32_t *m = (int32_t *)s, *sh = m + round64((size_t)C * 4) / 4;  /* (FIXED) */
         for (int64_t c = 0; c < C; c++) {
             int32_t z = w_zp ? w_zp[c] : 0;
             for (int64_t t = 0; t < taps; t++)        /* OHWI: [c][t][0] -> [t][c] */
                 wc[t * C + c] = (int16_t)(weight_at(q, weight, c * taps + t) - z);
             b[c] = bias ? bias[c] : 0;
-            s[c] = scale ? scale[c] : 0.0f;
+            if (ms)
+                m[c] = ms[c], sh[c] = ms[C + c];
+            else
+                s[c] = scale ? scale[c] : 0.0f;
         }
         return PA_OK;
     }
@@ -197,6 +221,7 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
     size_t arr = round64(lanes(&d) * 4) / 4;
     int32_t *colsum = bias_p + arr, *zp = colsum + arr;
     float *sc = (float *)(zp + arr);
+    int32_t *mult = zp + arr, *shift = mult + arr;     /* (FIXED: over sc) */
     for (int64_t g = 0; g < d.G; g++)
         for (int64_t o = 0; o < d.cog; o++) {
             int64_t oc = g * d.cog + o, b = o / QC_NR, l = o % QC_NR;
@@ -211,9 +236,42 @@ pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int
             bias_p[lane] = bias ? bias[oc] : 0;
             colsum[lane] = sum;
             zp[lane] = (w_zp ? w_zp[oc] : 0) - off;
-            sc[lane] = scale ? scale[oc] : 0.0f;
+            if (ms)
+                mult[lane] = ms[oc], shift[lane] = ms[cout + oc];
+            else
+                sc[lane] = scale ? scale[oc] : 0.0f;
         }
+    int32_t *corr = (int32_t *)((char *)bias_p + gemm_arrays_bytes(q, &d));
+    qc_gemm_head_t *head = (qc_gemm_head_t *)(corr + round64(lanes(&d) * 4) / 4);
+    const uint32_t zu = (uint32_t)(q->x_zp + (q->x_type == PA_Q_S8 ? 128 : 0));
+    head->zu0 = (int32_t)zu;
+    head->need_rs = 0;
+    for (size_t l = 0; l < lanes(&d); l++) {        /* (modulo 2^32, as the run's) */
+        corr[l] = (int32_t)((uint32_t)bias_p[l] - zu * (uint32_t)colsum[l] +
+                            (uint32_t)d.K * zu * (uint32_t)zp[l]);
+        head->need_rs |= zp[l] != 0;
+    }
     return PA_OK;
+}
+
+pa_status_t pa_qconv2d_pack(const pa_qconv2d_t *q, const void *weight, const int32_t *w_zp,
+                            const int32_t *bias, const float *scale, void *packed,
+                            size_t packed_size) {
+    size_t need = pa_qconv2d_packed_size(q);
+    if (!need || !weight || !packed || packed_size < need || qc_fixed(q) ||
+        (q->y_type != PA_Q_S32 && !scale))
+        return PA_ERR_INVALID;
+    return qc_pack(q, weight, w_zp, bias, q->y_type != PA_Q_S32 ? scale : NULL, NULL, packed,
+                   need);
+}
+
+pa_status_t pa_qconv2d_pack_fixed(const pa_qconv2d_t *q, const void *weight,
+                                  const int32_t *w_zp, const int32_t *bias,
+                                  const int32_t *mult_shift, void *packed, size_t packed_size) {
+    size_t need = pa_qconv2d_packed_size(q);
+    if (!need || !weight || !packed || packed_size < need || !qc_fixed(q) || !mult_shift)
+        return PA_ERR_INVALID;
+    return qc_pack(q, weight, w_zp, bias, NULL, mult_shift, packed, need);
 }
 
 /* -- requantization -------------------------------------------------------- */
@@ -222,13 +280,27 @@ typedef struct qc_out {
     pa_qtype_t type;
     float lo, hi;           /* the clamp, zero point taken off */
     int32_t zp;
+    /* FIXED requant modes (else fixed 0): the channels' multipliers and
+     * shifts (the packed arrays), one rounding or two, the clamp, the
+     * AVX-512 lanes or the portable loops (qrequant.c) */
+    int fixed, single, avx512;
+    int32_t ilo, ihi;
 } qc_out_t;
 
 static qc_out_t qc_out(const pa_qconv2d_t *q) {
     /* (int64: for int32 outputs the clamp fields are not read, nor checked) */
     qc_out_t o = {q->y_type, (float)((int64_t)q->y_lo - q->y_zp),
-                  (float)((int64_t)q->y_hi - q->y_zp), q->y_zp};
+                  (float)((int64_t)q->y_hi - q->y_zp), q->y_zp,
+                  qc_fixed(q), q->requant == PA_QREQ_FIXED_SINGLE, 0, q->y_lo, q->y_hi};
     return o;
+}
+
+/* dst[0 .. n) = the fixed-point requantization of acc[0 .. n) with the
+ * multipliers and shifts m[0 .. n), sh[0 .. n) (the low bytes: int8 or
+ * uint8 alike). */
+PA_INLINE void qc_fixed_store(const int32_t *acc, const int32_t *m, const int32_t *sh, int64_t n,
+                              const qc_out_t *o, uint8_t *dst) {
+    _pa_qrequant_rows(m, sh, acc, dst, n, n, o->zp, o->ilo, o->ihi, o->single, o->avx512);
 }
 
 /* MlasRequantizeOutput's arithmetic for one value (see the top). */
@@ -299,6 +371,8 @@ typedef struct qc_run {
     const int8_t *w;
     const int32_t *bias, *colsum, *zp;
     const float *scale;
+    const int32_t *mult, *shift;    /* FIXED requant modes: per lane */
+    const int32_t *corr;    /* the packed constant terms, NULL: this zu's worked out */
     uint8_t xo, zu;         /* XOR flipping x to unsigned; its zero point */
     qc_out_t out;
     int need_rs;            /* a weight zero point is not 0 */
@@ -380,10 +454,22 @@ static int32_t byte_sum(const uint8_t *a, int64_t n, uint8_t xo) {
 
 /* dst[0 .. n) = s[0 .. n) flipped by xo; returns their sum where `sum`,
  * else 0. */
+PA_MULTIVERSION
+static void flip_copy(uint8_t *restrict dst, const uint8_t *restrict s, int64_t n, uint8_t xo) {
+    int64_t t = 0;
+    for (; t + 32 <= n; t += 32)        /* (a fixed trip: vectorised) */
+        for (int j = 0; j < 32; j++)
+            dst[t + j] = (uint8_t)(s[t + j] ^ xo);
+    for (; t < n; t++)
+        dst[t] = (uint8_t)(s[t] ^ xo);
+}
+
 static int32_t copy_run(uint8_t *dst, const uint8_t *s, int64_t n, uint8_t xo, int sum) {
-    if (xo || n < 16)       /* (a call costs more than a few bytes) */
+    if (n < 16)             /* (a call costs more than a few bytes) */
         for (int64_t t = 0; t < n; t++)
             dst[t] = (uint8_t)(s[t] ^ xo);
+    else if (xo)            /* (signed inputs: each byte flipped) */
+        flip_copy(dst, s, n, xo);
     else
         memcpy(dst, s, (size_t)n);
     return sum ? byte_sum(dst, n, 0) : 0;
@@ -454,6 +540,16 @@ static void qc_epilogue(const int32_t *restrict acc, const int32_t *restrict cor
         memcpy(dst, b8, (size_t)n);
 }
 
+/* qc_epilogue in a FIXED requant mode: TFLite's requantization of the
+ * corrected accumulators with the lanes' multipliers and shifts
+ * (qrequant.c: corrected in registers there), n bytes stored. */
+static void qc_epilogue_fixed(const int32_t *acc, const int32_t *corr, const int32_t *zp,
+                              uint32_t rs, const int32_t *mult, const int32_t *shift, int n,
+                              const qc_out_t *o, void *dst) {
+    _pa_qrequant_tile(acc, corr, zp, rs, mult, shift, dst, n, o->zp, o->ilo, o->ihi, o->single,
+                      o->avx512);
+}
+
 /* One block of pb output pixels from p0 of image n, group g; `img` is
  * the image as NHWC bytes flipped by xo. */
 static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *y, int64_t n,
@@ -477,13 +573,15 @@ static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *
         int nb = d->nbk - b >= 2 ? 2 : 1;
         int64_t lane0 = (g * d->nbk + b) * QC_NR, o0 = g * d->cog + b * QC_NR;
         int nvalid = (int)(d->cog - b * QC_NR < nb * QC_NR ? d->cog - b * QC_NR : nb * QC_NR);
-        int32_t corr[2 * QC_NR] = {0};
-        for (int l = 0; l < nvalid; l++) {
-            uint32_t v = (uint32_t)R->bias[lane0 + l] -
-                         (uint32_t)R->zu * (uint32_t)R->colsum[lane0 + l] +
-                         (uint32_t)d->K * (uint32_t)R->zu * (uint32_t)R->zp[lane0 + l];
-            corr[l] = (int32_t)v;
-        }
+        int32_t own[2 * QC_NR];     /* (the lanes past nvalid: packed zeros, unused) */
+        const int32_t *corr = R->corr ? R->corr + lane0 : own;
+        if (!R->corr)
+            for (int l = 0; l < nb * QC_NR; l++) {
+                uint32_t v = (uint32_t)R->bias[lane0 + l] -
+                             (uint32_t)R->zu * (uint32_t)R->colsum[lane0 + l] +
+                             (uint32_t)d->K * (uint32_t)R->zu * (uint32_t)R->zp[lane0 + l];
+                own[l] = (int32_t)v;
+            }
         const int8_t *wb = R->w + (g * d->nbk + b) * d->kq * QC_NR * 4;
         for (int64_t t0 = 0; t0 < pb; t0 += QC_MR) {
             int mr = (int)(pb - t0 < QC_MR ? pb - t0 : QC_MR);
@@ -503,8 +601,12 @@ static void gemm_block(const qc_run_t *R, const uint8_t *img, uint8_t xo, void *
                 uint32_t srs = R->need_rs ? (uint32_t)rs[t0 + r] : 0;
                 void *dst = nhwc ? (char *)y + ((n * d->hwo + p) * c->c_out + o0) * esize
                                  : (void *)out[r];
-                qc_epilogue(acc[r], corr, R->zp + lane0, srs, R->scale + lane0, nb, nvalid,
-                            &R->out, dst);
+                if (R->out.fixed)
+                    qc_epilogue_fixed(acc[r], corr, R->zp + lane0, srs, R->mult + lane0,
+                                      R->shift + lane0, nvalid, &R->out, dst);
+                else
+                    qc_epilogue(acc[r], corr, R->zp + lane0, srs, R->scale + lane0, nb, nvalid,
+                                &R->out, dst);
             }
             if (!nhwc) {                        /* channel l: mr consecutive pixels */
                 int64_t at = (n * c->c_out + o0) * d->hwo + p0 + t0;
@@ -544,7 +646,7 @@ static void nchw_run(const qc_run_t *R, const uint8_t *x, void *y, void *scratch
 }
 
 static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
-                     void *scratch, _pa_qc_tile_fn tile) {
+                     void *scratch, _pa_qc_tile_fn tile, int avx512) {
     qc_run_t R;
     R.q = q;
     R.d = qc_dims(q);
@@ -555,12 +657,17 @@ static void gemm_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x
     R.colsum = R.bias + arr;
     R.zp = R.colsum + arr;
     R.scale = (const float *)(R.zp + arr);
+    R.mult = R.zp + arr;        /* (FIXED modes: over the scales) */
+    R.shift = R.mult + arr;
     R.xo = q->x_type == PA_Q_S8 ? 0x80 : 0;
     R.zu = (uint8_t)(q->x_zp + (q->x_type == PA_Q_S8 ? 128 : 0));
     R.out = qc_out(q);
-    R.need_rs = 0;
-    for (size_t l = 0; l < lanes(&R.d); l++)
-        R.need_rs |= R.zp[l] != 0;
+    R.out.avx512 = avx512;
+    const int32_t *corr = (const int32_t *)((const char *)R.bias + gemm_arrays_bytes(q, &R.d));
+    const qc_gemm_head_t *head =
+        (const qc_gemm_head_t *)(corr + round64(lanes(&R.d) * 4) / 4);
+    R.need_rs = head->need_rs;
+    R.corr = head->zu0 == (int32_t)R.zu ? corr : NULL;
     R.direct = qc_direct(q);
     if (_pa_qc_nchw_takes(q)) {
         nchw_run(&R, x, y, scratch, tile == qc_tile_portable ? 0 : 1);
@@ -670,10 +777,21 @@ static int dw_by_rows(const pa_qconv2d_t *q) {
            q->conv.c_in < QC_DW_ROW_MAX_C;
 }
 
+/* NHWC depthwise layers of at most this many output pixels (a streaming
+ * model's step: one) take the pixel path, taps read straight from the
+ * input: laying the band's rows out as int16 first cost more than the
+ * taps themselves. */
+#define QC_DW_PIXELS_MAX 4
+
+static int dw_by_pixels(const pa_qconv2d_t *q, const qc_dw_geo_t *g) {
+    return q->conv.layout == PA_LAYOUT_NHWC &&
+           (!g->rows || q->conv.h_out * q->conv.w_out <= QC_DW_PIXELS_MAX);
+}
+
 static size_t dw_scratch_bytes(const pa_qconv2d_t *q) {
     qc_dw_geo_t g = dw_geo(q);
     _pa_qc_plane_t pg;
-    size_t n = dw_by_rows(q) || !g.rows      /* the pixel and row paths' accumulators */
+    size_t n = dw_by_rows(q) || !g.rows || dw_by_pixels(q, &g)  /* their accumulators */
                    ? (size_t)(q->conv.layout == PA_LAYOUT_NHWC ? q->conv.c_in : q->conv.w_out) * 4
                    : (size_t)(g.rows_in * g.wp * q->conv.c_in) * 2;
     if (dw_plane_geo(q, &pg)) {             /* (the VNNI variant's plane path) */
@@ -692,10 +810,13 @@ static void dw_fill(const pa_qconv2d_t *q, const qc_dw_geo_t *g, const uint8_t *
     const int64_t C = c->c_in, wp = g->wp;
     const int16_t zp = (int16_t)q->x_zp;
     const int sgn = q->x_type == PA_Q_S8, nchw = c->layout == PA_LAYOUT_NCHW;
-    memset(buf, 0, (size_t)(nrows * wp * C) * 2);
     /* the image's columns iw in [0, cols) land at column pad_left + iw */
     int64_t cols = wp - c->pad_left < c->w ? wp - c->pad_left : c->w;
     int64_t iw0 = c->pad_left < 0 ? -c->pad_left : 0;
+    /* zeros only where the image leaves some (a streaming layer's one
+     * output pixel reads its whole window: no padding to write) */
+    if (ih0 < 0 || ih0 + nrows > c->h || c->pad_left != 0 || cols != wp)
+        memset(buf, 0, (size_t)(nrows * wp * C) * 2);
     for (int64_t b = 0; b < nrows; b++) {
         int64_t ih = ih0 + b;
         if (ih < 0 || ih >= c->h)
@@ -725,15 +846,19 @@ static void dw_fill(const pa_qconv2d_t *q, const qc_dw_geo_t *g, const uint8_t *
 /* Output channels [ch, ch + n) of one pixel: acc = bias + sum over the
  * taps of src[off[t] + l] * w[t * C + l] (modulo 2^32), then stored. */
 PA_INLINE void dw_pixel_store(const pa_qconv2d_t *q, const qc_out_t *o, void *y, int64_t at,
-                              int64_t step, const uint32_t *acc, const float *scale, int n) {
+                              int64_t step, const uint32_t *acc, const float *scale,
+                              const int32_t *shift, int n) {
     if (o->type == PA_Q_S32) {
         for (int l = 0; l < n; l++)
             ((int32_t *)y)[at + l * step] = (int32_t)acc[l];
         return;
     }
     uint8_t t[QC_NR];
-    for (int l = 0; l < QC_NR; l++)
-        t[l] = (uint8_t)qc_requant((int32_t)acc[l], scale[l], o);
+    if (o->fixed)       /* (scale: the channels' int32 multipliers) */
+        qc_fixed_store((const int32_t *)acc, (const int32_t *)scale, shift, n, o, t);
+    else
+        for (int l = 0; l < QC_NR; l++)
+            t[l] = (uint8_t)qc_requant((int32_t)acc[l], scale[l], o);
     uint8_t *d = (uint8_t *)y + at;
     if (step == 1)
         memcpy(d, t, (size_t)n);
@@ -744,13 +869,14 @@ PA_INLINE void dw_pixel_store(const pa_qconv2d_t *q, const qc_out_t *o, void *y,
 }
 
 PA_MULTIVERSION
-static void dw_band(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
-                    const float *scale, const int16_t *buf, const int64_t *off, int64_t wp,
-                    int64_t r0, int64_t r1, int64_t n, void *y) {
+static void dw_band(const pa_qconv2d_t *q, const qc_out_t *out, const int16_t *wc,
+                    const int32_t *bias, const float *scale, const int32_t *shift,
+                    const int16_t *buf, const int64_t *off, int64_t wp, int64_t r0, int64_t r1,
+                    int64_t n, void *y) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in, Wo = c->w_out, Ho = c->h_out;
     const int nchw = c->layout == PA_LAYOUT_NCHW;
-    const qc_out_t o = qc_out(q);
+    const qc_out_t o = *out;
     for (int64_t oh = r0; oh < r1; oh++) {
         /* the kernel rows inside the image (the others read zeros): taps
          * [t0, t1) */
@@ -778,7 +904,8 @@ static void dw_band(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
                     }
                     for (int l = 0; l < QC_NR; l++)
                         sc[l] = scale[ch + l];
-                    dw_pixel_store(q, &o, y, at + ch * step, step, acc, sc, QC_NR);
+                    dw_pixel_store(q, &o, y, at + ch * step, step, acc,
+                                   o.fixed ? scale + ch : sc, shift + ch, QC_NR);
                 } else {
                     int m = (int)(C - ch);
                     for (int l = 0; l < QC_NR; l++) {
@@ -790,7 +917,8 @@ static void dw_band(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
                         for (int l = 0; l < m; l++)
                             acc[l] += (uint32_t)((int32_t)s[l] * (int32_t)w[l]);
                     }
-                    dw_pixel_store(q, &o, y, at + ch * step, step, acc, sc, m);
+                    dw_pixel_store(q, &o, y, at + ch * step, step, acc,
+                                   o.fixed ? scale + ch : sc, shift + ch, m);
                 }
             }
         }
@@ -885,14 +1013,32 @@ static void dw_nchw(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
         }
 }
 
+/* acc[ch] += (x[ch] - zp) * w[ch], ch < C (modulo 2^32), in blocks of
+ * QC_NR (a fixed trip count; the pointers restrict: vectorised). */
+#define QC_DW_TAP(NAME, T)                                                                \
+    PA_INLINE void NAME(int32_t *restrict acc, const T *restrict x, const int16_t *restrict w, \
+                        int64_t C, int32_t zp) {                                           \
+        int64_t ch = 0;                                                                    \
+        for (; ch + QC_NR <= C; ch += QC_NR)                                               \
+            for (int l = 0; l < QC_NR; l++)                                                \
+                acc[ch + l] = (int32_t)((uint32_t)acc[ch + l] +                            \
+                                        (uint32_t)(((int32_t)x[ch + l] - zp) * w[ch + l])); \
+        for (; ch < C; ch++)                                                               \
+            acc[ch] = (int32_t)((uint32_t)acc[ch] + (uint32_t)(((int32_t)x[ch] - zp) * w[ch])); \
+    }
+QC_DW_TAP(dw_tap_s8, int8_t)
+QC_DW_TAP(dw_tap_u8, uint8_t)
+#undef QC_DW_TAP
+
 PA_MULTIVERSION
-static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bias,
-                    const float *scale, const uint8_t *x, void *y, int32_t *acc) {
+static void dw_nhwc(const pa_qconv2d_t *q, const qc_out_t *out, const int16_t *wc,
+                    const int32_t *bias, const float *scale, const int32_t *shift,
+                    const uint8_t *x, void *y, int32_t *acc) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in;
     const int sgn = q->x_type == PA_Q_S8;
     const int32_t zp = q->x_zp;
-    qc_out_t o = qc_out(q);
+    const qc_out_t o = *out;
     for (int64_t n = 0; n < c->n; n++)
         for (int64_t oh = 0; oh < c->h_out; oh++)
             for (int64_t ow = 0; ow < c->w_out; ow++) {
@@ -908,28 +1054,32 @@ static void dw_nhwc(const pa_qconv2d_t *q, const int16_t *wc, const int32_t *bia
                         const uint8_t *s = x + ((n * c->h + ih) * c->w + iw) * C;
                         const int16_t *wt = wc + (i * c->kw + j) * C;
                         if (sgn)
-                            for (int64_t ch = 0; ch < C; ch++)
-                                acc[ch] = (int32_t)((uint32_t)acc[ch] +
-                                                    (uint32_t)(((int32_t)(int8_t)s[ch] - zp) * wt[ch]));
+                            dw_tap_s8(acc, (const int8_t *)s, wt, C, zp);
                         else
-                            for (int64_t ch = 0; ch < C; ch++)
-                                acc[ch] = (int32_t)((uint32_t)acc[ch] +
-                                                    (uint32_t)(((int32_t)s[ch] - zp) * wt[ch]));
+                            dw_tap_u8(acc, s, wt, C, zp);
                     }
                 }
                 int64_t base = ((n * c->h_out + oh) * c->w_out + ow) * C;
-                for (int64_t ch = 0; ch < C; ch++)
-                    qc_store(y, base + ch, acc[ch], scale[ch], &o);
+                if (o.fixed)
+                    qc_fixed_store(acc, (const int32_t *)scale, shift, C, &o, (uint8_t *)y + base);
+                else
+                    for (int64_t ch = 0; ch < C; ch++)
+                        qc_store(y, base + ch, acc[ch], scale[ch], &o);
             }
 }
 
 static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, void *y,
-                   void *scratch, _pa_qc_dw_fn interior, _pa_qc_dwplane_fn plane) {
+                   void *scratch, _pa_qc_dw_fn interior, _pa_qc_dwplane_fn plane, int avx512) {
     const pa_conv2d_t *c = &q->conv;
     const int64_t C = c->c_in, taps = c->kh * c->kw;
     const int16_t *wc = (const int16_t *)packed;
     const int32_t *bias = (const int32_t *)((const char *)packed + round64((size_t)(C * taps) * 2));
     const float *scale = (const float *)(bias + round64((size_t)C * 4) / 4);
+    /* FIXED modes: scale holds the multipliers, the shifts follow (NHWC
+     * only: the plane and row paths, NCHW, never see one) */
+    const int32_t *shift = (const int32_t *)scale + round64((size_t)C * 4) / 4;
+    qc_out_t out = qc_out(q);
+    out.avx512 = avx512;
     const qc_dw_geo_t g = dw_geo(q);
     _pa_qc_plane_t pg;
     if (plane && dw_plane_geo(q, &pg)) {
@@ -940,8 +1090,8 @@ static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, 
         dw_nchw(q, wc, bias, scale, x, y, (int32_t *)scratch, interior);
         return;
     }
-    if (!g.rows) {
-        dw_nhwc(q, wc, bias, scale, x, y, (int32_t *)scratch);
+    if (!g.rows || dw_by_pixels(q, &g)) {
+        dw_nhwc(q, &out, wc, bias, scale, shift, x, y, (int32_t *)scratch);
         return;
     }
     int64_t off[PA_DW_MAX_TAPS];
@@ -954,7 +1104,8 @@ static void dw_run(const pa_qconv2d_t *q, const void *packed, const uint8_t *x, 
             int64_t r1 = r0 + g.rows < c->h_out ? r0 + g.rows : c->h_out;
             dw_fill(q, &g, x + n * img_bytes, r0 * c->sh - c->pad_top, dw_rows_in(c, r1 - r0),
                     (int16_t *)scratch);
-            dw_band(q, wc, bias, scale, (const int16_t *)scratch, off, g.wp, r0, r1, n, y);
+            dw_band(q, &out, wc, bias, scale, shift, (const int16_t *)scratch, off, g.wp, r0, r1,
+                    n, y);
         }
 }
 
@@ -970,10 +1121,10 @@ pa_status_t _pa_qconv2d_run_isa(const pa_qconv2d_t *q, const void *packed, const
         return PA_ERR_STATE;
     if (qc_depthwise(q))
         dw_run(q, packed, (const uint8_t *)x, y, scratch, isa == 1 ? _pa_qc_dw_vnni : NULL,
-               isa == 1 ? _pa_qc_dwplane_vnni : NULL);
+               isa == 1 ? _pa_qc_dwplane_vnni : NULL, isa);
     else
         gemm_run(q, packed, (const uint8_t *)x, y, scratch,
-                 isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable);
+                 isa == 1 ? _pa_qc_tile_vnni : qc_tile_portable, isa);
     return PA_OK;
 }
 

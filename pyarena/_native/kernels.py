@@ -9,6 +9,7 @@ array alive and refuses a non-contiguous one), and :class:`Workers` owns a
 caller's (planned) memory; nothing here allocates per call.
 """
 import math
+from functools import partial
 
 import numpy as np
 
@@ -206,9 +207,20 @@ class CallList:
         st = lib.pa_calls_run(self.arr, self.n, NULL if workers is None else workers,
                               self.failed)
         if st:
-            i = self.failed[0]
-            of = f" of {self.names[i]!r}" if self.names else ""
-            check(st, f"{what}: call {i} ({self.kinds[i]}{of})")
+            self.fail(st, what)
+
+    def bound(self, workers):
+        """``pa_calls_run`` of this list with ``workers`` as a call of no
+        arguments returning its status (a cached step's: no lookups per
+        run); a status other than 0 goes to :meth:`fail`."""
+        return partial(lib.pa_calls_run, self.arr, self.n,
+                       NULL if workers is None else workers, self.failed)
+
+    def fail(self, st, what):
+        """Raise for status ``st`` of a run, naming the call that failed."""
+        i = self.failed[0]
+        of = f" of {self.names[i]!r}" if self.names else ""
+        check(st, f"{what}: call {i} ({self.kinds[i]}{of})")
 
     @property
     def kinds(self):

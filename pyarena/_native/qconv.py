@@ -8,8 +8,13 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from . import check, ffi, lib
 
-__all__ = ["QTYPES", "qconv2d", "packed_size", "scratch_size", "pack", "run", "ptr", "qrequant",
-           "requant"]
+__all__ = ["QTYPES", "qconv2d", "packed_size", "scratch_size", "pack", "pack_fixed", "run", "ptr",
+           "qrequant", "requant", "REQUANT_MODES"]
+
+#: requant mode name -> pa_qrequant_mode_t (None: onnxruntime's float32
+#: scale; "fixed": TFLite's two roundings; "single": FULLY_CONNECTED's one)
+REQUANT_MODES = {None: lib.PA_QREQ_FLOAT, "fixed": lib.PA_QREQ_FIXED,
+                 "single": lib.PA_QREQ_FIXED_SINGLE}
 
 #: NumPy dtype -> pa_qtype_t
 QTYPES = {np.dtype(np.uint8): lib.PA_Q_U8, np.dtype(np.int8): lib.PA_Q_S8,
@@ -22,8 +27,10 @@ def ptr(arr):
 
 
 def qconv2d(*, nhwc, n, c_in, h, w, c_out, h_out, w_out, kh, kw, sh, sw, dh, dw, pad_top,
-            pad_left, groups, x_dtype, w_dtype, y_dtype, x_zp, y_zp=0, y_lo=0, y_hi=0):
-    """A ``pa_qconv2d_t *``; the dtypes are NumPy dtypes of :data:`QTYPES`."""
+            pad_left, groups, x_dtype, w_dtype, y_dtype, x_zp, y_zp=0, y_lo=0, y_hi=0,
+            requant=None):
+    """A ``pa_qconv2d_t *``; the dtypes are NumPy dtypes of :data:`QTYPES`,
+    ``requant`` a key of :data:`REQUANT_MODES`."""
     conv = {"layout": lib.PA_LAYOUT_NHWC if nhwc else lib.PA_LAYOUT_NCHW,
             "n": n, "c_in": c_in, "h": h, "w": w, "c_out": c_out, "h_out": h_out,
             "w_out": w_out, "kh": kh, "kw": kw, "sh": sh, "sw": sw, "dh": dh, "dw": dw,
@@ -32,7 +39,7 @@ def qconv2d(*, nhwc, n, c_in, h, w, c_out, h_out, w_out, kh, kw, sh, sw, dh, dw,
     return ffi.new("pa_qconv2d_t *", {
         "conv": conv, "x_type": QTYPES[np.dtype(x_dtype)], "w_type": QTYPES[np.dtype(w_dtype)],
         "y_type": QTYPES[np.dtype(y_dtype)], "x_zp": int(x_zp), "y_zp": int(y_zp),
-        "y_lo": int(y_lo), "y_hi": int(y_hi)})
+        "y_lo": int(y_lo), "y_hi": int(y_hi), "requant": REQUANT_MODES[requant]})
 
 
 def packed_size(desc):
@@ -63,6 +70,19 @@ def pack(desc, weight_ohwi, w_zp, bias, scale, packed):
     check(lib.pa_qconv2d_pack(desc, ptr(w), ffi.cast("int32_t *", p[0]),
                               ffi.cast("int32_t *", p[1]), ffi.cast("float *", p[2]),
                               ptr(packed), packed.nbytes), "pa_qconv2d_pack")
+    return packed
+
+
+def pack_fixed(desc, weight_ohwi, w_zp, bias, mult_shift, packed):
+    """:func:`pack` for a descriptor in a fixed-point requant mode:
+    ``mult_shift`` the int32 multipliers then shifts, one per output channel
+    each (as :func:`requant` takes them)."""
+    w = np.ascontiguousarray(weight_ohwi)
+    args = [None if a is None else np.ascontiguousarray(a, np.int32)
+            for a in (w_zp, bias, mult_shift)]
+    p = [ffi.NULL if a is None else ffi.cast("int32_t *", ffi.from_buffer(a)) for a in args]
+    check(lib.pa_qconv2d_pack_fixed(desc, ptr(w), p[0], p[1], p[2], ptr(packed), packed.nbytes),
+          "pa_qconv2d_pack_fixed")
     return packed
 
 

@@ -88,6 +88,8 @@ class VariableStep:
         workers = ex.workers.handle if ex.workers is not None else None
         segs = _segments(copies[:len(pre)], busy, copies[len(pre):], workers)
         self.single = segs[0][0] if len(segs) == 1 and isinstance(segs[0][0], Batch) else None
+        # one call list: its pa_calls_run with the arguments bound
+        self.call = self.single.calls.bound(workers) if self.single is not None else None
         self.segments = segs
 
     def run(self, output_names, feeds, copy):
@@ -105,15 +107,18 @@ class VariableStep:
             outs = self.all
         for name, dst, dtype, shape in self.inputs:
             v = feeds.get(name)
-            if type(v) is not np.ndarray or v.dtype != dtype or v.shape != shape:
+            if type(v) is not np.ndarray or v.shape != shape or \
+                    (v.dtype is not dtype and v.dtype != dtype):
                 return None
         with self.lock:
             for name, dst, _, _ in self.inputs:
                 if dst is not None:
                     dst[...] = feeds[name]      # (same dtype and shape: checked above)
-            one = self.single
-            if one is not None:             # one call list: called as it is
-                one.calls.run(one.workers, one.what)
+            call = self.call
+            if call is not None:            # one call list: called as it is
+                st = call()
+                if st:
+                    self.single.calls.fail(st, self.single.what)
             else:
                 for k, xs, ys, sc in segs:
                     k(xs, ys, sc)

@@ -97,3 +97,50 @@ def test_numpy_and_c_give_the_same_bytes(channels, seed, signed, zp, big, single
     nq.requant(nq.qrequant(dt, channels, zp, lo, hi, single), np.concatenate([m, s]), acc, got,
                n)
     np.testing.assert_array_equal(got, want)
+
+
+def _conv(geo, ydt, mode, yzp=0, lo=0, hi=0):
+    return nq.qconv2d(**geo, x_dtype=np.int8, w_dtype=np.int8, y_dtype=ydt, x_zp=-3, y_zp=yzp,
+                      y_lo=lo, y_hi=hi, requant=mode)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["one_pixel", "pixels", "3x3", "depthwise"]), st.integers(1, 70),
+       st.integers(0, 2**31 - 1), st.booleans(), st.booleans())
+def test_the_fused_epilogue_is_the_conv_then_the_requantization(kind, cout, seed, single, signed):
+    """A TFLite convolution requantized in the kernel's epilogue
+    (``requant="fixed"`` / ``"single"``: one pa_qconv2d_run) gives the bytes
+    of the int32 accumulators (the same kernel) requantized by the NumPy
+    form, on the 1x1 GEMM (one pixel: the one-row tile), im2col and
+    depthwise paths, with random multipliers and shifts, extremes among
+    them."""
+    rng = np.random.default_rng(seed)
+    dw = kind == "depthwise"
+    cin = cout if dw else int(rng.integers(1, 50))
+    k, hw = (1, 1) if kind == "one_pixel" else (1, 5) if kind == "pixels" else (3, 6)
+    geo = dict(nhwc=True, n=1, c_in=cin, h=hw, w=hw, c_out=cout, h_out=hw, w_out=hw, kh=k, kw=k,
+               sh=1, sw=1, dh=1, dw=1, pad_top=k // 2, pad_left=k // 2,
+               groups=cin if dw else 1)
+    x = rng.integers(-128, 128, (1, hw, hw, cin)).astype(np.int8)
+    w = rng.integers(-127, 128, (cout, k, k, 1 if dw else cin)).astype(np.int8)
+    bias = rng.integers(-50000, 50000, cout).astype(np.int32)
+    m = rng.integers(2**30, 2**31, cout).astype(np.int32)
+    s = rng.integers(-14, 1, cout).astype(np.int32)
+    m[:1], s[:1] = 2**31 - 1, 30                # (saturation)
+    s[1:2] = -31                                # (a zero point nearly only)
+    ydt = np.int8 if signed else np.uint8
+    lo, hi = (-120, 127) if signed else (5, 255)
+    yzp = 7 if signed else 131
+    d32, df = _conv(geo, np.int32, None), _conv(geo, ydt, "single" if single else "fixed",
+                                                yzp, lo, hi)
+    acc = np.empty((1, hw, hw, cout), np.int32)
+    got = np.empty((1, hw, hw, cout), ydt)
+    for desc, y, pack in ((d32, acc, lambda p: nq.pack(d32, w, None, bias, None, p)),
+                          (df, got, lambda p: nq.pack_fixed(df, w, None, bias,
+                                                            np.concatenate([m, s]), p))):
+        packed = pack(np.empty(nq.packed_size(desc), np.uint8))
+        sc = np.empty(max(nq.scratch_size(desc), 1), np.uint8)
+        nq.run(desc, nq.ptr(packed), nq.ptr(x), nq.ptr(y), nq.ptr(sc), sc.nbytes)
+    want = np.empty_like(got)
+    requant_fixed(acc, m, s, yzp, lo, hi, want, single_rounding=single)
+    np.testing.assert_array_equal(got, want)

@@ -42,18 +42,18 @@ def _make(k, geometry, w_ohwi, wzp, bias, xzp, x_dtype):
         return None
     mult, yzp, lo, hi = req if req is not None else (None, 0, 0, 0)
     fixed = getattr(k, "fixed_requant", lambda: None)()
-    if fixed is not None:       # TFLite's: int32 accumulators, then pa_qrequant
+    mode = None
+    if fixed is not None:       # TFLite's multipliers and shifts, in the epilogue
         if not geometry["nhwc"]:
             return None
-        single = getattr(k, "single_rounding", False)     # (FULLY_CONNECTED's one rounding)
-        fixed = (nq.qrequant(ydt, geometry["c_out"], yzp, lo, hi, single),
-                 np.concatenate([np.broadcast_to(v, (geometry["c_out"],)) for v in fixed]),
-                 geometry["n"] * geometry["h_out"] * geometry["w_out"] * geometry["c_out"])
-        mult, ydt = None, np.dtype(np.int32)
+        # (FULLY_CONNECTED rounds once)
+        mode = "single" if getattr(k, "single_rounding", False) else "fixed"
+        fixed = np.concatenate([np.broadcast_to(v, (geometry["c_out"],)) for v in fixed])
+        mult = None
     try:
         desc = nq.qconv2d(**geometry, x_dtype=x_dtype, w_dtype=w_ohwi.dtype, y_dtype=ydt,
                           x_zp=0 if xzp is None else int(xzp), y_zp=int(yzp), y_lo=int(lo),
-                          y_hi=int(hi))
+                          y_hi=int(hi), requant=mode)
         size, scratch = nq.packed_size(desc), nq.scratch_size(desc)
     except (InvalidArgumentError, OverflowError):
         return None
@@ -93,19 +93,16 @@ class QConvNative:
     def __init__(self, k, desc, size, scratch, w, wzp, bias, mult, fixed=None):
         self.kernel, self.desc, self.scratch_bytes = k, desc, scratch
         self.scratch = [((scratch,), np.uint8)] if scratch else []
-        # TFLite's requantization: the accumulators in a scratch of their
-        # own, then pa_qrequant with the channels' multipliers and shifts
-        self.fixed = None
-        if fixed is not None:       # (params, multipliers and shifts, output size)
-            n = fixed[2]
-            self.scratch = self.scratch + [((n,), np.int32)]
-            self.fixed = (fixed[0], k.keep(fixed[1].astype(np.int32)), n)
         self.packed = None
         if not k.sizing:
-            def pack():
+            def pack():     # (fixed: TFLite's multipliers then shifts, packed too)
                 packed = k.kept_empty(size, np.uint8)
-                nq.pack(desc, w, np.asarray(wzp, np.int64).astype(np.int32),
-                        np.asarray(bias).astype(np.int64).astype(np.int32), mult, packed)
+                zps = np.asarray(wzp, np.int64).astype(np.int32)
+                b = np.asarray(bias).astype(np.int64).astype(np.int32)
+                if fixed is not None:
+                    nq.pack_fixed(desc, w, zps, b, fixed.astype(np.int32), packed)
+                else:
+                    nq.pack(desc, w, zps, b, mult, packed)
                 return packed
             self.packed = k.kept_layout((size,), np.uint8, pack)
             self.packed_ptr = nq.ptr(self.packed)
@@ -118,23 +115,11 @@ class QConvNative:
         if x_zp is not None:
             self.desc.x_zp = int(x_zp)
         s = sc[0] if self.scratch_bytes else None
-        if self.fixed is None:
-            xp, yp, sp = self.ptrs(x, y, s)
-            nq.run(self.desc, self.packed_ptr, xp, yp, sp, self.scratch_bytes, k.workers)
-            return
-        acc = sc[-1]
-        xp, ap, sp = self.ptrs(x, acc, s)
-        nq.run(self.desc, self.packed_ptr, xp, ap, sp, self.scratch_bytes, k.workers)
-        params, table, n = self.fixed
-        nq.requant(params, table, acc, y, n)
+        xp, yp, sp = self.ptrs(x, y, s)
+        nq.run(self.desc, self.packed_ptr, xp, yp, sp, self.scratch_bytes, k.workers)
 
     def calls(self, x, y, sc):
         """The run on ``x`` into ``y`` (a constant input zero point) with
         scratch ``sc`` (None without any) as call records."""
         s = sc[0] if self.scratch_bytes else None
-        if self.fixed is None:
-            return [("qconv2d", self.desc, self.packed_ptr, x, None, y, (self.scratch_bytes,), s)]
-        params, table, n = self.fixed
-        return [("qconv2d", self.desc, self.packed_ptr, x, None, sc[-1],
-                 (self.scratch_bytes,), s),
-                ("qrequant", params, table, sc[-1], None, y, (n,))]
+        return [("qconv2d", self.desc, self.packed_ptr, x, None, y, (self.scratch_bytes,), s)]

@@ -321,7 +321,8 @@ static void test_qconv_nchw_panel_paths(void) {
 
 static void test_qconv_zero_point_changes_between_runs(void) {
     pa_qconv2d_t q = {{PA_LAYOUT_NCHW, 1, 8, 6, 6, 20, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1,
-                       {PA_ACT_NONE, 0, 0}}, PA_Q_U8, PA_Q_S8, PA_Q_S32, 0, 0, 0, 0};
+                       {PA_ACT_NONE, 0, 0}}, PA_Q_U8, PA_Q_S8, PA_Q_S32, 0, 0, 0, 0,
+                       PA_QREQ_FLOAT};
     uint8_t x[8 * 36], w[20 * 9 * 8];
     int32_t zero[20] = {0}, y[20 * 36];
     int64_t ref[20 * 36];
@@ -344,7 +345,8 @@ static void test_qconv_zero_point_changes_between_runs(void) {
 
 static void test_qconv_refuses_bad_input(void) {
     pa_qconv2d_t ok = {{PA_LAYOUT_NHWC, 1, 4, 5, 5, 8, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1,
-                        {PA_ACT_NONE, 0, 0}}, PA_Q_U8, PA_Q_S8, PA_Q_U8, 3, 7, 0, 255};
+                        {PA_ACT_NONE, 0, 0}}, PA_Q_U8, PA_Q_S8, PA_Q_U8, 3, 7, 0, 255,
+                        PA_QREQ_FLOAT};
     CHECK(pa_qconv2d_packed_size(&ok) > 0);
     CHECK(pa_qconv2d_packed_size(NULL) == 0);
     CHECK(pa_qconv2d_scratch_size(NULL) == (size_t)-1);
