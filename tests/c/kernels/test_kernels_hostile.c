@@ -757,6 +757,7 @@ static void test_qconv2d(void) {
     CHECK(pa_qconv2d_pack(NULL, b, NULL, NULL, NULL, b, sizeof b) == PA_ERR_INVALID);
     for (long it = 0; it < fuzz_n; it++) {
         pa_qconv2d_t q;
+        memset(&q, 0, sizeof q); /* (requant: PA_QREQ_FLOAT, the float-scale epilogue) */
         q.conv = rand_conv();
         if (!one_in(8))
             q.conv.act.kind = PA_ACT_NONE;
