@@ -25,28 +25,19 @@ treated becomes a QLinearConv in the rewrite, as in onnxruntime.
 """
 import numpy as np
 
+from .onnx_qdq_graph import QdqGraph
+
 __all__ = ["quantize_float_weights"]
 
 _OPS = ("Conv", "ConvTranspose", "Gemm")
 
 
-class _Model:
-    def __init__(self, onnx, g, views):
-        self.onnx, self.g, self.views = onnx, g, views
-        self.inits = {i.name: i for i in g.initializer}
-        self.producer = {o: n for n in g.node for o in n.output if o}
-        self.readers = {}
-        for n in g.node:
-            for i in n.input:
-                if i:
-                    self.readers.setdefault(i, []).append(n)
-        self.outputs = {o.name for o in g.output}
-        self.names = set(self.inits) | set(self.producer)
+class _Model(QdqGraph):
+    """The shared lookups, and the DQ nodes this pass adds."""
 
-    def value(self, name):
-        if self.views is not None and name in self.views:
-            return self.views[name]
-        return self.onnx.numpy_helper.to_array(self.inits[name])
+    def __init__(self, onnx, g, views):
+        super().__init__(onnx, g, views)
+        self.names = set(self.inits) | set(self.producer)
 
     def scalar_dq(self, name):
         """The DQ producing ``name`` with a constant scalar scale, or None."""
@@ -79,20 +70,11 @@ class _Model:
         return name
 
     def constant(self, base, value):
-        """A new initializer (a view beside the file's weights when they are
-        read in place); returns its name."""
+        """A new initializer (beside the file's weights when they are read
+        in place); returns its name."""
         name = self.fresh(base)
-        value = np.asarray(value)
-        if self.views is None:
-            t = self.onnx.numpy_helper.from_array(value, name)
-        else:
-            t = self.onnx.TensorProto(name=name, dims=value.shape,
-                                      data_type=self.onnx.helper.np_dtype_to_tensor_dtype(
-                                          value.dtype))
-            t.data_location = self.onnx.TensorProto.EXTERNAL
-            self.views[name] = value
-        self.g.initializer.append(t)
-        self.inits[name] = t
+        self.add_constant(value, name)
+        self.inits[name] = self.new_inits[-1]
         return name
 
     def dq_node(self, base, q, scale, zp, axis=None):
@@ -205,4 +187,5 @@ def quantize_float_weights(onnx, g, views=None):
     if changed:
         del g.node[:]
         g.node.extend(nodes)
+        g.initializer.extend(M.new_inits)
     return changed
